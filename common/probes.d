@@ -1,0 +1,36 @@
+/* probes.d -- USDT probes of Coord, provider "coord".
+ *
+ * Naming: subsystem__object__event, paired __start/__done where a duration matters.
+ * Call sites use the generated macros: COORD_RING_PUSH(slot, upper, since).  bpftrace
+ * shows them as usdt:BINARY:coord:ring__push.  Arguments stay plain C types.
+ * Where <sys/sdt.h> or dtrace is missing, tools/gen-dummy-probes.sh makes every macro a
+ * no-op and every _ENABLED() false.
+ */
+provider coord {
+        /* io_uring event loop */
+        probe uring__submit(int);                       /* sqes submitted */
+        probe loop__stall(unsigned long long);          /* ns spent in one callback batch over threshold */
+
+        /* framed IPC */
+        probe ipc__frame__recv(int, unsigned int, unsigned int);  /* fd, type, bytes */
+        probe ipc__frame__send(int, unsigned int, unsigned int);  /* fd, type, bytes */
+        probe ipc__frame__reject(int, int);             /* fd, -errno */
+        probe ipc__peer__connect(int, unsigned long long);   /* role, incarnation */
+        probe ipc__peer__disconnect(int, unsigned long long);
+        probe ipc__peer__stale(int, unsigned long long, unsigned long long); /* role, got, seen */
+
+        /* shared-memory frontier ring */
+        probe ring__push(unsigned long long, unsigned long long, unsigned long long); /* id, upper, since */
+        probe ring__resync(unsigned long long, unsigned long long); /* generation, records lapped */
+        probe ring__wake(unsigned int);
+
+        /* catalog store */
+        probe catalog__commit__start(unsigned long long, unsigned int);  /* seq, ops */
+        probe catalog__commit__done(unsigned long long, int);            /* seq, result */
+        probe catalog__sync__fail(int);
+        probe catalog__catchup(unsigned long long);                      /* secondary: last seq */
+
+        /* daemons */
+        probe daemon__start(int, unsigned long long);  /* role, incarnation */
+        probe daemon__ready(int);
+};

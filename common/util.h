@@ -1,0 +1,80 @@
+/* util.h -- small helpers shared by every module: cleanup attributes, time, bytes.
+ *
+ * Header-only.  Nothing here allocates global state or logs.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _likely_(x) __builtin_expect(!!(x), 1)
+#define _unlikely_(x) __builtin_expect(!!(x), 0)
+
+/* Take ownership of a pointer: returns it and sets the variable to NULL, so a
+ * _cleanup_ handler on the variable does nothing. */
+#define TAKE_PTR(p) ({ __typeof__(p) _p_ = (p); (p) = NULL; _p_; })
+#define TAKE_FD(fd) ({ int _fd_ = (fd); (fd) = -EBADF; _fd_; })
+
+static inline void freep(void *p) { free(*(void **)p); }
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline void closep(int *fd)
+{
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+        *fd = -EBADF;
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+/* Monotonic and wall-clock time. */
+static inline uint64_t now_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+static inline uint64_t now_ms(void) { return now_ns() / 1000000ull; }
+static inline uint64_t wall_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+/* Big-endian u64, for keys that must sort numerically in RocksDB. */
+static inline void be64_put(uint8_t *p, uint64_t v)
+{
+        for (int i = 7; i >= 0; i--, v >>= 8)
+                p[i] = (uint8_t)v;
+}
+static inline uint64_t be64_get(const uint8_t *p)
+{
+        uint64_t v = 0;
+        for (int i = 0; i < 8; i++)
+                v = v << 8 | p[i];
+        return v;
+}
+
+/* Little-endian u32, the frame length prefix. */
+static inline void le32_put(uint8_t *p, uint32_t v)
+{
+        p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8);
+        p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline uint32_t le32_get(const uint8_t *p)
+{
+        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Parse a whole decimal unsigned number; -EINVAL on junk, -ERANGE above max. */
+int parse_u64(const char *s, uint64_t max, uint64_t *ret);

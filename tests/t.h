@@ -1,0 +1,84 @@
+/* t.h -- what every CUnit test binary shares (test helpers are named t_*).
+ *
+ * Exit codes follow meson and liburing's test/helpers.h: 0 pass, 1 fail, 77 skip,
+ * 99 setup error.  CU_basic_run_tests() only reports framework errors, so t_run() maps
+ * the failure count to the exit code.
+ */
+#pragma once
+
+#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum {
+        T_EXIT_PASS = 0,
+        T_EXIT_FAIL = 1,
+        T_EXIT_SKIP = 77,
+        T_EXIT_ERROR = 99,
+};
+
+struct t_case {
+        const char *name;
+        void (*fn)(void);
+};
+
+struct t_suite {
+        const char *name;
+        const struct t_case *cases;     /* terminated by {NULL, NULL} */
+};
+
+/* Register the suites (terminated by {NULL, NULL}), run them, return the exit code. */
+static inline int t_run(const struct t_suite *suites)
+{
+        unsigned failed;
+
+        if (CU_initialize_registry() != CUE_SUCCESS)
+                return T_EXIT_ERROR;
+        for (const struct t_suite *s = suites; s->name; s++) {
+                CU_pSuite su = CU_add_suite(s->name, NULL, NULL);
+                if (!su)
+                        goto error;
+                for (const struct t_case *c = s->cases; c->name; c++)
+                        if (!CU_add_test(su, c->name, c->fn))
+                                goto error;
+        }
+        CU_basic_set_mode(CU_BRM_VERBOSE);
+        if (CU_basic_run_tests() != CUE_SUCCESS)
+                goto error;
+        failed = CU_get_number_of_tests_failed() + CU_get_number_of_failures();
+        CU_cleanup_registry();
+        return failed ? T_EXIT_FAIL : T_EXIT_PASS;
+error:
+        CU_cleanup_registry();
+        return T_EXIT_ERROR;
+}
+
+/* A fresh directory under $TMPDIR (or /tmp); the caller removes it with t_rmrf(). */
+static inline char *t_mkdtemp(const char *tag)
+{
+        const char *base = getenv("TMPDIR");
+        char *p = NULL;
+
+        if (asprintf(&p, "%s/coord-%s-XXXXXX", base ? base : "/tmp", tag) < 0)
+                return NULL;
+        if (!mkdtemp(p)) {
+                free(p);
+                return NULL;
+        }
+        return p;
+}
+
+static inline void t_rmrf(const char *path)
+{
+        char *cmd = NULL;
+
+        if (!path || asprintf(&cmd, "rm -rf '%s'", path) < 0)
+                return;
+        (void)!system(cmd);
+        free(cmd);
+}
