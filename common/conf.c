@@ -147,8 +147,8 @@ int conf_parse(int argc, char **argv, const char *section, const struct conf_opt
                 }
                 if (eq)
                         value = eq + 1;
-                else if (o->type == CONF_BOOL && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0))
-                        value = "true";
+                else if (o->type == CONF_BOOL)
+                        value = "true";         /* a bool takes a value only as --name=value */
                 else if (i + 1 < argc)
                         value = argv[++i];
                 else {

@@ -4,7 +4,7 @@
  * `--config FILE` first (INI, parsed by inih; keys are the long option names, in the
  * section [coord] or in the program's own section, e.g. [adapter]), then applies the
  * flags, so a flag always wins over the file.  Flags are `--name value` or
- * `--name=value`; a CONF_BOOL flag alone means true.  Unknown names, bad numbers and
+ * `--name=value`; a CONF_BOOL flag alone means true (a value only with `=`).  Unknown names, bad numbers and
  * missing values are errors with a message in `err`; nothing is printed here.
  */
 #pragma once

@@ -1,0 +1,865 @@
+/* node.c -- the runtime every Coord daemon shares: incarnation, lock, socket, peers,
+ * fencing, status.  See node.h.
+ *
+ * Unlike the rest of common/, this module logs: it is not a library but the daemons'
+ * common body, and peer events must read the same in all three daemons' logs.
+ *
+ * NOTES ON THE DESIGN
+ * (1) A peer is "up" only after its Hello arrived with an incarnation >= the highest
+ *     seen for its role.  Until then its frames other than Hello close the connection.
+ * (2) One current connection per peer role.  A newer Hello for a role replaces the
+ *     current connection (the old one is closed): after a kill -9 the server may see
+ *     the new connection before the old one's EOF.
+ * (3) The dialing side redials with exponential backoff, 20 ms doubling to 500 ms, so a
+ *     restarted peer is reconnected well within a second of its socket appearing.
+ * (4) The incarnation is durable before the first frame is sent, so no two lives of a
+ *     role ever share an incarnation (fencing depends on it).
+ */
+#include "node.h"
+
+#include <assert.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fring.h"
+#include "ipc.h"
+#include "log.h"
+#include "loop.h"
+#include "probes.h"
+#include "util.h"
+
+#define BACKOFF_MIN_NS   (20ull * 1000000ull)
+#define BACKOFF_MAX_NS   (500ull * 1000000ull)
+#define N_ROLES          (COORD__ROLE__ROLE_CTL + 1)
+
+struct peer {
+        struct node *node;
+        Coord__Role role;
+        bool dial;                      /* we connect to it (else it connects to us) */
+        struct ipc_conn *conn;          /* current connection, after its Hello */
+        struct ipc_conn *dialing;       /* our outgoing connection before its Hello */
+        uint64_t max_incarnation;       /* highest seen, for fencing; 0 = never */
+        uint64_t since_ms;
+        uint32_t connects;
+        uint64_t backoff_ns;
+        struct loop_timer *redial;
+};
+
+/* Per-connection state, the ipc userdata. */
+struct conn_state {
+        struct node *node;
+        Coord__Role role;               /* ROLE_UNKNOWN until its Hello */
+        uint64_t incarnation;
+        bool outgoing;
+};
+
+struct node {
+        struct node_config cfg;
+        struct node_handler h;
+        void *userdata;
+        char *dir, *sock_path, *pid_path, *instance, *run_dir;
+        int lock_fd;
+        uint64_t incarnation;
+        uint64_t start_mono_ms, start_wall_ms;
+        bool ready;
+        struct loop *loop;
+        struct ipc_server *server;
+        struct peer peers[N_ROLES];
+        uint64_t frames_rejected, stale_rejected;
+        char *ring_name;
+        struct fring_reader *ring;
+        struct loop_timer *ring_retry;
+};
+
+static const char *const role_names[N_ROLES] = {
+        [COORD__ROLE__ROLE_UNKNOWN] = "unknown",
+        [COORD__ROLE__ROLE_ADAPTER] = "adapter",
+        [COORD__ROLE__ROLE_LIFECYCLE] = "lifecycle",
+        [COORD__ROLE__ROLE_CONTROLLER] = "controller",
+        [COORD__ROLE__ROLE_CTL] = "ctl",
+};
+
+const char *node_role_name(Coord__Role role)
+{
+        return (unsigned)role < N_ROLES ? role_names[role] : "invalid";
+}
+
+Coord__Role node_role_from_name(const char *name)
+{
+        for (unsigned i = 1; i < N_ROLES; i++)
+                if (name && strcmp(name, role_names[i]) == 0)
+                        return (Coord__Role)i;
+        return COORD__ROLE__ROLE_UNKNOWN;
+}
+
+static bool role_is_daemon(Coord__Role r)
+{
+        return r == COORD__ROLE__ROLE_ADAPTER || r == COORD__ROLE__ROLE_LIFECYCLE ||
+               r == COORD__ROLE__ROLE_CONTROLLER;
+}
+
+/* Who dials whom: adapter -> controller, lifecycle -> controller, lifecycle -> adapter. */
+static bool role_dials(Coord__Role self, Coord__Role other)
+{
+        if (other == COORD__ROLE__ROLE_CONTROLLER)
+                return self != COORD__ROLE__ROLE_CONTROLLER;
+        return self == COORD__ROLE__ROLE_LIFECYCLE && other == COORD__ROLE__ROLE_ADAPTER;
+}
+
+char *node_socket_path(const char *run_dir, Coord__Role role)
+{
+        char *p;
+        return asprintf(&p, "%s/%s.sock", run_dir, node_role_name(role)) < 0 ? NULL : p;
+}
+
+char *node_pid_path(const char *run_dir, Coord__Role role)
+{
+        char *p;
+        return asprintf(&p, "%s/%s.pid", run_dir, node_role_name(role)) < 0 ? NULL : p;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+        char buf[4096];
+        size_t len = strlen(path);
+
+        if (len == 0 || len >= sizeof(buf))
+                return -EINVAL;
+        memcpy(buf, path, len + 1);
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* Write a small file durably: tmp, fsync, rename, fsync the directory. */
+static int write_file_durable(const char *dir, const char *name, const char *content)
+{
+        _cleanup_free_ char *path = NULL, *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF, dfd = -EBADF;
+        size_t len = strlen(content);
+
+        if (asprintf(&path, "%s/%s", dir, name) < 0 || asprintf(&tmp, "%s/.%s.tmp", dir, name) < 0)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, content, len) != (ssize_t)len)
+                return errno ? -errno : -EIO;
+        if (fsync(fd) < 0)
+                return -errno;
+        if (rename(tmp, path) < 0)
+                return -errno;
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        if (fsync(dfd) < 0)
+                return -errno;
+        return 0;
+}
+
+static int incarnation_bump(const char *dir, uint64_t *ret)
+{
+        _cleanup_free_ char *path = NULL;
+        char buf[32] = "", out[32];
+        uint64_t last = 0;
+        FILE *f;
+        int r;
+
+        if (asprintf(&path, "%s/incarnation", dir) < 0)
+                return -ENOMEM;
+        f = fopen(path, "re");
+        if (f) {
+                if (!fgets(buf, sizeof(buf), f))
+                        buf[0] = '\0';
+                fclose(f);
+                buf[strcspn(buf, "\n")] = '\0';
+                r = parse_u64(buf, UINT64_MAX - 1, &last);
+                if (r < 0)
+                        return -EBADMSG;        /* a corrupt file must not restart at 1 */
+        } else if (errno != ENOENT)
+                return -errno;
+        snprintf(out, sizeof(out), "%llu\n", (unsigned long long)(last + 1));
+        r = write_file_durable(dir, "incarnation", out);
+        if (r < 0)
+                return r;
+        *ret = last + 1;
+        return 0;
+}
+
+/* ---- peers ---- */
+
+static void peer_schedule_redial(struct peer *p);
+
+static void conn_on_frame(struct ipc_conn *c, const Coord__Envelope *env, void *userdata);
+static void conn_on_close(struct ipc_conn *c, int reason, void *userdata);
+static const struct ipc_conn_ops conn_ops = {
+        .on_frame = conn_on_frame,
+        .on_close = conn_on_close,
+};
+
+static int send_hello(struct node *n, struct ipc_conn *c)
+{
+        Coord__Hello hello = COORD__HELLO__INIT;
+
+        hello.role = n->cfg.role;
+        hello.incarnation = n->incarnation;
+        hello.pid = (int32_t)getpid();
+        hello.instance = n->instance;
+        hello.start_ms = n->start_wall_ms;
+        return ipc_conn_send_msg(c, COORD__MSG_TYPE__MSG_HELLO, n->cfg.role, n->incarnation, 0,
+                                 &hello.base);
+}
+
+static void peer_dial(struct loop *l, void *userdata)
+{
+        struct peer *p = userdata;
+        struct node *n = p->node;
+        _cleanup_free_ char *path = node_socket_path(n->run_dir, p->role);
+        struct conn_state *cs;
+        struct ipc_conn *c;
+        int r;
+
+        p->redial = NULL;
+        assert(!p->conn && !p->dialing);
+        if (!path)
+                goto retry;
+        cs = calloc(1, sizeof(*cs));
+        if (!cs)
+                goto retry;
+        *cs = (struct conn_state){ .node = n, .role = COORD__ROLE__ROLE_UNKNOWN, .outgoing = true };
+        r = ipc_connect(n->loop, path, n->cfg.max_frame, &conn_ops, cs, &c);
+        if (r < 0) {
+                free(cs);
+                /* ENOENT/ECONNREFUSED are the normal "peer not up yet"; not worth a line. */
+                if (r != -ENOENT && r != -ECONNREFUSED)
+                        log_warn_errno(r, "peer_dial_failed", "role=%s path=%s",
+                                       node_role_name(p->role), path);
+                goto retry;
+        }
+        p->dialing = c;
+        r = send_hello(n, c);
+        if (r < 0)
+                ipc_conn_close(c);      /* on_close schedules the redial */
+        return;
+retry:
+        peer_schedule_redial(p);
+}
+
+static void peer_schedule_redial(struct peer *p)
+{
+        struct node *n = p->node;
+        int r;
+
+        if (p->redial || p->conn || p->dialing)
+                return;
+        r = loop_timer_add(n->loop, p->backoff_ns, peer_dial, p, &p->redial);
+        if (r < 0)
+                log_error_errno(r, "peer_redial_timer_failed", "role=%s", node_role_name(p->role));
+        p->backoff_ns = p->backoff_ns * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : p->backoff_ns * 2;
+}
+
+static void node_reject(struct node *n, struct ipc_conn *c, const char *event, const char *why)
+{
+        n->frames_rejected++;
+        log_warn(event, "peer_pid=%d reason=\"%s\"", (int)ipc_conn_peer_pid(c), why);
+        ipc_conn_close(c);
+}
+
+static void handle_hello(struct node *n, struct ipc_conn *c, struct conn_state *cs,
+                         const Coord__Envelope *env)
+{
+        Coord__Hello *hello;
+        struct peer *p;
+
+        hello = coord__hello__unpack(NULL, env->payload.len, env->payload.data);
+        if (!hello) {
+                node_reject(n, c, "hello_rejected", "undecodable hello");
+                return;
+        }
+        if (cs->role != COORD__ROLE__ROLE_UNKNOWN) {
+                node_reject(n, c, "hello_rejected", "second hello on a connection");
+                goto done;
+        }
+        if (hello->role == COORD__ROLE__ROLE_CTL) {
+                cs->role = COORD__ROLE__ROLE_CTL;
+                goto done;
+        }
+        if (!role_is_daemon(hello->role) || hello->role == n->cfg.role ||
+            hello->incarnation == 0 || hello->incarnation != env->incarnation) {
+                node_reject(n, c, "hello_rejected", "bad role or incarnation");
+                goto done;
+        }
+        p = &n->peers[hello->role];
+        if (cs->outgoing != p->dial) {
+                node_reject(n, c, "hello_rejected", "peer on the wrong side of the connection");
+                goto done;
+        }
+        if (hello->incarnation < p->max_incarnation) {
+                /* Fencing: an older life of this peer.  Ignore it. */
+                n->stale_rejected++;
+                COORD_IPC_PEER_STALE((int)hello->role, (unsigned long long)hello->incarnation,
+                                     (unsigned long long)p->max_incarnation);
+                log_warn("stale_peer_ignored", "role=%s incarnation=%llu seen=%llu pid=%d",
+                         node_role_name(hello->role), (unsigned long long)hello->incarnation,
+                         (unsigned long long)p->max_incarnation, hello->pid);
+                ipc_conn_close(c);
+                goto done;
+        }
+        if (p->conn && p->conn != c) {
+                /* (2) a newer connection of this role replaces the current one. */
+                struct conn_state *old = ipc_conn_userdata(p->conn);
+                old->role = COORD__ROLE__ROLE_UNKNOWN;
+                ipc_conn_close(p->conn);
+                p->conn = NULL;
+        }
+        if (c == p->dialing)
+                p->dialing = NULL;
+        cs->role = hello->role;
+        cs->incarnation = hello->incarnation;
+        p->max_incarnation = hello->incarnation;
+        p->conn = c;
+        p->since_ms = wall_ms();
+        p->connects++;
+        p->backoff_ns = BACKOFF_MIN_NS;
+        if (!cs->outgoing && send_hello(n, c) < 0) {
+                ipc_conn_close(c);
+                goto done;
+        }
+        COORD_IPC_PEER_CONNECT((int)hello->role, (unsigned long long)hello->incarnation);
+        log_info("peer_connected", "role=%s incarnation=%llu pid=%d",
+                 node_role_name(hello->role), (unsigned long long)hello->incarnation, hello->pid);
+        if (n->h.on_peer_up)
+                n->h.on_peer_up(n, hello->role, hello->incarnation, n->userdata);
+done:
+        coord__hello__free_unpacked(hello, NULL);
+}
+
+static void handle_status(struct node *n, struct ipc_conn *c, const Coord__Envelope *env)
+{
+        Coord__StatusReply reply = COORD__STATUS_REPLY__INIT;
+        Coord__PeerStatus ps[N_ROLES], *psp[N_ROLES];
+        size_t k = 0;
+
+        reply.role = n->cfg.role;
+        reply.pid = (int32_t)getpid();
+        reply.incarnation = n->incarnation;
+        reply.uptime_ms = now_ms() - n->start_mono_ms;
+        reply.ready = n->ready;
+        reply.instance = n->instance;
+        reply.frames_rejected = n->frames_rejected + ipc_server_rejected(n->server);
+        reply.stale_rejected = n->stale_rejected;
+        reply.max_stall_us = loop_max_stall_ns(n->loop) / 1000;
+        reply.detail = (char *)"";
+        for (unsigned r = 1; r < N_ROLES; r++) {
+                struct peer *p = &n->peers[r];
+                if (!role_is_daemon((Coord__Role)r) || r == (unsigned)n->cfg.role)
+                        continue;
+                coord__peer_status__init(&ps[k]);
+                ps[k].role = (Coord__Role)r;
+                ps[k].connected = p->conn != NULL;
+                ps[k].incarnation = p->max_incarnation;
+                ps[k].since_ms = p->since_ms;
+                ps[k].reconnects = p->connects;
+                psp[k] = &ps[k];
+                k++;
+        }
+        reply.n_peers = k;
+        reply.peers = psp;
+        if (n->h.on_status)
+                n->h.on_status(n, &reply, n->userdata);
+        (void)ipc_conn_send_msg(c, COORD__MSG_TYPE__MSG_STATUS_REPLY, n->cfg.role, n->incarnation,
+                                env->request_id, &reply.base);
+}
+
+static void conn_on_frame(struct ipc_conn *c, const Coord__Envelope *env, void *userdata)
+{
+        struct conn_state *cs = userdata;
+        struct node *n = cs->node;
+
+        if (env->type == COORD__MSG_TYPE__MSG_HELLO) {
+                handle_hello(n, c, cs, env);
+                return;
+        }
+        if (cs->role == COORD__ROLE__ROLE_UNKNOWN) {
+                node_reject(n, c, "frame_rejected", "first frame is not a hello");
+                return;
+        }
+        if (cs->role != COORD__ROLE__ROLE_CTL) {
+                struct peer *p = &n->peers[cs->role];
+                /* Fencing of messages: an older incarnation than one already seen. */
+                if (env->sender != cs->role || env->incarnation < p->max_incarnation) {
+                        n->stale_rejected++;
+                        COORD_IPC_PEER_STALE((int)cs->role, (unsigned long long)env->incarnation,
+                                             (unsigned long long)p->max_incarnation);
+                        log_warn("stale_message_ignored",
+                                 "role=%s type=%d incarnation=%llu seen=%llu",
+                                 node_role_name(cs->role), (int)env->type,
+                                 (unsigned long long)env->incarnation,
+                                 (unsigned long long)p->max_incarnation);
+                        return;
+                }
+        }
+        switch (env->type) {
+        case COORD__MSG_TYPE__MSG_STATUS_REQUEST:
+                handle_status(n, c, env);
+                return;
+        case COORD__MSG_TYPE__MSG_PING: {
+                Coord__Envelope pong = COORD__ENVELOPE__INIT;
+                pong.type = COORD__MSG_TYPE__MSG_PONG;
+                pong.sender = n->cfg.role;
+                pong.incarnation = n->incarnation;
+                pong.request_id = env->request_id;
+                pong.payload = env->payload;    /* echoed; borrowed for the call */
+                (void)ipc_conn_send(c, &pong);
+                return;
+        }
+        default:
+                break;
+        }
+        if (cs->role != COORD__ROLE__ROLE_CTL && n->h.on_message)
+                n->h.on_message(n, cs->role, env, n->userdata);
+}
+
+static void conn_on_close(struct ipc_conn *c, int reason, void *userdata)
+{
+        struct conn_state *cs = userdata;
+        struct node *n = cs->node;
+        struct peer *p = NULL;
+
+        if (reason == -EMSGSIZE || reason == -EBADMSG || reason == -EPROTO) {
+                n->frames_rejected++;
+                COORD_IPC_FRAME_REJECT(-1, reason);
+                log_warn_errno(reason, "connection_closed_bad_frame", "role=%s peer_pid=%d",
+                               node_role_name(cs->role), (int)ipc_conn_peer_pid(c));
+        }
+        if (role_is_daemon(cs->role))
+                p = &n->peers[cs->role];
+        if (p && p->conn == c) {
+                p->conn = NULL;
+                p->since_ms = wall_ms();
+                COORD_IPC_PEER_DISCONNECT((int)cs->role, (unsigned long long)cs->incarnation);
+                log_info("peer_disconnected", "role=%s incarnation=%llu reason=%d",
+                         node_role_name(cs->role), (unsigned long long)cs->incarnation, reason);
+                if (n->h.on_peer_down)
+                        n->h.on_peer_down(n, cs->role, n->userdata);
+        }
+        for (unsigned r = 1; r < N_ROLES; r++)
+                if (n->peers[r].dialing == c)
+                        n->peers[r].dialing = NULL;
+        for (unsigned r = 1; r < N_ROLES; r++)
+                if (n->peers[r].dial && !n->peers[r].conn && !n->peers[r].dialing && n->loop)
+                        peer_schedule_redial(&n->peers[r]);
+        free(cs);
+}
+
+static void on_accept(struct ipc_server *s, struct ipc_conn *c, void *userdata)
+{
+        struct node *n = userdata;
+        struct conn_state *cs = calloc(1, sizeof(*cs));
+
+        if (!cs) {
+                ipc_conn_close(c);
+                /* ipc still calls on_close with the ops it has; give it a state. */
+                return;
+        }
+        *cs = (struct conn_state){ .node = n, .role = COORD__ROLE__ROLE_UNKNOWN };
+        ipc_conn_set_ops(c, &conn_ops, cs);
+}
+
+static void on_signal(struct loop *l, int signo, void *userdata)
+{
+        struct node *n = userdata;
+
+        log_info("signal_received", "signo=%d", signo);
+        if (n->h.on_terminate)
+                n->h.on_terminate(n, n->userdata);
+        else
+                node_stop(n);
+}
+
+static int write_pid_file(struct node *n)
+{
+        char buf[32];
+        _cleanup_free_ char *name = NULL;
+
+        snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+        if (asprintf(&name, "%s.pid", node_role_name(n->cfg.role)) < 0)
+                return -ENOMEM;
+        return write_file_durable(n->run_dir, name, buf);
+}
+
+int node_new(const struct node_config *cfg, const struct node_handler *h, void *userdata,
+             struct node **ret)
+{
+        struct node *n;
+        _cleanup_free_ char *lock_path = NULL;
+        int r;
+
+        assert(role_is_daemon(cfg->role));
+        n = calloc(1, sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        n->lock_fd = -EBADF;
+        n->cfg = *cfg;
+        if (h)
+                n->h = *h;
+        n->userdata = userdata;
+        n->start_mono_ms = now_ms();
+        n->start_wall_ms = wall_ms();
+        n->instance = strdup(cfg->instance);
+        n->run_dir = strdup(cfg->run_dir);
+        if (!n->instance || !n->run_dir ||
+            asprintf(&n->dir, "%s/%s", cfg->data_dir, node_role_name(cfg->role)) < 0) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = mkdir_p(n->dir, 0700);
+        if (r < 0) {
+                log_error_errno(r, "data_dir_failed", "path=%s", n->dir);
+                goto fail;
+        }
+        r = mkdir_p(n->run_dir, 0700);
+        if (r < 0) {
+                log_error_errno(r, "run_dir_failed", "path=%s", n->run_dir);
+                goto fail;
+        }
+        if (asprintf(&lock_path, "%s/lock", n->dir) < 0) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        n->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (n->lock_fd < 0) {
+                r = log_error_errno(-errno, "lock_open_failed", "path=%s", lock_path);
+                goto fail;
+        }
+        if (flock(n->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+                r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                log_error_errno(r, "already_running", "role=%s lock=%s",
+                                node_role_name(cfg->role), lock_path);
+                goto fail;
+        }
+        /* (4) durable before we talk to anyone. */
+        r = incarnation_bump(n->dir, &n->incarnation);
+        if (r < 0) {
+                log_error_errno(r, "incarnation_failed", "dir=%s", n->dir);
+                goto fail;
+        }
+        r = loop_new(256, &n->loop);
+        if (r < 0) {
+                log_error_errno(r, "loop_failed", "");
+                goto fail;
+        }
+        n->sock_path = node_socket_path(n->run_dir, cfg->role);
+        n->pid_path = node_pid_path(n->run_dir, cfg->role);
+        if (!n->sock_path || !n->pid_path) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = ipc_listen(n->loop, n->sock_path, cfg->max_frame, on_accept, n, &n->server);
+        if (r < 0) {
+                log_error_errno(r, "listen_failed", "path=%s", n->sock_path);
+                goto fail;
+        }
+        r = write_pid_file(n);
+        if (r < 0) {
+                log_error_errno(r, "pid_file_failed", "path=%s", n->pid_path);
+                goto fail;
+        }
+        r = loop_signal_add(n->loop, SIGTERM, on_signal, n);
+        if (r >= 0)
+                r = loop_signal_add(n->loop, SIGINT, on_signal, n);
+        if (r < 0) {
+                log_error_errno(r, "signal_setup_failed", "");
+                goto fail;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        for (unsigned i = 1; i < N_ROLES; i++) {
+                struct peer *p = &n->peers[i];
+                p->node = n;
+                p->role = (Coord__Role)i;
+                p->backoff_ns = BACKOFF_MIN_NS;
+                p->dial = role_is_daemon(p->role) && p->role != cfg->role &&
+                          role_dials(cfg->role, p->role);
+                if (p->dial)
+                        peer_dial(n->loop, p);
+        }
+        COORD_DAEMON_START((int)cfg->role, (unsigned long long)n->incarnation);
+        log_info("daemon_started", "role=%s incarnation=%llu instance=%s data_dir=%s run_dir=%s",
+                 node_role_name(cfg->role), (unsigned long long)n->incarnation, n->instance,
+                 cfg->data_dir, n->run_dir);
+        *ret = n;
+        return 0;
+fail:
+        node_free(n);
+        return r;
+}
+
+struct node *node_free(struct node *n)
+{
+        if (!n)
+                return NULL;
+        for (unsigned i = 1; i < N_ROLES; i++) {
+                loop_timer_cancel(n->loop, n->peers[i].redial);
+                n->peers[i].redial = NULL;
+        }
+        /* Freeing the server closes the listening socket and unlinks its path; the pid
+         * file goes only if it is ours (a failed second start must not remove it). */
+        if (n->server) {
+                n->server = ipc_server_free(n->server);
+                if (n->pid_path)
+                        unlink(n->pid_path);
+        }
+        loop_timer_cancel(n->loop, n->ring_retry);
+        n->ring = fring_reader_free(n->ring);
+        free(n->ring_name);
+        n->loop = loop_free(n->loop);
+        if (n->lock_fd >= 0)
+                close(n->lock_fd);
+        free(n->dir);
+        free(n->sock_path);
+        free(n->pid_path);
+        free(n->instance);
+        free(n->run_dir);
+        free(n);
+        return NULL;
+}
+
+int node_run(struct node *n)
+{
+        return loop_run(n->loop);
+}
+
+void node_stop(struct node *n)
+{
+        loop_stop(n->loop);
+}
+
+void node_set_ready(struct node *n, bool ready)
+{
+        if (ready && !n->ready) {
+                COORD_DAEMON_READY((int)n->cfg.role);
+                log_info("daemon_ready", "role=%s incarnation=%llu", node_role_name(n->cfg.role),
+                         (unsigned long long)n->incarnation);
+        }
+        n->ready = ready;
+}
+
+struct loop *node_loop(struct node *n) { return n->loop; }
+uint64_t node_incarnation(const struct node *n) { return n->incarnation; }
+Coord__Role node_role(const struct node *n) { return n->cfg.role; }
+const char *node_dir(const struct node *n) { return n->dir; }
+
+bool node_peer_connected(const struct node *n, Coord__Role role)
+{
+        return role_is_daemon(role) && n->peers[role].conn != NULL;
+}
+
+int node_send(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t request_id,
+              const ProtobufCMessage *payload)
+{
+        if (!role_is_daemon(to) || !n->peers[to].conn)
+                return -ENOTCONN;
+        return ipc_conn_send_msg(n->peers[to].conn, type, n->cfg.role, n->incarnation,
+                                 request_id, payload);
+}
+
+/* ---- flags ---- */
+
+#include "conf.h"
+
+int node_args_parse(int argc, char **argv, Coord__Role role, const struct conf_option *extra,
+                    size_t n_extra, struct node_args *a, int *ret_exit)
+{
+        struct conf_option base[] = {
+                { "data-dir", CONF_STR, &a->data_dir, 0, "durable state; the role uses <data-dir>/<role>/" },
+                { "run-dir", CONF_STR, &a->run_dir, 0, "sockets and pid files (created mode 0700)" },
+                { "instance", CONF_STR, &a->instance, 0, "instance id; names shared memory (default: default)" },
+                { "log-level", CONF_STR, &a->log_level, 0, "error, warn, info (default) or debug" },
+                { "max-frame-bytes", CONF_U64, &a->max_frame, UINT32_MAX, "largest IPC frame accepted (default 16 MiB)" },
+        };
+        struct conf_option *all;
+        char **args = NULL, err[512] = "";
+        size_t n_all = ELEMENTSOF(base) + n_extra;
+        int nargs = 0, r;
+        enum log_level lvl;
+        const char *name = node_role_name(role);
+
+        *a = (struct node_args){ .max_frame = IPC_MAX_FRAME_DEFAULT };
+        all = calloc(n_all, sizeof(*all));
+        args = calloc((size_t)argc + 1, sizeof(char *));
+        if (!all || !args) {
+                free(all);
+                free(args);
+                fprintf(stderr, "coord-%s: out of memory\n", name);
+                *ret_exit = NODE_EXIT_FAILURE;
+                return 1;
+        }
+        memcpy(all, base, sizeof(base));
+        if (n_extra)
+                memcpy(all + ELEMENTSOF(base), extra, n_extra * sizeof(*extra));
+        r = conf_parse(argc, argv, name, all, n_all, args, &nargs, err, sizeof(err));
+        if (r == 1) {
+                printf("Usage: coord-%s --data-dir DIR --run-dir DIR [options]\n\nOptions:\n", name);
+                conf_usage(stdout, all, n_all);
+                *ret_exit = 0;
+                goto out;
+        }
+        if (r == 0 && nargs > 0) {
+                snprintf(err, sizeof(err), "unexpected argument '%s'", args[0]);
+                r = -EINVAL;
+        }
+        if (r == 0 && (!a->data_dir || !a->run_dir)) {
+                snprintf(err, sizeof(err), "--data-dir and --run-dir are required");
+                r = -EINVAL;
+        }
+        if (r == 0 && !a->instance && !(a->instance = strdup("default")))
+                r = -ENOMEM;
+        if (r == 0 && a->instance && (strlen(a->instance) > 64 || strpbrk(a->instance, "/ \t\n"))) {
+                snprintf(err, sizeof(err), "--instance must be at most 64 characters without '/' or spaces");
+                r = -EINVAL;
+        }
+        if (r == 0 && a->max_frame < IPC_MAX_FRAME_MIN) {
+                snprintf(err, sizeof(err), "--max-frame-bytes must be at least %u", IPC_MAX_FRAME_MIN);
+                r = -EINVAL;
+        }
+        lvl = a->log_level ? log_level_from_string(a->log_level) : LOG_LEVEL_INFO;
+        if (r == 0 && lvl < 0) {
+                snprintf(err, sizeof(err), "--log-level must be error, warn, info or debug");
+                r = -EINVAL;
+        }
+        if (r < 0) {
+                fprintf(stderr, "coord-%s: %s (try --help)\n", name, err[0] ? err : strerror(-r));
+                *ret_exit = NODE_EXIT_USAGE;
+                goto out;
+        }
+        log_setup(name, lvl);
+        free(all);
+        free(args);
+        return 0;
+out:
+        /* Free the base strings; the extra table's strings are the caller's to free. */
+        conf_done(base, ELEMENTSOF(base));
+        free(all);
+        free(args);
+        return 1;
+}
+
+void node_args_done(struct node_args *a)
+{
+        free(a->data_dir);
+        free(a->run_dir);
+        free(a->instance);
+        free(a->log_level);
+        *a = (struct node_args){ 0 };
+}
+
+/* ---- frontier ring ---- */
+
+static void ring_try_attach(struct loop *l, void *userdata)
+{
+        struct node *n = userdata;
+        int r;
+
+        n->ring_retry = NULL;
+        r = fring_attach(n->ring_name, &n->ring);
+        if (r >= 0) {
+                log_info("ring_attached", "name=%s generation=%llu", n->ring_name,
+                         (unsigned long long)fring_reader_generation(n->ring));
+                return;
+        }
+        /* -ENOENT: the controller has not created it yet.  Anything else is bad
+         * contents or permissions: say so, keep retrying (the controller reinitializes
+         * the region when it starts). */
+        if (r != -ENOENT)
+                log_warn_errno(r, "ring_attach_failed", "name=%s", n->ring_name);
+        r = loop_timer_add(n->loop, 100ull * 1000000ull, ring_try_attach, n, &n->ring_retry);
+        if (r < 0)
+                log_error_errno(r, "ring_retry_timer_failed", "");
+}
+
+int node_follow_ring(struct node *n, const char *name)
+{
+        assert(!n->ring_name);
+        n->ring_name = strdup(name);
+        if (!n->ring_name)
+                return -ENOMEM;
+        ring_try_attach(n->loop, n);
+        return 0;
+}
+
+struct fring_reader *node_ring(struct node *n)
+{
+        return n->ring;
+}
+
+/* ---- client side ---- */
+
+int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
+                      Coord__StatusReply **ret)
+{
+        _cleanup_free_ char *path = node_socket_path(run_dir, role);
+        _cleanup_close_ int fd = -EBADF;
+        Coord__Hello hello = COORD__HELLO__INIT;
+        Coord__StatusRequest req = COORD__STATUS_REQUEST__INIT;
+        Coord__Envelope env = COORD__ENVELOPE__INIT, *reply = NULL;
+        uint8_t hbuf[128], rbuf[16];
+        uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        fd = ipc_sync_connect(path);
+        if (fd < 0)
+                return fd;
+        hello.role = COORD__ROLE__ROLE_CTL;
+        hello.pid = (int32_t)getpid();
+        hello.instance = (char *)"";
+        env.type = COORD__MSG_TYPE__MSG_HELLO;
+        env.sender = COORD__ROLE__ROLE_CTL;
+        env.payload.len = coord__hello__pack(&hello, hbuf);
+        env.payload.data = hbuf;
+        r = ipc_sync_send(fd, &env, IPC_MAX_FRAME_DEFAULT);
+        if (r < 0)
+                return r;
+        env.type = COORD__MSG_TYPE__MSG_STATUS_REQUEST;
+        env.request_id = 1;
+        env.payload.len = coord__status_request__pack(&req, rbuf);
+        env.payload.data = rbuf;
+        r = ipc_sync_send(fd, &env, IPC_MAX_FRAME_DEFAULT);
+        if (r < 0)
+                return r;
+        for (;;) {
+                uint64_t now = now_ms();
+                Coord__StatusReply *s;
+
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                r = ipc_sync_recv(fd, IPC_MAX_FRAME_DEFAULT, (int)(deadline - now), &reply);
+                if (r < 0)
+                        return r;
+                if (reply->type != COORD__MSG_TYPE__MSG_STATUS_REPLY || reply->request_id != 1) {
+                        coord__envelope__free_unpacked(reply, NULL);    /* its Hello */
+                        continue;
+                }
+                s = coord__status_reply__unpack(NULL, reply->payload.len, reply->payload.data);
+                coord__envelope__free_unpacked(reply, NULL);
+                if (!s)
+                        return -EBADMSG;
+                *ret = s;
+                return 0;
+        }
+}

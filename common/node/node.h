@@ -1,0 +1,121 @@
+/* node.h -- what every Coord daemon is: a role, an incarnation, a run directory with a
+ * socket, peers it connects to or accepts, and an io_uring loop.
+ *
+ * Topology (docs/ARCHITECTURE.md): every daemon listens on <run-dir>/<role>.sock.
+ * The adapter and the lifecycle connect to the controller; the lifecycle connects to
+ * the adapter.  coordctl connects to any of them with role CTL.  So each daemon has
+ * two peers, and exactly one side of each pair dials (and redials with backoff).
+ *
+ * Incarnation: <data-dir>/<role>/incarnation holds the last one; node_new() increments
+ * it and makes it durable (write, fsync, rename, fsync dir) before the daemon talks to
+ * anyone.  A lock file held with flock() for the life of the process refuses a second
+ * daemon of the same role on the same data directory.
+ *
+ * Fencing: per peer role the node remembers the highest incarnation it has seen.  A
+ * Hello or a message from a lower incarnation is ignored with one log line and counted
+ * (stale_rejected).  The first frame on every connection must be a Hello.
+ *
+ * Threading: everything runs in the loop's thread.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coord.pb-c.h"
+
+struct loop;
+struct node;            /* opaque */
+
+struct node_config {
+        Coord__Role role;
+        const char *instance;   /* names shared-memory regions */
+        const char *data_dir;   /* the role keeps its files under <data-dir>/<role>/ */
+        const char *run_dir;    /* sockets and pid files, created mode 0700 */
+        uint32_t max_frame;
+};
+
+struct node_handler {
+        /* A message from a current peer (Hello, status and ping are handled by the node). */
+        void (*on_message)(struct node *n, Coord__Role from, const Coord__Envelope *env,
+                           void *userdata);
+        /* A peer completed its Hello / lost its connection. */
+        void (*on_peer_up)(struct node *n, Coord__Role role, uint64_t incarnation, void *userdata);
+        void (*on_peer_down)(struct node *n, Coord__Role role, void *userdata);
+        /* Fill daemon-specific status fields (ring_generation, catalog_seq, detail). */
+        void (*on_status)(struct node *n, Coord__StatusReply *reply, void *userdata);
+        /* SIGTERM/SIGINT: default is node_stop(). */
+        void (*on_terminate)(struct node *n, void *userdata);
+};
+
+const char *node_role_name(Coord__Role role);
+Coord__Role node_role_from_name(const char *name);
+
+/* Takes the role lock, bumps the incarnation, creates the loop, listens, writes the pid
+ * file and starts dialing the peers this role dials.  Returns -EBUSY when another
+ * daemon of this role holds the lock. */
+int node_new(const struct node_config *cfg, const struct node_handler *h, void *userdata,
+             struct node **ret);
+/* Closes everything, removes the socket and the pid file.  Accepts NULL. */
+struct node *node_free(struct node *n);
+
+int node_run(struct node *n);
+void node_stop(struct node *n);
+void node_set_ready(struct node *n, bool ready);
+
+struct loop *node_loop(struct node *n);
+uint64_t node_incarnation(const struct node *n);
+Coord__Role node_role(const struct node *n);
+/* <data-dir>/<role>, created. */
+const char *node_dir(const struct node *n);
+bool node_peer_connected(const struct node *n, Coord__Role role);
+
+/* Send to the current connection of a peer; -ENOTCONN when it is down. */
+int node_send(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t request_id,
+              const ProtobufCMessage *payload);
+
+/* Paths every tool agrees on.  Return malloc'ed strings or NULL. */
+char *node_socket_path(const char *run_dir, Coord__Role role);
+char *node_pid_path(const char *run_dir, Coord__Role role);
+
+/* ---- The flags every daemon takes (docs/operations.md). ---- */
+
+struct conf_option;
+
+struct node_args {
+        char *data_dir;         /* --data-dir (required) */
+        char *run_dir;          /* --run-dir (required) */
+        char *instance;         /* --instance, default "default" */
+        char *log_level;        /* --log-level error|warn|info|debug */
+        uint64_t max_frame;     /* --max-frame-bytes */
+};
+
+/* Exit statuses of the daemons and coordctl. */
+#define NODE_EXIT_FAILURE 1     /* runtime failure; see the log */
+#define NODE_EXIT_USAGE   64    /* bad flag, config file or value (EX_USAGE) */
+#define NODE_EXIT_RUNNING 75    /* another daemon of this role holds the data dir (EX_TEMPFAIL) */
+
+/* Parse the common flags plus `extra` (the daemon's own), set up logging.  Returns 0,
+ * or an exit status (0 after --help, NODE_EXIT_USAGE after a printed error) in
+ * *ret_exit with a return of 1. */
+int node_args_parse(int argc, char **argv, Coord__Role role, const struct conf_option *extra,
+                    size_t n_extra, struct node_args *a, int *ret_exit);
+void node_args_done(struct node_args *a);
+
+/* ---- Following the controller's frontier ring (adapter, lifecycle). ---- */
+
+struct fring_reader;
+
+/* Attach read-only to the ring `name`, retrying every 100 ms until the controller has
+ * created it.  The mapping survives controller restarts (the generation changes). */
+int node_follow_ring(struct node *n, const char *name);
+/* The attached reader, or NULL while not attached yet. */
+struct fring_reader *node_ring(struct node *n);
+
+/* ---- Client side (coordctl, tests). ---- */
+
+/* Ask the daemon of `role` under run_dir for its status (blocking, at most timeout_ms).
+ * 0 with *ret set (free with coord__status_reply__free_unpacked), -ENOENT /
+ * -ECONNREFUSED when it is down, -ETIMEDOUT when it does not answer. */
+int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
+                      Coord__StatusReply **ret);

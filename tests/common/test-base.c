@@ -1,0 +1,161 @@
+/* test-base -- common/ base: parse_u64, conf (flags and INI file), byte order helpers. */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "t.h"
+#include "util.h"
+
+static char *s_opt;
+static uint64_t u_opt;
+static bool b_opt;
+static const struct conf_option opts[] = {
+        { "name", CONF_STR, &s_opt, 0, "a string" },
+        { "count", CONF_U64, &u_opt, 1000, "a number up to 1000" },
+        { "flag", CONF_BOOL, &b_opt, 0, "a bool" },
+};
+
+static void reset(void)
+{
+        conf_done(opts, ELEMENTSOF(opts));
+        u_opt = 7;
+        b_opt = false;
+}
+
+static int parse(int argc, char **argv, char *err, size_t errlen, int *nargs, char **args)
+{
+        return conf_parse(argc, argv, "test", opts, ELEMENTSOF(opts), args, nargs, err, errlen);
+}
+
+static void test_parse_u64(void)
+{
+        uint64_t v = 42;
+
+        CU_ASSERT_EQUAL(parse_u64("123", UINT64_MAX, &v), 0);
+        CU_ASSERT_EQUAL(v, 123);
+        CU_ASSERT_EQUAL(parse_u64("18446744073709551615", UINT64_MAX, &v), 0);
+        CU_ASSERT_EQUAL(v, UINT64_MAX);
+        CU_ASSERT_EQUAL(parse_u64("18446744073709551616", UINT64_MAX, &v), -ERANGE);
+        CU_ASSERT_EQUAL(parse_u64("11", 10, &v), -ERANGE);
+        CU_ASSERT_EQUAL(parse_u64("", 10, &v), -EINVAL);
+        CU_ASSERT_EQUAL(parse_u64("-1", UINT64_MAX, &v), -EINVAL);
+        CU_ASSERT_EQUAL(parse_u64(" 1", UINT64_MAX, &v), -EINVAL);
+        CU_ASSERT_EQUAL(parse_u64("12x", UINT64_MAX, &v), -EINVAL);
+        CU_ASSERT_EQUAL(parse_u64(NULL, UINT64_MAX, &v), -EINVAL);
+        CU_ASSERT_EQUAL(v, UINT64_MAX);         /* untouched on failure */
+}
+
+static void test_bytes(void)
+{
+        uint8_t b[8];
+
+        be64_put(b, 0x0102030405060708ull);
+        CU_ASSERT_EQUAL(b[0], 1);
+        CU_ASSERT_EQUAL(b[7], 8);
+        CU_ASSERT_EQUAL(be64_get(b), 0x0102030405060708ull);
+        le32_put(b, 0xa1b2c3d4u);
+        CU_ASSERT_EQUAL(b[0], 0xd4);
+        CU_ASSERT_EQUAL(le32_get(b), 0xa1b2c3d4u);
+}
+
+static void test_flags(void)
+{
+        char err[256], *args[8];
+        int nargs = -1;
+        char *argv1[] = { "p", "--name", "x", "--count=12", "--flag", "pos", NULL };
+        char *argv2[] = { "p", "--count", "1001", NULL };
+        char *argv3[] = { "p", "--nope", NULL };
+        char *argv4[] = { "p", "--name", NULL };
+        char *argv5[] = { "p", "--help", NULL };
+        char *argv6[] = { "p", "--flag=maybe", NULL };
+
+        reset();
+        CU_ASSERT_EQUAL(parse(6, argv1, err, sizeof(err), &nargs, args), 0);
+        CU_ASSERT_STRING_EQUAL(s_opt, "x");
+        CU_ASSERT_EQUAL(u_opt, 12);
+        CU_ASSERT(b_opt);
+        CU_ASSERT_EQUAL(nargs, 1);
+        CU_ASSERT_STRING_EQUAL(args[0], "pos");
+        reset();
+        CU_ASSERT_EQUAL(parse(3, argv2, err, sizeof(err), &nargs, args), -EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "out of range"));
+        CU_ASSERT_EQUAL(parse(2, argv3, err, sizeof(err), &nargs, args), -EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "--nope"));
+        CU_ASSERT_EQUAL(parse(2, argv4, err, sizeof(err), &nargs, args), -EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "needs a value"));
+        CU_ASSERT_EQUAL(parse(2, argv5, err, sizeof(err), &nargs, args), 1);
+        CU_ASSERT_EQUAL(parse(2, argv6, err, sizeof(err), &nargs, args), -EINVAL);
+        reset();
+}
+
+static char *write_tmp(const char *content)
+{
+        char *path = NULL;
+        FILE *f;
+        int fd;
+
+        if (asprintf(&path, "/tmp/coord-test-conf-XXXXXX") < 0)
+                return NULL;
+        fd = mkstemp(path);
+        if (fd < 0 || !(f = fdopen(fd, "w")))
+                return NULL;
+        fputs(content, f);
+        fclose(f);
+        return path;
+}
+
+static void test_config_file(void)
+{
+        char err[256], *args[8];
+        int nargs;
+        char *good = write_tmp("; comment\n[coord]\nname = fromfile\ncount = 5\n[other]\nname = ignored\n[test]\nflag = yes\n");
+        char *bad_key = write_tmp("[test]\nbogus = 1\n");
+        char *bad_val = write_tmp("[coord]\ncount = lots\n");
+        char *bad_syntax = write_tmp("[coord\nname\n");
+        char *argv[] = { "p", "--config", good, "--count", "9", NULL };
+
+        CU_ASSERT_FATAL(good && bad_key && bad_val && bad_syntax);
+        reset();
+        /* The file applies first; the flag wins. */
+        CU_ASSERT_EQUAL(parse(5, argv, err, sizeof(err), &nargs, args), 0);
+        CU_ASSERT_STRING_EQUAL(s_opt, "fromfile");
+        CU_ASSERT_EQUAL(u_opt, 9);
+        CU_ASSERT(b_opt);
+        argv[2] = bad_key;
+        CU_ASSERT_EQUAL(parse(3, argv, err, sizeof(err), &nargs, args), -EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "bogus"));
+        argv[2] = bad_val;
+        CU_ASSERT_EQUAL(parse(3, argv, err, sizeof(err), &nargs, args), -EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "count"));
+        argv[2] = bad_syntax;
+        CU_ASSERT_EQUAL(parse(3, argv, err, sizeof(err), &nargs, args), -EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "line"));
+        argv[2] = (char *)"/nonexistent/coord.ini";
+        CU_ASSERT_EQUAL(parse(3, argv, err, sizeof(err), &nargs, args), -EINVAL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot open"));
+        unlink(good);
+        unlink(bad_key);
+        unlink(bad_val);
+        unlink(bad_syntax);
+        free(good);
+        free(bad_key);
+        free(bad_val);
+        free(bad_syntax);
+        reset();
+}
+
+int main(void)
+{
+        static const struct t_case util_cases[] = {
+                { "parse_u64", test_parse_u64 },
+                { "byte order", test_bytes },
+                { NULL, NULL },
+        };
+        static const struct t_case conf_cases[] = {
+                { "flags", test_flags },
+                { "config file", test_config_file },
+                { NULL, NULL },
+        };
+        return t_run((const struct t_suite[]){
+                { "util", util_cases }, { "conf", conf_cases }, { NULL, NULL } });
+}
