@@ -64,7 +64,7 @@ int main(int argc, char **argv)
         struct adapter ad = { 0 };
         struct node_args a;
         struct node_config cfg;
-        _cleanup_free_ char *cat_path = NULL, *ring_name = NULL;
+        _cleanup_free_ char *cat_path = NULL;
         int r, ex = NODE_EXIT_FAILURE;
 
         if (node_args_parse(argc, argv, COORD__ROLE__ROLE_ADAPTER, NULL, 0, &a, &ex))
@@ -78,8 +78,7 @@ int main(int argc, char **argv)
                 ex = r == -EBUSY ? NODE_EXIT_RUNNING : NODE_EXIT_FAILURE;
                 goto out;
         }
-        if (asprintf(&cat_path, "%s/catalog", node_dir(ad.node)) < 0 ||
-            asprintf(&ring_name, "/coord-%s-frontiers", a.instance) < 0) {
+        if (asprintf(&cat_path, "%s/catalog", node_dir(ad.node)) < 0) {
                 log_error("out_of_memory", "");
                 goto out;
         }
@@ -95,7 +94,7 @@ int main(int argc, char **argv)
                 log_error_errno(r, "catalog_commit_failed", "what=writer_epoch");
                 goto out;
         }
-        r = node_follow_ring(ad.node, ring_name);
+        r = node_follow_ring(ad.node);
         if (r < 0)
                 goto out;
         node_set_ready(ad.node, true);

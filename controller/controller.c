@@ -16,7 +16,7 @@
 struct controller {
         struct node *node;
         struct fring *ring;
-        char *ring_name;
+        char ring_name[128];
         uint64_t ring_slots, ring_records;
 };
 
@@ -59,8 +59,9 @@ int main(int argc, char **argv)
                 ex = r == -EBUSY ? NODE_EXIT_RUNNING : NODE_EXIT_FAILURE;
                 goto out;
         }
-        if (asprintf(&c.ring_name, "/coord-%s-frontiers", a.instance) < 0) {
-                log_error("out_of_memory", "");
+        r = fring_name(a.instance, c.ring_name, sizeof(c.ring_name));
+        if (r < 0) {
+                log_error_errno(r, "ring_name_failed", "instance=%s", a.instance);
                 goto out;
         }
         /* Same shm object across restarts; the generation tells readers we restarted. */
@@ -84,7 +85,6 @@ int main(int argc, char **argv)
 out:
         c.ring = fring_free(c.ring);
         c.node = node_free(c.node);
-        free(c.ring_name);
         node_args_done(&a);
         return ex;
 }

@@ -85,8 +85,7 @@ int main(int argc, char **argv)
         struct lifecycle lc = { 0 };
         struct node_args a;
         struct node_config cfg;
-        _cleanup_free_ char *ring_name = NULL;
-        int r, ex = NODE_EXIT_FAILURE;
+                int r, ex = NODE_EXIT_FAILURE;
 
         if (node_args_parse(argc, argv, COORD__ROLE__ROLE_LIFECYCLE, NULL, 0, &a, &ex))
                 return ex;
@@ -100,13 +99,12 @@ int main(int argc, char **argv)
                 goto out;
         }
         if (asprintf(&lc.primary_path, "%s/adapter/catalog", a.data_dir) < 0 ||
-            asprintf(&lc.secondary_path, "%s/catalog-secondary", node_dir(lc.node)) < 0 ||
-            asprintf(&ring_name, "/coord-%s-frontiers", a.instance) < 0) {
+            asprintf(&lc.secondary_path, "%s/catalog-secondary", node_dir(lc.node)) < 0) {
                 log_error("out_of_memory", "");
                 goto out;
         }
         lifecycle_try_open(node_loop(lc.node), &lc);
-        r = node_follow_ring(lc.node, ring_name);
+        r = node_follow_ring(lc.node);
         if (r < 0)
                 goto out;
         r = node_run(lc.node);

@@ -10,7 +10,7 @@
  * (2) One current connection per peer role.  A newer Hello for a role replaces the
  *     current connection (the old one is closed): after a kill -9 the server may see
  *     the new connection before the old one's EOF.
- * (3) The dialing side redials with exponential backoff, 20 ms doubling to 500 ms, so a
+ * (3) The dialing side redials with exponential backoff, 20 ms doubling to 200 ms, so a
  *     restarted peer is reconnected well within a second of its socket appearing.
  * (4) The incarnation is durable before the first frame is sent, so no two lives of a
  *     role ever share an incarnation (fencing depends on it).
@@ -35,7 +35,7 @@
 #include "util.h"
 
 #define BACKOFF_MIN_NS   (20ull * 1000000ull)
-#define BACKOFF_MAX_NS   (500ull * 1000000ull)
+#define BACKOFF_MAX_NS   (200ull * 1000000ull)
 #define N_ROLES          (COORD__ROLE__ROLE_CTL + 1)
 
 struct peer {
@@ -612,7 +612,7 @@ struct node *node_free(struct node *n)
 {
         if (!n)
                 return NULL;
-        for (unsigned i = 1; i < N_ROLES; i++) {
+        for (unsigned i = 1; i < N_ROLES && n->loop; i++) {
                 loop_timer_cancel(n->loop, n->peers[i].redial);
                 n->peers[i].redial = NULL;
         }
@@ -623,7 +623,8 @@ struct node *node_free(struct node *n)
                 if (n->pid_path)
                         unlink(n->pid_path);
         }
-        loop_timer_cancel(n->loop, n->ring_retry);
+        if (n->loop)
+                loop_timer_cancel(n->loop, n->ring_retry);
         n->ring = fring_reader_free(n->ring);
         free(n->ring_name);
         n->loop = loop_free(n->loop);
@@ -791,9 +792,15 @@ static void ring_try_attach(struct loop *l, void *userdata)
                 log_error_errno(r, "ring_retry_timer_failed", "");
 }
 
-int node_follow_ring(struct node *n, const char *name)
+int node_follow_ring(struct node *n)
 {
+        char name[128];
+        int r;
+
         assert(!n->ring_name);
+        r = fring_name(n->instance, name, sizeof(name));
+        if (r < 0)
+                return r;
         n->ring_name = strdup(name);
         if (!n->ring_name)
                 return -ENOMEM;

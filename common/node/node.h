@@ -106,9 +106,10 @@ void node_args_done(struct node_args *a);
 
 struct fring_reader;
 
-/* Attach read-only to the ring `name`, retrying every 100 ms until the controller has
- * created it.  The mapping survives controller restarts (the generation changes). */
-int node_follow_ring(struct node *n, const char *name);
+/* Attach read-only to this instance's frontier ring, retrying every 100 ms until the
+ * controller has created it.  The mapping survives controller restarts (the
+ * generation changes). */
+int node_follow_ring(struct node *n);
 /* The attached reader, or NULL while not attached yet. */
 struct fring_reader *node_ring(struct node *n);
 

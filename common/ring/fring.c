@@ -1,0 +1,1290 @@
+/* fring.c -- the shared-memory frontier ring: one producer, many readers, no locks.
+ *
+ * The controller (the producer) publishes the frontiers {upper, since, physical_since}
+ * of its collections; the adapter and the lifecycle follower (readers) follow them from
+ * their own processes.  The layout is in fring-layout.h, the contract in fring.h.
+ *
+ * NOTES ON THE DESIGN
+ *
+ * (1) Two views of the same data.  The slot table holds the current frontiers of every
+ *     live collection; the ring holds the sequence of changes.  fring_publish() writes
+ *     the slot first, then the change record, then advances write_pos.  So every record
+ *     up to write_pos is already reflected in the slot table, which is what makes a
+ *     resync (note 5) lossless.
+ *
+ * (2) The slot table is a fixed-size open-addressing hash table with linear probing,
+ *     keyed by GlobalId (fring_slot_home() is part of the layout).  slot_count is twice
+ *     slot_capacity rounded up to a power of two, so at most half the slots are USED.
+ *     fring_forget() leaves a TOMBSTONE, which inserts reuse; tombstones followed by an
+ *     EMPTY slot are turned back into EMPTY at once (producer_trim_tombstones()), and
+ *     when more than a quarter of the table is tombstones anyway, the producer rebuilds
+ *     the table (producer_rebuild()).  Hence at least a quarter of the slots are always
+ *     EMPTY and every probe sequence is short and ends.  A dense array scanned linearly
+ *     would be simpler, but readers look collections up by id and should not pay
+ *     O(collections) for it.
+ *
+ * (3) A USED slot never moves except in a rebuild, which runs under the header seqlock
+ *     (note 4).  Outside rebuilds, a lookup is linearizable: slots between an id's home
+ *     and its slot stay non-EMPTY while the id lives (a slot is only made EMPTY when the
+ *     one after it is EMPTY), so a reader that meets an EMPTY slot first really saw a
+ *     moment when the id was absent.  A forget and re-publish of the same id during one
+ *     lookup may therefore report -ENOENT, which is correct for that moment.
+ *
+ * (4) Three seqlock-like protocols, all "write odd/zero, release, data, release even/n"
+ *     against "acquire, data, acquire fence, re-check" (the C11 seqlock of H. Boehm,
+ *     "Can seqlocks get along with programming language memory models?", 2012):
+ *       - fring_slot.seq guards one slot (slot_write_begin/end, slot_read);
+ *       - fring_record.seq is 0 while a record is rewritten and its number when done
+ *         (ring_append, ring_read_record): a reader that was lapped while copying a
+ *         record sees the number change;
+ *       - fring_header.hdr_seq guards the whole region against (re)initialization and
+ *         slot-table rebuilds (hdr_write_begin/end).  Every reader operation reads
+ *         hdr_seq before and re-checks it after touching the region, and discards its
+ *         results if it moved.  Readers therefore never act on a torn layout.
+ *     Readers never write the main object and never block the producer; the producer
+ *     never waits for readers.  All data fields are accessed with __atomic builtins
+ *     (relaxed unless a comment says otherwise), except the producer's own reads of its
+ *     region (nobody else writes it) and the bulk zeroing inside hdr_write_begin/end.
+ *
+ * (5) Readers.  Each fring_reader has a private cursor: the number of the last record
+ *     it consumed.  It falls back to a *snapshot* when
+ *       - it was lapped: write_pos - cursor > ring_records, or a record changed under
+ *         it (ring_read_record() -> -ESTALE);
+ *       - hdr_seq changed: the producer restarted or rebuilt the table.  The generation
+ *         is reported, but the trigger is hdr_seq, so a producer that reuses its
+ *         generation by mistake still cannot feed a reader records from a stale cursor;
+ *       - it just attached.
+ *     A snapshot loads write_pos = W (acquire), scans every slot (each read under its
+ *     seqlock) over as many fring_read() calls as needed, then streams from W + 1.
+ *     Changes during the scan show up in the scan, in the stream after W, or both; by
+ *     note 1 nothing up to W is missed.  A reader that scans slower than the producer
+ *     laps the ring resyncs again: a bounded ring cannot do better.
+ *
+ * (6) Producer restart.  fring_create() opens NAME with O_CREAT but without O_EXCL,
+ *     grows it if the new layout is bigger, maps it and reinitializes it under the
+ *     header seqlock with the new generation.  It never shrinks the object, because a
+ *     reader's mapping past the new end would raise SIGBUS; a reader whose mapping is
+ *     too small for the new layout remaps it from its descriptor (reader_remap()).  It
+ *     never unlinks: readers keep their mapping and see the restart.  An exclusive
+ *     flock() on NAME keeps a second producer out (-EBUSY); it dies with the process.
+ *
+ * (7) Sleeping.  A reader sleeps with FUTEX_WAIT (shared, not FUTEX_PRIVATE_FLAG) on
+ *     fring_header.notify, through its read-only mapping: FUTEX_WAIT only reads the
+ *     word.  To spare the producer a syscall per publish, sleepers announce themselves
+ *     in fring_waitpage.waiters, in the separate object NAME.wait that readers map
+ *     read-write.  The producer only bumps notify and calls FUTEX_WAKE when waiters is
+ *     nonzero.  The handshake is Dekker's: the reader increments waiters, fences,
+ *     re-checks write_pos and hdr_seq; the producer stores write_pos (or hdr_seq),
+ *     fences, reads waiters.  With seq_cst fences on both sides at least one of them
+ *     sees the other (fring_wait(), producer_wake()).  The producer never resets
+ *     waiters of a valid NAME.wait, since readers asleep across a restart own their
+ *     increments.
+ *
+ * (8) Failures.  A producer killed in the middle of a slot write leaves that slot odd
+ *     until the next producer reinitializes the region: lookups through it return
+ *     -EAGAIN and snapshots stall there (fring_wait() then sleeps its timeout).  A
+ *     reader killed inside fring_wait() leaves waiters too high, which only costs the
+ *     producer a FUTEX_WAKE per publish.  A damaged region gives readers -EBADMSG or
+ *     -EPROTO: every count and index read from shared memory is checked before use
+ *     (header_validate(), slot states, record numbers), and every array index a reader
+ *     computes is masked with its own validated copy of the table sizes.
+ */
+#include "fring.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fring-layout.h"
+#include "probes.h"
+#include "util.h"
+
+_Static_assert(FRING_RECORD_FORGOTTEN == FRING_FRONTIER_FORGOTTEN, "flag values");
+_Static_assert(FRING_RECORD_FLAGS_ALL == FRING_FRONTIER_FORGOTTEN, "flag values");
+
+#define load_relaxed(p)         __atomic_load_n((p), __ATOMIC_RELAXED)
+#define load_acquire(p)         __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define store_relaxed(p, v)     __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define store_release(p, v)     __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+/* How long readers retry before giving up for now.  A seqlock writer holds a slot for a
+ * handful of stores, so a slot still odd after this many spins is a preempted or dead
+ * producer, not contention. */
+#define SLOT_READ_SPINS         1024u
+#define READ_ATTEMPTS           8u      /* header changes tolerated by one fring_read() */
+#define LOOKUP_ATTEMPTS         64u     /* ... by one fring_lookup() */
+
+/* Reader-internal: the producer is (re)initializing the region (hdr_seq odd or 0). */
+#define E_INITIALIZING          EINPROGRESS
+
+struct fring {
+        int fd;                         /* NAME, O_RDWR; holds the producer flock */
+        int wait_fd;                    /* NAME.wait, O_RDWR */
+        struct fring_header *hdr;       /* mapping of map_size bytes of NAME */
+        size_t map_size;
+        struct fring_slot *slots;       /* inside that mapping */
+        struct fring_record *ring;
+        struct fring_waitpage *wait;    /* mapping of NAME.wait */
+        uint32_t slot_mask;             /* slot_count - 1 */
+        uint32_t ring_mask;             /* ring_records - 1 */
+        uint32_t slot_limit;            /* slot_capacity */
+        uint32_t used;                  /* USED slots, == the count in the table */
+        uint32_t tombstones;            /* TOMBSTONE slots, == the count in the table */
+        uint64_t write_pos;             /* == hdr->write_pos: the producer's own copy */
+        uint64_t generation;
+        struct fring_frontier *scratch; /* slot_limit entries, for producer_rebuild() */
+};
+
+/* A reader's position.  Private to the reader; fring_read() works on a copy and
+ * commits it only if the header did not change meanwhile. */
+struct reader_pos {
+        uint64_t cursor;                /* last record consumed; while resyncing, the
+                                         * write position the snapshot started at */
+        uint32_t scan_next;             /* resyncing: next slot index to report */
+        bool resyncing;                 /* a snapshot is being delivered */
+        bool announce;                  /* next successful fring_read() sets *ret_resynced */
+        bool stalled;                   /* the snapshot is stuck on an odd slot (note 8) */
+};
+
+struct fring_reader {
+        int fd;                         /* NAME, O_RDONLY; kept to remap a grown layout */
+        int wait_fd;                    /* NAME.wait, O_RDWR */
+        const struct fring_header *hdr; /* PROT_READ mapping of map_size bytes of NAME */
+        size_t map_size;
+        struct fring_waitpage *wait;    /* read-write mapping of NAME.wait */
+
+        /* The layout as validated under header seqlock value hdr_seq (even, nonzero;
+         * 0 before the first validation).  Never re-read from shared memory. */
+        uint32_t hdr_seq;
+        uint32_t rejected_seq;          /* last hdr_seq found damaged: not news for
+                                         * fring_wait() until the producer moves it */
+        uint64_t generation;
+        const struct fring_slot *slots;
+        const struct fring_record *ring;
+        uint32_t slot_mask;
+        uint32_t ring_mask;
+
+        struct reader_pos pos;
+};
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield" ::: "memory");
+#else
+        __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+static bool is_pow2(uint32_t x)
+{
+        return x && !(x & (x - 1));
+}
+
+static uint32_t pow2_roundup(uint32_t x)
+{
+        assert(x >= 1 && x <= UINT32_C(1) << 31);
+        return x == 1 ? 1 : UINT32_C(1) << (32 - __builtin_clz(x - 1));
+}
+
+/* ---- names --------------------------------------------------------------------------- */
+
+/* A POSIX shm name: "/" then 1..NAME_MAX bytes without "/", leaving room for the suffix. */
+static int name_check(const char *name)
+{
+        size_t len;
+
+        if (!name || name[0] != '/' || name[1] == '\0' || strchr(name + 1, '/'))
+                return -EINVAL;
+        len = strlen(name + 1);
+        if (len + strlen(FRING_WAIT_SUFFIX) > NAME_MAX)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
+/* NAME.wait; buf has NAME_MAX + 2 bytes and name passed name_check(). */
+static void wait_name(const char *name, char buf[static NAME_MAX + 2])
+{
+        int n = snprintf(buf, NAME_MAX + 2, "%s%s", name, FRING_WAIT_SUFFIX);
+
+        assert(n > 0 && n < NAME_MAX + 2);
+        (void)n;
+}
+
+int fring_name(const char *instance, char *buf, size_t size)
+{
+        int n;
+
+        if (!instance || !*instance || !buf)
+                return -EINVAL;
+        for (const char *p = instance; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                      (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_'))
+                        return -EINVAL;
+        n = snprintf(buf, size, "/coord-%s-frontiers", instance);
+        if (n < 0)
+                return -EINVAL;
+        if ((size_t)n >= size)
+                return -ENAMETOOLONG;
+        return name_check(buf);
+}
+
+/* The producer only takes over objects of its own uid, and makes sure nobody else can
+ * open them (a pre-created, world-writable object would let anybody forge frontiers). */
+static int shm_secure(int fd)
+{
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_uid != geteuid())
+                return -EPERM;
+        if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) < 0)
+                return -errno;
+        return 0;
+}
+
+/* ---- producer: seqlock writers ------------------------------------------------------- */
+
+/* Makes hdr_seq odd and returns it: from here to hdr_write_end() readers trust nothing
+ * in the region.  The even value that follows is never 0 ("never initialized"). */
+static uint32_t hdr_write_begin(struct fring_header *h)
+{
+        uint32_t seq = h->hdr_seq;
+
+        seq += (seq & 1) ? 2 : 1;
+        if (seq == UINT32_MAX)
+                seq = 1;
+        store_relaxed(&h->hdr_seq, seq);
+        /* Order the odd hdr_seq before every store of the (re)initialization: a reader
+         * that read any of those stores sees an odd or newer hdr_seq when it re-checks.
+         * Pairs with the acquire fences in reader_revalidate(), fring_read() and
+         * fring_lookup(). */
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        return seq;
+}
+
+static void hdr_write_end(struct fring_header *h, uint32_t seq)
+{
+        assert(seq & 1);
+        /* Publish the whole region: a reader that loads the new even hdr_seq sees every
+         * store made since hdr_write_begin().  Pairs with the acquire load in
+         * reader_sync(). */
+        store_release(&h->hdr_seq, seq + 1);
+}
+
+static void slot_write_begin(struct fring_slot *s)
+{
+        uint32_t seq = s->seq;
+
+        assert(!(seq & 1));
+        /* seq | 1 rather than seq + 1: odd even if someone else scribbled on the slot. */
+        store_relaxed(&s->seq, seq | 1);
+        /* Order the odd seq before the field stores that follow: a reader that sees any
+         * of them sees this odd seq (or a newer one) when it re-reads seq.  Pairs with
+         * the acquire fence in slot_read(). */
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void slot_write_end(struct fring_slot *s)
+{
+        assert(s->seq & 1);
+        /* Publish the field stores: a reader that loads this even seq sees them all.
+         * Pairs with the acquire load of seq in slot_read(). */
+        store_release(&s->seq, s->seq + 1);
+}
+
+static void slot_store(struct fring_slot *s, uint32_t state, uint64_t id, uint64_t upper,
+                       uint64_t since, uint64_t physical_since)
+{
+        slot_write_begin(s);
+        store_relaxed(&s->state, state);
+        store_relaxed(&s->id, id);
+        store_relaxed(&s->upper, upper);
+        store_relaxed(&s->since, since);
+        store_relaxed(&s->physical_since, physical_since);
+        slot_write_end(s);
+}
+
+/* Appends record number write_pos + 1 and makes it visible. */
+static void ring_append(struct fring *r, uint64_t id, uint64_t upper, uint64_t since,
+                        uint64_t physical_since, uint32_t flags)
+{
+        uint64_t seq = r->write_pos + 1;
+        struct fring_record *rec = &r->ring[seq & r->ring_mask];
+
+        /* Mark the record busy before overwriting record seq - ring_records, so that a
+         * lapped reader still copying it notices. */
+        store_relaxed(&rec->seq, 0);
+        /* Order the busy mark before the payload stores: a reader that sees any new
+         * payload sees seq != its number on its re-check.  Pairs with the acquire fence
+         * in ring_read_record(). */
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        store_relaxed(&rec->id, id);
+        store_relaxed(&rec->upper, upper);
+        store_relaxed(&rec->since, since);
+        store_relaxed(&rec->physical_since, physical_since);
+        store_relaxed(&rec->flags, flags);
+        /* The record is complete: a reader that loads this seq sees the payload.  Pairs
+         * with the acquire load of seq in ring_read_record(). */
+        store_release(&rec->seq, seq);
+        /* Advance the write position: a reader that loads it sees this record and, by
+         * program order, the slot update that preceded it (note 1).  Pairs with the
+         * acquire loads of write_pos in read_stream() and reader_begin_resync(). */
+        store_release(&r->hdr->write_pos, seq);
+        r->write_pos = seq;
+}
+
+/* Wakes sleeping readers after a publish (if any sleep) or a (re)initialization
+ * (always). */
+static void producer_wake(struct fring *r, bool always)
+{
+        long n;
+
+        /* Dekker with fring_wait() (note 7): our store of write_pos or hdr_seq is
+         * ordered before our load of waiters, and a reader's increment of waiters before
+         * its re-check of write_pos and hdr_seq, so either it sees our store or we see
+         * its increment.  Pairs with the seq_cst fence in fring_wait(). */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (!always && load_relaxed(&r->wait->waiters) == 0)
+                return;
+        /* Change the futex word before waking: FUTEX_WAIT compares it under the futex
+         * bucket lock, so a reader that read the old value but is not queued yet returns
+         * at once, and one already queued is woken below. */
+        store_relaxed(&r->hdr->notify, r->hdr->notify + 1);
+        n = syscall(SYS_futex, &r->hdr->notify, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        COORD_RING_WAKE(n > 0 ? (unsigned)n : 0u);
+}
+
+/* ---- producer: slot table ------------------------------------------------------------ */
+
+/* Where id lives, or where it would go: sets *ret_found and returns the index of its
+ * USED slot, else the first TOMBSTONE of its probe sequence, else the EMPTY slot that
+ * ends it.  Plain reads: the producer is the only writer of its region. */
+static uint32_t producer_probe(const struct fring *r, uint64_t id, bool *ret_found)
+{
+        uint32_t i = fring_slot_home(id, r->slot_mask + 1), reuse = UINT32_MAX;
+
+        for (uint32_t n = 0; n <= r->slot_mask; n++, i = (i + 1) & r->slot_mask) {
+                const struct fring_slot *s = &r->slots[i];
+
+                if (s->state == FRING_SLOT_EMPTY) {
+                        *ret_found = false;
+                        return reuse != UINT32_MAX ? reuse : i;
+                }
+                if (s->state == FRING_SLOT_TOMBSTONE) {
+                        if (reuse == UINT32_MAX)
+                                reuse = i;
+                } else if (s->id == id) {
+                        *ret_found = true;
+                        return i;
+                }
+        }
+        /* Note 2 keeps a quarter of the table EMPTY, so we never get here. */
+        assert(!"slot table without an EMPTY slot");
+        *ret_found = false;
+        return reuse;
+}
+
+/* Tombstone i was just made.  If the slot after it is EMPTY, no probe sequence goes on
+ * past i, so i and the tombstones right before it serve nobody: make them EMPTY.  Safe
+ * under concurrent lookups because no USED slot moves (note 3). */
+static void producer_trim_tombstones(struct fring *r, uint32_t i)
+{
+        const uint32_t mask = r->slot_mask;
+
+        if (r->slots[(i + 1) & mask].state != FRING_SLOT_EMPTY)
+                return;
+        for (uint32_t n = 0; n <= mask && r->slots[i].state == FRING_SLOT_TOMBSTONE;
+             n++, i = (i - 1) & mask) {
+                slot_store(&r->slots[i], FRING_SLOT_EMPTY, 0, 0, 0, 0);
+                assert(r->tombstones > 0);
+                r->tombstones--;
+        }
+}
+
+/* Rehashes the live slots without tombstones.  USED slots move, so this runs under the
+ * header seqlock and makes every reader resync once (note 5). */
+static void producer_rebuild(struct fring *r)
+{
+        uint32_t n = 0, seq;
+
+        seq = hdr_write_begin(r->hdr);
+        for (uint32_t i = 0; i <= r->slot_mask; i++) {
+                struct fring_slot *s = &r->slots[i];
+
+                if (s->state == FRING_SLOT_USED) {
+                        assert(n < r->slot_limit);
+                        r->scratch[n++] = (struct fring_frontier) {
+                                .id = s->id, .upper = s->upper, .since = s->since,
+                                .physical_since = s->physical_since,
+                        };
+                }
+                if (s->state != FRING_SLOT_EMPTY)
+                        slot_store(s, FRING_SLOT_EMPTY, 0, 0, 0, 0);
+        }
+        assert(n == r->used);
+        for (uint32_t k = 0; k < n; k++) {
+                const struct fring_frontier *f = &r->scratch[k];
+                bool found;
+                uint32_t i = producer_probe(r, f->id, &found);
+
+                assert(!found);
+                (void)found;
+                slot_store(&r->slots[i], FRING_SLOT_USED, f->id, f->upper, f->since,
+                           f->physical_since);
+        }
+        r->tombstones = 0;
+        hdr_write_end(r->hdr, seq);
+}
+
+/* ---- producer: public ---------------------------------------------------------------- */
+
+/* Opens (creating if needed) NAME.wait.  A page that is new or of another layout is
+ * initialized; a valid one is kept as is, waiters included (note 7). */
+static int producer_open_wait(struct fring *r, const char *name)
+{
+        char wname[NAME_MAX + 2];
+        struct fring_waitpage *w;
+        struct stat st;
+        void *m;
+        int k;
+
+        wait_name(name, wname);
+        r->wait_fd = shm_open(wname, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (r->wait_fd < 0)
+                return -errno;
+        k = shm_secure(r->wait_fd);
+        if (k < 0)
+                return k;
+        if (fstat(r->wait_fd, &st) < 0)
+                return -errno;
+        if ((uint64_t)st.st_size < sizeof(struct fring_waitpage) &&
+            ftruncate(r->wait_fd, sizeof(struct fring_waitpage)) < 0)
+                return -errno;
+        m = mmap(NULL, sizeof(struct fring_waitpage), PROT_READ | PROT_WRITE, MAP_SHARED,
+                 r->wait_fd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        r->wait = w = m;
+        if (load_relaxed(&w->magic) != FRING_WAIT_MAGIC ||
+            load_relaxed(&w->version) != FRING_LAYOUT_VERSION) {
+                store_relaxed(&w->waiters, 0);
+                store_relaxed(&w->version, FRING_LAYOUT_VERSION);
+                /* Publish version and waiters with the magic.  Pairs with the acquire load
+                 * of magic in reader_open_wait(). */
+                store_release(&w->magic, FRING_WAIT_MAGIC);
+        }
+        return 0;
+}
+
+/* (Re)initializes the mapped region empty, under the header seqlock (note 6). */
+static void producer_init(struct fring *r)
+{
+        struct fring_header *h = r->hdr;
+        const uint32_t slot_count = r->slot_mask + 1, ring_records = r->ring_mask + 1;
+        uint32_t seq;
+
+        seq = hdr_write_begin(h);
+        /* Plain stores from here: readers ignore the region while hdr_seq is odd and
+         * discard whatever they read across the change (note 4).  notify is kept: its
+         * values must not repeat (fring-layout.h). */
+        memset(h->_reserved0, 0, sizeof h->_reserved0);
+        memset(h->_reserved2, 0, sizeof h->_reserved2);
+        memset(r->slots, 0, (size_t)slot_count * sizeof *r->slots);
+        memset(r->ring, 0, (size_t)ring_records * sizeof *r->ring);
+        store_relaxed(&h->magic, FRING_MAGIC);
+        store_relaxed(&h->version, FRING_LAYOUT_VERSION);
+        store_relaxed(&h->generation, r->generation);
+        store_relaxed(&h->total_size, fring_layout_size(slot_count, ring_records));
+        store_relaxed(&h->header_size, (uint32_t)sizeof(struct fring_header));
+        store_relaxed(&h->slot_size, (uint32_t)sizeof(struct fring_slot));
+        store_relaxed(&h->record_size, (uint32_t)sizeof(struct fring_record));
+        store_relaxed(&h->slot_count, slot_count);
+        store_relaxed(&h->slot_limit, r->slot_limit);
+        store_relaxed(&h->ring_records, ring_records);
+        store_relaxed(&h->slots_offset, (uint64_t)sizeof(struct fring_header));
+        store_relaxed(&h->ring_offset, (uint64_t)sizeof(struct fring_header) +
+                                       (uint64_t)slot_count * sizeof(struct fring_slot));
+        store_relaxed(&h->write_pos, 0);
+        store_relaxed(&h->_reserved1, 0);
+        hdr_write_end(h, seq);
+
+        r->write_pos = 0;
+        r->used = r->tombstones = 0;
+        /* Readers asleep through the restart must look at the new header. */
+        producer_wake(r, true);
+}
+
+int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records,
+                 uint64_t generation, struct fring **ret)
+{
+        _cleanup_(fring_freep) struct fring *r = NULL;
+        uint32_t slot_count, records;
+        uint64_t size;
+        struct stat st;
+        void *m;
+        int k;
+
+        if (!ret)
+                return -EINVAL;
+        k = name_check(name);
+        if (k < 0)
+                return k;
+        if (slot_capacity == 0 || slot_capacity > FRING_SLOT_CAPACITY_MAX ||
+            ring_records == 0 || ring_records > FRING_RING_RECORDS_MAX)
+                return -EINVAL;
+        /* What we create, readers accept. */
+        _Static_assert(2 * FRING_SLOT_CAPACITY_MAX <= FRING_LAYOUT_SLOTS_MAX, "limits");
+        _Static_assert(FRING_RING_RECORDS_MAX <= FRING_LAYOUT_RECORDS_MAX, "limits");
+        slot_count = pow2_roundup(2 * slot_capacity);   /* note 2: half the table at most */
+        records = pow2_roundup(ring_records < FRING_LAYOUT_RECORDS_MIN ?
+                               FRING_LAYOUT_RECORDS_MIN : ring_records);
+        size = fring_layout_size(slot_count, records);
+
+        r = calloc(1, sizeof *r);
+        if (!r)
+                return -ENOMEM;
+        r->fd = r->wait_fd = -EBADF;
+        r->slot_mask = slot_count - 1;
+        r->ring_mask = records - 1;
+        r->slot_limit = slot_capacity;
+        r->generation = generation;
+        r->scratch = calloc(slot_capacity, sizeof *r->scratch);
+        if (!r->scratch)
+                return -ENOMEM;
+
+        r->fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (r->fd < 0)
+                return -errno;
+        k = shm_secure(r->fd);
+        if (k < 0)
+                return k;
+        /* One producer at a time (note 6), checked before we touch anything. */
+        if (flock(r->fd, LOCK_EX | LOCK_NB) < 0)
+                return errno == EWOULDBLOCK ? -EBUSY : -errno;
+        /* NAME.wait first: a reader that finds NAME valid then finds NAME.wait too. */
+        k = producer_open_wait(r, name);
+        if (k < 0)
+                return k;
+        if (fstat(r->fd, &st) < 0)
+                return -errno;
+        if ((uint64_t)st.st_size < size && ftruncate(r->fd, (off_t)size) < 0)
+                return -errno;
+        m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        r->hdr = m;
+        r->map_size = size;
+        r->slots = (struct fring_slot *)((uint8_t *)m + sizeof(struct fring_header));
+        r->ring = (struct fring_record *)((uint8_t *)r->slots +
+                                          (size_t)slot_count * sizeof(struct fring_slot));
+
+        producer_init(r);
+        assert(fring_check(r));
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+int fring_publish(struct fring *r, const struct fring_frontier *f)
+{
+        uint32_t i;
+        bool found;
+
+        if (!r || !f || f->flags != 0)
+                return -EINVAL;
+        i = producer_probe(r, f->id, &found);
+        if (!found) {
+                if (r->used >= r->slot_limit)
+                        return -ENOSPC;
+                if (r->slots[i].state == FRING_SLOT_TOMBSTONE)
+                        r->tombstones--;
+                r->used++;
+        }
+        /* Slot first, record second (note 1). */
+        slot_store(&r->slots[i], FRING_SLOT_USED, f->id, f->upper, f->since,
+                   f->physical_since);
+        ring_append(r, f->id, f->upper, f->since, f->physical_since, 0);
+        COORD_RING_PUSH(f->id, f->upper, f->since);
+        producer_wake(r, false);
+        return 0;
+}
+
+int fring_forget(struct fring *r, uint64_t id)
+{
+        struct fring_slot *s;
+        uint64_t upper, since, physical_since;
+        uint32_t i;
+        bool found;
+
+        if (!r)
+                return -EINVAL;
+        i = producer_probe(r, id, &found);
+        if (!found)
+                return -ENOENT;
+        s = &r->slots[i];
+        upper = s->upper;
+        since = s->since;
+        physical_since = s->physical_since;
+        slot_store(s, FRING_SLOT_TOMBSTONE, id, upper, since, physical_since);
+        r->used--;
+        r->tombstones++;
+        producer_trim_tombstones(r, i);
+        ring_append(r, id, upper, since, physical_since, FRING_RECORD_FORGOTTEN);
+        if (r->tombstones > (r->slot_mask + 1) / 4)
+                producer_rebuild(r);
+        producer_wake(r, false);
+        return 0;
+}
+
+bool fring_check(const struct fring *r)
+{
+#ifdef NDEBUG
+        return true;
+#else
+        const struct fring_header *h;
+        uint32_t slot_count, ring_records, used = 0, tombstones = 0, empty = 0;
+        uint64_t first;
+
+        assert(r);
+        h = r->hdr;
+        slot_count = r->slot_mask + 1;
+        ring_records = r->ring_mask + 1;
+        assert(h->magic == FRING_MAGIC && h->version == FRING_LAYOUT_VERSION);
+        assert(h->hdr_seq != 0 && !(h->hdr_seq & 1));
+        assert(h->generation == r->generation);
+        assert(h->slot_count == slot_count && is_pow2(slot_count));
+        assert(h->ring_records == ring_records && is_pow2(ring_records));
+        assert(h->slot_limit == r->slot_limit && 2 * r->slot_limit <= slot_count);
+        assert(h->header_size == sizeof *h && h->slots_offset == sizeof *h);
+        assert(h->ring_offset == sizeof *h + (uint64_t)slot_count * sizeof(struct fring_slot));
+        assert(h->total_size == fring_layout_size(slot_count, ring_records));
+        assert(h->total_size <= r->map_size);
+        assert(h->write_pos == r->write_pos);
+        assert(r->wait->magic == FRING_WAIT_MAGIC && r->wait->version == FRING_LAYOUT_VERSION);
+
+        for (uint32_t i = 0; i < slot_count; i++) {
+                const struct fring_slot *s = &r->slots[i];
+                bool found;
+
+                assert(!(s->seq & 1));
+                switch (s->state) {
+                case FRING_SLOT_EMPTY:
+                        empty++;
+                        break;
+                case FRING_SLOT_TOMBSTONE:
+                        tombstones++;
+                        break;
+                case FRING_SLOT_USED:
+                        used++;
+                        /* Reachable from its home without crossing an EMPTY slot, and the
+                         * only slot of its id. */
+                        assert(producer_probe(r, s->id, &found) == i && found);
+                        break;
+                default:
+                        assert(!"bad slot state");
+                }
+        }
+        assert(used == r->used && used <= r->slot_limit);
+        assert(tombstones == r->tombstones && tombstones <= slot_count / 4);
+        assert(empty >= slot_count / 4);
+
+        /* The last ring_records records are complete and in place; the rest never
+         * written. */
+        first = r->write_pos > ring_records ? r->write_pos - ring_records + 1 : 1;
+        for (uint64_t s = first; s <= r->write_pos; s++) {
+                const struct fring_record *rec = &r->ring[s & r->ring_mask];
+
+                assert(rec->seq == s);
+                assert(!(rec->flags & ~FRING_RECORD_FLAGS_ALL));
+        }
+        if (r->write_pos < ring_records)
+                for (uint64_t s = r->write_pos + 1; s <= ring_records; s++)
+                        assert(r->ring[s & r->ring_mask].seq == 0);
+        return true;
+#endif
+}
+
+struct fring *fring_free(struct fring *r)
+{
+        if (!r)
+                return NULL;
+        if (r->hdr)
+                munmap(r->hdr, r->map_size);
+        if (r->wait)
+                munmap(r->wait, sizeof(struct fring_waitpage));
+        closep(&r->wait_fd);
+        closep(&r->fd);         /* releases the producer flock */
+        free(r->scratch);
+        free(r);
+        return NULL;
+}
+
+int fring_unlink(const char *name)
+{
+        char wname[NAME_MAX + 2];
+        int k, q = 0;
+
+        k = name_check(name);
+        if (k < 0)
+                return k;
+        wait_name(name, wname);
+        if (shm_unlink(name) < 0)
+                q = -errno;
+        if (shm_unlink(wname) < 0 && errno != ENOENT && q == 0)
+                q = -errno;
+        return q;
+}
+
+/* ---- reader: validation -------------------------------------------------------------- */
+
+static int header_validate(const struct fring_header *c)
+{
+        if (c->magic != FRING_MAGIC)
+                return -EBADMSG;
+        if (c->version != FRING_LAYOUT_VERSION)
+                return -EPROTO;
+        if (c->header_size != sizeof(struct fring_header) ||
+            c->slot_size != sizeof(struct fring_slot) ||
+            c->record_size != sizeof(struct fring_record))
+                return -EBADMSG;
+        if (!is_pow2(c->slot_count) || c->slot_count < 2 ||
+            c->slot_count > FRING_LAYOUT_SLOTS_MAX)
+                return -EBADMSG;
+        if (c->slot_limit == 0 || c->slot_limit > c->slot_count / 2)
+                return -EBADMSG;
+        if (!is_pow2(c->ring_records) || c->ring_records < FRING_LAYOUT_RECORDS_MIN ||
+            c->ring_records > FRING_LAYOUT_RECORDS_MAX)
+                return -EBADMSG;
+        /* The counts are bounded above, so none of this overflows. */
+        if (c->slots_offset != c->header_size ||
+            c->ring_offset != c->slots_offset + (uint64_t)c->slot_count * c->slot_size ||
+            c->total_size != fring_layout_size(c->slot_count, c->ring_records))
+                return -EBADMSG;
+        return 0;
+}
+
+/* The header now describes a bigger layout than we mapped (a producer restarted with
+ * bigger sizes, note 6): map the whole object again. */
+static int reader_remap(struct fring_reader *rd, uint64_t need)
+{
+        struct stat st;
+        void *m;
+
+        if (fstat(rd->fd, &st) < 0)
+                return -errno;
+        if ((uint64_t)st.st_size < need)
+                return -EBADMSG;        /* the header promises more than the object holds */
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, rd->fd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        munmap((void *)rd->hdr, rd->map_size);
+        rd->hdr = m;
+        rd->map_size = (size_t)st.st_size;
+        return 0;
+}
+
+/* Starts a snapshot at the current write position (note 5). */
+static void reader_begin_resync(struct fring_reader *rd, struct reader_pos *p, bool lapped)
+{
+        uint64_t old = p->cursor;
+
+        /* Pairs with the release store of write_pos in ring_append(): every slot update
+         * of the records up to the loaded position is visible to the slot reads of the
+         * scan, so the snapshot plus the stream after it miss nothing (note 1). */
+        p->cursor = load_acquire(&rd->hdr->write_pos);
+        p->scan_next = 0;
+        p->resyncing = true;
+        p->announce = true;
+        p->stalled = false;
+        COORD_RING_RESYNC(rd->generation,
+                          lapped && p->cursor - old > rd->ring_mask + 1 ?
+                          p->cursor - old - (rd->ring_mask + 1) : 0);
+}
+
+/* Validates the header as of seqlock value h (read by the caller, even and nonzero) and
+ * adopts it: remaps if needed and starts a snapshot.  -EAGAIN if the producer touched
+ * the header meanwhile, -EBADMSG/-EPROTO if it is damaged. */
+static int reader_revalidate(struct fring_reader *rd, uint32_t h)
+{
+        const struct fring_header *hdr = rd->hdr;
+        struct fring_header c = {
+                .magic = load_relaxed(&hdr->magic),
+                .version = load_relaxed(&hdr->version),
+                .generation = load_relaxed(&hdr->generation),
+                .total_size = load_relaxed(&hdr->total_size),
+                .header_size = load_relaxed(&hdr->header_size),
+                .slot_size = load_relaxed(&hdr->slot_size),
+                .record_size = load_relaxed(&hdr->record_size),
+                .slot_count = load_relaxed(&hdr->slot_count),
+                .slot_limit = load_relaxed(&hdr->slot_limit),
+                .ring_records = load_relaxed(&hdr->ring_records),
+                .slots_offset = load_relaxed(&hdr->slots_offset),
+                .ring_offset = load_relaxed(&hdr->ring_offset),
+        };
+        int k;
+
+        /* Trust the copy only if no (re)initialization overlapped it.  Pairs with the
+         * release fence in hdr_write_begin(). */
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (load_relaxed(&hdr->hdr_seq) != h)
+                return -EAGAIN;
+        k = header_validate(&c);
+        if (k < 0)
+                return k;
+        if (c.total_size > rd->map_size) {
+                k = reader_remap(rd, c.total_size);
+                if (k < 0)
+                        return k;
+        }
+        rd->generation = c.generation;
+        rd->slots = (const struct fring_slot *)((const uint8_t *)rd->hdr + c.slots_offset);
+        rd->ring = (const struct fring_record *)((const uint8_t *)rd->hdr + c.ring_offset);
+        rd->slot_mask = c.slot_count - 1;
+        rd->ring_mask = c.ring_records - 1;
+        rd->hdr_seq = h;
+        reader_begin_resync(rd, &rd->pos, false);
+        return 0;
+}
+
+/* Brings the reader's layout up to date with the header.  On success *ret_h is the
+ * even seqlock value the caller must re-check (acquire fence, then compare) after
+ * reading the region.  -E_INITIALIZING while the producer (re)initializes. */
+static int reader_sync(struct fring_reader *rd, uint32_t *ret_h)
+{
+        /* Pairs with the release store in hdr_write_end(): the region as initialized is
+         * visible to us if we see its hdr_seq. */
+        uint32_t h = load_acquire(&rd->hdr->hdr_seq);
+        int k;
+
+        if (h == 0 || (h & 1))
+                return -E_INITIALIZING;
+        if (h != rd->hdr_seq) {
+                k = reader_revalidate(rd, h);
+                if (k == -EBADMSG || k == -EPROTO)
+                        rd->rejected_seq = h;
+                if (k < 0)
+                        return k;
+        }
+        *ret_h = h;
+        return 0;
+}
+
+/* True if the region may have changed under what the caller read since reader_sync()
+ * returned h.  Pairs with the release fence in hdr_write_begin(). */
+static bool reader_header_moved(const struct fring_reader *rd, uint32_t h)
+{
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        return load_relaxed(&rd->hdr->hdr_seq) != h;
+}
+
+/* ---- reader: slots and records ------------------------------------------------------- */
+
+struct slot_copy {
+        uint32_t state;
+        struct fring_frontier f;
+};
+
+/* Reads one slot consistently.  -EAGAIN if it stays odd (note 8), -EBADMSG on a state
+ * that is not FRING_SLOT_*. */
+static int slot_read(const struct fring_slot *s, struct slot_copy *ret)
+{
+        for (unsigned spin = 0; spin < SLOT_READ_SPINS; spin++) {
+                /* Pairs with the release store in slot_write_end(). */
+                uint32_t seq = load_acquire(&s->seq);
+                struct slot_copy c;
+
+                if (seq & 1) {
+                        cpu_relax();
+                        continue;
+                }
+                c.state = load_relaxed(&s->state);
+                c.f = (struct fring_frontier) {
+                        .id = load_relaxed(&s->id),
+                        .upper = load_relaxed(&s->upper),
+                        .since = load_relaxed(&s->since),
+                        .physical_since = load_relaxed(&s->physical_since),
+                };
+                /* If we read any store of a later write, we see its odd seq below.  Pairs
+                 * with the release fence in slot_write_begin(). */
+                __atomic_thread_fence(__ATOMIC_ACQUIRE);
+                if (load_relaxed(&s->seq) != seq) {
+                        cpu_relax();
+                        continue;
+                }
+                if (c.state != FRING_SLOT_EMPTY && c.state != FRING_SLOT_USED &&
+                    c.state != FRING_SLOT_TOMBSTONE)
+                        return -EBADMSG;
+                *ret = c;
+                return 0;
+        }
+        return -EAGAIN;
+}
+
+/* Copies record number seq (published: seq <= write_pos).  -ESTALE if it has been or is
+ * being overwritten (we were lapped), -EBADMSG if the ring is damaged. */
+static int ring_read_record(const struct fring_reader *rd, uint64_t seq,
+                            struct fring_frontier *ret)
+{
+        const struct fring_record *rec = &rd->ring[seq & rd->ring_mask];
+        struct fring_frontier f;
+        uint64_t s;
+
+        /* Pairs with the release store of seq in ring_append(). */
+        s = load_acquire(&rec->seq);
+        if (s != seq) {
+                /* 0 is the busy mark; a later number at this index means the producer
+                 * went round.  Anything else is not something the producer writes. */
+                if (s == 0 || (s > seq && ((s - seq) & rd->ring_mask) == 0))
+                        return -ESTALE;
+                return -EBADMSG;
+        }
+        f = (struct fring_frontier) {
+                .id = load_relaxed(&rec->id),
+                .upper = load_relaxed(&rec->upper),
+                .since = load_relaxed(&rec->since),
+                .physical_since = load_relaxed(&rec->physical_since),
+                .flags = load_relaxed(&rec->flags),
+        };
+        /* If we read any payload of a newer record, we see its busy mark (or number)
+         * below.  Pairs with the release fence in ring_append(). */
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (load_relaxed(&rec->seq) != seq)
+                return -ESTALE;
+        if (f.flags & ~FRING_RECORD_FLAGS_ALL)
+                return -EBADMSG;
+        *ret = f;
+        return 0;
+}
+
+static int read_snapshot(const struct fring_reader *rd, struct reader_pos *p,
+                         struct fring_frontier *out, size_t n)
+{
+        size_t k = 0;
+
+        assert(p->resyncing);
+        while (k < n && p->scan_next <= rd->slot_mask) {
+                struct slot_copy c;
+                int q = slot_read(&rd->slots[p->scan_next], &c);
+
+                if (q == -EAGAIN) {
+                        p->stalled = true;
+                        break;
+                }
+                if (q < 0)
+                        return q;
+                p->stalled = false;
+                if (c.state == FRING_SLOT_USED)
+                        out[k++] = c.f;
+                p->scan_next++;
+        }
+        if (p->scan_next > rd->slot_mask)
+                p->resyncing = p->stalled = false;
+        return (int)k;
+}
+
+static int read_stream(struct fring_reader *rd, struct reader_pos *p,
+                       struct fring_frontier *out, size_t n)
+{
+        const uint64_t ring_records = (uint64_t)rd->ring_mask + 1;
+        uint64_t w;
+        size_t k = 0;
+
+        assert(!p->resyncing);
+        /* Records up to w are complete, with their slot updates.  Pairs with the release
+         * store of write_pos in ring_append(). */
+        w = load_acquire(&rd->hdr->write_pos);
+        if (w < p->cursor)
+                return -EBADMSG;        /* went backwards without a header change */
+        if (w - p->cursor > ring_records) {
+                reader_begin_resync(rd, p, true);
+                return read_snapshot(rd, p, out, n);
+        }
+        while (k < n && p->cursor < w) {
+                int q = ring_read_record(rd, p->cursor + 1, &out[k]);
+
+                if (q == -ESTALE) {
+                        /* Lapped while copying: drop this batch, the snapshot covers it. */
+                        reader_begin_resync(rd, p, true);
+                        return read_snapshot(rd, p, out, n);
+                }
+                if (q < 0)
+                        return q;
+                p->cursor++;
+                k++;
+        }
+        return (int)k;
+}
+
+/* ---- reader: public ------------------------------------------------------------------ */
+
+static int reader_open_wait(struct fring_reader *rd, const char *name)
+{
+        char wname[NAME_MAX + 2];
+        struct stat st;
+        void *m;
+
+        wait_name(name, wname);
+        rd->wait_fd = shm_open(wname, O_RDWR | O_CLOEXEC, 0);
+        if (rd->wait_fd < 0)
+                return -errno;
+        if (fstat(rd->wait_fd, &st) < 0)
+                return -errno;
+        if ((uint64_t)st.st_size < sizeof(struct fring_waitpage))
+                return -EBADMSG;
+        m = mmap(NULL, sizeof(struct fring_waitpage), PROT_READ | PROT_WRITE, MAP_SHARED,
+                 rd->wait_fd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        rd->wait = m;
+        /* Pairs with the release store of magic in producer_open_wait(). */
+        if (load_acquire(&rd->wait->magic) != FRING_WAIT_MAGIC)
+                return -EBADMSG;
+        if (load_relaxed(&rd->wait->version) != FRING_LAYOUT_VERSION)
+                return -EPROTO;
+        return 0;
+}
+
+int fring_attach(const char *name, struct fring_reader **ret)
+{
+        _cleanup_(fring_reader_freep) struct fring_reader *rd = NULL;
+        struct stat st;
+        uint32_t h;
+        void *m;
+        int k;
+
+        if (!ret)
+                return -EINVAL;
+        k = name_check(name);
+        if (k < 0)
+                return k;
+        rd = calloc(1, sizeof *rd);
+        if (!rd)
+                return -ENOMEM;
+        rd->fd = rd->wait_fd = -EBADF;
+
+        rd->fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+        if (rd->fd < 0)
+                return -errno;
+        if (fstat(rd->fd, &st) < 0)
+                return -errno;
+        if (st.st_size == 0)
+                return -EAGAIN;         /* created, not sized yet: the producer is busy */
+        if ((uint64_t)st.st_size < sizeof(struct fring_header))
+                return -EBADMSG;
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, rd->fd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        rd->hdr = m;
+        rd->map_size = (size_t)st.st_size;
+
+        k = -EAGAIN;
+        for (unsigned attempt = 0; attempt < READ_ATTEMPTS && k == -EAGAIN; attempt++)
+                k = reader_sync(rd, &h);
+        if (k == -E_INITIALIZING)
+                return -EAGAIN;
+        if (k < 0)
+                return k;
+        k = reader_open_wait(rd, name);
+        if (k < 0)
+                return k;
+        *ret = TAKE_PTR(rd);
+        return 0;
+}
+
+int fring_read(struct fring_reader *rd, struct fring_frontier *out, size_t n,
+               bool *ret_resynced)
+{
+        if (!rd || (!out && n > 0))
+                return -EINVAL;
+        if (n > INT_MAX)
+                n = INT_MAX;
+
+        for (unsigned attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+                struct reader_pos p;
+                uint32_t h;
+                int k;
+
+                k = reader_sync(rd, &h);
+                if (k == -E_INITIALIZING)
+                        break;
+                if (k == -EAGAIN)
+                        continue;
+                if (k < 0)
+                        return k;
+
+                p = rd->pos;
+                k = p.resyncing ? read_snapshot(rd, &p, out, n) : read_stream(rd, &p, out, n);
+                /* All of the above was read under hdr_seq h, or is discarded (even an
+                 * error: a reinitialization in progress looks like damage). */
+                if (reader_header_moved(rd, h))
+                        continue;
+                if (k < 0)
+                        return k;
+                if (ret_resynced)
+                        *ret_resynced = p.announce;
+                p.announce = false;
+                rd->pos = p;
+                return k;
+        }
+        /* The producer is (re)initializing: nothing to read yet.  fring_wait() sleeps
+         * until it is done. */
+        if (ret_resynced)
+                *ret_resynced = false;
+        return 0;
+}
+
+bool fring_reader_resyncing(const struct fring_reader *rd)
+{
+        return rd && rd->pos.resyncing;
+}
+
+/* Probes for id (note 3).  0, -ENOENT, -EAGAIN (odd slot), -EBADMSG. */
+static int reader_probe(const struct fring_reader *rd, uint64_t id, struct fring_frontier *ret)
+{
+        uint32_t i = fring_slot_home(id, rd->slot_mask + 1);
+
+        /* Bounded by the table size even if a damaged table has no EMPTY slot. */
+        for (uint32_t n = 0; n <= rd->slot_mask; n++, i = (i + 1) & rd->slot_mask) {
+                struct slot_copy c;
+                int k = slot_read(&rd->slots[i], &c);
+
+                if (k < 0)
+                        return k;
+                if (c.state == FRING_SLOT_EMPTY)
+                        return -ENOENT;
+                if (c.state == FRING_SLOT_USED && c.f.id == id) {
+                        *ret = c.f;
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+int fring_lookup(struct fring_reader *rd, uint64_t id, struct fring_frontier *ret)
+{
+        if (!rd)
+                return -EINVAL;
+
+        for (unsigned attempt = 0; attempt < LOOKUP_ATTEMPTS; attempt++) {
+                struct fring_frontier f;
+                uint32_t h;
+                int k;
+
+                k = reader_sync(rd, &h);
+                if (k == -E_INITIALIZING || k == -EAGAIN) {
+                        cpu_relax();
+                        continue;
+                }
+                if (k < 0)
+                        return k;
+                k = reader_probe(rd, id, &f);
+                if (reader_header_moved(rd, h) || k == -EAGAIN)
+                        continue;
+                if (k < 0)
+                        return k;
+                if (ret)
+                        *ret = f;
+                return 0;
+        }
+        return -EAGAIN;
+}
+
+/* Whether fring_read() may return something now.  A header being (re)initialized, or
+ * one we found damaged, is not "something": we sleep until the producer finishes (and
+ * wakes us), instead of spinning a caller through fring_read() errors. */
+static bool reader_has_data(const struct fring_reader *rd)
+{
+        uint32_t h = load_acquire(&rd->hdr->hdr_seq);
+        uint64_t w;
+
+        if (h == 0 || (h & 1))
+                return false;
+        if (h != rd->hdr_seq)
+                return h != rd->rejected_seq;
+        if (rd->pos.resyncing && !rd->pos.stalled)
+                return true;
+        w = load_acquire(&rd->hdr->write_pos);
+        return w != rd->pos.cursor;
+}
+
+static int futex_wait(const uint32_t *word, uint32_t val, int timeout_ms)
+{
+        struct timespec ts, *tsp = NULL;
+
+        if (timeout_ms >= 0) {
+                ts.tv_sec = timeout_ms / 1000;
+                ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+                tsp = &ts;
+        }
+        /* Shared futex (no FUTEX_PRIVATE_FLAG): the word lives in a shared object and
+         * the producer wakes it from another process.  FUTEX_WAIT only reads the word,
+         * so our read-only mapping is enough.  The timeout is relative (monotonic). */
+        if (syscall(SYS_futex, word, FUTEX_WAIT, val, tsp, NULL, 0) < 0) {
+                if (errno == ETIMEDOUT)
+                        return -ETIMEDOUT;
+                if (errno == EAGAIN || errno == EINTR)
+                        return 0;       /* the word moved, or a signal: look again */
+                return -errno;
+        }
+        return 0;
+}
+
+int fring_wait(struct fring_reader *rd, int timeout_ms)
+{
+        uint32_t v;
+        int k;
+
+        if (!rd)
+                return -EINVAL;
+        /* The futex word is read before looking for data, so that a publish after the
+         * look changes it (or finds us in waiters, below). */
+        v = load_acquire(&rd->hdr->notify);
+        if (reader_has_data(rd))
+                return 0;
+        if (timeout_ms == 0)
+                return -ETIMEDOUT;
+
+        __atomic_fetch_add(&rd->wait->waiters, 1, __ATOMIC_RELAXED);
+        /* Dekker with producer_wake() (note 7): our increment of waiters is ordered
+         * before our re-check of write_pos and hdr_seq, the producer's store of those
+         * before its load of waiters, so either we see its store now or it sees us and
+         * changes the futex word and wakes us.  Pairs with the seq_cst fence in
+         * producer_wake(). */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        k = reader_has_data(rd) ? 0 : futex_wait(&rd->hdr->notify, v, timeout_ms);
+        __atomic_fetch_sub(&rd->wait->waiters, 1, __ATOMIC_RELAXED);
+        return k;
+}
+
+uint64_t fring_reader_generation(const struct fring_reader *rd)
+{
+        return rd ? rd->generation : 0;
+}
+
+struct fring_reader *fring_reader_free(struct fring_reader *rd)
+{
+        if (!rd)
+                return NULL;
+        if (rd->hdr)
+                munmap((void *)rd->hdr, rd->map_size);
+        if (rd->wait)
+                munmap(rd->wait, sizeof(struct fring_waitpage));
+        closep(&rd->wait_fd);
+        closep(&rd->fd);
+        free(rd);
+        return NULL;
+}
