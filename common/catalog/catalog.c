@@ -1,0 +1,1211 @@
+/* catalog.c -- the durable catalog store over RocksDB's C API (contract: catalog.h).
+ *
+ * The adapter is the only writer and commits through catalog_commit() from any of its
+ * threads; the lifecycle follower reads a RocksDB secondary instance of the same files
+ * and replays the log from its cursor.
+ *
+ * NOTES ON THE DESIGN
+ *
+ * (1) A commit group (one or more transactions) is written as ONE RocksDB WriteBatch
+ *     with sync = true.  For every transaction it holds the state and meta changes and
+ *     the log entry under the transaction's sequence number; once per group it holds
+ *     the meta record "last_seq" = the group's highest sequence number.  RocksDB
+ *     appends a WriteBatch to the WAL as one record and fdatasyncs the WAL before
+ *     rocksdb_write() returns.  Recovery replays whole records and stops at a torn or
+ *     corrupt tail (point-in-time recovery), so a group -- and therefore each of its
+ *     transactions -- is either wholly present after a crash or wholly absent.
+ *
+ * (2) Nothing is acknowledged before it is durable: catalog_commit() returns 0 only
+ *     after the rocksdb_write() carrying its transaction returned OK (I7).
+ *
+ * (3) Sequence numbers are dense.  At most one group is being written at a time (its
+ *     leader owns the write path, see GROUP COMMIT); the leader numbers the transactions
+ *     last_seq + 1, last_seq + 2, ... and c->last_seq moves to the highest one only
+ *     after the write succeeded.  Hence the log keys are 1..last_seq without gaps, and
+ *     the "last_seq" meta record always equals the highest log key: both are in every
+ *     batch (1).  catalog_open() reads both and refuses (-EBADMSG) if they disagree.
+ *
+ * (4) State and log never disagree: they change in the same batch (1).  Replaying the
+ *     log from 1 rebuilds "state" and "meta" exactly (I10), because meta writes are
+ *     logged like state writes.
+ *
+ * (5) Errors are sticky (SQLite's pager_error()).  When a group's write fails, its
+ *     transactions get the error and the handle enters the ERROR state: every later
+ *     call returns the same error until the catalog is closed and reopened.  The
+ *     reason is that after a failed write or fsync we no longer know what the disk
+ *     holds -- the WAL record may or may not have reached it -- so no later commit may
+ *     be acknowledged on top of it, and reads of memory could show what the disk does
+ *     not have.  Reopening replays the WAL and learns the truth, including whether
+ *     the failed group made it (wholly or not at all, by (1)).  Failures that happen
+ *     before anything is handed to RocksDB (bad arguments, out of memory while
+ *     building the batch) are not sticky: nothing was written.
+ *
+ * (6) A secondary never writes.  catalog_catch_up() replays the primary's new WAL
+ *     records and MANIFEST edits; whole WriteBatches become visible at once, so a
+ *     follower sees the states between groups, never inside one.  It may see a group
+ *     whose fsync is still running (RocksDB write()s the record, then syncs it): that
+ *     group survives a kill -9 of the primary (it is in the page cache) and is lost
+ *     only with the machine, which takes a follower on it down too.  Opened with
+ *     max_file_opening_threads = 1: catching up then costs ~22 us instead of ~450 us
+ *     (DESIGN section 11).
+ *
+ * (7) RocksDB options, and why:
+ *       create_if_missing, create_missing_column_families   primary only
+ *       WriteOptions.sync = 1         fdatasync of the WAL per group (2); use_fsync = 0
+ *                                     because fdatasync is enough for an append-only
+ *                                     WAL, and RocksDB fsyncs the directory itself
+ *                                     when it creates a WAL
+ *       manual_wal_flush = 0          each write reaches the OS inside rocksdb_write();
+ *                                     manual flushing only adds a second step
+ *       wal_recovery_mode = point-in-time   a torn tail after a crash is dropped,
+ *                                     never half applied; absolute consistency would
+ *                                     refuse to open after an ordinary crash
+ *       write_buffer_size = 4 MiB, max_total_wal_size = 16 MiB
+ *                                     bound what an open after kill -9 must replay
+ *                                     (about 1.7 s per 1M records, DESIGN section 11)
+ *       max_open_files = -1           table files stay open (the catalog is small);
+ *                                     required by secondaries
+ *       keep_log_file_num = 4, max_log_file_size = 1 MiB   bound RocksDB's info LOG
+ *     catalog_close() of a healthy primary flushes the memtables, so a normal restart
+ *     opens table files (5-7 ms) instead of replaying the WAL.
+ *
+ * GROUP COMMIT
+ *
+ * RocksDB groups concurrent sync writers itself, but measured only 3x with 8 writers
+ * (DESIGN section 11).  We group before RocksDB, leader/follower style (RocksDB's
+ * WriteThread, PostgreSQL's XLogFlush): each caller queues a request on c->queue; a
+ * caller that finds the write path free becomes the leader, takes the queued
+ * requests (up to GROUP_MAX) as its group, writes them in one synced batch with
+ * c->lock released, and completes every member.  Callers that arrive while a group
+ * is being written queue up and form the next group.
+ *
+ * A request moves:
+ *
+ *      catalog_commit()        group_lead()            group_finish()
+ *   NEW ----------------> QUEUED -------------> GROUPED --------------> DONE
+ *                     (on c->queue,     (taken by a leader      (result set by the
+ *                      under c->lock)    under c->lock; seq      leader, c->lock not
+ *                                        assigned unlocked)      held; owner returns)
+ *
+ * The write path (under c->lock; GATHERING is window_end_ns != 0, BUSY writer_busy):
+ *
+ *            group_ready(): fewer queued than expected
+ *      IDLE ------------------------------------------> GATHERING
+ *        |                                                  |
+ *        | group_ready(): enough queued                     | group_ready(): enough
+ *        | (or a single writer)                             | queued, or the window
+ *        v                                                  v closed
+ *      BUSY <-----------------------------------------------+
+ *        |   group_lead(): the caller that made the group ready leads it
+ *        |
+ *        +--> IDLE   group_finish(): last_seq advanced (or ERROR entered); then,
+ *                    c->lock released, the members DONE and one wake-up for all
+ *
+ * The commit window (GATHERING).  Closed-loop writers (each commits again as soon as
+ * its commit returns) would otherwise split into two alternating groups: the members
+ * of group A are woken only when A is durable, by which time group B has started, so
+ * they form group C, and so on -- half of the writers per fsync.  So a group is held
+ * back until as many requests are queued as there were committers at the end of the
+ * previous group (c->expect = its size + the requests queued behind it), for at most
+ * the average time of a group's write, capped at GROUP_WINDOW_MAX_NS: waiting longer
+ * than a write would cost more than the write it saves.  The caller whose arrival
+ * completes the group leads it -- it is running already, while waking a sleeper on
+ * another vCPU costs ~25 us.  A single writer has expect = 1 and never waits; when
+ * writers go away the window closes once unfilled and expect shrinks to what came.
+ *
+ * Sleeping.  Callers sleep on one futex word, c->group_end, bumped when a group is
+ * complete -- the only event any of them waits for (a QUEUED caller in a window also
+ * wakes when it closes).  Woken, a caller returns if its request is DONE, else looks
+ * under c->lock whether to lead, else sleeps again; a GROUPED caller just sleeps
+ * again.  One FUTEX_WAKE per group, and members that do not wake up into c->lock:
+ * with 8 writers on 2 vCPUs, per-member condition variables and the lock convoy they
+ * cause cost about a third of an fsync per group.  A leader whose own request did
+ * not fit in its group goes round the loop and leads again.
+ *
+ * Handle states: OPEN (c->err == 0) -> ERROR (c->err < 0) on a failed write, until
+ * catalog_close().  A secondary is always OPEN; its failures are not sticky since it
+ * holds nothing that could disagree with the disk.
+ */
+#include "catalog.h"
+
+#include <assert.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <rocksdb/c.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "probes.h"
+#include "util.h"
+
+/* Column family handles, in the order given to RocksDB. */
+enum {
+        CF_DEFAULT,
+        CF_STATE,
+        CF_LOG,
+        CF_META,
+        _CF_MAX,
+};
+
+static const char *const cf_names[_CF_MAX] = {
+        [CF_DEFAULT] = "default",
+        [CF_STATE] = "state",
+        [CF_LOG] = "log",
+        [CF_META] = "meta",
+};
+
+#define GROUP_MAX 256u                          /* transactions in one WriteBatch */
+#define GROUP_WINDOW_MAX_NS (200u * 1000u)      /* longest wait for a group to fill */
+#define WRITE_BUFFER_SIZE (4u << 20)
+#define MAX_TOTAL_WAL_SIZE (16u << 20)
+#define INFO_LOG_FILES 4
+#define INFO_LOG_SIZE (1u << 20)
+
+#define SEQ_KEY_LEN 8                           /* big-endian u64, log keys and last_seq */
+
+enum req_state {
+        REQ_QUEUED,
+        REQ_GROUPED,
+        REQ_DONE,
+};
+
+/* One caller's transaction, on the caller's stack.  Who writes what:
+ *   state    QUEUED -> GROUPED by a leader under c->lock; GROUPED -> DONE by the
+ *            leader without it (a release store that publishes seq and result)
+ *   seq, txn.seq, txn.commit_ms, result   by the leader while the request is GROUPED
+ *   next     by whoever holds c->lock while QUEUED; by the leader while GROUPED
+ * The owner reads seq and result after it has seen DONE (acquire), and returns --
+ * the request vanishes with its stack frame -- as soon as it has; so the leader
+ * touches a request no more once it has stored DONE. */
+struct commit_req {
+        const struct catalog_op *ops;           /* borrowed from the caller */
+        size_t n_ops;
+        Coord__CatalogTxn txn;                  /* the log entry; ops point into ops[] */
+        Coord__CatalogOp *pb_ops;
+        Coord__CatalogOp **pb_op_ptrs;
+        uint64_t seq;
+        int result;
+        enum req_state state;
+        struct commit_req *next;                /* on c->queue, then in the group */
+};
+
+static enum req_state req_state(const struct commit_req *req)
+{
+        return __atomic_load_n(&req->state, __ATOMIC_ACQUIRE);
+}
+
+static void req_set_state(struct commit_req *req, enum req_state state)
+{
+        __atomic_store_n(&req->state, state, __ATOMIC_RELEASE);
+}
+
+struct catalog {
+        rocksdb_t *db;
+        rocksdb_options_t *options;
+        rocksdb_column_family_handle_t *cf[_CF_MAX];
+        rocksdb_writeoptions_t *write_options;  /* sync = 1 */
+        rocksdb_readoptions_t *read_options;
+        rocksdb_flushoptions_t *flush_options;
+        bool secondary;
+
+        /* Bumped (atomically, after the members are DONE) at the end of every group:
+         * callers in catalog_commit() sleep on it as a futex. */
+        uint32_t group_end;
+
+        pthread_mutex_t lock;
+        /* Protected by lock: */
+        int err;                                /* sticky error; 0 while OPEN */
+        char err_msg[256];                      /* its message, handed to every caller */
+        uint64_t last_seq;                      /* highest durable (caught-up) seq */
+        bool writer_busy;                       /* a leader owns the write path */
+        struct commit_req *queue_head, *queue_tail;
+        size_t n_queued;
+        size_t expect;                          /* committers seen at the last group end */
+        uint64_t window_start_ns;               /* GATHERING since */
+        uint64_t window_end_ns;                 /* GATHERING until; 0: not GATHERING */
+        uint64_t sync_avg_ns;                   /* moving average of a group's write */
+        bool fail_next_sync;                    /* test hook */
+        unsigned n_iters;                       /* live log iterators */
+        struct catalog_stats stats;
+
+        /* Owned by the leader while writer_busy; nobody else touches them: */
+        rocksdb_writebatch_t *batch;
+        uint8_t *pack_buf;
+        size_t pack_size;
+};
+
+struct catalog_log_iter {
+        struct catalog *c;
+        rocksdb_iterator_t *it;
+        uint64_t next_seq;                      /* the seq the next entry must carry */
+};
+
+/* The last error message per thread (dlerror() style): RocksDB's text, or ours. */
+static _Thread_local char thread_error[256];
+
+static void set_thread_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void set_thread_error(const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(thread_error, sizeof(thread_error), fmt, ap);
+        va_end(ap);
+}
+
+const char *catalog_last_error(void)
+{
+        return thread_error;
+}
+
+/* RocksDB reports errors as Status::ToString() text, e.g. "IO error: While lock file:
+ * /x/LOCK: Resource temporarily unavailable".  Map the cases a caller may act on to an
+ * errno; anything else is -EIO. */
+static int errno_from_rocksdb(const char *msg)
+{
+        static const struct {
+                const char *text;
+                int err;
+        } table[] = {
+                { "No space left on device", -ENOSPC },
+                { "While lock file", -EBUSY },             /* held by another process */
+                { "lock hold by current process", -EBUSY },
+                { "No such file or directory", -ENOENT },
+                { "does not exist (create_if_missing is false)", -ENOENT },
+                { "Permission denied", -EACCES },
+                { "Read-only file system", -EROFS },
+                { "Corruption: ", -EBADMSG },
+                { "Column family not found", -ENOENT },
+                { "Invalid argument: ", -EINVAL },
+                { "Not implemented: ", -EOPNOTSUPP },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (strstr(msg, table[i].text))
+                        return table[i].err;
+        return -EIO;
+}
+
+/* Convert and free a RocksDB error string; keep its text for catalog_last_error(). */
+static int rocks_error(char *err)
+{
+        int r;
+
+        assert(err);
+        r = errno_from_rocksdb(err);
+        set_thread_error("%s", err);
+        rocksdb_free(err);
+        return r;
+}
+
+/* The sticky error, and its message for the calling thread.  Lock held. */
+static int sticky_error_locked(struct catalog *c)
+{
+        if (c->err < 0)
+                set_thread_error("%s", c->err_msg);
+        return c->err;
+}
+
+static int sticky_error(struct catalog *c)
+{
+        int r;
+
+        pthread_mutex_lock(&c->lock);
+        r = sticky_error_locked(c);
+        pthread_mutex_unlock(&c->lock);
+        return r;
+}
+
+#ifndef NDEBUG
+/* The invariants of the group commit state, checked at its transitions.  Lock held. */
+static bool catalog_check(const struct catalog *c)
+{
+        size_t n = 0;
+
+        assert(c->err <= 0);
+        assert(!c->secondary || (!c->writer_busy && !c->queue_head));
+        for (const struct commit_req *q = c->queue_head; q; q = q->next) {
+                assert(req_state(q) == REQ_QUEUED);
+                assert(q->next || q == c->queue_tail);
+                n++;
+        }
+        assert(n == c->n_queued);
+        assert(!!c->queue_head == !!c->queue_tail);
+        assert(!c->window_end_ns || (!c->writer_busy && c->queue_head));
+        assert(c->stats.commits == 0 || c->stats.groups > 0);
+        return true;
+}
+#endif
+
+static size_t cf_index(enum catalog_cf cf)
+{
+        switch (cf) {
+        case CATALOG_CF_STATE:
+                return CF_STATE;
+        case CATALOG_CF_META:
+                return CF_META;
+        default:
+                assert(!"unreachable: validated cf");
+                return CF_DEFAULT;
+        }
+}
+
+/* The meta "last_seq" record; 0 when absent (an empty catalog). */
+static int read_meta_last_seq(struct catalog *c, uint64_t *ret)
+{
+        rocksdb_pinnableslice_t *ps;
+        const char *v;
+        char *err = NULL;
+        uint64_t seq = 0;
+        size_t len;
+
+        ps = rocksdb_get_pinned_cf(c->db, c->read_options, c->cf[CF_META],
+                                   CATALOG_META_LAST_SEQ, strlen(CATALOG_META_LAST_SEQ), &err);
+        if (err)
+                return rocks_error(err);
+        if (!ps) {
+                *ret = 0;
+                return 0;
+        }
+        v = rocksdb_pinnableslice_value(ps, &len);
+        if (len == SEQ_KEY_LEN)
+                seq = be64_get((const uint8_t *)v);
+        rocksdb_pinnableslice_destroy(ps);
+        if (seq == 0) {
+                set_thread_error("catalog: bad meta %s record (%zu bytes)",
+                                 CATALOG_META_LAST_SEQ, len);
+                return -EBADMSG;
+        }
+        *ret = seq;
+        return 0;
+}
+
+/* The highest log key; 0 when the log is empty. */
+static int read_last_log_seq(struct catalog *c, uint64_t *ret)
+{
+        rocksdb_iterator_t *it;
+        char *err = NULL;
+        uint64_t seq = 0;
+        size_t len = 0;
+        int r = 0;
+
+        it = rocksdb_create_iterator_cf(c->db, c->read_options, c->cf[CF_LOG]);
+        rocksdb_iter_seek_to_last(it);
+        if (rocksdb_iter_valid(it)) {
+                const char *k = rocksdb_iter_key(it, &len);
+
+                if (len == SEQ_KEY_LEN)
+                        seq = be64_get((const uint8_t *)k);
+                if (seq == 0) {
+                        set_thread_error("catalog: bad log key (%zu bytes)", len);
+                        r = -EBADMSG;
+                }
+        } else {
+                rocksdb_iter_get_error(it, &err);
+                if (err)
+                        r = rocks_error(err);
+        }
+        rocksdb_iter_destroy(it);
+        if (r < 0)
+                return r;
+        *ret = seq;
+        return 0;
+}
+
+/* At open: "last_seq" and the last log key must agree (NOTE 3). */
+static int load_last_seq(struct catalog *c, uint64_t *ret)
+{
+        uint64_t meta_seq, log_seq;
+        int r;
+
+        r = read_meta_last_seq(c, &meta_seq);
+        if (r < 0)
+                return r;
+        r = read_last_log_seq(c, &log_seq);
+        if (r < 0)
+                return r;
+        if (meta_seq != log_seq) {
+                set_thread_error("catalog: meta %s %llu disagrees with the last log key %llu",
+                                 CATALOG_META_LAST_SEQ, (unsigned long long)meta_seq,
+                                 (unsigned long long)log_seq);
+                return -EBADMSG;
+        }
+        *ret = meta_seq;
+        return 0;
+}
+
+/* NOTE 7 explains each choice. */
+static rocksdb_options_t *options_new(bool secondary)
+{
+        rocksdb_options_t *o = rocksdb_options_create();
+
+        rocksdb_options_set_create_if_missing(o, !secondary);
+        rocksdb_options_set_create_missing_column_families(o, !secondary);
+        rocksdb_options_set_write_buffer_size(o, WRITE_BUFFER_SIZE);
+        rocksdb_options_set_max_total_wal_size(o, MAX_TOTAL_WAL_SIZE);
+        rocksdb_options_set_wal_recovery_mode(o, rocksdb_point_in_time_recovery);
+        rocksdb_options_set_manual_wal_flush(o, 0);
+        rocksdb_options_set_use_fsync(o, 0);
+        rocksdb_options_set_max_open_files(o, -1);
+        rocksdb_options_set_keep_log_file_num(o, INFO_LOG_FILES);
+        rocksdb_options_set_max_log_file_size(o, INFO_LOG_SIZE);
+        if (secondary)
+                rocksdb_options_set_max_file_opening_threads(o, 1);
+        return o;
+}
+
+static int catalog_alloc(bool secondary, struct catalog **ret)
+{
+        struct catalog *c;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->secondary = secondary;
+        c->expect = 1;
+        pthread_mutex_init(&c->lock, NULL);
+
+        /* RocksDB's constructors abort rather than return NULL. */
+        c->options = options_new(secondary);
+        c->write_options = rocksdb_writeoptions_create();
+        rocksdb_writeoptions_set_sync(c->write_options, 1);
+        c->read_options = rocksdb_readoptions_create();
+        c->flush_options = rocksdb_flushoptions_create();
+        rocksdb_flushoptions_set_wait(c->flush_options, 1);
+        c->batch = rocksdb_writebatch_create();
+        *ret = c;
+        return 0;
+}
+
+static int catalog_open_common(const char *path, const char *secondary_path,
+                               struct catalog **ret)
+{
+        const rocksdb_options_t *cf_options[_CF_MAX];
+        struct catalog *c = NULL;
+        char *err = NULL;
+        int r;
+
+        r = catalog_alloc(!!secondary_path, &c);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < _CF_MAX; i++)
+                cf_options[i] = c->options;
+        if (secondary_path)
+                c->db = rocksdb_open_as_secondary_column_families(
+                        c->options, path, secondary_path, _CF_MAX, cf_names, cf_options,
+                        c->cf, &err);
+        else
+                c->db = rocksdb_open_column_families(c->options, path, _CF_MAX, cf_names,
+                                                     cf_options, c->cf, &err);
+        if (err) {
+                assert(!c->db);
+                r = rocks_error(err);
+                goto fail;
+        }
+        r = load_last_seq(c, &c->last_seq);
+        if (r < 0)
+                goto fail;
+        *ret = c;
+        return 0;
+fail:
+        c->err = r;             /* no flush on the way out */
+        catalog_close(c);
+        return r;
+}
+
+int catalog_open(const char *path, struct catalog **ret)
+{
+        if (!path || !ret)
+                return -EINVAL;
+        return catalog_open_common(path, NULL, ret);
+}
+
+int catalog_open_secondary(const char *primary_path, const char *secondary_path,
+                           struct catalog **ret)
+{
+        if (!primary_path || !secondary_path || !ret)
+                return -EINVAL;
+        /* The secondary's info LOG lives there; one level is created, like RocksDB
+         * does for a primary. */
+        if (mkdir(secondary_path, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return catalog_open_common(primary_path, secondary_path, ret);
+}
+
+struct catalog *catalog_close(struct catalog *c)
+{
+        char *err = NULL;
+
+        if (!c)
+                return NULL;
+        pthread_mutex_lock(&c->lock);
+        assert(catalog_check(c));
+        assert(!c->writer_busy && !c->queue_head);
+        assert(c->n_iters == 0);
+        pthread_mutex_unlock(&c->lock);
+
+        if (c->db) {
+                /* NOTE 7: a restart should open table files, not replay the WAL.  A
+                 * failed flush loses nothing -- the synced WAL still holds the data. */
+                if (!c->secondary && c->err == 0)
+                        for (size_t i = 0; i < _CF_MAX; i++) {
+                                rocksdb_flush_cf(c->db, c->flush_options, c->cf[i], &err);
+                                if (err) {
+                                        rocksdb_free(err);
+                                        err = NULL;
+                                }
+                        }
+                for (size_t i = 0; i < _CF_MAX; i++)
+                        if (c->cf[i])
+                                rocksdb_column_family_handle_destroy(c->cf[i]);
+                rocksdb_close(c->db);
+        }
+        if (c->batch)
+                rocksdb_writebatch_destroy(c->batch);
+        if (c->flush_options)
+                rocksdb_flushoptions_destroy(c->flush_options);
+        if (c->read_options)
+                rocksdb_readoptions_destroy(c->read_options);
+        if (c->write_options)
+                rocksdb_writeoptions_destroy(c->write_options);
+        if (c->options)
+                rocksdb_options_destroy(c->options);
+        free(c->pack_buf);
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+        return NULL;
+}
+
+/* ---- Writing ------------------------------------------------------------------- */
+
+static bool is_last_seq_key(const struct catalog_op *op)
+{
+        return op->cf == CATALOG_CF_META && op->key_len == strlen(CATALOG_META_LAST_SEQ) &&
+               memcmp(op->key, CATALOG_META_LAST_SEQ, op->key_len) == 0;
+}
+
+static int ops_validate(const struct catalog_op *ops, size_t n_ops)
+{
+        if (!ops || n_ops == 0)
+                return -EINVAL;
+        for (size_t i = 0; i < n_ops; i++) {
+                const struct catalog_op *op = &ops[i];
+
+                if (op->kind < 0 || op->kind >= _CATALOG_OP_KIND_MAX)
+                        return -EINVAL;
+                if (op->cf < 0 || op->cf >= _CATALOG_CF_MAX)
+                        return -EINVAL;
+                if (!op->key || op->key_len == 0)
+                        return -EINVAL;
+                if (op->kind == CATALOG_OP_PUT && !op->value && op->value_len > 0)
+                        return -EINVAL;
+                if (is_last_seq_key(op))
+                        return -EINVAL;
+        }
+        return 0;
+}
+
+/* Build the request and its log entry in the caller's thread, so that the leader only
+ * numbers and packs.  Protobuf-c reads key and value and never writes them; the casts
+ * drop const only to fit ProtobufCBinaryData. */
+static int req_init(struct commit_req *req, const struct catalog_op *ops, size_t n_ops)
+{
+        Coord__CatalogOp *pb;
+        Coord__CatalogOp **ptrs;
+
+        if (n_ops > SIZE_MAX / (sizeof(*pb) + sizeof(*ptrs)))
+                return -ENOMEM;
+        /* One allocation: the op messages, then the pointer array protobuf-c wants. */
+        pb = malloc(n_ops * (sizeof(*pb) + sizeof(*ptrs)));
+        if (!pb)
+                return -ENOMEM;
+        ptrs = (Coord__CatalogOp **)(pb + n_ops);
+
+        *req = (struct commit_req){ .ops = ops, .n_ops = n_ops, .pb_ops = pb,
+                                    .pb_op_ptrs = ptrs, .state = REQ_QUEUED };
+        coord__catalog_txn__init(&req->txn);
+        for (size_t i = 0; i < n_ops; i++) {
+                coord__catalog_op__init(&pb[i]);
+                pb[i].kind = ops[i].kind == CATALOG_OP_PUT ? COORD__CATALOG_OP__KIND__PUT
+                                                           : COORD__CATALOG_OP__KIND__DELETE;
+                pb[i].cf = ops[i].cf == CATALOG_CF_STATE ? COORD__CATALOG_OP__CF__STATE
+                                                         : COORD__CATALOG_OP__CF__META;
+                pb[i].key.data = (uint8_t *)ops[i].key;
+                pb[i].key.len = ops[i].key_len;
+                if (ops[i].kind == CATALOG_OP_PUT) {
+                        pb[i].value.data = (uint8_t *)ops[i].value;
+                        pb[i].value.len = ops[i].value_len;
+                }
+                ptrs[i] = &pb[i];
+        }
+        req->txn.n_ops = n_ops;
+        req->txn.ops = ptrs;
+        return 0;
+}
+
+static void req_done(struct commit_req *req)
+{
+        free(req->pb_ops);
+}
+
+static size_t group_want(const struct catalog *c)
+{
+        return c->expect < GROUP_MAX ? c->expect : GROUP_MAX;
+}
+
+/* NEW -> QUEUED.  Lock held. */
+static void queue_push(struct catalog *c, struct commit_req *req)
+{
+        assert(req_state(req) == REQ_QUEUED && !req->next);
+        if (c->queue_tail)
+                c->queue_tail->next = req;
+        else
+                c->queue_head = req;
+        c->queue_tail = req;
+        c->n_queued++;
+}
+
+/* QUEUED -> GROUPED for up to GROUP_MAX requests from the queue head; returns the
+ * group as a NULL-terminated list and its size.  Lock held. */
+static size_t queue_take(struct catalog *c, struct commit_req **ret_group)
+{
+        struct commit_req *head = c->queue_head, *last = NULL, *q;
+        size_t n = 0;
+
+        assert(head);
+        for (q = head; q && n < GROUP_MAX; q = q->next) {
+                req_set_state(q, REQ_GROUPED);
+                last = q;
+                n++;
+        }
+        c->queue_head = q;
+        if (!q)
+                c->queue_tail = NULL;
+        last->next = NULL;
+        c->n_queued -= n;
+        *ret_group = head;
+        return n;
+}
+
+/* Should the caller, whose request is QUEUED and who found the write path not BUSY,
+ * lead now?  Yes once the group is as large as expected or the window has closed (or
+ * the handle failed: then there is nothing to wait for).  Otherwise IDLE ->
+ * GATHERING if not yet, and *ret_deadline is when the window closes.  Lock held. */
+static bool group_ready(struct catalog *c, uint64_t *ret_deadline)
+{
+        uint64_t now, window;
+
+        assert(!c->writer_busy && c->queue_head);
+        if (c->err < 0 || c->n_queued >= group_want(c))
+                return true;
+        now = now_ns();
+        if (c->window_end_ns == 0) {
+                window = c->sync_avg_ns < GROUP_WINDOW_MAX_NS ? c->sync_avg_ns
+                                                              : GROUP_WINDOW_MAX_NS;
+                if (window == 0)
+                        return true;
+                c->window_start_ns = now;
+                c->window_end_ns = now + window;
+        } else if (now >= c->window_end_ns)
+                return true;
+        *ret_deadline = c->window_end_ns;
+        return false;
+}
+
+static int pack_buf_reserve(struct catalog *c, size_t size)
+{
+        uint8_t *p;
+
+        if (size <= c->pack_size)
+                return 0;
+        p = realloc(c->pack_buf, size);
+        if (!p)
+                return -ENOMEM;
+        c->pack_buf = p;
+        c->pack_size = size;
+        return 0;
+}
+
+/* Number the group first_seq.. and fill c->batch: per transaction its changes and its
+ * log entry, then "last_seq" once (NOTE 1, 3).  Leader only, lock not held: the
+ * members are GROUPED and wait, nobody else touches them or the batch. */
+static int group_build(struct catalog *c, struct commit_req *group, uint64_t first_seq)
+{
+        uint8_t key[SEQ_KEY_LEN];
+        uint64_t seq = first_seq, ms = wall_ms();
+
+        rocksdb_writebatch_clear(c->batch);
+        for (struct commit_req *q = group; q; q = q->next, seq++) {
+                _unused_ size_t packed;
+                size_t size;
+                int r;
+
+                assert(req_state(q) == REQ_GROUPED);
+                for (size_t i = 0; i < q->n_ops; i++) {
+                        const struct catalog_op *op = &q->ops[i];
+                        rocksdb_column_family_handle_t *cf = c->cf[cf_index(op->cf)];
+
+                        if (op->kind == CATALOG_OP_PUT)
+                                rocksdb_writebatch_put_cf(c->batch, cf, op->key, op->key_len,
+                                                          op->value ? op->value : "",
+                                                          op->value_len);
+                        else
+                                rocksdb_writebatch_delete_cf(c->batch, cf, op->key, op->key_len);
+                }
+
+                q->seq = seq;
+                q->txn.seq = seq;
+                q->txn.commit_ms = ms;
+                size = coord__catalog_txn__get_packed_size(&q->txn);
+                r = pack_buf_reserve(c, size);
+                if (r < 0)
+                        return r;
+                packed = coord__catalog_txn__pack(&q->txn, c->pack_buf);
+                assert(packed == size);
+                be64_put(key, seq);
+                rocksdb_writebatch_put_cf(c->batch, c->cf[CF_LOG], (const char *)key, sizeof(key),
+                                          (const char *)c->pack_buf, size);
+                COORD_CATALOG_COMMIT_START(seq, (unsigned)q->n_ops);
+        }
+        be64_put(key, seq - 1);
+        rocksdb_writebatch_put_cf(c->batch, c->cf[CF_META], CATALOG_META_LAST_SEQ,
+                                  strlen(CATALOG_META_LAST_SEQ), (const char *)key, sizeof(key));
+        return 0;
+}
+
+/* The one synced write of a group (NOTE 1, 2).  A failure is -ENOSPC or -EIO. */
+static int group_write(struct catalog *c, bool fail)
+{
+        char *err = NULL;
+        int r;
+
+        if (fail) {
+                set_thread_error("catalog: sync failure injected by catalog_debug_fail_next_sync()");
+                return -EIO;
+        }
+        rocksdb_write(c->db, c->write_options, c->batch, &err);
+        if (!err)
+                return 0;
+        r = rocks_error(err);
+        return r == -ENOSPC ? r : -EIO;
+}
+
+/* Wake every caller sleeping in catalog_commit(): the end of a group is the only
+ * event any of them waits for (its own request DONE, or the write path IDLE). */
+static void group_end_wake(struct catalog *c)
+{
+        __atomic_add_fetch(&c->group_end, 1, __ATOMIC_RELEASE);
+        (void)syscall(SYS_futex, &c->group_end, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Sleep until req is DONE, or, while it is QUEUED, until a group has ended since gen
+ * was read (the write path may be IDLE then: the caller looks under c->lock) or the
+ * deadline (if not 0) has passed.  A GROUPED request can only become DONE, which
+ * needs no lock to see: its members do not crowd c->lock at every group end.  No
+ * wake-up is missed: a leader stores DONE before it bumps group_end, so whoever
+ * reads the bumped group_end (acquire) then sees DONE. */
+static void group_end_wait(struct catalog *c, struct commit_req *req, uint32_t gen,
+                           uint64_t deadline)
+{
+        for (;;) {
+                enum req_state state = req_state(req);
+                struct timespec ts, *timeout = NULL;
+                uint32_t now;
+
+                if (state == REQ_DONE)
+                        return;
+                now = __atomic_load_n(&c->group_end, __ATOMIC_ACQUIRE);
+                if (now != gen) {
+                        if (state == REQ_QUEUED)
+                                return;
+                        gen = now;
+                        continue;
+                }
+                if (deadline && state == REQ_QUEUED) {
+                        uint64_t t = now_ns();
+
+                        if (t >= deadline)
+                                return;
+                        t = deadline - t;
+                        ts = (struct timespec){ .tv_sec = (time_t)(t / 1000000000u),
+                                                .tv_nsec = (long)(t % 1000000000u) };
+                        timeout = &ts;
+                }
+                (void)syscall(SYS_futex, &c->group_end, FUTEX_WAIT_PRIVATE, gen, timeout,
+                              NULL, 0);
+        }
+}
+
+/* BUSY -> IDLE for the write path, then GROUPED -> DONE for every member.  A sticky
+ * failure moves the handle to ERROR first (NOTE 5).  Leader only; lock held on entry,
+ * released on return. */
+static void group_finish(struct catalog *c, struct commit_req *group, size_t n,
+                         uint64_t first_seq, int r, bool sticky)
+{
+        uint64_t seq = first_seq;
+
+        assert(c->writer_busy);
+        assert(r <= 0 && (!sticky || r < 0));
+        if (sticky) {
+                assert(c->err == 0);
+                c->err = r;
+                snprintf(c->err_msg, sizeof(c->err_msg), "%s", thread_error);
+                COORD_CATALOG_SYNC_FAIL(r);
+        }
+        if (r == 0) {
+                assert(c->last_seq + 1 == first_seq);
+                c->last_seq = first_seq + n - 1;
+                c->stats.commits += n;
+                c->stats.groups++;
+                if (n > c->stats.max_group)
+                        c->stats.max_group = n;
+        } else
+                c->stats.failed += n;
+        c->expect = n + c->n_queued;
+        c->writer_busy = false;
+        assert(catalog_check(c));
+        pthread_mutex_unlock(&c->lock);
+
+        /* The members are GROUPED: nobody but us touches them until they are DONE.
+         * Read next first: an owner that sees DONE returns and its request vanishes. */
+        for (struct commit_req *q = group, *next; q; q = next, seq++) {
+                next = q->next;
+                assert(req_state(q) == REQ_GROUPED);
+                q->result = r;
+                COORD_CATALOG_COMMIT_DONE(seq, r);
+                req_set_state(q, REQ_DONE);
+        }
+        /* One wake-up for the whole group, and for the callers queued meanwhile: one
+         * of them leads (or starts gathering) the next group, unless a newcomer
+         * finds the write path IDLE first. */
+        group_end_wake(c);
+}
+
+/* Lead one group: take it, write it with the lock released, finish it.  Lock held on
+ * entry, released on return; the write path is IDLE on entry and on return. */
+static void group_lead(struct catalog *c)
+{
+        struct commit_req *group;
+        uint64_t first_seq;
+        bool fail, sticky = false;
+        uint64_t t0 = 0;
+        size_t n;
+        int r;
+
+        assert(catalog_check(c));
+        assert(!c->writer_busy && c->queue_head);
+        if (c->window_end_ns) {
+                c->stats.window_ns += now_ns() - c->window_start_ns;
+                c->window_end_ns = 0;
+        }
+        c->writer_busy = true;
+        n = queue_take(c, &group);
+        first_seq = c->last_seq + 1;
+        fail = c->fail_next_sync;
+        c->fail_next_sync = false;
+        r = c->err;
+        if (r == 0) {
+                /* Released while writing: this is when the next group queues up. */
+                pthread_mutex_unlock(&c->lock);
+                r = group_build(c, group, first_seq);
+                if (r == 0) {
+                        t0 = now_ns();
+                        r = group_write(c, fail);
+                        t0 = now_ns() - t0;
+                        sticky = r < 0;
+                }
+                pthread_mutex_lock(&c->lock);
+                c->stats.sync_ns += t0;
+                /* An average over the last ~8 groups: the disk's speed now. */
+                if (r == 0)
+                        c->sync_avg_ns = c->sync_avg_ns ? c->sync_avg_ns - c->sync_avg_ns / 8 + t0 / 8
+                                                        : t0;
+        }
+        group_finish(c, group, n, first_seq, r, sticky);
+}
+
+int catalog_commit(struct catalog *c, const struct catalog_op *ops, size_t n_ops,
+                   uint64_t *ret_seq)
+{
+        struct commit_req req;
+        int r;
+
+        if (!c)
+                return -EINVAL;
+        if (c->secondary)
+                return -EROFS;
+        r = ops_validate(ops, n_ops);
+        if (r < 0)
+                return r;
+        r = req_init(&req, ops, n_ops);
+        if (r < 0)
+                return r;
+
+        pthread_mutex_lock(&c->lock);
+        r = sticky_error_locked(c);
+        if (r < 0) {
+                pthread_mutex_unlock(&c->lock);
+                goto out;
+        }
+        queue_push(c, &req);
+        for (;;) {
+                /* c->lock held here */
+                uint64_t deadline = 0;
+
+                if (req_state(&req) == REQ_QUEUED && !c->writer_busy &&
+                    group_ready(c, &deadline))
+                        group_lead(c);
+                else {
+                        /* Read under the lock: the group end that changes what we
+                         * saw comes after it, so it cannot be missed. */
+                        uint32_t gen = __atomic_load_n(&c->group_end, __ATOMIC_ACQUIRE);
+
+                        pthread_mutex_unlock(&c->lock);
+                        group_end_wait(c, &req, gen, deadline);
+                }
+                if (req_state(&req) == REQ_DONE)
+                        break;
+                pthread_mutex_lock(&c->lock);
+        }
+        /* c->lock not held; the request is DONE */
+        r = req.result;
+        if (r < 0)
+                sticky_error(c);        /* the group's message, if it was sticky */
+out:
+        if (r == 0 && ret_seq)
+                *ret_seq = req.seq;
+        req_done(&req);
+        return r;
+}
+
+int catalog_meta_put(struct catalog *c, const char *key, const void *value, size_t value_len,
+                     uint64_t *ret_seq)
+{
+        struct catalog_op op = {
+                .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_META,
+                .key = key, .key_len = key ? strlen(key) : 0,
+                .value = value, .value_len = value_len,
+        };
+
+        return catalog_commit(c, &op, 1, ret_seq);
+}
+
+void catalog_debug_fail_next_sync(struct catalog *c)
+{
+        if (!c)
+                return;
+        pthread_mutex_lock(&c->lock);
+        c->fail_next_sync = !c->secondary;
+        pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- Reading ------------------------------------------------------------------- */
+
+int catalog_get(struct catalog *c, enum catalog_cf cf, const void *key, size_t key_len,
+                void **ret_value, size_t *ret_len)
+{
+        rocksdb_pinnableslice_t *ps;
+        const char *v;
+        char *err = NULL, *p = NULL;
+        size_t len;
+        int r;
+
+        if (!c || cf < 0 || cf >= _CATALOG_CF_MAX || !key || key_len == 0)
+                return -EINVAL;
+        r = sticky_error(c);
+        if (r < 0)
+                return r;
+
+        ps = rocksdb_get_pinned_cf(c->db, c->read_options, c->cf[cf_index(cf)], key, key_len,
+                                   &err);
+        if (err)
+                return rocks_error(err);
+        if (!ps)
+                return -ENOENT;
+        v = rocksdb_pinnableslice_value(ps, &len);
+        if (ret_value) {
+                p = malloc(len + 1);
+                if (!p) {
+                        rocksdb_pinnableslice_destroy(ps);
+                        return -ENOMEM;
+                }
+                memcpy(p, v, len);
+                p[len] = 0;
+                *ret_value = p;
+        }
+        rocksdb_pinnableslice_destroy(ps);
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+int catalog_meta_get(struct catalog *c, const char *key, void **ret_value, size_t *ret_len)
+{
+        return catalog_get(c, CATALOG_CF_META, key, key ? strlen(key) : 0, ret_value, ret_len);
+}
+
+uint64_t catalog_last_seq(struct catalog *c)
+{
+        uint64_t seq;
+
+        if (!c)
+                return 0;
+        pthread_mutex_lock(&c->lock);
+        seq = c->last_seq;
+        pthread_mutex_unlock(&c->lock);
+        return seq;
+}
+
+int catalog_error(struct catalog *c)
+{
+        int r;
+
+        if (!c)
+                return -EINVAL;
+        pthread_mutex_lock(&c->lock);
+        r = c->err;
+        pthread_mutex_unlock(&c->lock);
+        return r;
+}
+
+void catalog_get_stats(struct catalog *c, struct catalog_stats *ret)
+{
+        assert(ret);
+        if (!c) {
+                *ret = (struct catalog_stats){ 0 };
+                return;
+        }
+        pthread_mutex_lock(&c->lock);
+        *ret = c->stats;
+        pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- Following ----------------------------------------------------------------- */
+
+int catalog_catch_up(struct catalog *c)
+{
+        uint64_t seq = 0;
+        char *err = NULL;
+        int r;
+
+        if (!c || !c->secondary)
+                return -EINVAL;
+        /* Serialized, so that last_seq is read from the state just caught up (NOTE 6);
+         * a failure leaves the previous view in place and is not sticky. */
+        pthread_mutex_lock(&c->lock);
+        rocksdb_try_catch_up_with_primary(c->db, &err);
+        if (err)
+                r = rocks_error(err);
+        else
+                r = read_meta_last_seq(c, &seq);  /* agrees with the log: NOTE 3 */
+        if (r == 0 && seq < c->last_seq) {
+                set_thread_error("catalog: primary went back from seq %llu to %llu",
+                                 (unsigned long long)c->last_seq, (unsigned long long)seq);
+                r = -EBADMSG;
+        }
+        if (r == 0)
+                c->last_seq = seq;
+        pthread_mutex_unlock(&c->lock);
+        if (r == 0)
+                COORD_CATALOG_CATCHUP(seq);
+        return r;
+}
+
+int catalog_log_iter_new(struct catalog *c, uint64_t after_seq, struct catalog_log_iter **ret)
+{
+        struct catalog_log_iter *it;
+        uint8_t key[SEQ_KEY_LEN];
+        int r;
+
+        if (!c || !ret)
+                return -EINVAL;
+        r = sticky_error(c);
+        if (r < 0)
+                return r;
+        it = calloc(1, sizeof(*it));
+        if (!it)
+                return -ENOMEM;
+        it->c = c;
+        it->next_seq = after_seq + 1;
+        /* The iterator pins an implicit snapshot: later commits are not seen. */
+        it->it = rocksdb_create_iterator_cf(c->db, c->read_options, c->cf[CF_LOG]);
+        /* Nothing follows UINT64_MAX: an iterator never positioned is at its end. */
+        if (after_seq < UINT64_MAX) {
+                be64_put(key, it->next_seq);
+                rocksdb_iter_seek(it->it, (const char *)key, sizeof(key));
+        }
+        pthread_mutex_lock(&c->lock);
+        c->n_iters++;
+        pthread_mutex_unlock(&c->lock);
+        *ret = it;
+        return 0;
+}
+
+int catalog_log_next(struct catalog_log_iter *it, Coord__CatalogTxn **ret_txn)
+{
+        Coord__CatalogTxn *txn;
+        const char *k, *v;
+        char *err = NULL;
+        size_t klen, vlen;
+        uint64_t seq;
+        int r;
+
+        if (!it || !ret_txn)
+                return -EINVAL;
+        r = sticky_error(it->c);
+        if (r < 0)
+                return r;
+        if (!rocksdb_iter_valid(it->it)) {
+                rocksdb_iter_get_error(it->it, &err);
+                return err ? rocks_error(err) : 0;
+        }
+
+        k = rocksdb_iter_key(it->it, &klen);
+        if (klen != SEQ_KEY_LEN) {
+                set_thread_error("catalog: bad log key (%zu bytes)", klen);
+                return -EBADMSG;
+        }
+        seq = be64_get((const uint8_t *)k);
+        if (seq != it->next_seq) {
+                set_thread_error("catalog: log has seq %llu where %llu was expected",
+                                 (unsigned long long)seq, (unsigned long long)it->next_seq);
+                return -EBADMSG;
+        }
+        v = rocksdb_iter_value(it->it, &vlen);
+        txn = coord__catalog_txn__unpack(NULL, vlen, (const uint8_t *)v);
+        if (!txn) {
+                set_thread_error("catalog: log entry %llu does not decode",
+                                 (unsigned long long)seq);
+                return -EBADMSG;
+        }
+        if (txn->seq != seq) {
+                set_thread_error("catalog: log entry %llu carries seq %llu",
+                                 (unsigned long long)seq, (unsigned long long)txn->seq);
+                coord__catalog_txn__free_unpacked(txn, NULL);
+                return -EBADMSG;
+        }
+        rocksdb_iter_next(it->it);
+        it->next_seq++;
+        *ret_txn = txn;
+        return 1;
+}
+
+struct catalog_log_iter *catalog_log_iter_free(struct catalog_log_iter *it)
+{
+        if (!it)
+                return NULL;
+        if (it->it)
+                rocksdb_iter_destroy(it->it);
+        pthread_mutex_lock(&it->c->lock);
+        assert(it->c->n_iters > 0);
+        it->c->n_iters--;
+        pthread_mutex_unlock(&it->c->lock);
+        free(it);
+        return NULL;
+}

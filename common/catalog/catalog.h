@@ -1,0 +1,151 @@
+/* catalog.h -- the durable catalog store: RocksDB column families, a dense transaction
+ * log and group commit (DESIGN section 5).
+ *
+ * One writer process (coord-adapter) opens the catalog as the RocksDB primary; any
+ * number of followers (coord-lifecycle) open it as RocksDB secondaries and catch up.
+ *
+ * Column families:
+ *   "state"    current state, written by transactions
+ *   "log"      key = u64 big-endian sequence number, value = coord.CatalogTxn
+ *   "meta"     small records ("incarnation", "oracle_hwm", ...), written by
+ *              transactions; "last_seq" is the store's own and read-only to callers
+ *   "default"  unused (RocksDB requires it)
+ *
+ * Guarantees:
+ *   - A transaction's state changes, its log entry and "last_seq" become durable in
+ *     one fsynced WriteBatch before catalog_commit() returns 0: all or nothing, also
+ *     across kill -9 and power loss.
+ *   - Sequence numbers are dense, start at 1 and never repeat within a database.
+ *   - catalog_commit() is thread-safe; concurrent commits share one fsync (group
+ *     commit).  Every other function may be called from any thread, concurrently
+ *     with commits, but not concurrently with catalog_close().
+ *   - After a failed write the handle is in a sticky error state: every later call
+ *     (commits and reads) returns that error until the catalog is closed and
+ *     reopened.  The failed transaction's outcome is unknown until the reopen: it is
+ *     either wholly present or wholly absent, never partly.
+ *
+ * Errors are -errno: -EINVAL bad arguments, -ENOMEM, -EROFS write on a secondary,
+ * -ENOENT no such key / no such database, -EBUSY database locked by another primary,
+ * -ENOSPC, -EBADMSG corrupt record, -EIO other RocksDB failures.  The message of the
+ * last RocksDB error seen by the calling thread is kept for the caller to log
+ * (catalog_last_error()).  Nothing here logs.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog.pb-c.h"
+
+struct catalog;                 /* opaque */
+struct catalog_log_iter;        /* opaque */
+
+/* Column families a transaction may write.  The log is written by the store only. */
+enum catalog_cf {
+        CATALOG_CF_STATE,
+        CATALOG_CF_META,
+        _CATALOG_CF_MAX,
+        _CATALOG_CF_INVALID = -EINVAL,
+};
+
+enum catalog_op_kind {
+        CATALOG_OP_PUT,
+        CATALOG_OP_DELETE,
+        _CATALOG_OP_KIND_MAX,
+        _CATALOG_OP_KIND_INVALID = -EINVAL,
+};
+
+/* One change of a transaction.  key and value are borrowed for the duration of the
+ * catalog_commit() call only.  key_len must be > 0; value is ignored for DELETE. */
+struct catalog_op {
+        enum catalog_op_kind kind;
+        enum catalog_cf cf;
+        const void *key;
+        size_t key_len;
+        const void *value;
+        size_t value_len;
+};
+
+/* The meta key the store maintains itself (u64 big-endian, equals catalog_last_seq()). */
+#define CATALOG_META_LAST_SEQ "last_seq"
+
+/* Counters since open, for benchmarks and status output. */
+struct catalog_stats {
+        uint64_t commits;       /* transactions acknowledged */
+        uint64_t groups;        /* synced WriteBatches that acknowledged them */
+        uint64_t max_group;     /* most transactions in one WriteBatch */
+        uint64_t failed;        /* transactions answered with an error by a leader */
+        uint64_t sync_ns;       /* time spent in synced writes */
+        uint64_t window_ns;     /* time leaders waited for their group to fill */
+};
+
+/* Opening and closing. */
+
+/* Open (creating it and any missing column family) the primary at path. */
+int catalog_open(const char *path, struct catalog **ret);
+/* Open the database at primary_path read-only as a RocksDB secondary whose own files
+ * (info log) live in secondary_path (created if missing).  -ENOENT while the primary
+ * has not created the database yet. */
+int catalog_open_secondary(const char *primary_path, const char *secondary_path,
+                           struct catalog **ret);
+/* Flushes memtables of a healthy primary (so the next open does not replay the WAL),
+ * then closes.  No commit may be in progress and no log iterator alive.  NULL-safe;
+ * returns NULL. */
+struct catalog *catalog_close(struct catalog *c);
+
+/* Writing (primary only: -EROFS on a secondary). */
+
+/* Commit ops[0..n_ops) as one transaction; returns 0 once it is durable, its sequence
+ * number in *ret_seq (may be NULL; untouched on failure).  Thread-safe; blocks for
+ * about one fsync, shared with concurrent callers (group commit).
+ *   -EINVAL   empty or malformed, or writes CATALOG_META_LAST_SEQ: nothing written,
+ *             the handle stays healthy
+ *   -EIO, -ENOSPC   the write failed: the handle is now in the sticky error state,
+ *             and whether this transaction is durable is known only after a reopen
+ *   -EROFS    a secondary */
+int catalog_commit(struct catalog *c, const struct catalog_op *ops, size_t n_ops,
+                   uint64_t *ret_seq);
+/* A one-op transaction putting a meta record. */
+int catalog_meta_put(struct catalog *c, const char *key, const void *value, size_t value_len,
+                     uint64_t *ret_seq);
+
+/* Reading. */
+
+/* The value of key in cf, in a malloc()ed buffer with a NUL byte after *ret_len bytes
+ * (not counted).  ret_value may be NULL to test existence.  -ENOENT if absent. */
+int catalog_get(struct catalog *c, enum catalog_cf cf, const void *key, size_t key_len,
+                void **ret_value, size_t *ret_len);
+int catalog_meta_get(struct catalog *c, const char *key, void **ret_value, size_t *ret_len);
+/* The last acknowledged sequence number (primary) or the last one caught up
+ * (secondary); 0 for an empty catalog. */
+uint64_t catalog_last_seq(struct catalog *c);
+/* The sticky error (a negative errno), or 0 while the handle is healthy. */
+int catalog_error(struct catalog *c);
+/* The RocksDB message of the last RocksDB error returned to the calling thread by any
+ * catalog function (thread-local, like dlerror()); "" if none.  Valid until the next
+ * failing catalog call on this thread. */
+const char *catalog_last_error(void);
+void catalog_get_stats(struct catalog *c, struct catalog_stats *ret);
+
+/* Following (secondary only: -EINVAL on a primary). */
+
+/* Replay what the primary has written since the last catch-up; afterwards reads and
+ * new log iterators see it. */
+int catalog_catch_up(struct catalog *c);
+
+/* The log cursor.  An iterator reads a consistent snapshot taken at its creation: the
+ * transactions with seq > after_seq, in order, without gaps. */
+int catalog_log_iter_new(struct catalog *c, uint64_t after_seq, struct catalog_log_iter **ret);
+/* 1 and the next transaction in *ret_txn (free it with
+ * coord__catalog_txn__free_unpacked(txn, NULL)); 0 at the end of the snapshot;
+ * -EBADMSG for a corrupt entry or a gap. */
+int catalog_log_next(struct catalog_log_iter *it, Coord__CatalogTxn **ret_txn);
+struct catalog_log_iter *catalog_log_iter_free(struct catalog_log_iter *it);
+
+/* Testing only. */
+
+/* Make the next commit group fail as if its fsync had failed, with nothing reaching
+ * the disk: its transactions get -EIO and the handle enters the sticky error state.
+ * For tests of the error paths; never called by the daemons. */
+void catalog_debug_fail_next_sync(struct catalog *c);

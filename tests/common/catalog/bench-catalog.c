@@ -1,0 +1,466 @@
+/* bench-catalog.c -- what a durable catalog commit costs on this disk, and what group
+ * commit buys (DESIGN section 11).  Prints figures and asserts nothing.
+ *
+ *   bench-catalog [--dir PATH] [--seconds S]
+ *
+ * PATH (default ./var/bench, created) should be on the disk the catalog will live on;
+ * a fresh directory is made under it and removed at the end.  S (default 2) scales
+ * every row; the whole run takes about 5 S:
+ *   fdatasync 4 KiB append     the floor: write(2) + fdatasync(2) of an appending file
+ *   catalog commit N writers   catalog_commit() of 2 state puts of ~100 bytes from N
+ *                              threads: latency per commit, commits/s, transactions
+ *                              per synced WriteBatch, time per synced write, time the
+ *                              leader waited for its group (the commit window)
+ *   group commit 8 / 1 writer  the speed-up, from alternating 1- and 8-writer runs
+ *   rocksdb sync write N       the same two puts through rocksdb_write(sync) from N
+ *                              threads, grouped by RocksDB alone, for comparison
+ *   secondary catch_up         catalog_catch_up() after each commit of one writer
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <rocksdb/c.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "t.h"
+#include "util.h"
+
+#define MAX_THREADS 8
+#define MAX_SAMPLES (1u << 20)
+#define VALUE_LEN 100
+
+struct samples {
+        uint64_t *ns;
+        size_t n;
+};
+
+static int samples_add(struct samples *s, uint64_t ns)
+{
+        if (!s->ns) {
+                s->ns = malloc(MAX_SAMPLES * sizeof(*s->ns));
+                if (!s->ns)
+                        return -ENOMEM;
+        }
+        if (s->n < MAX_SAMPLES)
+                s->ns[s->n++] = ns;
+        return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* p in [0, 100]; sorts s. */
+static double percentile_us(struct samples *s, double p)
+{
+        size_t i;
+
+        if (s->n == 0)
+                return 0;
+        qsort(s->ns, s->n, sizeof(*s->ns), cmp_u64);
+        i = (size_t)(p / 100.0 * (double)(s->n - 1) + 0.5);
+        return (double)s->ns[i] / 1000.0;
+}
+
+/* What the catalog's counters say about a run, per synced write. */
+struct group_figures {
+        double txns;                    /* transactions per synced WriteBatch */
+        double sync_us;                 /* time in rocksdb_write(sync) */
+        double window_us;               /* time the leader waited for its group */
+};
+
+static void print_row(const char *what, struct samples *s, double per_s,
+                      const struct group_figures *g)
+{
+        printf("%-28s p50=%6.0f us  p99=%6.0f us", what, percentile_us(s, 50),
+               percentile_us(s, 99));
+        if (per_s > 0)
+                printf("  commits/s=%6.0f", per_s);
+        if (g && g->txns > 0)
+                printf("  txns/sync=%4.2f  sync=%4.0f us  window=%3.0f us", g->txns,
+                       g->sync_us, g->window_us);
+        printf("\n");
+        fflush(stdout);
+}
+
+static int bench_fdatasync(const char *dir, double seconds)
+{
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        struct samples s = { 0 };
+        static char buf[4096];
+        uint64_t end;
+
+        if (asprintf(&path, "%s/fdatasync.dat", dir) < 0)
+                return -ENOMEM;
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        memset(buf, 'x', sizeof(buf));
+        end = now_ns() + (uint64_t)(seconds * 1e9);
+        while (now_ns() < end) {
+                uint64_t t0 = now_ns();
+
+                if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf) || fdatasync(fd) < 0)
+                        return -errno;
+                if (samples_add(&s, now_ns() - t0) < 0)
+                        return -ENOMEM;
+        }
+        print_row("fdatasync 4 KiB append", &s, 0, NULL);
+        free(s.ns);
+        unlink(path);
+        return 0;
+}
+
+/* N threads commit until told to stop; each records its commit latencies. */
+struct run {
+        struct catalog *c;              /* catalog mode */
+        rocksdb_t *db;                  /* raw RocksDB mode */
+        rocksdb_writeoptions_t *wo;
+        pthread_barrier_t start;
+        bool stop;
+        uint64_t commits;
+        int err;
+};
+
+struct worker {
+        struct run *run;
+        unsigned id;
+        struct samples s;
+};
+
+static void *worker_main(void *p)
+{
+        struct worker *w = p;
+        struct run *run = w->run;
+        char ka[32], kb[32], value[VALUE_LEN];
+        rocksdb_writebatch_t *batch = run->db ? rocksdb_writebatch_create() : NULL;
+        uint64_t n = 0;
+
+        memset(value, 'v', sizeof(value));
+        pthread_barrier_wait(&run->start);
+        while (!__atomic_load_n(&run->stop, __ATOMIC_RELAXED)) {
+                uint64_t t0;
+                int r = 0;
+
+                snprintf(ka, sizeof(ka), "bench/%u/%" PRIu64 "/a", w->id, n);
+                snprintf(kb, sizeof(kb), "bench/%u/%" PRIu64 "/b", w->id, n);
+                t0 = now_ns();
+                if (run->c) {
+                        const struct catalog_op ops[] = {
+                                { .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_STATE, .key = ka,
+                                  .key_len = strlen(ka), .value = value, .value_len = sizeof(value) },
+                                { .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_STATE, .key = kb,
+                                  .key_len = strlen(kb), .value = value, .value_len = sizeof(value) },
+                        };
+
+                        r = catalog_commit(run->c, ops, ELEMENTSOF(ops), NULL);
+                } else {
+                        char *err = NULL;
+
+                        rocksdb_writebatch_clear(batch);
+                        rocksdb_writebatch_put(batch, ka, strlen(ka), value, sizeof(value));
+                        rocksdb_writebatch_put(batch, kb, strlen(kb), value, sizeof(value));
+                        rocksdb_write(run->db, run->wo, batch, &err);
+                        if (err) {
+                                rocksdb_free(err);
+                                r = -EIO;
+                        }
+                }
+                if (r < 0) {
+                        run->err = r;
+                        break;
+                }
+                samples_add(&w->s, now_ns() - t0);
+                n++;
+        }
+        __atomic_add_fetch(&run->commits, n, __ATOMIC_RELAXED);
+        if (batch)
+                rocksdb_writebatch_destroy(batch);
+        return NULL;
+}
+
+/* Run n_threads writers for `seconds`, adding their latencies to *all; commits/s,
+ * or < 0 on error. */
+static double run_writers(struct run *run, unsigned n_threads, double seconds,
+                          struct samples *all, struct catalog_stats *ret_delta)
+{
+        struct worker workers[MAX_THREADS] = { 0 };
+        pthread_t threads[MAX_THREADS];
+        struct catalog_stats st0, st1;
+        struct timespec ts = { .tv_sec = (time_t)seconds,
+                               .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9) };
+        uint64_t t0, elapsed;
+
+        run->stop = false;
+        run->commits = 0;
+        run->err = 0;
+        pthread_barrier_init(&run->start, NULL, n_threads + 1);
+        for (unsigned i = 0; i < n_threads; i++) {
+                workers[i] = (struct worker){ .run = run, .id = i };
+                pthread_create(&threads[i], NULL, worker_main, &workers[i]);
+        }
+        catalog_get_stats(run->c, &st0);
+        pthread_barrier_wait(&run->start);
+        t0 = now_ns();
+        nanosleep(&ts, NULL);
+        __atomic_store_n(&run->stop, true, __ATOMIC_RELAXED);
+        for (unsigned i = 0; i < n_threads; i++)
+                pthread_join(threads[i], NULL);
+        elapsed = now_ns() - t0;
+        catalog_get_stats(run->c, &st1);
+        pthread_barrier_destroy(&run->start);
+
+        for (unsigned i = 0; i < n_threads; i++) {
+                for (size_t k = 0; k < workers[i].s.n; k++)
+                        samples_add(all, workers[i].s.ns[k]);
+                free(workers[i].s.ns);
+        }
+        ret_delta->commits += st1.commits - st0.commits;
+        ret_delta->groups += st1.groups - st0.groups;
+        ret_delta->sync_ns += st1.sync_ns - st0.sync_ns;
+        ret_delta->window_ns += st1.window_ns - st0.window_ns;
+        if (run->err < 0)
+                return -1;
+        return (double)run->commits / ((double)elapsed / 1e9);
+}
+
+/* `rounds` runs of n_threads writers, one row for all of them. */
+struct row {
+        unsigned n_threads;
+        struct samples lat;
+        struct catalog_stats delta;
+        double per_s_sum;
+        unsigned rounds;
+        double per_s[8];
+};
+
+static int row_run(struct run *run, struct row *row, double seconds)
+{
+        double per_s = run_writers(run, row->n_threads, seconds, &row->lat, &row->delta);
+
+        if (per_s < 0)
+                return -EIO;
+        if (row->rounds < ELEMENTSOF(row->per_s))
+                row->per_s[row->rounds] = per_s;
+        row->rounds++;
+        row->per_s_sum += per_s;
+        return 0;
+}
+
+static void row_print(const char *label, struct row *row)
+{
+        struct group_figures g = { 0 };
+        char what[64];
+
+        if (row->delta.groups > 0)
+                g = (struct group_figures){
+                        .txns = (double)row->delta.commits / (double)row->delta.groups,
+                        .sync_us = (double)row->delta.sync_ns / 1e3 / (double)row->delta.groups,
+                        .window_us = (double)row->delta.window_ns / 1e3 / (double)row->delta.groups,
+                };
+        snprintf(what, sizeof(what), "%s %u writer%s", label, row->n_threads,
+                 row->n_threads > 1 ? "s" : "");
+        print_row(what, &row->lat, row->per_s_sum / row->rounds, &g);
+        free(row->lat.ns);
+        row->lat = (struct samples){ 0 };
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* The disk's speed drifts by tens of percent within seconds on a shared VM, so 1 and
+ * 8 writers alternate (ROUNDS times) and the ratio is the median of the pairs. */
+#define ROUNDS 5
+
+static int bench_catalog(const char *dir, double seconds)
+{
+        _cleanup_free_ char *path = NULL;
+        struct row rows[] = { { .n_threads = 1 }, { .n_threads = 2 }, { .n_threads = 4 },
+                              { .n_threads = MAX_THREADS } };
+        struct row *one = &rows[0], *eight = &rows[3];
+        struct run run = { 0 };
+        double ratio[ROUNDS];
+        int r;
+
+        if (asprintf(&path, "%s/catalog", dir) < 0)
+                return -ENOMEM;
+        r = catalog_open(path, &run.c);
+        if (r < 0)
+                return r;
+        for (unsigned k = 0; k < ROUNDS && r >= 0; k++) {
+                r = row_run(&run, one, seconds / ROUNDS);
+                if (r >= 0)
+                        r = row_run(&run, eight, seconds / ROUNDS);
+                if (r >= 0)
+                        ratio[k] = eight->per_s[k] / one->per_s[k];
+        }
+        if (r >= 0)
+                r = row_run(&run, &rows[1], seconds / 2);
+        if (r >= 0)
+                r = row_run(&run, &rows[2], seconds / 2);
+        run.c = catalog_close(run.c);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++)
+                row_print("catalog commit", &rows[i]);
+        qsort(ratio, ROUNDS, sizeof(ratio[0]), cmp_double);
+        printf("%-28s %.1fx commits/s (median of %d alternating pairs:", "group commit 8 / 1 writer",
+               ratio[ROUNDS / 2], ROUNDS);
+        for (unsigned k = 0; k < ROUNDS; k++)
+                printf(" %.1fx", eight->per_s[k] / one->per_s[k]);
+        printf(")\n");
+        return 0;
+}
+
+static int bench_rocksdb(const char *dir, double seconds)
+{
+        _cleanup_free_ char *path = NULL;
+        rocksdb_options_t *o = rocksdb_options_create();
+        struct run run = { 0 };
+        char *err = NULL;
+
+        if (asprintf(&path, "%s/rocksdb", dir) < 0)
+                return -ENOMEM;
+        rocksdb_options_set_create_if_missing(o, 1);
+        run.db = rocksdb_open(o, path, &err);
+        if (err) {
+                fprintf(stderr, "rocksdb_open: %s\n", err);
+                rocksdb_free(err);
+                rocksdb_options_destroy(o);
+                return -EIO;
+        }
+        run.wo = rocksdb_writeoptions_create();
+        rocksdb_writeoptions_set_sync(run.wo, 1);
+        for (unsigned n = 1; n <= MAX_THREADS; n += MAX_THREADS - 1) {
+                struct row row = { .n_threads = n };
+
+                if (row_run(&run, &row, seconds / 2) < 0)
+                        printf("rocksdb sync write: failed\n");
+                else
+                        row_print("rocksdb sync write", &row);
+        }
+        rocksdb_writeoptions_destroy(run.wo);
+        rocksdb_close(run.db);
+        rocksdb_options_destroy(o);
+        return 0;
+}
+
+static int bench_catch_up(const char *dir, double seconds)
+{
+        _cleanup_free_ char *ppath = NULL, *spath = NULL;
+        struct catalog *p = NULL, *s = NULL;
+        struct samples lat = { 0 };
+        char value[VALUE_LEN];
+        uint64_t end;
+        int r;
+
+        if (asprintf(&ppath, "%s/catalog", dir) < 0 || asprintf(&spath, "%s/secondary", dir) < 0)
+                return -ENOMEM;
+        r = catalog_open(ppath, &p);
+        if (r < 0)
+                return r;
+        r = catalog_open_secondary(ppath, spath, &s);
+        if (r < 0)
+                goto out;
+        memset(value, 'v', sizeof(value));
+        end = now_ns() + (uint64_t)(seconds * 1e9);
+        for (uint64_t n = 0; now_ns() < end; n++) {
+                struct catalog_op op = {
+                        .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_STATE, .key = &n,
+                        .key_len = sizeof(n), .value = value, .value_len = sizeof(value),
+                };
+                uint64_t t0;
+
+                r = catalog_commit(p, &op, 1, NULL);
+                if (r < 0)
+                        goto out;
+                t0 = now_ns();
+                r = catalog_catch_up(s);
+                if (r < 0)
+                        goto out;
+                samples_add(&lat, now_ns() - t0);
+        }
+        print_row("secondary catch_up", &lat, 0, NULL);
+out:
+        free(lat.ns);
+        s = catalog_close(s);
+        p = catalog_close(p);
+        return r;
+}
+
+static int mkdir_p2(const char *path)
+{
+        _cleanup_free_ char *parent = strdup(path);
+        char *slash;
+
+        if (!parent)
+                return -ENOMEM;
+        slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+                *slash = 0;
+                if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+        }
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        const char *base = "./var/bench";
+        _cleanup_free_ char *dir = NULL, *real = NULL;
+        double seconds = 2;
+        int r;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+                        base = argv[++i];
+                else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+                        char *end;
+
+                        seconds = strtod(argv[++i], &end);
+                        if (*end || seconds <= 0 || seconds > 60) {
+                                fprintf(stderr, "bench-catalog: bad --seconds\n");
+                                return 2;
+                        }
+                } else {
+                        fprintf(stderr, "usage: bench-catalog [--dir PATH] [--seconds S]\n");
+                        return 2;
+                }
+        }
+        r = mkdir_p2(base);
+        if (r < 0 || asprintf(&dir, "%s/catalog-bench-XXXXXX", base) < 0 || !mkdtemp(dir)) {
+                fprintf(stderr, "bench-catalog: cannot make a directory under %s\n", base);
+                return 1;
+        }
+        real = realpath(dir, NULL);
+        printf("bench-catalog: dir=%s, %.1f s per row\n", real ? real : dir, seconds);
+
+        r = bench_fdatasync(dir, seconds / 2);
+        if (r >= 0)
+                r = bench_catalog(dir, seconds);
+        if (r >= 0)
+                r = bench_rocksdb(dir, seconds);
+        if (r >= 0)
+                r = bench_catch_up(dir, seconds / 2);
+        if (r < 0)
+                fprintf(stderr, "bench-catalog: %s %s\n", strerror(-r), catalog_last_error());
+        t_rmrf(dir);
+        return r < 0 ? 1 : 0;
+}

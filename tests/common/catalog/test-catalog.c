@@ -1,0 +1,1029 @@
+/* test-catalog.c -- the catalog store (common/catalog): round trip and recovery, log
+ * cursor, atomicity and durability under kill -9 (I7), secondary catch-up, sticky
+ * errors (injected and a real EFBIG), group commit under concurrency.
+ *
+ * Two cases re-execute this binary in a child mode, so the child starts with one
+ * thread and no RocksDB state inherited across fork():
+ *   test-catalog --writer DIR FD   commit forever from WRITER_THREADS threads and
+ *                                  report each acknowledged (seq, id) on FD
+ *   test-catalog --efbig DIR       the real write failure case (RLIMIT_FSIZE) on a
+ *                                  catalog in DIR; exit 0 pass, 1 fail
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "catalog.h"
+#include "t.h"
+#include "util.h"
+
+#define KILL_KEYS 8                     /* keys written by every kill-test transaction */
+#define KILL_VALUE_LEN 100
+#define WRITER_THREADS 4
+#define GROUP_THREADS 8
+#define GROUP_COMMITS 200               /* per thread */
+
+struct ack {
+        uint64_t seq;
+        uint64_t id;
+};
+
+static char *path_join(const char *dir, const char *name)
+{
+        char *p = NULL;
+
+        if (asprintf(&p, "%s/%s", dir, name) < 0)
+                return NULL;
+        return p;
+}
+
+static struct catalog_op op_put(enum catalog_cf cf, const char *key, const char *value)
+{
+        return (struct catalog_op){
+                .kind = CATALOG_OP_PUT, .cf = cf,
+                .key = key, .key_len = strlen(key),
+                .value = value, .value_len = strlen(value),
+        };
+}
+
+static struct catalog_op op_del(const char *key)
+{
+        return (struct catalog_op){
+                .kind = CATALOG_OP_DELETE, .cf = CATALOG_CF_STATE,
+                .key = key, .key_len = strlen(key),
+        };
+}
+
+/* want == NULL: the key must be absent. */
+static void check_value(struct catalog *c, enum catalog_cf cf, const char *key, const char *want)
+{
+        _cleanup_free_ void *v = NULL;
+        size_t len = 0;
+        int r;
+
+        r = catalog_get(c, cf, key, strlen(key), &v, &len);
+        if (!want) {
+                CU_ASSERT_EQUAL(r, -ENOENT);
+                return;
+        }
+        CU_ASSERT_EQUAL_FATAL(r, 0);
+        CU_ASSERT_EQUAL(len, strlen(want));
+        CU_ASSERT_STRING_EQUAL(v, want);
+}
+
+static bool bytes_eq(ProtobufCBinaryData b, const char *s)
+{
+        return b.len == strlen(s) && memcmp(b.data, s, b.len) == 0;
+}
+
+static void check_op(const Coord__CatalogOp *op, const struct catalog_op *want)
+{
+        CU_ASSERT_EQUAL(op->kind, want->kind == CATALOG_OP_PUT ? COORD__CATALOG_OP__KIND__PUT
+                                                               : COORD__CATALOG_OP__KIND__DELETE);
+        CU_ASSERT_EQUAL(op->cf, want->cf == CATALOG_CF_STATE ? COORD__CATALOG_OP__CF__STATE
+                                                             : COORD__CATALOG_OP__CF__META);
+        CU_ASSERT(op->key.len == want->key_len && memcmp(op->key.data, want->key, want->key_len) == 0);
+        if (want->kind == CATALOG_OP_PUT)
+                CU_ASSERT(op->value.len == want->value_len &&
+                          memcmp(op->value.data, want->value, want->value_len) == 0);
+}
+
+/* ---- 1. Round trip, recovery, log cursor ---------------------------------------- */
+
+static void test_round_trip(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog"), *path = NULL;
+        struct catalog *c = NULL, *c2 = NULL;
+        struct catalog_log_iter *it = NULL;
+        Coord__CatalogTxn *txn = NULL;
+        uint8_t inc[8], last[8];
+        _cleanup_free_ void *v = NULL;
+        size_t len;
+        uint64_t seq = 0;
+
+        const struct catalog_op t1[] = {
+                op_put(CATALOG_CF_STATE, "a", "1"),
+                op_put(CATALOG_CF_STATE, "b", "2"),
+        };
+        const struct catalog_op t2[] = {
+                op_put(CATALOG_CF_STATE, "c", "3"),
+                op_del("a"),
+        };
+        struct catalog_op t3 = {
+                .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_META, .key = "incarnation",
+                .key_len = strlen("incarnation"), .value = inc, .value_len = sizeof(inc),
+        };
+        const struct catalog_op t4[] = { op_put(CATALOG_CF_STATE, "d", "4") };
+        const struct catalog_op *want[] = { t1, t2, &t3, t4 };
+        const size_t want_n[] = { 2, 2, 1, 1 };
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        path = path_join(dir, "db");
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 0);
+        check_value(c, CATALOG_CF_STATE, "a", NULL);
+
+        /* Sequence numbers are dense from 1; meta writes are transactions too. */
+        CU_ASSERT_EQUAL(catalog_commit(c, t1, ELEMENTSOF(t1), &seq), 0);
+        CU_ASSERT_EQUAL(seq, 1);
+        CU_ASSERT_EQUAL(catalog_commit(c, t2, ELEMENTSOF(t2), &seq), 0);
+        CU_ASSERT_EQUAL(seq, 2);
+        be64_put(inc, 0x1122334455667788ull);
+        CU_ASSERT_EQUAL(catalog_meta_put(c, "incarnation", inc, sizeof(inc), &seq), 0);
+        CU_ASSERT_EQUAL(seq, 3);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 3);
+
+        /* A second primary is refused while this one holds the database. */
+        CU_ASSERT_EQUAL(catalog_open(path, &c2), -EBUSY);
+        CU_ASSERT_PTR_NULL(c2);
+
+        /* Malformed transactions: rejected whole, nothing written, not sticky. */
+        {
+                struct catalog_op bad = op_put(CATALOG_CF_STATE, "x", "y");
+                uint8_t eight[8] = { 0 };
+                struct catalog_op own = {
+                        .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_META,
+                        .key = CATALOG_META_LAST_SEQ, .key_len = strlen(CATALOG_META_LAST_SEQ),
+                        .value = eight, .value_len = sizeof(eight),
+                };
+                const struct catalog_op mixed[] = { op_put(CATALOG_CF_STATE, "x", "y"), own };
+
+                CU_ASSERT_EQUAL(catalog_commit(c, &bad, 0, NULL), -EINVAL);
+                CU_ASSERT_EQUAL(catalog_commit(c, mixed, ELEMENTSOF(mixed), NULL), -EINVAL);
+                bad.key_len = 0;
+                CU_ASSERT_EQUAL(catalog_commit(c, &bad, 1, NULL), -EINVAL);
+                bad = op_put(CATALOG_CF_STATE, "x", "y");
+                bad.kind = _CATALOG_OP_KIND_MAX;
+                CU_ASSERT_EQUAL(catalog_commit(c, &bad, 1, NULL), -EINVAL);
+                bad = op_put(CATALOG_CF_STATE, "x", "y");
+                bad.cf = _CATALOG_CF_MAX;
+                CU_ASSERT_EQUAL(catalog_commit(c, &bad, 1, NULL), -EINVAL);
+                CU_ASSERT_EQUAL(catalog_error(c), 0);
+                CU_ASSERT_EQUAL(catalog_last_seq(c), 3);
+                check_value(c, CATALOG_CF_STATE, "x", NULL);
+        }
+
+        check_value(c, CATALOG_CF_STATE, "a", NULL);
+        check_value(c, CATALOG_CF_STATE, "b", "2");
+        check_value(c, CATALOG_CF_STATE, "c", "3");
+        CU_ASSERT_EQUAL(catalog_meta_get(c, "incarnation", &v, &len), 0);
+        CU_ASSERT(len == sizeof(inc) && memcmp(v, inc, len) == 0);
+        free(v);
+        v = NULL;
+        CU_ASSERT_EQUAL(catalog_meta_get(c, CATALOG_META_LAST_SEQ, &v, &len), 0);
+        be64_put(last, 3);
+        CU_ASSERT(len == sizeof(last) && memcmp(v, last, len) == 0);
+        free(v);
+        v = NULL;
+        CU_ASSERT_EQUAL(catalog_get(c, CATALOG_CF_STATE, "b", 1, NULL, NULL), 0);
+        c = catalog_close(c);
+
+        /* Reopen recovers last_seq and the state, and numbering continues. */
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 3);
+        check_value(c, CATALOG_CF_STATE, "a", NULL);
+        check_value(c, CATALOG_CF_STATE, "b", "2");
+        check_value(c, CATALOG_CF_STATE, "c", "3");
+        CU_ASSERT_EQUAL(catalog_commit(c, t4, ELEMENTSOF(t4), &seq), 0);
+        CU_ASSERT_EQUAL(seq, 4);
+
+        /* The cursor returns exactly the later transactions, in order, with their ops. */
+        for (uint64_t after = 0; after <= 4; after++) {
+                uint64_t expect = after + 1;
+                int r;
+
+                CU_ASSERT_EQUAL_FATAL(catalog_log_iter_new(c, after, &it), 0);
+                while ((r = catalog_log_next(it, &txn)) == 1) {
+                        CU_ASSERT_EQUAL(txn->seq, expect);
+                        CU_ASSERT_FATAL(expect >= 1 && expect <= 4);
+                        CU_ASSERT_EQUAL_FATAL(txn->n_ops, want_n[expect - 1]);
+                        for (size_t i = 0; i < txn->n_ops; i++)
+                                check_op(txn->ops[i], &want[expect - 1][i]);
+                        CU_ASSERT(txn->commit_ms > 0);
+                        coord__catalog_txn__free_unpacked(txn, NULL);
+                        expect++;
+                }
+                CU_ASSERT_EQUAL(r, 0);
+                CU_ASSERT_EQUAL(expect, 5);
+                it = catalog_log_iter_free(it);
+        }
+        CU_ASSERT_EQUAL_FATAL(catalog_log_iter_new(c, UINT64_MAX, &it), 0);
+        CU_ASSERT_EQUAL(catalog_log_next(it, &txn), 0);
+        it = catalog_log_iter_free(it);
+
+        /* An iterator reads the snapshot of its creation. */
+        CU_ASSERT_EQUAL_FATAL(catalog_log_iter_new(c, 4, &it), 0);
+        CU_ASSERT_EQUAL(catalog_commit(c, t1, ELEMENTSOF(t1), &seq), 0);
+        CU_ASSERT_EQUAL(catalog_log_next(it, &txn), 0);
+        it = catalog_log_iter_free(it);
+
+        c = catalog_close(c);
+        CU_ASSERT_PTR_NULL(catalog_close(NULL));
+        CU_ASSERT_PTR_NULL(catalog_log_iter_free(NULL));
+        t_rmrf(dir);
+}
+
+/* ---- 2. Atomicity and durability under kill -9 ------------------------------------ */
+
+/* Every kill-test transaction writes the same KILL_KEYS keys, all with a value naming
+ * the transaction (id), so a partly applied transaction shows as keys that differ. */
+static void kill_value(char *buf, uint64_t id)
+{
+        int n = snprintf(buf, KILL_VALUE_LEN + 1, "%016" PRIx64 "-", id);
+
+        memset(buf + n, 'v', KILL_VALUE_LEN - (size_t)n);
+        buf[KILL_VALUE_LEN] = 0;
+}
+
+struct writer_arg {
+        struct catalog *c;
+        int fd;
+        unsigned thread;
+};
+
+static void *writer_thread(void *p)
+{
+        struct writer_arg *a = p;
+        char keys[KILL_KEYS][8], value[KILL_VALUE_LEN + 1];
+        struct catalog_op ops[KILL_KEYS];
+
+        for (unsigned k = 0; k < KILL_KEYS; k++)
+                snprintf(keys[k], sizeof(keys[k]), "k%u", k);
+        for (uint64_t n = 1; n < 1000000; n++) {
+                struct ack ack = { .id = (uint64_t)a->thread << 40 | n };
+                int r;
+
+                kill_value(value, ack.id);
+                for (unsigned k = 0; k < KILL_KEYS; k++)
+                        ops[k] = op_put(CATALOG_CF_STATE, keys[k], value);
+                r = catalog_commit(a->c, ops, KILL_KEYS, &ack.seq);
+                if (r < 0) {
+                        fprintf(stderr, "writer: commit: %s\n", strerror(-r));
+                        _exit(2);
+                }
+                /* 16 bytes < PIPE_BUF: one atomic write per acknowledgement. */
+                if (write(a->fd, &ack, sizeof(ack)) != (ssize_t)sizeof(ack))
+                        _exit(3);
+        }
+        return NULL;
+}
+
+static int writer_main(const char *dir, const char *fd_arg)
+{
+        struct writer_arg args[WRITER_THREADS];
+        pthread_t threads[WRITER_THREADS];
+        struct catalog *c = NULL;
+        uint64_t fd;
+        int r;
+
+        if (parse_u64(fd_arg, INT32_MAX, &fd) < 0)
+                return 99;
+        r = catalog_open(dir, &c);
+        if (r < 0) {
+                fprintf(stderr, "writer: open %s: %s %s\n", dir, strerror(-r), catalog_last_error());
+                return 99;
+        }
+        for (unsigned t = 0; t < WRITER_THREADS; t++) {
+                args[t] = (struct writer_arg){ .c = c, .fd = (int)fd, .thread = t + 1 };
+                if (pthread_create(&threads[t], NULL, writer_thread, &args[t]) != 0)
+                        return 99;
+        }
+        for (unsigned t = 0; t < WRITER_THREADS; t++)
+                pthread_join(threads[t], NULL);
+        catalog_close(c);
+        return 0;
+}
+
+static pid_t spawn_self(char *const argv[], int keep_fd)
+{
+        pid_t pid = fork();
+
+        if (pid != 0)
+                return pid;
+        if (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)
+                _exit(99);
+        execv("/proc/self/exe", argv);
+        _exit(99);
+}
+
+/* Read whole ack records from fd: one (waiting at most 10 s), all until the
+ * deadline, or all until EOF. */
+enum read_mode {
+        READ_ONE,
+        READ_UNTIL,
+        READ_EOF,
+};
+
+static void read_acks(int fd, enum read_mode mode, uint64_t deadline_ns,
+                      struct ack **acks, size_t *n, size_t *cap)
+{
+        for (;;) {
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                int timeout = mode == READ_ONE ? 10000 : -1;
+                ssize_t k;
+
+                if (mode == READ_UNTIL) {
+                        uint64_t now = now_ns();
+
+                        if (now >= deadline_ns)
+                                return;
+                        timeout = (int)((deadline_ns - now + 999999) / 1000000);
+                }
+                k = poll(&pfd, 1, timeout);
+                if (k == 0 && mode == READ_ONE)
+                        return;
+                if (k <= 0)
+                        continue;
+                if (*n == *cap) {
+                        *cap = *cap ? *cap * 2 : 1024;
+                        *acks = realloc(*acks, *cap * sizeof(**acks));
+                        CU_ASSERT_PTR_NOT_NULL_FATAL(*acks);
+                }
+                k = read(fd, &(*acks)[*n], sizeof(struct ack));
+                if (k == 0)
+                        return;
+                CU_ASSERT_EQUAL_FATAL(k, (ssize_t)sizeof(struct ack));
+                (*n)++;
+                if (mode == READ_ONE)
+                        return;
+        }
+}
+
+/* The recovered database must be a prefix of the commit stream: the log dense from 1
+ * to last_seq, every transaction whole, the state equal to the last one, every
+ * acknowledged transaction present with its own id. */
+static void kill_verify(const char *path, const struct ack *acks, size_t n_acks)
+{
+        struct catalog *c = NULL;
+        struct catalog_log_iter *it = NULL;
+        Coord__CatalogTxn *txn;
+        _cleanup_free_ char *last_value = NULL;
+        _cleanup_free_ uint64_t *ids = NULL;
+        uint64_t last_seq, seq = 0, max_ack = 0;
+        int r;
+
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        last_seq = catalog_last_seq(c);
+        ids = calloc(last_seq + 1, sizeof(*ids));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ids);
+
+        CU_ASSERT_EQUAL_FATAL(catalog_log_iter_new(c, 0, &it), 0);
+        while ((r = catalog_log_next(it, &txn)) == 1) {
+                seq = txn->seq;
+                CU_ASSERT_FATAL(seq <= last_seq);
+                CU_ASSERT_EQUAL_FATAL(txn->n_ops, KILL_KEYS);
+                for (size_t i = 1; i < txn->n_ops; i++)
+                        CU_ASSERT(txn->ops[i]->value.len == txn->ops[0]->value.len &&
+                                  memcmp(txn->ops[i]->value.data, txn->ops[0]->value.data,
+                                         txn->ops[0]->value.len) == 0);
+                ids[seq] = strtoull((const char *)txn->ops[0]->value.data, NULL, 16);
+                if (seq == last_seq) {
+                        free(last_value);
+                        last_value = strndup((const char *)txn->ops[0]->value.data,
+                                             txn->ops[0]->value.len);
+                }
+                coord__catalog_txn__free_unpacked(txn, NULL);
+        }
+        CU_ASSERT_EQUAL(r, 0);
+        it = catalog_log_iter_free(it);
+        /* log and state agree: the last log key is last_seq */
+        CU_ASSERT_EQUAL(seq, last_seq);
+
+        /* All or nothing: every key holds the value of the last transaction. */
+        if (last_seq > 0) {
+                CU_ASSERT_PTR_NOT_NULL_FATAL(last_value);
+                for (unsigned k = 0; k < KILL_KEYS; k++) {
+                        char key[8];
+
+                        snprintf(key, sizeof(key), "k%u", k);
+                        check_value(c, CATALOG_CF_STATE, key, last_value);
+                }
+        }
+
+        /* I7: everything acknowledged survived, as itself. */
+        for (size_t i = 0; i < n_acks; i++) {
+                CU_ASSERT_FATAL(acks[i].seq >= 1 && acks[i].seq <= last_seq);
+                CU_ASSERT_EQUAL(ids[acks[i].seq], acks[i].id);
+                if (acks[i].seq > max_ack)
+                        max_ack = acks[i].seq;
+        }
+        CU_ASSERT(last_seq >= max_ack);
+        c = catalog_close(c);
+}
+
+static void test_kill9(void)
+{
+        static const unsigned delays_ms[] = { 0, 3, 17, 41, 89, 150 };
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-kill"), *path = NULL;
+        _cleanup_free_ struct ack *acks = NULL;
+        size_t cap = 0;
+        unsigned seed = (unsigned)now_ns();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        path = path_join(dir, "db");
+        srand(seed);
+        for (size_t round = 0; round < ELEMENTSOF(delays_ms); round++) {
+                unsigned delay_us = delays_ms[round] * 1000 + (unsigned)rand() % 2000;
+                char fd_arg[16];
+                size_t n = 0, first;
+                int fds[2], status;
+                pid_t pid;
+
+                CU_ASSERT_EQUAL_FATAL(pipe2(fds, O_CLOEXEC), 0);
+                snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
+                pid = spawn_self((char *[]){ "test-catalog", "--writer", path, fd_arg, NULL }, fds[1]);
+                CU_ASSERT_FATAL(pid > 0);
+                close(fds[1]);
+
+                /* Kill mid-stream: after the first acknowledgement, plus the delay. */
+                read_acks(fds[0], READ_ONE, 0, &acks, &n, &cap);
+                if (n != 1) {
+                        kill(pid, SIGKILL);
+                        waitpid(pid, NULL, 0);
+                        close(fds[0]);
+                        CU_FAIL_FATAL("the writer acknowledged nothing within 10 s");
+                }
+                first = n;
+                if (round == 0) {
+                        /* the writer process holds the database */
+                        struct catalog *c = NULL;
+
+                        CU_ASSERT_EQUAL(catalog_open(path, &c), -EBUSY);
+                        CU_ASSERT_PTR_NULL(c);
+                }
+                read_acks(fds[0], READ_UNTIL, now_ns() + (uint64_t)delay_us * 1000, &acks, &n, &cap);
+                kill(pid, SIGKILL);
+                CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+                CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+                read_acks(fds[0], READ_EOF, 0, &acks, &n, &cap);
+                close(fds[0]);
+                printf("\n    round %zu: seed %u kill after %u us, %zu acknowledged (%zu before the delay)",
+                       round, seed, delay_us, n, first);
+
+                kill_verify(path, acks, n);
+        }
+        printf("\n    ");
+        t_rmrf(dir);
+}
+
+/* ---- 3. Secondary ---------------------------------------------------------------- */
+
+static void test_secondary(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-sec"), *ppath = NULL, *spath = NULL;
+        struct catalog *p = NULL, *s = NULL;
+        struct catalog_log_iter *it = NULL;
+        Coord__CatalogTxn *txn = NULL;
+        uint64_t seq;
+        char key[32], value[1024];
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        ppath = path_join(dir, "primary");
+        spath = path_join(dir, "secondary");
+
+        /* Before the primary exists the follower is told so (it retries). */
+        CU_ASSERT_EQUAL(catalog_open_secondary(ppath, spath, &s), -ENOENT);
+        CU_ASSERT_PTR_NULL(s);
+
+        CU_ASSERT_EQUAL_FATAL(catalog_open(ppath, &p), 0);
+        {
+                const struct catalog_op t[] = {
+                        op_put(CATALOG_CF_STATE, "item/1", "one"),
+                        op_put(CATALOG_CF_STATE, "item/2", "two"),
+                };
+                CU_ASSERT_EQUAL(catalog_commit(p, t, 2, &seq), 0);
+                CU_ASSERT_EQUAL(catalog_meta_put(p, "oracle_hwm", "17", 2, &seq), 0);
+                CU_ASSERT_EQUAL(seq, 2);
+        }
+
+        CU_ASSERT_EQUAL_FATAL(catalog_open_secondary(ppath, spath, &s), 0);
+        CU_ASSERT_EQUAL(catalog_last_seq(s), 2);
+        check_value(s, CATALOG_CF_STATE, "item/1", "one");
+        check_value(s, CATALOG_CF_META, "oracle_hwm", "17");
+
+        /* New commits are invisible until the follower catches up... */
+        {
+                const struct catalog_op t3[] = {
+                        op_put(CATALOG_CF_STATE, "item/3", "three"),
+                        op_del("item/1"),
+                };
+                const struct catalog_op t4[] = { op_put(CATALOG_CF_STATE, "item/2", "deux") };
+
+                CU_ASSERT_EQUAL(catalog_commit(p, t3, 2, &seq), 0);
+                CU_ASSERT_EQUAL(catalog_commit(p, t4, 1, &seq), 0);
+                CU_ASSERT_EQUAL(seq, 4);
+                check_value(s, CATALOG_CF_STATE, "item/3", NULL);
+                CU_ASSERT_EQUAL(catalog_last_seq(s), 2);
+
+                /* ... then new state and new log entries are. */
+                CU_ASSERT_EQUAL_FATAL(catalog_catch_up(s), 0);
+                CU_ASSERT_EQUAL(catalog_last_seq(s), 4);
+                check_value(s, CATALOG_CF_STATE, "item/1", NULL);
+                check_value(s, CATALOG_CF_STATE, "item/2", "deux");
+                check_value(s, CATALOG_CF_STATE, "item/3", "three");
+
+                CU_ASSERT_EQUAL_FATAL(catalog_log_iter_new(s, 2, &it), 0);
+                CU_ASSERT_EQUAL_FATAL(catalog_log_next(it, &txn), 1);
+                CU_ASSERT_EQUAL(txn->seq, 3);
+                CU_ASSERT_EQUAL_FATAL(txn->n_ops, 2);
+                check_op(txn->ops[0], &t3[0]);
+                check_op(txn->ops[1], &t3[1]);
+                coord__catalog_txn__free_unpacked(txn, NULL);
+                CU_ASSERT_EQUAL_FATAL(catalog_log_next(it, &txn), 1);
+                CU_ASSERT_EQUAL(txn->seq, 4);
+                check_op(txn->ops[0], &t4[0]);
+                coord__catalog_txn__free_unpacked(txn, NULL);
+                CU_ASSERT_EQUAL(catalog_log_next(it, &txn), 0);
+                it = catalog_log_iter_free(it);
+        }
+
+        /* A secondary never writes; catching up is for secondaries. */
+        {
+                struct catalog_op w = op_put(CATALOG_CF_STATE, "item/9", "nine");
+
+                CU_ASSERT_EQUAL(catalog_commit(s, &w, 1, NULL), -EROFS);
+                CU_ASSERT_EQUAL(catalog_meta_put(s, "oracle_hwm", "18", 2, NULL), -EROFS);
+                CU_ASSERT_EQUAL(catalog_catch_up(p), -EINVAL);
+                CU_ASSERT_EQUAL(catalog_error(s), 0);
+        }
+
+        /* Across memtable flushes, WAL switches and a primary restart. */
+        memset(value, 'x', sizeof(value) - 1);
+        value[sizeof(value) - 1] = 0;
+        for (unsigned i = 0; i < 100; i++) {
+                struct catalog_op ops[64];
+                char keys[64][32];
+
+                for (unsigned k = 0; k < ELEMENTSOF(ops); k++) {
+                        snprintf(keys[k], sizeof(keys[k]), "bulk/%u/%u", i, k);
+                        ops[k] = op_put(CATALOG_CF_STATE, keys[k], value);
+                }
+                CU_ASSERT_EQUAL_FATAL(catalog_commit(p, ops, ELEMENTSOF(ops), &seq), 0);
+                if (i == 50)
+                        CU_ASSERT_EQUAL(catalog_catch_up(s), 0);
+        }
+        p = catalog_close(p);
+        CU_ASSERT_EQUAL_FATAL(catalog_open(ppath, &p), 0);
+        {
+                const struct catalog_op t[] = { op_put(CATALOG_CF_STATE, "item/4", "four") };
+
+                CU_ASSERT_EQUAL(catalog_commit(p, t, 1, &seq), 0);
+                CU_ASSERT_EQUAL(seq, 105);
+        }
+        CU_ASSERT_EQUAL_FATAL(catalog_catch_up(s), 0);
+        CU_ASSERT_EQUAL(catalog_last_seq(s), 105);
+        check_value(s, CATALOG_CF_STATE, "item/4", "four");
+        check_value(s, CATALOG_CF_STATE, "item/2", "deux");
+        snprintf(key, sizeof(key), "bulk/%u/%u", 99, 63);
+        check_value(s, CATALOG_CF_STATE, key, value);
+        snprintf(key, sizeof(key), "bulk/%u/%u", 0, 0);
+        check_value(s, CATALOG_CF_STATE, key, value);
+        {
+                uint64_t n = 0;
+                int r;
+
+                CU_ASSERT_EQUAL_FATAL(catalog_log_iter_new(s, 0, &it), 0);
+                while ((r = catalog_log_next(it, &txn)) == 1) {
+                        n++;
+                        CU_ASSERT_EQUAL(txn->seq, n);
+                        coord__catalog_txn__free_unpacked(txn, NULL);
+                }
+                CU_ASSERT_EQUAL(r, 0);
+                CU_ASSERT_EQUAL(n, 105);
+                it = catalog_log_iter_free(it);
+        }
+
+        s = catalog_close(s);
+        p = catalog_close(p);
+        t_rmrf(dir);
+}
+
+/* ---- 4. Sticky errors ------------------------------------------------------------ */
+
+static void test_sticky_injected(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-sticky"), *path = NULL;
+        struct catalog *c = NULL;
+        struct catalog_log_iter *it = NULL;
+        const struct catalog_op ok[] = { op_put(CATALOG_CF_STATE, "ok", "1") };
+        const struct catalog_op lost[] = {
+                op_put(CATALOG_CF_STATE, "lost", "1"),
+                op_put(CATALOG_CF_STATE, "ok", "2"),
+        };
+        const struct catalog_op later[] = { op_put(CATALOG_CF_STATE, "later", "1") };
+        uint64_t seq = 0;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        path = path_join(dir, "db");
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        CU_ASSERT_EQUAL(catalog_commit(c, ok, 1, &seq), 0);
+        CU_ASSERT_EQUAL(seq, 1);
+
+        catalog_debug_fail_next_sync(c);
+        seq = 77;
+        CU_ASSERT_EQUAL(catalog_commit(c, lost, 2, &seq), -EIO);
+        CU_ASSERT_EQUAL(seq, 77);               /* not clobbered on failure */
+        CU_ASSERT_PTR_NOT_NULL(strstr(catalog_last_error(), "injected"));
+        CU_ASSERT_EQUAL(catalog_error(c), -EIO);
+
+        /* Sticky: nothing more is acknowledged, nothing is read, until reopened. */
+        CU_ASSERT_EQUAL(catalog_commit(c, later, 1, NULL), -EIO);
+        CU_ASSERT_EQUAL(catalog_meta_put(c, "oracle_hwm", "1", 1, NULL), -EIO);
+        CU_ASSERT_EQUAL(catalog_get(c, CATALOG_CF_STATE, "ok", 2, NULL, NULL), -EIO);
+        CU_ASSERT_EQUAL(catalog_log_iter_new(c, 0, &it), -EIO);
+        it = catalog_log_iter_free(it);         /* NULL unless the check failed */
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 1);
+        c = catalog_close(c);
+
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        CU_ASSERT_EQUAL(catalog_error(c), 0);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 1);
+        check_value(c, CATALOG_CF_STATE, "ok", "1");
+        check_value(c, CATALOG_CF_STATE, "lost", NULL);
+        check_value(c, CATALOG_CF_STATE, "later", NULL);
+        CU_ASSERT_EQUAL(catalog_commit(c, later, 1, &seq), 0);
+        CU_ASSERT_EQUAL(seq, 2);
+        c = catalog_close(c);
+        t_rmrf(dir);
+}
+
+/* Concurrent committers when a group fails: no commit that starts after any caller
+ * has seen the failure succeeds, and after a reopen the acknowledged commits are
+ * exactly 1..N. */
+struct sticky_arg {
+        struct catalog *c;
+        unsigned thread;
+        bool *failure_seen;
+        uint64_t seqs[4096];
+        size_t n;
+        int last_r;
+        unsigned late_successes;
+};
+
+static void *sticky_thread(void *p)
+{
+        struct sticky_arg *a = p;
+        char key[32];
+
+        for (unsigned i = 0; a->n < ELEMENTSOF(a->seqs); i++) {
+                struct catalog_op op;
+                uint64_t seq;
+                bool seen;
+                int r;
+
+                snprintf(key, sizeof(key), "s/%u/%u", a->thread, i);
+                op = op_put(CATALOG_CF_STATE, key, key);
+                seen = __atomic_load_n(a->failure_seen, __ATOMIC_ACQUIRE);
+                r = catalog_commit(a->c, &op, 1, &seq);
+                a->last_r = r;
+                if (r < 0) {
+                        __atomic_store_n(a->failure_seen, true, __ATOMIC_RELEASE);
+                        break;
+                }
+                if (seen)
+                        a->late_successes++;
+                a->seqs[a->n++] = seq;
+        }
+        return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+static void test_sticky_concurrent(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-sticky"), *path = NULL;
+        static struct sticky_arg args[4];
+        pthread_t threads[ELEMENTSOF(args)];
+        _cleanup_free_ uint64_t *all = NULL;
+        struct catalog *c = NULL;
+        bool failure_seen = false;
+        size_t total = 0;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        path = path_join(dir, "db");
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        for (unsigned t = 0; t < ELEMENTSOF(args); t++) {
+                args[t] = (struct sticky_arg){ .c = c, .thread = t, .failure_seen = &failure_seen };
+                CU_ASSERT_EQUAL_FATAL(pthread_create(&threads[t], NULL, sticky_thread, &args[t]), 0);
+        }
+        while (catalog_last_seq(c) < 40)
+                sched_yield();
+        catalog_debug_fail_next_sync(c);
+        for (unsigned t = 0; t < ELEMENTSOF(args); t++)
+                pthread_join(threads[t], NULL);
+
+        for (unsigned t = 0; t < ELEMENTSOF(args); t++) {
+                CU_ASSERT_EQUAL(args[t].last_r, -EIO);
+                CU_ASSERT_EQUAL(args[t].late_successes, 0);
+                total += args[t].n;
+        }
+        CU_ASSERT_EQUAL(catalog_last_seq(c), total);
+        c = catalog_close(c);
+
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), total);
+        all = calloc(total + 1, sizeof(*all));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(all);
+        total = 0;
+        for (unsigned t = 0; t < ELEMENTSOF(args); t++)
+                for (size_t i = 0; i < args[t].n; i++) {
+                        char key[32];
+
+                        snprintf(key, sizeof(key), "s/%u/%zu", t, i);
+                        check_value(c, CATALOG_CF_STATE, key, key);
+                        all[total++] = args[t].seqs[i];
+                }
+        qsort(all, total, sizeof(*all), cmp_u64);
+        for (size_t i = 0; i < total; i++)
+                CU_ASSERT_EQUAL(all[i], i + 1);
+        c = catalog_close(c);
+        t_rmrf(dir);
+}
+
+/* A real write failure, in a child process: with RLIMIT_FSIZE lowered, the WAL's
+ * write(2) fails with EFBIG once the file reaches the limit, typically after a short
+ * write, leaving a torn record at the tail.  Plain checks, reported by exit code. */
+#define FSIZE_LIMIT (2u << 20)
+
+#define CHILD_CHECK(x)                                                                  \
+        do {                                                                            \
+                if (!(x)) {                                                             \
+                        fprintf(stderr, "efbig: %s:%d: check failed: %s (%s)\n",       \
+                                __FILE__, __LINE__, #x, catalog_last_error());          \
+                        return T_EXIT_FAIL;                                             \
+                }                                                                       \
+        } while (0)
+
+static int big_commit(struct catalog *c, uint64_t i, char *big, size_t big_len,
+                      uint64_t *ret_seq)
+{
+        struct catalog_op op = {
+                .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_STATE, .key = "big", .key_len = 3,
+                .value = big, .value_len = big_len,
+        };
+
+        be64_put((uint8_t *)big, i);
+        return catalog_commit(c, &op, 1, ret_seq);
+}
+
+static int efbig_main(const char *dir)
+{
+        _cleanup_free_ char *path = path_join(dir, "db");
+        static char big[32 * 1024];
+        struct rlimit lim;
+        struct catalog *c = NULL;
+        struct catalog_log_iter *it = NULL;
+        Coord__CatalogTxn *txn;
+        _cleanup_free_ void *v = NULL;
+        uint64_t seq = 0, acked = 0, i, last, n;
+        size_t len;
+        int r, fail;
+
+        if (!path || getrlimit(RLIMIT_FSIZE, &lim) < 0)
+                return T_EXIT_ERROR;
+        /* Random bytes: compression must not keep the files small. */
+        for (size_t k = 0; k < sizeof(big); k++)
+                big[k] = (char)rand();
+
+        CHILD_CHECK(catalog_open(path, &c) == 0);
+        for (i = 0; i < 5; i++) {
+                CHILD_CHECK(big_commit(c, i, big, 100, &seq) == 0);
+                acked = seq;
+        }
+
+        /* Lower the limit, then commit 32 KiB transactions until one fails. */
+        signal(SIGXFSZ, SIG_IGN);
+        CHILD_CHECK(setrlimit(RLIMIT_FSIZE, &(struct rlimit){ FSIZE_LIMIT, lim.rlim_max }) == 0);
+        for (r = 0; r == 0 && i < 4 * FSIZE_LIMIT / sizeof(big); i++) {
+                r = big_commit(c, i, big, sizeof(big), &seq);
+                if (r == 0)
+                        acked = seq;
+        }
+        fail = r;
+        CHILD_CHECK(fail == -EIO);
+        CHILD_CHECK(strstr(catalog_last_error(), "File too large"));
+        CHILD_CHECK(catalog_error(c) == fail);
+        CHILD_CHECK(catalog_last_seq(c) == acked);
+
+        /* Still failed once writes could succeed again: only a reopen clears it. */
+        CHILD_CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+        CHILD_CHECK(big_commit(c, i, big, 100, NULL) == fail);
+        CHILD_CHECK(catalog_get(c, CATALOG_CF_STATE, "big", 3, NULL, NULL) == fail);
+        c = catalog_close(c);
+
+        /* The failed transaction is wholly there or wholly not; the rest is there. */
+        CHILD_CHECK(catalog_open(path, &c) == 0);
+        last = catalog_last_seq(c);
+        CHILD_CHECK(last == acked || last == acked + 1);
+        CHILD_CHECK(catalog_log_iter_new(c, 0, &it) == 0);
+        for (n = 0; (r = catalog_log_next(it, &txn)) == 1; n++) {
+                CHILD_CHECK(txn->seq == n + 1 && txn->n_ops == 1);
+                CHILD_CHECK(be64_get(txn->ops[0]->value.data) == n);
+                coord__catalog_txn__free_unpacked(txn, NULL);
+        }
+        CHILD_CHECK(r == 0 && n == last);
+        it = catalog_log_iter_free(it);
+        CHILD_CHECK(catalog_get(c, CATALOG_CF_STATE, "big", 3, &v, &len) == 0);
+        CHILD_CHECK(len >= 8 && be64_get(v) == last - 1);
+        CHILD_CHECK(big_commit(c, last, big, 100, &seq) == 0 && seq == last + 1);
+        c = catalog_close(c);
+        printf("(the write failed as meant: %s after %" PRIu64 " acknowledged; reopened at "
+               "%" PRIu64 ") ", strerror(-fail), acked, last);
+        return T_EXIT_PASS;
+}
+
+static void test_sticky_efbig(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-efbig");
+        int status;
+        pid_t pid;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        fflush(stdout);
+        pid = spawn_self((char *[]){ "test-catalog", "--efbig", dir, NULL }, -1);
+        CU_ASSERT_FATAL(pid > 0);
+        CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+        CU_ASSERT_FATAL(WIFEXITED(status));
+        CU_ASSERT_EQUAL(WEXITSTATUS(status), T_EXIT_PASS);
+        t_rmrf(dir);
+}
+
+/* ---- 5. Group commit ------------------------------------------------------------- */
+
+struct group_arg {
+        struct catalog *c;
+        unsigned thread;
+        uint64_t seqs[GROUP_COMMITS];
+        int r;
+};
+
+static void group_kv(char *key, char *value, size_t size, unsigned t, unsigned i)
+{
+        snprintf(key, size, "g/%u/%u", t, i);
+        snprintf(value, size, "value %u.%u", t, i);
+}
+
+static void *group_thread(void *p)
+{
+        struct group_arg *a = p;
+
+        for (unsigned i = 0; i < GROUP_COMMITS; i++) {
+                char key[32], value[32];
+                struct catalog_op ops[2];
+
+                group_kv(key, value, sizeof(key), a->thread, i);
+                ops[0] = op_put(CATALOG_CF_STATE, key, value);
+                ops[1] = op_put(CATALOG_CF_STATE, "last", value);
+                a->r = catalog_commit(a->c, ops, 2, &a->seqs[i]);
+                if (a->r < 0)
+                        break;
+        }
+        return NULL;
+}
+
+static void test_group_commit(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-group"), *path = NULL;
+        static struct group_arg args[GROUP_THREADS];
+        pthread_t threads[GROUP_THREADS];
+        static uint64_t all[GROUP_THREADS * GROUP_COMMITS];
+        const size_t total = ELEMENTSOF(all);
+        struct catalog_stats st;
+        struct catalog *c = NULL;
+        struct catalog_log_iter *it = NULL;
+        Coord__CatalogTxn *txn = NULL;
+        size_t n = 0;
+        char key[32], value[32];
+        unsigned owner_t = 0, owner_i = 0;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        path = path_join(dir, "db");
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        for (unsigned t = 0; t < GROUP_THREADS; t++) {
+                args[t] = (struct group_arg){ .c = c, .thread = t };
+                CU_ASSERT_EQUAL_FATAL(pthread_create(&threads[t], NULL, group_thread, &args[t]), 0);
+        }
+        for (unsigned t = 0; t < GROUP_THREADS; t++)
+                pthread_join(threads[t], NULL);
+
+        for (unsigned t = 0; t < GROUP_THREADS; t++) {
+                CU_ASSERT_EQUAL_FATAL(args[t].r, 0);
+                for (unsigned i = 0; i < GROUP_COMMITS; i++) {
+                        /* a thread's later commit has a later seq */
+                        if (i > 0)
+                                CU_ASSERT(args[t].seqs[i] > args[t].seqs[i - 1]);
+                        if (args[t].seqs[i] == total) {
+                                owner_t = t;
+                                owner_i = i;
+                        }
+                        all[n++] = args[t].seqs[i];
+                }
+        }
+        /* distinct and dense: exactly 1..total */
+        qsort(all, total, sizeof(all[0]), cmp_u64);
+        for (size_t i = 0; i < total; i++)
+                CU_ASSERT_EQUAL(all[i], i + 1);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), total);
+
+        /* The commits were grouped: fewer synced writes than transactions. */
+        catalog_get_stats(c, &st);
+        printf("%" PRIu64 " commits in %" PRIu64 " groups (largest %" PRIu64 ") ",
+               st.commits, st.groups, st.max_group);
+        CU_ASSERT_EQUAL(st.commits, total);
+        CU_ASSERT(st.groups < st.commits);
+        CU_ASSERT(st.max_group > 1 && st.max_group <= GROUP_THREADS);
+
+        /* The writers are gone but the store expects 8: a lone commit must not wait
+         * for them longer than the commit window. */
+        for (unsigned i = 0; i < 3; i++) {
+                struct catalog_op op = op_put(CATALOG_CF_STATE, "alone", "1");
+                uint64_t seq = 0, t0 = now_ns();
+
+                CU_ASSERT_EQUAL(catalog_commit(c, &op, 1, &seq), 0);
+                CU_ASSERT_EQUAL(seq, total + 1 + i);
+                CU_ASSERT(now_ns() - t0 < 2000000000ull);
+        }
+        c = catalog_close(c);
+
+        /* Everything is there after a reopen, and the log says who wrote which seq. */
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), total + 3);
+        for (unsigned t = 0; t < GROUP_THREADS; t++)
+                for (unsigned i = 0; i < GROUP_COMMITS; i++) {
+                        group_kv(key, value, sizeof(key), t, i);
+                        check_value(c, CATALOG_CF_STATE, key, value);
+                }
+        group_kv(key, value, sizeof(key), owner_t, owner_i);
+        check_value(c, CATALOG_CF_STATE, "last", value);
+        for (unsigned t = 0; t < GROUP_THREADS; t++) {
+                unsigned i = (t * 37) % GROUP_COMMITS;
+
+                group_kv(key, value, sizeof(key), t, i);
+                CU_ASSERT_EQUAL_FATAL(catalog_log_iter_new(c, args[t].seqs[i] - 1, &it), 0);
+                CU_ASSERT_EQUAL_FATAL(catalog_log_next(it, &txn), 1);
+                CU_ASSERT_EQUAL(txn->seq, args[t].seqs[i]);
+                CU_ASSERT_FATAL(txn->n_ops == 2);
+                CU_ASSERT(bytes_eq(txn->ops[0]->key, key));
+                CU_ASSERT(bytes_eq(txn->ops[0]->value, value));
+                coord__catalog_txn__free_unpacked(txn, NULL);
+                it = catalog_log_iter_free(it);
+        }
+        c = catalog_close(c);
+        t_rmrf(dir);
+}
+
+static const struct t_case basic_cases[] = {
+        { "commit, get, delete, reopen, log cursor", test_round_trip },
+        { NULL, NULL },
+};
+
+static const struct t_case crash_cases[] = {
+        { "kill -9 mid-stream: acknowledged durable, no partial txn", test_kill9 },
+        { NULL, NULL },
+};
+
+static const struct t_case secondary_cases[] = {
+        { "secondary catches up, reads log, refuses writes", test_secondary },
+        { NULL, NULL },
+};
+
+static const struct t_case error_cases[] = {
+        { "injected sync failure is sticky until reopen", test_sticky_injected },
+        { "sticky failure under concurrent committers", test_sticky_concurrent },
+        { "real write failure (EFBIG) is sticky, reopen is consistent", test_sticky_efbig },
+        { NULL, NULL },
+};
+
+static const struct t_case group_cases[] = {
+        { "8 threads: dense distinct seqs, all durable, grouped", test_group_commit },
+        { NULL, NULL },
+};
+
+static const struct t_suite suites[] = {
+        { "catalog-basic", basic_cases },
+        { "catalog-crash", crash_cases },
+        { "catalog-secondary", secondary_cases },
+        { "catalog-errors", error_cases },
+        { "catalog-group", group_cases },
+        { NULL, NULL },
+};
+
+int main(int argc, char **argv)
+{
+        if (argc == 4 && strcmp(argv[1], "--writer") == 0)
+                return writer_main(argv[2], argv[3]);
+        if (argc == 3 && strcmp(argv[1], "--efbig") == 0)
+                return efbig_main(argv[2]);
+        return t_run(suites);
+}
