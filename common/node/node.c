@@ -18,6 +18,8 @@
 #include "node.h"
 
 #include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,6 +39,8 @@
 #define BACKOFF_MIN_NS   (20ull * 1000000ull)
 #define BACKOFF_MAX_NS   (200ull * 1000000ull)
 #define N_ROLES          (COORD__ROLE__ROLE_CTL + 1)
+/* What fring_name() accepts in a shared-memory name. */
+#define INSTANCE_CHARS   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
 
 struct peer {
         struct node *node;
@@ -73,8 +77,11 @@ struct node {
         struct peer peers[N_ROLES];
         uint64_t frames_rejected, stale_rejected;
         char *ring_name;
-        struct fring_reader *ring;
-        struct loop_timer *ring_retry;
+        struct fring_reader *ring;      /* the loop's reader */
+        struct loop_waker *ring_waker;
+        pthread_t ring_thread;
+        bool ring_thread_started;
+        atomic_bool ring_thread_stop;
 };
 
 static const char *const role_names[N_ROLES] = {
@@ -623,8 +630,12 @@ struct node *node_free(struct node *n)
                 if (n->pid_path)
                         unlink(n->pid_path);
         }
-        if (n->loop)
-                loop_timer_cancel(n->loop, n->ring_retry);
+        if (n->ring_thread_started) {
+                atomic_store(&n->ring_thread_stop, true);
+                pthread_join(n->ring_thread, NULL);
+        }
+        if (n->ring_waker)
+                n->ring_waker = loop_waker_free(n->loop, n->ring_waker);
         n->ring = fring_reader_free(n->ring);
         free(n->ring_name);
         n->loop = loop_free(n->loop);
@@ -729,8 +740,9 @@ int node_args_parse(int argc, char **argv, Coord__Role role, const struct conf_o
         }
         if (r == 0 && !a->instance && !(a->instance = strdup("default")))
                 r = -ENOMEM;
-        if (r == 0 && a->instance && (strlen(a->instance) > 64 || strpbrk(a->instance, "/ \t\n"))) {
-                snprintf(err, sizeof(err), "--instance must be at most 64 characters without '/' or spaces");
+        if (r == 0 && a->instance &&
+            (!*a->instance || strlen(a->instance) > 64 || strspn(a->instance, INSTANCE_CHARS) != strlen(a->instance))) {
+                snprintf(err, sizeof(err), "--instance must be 1 to 64 characters of [A-Za-z0-9._-]");
                 r = -EINVAL;
         }
         if (r == 0 && a->max_frame < IPC_MAX_FRAME_MIN) {
@@ -770,26 +782,72 @@ void node_args_done(struct node_args *a)
 
 /* ---- frontier ring ---- */
 
-static void ring_try_attach(struct loop *l, void *userdata)
+/* The watcher thread: its own reader (a reader is not shared between threads), used
+ * only to sleep until the ring moves; the loop thread's reader does the real reading.
+ * It never touches node state but the waker and the stop flag. */
+static void *ring_watch(void *userdata)
 {
         struct node *n = userdata;
+        struct fring_reader *rd = NULL;
+        struct fring_frontier sink[64];
+        bool resynced;
         int r;
 
-        n->ring_retry = NULL;
-        r = fring_attach(n->ring_name, &n->ring);
-        if (r >= 0) {
-                log_info("ring_attached", "name=%s generation=%llu", n->ring_name,
-                         (unsigned long long)fring_reader_generation(n->ring));
-                return;
+        while (!atomic_load(&n->ring_thread_stop)) {
+                if (!rd) {
+                        if (fring_attach(n->ring_name, &rd) < 0) {
+                                usleep(100 * 1000);
+                                continue;
+                        }
+                        loop_waker_wake(n->ring_waker);
+                }
+                r = fring_wait(rd, 200);
+                if (r == -ETIMEDOUT)
+                        continue;
+                do
+                        r = fring_read(rd, sink, ELEMENTSOF(sink), &resynced);
+                while (r > 0);
+                loop_waker_wake(n->ring_waker);
+                if (r < 0)
+                        usleep(10 * 1000);      /* damaged or mid-restart: no spinning */
         }
-        /* -ENOENT: the controller has not created it yet.  Anything else is bad
-         * contents or permissions: say so, keep retrying (the controller reinitializes
-         * the region when it starts). */
-        if (r != -ENOENT)
-                log_warn_errno(r, "ring_attach_failed", "name=%s", n->ring_name);
-        r = loop_timer_add(n->loop, 100ull * 1000000ull, ring_try_attach, n, &n->ring_retry);
-        if (r < 0)
-                log_error_errno(r, "ring_retry_timer_failed", "");
+        fring_reader_free(rd);
+        return NULL;
+}
+
+static void ring_drain(struct loop *l, uint64_t count, void *userdata)
+{
+        struct node *n = userdata;
+        struct fring_frontier buf[256];
+        bool resynced;
+        int r;
+
+        if (!n->ring) {
+                r = fring_attach(n->ring_name, &n->ring);
+                if (r < 0) {
+                        if (r != -ENOENT && r != -EAGAIN)
+                                log_warn_errno(r, "ring_attach_failed", "name=%s", n->ring_name);
+                        return;
+                }
+                log_info("ring_attached", "name=%s", n->ring_name);
+        }
+        for (;;) {
+                r = fring_read(n->ring, buf, ELEMENTSOF(buf), &resynced);
+                if (r < 0) {
+                        if (r != -EAGAIN)
+                                log_warn_errno(r, "ring_read_failed", "name=%s", n->ring_name);
+                        return;
+                }
+                if (resynced)
+                        log_info("ring_resync", "name=%s generation=%llu", n->ring_name,
+                                 (unsigned long long)fring_reader_generation(n->ring));
+                if (r == 0 && !resynced)
+                        return;
+                if (n->h.on_frontiers)
+                        n->h.on_frontiers(n, buf, (size_t)r, resynced, n->userdata);
+                if (r == 0)
+                        return;
+        }
 }
 
 int node_follow_ring(struct node *n)
@@ -804,7 +862,13 @@ int node_follow_ring(struct node *n)
         n->ring_name = strdup(name);
         if (!n->ring_name)
                 return -ENOMEM;
-        ring_try_attach(n->loop, n);
+        r = loop_waker_new(n->loop, ring_drain, n, &n->ring_waker);
+        if (r < 0)
+                return log_error_errno(r, "ring_waker_failed", "");
+        r = -pthread_create(&n->ring_thread, NULL, ring_watch, n);
+        if (r < 0)
+                return log_error_errno(r, "ring_thread_failed", "");
+        n->ring_thread_started = true;
         return 0;
 }
 

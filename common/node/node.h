@@ -26,6 +26,7 @@
 
 struct loop;
 struct node;            /* opaque */
+struct fring_frontier;
 
 struct node_config {
         Coord__Role role;
@@ -46,6 +47,11 @@ struct node_handler {
         void (*on_status)(struct node *n, Coord__StatusReply *reply, void *userdata);
         /* SIGTERM/SIGINT: default is node_stop(). */
         void (*on_terminate)(struct node *n, void *userdata);
+        /* Frontier ring records (only after node_follow_ring()).  `resynced` says the
+         * reader started a snapshot: treat everything known before as stale; the
+         * snapshot's records follow in this and later calls. */
+        void (*on_frontiers)(struct node *n, const struct fring_frontier *f, size_t count,
+                             bool resynced, void *userdata);
 };
 
 const char *node_role_name(Coord__Role role);
@@ -106,9 +112,11 @@ void node_args_done(struct node_args *a);
 
 struct fring_reader;
 
-/* Attach read-only to this instance's frontier ring, retrying every 100 ms until the
- * controller has created it.  The mapping survives controller restarts (the
- * generation changes). */
+/* Follow this instance's frontier ring: attach read-only (retrying until the controller
+ * has created it) and deliver its records to on_frontiers in the loop.  A watcher
+ * thread sleeps on the ring's futex with a reader of its own and wakes the loop through
+ * an eventfd, so nothing polls.  The mapping survives controller restarts (the
+ * generation changes and the reader resyncs). */
 int node_follow_ring(struct node *n);
 /* The attached reader, or NULL while not attached yet. */
 struct fring_reader *node_ring(struct node *n);

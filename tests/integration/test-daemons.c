@@ -4,7 +4,7 @@
  * The cases run in order on one instance under a fresh COORD_HOME:
  *   up -> all ready and connected; kill -9 of each daemon in turn and tools/coord up ->
  *   every connection back within 5 s, with the restarted daemon's new incarnation seen by
- *   its peers; garbage, oversized, truncated frames and a stale incarnation on a daemon's
+ *   its peers, and the frontier ring readers on the restarted controller's generation; garbage, oversized, truncated frames and a stale incarnation on a daemon's
  *   socket -> that connection closed, the other peers undisturbed; a second daemon of a
  *   role refused; bad flags refused; tools/coord down -> no process, socket or pid file.
  */
@@ -70,7 +70,8 @@ static const Coord__PeerStatus *peer_in(const Coord__StatusReply *s, Coord__Role
 }
 
 /* All three up, ready, and each connected to both peers at the incarnation the peer
- * itself reports.  Fills inc[] (indexed like roles[]) when given. */
+ * itself reports; the ring readers (adapter, lifecycle) on the controller's current
+ * ring generation (= its incarnation).  Fills inc[] (indexed like roles[]) when given. */
 static bool all_connected(uint64_t *inc)
 {
         Coord__StatusReply *st[3] = { NULL };
@@ -90,6 +91,8 @@ static bool all_connected(uint64_t *inc)
                         if (!p || !p->connected || p->incarnation != st[j]->incarnation)
                                 ok = false;
                 }
+                if (st[i]->ring_generation != st[2]->incarnation)
+                        ok = false;
         }
         for (int i = 0; i < 3; i++) {
                 if (inc)
@@ -300,6 +303,11 @@ static void test_bad_flags(void)
                            build_dir, data_dir, run_dir), NODE_EXIT_USAGE);
         CU_ASSERT_EQUAL(sh("%s/tools/coordctl --run-dir %s frobnicate 2>/dev/null", build_dir, run_dir),
                         NODE_EXIT_USAGE);
+        CU_ASSERT_EQUAL(sh("%s/lifecycle/coord-lifecycle --data-dir %s --run-dir %s --instance 'a/b' 2>/dev/null",
+                           build_dir, data_dir, run_dir), NODE_EXIT_USAGE);
+        CU_ASSERT_EQUAL(sh("%s/controller/coord-controller --data-dir %s --run-dir %s --ring-slots 0 2>/dev/null",
+                           build_dir, data_dir, run_dir), NODE_EXIT_USAGE);
+        CU_ASSERT(all_connected(NULL));         /* refused flags disturbed nobody */
         CU_ASSERT_EQUAL(sh("%s/adapter/coord-adapter --help >/dev/null", build_dir), 0);
 }
 

@@ -1,0 +1,41 @@
+/* adapter-oracle.h -- the timestamp oracle (DESIGN section 2).
+ *
+ * Timestamps are u64 milliseconds since the Unix epoch.  Write timestamps strictly
+ * increase, also across restarts and when the wall clock steps back: the oracle
+ * persists a high-water mark in the catalog ("oracle_hwm" in meta) ahead of every
+ * timestamp it hands out, and a restarted oracle starts above it.  The mark is moved
+ * ORACLE_HWM_AHEAD_MS ahead at a time, so persisting costs one catalog commit per that
+ * many milliseconds of timestamps, not one per write.
+ *
+ * Reads are linearizable: oracle_read_ts() is at least every write timestamp whose
+ * write was acknowledged (oracle_write_applied()), so a read sees every write that was
+ * acknowledged before the read started.
+ *
+ * Single-threaded: the adapter's loop thread.
+ */
+#pragma once
+
+#include <stdint.h>
+
+struct catalog;
+struct oracle;
+
+#define ORACLE_HWM_AHEAD_MS 1000u
+
+/* The wall clock the oracle uses; tests shift it with oracle_set_clock_offset(). */
+int oracle_open(struct catalog *c, struct oracle **ret);
+struct oracle *oracle_free(struct oracle *o);
+
+/* A new write timestamp, > every one handed out before (in this life or any earlier
+ * one).  May commit a new high-water mark to the catalog first: -EIO etc. from it. */
+int oracle_write_ts(struct oracle *o, uint64_t *ret);
+/* The write at ts is durable and acknowledged: later reads must see it. */
+void oracle_write_applied(struct oracle *o, uint64_t ts);
+/* The timestamp a linearizable read at "now" must include. */
+uint64_t oracle_read_ts(const struct oracle *o);
+/* The last write timestamp handed out (0 before the first). */
+uint64_t oracle_last_write_ts(const struct oracle *o);
+uint64_t oracle_hwm(const struct oracle *o);
+
+/* Test hook: add offset_ms (may be negative) to the wall clock. */
+void oracle_set_clock_offset(struct oracle *o, int64_t offset_ms);

@@ -1,0 +1,544 @@
+/* row-expr.c -- type checking and evaluation of plan expressions (row-expr.h).
+ *
+ * Evaluation is a recursive walk with an explicit depth bound.  Each function case reads
+ * its own arguments, so AND/OR can stop early and so no case allocates an argument array.
+ * Every path that reads a child checks the child's presence, kind and count first: an
+ * Expr received from the wire may be anything protobuf-c accepts.
+ */
+#include "row-expr.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+static int invalid(struct row_error *err, const char *what)
+{
+        return row_error_set(err, -EINVAL, "XX000", "invalid plan: %s", what);
+}
+
+static int too_deep(struct row_error *err)
+{
+        return row_error_set(err, -EINVAL, "54001", "expression nesting exceeds %d levels",
+                             ROW_EXPR_MAX_DEPTH);
+}
+
+static bool type_is_int(int t)
+{
+        return t == ROW_TYPE_INT4 || t == ROW_TYPE_INT8;
+}
+
+bool row_expr_cast_allowed(enum row_type from, enum row_type to)
+{
+        if (!row_type_valid(from) || !row_type_valid(to))
+                return false;
+        if (from == to || from == ROW_TYPE_TEXT || to == ROW_TYPE_TEXT)
+                return true;
+        if (type_is_int(from) && type_is_int(to))
+                return true;
+        /* PostgreSQL casts boolean to and from integer, not bigint. */
+        return (from == ROW_TYPE_BOOL && to == ROW_TYPE_INT4) ||
+               (from == ROW_TYPE_INT4 && to == ROW_TYPE_BOOL);
+}
+
+int row_expr_literal(const Coord__Plan__Datum *lit, enum row_type type, struct row_datum *ret,
+                     struct row_error *err)
+{
+        struct row_datum d;
+
+        if (!lit)
+                return invalid(err, "literal without a value");
+        switch (lit->value_case) {
+        case COORD__PLAN__DATUM__VALUE_NULL_VALUE:
+                *ret = ROW_DATUM_NULL;
+                return 0;
+        case COORD__PLAN__DATUM__VALUE_BOOL_VALUE:
+                d = ROW_DATUM_BOOL(lit->bool_value);
+                break;
+        case COORD__PLAN__DATUM__VALUE_INT_VALUE:
+                d = ROW_DATUM_INT(lit->int_value);
+                break;
+        case COORD__PLAN__DATUM__VALUE_TEXT_VALUE:
+                if (lit->text_value.len > UINT32_MAX)
+                        return invalid(err, "text literal too long");
+                d = ROW_DATUM_TEXT(lit->text_value.len ? (const char *)lit->text_value.data : "",
+                                   (uint32_t)lit->text_value.len);
+                break;
+        default:
+                return invalid(err, "literal without a value");
+        }
+        if (!row_datum_fits(&d, type))
+                return invalid(err, "literal does not match its type");
+        *ret = d;
+        return 0;
+}
+
+/* ---- Type checking. ---- */
+
+static int check(const Coord__Plan__Expr *e, const enum row_type *input, size_t n_input,
+                 unsigned depth, struct row_error *err);
+
+static int check_args(const Coord__Plan__Call *c, size_t min, size_t max, int type,
+                      const enum row_type *input, size_t n_input, unsigned depth,
+                      struct row_error *err)
+{
+        if (c->n_args < min || c->n_args > max)
+                return invalid(err, "wrong number of arguments");
+        for (size_t i = 0; i < c->n_args; i++) {
+                int r = check(c->args[i], input, n_input, depth + 1, err);
+
+                if (r < 0)
+                        return r;
+                if (type >= 0 && (int)c->args[i]->type != type)
+                        return invalid(err, "argument of the wrong type");
+        }
+        return 0;
+}
+
+static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, size_t n_input,
+                      unsigned depth, struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        int t = (int)e->type, r;
+
+        if (!c)
+                return invalid(err, "call without a function");
+        switch (c->func) {
+        case COORD__PLAN__FUNC__FUNC_NEG:
+                if (!type_is_int(t))
+                        return invalid(err, "arithmetic on a non-integer type");
+                return check_args(c, 1, 1, t, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_ADD:
+        case COORD__PLAN__FUNC__FUNC_SUB:
+        case COORD__PLAN__FUNC__FUNC_MUL:
+        case COORD__PLAN__FUNC__FUNC_DIV:
+        case COORD__PLAN__FUNC__FUNC_MOD:
+                if (!type_is_int(t))
+                        return invalid(err, "arithmetic on a non-integer type");
+                return check_args(c, 2, 2, t, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_EQ:
+        case COORD__PLAN__FUNC__FUNC_NE:
+        case COORD__PLAN__FUNC__FUNC_LT:
+        case COORD__PLAN__FUNC__FUNC_LE:
+        case COORD__PLAN__FUNC__FUNC_GT:
+        case COORD__PLAN__FUNC__FUNC_GE:
+                if (t != ROW_TYPE_BOOL)
+                        return invalid(err, "comparison not of type boolean");
+                r = check_args(c, 2, 2, -1, input, n_input, depth, err);
+                if (r < 0)
+                        return r;
+                if (c->args[0]->type != c->args[1]->type)
+                        return invalid(err, "comparison of different types");
+                return 0;
+        case COORD__PLAN__FUNC__FUNC_AND:
+        case COORD__PLAN__FUNC__FUNC_OR:
+                if (t != ROW_TYPE_BOOL)
+                        return invalid(err, "AND/OR not of type boolean");
+                return check_args(c, 1, SIZE_MAX, ROW_TYPE_BOOL, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_NOT:
+                if (t != ROW_TYPE_BOOL)
+                        return invalid(err, "NOT not of type boolean");
+                return check_args(c, 1, 1, ROW_TYPE_BOOL, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_IS_NULL:
+        case COORD__PLAN__FUNC__FUNC_IS_NOT_NULL:
+                if (t != ROW_TYPE_BOOL)
+                        return invalid(err, "IS NULL not of type boolean");
+                return check_args(c, 1, 1, -1, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_MZ_NOW:
+                if (t != ROW_TYPE_INT8)
+                        return invalid(err, "mz_now() not of type bigint");
+                return check_args(c, 0, 0, -1, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_CAST:
+                r = check_args(c, 1, 1, -1, input, n_input, depth, err);
+                if (r < 0)
+                        return r;
+                if (!row_expr_cast_allowed((enum row_type)c->args[0]->type, (enum row_type)t))
+                        return invalid(err, "undefined cast");
+                return 0;
+        default:
+                return row_error_set(err, -EINVAL, "0A000", "plan function %d is not supported",
+                                     (int)c->func);
+        }
+}
+
+static int check(const Coord__Plan__Expr *e, const enum row_type *input, size_t n_input,
+                 unsigned depth, struct row_error *err)
+{
+        struct row_datum d;
+
+        if (depth >= ROW_EXPR_MAX_DEPTH)
+                return too_deep(err);
+        if (!e)
+                return invalid(err, "missing expression");
+        if (!row_type_valid((int)e->type))
+                return invalid(err, "expression without a type");
+        switch (e->kind_case) {
+        case COORD__PLAN__EXPR__KIND_COLUMN:
+                if (e->column >= n_input)
+                        return invalid(err, "column index out of range");
+                if ((int)input[e->column] != (int)e->type)
+                        return invalid(err, "column of the wrong type");
+                return 0;
+        case COORD__PLAN__EXPR__KIND_LITERAL:
+                return row_expr_literal(e->literal, (enum row_type)e->type, &d, err);
+        case COORD__PLAN__EXPR__KIND_CALL:
+                return check_call(e, input, n_input, depth, err);
+        default:
+                return invalid(err, "expression without a kind");
+        }
+}
+
+int row_expr_check(const Coord__Plan__Expr *e, const enum row_type *input, size_t n_input,
+                   struct row_error *err)
+{
+        return check(e, input, n_input, 0, err);
+}
+
+/* ---- Evaluation. ---- */
+
+static int eval(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                struct row_error *err);
+
+static int out_of_range(struct row_error *err, int type)
+{
+        return row_error_set(err, -EINVAL, "22003", "%s out of range",
+                             type == ROW_TYPE_INT4 ? "integer" : "bigint");
+}
+
+/* An integer result of the expression's type, or 22003. */
+static int int_result(int64_t v, bool overflow, int type, struct row_datum *ret,
+                      struct row_error *err)
+{
+        if (overflow || (type == ROW_TYPE_INT4 && (v < INT32_MIN || v > INT32_MAX)))
+                return out_of_range(err, type);
+        *ret = ROW_DATUM_INT(v);
+        return 0;
+}
+
+/* Evaluate argument i of a call, checking that it exists. */
+static int eval_arg(const Coord__Plan__Call *c, size_t i, const struct row_datum *row,
+                    size_t n_row, const struct row_expr_ctx *ctx, unsigned depth,
+                    struct row_datum *ret, struct row_error *err)
+{
+        if (i >= c->n_args)
+                return invalid(err, "wrong number of arguments");
+        return eval(c->args[i], row, n_row, ctx, depth + 1, ret, err);
+}
+
+static int eval_arith(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                      const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                      struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        bool unary = c->func == COORD__PLAN__FUNC__FUNC_NEG;
+        struct row_datum a, b = ROW_DATUM_INT(0);
+        int64_t v = 0;
+        bool of = false;
+        int r;
+
+        if (c->n_args != (unary ? 1u : 2u))
+                return invalid(err, "wrong number of arguments");
+        if (!type_is_int((int)e->type))
+                return invalid(err, "arithmetic on a non-integer type");
+        r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+        if (r < 0)
+                return r;
+        if (!unary) {
+                r = eval_arg(c, 1, row, n_row, ctx, depth, &b, err);
+                if (r < 0)
+                        return r;
+        }
+        if (a.kind == ROW_KIND_NULL || b.kind == ROW_KIND_NULL) {
+                *ret = ROW_DATUM_NULL;
+                return 0;
+        }
+        if (a.kind != ROW_KIND_INT || b.kind != ROW_KIND_INT)
+                return invalid(err, "arithmetic on a non-integer value");
+        switch (c->func) {
+        case COORD__PLAN__FUNC__FUNC_NEG:
+                of = __builtin_sub_overflow((int64_t)0, a.i, &v);
+                break;
+        case COORD__PLAN__FUNC__FUNC_ADD:
+                of = __builtin_add_overflow(a.i, b.i, &v);
+                break;
+        case COORD__PLAN__FUNC__FUNC_SUB:
+                of = __builtin_sub_overflow(a.i, b.i, &v);
+                break;
+        case COORD__PLAN__FUNC__FUNC_MUL:
+                of = __builtin_mul_overflow(a.i, b.i, &v);
+                break;
+        case COORD__PLAN__FUNC__FUNC_DIV:
+                if (b.i == 0)
+                        return row_error_set(err, -EINVAL, "22012", "division by zero");
+                /* INT64_MIN / -1 is the one quotient that does not fit. */
+                of = b.i == -1 && a.i == INT64_MIN;
+                v = of ? 0 : a.i / b.i;
+                break;
+        case COORD__PLAN__FUNC__FUNC_MOD:
+                if (b.i == 0)
+                        return row_error_set(err, -EINVAL, "22012", "division by zero");
+                /* x % -1 is 0; computing INT64_MIN % -1 traps on x86. */
+                v = b.i == -1 ? 0 : a.i % b.i;
+                break;
+        default:
+                assert(!"not an arithmetic function");
+                return invalid(err, "not an arithmetic function");
+        }
+        return int_result(v, of, (int)e->type, ret, err);
+}
+
+static int eval_compare(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                        const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                        struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        struct row_datum a, b;
+        bool v;
+        int r, cmp;
+
+        if (c->n_args != 2)
+                return invalid(err, "wrong number of arguments");
+        r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+        if (r < 0)
+                return r;
+        r = eval_arg(c, 1, row, n_row, ctx, depth, &b, err);
+        if (r < 0)
+                return r;
+        if (a.kind == ROW_KIND_NULL || b.kind == ROW_KIND_NULL) {
+                *ret = ROW_DATUM_NULL;
+                return 0;
+        }
+        if (a.kind != b.kind)
+                return invalid(err, "comparison of different kinds");
+        cmp = row_datum_compare(&a, &b);
+        switch (c->func) {
+        case COORD__PLAN__FUNC__FUNC_EQ:
+                v = cmp == 0;
+                break;
+        case COORD__PLAN__FUNC__FUNC_NE:
+                v = cmp != 0;
+                break;
+        case COORD__PLAN__FUNC__FUNC_LT:
+                v = cmp < 0;
+                break;
+        case COORD__PLAN__FUNC__FUNC_LE:
+                v = cmp <= 0;
+                break;
+        case COORD__PLAN__FUNC__FUNC_GT:
+                v = cmp > 0;
+                break;
+        case COORD__PLAN__FUNC__FUNC_GE:
+                v = cmp >= 0;
+                break;
+        default:
+                assert(!"not a comparison");
+                return invalid(err, "not a comparison");
+        }
+        *ret = ROW_DATUM_BOOL(v);
+        return 0;
+}
+
+/* AND stops at FALSE, OR at TRUE; otherwise NULL wins over the neutral value. */
+static int eval_andor(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                      const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                      struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        bool stop = c->func == COORD__PLAN__FUNC__FUNC_OR;     /* the deciding value */
+        bool saw_null = false;
+
+        if (c->n_args < 1)
+                return invalid(err, "wrong number of arguments");
+        for (size_t i = 0; i < c->n_args; i++) {
+                struct row_datum a;
+                int r = eval_arg(c, i, row, n_row, ctx, depth, &a, err);
+
+                if (r < 0)
+                        return r;
+                if (a.kind == ROW_KIND_NULL) {
+                        saw_null = true;
+                        continue;
+                }
+                if (a.kind != ROW_KIND_BOOL)
+                        return invalid(err, "AND/OR of a non-boolean value");
+                if (a.b == stop) {
+                        *ret = ROW_DATUM_BOOL(stop);
+                        return 0;
+                }
+        }
+        *ret = saw_null ? ROW_DATUM_NULL : ROW_DATUM_BOOL(!stop);
+        return 0;
+}
+
+static int text_result(const struct row_expr_ctx *ctx, const char *s, size_t len,
+                       struct row_datum *ret, struct row_error *err)
+{
+        char *p;
+
+        if (!ctx || !ctx->arena)
+                return invalid(err, "no arena for a computed text");
+        p = row_arena_alloc(ctx->arena, len ? len : 1);
+        if (!p)
+                return row_error_oom(err);
+        memcpy(p, s, len);
+        *ret = ROW_DATUM_TEXT(p, (uint32_t)len);
+        return 0;
+}
+
+static int eval_cast(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                     const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                     struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        int to = (int)e->type, r;
+        struct row_datum a;
+        char buf[ROW_TEXT_SCRATCH];
+
+        if (c->n_args != 1)
+                return invalid(err, "wrong number of arguments");
+        r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+        if (r < 0)
+                return r;
+        if (a.kind == ROW_KIND_NULL) {
+                *ret = a;
+                return 0;
+        }
+        if (a.kind == ROW_KIND_TEXT && to != ROW_TYPE_TEXT)
+                return row_datum_parse((enum row_type)to, a.text.ptr, a.text.len, ret, err);
+        switch (to) {
+        case ROW_TYPE_TEXT:
+                if (a.kind == ROW_KIND_TEXT) {
+                        *ret = a;
+                        return 0;
+                }
+                if (a.kind == ROW_KIND_BOOL)
+                        /* boolean::text is 'true'/'false', unlike the output 't'/'f'. */
+                        return text_result(ctx, a.b ? "true" : "false", a.b ? 4 : 5, ret, err);
+                assert(a.kind == ROW_KIND_INT);
+                r = snprintf(buf, sizeof(buf), "%lld", (long long)a.i);
+                return text_result(ctx, buf, (size_t)r, ret, err);
+        case ROW_TYPE_BOOL:
+                if (a.kind == ROW_KIND_BOOL)
+                        *ret = a;
+                else
+                        *ret = ROW_DATUM_BOOL(a.i != 0);
+                return 0;
+        case ROW_TYPE_INT4:
+        case ROW_TYPE_INT8:
+                if (a.kind == ROW_KIND_BOOL)
+                        return int_result(a.b, false, to, ret, err);
+                return int_result(a.i, false, to, ret, err);
+        default:
+                return invalid(err, "cast to an unknown type");
+        }
+}
+
+static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                     const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                     struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        struct row_datum a;
+        int r;
+
+        if (!c)
+                return invalid(err, "call without a function");
+        switch (c->func) {
+        case COORD__PLAN__FUNC__FUNC_NEG:
+        case COORD__PLAN__FUNC__FUNC_ADD:
+        case COORD__PLAN__FUNC__FUNC_SUB:
+        case COORD__PLAN__FUNC__FUNC_MUL:
+        case COORD__PLAN__FUNC__FUNC_DIV:
+        case COORD__PLAN__FUNC__FUNC_MOD:
+                return eval_arith(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_EQ:
+        case COORD__PLAN__FUNC__FUNC_NE:
+        case COORD__PLAN__FUNC__FUNC_LT:
+        case COORD__PLAN__FUNC__FUNC_LE:
+        case COORD__PLAN__FUNC__FUNC_GT:
+        case COORD__PLAN__FUNC__FUNC_GE:
+                return eval_compare(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_AND:
+        case COORD__PLAN__FUNC__FUNC_OR:
+                return eval_andor(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_NOT:
+                if (c->n_args != 1)
+                        return invalid(err, "wrong number of arguments");
+                r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+                if (r < 0)
+                        return r;
+                if (a.kind != ROW_KIND_NULL && a.kind != ROW_KIND_BOOL)
+                        return invalid(err, "NOT of a non-boolean value");
+                *ret = a.kind == ROW_KIND_NULL ? a : ROW_DATUM_BOOL(!a.b);
+                return 0;
+        case COORD__PLAN__FUNC__FUNC_IS_NULL:
+        case COORD__PLAN__FUNC__FUNC_IS_NOT_NULL:
+                if (c->n_args != 1)
+                        return invalid(err, "wrong number of arguments");
+                r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+                if (r < 0)
+                        return r;
+                *ret = ROW_DATUM_BOOL((a.kind == ROW_KIND_NULL) ==
+                                      (c->func == COORD__PLAN__FUNC__FUNC_IS_NULL));
+                return 0;
+        case COORD__PLAN__FUNC__FUNC_MZ_NOW:
+                if (c->n_args != 0)
+                        return invalid(err, "wrong number of arguments");
+                if (!ctx || !ctx->has_now)
+                        return row_error_set(err, -EINVAL, "XX000",
+                                             "mz_now() evaluated without a timestamp");
+                return int_result((int64_t)ctx->now, ctx->now > INT64_MAX, ROW_TYPE_INT8, ret,
+                                  err);
+        case COORD__PLAN__FUNC__FUNC_CAST:
+                return eval_cast(e, row, n_row, ctx, depth, ret, err);
+        default:
+                return row_error_set(err, -EINVAL, "0A000", "plan function %d is not supported",
+                                     (int)c->func);
+        }
+}
+
+static int eval(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                struct row_error *err)
+{
+        if (depth >= ROW_EXPR_MAX_DEPTH)
+                return too_deep(err);
+        if (!e)
+                return invalid(err, "missing expression");
+        if (!row_type_valid((int)e->type))
+                return invalid(err, "expression without a type");
+        switch (e->kind_case) {
+        case COORD__PLAN__EXPR__KIND_COLUMN:
+                if (e->column >= n_row)
+                        return invalid(err, "column index out of range");
+                *ret = row[e->column];
+                return 0;
+        case COORD__PLAN__EXPR__KIND_LITERAL:
+                return row_expr_literal(e->literal, (enum row_type)e->type, ret, err);
+        case COORD__PLAN__EXPR__KIND_CALL:
+                return eval_call(e, row, n_row, ctx, depth, ret, err);
+        default:
+                return invalid(err, "expression without a kind");
+        }
+}
+
+int row_expr_eval(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                  const struct row_expr_ctx *ctx, struct row_datum *ret, struct row_error *err)
+{
+        return eval(e, row, n_row, ctx, 0, ret, err);
+}
+
+int row_expr_eval_predicate(const Coord__Plan__Expr *e, const struct row_datum *row,
+                            size_t n_row, const struct row_expr_ctx *ctx, bool *ret,
+                            struct row_error *err)
+{
+        struct row_datum d;
+        int r = eval(e, row, n_row, ctx, 0, &d, err);
+
+        if (r < 0)
+                return r;
+        if (d.kind != ROW_KIND_NULL && d.kind != ROW_KIND_BOOL)
+                return invalid(err, "predicate of a non-boolean value");
+        *ret = d.kind == ROW_KIND_BOOL && d.b;
+        return 0;
+}

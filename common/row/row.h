@@ -1,0 +1,176 @@
+/* row.h -- rows and datums: the one encoding of SQL values that the adapter writes, the
+ * controller stores and both evaluate, plus their PostgreSQL text form and SQL errors.
+ *
+ * Encoding.  A row is a byte string:
+ *
+ *     row   := u16 ncols (little endian)  datum{ncols}
+ *     datum := 0x00                         NULL
+ *            | 0x01 | 0x02                  boolean false | true
+ *            | 0x03 i64 (little endian)     int4 or int8 (the schema says which)
+ *            | 0x04 u32 len  byte{len}      text
+ *
+ * Every value has exactly one encoding and nothing may follow the last datum, so two rows
+ * are equal as SQL rows if and only if their bytes are equal: storage and consolidation
+ * compare bytes, never values.  The decoder rejects anything else with -EBADMSG, so a
+ * decoded row is always well formed; it does not know the schema (row_check() does).
+ *
+ * A decoded datum borrows: the text of a datum points into the row bytes (or the arena)
+ * it came from and is valid as long as they are.  Text is not NUL-terminated.
+ *
+ * Errors.  Functions that can fail for a reason the SQL user should see fill a
+ * struct row_error (SQLSTATE, message, optional detail, hint and position) and return a
+ * negative errno: -EINVAL for a SQL error, -ENOMEM with SQLSTATE 53200.  The error is
+ * always filled when such a function fails, so callers can send it as it is.
+ *
+ * Nothing here logs or keeps global state; everything is safe to call from any thread
+ * on distinct objects.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Column types.  The values are the PostgreSQL type OIDs (RowDescription) and equal
+ * coord.plan.Type in proto/plan.proto, so conversion is a cast after row_type_valid(). */
+enum row_type {
+        ROW_TYPE_BOOL = 16,
+        ROW_TYPE_INT8 = 20,
+        ROW_TYPE_INT4 = 23,
+        ROW_TYPE_TEXT = 25,
+        _ROW_TYPE_INVALID = -EINVAL,
+};
+
+/* What a datum holds; int4 and int8 are both ROW_KIND_INT. */
+enum row_kind {
+        ROW_KIND_NULL,
+        ROW_KIND_BOOL,
+        ROW_KIND_INT,
+        ROW_KIND_TEXT,
+        _ROW_KIND_MAX,
+        _ROW_KIND_INVALID = -EINVAL,
+};
+
+struct row_datum {
+        enum row_kind kind;
+        union {
+                bool b;
+                int64_t i;
+                struct {
+                        const char *ptr;        /* borrowed, not NUL-terminated */
+                        uint32_t len;
+                } text;
+        };
+};
+
+#define ROW_DATUM_NULL ((struct row_datum){ .kind = ROW_KIND_NULL })
+#define ROW_DATUM_BOOL(v) ((struct row_datum){ .kind = ROW_KIND_BOOL, .b = (v) })
+#define ROW_DATUM_INT(v) ((struct row_datum){ .kind = ROW_KIND_INT, .i = (v) })
+#define ROW_DATUM_TEXT(p, l) \
+        ((struct row_datum){ .kind = ROW_KIND_TEXT, .text = { .ptr = (p), .len = (l) } })
+
+/* PostgreSQL's limit on the columns of a table (MaxHeapAttributeNumber). */
+#define ROW_MAX_COLUMNS 1600u
+
+/* ---- SQL errors. ---- */
+
+struct row_error {
+        char sqlstate[6];       /* five characters, NUL-terminated */
+        char message[512];
+        char detail[512];       /* "" when absent */
+        char hint[256];         /* "" when absent */
+        unsigned position;      /* 1-based character position in the query, 0 = none */
+};
+
+/* Fill err (which may be NULL) and return r, so that a caller can write
+ * `return row_error_set(err, -EINVAL, "22P02", "...", ...);`.  Detail, hint and position
+ * are cleared. */
+int row_error_set(struct row_error *err, int r, const char *sqlstate, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+void row_error_detail(struct row_error *err, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+void row_error_hint(struct row_error *err, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+/* -ENOMEM with SQLSTATE 53200. */
+int row_error_oom(struct row_error *err);
+
+/* ---- Types. ---- */
+
+bool row_type_valid(int type);
+/* The SQL name PostgreSQL uses in messages: "integer", "bigint", "text", "boolean". */
+const char *row_type_name(enum row_type type);
+/* Does a non-NULL datum of this kind belong to the type (int4 range included)? */
+bool row_datum_fits(const struct row_datum *d, enum row_type type);
+
+/* ---- Encoding and decoding. ---- */
+
+/* Encoded size of a row, or -E2BIG when a text is longer than 4 GiB - 1 or there are
+ * more than UINT16_MAX datums. */
+int64_t row_encoded_size(const struct row_datum *datums, size_t n);
+/* Encode into buf (of at least row_encoded_size() bytes).  Returns the size. */
+size_t row_encode_into(const struct row_datum *datums, size_t n, uint8_t *buf);
+/* Encode into a fresh malloc'ed buffer. */
+int row_encode(const struct row_datum *datums, size_t n, uint8_t **ret, size_t *ret_len);
+
+/* The number of columns of a well-formed row, or -EBADMSG. */
+int row_validate(const void *row, size_t len);
+/* Decode into datums[0..n_datums).  Returns the column count, -EBADMSG when the bytes
+ * are not a well-formed row, -E2BIG when it has more than n_datums columns.  The texts
+ * point into `row`. */
+int row_decode(const void *row, size_t len, struct row_datum *datums, size_t n_datums);
+/* Check a well-formed row against a schema: the arity and the kind of every non-NULL
+ * datum.  Returns 0 or -EBADMSG. */
+int row_check(const void *row, size_t len, const enum row_type *types, size_t n_types);
+
+/* ---- Comparison (a total order, for sorting and tests). ---- */
+
+/* NULL sorts after every value (PostgreSQL's ASC NULLS LAST); booleans false < true;
+ * integers numerically; texts bytewise (the C collation).  Datums of different kinds
+ * (which a schema never mixes) order by kind. */
+int row_datum_compare(const struct row_datum *a, const struct row_datum *b);
+/* Column by column; a shorter row that is a prefix sorts first.  Rows that do not
+ * decode sort after the ones that do, among themselves by bytes, so this is a total
+ * order on any byte strings. */
+int row_compare(const void *a, size_t alen, const void *b, size_t blen);
+
+/* ---- PostgreSQL text format. ---- */
+
+/* Enough for the text of any bool or integer plus a NUL. */
+#define ROW_TEXT_SCRATCH 24
+
+/* The text form of a datum, for DataRow.  Returns 0 with the bytes in
+ * *ret and *ret_len (pointing into the datum's text or into `scratch`), or 1 for NULL (sent
+ * as length -1).  Booleans are "t"/"f", integers decimal. */
+int row_datum_format(const struct row_datum *d, char scratch[static ROW_TEXT_SCRATCH],
+                     const char **ret, size_t *ret_len);
+
+/* Parse text input for a type as PostgreSQL's input functions do (surrounding
+ * whitespace allowed for bool and integers; bool accepts t/true/y/yes/on/1 and their
+ * negations, case-insensitively, and unique prefixes).  22P02 for bad syntax, 22003
+ * when out of range of the type, 22021 for text that is not valid UTF-8 or holds NUL.
+ * A text result points into `text`. */
+int row_datum_parse(enum row_type type, const char *text, size_t len, struct row_datum *ret,
+                    struct row_error *err);
+
+/* "(1,NULL,t,'it''s')": a row for messages and tests (types decide nothing: integers
+ * print as integers, texts quoted).  Malloc'ed; -EBADMSG for a malformed row. */
+int row_to_string(const void *row, size_t len, char **ret);
+/* PostgreSQL's "Failing row contains (1, null, abc)." form, into buf (truncated). */
+void row_format_failing(const struct row_datum *datums, size_t n, char *buf, size_t size);
+
+/* ---- Arena: memory for datums computed while evaluating (row-expr.h). ---- */
+
+struct row_arena_chunk;
+
+struct row_arena {
+        struct row_arena_chunk *chunks;         /* newest first */
+};
+
+#define ROW_ARENA_INIT ((struct row_arena){ NULL })
+
+/* 8-byte aligned memory valid until the next reset or done; NULL when out of memory. */
+void *row_arena_alloc(struct row_arena *a, size_t size);
+/* Forget every allocation but keep the newest chunk for reuse. */
+void row_arena_reset(struct row_arena *a);
+void row_arena_done(struct row_arena *a);

@@ -1,0 +1,2186 @@
+/* controller-storage.c -- storage collections over RocksDB (contract:
+ * controller-storage.h).
+ *
+ * Who calls what.  coord-controller's loop thread makes every call: appends of the
+ * adapter's INSERTs and of the upper ticks of tables go through storage_append_group()
+ * (all appends of one loop iteration in one group), the lifecycle's AllowCompaction
+ * through storage_allow_compaction_group(), peeks through storage_read(), hydration
+ * and subscriptions through storage_read_updates(), and storage_compact_pending() runs
+ * when the loop has nothing better to do.  Nothing else opens the database.
+ *
+ * NOTES ON THE DESIGN
+ *
+ * (1) Every change is ONE RocksDB WriteBatch written with sync = true: the records of
+ *     the change (collection record, batch descriptors, chunks, deletes) go into
+ *     s->wb, storage_write() writes it and fdatasyncs the WAL before returning.
+ *     RocksDB logs a WriteBatch as one WAL record and recovery drops a torn tail
+ *     (point-in-time recovery), so after a crash a change is wholly there or wholly
+ *     absent.  A function returns 0 only after that write returned OK (I7).
+ *
+ * (2) Memory mirrors the disk and never runs ahead of it.  The collection records
+ *     are all read at open (s->map); the batch descriptors of a collection are read
+ *     on first use (NOTE 8).  A change is applied to memory only after its write
+ *     succeeded, and whatever the apply step needs (a slot in s->map, room in
+ *     c->batches) is reserved before the write, so the apply step cannot fail and
+ *     memory cannot disagree with an acknowledged disk state.
+ *
+ * (3) Frontiers move forward only (I1).  upper moves only by an append whose
+ *     expected_upper equals it and whose new_upper is larger.  since moves only by
+ *     storage_allow_compaction(), which ignores values not above it (the lifecycle
+ *     re-sends permissions after restarts; ignoring them makes that harmless).
+ *     physical_since moves only by compaction, to min(since, min over batches of
+ *     batch since) (NOTE 5), which cannot decrease: both terms only grow, and a new
+ *     batch starts at the upper, above the old value.  physical_since <= since
+ *     always; since is moved only to bounds the catalog committed, hence I2.
+ *
+ * (4) Batches.  A collection with batches b_0 .. b_n-1 satisfies
+ *       b_i.upper == b_i+1.lower,  b_n-1.upper == upper,
+ *       b_i.lower <= b_i.since < b_i.upper,  physical_since <= b_i.since,
+ *       b_i.updates == 0  <=>  b_i.parts == 0  <=>  b_i.bytes == 0,
+ *     and the updates of b_i, read over its chunks gid|lower|0 .. gid|lower|parts-1,
+ *     are sorted by (time, row), with no two of equal (time, row), no zero diff, and
+ *     times in [b_i.since, b_i.upper).  Hence the chunk keys of a collection, in key
+ *     order, list its updates in time order, and the updates with time <= t all lie
+ *     in the batches with lower <= t: a read at t iterates the keys
+ *     [gid|0, gid|t+1) and nothing else.  collection_invalid() checks the memory part
+ *     at every transition (assert) and at load; storage_check() checks everything
+ *     against the disk.
+ *
+ * (5) Compaction to a target p <= since replaces every time t < p by p and sums equal
+ *     (row, time).  A read at t' >= p sums the updates with time <= t', and for those
+ *     the rewrite changes nothing: t < p <= t' both before and after.  So reads at
+ *     every t' >= since, the only allowed ones, keep their answer (I8).  A merge of
+ *     the batches b_j .. b_n-1 (always up to the newest, NOTE 6) advances times to
+ *         merged.since = max(b_j.lower, p),  p = min(since, upper - 1)
+ *     which keeps every advanced time inside the merged batch (< upper), so (4)
+ *     holds; since may exceed upper (a refresh MV waiting for its first refresh), and
+ *     then the times stop at upper - 1 for now.  The old descriptors and chunks are
+ *     deleted and the merged ones written in the same WriteBatch (1), so a kill -9
+ *     mid-compaction leaves the old batches or the merged one.
+ *
+ * (6) Compaction policy.  Always a run b_j .. b_n-1 that ends at the newest batch.
+ *     Default (tiered): walking from the newest batch back, an older batch joins while
+ *     its weight (updates + 1) is at most TIER_RATIO times the run's weight so far.
+ *     Recent small batches (one per INSERT) therefore merge together at once, and a
+ *     large old batch is rewritten only when what comes after it has grown to about
+ *     half its size: every update is rewritten O(log n) times, and a collection keeps
+ *     O(log n) batches, so reads stay cheap.  The price is that old batches keep
+ *     their older batch since until they are merged, so physical_since lags since.
+ *     STORAGE_COMPACT_FULL merges everything into one batch at the target.
+ *     storage_compact_pending() runs the tiered policy on the collections whose since
+ *     moved or that gained PENDING_NEW_BATCHES batches, in request order.
+ *
+ * (7) Appends.  An append with updates writes a new batch [expected_upper, new_upper)
+ *     -- unless the newest batch is empty, in which case it fills that one (same
+ *     key, new upper).  An append without updates extends the newest batch's upper
+ *     and creates a batch only when the collection has none.  So a table whose upper
+ *     ticks behind the timestamp oracle writes two small records per tick and gains
+ *     no batches; an empty batch exists only as the newest one or as the result of a
+ *     compaction in which everything cancelled.  Appends sort and consolidate their
+ *     updates, so equal (row, time) are summed and zero diffs dropped on the way in.
+ *     A group stages each collection's new frontiers and descriptors in s->stages
+ *     (new descriptors in c->batches past c->n_batches), so that later appends of
+ *     the group see the earlier ones, and applies them after the write (2).
+ *
+ * (8) Batch descriptors are loaded per collection on first use (append, compaction,
+ *     range read, stats), not at open: opening costs one scan of the small
+ *     "collections" family, whatever the number of batches, and collections that are
+ *     only read at t never need their descriptors at all.
+ *
+ * (9) Errors are sticky (SQLite's pager_error()).  When a write fails, the handle
+ *     keeps the error: every later write returns it until the database is reopened,
+ *     because the disk may or may not hold the failed change and nothing may be
+ *     acknowledged on top of an unknown state.  Memory was not changed (2), and the
+ *     failed change cannot alter the answer of any allowed read -- an append's data
+ *     lies at or above the upper that memory still has, and a compaction preserves
+ *     reads (5) -- so reads go on.  Failures before rocksdb_write() (bad arguments,
+ *     -ENOMEM while encoding) clear s->wb and are not sticky.
+ *
+ * (10) Reads at t consolidate in memory: every update with time <= t, sorted by row,
+ *     diffs summed in 128 bits.  A negative or overflowing sum is -EUCLEAN and no row
+ *     is emitted.  A range read streams chunk by chunk in key order, which is time
+ *     order (4), reporting times below since at since.
+ *
+ * (11) RocksDB options, and why:
+ *       WriteOptions.sync = 1, use_fsync = 0   fdatasync of the WAL per change (1)
+ *       wal_recovery_mode = point-in-time      a torn tail is dropped, never half applied
+ *       manual_wal_flush = 0                   the WAL reaches the OS inside the write
+ *       write_buffer_size 8 MiB, max_total_wal_size 32 MiB   bound what an open after
+ *                                              kill -9 must replay (DESIGN section 11)
+ *       keep_log_file_num 4, max_log_file_size 1 MiB         bound the info LOG
+ *     storage_close() of a healthy handle flushes the memtables, so a normal restart
+ *     opens table files instead of replaying the WAL.
+ *
+ * Handle states: OPEN (s->err == 0) -> ERROR (s->err < 0) on a failed write, until
+ * storage_close().
+ */
+#include "controller-storage.h"
+
+#include <assert.h>
+#include <rocksdb/c.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage.pb-c.h"
+#include "util.h"
+
+enum {
+        CF_DEFAULT,
+        CF_COLLECTIONS,
+        CF_BATCHES,
+        CF_CHUNKS,
+        _CF_MAX,
+};
+
+static const char *const cf_names[_CF_MAX] = {
+        [CF_DEFAULT] = "default",
+        [CF_COLLECTIONS] = "collections",
+        [CF_BATCHES] = "batches",
+        [CF_CHUNKS] = "chunks",
+};
+
+#define KEY_GID_LEN 8                           /* gid */
+#define KEY_BATCH_LEN 16                        /* gid | lower */
+#define KEY_CHUNK_LEN 20                        /* gid | lower | part */
+#define KEY_END_LEN 24                          /* gid | 16 x 0xff: above every key of gid */
+#define RECORD_MAX 96                           /* encoded collection record or descriptor */
+
+#define CHUNK_MAX_UPDATES 4096u
+#define CHUNK_MAX_BYTES (256u << 10)            /* of row bytes; one longer row is alone */
+#define TIER_RATIO 2u                           /* NOTE 6 */
+#define PENDING_NEW_BATCHES 8u                  /* NOTE 6 */
+#define MAP_MIN_SLOTS 64u
+
+#define WRITE_BUFFER_SIZE (8u << 20)
+#define MAX_TOTAL_WAL_SIZE (32u << 20)
+#define INFO_LOG_FILES 4
+#define INFO_LOG_SIZE (1u << 20)
+
+_Static_assert((int)STORAGE_KIND_TABLE == COORD__STORAGE_KIND__STORAGE_KIND_TABLE &&
+               (int)STORAGE_KIND_SOURCE == COORD__STORAGE_KIND__STORAGE_KIND_SOURCE &&
+               (int)STORAGE_KIND_REMAP == COORD__STORAGE_KIND__STORAGE_KIND_REMAP &&
+               (int)STORAGE_KIND_MV == COORD__STORAGE_KIND__STORAGE_KIND_MV &&
+               (int)STORAGE_KIND_BUILTIN == COORD__STORAGE_KIND__STORAGE_KIND_BUILTIN,
+               "storage_kind mirrors coord.StorageKind");
+_Static_assert(STORAGE_ROW_MAX <= UINT32_MAX, "row lengths are u32 in a chunk");
+
+/* A batch descriptor (NOTE 4), the in-memory StorageBatch. */
+struct batch_desc {
+        uint64_t lower, upper;
+        uint64_t since;
+        uint64_t updates;
+        uint64_t bytes;
+        uint32_t parts;
+};
+
+struct collection {
+        uint64_t gid;
+        enum storage_kind kind;
+        uint64_t since, upper, physical_since;
+
+        /* Descriptors in lower order, valid once loaded (NOTE 8).  Entries past
+         * n_batches belong to the group being staged (NOTE 7). */
+        bool loaded;
+        struct batch_desc *batches;
+        size_t n_batches, cap_batches;
+        size_t batches_at_compaction;           /* n_batches after the last compaction */
+
+        /* On s->pending_* while queued for storage_compact_pending(). */
+        bool pending;
+        struct collection *pending_prev, *pending_next;
+
+        /* s->stages[stage_idx] is ours while stage_gen == s->gen. */
+        uint64_t stage_gen;
+        size_t stage_idx;
+};
+
+/* One collection's state while a group is built (NOTE 7). */
+struct stage {
+        struct collection *c;
+        uint64_t since, upper;
+        size_t n_batches;                       /* committed ones plus staged new ones */
+        struct batch_desc tail;                 /* the committed newest batch, as staged */
+        bool tail_changed;
+        bool changed;                           /* anything to write */
+};
+
+/* An update being sorted: a row borrowed from the caller or from a decoded chunk. */
+struct upd {
+        const uint8_t *row;
+        uint32_t len;
+        uint64_t time;
+        int64_t diff;
+};
+
+/* gid -> collection, open addressing with linear probing; at most half full. */
+struct gid_map {
+        struct collection **slots;
+        size_t mask;
+        size_t n;
+};
+
+struct storage {
+        rocksdb_t *db;
+        rocksdb_options_t *options;
+        rocksdb_column_family_handle_t *cf[_CF_MAX];
+        rocksdb_writeoptions_t *write_options;  /* sync = 1 */
+        rocksdb_readoptions_t *read_options;
+        rocksdb_flushoptions_t *flush_options;
+        rocksdb_writebatch_t *wb;               /* empty between calls */
+
+        int err;                                /* sticky error, 0 while OPEN (NOTE 9) */
+        char err_msg[256];
+        bool fail_next_write;                   /* test hook */
+
+        struct gid_map map;
+        struct collection *pending_head, *pending_tail;
+        size_t n_pending;
+
+        uint64_t gen;                           /* of the group being staged */
+        struct stage *stages;
+        size_t n_stages, cap_stages;
+
+        /* Scratch of one call. */
+        struct upd *upd;
+        size_t n_upd, cap_upd;
+        Coord__StorageChunk **chunks;           /* decoded chunks that upd[] points into */
+        size_t n_chunks, cap_chunks;
+        uint8_t *rows_buf, *pack_buf;
+        size_t cap_rows, cap_pack;
+        uint32_t chunk_lens[CHUNK_MAX_UPDATES];
+        uint64_t chunk_times[CHUNK_MAX_UPDATES];
+        int64_t chunk_diffs[CHUNK_MAX_UPDATES];
+
+        struct storage_stats stats;
+};
+
+/* ---- Errors ----------------------------------------------------------------------- */
+
+static _Thread_local char thread_error[256];
+
+static void set_thread_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void set_thread_error(const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(thread_error, sizeof(thread_error), fmt, ap);
+        va_end(ap);
+}
+
+const char *storage_last_error(void)
+{
+        return thread_error;
+}
+
+/* RocksDB reports Status::ToString() text; map what a caller may act on. */
+static int errno_from_rocksdb(const char *msg)
+{
+        static const struct {
+                const char *text;
+                int err;
+        } table[] = {
+                { "No space left on device", -ENOSPC },
+                { "While lock file", -EBUSY },
+                { "No such file or directory", -ENOENT },
+                { "Permission denied", -EACCES },
+                { "Read-only file system", -EROFS },
+                { "Corruption: ", -EBADMSG },
+                { "Invalid argument: ", -EINVAL },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (strstr(msg, table[i].text))
+                        return table[i].err;
+        return -EIO;
+}
+
+static int rocks_error(char *err)
+{
+        int r;
+
+        assert(err);
+        r = errno_from_rocksdb(err);
+        set_thread_error("storage: %s", err);
+        rocksdb_free(err);
+        return r;
+}
+
+static int sticky_error(const struct storage *s)
+{
+        if (s->err < 0)
+                set_thread_error("%s", s->err_msg);
+        return s->err;
+}
+
+static int corrupt(uint64_t gid, const char *what)
+{
+        set_thread_error("storage: collection %llu: %s", (unsigned long long)gid, what);
+        return -EBADMSG;
+}
+
+/* ---- Small helpers ---------------------------------------------------------------- */
+
+/* Room for need elements in *p (capacity *cap), doubling; the array may move. */
+static int array_reserve(void **p, size_t *cap, size_t need, size_t size)
+{
+        size_t n = *cap ? *cap : 16;
+        void *q;
+
+        if (need <= *cap)
+                return 0;
+        while (n < need) {
+                if (n > SIZE_MAX / 2 / size)
+                        return -ENOMEM;
+                n *= 2;
+        }
+        q = realloc(*p, n * size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *cap = n;
+        return 0;
+}
+
+#define RESERVE(p, cap, need) ({                                                \
+        void *_v = (p);                                                         \
+        int _r = array_reserve(&_v, &(cap), (need), sizeof(*(p)));              \
+        (p) = _v;                                                               \
+        _r;                                                                     \
+})
+
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+static void be32_put(uint8_t *p, uint32_t v)
+{
+        p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16);
+        p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+
+static uint32_t be32_get(const uint8_t *p)
+{
+        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void key_batch(uint8_t k[KEY_BATCH_LEN], uint64_t gid, uint64_t lower)
+{
+        be64_put(k, gid);
+        be64_put(k + 8, lower);
+}
+
+static void key_chunk(uint8_t k[KEY_CHUNK_LEN], uint64_t gid, uint64_t lower, uint32_t part)
+{
+        key_batch(k, gid, lower);
+        be32_put(k + 16, part);
+}
+
+static void key_end(uint8_t k[KEY_END_LEN], uint64_t gid)
+{
+        be64_put(k, gid);
+        memset(k + 8, 0xff, KEY_END_LEN - 8);
+}
+
+/* Rows compare as byte strings: memcmp, then the shorter first. */
+static int row_cmp(const struct upd *a, const struct upd *b)
+{
+        uint32_t n = a->len < b->len ? a->len : b->len;
+        int c = n ? memcmp(a->row, b->row, n) : 0;
+
+        if (c)
+                return c;
+        return (a->len > b->len) - (a->len < b->len);
+}
+
+static int upd_cmp_row(const void *x, const void *y)
+{
+        return row_cmp(x, y);
+}
+
+static int upd_cmp_time_row(const void *x, const void *y)
+{
+        const struct upd *a = x, *b = y;
+
+        if (a->time != b->time)
+                return a->time < b->time ? -1 : 1;
+        return row_cmp(a, b);
+}
+
+/* Sort v[] by (time, row), sum equal (time, row), drop zero sums.  -EOVERFLOW if a
+ * sum does not fit a diff. */
+static int upds_consolidate(struct upd *v, size_t n, size_t *ret_n)
+{
+        size_t out = 0;
+
+        if (n > 1)
+                qsort(v, n, sizeof(*v), upd_cmp_time_row);
+        for (size_t i = 0, j; i < n; i = j) {
+                __int128 sum = v[i].diff;
+
+                for (j = i + 1; j < n && upd_cmp_time_row(&v[j], &v[i]) == 0; j++)
+                        sum += v[j].diff;
+                if (sum < INT64_MIN || sum > INT64_MAX)
+                        return -EOVERFLOW;
+                if (sum != 0) {
+                        v[out] = v[i];
+                        v[out++].diff = (int64_t)sum;
+                }
+        }
+        *ret_n = out;
+        return 0;
+}
+
+static void chunks_release(struct storage *s)
+{
+        for (size_t i = 0; i < s->n_chunks; i++)
+                coord__storage_chunk__free_unpacked(s->chunks[i], NULL);
+        s->n_chunks = 0;
+        s->n_upd = 0;
+}
+
+/* ---- Invariants (NOTE 4) ---------------------------------------------------------- */
+
+static uint64_t batch_weight(const struct batch_desc *b)
+{
+        return b->updates + 1;
+}
+
+/* The first broken invariant of c's memory state, or NULL. */
+static const char *collection_invalid(const struct collection *c)
+{
+        if (c->physical_since > c->since)
+                return "physical since above since";
+        if (c->physical_since > c->upper)
+                return "physical since above upper";
+        if (!c->loaded)
+                return NULL;
+        for (size_t i = 0; i < c->n_batches; i++) {
+                const struct batch_desc *b = &c->batches[i];
+
+                if (!(b->lower <= b->since && b->since < b->upper))
+                        return "batch since outside [lower, upper)";
+                if (b->since < c->physical_since)
+                        return "batch since below physical since";
+                if ((b->updates == 0) != (b->parts == 0) || (b->parts == 0) != (b->bytes == 0))
+                        return "batch counts disagree";
+                if (b->parts > b->updates)
+                        return "batch has more chunks than updates";
+                if (i + 1 < c->n_batches && b->upper != c->batches[i + 1].lower)
+                        return "batches not contiguous";
+        }
+        if (c->n_batches > 0 && c->batches[c->n_batches - 1].upper != c->upper)
+                return "newest batch upper differs from the upper";
+        return NULL;
+}
+
+/* ---- gid map ---------------------------------------------------------------------- */
+
+static size_t gid_hash(uint64_t x)
+{
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        x *= 0xc4ceb9fe1a85ec53ull;
+        x ^= x >> 33;
+        return (size_t)x;
+}
+
+static struct collection *map_find(const struct gid_map *m, uint64_t gid)
+{
+        if (!m->slots)
+                return NULL;
+        for (size_t i = gid_hash(gid) & m->mask; m->slots[i]; i = (i + 1) & m->mask)
+                if (m->slots[i]->gid == gid)
+                        return m->slots[i];
+        return NULL;
+}
+
+static void map_put(struct gid_map *m, struct collection *c)
+{
+        size_t i = gid_hash(c->gid) & m->mask;
+
+        while (m->slots[i])
+                i = (i + 1) & m->mask;
+        m->slots[i] = c;
+}
+
+/* Room for one more entry, so that map_insert() cannot fail (NOTE 2). */
+static int map_reserve(struct gid_map *m)
+{
+        size_t cap = m->slots ? m->mask + 1 : 0, ncap;
+        struct collection **old = m->slots;
+
+        if ((m->n + 1) * 2 <= cap)
+                return 0;
+        ncap = cap ? cap * 2 : MAP_MIN_SLOTS;
+        m->slots = calloc(ncap, sizeof(*m->slots));
+        if (!m->slots) {
+                m->slots = old;
+                return -ENOMEM;
+        }
+        m->mask = ncap - 1;
+        for (size_t i = 0; i < cap; i++)
+                if (old[i])
+                        map_put(m, old[i]);
+        free(old);
+        return 0;
+}
+
+static void map_insert(struct gid_map *m, struct collection *c)
+{
+        assert(m->slots && (m->n + 1) * 2 <= m->mask + 1);
+        assert(!map_find(m, c->gid));
+        map_put(m, c);
+        m->n++;
+}
+
+/* Backward-shift deletion: no tombstones. */
+static void map_remove(struct gid_map *m, const struct collection *c)
+{
+        size_t i = gid_hash(c->gid) & m->mask, j;
+
+        while (m->slots[i] != c) {
+                assert(m->slots[i]);
+                i = (i + 1) & m->mask;
+        }
+        m->slots[i] = NULL;
+        for (j = (i + 1) & m->mask; m->slots[j]; j = (j + 1) & m->mask) {
+                size_t home = gid_hash(m->slots[j]->gid) & m->mask;
+
+                /* Move the entry at j into the hole at i unless its home lies
+                 * cyclically in (i, j]: then a lookup would never probe past the hole. */
+                if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
+                        m->slots[i] = m->slots[j];
+                        m->slots[j] = NULL;
+                        i = j;
+                }
+        }
+        m->n--;
+}
+
+/* ---- Collections and the compaction queue ----------------------------------------- */
+
+static void pending_add(struct storage *s, struct collection *c)
+{
+        if (c->pending)
+                return;
+        c->pending = true;
+        c->pending_next = NULL;
+        c->pending_prev = s->pending_tail;
+        if (s->pending_tail)
+                s->pending_tail->pending_next = c;
+        else
+                s->pending_head = c;
+        s->pending_tail = c;
+        s->n_pending++;
+}
+
+static void pending_remove(struct storage *s, struct collection *c)
+{
+        if (!c->pending)
+                return;
+        if (c->pending_prev)
+                c->pending_prev->pending_next = c->pending_next;
+        else
+                s->pending_head = c->pending_next;
+        if (c->pending_next)
+                c->pending_next->pending_prev = c->pending_prev;
+        else
+                s->pending_tail = c->pending_prev;
+        c->pending = false;
+        c->pending_prev = c->pending_next = NULL;
+        s->n_pending--;
+}
+
+static struct collection *collection_free(struct collection *c)
+{
+        if (c) {
+                free(c->batches);
+                free(c);
+        }
+        return NULL;
+}
+
+/* ---- Records ---------------------------------------------------------------------- */
+
+static void put_collection(struct storage *s, const struct collection *c, uint64_t since,
+                           uint64_t upper, uint64_t physical_since)
+{
+        Coord__StorageCollection m = COORD__STORAGE_COLLECTION__INIT;
+        uint8_t key[KEY_GID_LEN], val[RECORD_MAX];
+        size_t len;
+
+        m.gid = c->gid;
+        m.kind = (Coord__StorageKind)c->kind;
+        m.since = since;
+        m.upper = upper;
+        m.physical_since = physical_since;
+        len = coord__storage_collection__get_packed_size(&m);
+        assert(len <= sizeof(val));
+        coord__storage_collection__pack(&m, val);
+        be64_put(key, c->gid);
+        rocksdb_writebatch_put_cf(s->wb, s->cf[CF_COLLECTIONS], (const char *)key, sizeof(key),
+                                  (const char *)val, len);
+}
+
+static void put_batch(struct storage *s, uint64_t gid, const struct batch_desc *b)
+{
+        Coord__StorageBatch m = COORD__STORAGE_BATCH__INIT;
+        uint8_t key[KEY_BATCH_LEN], val[RECORD_MAX];
+        size_t len;
+
+        m.lower = b->lower;
+        m.upper = b->upper;
+        m.since = b->since;
+        m.updates = b->updates;
+        m.parts = b->parts;
+        m.bytes = b->bytes;
+        len = coord__storage_batch__get_packed_size(&m);
+        assert(len <= sizeof(val));
+        coord__storage_batch__pack(&m, val);
+        key_batch(key, gid, b->lower);
+        rocksdb_writebatch_put_cf(s->wb, s->cf[CF_BATCHES], (const char *)key, sizeof(key),
+                                  (const char *)val, len);
+}
+
+static void delete_batch(struct storage *s, uint64_t gid, uint64_t lower)
+{
+        uint8_t key[KEY_BATCH_LEN];
+
+        key_batch(key, gid, lower);
+        rocksdb_writebatch_delete_cf(s->wb, s->cf[CF_BATCHES], (const char *)key, sizeof(key));
+}
+
+static void delete_chunks(struct storage *s, uint64_t gid, uint64_t lower, uint32_t from,
+                          uint32_t to)
+{
+        uint8_t key[KEY_CHUNK_LEN];
+
+        for (uint32_t part = from; part < to; part++) {
+                key_chunk(key, gid, lower, part);
+                rocksdb_writebatch_delete_cf(s->wb, s->cf[CF_CHUNKS], (const char *)key, sizeof(key));
+        }
+}
+
+/* Write v[0..n) (sorted, consolidated) as the chunks of the batch at lower, parts from
+ * 0 on, into s->wb. */
+static int put_chunks(struct storage *s, uint64_t gid, uint64_t lower, const struct upd *v,
+                      size_t n, uint32_t *ret_parts, uint64_t *ret_bytes)
+{
+        Coord__StorageChunk ch = COORD__STORAGE_CHUNK__INIT;
+        uint8_t key[KEY_CHUNK_LEN];
+        uint64_t bytes = 0;
+        uint32_t part = 0;
+        int r;
+
+        for (size_t i = 0, k; i < n; i += k) {
+                size_t row_bytes = 0, len;
+                uint8_t *p;
+
+                for (k = 0; i + k < n && k < CHUNK_MAX_UPDATES; k++) {
+                        if (k > 0 && row_bytes + v[i + k].len > CHUNK_MAX_BYTES)
+                                break;
+                        row_bytes += v[i + k].len;
+                }
+                if (part == UINT32_MAX)
+                        return -EFBIG;
+                r = RESERVE(s->rows_buf, s->cap_rows, row_bytes);
+                if (r < 0)
+                        return r;
+                p = s->rows_buf;
+                for (size_t x = 0; x < k; x++) {
+                        const struct upd *u = &v[i + x];
+
+                        if (u->len) {
+                                memcpy(p, u->row, u->len);
+                                p += u->len;
+                        }
+                        s->chunk_lens[x] = u->len;
+                        s->chunk_times[x] = u->time;
+                        s->chunk_diffs[x] = u->diff;
+                }
+                ch.rows.data = s->rows_buf;
+                ch.rows.len = row_bytes;
+                ch.n_row_lens = ch.n_times = ch.n_diffs = k;
+                ch.row_lens = s->chunk_lens;
+                ch.times = s->chunk_times;
+                ch.diffs = s->chunk_diffs;
+                len = coord__storage_chunk__get_packed_size(&ch);
+                r = RESERVE(s->pack_buf, s->cap_pack, len);
+                if (r < 0)
+                        return r;
+                coord__storage_chunk__pack(&ch, s->pack_buf);
+                key_chunk(key, gid, lower, part++);
+                rocksdb_writebatch_put_cf(s->wb, s->cf[CF_CHUNKS], (const char *)key, sizeof(key),
+                                          (const char *)s->pack_buf, len);
+                bytes += len;
+        }
+        *ret_parts = part;
+        *ret_bytes = bytes;
+        return 0;
+}
+
+static int chunk_decode(uint64_t gid, const char *val, size_t len, Coord__StorageChunk **ret)
+{
+        Coord__StorageChunk *ch = coord__storage_chunk__unpack(NULL, len, (const uint8_t *)val);
+        uint64_t total = 0;
+
+        if (!ch)
+                return corrupt(gid, "chunk does not decode");
+        if (ch->n_row_lens == 0 || ch->n_times != ch->n_row_lens || ch->n_diffs != ch->n_row_lens)
+                goto bad;
+        for (size_t i = 0; i < ch->n_row_lens; i++)
+                total += ch->row_lens[i];
+        if (total != ch->rows.len)
+                goto bad;
+        *ret = ch;
+        return 0;
+bad:
+        coord__storage_chunk__free_unpacked(ch, NULL);
+        return corrupt(gid, "chunk columns disagree");
+}
+
+/* The i-th update of a decoded chunk; *off is the offset of its row in rows. */
+static struct upd chunk_upd(const Coord__StorageChunk *ch, size_t i, size_t *off)
+{
+        struct upd u = {
+                .row = ch->rows.data + *off,
+                .len = ch->row_lens[i],
+                .time = ch->times[i],
+                .diff = ch->diffs[i],
+        };
+
+        *off += u.len;
+        return u;
+}
+
+static int batch_decode(uint64_t gid, const char *key, size_t klen, const char *val,
+                        size_t vlen, struct batch_desc *ret)
+{
+        Coord__StorageBatch *m;
+
+        if (klen != KEY_BATCH_LEN || be64_get((const uint8_t *)key) != gid)
+                return corrupt(gid, "malformed batch key");
+        m = coord__storage_batch__unpack(NULL, vlen, (const uint8_t *)val);
+        if (!m)
+                return corrupt(gid, "batch descriptor does not decode");
+        *ret = (struct batch_desc){
+                .lower = m->lower, .upper = m->upper, .since = m->since,
+                .updates = m->updates, .parts = m->parts, .bytes = m->bytes,
+        };
+        coord__storage_batch__free_unpacked(m, NULL);
+        if (ret->lower != be64_get((const uint8_t *)key + 8))
+                return corrupt(gid, "batch key and lower differ");
+        return 0;
+}
+
+/* ---- Iteration -------------------------------------------------------------------- */
+
+/* An iterator over [lo, hi) of one column family; the keys must outlive it. */
+static rocksdb_iterator_t *iter_new(struct storage *s, int cf, const uint8_t *lo, size_t lo_len,
+                                    const uint8_t *hi, size_t hi_len, rocksdb_readoptions_t **ret_ro)
+{
+        rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+        rocksdb_iterator_t *it;
+
+        rocksdb_readoptions_set_iterate_lower_bound(ro, (const char *)lo, lo_len);
+        rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)hi, hi_len);
+        it = rocksdb_create_iterator_cf(s->db, ro, s->cf[cf]);
+        rocksdb_iter_seek(it, (const char *)lo, lo_len);
+        *ret_ro = ro;
+        return it;
+}
+
+static int iter_free(rocksdb_iterator_t *it, rocksdb_readoptions_t *ro, int r)
+{
+        char *err = NULL;
+
+        if (r >= 0) {
+                rocksdb_iter_get_error(it, &err);
+                if (err)
+                        r = rocks_error(err);
+        }
+        rocksdb_iter_destroy(it);
+        rocksdb_readoptions_destroy(ro);
+        return r;
+}
+
+/* Called for every chunk of a scan; may take the chunk (set *chunk to NULL). */
+typedef int (*chunk_fn)(struct storage *s, uint64_t lower, uint32_t part, size_t bytes,
+                        Coord__StorageChunk **chunk, void *userdata);
+
+/* Decode the chunks of the batches of gid with lower in [from, to), in key order. */
+static int scan_chunks(struct storage *s, uint64_t gid, uint64_t from, uint64_t to, chunk_fn fn,
+                       void *userdata)
+{
+        uint8_t lo[KEY_BATCH_LEN], hi[KEY_BATCH_LEN];
+        rocksdb_readoptions_t *ro;
+        rocksdb_iterator_t *it;
+        int r = 0;
+
+        if (from >= to)
+                return 0;
+        key_batch(lo, gid, from);
+        key_batch(hi, gid, to);
+        for (it = iter_new(s, CF_CHUNKS, lo, sizeof(lo), hi, sizeof(hi), &ro);
+             rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+                Coord__StorageChunk *ch = NULL;
+                size_t klen, vlen;
+                const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+                const char *v = rocksdb_iter_value(it, &vlen);
+
+                if (klen != KEY_CHUNK_LEN) {
+                        r = corrupt(gid, "malformed chunk key");
+                        break;
+                }
+                r = chunk_decode(gid, v, vlen, &ch);
+                if (r < 0)
+                        break;
+                r = fn(s, be64_get(k + 8), be32_get(k + 16), vlen, &ch, userdata);
+                if (ch)
+                        coord__storage_chunk__free_unpacked(ch, NULL);
+                if (r < 0)
+                        break;
+        }
+        return iter_free(it, ro, r);
+}
+
+/* A scan that keeps its chunks in s->chunks and their updates in s->upd: time > max
+ * are skipped, times below advance_to are raised to it. */
+struct collect {
+        uint64_t max;
+        uint64_t advance_to;
+};
+
+static int collect_chunk(struct storage *s, uint64_t lower, uint32_t part, size_t bytes,
+                         Coord__StorageChunk **chunk, void *userdata)
+{
+        const struct collect *a = userdata;
+        Coord__StorageChunk *ch = *chunk;
+        size_t off = 0;
+        int r;
+
+        r = RESERVE(s->chunks, s->cap_chunks, s->n_chunks + 1);
+        if (r < 0)
+                return r;
+        r = RESERVE(s->upd, s->cap_upd, s->n_upd + ch->n_times);
+        if (r < 0)
+                return r;
+        s->chunks[s->n_chunks++] = TAKE_PTR(*chunk);
+        for (size_t i = 0; i < ch->n_times; i++) {
+                struct upd u = chunk_upd(ch, i, &off);
+
+                if (u.time > a->max)
+                        continue;
+                u.time = max_u64(u.time, a->advance_to);
+                s->upd[s->n_upd++] = u;
+        }
+        return 0;
+}
+
+/* ---- Opening and closing ---------------------------------------------------------- */
+
+static int collection_decode(const char *key, size_t klen, const char *val, size_t vlen,
+                             struct collection **ret)
+{
+        Coord__StorageCollection *m;
+        struct collection *c;
+        uint64_t gid;
+
+        if (klen != KEY_GID_LEN) {
+                set_thread_error("storage: malformed collection key");
+                return -EBADMSG;
+        }
+        gid = be64_get((const uint8_t *)key);
+        m = coord__storage_collection__unpack(NULL, vlen, (const uint8_t *)val);
+        if (!m)
+                return corrupt(gid, "collection record does not decode");
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                coord__storage_collection__free_unpacked(m, NULL);
+                return -ENOMEM;
+        }
+        *c = (struct collection){
+                .gid = gid, .kind = (enum storage_kind)m->kind,
+                .since = m->since, .upper = m->upper, .physical_since = m->physical_since,
+        };
+        if (m->gid != gid || (unsigned)m->kind >= _STORAGE_KIND_MAX || collection_invalid(c)) {
+                coord__storage_collection__free_unpacked(m, NULL);
+                collection_free(c);
+                return corrupt(gid, "invalid collection record");
+        }
+        coord__storage_collection__free_unpacked(m, NULL);
+        *ret = c;
+        return 0;
+}
+
+static int load_collections(struct storage *s)
+{
+        uint8_t lo[1] = { 0 }, hi[KEY_END_LEN];
+        rocksdb_readoptions_t *ro;
+        rocksdb_iterator_t *it;
+        int r = 0;
+
+        memset(hi, 0xff, sizeof(hi));
+        for (it = iter_new(s, CF_COLLECTIONS, lo, 0, hi, sizeof(hi), &ro); rocksdb_iter_valid(it);
+             rocksdb_iter_next(it)) {
+                struct collection *c = NULL;
+                size_t klen, vlen;
+                const char *k = rocksdb_iter_key(it, &klen), *v = rocksdb_iter_value(it, &vlen);
+
+                r = collection_decode(k, klen, v, vlen, &c);
+                if (r < 0)
+                        break;
+                r = map_reserve(&s->map);
+                if (r < 0) {
+                        collection_free(c);
+                        break;
+                }
+                map_insert(&s->map, c);
+                if (c->physical_since < c->since)
+                        pending_add(s, c);
+        }
+        return iter_free(it, ro, r);
+}
+
+static rocksdb_options_t *options_new(void)
+{
+        rocksdb_options_t *o = rocksdb_options_create();
+
+        rocksdb_options_set_create_if_missing(o, 1);
+        rocksdb_options_set_create_missing_column_families(o, 1);
+        rocksdb_options_set_write_buffer_size(o, WRITE_BUFFER_SIZE);
+        rocksdb_options_set_max_total_wal_size(o, MAX_TOTAL_WAL_SIZE);
+        rocksdb_options_set_wal_recovery_mode(o, rocksdb_point_in_time_recovery);
+        rocksdb_options_set_manual_wal_flush(o, 0);
+        rocksdb_options_set_use_fsync(o, 0);
+        rocksdb_options_set_keep_log_file_num(o, INFO_LOG_FILES);
+        rocksdb_options_set_max_log_file_size(o, INFO_LOG_SIZE);
+        return o;
+}
+
+int storage_open(const char *path, struct storage **ret)
+{
+        const rocksdb_options_t *cf_options[_CF_MAX];
+        struct storage *s;
+        char *err = NULL;
+        int r;
+
+        if (!path || !ret)
+                return -EINVAL;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        /* RocksDB's constructors abort rather than return NULL. */
+        s->options = options_new();
+        s->write_options = rocksdb_writeoptions_create();
+        rocksdb_writeoptions_set_sync(s->write_options, 1);
+        s->read_options = rocksdb_readoptions_create();
+        s->flush_options = rocksdb_flushoptions_create();
+        rocksdb_flushoptions_set_wait(s->flush_options, 1);
+        s->wb = rocksdb_writebatch_create();
+        for (size_t i = 0; i < _CF_MAX; i++)
+                cf_options[i] = s->options;
+        s->db = rocksdb_open_column_families(s->options, path, _CF_MAX, cf_names, cf_options,
+                                             s->cf, &err);
+        if (err) {
+                r = rocks_error(err);
+                goto fail;
+        }
+        r = load_collections(s);
+        if (r < 0)
+                goto fail;
+        *ret = s;
+        return 0;
+fail:
+        s->err = r;             /* no flush on the way out */
+        storage_close(s);
+        return r;
+}
+
+struct storage *storage_close(struct storage *s)
+{
+        char *err = NULL;
+
+        if (!s)
+                return NULL;
+        if (s->db) {
+                /* NOTE 11: a restart should open table files, not replay the WAL.  A
+                 * failed flush loses nothing: the synced WAL holds the data. */
+                if (s->err == 0)
+                        for (size_t i = 0; i < _CF_MAX; i++) {
+                                rocksdb_flush_cf(s->db, s->flush_options, s->cf[i], &err);
+                                if (err) {
+                                        rocksdb_free(err);
+                                        err = NULL;
+                                }
+                        }
+                for (size_t i = 0; i < _CF_MAX; i++)
+                        if (s->cf[i])
+                                rocksdb_column_family_handle_destroy(s->cf[i]);
+                rocksdb_close(s->db);
+        }
+        for (size_t i = 0; s->map.slots && i <= s->map.mask; i++)
+                collection_free(s->map.slots[i]);
+        free(s->map.slots);
+        chunks_release(s);
+        free(s->chunks);
+        free(s->upd);
+        free(s->stages);
+        free(s->rows_buf);
+        free(s->pack_buf);
+        if (s->wb)
+                rocksdb_writebatch_destroy(s->wb);
+        if (s->flush_options)
+                rocksdb_flushoptions_destroy(s->flush_options);
+        if (s->read_options)
+                rocksdb_readoptions_destroy(s->read_options);
+        if (s->write_options)
+                rocksdb_writeoptions_destroy(s->write_options);
+        if (s->options)
+                rocksdb_options_destroy(s->options);
+        free(s);
+        return NULL;
+}
+
+int storage_error(const struct storage *s)
+{
+        return s ? s->err : -EINVAL;
+}
+
+void storage_debug_fail_next_write(struct storage *s)
+{
+        if (s)
+                s->fail_next_write = true;
+}
+
+/* ---- The write path (NOTES 1, 9) -------------------------------------------------- */
+
+/* Write s->wb synced and empty it.  A failure is sticky. */
+static int storage_write(struct storage *s)
+{
+        char *err = NULL;
+        int r;
+
+        assert(s->err == 0);
+        if (s->fail_next_write) {
+                s->fail_next_write = false;
+                set_thread_error("storage: write failure injected by storage_debug_fail_next_write()");
+                r = -EIO;
+        } else {
+                rocksdb_write(s->db, s->write_options, s->wb, &err);
+                if (!err) {
+                        rocksdb_writebatch_clear(s->wb);
+                        s->stats.writes++;
+                        return 0;
+                }
+                r = rocks_error(err);
+                if (r != -ENOSPC)
+                        r = -EIO;
+        }
+        rocksdb_writebatch_clear(s->wb);
+        s->err = r;
+        snprintf(s->err_msg, sizeof(s->err_msg), "%s", thread_error);
+        return r;
+}
+
+/* Read c's batch descriptors (NOTE 8). */
+static int collection_load(struct storage *s, struct collection *c)
+{
+        uint8_t lo[KEY_GID_LEN], hi[KEY_END_LEN];
+        rocksdb_readoptions_t *ro;
+        rocksdb_iterator_t *it;
+        const char *why;
+        int r = 0;
+
+        if (c->loaded)
+                return 0;
+        assert(c->n_batches == 0);
+        be64_put(lo, c->gid);
+        key_end(hi, c->gid);
+        for (it = iter_new(s, CF_BATCHES, lo, sizeof(lo), hi, sizeof(hi), &ro); rocksdb_iter_valid(it);
+             rocksdb_iter_next(it)) {
+                size_t klen, vlen;
+                const char *k = rocksdb_iter_key(it, &klen), *v = rocksdb_iter_value(it, &vlen);
+
+                r = RESERVE(c->batches, c->cap_batches, c->n_batches + 1);
+                if (r < 0)
+                        break;
+                r = batch_decode(c->gid, k, klen, v, vlen, &c->batches[c->n_batches]);
+                if (r < 0)
+                        break;
+                c->n_batches++;
+        }
+        r = iter_free(it, ro, r);
+        if (r >= 0) {
+                c->loaded = true;
+                why = collection_invalid(c);
+                if (why)
+                        r = corrupt(c->gid, why);
+        }
+        if (r < 0) {
+                c->loaded = false;
+                c->n_batches = 0;
+                return r;
+        }
+        c->batches_at_compaction = c->n_batches;
+        return 0;
+}
+
+/* ---- Creating and dropping -------------------------------------------------------- */
+
+int storage_create(struct storage *s, uint64_t gid, enum storage_kind kind, uint64_t since,
+                   uint64_t upper)
+{
+        struct collection *c;
+        int r;
+
+        if (!s || kind < 0 || kind >= _STORAGE_KIND_MAX)
+                return -EINVAL;
+        if (s->err)
+                return sticky_error(s);
+        if (map_find(&s->map, gid))
+                return -EEXIST;
+        r = map_reserve(&s->map);
+        if (r < 0)
+                return r;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        *c = (struct collection){
+                .gid = gid, .kind = kind, .since = since, .upper = upper,
+                .physical_since = min_u64(since, upper),
+                .loaded = true,         /* no batches; drop left no keys behind */
+        };
+        put_collection(s, c, c->since, c->upper, c->physical_since);
+        r = storage_write(s);
+        if (r < 0) {
+                collection_free(c);
+                return r;
+        }
+        map_insert(&s->map, c);
+        assert(!collection_invalid(c));
+        return 0;
+}
+
+int storage_drop(struct storage *s, uint64_t gid)
+{
+        uint8_t lo[KEY_GID_LEN], hi[KEY_END_LEN];
+        struct collection *c;
+        int r;
+
+        if (!s)
+                return -EINVAL;
+        if (s->err)
+                return sticky_error(s);
+        c = map_find(&s->map, gid);
+        if (!c)
+                return -ENOENT;
+        be64_put(lo, gid);
+        key_end(hi, gid);
+        rocksdb_writebatch_delete_cf(s->wb, s->cf[CF_COLLECTIONS], (const char *)lo, sizeof(lo));
+        /* Range deletes: O(1) to write whatever the size, and they also cover keys the
+         * descriptors do not know of, which need not be loaded. */
+        rocksdb_writebatch_delete_range_cf(s->wb, s->cf[CF_BATCHES], (const char *)lo, sizeof(lo),
+                                           (const char *)hi, sizeof(hi));
+        rocksdb_writebatch_delete_range_cf(s->wb, s->cf[CF_CHUNKS], (const char *)lo, sizeof(lo),
+                                           (const char *)hi, sizeof(hi));
+        r = storage_write(s);
+        if (r < 0)
+                return r;
+        pending_remove(s, c);
+        map_remove(&s->map, c);
+        collection_free(c);
+        return 0;
+}
+
+/* ---- Groups (NOTE 7) -------------------------------------------------------------- */
+
+static void group_begin(struct storage *s)
+{
+        assert(rocksdb_writebatch_count(s->wb) == 0);
+        s->gen++;
+        s->n_stages = 0;
+}
+
+/* c's stage in the current group, made on first use. */
+static int stage_get(struct storage *s, struct collection *c, struct stage **ret)
+{
+        struct stage *st;
+        int r;
+
+        if (c->stage_gen != s->gen) {
+                r = RESERVE(s->stages, s->cap_stages, s->n_stages + 1);
+                if (r < 0)
+                        return r;
+                c->stage_gen = s->gen;
+                c->stage_idx = s->n_stages++;
+                st = &s->stages[c->stage_idx];
+                *st = (struct stage){
+                        .c = c, .since = c->since, .upper = c->upper, .n_batches = c->n_batches,
+                };
+                if (c->loaded && c->n_batches > 0)
+                        st->tail = c->batches[c->n_batches - 1];
+        }
+        *ret = &s->stages[c->stage_idx];
+        return 0;
+}
+
+/* The staged newest batch, or NULL if there is none.  The pointer is valid until
+ * c->batches grows. */
+static const struct batch_desc *stage_tail_peek(const struct stage *st)
+{
+        const struct collection *c = st->c;
+
+        if (st->n_batches == 0)
+                return NULL;
+        if (st->n_batches > c->n_batches)
+                return &c->batches[st->n_batches - 1];
+        return &st->tail;
+}
+
+/* The same, to be changed: a committed tail is rewritten by the group. */
+static struct batch_desc *stage_tail(struct stage *st)
+{
+        struct collection *c = st->c;
+
+        assert(st->n_batches > 0);
+        if (st->n_batches > c->n_batches)
+                return &c->batches[st->n_batches - 1];
+        st->tail_changed = true;
+        return &st->tail;
+}
+
+/* The records of every stage into s->wb, once per collection. */
+static void group_put_stages(struct storage *s)
+{
+        for (size_t i = 0; i < s->n_stages; i++) {
+                const struct stage *st = &s->stages[i];
+                const struct collection *c = st->c;
+
+                if (!st->changed)
+                        continue;
+                if (st->tail_changed)
+                        put_batch(s, c->gid, &st->tail);
+                for (size_t b = c->n_batches; b < st->n_batches; b++)
+                        put_batch(s, c->gid, &c->batches[b]);
+                put_collection(s, c, st->since, st->upper, c->physical_since);
+        }
+}
+
+/* After the group's write succeeded: memory follows (NOTE 2). */
+static void group_apply(struct storage *s)
+{
+        for (size_t i = 0; i < s->n_stages; i++) {
+                const struct stage *st = &s->stages[i];
+                struct collection *c = st->c;
+
+                if (!st->changed)
+                        continue;
+                if (st->tail_changed)
+                        c->batches[c->n_batches - 1] = st->tail;
+                c->n_batches = st->n_batches;
+                c->upper = st->upper;
+                if (st->since > c->since)
+                        pending_add(s, c);
+                c->since = st->since;
+                if (c->n_batches >= c->batches_at_compaction + PENDING_NEW_BATCHES)
+                        pending_add(s, c);
+                assert(!collection_invalid(c));
+        }
+        s->n_stages = 0;
+}
+
+/* ---- Appends ---------------------------------------------------------------------- */
+
+static int append_validate(const struct storage_append *a, uint64_t upper)
+{
+        if (a->new_upper <= a->expected_upper || (a->n_updates > 0 && !a->updates))
+                return -EINVAL;
+        if (a->expected_upper != upper)
+                return -ESTALE;
+        for (size_t i = 0; i < a->n_updates; i++) {
+                const struct storage_update *u = &a->updates[i];
+
+                if (u->time < a->expected_upper || u->time >= a->new_upper)
+                        return -ERANGE;
+                if (u->len > STORAGE_ROW_MAX)
+                        return -EMSGSIZE;
+                if (u->len > 0 && !u->row)
+                        return -EINVAL;
+        }
+        return 0;
+}
+
+/* Stage one valid append (NOTE 7).  A negative return other than -EOVERFLOW may have
+ * left records in s->wb: the group fails. */
+static int append_stage(struct storage *s, struct stage *st, const struct storage_append *a)
+{
+        struct collection *c = st->c;
+        const struct batch_desc *peek;
+        struct batch_desc *tail;
+        size_t n;
+        int r;
+
+        r = RESERVE(s->upd, s->cap_upd, a->n_updates);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < a->n_updates; i++)
+                s->upd[i] = (struct upd){
+                        .row = a->updates[i].row, .len = (uint32_t)a->updates[i].len,
+                        .time = a->updates[i].time, .diff = a->updates[i].diff,
+                };
+        r = upds_consolidate(s->upd, a->n_updates, &n);
+        if (r < 0)
+                return r;
+
+        /* Room for a new descriptor before any pointer into c->batches is taken. */
+        r = RESERVE(c->batches, c->cap_batches, st->n_batches + 1);
+        if (r < 0)
+                return r;
+        peek = stage_tail_peek(st);
+        if (peek && (n == 0 || peek->updates == 0)) {
+                /* Extend the newest batch, or fill it if it is empty. */
+                tail = stage_tail(st);
+                if (n > 0) {
+                        assert(tail->updates == 0);
+                        r = put_chunks(s, c->gid, tail->lower, s->upd, n, &tail->parts,
+                                       &tail->bytes);
+                        if (r < 0)
+                                return r;
+                        tail->updates = n;
+                }
+                tail->upper = a->new_upper;
+        } else {
+                struct batch_desc *b = &c->batches[st->n_batches];
+
+                *b = (struct batch_desc){
+                        .lower = a->expected_upper, .upper = a->new_upper,
+                        .since = a->expected_upper, .updates = n,
+                };
+                r = put_chunks(s, c->gid, b->lower, s->upd, n, &b->parts, &b->bytes);
+                if (r < 0)
+                        return r;
+                st->n_batches++;
+        }
+        st->upper = a->new_upper;
+        st->changed = true;
+        return 0;
+}
+
+int storage_append_group(struct storage *s, struct storage_append *v, size_t n)
+{
+        size_t staged = 0, i;
+        int r = 0;
+
+        if (!s || (n > 0 && !v))
+                return -EINVAL;
+        if (s->err) {
+                for (size_t i = 0; i < n; i++)
+                        v[i].result = s->err;
+                return sticky_error(s);
+        }
+        group_begin(s);
+        for (i = 0; i < n; i++) {
+                struct storage_append *a = &v[i];
+                struct collection *c = map_find(&s->map, a->gid);
+                struct stage *st;
+
+                a->actual_upper = c ? c->upper : 0;
+                if (!c) {
+                        a->result = -ENOENT;
+                        continue;
+                }
+                a->result = collection_load(s, c);
+                if (a->result < 0)
+                        continue;
+                r = stage_get(s, c, &st);
+                if (r < 0)
+                        goto fail;
+                a->actual_upper = st->upper;
+                a->result = append_validate(a, st->upper);
+                if (a->result < 0)
+                        continue;
+                r = append_stage(s, st, a);
+                if (r == -EOVERFLOW) {
+                        a->result = r;
+                        continue;
+                }
+                if (r < 0)
+                        goto fail;
+                a->actual_upper = a->new_upper;
+                a->result = 1;          /* staged; 0 once durable */
+                staged++;
+        }
+        if (staged == 0) {
+                /* Nothing valid, so nothing was put into s->wb (an -EOVERFLOW is
+                 * found before the append's chunks are encoded). */
+                assert(rocksdb_writebatch_count(s->wb) == 0);
+                s->n_stages = 0;
+                return 0;
+        }
+        group_put_stages(s);
+        r = storage_write(s);
+        if (r < 0)
+                goto fail;
+        group_apply(s);
+        for (i = 0; i < n; i++)
+                if (v[i].result == 1)
+                        v[i].result = 0;
+        s->stats.appends += staged;
+        return (int)min_u64(staged, INT32_MAX);
+fail:
+        /* i is where the group broke off (n after a failed write): the appends from
+         * there on were not looked at, the staged ones before it shared the group. */
+        rocksdb_writebatch_clear(s->wb);
+        s->n_stages = 0;
+        for (size_t k = 0; k < n; k++)
+                if (k >= i || v[k].result == 1)
+                        v[k].result = r;
+        return r;
+}
+
+int storage_append(struct storage *s, uint64_t gid, uint64_t expected_upper, uint64_t new_upper,
+                   const struct storage_update *updates, size_t n_updates, uint64_t *ret_upper)
+{
+        struct storage_append a = {
+                .gid = gid, .expected_upper = expected_upper, .new_upper = new_upper,
+                .updates = updates, .n_updates = n_updates,
+        };
+        int r;
+
+        r = storage_append_group(s, &a, 1);
+        if (r < 0)
+                return r;
+        if (ret_upper && (a.result == 0 || a.result == -ESTALE))
+                *ret_upper = a.actual_upper;
+        return a.result;
+}
+
+/* ---- Compaction permission -------------------------------------------------------- */
+
+int storage_allow_compaction_group(struct storage *s, struct storage_since *v, size_t n)
+{
+        size_t moved = 0, i;
+        int r;
+
+        if (!s || (n > 0 && !v))
+                return -EINVAL;
+        if (s->err) {
+                for (i = 0; i < n; i++)
+                        v[i].result = s->err;
+                return sticky_error(s);
+        }
+        group_begin(s);
+        for (i = 0; i < n; i++) {
+                struct collection *c = map_find(&s->map, v[i].gid);
+                struct stage *st;
+
+                if (!c) {
+                        v[i].result = -ENOENT;
+                        continue;
+                }
+                r = stage_get(s, c, &st);
+                if (r < 0)
+                        goto fail;
+                /* NOTE 3: not above since is ignored. */
+                v[i].result = v[i].since > st->since;
+                if (v[i].result) {
+                        st->since = v[i].since;
+                        st->changed = true;
+                        moved++;
+                }
+        }
+        if (moved == 0) {
+                s->n_stages = 0;
+                return 0;
+        }
+        group_put_stages(s);
+        r = storage_write(s);
+        if (r < 0)
+                goto fail;
+        group_apply(s);
+        return (int)min_u64(moved, INT32_MAX);
+fail:
+        rocksdb_writebatch_clear(s->wb);
+        s->n_stages = 0;
+        for (size_t k = 0; k < n; k++)
+                if (k >= i || v[k].result == 1)
+                        v[k].result = r;
+        return r;
+}
+
+int storage_allow_compaction(struct storage *s, uint64_t gid, uint64_t since)
+{
+        struct storage_since v = { .gid = gid, .since = since };
+        int r;
+
+        r = storage_allow_compaction_group(s, &v, 1);
+        return r < 0 ? r : v.result;
+}
+
+/* ---- Compaction (NOTES 5, 6) ------------------------------------------------------ */
+
+/* NOTE 5: target < upper, so the merged batch keeps its times below its upper. */
+static uint64_t merged_since(const struct batch_desc *first, uint64_t target)
+{
+        return max_u64(first->lower, target);
+}
+
+/* The run b_j .. b_n-1 to merge, or false. */
+static bool choose_run(const struct collection *c, unsigned flags, uint64_t target, size_t *ret_j)
+{
+        size_t m, j;
+
+        if (c->n_batches == 0)
+                return false;
+        m = c->n_batches - 1;
+        if (flags & STORAGE_COMPACT_FULL) {
+                j = 0;
+                if (j == m && c->batches[0].since >= merged_since(&c->batches[0], target))
+                        return false;
+        } else {
+                uint64_t acc = batch_weight(&c->batches[m]);
+
+                for (j = m; j > 0 && batch_weight(&c->batches[j - 1]) / TIER_RATIO <= acc; j--)
+                        acc += batch_weight(&c->batches[j - 1]);
+                if (j == m)
+                        return false;
+        }
+        *ret_j = j;
+        return true;
+}
+
+/* The physical since c would have if batch j were `merged` and batches j+1 .. were
+ * gone (NOTE 3): no stored time lies below it, and it is at most since. */
+static uint64_t physical_since_after(const struct collection *c, size_t j,
+                                     const struct batch_desc *merged)
+{
+        uint64_t p = c->n_batches ? UINT64_MAX : c->upper;
+
+        for (size_t i = 0; i < c->n_batches && i < j; i++)
+                p = min_u64(p, c->batches[i].since);
+        if (merged)
+                p = min_u64(p, merged->since);
+        return min_u64(c->since, p);
+}
+
+static int compact_run(struct storage *s, struct collection *c, size_t j, uint64_t target,
+                       struct storage_compact_result *res)
+{
+        const size_t m = c->n_batches - 1;
+        struct batch_desc merged = {
+                .lower = c->batches[j].lower,
+                .upper = c->batches[m].upper,
+        };
+        struct collect a = { .max = UINT64_MAX };
+        uint64_t want = 0, phys;
+        size_t n;
+        int r;
+
+        assert(target < merged.upper);
+        merged.since = merged_since(&c->batches[j], target);
+        a.advance_to = merged.since;
+        for (size_t i = j; i <= m; i++)
+                want += c->batches[i].updates;
+        assert(s->n_upd == 0 && s->n_chunks == 0);
+        r = scan_chunks(s, c->gid, merged.lower, merged.upper, collect_chunk, &a);
+        if (r < 0)
+                goto out;
+        if (s->n_upd != want) {
+                r = corrupt(c->gid, "batch descriptors and chunks disagree");
+                goto out;
+        }
+        res->batches_merged = m - j + 1;
+        res->updates_read = want;
+        r = upds_consolidate(s->upd, s->n_upd, &n);
+        if (r < 0)
+                goto out;
+        r = put_chunks(s, c->gid, merged.lower, s->upd, n, &merged.parts, &merged.bytes);
+        if (r < 0)
+                goto out;
+        merged.updates = n;
+        for (size_t i = j; i <= m; i++) {
+                const struct batch_desc *b = &c->batches[i];
+
+                if (i > j)
+                        delete_batch(s, c->gid, b->lower);
+                /* Chunk keys of b_j below merged.parts were overwritten above. */
+                delete_chunks(s, c->gid, b->lower,
+                              i == j ? (uint32_t)min_u64(merged.parts, b->parts) : 0, b->parts);
+        }
+        put_batch(s, c->gid, &merged);
+        phys = physical_since_after(c, j, &merged);
+        assert(phys >= c->physical_since);
+        put_collection(s, c, c->since, c->upper, phys);
+        r = storage_write(s);
+        if (r < 0)
+                goto out;
+
+        c->batches[j] = merged;
+        c->n_batches = j + 1;
+        c->batches_at_compaction = c->n_batches;
+        c->physical_since = phys;
+        assert(!collection_invalid(c));
+        res->updates_written = n;
+        s->stats.compactions++;
+        s->stats.updates_rewritten += n;
+out:
+        chunks_release(s);
+        rocksdb_writebatch_clear(s->wb);
+        return r;
+}
+
+static int collection_compact(struct storage *s, struct collection *c, unsigned flags,
+                              struct storage_compact_result *res)
+{
+        uint64_t target, phys;
+        size_t j;
+        int r;
+
+        *res = (struct storage_compact_result){ 0 };
+        r = collection_load(s, c);
+        if (r < 0)
+                return r;
+        pending_remove(s, c);
+        assert(rocksdb_writebatch_count(s->wb) == 0);
+        if (c->n_batches > 0) {
+                target = min_u64(c->since, c->upper - 1);
+                if (choose_run(c, flags, target, &j))
+                        return compact_run(s, c, j, target, res);
+        }
+        /* Nothing to merge; the physical since may still move (NOTE 3). */
+        c->batches_at_compaction = c->n_batches;
+        phys = physical_since_after(c, c->n_batches, NULL);
+        if (phys <= c->physical_since)
+                return 0;
+        put_collection(s, c, c->since, c->upper, phys);
+        r = storage_write(s);
+        if (r < 0)
+                return r;
+        c->physical_since = phys;
+        assert(!collection_invalid(c));
+        return 0;
+}
+
+int storage_compact(struct storage *s, uint64_t gid, unsigned flags,
+                    struct storage_compact_result *ret)
+{
+        struct storage_compact_result res;
+        struct collection *c;
+        int r;
+
+        if (!s || (flags & ~(unsigned)STORAGE_COMPACT_FULL))
+                return -EINVAL;
+        if (s->err)
+                return sticky_error(s);
+        c = map_find(&s->map, gid);
+        if (!c)
+                return -ENOENT;
+        r = collection_compact(s, c, flags, &res);
+        if (r >= 0 && ret)
+                *ret = res;
+        return r;
+}
+
+int storage_compact_pending(struct storage *s, uint64_t max_updates)
+{
+        uint64_t work = 0;
+
+        if (!s)
+                return -EINVAL;
+        if (s->err)
+                return sticky_error(s);
+        while (s->pending_head) {
+                struct storage_compact_result res;
+                int r;
+
+                if (work > 0 && work >= max_updates)
+                        break;
+                r = collection_compact(s, s->pending_head, 0, &res);
+                if (r < 0)
+                        return r;
+                work += res.updates_read + res.updates_written + 1;
+        }
+        return (int)min_u64(s->n_pending, INT32_MAX);
+}
+
+/* ---- Reading (NOTE 10) ------------------------------------------------------------ */
+
+static void frontiers_of(const struct collection *c, struct storage_frontiers *ret)
+{
+        *ret = (struct storage_frontiers){
+                .since = c->since, .upper = c->upper, .physical_since = c->physical_since,
+        };
+}
+
+int storage_read(struct storage *s, uint64_t gid, uint64_t t, storage_row_fn fn, void *userdata,
+                 struct storage_frontiers *ret_frontiers)
+{
+        struct collect a = { .max = t, .advance_to = 0 };
+        struct collection *c;
+        size_t out = 0;
+        int r;
+
+        if (!s || !fn)
+                return -EINVAL;
+        c = map_find(&s->map, gid);
+        if (!c)
+                return -ENOENT;
+        if (ret_frontiers)
+                frontiers_of(c, ret_frontiers);
+        if (t < c->since)
+                return -EDOM;
+        if (t >= c->upper)
+                return -EAGAIN;
+
+        assert(s->n_upd == 0 && s->n_chunks == 0);
+        r = scan_chunks(s, gid, 0, t + 1, collect_chunk, &a);
+        if (r < 0)
+                goto out;
+        if (s->n_upd > 1)
+                qsort(s->upd, s->n_upd, sizeof(*s->upd), upd_cmp_row);
+        for (size_t i = 0, k; i < s->n_upd; i = k) {
+                __int128 sum = 0;
+
+                for (k = i; k < s->n_upd && row_cmp(&s->upd[k], &s->upd[i]) == 0; k++)
+                        sum += s->upd[k].diff;
+                if (sum < 0 || sum > INT64_MAX) {
+                        set_thread_error("storage: collection %llu at %llu: a row of %u bytes has "
+                                         "count %s%llu", (unsigned long long)gid,
+                                         (unsigned long long)t, s->upd[i].len, sum < 0 ? "-" : "",
+                                         (unsigned long long)(sum < 0 ? -sum : sum));
+                        r = -EUCLEAN;
+                        goto out;
+                }
+                if (sum > 0) {
+                        s->upd[out] = s->upd[i];
+                        s->upd[out++].diff = (int64_t)sum;
+                }
+        }
+        for (size_t i = 0; i < out; i++) {
+                r = fn(s->upd[i].row, s->upd[i].len, s->upd[i].diff, userdata);
+                if (r < 0)
+                        goto out;
+        }
+        r = 0;
+out:
+        chunks_release(s);
+        return r;
+}
+
+struct range {
+        uint64_t since, lo, hi;
+        storage_update_fn fn;
+        void *userdata;
+};
+
+static int range_chunk(struct storage *s, uint64_t lower, uint32_t part, size_t bytes,
+                       Coord__StorageChunk **chunk, void *userdata)
+{
+        const struct range *a = userdata;
+        const Coord__StorageChunk *ch = *chunk;
+        size_t off = 0;
+        int r;
+
+        for (size_t i = 0; i < ch->n_times; i++) {
+                struct upd u = chunk_upd(ch, i, &off);
+                uint64_t t = max_u64(u.time, a->since);
+
+                if (t < a->lo || t >= a->hi)
+                        continue;
+                r = a->fn(u.row, u.len, t, u.diff, a->userdata);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int storage_read_updates(struct storage *s, uint64_t gid, uint64_t lo, uint64_t hi,
+                         storage_update_fn fn, void *userdata)
+{
+        struct range a = { .lo = lo, .hi = hi, .fn = fn, .userdata = userdata };
+        struct collection *c;
+        uint64_t from = 0;
+        int r;
+
+        if (!s || !fn || lo > hi)
+                return -EINVAL;
+        c = map_find(&s->map, gid);
+        if (!c)
+                return -ENOENT;
+        if (hi > c->upper)
+                return -EAGAIN;
+        if (lo == hi)
+                return 0;
+        a.since = c->since;
+        if (lo > c->since) {
+                /* Times below lo in batches before the one holding lo are all below lo,
+                 * also once raised to since < lo: start at that batch (NOTE 4). */
+                size_t b_lo = 0, b_hi;
+
+                r = collection_load(s, c);
+                if (r < 0)
+                        return r;
+                b_hi = c->n_batches;
+                while (b_lo < b_hi) {
+                        size_t mid = b_lo + (b_hi - b_lo) / 2;
+
+                        if (c->batches[mid].upper <= lo)
+                                b_lo = mid + 1;
+                        else
+                                b_hi = mid;
+                }
+                if (b_lo < c->n_batches)
+                        from = c->batches[b_lo].lower;
+        }
+        return scan_chunks(s, gid, from, hi, range_chunk, &a);
+}
+
+/* ---- Introspection ---------------------------------------------------------------- */
+
+static void info_of(const struct collection *c, struct storage_info *ret)
+{
+        ret->gid = c->gid;
+        ret->kind = c->kind;
+        frontiers_of(c, &ret->frontiers);
+}
+
+int storage_get_info(struct storage *s, uint64_t gid, struct storage_info *ret)
+{
+        struct collection *c;
+
+        if (!s || !ret)
+                return -EINVAL;
+        c = map_find(&s->map, gid);
+        if (!c)
+                return -ENOENT;
+        info_of(c, ret);
+        return 0;
+}
+
+static int collection_cmp_gid(const void *x, const void *y)
+{
+        const struct collection *a = *(struct collection *const *)x;
+        const struct collection *b = *(struct collection *const *)y;
+
+        return (a->gid > b->gid) - (a->gid < b->gid);
+}
+
+/* Every collection, in ascending gid order; the caller frees the array. */
+static int collections_sorted(const struct storage *s, struct collection ***ret)
+{
+        struct collection **v;
+        size_t n = 0;
+
+        v = malloc((s->map.n ? s->map.n : 1) * sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; s->map.slots && i <= s->map.mask; i++)
+                if (s->map.slots[i])
+                        v[n++] = s->map.slots[i];
+        assert(n == s->map.n);
+        if (n > 1)
+                qsort(v, n, sizeof(*v), collection_cmp_gid);
+        *ret = v;
+        return 0;
+}
+
+int storage_list(struct storage *s, storage_list_fn fn, void *userdata)
+{
+        _cleanup_free_ struct collection **v = NULL;
+        size_t n;
+        int r;
+
+        if (!s || !fn)
+                return -EINVAL;
+        r = collections_sorted(s, &v);
+        if (r < 0)
+                return r;
+        n = s->map.n;
+        for (size_t i = 0; i < n; i++) {
+                struct storage_info info;
+
+                info_of(v[i], &info);
+                r = fn(&info, userdata);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int storage_collection_stats(struct storage *s, uint64_t gid, struct storage_collection_stats *ret)
+{
+        struct collection *c;
+        int r;
+
+        if (!s || !ret)
+                return -EINVAL;
+        c = map_find(&s->map, gid);
+        if (!c)
+                return -ENOENT;
+        r = collection_load(s, c);
+        if (r < 0)
+                return r;
+        *ret = (struct storage_collection_stats){ .batches = c->n_batches };
+        for (size_t i = 0; i < c->n_batches; i++) {
+                ret->updates += c->batches[i].updates;
+                ret->chunks += c->batches[i].parts;
+                ret->bytes += c->batches[i].bytes;
+        }
+        return 0;
+}
+
+void storage_get_stats(const struct storage *s, struct storage_stats *ret)
+{
+        if (!s || !ret)
+                return;
+        *ret = s->stats;
+        ret->collections = s->map.n;
+        ret->pending = s->n_pending;
+}
+
+/* ---- storage_check() -------------------------------------------------------------- */
+
+static int check_fail(uint64_t gid, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int check_fail(uint64_t gid, const char *fmt, ...)
+{
+        char what[200];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        set_thread_error("storage_check: collection %llu: %s", (unsigned long long)gid, what);
+        return -EUCLEAN;
+}
+
+/* Walks the chunks of one collection in key order against its descriptors. */
+struct check {
+        const struct collection *c;
+        size_t b;                       /* batch of the previous chunk */
+        uint32_t next_part;             /* the part the next chunk of batch b must have */
+        uint64_t updates, bytes;        /* of batch b so far */
+        bool have_prev;
+        struct upd prev;                /* previous update of batch b */
+        Coord__StorageChunk *prev_chunk;        /* holds prev.row */
+        size_t n_chunks;
+};
+
+static int check_batch_done(struct check *k)
+{
+        const struct batch_desc *d = &k->c->batches[k->b];
+
+        if (k->next_part != d->parts || k->updates != d->updates || k->bytes != d->bytes)
+                return check_fail(k->c->gid, "batch [%llu, %llu): descriptor says %u chunks, "
+                                  "%llu updates, %llu bytes; found %u, %llu, %llu",
+                                  (unsigned long long)d->lower, (unsigned long long)d->upper,
+                                  d->parts, (unsigned long long)d->updates,
+                                  (unsigned long long)d->bytes, k->next_part,
+                                  (unsigned long long)k->updates, (unsigned long long)k->bytes);
+        return 0;
+}
+
+static int check_chunk(struct storage *s, uint64_t lower, uint32_t part, size_t bytes,
+                       Coord__StorageChunk **chunk, void *userdata)
+{
+        struct check *k = userdata;
+        const struct collection *c = k->c;
+        const struct batch_desc *d;
+        Coord__StorageChunk *ch = *chunk;
+        size_t off = 0;
+        int r;
+
+        /* Find the batch: the chunks come in key order, so it is b or a later one. */
+        while (k->b < c->n_batches && c->batches[k->b].lower != lower) {
+                if (c->batches[k->b].lower > lower)
+                        return check_fail(c->gid, "chunk of no batch at lower %llu",
+                                          (unsigned long long)lower);
+                r = check_batch_done(k);
+                if (r < 0)
+                        return r;
+                k->b++;
+                k->next_part = 0;
+                k->updates = k->bytes = 0;
+                k->have_prev = false;
+        }
+        if (k->b == c->n_batches)
+                return check_fail(c->gid, "chunk of no batch at lower %llu", (unsigned long long)lower);
+        d = &c->batches[k->b];
+        if (part != k->next_part)
+                return check_fail(c->gid, "batch at %llu: chunk %u where %u was due",
+                                  (unsigned long long)lower, part, k->next_part);
+        for (size_t i = 0; i < ch->n_times; i++) {
+                struct upd u = chunk_upd(ch, i, &off);
+
+                if (u.time < d->since || u.time >= d->upper)
+                        return check_fail(c->gid, "batch [%llu, %llu) since %llu holds time %llu",
+                                          (unsigned long long)d->lower, (unsigned long long)d->upper,
+                                          (unsigned long long)d->since, (unsigned long long)u.time);
+                if (u.diff == 0)
+                        return check_fail(c->gid, "zero diff at time %llu", (unsigned long long)u.time);
+                if (k->have_prev && upd_cmp_time_row(&k->prev, &u) >= 0)
+                        return check_fail(c->gid, "updates not sorted and consolidated at time %llu",
+                                          (unsigned long long)u.time);
+                k->prev = u;
+                k->have_prev = true;
+        }
+        /* Keep the chunk that prev points into. */
+        if (k->prev_chunk)
+                coord__storage_chunk__free_unpacked(k->prev_chunk, NULL);
+        k->prev_chunk = TAKE_PTR(*chunk);
+        k->next_part++;
+        k->updates += ch->n_times;
+        k->bytes += bytes;
+        k->n_chunks++;
+        return 0;
+}
+
+static int check_record(struct storage *s, const struct collection *c)
+{
+        Coord__StorageCollection *m;
+        uint8_t key[KEY_GID_LEN];
+        char *err = NULL, *v;
+        size_t len;
+        bool same;
+
+        be64_put(key, c->gid);
+        v = rocksdb_get_cf(s->db, s->read_options, s->cf[CF_COLLECTIONS], (const char *)key,
+                           sizeof(key), &len, &err);
+        if (err)
+                return rocks_error(err);
+        if (!v)
+                return check_fail(c->gid, "no collection record");
+        m = coord__storage_collection__unpack(NULL, len, (const uint8_t *)v);
+        rocksdb_free(v);
+        if (!m)
+                return check_fail(c->gid, "collection record does not decode");
+        same = m->gid == c->gid && (int)m->kind == (int)c->kind && m->since == c->since &&
+               m->upper == c->upper && m->physical_since == c->physical_since;
+        coord__storage_collection__free_unpacked(m, NULL);
+        return same ? 0 : check_fail(c->gid, "collection record differs from memory");
+}
+
+static bool batch_equal(const struct batch_desc *a, const struct batch_desc *b)
+{
+        return a->lower == b->lower && a->upper == b->upper && a->since == b->since &&
+               a->updates == b->updates && a->parts == b->parts && a->bytes == b->bytes;
+}
+
+/* The descriptors on disk equal the ones in memory. */
+static int check_batches(struct storage *s, const struct collection *c)
+{
+        uint8_t lo[KEY_GID_LEN], hi[KEY_END_LEN];
+        rocksdb_readoptions_t *ro;
+        rocksdb_iterator_t *it;
+        size_t i = 0;
+        int r = 0;
+
+        be64_put(lo, c->gid);
+        key_end(hi, c->gid);
+        for (it = iter_new(s, CF_BATCHES, lo, sizeof(lo), hi, sizeof(hi), &ro); rocksdb_iter_valid(it);
+             rocksdb_iter_next(it), i++) {
+                struct batch_desc d;
+                size_t klen, vlen;
+                const char *k = rocksdb_iter_key(it, &klen), *v = rocksdb_iter_value(it, &vlen);
+
+                r = batch_decode(c->gid, k, klen, v, vlen, &d);
+                if (r < 0)
+                        break;
+                if (i >= c->n_batches || !batch_equal(&d, &c->batches[i])) {
+                        r = check_fail(c->gid, "batch descriptor %zu differs from memory", i);
+                        break;
+                }
+        }
+        r = iter_free(it, ro, r);
+        if (r == 0 && i != c->n_batches)
+                r = check_fail(c->gid, "%zu batch descriptors on disk, %zu in memory", i, c->n_batches);
+        return r;
+}
+
+static int check_collection(struct storage *s, struct collection *c, uint64_t *n_chunks)
+{
+        struct check k = { .c = c };
+        const char *why;
+        int r;
+
+        r = collection_load(s, c);
+        if (r < 0)
+                return r;
+        why = collection_invalid(c);
+        if (why)
+                return check_fail(c->gid, "%s", why);
+        r = check_record(s, c);
+        if (r < 0)
+                return r;
+        r = check_batches(s, c);
+        if (r < 0)
+                return r;
+        r = scan_chunks(s, c->gid, 0, UINT64_MAX, check_chunk, &k);
+        if (r == 0 && c->n_batches > 0)
+                for (; k.b < c->n_batches; k.b++) {
+                        r = check_batch_done(&k);
+                        if (r < 0)
+                                break;
+                        k.next_part = 0;
+                        k.updates = k.bytes = 0;
+                }
+        if (k.prev_chunk)
+                coord__storage_chunk__free_unpacked(k.prev_chunk, NULL);
+        *n_chunks += k.n_chunks;
+        return r;
+}
+
+static int count_keys(struct storage *s, int cf, uint64_t *ret)
+{
+        uint8_t lo[1] = { 0 }, hi[KEY_END_LEN];
+        rocksdb_readoptions_t *ro;
+        rocksdb_iterator_t *it;
+        uint64_t n = 0;
+        int r;
+
+        memset(hi, 0xff, sizeof(hi));
+        for (it = iter_new(s, cf, lo, 0, hi, sizeof(hi), &ro); rocksdb_iter_valid(it); rocksdb_iter_next(it))
+                n++;
+        r = iter_free(it, ro, 0);
+        *ret = n;
+        return r;
+}
+
+int storage_check(struct storage *s)
+{
+        _cleanup_free_ struct collection **v = NULL;
+        uint64_t batches = 0, chunks = 0, n_keys[_CF_MAX] = { 0 };
+        int r;
+
+        if (!s)
+                return -EINVAL;
+        r = collections_sorted(s, &v);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < s->map.n; i++) {
+                r = check_collection(s, v[i], &chunks);
+                if (r < 0)
+                        return r;
+                batches += v[i]->n_batches;
+        }
+        /* Every key belongs to a collection: with the exact per-collection checks
+         * above, equal counts leave no room for strays. */
+        for (int cf = CF_COLLECTIONS; cf < _CF_MAX; cf++) {
+                r = count_keys(s, cf, &n_keys[cf]);
+                if (r < 0)
+                        return r;
+        }
+        if (n_keys[CF_COLLECTIONS] != s->map.n || n_keys[CF_BATCHES] != batches ||
+            n_keys[CF_CHUNKS] != chunks) {
+                set_thread_error("storage_check: %llu/%llu/%llu keys, expected %zu/%llu/%llu",
+                                 (unsigned long long)n_keys[CF_COLLECTIONS],
+                                 (unsigned long long)n_keys[CF_BATCHES],
+                                 (unsigned long long)n_keys[CF_CHUNKS], s->map.n,
+                                 (unsigned long long)batches, (unsigned long long)chunks);
+                return -EUCLEAN;
+        }
+        return 0;
+}

@@ -1,0 +1,263 @@
+/* controller-storage.h -- storage collections of coord-controller: durable, time-varying
+ * multisets of rows in the controller's own RocksDB database (DESIGN sections 1, 2).
+ *
+ * A collection, named by a GlobalId, is a sequence of updates (row, time, diff).  Rows
+ * are opaque byte strings: equal rows have equal bytes.  Every collection has
+ *   upper            all updates at times < upper are final and durable;
+ *   since            the collection is readable at t with since <= t < upper (the
+ *                    window may be empty; since may even exceed upper);
+ *   physical_since   how far compaction actually advanced stored times; always
+ *                    <= since (I2: the caller moves since only to committed bounds).
+ * Its contents at time t are, for every row, the sum of the diffs of the updates with
+ * time <= t; rows whose sum is 0 are absent, a negative sum is corruption.
+ *
+ * Layout (values are the messages of proto/storage.proto; keys big-endian):
+ *   CF "collections"  gid                 -> StorageCollection {kind, since, upper,
+ *                                                                 physical_since}
+ *   CF "batches"      gid | lower         -> StorageBatch {lower, upper, since,
+ *                                                           updates, parts, bytes}
+ *   CF "chunks"       gid | lower | part  -> StorageChunk {rows, row_lens, times, diffs}
+ * A collection is a sequence of batches with contiguous bounds (batch i's upper is
+ * batch i + 1's lower, the last batch's upper is the collection's upper).  A batch's
+ * updates are consolidated and sorted by (time, row) over its chunks, and their times
+ * lie in [batch since, batch upper).  Reads at t touch only the keys gid | lower with
+ * lower <= t: never another collection's data.
+ *
+ * Guarantees:
+ *   - Every function that changes state returns 0 only after ONE synced RocksDB
+ *     WriteBatch holding the whole change returned OK: it survives kill -9 and power
+ *     loss, and a crash leaves the old state or the new one, never a part (I7).
+ *   - Frontiers only move forward (I1): upper by appends, since by
+ *     storage_allow_compaction() (a lower value is ignored), physical_since by
+ *     compaction.
+ *   - A read at t with since <= t < upper returns exactly the contents at t, before and
+ *     after any compaction (I8).
+ *   - After a failed write the handle is in a sticky error state: every later write
+ *     returns that error until the database is closed and reopened, because the disk
+ *     may hold the failed change or not.  Reads keep working: they show the last
+ *     acknowledged state, which the failed write cannot have changed at any readable
+ *     time.  Failures before anything reached RocksDB (bad arguments, -ENOMEM while
+ *     encoding) are not sticky.
+ *
+ * Concurrency: not thread-safe.  One thread (the controller's loop) makes every call,
+ * compaction included; read callbacks must not call back into this module.
+ *
+ * Errors are -errno: -EINVAL bad argument, -ENOENT no such collection, -EEXIST
+ * collection exists, -ESTALE append at the wrong expected upper, -ERANGE update time
+ * outside the append's window, -EMSGSIZE row too long, -EDOM read below since, -EAGAIN
+ * read at or beyond upper (not yet readable: wait for the upper), -EUCLEAN negative
+ * multiplicity or overflowing count (corrupt contents), -EBADMSG undecodable record,
+ * -EOVERFLOW diffs of one (row, time) overflow, -ENOMEM, -ENOSPC, -EBUSY database
+ * locked by another process, -EIO other RocksDB failures.  The text of the last error
+ * seen by the calling thread is kept for the caller to log (storage_last_error()).
+ * Nothing here logs.
+ */
+#pragma once
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct storage;                 /* opaque */
+
+/* The longest row; longer ones are refused with -EMSGSIZE. */
+#define STORAGE_ROW_MAX (16u << 20)
+
+enum storage_kind {
+        STORAGE_KIND_TABLE,
+        STORAGE_KIND_SOURCE,    /* a source's data collection */
+        STORAGE_KIND_REMAP,     /* a source's remap collection */
+        STORAGE_KIND_MV,        /* a materialized view's output */
+        STORAGE_KIND_BUILTIN,   /* a built-in relation */
+        _STORAGE_KIND_MAX,
+        _STORAGE_KIND_INVALID = -EINVAL,
+};
+
+struct storage_frontiers {
+        uint64_t since;
+        uint64_t upper;
+        uint64_t physical_since;
+};
+
+struct storage_info {
+        uint64_t gid;
+        enum storage_kind kind;
+        struct storage_frontiers frontiers;
+};
+
+/* One update; row is borrowed for the duration of the call. */
+struct storage_update {
+        const void *row;        /* may be NULL when len == 0 */
+        size_t len;
+        uint64_t time;
+        int64_t diff;
+};
+
+/* One append of a group (storage_append_group()).  The caller fills the inputs;
+ * the outputs are written by the call. */
+struct storage_append {
+        uint64_t gid;
+        uint64_t expected_upper;        /* must equal the collection's upper */
+        uint64_t new_upper;             /* > expected_upper */
+        const struct storage_update *updates;   /* times in [expected_upper, new_upper) */
+        size_t n_updates;               /* 0: only advance the upper */
+        int result;                     /* out: 0 or -errno */
+        uint64_t actual_upper;          /* out: the upper after the call (also on -ESTALE) */
+};
+
+/* One compaction permission of a group (storage_allow_compaction_group()). */
+struct storage_since {
+        uint64_t gid;
+        uint64_t since;
+        int result;                     /* out: 1 advanced, 0 not (not above), or -errno */
+};
+
+enum storage_compact_flags {
+        /* Merge every batch into one, however large the oldest one is, so that no
+         * time below since is left.  Without it, compaction merges recent batches,
+         * and an older batch only once what follows it is about half its size
+         * (NOTE 6), so that each update is rewritten O(log n) times. */
+        STORAGE_COMPACT_FULL = 1 << 0,
+};
+
+/* What one compaction did. */
+struct storage_compact_result {
+        uint64_t batches_merged;        /* batches read; 0 when nothing was worth doing */
+        uint64_t updates_read;
+        uint64_t updates_written;       /* after consolidation */
+};
+
+/* Per collection, for tests, benchmarks and status. */
+struct storage_collection_stats {
+        uint64_t batches;
+        uint64_t updates;               /* stored, not consolidated across batches */
+        uint64_t chunks;
+        uint64_t bytes;                 /* encoded chunk bytes */
+};
+
+/* Counters since open. */
+struct storage_stats {
+        uint64_t collections;
+        uint64_t writes;                /* synced WriteBatches */
+        uint64_t appends;               /* appends acknowledged */
+        uint64_t compactions;           /* compactions that wrote */
+        uint64_t updates_rewritten;     /* written by compactions */
+        uint64_t pending;               /* collections queued for compaction */
+};
+
+/* Rows of a read at t, in ascending byte order; count > 0.  row is valid during the
+ * call only.  Return 0 to go on; a negative value stops the read, which returns it. */
+typedef int (*storage_row_fn)(const void *row, size_t len, int64_t count, void *userdata);
+
+/* Updates of a range read, in time order.  row is valid during the call only.  Return
+ * 0 to go on; a negative value stops the read, which returns it. */
+typedef int (*storage_update_fn)(const void *row, size_t len, uint64_t time, int64_t diff,
+                                 void *userdata);
+
+typedef int (*storage_list_fn)(const struct storage_info *info, void *userdata);
+
+/* Opening and closing. */
+
+/* Open (or create) the database in the directory path.  -EBUSY if another process has
+ * it open; -EBADMSG if a record does not decode or the frontiers disagree. */
+int storage_open(const char *path, struct storage **ret);
+
+/* Flush (when healthy) and close.  Accepts NULL; returns NULL. */
+struct storage *storage_close(struct storage *s);
+
+/* The sticky error (0 while healthy). */
+int storage_error(const struct storage *s);
+
+/* The text of the last error seen by the calling thread ("" if none). */
+const char *storage_last_error(void);
+
+/* Creating and dropping collections. */
+
+/* A new, empty collection: frontiers (since, upper, min(since, upper)).  A table is
+ * created with since == upper == its creation time; a refresh MV may have since >
+ * upper.  -EEXIST if gid exists. */
+int storage_create(struct storage *s, uint64_t gid, enum storage_kind kind, uint64_t since,
+                   uint64_t upper);
+
+/* Remove the collection and all of its data.  -ENOENT if gid does not exist. */
+int storage_drop(struct storage *s, uint64_t gid);
+
+/* Writing. */
+
+/* Append updates at times [expected_upper, new_upper) and move the upper to new_upper.
+ * Updates of equal (row, time) are summed and zero sums dropped.  With no updates the
+ * call only advances the upper.  On -ESTALE, *ret_upper (if not NULL) is the actual
+ * upper, for the caller to retry; on success it is new_upper. */
+int storage_append(struct storage *s, uint64_t gid, uint64_t expected_upper, uint64_t new_upper,
+                   const struct storage_update *updates, size_t n_updates, uint64_t *ret_upper);
+
+/* Group commit: apply the valid appends of v[] in ONE synced WriteBatch.  Each is
+ * checked against the collection's upper as left by the appends before it in v[], so
+ * several appends to one collection may share a group.  Returns the number of appends
+ * acknowledged (v[i].result == 0); the others carry their error in v[i].result.  If
+ * the shared write fails, returns its error and every append that was valid carries
+ * it too (then sticky, unless -ENOMEM). */
+int storage_append_group(struct storage *s, struct storage_append *v, size_t n);
+
+/* Allow compaction up to since: since only moves forward, a value not above the
+ * current since is ignored.  Returns 1 if since moved (durably), 0 if not.  The data
+ * is compacted later, by storage_compact() or storage_compact_pending(). */
+int storage_allow_compaction(struct storage *s, uint64_t gid, uint64_t since);
+
+/* The same for many collections in ONE synced WriteBatch.  Returns the number of
+ * sinces that moved, or the write's error (then in every v[i].result that moved). */
+int storage_allow_compaction_group(struct storage *s, struct storage_since *v, size_t n);
+
+/* Compact one collection (controller-storage.c, NOTES 5 and 6): merge a run of
+ * batches that ends at the newest one into one batch, with every time below since
+ * (but at most upper - 1) advanced to it and equal (row, time) summed, in one atomic
+ * WriteBatch.  Reads at t >= since return the same before and after.  ret (may be
+ * NULL) says what was done.  Cheap when there is nothing to do. */
+int storage_compact(struct storage *s, uint64_t gid, unsigned flags,
+                    struct storage_compact_result *ret);
+
+/* Compact, with the tiered policy, the collections queued because their since moved
+ * or they gained several batches since their last compaction, oldest request first,
+ * until the compactions done have read and written about max_updates updates (at
+ * least one collection is compacted when any is queued).  Returns the number of
+ * collections still queued.  The controller calls it when its loop is idle. */
+int storage_compact_pending(struct storage *s, uint64_t max_updates);
+
+/* Reading. */
+
+/* The contents at t, one call of fn per row with a positive count, rows in ascending
+ * byte order.  since <= t < upper, else -EDOM (t below since) or -EAGAIN (t >= upper).
+ * ret_frontiers (may be NULL) is filled on success and on -EDOM/-EAGAIN, so that the
+ * caller can name the since or wait for the upper.  -EUCLEAN if a row's count is
+ * negative; fn is not called then. */
+int storage_read(struct storage *s, uint64_t gid, uint64_t t, storage_row_fn fn, void *userdata,
+                 struct storage_frontiers *ret_frontiers);
+
+/* The updates with times in [lo, hi), in time order, as stored: not consolidated across
+ * batches, so one (row, time) may come more than once (sum them).  A time below since
+ * is reported as since: the history before since is not kept, and reporting it at since
+ * makes the answer independent of how far compaction went.  hi <= upper, else -EAGAIN;
+ * lo > hi is -EINVAL. */
+int storage_read_updates(struct storage *s, uint64_t gid, uint64_t lo, uint64_t hi,
+                         storage_update_fn fn, void *userdata);
+
+/* Frontiers and kind of one collection; -ENOENT if it does not exist. */
+int storage_get_info(struct storage *s, uint64_t gid, struct storage_info *ret);
+
+/* Every collection in ascending gid order.  fn returns 0 to go on, negative to stop
+ * (returned).  fn may not create or drop collections. */
+int storage_list(struct storage *s, storage_list_fn fn, void *userdata);
+
+int storage_collection_stats(struct storage *s, uint64_t gid, struct storage_collection_stats *ret);
+void storage_get_stats(const struct storage *s, struct storage_stats *ret);
+
+/* Testing and debugging. */
+
+/* Check every invariant of NOTES against the disk: contiguous batches, descriptors
+ * that match their chunks, sorted and consolidated updates within batch bounds,
+ * frontiers that agree with memory, no stray keys.  0, or -EUCLEAN with a message in
+ * storage_last_error().  Reads the whole database. */
+int storage_check(struct storage *s);
+
+/* Make the next synced write fail with -EIO without writing, as a failed fsync would. */
+void storage_debug_fail_next_write(struct storage *s);

@@ -1,0 +1,1336 @@
+/* test-eval -- common/row/row-expr.c and controller/controller-eval.c: expression
+ * semantics (three-valued logic, overflow, division by zero, casts, short circuits),
+ * plans from the adapter run over an in-memory store (exact rows, several timestamps,
+ * DELETE), plan validation against hostile input, the incremental form, consolidation,
+ * and two seeded fuzzers:
+ *   - differential: an expression over literals is folded by the adapter; the same
+ *     expression over columns holding those literals is evaluated by the engine; both
+ *     must agree (folding evaluates eagerly, so it may fail where a short circuit does
+ *     not, never the other way round);
+ *   - random SELECTs over a table: the analyzer's plans always validate, and running them
+ *     fails only with SQL errors, never with a malformed-plan error or a crash.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "adapter-sql.h"
+#include "controller-eval.h"
+#include "row-expr.h"
+#include "row.h"
+#include "t.h"
+#include "util.h"
+
+/* ---- Building expressions by hand. ---- */
+
+static Coord__Plan__Expr *mk(int type)
+{
+        Coord__Plan__Expr *e = malloc(sizeof(*e));
+
+        if (!e)
+                abort();
+        coord__plan__expr__init(e);
+        e->type = (Coord__Plan__Type)type;
+        return e;
+}
+
+static Coord__Plan__Expr *lit(int type, struct row_datum d)
+{
+        Coord__Plan__Expr *e = mk(type);
+        Coord__Plan__Datum *v = malloc(sizeof(*v));
+
+        if (!v)
+                abort();
+        coord__plan__datum__init(v);
+        switch (d.kind) {
+        case ROW_KIND_NULL:
+                v->value_case = COORD__PLAN__DATUM__VALUE_NULL_VALUE;
+                v->null_value = true;
+                break;
+        case ROW_KIND_BOOL:
+                v->value_case = COORD__PLAN__DATUM__VALUE_BOOL_VALUE;
+                v->bool_value = d.b;
+                break;
+        case ROW_KIND_INT:
+                v->value_case = COORD__PLAN__DATUM__VALUE_INT_VALUE;
+                v->int_value = d.i;
+                break;
+        default:
+                v->value_case = COORD__PLAN__DATUM__VALUE_TEXT_VALUE;
+                v->text_value.data = malloc(d.text.len + 1);
+                if (!v->text_value.data)
+                        abort();
+                memcpy(v->text_value.data, d.text.ptr, d.text.len);
+                v->text_value.len = d.text.len;
+                break;
+        }
+        e->kind_case = COORD__PLAN__EXPR__KIND_LITERAL;
+        e->literal = v;
+        return e;
+}
+
+#define I4(v) lit(ROW_TYPE_INT4, ROW_DATUM_INT(v))
+#define I8(v) lit(ROW_TYPE_INT8, ROW_DATUM_INT(v))
+#define B(v) lit(ROW_TYPE_BOOL, ROW_DATUM_BOOL(v))
+#define NUL(type) lit(type, ROW_DATUM_NULL)
+#define TXT(s) lit(ROW_TYPE_TEXT, ROW_DATUM_TEXT(s, (uint32_t)strlen(s)))
+
+static Coord__Plan__Expr *col(int type, uint32_t i)
+{
+        Coord__Plan__Expr *e = mk(type);
+
+        e->kind_case = COORD__PLAN__EXPR__KIND_COLUMN;
+        e->column = i;
+        return e;
+}
+
+static Coord__Plan__Expr *call(int type, Coord__Plan__Func f, size_t n, ...)
+{
+        Coord__Plan__Expr *e = mk(type);
+        Coord__Plan__Call *c = malloc(sizeof(*c));
+        va_list ap;
+
+        if (!c)
+                abort();
+        coord__plan__call__init(c);
+        c->func = f;
+        c->n_args = n;
+        c->args = n ? malloc(n * sizeof(*c->args)) : NULL;
+        va_start(ap, n);
+        for (size_t i = 0; i < n; i++)
+                c->args[i] = va_arg(ap, Coord__Plan__Expr *);
+        va_end(ap);
+        e->kind_case = COORD__PLAN__EXPR__KIND_CALL;
+        e->call = c;
+        return e;
+}
+
+#define F(name) COORD__PLAN__FUNC__FUNC_##name
+
+/* Evaluate (and free) e over row; return 0 and *ret, or the error. */
+static int run_expr(Coord__Plan__Expr *e, const struct row_datum *row, size_t n,
+                    struct row_datum *ret, struct row_error *err, char *text, size_t text_size)
+{
+        struct row_arena arena = ROW_ARENA_INIT;
+        struct row_expr_ctx ctx = { .now = 77, .has_now = true, .arena = &arena };
+        int r;
+
+        memset(err, 0, sizeof(*err));
+        r = row_expr_eval(e, row, n, &ctx, ret, err);
+        /* Keep a computed text past the arena. */
+        if (r == 0 && ret->kind == ROW_KIND_TEXT && text) {
+                snprintf(text, text_size, "%.*s", (int)ret->text.len, ret->text.ptr);
+                ret->text.ptr = text;
+        }
+        row_arena_done(&arena);
+        coord__plan__expr__free_unpacked(e, NULL);
+        return r;
+}
+
+static void expect_datum(Coord__Plan__Expr *e, struct row_datum want)
+{
+        struct row_error err;
+        struct row_datum got;
+        char text[64];
+
+        if (run_expr(e, NULL, 0, &got, &err, text, sizeof(text)) < 0) {
+                fprintf(stderr, "\n  unexpected %s %s\n", err.sqlstate, err.message);
+                CU_FAIL("evaluation failed");
+                return;
+        }
+        CU_ASSERT_EQUAL(got.kind, want.kind);
+        if (got.kind == want.kind)
+                CU_ASSERT_EQUAL(row_datum_compare(&got, &want), 0);
+}
+
+static void expect_eval_error(Coord__Plan__Expr *e, const char *sqlstate, const char *message)
+{
+        struct row_error err;
+        struct row_datum got;
+
+        CU_ASSERT_EQUAL(run_expr(e, NULL, 0, &got, &err, NULL, 0), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, sqlstate);
+        if (message)
+                CU_ASSERT_STRING_EQUAL(err.message, message);
+}
+
+#define T ROW_DATUM_BOOL(true)
+#define FA ROW_DATUM_BOOL(false)
+#define N ROW_DATUM_NULL
+
+static Coord__Plan__Expr *tv(int v)       /* 0 false, 1 true, 2 NULL */
+{
+        return v == 2 ? NUL(ROW_TYPE_BOOL) : B(v == 1);
+}
+
+/* ---- Expression semantics. ---- */
+
+static void test_three_valued(void)
+{
+        /* Rows: a in {F, T, N}; columns: b in {F, T, N}. */
+        const struct row_datum and_[3][3] = { { FA, FA, FA }, { FA, T, N }, { FA, N, N } };
+        const struct row_datum or_[3][3] = { { FA, T, N }, { T, T, T }, { N, T, N } };
+        const struct row_datum not_[3] = { T, FA, N };
+
+        for (int a = 0; a < 3; a++) {
+                for (int b = 0; b < 3; b++) {
+                        expect_datum(call(ROW_TYPE_BOOL, F(AND), 2, tv(a), tv(b)), and_[a][b]);
+                        expect_datum(call(ROW_TYPE_BOOL, F(OR), 2, tv(a), tv(b)), or_[a][b]);
+                }
+                expect_datum(call(ROW_TYPE_BOOL, F(NOT), 1, tv(a)), not_[a]);
+                expect_datum(call(ROW_TYPE_BOOL, F(IS_NULL), 1, tv(a)), ROW_DATUM_BOOL(a == 2));
+                expect_datum(call(ROW_TYPE_BOOL, F(IS_NOT_NULL), 1, tv(a)),
+                             ROW_DATUM_BOOL(a != 2));
+        }
+        /* Variadic: one FALSE decides AND even after a NULL; all TRUE and a NULL is NULL. */
+        expect_datum(call(ROW_TYPE_BOOL, F(AND), 3, tv(1), tv(2), tv(0)), FA);
+        expect_datum(call(ROW_TYPE_BOOL, F(AND), 3, tv(1), tv(2), tv(1)), N);
+        expect_datum(call(ROW_TYPE_BOOL, F(OR), 3, tv(0), tv(2), tv(1)), T);
+}
+
+static void test_comparisons(void)
+{
+        const Coord__Plan__Func fs[] = { F(EQ), F(NE), F(LT), F(LE), F(GT), F(GE) };
+        /* For (1, 2), (2, 2), (3, 2). */
+        const bool want[3][6] = {
+                { false, true, true, true, false, false },
+                { true, false, false, true, false, true },
+                { false, true, false, false, true, true },
+        };
+
+        for (int i = 0; i < 3; i++)
+                for (size_t k = 0; k < ELEMENTSOF(fs); k++) {
+                        expect_datum(call(ROW_TYPE_BOOL, fs[k], 2, I8(i + 1), I8(2)),
+                                     ROW_DATUM_BOOL(want[i][k]));
+                        expect_datum(call(ROW_TYPE_BOOL, fs[k], 2, NUL(ROW_TYPE_INT8), I8(2)), N);
+                }
+        expect_datum(call(ROW_TYPE_BOOL, F(LT), 2, TXT("ab"), TXT("b")), T);
+        expect_datum(call(ROW_TYPE_BOOL, F(LT), 2, TXT("ab"), TXT("abc")), T);
+        expect_datum(call(ROW_TYPE_BOOL, F(EQ), 2, TXT(""), TXT("")), T);
+        expect_datum(call(ROW_TYPE_BOOL, F(LT), 2, B(false), B(true)), T);
+        expect_datum(call(ROW_TYPE_BOOL, F(EQ), 2, NUL(ROW_TYPE_TEXT), NUL(ROW_TYPE_TEXT)), N);
+}
+
+static void test_arithmetic(void)
+{
+        expect_datum(call(ROW_TYPE_INT4, F(ADD), 2, I4(2), I4(3)), ROW_DATUM_INT(5));
+        expect_datum(call(ROW_TYPE_INT4, F(SUB), 2, I4(2), I4(3)), ROW_DATUM_INT(-1));
+        expect_datum(call(ROW_TYPE_INT4, F(MUL), 2, I4(-4), I4(3)), ROW_DATUM_INT(-12));
+        expect_datum(call(ROW_TYPE_INT4, F(DIV), 2, I4(-7), I4(2)), ROW_DATUM_INT(-3));
+        expect_datum(call(ROW_TYPE_INT4, F(MOD), 2, I4(-7), I4(2)), ROW_DATUM_INT(-1));
+        expect_datum(call(ROW_TYPE_INT4, F(MOD), 2, I4(7), I4(-2)), ROW_DATUM_INT(1));
+        expect_datum(call(ROW_TYPE_INT4, F(NEG), 1, I4(5)), ROW_DATUM_INT(-5));
+        expect_datum(call(ROW_TYPE_INT4, F(ADD), 2, I4(1), NUL(ROW_TYPE_INT4)), N);
+        expect_datum(call(ROW_TYPE_INT4, F(DIV), 2, NUL(ROW_TYPE_INT4), I4(0)), N);
+
+        /* int4 overflows at the int4 range, int8 at the int8 range. */
+        expect_eval_error(call(ROW_TYPE_INT4, F(ADD), 2, I4(INT32_MAX), I4(1)), "22003",
+                          "integer out of range");
+        expect_datum(call(ROW_TYPE_INT8, F(ADD), 2, I8(INT32_MAX), I8(1)),
+                     ROW_DATUM_INT((int64_t)INT32_MAX + 1));
+        expect_eval_error(call(ROW_TYPE_INT8, F(ADD), 2, I8(INT64_MAX), I8(1)), "22003",
+                          "bigint out of range");
+        expect_eval_error(call(ROW_TYPE_INT8, F(SUB), 2, I8(INT64_MIN), I8(1)), "22003", NULL);
+        expect_eval_error(call(ROW_TYPE_INT8, F(MUL), 2, I8(INT64_MAX / 2 + 1), I8(2)), "22003",
+                          NULL);
+        expect_eval_error(call(ROW_TYPE_INT4, F(MUL), 2, I4(65536), I4(65536)), "22003", NULL);
+        expect_eval_error(call(ROW_TYPE_INT4, F(NEG), 1, I4(INT32_MIN)), "22003", NULL);
+        expect_eval_error(call(ROW_TYPE_INT8, F(NEG), 1, I8(INT64_MIN)), "22003", NULL);
+        expect_eval_error(call(ROW_TYPE_INT8, F(DIV), 2, I8(INT64_MIN), I8(-1)), "22003",
+                          "bigint out of range");
+        expect_eval_error(call(ROW_TYPE_INT4, F(DIV), 2, I4(INT32_MIN), I4(-1)), "22003",
+                          "integer out of range");
+        expect_datum(call(ROW_TYPE_INT8, F(MOD), 2, I8(INT64_MIN), I8(-1)), ROW_DATUM_INT(0));
+        expect_eval_error(call(ROW_TYPE_INT4, F(DIV), 2, I4(1), I4(0)), "22012",
+                          "division by zero");
+        expect_eval_error(call(ROW_TYPE_INT8, F(MOD), 2, I8(1), I8(0)), "22012",
+                          "division by zero");
+}
+
+static void test_casts(void)
+{
+        expect_datum(call(ROW_TYPE_INT4, F(CAST), 1, TXT(" 12 ")), ROW_DATUM_INT(12));
+        expect_eval_error(call(ROW_TYPE_INT4, F(CAST), 1, TXT("x")), "22P02",
+                          "invalid input syntax for type integer: \"x\"");
+        expect_eval_error(call(ROW_TYPE_INT4, F(CAST), 1, I8(INT32_MAX + 1LL)), "22003",
+                          "integer out of range");
+        expect_datum(call(ROW_TYPE_INT8, F(CAST), 1, I4(-3)), ROW_DATUM_INT(-3));
+        expect_datum(call(ROW_TYPE_TEXT, F(CAST), 1, I8(-45)), ROW_DATUM_TEXT("-45", 3));
+        expect_datum(call(ROW_TYPE_TEXT, F(CAST), 1, B(true)), ROW_DATUM_TEXT("true", 4));
+        expect_datum(call(ROW_TYPE_TEXT, F(CAST), 1, B(false)), ROW_DATUM_TEXT("false", 5));
+        expect_datum(call(ROW_TYPE_BOOL, F(CAST), 1, TXT("off")), FA);
+        expect_datum(call(ROW_TYPE_BOOL, F(CAST), 1, I4(7)), T);
+        expect_datum(call(ROW_TYPE_INT4, F(CAST), 1, B(true)), ROW_DATUM_INT(1));
+        expect_datum(call(ROW_TYPE_INT8, F(CAST), 1, NUL(ROW_TYPE_TEXT)), N);
+
+        CU_ASSERT(row_expr_cast_allowed(ROW_TYPE_INT4, ROW_TYPE_BOOL));
+        CU_ASSERT(row_expr_cast_allowed(ROW_TYPE_TEXT, ROW_TYPE_INT8));
+        CU_ASSERT(!row_expr_cast_allowed(ROW_TYPE_INT8, ROW_TYPE_BOOL));
+        CU_ASSERT(!row_expr_cast_allowed(ROW_TYPE_BOOL, ROW_TYPE_INT8));
+}
+
+static void test_short_circuit(void)
+{
+        /* 1/0 = 1 is never evaluated after a deciding value ... */
+        expect_datum(call(ROW_TYPE_BOOL, F(AND), 2, B(false),
+                          call(ROW_TYPE_BOOL, F(EQ), 2, call(ROW_TYPE_INT4, F(DIV), 2, I4(1), I4(0)),
+                               I4(1))),
+                     FA);
+        expect_datum(call(ROW_TYPE_BOOL, F(OR), 2, B(true),
+                          call(ROW_TYPE_BOOL, F(EQ), 2, call(ROW_TYPE_INT4, F(DIV), 2, I4(1), I4(0)),
+                               I4(1))),
+                     T);
+        /* ... but NULL decides nothing, and order matters. */
+        expect_eval_error(call(ROW_TYPE_BOOL, F(AND), 2, NUL(ROW_TYPE_BOOL),
+                               call(ROW_TYPE_BOOL, F(EQ), 2,
+                                    call(ROW_TYPE_INT4, F(DIV), 2, I4(1), I4(0)), I4(1))),
+                          "22012", NULL);
+        expect_eval_error(call(ROW_TYPE_BOOL, F(AND), 2,
+                               call(ROW_TYPE_BOOL, F(EQ), 2,
+                                    call(ROW_TYPE_INT4, F(DIV), 2, I4(1), I4(0)), I4(1)),
+                               B(false)),
+                          "22012", NULL);
+}
+
+static void test_mz_now_and_columns(void)
+{
+        const struct row_datum row[] = { ROW_DATUM_INT(5), ROW_DATUM_TEXT("k", 1) };
+        struct row_arena arena = ROW_ARENA_INIT;
+        struct row_expr_ctx none = { .arena = &arena };
+        struct row_error err;
+        struct row_datum d;
+        Coord__Plan__Expr *e;
+        char text[8];
+        bool keep;
+
+        expect_datum(call(ROW_TYPE_INT8, F(MZ_NOW), 0), ROW_DATUM_INT(77));
+        e = call(ROW_TYPE_INT8, F(MZ_NOW), 0);
+        CU_ASSERT_EQUAL(row_expr_eval(e, NULL, 0, &none, &d, &err), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "XX000");
+        CU_ASSERT_EQUAL(row_expr_eval(e, NULL, 0, NULL, &d, &err), -EINVAL);
+        coord__plan__expr__free_unpacked(e, NULL);
+        row_arena_done(&arena);
+
+        CU_ASSERT_EQUAL(run_expr(call(ROW_TYPE_INT4, F(MUL), 2, col(ROW_TYPE_INT4, 0), I4(3)),
+                                 row, 2, &d, &err, NULL, 0), 0);
+        CU_ASSERT_EQUAL(d.i, 15);
+        CU_ASSERT_EQUAL(run_expr(col(ROW_TYPE_TEXT, 1), row, 2, &d, &err, text, sizeof(text)), 0);
+        CU_ASSERT(d.kind == ROW_KIND_TEXT && d.text.len == 1 && d.text.ptr[0] == 'k');
+        CU_ASSERT_EQUAL(run_expr(col(ROW_TYPE_TEXT, 2), row, 2, &d, &err, NULL, 0), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "XX000");
+
+        e = call(ROW_TYPE_BOOL, F(GT), 2, col(ROW_TYPE_INT4, 0), I4(4));
+        CU_ASSERT_EQUAL(row_expr_eval_predicate(e, row, 2, NULL, &keep, &err), 0);
+        CU_ASSERT_TRUE(keep);
+        coord__plan__expr__free_unpacked(e, NULL);
+        e = NUL(ROW_TYPE_BOOL);
+        CU_ASSERT_EQUAL(row_expr_eval_predicate(e, row, 2, NULL, &keep, &err), 0);
+        CU_ASSERT_FALSE(keep);                  /* NULL drops the row */
+        coord__plan__expr__free_unpacked(e, NULL);
+        e = I4(1);
+        CU_ASSERT_EQUAL(row_expr_eval_predicate(e, row, 2, NULL, &keep, &err), -EINVAL);
+        coord__plan__expr__free_unpacked(e, NULL);
+}
+
+/* Check (against input types int4, text) and then evaluate; both must fail for these. */
+static void expect_invalid(Coord__Plan__Expr *e, const char *sqlstate)
+{
+        const enum row_type types[] = { ROW_TYPE_INT4, ROW_TYPE_TEXT };
+        const struct row_datum row[] = { ROW_DATUM_INT(1), ROW_DATUM_TEXT("x", 1) };
+        struct row_error err = { 0 };
+
+        CU_ASSERT_EQUAL(row_expr_check(e, types, 2, &err), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, sqlstate);
+        (void)!run_expr(e, row, 2, &(struct row_datum){ 0 }, &err, NULL, 0);
+}
+
+static void test_invalid_exprs(void)
+{
+        const enum row_type types[] = { ROW_TYPE_INT4, ROW_TYPE_TEXT };
+        struct row_error err;
+        struct row_datum d;
+        Coord__Plan__Expr *deep, *e;
+        int r;
+
+        expect_invalid(col(ROW_TYPE_INT4, 5), "XX000");                 /* out of range */
+        expect_invalid(col(ROW_TYPE_INT8, 0), "XX000");                 /* wrong type */
+        expect_invalid(mk(ROW_TYPE_INT4), "XX000");                     /* no kind */
+        expect_invalid(mk(0), "XX000");                                 /* no type */
+        expect_invalid(I4(INT64_MAX), "XX000");                         /* not an int4 */
+        expect_invalid(lit(ROW_TYPE_BOOL, ROW_DATUM_INT(1)), "XX000");
+        expect_invalid(call(ROW_TYPE_INT4, F(ADD), 1, I4(1)), "XX000");  /* arity */
+        expect_invalid(call(ROW_TYPE_INT4, F(ADD), 2, I4(1), I8(1)), "XX000");
+        expect_invalid(call(ROW_TYPE_TEXT, F(ADD), 2, TXT("a"), TXT("b")), "XX000");
+        expect_invalid(call(ROW_TYPE_BOOL, F(EQ), 2, I4(1), TXT("b")), "XX000");
+        expect_invalid(call(ROW_TYPE_BOOL, F(AND), 2, I4(1), B(true)), "XX000");
+        expect_invalid(call(ROW_TYPE_BOOL, F(AND), 0), "XX000");
+        expect_invalid(call(ROW_TYPE_INT8, F(MZ_NOW), 1, I8(1)), "XX000");
+        expect_invalid(call(ROW_TYPE_BOOL, F(CAST), 1, I8(1)), "XX000");    /* no such cast */
+        expect_invalid(call(ROW_TYPE_INT4, (Coord__Plan__Func)999, 0), "0A000");
+        e = mk(ROW_TYPE_INT4);
+        e->kind_case = COORD__PLAN__EXPR__KIND_CALL;            /* a call without a Call */
+        expect_invalid(e, "XX000");
+        e = mk(ROW_TYPE_INT4);
+        e->kind_case = COORD__PLAN__EXPR__KIND_LITERAL;         /* a literal without a Datum */
+        expect_invalid(e, "XX000");
+
+        /* Deep nesting is refused, not recursed into. */
+        deep = B(true);
+        for (int i = 0; i < 3 * ROW_EXPR_MAX_DEPTH; i++)
+                deep = call(ROW_TYPE_BOOL, F(NOT), 1, deep);
+        CU_ASSERT_EQUAL(row_expr_check(deep, types, 2, &err), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "54001");
+        r = row_expr_eval(deep, NULL, 0, NULL, &d, &err);
+        CU_ASSERT_EQUAL(r, -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "54001");
+        coord__plan__expr__free_unpacked(deep, NULL);
+}
+
+/* Random trees, well- or ill-typed, over a random row: check and eval never crash, and
+ * a tree that checks evaluates to its declared type or fails with a SQL error only. */
+static Coord__Plan__Expr *random_expr(unsigned *seed, int depth)
+{
+        static const int types[] = { ROW_TYPE_INT4, ROW_TYPE_INT8, ROW_TYPE_TEXT, ROW_TYPE_BOOL,
+                                     0, 1700 };
+        static const Coord__Plan__Func funcs[] = {
+                F(NEG), F(ADD), F(SUB), F(MUL), F(DIV), F(MOD), F(EQ), F(NE), F(LT), F(LE),
+                F(GT), F(GE), F(AND), F(OR), F(NOT), F(IS_NULL), F(IS_NOT_NULL), F(MZ_NOW),
+                F(CAST), (Coord__Plan__Func)77,
+        };
+        static const int64_t ints[] = { 0, 1, -1, 2, 7, INT32_MAX, INT32_MIN, INT64_MAX,
+                                        INT64_MIN, 1000000007 };
+        static const char *const texts[] = { "", "1", "-5", "t", "abc", "99999999999" };
+        int type = types[rand_r(seed) % (rand_r(seed) % 16 ? 4 : 6)];
+        unsigned pick = (unsigned)rand_r(seed) % 10;
+        Coord__Plan__Expr *e;
+
+        if (depth <= 0 || pick < 3) {
+                switch (rand_r(seed) % 5) {
+                case 0:
+                        return col(type, (uint32_t)(rand_r(seed) % 5));
+                case 1:
+                        return lit(type, ROW_DATUM_NULL);
+                case 2:
+                        return lit(type, ROW_DATUM_BOOL(rand_r(seed) % 2));
+                case 3:
+                        return lit(type, ROW_DATUM_INT(ints[rand_r(seed) % ELEMENTSOF(ints)]));
+                default: {
+                        const char *s = texts[rand_r(seed) % ELEMENTSOF(texts)];
+
+                        return lit(type, ROW_DATUM_TEXT(s, (uint32_t)strlen(s)));
+                }
+                }
+        }
+        e = call(type, funcs[rand_r(seed) % ELEMENTSOF(funcs)], 0);
+        e->call->n_args = (size_t)(rand_r(seed) % 4);
+        e->call->args = e->call->n_args ? malloc(e->call->n_args * sizeof(*e->call->args)) : NULL;
+        for (size_t i = 0; i < e->call->n_args; i++)
+                e->call->args[i] = random_expr(seed, depth - 1);
+        return e;
+}
+
+static void test_expr_fuzz(void)
+{
+        const enum row_type types[] = { ROW_TYPE_INT4, ROW_TYPE_INT8, ROW_TYPE_TEXT, ROW_TYPE_BOOL };
+        const struct row_datum rows[][4] = {
+                { ROW_DATUM_INT(3), ROW_DATUM_INT(-9), ROW_DATUM_TEXT("12", 2), ROW_DATUM_BOOL(true) },
+                { ROW_DATUM_NULL, ROW_DATUM_INT(INT64_MAX), ROW_DATUM_TEXT("x", 1), ROW_DATUM_NULL },
+                { ROW_DATUM_INT(INT32_MIN), ROW_DATUM_NULL, ROW_DATUM_NULL, ROW_DATUM_BOOL(false) },
+        };
+        unsigned seed = 99;
+        int checked = 0, evaluated = 0;
+
+        for (int iter = 0; iter < 40000; iter++) {
+                Coord__Plan__Expr *e = random_expr(&seed, 5);
+                struct row_arena arena = ROW_ARENA_INIT;
+                struct row_expr_ctx ctx = { .now = 1, .has_now = true, .arena = &arena };
+                struct row_error err;
+                bool ok = row_expr_check(e, types, 4, &err) == 0;
+
+                checked += ok;
+                for (size_t k = 0; k < ELEMENTSOF(rows); k++) {
+                        struct row_datum d;
+
+                        memset(&err, 0, sizeof(err));
+                        if (row_expr_eval(e, rows[k], 4, &ctx, &d, &err) < 0) {
+                                CU_ASSERT_EQUAL(strlen(err.sqlstate), 5);
+                                /* A checked tree fails only as SQL does. */
+                                if (ok && strcmp(err.sqlstate, "22003") &&
+                                    strcmp(err.sqlstate, "22012") && strcmp(err.sqlstate, "22P02")) {
+                                        fprintf(stderr, "\n  checked tree failed: %s %s\n",
+                                                err.sqlstate, err.message);
+                                        CU_FAIL("checked expression hit a plan error");
+                                }
+                        } else if (ok) {
+                                evaluated++;
+                                CU_ASSERT(d.kind == ROW_KIND_NULL ||
+                                          row_datum_fits(&d, (enum row_type)e->type));
+                        }
+                        row_arena_reset(&arena);
+                }
+                row_arena_done(&arena);
+                coord__plan__expr__free_unpacked(e, NULL);
+        }
+        CU_ASSERT(checked > 2000);
+        CU_ASSERT(evaluated > 2000);
+}
+
+/* ---- An in-memory store and catalog for plans from the adapter. ---- */
+
+struct stored {
+        uint64_t id, time;
+        int64_t diff;
+        uint8_t *row;
+        size_t len;
+};
+
+static struct stored store[256];
+static size_t n_store;
+static int store_failure;
+
+static void store_reset(void)
+{
+        for (size_t i = 0; i < n_store; i++)
+                free(store[i].row);
+        n_store = 0;
+        store_failure = 0;
+}
+
+static void store_add(uint64_t id, uint64_t time, int64_t diff, const struct row_datum *d,
+                      size_t n)
+{
+        struct stored *s = &store[n_store++];
+
+        CU_ASSERT_FATAL(n_store <= ELEMENTSOF(store));
+        *s = (struct stored){ .id = id, .time = time, .diff = diff };
+        CU_ASSERT_EQUAL_FATAL(row_encode(d, n, &s->row, &s->len), 0);
+}
+
+static void store_add_bytes(uint64_t id, uint64_t time, int64_t diff, const void *row,
+                            size_t len)
+{
+        struct stored *s = &store[n_store++];
+
+        *s = (struct stored){ .id = id, .time = time, .diff = diff, .row = malloc(len),
+                              .len = len };
+        memcpy(s->row, row, len);
+}
+
+static int store_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
+                          void *emit_userdata)
+{
+        CU_ASSERT(userdata == store);
+        if (store_failure)
+                return store_failure;
+        for (size_t i = 0; i < n_store; i++) {
+                int r;
+
+                if (store[i].id != id || store[i].time > ts)
+                        continue;
+                r = emit(emit_userdata, store[i].row, store[i].len, store[i].diff);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static const struct eval_source_ops source = { store_snapshot };
+
+/* t (10): a int4 NOT NULL, b text, c bool, d int8;  r (30): set by the fuzzer. */
+static struct sql_column t_columns[] = {
+        { "a", ROW_TYPE_INT4, false }, { "b", ROW_TYPE_TEXT, true },
+        { "c", ROW_TYPE_BOOL, true },  { "d", ROW_TYPE_INT8, true },
+};
+static struct sql_column r_columns[64];
+static char r_names[64][8];
+static size_t r_n;
+
+static int lookup(void *userdata, const char *name, struct sql_relation *ret)
+{
+        if (strcmp(name, "t") == 0) {
+                *ret = (struct sql_relation){ 10, SQL_OBJECT_TABLE, t_columns, 4 };
+                return 0;
+        }
+        if (strcmp(name, "r") == 0) {
+                *ret = (struct sql_relation){ 30, SQL_OBJECT_TABLE, r_columns, r_n };
+                return 0;
+        }
+        return -ENOENT;
+}
+
+static const struct sql_catalog_ops catalog = { lookup };
+
+static int cmp_updates(const void *x, const void *y)
+{
+        const struct eval_update *a = x, *b = y;
+
+        return row_compare(a->row, a->len, b->row, b->len);
+}
+
+/* Render a batch as "(row)xN (row) ...", sorted by row_compare. */
+static void render(struct eval_batch *b, char *out, size_t size)
+{
+        size_t at = 0;
+
+        out[0] = '\0';
+        if (b->n)
+                qsort(b->updates, b->n, sizeof(*b->updates), cmp_updates);
+        for (size_t i = 0; i < b->n; i++) {
+                char *s = NULL;
+                int w;
+
+                CU_ASSERT_EQUAL_FATAL(row_to_string(b->updates[i].row, b->updates[i].len, &s), 0);
+                if (b->updates[i].diff == 1)
+                        w = snprintf(out + at, size - at, "%s%s", i ? " " : "", s);
+                else
+                        w = snprintf(out + at, size - at, "%s%sx%" PRId64, i ? " " : "", s,
+                                     b->updates[i].diff);
+                free(s);
+                if (w < 0 || (size_t)w >= size - at)
+                        return;
+                at += (size_t)w;
+        }
+}
+
+/* Analyze a SELECT, check that its plan validates with the declared output types,
+ * and peek it at ts (or its AS OF).  0 with the rendered rows, or the error. */
+static int query(const char *sql, uint64_t ts, char *out, size_t size, struct row_error *err)
+{
+        struct sql_stmt *s = NULL;
+        struct eval_plan *p = NULL;
+        struct eval_batch b = EVAL_BATCH_INIT;
+        const Coord__Plan__Relation *plan;
+        int r;
+
+        memset(err, 0, sizeof(*err));
+        r = sql_analyze_one(sql, &catalog, NULL, NULL, &s, err);
+        if (r < 0)
+                return r;
+        CU_ASSERT_FATAL(s->kind == SQL_STMT_SELECT || s->kind == SQL_STMT_DELETE);
+        plan = s->kind == SQL_STMT_SELECT ? s->select.peek->plan : s->delete_.plan;
+        if (s->kind == SQL_STMT_SELECT && s->select.has_as_of)
+                ts = s->select.as_of;
+        r = eval_plan_new(plan, &p, err);
+        if (r < 0) {
+                fprintf(stderr, "\n  %s: the analyzer's plan does not validate: %s %s\n", sql,
+                        err->sqlstate, err->message);
+                CU_FAIL("invalid plan from the analyzer");
+                goto out;
+        }
+        if (s->kind == SQL_STMT_SELECT) {
+                CU_ASSERT_EQUAL_FATAL(eval_plan_arity(p), s->select.peek->n_columns);
+                for (size_t i = 0; i < eval_plan_arity(p); i++)
+                        CU_ASSERT_EQUAL(eval_plan_types(p)[i],
+                                        (int)s->select.peek->columns[i]->type);
+        }
+        r = eval_peek(p, ts, &source, store, &b, err);
+        if (r >= 0) {
+                for (size_t i = 0; i < b.n; i++) {
+                        CU_ASSERT(b.updates[i].diff > 0);
+                        CU_ASSERT_EQUAL(b.updates[i].time, ts);
+                        CU_ASSERT_EQUAL(row_check(b.updates[i].row, b.updates[i].len,
+                                                  eval_plan_types(p), eval_plan_arity(p)), 0);
+                }
+                render(&b, out, size);
+        }
+out:
+        eval_batch_done(&b);
+        eval_plan_free(p);
+        sql_stmt_free(s);
+        return r;
+}
+
+static void expect_query(const char *sql, uint64_t ts, const char *want)
+{
+        struct row_error err;
+        char got[2048];
+
+        if (query(sql, ts, got, sizeof(got), &err) < 0) {
+                fprintf(stderr, "\n  %s: unexpected %s %s\n", sql, err.sqlstate, err.message);
+                CU_FAIL("query failed");
+                return;
+        }
+        if (strcmp(got, want) != 0) {
+                fprintf(stderr, "\n  %s @%" PRIu64 "\n    got      %s\n    expected %s\n", sql, ts,
+                        got, want);
+                CU_FAIL("wrong rows");
+        }
+}
+
+static void expect_query_error(const char *sql, uint64_t ts, const char *sqlstate,
+                               const char *message)
+{
+        struct row_error err;
+        char got[2048];
+
+        CU_ASSERT(query(sql, ts, got, sizeof(got), &err) < 0);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, sqlstate);
+        if (message && strcmp(err.message, message) != 0) {
+                fprintf(stderr, "\n  %s: got \"%s\"\n", sql, err.message);
+                CU_FAIL("wrong message");
+        }
+}
+
+#define ROW4(a, b, c, d) ((const struct row_datum[]){ a, b, c, d })
+#define S(s) ROW_DATUM_TEXT(s, (uint32_t)strlen(s))
+#define I(v) ROW_DATUM_INT(v)
+
+static void fill_t(void)
+{
+        store_reset();
+        /* t1: three rows;  t2: one more, one deleted;  t3: a duplicate. */
+        store_add(10, 1, 1, ROW4(I(1), S("one"), T, I(10)), 4);
+        store_add(10, 1, 1, ROW4(I(2), S("two"), FA, I(20)), 4);
+        store_add(10, 1, 1, ROW4(I(3), N, N, N), 4);
+        store_add(10, 2, 1, ROW4(I(4), S("four"), T, I(40)), 4);
+        store_add(10, 2, -1, ROW4(I(2), S("two"), FA, I(20)), 4);
+        store_add(10, 3, 1, ROW4(I(1), S("one"), T, I(10)), 4);
+        /* Another collection's rows are never read. */
+        store_add(11, 1, 1, ROW4(I(9), S("nine"), T, I(90)), 4);
+}
+
+static void test_peek(void)
+{
+        fill_t();
+        expect_query("SELECT * FROM t", 0, "");
+        expect_query("SELECT * FROM t", 1, "(1,'one',t,10) (2,'two',f,20) (3,NULL,NULL,NULL)");
+        expect_query("SELECT * FROM t", 2, "(1,'one',t,10) (3,NULL,NULL,NULL) (4,'four',t,40)");
+        expect_query("SELECT * FROM t", 3,
+                     "(1,'one',t,10)x2 (3,NULL,NULL,NULL) (4,'four',t,40)");
+        /* AS OF picks the time, whatever the caller's default. */
+        expect_query("SELECT a FROM t AS OF 1", 3, "(1) (2) (3)");
+        expect_query("SELECT a FROM t AS OF 1 + 1", 3, "(1) (3) (4)");
+
+        expect_query("SELECT a, d * 2 AS dd FROM t WHERE c", 3, "(1,20)x2 (4,80)");
+        expect_query("SELECT a FROM t WHERE b IS NULL", 3, "(3)");
+        expect_query("SELECT a FROM t WHERE NOT c", 1, "(2)");
+        expect_query("SELECT a FROM t WHERE c OR a > 3", 3, "(1)x2 (4)");  /* NULL drops 3 */
+        expect_query("SELECT a FROM t WHERE c IS NULL OR d >= 40", 3, "(3) (4)");
+        expect_query("SELECT b FROM t WHERE a = 1", 3, "('one')x2");
+        expect_query("SELECT b FROM t WHERE b < 'p'", 3, "('four') ('one')x2");
+        /* Projections merge rows that become equal. */
+        expect_query("SELECT c FROM t", 3, "(t)x3 (NULL)");
+        expect_query("SELECT c FROM t", 1, "(f) (t) (NULL)");
+        expect_query("SELECT mz_now(), a FROM t WHERE a = 4", 7, "(7,4)");
+        expect_query("SELECT a::text, -d, a % 2 = 0, d IS NULL FROM t", 2,
+                     "('1',-10,f,f) ('3',NULL,f,t) ('4',-40,t,f)");
+        expect_query("SELECT a + d FROM t WHERE a < 3", 3, "(11)x2");
+        expect_query("SELECT a FROM t WHERE false", 3, "");
+        expect_query("SELECT FROM t", 3, "()x4");
+        expect_query("SELECT 1, 'x', NULL, mz_now()", 5, "(1,'x',NULL,5)");
+        expect_query("SELECT 1 WHERE false", 5, "");
+
+        /* A row that fails evaluation fails the read, as in PostgreSQL. */
+        expect_query_error("SELECT a / (a - 3) FROM t", 3, "22012", "division by zero");
+        expect_query_error("SELECT a * 2147483647 FROM t", 3, "22003", "integer out of range");
+        expect_query_error("SELECT b::int FROM t WHERE a = 1", 3, "22P02", NULL);
+        /* ... unless no row reaches it. */
+        expect_query("SELECT a / (a - 3) FROM t WHERE a <> 3", 3, "(0)x2 (4)");   /* truncates */
+        expect_query("SELECT a FROM t WHERE a <> 3 AND 6 / (a - 3) < 0", 3, "(1)x2");
+        store_reset();
+}
+
+static void test_delete_plan(void)
+{
+        struct sql_stmt *s = NULL;
+        struct eval_plan *p = NULL;
+        struct eval_batch b = EVAL_BATCH_INIT;
+        struct row_error err;
+        char got[512];
+
+        fill_t();
+        CU_ASSERT_EQUAL_FATAL(sql_analyze_one("DELETE FROM t WHERE a < 3 OR b IS NULL", &catalog,
+                                              NULL, NULL, &s, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(eval_plan_new(s->delete_.plan, &p, &err), 0);
+        CU_ASSERT_EQUAL(eval_plan_input(p), 10);
+        CU_ASSERT_EQUAL(eval_plan_arity(p), 4);
+        CU_ASSERT_EQUAL_FATAL(eval_peek(p, 3, &source, store, &b, &err), 0);
+        render(&b, got, sizeof(got));
+        CU_ASSERT_STRING_EQUAL(got, "(1,'one',t,10)x2 (3,NULL,NULL,NULL)");
+        /* Retract them at time 4, as the adapter would. */
+        for (size_t i = 0; i < b.n; i++)
+                store_add_bytes(10, 4, -b.updates[i].diff, b.updates[i].row, b.updates[i].len);
+        expect_query("SELECT * FROM t", 4, "(4,'four',t,40)");
+        expect_query("SELECT * FROM t", 3,
+                     "(1,'one',t,10)x2 (3,NULL,NULL,NULL) (4,'four',t,40)");
+        eval_batch_done(&b);
+        eval_plan_free(p);
+        sql_stmt_free(s);
+        store_reset();
+}
+
+static void test_peek_errors(void)
+{
+        const uint8_t junk[] = { 4, 0, 3, 1 };
+        const struct row_datum short_row[] = { I(1), S("x") };
+        const struct row_datum bad_type[] = { S("1"), S("x"), T, I(1) };
+        const struct row_datum big_int4[] = { I((int64_t)INT32_MAX + 1), N, N, N };
+        struct row_error err;
+        char got[256];
+
+        store_reset();
+        store_add_bytes(10, 1, 1, junk, sizeof(junk));
+        expect_query_error("SELECT * FROM t", 1, "XX000", NULL);
+        store_reset();
+        store_add(10, 1, 1, short_row, 2);
+        expect_query_error("SELECT * FROM t", 1, "XX000",
+                           "collection 10 holds a row that does not match its columns");
+        store_reset();
+        store_add(10, 1, 1, bad_type, 4);
+        expect_query_error("SELECT a FROM t", 1, "XX000", NULL);
+        store_reset();
+        store_add(10, 1, 1, big_int4, 4);
+        expect_query_error("SELECT a FROM t", 1, "XX000", NULL);
+        /* More retractions than insertions cannot be a read's answer. */
+        store_reset();
+        store_add(10, 1, -1, ROW4(I(1), N, N, N), 4);
+        expect_query_error("SELECT * FROM t", 1, "XX000", NULL);
+        /* The snapshot's own failure. */
+        store_reset();
+        store_failure = -EIO;
+        CU_ASSERT(query("SELECT * FROM t", 1, got, sizeof(got), &err) == -EIO);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "XX000");
+        CU_ASSERT(strstr(err.message, "reading collection 10 failed") != NULL);
+        store_reset();
+}
+
+/* ---- Plans built by hand: validation. ---- */
+
+static Coord__Plan__Relation *rel(void)
+{
+        Coord__Plan__Relation *r = malloc(sizeof(*r));
+
+        coord__plan__relation__init(r);
+        return r;
+}
+
+static Coord__Plan__Relation *get(uint64_t id, size_t n, const int *types)
+{
+        Coord__Plan__Relation *r = rel();
+
+        r->kind_case = COORD__PLAN__RELATION__KIND_GET;
+        r->get = malloc(sizeof(*r->get));
+        coord__plan__get__init(r->get);
+        r->get->id = id;
+        r->get->n_column_types = n;
+        r->get->column_types = malloc((n ? n : 1) * sizeof(*r->get->column_types));
+        for (size_t i = 0; i < n; i++)
+                r->get->column_types[i] = (Coord__Plan__Type)types[i];
+        return r;
+}
+
+static Coord__Plan__Relation *filter(Coord__Plan__Relation *in, Coord__Plan__Expr *pred)
+{
+        Coord__Plan__Relation *r = rel();
+
+        r->kind_case = COORD__PLAN__RELATION__KIND_FILTER;
+        r->filter = malloc(sizeof(*r->filter));
+        coord__plan__filter__init(r->filter);
+        r->filter->input = in;
+        r->filter->n_predicates = 1;
+        r->filter->predicates = malloc(sizeof(*r->filter->predicates));
+        r->filter->predicates[0] = pred;
+        return r;
+}
+
+static Coord__Plan__Relation *map1(Coord__Plan__Relation *in, Coord__Plan__Expr *e)
+{
+        Coord__Plan__Relation *r = rel();
+
+        r->kind_case = COORD__PLAN__RELATION__KIND_MAP;
+        r->map = malloc(sizeof(*r->map));
+        coord__plan__map__init(r->map);
+        r->map->input = in;
+        r->map->n_exprs = 1;
+        r->map->exprs = malloc(sizeof(*r->map->exprs));
+        r->map->exprs[0] = e;
+        return r;
+}
+
+static Coord__Plan__Relation *project(Coord__Plan__Relation *in, size_t n, const uint32_t *cols)
+{
+        Coord__Plan__Relation *r = rel();
+
+        r->kind_case = COORD__PLAN__RELATION__KIND_PROJECT;
+        r->project = malloc(sizeof(*r->project));
+        coord__plan__project__init(r->project);
+        r->project->input = in;
+        r->project->n_outputs = n;
+        r->project->outputs = malloc((n ? n : 1) * sizeof(uint32_t));
+        memcpy(r->project->outputs, cols, n * sizeof(uint32_t));
+        return r;
+}
+
+static void expect_plan_error(Coord__Plan__Relation *r, const char *sqlstate)
+{
+        struct eval_plan *p = NULL;
+        struct row_error err = { 0 };
+
+        CU_ASSERT_EQUAL(eval_plan_new(r, &p, &err), -EINVAL);
+        CU_ASSERT(p == NULL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, sqlstate);
+        coord__plan__relation__free_unpacked(r, NULL);
+}
+
+static void test_plan_validation(void)
+{
+        const int types[] = { ROW_TYPE_INT4, ROW_TYPE_TEXT };
+        const int bad_types[] = { ROW_TYPE_INT4, 1700 };
+        const uint32_t cols[] = { 1, 0, 1 }, far[] = { 2 };
+        struct eval_plan *p = NULL;
+        struct row_error err;
+        Coord__Plan__Relation *r, *c;
+        Coord__Plan__Update *u;
+        uint8_t *bytes;
+        size_t len;
+
+        /* A good one: Project[1,0,1](Map[#0 + 1](Filter[#0 > 1](Get))). */
+        r = project(map1(filter(get(5, 2, types),
+                                call(ROW_TYPE_BOOL, F(GT), 2, col(ROW_TYPE_INT4, 0), I4(1))),
+                         call(ROW_TYPE_INT4, F(ADD), 2, col(ROW_TYPE_INT4, 0), I4(1))),
+                    3, cols);
+        CU_ASSERT_EQUAL_FATAL(eval_plan_new(r, &p, &err), 0);
+        CU_ASSERT_EQUAL(eval_plan_arity(p), 3);
+        CU_ASSERT_EQUAL(eval_plan_types(p)[0], ROW_TYPE_TEXT);
+        CU_ASSERT_EQUAL(eval_plan_types(p)[1], ROW_TYPE_INT4);
+        CU_ASSERT_EQUAL(eval_plan_input(p), 5);
+        eval_plan_free(p);
+        coord__plan__relation__free_unpacked(r, NULL);
+        CU_ASSERT(eval_plan_free(NULL) == NULL);
+
+        expect_plan_error(get(0, 2, types), "XX000");                      /* no id */
+        expect_plan_error(get(5, 2, bad_types), "XX000");                  /* bad type */
+        expect_plan_error(project(get(5, 2, types), 1, far), "XX000");     /* out of range */
+        expect_plan_error(filter(get(5, 2, types), col(ROW_TYPE_INT4, 0)), "XX000"); /* not bool */
+        expect_plan_error(filter(get(5, 2, types), col(ROW_TYPE_INT4, 1)), "XX000"); /* mistyped */
+        expect_plan_error(map1(get(5, 2, types), col(ROW_TYPE_INT4, 2)), "XX000");  /* no col 2 */
+        expect_plan_error(map1(get(5, 2, types), call(ROW_TYPE_INT4, (Coord__Plan__Func)60, 0)),
+                          "0A000");
+        expect_plan_error(rel(), "XX000");                                 /* no operator */
+        r = rel();
+        r->kind_case = COORD__PLAN__RELATION__KIND_FILTER;                 /* Filter, no input */
+        r->filter = malloc(sizeof(*r->filter));
+        coord__plan__filter__init(r->filter);
+        expect_plan_error(r, "XX000");
+        r = rel();
+        r->kind_case = (Coord__Plan__Relation__KindCase)6;                 /* a future Join */
+        expect_plan_error(r, "0A000");
+
+        /* A Constant whose row does not match its types. */
+        c = rel();
+        c->kind_case = COORD__PLAN__RELATION__KIND_CONSTANT;
+        c->constant = malloc(sizeof(*c->constant));
+        coord__plan__constant__init(c->constant);
+        c->constant->n_column_types = 1;
+        c->constant->column_types = malloc(sizeof(*c->constant->column_types));
+        c->constant->column_types[0] = COORD__PLAN__TYPE__TYPE_BOOL;
+        c->constant->n_rows = 1;
+        c->constant->rows = malloc(sizeof(*c->constant->rows));
+        u = malloc(sizeof(*u));
+        coord__plan__update__init(u);
+        CU_ASSERT_EQUAL_FATAL(row_encode((const struct row_datum[]){ I(1) }, 1, &bytes, &len), 0);
+        u->row.data = bytes;
+        u->row.len = len;
+        u->diff = 1;
+        c->constant->rows[0] = u;
+        expect_plan_error(c, "XX000");
+}
+
+/* ---- The incremental form and consolidation. ---- */
+
+static void test_consolidate(void)
+{
+        struct eval_batch b = EVAL_BATCH_INIT;
+        const uint8_t r1[] = { 0, 0 }, r2[] = { 1, 0, 0 };
+        char got[128];
+
+        CU_ASSERT_EQUAL(eval_batch_push(&b, r2, 3, 1, 2), 0);
+        CU_ASSERT_EQUAL(eval_batch_push(&b, r1, 2, 1, 1), 0);
+        CU_ASSERT_EQUAL(eval_batch_push(&b, r2, 3, 1, -2), 0);
+        CU_ASSERT_EQUAL(eval_batch_push(&b, r1, 2, 2, 1), 0);   /* another time */
+        CU_ASSERT_EQUAL(eval_batch_push(&b, r1, 2, 1, 4), 0);
+        CU_ASSERT_EQUAL(eval_batch_consolidate(&b), 0);
+        CU_ASSERT_EQUAL_FATAL(b.n, 2);
+        CU_ASSERT(b.updates[0].len == 2 && b.updates[0].time == 1 && b.updates[0].diff == 5);
+        CU_ASSERT(b.updates[1].len == 2 && b.updates[1].time == 2 && b.updates[1].diff == 1);
+        render(&b, got, sizeof(got));
+        CU_ASSERT_STRING_EQUAL(got, "()x5 ()");
+
+        eval_batch_clear(&b);
+        CU_ASSERT_EQUAL(b.n, 0);
+        CU_ASSERT_EQUAL(eval_batch_push(&b, r1, 2, 1, INT64_MAX), 0);
+        CU_ASSERT_EQUAL(eval_batch_push(&b, r1, 2, 1, 1), 0);
+        CU_ASSERT_EQUAL(eval_batch_consolidate(&b), -EOVERFLOW);
+        CU_ASSERT_EQUAL(b.n, 2);                                /* unchanged */
+        eval_batch_clear(&b);
+        CU_ASSERT_EQUAL(eval_batch_push(&b, r1, 2, 1, 0), 0);
+        CU_ASSERT_EQUAL(eval_batch_consolidate(&b), 0);
+        CU_ASSERT_EQUAL(b.n, 0);
+        eval_batch_done(&b);
+}
+
+/* Two batches are equal once consolidated. */
+static bool same_updates(struct eval_batch *a, struct eval_batch *b)
+{
+        CU_ASSERT_EQUAL_FATAL(eval_batch_consolidate(a), 0);
+        CU_ASSERT_EQUAL_FATAL(eval_batch_consolidate(b), 0);
+        if (a->n != b->n)
+                return false;
+        for (size_t i = 0; i < a->n; i++)
+                if (a->updates[i].len != b->updates[i].len ||
+                    memcmp(a->updates[i].row, b->updates[i].row, a->updates[i].len) ||
+                    a->updates[i].time != b->updates[i].time ||
+                    a->updates[i].diff != b->updates[i].diff)
+                        return false;
+        return true;
+}
+
+static void test_apply_linear(void)
+{
+        struct sql_stmt *s = NULL;
+        struct eval_plan *p = NULL;
+        struct row_error err;
+        unsigned seed = 7;
+
+        CU_ASSERT_EQUAL_FATAL(sql_analyze_one("SELECT a % 3, b FROM t WHERE a % 2 = 0 OR c",
+                                              &catalog, NULL, NULL, &s, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(eval_plan_new(s->select.peek->plan, &p, &err), 0);
+        for (int iter = 0; iter < 200; iter++) {
+                struct eval_batch in = EVAL_BATCH_INIT, out1 = EVAL_BATCH_INIT,
+                                  out2 = EVAL_BATCH_INIT, both = EVAL_BATCH_INIT;
+                static const char *const texts[] = { "x", "y", "" };
+                size_t n = (size_t)(rand_r(&seed) % 40), half;
+
+                for (size_t i = 0; i < n; i++) {
+                        struct row_datum d[4] = {
+                                I(rand_r(&seed) % 7), S(texts[rand_r(&seed) % 3]),
+                                rand_r(&seed) % 3 ? ROW_DATUM_BOOL(rand_r(&seed) % 2) : N,
+                                I(rand_r(&seed) % 2),
+                        };
+                        uint8_t *bytes;
+                        size_t len;
+
+                        CU_ASSERT_EQUAL_FATAL(row_encode(d, 4, &bytes, &len), 0);
+                        CU_ASSERT_EQUAL_FATAL(eval_batch_push(&in, bytes, len,
+                                                              (uint64_t)(rand_r(&seed) % 3),
+                                                              rand_r(&seed) % 5 - 2),
+                                              0);
+                        free(bytes);
+                }
+                /* apply(B) == apply(consolidate(B)), once consolidated. */
+                CU_ASSERT_EQUAL_FATAL(eval_plan_apply(p, in.updates, in.n, 0, &out1, &err), 0);
+                half = in.n / 2;
+                /* apply(B1 ++ B2) == apply(B1) ++ apply(B2). */
+                CU_ASSERT_EQUAL_FATAL(eval_plan_apply(p, in.updates, half, 0, &both, &err), 0);
+                CU_ASSERT_EQUAL_FATAL(eval_plan_apply(p, in.updates + half, in.n - half, 0, &both,
+                                                      &err), 0);
+                CU_ASSERT_EQUAL_FATAL(eval_batch_consolidate(&in), 0);
+                CU_ASSERT_EQUAL_FATAL(eval_plan_apply(p, in.updates, in.n, 0, &out2, &err), 0);
+                for (size_t i = 0; i < out2.n; i++)
+                        CU_ASSERT_EQUAL(row_check(out2.updates[i].row, out2.updates[i].len,
+                                                  eval_plan_types(p), eval_plan_arity(p)), 0);
+                CU_ASSERT(same_updates(&out1, &out2));
+                CU_ASSERT(same_updates(&out1, &both));
+                eval_batch_done(&in);
+                eval_batch_done(&out1);
+                eval_batch_done(&out2);
+                eval_batch_done(&both);
+        }
+        eval_plan_free(p);
+        sql_stmt_free(s);
+}
+
+/* ---- Differential fuzz: adapter folding against controller evaluation. ---- */
+
+struct gen {
+        unsigned seed;
+        FILE *fold;     /* the expression over literals */
+        FILE *cols;     /* the same expression over columns of r */
+        struct row_datum vals[64];
+        char texts[64][8];
+        size_t n;
+};
+
+static void gen_expr(struct gen *g, int type, int depth);
+
+static void both(struct gen *g, const char *s)
+{
+        fputs(s, g->fold);
+        fputs(s, g->cols);
+}
+
+/* A literal in one text, a column holding the same value in the other. */
+static void gen_leaf(struct gen *g, int type)
+{
+        static const int64_t ints[] = { 0, 1, -1, 2, 3, 7, 100, INT32_MAX, INT32_MIN,
+                                        3000000000LL, INT64_MAX, INT64_MIN, -5 };
+        static const char *const texts[] = { "", "a", "ab", "b", "12" };
+        static const char *const cast[] = { [ROW_TYPE_INT4] = "integer",
+                                            [ROW_TYPE_INT8] = "bigint",
+                                            [ROW_TYPE_TEXT] = "text",
+                                            [ROW_TYPE_BOOL] = "boolean" };
+        size_t k = g->n;
+        struct row_datum d;
+
+        if (k == ELEMENTSOF(g->vals)) {
+                type = ROW_TYPE_BOOL;   /* out of columns: a literal in both */
+                both(g, "true");
+                return;
+        }
+        if (rand_r(&g->seed) % 8 == 0) {
+                d = ROW_DATUM_NULL;
+                fprintf(g->fold, "NULL::%s", cast[type]);
+        } else if (type == ROW_TYPE_BOOL) {
+                d = ROW_DATUM_BOOL(rand_r(&g->seed) % 2);
+                fputs(d.b ? "true" : "false", g->fold);
+        } else if (type == ROW_TYPE_TEXT) {
+                snprintf(g->texts[k], sizeof(g->texts[k]), "%s",
+                         texts[rand_r(&g->seed) % ELEMENTSOF(texts)]);
+                d = ROW_DATUM_TEXT(g->texts[k], (uint32_t)strlen(g->texts[k]));
+                fprintf(g->fold, "'%s'::text", g->texts[k]);
+        } else {
+                int64_t v;
+
+                do
+                        v = ints[rand_r(&g->seed) % ELEMENTSOF(ints)];
+                while (type == ROW_TYPE_INT4 && (v < INT32_MIN || v > INT32_MAX));
+                d = ROW_DATUM_INT(v);
+                /* Always cast: the grammar folds a minus into a bare constant
+                 * (-(-2147483648) is the int8 literal 2147483648, as in PostgreSQL), but
+                 * not into a cast, so the literal keeps the column's type. */
+                fprintf(g->fold, "(%" PRId64 ")::%s", v, cast[type]);
+        }
+        g->vals[k] = d;
+        snprintf(r_names[k], sizeof(r_names[k]), "c%zu", k);
+        r_columns[k] = (struct sql_column){ r_names[k], (enum row_type)type, true };
+        fprintf(g->cols, "c%zu", k);
+        g->n++;
+}
+
+static void gen_expr(struct gen *g, int type, int depth)
+{
+        static const char *const arith[] = { "+", "-", "*", "/", "%" };
+        static const char *const cmps[] = { "=", "<>", "<", "<=", ">", ">=" };
+        static const int any[] = { ROW_TYPE_INT4, ROW_TYPE_INT8, ROW_TYPE_TEXT, ROW_TYPE_BOOL };
+        int pick = rand_r(&g->seed) % 6;
+
+        if (depth == 0 || pick == 0) {
+                gen_leaf(g, type);
+                return;
+        }
+        both(g, "(");
+        if (type == ROW_TYPE_INT4 || type == ROW_TYPE_INT8) {
+                if (pick == 1) {
+                        both(g, "-");
+                        gen_expr(g, type, depth - 1);
+                } else if (pick == 2) {
+                        int from = type == ROW_TYPE_INT4 && rand_r(&g->seed) % 3 == 0
+                                           ? ROW_TYPE_BOOL
+                                           : (rand_r(&g->seed) % 2 ? ROW_TYPE_INT4 : ROW_TYPE_INT8);
+
+                        both(g, "CAST(");
+                        gen_expr(g, from, depth - 1);
+                        both(g, type == ROW_TYPE_INT4 ? " AS integer)" : " AS bigint)");
+                } else {
+                        /* int8 results may mix int4 operands (promotion). */
+                        int lt = type == ROW_TYPE_INT8 && rand_r(&g->seed) % 2 ? ROW_TYPE_INT4 : type;
+
+                        gen_expr(g, lt, depth - 1);
+                        both(g, " ");
+                        both(g, arith[rand_r(&g->seed) % 5]);
+                        both(g, " ");
+                        gen_expr(g, type, depth - 1);
+                }
+        } else if (type == ROW_TYPE_TEXT) {
+                both(g, "CAST(");
+                gen_expr(g, any[rand_r(&g->seed) % 4], depth - 1);
+                both(g, " AS text)");
+        } else {
+                int t = any[rand_r(&g->seed) % 4];
+
+                switch (pick) {
+                case 1:
+                        both(g, "NOT ");
+                        gen_expr(g, ROW_TYPE_BOOL, depth - 1);
+                        break;
+                case 2:
+                        gen_expr(g, t, depth - 1);
+                        both(g, rand_r(&g->seed) % 2 ? " IS NULL" : " IS NOT NULL");
+                        break;
+                case 3:
+                        gen_expr(g, ROW_TYPE_BOOL, depth - 1);
+                        both(g, rand_r(&g->seed) % 2 ? " AND " : " OR ");
+                        gen_expr(g, ROW_TYPE_BOOL, depth - 1);
+                        break;
+                default:
+                        gen_expr(g, t, depth - 1);
+                        both(g, " ");
+                        both(g, cmps[rand_r(&g->seed) % 6]);
+                        both(g, " ");
+                        gen_expr(g, t, depth - 1);
+                        break;
+                }
+        }
+        both(g, ")");
+}
+
+static void test_fold_vs_eval(void)
+{
+        static const int any[] = { ROW_TYPE_INT4, ROW_TYPE_INT8, ROW_TYPE_TEXT, ROW_TYPE_BOOL };
+        unsigned seed = 2024;
+        int agree = 0, short_circuits = 0, errors = 0;
+
+        for (int iter = 0; iter < 3000; iter++) {
+                struct gen g = { .seed = seed + (unsigned)iter };
+                char *fold = NULL, *cols = NULL, *q1 = NULL, *q2 = NULL;
+                size_t fold_size = 0, cols_size = 0;
+                char got1[4096], got2[4096];
+                struct row_error e1, e2;
+                int r1, r2;
+
+                g.fold = open_memstream(&fold, &fold_size);
+                g.cols = open_memstream(&cols, &cols_size);
+                CU_ASSERT_FATAL(g.fold && g.cols);
+                gen_expr(&g, any[rand_r(&g.seed) % 4], 4);
+                fclose(g.fold);
+                fclose(g.cols);
+                r_n = g.n;
+                store_reset();
+                store_add(30, 1, 1, g.vals, g.n);
+                CU_ASSERT_FATAL(asprintf(&q1, "SELECT %s", fold) > 0);
+                CU_ASSERT_FATAL(asprintf(&q2, "SELECT %s FROM r", cols) > 0);
+
+                r1 = query(q1, 1, got1, sizeof(got1), &e1);
+                r2 = query(q2, 1, got2, sizeof(got2), &e2);
+                if (r1 == 0 && r2 == 0) {
+                        agree++;
+                        if (strcmp(got1, got2) != 0) {
+                                fprintf(stderr, "\n  %s -> %s\n  %s -> %s\n", q1, got1, q2, got2);
+                                CU_FAIL("folding and evaluation disagree");
+                        }
+                } else if (r1 < 0 && r2 == 0) {
+                        /* Folding is eager; evaluation may have stopped at AND/OR. */
+                        short_circuits++;
+                        CU_ASSERT(strstr(q1, " AND ") || strstr(q1, " OR "));
+                } else if (r1 == 0 && r2 < 0) {
+                        fprintf(stderr, "\n  %s -> %s\n  %s -> %s %s\n", q1, got1, q2,
+                                e2.sqlstate, e2.message);
+                        CU_FAIL("evaluation failed where folding did not");
+                } else {
+                        errors++;
+                        /* Only SQL errors: a plan error would be a bug on either side. */
+                        CU_ASSERT(strcmp(e1.sqlstate, "XX000") != 0);
+                        CU_ASSERT(strcmp(e2.sqlstate, "XX000") != 0);
+                }
+                free(fold);
+                free(cols);
+                free(q1);
+                free(q2);
+        }
+        store_reset();
+        if (getenv("FUZZ_VERBOSE"))
+                fprintf(stderr, "fold vs eval: %d agree, %d short circuits, %d both fail\n",
+                        agree, short_circuits, errors);
+        CU_ASSERT(agree > 1000);
+        CU_ASSERT(errors > 10);
+        CU_ASSERT(short_circuits > 0);
+}
+
+/* ---- Random SELECTs over t: analyzer plans validate and run. ---- */
+
+static void test_select_fuzz(void)
+{
+        static const char *const atoms[] = {
+                "a", "b", "c", "d", "t.a", "1", "-1", "2147483647", "0", "'x'", "'5'", "NULL",
+                "true", "mz_now()", "9223372036854775807", "(a - 3)", "''",
+        };
+        static const char *const ops[] = { " + ", " - ", " * ", " / ", " % ", " = ", " <> ",
+                                           " < ", " >= ", " AND ", " OR " };
+        static const char *const postfix[] = { "", "", "", "", "::text", "::int8", "::int4",
+                                               "::bool", " IS NULL", " IS NOT NULL" };
+        unsigned seed = 31337;
+        int ran = 0, analyzed = 0;
+
+        fill_t();
+        for (int iter = 0; iter < 20000; iter++) {
+                char q[512] = "SELECT ";
+                struct row_error err;
+                char got[4096];
+                int n = 1 + rand_r(&seed) % 3;
+
+                for (int k = 0; k < n; k++) {
+                        int terms = 1 + rand_r(&seed) % 4;
+
+                        if (k)
+                                strcat(q, ", ");
+                        if (rand_r(&seed) % 4 == 0)
+                                strcat(q, "NOT ");
+                        for (int m = 0; m < terms; m++) {
+                                if (m)
+                                        strcat(q, ops[rand_r(&seed) % ELEMENTSOF(ops)]);
+                                strcat(q, atoms[rand_r(&seed) % ELEMENTSOF(atoms)]);
+                                strcat(q, postfix[rand_r(&seed) % ELEMENTSOF(postfix)]);
+                        }
+                }
+                strcat(q, " FROM t");
+                if (rand_r(&seed) % 2) {
+                        strcat(q, " WHERE ");
+                        strcat(q, atoms[rand_r(&seed) % ELEMENTSOF(atoms)]);
+                        strcat(q, ops[rand_r(&seed) % ELEMENTSOF(ops)]);
+                        strcat(q, atoms[rand_r(&seed) % ELEMENTSOF(atoms)]);
+                }
+                if (rand_r(&seed) % 4 == 0)
+                        strcat(q, " AS OF 2");
+                if (query(q, 3, got, sizeof(got), &err) == 0) {
+                        ran++;
+                        continue;
+                }
+                CU_ASSERT_EQUAL(strlen(err.sqlstate), 5);
+                if (getenv("FUZZ_VERBOSE"))
+                        fprintf(stderr, "%s %s | %s\n", err.sqlstate, err.message, q);
+                /* Errors are the user's (analysis) or SQL's (evaluation), never XX000. */
+                if (strcmp(err.sqlstate, "XX000") == 0) {
+                        fprintf(stderr, "\n  %s: %s\n", q, err.message);
+                        CU_FAIL("internal error");
+                }
+                analyzed++;
+        }
+        CU_ASSERT(ran > 500);
+        CU_ASSERT(analyzed > 500);
+        store_reset();
+}
+
+static const struct t_case expr_cases[] = {
+        { "three-valued logic", test_three_valued },
+        { "comparisons", test_comparisons },
+        { "arithmetic", test_arithmetic },
+        { "casts", test_casts },
+        { "short circuit", test_short_circuit },
+        { "mz_now and columns", test_mz_now_and_columns },
+        { "invalid expressions", test_invalid_exprs },
+        { "expression fuzz", test_expr_fuzz },
+        { NULL, NULL },
+};
+
+static const struct t_case engine_cases[] = {
+        { "peek", test_peek },
+        { "delete plan", test_delete_plan },
+        { "peek errors", test_peek_errors },
+        { "plan validation", test_plan_validation },
+        { "consolidate", test_consolidate },
+        { "apply is linear", test_apply_linear },
+        { "fold vs eval fuzz", test_fold_vs_eval },
+        { "select fuzz", test_select_fuzz },
+        { NULL, NULL },
+};
+
+int main(void)
+{
+        const struct t_suite suites[] = {
+                { "eval expressions", expr_cases },
+                { "eval engine", engine_cases },
+                { NULL, NULL },
+        };
+
+        return t_run(suites);
+}

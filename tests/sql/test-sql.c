@@ -1,0 +1,940 @@
+/* test-sql -- adapter/adapter-sql.c: parsing (batches, syntax errors and positions),
+ * AS OF lifting, every statement kind, plans (checked through a compact EXPLAIN form),
+ * and the SQLSTATE, message and position of every error the analyzer reports.
+ *
+ * The catalog is a fake with fixed GlobalIds:
+ *   t (10): a integer NOT NULL, b text, c boolean, d bigint
+ *   u (11): x bigint
+ *   v (12): a view;  mv (13): a materialized view;  i (14): an index
+ *   x (20): a integer -- only once a test has "created" it
+ */
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "adapter-sql.h"
+#include "row.h"
+#include "t.h"
+#include "util.h"
+
+/* ---- The fake catalog. ---- */
+
+struct fake_object {
+        const char *name;
+        uint64_t id;
+        enum sql_object_kind kind;
+        struct sql_column columns[4];
+        size_t n_columns;
+        bool hidden;
+};
+
+static struct fake_object objects[] = {
+        { "t", 10, SQL_OBJECT_TABLE,
+          { { "a", ROW_TYPE_INT4, false }, { "b", ROW_TYPE_TEXT, true },
+            { "c", ROW_TYPE_BOOL, true }, { "d", ROW_TYPE_INT8, true } }, 4, false },
+        { "u", 11, SQL_OBJECT_TABLE, { { "x", ROW_TYPE_INT8, true } }, 1, false },
+        { "v", 12, SQL_OBJECT_VIEW, { { "a", ROW_TYPE_INT4, true } }, 1, false },
+        { "mv", 13, SQL_OBJECT_MATERIALIZED_VIEW, { { "a", ROW_TYPE_INT4, true } }, 1, false },
+        { "i", 14, SQL_OBJECT_INDEX, { { "a", ROW_TYPE_INT4, true } }, 1, false },
+        { "x", 20, SQL_OBJECT_TABLE, { { "a", ROW_TYPE_INT4, true } }, 1, true },
+};
+
+static int fake_error;          /* when set, every lookup fails with it */
+
+static int fake_lookup(void *userdata, const char *name, struct sql_relation *ret)
+{
+        CU_ASSERT(userdata == objects);
+        if (fake_error)
+                return fake_error;
+        for (size_t i = 0; i < ELEMENTSOF(objects); i++)
+                if (!objects[i].hidden && strcmp(objects[i].name, name) == 0) {
+                        *ret = (struct sql_relation){ objects[i].id, objects[i].kind,
+                                                      objects[i].columns, objects[i].n_columns };
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+static const struct sql_catalog_ops catalog = { fake_lookup };
+
+/* ---- Helpers. ---- */
+
+static struct sql_stmt *analyze_params(const char *sql, const struct sql_params *params)
+{
+        struct row_error err = { 0 };
+        struct sql_stmt *s = NULL;
+        int r = sql_analyze_one(sql, &catalog, objects, params, &s, &err);
+
+        if (r < 0)
+                fprintf(stderr, "\n  %s: unexpected %s %s (%s)\n", sql, err.sqlstate,
+                        err.message, err.detail);
+        CU_ASSERT_EQUAL_FATAL(r, 0);
+        CU_ASSERT_FATAL(s != NULL);
+        return s;
+}
+
+static struct sql_stmt *analyze(const char *sql)
+{
+        return analyze_params(sql, NULL);
+}
+
+/* Expect an error: SQLSTATE, message (NULL: any) and position (-1: any, 0: none). */
+static void expect_error_params(const char *sql, const struct sql_params *params,
+                                const char *sqlstate, const char *message, int position)
+{
+        struct row_error err;
+        struct sql_stmt *s = NULL;
+        int r;
+
+        memset(&err, 0, sizeof(err));
+        r = sql_analyze_one(sql, &catalog, objects, params, &s, &err);
+        CU_ASSERT(r < 0);
+        CU_ASSERT(s == NULL);
+        if (r >= 0) {
+                fprintf(stderr, "\n  %s: expected %s, but it succeeded\n", sql, sqlstate);
+                sql_stmt_free(s);
+                return;
+        }
+        CU_ASSERT_EQUAL(strlen(err.sqlstate), 5);
+        CU_ASSERT(err.message[0] != '\0');
+        if (strcmp(err.sqlstate, sqlstate) != 0 || (message && strcmp(err.message, message)) ||
+            (position >= 0 && err.position != (unsigned)position)) {
+                fprintf(stderr, "\n  %s:\n    got      %s \"%s\" at %u\n    expected %s \"%s\" at %d\n",
+                        sql, err.sqlstate, err.message, err.position, sqlstate,
+                        message ? message : "*", position);
+                CU_FAIL("wrong error");
+        }
+}
+
+static void expect_error(const char *sql, const char *sqlstate, const char *message,
+                         int position)
+{
+        expect_error_params(sql, NULL, sqlstate, message, position);
+}
+
+/* A compact EXPLAIN of plans, to compare them as strings. */
+static const char *type_short(int type)
+{
+        switch (type) {
+        case ROW_TYPE_INT4:
+                return "int4";
+        case ROW_TYPE_INT8:
+                return "int8";
+        case ROW_TYPE_TEXT:
+                return "text";
+        case ROW_TYPE_BOOL:
+                return "bool";
+        default:
+                return "?";
+        }
+}
+
+static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
+{
+        static const char *const ops[] = {
+                [COORD__PLAN__FUNC__FUNC_ADD] = "+", [COORD__PLAN__FUNC__FUNC_SUB] = "-",
+                [COORD__PLAN__FUNC__FUNC_MUL] = "*", [COORD__PLAN__FUNC__FUNC_DIV] = "/",
+                [COORD__PLAN__FUNC__FUNC_MOD] = "%", [COORD__PLAN__FUNC__FUNC_EQ] = "=",
+                [COORD__PLAN__FUNC__FUNC_NE] = "<>", [COORD__PLAN__FUNC__FUNC_LT] = "<",
+                [COORD__PLAN__FUNC__FUNC_LE] = "<=", [COORD__PLAN__FUNC__FUNC_GT] = ">",
+                [COORD__PLAN__FUNC__FUNC_GE] = ">=", [COORD__PLAN__FUNC__FUNC_AND] = "AND",
+                [COORD__PLAN__FUNC__FUNC_OR] = "OR",
+        };
+        const Coord__Plan__Call *c;
+
+        switch (e->kind_case) {
+        case COORD__PLAN__EXPR__KIND_COLUMN:
+                fprintf(f, "#%u", e->column);
+                return;
+        case COORD__PLAN__EXPR__KIND_LITERAL:
+                switch (e->literal->value_case) {
+                case COORD__PLAN__DATUM__VALUE_NULL_VALUE:
+                        fprintf(f, "NULL::%s", type_short(e->type));
+                        return;
+                case COORD__PLAN__DATUM__VALUE_BOOL_VALUE:
+                        fputs(e->literal->bool_value ? "true" : "false", f);
+                        return;
+                case COORD__PLAN__DATUM__VALUE_INT_VALUE:
+                        fprintf(f, "%lld%s", (long long)e->literal->int_value,
+                                (int)e->type == ROW_TYPE_INT8 ? "::int8" : "");
+                        return;
+                case COORD__PLAN__DATUM__VALUE_TEXT_VALUE:
+                        fprintf(f, "'%.*s'", (int)e->literal->text_value.len,
+                                (const char *)e->literal->text_value.data);
+                        return;
+                default:
+                        fputs("<bad literal>", f);
+                        return;
+                }
+        case COORD__PLAN__EXPR__KIND_CALL:
+                c = e->call;
+                switch (c->func) {
+                case COORD__PLAN__FUNC__FUNC_NEG:
+                        fputs("-", f);
+                        explain_expr(f, c->args[0]);
+                        return;
+                case COORD__PLAN__FUNC__FUNC_NOT:
+                        fputs("NOT ", f);
+                        explain_expr(f, c->args[0]);
+                        return;
+                case COORD__PLAN__FUNC__FUNC_IS_NULL:
+                case COORD__PLAN__FUNC__FUNC_IS_NOT_NULL:
+                        fputs("(", f);
+                        explain_expr(f, c->args[0]);
+                        fputs(c->func == COORD__PLAN__FUNC__FUNC_IS_NULL ? " IS NULL)"
+                                                                          : " IS NOT NULL)", f);
+                        return;
+                case COORD__PLAN__FUNC__FUNC_MZ_NOW:
+                        fputs("mz_now()", f);
+                        return;
+                case COORD__PLAN__FUNC__FUNC_CAST:
+                        fputs("CAST(", f);
+                        explain_expr(f, c->args[0]);
+                        fprintf(f, " AS %s)", type_short(e->type));
+                        return;
+                default:
+                        fputs("(", f);
+                        for (size_t i = 0; i < c->n_args; i++) {
+                                if (i)
+                                        fprintf(f, " %s ", (unsigned)c->func < ELEMENTSOF(ops) &&
+                                                                   ops[c->func] ? ops[c->func] : "?");
+                                explain_expr(f, c->args[i]);
+                        }
+                        fputs(")", f);
+                        return;
+                }
+        default:
+                fputs("<bad expr>", f);
+        }
+}
+
+static void explain_exprs(FILE *f, Coord__Plan__Expr **e, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        fputs(", ", f);
+                explain_expr(f, e[i]);
+        }
+}
+
+static void explain_rel(FILE *f, const Coord__Plan__Relation *r)
+{
+        switch (r->kind_case) {
+        case COORD__PLAN__RELATION__KIND_GET:
+                fprintf(f, "Get %llu", (unsigned long long)r->get->id);
+                return;
+        case COORD__PLAN__RELATION__KIND_CONSTANT:
+                fprintf(f, "Constant(%zu)", r->constant->n_rows);
+                return;
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                fputs("Filter[", f);
+                explain_exprs(f, r->filter->predicates, r->filter->n_predicates);
+                fputs("](", f);
+                explain_rel(f, r->filter->input);
+                fputs(")", f);
+                return;
+        case COORD__PLAN__RELATION__KIND_MAP:
+                fputs("Map[", f);
+                explain_exprs(f, r->map->exprs, r->map->n_exprs);
+                fputs("](", f);
+                explain_rel(f, r->map->input);
+                fputs(")", f);
+                return;
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                fputs("Project[", f);
+                for (size_t i = 0; i < r->project->n_outputs; i++)
+                        fprintf(f, "%s%u", i ? "," : "", r->project->outputs[i]);
+                fputs("](", f);
+                explain_rel(f, r->project->input);
+                fputs(")", f);
+                return;
+        default:
+                fputs("<bad relation>", f);
+        }
+}
+
+static void expect_plan(const Coord__Plan__Relation *r, const char *want)
+{
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        CU_ASSERT_FATAL(f != NULL);
+        explain_rel(f, r);
+        fclose(f);
+        if (strcmp(buf, want) != 0) {
+                fprintf(stderr, "\n  plan:     %s\n  expected: %s\n", buf, want);
+                CU_FAIL("wrong plan");
+        }
+        free(buf);
+}
+
+static void expect_select_plan(const char *sql, const char *want)
+{
+        struct sql_stmt *s = analyze(sql);
+
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_SELECT);
+        expect_plan(s->select.peek->plan, want);
+        sql_stmt_free(s);
+}
+
+/* The INSERT's rows as row_to_string() texts, joined with " ". */
+static void expect_rows(const struct sql_stmt *s, const char *want)
+{
+        char all[1024] = "";
+
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_INSERT);
+        for (size_t i = 0; i < s->insert.n_rows; i++) {
+                char *one = NULL;
+
+                CU_ASSERT_EQUAL_FATAL(row_to_string(s->insert.rows[i].data, s->insert.rows[i].len,
+                                                    &one), 0);
+                if (i)
+                        strncat(all, " ", sizeof(all) - strlen(all) - 1);
+                strncat(all, one, sizeof(all) - strlen(all) - 1);
+                free(one);
+        }
+        if (strcmp(all, want) != 0) {
+                fprintf(stderr, "\n  rows:     %s\n  expected: %s\n", all, want);
+                CU_FAIL("wrong rows");
+        }
+}
+
+static void expect_insert(const char *sql, const char *want)
+{
+        struct sql_stmt *s = analyze(sql);
+
+        expect_rows(s, want);
+        CU_ASSERT_EQUAL(s->n_inputs, 0);        /* the target is not an input */
+        CU_ASSERT_EQUAL(s->insert.id, 10);
+        sql_stmt_free(s);
+}
+
+/* ---- Parsing. ---- */
+
+static void test_batch(void)
+{
+        const char *q = "  CREATE TABLE x (a int);\n INSERT INTO x VALUES (1) ;SELECT a FROM x; ";
+        struct row_error err = { 0 };
+        struct sql_batch *b = NULL;
+        struct sql_stmt *s = NULL;
+
+        CU_ASSERT_EQUAL_FATAL(sql_parse(q, &b, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(sql_batch_size(b), 3);
+
+        /* Statement 2 names x, which exists only once statement 1 has run. */
+        CU_ASSERT_EQUAL(sql_analyze(b, 1, &catalog, objects, NULL, &s, &err), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "42P01");
+
+        CU_ASSERT_EQUAL_FATAL(sql_analyze(b, 0, &catalog, objects, NULL, &s, &err), 0);
+        CU_ASSERT_EQUAL(s->kind, SQL_STMT_CREATE_TABLE);
+        CU_ASSERT_STRING_EQUAL(s->sql, "CREATE TABLE x (a int)");
+        s = sql_stmt_free(s);
+        objects[5].hidden = false;              /* "run" the CREATE TABLE */
+
+        CU_ASSERT_EQUAL_FATAL(sql_analyze(b, 1, &catalog, objects, NULL, &s, &err), 0);
+        CU_ASSERT_STRING_EQUAL(s->sql, "INSERT INTO x VALUES (1)");
+        CU_ASSERT_EQUAL(s->insert.id, 20);
+        s = sql_stmt_free(s);
+        CU_ASSERT_EQUAL_FATAL(sql_analyze(b, 2, &catalog, objects, NULL, &s, &err), 0);
+        CU_ASSERT_STRING_EQUAL(s->sql, "SELECT a FROM x");
+        CU_ASSERT(s->n_inputs == 1 && s->inputs[0] == 20);
+        sql_stmt_free(s);
+        objects[5].hidden = true;
+        sql_batch_free(b);
+
+        CU_ASSERT_EQUAL_FATAL(sql_parse("", &b, &err), 0);
+        CU_ASSERT_EQUAL(sql_batch_size(b), 0);
+        sql_batch_free(b);
+        CU_ASSERT_EQUAL_FATAL(sql_parse(" ; ;; -- nothing\n", &b, &err), 0);
+        CU_ASSERT_EQUAL(sql_batch_size(b), 0);
+        sql_batch_free(b);
+        CU_ASSERT(sql_batch_free(NULL) == NULL);
+        CU_ASSERT(sql_stmt_free(NULL) == NULL);
+}
+
+static void test_syntax_errors(void)
+{
+        struct row_error err = { 0 };
+        struct sql_batch *b = NULL;
+
+        expect_error("select * fro t", "42601", "syntax error at or near \"fro\"", 10);
+        /* Positions count characters, not bytes. */
+        expect_error("SELECT 'h\xc3\xa9h\xc3\xa9' from from", "42601",
+                     "syntax error at or near \"from\"", 20);
+        expect_error("select 'abc", "42601", "unterminated quoted string at or near \"'abc\"", 8);
+        expect_error("select 1 /* open", "42601", NULL, 10);
+        expect_error("SELECT 1 +", "42601", "syntax error at end of input", 11);
+        /* An error anywhere fails the whole string: nothing of it runs. */
+        CU_ASSERT_EQUAL(sql_parse("select 1; selec 2", &b, &err), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "42601");
+        CU_ASSERT_EQUAL(err.position, 11);
+        CU_ASSERT(b == NULL);
+
+        expect_error("SELECT 1; SELECT 2", "42601",
+                     "cannot insert multiple commands into a prepared statement", -1);
+        expect_error("", "42601", NULL, -1);
+}
+
+/* ---- AS OF. ---- */
+
+static void expect_as_of(const char *sql, bool has, uint64_t value)
+{
+        struct sql_stmt *s = analyze(sql);
+
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_SELECT);
+        CU_ASSERT_EQUAL(s->select.has_as_of, has);
+        if (has)
+                CU_ASSERT_EQUAL(s->select.as_of, value);
+        /* The statement text keeps the clause. */
+        CU_ASSERT_STRING_EQUAL(s->sql, sql);
+        sql_stmt_free(s);
+}
+
+static void test_as_of(void)
+{
+        struct row_error err = { 0 };
+        struct sql_batch *b = NULL;
+        struct sql_stmt *s = NULL;
+
+        expect_as_of("SELECT a FROM t AS OF 5", true, 5);
+        expect_as_of("select a from t as of 2 + 3 * 4", true, 14);
+        expect_as_of("SELECT a FROM t AS OF 9223372036854775807", true, INT64_MAX);
+        expect_as_of("SELECT a FROM t WHERE a > 1 AS OF (7)", true, 7);
+        expect_as_of("SELECT a FROM t AS OF '12'", true, 12);
+        expect_as_of("SELECT a FROM t AS OF 5 -- trailing comment", true, 5);
+        expect_as_of("SELECT 1 AS OF 3", true, 3);
+        /* Not clauses: a string, a comment, an alias named "of". */
+        expect_as_of("SELECT 'as of 5' FROM t", false, 0);
+        expect_as_of("SELECT a FROM t /* as of 3 */", false, 0);
+        expect_as_of("SELECT 1 AS of", false, 0);
+
+        s = analyze("SELECT a AS of FROM t");
+        CU_ASSERT_FALSE(s->select.has_as_of);
+        CU_ASSERT_STRING_EQUAL(s->select.peek->columns[0]->name, "of");
+        sql_stmt_free(s);
+        s = analyze("SELECT 'as of 5' FROM t");
+        CU_ASSERT_STRING_EQUAL(s->select.peek->columns[0]->name, "?column?");
+        expect_plan(s->select.peek->plan, "Project[4](Map['as of 5'](Get 10))");
+        sql_stmt_free(s);
+
+        /* Per statement in a batch. */
+        CU_ASSERT_EQUAL_FATAL(sql_parse("SELECT a FROM t AS OF 5; SELECT a FROM t; "
+                                        "SELECT b FROM t AS OF 6",
+                                        &b, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(sql_batch_size(b), 3);
+        for (size_t i = 0; i < 3; i++) {
+                CU_ASSERT_EQUAL_FATAL(sql_analyze(b, i, &catalog, objects, NULL, &s, &err), 0);
+                CU_ASSERT_EQUAL(s->select.has_as_of, i != 1);
+                CU_ASSERT_EQUAL(s->select.as_of, i == 0 ? 5 : i == 2 ? 6 : 0);
+                s = sql_stmt_free(s);
+        }
+        sql_batch_free(b);
+
+        expect_error("SELECT a FROM t AS OF -1", "22023", NULL, 23);
+        expect_error("SELECT a FROM t AS OF 'x'", "22P02",
+                     "invalid input syntax for type bigint: \"x\"", 23);
+        expect_error("SELECT a FROM t AS OF a", "42703", "column \"a\" does not exist", 23);
+        expect_error("SELECT a FROM t AS OF true", "42804", NULL, 23);
+        expect_error("SELECT a FROM t AS OF NULL", "22023", NULL, 23);
+        expect_error("SELECT a FROM t AS OF mz_now()", "0A000", NULL, 23);
+        expect_error("SELECT a FROM t AS OF 1/0", "22012", "division by zero", -1);
+        /* Only at the top level of a statement. */
+        expect_error("SELECT (SELECT 1 AS OF 5)", "42601", NULL, -1);
+        expect_error("INSERT INTO t VALUES (1) AS OF 5", "0A000",
+                     "AS OF is only supported in SELECT", 26);
+        /* The blanked clause holds a 2-byte character: later positions still count
+         * characters of the original. */
+        CU_ASSERT_EQUAL(sql_parse("SELECT 1 AS OF '\xc3\xa9' ; selec 1", &b, &err), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.message, "syntax error at or near \"selec\"");
+        CU_ASSERT_EQUAL(err.position, 22);
+}
+
+/* ---- DDL. ---- */
+
+static void test_create_table(void)
+{
+        static const struct {
+                const char *name;
+                enum row_type type;
+                bool nullable;
+        } want[] = {
+                { "a", ROW_TYPE_INT8, true },  { "b", ROW_TYPE_INT8, true },
+                { "c", ROW_TYPE_INT4, true },  { "d", ROW_TYPE_INT4, true },
+                { "e", ROW_TYPE_INT4, true },  { "f", ROW_TYPE_TEXT, true },
+                { "g", ROW_TYPE_BOOL, true },  { "h", ROW_TYPE_BOOL, true },
+                { "i", ROW_TYPE_INT4, false }, { "j", ROW_TYPE_TEXT, true },
+        };
+        const char *sql = "CREATE TABLE t2 (a bigint, b int8, c integer, d int4, e int, f text, "
+                          "g boolean, h bool, i int NOT NULL, j text NULL)";
+        struct sql_stmt *s = analyze(sql);
+
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_CREATE_TABLE);
+        CU_ASSERT_STRING_EQUAL(s->create_table.name, "t2");
+        CU_ASSERT_STRING_EQUAL(s->sql, sql);
+        CU_ASSERT_STRING_EQUAL(sql_stmt_tag(s), "CREATE TABLE");
+        CU_ASSERT_FALSE(s->create_table.exists);
+        CU_ASSERT_EQUAL(s->n_inputs, 0);
+        CU_ASSERT_EQUAL_FATAL(s->create_table.n_columns, ELEMENTSOF(want));
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                CU_ASSERT_STRING_EQUAL(s->create_table.columns[i].name, want[i].name);
+                CU_ASSERT_EQUAL(s->create_table.columns[i].type, want[i].type);
+                CU_ASSERT_EQUAL(s->create_table.columns[i].nullable, want[i].nullable);
+        }
+        sql_stmt_free(s);
+
+        s = analyze("CREATE TABLE public.t3 ()");
+        CU_ASSERT_STRING_EQUAL(s->create_table.name, "t3");
+        CU_ASSERT_EQUAL(s->create_table.n_columns, 0);
+        sql_stmt_free(s);
+
+        s = analyze("CREATE TABLE IF NOT EXISTS t (a int)");
+        CU_ASSERT_TRUE(s->create_table.exists);
+        CU_ASSERT_EQUAL_FATAL(s->n_notices, 1);
+        CU_ASSERT_STRING_EQUAL(s->notices[0].sqlstate, "42P07");
+        CU_ASSERT_STRING_EQUAL(s->notices[0].message, "relation \"t\" already exists, skipping");
+        sql_stmt_free(s);
+
+        expect_error("CREATE TABLE t (a int)", "42P07", "relation \"t\" already exists", 14);
+        expect_error("CREATE TABLE n (a int, b text, a bool)", "42701",
+                     "column \"a\" specified more than once", 32);
+        expect_error("CREATE TABLE n (a varchar(10))", "0A000",
+                     "type \"character varying\" is not supported", 19);
+        expect_error("CREATE TABLE n (a double precision)", "0A000",
+                     "type \"double precision\" is not supported", -1);
+        expect_error("CREATE TABLE n (a numeric)", "0A000", "type \"numeric\" is not supported", -1);
+        expect_error("CREATE TABLE n (a foo)", "42704", "type \"foo\" does not exist", 19);
+        expect_error("CREATE TABLE n (a int[])", "0A000", "array types are not supported", -1);
+        expect_error("CREATE TABLE n (a int4(5))", "42601", NULL, -1);
+        expect_error("CREATE TABLE n (a int PRIMARY KEY)", "0A000", NULL, -1);
+        expect_error("CREATE TABLE n (a int DEFAULT 1)", "0A000", NULL, -1);
+        expect_error("CREATE TABLE n (a int, PRIMARY KEY (a))", "0A000", NULL, -1);
+        expect_error("CREATE TABLE n (a int NULL NOT NULL)", "42601", NULL, -1);
+        expect_error("CREATE TEMP TABLE n (a int)", "0A000", NULL, -1);
+        expect_error("CREATE TABLE other.n (a int)", "3F000", "schema \"other\" does not exist", -1);
+}
+
+static void test_drop(void)
+{
+        struct sql_stmt *s = analyze("DROP TABLE t, public.u");
+
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_DROP);
+        CU_ASSERT_STRING_EQUAL(sql_stmt_tag(s), "DROP TABLE");
+        CU_ASSERT_EQUAL(s->drop.kind, SQL_OBJECT_TABLE);
+        CU_ASSERT_EQUAL_FATAL(s->drop.n_objects, 2);
+        CU_ASSERT_STRING_EQUAL(s->drop.names[0], "t");
+        CU_ASSERT_STRING_EQUAL(s->drop.names[1], "u");
+        CU_ASSERT(s->drop.ids[0] == 10 && s->drop.ids[1] == 11);
+        CU_ASSERT_FALSE(s->drop.if_exists);
+        CU_ASSERT_FALSE(s->drop.cascade);
+        CU_ASSERT_EQUAL(s->n_notices, 0);
+        sql_stmt_free(s);
+
+        s = analyze("DROP TABLE IF EXISTS zz, t CASCADE");
+        CU_ASSERT_TRUE(s->drop.if_exists);
+        CU_ASSERT_TRUE(s->drop.cascade);
+        CU_ASSERT(s->drop.ids[0] == 0 && s->drop.ids[1] == 10);
+        CU_ASSERT_EQUAL_FATAL(s->n_notices, 1);
+        CU_ASSERT_STRING_EQUAL(s->notices[0].sqlstate, "00000");
+        CU_ASSERT_STRING_EQUAL(s->notices[0].message, "table \"zz\" does not exist, skipping");
+        sql_stmt_free(s);
+
+        expect_error("DROP TABLE zz", "42P01", "table \"zz\" does not exist", -1);
+        expect_error("DROP TABLE t, zz", "42P01", "table \"zz\" does not exist", -1);
+        expect_error("DROP TABLE v", "42809", "\"v\" is not a table", -1);
+        expect_error("DROP TABLE IF EXISTS mv", "42809", NULL, -1);
+        expect_error("DROP VIEW v", "0A000", NULL, -1);
+        expect_error("DROP TABLE other.t", "3F000", NULL, -1);
+}
+
+/* ---- INSERT. ---- */
+
+static void test_insert(void)
+{
+        struct sql_params p1 = { 2, (const char *const[]){ "5", NULL }, NULL };
+        struct sql_params p2 = { 1, (const char *const[]){ "x" }, (const uint32_t[]){ 25 } };
+        struct sql_params p3 = { 1, (const char *const[]){ "7" }, (const uint32_t[]){ 20 } };
+        struct sql_params p4 = { 1, (const char *const[]){ "\xff" }, NULL };
+        struct sql_stmt *s;
+
+        expect_insert("INSERT INTO t VALUES (1, 'x', true, 5), "
+                      "(-2, NULL, false, -9223372036854775808)",
+                      "(1,'x',t,5) (-2,NULL,f,-9223372036854775808)");
+        expect_insert("INSERT INTO t (d, a) VALUES (7, 1)", "(1,NULL,NULL,7)");
+        expect_insert("INSERT INTO t VALUES (1)", "(1,NULL,NULL,NULL)");
+        expect_insert("INSERT INTO t VALUES (1, DEFAULT, DEFAULT, 2)", "(1,NULL,NULL,2)");
+        /* Untyped literals take the column's type; ints and bools go into text. */
+        expect_insert("INSERT INTO t VALUES ('5', 42, 'yes', ' 123 ')", "(5,'42',t,123)");
+        expect_insert("INSERT INTO t (a, b) VALUES (1, true)", "(1,'true',NULL,NULL)");
+        /* Constant expressions fold. */
+        expect_insert("INSERT INTO t VALUES (1 + 2 * 3, 'a', NOT false, 2147483647::int8 + 1)",
+                      "(7,'a',t,2147483648)");
+        expect_insert("INSERT INTO t VALUES (-(3), '1'::int8::text, 1 < 2 AND NULL IS NULL, "
+                      "CAST('9' AS bigint) % 4)",
+                      "(-3,'1',t,1)");
+        expect_insert("INSERT INTO t (a, d) VALUES (-2147483648, 3000000000)",
+                      "(-2147483648,NULL,NULL,3000000000)");
+        expect_insert("INSERT INTO t (a, c) VALUES (1, NULL::boolean)", "(1,NULL,NULL,NULL)");
+        s = analyze("INSERT INTO u DEFAULT VALUES");
+        expect_rows(s, "(NULL)");
+        CU_ASSERT_STRING_EQUAL(sql_stmt_tag(s), "INSERT");
+        sql_stmt_free(s);
+
+        /* Parameters of the extended protocol. */
+        s = analyze_params("INSERT INTO t (a, b) VALUES ($1, $2)", &p1);
+        expect_rows(s, "(5,NULL,NULL,NULL)");
+        sql_stmt_free(s);
+        s = analyze_params("INSERT INTO t (a, d) VALUES (1, $1)", &p3);
+        expect_rows(s, "(1,NULL,NULL,7)");
+        sql_stmt_free(s);
+        expect_error_params("INSERT INTO t (a) VALUES ($1)", &p2, "42804", NULL, 27);
+        expect_error_params("INSERT INTO t (a) VALUES ($3)", &p1, "42P02",
+                            "there is no parameter $3", 27);
+        expect_error("INSERT INTO t (a) VALUES ($1)", "42P02", NULL, 27);
+        expect_error_params("INSERT INTO t (a, b) VALUES (1, $1)", &p4, "22021", NULL, 33);
+
+        expect_error("INSERT INTO t VALUES (1, 'x', true, 5, 6)", "42601",
+                     "INSERT has more expressions than target columns", 40);
+        expect_error("INSERT INTO t (a, b) VALUES (1)", "42601",
+                     "INSERT has more target columns than expressions", 19);
+        expect_error("INSERT INTO t (b) VALUES ('x')", "23502",
+                     "null value in column \"a\" of relation \"t\" violates not-null constraint",
+                     -1);
+        expect_error("INSERT INTO t VALUES (NULL)", "23502", NULL, -1);
+        expect_error("INSERT INTO t (a) VALUES ('abc')", "22P02",
+                     "invalid input syntax for type integer: \"abc\"", 27);
+        expect_error("INSERT INTO t (a) VALUES (true)", "42804",
+                     "column \"a\" is of type integer but expression is of type boolean", 27);
+        expect_error("INSERT INTO t (c) VALUES (1)", "42804", NULL, 27);
+        expect_error("INSERT INTO t (a) VALUES (3000000000)", "22003", "integer out of range", -1);
+        expect_error("INSERT INTO t (a) VALUES (2147483647 + 1)", "22003", "integer out of range",
+                     -1);
+        expect_error("INSERT INTO t (a) VALUES (1/0)", "22012", "division by zero", -1);
+        expect_error("INSERT INTO t (a) VALUES (1.5)", "0A000", NULL, 27);
+        expect_error("INSERT INTO t (zz) VALUES (1)", "42703",
+                     "column \"zz\" of relation \"t\" does not exist", 16);
+        expect_error("INSERT INTO t (a, a) VALUES (1, 2)", "42701", NULL, 19);
+        expect_error("INSERT INTO zz VALUES (1)", "42P01", "relation \"zz\" does not exist", 13);
+        expect_error("INSERT INTO v VALUES (1)", "42809", "cannot insert into view \"v\"", 13);
+        expect_error("INSERT INTO t (a) VALUES (mz_now())", "0A000", NULL, 27);
+        expect_error("INSERT INTO t (a) VALUES (a)", "42703", "column \"a\" does not exist", 27);
+        expect_error("INSERT INTO t SELECT 1", "0A000", NULL, -1);
+        expect_error("INSERT INTO t (a) VALUES (1) RETURNING a", "0A000", NULL, -1);
+}
+
+static void test_insert_not_null_detail(void)
+{
+        struct row_error err = { 0 };
+        struct sql_stmt *s = NULL;
+
+        CU_ASSERT_EQUAL(sql_analyze_one("INSERT INTO t (b, d) VALUES ('x', 4)", &catalog,
+                                        objects, NULL, &s, &err),
+                        -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "23502");
+        CU_ASSERT_STRING_EQUAL(err.detail, "Failing row contains (null, x, null, 4).");
+}
+
+/* ---- Queries. ---- */
+
+static void test_select(void)
+{
+        static const struct {
+                const char *name;
+                enum row_type type;
+        } want[] = {
+                { "b", ROW_TYPE_TEXT },   { "next", ROW_TYPE_INT4 }, { "mz_now", ROW_TYPE_INT8 },
+                { "int8", ROW_TYPE_INT8 }, { "?column?", ROW_TYPE_INT4 },
+                { "bool", ROW_TYPE_BOOL }, { "?column?", ROW_TYPE_TEXT }, { "d", ROW_TYPE_INT8 },
+        };
+        struct sql_stmt *s;
+
+        s = analyze("SELECT b, a + 1 AS next, mz_now(), '1'::int8, 1, true, NULL, x.d "
+                    "FROM t x WHERE a > 1 AND c");
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_SELECT);
+        CU_ASSERT_STRING_EQUAL(sql_stmt_tag(s), "SELECT");
+        CU_ASSERT(s->n_inputs == 1 && s->inputs[0] == 10);
+        CU_ASSERT_FALSE(s->select.has_as_of);
+        CU_ASSERT_EQUAL(s->select.peek->timestamp, 0);
+        CU_ASSERT_EQUAL_FATAL(s->select.peek->n_columns, ELEMENTSOF(want));
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                CU_ASSERT_STRING_EQUAL(s->select.peek->columns[i]->name, want[i].name);
+                CU_ASSERT_EQUAL(s->select.peek->columns[i]->type, (int)want[i].type);
+        }
+        CU_ASSERT_TRUE(s->select.peek->columns[0]->nullable);
+        expect_plan(s->select.peek->plan,
+                    "Project[1,4,5,6,7,8,9,3](Map[(#0 + 1), mz_now(), 1::int8, 1, true, "
+                    "NULL::text](Filter[((#0 > 1) AND #2)](Get 10)))");
+        sql_stmt_free(s);
+
+        s = analyze("SELECT * FROM t");
+        expect_plan(s->select.peek->plan, "Get 10");
+        CU_ASSERT_EQUAL_FATAL(s->select.peek->n_columns, 4);
+        CU_ASSERT_STRING_EQUAL(s->select.peek->columns[3]->name, "d");
+        CU_ASSERT_EQUAL(s->select.peek->columns[3]->type, ROW_TYPE_INT8);
+        CU_ASSERT_FALSE(s->select.peek->columns[0]->nullable);
+        sql_stmt_free(s);
+
+        expect_select_plan("SELECT t.*, a FROM t", "Project[0,1,2,3,0](Get 10)");
+        expect_select_plan("SELECT d, a FROM public.t", "Project[3,0](Get 10)");
+        expect_select_plan("SELECT 1", "Map[1](Constant(1))");
+        expect_select_plan("SELECT mz_now() - 1000", "Map[(mz_now() - 1000::int8)](Constant(1))");
+        expect_select_plan("SELECT FROM t", "Project[](Get 10)");
+        expect_select_plan("SELECT a FROM mv", "Get 13");
+        /* Constant WHERE clauses fold; TRUE disappears, the rest stays a Filter. */
+        expect_select_plan("SELECT * FROM t WHERE 1 = 1", "Get 10");
+        expect_select_plan("SELECT * FROM t WHERE false", "Filter[false](Get 10)");
+        expect_select_plan("SELECT * FROM t WHERE NULL", "Filter[NULL::bool](Get 10)");
+        /* Untyped literals take the other side's type; int4 meets int8 as int8. */
+        expect_select_plan("SELECT * FROM t WHERE b = 'x'", "Filter[(#1 = 'x')](Get 10)");
+        expect_select_plan("SELECT * FROM t WHERE a = '5'", "Filter[(#0 = 5)](Get 10)");
+        expect_select_plan("SELECT * FROM t WHERE a < d", "Filter[(CAST(#0 AS int8) < #3)](Get 10)");
+        expect_select_plan("SELECT * FROM t WHERE d = 1", "Filter[(#3 = 1::int8)](Get 10)");
+        expect_select_plan("SELECT * FROM t WHERE c = 't'", "Filter[(#2 = true)](Get 10)");
+        expect_select_plan("SELECT * FROM t WHERE b IS NULL OR NOT c OR d IS NOT NULL",
+                           "Filter[((#1 IS NULL) OR NOT #2 OR (#3 IS NOT NULL))](Get 10)");
+        expect_select_plan("SELECT -a, a % 3, a::text FROM t",
+                           "Project[4,5,6](Map[-#0, (#0 % 3), CAST(#0 AS text)](Get 10))");
+        expect_select_plan("SELECT 'a' = 'b', 1 + 2 * 3, 'x'::text",
+                           "Map[false, 7, 'x'](Constant(1))");
+}
+
+static void test_select_errors(void)
+{
+        expect_error("SELECT * FROM zz", "42P01", "relation \"zz\" does not exist", 15);
+        expect_error("SELECT q FROM t", "42703", "column \"q\" does not exist", 8);
+        expect_error("SELECT t.q FROM t", "42703", "column t.q does not exist", 8);
+        expect_error("SELECT x.a FROM t", "42P01", "missing FROM-clause entry for table \"x\"", 8);
+        expect_error("SELECT x.* FROM t", "42P01", NULL, 8);
+        expect_error("SELECT a FROM t WHERE a", "42804",
+                     "argument of WHERE must be type boolean, not type integer", 23);
+        expect_error("SELECT a FROM t WHERE a AND c", "42804",
+                     "argument of AND must be type boolean, not type integer", 23);
+        expect_error("SELECT NOT 1", "42804", "argument of NOT must be type boolean, not type integer",
+                     12);
+        expect_error("SELECT a + b FROM t", "42883", "operator does not exist: integer + text", 10);
+        expect_error("SELECT c < 1 FROM t", "42883", "operator does not exist: boolean < integer", 10);
+        expect_error("SELECT -b FROM t", "42883", "operator does not exist: - text", 8);
+        expect_error("SELECT 'a' + 'b'", "42725", NULL, 12);
+        expect_error("SELECT foo(1, 'x')", "42883", "function foo(integer, unknown) does not exist", 8);
+        expect_error("SELECT mz_now(1)", "42883", NULL, 8);
+        expect_error("SELECT count(*) FROM t", "0A000", NULL, 8);
+        expect_error("SELECT sum(a) FROM t", "0A000", NULL, 8);
+        expect_error("SELECT * FROM t, u", "0A000", NULL, -1);
+        expect_error("SELECT * FROM t JOIN u ON true", "0A000", NULL, -1);
+        expect_error("SELECT * FROM v", "0A000", NULL, 15);
+        expect_error("SELECT * FROM i", "42809", NULL, 15);
+        expect_error("SELECT *", "42601", "SELECT * with no tables specified is not valid", 8);
+        expect_error("SELECT 1/0", "22012", "division by zero", -1);
+        expect_error("SELECT 2147483647 + 1", "22003", "integer out of range", -1);
+        expect_error("SELECT 9223372036854775807 + 1", "22003", "bigint out of range", -1);
+        expect_error("SELECT 'abc'::int", "22P02", "invalid input syntax for type integer: \"abc\"", 8);
+        expect_error("SELECT 1::numeric", "0A000", "type \"numeric\" is not supported", -1);
+        expect_error("SELECT true::bigint", "42846", "cannot cast type boolean to bigint", 12);
+        expect_error("SELECT 1.5", "0A000", NULL, 8);
+        expect_error("SELECT 99999999999999999999", "22003", NULL, 8);
+        expect_error("SELECT a FROM t ORDER BY a", "0A000", NULL, -1);
+        expect_error("SELECT DISTINCT a FROM t", "0A000", NULL, -1);
+        expect_error("SELECT a FROM t GROUP BY a", "0A000", NULL, -1);
+        expect_error("SELECT 1 UNION ALL SELECT 2", "0A000", NULL, -1);
+        expect_error("SELECT a FROM t WHERE a IN (1, 2)", "0A000", NULL, 25);
+        expect_error("SELECT $1", "42P02", NULL, 8);
+        expect_error("UPDATE t SET a = 1", "0A000", "UPDATE is not supported", -1);
+        expect_error("CREATE VIEW w AS SELECT 1", "0A000", NULL, -1);
+        expect_error("SELECT other.t.a FROM t", "0A000", NULL, -1);
+}
+
+static void test_delete(void)
+{
+        struct sql_stmt *s = analyze("DELETE FROM t WHERE a = 1");
+
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_DELETE);
+        CU_ASSERT_STRING_EQUAL(sql_stmt_tag(s), "DELETE");
+        CU_ASSERT_EQUAL(s->delete_.id, 10);
+        CU_ASSERT_STRING_EQUAL(s->delete_.table, "t");
+        CU_ASSERT(s->n_inputs == 1 && s->inputs[0] == 10);
+        expect_plan(s->delete_.plan, "Filter[(#0 = 1)](Get 10)");
+        sql_stmt_free(s);
+
+        s = analyze("DELETE FROM t");
+        expect_plan(s->delete_.plan, "Get 10");
+        sql_stmt_free(s);
+        s = analyze("DELETE FROM t AS x WHERE x.b <> 'k' AND mz_now() > 5");
+        expect_plan(s->delete_.plan, "Filter[((#1 <> 'k') AND (mz_now() > 5::int8))](Get 10)");
+        sql_stmt_free(s);
+
+        expect_error("DELETE FROM zz", "42P01", NULL, 13);
+        expect_error("DELETE FROM v", "42809", "cannot delete from view \"v\"", 13);
+        expect_error("DELETE FROM t WHERE q", "42703", NULL, 21);
+        expect_error("DELETE FROM t WHERE a", "42804", NULL, 21);
+        expect_error("DELETE FROM t RETURNING a", "0A000", NULL, -1);
+}
+
+/* ---- Session statements. ---- */
+
+static void expect_show(const char *sql, const char *name)
+{
+        struct sql_stmt *s = analyze(sql);
+
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_SHOW_VARIABLE);
+        CU_ASSERT_STRING_EQUAL(s->show_variable.name, name);
+        CU_ASSERT_STRING_EQUAL(sql_stmt_tag(s), "SHOW");
+        sql_stmt_free(s);
+}
+
+static void expect_set(const char *sql, const char *name, const char *value, bool reset,
+                       bool local)
+{
+        struct sql_stmt *s = analyze(sql);
+
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_SET_VARIABLE);
+        CU_ASSERT_STRING_EQUAL(s->set_variable.name, name);
+        if (value) {
+                CU_ASSERT_FATAL(s->set_variable.value != NULL);
+                CU_ASSERT_STRING_EQUAL(s->set_variable.value, value);
+        } else {
+                CU_ASSERT(s->set_variable.value == NULL);
+        }
+        CU_ASSERT_EQUAL(s->set_variable.reset, reset);
+        CU_ASSERT_EQUAL(s->set_variable.local, local);
+        CU_ASSERT_STRING_EQUAL(sql_stmt_tag(s), reset ? "RESET" : "SET");
+        sql_stmt_free(s);
+}
+
+static void expect_txn(const char *sql, enum sql_txn_kind kind, const char *tag)
+{
+        struct sql_stmt *s = analyze(sql);
+
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_TRANSACTION);
+        CU_ASSERT_EQUAL(s->transaction, kind);
+        CU_ASSERT_STRING_EQUAL(sql_stmt_tag(s), tag);
+        sql_stmt_free(s);
+}
+
+static void test_session(void)
+{
+        struct sql_stmt *s = analyze("SHOW TABLES");
+
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_SHOW_OBJECTS);
+        CU_ASSERT_FALSE(s->show_objects.all);
+        CU_ASSERT_EQUAL(s->show_objects.kind, SQL_OBJECT_TABLE);
+        sql_stmt_free(s);
+        s = analyze("show objects");
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_SHOW_OBJECTS);
+        CU_ASSERT_TRUE(s->show_objects.all);
+        sql_stmt_free(s);
+
+        expect_show("SHOW server_version", "server_version");
+        expect_show("SHOW TRANSACTION ISOLATION LEVEL", "transaction_isolation");
+        expect_show("SHOW ALL", "all");
+        expect_show("SHOW \"DateStyle\"", "datestyle");
+
+        expect_set("SET x = 1", "x", "1", false, false);
+        expect_set("SET application_name TO 'psql'", "application_name", "psql", false, false);
+        expect_set("SET search_path = a, 'b'", "search_path", "a, b", false, false);
+        expect_set("SET LOCAL statement_timeout = 0", "statement_timeout", "0", false, true);
+        expect_set("SET TIME ZONE 'UTC'", "timezone", "UTC", false, false);
+        expect_set("SET extra_float_digits = 3", "extra_float_digits", "3", false, false);
+        expect_set("SET x TO DEFAULT", "x", NULL, false, false);
+        expect_set("RESET x", "x", NULL, true, false);
+        expect_set("RESET ALL", "all", NULL, true, false);
+
+        expect_txn("BEGIN", SQL_TXN_BEGIN, "BEGIN");
+        expect_txn("START TRANSACTION", SQL_TXN_BEGIN, "BEGIN");
+        expect_txn("COMMIT", SQL_TXN_COMMIT, "COMMIT");
+        expect_txn("END", SQL_TXN_COMMIT, "COMMIT");
+        expect_txn("ROLLBACK", SQL_TXN_ROLLBACK, "ROLLBACK");
+        expect_txn("ABORT", SQL_TXN_ROLLBACK, "ROLLBACK");
+        expect_error("SAVEPOINT s", "0A000", NULL, -1);
+}
+
+static void test_catalog_failure(void)
+{
+        fake_error = -EIO;
+        expect_error("SELECT * FROM t", "XX000", NULL, -1);
+        expect_error("DROP TABLE t", "XX000", NULL, -1);
+        fake_error = 0;
+        CU_ASSERT_STRING_EQUAL(sql_object_kind_name(SQL_OBJECT_MATERIALIZED_VIEW),
+                               "materialized view");
+        CU_ASSERT_STRING_EQUAL(sql_object_kind_name(_SQL_OBJECT_KIND_INVALID), "object");
+}
+
+/* Random token soup: parsing and analysis never crash, and every failure carries a
+ * five-character SQLSTATE and a message. */
+static void test_fuzz_tokens(void)
+{
+        static const char *const words[] = {
+                "SELECT", "FROM", "WHERE", "t", "u", "a", "b", "c", "d", "x", "*", "(", ")", ",",
+                ";", "+", "-", "/", "%", "=", "<>", "<", "AND", "OR", "NOT", "IS", "NULL", "AS",
+                "OF", "'x'", "'5'", "1", "0", "2147483647", "9223372036854775807", "::", "int8",
+                "text", "bool", "mz_now()", "INSERT", "INTO", "VALUES", "DELETE", "CREATE",
+                "TABLE", "DROP", "IF", "EXISTS", "true", "false", "$1", "SHOW", "SET", "TO",
+                "'é'", "--", "\"q\"", "t.a", "DEFAULT", "BEGIN",
+        };
+        unsigned seed = 4242;
+        size_t ok = 0;
+
+        for (int iter = 0; iter < 20000; iter++) {
+                char q[512] = "";
+                int n = 1 + rand_r(&seed) % 14;
+                struct row_error err;
+                struct sql_batch *b = NULL;
+
+                if (rand_r(&seed) % 2)
+                        strcpy(q, rand_r(&seed) % 2 ? "SELECT " : "INSERT INTO t VALUES (");
+                for (int k = 0; k < n; k++) {
+                        strncat(q, words[rand_r(&seed) % ELEMENTSOF(words)], sizeof(q) - strlen(q) - 2);
+                        strcat(q, " ");
+                }
+                memset(&err, 0, sizeof(err));
+                if (sql_parse(q, &b, &err) < 0) {
+                        CU_ASSERT_EQUAL(strlen(err.sqlstate), 5);
+                        continue;
+                }
+                for (size_t i = 0; i < sql_batch_size(b); i++) {
+                        struct sql_stmt *s = NULL;
+
+                        memset(&err, 0, sizeof(err));
+                        if (sql_analyze(b, i, &catalog, objects, NULL, &s, &err) < 0) {
+                                CU_ASSERT_EQUAL(strlen(err.sqlstate), 5);
+                                CU_ASSERT(err.message[0] != '\0');
+                                CU_ASSERT(err.position <= strlen(q) + 1);
+                                continue;
+                        }
+                        ok++;
+                        sql_stmt_free(s);
+                }
+                sql_batch_free(b);
+        }
+        CU_ASSERT(ok > 100);    /* the soup does produce valid statements too */
+}
+
+static const struct t_case parse_cases[] = {
+        { "batch", test_batch },
+        { "syntax errors", test_syntax_errors },
+        { "as of", test_as_of },
+        { "fuzz tokens", test_fuzz_tokens },
+        { NULL, NULL },
+};
+
+static const struct t_case statement_cases[] = {
+        { "create table", test_create_table },
+        { "drop", test_drop },
+        { "insert", test_insert },
+        { "insert not null detail", test_insert_not_null_detail },
+        { "select", test_select },
+        { "select errors", test_select_errors },
+        { "delete", test_delete },
+        { "session", test_session },
+        { "catalog failure", test_catalog_failure },
+        { NULL, NULL },
+};
+
+int main(void)
+{
+        const struct t_suite suites[] = {
+                { "sql parse", parse_cases },
+                { "sql statements", statement_cases },
+                { NULL, NULL },
+        };
+
+        return t_run(suites);
+}

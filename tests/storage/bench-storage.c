@@ -1,0 +1,312 @@
+/* bench-storage.c -- what the controller's storage collections cost on this disk
+ * (DESIGN section 11).  Prints figures and asserts nothing.
+ *
+ *   bench-storage [--dir PATH] [--count N]
+ *
+ * PATH (default ./var/bench, created) should be on the disk the storage will live on;
+ * a fresh directory is made under it and removed at the end.  N (default 2000) is the
+ * number of measured operations per row:
+ *   rocksdb sync put         the floor: one ~100-byte put through rocksdb_write(sync)
+ *                            to a plain database in the same directory
+ *   append 1 row             storage_append() of one 40-byte row: latency
+ *   append, no updates       an upper tick: latency
+ *   group of 8               storage_append_group() of 8 one-row appends to 8
+ *                            collections: latency per group, appends/s
+ *   read 1,000 rows          storage_read() at upper - 1 of a 1,000-row table written
+ *                            by 1,000 one-row appends: uncompacted, and compacted
+ *   compaction               tiered (one table) and full (another) compaction of
+ *                            1,000 one-row batches
+ *   open                     storage_open() with 10,000 collections
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <rocksdb/c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "controller-storage.h"
+#include "t.h"
+#include "util.h"
+
+#define ROW_LEN 40
+#define READ_ROWS 1000u
+#define READS 200u
+#define OPEN_COLLECTIONS 10000u
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* p50 / p99 / max of ns[0..n) in microseconds; sorts ns. */
+static void report(const char *what, uint64_t *ns, size_t n, const char *extra)
+{
+        if (n == 0)
+                return;
+        qsort(ns, n, sizeof(*ns), cmp_u64);
+        printf("%-34s p50 %8.1f us  p99 %8.1f us  max %8.1f us  (n=%zu)%s\n", what,
+               ns[n / 2] / 1e3, ns[n * 99 / 100] / 1e3, ns[n - 1] / 1e3, n, extra ? extra : "");
+}
+
+static void make_row(char row[ROW_LEN], uint64_t i)
+{
+        memset(row, 'r', ROW_LEN);
+        be64_put((uint8_t *)row, i);
+}
+
+static int count_rows(const void *row, size_t len, int64_t count, void *userdata)
+{
+        (*(size_t *)userdata)++;
+        return 0;
+}
+
+static int bench_reads(struct storage *s, uint64_t gid, uint64_t t, const char *what)
+{
+        uint64_t *ns = calloc(READS, sizeof(*ns));
+        struct storage_collection_stats cs;
+        char extra[64];
+        int r = 0;
+
+        if (!ns)
+                return -ENOMEM;
+        for (size_t i = 0; i < READS; i++) {
+                uint64_t t0 = now_ns();
+                size_t n = 0;
+
+                r = storage_read(s, gid, t, count_rows, &n, NULL);
+                ns[i] = now_ns() - t0;
+                if (r < 0 || n != READ_ROWS) {
+                        r = r < 0 ? r : -EBADMSG;
+                        goto out;
+                }
+        }
+        r = storage_collection_stats(s, gid, &cs);
+        if (r < 0)
+                goto out;
+        snprintf(extra, sizeof(extra), "  %" PRIu64 " batches", cs.batches);
+        report(what, ns, READS, extra);
+out:
+        free(ns);
+        return r;
+}
+
+/* The floor: a synced put of ~100 bytes to a plain RocksDB. */
+static int bench_floor(const char *dir, uint64_t *ns, size_t count)
+{
+        _cleanup_free_ char *path = NULL;
+        rocksdb_options_t *o = rocksdb_options_create();
+        rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+        char key[8], val[100], *err = NULL;
+        rocksdb_t *db;
+
+        memset(val, 'v', sizeof(val));
+        rocksdb_options_set_create_if_missing(o, 1);
+        rocksdb_writeoptions_set_sync(wo, 1);
+        if (asprintf(&path, "%s/floor", dir) < 0)
+                path = NULL;
+        db = path ? rocksdb_open(o, path, &err) : NULL;
+        for (size_t i = 0; db && !err && i < count; i++) {
+                uint64_t t0 = now_ns();
+
+                be64_put((uint8_t *)key, i);
+                rocksdb_put(db, wo, key, sizeof(key), val, sizeof(val), &err);
+                ns[i] = now_ns() - t0;
+        }
+        if (db)
+                rocksdb_close(db);
+        rocksdb_writeoptions_destroy(wo);
+        rocksdb_options_destroy(o);
+        if (err || !db) {
+                fprintf(stderr, "bench-storage: floor: %s\n", err ? err : "no path");
+                rocksdb_free(err);
+                return -EIO;
+        }
+        report("rocksdb sync put (the floor)", ns, count, NULL);
+        return 0;
+}
+
+/* A table of READ_ROWS rows written by one-row appends: READ_ROWS batches. */
+static int fill_table(struct storage *s, uint64_t gid)
+{
+        struct storage_update u = { .len = ROW_LEN, .diff = 1 };
+        char row[ROW_LEN];
+        int r;
+
+        r = storage_create(s, gid, STORAGE_KIND_TABLE, 1, 1);
+        for (uint64_t i = 0; r >= 0 && i < READ_ROWS; i++) {
+                make_row(row, i);
+                u.row = row;
+                u.time = 1 + i;
+                r = storage_append(s, gid, 1 + i, 2 + i, &u, 1, NULL);
+        }
+        if (r >= 0)
+                r = storage_allow_compaction(s, gid, READ_ROWS / 2);
+        return r < 0 ? r : 0;
+}
+
+static int run(const char *dir, size_t count)
+{
+        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ uint64_t *ns = calloc(count, sizeof(uint64_t));
+        struct storage_update u = { .len = ROW_LEN, .diff = 1 };
+        struct storage_append v[8];
+        struct storage_update gu[8];
+        char row[ROW_LEN], grow[8][ROW_LEN], extra[64];
+        struct storage *s = NULL;
+        uint64_t upper = 1, t0, total;
+        int r;
+
+        if (!ns || asprintf(&path, "%s/db", dir) < 0)
+                return -ENOMEM;
+        r = bench_floor(dir, ns, count);
+        if (r < 0)
+                return r;
+        r = storage_open(path, &s);
+        if (r < 0)
+                return r;
+
+        /* One row per append: one synced WriteBatch each. */
+        r = storage_create(s, 1, STORAGE_KIND_TABLE, 1, 1);
+        for (size_t i = 0; r >= 0 && i < count; i++, upper++) {
+                make_row(row, i);
+                u.row = row;
+                u.time = upper;
+                t0 = now_ns();
+                r = storage_append(s, 1, upper, upper + 1, &u, 1, NULL);
+                ns[i] = now_ns() - t0;
+        }
+        if (r < 0)
+                goto out;
+        report("append 1 row", ns, count, NULL);
+
+        for (size_t i = 0; r >= 0 && i < count; i++, upper++) {
+                t0 = now_ns();
+                r = storage_append(s, 1, upper, upper + 1, NULL, 0, NULL);
+                ns[i] = now_ns() - t0;
+        }
+        if (r < 0)
+                goto out;
+        report("append, no updates (upper tick)", ns, count, NULL);
+
+        /* Group commit of 8 collections. */
+        for (uint64_t g = 0; r >= 0 && g < 8; g++)
+                r = storage_create(s, 100 + g, STORAGE_KIND_TABLE, 1, 1);
+        total = now_ns();
+        for (size_t i = 0; r >= 0 && i < count / 8; i++) {
+                for (size_t g = 0; g < 8; g++) {
+                        make_row(grow[g], i);
+                        gu[g] = (struct storage_update){ grow[g], ROW_LEN, 1 + i, 1 };
+                        v[g] = (struct storage_append){
+                                .gid = 100 + g, .expected_upper = 1 + i, .new_upper = 2 + i,
+                                .updates = &gu[g], .n_updates = 1,
+                        };
+                }
+                t0 = now_ns();
+                r = storage_append_group(s, v, 8);
+                ns[i] = now_ns() - t0;
+                if (r >= 0 && r != 8)
+                        r = -EIO;
+        }
+        if (r < 0)
+                goto out;
+        total = now_ns() - total;
+        snprintf(extra, sizeof(extra), "  %.0f appends/s", (double)(count / 8 * 8) / (total / 1e9));
+        report("group of 8 appends", ns, count / 8, extra);
+
+        /* Reads of a 1,000-row table of 1,000 batches, then compacted. */
+        r = fill_table(s, 2);
+        if (r >= 0)
+                r = fill_table(s, 3);
+        if (r >= 0)
+                r = bench_reads(s, 2, READ_ROWS, "read 1,000 rows, 1,000 batches");
+        if (r >= 0) {
+                t0 = now_ns();
+                r = storage_compact(s, 2, 0, NULL);
+                printf("%-34s %8.1f ms\n", "tiered compaction, 1,000 batches", (now_ns() - t0) / 1e6);
+        }
+        if (r >= 0) {
+                t0 = now_ns();
+                r = storage_compact(s, 3, STORAGE_COMPACT_FULL, NULL);
+                printf("%-34s %8.1f ms\n", "full compaction, 1,000 batches", (now_ns() - t0) / 1e6);
+        }
+        if (r >= 0)
+                r = bench_reads(s, 2, READ_ROWS, "read 1,000 rows, compacted");
+        if (r < 0)
+                goto out;
+
+        /* Open with many collections. */
+        for (uint64_t g = 0; r >= 0 && g < OPEN_COLLECTIONS; g++)
+                r = storage_create(s, 1000000 + g, STORAGE_KIND_TABLE, 1, 1);
+        if (r < 0)
+                goto out;
+        s = storage_close(s);
+        for (int i = 0; i < 3; i++) {
+                t0 = now_ns();
+                r = storage_open(path, &s);
+                ns[i] = now_ns() - t0;
+                if (r < 0)
+                        goto out;
+                s = storage_close(s);
+        }
+        report("open, 10,000 collections", ns, 3, NULL);
+out:
+        if (r < 0)
+                fprintf(stderr, "bench-storage: %s (%s)\n", strerror(-r), storage_last_error());
+        storage_close(s);
+        return r;
+}
+
+/* PATH and its parent (the default is two levels deep). */
+static int mkdir_p2(const char *path)
+{
+        _cleanup_free_ char *parent = strdup(path);
+        char *slash;
+
+        if (!parent)
+                return -ENOMEM;
+        slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+                *slash = 0;
+                if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+        }
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        const char *base = "./var/bench";
+        _cleanup_free_ char *dir = NULL;
+        uint64_t count = 2000;
+        int r;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+                        base = argv[++i];
+                else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc &&
+                         parse_u64(argv[i + 1], 1u << 24, &count) == 0 && count >= 8)
+                        i++;
+                else {
+                        fprintf(stderr, "usage: bench-storage [--dir PATH] [--count N>=8]\n");
+                        return 2;
+                }
+        }
+        r = mkdir_p2(base);
+        if (r < 0) {
+                fprintf(stderr, "bench-storage: %s: %s\n", base, strerror(-r));
+                return 1;
+        }
+        if (asprintf(&dir, "%s/storage-XXXXXX", base) < 0 || !mkdtemp(dir)) {
+                fprintf(stderr, "bench-storage: cannot make a directory under %s\n", base);
+                return 1;
+        }
+        r = run(dir, count);
+        t_rmrf(dir);
+        return r < 0 ? 1 : 0;
+}
