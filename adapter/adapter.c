@@ -1,15 +1,17 @@
 /* coord-adapter -- SQL front end, timestamp oracle and the only writer of the catalog
  * (DESIGN section 1).
  *
- * This milestone: the daemon body (node), the catalog opened as the RocksDB primary
- * (its writer epoch, this incarnation, committed at start), and the frontier ring
- * followed read-only.
+ * The daemon body (node); the catalog opened as the RocksDB primary, its writer epoch
+ * (this incarnation) committed at start; the SQL executor (adapter-exec.c) serving the
+ * PostgreSQL wire protocol; the frontier ring followed read-only.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter-exec.h"
 #include "catalog.h"
+#include "conf.h"
 #include "fring.h"
 #include "log.h"
 #include "node.h"
@@ -18,6 +20,7 @@
 struct adapter {
         struct node *node;
         struct catalog *catalog;
+        struct exec *exec;
         char detail[160];
 };
 
@@ -33,8 +36,36 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         reply->detail = ad->detail;
 }
 
+static void adapter_message(struct node *n, Coord__Role from, const Coord__Envelope *env,
+                            void *userdata)
+{
+        struct adapter *ad = userdata;
+
+        if (from == COORD__ROLE__ROLE_CONTROLLER && ad->exec)
+                exec_on_message(ad->exec, env);
+}
+
+static void adapter_peer_up(struct node *n, Coord__Role role, uint64_t incarnation, void *userdata)
+{
+        struct adapter *ad = userdata;
+
+        if (role == COORD__ROLE__ROLE_CONTROLLER && ad->exec)
+                exec_controller_up(ad->exec);
+}
+
+static void adapter_peer_down(struct node *n, Coord__Role role, void *userdata)
+{
+        struct adapter *ad = userdata;
+
+        if (role == COORD__ROLE__ROLE_CONTROLLER && ad->exec)
+                exec_controller_down(ad->exec);
+}
+
 static const struct node_handler adapter_handler = {
         .on_status = adapter_status,
+        .on_message = adapter_message,
+        .on_peer_up = adapter_peer_up,
+        .on_peer_down = adapter_peer_down,
 };
 
 /* The writer epoch: the incarnation of the adapter that writes the catalog now.  Made
@@ -62,13 +93,38 @@ static int adapter_commit_epoch(struct adapter *ad)
 int main(int argc, char **argv)
 {
         struct adapter ad = { 0 };
+        char *pg_host = NULL, *clock_offset = NULL;
+        uint64_t pg_port = 6875, tick_ms = 100, peek_timeout_ms = 10000;
+        const struct conf_option extra[] = {
+                { "pg-host", CONF_STR, &pg_host, 0, "SQL (PostgreSQL wire) address; empty: Unix socket only (default 127.0.0.1)" },
+                { "pg-port", CONF_U64, &pg_port, 65535, "SQL port (default 6875; 0 picks a free one); the Unix socket is <run-dir>/.s.PGSQL.<port>" },
+                { "tick-ms", CONF_U64, &tick_ms, 60000, "advance table uppers this often when idle (default 100)" },
+                { "peek-timeout-ms", CONF_U64, &peek_timeout_ms, 3600000, "how long a read waits for its inputs (default 10000)" },
+                { "test-clock-offset-ms", CONF_STR, &clock_offset, 0, "TEST ONLY: shift the oracle's wall clock by this many ms (may be negative)" },
+        };
+        struct exec_config ec;
         struct node_args a;
         struct node_config cfg;
         _cleanup_free_ char *cat_path = NULL;
         int r, ex = NODE_EXIT_FAILURE;
 
-        if (node_args_parse(argc, argv, COORD__ROLE__ROLE_ADAPTER, NULL, 0, &a, &ex))
-                return ex;
+        if (node_args_parse(argc, argv, COORD__ROLE__ROLE_ADAPTER, extra, ELEMENTSOF(extra), &a, &ex))
+                goto out_args;
+        ec = (struct exec_config){
+                .pg_host = pg_host ? pg_host : "127.0.0.1", .pg_port = (uint16_t)pg_port,
+                .pg_unix_dir = a.run_dir, .tick_ms = tick_ms ? (uint32_t)tick_ms : 1,
+                .peek_timeout_ms = (uint32_t)peek_timeout_ms,
+        };
+        if (clock_offset) {
+                char *end;
+                errno = 0;
+                ec.test_clock_offset_ms = strtoll(clock_offset, &end, 10);
+                if (errno || *end || end == clock_offset) {
+                        fprintf(stderr, "coord-adapter: --test-clock-offset-ms: bad value '%s'\n", clock_offset);
+                        ex = NODE_EXIT_USAGE;
+                        goto out;
+                }
+        }
         cfg = (struct node_config){
                 .role = COORD__ROLE__ROLE_ADAPTER, .instance = a.instance,
                 .data_dir = a.data_dir, .run_dir = a.run_dir, .max_frame = (uint32_t)a.max_frame,
@@ -94,6 +150,9 @@ int main(int argc, char **argv)
                 log_error_errno(r, "catalog_commit_failed", "what=writer_epoch");
                 goto out;
         }
+        r = exec_new(ad.node, ad.catalog, &ec, &ad.exec);
+        if (r < 0)
+                goto out;
         r = node_follow_ring(ad.node);
         if (r < 0)
                 goto out;
@@ -106,8 +165,12 @@ int main(int argc, char **argv)
         log_info("daemon_stopped", "role=adapter");
         ex = 0;
 out:
+        ad.exec = exec_free(ad.exec);
         ad.node = node_free(ad.node);
         ad.catalog = catalog_close(ad.catalog);
         node_args_done(&a);
+out_args:
+        free(pg_host);
+        free(clock_offset);
         return ex;
 }

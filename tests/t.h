@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,4 +83,20 @@ static inline void t_rmrf(const char *path)
                 return;
         (void)!system(cmd);
         free(cmd);
+}
+
+/* A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick for port 0). */
+static inline int t_free_port(void)
+{
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof(a);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+        if (fd < 0)
+                return -1;
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+            getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+                port = ntohs(a.sin_port);
+        close(fd);
+        return port;
 }

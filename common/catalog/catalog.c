@@ -1045,6 +1045,45 @@ int catalog_get(struct catalog *c, enum catalog_cf cf, const void *key, size_t k
         return 0;
 }
 
+int catalog_scan(struct catalog *c, enum catalog_cf cf, const void *prefix, size_t prefix_len,
+                 int (*fn)(const void *key, size_t key_len, const void *value,
+                           size_t value_len, void *userdata),
+                 void *userdata)
+{
+        rocksdb_iterator_t *it;
+        char *err = NULL;
+        int r;
+
+        if (!c || cf < 0 || cf >= _CATALOG_CF_MAX || !fn || (prefix_len && !prefix))
+                return -EINVAL;
+        r = sticky_error(c);
+        if (r < 0)
+                return r;
+        /* The iterator pins an implicit snapshot: commits during the scan are not seen. */
+        it = rocksdb_create_iterator_cf(c->db, c->read_options, c->cf[cf_index(cf)]);
+        if (prefix_len)
+                rocksdb_iter_seek(it, prefix, prefix_len);
+        else
+                rocksdb_iter_seek_to_first(it);
+        for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+                size_t klen, vlen;
+                const char *k = rocksdb_iter_key(it, &klen);
+                const char *v = rocksdb_iter_value(it, &vlen);
+
+                if (klen < prefix_len || memcmp(k, prefix, prefix_len) != 0)
+                        break;
+                r = fn(k, klen, v, vlen, userdata);
+                if (r < 0)
+                        goto out;
+        }
+        rocksdb_iter_get_error(it, &err);
+        if (err)
+                r = rocks_error(err);
+out:
+        rocksdb_iter_destroy(it);
+        return r;
+}
+
 int catalog_meta_get(struct catalog *c, const char *key, void **ret_value, size_t *ret_len)
 {
         return catalog_get(c, CATALOG_CF_META, key, key ? strlen(key) : 0, ret_value, ret_len);

@@ -128,6 +128,15 @@ int catalog_error(struct catalog *c);
 const char *catalog_last_error(void);
 void catalog_get_stats(struct catalog *c, struct catalog_stats *ret);
 
+/* Every record of cf whose key starts with prefix (prefix_len 0: all), in key order,
+ * from one consistent snapshot: fn(key, key_len, value, value_len, userdata) for each;
+ * the pointers are valid during the call only.  fn returns 0 to go on, a negative
+ * errno to stop (returned as it is). */
+int catalog_scan(struct catalog *c, enum catalog_cf cf, const void *prefix, size_t prefix_len,
+                 int (*fn)(const void *key, size_t key_len, const void *value,
+                           size_t value_len, void *userdata),
+                 void *userdata);
+
 /* Following (secondary only: -EINVAL on a primary). */
 
 /* Replay what the primary has written since the last catch-up; afterwards reads and

@@ -689,6 +689,22 @@ int node_send(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t requ
                                  request_id, payload);
 }
 
+int node_send_raw(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t request_id,
+                  const uint8_t *payload, size_t len)
+{
+        Coord__Envelope env = COORD__ENVELOPE__INIT;
+
+        if (!role_is_daemon(to) || !n->peers[to].conn)
+                return -ENOTCONN;
+        env.type = type;
+        env.sender = n->cfg.role;
+        env.incarnation = n->incarnation;
+        env.request_id = request_id;
+        env.payload.data = (uint8_t *)payload;
+        env.payload.len = len;
+        return ipc_conn_send(n->peers[to].conn, &env);
+}
+
 /* ---- flags ---- */
 
 #include "conf.h"

@@ -80,6 +80,11 @@ bool node_peer_connected(const struct node *n, Coord__Role role);
 int node_send(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t request_id,
               const ProtobufCMessage *payload);
 
+/* The same with an already encoded payload (kept by the caller, e.g. to resend after a
+ * reconnect). */
+int node_send_raw(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t request_id,
+                  const uint8_t *payload, size_t len);
+
 /* Paths every tool agrees on.  Return malloc'ed strings or NULL. */
 char *node_socket_path(const char *run_dir, Coord__Role role);
 char *node_pid_path(const char *run_dir, Coord__Role role);

@@ -355,8 +355,8 @@ int main(void)
         }
         home = t_mkdtemp("daemons");
         if (!home || asprintf(&run_dir, "%s/run", home) < 0 || asprintf(&data_dir, "%s/data", home) < 0 ||
-            asprintf(&coord_cmd, "COORD_HOME=%s COORD_SKIP_SETUP=1 COORD_INSTANCE=t%d %s/tools/coord",
-                     home, (int)getpid(), top) < 0)
+            asprintf(&coord_cmd, "COORD_HOME=%s COORD_SKIP_SETUP=1 COORD_INSTANCE=t%d COORD_PG_PORT=%d %s/tools/coord",
+                     home, (int)getpid(), t_free_port(), top) < 0)
                 return T_EXIT_ERROR;
         r = t_run((const struct t_suite[]){ { "daemons", cases }, { NULL, NULL } });
         /* Never leave daemons behind, whatever failed. */

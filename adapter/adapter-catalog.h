@@ -1,0 +1,67 @@
+/* adapter-catalog.h -- the catalog writer's view of the catalog: its items in memory,
+ * and the DDL transactions that change them (DESIGN section 5).
+ *
+ * The adapter is the only writer of the catalog.  It loads every item at start and keeps
+ * them in memory, indexed by GlobalId and by name.  A DDL statement is validated against
+ * that in-memory state as it would be after the statement (names unique, objects that
+ * exist), then committed as one catalog transaction (one fsynced batch with its log
+ * entry) and only then applied to memory: memory never shows an uncommitted item.
+ *
+ * Built-in relations are not catalog items: they have fixed GlobalIds below
+ * ACAT_FIRST_USER_GID and fixed columns, and their names are reserved.
+ *
+ * Single-threaded (the adapter's loop thread), except that catalog_commit() below may
+ * share its fsync with other threads' commits.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adapter-sql.h"
+
+struct catalog;
+struct adapter_catalog;         /* opaque */
+
+#define ACAT_GID_OBJECTS     1u         /* coord_objects (id, name, kind, create_sql) */
+#define ACAT_GID_FRONTIERS   2u         /* coord_frontiers (object_id, read_frontier, write_frontier) */
+#define ACAT_FIRST_USER_GID  1000u
+
+struct acat_item {
+        uint64_t gid;
+        char *name;
+        enum sql_object_kind kind;
+        char *create_sql;
+        struct sql_column *columns;
+        size_t n_columns;
+        uint64_t created_at;            /* birth: the oracle timestamp of its creation */
+        bool builtin;
+};
+
+int acat_open(struct catalog *store, struct adapter_catalog **ret);
+struct adapter_catalog *acat_free(struct adapter_catalog *ac);
+
+/* Lookups; NULL when absent.  Items stay valid until the DDL that removes them. */
+const struct acat_item *acat_by_gid(const struct adapter_catalog *ac, uint64_t gid);
+const struct acat_item *acat_by_name(const struct adapter_catalog *ac, const char *name);
+
+/* Every item (built-ins first, then user items by GlobalId): *ret_items is a borrowed
+ * array valid until the next DDL. */
+size_t acat_items(struct adapter_catalog *ac, const struct acat_item *const **ret_items);
+size_t acat_count_user(const struct adapter_catalog *ac);
+
+/* The sql_catalog_ops for sql_analyze(); userdata is the adapter_catalog. */
+extern const struct sql_catalog_ops acat_sql_ops;
+
+/* DDL.  Each validates, commits one catalog transaction, then updates memory.
+ * Returns 0, or -EINVAL with err set (a SQL error: nothing was written), or another
+ * -errno from the store (-EIO: the store is now in its sticky error state). */
+int acat_create_table(struct adapter_catalog *ac, const struct sql_create_table *ct,
+                      const char *create_sql, uint64_t ts, uint64_t *ret_gid,
+                      struct row_error *err);
+int acat_drop(struct adapter_catalog *ac, const uint64_t *gids, size_t n,
+              struct row_error *err);
+
+/* "table" for SQL_OBJECT_TABLE and so on, as in coord_objects.kind. */
+const char *acat_kind_name(enum sql_object_kind kind);

@@ -1,0 +1,1267 @@
+/* adapter-exec.c -- the statement executor.  See adapter-exec.h.
+ *
+ * NOTES ON THE DESIGN
+ * (1) A session runs the statements of one request (a simple query's string, or one
+ *     Execute) one after the other.  A statement either finishes at once (SET, SHOW,
+ *     a DDL whose controller work is not awaited) or parks the session on a request to
+ *     the controller; the reply resumes it.  pgwire_done() ends the request.
+ * (2) Groups: at most one Append is in flight.  Its timestamp comes from the oracle when
+ *     it is sent, so Appends reach the controller in timestamp order and every Append's
+ *     timestamp is above every table's upper.  A statement's write is acknowledged only
+ *     after its group's Ok: the rows are durable in storage and the oracle's read
+ *     timestamp includes them (linearizable reads).
+ * (3) DDL commits to the catalog first (the authority), then tells the controller.  A
+ *     CREATE or DROP also writes a row of coord_objects through a group, and is answered
+ *     after that group, so a read after the answer sees the object in coord_objects.
+ * (4) Every request to the controller carries a request id and keeps its encoded
+ *     payload, so it can be resent after the controller restarts.  An Append is never
+ *     resent blindly: the controller's frontiers say whether it was applied (an Append
+ *     moves every table's upper to ts + 1 atomically with its rows).
+ */
+#include "adapter-exec.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter-catalog.h"
+#include "adapter-oracle.h"
+#include "adapter-pgwire.h"
+#include "adapter-sql.h"
+#include "catalog.h"
+#include "log.h"
+#include "loop.h"
+#include "node.h"
+#include "row.h"
+#include "util.h"
+
+struct exec;
+struct session;
+struct request;
+
+typedef void (*request_fn)(struct exec *ex, struct request *rq, const Coord__Envelope *reply);
+
+struct request {
+        uint64_t id;
+        Coord__MsgType type;
+        uint8_t *payload;
+        size_t len;
+        request_fn done;
+        void *ctx;
+        struct request *prev, *next;
+};
+
+/* One statement's share of a group. */
+enum write_kind {
+        WRITE_INSERT,
+        WRITE_DELETE,
+        WRITE_OBJECTS,          /* a coord_objects row of a DDL */
+};
+
+struct write {
+        enum write_kind kind;
+        struct session *s;      /* NULL when nobody waits for it */
+        uint64_t gid;
+        uint8_t **rows;         /* owned */
+        size_t *row_lens;
+        int64_t *diffs;         /* NULL: +1 each */
+        size_t n_rows;
+        Coord__Plan__Relation *delete_filter;   /* borrowed from the session's stmt */
+        uint64_t result;
+};
+
+struct group {
+        struct write *writes;
+        size_t n, cap;
+        bool closed;            /* no more writes (a DELETE's group, or sent) */
+        uint64_t ts;            /* 0 until sent */
+        struct request *rq;
+        struct group *next;
+};
+
+struct session {
+        struct exec *ex;
+        struct pgwire_conn *c;
+        struct sql_batch *batch;        /* simple query */
+        size_t next;                    /* next statement of the batch */
+        struct sql_stmt *stmt;          /* running */
+        bool extended;                  /* running an Execute: one statement */
+        bool waiting;                   /* parked on the controller */
+        bool gone;                      /* the client disconnected while parked */
+        char tag[64];
+};
+
+/* What prepare() keeps for execute(). */
+struct prepared {
+        char *sql;
+        unsigned nparams;
+};
+
+struct exec {
+        struct node *node;
+        struct catalog *store;
+        struct adapter_catalog *cat;
+        struct oracle *oracle;
+        struct pgwire_server *pg;
+        struct exec_config cfg;
+        bool controller_up;
+        bool resyncing;                 /* waiting for the frontiers after a reconnect */
+        uint64_t next_request_id;
+        struct request pending;         /* list head of requests awaiting replies */
+        struct group *groups, **groups_tail;    /* FIFO; the head may be in flight */
+        struct loop_timer *tick;
+        uint64_t last_group_ms;
+        uint64_t groups_sent, writes_acked;
+        int fatal;                      /* catalog failed: no more DDL */
+};
+
+static void session_resume(struct session *s);
+static void groups_kick(struct exec *ex);
+
+/* ---- errors ---- */
+
+static void send_row_error(struct pgwire_conn *c, const struct row_error *e)
+{
+        struct pgcodec_error pe = {
+                .sqlstate = e->sqlstate[0] ? e->sqlstate : "XX000",
+                .message = e->message[0] ? e->message : "internal error",
+                .detail = e->detail[0] ? e->detail : NULL,
+                .hint = e->hint[0] ? e->hint : NULL,
+                .position = e->position,
+        };
+        (void)pgwire_send_error(c, &pe);
+}
+
+static void send_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void send_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ...)
+{
+        struct row_error e = { .position = 0 };
+        va_list ap;
+
+        snprintf(e.sqlstate, sizeof(e.sqlstate), "%s", sqlstate);
+        va_start(ap, fmt);
+        vsnprintf(e.message, sizeof(e.message), fmt, ap);
+        va_end(ap);
+        send_row_error(c, &e);
+}
+
+/* ---- requests to the controller ---- */
+
+static int request_send(struct exec *ex, struct request *rq)
+{
+        if (!ex->controller_up)
+                return -ENOTCONN;
+        return node_send_raw(ex->node, COORD__ROLE__ROLE_CONTROLLER, rq->type, rq->id,
+                             rq->payload, rq->len);
+}
+
+static struct request *request_new(struct exec *ex, Coord__MsgType type,
+                                   const ProtobufCMessage *msg, request_fn done, void *ctx)
+{
+        struct request *rq = calloc(1, sizeof(*rq));
+
+        if (!rq)
+                return NULL;
+        rq->len = protobuf_c_message_get_packed_size(msg);
+        rq->payload = malloc(rq->len ? rq->len : 1);
+        if (!rq->payload) {
+                free(rq);
+                return NULL;
+        }
+        protobuf_c_message_pack(msg, rq->payload);
+        rq->id = ++ex->next_request_id;
+        rq->type = type;
+        rq->done = done;
+        rq->ctx = ctx;
+        rq->next = &ex->pending;
+        rq->prev = ex->pending.prev;
+        ex->pending.prev->next = rq;
+        ex->pending.prev = rq;
+        /* Not connected: it goes out at the next exec_controller_up(). */
+        (void)request_send(ex, rq);
+        return rq;
+}
+
+static void request_free(struct request *rq)
+{
+        rq->prev->next = rq->next;
+        rq->next->prev = rq->prev;
+        free(rq->payload);
+        free(rq);
+}
+
+/* Fire-and-forget requests (EnsureCollections, DropCollections): only logged. */
+static void request_logged(struct exec *ex, struct request *rq, const Coord__Envelope *reply)
+{
+        if (reply->type == COORD__MSG_TYPE__MSG_ERROR) {
+                Coord__Error *e = coord__error__unpack(NULL, reply->payload.len, reply->payload.data);
+                log_error("controller_request_failed", "type=%d sqlstate=%s message=\"%s\"",
+                          (int)rq->type, e ? e->sqlstate : "?", e ? e->message : "?");
+                if (e)
+                        coord__error__free_unpacked(e, NULL);
+        }
+}
+
+/* Tell the controller the complete set of collections (built-ins and tables). */
+static int ensure_collections(struct exec *ex, bool complete, uint64_t only_gid)
+{
+        const struct acat_item *const *items;
+        size_t n = acat_items(ex->cat, &items), k = 0;
+        Coord__EnsureCollections msg = COORD__ENSURE_COLLECTIONS__INIT;
+        Coord__CollectionSpec *specs, **specp;
+        struct request *rq;
+
+        specs = calloc(n, sizeof(*specs));
+        specp = calloc(n, sizeof(*specp));
+        if (!specs || !specp) {
+                free(specs);
+                free(specp);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const struct acat_item *it = items[i];
+                if (it->kind != SQL_OBJECT_TABLE || (only_gid && it->gid != only_gid))
+                        continue;
+                coord__collection_spec__init(&specs[k]);
+                specs[k].gid = it->gid;
+                specs[k].kind = it->builtin ? COORD__COLLECTION_KIND__COLLECTION_BUILTIN
+                                            : COORD__COLLECTION_KIND__COLLECTION_TABLE;
+                /* A built-in is born at the first timestamp the oracle can hand out. */
+                specs[k].since = it->builtin ? oracle_last_write_ts(ex->oracle) : it->created_at;
+                specp[k] = &specs[k];
+                k++;
+        }
+        msg.n_collections = k;
+        msg.collections = specp;
+        msg.complete = complete;
+        rq = request_new(ex, COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS, &msg.base, request_logged, NULL);
+        free(specs);
+        free(specp);
+        return rq ? 0 : -ENOMEM;
+}
+
+/* ---- groups ---- */
+
+static struct group *group_open(struct exec *ex)
+{
+        struct group *g;
+
+        for (g = ex->groups; g && g->next; g = g->next)
+                ;
+        if (g && !g->closed)
+                return g;
+        g = calloc(1, sizeof(*g));
+        if (!g)
+                return NULL;
+        *ex->groups_tail = g;
+        ex->groups_tail = &g->next;
+        return g;
+}
+
+static int group_add(struct exec *ex, struct write *w)
+{
+        struct group *g;
+
+        if (w->kind == WRITE_DELETE) {
+                /* A DELETE reads the table's contents: alone in its group, so every
+                 * earlier write is applied before it reads. */
+                struct group *last = ex->groups;
+                while (last && last->next)
+                        last = last->next;
+                if (last && !last->closed && last->n > 0)
+                        last->closed = true;
+        }
+        g = group_open(ex);
+        if (!g)
+                return -ENOMEM;
+        if (g->n == g->cap) {
+                size_t cap = g->cap ? g->cap * 2 : 8;
+                struct write *nw = realloc(g->writes, cap * sizeof(*nw));
+                if (!nw)
+                        return -ENOMEM;
+                g->writes = nw;
+                g->cap = cap;
+        }
+        g->writes[g->n++] = *w;
+        if (w->kind == WRITE_DELETE)
+                g->closed = true;
+        groups_kick(ex);
+        return 0;
+}
+
+static void write_done(struct write *w)
+{
+        for (size_t i = 0; i < w->n_rows; i++)
+                free(w->rows[i]);
+        free(w->rows);
+        free(w->row_lens);
+        free(w->diffs);
+}
+
+static void group_free(struct group *g)
+{
+        for (size_t i = 0; i < g->n; i++)
+                write_done(&g->writes[i]);
+        free(g->writes);
+        free(g);
+}
+
+static void group_acked(struct exec *ex, struct request *rq, const Coord__Envelope *reply);
+
+static int group_send(struct exec *ex, struct group *g)
+{
+        Coord__Append msg = COORD__APPEND__INIT;
+        Coord__TableWrite *tw = NULL, **twp = NULL;
+        ProtobufCBinaryData *rows = NULL;
+        size_t n_rows = 0, k = 0;
+        int r;
+
+        assert(!g->rq);
+        r = oracle_write_ts(ex->oracle, &g->ts);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < g->n; i++)
+                n_rows += g->writes[i].n_rows;
+        if (g->n) {
+                tw = calloc(g->n, sizeof(*tw));
+                twp = calloc(g->n, sizeof(*twp));
+                rows = calloc(n_rows ? n_rows : 1, sizeof(*rows));
+                if (!tw || !twp || !rows) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+        }
+        for (size_t i = 0; i < g->n; i++) {
+                struct write *w = &g->writes[i];
+                coord__table_write__init(&tw[i]);
+                tw[i].gid = w->gid;
+                tw[i].rows = rows + k;
+                tw[i].n_rows = w->n_rows;
+                for (size_t j = 0; j < w->n_rows; j++, k++) {
+                        rows[k].data = w->rows[j];
+                        rows[k].len = w->row_lens[j];
+                }
+                if (w->diffs) {
+                        tw[i].diffs = w->diffs;
+                        tw[i].n_diffs = w->n_rows;
+                }
+                tw[i].delete_filter = w->delete_filter;
+                twp[i] = &tw[i];
+        }
+        msg.ts = g->ts;
+        msg.n_writes = g->n;
+        msg.writes = twp;
+        g->closed = true;
+        g->rq = request_new(ex, COORD__MSG_TYPE__MSG_APPEND, &msg.base, group_acked, g);
+        if (!g->rq)
+                r = -ENOMEM;
+        ex->groups_sent++;
+        ex->last_group_ms = now_ms();
+out:
+        free(tw);
+        free(twp);
+        free(rows);
+        return r;
+}
+
+/* Send the head group when nothing is in flight. */
+static void groups_kick(struct exec *ex)
+{
+        struct group *g = ex->groups;
+        int r;
+
+        if (!g || g->rq || !ex->controller_up || ex->resyncing)
+                return;
+        r = group_send(ex, g);
+        if (r < 0)
+                log_error_errno(r, "group_send_failed", "writes=%zu", g->n);
+}
+
+static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
+                           const Coord__Error *err)
+{
+        assert(ex->groups == g);
+        ex->groups = g->next;
+        if (!ex->groups)
+                ex->groups_tail = &ex->groups;
+        if (!err)
+                oracle_write_applied(ex->oracle, g->ts);
+        for (size_t i = 0; i < g->n; i++) {
+                struct write *w = &g->writes[i];
+                struct session *s = w->s;
+
+                if (!s)
+                        continue;
+                if (err) {
+                        if (!s->gone)
+                                send_error(s->c, err->sqlstate && *err->sqlstate ? err->sqlstate : "XX000",
+                                           "%s", err->message ? err->message : "write failed");
+                        s->stmt = sql_stmt_free(s->stmt);
+                        s->next = SIZE_MAX;     /* skip the rest of the string */
+                } else {
+                        w->result = ok && i < ok->n_counts ? ok->counts[i] : w->n_rows;
+                        ex->writes_acked++;
+                        if (w->kind == WRITE_INSERT)
+                                snprintf(s->tag, sizeof(s->tag), "INSERT 0 %" PRIu64, w->result);
+                        else if (w->kind == WRITE_DELETE)
+                                snprintf(s->tag, sizeof(s->tag), "DELETE %" PRIu64, w->result);
+                }
+                s->waiting = false;
+                session_resume(s);
+        }
+        group_free(g);
+        groups_kick(ex);
+}
+
+static void group_acked(struct exec *ex, struct request *rq, const Coord__Envelope *reply)
+{
+        struct group *g = rq->ctx;
+        Coord__Ok *ok = NULL;
+        Coord__Error *err = NULL;
+
+        g->rq = NULL;
+        if (reply->type == COORD__MSG_TYPE__MSG_OK)
+                ok = coord__ok__unpack(NULL, reply->payload.len, reply->payload.data);
+        else
+                err = coord__error__unpack(NULL, reply->payload.len, reply->payload.data);
+        if (!ok && !err)
+                log_error("controller_reply_malformed", "type=%d", (int)reply->type);
+        if (err)
+                log_warn("append_failed", "ts=%llu sqlstate=%s message=\"%s\"",
+                         (unsigned long long)g->ts, err->sqlstate, err->message);
+        group_complete(ex, g, ok, err);
+        if (ok)
+                coord__ok__free_unpacked(ok, NULL);
+        if (err)
+                coord__error__free_unpacked(err, NULL);
+}
+
+/* The upper tick: an empty group when nothing was written for a tick. */
+static void on_tick(struct loop *l, void *userdata)
+{
+        struct exec *ex = userdata;
+        int r;
+
+        ex->tick = NULL;
+        if (ex->controller_up && !ex->groups && now_ms() - ex->last_group_ms >= ex->cfg.tick_ms) {
+                struct group *g = group_open(ex);
+                if (g)
+                        groups_kick(ex);
+        }
+        r = loop_timer_add(l, (uint64_t)ex->cfg.tick_ms * 1000000ull, on_tick, ex, &ex->tick);
+        if (r < 0)
+                log_error_errno(r, "tick_timer_failed", "");
+}
+
+/* A coord_objects row: (id, name, kind, create_sql). */
+static int objects_write(struct exec *ex, struct session *s, const struct acat_item *it, int64_t diff)
+{
+        struct row_datum d[4] = {
+                ROW_DATUM_INT((int64_t)it->gid),
+                ROW_DATUM_TEXT(it->name, (uint32_t)strlen(it->name)),
+                ROW_DATUM_TEXT(acat_kind_name(it->kind), (uint32_t)strlen(acat_kind_name(it->kind))),
+                ROW_DATUM_TEXT(it->create_sql, (uint32_t)strlen(it->create_sql)),
+        };
+        struct write w = { .kind = WRITE_OBJECTS, .s = s, .gid = ACAT_GID_OBJECTS, .n_rows = 1 };
+        int r;
+
+        w.rows = calloc(1, sizeof(*w.rows));
+        w.row_lens = calloc(1, sizeof(*w.row_lens));
+        w.diffs = calloc(1, sizeof(*w.diffs));
+        if (!w.rows || !w.row_lens || !w.diffs) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        w.diffs[0] = diff;
+        r = row_encode(d, ELEMENTSOF(d), &w.rows[0], &w.row_lens[0]);
+        if (r < 0)
+                goto fail;
+        r = group_add(ex, &w);
+        if (r < 0)
+                goto fail;
+        return 0;
+fail:
+        write_done(&w);
+        return r;
+}
+
+/* ---- statements ---- */
+
+enum { STMT_DONE = 0, STMT_PARKED = 1 };
+
+static int exec_create_table(struct session *s, struct sql_stmt *st)
+{
+        struct exec *ex = s->ex;
+        const struct sql_create_table *ct = &st->create_table;
+        struct row_error err = { .position = 0 };
+        uint64_t ts, gid;
+        int r;
+
+        if (ct->exists) {
+                snprintf(s->tag, sizeof(s->tag), "CREATE TABLE");
+                return STMT_DONE;       /* the notice went out with the statement's notices */
+        }
+        if (ex->fatal)
+                return -EIO;
+        r = oracle_write_ts(ex->oracle, &ts);
+        if (r < 0)
+                return r;
+        r = acat_create_table(ex->cat, ct, st->sql, ts, &gid, &err);
+        if (r == -EINVAL) {
+                send_row_error(s->c, &err);
+                return -ECANCELED;
+        }
+        if (r < 0)
+                return r;
+        log_info("table_created", "gid=%llu name=%s ts=%llu", (unsigned long long)gid, ct->name,
+                 (unsigned long long)ts);
+        (void)ensure_collections(ex, false, gid);
+        snprintf(s->tag, sizeof(s->tag), "CREATE TABLE");
+        r = objects_write(ex, s, acat_by_gid(ex->cat, gid), +1);
+        if (r < 0)
+                return r;
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
+static int exec_drop(struct session *s, struct sql_stmt *st)
+{
+        struct exec *ex = s->ex;
+        const struct sql_drop *d = &st->drop;
+        struct row_error err = { .position = 0 };
+        Coord__DropCollections msg = COORD__DROP_COLLECTIONS__INIT;
+        uint64_t *gids;
+        size_t n = 0;
+        int r;
+
+        snprintf(s->tag, sizeof(s->tag), "%s", sql_stmt_tag(st));
+        gids = calloc(d->n_objects ? d->n_objects : 1, sizeof(*gids));
+        if (!gids)
+                return -ENOMEM;
+        for (size_t i = 0; i < d->n_objects; i++)
+                if (d->ids[i] && !acat_by_gid(ex->cat, d->ids[i])->builtin) {
+                        bool dup = false;
+                        for (size_t j = 0; j < n; j++)
+                                dup |= gids[j] == d->ids[i];
+                        if (!dup)
+                                gids[n++] = d->ids[i];
+                } else if (d->ids[i]) {
+                        send_error(s->c, "42809", "cannot drop built-in relation \"%s\"", d->names[i]);
+                        free(gids);
+                        return -ECANCELED;
+                }
+        if (n == 0) {
+                free(gids);
+                return STMT_DONE;
+        }
+        /* The coord_objects retractions need the items, which the drop frees: queue
+         * them first (they are written in the next group, after the commit below). */
+        for (size_t i = 0; i < n; i++) {
+                r = objects_write(ex, i + 1 == n ? s : NULL, acat_by_gid(ex->cat, gids[i]), -1);
+                if (r < 0) {
+                        free(gids);
+                        return r;
+                }
+        }
+        r = acat_drop(ex->cat, gids, n, &err);
+        if (r == -EINVAL) {
+                /* Validation failed after the retractions were queued: cannot happen for
+                 * gids that exist and are not built-in, which was checked above. */
+                free(gids);
+                send_row_error(s->c, &err);
+                return -ECANCELED;
+        }
+        if (r < 0) {
+                free(gids);
+                return r;
+        }
+        msg.gids = gids;
+        msg.n_gids = n;
+        if (!request_new(ex, COORD__MSG_TYPE__MSG_DROP_COLLECTIONS, &msg.base, request_logged, NULL))
+                log_error("out_of_memory", "what=drop_collections");
+        log_info("objects_dropped", "count=%zu first_gid=%llu", n, (unsigned long long)gids[0]);
+        free(gids);
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
+static int exec_insert(struct session *s, struct sql_stmt *st)
+{
+        struct sql_insert *in = &st->insert;
+        struct write w = { .kind = WRITE_INSERT, .s = s, .gid = in->id, .n_rows = in->n_rows };
+        int r;
+
+        w.rows = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w.rows));
+        w.row_lens = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w.row_lens));
+        if (!w.rows || !w.row_lens) {
+                write_done(&w);
+                return -ENOMEM;
+        }
+        /* Take the rows from the statement: the group owns them now. */
+        for (size_t i = 0; i < in->n_rows; i++) {
+                w.rows[i] = TAKE_PTR(in->rows[i].data);
+                w.row_lens[i] = in->rows[i].len;
+        }
+        r = group_add(s->ex, &w);
+        if (r < 0) {
+                write_done(&w);
+                return r;
+        }
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
+static int exec_delete(struct session *s, struct sql_stmt *st)
+{
+        struct write w = { .kind = WRITE_DELETE, .s = s, .gid = st->delete_.id,
+                           .delete_filter = st->delete_.plan };
+        int r;
+
+        r = group_add(s->ex, &w);
+        if (r < 0)
+                return r;
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
+static void peek_done(struct exec *ex, struct request *rq, const Coord__Envelope *reply)
+{
+        struct session *s = rq->ctx;
+        Coord__PeekResult *res = NULL;
+        Coord__Plan__Peek *peek;
+        uint64_t n_out = 0;
+
+        s->waiting = false;
+        if (s->gone)
+                goto resume;
+        peek = s->stmt->select.peek;
+        if (reply->type == COORD__MSG_TYPE__MSG_ERROR) {
+                Coord__Error *e = coord__error__unpack(NULL, reply->payload.len, reply->payload.data);
+                struct row_error re = { .position = 0 };
+                snprintf(re.sqlstate, sizeof(re.sqlstate), "%s", e && *e->sqlstate ? e->sqlstate : "XX000");
+                snprintf(re.message, sizeof(re.message), "%s", e ? e->message : "read failed");
+                snprintf(re.detail, sizeof(re.detail), "%s", e ? e->detail : "");
+                snprintf(re.hint, sizeof(re.hint), "%s", e ? e->hint : "");
+                send_row_error(s->c, &re);
+                if (e)
+                        coord__error__free_unpacked(e, NULL);
+                s->next = SIZE_MAX;
+                s->stmt = sql_stmt_free(s->stmt);
+                goto resume;
+        }
+        res = coord__peek_result__unpack(NULL, reply->payload.len, reply->payload.data);
+        if (!res || res->n_counts != res->n_rows) {
+                send_error(s->c, "XX000", "malformed read result from the controller");
+                s->next = SIZE_MAX;
+                s->stmt = sql_stmt_free(s->stmt);
+                goto resume;
+        }
+        {
+                size_t nc = peek->n_columns;
+                struct row_datum *d = calloc(nc ? nc : 1, sizeof(*d));
+                const char **vals = calloc(nc ? nc : 1, sizeof(*vals));
+                size_t *lens = calloc(nc ? nc : 1, sizeof(*lens));
+                char (*scratch)[ROW_TEXT_SCRATCH] = calloc(nc ? nc : 1, ROW_TEXT_SCRATCH);
+
+                if (!d || !vals || !lens || !scratch) {
+                        send_error(s->c, "53200", "out of memory");
+                        s->next = SIZE_MAX;
+                } else {
+                        for (size_t i = 0; i < res->n_rows; i++) {
+                                int k = row_decode(res->rows[i].data, res->rows[i].len, d, nc);
+                                if (k != (int)nc) {
+                                        send_error(s->c, "XX000", "malformed row from the controller");
+                                        s->next = SIZE_MAX;
+                                        break;
+                                }
+                                for (size_t j = 0; j < nc; j++)
+                                        if (row_datum_format(&d[j], scratch[j], &vals[j], &lens[j]) == 1)
+                                                vals[j] = NULL;
+                                for (uint64_t m = 0; m < res->counts[i]; m++, n_out++)
+                                        if (pgwire_send_data_row(s->c, (unsigned)nc, vals, lens) < 0)
+                                                break;
+                        }
+                        if (s->next != SIZE_MAX)
+                                snprintf(s->tag, sizeof(s->tag), "SELECT %" PRIu64, n_out);
+                }
+                free(d);
+                free(vals);
+                free(lens);
+                free(scratch);
+        }
+resume:
+        if (res)
+                coord__peek_result__free_unpacked(res, NULL);
+        if (s->next == SIZE_MAX && s->stmt)
+                s->stmt = sql_stmt_free(s->stmt);
+        session_resume(s);
+}
+
+static int send_columns(struct session *s, const Coord__Plan__Peek *peek)
+{
+        struct pgcodec_column *cols = calloc(peek->n_columns ? peek->n_columns : 1, sizeof(*cols));
+        int r;
+
+        if (!cols)
+                return -ENOMEM;
+        for (size_t i = 0; i < peek->n_columns; i++) {
+                cols[i].name = peek->columns[i]->name;
+                cols[i].type = (uint32_t)peek->columns[i]->type;
+                cols[i].typmod = -1;
+        }
+        r = pgwire_send_row_description(s->c, (unsigned)peek->n_columns, cols);
+        free(cols);
+        return r;
+}
+
+static int exec_select(struct session *s, struct sql_stmt *st)
+{
+        struct exec *ex = s->ex;
+        Coord__Plan__Peek *peek = st->select.peek;
+        Coord__PeekRequest msg = COORD__PEEK_REQUEST__INIT;
+        int r;
+
+        /* (DESIGN section 4) the read timestamp: AS OF, or one that reflects every
+         * acknowledged write (the oracle's read timestamp). */
+        peek->timestamp = st->select.has_as_of ? st->select.as_of : oracle_read_ts(ex->oracle);
+        r = send_columns(s, peek);
+        if (r < 0)
+                return r;
+        msg.peek = peek;
+        msg.timeout_ms = ex->cfg.peek_timeout_ms;
+        if (!request_new(ex, COORD__MSG_TYPE__MSG_PEEK, &msg.base, peek_done, s))
+                return -ENOMEM;
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
+static int exec_show_objects(struct session *s, struct sql_stmt *st)
+{
+        struct exec *ex = s->ex;
+        const struct acat_item *const *items;
+        size_t n = acat_items(ex->cat, &items), rows = 0;
+        struct pgcodec_column cols[2] = {
+                { .name = "name", .type = ROW_TYPE_TEXT, .typmod = -1 },
+                { .name = "type", .type = ROW_TYPE_TEXT, .typmod = -1 },
+        };
+        int r;
+
+        r = pgwire_send_row_description(s->c, 2, cols);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                const char *vals[2];
+                if (items[i]->builtin)
+                        continue;
+                if (!st->show_objects.all && items[i]->kind != st->show_objects.kind)
+                        continue;
+                vals[0] = items[i]->name;
+                vals[1] = acat_kind_name(items[i]->kind);
+                r = pgwire_send_data_row(s->c, 2, vals, NULL);
+                if (r < 0)
+                        return r;
+                rows++;
+        }
+        snprintf(s->tag, sizeof(s->tag), "SELECT %zu", rows);
+        return STMT_DONE;
+}
+
+static const struct {
+        const char *name, *value;
+} variables[] = {
+        { "server_version", "15.0 (Coord)" },
+        { "server_version_num", "150000" },
+        { "server_encoding", "UTF8" },
+        { "client_encoding", "UTF8" },
+        { "datestyle", "ISO, MDY" },
+        { "timezone", "UTC" },
+        { "standard_conforming_strings", "on" },
+        { "integer_datetimes", "on" },
+        { "transaction_isolation", "strict serializable" },
+        { "default_transaction_isolation", "strict serializable" },
+        { "is_superuser", "off" },
+        { "max_identifier_length", "63" },
+};
+
+static int exec_show_variable(struct session *s, struct sql_stmt *st)
+{
+        const char *name = st->show_variable.name;
+        bool all = strcmp(name, "all") == 0;
+        struct pgcodec_column col = { .name = name, .type = ROW_TYPE_TEXT, .typmod = -1 };
+        struct pgcodec_column all_cols[2] = {
+                { .name = "name", .type = ROW_TYPE_TEXT, .typmod = -1 },
+                { .name = "setting", .type = ROW_TYPE_TEXT, .typmod = -1 },
+        };
+        size_t rows = 0;
+        int r;
+
+        if (!all) {
+                for (size_t i = 0; i < ELEMENTSOF(variables); i++) {
+                        if (strcmp(variables[i].name, name) != 0)
+                                continue;
+                        r = pgwire_send_row_description(s->c, 1, &col);
+                        if (r >= 0)
+                                r = pgwire_send_data_row(s->c, 1, &variables[i].value, NULL);
+                        if (r < 0)
+                                return r;
+                        snprintf(s->tag, sizeof(s->tag), "SHOW");
+                        return STMT_DONE;
+                }
+                send_error(s->c, "42704", "unrecognized configuration parameter \"%s\"", name);
+                return -ECANCELED;
+        }
+        r = pgwire_send_row_description(s->c, 2, all_cols);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(variables); i++, rows++) {
+                const char *vals[2] = { variables[i].name, variables[i].value };
+                r = pgwire_send_data_row(s->c, 2, vals, NULL);
+        }
+        if (r < 0)
+                return r;
+        snprintf(s->tag, sizeof(s->tag), "SHOW");
+        return STMT_DONE;
+}
+
+/* Run one analyzed statement: STMT_DONE (tag in s->tag), STMT_PARKED, -ECANCELED (an
+ * error was sent), or another -errno (reported as an internal error). */
+static int exec_stmt(struct session *s, struct sql_stmt *st)
+{
+        for (size_t i = 0; i < st->n_notices; i++) {
+                struct pgcodec_error pe = {
+                        .severity = "NOTICE", .sqlstate = st->notices[i].sqlstate,
+                        .message = st->notices[i].message,
+                };
+                (void)pgwire_send_notice(s->c, &pe);
+        }
+        snprintf(s->tag, sizeof(s->tag), "%s", sql_stmt_tag(st));
+        switch (st->kind) {
+        case SQL_STMT_CREATE_TABLE:
+                return exec_create_table(s, st);
+        case SQL_STMT_DROP:
+                return exec_drop(s, st);
+        case SQL_STMT_INSERT:
+                return exec_insert(s, st);
+        case SQL_STMT_DELETE:
+                return exec_delete(s, st);
+        case SQL_STMT_SELECT:
+                return exec_select(s, st);
+        case SQL_STMT_SHOW_OBJECTS:
+                return exec_show_objects(s, st);
+        case SQL_STMT_SHOW_VARIABLE:
+                return exec_show_variable(s, st);
+        case SQL_STMT_SET_VARIABLE:
+        case SQL_STMT_TRANSACTION:
+                return STMT_DONE;
+        default:
+                send_error(s->c, "0A000", "statement not supported");
+                return -ECANCELED;
+        }
+}
+
+/* Finish the running statement (its tag is ready) and run the next ones until one parks
+ * or the request is done. */
+static void session_resume(struct session *s)
+{
+        struct exec *ex = s->ex;
+        struct row_error err;
+        int r;
+
+        if (s->stmt) {
+                if (!s->gone)
+                        (void)pgwire_send_command_complete(s->c, s->tag);
+                s->stmt = sql_stmt_free(s->stmt);
+        }
+        while (!s->gone && !s->extended && s->batch && s->next < sql_batch_size(s->batch)) {
+                memset(&err, 0, sizeof(err));
+                r = sql_analyze(s->batch, s->next++, &acat_sql_ops, ex->cat, NULL, &s->stmt, &err);
+                if (r < 0) {
+                        send_row_error(s->c, &err);
+                        break;
+                }
+                r = exec_stmt(s, s->stmt);
+                if (r == STMT_PARKED)
+                        return;
+                if (r < 0) {
+                        if (r != -ECANCELED)
+                                send_error(s->c, "XX000", "internal error: %s", strerror(-r));
+                        s->stmt = sql_stmt_free(s->stmt);
+                        break;
+                }
+                (void)pgwire_send_command_complete(s->c, s->tag);
+                s->stmt = sql_stmt_free(s->stmt);
+        }
+        s->batch = sql_batch_free(s->batch);
+        s->extended = false;
+        pgwire_done(s->c);
+        if (s->gone)
+                free(s);
+}
+
+/* ---- pgwire callbacks ---- */
+
+static int pg_connect(struct pgwire_conn *c, void *userdata)
+{
+        struct session *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        s->ex = userdata;
+        s->c = c;
+        pgwire_conn_set_userdata(c, s);
+        return 0;
+}
+
+static void pg_disconnect(struct pgwire_conn *c, int reason, void *userdata)
+{
+        struct session *s = pgwire_conn_userdata(c);
+
+        if (!s)
+                return;
+        if (reason < 0)
+                log_info("sql_client_dropped", "peer=%s reason=%d", pgwire_conn_peer(c), reason);
+        if (s->waiting) {
+                s->gone = true;         /* freed when its request completes */
+                return;
+        }
+        sql_batch_free(s->batch);
+        sql_stmt_free(s->stmt);
+        free(s);
+}
+
+static void pg_query(struct pgwire_conn *c, const char *sql, void *userdata)
+{
+        struct session *s = pgwire_conn_userdata(c);
+        struct row_error err = { .position = 0 };
+        int r;
+
+        r = sql_parse(sql, &s->batch, &err);
+        if (r < 0) {
+                send_row_error(c, &err);
+                pgwire_done(c);
+                return;
+        }
+        if (sql_batch_size(s->batch) == 0) {
+                (void)pgwire_send_empty_query(c);
+                s->batch = sql_batch_free(s->batch);
+                pgwire_done(c);
+                return;
+        }
+        s->next = 0;
+        session_resume(s);
+}
+
+/* Parse: syntax-check, count the parameters ($n) and describe the result columns by
+ * analyzing with NULL parameters. */
+static void pg_prepare(struct pgwire_conn *c, const char *sql, unsigned ntypes,
+                       const uint32_t *types, void *userdata)
+{
+        struct session *s = pgwire_conn_userdata(c);
+        struct row_error err = { .position = 0 };
+        struct sql_stmt *st = NULL;
+        struct sql_params params = { 0 };
+        const char *nulls[64] = { NULL };
+        uint32_t ptypes[64] = { 0 };
+        struct pgwire_statement_desc desc = { 0 };
+        struct pgcodec_column *cols = NULL;
+        struct prepared *p;
+        unsigned nparams = ntypes;
+        int r;
+
+        for (unsigned i = 0; i < ntypes && i < ELEMENTSOF(ptypes); i++)
+                ptypes[i] = types[i];
+        for (;;) {
+                params = (struct sql_params){ .n = nparams, .values = nulls, .types = ptypes };
+                memset(&err, 0, sizeof(err));
+                st = sql_stmt_free(st);
+                r = sql_analyze_one(sql, &acat_sql_ops, s->ex->cat, &params, &st, &err);
+                if (r < 0 && strcmp(err.sqlstate, "42P02") == 0) {
+                        unsigned m;
+                        if (sscanf(err.message, "there is no parameter $%u", &m) == 1 &&
+                            m > nparams && m <= ELEMENTSOF(nulls)) {
+                                nparams = m;
+                                continue;
+                        }
+                }
+                break;
+        }
+        if (r < 0 && (strcmp(err.sqlstate, "42601") == 0 || strcmp(err.sqlstate, "42P01") == 0 ||
+                      strcmp(err.sqlstate, "42703") == 0 || strcmp(err.sqlstate, "42P02") == 0)) {
+                send_row_error(c, &err);
+                sql_stmt_free(st);
+                pgwire_done(c);
+                return;
+        }
+        p = calloc(1, sizeof(*p));
+        if (!p || !(p->sql = strdup(sql))) {
+                free(p);
+                sql_stmt_free(st);
+                send_error(c, "53200", "out of memory");
+                pgwire_done(c);
+                return;
+        }
+        p->nparams = nparams;
+        desc.nparams = nparams;
+        desc.param_types = ptypes;
+        desc.stmt = p;
+        if (r == 0 && (st->kind == SQL_STMT_SELECT || st->kind == SQL_STMT_SHOW_OBJECTS ||
+                       st->kind == SQL_STMT_SHOW_VARIABLE)) {
+                desc.returns_rows = true;
+                if (st->kind == SQL_STMT_SELECT) {
+                        const Coord__Plan__Peek *peek = st->select.peek;
+                        cols = calloc(peek->n_columns ? peek->n_columns : 1, sizeof(*cols));
+                        for (size_t i = 0; cols && i < peek->n_columns; i++) {
+                                cols[i].name = peek->columns[i]->name;
+                                cols[i].type = (uint32_t)peek->columns[i]->type;
+                                cols[i].typmod = -1;
+                        }
+                        desc.ncolumns = cols ? (unsigned)peek->n_columns : 0;
+                } else if (st->kind == SQL_STMT_SHOW_OBJECTS) {
+                        static const struct pgcodec_column so[2] = {
+                                { .name = "name", .type = ROW_TYPE_TEXT, .typmod = -1 },
+                                { .name = "type", .type = ROW_TYPE_TEXT, .typmod = -1 },
+                        };
+                        desc.ncolumns = 2;
+                        desc.columns = so;
+                } else {
+                        cols = calloc(1, sizeof(*cols));
+                        if (cols) {
+                                cols[0] = (struct pgcodec_column){ .name = st->show_variable.name,
+                                                                   .type = ROW_TYPE_TEXT, .typmod = -1 };
+                                desc.ncolumns = 1;
+                        }
+                }
+                if (cols)
+                        desc.columns = cols;
+        }
+        (void)pgwire_describe_statement(c, &desc);
+        free(cols);
+        sql_stmt_free(st);
+        pgwire_done(c);
+}
+
+static void pg_execute(struct pgwire_conn *c, void *stmt, unsigned nparams,
+                       const struct pgwire_param *params, void *userdata)
+{
+        struct session *s = pgwire_conn_userdata(c);
+        struct prepared *p = stmt;
+        struct row_error err = { .position = 0 };
+        const char **vals = calloc(nparams ? nparams : 1, sizeof(*vals));
+        uint32_t *types = calloc(nparams ? nparams : 1, sizeof(*types));
+        struct sql_params sp;
+        int r;
+
+        if (!vals || !types) {
+                free(vals);
+                free(types);
+                send_error(c, "53200", "out of memory");
+                pgwire_done(c);
+                return;
+        }
+        for (unsigned i = 0; i < nparams; i++) {
+                vals[i] = params[i].value;
+                types[i] = params[i].type;
+        }
+        sp = (struct sql_params){ .n = nparams, .values = vals, .types = types };
+        r = sql_analyze_one(p->sql, &acat_sql_ops, s->ex->cat, &sp, &s->stmt, &err);
+        free(vals);
+        free(types);
+        if (r < 0) {
+                send_row_error(c, &err);
+                pgwire_done(c);
+                return;
+        }
+        s->extended = true;
+        r = exec_stmt(s, s->stmt);
+        if (r == STMT_PARKED)
+                return;
+        if (r < 0) {
+                if (r != -ECANCELED)
+                        send_error(c, "XX000", "internal error: %s", strerror(-r));
+                s->stmt = sql_stmt_free(s->stmt);
+        }
+        session_resume(s);
+}
+
+static void pg_stmt_free(void *stmt, void *userdata)
+{
+        struct prepared *p = stmt;
+
+        if (!p)
+                return;
+        free(p->sql);
+        free(p);
+}
+
+static const struct pgwire_callbacks pg_callbacks = {
+        .connect = pg_connect,
+        .disconnect = pg_disconnect,
+        .query = pg_query,
+        .prepare = pg_prepare,
+        .execute = pg_execute,
+        .stmt_free = pg_stmt_free,
+};
+
+/* ---- controller link ---- */
+
+static void resync_done(struct exec *ex, struct request *rq, const Coord__Envelope *reply)
+{
+        Coord__CollectionList *list = NULL;
+        struct group *g = ex->groups;
+
+        ex->resyncing = false;
+        if (reply->type == COORD__MSG_TYPE__MSG_COLLECTION_LIST)
+                list = coord__collection_list__unpack(NULL, reply->payload.len, reply->payload.data);
+        if (g && g->ts && !g->rq) {
+                /* (4) the group was in flight when the controller went away. */
+                bool applied = false;
+                for (size_t i = 0; list && i < list->n_collections; i++)
+                        if (list->collections[i]->kind == COORD__COLLECTION_KIND__COLLECTION_BUILTIN &&
+                            list->collections[i]->upper > g->ts)
+                                applied = true;
+                if (applied) {
+                        log_info("append_recovered", "ts=%llu outcome=applied", (unsigned long long)g->ts);
+                        group_complete(ex, g, NULL, NULL);
+                } else {
+                        /* Not applied: send it again.  It takes a new timestamp, which is
+                         * as good -- nothing was acknowledged at the old one. */
+                        log_info("append_recovered", "ts=%llu outcome=resend", (unsigned long long)g->ts);
+                        if (group_send(ex, g) < 0)
+                                log_error("group_resend_failed", "ts=%llu", (unsigned long long)g->ts);
+                }
+        }
+        if (list)
+                coord__collection_list__free_unpacked(list, NULL);
+        groups_kick(ex);
+}
+
+void exec_controller_up(struct exec *ex)
+{
+        Coord__ListCollections lc = COORD__LIST_COLLECTIONS__INIT;
+        struct request *rq, *next;
+        struct group *g = ex->groups;
+
+        ex->controller_up = true;
+        (void)ensure_collections(ex, true, 0);
+        /* The Append in flight lost its reply with the old connection: find out. */
+        if (g && g->rq) {
+                request_free(g->rq);
+                g->rq = NULL;
+                ex->resyncing = true;
+        }
+        /* Resend every request still waiting (reads are idempotent; Ensure/Drop too). */
+        for (rq = ex->pending.next; rq != &ex->pending; rq = next) {
+                next = rq->next;
+                if (rq->type != COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS || rq->next != &ex->pending)
+                        (void)request_send(ex, rq);
+        }
+        if (ex->resyncing) {
+                if (!request_new(ex, COORD__MSG_TYPE__MSG_LIST_COLLECTIONS, &lc.base, resync_done, NULL))
+                        ex->resyncing = false;
+        }
+        groups_kick(ex);
+}
+
+void exec_controller_down(struct exec *ex)
+{
+        ex->controller_up = false;
+}
+
+void exec_on_message(struct exec *ex, const Coord__Envelope *env)
+{
+        struct request *rq;
+
+        for (rq = ex->pending.next; rq != &ex->pending; rq = rq->next)
+                if (rq->id == env->request_id)
+                        break;
+        if (rq == &ex->pending) {
+                log_debug("reply_unmatched", "type=%d request_id=%llu", (int)env->type,
+                          (unsigned long long)env->request_id);
+                return;
+        }
+        rq->done(ex, rq, env);
+        request_free(rq);
+}
+
+void exec_status(struct exec *ex, Coord__StatusReply *reply)
+{
+        reply->catalog_seq = catalog_last_seq(ex->store);
+}
+
+int exec_new(struct node *n, struct catalog *store, const struct exec_config *cfg,
+             struct exec **ret)
+{
+        struct pgwire_config pc;
+        _cleanup_free_ char *unix_path = NULL;
+        struct exec *ex;
+        int r;
+
+        ex = calloc(1, sizeof(*ex));
+        if (!ex)
+                return -ENOMEM;
+        ex->node = n;
+        ex->store = store;
+        ex->cfg = *cfg;
+        ex->pending.next = ex->pending.prev = &ex->pending;
+        ex->groups_tail = &ex->groups;
+        r = acat_open(store, &ex->cat);
+        if (r < 0) {
+                log_error_errno(r, "catalog_load_failed", "");
+                goto fail;
+        }
+        r = oracle_open(store, &ex->oracle);
+        if (r < 0) {
+                log_error_errno(r, "oracle_open_failed", "");
+                goto fail;
+        }
+        oracle_set_clock_offset(ex->oracle, cfg->test_clock_offset_ms);
+        log_info("catalog_loaded", "objects=%zu oracle_hwm=%llu", acat_count_user(ex->cat),
+                 (unsigned long long)oracle_hwm(ex->oracle));
+        pgwire_config_init(&pc);
+        pc.host = cfg->pg_host;
+        pc.port = cfg->pg_port;
+        if (cfg->pg_unix_dir && asprintf(&unix_path, "%s/.s.PGSQL.%u", cfg->pg_unix_dir,
+                                         (unsigned)cfg->pg_port) < 0) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        pc.unix_path = unix_path;
+        r = pgwire_server_new(node_loop(n), &pc, &pg_callbacks, ex, &ex->pg);
+        if (r < 0) {
+                log_error_errno(r, "sql_listen_failed", "host=%s port=%u", cfg->pg_host,
+                                (unsigned)cfg->pg_port);
+                goto fail;
+        }
+        log_info("sql_listening", "host=%s port=%u unix=%s", cfg->pg_host,
+                 (unsigned)pgwire_server_port(ex->pg), unix_path ? unix_path : "-");
+        r = loop_timer_add(node_loop(n), (uint64_t)cfg->tick_ms * 1000000ull, on_tick, ex, &ex->tick);
+        if (r < 0)
+                goto fail;
+        *ret = ex;
+        return 0;
+fail:
+        exec_free(ex);
+        return r;
+}
+
+struct exec *exec_free(struct exec *ex)
+{
+        if (!ex)
+                return NULL;
+        if (ex->tick)
+                loop_timer_cancel(node_loop(ex->node), ex->tick);
+        ex->pg = pgwire_server_free(ex->pg);
+        while (ex->pending.next != &ex->pending)
+                request_free(ex->pending.next);
+        while (ex->groups) {
+                struct group *g = ex->groups;
+                ex->groups = g->next;
+                group_free(g);
+        }
+        ex->oracle = oracle_free(ex->oracle);
+        ex->cat = acat_free(ex->cat);
+        free(ex);
+        return NULL;
+}

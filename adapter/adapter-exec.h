@@ -1,0 +1,45 @@
+/* adapter-exec.h -- the adapter's statement executor: SQL sessions from the PostgreSQL
+ * wire protocol, DDL through the catalog writer, writes and reads through the
+ * controller (DESIGN section 4: INSERT, SELECT, DROP flows).
+ *
+ * Writes are group committed: statements' writes queue into an open group; one group at
+ * a time is in flight to the controller as one Append at one oracle timestamp; the next
+ * group is sent when the previous one is durable.  A DELETE travels in a group of its
+ * own.  When nothing is written for a tick (default 100 ms), an empty group advances
+ * every table's upper, so reads at "now" do not wait.
+ *
+ * Controller restarts: requests in flight are kept.  At reconnection the executor sends
+ * the full set of collections, asks the controller for its frontiers to learn whether
+ * the group in flight was applied (its tables' uppers passed its timestamp) -- acks it
+ * if so, resends it at the same timestamp if not -- and resends pending reads.
+ *
+ * Single-threaded: the adapter's loop thread.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "coord.pb-c.h"
+
+struct node;
+struct catalog;
+struct exec;
+
+struct exec_config {
+        const char *pg_host;            /* TCP address for SQL clients; "" none */
+        uint16_t pg_port;
+        const char *pg_unix_dir;        /* directory for .s.PGSQL.<port>; NULL none */
+        uint32_t tick_ms;               /* upper tick when idle */
+        uint32_t peek_timeout_ms;       /* how long a read waits for its inputs */
+        int64_t test_clock_offset_ms;   /* test hook: shift the oracle's wall clock */
+};
+
+int exec_new(struct node *n, struct catalog *store, const struct exec_config *cfg,
+             struct exec **ret);
+struct exec *exec_free(struct exec *ex);
+
+/* From the node's handler. */
+void exec_controller_up(struct exec *ex);
+void exec_controller_down(struct exec *ex);
+void exec_on_message(struct exec *ex, const Coord__Envelope *env);
+void exec_status(struct exec *ex, Coord__StatusReply *reply);

@@ -1,0 +1,2615 @@
+/* adapter-pgwire.c -- the PostgreSQL v3 wire protocol server (contract in
+ * adapter-pgwire.h), on the io_uring loop.  The byte-level codec is adapter-pgcodec.c.
+ *
+ * Owner: adapter.  Caller: the adapter's executor, through callbacks and response
+ * functions, all in the loop's thread.
+ *
+ * NOTES ON THE DESIGN OF A CONNECTION
+ *
+ * (1) States (conn_check() asserts the invariants):
+ *
+ *             accept
+ *               |
+ *               v
+ *           STARTUP <--- SSLRequest / GSSENCRequest: 'N'
+ *               |
+ *               | StartupMessage 3.x, connect() accepts: AuthenticationOk,
+ *               | ParameterStatus..., BackendKeyData, ReadyForQuery
+ *               v
+ *      +----> READY ---- 'Q' query(), 'P' prepare(), 'E' execute() ---+
+ *      |        ^        (a request in flight: later messages queue)  |
+ *      |        +---- pgwire_done() (ReadyForQuery after a query) ----+
+ *      |        |
+ *      | 'S'    | an error in an extended-protocol message
+ *      |        v
+ *      +------ SKIP (messages discarded until Sync)
+ *
+ *   STARTUP/READY/SKIP --'X', EOF, a protocol violation (FATAL 08P01), a FATAL from the
+ *          owner, server shutdown (FATAL 57P01), a CancelRequest--> CLOSING
+ *   CLOSING: no more messages are processed; the queued output is sent, then FIN
+ *          (shutdown SHUT_WR), then the client's bytes are read and dropped until its
+ *          EOF, so that the kernel does not answer unread input with an RST that would
+ *          destroy our last message in flight.  At most close_timeout.  --> CLOSED
+ *   any --an I/O error, output over max_output, the close timeout, server free--> CLOSED
+ *   CLOSED: operations in flight are cancelled; the conn is freed by conn_settle() once
+ *          no operation is in flight, no request is with the owner, disconnect() ran,
+ *          and no handler of it is on the stack.
+ *
+ * (2) One request at a time.  c->req says which callback the owner is answering
+ *     (REQ_QUERY, REQ_PREPARE, REQ_EXECUTE; REQ_CONNECT during connect()).  While it is
+ *     set, conn_dispatch() processes nothing more, and the input buffer neither moves
+ *     nor shrinks: the SQL and parameter strings handed to the owner point into it (or
+ *     into the portal).  Nor does it while a recv is in flight: the kernel writes at
+ *     in + in_end as it was when the recv was armed.  Receiving continues into the
+ *     free tail of the buffer, so pipelined messages queue up; once the buffer is
+ *     full, receiving pauses and TCP pushes back on the client.
+ *
+ * (3) No callback from inside a pgwire_* call.  Callbacks run only in conn_run() (from
+ *     I/O completions, timers and the server's waker).  c->dispatching marks a conn
+ *     whose conn_run() is on the stack; a pgwire_done() or a close from elsewhere (an
+ *     owner's own completion, another connection's callback) puts the conn on the
+ *     server's run queue and wakes the loop (loop_waker), whose handler runs it.  A
+ *     pgwire_done() inside the conn's own callback just lets the dispatch loop go on,
+ *     so a synchronous owner costs no wake-up and no recursion.  stmt_free() is
+ *     deferred the same way (c->dead).
+ *
+ * (4) Output.  Two buffers as in common/ipc: `out` collects messages, `tx` is what the
+ *     kernel is sending, tx.data[tx_off, tx.len); when tx is done they swap, so
+ *     everything queued meanwhile leaves in one send.  Output is pushed at the points
+ *     where PostgreSQL flushes -- ReadyForQuery, Flush, an ErrorResponse, the startup
+ *     replies -- and whenever `out` passes PGWIRE_FLUSH_AT.  out + the unsent part of
+ *     tx may not exceed max_output: past it the client is not reading, and the
+ *     connection is cut (-ENOBUFS) instead of growing.  So that a client pipelining
+ *     many queries without reading stalls (as with PostgreSQL's blocking send) rather
+ *     than being cut, conn_dispatch() starts no new message while PGWIRE_PAUSE_AT bytes
+ *     are queued; the send completion resumes it.  Only a single request producing
+ *     more than max_output for a client that does not read hits the limit.
+ *
+ * (5) Extended protocol.  Prepared statements and portals are per connection, in small
+ *     lists (the unnamed one is "").  A portal holds a reference on its statement; the
+ *     owner's statement is released when the last reference goes.  The server answers
+ *     Bind, Describe, Close, Sync and Flush itself.  During execute() it drops the
+ *     owner's row description, converts values to the binary format the client asked
+ *     for, and puts rows beyond Execute's row limit aside in the portal (`spill`):
+ *     the Execute ends with PortalSuspended and the next Execute of the portal is
+ *     answered from there.  An error sets SKIP.  At Sync (and after a simple query),
+ *     when the transaction status is 'I', every portal is dropped, as at PostgreSQL's
+ *     end of transaction.
+ *
+ * (6) The listening fds are closed only after their last accept completed, and a
+ *     conn's fd only when it is freed: closing earlier could let an SQE not yet
+ *     submitted name a reused fd number.
+ *
+ * Nothing here is thread-safe, and nothing logs.
+ */
+#include "adapter-pgwire.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "loop.h"
+#include "util.h"
+
+#define PGWIRE_IN_INIT          (8u << 10)      /* input buffer of an idle conn */
+#define PGWIRE_BUF_SHRINK       (256u << 10)    /* larger buffers are released when empty */
+#define PGWIRE_FLUSH_AT         (64u << 10)     /* queued output sent without a flush point */
+#define PGWIRE_PAUSE_AT         (256u << 10)    /* no new message while this much is queued */
+#define PGWIRE_LINGER_MAX       (1u << 20)      /* bytes read and dropped while closing */
+#define PGWIRE_LISTENERS_MAX    8u
+#define PGWIRE_REFUSE_SLACK     64u             /* refused conns saying goodbye, at most */
+#define PGWIRE_ACCEPT_RETRY_NS  (100ull * 1000 * 1000)
+#define PGWIRE_BACKLOG_DEFAULT  511
+#define PGWIRE_MAX_MESSAGE_MIN  (1u << 10)
+#define PGWIRE_MAX_OUTPUT_MIN   (64u << 10)
+#define PGWIRE_NCOLS_NONE       UINT_MAX
+
+enum conn_state {
+        CONN_STARTUP,
+        CONN_READY,
+        CONN_SKIP,
+        CONN_CLOSING,
+        CONN_CLOSED,
+};
+
+enum conn_req {
+        REQ_NONE,
+        REQ_CONNECT,
+        REQ_QUERY,
+        REQ_PREPARE,
+        REQ_EXECUTE,
+};
+
+/* A prepared statement (note (5)). */
+struct stmt {
+        struct stmt *next;              /* c->stmts while named/open, else c->dead */
+        unsigned refs;                  /* the c->stmts entry + each portal */
+        char *name;
+        void *owner;                    /* the owner's statement, for execute()/stmt_free() */
+        unsigned nparams;
+        uint32_t *param_types;
+        bool returns_rows;
+        unsigned ncolumns;
+        struct pgcodec_column *columns; /* names copied into the same allocation */
+};
+
+enum portal_state {
+        PORTAL_READY,                   /* bound, not executed */
+        PORTAL_SUSPENDED,               /* rows left in spill */
+        PORTAL_DONE,
+};
+
+struct portal {
+        struct portal *next;
+        char *name;
+        struct stmt *stmt;              /* a reference */
+        unsigned nparams;
+        struct pgwire_param *params;
+        char *values;                   /* the params' text, NUL-terminated each */
+        int16_t *formats;               /* result format per column; NULL: all text */
+        enum portal_state state;
+        char *tag;                      /* the command tag, once known */
+        bool empty;                     /* the result was an EmptyQueryResponse */
+        struct pgcodec_buf spill;       /* DataRows beyond the row limit */
+        size_t spill_off;               /* next row to send */
+};
+
+struct listener {
+        struct pgwire_server *srv;
+        struct loop_io io;
+        int fd;                         /* note (6) */
+        bool armed;
+};
+
+struct pgwire_conn {
+        struct pgwire_server *srv;
+        struct pgwire_conn *prev, *next;        /* srv->conns */
+        struct pgwire_conn *run_next;           /* srv->runq, while queued */
+        bool queued;
+
+        int fd;                         /* closed in conn_free() only: note (6) */
+        bool is_tcp;
+        char peer[INET6_ADDRSTRLEN + 16];
+        int32_t pid;
+        uint32_t secret;
+
+        enum conn_state state;
+        int reason;                     /* for disconnect(): set on leaving the open states */
+        bool eof;                       /* the client shut its side */
+        bool wr_shut;                   /* CLOSING: our FIN is out */
+        bool dispatching;               /* conn_run() is on the stack: note (3) */
+        bool accepted;                  /* connect() accepted: disconnect() is owed */
+        bool disconnected;              /* disconnect() ran */
+        bool released;                  /* pgwire_server_free() has dealt with it */
+        char txn_status;
+        void *userdata;
+
+        /* Startup parameters: nparams name/value pairs pointing into param_block. */
+        unsigned nparams;
+        const char **param_names, **param_values;
+        char *param_block;
+
+        /* Input: in[in_start, in_end) not yet processed; note (2). */
+        struct loop_io recv_io;
+        bool recv_armed;
+        uint8_t *in;
+        size_t in_start, in_end, in_cap;
+        size_t in_need;                 /* size of the partial message at in_start, if known */
+        size_t lingered;                /* CLOSING: bytes dropped */
+
+        /* Output: note (4). */
+        struct loop_io send_io;
+        bool send_armed;
+        struct pgcodec_buf out;
+        struct pgcodec_buf tx;
+        size_t tx_off;
+
+        struct loop_timer *close_timer; /* armed in CLOSING */
+
+        /* The request in flight: note (2). */
+        enum conn_req req;
+        bool req_failed;                /* an ErrorResponse was sent for it */
+        bool req_result;                /* execute: a tag, empty query or error was sent */
+        unsigned req_ncols;             /* query: columns of the current row description */
+        const char *req_name;           /* prepare: the statement's name (in `in`) */
+        struct stmt *req_stmt;          /* prepare: what the owner described */
+        struct portal *req_portal;      /* execute */
+        uint32_t req_max_rows;          /* execute: 0 = all */
+        uint64_t req_rows;              /* execute: rows so far */
+        uint32_t *types;                /* prepare: the client's parameter types */
+        unsigned types_cap;
+
+        struct stmt *stmts;             /* prepared statements */
+        struct stmt *dead;              /* unreferenced, stmt_free() pending: note (3) */
+        struct portal *portals;
+};
+
+struct pgwire_server {
+        struct loop *loop;
+        struct pgwire_callbacks cb;
+        void *userdata;
+        struct pgwire_config cfg;       /* strings point at the copies below */
+        char *host, *unix_path, *server_version;
+
+        struct listener listeners[PGWIRE_LISTENERS_MAX];
+        unsigned nlisteners;
+        uint16_t port;
+        bool unix_bound;                /* unix_path is ours to unlink */
+        dev_t unix_dev;
+        ino_t unix_ino;
+        struct loop_timer *retry;       /* accept re-arm after a persistent error */
+
+        struct loop_waker *waker;       /* runs the run queue: note (3) */
+        struct pgwire_conn *runq, *runq_tail;
+
+        struct pgwire_conn *conns;
+        int32_t next_pid;
+        unsigned in_callback;           /* owner callbacks on the stack */
+        struct pgwire_stats stats;
+
+        bool shutting_down;
+        bool shutdown_reported;
+        void (*shutdown_done)(struct pgwire_server *s, void *userdata);
+        void *shutdown_userdata;
+        bool freeing;                   /* pgwire_server_free() ran */
+        unsigned holds;                 /* pgwire_server_free() on the stack */
+};
+
+static void conn_run(struct pgwire_conn *c);
+static bool conn_settle(struct pgwire_conn *c);
+static void server_maybe_done(struct pgwire_server *s);
+static void server_maybe_free(struct pgwire_server *s);
+
+/* --- Helpers ---------------------------------------------------------------------- */
+
+static void set_be32(uint8_t *p, uint32_t v)
+{
+        p[0] = (uint8_t)(v >> 24);
+        p[1] = (uint8_t)(v >> 16);
+        p[2] = (uint8_t)(v >> 8);
+        p[3] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static bool conn_open(const struct pgwire_conn *c)
+{
+        return c->state == CONN_STARTUP || c->state == CONN_READY || c->state == CONN_SKIP;
+}
+
+/* Note (1): the invariants of every state (only called inside assert()). */
+_unused_ static bool conn_check(const struct pgwire_conn *c)
+{
+        assert(c->in_start <= c->in_end && c->in_end <= c->in_cap);
+        assert(c->tx_off <= c->tx.len);
+        assert(!c->send_armed || c->tx_off < c->tx.len);
+        assert(c->req == REQ_NONE || c->state != CONN_STARTUP || c->req == REQ_CONNECT);
+        assert(c->req != REQ_EXECUTE || c->req_portal);
+        assert(c->state != CONN_CLOSED || !c->close_timer);
+        assert(c->state == CONN_CLOSING || !c->wr_shut || c->state == CONN_CLOSED);
+        assert(c->txn_status == 'I' || c->txn_status == 'T' || c->txn_status == 'E');
+        return true;
+}
+
+/* --- Run queue (note (3)) ------------------------------------------------------- */
+
+/* Make sure conn_run(c) happens soon, from the loop. */
+static void conn_schedule(struct pgwire_conn *c)
+{
+        struct pgwire_server *s = c->srv;
+
+        if (c->dispatching || c->queued)
+                return;
+        if (!s->waker) {
+                /* Being freed: no callback but stmt_free() runs any more, so settling
+                 * here is safe (pgwire_server_free() documents it). */
+                assert(s->freeing);
+                (void)conn_settle(c);
+                return;
+        }
+        c->queued = true;
+        c->run_next = NULL;
+        if (s->runq_tail)
+                s->runq_tail->run_next = c;
+        else {
+                s->runq = c;
+                loop_waker_wake(s->waker);
+        }
+        s->runq_tail = c;
+}
+
+static void server_wake(struct loop *l, uint64_t count, void *userdata)
+{
+        struct pgwire_server *s = userdata;
+        struct pgwire_conn *c = s->runq;
+
+        /* Only the conns queued now: those queued while these run wake the loop again,
+         * so a busy conn cannot starve the rest of the loop. */
+        s->runq = s->runq_tail = NULL;
+        while (c) {
+                struct pgwire_conn *next = c->run_next;
+
+                c->queued = false;
+                c->run_next = NULL;
+                conn_run(c);
+                c = next;
+        }
+        server_maybe_done(s);
+}
+
+/* --- Statements and portals (note (5)) ------------------------------------------- */
+
+static struct stmt *stmt_find(struct pgwire_conn *c, const char *name)
+{
+        for (struct stmt *st = c->stmts; st; st = st->next)
+                if (strcmp(st->name, name) == 0)
+                        return st;
+        return NULL;
+}
+
+static struct portal *portal_find(struct pgwire_conn *c, const char *name)
+{
+        for (struct portal *p = c->portals; p; p = p->next)
+                if (strcmp(p->name, name) == 0)
+                        return p;
+        return NULL;
+}
+
+static void stmt_destroy(struct stmt *st)
+{
+        free(st->name);
+        free(st->param_types);
+        free(st->columns);
+        free(st);
+}
+
+/* Drop a reference; the last one moves st to c->dead, released by conn_settle(). */
+static void stmt_unref(struct pgwire_conn *c, struct stmt *st)
+{
+        assert(st->refs > 0);
+        if (--st->refs > 0)
+                return;
+        st->next = c->dead;
+        c->dead = st;
+}
+
+static void stmt_unlink(struct pgwire_conn *c, struct stmt *st)
+{
+        for (struct stmt **p = &c->stmts; *p; p = &(*p)->next)
+                if (*p == st) {
+                        *p = st->next;
+                        st->next = NULL;
+                        stmt_unref(c, st);
+                        return;
+                }
+        assert(!"statement not in the list");
+}
+
+/* Release the owner's statements of c->dead (runs stmt_free()). */
+static void conn_bury(struct pgwire_conn *c)
+{
+        struct pgwire_server *s = c->srv;
+
+        while (c->dead) {
+                struct stmt *st = c->dead;
+
+                c->dead = st->next;
+                if (st->owner && s->cb.stmt_free) {
+                        s->in_callback++;
+                        s->cb.stmt_free(st->owner, s->userdata);
+                        s->in_callback--;
+                }
+                stmt_destroy(st);
+        }
+}
+
+static void portal_free(struct pgwire_conn *c, struct portal *p)
+{
+        if (p->stmt)
+                stmt_unref(c, p->stmt);
+        pgcodec_buf_done(&p->spill);
+        free(p->name);
+        free(p->params);
+        free(p->values);
+        free(p->formats);
+        free(p->tag);
+        free(p);
+}
+
+static void portal_unlink(struct pgwire_conn *c, struct portal *p)
+{
+        assert(c->req_portal != p);
+        for (struct portal **pp = &c->portals; *pp; pp = &(*pp)->next)
+                if (*pp == p) {
+                        *pp = p->next;
+                        portal_free(c, p);
+                        return;
+                }
+        assert(!"portal not in the list");
+}
+
+static void portals_drop_all(struct pgwire_conn *c)
+{
+        assert(!c->req_portal);
+        while (c->portals) {
+                struct portal *p = c->portals;
+
+                c->portals = p->next;
+                portal_free(c, p);
+        }
+}
+
+/* Drop every statement and every portal but the one an execute() still uses. */
+static void conn_drop_statements(struct pgwire_conn *c)
+{
+        struct portal **pp = &c->portals;
+
+        while (*pp) {
+                struct portal *p = *pp;
+
+                if (p == c->req_portal) {
+                        pp = &p->next;
+                        continue;
+                }
+                *pp = p->next;
+                portal_free(c, p);
+        }
+        while (c->stmts)
+                stmt_unlink(c, c->stmts);
+}
+
+/* A statement from the owner's description; names and arrays are copied. */
+static int stmt_new(const char *name, const struct pgwire_statement_desc *d, struct stmt **ret)
+{
+        unsigned ncols = d->returns_rows ? d->ncolumns : 0;
+        size_t names = 0;
+        struct stmt *st;
+        char *p;
+
+        assert(d->nparams == 0 || d->param_types);
+        assert(ncols == 0 || d->columns);
+        if (d->nparams > UINT16_MAX || ncols > INT16_MAX)
+                return -E2BIG;
+        for (unsigned i = 0; i < ncols; i++)
+                names += strlen(d->columns[i].name ? d->columns[i].name : "?column?") + 1;
+
+        st = calloc(1, sizeof(*st));
+        if (!st)
+                return -ENOMEM;
+        st->name = strdup(name);
+        st->param_types = calloc(d->nparams ? d->nparams : 1, sizeof(uint32_t));
+        st->columns = malloc(ncols * sizeof(struct pgcodec_column) + names + 1);
+        if (!st->name || !st->param_types || !st->columns) {
+                stmt_destroy(st);
+                return -ENOMEM;
+        }
+        st->nparams = d->nparams;
+        if (d->nparams)
+                memcpy(st->param_types, d->param_types, d->nparams * sizeof(uint32_t));
+        st->returns_rows = d->returns_rows;
+        st->ncolumns = ncols;
+        p = (char *)(st->columns + ncols);
+        for (unsigned i = 0; i < ncols; i++) {
+                const char *n = d->columns[i].name ? d->columns[i].name : "?column?";
+                size_t len = strlen(n) + 1;
+
+                st->columns[i] = d->columns[i];
+                memcpy(p, n, len);
+                st->columns[i].name = p;
+                p += len;
+        }
+        st->refs = 1;
+        *ret = st;
+        return 0;
+}
+
+/* --- Output (note (4)) ------------------------------------------------------------ */
+
+static void conn_abort(struct pgwire_conn *c, int reason);
+
+static void conn_send_done(struct loop *l, struct loop_io *io, int res);
+
+static int conn_send_arm(struct pgwire_conn *c)
+{
+        int r;
+
+        assert(c->tx_off < c->tx.len);
+        r = loop_send(c->srv->loop, &c->send_io, c->fd, c->tx.data + c->tx_off,
+                      c->tx.len - c->tx_off);
+        if (r < 0)
+                return r;
+        c->send_armed = true;
+        return 0;
+}
+
+/* Start sending what is queued, unless a send is in flight (its completion will). */
+static void conn_flush(struct pgwire_conn *c)
+{
+        struct pgcodec_buf t;
+        int r;
+
+        if (c->send_armed || c->out.len == 0 || c->state == CONN_CLOSED)
+                return;
+        assert(c->tx.len == 0 && c->tx_off == 0);
+        t = c->tx;
+        c->tx = c->out;
+        c->out = t;
+        r = conn_send_arm(c);
+        if (r < 0)
+                conn_abort(c, r);
+}
+
+static size_t conn_queued(const struct pgwire_conn *c)
+{
+        return c->out.len + (c->tx.len - c->tx_off);
+}
+
+/* After appending to `out`: a buffer failure or too much output cuts the connection. */
+static int conn_out_check(struct pgwire_conn *c)
+{
+        int r = pgcodec_buf_error(&c->out);
+
+        if (r == 0 && conn_queued(c) > c->srv->cfg.max_output)
+                r = -ENOBUFS;
+        if (r < 0) {
+                if (r == -ENOBUFS)
+                        c->srv->stats.overflows++;
+                conn_abort(c, r);
+                return r;
+        }
+        if (c->out.len >= PGWIRE_FLUSH_AT)
+                conn_flush(c);
+        return 0;
+}
+
+static void conn_put_error(struct pgwire_conn *c, const char *severity, const char *sqlstate,
+                           const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void conn_put_error(struct pgwire_conn *c, const char *severity, const char *sqlstate,
+                           const char *fmt, ...)
+{
+        char msg[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        pgcodec_put_error(&c->out, 'E', &(struct pgcodec_error){
+                .severity = severity, .sqlstate = sqlstate, .message = msg });
+}
+
+/* --- Closing (note (1)) ------------------------------------------------------------ */
+
+static void conn_cancel_io(struct pgwire_conn *c, struct loop_io *io)
+{
+        if (loop_cancel(c->srv->loop, io) < 0)
+                (void)shutdown(c->fd, SHUT_RDWR);       /* completes recv (EOF) and send (EPIPE) */
+}
+
+static void conn_timer_cancel(struct pgwire_conn *c)
+{
+        if (!c->close_timer)
+                return;
+        loop_timer_cancel(c->srv->loop, c->close_timer);
+        c->close_timer = NULL;
+}
+
+/* To CLOSED: cancel what is in flight; conn_settle() frees the conn later. */
+static void conn_abort(struct pgwire_conn *c, int reason)
+{
+        if (c->state == CONN_CLOSED)
+                return;
+        if (conn_open(c))
+                c->reason = reason;
+        c->state = CONN_CLOSED;
+        conn_timer_cancel(c);
+        pgcodec_buf_reset(&c->out);
+        if (c->recv_armed)
+                conn_cancel_io(c, &c->recv_io);
+        if (c->send_armed)
+                conn_cancel_io(c, &c->send_io);
+        conn_schedule(c);
+}
+
+static void conn_close_timeout(struct loop *l, void *userdata)
+{
+        struct pgwire_conn *c = userdata;
+
+        c->close_timer = NULL;          /* the loop frees a fired timer */
+        conn_abort(c, c->reason);
+        conn_run(c);
+}
+
+/* To CLOSING: finish sending, then FIN and wait for the client's EOF (note (1)). */
+static void conn_close(struct pgwire_conn *c, int reason)
+{
+        uint64_t ns = (uint64_t)c->srv->cfg.close_timeout_ms * 1000 * 1000;
+
+        if (!conn_open(c))
+                return;
+        c->reason = reason;
+        c->state = CONN_CLOSING;
+        if (loop_timer_add(c->srv->loop, ns, conn_close_timeout, c, &c->close_timer) < 0) {
+                c->close_timer = NULL;
+                conn_abort(c, reason);
+                return;
+        }
+        conn_flush(c);
+        conn_schedule(c);
+}
+
+/* A FATAL error, then close. */
+static void conn_fatal(struct pgwire_conn *c, const char *sqlstate, int reason,
+                       const char *message)
+{
+        if (!conn_open(c))
+                return;
+        conn_put_error(c, "FATAL", sqlstate, "%s", message);
+        if (conn_out_check(c) < 0)
+                return;
+        conn_close(c, reason);
+}
+
+static void conn_protocol_violation(struct pgwire_conn *c, int reason, const char *message)
+{
+        c->srv->stats.protocol_errors++;
+        conn_fatal(c, PGCODEC_SQLSTATE_PROTOCOL_VIOLATION, reason, message);
+}
+
+/* --- Lifetime ---------------------------------------------------------------------- */
+
+static void conn_free(struct pgwire_conn *c)
+{
+        struct pgwire_server *s = c->srv;
+
+        assert(!c->recv_armed && !c->send_armed && !c->queued && !c->dispatching);
+        assert(c->req == REQ_NONE);
+        assert(!c->close_timer);
+
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        assert(s->stats.active > 0);
+        s->stats.active--;
+
+        portals_drop_all(c);
+        while (c->stmts)
+                stmt_unlink(c, c->stmts);
+        conn_bury(c);
+        closep(&c->fd);
+        free(c->in);
+        pgcodec_buf_done(&c->out);
+        pgcodec_buf_done(&c->tx);
+        free(c->param_names);
+        free(c->param_values);
+        free(c->param_block);
+        free(c->types);
+        free(c);
+}
+
+/* Deliver what is owed from the top of the stack (disconnect(), stmt_free()) and free
+ * c when nothing holds it any more.  Returns true when c was freed. */
+static bool conn_settle(struct pgwire_conn *c)
+{
+        struct pgwire_server *s = c->srv;
+
+        if (c->dispatching)
+                return false;
+        if (!conn_open(c) && c->accepted && !c->disconnected) {
+                c->disconnected = true;
+                c->dispatching = true;
+                s->in_callback++;
+                if (s->cb.disconnect)
+                        s->cb.disconnect(c, c->reason, s->userdata);
+                s->in_callback--;
+                c->dispatching = false;
+        }
+        if (c->dead)
+                conn_bury(c);
+        if (c->state != CONN_CLOSED || c->recv_armed || c->send_armed || c->req != REQ_NONE ||
+            c->queued)
+                return false;
+        conn_free(c);
+        if (s->freeing)
+                server_maybe_free(s);
+        else
+                server_maybe_done(s);
+        return true;
+}
+
+/* --- Input (note (2)) ------------------------------------------------------------- */
+
+static void conn_recv_done(struct loop *l, struct loop_io *io, int res);
+
+/* Make room for the rest of the message at in_start.  Nothing moves while a request
+ * borrows the buffer or while a recv is in flight into it (the kernel writes at the
+ * address it was given: its completion calls us again).  When the buffer holds whole
+ * messages not yet processed (dispatch paused), it may stay full: receiving then
+ * waits, and TCP pushes back. */
+static int conn_in_prepare(struct pgwire_conn *c)
+{
+        size_t have = c->in_end - c->in_start, need;
+        uint8_t *p;
+
+        if (c->req != REQ_NONE || c->recv_armed)
+                return 0;
+        if (have == 0)
+                c->in_start = c->in_end = 0;
+        else if (c->in_start > 0) {
+                memmove(c->in, c->in + c->in_start, have);
+                c->in_start = 0;
+                c->in_end = have;
+        }
+        need = c->in_need > PGWIRE_IN_INIT ? c->in_need : PGWIRE_IN_INIT;
+        if (need > c->in_cap || (c->in_cap > PGWIRE_BUF_SHRINK && need == PGWIRE_IN_INIT &&
+                                 have <= need)) {
+                p = realloc(c->in, need);
+                if (!p)
+                        return -ENOMEM;
+                c->in = p;
+                c->in_cap = need;
+        }
+        return 0;
+}
+
+static void conn_recv_arm(struct pgwire_conn *c)
+{
+        int r;
+
+        if (c->recv_armed || c->eof || c->in_end == c->in_cap)
+                return;
+        r = loop_recv(c->srv->loop, &c->recv_io, c->fd, c->in + c->in_end,
+                      c->in_cap - c->in_end);
+        if (r < 0) {
+                conn_abort(c, r);
+                return;
+        }
+        c->recv_armed = true;
+}
+
+/* --- Startup ---------------------------------------------------------------------- */
+
+static int conn_copy_params(struct pgwire_conn *c, const struct pgcodec_startup *st,
+                            const char *user)
+{
+        bool has_db = pgcodec_startup_param(st, "database") != NULL;
+        unsigned n = st->nparams + !has_db;
+        size_t size = 0;
+        char *p;
+
+        for (unsigned i = 0; i < st->nparams; i++)
+                size += strlen(st->names[i]) + strlen(st->values[i]) + 2;
+        if (!has_db)
+                size += sizeof("database") + strlen(user) + 1;
+
+        c->param_names = calloc(n, sizeof(char *));
+        c->param_values = calloc(n, sizeof(char *));
+        c->param_block = malloc(size);
+        if (!c->param_names || !c->param_values || !c->param_block)
+                return -ENOMEM;
+        p = c->param_block;
+        for (unsigned i = 0; i < n; i++) {
+                const char *name = i < st->nparams ? st->names[i] : "database";
+                const char *value = i < st->nparams ? st->values[i] : user;
+                size_t ln = strlen(name) + 1, lv = strlen(value) + 1;
+
+                c->param_names[i] = memcpy(p, name, ln);
+                p += ln;
+                c->param_values[i] = memcpy(p, value, lv);
+                p += lv;
+        }
+        c->nparams = n;
+        return 0;
+}
+
+static void conn_startup(struct pgwire_conn *c, const struct pgcodec_startup *st)
+{
+        struct pgwire_server *s = c->srv;
+        const char *unrecognized[PGCODEC_STARTUP_PARAMS_MAX];
+        const char *user = pgcodec_startup_param(st, "user");
+        const char *app;
+        unsigned nunrec = 0;
+        int r;
+
+        if (!user || !*user) {
+                conn_fatal(c, PGCODEC_SQLSTATE_INVALID_AUTHORIZATION, -EPROTO,
+                           "no PostgreSQL user name specified in startup packet");
+                return;
+        }
+        if (conn_copy_params(c, st, user) < 0) {
+                conn_fatal(c, PGCODEC_SQLSTATE_OUT_OF_MEMORY, -ENOMEM, "out of memory");
+                return;
+        }
+
+        /* Protocol 3.x with x > 0 or "_pq_." options: say what we speak (3.0), as
+         * PostgreSQL 11+ does, instead of refusing the client. */
+        for (unsigned i = 0; i < st->nparams; i++)
+                if (strncmp(st->names[i], "_pq_.", 5) == 0)
+                        unrecognized[nunrec++] = st->names[i];
+        if (PGCODEC_PROTOCOL_MINOR(st->code) > 0 || nunrec > 0)
+                pgcodec_put_negotiate_version(&c->out, 0, nunrec, unrecognized);
+
+        pgcodec_put_auth_ok(&c->out);
+        app = pgcodec_startup_param(st, "application_name");
+        pgcodec_put_parameter_status(&c->out, "application_name", app ? app : "");
+        pgcodec_put_parameter_status(&c->out, "client_encoding", "UTF8");
+        pgcodec_put_parameter_status(&c->out, "DateStyle", "ISO, MDY");
+        pgcodec_put_parameter_status(&c->out, "default_transaction_read_only", "off");
+        pgcodec_put_parameter_status(&c->out, "in_hot_standby", "off");
+        pgcodec_put_parameter_status(&c->out, "integer_datetimes", "on");
+        pgcodec_put_parameter_status(&c->out, "IntervalStyle", "postgres");
+        pgcodec_put_parameter_status(&c->out, "is_superuser", "off");
+        pgcodec_put_parameter_status(&c->out, "server_encoding", "UTF8");
+        pgcodec_put_parameter_status(&c->out, "server_version", s->cfg.server_version);
+        pgcodec_put_parameter_status(&c->out, "session_authorization", user);
+        pgcodec_put_parameter_status(&c->out, "standard_conforming_strings", "on");
+        pgcodec_put_parameter_status(&c->out, "TimeZone", "UTC");
+        if (conn_out_check(c) < 0)
+                return;
+
+        if (s->cb.connect) {
+                c->req = REQ_CONNECT;
+                s->in_callback++;
+                r = s->cb.connect(c, s->userdata);
+                s->in_callback--;
+                c->req = REQ_NONE;
+                c->req_failed = false;
+                if (r < 0 || !conn_open(c)) {
+                        if (conn_open(c))
+                                conn_fatal(c, PGCODEC_SQLSTATE_INVALID_AUTHORIZATION, -EPERM,
+                                           "connection refused");
+                        return;
+                }
+        }
+        c->accepted = true;
+        pgcodec_put_backend_key(&c->out, c->pid, c->secret);
+        pgcodec_put_ready(&c->out, c->txn_status);
+        if (conn_out_check(c) < 0)
+                return;
+        c->state = CONN_READY;
+        conn_flush(c);
+}
+
+/* Keys compared in constant time: the secret is the only thing guarding a cancel. */
+static bool secret_matches(uint32_t secret, const uint8_t *p, size_t len)
+{
+        uint8_t want[4], diff = 0;
+
+        if (len != sizeof(want))
+                return false;
+        set_be32(want, secret);
+        for (size_t i = 0; i < sizeof(want); i++)
+                diff |= (uint8_t)(want[i] ^ p[i]);
+        return diff == 0;
+}
+
+static void conn_cancel_request(struct pgwire_conn *c, const struct pgcodec_startup *st)
+{
+        struct pgwire_server *s = c->srv;
+
+        for (struct pgwire_conn *t = s->conns; t; t = t->next) {
+                if (t == c || t->pid != st->cancel_pid)
+                        continue;
+                if (t->accepted && conn_open(t) &&
+                    secret_matches(t->secret, st->cancel_secret, st->cancel_secret_len)) {
+                        s->stats.cancels++;
+                        if (s->cb.cancel) {
+                                s->in_callback++;
+                                s->cb.cancel(t, s->userdata);
+                                s->in_callback--;
+                        }
+                }
+                break;
+        }
+        /* PostgreSQL answers a CancelRequest with nothing but the close. */
+        conn_close(c, 0);
+}
+
+static void conn_handle_startup(struct pgwire_conn *c, const struct pgcodec_frame *f)
+{
+        struct pgcodec_startup st;
+        uint32_t major;
+        char msg[128];
+        int r;
+
+        r = pgcodec_parse_startup(f, &st);
+        if (r == -E2BIG) {
+                conn_protocol_violation(c, -EPROTO, "too many startup parameters");
+                return;
+        }
+        if (r < 0) {
+                conn_protocol_violation(c, -EBADMSG, "invalid startup packet layout");
+                return;
+        }
+        switch (st.code) {
+        case PGCODEC_SSL_REQUEST_CODE:
+        case PGCODEC_GSSENC_REQUEST_CODE:
+                /* No encryption: 'N', and the client goes on in the clear (or gives up,
+                 * with sslmode=require). */
+                pgcodec_put_u8(&c->out, 'N');
+                if (conn_out_check(c) == 0)
+                        conn_flush(c);
+                return;
+        case PGCODEC_CANCEL_REQUEST_CODE:
+                conn_cancel_request(c, &st);
+                return;
+        default:
+                break;
+        }
+        major = PGCODEC_PROTOCOL_MAJOR(st.code);
+        if (major != 3) {
+                snprintf(msg, sizeof(msg),
+                         "unsupported frontend protocol %u.%u: server supports 3.0 to 3.0",
+                         major, PGCODEC_PROTOCOL_MINOR(st.code));
+                c->srv->stats.protocol_errors++;
+                conn_fatal(c, PGCODEC_SQLSTATE_FEATURE_NOT_SUPPORTED, -EPROTO, msg);
+                return;
+        }
+        conn_startup(c, &st);
+}
+
+/* --- Extended protocol, answered by the server (note (5)) ------------------------- */
+
+/* An error in an extended-protocol message: ErrorResponse, then skip until Sync. */
+static void conn_ext_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+static void conn_ext_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ...)
+{
+        char msg[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        pgcodec_put_error(&c->out, 'E', &(struct pgcodec_error){
+                .sqlstate = sqlstate, .message = msg });
+        if (conn_out_check(c) < 0)
+                return;
+        conn_flush(c);          /* as PostgreSQL: an error is flushed at once */
+        c->state = CONN_SKIP;
+}
+
+static void conn_handle_parse(struct pgwire_conn *c, const struct pgcodec_frame *f)
+{
+        struct pgwire_server *s = c->srv;
+        struct pgcodec_parse p;
+
+        if (pgcodec_parse_parse(f, &p) < 0) {
+                conn_protocol_violation(c, -EBADMSG, "invalid Parse message");
+                return;
+        }
+        if (*p.name && stmt_find(c, p.name)) {
+                conn_ext_error(c, PGCODEC_SQLSTATE_DUPLICATE_PSTATEMENT,
+                               "prepared statement \"%s\" already exists", p.name);
+                return;
+        }
+        if (!s->cb.prepare) {
+                conn_ext_error(c, PGCODEC_SQLSTATE_FEATURE_NOT_SUPPORTED,
+                               "the extended query protocol is not supported");
+                return;
+        }
+        if (p.ntypes > c->types_cap) {
+                uint32_t *t = realloc(c->types, p.ntypes * sizeof(uint32_t));
+
+                if (!t) {
+                        conn_ext_error(c, PGCODEC_SQLSTATE_OUT_OF_MEMORY, "out of memory");
+                        return;
+                }
+                c->types = t;
+                c->types_cap = p.ntypes;
+        }
+        for (unsigned i = 0; i < p.ntypes; i++)
+                c->types[i] = pgcodec_parse_type(&p, i);
+
+        c->req = REQ_PREPARE;
+        c->req_name = p.name;
+        s->in_callback++;
+        s->cb.prepare(c, p.query, p.ntypes, c->types, s->userdata);
+        s->in_callback--;
+}
+
+/* Bind: check formats and counts, turn binary parameters into text, make the portal. */
+static void conn_handle_bind(struct pgwire_conn *c, const struct pgcodec_frame *f)
+{
+        _cleanup_free_ struct pgcodec_value *raw = NULL;
+        _cleanup_free_ size_t *offs = NULL;
+        struct pgcodec_buf vals;
+        struct portal *p = NULL, *old;
+        struct pgcodec_bind b;
+        struct stmt *st;
+        unsigned nres;
+
+        if (pgcodec_parse_bind(f, &b) < 0) {
+                conn_protocol_violation(c, -EBADMSG, "invalid Bind message");
+                return;
+        }
+        st = stmt_find(c, b.statement);
+        if (!st) {
+                conn_ext_error(c, PGCODEC_SQLSTATE_INVALID_SQL_STATEMENT_NAME,
+                               "prepared statement \"%s\" does not exist", b.statement);
+                return;
+        }
+        if (b.nparams != st->nparams) {
+                conn_ext_error(c, PGCODEC_SQLSTATE_PROTOCOL_VIOLATION,
+                               "bind message supplies %u parameters, but prepared "
+                               "statement \"%s\" requires %u",
+                               b.nparams, b.statement, st->nparams);
+                return;
+        }
+        nres = st->ncolumns;
+        if (b.nresult_formats > 1 && b.nresult_formats != nres) {
+                conn_ext_error(c, PGCODEC_SQLSTATE_PROTOCOL_VIOLATION,
+                               "bind message has %u result formats but query has %u columns",
+                               b.nresult_formats, nres);
+                return;
+        }
+        for (unsigned i = 0; i < nres && b.nresult_formats > 0; i++) {
+                int16_t fmt = pgcodec_bind_result_format(&b, i);
+
+                if (fmt != PGCODEC_FORMAT_TEXT && fmt != PGCODEC_FORMAT_BINARY) {
+                        conn_ext_error(c, PGCODEC_SQLSTATE_INVALID_PARAMETER_VALUE,
+                                       "unsupported format code: %d", fmt);
+                        return;
+                }
+                if (fmt == PGCODEC_FORMAT_BINARY && !pgcodec_type_has_binary(st->columns[i].type)) {
+                        conn_ext_error(c, PGCODEC_SQLSTATE_UNDEFINED_FUNCTION,
+                                       "no binary output function available for type %u",
+                                       st->columns[i].type);
+                        return;
+                }
+        }
+        if (*b.portal && portal_find(c, b.portal)) {
+                conn_ext_error(c, PGCODEC_SQLSTATE_DUPLICATE_CURSOR,
+                               "portal \"%s\" already exists", b.portal);
+                return;
+        }
+
+        /* Parameters: all as NUL-terminated text in one buffer. */
+        pgcodec_buf_init(&vals, 0);
+        raw = calloc(b.nparams ? b.nparams : 1, sizeof(*raw));
+        offs = calloc(b.nparams ? b.nparams : 1, sizeof(*offs));
+        if (!raw || !offs)
+                goto nomem;
+        pgcodec_bind_params(&b, raw);
+        for (unsigned i = 0; i < b.nparams; i++) {
+                int16_t fmt = pgcodec_bind_format(&b, i);
+                uint32_t type = st->param_types[i] ? st->param_types[i] : PGCODEC_OID_UNKNOWN;
+                int r;
+
+                offs[i] = vals.len;
+                if (raw[i].len < 0)
+                        continue;
+                if (fmt == PGCODEC_FORMAT_TEXT) {
+                        if (memchr(raw[i].data, 0, (size_t)raw[i].len)) {
+                                conn_ext_error(c, "22021",
+                                               "invalid byte sequence for encoding \"UTF8\": 0x00");
+                                goto fail;
+                        }
+                        pgcodec_put_bytes(&vals, raw[i].data, (size_t)raw[i].len);
+                        pgcodec_put_u8(&vals, 0);
+                        continue;
+                }
+                if (fmt != PGCODEC_FORMAT_BINARY) {
+                        conn_ext_error(c, PGCODEC_SQLSTATE_INVALID_PARAMETER_VALUE,
+                                       "unsupported format code: %d", fmt);
+                        goto fail;
+                }
+                r = pgcodec_binary_to_text(type, raw[i].data, (size_t)raw[i].len, &vals);
+                if (r == -EOPNOTSUPP) {
+                        conn_ext_error(c, PGCODEC_SQLSTATE_UNDEFINED_FUNCTION,
+                                       "no binary input function available for type %u", type);
+                        goto fail;
+                }
+                if (r < 0) {
+                        conn_ext_error(c, PGCODEC_SQLSTATE_INVALID_BINARY_REPRESENTATION,
+                                       "incorrect binary data format in bind parameter %u", i + 1);
+                        goto fail;
+                }
+        }
+        if (pgcodec_buf_error(&vals) < 0)
+                goto nomem;
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                goto nomem;
+        pgcodec_buf_init(&p->spill, c->srv->cfg.max_output);
+        p->name = strdup(b.portal);
+        p->params = calloc(b.nparams ? b.nparams : 1, sizeof(*p->params));
+        if (!p->name || !p->params)
+                goto nomem;
+        if (nres > 0 && b.nresult_formats > 0) {
+                bool any_binary = false;
+
+                for (unsigned i = 0; i < nres; i++)
+                        any_binary |= pgcodec_bind_result_format(&b, i) == PGCODEC_FORMAT_BINARY;
+                if (any_binary) {
+                        p->formats = calloc(nres, sizeof(int16_t));
+                        if (!p->formats)
+                                goto nomem;
+                        for (unsigned i = 0; i < nres; i++)
+                                p->formats[i] = pgcodec_bind_result_format(&b, i);
+                }
+        }
+        p->values = (char *)TAKE_PTR(vals.data);
+        p->nparams = b.nparams;
+        for (unsigned i = 0; i < b.nparams; i++) {
+                p->params[i].type = st->param_types[i];
+                if (raw[i].len < 0)
+                        continue;
+                p->params[i].value = p->values + offs[i];
+                p->params[i].len = strlen(p->params[i].value);
+        }
+        p->stmt = st;
+        st->refs++;
+
+        /* The unnamed portal is replaced by the next Bind to it. */
+        old = portal_find(c, p->name);
+        if (old)
+                portal_unlink(c, old);
+        p->next = c->portals;
+        c->portals = p;
+        pgcodec_put_empty(&c->out, '2');
+        (void)conn_out_check(c);
+        pgcodec_buf_done(&vals);
+        return;
+
+nomem:
+        conn_ext_error(c, PGCODEC_SQLSTATE_OUT_OF_MEMORY, "out of memory");
+fail:
+        if (p)
+                portal_free(c, p);
+        pgcodec_buf_done(&vals);
+}
+
+static void conn_put_description(struct pgwire_conn *c, const struct stmt *st,
+                                 const int16_t *formats)
+{
+        if (st->returns_rows)
+                pgcodec_put_row_description(&c->out, st->ncolumns, st->columns, formats);
+        else
+                pgcodec_put_empty(&c->out, 'n');
+}
+
+static void conn_handle_describe(struct pgwire_conn *c, const struct pgcodec_frame *f)
+{
+        struct pgcodec_target t;
+
+        if (pgcodec_parse_target(f, &t) < 0) {
+                conn_protocol_violation(c, -EBADMSG, "invalid Describe message");
+                return;
+        }
+        if (t.kind == 'S') {
+                struct stmt *st = stmt_find(c, t.name);
+
+                if (!st) {
+                        conn_ext_error(c, PGCODEC_SQLSTATE_INVALID_SQL_STATEMENT_NAME,
+                                       "prepared statement \"%s\" does not exist", t.name);
+                        return;
+                }
+                pgcodec_put_parameter_description(&c->out, st->nparams, st->param_types);
+                conn_put_description(c, st, NULL);
+        } else {
+                struct portal *p = portal_find(c, t.name);
+
+                if (!p) {
+                        conn_ext_error(c, PGCODEC_SQLSTATE_INVALID_CURSOR_NAME,
+                                       "portal \"%s\" does not exist", t.name);
+                        return;
+                }
+                conn_put_description(c, p->stmt, p->formats);
+        }
+        (void)conn_out_check(c);
+}
+
+static void conn_handle_close(struct pgwire_conn *c, const struct pgcodec_frame *f)
+{
+        struct pgcodec_target t;
+
+        if (pgcodec_parse_target(f, &t) < 0) {
+                conn_protocol_violation(c, -EBADMSG, "invalid Close message");
+                return;
+        }
+        /* Closing something that does not exist is not an error. */
+        if (t.kind == 'S') {
+                struct stmt *st = stmt_find(c, t.name);
+                if (st)
+                        stmt_unlink(c, st);
+        } else {
+                struct portal *p = portal_find(c, t.name);
+                if (p)
+                        portal_unlink(c, p);
+        }
+        pgcodec_put_empty(&c->out, '3');
+        (void)conn_out_check(c);
+}
+
+/* Send up to max_rows (0: all) of a suspended portal's rows, then the tag or
+ * PortalSuspended. */
+static void portal_resume(struct pgwire_conn *c, struct portal *p, uint32_t max_rows)
+{
+        size_t start = p->spill_off;
+        uint64_t n = 0;
+
+        assert(p->state == PORTAL_SUSPENDED);
+        while (p->spill_off < p->spill.len && (max_rows == 0 || n < max_rows)) {
+                /* Each entry is a whole DataRow: 'D', length, fields. */
+                p->spill_off += 1 + get_be32(p->spill.data + p->spill_off + 1);
+                n++;
+        }
+        assert(p->spill_off <= p->spill.len);
+        pgcodec_put_bytes(&c->out, p->spill.data + start, p->spill_off - start);
+        if (p->spill_off < p->spill.len) {
+                pgcodec_put_empty(&c->out, 's');
+        } else {
+                pgcodec_buf_done(&p->spill);
+                p->spill_off = 0;
+                p->state = PORTAL_DONE;
+                pgcodec_put_command_complete(&c->out, p->tag ? p->tag : "SELECT 0");
+        }
+        (void)conn_out_check(c);
+}
+
+static void conn_handle_execute(struct pgwire_conn *c, const struct pgcodec_frame *f)
+{
+        struct pgwire_server *s = c->srv;
+        struct pgcodec_execute e;
+        struct portal *p;
+
+        if (pgcodec_parse_execute(f, &e) < 0) {
+                conn_protocol_violation(c, -EBADMSG, "invalid Execute message");
+                return;
+        }
+        p = portal_find(c, e.portal);
+        if (!p) {
+                conn_ext_error(c, PGCODEC_SQLSTATE_INVALID_CURSOR_NAME,
+                               "portal \"%s\" does not exist", e.portal);
+                return;
+        }
+        switch (p->state) {
+        case PORTAL_SUSPENDED:
+                portal_resume(c, p, e.max_rows);
+                return;
+        case PORTAL_DONE:
+                /* Run to completion already: nothing more to fetch. */
+                if (p->empty)
+                        pgcodec_put_empty(&c->out, 'I');
+                else
+                        pgcodec_put_command_complete(&c->out, p->tag ? p->tag : "SELECT 0");
+                (void)conn_out_check(c);
+                return;
+        case PORTAL_READY:
+                break;
+        }
+        if (!s->cb.execute) {
+                conn_ext_error(c, PGCODEC_SQLSTATE_FEATURE_NOT_SUPPORTED,
+                               "the extended query protocol is not supported");
+                return;
+        }
+        c->req = REQ_EXECUTE;
+        c->req_portal = p;
+        c->req_max_rows = e.max_rows;
+        c->req_rows = 0;
+        c->req_result = false;
+        s->in_callback++;
+        s->cb.execute(c, p->stmt->owner, p->nparams, p->params, s->userdata);
+        s->in_callback--;
+}
+
+/* --- Dispatch ---------------------------------------------------------------------- */
+
+static void conn_handle_query(struct pgwire_conn *c, const struct pgcodec_frame *f)
+{
+        struct pgwire_server *s = c->srv;
+        struct stmt *unnamed;
+        const char *sql;
+
+        if (pgcodec_parse_query(f, &sql) < 0) {
+                conn_protocol_violation(c, -EBADMSG, "invalid Query message");
+                return;
+        }
+        /* As PostgreSQL: a simple query destroys the unnamed statement. */
+        unnamed = stmt_find(c, "");
+        if (unnamed)
+                stmt_unlink(c, unnamed);
+        if (!s->cb.query) {
+                conn_put_error(c, NULL, PGCODEC_SQLSTATE_FEATURE_NOT_SUPPORTED,
+                               "simple queries are not supported");
+                pgcodec_put_ready(&c->out, c->txn_status);
+                if (conn_out_check(c) == 0)
+                        conn_flush(c);
+                return;
+        }
+        c->req = REQ_QUERY;
+        c->req_ncols = PGWIRE_NCOLS_NONE;
+        s->in_callback++;
+        s->cb.query(c, sql, s->userdata);
+        s->in_callback--;
+}
+
+static void conn_handle_sync(struct pgwire_conn *c, const struct pgcodec_frame *f)
+{
+        if (pgcodec_parse_empty(f) < 0) {
+                conn_protocol_violation(c, -EBADMSG, "invalid Sync message");
+                return;
+        }
+        c->state = CONN_READY;
+        if (c->txn_status == 'I')
+                portals_drop_all(c);
+        pgcodec_put_ready(&c->out, c->txn_status);
+        if (conn_out_check(c) == 0)
+                conn_flush(c);
+}
+
+static void conn_handle(struct pgwire_conn *c, const struct pgcodec_frame *f)
+{
+        bool skip = c->state == CONN_SKIP;
+
+        assert(c->state == CONN_READY || c->state == CONN_SKIP);
+        switch (f->type) {
+        case 'S':
+                conn_handle_sync(c, f);
+                return;
+        case 'X':
+                if (pgcodec_parse_empty(f) < 0)
+                        conn_protocol_violation(c, -EBADMSG, "invalid Terminate message");
+                else
+                        conn_close(c, 0);
+                return;
+        case 'p':
+                conn_protocol_violation(c, -EPROTO, "unexpected password message");
+                return;
+        case 'd': case 'c': case 'f':
+                return;         /* COPY messages outside COPY are ignored, per protocol */
+        default:
+                break;
+        }
+        if (skip)
+                return;         /* everything else waits for Sync */
+        switch (f->type) {
+        case 'Q':
+                conn_handle_query(c, f);
+                return;
+        case 'P':
+                conn_handle_parse(c, f);
+                return;
+        case 'B':
+                conn_handle_bind(c, f);
+                return;
+        case 'D':
+                conn_handle_describe(c, f);
+                return;
+        case 'E':
+                conn_handle_execute(c, f);
+                return;
+        case 'C':
+                conn_handle_close(c, f);
+                return;
+        case 'H':
+                if (pgcodec_parse_empty(f) < 0)
+                        conn_protocol_violation(c, -EBADMSG, "invalid Flush message");
+                else
+                        conn_flush(c);
+                return;
+        case 'F':
+                conn_put_error(c, NULL, PGCODEC_SQLSTATE_FEATURE_NOT_SUPPORTED,
+                               "function call messages are not supported");
+                pgcodec_put_ready(&c->out, c->txn_status);
+                if (conn_out_check(c) == 0)
+                        conn_flush(c);
+                return;
+        default:
+                /* pgcodec_frame_next() lets only frontend types through. */
+                conn_protocol_violation(c, -EBADMSG, "invalid frontend message type");
+                return;
+        }
+}
+
+/* Process every whole message while the conn is open and no request is in flight. */
+static void conn_dispatch(struct pgwire_conn *c)
+{
+        struct pgwire_server *s = c->srv;
+
+        while (c->req == REQ_NONE && conn_open(c)) {
+                struct pgcodec_frame f;
+                size_t max = s->cfg.max_message;
+                char msg[96];
+                int r;
+
+                if (s->shutting_down) {
+                        conn_fatal(c, PGCODEC_SQLSTATE_ADMIN_SHUTDOWN, -ESHUTDOWN,
+                                   "terminating connection due to administrator command");
+                        return;
+                }
+                if (conn_queued(c) >= PGWIRE_PAUSE_AT) {
+                        /* Note (4): resumed by conn_send_done(). */
+                        conn_flush(c);
+                        c->in_need = 0;
+                        return;
+                }
+                r = pgcodec_frame_next(c->in + c->in_start, c->in_end - c->in_start,
+                                       c->state == CONN_STARTUP, max, &f);
+                if (r == 0) {
+                        c->in_need = f.size;
+                        /* EOF between messages is a plain close; inside one, the client
+                         * died mid-message or is broken. */
+                        if (c->eof)
+                                conn_close(c, c->in_end > c->in_start ? -EPROTO : 0);
+                        return;
+                }
+                if (r < 0) {
+                        if (r == -EPROTO)
+                                snprintf(msg, sizeof(msg), "invalid frontend message type %d",
+                                         c->in[c->in_start]);
+                        else if (c->state == CONN_STARTUP)
+                                snprintf(msg, sizeof(msg), "invalid length of startup packet");
+                        else
+                                snprintf(msg, sizeof(msg), "invalid message length %s",
+                                         r == -EMSGSIZE ? "(over the limit)" : "(too short)");
+                        conn_protocol_violation(c, r, msg);
+                        return;
+                }
+                /* Consumed now; the bytes stay put while a request borrows them. */
+                c->in_start += f.size;
+                c->in_need = 0;
+                if (c->state == CONN_STARTUP)
+                        conn_handle_startup(c, &f);
+                else
+                        conn_handle(c, &f);
+                assert(conn_check(c));
+        }
+}
+
+/* Keep the conn's I/O going after its state changed (note (1)). */
+static void conn_pump(struct pgwire_conn *c)
+{
+        int r;
+
+        switch (c->state) {
+        case CONN_STARTUP:
+        case CONN_READY:
+        case CONN_SKIP:
+                r = conn_in_prepare(c);
+                if (r < 0) {
+                        conn_abort(c, r);
+                        return;
+                }
+                conn_recv_arm(c);
+                return;
+        case CONN_CLOSING:
+                if (!c->wr_shut && c->out.len == 0 && !c->send_armed) {
+                        (void)shutdown(c->fd, SHUT_WR);
+                        c->wr_shut = true;
+                }
+                if (c->wr_shut && c->eof) {
+                        conn_abort(c, c->reason);
+                        return;
+                }
+                /* Drain (and drop) the client's bytes, unless a request still borrows
+                 * the buffer. */
+                if (c->req == REQ_NONE && !c->recv_armed) {
+                        c->in_start = c->in_end = 0;
+                        conn_recv_arm(c);
+                }
+                return;
+        case CONN_CLOSED:
+                return;
+        }
+}
+
+/* The one entry point from the loop: process input, keep I/O going, settle. */
+static void conn_run(struct pgwire_conn *c)
+{
+        assert(!c->dispatching);
+        c->dispatching = true;
+        conn_dispatch(c);
+        conn_pump(c);
+        c->dispatching = false;
+        assert(conn_check(c));
+        (void)conn_settle(c);
+}
+
+static void conn_recv_done(struct loop *l, struct loop_io *io, int res)
+{
+        struct pgwire_conn *c = container_of(io, struct pgwire_conn, recv_io);
+
+        c->recv_armed = false;
+        if (c->state == CONN_CLOSED) {
+                (void)conn_settle(c);
+                return;
+        }
+        if (res > 0) {
+                if (c->state == CONN_CLOSING) {
+                        c->lingered += (size_t)res;
+                        if (c->lingered > PGWIRE_LINGER_MAX)
+                                conn_abort(c, c->reason);
+                } else {
+                        c->in_end += (size_t)res;
+                        assert(c->in_end <= c->in_cap);
+                }
+        } else if (res == 0) {
+                c->eof = true;
+        } else if (res != -EINTR && res != -EAGAIN) {
+                conn_abort(c, res);
+        }
+        conn_run(c);
+}
+
+static void conn_send_done(struct loop *l, struct loop_io *io, int res)
+{
+        struct pgwire_conn *c = container_of(io, struct pgwire_conn, send_io);
+        int r = 0;
+
+        c->send_armed = false;
+        if (c->state == CONN_CLOSED) {
+                (void)conn_settle(c);
+                return;
+        }
+        if (res > 0) {
+                c->tx_off += (size_t)res;
+                assert(c->tx_off <= c->tx.len);
+                if (c->tx_off < c->tx.len)
+                        r = conn_send_arm(c);   /* short send: the rest */
+                else {
+                        pgcodec_buf_reset(&c->tx);
+                        c->tx_off = 0;
+                        if (c->tx.cap > PGWIRE_BUF_SHRINK)
+                                pgcodec_buf_done(&c->tx);
+                        conn_flush(c);
+                }
+        } else if (res == -EINTR || res == -EAGAIN) {
+                r = conn_send_arm(c);
+        } else {
+                r = res == 0 ? -EPIPE : res;
+        }
+        if (r < 0)
+                conn_abort(c, r);
+        conn_run(c);
+}
+
+/* --- Accepting --------------------------------------------------------------------- */
+
+static void peer_name(int fd, char *buf, size_t size, bool *ret_tcp)
+{
+        struct sockaddr_storage ss = { 0 };
+        socklen_t len = sizeof(ss);
+        char host[INET6_ADDRSTRLEN] = "?";
+
+        *ret_tcp = false;
+        if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0) {
+                snprintf(buf, size, "?");
+                return;
+        }
+        if (ss.ss_family == AF_INET) {
+                const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+
+                inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+                snprintf(buf, size, "%s:%u", host, ntohs(in->sin_port));
+                *ret_tcp = true;
+        } else if (ss.ss_family == AF_INET6) {
+                const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+
+                inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+                snprintf(buf, size, "[%s]:%u", host, ntohs(in6->sin6_port));
+                *ret_tcp = true;
+        } else {
+                snprintf(buf, size, "[local]");
+        }
+}
+
+static uint32_t random_u32(void)
+{
+        static uint32_t fallback;       /* only without getrandom(): never in practice */
+        uint32_t v;
+
+        if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == sizeof(v))
+                return v;
+        fallback = fallback * 1664525u + 1013904223u + (uint32_t)now_ns();
+        return fallback;
+}
+
+static void server_take(struct pgwire_server *s, int fd)
+{
+        struct pgwire_conn *c;
+        bool refuse;
+        int one = 1;
+
+        s->stats.accepted++;
+        /* Over max_connections the client still gets its FATAL through a normal
+         * (lingering) close: a bare close() with its startup packet unread would send
+         * an RST that can destroy the error before libpq reads it.  Only a flood beyond
+         * the slack is cut without a word. */
+        refuse = s->stats.active >= s->cfg.max_connections;
+        if (refuse && s->stats.active >= s->cfg.max_connections + PGWIRE_REFUSE_SLACK) {
+                s->stats.refused++;
+                (void)close(fd);
+                return;
+        }
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                (void)close(fd);
+                return;
+        }
+        c->in = malloc(PGWIRE_IN_INIT);
+        if (!c->in) {
+                free(c);
+                (void)close(fd);
+                return;
+        }
+        c->in_cap = PGWIRE_IN_INIT;
+        c->srv = s;
+        c->fd = fd;
+        c->state = CONN_STARTUP;
+        c->txn_status = 'I';
+        c->recv_io.complete = conn_recv_done;
+        c->send_io.complete = conn_send_done;
+        pgcodec_buf_init(&c->out, s->cfg.max_output);
+        pgcodec_buf_init(&c->tx, s->cfg.max_output);
+        peer_name(fd, c->peer, sizeof(c->peer), &c->is_tcp);
+        if (c->is_tcp) {
+                /* Replies are whole messages already: do not let Nagle hold them. */
+                (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+        }
+        do
+                c->pid = s->next_pid = s->next_pid >= INT32_MAX ? 1 : s->next_pid + 1;
+        while (c->pid == 0);
+        c->secret = random_u32();
+
+        c->next = s->conns;
+        if (s->conns)
+                s->conns->prev = c;
+        s->conns = c;
+        s->stats.active++;
+        if (refuse) {
+                s->stats.refused++;
+                conn_fatal(c, PGCODEC_SQLSTATE_TOO_MANY_CONNECTIONS, -EUSERS,
+                           "sorry, too many clients already");
+        }
+        conn_run(c);
+}
+
+static int listener_arm(struct listener *ln)
+{
+        int r = loop_accept(ln->srv->loop, &ln->io, ln->fd);
+
+        if (r >= 0)
+                ln->armed = true;
+        return r;
+}
+
+static void server_retry_fire(struct loop *l, void *userdata);
+
+static void server_retry_later(struct pgwire_server *s)
+{
+        if (s->retry)
+                return;
+        /* Out of memory even for a timer: stop accepting; nothing better is possible. */
+        if (loop_timer_add(s->loop, PGWIRE_ACCEPT_RETRY_NS, server_retry_fire, s, &s->retry) < 0)
+                s->retry = NULL;
+}
+
+static void server_retry_fire(struct loop *l, void *userdata)
+{
+        struct pgwire_server *s = userdata;
+
+        s->retry = NULL;        /* the loop frees a fired timer */
+        for (unsigned i = 0; i < s->nlisteners; i++) {
+                struct listener *ln = &s->listeners[i];
+
+                if (!ln->armed && ln->fd >= 0 && listener_arm(ln) < 0)
+                        server_retry_later(s);
+        }
+}
+
+static void listener_accept_done(struct loop *l, struct loop_io *io, int res)
+{
+        struct listener *ln = container_of(io, struct listener, io);
+        struct pgwire_server *s = ln->srv;
+
+        ln->armed = false;
+        if (s->shutting_down || s->freeing) {
+                if (res >= 0)
+                        (void)close(res);
+                closep(&ln->fd);        /* note (6): no accept is in flight now */
+                if (s->freeing)
+                        server_maybe_free(s);
+                else
+                        server_maybe_done(s);
+                return;
+        }
+        if (res >= 0) {
+                server_take(s, res);
+        } else if (res != -EAGAIN && res != -EINTR && res != -ECONNABORTED && res != -EPROTO) {
+                /* EMFILE, ENFILE, ENOBUFS, ENOMEM...: retrying at once would spin. */
+                server_retry_later(s);
+                return;
+        }
+        if (listener_arm(ln) < 0)
+                server_retry_later(s);
+}
+
+/* --- Listening --------------------------------------------------------------------- */
+
+static int listener_add(struct pgwire_server *s, int fd)
+{
+        struct listener *ln;
+
+        if (s->nlisteners == PGWIRE_LISTENERS_MAX)
+                return -E2BIG;
+        ln = &s->listeners[s->nlisteners++];
+        ln->srv = s;
+        ln->fd = fd;
+        ln->io.complete = listener_accept_done;
+        return 0;
+}
+
+static int eai_to_errno(int eai)
+{
+        switch (eai) {
+        case EAI_SYSTEM:
+                return errno > 0 ? -errno : -EIO;
+        case EAI_MEMORY:
+                return -ENOMEM;
+        case EAI_AGAIN:
+                return -EAGAIN;
+        case EAI_NONAME:
+        case EAI_NODATA:
+                return -EADDRNOTAVAIL;
+        default:
+                return -EINVAL;
+        }
+}
+
+static int listen_tcp(struct pgwire_server *s)
+{
+        struct addrinfo hints = {
+                .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+                .ai_family = AF_UNSPEC,
+                .ai_socktype = SOCK_STREAM,
+        }, *res = NULL;
+        char port[8];
+        int r, first_error = 0;
+        unsigned bound = 0;
+
+        snprintf(port, sizeof(port), "%u", s->cfg.port);
+        /* "*": every interface, as PostgreSQL's listen_addresses. */
+        r = getaddrinfo(strcmp(s->cfg.host, "*") == 0 ? NULL : s->cfg.host, port, &hints, &res);
+        if (r != 0)
+                return eai_to_errno(r);
+
+        for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+                _cleanup_close_ int fd = -EBADF;
+                struct sockaddr_storage ss;
+                socklen_t len;
+                int one = 1;
+
+                if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+                        continue;
+                fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+                if (fd < 0) {
+                        r = -errno;
+                        goto next;
+                }
+                if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+                    (ai->ai_family == AF_INET6 &&
+                     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)) {
+                        r = -errno;
+                        goto next;
+                }
+                /* With port 0, every address gets the port the first one was given. */
+                memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+                if (s->port) {
+                        if (ai->ai_family == AF_INET)
+                                ((struct sockaddr_in *)&ss)->sin_port = htons(s->port);
+                        else
+                                ((struct sockaddr_in6 *)&ss)->sin6_port = htons(s->port);
+                }
+                if (bind(fd, (struct sockaddr *)&ss, ai->ai_addrlen) < 0 ||
+                    listen(fd, s->cfg.backlog) < 0) {
+                        r = -errno;
+                        goto next;
+                }
+                len = sizeof(ss);
+                if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+                        r = -errno;
+                        goto next;
+                }
+                s->port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                                        : ((struct sockaddr_in6 *)&ss)->sin6_port);
+                r = listener_add(s, fd);
+                if (r < 0)
+                        goto next;
+                TAKE_FD(fd);
+                bound++;
+                continue;
+next:
+                if (!first_error)
+                        first_error = r;
+        }
+        freeaddrinfo(res);
+        if (bound == 0)
+                return first_error ? first_error : -EADDRNOTAVAIL;
+        return 0;
+}
+
+static int sockaddr_un_fill(const char *path, struct sockaddr_un *sa, socklen_t *ret_len)
+{
+        size_t n = strlen(path);
+
+        if (n == 0)
+                return -EINVAL;
+        if (n >= sizeof(sa->sun_path))
+                return -ENAMETOOLONG;
+        memset(sa, 0, sizeof(*sa));
+        sa->sun_family = AF_UNIX;
+        memcpy(sa->sun_path, path, n + 1);
+        *ret_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+        return 0;
+}
+
+/* Make path free for bind(): remove a stale socket, refuse to touch anything else. */
+static int unlink_stale(const char *path, const struct sockaddr_un *sa, socklen_t salen)
+{
+        _cleanup_close_ int probe = -EBADF;
+        struct stat st;
+
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -EEXIST;
+        /* Stale only if nobody listens: replacing a live server's socket would cut it
+         * off from every future client. */
+        probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (probe < 0)
+                return -errno;
+        if (connect(probe, (const struct sockaddr *)sa, salen) == 0 || errno == EAGAIN)
+                return -EADDRINUSE;
+        if (errno != ECONNREFUSED && errno != ENOENT)
+                return -errno;
+        if (unlink(path) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+static int listen_unix(struct pgwire_server *s)
+{
+        _cleanup_close_ int fd = -EBADF;
+        struct sockaddr_un sa;
+        struct stat st;
+        socklen_t salen;
+        int r;
+
+        r = sockaddr_un_fill(s->cfg.unix_path, &sa, &salen);
+        if (r < 0)
+                return r;
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        r = unlink_stale(s->cfg.unix_path, &sa, salen);
+        if (r < 0)
+                return r;
+        if (bind(fd, (struct sockaddr *)&sa, salen) < 0)
+                return -errno;
+        /* As PostgreSQL's default unix_socket_permissions: the socket is as open as
+         * the loopback TCP port; the directory decides who reaches it. */
+        if (chmod(s->cfg.unix_path, 0777) < 0 || lstat(s->cfg.unix_path, &st) < 0) {
+                r = -errno;
+                (void)unlink(s->cfg.unix_path);
+                return r;
+        }
+        s->unix_bound = true;
+        s->unix_dev = st.st_dev;
+        s->unix_ino = st.st_ino;
+        if (listen(fd, s->cfg.backlog) < 0)
+                return -errno;
+        r = listener_add(s, fd);
+        if (r < 0)
+                return r;
+        TAKE_FD(fd);
+        return 0;
+}
+
+static void server_unlink(struct pgwire_server *s)
+{
+        struct stat st;
+
+        if (!s->unix_bound)
+                return;
+        /* Only the file we bound: a successor may have replaced it already. */
+        if (lstat(s->cfg.unix_path, &st) == 0 && st.st_dev == s->unix_dev &&
+            st.st_ino == s->unix_ino)
+                (void)unlink(s->cfg.unix_path);
+        s->unix_bound = false;
+}
+
+/* Stop accepting: cancel the accepts in flight (their completion closes the fd). */
+static void server_stop_listening(struct pgwire_server *s)
+{
+        if (s->retry) {
+                loop_timer_cancel(s->loop, s->retry);
+                s->retry = NULL;
+        }
+        server_unlink(s);
+        for (unsigned i = 0; i < s->nlisteners; i++) {
+                struct listener *ln = &s->listeners[i];
+
+                if (ln->armed) {
+                        if (loop_cancel(s->loop, &ln->io) < 0)
+                                (void)shutdown(ln->fd, SHUT_RDWR);
+                } else {
+                        closep(&ln->fd);
+                }
+        }
+}
+
+static bool server_listening(const struct pgwire_server *s)
+{
+        for (unsigned i = 0; i < s->nlisteners; i++)
+                if (s->listeners[i].armed)
+                        return true;
+        return false;
+}
+
+static void server_destroy(struct pgwire_server *s)
+{
+        assert(!s->conns && !server_listening(s) && !s->runq);
+        for (unsigned i = 0; i < s->nlisteners; i++)
+                closep(&s->listeners[i].fd);
+        server_unlink(s);
+        free(s->host);
+        free(s->unix_path);
+        free(s->server_version);
+        free(s);
+}
+
+/* Shutdown complete?  Runs done() from the loop. */
+static void server_maybe_done(struct pgwire_server *s)
+{
+        if (!s->shutting_down || s->shutdown_reported || s->freeing || s->conns ||
+            server_listening(s))
+                return;
+        s->shutdown_reported = true;
+        /* Last: done() may free s (every caller returns right after). */
+        if (s->shutdown_done)
+                s->shutdown_done(s, s->shutdown_userdata);
+}
+
+static void server_maybe_free(struct pgwire_server *s)
+{
+        assert(s->freeing);
+        if (s->holds == 0 && !s->conns && !server_listening(s))
+                server_destroy(s);
+}
+
+/* --- Server API --------------------------------------------------------------------- */
+
+void pgwire_config_init(struct pgwire_config *cfg)
+{
+        assert(cfg);
+        *cfg = (struct pgwire_config){
+                .host = "127.0.0.1",
+                .port = PGWIRE_PORT_DEFAULT,
+                .server_version = PGWIRE_SERVER_VERSION_DEFAULT,
+                .max_message = PGWIRE_MAX_MESSAGE_DEFAULT,
+                .max_output = PGWIRE_MAX_OUTPUT_DEFAULT,
+                .max_connections = PGWIRE_MAX_CONNECTIONS_DEFAULT,
+                .close_timeout_ms = PGWIRE_CLOSE_TIMEOUT_MS_DEFAULT,
+                .backlog = PGWIRE_BACKLOG_DEFAULT,
+        };
+}
+
+static int config_resolve(const struct pgwire_config *in, struct pgwire_config *out)
+{
+        struct pgwire_config d;
+
+        pgwire_config_init(&d);
+        *out = *in;
+        if (out->host && !*out->host)
+                out->host = NULL;       /* "": no TCP, as an empty listen_addresses */
+        if (!out->host && !out->unix_path)
+                return -EINVAL;         /* nothing to listen on */
+        if (!out->server_version)
+                out->server_version = d.server_version;
+        if (out->max_message == 0)
+                out->max_message = d.max_message;
+        if (out->max_message < PGWIRE_MAX_MESSAGE_MIN || out->max_message > PGCODEC_MESSAGE_MAX)
+                return -EINVAL;
+        if (out->max_output == 0)
+                out->max_output = d.max_output;
+        if (out->max_output < PGWIRE_MAX_OUTPUT_MIN)
+                return -EINVAL;
+        if (out->max_connections == 0)
+                out->max_connections = d.max_connections;
+        if (out->close_timeout_ms == 0)
+                out->close_timeout_ms = d.close_timeout_ms;
+        if (out->backlog <= 0)
+                out->backlog = d.backlog;
+        return 0;
+}
+
+int pgwire_server_new(struct loop *l, const struct pgwire_config *cfg,
+                      const struct pgwire_callbacks *cb, void *userdata,
+                      struct pgwire_server **ret)
+{
+        struct pgwire_server *s;
+        int r;
+
+        assert(l);
+        assert(cfg);
+        assert(cb);
+        assert(ret);
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        for (unsigned i = 0; i < PGWIRE_LISTENERS_MAX; i++)
+                s->listeners[i].fd = -EBADF;
+        s->loop = l;
+        s->cb = *cb;
+        s->userdata = userdata;
+        r = config_resolve(cfg, &s->cfg);
+        if (r < 0)
+                goto fail;
+        s->server_version = strdup(s->cfg.server_version);
+        s->host = s->cfg.host ? strdup(s->cfg.host) : NULL;
+        s->unix_path = s->cfg.unix_path ? strdup(s->cfg.unix_path) : NULL;
+        if (!s->server_version || (s->cfg.host && !s->host) ||
+            (s->cfg.unix_path && !s->unix_path)) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        s->cfg.server_version = s->server_version;
+        s->cfg.host = s->host;
+        s->cfg.unix_path = s->unix_path;
+        s->next_pid = (int32_t)(random_u32() % 1000000u) + 1000;
+
+        if (s->cfg.host) {
+                r = listen_tcp(s);
+                if (r < 0)
+                        goto fail;
+        }
+        if (s->cfg.unix_path) {
+                r = listen_unix(s);
+                if (r < 0)
+                        goto fail;
+        }
+        r = loop_waker_new(l, server_wake, s, &s->waker);
+        if (r < 0)
+                goto fail;
+        for (unsigned i = 0; i < s->nlisteners; i++) {
+                r = listener_arm(&s->listeners[i]);
+                if (r < 0)
+                        goto fail_armed;
+        }
+        *ret = s;
+        return 0;
+
+fail_armed:
+        /* Some accepts are in flight: the loop must reap them, so tear down through
+         * the normal path (the memory goes when they complete). */
+        (void)pgwire_server_free(s);
+        return r;
+fail:
+        s->waker = loop_waker_free(l, s->waker);
+        server_destroy(s);
+        return r;
+}
+
+uint16_t pgwire_server_port(const struct pgwire_server *s)
+{
+        assert(s);
+        return s->cfg.host ? s->port : 0;
+}
+
+void pgwire_server_stats(const struct pgwire_server *s, struct pgwire_stats *ret)
+{
+        assert(s && ret);
+        *ret = s->stats;
+}
+
+void pgwire_server_shutdown(struct pgwire_server *s,
+                            void (*done)(struct pgwire_server *s, void *userdata),
+                            void *userdata)
+{
+        assert(s);
+        assert(!s->shutting_down && !s->freeing);
+
+        s->shutting_down = true;
+        s->shutdown_done = done;
+        s->shutdown_userdata = userdata;
+        server_stop_listening(s);
+        /* Each conn says goodbye from conn_dispatch() once it has no request in flight;
+         * the waker also reports completion when there is nothing to wait for. */
+        for (struct pgwire_conn *c = s->conns; c; c = c->next)
+                conn_schedule(c);
+        loop_waker_wake(s->waker);
+}
+
+struct pgwire_server *pgwire_server_free(struct pgwire_server *s)
+{
+        struct pgwire_conn *c, *next;
+
+        if (!s)
+                return NULL;
+        assert(!s->freeing);
+        assert(s->in_callback == 0);    /* not from inside one of our callbacks */
+
+        if (!s->shutting_down)
+                server_stop_listening(s);
+        s->freeing = true;
+        s->holds++;             /* the conns freed below must not free s under us */
+        s->waker = loop_waker_free(s->loop, s->waker);
+        for (c = s->runq; c; c = next) {
+                next = c->run_next;
+                c->queued = false;
+                c->run_next = NULL;
+        }
+        s->runq = s->runq_tail = NULL;
+        /* Cut every conn: its disconnect() and stmt_free()s run now (conn_settle()
+         * without a waker), so the owner can release its state before we return.  The
+         * scan restarts each time: an owner's disconnect() may finish (and so free)
+         * any conn. */
+        for (;;) {
+                for (c = s->conns; c && c->released; c = c->next)
+                        ;
+                if (!c)
+                        break;
+                c->released = true;
+                conn_drop_statements(c);
+                /* Either way conn_settle() runs (conn_abort() through conn_schedule(),
+                 * which settles at once without a waker) and may free c. */
+                if (c->state == CONN_CLOSED)
+                        (void)conn_settle(c);
+                else
+                        conn_abort(c, -ESHUTDOWN);
+        }
+        s->holds--;
+        server_maybe_free(s);
+        return NULL;
+}
+
+/* --- Responses ---------------------------------------------------------------------- */
+
+/* Common entry checks: 0 to go on, else what to return. */
+static int conn_can_send(struct pgwire_conn *c, bool result)
+{
+        assert(c);
+        if (!conn_open(c))
+                return -ECONNRESET;
+        if (result)
+                assert(c->req == REQ_QUERY || c->req == REQ_EXECUTE);
+        if (c->req_failed && c->req != REQ_NONE && c->req != REQ_CONNECT)
+                return -ECANCELED;
+        return 0;
+}
+
+/* An owner's value does not match what the client asked for: fail the request. */
+static int conn_fail_request(struct pgwire_conn *c, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+static int conn_fail_request(struct pgwire_conn *c, const char *fmt, ...)
+{
+        char msg[256];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        (void)pgwire_send_error(c, &(struct pgcodec_error){
+                .sqlstate = PGCODEC_SQLSTATE_INTERNAL_ERROR, .message = msg });
+        return -EINVAL;
+}
+
+/* After an owner's put: check, and push the output if it is not part of a request. */
+static int conn_sent(struct pgwire_conn *c)
+{
+        int r = conn_out_check(c);
+
+        if (r < 0)
+                return r;
+        if (c->req == REQ_NONE && !c->dispatching)
+                conn_flush(c);
+        return 0;
+}
+
+int pgwire_send_row_description(struct pgwire_conn *c, unsigned n,
+                                const struct pgcodec_column *cols)
+{
+        int r = conn_can_send(c, true);
+
+        if (r < 0)
+                return r;
+        if (n > INT16_MAX)
+                return conn_fail_request(c, "too many result columns (%u)", n);
+        if (c->req == REQ_EXECUTE)
+                return 0;       /* Describe sent it (note (5)) */
+        c->req_ncols = n;
+        pgcodec_put_row_description(&c->out, n, cols, NULL);
+        return conn_sent(c);
+}
+
+/* Encode one DataRow into b, in the formats asked (NULL: text).  -EINVAL (b unchanged)
+ * when a value asked in binary is not valid text of its column's type. */
+static int put_data_row(struct pgcodec_buf *b, unsigned n, const char *const *values,
+                        const size_t *lengths, const struct stmt *st, const int16_t *formats,
+                        unsigned *ret_bad)
+{
+        size_t row = b->len, m;
+
+        m = pgcodec_msg_begin(b, 'D');
+        pgcodec_put_i16(b, (int16_t)n);
+        for (unsigned i = 0; i < n; i++) {
+                size_t len, at;
+
+                if (!values[i]) {
+                        pgcodec_put_i32(b, -1);
+                        continue;
+                }
+                len = lengths ? lengths[i] : strlen(values[i]);
+                if (len > INT32_MAX) {
+                        pgcodec_buf_truncate(b, row);
+                        *ret_bad = i;
+                        return -EINVAL;
+                }
+                if (!formats || formats[i] != PGCODEC_FORMAT_BINARY) {
+                        pgcodec_put_i32(b, (int32_t)len);
+                        pgcodec_put_bytes(b, values[i], len);
+                        continue;
+                }
+                at = b->len;
+                pgcodec_put_i32(b, 0);
+                if (pgcodec_text_to_binary(st->columns[i].type, values[i], len, b) < 0) {
+                        pgcodec_buf_truncate(b, row);
+                        *ret_bad = i;
+                        return -EINVAL;
+                }
+                if (!pgcodec_buf_error(b))
+                        set_be32(b->data + at, (uint32_t)(b->len - at - 4));
+        }
+        pgcodec_msg_end(b, m);
+        return 0;
+}
+
+int pgwire_send_data_row(struct pgwire_conn *c, unsigned n, const char *const *values,
+                         const size_t *lengths)
+{
+        struct pgcodec_buf *b = &c->out;
+        const struct stmt *st = NULL;
+        const int16_t *formats = NULL;
+        unsigned bad = 0;
+        int r = conn_can_send(c, true);
+
+        if (r < 0)
+                return r;
+        assert(n == 0 || values);
+        if (c->req == REQ_EXECUTE) {
+                struct portal *p = c->req_portal;
+
+                st = p->stmt;
+                if (!st->returns_rows || n != st->ncolumns)
+                        return conn_fail_request(c, "executor sent a row of %u columns for "
+                                                 "a statement described with %u",
+                                                 n, st->returns_rows ? st->ncolumns : 0);
+                formats = p->formats;
+                /* Rows past Execute's limit wait in the portal (note (5)). */
+                if (c->req_max_rows && c->req_rows >= c->req_max_rows)
+                        b = &p->spill;
+                c->req_rows++;
+        } else if (c->req_ncols == PGWIRE_NCOLS_NONE || n != c->req_ncols) {
+                return conn_fail_request(c, "executor sent a row of %u columns without a "
+                                         "matching row description", n);
+        }
+
+        r = put_data_row(b, n, values, lengths, st, formats, &bad);
+        if (r < 0)
+                return conn_fail_request(c, "invalid value for binary output in column %u",
+                                         bad + 1);
+        if (b != &c->out) {
+                if (pgcodec_buf_error(b) < 0)
+                        return conn_fail_request(c, "result too large for a partial fetch");
+                return 0;
+        }
+        return conn_sent(c);
+}
+
+int pgwire_send_command_complete(struct pgwire_conn *c, const char *tag)
+{
+        int r = conn_can_send(c, true);
+
+        if (r < 0)
+                return r;
+        assert(tag);
+        if (c->req == REQ_EXECUTE) {
+                struct portal *p = c->req_portal;
+
+                free(p->tag);
+                p->tag = strdup(tag);
+                if (!p->tag)
+                        return conn_fail_request(c, "out of memory");
+                c->req_result = true;
+                if (p->spill.len > 0)
+                        return 0;       /* sent when the last row has been fetched */
+        }
+        c->req_ncols = PGWIRE_NCOLS_NONE;
+        pgcodec_put_command_complete(&c->out, tag);
+        return conn_sent(c);
+}
+
+int pgwire_send_empty_query(struct pgwire_conn *c)
+{
+        int r = conn_can_send(c, true);
+
+        if (r < 0)
+                return r;
+        if (c->req == REQ_EXECUTE) {
+                c->req_portal->empty = true;
+                c->req_result = true;
+        }
+        pgcodec_put_empty(&c->out, 'I');
+        return conn_sent(c);
+}
+
+static bool severity_fatal(const char *severity)
+{
+        return severity && (strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0);
+}
+
+int pgwire_send_error(struct pgwire_conn *c, const struct pgcodec_error *e)
+{
+        bool fatal;
+        int r = conn_can_send(c, false);
+
+        if (r < 0)
+                return r;
+        assert(e && e->message);
+        fatal = severity_fatal(e->severity);
+        /* Outside a request only a FATAL error makes sense to a client. */
+        assert(fatal || c->req != REQ_NONE);
+
+        pgcodec_put_error(&c->out, 'E', e);
+        r = conn_out_check(c);
+        if (r < 0)
+                return r;
+        c->req_failed = true;
+        c->req_result = true;
+        if (fatal) {
+                conn_close(c, -ECONNABORTED);
+                return 0;
+        }
+        conn_flush(c);
+        return 0;
+}
+
+int pgwire_send_notice(struct pgwire_conn *c, const struct pgcodec_error *e)
+{
+        int r = conn_can_send(c, false);
+
+        if (r < 0)
+                return r;
+        assert(e && e->message);
+        pgcodec_put_error(&c->out, 'N', e);
+        return conn_sent(c);
+}
+
+int pgwire_send_parameter_status(struct pgwire_conn *c, const char *name, const char *value)
+{
+        int r;
+
+        assert(c && name && value);
+        if (!conn_open(c))
+                return -ECONNRESET;
+        r = conn_can_send(c, false);
+        if (r < 0 && r != -ECANCELED)
+                return r;
+        pgcodec_put_parameter_status(&c->out, name, value);
+        return conn_sent(c);
+}
+
+int pgwire_describe_statement(struct pgwire_conn *c, const struct pgwire_statement_desc *desc)
+{
+        struct stmt *st = NULL;
+        int r;
+
+        assert(c && desc);
+        assert(c->req == REQ_PREPARE);
+        assert(!c->req_stmt);           /* once per prepare() */
+
+        r = conn_can_send(c, false);
+        if (r == 0) {
+                r = stmt_new(c->req_name, desc, &st);
+                if (r == -E2BIG)
+                        return conn_fail_request(c, "statement has too many parameters or columns");
+        }
+        if (r < 0) {
+                /* desc->stmt is ours anyway: release it through the dead list (only
+                 * out of memory here can leak it). */
+                st = desc->stmt ? calloc(1, sizeof(*st)) : NULL;
+                if (st) {
+                        st->owner = desc->stmt;
+                        st->refs = 1;
+                        stmt_unref(c, st);
+                        conn_schedule(c);
+                }
+                if (r == -ENOMEM)
+                        (void)conn_fail_request(c, "out of memory");
+                return r;
+        }
+        st->owner = desc->stmt;
+        c->req_stmt = st;
+        return 0;
+}
+
+/* pgwire_done() of a prepare(): store the statement and say ParseComplete. */
+static void conn_finish_prepare(struct pgwire_conn *c)
+{
+        struct stmt *st = TAKE_PTR(c->req_stmt), *old;
+
+        if (!conn_open(c) || c->req_failed) {
+                if (st)
+                        stmt_unref(c, st);
+                if (conn_open(c))
+                        c->state = CONN_SKIP;
+                return;
+        }
+        if (!st) {
+                conn_ext_error(c, PGCODEC_SQLSTATE_INTERNAL_ERROR,
+                               "the statement was neither described nor refused");
+                return;
+        }
+        /* The unnamed statement is replaced by the next Parse into it. */
+        old = stmt_find(c, st->name);
+        assert(!old || !*st->name);
+        if (old)
+                stmt_unlink(c, old);
+        st->next = c->stmts;
+        c->stmts = st;
+        pgcodec_put_empty(&c->out, '1');
+        (void)conn_out_check(c);
+}
+
+/* pgwire_done() of an execute(). */
+static void conn_finish_execute(struct pgwire_conn *c)
+{
+        struct portal *p = TAKE_PTR(c->req_portal);
+
+        if (!conn_open(c)) {
+                p->state = PORTAL_DONE;
+                return;
+        }
+        if (c->req_failed) {
+                p->state = PORTAL_DONE;
+                c->state = CONN_SKIP;
+                return;
+        }
+        if (p->spill.len > 0) {
+                p->state = PORTAL_SUSPENDED;
+                p->spill_off = 0;
+                pgcodec_put_empty(&c->out, 's');
+                (void)conn_out_check(c);
+                return;
+        }
+        p->state = PORTAL_DONE;
+        if (!c->req_result)
+                conn_ext_error(c, PGCODEC_SQLSTATE_INTERNAL_ERROR,
+                               "the statement completed without a result");
+}
+
+void pgwire_done(struct pgwire_conn *c)
+{
+        enum conn_req req;
+
+        assert(c);
+        req = c->req;
+        assert(req == REQ_QUERY || req == REQ_PREPARE || req == REQ_EXECUTE);
+
+        switch (req) {
+        case REQ_QUERY:
+                if (conn_open(c)) {
+                        if (c->txn_status == 'I')
+                                portals_drop_all(c);
+                        pgcodec_put_ready(&c->out, c->txn_status);
+                        if (conn_out_check(c) == 0)
+                                conn_flush(c);
+                }
+                break;
+        case REQ_PREPARE:
+                conn_finish_prepare(c);
+                break;
+        case REQ_EXECUTE:
+                conn_finish_execute(c);
+                break;
+        default:
+                break;
+        }
+        c->req = REQ_NONE;
+        c->req_failed = false;
+        c->req_result = false;
+        c->req_name = NULL;
+        c->req_ncols = PGWIRE_NCOLS_NONE;
+        assert(conn_check(c));
+        conn_schedule(c);       /* no-op inside the conn's own callback (note (3)) */
+}
+
+int pgwire_flush(struct pgwire_conn *c)
+{
+        assert(c);
+        if (!conn_open(c))
+                return -ECONNRESET;
+        conn_flush(c);
+        return 0;
+}
+
+void pgwire_set_transaction_status(struct pgwire_conn *c, char status)
+{
+        assert(c);
+        assert(status == 'I' || status == 'T' || status == 'E');
+        c->txn_status = status;
+}
+
+/* --- Accessors ---------------------------------------------------------------------- */
+
+const char *pgwire_conn_param(const struct pgwire_conn *c, const char *name)
+{
+        assert(c && name);
+        for (unsigned i = 0; i < c->nparams; i++)
+                if (strcmp(c->param_names[i], name) == 0)
+                        return c->param_values[i];
+        return NULL;
+}
+
+int32_t pgwire_conn_pid(const struct pgwire_conn *c)
+{
+        assert(c);
+        return c->pid;
+}
+
+const char *pgwire_conn_peer(const struct pgwire_conn *c)
+{
+        assert(c);
+        return c->peer;
+}
+
+bool pgwire_conn_is_closed(const struct pgwire_conn *c)
+{
+        assert(c);
+        return !conn_open(c) || c->eof;
+}
+
+size_t pgwire_conn_output_queued(const struct pgwire_conn *c)
+{
+        assert(c);
+        return conn_queued(c);
+}
+
+void pgwire_conn_set_userdata(struct pgwire_conn *c, void *userdata)
+{
+        assert(c);
+        c->userdata = userdata;
+}
+
+void *pgwire_conn_userdata(const struct pgwire_conn *c)
+{
+        assert(c);
+        return c->userdata;
+}
