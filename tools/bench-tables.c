@@ -1,0 +1,176 @@
+/* bench-tables -- the tables milestone's figures, through libpq against running daemons.
+ *
+ *   bench-tables --conninfo 'host=127.0.0.1 port=6875 user=coord dbname=coord'
+ *                [--inserts N] [--clients N] [--seconds S] [--tables N] [--pairs N]
+ *
+ * Prints: INSERT latency p50/p99 with one client; rows/s with --clients clients (one
+ * row per INSERT); CREATE TABLE + DROP TABLE pair latency p50/p95/p99 with --tables
+ * tables existing.  Asserts nothing.  tools/coord bench tables runs it on a fresh
+ * instance.
+ */
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf.h"
+#include "util.h"
+
+static char *conninfo;
+
+static int cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        return x < y ? -1 : x > y;
+}
+
+static double pct_us(uint64_t *v, size_t n, double p)
+{
+        size_t i;
+
+        if (n == 0)
+                return 0;
+        i = (size_t)(p * (double)(n - 1) + 0.5);
+        return (double)v[i] / 1000.0;
+}
+
+static bool run(PGconn *c, const char *sql)
+{
+        PGresult *r = PQexec(c, sql);
+        bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+
+        if (!ok)
+                fprintf(stderr, "bench-tables: %s: %s", sql, PQresultErrorMessage(r));
+        PQclear(r);
+        return ok;
+}
+
+static PGconn *connect_db(void)
+{
+        PGconn *c = PQconnectdb(conninfo);
+
+        if (PQstatus(c) != CONNECTION_OK) {
+                fprintf(stderr, "bench-tables: connect: %s", PQerrorMessage(c));
+                PQfinish(c);
+                exit(1);
+        }
+        return c;
+}
+
+struct worker {
+        pthread_t th;
+        int id;
+        uint64_t deadline_ns;
+        uint64_t rows;
+};
+
+static void *insert_worker(void *arg)
+{
+        struct worker *w = arg;
+        PGconn *c = connect_db();
+        char q[128];
+
+        for (uint64_t k = 0; now_ns() < w->deadline_ns; k++) {
+                snprintf(q, sizeof(q), "INSERT INTO bench_many VALUES (%d, %" PRIu64 ")", w->id, k);
+                if (!run(c, q))
+                        break;
+                w->rows++;
+        }
+        PQfinish(c);
+        return NULL;
+}
+
+int main(int argc, char **argv)
+{
+        uint64_t inserts = 2000, clients = 32, seconds = 5, tables = 1000, pairs = 500;
+        const struct conf_option opts[] = {
+                { "conninfo", CONF_STR, &conninfo, 0, "libpq connection string" },
+                { "inserts", CONF_U64, &inserts, 10000000, "single-client INSERTs (default 2000)" },
+                { "clients", CONF_U64, &clients, 1000, "concurrent clients (default 32)" },
+                { "seconds", CONF_U64, &seconds, 3600, "seconds of concurrent inserts (default 5)" },
+                { "tables", CONF_U64, &tables, 1000000, "tables existing during the DDL pairs (default 1000)" },
+                { "pairs", CONF_U64, &pairs, 1000000, "CREATE+DROP pairs timed (default 500)" },
+        };
+        char *args[8], err[256];
+        int nargs = 0, r;
+        uint64_t *lat, t0;
+        struct worker *w;
+        PGconn *c;
+        char q[128];
+
+        if (argc > 16 || (r = conf_parse(argc, argv, "bench", opts, ELEMENTSOF(opts), args, &nargs,
+                                         err, sizeof(err))) < 0 || nargs || !conninfo) {
+                fprintf(stderr, "usage: bench-tables --conninfo STR [--inserts N] [--clients N] "
+                                "[--seconds S] [--tables N] [--pairs N]\n");
+                return 64;
+        }
+        if (r == 1) {
+                conf_usage(stdout, opts, ELEMENTSOF(opts));
+                return 0;
+        }
+        c = connect_db();
+        lat = calloc(inserts > pairs ? inserts : pairs, sizeof(*lat));
+        if (!lat)
+                return 1;
+
+        /* 1. INSERT latency, one client, one row per statement. */
+        if (!run(c, "CREATE TABLE bench_one (a bigint, b text)"))
+                return 1;
+        for (uint64_t i = 0; i < inserts; i++) {
+                snprintf(q, sizeof(q), "INSERT INTO bench_one VALUES (%" PRIu64 ", 'row')", i);
+                t0 = now_ns();
+                if (!run(c, q))
+                        return 1;
+                lat[i] = now_ns() - t0;
+        }
+        qsort(lat, inserts, sizeof(*lat), cmp_u64);
+        printf("INSERT 1 client          p50=%8.1f us  p99=%8.1f us  (n=%" PRIu64 ")\n",
+               pct_us(lat, inserts, 0.50), pct_us(lat, inserts, 0.99), inserts);
+
+        /* 2. rows/s with many clients: group commit shares one append per group. */
+        if (!run(c, "CREATE TABLE bench_many (client int, k bigint)"))
+                return 1;
+        w = calloc(clients, sizeof(*w));
+        t0 = now_ns();
+        for (uint64_t i = 0; i < clients; i++) {
+                w[i] = (struct worker){ .id = (int)i, .deadline_ns = t0 + seconds * 1000000000ull };
+                pthread_create(&w[i].th, NULL, insert_worker, &w[i]);
+        }
+        {
+                uint64_t rows = 0;
+                double secs;
+                for (uint64_t i = 0; i < clients; i++) {
+                        pthread_join(w[i].th, NULL);
+                        rows += w[i].rows;
+                }
+                secs = (double)(now_ns() - t0) / 1e9;
+                printf("INSERT %3" PRIu64 " clients      %8.0f rows/s  (%" PRIu64 " rows in %.1f s)\n",
+                       clients, (double)rows / secs, rows, secs);
+        }
+        free(w);
+
+        /* 3. CREATE TABLE + DROP TABLE pairs with `tables` tables existing. */
+        t0 = now_ns();
+        for (uint64_t i = 0; i < tables; i++) {
+                snprintf(q, sizeof(q), "CREATE TABLE filler_%" PRIu64 " (a bigint)", i);
+                if (!run(c, q))
+                        return 1;
+        }
+        printf("setup %" PRIu64 " tables        %8.2f s\n", tables, (double)(now_ns() - t0) / 1e9);
+        for (uint64_t i = 0; i < pairs; i++) {
+                t0 = now_ns();
+                if (!run(c, "CREATE TABLE pair_t (a bigint)") || !run(c, "DROP TABLE pair_t"))
+                        return 1;
+                lat[i] = now_ns() - t0;
+        }
+        qsort(lat, pairs, sizeof(*lat), cmp_u64);
+        printf("DDL pair at %" PRIu64 " tables  p50=%8.1f us  p95=%8.1f us  p99=%8.1f us  (n=%" PRIu64 ")\n",
+               tables, pct_us(lat, pairs, 0.50), pct_us(lat, pairs, 0.95), pct_us(lat, pairs, 0.99), pairs);
+        free(lat);
+        PQfinish(c);
+        conf_done(opts, ELEMENTSOF(opts));
+        return 0;
+}
