@@ -1,13 +1,21 @@
 /* coord-controller -- storage collections, compute, frontiers (DESIGN section 1).
  *
- * This milestone: the daemon body (node), and the shared-memory frontier ring it owns:
- * created at start with generation = this incarnation, so readers that keep their
- * mapping across our restart see the generation change and resync.
+ * main() only wires things together:
+ *   1. node_new(): role lock, incarnation, the socket the adapter and lifecycle dial;
+ *   2. the shared-memory frontier ring, created with generation = this incarnation, so
+ *      readers that keep their mapping across our restart see the generation change
+ *      and resync;
+ *   3. the server (controller-server.h): storage at <data-dir>/controller/storage,
+ *      reopened as it was left (everything durable comes back), every collection's
+ *      frontiers published to the ring, compaction of built-ins on a timer;
+ *   4. ready, then the loop until SIGTERM/SIGINT.
+ * The node is not ready until storage is open, so a peer that sees ready can use it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "conf.h"
+#include "controller-server.h"
 #include "fring.h"
 #include "log.h"
 #include "node.h"
@@ -16,19 +24,55 @@
 struct controller {
         struct node *node;
         struct fring *ring;
+        struct cserver *server;
         char ring_name[128];
+        char detail[512];
         uint64_t ring_slots, ring_records;
 };
 
 static void controller_status(struct node *n, Coord__StatusReply *reply, void *userdata)
 {
         struct controller *c = userdata;
+        char server[384] = "starting";
 
         reply->ring_generation = node_incarnation(n);
-        reply->detail = c->ring ? c->ring_name : (char *)"frontier ring not created";
+        if (c->server)
+                cserver_describe(c->server, server, sizeof(server));
+        snprintf(c->detail, sizeof(c->detail), "ring=%s %s",
+                 c->ring ? c->ring_name : "none", server);
+        reply->detail = c->detail;      /* valid until the next status request */
+}
+
+static void controller_message(struct node *n, Coord__Role from, const Coord__Envelope *env,
+                               void *userdata)
+{
+        struct controller *c = userdata;
+
+        if (c->server)
+                cserver_on_message(c->server, from, env);
+}
+
+static void controller_peer_up(struct node *n, Coord__Role role, uint64_t incarnation,
+                               void *userdata)
+{
+        struct controller *c = userdata;
+
+        if (c->server)
+                cserver_on_peer_change(c->server, role);
+}
+
+static void controller_peer_down(struct node *n, Coord__Role role, void *userdata)
+{
+        struct controller *c = userdata;
+
+        if (c->server)
+                cserver_on_peer_change(c->server, role);
 }
 
 static const struct node_handler controller_handler = {
+        .on_message = controller_message,
+        .on_peer_up = controller_peer_up,
+        .on_peer_down = controller_peer_down,
         .on_status = controller_status,
 };
 
@@ -41,6 +85,7 @@ int main(int argc, char **argv)
         };
         struct node_args a;
         struct node_config cfg;
+        char *storage_path = NULL;
         int r, ex = NODE_EXIT_FAILURE;
 
         if (node_args_parse(argc, argv, COORD__ROLE__ROLE_CONTROLLER, extra, ELEMENTSOF(extra), &a, &ex))
@@ -74,17 +119,33 @@ int main(int argc, char **argv)
         log_info("ring_created", "name=%s generation=%llu slots=%llu records=%llu", c.ring_name,
                  (unsigned long long)node_incarnation(c.node), (unsigned long long)c.ring_slots,
                  (unsigned long long)c.ring_records);
+        if (asprintf(&storage_path, "%s/storage", node_dir(c.node)) < 0) {
+                storage_path = NULL;
+                log_error_errno(-ENOMEM, "storage_path_failed", "");
+                goto out;
+        }
+        /* Logs its own failure. */
+        r = cserver_new(c.node, c.ring, storage_path, &c.server);
+        if (r < 0)
+                goto out;
         node_set_ready(c.node, true);
         r = node_run(c.node);
         if (r < 0) {
                 log_error_errno(r, "loop_failed", "");
                 goto out;
         }
+        if (cserver_failed(c.server)) {
+                log_error("daemon_stopped", "role=controller reason=storage_failed");
+                goto out;
+        }
         log_info("daemon_stopped", "role=controller");
         ex = 0;
 out:
+        /* The server's timers live on the node's loop: free it first. */
+        c.server = cserver_free(c.server);
         c.ring = fring_free(c.ring);
         c.node = node_free(c.node);
+        free(storage_path);
         node_args_done(&a);
         return ex;
 }

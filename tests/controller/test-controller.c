@@ -1,0 +1,1221 @@
+/* test-controller -- a REAL coord-controller process (fork/exec of the built binary, own
+ * data and run directories, own instance) driven through its socket as the adapter
+ * would: ensure, append, peek, drop and list, with the exact contents checked at
+ * several timestamps.
+ *
+ * The cases run in order on one controller (restarted by the kill -9 case), so they
+ * share one logical clock: g_ts only moves forward, because every append advances every
+ * table's upper.  Each case uses tables of its own.
+ *
+ *   round trip        inserts at several timestamps; AS OF each returns exactly the
+ *                     contents at that time; Ok counts and upper;
+ *   delete            a delete_filter retracts exactly the matching rows, the count
+ *                     is returned, earlier timestamps still show them;
+ *   below since       55000 naming both numbers; built-ins compacted to upper - 1 s;
+ *   waiting peeks     a peek at ts >= upper is parked, later requests on the same
+ *                     connection are served, and the next append answers it; with no
+ *                     append it times out with 57014;
+ *   frontiers         coord_frontiers (gid 2) holds each table's (since, upper) at a ts;
+ *   bad requests      unknown collection (42P01), ts below an upper, malformed row,
+ *                     garbage payload, bad plan, division by zero: an error reply,
+ *                     nothing written, and the connection keeps working;
+ *   kill -9           every acknowledged append survives (I7), uppers do not regress
+ *                     (I1), coord_frontiers continues without duplicate rows;
+ *   ring              a fring reader sees the uppers the appends acknowledged;
+ *   drop / complete   dropped tables are gone, `complete` drops unlisted tables only.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include "fring.h"
+#include "ipc.h"
+#include "node.h"
+#include "row.h"
+#include "t.h"
+#include "util.h"
+
+#define T0 UINT64_C(1700000000000)
+#define TIMEOUT_MS 10000     /* replies; longer than any parked peek's timeout */
+#define GID_OBJECTS 1u
+#define GID_FRONTIERS 2u
+
+static char *build_dir, *home, *data_dir, *run_dir, *log_path, *sock_path;
+static char instance[64], ring_name[128];
+static pid_t ctl_pid = -1;
+static uint64_t g_inc = 1, g_rid = 1, g_ts = T0;
+static int g_fd = -1;
+
+/* ---- The process ---------------------------------------------------------------- */
+
+static bool controller_ready(void)
+{
+        Coord__StatusReply *s = NULL;
+        bool ok = node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 500, &s) == 0 && s->ready;
+
+        if (s)
+                coord__status_reply__free_unpacked(s, NULL);
+        return ok;
+}
+
+static int controller_start(void)
+{
+        char *bin = NULL;
+        uint64_t start = now_ms();
+        int status;
+
+        if (asprintf(&bin, "%s/controller/coord-controller", build_dir) < 0)
+                return -ENOMEM;
+        ctl_pid = fork();
+        if (ctl_pid < 0) {
+                free(bin);
+                return -errno;
+        }
+        if (ctl_pid == 0) {
+                int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+                /* Never outlive a test that crashed or was killed. */
+                (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() == 1)
+                        _exit(127);
+
+                if (fd >= 0)
+                        dup2(fd, STDERR_FILENO);
+                execl(bin, bin, "--data-dir", data_dir, "--run-dir", run_dir, "--instance", instance,
+                      "--log-level", "debug", (char *)NULL);
+                _exit(127);
+        }
+        free(bin);
+        while (now_ms() - start < 10000) {
+                if (waitpid(ctl_pid, &status, WNOHANG) == ctl_pid) {
+                        ctl_pid = -1;
+                        return -ECHILD;
+                }
+                if (controller_ready())
+                        return 0;
+                usleep(5000);
+        }
+        return -ETIMEDOUT;
+}
+
+/* Stop with sig; the exit status (or 128 + signal). */
+static int controller_stop(int sig)
+{
+        int status = 0;
+
+        if (ctl_pid <= 0)
+                return -1;
+        kill(ctl_pid, sig);
+        waitpid(ctl_pid, &status, 0);
+        ctl_pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* ---- The connection, as the adapter ----------------------------------------------- */
+
+static int conn_open(void)
+{
+        Coord__Hello hello = COORD__HELLO__INIT;
+        Coord__Envelope env = COORD__ENVELOPE__INIT, *reply = NULL;
+        uint8_t buf[128];
+        int fd, r;
+
+        fd = ipc_sync_connect(sock_path);
+        if (fd < 0)
+                return fd;
+        /* A new incarnation per connection: the node fences older ones. */
+        g_inc++;
+        hello.role = COORD__ROLE__ROLE_ADAPTER;
+        hello.incarnation = g_inc;
+        hello.pid = getpid();
+        hello.instance = instance;
+        env.type = COORD__MSG_TYPE__MSG_HELLO;
+        env.sender = COORD__ROLE__ROLE_ADAPTER;
+        env.incarnation = g_inc;
+        env.payload.len = coord__hello__pack(&hello, buf);
+        env.payload.data = buf;
+        r = ipc_sync_send(fd, &env, IPC_MAX_FRAME_DEFAULT);
+        if (r >= 0)
+                r = ipc_sync_recv(fd, IPC_MAX_FRAME_DEFAULT, TIMEOUT_MS, &reply);
+        if (r >= 0 && reply->type != COORD__MSG_TYPE__MSG_HELLO)
+                r = -EPROTO;
+        if (reply)
+                coord__envelope__free_unpacked(reply, NULL);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+static uint64_t send_raw(int fd, Coord__MsgType type, const void *payload, size_t len)
+{
+        Coord__Envelope env = COORD__ENVELOPE__INIT;
+
+        env.type = type;
+        env.sender = COORD__ROLE__ROLE_ADAPTER;
+        env.incarnation = g_inc;
+        env.request_id = ++g_rid;
+        env.payload.data = (uint8_t *)payload;
+        env.payload.len = len;
+        CU_ASSERT_EQUAL_FATAL(ipc_sync_send(fd, &env, IPC_MAX_FRAME_DEFAULT), 0);
+        return env.request_id;
+}
+
+static uint64_t send_msg(int fd, Coord__MsgType type, const ProtobufCMessage *m)
+{
+        size_t len = protobuf_c_message_get_packed_size(m);
+        uint8_t *buf = malloc(len ? len : 1);
+        uint64_t rid;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+        protobuf_c_message_pack(m, buf);
+        rid = send_raw(fd, type, buf, len);
+        free(buf);
+        return rid;
+}
+
+/* Replies that arrived for another request than the one waited for. */
+static Coord__Envelope *stash[16];
+
+static Coord__Envelope *recv_for(int fd, uint64_t rid, int timeout_ms)
+{
+        Coord__Envelope *env = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(stash); i++)
+                if (stash[i] && stash[i]->request_id == rid)
+                        return TAKE_PTR(stash[i]);
+        for (;;) {
+                size_t i;
+
+                if (ipc_sync_recv(fd, IPC_MAX_FRAME_DEFAULT, timeout_ms, &env) < 0)
+                        return NULL;
+                if (env->request_id == rid)
+                        return env;
+                for (i = 0; i < ELEMENTSOF(stash) && stash[i]; i++)
+                        ;
+                CU_ASSERT_FATAL(i < ELEMENTSOF(stash));
+                stash[i] = env;
+        }
+}
+
+static Coord__Envelope *request(int fd, Coord__MsgType type, const ProtobufCMessage *m)
+{
+        Coord__Envelope *env = recv_for(fd, send_msg(fd, type, m), TIMEOUT_MS);
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(env);
+        return env;
+}
+
+/* The SQLSTATE of an Error reply, "" for anything else; message into msg. */
+static const char *error_of(const Coord__Envelope *env, char *msg, size_t size)
+{
+        static char state[8];
+        Coord__Error *e;
+
+        state[0] = 0;
+        if (msg)
+                msg[0] = 0;
+        if (env->type != COORD__MSG_TYPE__MSG_ERROR)
+                return state;
+        e = coord__error__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+        snprintf(state, sizeof(state), "%s", e->sqlstate);
+        if (msg)
+                snprintf(msg, size, "%s | %s", e->message, e->detail);
+        coord__error__free_unpacked(e, NULL);
+        return state;
+}
+
+static void expect_ok(Coord__Envelope *env)
+{
+        char msg[1200];
+
+        if (!env) {
+                CU_FAIL("no reply");
+                return;
+        }
+
+        if (env->type != COORD__MSG_TYPE__MSG_OK) {
+                const char *st = error_of(env, msg, sizeof(msg));
+                fprintf(stderr, "\n  expected Ok, got type %d %s %s\n", (int)env->type, st, msg);
+        }
+        CU_ASSERT_EQUAL(env->type, COORD__MSG_TYPE__MSG_OK);
+        coord__envelope__free_unpacked(env, NULL);
+}
+
+/* Expect an Error with this SQLSTATE whose message contains `needle` (if given). */
+static void expect_error(Coord__Envelope *env, const char *sqlstate, const char *needle)
+{
+        char msg[1200];
+        const char *st;
+
+        if (!env) {
+                CU_FAIL("no reply");
+                return;
+        }
+        st = error_of(env, msg, sizeof(msg));
+
+        if (strcmp(st, sqlstate) != 0 || (needle && !strstr(msg, needle)))
+                fprintf(stderr, "\n  expected %s \"%s\", got type %d %s \"%s\"\n", sqlstate,
+                        needle ? needle : "", (int)env->type, st, msg);
+        CU_ASSERT_STRING_EQUAL(st, sqlstate);
+        if (needle)
+                CU_ASSERT_PTR_NOT_NULL(strstr(msg, needle));
+        coord__envelope__free_unpacked(env, NULL);
+}
+
+/* ---- Requests --------------------------------------------------------------------- */
+
+static void ensure(int fd, const uint64_t *gids, const int *kinds, size_t n, uint64_t since,
+                   bool complete)
+{
+        Coord__EnsureCollections m = COORD__ENSURE_COLLECTIONS__INIT;
+        Coord__CollectionSpec specs[16], *ptrs[16];
+
+        CU_ASSERT_FATAL(n <= 16);
+        for (size_t i = 0; i < n; i++) {
+                coord__collection_spec__init(&specs[i]);
+                specs[i].gid = gids[i];
+                specs[i].kind = (Coord__CollectionKind)kinds[i];
+                specs[i].since = since;
+                ptrs[i] = &specs[i];
+        }
+        m.collections = ptrs;
+        m.n_collections = n;
+        m.complete = complete;
+        expect_ok(request(fd, COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS, &m.base));
+}
+
+static void ensure_tables(int fd, uint64_t since, size_t n, ...)
+{
+        uint64_t gids[16];
+        int kinds[16];
+        va_list ap;
+
+        va_start(ap, n);
+        for (size_t i = 0; i < n; i++) {
+                gids[i] = va_arg(ap, uint64_t);
+                kinds[i] = COORD__COLLECTION_KIND__COLLECTION_TABLE;
+        }
+        va_end(ap);
+        ensure(fd, gids, kinds, n, since, false);
+}
+
+/* A (id int8, name text) row, malloc'ed. */
+static ProtobufCBinaryData row2(int64_t id, const char *name)
+{
+        struct row_datum d[2] = { ROW_DATUM_INT(id), ROW_DATUM_TEXT(name, (uint32_t)strlen(name)) };
+        ProtobufCBinaryData b = { 0, NULL };
+
+        CU_ASSERT_EQUAL_FATAL(row_encode(d, 2, &b.data, &b.len), 0);
+        return b;
+}
+
+/* Append rows "id:name" (comma separated; "" = none) to gid at ts; Ok or the reply. */
+static Coord__Envelope *append_rows(int fd, uint64_t ts, uint64_t gid, const char *rows)
+{
+        Coord__Append m = COORD__APPEND__INIT;
+        Coord__TableWrite w = COORD__TABLE_WRITE__INIT, *wp = &w;
+        ProtobufCBinaryData data[32];
+        char *copy = strdup(rows), *save = NULL;
+        Coord__Envelope *env;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(copy);
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                char *colon = strchr(tok, ':');
+
+                CU_ASSERT_FATAL(colon && w.n_rows < ELEMENTSOF(data));
+                *colon = 0;
+                data[w.n_rows++] = row2(strtoll(tok, NULL, 10), colon + 1);
+        }
+        w.gid = gid;
+        w.rows = data;
+        m.ts = ts;
+        if (gid) {
+                m.writes = &wp;
+                m.n_writes = 1;
+        }
+        env = request(fd, COORD__MSG_TYPE__MSG_APPEND, &m.base);
+        for (size_t i = 0; i < w.n_rows; i++)
+                free(data[i].data);
+        free(copy);
+        return env;
+}
+
+/* Append and expect Ok with counts[0] == count (if a write) and upper == ts + 1. */
+static void append_ok(int fd, uint64_t ts, uint64_t gid, const char *rows, uint64_t count)
+{
+        Coord__Envelope *env = append_rows(fd, ts, gid, rows);
+        Coord__Ok *ok;
+
+        if (env->type != COORD__MSG_TYPE__MSG_OK) {
+                expect_ok(env);
+                CU_FAIL_FATAL("append failed");
+        }
+        ok = coord__ok__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
+        CU_ASSERT_EQUAL(ok->upper, ts + 1);
+        if (gid) {
+                CU_ASSERT_EQUAL_FATAL(ok->n_counts, 1);
+                CU_ASSERT_EQUAL(ok->counts[0], count);
+        } else {
+                CU_ASSERT_EQUAL(ok->n_counts, 0);
+        }
+        coord__ok__free_unpacked(ok, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+}
+
+static uint64_t tick(uint64_t step)
+{
+        g_ts += step;
+        return g_ts;
+}
+
+/* ---- Plans -------------------------------------------------------------------------- */
+
+/* Get(gid) with columns `types`, under an optional Filter `col0 <func> v`; or, with
+ * div0, the filter `col0 / 0 = 1`. */
+struct plan {
+        Coord__Plan__Relation get_rel, filter_rel;
+        Coord__Plan__Get get;
+        Coord__Plan__Filter filter;
+        Coord__Plan__Expr pred, col0, lit, div, zero, *preds[1], *args[2], *div_args[2];
+        Coord__Plan__Call call, div_call;
+        Coord__Plan__Datum lit_v, zero_v;
+        Coord__Plan__Type types[4];
+};
+
+static Coord__Plan__Relation *plan_build(struct plan *p, uint64_t gid, size_t ncols,
+                                         Coord__Plan__Func func, int64_t v, bool div0)
+{
+        static const Coord__Plan__Type table[] = {
+                COORD__PLAN__TYPE__TYPE_INT8, COORD__PLAN__TYPE__TYPE_TEXT,
+        };
+        Coord__Plan__Expr *lhs = &p->col0;
+
+        coord__plan__relation__init(&p->get_rel);
+        coord__plan__get__init(&p->get);
+        p->get.id = gid;
+        for (size_t i = 0; i < ncols; i++)
+                /* 2 columns: a table (int8, text); 3: coord_frontiers (int8 x 3). */
+                p->types[i] = ncols == 2 ? table[i] : COORD__PLAN__TYPE__TYPE_INT8;
+        p->get.column_types = p->types;
+        p->get.n_column_types = ncols;
+        p->get_rel.kind_case = COORD__PLAN__RELATION__KIND_GET;
+        p->get_rel.get = &p->get;
+        if (!func)
+                return &p->get_rel;
+
+        coord__plan__expr__init(&p->col0);
+        p->col0.type = COORD__PLAN__TYPE__TYPE_INT8;
+        p->col0.kind_case = COORD__PLAN__EXPR__KIND_COLUMN;
+        p->col0.column = 0;
+        coord__plan__datum__init(&p->lit_v);
+        p->lit_v.value_case = COORD__PLAN__DATUM__VALUE_INT_VALUE;
+        p->lit_v.int_value = v;
+        coord__plan__expr__init(&p->lit);
+        p->lit.type = COORD__PLAN__TYPE__TYPE_INT8;
+        p->lit.kind_case = COORD__PLAN__EXPR__KIND_LITERAL;
+        p->lit.literal = &p->lit_v;
+        if (div0) {
+                coord__plan__datum__init(&p->zero_v);
+                p->zero_v.value_case = COORD__PLAN__DATUM__VALUE_INT_VALUE;
+                p->zero_v.int_value = 0;
+                coord__plan__expr__init(&p->zero);
+                p->zero.type = COORD__PLAN__TYPE__TYPE_INT8;
+                p->zero.kind_case = COORD__PLAN__EXPR__KIND_LITERAL;
+                p->zero.literal = &p->zero_v;
+                coord__plan__call__init(&p->div_call);
+                p->div_call.func = COORD__PLAN__FUNC__FUNC_DIV;
+                p->div_args[0] = &p->col0;
+                p->div_args[1] = &p->zero;
+                p->div_call.args = p->div_args;
+                p->div_call.n_args = 2;
+                coord__plan__expr__init(&p->div);
+                p->div.type = COORD__PLAN__TYPE__TYPE_INT8;
+                p->div.kind_case = COORD__PLAN__EXPR__KIND_CALL;
+                p->div.call = &p->div_call;
+                lhs = &p->div;
+        }
+        coord__plan__call__init(&p->call);
+        p->call.func = func;
+        p->args[0] = lhs;
+        p->args[1] = &p->lit;
+        p->call.args = p->args;
+        p->call.n_args = 2;
+        coord__plan__expr__init(&p->pred);
+        p->pred.type = COORD__PLAN__TYPE__TYPE_BOOL;
+        p->pred.kind_case = COORD__PLAN__EXPR__KIND_CALL;
+        p->pred.call = &p->call;
+        p->preds[0] = &p->pred;
+        coord__plan__filter__init(&p->filter);
+        p->filter.input = &p->get_rel;
+        p->filter.predicates = p->preds;
+        p->filter.n_predicates = 1;
+        coord__plan__relation__init(&p->filter_rel);
+        p->filter_rel.kind_case = COORD__PLAN__RELATION__KIND_FILTER;
+        p->filter_rel.filter = &p->filter;
+        return &p->filter_rel;
+}
+
+static uint64_t peek_send(int fd, Coord__Plan__Relation *rel, uint64_t ts, uint32_t timeout_ms)
+{
+        Coord__PeekRequest m = COORD__PEEK_REQUEST__INIT;
+        Coord__Plan__Peek pk = COORD__PLAN__PEEK__INIT;
+
+        pk.plan = rel;
+        pk.timestamp = ts;
+        m.peek = &pk;
+        m.timeout_ms = timeout_ms;
+        return send_msg(fd, COORD__MSG_TYPE__MSG_PEEK, &m.base);
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A PeekResult as "row;row*2;..." with rows sorted as strings; NULL if not a result. */
+static char *result_string(Coord__Envelope *env)
+{
+        Coord__PeekResult *res;
+        char **items, *out = NULL;
+        size_t len = 1;
+
+        if (!env) {
+                fprintf(stderr, "\n  expected a result, got no reply\n");
+                return NULL;
+        }
+        if (env->type != COORD__MSG_TYPE__MSG_PEEK_RESULT) {
+                char msg[1200];
+                const char *st = error_of(env, msg, sizeof(msg));
+                fprintf(stderr, "\n  expected a result, got type %d %s %s\n", (int)env->type, st, msg);
+                coord__envelope__free_unpacked(env, NULL);
+                return NULL;
+        }
+        res = coord__peek_result__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(res);
+        CU_ASSERT_EQUAL_FATAL(res->n_rows, res->n_counts);
+        items = calloc(res->n_rows + 1, sizeof(*items));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(items);
+        for (size_t i = 0; i < res->n_rows; i++) {
+                char *s = NULL;
+
+                CU_ASSERT_EQUAL_FATAL(row_to_string(res->rows[i].data, res->rows[i].len, &s), 0);
+                if (res->counts[i] != 1) {
+                        char *t = NULL;
+                        CU_ASSERT_FATAL(asprintf(&t, "%s*%" PRIu64, s, res->counts[i]) > 0);
+                        free(s);
+                        s = t;
+                }
+                items[i] = s;
+                len += strlen(s) + 1;
+        }
+        qsort(items, res->n_rows, sizeof(*items), str_cmp);
+        out = calloc(1, len);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+        for (size_t i = 0; i < res->n_rows; i++) {
+                if (i)
+                        strcat(out, ";");
+                strcat(out, items[i]);
+                free(items[i]);
+        }
+        free(items);
+        coord__peek_result__free_unpacked(res, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+        return out;
+}
+
+static void expect_result(Coord__Envelope *env, const char *want)
+{
+        char *got = result_string(env);
+
+        if (!got || strcmp(got, want) != 0)
+                fprintf(stderr, "\n  want \"%s\"\n  got  \"%s\"\n", want, got ? got : "(error)");
+        CU_ASSERT_PTR_NOT_NULL(got);
+        if (got)
+                CU_ASSERT_STRING_EQUAL(got, want);
+        free(got);
+}
+
+/* The contents of a (int8, text) table at ts, as result_string(). */
+static void expect_table(int fd, uint64_t gid, uint64_t ts, const char *want)
+{
+        struct plan p;
+
+        expect_result(recv_for(fd, peek_send(fd, plan_build(&p, gid, 2, 0, 0, false), ts, 1000),
+                               TIMEOUT_MS), want);
+}
+
+static Coord__Envelope *peek_table(int fd, uint64_t gid, uint64_t ts, uint32_t timeout_ms)
+{
+        struct plan p;
+        Coord__Envelope *env =
+                recv_for(fd, peek_send(fd, plan_build(&p, gid, 2, 0, 0, false), ts, timeout_ms),
+                         TIMEOUT_MS + (int)timeout_ms);
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(env);
+        return env;
+}
+
+/* Every collection's frontiers; returns false if gid is missing. */
+static bool frontiers_of(int fd, uint64_t gid, uint64_t *since, uint64_t *upper)
+{
+        Coord__ListCollections m = COORD__LIST_COLLECTIONS__INIT;
+        Coord__Envelope *env = request(fd, COORD__MSG_TYPE__MSG_LIST_COLLECTIONS, &m.base);
+        Coord__CollectionList *l;
+        bool found = false;
+
+        CU_ASSERT_EQUAL_FATAL(env->type, COORD__MSG_TYPE__MSG_COLLECTION_LIST);
+        l = coord__collection_list__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+        for (size_t i = 0; i < l->n_collections; i++)
+                if (l->collections[i]->gid == gid) {
+                        found = true;
+                        if (since)
+                                *since = l->collections[i]->since;
+                        if (upper)
+                                *upper = l->collections[i]->upper;
+                        CU_ASSERT(l->collections[i]->physical_since <= l->collections[i]->since);
+                }
+        coord__collection_list__free_unpacked(l, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+        return found;
+}
+
+/* ---- Cases -------------------------------------------------------------------------- */
+
+static void test_start(void)
+{
+        const uint64_t gids[] = { GID_OBJECTS, GID_FRONTIERS };
+        const int kinds[] = { COORD__COLLECTION_KIND__COLLECTION_BUILTIN,
+                              COORD__COLLECTION_KIND__COLLECTION_BUILTIN };
+
+        CU_ASSERT_EQUAL_FATAL(controller_start(), 0);
+        g_fd = conn_open();
+        CU_ASSERT_FATAL(g_fd >= 0);
+        ensure(g_fd, gids, kinds, 2, T0, false);
+        /* Idempotent: a second ensure changes nothing. */
+        ensure(g_fd, gids, kinds, 2, T0 + 5, false);
+        CU_ASSERT(frontiers_of(g_fd, GID_FRONTIERS, NULL, NULL));
+}
+
+static void test_round_trip(void)
+{
+        uint64_t t1, t2, t3, t4, since, upper;
+
+        ensure_tables(g_fd, g_ts, 1, (uint64_t)1001);
+        /* A new table is empty and not readable at its birth until the first append. */
+        CU_ASSERT(frontiers_of(g_fd, 1001, &since, &upper));
+        CU_ASSERT_EQUAL(since, g_ts);
+        CU_ASSERT_EQUAL(upper, g_ts);
+        t1 = tick(10);
+        append_ok(g_fd, t1, 1001, "1:a,2:b", 2);
+        t2 = tick(10);
+        append_ok(g_fd, t2, 1001, "3:c,1:a", 2);
+        t3 = tick(10);
+        append_ok(g_fd, t3, 0, "", 0);          /* an upper tick, no writes */
+        t4 = tick(10);
+        append_ok(g_fd, t4, 1001, "4:d", 1);
+
+        expect_table(g_fd, 1001, t1 - 10, "");                  /* the birth: empty */
+        expect_table(g_fd, 1001, t1, "(1,'a');(2,'b')");
+        expect_table(g_fd, 1001, t1 + 5, "(1,'a');(2,'b')");
+        expect_table(g_fd, 1001, t2, "(1,'a')*2;(2,'b');(3,'c')");
+        expect_table(g_fd, 1001, t3, "(1,'a')*2;(2,'b');(3,'c')");
+        expect_table(g_fd, 1001, t4, "(1,'a')*2;(2,'b');(3,'c');(4,'d')");
+        CU_ASSERT(frontiers_of(g_fd, 1001, &since, &upper));
+        CU_ASSERT_EQUAL(upper, t4 + 1);
+        CU_ASSERT_EQUAL(since, t1 - 10);
+
+        /* A filter over the table. */
+        {
+                struct plan p;
+                expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, 1001, 2,
+                                       COORD__PLAN__FUNC__FUNC_GE, 2, false), t4, 0), TIMEOUT_MS),
+                              "(2,'b');(3,'c');(4,'d')");
+        }
+}
+
+static void append_delete(int fd, uint64_t ts, uint64_t gid, Coord__Plan__Func func, int64_t v,
+                          uint64_t want_count)
+{
+        Coord__Append m = COORD__APPEND__INIT;
+        Coord__TableWrite w = COORD__TABLE_WRITE__INIT, *wp = &w;
+        Coord__Envelope *env;
+        Coord__Ok *ok;
+        struct plan p;
+
+        w.gid = gid;
+        w.delete_filter = plan_build(&p, gid, 2, func, v, false);
+        m.ts = ts;
+        m.writes = &wp;
+        m.n_writes = 1;
+        env = request(fd, COORD__MSG_TYPE__MSG_APPEND, &m.base);
+        CU_ASSERT_EQUAL_FATAL(env->type, COORD__MSG_TYPE__MSG_OK);
+        ok = coord__ok__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
+        CU_ASSERT_EQUAL_FATAL(ok->n_counts, 1);
+        CU_ASSERT_EQUAL(ok->counts[0], want_count);
+        CU_ASSERT_EQUAL(ok->upper, ts + 1);
+        coord__ok__free_unpacked(ok, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+}
+
+static void test_delete(void)
+{
+        uint64_t t1, t2, t3, t4;
+
+        ensure_tables(g_fd, g_ts, 1, (uint64_t)1002);
+        t1 = tick(10);
+        append_ok(g_fd, t1, 1002, "1:a,2:b,2:b,3:c,4:d", 5);
+        t2 = tick(10);
+        append_delete(g_fd, t2, 1002, COORD__PLAN__FUNC__FUNC_GE, 2, 4);  /* 2,2,3,4 */
+        t3 = tick(10);
+        append_delete(g_fd, t3, 1002, COORD__PLAN__FUNC__FUNC_GE, 2, 0);  /* nothing left */
+        t4 = tick(10);
+        append_ok(g_fd, t4, 1002, "5:e", 1);
+
+        expect_table(g_fd, 1002, t1, "(1,'a');(2,'b')*2;(3,'c');(4,'d')");
+        expect_table(g_fd, 1002, t2, "(1,'a')");
+        expect_table(g_fd, 1002, t3, "(1,'a')");
+        expect_table(g_fd, 1002, t4, "(1,'a');(5,'e')");
+        /* Other tables untouched by the delete. */
+        expect_table(g_fd, 1001, t4, "(1,'a')*2;(2,'b');(3,'c');(4,'d')");
+}
+
+/* One Append with several writes: counts per write, a delete sees the group's earlier
+ * writes, explicit diffs retract, and a retraction of a row that is not there fails the
+ * whole Append with nothing written. */
+static void test_mixed_group(void)
+{
+        Coord__Append m = COORD__APPEND__INIT;
+        Coord__TableWrite w[3], *wp[3];
+        ProtobufCBinaryData rows[3];
+        int64_t diffs[3];
+        Coord__Envelope *env;
+        Coord__Ok *ok;
+        uint64_t t1, t2, t3, upper;
+        struct plan p;
+
+        ensure_tables(g_fd, g_ts, 2, (uint64_t)1006, (uint64_t)1007);
+        t1 = tick(10);
+        for (int i = 0; i < 3; i++) {
+                coord__table_write__init(&w[i]);
+                wp[i] = &w[i];
+        }
+        /* 1006 += {1:a, 2:b}; 1007 += {7:q}; 1006 -= rows with id >= 2 (sees 2:b). */
+        rows[0] = row2(1, "a");
+        rows[1] = row2(2, "b");
+        rows[2] = row2(7, "q");
+        w[0].gid = 1006;
+        w[0].rows = rows;
+        w[0].n_rows = 2;
+        w[1].gid = 1007;
+        w[1].rows = &rows[2];
+        w[1].n_rows = 1;
+        w[2].gid = 1006;
+        w[2].delete_filter = plan_build(&p, 1006, 2, COORD__PLAN__FUNC__FUNC_GE, 2, false);
+        m.ts = t1;
+        m.writes = wp;
+        m.n_writes = 3;
+        env = request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base);
+        CU_ASSERT_EQUAL_FATAL(env->type, COORD__MSG_TYPE__MSG_OK);
+        ok = coord__ok__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
+        CU_ASSERT_EQUAL_FATAL(ok->n_counts, 3);
+        CU_ASSERT_EQUAL(ok->counts[0], 2);
+        CU_ASSERT_EQUAL(ok->counts[1], 1);
+        CU_ASSERT_EQUAL(ok->counts[2], 1);
+        coord__ok__free_unpacked(ok, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+        expect_table(g_fd, 1006, t1, "(1,'a')");
+        expect_table(g_fd, 1007, t1, "(7,'q')");
+
+        /* Explicit diffs: 1007 gets (7,q) -1 and (8,r) +3. */
+        t2 = tick(10);
+        free(rows[1].data);
+        rows[1] = row2(8, "r");
+        diffs[0] = -1;
+        diffs[1] = 3;
+        w[0].gid = 1007;
+        w[0].rows = &rows[1];
+        w[0].n_rows = 1;
+        w[0].diffs = &diffs[1];
+        w[0].n_diffs = 1;
+        w[1].gid = 1007;
+        w[1].rows = &rows[2];
+        w[1].n_rows = 1;
+        w[1].diffs = diffs;
+        w[1].n_diffs = 1;
+        m.ts = t2;
+        m.n_writes = 2;
+        env = request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base);
+        CU_ASSERT_EQUAL_FATAL(env->type, COORD__MSG_TYPE__MSG_OK);
+        ok = coord__ok__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
+        CU_ASSERT_EQUAL_FATAL(ok->n_counts, 2);
+        CU_ASSERT_EQUAL(ok->counts[0], 3);
+        CU_ASSERT_EQUAL(ok->counts[1], 1);
+        coord__ok__free_unpacked(ok, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+        expect_table(g_fd, 1007, t2, "(8,'r')*3");
+        expect_table(g_fd, 1007, t1, "(7,'q')");
+
+        /* Retracting (7,q) again: it is not there.  Nothing is written, not even the
+         * insert of the same Append or the upper tick. */
+        CU_ASSERT(frontiers_of(g_fd, 1007, NULL, &upper));
+        t3 = tick(10);
+        m.ts = t3;
+        m.n_writes = 2;
+        expect_error(request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base), "XX000",
+                     "would retract row (7,'q') of collection 1007 1 times, but it is there 0 times");
+        CU_ASSERT(frontiers_of(g_fd, 1007, NULL, &t1));
+        CU_ASSERT_EQUAL(t1, upper);
+        /* A diff count of 0 rows is an error too: rows and diffs must pair up. */
+        w[0].n_diffs = 0;
+        w[0].diffs = NULL;
+        w[1].n_rows = 0;
+        m.n_writes = 2;
+        expect_error(request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base), "XX000", "0 rows but 1 diffs");
+        for (int i = 0; i < 3; i++)
+                free(rows[i].data);
+        append_ok(g_fd, t3, 0, "", 0);
+}
+
+static void test_below_since(void)
+{
+        char needle[160];
+        uint64_t since = 0, upper = 0, t, start;
+
+        ensure_tables(g_fd, g_ts, 1, (uint64_t)1003);
+        t = tick(10);
+        append_ok(g_fd, t, 1003, "7:x", 1);
+        /* Below a table's since (its birth). */
+        snprintf(needle, sizeof(needle), "AS OF %" PRIu64 " is below the since %" PRIu64
+                 " of collection 1003", t - 11, t - 10);
+        expect_error(peek_table(g_fd, 1003, t - 11, 0), "55000", needle);
+
+        /* Built-ins are compacted to upper - 1 s by the controller itself. */
+        t = tick(5000);
+        append_ok(g_fd, t, 0, "", 0);
+        start = now_ms();
+        while (now_ms() - start < 3000) {
+                CU_ASSERT_FATAL(frontiers_of(g_fd, GID_FRONTIERS, &since, &upper));
+                if (since == upper - 1000)
+                        break;
+                usleep(20000);
+        }
+        CU_ASSERT_EQUAL(upper, t + 1);
+        CU_ASSERT_EQUAL(since, t + 1 - 1000);
+        {
+                struct plan p;
+                snprintf(needle, sizeof(needle), "AS OF %" PRIu64 " is below the since %" PRIu64
+                         " of collection 2", T0, since);
+                expect_error(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3, 0, 0,
+                                                                       false), T0, 0), TIMEOUT_MS),
+                             "55000", needle);
+        }
+        /* Tables keep their since (no compaction in this milestone). */
+        CU_ASSERT(frontiers_of(g_fd, 1003, &since, NULL));
+        CU_ASSERT_EQUAL(since, t - 5010);
+}
+
+static void test_peek_waits(void)
+{
+        Coord__Envelope *env;
+        uint64_t t, rid, rid2, start, elapsed;
+
+        ensure_tables(g_fd, g_ts, 1, (uint64_t)1004);
+        /* A peek without a plan is an error, not a wait. */
+        env = recv_for(g_fd, peek_send(g_fd, NULL, 0, 0), TIMEOUT_MS);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(env);
+        expect_error(env, "XX000", "without a plan");
+        t = tick(10);
+        /* Not readable yet at t: parked... */
+        {
+                struct plan p;
+                rid = peek_send(g_fd, plan_build(&p, 1004, 2, 0, 0, false), t, 5000);
+        }
+        /* ...while later requests on the same connection are served... */
+        CU_ASSERT(frontiers_of(g_fd, 1004, NULL, NULL));
+        /* ...and the append at t answers it, after the append's own Ok. */
+        append_ok(g_fd, t, 1004, "1:w", 1);
+        expect_result(recv_for(g_fd, rid, TIMEOUT_MS), "(1,'w')");
+
+        /* Two parked peeks, the later one answered by a later append only. */
+        {
+                struct plan p1, p2;
+                uint64_t ta = tick(10), tb = ta + 10;
+
+                rid = peek_send(g_fd, plan_build(&p1, 1004, 2, 0, 0, false), tb, 5000);
+                rid2 = peek_send(g_fd, plan_build(&p2, 1004, 2, 0, 0, false), ta, 5000);
+                append_ok(g_fd, ta, 1004, "2:x", 1);
+                expect_result(recv_for(g_fd, rid2, TIMEOUT_MS), "(1,'w');(2,'x')");
+                g_ts = tb;
+                append_ok(g_fd, tb, 1004, "3:y", 1);
+                expect_result(recv_for(g_fd, rid, TIMEOUT_MS), "(1,'w');(2,'x');(3,'y')");
+        }
+
+        /* No append: 57014 after the timeout, naming the collection, ts and upper. */
+        t = g_ts + 1000;
+        start = now_ms();
+        {
+                struct plan p;
+                char needle[200];
+
+                rid = peek_send(g_fd, plan_build(&p, 1004, 2, 0, 0, false), t, 300);
+                /* An append below t meanwhile does not satisfy it. */
+                append_ok(g_fd, tick(10), 0, "", 0);
+                env = recv_for(g_fd, rid, TIMEOUT_MS);
+                elapsed = now_ms() - start;
+                CU_ASSERT_PTR_NOT_NULL_FATAL(env);
+                snprintf(needle, sizeof(needle), "timed out after 300 ms waiting for collection 1004 "
+                         "to become readable at %" PRIu64 " (its upper is %" PRIu64 ")", t, g_ts + 1);
+                expect_error(env, "57014", needle);
+        }
+        CU_ASSERT(elapsed >= 290 && elapsed < 3000);
+}
+
+static void test_frontiers_relation(void)
+{
+        char want[512];
+        static const uint64_t tables[] = { 1001, 1002, 1003, 1004, 1006, 1007 };
+        uint64_t t1, t2, since[ELEMENTSOF(tables)];
+        struct plan p;
+
+        for (size_t i = 0; i < ELEMENTSOF(tables); i++)
+                CU_ASSERT(frontiers_of(g_fd, tables[i], &since[i], NULL));
+        t1 = tick(10);
+        append_ok(g_fd, t1, 1001, "9:z", 1);
+        t2 = tick(10);
+        append_ok(g_fd, t2, 0, "", 0);
+        /* At t1 every table shows upper t1 + 1; at t2, t2 + 1.  Built-ins are not listed.
+         * (Sorted as strings, which for these ids is numeric order.) */
+        want[0] = 0;
+        for (size_t i = 0; i < ELEMENTSOF(tables); i++)
+                snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s(%" PRIu64 ",%" PRIu64
+                         ",%" PRIu64 ")", i ? ";" : "", tables[i], since[i], t1 + 1);
+        expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3, 0, 0, false),
+                                               t1, 0), TIMEOUT_MS), want);
+        snprintf(want, sizeof(want), "(1004,%" PRIu64 ",%" PRIu64 ")", since[3], t2 + 1);
+        expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3,
+                                                                COORD__PLAN__FUNC__FUNC_EQ, 1004, false),
+                                               t2, 0), TIMEOUT_MS), want);
+}
+
+static void test_bad_requests(void)
+{
+        static const uint8_t garbage[] = { 0x0a, 0xff, 0xff, 0xff, 0x0f, 0x01 };
+        Coord__Append m = COORD__APPEND__INIT;
+        Coord__TableWrite w = COORD__TABLE_WRITE__INIT, *wp = &w;
+        ProtobufCBinaryData bad = { 3, (uint8_t *)"\x01\x00\x07" };
+        uint64_t upper_before, upper_after, t;
+        struct plan p;
+        char needle[200];
+
+        CU_ASSERT(frontiers_of(g_fd, 1001, NULL, &upper_before));
+        t = tick(10);
+        /* An unknown collection: 42P01, nothing written (not even the upper tick). */
+        expect_error(append_rows(g_fd, t, 4242, "1:q"), "42P01", "collection 4242 does not exist");
+        /* Below an upper: XX000 naming a collection and its upper (every table and
+         * built-in has the same upper here; the first one is named). */
+        snprintf(needle, sizeof(needle), "cannot append at %" PRIu64 ": collection 1 has upper %"
+                 PRIu64, upper_before - 2, upper_before);
+        expect_error(append_rows(g_fd, upper_before - 2, 1001, "1:q"), "XX000", needle);
+        /* A malformed row. */
+        w.gid = 1001;
+        w.rows = &bad;
+        w.n_rows = 1;
+        m.ts = t;
+        m.writes = &wp;
+        m.n_writes = 1;
+        expect_error(request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base), "22P02", "not a well-formed row");
+        /* coord_frontiers is the controller's. */
+        expect_error(append_rows(g_fd, t, GID_FRONTIERS, "1:q"), "XX000", "controller only");
+        CU_ASSERT(frontiers_of(g_fd, 1001, NULL, &upper_after));
+        CU_ASSERT_EQUAL(upper_after, upper_before);
+
+        /* Garbage payloads: an error reply, the connection keeps working. */
+        expect_error(recv_for(g_fd, send_raw(g_fd, COORD__MSG_TYPE__MSG_APPEND, garbage,
+                                             sizeof(garbage)), TIMEOUT_MS), "XX000", "malformed Append");
+        expect_error(recv_for(g_fd, send_raw(g_fd, COORD__MSG_TYPE__MSG_PEEK, garbage,
+                                             sizeof(garbage)), TIMEOUT_MS), "XX000", "malformed");
+        expect_error(recv_for(g_fd, send_raw(g_fd, COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS, garbage,
+                                             sizeof(garbage)), TIMEOUT_MS), "XX000", "malformed");
+        expect_error(recv_for(g_fd, send_raw(g_fd, (Coord__MsgType)99, NULL, 0), TIMEOUT_MS),
+                     "XX000", "not served");
+        /* A plan that reads a column that does not exist. */
+        {
+                Coord__Plan__Relation *rel = plan_build(&p, 1001, 2, COORD__PLAN__FUNC__FUNC_EQ, 1, false);
+                p.col0.column = 7;
+                expect_error(recv_for(g_fd, peek_send(g_fd, rel, upper_before - 1, 0), TIMEOUT_MS),
+                             "XX000", NULL);
+        }
+        /* Evaluation errors carry their SQLSTATE. */
+        expect_error(recv_for(g_fd, peek_send(g_fd, plan_build(&p, 1001, 2, COORD__PLAN__FUNC__FUNC_EQ,
+                                                               1, true), upper_before - 1, 0),
+                              TIMEOUT_MS), "22012", NULL);
+        /* Unknown collection in a peek. */
+        expect_error(peek_table(g_fd, 4242, upper_before - 1, 0), "42P01", "4242");
+        /* Still serving. */
+        append_ok(g_fd, t, 1001, "10:ok", 1);
+        expect_table(g_fd, 1002, t, "(1,'a');(5,'e')");
+}
+
+/* A new connection of the adapter replaces the old one: the old one's parked peeks are
+ * dropped (their request ids mean nothing to the new connection), nothing else changes. */
+static void test_reconnect(void)
+{
+        Coord__StatusReply *st = NULL;
+        struct plan p;
+        int old = g_fd;
+
+        (void)peek_send(old, plan_build(&p, 1001, 2, 0, 0, false), g_ts + 100, 5000);
+        (void)peek_send(old, plan_build(&p, 1001, 2, 0, 0, false), g_ts + 200, 5000);
+        CU_ASSERT(frontiers_of(old, 1001, NULL, NULL));        /* both are parked now */
+        CU_ASSERT_EQUAL_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 1000, &st), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(st->detail, "peeks_parked=2"));
+        coord__status_reply__free_unpacked(st, NULL);
+
+        g_fd = conn_open();
+        CU_ASSERT_FATAL(g_fd >= 0);
+        CU_ASSERT(frontiers_of(g_fd, 1001, NULL, NULL));
+        CU_ASSERT_EQUAL_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 1000, &st), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(st->detail, "peeks_parked=0"));
+        coord__status_reply__free_unpacked(st, NULL);
+        close(old);
+        append_ok(g_fd, tick(10), 0, "", 0);
+}
+
+/* Every acknowledged append is there after kill -9; uppers did not regress. */
+static void test_kill9(void)
+{
+        uint64_t ts[20], upper_before, upper_after, since;
+        char want[1024] = "";
+        struct plan p;
+        char *frontiers_before;
+
+        ensure_tables(g_fd, g_ts, 1, (uint64_t)1005);
+        for (int i = 0; i < 20; i++) {
+                char row[32];
+
+                snprintf(row, sizeof(row), "%d:r%d", i, i);
+                ts[i] = tick(1);
+                append_ok(g_fd, ts[i], 1005, row, 1);
+        }
+        CU_ASSERT(frontiers_of(g_fd, 1005, NULL, &upper_before));
+        frontiers_before = result_string(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS,
+                                                                                    3, 0, 0, false),
+                                                                  g_ts, 0), TIMEOUT_MS));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(frontiers_before);
+
+        CU_ASSERT_EQUAL(controller_stop(SIGKILL), 128 + SIGKILL);
+        close(g_fd);
+        CU_ASSERT_EQUAL_FATAL(controller_start(), 0);
+        g_fd = conn_open();
+        CU_ASSERT_FATAL(g_fd >= 0);
+
+        CU_ASSERT(frontiers_of(g_fd, 1005, &since, &upper_after));
+        CU_ASSERT(upper_after >= upper_before);
+        CU_ASSERT_EQUAL(upper_after, ts[19] + 1);
+        {
+                /* result_string() sorts rows as strings: (0,..);(1,..);(10,..);... */
+                char *items[20], *sorted = calloc(1, 1024);
+                for (int i = 0; i < 20; i++)
+                        CU_ASSERT_FATAL(asprintf(&items[i], "(%d,'r%d')", i, i) > 0);
+                qsort(items, 20, sizeof(*items), str_cmp);
+                for (int i = 0; i < 20; i++) {
+                        if (i)
+                                strcat(sorted, ";");
+                        strcat(sorted, items[i]);
+                        free(items[i]);
+                }
+                expect_table(g_fd, 1005, ts[19], sorted);
+                free(sorted);
+        }
+        expect_table(g_fd, 1005, ts[0], "(0,'r0')");
+        expect_table(g_fd, 1005, ts[1], "(0,'r0');(1,'r1')");
+        expect_table(g_fd, 1001, ts[19], "(1,'a')*2;(10,'ok');(2,'b');(3,'c');(4,'d');(9,'z')");
+        /* coord_frontiers came back as it was... */
+        {
+                char *after = result_string(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS,
+                                                                                       3, 0, 0, false),
+                                                                     ts[19], 0), TIMEOUT_MS));
+                CU_ASSERT_PTR_NOT_NULL(after);
+                if (after)
+                        CU_ASSERT_STRING_EQUAL(after, frontiers_before);
+                free(after);
+        }
+        free(frontiers_before);
+        /* ...and continues with exactly one row per table. */
+        g_ts = tick(10);
+        append_ok(g_fd, g_ts, 0, "", 0);
+        snprintf(want, sizeof(want), "(1005,%" PRIu64 ",%" PRIu64 ")", since, g_ts + 1);
+        expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3,
+                                                                COORD__PLAN__FUNC__FUNC_EQ, 1005, false),
+                                               g_ts, 0), TIMEOUT_MS), want);
+}
+
+static void test_ring(void)
+{
+        struct fring_reader *rd = NULL;
+        struct fring_frontier f, recs[256];
+        uint64_t t, start;
+        bool seen = false;
+        int r;
+
+        CU_ASSERT_EQUAL_FATAL(fring_attach(ring_name, &rd), 0);
+        /* The snapshot holds every collection. */
+        CU_ASSERT_EQUAL(fring_lookup(rd, 1001, &f), 0);
+        t = tick(10);
+        append_ok(g_fd, t, 1001, "11:ring", 1);
+        CU_ASSERT_EQUAL(fring_lookup(rd, 1001, &f), 0);
+        CU_ASSERT_EQUAL(f.upper, t + 1);
+        CU_ASSERT_EQUAL(fring_lookup(rd, 1005, &f), 0);
+        CU_ASSERT_EQUAL(f.upper, t + 1);
+        CU_ASSERT(f.physical_since <= f.since);
+        /* The stream carries the change. */
+        start = now_ms();
+        while (!seen && now_ms() - start < 3000) {
+                r = fring_read(rd, recs, ELEMENTSOF(recs), NULL);
+                CU_ASSERT_FATAL(r >= 0);
+                for (int i = 0; i < r; i++)
+                        if (recs[i].id == 1001 && recs[i].upper == t + 1)
+                                seen = true;
+                if (r == 0)
+                        (void)fring_wait(rd, 100);
+        }
+        CU_ASSERT(seen);
+        /* A drop forgets the slot. */
+        {
+                Coord__DropCollections m = COORD__DROP_COLLECTIONS__INIT;
+                uint64_t gids[] = { 1003, 9999 };       /* a missing one is fine */
+
+                m.gids = gids;
+                m.n_gids = 2;
+                expect_ok(request(g_fd, COORD__MSG_TYPE__MSG_DROP_COLLECTIONS, &m.base));
+        }
+        CU_ASSERT_EQUAL(fring_lookup(rd, 1003, &f), -ENOENT);
+        fring_reader_free(rd);
+}
+
+static void test_drop(void)
+{
+        const uint64_t gids[] = { GID_OBJECTS, GID_FRONTIERS, 1001, 1004 };
+        const int kinds[] = { COORD__COLLECTION_KIND__COLLECTION_BUILTIN,
+                              COORD__COLLECTION_KIND__COLLECTION_BUILTIN,
+                              COORD__COLLECTION_KIND__COLLECTION_TABLE,
+                              COORD__COLLECTION_KIND__COLLECTION_TABLE };
+        uint64_t t, s1001, s1004;
+        char want[256];
+        struct plan p;
+
+        /* 1003 was dropped by test_ring. */
+        expect_error(peek_table(g_fd, 1003, g_ts, 0), "42P01", "collection 1003 does not exist");
+        /* complete: every table not listed (1002, 1005) goes; built-ins stay. */
+        ensure(g_fd, gids, kinds, 2, g_ts, true);       /* builtins only listed... */
+        CU_ASSERT(!frontiers_of(g_fd, 1001, NULL, NULL));
+        CU_ASSERT(frontiers_of(g_fd, GID_OBJECTS, NULL, NULL));
+        CU_ASSERT(frontiers_of(g_fd, GID_FRONTIERS, NULL, NULL));
+        ensure(g_fd, gids, kinds, 4, g_ts, true);       /* ...then recreated */
+        CU_ASSERT(frontiers_of(g_fd, 1001, &s1001, NULL));
+        CU_ASSERT(frontiers_of(g_fd, 1004, &s1004, NULL));
+        CU_ASSERT(!frontiers_of(g_fd, 1002, NULL, NULL));
+        CU_ASSERT(!frontiers_of(g_fd, 1005, NULL, NULL));
+        t = tick(10);
+        append_ok(g_fd, t, 1001, "1:new", 1);
+        expect_table(g_fd, 1001, t, "(1,'new')");
+        /* coord_frontiers dropped the rows of the dropped tables. */
+        snprintf(want, sizeof(want), "(1001,%" PRIu64 ",%" PRIu64 ");(1004,%" PRIu64 ",%" PRIu64 ")",
+                 s1001, t + 1, s1004, t + 1);
+        expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3, 0, 0, false),
+                                               t, 0), TIMEOUT_MS), want);
+        /* Peeks parked on a collection fail when it is dropped. */
+        {
+                Coord__DropCollections m = COORD__DROP_COLLECTIONS__INIT;
+                uint64_t gid = 1004, rid;
+
+                rid = peek_send(g_fd, plan_build(&p, 1004, 2, 0, 0, false), t + 100, 5000);
+                m.gids = &gid;
+                m.n_gids = 1;
+                expect_ok(request(g_fd, COORD__MSG_TYPE__MSG_DROP_COLLECTIONS, &m.base));
+                expect_error(recv_for(g_fd, rid, TIMEOUT_MS), "42P01", "1004");
+        }
+}
+
+static void test_stop(void)
+{
+        Coord__StatusReply *s = NULL;
+
+        CU_ASSERT_EQUAL(node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 1000, &s), 0);
+        if (s) {
+                CU_ASSERT_PTR_NOT_NULL(strstr(s->detail, "storage=ok"));
+                CU_ASSERT(s->ring_generation == s->incarnation);
+                coord__status_reply__free_unpacked(s, NULL);
+        }
+        close(g_fd);
+        g_fd = -1;
+        CU_ASSERT_EQUAL(controller_stop(SIGTERM), 0);
+}
+
+static const struct t_case cases[] = {
+        { "start: builtins ensured, idempotently", test_start },
+        { "ensure + append + peek at several timestamps", test_round_trip },
+        { "delete_filter retracts exactly the matching rows", test_delete },
+        { "several writes in one append; diffs; bad retractions", test_mixed_group },
+        { "below since: 55000; built-ins compacted to upper - 1 s", test_below_since },
+        { "peek at ts >= upper waits for the append, or times out (57014)", test_peek_waits },
+        { "coord_frontiers shows every table's frontiers at a ts", test_frontiers_relation },
+        { "bad requests: error reply, nothing written, still serving", test_bad_requests },
+        { "a replaced connection's parked peeks are dropped", test_reconnect },
+        { "kill -9: acknowledged appends survive, uppers do not regress", test_kill9 },
+        { "frontier ring follows appends and drops", test_ring },
+        { "drop and complete ensure", test_drop },
+        { "status and clean stop", test_stop },
+        { NULL, NULL },
+};
+
+int main(void)
+{
+        int r;
+
+        build_dir = getenv("COORD_BUILD");
+        if (!build_dir) {
+                fprintf(stderr, "COORD_BUILD must be set (meson test does)\n");
+                return T_EXIT_ERROR;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        snprintf(instance, sizeof(instance), "tctl%d", (int)getpid());
+        home = t_mkdtemp("controller");
+        if (!home || asprintf(&run_dir, "%s/run", home) < 0 || asprintf(&data_dir, "%s/data", home) < 0 ||
+            asprintf(&log_path, "%s/controller.log", home) < 0 ||
+            fring_name(instance, ring_name, sizeof(ring_name)) < 0)
+                return T_EXIT_ERROR;
+        sock_path = node_socket_path(run_dir, COORD__ROLE__ROLE_CONTROLLER);
+        if (!sock_path)
+                return T_EXIT_ERROR;
+        r = t_run((const struct t_suite[]){ { "controller", cases }, { NULL, NULL } });
+        if (ctl_pid > 0)
+                controller_stop(SIGKILL);
+        (void)fring_unlink(ring_name);
+        if (r == T_EXIT_PASS)
+                t_rmrf(home);
+        else
+                fprintf(stderr, "controller log kept in %s\n", log_path);
+        for (size_t i = 0; i < ELEMENTSOF(stash); i++)
+                if (stash[i])
+                        coord__envelope__free_unpacked(stash[i], NULL);
+        free(run_dir);
+        free(data_dir);
+        free(log_path);
+        free(sock_path);
+        free(home);
+        return r;
+}

@@ -1,0 +1,534 @@
+/* test-tables -- tables end to end: the three real daemons started with tools/coord, libpq
+ * and psql as clients, real RocksDB, sockets and shared memory.
+ *
+ * Cases, in order, on one instance under a fresh COORD_HOME:
+ *   round trips (create, insert, select, delete, drop) and SELECT ... AS OF at several
+ *   past timestamps returning exactly the contents at those times (I8);
+ *   errors with their SQLSTATEs;
+ *   built-in relations coord_objects and coord_frontiers;
+ *   the extended protocol (PQexecParams, PQprepare);
+ *   100 concurrent clients inserting while the controller and then the adapter are
+ *   killed with -9: every acknowledged row is there, no statement is half applied (I7);
+ *   the oracle stays monotone across an adapter restart with the wall clock set back;
+ *   a psql script with ON_ERROR_STOP.
+ */
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/wait.h>
+
+#include "node.h"
+#include "t.h"
+#include "util.h"
+
+static char *home, *run_dir, *coord_cmd, *build_dir, *top_dir, *conninfo;
+static int pg_port;
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+        char *cmd = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&cmd, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -1;
+        r = system(cmd);
+        free(cmd);
+        return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
+}
+
+static PGconn *db(void)
+{
+        PGconn *c = PQconnectdb(conninfo);
+
+        if (PQstatus(c) != CONNECTION_OK) {
+                fprintf(stderr, "connect: %s", PQerrorMessage(c));
+                PQfinish(c);
+                return NULL;
+        }
+        return c;
+}
+
+/* Run sql; true when it succeeded. */
+static bool ok(PGconn *c, const char *sql)
+{
+        PGresult *r = PQexec(c, sql);
+        ExecStatusType st = PQresultStatus(r);
+        bool good = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+
+        if (!good)
+                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
+        PQclear(r);
+        return good;
+}
+
+/* Run sql expecting an error with this SQLSTATE. */
+static bool fails_with(PGconn *c, const char *sql, const char *sqlstate)
+{
+        PGresult *r = PQexec(c, sql);
+        const char *got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        bool good = PQresultStatus(r) == PGRES_FATAL_ERROR && got && strcmp(got, sqlstate) == 0;
+
+        if (!good)
+                fprintf(stderr, "\n    %s: expected %s, got %s (%s)", sql, sqlstate,
+                        got ? got : "success", PQresultErrorMessage(r));
+        PQclear(r);
+        return good;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The result rows as "a|b" lines, sorted, joined with ';'.  NULL on error. */
+static char *rows_of(PGconn *c, const char *sql)
+{
+        PGresult *r = PQexec(c, sql);
+        char **lines, *out;
+        size_t n, len = 1;
+
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
+                PQclear(r);
+                return NULL;
+        }
+        n = (size_t)PQntuples(r);
+        lines = calloc(n + 1, sizeof(*lines));
+        for (size_t i = 0; i < n; i++) {
+                char buf[1024] = "";
+                for (int j = 0; j < PQnfields(r); j++) {
+                        size_t l = strlen(buf);
+                        snprintf(buf + l, sizeof(buf) - l, "%s%s", j ? "|" : "",
+                                 PQgetisnull(r, (int)i, j) ? "NULL" : PQgetvalue(r, (int)i, j));
+                }
+                lines[i] = strdup(buf);
+                len += strlen(buf) + 1;
+        }
+        qsort(lines, n, sizeof(*lines), cmp_str);
+        out = calloc(1, len);
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        strcat(out, ";");
+                strcat(out, lines[i]);
+                free(lines[i]);
+        }
+        free(lines);
+        PQclear(r);
+        return out;
+}
+
+static bool rows_are(PGconn *c, const char *sql, const char *expected)
+{
+        char *got = rows_of(c, sql);
+        bool good = got && strcmp(got, expected) == 0;
+
+        if (!good)
+                fprintf(stderr, "\n    %s: expected [%s], got [%s]", sql, expected, got ? got : "(error)");
+        free(got);
+        return good;
+}
+
+static uint64_t scalar_u64(PGconn *c, const char *sql)
+{
+        char *s = rows_of(c, sql);
+        uint64_t v = s ? strtoull(s, NULL, 10) : 0;
+
+        free(s);
+        return v;
+}
+
+static pid_t pid_of(Coord__Role role)
+{
+        Coord__StatusReply *s = NULL;
+        pid_t pid = -1;
+
+        if (node_query_status(run_dir, role, 1000, &s) == 0) {
+                pid = s->pid;
+                coord__status_reply__free_unpacked(s, NULL);
+        }
+        return pid;
+}
+
+static void kill9(Coord__Role role)
+{
+        pid_t pid = pid_of(role);
+
+        CU_ASSERT_FATAL(pid > 0);
+        kill(pid, SIGKILL);
+        while (kill(pid, 0) == 0)
+                usleep(1000);
+}
+
+static void test_up(void)
+{
+        CU_ASSERT_EQUAL_FATAL(sh("%s up >/dev/null", coord_cmd), 0);
+}
+
+static void test_round_trip(void)
+{
+        PGconn *c = db();
+        uint64_t t1, t2, t3;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE t (a bigint NOT NULL, b text, c boolean, d integer)"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM t", ""));
+        CU_ASSERT(ok(c, "INSERT INTO t VALUES (1, 'one', true, 10), (2, 'two', false, 20), (3, NULL, NULL, NULL)"));
+        t1 = scalar_u64(c, "SELECT mz_now()");
+        CU_ASSERT(rows_are(c, "SELECT a, b, c, d FROM t", "1|one|t|10;2|two|f|20;3|NULL|NULL|NULL"));
+        CU_ASSERT(rows_are(c, "SELECT a * 10 + d, b IS NULL FROM t WHERE a >= 2 AND (c OR c IS NULL)", "NULL|t"));
+        CU_ASSERT(ok(c, "DELETE FROM t WHERE a = 2"));
+        t2 = scalar_u64(c, "SELECT mz_now()");
+        CU_ASSERT(ok(c, "INSERT INTO t (a, b) VALUES (4, 'four'), (4, 'four')"));
+        t3 = scalar_u64(c, "SELECT mz_now()");
+        CU_ASSERT(t1 < t2 && t2 < t3);
+        CU_ASSERT(rows_are(c, "SELECT a, b FROM t", "1|one;3|NULL;4|four;4|four"));
+        /* AS OF: exactly the contents at each past time (I8). */
+        {
+                char q[256];
+                snprintf(q, sizeof(q), "SELECT a FROM t AS OF %" PRIu64, t1);
+                CU_ASSERT(rows_are(c, q, "1;2;3"));
+                snprintf(q, sizeof(q), "SELECT a FROM t AS OF %" PRIu64, t2);
+                CU_ASSERT(rows_are(c, q, "1;3"));
+                snprintf(q, sizeof(q), "SELECT a FROM t AS OF %" PRIu64, t3);
+                CU_ASSERT(rows_are(c, q, "1;3;4;4"));
+        }
+        /* A DELETE of duplicates retracts all of them; the tag counts rows. */
+        {
+                PGresult *r = PQexec(c, "DELETE FROM t WHERE a = 4");
+                CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "DELETE 2");
+                PQclear(r);
+                r = PQexec(c, "INSERT INTO t VALUES (5), (6), (7)");
+                CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "INSERT 0 3");
+                PQclear(r);
+                r = PQexec(c, "SELECT a FROM t");
+                CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "SELECT 5");
+                PQclear(r);
+        }
+        CU_ASSERT(rows_are(c, "SHOW TABLES", "t|table"));
+        CU_ASSERT(ok(c, "DROP TABLE t"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM t", "42P01"));
+        CU_ASSERT(ok(c, "DROP TABLE IF EXISTS t"));
+        /* Several statements in one string, the rest skipped after an error. */
+        CU_ASSERT(ok(c, "CREATE TABLE m (x int); INSERT INTO m VALUES (1); INSERT INTO m VALUES (2)"));
+        CU_ASSERT(rows_are(c, "SELECT x FROM m", "1;2"));
+        CU_ASSERT(fails_with(c, "INSERT INTO m VALUES (3); SELECT nope FROM m; INSERT INTO m VALUES (4)", "42703"));
+        CU_ASSERT(rows_are(c, "SELECT x FROM m", "1;2;3"));
+        PQfinish(c);
+}
+
+static void test_errors(void)
+{
+        PGconn *c = db();
+        char q[256];
+        uint64_t born;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE e (a int NOT NULL, b text)"));
+        CU_ASSERT(fails_with(c, "SELEC 1", "42601"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM nowhere", "42P01"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE e (x int)", "42P07"));
+        CU_ASSERT(fails_with(c, "INSERT INTO e VALUES ('abc', 'x')", "22P02"));
+        CU_ASSERT(fails_with(c, "INSERT INTO e VALUES (true, 'x')", "42804"));
+        CU_ASSERT(fails_with(c, "INSERT INTO e VALUES (1, 'x', 3)", "42601"));
+        CU_ASSERT(fails_with(c, "INSERT INTO e VALUES (NULL, 'x')", "23502"));
+        CU_ASSERT(fails_with(c, "INSERT INTO e VALUES (99999999999, 'x')", "22003"));
+        CU_ASSERT(fails_with(c, "SELECT 1 / 0", "22012"));
+        /* AS OF below the table's since (its birth): an error naming the since. */
+        {
+                char *id = rows_of(c, "SELECT id FROM coord_objects WHERE name = 'e'");
+                CU_ASSERT_PTR_NOT_NULL_FATAL(id);
+                snprintf(q, sizeof(q), "SELECT read_frontier FROM coord_frontiers WHERE object_id = %s", id);
+                born = scalar_u64(c, q);
+                free(id);
+        }
+        CU_ASSERT(born > 0);
+        snprintf(q, sizeof(q), "SELECT * FROM e AS OF %" PRIu64, born - 1);
+        CU_ASSERT(fails_with(c, q, "55000"));
+        snprintf(q, sizeof(q), "SELECT * FROM e AS OF %" PRIu64, born);
+        CU_ASSERT(ok(c, q));
+        /* The connection still works after all those errors. */
+        CU_ASSERT(ok(c, "INSERT INTO e VALUES (1, 'ok')"));
+        CU_ASSERT(rows_are(c, "SELECT a, b FROM e", "1|ok"));
+        PQfinish(c);
+}
+
+static void test_builtins(void)
+{
+        PGconn *c = db();
+        char *id, q[256];
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE bt (x bigint)"));
+        CU_ASSERT(rows_are(c, "SELECT name, kind, create_sql FROM coord_objects WHERE name = 'bt'",
+                           "bt|table|CREATE TABLE bt (x bigint)"));
+        id = rows_of(c, "SELECT id FROM coord_objects WHERE name = 'bt'");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(id);
+        snprintf(q, sizeof(q), "SELECT read_frontier <= write_frontier, write_frontier > 0 "
+                               "FROM coord_frontiers WHERE object_id = %s", id);
+        CU_ASSERT(rows_are(c, q, "t|t"));
+        CU_ASSERT(ok(c, "DROP TABLE bt"));
+        CU_ASSERT(rows_are(c, "SELECT name FROM coord_objects WHERE name = 'bt'", ""));
+        free(id);
+        PQfinish(c);
+}
+
+static void test_extended(void)
+{
+        PGconn *c = db();
+        const char *vals[2] = { "7", "seven" };
+        PGresult *r;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE x (n bigint, s text)"));
+        r = PQexecParams(c, "INSERT INTO x VALUES ($1, $2)", 2, NULL, vals, NULL, NULL, 0);
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        r = PQprepare(c, "q", "SELECT s FROM x WHERE n = $1", 1, NULL);
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        r = PQexecPrepared(c, "q", 1, vals, NULL, NULL, 0);
+        CU_ASSERT_EQUAL_FATAL(PQresultStatus(r), PGRES_TUPLES_OK);
+        CU_ASSERT_EQUAL(PQntuples(r), 1);
+        if (PQntuples(r) == 1)
+                CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "seven");
+        PQclear(r);
+        r = PQdescribePrepared(c, "q");
+        CU_ASSERT_EQUAL(PQnfields(r), 1);
+        CU_ASSERT_EQUAL(PQftype(r, 0), 25);
+        PQclear(r);
+        PQfinish(c);
+}
+
+/* ---- I7 under kill -9 ---- */
+
+#define CLIENTS 100
+#define ROUNDS 1000
+
+struct client {
+        int id;
+        int acked;                      /* statements acknowledged */
+        bool ok[ROUNDS];                /* value id*ROUNDS + k was acknowledged */
+        volatile bool *stop;
+};
+
+static void *client_run(void *arg)
+{
+        struct client *cl = arg;
+        PGconn *c = NULL;
+
+        for (int k = 0; k < ROUNDS && !*cl->stop; ) {
+                char q[160];
+                PGresult *r;
+
+                if (!c || PQstatus(c) != CONNECTION_OK) {
+                        PQfinish(c);
+                        c = PQconnectdb(conninfo);
+                        if (PQstatus(c) != CONNECTION_OK) {
+                                usleep(20000);
+                                continue;
+                        }
+                }
+                /* Two rows per statement: both or neither may appear. */
+                snprintf(q, sizeof(q), "INSERT INTO crash VALUES (%d, %d), (%d, %d)",
+                         cl->id * ROUNDS + k, cl->id, cl->id * ROUNDS + k, cl->id);
+                r = PQexec(c, q);
+                /* Not acknowledged: the statement may or may not be there; the client
+                 * moves on to the next value either way, so each value is written by
+                 * one statement only. */
+                if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+                        cl->ok[k] = true;
+                        cl->acked++;
+                }
+                k++;
+                PQclear(r);
+        }
+        PQfinish(c);
+        return NULL;
+}
+
+static void test_kill9_under_load(void)
+{
+        PGconn *c = db();
+        static struct client cl[CLIENTS];
+        pthread_t th[CLIENTS];
+        volatile bool stop = false;
+        PGresult *r;
+        long acked_rows = 0;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE crash (v bigint NOT NULL, client int NOT NULL)"));
+        PQfinish(c);
+        for (int i = 0; i < CLIENTS; i++) {
+                cl[i] = (struct client){ .id = i, .stop = &stop };
+                pthread_create(&th[i], NULL, client_run, &cl[i]);
+        }
+        usleep(700 * 1000);
+        kill9(COORD__ROLE__ROLE_CONTROLLER);
+        usleep(200 * 1000);
+        CU_ASSERT_EQUAL(sh("%s up >/dev/null", coord_cmd), 0);
+        usleep(700 * 1000);
+        kill9(COORD__ROLE__ROLE_ADAPTER);
+        usleep(200 * 1000);
+        CU_ASSERT_EQUAL(sh("%s up >/dev/null", coord_cmd), 0);
+        usleep(700 * 1000);
+        stop = true;
+        for (int i = 0; i < CLIENTS; i++)
+                pthread_join(th[i], NULL);
+
+        c = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        r = PQexec(c, "SELECT v, client FROM crash");
+        CU_ASSERT_EQUAL_FATAL(PQresultStatus(r), PGRES_TUPLES_OK);
+        {
+                int n = PQntuples(r);
+                static int count[CLIENTS * ROUNDS];
+                memset(count, 0, sizeof(count));
+                for (int i = 0; i < n; i++) {
+                        long v = strtol(PQgetvalue(r, i, 0), NULL, 10);
+                        CU_ASSERT(v >= 0 && v < CLIENTS * ROUNDS);
+                        if (v >= 0 && v < CLIENTS * ROUNDS)
+                                count[v]++;
+                }
+                for (int i = 0; i < CLIENTS; i++) {
+                        for (int k = 0; k < ROUNDS; k++) {
+                                int got = count[i * ROUNDS + k];
+                                /* Acknowledged: exactly its two rows (I7).  Not: zero or
+                                 * two, never one (no half-written statement). */
+                                if (cl[i].ok[k]) {
+                                        CU_ASSERT(got == 2);
+                                } else {
+                                        CU_ASSERT(got == 0 || got == 2);
+                                }
+                        }
+                        acked_rows += cl[i].acked;
+                }
+                printf("\n    %d clients, %ld statements acknowledged, %d rows read back\n",
+                       CLIENTS, acked_rows, n);
+        }
+        PQclear(r);
+        PQfinish(c);
+}
+
+/* The oracle never goes back: restart the adapter with its wall clock an hour behind;
+ * new writes still get later timestamps than every earlier one. */
+static void test_oracle_monotone(void)
+{
+        PGconn *c = db();
+        uint64_t before, after, w_before, w_after;
+        char q[256], *id;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE clock (x int)"));
+        CU_ASSERT(ok(c, "INSERT INTO clock VALUES (1)"));
+        id = rows_of(c, "SELECT id FROM coord_objects WHERE name = 'clock'");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(id);
+        snprintf(q, sizeof(q), "SELECT write_frontier FROM coord_frontiers WHERE object_id = %s", id);
+        before = scalar_u64(c, "SELECT mz_now()");
+        w_before = scalar_u64(c, q);
+        PQfinish(c);
+        kill9(COORD__ROLE__ROLE_ADAPTER);
+        CU_ASSERT_EQUAL_FATAL(sh("COORD_ADAPTER_ARGS=--test-clock-offset-ms=-3600000 %s up >/dev/null",
+                                 coord_cmd), 0);
+        c = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "INSERT INTO clock VALUES (2)"));
+        after = scalar_u64(c, "SELECT mz_now()");
+        w_after = scalar_u64(c, q);
+        printf("\n    read ts %" PRIu64 " -> %" PRIu64 ", write frontier %" PRIu64 " -> %" PRIu64
+               " (clock set back 1 h)\n", before, after, w_before, w_after);
+        CU_ASSERT(after > before);
+        CU_ASSERT(w_after > w_before);
+        CU_ASSERT(rows_are(c, "SELECT x FROM clock", "1;2"));
+        free(id);
+        PQfinish(c);
+        /* Back to the real clock for what follows. */
+        kill9(COORD__ROLE__ROLE_ADAPTER);
+        CU_ASSERT_EQUAL(sh("%s up >/dev/null", coord_cmd), 0);
+}
+
+static void test_psql_script(void)
+{
+        char *script = NULL;
+        FILE *f;
+
+        CU_ASSERT_FATAL(asprintf(&script, "%s/script.sql", home) > 0);
+        f = fopen(script, "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fputs("CREATE TABLE ps (id bigint NOT NULL, name text);\n"
+              "INSERT INTO ps VALUES (1, 'a'), (2, 'b');\n"
+              "SELECT id, name FROM ps WHERE id > 1;\n"
+              "DELETE FROM ps WHERE id = 1;\n"
+              "SHOW TABLES;\n"
+              "DROP TABLE ps;\n", f);
+        fclose(f);
+        CU_ASSERT_EQUAL(sh("psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p %d -U coord -d coord -f %s >/dev/null",
+                           pg_port, script), 0);
+        /* And over the Unix socket in the run directory, with an error: exit 3. */
+        f = fopen(script, "w");
+        fputs("SELECT 1;\nSELECT * FROM missing_table;\nSELECT 2;\n", f);
+        fclose(f);
+        CU_ASSERT_EQUAL(sh("psql -X -q -v ON_ERROR_STOP=1 -h %s -p %d -U coord -d coord -f %s >/dev/null 2>&1",
+                           run_dir, pg_port, script), 3);
+        free(script);
+}
+
+static void test_down(void)
+{
+        CU_ASSERT_EQUAL(sh("%s down >/dev/null", coord_cmd), 0);
+}
+
+static const struct t_case cases[] = {
+        { "up", test_up },
+        { "create, insert, select, delete, drop, AS OF", test_round_trip },
+        { "errors carry SQLSTATEs", test_errors },
+        { "built-in relations", test_builtins },
+        { "extended protocol", test_extended },
+        { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
+        { "oracle monotone with the clock set back", test_oracle_monotone },
+        { "psql script", test_psql_script },
+        { "down", test_down },
+        { NULL, NULL },
+};
+
+int main(void)
+{
+        int r;
+
+        top_dir = getenv("COORD_TOP");
+        build_dir = getenv("COORD_BUILD");
+        if (!top_dir || !build_dir) {
+                fprintf(stderr, "COORD_TOP and COORD_BUILD must be set (meson test does)\n");
+                return T_EXIT_ERROR;
+        }
+        if (system("command -v psql >/dev/null") != 0) {
+                fprintf(stderr, "psql not found\n");
+                return T_EXIT_SKIP;
+        }
+        pg_port = t_free_port();
+        home = t_mkdtemp("tables");
+        if (!home || pg_port <= 0 || asprintf(&run_dir, "%s/run", home) < 0 ||
+            asprintf(&coord_cmd, "COORD_HOME=%s COORD_SKIP_SETUP=1 COORD_INSTANCE=s%d COORD_PG_PORT=%d %s/tools/coord",
+                     home, (int)getpid(), pg_port, top_dir) < 0 ||
+            asprintf(&conninfo, "host=127.0.0.1 port=%d user=coord dbname=coord connect_timeout=5", pg_port) < 0)
+                return T_EXIT_ERROR;
+        r = t_run((const struct t_suite[]){ { "sql", cases }, { NULL, NULL } });
+        (void)!sh("%s down >/dev/null 2>&1", coord_cmd);
+        if (r == T_EXIT_PASS)
+                t_rmrf(home);
+        else
+                fprintf(stderr, "daemon logs kept in %s/log\n", home);
+        free(run_dir);
+        free(coord_cmd);
+        free(conninfo);
+        free(home);
+        return r;
+}
