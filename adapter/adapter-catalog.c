@@ -83,18 +83,23 @@ static int names_insert_raw(struct acat_item **tab, size_t cap, struct acat_item
         return 0;
 }
 
+/* Rehash the live entries (items and pending creations) into a table of cap slots. */
 static int names_rebuild(struct adapter_catalog *ac, size_t cap)
 {
         struct acat_item **tab = calloc(cap, sizeof(*tab));
+        size_t used = 0;
 
         if (!tab)
                 return -ENOMEM;
-        for (size_t i = 0; i < ac->n_items; i++)
-                names_insert_raw(tab, cap, ac->items[i]);
+        for (size_t i = 0; i < ac->n_names_cap; i++)
+                if (ac->names[i] && ac->names[i] != TOMBSTONE) {
+                        names_insert_raw(tab, cap, ac->names[i]);
+                        used++;
+                }
         free(ac->names);
         ac->names = tab;
         ac->n_names_cap = cap;
-        ac->n_names_used = ac->n_items;
+        ac->n_names_used = used;
         ac->n_tombstones = 0;
         return 0;
 }
@@ -178,7 +183,7 @@ static int items_add(struct adapter_catalog *ac, struct acat_item *it)
                 ac->items = n;
                 ac->cap_items = cap;
         }
-        if ((ac->n_names_used + 1) * 2 > ac->n_names_cap) {
+        if ((ac->n_names_used + ac->n_tombstones + 1) * 2 > ac->n_names_cap) {
                 r = names_rebuild(ac, ac->n_names_cap ? ac->n_names_cap * 2 : 128);
                 if (r < 0)
                         return r;
@@ -206,6 +211,7 @@ static void items_remove(struct adapter_catalog *ac, uint64_t gid)
         assert(slot && *slot == it);
         *slot = TOMBSTONE;
         ac->n_tombstones++;
+        ac->n_names_used--;
         memmove(ac->items + pos, ac->items + pos + 1, (ac->n_items - pos - 1) * sizeof(*ac->items));
         ac->n_items--;
         item_free(it);
@@ -389,6 +395,10 @@ int acat_open(struct catalog *store, struct adapter_catalog **ret)
         r = load_items(ac);
         if (r < 0)
                 goto fail;
+        /* Concurrent DDL commits in any order within a group, so the meta record may
+         * lag the largest GlobalId taken: never hand one out twice (note 3). */
+        if (ac->n_items > ac->n_builtin && ac->items[ac->n_items - 1]->gid >= ac->next_gid)
+                ac->next_gid = ac->items[ac->n_items - 1]->gid + 1;
         *ret = ac;
         return 0;
 fail:
@@ -402,6 +412,10 @@ struct adapter_catalog *acat_free(struct adapter_catalog *ac)
                 return NULL;
         for (size_t i = 0; i < ac->n_items; i++)
                 item_free(ac->items[i]);
+        /* Creations whose commit never finished live only in the name index. */
+        for (size_t i = 0; i < ac->n_names_cap; i++)
+                if (ac->names[i] && ac->names[i] != TOMBSTONE && ac->names[i]->pending)
+                        item_free(ac->names[i]);
         free(ac->items);
         free(ac->names);
         free(ac);
@@ -414,7 +428,7 @@ static int acat_lookup(void *userdata, const char *name, struct sql_relation *re
 {
         const struct acat_item *it = acat_by_name(userdata, name);
 
-        if (!it)
+        if (!it || it->pending)
                 return -ENOENT;
         ret->id = it->gid;
         ret->kind = it->kind;
@@ -429,26 +443,109 @@ const struct sql_catalog_ops acat_sql_ops = {
 
 /* ---- DDL ---- */
 
-int acat_create_table(struct adapter_catalog *ac, const struct sql_create_table *ct,
-                      const char *create_sql, uint64_t ts, uint64_t *ret_gid,
-                      struct row_error *err)
+struct acat_txn {
+        bool create;
+        struct acat_item **items;       /* create: the new item; drop: the dropped ones */
+        size_t n_items;
+        struct catalog_op *ops;
+        size_t n_ops;
+        uint8_t *buf;                   /* keys and values the ops point into */
+};
+
+static void txn_free(struct acat_txn *t)
 {
+        if (!t)
+                return;
+        free(t->items);
+        free(t->ops);
+        free(t->buf);
+        free(t);
+}
+
+const struct catalog_op *acat_txn_ops(const struct acat_txn *t, size_t *ret_n)
+{
+        *ret_n = t->n_ops;
+        return t->ops;
+}
+
+const struct acat_item *acat_txn_item(const struct acat_txn *t, size_t i)
+{
+        return i < t->n_items ? t->items[i] : NULL;
+}
+
+size_t acat_txn_n_items(const struct acat_txn *t)
+{
+        return t->n_items;
+}
+
+/* The item array (by gid) without the name index: for pending items at finish. */
+static int items_array_add(struct adapter_catalog *ac, struct acat_item *it)
+{
+        size_t pos;
+
+        if (ac->n_items == ac->cap_items) {
+                size_t cap = ac->cap_items ? ac->cap_items * 2 : 64;
+                struct acat_item **n = realloc(ac->items, cap * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                ac->items = n;
+                ac->cap_items = cap;
+        }
+        pos = items_lower_bound(ac, it->gid);
+        memmove(ac->items + pos + 1, ac->items + pos, (ac->n_items - pos) * sizeof(*ac->items));
+        ac->items[pos] = it;
+        ac->n_items++;
+        return 0;
+}
+
+static int name_reserve(struct adapter_catalog *ac, struct acat_item *it)
+{
+        int r;
+
+        if ((ac->n_names_used + ac->n_tombstones + 1) * 2 > ac->n_names_cap) {
+                r = names_rebuild(ac, ac->n_names_cap * 2);
+                if (r < 0)
+                        return r;
+        }
+        names_insert_raw(ac->names, ac->n_names_cap, it);
+        ac->n_names_used++;
+        return 0;
+}
+
+static void name_release(struct adapter_catalog *ac, struct acat_item *it)
+{
+        struct acat_item **slot = names_slot(ac, it->name);
+
+        assert(slot && *slot == it);
+        *slot = TOMBSTONE;
+        ac->n_tombstones++;
+        ac->n_names_used--;
+}
+
+int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_table *ct,
+                            const char *create_sql, uint64_t ts, struct acat_txn **ret,
+                            struct row_error *err)
+{
+        struct acat_txn *t = NULL;
         struct acat_item *it = NULL;
-        uint8_t ikey[9], bkey[9], next[8], *ival = NULL, bval[32];
+        uint8_t *ival = NULL, bval[32];
         Coord__CatalogBound bound = COORD__CATALOG_BOUND__INIT;
-        struct catalog_op ops[3];
         size_t ilen = 0, blen;
         int r;
 
-        /* Validate on the final state. */
+        /* Validate on the final state: pending creations hold their names too. */
         if (acat_by_name(ac, ct->name))
                 return row_error_set(err, -EINVAL, "42P07", "relation \"%s\" already exists", ct->name);
         it = calloc(1, sizeof(*it));
-        if (!it)
-                return -ENOMEM;
+        t = calloc(1, sizeof(*t));
+        if (!it || !t) {
+                r = -ENOMEM;
+                goto fail;
+        }
         it->gid = ac->next_gid;
         it->kind = SQL_OBJECT_TABLE;
         it->created_at = ts;
+        it->pending = true;
         it->name = strdup(ct->name);
         it->create_sql = strdup(create_sql ? create_sql : "");
         it->columns = calloc(ct->n_columns ? ct->n_columns : 1, sizeof(*it->columns));
@@ -471,38 +568,51 @@ int acat_create_table(struct adapter_catalog *ac, const struct sql_create_table 
         bound.gid = it->gid;
         bound.bound = ts;       /* birth: readable from its creation on */
         blen = coord__catalog_bound__pack(&bound, bval);
-        key_put(ikey, KEY_ITEM, it->gid);
-        key_put(bkey, KEY_BOUND, it->gid);
-        be64_put(next, it->gid + 1);
-        ops[0] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, ikey, sizeof(ikey), ival, ilen };
-        ops[1] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, bkey, sizeof(bkey), bval, blen };
-        ops[2] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_META, META_NEXT_GID,
-                                      strlen(META_NEXT_GID), next, sizeof(next) };
-        r = catalog_commit(ac->store, ops, ELEMENTSOF(ops), NULL);
+        t->create = true;
+        t->items = calloc(1, sizeof(*t->items));
+        t->ops = calloc(3, sizeof(*t->ops));
+        t->buf = malloc(9 + 9 + 8 + ilen + blen);
+        if (!t->items || !t->ops || !t->buf) {
+                free(ival);
+                r = -ENOMEM;
+                goto fail;
+        }
+        {
+                uint8_t *ikey = t->buf, *bkey = t->buf + 9, *next = t->buf + 18;
+                uint8_t *iv = t->buf + 26, *bv = iv + ilen;
+
+                key_put(ikey, KEY_ITEM, it->gid);
+                key_put(bkey, KEY_BOUND, it->gid);
+                be64_put(next, it->gid + 1);
+                memcpy(iv, ival, ilen);
+                memcpy(bv, bval, blen);
+                t->ops[0] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, ikey, 9, iv, ilen };
+                t->ops[1] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, bkey, 9, bv, blen };
+                t->ops[2] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_META, META_NEXT_GID,
+                                                 strlen(META_NEXT_GID), next, 8 };
+                t->n_ops = 3;
+        }
         free(ival);
+        r = name_reserve(ac, it);
         if (r < 0)
                 goto fail;
-        /* (1) committed: now memory. */
+        /* (3) the GlobalId is taken now, whatever happens to the commit. */
         ac->next_gid = it->gid + 1;
-        r = items_add(ac, it);
-        if (r < 0)
-                goto fail;      /* memory disagrees with disk: the caller must stop */
-        *ret_gid = it->gid;
+        t->items[0] = it;
+        t->n_items = 1;
+        *ret = t;
         return 0;
 fail:
         item_free(it);
+        txn_free(t);
         return r;
 }
 
-int acat_drop(struct adapter_catalog *ac, const uint64_t *gids, size_t n, struct row_error *err)
+int acat_drop_begin(struct adapter_catalog *ac, const uint64_t *gids, size_t n,
+                    struct acat_txn **ret, struct row_error *err)
 {
-        struct catalog_op *ops;
-        uint8_t (*keys)[9];
-        size_t k = 0;
-        int r;
+        struct acat_txn *t;
 
-        if (n == 0)
-                return 0;
         for (size_t i = 0; i < n; i++) {
                 const struct acat_item *it = acat_by_gid(ac, gids[i]);
                 if (!it)
@@ -511,28 +621,62 @@ int acat_drop(struct adapter_catalog *ac, const uint64_t *gids, size_t n, struct
                 if (it->builtin)
                         return row_error_set(err, -EINVAL, "42809",
                                              "cannot drop built-in relation \"%s\"", it->name);
+                if (it->dropping)
+                        return row_error_set(err, -EINVAL, "55006",
+                                             "relation \"%s\" is being dropped by another session",
+                                             it->name);
+                for (size_t j = 0; j < i; j++)
+                        if (gids[j] == gids[i])
+                                return row_error_set(err, -EINVAL, "42P01",
+                                                     "object %llu named twice", (unsigned long long)gids[i]);
         }
-        ops = calloc(2 * n, sizeof(*ops));
-        keys = calloc(2 * n, sizeof(*keys));
-        if (!ops || !keys) {
-                free(ops);
-                free(keys);
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->items = calloc(n ? n : 1, sizeof(*t->items));
+        t->ops = calloc(2 * n + 1, sizeof(*t->ops));
+        t->buf = malloc(18 * n + 1);
+        if (!t->items || !t->ops || !t->buf) {
+                txn_free(t);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
-                key_put(keys[k], KEY_ITEM, gids[i]);
-                ops[k] = (struct catalog_op){ CATALOG_OP_DELETE, CATALOG_CF_STATE, keys[k], 9, NULL, 0 };
-                k++;
-                key_put(keys[k], KEY_BOUND, gids[i]);
-                ops[k] = (struct catalog_op){ CATALOG_OP_DELETE, CATALOG_CF_STATE, keys[k], 9, NULL, 0 };
-                k++;
+                uint8_t *ikey = t->buf + 18 * i, *bkey = ikey + 9;
+                struct acat_item *it = (struct acat_item *)acat_by_gid(ac, gids[i]);
+
+                key_put(ikey, KEY_ITEM, gids[i]);
+                key_put(bkey, KEY_BOUND, gids[i]);
+                t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_DELETE, CATALOG_CF_STATE, ikey, 9, NULL, 0 };
+                t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_DELETE, CATALOG_CF_STATE, bkey, 9, NULL, 0 };
+                it->dropping = true;
+                t->items[t->n_items++] = it;
         }
-        r = catalog_commit(ac->store, ops, k, NULL);
-        free(ops);
-        free(keys);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n; i++)
-                items_remove(ac, gids[i]);
+        *ret = t;
         return 0;
+}
+
+void acat_txn_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_result)
+{
+        if (t->create) {
+                struct acat_item *it = t->items[0];
+
+                assert(it->pending);
+                if (commit_result == 0 && items_array_add(ac, it) == 0) {
+                        it->pending = false;
+                } else {
+                        /* Not committed (or no memory to show it: the caller stops
+                         * writing on any error here).  Give the name back. */
+                        name_release(ac, it);
+                        item_free(it);
+                }
+        } else {
+                for (size_t i = 0; i < t->n_items; i++) {
+                        assert(t->items[i]->dropping);
+                        if (commit_result == 0)
+                                items_remove(ac, t->items[i]->gid);
+                        else
+                                t->items[i]->dropping = false;
+                }
+        }
+        txn_free(t);
 }

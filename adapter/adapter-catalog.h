@@ -37,6 +37,9 @@ struct acat_item {
         size_t n_columns;
         uint64_t created_at;            /* birth: the oracle timestamp of its creation */
         bool builtin;
+        bool pending;                   /* created, commit in progress: name reserved,
+                                         * invisible to statements */
+        bool dropping;                  /* dropped, commit in progress */
 };
 
 int acat_open(struct catalog *store, struct adapter_catalog **ret);
@@ -54,14 +57,27 @@ size_t acat_count_user(const struct adapter_catalog *ac);
 /* The sql_catalog_ops for sql_analyze(); userdata is the adapter_catalog. */
 extern const struct sql_catalog_ops acat_sql_ops;
 
-/* DDL.  Each validates, commits one catalog transaction, then updates memory.
- * Returns 0, or -EINVAL with err set (a SQL error: nothing was written), or another
- * -errno from the store (-EIO: the store is now in its sticky error state). */
-int acat_create_table(struct adapter_catalog *ac, const struct sql_create_table *ct,
-                      const char *create_sql, uint64_t ts, uint64_t *ret_gid,
-                      struct row_error *err);
-int acat_drop(struct adapter_catalog *ac, const uint64_t *gids, size_t n,
-              struct row_error *err);
+/* DDL, in two steps so that the commit can run off the loop thread (and share its
+ * fsync with concurrent DDL):
+ *   begin:  validate on the final state, reserve (a created name is taken, dropped
+ *           items are marked), and build the transaction's ops: -EINVAL with err set
+ *           is a SQL error and nothing changed;
+ *   commit: the caller commits acat_txn_ops() (catalog_commit or the committer);
+ *   finish: with the commit's result: 0 applies the change to memory, an error rolls
+ *           the reservation back.  Frees the txn.
+ * Memory never shows an uncommitted item to statements: a pending item only reserves
+ * its name. */
+struct acat_txn;
+int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_table *ct,
+                            const char *create_sql, uint64_t ts, struct acat_txn **ret,
+                            struct row_error *err);
+int acat_drop_begin(struct adapter_catalog *ac, const uint64_t *gids, size_t n,
+                    struct acat_txn **ret, struct row_error *err);
+const struct catalog_op *acat_txn_ops(const struct acat_txn *t, size_t *ret_n);
+/* The created item (create) or the dropped items (drop), valid until finish. */
+const struct acat_item *acat_txn_item(const struct acat_txn *t, size_t i);
+size_t acat_txn_n_items(const struct acat_txn *t);
+void acat_txn_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_result);
 
 /* "table" for SQL_OBJECT_TABLE and so on, as in coord_objects.kind. */
 const char *acat_kind_name(enum sql_object_kind kind);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "adapter-catalog.h"
+#include "adapter-commit.h"
 #include "adapter-oracle.h"
 #include "adapter-pgwire.h"
 #include "adapter-sql.h"
@@ -104,6 +105,7 @@ struct exec {
         struct node *node;
         struct catalog *store;
         struct adapter_catalog *cat;
+        struct committer *committer;
         struct oracle *oracle;
         struct pgwire_server *pg;
         struct exec_config cfg;
@@ -493,12 +495,115 @@ fail:
 
 enum { STMT_DONE = 0, STMT_PARKED = 1 };
 
+/* Threads calling catalog_commit(): concurrent DDL statements share one fsync. */
+#define EXEC_COMMIT_THREADS 4
+
+/* A DDL statement waiting for its catalog commit. */
+struct ddl {
+        struct session *s;
+        struct acat_txn *txn;
+        bool create;
+};
+
+static void ddl_failed(struct session *s, int r)
+{
+        if (!s->gone)
+                send_error(s->c, "58030", "the catalog could not commit: %s; the statement was not applied",
+                           strerror(-r));
+        s->stmt = sql_stmt_free(s->stmt);
+        s->next = SIZE_MAX;
+}
+
+/* (3) the commit is done: now the controller, then coord_objects through a group. */
+static void ddl_committed(void *ctx, int r, uint64_t seq)
+{
+        struct ddl *d = ctx;
+        struct session *s = d->s;
+        struct exec *ex = s->ex;
+        size_t n = acat_txn_n_items(d->txn);
+
+        if (r < 0) {
+                log_error_errno(r, "catalog_commit_failed", "what=%s", d->create ? "create" : "drop");
+                ex->fatal = r;          /* the store is in its sticky error state */
+                acat_txn_finish(ex->cat, d->txn, r);
+                ddl_failed(s, r);
+                goto resume;
+        }
+        if (d->create) {
+                const struct acat_item *it = acat_txn_item(d->txn, 0);
+                uint64_t gid = it->gid;
+
+                acat_txn_finish(ex->cat, d->txn, 0);
+                log_info("table_created", "gid=%llu seq=%llu", (unsigned long long)gid,
+                         (unsigned long long)seq);
+                (void)ensure_collections(ex, false, gid);
+                r = objects_write(ex, s, acat_by_gid(ex->cat, gid), +1);
+        } else {
+                Coord__DropCollections msg = COORD__DROP_COLLECTIONS__INIT;
+                uint64_t gids[n ? n : 1];
+
+                /* The coord_objects retractions need the items: before finish. */
+                for (size_t i = 0; i < n; i++) {
+                        gids[i] = acat_txn_item(d->txn, i)->gid;
+                        r = objects_write(ex, i + 1 == n ? s : NULL, acat_txn_item(d->txn, i), -1);
+                        if (r < 0)
+                                break;
+                }
+                acat_txn_finish(ex->cat, d->txn, 0);
+                msg.gids = gids;
+                msg.n_gids = n;
+                if (!request_new(ex, COORD__MSG_TYPE__MSG_DROP_COLLECTIONS, &msg.base, request_logged, NULL))
+                        log_error("out_of_memory", "what=drop_collections");
+                log_info("objects_dropped", "count=%zu first_gid=%llu seq=%llu", n,
+                         (unsigned long long)gids[0], (unsigned long long)seq);
+        }
+        if (r < 0) {
+                /* Committed, but the coord_objects write could not be queued. */
+                if (!s->gone)
+                        send_error(s->c, "XX000", "internal error after commit: %s", strerror(-r));
+                s->stmt = sql_stmt_free(s->stmt);
+                s->next = SIZE_MAX;
+                goto resume;
+        }
+        free(d);
+        return;         /* the group's Ok resumes the session */
+resume:
+        free(d);
+        s->waiting = false;
+        session_resume(s);
+}
+
+static int ddl_submit(struct session *s, struct acat_txn *txn, bool create)
+{
+        struct exec *ex = s->ex;
+        struct ddl *d = calloc(1, sizeof(*d));
+        const struct catalog_op *ops;
+        size_t n;
+        int r;
+
+        if (!d) {
+                acat_txn_finish(ex->cat, txn, -ENOMEM);
+                return -ENOMEM;
+        }
+        *d = (struct ddl){ .s = s, .txn = txn, .create = create };
+        ops = acat_txn_ops(txn, &n);
+        r = committer_submit(ex->committer, ops, n, ddl_committed, d);
+        if (r < 0) {
+                acat_txn_finish(ex->cat, txn, r);
+                free(d);
+                return r;
+        }
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
 static int exec_create_table(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
         const struct sql_create_table *ct = &st->create_table;
         struct row_error err = { .position = 0 };
-        uint64_t ts, gid;
+        struct acat_txn *txn;
+        uint64_t ts;
         int r;
 
         if (ct->exists) {
@@ -506,26 +611,19 @@ static int exec_create_table(struct session *s, struct sql_stmt *st)
                 return STMT_DONE;       /* the notice went out with the statement's notices */
         }
         if (ex->fatal)
-                return -EIO;
+                return ex->fatal;
         r = oracle_write_ts(ex->oracle, &ts);
         if (r < 0)
                 return r;
-        r = acat_create_table(ex->cat, ct, st->sql, ts, &gid, &err);
+        r = acat_create_table_begin(ex->cat, ct, st->sql, ts, &txn, &err);
         if (r == -EINVAL) {
                 send_row_error(s->c, &err);
                 return -ECANCELED;
         }
         if (r < 0)
                 return r;
-        log_info("table_created", "gid=%llu name=%s ts=%llu", (unsigned long long)gid, ct->name,
-                 (unsigned long long)ts);
-        (void)ensure_collections(ex, false, gid);
         snprintf(s->tag, sizeof(s->tag), "CREATE TABLE");
-        r = objects_write(ex, s, acat_by_gid(ex->cat, gid), +1);
-        if (r < 0)
-                return r;
-        s->waiting = true;
-        return STMT_PARKED;
+        return ddl_submit(s, txn, true);
 }
 
 static int exec_drop(struct session *s, struct sql_stmt *st)
@@ -533,60 +631,39 @@ static int exec_drop(struct session *s, struct sql_stmt *st)
         struct exec *ex = s->ex;
         const struct sql_drop *d = &st->drop;
         struct row_error err = { .position = 0 };
-        Coord__DropCollections msg = COORD__DROP_COLLECTIONS__INIT;
+        struct acat_txn *txn;
         uint64_t *gids;
         size_t n = 0;
         int r;
 
         snprintf(s->tag, sizeof(s->tag), "%s", sql_stmt_tag(st));
+        if (ex->fatal)
+                return ex->fatal;
         gids = calloc(d->n_objects ? d->n_objects : 1, sizeof(*gids));
         if (!gids)
                 return -ENOMEM;
-        for (size_t i = 0; i < d->n_objects; i++)
-                if (d->ids[i] && !acat_by_gid(ex->cat, d->ids[i])->builtin) {
-                        bool dup = false;
-                        for (size_t j = 0; j < n; j++)
-                                dup |= gids[j] == d->ids[i];
-                        if (!dup)
-                                gids[n++] = d->ids[i];
-                } else if (d->ids[i]) {
-                        send_error(s->c, "42809", "cannot drop built-in relation \"%s\"", d->names[i]);
-                        free(gids);
-                        return -ECANCELED;
-                }
+        for (size_t i = 0; i < d->n_objects; i++) {
+                bool dup = false;
+                if (!d->ids[i])
+                        continue;       /* IF EXISTS and missing: the notice said so */
+                for (size_t j = 0; j < n; j++)
+                        dup |= gids[j] == d->ids[i];
+                if (!dup)
+                        gids[n++] = d->ids[i];
+        }
         if (n == 0) {
                 free(gids);
                 return STMT_DONE;
         }
-        /* The coord_objects retractions need the items, which the drop frees: queue
-         * them first (they are written in the next group, after the commit below). */
-        for (size_t i = 0; i < n; i++) {
-                r = objects_write(ex, i + 1 == n ? s : NULL, acat_by_gid(ex->cat, gids[i]), -1);
-                if (r < 0) {
-                        free(gids);
-                        return r;
-                }
-        }
-        r = acat_drop(ex->cat, gids, n, &err);
+        r = acat_drop_begin(ex->cat, gids, n, &txn, &err);
+        free(gids);
         if (r == -EINVAL) {
-                /* Validation failed after the retractions were queued: cannot happen for
-                 * gids that exist and are not built-in, which was checked above. */
-                free(gids);
                 send_row_error(s->c, &err);
                 return -ECANCELED;
         }
-        if (r < 0) {
-                free(gids);
+        if (r < 0)
                 return r;
-        }
-        msg.gids = gids;
-        msg.n_gids = n;
-        if (!request_new(ex, COORD__MSG_TYPE__MSG_DROP_COLLECTIONS, &msg.base, request_logged, NULL))
-                log_error("out_of_memory", "what=drop_collections");
-        log_info("objects_dropped", "count=%zu first_gid=%llu", n, (unsigned long long)gids[0]);
-        free(gids);
-        s->waiting = true;
-        return STMT_PARKED;
+        return ddl_submit(s, txn, false);
 }
 
 static int exec_insert(struct session *s, struct sql_stmt *st)
@@ -1217,6 +1294,11 @@ int exec_new(struct node *n, struct catalog *store, const struct exec_config *cf
                 goto fail;
         }
         oracle_set_clock_offset(ex->oracle, cfg->test_clock_offset_ms);
+        r = committer_new(node_loop(n), store, EXEC_COMMIT_THREADS, &ex->committer);
+        if (r < 0) {
+                log_error_errno(r, "committer_failed", "");
+                goto fail;
+        }
         log_info("catalog_loaded", "objects=%zu oracle_hwm=%llu", acat_count_user(ex->cat),
                  (unsigned long long)oracle_hwm(ex->oracle));
         pgwire_config_init(&pc);
@@ -1253,6 +1335,7 @@ struct exec *exec_free(struct exec *ex)
         if (ex->tick)
                 loop_timer_cancel(node_loop(ex->node), ex->tick);
         ex->pg = pgwire_server_free(ex->pg);
+        ex->committer = committer_free(ex->committer);
         while (ex->pending.next != &ex->pending)
                 request_free(ex->pending.next);
         while (ex->groups) {

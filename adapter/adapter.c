@@ -31,7 +31,13 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
 
         reply->catalog_seq = ad->catalog ? catalog_last_seq(ad->catalog) : 0;
         reply->ring_generation = rd ? fring_reader_generation(rd) : 0;
-        snprintf(ad->detail, sizeof(ad->detail), "catalog=primary ring=%s",
+        struct catalog_stats cs = { 0 };
+
+        if (ad->catalog)
+                catalog_get_stats(ad->catalog, &cs);
+        snprintf(ad->detail, sizeof(ad->detail),
+                 "catalog=primary catalog_commits=%llu catalog_syncs=%llu ring=%s",
+                 (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting");
         reply->detail = ad->detail;
 }

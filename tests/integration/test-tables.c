@@ -418,6 +418,71 @@ static void test_kill9_under_load(void)
         PQfinish(c);
 }
 
+/* Concurrent DDL shares fsyncs: 32 sessions create tables at once; the catalog needs
+ * fewer syncs than commits (the adapter's status counts both). */
+#define DDL_CLIENTS 32
+
+static void *ddl_client(void *arg)
+{
+        long id = (long)arg;
+        PGconn *c = db();
+        char q[128];
+
+        for (int k = 0; c && k < 10; k++) {
+                snprintf(q, sizeof(q), "CREATE TABLE ddl_%ld_%d (x bigint)", id, k);
+                if (!ok(c, q))
+                        break;
+        }
+        PQfinish(c);
+        return NULL;
+}
+
+static bool catalog_counts(uint64_t *commits, uint64_t *syncs)
+{
+        Coord__StatusReply *s = NULL;
+        const char *p, *q;
+
+        if (node_query_status(run_dir, COORD__ROLE__ROLE_ADAPTER, 1000, &s) < 0)
+                return false;
+        p = strstr(s->detail, "catalog_commits=");
+        q = strstr(s->detail, "catalog_syncs=");
+        if (p && q) {
+                *commits = strtoull(p + strlen("catalog_commits="), NULL, 10);
+                *syncs = strtoull(q + strlen("catalog_syncs="), NULL, 10);
+        }
+        coord__status_reply__free_unpacked(s, NULL);
+        return p && q;
+}
+
+static void test_ddl_group_commit(void)
+{
+        pthread_t th[DDL_CLIENTS];
+        uint64_t c0 = 0, s0 = 0, c1 = 0, s1 = 0;
+        PGconn *c;
+
+        CU_ASSERT_FATAL(catalog_counts(&c0, &s0));
+        for (long i = 0; i < DDL_CLIENTS; i++)
+                pthread_create(&th[i], NULL, ddl_client, (void *)i);
+        for (int i = 0; i < DDL_CLIENTS; i++)
+                pthread_join(th[i], NULL);
+        CU_ASSERT_FATAL(catalog_counts(&c1, &s1));
+        printf("\n    %llu catalog commits in %llu syncs\n", (unsigned long long)(c1 - c0),
+               (unsigned long long)(s1 - s0));
+        CU_ASSERT(c1 - c0 >= DDL_CLIENTS * 10);
+        CU_ASSERT(s1 - s0 < c1 - c0);
+        c = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        {
+                char *all = rows_of(c, "SHOW TABLES");
+                size_t n = 0;
+                for (const char *p = all; p && (p = strstr(p, "ddl_")); p++)
+                        n++;
+                CU_ASSERT_EQUAL(n, DDL_CLIENTS * 10);
+                free(all);
+        }
+        PQfinish(c);
+}
+
 /* The oracle never goes back: restart the adapter with its wall clock an hour behind;
  * new writes still get later timestamps than every earlier one. */
 static void test_oracle_monotone(void)
@@ -493,6 +558,7 @@ static const struct t_case cases[] = {
         { "built-in relations", test_builtins },
         { "extended protocol", test_extended },
         { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
+        { "concurrent DDL shares catalog syncs", test_ddl_group_commit },
         { "oracle monotone with the clock set back", test_oracle_monotone },
         { "psql script", test_psql_script },
         { "down", test_down },

@@ -1,0 +1,32 @@
+/* adapter-commit.h -- catalog commits off the loop thread, so concurrent DDL shares one
+ * fsync.
+ *
+ * The catalog store groups the commits of concurrent callers into one synced batch
+ * (common/catalog).  The adapter's loop is one thread, so on its own it would commit
+ * one transaction per fsync.  The committer runs a few threads that call
+ * catalog_commit(): transactions submitted while a sync is in progress queue in the
+ * store and go out together in the next one.  Completions come back to the loop thread
+ * through a loop_waker, in no particular order.
+ *
+ * submit() copies the ops; done runs in the loop thread with the result and the
+ * transaction's sequence number.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct loop;
+struct catalog;
+struct catalog_op;
+struct committer;
+
+typedef void (*commit_done_fn)(void *ctx, int r, uint64_t seq);
+
+int committer_new(struct loop *l, struct catalog *store, unsigned threads, struct committer **ret);
+/* Waits for the transactions in progress (their done callbacks do not run). */
+struct committer *committer_free(struct committer *cm);
+int committer_submit(struct committer *cm, const struct catalog_op *ops, size_t n,
+                     commit_done_fn done, void *ctx);
+/* Transactions submitted and not completed yet. */
+unsigned committer_in_flight(const struct committer *cm);
