@@ -464,8 +464,10 @@ static int frontiers_load(struct cserver *s)
                 s->n_fr = 0;
                 return r;
         }
-        /* Rows come in byte order, which is not gid order. */
-        qsort(s->fr, s->n_fr, sizeof(*s->fr), frow_cmp);
+        /* Rows come in byte order, which is not gid order.  (qsort's base may not be
+         * NULL, even for no rows.) */
+        if (s->n_fr > 1)
+                qsort(s->fr, s->n_fr, sizeof(*s->fr), frow_cmp);
         return 0;
 }
 
