@@ -17,54 +17,73 @@
  * (2) Durability.  Every change is one storage call that returns only after ONE
  *     synced RocksDB WriteBatch (controller-storage.h).  An Append is one
  *     storage_append_group(): the rows of all its writes, the rows of the frontiers
- *     relation (4) and the new upper ts + 1 of every table and built-in.  Its Ok is
- *     sent after that call returned, so what the adapter was told is durable survives
- *     kill -9 (I7), and a crash before leaves none of it.  What memory derives from
- *     storage (the frontiers mirror, the ring) changes only after the write.  Creates
- *     and drops are one synced write per collection; Ensure answers after all of them.
+ *     relation that change (4), and the new upper ts + 1 of every built-in -- which
+ *     is the new tables' shared frontier (10) -- and of every table written.  Its Ok
+ *     is sent after that call returned, so what the adapter was told is durable
+ *     survives kill -9 (I7), and a crash before leaves none of it.  What memory
+ *     derives from storage (the mirrors, the ring) changes only after the write.
+ *     Creates and drops are one synced write per collection; Ensure answers after all
+ *     of them.
  *
  * (3) An Append is all or nothing.  storage_append_group() applies the valid appends
  *     of a group and reports the invalid ones, so everything that can make one append
- *     of the group invalid is checked before: ts >= every upper (the expected upper is
- *     the one just read), rows well formed and not too long, sums of one (row, time)
+ *     of the group invalid is checked before: ts >= the upper of every built-in (so
+ *     ts >= T) and of every table created above T since the last append (s->born_above;
+ *     every other table's stored upper is <= T), so the expected upper of each append
+ *     is the one just read; rows well formed and not too long, sums of one (row, time)
  *     that overflow (consolidated here first), descriptors loadable
  *     (storage_collection_stats() loads them), and -- because storage does not check
  *     it -- that no row's count becomes negative: a write with retractions (a DELETE,
  *     or explicit negative diffs) is checked against the collection's contents.  What
  *     remains is a failed write, which fails the whole group.  A group that still
- *     comes back partial is a bug: it is logged, answered with XX000, and the
- *     frontiers mirror and the ring are rebuilt from storage.
+ *     comes back partial is a bug: it is logged, answered with XX000, and the mirrors
+ *     and the ring are rebuilt from storage.
  *
- * (4) coord_frontiers (gid CSERVER_GID_FRONTIERS) holds one row (object_id, since,
- *     upper) per table.  Its contents at t are the frontiers every table had after
- *     the last append at or before t.  s->fr mirrors its contents at upper - 1 (read
+ * (4) coord_frontiers (gid CSERVER_GID_FRONTIERS) holds one row (object_id,
+ *     read_frontier, write_frontier) per table with the table's STORED since and upper
+ *     (10), plus the row (0, 0, T) of the tables' shared frontier.  A table's upper is
+ *     max(its write_frontier, the write_frontier of object 0).  Its contents at t are
+ *     those rows as the last append at or before t left them.  An append changes O(1)
+ *     rows plus two per collection whose stored frontiers changed: every table it
+ *     writes (its upper moves to ts + 1) and every table created or dropped since the
+ *     last append (s->dirty); row 0 is retracted and reinserted with the new T.  So a
+ *     table created by Ensure appears at the next append, and a dropped one goes at
+ *     the next append.  s->fr mirrors the table rows at the relation's upper - 1 (read
  *     back from storage at open, so a restart continues where the last acknowledged
- *     append left off); each append retracts the rows whose table changed or was
- *     dropped and inserts the new ones, in the same group as everything else (2).  A
- *     table created by Ensure appears at the next append.  Only the server writes it:
- *     a TableWrite naming it is refused.
+ *     append left off), s->fr0 the row of object 0.  Only the server writes the
+ *     relation: a TableWrite naming it is refused.
  *
  * (5) Peeks.  Every peek in flight is a struct peek on s->peeks, and each one is an
  *     execution hold: compaction (6) never advances the since of a peek's input past
- *     the peek's ts.  A peek whose input is not readable yet (ts >= upper) is parked
- *     with a timer; after every append (and every drop) the parked peeks are retried
- *     in arrival order, and the timer answers 57014 if the upper never passes ts.  A
- *     peek reads the input at its ts through storage_read() and evaluates the plan
- *     over it (eval_peek()) synchronously, in one loop turn.  When a peer's connection
- *     is replaced or lost, its parked peeks are dropped without an answer.
+ *     the peek's ts.  A peek whose input is not readable yet (ts >= its effective
+ *     upper, (10)) is parked with a timer; after every append (and every drop) the
+ *     parked peeks are retried in arrival order, and the timer answers 57014 if the
+ *     upper never passes ts.  A peek reads the input at its ts through storage_read()
+ *     (for a table at min(ts, stored upper - 1), (10)) and evaluates the plan over it
+ *     (eval_peek()) synchronously, in one loop turn.  When a peer's connection is
+ *     replaced or lost, its parked peeks are dropped without an answer.
  *
  * (6) Compaction.  Tables are not compacted in this milestone (their since stays at
  *     birth until issue 5 commits bounds).  The built-in relations grow at every
- *     append, so every CSERVER_COMPACT_INTERVAL_MS the server allows them to compact
- *     to min(upper - CSERVER_BUILTIN_WINDOW_MS, holds) in one write and runs
+ *     append, so every CSERVER_COMPACT_INTERVAL_MS the server allows them (s->builtins,
+ *     not a listing of every collection) to compact to min(upper -
+ *     CSERVER_BUILTIN_WINDOW_MS, holds) in one write and runs
  *     storage_compact_pending() with a small budget; while work remains it comes back
- *     sooner.
+ *     sooner.  The budget is soft: one tiered merge is always done whole, and a merge
+ *     that reaches the oldest batch of coord_frontiers rewrites one row per table
+ *     (about 1.5 rows per table at worst).  That happens only after about a quarter of
+ *     the tables were written since the last such merge (rows of one table cancel in
+ *     the newer batches), and is logged (compaction_ran at info) when it takes more
+ *     than COMPACT_SLOW_US.
  *
- * (7) The frontier ring shows every live collection's (upper, since, physical_since).
- *     s->rc mirrors what was last published, so that a change is published once and
- *     an unchanged collection never.  At start everything is published (readers
- *     resync on our new generation anyway); after an append every appended collection
- *     is; after a drop its slot is forgotten.
+ * (7) The frontier ring shows every live collection's STORED (upper, since,
+ *     physical_since).  A reader computes a table's effective upper as max(its upper,
+ *     the upper of gid CSERVER_GID_OBJECTS) (10); built-ins and other kinds are shown
+ *     as they are.  s->rc mirrors what was last published, so that a change is
+ *     published once and an unchanged collection never.  At start everything is
+ *     published (readers resync on our new generation anyway); after an append the
+ *     built-ins and the tables written are; after a create the new collection; after
+ *     a compaction the collections it rewrote; after a drop its slot is forgotten.
  *
  * (8) Storage errors are sticky (controller-storage.h).  After one, the server
  *     reopens the database at once: RocksDB recovery then shows exactly what reached
@@ -74,6 +93,39 @@
  * (9) Hostile input.  A payload that does not decode, a plan that does not validate,
  *     a row that is not well formed: each is answered with MSG_ERROR and logged at
  *     most MALFORMED_LOG_PER_S times a second; nothing here asserts on input.
+ *
+ * (10) The tables' shared frontier T (as in txn-wal).  An Append at ts advances only
+ *     the built-ins (every one, O(1) of them) and the tables it writes to ts + 1; T is
+ *     the stored upper of coord_objects (gid CSERVER_GID_OBJECTS), which every Append
+ *     advances, so T is durable in the same WriteBatch as the rest of the append and
+ *     comes back with it after a restart.  A table's EFFECTIVE upper is
+ *     max(stored upper, T): no append can have written it in [stored upper, T)
+ *     without moving its stored upper, so its contents at any t in [stored upper, T)
+ *     equal those at stored upper - 1 -- or are empty when stored upper == since
+ *     (never written since birth: no storage read at all).  Every answer about a
+ *     table -- readability of a peek, what a peek and a DELETE read, the upper that
+ *     MSG_LIST_COLLECTIONS reports -- uses the effective upper; only the ring and the
+ *     rows of coord_frontiers show the stored one, with T next to it (gid 1's upper,
+ *     row 0).  A table written at ts appends [stored upper, ts + 1) with its rows at
+ *     ts: the gap is filled by that same append.  After an append every table's
+ *     stored upper is <= T; only a table created with since > T has stored upper > T
+ *     until the next append (s->born_above), and then its effective upper is its
+ *     stored one.  coord_objects cannot be dropped (tables' uppers would regress,
+ *     I1), and an Append is refused while it does not exist.
+ *     Issue 5 (table compaction) must keep since <= stored upper - 1 for a table that
+ *     was ever written, e.g. by appending an empty advance to T before allowing a
+ *     since above the stored upper: storage refuses reads below since.
+ *
+ * (11) Row counts of built-ins.  (3) checks that a retraction finds its row; for a
+ *     table that costs a read of the table (a DELETE reads it anyway), but coord_objects
+ *     holds a row per object and the adapter retracts one at every DROP, so reading it
+ *     all would make a DROP O(objects).  For a built-in the check consults s->cm
+ *     instead: row -> count of its contents, built by one read on first use and then
+ *     kept by every append (each one moves the built-ins, with their updates, in
+ *     append_apply()).  A mirror is valid only for the stored upper it was kept to; one
+ *     that does not match is rebuilt, and a reopen or a drop discards it.  Rows are
+ *     kept whole (compared byte for byte, no hash trust): memory is about the size of
+ *     the relation's rows.
  */
 #include "controller-server.h"
 
@@ -98,6 +150,35 @@
 #define COMPACT_AGAIN_MS 5u
 /* A compaction run this long is logged at info. */
 #define COMPACT_SLOW_US 5000u
+#define GMAP_MIN_SLOTS 64u
+
+/* An entry of a gid map: key (never 0) and three values. */
+struct gent {
+        uint64_t key;
+        uint64_t a, b, c;
+};
+
+/* gid -> (a, b, c), open addressing with linear probing, at most half full, key 0 =
+ * empty slot; backward-shift deletion (no tombstones). */
+struct gmap {
+        struct gent *slots;
+        size_t mask, n;
+};
+
+/* A row and its count in a struct cmirror (11); row == NULL: empty slot. */
+struct rcent {
+        uint64_t hash;
+        uint8_t *row;                   /* owned */
+        size_t len;
+        int64_t count;
+};
+
+/* The contents of a built-in at upper - 1, as row -> count (11). */
+struct cmirror {
+        uint64_t gid, upper;
+        struct rcent *slots;            /* open addressing, at most half full */
+        size_t mask, n;
+};
 
 /* A row of coord_frontiers, as stored. */
 struct frow {
@@ -133,10 +214,28 @@ struct cserver {
         struct storage *st;             /* NULL only after a failed reopen (8) */
         bool failed;
 
-        struct frow *fr;                /* coord_frontiers at its upper - 1, by gid (4) */
-        size_t n_fr, cap_fr;
-        struct fring_frontier *rc;      /* what the ring shows, by id (7) */
-        size_t n_rc, cap_rc;
+        /* coord_frontiers at its upper - 1 (4): table rows by gid (a = since, b = upper,
+         * c = count), row 0's write frontier (0: no row 0), rows to retract at the next
+         * append (duplicates or damage found at load), gids whose row may differ from
+         * their stored frontiers (created or dropped since the last append; unsorted,
+         * may repeat), and whether every table must be compared (the relation was
+         * recreated, or recording a gid failed). */
+        struct gmap fr;
+        uint64_t fr0;
+        struct frow *stray;
+        size_t n_stray, cap_stray;
+        uint64_t *dirty;
+        size_t n_dirty, cap_dirty;
+        bool fr_rebuild;
+
+        uint64_t *builtins;             /* gids of the built-ins, ascending (6), (10) */
+        size_t n_builtins, cap_builtins;
+        uint64_t born_above, born_above_gid;    /* (10): 0 or a table's upper > T */
+
+        struct gmap rc;                 /* what the ring shows (7): a = upper, b = since,
+                                         * c = physical_since */
+        struct cmirror *cm;             /* row counts of built-ins (11) */
+        size_t n_cm, cap_cm;
         struct storage_info *cols;      /* scratch: a listing of the collections */
         size_t n_cols, cap_cols;
 
@@ -146,7 +245,11 @@ struct cserver {
 
         struct ratelimit rl_input, rl_storage;
         uint64_t appends, peeks_answered, errors_sent;
+        size_t last_append_collections;  /* collections the last append wrote (status) */
+        size_t last_append_frontier_rows;       /* coord_frontiers updates it wrote */
 };
+
+static void cm_drop_all(struct cserver *s);
 
 /* ---- Small helpers ------------------------------------------------------------------ */
 
@@ -194,6 +297,27 @@ static int row_bytes_cmp(const void *a, size_t alen, const void *b, size_t blen)
         return (alen > blen) - (alen < blen);
 }
 
+static int u64_cmp(const void *x, const void *y)
+{
+        uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+        return (a > b) - (a < b);
+}
+
+/* Sort v and drop repeats; the new length. */
+static size_t u64_sort_unique(uint64_t *v, size_t n)
+{
+        size_t k = 0;
+
+        if (n == 0)
+                return 0;
+        qsort(v, n, sizeof(*v), u64_cmp);
+        for (size_t i = 1; i < n; i++)
+                if (v[i] != v[k])
+                        v[++k] = v[i];
+        return k + 1;
+}
+
 static const char *kind_name(enum storage_kind k)
 {
         switch (k) {
@@ -223,6 +347,111 @@ static const char *msg_name(int type)
         }
 }
 
+/* ---- gid maps ----------------------------------------------------------------------- */
+
+static size_t gid_hash(uint64_t x)
+{
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        x *= 0xc4ceb9fe1a85ec53ull;
+        x ^= x >> 33;
+        return (size_t)x;
+}
+
+static struct gent *gmap_find(const struct gmap *m, uint64_t key)
+{
+        if (!m->slots || key == 0)
+                return NULL;
+        for (size_t i = gid_hash(key) & m->mask; m->slots[i].key; i = (i + 1) & m->mask)
+                if (m->slots[i].key == key)
+                        return &m->slots[i];
+        return NULL;
+}
+
+static struct gent *gmap_slot(struct gmap *m, uint64_t key)
+{
+        size_t i = gid_hash(key) & m->mask;
+
+        while (m->slots[i].key && m->slots[i].key != key)
+                i = (i + 1) & m->mask;
+        return &m->slots[i];
+}
+
+/* Room for `more` new keys, so that gmap_put() cannot fail afterwards. */
+static int gmap_reserve(struct gmap *m, size_t more)
+{
+        size_t cap = m->slots ? m->mask + 1 : 0, ncap;
+        struct gent *old = m->slots;
+
+        if ((m->n + more) * 2 <= cap)
+                return 0;
+        ncap = cap ? cap : GMAP_MIN_SLOTS;
+        while ((m->n + more) * 2 > ncap)
+                ncap *= 2;
+        m->slots = calloc(ncap, sizeof(*m->slots));
+        if (!m->slots) {
+                m->slots = old;
+                return -ENOMEM;
+        }
+        m->mask = ncap - 1;
+        for (size_t i = 0; i < cap; i++)
+                if (old[i].key)
+                        *gmap_slot(m, old[i].key) = old[i];
+        free(old);
+        return 0;
+}
+
+/* The entry of key, made (values 0) if new.  Only after gmap_reserve(). */
+static struct gent *gmap_put(struct gmap *m, uint64_t key)
+{
+        struct gent *e;
+
+        assert(key != 0 && m->slots);
+        e = gmap_slot(m, key);
+        if (!e->key) {
+                assert((m->n + 1) * 2 <= m->mask + 1);
+                *e = (struct gent){ .key = key };
+                m->n++;
+        }
+        return e;
+}
+
+static void gmap_remove(struct gmap *m, uint64_t key)
+{
+        struct gent *e = gmap_find(m, key);
+        size_t i, j;
+
+        if (!e)
+                return;
+        i = (size_t)(e - m->slots);
+        m->slots[i].key = 0;
+        for (j = (i + 1) & m->mask; m->slots[j].key; j = (j + 1) & m->mask) {
+                size_t home = gid_hash(m->slots[j].key) & m->mask;
+
+                /* Move the entry at j into the hole at i unless its home lies
+                 * cyclically in (i, j]: then a lookup would never probe past the hole. */
+                if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
+                        m->slots[i] = m->slots[j];
+                        m->slots[j].key = 0;
+                        i = j;
+                }
+        }
+        m->n--;
+}
+
+static void gmap_clear(struct gmap *m)
+{
+        if (m->slots)
+                memset(m->slots, 0, (m->mask + 1) * sizeof(*m->slots));
+        m->n = 0;
+}
+
+static void gmap_done(struct gmap *m)
+{
+        free(m->slots);
+        *m = (struct gmap){ 0 };
+}
 /* ---- Replies ------------------------------------------------------------------------ */
 
 static void send_logged(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
@@ -316,22 +545,36 @@ static const struct storage_info *cols_find(const struct storage_info *v, size_t
         return NULL;
 }
 
-/* ---- The ring mirror (7) ------------------------------------------------------------ */
 
-static size_t rc_lower_bound(const struct cserver *s, uint64_t id)
+/* ---- The tables' shared frontier (10) ----------------------------------------------- */
+
+/* T: the stored upper of coord_objects; 0 while it does not exist. */
+static uint64_t tables_frontier(struct cserver *s)
 {
-        size_t lo = 0, hi = s->n_rc;
+        struct storage_info info;
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (s->rc[mid].id < id)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
+        if (!s->st || storage_get_info(s->st, CSERVER_GID_OBJECTS, &info) < 0 ||
+            info.kind != STORAGE_KIND_BUILTIN)
+                return 0;
+        return info.frontiers.upper;
 }
+
+/* The frontiers every answer uses: a table's upper is max(stored upper, T). */
+static void effective(struct storage_frontiers *f, enum storage_kind kind, uint64_t T)
+{
+        if (kind == STORAGE_KIND_TABLE && f->upper < T)
+                f->upper = T;
+}
+
+static bool frontiers_exist(struct cserver *s)
+{
+        struct storage_info info;
+
+        return s->st && storage_get_info(s->st, CSERVER_GID_FRONTIERS, &info) == 0 &&
+               info.kind == STORAGE_KIND_BUILTIN;
+}
+
+/* ---- The ring mirror (7) ------------------------------------------------------------ */
 
 static void ring_set(struct cserver *s, uint64_t gid, const struct storage_frontiers *f)
 {
@@ -339,29 +582,25 @@ static void ring_set(struct cserver *s, uint64_t gid, const struct storage_front
                 .id = gid, .upper = f->upper, .since = f->since,
                 .physical_since = f->physical_since,
         };
-        size_t i;
+        struct gent *e;
         int r;
 
         if (!s->ring)
                 return;
-        i = rc_lower_bound(s, gid);
-        if (i < s->n_rc && s->rc[i].id == gid && s->rc[i].upper == rec.upper &&
-            s->rc[i].since == rec.since && s->rc[i].physical_since == rec.physical_since)
+        e = gmap_find(&s->rc, gid);
+        if (e && e->a == rec.upper && e->b == rec.since && e->c == rec.physical_since)
                 return;
-        if (!(i < s->n_rc && s->rc[i].id == gid)) {
-                /* Room in the mirror first, so that a publish is never left unmirrored. */
-                r = RESERVE(s->rc, s->cap_rc, s->n_rc + 1);
-                if (r < 0)
-                        goto fail;
-        }
+        /* Room in the mirror first, so that a publish is never left unmirrored. */
+        r = gmap_reserve(&s->rc, 1);
+        if (r < 0)
+                goto fail;
         r = fring_publish(s->ring, &rec);
         if (r < 0)
                 goto fail;
-        if (!(i < s->n_rc && s->rc[i].id == gid)) {
-                memmove(&s->rc[i + 1], &s->rc[i], (s->n_rc - i) * sizeof(*s->rc));
-                s->n_rc++;
-        }
-        s->rc[i] = rec;
+        e = gmap_put(&s->rc, gid);
+        e->a = rec.upper;
+        e->b = rec.since;
+        e->c = rec.physical_since;
         return;
 fail:
         /* Not mirrored, so the next change of this collection tries again. */
@@ -371,24 +610,22 @@ fail:
 
 static void ring_forget(struct cserver *s, uint64_t gid)
 {
-        size_t i;
         int r;
 
-        if (!s->ring)
-                return;
-        i = rc_lower_bound(s, gid);
-        if (!(i < s->n_rc && s->rc[i].id == gid))
+        if (!s->ring || !gmap_find(&s->rc, gid))
                 return;
         r = fring_forget(s->ring, gid);
         if (r < 0 && r != -ENOENT)
                 log_warn_errno(r, "ring_forget_failed", "gid=%llu", (unsigned long long)gid);
-        memmove(&s->rc[i], &s->rc[i + 1], (s->n_rc - i - 1) * sizeof(*s->rc));
-        s->n_rc--;
+        gmap_remove(&s->rc, gid);
 }
 
-/* Publish every collection that changed and forget the ones that are gone. */
+/* Publish every collection that changed and forget the ones that are gone.  O(number
+ * of collections): at open and after a failure only. */
 static void ring_sync_all(struct cserver *s)
 {
+        _cleanup_free_ uint64_t *gone = NULL;
+        size_t n_gone = 0, cap_gone = 0;
         int r;
 
         if (!s->ring || !s->st)
@@ -398,33 +635,41 @@ static void ring_sync_all(struct cserver *s)
                 log_warn_errno(r, "ring_sync_failed", "");
                 return;
         }
-        for (size_t i = 0; i < s->n_rc;) {
-                if (!cols_find(s->cols, s->n_cols, s->rc[i].id))
-                        ring_forget(s, s->rc[i].id);        /* shifts the rest down */
-                else
-                        i++;
+        for (size_t i = 0; s->rc.slots && i <= s->rc.mask; i++) {
+                uint64_t gid = s->rc.slots[i].key;
+
+                if (!gid || cols_find(s->cols, s->n_cols, gid))
+                        continue;
+                if (RESERVE(gone, cap_gone, n_gone + 1) < 0) {
+                        log_warn_errno(-ENOMEM, "ring_sync_failed", "");
+                        break;
+                }
+                gone[n_gone++] = gid;
         }
+        for (size_t i = 0; i < n_gone; i++)
+                ring_forget(s, gone[i]);
         for (size_t i = 0; i < s->n_cols; i++)
                 ring_set(s, s->cols[i].gid, &s->cols[i].frontiers);
 }
 
 /* ---- The frontiers mirror (4) ------------------------------------------------------- */
 
-static int frow_cmp(const void *x, const void *y)
+static int stray_push(struct cserver *s, const struct frow *f)
 {
-        const struct frow *a = x, *b = y;
+        int r = RESERVE(s->stray, s->cap_stray, s->n_stray + 1);
 
-        if (a->gid != b->gid)
-                return a->gid < b->gid ? -1 : 1;
-        if (a->since != b->since)
-                return a->since < b->since ? -1 : 1;
-        return (a->upper > b->upper) - (a->upper < b->upper);
+        if (r < 0)
+                return r;
+        s->stray[s->n_stray++] = *f;
+        return 0;
 }
 
 static int frontiers_load_row(const void *row, size_t len, int64_t count, void *userdata)
 {
         struct cserver *s = userdata;
         struct row_datum d[3];
+        struct frow f;
+        struct gent *e;
         int r;
 
         if (row_decode(row, len, d, 3) != 3 || d[0].kind != ROW_KIND_INT ||
@@ -434,23 +679,45 @@ static int frontiers_load_row(const void *row, size_t len, int64_t count, void *
                           CSERVER_GID_FRONTIERS, len, (long long)count);
                 return 0;
         }
-        r = RESERVE(s->fr, s->cap_fr, s->n_fr + 1);
-        if (r < 0)
-                return r;
-        s->fr[s->n_fr++] = (struct frow){
+        f = (struct frow){
                 .gid = (uint64_t)d[0].i, .since = (uint64_t)d[1].i, .upper = (uint64_t)d[2].i,
                 .count = count,
         };
+        if (f.gid == CSERVER_FRONTIERS_SHARED_ID) {
+                if (s->fr0 == 0 && count == 1 && f.since == 0 && f.upper > 0) {
+                        s->fr0 = f.upper;
+                        return 0;
+                }
+                return stray_push(s, &f);       /* a second row 0, or a damaged one */
+        }
+        if (gmap_find(&s->fr, f.gid))
+                return stray_push(s, &f);       /* a second row of one table */
+        r = gmap_reserve(&s->fr, 1);
+        if (r < 0)
+                return r;
+        e = gmap_put(&s->fr, f.gid);
+        e->a = f.since;
+        e->b = f.upper;
+        e->c = (uint64_t)count;
         return 0;
 }
 
-/* Read coord_frontiers back at its upper - 1 into s->fr. */
+static void frontiers_clear(struct cserver *s)
+{
+        gmap_clear(&s->fr);
+        s->fr0 = 0;
+        s->n_stray = 0;
+        s->n_dirty = 0;
+        s->fr_rebuild = false;
+}
+
+/* Read coord_frontiers back at its upper - 1 into s->fr, s->fr0 and s->stray. */
 static int frontiers_load(struct cserver *s)
 {
         struct storage_info info;
         int r;
 
-        s->n_fr = 0;
+        frontiers_clear(s);
         r = storage_get_info(s->st, CSERVER_GID_FRONTIERS, &info);
         if (r == -ENOENT)
                 return 0;
@@ -460,26 +727,115 @@ static int frontiers_load(struct cserver *s)
                 return 0;       /* nothing readable yet: empty */
         r = storage_read(s->st, CSERVER_GID_FRONTIERS, info.frontiers.upper - 1,
                          frontiers_load_row, s, NULL);
-        if (r < 0) {
-                s->n_fr = 0;
-                return r;
+        if (r < 0)
+                frontiers_clear(s);
+        return r;
+}
+
+/* The table's row may no longer match its stored frontiers: compare it at the next
+ * append.  Never fails: without memory, every table is compared then. */
+static void frontiers_dirty(struct cserver *s, uint64_t gid)
+{
+        if (!frontiers_exist(s))
+                return;
+        if (RESERVE(s->dirty, s->cap_dirty, s->n_dirty + 1) < 0) {
+                s->fr_rebuild = true;
+                return;
         }
-        /* Rows come in byte order, which is not gid order.  (qsort's base may not be
-         * NULL, even for no rows.) */
-        if (s->n_fr > 1)
-                qsort(s->fr, s->n_fr, sizeof(*s->fr), frow_cmp);
+        s->dirty[s->n_dirty++] = gid;
+}
+
+/* coord_frontiers was (re)created empty: every table's row is to be inserted. */
+static void frontiers_reset(struct cserver *s)
+{
+        frontiers_clear(s);
+        s->fr_rebuild = true;
+}
+
+/* The built-ins and born_above follow s->cols (a fresh listing). */
+static int builtins_from_cols(struct cserver *s)
+{
+        uint64_t T = 0;
+        int r;
+
+        s->n_builtins = 0;
+        s->born_above = s->born_above_gid = 0;
+        for (size_t i = 0; i < s->n_cols; i++) {
+                const struct storage_info *c = &s->cols[i];
+
+                if (c->kind != STORAGE_KIND_BUILTIN)
+                        continue;
+                r = RESERVE(s->builtins, s->cap_builtins, s->n_builtins + 1);
+                if (r < 0)
+                        return r;
+                s->builtins[s->n_builtins++] = c->gid;        /* cols are by gid */
+                if (c->gid == CSERVER_GID_OBJECTS)
+                        T = c->frontiers.upper;
+        }
+        for (size_t i = 0; i < s->n_cols; i++) {
+                const struct storage_info *c = &s->cols[i];
+
+                if (c->kind == STORAGE_KIND_TABLE && c->frontiers.upper > T &&
+                    c->frontiers.upper > s->born_above) {
+                        s->born_above = c->frontiers.upper;
+                        s->born_above_gid = c->gid;
+                }
+        }
+        return 0;
+}
+
+/* Every mirror from storage: built-ins, born_above, coord_frontiers and what of it
+ * differs from the stored frontiers, the ring.  O(collections): at open, after a
+ * reopen, after a partial append. */
+static int mirrors_rebuild(struct cserver *s)
+{
+        int r;
+
+        cm_drop_all(s);
+        r = list_all(s);
+        if (r >= 0)
+                r = builtins_from_cols(s);
+        if (r >= 0)
+                r = frontiers_load(s);
+        if (r < 0)
+                return r;
+        if (frontiers_exist(s)) {
+                /* Tables whose row is missing or stale, and rows of tables that are
+                 * gone (a create or drop not yet followed by an append). */
+                for (size_t i = 0; i < s->n_cols; i++) {
+                        const struct storage_info *c = &s->cols[i];
+                        const struct gent *e;
+
+                        if (c->kind != STORAGE_KIND_TABLE)
+                                continue;
+                        e = gmap_find(&s->fr, c->gid);
+                        if (!e || e->a != c->frontiers.since || e->b != c->frontiers.upper ||
+                            e->c != 1)
+                                frontiers_dirty(s, c->gid);
+                }
+                for (size_t i = 0; s->fr.slots && i <= s->fr.mask; i++) {
+                        const struct storage_info *c;
+                        uint64_t gid = s->fr.slots[i].key;
+
+                        if (!gid)
+                                continue;
+                        c = cols_find(s->cols, s->n_cols, gid);
+                        if (!c || c->kind != STORAGE_KIND_TABLE)
+                                frontiers_dirty(s, gid);
+                }
+        }
+        ring_sync_all(s);
         return 0;
 }
 
 /* After storage_open(): the mirrors follow the disk. */
 static int storage_opened(struct cserver *s)
 {
-        int r = frontiers_load(s);
+        int r = mirrors_rebuild(s);
 
         if (r < 0)
-                return log_error_errno(r, "frontiers_load_failed", "path=%s why=\"%s\"", s->path,
+                return log_error_errno(r, "mirrors_load_failed", "path=%s why=\"%s\"", s->path,
                                        storage_last_error());
-        ring_sync_all(s);
         return 0;
 }
 
@@ -580,12 +936,27 @@ static int snapshot_row(const void *row, size_t len, int64_t count, void *userda
         return se->emit(se->userdata, row, len, count);
 }
 
+/* The contents of id at ts (10): a table at ts in [stored upper, T) has the contents it
+ * had at stored upper - 1, and none when it was never written (stored upper == since). */
 static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
                             void *emit_userdata)
 {
         struct cserver *s = userdata;
         struct snapshot_emit se = { emit, emit_userdata };
+        struct storage_info info;
+        int r;
 
+        r = storage_get_info(s->st, id, &info);
+        if (r < 0)
+                return r;
+        if (info.kind == STORAGE_KIND_TABLE && ts >= info.frontiers.upper &&
+            ts >= info.frontiers.since) {
+                if (ts >= tables_frontier(s))
+                        return -EAGAIN;         /* peek_try() waits for it first */
+                if (info.frontiers.upper <= info.frontiers.since)
+                        return 0;
+                ts = info.frontiers.upper - 1;
+        }
         return storage_read(s->st, id, ts, snapshot_row, &se, NULL);
 }
 
@@ -667,6 +1038,7 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                                          (unsigned long long)pk->ts);
                         goto fail;
                 }
+                effective(&info.frontiers, info.kind, tables_frontier(s));
                 if (pk->ts >= info.frontiers.upper) {
                         *ret_upper = info.frontiers.upper;
                         return PEEK_WAIT;
@@ -787,64 +1159,271 @@ done:
         peek_free(pk);
 }
 
-/* ---- Appends (2), (3), (4) ---------------------------------------------------------- */
+/* ---- Row counts of built-ins (11) ---------------------------------------------------- */
 
-/* A collection an append writes rows to. */
-struct touched {
-        const struct storage_info *col;         /* in ac->cols */
+static uint64_t row_hash(const void *row, size_t len)
+{
+        const uint8_t *b = row;
+        uint64_t h = 0xcbf29ce484222325ull ^ len;
+
+        for (size_t i = 0; i < len; i++)
+                h = (h ^ b[i]) * 0x100000001b3ull;
+        return (uint64_t)gid_hash(h);
+}
+
+static struct rcent *cm_slot(const struct cmirror *m, uint64_t hash, const void *row, size_t len)
+{
+        size_t i = hash & m->mask;
+
+        for (; m->slots[i].row; i = (i + 1) & m->mask)
+                if (m->slots[i].hash == hash && m->slots[i].len == len &&
+                    (len == 0 || memcmp(m->slots[i].row, row, len) == 0))
+                        break;
+        return &m->slots[i];
+}
+
+static int64_t cm_count(const struct cmirror *m, const void *row, size_t len)
+{
+        const struct rcent *e;
+
+        if (!m->slots)
+                return 0;
+        e = cm_slot(m, row_hash(row, len), row, len);
+        return e->row ? e->count : 0;
+}
+
+static int cm_grow(struct cmirror *m)
+{
+        size_t cap = m->slots ? m->mask + 1 : 0, ncap = cap ? cap * 2 : GMAP_MIN_SLOTS;
+        struct rcent *old = m->slots;
+
+        if ((m->n + 1) * 2 <= cap)
+                return 0;
+        m->slots = calloc(ncap, sizeof(*m->slots));
+        if (!m->slots) {
+                m->slots = old;
+                return -ENOMEM;
+        }
+        m->mask = ncap - 1;
+        for (size_t i = 0; i < cap; i++)
+                if (old[i].row)
+                        *cm_slot(m, old[i].hash, old[i].row, old[i].len) = old[i];
+        free(old);
+        return 0;
+}
+
+/* count(row) += diff; a row whose count reaches 0 is removed.  -ENOMEM leaves the
+ * mirror unusable: the caller discards it. */
+static int cm_add(struct cmirror *m, const void *row, size_t len, int64_t diff)
+{
+        uint64_t hash = row_hash(row, len);
+        struct rcent *e;
+        size_t i, j;
+        int r;
+
+        r = cm_grow(m);
+        if (r < 0)
+                return r;
+        e = cm_slot(m, hash, row, len);
+        if (!e->row) {
+                if (diff == 0)
+                        return 0;
+                e->row = malloc(len ? len : 1);
+                if (!e->row)
+                        return -ENOMEM;
+                if (len)
+                        memcpy(e->row, row, len);
+                e->hash = hash;
+                e->len = len;
+                e->count = 0;
+                m->n++;
+        }
+        e->count += diff;
+        if (e->count != 0)
+                return 0;
+        /* Backward-shift deletion, as gmap_remove(). */
+        free(e->row);
+        e->row = NULL;
+        m->n--;
+        i = (size_t)(e - m->slots);
+        for (j = (i + 1) & m->mask; m->slots[j].row; j = (j + 1) & m->mask) {
+                size_t home = m->slots[j].hash & m->mask;
+
+                if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
+                        m->slots[i] = m->slots[j];
+                        m->slots[j].row = NULL;
+                        i = j;
+                }
+        }
+        return 0;
+}
+
+static void cm_clear(struct cmirror *m)
+{
+        for (size_t i = 0; m->slots && i <= m->mask; i++)
+                free(m->slots[i].row);
+        free(m->slots);
+        m->slots = NULL;
+        m->mask = m->n = 0;
+}
+
+static struct cmirror *cm_find(struct cserver *s, uint64_t gid)
+{
+        for (size_t i = 0; i < s->n_cm; i++)
+                if (s->cm[i].gid == gid)
+                        return &s->cm[i];
+        return NULL;
+}
+
+static void cm_drop(struct cserver *s, uint64_t gid)
+{
+        struct cmirror *m = cm_find(s, gid);
+
+        if (!m)
+                return;
+        cm_clear(m);
+        *m = s->cm[--s->n_cm];
+}
+
+static void cm_drop_all(struct cserver *s)
+{
+        while (s->n_cm)
+                cm_drop(s, s->cm[0].gid);
+}
+
+static int cm_load_row(const void *row, size_t len, int64_t count, void *userdata)
+{
+        return cm_add(userdata, row, len, count);
+}
+
+/* The mirror of the built-in info->gid, valid at its stored upper; built by one read
+ * when missing or stale. */
+static int cm_get(struct cserver *s, const struct storage_info *info, struct cmirror **ret)
+{
+        const struct storage_frontiers *f = &info->frontiers;
+        struct cmirror *m = cm_find(s, info->gid);
+        int r;
+
+        if (m && m->upper == f->upper) {
+                *ret = m;
+                return 0;
+        }
+        if (!m) {
+                r = RESERVE(s->cm, s->cap_cm, s->n_cm + 1);
+                if (r < 0)
+                        return r;
+                m = &s->cm[s->n_cm++];
+                *m = (struct cmirror){ .gid = info->gid };
+        }
+        cm_clear(m);
+        m->upper = f->upper;
+        r = f->upper > f->since ? storage_read(s->st, info->gid, f->upper - 1, cm_load_row, m, NULL)
+                                : 0;
+        if (r < 0) {
+                cm_drop(s, info->gid);
+                return r;
+        }
+        *ret = m;
+        return 0;
+}
+
+/* After a durable append: the built-in's mirror (if any) takes the append's updates. */
+static void cm_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
+                     uint64_t new_upper)
+{
+        struct cmirror *m = cm_find(s, info->gid);
+
+        if (!m)
+                return;
+        if (m->upper != info->frontiers.upper) {
+                cm_drop(s, info->gid);
+                return;
+        }
+        for (size_t i = 0; i < pend->n; i++)
+                if (cm_add(m, pend->updates[i].row, pend->updates[i].len, pend->updates[i].diff) < 0) {
+                        cm_drop(s, info->gid);
+                        return;
+                }
+        m->upper = new_upper;
+}
+
+/* ---- Appends (2), (3), (4), (10) ---------------------------------------------------- */
+
+/* A collection the append moves to ts + 1: every built-in, and every table written. */
+struct acol {
+        struct storage_info info;               /* stored, before the append */
         struct eval_batch pend;                 /* this append's updates, all at ts */
         struct eval_batch base;                 /* its contents before the append */
         bool base_read;
 };
 
+/* A row of coord_frontiers that the append changes (4). */
+struct fchange {
+        uint64_t gid;
+        bool has_new;                           /* false: the row goes */
+        uint64_t since, upper;                  /* the new row */
+};
+
 struct append_ctx {
         struct cserver *s;
         uint64_t ts;
-        struct storage_info *cols;              /* TABLE and BUILTIN collections, by gid */
-        size_t n_cols;
-        struct touched *t;
-        size_t n_t, cap_t;
+        struct acol *c;                         /* built-ins first, then tables written */
+        size_t n_c, cap_c;
+        struct gmap idx;                        /* gid -> index in c (a) */
         uint64_t *counts;                       /* one per write */
-        struct frow *new_fr;                    /* coord_frontiers after the append */
-        size_t n_new_fr;
+        struct fchange *fch;
+        size_t n_fch, cap_fch;
+        size_t frontier_rows;                   /* updates of coord_frontiers */
         bool frontiers;                         /* coord_frontiers is appended to */
         struct row_error err;
 };
 
 static void append_ctx_done(struct append_ctx *ac)
 {
-        for (size_t i = 0; i < ac->n_t; i++) {
-                eval_batch_done(&ac->t[i].pend);
-                eval_batch_done(&ac->t[i].base);
+        for (size_t i = 0; i < ac->n_c; i++) {
+                eval_batch_done(&ac->c[i].pend);
+                eval_batch_done(&ac->c[i].base);
         }
-        free(ac->t);
-        free(ac->cols);
+        free(ac->c);
+        gmap_done(&ac->idx);
         free(ac->counts);
-        free(ac->new_fr);
+        free(ac->fch);
 }
 
-static int touch(struct append_ctx *ac, const struct storage_info *col, struct touched **ret)
+/* The append's entry of info->gid, made if new.  Indexes stay valid; pointers into
+ * ac->c only until the next call. */
+static int acol_add(struct append_ctx *ac, const struct storage_info *info, size_t *ret)
 {
+        struct gent *e = gmap_find(&ac->idx, info->gid);
         int r;
 
-        for (size_t i = 0; i < ac->n_t; i++)
-                if (ac->t[i].col == col) {
-                        *ret = &ac->t[i];
-                        return 0;
-                }
-        r = RESERVE(ac->t, ac->cap_t, ac->n_t + 1);
+        if (e) {
+                *ret = (size_t)e->a;
+                return 0;
+        }
+        r = RESERVE(ac->c, ac->cap_c, ac->n_c + 1);
+        if (r >= 0)
+                r = gmap_reserve(&ac->idx, 1);
         if (r < 0)
                 return row_error_oom(&ac->err);
-        ac->t[ac->n_t] = (struct touched){
-                .col = col, .pend = EVAL_BATCH_INIT, .base = EVAL_BATCH_INIT,
+        ac->c[ac->n_c] = (struct acol){
+                .info = *info, .pend = EVAL_BATCH_INIT, .base = EVAL_BATCH_INIT,
         };
-        *ret = &ac->t[ac->n_t++];
+        gmap_put(&ac->idx, info->gid)->a = ac->n_c;
+        *ret = ac->n_c++;
         return 0;
+}
+
+static struct acol *acol_find(struct append_ctx *ac, uint64_t gid)
+{
+        const struct gent *e = gmap_find(&ac->idx, gid);
+
+        return e ? &ac->c[e->a] : NULL;
 }
 
 static int base_row(const void *row, size_t len, int64_t count, void *userdata)
 {
-        struct touched *t = userdata;
+        struct acol *t = userdata;
 
         return eval_batch_push(&t->base, row, len, 0, count);
 }
@@ -852,26 +1431,26 @@ static int base_row(const void *row, size_t len, int64_t count, void *userdata)
 /* The collection's contents before this append: at upper - 1, or empty when nothing
  * is readable (a table that was never appended to has since == upper).  Rows come
  * consolidated and in byte order. */
-static int touched_base(struct append_ctx *ac, struct touched *t)
+static int acol_base(struct append_ctx *ac, struct acol *t)
 {
-        const struct storage_frontiers *f = &t->col->frontiers;
+        const struct storage_frontiers *f = &t->info.frontiers;
         int r;
 
         if (t->base_read)
                 return 0;
         if (f->upper > f->since) {
-                r = storage_read(ac->s->st, t->col->gid, f->upper - 1, base_row, t, NULL);
+                r = storage_read(ac->s->st, t->info.gid, f->upper - 1, base_row, t, NULL);
                 if (r < 0) {
                         eval_batch_clear(&t->base);
                         return storage_failure(ac->s, &ac->err, r, "reading collection %llu",
-                                               (unsigned long long)t->col->gid);
+                                               (unsigned long long)t->info.gid);
                 }
                 /* Already consolidated; this puts it in eval's byte order, the one
                  * check_nonnegative() merges in, whatever order storage uses. */
                 r = eval_batch_consolidate(&t->base);
                 if (r < 0)
                         return row_error_set(&ac->err, r, "XX000", "collection %llu: row "
-                                             "count out of range", (unsigned long long)t->col->gid);
+                                             "count out of range", (unsigned long long)t->info.gid);
         }
         t->base_read = true;
         return 0;
@@ -882,10 +1461,10 @@ static int touched_base(struct append_ctx *ac, struct touched *t)
 static int delete_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
                            void *emit_userdata)
 {
-        struct touched *t = userdata;
+        struct acol *t = userdata;
         int r;
 
-        if (id != t->col->gid)
+        if (id != t->info.gid)
                 return -ENOENT;
         for (size_t i = 0; i < t->base.n; i++) {
                 r = emit(emit_userdata, t->base.updates[i].row, t->base.updates[i].len,
@@ -927,7 +1506,7 @@ static const Coord__Plan__Get *plan_leaf_get(const Coord__Plan__Relation *rel)
         return NULL;
 }
 
-static int append_delete(struct append_ctx *ac, struct touched *t, const Coord__TableWrite *w,
+static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__TableWrite *w,
                          uint64_t *ret_count)
 {
         struct eval_batch out = EVAL_BATCH_INIT;
@@ -964,7 +1543,7 @@ static int append_delete(struct append_ctx *ac, struct touched *t, const Coord__
                                       (unsigned long long)w->gid);
                         goto out;
                 }
-        r = touched_base(ac, t);
+        r = acol_base(ac, t);
         if (r < 0)
                 goto out;
         /* ts is also mz_now(): a DELETE's logical time is its write timestamp. */
@@ -991,7 +1570,7 @@ out:
         return r;
 }
 
-static int append_insert(struct append_ctx *ac, struct touched *t, const Coord__TableWrite *w,
+static int append_insert(struct append_ctx *ac, struct acol *t, const Coord__TableWrite *w,
                          uint64_t *ret_count)
 {
         uint64_t count = 0;
@@ -1023,7 +1602,7 @@ static int append_insert(struct append_ctx *ac, struct touched *t, const Coord__
         return 0;
 }
 
-static int frontiers_push(struct touched *t, const struct frow *f, int64_t diff, uint64_t ts)
+static int frontiers_push(struct acol *t, const struct frow *f, int64_t diff, uint64_t ts)
 {
         struct row_datum d[3] = {
                 /* Timestamps and GlobalIds are below 2^63 in practice; int8 is signed. */
@@ -1038,70 +1617,145 @@ static int frontiers_push(struct touched *t, const struct frow *f, int64_t diff,
         return eval_batch_push(&t->pend, buf, len, ts, diff);
 }
 
-/* (4): the rows of coord_frontiers that this append changes.  new_fr is the relation
- * after it: every table with its since and its new upper ts + 1. */
-static int append_frontiers(struct append_ctx *ac, const struct storage_info *fcol)
+static int fchange_add(struct append_ctx *ac, const struct fchange *f)
 {
-        struct cserver *s = ac->s;
-        struct touched *t;
-        size_t i = 0, j = 0, n = 0;
-        int r;
+        int r = RESERVE(ac->fch, ac->cap_fch, ac->n_fch + 1);
 
-        ac->new_fr = calloc(ac->n_cols ? ac->n_cols : 1, sizeof(*ac->new_fr));
-        if (!ac->new_fr)
-                return row_error_oom(&ac->err);
-        for (size_t k = 0; k < ac->n_cols; k++)
-                if (ac->cols[k].kind == STORAGE_KIND_TABLE)
-                        ac->new_fr[n++] = (struct frow){
-                                .gid = ac->cols[k].gid, .since = ac->cols[k].frontiers.since,
-                                .upper = ac->ts + 1, .count = 1,
-                        };
-        ac->n_new_fr = n;
-        r = touch(ac, fcol, &t);
         if (r < 0)
-                return r;
-        /* Merge the old rows (s->fr) with the new ones, both by gid. */
-        while (i < s->n_fr || j < n) {
-                uint64_t gid = j < n && (i >= s->n_fr || ac->new_fr[j].gid <= s->fr[i].gid)
-                                       ? ac->new_fr[j].gid : s->fr[i].gid;
-                size_t i0 = i;
-                bool same;
-
-                while (i < s->n_fr && s->fr[i].gid == gid)
-                        i++;
-                same = j < n && ac->new_fr[j].gid == gid && i - i0 == 1 && s->fr[i0].count == 1 &&
-                       s->fr[i0].since == ac->new_fr[j].since &&
-                       s->fr[i0].upper == ac->new_fr[j].upper;
-                if (!same) {
-                        for (size_t k = i0; k < i; k++) {
-                                r = frontiers_push(t, &s->fr[k], -s->fr[k].count, ac->ts);
-                                if (r < 0)
-                                        return row_error_oom(&ac->err);
-                        }
-                        if (j < n && ac->new_fr[j].gid == gid) {
-                                r = frontiers_push(t, &ac->new_fr[j], 1, ac->ts);
-                                if (r < 0)
-                                        return row_error_oom(&ac->err);
-                        }
-                }
-                if (j < n && ac->new_fr[j].gid == gid)
-                        j++;
-        }
+                return row_error_oom(&ac->err);
+        ac->fch[ac->n_fch++] = *f;
         return 0;
 }
 
+/* (4): the rows of coord_frontiers that this append changes: those of the tables it
+ * writes, of the tables created or dropped since the last append, the stray rows, and
+ * row 0.  O(changed), except after the relation was recreated (s->fr_rebuild). */
+static int append_frontiers(struct append_ctx *ac, size_t fidx)
+{
+        struct cserver *s = ac->s;
+        _cleanup_free_ uint64_t *cand = NULL;
+        size_t n_cand = 0, cap_cand = 0;
+        struct acol *t;
+        struct frow f;
+        int r;
+
+        /* Candidates: dirty gids, tables written, and with fr_rebuild every table and
+         * every row.  Sorted and unique, so each is looked at once. */
+        r = RESERVE(cand, cap_cand, s->n_dirty + ac->n_c);
+        if (r < 0)
+                return row_error_oom(&ac->err);
+        if (s->n_dirty)
+                memcpy(cand, s->dirty, s->n_dirty * sizeof(*cand));
+        n_cand = s->n_dirty;
+        for (size_t i = 0; i < ac->n_c; i++)
+                if (ac->c[i].info.kind == STORAGE_KIND_TABLE)
+                        cand[n_cand++] = ac->c[i].info.gid;
+        if (s->fr_rebuild) {
+                r = list_all(s);
+                if (r < 0)
+                        return storage_failure(s, &ac->err, r, "listing collections");
+                r = RESERVE(cand, cap_cand, n_cand + s->n_cols + s->fr.n);
+                if (r < 0)
+                        return row_error_oom(&ac->err);
+                for (size_t i = 0; i < s->n_cols; i++)
+                        if (s->cols[i].kind == STORAGE_KIND_TABLE)
+                                cand[n_cand++] = s->cols[i].gid;
+                for (size_t i = 0; s->fr.slots && i <= s->fr.mask; i++)
+                        if (s->fr.slots[i].key)
+                                cand[n_cand++] = s->fr.slots[i].key;
+        }
+        n_cand = u64_sort_unique(cand, n_cand);
+
+        for (size_t i = 0; i < n_cand; i++) {
+                const struct gent *old = gmap_find(&s->fr, cand[i]);
+                const struct acol *w = acol_find(ac, cand[i]);
+                struct fchange ch = { .gid = cand[i] };
+                struct storage_info info;
+
+                if (w && w->info.kind == STORAGE_KIND_TABLE) {
+                        ch = (struct fchange){ .gid = cand[i], .has_new = true,
+                                               .since = w->info.frontiers.since,
+                                               .upper = ac->ts + 1 };
+                } else {
+                        r = storage_get_info(s->st, cand[i], &info);
+                        if (r < 0 && r != -ENOENT)
+                                return storage_failure(s, &ac->err, r, "looking up collection %llu",
+                                                       (unsigned long long)cand[i]);
+                        if (r == 0 && info.kind == STORAGE_KIND_TABLE)
+                                ch = (struct fchange){ .gid = cand[i], .has_new = true,
+                                                       .since = info.frontiers.since,
+                                                       .upper = info.frontiers.upper };
+                }
+                if (!old && !ch.has_new)
+                        continue;
+                if (old && ch.has_new && old->c == 1 && old->a == ch.since && old->b == ch.upper)
+                        continue;
+                t = &ac->c[fidx];
+                if (old) {
+                        f = (struct frow){ .gid = cand[i], .since = old->a, .upper = old->b };
+                        r = frontiers_push(t, &f, -(int64_t)old->c, ac->ts);
+                        if (r < 0)
+                                return row_error_oom(&ac->err);
+                }
+                if (ch.has_new) {
+                        f = (struct frow){ .gid = cand[i], .since = ch.since, .upper = ch.upper };
+                        r = frontiers_push(t, &f, 1, ac->ts);
+                        if (r < 0)
+                                return row_error_oom(&ac->err);
+                }
+                r = fchange_add(ac, &ch);
+                if (r < 0)
+                        return r;
+        }
+        t = &ac->c[fidx];
+        for (size_t i = 0; i < s->n_stray; i++) {
+                r = frontiers_push(t, &s->stray[i], -s->stray[i].count, ac->ts);
+                if (r < 0)
+                        return row_error_oom(&ac->err);
+        }
+        /* Row 0: the tables' shared frontier moves to ts + 1. */
+        if (s->fr0) {
+                f = (struct frow){ .gid = CSERVER_FRONTIERS_SHARED_ID, .upper = s->fr0 };
+                r = frontiers_push(t, &f, -1, ac->ts);
+                if (r < 0)
+                        return row_error_oom(&ac->err);
+        }
+        f = (struct frow){ .gid = CSERVER_FRONTIERS_SHARED_ID, .upper = ac->ts + 1 };
+        r = frontiers_push(t, &f, 1, ac->ts);
+        if (r < 0)
+                return row_error_oom(&ac->err);
+        ac->frontier_rows = t->pend.n;
+        /* Room for the new rows now, so that applying them cannot fail (2). */
+        r = gmap_reserve(&s->fr, ac->n_fch);
+        if (r < 0)
+                return row_error_oom(&ac->err);
+        return 0;
+}
+
+
 /* (3): no row of t's collection may end with a negative count.  pend and base are both
  * consolidated and in byte order, so one merge finds every row's final count. */
-static int check_nonnegative(struct append_ctx *ac, struct touched *t)
+static int check_nonnegative(struct append_ctx *ac, struct acol *t)
 {
         const struct eval_batch *b = &t->base, *p = &t->pend;
+        struct cmirror *m = NULL;
         size_t i = 0;
         char *text = NULL;
         int r;
 
-        r = touched_base(ac, t);
-        if (r < 0)
-                return r;
+        if (t->info.kind == STORAGE_KIND_BUILTIN && !t->base_read) {
+                /* (11): O(rows retracted), not a read of the whole relation. */
+                r = cm_get(ac->s, &t->info, &m);
+                if (r == -ENOMEM)
+                        return row_error_oom(&ac->err);
+                if (r < 0)
+                        return storage_failure(ac->s, &ac->err, r, "reading collection %llu",
+                                               (unsigned long long)t->info.gid);
+        } else {
+                r = acol_base(ac, t);
+                if (r < 0)
+                        return r;
+        }
         for (size_t j = 0; j < p->n; j++) {
                 const struct eval_update *u = &p->updates[j];
                 int64_t have = 0;
@@ -1109,17 +1763,21 @@ static int check_nonnegative(struct append_ctx *ac, struct touched *t)
 
                 if (u->diff > 0)
                         continue;
-                while (i < b->n && (c = row_bytes_cmp(b->updates[i].row, b->updates[i].len,
-                                                      u->row, u->len)) < 0)
-                        i++;
-                if (i < b->n && c == 0)
-                        have = b->updates[i].diff;
+                if (m) {
+                        have = cm_count(m, u->row, u->len);
+                } else {
+                        while (i < b->n && (c = row_bytes_cmp(b->updates[i].row, b->updates[i].len,
+                                                              u->row, u->len)) < 0)
+                                i++;
+                        if (i < b->n && c == 0)
+                                have = b->updates[i].diff;
+                }
                 if (have + u->diff >= 0)        /* have >= 0 and diff < 0: no overflow */
                         continue;
                 (void)row_to_string(u->row, u->len, &text);
                 r = row_error_set(&ac->err, -EINVAL, "XX000", "the append would retract row %s of "
                                   "collection %llu %lld times, but it is there %lld times",
-                                  text ? text : "(?)", (unsigned long long)t->col->gid,
+                                  text ? text : "(?)", (unsigned long long)t->info.gid,
                                   (long long)-u->diff, (long long)have);
                 free(text);
                 return r;
@@ -1127,55 +1785,86 @@ static int check_nonnegative(struct append_ctx *ac, struct touched *t)
         return 0;
 }
 
+static int append_stale(struct append_ctx *ac, uint64_t gid, uint64_t upper)
+{
+        int r = row_error_set(&ac->err, -ESTALE, "XX000",
+                              "cannot append at %llu: collection %llu has upper %llu",
+                              (unsigned long long)ac->ts, (unsigned long long)gid,
+                              (unsigned long long)upper);
+
+        row_error_detail(&ac->err, "An append's timestamp must be at or above the tables' "
+                         "shared frontier (the upper of collection %u) and the upper of every "
+                         "collection; nothing was written.", CSERVER_GID_OBJECTS);
+        return r;
+}
+
 /* Everything of (3) that can be checked before writing; fills ac or ac->err. */
 static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
 {
         struct cserver *s = ac->s;
-        const struct storage_info *fcol = NULL;
+        struct acol *fcol;
+        uint64_t T = 0;
+        size_t k;
         int r;
 
         if (a->ts == UINT64_MAX)
                 return row_error_set(&ac->err, -EINVAL, "XX000", "cannot append at %llu",
                                      (unsigned long long)a->ts);
-        r = list_all(s);
-        if (r < 0)
-                return storage_failure(s, &ac->err, r, "listing collections");
-        ac->cols = calloc(s->n_cols ? s->n_cols : 1, sizeof(*ac->cols));
         ac->counts = calloc(a->n_writes ? a->n_writes : 1, sizeof(*ac->counts));
-        if (!ac->cols || !ac->counts)
+        if (!ac->counts)
                 return row_error_oom(&ac->err);
-        for (size_t i = 0; i < s->n_cols; i++) {
-                const struct storage_info *c = &s->cols[i];
 
-                if (!kind_appendable(c->kind))
-                        continue;
-                if (c->frontiers.upper > a->ts) {
-                        r = row_error_set(&ac->err, -ESTALE, "XX000",
-                                          "cannot append at %llu: collection %llu has upper %llu",
-                                          (unsigned long long)a->ts, (unsigned long long)c->gid,
-                                          (unsigned long long)c->frontiers.upper);
-                        row_error_detail(&ac->err, "An append's timestamp must be at or above the "
-                                         "upper of every table; nothing was written.");
+        /* Every built-in moves to ts + 1; coord_objects carries T (10). */
+        for (size_t i = 0; i < s->n_builtins; i++) {
+                struct storage_info info;
+
+                r = storage_get_info(s->st, s->builtins[i], &info);
+                if (r < 0)
+                        return storage_failure(s, &ac->err, r, "looking up collection %llu",
+                                               (unsigned long long)s->builtins[i]);
+                assert(info.kind == STORAGE_KIND_BUILTIN);
+                if (info.frontiers.upper > a->ts)
+                        return append_stale(ac, info.gid, info.frontiers.upper);
+                if (info.gid == CSERVER_GID_OBJECTS)
+                        T = info.frontiers.upper;
+                r = acol_add(ac, &info, &k);
+                if (r < 0)
                         return r;
-                }
-                ac->cols[ac->n_cols++] = *c;
         }
+        if (!acol_find(ac, CSERVER_GID_OBJECTS))
+                return row_error_set(&ac->err, -ENOENT, "XX000", "cannot append: the built-in "
+                                     "collection %u (coord_objects), whose upper is the tables' "
+                                     "shared frontier, does not exist", CSERVER_GID_OBJECTS);
+        /* A table created above T since the last append; every other one is <= T. */
+        if (s->born_above > a->ts)
+                return append_stale(ac, s->born_above_gid, s->born_above);
 
         for (size_t i = 0; i < a->n_writes; i++) {
                 const Coord__TableWrite *w = a->writes[i];
-                const struct storage_info *col = cols_find(ac->cols, ac->n_cols, w->gid);
-                struct touched *t;
+                struct storage_info info;
+                struct acol *t = acol_find(ac, w->gid);
 
-                if (!col) {
-                        struct storage_info info;
-
-                        if (storage_get_info(s->st, w->gid, &info) == 0)
+                if (!t) {
+                        r = storage_get_info(s->st, w->gid, &info);
+                        if (r == -ENOENT)
+                                return row_error_set(&ac->err, -ENOENT, "42P01",
+                                                     "collection %llu does not exist",
+                                                     (unsigned long long)w->gid);
+                        if (r < 0)
+                                return storage_failure(s, &ac->err, r, "looking up collection %llu",
+                                                       (unsigned long long)w->gid);
+                        if (info.kind != STORAGE_KIND_TABLE)
                                 return row_error_set(&ac->err, -EINVAL, "XX000", "collection %llu "
                                                      "is a %s, not a table",
                                                      (unsigned long long)w->gid, kind_name(info.kind));
-                        return row_error_set(&ac->err, -ENOENT, "42P01",
-                                             "collection %llu does not exist",
-                                             (unsigned long long)w->gid);
+                        /* (10): every table's stored upper is <= max(T, born_above). */
+                        assert(info.frontiers.upper <= (T > s->born_above ? T : s->born_above));
+                        if (info.frontiers.upper > a->ts)
+                                return append_stale(ac, info.gid, info.frontiers.upper);
+                        r = acol_add(ac, &info, &k);
+                        if (r < 0)
+                                return r;
+                        t = &ac->c[k];
                 }
                 if (w->gid == CSERVER_GID_FRONTIERS)
                         return row_error_set(&ac->err, -EPERM, "XX000", "collection %u "
@@ -1189,52 +1878,49 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
                         return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
                                              "%llu has both rows and a delete filter",
                                              (unsigned long long)w->gid);
-                r = touch(ac, col, &t);
-                if (r < 0)
-                        return r;
                 r = w->delete_filter ? append_delete(ac, t, w, &ac->counts[i])
                                      : append_insert(ac, t, w, &ac->counts[i]);
                 if (r < 0)
                         return r;
         }
 
-        fcol = cols_find(ac->cols, ac->n_cols, CSERVER_GID_FRONTIERS);
-        if (fcol && fcol->kind == STORAGE_KIND_BUILTIN) {
+        fcol = acol_find(ac, CSERVER_GID_FRONTIERS);
+        if (fcol) {
                 ac->frontiers = true;
-                r = append_frontiers(ac, fcol);
+                r = append_frontiers(ac, (size_t)(fcol - ac->c));
                 if (r < 0)
                         return r;
         }
 
-        for (size_t i = 0; i < ac->n_t; i++) {
-                struct touched *t = &ac->t[i];
+        for (size_t i = 0; i < ac->n_c; i++) {
+                struct acol *t = &ac->c[i];
                 bool negative = false;
 
                 r = eval_batch_consolidate(&t->pend);
                 if (r == -EOVERFLOW)
                         return row_error_set(&ac->err, r, "22003", "row count out of range in "
                                              "the write to collection %llu",
-                                             (unsigned long long)t->col->gid);
-                for (size_t k = 0; k < t->pend.n && !negative; k++)
-                        negative = t->pend.updates[k].diff < 0;
+                                             (unsigned long long)t->info.gid);
+                for (size_t j = 0; j < t->pend.n && !negative; j++)
+                        negative = t->pend.updates[j].diff < 0;
                 /* coord_frontiers retracts what s->fr says is there (4), which was read
                  * from the relation itself; it is not read again at every append. */
-                if (negative && t->col->gid != CSERVER_GID_FRONTIERS) {
+                if (negative && t->info.gid != CSERVER_GID_FRONTIERS) {
                         r = check_nonnegative(ac, t);
                         if (r < 0)
                                 return r;
                 }
         }
 
-        /* Load every collection's descriptors now, so that the group cannot fail for
-         * one collection and succeed for the others. */
-        for (size_t i = 0; i < ac->n_cols; i++) {
+        /* Load the descriptors of every collection of the group now, so that the
+         * group cannot fail for one collection and succeed for the others. */
+        for (size_t i = 0; i < ac->n_c; i++) {
                 struct storage_collection_stats cs;
 
-                r = storage_collection_stats(s->st, ac->cols[i].gid, &cs);
+                r = storage_collection_stats(s->st, ac->c[i].info.gid, &cs);
                 if (r < 0)
                         return storage_failure(s, &ac->err, r, "loading collection %llu",
-                                               (unsigned long long)ac->cols[i].gid);
+                                               (unsigned long long)ac->c[i].info.gid);
         }
         return 0;
 }
@@ -1247,43 +1933,35 @@ static int append_commit(struct append_ctx *ac)
         size_t n_u = 0, k = 0;
         int r;
 
-        for (size_t i = 0; i < ac->n_t; i++)
-                n_u += ac->t[i].pend.n;
-        v = calloc(ac->n_cols ? ac->n_cols : 1, sizeof(*v));
+        for (size_t i = 0; i < ac->n_c; i++)
+                n_u += ac->c[i].pend.n;
+        v = calloc(ac->n_c ? ac->n_c : 1, sizeof(*v));
         u = calloc(n_u ? n_u : 1, sizeof(*u));
         if (!v || !u) {
                 r = row_error_oom(&ac->err);
                 goto out;
         }
-        for (size_t i = 0; i < ac->n_cols; i++)
-                v[i] = (struct storage_append){
-                        .gid = ac->cols[i].gid, .expected_upper = ac->cols[i].frontiers.upper,
-                        .new_upper = ac->ts + 1,
-                };
-        for (size_t i = 0; i < ac->n_t; i++) {
-                const struct touched *t = &ac->t[i];
-                struct storage_append *sa = &v[t->col - ac->cols];
+        for (size_t i = 0; i < ac->n_c; i++) {
+                const struct acol *t = &ac->c[i];
 
-                sa->updates = &u[k];
-                sa->n_updates = t->pend.n;
+                v[i] = (struct storage_append){
+                        .gid = t->info.gid, .expected_upper = t->info.frontiers.upper,
+                        .new_upper = ac->ts + 1, .updates = &u[k], .n_updates = t->pend.n,
+                };
                 for (size_t j = 0; j < t->pend.n; j++)
                         u[k++] = (struct storage_update){
                                 .row = t->pend.updates[j].row, .len = t->pend.updates[j].len,
                                 .time = ac->ts, .diff = t->pend.updates[j].diff,
                         };
         }
-        if (ac->n_cols == 0) {
-                r = 0;
-                goto out;
-        }
-        r = storage_append_group(s->st, v, ac->n_cols);
+        r = storage_append_group(s->st, v, ac->n_c);
         if (r < 0) {
                 storage_failure(s, &ac->err, r, "append at %llu", (unsigned long long)ac->ts);
                 goto out;
         }
-        if ((size_t)r != ac->n_cols) {
+        if ((size_t)r != ac->n_c) {
                 /* (3) says this cannot happen; if it does, memory follows the disk. */
-                for (size_t i = 0; i < ac->n_cols; i++)
+                for (size_t i = 0; i < ac->n_c; i++)
                         if (v[i].result < 0)
                                 log_error_errno(v[i].result, "append_partial", "ts=%llu gid=%llu "
                                                 "upper=%llu why=\"%s\"", (unsigned long long)ac->ts,
@@ -1291,10 +1969,10 @@ static int append_commit(struct append_ctx *ac)
                                                 (unsigned long long)v[i].actual_upper,
                                                 storage_last_error());
                 r = row_error_set(&ac->err, -EIO, "XX000", "append at %llu was applied to %d of "
-                                  "%zu collections", (unsigned long long)ac->ts, r, ac->n_cols);
-                if (frontiers_load(s) < 0)
-                        s->n_fr = 0;
-                ring_sync_all(s);
+                                  "%zu collections", (unsigned long long)ac->ts, r, ac->n_c);
+                if (mirrors_rebuild(s) < 0)
+                        log_error("mirrors_load_failed", "path=%s why=\"%s\"", s->path,
+                                  storage_last_error());
                 goto out;
         }
         r = 0;
@@ -1304,22 +1982,42 @@ out:
         return r;
 }
 
-/* After a durable append: the mirrors follow (4), (7). */
+/* After a durable append: the mirrors follow (4), (7), (10). */
 static void append_apply(struct append_ctx *ac)
 {
         struct cserver *s = ac->s;
 
         if (ac->frontiers) {
-                free(s->fr);
-                s->fr = TAKE_PTR(ac->new_fr);
-                s->n_fr = s->cap_fr = ac->n_new_fr;
-        }
-        for (size_t i = 0; i < ac->n_cols; i++) {
-                struct storage_frontiers f = ac->cols[i].frontiers;
+                for (size_t i = 0; i < ac->n_fch; i++) {
+                        const struct fchange *ch = &ac->fch[i];
+                        struct gent *e;
 
-                f.upper = ac->ts + 1;
-                ring_set(s, ac->cols[i].gid, &f);
+                        if (!ch->has_new) {
+                                gmap_remove(&s->fr, ch->gid);
+                                continue;
+                        }
+                        e = gmap_put(&s->fr, ch->gid);  /* reserved by append_frontiers() */
+                        e->a = ch->since;
+                        e->b = ch->upper;
+                        e->c = 1;
+                }
+                s->fr0 = ac->ts + 1;
+                s->n_stray = 0;
+                s->n_dirty = 0;
+                s->fr_rebuild = false;
         }
+        /* T is ts + 1 now, at or above every table's stored upper. */
+        s->born_above = s->born_above_gid = 0;
+        for (size_t i = 0; i < ac->n_c; i++) {
+                struct storage_frontiers f = ac->c[i].info.frontiers;
+
+                if (ac->c[i].info.kind == STORAGE_KIND_BUILTIN)
+                        cm_apply(s, &ac->c[i].info, &ac->c[i].pend, ac->ts + 1);
+                f.upper = ac->ts + 1;
+                ring_set(s, ac->c[i].info.gid, &f);
+        }
+        s->last_append_collections = ac->n_c;
+        s->last_append_frontier_rows = ac->frontier_rows;
         s->appends++;
 }
 
@@ -1347,9 +2045,10 @@ static void handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                 reply_error(s, from, env->request_id, &ac.err);
         } else {
                 append_apply(&ac);
-                log_debug("append", "ts=%llu writes=%zu collections=%zu",
-                          (unsigned long long)a->ts, a->n_writes, ac.n_cols);
+                log_debug("append", "ts=%llu writes=%zu collections=%zu frontier_rows=%zu",
+                          (unsigned long long)a->ts, a->n_writes, ac.n_c, ac.frontier_rows);
                 reply_ok(s, from, env->request_id, ac.counts, a->n_writes, a->ts + 1);
+                /* T passed ts: parked peeks on tables may be readable now. */
                 peeks_wake(s);
         }
         append_ctx_done(&ac);
@@ -1358,27 +2057,84 @@ static void handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
 
 /* ---- Collections -------------------------------------------------------------------- */
 
+static void builtins_remove(struct cserver *s, uint64_t gid)
+{
+        for (size_t i = 0; i < s->n_builtins; i++)
+                if (s->builtins[i] == gid) {
+                        memmove(&s->builtins[i], &s->builtins[i + 1],
+                                (s->n_builtins - i - 1) * sizeof(*s->builtins));
+                        s->n_builtins--;
+                        return;
+                }
+}
+
+static int drop_refused(uint64_t gid, struct row_error *e)
+{
+        if (gid != CSERVER_GID_OBJECTS)
+                return 0;
+        return row_error_set(e, -EPERM, "XX000", "collection %u (coord_objects) cannot be "
+                             "dropped: its upper is the tables' shared frontier",
+                             CSERVER_GID_OBJECTS);
+}
+
 static int drop_one(struct cserver *s, uint64_t gid, struct row_error *e)
 {
-        int r = storage_drop(s->st, gid);
+        struct storage_info info;
+        int r;
 
+        r = drop_refused(gid, e);
+        if (r < 0)
+                return r;
+        r = storage_get_info(s->st, gid, &info);
+        if (r == -ENOENT)
+                return 0;
+        if (r >= 0)
+                r = storage_drop(s->st, gid);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
                 return storage_failure(s, e, r, "dropping collection %llu", (unsigned long long)gid);
         ring_forget(s, gid);
-        /* The relation is gone; a new one starts empty and is filled at the next append. */
+        if (info.kind == STORAGE_KIND_BUILTIN) {
+                builtins_remove(s, gid);
+                cm_drop(s, gid);
+        }
+        /* (4): its row goes at the next append.  A dropped coord_frontiers is gone with
+         * its rows; a new one is filled with every table's row at the next append. */
         if (gid == CSERVER_GID_FRONTIERS)
-                s->n_fr = 0;
-        log_info("collection_dropped", "gid=%llu", (unsigned long long)gid);
+                frontiers_clear(s);
+        else
+                frontiers_dirty(s, gid);
+        log_info("collection_dropped", "gid=%llu kind=%s", (unsigned long long)gid,
+                 kind_name(info.kind));
         return 0;
 }
 
-static int u64_cmp(const void *x, const void *y)
+/* After gid was created (10), (4). */
+static int created(struct cserver *s, const struct storage_info *info, struct row_error *e)
 {
-        uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+        uint64_t T;
+        int r;
 
-        return (a > b) - (a < b);
+        ring_set(s, info->gid, &info->frontiers);
+        if (info->kind == STORAGE_KIND_BUILTIN) {
+                /* Rare (start-up): the built-ins and born_above from a listing. */
+                r = list_all(s);
+                if (r >= 0)
+                        r = builtins_from_cols(s);
+                if (r < 0)
+                        return storage_failure(s, e, r, "listing collections");
+                if (info->gid == CSERVER_GID_FRONTIERS)
+                        frontiers_reset(s);
+                return 0;
+        }
+        T = tables_frontier(s);
+        if (info->frontiers.upper > T && info->frontiers.upper > s->born_above) {
+                s->born_above = info->frontiers.upper;
+                s->born_above_gid = info->gid;
+        }
+        frontiers_dirty(s, info->gid);
+        return 0;
 }
 
 static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct row_error *e)
@@ -1416,7 +2172,9 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
                                                (unsigned long long)c->gid);
                 r = storage_get_info(s->st, c->gid, &info);
                 if (r == 0)
-                        ring_set(s, c->gid, &info.frontiers);
+                        r = created(s, &info, e);
+                if (r < 0)
+                        return r;
                 log_info("collection_created", "gid=%llu kind=%s since=%llu",
                          (unsigned long long)c->gid, kind_name((enum storage_kind)c->kind),
                          (unsigned long long)c->since);
@@ -1485,6 +2243,8 @@ static void handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelo
         if (!s->st)
                 r = storage_unavailable(&e);
         for (size_t i = 0; i < m->n_gids && r >= 0; i++)
+                r = drop_refused(m->gids[i], &e);       /* before dropping any */
+        for (size_t i = 0; i < m->n_gids && r >= 0; i++)
                 r = drop_one(s, m->gids[i], &e);
         if (r < 0)
                 reply_error(s, from, env->request_id, &e);
@@ -1500,6 +2260,7 @@ static void handle_list(struct cserver *s, Coord__Role from, const Coord__Envelo
         Coord__CollectionFrontiers *items = NULL, **ptrs = NULL;
         Coord__ListCollections *req;
         struct row_error e;
+        uint64_t T;
         int r;
 
         req = coord__list_collections__unpack(NULL, env->payload.len, env->payload.data);
@@ -1514,6 +2275,7 @@ static void handle_list(struct cserver *s, Coord__Role from, const Coord__Envelo
                         storage_failure(s, &e, r, "listing collections");
                 goto fail;
         }
+        T = tables_frontier(s);
         items = calloc(s->n_cols ? s->n_cols : 1, sizeof(*items));
         ptrs = calloc(s->n_cols ? s->n_cols : 1, sizeof(*ptrs));
         if (!items || !ptrs) {
@@ -1521,6 +2283,8 @@ static void handle_list(struct cserver *s, Coord__Role from, const Coord__Envelo
                 goto fail;
         }
         for (size_t i = 0; i < s->n_cols; i++) {
+                /* (10): a table's upper is max(stored upper, T). */
+                effective(&s->cols[i].frontiers, s->cols[i].kind, T);
                 coord__collection_frontiers__init(&items[i]);
                 items[i].gid = s->cols[i].gid;
                 /* CollectionKind has StorageKind's numbers. */
@@ -1545,61 +2309,86 @@ out:
 
 static void compact_arm(struct cserver *s, uint64_t ms);
 
+/* What one compaction run rewrote, for its log line. */
+struct compacted {
+        struct cserver *s;
+        char gids[64];
+        size_t len;
+};
+
+static void compacted_one(const struct storage_info *info, void *userdata)
+{
+        struct compacted *c = userdata;
+        int n;
+
+        /* (7): publish each collection as it is done. */
+        ring_set(c->s, info->gid, &info->frontiers);
+        if (c->len + 24 >= sizeof(c->gids))
+                return;         /* the first few are enough */
+        n = snprintf(c->gids + c->len, sizeof(c->gids) - c->len, "%s%llu", c->len ? "," : "",
+                     (unsigned long long)info->gid);
+        if (n > 0)
+                c->len += (size_t)n;
+}
+
 static bool compact_run(struct cserver *s)
 {
         struct storage_since *v = NULL;
         struct storage_stats before, after;
+        struct compacted done = { .s = s };
         uint64_t start_ns, took_us;
         size_t n = 0;
         int r, remaining;
-        bool moved = false;
 
-        r = list_all(s);
-        if (r < 0)
-                goto fail;
-        v = calloc(s->n_cols ? s->n_cols : 1, sizeof(*v));
+        v = calloc(s->n_builtins ? s->n_builtins : 1, sizeof(*v));
         if (!v) {
                 r = -ENOMEM;
                 goto fail;
         }
-        for (size_t i = 0; i < s->n_cols; i++) {
-                const struct storage_info *c = &s->cols[i];
+        for (size_t i = 0; i < s->n_builtins; i++) {
+                struct storage_info c;
                 uint64_t target, hold;
 
-                if (c->kind != STORAGE_KIND_BUILTIN || c->frontiers.upper <= CSERVER_BUILTIN_WINDOW_MS)
+                r = storage_get_info(s->st, s->builtins[i], &c);
+                if (r < 0)
+                        goto fail;
+                if (c.frontiers.upper <= CSERVER_BUILTIN_WINDOW_MS)
                         continue;
-                target = c->frontiers.upper - CSERVER_BUILTIN_WINDOW_MS;
-                hold = peeks_hold(s, c->gid);
+                target = c.frontiers.upper - CSERVER_BUILTIN_WINDOW_MS;
+                hold = peeks_hold(s, c.gid);
                 if (hold < target)
                         target = hold;
-                if (target > c->frontiers.since)
-                        v[n++] = (struct storage_since){ .gid = c->gid, .since = target };
+                if (target > c.frontiers.since)
+                        v[n++] = (struct storage_since){ .gid = c.gid, .since = target };
         }
         if (n > 0) {
                 r = storage_allow_compaction_group(s->st, v, n);
                 if (r < 0)
                         goto fail;
-                moved = r > 0;
+                for (size_t i = 0; i < n; i++) {
+                        struct storage_info c;
+
+                        if (v[i].result == 1 && storage_get_info(s->st, v[i].gid, &c) == 0)
+                                ring_set(s, c.gid, &c.frontiers);
+                }
         }
         storage_get_stats(s->st, &before);
         start_ns = now_ns();
-        remaining = storage_compact_pending(s->st, CSERVER_COMPACT_BUDGET);
+        remaining = storage_compact_pending_fn(s->st, CSERVER_COMPACT_BUDGET, compacted_one, &done);
         if (remaining < 0) {
                 r = remaining;
                 goto fail;
         }
         storage_get_stats(s->st, &after);
         took_us = (now_ns() - start_ns) / 1000;
-        /* The budget is soft (one collection is always compacted whole): say when a
-         * run held the loop long enough to show in reply latencies. */
+        /* The budget is soft (one collection is always compacted whole, (6)): say when
+         * a run held the loop long enough to show in reply latencies. */
         log_at(took_us >= COMPACT_SLOW_US ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG, "compaction_ran",
-               "took_us=%llu compactions=%llu updates_rewritten=%llu remaining=%d",
+               "took_us=%llu compactions=%llu updates_rewritten=%llu remaining=%d gids=%s",
                (unsigned long long)took_us,
                (unsigned long long)(after.compactions - before.compactions),
                (unsigned long long)(after.updates_rewritten - before.updates_rewritten),
-               remaining);
-        if (moved || after.compactions != before.compactions)
-                ring_sync_all(s);
+               remaining, done.len ? done.gids : "-");
         free(v);
         return remaining > 0;
 fail:
@@ -1700,9 +2489,12 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
 
         if (s->st)
                 storage_get_stats(s->st, &st);
-        snprintf(buf, size, "collections=%llu appends=%llu peeks_parked=%zu peeks_answered=%llu "
-                 "errors=%llu compactions=%llu storage=%s",
-                 (unsigned long long)st.collections, (unsigned long long)s->appends, s->n_parked,
+        snprintf(buf, size, "collections=%llu appends=%llu tables_frontier=%llu "
+                 "last_append_collections=%zu last_append_frontier_rows=%zu peeks_parked=%zu "
+                 "peeks_answered=%llu errors=%llu compactions=%llu storage=%s",
+                 (unsigned long long)st.collections, (unsigned long long)s->appends,
+                 (unsigned long long)tables_frontier(s), s->last_append_collections,
+                 s->last_append_frontier_rows, s->n_parked,
                  (unsigned long long)s->peeks_answered, (unsigned long long)s->errors_sent,
                  (unsigned long long)st.compactions, s->st ? "ok" : "failed");
 }
@@ -1742,8 +2534,10 @@ int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
                 goto fail;
         compact_arm(s, CSERVER_COMPACT_INTERVAL_MS);
         storage_get_stats(s->st, &st);
-        log_info("storage_opened", "path=%s collections=%llu frontier_rows=%zu", s->path,
-                 (unsigned long long)st.collections, s->n_fr);
+        log_info("storage_opened", "path=%s collections=%llu tables_frontier=%llu "
+                 "frontier_rows=%zu frontier_rows_stale=%zu", s->path,
+                 (unsigned long long)st.collections, (unsigned long long)tables_frontier(s),
+                 s->fr.n + (s->fr0 != 0), s->n_dirty);
         *ret = s;
         return 0;
 fail:
@@ -1760,8 +2554,13 @@ struct cserver *cserver_free(struct cserver *s)
         if (s->compact_timer)
                 loop_timer_cancel(s->loop, s->compact_timer);
         s->st = storage_close(s->st);
-        free(s->fr);
-        free(s->rc);
+        gmap_done(&s->fr);
+        free(s->stray);
+        free(s->dirty);
+        free(s->builtins);
+        gmap_done(&s->rc);
+        cm_drop_all(s);
+        free(s->cm);
         free(s->cols);
         free(s->path);
         free(s);

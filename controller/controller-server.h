@@ -22,10 +22,28 @@ struct fring;
 struct node;
 struct cserver;         /* opaque */
 
+/* coord_objects, written by the adapter (ACAT_GID_OBJECTS).  Its upper is also the
+ * TABLES' SHARED FRONTIER T: every Append advances the built-ins (this one included) to
+ * ts + 1, but a table only when the Append writes to it.  A table's upper, as every
+ * answer of the server reports and uses it (peeks, MSG_LIST_COLLECTIONS), is
+ * max(its stored upper, T); its contents at a t between the two are those at its stored
+ * upper - 1.  The frontier ring shows stored uppers: a reader computes a table's upper
+ * as max(its upper, the upper of this gid).  This collection cannot be dropped, and an
+ * Append is refused while it does not exist. */
+#define CSERVER_GID_OBJECTS 1u
+
 /* The built-in relation the server maintains itself: coord_frontiers (object_id int8,
- * read_frontier int8, write_frontier int8), one row per table.  Same number as the
- * adapter's ACAT_GID_FRONTIERS; coord_objects (gid 1) is written by the adapter. */
+ * read_frontier int8, write_frontier int8).  Same number as the adapter's
+ * ACAT_GID_FRONTIERS.  Rows:
+ *   (gid, since, stored upper)  one per table, changed by an append only when the
+ *                               table's stored frontiers changed: written, created or
+ *                               dropped since the previous append;
+ *   (0, 0, T)                   the tables' shared frontier, moved by every append.
+ * A table's upper is max(its write_frontier, the write_frontier of object 0).  Creates
+ * and drops show at the next append.  An append changes O(1) rows plus two per table
+ * written, created or dropped, whatever the number of tables. */
 #define CSERVER_GID_FRONTIERS 2u
+#define CSERVER_FRONTIERS_SHARED_ID 0u
 
 /* The compaction window of built-in relations: the server itself allows them to be
  * compacted to upper - CSERVER_BUILTIN_WINDOW_MS.  Issue 5 moves this decision to the
@@ -59,7 +77,10 @@ void cserver_on_message(struct cserver *s, Coord__Role from, const Coord__Envelo
  * its parked peeks are dropped (their request ids mean nothing to a new connection). */
 void cserver_on_peer_change(struct cserver *s, Coord__Role role);
 
-/* One human line for StatusReply.detail, e.g. "collections=12 peeks_parked=0 ...". */
+/* One human line for StatusReply.detail, e.g. "collections=12 appends=40
+ * tables_frontier=T last_append_collections=3 last_append_frontier_rows=4
+ * peeks_parked=0 ...": the last two say what the last Append wrote (collections moved,
+ * updates of coord_frontiers), which stays O(collections written). */
 void cserver_describe(struct cserver *s, char *buf, size_t size);
 
 /* True after storage failed and could not be reopened: the daemon should exit

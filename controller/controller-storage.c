@@ -1523,6 +1523,8 @@ int storage_allow_compaction(struct storage *s, uint64_t gid, uint64_t since)
 
 /* ---- Compaction (NOTES 5, 6) ------------------------------------------------------ */
 
+static void info_of(const struct collection *c, struct storage_info *ret);
+
 /* NOTE 5: target < upper, so the merged batch keeps its times below its upper. */
 static uint64_t merged_since(const struct batch_desc *first, uint64_t target)
 {
@@ -1685,7 +1687,8 @@ int storage_compact(struct storage *s, uint64_t gid, unsigned flags,
         return r;
 }
 
-int storage_compact_pending(struct storage *s, uint64_t max_updates)
+int storage_compact_pending_fn(struct storage *s, uint64_t max_updates, storage_compacted_fn fn,
+                               void *userdata)
 {
         uint64_t work = 0;
 
@@ -1695,16 +1698,31 @@ int storage_compact_pending(struct storage *s, uint64_t max_updates)
                 return sticky_error(s);
         while (s->pending_head) {
                 struct storage_compact_result res;
+                struct collection *c = s->pending_head;
+                uint64_t phys = c->physical_since, batches = c->n_batches;
                 int r;
 
                 if (work > 0 && work >= max_updates)
                         break;
-                r = collection_compact(s, s->pending_head, 0, &res);
+                r = collection_compact(s, c, 0, &res);
                 if (r < 0)
                         return r;
                 work += res.updates_read + res.updates_written + 1;
+                /* c is still there: compaction never frees a collection. */
+                if (fn && (res.batches_merged > 0 || c->physical_since != phys ||
+                           c->n_batches != batches)) {
+                        struct storage_info info;
+
+                        info_of(c, &info);
+                        fn(&info, userdata);
+                }
         }
         return (int)min_u64(s->n_pending, INT32_MAX);
+}
+
+int storage_compact_pending(struct storage *s, uint64_t max_updates)
+{
+        return storage_compact_pending_fn(s, max_updates, NULL, NULL);
 }
 
 /* ---- Reading (NOTE 10) ------------------------------------------------------------ */

@@ -223,6 +223,13 @@ int storage_compact(struct storage *s, uint64_t gid, unsigned flags,
  * collections still queued.  The controller calls it when its loop is idle. */
 int storage_compact_pending(struct storage *s, uint64_t max_updates);
 
+/* The same, calling fn with the collection's new frontiers after each compaction that
+ * wrote (batches merged or physical_since moved), so that the caller can publish what
+ * changed without listing every collection.  fn must not call into this module. */
+typedef void (*storage_compacted_fn)(const struct storage_info *info, void *userdata);
+int storage_compact_pending_fn(struct storage *s, uint64_t max_updates, storage_compacted_fn fn,
+                               void *userdata);
+
 /* Reading. */
 
 /* The contents at t, one call of fn per row with a positive count, rows in ascending

@@ -576,6 +576,15 @@ int node_new(const struct node_config *cfg, const struct node_handler *h, void *
                 r = -ENOMEM;
                 goto fail;
         }
+        /* We hold the role's lock, so a socket file at our path is a dead predecessor's:
+         * remove it.  (ipc_listen() alone would take a socket that still accepts --
+         * the kernel can keep a killed process's listener alive for a moment -- for a
+         * live server and refuse with -EADDRINUSE.) */
+        {
+                struct stat st;
+                if (lstat(n->sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
+                        (void)unlink(n->sock_path);
+        }
         r = ipc_listen(n->loop, n->sock_path, cfg->max_frame, on_accept, n, &n->server);
         if (r < 0) {
                 log_error_errno(r, "listen_failed", "path=%s", n->sock_path);

@@ -4,8 +4,9 @@
  * several timestamps.
  *
  * The cases run in order on one controller (restarted by the kill -9 case), so they
- * share one logical clock: g_ts only moves forward, because every append advances every
- * table's upper.  Each case uses tables of its own.
+ * share one logical clock: g_ts only moves forward, because every append advances the
+ * tables' shared frontier (the upper of coord_objects, gid 1), and with it the upper of
+ * every table.  Each case uses tables of its own.
  *
  *   round trip        inserts at several timestamps; AS OF each returns exactly the
  *                     contents at that time; Ok counts and upper;
@@ -15,13 +16,22 @@
  *   waiting peeks     a peek at ts >= upper is parked, later requests on the same
  *                     connection are served, and the next append answers it; with no
  *                     append it times out with 57014;
- *   frontiers         coord_frontiers (gid 2) holds each table's (since, upper) at a ts;
+ *   frontiers         coord_frontiers (gid 2) holds each table's stored (since, upper)
+ *                     and the row (0, 0, T) of the shared frontier; a table's upper is
+ *                     max of the two, as ListCollections reports it;
+ *   shared frontier   an append writes only the built-ins and the tables it names (the
+ *                     status counts them); an unwritten table's upper follows T, its
+ *                     contents between its stored upper and T are those at the last
+ *                     write; peeks parked on it wake when T passes; a table born above
+ *                     T holds appends back; coord_objects cannot be dropped;
  *   bad requests      unknown collection (42P01), ts below an upper, malformed row,
  *                     garbage payload, bad plan, division by zero: an error reply,
  *                     nothing written, and the connection keeps working;
  *   kill -9           every acknowledged append survives (I7), uppers do not regress
- *                     (I1), coord_frontiers continues without duplicate rows;
- *   ring              a fring reader sees the uppers the appends acknowledged;
+ *                     (I1) -- T comes back, and unwritten tables' uppers with it --,
+ *                     coord_frontiers continues without duplicate rows;
+ *   ring              a fring reader sees the uppers the appends acknowledged: stored
+ *                     uppers, a table's being max(its own, gid 1's);
  *   drop / complete   dropped tables are gone, `complete` drops unlisted tables only.
  */
 #include <fcntl.h>
@@ -31,6 +41,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "fring.h"
@@ -103,6 +115,29 @@ static int controller_start(void)
         return -ETIMEDOUT;
 }
 
+/* After a kill -9 the dead controller's listening socket can accept connections for a
+ * moment after waitpid() (its io_uring is torn down asynchronously, and a pending
+ * accept keeps the socket alive); a new controller started then finds the socket
+ * "live" and exits with listen_failed EADDRINUSE.  Wait until it refuses. */
+static void socket_wait_dead(void)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        uint64_t start = now_ms();
+
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+        while (now_ms() - start < 5000) {
+                int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                bool dead = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+                            (errno == ECONNREFUSED || errno == ENOENT);
+
+                if (fd >= 0)
+                        close(fd);
+                if (dead)
+                        return;
+                usleep(5000);
+        }
+}
+
 /* Stop with sig; the exit status (or 128 + signal). */
 static int controller_stop(int sig)
 {
@@ -113,6 +148,8 @@ static int controller_stop(int sig)
         kill(ctl_pid, sig);
         waitpid(ctl_pid, &status, 0);
         ctl_pid = -1;
+        if (sig == SIGKILL)
+                socket_wait_dead();
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -589,6 +626,178 @@ static bool frontiers_of(int fd, uint64_t gid, uint64_t *since, uint64_t *upper)
         return found;
 }
 
+/* A number in the controller's status detail ("... key=N ..."), or UINT64_MAX. */
+static uint64_t status_value(const char *key)
+{
+        Coord__StatusReply *st = NULL;
+        uint64_t v = UINT64_MAX;
+        char needle[64];
+        const char *p;
+
+        CU_ASSERT_EQUAL_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 1000, &st), 0);
+        snprintf(needle, sizeof(needle), " %s=", key);
+        p = strstr(st->detail, needle);
+        if (p)
+                v = strtoull(p + strlen(needle), NULL, 10);
+        coord__status_reply__free_unpacked(st, NULL);
+        return v;
+}
+
+struct lcol {
+        uint64_t gid, since, upper;
+        int kind;
+};
+
+/* Every collection as ListCollections reports it; the count. */
+static size_t list_cols(int fd, struct lcol *out, size_t max)
+{
+        Coord__ListCollections m = COORD__LIST_COLLECTIONS__INIT;
+        Coord__Envelope *env = request(fd, COORD__MSG_TYPE__MSG_LIST_COLLECTIONS, &m.base);
+        Coord__CollectionList *l;
+        size_t n;
+
+        CU_ASSERT_EQUAL_FATAL(env->type, COORD__MSG_TYPE__MSG_COLLECTION_LIST);
+        l = coord__collection_list__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+        CU_ASSERT_FATAL(l->n_collections <= max);
+        n = l->n_collections;
+        for (size_t i = 0; i < n; i++)
+                out[i] = (struct lcol){ .gid = l->collections[i]->gid, .since = l->collections[i]->since,
+                                        .upper = l->collections[i]->upper,
+                                        .kind = (int)l->collections[i]->kind };
+        coord__collection_list__free_unpacked(l, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+        return n;
+}
+
+/* Right after an append at ts: coord_frontiers at ts and ListCollections agree.  Row 0
+ * is (0, 0, T) with T the upper of coord_objects; every table has exactly one row
+ * (gid, since, stored upper) with max(stored upper, T) = its listed upper; no row names
+ * anything else.  Returns the number of tables checked. */
+static size_t check_frontiers_agree(int fd, uint64_t ts)
+{
+        static struct lcol cols[512];
+        size_t n = list_cols(fd, cols, ELEMENTSOF(cols)), checked = 0, zero = 0;
+        Coord__PeekResult *res;
+        Coord__Envelope *env;
+        uint64_t wf0 = 0, T = 0;
+        struct plan p;
+
+        env = recv_for(fd, peek_send(fd, plan_build(&p, GID_FRONTIERS, 3, 0, 0, false), ts, 1000),
+                       TIMEOUT_MS);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(env);
+        CU_ASSERT_EQUAL_FATAL(env->type, COORD__MSG_TYPE__MSG_PEEK_RESULT);
+        res = coord__peek_result__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(res);
+        for (size_t i = 0; i < n; i++)
+                if (cols[i].gid == GID_OBJECTS)
+                        T = cols[i].upper;
+        CU_ASSERT_EQUAL(T, ts + 1);
+        for (size_t r = 0; r < res->n_rows; r++) {
+                struct row_datum d[3];
+                bool listed = false;
+
+                CU_ASSERT_EQUAL_FATAL(row_decode(res->rows[r].data, res->rows[r].len, d, 3), 3);
+                CU_ASSERT_EQUAL(res->counts[r], 1);
+                if (d[0].i == 0) {
+                        CU_ASSERT_EQUAL(d[1].i, 0);
+                        wf0 = (uint64_t)d[2].i;
+                        zero++;
+                        continue;
+                }
+                for (size_t i = 0; i < n; i++)
+                        if (cols[i].gid == (uint64_t)d[0].i &&
+                            cols[i].kind == COORD__COLLECTION_KIND__COLLECTION_TABLE)
+                                listed = true;
+                CU_ASSERT(listed);
+        }
+        CU_ASSERT_EQUAL(zero, 1);
+        CU_ASSERT_EQUAL(wf0, T);
+        for (size_t i = 0; i < n; i++) {
+                size_t found = 0;
+
+                if (cols[i].kind != COORD__COLLECTION_KIND__COLLECTION_TABLE)
+                        continue;
+                for (size_t r = 0; r < res->n_rows; r++) {
+                        struct row_datum d[3];
+                        uint64_t wf;
+
+                        (void)row_decode(res->rows[r].data, res->rows[r].len, d, 3);
+                        if ((uint64_t)d[0].i != cols[i].gid)
+                                continue;
+                        found++;
+                        wf = (uint64_t)d[2].i;
+                        CU_ASSERT_EQUAL((uint64_t)d[1].i, cols[i].since);
+                        CU_ASSERT(wf <= cols[i].upper);
+                        CU_ASSERT_EQUAL(wf > wf0 ? wf : wf0, cols[i].upper);
+                }
+                CU_ASSERT_EQUAL(found, 1);
+                checked++;
+        }
+        coord__peek_result__free_unpacked(res, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+        return checked;
+}
+
+/* An Append of empty writes to gids at ts: moves their stored uppers, writes no row. */
+static void append_touch(int fd, uint64_t ts, const uint64_t *gids, size_t n)
+{
+        Coord__Append m = COORD__APPEND__INIT;
+        Coord__TableWrite w[16], *wp[16];
+
+        CU_ASSERT_FATAL(n <= 16);
+        for (size_t i = 0; i < n; i++) {
+                coord__table_write__init(&w[i]);
+                w[i].gid = gids[i];
+                wp[i] = &w[i];
+        }
+        m.ts = ts;
+        m.writes = wp;
+        m.n_writes = n;
+        expect_ok(request(fd, COORD__MSG_TYPE__MSG_APPEND, &m.base));
+}
+
+static Coord__Envelope *drop_gids(int fd, uint64_t *gids, size_t n)
+{
+        Coord__DropCollections m = COORD__DROP_COLLECTIONS__INIT;
+
+        m.gids = gids;
+        m.n_gids = n;
+        return request(fd, COORD__MSG_TYPE__MSG_DROP_COLLECTIONS, &m.base);
+}
+
+/* An Append of one write to gid: rows "id:name" (comma separated) with diffs. */
+static Coord__Envelope *append_diffs(int fd, uint64_t ts, uint64_t gid, const char *rows,
+                                     const int64_t *diffs)
+{
+        Coord__Append m = COORD__APPEND__INIT;
+        Coord__TableWrite w = COORD__TABLE_WRITE__INIT, *wp = &w;
+        ProtobufCBinaryData data[8];
+        char *copy = strdup(rows), *save = NULL;
+        Coord__Envelope *env;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(copy);
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                char *colon = strchr(tok, ':');
+
+                CU_ASSERT_FATAL(colon && w.n_rows < ELEMENTSOF(data));
+                *colon = 0;
+                data[w.n_rows++] = row2(strtoll(tok, NULL, 10), colon + 1);
+        }
+        w.gid = gid;
+        w.rows = data;
+        w.diffs = (int64_t *)diffs;
+        w.n_diffs = w.n_rows;
+        m.ts = ts;
+        m.writes = &wp;
+        m.n_writes = 1;
+        env = request(fd, COORD__MSG_TYPE__MSG_APPEND, &m.base);
+        for (size_t i = 0; i < w.n_rows; i++)
+                free(data[i].data);
+        free(copy);
+        return env;
+}
+
 /* ---- Cases -------------------------------------------------------------------------- */
 
 static void test_start(void)
@@ -885,29 +1094,168 @@ static void test_peek_waits(void)
 
 static void test_frontiers_relation(void)
 {
-        char want[512];
+        char want[1024];
         static const uint64_t tables[] = { 1001, 1002, 1003, 1004, 1006, 1007 };
-        uint64_t t1, t2, since[ELEMENTSOF(tables)];
+        uint64_t t0, t1, t2, since[ELEMENTSOF(tables)], upper;
         struct plan p;
 
         for (size_t i = 0; i < ELEMENTSOF(tables); i++)
                 CU_ASSERT(frontiers_of(g_fd, tables[i], &since[i], NULL));
+        /* Every table written (with no rows) at t0, then 1001 alone at t1, then nothing. */
+        t0 = tick(10);
+        append_touch(g_fd, t0, tables, ELEMENTSOF(tables));
         t1 = tick(10);
         append_ok(g_fd, t1, 1001, "9:z", 1);
         t2 = tick(10);
         append_ok(g_fd, t2, 0, "", 0);
-        /* At t1 every table shows upper t1 + 1; at t2, t2 + 1.  Built-ins are not listed.
-         * (Sorted as strings, which for these ids is numeric order.) */
-        want[0] = 0;
+        /* At t1: 1001 shows its new stored upper t1 + 1, the others t0 + 1, and row 0 the
+         * shared frontier t1 + 1.  Built-ins have no row of their own.  (Sorted as
+         * strings, which for these ids is numeric order.) */
+        snprintf(want, sizeof(want), "(0,0,%" PRIu64 ")", t1 + 1);
         for (size_t i = 0; i < ELEMENTSOF(tables); i++)
-                snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s(%" PRIu64 ",%" PRIu64
-                         ",%" PRIu64 ")", i ? ";" : "", tables[i], since[i], t1 + 1);
+                snprintf(want + strlen(want), sizeof(want) - strlen(want), ";(%" PRIu64 ",%" PRIu64
+                         ",%" PRIu64 ")", tables[i], since[i], tables[i] == 1001 ? t1 + 1 : t0 + 1);
         expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3, 0, 0, false),
                                                t1, 0), TIMEOUT_MS), want);
-        snprintf(want, sizeof(want), "(1004,%" PRIu64 ",%" PRIu64 ")", since[3], t2 + 1);
+        /* At t2 only row 0 moved; 1004's upper is max(t0 + 1, t2 + 1). */
+        snprintf(want, sizeof(want), "(1004,%" PRIu64 ",%" PRIu64 ")", since[3], t0 + 1);
         expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3,
                                                                 COORD__PLAN__FUNC__FUNC_EQ, 1004, false),
                                                t2, 0), TIMEOUT_MS), want);
+        snprintf(want, sizeof(want), "(0,0,%" PRIu64 ")", t2 + 1);
+        expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3,
+                                                                COORD__PLAN__FUNC__FUNC_EQ, 0, false),
+                                               t2, 0), TIMEOUT_MS), want);
+        CU_ASSERT(frontiers_of(g_fd, 1004, NULL, &upper));
+        CU_ASSERT_EQUAL(upper, t2 + 1);
+        CU_ASSERT_EQUAL(check_frontiers_agree(g_fd, t2), ELEMENTSOF(tables));
+}
+
+/* Appends are O(collections written): the built-ins and the tables named, whatever the
+ * number of tables; the others follow the shared frontier T. */
+static void test_shared_frontier(void)
+{
+        uint64_t gids[200], T, t, t1, since, upper, rid;
+        int kinds[16];
+        char needle[256];
+        struct plan p;
+
+        /* 200 tables, born at g_ts < T = g_ts + 1: readable (empty) at once. */
+        for (size_t i = 0; i < 200; i++)
+                gids[i] = 1100 + i;
+        for (size_t i = 0; i < 16; i++)
+                kinds[i] = COORD__COLLECTION_KIND__COLLECTION_TABLE;
+        for (size_t b = 0; b < 200; b += 16)
+                ensure(g_fd, &gids[b], kinds, b + 16 <= 200 ? 16 : 200 - b, g_ts, false);
+        CU_ASSERT(frontiers_of(g_fd, 1150, &since, &upper));
+        CU_ASSERT_EQUAL(since, g_ts);
+        CU_ASSERT_EQUAL(upper, g_ts + 1);
+        expect_table(g_fd, 1150, g_ts, "");
+        /* The next append inserts their 200 rows; the one after touches nothing but
+         * the two built-ins and row 0. */
+        append_ok(g_fd, tick(10), 0, "", 0);
+        CU_ASSERT_EQUAL(status_value("last_append_collections"), 2);
+        CU_ASSERT_EQUAL(status_value("last_append_frontier_rows"), 200 + 2);
+        append_ok(g_fd, tick(10), 0, "", 0);
+        CU_ASSERT_EQUAL(status_value("last_append_collections"), 2);
+        CU_ASSERT_EQUAL(status_value("last_append_frontier_rows"), 2);
+        /* A write: the built-ins and that table; its row and row 0 change. */
+        t1 = tick(10);
+        append_ok(g_fd, t1, 1150, "1:a", 1);
+        CU_ASSERT_EQUAL(status_value("last_append_collections"), 3);
+        CU_ASSERT_EQUAL(status_value("last_append_frontier_rows"), 4);
+        CU_ASSERT_EQUAL(status_value("tables_frontier"), t1 + 1);
+
+        /* Empty appends move T; the table's upper follows without a write. */
+        for (int i = 0; i < 3; i++)
+                append_ok(g_fd, tick(10), 0, "", 0);
+        CU_ASSERT(frontiers_of(g_fd, GID_OBJECTS, NULL, &T));
+        CU_ASSERT_EQUAL(T, g_ts + 1);
+        CU_ASSERT(frontiers_of(g_fd, 1150, NULL, &upper));
+        CU_ASSERT_EQUAL(upper, T);
+        /* Between its stored upper (t1 + 1) and T: the contents at its last write. */
+        expect_table(g_fd, 1150, t1 - 1, "");
+        expect_table(g_fd, 1150, t1, "(1,'a')");
+        expect_table(g_fd, 1150, t1 + 1, "(1,'a')");
+        expect_table(g_fd, 1150, g_ts, "(1,'a')");
+        expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, 1150, 2, COORD__PLAN__FUNC__FUNC_EQ,
+                                                                1, false), g_ts, 0), TIMEOUT_MS),
+                      "(1,'a')");
+        /* Never written: empty everywhere from its birth to T. */
+        expect_table(g_fd, 1151, since, "");
+        expect_table(g_fd, 1151, g_ts, "");
+        /* A DELETE after the gap reads the contents as of the last write. */
+        t = tick(10);
+        append_delete(g_fd, t, 1150, COORD__PLAN__FUNC__FUNC_GE, 1, 1);
+        expect_table(g_fd, 1150, t, "");
+        expect_table(g_fd, 1150, t - 1, "(1,'a')");
+        /* A peek parked on an unwritten table is answered when T passes its ts. */
+        rid = peek_send(g_fd, plan_build(&p, 1151, 2, 0, 0, false), g_ts + 5, 5000);
+        CU_ASSERT(frontiers_of(g_fd, 1151, NULL, NULL));        /* parked meanwhile */
+        CU_ASSERT_EQUAL(status_value("peeks_parked"), 1);
+        append_ok(g_fd, tick(10), 0, "", 0);
+        expect_result(recv_for(g_fd, rid, TIMEOUT_MS), "");
+        CU_ASSERT(check_frontiers_agree(g_fd, g_ts) >= 200);
+
+        /* A table born above T holds appends below its birth back, naming it. */
+        ensure_tables(g_fd, g_ts + 100, 1, (uint64_t)1300);
+        CU_ASSERT(frontiers_of(g_fd, 1300, &since, &upper));
+        CU_ASSERT_EQUAL(since, g_ts + 100);
+        CU_ASSERT_EQUAL(upper, g_ts + 100);
+        snprintf(needle, sizeof(needle), "cannot append at %" PRIu64 ": collection 1300 has upper %"
+                 PRIu64, g_ts + 50, g_ts + 100);
+        expect_error(append_rows(g_fd, g_ts + 50, 0, ""), "XX000", needle);
+        expect_error(append_rows(g_fd, g_ts + 50, 1300, "1:x"), "XX000", needle);
+        CU_ASSERT(frontiers_of(g_fd, GID_OBJECTS, NULL, &T));
+        CU_ASSERT_EQUAL(T, g_ts + 1);                           /* nothing written */
+        g_ts += 100;
+        append_ok(g_fd, g_ts, 0, "", 0);
+        CU_ASSERT(frontiers_of(g_fd, 1300, NULL, &upper));
+        CU_ASSERT_EQUAL(upper, g_ts + 1);
+        expect_table(g_fd, 1300, g_ts, "");
+
+        /* coord_objects carries T: dropping it is refused, with nothing dropped. */
+        {
+                uint64_t two[] = { 1300, GID_OBJECTS };
+
+                expect_error(drop_gids(g_fd, two, 2), "XX000", "cannot be dropped");
+                CU_ASSERT(frontiers_of(g_fd, GID_OBJECTS, NULL, NULL));
+                CU_ASSERT(frontiers_of(g_fd, 1300, NULL, NULL));
+        }
+        /* Dropping the 200: their rows go at the next append, the others stay. */
+        expect_ok(drop_gids(g_fd, gids, 200));
+        append_ok(g_fd, tick(10), 0, "", 0);
+        CU_ASSERT_EQUAL(status_value("last_append_frontier_rows"), 200 + 2);
+        CU_ASSERT_EQUAL(check_frontiers_agree(g_fd, g_ts), 7);      /* 1001..1007, 1300 */
+}
+
+/* Retractions from a built-in (the adapter's coord_objects rows at DROP) are checked
+ * against row counts kept by the server, not a read of the whole relation. */
+static void test_builtin_retractions(void)
+{
+        static const int64_t plus[] = { 1, 2 }, minus1[] = { -1 }, minus3[] = { -3 },
+                             minus2[] = { -2 };
+        uint64_t t1, upper;
+
+        t1 = tick(10);
+        expect_ok(append_diffs(g_fd, t1, GID_OBJECTS, "1:obj,2:two", plus));
+        expect_table(g_fd, GID_OBJECTS, t1, "(1,'obj');(2,'two')*2");
+        expect_ok(append_diffs(g_fd, tick(10), GID_OBJECTS, "1:obj", minus1));
+        /* Not there any more: refused whole, T does not move. */
+        CU_ASSERT(frontiers_of(g_fd, GID_OBJECTS, NULL, &upper));
+        expect_error(append_diffs(g_fd, tick(10), GID_OBJECTS, "1:obj", minus1), "XX000",
+                     "would retract row (1,'obj') of collection 1 1 times, but it is there 0 times");
+        expect_error(append_diffs(g_fd, g_ts, GID_OBJECTS, "2:two", minus3), "XX000",
+                     "would retract row (2,'two') of collection 1 3 times, but it is there 2 times");
+        CU_ASSERT(frontiers_of(g_fd, GID_OBJECTS, NULL, &t1));
+        CU_ASSERT_EQUAL(t1, upper);
+        /* Appends that do not write it keep the counts right. */
+        append_ok(g_fd, g_ts, 0, "", 0);
+        append_ok(g_fd, tick(10), 1006, "12:x", 1);
+        expect_ok(append_diffs(g_fd, tick(10), GID_OBJECTS, "2:two", minus2));
+        expect_table(g_fd, GID_OBJECTS, g_ts, "");
+        /* Leave one row for the restart case. */
+        expect_ok(append_diffs(g_fd, tick(10), GID_OBJECTS, "3:kept", plus));
 }
 
 static void test_bad_requests(void)
@@ -1015,6 +1363,14 @@ static void test_kill9(void)
                                                                                     3, 0, 0, false),
                                                                   g_ts, 0), TIMEOUT_MS));
         CU_ASSERT_PTR_NOT_NULL_FATAL(frontiers_before);
+        /* A create and a drop acknowledged, not yet followed by an append: their rows
+         * are reconciled after the restart. */
+        ensure_tables(g_fd, g_ts, 1, (uint64_t)1008);
+        {
+                uint64_t gone = 1300;
+
+                expect_ok(drop_gids(g_fd, &gone, 1));
+        }
 
         CU_ASSERT_EQUAL(controller_stop(SIGKILL), 128 + SIGKILL);
         close(g_fd);
@@ -1025,6 +1381,20 @@ static void test_kill9(void)
         CU_ASSERT(frontiers_of(g_fd, 1005, &since, &upper_after));
         CU_ASSERT(upper_after >= upper_before);
         CU_ASSERT_EQUAL(upper_after, ts[19] + 1);
+        /* The built-in's row counts are rebuilt from storage. */
+        {
+                static const int64_t minus2[] = { -2 };
+
+                g_ts = tick(10);
+                expect_error(append_diffs(g_fd, g_ts, GID_OBJECTS, "3:kept", minus2), "XX000",
+                             "would retract row (3,'kept') of collection 1 2 times, but it is "
+                             "there 1 times");
+        }
+        /* T came back, and the uppers of tables not written since long follow it. */
+        CU_ASSERT(frontiers_of(g_fd, 1004, NULL, &upper_after));
+        CU_ASSERT_EQUAL(upper_after, ts[19] + 1);
+        CU_ASSERT_EQUAL(status_value("tables_frontier"), ts[19] + 1);
+        expect_table(g_fd, 1004, ts[19], "(1,'w');(2,'x');(3,'y')");
         {
                 /* result_string() sorts rows as strings: (0,..);(1,..);(10,..);... */
                 char *items[20], *sorted = calloc(1, 1024);
@@ -1054,19 +1424,25 @@ static void test_kill9(void)
                 free(after);
         }
         free(frontiers_before);
-        /* ...and continues with exactly one row per table. */
+        /* ...and continues with exactly one row per table: 1005's stays at its last
+         * write, row 0 moves. */
         g_ts = tick(10);
         append_ok(g_fd, g_ts, 0, "", 0);
-        snprintf(want, sizeof(want), "(1005,%" PRIu64 ",%" PRIu64 ")", since, g_ts + 1);
+        snprintf(want, sizeof(want), "(1005,%" PRIu64 ",%" PRIu64 ")", since, ts[19] + 1);
         expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3,
                                                                 COORD__PLAN__FUNC__FUNC_EQ, 1005, false),
                                                g_ts, 0), TIMEOUT_MS), want);
+        snprintf(want, sizeof(want), "(0,0,%" PRIu64 ")", g_ts + 1);
+        expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3,
+                                                                COORD__PLAN__FUNC__FUNC_EQ, 0, false),
+                                               g_ts, 0), TIMEOUT_MS), want);
+        CU_ASSERT_EQUAL(check_frontiers_agree(g_fd, g_ts), 8);      /* 1001..1008 */
 }
 
 static void test_ring(void)
 {
         struct fring_reader *rd = NULL;
-        struct fring_frontier f, recs[256];
+        struct fring_frontier f, g1, recs[256];
         uint64_t t, start;
         bool seen = false;
         int r;
@@ -1078,9 +1454,14 @@ static void test_ring(void)
         append_ok(g_fd, t, 1001, "11:ring", 1);
         CU_ASSERT_EQUAL(fring_lookup(rd, 1001, &f), 0);
         CU_ASSERT_EQUAL(f.upper, t + 1);
+        /* 1005 was not written: the ring shows its stored upper, and its upper is
+         * max(that, gid 1's upper) = t + 1. */
         CU_ASSERT_EQUAL(fring_lookup(rd, 1005, &f), 0);
-        CU_ASSERT_EQUAL(f.upper, t + 1);
+        CU_ASSERT(f.upper < t + 1);
         CU_ASSERT(f.physical_since <= f.since);
+        CU_ASSERT_EQUAL(fring_lookup(rd, GID_OBJECTS, &g1), 0);
+        CU_ASSERT_EQUAL(g1.upper, t + 1);
+        CU_ASSERT_EQUAL(f.upper > g1.upper ? f.upper : g1.upper, t + 1);
         /* The stream carries the change. */
         start = now_ms();
         while (!seen && now_ms() - start < 3000) {
@@ -1132,9 +1513,10 @@ static void test_drop(void)
         t = tick(10);
         append_ok(g_fd, t, 1001, "1:new", 1);
         expect_table(g_fd, 1001, t, "(1,'new')");
-        /* coord_frontiers dropped the rows of the dropped tables. */
-        snprintf(want, sizeof(want), "(1001,%" PRIu64 ",%" PRIu64 ");(1004,%" PRIu64 ",%" PRIu64 ")",
-                 s1001, t + 1, s1004, t + 1);
+        /* coord_frontiers dropped the rows of the dropped tables; the recreated 1004 was
+         * not written: stored upper = since, its upper is row 0's. */
+        snprintf(want, sizeof(want), "(0,0,%" PRIu64 ");(1001,%" PRIu64 ",%" PRIu64 ");(1004,%" PRIu64
+                 ",%" PRIu64 ")", t + 1, s1001, t + 1, s1004, s1004);
         expect_result(recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3, 0, 0, false),
                                                t, 0), TIMEOUT_MS), want);
         /* Peeks parked on a collection fail when it is dropped. */
@@ -1173,6 +1555,8 @@ static const struct t_case cases[] = {
         { "below since: 55000; built-ins compacted to upper - 1 s", test_below_since },
         { "peek at ts >= upper waits for the append, or times out (57014)", test_peek_waits },
         { "coord_frontiers shows every table's frontiers at a ts", test_frontiers_relation },
+        { "appends touch what they write; tables follow the shared frontier", test_shared_frontier },
+        { "built-in retractions checked against kept row counts", test_builtin_retractions },
         { "bad requests: error reply, nothing written, still serving", test_bad_requests },
         { "a replaced connection's parked peeks are dropped", test_reconnect },
         { "kill -9: acknowledged appends survive, uppers do not regress", test_kill9 },

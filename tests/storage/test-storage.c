@@ -787,8 +787,24 @@ static void test_compaction(void)
         t_rmrf(dir);
 }
 
+struct compacted_seen {
+        uint64_t gids[8];
+        size_t n;
+};
+
+static void compacted_note(const struct storage_info *info, void *userdata)
+{
+        struct compacted_seen *seen = userdata;
+
+        CU_ASSERT(info->frontiers.physical_since <= info->frontiers.since);
+        if (seen->n < ELEMENTSOF(seen->gids))
+                seen->gids[seen->n] = info->gid;
+        seen->n++;
+}
+
 static void test_compact_pending(void)
 {
+        struct compacted_seen seen = { .n = 0 };
         _cleanup_free_ char *dir = t_mkdtemp("storage"), *path = NULL;
         struct model m[3] = { 0 };
         struct storage_stats st;
@@ -806,11 +822,17 @@ static void test_compact_pending(void)
         /* Appends queued them: they gained batches. */
         storage_get_stats(s, &st);
         CU_ASSERT_EQUAL(st.pending, 3);
-        /* A budget of one update: one collection per call, oldest request first. */
-        left = storage_compact_pending(s, 1);
+        /* A budget of one update: one collection per call, oldest request first;
+         * the callback names each collection compacted. */
+        left = storage_compact_pending_fn(s, 1, compacted_note, &seen);
         CU_ASSERT_EQUAL(left, 2);
-        left = storage_compact_pending(s, UINT64_MAX);
+        CU_ASSERT_EQUAL(seen.n, 1);
+        CU_ASSERT_EQUAL(seen.gids[0], 100);
+        left = storage_compact_pending_fn(s, UINT64_MAX, compacted_note, &seen);
         CU_ASSERT_EQUAL(left, 0);
+        CU_ASSERT_EQUAL(seen.n, 3);
+        CU_ASSERT_EQUAL(seen.gids[1], 101);
+        CU_ASSERT_EQUAL(seen.gids[2], 102);
         for (int i = 0; i < 3; i++) {
                 m[i].since = m[i].upper - 10;
                 CU_ASSERT_EQUAL(storage_allow_compaction(s, m[i].gid, m[i].since), 1);
