@@ -16,7 +16,8 @@
  * (4) Every request to the controller carries a request id and keeps its encoded
  *     payload, so it can be resent after the controller restarts.  An Append is never
  *     resent blindly: the controller's frontiers say whether it was applied (an Append
- *     moves every table's upper to ts + 1 atomically with its rows).
+ *     moves the built-ins' upper -- the tables' shared frontier -- to ts + 1 atomically
+ *     with its rows).
  */
 #include "adapter-exec.h"
 
@@ -33,6 +34,7 @@
 #include "adapter-pgwire.h"
 #include "adapter-sql.h"
 #include "catalog.h"
+#include "fring.h"
 #include "log.h"
 #include "loop.h"
 #include "node.h"
@@ -802,9 +804,42 @@ static int exec_select(struct session *s, struct sql_stmt *st)
         Coord__PeekRequest msg = COORD__PEEK_REQUEST__INIT;
         int r;
 
+        struct fring_reader *rd = node_ring(ex->node);
+        uint64_t ts, floor = 0, floor_gid = 0;
+
         /* (DESIGN section 4) the read timestamp: AS OF, or one that reflects every
-         * acknowledged write (the oracle's read timestamp). */
-        peek->timestamp = st->select.has_as_of ? st->select.as_of : oracle_read_ts(ex->oracle);
+         * acknowledged write (the oracle's read timestamp) and at which every input is
+         * readable.  The inputs' sinces come from the controller's frontier ring, no
+         * round trip; the controller checks again when it reads (the ring may lag). */
+        for (size_t i = 0; rd && i < st->n_inputs; i++) {
+                struct fring_frontier f;
+                if (fring_lookup(rd, st->inputs[i], &f) == 0 && f.since > floor) {
+                        floor = f.since;
+                        floor_gid = st->inputs[i];
+                }
+        }
+        if (st->select.has_as_of) {
+                ts = st->select.as_of;
+                if (ts < floor) {
+                        const struct acat_item *it = acat_by_gid(ex->cat, floor_gid);
+                        struct row_error e = { .position = 0 };
+                        snprintf(e.sqlstate, sizeof(e.sqlstate), "55000");
+                        snprintf(e.message, sizeof(e.message),
+                                 "AS OF %" PRIu64 " is below the since %" PRIu64 " of \"%s\"", ts,
+                                 floor, it ? it->name : "?");
+                        snprintf(e.detail, sizeof(e.detail),
+                                 "Its history before %" PRIu64 " is not readable (it was created or "
+                                 "compacted then).", floor);
+                        snprintf(e.hint, sizeof(e.hint), "Read AS OF %" PRIu64 " or later.", floor);
+                        send_row_error(s->c, &e);
+                        return -ECANCELED;
+                }
+        } else {
+                ts = oracle_read_ts(ex->oracle);
+                if (ts < floor)
+                        ts = floor;     /* still includes every acknowledged write */
+        }
+        peek->timestamp = ts;
         r = send_columns(s, peek);
         if (r < 0)
                 return r;
