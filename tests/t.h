@@ -9,12 +9,14 @@
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 enum {
@@ -99,4 +101,22 @@ static inline int t_free_port(void)
                 port = ntohs(a.sin_port);
         close(fd);
         return port;
+}
+
+/* Run a shell command built like printf; its exit status, or -1 when it did not exit. */
+static inline int t_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int t_sh(const char *fmt, ...)
+{
+        char *cmd = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&cmd, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -1;
+        r = system(cmd);
+        free(cmd);
+        return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
 }

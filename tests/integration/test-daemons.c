@@ -28,23 +28,6 @@ static const Coord__Role roles[] = {
         COORD__ROLE__ROLE_ADAPTER, COORD__ROLE__ROLE_LIFECYCLE, COORD__ROLE__ROLE_CONTROLLER,
 };
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-        char *cmd = NULL;
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&cmd, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -1;
-        r = system(cmd);
-        free(cmd);
-        return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
-}
-
 static Coord__StatusReply *status_of(Coord__Role role)
 {
         Coord__StatusReply *s = NULL;
@@ -122,15 +105,15 @@ static void test_up(void)
 {
         uint64_t inc[3];
 
-        CU_ASSERT_EQUAL_FATAL(sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         CU_ASSERT_FATAL(wait_all_connected(5000, inc, NULL));
         for (int i = 0; i < 3; i++)
                 CU_ASSERT(inc[i] >= 1);
         /* tools/coord status is coordctl status: exit 0 when all is well. */
-        CU_ASSERT_EQUAL(sh("%s status >/dev/null", coord_cmd), 0);
-        CU_ASSERT_EQUAL(sh("%s status --json | grep -q '\"all_connected\":true'", coord_cmd), 0);
+        CU_ASSERT_EQUAL(t_sh("%s status >/dev/null", coord_cmd), 0);
+        CU_ASSERT_EQUAL(t_sh("%s status --json | grep -q '\"all_connected\":true'", coord_cmd), 0);
         /* up again is a no-op that succeeds. */
-        CU_ASSERT_EQUAL(sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
 static void kill9_and_up(int i)
@@ -145,8 +128,8 @@ static void kill9_and_up(int i)
         while (kill(pid, 0) == 0)
                 usleep(1000);   /* reaped by init; gone from the process table */
         /* While it is down, coordctl says so with a non-zero exit status. */
-        CU_ASSERT_NOT_EQUAL(sh("%s status >/dev/null", coord_cmd), 0);
-        CU_ASSERT_EQUAL_FATAL(sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT_NOT_EQUAL(t_sh("%s status >/dev/null", coord_cmd), 0);
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         CU_ASSERT_FATAL(wait_all_connected(5000, after, &elapsed));
         printf("\n    %s restarted: incarnation %llu -> %llu, all connected %llu ms after up\n",
                node_role_name(roles[i]), (unsigned long long)before[i],
@@ -286,7 +269,7 @@ static void test_stale_incarnation(void)
 
 static void test_second_daemon_refused(void)
 {
-        int r = sh("%s/adapter/coord-adapter --data-dir %s --run-dir %s --instance x 2>/dev/null",
+        int r = t_sh("%s/adapter/coord-adapter --data-dir %s --run-dir %s --instance x 2>/dev/null",
                    build_dir, data_dir, run_dir);
 
         CU_ASSERT_EQUAL(r, NODE_EXIT_RUNNING);
@@ -295,20 +278,20 @@ static void test_second_daemon_refused(void)
 
 static void test_bad_flags(void)
 {
-        CU_ASSERT_EQUAL(sh("%s/controller/coord-controller --data-dir %s 2>/dev/null", build_dir, data_dir),
+        CU_ASSERT_EQUAL(t_sh("%s/controller/coord-controller --data-dir %s 2>/dev/null", build_dir, data_dir),
                         NODE_EXIT_USAGE);
-        CU_ASSERT_EQUAL(sh("%s/controller/coord-controller --data-dir %s --run-dir %s --bogus 2>/dev/null",
+        CU_ASSERT_EQUAL(t_sh("%s/controller/coord-controller --data-dir %s --run-dir %s --bogus 2>/dev/null",
                            build_dir, data_dir, run_dir), NODE_EXIT_USAGE);
-        CU_ASSERT_EQUAL(sh("%s/controller/coord-controller --data-dir %s --run-dir %s --max-frame-bytes 12x 2>/dev/null",
+        CU_ASSERT_EQUAL(t_sh("%s/controller/coord-controller --data-dir %s --run-dir %s --max-frame-bytes 12x 2>/dev/null",
                            build_dir, data_dir, run_dir), NODE_EXIT_USAGE);
-        CU_ASSERT_EQUAL(sh("%s/tools/coordctl --run-dir %s frobnicate 2>/dev/null", build_dir, run_dir),
+        CU_ASSERT_EQUAL(t_sh("%s/tools/coordctl --run-dir %s frobnicate 2>/dev/null", build_dir, run_dir),
                         NODE_EXIT_USAGE);
-        CU_ASSERT_EQUAL(sh("%s/lifecycle/coord-lifecycle --data-dir %s --run-dir %s --instance 'a/b' 2>/dev/null",
+        CU_ASSERT_EQUAL(t_sh("%s/lifecycle/coord-lifecycle --data-dir %s --run-dir %s --instance 'a/b' 2>/dev/null",
                            build_dir, data_dir, run_dir), NODE_EXIT_USAGE);
-        CU_ASSERT_EQUAL(sh("%s/controller/coord-controller --data-dir %s --run-dir %s --ring-slots 0 2>/dev/null",
+        CU_ASSERT_EQUAL(t_sh("%s/controller/coord-controller --data-dir %s --run-dir %s --ring-slots 0 2>/dev/null",
                            build_dir, data_dir, run_dir), NODE_EXIT_USAGE);
         CU_ASSERT(all_connected(NULL));         /* refused flags disturbed nobody */
-        CU_ASSERT_EQUAL(sh("%s/adapter/coord-adapter --help >/dev/null", build_dir), 0);
+        CU_ASSERT_EQUAL(t_sh("%s/adapter/coord-adapter --help >/dev/null", build_dir), 0);
 }
 
 static void test_down(void)
@@ -317,7 +300,7 @@ static void test_down(void)
 
         for (int i = 0; i < 3; i++)
                 pids[i] = pid_of(roles[i]);
-        CU_ASSERT_EQUAL(sh("%s down >/dev/null", coord_cmd), 0);
+        CU_ASSERT_EQUAL(t_sh("%s down >/dev/null", coord_cmd), 0);
         for (int i = 0; i < 3; i++) {
                 char *sock = node_socket_path(run_dir, roles[i]);
                 char *pidf = node_pid_path(run_dir, roles[i]);
@@ -327,7 +310,7 @@ static void test_down(void)
                 free(sock);
                 free(pidf);
         }
-        CU_ASSERT_NOT_EQUAL(sh("%s status >/dev/null 2>&1", coord_cmd), 0);
+        CU_ASSERT_NOT_EQUAL(t_sh("%s status >/dev/null 2>&1", coord_cmd), 0);
 }
 
 static const struct t_case cases[] = {
@@ -360,7 +343,7 @@ int main(void)
                 return T_EXIT_ERROR;
         r = t_run((const struct t_suite[]){ { "daemons", cases }, { NULL, NULL } });
         /* Never leave daemons behind, whatever failed. */
-        (void)!sh("%s down >/dev/null 2>&1", coord_cmd);
+        (void)!t_sh("%s down >/dev/null 2>&1", coord_cmd);
         if (r == T_EXIT_PASS)
                 t_rmrf(home);
         else

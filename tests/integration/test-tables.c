@@ -28,23 +28,6 @@
 static char *home, *run_dir, *coord_cmd, *build_dir, *top_dir, *conninfo;
 static int pg_port;
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-        char *cmd = NULL;
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&cmd, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -1;
-        r = system(cmd);
-        free(cmd);
-        return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
-}
-
 static PGconn *db(void)
 {
         PGconn *c = PQconnectdb(conninfo);
@@ -170,7 +153,7 @@ static void kill9(Coord__Role role)
 
 static void test_up(void)
 {
-        CU_ASSERT_EQUAL_FATAL(sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
 static void test_round_trip(void)
@@ -382,11 +365,11 @@ static void test_kill9_under_load(void)
         usleep(700 * 1000);
         kill9(COORD__ROLE__ROLE_CONTROLLER);
         usleep(200 * 1000);
-        CU_ASSERT_EQUAL(sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         usleep(700 * 1000);
         kill9(COORD__ROLE__ROLE_ADAPTER);
         usleep(200 * 1000);
-        CU_ASSERT_EQUAL(sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         usleep(700 * 1000);
         stop = true;
         for (int i = 0; i < CLIENTS; i++)
@@ -509,7 +492,7 @@ static void test_oracle_monotone(void)
         w_before = scalar_u64(c, q);
         PQfinish(c);
         kill9(COORD__ROLE__ROLE_ADAPTER);
-        CU_ASSERT_EQUAL_FATAL(sh("COORD_ADAPTER_ARGS=--test-clock-offset-ms=-3600000 %s up >/dev/null",
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS=--test-clock-offset-ms=-3600000 %s up >/dev/null",
                                  coord_cmd), 0);
         c = db();
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -525,7 +508,7 @@ static void test_oracle_monotone(void)
         PQfinish(c);
         /* Back to the real clock for what follows. */
         kill9(COORD__ROLE__ROLE_ADAPTER);
-        CU_ASSERT_EQUAL(sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
 static void test_psql_script(void)
@@ -543,20 +526,20 @@ static void test_psql_script(void)
               "SHOW TABLES;\n"
               "DROP TABLE ps;\n", f);
         fclose(f);
-        CU_ASSERT_EQUAL(sh("psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p %d -U coord -d coord -f %s >/dev/null",
+        CU_ASSERT_EQUAL(t_sh("psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p %d -U coord -d coord -f %s >/dev/null",
                            pg_port, script), 0);
         /* And over the Unix socket in the run directory, with an error: exit 3. */
         f = fopen(script, "w");
         fputs("SELECT 1;\nSELECT * FROM missing_table;\nSELECT 2;\n", f);
         fclose(f);
-        CU_ASSERT_EQUAL(sh("psql -X -q -v ON_ERROR_STOP=1 -h %s -p %d -U coord -d coord -f %s >/dev/null 2>&1",
+        CU_ASSERT_EQUAL(t_sh("psql -X -q -v ON_ERROR_STOP=1 -h %s -p %d -U coord -d coord -f %s >/dev/null 2>&1",
                            run_dir, pg_port, script), 3);
         free(script);
 }
 
 static void test_down(void)
 {
-        CU_ASSERT_EQUAL(sh("%s down >/dev/null", coord_cmd), 0);
+        CU_ASSERT_EQUAL(t_sh("%s down >/dev/null", coord_cmd), 0);
 }
 
 static const struct t_case cases[] = {
@@ -595,7 +578,7 @@ int main(void)
             asprintf(&conninfo, "host=127.0.0.1 port=%d user=coord dbname=coord connect_timeout=5", pg_port) < 0)
                 return T_EXIT_ERROR;
         r = t_run((const struct t_suite[]){ { "sql", cases }, { NULL, NULL } });
-        (void)!sh("%s down >/dev/null 2>&1", coord_cmd);
+        (void)!t_sh("%s down >/dev/null 2>&1", coord_cmd);
         if (r == T_EXIT_PASS)
                 t_rmrf(home);
         else
