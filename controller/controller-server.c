@@ -23,7 +23,7 @@
  *     survives kill -9 (I7), and a crash before leaves none of it.  What memory
  *     derives from storage (the mirrors, the ring) changes only after the write.
  *     Creates and drops are one synced write per collection; Ensure answers after all
- *     of them.
+ *     of them -- except the deferred ones of (12), durable with the next append.
  *
  * (3) An Append is all or nothing.  storage_append_group() applies the valid appends
  *     of a group and reports the invalid ones, so everything that can make one append
@@ -126,6 +126,24 @@
  *     that does not match is rebuilt, and a reopen or a drop discards it.  Rows are
  *     kept whole (compared byte for byte, no hash trust): memory is about the size of
  *     the relation's rows.
+ *
+ * (12) Deferred DDL.  A table created by a partial Ensure, and a table dropped by Drop,
+ *     is not written at once: storage_create_deferred() / storage_drop_deferred()
+ *     change storage's memory (so lookups, listings, peeks, the ring and the mirrors
+ *     see it exactly as after a synced write) and put the change into the NEXT synced
+ *     WriteBatch -- for CREATE TABLE the adapter's coord_objects Append that follows
+ *     on the same connection; for DROP TABLE (whose Append the adapter may send
+ *     before the Drop) the next append or upper tick -- which makes it durable
+ *     atomically with that write (one fsync per DDL instead of two).  The Ok of the
+ *     Ensure or Drop is sent at once.  That is safe because the adapter considers a
+ *     DDL done only after its Append's Ok, and after every (re)connection sends the
+ *     complete set of tables (Ensure complete = true), which re-creates a lost create
+ *     and re-drops a lost drop (tables only: so only tables are deferred).  kill -9
+ *     loses deferred changes only with the write they were waiting for; after a failed
+ *     write, (8) reopens and makes the lost deferred changes again (the adapter, still
+ *     connected, would not resend them).  A refused append, and the compaction timer
+ *     (every CSERVER_COMPACT_INTERVAL_MS), write leftover deferred changes alone.
+ *     Built-ins and a complete Ensure (a resync) keep synced creates and drops.
  */
 #include "controller-server.h"
 
@@ -839,17 +857,48 @@ static int storage_opened(struct cserver *s)
         return 0;
 }
 
+/* (12): make again, deferred, the creates and drops the failed write lost: the
+ * adapter was told they were done and will not resend them while connected. */
+static int deferred_redo(struct cserver *s, const struct storage_deferred *v, size_t n)
+{
+        int r;
+
+        for (size_t i = 0; i < n; i++) {
+                if (v[i].drop)
+                        r = storage_drop_deferred(s->st, v[i].gid);
+                else
+                        r = storage_create_deferred(s->st, v[i].gid, v[i].kind, v[i].since,
+                                                    v[i].upper);
+                if (r < 0 && r != -ENOENT && r != -EEXIST)
+                        return r;
+        }
+        return 0;
+}
+
 /* (8): after a failed write, reopen so that memory follows what reached the disk. */
 static void storage_recover(struct cserver *s)
 {
+        _cleanup_free_ struct storage_deferred *lost = NULL;
+        const struct storage_deferred *v;
+        size_t n_lost;
         int r;
 
         if (!s->st || storage_error(s->st) == 0)
                 return;
         log_error("storage_failed", "path=%s err=%d why=\"%s\" action=reopen", s->path,
                   storage_error(s->st), storage_last_error());
+        n_lost = storage_deferred_lost(s->st, &v);
+        if (n_lost > 0) {
+                lost = calloc(n_lost, sizeof(*lost));
+                if (lost)
+                        memcpy(lost, v, n_lost * sizeof(*lost));
+                else
+                        n_lost = 0;     /* the adapter's next resync repairs it */
+        }
         s->st = storage_close(s->st);
         r = storage_open(s->path, &s->st);
+        if (r >= 0)
+                r = deferred_redo(s, lost, n_lost);
         if (r >= 0)
                 r = storage_opened(s);
         if (r < 0) {
@@ -2041,6 +2090,18 @@ static void handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                 if (r >= 0)
                         r = append_commit(&ac);
         }
+        if (r < 0 && s->st && storage_has_deferred(s->st) && storage_error(s->st) == 0) {
+                /* (12): a refused append still makes the deferred creates and drops
+                 * durable, as it would have. */
+                int q = storage_flush_deferred(s->st);
+
+                if (q < 0) {
+                        if (ratelimit_ok(&s->rl_storage, now_ms()))
+                                log_warn_errno(q, "deferred_flush_failed", "why=\"%s\"",
+                                               storage_last_error());
+                        storage_recover(s);
+                }
+        }
         if (r < 0) {
                 reply_error(s, from, env->request_id, &ac.err);
         } else {
@@ -2077,7 +2138,7 @@ static int drop_refused(uint64_t gid, struct row_error *e)
                              CSERVER_GID_OBJECTS);
 }
 
-static int drop_one(struct cserver *s, uint64_t gid, struct row_error *e)
+static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e)
 {
         struct storage_info info;
         int r;
@@ -2088,8 +2149,10 @@ static int drop_one(struct cserver *s, uint64_t gid, struct row_error *e)
         r = storage_get_info(s->st, gid, &info);
         if (r == -ENOENT)
                 return 0;
+        /* (12): a table's drop may wait for the next append's write. */
         if (r >= 0)
-                r = storage_drop(s->st, gid);
+                r = defer && info.kind == STORAGE_KIND_TABLE ? storage_drop_deferred(s->st, gid)
+                                                             : storage_drop(s->st, gid);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -2166,7 +2229,14 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
 
                 if (storage_get_info(s->st, c->gid, &info) == 0)
                         continue;       /* existing ones are untouched */
-                r = storage_create(s->st, c->gid, (enum storage_kind)c->kind, c->since, c->since);
+                /* (12): a table that a partial Ensure creates is durable with the
+                 * next append; a complete Ensure (a resync) writes at once. */
+                if (!m->complete && (enum storage_kind)c->kind == STORAGE_KIND_TABLE)
+                        r = storage_create_deferred(s->st, c->gid, STORAGE_KIND_TABLE, c->since,
+                                                    c->since);
+                else
+                        r = storage_create(s->st, c->gid, (enum storage_kind)c->kind, c->since,
+                                           c->since);
                 if (r < 0)
                         return storage_failure(s, e, r, "creating collection %llu",
                                                (unsigned long long)c->gid);
@@ -2197,7 +2267,7 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
                 if (s->cols[i].kind != STORAGE_KIND_TABLE ||
                     bsearch(&gid, listed, m->n_collections, sizeof(*listed), u64_cmp))
                         continue;
-                r = drop_one(s, gid, e);
+                r = drop_one(s, gid, false, e);
                 if (r < 0)
                         return r;
                 n_dropped++;
@@ -2245,7 +2315,7 @@ static void handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelo
         for (size_t i = 0; i < m->n_gids && r >= 0; i++)
                 r = drop_refused(m->gids[i], &e);       /* before dropping any */
         for (size_t i = 0; i < m->n_gids && r >= 0; i++)
-                r = drop_one(s, m->gids[i], &e);
+                r = drop_one(s, m->gids[i], true, &e);
         if (r < 0)
                 reply_error(s, from, env->request_id, &e);
         else
@@ -2340,6 +2410,11 @@ static bool compact_run(struct cserver *s)
         size_t n = 0;
         int r, remaining;
 
+        /* (12): creates and drops no append followed (the adapter sends one at once,
+         * so this is rare) are made durable here. */
+        r = storage_flush_deferred(s->st);
+        if (r < 0)
+                goto fail;
         v = calloc(s->n_builtins ? s->n_builtins : 1, sizeof(*v));
         if (!v) {
                 r = -ENOMEM;

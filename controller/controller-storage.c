@@ -111,6 +111,16 @@
  *     storage_close() of a healthy handle flushes the memtables, so a normal restart
  *     opens table files instead of replaying the WAL.
  *
+ * (12) Deferred creates and drops (header) are records in s->def, not in s->wb, so
+ *     that every write path keeps starting from an empty s->wb and clearing it on
+ *     failure.  storage_write() puts them AFTER the caller's records: the caller never
+ *     names a deferred-dropped gid (not in the map; creating it again writes the
+ *     deferred changes first), a deferred create is skipped when the group itself
+ *     rewrites that collection's record with newer frontiers, and a drop (deferred or
+ *     not) forgets a deferred create of its gid.  So the order inside the batch never
+ *     matters, and one synced WriteBatch holds the caller's change and every deferred
+ *     one: all or nothing.
+ *
  * Handle states: OPEN (s->err == 0) -> ERROR (s->err < 0) on a failed write, until
  * storage_close().
  */
@@ -252,6 +262,12 @@ struct storage {
         uint32_t chunk_lens[CHUNK_MAX_UPDATES];
         uint64_t chunk_times[CHUNK_MAX_UPDATES];
         int64_t chunk_diffs[CHUNK_MAX_UPDATES];
+
+        /* Deferred creates and drops (storage_create_deferred(), storage_drop_deferred()):
+         * shown in memory at once, put into the next synced write after its own
+         * records, in order; cleared by every write, successful or not. */
+        struct storage_deferred *def;
+        size_t n_def, cap_def;
 
         struct storage_stats stats;
 };
@@ -1006,6 +1022,8 @@ struct storage *storage_close(struct storage *s)
 
         if (!s)
                 return NULL;
+        if (s->db && s->err == 0 && s->n_def > 0)
+                (void)storage_flush_deferred(s);        /* best effort: see the header */
         if (s->db) {
                 /* NOTE 11: a restart should open table files, not replay the WAL.  A
                  * failed flush loses nothing: the synced WAL holds the data. */
@@ -1029,6 +1047,7 @@ struct storage *storage_close(struct storage *s)
         free(s->chunks);
         free(s->upd);
         free(s->stages);
+        free(s->def);
         free(s->rows_buf);
         free(s->pack_buf);
         if (s->wb)
@@ -1058,6 +1077,37 @@ void storage_debug_fail_next_write(struct storage *s)
 
 /* ---- The write path (NOTES 1, 9) -------------------------------------------------- */
 
+/* The deferred creates and drops into s->wb, after the caller's records (NOTE 12).
+ * The caller's records never name a deferred-dropped gid (it is not in the map, and a
+ * create of it flushes first); a deferred create whose collection the current group
+ * changed is put by the group already, with its newer frontiers, so it is skipped. */
+static void deferred_put(struct storage *s)
+{
+        for (size_t i = 0; i < s->n_def; i++) {
+                const struct storage_deferred *d = &s->def[i];
+                uint8_t lo[KEY_GID_LEN], hi[KEY_END_LEN];
+
+                if (!d->drop) {
+                        struct collection *c = map_find(&s->map, d->gid);
+                        struct collection tmp = { .gid = d->gid, .kind = d->kind };
+
+                        if (c && c->stage_gen == s->gen && c->stage_idx < s->n_stages &&
+                            s->stages[c->stage_idx].c == c && s->stages[c->stage_idx].changed)
+                                continue;
+                        put_collection(s, &tmp, d->since, d->upper, d->physical_since);
+                        continue;
+                }
+                be64_put(lo, d->gid);
+                key_end(hi, d->gid);
+                rocksdb_writebatch_delete_cf(s->wb, s->cf[CF_COLLECTIONS], (const char *)lo,
+                                             sizeof(lo));
+                rocksdb_writebatch_delete_range_cf(s->wb, s->cf[CF_BATCHES], (const char *)lo,
+                                                   sizeof(lo), (const char *)hi, sizeof(hi));
+                rocksdb_writebatch_delete_range_cf(s->wb, s->cf[CF_CHUNKS], (const char *)lo,
+                                                   sizeof(lo), (const char *)hi, sizeof(hi));
+        }
+}
+
 /* Write s->wb synced and empty it.  A failure is sticky. */
 static int storage_write(struct storage *s)
 {
@@ -1065,6 +1115,7 @@ static int storage_write(struct storage *s)
         int r;
 
         assert(s->err == 0);
+        deferred_put(s);
         if (s->fail_next_write) {
                 s->fail_next_write = false;
                 set_thread_error("storage: write failure injected by storage_debug_fail_next_write()");
@@ -1073,6 +1124,7 @@ static int storage_write(struct storage *s)
                 rocksdb_write(s->db, s->write_options, s->wb, &err);
                 if (!err) {
                         rocksdb_writebatch_clear(s->wb);
+                        s->n_def = 0;
                         s->stats.writes++;
                         return 0;
                 }
@@ -1081,6 +1133,8 @@ static int storage_write(struct storage *s)
                         r = -EIO;
         }
         rocksdb_writebatch_clear(s->wb);
+        /* s->def stays: lost with the failed write, for storage_deferred_lost() (no
+         * write follows a sticky error, so it is never put again). */
         s->err = r;
         snprintf(s->err_msg, sizeof(s->err_msg), "%s", thread_error);
         return r;
@@ -1131,8 +1185,56 @@ static int collection_load(struct storage *s, struct collection *c)
 
 /* ---- Creating and dropping -------------------------------------------------------- */
 
-int storage_create(struct storage *s, uint64_t gid, enum storage_kind kind, uint64_t since,
-                   uint64_t upper)
+static bool deferred_drop_of(const struct storage *s, uint64_t gid)
+{
+        for (size_t i = 0; i < s->n_def; i++)
+                if (s->def[i].drop && s->def[i].gid == gid)
+                        return true;
+        return false;
+}
+
+/* Forget a deferred create of gid (its collection is being dropped). */
+static void deferred_forget_create(struct storage *s, uint64_t gid)
+{
+        for (size_t i = 0; i < s->n_def; i++)
+                if (!s->def[i].drop && s->def[i].gid == gid) {
+                        memmove(&s->def[i], &s->def[i + 1], (s->n_def - i - 1) * sizeof(*s->def));
+                        s->n_def--;
+                        return;
+                }
+}
+
+int storage_flush_deferred(struct storage *s)
+{
+        if (!s)
+                return -EINVAL;
+        if (s->err)
+                return sticky_error(s);
+        if (s->n_def == 0)
+                return 0;
+        assert(rocksdb_writebatch_count(s->wb) == 0);
+        s->gen++;
+        s->n_stages = 0;
+        return storage_write(s);
+}
+
+bool storage_has_deferred(const struct storage *s)
+{
+        return s && s->err == 0 && s->n_def > 0;
+}
+
+size_t storage_deferred_lost(const struct storage *s, const struct storage_deferred **ret)
+{
+        if (!s || s->err == 0) {
+                *ret = NULL;
+                return 0;
+        }
+        *ret = s->def;
+        return s->n_def;
+}
+
+static int create(struct storage *s, uint64_t gid, enum storage_kind kind, uint64_t since,
+                  uint64_t upper, bool defer)
 {
         struct collection *c;
         int r;
@@ -1143,6 +1245,17 @@ int storage_create(struct storage *s, uint64_t gid, enum storage_kind kind, uint
                 return sticky_error(s);
         if (map_find(&s->map, gid))
                 return -EEXIST;
+        /* The old keys of gid must be gone before new ones (or reads) may come. */
+        if (deferred_drop_of(s, gid)) {
+                r = storage_flush_deferred(s);
+                if (r < 0)
+                        return r;
+        }
+        if (defer) {
+                r = RESERVE(s->def, s->cap_def, s->n_def + 1);
+                if (r < 0)
+                        return r;
+        }
         r = map_reserve(&s->map);
         if (r < 0)
                 return r;
@@ -1154,14 +1267,56 @@ int storage_create(struct storage *s, uint64_t gid, enum storage_kind kind, uint
                 .physical_since = min_u64(since, upper),
                 .loaded = true,         /* no batches; drop left no keys behind */
         };
-        put_collection(s, c, c->since, c->upper, c->physical_since);
-        r = storage_write(s);
-        if (r < 0) {
-                collection_free(c);
-                return r;
+        if (defer) {
+                s->def[s->n_def++] = (struct storage_deferred){
+                        .gid = gid, .kind = kind, .since = c->since, .upper = c->upper,
+                        .physical_since = c->physical_since,
+                };
+        } else {
+                put_collection(s, c, c->since, c->upper, c->physical_since);
+                r = storage_write(s);
+                if (r < 0) {
+                        collection_free(c);
+                        return r;
+                }
         }
         map_insert(&s->map, c);
         assert(!collection_invalid(c));
+        return 0;
+}
+
+int storage_create(struct storage *s, uint64_t gid, enum storage_kind kind, uint64_t since,
+                   uint64_t upper)
+{
+        return create(s, gid, kind, since, upper, false);
+}
+
+int storage_create_deferred(struct storage *s, uint64_t gid, enum storage_kind kind,
+                            uint64_t since, uint64_t upper)
+{
+        return create(s, gid, kind, since, upper, true);
+}
+
+int storage_drop_deferred(struct storage *s, uint64_t gid)
+{
+        struct collection *c;
+        int r;
+
+        if (!s)
+                return -EINVAL;
+        if (s->err)
+                return sticky_error(s);
+        c = map_find(&s->map, gid);
+        if (!c)
+                return -ENOENT;
+        r = RESERVE(s->def, s->cap_def, s->n_def + 1);
+        if (r < 0)
+                return r;
+        deferred_forget_create(s, gid);
+        s->def[s->n_def++] = (struct storage_deferred){ .gid = gid, .drop = true };
+        pending_remove(s, c);
+        map_remove(&s->map, c);
+        collection_free(c);
         return 0;
 }
 
@@ -1178,6 +1333,8 @@ int storage_drop(struct storage *s, uint64_t gid)
         c = map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
+        /* A deferred create put after these deletes would bring the record back. */
+        deferred_forget_create(s, gid);
         be64_put(lo, gid);
         key_end(hi, gid);
         rocksdb_writebatch_delete_cf(s->wb, s->cf[CF_COLLECTIONS], (const char *)lo, sizeof(lo));
@@ -2175,6 +2332,12 @@ int storage_check(struct storage *s)
 
         if (!s)
                 return -EINVAL;
+        /* The disk is compared with memory, which shows the deferred changes. */
+        if (s->err == 0 && s->n_def > 0) {
+                r = storage_flush_deferred(s);
+                if (r < 0)
+                        return r;
+        }
         r = collections_sorted(s, &v);
         if (r < 0)
                 return r;

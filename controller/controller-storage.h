@@ -55,6 +55,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -181,6 +182,39 @@ int storage_create(struct storage *s, uint64_t gid, enum storage_kind kind, uint
 
 /* Remove the collection and all of its data.  -ENOENT if gid does not exist. */
 int storage_drop(struct storage *s, uint64_t gid);
+
+/* Deferred creates and drops, for a caller whose client considers the change done only
+ * after a later write (the controller: Ensure and Drop before the adapter's Append).
+ * They change memory at once -- listings, lookups and reads see them -- and reach the
+ * disk with the NEXT synced write of any kind (appended to its WriteBatch, after its
+ * own records, in the order they were made), so they become durable atomically with
+ * it: a crash, or a failure of that write, loses all of them and nothing else (after
+ * a failed write the handle is sticky and must be reopened anyway).  Until then they
+ * are NOT durable: this is the one exception to the guarantee above.  A create of a
+ * gid whose drop is deferred first writes the deferred changes (one synced write).
+ * Errors as storage_create() and storage_drop(). */
+int storage_create_deferred(struct storage *s, uint64_t gid, enum storage_kind kind,
+                            uint64_t since, uint64_t upper);
+int storage_drop_deferred(struct storage *s, uint64_t gid);
+
+/* Write the deferred changes now, in one synced WriteBatch (0 if there are none).
+ * storage_check() and storage_close() (when healthy) do it first. */
+int storage_flush_deferred(struct storage *s);
+bool storage_has_deferred(const struct storage *s);
+
+/* One deferred change: a create (drop == false) with its frontiers, or a drop. */
+struct storage_deferred {
+        uint64_t gid;
+        bool drop;
+        enum storage_kind kind;
+        uint64_t since, upper, physical_since;
+};
+
+/* In the sticky error state: the deferred changes the failed write carried, in order,
+ * so that the caller can make them again on the reopened handle (a create that is
+ * there, or a drop that is not, reached the disk after all).  Valid until
+ * storage_close(); 0 (and *ret NULL) while healthy. */
+size_t storage_deferred_lost(const struct storage *s, const struct storage_deferred **ret);
 
 /* Writing. */
 

@@ -7,6 +7,8 @@
  * thread and no RocksDB state inherited across fork():
  *   test-storage --writer DIR FD   append forever to KILL_GIDS collections and report
  *                                  each acknowledged (gid, upper) on FD
+ *   test-storage --ddl-writer DIR FD   create, drop (deferred) and append in one write,
+ *                                  forever, reporting each acknowledged step on FD
  *   test-storage --efbig DIR       the real write failure case (RLIMIT_FSIZE) on a
  *                                  database in DIR; exit 0 pass, 1 fail
  * STORAGE_TEST_SEED=n replays the randomized test with seed n.
@@ -1058,6 +1060,124 @@ static void test_group(void)
         t_rmrf(dir);
 }
 
+/* ---- 3b. Deferred creates and drops ------------------------------------------- */
+
+static int count_listed(const struct storage_info *info, void *userdata)
+{
+        (void)info;
+        (*(size_t *)userdata)++;
+        return 0;
+}
+
+static size_t n_listed(struct storage *s)
+{
+        size_t n = 0;
+
+        CU_ASSERT_EQUAL(storage_list(s, count_listed, &n), 0);
+        return n;
+}
+
+static void test_deferred(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("storage"), *path = NULL;
+        const struct storage_update a[] = { upd("a", 5, 1) }, b[] = { upd("b", 0, 1) };
+        struct storage_stats before, after;
+        struct storage_info info;
+        struct storage *s = NULL;
+        struct rowset rs;
+        struct raw raw;
+
+        path = path_join(dir, "db");
+        CHECK_OK(storage_open(path, &s));
+        CHECK_OK(storage_create(s, 1, STORAGE_KIND_TABLE, 0, 0));
+        CHECK_OK(storage_append(s, 1, 0, 1, b, 1, NULL));
+
+        /* Visible at once, written by nothing. */
+        storage_get_stats(s, &before);
+        CHECK_OK(storage_create_deferred(s, 2, STORAGE_KIND_TABLE, 5, 5));
+        CU_ASSERT_EQUAL(storage_create_deferred(s, 2, STORAGE_KIND_TABLE, 5, 5), -EEXIST);
+        CHECK_OK(storage_drop_deferred(s, 1));
+        CU_ASSERT_EQUAL(storage_drop_deferred(s, 1), -ENOENT);
+        storage_get_stats(s, &after);
+        CU_ASSERT_EQUAL(after.writes, before.writes);
+        CU_ASSERT(storage_has_deferred(s));
+        CHECK_OK(storage_get_info(s, 2, &info));
+        CU_ASSERT(info.frontiers.since == 5 && info.frontiers.upper == 5);
+        CU_ASSERT_EQUAL(storage_get_info(s, 1, &info), -ENOENT);
+        CU_ASSERT_EQUAL(read_at(s, 1, 0, &rs), -ENOENT);
+        CU_ASSERT_EQUAL(n_listed(s), 1);
+
+        /* A failed write loses them with it, and nothing else. */
+        storage_debug_fail_next_write(s);
+        struct storage_append v1 = { .gid = 2, .expected_upper = 5, .new_upper = 6, .updates = a, .n_updates = 1 };
+        CU_ASSERT(storage_append_group(s, &v1, 1) < 0);
+        CU_ASSERT(!storage_has_deferred(s));
+        {
+                const struct storage_deferred *lost;
+
+                CU_ASSERT_EQUAL_FATAL(storage_deferred_lost(s, &lost), 2);
+                CU_ASSERT(!lost[0].drop && lost[0].gid == 2 && lost[0].since == 5);
+                CU_ASSERT(lost[1].drop && lost[1].gid == 1);
+        }
+        s = storage_close(s);
+        CHECK_OK(storage_open(path, &s));
+        CU_ASSERT_EQUAL(storage_get_info(s, 2, &info), -ENOENT);
+        CHECK_OK(storage_get_info(s, 1, &info));
+        CU_ASSERT_EQUAL(info.frontiers.upper, 1);
+        CU_ASSERT(check_storage(s));
+
+        /* They ride in the next group: one write, durable together. */
+        CHECK_OK(storage_create_deferred(s, 2, STORAGE_KIND_TABLE, 5, 5));
+        CHECK_OK(storage_create_deferred(s, 3, STORAGE_KIND_TABLE, 7, 7));
+        CHECK_OK(storage_drop_deferred(s, 1));
+        storage_get_stats(s, &before);
+        v1 = (struct storage_append){ .gid = 2, .expected_upper = 5, .new_upper = 6, .updates = a, .n_updates = 1 };
+        CU_ASSERT_EQUAL(storage_append_group(s, &v1, 1), 1);
+        storage_get_stats(s, &after);
+        CU_ASSERT_EQUAL(after.writes, before.writes + 1);
+        CU_ASSERT(!storage_has_deferred(s));
+        CU_ASSERT(check_storage(s));
+        s = storage_close(s);
+        raw_scan(path, 1, &raw);
+        CU_ASSERT(raw.gid_keys[1] == 0 && raw.gid_keys[2] == 0 && raw.gid_keys[3] == 0);
+        CHECK_OK(storage_open(path, &s));
+        CU_ASSERT_EQUAL(storage_get_info(s, 1, &info), -ENOENT);
+        CHECK_OK(storage_get_info(s, 2, &info));
+        CU_ASSERT(info.frontiers.since == 5 && info.frontiers.upper == 6);
+        CHECK_OK(storage_get_info(s, 3, &info));
+        CU_ASSERT(info.frontiers.since == 7 && info.frontiers.upper == 7);
+        CHECK_OK(read_at(s, 2, 5, &rs));
+        CU_ASSERT_EQUAL(rs.n, 1);
+        rowset_done(&rs);
+
+        /* Drop then create the same gid: the old keys go first, no row comes back. */
+        CHECK_OK(storage_drop_deferred(s, 2));
+        CHECK_OK(storage_create_deferred(s, 2, STORAGE_KIND_TABLE, 0, 6));
+        CHECK_OK(read_at(s, 2, 5, &rs));
+        CU_ASSERT_EQUAL(rs.n, 0);
+        rowset_done(&rs);
+        /* Create then drop (not deferred): no record comes back. */
+        CHECK_OK(storage_create_deferred(s, 4, STORAGE_KIND_TABLE, 1, 1));
+        CHECK_OK(storage_drop(s, 4));
+        CHECK_OK(storage_flush_deferred(s));
+        CU_ASSERT(check_storage(s));
+        s = storage_close(s);
+        CHECK_OK(storage_open(path, &s));
+        CU_ASSERT_EQUAL(storage_get_info(s, 4, &info), -ENOENT);
+        CHECK_OK(read_at(s, 2, 5, &rs));
+        CU_ASSERT_EQUAL(rs.n, 0);
+        rowset_done(&rs);
+        CU_ASSERT_EQUAL(n_listed(s), 2);
+        /* storage_close() writes what is still deferred. */
+        CHECK_OK(storage_create_deferred(s, 9, STORAGE_KIND_TABLE, 1, 1));
+        s = storage_close(s);
+        CHECK_OK(storage_open(path, &s));
+        CHECK_OK(storage_get_info(s, 9, &info));
+        CU_ASSERT(check_storage(s));
+        s = storage_close(s);
+        t_rmrf(dir);
+}
+
 /* ---- 4. Sticky errors ----------------------------------------------------------- */
 
 static void test_sticky_injected(void)
@@ -1470,6 +1590,102 @@ static void test_kill9(void)
         t_rmrf(dir);
 }
 
+/* ---- 5b. kill -9 during deferred creates and drops ------------------------------ */
+
+#define DDL_GID0 100u
+
+/* test-storage --ddl-writer DIR FD: step i (from 1) creates gid DDL_GID0 + i deferred,
+ * drops the previous one deferred, appends one row to the new one in a group (the one
+ * write that carries all three), and reports i. */
+static int ddl_writer_main(const char *dir, const char *fd_arg)
+{
+        const struct storage_update u[] = { upd("r", 0, 1) };
+        struct storage *s = NULL;
+        uint64_t fd;
+
+        if (parse_u64(fd_arg, INT32_MAX, &fd) < 0 || storage_open(dir, &s) < 0)
+                return T_EXIT_ERROR;
+        for (uint64_t i = 1;; i++) {
+                struct storage_append v = {
+                        .gid = DDL_GID0 + i, .expected_upper = 0, .new_upper = 1, .updates = u,
+                        .n_updates = 1,
+                };
+
+                if (storage_create_deferred(s, DDL_GID0 + i, STORAGE_KIND_TABLE, 0, 0) < 0)
+                        return T_EXIT_FAIL;
+                if (i > 1 && storage_drop_deferred(s, DDL_GID0 + i - 1) < 0)
+                        return T_EXIT_FAIL;
+                if (storage_append_group(s, &v, 1) != 1)
+                        return T_EXIT_FAIL;
+                if (writer_report((int)fd, 1, i) < 0)
+                        return T_EXIT_FAIL;
+        }
+}
+
+static int ddl_collect(const struct storage_info *info, void *userdata)
+{
+        struct storage_info *v = userdata;
+
+        if (v[0].gid++ < 4)
+                v[v[0].gid] = *info;
+        return 0;
+}
+
+static void test_kill9_deferred(void)
+{
+        static const unsigned delays_ms[] = { 0, 5, 23, 61 };
+        _cleanup_free_ char *dir = t_mkdtemp("storage-kill-ddl");
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        for (size_t round = 0; round < ELEMENTSOF(delays_ms); round++) {
+                _cleanup_free_ char *path = NULL;
+                uint64_t acked[KILL_GIDS] = { 0 };
+                struct storage_info v[5] = { 0 };      /* v[0].gid: how many */
+                struct storage *s = NULL;
+                char fd_arg[16], name[16];
+                struct rowset rs;
+                int fds[2], status;
+                size_t n = 0;
+                pid_t pid;
+
+                snprintf(name, sizeof(name), "db%zu", round);
+                path = path_join(dir, name);
+                CU_ASSERT_EQUAL_FATAL(pipe2(fds, O_CLOEXEC), 0);
+                snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
+                fflush(stdout);
+                pid = spawn_self((char *[]){ "test-storage", "--ddl-writer", path, fd_arg, NULL }, fds[1]);
+                CU_ASSERT_FATAL(pid > 0);
+                close(fds[1]);
+                read_acks(fds[0], READ_ONE, 0, acked, &n);
+                CU_ASSERT_EQUAL_FATAL(n, 1);
+                read_acks(fds[0], READ_UNTIL, now_ns() + (uint64_t)delays_ms[round] * 1000000 +
+                          (uint64_t)(rand() % 2000) * 1000, acked, &n);
+                kill(pid, SIGKILL);
+                CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+                CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+                read_acks(fds[0], READ_EOF, 0, acked, &n);
+                close(fds[0]);
+
+                /* Exactly one table: the last acknowledged step's, or the next one's if
+                 * its write reached the disk; created, appended to, its predecessor
+                 * dropped, all or nothing. */
+                CHECK_OK(storage_open(path, &s));
+                CU_ASSERT_EQUAL(storage_list(s, ddl_collect, v), 0);
+                printf("\n    round %zu: %zu acknowledged, last step %" PRIu64 ", on disk gid %" PRIu64,
+                       round, n, acked[0], v[1].gid);
+                CU_ASSERT_EQUAL(v[0].gid, 1);
+                CU_ASSERT(v[1].gid == DDL_GID0 + acked[0] || v[1].gid == DDL_GID0 + acked[0] + 1);
+                CU_ASSERT(v[1].frontiers.since == 0 && v[1].frontiers.upper == 1);
+                CHECK_OK(read_at(s, v[1].gid, 0, &rs));
+                CU_ASSERT_EQUAL(rs.n, 1);
+                rowset_done(&rs);
+                CU_ASSERT(check_storage(s));
+                s = storage_close(s);
+        }
+        printf("\n    ");
+        t_rmrf(dir);
+}
+
 /* ---- 6. Randomized model test --------------------------------------------------- */
 
 #define M_GIDS 4
@@ -1679,9 +1895,11 @@ static const struct t_case cases[] = {
         { "drop removes every key", test_drop },
         { "reopen restores everything", test_reopen },
         { "group commit", test_group },
+        { "deferred creates and drops", test_deferred },
         { "sticky error (injected)", test_sticky_injected },
         { "sticky error (EFBIG)", test_sticky_efbig },
         { "kill -9 mid-stream (I7)", test_kill9 },
+        { "kill -9 with deferred creates and drops", test_kill9_deferred },
         { "randomized model", test_model },
         { NULL, NULL },
 };
@@ -1695,6 +1913,8 @@ int main(int argc, char **argv)
 {
         if (argc == 4 && strcmp(argv[1], "--writer") == 0)
                 return writer_main(argv[2], argv[3]);
+        if (argc == 4 && strcmp(argv[1], "--ddl-writer") == 0)
+                return ddl_writer_main(argv[2], argv[3]);
         if (argc == 3 && strcmp(argv[1], "--efbig") == 0)
                 return efbig_main(argv[2]);
         return t_run(suites);
