@@ -134,6 +134,7 @@
 #include <string.h>
 
 #include "storage.pb-c.h"
+#include "rocks.h"
 #include "util.h"
 
 enum {
@@ -291,34 +292,12 @@ const char *storage_last_error(void)
         return thread_error;
 }
 
-/* RocksDB reports Status::ToString() text; map what a caller may act on. */
-static int errno_from_rocksdb(const char *msg)
-{
-        static const struct {
-                const char *text;
-                int err;
-        } table[] = {
-                { "No space left on device", -ENOSPC },
-                { "While lock file", -EBUSY },
-                { "No such file or directory", -ENOENT },
-                { "Permission denied", -EACCES },
-                { "Read-only file system", -EROFS },
-                { "Corruption: ", -EBADMSG },
-                { "Invalid argument: ", -EINVAL },
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (strstr(msg, table[i].text))
-                        return table[i].err;
-        return -EIO;
-}
-
 static int rocks_error(char *err)
 {
         int r;
 
         assert(err);
-        r = errno_from_rocksdb(err);
+        r = rocks_errno(err);
         set_thread_error("storage: %s", err);
         rocksdb_free(err);
         return r;

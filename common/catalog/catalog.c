@@ -142,6 +142,7 @@
 #include <unistd.h>
 
 #include "probes.h"
+#include "rocks.h"
 #include "util.h"
 
 /* Column family handles, in the order given to RocksDB. */
@@ -264,41 +265,13 @@ const char *catalog_last_error(void)
         return thread_error;
 }
 
-/* RocksDB reports errors as Status::ToString() text, e.g. "IO error: While lock file:
- * /x/LOCK: Resource temporarily unavailable".  Map the cases a caller may act on to an
- * errno; anything else is -EIO. */
-static int errno_from_rocksdb(const char *msg)
-{
-        static const struct {
-                const char *text;
-                int err;
-        } table[] = {
-                { "No space left on device", -ENOSPC },
-                { "While lock file", -EBUSY },             /* held by another process */
-                { "lock hold by current process", -EBUSY },
-                { "No such file or directory", -ENOENT },
-                { "does not exist (create_if_missing is false)", -ENOENT },
-                { "Permission denied", -EACCES },
-                { "Read-only file system", -EROFS },
-                { "Corruption: ", -EBADMSG },
-                { "Column family not found", -ENOENT },
-                { "Invalid argument: ", -EINVAL },
-                { "Not implemented: ", -EOPNOTSUPP },
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (strstr(msg, table[i].text))
-                        return table[i].err;
-        return -EIO;
-}
-
 /* Convert and free a RocksDB error string; keep its text for catalog_last_error(). */
 static int rocks_error(char *err)
 {
         int r;
 
         assert(err);
-        r = errno_from_rocksdb(err);
+        r = rocks_errno(err);
         set_thread_error("%s", err);
         rocksdb_free(err);
         return r;
