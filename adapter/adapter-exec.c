@@ -714,6 +714,8 @@ static void peek_done(struct exec *ex, struct request *rq, const Coord__Envelope
         Coord__Plan__Peek *peek;
         uint64_t n_out = 0;
 
+        if (!s)
+                return;         /* cancelled: the client was answered already */
         s->waiting = false;
         if (s->gone)
                 goto resume;
@@ -1197,6 +1199,31 @@ static void pg_execute(struct pgwire_conn *c, void *stmt, unsigned nparams,
         session_resume(s);
 }
 
+/* CancelRequest: a read waiting for the controller is answered 57014 at once (its
+ * reply, when it comes, is dropped).  A write already in a group cannot be taken back,
+ * as PostgreSQL cannot cancel a commit in progress: it finishes. */
+static void pg_cancel(struct pgwire_conn *c, void *userdata)
+{
+        struct exec *ex = userdata;
+        struct session *s = pgwire_conn_userdata(c);
+        struct request *rq;
+
+        if (!s || !s->waiting || !s->stmt || s->stmt->kind != SQL_STMT_SELECT)
+                return;
+        for (rq = ex->pending.next; rq != &ex->pending; rq = rq->next)
+                if (rq->type == COORD__MSG_TYPE__MSG_PEEK && rq->ctx == s)
+                        break;
+        if (rq == &ex->pending)
+                return;
+        rq->ctx = NULL;
+        log_info("query_cancelled", "peer=%s", pgwire_conn_peer(c));
+        send_error(c, "57014", "canceling statement due to user request");
+        s->waiting = false;
+        s->next = SIZE_MAX;
+        s->stmt = sql_stmt_free(s->stmt);
+        session_resume(s);
+}
+
 static void pg_stmt_free(void *stmt, void *userdata)
 {
         struct prepared *p = stmt;
@@ -1214,6 +1241,7 @@ static const struct pgwire_callbacks pg_callbacks = {
         .prepare = pg_prepare,
         .execute = pg_execute,
         .stmt_free = pg_stmt_free,
+        .cancel = pg_cancel,
 };
 
 /* ---- controller link ---- */

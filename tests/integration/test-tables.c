@@ -272,6 +272,41 @@ static void test_builtins(void)
         PQfinish(c);
 }
 
+/* A read waiting for an upper that will not come for an hour is cancelled with
+ * PQcancel: 57014 at once, and the connection goes on working. */
+static void test_cancel(void)
+{
+        PGconn *c = db();
+        PGcancel *cancel;
+        PGresult *r;
+        char q[128], errbuf[256];
+        uint64_t now, t0;
+        bool cancelled = false;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE wait_t (x int)"));
+        now = scalar_u64(c, "SELECT mz_now()");
+        snprintf(q, sizeof(q), "SELECT x FROM wait_t AS OF %" PRIu64, now + 3600 * 1000);
+        CU_ASSERT_FATAL(PQsendQuery(c, q) == 1);
+        usleep(200 * 1000);
+        t0 = now_ms();
+        cancel = PQgetCancel(c);
+        CU_ASSERT_FATAL(cancel != NULL);
+        CU_ASSERT(PQcancel(cancel, errbuf, sizeof(errbuf)) == 1);
+        PQfreeCancel(cancel);
+        while ((r = PQgetResult(c))) {
+                const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+                if (PQresultStatus(r) == PGRES_FATAL_ERROR && st && strcmp(st, "57014") == 0)
+                        cancelled = true;
+                PQclear(r);
+        }
+        CU_ASSERT(cancelled);
+        printf("\n    cancelled after %llu ms\n", (unsigned long long)(now_ms() - t0));
+        CU_ASSERT(now_ms() - t0 < 5000);        /* the read would have waited 10 s */
+        CU_ASSERT(rows_are(c, "SELECT x FROM wait_t", ""));
+        PQfinish(c);
+}
+
 static void test_extended(void)
 {
         PGconn *c = db();
@@ -548,6 +583,7 @@ static const struct t_case cases[] = {
         { "errors carry SQLSTATEs", test_errors },
         { "built-in relations", test_builtins },
         { "extended protocol", test_extended },
+        { "cancel a waiting read", test_cancel },
         { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
         { "concurrent DDL shares catalog syncs", test_ddl_group_commit },
         { "oracle monotone with the clock set back", test_oracle_monotone },
