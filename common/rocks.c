@@ -1,7 +1,11 @@
 /* rocks.c -- RocksDB helpers.  See rocks.h. */
 #include "rocks.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <rocksdb/c.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util.h"
@@ -31,4 +35,24 @@ int rocks_errno(const char *msg)
                 if (strstr(msg, table[i].text))
                         return table[i].err;
         return -EIO;
+}
+
+void rocks_error_setf(char buf[ROCKS_ERROR_MAX], const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(buf, ROCKS_ERROR_MAX, fmt, ap);
+        va_end(ap);
+}
+
+int rocks_error_take(char buf[ROCKS_ERROR_MAX], const char *prefix, char *err)
+{
+        int r;
+
+        assert(err);
+        r = rocks_errno(err);
+        rocks_error_setf(buf, "%s%s", prefix, err);
+        rocksdb_free(err);
+        return r;
 }

@@ -275,17 +275,8 @@ struct storage {
 
 /* ---- Errors ----------------------------------------------------------------------- */
 
-static _Thread_local char thread_error[256];
-
-static void set_thread_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void set_thread_error(const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(thread_error, sizeof(thread_error), fmt, ap);
-        va_end(ap);
-}
+static _Thread_local char thread_error[ROCKS_ERROR_MAX];
+#define set_thread_error(...) rocks_error_setf(thread_error, __VA_ARGS__)
 
 const char *storage_last_error(void)
 {
@@ -294,13 +285,7 @@ const char *storage_last_error(void)
 
 static int rocks_error(char *err)
 {
-        int r;
-
-        assert(err);
-        r = rocks_errno(err);
-        set_thread_error("storage: %s", err);
-        rocksdb_free(err);
-        return r;
+        return rocks_error_take(thread_error, "storage: ", err);
 }
 
 static int sticky_error(const struct storage *s)

@@ -248,17 +248,8 @@ struct catalog_log_iter {
 };
 
 /* The last error message per thread (dlerror() style): RocksDB's text, or ours. */
-static _Thread_local char thread_error[256];
-
-static void set_thread_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void set_thread_error(const char *fmt, ...)
-{
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(thread_error, sizeof(thread_error), fmt, ap);
-        va_end(ap);
-}
+static _Thread_local char thread_error[ROCKS_ERROR_MAX];
+#define set_thread_error(...) rocks_error_setf(thread_error, __VA_ARGS__)
 
 const char *catalog_last_error(void)
 {
@@ -268,13 +259,7 @@ const char *catalog_last_error(void)
 /* Convert and free a RocksDB error string; keep its text for catalog_last_error(). */
 static int rocks_error(char *err)
 {
-        int r;
-
-        assert(err);
-        r = rocks_errno(err);
-        set_thread_error("%s", err);
-        rocksdb_free(err);
-        return r;
+        return rocks_error_take(thread_error, "", err);
 }
 
 /* The sticky error, and its message for the calling thread.  Lock held. */
