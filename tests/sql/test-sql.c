@@ -542,7 +542,7 @@ static void test_drop(void)
         expect_error("DROP TABLE t, zz", "42P01", "table \"zz\" does not exist", -1);
         expect_error("DROP TABLE v", "42809", "\"v\" is not a table", -1);
         expect_error("DROP TABLE IF EXISTS mv", "42809", NULL, -1);
-        expect_error("DROP VIEW v", "0A000", NULL, -1);
+        expect_error("DROP VIEW t", "42809", "\"t\" is not a view", -1);
         expect_error("DROP TABLE other.t", "3F000", NULL, -1);
 }
 
@@ -681,8 +681,8 @@ static void test_select(void)
         expect_select_plan("SELECT a FROM mv", "Get 13");
         /* Constant WHERE clauses fold; TRUE disappears, the rest stays a Filter. */
         expect_select_plan("SELECT * FROM t WHERE 1 = 1", "Get 10");
-        expect_select_plan("SELECT * FROM t WHERE false", "Filter[false](Get 10)");
-        expect_select_plan("SELECT * FROM t WHERE NULL", "Filter[NULL::bool](Get 10)");
+        expect_select_plan("SELECT * FROM t WHERE false", "Constant(0)");
+        expect_select_plan("SELECT * FROM t WHERE NULL", "Constant(0)");
         /* Untyped literals take the other side's type; int4 meets int8 as int8. */
         expect_select_plan("SELECT * FROM t WHERE b = 'x'", "Filter[(#1 = 'x')](Get 10)");
         expect_select_plan("SELECT * FROM t WHERE a = '5'", "Filter[(#0 = 5)](Get 10)");
@@ -716,29 +716,24 @@ static void test_select_errors(void)
         expect_error("SELECT 'a' + 'b'", "42725", NULL, 12);
         expect_error("SELECT foo(1, 'x')", "42883", "function foo(integer, unknown) does not exist", 8);
         expect_error("SELECT mz_now(1)", "42883", NULL, 8);
-        expect_error("SELECT count(*) FROM t", "0A000", NULL, 8);
-        expect_error("SELECT sum(a) FROM t", "0A000", NULL, 8);
-        expect_error("SELECT * FROM t, u", "0A000", NULL, -1);
-        expect_error("SELECT * FROM t JOIN u ON true", "0A000", NULL, -1);
-        expect_error("SELECT * FROM v", "0A000", NULL, 15);
+        expect_error("SELECT avg(a) FROM t", "0A000", NULL, 8);
+        expect_error("SELECT * FROM t LEFT JOIN u ON true", "0A000", NULL, -1);
         expect_error("SELECT * FROM i", "42809", NULL, 15);
         expect_error("SELECT *", "42601", "SELECT * with no tables specified is not valid", 8);
-        expect_error("SELECT 1/0", "22012", "division by zero", -1);
-        expect_error("SELECT 2147483647 + 1", "22003", "integer out of range", -1);
-        expect_error("SELECT 9223372036854775807 + 1", "22003", "bigint out of range", -1);
+        /* Errors while folding stay for run time (only a row reaching them fails). */
+        expect_select_plan("SELECT 1/0", "Map[(1 / 0)](Constant(1))");
+        expect_select_plan("SELECT 2147483647 + 1", "Map[(2147483647 + 1)](Constant(1))");
+        expect_select_plan("SELECT 1/0 FROM t WHERE false", "Constant(0)");
         expect_error("SELECT 'abc'::int", "22P02", "invalid input syntax for type integer: \"abc\"", 8);
         expect_error("SELECT 1::numeric", "0A000", "type \"numeric\" is not supported", -1);
         expect_error("SELECT true::bigint", "42846", "cannot cast type boolean to bigint", 12);
         expect_error("SELECT 1.5", "0A000", NULL, 8);
         expect_error("SELECT 99999999999999999999", "22003", NULL, 8);
-        expect_error("SELECT a FROM t ORDER BY a", "0A000", NULL, -1);
-        expect_error("SELECT DISTINCT a FROM t", "0A000", NULL, -1);
-        expect_error("SELECT a FROM t GROUP BY a", "0A000", NULL, -1);
-        expect_error("SELECT 1 UNION ALL SELECT 2", "0A000", NULL, -1);
+        expect_error("SELECT 1 INTERSECT SELECT 2", "0A000", NULL, -1);
         expect_error("SELECT a FROM t WHERE a IN (1, 2)", "0A000", NULL, 25);
         expect_error("SELECT $1", "42P02", NULL, 8);
         expect_error("UPDATE t SET a = 1", "0A000", "UPDATE is not supported", -1);
-        expect_error("CREATE VIEW w AS SELECT 1", "0A000", NULL, -1);
+        expect_error("CREATE OR REPLACE VIEW w AS SELECT 1", "0A000", NULL, -1);
         expect_error("SELECT other.t.a FROM t", "0A000", NULL, -1);
 }
 
