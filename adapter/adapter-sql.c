@@ -347,7 +347,8 @@ static bool token_is_word(const struct sql_batch *b, const PgQuery__ScanToken *t
 {
         size_t len = (size_t)(t->end - t->start);
 
-        return t->token == PG_QUERY__TOKEN__IDENT && len == strlen(w) &&
+        /* An identifier or a keyword spelled `w`, not a quoted identifier. */
+        return (t->token == PG_QUERY__TOKEN__IDENT || t->keyword_kind) && len == strlen(w) &&
                strncasecmp(b->query + t->start, w, len) == 0;
 }
 
