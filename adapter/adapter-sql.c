@@ -3625,7 +3625,7 @@ static int select_target(struct analyzer *a, struct outputs *o, const PgQuery__R
 
                 if (cr->n_fields > 2 || (cr->n_fields == 2 && !qualifier))
                         return FAIL_AT(a, cr->location, "0A000", "this * is not supported");
-                if (!qualifier && (!sc || !sc->n_quals))
+                if (!qualifier && (!sc || (!sc->n_quals && !sc->n)))
                         return FAIL_AT(a, cr->location, "42601",
                                        "SELECT * with no tables specified is not valid");
                 if (qualifier && !scope_has_qual(sc, qualifier))

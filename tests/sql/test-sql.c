@@ -959,18 +959,29 @@ static void test_fuzz_tokens(void)
                 "text", "bool", "mz_now()", "INSERT", "INTO", "VALUES", "DELETE", "CREATE",
                 "TABLE", "DROP", "IF", "EXISTS", "true", "false", "$1", "SHOW", "SET", "TO",
                 "'é'", "--", "\"q\"", "t.a", "DEFAULT", "BEGIN",
+                "JOIN", "ON", "USING", "GROUP BY", "HAVING", "ORDER BY", "LIMIT", "OFFSET",
+                "UNION", "ALL", "DISTINCT", "count(*)", "sum(a)", "max(b)", "VIEW",
+                "MATERIALIZED", "INDEX", "v", "w", "nd", "k", "mv", "u.x", "x", "DESC",
+                "NULLS FIRST", "COALESCE(a, 1)", "(SELECT a FROM t)", "VALUES (1)", "WITH",
+                "RETAIN HISTORY FOR '1s'", ", u", "CROSS JOIN u", "now()", "2",
         };
         unsigned seed = 4242;
         size_t ok = 0;
 
-        for (int iter = 0; iter < 20000; iter++) {
+        for (int iter = 0; iter < 40000; iter++) {
                 char q[512] = "";
                 int n = 1 + rand_r(&seed) % 14;
                 struct row_error err;
                 struct sql_batch *b = NULL;
 
-                if (rand_r(&seed) % 2)
-                        strcpy(q, rand_r(&seed) % 2 ? "SELECT " : "INSERT INTO t VALUES (");
+                static const char *const starts[] = {
+                        "SELECT ", "INSERT INTO t VALUES (", "SELECT a FROM t ", "SELECT * FROM ",
+                        "CREATE MATERIALIZED VIEW m AS SELECT ", "CREATE VIEW m AS SELECT ",
+                        "CREATE DEFAULT INDEX ON ", "CREATE INDEX ON ", "SELECT b, count(*) FROM t ",
+                };
+
+                if (rand_r(&seed) % 4)
+                        strcpy(q, starts[rand_r(&seed) % ELEMENTSOF(starts)]);
                 for (int k = 0; k < n; k++) {
                         strncat(q, words[rand_r(&seed) % ELEMENTSOF(words)], sizeof(q) - strlen(q) - 2);
                         strcat(q, " ");
@@ -1512,6 +1523,8 @@ static void test_subquery(void)
                            "Reduce[#0; count(*)::int8](Project[1](Get 10))");
         expect_select_plan("SELECT * FROM (SELECT b, count(*) AS c FROM t GROUP BY b) g WHERE c > 2",
                            "Filter[(#1 > 2::int8)](Reduce[#1; count(*)::int8](Get 10))");
+        expect_select_plan("SELECT * FROM (SELECT b FROM t) s", "Project[1](Get 10)");
+        expect_error("SELECT * FROM (SELECT b FROM t)", "42601", NULL, -1);  /* PostgreSQL 15 */
         expect_error("SELECT * FROM (SELECT a FROM t LIMIT 1) s", "0A000", NULL, -1);
         expect_error("SELECT s.q FROM (SELECT a FROM t) s", "42703", "column s.q does not exist", -1);
 }
@@ -1639,6 +1652,8 @@ static void test_expressions(void)
         expect_error("INSERT INTO t (a) VALUES (1/0)", "22012", "division by zero", -1);
 }
 
+static void test_fuzz_tokens(void);
+
 static const struct t_case query_cases[] = {
         { "plan views", test_plan_views },
         { "create view", test_create_view },
@@ -1653,6 +1668,7 @@ static const struct t_case query_cases[] = {
         { "order by limit", test_order_limit },
         { "empty inputs", test_empty_inputs },
         { "expressions", test_expressions },
+        { "fuzz tokens with views", test_fuzz_tokens },
         { NULL, NULL },
 };
 
