@@ -23,7 +23,9 @@
  * (4) Constant folding.  A call whose arguments are all literals is evaluated at once
  *     with row_expr_eval() (common/row), the code the controller runs, so the adapter
  *     can never fold to a different value.  mz_now() is not folded: its value is the
- *     statement's timestamp, chosen after planning.
+ *     statement's timestamp, chosen after planning.  A call that fails to fold (1/0) stays
+ *     as it is and fails at run time only if a row reaches it, except where values must
+ *     be constants (INSERT, AS OF, LIMIT: strict_fold).
  *
  * (5) Ownership.  Every Expr, Relation and Peek is malloc'ed and has exactly one owner;
  *     protobuf-c's free_unpacked() frees a tree built this way (it frees every set
@@ -32,7 +34,18 @@
  *     sql_analyze() call; anything kept is copied.
  *
  * (6) Logical inputs are collected while names resolve (add_input()), independently of
- *     the plan, so a later optimizer may remove a Get without losing the input.
+ *     the plan, so the optimizer may remove a Get without losing the input; physical
+ *     inputs are the Gets left in the final plan (collect_gets()).
+ *
+ * (7) Queries.  FROM items become a scope (struct scope: qualified columns, what * expands
+ *     to) and a plan: a cross Join of the items, JOIN ... ON / USING as a Filter over the
+ *     Join.  Views are inlined by copying their stored plans.  A grouped SELECT analyzes
+ *     its list, HAVING and ORDER BY over the FROM columns with aggregates as placeholder
+ *     columns, then regroup() rewrites them over the Reduce's output (keys, then
+ *     aggregates); a column neither grouped nor aggregated is 42803 there.  The outputs
+ *     (plus hidden ORDER BY columns of a peek) are a Map and a Project over the source.
+ *
+ * (8) The optimizer (optimize()) runs on every plan: see its section.
  */
 #include "adapter-sql.h"
 
