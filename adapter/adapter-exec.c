@@ -908,7 +908,8 @@ static void peek_done(struct exec *ex, struct request *rq, const Coord__Envelope
                 goto resume;
         }
         {
-                size_t nc = peek->n_columns;
+                size_t nc = peek->output_arity && peek->output_arity < peek->n_columns
+                                    ? peek->output_arity : peek->n_columns;
                 struct row_datum *d = calloc(nc ? nc : 1, sizeof(*d));
                 const char **vals = calloc(nc ? nc : 1, sizeof(*vals));
                 size_t *lens = calloc(nc ? nc : 1, sizeof(*lens));
@@ -950,17 +951,20 @@ resume:
 
 static int send_columns(struct session *s, const Coord__Plan__Peek *peek)
 {
-        struct pgcodec_column *cols = calloc(peek->n_columns ? peek->n_columns : 1, sizeof(*cols));
+        /* ORDER BY may sort on columns the SELECT list does not show: they follow. */
+        size_t nc = peek->output_arity && peek->output_arity < peek->n_columns ? peek->output_arity
+                                                                               : peek->n_columns;
+        struct pgcodec_column *cols = calloc(nc ? nc : 1, sizeof(*cols));
         int r;
 
         if (!cols)
                 return -ENOMEM;
-        for (size_t i = 0; i < peek->n_columns; i++) {
+        for (size_t i = 0; i < nc; i++) {
                 cols[i].name = peek->columns[i]->name;
                 cols[i].type = (uint32_t)peek->columns[i]->type;
                 cols[i].typmod = -1;
         }
-        r = pgwire_send_row_description(s->c, (unsigned)peek->n_columns, cols);
+        r = pgwire_send_row_description(s->c, (unsigned)nc, cols);
         free(cols);
         return r;
 }
@@ -1297,13 +1301,15 @@ static void pg_prepare(struct pgwire_conn *c, const char *sql, unsigned ntypes,
                 desc.returns_rows = true;
                 if (st->kind == SQL_STMT_SELECT) {
                         const Coord__Plan__Peek *peek = st->select.peek;
-                        cols = calloc(peek->n_columns ? peek->n_columns : 1, sizeof(*cols));
-                        for (size_t i = 0; cols && i < peek->n_columns; i++) {
+                        size_t nc = peek->output_arity && peek->output_arity < peek->n_columns
+                                            ? peek->output_arity : peek->n_columns;
+                        cols = calloc(nc ? nc : 1, sizeof(*cols));
+                        for (size_t i = 0; cols && i < nc; i++) {
                                 cols[i].name = peek->columns[i]->name;
                                 cols[i].type = (uint32_t)peek->columns[i]->type;
                                 cols[i].typmod = -1;
                         }
-                        desc.ncolumns = cols ? (unsigned)peek->n_columns : 0;
+                        desc.ncolumns = cols ? (unsigned)nc : 0;
                 } else if (st->kind == SQL_STMT_SHOW_OBJECTS) {
                         static const struct pgcodec_column so[2] = {
                                 { .name = "name", .type = ROW_TYPE_TEXT, .typmod = -1 },
