@@ -1148,10 +1148,14 @@ static void dfent_publish(struct cserver *s, struct dfent *e)
         }
 }
 
+/* Batches rows read from storage or an arrangement into dataflow_push() calls.  The
+ * rows a read hands out are valid during its callback only, so they are copied into
+ * `bytes` until the batch is pushed (which copies what it keeps). */
 struct feed {
         struct dataflow *df;
         size_t input;
         struct eval_update buf[256];
+        struct row_arena bytes;
         size_t n;
         uint64_t time;          /* for snapshot rows */
         struct row_error *err;
@@ -1165,7 +1169,21 @@ static int feed_flush(struct feed *f)
         if (f->n)
                 r = dataflow_push(f->df, f->input, f->buf, f->n, f->err);
         f->n = 0;
+        row_arena_reset(&f->bytes);
         return r;
+}
+
+static int feed_add(struct feed *f, const void *row, size_t len, uint64_t time, int64_t diff)
+{
+        void *copy = row_arena_alloc(&f->bytes, len ? len : 1);
+
+        if (!copy)
+                return -ENOMEM;
+        if (len)
+                memcpy(copy, row, len);
+        f->buf[f->n++] = (struct eval_update){ .row = copy, .len = len, .time = time, .diff = diff };
+        f->rows++;
+        return f->n == ELEMENTSOF(f->buf) ? feed_flush(f) : 0;
 }
 
 /* Rows of a snapshot (storage_row_fn and eval_emit_fn shapes). */
@@ -1173,9 +1191,7 @@ static int feed_row(const void *row, size_t len, int64_t count, void *userdata)
 {
         struct feed *f = userdata;
 
-        f->buf[f->n++] = (struct eval_update){ .row = row, .len = len, .time = f->time, .diff = count };
-        f->rows++;
-        return f->n == ELEMENTSOF(f->buf) ? feed_flush(f) : 0;
+        return feed_add(f, row, len, f->time, count);
 }
 
 static int feed_emit(void *userdata, const void *row, size_t len, int64_t diff)
@@ -1187,9 +1203,7 @@ static int feed_update(const void *row, size_t len, uint64_t time, int64_t diff,
 {
         struct feed *f = userdata;
 
-        f->buf[f->n++] = (struct eval_update){ .row = row, .len = len, .time = time, .diff = diff };
-        f->rows++;
-        return f->n == ELEMENTSOF(f->buf) ? feed_flush(f) : 0;
+        return feed_add(f, row, len, time, diff);
 }
 
 /* Feed input i of df with the contents of collection gid at `at` (as time at), then its
@@ -1242,8 +1256,10 @@ static int hydrate_input(struct cserver *s, struct dataflow *df, size_t i, uint6
                 if (r < 0)
                         goto fail;
         }
+        row_arena_done(&f.bytes);
         return (int)(f.rows > INT32_MAX ? INT32_MAX : f.rows);
 fail:
+        row_arena_done(&f.bytes);
         if (r == -EINVAL)
                 return r;       /* err set by dataflow_push() */
         if (r == -ENOMEM)
@@ -1918,6 +1934,7 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                         r = storage_snapshot(s, gid, pk->ts, feed_emit, &fd);
                 if (r >= 0)
                         r = feed_flush(&fd);
+                row_arena_done(&fd.bytes);
                 if (r == -EINVAL)
                         goto fail;              /* e set by the dataflow */
                 if (r == -ENOMEM) {
