@@ -25,7 +25,7 @@
  *    as many warm-up reads) where X, each holding --read-rows rows, is: a table without
  *    an index (reads the storage collection); a table with CREATE DEFAULT INDEX (reads the
  *    arrangement); a view over the first table with a default index; a materialized view
- *    of the same SQL.
+ *    of the same SQL; a table with an index on (k) alone.
  *
  * Prints raw lines as it goes, then a markdown table.  Asserts nothing about speed; exits
  * 1 when a statement failed or a poll timed out (that figure reads "failed").
@@ -540,30 +540,36 @@ static void section_reads(PGconn *c, uint64_t rows, uint64_t reads)
                 { "read: table with DEFAULT INDEX (arrangement)", "ti", "SELECT count(*) FROM ti" },
                 { "read: view with DEFAULT INDEX (arrangement)", "tv", "SELECT count(*) FROM tv" },
                 { "read: materialized view (storage)", "tm", "SELECT count(*) FROM tm" },
+                { "read: table with INDEX ON (k) (arrangement)", "tk", "SELECT count(*) FROM tk" },
         };
         struct load_result lr;
         unsigned polls;
 
         printf("## read latency: %" PRIu64 " rows each, %" PRIu64 " reads, 1 client\n", rows, reads);
-        if (!run(c, "CREATE TABLE t (k int, v int)") || !run(c, "CREATE TABLE ti (k int, v int)")) {
+        if (!run(c, "CREATE TABLE t (k int, v int)") || !run(c, "CREATE TABLE ti (k int, v int)") ||
+            !run(c, "CREATE TABLE tk (k int, v int)")) {
                 failed_row("read latency", "CREATE TABLE failed");
                 return;
         }
         lr = load("t", GEN_SEQ, 1, 1000, 0, rows, 0);
         if (!lr.failed)
                 lr = load("ti", GEN_SEQ, 1, 1000, 0, rows, 0);
+        if (!lr.failed)
+                lr = load("tk", GEN_SEQ, 1, 1000, 0, rows, 0);
         if (lr.failed) {
-                failed_row("read latency", "loading t or ti failed");
+                failed_row("read latency", "loading t, ti or tk failed");
                 return;
         }
         /* Each statement may fail on its own; the rows keep the order of targets[]. */
-        const char *why[4] = { NULL, NULL, NULL, NULL };
+        const char *why[ELEMENTSOF(targets)] = { NULL };
         if (!run(c, "CREATE DEFAULT INDEX ON ti"))
                 why[1] = "CREATE DEFAULT INDEX failed (see stderr)";
         if (!run(c, "CREATE VIEW tv AS SELECT k, v + 1 AS w FROM t") || !run(c, "CREATE DEFAULT INDEX ON tv"))
                 why[2] = "CREATE VIEW / INDEX failed (see stderr)";
         if (!run(c, "CREATE MATERIALIZED VIEW tm AS SELECT k, v + 1 AS w FROM t"))
                 why[3] = "CREATE MATERIALIZED VIEW failed (see stderr)";
+        if (!run(c, "CREATE INDEX tk_k ON tk (k)"))
+                why[4] = "CREATE INDEX failed (see stderr)";
         /* Wait until each holds every row (the table does: its INSERTs were acknowledged). */
         for (size_t i = 0; i < ELEMENTSOF(targets); i++)
                 if (!why[i] && targets[i].count_sql &&
