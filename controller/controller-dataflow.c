@@ -1949,7 +1949,7 @@ int arrangement_insert(struct arrangement *a, const struct eval_batch *updates)
 {
         struct aseg *s;
         uint64_t tmin = UINT64_MAX;
-        size_t old_n = a->n;
+        size_t old_n = a->n, from;
         bool sorted = true;
 
         if (updates->n == 0)
@@ -1983,6 +1983,8 @@ int arrangement_insert(struct arrangement *a, const struct eval_batch *updates)
                         a->cap = cap;
                 }
         }
+        /* Where the new entries must be merged in: after every old entry at <= tmin. */
+        from = log_upper_bound(a, tmin);
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -2017,13 +2019,8 @@ int arrangement_insert(struct arrangement *a, const struct eval_batch *updates)
         a->segs = s;
         a->seg_bytes += s->bytes;
         /* Keep the log sorted: re-sort from the first entry later than the new minimum. */
-        if (!sorted || (old_n > a->head && a->log[old_n - 1].time > tmin)) {
-                size_t from = log_upper_bound(a, tmin);
-
-                if (from > old_n)
-                        from = old_n;
+        if (!sorted || from < old_n)
                 qsort(a->log + from, a->n - from, sizeof(*a->log), cmp_alog);
-        }
         return 0;
 }
 
