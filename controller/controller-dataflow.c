@@ -162,7 +162,7 @@ static int bmap_insert(struct bmap *m, uint64_t hash, const void *key, size_t le
 
         if (len > UINT32_MAX)
                 return -E2BIG;
-        if (!m->heads || m->n + 1 > m->mask + 1) {
+        if (!m->heads || 2 * (m->n + 1) > m->mask + 1) {   /* load <= 1/2 */
                 r = bmap_grow(m);
                 if (r < 0)
                         return r;
@@ -1724,12 +1724,13 @@ static int cmp_time(const void *x, const void *y)
         return (a->time > b->time) - (a->time < b->time);
 }
 
-/* Drop the processed prefix of an input's buffer. */
+/* Drop the processed prefix of an input's buffer once it is at least half of it, so
+ * that many small steps over a large buffer copy each update O(1) times amortized. */
 static int input_trim(struct input *in)
 {
         struct eval_batch rest = EVAL_BATCH_INIT;
 
-        if (in->cursor == 0)
+        if (in->cursor == 0 || (in->cursor < in->pending.n && 2 * in->cursor < in->pending.n))
                 return 0;
         if (in->cursor == in->pending.n) {
                 eval_batch_clear(&in->pending);
