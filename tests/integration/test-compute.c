@@ -834,6 +834,7 @@ struct obj {
         const char *name;
         const char *select;     /* K_MV, K_VIEW: the defining SELECT; K_DDL: the statement */
         eval_fn *eval;
+        bool late;              /* created halfway through the workload: hydration */
         /* run-time */
         bool created, dead;
         int errors;
@@ -895,6 +896,19 @@ static struct obj objs[] = {
           "SELECT t1.a, count(*) AS n, sum(t2.c) AS sc FROM t1 JOIN t2 ON t1.a = t2.a GROUP BY t1.a", ev_same },
         { K_DDL, "i_same", "CREATE INDEX i_same ON v_same (a)", NULL },
         { K_MV, "mv_same", "SELECT * FROM v_same", ev_same },
+        /* Created over non-empty tables halfway through: hydration from a snapshot, then
+         * updates. */
+        { K_MV, "mv_group_late",
+          "SELECT a, count(*) AS n, count(b) AS nb, sum(b) AS sb, min(b) AS lo, max(b) AS hi "
+          "FROM t1 GROUP BY a", ev_group, .late = true },
+        { K_MV, "mv_join3_late",
+          "SELECT t1.a, t2.c, t3.d FROM t1, t2, t3 WHERE t1.a = t2.a AND t1.b = t3.b AND t2.c > 0", ev_join3,
+          .late = true },
+        { K_MV, "mv_over_mv_late", "SELECT a, n * 10 AS n10, hi - lo AS spread FROM mv_group WHERE n > 1",
+          ev_over_mv, .late = true },
+        { K_VIEW, "v_late", "SELECT count(*) AS n, count(c) AS nc, sum(c) AS sc, min(c) AS lo, max(c) AS hi FROM t2",
+          ev_global, .late = true },
+        { K_DDL, "i_late", "CREATE DEFAULT INDEX i_late ON v_late", NULL, .late = true },
 };
 #define NOBJS (sizeof(objs) / sizeof(objs[0]))
 
@@ -1324,13 +1338,17 @@ static void checkpoint(const struct state *cur)
         }
 }
 
-static bool create_objects(void)
+static void read_sinces(bool late);
+
+static bool create_objects(bool late)
 {
         bool all = true;
 
         for (size_t i = 0; i < NOBJS; i++) {
                 struct obj *o = &objs[i];
                 char *ddl = NULL;
+                if (o->late != late)
+                        continue;
                 if (o->kind == K_DDL) {
                         if (pg_ref)
                                 continue;
@@ -1388,6 +1406,11 @@ static void run_txns(int count, bool record)
                         hist[n_hist++] = next;
                 else
                         hist[n_hist - 1] = next;
+                if (k == N_TX / 2) {
+                        CU_ASSERT(create_objects(true));
+                        if (!pg_ref)
+                                read_sinces(true);
+                }
                 if (pg_ref || k % CHECK_EVERY == 0)
                         checkpoint(&next);
                 /* And a few earlier times of every MV while the workload goes on (a
@@ -1401,6 +1424,29 @@ static void run_txns(int count, bool record)
 }
 
 #define HIST_CAP (N_TX + 200)
+
+/* Each MV's since right after creation: every recorded time from it on must stay
+ * readable (MVs keep their history). */
+static void read_sinces(bool late)
+{
+        for (size_t i = 0; i < NOBJS; i++) {
+                char q[256];
+                struct obj *o = &objs[i];
+                if (o->kind != K_MV || !o->created || o->late != late)
+                        continue;
+                snprintf(q, sizeof(q), "SELECT f.read_frontier FROM coord_frontiers f, coord_objects o "
+                                       "WHERE f.object_id = o.id AND o.name = '%s'", o->name);
+                for (int w = 0; w < 50 && !(o->since = scalar_u64(C, q)); w++)
+                        usleep(100 * 1000);
+                if (!o->since) {
+                        o->since = scalar_u64(C, "SELECT mz_now()");
+                        printf("\n    note: no frontiers for %s 5 s after its creation; compared from %" PRIu64,
+                               o->name, o->since);
+                } else if (o->since > hist[n_hist - 1].t)
+                        printf("\n    note: %s since %" PRIu64 " is after the last recorded time %" PRIu64,
+                               o->name, o->since, hist[n_hist - 1].t);
+        }
+}
 
 static void print_counts(const char *when, uint64_t t0)
 {
@@ -1431,28 +1477,11 @@ static void test_property(void)
         CU_ASSERT_FATAL(ok(C, "CREATE TABLE t1 (a int, b int)"));
         CU_ASSERT_FATAL(ok(C, "CREATE TABLE t2 (a int, c int)"));
         CU_ASSERT_FATAL(ok(C, "CREATE TABLE t3 (b int, d text)"));
-        CU_ASSERT(create_objects());
+        CU_ASSERT(create_objects(false));
         n_hist = 1;
         hist[0].t = pg_ref ? 0 : scalar_u64(C, "SELECT mz_now()");
-        if (!pg_ref) {
-                /* Each MV's since right after creation: every recorded time from it on
-                 * must stay readable (MVs keep their history). */
-                for (size_t i = 0; i < NOBJS; i++) {
-                        char q[256];
-                        struct obj *o = &objs[i];
-                        if (o->kind != K_MV || !o->created)
-                                continue;
-                        snprintf(q, sizeof(q), "SELECT f.read_frontier FROM coord_frontiers f, coord_objects o "
-                                               "WHERE f.object_id = o.id AND o.name = '%s'", o->name);
-                        for (int w = 0; w < 50 && !(o->since = scalar_u64(C, q)); w++)
-                                usleep(100 * 1000);
-                        if (!o->since)
-                                printf("\n    note: no frontiers for %s 5 s after its creation", o->name);
-                        if (o->since > hist[0].t)
-                                printf("\n    note: %s since %" PRIu64 " is after the first recorded time %" PRIu64,
-                                       o->name, o->since, hist[0].t);
-                }
-        }
+        if (!pg_ref)
+                read_sinces(false);
         checkpoint(&hist[0]);
         run_txns(N_TX, true);
         print_counts("workload done", t0);
