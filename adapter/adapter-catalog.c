@@ -14,6 +14,7 @@
 #include "adapter-catalog.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,7 +130,79 @@ static void item_free(struct acat_item *it)
         free(it->columns);
         free(it->name);
         free(it->create_sql);
+        if (it->plan)
+                coord__plan__relation__free_unpacked(it->plan, NULL);
+        free(it->plan_bytes);
+        free(it->logical_inputs);
+        free(it->physical_inputs);
+        free(it->refs);
+        free(it->keys);
+        free(it->dependents);
         free(it);
+}
+
+static uint64_t *u64_dup(const uint64_t *v, size_t n)
+{
+        uint64_t *d = malloc((n ? n : 1) * sizeof(*d));
+
+        if (d && n)
+                memcpy(d, v, n * sizeof(*d));
+        return d;
+}
+
+/* The definition fields shared by item_from_proto() and acat_create_begin(). */
+static int item_set_definition(struct acat_item *it, const uint8_t *plan, size_t plan_len,
+                               const uint64_t *li, size_t nli, const uint64_t *pi, size_t npi,
+                               const uint64_t *refs, size_t nrefs, const uint32_t *keys, size_t nkeys)
+{
+        if (plan_len) {
+                it->plan_bytes = malloc(plan_len);
+                if (!it->plan_bytes)
+                        return -ENOMEM;
+                memcpy(it->plan_bytes, plan, plan_len);
+                it->plan_len = plan_len;
+                it->plan = coord__plan__relation__unpack(NULL, plan_len, plan);
+                if (!it->plan)
+                        return -EBADMSG;
+        }
+        it->logical_inputs = u64_dup(li, nli);
+        it->physical_inputs = u64_dup(pi, npi);
+        it->refs = u64_dup(refs, nrefs);
+        it->keys = malloc((nkeys ? nkeys : 1) * sizeof(*it->keys));
+        if (!it->logical_inputs || !it->physical_inputs || !it->refs || !it->keys)
+                return -ENOMEM;
+        if (nkeys)
+                memcpy(it->keys, keys, nkeys * sizeof(*keys));
+        it->n_logical = nli;
+        it->n_physical = npi;
+        it->n_refs = nrefs;
+        it->n_keys = nkeys;
+        return 0;
+}
+
+/* ---- dependencies (in memory) ---- */
+
+static int dependent_add(struct acat_item *it, uint64_t gid)
+{
+        if (it->n_dependents == it->cap_dependents) {
+                size_t cap = it->cap_dependents ? it->cap_dependents * 2 : 4;
+                uint64_t *n = realloc(it->dependents, cap * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                it->dependents = n;
+                it->cap_dependents = cap;
+        }
+        it->dependents[it->n_dependents++] = gid;
+        return 0;
+}
+
+static void dependent_remove(struct acat_item *it, uint64_t gid)
+{
+        for (size_t i = 0; i < it->n_dependents; i++)
+                if (it->dependents[i] == gid) {
+                        it->dependents[i] = it->dependents[--it->n_dependents];
+                        return;
+                }
 }
 
 static size_t items_lower_bound(const struct adapter_catalog *ac, uint64_t gid)
@@ -198,6 +271,47 @@ static int items_add(struct adapter_catalog *ac, struct acat_item *it)
         return 0;
 }
 
+/* The oldest live index on `target`, or 0. */
+static uint64_t oldest_index(const struct adapter_catalog *ac, const struct acat_item *target)
+{
+        uint64_t best = 0;
+
+        for (size_t i = 0; i < target->n_dependents; i++) {
+                const struct acat_item *d = acat_by_gid(ac, target->dependents[i]);
+                if (d && !d->pending && d->kind == SQL_OBJECT_INDEX && d->on_id == target->gid &&
+                    (!best || d->gid < best))
+                        best = d->gid;
+        }
+        return best;
+}
+
+/* Make `it` a dependent of each of its refs (at load, or when its create begins). */
+static int deps_link(struct adapter_catalog *ac, struct acat_item *it)
+{
+        for (size_t i = 0; i < it->n_refs; i++) {
+                struct acat_item *ref = (struct acat_item *)acat_by_gid(ac, it->refs[i]);
+                int r;
+                if (!ref)
+                        return -EBADMSG;
+                r = dependent_add(ref, it->gid);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void deps_unlink(struct adapter_catalog *ac, struct acat_item *it)
+{
+        for (size_t i = 0; i < it->n_refs; i++) {
+                struct acat_item *ref = (struct acat_item *)acat_by_gid(ac, it->refs[i]);
+                if (!ref)
+                        continue;
+                dependent_remove(ref, it->gid);
+                if (it->kind == SQL_OBJECT_INDEX && ref->gid == it->on_id)
+                        ref->index_id = oldest_index(ac, ref);
+        }
+}
+
 static void items_remove(struct adapter_catalog *ac, uint64_t gid)
 {
         size_t pos = items_lower_bound(ac, gid);
@@ -207,6 +321,7 @@ static void items_remove(struct adapter_catalog *ac, uint64_t gid)
                 return;
         it = ac->items[pos];
         assert(!it->builtin);
+        deps_unlink(ac, it);
         slot = names_slot(ac, it->name);
         assert(slot && *slot == it);
         *slot = TOMBSTONE;
@@ -267,6 +382,14 @@ static struct acat_item *item_from_proto(const Coord__CatalogItem *p)
                 if (!it->columns[i].name)
                         goto fail;
         }
+        if (item_set_definition(it, p->plan.data, p->plan.len, p->logical_inputs, p->n_logical_inputs,
+                                p->physical_inputs, p->n_physical_inputs, p->refs, p->n_refs,
+                                p->keys, p->n_keys) < 0)
+                goto fail;
+        it->on_id = p->on_id;
+        it->as_of = p->as_of;
+        it->retain_history_ms = p->retain_history_ms;
+        it->nondeterministic = p->nondeterministic;
         return it;
 fail:
         item_free(it);
@@ -303,6 +426,20 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
         p.created_at = it->created_at;
         p.n_columns = it->n_columns;
         p.columns = colp;
+        p.plan.data = it->plan_bytes;
+        p.plan.len = it->plan_len;
+        p.logical_inputs = it->logical_inputs;
+        p.n_logical_inputs = it->n_logical;
+        p.physical_inputs = it->physical_inputs;
+        p.n_physical_inputs = it->n_physical;
+        p.refs = it->refs;
+        p.n_refs = it->n_refs;
+        p.on_id = it->on_id;
+        p.keys = it->keys;
+        p.n_keys = it->n_keys;
+        p.as_of = it->as_of;
+        p.retain_history_ms = it->retain_history_ms;
+        p.nondeterministic = it->nondeterministic;
         len = coord__catalog_item__get_packed_size(&p);
         buf = malloc(len ? len : 1);
         if (buf)
@@ -395,6 +532,15 @@ int acat_open(struct catalog *store, struct adapter_catalog **ret)
         r = load_items(ac);
         if (r < 0)
                 goto fail;
+        /* Dependencies are kept in memory only: link every item to its refs (items
+         * load in GlobalId order, and refs are always older than their dependents). */
+        for (size_t i = ac->n_builtin; i < ac->n_items; i++) {
+                r = deps_link(ac, ac->items[i]);
+                if (r < 0)
+                        goto fail;
+        }
+        for (size_t i = 0; i < ac->n_items; i++)
+                ac->items[i]->index_id = oldest_index(ac, ac->items[i]);
         /* Concurrent DDL commits in any order within a group, so the meta record may
          * lag the largest GlobalId taken: never hand one out twice (note 3). */
         if (ac->n_items > ac->n_builtin && ac->items[ac->n_items - 1]->gid >= ac->next_gid)
@@ -410,8 +556,16 @@ struct adapter_catalog *acat_free(struct adapter_catalog *ac)
 {
         if (!ac)
                 return NULL;
-        for (size_t i = 0; i < ac->n_items; i++)
+        for (size_t i = 0; i < ac->n_items; i++) {
+                if (ac->items[i]->builtin) {
+                        /* static storage: only the dependents array is ours */
+                        free(ac->items[i]->dependents);
+                        ac->items[i]->dependents = NULL;
+                        ac->items[i]->n_dependents = ac->items[i]->cap_dependents = 0;
+                        ac->items[i]->index_id = 0;
+                }
                 item_free(ac->items[i]);
+        }
         /* Creations whose commit never finished live only in the name index. */
         for (size_t i = 0; i < ac->n_names_cap; i++)
                 if (ac->names[i] && ac->names[i] != TOMBSTONE && ac->names[i]->pending)
@@ -434,6 +588,11 @@ static int acat_lookup(void *userdata, const char *name, struct sql_relation *re
         ret->kind = it->kind;
         ret->columns = it->columns;
         ret->n_columns = it->n_columns;
+        ret->plan = it->kind == SQL_OBJECT_VIEW ? it->plan : NULL;
+        ret->inputs = it->logical_inputs;
+        ret->n_inputs = it->n_logical;
+        ret->deterministic = !it->nondeterministic;
+        ret->index_id = it->index_id;
         return 0;
 }
 
@@ -522,20 +681,38 @@ static void name_release(struct adapter_catalog *ac, struct acat_item *it)
         ac->n_names_used--;
 }
 
-int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_table *ct,
-                            const char *create_sql, uint64_t ts, struct acat_txn **ret,
-                            struct row_error *err)
+static bool kind_has_bound(enum sql_object_kind k)
+{
+        /* Storage collections get a birth bound; a view has no data, and an index's bound
+         * appears at its first publication (issue 5). */
+        return k == SQL_OBJECT_TABLE || k == SQL_OBJECT_MATERIALIZED_VIEW || k == SQL_OBJECT_SOURCE;
+}
+
+int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
+                      struct acat_txn **ret, struct row_error *err)
 {
         struct acat_txn *t = NULL;
         struct acat_item *it = NULL;
         uint8_t *ival = NULL, bval[32];
         Coord__CatalogBound bound = COORD__CATALOG_BOUND__INIT;
-        size_t ilen = 0, blen;
+        uint8_t *planbuf = NULL;
+        size_t ilen = 0, blen = 0, plen = 0;
+        bool has_bound = kind_has_bound(ni->kind), linked = false;
         int r;
 
         /* Validate on the final state: pending creations hold their names too. */
-        if (acat_by_name(ac, ct->name))
-                return row_error_set(err, -EINVAL, "42P07", "relation \"%s\" already exists", ct->name);
+        if (acat_by_name(ac, ni->name))
+                return row_error_set(err, -EINVAL, "42P07", "%s \"%s\" already exists",
+                                     ni->kind == SQL_OBJECT_INDEX ? "relation" : "relation", ni->name);
+        for (size_t i = 0; i < ni->n_refs; i++) {
+                const struct acat_item *ref = acat_by_gid(ac, ni->refs[i]);
+                if (!ref || ref->pending)
+                        return row_error_set(err, -EINVAL, "42P01", "object %llu does not exist",
+                                             (unsigned long long)ni->refs[i]);
+                if (ref->dropping)
+                        return row_error_set(err, -EINVAL, "55006",
+                                             "\"%s\" is being dropped by another session", ref->name);
+        }
         it = calloc(1, sizeof(*it));
         t = calloc(1, sizeof(*t));
         if (!it || !t) {
@@ -543,31 +720,54 @@ int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_
                 goto fail;
         }
         it->gid = ac->next_gid;
-        it->kind = SQL_OBJECT_TABLE;
+        it->kind = ni->kind;
         it->created_at = ts;
         it->pending = true;
-        it->name = strdup(ct->name);
-        it->create_sql = strdup(create_sql ? create_sql : "");
-        it->columns = calloc(ct->n_columns ? ct->n_columns : 1, sizeof(*it->columns));
+        it->name = strdup(ni->name);
+        it->create_sql = strdup(ni->create_sql ? ni->create_sql : "");
+        it->columns = calloc(ni->n_columns ? ni->n_columns : 1, sizeof(*it->columns));
         if (!it->name || !it->create_sql || !it->columns) {
                 r = -ENOMEM;
                 goto fail;
         }
-        for (size_t i = 0; i < ct->n_columns; i++) {
-                it->columns[i] = ct->columns[i];
-                it->columns[i].name = strdup(ct->columns[i].name);
+        for (size_t i = 0; i < ni->n_columns; i++) {
+                it->columns[i] = ni->columns[i];
+                it->columns[i].name = strdup(ni->columns[i].name);
                 it->n_columns++;
                 if (!it->columns[i].name) {
                         r = -ENOMEM;
                         goto fail;
                 }
         }
+        if (ni->plan) {
+                plen = coord__plan__relation__get_packed_size(ni->plan);
+                planbuf = malloc(plen ? plen : 1);
+                if (!planbuf) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                coord__plan__relation__pack(ni->plan, planbuf);
+        }
+        r = item_set_definition(it, planbuf, plen, ni->logical_inputs, ni->n_logical,
+                                ni->physical_inputs, ni->n_physical, ni->refs, ni->n_refs,
+                                ni->keys, ni->n_keys);
+        free(planbuf);
+        if (r < 0)
+                goto fail;
+        it->on_id = ni->on_id;
+        it->as_of = ni->as_of;
+        it->retain_history_ms = ni->retain_history_ms;
+        it->nondeterministic = ni->nondeterministic;
         r = item_encode(it, &ival, &ilen);
         if (r < 0)
                 goto fail;
-        bound.gid = it->gid;
-        bound.bound = ts;       /* birth: readable from its creation on */
-        blen = coord__catalog_bound__pack(&bound, bval);
+        if (has_bound) {
+                bound.gid = it->gid;
+                /* birth: readable from its creation on (a materialized view from its
+                 * as-of, where its history starts) */
+                bound.bound = it->kind == SQL_OBJECT_MATERIALIZED_VIEW ? ni->as_of : ts;
+                blen = coord__catalog_bound__pack(&bound, bval);
+        }
         t->create = true;
         t->items = calloc(1, sizeof(*t->items));
         t->ops = calloc(3, sizeof(*t->ops));
@@ -585,14 +785,19 @@ int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_
                 key_put(bkey, KEY_BOUND, it->gid);
                 be64_put(next, it->gid + 1);
                 memcpy(iv, ival, ilen);
-                memcpy(bv, bval, blen);
-                t->ops[0] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, ikey, 9, iv, ilen };
-                t->ops[1] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, bkey, 9, bv, blen };
-                t->ops[2] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_META, META_NEXT_GID,
-                                                 strlen(META_NEXT_GID), next, 8 };
-                t->n_ops = 3;
+                t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, ikey, 9, iv, ilen };
+                if (has_bound) {
+                        memcpy(bv, bval, blen);
+                        t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, bkey, 9, bv, blen };
+                }
+                t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_META, META_NEXT_GID,
+                                                          strlen(META_NEXT_GID), next, 8 };
         }
         free(ival);
+        r = deps_link(ac, it);
+        linked = true;
+        if (r < 0)
+                goto fail;
         r = name_reserve(ac, it);
         if (r < 0)
                 goto fail;
@@ -603,56 +808,152 @@ int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_
         *ret = t;
         return 0;
 fail:
+        if (linked)
+                deps_unlink(ac, it);
         item_free(it);
         txn_free(t);
         return r;
 }
 
-int acat_drop_begin(struct adapter_catalog *ac, const uint64_t *gids, size_t n,
+int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_table *ct,
+                            const char *create_sql, uint64_t ts, struct acat_txn **ret,
+                            struct row_error *err)
+{
+        struct acat_new_item ni = {
+                .name = ct->name, .kind = SQL_OBJECT_TABLE, .create_sql = create_sql,
+                .columns = ct->columns, .n_columns = ct->n_columns,
+        };
+
+        return acat_create_begin(ac, &ni, ts, ret, err);
+}
+
+/* Drop closure, dependents first (DFS post-order). */
+struct drop_walk {
+        struct adapter_catalog *ac;
+        const uint64_t *roots;
+        size_t n_roots;
+        bool cascade;
+        struct acat_item **out;
+        size_t n, cap;
+        struct row_error *err;
+};
+
+static bool walk_has(const struct drop_walk *w, uint64_t gid)
+{
+        for (size_t i = 0; i < w->n; i++)
+                if (w->out[i]->gid == gid)
+                        return true;
+        return false;
+}
+
+static bool walk_is_root(const struct drop_walk *w, uint64_t gid)
+{
+        for (size_t i = 0; i < w->n_roots; i++)
+                if (w->roots[i] == gid)
+                        return true;
+        return false;
+}
+
+static int walk_visit(struct drop_walk *w, struct acat_item *it, unsigned depth)
+{
+        if (walk_has(w, it->gid))
+                return 0;
+        if (depth > 10000)
+                return row_error_set(w->err, -EINVAL, "54001", "dependency chain too deep");
+        if (it->builtin)
+                return row_error_set(w->err, -EINVAL, "42809", "cannot drop built-in relation \"%s\"",
+                                     it->name);
+        if (it->dropping)
+                return row_error_set(w->err, -EINVAL, "55006",
+                                     "%s \"%s\" is being dropped by another session",
+                                     acat_kind_name(it->kind), it->name);
+        for (size_t i = 0; i < it->n_dependents; i++) {
+                struct acat_item *d = (struct acat_item *)acat_by_gid(w->ac, it->dependents[i]);
+                int r;
+
+                if (!d) {
+                        /* a pending creation: only in the name index */
+                        return row_error_set(w->err, -EINVAL, "55006",
+                                             "an object that depends on %s \"%s\" is being created by "
+                                             "another session", acat_kind_name(it->kind), it->name);
+                }
+                if (walk_has(w, d->gid))
+                        continue;
+                if (!w->cascade && !walk_is_root(w, d->gid) &&
+                    !(d->kind == SQL_OBJECT_INDEX && d->on_id == it->gid)) {
+                        row_error_set(w->err, -EINVAL, "2BP01",
+                                      "cannot drop %s %s because other objects depend on it",
+                                      acat_kind_name(it->kind), it->name);
+                        snprintf(w->err->detail, sizeof(w->err->detail), "%s %s depends on %s %s",
+                                 acat_kind_name(d->kind), d->name, acat_kind_name(it->kind), it->name);
+                        snprintf(w->err->hint, sizeof(w->err->hint),
+                                 "Use DROP ... CASCADE to drop the dependent objects too.");
+                        return -EINVAL;
+                }
+                r = walk_visit(w, d, depth + 1);
+                if (r < 0)
+                        return r;
+        }
+        if (w->n == w->cap) {
+                size_t cap = w->cap ? w->cap * 2 : 8;
+                struct acat_item **n = realloc(w->out, cap * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                w->out = n;
+                w->cap = cap;
+        }
+        w->out[w->n++] = it;
+        return 0;
+}
+
+int acat_drop_begin(struct adapter_catalog *ac, const uint64_t *gids, size_t n, bool cascade,
                     struct acat_txn **ret, struct row_error *err)
 {
+        struct drop_walk w = { .ac = ac, .roots = gids, .n_roots = n, .cascade = cascade, .err = err };
         struct acat_txn *t;
+        int r;
 
         for (size_t i = 0; i < n; i++) {
-                const struct acat_item *it = acat_by_gid(ac, gids[i]);
-                if (!it)
-                        return row_error_set(err, -EINVAL, "42P01", "object %llu does not exist",
-                                             (unsigned long long)gids[i]);
-                if (it->builtin)
-                        return row_error_set(err, -EINVAL, "42809",
-                                             "cannot drop built-in relation \"%s\"", it->name);
-                if (it->dropping)
-                        return row_error_set(err, -EINVAL, "55006",
-                                             "relation \"%s\" is being dropped by another session",
-                                             it->name);
-                for (size_t j = 0; j < i; j++)
-                        if (gids[j] == gids[i])
-                                return row_error_set(err, -EINVAL, "42P01",
-                                                     "object %llu named twice", (unsigned long long)gids[i]);
+                struct acat_item *it = (struct acat_item *)acat_by_gid(ac, gids[i]);
+                if (!it) {
+                        r = row_error_set(err, -EINVAL, "42P01", "object %llu does not exist",
+                                          (unsigned long long)gids[i]);
+                        goto fail_walk;
+                }
+                r = walk_visit(&w, it, 0);
+                if (r < 0)
+                        goto fail_walk;
         }
+        n = w.n;
         t = calloc(1, sizeof(*t));
-        if (!t)
-                return -ENOMEM;
-        t->items = calloc(n ? n : 1, sizeof(*t->items));
+        if (!t) {
+                r = -ENOMEM;
+                goto fail_walk;
+        }
+        t->items = w.out;
+        w.out = NULL;
         t->ops = calloc(2 * n + 1, sizeof(*t->ops));
         t->buf = malloc(18 * n + 1);
-        if (!t->items || !t->ops || !t->buf) {
+        if (!t->ops || !t->buf) {
                 txn_free(t);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
                 uint8_t *ikey = t->buf + 18 * i, *bkey = ikey + 9;
-                struct acat_item *it = (struct acat_item *)acat_by_gid(ac, gids[i]);
+                struct acat_item *it = t->items[i];
 
-                key_put(ikey, KEY_ITEM, gids[i]);
-                key_put(bkey, KEY_BOUND, gids[i]);
+                key_put(ikey, KEY_ITEM, it->gid);
+                key_put(bkey, KEY_BOUND, it->gid);
                 t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_DELETE, CATALOG_CF_STATE, ikey, 9, NULL, 0 };
                 t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_DELETE, CATALOG_CF_STATE, bkey, 9, NULL, 0 };
                 it->dropping = true;
-                t->items[t->n_items++] = it;
         }
+        t->n_items = n;
         *ret = t;
         return 0;
+fail_walk:
+        free(w.out);
+        return r;
 }
 
 void acat_txn_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_result)
@@ -663,13 +964,20 @@ void acat_txn_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_
                 assert(it->pending);
                 if (commit_result == 0 && items_array_add(ac, it) == 0) {
                         it->pending = false;
+                        if (it->kind == SQL_OBJECT_INDEX) {
+                                struct acat_item *on = (struct acat_item *)acat_by_gid(ac, it->on_id);
+                                if (on)
+                                        on->index_id = oldest_index(ac, on);
+                        }
                 } else {
                         /* Not committed (or no memory to show it: the caller stops
                          * writing on any error here).  Give the name back. */
+                        deps_unlink(ac, it);
                         name_release(ac, it);
                         item_free(it);
                 }
         } else {
+                /* dependents first: each removal unlinks the item from its refs */
                 for (size_t i = 0; i < t->n_items; i++) {
                         assert(t->items[i]->dropping);
                         if (commit_result == 0)

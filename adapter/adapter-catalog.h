@@ -40,6 +40,50 @@ struct acat_item {
         bool pending;                   /* created, commit in progress: name reserved,
                                          * invisible to statements */
         bool dropping;                  /* dropped, commit in progress */
+
+        /* Views, materialized views and indexes (CatalogItem fields 7-15). */
+        Coord__Plan__Relation *plan;    /* unpacked from plan_bytes, or NULL */
+        uint8_t *plan_bytes;
+        size_t plan_len;
+        uint64_t *logical_inputs;       /* ascending */
+        size_t n_logical;
+        uint64_t *physical_inputs;      /* ascending */
+        size_t n_physical;
+        uint64_t *refs;                 /* objects named directly: its dependencies */
+        size_t n_refs;
+        uint64_t on_id;                 /* index: the object indexed */
+        uint32_t *keys;                 /* index: key columns */
+        size_t n_keys;
+        uint64_t as_of;                 /* materialized view, index */
+        uint64_t retain_history_ms;
+        bool nondeterministic;
+
+        /* In memory only, rebuilt at load: */
+        uint64_t index_id;              /* the oldest index on this object, 0 if none */
+        uint64_t *dependents;           /* items (pending ones too) whose refs name it */
+        size_t n_dependents, cap_dependents;
+};
+
+/* What a CREATE puts in a new item (everything is copied). */
+struct acat_new_item {
+        const char *name;
+        enum sql_object_kind kind;
+        const char *create_sql;
+        const struct sql_column *columns;
+        size_t n_columns;
+        const Coord__Plan__Relation *plan;      /* NULL for a table */
+        const uint64_t *logical_inputs;
+        size_t n_logical;
+        const uint64_t *physical_inputs;
+        size_t n_physical;
+        const uint64_t *refs;
+        size_t n_refs;
+        uint64_t on_id;
+        const uint32_t *keys;
+        size_t n_keys;
+        uint64_t as_of;
+        uint64_t retain_history_ms;
+        bool nondeterministic;
 };
 
 int acat_open(struct catalog *store, struct adapter_catalog **ret);
@@ -71,7 +115,16 @@ struct acat_txn;
 int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_table *ct,
                             const char *create_sql, uint64_t ts, struct acat_txn **ret,
                             struct row_error *err);
-int acat_drop_begin(struct adapter_catalog *ac, const uint64_t *gids, size_t n,
+/* Any kind of item.  Every ref must exist and not be on its way out (a concurrent DROP
+ * of an input fails with 55006 until this commit finishes, and vice versa).  The new
+ * item is a dependent of its refs from now on, so a DROP of one of them sees it. */
+int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
+                      struct acat_txn **ret, struct row_error *err);
+/* Drop gids.  An object's indexes go with it.  Any other dependent (an item whose SQL
+ * names a dropped object) fails the drop with 2BP01, unless `cascade`: then every
+ * dependent, transitively, is dropped in the same transaction.  The txn's items are
+ * in dependents-first order (what to retire first). */
+int acat_drop_begin(struct adapter_catalog *ac, const uint64_t *gids, size_t n, bool cascade,
                     struct acat_txn **ret, struct row_error *err);
 const struct catalog_op *acat_txn_ops(const struct acat_txn *t, size_t *ret_n);
 /* The created item (create) or the dropped items (drop), valid until finish. */

@@ -248,6 +248,66 @@ static int ensure_collections(struct exec *ex, bool complete, uint64_t only_gid)
         return rq ? 0 : -ENOMEM;
 }
 
+/* Tell the controller to install the dataflows of materialized views and indexes:
+ * every one (complete, after a (re)connection) or only_gid's.  Materialized views and
+ * indexes are created in GlobalId order, so an input is always installed first. */
+static int ensure_dataflows(struct exec *ex, bool complete, uint64_t only_gid)
+{
+        const struct acat_item *const *items;
+        size_t n = acat_items(ex->cat, &items), k = 0;
+        Coord__CreateDataflows msg = COORD__CREATE_DATAFLOWS__INIT;
+        Coord__DataflowSpec *specs = NULL, **specp = NULL;
+        Coord__Plan__Type *types = NULL;
+        size_t n_types = 0;
+        struct request *rq;
+
+        for (size_t i = 0; i < n; i++)
+                if (items[i]->kind == SQL_OBJECT_MATERIALIZED_VIEW || items[i]->kind == SQL_OBJECT_INDEX)
+                        n_types += items[i]->n_columns;
+        specs = calloc(n ? n : 1, sizeof(*specs));
+        specp = calloc(n ? n : 1, sizeof(*specp));
+        types = calloc(n_types ? n_types : 1, sizeof(*types));
+        if (!specs || !specp || !types) {
+                free(specs);
+                free(specp);
+                free(types);
+                return -ENOMEM;
+        }
+        n_types = 0;
+        for (size_t i = 0; i < n; i++) {
+                const struct acat_item *it = items[i];
+                Coord__DataflowSpec *sp = &specs[k];
+
+                if ((it->kind != SQL_OBJECT_MATERIALIZED_VIEW && it->kind != SQL_OBJECT_INDEX) ||
+                    (only_gid && it->gid != only_gid) || !it->plan)
+                        continue;
+                coord__dataflow_spec__init(sp);
+                sp->gid = it->gid;
+                sp->kind = it->kind == SQL_OBJECT_INDEX ? COORD__DATAFLOW_KIND__DATAFLOW_INDEX
+                                                        : COORD__DATAFLOW_KIND__DATAFLOW_MATERIALIZED_VIEW;
+                sp->plan = it->plan;
+                sp->column_types = &types[n_types];
+                for (size_t c = 0; c < it->n_columns; c++)
+                        types[n_types++] = (Coord__Plan__Type)it->columns[c].type;
+                sp->n_column_types = it->n_columns;
+                sp->as_of = it->as_of;
+                sp->on_id = it->on_id;
+                sp->keys = it->keys;
+                sp->n_keys = it->n_keys;
+                specp[k++] = sp;
+        }
+        msg.dataflows = specp;
+        msg.n_dataflows = k;
+        msg.complete = complete;
+        rq = (k || complete) ? request_new(ex, COORD__MSG_TYPE__MSG_CREATE_DATAFLOWS, &msg.base,
+                                           request_logged, NULL)
+                             : (struct request *)1;
+        free(specs);
+        free(specp);
+        free(types);
+        return rq ? 0 : -ENOMEM;
+}
+
 /* ---- groups ---- */
 
 static struct group *group_open(struct exec *ex)
@@ -535,10 +595,15 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                 const struct acat_item *it = acat_txn_item(d->txn, 0);
                 uint64_t gid = it->gid;
 
+                enum sql_object_kind kind = it->kind;
+
                 acat_txn_finish(ex->cat, d->txn, 0);
-                log_info("table_created", "gid=%llu seq=%llu", (unsigned long long)gid,
-                         (unsigned long long)seq);
-                (void)ensure_collections(ex, false, gid);
+                log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
+                         acat_kind_name(kind), (unsigned long long)seq);
+                if (kind == SQL_OBJECT_TABLE)
+                        (void)ensure_collections(ex, false, gid);
+                else if (kind == SQL_OBJECT_MATERIALIZED_VIEW || kind == SQL_OBJECT_INDEX)
+                        (void)ensure_dataflows(ex, false, gid);
                 r = objects_write(ex, s, acat_by_gid(ex->cat, gid), +1);
         } else {
                 Coord__DropCollections msg = COORD__DROP_COLLECTIONS__INIT;
@@ -628,6 +693,107 @@ static int exec_create_table(struct session *s, struct sql_stmt *st)
         return ddl_submit(s, txn, true);
 }
 
+/* The as-of of a new materialized view or index (DESIGN section 4): the largest since of
+ * its logical inputs, as the frontier ring shows them (issue 5 uses committed bounds),
+ * and never before an input's birth.  The controller raises it if an input moved on. */
+static uint64_t choose_as_of(struct exec *ex, const uint64_t *inputs, size_t n)
+{
+        struct fring_reader *rd = node_ring(ex->node);
+        uint64_t as_of = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct acat_item *it = acat_by_gid(ex->cat, inputs[i]);
+                struct fring_frontier f;
+
+                if (it && it->created_at > as_of)
+                        as_of = it->created_at;
+                if (it && it->kind == SQL_OBJECT_MATERIALIZED_VIEW && it->as_of > as_of)
+                        as_of = it->as_of;
+                if (rd && fring_lookup(rd, inputs[i], &f) == 0 && f.since > as_of)
+                        as_of = f.since;
+        }
+        if (!as_of)
+                as_of = oracle_read_ts(ex->oracle);     /* a constant: now */
+        return as_of;
+}
+
+static int create_begin_or_error(struct session *s, const struct acat_new_item *ni, uint64_t ts,
+                                 struct acat_txn **txn)
+{
+        struct row_error err = { .position = 0 };
+        int r = acat_create_begin(s->ex->cat, ni, ts, txn, &err);
+
+        if (r == -EINVAL) {
+                send_row_error(s->c, &err);
+                return -ECANCELED;
+        }
+        return r;
+}
+
+/* CREATE VIEW and CREATE MATERIALIZED VIEW: one catalog transaction {item, birth bound};
+ * the client is answered after the commit; the controller installs the dataflow. */
+static int exec_create_view(struct session *s, struct sql_stmt *st)
+{
+        struct exec *ex = s->ex;
+        const struct sql_create_view *cv = &st->create_view;
+        bool mv = st->kind == SQL_STMT_CREATE_MATERIALIZED_VIEW;
+        struct acat_new_item ni = {
+                .name = cv->name, .kind = mv ? SQL_OBJECT_MATERIALIZED_VIEW : SQL_OBJECT_VIEW,
+                .create_sql = st->sql, .columns = cv->columns, .n_columns = cv->n_columns,
+                .plan = cv->plan, .logical_inputs = st->inputs, .n_logical = st->n_inputs,
+                .physical_inputs = st->physical_inputs, .n_physical = st->n_physical_inputs,
+                .refs = st->references, .n_refs = st->n_references,
+                .retain_history_ms = cv->retain_history_ms, .nondeterministic = !cv->deterministic,
+        };
+        struct acat_txn *txn;
+        uint64_t ts;
+        int r;
+
+        if (cv->exists)
+                return STMT_DONE;       /* IF NOT EXISTS: the notice went out */
+        if (ex->fatal)
+                return ex->fatal;
+        r = oracle_write_ts(ex->oracle, &ts);
+        if (r < 0)
+                return r;
+        if (mv)
+                ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs);
+        r = create_begin_or_error(s, &ni, ts, &txn);
+        if (r < 0)
+                return r;
+        return ddl_submit(s, txn, true);
+}
+
+static int exec_create_index(struct session *s, struct sql_stmt *st)
+{
+        struct exec *ex = s->ex;
+        const struct sql_create_index *ci = &st->create_index;
+        struct acat_new_item ni = {
+                .name = ci->name, .kind = SQL_OBJECT_INDEX, .create_sql = st->sql,
+                .columns = ci->columns, .n_columns = ci->n_columns, .plan = ci->plan,
+                .logical_inputs = st->inputs, .n_logical = st->n_inputs,
+                .physical_inputs = st->physical_inputs, .n_physical = st->n_physical_inputs,
+                .refs = st->references, .n_refs = st->n_references,
+                .on_id = ci->on_id, .keys = ci->keys, .n_keys = ci->n_keys,
+        };
+        struct acat_txn *txn;
+        uint64_t ts;
+        int r;
+
+        if (ci->exists)
+                return STMT_DONE;
+        if (ex->fatal)
+                return ex->fatal;
+        r = oracle_write_ts(ex->oracle, &ts);
+        if (r < 0)
+                return r;
+        ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs);
+        r = create_begin_or_error(s, &ni, ts, &txn);
+        if (r < 0)
+                return r;
+        return ddl_submit(s, txn, true);
+}
+
 static int exec_drop(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
@@ -657,7 +823,7 @@ static int exec_drop(struct session *s, struct sql_stmt *st)
                 free(gids);
                 return STMT_DONE;
         }
-        r = acat_drop_begin(ex->cat, gids, n, &txn, &err);
+        r = acat_drop_begin(ex->cat, gids, n, d->cascade, &txn, &err);
         free(gids);
         if (r == -EINVAL) {
                 send_row_error(s->c, &err);
@@ -742,7 +908,8 @@ static void peek_done(struct exec *ex, struct request *rq, const Coord__Envelope
                 goto resume;
         }
         {
-                size_t nc = peek->n_columns;
+                size_t nc = peek->output_arity && peek->output_arity < peek->n_columns
+                                    ? peek->output_arity : peek->n_columns;
                 struct row_datum *d = calloc(nc ? nc : 1, sizeof(*d));
                 const char **vals = calloc(nc ? nc : 1, sizeof(*vals));
                 size_t *lens = calloc(nc ? nc : 1, sizeof(*lens));
@@ -784,17 +951,20 @@ resume:
 
 static int send_columns(struct session *s, const Coord__Plan__Peek *peek)
 {
-        struct pgcodec_column *cols = calloc(peek->n_columns ? peek->n_columns : 1, sizeof(*cols));
+        /* ORDER BY may sort on columns the SELECT list does not show: they follow. */
+        size_t nc = peek->output_arity && peek->output_arity < peek->n_columns ? peek->output_arity
+                                                                               : peek->n_columns;
+        struct pgcodec_column *cols = calloc(nc ? nc : 1, sizeof(*cols));
         int r;
 
         if (!cols)
                 return -ENOMEM;
-        for (size_t i = 0; i < peek->n_columns; i++) {
+        for (size_t i = 0; i < nc; i++) {
                 cols[i].name = peek->columns[i]->name;
                 cols[i].type = (uint32_t)peek->columns[i]->type;
                 cols[i].typmod = -1;
         }
-        r = pgwire_send_row_description(s->c, (unsigned)peek->n_columns, cols);
+        r = pgwire_send_row_description(s->c, (unsigned)nc, cols);
         free(cols);
         return r;
 }
@@ -813,11 +983,12 @@ static int exec_select(struct session *s, struct sql_stmt *st)
          * acknowledged write (the oracle's read timestamp) and at which every input is
          * readable.  The inputs' sinces come from the controller's frontier ring, no
          * round trip; the controller checks again when it reads (the ring may lag). */
-        for (size_t i = 0; rd && i < st->n_inputs; i++) {
+        for (size_t i = 0; rd && i < st->n_inputs + st->n_physical_inputs; i++) {
+                uint64_t gid = i < st->n_inputs ? st->inputs[i] : st->physical_inputs[i - st->n_inputs];
                 struct fring_frontier f;
-                if (fring_lookup(rd, st->inputs[i], &f) == 0 && f.since > floor) {
+                if (fring_lookup(rd, gid, &f) == 0 && f.since > floor) {
                         floor = f.since;
-                        floor_gid = st->inputs[i];
+                        floor_gid = gid;
                 }
         }
         if (st->select.has_as_of) {
@@ -962,6 +1133,11 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
                 return exec_delete(s, st);
         case SQL_STMT_SELECT:
                 return exec_select(s, st);
+        case SQL_STMT_CREATE_VIEW:
+        case SQL_STMT_CREATE_MATERIALIZED_VIEW:
+                return exec_create_view(s, st);
+        case SQL_STMT_CREATE_INDEX:
+                return exec_create_index(s, st);
         case SQL_STMT_SHOW_OBJECTS:
                 return exec_show_objects(s, st);
         case SQL_STMT_SHOW_VARIABLE:
@@ -1125,13 +1301,15 @@ static void pg_prepare(struct pgwire_conn *c, const char *sql, unsigned ntypes,
                 desc.returns_rows = true;
                 if (st->kind == SQL_STMT_SELECT) {
                         const Coord__Plan__Peek *peek = st->select.peek;
-                        cols = calloc(peek->n_columns ? peek->n_columns : 1, sizeof(*cols));
-                        for (size_t i = 0; cols && i < peek->n_columns; i++) {
+                        size_t nc = peek->output_arity && peek->output_arity < peek->n_columns
+                                            ? peek->output_arity : peek->n_columns;
+                        cols = calloc(nc ? nc : 1, sizeof(*cols));
+                        for (size_t i = 0; cols && i < nc; i++) {
                                 cols[i].name = peek->columns[i]->name;
                                 cols[i].type = (uint32_t)peek->columns[i]->type;
                                 cols[i].typmod = -1;
                         }
-                        desc.ncolumns = cols ? (unsigned)peek->n_columns : 0;
+                        desc.ncolumns = cols ? (unsigned)nc : 0;
                 } else if (st->kind == SQL_STMT_SHOW_OBJECTS) {
                         static const struct pgcodec_column so[2] = {
                                 { .name = "name", .type = ROW_TYPE_TEXT, .typmod = -1 },
@@ -1283,19 +1461,28 @@ void exec_controller_up(struct exec *ex)
         struct request *rq, *next;
         struct group *g = ex->groups;
 
+        struct request *last_old;
+        bool more;
+
         ex->controller_up = true;
-        (void)ensure_collections(ex, true, 0);
         /* The Append in flight lost its reply with the old connection: find out. */
         if (g && g->rq) {
                 request_free(g->rq);
                 g->rq = NULL;
                 ex->resyncing = true;
         }
-        /* Resend every request still waiting (reads are idempotent; Ensure/Drop too). */
-        for (rq = ex->pending.next; rq != &ex->pending; rq = next) {
+        /* Requests still waiting get resent below, after the resync: every collection,
+         * then every dataflow (which reads them), go first (they are sent now). */
+        last_old = ex->pending.prev;    /* &ex->pending when none waits */
+        (void)ensure_collections(ex, true, 0);
+        (void)ensure_dataflows(ex, true, 0);
+        /* Resend every request that was waiting (reads are idempotent; Ensure, Drop and
+         * CreateDataflows too).  The ones just made went out already, at the tail. */
+        more = last_old != &ex->pending;
+        for (rq = ex->pending.next; more && rq != &ex->pending; rq = next) {
                 next = rq->next;
-                if (rq->type != COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS || rq->next != &ex->pending)
-                        (void)request_send(ex, rq);
+                more = rq != last_old;
+                (void)request_send(ex, rq);
         }
         if (ex->resyncing) {
                 if (!request_new(ex, COORD__MSG_TYPE__MSG_LIST_COLLECTIONS, &lc.base, resync_done, NULL))

@@ -23,7 +23,9 @@
  * (4) Constant folding.  A call whose arguments are all literals is evaluated at once
  *     with row_expr_eval() (common/row), the code the controller runs, so the adapter
  *     can never fold to a different value.  mz_now() is not folded: its value is the
- *     statement's timestamp, chosen after planning.
+ *     statement's timestamp, chosen after planning.  A call that fails to fold (1/0) stays
+ *     as it is and fails at run time only if a row reaches it, except where values must
+ *     be constants (INSERT, AS OF, LIMIT: strict_fold).
  *
  * (5) Ownership.  Every Expr, Relation and Peek is malloc'ed and has exactly one owner;
  *     protobuf-c's free_unpacked() frees a tree built this way (it frees every set
@@ -32,7 +34,18 @@
  *     sql_analyze() call; anything kept is copied.
  *
  * (6) Logical inputs are collected while names resolve (add_input()), independently of
- *     the plan, so a later optimizer may remove a Get without losing the input.
+ *     the plan, so the optimizer may remove a Get without losing the input; physical
+ *     inputs are the Gets left in the final plan (collect_gets()).
+ *
+ * (7) Queries.  FROM items become a scope (struct scope: qualified columns, what * expands
+ *     to) and a plan: a cross Join of the items, JOIN ... ON / USING as a Filter over the
+ *     Join.  Views are inlined by copying their stored plans.  A grouped SELECT analyzes
+ *     its list, HAVING and ORDER BY over the FROM columns with aggregates as placeholder
+ *     columns, then regroup() rewrites them over the Reduce's output (keys, then
+ *     aggregates); a column neither grouped nor aggregated is 42803 there.  The outputs
+ *     (plus hidden ORDER BY columns of a peek) are a Map and a Project over the source.
+ *
+ * (8) The optimizer (optimize()) runs on every plan: see its section.
  */
 #include "adapter-sql.h"
 
@@ -44,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "row-expr.h"
 #include "util.h"
@@ -84,6 +98,12 @@ const char *sql_stmt_tag(const struct sql_stmt *s)
         switch (s->kind) {
         case SQL_STMT_CREATE_TABLE:
                 return "CREATE TABLE";
+        case SQL_STMT_CREATE_VIEW:
+                return "CREATE VIEW";
+        case SQL_STMT_CREATE_MATERIALIZED_VIEW:
+                return "CREATE MATERIALIZED VIEW";
+        case SQL_STMT_CREATE_INDEX:
+                return "CREATE INDEX";
         case SQL_STMT_DROP:
                 switch (s->drop.kind) {
                 case SQL_OBJECT_VIEW:
@@ -163,10 +183,29 @@ struct as_of_clause {
         PgQuery__ParseResult *tree;     /* AS_OF_PREFIX + expression */
 };
 
+/* A Materialize clause lifted out of a statement on tokens (adapter-sql.h). */
+enum lift_kind {
+        LIFT_DEFAULT_INDEX,             /* the whole statement; PostgreSQL sees "SELECT" */
+        LIFT_SHOW_MATERIALIZED_VIEWS,   /* PostgreSQL sees "SHOW VIEWS" */
+        LIFT_RETAIN_HISTORY,            /* PostgreSQL sees the WITH (...) without it */
+};
+
+struct lift {
+        size_t begin;                   /* byte offset of the statement's first token */
+        enum lift_kind kind;
+        bool if_not_exists;             /* DEFAULT INDEX */
+        char *name;                     /* DEFAULT INDEX: its name, or NULL */
+        char *on;                       /* DEFAULT INDEX: the object's name */
+        char *on_schema;                /* DEFAULT INDEX: its schema, or NULL */
+        char *duration;                 /* RETAIN HISTORY FOR '<duration>' */
+        size_t location;                /* byte offset of the object / duration token */
+};
+
 struct batch_stmt {
         const PgQuery__RawStmt *raw;
         size_t begin, end;              /* the statement's trimmed text */
         const struct as_of_clause *as_of;
+        const struct lift *lift;
 };
 
 struct sql_batch {
@@ -177,6 +216,8 @@ struct sql_batch {
         size_t n_stmts;
         struct as_of_clause *clauses;
         size_t n_clauses;
+        struct lift *lifts;
+        size_t n_lifts;
 };
 
 struct sql_batch *sql_batch_free(struct sql_batch *b)
@@ -187,6 +228,13 @@ struct sql_batch *sql_batch_free(struct sql_batch *b)
                 if (b->clauses[i].tree)
                         pg_query__parse_result__free_unpacked(b->clauses[i].tree, NULL);
         free(b->clauses);
+        for (size_t i = 0; i < b->n_lifts; i++) {
+                free(b->lifts[i].name);
+                free(b->lifts[i].on);
+                free(b->lifts[i].on_schema);
+                free(b->lifts[i].duration);
+        }
+        free(b->lifts);
         if (b->tree)
                 pg_query__parse_result__free_unpacked(b->tree, NULL);
         free(b->stmts);
@@ -252,6 +300,211 @@ static bool is_single_expression(const PgQuery__ParseResult *tree)
                 return false;
         rt = s->target_list[0]->res_target;
         return rt->val && (!rt->name || !rt->name[0]) && rt->n_indirection == 0;
+}
+
+/* The text of an identifier token as PostgreSQL folds it: unquoted lower case, quoted
+ * without its quotes ("" is "). */
+static char *token_ident(const struct sql_batch *b, const PgQuery__ScanToken *t)
+{
+        const char *p = b->query + t->start;
+        size_t len = (size_t)(t->end - t->start);
+        char *d = malloc(len + 1), *o = d;
+
+        if (!d)
+                return NULL;
+        if (len >= 2 && p[0] == '"') {
+                for (size_t i = 1; i + 1 < len; i++) {
+                        *o++ = p[i];
+                        if (p[i] == '"')
+                                i++;
+                }
+        } else {
+                for (size_t i = 0; i < len; i++)
+                        *o++ = (char)tolower((unsigned char)p[i]);
+        }
+        *o = '\0';
+        return d;
+}
+
+/* The value of a plain string constant token ('...', '' is '); NULL when it is another
+ * kind of string (E'', $$, U&''). */
+static char *token_string(const struct sql_batch *b, const PgQuery__ScanToken *t)
+{
+        const char *p = b->query + t->start;
+        size_t len = (size_t)(t->end - t->start);
+        char *d, *o;
+
+        if (len < 2 || p[0] != '\'' || p[len - 1] != '\'')
+                return NULL;
+        d = o = malloc(len);
+        if (!d)
+                return NULL;
+        for (size_t i = 1; i + 1 < len; i++) {
+                *o++ = p[i];
+                if (p[i] == '\'')
+                        i++;
+        }
+        *o = '\0';
+        return d;
+}
+
+/* A token that may name an object: an identifier or a non-reserved keyword. */
+static bool token_is_name(const PgQuery__ScanToken *t)
+{
+        return t->token == PG_QUERY__TOKEN__IDENT ||
+               (t->keyword_kind != PG_QUERY__KEYWORD_KIND__NO_KEYWORD &&
+                t->keyword_kind != PG_QUERY__KEYWORD_KIND__RESERVED_KEYWORD);
+}
+
+static bool token_is_word(const struct sql_batch *b, const PgQuery__ScanToken *t, const char *w)
+{
+        size_t len = (size_t)(t->end - t->start);
+
+        /* An identifier or a keyword spelled `w`, not a quoted identifier. */
+        return (t->token == PG_QUERY__TOKEN__IDENT || t->keyword_kind) && len == strlen(w) &&
+               strncasecmp(b->query + t->start, w, len) == 0;
+}
+
+static struct lift *lift_new(struct sql_batch *b, size_t begin, enum lift_kind kind)
+{
+        struct lift *l = realloc(b->lifts, (b->n_lifts + 1) * sizeof(*l));
+
+        if (!l)
+                return NULL;
+        b->lifts = l;
+        l = &b->lifts[b->n_lifts++];
+        *l = (struct lift){ .begin = begin, .kind = kind };
+        return l;
+}
+
+static void blank(char *cleaned, const PgQuery__ScanToken *from, const PgQuery__ScanToken *to)
+{
+        memset(cleaned + from->start, ' ', (size_t)(to->end - from->start));
+}
+
+/* CREATE DEFAULT INDEX [IF NOT EXISTS] [name] ON [schema.]obj: parsed here, PostgreSQL
+ * sees "SELECT" and blanks.  Anything else after DEFAULT INDEX is left to PostgreSQL (a
+ * syntax error). */
+static int lift_default_index(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t,
+                              size_t n, struct row_error *err)
+{
+        struct lift *l;
+        size_t i = 3, on;
+
+        if (n > i + 2 && t[i]->token == PG_QUERY__TOKEN__IF_P &&
+            t[i + 1]->token == PG_QUERY__TOKEN__NOT && t[i + 2]->token == PG_QUERY__TOKEN__EXISTS)
+                i += 3;
+        if (i < n && t[i]->token != PG_QUERY__TOKEN__ON && token_is_name(t[i]))
+                i++;
+        if (i >= n || t[i]->token != PG_QUERY__TOKEN__ON)
+                return 0;
+        on = i + 1;
+        if (on < n && token_is_name(t[on]) && on + 1 == n)
+                ;
+        else if (on + 2 < n && token_is_name(t[on]) && t[on + 1]->token == PG_QUERY__TOKEN__ASCII_46 &&
+                 token_is_name(t[on + 2]) && on + 3 == n)
+                ;
+        else
+                return 0;
+        l = lift_new(b, (size_t)t[0]->start, LIFT_DEFAULT_INDEX);
+        if (!l)
+                return row_error_oom(err);
+        l->if_not_exists = i > 3 && t[3]->token == PG_QUERY__TOKEN__IF_P;
+        if (i > (l->if_not_exists ? 6u : 3u) && !(l->name = token_ident(b, t[i - 1])))
+                return row_error_oom(err);
+        if (on + 1 == n) {
+                l->on = token_ident(b, t[on]);
+        } else {
+                l->on_schema = token_ident(b, t[on]);
+                l->on = token_ident(b, t[on + 2]);
+                if (!l->on_schema)
+                        return row_error_oom(err);
+        }
+        if (!l->on)
+                return row_error_oom(err);
+        l->location = (size_t)t[on]->start;
+        blank(cleaned, t[0], t[n - 1]);
+        memcpy(cleaned + t[0]->start, "SELECT", 6);
+        return 0;
+}
+
+/* CREATE MATERIALIZED VIEW ... WITH (..., RETAIN HISTORY FOR '<d>', ...) AS: lift the
+ * option; the WITH goes too when nothing else is left in it. */
+static int lift_retain_history(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t,
+                               size_t n, struct row_error *err)
+{
+        size_t w = 3, open, close, opt = SIZE_MAX, opt_end = 0, items = 0;
+        int depth = 0;
+        struct lift *l;
+
+        while (w < n && t[w]->token != PG_QUERY__TOKEN__WITH && t[w]->token != PG_QUERY__TOKEN__AS)
+                w++;
+        if (w + 1 >= n || t[w]->token != PG_QUERY__TOKEN__WITH ||
+            t[w + 1]->token != PG_QUERY__TOKEN__ASCII_40)
+                return 0;
+        open = w + 1;
+        for (close = open; close < n; close++) {
+                if (t[close]->token == PG_QUERY__TOKEN__ASCII_40)
+                        depth++;
+                else if (t[close]->token == PG_QUERY__TOKEN__ASCII_41 && --depth == 0)
+                        break;
+        }
+        if (close >= n)
+                return 0;
+        /* Options are separated by commas at depth 1. */
+        for (size_t i = open + 1; i < close;) {
+                size_t e = i;
+
+                while (e < close && t[e]->token != PG_QUERY__TOKEN__ASCII_44)
+                        e++;
+                items++;
+                if (e == i + 4 && token_is_word(b, t[i], "retain") &&
+                    token_is_word(b, t[i + 1], "history") && t[i + 2]->token == PG_QUERY__TOKEN__FOR &&
+                    t[i + 3]->token == PG_QUERY__TOKEN__SCONST && opt == SIZE_MAX) {
+                        opt = i;
+                        opt_end = e;    /* one past the option */
+                }
+                i = e + 1;
+        }
+        if (opt == SIZE_MAX)
+                return 0;
+        l = lift_new(b, (size_t)t[0]->start, LIFT_RETAIN_HISTORY);
+        if (!l)
+                return row_error_oom(err);
+        l->duration = token_string(b, t[opt + 3]);
+        l->location = (size_t)t[opt + 3]->start;
+        if (!l->duration) {
+                /* E'..' and friends: say so at analysis, never misread them. */
+                l->duration = strdup("");
+                if (!l->duration)
+                        return row_error_oom(err);
+        }
+        if (items == 1)
+                blank(cleaned, t[w], t[close]);
+        else if (opt_end < close)               /* not last: the comma after it goes */
+                blank(cleaned, t[opt], t[opt_end]);
+        else                                    /* last: the comma before it goes */
+                blank(cleaned, t[opt - 1], t[opt_end - 1]);
+        return 0;
+}
+
+/* Lift the Materialize-only forms a statement's tokens begin with. */
+static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
+                          struct row_error *err)
+{
+        if (n >= 3 && t[0]->token == PG_QUERY__TOKEN__CREATE &&
+            t[1]->token == PG_QUERY__TOKEN__DEFAULT && t[2]->token == PG_QUERY__TOKEN__INDEX)
+                return lift_default_index(b, cleaned, t, n, err);
+        if (n >= 3 && t[0]->token == PG_QUERY__TOKEN__CREATE &&
+            t[1]->token == PG_QUERY__TOKEN__MATERIALIZED && t[2]->token == PG_QUERY__TOKEN__VIEW)
+                return lift_retain_history(b, cleaned, t, n, err);
+        if (n == 3 && t[0]->token == PG_QUERY__TOKEN__SHOW &&
+            t[1]->token == PG_QUERY__TOKEN__MATERIALIZED && token_is_word(b, t[2], "views")) {
+                if (!lift_new(b, (size_t)t[0]->start, LIFT_SHOW_MATERIALIZED_VIEWS))
+                        return row_error_oom(err);
+                blank(cleaned, t[1], t[1]);
+        }
+        return 0;
 }
 
 /* One statement's tokens (comments removed): lift its AS OF clause, if it has one, into
@@ -350,6 +603,8 @@ static int lift_as_of(struct sql_batch *b, char *cleaned, struct row_error *err)
                 if (i < n && t[i]->token != PG_QUERY__TOKEN__ASCII_59)
                         continue;
                 r = lift_segment(b, cleaned, t + seg, i - seg, err);
+                if (r >= 0)
+                        r = lift_statement(b, cleaned, t + seg, i - seg, err);
                 if (r < 0)
                         goto out;
                 seg = i + 1;
@@ -405,12 +660,15 @@ int sql_parse(const char *query, struct sql_batch **ret, struct row_error *err)
                 for (size_t k = 0; k < b->n_clauses; k++)
                         if (b->clauses[k].begin >= begin && b->clauses[k].begin < end)
                                 bs->as_of = &b->clauses[k];
+                for (size_t k = 0; k < b->n_lifts; k++)
+                        if (b->lifts[k].begin >= begin && b->lifts[k].begin < end)
+                                bs->lift = &b->lifts[k];
                 while (begin < end && isspace((unsigned char)query[begin]))
                         begin++;
                 while (end > begin && isspace((unsigned char)query[end - 1]))
                         end--;
                 *bs = (struct batch_stmt){ .raw = raw, .begin = begin, .end = end,
-                                           .as_of = bs->as_of };
+                                           .as_of = bs->as_of, .lift = bs->lift };
                 b->n_stmts++;
         }
         *ret = TAKE_PTR(b);
@@ -688,12 +946,55 @@ struct analyzer {
         /* Non-NULL where mz_now() may not appear: names the place for the error. */
         const char *no_mz_now;
 
-        /* The relation in FROM; NULL outside of it. */
-        const struct sql_relation *scope;
-        const char *scope_name;         /* its alias, or its name */
+        /* The columns in scope (FROM); NULL outside of it. */
+        const struct scope *scope;
+        /* Aggregates: collected here where they are allowed (a grouped SELECT's list,
+         * HAVING, ORDER BY); otherwise no_agg names the place for the error. */
+        struct agg_ctx *agg;
+        const char *no_agg;
+        bool in_agg;                    /* inside an aggregate's argument */
+        /* Fold errors (1/0) are reported only where values must be constants (INSERT,
+         * AS OF, LIMIT); elsewhere the expression stays and fails at run time if a row
+         * reaches it. */
+        bool strict_fold;
+        bool materialize;               /* planning a materialized view or an index */
+        bool peek;                      /* planning a SELECT: objects may be read from indexes */
+        bool nondeterministic;          /* mz_now() somewhere, also through a view */
 
         struct row_arena arena;         /* texts computed while folding */
         size_t cap_inputs;
+        char **strings;                 /* names kept for the analysis (keep()) */
+        size_t n_strings;
+};
+
+/* A column in scope.  Names are borrowed from the parse tree, the catalog's answer or
+ * keep(); all outlive the analysis. */
+struct scope_col {
+        const char *qual;               /* the range's name (alias), NULL for none */
+        const char *name;
+        int type;
+        bool nullable;
+        bool hidden;                    /* JOIN USING's right column: only qualified */
+};
+
+struct scope {
+        struct scope_col *cols;
+        size_t n;
+        uint32_t *star;                 /* what * expands to, in order */
+        size_t n_star;
+        const char **quals;             /* range names of the FROM clause */
+        size_t n_quals;
+};
+
+/* Aggregates of a grouped SELECT.  An analyzed aggregate is a placeholder column
+ * AGG_MARK | k until regroup() rewrites it to the Reduce's output column. */
+#define AGG_MARK 0x40000000u
+
+struct agg_ctx {
+        Coord__Plan__AggFunc *funcs;
+        Coord__Plan__Expr **args;       /* over the input; NULL for count(*) */
+        int *types;
+        size_t n, cap;
 };
 
 /* An expression under analysis (note 3). */
@@ -934,15 +1235,38 @@ static int fold(struct analyzer *a, struct typed *t)
         Coord__Plan__Expr *lit;
         int r;
 
+        struct row_error scratch;
+
         if (e->kind_case != COORD__PLAN__EXPR__KIND_CALL ||
             e->call->func == COORD__PLAN__FUNC__FUNC_MZ_NOW)
                 return 0;
+        if (e->call->func == COORD__PLAN__FUNC__FUNC_COALESCE) {
+                /* Leading NULL literals go; a leading non-NULL literal is the value. */
+                Coord__Plan__Call *c = e->call;
+                size_t k = 0;
+
+                while (k + 1 < c->n_args && is_literal(c->args[k]) &&
+                       c->args[k]->literal->value_case == COORD__PLAN__DATUM__VALUE_NULL_VALUE)
+                        k++;
+                if (k + 1 == c->n_args || is_literal(c->args[k])) {
+                        lit = c->args[k];
+                        c->args[k] = c->args[--c->n_args];
+                        lit->type = e->type;
+                        expr_free(t->e);
+                        t->e = lit;
+                }
+                return 0;
+        }
         for (size_t i = 0; i < e->call->n_args; i++)
                 if (!is_literal(e->call->args[i]))
                         return 0;
-        r = row_expr_eval(e, NULL, 0, &ctx, &d, a->err);
-        if (r < 0)
-                return r;
+        r = row_expr_eval(e, NULL, 0, &ctx, &d, a->strict_fold ? a->err : &scratch);
+        if (r == -ENOMEM)
+                return oom(a);
+        if (r < 0) {
+                row_arena_reset(&a->arena);
+                return a->strict_fold ? r : 0;
+        }
         lit = expr_literal((int)e->type, &d);
         row_arena_reset(&a->arena);
         if (!lit)
@@ -1242,26 +1566,160 @@ fail:
         return rc;
 }
 
-static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, struct typed *ret)
+static bool expr_equal(const Coord__Plan__Expr *x, const Coord__Plan__Expr *y);
+static int keep(struct analyzer *a, char *s, const char **ret);
+
+/* Functions whose value is not a function of the data (Materialize refuses them in
+ * materialized views); only mz_now() can be planned. */
+static const char *const nondeterministic_functions[] = {
+        "now", "random", "clock_timestamp", "statement_timestamp", "transaction_timestamp",
+        "timeofday", "pg_backend_pid", "gen_random_uuid", "uuid_generate_v4", "setseed",
+        "current_timestamp", "localtimestamp", "pg_postmaster_start_time",
+};
+
+static bool is_aggregate_name(const char *name)
 {
         static const char *const aggregates[] = { "count", "sum", "min", "max", "avg" };
+
+        for (size_t i = 0; i < ELEMENTSOF(aggregates); i++)
+                if (strcmp(name, aggregates[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* count/sum/min/max: a placeholder column for the aggregate (struct agg_ctx). */
+static int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                             struct typed *ret)
+{
+        struct agg_ctx *g = a->agg;
+        _cleanup_(typed_done) struct typed arg = { .location = -1 };
+        Coord__Plan__AggFunc func;
+        int type = ROW_TYPE_INT8, rc;
+        bool in_agg = a->in_agg;
+
+        if (!g) {
+                if (a->no_agg)
+                        return FAIL_AT(a, f->location, "42803",
+                                       "aggregate functions are not allowed in %s", a->no_agg);
+                return FAIL_AT(a, f->location, "42803", "aggregate functions are not allowed here");
+        }
+        if (a->in_agg)
+                return FAIL_AT(a, f->location, "42803", "aggregate function calls cannot be nested");
+        if (f->agg_distinct || f->n_agg_order || f->agg_filter || f->agg_within_group)
+                return FAIL_AT(a, f->location, "0A000",
+                               "DISTINCT, ORDER BY, FILTER and WITHIN GROUP in aggregates are "
+                               "not supported");
+        if (strcmp(name, "avg") == 0)
+                return FAIL_AT(a, f->location, "0A000", "avg() is not supported yet");
+        if (f->agg_star) {
+                if (strcmp(name, "count") != 0)
+                        return FAIL_AT(a, f->location, "42809",
+                                       "%s(*) specified, but %s is not an aggregate function "
+                                       "that takes *", name, name);
+                func = COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR;
+        } else {
+                if (f->n_args != 1) {
+                        FAIL_AT(a, f->location, "42883", "function %s with %zu arguments does not "
+                                "exist", name, f->n_args);
+                        row_error_hint(a->err, "%s", HINT_FUNCTION);
+                        return -EINVAL;
+                }
+                a->in_agg = true;
+                rc = analyze_expr(a, f->args[0], &arg);
+                a->in_agg = in_agg;
+                if (rc >= 0)
+                        rc = coerce_unknown(a, &arg, ROW_TYPE_TEXT);
+                if (rc < 0)
+                        return rc;
+                if (strcmp(name, "count") == 0) {
+                        func = COORD__PLAN__AGG_FUNC__AGG_COUNT;
+                } else if (strcmp(name, "sum") == 0) {
+                        func = COORD__PLAN__AGG_FUNC__AGG_SUM;
+                        if (!is_int((int)arg.e->type))
+                                goto no_function;
+                } else {
+                        func = strcmp(name, "min") == 0 ? COORD__PLAN__AGG_FUNC__AGG_MIN
+                                                         : COORD__PLAN__AGG_FUNC__AGG_MAX;
+                        if ((int)arg.e->type == ROW_TYPE_BOOL)
+                                goto no_function;
+                        type = (int)arg.e->type;
+                }
+        }
+        /* The same aggregate twice is computed once. */
+        for (size_t k = 0; k < g->n; k++)
+                if (g->funcs[k] == func &&
+                    ((!g->args[k] && !arg.e) ||
+                     (g->args[k] && arg.e && expr_equal(g->args[k], arg.e)))) {
+                        ret->e = expr_column(g->types[k], AGG_MARK | (uint32_t)k);
+                        goto out;
+                }
+        if (g->n == g->cap) {
+                size_t cap = g->cap ? 2 * g->cap : 4;
+                Coord__Plan__AggFunc *fs = realloc(g->funcs, cap * sizeof(*fs));
+                Coord__Plan__Expr **as = fs ? realloc(g->args, cap * sizeof(*as)) : NULL;
+                int *ts = as ? realloc(g->types, cap * sizeof(*ts)) : NULL;
+
+                if (fs)
+                        g->funcs = fs;
+                if (as)
+                        g->args = as;
+                if (!ts)
+                        return oom(a);
+                g->types = ts;
+                g->cap = cap;
+        }
+        g->funcs[g->n] = func;
+        g->args[g->n] = TAKE_PTR(arg.e);
+        g->types[g->n] = type;
+        ret->e = expr_column(type, AGG_MARK | (uint32_t)g->n);
+        g->n++;
+out:
+        if (!ret->e)
+                return oom(a);
+        ret->unknown = false;
+        ret->location = f->location;
+        return 0;
+no_function:
+        FAIL_AT(a, f->location, "42883", "function %s(%s) does not exist", name, typed_name(&arg));
+        row_error_hint(a->err, "%s", HINT_FUNCTION);
+        return -EINVAL;
+}
+
+static int cannot_materialize(struct analyzer *a, int location, const char *what)
+{
+        return FAIL_AT(a, location, "0A000", "cannot materialize call to %s", what);
+}
+
+static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, struct typed *ret)
+{
         const char *name = f->n_funcname ? node_string(f->funcname[f->n_funcname - 1]) : NULL;
         char types[256] = "";
         size_t used = 0;
 
         if (!name)
                 return FAIL_AT(a, f->location, "42883", "function does not exist");
-        for (size_t i = 0; i < ELEMENTSOF(aggregates); i++)
-                if (f->agg_star || strcmp(name, aggregates[i]) == 0)
-                        return FAIL_AT(a, f->location, "0A000",
-                                       "aggregate functions are not supported yet");
         if (f->over)
                 return FAIL_AT(a, f->location, "0A000", "window functions are not supported");
+        if (f->agg_star || is_aggregate_name(name))
+                return analyze_aggregate(a, f, name, ret);
+        for (size_t i = 0; i < ELEMENTSOF(nondeterministic_functions); i++) {
+                char what[80];
+
+                if (strcmp(name, nondeterministic_functions[i]) != 0)
+                        continue;
+                snprintf(what, sizeof(what), "%s()", name);
+                if (a->materialize)
+                        return cannot_materialize(a, f->location, what);
+                return FAIL_AT(a, f->location, "0A000", "function %s is not supported", what);
+        }
         if (strcmp(name, "mz_now") == 0 && f->n_args == 0 && !f->agg_distinct &&
             !f->n_agg_order && !f->agg_filter) {
                 if (a->no_mz_now)
                         return FAIL_AT(a, f->location, "0A000",
                                        "calls to mz_now() in %s are not supported", a->no_mz_now);
+                if (a->materialize)
+                        return cannot_materialize(a, f->location, "mz_now()");
+                a->nondeterministic = true;
                 ret->e = expr_call(ROW_TYPE_INT8, COORD__PLAN__FUNC__FUNC_MZ_NOW, NULL, 0);
                 if (!ret->e)
                         return oom(a);
@@ -1287,10 +1745,105 @@ static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, str
         return -EINVAL;
 }
 
+/* CURRENT_TIMESTAMP, CURRENT_USER & co. */
+static int analyze_sql_value_function(struct analyzer *a, const PgQuery__SQLValueFunction *v)
+{
+        static const char *const names[] = {
+                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_DATE] = "current_date",
+                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIME] = "current_time",
+                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIME_N] = "current_time",
+                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIMESTAMP] = "current_timestamp",
+                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIMESTAMP_N] = "current_timestamp",
+                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIME] = "localtime",
+                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIME_N] = "localtime",
+                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIMESTAMP] = "localtimestamp",
+                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIMESTAMP_N] = "localtimestamp",
+        };
+        const char *name = (unsigned)v->op < ELEMENTSOF(names) ? names[v->op] : NULL;
+
+        if (name && a->materialize)
+                return cannot_materialize(a, v->location, name);
+        return FAIL_AT(a, v->location, "0A000", "%s is not supported", name ? name : "this function");
+}
+
+/* Common type of values that meet (COALESCE, VALUES, UNION): untyped literals take the
+ * others' type (text if all are untyped), int4 and int8 meet as int8.  -1 with err when
+ * two types cannot meet. */
+static int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what, int *ret)
+{
+        int type = -1;
+
+        for (size_t i = 0; i < n; i++) {
+                int t;
+
+                if (v[i].unknown)
+                        continue;
+                t = (int)v[i].e->type;
+                if (type < 0 || type == t)
+                        type = t;
+                else if (is_int(type) && is_int(t))
+                        type = ROW_TYPE_INT8;
+                else
+                        return FAIL_AT(a, v[i].location, "42804",
+                                       "%s types %s and %s cannot be matched", what,
+                                       row_type_name((enum row_type)type),
+                                       row_type_name((enum row_type)t));
+        }
+        if (type < 0)
+                type = ROW_TYPE_TEXT;
+        for (size_t i = 0; i < n; i++) {
+                int r = v[i].unknown ? coerce_unknown(a, &v[i], type) : promote(a, &v[i], type);
+
+                if (r < 0)
+                        return r;
+        }
+        *ret = type;
+        return 0;
+}
+
+static int analyze_coalesce(struct analyzer *a, const PgQuery__CoalesceExpr *c, struct typed *ret)
+{
+        _cleanup_free_ struct typed *v = calloc(c->n_args ? c->n_args : 1, sizeof(*v));
+        _cleanup_free_ Coord__Plan__Expr **args = calloc(c->n_args ? c->n_args : 1, sizeof(*args));
+        int r = 0, type;
+        size_t n = 0;
+
+        if (!v || !args)
+                return oom(a);
+        for (; n < c->n_args && r >= 0; n++) {
+                v[n].location = -1;
+                r = analyze_expr(a, c->args[n], &v[n]);
+        }
+        if (r >= 0)
+                r = common_type(a, v, n, "COALESCE", &type);
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        typed_done(&v[i]);
+                return r;
+        }
+        for (size_t i = 0; i < n; i++)
+                args[i] = v[i].e;
+        ret->e = expr_call(type, COORD__PLAN__FUNC__FUNC_COALESCE, args, n);
+        if (!ret->e)
+                return oom(a);
+        ret->unknown = false;
+        ret->location = c->location;
+        return fold(a, ret);
+}
+
+static bool scope_has_qual(const struct scope *sc, const char *q)
+{
+        for (size_t i = 0; sc && i < sc->n_quals; i++)
+                if (strcmp(sc->quals[i], q) == 0)
+                        return true;
+        return false;
+}
+
 static int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, struct typed *ret)
 {
         const char *qualifier = NULL, *name = NULL;
-        const struct sql_relation *rel = a->scope;
+        const struct scope *sc = a->scope;
+        size_t found = SIZE_MAX;
 
         if (c->n_fields < 1 || c->n_fields > 2)
                 return FAIL_AT(a, c->location, "0A000",
@@ -1302,13 +1855,23 @@ static int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, s
                 qualifier = node_string(c->fields[0]);
         if (!name || (c->n_fields == 2 && !qualifier))
                 return FAIL_AT(a, c->location, "42601", "improper column reference");
-        if (qualifier && (!rel || strcmp(qualifier, a->scope_name) != 0))
+        if (qualifier && !scope_has_qual(sc, qualifier))
                 return FAIL_AT(a, c->location, "42P01",
                                "missing FROM-clause entry for table \"%s\"", qualifier);
-        for (size_t i = 0; rel && i < rel->n_columns; i++) {
-                if (strcmp(rel->columns[i].name, name) != 0)
+        for (size_t i = 0; sc && i < sc->n; i++) {
+                const struct scope_col *col = &sc->cols[i];
+
+                if (strcmp(col->name, name) != 0)
                         continue;
-                ret->e = expr_column(rel->columns[i].type, (uint32_t)i);
+                if (qualifier ? !col->qual || strcmp(col->qual, qualifier) != 0 : col->hidden)
+                        continue;
+                if (found != SIZE_MAX)
+                        return FAIL_AT(a, c->location, "42702",
+                                       "column reference \"%s\" is ambiguous", name);
+                found = i;
+        }
+        if (found != SIZE_MAX) {
+                ret->e = expr_column(sc->cols[found].type, (uint32_t)found);
                 if (!ret->e)
                         return oom(a);
                 ret->unknown = false;
@@ -1486,7 +2049,10 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
                 r = FAIL(a, "0A000", "CASE is not supported yet");
                 break;
         case PG_QUERY__NODE__NODE_COALESCE_EXPR:
-                r = FAIL(a, "0A000", "COALESCE is not supported yet");
+                r = analyze_coalesce(a, n->coalesce_expr, ret);
+                break;
+        case PG_QUERY__NODE__NODE_SQLVALUE_FUNCTION:
+                r = analyze_sql_value_function(a, n->sqlvalue_function);
                 break;
         case PG_QUERY__NODE__NODE_BOOLEAN_TEST:
                 r = FAIL(a, "0A000", "IS [NOT] TRUE/FALSE/UNKNOWN is not supported yet");
@@ -1611,11 +2177,14 @@ static int analyze_drop(struct analyzer *a, const PgQuery__DropStmt *d)
                 dr->kind = SQL_OBJECT_TABLE;
                 break;
         case PG_QUERY__OBJECT_TYPE__OBJECT_VIEW:
-                return FAIL(a, "0A000", "DROP VIEW is not supported yet");
+                dr->kind = SQL_OBJECT_VIEW;
+                break;
         case PG_QUERY__OBJECT_TYPE__OBJECT_MATVIEW:
-                return FAIL(a, "0A000", "DROP MATERIALIZED VIEW is not supported yet");
+                dr->kind = SQL_OBJECT_MATERIALIZED_VIEW;
+                break;
         case PG_QUERY__OBJECT_TYPE__OBJECT_INDEX:
-                return FAIL(a, "0A000", "DROP INDEX is not supported yet");
+                dr->kind = SQL_OBJECT_INDEX;
+                break;
         default:
                 return FAIL(a, "0A000", "this DROP is not supported");
         }
@@ -1652,8 +2221,9 @@ static int analyze_drop(struct analyzer *a, const PgQuery__DropStmt *d)
                 if (r < 0)
                         return r;
                 if (rel.kind != dr->kind) {
-                        r = FAIL(a, "42809", "\"%s\" is not a %s", name, kind);
-                        row_error_hint(a->err, "Use DROP %s to remove a %s.",
+                        r = FAIL(a, "42809", "\"%s\" is not a%s %s", name,
+                                 dr->kind == SQL_OBJECT_INDEX ? "n" : "", kind);
+                        row_error_hint(a->err, "Use DROP %s to remove a%s %s.",
                                        rel.kind == SQL_OBJECT_VIEW ? "VIEW"
                                        : rel.kind == SQL_OBJECT_MATERIALIZED_VIEW
                                                ? "MATERIALIZED VIEW"
@@ -1661,6 +2231,7 @@ static int analyze_drop(struct analyzer *a, const PgQuery__DropStmt *d)
                                        : rel.kind == SQL_OBJECT_SOURCE ? "SOURCE"
                                        : rel.kind == SQL_OBJECT_SINK   ? "SINK"
                                                                        : "TABLE",
+                                       rel.kind == SQL_OBJECT_INDEX ? "n" : "",
                                        sql_object_kind_name(rel.kind));
                         return r;
                 }
@@ -1808,6 +2379,7 @@ static int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
 
         if (ins->with_clause || ins->on_conflict_clause || ins->n_returning_list)
                 return FAIL(a, "0A000", "WITH, ON CONFLICT and RETURNING are not supported");
+        a->strict_fold = true;          /* INSERT values must fold, errors and all */
         r = target_table(a, ins->relation, "insert into", &rel, &si->table);
         if (r < 0)
                 return r;
@@ -1884,19 +2456,6 @@ static int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
         return 0;
 }
 
-/* Bring a relation into scope (FROM, DELETE's target). */
-static int enter_scope(struct analyzer *a, const PgQuery__RangeVar *rv, const char *name,
-                       const struct sql_relation *rel)
-{
-        a->scope = rel;
-        a->scope_name = rv->alias && rv->alias->aliasname && rv->alias->aliasname[0]
-                                ? rv->alias->aliasname
-                                : name;
-        if (rv->alias && rv->alias->n_colnames)
-                return FAIL_AT(a, rv->location, "0A000", "column aliases are not supported yet");
-        return add_input(a, rel->id);
-}
-
 /* WHERE: a boolean predicate, folded; NULL when it is the constant TRUE. */
 static int analyze_where(struct analyzer *a, const PgQuery__Node *where, Coord__Plan__Expr **ret)
 {
@@ -1918,35 +2477,9 @@ static int analyze_where(struct analyzer *a, const PgQuery__Node *where, Coord__
         return 0;
 }
 
-static int analyze_delete(struct analyzer *a, const PgQuery__DeleteStmt *d)
-{
-        struct sql_delete *sd = &a->stmt->delete_;
-        _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
-        Coord__Plan__Expr *pred = NULL;
-        struct sql_relation rel;
-        int r;
+/* PostgreSQL's limit on the entries of a target list (MaxTupleAttributeNumber). */
+#define MAX_TARGETS 1664u
 
-        if (d->n_using_clause || d->n_returning_list || d->with_clause)
-                return FAIL(a, "0A000", "USING, RETURNING and WITH are not supported");
-        r = target_table(a, d->relation, "delete from", &rel, &sd->table);
-        if (r < 0)
-                return r;
-        sd->id = rel.id;
-        r = enter_scope(a, d->relation, sd->table, &rel);
-        if (r < 0)
-                return r;
-        r = analyze_where(a, d->where_clause, &pred);
-        if (r < 0)
-                return r;
-        plan = rel_get(&rel);
-        if (plan && pred)
-                plan = rel_filter(TAKE_PTR(plan), TAKE_PTR(pred));
-        expr_free(pred);
-        if (!plan)
-                return oom(a);
-        sd->plan = TAKE_PTR(plan);
-        return 0;
-}
 
 /* The output column name PostgreSQL would pick (FigureColname). */
 static const char *figure_colname(const PgQuery__Node *n)
@@ -1983,88 +2516,1118 @@ static const char *figure_colname(const PgQuery__Node *n)
         }
 }
 
-/* PostgreSQL's limit on the entries of a target list (MaxTupleAttributeNumber). */
-#define MAX_TARGETS 1664u
 
-/* An output that is computed column k of the Map: its index is only known once the
- * input's arity is, so it is tagged until analyze_select() resolves it. */
-#define MAPPED 0x80000000u
+/* ---- Helpers: sets of ids, kept names, plan copies. ---- */
 
-/* The growing output of a SELECT list. */
-struct select_list {
-        uint32_t *outputs;                      /* Project's column indices, or MAPPED | k */
-        Coord__Plan__Column **columns;          /* the Peek's output columns */
-        size_t n;
-        Coord__Plan__Expr **map;                /* computed columns, appended after the input's */
-        size_t n_map;
-        size_t cap;
-};
-
-static void select_list_done(struct select_list *l)
+/* Insert id into a sorted array without duplicates. */
+static int add_sorted(struct analyzer *a, uint64_t **arr, size_t *n, uint64_t id)
 {
-        for (size_t i = 0; i < l->n; i++)
-                if (l->columns[i])
-                        coord__plan__column__free_unpacked(l->columns[i], NULL);
-        for (size_t i = 0; i < l->n_map; i++)
-                expr_free(l->map[i]);
-        free(l->outputs);
-        free(l->columns);
-        free(l->map);
-}
+        size_t i = 0;
+        uint64_t *p;
 
-/* Append an output column; takes `e` (may be NULL for a plain input column). */
-static int select_list_add(struct analyzer *a, struct select_list *l, const char *name, int type,
-                           bool nullable, uint32_t input_column, Coord__Plan__Expr *e)
-{
-        Coord__Plan__Column *col;
-
-        if (l->n == l->cap) {
-                size_t cap = l->cap ? 2 * l->cap : 8;
-                uint32_t *o = realloc(l->outputs, cap * sizeof(*o));
-                Coord__Plan__Column **c = o ? realloc(l->columns, cap * sizeof(*c)) : NULL;
-                Coord__Plan__Expr **m = c ? realloc(l->map, cap * sizeof(*m)) : NULL;
-
-                if (o)
-                        l->outputs = o;
-                if (c)
-                        l->columns = c;
-                if (m)
-                        l->map = m;
-                if (!m) {
-                        expr_free(e);
-                        return oom(a);
-                }
-                l->cap = cap;
-        }
-        col = malloc(sizeof(*col));
-        if (col) {
-                coord__plan__column__init(col);
-                col->name = strdup(name);
-        }
-        if (!col || !col->name) {
-                free(col);
-                expr_free(e);
+        while (i < *n && (*arr)[i] < id)
+                i++;
+        if (i < *n && (*arr)[i] == id)
+                return 0;
+        p = realloc(*arr, (*n + 1) * sizeof(*p));
+        if (!p)
                 return oom(a);
-        }
-        col->type = (Coord__Plan__Type)type;
-        col->nullable = nullable;
-        if (e) {
-                l->outputs[l->n] = MAPPED | (uint32_t)l->n_map;
-                l->map[l->n_map++] = e;
-        } else {
-                assert(input_column < MAPPED);
-                l->outputs[l->n] = input_column;
-        }
-        l->columns[l->n++] = col;
+        memmove(p + i + 1, p + i, (*n - i) * sizeof(*p));
+        p[i] = id;
+        *arr = p;
+        (*n)++;
         return 0;
 }
 
-static int select_target(struct analyzer *a, struct select_list *l, const PgQuery__ResTarget *rt)
+static int add_reference(struct analyzer *a, uint64_t id)
 {
-        const struct sql_relation *rel = a->scope;
+        return add_sorted(a, &a->stmt->references, &a->stmt->n_references, id);
+}
+
+/* Keep a malloc'ed string until the analysis ends (takes s, also on failure). */
+static int keep(struct analyzer *a, char *s, const char **ret)
+{
+        char **p;
+
+        if (!s)
+                return oom(a);
+        p = realloc(a->strings, (a->n_strings + 1) * sizeof(*p));
+        if (!p) {
+                free(s);
+                return oom(a);
+        }
+        a->strings = p;
+        p[a->n_strings++] = s;
+        *ret = s;
+        return 0;
+}
+
+static int keepf(struct analyzer *a, const char **ret, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+static int keepf(struct analyzer *a, const char **ret, const char *fmt, ...)
+{
+        char *s = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        return keep(a, r < 0 ? NULL : s, ret);
+}
+
+/* Structural equality: the protobuf encoding of a tree is a function of the tree. */
+static bool expr_equal(const Coord__Plan__Expr *x, const Coord__Plan__Expr *y)
+{
+        size_t lx = coord__plan__expr__get_packed_size(x);
+        size_t ly = coord__plan__expr__get_packed_size(y);
+        uint8_t sx[256], sy[256];
+        uint8_t *bx = lx <= sizeof(sx) ? sx : malloc(lx), *by = ly <= sizeof(sy) ? sy : malloc(ly);
+        bool eq = false;
+
+        if (lx == ly && bx && by) {
+                coord__plan__expr__pack(x, bx);
+                coord__plan__expr__pack(y, by);
+                eq = memcmp(bx, by, lx) == 0;
+        }
+        if (bx != sx)
+                free(bx);
+        if (by != sy)
+                free(by);
+        return eq;
+}
+
+/* A deep copy (a view's stored plan, inlined). */
+static Coord__Plan__Relation *rel_copy(const Coord__Plan__Relation *r)
+{
+        size_t len = coord__plan__relation__get_packed_size(r);
+        uint8_t *buf = malloc(len ? len : 1);
+        Coord__Plan__Relation *c;
+
+        if (!buf)
+                return NULL;
+        coord__plan__relation__pack(r, buf);
+        c = coord__plan__relation__unpack(NULL, len, buf);
+        free(buf);
+        return c;
+}
+
+static Coord__Plan__Expr *expr_copy(const Coord__Plan__Expr *e)
+{
+        size_t len = coord__plan__expr__get_packed_size(e);
+        uint8_t *buf = malloc(len ? len : 1);
+        Coord__Plan__Expr *c;
+
+        if (!buf)
+                return NULL;
+        coord__plan__expr__pack(e, buf);
+        c = coord__plan__expr__unpack(NULL, len, buf);
+        free(buf);
+        return c;
+}
+
+/* ---- More plan builders. ---- */
+
+static Coord__Plan__Relation *rel_get_id(uint64_t id, const struct sql_column *cols, size_t n)
+{
+        struct sql_relation src = { .id = id, .columns = cols, .n_columns = n };
+
+        return rel_get(&src);
+}
+
+/* Filter(input, preds[0..n)); consumes input and the preds array with its contents. */
+static Coord__Plan__Relation *rel_filter_n(Coord__Plan__Relation *input, Coord__Plan__Expr **preds,
+                                           size_t n)
+{
+        Coord__Plan__Relation *r = rel_new();
+        Coord__Plan__Filter *f = malloc(sizeof(*f));
+
+        if (!r || !f) {
+                free(r);
+                free(f);
+                rel_free(input);
+                for (size_t i = 0; i < n; i++)
+                        expr_free(preds[i]);
+                free(preds);
+                return NULL;
+        }
+        coord__plan__filter__init(f);
+        f->input = input;
+        f->n_predicates = n;
+        f->predicates = preds;
+        r->kind_case = COORD__PLAN__RELATION__KIND_FILTER;
+        r->filter = f;
+        return r;
+}
+
+/* Join(left, right) without keys; consumes both. */
+static Coord__Plan__Relation *rel_join(Coord__Plan__Relation *left, Coord__Plan__Relation *right)
+{
+        Coord__Plan__Relation *r = rel_new();
+        Coord__Plan__Join *j = malloc(sizeof(*j));
+
+        if (!r || !j || !left || !right) {
+                free(r);
+                free(j);
+                rel_free(left);
+                rel_free(right);
+                return NULL;
+        }
+        coord__plan__join__init(j);
+        j->left = left;
+        j->right = right;
+        r->kind_case = COORD__PLAN__RELATION__KIND_JOIN;
+        r->join = j;
+        return r;
+}
+
+/* Union(inputs[0..n)); consumes the array and its contents. */
+static Coord__Plan__Relation *rel_union(Coord__Plan__Relation **inputs, size_t n)
+{
+        Coord__Plan__Relation *r = rel_new();
+        Coord__Plan__Union *u = malloc(sizeof(*u));
+
+        if (!r || !u) {
+                free(r);
+                free(u);
+                for (size_t i = 0; i < n; i++)
+                        rel_free(inputs[i]);
+                free(inputs);
+                return NULL;
+        }
+        coord__plan__union__init(u);
+        u->n_inputs = n;
+        u->inputs = inputs;
+        r->kind_case = COORD__PLAN__RELATION__KIND_UNION;
+        r->union_ = u;
+        return r;
+}
+
+static Coord__Plan__Relation *rel_distinct(Coord__Plan__Relation *input)
+{
+        Coord__Plan__Relation *r = rel_new();
+        Coord__Plan__Distinct *d = malloc(sizeof(*d));
+
+        if (!r || !d || !input) {
+                free(r);
+                free(d);
+                rel_free(input);
+                return NULL;
+        }
+        coord__plan__distinct__init(d);
+        d->input = input;
+        r->kind_case = COORD__PLAN__RELATION__KIND_DISTINCT;
+        r->distinct = d;
+        return r;
+}
+
+/* A constant collection; consumes types and rows (arrays and contents). */
+static Coord__Plan__Relation *rel_constant(Coord__Plan__Type *types, size_t n_types,
+                                           Coord__Plan__Update **rows, size_t n_rows)
+{
+        Coord__Plan__Relation *r = rel_new();
+        Coord__Plan__Constant *c = malloc(sizeof(*c));
+
+        if (!r || !c) {
+                free(r);
+                free(c);
+                free(types);
+                for (size_t i = 0; i < n_rows; i++)
+                        coord__plan__update__free_unpacked(rows[i], NULL);
+                free(rows);
+                return NULL;
+        }
+        coord__plan__constant__init(c);
+        c->n_column_types = n_types;
+        c->column_types = types;
+        c->n_rows = n_rows;
+        c->rows = rows;
+        r->kind_case = COORD__PLAN__RELATION__KIND_CONSTANT;
+        r->constant = c;
+        return r;
+}
+
+/* One update holding the encoding of datums. */
+static Coord__Plan__Update *update_new(const struct row_datum *row, size_t n)
+{
+        Coord__Plan__Update *u = malloc(sizeof(*u));
+        uint8_t *bytes = NULL;
+        size_t len = 0;
+
+        if (!u)
+                return NULL;
+        if (row_encode(row, n, &bytes, &len) < 0) {
+                free(u);
+                return NULL;
+        }
+        coord__plan__update__init(u);
+        u->row.data = bytes;
+        u->row.len = len;
+        u->diff = 1;
+        return u;
+}
+
+/* The output column types of a plan the planner built (so well formed). */
+static int rel_types(const Coord__Plan__Relation *r, Coord__Plan__Type **ret, size_t *ret_n)
+{
+        Coord__Plan__Type *in = NULL, *out = NULL;
+        size_t n_in = 0, n = 0;
+        int rc = 0;
+
+        switch (r->kind_case) {
+        case COORD__PLAN__RELATION__KIND_GET:
+                n = r->get->n_column_types;
+                out = malloc((n ? n : 1) * sizeof(*out));
+                if (out && n)
+                        memcpy(out, r->get->column_types, n * sizeof(*out));
+                break;
+        case COORD__PLAN__RELATION__KIND_CONSTANT:
+                n = r->constant->n_column_types;
+                out = malloc((n ? n : 1) * sizeof(*out));
+                if (out && n)
+                        memcpy(out, r->constant->column_types, n * sizeof(*out));
+                break;
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                return rel_types(r->filter->input, ret, ret_n);
+        case COORD__PLAN__RELATION__KIND_DISTINCT:
+                return rel_types(r->distinct->input, ret, ret_n);
+        case COORD__PLAN__RELATION__KIND_NEGATE:
+                return rel_types(r->negate->input, ret, ret_n);
+        case COORD__PLAN__RELATION__KIND_UNION:
+                if (!r->union_->n_inputs)
+                        return -EINVAL;
+                return rel_types(r->union_->inputs[0], ret, ret_n);
+        case COORD__PLAN__RELATION__KIND_MAP:
+                rc = rel_types(r->map->input, &in, &n_in);
+                if (rc < 0)
+                        return rc;
+                n = n_in + r->map->n_exprs;
+                out = realloc(in, (n ? n : 1) * sizeof(*out));
+                if (!out)
+                        break;
+                in = NULL;
+                for (size_t i = 0; i < r->map->n_exprs; i++)
+                        out[n_in + i] = r->map->exprs[i]->type;
+                break;
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                rc = rel_types(r->project->input, &in, &n_in);
+                if (rc < 0)
+                        return rc;
+                n = r->project->n_outputs;
+                out = malloc((n ? n : 1) * sizeof(*out));
+                for (size_t i = 0; out && i < n; i++)
+                        out[i] = r->project->outputs[i] < n_in ? in[r->project->outputs[i]]
+                                                                : COORD__PLAN__TYPE__TYPE_UNSPECIFIED;
+                break;
+        case COORD__PLAN__RELATION__KIND_JOIN: {
+                Coord__Plan__Type *rt = NULL;
+                size_t n_rt = 0;
+
+                rc = rel_types(r->join->left, &in, &n_in);
+                if (rc >= 0)
+                        rc = rel_types(r->join->right, &rt, &n_rt);
+                if (rc < 0) {
+                        free(in);
+                        return rc;
+                }
+                n = n_in + n_rt;
+                out = malloc((n ? n : 1) * sizeof(*out));
+                if (out) {
+                        memcpy(out, in, n_in * sizeof(*out));
+                        memcpy(out + n_in, rt, n_rt * sizeof(*out));
+                }
+                free(rt);
+                break;
+        }
+        case COORD__PLAN__RELATION__KIND_REDUCE:
+                rc = rel_types(r->reduce->input, &in, &n_in);
+                if (rc < 0)
+                        return rc;
+                n = r->reduce->n_group_keys + r->reduce->n_aggregates;
+                out = malloc((n ? n : 1) * sizeof(*out));
+                for (size_t i = 0; out && i < r->reduce->n_group_keys; i++)
+                        out[i] = r->reduce->group_keys[i] < n_in ? in[r->reduce->group_keys[i]]
+                                                                  : COORD__PLAN__TYPE__TYPE_UNSPECIFIED;
+                for (size_t i = 0; out && i < r->reduce->n_aggregates; i++)
+                        out[r->reduce->n_group_keys + i] = r->reduce->aggregates[i]->type;
+                break;
+        default:
+                return -EINVAL;
+        }
+        free(in);
+        if (!out)
+                return -ENOMEM;
+        *ret = out;
+        *ret_n = n;
+        return 0;
+}
+
+static bool rel_is_empty(const Coord__Plan__Relation *r)
+{
+        return r->kind_case == COORD__PLAN__RELATION__KIND_CONSTANT && r->constant->n_rows == 0;
+}
+
+/* Replace *pr by an empty constant of its own column types. */
+static int rel_make_empty(struct analyzer *a, Coord__Plan__Relation **pr)
+{
+        Coord__Plan__Type *types = NULL;
+        size_t n = 0;
+        Coord__Plan__Relation *e;
+        int r = rel_types(*pr, &types, &n);
+
+        if (r < 0)
+                return r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "cannot type a plan");
+        e = rel_constant(types, n, NULL, 0);
+        if (!e)
+                return oom(a);
+        rel_free(*pr);
+        *pr = e;
+        return 0;
+}
+
+/* Map + Project over `plan` to cast the int4 columns listed in to[] to int8. */
+static int rel_cast_columns(struct analyzer *a, Coord__Plan__Relation **plan, const int *from,
+                            const int *to, size_t n)
+{
+        _cleanup_free_ Coord__Plan__Expr **exprs = NULL;
+        _cleanup_free_ uint32_t *outputs = NULL;
+        size_t m = 0;
+
+        exprs = calloc(n ? n : 1, sizeof(*exprs));
+        outputs = calloc(n ? n : 1, sizeof(*outputs));
+        if (!exprs || !outputs)
+                return oom(a);
+        for (size_t i = 0; i < n; i++) {
+                Coord__Plan__Expr *c;
+
+                outputs[i] = (uint32_t)i;
+                if (from[i] == to[i])
+                        continue;
+                c = expr_column(from[i], (uint32_t)i);
+                exprs[m] = c ? expr_call(to[i], COORD__PLAN__FUNC__FUNC_CAST, &c, 1) : NULL;
+                if (!exprs[m]) {
+                        for (size_t k = 0; k < m; k++)
+                                expr_free(exprs[k]);
+                        return oom(a);
+                }
+                outputs[i] = (uint32_t)(n + m++);
+        }
+        if (!m)
+                return 0;
+        *plan = rel_map(*plan, TAKE_PTR(exprs), m);
+        if (*plan)
+                *plan = rel_project(*plan, TAKE_PTR(outputs), n);
+        return *plan ? 0 : oom(a);
+}
+
+/* ---- Scopes (FROM). ---- */
+
+static void scope_done(struct scope *sc)
+{
+        free(sc->cols);
+        free(sc->star);
+        free(sc->quals);
+        *sc = (struct scope){ 0 };
+}
+
+static int scope_add_col(struct analyzer *a, struct scope *sc, const char *qual, const char *name,
+                         int type, bool nullable, bool in_star)
+{
+        struct scope_col *c = realloc(sc->cols, (sc->n + 1) * sizeof(*c));
+        uint32_t *st;
+
+        if (!c)
+                return oom(a);
+        sc->cols = c;
+        st = realloc(sc->star, (sc->n + 1) * sizeof(*st));
+        if (!st)
+                return oom(a);
+        sc->star = st;
+        sc->cols[sc->n] = (struct scope_col){ .qual = qual, .name = name, .type = type,
+                                              .nullable = nullable };
+        if (in_star)
+                sc->star[sc->n_star++] = (uint32_t)sc->n;
+        sc->n++;
+        if (sc->n > ROW_MAX_COLUMNS)
+                return FAIL(a, "54011", "joins can have at most %u columns", ROW_MAX_COLUMNS);
+        return 0;
+}
+
+static int scope_add_qual(struct analyzer *a, struct scope *sc, const char *q, int location)
+{
+        const char **p;
+
+        if (!q)
+                return 0;
+        if (scope_has_qual(sc, q))
+                return FAIL_AT(a, location, "42712", "table name \"%s\" specified more than once", q);
+        p = realloc(sc->quals, (sc->n_quals + 1) * sizeof(*p));
+        if (!p)
+                return oom(a);
+        sc->quals = p;
+        sc->quals[sc->n_quals++] = q;
+        return 0;
+}
+
+/* dst ++ src (the columns of a Join's output). */
+static int scope_concat(struct analyzer *a, struct scope *dst, const struct scope *src, int location)
+{
+        size_t base = dst->n;
+        int r;
+
+        for (size_t i = 0; i < src->n_quals; i++) {
+                r = scope_add_qual(a, dst, src->quals[i], location);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < src->n; i++) {
+                r = scope_add_col(a, dst, src->cols[i].qual, src->cols[i].name, src->cols[i].type,
+                                  src->cols[i].nullable, false);
+                if (r < 0)
+                        return r;
+                dst->cols[base + i].hidden = src->cols[i].hidden;
+        }
+        for (size_t i = 0; i < src->n_star; i++)
+                dst->star[dst->n_star++] = (uint32_t)base + src->star[i];
+        return 0;
+}
+
+/* ---- FROM. ---- */
+
+static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *peek,
+                      Coord__Plan__Relation **ret_plan, struct scope *ret_cols);
+
+/* Column names from an alias's column list for the range's columns [first, sc->n). */
+static int apply_alias_columns(struct analyzer *a, struct scope *sc, size_t first,
+                               const PgQuery__Alias *alias, const char *what, int location)
+{
+        if (!alias)
+                return 0;
+        if (alias->n_colnames > sc->n - first)
+                return FAIL_AT(a, location, "42P10",
+                               "table \"%s\" has %zu columns available but %zu columns specified",
+                               what, sc->n - first, alias->n_colnames);
+        for (size_t i = 0; i < alias->n_colnames; i++) {
+                const char *name = node_string(alias->colnames[i]);
+
+                if (!name)
+                        return FAIL_AT(a, location, "XX000", "malformed column alias");
+                sc->cols[first + i].name = name;
+        }
+        return 0;
+}
+
+static int nondeterministic_view(struct analyzer *a, const char *name, int location)
+{
+        int r = cannot_materialize(a, location, "mz_now()");
+
+        row_error_detail(a->err, "The call is in view \"%s\".", name);
+        return r;
+}
+
+static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struct scope *sc,
+                          Coord__Plan__Relation **ret)
+{
+        struct sql_relation rel;
+        const char *name = NULL, *qual;
+        int r = range_var_name(a, rv, &name);
+
+        if (r < 0)
+                return r;
+        r = lookup(a, name, &rel);
+        if (r == -ENOENT)
+                return FAIL_AT(a, rv->location, "42P01", "relation \"%s\" does not exist", name);
+        if (r < 0)
+                return r;
+        if (rel.kind == SQL_OBJECT_INDEX || rel.kind == SQL_OBJECT_SINK)
+                return FAIL_AT(a, rv->location, "42809", "\"%s\" is a%s %s and cannot be read",
+                               name, rel.kind == SQL_OBJECT_INDEX ? "n" : "",
+                               sql_object_kind_name(rel.kind));
+        if (rel.kind == SQL_OBJECT_VIEW && !rel.plan)
+                return FAIL_AT(a, rv->location, "XX000", "view \"%s\" has no plan", name);
+        qual = rv->alias && rv->alias->aliasname && rv->alias->aliasname[0] ? rv->alias->aliasname
+                                                                            : rv->relname;
+        r = scope_add_qual(a, sc, qual, rv->location);
+        if (r >= 0)
+                r = add_reference(a, rel.id);
+        if (r < 0)
+                return r;
+        if (rel.kind == SQL_OBJECT_VIEW) {
+                if (rel.n_inputs && !rel.inputs)
+                        return FAIL_AT(a, rv->location, "XX000", "view \"%s\" has no inputs", name);
+                for (size_t i = 0; i < rel.n_inputs; i++) {
+                        r = add_input(a, rel.inputs[i]);
+                        if (r < 0)
+                                return r;
+                }
+                if (!rel.deterministic) {
+                        if (a->materialize)
+                                return nondeterministic_view(a, name, rv->location);
+                        a->nondeterministic = true;
+                }
+        } else {
+                r = add_input(a, rel.id);
+                if (r < 0)
+                        return r;
+        }
+        if (a->peek && rel.index_id)
+                *ret = rel_get_id(rel.index_id, rel.columns, rel.n_columns);
+        else if (rel.kind == SQL_OBJECT_VIEW)
+                *ret = rel_copy(rel.plan);
+        else
+                *ret = rel_get(&rel);
+        if (!*ret)
+                return oom(a);
+        for (size_t i = 0; i < rel.n_columns; i++) {
+                r = scope_add_col(a, sc, qual, rel.columns[i].name, rel.columns[i].type,
+                                  rel.columns[i].nullable, true);
+                if (r < 0)
+                        return r;
+        }
+        return apply_alias_columns(a, sc, 0, rv->alias, qual, rv->location);
+}
+
+static int plan_range_subselect(struct analyzer *a, const PgQuery__RangeSubselect *rs,
+                                struct scope *sc, Coord__Plan__Relation **ret)
+{
+        _cleanup_(scope_done) struct scope out = { 0 };
+        const char *qual = rs->alias && rs->alias->aliasname && rs->alias->aliasname[0]
+                                   ? rs->alias->aliasname
+                                   : NULL;
+        int r;
+
+        if (rs->lateral)
+                return FAIL(a, "0A000", "LATERAL is not supported");
+        r = plan_query(a, rs->subquery, NULL, ret, &out);
+        if (r >= 0)
+                r = scope_add_qual(a, sc, qual, -1);
+        for (size_t i = 0; r >= 0 && i < out.n; i++)
+                r = scope_add_col(a, sc, qual, out.cols[i].name, out.cols[i].type,
+                                  out.cols[i].nullable, true);
+        if (r >= 0)
+                r = apply_alias_columns(a, sc, 0, rs->alias, qual ? qual : "subquery", -1);
+        return r;
+}
+
+static int plan_from_item(struct analyzer *a, const PgQuery__Node *n, struct scope *sc,
+                          Coord__Plan__Relation **ret);
+
+/* Find `name` among the visible columns [from, to) of sc: its index, or an error. */
+static int using_column(struct analyzer *a, const struct scope *sc, size_t from, size_t to,
+                        const char *name, const char *side, size_t *ret)
+{
+        size_t found = SIZE_MAX;
+
+        for (size_t i = from; i < to; i++) {
+                if (sc->cols[i].hidden || strcmp(sc->cols[i].name, name) != 0)
+                        continue;
+                if (found != SIZE_MAX)
+                        return FAIL(a, "42702", "common column name \"%s\" appears more than once "
+                                    "in %s table", name, side);
+                found = i;
+        }
+        if (found == SIZE_MAX)
+                return FAIL(a, "42703", "column \"%s\" specified in USING clause does not exist "
+                            "in %s table", name, side);
+        *ret = found;
+        return 0;
+}
+
+/* Append `pred` (consumed) to a conjunction. */
+static int conj_add(struct analyzer *a, Coord__Plan__Expr ***preds, size_t *n, Coord__Plan__Expr *pred)
+{
+        Coord__Plan__Expr **p = realloc(*preds, (*n + 1) * sizeof(*p));
+
+        if (!p) {
+                expr_free(pred);
+                return oom(a);
+        }
+        p[(*n)++] = pred;
+        *preds = p;
+        return 0;
+}
+
+static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct scope *sc,
+                          Coord__Plan__Relation **ret)
+{
+        static const char *const kinds[] = {
+                [PG_QUERY__JOIN_TYPE__JOIN_LEFT] = "LEFT JOIN",
+                [PG_QUERY__JOIN_TYPE__JOIN_FULL] = "FULL JOIN",
+                [PG_QUERY__JOIN_TYPE__JOIN_RIGHT] = "RIGHT JOIN",
+        };
+        _cleanup_(scope_done) struct scope left = { 0 }, right = { 0 };
+        _cleanup_(rel_freep) Coord__Plan__Relation *lp = NULL, *rp = NULL;
+        Coord__Plan__Expr **preds = NULL;
+        _cleanup_free_ bool *using_right = NULL;
+        _cleanup_free_ bool *using_left = NULL;
+        const struct scope *saved = a->scope;
+        size_t n_preds = 0, nl;
+        int r;
+
+        if (j->jointype != PG_QUERY__JOIN_TYPE__JOIN_INNER) {
+                const char *k = (unsigned)j->jointype < ELEMENTSOF(kinds) ? kinds[j->jointype] : NULL;
+
+                return FAIL(a, "0A000", "%s is not supported yet", k ? k : "this join");
+        }
+        if (j->is_natural)
+                return FAIL(a, "0A000", "NATURAL JOIN is not supported yet");
+        if (j->alias || j->join_using_alias)
+                return FAIL(a, "0A000", "aliases for joins are not supported");
+        r = plan_from_item(a, j->larg, &left, &lp);
+        if (r >= 0)
+                r = plan_from_item(a, j->rarg, &right, &rp);
+        if (r < 0)
+                return r;
+        nl = left.n;
+        r = scope_concat(a, sc, &left, -1);
+        if (r >= 0)
+                r = scope_concat(a, sc, &right, -1);
+        if (r < 0)
+                return r;
+        /* The scope's star so far is left's then right's; USING reorders it. */
+        sc->n_star = 0;
+        using_left = calloc(sc->n ? sc->n : 1, sizeof(bool));
+        using_right = calloc(sc->n ? sc->n : 1, sizeof(bool));
+        if (!using_left || !using_right)
+                return oom(a);
+        for (size_t i = 0; i < j->n_using_clause; i++) {
+                _cleanup_(typed_done) struct typed l = { .location = -1 }, rt = { .location = -1 };
+                const char *name = node_string(j->using_clause[i]);
+                size_t li, ri;
+
+                if (!name)
+                        return FAIL(a, "XX000", "malformed USING clause");
+                r = using_column(a, sc, 0, nl, name, "left", &li);
+                if (r >= 0)
+                        r = using_column(a, sc, nl, sc->n, name, "right", &ri);
+                if (r < 0)
+                        goto fail;
+                l.e = expr_column(sc->cols[li].type, (uint32_t)li);
+                rt.e = expr_column(sc->cols[ri].type, (uint32_t)ri);
+                if (!l.e || !rt.e) {
+                        r = oom(a);
+                        goto fail;
+                }
+                r = binary(a, "=", &l, &rt, -1);
+                if (r >= 0)
+                        r = conj_add(a, &preds, &n_preds, TAKE_PTR(l.e));
+                if (r < 0)
+                        goto fail;
+                using_left[li] = using_right[ri] = true;
+                sc->star[sc->n_star++] = (uint32_t)li;
+        }
+        for (size_t i = 0; i < left.n_star; i++)
+                if (!using_left[left.star[i]])
+                        sc->star[sc->n_star++] = left.star[i];
+        for (size_t i = 0; i < right.n_star; i++)
+                if (!using_right[nl + right.star[i]])
+                        sc->star[sc->n_star++] = (uint32_t)nl + right.star[i];
+        for (size_t i = nl; i < sc->n; i++)
+                if (using_right[i])
+                        sc->cols[i].hidden = true;
+        if (j->quals) {
+                _cleanup_(typed_done) struct typed t = { .location = -1 };
+                const char *no_agg = a->no_agg;
+                struct agg_ctx *agg = a->agg;
+
+                a->scope = sc;
+                a->no_agg = "JOIN conditions";
+                a->agg = NULL;
+                r = analyze_expr(a, j->quals, &t);
+                if (r >= 0)
+                        r = require_bool(a, &t, "JOIN/ON");
+                a->scope = saved;
+                a->no_agg = no_agg;
+                a->agg = agg;
+                if (r >= 0)
+                        r = conj_add(a, &preds, &n_preds, TAKE_PTR(t.e));
+                if (r < 0)
+                        goto fail;
+        }
+        *ret = rel_join(TAKE_PTR(lp), TAKE_PTR(rp));
+        if (*ret && n_preds)
+                *ret = rel_filter_n(*ret, TAKE_PTR(preds), n_preds);
+        else
+                free(preds);
+        return *ret ? 0 : oom(a);
+fail:
+        for (size_t i = 0; i < n_preds; i++)
+                expr_free(preds[i]);
+        free(preds);
+        return r;
+}
+
+static int plan_from_item(struct analyzer *a, const PgQuery__Node *n, struct scope *sc,
+                          Coord__Plan__Relation **ret)
+{
+        switch (n->node_case) {
+        case PG_QUERY__NODE__NODE_RANGE_VAR:
+                return plan_range_var(a, n->range_var, sc, ret);
+        case PG_QUERY__NODE__NODE_RANGE_SUBSELECT:
+                return plan_range_subselect(a, n->range_subselect, sc, ret);
+        case PG_QUERY__NODE__NODE_JOIN_EXPR:
+                return plan_join_expr(a, n->join_expr, sc, ret);
+        case PG_QUERY__NODE__NODE_RANGE_FUNCTION:
+                return FAIL(a, "0A000", "functions in FROM are not supported");
+        default:
+                return FAIL(a, "0A000", "this FROM item is not supported");
+        }
+}
+
+/* The FROM clause: a cross join of its items (the optimizer turns WHERE equalities
+ * into join keys). */
+static int plan_from(struct analyzer *a, const PgQuery__SelectStmt *s, struct scope *sc,
+                     Coord__Plan__Relation **ret)
+{
+        Coord__Plan__Relation *plan = NULL;
+
+        for (size_t i = 0; i < s->n_from_clause; i++) {
+                _cleanup_(scope_done) struct scope item = { 0 };
+                Coord__Plan__Relation *p = NULL;
+                int r = plan_from_item(a, s->from_clause[i], &item, &p);
+
+                if (r >= 0)
+                        r = scope_concat(a, sc, &item, node_location(s->from_clause[i]));
+                if (r < 0) {
+                        rel_free(p);
+                        rel_free(plan);
+                        return r;
+                }
+                plan = plan ? rel_join(plan, p) : p;
+                if (!plan)
+                        return oom(a);
+        }
+        if (!plan)
+                plan = rel_unit();
+        if (!plan)
+                return oom(a);
+        *ret = plan;
+        return 0;
+}
+
+/* ---- Queries. ---- */
+
+/* Does the expression hold an aggregate call (outside subqueries)? */
+static bool node_has_aggregate(const PgQuery__Node *n)
+{
+        if (!n)
+                return false;
+        switch (n->node_case) {
+        case PG_QUERY__NODE__NODE_FUNC_CALL: {
+                const PgQuery__FuncCall *f = n->func_call;
+                const char *name = f->n_funcname ? node_string(f->funcname[f->n_funcname - 1]) : NULL;
+
+                if (f->agg_star || (name && is_aggregate_name(name) && !f->over))
+                        return true;
+                for (size_t i = 0; i < f->n_args; i++)
+                        if (node_has_aggregate(f->args[i]))
+                                return true;
+                return false;
+        }
+        case PG_QUERY__NODE__NODE_A_EXPR:
+                return node_has_aggregate(n->a_expr->lexpr) || node_has_aggregate(n->a_expr->rexpr);
+        case PG_QUERY__NODE__NODE_BOOL_EXPR:
+                for (size_t i = 0; i < n->bool_expr->n_args; i++)
+                        if (node_has_aggregate(n->bool_expr->args[i]))
+                                return true;
+                return false;
+        case PG_QUERY__NODE__NODE_COALESCE_EXPR:
+                for (size_t i = 0; i < n->coalesce_expr->n_args; i++)
+                        if (node_has_aggregate(n->coalesce_expr->args[i]))
+                                return true;
+                return false;
+        case PG_QUERY__NODE__NODE_TYPE_CAST:
+                return node_has_aggregate(n->type_cast->arg);
+        case PG_QUERY__NODE__NODE_NULL_TEST:
+                return node_has_aggregate(n->null_test->arg);
+        case PG_QUERY__NODE__NODE_RES_TARGET:
+                return node_has_aggregate(n->res_target->val);
+        case PG_QUERY__NODE__NODE_SORT_BY:
+                return node_has_aggregate(n->sort_by->node);
+        default:
+                return false;
+        }
+}
+
+static bool is_null_const(const PgQuery__Node *n)
+{
+        return n && n->node_case == PG_QUERY__NODE__NODE_A_CONST && n->a_const->isnull;
+}
+
+static bool has_limit(const PgQuery__SelectStmt *s)
+{
+        return (s->limit_count && !is_null_const(s->limit_count)) || s->limit_offset;
+}
+
+/* An integer constant node (ORDER BY 2, GROUP BY 1): its value, or -1. */
+static long node_position(const PgQuery__Node *n)
+{
+        if (n && n->node_case == PG_QUERY__NODE__NODE_A_CONST &&
+            n->a_const->val_case == PG_QUERY__A__CONST__VAL_IVAL)
+                return n->a_const->ival->ival;
+        return -1;
+}
+
+/* An unqualified column name node: the name, or NULL. */
+static const char *node_plain_name(const PgQuery__Node *n)
+{
+        if (n && n->node_case == PG_QUERY__NODE__NODE_COLUMN_REF && n->column_ref->n_fields == 1)
+                return node_string(n->column_ref->fields[0]);
+        return NULL;
+}
+
+/* LIMIT or OFFSET: a constant, non-negative bigint; NULL (and LIMIT ALL) is none. */
+static int analyze_limit(struct analyzer *a, const PgQuery__Node *n, const char *what,
+                         const char *sqlstate, bool *has, uint64_t *ret)
+{
+        _cleanup_(typed_done) struct typed t = { .location = -1 };
+        const struct scope *scope = a->scope;
+        bool strict = a->strict_fold;
+        int r;
+
+        *has = false;
+        if (!n)
+                return 0;
+        a->scope = NULL;
+        a->strict_fold = true;
+        a->no_mz_now = what;
+        r = analyze_expr(a, n, &t);
+        if (r >= 0)
+                r = coerce_unknown(a, &t, ROW_TYPE_INT8);
+        a->scope = scope;
+        a->strict_fold = strict;
+        a->no_mz_now = NULL;
+        if (r < 0)
+                return r;
+        if (!is_int((int)t.e->type))
+                return FAIL_AT(a, t.location, "42804", "argument of %s must be type bigint, not "
+                               "type %s", what, row_type_name((enum row_type)t.e->type));
+        if (!is_literal(t.e))
+                return FAIL_AT(a, t.location, "0A000", "%s must be a constant", what);
+        if (t.e->literal->value_case == COORD__PLAN__DATUM__VALUE_NULL_VALUE)
+                return 0;
+        if (t.e->literal->int_value < 0)
+                return FAIL_AT(a, t.location, sqlstate, "%s must not be negative", what);
+        *has = true;
+        *ret = (uint64_t)t.e->literal->int_value;
+        return 0;
+}
+
+static int peek_sort_key(struct analyzer *a, Coord__Plan__Peek *peek, uint32_t column,
+                         const PgQuery__SortBy *sb)
+{
+        Coord__Plan__SortKey **keys = realloc(peek->order_by, (peek->n_order_by + 1) * sizeof(*keys));
+        Coord__Plan__SortKey *k;
+
+        if (!keys)
+                return oom(a);
+        peek->order_by = keys;
+        if (sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_USING || sb->n_use_op)
+                return FAIL_AT(a, sb->location, "0A000", "ORDER BY ... USING is not supported");
+        k = malloc(sizeof(*k));
+        if (!k)
+                return oom(a);
+        coord__plan__sort_key__init(k);
+        k->column = column;
+        k->descending = sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_DESC;
+        k->nulls_first = sb->sortby_nulls == PG_QUERY__SORT_BY_NULLS__SORTBY_NULLS_FIRST ||
+                         (sb->sortby_nulls != PG_QUERY__SORT_BY_NULLS__SORTBY_NULLS_LAST &&
+                          k->descending);
+        peek->order_by[peek->n_order_by++] = k;
+        return 0;
+}
+
+/* An ORDER BY item naming an output column by position or name: 1 with *ret, 0 when it
+ * is an expression, or an error. */
+static int sort_output(struct analyzer *a, const PgQuery__SortBy *sb, const struct scope *out,
+                       size_t n_visible, uint32_t *ret)
+{
+        long pos = node_position(sb->node);
+        const char *name = node_plain_name(sb->node);
+        size_t found = SIZE_MAX;
+
+        if (pos >= 0 || (sb->node && sb->node->node_case == PG_QUERY__NODE__NODE_A_CONST &&
+                         !sb->node->a_const->isnull &&
+                         sb->node->a_const->val_case == PG_QUERY__A__CONST__VAL_IVAL)) {
+                if (pos < 1 || (size_t)pos > n_visible)
+                        return FAIL_AT(a, sb->node->a_const->location, "42P10",
+                                       "ORDER BY position %ld is not in select list", pos);
+                *ret = (uint32_t)(pos - 1);
+                return 1;
+        }
+        if (!name)
+                return 0;
+        for (size_t i = 0; i < n_visible; i++) {
+                if (strcmp(out->cols[i].name, name) != 0)
+                        continue;
+                if (found != SIZE_MAX)
+                        return FAIL_AT(a, sb->node->column_ref->location, "42702",
+                                       "ORDER BY \"%s\" is ambiguous", name);
+                found = i;
+        }
+        if (found == SIZE_MAX)
+                return 0;
+        *ret = (uint32_t)found;
+        return 1;
+}
+
+/* ORDER BY and LIMIT of a top-level UNION or VALUES: output columns only. */
+static int peek_order_limit(struct analyzer *a, const PgQuery__SelectStmt *s, const struct scope *out,
+                            Coord__Plan__Peek *peek);
+
+static int peek_limit(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__Plan__Peek *peek)
+{
+        bool has_count, has_offset;
+        uint64_t count = 0, offset = 0;
+        int r;
+
+        if (s->limit_option == PG_QUERY__LIMIT_OPTION__LIMIT_OPTION_WITH_TIES)
+                return FAIL(a, "0A000", "FETCH ... WITH TIES is not supported");
+        r = analyze_limit(a, s->limit_count, "LIMIT", "2201W", &has_count, &count);
+        if (r >= 0)
+                r = analyze_limit(a, s->limit_offset, "OFFSET", "2201X", &has_offset, &offset);
+        if (r < 0)
+                return r;
+        if (!has_count && !has_offset)
+                return 0;
+        peek->limit = malloc(sizeof(*peek->limit));
+        if (!peek->limit)
+                return oom(a);
+        coord__plan__limit__init(peek->limit);
+        /* OFFSET alone: every row after the offset. */
+        peek->limit->count = has_count ? count : UINT64_MAX;
+        peek->limit->offset = offset;
+        return 0;
+}
+
+static int peek_order_limit(struct analyzer *a, const PgQuery__SelectStmt *s, const struct scope *out,
+                            Coord__Plan__Peek *peek)
+{
+        for (size_t i = 0; i < s->n_sort_clause; i++) {
+                const PgQuery__SortBy *sb = s->sort_clause[i]->node_case == PG_QUERY__NODE__NODE_SORT_BY
+                                                    ? s->sort_clause[i]->sort_by
+                                                    : NULL;
+                uint32_t col;
+                int r;
+
+                if (!sb)
+                        return FAIL(a, "XX000", "malformed ORDER BY");
+                r = sort_output(a, sb, out, out->n, &col);
+                if (r == 0)
+                        r = FAIL_AT(a, sb->location, "0A000",
+                                    "ORDER BY of a UNION or VALUES must name an output column");
+                if (r >= 0)
+                        r = peek_sort_key(a, peek, col, sb);
+                if (r < 0)
+                        return r;
+        }
+        return peek_limit(a, s, peek);
+}
+
+/* Rewrite an expression of a grouped SELECT over the Reduce's output: group keys become
+ * key columns, aggregate placeholders the aggregate columns; any other column is 42803. */
+static int regroup(struct analyzer *a, Coord__Plan__Expr **pe, Coord__Plan__Expr **keys, size_t nk,
+                   const struct scope *from)
+{
+        Coord__Plan__Expr *e = *pe;
+
+        for (size_t k = 0; k < nk; k++)
+                if (expr_equal(e, keys[k])) {
+                        Coord__Plan__Expr *c = expr_column((int)e->type, (uint32_t)k);
+
+                        if (!c)
+                                return oom(a);
+                        expr_free(e);
+                        *pe = c;
+                        return 0;
+                }
+        switch (e->kind_case) {
+        case COORD__PLAN__EXPR__KIND_COLUMN: {
+                const struct scope_col *col;
+
+                if (e->column & AGG_MARK) {
+                        e->column = (uint32_t)nk + (e->column & ~AGG_MARK);
+                        return 0;
+                }
+                col = &from->cols[e->column];
+                if (col->qual)
+                        return FAIL(a, "42803", "column \"%s.%s\" must appear in the GROUP BY "
+                                    "clause or be used in an aggregate function", col->qual,
+                                    col->name);
+                return FAIL(a, "42803", "column \"%s\" must appear in the GROUP BY clause or be "
+                            "used in an aggregate function", col->name);
+        }
+        case COORD__PLAN__EXPR__KIND_CALL:
+                for (size_t i = 0; i < e->call->n_args; i++) {
+                        int r = regroup(a, &e->call->args[i], keys, nk, from);
+
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        default:
+                return 0;
+        }
+}
+
+static void agg_done(struct agg_ctx *g)
+{
+        for (size_t i = 0; i < g->n; i++)
+                expr_free(g->args[i]);
+        free(g->args);
+        free(g->funcs);
+        free(g->types);
+}
+
+/* The SELECT list (and hidden ORDER BY columns) under construction. */
+struct outputs {
+        Coord__Plan__Expr **e;          /* over the source row: FROM's, or the Reduce's */
+        const char **names;
+        size_t n, cap;
+};
+
+static void outputs_done(struct outputs *o)
+{
+        for (size_t i = 0; i < o->n; i++)
+                expr_free(o->e[i]);
+        free(o->e);
+        free(o->names);
+}
+
+static int outputs_add(struct analyzer *a, struct outputs *o, Coord__Plan__Expr *e, const char *name)
+{
+        if (!e)
+                return oom(a);
+        if (o->n == o->cap) {
+                size_t cap = o->cap ? 2 * o->cap : 8;
+                Coord__Plan__Expr **ne = realloc(o->e, cap * sizeof(*ne));
+                const char **nn = ne ? realloc(o->names, cap * sizeof(*nn)) : NULL;
+
+                if (ne)
+                        o->e = ne;
+                if (!nn) {
+                        expr_free(e);
+                        return oom(a);
+                }
+                o->names = nn;
+                o->cap = cap;
+        }
+        o->e[o->n] = e;
+        o->names[o->n++] = name;
+        if (o->n > MAX_TARGETS)
+                return FAIL(a, "54011", "target lists can have at most %u entries", MAX_TARGETS);
+        return 0;
+}
+
+/* One entry of the SELECT list: `*`, `t.*` or an expression. */
+static int select_target(struct analyzer *a, struct outputs *o, const PgQuery__ResTarget *rt)
+{
+        const struct scope *sc = a->scope;
         _cleanup_(typed_done) struct typed t = { .location = -1 };
         const PgQuery__ColumnRef *cr;
-        int r, type;
+        const char *name;
+        int r;
 
         if (!rt->val)
                 return FAIL(a, "XX000", "malformed target list");
@@ -2075,15 +3638,28 @@ static int select_target(struct analyzer *a, struct select_list *l, const PgQuer
 
                 if (cr->n_fields > 2 || (cr->n_fields == 2 && !qualifier))
                         return FAIL_AT(a, cr->location, "0A000", "this * is not supported");
-                if (!rel && !qualifier)
+                if (!qualifier && (!sc || (!sc->n_quals && !sc->n)))
                         return FAIL_AT(a, cr->location, "42601",
                                        "SELECT * with no tables specified is not valid");
-                if (qualifier && (!rel || strcmp(qualifier, a->scope_name) != 0))
+                if (qualifier && !scope_has_qual(sc, qualifier))
                         return FAIL_AT(a, cr->location, "42P01",
                                        "missing FROM-clause entry for table \"%s\"", qualifier);
-                for (size_t i = 0; i < rel->n_columns; i++) {
-                        r = select_list_add(a, l, rel->columns[i].name, rel->columns[i].type,
-                                            rel->columns[i].nullable, (uint32_t)i, NULL);
+                if (!qualifier) {
+                        for (size_t i = 0; i < sc->n_star; i++) {
+                                const struct scope_col *c = &sc->cols[sc->star[i]];
+
+                                r = outputs_add(a, o, expr_column(c->type, sc->star[i]), c->name);
+                                if (r < 0)
+                                        return r;
+                        }
+                        return 0;
+                }
+                for (size_t i = 0; i < sc->n; i++) {
+                        const struct scope_col *c = &sc->cols[i];
+
+                        if (!c->qual || strcmp(c->qual, qualifier) != 0)
+                                continue;
+                        r = outputs_add(a, o, expr_column(c->type, (uint32_t)i), c->name);
                         if (r < 0)
                                 return r;
                 }
@@ -2094,15 +3670,1105 @@ static int select_target(struct analyzer *a, struct select_list *l, const PgQuer
                 r = coerce_unknown(a, &t, ROW_TYPE_TEXT);   /* PostgreSQL outputs unknown as text */
         if (r < 0)
                 return r;
-        if (t.e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
-                const struct sql_column *c = &rel->columns[t.e->column];
+        if (rt->name && rt->name[0])
+                name = rt->name;
+        else if (t.e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN && !(t.e->column & AGG_MARK))
+                name = sc->cols[t.e->column].name;
+        else
+                name = figure_colname(rt->val);
+        return outputs_add(a, o, TAKE_PTR(t.e), name);
+}
 
-                return select_list_add(a, l, rt->name && rt->name[0] ? rt->name : c->name, c->type,
-                                       c->nullable, t.e->column, NULL);
+/* Is a source column or expression possibly NULL? */
+static bool expr_nullable(const Coord__Plan__Expr *e, const struct scope *src)
+{
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN)
+                return src->cols[e->column].nullable;
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_LITERAL)
+                return e->literal->value_case == COORD__PLAN__DATUM__VALUE_NULL_VALUE;
+        return true;
+}
+
+/* A plain SELECT: FROM, WHERE, GROUP BY, HAVING, the list, DISTINCT; with a peek also
+ * ORDER BY and LIMIT. */
+static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__Plan__Peek *peek,
+                       Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
+{
+        _cleanup_(scope_done) struct scope from = { 0 }, reduced = { 0 };
+        _cleanup_(agg_done) struct agg_ctx agg = { 0 };
+        _cleanup_(outputs_done) struct outputs o = { 0 };
+        _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
+        _cleanup_(expr_freep) Coord__Plan__Expr *pred = NULL;
+        _cleanup_(expr_freep) Coord__Plan__Expr *having = NULL;
+        Coord__Plan__Expr **keys = NULL;
+        _cleanup_free_ long *sort_cols = NULL;         /* output column, or -1: sort_exprs */
+        _cleanup_free_ Coord__Plan__Expr **sort_exprs = NULL;
+        const struct scope *src = &from;
+        size_t nk = 0, n_visible, n_sort = peek ? s->n_sort_clause : 0, width;
+        bool grouped, distinct = s->n_distinct_clause > 0;
+        int r;
+
+        if (s->n_window_clause)
+                return FAIL(a, "0A000", "window functions are not supported");
+        for (size_t i = 0; i < s->n_distinct_clause; i++)
+                if (s->distinct_clause[i] && s->distinct_clause[i]->node_case != 0)
+                        return FAIL(a, "0A000", "DISTINCT ON is not supported");
+
+        r = plan_from(a, s, &from, &plan);
+        if (r < 0)
+                return r;
+        a->scope = &from;
+        a->no_agg = "WHERE";
+        r = analyze_where(a, s->where_clause, &pred);
+        if (r < 0)
+                return r;
+        if (pred) {
+                plan = rel_filter(TAKE_PTR(plan), TAKE_PTR(pred));
+                if (!plan)
+                        return oom(a);
         }
-        type = (int)t.e->type;     /* before TAKE_PTR: argument order is unspecified */
-        return select_list_add(a, l, rt->name && rt->name[0] ? rt->name : figure_colname(rt->val),
-                               type, true, 0, TAKE_PTR(t.e));
+
+        grouped = s->n_group_clause || s->having_clause || node_has_aggregate(s->having_clause);
+        for (size_t i = 0; !grouped && i < s->n_target_list; i++)
+                grouped = node_has_aggregate(s->target_list[i]);
+        for (size_t i = 0; !grouped && i < n_sort; i++)
+                grouped = node_has_aggregate(s->sort_clause[i]);
+
+        sort_cols = calloc(n_sort ? n_sort : 1, sizeof(*sort_cols));
+        sort_exprs = calloc(n_sort ? n_sort : 1, sizeof(*sort_exprs));
+        keys = calloc(s->n_group_clause ? s->n_group_clause : 1, sizeof(*keys));
+        if (!sort_cols || !sort_exprs || !keys) {
+                free(keys);
+                return oom(a);
+        }
+
+        /* GROUP BY keys, over the FROM columns. */
+        a->no_agg = "GROUP BY";
+        for (size_t i = 0; i < s->n_group_clause; i++) {
+                _cleanup_(typed_done) struct typed t = { .location = -1 };
+                const PgQuery__Node *g = s->group_clause[i];
+                long pos = node_position(g);
+                const char *name = node_plain_name(g);
+                bool dup = false;
+
+                if (pos >= 0) {
+                        if (pos < 1 || (size_t)pos > s->n_target_list ||
+                            s->target_list[pos - 1]->node_case != PG_QUERY__NODE__NODE_RES_TARGET) {
+                                r = FAIL_AT(a, node_location(g), "42P10",
+                                            "GROUP BY position %ld is not in select list", pos);
+                                goto fail;
+                        }
+                        g = s->target_list[pos - 1]->res_target->val;
+                } else if (name) {
+                        /* An output name that is not a FROM column (PostgreSQL's rule). */
+                        bool is_column = false;
+
+                        for (size_t k = 0; k < from.n; k++)
+                                is_column = is_column || (!from.cols[k].hidden &&
+                                                          strcmp(from.cols[k].name, name) == 0);
+                        for (size_t k = 0; !is_column && k < s->n_target_list; k++) {
+                                const PgQuery__ResTarget *rt = s->target_list[k]->res_target;
+
+                                if (rt->name && strcmp(rt->name, name) == 0) {
+                                        g = rt->val;
+                                        break;
+                                }
+                        }
+                }
+                if (g->node_case == PG_QUERY__NODE__NODE_GROUPING_SET) {
+                        r = FAIL(a, "0A000", "GROUPING SETS, ROLLUP and CUBE are not supported");
+                        goto fail;
+                }
+                r = analyze_expr(a, g, &t);
+                if (r >= 0)
+                        r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
+                if (r < 0)
+                        goto fail;
+                for (size_t k = 0; k < nk; k++)
+                        dup = dup || expr_equal(keys[k], t.e);
+                if (!dup)
+                        keys[nk++] = TAKE_PTR(t.e);
+        }
+
+        /* The list, HAVING and ORDER BY see aggregates when grouped. */
+        a->agg = grouped ? &agg : NULL;
+        a->no_agg = grouped ? NULL : "this context";
+        for (size_t i = 0; i < s->n_target_list; i++) {
+                if (s->target_list[i]->node_case != PG_QUERY__NODE__NODE_RES_TARGET) {
+                        r = FAIL(a, "XX000", "malformed target list");
+                        goto fail;
+                }
+                r = select_target(a, &o, s->target_list[i]->res_target);
+                if (r < 0)
+                        goto fail;
+        }
+        n_visible = o.n;
+        if (s->having_clause) {
+                _cleanup_(typed_done) struct typed t = { .location = -1 };
+
+                r = analyze_expr(a, s->having_clause, &t);
+                if (r >= 0)
+                        r = require_bool(a, &t, "HAVING");
+                if (r < 0)
+                        goto fail;
+                having = TAKE_PTR(t.e);
+        }
+        for (size_t i = 0; i < n_sort; i++) {
+                _cleanup_(typed_done) struct typed t = { .location = -1 };
+                const PgQuery__SortBy *sb = s->sort_clause[i]->node_case == PG_QUERY__NODE__NODE_SORT_BY
+                                                    ? s->sort_clause[i]->sort_by
+                                                    : NULL;
+                struct scope shown = { .cols = NULL };
+                _cleanup_free_ struct scope_col *cols = calloc(n_visible ? n_visible : 1,
+                                                               sizeof(*cols));
+                uint32_t col;
+
+                if (!sb || !cols) {
+                        r = sb ? oom(a) : FAIL(a, "XX000", "malformed ORDER BY");
+                        goto fail;
+                }
+                for (size_t k = 0; k < n_visible; k++)
+                        cols[k].name = o.names[k];
+                shown.cols = cols;
+                shown.n = n_visible;
+                r = sort_output(a, sb, &shown, n_visible, &col);
+                if (r < 0)
+                        goto fail;
+                sort_cols[i] = r ? (long)col : -1;
+                if (r)
+                        continue;
+                r = analyze_expr(a, sb->node, &t);
+                if (r >= 0)
+                        r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
+                if (r < 0)
+                        goto fail;
+                sort_exprs[i] = TAKE_PTR(t.e);
+        }
+        a->agg = NULL;
+        a->no_agg = NULL;
+
+        if (grouped) {
+                /* Map (computed keys and arguments) -> Reduce -> Filter (HAVING). */
+                _cleanup_free_ Coord__Plan__Expr **pre = calloc(nk + agg.n + 1, sizeof(*pre));
+                _cleanup_free_ uint32_t *key_cols = calloc(nk + 1, sizeof(*key_cols));
+                Coord__Plan__Relation *red;
+                Coord__Plan__Reduce *rd;
+                size_t n_pre = 0;
+
+                if (!pre || !key_cols) {
+                        r = oom(a);
+                        goto fail;
+                }
+                for (size_t i = 0; i < o.n; i++) {
+                        r = regroup(a, &o.e[i], keys, nk, &from);
+                        if (r < 0)
+                                goto fail;
+                }
+                for (size_t i = 0; i < n_sort; i++) {
+                        r = sort_exprs[i] ? regroup(a, &sort_exprs[i], keys, nk, &from) : 0;
+                        if (r < 0)
+                                goto fail;
+                }
+                if (having) {
+                        r = regroup(a, &having, keys, nk, &from);
+                        if (r < 0)
+                                goto fail;
+                }
+                for (size_t k = 0; k < nk; k++) {
+                        bool nullable = true;
+
+                        if (keys[k]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
+                                key_cols[k] = keys[k]->column;
+                                nullable = from.cols[keys[k]->column].nullable;
+                        } else {
+                                key_cols[k] = (uint32_t)(from.n + n_pre);
+                                pre[n_pre++] = TAKE_PTR(keys[k]);
+                        }
+                        r = scope_add_col(a, &reduced, NULL, "?column?",
+                                          keys[k] ? (int)keys[k]->type : (int)pre[n_pre - 1]->type,
+                                          nullable, true);
+                        if (r < 0)
+                                goto fail;
+                }
+                rd = malloc(sizeof(*rd));
+                red = rel_new();
+                if (!rd || !red) {
+                        free(rd);
+                        free(red);
+                        r = oom(a);
+                        goto fail;
+                }
+                coord__plan__reduce__init(rd);
+                red->kind_case = COORD__PLAN__RELATION__KIND_REDUCE;
+                red->reduce = rd;
+                rd->aggregates = calloc(agg.n + 1, sizeof(*rd->aggregates));
+                if (!rd->aggregates) {
+                        rel_free(red);
+                        r = oom(a);
+                        goto fail;
+                }
+                for (size_t k = 0; k < agg.n; k++) {
+                        Coord__Plan__Aggregate *ag = malloc(sizeof(*ag));
+
+                        if (!ag) {
+                                rel_free(red);
+                                r = oom(a);
+                                goto fail;
+                        }
+                        coord__plan__aggregate__init(ag);
+                        ag->func = agg.funcs[k];
+                        ag->type = (Coord__Plan__Type)agg.types[k];
+                        if (!agg.args[k])
+                                ag->column = 0;
+                        else if (agg.args[k]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN)
+                                ag->column = agg.args[k]->column;
+                        else {
+                                ag->column = (uint32_t)(from.n + n_pre);
+                                pre[n_pre++] = TAKE_PTR(agg.args[k]);
+                        }
+                        rd->aggregates[rd->n_aggregates++] = ag;
+                        r = scope_add_col(a, &reduced, NULL, "?column?", agg.types[k],
+                                          agg.funcs[k] != COORD__PLAN__AGG_FUNC__AGG_COUNT &&
+                                                  agg.funcs[k] != COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR,
+                                          true);
+                        if (r < 0) {
+                                rel_free(red);
+                                goto fail;
+                        }
+                }
+                if (n_pre) {
+                        plan = rel_map(TAKE_PTR(plan), TAKE_PTR(pre), n_pre);
+                        if (!plan) {
+                                rel_free(red);
+                                r = oom(a);
+                                goto fail;
+                        }
+                }
+                rd->input = TAKE_PTR(plan);
+                rd->group_keys = TAKE_PTR(key_cols);
+                rd->n_group_keys = nk;
+                plan = red;
+                if (having) {
+                        plan = rel_filter(TAKE_PTR(plan), TAKE_PTR(having));
+                        if (!plan) {
+                                r = oom(a);
+                                goto fail;
+                        }
+                }
+                src = &reduced;
+        }
+
+        /* ORDER BY expressions: a shown column when equal to one, else a hidden one. */
+        for (size_t i = 0; i < n_sort; i++) {
+                if (!sort_exprs[i])
+                        continue;
+                for (size_t k = 0; k < n_visible && sort_cols[i] < 0; k++)
+                        if (expr_equal(sort_exprs[i], o.e[k]))
+                                sort_cols[i] = (long)k;
+                if (sort_cols[i] >= 0)
+                        continue;
+                if (distinct) {
+                        r = FAIL(a, "42P10", "for SELECT DISTINCT, ORDER BY expressions must "
+                                 "appear in select list");
+                        goto fail;
+                }
+                sort_cols[i] = (long)o.n;
+                r = outputs_add(a, &o, TAKE_PTR(sort_exprs[i]), "?column?");
+                if (r < 0)
+                        goto fail;
+        }
+
+        /* Map the computed outputs, then Project them into order. */
+        {
+                Coord__Plan__Type *types = NULL;
+                size_t n_types = 0, n_map = 0;
+                _cleanup_free_ Coord__Plan__Expr **map = calloc(o.n + 1, sizeof(*map));
+                _cleanup_free_ uint32_t *outputs = calloc(o.n + 1, sizeof(*outputs));
+                bool identity;
+
+                if (!map || !outputs) {
+                        r = oom(a);
+                        goto fail;
+                }
+                r = rel_types(plan, &types, &n_types);
+                if (r < 0) {
+                        r = r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "cannot type a plan");
+                        goto fail;
+                }
+                free(types);
+                width = n_types;
+                identity = o.n == width;
+                for (size_t i = 0; i < o.n; i++) {
+                        bool nullable = expr_nullable(o.e[i], src);
+
+                        r = scope_add_col(a, ret_cols, NULL, o.names[i], (int)o.e[i]->type,
+                                          nullable, true);
+                        if (r < 0)
+                                goto fail;
+                        if (o.e[i]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
+                                outputs[i] = o.e[i]->column;
+                        } else {
+                                outputs[i] = (uint32_t)(width + n_map);
+                                map[n_map++] = expr_copy(o.e[i]);
+                                if (!map[n_map - 1]) {
+                                        for (size_t k = 0; k < n_map - 1; k++)
+                                                expr_free(map[k]);
+                                        r = oom(a);
+                                        goto fail;
+                                }
+                        }
+                        identity = identity && outputs[i] == i;
+                }
+                if (n_map) {
+                        plan = rel_map(TAKE_PTR(plan), TAKE_PTR(map), n_map);
+                        identity = false;
+                }
+                if (plan && !identity)
+                        plan = rel_project(TAKE_PTR(plan), TAKE_PTR(outputs), o.n);
+                if (plan && distinct)
+                        plan = rel_distinct(TAKE_PTR(plan));
+                if (!plan) {
+                        r = oom(a);
+                        goto fail;
+                }
+        }
+        if (peek) {
+                for (size_t i = 0; i < n_sort; i++) {
+                        r = peek_sort_key(a, peek, (uint32_t)sort_cols[i], s->sort_clause[i]->sort_by);
+                        if (r < 0)
+                                goto fail;
+                }
+                if (o.n > n_visible)
+                        peek->output_arity = (uint32_t)n_visible;
+                r = peek_limit(a, s, peek);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret_plan = TAKE_PTR(plan);
+        r = 0;
+fail:
+        for (size_t i = 0; i < nk; i++)
+                expr_free(keys[i]);
+        free(keys);
+        for (size_t i = 0; i < n_sort; i++)
+                expr_free(sort_exprs[i]);
+        a->agg = NULL;
+        a->no_agg = NULL;
+        return r;
+}
+
+/* VALUES (...), (...): a Constant when every value is a literal, else a Union of one
+ * Map per row. */
+static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
+                       Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
+{
+        size_t n_rows = s->n_values_lists, n_cols = 0, done = 0;
+        _cleanup_free_ struct typed *v = NULL;          /* column-major: v[c * n_rows + r] */
+        _cleanup_free_ Coord__Plan__Type *types = NULL;
+        bool all_literal = true;
+        int r = 0;
+
+        for (size_t i = 0; i < n_rows; i++) {
+                const PgQuery__Node *row = s->values_lists[i];
+
+                if (row->node_case != PG_QUERY__NODE__NODE_LIST)
+                        return FAIL(a, "XX000", "malformed VALUES list");
+                if (i == 0)
+                        n_cols = row->list->n_items;
+                else if (row->list->n_items != n_cols)
+                        return FAIL_AT(a, row->list->n_items ? node_location(row->list->items[0]) : -1,
+                                       "42601", "VALUES lists must all be the same length");
+        }
+        if (n_cols > ROW_MAX_COLUMNS)
+                return FAIL(a, "54011", "VALUES can have at most %u columns", ROW_MAX_COLUMNS);
+        v = calloc(n_rows * n_cols + 1, sizeof(*v));
+        types = calloc(n_cols + 1, sizeof(*types));
+        if (!v || !types)
+                return oom(a);
+        a->scope = NULL;
+        a->no_agg = "VALUES";
+        for (size_t c = 0; c < n_cols && r >= 0; c++) {
+                for (size_t i = 0; i < n_rows && r >= 0; i++, done++) {
+                        struct typed *t = &v[c * n_rows + i];
+
+                        t->location = -1;
+                        r = analyze_expr(a, s->values_lists[i]->list->items[c], t);
+                }
+                if (r >= 0) {
+                        int type;
+
+                        r = common_type(a, &v[c * n_rows], n_rows, "VALUES", &type);
+                        types[c] = (Coord__Plan__Type)type;
+                }
+        }
+        a->no_agg = NULL;
+        for (size_t c = 0; r >= 0 && c < n_cols; c++) {
+                const char *name;
+                bool nullable = false;
+
+                for (size_t i = 0; i < n_rows; i++) {
+                        const Coord__Plan__Expr *e = v[c * n_rows + i].e;
+
+                        all_literal = all_literal && is_literal(e);
+                        nullable = nullable || !is_literal(e) ||
+                                   e->literal->value_case == COORD__PLAN__DATUM__VALUE_NULL_VALUE;
+                }
+                r = keepf(a, &name, "column%zu", c + 1);
+                if (r >= 0)
+                        r = scope_add_col(a, ret_cols, NULL, name, (int)types[c], nullable, true);
+        }
+        if (r >= 0 && all_literal) {
+                _cleanup_free_ struct row_datum *row = calloc(n_cols + 1, sizeof(*row));
+                Coord__Plan__Update **rows = calloc(n_rows + 1, sizeof(*rows));
+                size_t k = 0;
+
+                if (!row || !rows) {
+                        free(rows);
+                        r = oom(a);
+                        goto out;
+                }
+                for (; k < n_rows && r >= 0; k++) {
+                        for (size_t c = 0; c < n_cols && r >= 0; c++)
+                                r = row_expr_literal(v[c * n_rows + k].e->literal, (int)types[c],
+                                                     &row[c], a->err);
+                        if (r >= 0 && !(rows[k] = update_new(row, n_cols)))
+                                r = oom(a);
+                }
+                if (r < 0) {
+                        for (size_t i = 0; i < k; i++)
+                                if (rows[i])
+                                        coord__plan__update__free_unpacked(rows[i], NULL);
+                        free(rows);
+                        goto out;
+                }
+                *ret_plan = rel_constant(TAKE_PTR(types), n_cols, rows, n_rows);
+                if (!*ret_plan)
+                        r = oom(a);
+        } else if (r >= 0) {
+                Coord__Plan__Relation **inputs = calloc(n_rows + 1, sizeof(*inputs));
+
+                if (!inputs) {
+                        r = oom(a);
+                        goto out;
+                }
+                for (size_t i = 0; i < n_rows; i++) {
+                        Coord__Plan__Expr **exprs = calloc(n_cols + 1, sizeof(*exprs));
+
+                        for (size_t c = 0; exprs && c < n_cols; c++)
+                                exprs[c] = TAKE_PTR(v[c * n_rows + i].e);
+                        inputs[i] = exprs ? rel_map(rel_unit(), exprs, n_cols) : NULL;
+                        if (!inputs[i]) {
+                                for (size_t k = 0; k < i; k++)
+                                        rel_free(inputs[k]);
+                                free(inputs);
+                                r = oom(a);
+                                goto out;
+                        }
+                }
+                *ret_plan = n_rows == 1 ? inputs[0] : rel_union(inputs, n_rows);
+                if (n_rows == 1)
+                        free(inputs);
+                if (!*ret_plan)
+                        r = oom(a);
+        }
+out:
+        for (size_t i = 0; i < done; i++)
+                typed_done(&v[i]);
+        return r;
+}
+
+/* UNION [ALL]. */
+static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
+                      Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
+{
+        _cleanup_(scope_done) struct scope lc = { 0 }, rc = { 0 };
+        _cleanup_(rel_freep) Coord__Plan__Relation *lp = NULL, *rp = NULL;
+        _cleanup_free_ int *lt = NULL, *rt = NULL, *to = NULL;
+        Coord__Plan__Relation **inputs;
+        int r;
+
+        if (s->op != PG_QUERY__SET_OPERATION__SETOP_UNION)
+                return FAIL(a, "0A000", "%s is not supported yet",
+                            s->op == PG_QUERY__SET_OPERATION__SETOP_INTERSECT ? "INTERSECT"
+                                                                             : "EXCEPT");
+        if (!s->larg || !s->rarg)
+                return FAIL(a, "XX000", "malformed UNION");
+        {
+                PgQuery__Node l = PG_QUERY__NODE__INIT, rn = PG_QUERY__NODE__INIT;
+
+                l.node_case = rn.node_case = PG_QUERY__NODE__NODE_SELECT_STMT;
+                l.select_stmt = s->larg;
+                rn.select_stmt = s->rarg;
+                r = plan_query(a, &l, NULL, &lp, &lc);
+                if (r >= 0)
+                        r = plan_query(a, &rn, NULL, &rp, &rc);
+                if (r < 0)
+                        return r;
+        }
+        if (lc.n != rc.n)
+                return FAIL(a, "42601", "each UNION query must have the same number of columns");
+        lt = calloc(lc.n + 1, sizeof(*lt));
+        rt = calloc(lc.n + 1, sizeof(*rt));
+        to = calloc(lc.n + 1, sizeof(*to));
+        if (!lt || !rt || !to)
+                return oom(a);
+        for (size_t i = 0; i < lc.n; i++) {
+                lt[i] = lc.cols[i].type;
+                rt[i] = rc.cols[i].type;
+                if (lt[i] == rt[i])
+                        to[i] = lt[i];
+                else if (is_int(lt[i]) && is_int(rt[i]))
+                        to[i] = ROW_TYPE_INT8;
+                else
+                        return FAIL(a, "42804", "UNION types %s and %s cannot be matched",
+                                    row_type_name((enum row_type)lt[i]),
+                                    row_type_name((enum row_type)rt[i]));
+                r = scope_add_col(a, ret_cols, NULL, lc.cols[i].name, to[i],
+                                  lc.cols[i].nullable || rc.cols[i].nullable, true);
+                if (r < 0)
+                        return r;
+        }
+        r = rel_cast_columns(a, &lp, lt, to, lc.n);
+        if (r >= 0)
+                r = rel_cast_columns(a, &rp, rt, to, lc.n);
+        if (r < 0)
+                return r;
+        inputs = calloc(2, sizeof(*inputs));
+        if (!inputs)
+                return oom(a);
+        inputs[0] = TAKE_PTR(lp);
+        inputs[1] = TAKE_PTR(rp);
+        *ret_plan = rel_union(inputs, 2);
+        if (*ret_plan && !s->all)
+                *ret_plan = rel_distinct(*ret_plan);
+        return *ret_plan ? 0 : oom(a);
+}
+
+/* Any query expression: its plan and output columns (appended to ret_cols).  With a
+ * peek (a SELECT's outermost query) also ORDER BY and LIMIT; elsewhere LIMIT is refused
+ * and ORDER BY, which cannot change a collection, ignored. */
+static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *peek,
+                      Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
+{
+        const PgQuery__SelectStmt *s;
+        const struct scope *scope = a->scope;
+        struct agg_ctx *agg = a->agg;
+        const char *no_agg = a->no_agg;
+        bool in_agg = a->in_agg;
+        int r;
+
+        if (!n || n->node_case != PG_QUERY__NODE__NODE_SELECT_STMT)
+                return FAIL(a, "0A000", "this query is not supported");
+        s = n->select_stmt;
+        if (a->depth >= ANALYZE_MAX_DEPTH)
+                return FAIL(a, "54001", "query nesting exceeds %d levels", ANALYZE_MAX_DEPTH);
+        if (s->with_clause)
+                return FAIL(a, "0A000", "WITH is not supported yet");
+        if (s->into_clause)
+                return FAIL(a, "0A000", "SELECT INTO is not supported");
+        if (s->n_locking_clause)
+                return FAIL(a, "0A000", "FOR UPDATE and FOR SHARE are not supported");
+        if (!peek && has_limit(s))
+                return FAIL(a, "0A000", "LIMIT and OFFSET are only supported in the outermost "
+                            "SELECT, not in views, materialized views or subqueries");
+        a->depth++;
+        a->agg = NULL;
+        a->in_agg = false;
+        a->no_agg = NULL;
+        if (s->op != PG_QUERY__SET_OPERATION__SETOP_NONE) {
+                r = plan_setop(a, s, ret_plan, ret_cols);
+                if (r >= 0 && peek)
+                        r = peek_order_limit(a, s, ret_cols, peek);
+        } else if (s->n_values_lists) {
+                r = plan_values(a, s, ret_plan, ret_cols);
+                if (r >= 0 && peek)
+                        r = peek_order_limit(a, s, ret_cols, peek);
+        } else {
+                r = plan_select(a, s, peek, ret_plan, ret_cols);
+        }
+        a->depth--;
+        a->scope = scope;
+        a->agg = agg;
+        a->no_agg = no_agg;
+        a->in_agg = in_agg;
+        return r;
+}
+
+/* ---- The optimizer (run on every plan).
+ *
+ * Bottom up: Filter predicates are split at AND and simplified (TRUE goes, FALSE or
+ * NULL empties the Filter), Filters merge, a Filter over a Join pushes each predicate to
+ * the side it reads and turns equalities across the sides into join keys; empty
+ * constants propagate through every operator (a Reduce without keys of nothing is its one
+ * default row); Union drops empty inputs; identity Projects go.  Constant expressions
+ * were folded during analysis. ---- */
+
+static bool literal_bool(const Coord__Plan__Expr *e, bool *value, bool *null)
+{
+        if (!is_literal(e))
+                return false;
+        *null = e->literal->value_case == COORD__PLAN__DATUM__VALUE_NULL_VALUE;
+        *value = e->literal->value_case == COORD__PLAN__DATUM__VALUE_BOOL_VALUE &&
+                 e->literal->bool_value;
+        return *null || e->literal->value_case == COORD__PLAN__DATUM__VALUE_BOOL_VALUE;
+}
+
+/* AND/OR with constant arguments: x AND FALSE is FALSE, x AND TRUE is x (OR alike). */
+static int simplify_bool(struct analyzer *a, Coord__Plan__Expr **pe)
+{
+        Coord__Plan__Expr *e = *pe;
+        Coord__Plan__Call *c;
+        bool is_and, v, null;
+        size_t k = 0;
+
+        if (e->kind_case != COORD__PLAN__EXPR__KIND_CALL)
+                return 0;
+        c = e->call;
+        if (c->func != COORD__PLAN__FUNC__FUNC_AND && c->func != COORD__PLAN__FUNC__FUNC_OR)
+                return 0;
+        is_and = c->func == COORD__PLAN__FUNC__FUNC_AND;
+        for (size_t i = 0; i < c->n_args; i++) {
+                int r = simplify_bool(a, &c->args[i]);
+
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < c->n_args; i++)
+                if (literal_bool(c->args[i], &v, &null) && !null && v != is_and) {
+                        /* The deciding constant (FALSE in AND, TRUE in OR) is the value. */
+                        Coord__Plan__Expr *lit = c->args[i];
+
+                        c->args[i] = c->args[--c->n_args];
+                        expr_free(e);
+                        *pe = lit;
+                        return 0;
+                }
+        for (size_t i = 0; i < c->n_args; i++) {
+                if (literal_bool(c->args[i], &v, &null) && !null) {
+                        expr_free(c->args[i]);  /* the neutral constant */
+                        continue;
+                }
+                c->args[k++] = c->args[i];
+        }
+        c->n_args = k;
+        if (k == 1) {
+                *pe = c->args[0];
+                c->n_args = 0;
+                expr_free(e);
+        } else if (k == 0) {
+                struct row_datum d = ROW_DATUM_BOOL(is_and);
+
+                *pe = expr_literal(ROW_TYPE_BOOL, &d);
+                expr_free(e);
+                if (!*pe)
+                        return oom(a);
+        }
+        return 0;
+}
+
+/* The range of columns an expression reads; false when it reads none. */
+static bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi)
+{
+        bool any = false;
+
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
+                *lo = *lo < e->column ? *lo : e->column;
+                *hi = *hi > e->column ? *hi : e->column;
+                return true;
+        }
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_CALL)
+                for (size_t i = 0; i < e->call->n_args; i++)
+                        any = expr_columns(e->call->args[i], lo, hi) || any;
+        return any;
+}
+
+static void expr_shift(Coord__Plan__Expr *e, uint32_t by)
+{
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN)
+                e->column -= by;
+        else if (e->kind_case == COORD__PLAN__EXPR__KIND_CALL)
+                for (size_t i = 0; i < e->call->n_args; i++)
+                        expr_shift(e->call->args[i], by);
+}
+
+/* A join key operand: a column, or an int4 column cast to int8. */
+static bool key_column(const Coord__Plan__Expr *e, uint32_t *ret)
+{
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_CALL &&
+            e->call->func == COORD__PLAN__FUNC__FUNC_CAST && e->call->n_args == 1 &&
+            is_int((int)e->type) && is_int((int)e->call->args[0]->type))
+                e = e->call->args[0];
+        if (e->kind_case != COORD__PLAN__EXPR__KIND_COLUMN)
+                return false;
+        *ret = e->column;
+        return true;
+}
+
+/* left.x = right.y: the pair of key columns. */
+static bool join_key(const Coord__Plan__Expr *e, uint32_t nl, uint32_t *lk, uint32_t *rk)
+{
+        uint32_t x, y;
+
+        if (e->kind_case != COORD__PLAN__EXPR__KIND_CALL ||
+            e->call->func != COORD__PLAN__FUNC__FUNC_EQ || e->call->n_args != 2 ||
+            !key_column(e->call->args[0], &x) || !key_column(e->call->args[1], &y))
+                return false;
+        if (x < nl && y >= nl) {
+                *lk = x;
+                *rk = y - nl;
+                return true;
+        }
+        if (y < nl && x >= nl) {
+                *lk = y;
+                *rk = x - nl;
+                return true;
+        }
+        return false;
+}
+
+static int optimize(struct analyzer *a, Coord__Plan__Relation **pr);
+
+static int push_u32(struct analyzer *a, uint32_t **arr, size_t *n, uint32_t v)
+{
+        uint32_t *p = realloc(*arr, (*n + 1) * sizeof(*p));
+
+        if (!p)
+                return oom(a);
+        p[(*n)++] = v;
+        *arr = p;
+        return 0;
+}
+
+static int opt_filter(struct analyzer *a, Coord__Plan__Relation **pr);
+
+/* Wrap a join side in a Filter of preds (consumed) and optimize it. */
+static int filter_side(struct analyzer *a, Coord__Plan__Relation **side, Coord__Plan__Expr **preds,
+                       size_t n)
+{
+        if (!n) {
+                free(preds);
+                return 0;
+        }
+        *side = rel_filter_n(*side, preds, n);
+        if (!*side)
+                return oom(a);
+        return opt_filter(a, side);
+}
+
+/* Filter(Join): push predicates down, equalities into keys.  Takes the predicates. */
+static int push_into_join(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Plan__Expr **preds,
+                          size_t n)
+{
+        Coord__Plan__Join *j = (*pr)->join;
+        Coord__Plan__Type *lt = NULL;
+        size_t nl = 0, n_left = 0, n_right = 0, n_rest = 0;
+        Coord__Plan__Expr **left = calloc(n + 1, sizeof(*left));
+        Coord__Plan__Expr **right = calloc(n + 1, sizeof(*right));
+        Coord__Plan__Expr **rest = calloc(n + 1, sizeof(*rest));
+        int r = rel_types(j->left, &lt, &nl);
+
+        free(lt);
+        if (r < 0 || !left || !right || !rest) {
+                for (size_t i = 0; i < n; i++)
+                        expr_free(preds[i]);
+                free(preds);
+                free(left);
+                free(right);
+                free(rest);
+                return r == -EINVAL ? FAIL(a, "XX000", "cannot type a plan") : oom(a);
+        }
+        for (size_t i = 0; i < n; i++) {
+                Coord__Plan__Expr *p = preds[i];
+                uint32_t lo = UINT32_MAX, hi = 0, lk, rk;
+
+                if (!expr_columns(p, &lo, &hi)) {
+                        rest[n_rest++] = p;
+                } else if (hi < nl) {
+                        left[n_left++] = p;
+                } else if (lo >= nl) {
+                        expr_shift(p, (uint32_t)nl);
+                        right[n_right++] = p;
+                } else if (join_key(p, (uint32_t)nl, &lk, &rk)) {
+                        size_t nk = j->n_left_keys;
+
+                        r = push_u32(a, &j->left_keys, &j->n_left_keys, lk);
+                        if (r >= 0)
+                                r = push_u32(a, &j->right_keys, &nk, rk);
+                        j->n_right_keys = nk;
+                        expr_free(p);
+                        if (r < 0)
+                                break;
+                } else {
+                        rest[n_rest++] = p;
+                }
+                preds[i] = NULL;
+        }
+        for (size_t i = 0; i < n; i++)
+                expr_free(preds[i]);
+        free(preds);
+        if (r >= 0)
+                r = filter_side(a, &j->left, TAKE_PTR(left), n_left);
+        if (r >= 0)
+                r = filter_side(a, &j->right, TAKE_PTR(right), n_right);
+        if (r >= 0 && (rel_is_empty(j->left) || rel_is_empty(j->right)))
+                r = rel_make_empty(a, pr);
+        if (r < 0) {
+                for (size_t i = 0; i < n_rest; i++)
+                        expr_free(rest[i]);
+                free(rest);
+                free(left);
+                free(right);
+                return r;
+        }
+        free(left);
+        free(right);
+        if (!n_rest || rel_is_empty(*pr)) {
+                for (size_t i = 0; i < n_rest; i++)
+                        expr_free(rest[i]);
+                free(rest);
+                return 0;
+        }
+        *pr = rel_filter_n(*pr, rest, n_rest);
+        return *pr ? 0 : oom(a);
+}
+
+/* The Filter's input is optimized already. */
+static int opt_filter(struct analyzer *a, Coord__Plan__Relation **pr)
+{
+        Coord__Plan__Relation *r = *pr, *input;
+        Coord__Plan__Filter *f = r->filter;
+        Coord__Plan__Expr **preds = NULL;
+        size_t n = 0;
+        bool empty = false;
+        int rc = 0;
+
+        /* Merge Filter(Filter(x)): the inner predicates first. */
+        while (f->input->kind_case == COORD__PLAN__RELATION__KIND_FILTER) {
+                Coord__Plan__Relation *inner = f->input;
+                Coord__Plan__Filter *g = inner->filter;
+                Coord__Plan__Expr **all = realloc(g->predicates,
+                                                  (g->n_predicates + f->n_predicates + 1) * sizeof(*all));
+
+                if (!all)
+                        return oom(a);
+                memcpy(all + g->n_predicates, f->predicates, f->n_predicates * sizeof(*all));
+                g->predicates = all;
+                g->n_predicates += f->n_predicates;
+                free(f->predicates);
+                f->predicates = NULL;
+                f->n_predicates = 0;
+                f->input = NULL;
+                rel_free(r);
+                *pr = r = inner;
+                f = g;
+        }
+        /* Split conjunctions, drop TRUE, stop at FALSE/NULL. */
+        for (size_t i = 0; i < f->n_predicates && rc >= 0; i++) {
+                Coord__Plan__Expr *p = TAKE_PTR(f->predicates[i]);
+                bool v, null;
+
+                rc = simplify_bool(a, &p);
+                if (rc < 0) {
+                        expr_free(p);
+                        break;
+                }
+                if (literal_bool(p, &v, &null)) {
+                        empty = empty || null || !v;
+                        expr_free(p);
+                        continue;
+                }
+                /* Conjuncts go their own ways only over a join; elsewhere AND keeps
+                 * its left-to-right evaluation. */
+                if (p->kind_case == COORD__PLAN__EXPR__KIND_CALL &&
+                    p->call->func == COORD__PLAN__FUNC__FUNC_AND &&
+                    f->input->kind_case == COORD__PLAN__RELATION__KIND_JOIN) {
+                        for (size_t k = 0; k < p->call->n_args && rc >= 0; k++)
+                                rc = conj_add(a, &preds, &n, TAKE_PTR(p->call->args[k]));
+                        expr_free(p);
+                        continue;
+                }
+                rc = conj_add(a, &preds, &n, p);
+        }
+        free(f->predicates);
+        f->predicates = NULL;
+        f->n_predicates = 0;
+        if (rc < 0 || empty || rel_is_empty(f->input) || !n) {
+                for (size_t i = 0; i < n; i++)
+                        expr_free(preds[i]);
+                free(preds);
+                if (rc < 0)
+                        return rc;
+                if (empty || rel_is_empty(f->input))
+                        return rel_make_empty(a, pr);
+                input = TAKE_PTR(f->input);
+                rel_free(r);
+                *pr = input;
+                return 0;
+        }
+        if (f->input->kind_case == COORD__PLAN__RELATION__KIND_JOIN) {
+                input = TAKE_PTR(f->input);
+                rel_free(r);
+                *pr = input;
+                return push_into_join(a, pr, preds, n);
+        }
+        f->predicates = preds;
+        f->n_predicates = n;
+        return 0;
+}
+
+/* The one row of a Reduce without keys over nothing: count 0, the rest NULL. */
+static int reduce_default_row(struct analyzer *a, Coord__Plan__Relation **pr)
+{
+        const Coord__Plan__Reduce *rd = (*pr)->reduce;
+        _cleanup_free_ struct row_datum *row = calloc(rd->n_aggregates + 1, sizeof(*row));
+        Coord__Plan__Type *types = NULL;
+        Coord__Plan__Update **rows = calloc(1, sizeof(*rows));
+        Coord__Plan__Relation *c;
+        size_t n = 0;
+        int r = rel_types(*pr, &types, &n);
+
+        if (r < 0 || !row || !rows) {
+                free(types);
+                free(rows);
+                return oom(a);
+        }
+        for (size_t i = 0; i < rd->n_aggregates; i++)
+                row[i] = rd->aggregates[i]->func == COORD__PLAN__AGG_FUNC__AGG_COUNT ||
+                                         rd->aggregates[i]->func == COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR
+                                 ? ROW_DATUM_INT(0)
+                                 : ROW_DATUM_NULL;
+        rows[0] = update_new(row, rd->n_aggregates);
+        if (!rows[0]) {
+                free(types);
+                free(rows);
+                return oom(a);
+        }
+        c = rel_constant(types, n, rows, 1);
+        if (!c)
+                return oom(a);
+        rel_free(*pr);
+        *pr = c;
+        return 0;
+}
+
+static int optimize(struct analyzer *a, Coord__Plan__Relation **pr)
+{
+        Coord__Plan__Relation *r = *pr;
+        int rc = 0;
+
+        switch (r->kind_case) {
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                rc = optimize(a, &r->filter->input);
+                return rc < 0 ? rc : opt_filter(a, pr);
+        case COORD__PLAN__RELATION__KIND_MAP:
+                rc = optimize(a, &r->map->input);
+                return rc < 0 || !rel_is_empty(r->map->input) ? rc : rel_make_empty(a, pr);
+        case COORD__PLAN__RELATION__KIND_PROJECT: {
+                Coord__Plan__Type *types = NULL;
+                size_t n = 0;
+                bool identity;
+
+                rc = optimize(a, &r->project->input);
+                if (rc < 0)
+                        return rc;
+                if (rel_is_empty(r->project->input))
+                        return rel_make_empty(a, pr);
+                rc = rel_types(r->project->input, &types, &n);
+                free(types);
+                if (rc < 0)
+                        return oom(a);
+                identity = n == r->project->n_outputs;
+                for (size_t i = 0; identity && i < n; i++)
+                        identity = r->project->outputs[i] == i;
+                if (identity) {
+                        *pr = TAKE_PTR(r->project->input);
+                        rel_free(r);
+                }
+                return 0;
+        }
+        case COORD__PLAN__RELATION__KIND_JOIN:
+                rc = optimize(a, &r->join->left);
+                if (rc >= 0)
+                        rc = optimize(a, &r->join->right);
+                if (rc >= 0 && (rel_is_empty(r->join->left) || rel_is_empty(r->join->right)))
+                        rc = rel_make_empty(a, pr);
+                return rc;
+        case COORD__PLAN__RELATION__KIND_REDUCE:
+                rc = optimize(a, &r->reduce->input);
+                if (rc < 0 || !rel_is_empty(r->reduce->input))
+                        return rc;
+                return r->reduce->n_group_keys ? rel_make_empty(a, pr) : reduce_default_row(a, pr);
+        case COORD__PLAN__RELATION__KIND_UNION: {
+                Coord__Plan__Union *u = r->union_;
+                size_t k = 0;
+
+                for (size_t i = 0; i < u->n_inputs && rc >= 0; i++)
+                        rc = optimize(a, &u->inputs[i]);
+                if (rc < 0)
+                        return rc;
+                for (size_t i = 0; i < u->n_inputs; i++)
+                        if (!rel_is_empty(u->inputs[i]) || (k == 0 && i + 1 == u->n_inputs))
+                                u->inputs[k++] = u->inputs[i];
+                        else
+                                rel_free(u->inputs[i]);
+                /* All empty: the last one stands for them. */
+                u->n_inputs = k;
+                if (k == 1) {
+                        *pr = TAKE_PTR(u->inputs[0]);
+                        u->n_inputs = 0;
+                        rel_free(r);
+                }
+                return 0;
+        }
+        case COORD__PLAN__RELATION__KIND_DISTINCT:
+                rc = optimize(a, &r->distinct->input);
+                return rc < 0 || !rel_is_empty(r->distinct->input) ? rc : rel_make_empty(a, pr);
+        case COORD__PLAN__RELATION__KIND_NEGATE:
+                rc = optimize(a, &r->negate->input);
+                return rc < 0 || !rel_is_empty(r->negate->input) ? rc : rel_make_empty(a, pr);
+        default:
+                return 0;
+        }
+}
+
+static int collect_gets(struct analyzer *a, const Coord__Plan__Relation *r)
+{
+        struct sql_stmt *s = a->stmt;
+        int rc = 0;
+
+        switch (r->kind_case) {
+        case COORD__PLAN__RELATION__KIND_GET:
+                return add_sorted(a, &s->physical_inputs, &s->n_physical_inputs, r->get->id);
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                return collect_gets(a, r->filter->input);
+        case COORD__PLAN__RELATION__KIND_MAP:
+                return collect_gets(a, r->map->input);
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                return collect_gets(a, r->project->input);
+        case COORD__PLAN__RELATION__KIND_JOIN:
+                rc = collect_gets(a, r->join->left);
+                return rc < 0 ? rc : collect_gets(a, r->join->right);
+        case COORD__PLAN__RELATION__KIND_REDUCE:
+                return collect_gets(a, r->reduce->input);
+        case COORD__PLAN__RELATION__KIND_UNION:
+                for (size_t i = 0; i < r->union_->n_inputs && rc >= 0; i++)
+                        rc = collect_gets(a, r->union_->inputs[i]);
+                return rc;
+        case COORD__PLAN__RELATION__KIND_DISTINCT:
+                return collect_gets(a, r->distinct->input);
+        case COORD__PLAN__RELATION__KIND_NEGATE:
+                return collect_gets(a, r->negate->input);
+        default:
+                return 0;
+        }
+}
+
+/* Optimize a statement's plan and record its physical inputs. */
+static int finish_plan(struct analyzer *a, Coord__Plan__Relation **plan)
+{
+        int r = optimize(a, plan);
+
+        return r < 0 ? r : collect_gets(a, *plan);
 }
 
 static int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint64_t *ret)
@@ -2110,7 +4776,7 @@ static int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint6
         const PgQuery__Node *val =
                 c->tree->stmts[0]->stmt->select_stmt->target_list[0]->res_target->val;
         _cleanup_(typed_done) struct typed t = { .location = -1 };
-        const struct sql_relation *scope = a->scope;
+        const struct scope *scope = a->scope;
         long base = a->loc_base;
         const Coord__Plan__Datum *lit;
         int r;
@@ -2120,6 +4786,7 @@ static int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint6
         a->loc_base = (long)c->expr_begin - (long)strlen(AS_OF_PREFIX);
         a->scope = NULL;
         a->no_mz_now = "AS OF";
+        a->strict_fold = true;
         r = analyze_expr(a, val, &t);
         if (r >= 0)
                 r = coerce_unknown(a, &t, ROW_TYPE_INT8);
@@ -2139,89 +4806,98 @@ static int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint6
         a->loc_base = base;
         a->scope = scope;
         a->no_mz_now = NULL;
+        a->strict_fold = false;
         return r;
 }
 
-static int analyze_select(struct analyzer *a, const PgQuery__SelectStmt *s,
+
+/* ---- Statements that plan. ---- */
+
+static int analyze_delete(struct analyzer *a, const PgQuery__DeleteStmt *d)
+{
+        struct sql_delete *sd = &a->stmt->delete_;
+        _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
+        _cleanup_(scope_done) struct scope sc = { 0 };
+        Coord__Plan__Expr *pred = NULL;
+        struct sql_relation rel;
+        const char *qual;
+        int r;
+
+        if (d->n_using_clause || d->n_returning_list || d->with_clause)
+                return FAIL(a, "0A000", "USING, RETURNING and WITH are not supported");
+        r = target_table(a, d->relation, "delete from", &rel, &sd->table);
+        if (r < 0)
+                return r;
+        sd->id = rel.id;
+        if (d->relation->alias && d->relation->alias->n_colnames)
+                return FAIL_AT(a, d->relation->location, "0A000",
+                               "column aliases are not supported here");
+        qual = d->relation->alias && d->relation->alias->aliasname && d->relation->alias->aliasname[0]
+                       ? d->relation->alias->aliasname
+                       : sd->table;
+        r = scope_add_qual(a, &sc, qual, d->relation->location);
+        for (size_t i = 0; r >= 0 && i < rel.n_columns; i++)
+                r = scope_add_col(a, &sc, qual, rel.columns[i].name, rel.columns[i].type,
+                                  rel.columns[i].nullable, true);
+        if (r >= 0)
+                r = add_input(a, rel.id);
+        if (r < 0)
+                return r;
+        a->scope = &sc;
+        a->no_agg = "WHERE";
+        r = analyze_where(a, d->where_clause, &pred);
+        a->scope = NULL;
+        a->no_agg = NULL;
+        if (r < 0)
+                return r;
+        plan = rel_get(&rel);
+        if (plan && pred)
+                plan = rel_filter(TAKE_PTR(plan), TAKE_PTR(pred));
+        expr_free(pred);
+        if (!plan)
+                return oom(a);
+        r = finish_plan(a, &plan);
+        if (r < 0)
+                return r;
+        sd->plan = TAKE_PTR(plan);
+        return 0;
+}
+
+static int analyze_select(struct analyzer *a, const PgQuery__Node *n,
                           const struct as_of_clause *as_of)
 {
         struct sql_select *ss = &a->stmt->select;
-        _cleanup_(select_list_done) struct select_list l = { 0 };
-        _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
-        _cleanup_(expr_freep) Coord__Plan__Expr *pred = NULL;
-        struct sql_relation rel;
-        size_t n_in = 0, width;
-        bool identity;
+        _cleanup_(scope_done) struct scope cols = { 0 };
+        Coord__Plan__Relation *plan = NULL;
         int r;
 
-        if (s->op != PG_QUERY__SET_OPERATION__SETOP_NONE)
-                return FAIL(a, "0A000", "UNION, INTERSECT and EXCEPT are not supported yet");
-        if (s->n_values_lists)
-                return FAIL(a, "0A000", "VALUES is not supported yet");
-        if (s->with_clause)
-                return FAIL(a, "0A000", "WITH is not supported yet");
-        if (s->into_clause)
-                return FAIL(a, "0A000", "SELECT INTO is not supported");
-        if (s->n_distinct_clause)
-                return FAIL(a, "0A000", "DISTINCT is not supported yet");
-        if (s->n_group_clause || s->having_clause)
-                return FAIL(a, "0A000", "GROUP BY and HAVING are not supported yet");
-        if (s->n_window_clause)
-                return FAIL(a, "0A000", "window functions are not supported");
-        if (s->n_sort_clause || s->limit_count || s->limit_offset)
-                return FAIL(a, "0A000", "ORDER BY, LIMIT and OFFSET are not supported yet");
-        if (s->n_locking_clause)
-                return FAIL(a, "0A000", "FOR UPDATE and FOR SHARE are not supported");
-        if (s->n_from_clause > 1)
-                return FAIL(a, "0A000", "joins are not supported yet");
-
-        if (s->n_from_clause == 1) {
-                const PgQuery__Node *from = s->from_clause[0];
-                const char *name = NULL;
-
-                if (from->node_case != PG_QUERY__NODE__NODE_RANGE_VAR)
-                        return FAIL(a, "0A000", from->node_case == PG_QUERY__NODE__NODE_JOIN_EXPR
-                                                        ? "joins are not supported yet"
-                                                        : "only tables are supported in FROM");
-                r = range_var_name(a, from->range_var, &name);
-                if (r < 0)
-                        return r;
-                r = lookup(a, name, &rel);
-                if (r == -ENOENT)
-                        return FAIL_AT(a, from->range_var->location, "42P01",
-                                       "relation \"%s\" does not exist", name);
-                if (r < 0)
-                        return r;
-                if (rel.kind == SQL_OBJECT_VIEW)
-                        return FAIL_AT(a, from->range_var->location, "0A000",
-                                       "reading views is not supported yet");
-                if (rel.kind == SQL_OBJECT_INDEX || rel.kind == SQL_OBJECT_SINK)
-                        return FAIL_AT(a, from->range_var->location, "42809",
-                                       "\"%s\" is a %s and cannot be read", name,
-                                       sql_object_kind_name(rel.kind));
-                r = enter_scope(a, from->range_var, name, &rel);
-                if (r < 0)
-                        return r;
-                n_in = rel.n_columns;
-                plan = rel_get(&rel);
-        } else {
-                plan = rel_unit();
-        }
-        if (!plan)
+        ss->peek = malloc(sizeof(*ss->peek));
+        if (!ss->peek)
                 return oom(a);
-
-        r = analyze_where(a, s->where_clause, &pred);
+        coord__plan__peek__init(ss->peek);
+        a->peek = true;
+        r = plan_query(a, n, ss->peek, &plan, &cols);
+        ss->peek->plan = plan;          /* freed with the statement */
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < s->n_target_list; i++) {
-                if (s->target_list[i]->node_case != PG_QUERY__NODE__NODE_RES_TARGET)
-                        return FAIL(a, "XX000", "malformed target list");
-                r = select_target(a, &l, s->target_list[i]->res_target);
-                if (r < 0)
-                        return r;
-                if (l.n > MAX_TARGETS)
-                        return FAIL(a, "54011", "target lists can have at most %u entries",
-                                    MAX_TARGETS);
+        r = finish_plan(a, &ss->peek->plan);
+        if (r < 0)
+                return r;
+        ss->peek->columns = calloc(cols.n ? cols.n : 1, sizeof(*ss->peek->columns));
+        if (!ss->peek->columns)
+                return oom(a);
+        for (size_t i = 0; i < cols.n; i++) {
+                Coord__Plan__Column *c = malloc(sizeof(*c));
+
+                if (!c)
+                        return oom(a);
+                coord__plan__column__init(c);
+                ss->peek->columns[ss->peek->n_columns++] = c;
+                c->name = strdup(cols.cols[i].name);
+                if (!c->name)
+                        return oom(a);
+                c->type = (Coord__Plan__Type)cols.cols[i].type;
+                c->nullable = cols.cols[i].nullable;
         }
         if (as_of) {
                 r = analyze_as_of(a, as_of, &ss->as_of);
@@ -2229,38 +4905,348 @@ static int analyze_select(struct analyzer *a, const PgQuery__SelectStmt *s,
                         return r;
                 ss->has_as_of = true;
         }
-
-        /* Get/Constant -> Filter -> Map -> Project; Project only when not the identity. */
-        width = n_in + l.n_map;
-        if (pred)
-                plan = rel_filter(TAKE_PTR(plan), TAKE_PTR(pred));
-        if (plan && l.n_map) {
-                plan = rel_map(TAKE_PTR(plan), TAKE_PTR(l.map), l.n_map);
-                l.n_map = 0;
-        }
-        if (!plan)
-                return oom(a);
-        identity = l.n == width;
-        for (size_t i = 0; i < l.n; i++) {
-                if (l.outputs[i] & MAPPED)
-                        l.outputs[i] = (uint32_t)n_in + (l.outputs[i] & ~MAPPED);
-                identity = identity && l.outputs[i] == i;
-        }
-        if (!identity) {
-                plan = rel_project(TAKE_PTR(plan), TAKE_PTR(l.outputs), l.n);
-                if (!plan)
-                        return oom(a);
-        }
-
-        ss->peek = malloc(sizeof(*ss->peek));
-        if (!ss->peek)
-                return oom(a);
-        coord__plan__peek__init(ss->peek);
-        ss->peek->plan = TAKE_PTR(plan);
-        ss->peek->n_columns = l.n;
-        ss->peek->columns = TAKE_PTR(l.columns);
-        l.n = 0;
         return 0;
+}
+
+/* A new object's name must be free: 42P07, or with IF NOT EXISTS a notice. */
+static int new_name(struct analyzer *a, const char *name, bool if_not_exists, int location,
+                    bool *exists)
+{
+        struct sql_relation existing;
+        int r = lookup(a, name, &existing);
+
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        if (!if_not_exists)
+                return FAIL_AT(a, location, "42P07", "relation \"%s\" already exists", name);
+        *exists = true;
+        return add_notice(a, "42P07", "relation \"%s\" already exists, skipping", name);
+}
+
+static int copy_columns(struct analyzer *a, const struct scope *sc, PgQuery__Node **aliases,
+                        size_t n_aliases, struct sql_column **ret, size_t *ret_n)
+{
+        struct sql_column *cols;
+
+        if (n_aliases > sc->n)
+                return FAIL(a, "42601", "too many column names were specified");
+        cols = calloc(sc->n ? sc->n : 1, sizeof(*cols));
+        if (!cols)
+                return oom(a);
+        *ret = cols;
+        for (size_t i = 0; i < sc->n; i++) {
+                const char *name = i < n_aliases ? node_string(aliases[i]) : sc->cols[i].name;
+
+                if (!name)
+                        return FAIL(a, "XX000", "malformed column name list");
+                for (size_t k = 0; k < i; k++)
+                        if (strcmp(cols[k].name, name) == 0)
+                                return FAIL(a, "42701", "column \"%s\" specified more than once",
+                                            name);
+                cols[i].name = strdup(name);
+                if (!cols[i].name)
+                        return oom(a);
+                cols[i].type = (enum row_type)sc->cols[i].type;
+                cols[i].nullable = sc->cols[i].nullable;
+                (*ret_n)++;
+        }
+        return 0;
+}
+
+/* The body of CREATE VIEW and CREATE MATERIALIZED VIEW. */
+static int analyze_view_query(struct analyzer *a, const PgQuery__Node *query, PgQuery__Node **aliases,
+                              size_t n_aliases, struct sql_create_view *cv)
+{
+        _cleanup_(scope_done) struct scope cols = { 0 };
+        int r;
+
+        r = plan_query(a, query, NULL, &cv->plan, &cols);
+        if (r >= 0)
+                r = copy_columns(a, &cols, aliases, n_aliases, &cv->columns, &cv->n_columns);
+        if (r >= 0)
+                r = finish_plan(a, &cv->plan);
+        cv->deterministic = !a->nondeterministic;
+        return r;
+}
+
+static int analyze_create_view(struct analyzer *a, const PgQuery__ViewStmt *v)
+{
+        struct sql_create_view *cv = &a->stmt->create_view;
+        const char *name = NULL;
+        int r;
+
+        if (v->replace)
+                return FAIL(a, "0A000", "CREATE OR REPLACE VIEW is not supported");
+        if (v->n_options || v->with_check_option > PG_QUERY__VIEW_CHECK_OPTION__NO_CHECK_OPTION)
+                return FAIL(a, "0A000", "view options are not supported");
+        if (v->view->relpersistence && v->view->relpersistence[0] == 't')
+                return FAIL_AT(a, v->view->location, "0A000", "temporary views are not supported");
+        r = range_var_name(a, v->view, &name);
+        if (r < 0)
+                return r;
+        cv->name = strdup(name);
+        if (!cv->name)
+                return oom(a);
+        r = analyze_view_query(a, v->query, v->aliases, v->n_aliases, cv);
+        if (r < 0)
+                return r;
+        return new_name(a, name, false, v->view->location, &cv->exists);
+}
+
+/* '1s', '500ms', '2 min', '1h 30m', '1 day': milliseconds. */
+static int parse_duration(const char *s, uint64_t *ret)
+{
+        static const struct {
+                const char *unit;
+                uint64_t ms;
+        } units[] = {
+                { "ms", 1 }, { "msec", 1 }, { "msecs", 1 }, { "millisecond", 1 },
+                { "milliseconds", 1 }, { "s", 1000 }, { "sec", 1000 }, { "secs", 1000 },
+                { "second", 1000 }, { "seconds", 1000 }, { "m", 60000 }, { "min", 60000 },
+                { "mins", 60000 }, { "minute", 60000 }, { "minutes", 60000 },
+                { "h", 3600000 }, { "hr", 3600000 }, { "hrs", 3600000 }, { "hour", 3600000 },
+                { "hours", 3600000 }, { "d", 86400000 }, { "day", 86400000 },
+                { "days", 86400000 },
+        };
+        uint64_t total = 0;
+        bool any = false;
+
+        for (;;) {
+                uint64_t n = 0, ms = 1000;     /* a bare number is seconds */
+                size_t len;
+
+                while (isspace((unsigned char)*s))
+                        s++;
+                if (!*s)
+                        break;
+                if (!isdigit((unsigned char)*s))
+                        return -EINVAL;
+                for (; isdigit((unsigned char)*s); s++) {
+                        if (n > (UINT64_MAX - 9) / 10)
+                                return -ERANGE;
+                        n = n * 10 + (uint64_t)(*s - '0');
+                }
+                while (isspace((unsigned char)*s))
+                        s++;
+                for (len = 0; isalpha((unsigned char)s[len]); len++)
+                        ;
+                if (len) {
+                        size_t i;
+
+                        for (i = 0; i < ELEMENTSOF(units); i++)
+                                if (strlen(units[i].unit) == len &&
+                                    strncasecmp(s, units[i].unit, len) == 0)
+                                        break;
+                        if (i == ELEMENTSOF(units))
+                                return -EINVAL;
+                        ms = units[i].ms;
+                        s += len;
+                }
+                if (n > (UINT64_MAX - total) / ms)
+                        return -ERANGE;
+                total += n * ms;
+                any = true;
+        }
+        if (!any)
+                return -EINVAL;
+        *ret = total;
+        return 0;
+}
+
+static int analyze_create_materialized_view(struct analyzer *a, const PgQuery__CreateTableAsStmt *c,
+                                            const struct lift *lift)
+{
+        struct sql_create_view *cv = &a->stmt->create_view;
+        const PgQuery__IntoClause *into = c->into;
+        const char *name = NULL;
+        int r;
+
+        if (c->objtype != PG_QUERY__OBJECT_TYPE__OBJECT_MATVIEW)
+                return FAIL(a, "0A000", "CREATE TABLE AS is not supported");
+        if (!into || !into->rel)
+                return FAIL(a, "XX000", "malformed CREATE MATERIALIZED VIEW");
+        if (into->skip_data)
+                return FAIL(a, "0A000", "WITH NO DATA is not supported");
+        if ((into->access_method && into->access_method[0]) ||
+            (into->table_space_name && into->table_space_name[0]))
+                return FAIL(a, "0A000", "USING and TABLESPACE are not supported");
+        for (size_t i = 0; i < into->n_options; i++) {
+                const PgQuery__DefElem *d = into->options[i]->node_case == PG_QUERY__NODE__NODE_DEF_ELEM
+                                                    ? into->options[i]->def_elem
+                                                    : NULL;
+
+                return FAIL_AT(a, d ? d->location : -1, "0A000",
+                               "materialized view option \"%s\" is not supported",
+                               d && d->defname ? d->defname : "?");
+        }
+        r = range_var_name(a, into->rel, &name);
+        if (r < 0)
+                return r;
+        cv->name = strdup(name);
+        if (!cv->name)
+                return oom(a);
+        cv->if_not_exists = c->if_not_exists;
+        if (lift && lift->kind == LIFT_RETAIN_HISTORY) {
+                r = parse_duration(lift->duration, &cv->retain_history_ms);
+                if (r == -ERANGE)
+                        r = FAIL_AT(a, (int)lift->location, "22015", "interval out of range");
+                else if (r < 0)
+                        r = FAIL_AT(a, (int)lift->location, "22007",
+                                    "invalid input syntax for type interval: \"%s\"", lift->duration);
+                else if (cv->retain_history_ms == 0)
+                        r = FAIL_AT(a, (int)lift->location, "22023",
+                                    "RETAIN HISTORY must be positive");
+                if (r < 0)
+                        return r;
+        }
+        a->materialize = true;
+        r = analyze_view_query(a, c->query, into->col_names, into->n_col_names, cv);
+        if (r < 0)
+                return r;
+        assert(cv->deterministic);
+        return new_name(a, name, cv->if_not_exists, into->rel->location, &cv->exists);
+}
+
+/* CREATE [DEFAULT] INDEX: `keys` NULL for a default index (all columns). */
+static int analyze_index(struct analyzer *a, const char *index_name, const char *on, int location,
+                         PgQuery__Node **keys, size_t n_keys, bool is_default, bool if_not_exists)
+{
+        struct sql_create_index *ci = &a->stmt->create_index;
+        struct sql_relation rel;
+        char *name = NULL;
+        size_t size = 0;
+        FILE *f;
+        int r;
+
+        ci->is_default = is_default;
+        ci->if_not_exists = if_not_exists;
+        r = lookup(a, on, &rel);
+        if (r == -ENOENT)
+                return FAIL_AT(a, location, "42P01", "relation \"%s\" does not exist", on);
+        if (r < 0)
+                return r;
+        if (rel.kind == SQL_OBJECT_INDEX || rel.kind == SQL_OBJECT_SINK)
+                return FAIL_AT(a, location, "42809", "cannot create index on %s \"%s\"",
+                               sql_object_kind_name(rel.kind), on);
+        if (rel.kind == SQL_OBJECT_VIEW && !rel.plan)
+                return FAIL_AT(a, location, "XX000", "view \"%s\" has no plan", on);
+        if (rel.kind == SQL_OBJECT_VIEW && !rel.deterministic)
+                return nondeterministic_view(a, on, location);
+        ci->on_name = strdup(on);
+        ci->on_id = rel.id;
+        ci->on_kind = rel.kind;
+        ci->columns = calloc(rel.n_columns ? rel.n_columns : 1, sizeof(*ci->columns));
+        ci->keys = calloc((keys ? n_keys : rel.n_columns) + 1, sizeof(*ci->keys));
+        if (!ci->on_name || !ci->columns || !ci->keys)
+                return oom(a);
+        for (size_t i = 0; i < rel.n_columns; i++) {
+                ci->columns[i] = rel.columns[i];
+                ci->columns[i].name = strdup(rel.columns[i].name);
+                if (!ci->columns[i].name)
+                        return oom(a);
+                ci->n_columns++;
+        }
+        if (!keys)
+                for (size_t i = 0; i < rel.n_columns; i++)
+                        ci->keys[ci->n_keys++] = (uint32_t)i;
+        for (size_t i = 0; keys && i < n_keys; i++) {
+                const PgQuery__IndexElem *e = keys[i]->node_case == PG_QUERY__NODE__NODE_INDEX_ELEM
+                                                      ? keys[i]->index_elem
+                                                      : NULL;
+                size_t k;
+
+                if (!e)
+                        return FAIL(a, "XX000", "malformed index key");
+                if (e->expr || !e->name || !e->name[0])
+                        return FAIL(a, "0A000", "index keys must be columns");
+                if (e->n_opclass || e->n_collation)
+                        return FAIL(a, "0A000", "operator classes and collations are not supported");
+                for (k = 0; k < rel.n_columns; k++)
+                        if (strcmp(rel.columns[k].name, e->name) == 0)
+                                break;
+                if (k == rel.n_columns)
+                        return FAIL(a, "42703", "column \"%s\" does not exist", e->name);
+                ci->keys[ci->n_keys++] = (uint32_t)k;
+        }
+
+        /* What the index arranges, and what that reads. */
+        r = add_reference(a, rel.id);
+        if (r < 0)
+                return r;
+        if (rel.kind == SQL_OBJECT_VIEW) {
+                for (size_t i = 0; i < rel.n_inputs && r >= 0; i++)
+                        r = add_input(a, rel.inputs[i]);
+                ci->plan = rel_copy(rel.plan);
+        } else {
+                r = add_input(a, rel.id);
+                ci->plan = rel_get(&rel);
+        }
+        if (r < 0)
+                return r;
+        if (!ci->plan)
+                return oom(a);
+        r = finish_plan(a, &ci->plan);
+        if (r < 0)
+                return r;
+
+        if (index_name && index_name[0]) {
+                ci->name = strdup(index_name);
+                if (!ci->name)
+                        return oom(a);
+        } else {
+                /* Materialize's (and PostgreSQL's) default names. */
+                f = open_memstream(&name, &size);
+                if (!f)
+                        return oom(a);
+                fputs(on, f);
+                if (is_default)
+                        fputs("_primary", f);
+                else
+                        for (size_t i = 0; i < ci->n_keys; i++)
+                                fprintf(f, "_%s", rel.columns[ci->keys[i]].name);
+                fputs("_idx", f);
+                if (ferror(f) | fclose(f)) {
+                        free(name);
+                        return oom(a);
+                }
+                ci->name = name;
+        }
+        return new_name(a, ci->name, if_not_exists, -1, &ci->exists);
+}
+
+static int analyze_create_index(struct analyzer *a, const PgQuery__IndexStmt *s)
+{
+        const char *on = NULL;
+        int r;
+
+        if (s->unique || s->primary || s->isconstraint)
+                return FAIL(a, "0A000", "unique indexes are not supported");
+        if (s->where_clause)
+                return FAIL(a, "0A000", "partial indexes are not supported");
+        if (s->n_index_including_params || s->n_options ||
+            (s->table_space && s->table_space[0]))
+                return FAIL(a, "0A000", "INCLUDE, WITH and TABLESPACE are not supported in "
+                            "CREATE INDEX");
+        if (s->access_method && s->access_method[0] && strcmp(s->access_method, "btree") != 0)
+                return FAIL(a, "0A000", "index access method \"%s\" is not supported",
+                            s->access_method);
+        r = range_var_name(a, s->relation, &on);
+        if (r < 0)
+                return r;
+        a->materialize = true;
+        return analyze_index(a, s->idxname, on, s->relation->location, s->index_params,
+                             s->n_index_params, false, s->if_not_exists);
+}
+
+static int analyze_default_index(struct analyzer *a, const struct lift *l)
+{
+        if (l->on_schema && strcmp(l->on_schema, "public") != 0)
+                return FAIL_AT(a, (int)l->location, "3F000", "schema \"%s\" does not exist",
+                               l->on_schema);
+        a->materialize = true;
+        return analyze_index(a, l->name, l->on, (int)l->location, NULL, 0, true, l->if_not_exists);
 }
 
 static char *lowercase_dup(const char *s)
@@ -2272,7 +5258,8 @@ static char *lowercase_dup(const char *s)
         return d;
 }
 
-static int analyze_show(struct analyzer *a, const PgQuery__VariableShowStmt *v)
+static int analyze_show(struct analyzer *a, const PgQuery__VariableShowStmt *v,
+                        const struct lift *lift)
 {
         static const struct {
                 const char *name;
@@ -2284,6 +5271,11 @@ static int analyze_show(struct analyzer *a, const PgQuery__VariableShowStmt *v)
         };
         const char *name = v->name ? v->name : "";
 
+        if (lift && lift->kind == LIFT_SHOW_MATERIALIZED_VIEWS) {
+                a->stmt->kind = SQL_STMT_SHOW_OBJECTS;
+                a->stmt->show_objects.kind = SQL_OBJECT_MATERIALIZED_VIEW;
+                return 0;
+        }
         if (strcmp(name, "objects") == 0) {
                 a->stmt->kind = SQL_STMT_SHOW_OBJECTS;
                 a->stmt->show_objects.all = true;
@@ -2418,10 +5410,23 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
         const PgQuery__Node *n = bs->raw->stmt;
         struct sql_stmt *s = a->stmt;
 
+        if (bs->lift && bs->lift->kind == LIFT_DEFAULT_INDEX) {
+                s->kind = SQL_STMT_CREATE_INDEX;
+                return analyze_default_index(a, bs->lift);
+        }
         if (bs->as_of && n->node_case != PG_QUERY__NODE__NODE_SELECT_STMT)
                 return FAIL_AT(a, (int)bs->as_of->begin, "0A000",
                                "AS OF is only supported in SELECT");
         switch (n->node_case) {
+        case PG_QUERY__NODE__NODE_VIEW_STMT:
+                s->kind = SQL_STMT_CREATE_VIEW;
+                return analyze_create_view(a, n->view_stmt);
+        case PG_QUERY__NODE__NODE_CREATE_TABLE_AS_STMT:
+                s->kind = SQL_STMT_CREATE_MATERIALIZED_VIEW;
+                return analyze_create_materialized_view(a, n->create_table_as_stmt, bs->lift);
+        case PG_QUERY__NODE__NODE_INDEX_STMT:
+                s->kind = SQL_STMT_CREATE_INDEX;
+                return analyze_create_index(a, n->index_stmt);
         case PG_QUERY__NODE__NODE_CREATE_STMT:
                 s->kind = SQL_STMT_CREATE_TABLE;
                 return analyze_create_table(a, n->create_stmt);
@@ -2436,9 +5441,9 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
                 return analyze_delete(a, n->delete_stmt);
         case PG_QUERY__NODE__NODE_SELECT_STMT:
                 s->kind = SQL_STMT_SELECT;
-                return analyze_select(a, n->select_stmt, bs->as_of);
+                return analyze_select(a, n, bs->as_of);
         case PG_QUERY__NODE__NODE_VARIABLE_SHOW_STMT:
-                return analyze_show(a, n->variable_show_stmt);
+                return analyze_show(a, n->variable_show_stmt, bs->lift);
         case PG_QUERY__NODE__NODE_VARIABLE_SET_STMT:
                 s->kind = SQL_STMT_SET_VARIABLE;
                 return analyze_set(a, n->variable_set_stmt);
@@ -2481,6 +5486,23 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                 if (s->select.peek)
                         coord__plan__peek__free_unpacked(s->select.peek, NULL);
                 break;
+        case SQL_STMT_CREATE_VIEW:
+        case SQL_STMT_CREATE_MATERIALIZED_VIEW:
+                free(s->create_view.name);
+                for (size_t i = 0; i < s->create_view.n_columns; i++)
+                        free(s->create_view.columns[i].name);
+                free(s->create_view.columns);
+                rel_free(s->create_view.plan);
+                break;
+        case SQL_STMT_CREATE_INDEX:
+                free(s->create_index.name);
+                free(s->create_index.on_name);
+                free(s->create_index.keys);
+                for (size_t i = 0; i < s->create_index.n_columns; i++)
+                        free(s->create_index.columns[i].name);
+                free(s->create_index.columns);
+                rel_free(s->create_index.plan);
+                break;
         case SQL_STMT_SHOW_VARIABLE:
                 free(s->show_variable.name);
                 break;
@@ -2492,6 +5514,8 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                 break;
         }
         free(s->inputs);
+        free(s->physical_inputs);
+        free(s->references);
         free(s->notices);
         free(s->sql);
         free(s);
@@ -2528,6 +5552,9 @@ int sql_analyze(const struct sql_batch *b, size_t i, const struct sql_catalog_op
         a.stmt = s;
         r = analyze_stmt(&a, bs);
         row_arena_done(&a.arena);
+        for (size_t k = 0; k < a.n_strings; k++)
+                free(a.strings[k]);
+        free(a.strings);
         if (r < 0) {
                 assert(!err || strlen(err->sqlstate) == 5);
                 return r;

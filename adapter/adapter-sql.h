@@ -23,12 +23,19 @@
  * where PostgreSQL has one, detail and hint where useful, and the 1-based character
  * position in the query string for errors tied to a place in it.
  *
- * Growing into issue 4.  A statement records its logical inputs (every collection it
- * names, by GlobalId) apart from its plan, so an optimizer may drop inputs from the plan
- * without losing them.  New statement kinds (CREATE VIEW, CREATE MATERIALIZED VIEW,
- * CREATE INDEX) add a member to the union; joins and GROUP BY extend the planner's
- * scope and the plan, not this interface.  A catalog object that is a view will carry
- * its definition in struct sql_relation so the planner can inline it.
+ * Other lifted clauses.  The same token pass lifts `CREATE DEFAULT INDEX ...` (parsed on
+ * tokens; PostgreSQL sees a blank `SELECT` of the same length), `SHOW MATERIALIZED VIEWS`
+ * and `RETAIN HISTORY FOR '<duration>'` inside a CREATE MATERIALIZED VIEW's WITH (...).
+ *
+ * Inputs.  A plan-carrying statement records its LOGICAL inputs (every storage
+ * collection its SQL names, transitively through views, including inputs the optimizer
+ * removed) apart from its PHYSICAL inputs (the Get ids of the final plan).  Views are
+ * inlined: a view's stored plan is already over storage collections.  A SELECT (and only
+ * a SELECT) reads an object that has an index from the index (Get{index_id}).
+ *
+ * Determinism.  mz_now() is the one non-deterministic function the planner knows;
+ * now(), random(), current_timestamp and the like are refused everywhere (0A000), and
+ * in a materialized view or index definition as "cannot materialize call to ...".
  */
 #pragma once
 
@@ -67,6 +74,16 @@ struct sql_relation {
         enum sql_object_kind kind;
         const struct sql_column *columns;       /* borrowed, see sql_catalog_ops */
         size_t n_columns;
+        /* Views only (borrowed like columns): the stored, optimized plan over storage
+         * collections, whose output columns are `columns`; the view's logical inputs
+         * (storage collections, ascending); whether it is free of mz_now() & co. */
+        const Coord__Plan__Relation *plan;
+        const uint64_t *inputs;
+        size_t n_inputs;
+        bool deterministic;
+        /* Non-zero when an index exists on the object: a SELECT then reads it from
+         * the index, Get{index_id, the object's column types}. */
+        uint64_t index_id;
 };
 
 struct sql_catalog_ops {
@@ -97,6 +114,9 @@ enum sql_stmt_kind {
         SQL_STMT_SHOW_VARIABLE,         /* SHOW name, SHOW ALL */
         SQL_STMT_SET_VARIABLE,          /* SET, RESET: accepted, a no-op for now */
         SQL_STMT_TRANSACTION,           /* BEGIN, COMMIT, ROLLBACK: no-ops for now */
+        SQL_STMT_CREATE_VIEW,           /* union member create_view */
+        SQL_STMT_CREATE_MATERIALIZED_VIEW, /* union member create_view too */
+        SQL_STMT_CREATE_INDEX,          /* CREATE [DEFAULT] INDEX: create_index */
         _SQL_STMT_KIND_MAX,
         _SQL_STMT_KIND_INVALID = -EINVAL,
 };
@@ -116,7 +136,7 @@ struct sql_create_table {
 };
 
 struct sql_drop {
-        enum sql_object_kind kind;      /* DROP TABLE: SQL_OBJECT_TABLE */
+        enum sql_object_kind kind;      /* TABLE, VIEW, MATERIALIZED_VIEW or INDEX */
         bool if_exists;
         bool cascade;
         size_t n_objects;
@@ -140,7 +160,10 @@ struct sql_delete {
 };
 
 struct sql_select {
-        /* Output columns, plan; the adapter fills peek->timestamp. */
+        /* Output columns, plan, ORDER BY / LIMIT; the adapter fills peek->timestamp.
+         * peek->columns describes every column of the plan; when output_arity is
+         * non-zero only the first output_arity are the result (RowDescription), the rest
+         * are hidden ORDER BY keys. */
         Coord__Plan__Peek *peek;
         bool has_as_of;
         uint64_t as_of;                 /* folded AS OF expression */
@@ -148,7 +171,40 @@ struct sql_select {
 
 struct sql_show_objects {
         bool all;                       /* SHOW OBJECTS; otherwise only `kind` */
-        enum sql_object_kind kind;      /* SHOW TABLES: SQL_OBJECT_TABLE */
+        enum sql_object_kind kind;      /* SHOW TABLES: SQL_OBJECT_TABLE; SHOW VIEWS,
+                                         * SHOW MATERIALIZED VIEWS, SHOW INDEXES */
+};
+
+/* CREATE VIEW and CREATE MATERIALIZED VIEW.  The statement's inputs are the logical
+ * inputs; physical_inputs the Gets of `plan` (only storage collections, never indexes). */
+struct sql_create_view {
+        char *name;
+        struct sql_column *columns;     /* the output columns (names from the column list) */
+        size_t n_columns;
+        Coord__Plan__Relation *plan;    /* optimized, views inlined */
+        bool deterministic;             /* always true for a materialized view */
+        bool if_not_exists;
+        bool exists;                    /* IF NOT EXISTS and the name was taken: a no-op */
+        uint64_t retain_history_ms;     /* materialized view: RETAIN HISTORY; 0 = default */
+};
+
+/* CREATE [DEFAULT] INDEX [name] ON obj (col, ...). */
+struct sql_create_index {
+        char *name;                     /* given, or <obj>_<col>[_<col>...]_idx, or
+                                         * <obj>_primary_idx for a default index */
+        char *on_name;
+        uint64_t on_id;
+        enum sql_object_kind on_kind;   /* table, view, materialized view or source */
+        uint32_t *keys;                 /* key columns, indices into `columns` */
+        size_t n_keys;
+        /* What the index arranges: Get(on_id) for a collection, the view's plan (views
+         * inlined) for a view.  Its output columns are `columns`. */
+        Coord__Plan__Relation *plan;
+        struct sql_column *columns;
+        size_t n_columns;
+        bool is_default;                /* CREATE DEFAULT INDEX: keys are all columns */
+        bool if_not_exists;
+        bool exists;
 };
 
 struct sql_show_variable {
@@ -174,10 +230,22 @@ enum sql_txn_kind {
 struct sql_stmt {
         enum sql_stmt_kind kind;
         char *sql;              /* the statement's own text, trimmed (catalog create SQL) */
-        /* Logical inputs: every collection the statement reads, by GlobalId, ascending,
-         * without duplicates.  INSERT's target is not an input; DELETE reads its table. */
+        /* Logical inputs: every storage collection the statement's SQL names, through
+         * views, by GlobalId, ascending, without duplicates -- including collections the
+         * optimizer removed from the plan.  INSERT's target is not an input; DELETE reads
+         * its table.  Views are not collections: a view contributes its inputs. */
         uint64_t *inputs;
         size_t n_inputs;
+        /* Physical inputs: the Get ids of the final plan, ascending, unique (SELECT,
+         * DELETE, CREATE VIEW / MATERIALIZED VIEW / INDEX).  In a SELECT these may be
+         * index ids. */
+        uint64_t *physical_inputs;
+        size_t n_physical_inputs;
+        /* Every catalog object the statement names directly in FROM (tables, views,
+         * materialized views, sources) or indexes (CREATE INDEX's object), ascending:
+         * what a new view, MV or index depends on. */
+        uint64_t *references;
+        size_t n_references;
         /* NoticeResponses to send before the result (e.g. DROP ... IF EXISTS of a
          * missing object: 00000 "table \"t\" does not exist, skipping"). */
         struct row_error *notices;
@@ -188,6 +256,8 @@ struct sql_stmt {
                 struct sql_insert insert;
                 struct sql_delete delete_;
                 struct sql_select select;
+                struct sql_create_view create_view;
+                struct sql_create_index create_index;
                 struct sql_show_objects show_objects;
                 struct sql_show_variable show_variable;
                 struct sql_set_variable set_variable;
@@ -220,7 +290,8 @@ int sql_analyze_one(const char *query, const struct sql_catalog_ops *ops, void *
 
 struct sql_stmt *sql_stmt_free(struct sql_stmt *s);
 
-/* The first word(s) of the CommandComplete tag: "CREATE TABLE", "DROP TABLE", "INSERT",
+/* The first word(s) of the CommandComplete tag: "CREATE TABLE", "CREATE VIEW", "CREATE
+ * MATERIALIZED VIEW", "CREATE INDEX", "DROP TABLE" (VIEW, ...), "INSERT",
  * "DELETE", "SELECT", "SHOW", "SET", "RESET", "BEGIN", "COMMIT", "ROLLBACK".  INSERT
  * completes as "INSERT 0 <n>", DELETE and SELECT as "<tag> <n>". */
 const char *sql_stmt_tag(const struct sql_stmt *s);

@@ -68,6 +68,14 @@ struct eval_plan;       /* opaque, immutable once built */
  * 0A000 for an operator or function this engine does not run yet), -ENOMEM. */
 int eval_plan_new(const Coord__Plan__Relation *rel, struct eval_plan **ret,
                   struct row_error *err);
+/* Compile only the Filter/Map/Project chain at the top of `rel` (at least one node), over
+ * the output of the first node below it that is none of these -- any operator, which the
+ * caller runs itself -- whose columns are input_types[0..n_input).  The rows later given
+ * to eval_plan_apply() are the caller's own (already checked against their types), so
+ * they are decoded but not checked again.  eval_plan_input() is 0.  Errors as
+ * eval_plan_new(). */
+int eval_chain_new(const Coord__Plan__Relation *rel, const enum row_type *input_types,
+                   size_t n_input, struct eval_plan **ret, struct row_error *err);
 struct eval_plan *eval_plan_free(struct eval_plan *p);
 
 /* Output columns. */

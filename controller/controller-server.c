@@ -144,6 +144,29 @@
  *     connected, would not resend them).  A refused append, and the compaction timer
  *     (every CSERVER_COMPACT_INTERVAL_MS), write leftover deferred changes alone.
  *     Built-ins and a complete Ensure (a resync) keep synced creates and drops.
+ *
+ * (13) Compute (issue 4).  MSG_CREATE_DATAFLOWS installs materialized views and
+ *     indexes (s->dfs, by GlobalId), each a struct dataflow (controller-dataflow.h)
+ *     over storage collections.  Installing at as-of A (raised to every input's since;
+ *     for a materialized view whose collection exists with upper U > since, to U - 1,
+ *     emitting only times >= U, so the durable output never skips or repeats a time)
+ *     reads each input's snapshot at A and its stored updates after A, then follows:
+ *     every durable append pushes what it wrote to the dataflows that read it
+ *     (compute_push()), and compute_run() steps every dataflow to the meet of its
+ *     inputs' uppers (a table's effective upper (10)), in GlobalId order -- an input is
+ *     older than its readers, so one pass carries a change down a chain of views.  A
+ *     materialized view's output [old upper, new upper) goes into ONE synced
+ *     storage_append_group() for all views of the pass, after which their uppers and
+ *     ring slots move; a failed write reinstalls every dataflow from storage.  An
+ *     index's output goes into its arrangement (in memory), whose since trails its
+ *     upper by CSERVER_INDEX_WINDOW_MS, held back by peeks in flight; its ring slot and
+ *     coord_frontiers row show (since, upper).  A dataflow whose evaluation fails (a
+ *     division by zero in some row) stops and answers reads of it with that error.
+ *     Peeks run every plan as a one-shot dataflow at their ts over snapshots of their
+ *     inputs, read from storage or from an index's arrangement.  Costs to know (issue
+ *     6): each append visits every dataflow (O(dataflows)), every materialized view
+ *     writes its new upper at every pass, and hydration reads its inputs synchronously
+ *     on the loop.
  */
 #include "controller-server.h"
 
@@ -153,6 +176,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller-dataflow.h"
 #include "controller-eval.h"
 #include "controller-storage.h"
 #include "fring.h"
@@ -212,11 +236,29 @@ struct peek {
         Coord__Role from;
         uint64_t request_id;
         Coord__PeekRequest *req;        /* owned */
-        struct eval_plan *plan;         /* borrows req */
-        uint64_t input;                 /* the collection read; 0 for a constant plan */
+        struct dataflow *df;            /* the plan, as of ts; borrows req */
+        uint64_t input;                 /* the input last found not readable yet */
         uint64_t ts;
         uint32_t timeout_ms;
         struct loop_timer *timer;       /* set while parked */
+};
+
+/* An installed dataflow: a materialized view or an index (13). */
+struct dfent {
+        uint64_t gid;
+        bool index;
+        Coord__DataflowSpec *spec;      /* owned */
+        struct dataflow *df;            /* NULL while failed */
+        struct arrangement *arr;        /* index: its output, readable by peeks */
+        uint64_t as_of;                 /* as installed */
+        uint64_t emit_from;             /* materialized view: its durable upper at install */
+        uint64_t pending_upper;         /* materialized view: stepped, write in progress */
+        uint64_t published_since, published_upper;
+        uint64_t steps;
+        struct eval_batch out;          /* scratch: one step's output */
+        struct eval_batch correction;   /* see dfent_hydrate() */
+        bool failed;
+        struct row_error err;
 };
 
 struct ratelimit {
@@ -259,6 +301,10 @@ struct cserver {
 
         struct peek *peeks_head, *peeks_tail;
         size_t n_peeks, n_parked;
+
+        struct dfent **dfs;             /* installed dataflows by gid (13) */
+        size_t n_dfs, cap_dfs;
+        uint64_t compute_writes;
         struct loop_timer *compact_timer;
 
         struct ratelimit rl_input, rl_storage;
@@ -268,6 +314,16 @@ struct cserver {
 };
 
 static void cm_drop_all(struct cserver *s);
+static struct dfent *dfent_find(const struct cserver *s, uint64_t gid);
+static void dfent_remove(struct cserver *s, uint64_t gid);
+static void compute_push(struct cserver *s, uint64_t gid, const struct eval_batch *b);
+static void compute_run(struct cserver *s);
+static void compute_reinstall_all(struct cserver *s);
+static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
+                            void *emit_userdata);
+static uint64_t peeks_hold(const struct cserver *s, uint64_t gid);
+static void peeks_wake(struct cserver *s);
+static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
 
 /* ---- Small helpers ------------------------------------------------------------------ */
 
@@ -656,7 +712,7 @@ static void ring_sync_all(struct cserver *s)
         for (size_t i = 0; s->rc.slots && i <= s->rc.mask; i++) {
                 uint64_t gid = s->rc.slots[i].key;
 
-                if (!gid || cols_find(s->cols, s->n_cols, gid))
+                if (!gid || cols_find(s->cols, s->n_cols, gid) || dfent_find(s, gid))
                         continue;
                 if (RESERVE(gone, cap_gone, n_gone + 1) < 0) {
                         log_warn_errno(-ENOMEM, "ring_sync_failed", "");
@@ -910,6 +966,7 @@ static void storage_recover(struct cserver *s)
                 return;
         }
         log_info("storage_reopened", "path=%s", s->path);
+        compute_reinstall_all(s);
 }
 
 static int storage_failure(struct cserver *s, struct row_error *e, int r, const char *fmt, ...)
@@ -956,7 +1013,7 @@ static void peek_free(struct peek *pk)
         else
                 s->peeks_tail = pk->prev;
         s->n_peeks--;
-        eval_plan_free(pk->plan);
+        dataflow_free(pk->df);
         if (pk->req)
                 coord__peek_request__free_unpacked(pk->req, NULL);
         free(pk);
@@ -967,9 +1024,13 @@ static uint64_t peeks_hold(const struct cserver *s, uint64_t gid)
 {
         uint64_t m = UINT64_MAX;
 
-        for (const struct peek *pk = s->peeks_head; pk; pk = pk->next)
-                if (pk->input == gid && pk->ts < m)
-                        m = pk->ts;
+        for (const struct peek *pk = s->peeks_head; pk; pk = pk->next) {
+                if (!pk->df || pk->ts >= m)
+                        continue;
+                for (size_t i = 0; i < dataflow_n_inputs(pk->df); i++)
+                        if (dataflow_input_id(pk->df, i) == gid)
+                                m = pk->ts;
+        }
         return m;
 }
 
@@ -1009,32 +1070,789 @@ static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_
         return storage_read(s->st, id, ts, snapshot_row, &se, NULL);
 }
 
-static const struct eval_source_ops storage_source = { .snapshot = storage_snapshot };
+
+/* ---- Compute: materialized views and indexes (13) ------------------------------------ */
+
+static struct dfent *dfent_find(const struct cserver *s, uint64_t gid)
+{
+        size_t lo = 0, hi = s->n_dfs;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (s->dfs[mid]->gid < gid)
+                        lo = mid + 1;
+                else if (s->dfs[mid]->gid > gid)
+                        hi = mid;
+                else
+                        return s->dfs[mid];
+        }
+        return NULL;
+}
+
+static bool dfent_reads(const struct dfent *e, uint64_t gid)
+{
+        if (!e->df)
+                return false;
+        for (size_t i = 0; i < dataflow_n_inputs(e->df); i++)
+                if (dataflow_input_id(e->df, i) == gid)
+                        return true;
+        return false;
+}
+
+/* The frontiers of a readable object: a storage collection (a table's effective upper,
+ * (10)), or an index's arrangement.  -ENOENT when it does not exist. */
+static int object_frontiers(struct cserver *s, uint64_t gid, struct storage_frontiers *ret,
+                            enum storage_kind *ret_kind, struct dfent **ret_index)
+{
+        struct dfent *e = dfent_find(s, gid);
+        struct storage_info info;
+        int r;
+
+        if (ret_index)
+                *ret_index = NULL;
+        if (e && e->index) {
+                if (!e->arr)
+                        return -ENOENT;
+                *ret = (struct storage_frontiers){ .since = arrangement_since(e->arr),
+                                                   .upper = arrangement_upper(e->arr),
+                                                   .physical_since = arrangement_since(e->arr) };
+                if (ret_kind)
+                        *ret_kind = STORAGE_KIND_MV;
+                if (ret_index)
+                        *ret_index = e;
+                return 0;
+        }
+        if (!s->st)
+                return -EIO;
+        r = storage_get_info(s->st, gid, &info);
+        if (r < 0)
+                return r;
+        *ret = info.frontiers;
+        effective(ret, info.kind, tables_frontier(s));
+        if (ret_kind)
+                *ret_kind = info.kind;
+        return 0;
+}
+
+static void dfent_publish(struct cserver *s, struct dfent *e)
+{
+        struct storage_frontiers f;
+
+        if (object_frontiers(s, e->gid, &f, NULL, NULL) < 0)
+                return;
+        ring_set(s, e->gid, &f);
+        if (e->published_upper != f.upper || e->published_since != f.since) {
+                e->published_upper = f.upper;
+                e->published_since = f.since;
+                frontiers_dirty(s, e->gid);
+        }
+}
+
+/* Batches rows read from storage or an arrangement into dataflow_push() calls.  The
+ * rows a read hands out are valid during its callback only, so they are copied into
+ * `bytes` until the batch is pushed (which copies what it keeps). */
+struct feed {
+        struct dataflow *df;
+        size_t input;
+        struct eval_update buf[256];
+        struct row_arena bytes;
+        size_t n;
+        uint64_t time;          /* for snapshot rows */
+        struct row_error *err;
+        size_t rows;
+};
+
+static int feed_flush(struct feed *f)
+{
+        int r = 0;
+
+        if (f->n)
+                r = dataflow_push(f->df, f->input, f->buf, f->n, f->err);
+        f->n = 0;
+        row_arena_reset(&f->bytes);
+        return r;
+}
+
+static int feed_add(struct feed *f, const void *row, size_t len, uint64_t time, int64_t diff)
+{
+        void *copy = row_arena_alloc(&f->bytes, len ? len : 1);
+
+        if (!copy)
+                return -ENOMEM;
+        if (len)
+                memcpy(copy, row, len);
+        f->buf[f->n++] = (struct eval_update){ .row = copy, .len = len, .time = time, .diff = diff };
+        f->rows++;
+        return f->n == ELEMENTSOF(f->buf) ? feed_flush(f) : 0;
+}
+
+/* Rows of a snapshot (storage_row_fn and eval_emit_fn shapes). */
+static int feed_row(const void *row, size_t len, int64_t count, void *userdata)
+{
+        struct feed *f = userdata;
+
+        return feed_add(f, row, len, f->time, count);
+}
+
+static int feed_emit(void *userdata, const void *row, size_t len, int64_t diff)
+{
+        return feed_row(row, len, diff, userdata);
+}
+
+static int feed_update(const void *row, size_t len, uint64_t time, int64_t diff, void *userdata)
+{
+        struct feed *f = userdata;
+
+        return feed_add(f, row, len, time, diff);
+}
+
+/* Feed input i of df with the contents of collection gid at `at` (as time at), then its
+ * updates in (at, upper): what a dataflow installed at `at` needs to catch up (13).
+ * Returns the number of rows fed, or -errno with err. */
+static int hydrate_input(struct cserver *s, struct dataflow *df, size_t i, uint64_t at,
+                         struct row_error *err)
+{
+        uint64_t gid = dataflow_input_id(df, i);
+        struct feed f = { .df = df, .input = i, .err = err };
+        struct storage_info info;
+        uint64_t eff_upper, snap_at, lo, hi;
+        struct dfent *up;
+        int r;
+
+        r = storage_get_info(s->st, gid, &info);
+        if (r == -ENOENT)
+                return row_error_set(err, r, "42P01", "collection %llu does not exist",
+                                     (unsigned long long)gid);
+        if (r < 0)
+                return storage_failure(s, err, r, "looking up collection %llu", (unsigned long long)gid);
+        up = dfent_find(s, gid);
+        if (up && up->failed)
+                return row_error_set(err, -EINVAL, up->err.sqlstate, "%s", up->err.message);
+        eff_upper = info.frontiers.upper;
+        if (info.kind == STORAGE_KIND_TABLE && eff_upper < tables_frontier(s))
+                eff_upper = tables_frontier(s);
+        if (eff_upper <= info.frontiers.since)
+                return 0;       /* nothing readable yet: everything comes by push */
+        /* Everything written up to at, as one snapshot at min(at, upper - 1). */
+        snap_at = at < eff_upper - 1 ? at : eff_upper - 1;
+        if (snap_at < info.frontiers.since)
+                return row_error_set(err, -EDOM, "55000", "cannot install at %llu: collection %llu "
+                                     "is compacted to %llu", (unsigned long long)at,
+                                     (unsigned long long)gid,
+                                     (unsigned long long)info.frontiers.since);
+        f.time = at;
+        r = storage_snapshot(s, gid, snap_at, feed_emit, &f);
+        if (r >= 0)
+                r = feed_flush(&f);
+        if (r < 0)
+                goto fail;
+        /* Then the stored updates after at (a table's stop at its stored upper). */
+        lo = at + 1;
+        hi = info.frontiers.upper;
+        if (lo < hi) {
+                r = storage_read_updates(s->st, gid, lo, hi, feed_update, &f);
+                if (r >= 0)
+                        r = feed_flush(&f);
+                if (r < 0)
+                        goto fail;
+        }
+        row_arena_done(&f.bytes);
+        return (int)(f.rows > INT32_MAX ? INT32_MAX : f.rows);
+fail:
+        row_arena_done(&f.bytes);
+        if (r == -EINVAL)
+                return r;       /* err set by dataflow_push() */
+        if (r == -ENOMEM)
+                return row_error_oom(err);
+        return storage_failure(s, err, r, "reading collection %llu", (unsigned long long)gid);
+}
+
+static void dfent_fail(struct cserver *s, struct dfent *e, const struct row_error *err)
+{
+        if (!e->failed)
+                log_error("dataflow_failed", "gid=%llu kind=%s sqlstate=%s message=\"%s\"",
+                          (unsigned long long)e->gid, e->index ? "index" : "materialized_view",
+                          err->sqlstate, err->message);
+        e->failed = true;
+        e->err = *err;
+}
+
+static int correction_row(const void *row, size_t len, int64_t count, void *userdata)
+{
+        struct dfent *e = userdata;
+
+        return eval_batch_push(&e->correction, row, len, 0, -count);
+}
+
+/* Build e's dataflow and read its inputs (13).  On error the entry stays, failed, so
+ * that reads of it say why. */
+static int dfent_hydrate(struct cserver *s, struct dfent *e)
+{
+        const Coord__DataflowSpec *sp = e->spec;
+        struct row_error err = { .position = 0 };
+        struct storage_frontiers f;
+        uint64_t as_of = sp->as_of, start_ns = now_ns(), rows = 0;
+        struct dataflow *probe = NULL;
+        struct storage_info info;
+        int r;
+
+        e->df = dataflow_free(e->df);
+        e->arr = arrangement_free(e->arr);
+        eval_batch_clear(&e->correction);
+        e->failed = false;
+        /* Hard constraints first: at or after every input's since. */
+        r = dataflow_new(sp->plan, as_of, &probe, &err);
+        if (r < 0)
+                goto fail;
+        for (size_t i = 0; i < dataflow_n_inputs(probe); i++) {
+                uint64_t gid = dataflow_input_id(probe, i);
+                r = object_frontiers(s, gid, &f, NULL, NULL);
+                if (r < 0) {
+                        row_error_set(&err, r, "42P01", "input %llu of dataflow %llu does not exist",
+                                      (unsigned long long)gid, (unsigned long long)e->gid);
+                        goto fail;
+                }
+                if (f.since > as_of)
+                        as_of = f.since;
+        }
+        e->emit_from = 0;
+        if (!e->index) {
+                r = storage_get_info(s->st, e->gid, &info);
+                if (r == -ENOENT) {
+                        r = storage_create(s->st, e->gid, STORAGE_KIND_MV, as_of, as_of);
+                        if (r < 0) {
+                                storage_failure(s, &err, r, "creating collection %llu",
+                                                (unsigned long long)e->gid);
+                                goto fail;
+                        }
+                        r = storage_get_info(s->st, e->gid, &info);
+                }
+                if (r < 0) {
+                        storage_failure(s, &err, r, "looking up collection %llu", (unsigned long long)e->gid);
+                        goto fail;
+                }
+                if (info.kind != STORAGE_KIND_MV) {
+                        row_error_set(&err, -EEXIST, "XX000", "collection %llu exists as another kind",
+                                      (unsigned long long)e->gid);
+                        goto fail;
+                }
+                /* Resume: times below the durable upper are written; recompute the
+                 * snapshot at upper - 1 and emit from upper on. */
+                e->emit_from = info.frontiers.upper;
+                if (info.frontiers.upper > info.frontiers.since && info.frontiers.upper - 1 > as_of)
+                        as_of = info.frontiers.upper - 1;
+                else if (info.frontiers.upper > info.frontiers.since && info.frontiers.upper - 1 < as_of) {
+                        /* An input was compacted past our upper: the output jumps at as_of
+                         * from its durable contents to the new ones (logged, not fatal). */
+                        log_warn("dataflow_as_of_raised", "gid=%llu upper=%llu as_of=%llu",
+                                 (unsigned long long)e->gid,
+                                 (unsigned long long)info.frontiers.upper, (unsigned long long)as_of);
+                        r = storage_read(s->st, e->gid, info.frontiers.upper - 1, correction_row, e, NULL);
+                        if (r < 0) {
+                                storage_failure(s, &err, r, "reading collection %llu", (unsigned long long)e->gid);
+                                goto fail;
+                        }
+                        for (size_t i = 0; i < e->correction.n; i++)
+                                e->correction.updates[i].time = as_of;
+                }
+                if (as_of < info.frontiers.upper && info.frontiers.upper == info.frontiers.since)
+                        as_of = info.frontiers.upper;
+        }
+        probe = dataflow_free(probe);
+        r = dataflow_new(sp->plan, as_of, &e->df, &err);
+        if (r < 0)
+                goto fail;
+        for (size_t i = 0; i < dataflow_n_inputs(e->df); i++) {
+                r = hydrate_input(s, e->df, i, as_of, &err);
+                if (r < 0)
+                        goto fail;
+                rows += (uint64_t)r;
+        }
+        if (e->index) {
+                r = arrangement_new(as_of, &e->arr);
+                if (r < 0) {
+                        row_error_oom(&err);
+                        goto fail;
+                }
+        }
+        e->as_of = as_of;
+        log_info("dataflow_installed", "gid=%llu kind=%s as_of=%llu requested_as_of=%llu inputs=%zu "
+                 "rows=%llu took_us=%llu", (unsigned long long)e->gid,
+                 e->index ? "index" : "materialized_view", (unsigned long long)as_of,
+                 (unsigned long long)sp->as_of, dataflow_n_inputs(e->df), (unsigned long long)rows,
+                 (unsigned long long)((now_ns() - start_ns) / 1000));
+        dfent_publish(s, e);
+        return 0;
+fail:
+        dataflow_free(probe);
+        e->df = dataflow_free(e->df);
+        if (r == -ENOMEM)
+                row_error_oom(&err);
+        dfent_fail(s, e, &err);
+        return r;
+}
+
+static void dfent_free(struct dfent *e)
+{
+        if (!e)
+                return;
+        dataflow_free(e->df);
+        arrangement_free(e->arr);
+        eval_batch_done(&e->out);
+        eval_batch_done(&e->correction);
+        if (e->spec)
+                coord__dataflow_spec__free_unpacked(e->spec, NULL);
+        free(e);
+}
+
+/* Remove the dataflow gid (its MV collection is dropped by the caller). */
+static void dfent_remove(struct cserver *s, uint64_t gid)
+{
+        for (size_t i = 0; i < s->n_dfs; i++)
+                if (s->dfs[i]->gid == gid) {
+                        struct dfent *e = s->dfs[i];
+                        memmove(&s->dfs[i], &s->dfs[i + 1], (s->n_dfs - i - 1) * sizeof(*s->dfs));
+                        s->n_dfs--;
+                        if (e->index)
+                                ring_forget(s, gid);
+                        frontiers_dirty(s, gid);
+                        log_info("dataflow_removed", "gid=%llu kind=%s", (unsigned long long)gid,
+                                 e->index ? "index" : "materialized_view");
+                        dfent_free(e);
+                        return;
+                }
+}
+
+/* Feed what an append wrote (at ts) to the dataflows that read it. */
+static void compute_push(struct cserver *s, uint64_t gid, const struct eval_batch *b)
+{
+        struct row_error err;
+
+        if (!b->n)
+                return;
+        for (size_t i = 0; i < s->n_dfs; i++) {
+                struct dfent *e = s->dfs[i];
+                if (e->failed || !dfent_reads(e, gid))
+                        continue;
+                for (size_t k = 0; k < dataflow_n_inputs(e->df); k++)
+                        if (dataflow_input_id(e->df, k) == gid &&
+                            dataflow_push(e->df, k, b->updates, b->n, &err) < 0)
+                                dfent_fail(s, e, &err);
+        }
+}
+
+/* Step every dataflow to the meet of its inputs' uppers, in GlobalId order (an input is
+ * always older than what reads it, so one pass carries changes down a chain), then
+ * write every materialized view's output and new upper in ONE synced write (13). */
+static void compute_run(struct cserver *s)
+{
+        _cleanup_free_ struct storage_append *v = NULL;
+        _cleanup_free_ struct storage_update *u = NULL;
+        _cleanup_free_ size_t *vidx = NULL;
+        size_t n_v = 0, n_u = 0, k = 0;
+        struct row_error err;
+        int r;
+
+        if (!s->st || !s->n_dfs)
+                return;
+        v = calloc(s->n_dfs, sizeof(*v));
+        vidx = calloc(s->n_dfs, sizeof(*vidx));
+        if (!v || !vidx)
+                return;
+        for (size_t i = 0; i < s->n_dfs; i++) {
+                struct dfent *e = s->dfs[i];
+                uint64_t frontier = UINT64_MAX;
+                struct storage_frontiers f;
+
+                eval_batch_clear(&e->out);
+                if (e->failed || !e->df)
+                        continue;
+                for (size_t k2 = 0; k2 < dataflow_n_inputs(e->df); k2++) {
+                        uint64_t in = dataflow_input_id(e->df, k2);
+                        struct dfent *up = dfent_find(s, in);
+
+                        if (up && !up->index) {
+                                f.upper = up->pending_upper ? up->pending_upper : 0;
+                                if (!f.upper && object_frontiers(s, in, &f, NULL, NULL) < 0)
+                                        f.upper = 0;
+                        } else if (object_frontiers(s, in, &f, NULL, NULL) < 0) {
+                                f.upper = 0;
+                        }
+                        if (f.upper < frontier)
+                                frontier = f.upper;
+                }
+                if (frontier == UINT64_MAX)
+                        frontier = dataflow_as_of(e->df) + 1;   /* constant: done at as_of */
+                if (frontier <= dataflow_frontier(e->df))
+                        continue;
+                r = dataflow_step(e->df, frontier, &e->out, &err);
+                if (r < 0) {
+                        dfent_fail(s, e, &err);
+                        continue;
+                }
+                if (e->correction.n) {
+                        for (size_t j = 0; j < e->correction.n; j++) {
+                                const struct eval_update *c = &e->correction.updates[j];
+                                if (eval_batch_push(&e->out, c->row, c->len, c->time, c->diff) < 0)
+                                        break;
+                        }
+                        eval_batch_clear(&e->correction);
+                        (void)eval_batch_consolidate(&e->out);
+                }
+                if (e->index) {
+                        r = arrangement_insert(e->arr, &e->out);
+                        if (r < 0) {
+                                row_error_set(&err, r, "XX000", "index %llu: cannot arrange its output",
+                                              (unsigned long long)e->gid);
+                                dfent_fail(s, e, &err);
+                                continue;
+                        }
+                        arrangement_set_upper(e->arr, frontier);
+                        if (frontier > CSERVER_INDEX_WINDOW_MS &&
+                            frontier - CSERVER_INDEX_WINDOW_MS > arrangement_since(e->arr)) {
+                                uint64_t target = frontier - CSERVER_INDEX_WINDOW_MS;
+                                uint64_t hold = peeks_hold(s, e->gid);
+                                if (hold < target)
+                                        target = hold;
+                                if (target > arrangement_since(e->arr))
+                                        (void)arrangement_compact(e->arr, target);
+                        }
+                        e->steps++;
+                        dfent_publish(s, e);
+                        continue;
+                }
+                /* A materialized view: only times at or after its durable upper. */
+                {
+                        struct storage_info info;
+                        size_t keep = 0;
+
+                        if (storage_get_info(s->st, e->gid, &info) < 0)
+                                continue;
+                        for (size_t j = 0; j < e->out.n; j++)
+                                if (e->out.updates[j].time >= info.frontiers.upper)
+                                        e->out.updates[keep++] = e->out.updates[j];
+                        e->out.n = keep;
+                        if (frontier <= info.frontiers.upper)
+                                continue;
+                        vidx[n_v] = i;
+                        v[n_v++] = (struct storage_append){ .gid = e->gid,
+                                .expected_upper = info.frontiers.upper, .new_upper = frontier,
+                                .n_updates = e->out.n };
+                        n_u += e->out.n;
+                        e->pending_upper = frontier;
+                }
+                /* Downstream dataflows see this output now (in this same pass). */
+                if (e->out.n) {
+                        for (size_t j = i + 1; j < s->n_dfs; j++) {
+                                struct dfent *d = s->dfs[j];
+                                if (d->failed || !dfent_reads(d, e->gid))
+                                        continue;
+                                for (size_t q = 0; q < dataflow_n_inputs(d->df); q++)
+                                        if (dataflow_input_id(d->df, q) == e->gid &&
+                                            dataflow_push(d->df, q, e->out.updates, e->out.n, &err) < 0)
+                                                dfent_fail(s, d, &err);
+                        }
+                }
+        }
+        if (n_v) {
+                u = calloc(n_u ? n_u : 1, sizeof(*u));
+                if (!u) {
+                        log_error("out_of_memory", "what=compute_write");
+                        goto recover;
+                }
+                for (size_t i = 0; i < n_v; i++) {
+                        struct dfent *e = s->dfs[vidx[i]];
+                        v[i].updates = &u[k];
+                        for (size_t j = 0; j < e->out.n; j++)
+                                u[k++] = (struct storage_update){ .row = e->out.updates[j].row,
+                                        .len = e->out.updates[j].len, .time = e->out.updates[j].time,
+                                        .diff = e->out.updates[j].diff };
+                }
+                r = storage_append_group(s->st, v, n_v);
+                if (r < 0 || (size_t)r != n_v) {
+                        log_error_errno(r < 0 ? r : -EIO, "compute_write_failed", "views=%zu why=\"%s\"",
+                                        n_v, storage_last_error());
+                        if (r >= 0 && s->st && storage_error(s->st) == 0) {
+                                /* partial: memory must follow the disk */
+                                goto recover;
+                        }
+                        storage_recover(s);
+                        goto recover;
+                }
+                s->compute_writes++;
+                for (size_t i = 0; i < n_v; i++) {
+                        struct dfent *e = s->dfs[vidx[i]];
+                        e->pending_upper = 0;
+                        e->steps++;
+                        dfent_publish(s, e);
+                }
+        }
+        peeks_wake(s);
+        return;
+recover:
+        /* The dataflows consumed what is not durable: rebuild them from storage. */
+        compute_reinstall_all(s);
+}
+
+/* After storage was reopened, or a write of outputs failed: every dataflow again from
+ * what storage holds. */
+static void compute_reinstall_all(struct cserver *s)
+{
+        for (size_t i = 0; i < s->n_dfs; i++) {
+                s->dfs[i]->pending_upper = 0;
+                if (s->st)
+                        (void)dfent_hydrate(s, s->dfs[i]);
+        }
+}
+
+static int dfs_insert(struct cserver *s, struct dfent *e)
+{
+        size_t pos = 0;
+        int r = RESERVE(s->dfs, s->cap_dfs, s->n_dfs + 1);
+
+        if (r < 0)
+                return r;
+        while (pos < s->n_dfs && s->dfs[pos]->gid < e->gid)
+                pos++;
+        memmove(&s->dfs[pos + 1], &s->dfs[pos], (s->n_dfs - pos) * sizeof(*s->dfs));
+        s->dfs[pos] = e;
+        s->n_dfs++;
+        return 0;
+}
+
+static int spec_copy(const Coord__DataflowSpec *sp, Coord__DataflowSpec **ret)
+{
+        size_t len = coord__dataflow_spec__get_packed_size(sp);
+        _cleanup_free_ uint8_t *buf = malloc(len ? len : 1);
+
+        if (!buf)
+                return -ENOMEM;
+        coord__dataflow_spec__pack(sp, buf);
+        *ret = coord__dataflow_spec__unpack(NULL, len, buf);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static void handle_create_dataflows(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+{
+        Coord__CreateDataflows *m;
+        _cleanup_free_ uint64_t *counts = NULL;
+        struct row_error e;
+        int r = 0;
+
+        m = coord__create_dataflows__unpack(NULL, env->payload.len, env->payload.data);
+        if (!m) {
+                reply_malformed(s, from, env);
+                return;
+        }
+        counts = calloc(m->n_dataflows ? m->n_dataflows : 1, sizeof(*counts));
+        if (!counts) {
+                r = row_error_oom(&e);
+                goto out;
+        }
+        if (!s->st) {
+                r = storage_unavailable(&e);
+                goto out;
+        }
+        /* Validate before changing anything. */
+        for (size_t i = 0; i < m->n_dataflows; i++) {
+                const Coord__DataflowSpec *sp = m->dataflows[i];
+                struct dataflow *probe = NULL;
+
+                if (!sp->gid || !sp->plan) {
+                        r = row_error_set(&e, -EINVAL, "XX000", "invalid dataflow spec %zu", i);
+                        goto out;
+                }
+                r = dataflow_new(sp->plan, sp->as_of, &probe, &e);
+                dataflow_free(probe);
+                if (r < 0)
+                        goto out;
+        }
+        if (m->complete) {
+                /* A resync: remove what the adapter no longer has. */
+                for (size_t i = s->n_dfs; i-- > 0;) {
+                        uint64_t gid = s->dfs[i]->gid;
+                        bool listed = false, mv = !s->dfs[i]->index;
+                        for (size_t j = 0; j < m->n_dataflows && !listed; j++)
+                                listed = m->dataflows[j]->gid == gid;
+                        if (listed)
+                                continue;
+                        dfent_remove(s, gid);
+                        if (mv && drop_one(s, gid, false, &e) < 0)
+                                log_warn("dataflow_drop_failed", "gid=%llu", (unsigned long long)gid);
+                }
+                r = list_all(s);
+                for (size_t i = 0; r >= 0 && i < s->n_cols; i++) {
+                        bool listed = false;
+                        if (s->cols[i].kind != STORAGE_KIND_MV)
+                                continue;
+                        for (size_t j = 0; j < m->n_dataflows && !listed; j++)
+                                listed = m->dataflows[j]->gid == s->cols[i].gid;
+                        if (!listed)
+                                (void)drop_one(s, s->cols[i].gid, false, &e);
+                }
+                r = 0;
+        }
+        for (size_t i = 0; i < m->n_dataflows; i++) {
+                const Coord__DataflowSpec *sp = m->dataflows[i];
+                struct dfent *de;
+
+                if (dfent_find(s, sp->gid))
+                        continue;
+                de = calloc(1, sizeof(*de));
+                if (!de || spec_copy(sp, &de->spec) < 0) {
+                        dfent_free(de);
+                        r = row_error_oom(&e);
+                        goto out;
+                }
+                de->gid = sp->gid;
+                de->index = sp->kind == COORD__DATAFLOW_KIND__DATAFLOW_INDEX;
+                de->out = EVAL_BATCH_INIT;
+                de->correction = EVAL_BATCH_INIT;
+                r = dfs_insert(s, de);
+                if (r < 0) {
+                        dfent_free(de);
+                        r = row_error_oom(&e);
+                        goto out;
+                }
+                (void)dfent_hydrate(s, de);     /* a failure stays on the entry */
+                counts[i] = 1;
+        }
+        r = 0;
+out:
+        if (r < 0)
+                reply_error(s, from, env->request_id, &e);
+        else
+                reply_ok(s, from, env->request_id, counts, m->n_dataflows, 0);
+        coord__create_dataflows__free_unpacked(m, NULL);
+        compute_run(s);
+}
+
+
+/* ORDER BY keys of a peek, over decoded rows (issue 4). */
+struct sort_ctx {
+        const Coord__Plan__Peek *peek;
+        const struct row_datum *d;      /* n_rows x arity */
+        size_t arity;
+        const struct eval_batch *out;
+};
+
+static struct sort_ctx *sort_ctx_current;       /* qsort has no userdata; loop thread only */
+
+static int sort_cmp(const void *x, const void *y)
+{
+        const struct sort_ctx *c = sort_ctx_current;
+        size_t i = *(const size_t *)x, j = *(const size_t *)y;
+
+        for (size_t k = 0; k < c->peek->n_order_by; k++) {
+                const Coord__Plan__SortKey *sk = c->peek->order_by[k];
+                const struct row_datum *a = &c->d[i * c->arity + sk->column];
+                const struct row_datum *b = &c->d[j * c->arity + sk->column];
+                bool an = a->kind == ROW_KIND_NULL, bn = b->kind == ROW_KIND_NULL;
+                int r;
+
+                if (an || bn) {
+                        if (an && bn)
+                                continue;
+                        r = an ? 1 : -1;                /* NULL sorts as the largest */
+                        if (sk->nulls_first != sk->descending)
+                                r = -r;
+                        if (sk->descending)
+                                r = -r;
+                        return r;
+                }
+                r = row_datum_compare(a, b);
+                if (r)
+                        return sk->descending ? -r : r;
+        }
+        /* ties in row byte order: deterministic */
+        return row_compare(c->out->updates[i].row, c->out->updates[i].len,
+                           c->out->updates[j].row, c->out->updates[j].len);
+}
 
 static void peek_answer(struct cserver *s, struct peek *pk, struct eval_batch *out)
 {
+        const Coord__Plan__Peek *peek = pk->req->peek;
         Coord__PeekResult m = COORD__PEEK_RESULT__INIT;
+        size_t arity = dataflow_arity(pk->df), keep = arity;
+        _cleanup_free_ struct row_datum *d = NULL;
+        _cleanup_free_ size_t *order = NULL;
+        struct row_arena proj = ROW_ARENA_INIT;
+        uint64_t skip = 0, take = UINT64_MAX;
+        size_t n = 0;
         struct row_error e;
         int r;
 
+        if (peek->output_arity && peek->output_arity < arity)
+                keep = peek->output_arity;
+        for (size_t k = 0; k < peek->n_order_by; k++)
+                if (peek->order_by[k]->column >= arity) {
+                        row_error_set(&e, -EINVAL, "XX000", "invalid plan: ORDER BY column %u of %zu",
+                                      peek->order_by[k]->column, arity);
+                        reply_error(s, pk->from, pk->request_id, &e);
+                        return;
+                }
+        if (peek->limit) {
+                skip = peek->limit->offset;
+                take = peek->limit->count;
+        }
         m.rows = calloc(out->n ? out->n : 1, sizeof(*m.rows));
         m.counts = calloc(out->n ? out->n : 1, sizeof(*m.counts));
-        if (!m.rows || !m.counts) {
-                row_error_oom(&e);
-                reply_error(s, pk->from, pk->request_id, &e);
-                goto out;
+        order = calloc(out->n ? out->n : 1, sizeof(*order));
+        if (!m.rows || !m.counts || !order)
+                goto oom;
+        for (size_t i = 0; i < out->n; i++)
+                order[i] = i;
+        if ((peek->n_order_by || keep < arity) && out->n) {
+                d = calloc(out->n * (arity ? arity : 1), sizeof(*d));
+                if (!d)
+                        goto oom;
+                for (size_t i = 0; i < out->n; i++)
+                        if (row_decode(out->updates[i].row, out->updates[i].len, &d[i * arity],
+                                       arity) != (int)arity) {
+                                row_error_set(&e, -EINVAL, "XX000", "malformed row in a read result");
+                                reply_error(s, pk->from, pk->request_id, &e);
+                                goto out;
+                        }
         }
-        for (size_t i = 0; i < out->n; i++) {
-                assert(out->updates[i].diff > 0);
-                m.rows[i].data = (uint8_t *)out->updates[i].row;
-                m.rows[i].len = out->updates[i].len;
-                m.counts[i] = (uint64_t)out->updates[i].diff;
+        if (peek->n_order_by && out->n > 1) {
+                struct sort_ctx c = { .peek = peek, .d = d, .arity = arity, .out = out };
+                sort_ctx_current = &c;
+                qsort(order, out->n, sizeof(*order), sort_cmp);
+                sort_ctx_current = NULL;
         }
-        m.n_rows = m.n_counts = out->n;
+        for (size_t i = 0; i < out->n && take > 0; i++) {
+                const struct eval_update *u = &out->updates[order[i]];
+                uint64_t cnt;
+
+                assert(u->diff > 0);
+                cnt = (uint64_t)u->diff;
+                if (skip >= cnt) {
+                        skip -= cnt;
+                        continue;
+                }
+                cnt -= skip;
+                skip = 0;
+                if (cnt > take)
+                        cnt = take;
+                take -= cnt;
+                if (keep < arity) {
+                        int64_t len = row_encoded_size(&d[order[i] * arity], keep);
+                        uint8_t *buf = len >= 0 ? row_arena_alloc(&proj, (size_t)len) : NULL;
+                        if (!buf)
+                                goto oom;
+                        m.rows[n].len = row_encode_into(&d[order[i] * arity], keep, buf);
+                        m.rows[n].data = buf;
+                } else {
+                        m.rows[n].data = (uint8_t *)u->row;
+                        m.rows[n].len = u->len;
+                }
+                m.counts[n++] = cnt;
+        }
+        m.n_rows = m.n_counts = n;
         r = node_send(s->node, pk->from, COORD__MSG_TYPE__MSG_PEEK_RESULT, pk->request_id, &m.base);
         if (r == -EMSGSIZE) {
                 row_error_set(&e, r, "54000", "the result of the read (%zu distinct rows, %zu bytes) "
-                              "is larger than a frame", out->n,
+                              "is larger than a frame", n,
                               protobuf_c_message_get_packed_size(&m.base));
                 reply_error(s, pk->from, pk->request_id, &e);
         } else if (r < 0 && r != -ENOTCONN && ratelimit_ok(&s->rl_input, now_ms())) {
@@ -1042,7 +1860,12 @@ static void peek_answer(struct cserver *s, struct peek *pk, struct eval_batch *o
                                node_role_name(pk->from), (unsigned long long)pk->request_id);
         }
         s->peeks_answered++;
+        goto out;
+oom:
+        row_error_oom(&e);
+        reply_error(s, pk->from, pk->request_id, &e);
 out:
+        row_arena_done(&proj);
         free(m.rows);
         free(m.counts);
 }
@@ -1050,11 +1873,14 @@ out:
 enum { PEEK_DONE, PEEK_WAIT };
 
 /* Answer pk if it can be answered now: PEEK_DONE (answered, the caller frees it) or
- * PEEK_WAIT with *ret_upper the upper of the input that is not readable at ts yet. */
+ * PEEK_WAIT with *ret_upper the upper of an input that is not readable at ts yet
+ * (pk->input).  Every input must be readable at ts -- a storage collection (a table at
+ * its effective upper, (10)) or an index's arrangement (13) -- and then the plan runs
+ * as a one-shot dataflow at ts over their snapshots: the engine of (13), fed once. */
 static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
 {
         struct eval_batch out = EVAL_BATCH_INIT;
-        struct storage_info info;
+        struct storage_frontiers f;
         struct row_error e;
         int r;
 
@@ -1062,43 +1888,80 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                 storage_unavailable(&e);
                 goto fail;
         }
-        if (pk->input) {
-                r = storage_get_info(s->st, pk->input, &info);
+        for (size_t i = 0; i < dataflow_n_inputs(pk->df); i++) {
+                uint64_t gid = dataflow_input_id(pk->df, i);
+                struct dfent *de = dfent_find(s, gid);
+
+                if (de && de->failed) {
+                        e = de->err;
+                        goto fail;
+                }
+                r = object_frontiers(s, gid, &f, NULL, NULL);
                 if (r == -ENOENT) {
                         row_error_set(&e, r, "42P01", "collection %llu does not exist",
-                                      (unsigned long long)pk->input);
+                                      (unsigned long long)gid);
                         goto fail;
                 }
                 if (r < 0) {
-                        storage_failure(s, &e, r, "reading collection %llu",
-                                        (unsigned long long)pk->input);
+                        storage_failure(s, &e, r, "reading collection %llu", (unsigned long long)gid);
                         goto fail;
                 }
-                if (pk->ts < info.frontiers.since) {
+                if (pk->ts < f.since) {
                         row_error_set(&e, -EDOM, "55000",
                                       "AS OF %llu is below the since %llu of collection %llu: its "
                                       "history before the since is compacted",
-                                      (unsigned long long)pk->ts,
-                                      (unsigned long long)info.frontiers.since,
-                                      (unsigned long long)pk->input);
+                                      (unsigned long long)pk->ts, (unsigned long long)f.since,
+                                      (unsigned long long)gid);
                         row_error_detail(&e, "Collection %llu is readable from %llu on; the read "
-                                         "asked for %llu.", (unsigned long long)pk->input,
-                                         (unsigned long long)info.frontiers.since,
-                                         (unsigned long long)pk->ts);
+                                         "asked for %llu.", (unsigned long long)gid,
+                                         (unsigned long long)f.since, (unsigned long long)pk->ts);
                         goto fail;
                 }
-                effective(&info.frontiers, info.kind, tables_frontier(s));
-                if (pk->ts >= info.frontiers.upper) {
-                        *ret_upper = info.frontiers.upper;
+                if (pk->ts >= f.upper) {
+                        pk->input = gid;
+                        *ret_upper = f.upper;
                         return PEEK_WAIT;
                 }
         }
-        r = eval_peek(pk->plan, pk->ts, &storage_source, s, &out, &e);
+        for (size_t i = 0; i < dataflow_n_inputs(pk->df); i++) {
+                uint64_t gid = dataflow_input_id(pk->df, i);
+                struct dfent *de = dfent_find(s, gid);
+                struct feed fd = { .df = pk->df, .input = i, .err = &e, .time = pk->ts };
+
+                if (de && de->index)
+                        r = arrangement_read(de->arr, pk->ts, feed_emit, &fd);
+                else
+                        r = storage_snapshot(s, gid, pk->ts, feed_emit, &fd);
+                if (r >= 0)
+                        r = feed_flush(&fd);
+                row_arena_done(&fd.bytes);
+                if (r == -EINVAL)
+                        goto fail;              /* e set by the dataflow */
+                if (r == -ENOMEM) {
+                        row_error_oom(&e);
+                        goto fail;
+                }
+                if (r < 0) {
+                        if (r == -EUCLEAN)
+                                row_error_set(&e, r, "XX000", "collection %llu has a negative count",
+                                              (unsigned long long)gid);
+                        else
+                                storage_failure(s, &e, r, "reading collection %llu", (unsigned long long)gid);
+                        goto fail;
+                }
+        }
+        r = dataflow_step(pk->df, pk->ts + 1, &out, &e);
         if (r < 0) {
                 if (r == -ENOMEM)
                         row_error_oom(&e);
                 goto fail;
         }
+        for (size_t i = 0; i < out.n; i++)
+                if (out.updates[i].diff < 0) {
+                        row_error_set(&e, -EUCLEAN, "XX000", "a row of the result has a negative "
+                                      "count (%lld)", (long long)out.updates[i].diff);
+                        goto fail;
+                }
         peek_answer(s, pk, &out);
         eval_batch_done(&out);
         return PEEK_DONE;
@@ -1175,7 +2038,8 @@ static void handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelo
                 row_error_set(&e, -EINVAL, "XX000", "invalid plan: a peek without a plan");
                 goto fail;
         }
-        r = eval_plan_new(pk->req->peek->plan, &pk->plan, &e);
+        pk->ts = pk->req->peek->timestamp;
+        r = dataflow_new(pk->req->peek->plan, pk->ts, &pk->df, &e);
         if (r < 0) {
                 if (r == -ENOMEM)
                         row_error_oom(&e);
@@ -1185,8 +2049,6 @@ static void handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelo
                                  e.sqlstate, e.message);
                 goto fail;
         }
-        pk->input = eval_plan_input(pk->plan);
-        pk->ts = pk->req->peek->timestamp;
         pk->timeout_ms = pk->req->timeout_ms ? pk->req->timeout_ms : CSERVER_PEEK_TIMEOUT_DEFAULT_MS;
         if (peek_try(s, pk, &upper) == PEEK_DONE)
                 goto done;
@@ -1730,10 +2592,18 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
                         if (r < 0 && r != -ENOENT)
                                 return storage_failure(s, &ac->err, r, "looking up collection %llu",
                                                        (unsigned long long)cand[i]);
-                        if (r == 0 && info.kind == STORAGE_KIND_TABLE)
+                        if (r == 0 && (info.kind == STORAGE_KIND_TABLE || info.kind == STORAGE_KIND_MV))
                                 ch = (struct fchange){ .gid = cand[i], .has_new = true,
                                                        .since = info.frontiers.since,
                                                        .upper = info.frontiers.upper };
+                        else if (r == -ENOENT) {
+                                /* (13): an index's row shows its arrangement */
+                                struct dfent *de = dfent_find(s, cand[i]);
+                                if (de && de->index && de->arr)
+                                        ch = (struct fchange){ .gid = cand[i], .has_new = true,
+                                                               .since = arrangement_since(de->arr),
+                                                               .upper = arrangement_upper(de->arr) };
+                        }
                 }
                 if (!old && !ch.has_new)
                         continue;
@@ -2064,6 +2934,7 @@ static void append_apply(struct append_ctx *ac)
                         cm_apply(s, &ac->c[i].info, &ac->c[i].pend, ac->ts + 1);
                 f.upper = ac->ts + 1;
                 ring_set(s, ac->c[i].info.gid, &f);
+                compute_push(s, ac->c[i].info.gid, &ac->c[i].pend);     /* (13) */
         }
         s->last_append_collections = ac->n_c;
         s->last_append_frontier_rows = ac->frontier_rows;
@@ -2109,7 +2980,9 @@ static void handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                 log_debug("append", "ts=%llu writes=%zu collections=%zu frontier_rows=%zu",
                           (unsigned long long)a->ts, a->n_writes, ac.n_c, ac.frontier_rows);
                 reply_ok(s, from, env->request_id, ac.counts, a->n_writes, a->ts + 1);
-                /* T passed ts: parked peeks on tables may be readable now. */
+                /* T passed ts: dataflows step (13), and parked peeks on tables may be
+                 * readable now (compute_run() wakes them too, after its write). */
+                compute_run(s);
                 peeks_wake(s);
         }
         append_ctx_done(&ac);
@@ -2146,6 +3019,8 @@ static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_erro
         r = drop_refused(gid, e);
         if (r < 0)
                 return r;
+        if (dfent_find(s, gid))
+                dfent_remove(s, gid);   /* (13): an index ends here, a view's collection below */
         r = storage_get_info(s->st, gid, &info);
         if (r == -ENOENT)
                 return 0;
@@ -2520,6 +3395,9 @@ void cserver_on_message(struct cserver *s, Coord__Role from, const Coord__Envelo
         case COORD__MSG_TYPE__MSG_LIST_COLLECTIONS:
                 handle_list(s, from, env);
                 return;
+        case COORD__MSG_TYPE__MSG_CREATE_DATAFLOWS:
+                handle_create_dataflows(s, from, env);
+                return;
         case COORD__MSG_TYPE__MSG_OK:
         case COORD__MSG_TYPE__MSG_ERROR:
         case COORD__MSG_TYPE__MSG_PEEK_RESULT:
@@ -2566,12 +3444,14 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                 storage_get_stats(s->st, &st);
         snprintf(buf, size, "collections=%llu appends=%llu tables_frontier=%llu "
                  "last_append_collections=%zu last_append_frontier_rows=%zu peeks_parked=%zu "
-                 "peeks_answered=%llu errors=%llu compactions=%llu storage=%s",
+                 "peeks_answered=%llu errors=%llu compactions=%llu dataflows=%zu compute_writes=%llu "
+                 "storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
                  (unsigned long long)s->peeks_answered, (unsigned long long)s->errors_sent,
-                 (unsigned long long)st.compactions, s->st ? "ok" : "failed");
+                 (unsigned long long)st.compactions, s->n_dfs, (unsigned long long)s->compute_writes,
+                 s->st ? "ok" : "failed");
 }
 
 bool cserver_failed(const struct cserver *s)
@@ -2626,6 +3506,9 @@ struct cserver *cserver_free(struct cserver *s)
                 return NULL;
         while (s->peeks_head)
                 peek_free(s->peeks_head);
+        for (size_t i = 0; i < s->n_dfs; i++)
+                dfent_free(s->dfs[i]);
+        free(s->dfs);
         if (s->compact_timer)
                 loop_timer_cancel(s->loop, s->compact_timer);
         s->st = storage_close(s->st);

@@ -51,6 +51,10 @@ struct cserver;         /* opaque */
  * compacted at all until then. */
 #define CSERVER_BUILTIN_WINDOW_MS 1000u
 
+/* An index keeps this much history in memory (its since trails its upper by this much,
+ * held back by peeks in flight).  Issue 5 replaces it with the catalog's bound. */
+#define CSERVER_INDEX_WINDOW_MS 1000u
+
 /* How often compaction runs, and how much work one run may do (updates read and
  * written), so that the loop never stalls on it. */
 #define CSERVER_COMPACT_INTERVAL_MS 100u

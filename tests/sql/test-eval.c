@@ -1233,7 +1233,9 @@ static void test_fold_vs_eval(void)
                         agree, short_circuits, errors);
         CU_ASSERT(agree > 1000);
         CU_ASSERT(errors > 10);
-        CU_ASSERT(short_circuits > 0);
+        /* Folding leaves an expression that fails (1/0) for run time, so a constant
+         * SELECT now short-circuits exactly as evaluation does: short_circuits may be 0. */
+        (void)short_circuits;
 }
 
 /* ---- Random SELECTs over t: analyzer plans validate and run. ---- */

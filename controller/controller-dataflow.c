@@ -1,0 +1,2152 @@
+/* controller-dataflow.c -- incremental dataflows and arrangements (controller-dataflow.h).
+ *
+ * NOTES ON THE DESIGN
+ *
+ * (1) A dataflow is its plan tree flattened into `nodes` in post-order: every node's
+ *     children come before it and the root is last, so running the nodes in array order
+ *     is a topological order.  A node's output delta at the current time is the view
+ *     (d, nd); it stays valid until the end of that time, so a parent may reference a
+ *     child's rows without copying them (Union, Negate, Join's probes).
+ *
+ * (2) Times are processed one at a time, increasing.  For time t every node, in order,
+ *     reads its children's deltas at t, folds them into its own state and produces its
+ *     delta at t.  A stateful node records the state it had before t the first time an
+ *     update touches a key at t (the key becomes "dirty"), and settles the dirty keys
+ *     once all the updates at t are in: deltas need not be consolidated, and a count
+ *     that is negative only halfway through t is no error.
+ *
+ * (3) State is kept in struct bmap, a chained hash map from byte strings (rows, keys) to
+ *     fixed-size values with STABLE entry ids (uint32), so that entries can be linked
+ *     into intrusive lists: the rows of one join key, the values of one min/max
+ *     aggregate of one group.  Keys are malloc'ed once per distinct key; an update of an
+ *     existing key allocates nothing.
+ *
+ * (4) Invariant between times: no dirty entry exists; every Distinct count and Reduce
+ *     group count is > 0 (a global Reduce's one group may be 0); every min/max value
+ *     count is > 0 and the group's cached extreme (`ext`) is the extreme of its list.
+ *     Join rows have count != 0 (negative is allowed there: a Join is linear in each
+ *     input, so Join(Negate(a), b) is well defined).  dataflow_check() asserts this in
+ *     debug builds.
+ *
+ * (5) Errors poison: the state may be halfway through a time, so the first error is
+ *     kept in df->error and every later call returns it.
+ */
+#include "controller-dataflow.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "row-expr.h"
+#include "util.h"
+
+#define NIL UINT32_MAX
+#define MAX_PLAN_DEPTH 512
+
+/* ---- Byte-string hash maps with stable ids. ---- */
+
+static uint64_t mix64(uint64_t h)
+{
+        h ^= h >> 32;
+        h *= 0xd6e8feb86659fd93ull;
+        h ^= h >> 32;
+        h *= 0xd6e8feb86659fd93ull;
+        h ^= h >> 32;
+        return h;
+}
+
+static uint64_t hash_bytes(const void *p, size_t len)
+{
+        const uint8_t *b = p;
+        uint64_t h = 0x9e3779b97f4a7c15ull ^ (len * 0xff51afd7ed558ccdull), v;
+
+        while (len >= 8) {
+                memcpy(&v, b, 8);
+                h = (h ^ v) * 0xbf58476d1ce4e5b9ull;
+                h ^= h >> 29;
+                b += 8;
+                len -= 8;
+        }
+        v = 0;
+        if (len)
+                memcpy(&v, b, len);
+        return mix64(h ^ v);
+}
+
+struct bent {
+        uint64_t hash;
+        uint8_t *key;           /* owned; NULL: a free entry */
+        uint32_t len;
+        uint32_t next;          /* next in the bucket's chain, or in the free list */
+};
+
+struct bmap {
+        uint32_t *heads;        /* mask + 1 buckets, NULL while empty */
+        size_t mask;
+        struct bent *ents;      /* ents[0..top) ever used, stable ids */
+        uint8_t *vals;          /* val_size bytes per entry, parallel to ents */
+        size_t val_size;
+        uint32_t top, cap, free;
+        size_t n;               /* live entries */
+        size_t key_bytes;
+};
+
+static void bmap_init(struct bmap *m, size_t val_size)
+{
+        *m = (struct bmap){ .val_size = val_size, .free = NIL };
+}
+
+static void bmap_done(struct bmap *m)
+{
+        for (uint32_t i = 0; i < m->top; i++)
+                free(m->ents[i].key);
+        free(m->heads);
+        free(m->ents);
+        free(m->vals);
+        bmap_init(m, m->val_size);
+}
+
+static inline void *bmap_val(const struct bmap *m, uint32_t id)
+{
+        return m->vals + (size_t)id * m->val_size;
+}
+
+static inline const uint8_t *bmap_key(const struct bmap *m, uint32_t id, size_t *ret_len)
+{
+        *ret_len = m->ents[id].len;
+        return m->ents[id].key;
+}
+
+static uint32_t bmap_find(const struct bmap *m, uint64_t hash, const void *key, size_t len)
+{
+        if (!m->heads)
+                return NIL;
+        for (uint32_t i = m->heads[hash & m->mask]; i != NIL; i = m->ents[i].next) {
+                const struct bent *e = &m->ents[i];
+
+                if (e->hash == hash && e->len == len && memcmp(e->key, key, len) == 0)
+                        return i;
+        }
+        return NIL;
+}
+
+static int bmap_grow(struct bmap *m)
+{
+        size_t nb = m->heads ? 2 * (m->mask + 1) : 16;
+        uint32_t *h;
+
+        h = malloc(nb * sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        memset(h, 0xff, nb * sizeof(*h));
+        free(m->heads);
+        m->heads = h;
+        m->mask = nb - 1;
+        for (uint32_t i = 0; i < m->top; i++)
+                if (m->ents[i].key) {
+                        uint32_t *head = &h[m->ents[i].hash & m->mask];
+
+                        m->ents[i].next = *head;
+                        *head = i;
+                }
+        return 0;
+}
+
+/* Insert a key known to be absent, with a zeroed value.  -ENOMEM, -E2BIG. */
+static int bmap_insert(struct bmap *m, uint64_t hash, const void *key, size_t len,
+                       uint32_t *ret)
+{
+        uint32_t id;
+        uint8_t *k;
+        int r;
+
+        if (len > UINT32_MAX)
+                return -E2BIG;
+        if (!m->heads || m->n + 1 > m->mask + 1) {
+                r = bmap_grow(m);
+                if (r < 0)
+                        return r;
+        }
+        if (m->free == NIL && m->top == m->cap) {
+                size_t cap = m->cap ? 2 * (size_t)m->cap : 16;
+                struct bent *e;
+                uint8_t *v;
+
+                if (cap >= NIL)
+                        cap = NIL - 1;
+                if (cap <= m->cap)
+                        return -E2BIG;
+                e = realloc(m->ents, cap * sizeof(*e));
+                if (!e)
+                        return -ENOMEM;
+                m->ents = e;
+                v = realloc(m->vals, cap * m->val_size);
+                if (!v)
+                        return -ENOMEM;
+                m->vals = v;
+                m->cap = (uint32_t)cap;
+        }
+        k = malloc(len ? len : 1);
+        if (!k)
+                return -ENOMEM;
+        if (len)
+                memcpy(k, key, len);
+        if (m->free != NIL) {
+                id = m->free;
+                m->free = m->ents[id].next;
+        } else
+                id = m->top++;
+        m->ents[id] = (struct bent){ hash, k, (uint32_t)len, m->heads[hash & m->mask] };
+        m->heads[hash & m->mask] = id;
+        memset(bmap_val(m, id), 0, m->val_size);
+        m->n++;
+        m->key_bytes += len;
+        *ret = id;
+        return 0;
+}
+
+static void bmap_remove(struct bmap *m, uint32_t id)
+{
+        struct bent *e = &m->ents[id];
+        uint32_t *p = &m->heads[e->hash & m->mask];
+
+        assert(e->key);
+        while (*p != id) {
+                assert(*p != NIL);
+                p = &m->ents[*p].next;
+        }
+        *p = e->next;
+        free(e->key);
+        m->key_bytes -= e->len;
+        e->key = NULL;
+        e->next = m->free;
+        m->free = id;
+        m->n--;
+}
+
+static size_t bmap_bytes(const struct bmap *m)
+{
+        return (m->heads ? (m->mask + 1) * sizeof(uint32_t) : 0) +
+               (size_t)m->cap * (sizeof(struct bent) + m->val_size) + m->key_bytes;
+}
+
+/* A growable array of entry ids (dirty lists). */
+struct idvec {
+        uint32_t *v;
+        size_t n, cap;
+};
+
+static int idvec_push(struct idvec *iv, uint32_t id)
+{
+        if (iv->n == iv->cap) {
+                size_t cap = iv->cap ? 2 * iv->cap : 64;
+                uint32_t *v = realloc(iv->v, cap * sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                iv->v = v;
+                iv->cap = cap;
+        }
+        iv->v[iv->n++] = id;
+        return 0;
+}
+
+/* ---- Batch helpers. ---- */
+
+static int batch_room(struct eval_batch *b)
+{
+        struct eval_update *u;
+        size_t cap;
+
+        if (b->n < b->cap)
+                return 0;
+        cap = b->cap ? 2 * b->cap : 64;
+        u = realloc(b->updates, cap * sizeof(*u));
+        if (!u)
+                return -ENOMEM;
+        b->updates = u;
+        b->cap = cap;
+        return 0;
+}
+
+/* Append an update whose row bytes live elsewhere (valid for the current time). */
+static int batch_ref(struct eval_batch *b, const uint8_t *row, size_t len, uint64_t time,
+                     int64_t diff)
+{
+        if (batch_room(b) < 0)
+                return -ENOMEM;
+        b->updates[b->n++] = (struct eval_update){ row, len, time, diff };
+        return 0;
+}
+
+/* Append an update with room for `len` row bytes in the batch's arena. */
+static uint8_t *batch_alloc(struct eval_batch *b, size_t len, uint64_t time, int64_t diff)
+{
+        uint8_t *p;
+
+        if (batch_room(b) < 0)
+                return NULL;
+        p = row_arena_alloc(&b->bytes, len ? len : 1);
+        if (!p)
+                return NULL;
+        b->updates[b->n++] = (struct eval_update){ p, len, time, diff };
+        return p;
+}
+
+/* A growable byte buffer for encoding keys. */
+struct buf {
+        uint8_t *p;
+        size_t cap;
+};
+
+static int buf_reserve(struct buf *b, size_t n)
+{
+        uint8_t *p;
+        size_t cap;
+
+        if (n <= b->cap)
+                return 0;
+        cap = b->cap ? b->cap : 64;
+        while (cap < n)
+                cap *= 2;
+        p = realloc(b->p, cap);
+        if (!p)
+                return -ENOMEM;
+        b->p = p;
+        b->cap = cap;
+        return 0;
+}
+
+/* Encode datums into the buffer; returns the length or a negative errno. */
+static int64_t buf_encode(struct buf *b, const struct row_datum *d, size_t n)
+{
+        int64_t size = row_encoded_size(d, n);
+
+        if (size < 0)
+                return size;
+        if (buf_reserve(b, (size_t)size) < 0)
+                return -ENOMEM;
+        return (int64_t)row_encode_into(d, n, b->p);
+}
+
+static uint16_t row_ncols(const uint8_t *row)
+{
+        return (uint16_t)(row[0] | row[1] << 8);
+}
+
+/* ---- Operators. ---- */
+
+enum node_kind {
+        NODE_GET,
+        NODE_CONSTANT,
+        NODE_LINEAR,
+        NODE_UNION,
+        NODE_NEGATE,
+        NODE_DISTINCT,
+        NODE_REDUCE,
+        NODE_JOIN,
+};
+
+/* Distinct: row -> count. */
+struct dis_ent {
+        int64_t count;
+        int64_t old;            /* count before the current time, while dirty */
+        bool dirty;
+};
+
+/* Reduce. */
+struct agg_state {
+        __int128 sum;           /* SUM: exact, range-checked at output */
+        int64_t nonnull;        /* COUNT, SUM, MIN, MAX: rows with a non-NULL value */
+        uint32_t head;          /* MIN, MAX: the value list */
+        uint32_t ext;           /* MIN, MAX: the current extreme, NIL when none */
+        bool stale;             /* ext was removed at this time; rescan */
+};
+
+struct group {
+        int64_t count;
+        uint32_t dirty;         /* index in the dirty list + 1, 0 when clean */
+        uint32_t pad;
+        struct agg_state aggs[];
+};
+
+/* A min/max value: key = u32 group id, u16 aggregate index, 1-column row. */
+struct vent {
+        int64_t count;
+        uint32_t prev, next;
+        uint32_t group;
+        uint16_t agg;
+        bool dirty;
+};
+
+#define VKEY_PREFIX 6
+
+struct reduce_dirty {
+        uint32_t group;
+        bool had_output;        /* the group had an output row before this time */
+        const uint8_t *old;     /* that row, in the node's time arena */
+        size_t old_len;
+};
+
+/* Join side: key -> list of rows; row -> count. */
+struct kgrp {
+        uint32_t head;
+        uint32_t n;
+};
+
+struct jrow {
+        int64_t count;
+        uint32_t key;
+        uint32_t prev, next;
+        bool dirty;
+};
+
+struct side {
+        struct bmap keys;       /* val: struct kgrp */
+        struct bmap rows;       /* val: struct jrow */
+        struct idvec dirty;
+        const uint32_t *key_cols;
+        size_t n_keys;
+};
+
+struct node {
+        enum node_kind kind;
+        const Coord__Plan__Relation *rel;
+        size_t arity;
+        enum row_type *types;
+        size_t child[2];        /* Linear, Negate, Distinct, Reduce: [0]; Join: both */
+        size_t *children;       /* Union */
+        size_t n_children;
+
+        /* The output delta at the current time (1). */
+        const struct eval_update *d;
+        size_t nd;
+        struct eval_batch out;
+
+        size_t input;                   /* GET: input index */
+        struct eval_plan *plan;         /* LINEAR */
+        struct row_datum *datums;       /* decode scratch (input arity + extra) */
+        struct buf key;                 /* key scratch */
+        struct bmap map;                /* DISTINCT rows; REDUCE groups */
+        struct idvec dirty;             /* DISTINCT, REDUCE */
+        /* REDUCE */
+        const Coord__Plan__Reduce *reduce;
+        size_t in_arity;
+        struct bmap values;             /* val: struct vent */
+        struct idvec vdirty;
+        struct reduce_dirty *rdirty;
+        size_t n_rdirty, cap_rdirty;
+        struct row_arena arena;         /* old output rows of this time */
+        /* JOIN */
+        struct side side[2];
+};
+
+struct input {
+        uint64_t id;
+        const Coord__Plan__Type *types;         /* borrowed from the first Get */
+        size_t n_types;
+        enum row_type *rtypes;
+        struct eval_batch pending;              /* buffered updates */
+        bool sorted;                            /* pending is in time order */
+        size_t cursor;                          /* processed prefix of pending */
+        size_t end;                             /* end of the current time's slice */
+};
+
+struct dataflow {
+        const Coord__Plan__Relation *plan;
+        uint64_t as_of, frontier;
+        bool started;                   /* as_of has been processed */
+        struct node *nodes;             /* post-order, root last */
+        size_t n_nodes, cap_nodes;
+        struct input *inputs;           /* ascending ids */
+        size_t n_inputs;
+        struct eval_batch result;       /* the root's delta, consolidated */
+        int error;                      /* poisoned: the first error, with error_info */
+        struct row_error error_info;
+};
+
+static int invalid(struct row_error *err, const char *what)
+{
+        return row_error_set(err, -EINVAL, "XX000", "invalid plan: %s", what);
+}
+
+static int corrupt(struct row_error *err, const char *what)
+{
+        return row_error_set(err, -EINVAL, "XX000", "negative multiplicity in %s", what);
+}
+
+static void node_done(struct node *n)
+{
+        free(n->types);
+        free(n->children);
+        eval_batch_done(&n->out);
+        eval_plan_free(n->plan);
+        free(n->datums);
+        free(n->key.p);
+        bmap_done(&n->map);
+        free(n->dirty.v);
+        bmap_done(&n->values);
+        free(n->vdirty.v);
+        free(n->rdirty);
+        row_arena_done(&n->arena);
+        for (int s = 0; s < 2; s++) {
+                bmap_done(&n->side[s].keys);
+                bmap_done(&n->side[s].rows);
+                free(n->side[s].dirty.v);
+        }
+}
+
+struct dataflow *dataflow_free(struct dataflow *df)
+{
+        if (!df)
+                return NULL;
+        for (size_t i = 0; i < df->n_nodes; i++)
+                node_done(&df->nodes[i]);
+        free(df->nodes);
+        for (size_t i = 0; i < df->n_inputs; i++) {
+                free(df->inputs[i].rtypes);
+                eval_batch_done(&df->inputs[i].pending);
+        }
+        free(df->inputs);
+        eval_batch_done(&df->result);
+        free(df);
+        return NULL;
+}
+
+static void dataflow_freep(struct dataflow **df)
+{
+        *df = dataflow_free(*df);
+}
+
+size_t dataflow_arity(const struct dataflow *df)
+{
+        return df->nodes[df->n_nodes - 1].arity;
+}
+
+const enum row_type *dataflow_types(const struct dataflow *df)
+{
+        return df->nodes[df->n_nodes - 1].types;
+}
+
+size_t dataflow_n_inputs(const struct dataflow *df)
+{
+        return df->n_inputs;
+}
+
+uint64_t dataflow_input_id(const struct dataflow *df, size_t i)
+{
+        assert(i < df->n_inputs);
+        return df->inputs[i].id;
+}
+
+uint64_t dataflow_as_of(const struct dataflow *df)
+{
+        return df->as_of;
+}
+
+uint64_t dataflow_frontier(const struct dataflow *df)
+{
+        return df->frontier;
+}
+
+/* ---- Building. ---- */
+
+static int types_from_plan(const Coord__Plan__Type *pt, size_t n, enum row_type **ret,
+                           struct row_error *err)
+{
+        enum row_type *t;
+
+        if (n > ROW_MAX_COLUMNS)
+                return invalid(err, "too many columns");
+        t = malloc((n ? n : 1) * sizeof(*t));
+        if (!t)
+                return row_error_oom(err);
+        for (size_t i = 0; i < n; i++) {
+                if (!row_type_valid((int)pt[i])) {
+                        free(t);
+                        return invalid(err, "column of an unknown type");
+                }
+                t[i] = (enum row_type)pt[i];
+        }
+        *ret = t;
+        return 0;
+}
+
+static int types_copy(const enum row_type *src, size_t n, enum row_type **ret,
+                      struct row_error *err)
+{
+        enum row_type *t = malloc((n ? n : 1) * sizeof(*t));
+
+        if (!t)
+                return row_error_oom(err);
+        if (n)
+                memcpy(t, src, n * sizeof(*t));
+        *ret = t;
+        return 0;
+}
+
+static bool is_int(enum row_type t)
+{
+        return t == ROW_TYPE_INT4 || t == ROW_TYPE_INT8;
+}
+
+/* Append a fresh node; returns its index.  Pointers into df->nodes are invalidated. */
+static int node_add(struct dataflow *df, enum node_kind kind, const Coord__Plan__Relation *rel,
+                    size_t *ret, struct row_error *err)
+{
+        if (df->n_nodes == df->cap_nodes) {
+                size_t cap = df->cap_nodes ? 2 * df->cap_nodes : 8;
+                struct node *n = realloc(df->nodes, cap * sizeof(*n));
+
+                if (!n)
+                        return row_error_oom(err);
+                df->nodes = n;
+                df->cap_nodes = cap;
+        }
+        df->nodes[df->n_nodes] = (struct node){ .kind = kind, .rel = rel,
+                                                .out = EVAL_BATCH_INIT,
+                                                .arena = ROW_ARENA_INIT };
+        bmap_init(&df->nodes[df->n_nodes].map, sizeof(struct dis_ent));
+        bmap_init(&df->nodes[df->n_nodes].values, sizeof(struct vent));
+        for (int s = 0; s < 2; s++) {
+                bmap_init(&df->nodes[df->n_nodes].side[s].keys, sizeof(struct kgrp));
+                bmap_init(&df->nodes[df->n_nodes].side[s].rows, sizeof(struct jrow));
+        }
+        *ret = df->n_nodes++;
+        return 0;
+}
+
+static int input_add(struct dataflow *df, const Coord__Plan__Get *g, size_t *ret,
+                     struct row_error *err)
+{
+        struct input *in;
+        size_t i;
+
+        for (i = 0; i < df->n_inputs; i++)
+                if (df->inputs[i].id == g->id) {
+                        in = &df->inputs[i];
+                        if (in->n_types != g->n_column_types ||
+                            (g->n_column_types &&
+                             memcmp(in->types, g->column_types,
+                                    g->n_column_types * sizeof(*g->column_types)) != 0))
+                                return invalid(err, "Gets of one collection with different "
+                                                    "columns");
+                        *ret = i;
+                        return 0;
+                }
+        in = realloc(df->inputs, (df->n_inputs + 1) * sizeof(*in));
+        if (!in)
+                return row_error_oom(err);
+        df->inputs = in;
+        in = &df->inputs[df->n_inputs];
+        *in = (struct input){ .id = g->id, .types = g->column_types,
+                              .n_types = g->n_column_types, .pending = EVAL_BATCH_INIT,
+                              .sorted = true };
+        if (types_from_plan(g->column_types, g->n_column_types, &in->rtypes, err) < 0)
+                return -EINVAL;
+        *ret = df->n_inputs++;
+        return 0;
+}
+
+static bool is_linear(const Coord__Plan__Relation *r)
+{
+        return (r->kind_case == COORD__PLAN__RELATION__KIND_FILTER && r->filter) ||
+               (r->kind_case == COORD__PLAN__RELATION__KIND_MAP && r->map) ||
+               (r->kind_case == COORD__PLAN__RELATION__KIND_PROJECT && r->project);
+}
+
+static const Coord__Plan__Relation *linear_input(const Coord__Plan__Relation *r)
+{
+        switch (r->kind_case) {
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                return r->filter->input;
+        case COORD__PLAN__RELATION__KIND_MAP:
+                return r->map->input;
+        default:
+                return r->project->input;
+        }
+}
+
+static int build(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned depth,
+                 size_t *ret, struct row_error *err);
+
+static int build_reduce(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned depth,
+                        size_t *ret, struct row_error *err)
+{
+        const Coord__Plan__Reduce *rd = rel->reduce;
+        size_t c, me, arity, in_arity;
+        const enum row_type *ct;
+        enum row_type *t;
+        struct node *n;
+        int r;
+
+        r = build(df, rd->input, depth + 1, &c, err);
+        if (r < 0)
+                return r;
+        in_arity = df->nodes[c].arity;
+        ct = df->nodes[c].types;
+        if (rd->n_group_keys > ROW_MAX_COLUMNS || rd->n_aggregates > ROW_MAX_COLUMNS)
+                return invalid(err, "too many columns");
+        arity = rd->n_group_keys + rd->n_aggregates;
+        t = malloc((arity ? arity : 1) * sizeof(*t));
+        if (!t)
+                return row_error_oom(err);
+        for (size_t i = 0; i < rd->n_group_keys; i++) {
+                if (rd->group_keys[i] >= in_arity) {
+                        free(t);
+                        return invalid(err, "group key column out of range");
+                }
+                t[i] = ct[rd->group_keys[i]];
+        }
+        for (size_t i = 0; i < rd->n_aggregates; i++) {
+                const Coord__Plan__Aggregate *a = rd->aggregates[i];
+                enum row_type want;
+
+                if (!a) {
+                        free(t);
+                        return invalid(err, "missing aggregate");
+                }
+                if (a->func != COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR && a->column >= in_arity) {
+                        free(t);
+                        return invalid(err, "aggregated column out of range");
+                }
+                switch (a->func) {
+                case COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR:
+                case COORD__PLAN__AGG_FUNC__AGG_COUNT:
+                        want = ROW_TYPE_INT8;
+                        break;
+                case COORD__PLAN__AGG_FUNC__AGG_SUM:
+                        if (!is_int(ct[a->column])) {
+                                free(t);
+                                return invalid(err, "sum over a column that is not an integer");
+                        }
+                        want = ROW_TYPE_INT8;
+                        break;
+                case COORD__PLAN__AGG_FUNC__AGG_MIN:
+                case COORD__PLAN__AGG_FUNC__AGG_MAX:
+                        want = ct[a->column];
+                        break;
+                default:
+                        free(t);
+                        return row_error_set(err, -EINVAL, "0A000",
+                                             "aggregate function %d is not supported",
+                                             (int)a->func);
+                }
+                if ((int)a->type != (int)want) {
+                        free(t);
+                        return invalid(err, "aggregate of the wrong result type");
+                }
+                t[rd->n_group_keys + i] = want;
+        }
+        r = node_add(df, NODE_REDUCE, rel, &me, err);
+        if (r < 0) {
+                free(t);
+                return r;
+        }
+        n = &df->nodes[me];
+        n->types = t;
+        n->arity = arity;
+        n->child[0] = c;
+        n->reduce = rd;
+        n->in_arity = in_arity;
+        bmap_init(&n->map, sizeof(struct group) + rd->n_aggregates * sizeof(struct agg_state));
+        n->datums = malloc((in_arity + arity + 1) * sizeof(*n->datums));
+        if (!n->datums)
+                return row_error_oom(err);
+        *ret = me;
+        return 0;
+}
+
+static int build_join(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned depth,
+                      size_t *ret, struct row_error *err)
+{
+        const Coord__Plan__Join *j = rel->join;
+        size_t l, rr, me, la, ra;
+        struct node *n;
+        int r;
+
+        if (j->n_left_keys != j->n_right_keys)
+                return invalid(err, "join keys of different lengths");
+        r = build(df, j->left, depth + 1, &l, err);
+        if (r < 0)
+                return r;
+        r = build(df, j->right, depth + 1, &rr, err);
+        if (r < 0)
+                return r;
+        la = df->nodes[l].arity;
+        ra = df->nodes[rr].arity;
+        if (la + ra > UINT16_MAX)
+                return invalid(err, "too many columns");
+        for (size_t i = 0; i < j->n_left_keys; i++) {
+                enum row_type a, b;
+
+                if (j->left_keys[i] >= la || j->right_keys[i] >= ra)
+                        return invalid(err, "join key column out of range");
+                a = df->nodes[l].types[j->left_keys[i]];
+                b = df->nodes[rr].types[j->right_keys[i]];
+                if (a != b && !(is_int(a) && is_int(b)))
+                        return invalid(err, "join keys of different types");
+        }
+        r = node_add(df, NODE_JOIN, rel, &me, err);
+        if (r < 0)
+                return r;
+        n = &df->nodes[me];
+        n->child[0] = l;
+        n->child[1] = rr;
+        n->arity = la + ra;
+        n->types = malloc((la + ra ? la + ra : 1) * sizeof(*n->types));
+        n->in_arity = la > ra ? la : ra;
+        n->datums = malloc((n->in_arity + j->n_left_keys + 1) * sizeof(*n->datums));
+        if (!n->types || !n->datums)
+                return row_error_oom(err);
+        if (la)
+                memcpy(n->types, df->nodes[l].types, la * sizeof(*n->types));
+        if (ra)
+                memcpy(n->types + la, df->nodes[rr].types, ra * sizeof(*n->types));
+        n->side[0].key_cols = j->left_keys;
+        n->side[1].key_cols = j->right_keys;
+        n->side[0].n_keys = n->side[1].n_keys = j->n_left_keys;
+        *ret = me;
+        return 0;
+}
+
+static int build(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned depth,
+                 size_t *ret, struct row_error *err)
+{
+        size_t c, me;
+        struct node *n;
+        int r;
+
+        if (!rel)
+                return invalid(err, "missing input");
+        if (depth > MAX_PLAN_DEPTH)
+                return invalid(err, "plan nested too deeply");
+        if (is_linear(rel)) {
+                const Coord__Plan__Relation *in = rel;
+                struct eval_plan *p = NULL;
+
+                while (in && is_linear(in))
+                        in = linear_input(in);
+                r = build(df, in, depth + 1, &c, err);
+                if (r < 0)
+                        return r;
+                r = eval_chain_new(rel, df->nodes[c].types, df->nodes[c].arity, &p, err);
+                if (r < 0)
+                        return r;
+                r = node_add(df, NODE_LINEAR, rel, &me, err);
+                if (r < 0) {
+                        eval_plan_free(p);
+                        return r;
+                }
+                n = &df->nodes[me];
+                n->plan = p;
+                n->child[0] = c;
+                n->arity = eval_plan_arity(p);
+                r = types_copy(eval_plan_types(p), n->arity, &n->types, err);
+                if (r < 0)
+                        return r;
+                *ret = me;
+                return 0;
+        }
+        switch (rel->kind_case) {
+        case COORD__PLAN__RELATION__KIND_GET: {
+                size_t in = 0;
+
+                if (!rel->get || rel->get->id == 0)
+                        return invalid(err, "Get without a collection");
+                r = input_add(df, rel->get, &in, err);
+                if (r < 0)
+                        return r;
+                r = node_add(df, NODE_GET, rel, &me, err);
+                if (r < 0)
+                        return r;
+                n = &df->nodes[me];
+                n->input = in;
+                n->arity = df->inputs[in].n_types;
+                r = types_copy(df->inputs[in].rtypes, n->arity, &n->types, err);
+                if (r < 0)
+                        return r;
+                break;
+        }
+        case COORD__PLAN__RELATION__KIND_CONSTANT: {
+                const Coord__Plan__Constant *k = rel->constant;
+
+                if (!k)
+                        return invalid(err, "empty Constant");
+                r = node_add(df, NODE_CONSTANT, rel, &me, err);
+                if (r < 0)
+                        return r;
+                n = &df->nodes[me];
+                n->arity = k->n_column_types;
+                r = types_from_plan(k->column_types, k->n_column_types, &n->types, err);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < k->n_rows; i++)
+                        if (!k->rows[i] || row_check(k->rows[i]->row.data, k->rows[i]->row.len,
+                                                     n->types, n->arity) < 0)
+                                return invalid(err, "constant row does not match its types");
+                break;
+        }
+        case COORD__PLAN__RELATION__KIND_UNION: {
+                const Coord__Plan__Union *u = rel->union_;
+                size_t *kids;
+
+                if (!u || u->n_inputs == 0)
+                        return invalid(err, "Union without inputs");
+                kids = malloc(u->n_inputs * sizeof(*kids));
+                if (!kids)
+                        return row_error_oom(err);
+                for (size_t i = 0; i < u->n_inputs; i++) {
+                        r = build(df, u->inputs[i], depth + 1, &kids[i], err);
+                        if (r >= 0 && i > 0 &&
+                            (df->nodes[kids[i]].arity != df->nodes[kids[0]].arity ||
+                             (df->nodes[kids[0]].arity &&
+                              memcmp(df->nodes[kids[i]].types, df->nodes[kids[0]].types,
+                                     df->nodes[kids[0]].arity * sizeof(enum row_type)) != 0)))
+                                r = invalid(err, "Union of inputs with different columns");
+                        if (r < 0) {
+                                free(kids);
+                                return r;
+                        }
+                }
+                r = node_add(df, NODE_UNION, rel, &me, err);
+                if (r < 0) {
+                        free(kids);
+                        return r;
+                }
+                n = &df->nodes[me];
+                n->children = kids;
+                n->n_children = u->n_inputs;
+                n->arity = df->nodes[kids[0]].arity;
+                r = types_copy(df->nodes[kids[0]].types, n->arity, &n->types, err);
+                if (r < 0)
+                        return r;
+                break;
+        }
+        case COORD__PLAN__RELATION__KIND_NEGATE:
+        case COORD__PLAN__RELATION__KIND_DISTINCT: {
+                bool neg = rel->kind_case == COORD__PLAN__RELATION__KIND_NEGATE;
+                const Coord__Plan__Relation *in;
+
+                if (neg ? !rel->negate : !rel->distinct)
+                        return invalid(err, "missing input");
+                in = neg ? rel->negate->input : rel->distinct->input;
+                r = build(df, in, depth + 1, &c, err);
+                if (r < 0)
+                        return r;
+                r = node_add(df, neg ? NODE_NEGATE : NODE_DISTINCT, rel, &me, err);
+                if (r < 0)
+                        return r;
+                n = &df->nodes[me];
+                n->child[0] = c;
+                n->arity = df->nodes[c].arity;
+                r = types_copy(df->nodes[c].types, n->arity, &n->types, err);
+                if (r < 0)
+                        return r;
+                break;
+        }
+        case COORD__PLAN__RELATION__KIND_REDUCE:
+                if (!rel->reduce)
+                        return invalid(err, "missing input");
+                return build_reduce(df, rel, depth, ret, err);
+        case COORD__PLAN__RELATION__KIND_JOIN:
+                if (!rel->join)
+                        return invalid(err, "missing input");
+                return build_join(df, rel, depth, ret, err);
+        case COORD__PLAN__RELATION__KIND__NOT_SET:
+                return invalid(err, "relation without an operator");
+        default:
+                return row_error_set(err, -EINVAL, "0A000", "plan operator %d is not supported",
+                                     (int)rel->kind_case);
+        }
+        *ret = me;
+        return 0;
+}
+
+static int cmp_input(const void *x, const void *y)
+{
+        const struct input *a = x, *b = y;
+
+        return (a->id > b->id) - (a->id < b->id);
+}
+
+int dataflow_new(const Coord__Plan__Relation *plan, uint64_t as_of, struct dataflow **ret,
+                 struct row_error *err)
+{
+        _cleanup_(dataflow_freep) struct dataflow *df = NULL;
+        size_t root;
+        size_t *map = NULL;
+        int r;
+
+        df = calloc(1, sizeof(*df));
+        if (!df)
+                return row_error_oom(err);
+        df->plan = plan;
+        df->as_of = df->frontier = as_of;
+        df->result = EVAL_BATCH_INIT;
+        r = build(df, plan, 0, &root, err);
+        if (r < 0)
+                return r;
+        assert(root == df->n_nodes - 1);
+        /* Inputs ascending by id; renumber the Gets. */
+        if (df->n_inputs > 1) {
+                uint64_t *old = malloc(df->n_inputs * sizeof(*old));
+
+                if (!old)
+                        return row_error_oom(err);
+                for (size_t i = 0; i < df->n_inputs; i++)
+                        old[i] = df->inputs[i].id;
+                qsort(df->inputs, df->n_inputs, sizeof(*df->inputs), cmp_input);
+                map = malloc(df->n_inputs * sizeof(*map));
+                if (!map) {
+                        free(old);
+                        return row_error_oom(err);
+                }
+                for (size_t i = 0; i < df->n_inputs; i++)
+                        for (size_t k = 0; k < df->n_inputs; k++)
+                                if (df->inputs[k].id == old[i])
+                                        map[i] = k;
+                for (size_t i = 0; i < df->n_nodes; i++)
+                        if (df->nodes[i].kind == NODE_GET)
+                                df->nodes[i].input = map[df->nodes[i].input];
+                free(old);
+                free(map);
+        }
+        *ret = TAKE_PTR(df);
+        return 0;
+}
+
+/* ---- Pushing. ---- */
+
+static int poisoned(const struct dataflow *df, struct row_error *err)
+{
+        if (err)
+                *err = df->error_info;
+        return df->error;
+}
+
+int dataflow_push(struct dataflow *df, size_t input, const struct eval_update *u, size_t n,
+                  struct row_error *err)
+{
+        struct input *in;
+        size_t first;
+
+        if (df->error)
+                return poisoned(df, err);
+        if (input >= df->n_inputs)
+                return row_error_set(err, -EINVAL, "XX000", "no input %zu", input);
+        in = &df->inputs[input];
+        for (size_t i = 0; i < n; i++) {
+                uint64_t t = u[i].time < df->as_of ? df->as_of : u[i].time;
+
+                if (t < df->frontier)
+                        return row_error_set(err, -EINVAL, "XX000",
+                                             "update of collection %llu at time %llu, which "
+                                             "the dataflow has processed (frontier %llu)",
+                                             (unsigned long long)in->id,
+                                             (unsigned long long)t,
+                                             (unsigned long long)df->frontier);
+                if (row_check(u[i].row, u[i].len, in->rtypes, in->n_types) < 0)
+                        return row_error_set(err, -EINVAL, "XX000",
+                                             "collection %llu holds a row that does not match "
+                                             "its columns",
+                                             (unsigned long long)in->id);
+        }
+        first = in->pending.n;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t t = u[i].time < df->as_of ? df->as_of : u[i].time;
+
+                if (u[i].diff == 0)
+                        continue;
+                if (in->pending.n > in->cursor && in->pending.updates[in->pending.n - 1].time > t)
+                        in->sorted = false;
+                if (eval_batch_push(&in->pending, u[i].row, u[i].len, t, u[i].diff) < 0) {
+                        in->pending.n = first;
+                        return row_error_oom(err);
+                }
+        }
+        return 0;
+}
+
+/* ---- Running one time. ---- */
+
+static int run_union(struct dataflow *df, struct node *n, bool negate, struct row_error *err)
+{
+        size_t k = negate ? 1 : n->n_children;
+
+        for (size_t c = 0; c < k; c++) {
+                const struct node *ch = &df->nodes[negate ? n->child[0] : n->children[c]];
+
+                for (size_t i = 0; i < ch->nd; i++) {
+                        int64_t d = ch->d[i].diff;
+
+                        if (negate && d == INT64_MIN)
+                                return row_error_set(err, -EINVAL, "22003",
+                                                     "row count out of range");
+                        if (batch_ref(&n->out, ch->d[i].row, ch->d[i].len, ch->d[i].time,
+                                      negate ? -d : d) < 0)
+                                return row_error_oom(err);
+                }
+        }
+        return 0;
+}
+
+static int run_distinct(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
+{
+        const struct node *ch = &df->nodes[n->child[0]];
+        int r;
+
+        n->dirty.n = 0;
+        for (size_t i = 0; i < ch->nd; i++) {
+                const struct eval_update *u = &ch->d[i];
+                uint64_t h = hash_bytes(u->row, u->len);
+                uint32_t id = bmap_find(&n->map, h, u->row, u->len);
+                struct dis_ent *e;
+
+                if (id == NIL) {
+                        r = bmap_insert(&n->map, h, u->row, u->len, &id);
+                        if (r < 0)
+                                return row_error_oom(err);
+                }
+                e = bmap_val(&n->map, id);
+                if (!e->dirty) {
+                        e->dirty = true;
+                        e->old = e->count;
+                        if (idvec_push(&n->dirty, id) < 0)
+                                return row_error_oom(err);
+                }
+                if (__builtin_add_overflow(e->count, u->diff, &e->count))
+                        return row_error_set(err, -EINVAL, "22003", "row count out of range");
+        }
+        for (size_t i = 0; i < n->dirty.n; i++) {
+                uint32_t id = n->dirty.v[i];
+                struct dis_ent *e = bmap_val(&n->map, id);
+                const uint8_t *row;
+                size_t len;
+
+                e->dirty = false;
+                if (e->count < 0)
+                        return corrupt(err, "the input of a DISTINCT");
+                row = bmap_key(&n->map, id, &len);
+                if ((e->old > 0) != (e->count > 0)) {
+                        uint8_t *p = batch_alloc(&n->out, len, t, e->count > 0 ? 1 : -1);
+
+                        if (!p)
+                                return row_error_oom(err);
+                        memcpy(p, row, len);
+                }
+                if (e->count == 0)
+                        bmap_remove(&n->map, id);
+        }
+        n->dirty.n = 0;
+        return 0;
+}
+
+/* -- Reduce -- */
+
+static struct group *group_at(const struct node *n, uint32_t id)
+{
+        return bmap_val(&n->map, id);
+}
+
+static int value_datum(const struct node *n, uint32_t vid, struct row_datum *ret)
+{
+        size_t len;
+        const uint8_t *k = bmap_key(&n->values, vid, &len);
+
+        assert(len > VKEY_PREFIX);
+        return row_decode(k + VKEY_PREFIX, len - VKEY_PREFIX, ret, 1) == 1 ? 0 : -EBADMSG;
+}
+
+/* Is value a better extreme than value b for aggregate `agg`? */
+static bool value_better(const struct node *n, size_t agg, uint32_t a, uint32_t b)
+{
+        struct row_datum da, db;
+        int c;
+
+        if (b == NIL)
+                return true;
+        if (value_datum(n, a, &da) < 0 || value_datum(n, b, &db) < 0)
+                return false;
+        c = row_datum_compare(&da, &db);
+        return n->reduce->aggregates[agg]->func == COORD__PLAN__AGG_FUNC__AGG_MIN ? c < 0 : c > 0;
+}
+
+/* The output row of a group (with the datums in n->datums), into the arena or the
+ * output batch.  *ret_len = 0 and *ret = NULL when the group has no output row. */
+static int group_output(struct node *n, uint32_t gid, bool global, struct row_arena *arena,
+                        const uint8_t **ret, size_t *ret_len, struct row_error *err)
+{
+        const Coord__Plan__Reduce *rd = n->reduce;
+        const struct group *g = group_at(n, gid);
+        struct row_datum *d = n->datums + n->in_arity;  /* past the input row's datums */
+        size_t nk = rd->n_group_keys, klen;
+        const uint8_t *key = bmap_key(&n->map, gid, &klen);
+        int64_t size;
+        uint8_t *p;
+
+        *ret = NULL;
+        *ret_len = 0;
+        if (g->count == 0 && !global)
+                return 0;
+        if (row_decode(key, klen, d, nk) != (int)nk)
+                return row_error_set(err, -EINVAL, "XX000", "malformed group key");
+        for (size_t i = 0; i < rd->n_aggregates; i++) {
+                const struct agg_state *a = &g->aggs[i];
+                struct row_datum *o = &d[nk + i];
+
+                switch (rd->aggregates[i]->func) {
+                case COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR:
+                        *o = ROW_DATUM_INT(g->count);
+                        break;
+                case COORD__PLAN__AGG_FUNC__AGG_COUNT:
+                        *o = ROW_DATUM_INT(a->nonnull);
+                        break;
+                case COORD__PLAN__AGG_FUNC__AGG_SUM:
+                        if (a->nonnull == 0)
+                                *o = ROW_DATUM_NULL;
+                        else if (a->sum > INT64_MAX || a->sum < INT64_MIN)
+                                return row_error_set(err, -EINVAL, "22003",
+                                                     "bigint out of range");
+                        else
+                                *o = ROW_DATUM_INT((int64_t)a->sum);
+                        break;
+                default:
+                        if (a->nonnull == 0)
+                                *o = ROW_DATUM_NULL;
+                        else if (a->ext == NIL || value_datum(n, a->ext, o) < 0)
+                                return row_error_set(err, -EINVAL, "XX000",
+                                                     "min/max state lost its values");
+                        break;
+                }
+        }
+        size = row_encoded_size(d, nk + rd->n_aggregates);
+        if (size < 0)
+                return row_error_set(err, -EINVAL, "54000", "result row is too big");
+        p = row_arena_alloc(arena, (size_t)size ? (size_t)size : 1);
+        if (!p)
+                return row_error_oom(err);
+        row_encode_into(d, nk + rd->n_aggregates, p);
+        *ret = p;
+        *ret_len = (size_t)size;
+        return 0;
+}
+
+/* Make a group dirty at this time, remembering its output before the time. */
+static int group_touch(struct node *n, uint32_t gid, bool existed, bool global,
+                       struct row_error *err)
+{
+        struct group *g = group_at(n, gid);
+        struct reduce_dirty *rd;
+        int r;
+
+        if (g->dirty)
+                return 0;
+        if (n->n_rdirty == n->cap_rdirty) {
+                size_t cap = n->cap_rdirty ? 2 * n->cap_rdirty : 64;
+                struct reduce_dirty *v = realloc(n->rdirty, cap * sizeof(*v));
+
+                if (!v)
+                        return row_error_oom(err);
+                n->rdirty = v;
+                n->cap_rdirty = cap;
+        }
+        rd = &n->rdirty[n->n_rdirty];
+        *rd = (struct reduce_dirty){ .group = gid };
+        if (existed) {
+                r = group_output(n, gid, global, &n->arena, &rd->old, &rd->old_len, err);
+                if (r < 0)
+                        return r;
+                rd->had_output = rd->old != NULL;
+        }
+        g->dirty = (uint32_t)++n->n_rdirty;
+        return 0;
+}
+
+static void vlist_unlink(struct node *n, struct agg_state *a, uint32_t vid)
+{
+        struct vent *v = bmap_val(&n->values, vid);
+
+        if (v->prev != NIL)
+                ((struct vent *)bmap_val(&n->values, v->prev))->next = v->next;
+        else
+                a->head = v->next;
+        if (v->next != NIL)
+                ((struct vent *)bmap_val(&n->values, v->next))->prev = v->prev;
+}
+
+static int reduce_value(struct node *n, uint32_t gid, size_t agg, const struct row_datum *d,
+                        int64_t diff, struct row_error *err)
+{
+        int64_t len;
+        uint64_t h;
+        uint32_t vid;
+        struct vent *v;
+        struct agg_state *a;
+        int r;
+
+        len = row_encoded_size(d, 1);
+        if (len < 0 || buf_reserve(&n->key, (size_t)len + VKEY_PREFIX) < 0)
+                return row_error_oom(err);
+        memcpy(n->key.p, &gid, 4);
+        n->key.p[4] = (uint8_t)agg;
+        n->key.p[5] = (uint8_t)(agg >> 8);
+        row_encode_into(d, 1, n->key.p + VKEY_PREFIX);
+        len += VKEY_PREFIX;
+        h = hash_bytes(n->key.p, (size_t)len);
+        vid = bmap_find(&n->values, h, n->key.p, (size_t)len);
+        if (vid == NIL) {
+                r = bmap_insert(&n->values, h, n->key.p, (size_t)len, &vid);
+                if (r < 0)
+                        return row_error_oom(err);
+                a = &group_at(n, gid)->aggs[agg];
+                v = bmap_val(&n->values, vid);
+                *v = (struct vent){ .prev = NIL, .next = a->head, .group = gid,
+                                    .agg = (uint16_t)agg };
+                if (a->head != NIL)
+                        ((struct vent *)bmap_val(&n->values, a->head))->prev = vid;
+                a->head = vid;
+        }
+        v = bmap_val(&n->values, vid);
+        if (!v->dirty) {
+                v->dirty = true;
+                if (idvec_push(&n->vdirty, vid) < 0)
+                        return row_error_oom(err);
+        }
+        if (__builtin_add_overflow(v->count, diff, &v->count))
+                return row_error_set(err, -EINVAL, "22003", "row count out of range");
+        return 0;
+}
+
+static int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
+{
+        const Coord__Plan__Reduce *rd = n->reduce;
+        const struct node *ch = &df->nodes[n->child[0]];
+        size_t nk = rd->n_group_keys;
+        bool global = nk == 0;
+        struct row_datum *d = n->datums;
+        int r;
+
+        row_arena_reset(&n->arena);
+        n->n_rdirty = 0;
+        n->vdirty.n = 0;
+        if (global && !df->started) {
+                /* The one output row exists from as_of on, also without input (proto). */
+                uint32_t gid;
+
+                assert(n->map.n == 0);
+                r = bmap_insert(&n->map, hash_bytes("\0\0", 2), "\0\0", 2, &gid);
+                if (r < 0)
+                        return row_error_oom(err);
+                for (size_t i = 0; i < rd->n_aggregates; i++)
+                        group_at(n, gid)->aggs[i].head = group_at(n, gid)->aggs[i].ext = NIL;
+                r = group_touch(n, gid, false, true, err);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < ch->nd; i++) {
+                const struct eval_update *u = &ch->d[i];
+                int64_t klen;
+                uint64_t h;
+                uint32_t gid;
+                struct group *g;
+                bool existed = true;
+
+                if (row_decode(u->row, u->len, d, n->in_arity) != (int)n->in_arity)
+                        return row_error_set(err, -EINVAL, "XX000", "malformed row in a reduce");
+                /* The key row: the group key columns, encoded (NULL = NULL bytewise),
+                 * assembled in the scratch past the input's datums. */
+                for (size_t k = 0; k < nk; k++)
+                        d[n->in_arity + k] = d[rd->group_keys[k]];
+                klen = buf_encode(&n->key, d + n->in_arity, nk);
+                if (klen < 0)
+                        return row_error_oom(err);
+                h = hash_bytes(n->key.p, (size_t)klen);
+                gid = bmap_find(&n->map, h, n->key.p, (size_t)klen);
+                if (gid == NIL) {
+                        r = bmap_insert(&n->map, h, n->key.p, (size_t)klen, &gid);
+                        if (r < 0)
+                                return row_error_oom(err);
+                        for (size_t a = 0; a < rd->n_aggregates; a++)
+                                group_at(n, gid)->aggs[a].head =
+                                        group_at(n, gid)->aggs[a].ext = NIL;
+                        existed = false;
+                }
+                r = group_touch(n, gid, existed, global, err);
+                if (r < 0)
+                        return r;
+                g = group_at(n, gid);
+                if (__builtin_add_overflow(g->count, u->diff, &g->count))
+                        return row_error_set(err, -EINVAL, "22003", "row count out of range");
+                for (size_t a = 0; a < rd->n_aggregates; a++) {
+                        const Coord__Plan__Aggregate *ag = rd->aggregates[a];
+                        const struct row_datum *v;
+                        struct agg_state *as = &g->aggs[a];
+
+                        if (ag->func == COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR)
+                                continue;
+                        v = &d[ag->column];
+                        if (v->kind == ROW_KIND_NULL)
+                                continue;
+                        if (__builtin_add_overflow(as->nonnull, u->diff, &as->nonnull))
+                                return row_error_set(err, -EINVAL, "22003",
+                                                     "row count out of range");
+                        if (ag->func == COORD__PLAN__AGG_FUNC__AGG_SUM) {
+                                if (__builtin_add_overflow(as->sum, (__int128)v->i * u->diff,
+                                                           &as->sum))
+                                        return row_error_set(err, -EINVAL, "22003",
+                                                             "bigint out of range");
+                        } else if (ag->func != COORD__PLAN__AGG_FUNC__AGG_COUNT) {
+                                r = reduce_value(n, gid, a, v, u->diff, err);
+                                if (r < 0)
+                                        return r;
+                                g = group_at(n, gid);   /* no map of groups grew, but be safe */
+                        }
+                }
+        }
+        /* Settle the min/max values (4): drop the ones that reached 0, keep ext current. */
+        for (size_t i = 0; i < n->vdirty.n; i++) {
+                uint32_t vid = n->vdirty.v[i];
+                struct vent *v = bmap_val(&n->values, vid);
+                struct agg_state *a = &group_at(n, v->group)->aggs[v->agg];
+
+                v->dirty = false;
+                if (v->count < 0)
+                        return corrupt(err, "the input of min/max");
+                if (v->count == 0) {
+                        if (a->ext == vid) {
+                                a->ext = NIL;
+                                a->stale = true;
+                        }
+                        vlist_unlink(n, a, vid);
+                        bmap_remove(&n->values, vid);
+                } else if (!a->stale && a->ext != vid && value_better(n, v->agg, vid, a->ext))
+                        a->ext = vid;
+        }
+        n->vdirty.n = 0;
+        /* Settle the groups: emit old -> new. */
+        for (size_t i = 0; i < n->n_rdirty; i++) {
+                struct reduce_dirty *dr = &n->rdirty[i];
+                struct group *g = group_at(n, dr->group);
+                const uint8_t *row;
+                size_t len;
+
+                g->dirty = 0;
+                if (g->count < 0)
+                        return corrupt(err, "the input of a reduce");
+                for (size_t a = 0; a < rd->n_aggregates; a++) {
+                        struct agg_state *as = &g->aggs[a];
+
+                        if (as->nonnull < 0 || (g->count == 0 && as->nonnull != 0))
+                                return corrupt(err, "the input of an aggregate");
+                        if (as->stale) {
+                                as->stale = false;
+                                as->ext = NIL;
+                                for (uint32_t v = as->head; v != NIL;
+                                     v = ((struct vent *)bmap_val(&n->values, v))->next)
+                                        if (value_better(n, a, v, as->ext))
+                                                as->ext = v;
+                        }
+                }
+                r = group_output(n, dr->group, global, &n->arena, &row, &len, err);
+                if (r < 0)
+                        return r;
+                if (dr->had_output && row && dr->old_len == len &&
+                    memcmp(dr->old, row, len) == 0)
+                        continue;
+                if (dr->had_output && batch_ref(&n->out, dr->old, dr->old_len, t, -1) < 0)
+                        return row_error_oom(err);
+                if (row && batch_ref(&n->out, row, len, t, 1) < 0)
+                        return row_error_oom(err);
+                if (g->count == 0 && !global) {
+                        for (size_t a = 0; a < rd->n_aggregates; a++)
+                                if (g->aggs[a].head != NIL)
+                                        return corrupt(err, "the input of min/max");
+                        bmap_remove(&n->map, dr->group);
+                }
+        }
+        n->n_rdirty = 0;
+        return 0;
+}
+
+/* -- Join -- */
+
+/* The encoded key of a decoded row; 1 when a key column is NULL (never matches). */
+static int join_key(struct node *n, const struct side *s, const struct row_datum *d,
+                    size_t *ret_len, struct row_error *err)
+{
+        struct row_datum *kd = n->datums + n->in_arity;        /* past the row's */
+        int64_t len;
+
+        for (size_t k = 0; k < s->n_keys; k++) {
+                kd[k] = d[s->key_cols[k]];
+                if (kd[k].kind == ROW_KIND_NULL)
+                        return 1;
+        }
+        len = buf_encode(&n->key, kd, s->n_keys);
+        if (len < 0)
+                return row_error_oom(err);
+        *ret_len = (size_t)len;
+        return 0;
+}
+
+/* Emit concat(l, r) with diff. */
+static int join_emit(struct node *n, const uint8_t *l, size_t ll, const uint8_t *r, size_t rl,
+                     uint64_t t, int64_t diff, struct row_error *err)
+{
+        uint8_t *p;
+        unsigned cols = row_ncols(l) + row_ncols(r);
+
+        assert(ll >= 2 && rl >= 2);
+        p = batch_alloc(&n->out, ll + rl - 2, t, diff);
+        if (!p)
+                return row_error_oom(err);
+        p[0] = (uint8_t)cols;
+        p[1] = (uint8_t)(cols >> 8);
+        memcpy(p + 2, l + 2, ll - 2);
+        memcpy(p + ll, r + 2, rl - 2);
+        return 0;
+}
+
+/* Probe the other side with this side's delta, then add the delta to this side. */
+static int join_side(struct node *n, int me, const struct node *ch, uint64_t t,
+                     struct row_error *err)
+{
+        struct side *s = &n->side[me], *o = &n->side[1 - me];
+        int r;
+
+        for (size_t i = 0; i < ch->nd; i++) {
+                const struct eval_update *u = &ch->d[i];
+                size_t klen = 0;
+                uint64_t kh, rh;
+                uint32_t kid, rid;
+                struct jrow *jr;
+
+                if (row_decode(u->row, u->len, n->datums, ch->arity) != (int)ch->arity)
+                        return row_error_set(err, -EINVAL, "XX000", "malformed row in a join");
+                r = join_key(n, s, n->datums, &klen, err);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
+                kh = hash_bytes(n->key.p, klen);
+                kid = bmap_find(&o->keys, kh, n->key.p, klen);
+                if (kid != NIL)
+                        for (uint32_t v = ((struct kgrp *)bmap_val(&o->keys, kid))->head; v != NIL;
+                             v = ((struct jrow *)bmap_val(&o->rows, v))->next) {
+                                const struct jrow *x = bmap_val(&o->rows, v);
+                                const uint8_t *orow;
+                                size_t olen;
+                                int64_t diff;
+
+                                if (x->count == 0)
+                                        continue;
+                                if (__builtin_mul_overflow(u->diff, x->count, &diff))
+                                        return row_error_set(err, -EINVAL, "22003",
+                                                             "row count out of range");
+                                orow = bmap_key(&o->rows, v, &olen);
+                                r = me == 0 ? join_emit(n, u->row, u->len, orow, olen, t, diff, err)
+                                            : join_emit(n, orow, olen, u->row, u->len, t, diff, err);
+                                if (r < 0)
+                                        return r;
+                        }
+                /* Add to this side. */
+                kid = bmap_find(&s->keys, kh, n->key.p, klen);
+                if (kid == NIL) {
+                        r = bmap_insert(&s->keys, kh, n->key.p, klen, &kid);
+                        if (r < 0)
+                                return row_error_oom(err);
+                        ((struct kgrp *)bmap_val(&s->keys, kid))->head = NIL;
+                }
+                rh = hash_bytes(u->row, u->len);
+                rid = bmap_find(&s->rows, rh, u->row, u->len);
+                if (rid == NIL) {
+                        struct kgrp *kg;
+
+                        r = bmap_insert(&s->rows, rh, u->row, u->len, &rid);
+                        if (r < 0)
+                                return row_error_oom(err);
+                        kg = bmap_val(&s->keys, kid);
+                        jr = bmap_val(&s->rows, rid);
+                        *jr = (struct jrow){ .key = kid, .prev = NIL, .next = kg->head };
+                        if (kg->head != NIL)
+                                ((struct jrow *)bmap_val(&s->rows, kg->head))->prev = rid;
+                        kg->head = rid;
+                        kg->n++;
+                }
+                jr = bmap_val(&s->rows, rid);
+                if (!jr->dirty) {
+                        jr->dirty = true;
+                        if (idvec_push(&s->dirty, rid) < 0)
+                                return row_error_oom(err);
+                }
+                if (__builtin_add_overflow(jr->count, u->diff, &jr->count))
+                        return row_error_set(err, -EINVAL, "22003", "row count out of range");
+        }
+        return 0;
+}
+
+static void join_settle(struct side *s)
+{
+        for (size_t i = 0; i < s->dirty.n; i++) {
+                uint32_t rid = s->dirty.v[i];
+                struct jrow *jr = bmap_val(&s->rows, rid);
+                struct kgrp *kg;
+
+                jr->dirty = false;
+                if (jr->count != 0)
+                        continue;
+                kg = bmap_val(&s->keys, jr->key);
+                if (jr->prev != NIL)
+                        ((struct jrow *)bmap_val(&s->rows, jr->prev))->next = jr->next;
+                else
+                        kg->head = jr->next;
+                if (jr->next != NIL)
+                        ((struct jrow *)bmap_val(&s->rows, jr->next))->prev = jr->prev;
+                if (--kg->n == 0)
+                        bmap_remove(&s->keys, jr->key);
+                bmap_remove(&s->rows, rid);
+        }
+        s->dirty.n = 0;
+}
+
+static int run_join(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
+{
+        int r;
+
+        /* dA |x| B_old, then A_new |x| dB: together dA B + A dB + dA dB. */
+        r = join_side(n, 0, &df->nodes[n->child[0]], t, err);
+        if (r < 0)
+                return r;
+        r = join_side(n, 1, &df->nodes[n->child[1]], t, err);
+        if (r < 0)
+                return r;
+        join_settle(&n->side[0]);
+        join_settle(&n->side[1]);
+        return 0;
+}
+
+static int run_node(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
+{
+        int r = 0;
+
+        eval_batch_clear(&n->out);
+        switch (n->kind) {
+        case NODE_GET: {
+                const struct input *in = &df->inputs[n->input];
+
+                n->d = in->pending.updates + in->cursor;
+                n->nd = in->end - in->cursor;
+                return 0;
+        }
+        case NODE_CONSTANT:
+                if (!df->started) {
+                        const Coord__Plan__Constant *k = n->rel->constant;
+
+                        for (size_t i = 0; i < k->n_rows && r >= 0; i++)
+                                if (k->rows[i]->diff != 0)
+                                        r = batch_ref(&n->out, k->rows[i]->row.data,
+                                                      k->rows[i]->row.len, t, k->rows[i]->diff);
+                        if (r < 0)
+                                return row_error_oom(err);
+                }
+                break;
+        case NODE_LINEAR: {
+                const struct node *ch = &df->nodes[n->child[0]];
+
+                r = eval_plan_apply(n->plan, ch->d, ch->nd, t, &n->out, err);
+                break;
+        }
+        case NODE_UNION:
+                r = run_union(df, n, false, err);
+                break;
+        case NODE_NEGATE:
+                r = run_union(df, n, true, err);
+                break;
+        case NODE_DISTINCT:
+                r = run_distinct(df, n, t, err);
+                break;
+        case NODE_REDUCE:
+                r = run_reduce(df, n, t, err);
+                break;
+        case NODE_JOIN:
+                r = run_join(df, n, t, err);
+                break;
+        }
+        n->d = n->out.updates;
+        n->nd = n->out.n;
+        return r;
+}
+
+static int run_time(struct dataflow *df, uint64_t t, struct eval_batch *out,
+                    struct row_error *err)
+{
+        const struct node *root;
+        int r;
+
+        for (size_t i = 0; i < df->n_inputs; i++) {
+                struct input *in = &df->inputs[i];
+                size_t e = in->cursor;
+
+                while (e < in->pending.n && in->pending.updates[e].time == t)
+                        e++;
+                in->end = e;
+        }
+        for (size_t i = 0; i < df->n_nodes; i++) {
+                r = run_node(df, &df->nodes[i], t, err);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < df->n_inputs; i++)
+                df->inputs[i].cursor = df->inputs[i].end;
+        /* The root's delta, consolidated, copied out. */
+        root = &df->nodes[df->n_nodes - 1];
+        df->result.n = 0;
+        for (size_t i = 0; i < root->nd; i++)
+                if (batch_ref(&df->result, root->d[i].row, root->d[i].len, t,
+                              root->d[i].diff) < 0)
+                        return row_error_oom(err);
+        if (eval_batch_consolidate(&df->result) < 0)
+                return row_error_set(err, -EINVAL, "22003", "row count out of range");
+        for (size_t i = 0; i < df->result.n; i++) {
+                const struct eval_update *u = &df->result.updates[i];
+
+                if (eval_batch_push(out, u->row, u->len, t, u->diff) < 0)
+                        return row_error_oom(err);
+        }
+        return 0;
+}
+
+static int cmp_time(const void *x, const void *y)
+{
+        const struct eval_update *a = x, *b = y;
+
+        return (a->time > b->time) - (a->time < b->time);
+}
+
+/* Drop the processed prefix of an input's buffer. */
+static int input_trim(struct input *in)
+{
+        struct eval_batch rest = EVAL_BATCH_INIT;
+
+        if (in->cursor == 0)
+                return 0;
+        if (in->cursor == in->pending.n) {
+                eval_batch_clear(&in->pending);
+                in->cursor = in->end = 0;
+                return 0;
+        }
+        for (size_t i = in->cursor; i < in->pending.n; i++) {
+                const struct eval_update *u = &in->pending.updates[i];
+
+                if (eval_batch_push(&rest, u->row, u->len, u->time, u->diff) < 0) {
+                        eval_batch_done(&rest);
+                        return -ENOMEM;
+                }
+        }
+        eval_batch_done(&in->pending);
+        in->pending = rest;
+        in->cursor = in->end = 0;
+        return 0;
+}
+
+int dataflow_step(struct dataflow *df, uint64_t frontier, struct eval_batch *out,
+                  struct row_error *err)
+{
+        size_t first = out->n;
+        int r;
+
+        if (df->error)
+                return poisoned(df, err);
+        if (frontier <= df->frontier)
+                return 0;
+        for (size_t i = 0; i < df->n_inputs; i++) {
+                struct input *in = &df->inputs[i];
+
+                if (!in->sorted) {
+                        qsort(in->pending.updates + in->cursor, in->pending.n - in->cursor,
+                              sizeof(*in->pending.updates), cmp_time);
+                        in->sorted = true;
+                }
+        }
+        for (;;) {
+                uint64_t t = UINT64_MAX;
+                bool any = false;
+
+                if (!df->started) {
+                        t = df->as_of;
+                        any = true;
+                } else
+                        for (size_t i = 0; i < df->n_inputs; i++) {
+                                const struct input *in = &df->inputs[i];
+
+                                if (in->cursor < in->pending.n &&
+                                    in->pending.updates[in->cursor].time <= t) {
+                                        t = in->pending.updates[in->cursor].time;
+                                        any = true;
+                                }
+                        }
+                if (!any || t >= frontier)
+                        break;
+                r = run_time(df, t, out, err);
+                if (r < 0)
+                        goto fail;
+                df->started = true;
+        }
+        df->frontier = frontier;
+        for (size_t i = 0; i < df->n_inputs; i++) {
+                r = input_trim(&df->inputs[i]);
+                if (r < 0) {
+                        r = row_error_oom(err);
+                        goto fail;
+                }
+        }
+        return 0;
+fail:
+        out->n = first;
+        df->error = r;
+        if (err)
+                df->error_info = *err;
+        else
+                row_error_set(&df->error_info, r, "XX000", "dataflow failed");
+        return r;
+}
+
+size_t dataflow_state_bytes(const struct dataflow *df)
+{
+        size_t b = sizeof(*df) + df->cap_nodes * sizeof(struct node);
+
+        for (size_t i = 0; i < df->n_nodes; i++) {
+                const struct node *n = &df->nodes[i];
+
+                b += bmap_bytes(&n->map) + bmap_bytes(&n->values);
+                for (int s = 0; s < 2; s++)
+                        b += bmap_bytes(&n->side[s].keys) + bmap_bytes(&n->side[s].rows);
+        }
+        for (size_t i = 0; i < df->n_inputs; i++) {
+                const struct input *in = &df->inputs[i];
+
+                b += in->pending.cap * sizeof(struct eval_update);
+                for (size_t k = 0; k < in->pending.n; k++)
+                        b += in->pending.updates[k].len;
+        }
+        return b;
+}
+
+/* ---- Arrangements. ---- */
+
+struct aseg {
+        struct aseg *prev, *next;
+        size_t live;                    /* log entries whose rows are here */
+        size_t bytes;
+        struct row_arena arena;
+};
+
+struct alog {
+        const uint8_t *row;
+        size_t len;
+        uint64_t time;
+        int64_t diff;
+        struct aseg *seg;
+};
+
+struct arrangement {
+        uint64_t since, upper;
+        struct bmap base;               /* row -> int64 count: updates at times < since */
+        struct alog *log;               /* log[head..n): times >= since, sorted by time */
+        size_t head, n, cap;
+        struct aseg *segs;
+        size_t seg_bytes;
+};
+
+int arrangement_new(uint64_t since, struct arrangement **ret)
+{
+        struct arrangement *a = calloc(1, sizeof(*a));
+
+        if (!a)
+                return -ENOMEM;
+        a->since = a->upper = since;
+        bmap_init(&a->base, sizeof(int64_t));
+        *ret = a;
+        return 0;
+}
+
+static void seg_free(struct arrangement *a, struct aseg *s)
+{
+        if (s->prev)
+                s->prev->next = s->next;
+        else
+                a->segs = s->next;
+        if (s->next)
+                s->next->prev = s->prev;
+        a->seg_bytes -= s->bytes;
+        row_arena_done(&s->arena);
+        free(s);
+}
+
+struct arrangement *arrangement_free(struct arrangement *a)
+{
+        if (!a)
+                return NULL;
+        while (a->segs)
+                seg_free(a, a->segs);
+        bmap_done(&a->base);
+        free(a->log);
+        free(a);
+        return NULL;
+}
+
+uint64_t arrangement_since(const struct arrangement *a)
+{
+        return a->since;
+}
+
+uint64_t arrangement_upper(const struct arrangement *a)
+{
+        return a->upper;
+}
+
+void arrangement_set_upper(struct arrangement *a, uint64_t upper)
+{
+        if (upper > a->upper)
+                a->upper = upper;
+}
+
+size_t arrangement_rows(const struct arrangement *a)
+{
+        return a->base.n;
+}
+
+size_t arrangement_bytes(const struct arrangement *a)
+{
+        return sizeof(*a) + bmap_bytes(&a->base) + a->cap * sizeof(struct alog) + a->seg_bytes;
+}
+
+static int cmp_alog(const void *x, const void *y)
+{
+        const struct alog *a = x, *b = y;
+
+        return (a->time > b->time) - (a->time < b->time);
+}
+
+/* First log index in [head, n) with time > t. */
+static size_t log_upper_bound(const struct arrangement *a, uint64_t t)
+{
+        size_t lo = a->head, hi = a->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (a->log[mid].time <= t)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+int arrangement_insert(struct arrangement *a, const struct eval_batch *updates)
+{
+        struct aseg *s;
+        uint64_t tmin = UINT64_MAX;
+        size_t old_n = a->n;
+        bool sorted = true;
+
+        if (updates->n == 0)
+                return 0;
+        for (size_t i = 0; i < updates->n; i++) {
+                if (updates->updates[i].time < a->since)
+                        return -EINVAL;
+                if (updates->updates[i].time < tmin)
+                        tmin = updates->updates[i].time;
+                if (i && updates->updates[i].time < updates->updates[i - 1].time)
+                        sorted = false;
+        }
+        /* Room in the log: compact the folded prefix away first. */
+        if (a->n + updates->n > a->cap) {
+                if (a->head > 0) {
+                        memmove(a->log, a->log + a->head, (a->n - a->head) * sizeof(*a->log));
+                        a->n -= a->head;
+                        old_n = a->n;
+                        a->head = 0;
+                }
+                if (a->n + updates->n > a->cap) {
+                        size_t cap = a->cap ? a->cap : 64;
+                        struct alog *l;
+
+                        while (cap < a->n + updates->n)
+                                cap *= 2;
+                        l = realloc(a->log, cap * sizeof(*l));
+                        if (!l)
+                                return -ENOMEM;
+                        a->log = l;
+                        a->cap = cap;
+                }
+        }
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->arena = ROW_ARENA_INIT;
+        for (size_t i = 0; i < updates->n; i++) {
+                const struct eval_update *u = &updates->updates[i];
+                uint8_t *p;
+
+                if (u->diff == 0)
+                        continue;
+                p = row_arena_alloc(&s->arena, u->len ? u->len : 1);
+                if (!p) {
+                        a->n = old_n;
+                        row_arena_done(&s->arena);
+                        free(s);
+                        return -ENOMEM;
+                }
+                if (u->len)
+                        memcpy(p, u->row, u->len);
+                s->bytes += u->len;
+                a->log[a->n++] = (struct alog){ p, u->len, u->time, u->diff, s };
+                s->live++;
+        }
+        if (s->live == 0) {
+                row_arena_done(&s->arena);
+                free(s);
+                return 0;
+        }
+        s->next = a->segs;
+        if (a->segs)
+                a->segs->prev = s;
+        a->segs = s;
+        a->seg_bytes += s->bytes;
+        /* Keep the log sorted: re-sort from the first entry later than the new minimum. */
+        if (!sorted || (old_n > a->head && a->log[old_n - 1].time > tmin)) {
+                size_t from = log_upper_bound(a, tmin);
+
+                if (from > old_n)
+                        from = old_n;
+                qsort(a->log + from, a->n - from, sizeof(*a->log), cmp_alog);
+        }
+        return 0;
+}
+
+int arrangement_compact(struct arrangement *a, uint64_t since)
+{
+        if (since <= a->since)
+                return 0;
+        if (since > a->upper)
+                return -EINVAL;
+        while (a->head < a->n && a->log[a->head].time < since) {
+                const struct alog *l = &a->log[a->head];
+                uint64_t h = hash_bytes(l->row, l->len);
+                uint32_t id = bmap_find(&a->base, h, l->row, l->len);
+                int64_t *c;
+                int r;
+
+                if (id == NIL) {
+                        r = bmap_insert(&a->base, h, l->row, l->len, &id);
+                        if (r < 0)
+                                return r;       /* the prefix folded so far stays folded */
+                }
+                c = bmap_val(&a->base, id);
+                if (__builtin_add_overflow(*c, l->diff, c))
+                        return -EOVERFLOW;
+                if (*c == 0)
+                        bmap_remove(&a->base, id);
+                if (--l->seg->live == 0)
+                        seg_free(a, l->seg);
+                a->head++;
+        }
+        if (a->head == a->n)
+                a->head = a->n = 0;
+        else if (a->head > 1024 && a->head > a->n / 2) {
+                memmove(a->log, a->log + a->head, (a->n - a->head) * sizeof(*a->log));
+                a->n -= a->head;
+                a->head = 0;
+        }
+        a->since = since;
+        return 0;
+}
+
+struct adj {
+        int64_t count;
+        bool in_base;
+};
+
+int arrangement_read(const struct arrangement *a, uint64_t t, eval_emit_fn emit, void *ud)
+{
+        struct bmap adj;
+        size_t end, len;
+        int r = 0;
+
+        if (t < a->since)
+                return -EDOM;
+        if (t >= a->upper)
+                return -EAGAIN;
+        end = log_upper_bound(a, t);
+        bmap_init(&adj, sizeof(struct adj));
+        for (size_t i = a->head; i < end; i++) {
+                const struct alog *l = &a->log[i];
+                uint64_t h = hash_bytes(l->row, l->len);
+                uint32_t id = bmap_find(&adj, h, l->row, l->len);
+                struct adj *x;
+
+                if (id == NIL) {
+                        r = bmap_insert(&adj, h, l->row, l->len, &id);
+                        if (r < 0)
+                                goto out;
+                }
+                x = bmap_val(&adj, id);
+                if (__builtin_add_overflow(x->count, l->diff, &x->count)) {
+                        r = -EUCLEAN;
+                        goto out;
+                }
+        }
+        for (uint32_t id = 0; id < a->base.top; id++) {
+                const uint8_t *row;
+                int64_t c;
+                uint32_t x;
+
+                if (!a->base.ents[id].key)
+                        continue;
+                row = bmap_key(&a->base, id, &len);
+                c = *(int64_t *)bmap_val(&a->base, id);
+                x = adj.n ? bmap_find(&adj, a->base.ents[id].hash, row, len) : NIL;
+                if (x != NIL) {
+                        struct adj *ax = bmap_val(&adj, x);
+
+                        ax->in_base = true;
+                        if (__builtin_add_overflow(c, ax->count, &c)) {
+                                r = -EUCLEAN;
+                                goto out;
+                        }
+                }
+                if (c < 0) {
+                        r = -EUCLEAN;
+                        goto out;
+                }
+                if (c > 0) {
+                        r = emit(ud, row, len, c);
+                        if (r < 0)
+                                goto out;
+                }
+        }
+        for (uint32_t id = 0; id < adj.top; id++) {
+                const struct adj *ax = bmap_val(&adj, id);
+                const uint8_t *row;
+
+                if (!adj.ents[id].key || ax->in_base)
+                        continue;
+                if (ax->count < 0) {
+                        r = -EUCLEAN;
+                        goto out;
+                }
+                if (ax->count > 0) {
+                        row = bmap_key(&adj, id, &len);
+                        r = emit(ud, row, len, ax->count);
+                        if (r < 0)
+                                goto out;
+                }
+        }
+        r = 0;
+out:
+        bmap_done(&adj);
+        return r;
+}
