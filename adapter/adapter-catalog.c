@@ -556,6 +556,11 @@ struct adapter_catalog *acat_free(struct adapter_catalog *ac)
 {
         if (!ac)
                 return NULL;
+        /* Creations whose commit never finished live only in the name index: free them
+         * before the items, whose memory the other entries of the index point to. */
+        for (size_t i = 0; i < ac->n_names_cap; i++)
+                if (ac->names[i] && ac->names[i] != TOMBSTONE && ac->names[i]->pending)
+                        item_free(ac->names[i]);
         for (size_t i = 0; i < ac->n_items; i++) {
                 if (ac->items[i]->builtin) {
                         /* static storage: only the dependents array is ours */
@@ -566,10 +571,6 @@ struct adapter_catalog *acat_free(struct adapter_catalog *ac)
                 }
                 item_free(ac->items[i]);
         }
-        /* Creations whose commit never finished live only in the name index. */
-        for (size_t i = 0; i < ac->n_names_cap; i++)
-                if (ac->names[i] && ac->names[i] != TOMBSTONE && ac->names[i]->pending)
-                        item_free(ac->names[i]);
         free(ac->items);
         free(ac->names);
         free(ac);

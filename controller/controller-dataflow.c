@@ -162,7 +162,7 @@ static int bmap_insert(struct bmap *m, uint64_t hash, const void *key, size_t le
 
         if (len > UINT32_MAX)
                 return -E2BIG;
-        if (!m->heads || m->n + 1 > m->mask + 1) {
+        if (!m->heads || 2 * (m->n + 1) > m->mask + 1) {   /* load <= 1/2 */
                 r = bmap_grow(m);
                 if (r < 0)
                         return r;
@@ -1724,12 +1724,13 @@ static int cmp_time(const void *x, const void *y)
         return (a->time > b->time) - (a->time < b->time);
 }
 
-/* Drop the processed prefix of an input's buffer. */
+/* Drop the processed prefix of an input's buffer once it is at least half of it, so
+ * that many small steps over a large buffer copy each update O(1) times amortized. */
 static int input_trim(struct input *in)
 {
         struct eval_batch rest = EVAL_BATCH_INIT;
 
-        if (in->cursor == 0)
+        if (in->cursor == 0 || (in->cursor < in->pending.n && 2 * in->cursor < in->pending.n))
                 return 0;
         if (in->cursor == in->pending.n) {
                 eval_batch_clear(&in->pending);
@@ -1949,7 +1950,7 @@ int arrangement_insert(struct arrangement *a, const struct eval_batch *updates)
 {
         struct aseg *s;
         uint64_t tmin = UINT64_MAX;
-        size_t old_n = a->n;
+        size_t old_n = a->n, from;
         bool sorted = true;
 
         if (updates->n == 0)
@@ -1983,6 +1984,8 @@ int arrangement_insert(struct arrangement *a, const struct eval_batch *updates)
                         a->cap = cap;
                 }
         }
+        /* Where the new entries must be merged in: after every old entry at <= tmin. */
+        from = log_upper_bound(a, tmin);
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -2017,13 +2020,8 @@ int arrangement_insert(struct arrangement *a, const struct eval_batch *updates)
         a->segs = s;
         a->seg_bytes += s->bytes;
         /* Keep the log sorted: re-sort from the first entry later than the new minimum. */
-        if (!sorted || (old_n > a->head && a->log[old_n - 1].time > tmin)) {
-                size_t from = log_upper_bound(a, tmin);
-
-                if (from > old_n)
-                        from = old_n;
+        if (!sorted || from < old_n)
                 qsort(a->log + from, a->n - from, sizeof(*a->log), cmp_alog);
-        }
         return 0;
 }
 

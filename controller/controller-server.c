@@ -1441,45 +1441,71 @@ static void compute_push(struct cserver *s, uint64_t gid, const struct eval_batc
         }
 }
 
-/* Step every dataflow to the meet of its inputs' uppers, in GlobalId order (an input is
- * always older than what reads it, so one pass carries changes down a chain), then
- * write every materialized view's output and new upper in ONE synced write (13). */
-static void compute_run(struct cserver *s)
+/* What one compute pass stepped and must write: the materialized views' appends (their
+ * updates point into each dfent's `out`). */
+struct stage {
+        struct storage_append *v;
+        size_t *vidx;                   /* v[i] is s->dfs[vidx[i]]'s */
+        size_t n_v;
+        struct storage_update *u;
+        size_t n_u;
+};
+
+static void stage_done(struct stage *st)
 {
-        _cleanup_free_ struct storage_append *v = NULL;
-        _cleanup_free_ struct storage_update *u = NULL;
-        _cleanup_free_ size_t *vidx = NULL;
-        size_t n_v = 0, n_u = 0, k = 0;
+        free(st->v);
+        free(st->vidx);
+        free(st->u);
+        *st = (struct stage){ 0 };
+}
+
+/* An input's upper for a compute pass: a materialized view stepped earlier in this pass
+ * at its new upper; a table or built-in at max(its effective upper, T_next) when the
+ * pass runs inside an append that moves T to T_next (10). */
+static uint64_t input_upper(struct cserver *s, uint64_t gid, uint64_t T_next)
+{
+        struct dfent *up = dfent_find(s, gid);
+        struct storage_frontiers f;
+        enum storage_kind kind;
+
+        if (up && !up->index && up->pending_upper)
+                return up->pending_upper;
+        if (object_frontiers(s, gid, &f, &kind, NULL) < 0)
+                return 0;
+        if (T_next && (kind == STORAGE_KIND_TABLE || kind == STORAGE_KIND_BUILTIN) && f.upper < T_next)
+                f.upper = T_next;
+        return f.upper;
+}
+
+/* Step every dataflow to the meet of its inputs' uppers, in GlobalId order (an input is
+ * always older than what reads it, so one pass carries changes down a chain), and stage
+ * every materialized view's output and new upper for ONE synced write (13): the caller's
+ * (an append's own WriteBatch, T_next = its ts + 1) or compute_run()'s.  Indexes are
+ * done here (memory only). */
+static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
+{
         struct row_error err;
+        size_t k = 0;
         int r;
 
+        *st = (struct stage){ 0 };
         if (!s->st || !s->n_dfs)
-                return;
-        v = calloc(s->n_dfs, sizeof(*v));
-        vidx = calloc(s->n_dfs, sizeof(*vidx));
-        if (!v || !vidx)
-                return;
+                return 0;
+        st->v = calloc(s->n_dfs, sizeof(*st->v));
+        st->vidx = calloc(s->n_dfs, sizeof(*st->vidx));
+        if (!st->v || !st->vidx)
+                goto oom;
         for (size_t i = 0; i < s->n_dfs; i++) {
                 struct dfent *e = s->dfs[i];
                 uint64_t frontier = UINT64_MAX;
-                struct storage_frontiers f;
 
                 eval_batch_clear(&e->out);
                 if (e->failed || !e->df)
                         continue;
-                for (size_t k2 = 0; k2 < dataflow_n_inputs(e->df); k2++) {
-                        uint64_t in = dataflow_input_id(e->df, k2);
-                        struct dfent *up = dfent_find(s, in);
-
-                        if (up && !up->index) {
-                                f.upper = up->pending_upper ? up->pending_upper : 0;
-                                if (!f.upper && object_frontiers(s, in, &f, NULL, NULL) < 0)
-                                        f.upper = 0;
-                        } else if (object_frontiers(s, in, &f, NULL, NULL) < 0) {
-                                f.upper = 0;
-                        }
-                        if (f.upper < frontier)
-                                frontier = f.upper;
+                for (size_t q = 0; q < dataflow_n_inputs(e->df); q++) {
+                        uint64_t up = input_upper(s, dataflow_input_id(e->df, q), T_next);
+                        if (up < frontier)
+                                frontier = up;
                 }
                 if (frontier == UINT64_MAX)
                         frontier = dataflow_as_of(e->df) + 1;   /* constant: done at as_of */
@@ -1494,10 +1520,11 @@ static void compute_run(struct cserver *s)
                         for (size_t j = 0; j < e->correction.n; j++) {
                                 const struct eval_update *c = &e->correction.updates[j];
                                 if (eval_batch_push(&e->out, c->row, c->len, c->time, c->diff) < 0)
-                                        break;
+                                        goto oom;
                         }
                         eval_batch_clear(&e->correction);
-                        (void)eval_batch_consolidate(&e->out);
+                        if (eval_batch_consolidate(&e->out) < 0)
+                                goto oom;
                 }
                 if (e->index) {
                         r = arrangement_insert(e->arr, &e->out);
@@ -1534,11 +1561,11 @@ static void compute_run(struct cserver *s)
                         e->out.n = keep;
                         if (frontier <= info.frontiers.upper)
                                 continue;
-                        vidx[n_v] = i;
-                        v[n_v++] = (struct storage_append){ .gid = e->gid,
+                        st->vidx[st->n_v] = i;
+                        st->v[st->n_v++] = (struct storage_append){ .gid = e->gid,
                                 .expected_upper = info.frontiers.upper, .new_upper = frontier,
                                 .n_updates = e->out.n };
-                        n_u += e->out.n;
+                        st->n_u += e->out.n;
                         e->pending_upper = frontier;
                 }
                 /* Downstream dataflows see this output now (in this same pass). */
@@ -1554,44 +1581,65 @@ static void compute_run(struct cserver *s)
                         }
                 }
         }
-        if (n_v) {
-                u = calloc(n_u ? n_u : 1, sizeof(*u));
-                if (!u) {
-                        log_error("out_of_memory", "what=compute_write");
-                        goto recover;
-                }
-                for (size_t i = 0; i < n_v; i++) {
-                        struct dfent *e = s->dfs[vidx[i]];
-                        v[i].updates = &u[k];
-                        for (size_t j = 0; j < e->out.n; j++)
-                                u[k++] = (struct storage_update){ .row = e->out.updates[j].row,
-                                        .len = e->out.updates[j].len, .time = e->out.updates[j].time,
-                                        .diff = e->out.updates[j].diff };
-                }
-                r = storage_append_group(s->st, v, n_v);
-                if (r < 0 || (size_t)r != n_v) {
-                        log_error_errno(r < 0 ? r : -EIO, "compute_write_failed", "views=%zu why=\"%s\"",
-                                        n_v, storage_last_error());
-                        if (r >= 0 && s->st && storage_error(s->st) == 0) {
-                                /* partial: memory must follow the disk */
-                                goto recover;
-                        }
-                        storage_recover(s);
-                        goto recover;
-                }
-                s->compute_writes++;
-                for (size_t i = 0; i < n_v; i++) {
-                        struct dfent *e = s->dfs[vidx[i]];
+        st->u = calloc(st->n_u ? st->n_u : 1, sizeof(*st->u));
+        if (!st->u)
+                goto oom;
+        for (size_t i = 0; i < st->n_v; i++) {
+                struct dfent *e = s->dfs[st->vidx[i]];
+                st->v[i].updates = &st->u[k];
+                for (size_t j = 0; j < e->out.n; j++)
+                        st->u[k++] = (struct storage_update){ .row = e->out.updates[j].row,
+                                .len = e->out.updates[j].len, .time = e->out.updates[j].time,
+                                .diff = e->out.updates[j].diff };
+        }
+        return 0;
+oom:
+        log_error("out_of_memory", "what=compute_stage");
+        stage_done(st);
+        return -ENOMEM;
+}
+
+/* After the staged write: ok, the views' uppers move; not ok, the dataflows consumed
+ * what is not durable, so every one is rebuilt from storage. */
+static void compute_staged(struct cserver *s, struct stage *st, bool ok)
+{
+        if (ok) {
+                if (st->n_v)
+                        s->compute_writes++;
+                for (size_t i = 0; i < st->n_v; i++) {
+                        struct dfent *e = s->dfs[st->vidx[i]];
                         e->pending_upper = 0;
                         e->steps++;
                         dfent_publish(s, e);
                 }
+        } else {
+                compute_reinstall_all(s);
         }
+        stage_done(st);
+}
+
+/* A pass of its own (after installing, or when inputs moved outside an append). */
+static void compute_run(struct cserver *s)
+{
+        struct stage st;
+        int r;
+
+        if (compute_stage(s, 0, &st) < 0) {
+                compute_reinstall_all(s);
+                return;
+        }
+        if (st.n_v) {
+                r = storage_append_group(s->st, st.v, st.n_v);
+                if (r < 0 || (size_t)r != st.n_v) {
+                        log_error_errno(r < 0 ? r : -EIO, "compute_write_failed", "views=%zu why=\"%s\"",
+                                        st.n_v, storage_last_error());
+                        storage_recover(s);
+                        compute_staged(s, &st, false);
+                        return;
+                }
+        }
+        compute_staged(s, &st, true);
         peeks_wake(s);
-        return;
-recover:
-        /* The dataflows consumed what is not durable: rebuild them from storage. */
-        compute_reinstall_all(s);
 }
 
 /* After storage was reopened, or a write of outputs failed: every dataflow again from
@@ -2844,17 +2892,19 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
         return 0;
 }
 
-static int append_commit(struct append_ctx *ac)
+/* One synced write: the append's collections, then the materialized views that the
+ * compute pass staged for it (13), so their outputs and uppers are durable with it. */
+static int append_commit(struct append_ctx *ac, const struct stage *st)
 {
         struct cserver *s = ac->s;
         struct storage_append *v = NULL;
         struct storage_update *u = NULL;
-        size_t n_u = 0, k = 0;
+        size_t n_u = 0, k = 0, n_all = ac->n_c + st->n_v;
         int r;
 
         for (size_t i = 0; i < ac->n_c; i++)
                 n_u += ac->c[i].pend.n;
-        v = calloc(ac->n_c ? ac->n_c : 1, sizeof(*v));
+        v = calloc(n_all ? n_all : 1, sizeof(*v));
         u = calloc(n_u ? n_u : 1, sizeof(*u));
         if (!v || !u) {
                 r = row_error_oom(&ac->err);
@@ -2873,14 +2923,16 @@ static int append_commit(struct append_ctx *ac)
                                 .time = ac->ts, .diff = t->pend.updates[j].diff,
                         };
         }
-        r = storage_append_group(s->st, v, ac->n_c);
+        if (st->n_v)
+                memcpy(&v[ac->n_c], st->v, st->n_v * sizeof(*v));
+        r = storage_append_group(s->st, v, n_all);
         if (r < 0) {
                 storage_failure(s, &ac->err, r, "append at %llu", (unsigned long long)ac->ts);
                 goto out;
         }
-        if ((size_t)r != ac->n_c) {
+        if ((size_t)r != n_all) {
                 /* (3) says this cannot happen; if it does, memory follows the disk. */
-                for (size_t i = 0; i < ac->n_c; i++)
+                for (size_t i = 0; i < n_all; i++)
                         if (v[i].result < 0)
                                 log_error_errno(v[i].result, "append_partial", "ts=%llu gid=%llu "
                                                 "upper=%llu why=\"%s\"", (unsigned long long)ac->ts,
@@ -2888,7 +2940,7 @@ static int append_commit(struct append_ctx *ac)
                                                 (unsigned long long)v[i].actual_upper,
                                                 storage_last_error());
                 r = row_error_set(&ac->err, -EIO, "XX000", "append at %llu was applied to %d of "
-                                  "%zu collections", (unsigned long long)ac->ts, r, ac->n_c);
+                                  "%zu collections", (unsigned long long)ac->ts, r, n_all);
                 if (mirrors_rebuild(s) < 0)
                         log_error("mirrors_load_failed", "path=%s why=\"%s\"", s->path,
                                   storage_last_error());
@@ -2934,7 +2986,6 @@ static void append_apply(struct append_ctx *ac)
                         cm_apply(s, &ac->c[i].info, &ac->c[i].pend, ac->ts + 1);
                 f.upper = ac->ts + 1;
                 ring_set(s, ac->c[i].info.gid, &f);
-                compute_push(s, ac->c[i].info.gid, &ac->c[i].pend);     /* (13) */
         }
         s->last_append_collections = ac->n_c;
         s->last_append_frontier_rows = ac->frontier_rows;
@@ -2944,6 +2995,8 @@ static void append_apply(struct append_ctx *ac)
 static void handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         struct append_ctx ac = { .s = s };
+        struct stage st = { 0 };
+        bool pushed = false;
         Coord__Append *a;
         int r;
 
@@ -2958,9 +3011,20 @@ static void handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                 r = -EIO;
         } else {
                 r = append_prepare(&ac, a);
+                if (r >= 0 && s->n_dfs) {
+                        /* (13): the dataflows take what this append writes and step to
+                         * its new frontier; materialized views write with it. */
+                        for (size_t i = 0; i < ac.n_c; i++)
+                                compute_push(s, ac.c[i].info.gid, &ac.c[i].pend);
+                        pushed = true;
+                        if (compute_stage(s, ac.ts + 1, &st) < 0)
+                                r = row_error_oom(&ac.err);
+                }
                 if (r >= 0)
-                        r = append_commit(&ac);
+                        r = append_commit(&ac, &st);
         }
+        if (pushed && r < 0)
+                compute_staged(s, &st, false);
         if (r < 0 && s->st && storage_has_deferred(s->st) && storage_error(s->st) == 0) {
                 /* (12): a refused append still makes the deferred creates and drops
                  * durable, as it would have. */
@@ -2977,12 +3041,12 @@ static void handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                 reply_error(s, from, env->request_id, &ac.err);
         } else {
                 append_apply(&ac);
+                if (pushed)
+                        compute_staged(s, &st, true);   /* after apply: it marks rows dirty */
                 log_debug("append", "ts=%llu writes=%zu collections=%zu frontier_rows=%zu",
                           (unsigned long long)a->ts, a->n_writes, ac.n_c, ac.frontier_rows);
                 reply_ok(s, from, env->request_id, ac.counts, a->n_writes, a->ts + 1);
-                /* T passed ts: dataflows step (13), and parked peeks on tables may be
-                 * readable now (compute_run() wakes them too, after its write). */
-                compute_run(s);
+                /* T passed ts, and the views with it: parked peeks may be readable. */
                 peeks_wake(s);
         }
         append_ctx_done(&ac);
