@@ -946,7 +946,7 @@ static int exec_create_view(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         if (mv)
-                ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs, ts);
+                ni.as_of = cv->has_as_of ? cv->as_of : choose_as_of(ex, st->inputs, st->n_inputs, ts);
         r = create_begin_or_error(s, &ni, ts, &txn);
         if (r < 0)
                 return r;
