@@ -38,6 +38,7 @@
 
 #define BACKOFF_MIN_NS   (20ull * 1000000ull)
 #define BACKOFF_MAX_NS   (200ull * 1000000ull)
+#define NODE_DRAIN_NS    (200ull * 1000000ull)   /* closes at exit */
 #define N_ROLES          (COORD__ROLE__ROLE_CTL + 1)
 /* What fring_name() accepts in a shared-memory name. */
 #define INSTANCE_CHARS   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
@@ -82,6 +83,7 @@ struct node {
         pthread_t ring_thread;
         bool ring_thread_started;
         atomic_bool ring_thread_stop;
+        bool draining;                  /* node_free(): closing, no redials */
 };
 
 static const char *const role_names[N_ROLES] = {
@@ -441,6 +443,14 @@ static void conn_on_frame(struct ipc_conn *c, const Coord__Envelope *env, void *
                 n->h.on_message(n, cs->role, env, n->userdata);
 }
 
+static bool peer_conns_open(const struct node *n)
+{
+        for (unsigned r = 1; r < N_ROLES; r++)
+                if (n->peers[r].conn || n->peers[r].dialing)
+                        return true;
+        return false;
+}
+
 static void conn_on_close(struct ipc_conn *c, int reason, void *userdata)
 {
         struct conn_state *cs = userdata;
@@ -467,10 +477,15 @@ static void conn_on_close(struct ipc_conn *c, int reason, void *userdata)
         for (unsigned r = 1; r < N_ROLES; r++)
                 if (n->peers[r].dialing == c)
                         n->peers[r].dialing = NULL;
+        free(cs);
+        if (n->draining) {
+                if (!peer_conns_open(n))
+                        loop_stop(n->loop);
+                return;
+        }
         for (unsigned r = 1; r < N_ROLES; r++)
                 if (n->peers[r].dial && !n->peers[r].conn && !n->peers[r].dialing && n->loop)
                         peer_schedule_redial(&n->peers[r]);
-        free(cs);
 }
 
 static void on_accept(struct ipc_server *s, struct ipc_conn *c, void *userdata)
@@ -631,6 +646,17 @@ struct node *node_free(struct node *n)
         for (unsigned i = 1; i < N_ROLES && n->loop; i++) {
                 loop_timer_cancel(n->loop, n->peers[i].redial);
                 n->peers[i].redial = NULL;
+        }
+        /* Close the peer connections and let the loop finish the closes (a short drain),
+         * so that nothing of them is left behind at exit. */
+        if (n->loop && peer_conns_open(n)) {
+                n->draining = true;
+                for (unsigned i = 1; i < N_ROLES; i++) {
+                        ipc_conn_close(n->peers[i].conn);
+                        ipc_conn_close(n->peers[i].dialing);
+                }
+                if (peer_conns_open(n))
+                        (void)loop_run_for(n->loop, NODE_DRAIN_NS);
         }
         /* Freeing the server closes the listening socket and unlinks its path; the pid
          * file goes only if it is ours (a failed second start must not remove it). */
