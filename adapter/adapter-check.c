@@ -89,6 +89,7 @@ struct check {
         struct waiter *waiters;
         size_t n_waiters, cap_waiters;
         uint64_t start_ns;              /* when the first waiter asked */
+        unsigned align_retries;         /* times commits were in flight, this check */
         struct loop_timer *retry;
         struct loop_waker *waker;
         pthread_t thread;
@@ -573,14 +574,15 @@ static void answer_all(struct check *ck, const struct job *j, int r, const char 
                         log_debug("check_requester_gone", "ctl=%" PRIu64, w->ctl_id);
         }
         if (r < 0)
-                log_warn("catalog_check_failed", "reason=\"%s\" took_us=%" PRIu64, err, took_us);
+                log_warn("catalog_check_failed", "reason=\"%s\" align_retries=%u took_us=%" PRIu64, err,
+                         ck->align_retries, took_us);
         else if (j->match)
-                log_info("catalog_check_match", "seq=%" PRIu64 " records=%" PRIu64 " took_us=%" PRIu64,
-                         j->seq, j->records, took_us);
+                log_info("catalog_check_match", "seq=%" PRIu64 " records=%" PRIu64 " align_retries=%u "
+                         "took_us=%" PRIu64, j->seq, j->records, ck->align_retries, took_us);
         else
                 log_warn("catalog_check_mismatch", "seq=%" PRIu64 " records=%" PRIu64 " differences=%zu "
-                         "first=\"%s\" took_us=%" PRIu64, j->seq, j->records, j->n_diffs + j->n_more,
-                         j->n_diffs ? j->diffs[0] : "", took_us);
+                         "first=\"%s\" align_retries=%u took_us=%" PRIu64, j->seq, j->records,
+                         j->n_diffs + j->n_more, j->n_diffs ? j->diffs[0] : "", ck->align_retries, took_us);
         ck->n_waiters = 0;
         ck->state = CHECK_IDLE;
         ck->checks++;
@@ -723,6 +725,7 @@ static void try_align(struct loop *l, void *userdata)
                 answer_all(ck, NULL, -ETIMEDOUT, err);
                 return;
         }
+        ck->align_retries++;
         r = loop_timer_add(node_loop(ck->node), CHECK_ALIGN_RETRY_MS * 1000000ull, try_align, ck,
                            &ck->retry);
         if (r < 0) {
@@ -748,6 +751,7 @@ void check_on_request(struct check *ck, uint64_t ctl_id, const Coord__Envelope *
                 return;         /* shares the answer of the check under way */
         ck->state = CHECK_ALIGNING;
         ck->start_ns = now_ns();
+        ck->align_retries = 0;
         try_align(node_loop(ck->node), ck);
 }
 
