@@ -90,6 +90,7 @@ struct check {
         size_t n_waiters, cap_waiters;
         uint64_t start_ns;              /* when the first waiter asked */
         unsigned align_retries;         /* times commits were in flight, this check */
+        uint64_t snapshot_us;           /* the loop's share: acat_export() copied */
         struct loop_timer *retry;
         struct loop_waker *waker;
         pthread_t thread;
@@ -578,7 +579,8 @@ static void answer_all(struct check *ck, const struct job *j, int r, const char 
                          ck->align_retries, took_us);
         else if (j->match)
                 log_info("catalog_check_match", "seq=%" PRIu64 " records=%" PRIu64 " align_retries=%u "
-                         "took_us=%" PRIu64, j->seq, j->records, ck->align_retries, took_us);
+                         "snapshot_us=%" PRIu64 " took_us=%" PRIu64, j->seq, j->records,
+                         ck->align_retries, ck->snapshot_us, took_us);
         else
                 log_warn("catalog_check_mismatch", "seq=%" PRIu64 " records=%" PRIu64 " differences=%zu "
                          "first=\"%s\" align_retries=%u took_us=%" PRIu64, j->seq, j->records,
@@ -667,6 +669,7 @@ static int start_replay(struct check *ck)
 {
         struct adapter_catalog *ac = exec_catalog(ck->ex);
         struct export_ctx x = { .corrupt = ck->test_corrupt };
+        uint64_t t0 = now_ns();
         struct job *j;
         int r;
 
@@ -683,6 +686,7 @@ static int start_replay(struct check *ck)
                 job_free(j);
                 return r;
         }
+        ck->snapshot_us = (now_ns() - t0) / 1000;
         ck->job = j;
         ck->state = CHECK_REPLAYING;
         r = -pthread_create(&ck->thread, NULL, replay_thread, ck);
