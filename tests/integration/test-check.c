@@ -23,85 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "node.h"
-#include "t.h"
-#include "util.h"
+#include "itest.h"
 
-static char *home, *run_dir, *coord_cmd, *build_dir, *top_dir, *conninfo;
-static int pg_port;
-
-static PGconn *db(void)
-{
-        PGconn *c = PQconnectdb(conninfo);
-
-        if (PQstatus(c) != CONNECTION_OK) {
-                fprintf(stderr, "connect: %s", PQerrorMessage(c));
-                PQfinish(c);
-                return NULL;
-        }
-        return c;
-}
-
-static bool ok(PGconn *c, const char *sql)
-{
-        PGresult *r = PQexec(c, sql);
-        ExecStatusType st = PQresultStatus(r);
-        bool good = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-
-        if (!good)
-                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
-        PQclear(r);
-        return good;
-}
-
-static bool okf(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool okf(PGconn *c, const char *fmt, ...)
-{
-        char q[512];
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(q, sizeof(q), fmt, ap);
-        va_end(ap);
-        return ok(c, q);
-}
-
-static uint64_t scalar_u64(PGconn *c, const char *sql)
-{
-        PGresult *r = PQexec(c, sql);
-        uint64_t v = 0;
-
-        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
-                v = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
-        else
-                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
-        PQclear(r);
-        return v;
-}
-
-static pid_t pid_of(Coord__Role role)
-{
-        Coord__StatusReply *s = NULL;
-        pid_t pid = -1;
-
-        if (node_query_status(run_dir, role, 1000, &s) == 0) {
-                pid = s->pid;
-                coord__status_reply__free_unpacked(s, NULL);
-        }
-        return pid;
-}
-
-static void kill9(Coord__Role role)
-{
-        pid_t pid = pid_of(role);
-
-        CU_ASSERT_FATAL(pid > 0);
-        kill(pid, SIGKILL);
-        while (kill(pid, 0) == 0)
-                usleep(1000);
-}
-
-/* Run `coordctl check [extra]`; its exit status, its output in out. */
 static int check(const char *extra, char *out, size_t size)
 {
         char *cmd = NULL;
@@ -180,7 +103,7 @@ static void test_churn(void)
 
 static void test_after_kill9(void)
 {
-        kill9(COORD__ROLE__ROLE_ADAPTER);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         CU_ASSERT(check_matches("after kill -9 of the adapter and coord up"));
         usleep(1200 * 1000);
@@ -265,7 +188,7 @@ static void test_corrupt(void)
         gid = scalar_u64(c, "SELECT min(id) FROM coord_objects WHERE id >= 1000");
         PQfinish(c);
         CU_ASSERT_FATAL(gid >= 1000);
-        kill9(COORD__ROLE__ROLE_ADAPTER);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
         CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS=--test-check-corrupt %s up >/dev/null", coord_cmd), 0);
         st = check(NULL, out, sizeof(out));
         printf("\n    with --test-check-corrupt: exit %d: %s", st, out);
@@ -279,7 +202,7 @@ static void test_corrupt(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"match\":false"));
         CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
         /* Back to a healthy adapter. */
-        kill9(COORD__ROLE__ROLE_ADAPTER);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         CU_ASSERT(check_matches(NULL));
 }
@@ -359,30 +282,5 @@ static const struct t_case cases[] = {
 
 int main(void)
 {
-        int r;
-
-        top_dir = getenv("COORD_TOP");
-        build_dir = getenv("COORD_BUILD");
-        if (!top_dir || !build_dir) {
-                fprintf(stderr, "COORD_TOP and COORD_BUILD must be set (meson test does)\n");
-                return T_EXIT_ERROR;
-        }
-        pg_port = t_free_port();
-        home = t_mkdtemp("check");
-        if (!home || pg_port <= 0 || asprintf(&run_dir, "%s/run", home) < 0 ||
-            asprintf(&coord_cmd, "COORD_HOME=%s COORD_SKIP_SETUP=1 COORD_INSTANCE=k%d COORD_PG_PORT=%d %s/tools/coord",
-                     home, (int)getpid(), pg_port, top_dir) < 0 ||
-            asprintf(&conninfo, "host=127.0.0.1 port=%d user=coord dbname=coord connect_timeout=5", pg_port) < 0)
-                return T_EXIT_ERROR;
-        r = t_run((const struct t_suite[]){ { "check", cases }, { NULL, NULL } });
-        (void)!t_sh("%s down >/dev/null 2>&1", coord_cmd);
-        if (r == T_EXIT_PASS)
-                t_rmrf(home);
-        else
-                fprintf(stderr, "daemon logs kept in %s/log\n", home);
-        free(run_dir);
-        free(coord_cmd);
-        free(conninfo);
-        free(home);
-        return r;
+        return itest_main("check", "k", (const struct t_suite[]){ { "check", cases }, { NULL, NULL } });
 }
