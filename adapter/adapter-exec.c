@@ -94,6 +94,9 @@ struct session {
         bool extended;                  /* running an Execute: one statement */
         bool waiting;                   /* parked on the controller */
         bool gone;                      /* the client disconnected while parked */
+        uint64_t enact_gid;             /* parked until this object is on the controller */
+        uint64_t enact_deadline_ms;
+        struct session *enact_next;     /* on ex->enact_waiters */
         char tag[64];
 };
 
@@ -120,6 +123,7 @@ struct exec {
         uint64_t last_group_ms;
         uint64_t groups_sent, writes_acked;
         uint64_t publications, publication_records;
+        struct session *enact_waiters;  /* statements waiting for their objects (13) */
         int fatal;                      /* catalog failed: no more DDL */
 };
 
@@ -512,6 +516,8 @@ static void on_tick(struct loop *l, void *userdata)
         int r;
 
         ex->tick = NULL;
+        if (ex->enact_waiters)
+                exec_on_frontiers(ex);          /* deadlines */
         if (ex->controller_up && !ex->groups && now_ms() - ex->last_group_ms >= ex->cfg.tick_ms) {
                 struct group *g = group_open(ex);
                 if (g)
@@ -1311,10 +1317,130 @@ static int exec_show_variable(struct session *s, struct sql_stmt *st)
         return STMT_DONE;
 }
 
+/* ---- waiting for objects to be enacted ---- */
+
+/* An object a statement writes or reads is on the controller once the frontier ring
+ * shows it (a collection's or an index's slot).  Views hold no data; built-ins are
+ * there from the start. */
+static bool enacted(struct exec *ex, uint64_t gid)
+{
+        const struct acat_item *it = acat_by_gid(ex->cat, gid);
+        struct fring_reader *rd = node_ring(ex->node);
+        struct fring_frontier f;
+
+        if (!it || it->builtin || it->kind == SQL_OBJECT_VIEW)
+                return true;    /* unknown: let the controller answer */
+        return rd && fring_lookup(rd, gid, &f) == 0;
+}
+
+/* The first object st needs that the controller does not have yet, or 0. */
+static uint64_t stmt_unenacted(struct exec *ex, const struct sql_stmt *st)
+{
+        switch (st->kind) {
+        case SQL_STMT_INSERT:
+                return enacted(ex, st->insert.id) ? 0 : st->insert.id;
+        case SQL_STMT_DELETE:
+                return enacted(ex, st->delete_.id) ? 0 : st->delete_.id;
+        case SQL_STMT_SELECT:
+                for (size_t i = 0; i < st->n_physical_inputs; i++)
+                        if (!enacted(ex, st->physical_inputs[i]))
+                                return st->physical_inputs[i];
+                return 0;
+        default:
+                return 0;
+        }
+}
+
+static int exec_stmt(struct session *s, struct sql_stmt *st);
+
+/* Run a statement that waited for its objects again, and the session on from there. */
+static void enact_retry(struct session *s)
+{
+        int r;
+
+        s->waiting = false;
+        if (s->gone) {
+                s->stmt = sql_stmt_free(s->stmt);
+                session_resume(s);      /* frees it */
+                return;
+        }
+        r = exec_stmt(s, s->stmt);
+        if (r == STMT_PARKED)
+                return;
+        if (r < 0) {
+                if (r != -ECANCELED)
+                        send_error(s->c, "XX000", "internal error: %s", strerror(-r));
+                s->stmt = sql_stmt_free(s->stmt);
+                s->next = SIZE_MAX;
+        }
+        session_resume(s);
+}
+
+/* Frontier records arrived (or a tick): resume the statements whose objects are there,
+ * fail the ones that waited too long. */
+void exec_on_frontiers(struct exec *ex)
+{
+        struct session *ready = NULL, **pp = &ex->enact_waiters;
+        uint64_t now = now_ms();
+
+        while (*pp) {
+                struct session *s = *pp;
+                bool there = s->gone || enacted(ex, s->enact_gid), late = now >= s->enact_deadline_ms;
+
+                if (!there && !late) {
+                        pp = &s->enact_next;
+                        continue;
+                }
+                *pp = s->enact_next;
+                if (!there) {
+                        const struct acat_item *it = acat_by_gid(ex->cat, s->enact_gid);
+                        struct row_error e = { .position = 0 };
+
+                        row_error_set(&e, -ETIMEDOUT, "57014", "timed out after %llu ms waiting for %s "
+                                      "\"%s\" to be installed on the controller",
+                                      (unsigned long long)ex->cfg.peek_timeout_ms,
+                                      it ? acat_kind_name(it->kind) : "object", it ? it->name : "?");
+                        send_row_error(s->c, &e);
+                        s->stmt = sql_stmt_free(s->stmt);
+                        s->next = SIZE_MAX;
+                        s->waiting = false;
+                        session_resume(s);
+                        continue;
+                }
+                s->enact_next = ready;          /* resumed below, in arrival order */
+                ready = s;
+        }
+        while (ready) {
+                struct session *s = ready, *prev = NULL;
+
+                /* oldest first: the list is reversed */
+                for (struct session *q = ready; q->enact_next; q = q->enact_next)
+                        prev = q, s = q->enact_next;
+                if (prev)
+                        prev->enact_next = NULL;
+                else
+                        ready = NULL;
+                s->enact_next = NULL;
+                enact_retry(s);
+        }
+}
+
 /* Run one analyzed statement: STMT_DONE (tag in s->tag), STMT_PARKED, -ECANCELED (an
  * error was sent), or another -errno (reported as an internal error). */
 static int exec_stmt(struct session *s, struct sql_stmt *st)
 {
+        uint64_t missing = stmt_unenacted(s->ex, st);
+
+        if (missing) {
+                /* The catalog has the object, the controller not yet: wait for it to
+                 * show in the frontier ring, no round trip (exec_on_frontiers()). */
+                s->enact_gid = missing;
+                s->enact_deadline_ms = now_ms() + s->ex->cfg.peek_timeout_ms;
+                s->enact_next = s->ex->enact_waiters;
+                s->ex->enact_waiters = s;
+                s->waiting = true;
+                return STMT_PARKED;
+        }
         for (size_t i = 0; i < st->n_notices; i++) {
                 struct pgcodec_error pe = {
                         .severity = "NOTICE", .sqlstate = st->notices[i].sqlstate,

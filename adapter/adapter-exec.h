@@ -42,6 +42,9 @@ struct exec *exec_free(struct exec *ex);
 void exec_controller_up(struct exec *ex);
 void exec_controller_down(struct exec *ex);
 void exec_on_message(struct exec *ex, const Coord__Envelope *env);
+/* The frontier ring changed: statements waiting for an object to reach the controller
+ * may go on (or time out). */
+void exec_on_frontiers(struct exec *ex);
 /* MSG_PUBLISH_PROTECTION from the lifecycle follower: validate, commit, answer (issue 5). */
 void exec_on_publication(struct exec *ex, Coord__Role from, const Coord__Envelope *env);
 void exec_status(struct exec *ex, Coord__StatusReply *reply);

@@ -89,7 +89,17 @@ static void adapter_peer_down(struct node *n, Coord__Role role, void *userdata)
                 exec_controller_down(ad->exec);
 }
 
+static void adapter_frontiers(struct node *n, const struct fring_frontier *f, size_t count,
+                              bool resynced, void *userdata)
+{
+        struct adapter *ad = userdata;
+
+        if (ad->exec)
+                exec_on_frontiers(ad->exec);
+}
+
 static const struct node_handler adapter_handler = {
+        .on_frontiers = adapter_frontiers,
         .on_status = adapter_status,
         .on_message = adapter_message,
         .on_ctl_message = adapter_ctl_message,
