@@ -20,11 +20,13 @@
 
 #include "catalog.h"
 #include "catalog.pb-c.h"
+#include "coord.pb-c.h"
 #include "util.h"
 
 #define META_NEXT_GID "next_gid"
 #define KEY_ITEM  'i'
 #define KEY_BOUND 'b'
+#define KEY_REQ   'r'
 
 #define TOMBSTONE ((struct acat_item *)(uintptr_t)1)
 
@@ -36,6 +38,7 @@ struct adapter_catalog {
         struct acat_item **names;       /* hash by name: NULL empty, TOMBSTONE removed */
         size_t n_names_cap, n_names_used, n_tombstones;
         uint64_t next_gid;
+        bool publishing;                /* a publication's commit is in flight */
 };
 
 /* ---- built-ins ---- */
@@ -51,11 +54,24 @@ static struct sql_column frontiers_cols[] = {
         { (char *)"read_frontier", ROW_TYPE_INT8, false },
         { (char *)"write_frontier", ROW_TYPE_INT8, false },
 };
+static struct sql_column bounds_cols[] = {
+        { (char *)"object_id", ROW_TYPE_INT8, false },
+        { (char *)"bound", ROW_TYPE_INT8, false },
+};
+static struct sql_column requirements_cols[] = {
+        { (char *)"consumer_id", ROW_TYPE_INT8, false },
+        { (char *)"input_id", ROW_TYPE_INT8, false },
+        { (char *)"frontier", ROW_TYPE_INT8, false },
+};
 static struct acat_item builtins[] = {
         { ACAT_GID_OBJECTS, (char *)"coord_objects", SQL_OBJECT_TABLE, NULL,
           objects_cols, ELEMENTSOF(objects_cols), 0, true },
         { ACAT_GID_FRONTIERS, (char *)"coord_frontiers", SQL_OBJECT_TABLE, NULL,
           frontiers_cols, ELEMENTSOF(frontiers_cols), 0, true },
+        { ACAT_GID_BOUNDS, (char *)"coord_bounds", SQL_OBJECT_TABLE, NULL,
+          bounds_cols, ELEMENTSOF(bounds_cols), 0, true },
+        { ACAT_GID_REQUIREMENTS, (char *)"coord_requirements", SQL_OBJECT_TABLE, NULL,
+          requirements_cols, ELEMENTSOF(requirements_cols), 0, true },
 };
 
 const char *acat_kind_name(enum sql_object_kind kind)
@@ -138,6 +154,8 @@ static void item_free(struct acat_item *it)
         free(it->refs);
         free(it->keys);
         free(it->dependents);
+        free(it->reqs);
+        free(it->req_consumers);
         free(it);
 }
 
@@ -203,6 +221,61 @@ static void dependent_remove(struct acat_item *it, uint64_t gid)
                         it->dependents[i] = it->dependents[--it->n_dependents];
                         return;
                 }
+}
+
+/* ---- requirements (in memory) ---- */
+
+static int req_consumer_add(struct acat_item *input, struct acat_item *consumer)
+{
+        if (input->n_req_consumers == input->cap_req_consumers) {
+                size_t cap = input->cap_req_consumers ? input->cap_req_consumers * 2 : 4;
+                struct acat_item **n = realloc(input->req_consumers, cap * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                input->req_consumers = n;
+                input->cap_req_consumers = cap;
+        }
+        input->req_consumers[input->n_req_consumers++] = consumer;
+        return 0;
+}
+
+static void req_consumer_remove(struct acat_item *input, const struct acat_item *consumer)
+{
+        for (size_t i = 0; i < input->n_req_consumers; i++)
+                if (input->req_consumers[i] == consumer) {
+                        input->req_consumers[i] = input->req_consumers[--input->n_req_consumers];
+                        return;
+                }
+}
+
+static struct acat_req *req_find(const struct acat_item *consumer, uint64_t input)
+{
+        for (size_t i = 0; i < consumer->n_reqs; i++)
+                if (consumer->reqs[i].input == input)
+                        return &consumer->reqs[i];
+        return NULL;
+}
+
+/* Add R(consumer, input) to the consumer (sorted by input). */
+static int req_put(struct acat_item *consumer, uint64_t input, uint64_t frontier)
+{
+        struct acat_req *n, *hit = req_find(consumer, input);
+        size_t pos = 0;
+
+        if (hit) {
+                hit->frontier = frontier;
+                return 0;
+        }
+        n = realloc(consumer->reqs, (consumer->n_reqs + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        consumer->reqs = n;
+        while (pos < consumer->n_reqs && n[pos].input < input)
+                pos++;
+        memmove(&n[pos + 1], &n[pos], (consumer->n_reqs - pos) * sizeof(*n));
+        n[pos] = (struct acat_req){ input, frontier, 0 };
+        consumer->n_reqs++;
+        return 0;
 }
 
 static size_t items_lower_bound(const struct adapter_catalog *ac, uint64_t gid)
@@ -302,6 +375,11 @@ static int deps_link(struct adapter_catalog *ac, struct acat_item *it)
 
 static void deps_unlink(struct adapter_catalog *ac, struct acat_item *it)
 {
+        for (size_t i = 0; i < it->n_reqs; i++) {
+                struct acat_item *in = (struct acat_item *)acat_by_gid(ac, it->reqs[i].input);
+                if (in)
+                        req_consumer_remove(in, it);
+        }
         for (size_t i = 0; i < it->n_refs; i++) {
                 struct acat_item *ref = (struct acat_item *)acat_by_gid(ac, it->refs[i]);
                 if (!ref)
@@ -497,6 +575,75 @@ static int load_items(struct adapter_catalog *ac)
         return catalog_scan(ac->store, CATALOG_CF_STATE, &prefix, 1, load_item, ac);
 }
 
+static int load_bound(const void *key, size_t key_len, const void *value, size_t value_len,
+                      void *userdata)
+{
+        struct adapter_catalog *ac = userdata;
+        Coord__CatalogBound *b;
+        struct acat_item *it;
+
+        if (key_len != 9)
+                return -EBADMSG;
+        b = coord__catalog_bound__unpack(NULL, value_len, value);
+        if (!b)
+                return -EBADMSG;
+        it = (struct acat_item *)acat_by_gid(ac, b->gid);
+        if (!it || it->builtin || b->gid != be64_get((const uint8_t *)key + 1)) {
+                coord__catalog_bound__free_unpacked(b, NULL);
+                return -EBADMSG;        /* a bound of nothing: the catalog contradicts itself */
+        }
+        it->has_bound = true;
+        it->bound = b->bound;
+        coord__catalog_bound__free_unpacked(b, NULL);
+        return 0;
+}
+
+static int load_req(const void *key, size_t key_len, const void *value, size_t value_len,
+                    void *userdata)
+{
+        struct adapter_catalog *ac = userdata;
+        Coord__CatalogRequirement *q;
+        struct acat_item *c;
+        int r;
+
+        if (key_len != 17)
+                return -EBADMSG;
+        q = coord__catalog_requirement__unpack(NULL, value_len, value);
+        if (!q)
+                return -EBADMSG;
+        c = (struct acat_item *)acat_by_gid(ac, q->consumer);
+        if (!c || !acat_by_gid(ac, q->input) || q->consumer != be64_get((const uint8_t *)key + 1) ||
+            q->input != be64_get((const uint8_t *)key + 9))
+                r = -EBADMSG;
+        else
+                r = req_put(c, q->input, q->frontier);
+        coord__catalog_requirement__free_unpacked(q, NULL);
+        return r;
+}
+
+static int load_protection(struct adapter_catalog *ac)
+{
+        uint8_t prefix = KEY_BOUND;
+        int r;
+
+        r = catalog_scan(ac->store, CATALOG_CF_STATE, &prefix, 1, load_bound, ac);
+        if (r < 0)
+                return r;
+        prefix = KEY_REQ;
+        r = catalog_scan(ac->store, CATALOG_CF_STATE, &prefix, 1, load_req, ac);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ac->n_items; i++) {
+                struct acat_item *c = ac->items[i];
+                for (size_t k = 0; k < c->n_reqs; k++) {
+                        r = req_consumer_add((struct acat_item *)acat_by_gid(ac, c->reqs[k].input), c);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 int acat_open(struct catalog *store, struct adapter_catalog **ret)
 {
         struct adapter_catalog *ac;
@@ -541,6 +688,9 @@ int acat_open(struct catalog *store, struct adapter_catalog **ret)
         }
         for (size_t i = 0; i < ac->n_items; i++)
                 ac->items[i]->index_id = oldest_index(ac, ac->items[i]);
+        r = load_protection(ac);
+        if (r < 0)
+                goto fail;
         /* Concurrent DDL commits in any order within a group, so the meta record may
          * lag the largest GlobalId taken: never hand one out twice (note 3). */
         if (ac->n_items > ac->n_builtin && ac->items[ac->n_items - 1]->gid >= ac->next_gid)
@@ -566,6 +716,9 @@ struct adapter_catalog *acat_free(struct adapter_catalog *ac)
                         /* static storage: only the dependents array is ours */
                         free(ac->items[i]->dependents);
                         ac->items[i]->dependents = NULL;
+                        free(ac->items[i]->req_consumers);
+                        ac->items[i]->req_consumers = NULL;
+                        ac->items[i]->n_req_consumers = ac->items[i]->cap_req_consumers = 0;
                         ac->items[i]->n_dependents = ac->items[i]->cap_dependents = 0;
                         ac->items[i]->index_id = 0;
                 }
@@ -603,23 +756,130 @@ const struct sql_catalog_ops acat_sql_ops = {
 
 /* ---- DDL ---- */
 
+enum txn_kind { TXN_CREATE, TXN_DROP, TXN_PUBLISH };
+
 struct acat_txn {
-        bool create;
+        enum txn_kind kind;
+        bool create;                    /* kind == TXN_CREATE */
         struct acat_item **items;       /* create: the new item; drop: the dropped ones */
         size_t n_items;
         struct catalog_op *ops;
-        size_t n_ops;
-        uint8_t *buf;                   /* keys and values the ops point into */
+        size_t n_ops, cap_ops;
+        void **bufs;                    /* one allocation per op: key and value */
+        size_t cap_bufs;
+        struct acat_bound_change *bch;
+        size_t n_bch, cap_bch;
+        struct acat_req_change *rch;
+        size_t n_rch, cap_rch;
 };
 
 static void txn_free(struct acat_txn *t)
 {
         if (!t)
                 return;
+        for (size_t i = 0; i < t->n_ops; i++)
+                free(t->bufs[i]);
+        free(t->bufs);
         free(t->items);
         free(t->ops);
-        free(t->buf);
+        free(t->bch);
+        free(t->rch);
         free(t);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+        size_t n;
+        void *q;
+
+        if (need <= *cap)
+                return 0;
+        n = *cap ? *cap * 2 : 8;
+        while (n < need)
+                n *= 2;
+        q = realloc(*p, n * size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *cap = n;
+        return 0;
+}
+
+/* Append an op, copying key and value. */
+static int txn_op(struct acat_txn *t, enum catalog_op_kind kind, enum catalog_cf cf, const void *key,
+                  size_t klen, const void *val, size_t vlen)
+{
+        uint8_t *buf;
+        int r;
+
+        r = grow((void **)&t->ops, &t->cap_ops, t->n_ops + 1, sizeof(*t->ops));
+        if (r == 0)
+                r = grow((void **)&t->bufs, &t->cap_bufs, t->n_ops + 1, sizeof(*t->bufs));
+        if (r < 0)
+                return r;
+        buf = malloc(klen + vlen + 1);
+        if (!buf)
+                return -ENOMEM;
+        memcpy(buf, key, klen);
+        if (vlen)
+                memcpy(buf + klen, val, vlen);
+        t->bufs[t->n_ops] = buf;
+        t->ops[t->n_ops++] = (struct catalog_op){ kind, cf, buf, klen, vlen || kind == CATALOG_OP_PUT ? buf + klen : NULL, vlen };
+        return 0;
+}
+
+static int txn_put_bound(struct acat_txn *t, uint64_t gid, uint64_t bound)
+{
+        Coord__CatalogBound b = COORD__CATALOG_BOUND__INIT;
+        uint8_t key[9], val[32];
+        size_t len;
+
+        b.gid = gid;
+        b.bound = bound;
+        len = coord__catalog_bound__pack(&b, val);
+        key_put(key, KEY_BOUND, gid);
+        return txn_op(t, CATALOG_OP_PUT, CATALOG_CF_STATE, key, 9, val, len);
+}
+
+static void req_key(uint8_t key[17], uint64_t consumer, uint64_t input)
+{
+        key[0] = KEY_REQ;
+        be64_put(key + 1, consumer);
+        be64_put(key + 9, input);
+}
+
+static int txn_put_req(struct acat_txn *t, uint64_t consumer, uint64_t input, uint64_t frontier)
+{
+        Coord__CatalogRequirement q = COORD__CATALOG_REQUIREMENT__INIT;
+        uint8_t key[17], val[48];
+        size_t len;
+
+        q.consumer = consumer;
+        q.input = input;
+        q.frontier = frontier;
+        len = coord__catalog_requirement__pack(&q, val);
+        req_key(key, consumer, input);
+        return txn_op(t, CATALOG_OP_PUT, CATALOG_CF_STATE, key, 17, val, len);
+}
+
+static int txn_bch(struct acat_txn *t, const struct acat_bound_change *c)
+{
+        int r = grow((void **)&t->bch, &t->cap_bch, t->n_bch + 1, sizeof(*t->bch));
+
+        if (r < 0)
+                return r;
+        t->bch[t->n_bch++] = *c;
+        return 0;
+}
+
+static int txn_rch(struct acat_txn *t, const struct acat_req_change *c)
+{
+        int r = grow((void **)&t->rch, &t->cap_rch, t->n_rch + 1, sizeof(*t->rch));
+
+        if (r < 0)
+                return r;
+        t->rch[t->n_rch++] = *c;
+        return 0;
 }
 
 const struct catalog_op *acat_txn_ops(const struct acat_txn *t, size_t *ret_n)
@@ -636,6 +896,42 @@ const struct acat_item *acat_txn_item(const struct acat_txn *t, size_t i)
 size_t acat_txn_n_items(const struct acat_txn *t)
 {
         return t->n_items;
+}
+
+size_t acat_txn_bound_changes(const struct acat_txn *t, const struct acat_bound_change **ret)
+{
+        *ret = t->bch;
+        return t->n_bch;
+}
+
+size_t acat_txn_req_changes(const struct acat_txn *t, const struct acat_req_change **ret)
+{
+        *ret = t->rch;
+        return t->n_rch;
+}
+
+uint64_t acat_next_gid(const struct adapter_catalog *ac)
+{
+        return ac->next_gid;
+}
+
+static uint64_t effective_bound(const struct acat_item *it)
+{
+        uint64_t b = it->has_bound ? it->bound : 0;
+
+        return it->pending_bound > b ? it->pending_bound : b;
+}
+
+uint64_t acat_max_bound(const struct adapter_catalog *ac, const uint64_t *gids, size_t n)
+{
+        uint64_t m = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct acat_item *it = acat_by_gid(ac, gids[i]);
+                if (it && effective_bound(it) > m)
+                        m = effective_bound(it);
+        }
+        return m;
 }
 
 /* The item array (by gid) without the name index: for pending items at finish. */
@@ -694,11 +990,14 @@ int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni
 {
         struct acat_txn *t = NULL;
         struct acat_item *it = NULL;
-        uint8_t *ival = NULL, bval[32];
+        uint8_t *ival = NULL;
         Coord__CatalogBound bound = COORD__CATALOG_BOUND__INIT;
         uint8_t *planbuf = NULL;
-        size_t ilen = 0, blen = 0, plen = 0;
+        size_t ilen = 0, plen = 0;
         bool has_bound = kind_has_bound(ni->kind), linked = false;
+        bool consumer = ni->kind == SQL_OBJECT_MATERIALIZED_VIEW || ni->kind == SQL_OBJECT_INDEX;
+        const uint64_t *req_inputs = NULL;
+        size_t n_req_inputs = 0;
         int r;
 
         /* Validate on the final state: pending creations hold their names too. */
@@ -713,6 +1012,35 @@ int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni
                 if (ref->dropping)
                         return row_error_set(err, -EINVAL, "55006",
                                              "\"%s\" is being dropped by another session", ref->name);
+        }
+        /* I4, admission: a consumer (materialized view, index) reads every logical input
+         * from its as-of, so each one's committed bound -- and any bound a publication
+         * in flight is committing -- must be at or below it.  By committed permission,
+         * not by physical compaction, which may lag. */
+        if (consumer) {
+                req_inputs = ni->logical_inputs;
+                n_req_inputs = ni->n_logical;
+                for (size_t i = 0; i < n_req_inputs; i++) {
+                        const struct acat_item *in = acat_by_gid(ac, req_inputs[i]);
+                        uint64_t b;
+
+                        if (!in || in->pending)
+                                return row_error_set(err, -EINVAL, "42P01", "input %llu does not exist",
+                                                     (unsigned long long)req_inputs[i]);
+                        b = effective_bound(in);
+                        if (ni->as_of < b) {
+                                row_error_set(err, -EINVAL, "55000",
+                                              "cannot create %s \"%s\" as of %llu: input \"%s\" has bound %llu",
+                                              acat_kind_name(ni->kind), ni->name,
+                                              (unsigned long long)ni->as_of, in->name,
+                                              (unsigned long long)b);
+                                row_error_detail(err, "The history of \"%s\" before %llu may be compacted "
+                                                 "already; the as-of requested was %llu.", in->name,
+                                                 (unsigned long long)b, (unsigned long long)ni->as_of);
+                                row_error_hint(err, "Create it as of %llu or later.", (unsigned long long)b);
+                                return -EINVAL;
+                        }
+                }
         }
         it = calloc(1, sizeof(*it));
         t = calloc(1, sizeof(*t));
@@ -762,41 +1090,55 @@ int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni
         r = item_encode(it, &ival, &ilen);
         if (r < 0)
                 goto fail;
-        if (has_bound) {
-                bound.gid = it->gid;
-                /* birth: readable from its creation on (a materialized view from its
-                 * as-of, where its history starts) */
-                bound.bound = it->kind == SQL_OBJECT_MATERIALIZED_VIEW ? ni->as_of : ts;
-                blen = coord__catalog_bound__pack(&bound, bval);
-        }
+        /* birth bound: readable from its creation on (a materialized view from its
+         * as-of, where its history starts) */
+        bound.gid = it->gid;
+        bound.bound = it->kind == SQL_OBJECT_MATERIALIZED_VIEW ? ni->as_of : ts;
+        t->kind = TXN_CREATE;
         t->create = true;
         t->items = calloc(1, sizeof(*t->items));
-        t->ops = calloc(3, sizeof(*t->ops));
-        t->buf = malloc(9 + 9 + 8 + ilen + blen);
-        if (!t->items || !t->ops || !t->buf) {
+        if (!t->items) {
                 free(ival);
                 r = -ENOMEM;
                 goto fail;
         }
         {
-                uint8_t *ikey = t->buf, *bkey = t->buf + 9, *next = t->buf + 18;
-                uint8_t *iv = t->buf + 26, *bv = iv + ilen;
+                uint8_t ikey[9], next[8];
 
                 key_put(ikey, KEY_ITEM, it->gid);
-                key_put(bkey, KEY_BOUND, it->gid);
                 be64_put(next, it->gid + 1);
-                memcpy(iv, ival, ilen);
-                t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, ikey, 9, iv, ilen };
-                if (has_bound) {
-                        memcpy(bv, bval, blen);
-                        t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, bkey, 9, bv, blen };
+                r = txn_op(t, CATALOG_OP_PUT, CATALOG_CF_STATE, ikey, 9, ival, ilen);
+                if (r >= 0 && has_bound) {
+                        r = txn_put_bound(t, it->gid, bound.bound);
+                        if (r >= 0)
+                                r = txn_bch(t, &(struct acat_bound_change){ .gid = it->gid,
+                                            .has_new = true, .new_ = bound.bound });
+                        it->has_bound = true;
+                        it->bound = bound.bound;
                 }
-                t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_META, META_NEXT_GID,
-                                                          strlen(META_NEXT_GID), next, 8 };
+                /* I4: the consumer's requirements, one per logical input, at its as-of,
+                 * in the same transaction as the item and its birth bound. */
+                for (size_t i = 0; r >= 0 && i < n_req_inputs; i++) {
+                        r = req_put(it, req_inputs[i], ni->as_of);
+                        if (r >= 0)
+                                r = txn_put_req(t, it->gid, req_inputs[i], ni->as_of);
+                        if (r >= 0)
+                                r = txn_rch(t, &(struct acat_req_change){ .consumer = it->gid,
+                                            .input = req_inputs[i], .has_new = true, .new_ = ni->as_of });
+                }
+                if (r >= 0)
+                        r = txn_op(t, CATALOG_OP_PUT, CATALOG_CF_META, META_NEXT_GID,
+                                   strlen(META_NEXT_GID), next, 8);
+                if (r < 0) {
+                        free(ival);
+                        goto fail;
+                }
         }
         free(ival);
         r = deps_link(ac, it);
         linked = true;
+        for (size_t i = 0; r >= 0 && i < it->n_reqs; i++)
+                r = req_consumer_add((struct acat_item *)acat_by_gid(ac, it->reqs[i].input), it);
         if (r < 0)
                 goto fail;
         r = name_reserve(ac, it);
@@ -931,25 +1273,39 @@ int acat_drop_begin(struct adapter_catalog *ac, const uint64_t *gids, size_t n, 
                 r = -ENOMEM;
                 goto fail_walk;
         }
+        t->kind = TXN_DROP;
         t->items = w.out;
         w.out = NULL;
-        t->ops = calloc(2 * n + 1, sizeof(*t->ops));
-        t->buf = malloc(18 * n + 1);
-        if (!t->ops || !t->buf) {
-                txn_free(t);
-                return -ENOMEM;
-        }
+        t->n_items = n;
         for (size_t i = 0; i < n; i++) {
-                uint8_t *ikey = t->buf + 18 * i, *bkey = ikey + 9;
                 struct acat_item *it = t->items[i];
+                uint8_t ikey[9], bkey[9], rkey[17];
 
                 key_put(ikey, KEY_ITEM, it->gid);
-                key_put(bkey, KEY_BOUND, it->gid);
-                t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_DELETE, CATALOG_CF_STATE, ikey, 9, NULL, 0 };
-                t->ops[t->n_ops++] = (struct catalog_op){ CATALOG_OP_DELETE, CATALOG_CF_STATE, bkey, 9, NULL, 0 };
-                it->dropping = true;
+                r = txn_op(t, CATALOG_OP_DELETE, CATALOG_CF_STATE, ikey, 9, NULL, 0);
+                if (r >= 0 && it->has_bound) {
+                        key_put(bkey, KEY_BOUND, it->gid);
+                        r = txn_op(t, CATALOG_OP_DELETE, CATALOG_CF_STATE, bkey, 9, NULL, 0);
+                        if (r >= 0)
+                                r = txn_bch(t, &(struct acat_bound_change){ .gid = it->gid,
+                                            .had_old = true, .old = it->bound });
+                }
+                /* Retirement: its requirements go in the same transaction. */
+                for (size_t k = 0; r >= 0 && k < it->n_reqs; k++) {
+                        req_key(rkey, it->gid, it->reqs[k].input);
+                        r = txn_op(t, CATALOG_OP_DELETE, CATALOG_CF_STATE, rkey, 17, NULL, 0);
+                        if (r >= 0)
+                                r = txn_rch(t, &(struct acat_req_change){ .consumer = it->gid,
+                                            .input = it->reqs[k].input, .had_old = true,
+                                            .old = it->reqs[k].frontier });
+                }
+                if (r < 0) {
+                        txn_free(t);
+                        return r;
+                }
         }
-        t->n_items = n;
+        for (size_t i = 0; i < n; i++)
+                t->items[i]->dropping = true;
         *ret = t;
         return 0;
 fail_walk:
@@ -957,9 +1313,209 @@ fail_walk:
         return r;
 }
 
+static int publish_error(struct adapter_catalog *ac, struct acat_txn *t, struct row_error *err)
+{
+        /* undo the pending marks */
+        for (size_t i = 0; i < t->n_bch; i++) {
+                struct acat_item *it = (struct acat_item *)acat_by_gid(ac, t->bch[i].gid);
+                if (it)
+                        it->pending_bound = 0;
+        }
+        for (size_t i = 0; i < t->n_rch; i++) {
+                struct acat_item *c = (struct acat_item *)acat_by_gid(ac, t->rch[i].consumer);
+                struct acat_req *q = c ? req_find(c, t->rch[i].input) : NULL;
+                if (q)
+                        q->pending = 0;
+        }
+        txn_free(t);
+        return -EINVAL;
+}
+
+int acat_publish_begin(struct adapter_catalog *ac, const struct Coord__PublishProtection *p,
+                       struct acat_txn **ret, size_t *ret_n_records, struct row_error *err)
+{
+        struct acat_txn *t;
+        int r = 0;
+
+        if (ac->publishing)
+                return row_error_set(err, -EINVAL, "55006", "a publication is already being committed");
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->kind = TXN_PUBLISH;
+        /* Mark the new values (pending), checking that none goes back (I1, I3). */
+        for (size_t i = 0; i < p->n_bounds; i++) {
+                const Coord__CatalogBoundRecord *b = p->bounds[i];
+                struct acat_item *it = (struct acat_item *)acat_by_gid(ac, b->gid);
+
+                if (!it || it->builtin || it->dropping || it->kind == SQL_OBJECT_VIEW)
+                        continue;       /* gone, going, or nothing to protect: skip */
+                if (it->has_bound && b->bound <= it->bound) {
+                        if (b->bound == it->bound)
+                                continue;
+                        row_error_set(err, -EINVAL, "55000", "publication rejected: the bound of %s \"%s\" "
+                                      "would go back from %llu to %llu", acat_kind_name(it->kind), it->name,
+                                      (unsigned long long)it->bound, (unsigned long long)b->bound);
+                        return publish_error(ac, t, err);
+                }
+                if (it->pending_bound) {
+                        row_error_set(err, -EINVAL, "XX000", "publication names %s \"%s\" twice",
+                                      acat_kind_name(it->kind), it->name);
+                        return publish_error(ac, t, err);
+                }
+                it->pending_bound = b->bound;
+                r = txn_bch(t, &(struct acat_bound_change){ .gid = it->gid, .had_old = it->has_bound,
+                            .old = it->bound, .has_new = true, .new_ = b->bound });
+                if (r < 0)
+                        goto oom;
+        }
+        for (size_t i = 0; i < p->n_requirements; i++) {
+                const Coord__Requirement *q = p->requirements[i];
+                struct acat_item *c = (struct acat_item *)acat_by_gid(ac, q->consumer);
+                struct acat_req *rq = c && !c->dropping ? req_find(c, q->input) : NULL;
+
+                if (!rq || q->frontier == rq->frontier)
+                        continue;
+                if (q->frontier < rq->frontier) {
+                        row_error_set(err, -EINVAL, "55000", "publication rejected: the requirement of "
+                                      "%s \"%s\" on %llu would go back from %llu to %llu",
+                                      acat_kind_name(c->kind), c->name, (unsigned long long)q->input,
+                                      (unsigned long long)rq->frontier, (unsigned long long)q->frontier);
+                        return publish_error(ac, t, err);
+                }
+                if (rq->pending) {
+                        row_error_set(err, -EINVAL, "XX000", "publication names a requirement twice");
+                        return publish_error(ac, t, err);
+                }
+                rq->pending = q->frontier;
+                r = txn_rch(t, &(struct acat_req_change){ .consumer = c->gid, .input = q->input,
+                            .had_old = true, .old = rq->frontier, .has_new = true, .new_ = q->frontier });
+                if (r < 0)
+                        goto oom;
+        }
+        /* I5 on the final state: every requirement on an input whose bound moves, and
+         * every requirement that moves, stays at or above its input's bound.  Creations
+         * in flight count (their requirements are linked from the inputs already). */
+        for (size_t i = 0; i < t->n_bch; i++) {
+                const struct acat_item *x = acat_by_gid(ac, t->bch[i].gid);
+                uint64_t nb = t->bch[i].new_;
+
+                for (size_t k = 0; x && k < x->n_req_consumers; k++) {
+                        const struct acat_item *c = x->req_consumers[k];
+                        const struct acat_req *q = req_find(c, x->gid);
+                        uint64_t f;
+
+                        if (!q)
+                                continue;
+                        f = q->pending ? q->pending : q->frontier;
+                        if (f < nb) {
+                                row_error_set(err, -EINVAL, "55000", "publication rejected: the bound %llu "
+                                              "of %s \"%s\" would pass the requirement %llu of %s \"%s\"",
+                                              (unsigned long long)nb, acat_kind_name(x->kind), x->name,
+                                              (unsigned long long)f, acat_kind_name(c->kind), c->name);
+                                return publish_error(ac, t, err);
+                        }
+                }
+        }
+        for (size_t i = 0; i < t->n_rch; i++) {
+                const struct acat_item *x = acat_by_gid(ac, t->rch[i].input);
+                uint64_t b;
+
+                if (!x)
+                        continue;
+                b = effective_bound(x);
+                if (t->rch[i].new_ < b) {
+                        row_error_set(err, -EINVAL, "55000", "publication rejected: a requirement %llu on "
+                                      "%s \"%s\" is below its bound %llu", (unsigned long long)t->rch[i].new_,
+                                      acat_kind_name(x->kind), x->name, (unsigned long long)b);
+                        return publish_error(ac, t, err);
+                }
+        }
+        for (size_t i = 0; i < t->n_bch && r >= 0; i++)
+                r = txn_put_bound(t, t->bch[i].gid, t->bch[i].new_);
+        for (size_t i = 0; i < t->n_rch && r >= 0; i++)
+                r = txn_put_req(t, t->rch[i].consumer, t->rch[i].input, t->rch[i].new_);
+        if (r < 0)
+                goto oom;
+        ac->publishing = true;
+        *ret_n_records = t->n_bch + t->n_rch;
+        *ret = t;
+        return 0;
+oom:
+        publish_error(ac, t, err);
+        return -ENOMEM;
+}
+
+static void publish_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_result)
+{
+        for (size_t i = 0; i < t->n_bch; i++) {
+                struct acat_item *it = (struct acat_item *)acat_by_gid(ac, t->bch[i].gid);
+                if (!it)
+                        continue;
+                if (commit_result == 0) {
+                        it->has_bound = true;
+                        it->bound = t->bch[i].new_;
+                }
+                it->pending_bound = 0;
+        }
+        for (size_t i = 0; i < t->n_rch; i++) {
+                struct acat_item *c = (struct acat_item *)acat_by_gid(ac, t->rch[i].consumer);
+                struct acat_req *q = c ? req_find(c, t->rch[i].input) : NULL;
+                if (!q)
+                        continue;
+                if (commit_result == 0)
+                        q->frontier = t->rch[i].new_;
+                q->pending = 0;
+        }
+        ac->publishing = false;
+}
+
+int acat_export(const struct adapter_catalog *ac, acat_record_fn fn, void *userdata)
+{
+        for (size_t i = ac->n_builtin; i < ac->n_items; i++) {
+                const struct acat_item *it = ac->items[i];
+                uint8_t key[17], *val = NULL, bval[32], rval[48];
+                size_t len = 0;
+                int r;
+
+                key_put(key, KEY_ITEM, it->gid);
+                r = item_encode(it, &val, &len);
+                if (r < 0)
+                        return r;
+                r = fn(key, 9, val, len, userdata);
+                free(val);
+                if (r < 0)
+                        return r;
+                if (it->has_bound) {
+                        Coord__CatalogBound b = COORD__CATALOG_BOUND__INIT;
+                        b.gid = it->gid;
+                        b.bound = it->bound;
+                        len = coord__catalog_bound__pack(&b, bval);
+                        key_put(key, KEY_BOUND, it->gid);
+                        r = fn(key, 9, bval, len, userdata);
+                        if (r < 0)
+                                return r;
+                }
+                for (size_t k = 0; k < it->n_reqs; k++) {
+                        Coord__CatalogRequirement q = COORD__CATALOG_REQUIREMENT__INIT;
+                        q.consumer = it->gid;
+                        q.input = it->reqs[k].input;
+                        q.frontier = it->reqs[k].frontier;
+                        len = coord__catalog_requirement__pack(&q, rval);
+                        req_key(key, it->gid, it->reqs[k].input);
+                        r = fn(key, 17, rval, len, userdata);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 void acat_txn_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_result)
 {
-        if (t->create) {
+        if (t->kind == TXN_PUBLISH) {
+                publish_finish(ac, t, commit_result);
+        } else if (t->create) {
                 struct acat_item *it = t->items[0];
 
                 assert(it->pending);

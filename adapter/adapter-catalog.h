@@ -26,6 +26,8 @@ struct adapter_catalog;         /* opaque */
 
 #define ACAT_GID_OBJECTS     1u         /* coord_objects (id, name, kind, create_sql) */
 #define ACAT_GID_FRONTIERS   2u         /* coord_frontiers (object_id, read_frontier, write_frontier) */
+#define ACAT_GID_BOUNDS      3u         /* coord_bounds (object_id, bound) */
+#define ACAT_GID_REQUIREMENTS 4u        /* coord_requirements (consumer_id, input_id, frontier) */
 #define ACAT_FIRST_USER_GID  1000u
 
 struct acat_item {
@@ -58,10 +60,42 @@ struct acat_item {
         uint64_t retain_history_ms;
         bool nondeterministic;
 
+        /* Read protection (issue 5), mirrored from the 'b' and 'r' records: */
+        bool has_bound;
+        uint64_t bound;                 /* committed compaction bound */
+        struct acat_req *reqs;          /* this consumer's requirements, by input */
+        size_t n_reqs;
+
         /* In memory only, rebuilt at load: */
+        uint64_t pending_bound;         /* a publication in flight raises the bound to this */
+        struct acat_item **req_consumers;       /* items (pending ones too) with a
+                                                 * requirement on this one */
+        size_t n_req_consumers, cap_req_consumers;
         uint64_t index_id;              /* the oldest index on this object, 0 if none */
         uint64_t *dependents;           /* items (pending ones too) whose refs name it */
         size_t n_dependents, cap_dependents;
+};
+
+/* R(consumer, input) (DESIGN section 2). */
+struct acat_req {
+        uint64_t input;
+        uint64_t frontier;
+        uint64_t pending;       /* a publication in flight moves it here; 0: none */
+};
+
+/* What a transaction changes of bounds and requirements, for the built-in relations
+ * coord_bounds and coord_requirements: had_old/old is the row to retract, has_new/new_
+ * the row to insert. */
+struct acat_bound_change {
+        uint64_t gid;
+        bool had_old, has_new;
+        uint64_t old, new_;
+};
+
+struct acat_req_change {
+        uint64_t consumer, input;
+        bool had_old, has_new;
+        uint64_t old, new_;
 };
 
 /* What a CREATE puts in a new item (everything is copied). */
@@ -126,7 +160,31 @@ int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni
  * in dependents-first order (what to retire first). */
 int acat_drop_begin(struct adapter_catalog *ac, const uint64_t *gids, size_t n, bool cascade,
                     struct acat_txn **ret, struct row_error *err);
+/* A publication of the lifecycle follower (PublishProtection): validated on the final
+ * state -- no bound or requirement goes back (I1, I3), every requirement stays at or
+ * above the bound of its input, counting creations still in flight (I5) -- else -EINVAL
+ * with err and nothing changed.  Records naming objects that are gone are skipped; a
+ * record equal to the committed value is dropped.  *ret_n_records: records kept.  One
+ * publication at a time (55006 otherwise). */
+struct Coord__PublishProtection;
+int acat_publish_begin(struct adapter_catalog *ac, const struct Coord__PublishProtection *p,
+                       struct acat_txn **ret, size_t *ret_n_records, struct row_error *err);
+
+/* The largest of the committed (and in-flight) bounds of gids: the as-of of a new
+ * consumer (DESIGN section 4); 0 if none has a bound. */
+uint64_t acat_max_bound(const struct adapter_catalog *ac, const uint64_t *gids, size_t n);
+
 const struct catalog_op *acat_txn_ops(const struct acat_txn *t, size_t *ret_n);
+size_t acat_txn_bound_changes(const struct acat_txn *t, const struct acat_bound_change **ret);
+size_t acat_txn_req_changes(const struct acat_txn *t, const struct acat_req_change **ret);
+
+/* Every state record the adapter holds in memory, as it would be in the catalog's state
+ * column family ('i' items, 'b' bounds, 'r' requirements; in no particular order), for
+ * the diagnostic reconstruction (I10).  fn returns 0 to go on. */
+typedef int (*acat_record_fn)(const void *key, size_t key_len, const void *value, size_t value_len,
+                              void *userdata);
+int acat_export(const struct adapter_catalog *ac, acat_record_fn fn, void *userdata);
+uint64_t acat_next_gid(const struct adapter_catalog *ac);
 /* The created item (create) or the dropped items (drop), valid until finish. */
 const struct acat_item *acat_txn_item(const struct acat_txn *t, size_t i);
 size_t acat_txn_n_items(const struct acat_txn *t);

@@ -696,25 +696,21 @@ static int exec_create_table(struct session *s, struct sql_stmt *st)
 /* The as-of of a new materialized view or index (DESIGN section 4): the largest since of
  * its logical inputs, as the frontier ring shows them (issue 5 uses committed bounds),
  * and never before an input's birth.  The controller raises it if an input moved on. */
-static uint64_t choose_as_of(struct exec *ex, const uint64_t *inputs, size_t n)
+static uint64_t choose_as_of(struct exec *ex, const uint64_t *inputs, size_t n, uint64_t ts)
 {
         struct fring_reader *rd = node_ring(ex->node);
-        uint64_t as_of = 0;
+        uint64_t as_of = acat_max_bound(ex->cat, inputs, n);
 
-        for (size_t i = 0; i < n; i++) {
+        /* Built-in relations are not catalog items: their sinces are the controller's. */
+        for (size_t i = 0; rd && i < n; i++) {
                 const struct acat_item *it = acat_by_gid(ex->cat, inputs[i]);
                 struct fring_frontier f;
 
-                if (it && it->created_at > as_of)
-                        as_of = it->created_at;
-                if (it && it->kind == SQL_OBJECT_MATERIALIZED_VIEW && it->as_of > as_of)
-                        as_of = it->as_of;
-                if (rd && fring_lookup(rd, inputs[i], &f) == 0 && f.since > as_of)
+                if (it && it->builtin && fring_lookup(rd, inputs[i], &f) == 0 && f.since > as_of)
                         as_of = f.since;
         }
-        if (!as_of)
-                as_of = oracle_read_ts(ex->oracle);     /* a constant: now */
-        return as_of;
+        /* Birth floor (DESIGN section 2): not readable before its creation. */
+        return as_of > ts ? as_of : ts;
 }
 
 static int create_begin_or_error(struct session *s, const struct acat_new_item *ni, uint64_t ts,
@@ -757,7 +753,7 @@ static int exec_create_view(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         if (mv)
-                ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs);
+                ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs, ts);
         r = create_begin_or_error(s, &ni, ts, &txn);
         if (r < 0)
                 return r;
@@ -787,7 +783,7 @@ static int exec_create_index(struct session *s, struct sql_stmt *st)
         r = oracle_write_ts(ex->oracle, &ts);
         if (r < 0)
                 return r;
-        ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs);
+        ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs, ts);
         r = create_begin_or_error(s, &ni, ts, &txn);
         if (r < 0)
                 return r;
@@ -985,7 +981,13 @@ static int exec_select(struct session *s, struct sql_stmt *st)
          * round trip; the controller checks again when it reads (the ring may lag). */
         for (size_t i = 0; rd && i < st->n_inputs + st->n_physical_inputs; i++) {
                 uint64_t gid = i < st->n_inputs ? st->inputs[i] : st->physical_inputs[i - st->n_inputs];
+                const struct acat_item *it = acat_by_gid(ex->cat, gid);
                 struct fring_frontier f;
+
+                /* An index read below the arrangement's since is served from what it
+                 * indexes (the controller falls back), so only collections bound it. */
+                if (it && it->kind == SQL_OBJECT_INDEX)
+                        continue;
                 if (fring_lookup(rd, gid, &f) == 0 && f.since > floor) {
                         floor = f.since;
                         floor_gid = gid;

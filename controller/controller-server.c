@@ -1531,8 +1531,13 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                         if (up < frontier)
                                 frontier = up;
                 }
-                if (frontier == UINT64_MAX)
-                        frontier = dataflow_as_of(e->df) + 1;   /* constant: done at as_of */
+                if (frontier == UINT64_MAX) {
+                        /* No input (a constant, or every input optimized away): its
+                         * contents never change, so it follows the tables' frontier, as
+                         * a table nobody writes does (10). */
+                        uint64_t T = T_next ? T_next : tables_frontier(s);
+                        frontier = T > dataflow_as_of(e->df) + 1 ? T : dataflow_as_of(e->df) + 1;
+                }
                 if (frontier <= dataflow_frontier(e->df))
                         continue;
                 r = dataflow_step(e->df, frontier, &e->out, &err);
@@ -1725,16 +1730,13 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
         /* Validate before changing anything. */
         for (size_t i = 0; i < m->n_dataflows; i++) {
                 const Coord__DataflowSpec *sp = m->dataflows[i];
-                struct dataflow *probe = NULL;
 
+                /* A plan the engine refuses is not refused here: the dataflow is
+                 * installed failed, so that reads of it say why (13). */
                 if (!sp->gid || !sp->plan) {
                         r = row_error_set(&e, -EINVAL, "XX000", "invalid dataflow spec %zu", i);
                         goto out;
                 }
-                r = dataflow_new(sp->plan, sp->as_of, &probe, &e);
-                dataflow_free(probe);
-                if (r < 0)
-                        goto out;
         }
         if (m->complete) {
                 /* A resync: remove what the adapter no longer has. */
@@ -1941,6 +1943,66 @@ out:
 
 enum { PEEK_DONE, PEEK_WAIT };
 
+/* A peek of an index at a time below its arrangement's since is answered from what the
+ * index arranges -- its plan over storage collections, which keep their history -- so
+ * an index never hides history that its collections still hold (I8).  Ready when every
+ * collection the plan reads is readable at ts: PEEK_DONE (0), PEEK_WAIT, or -errno
+ * with e (55000 when a collection is compacted past ts). */
+static int index_fallback_ready(struct cserver *s, struct dfent *de, struct peek *pk,
+                                uint64_t *ret_upper, struct row_error *e)
+{
+        if (!de->df)
+                return row_error_set(e, -EINVAL, "XX000", "index %llu is not installed",
+                                     (unsigned long long)de->gid);
+        for (size_t i = 0; i < dataflow_n_inputs(de->df); i++) {
+                uint64_t gid = dataflow_input_id(de->df, i);
+                struct storage_frontiers f;
+                int r = object_frontiers(s, gid, &f, NULL, NULL);
+
+                if (r < 0)
+                        return row_error_set(e, r, "42P01", "collection %llu does not exist",
+                                             (unsigned long long)gid);
+                if (pk->ts < f.since) {
+                        row_error_set(e, -EDOM, "55000", "AS OF %llu is below the since %llu of "
+                                      "collection %llu: its history before the since is compacted",
+                                      (unsigned long long)pk->ts, (unsigned long long)f.since,
+                                      (unsigned long long)gid);
+                        return -EDOM;
+                }
+                if (pk->ts >= f.upper) {
+                        pk->input = gid;
+                        *ret_upper = f.upper;
+                        return PEEK_WAIT;
+                }
+        }
+        return PEEK_DONE;
+}
+
+/* Feed `fd` with the index's contents at ts computed from storage (see above). */
+static int index_fallback_feed(struct cserver *s, struct dfent *de, uint64_t ts, struct feed *fd)
+{
+        struct eval_batch out = EVAL_BATCH_INIT;
+        struct dataflow *sub = NULL;
+        int r;
+
+        r = dataflow_new(de->spec->plan, ts, &sub, fd->err);
+        for (size_t i = 0; r >= 0 && i < dataflow_n_inputs(sub); i++) {
+                struct feed f2 = { .df = sub, .input = i, .err = fd->err, .time = ts };
+
+                r = storage_snapshot(s, dataflow_input_id(sub, i), ts, feed_emit, &f2);
+                if (r >= 0)
+                        r = feed_flush(&f2);
+                row_arena_done(&f2.bytes);
+        }
+        if (r >= 0)
+                r = dataflow_step(sub, ts + 1, &out, fd->err);
+        for (size_t i = 0; r >= 0 && i < out.n; i++)
+                r = feed_add(fd, out.updates[i].row, out.updates[i].len, ts, out.updates[i].diff);
+        eval_batch_done(&out);
+        dataflow_free(sub);
+        return r;
+}
+
 /* Answer pk if it can be answered now: PEEK_DONE (answered, the caller frees it) or
  * PEEK_WAIT with *ret_upper the upper of an input that is not readable at ts yet
  * (pk->input).  Every input must be readable at ts -- a storage collection (a table at
@@ -1964,6 +2026,15 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                 if (de && de->failed) {
                         e = de->err;
                         goto fail;
+                }
+                if (de && de->index && de->arr && pk->ts < arrangement_since(de->arr)) {
+                        /* Older than the arrangement keeps: read what it indexes (13). */
+                        r = index_fallback_ready(s, de, pk, ret_upper, &e);
+                        if (r == PEEK_WAIT)
+                                return PEEK_WAIT;
+                        if (r < 0)
+                                goto fail;
+                        continue;
                 }
                 r = object_frontiers(s, gid, &f, NULL, NULL);
                 if (r == -ENOENT) {
@@ -1997,7 +2068,9 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                 struct dfent *de = dfent_find(s, gid);
                 struct feed fd = { .df = pk->df, .input = i, .err = &e, .time = pk->ts };
 
-                if (de && de->index)
+                if (de && de->index && pk->ts < arrangement_since(de->arr))
+                        r = index_fallback_feed(s, de, pk->ts, &fd);
+                else if (de && de->index)
                         r = arrangement_read(de->arr, pk->ts, feed_emit, &fd);
                 else
                         r = storage_snapshot(s, gid, pk->ts, feed_emit, &fd);

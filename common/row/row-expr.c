@@ -154,6 +154,17 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                 if (!row_expr_cast_allowed((enum row_type)c->args[0]->type, (enum row_type)t))
                         return invalid(err, "undefined cast");
                 return 0;
+        case COORD__PLAN__FUNC__FUNC_COALESCE:
+                /* Arguments of the result type; int4 and int8 mix (both are integers
+                 * in a row, and the result type's range is checked). */
+                r = check_args(c, 1, SIZE_MAX, -1, input, n_input, depth, err);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < c->n_args; i++)
+                        if ((int)c->args[i]->type != t &&
+                            !(type_is_int(t) && type_is_int((int)c->args[i]->type)))
+                                return invalid(err, "argument of the wrong type");
+                return 0;
         default:
                 return row_error_set(err, -EINVAL, "0A000", "plan function %d is not supported",
                                      (int)c->func);
@@ -491,6 +502,21 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                                   err);
         case COORD__PLAN__FUNC__FUNC_CAST:
                 return eval_cast(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_COALESCE:
+                /* The first argument that is not NULL; the rest are not evaluated. */
+                for (size_t i = 0; i < c->n_args; i++) {
+                        r = eval_arg(c, i, row, n_row, ctx, depth, &a, err);
+                        if (r < 0)
+                                return r;
+                        if (a.kind != ROW_KIND_NULL) {
+                                if (a.kind == ROW_KIND_INT)
+                                        return int_result(a.i, false, (int)e->type, ret, err);
+                                *ret = a;
+                                return 0;
+                        }
+                }
+                *ret = ROW_DATUM_NULL;
+                return 0;
         default:
                 return row_error_set(err, -EINVAL, "0A000", "plan function %d is not supported",
                                      (int)c->func);

@@ -221,6 +221,15 @@ static void test_arithmetic(void)
         expect_datum(call(ROW_TYPE_INT4, F(MOD), 2, I4(7), I4(-2)), ROW_DATUM_INT(1));
         expect_datum(call(ROW_TYPE_INT4, F(NEG), 1, I4(5)), ROW_DATUM_INT(-5));
         expect_datum(call(ROW_TYPE_INT4, F(ADD), 2, I4(1), NUL(ROW_TYPE_INT4)), N);
+        /* COALESCE: the first argument that is not NULL; the rest are not evaluated. */
+        expect_datum(call(ROW_TYPE_INT4, F(COALESCE), 3, NUL(ROW_TYPE_INT4), I4(7), I4(8)),
+                     ROW_DATUM_INT(7));
+        expect_datum(call(ROW_TYPE_INT4, F(COALESCE), 2, NUL(ROW_TYPE_INT4), NUL(ROW_TYPE_INT4)), N);
+        expect_datum(call(ROW_TYPE_INT4, F(COALESCE), 2, I4(1),
+                          call(ROW_TYPE_INT4, F(DIV), 2, I4(1), I4(0))), ROW_DATUM_INT(1));
+        expect_eval_error(call(ROW_TYPE_INT4, F(COALESCE), 2, NUL(ROW_TYPE_INT4),
+                               call(ROW_TYPE_INT4, F(DIV), 2, I4(1), I4(0))), "22012", NULL);
+        expect_eval_error(call(ROW_TYPE_INT4, F(COALESCE), 1, I8(INT64_MAX)), "22003", NULL);
         expect_datum(call(ROW_TYPE_INT4, F(DIV), 2, NUL(ROW_TYPE_INT4), I4(0)), N);
 
         /* int4 overflows at the int4 range, int8 at the int8 range. */
@@ -904,7 +913,7 @@ static void test_plan_validation(void)
         expect_plan_error(filter(get(5, 2, types), col(ROW_TYPE_INT4, 0)), "XX000"); /* not bool */
         expect_plan_error(filter(get(5, 2, types), col(ROW_TYPE_INT4, 1)), "XX000"); /* mistyped */
         expect_plan_error(map1(get(5, 2, types), col(ROW_TYPE_INT4, 2)), "XX000");  /* no col 2 */
-        expect_plan_error(map1(get(5, 2, types), call(ROW_TYPE_INT4, (Coord__Plan__Func)60, 0)),
+        expect_plan_error(map1(get(5, 2, types), call(ROW_TYPE_INT4, (Coord__Plan__Func)999, 0)),
                           "0A000");
         expect_plan_error(rel(), "XX000");                                 /* no operator */
         r = rel();

@@ -1,0 +1,2346 @@
+/* test-compute -- views, materialized views and indexes end to end: the three real daemons
+ * started with tools/coord under a fresh COORD_HOME, libpq as the client.
+ *
+ * Cases, in order, on one instance:
+ *   I9 property test: a seeded random workload (INSERT of several rows, DELETE ... WHERE,
+ *   DELETEs aimed at the current min/max) over t1(a int, b int), t2(a int, c int) and
+ *   t3(b int, d text) with small value domains, after materialized views and indexed
+ *   views of every operator kind were created.  The test keeps its own model of the
+ *   tables (it is their only writer) and records, after every transaction, the
+ *   statement's timestamp (SELECT mz_now()).  Every materialized view read AS OF a
+ *   recorded time must equal a naive evaluation of its SQL written here (nested loops
+ *   over the model, no Coord code); so must the tables read AS OF that time (I8).  At
+ *   checkpoints during the workload the indexed views, an unindexed view, every MV at
+ *   the default timestamp and every MV's SELECT run as a one-shot query are compared
+ *   at the current time.  Seed: COORD_TEST_SEED (printed).
+ *   Some MVs and an index are created halfway through (hydration over existing data).
+ *   an index and a materialized view over the same view agree at the same time;
+ *   concurrent writers (group commit puts several tables' updates at one timestamp): every
+ *   MV and view AS OF t equals its SQL over the tables read AS OF t;
+ *   kill -9 of the controller, of the lifecycle and of the adapter, each followed by
+ *   tools/coord up: MV history and contents survive, maintenance goes on, indexes answer,
+ *   the catalog brings every object back; the same for controller and adapter under
+ *   concurrent writes, comparing MV history across the crash;
+ *   DROP with and without CASCADE (2BP01 naming the dependent, 42809, IF EXISTS notices,
+ *   a table's indexes go with it);
+ *   non-deterministic SQL in MVs and indexes rejected with 0A000, allowed in views;
+ *   logical versus physical inputs: an input optimized away still blocks DROP, and an MV
+ *   without physical inputs is readable;
+ *   RETAIN HISTORY on an MV (compaction itself only noted until issue 5);
+ *   an index does not take AS OF history away from the table or MV it indexes;
+ *   functions the planner accepts are evaluated by the engine (COALESCE);
+ *   ORDER BY / LIMIT / OFFSET in order; errors 42703, 42702, 42803, 42P01, 42P07.
+ *
+ * Reference mode (checks the naive evaluator itself): COORD_TEST_PG_REF=<libpq conninfo
+ * of a scratch PostgreSQL database> runs only the property workload against PostgreSQL,
+ * with plain views in place of materialized views and no indexes, and compares every
+ * view with the naive evaluation after every transaction.  It drops and creates t1, t2,
+ * t3 and the views in that database.
+ */
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/wait.h>
+
+#include "node.h"
+#include "t.h"
+#include "util.h"
+
+static char *home, *run_dir, *coord_cmd, *build_dir, *top_dir, *conninfo;
+static int pg_port;
+static bool pg_ref;                     /* reference mode against PostgreSQL */
+static PGconn *C;                       /* the property test's connection */
+
+/* ==== libpq helpers ==== */
+
+static PGconn *db(void)
+{
+        PGconn *c = PQconnectdb(conninfo);
+
+        if (PQstatus(c) != CONNECTION_OK) {
+                fprintf(stderr, "connect: %s", PQerrorMessage(c));
+                PQfinish(c);
+                return NULL;
+        }
+        return c;
+}
+
+/* A connection, retrying for up to 30 s (after a restart). */
+static PGconn *db_wait(void)
+{
+        uint64_t until = now_ms() + 30000;
+
+        for (;;) {
+                PGconn *c = PQconnectdb(conninfo);
+                if (PQstatus(c) == CONNECTION_OK)
+                        return c;
+                if (now_ms() > until) {
+                        fprintf(stderr, "connect: %s", PQerrorMessage(c));
+                        PQfinish(c);
+                        return NULL;
+                }
+                PQfinish(c);
+                usleep(100 * 1000);
+        }
+}
+
+static bool ok(PGconn *c, const char *sql)
+{
+        PGresult *r = PQexec(c, sql);
+        ExecStatusType st = PQresultStatus(r);
+        bool good = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+
+        if (!good)
+                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
+        PQclear(r);
+        return good;
+}
+
+static bool okf(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool okf(PGconn *c, const char *fmt, ...)
+{
+        char *q = NULL;
+        va_list ap;
+        bool r;
+
+        va_start(ap, fmt);
+        if (vasprintf(&q, fmt, ap) < 0)
+                q = NULL;
+        va_end(ap);
+        r = q && ok(c, q);
+        free(q);
+        return r;
+}
+
+/* Run sql expecting an error with this SQLSTATE; when detail_has is not NULL the
+ * error's detail (or, failing that, its message) must contain it. */
+static bool fails_detail(PGconn *c, const char *sql, const char *sqlstate, const char *detail_has)
+{
+        PGresult *r = PQexec(c, sql);
+        const char *got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        const char *detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
+        bool good = PQresultStatus(r) == PGRES_FATAL_ERROR && got && strcmp(got, sqlstate) == 0;
+
+        if (!good)
+                fprintf(stderr, "\n    %s: expected %s, got %s (%s)", sql, sqlstate,
+                        got ? got : "success", PQresultErrorMessage(r));
+        if (good && detail_has && !(detail && strstr(detail, detail_has))) {
+                fprintf(stderr, "\n    %s: %s as expected, but the detail [%s] does not name %s",
+                        sql, sqlstate, detail ? detail : "(none)", detail_has);
+                good = false;
+        }
+        PQclear(r);
+        return good;
+}
+
+static bool fails_with(PGconn *c, const char *sql, const char *sqlstate)
+{
+        return fails_detail(c, sql, sqlstate, NULL);
+}
+
+/* Expecting an error with this SQLSTATE whose message (primary or detail) contains `has`. */
+static bool fails_msg(PGconn *c, const char *sql, const char *sqlstate, const char *has)
+{
+        PGresult *r = PQexec(c, sql);
+        const char *got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+        const char *detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
+        bool good = PQresultStatus(r) == PGRES_FATAL_ERROR && got && strcmp(got, sqlstate) == 0 &&
+                    ((msg && strstr(msg, has)) || (detail && strstr(detail, has)));
+
+        if (!good)
+                fprintf(stderr, "\n    %s: expected %s naming %s, got %s (%s)", sql, sqlstate, has,
+                        got ? got : "success", PQresultErrorMessage(r));
+        PQclear(r);
+        return good;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Rows as "a|b" lines (NULL for SQL NULL). */
+struct lines {
+        size_t n;
+        char **v;
+};
+
+static void lines_free(struct lines *l)
+{
+        for (size_t i = 0; i < l->n; i++)
+                free(l->v[i]);
+        free(l->v);
+        l->n = 0;
+        l->v = NULL;
+}
+
+static char *lines_join(const struct lines *l)
+{
+        size_t len = 1;
+        char *out;
+
+        for (size_t i = 0; i < l->n; i++)
+                len += strlen(l->v[i]) + 1;
+        out = calloc(1, len);
+        for (size_t i = 0; i < l->n; i++) {
+                if (i)
+                        strcat(out, ";");
+                strcat(out, l->v[i]);
+        }
+        return out;
+}
+
+/* Run a query; its rows in *out (sorted unless `ordered`).  0, or -1 with the SQLSTATE
+ * and message in err (may be NULL). */
+static int fetch(PGconn *c, const char *sql, bool ordered, struct lines *out, char *err, size_t errlen)
+{
+        PGresult *r = PQexec(c, sql);
+
+        out->n = 0;
+        out->v = NULL;
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+                if (err)
+                        snprintf(err, errlen, "%s %s", st ? st : "-----", PQresultErrorMessage(r));
+                PQclear(r);
+                return -1;
+        }
+        out->n = (size_t)PQntuples(r);
+        out->v = calloc(out->n + 1, sizeof(*out->v));
+        for (size_t i = 0; i < out->n; i++) {
+                char buf[1024] = "";
+                for (int j = 0; j < PQnfields(r); j++) {
+                        size_t l = strlen(buf);
+                        snprintf(buf + l, sizeof(buf) - l, "%s%s", j ? "|" : "",
+                                 PQgetisnull(r, (int)i, j) ? "NULL" : PQgetvalue(r, (int)i, j));
+                }
+                out->v[i] = strdup(buf);
+        }
+        if (!ordered)
+                qsort(out->v, out->n, sizeof(*out->v), cmp_str);
+        PQclear(r);
+        return 0;
+}
+
+/* Sorted rows joined with ';', NULL on error (printed). */
+static char *rows_of(PGconn *c, const char *sql)
+{
+        struct lines l;
+        char err[512], *s;
+
+        if (fetch(c, sql, false, &l, err, sizeof(err)) < 0) {
+                fprintf(stderr, "\n    %s -> %s", sql, err);
+                return NULL;
+        }
+        s = lines_join(&l);
+        lines_free(&l);
+        return s;
+}
+
+static bool rows_are_x(PGconn *c, const char *sql, bool ordered, const char *expected)
+{
+        struct lines l;
+        char err[512], *got = NULL;
+        bool good;
+
+        if (fetch(c, sql, ordered, &l, err, sizeof(err)) == 0) {
+                got = lines_join(&l);
+                lines_free(&l);
+        }
+        good = got && strcmp(got, expected) == 0;
+        if (!good)
+                fprintf(stderr, "\n    %s: expected [%s], got [%s]", sql, expected, got ? got : err);
+        free(got);
+        return good;
+}
+
+static bool rows_are(PGconn *c, const char *sql, const char *expected)
+{
+        return rows_are_x(c, sql, false, expected);
+}
+
+static bool rows_in_order(PGconn *c, const char *sql, const char *expected)
+{
+        return rows_are_x(c, sql, true, expected);
+}
+
+static uint64_t scalar_u64(PGconn *c, const char *sql)
+{
+        char *s = rows_of(c, sql);
+        uint64_t v = s && *s ? strtoull(s, NULL, 10) : 0;
+
+        free(s);
+        return v;
+}
+
+static bool exists_object(PGconn *c, const char *name)
+{
+        char q[256], *s;
+        bool r;
+
+        snprintf(q, sizeof(q), "SELECT name FROM coord_objects WHERE name = '%s'", name);
+        s = rows_of(c, q);
+        r = s && *s;
+        free(s);
+        return r;
+}
+
+/* Notices received on a connection (DROP ... IF EXISTS). */
+static char last_notice[512];
+static int notices;
+
+static void notice_rx(void *arg, const PGresult *r)
+{
+        const char *sev = PQresultErrorField(r, PG_DIAG_SEVERITY);
+        const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+
+        snprintf(last_notice, sizeof(last_notice), "%s: %s", sev ? sev : "?", msg ? msg : "?");
+        notices++;
+}
+
+static pid_t pid_of(Coord__Role role)
+{
+        Coord__StatusReply *s = NULL;
+        pid_t pid = -1;
+
+        if (node_query_status(run_dir, role, 1000, &s) == 0) {
+                pid = s->pid;
+                coord__status_reply__free_unpacked(s, NULL);
+        }
+        return pid;
+}
+
+static bool kill9(Coord__Role role)
+{
+        pid_t pid = pid_of(role);
+
+        if (pid <= 0)
+                return false;
+        kill(pid, SIGKILL);
+        while (kill(pid, 0) == 0)
+                usleep(1000);
+        return true;
+}
+
+/* ==== Values and relations for the naive evaluator ==== */
+
+enum vk { V_NULL, V_INT, V_TEXT, V_BOOL };
+
+struct v {
+        enum vk k;
+        int64_t i;
+        const char *s;          /* static strings only */
+};
+
+#define VN ((struct v){ V_NULL, 0, NULL })
+static struct v vi(int64_t i) { return (struct v){ V_INT, i, NULL }; }
+static struct v vs(const char *s) { return (struct v){ V_TEXT, 0, s }; }
+static struct v vb(bool b) { return (struct v){ V_BOOL, b, NULL }; }
+static bool isnul(struct v x) { return x.k == V_NULL; }
+
+static struct v v_add(struct v x, struct v y) { return isnul(x) || isnul(y) ? VN : vi(x.i + y.i); }
+static struct v v_sub(struct v x, struct v y) { return isnul(x) || isnul(y) ? VN : vi(x.i - y.i); }
+static struct v v_mul(struct v x, struct v y) { return isnul(x) || isnul(y) ? VN : vi(x.i * y.i); }
+
+/* Both non-NULL and of one kind. */
+static int vcmp(struct v x, struct v y)
+{
+        if (x.k == V_TEXT)
+                return strcmp(x.s, y.s);
+        return (x.i > y.i) - (x.i < y.i);
+}
+
+enum op { LT, LE, EQ, NE, GE, GT };
+
+static struct v v_cmp(struct v x, enum op op, struct v y)
+{
+        int c;
+
+        if (isnul(x) || isnul(y))
+                return VN;
+        c = vcmp(x, y);
+        switch (op) {
+        case LT: return vb(c < 0);
+        case LE: return vb(c <= 0);
+        case EQ: return vb(c == 0);
+        case NE: return vb(c != 0);
+        case GE: return vb(c >= 0);
+        case GT: return vb(c > 0);
+        }
+        return VN;
+}
+
+static bool is_false(struct v x) { return x.k == V_BOOL && !x.i; }
+static bool is_true(struct v x) { return x.k == V_BOOL && x.i; }
+
+static struct v v_and(struct v x, struct v y)
+{
+        if (is_false(x) || is_false(y))
+                return vb(false);
+        if (isnul(x) || isnul(y))
+                return VN;
+        return vb(true);
+}
+
+static struct v v_or(struct v x, struct v y)
+{
+        if (is_true(x) || is_true(y))
+                return vb(true);
+        if (isnul(x) || isnul(y))
+                return VN;
+        return vb(false);
+}
+
+static struct v v_not(struct v x) { return isnul(x) ? VN : vb(!x.i); }
+static struct v v_isnull(struct v x) { return vb(isnul(x)); }
+
+/* Equality for GROUP BY / DISTINCT / UNION: NULLs are one group. */
+static bool v_same(struct v x, struct v y)
+{
+        if (isnul(x) || isnul(y))
+                return isnul(x) && isnul(y);
+        return vcmp(x, y) == 0;
+}
+
+struct rel {
+        int nc;
+        size_t n, cap;
+        struct v *c;
+};
+
+static struct v *row_at(const struct rel *r, size_t i) { return r->c + i * (size_t)r->nc; }
+
+static void rel_push(struct rel *r, const struct v *row)
+{
+        if (r->n == r->cap) {
+                r->cap = r->cap ? 2 * r->cap : 16;
+                r->c = realloc(r->c, r->cap * (size_t)r->nc * sizeof(*r->c));
+                if (!r->c)
+                        abort();
+        }
+        memcpy(row_at(r, r->n++), row, (size_t)r->nc * sizeof(*row));
+}
+
+/* Append one row of r->nc values. */
+static void rel_add(struct rel *r, ...)
+{
+        struct v row[16];
+        va_list ap;
+
+        va_start(ap, r);
+        for (int j = 0; j < r->nc; j++)
+                row[j] = va_arg(ap, struct v);
+        va_end(ap);
+        rel_push(r, row);
+}
+
+static void rel_free(struct rel *r)
+{
+        free(r->c);
+        r->c = NULL;
+        r->n = r->cap = 0;
+}
+
+enum agg { A_COUNT_STAR, A_COUNT, A_SUM, A_MIN, A_MAX };
+
+struct aggspec {
+        enum agg f;
+        int col;
+};
+
+static struct v agg_over(const struct rel *in, const size_t *members, size_t nm, struct aggspec a)
+{
+        int64_t count = 0, sum = 0;
+        struct v best = VN;
+
+        for (size_t m = 0; m < nm; m++) {
+                struct v x = a.f == A_COUNT_STAR ? vi(0) : row_at(in, members[m])[a.col];
+                if (isnul(x))
+                        continue;
+                count++;
+                if (a.f == A_SUM)
+                        sum += x.i;
+                if ((a.f == A_MIN && (isnul(best) || vcmp(x, best) < 0)) ||
+                    (a.f == A_MAX && (isnul(best) || vcmp(x, best) > 0)))
+                        best = x;
+        }
+        switch (a.f) {
+        case A_COUNT_STAR:
+        case A_COUNT:
+                return vi(count);
+        case A_SUM:
+                return count ? vi(sum) : VN;
+        case A_MIN:
+        case A_MAX:
+                return best;
+        }
+        return VN;
+}
+
+/* SELECT keys..., aggs... FROM in GROUP BY keys: out has nk + na columns.  With nk == 0
+ * (a global aggregate) there is exactly one row, also over an empty input. */
+static void rel_group(const struct rel *in, int nk, const int *keys, int na, const struct aggspec *ag,
+                      struct rel *out)
+{
+        size_t *rep = calloc(in->n + 1, sizeof(*rep)), nrep = 0;
+        size_t *members = calloc(in->n + 1, sizeof(*members));
+
+        *out = (struct rel){ .nc = nk + na };
+        for (size_t i = 0; i < in->n; i++) {
+                bool found = false;
+                for (size_t g = 0; g < nrep && !found; g++) {
+                        bool same = true;
+                        for (int k = 0; k < nk && same; k++)
+                                same = v_same(row_at(in, i)[keys[k]], row_at(in, rep[g])[keys[k]]);
+                        found = same;
+                }
+                if (!found)
+                        rep[nrep++] = i;
+        }
+        if (nk == 0)
+                nrep = 1;       /* one group: everything */
+        for (size_t g = 0; g < nrep; g++) {
+                struct v row[16];
+                size_t nm = 0;
+                for (size_t i = 0; i < in->n; i++) {
+                        bool same = true;
+                        for (int k = 0; k < nk && same; k++)
+                                same = v_same(row_at(in, i)[keys[k]], row_at(in, rep[g])[keys[k]]);
+                        if (same)
+                                members[nm++] = i;
+                }
+                for (int k = 0; k < nk; k++)
+                        row[k] = row_at(in, rep[g])[keys[k]];
+                for (int a = 0; a < na; a++)
+                        row[nk + a] = agg_over(in, members, nm, ag[a]);
+                rel_push(out, row);
+        }
+        free(rep);
+        free(members);
+}
+
+/* SELECT DISTINCT * FROM in */
+static void rel_distinct(const struct rel *in, struct rel *out)
+{
+        int keys[16];
+
+        for (int j = 0; j < in->nc; j++)
+                keys[j] = j;
+        if (in->n == 0) {
+                *out = (struct rel){ .nc = in->nc };
+                return;
+        }
+        rel_group(in, in->nc, keys, 0, NULL, out);
+}
+
+static void fmt_val(char *buf, size_t len, struct v x)
+{
+        switch (x.k) {
+        case V_NULL: snprintf(buf, len, "NULL"); break;
+        case V_INT: snprintf(buf, len, "%" PRId64, x.i); break;
+        case V_TEXT: snprintf(buf, len, "%s", x.s); break;
+        case V_BOOL: snprintf(buf, len, "%s", x.i ? "t" : "f"); break;
+        }
+}
+
+static void rel_lines(const struct rel *r, struct lines *out)
+{
+        out->n = r->n;
+        out->v = calloc(r->n + 1, sizeof(*out->v));
+        for (size_t i = 0; i < r->n; i++) {
+                char buf[1024] = "", one[128];
+                for (int j = 0; j < r->nc; j++) {
+                        fmt_val(one, sizeof(one), row_at(r, i)[j]);
+                        size_t l = strlen(buf);
+                        snprintf(buf + l, sizeof(buf) - l, "%s%s", j ? "|" : "", one);
+                }
+                out->v[i] = strdup(buf);
+        }
+        qsort(out->v, out->n, sizeof(*out->v), cmp_str);
+}
+
+/* ==== The model: t1(a, b), t2(a, c), t3(b, d) ==== */
+
+#define MAXR 200
+
+struct tab {
+        size_t n;
+        struct v r[MAXR][2];
+};
+
+struct state {
+        uint64_t t;             /* SELECT mz_now() after the transaction */
+        int tx;                 /* transactions applied */
+        struct tab tb[3];
+};
+
+static const char *const TNAME[3] = { "t1", "t2", "t3" };
+static const char *const CNAME[3][2] = { { "a", "b" }, { "a", "c" }, { "b", "d" } };
+static const char *const DVALS[4] = { "w", "x", "y", "z" };
+
+static void tab_rel(const struct tab *t, struct rel *out)
+{
+        *out = (struct rel){ .nc = 2 };
+        for (size_t i = 0; i < t->n; i++)
+                rel_push(out, t->r[i]);
+}
+
+/* ==== The views and their naive evaluations ====
+ * Each eval builds the relation the SQL defines from the state's tables, by nested loops. */
+
+typedef void eval_fn(const struct state *s, struct rel *out);
+
+#define T1(s) (&(s)->tb[0])
+#define T2(s) (&(s)->tb[1])
+#define T3(s) (&(s)->tb[2])
+#define EACH(i, t) for (size_t i = 0; i < (t)->n; i++)
+
+static void ev_filter(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 7 };
+        EACH(i, T1(s)) {
+                struct v a = T1(s)->r[i][0], b = T1(s)->r[i][1];
+                struct v p = v_or(v_or(v_and(v_cmp(a, GT, vi(1)), v_cmp(b, NE, vi(3))),
+                                       v_and(v_not(v_cmp(a, GE, vi(4))), v_isnull(b))),
+                                  v_and(v_isnull(a), v_cmp(b, EQ, vi(2))));
+                if (is_true(p))
+                        rel_add(o, a, b, v_add(a, v_mul(b, vi(2))), v_sub(a, b), v_mul(a, b),
+                                v_cmp(a, LT, b), v_isnull(b));
+        }
+}
+
+static void ev_join2(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 3 };
+        EACH(i, T1(s)) EACH(j, T2(s))
+                if (is_true(v_cmp(T1(s)->r[i][0], EQ, T2(s)->r[j][0])))
+                        rel_add(o, T1(s)->r[i][0], T1(s)->r[i][1], T2(s)->r[j][1]);
+}
+
+static void ev_join3(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 3 };
+        EACH(i, T1(s)) EACH(j, T2(s)) EACH(k, T3(s)) {
+                struct v p = v_and(v_and(v_cmp(T1(s)->r[i][0], EQ, T2(s)->r[j][0]),
+                                         v_cmp(T1(s)->r[i][1], EQ, T3(s)->r[k][0])),
+                                   v_cmp(T2(s)->r[j][1], GT, vi(0)));
+                if (is_true(p))
+                        rel_add(o, T1(s)->r[i][0], T2(s)->r[j][1], T3(s)->r[k][1]);
+        }
+}
+
+static const struct aggspec AGG5[] = { { A_COUNT_STAR, 0 }, { A_COUNT, 1 }, { A_SUM, 1 },
+                                       { A_MIN, 1 }, { A_MAX, 1 } };
+
+static void ev_group(const struct state *s, struct rel *o)
+{
+        struct rel t;
+        tab_rel(T1(s), &t);
+        rel_group(&t, 1, (int[]){ 0 }, 5, AGG5, o);
+        rel_free(&t);
+}
+
+static void ev_global(const struct state *s, struct rel *o)
+{
+        struct rel t;
+        tab_rel(T2(s), &t);
+        rel_group(&t, 0, NULL, 5, AGG5, o);
+        rel_free(&t);
+}
+
+static void ev_distinct(const struct state *s, struct rel *o)
+{
+        struct rel t;
+        tab_rel(T3(s), &t);
+        rel_distinct(&t, o);
+        rel_free(&t);
+}
+
+static void ev_unionall(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 2 };
+        EACH(i, T1(s)) rel_push(o, T1(s)->r[i]);
+        EACH(j, T2(s)) rel_push(o, T2(s)->r[j]);
+}
+
+static void ev_union(const struct state *s, struct rel *o)
+{
+        struct rel u = { .nc = 1 };
+        EACH(i, T1(s)) rel_add(&u, T1(s)->r[i][1]);
+        EACH(k, T3(s)) rel_add(&u, T3(s)->r[k][0]);
+        rel_distinct(&u, o);
+        rel_free(&u);
+}
+
+static void ev_subq(const struct state *s, struct rel *o)
+{
+        struct rel t, g;
+        tab_rel(T2(s), &t);
+        rel_group(&t, 1, (int[]){ 0 }, 2,
+                  (struct aggspec[]){ { A_SUM, 1 }, { A_COUNT_STAR, 0 } }, &g);
+        *o = (struct rel){ .nc = 3 };
+        for (size_t i = 0; i < g.n; i++)
+                if (is_true(v_cmp(row_at(&g, i)[1], GT, vi(2))))
+                        rel_push(o, row_at(&g, i));
+        rel_free(&t);
+        rel_free(&g);
+}
+
+static void ev_values(const struct state *s, struct rel *o)
+{
+        static const struct { int k; const char *name; } vals[] = { { 1, "one" }, { 2, "two" }, { 3, "three" } };
+        *o = (struct rel){ .nc = 2 };
+        for (size_t v = 0; v < 3; v++)
+                EACH(k, T3(s))
+                        if (is_true(v_cmp(vi(vals[v].k), EQ, T3(s)->r[k][0])))
+                                rel_add(o, vs(vals[v].name), T3(s)->r[k][1]);
+}
+
+static void ev_having(const struct state *s, struct rel *o)
+{
+        struct rel t, g;
+        tab_rel(T3(s), &t);
+        rel_group(&t, 1, (int[]){ 0 }, 2,
+                  (struct aggspec[]){ { A_COUNT_STAR, 0 }, { A_SUM, 0 } }, &g);
+        *o = (struct rel){ .nc = 2 };
+        for (size_t i = 0; i < g.n; i++) {
+                struct v *r = row_at(&g, i);
+                struct v p = v_or(v_cmp(r[1], GE, vi(2)), v_cmp(r[2], GT, vi(7)));
+                if (is_true(p))
+                        rel_add(o, r[0], r[1]);
+        }
+        rel_free(&t);
+        rel_free(&g);
+}
+
+static void ev_textagg(const struct state *s, struct rel *o)
+{
+        struct rel t;
+        tab_rel(T3(s), &t);
+        rel_group(&t, 1, (int[]){ 0 }, 3,
+                  (struct aggspec[]){ { A_MIN, 1 }, { A_MAX, 1 }, { A_COUNT, 1 } }, o);
+        rel_free(&t);
+}
+
+static void ev_over_mv(const struct state *s, struct rel *o)
+{
+        struct rel g;
+        ev_group(s, &g);        /* a, n, nb, sb, lo, hi */
+        *o = (struct rel){ .nc = 3 };
+        for (size_t i = 0; i < g.n; i++) {
+                struct v *r = row_at(&g, i);
+                if (is_true(v_cmp(r[1], GT, vi(1))))
+                        rel_add(o, r[0], v_mul(r[1], vi(10)), v_sub(r[5], r[4]));
+        }
+        rel_free(&g);
+}
+
+/* v_j: t1 JOIN t2 ON a WHERE c IS NOT NULL -> (a, b, c) */
+static void ev_vj(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 3 };
+        EACH(i, T1(s)) EACH(j, T2(s))
+                if (is_true(v_and(v_cmp(T1(s)->r[i][0], EQ, T2(s)->r[j][0]),
+                                  v_not(v_isnull(T2(s)->r[j][1])))))
+                        rel_add(o, T1(s)->r[i][0], T1(s)->r[i][1], T2(s)->r[j][1]);
+}
+
+static void ev_over_view(const struct state *s, struct rel *o)
+{
+        struct rel j;
+        ev_vj(s, &j);
+        rel_group(&j, 1, (int[]){ 0 }, 3,
+                  (struct aggspec[]){ { A_COUNT_STAR, 0 }, { A_SUM, 2 }, { A_MAX, 1 } }, o);
+        rel_free(&j);
+}
+
+static void ev_join_group(const struct state *s, struct rel *o)
+{
+        struct rel j = { .nc = 2 };
+        EACH(i, T1(s)) EACH(k, T3(s))
+                if (is_true(v_cmp(T1(s)->r[i][1], EQ, T3(s)->r[k][0])))
+                        rel_add(&j, T1(s)->r[i][1], T3(s)->r[k][1]);
+        rel_group(&j, 2, (int[]){ 0, 1 }, 1, (struct aggspec[]){ { A_COUNT_STAR, 0 } }, o);
+        rel_free(&j);
+}
+
+static void ev_using(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 3 };
+        EACH(i, T1(s)) EACH(j, T2(s))
+                if (is_true(v_and(v_cmp(T1(s)->r[i][0], EQ, T2(s)->r[j][0]),
+                                  v_cmp(T1(s)->r[i][1], LT, T2(s)->r[j][1]))))
+                        rel_add(o, T1(s)->r[i][0], T1(s)->r[i][1], T2(s)->r[j][1]);
+}
+
+static void ev_idx_filter(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 2 };
+        EACH(i, T1(s)) {
+                struct v a = T1(s)->r[i][0], b = T1(s)->r[i][1];
+                if (is_true(v_and(v_not(v_isnull(a)), v_cmp(v_mul(b, vi(2)), GT, a))))
+                        rel_add(o, a, b);
+        }
+}
+
+static void ev_idx_group(const struct state *s, struct rel *o)
+{
+        struct rel t = { .nc = 2 };
+        /* GROUP BY d over (d, b) */
+        EACH(k, T3(s)) rel_add(&t, T3(s)->r[k][1], T3(s)->r[k][0]);
+        rel_group(&t, 1, (int[]){ 0 }, 5, AGG5, o);
+        rel_free(&t);
+}
+
+static void ev_idx_join(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 3 };
+        EACH(j, T2(s)) EACH(k, T3(s))
+                if (is_true(v_cmp(T2(s)->r[j][1], EQ, T3(s)->r[k][0])))
+                        rel_add(o, T2(s)->r[j][0], T2(s)->r[j][1], T3(s)->r[k][1]);
+}
+
+static void ev_idx_union(const struct state *s, struct rel *o)
+{
+        struct rel u = { .nc = 1 };
+        EACH(i, T1(s)) rel_add(&u, T1(s)->r[i][0]);
+        EACH(j, T2(s)) rel_add(&u, T2(s)->r[j][0]);
+        rel_distinct(&u, o);
+        rel_free(&u);
+}
+
+static void ev_idx_global(const struct state *s, struct rel *o)
+{
+        struct rel t;
+        tab_rel(T1(s), &t);
+        rel_group(&t, 0, NULL, 4,
+                  (struct aggspec[]){ { A_COUNT_STAR, 0 }, { A_SUM, 0 }, { A_MIN, 0 }, { A_MAX, 0 } }, o);
+        rel_free(&t);
+}
+
+static void ev_same(const struct state *s, struct rel *o)
+{
+        struct rel j = { .nc = 2 };
+        EACH(i, T1(s)) EACH(k, T2(s))
+                if (is_true(v_cmp(T1(s)->r[i][0], EQ, T2(s)->r[k][0])))
+                        rel_add(&j, T1(s)->r[i][0], T2(s)->r[k][1]);
+        rel_group(&j, 1, (int[]){ 0 }, 2, (struct aggspec[]){ { A_COUNT_STAR, 0 }, { A_SUM, 1 } }, o);
+        rel_free(&j);
+}
+
+/* A self-join: both sides change at the same time (the delta join's dA x dB term). */
+static void ev_self(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 3 };
+        EACH(i, T1(s)) EACH(j, T1(s))
+                if (is_true(v_cmp(T1(s)->r[i][1], EQ, T1(s)->r[j][0])))
+                        rel_add(o, T1(s)->r[i][0], T1(s)->r[i][1], T1(s)->r[j][1]);
+}
+
+static void ev_self_distinct(const struct state *s, struct rel *o)
+{
+        struct rel j = { .nc = 1 };
+        EACH(i, T2(s)) EACH(k, T2(s))
+                if (is_true(v_cmp(T2(s)->r[i][0], EQ, T2(s)->r[k][1])))
+                        rel_add(&j, T2(s)->r[i][0]);
+        rel_distinct(&j, o);
+        rel_free(&j);
+}
+
+static void ev_group_expr(const struct state *s, struct rel *o)
+{
+        struct rel t = { .nc = 2 };
+        EACH(i, T1(s)) rel_add(&t, v_add(T1(s)->r[i][0], vi(1)), T1(s)->r[i][1]);
+        rel_group(&t, 1, (int[]){ 0 }, 2, (struct aggspec[]){ { A_COUNT_STAR, 0 }, { A_SUM, 1 } }, o);
+        rel_free(&t);
+}
+
+static void ev_reduce2(const struct state *s, struct rel *o)
+{
+        struct rel g;
+        ev_group(s, &g);        /* a, n, ... */
+        rel_group(&g, 0, NULL, 4,
+                  (struct aggspec[]){ { A_MAX, 1 }, { A_MIN, 1 }, { A_COUNT_STAR, 0 }, { A_SUM, 1 } }, o);
+        rel_free(&g);
+}
+
+/* What each object is: a materialized view (checked AS OF every recorded time), a view
+ * (checked at checkpoints at the current time; indexed or not), or DDL only. */
+enum kind { K_MV, K_VIEW, K_DDL };
+
+struct obj {
+        enum kind kind;
+        const char *name;
+        const char *select;     /* K_MV, K_VIEW: the defining SELECT; K_DDL: the statement */
+        eval_fn *eval;
+        bool late;              /* created halfway through the workload: hydration */
+        /* run-time */
+        bool created, dead;
+        int errors;
+        uint64_t since;
+        long compared;
+};
+
+static struct obj objs[] = {
+        { K_MV, "mv_filter",
+          "SELECT a, b, a + b * 2 AS s, a - b AS d, a * b AS m, a < b AS lt, b IS NULL AS bn FROM t1 "
+          "WHERE (a > 1 AND b <> 3) OR (NOT (a >= 4) AND b IS NULL) OR (a IS NULL AND b = 2)", ev_filter },
+        { K_MV, "mv_join2", "SELECT t1.a, t1.b, t2.c FROM t1 JOIN t2 ON t1.a = t2.a", ev_join2 },
+        { K_MV, "mv_join3",
+          "SELECT t1.a, t2.c, t3.d FROM t1, t2, t3 WHERE t1.a = t2.a AND t1.b = t3.b AND t2.c > 0", ev_join3 },
+        { K_MV, "mv_group",
+          "SELECT a, count(*) AS n, count(b) AS nb, sum(b) AS sb, min(b) AS lo, max(b) AS hi "
+          "FROM t1 GROUP BY a", ev_group },
+        { K_MV, "mv_global",
+          "SELECT count(*) AS n, count(c) AS nc, sum(c) AS sc, min(c) AS lo, max(c) AS hi FROM t2", ev_global },
+        { K_MV, "mv_distinct", "SELECT DISTINCT b, d FROM t3", ev_distinct },
+        { K_MV, "mv_unionall", "SELECT a, b FROM t1 UNION ALL SELECT a, c FROM t2", ev_unionall },
+        { K_MV, "mv_union", "SELECT b FROM t1 UNION SELECT b FROM t3", ev_union },
+        { K_MV, "mv_subq",
+          "SELECT s.a, s.total, s.n FROM (SELECT a, sum(c) AS total, count(*) AS n FROM t2 GROUP BY a) AS s "
+          "WHERE s.total > 2", ev_subq },
+        { K_MV, "mv_values",
+          "SELECT v.name, t3.d FROM (VALUES (1, 'one'), (2, 'two'), (3, 'three')) AS v (k, name) "
+          "JOIN t3 ON v.k = t3.b", ev_values },
+        { K_MV, "mv_having",
+          "SELECT b, count(*) AS n FROM t3 GROUP BY b HAVING count(*) >= 2 OR sum(b) > 7", ev_having },
+        { K_MV, "mv_textagg", "SELECT b, min(d) AS lo, max(d) AS hi, count(d) AS nd FROM t3 GROUP BY b",
+          ev_textagg },
+        { K_MV, "mv_over_mv", "SELECT a, n * 10 AS n10, hi - lo AS spread FROM mv_group WHERE n > 1",
+          ev_over_mv },
+        { K_VIEW, "v_j", "SELECT t1.a, t1.b, t2.c FROM t1 JOIN t2 ON t1.a = t2.a WHERE t2.c IS NOT NULL",
+          ev_vj },
+        { K_MV, "mv_over_view", "SELECT a, count(*) AS n, sum(c) AS sc, max(b) AS mb FROM v_j GROUP BY a",
+          ev_over_view },
+        { K_MV, "mv_join_group",
+          "SELECT t1.b, t3.d, count(*) AS n FROM t1 JOIN t3 ON t1.b = t3.b GROUP BY t1.b, t3.d", ev_join_group },
+        { K_MV, "mv_using", "SELECT a, t1.b, t2.c FROM t1 JOIN t2 USING (a) WHERE t1.b < t2.c", ev_using },
+        { K_MV, "mv_self", "SELECT x.a, x.b, y.b AS b2 FROM t1 AS x JOIN t1 AS y ON x.b = y.a", ev_self },
+        { K_MV, "mv_self_distinct", "SELECT DISTINCT x.a FROM t2 AS x JOIN t2 AS y ON x.a = y.c",
+          ev_self_distinct },
+        { K_MV, "mv_group_expr", "SELECT a + 1 AS k, count(*) AS n, sum(b) AS sb FROM t1 GROUP BY a + 1",
+          ev_group_expr },
+        { K_MV, "mv_reduce2",
+          "SELECT max(n) AS mx, min(n) AS mn, count(*) AS g, sum(n) AS total "
+          "FROM (SELECT a, count(*) AS n FROM t1 GROUP BY a) AS s", ev_reduce2 },
+        /* An index on a materialized view: reads at old times must still come from storage. */
+        { K_DDL, "i_mv_join2", "CREATE INDEX i_mv_join2 ON mv_join2 (a)", NULL },
+        { K_VIEW, "v_idx_filter", "SELECT a, b FROM t1 WHERE a IS NOT NULL AND b * 2 > a", ev_idx_filter },
+        { K_DDL, "i_filter", "CREATE INDEX i_filter ON v_idx_filter (a)", NULL },
+        { K_VIEW, "v_idx_group",
+          "SELECT d, count(*) AS n, count(b) AS nb, sum(b) AS sb, min(b) AS lo, max(b) AS hi FROM t3 GROUP BY d",
+          ev_idx_group },
+        { K_DDL, "v_idx_group_primary_idx", "CREATE DEFAULT INDEX ON v_idx_group", NULL },
+        { K_VIEW, "v_idx_join", "SELECT t2.a, t2.c, t3.d FROM t2 JOIN t3 ON t2.c = t3.b", ev_idx_join },
+        { K_DDL, "i_join", "CREATE INDEX i_join ON v_idx_join (a)", NULL },
+        { K_VIEW, "v_idx_union", "SELECT a FROM t1 UNION SELECT a FROM t2", ev_idx_union },
+        { K_DDL, "i_union", "CREATE INDEX i_union ON v_idx_union (a)", NULL },
+        { K_VIEW, "v_idx_global", "SELECT count(*) AS n, sum(a) AS sa, min(a) AS lo, max(a) AS hi FROM t1",
+          ev_idx_global },
+        { K_DDL, "i_global", "CREATE DEFAULT INDEX i_global ON v_idx_global", NULL },
+        /* The same view behind an index and a materialized view (case 2). */
+        { K_VIEW, "v_same",
+          "SELECT t1.a, count(*) AS n, sum(t2.c) AS sc FROM t1 JOIN t2 ON t1.a = t2.a GROUP BY t1.a", ev_same },
+        { K_DDL, "i_same", "CREATE INDEX i_same ON v_same (a)", NULL },
+        { K_MV, "mv_same", "SELECT * FROM v_same", ev_same },
+        /* Created over non-empty tables halfway through: hydration from a snapshot, then
+         * updates. */
+        { K_MV, "mv_group_late",
+          "SELECT a, count(*) AS n, count(b) AS nb, sum(b) AS sb, min(b) AS lo, max(b) AS hi "
+          "FROM t1 GROUP BY a", ev_group, .late = true },
+        { K_MV, "mv_join3_late",
+          "SELECT t1.a, t2.c, t3.d FROM t1, t2, t3 WHERE t1.a = t2.a AND t1.b = t3.b AND t2.c > 0", ev_join3,
+          .late = true },
+        { K_MV, "mv_over_mv_late", "SELECT a, n * 10 AS n10, hi - lo AS spread FROM mv_group WHERE n > 1",
+          ev_over_mv, .late = true },
+        { K_VIEW, "v_late", "SELECT count(*) AS n, count(c) AS nc, sum(c) AS sc, min(c) AS lo, max(c) AS hi FROM t2",
+          ev_global, .late = true },
+        { K_DDL, "i_late", "CREATE DEFAULT INDEX i_late ON v_late", NULL, .late = true },
+};
+#define NOBJS (sizeof(objs) / sizeof(objs[0]))
+
+static struct obj *obj_named(const char *name)
+{
+        for (size_t i = 0; i < NOBJS; i++)
+                if (strcmp(objs[i].name, name) == 0)
+                        return &objs[i];
+        return NULL;
+}
+
+/* ==== The workload ==== */
+
+static uint64_t rng;
+
+static uint64_t rnd(void)
+{
+        uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+}
+
+static int rn(int n) { return (int)(rnd() % (uint64_t)n); }
+
+static struct v rand_val(int table, int col)
+{
+        if (rn(10) == 0)
+                return VN;
+        if (table == 2 && col == 1)
+                return vs(DVALS[rn(4)]);
+        if (table == 1 && col == 1)
+                return vi(rn(9) - 2);   /* t2.c in -2..6 */
+        return vi(rn(6));               /* 0..5 */
+}
+
+static void sql_val(char *buf, size_t len, struct v x)
+{
+        if (x.k == V_TEXT)
+                snprintf(buf, len, "'%s'", x.s);
+        else
+                fmt_val(buf, len, x);
+}
+
+/* A DELETE predicate: conj[0] AND conj[1] (when two), each "col op value" or "col IS NULL". */
+struct pred {
+        int n;
+        struct { int col; enum op op; bool isnull; struct v val; } c[2];
+        bool all;
+};
+
+static struct v pred_eval(const struct pred *p, const struct v *row)
+{
+        struct v r = vb(true);
+
+        if (p->all)
+                return r;
+        for (int i = 0; i < p->n; i++) {
+                struct v x = p->c[i].isnull ? v_isnull(row[p->c[i].col])
+                                            : v_cmp(row[p->c[i].col], p->c[i].op, p->c[i].val);
+                r = v_and(r, x);
+        }
+        return r;
+}
+
+static void pred_sql(const struct pred *p, int table, char *buf, size_t len)
+{
+        static const char *const OPS[] = { "<", "<=", "=", "<>", ">=", ">" };
+        size_t l;
+
+        if (p->all) {
+                const char *c = CNAME[table][0];
+                snprintf(buf, len, "%s IS NULL OR %s IS NOT NULL", c, c);
+                return;
+        }
+        buf[0] = 0;
+        for (int i = 0; i < p->n; i++) {
+                char val[64];
+                l = strlen(buf);
+                if (p->c[i].isnull) {
+                        snprintf(buf + l, len - l, "%s%s IS NULL", i ? " AND " : "", CNAME[table][p->c[i].col]);
+                } else {
+                        sql_val(val, sizeof(val), p->c[i].val);
+                        snprintf(buf + l, len - l, "%s%s %s %s", i ? " AND " : "", CNAME[table][p->c[i].col],
+                                 OPS[p->c[i].op], val);
+                }
+        }
+}
+
+/* Min or max of a column over the rows where (optionally) column gcol equals g. */
+static struct v col_extreme(const struct tab *t, int col, bool max, int gcol, struct v g)
+{
+        struct v best = VN;
+
+        for (size_t i = 0; i < t->n; i++) {
+                struct v x = t->r[i][col];
+                if (gcol >= 0 && !is_true(v_cmp(t->r[i][gcol], EQ, g)))
+                        continue;
+                if (!isnul(x) && (isnul(best) || (max ? vcmp(x, best) > 0 : vcmp(x, best) < 0)))
+                        best = x;
+        }
+        return best;
+}
+
+/* One transaction: its SQL in sql, applied to st (the model) once the server acknowledged
+ * it (the caller runs it).  Returns the number of rows a DELETE removes (-1 for INSERT). */
+struct txn {
+        char sql[1024];
+        int table;
+        bool is_delete;
+        struct pred p;
+        size_t nins;
+        struct v ins[8][2];
+};
+
+static void gen_txn(const struct state *st, int k, struct txn *x)
+{
+        int table = rn(3);
+        const struct tab *t = &st->tb[table];
+        bool del = t->n > 12 && (rn(100) < (t->n > 60 ? 65 : 40));
+
+        memset(x, 0, sizeof(*x));
+        x->table = table;
+        /* Every 97th transaction empties a table: global aggregates over nothing. */
+        if (k % 97 == 96) {
+                del = true;
+                x->p.all = true;
+        }
+        if (!del) {
+                size_t l;
+                x->nins = 1 + (size_t)rn(6);
+                snprintf(x->sql, sizeof(x->sql), "INSERT INTO %s VALUES ", TNAME[table]);
+                for (size_t i = 0; i < x->nins; i++) {
+                        char v0[64], v1[64];
+                        x->ins[i][0] = rand_val(table, 0);
+                        x->ins[i][1] = rand_val(table, 1);
+                        /* Duplicates of an existing row now and then. */
+                        if (t->n && rn(6) == 0)
+                                memcpy(x->ins[i], t->r[rn((int)t->n)], sizeof(x->ins[i]));
+                        sql_val(v0, sizeof(v0), x->ins[i][0]);
+                        sql_val(v1, sizeof(v1), x->ins[i][1]);
+                        l = strlen(x->sql);
+                        snprintf(x->sql + l, sizeof(x->sql) - l, "%s(%s, %s)", i ? ", " : "", v0, v1);
+                }
+                return;
+        }
+        x->is_delete = true;
+        if (!x->p.all) {
+                int kind = rn(10);
+                struct pred *p = &x->p;
+                if (kind <= 2) {                        /* col = v */
+                        int col = rn(2);
+                        p->n = 1;
+                        p->c[0].col = col;
+                        p->c[0].op = EQ;
+                        p->c[0].val = rand_val(table, col);
+                        if (isnul(p->c[0].val))
+                                p->c[0].isnull = true;
+                } else if (kind <= 4) {                 /* col0 = v AND col1 = w */
+                        p->n = 2;
+                        for (int i = 0; i < 2; i++) {
+                                p->c[i].col = i;
+                                p->c[i].op = EQ;
+                                p->c[i].val = rand_val(table, i);
+                                if (isnul(p->c[i].val))
+                                        p->c[i].isnull = true;
+                        }
+                } else if (kind == 5) {                 /* a range */
+                        p->n = 1;
+                        p->c[0].col = 0;
+                        p->c[0].op = rn(2) ? GE : LT;
+                        p->c[0].val = vi(rn(2) ? 4 : 1);
+                } else {                                /* retract a current min or max */
+                        bool max = rn(2);
+                        if (table == 2) {               /* t3: max/min d within a group of b */
+                                struct v g = t->r[rn((int)t->n)][0];
+                                struct v m = isnul(g) ? VN : col_extreme(t, 1, max, 0, g);
+                                if (isnul(g) || isnul(m)) {
+                                        p->n = 1;
+                                        p->c[0].col = 1;
+                                        p->c[0].op = EQ;
+                                        p->c[0].val = col_extreme(t, 1, max, -1, VN);
+                                        p->c[0].isnull = isnul(p->c[0].val);
+                                } else {
+                                        p->n = 2;
+                                        p->c[0].col = 0;
+                                        p->c[0].op = EQ;
+                                        p->c[0].val = g;
+                                        p->c[1].col = 1;
+                                        p->c[1].op = EQ;
+                                        p->c[1].val = m;
+                                }
+                        } else if (table == 1 || rn(2)) {   /* global min/max of column 1 */
+                                p->n = 1;
+                                p->c[0].col = 1;
+                                p->c[0].op = EQ;
+                                p->c[0].val = col_extreme(t, 1, max, -1, VN);
+                                p->c[0].isnull = isnul(p->c[0].val);
+                        } else {                        /* t1: min/max b within group a */
+                                struct v g = t->r[rn((int)t->n)][0];
+                                struct v m = isnul(g) ? VN : col_extreme(t, 1, max, 0, g);
+                                p->n = 2;
+                                p->c[0].col = 0;
+                                p->c[0].op = EQ;
+                                p->c[0].val = g;
+                                p->c[0].isnull = isnul(g);
+                                p->c[1].col = 1;
+                                p->c[1].op = EQ;
+                                p->c[1].val = m;
+                                p->c[1].isnull = isnul(m);
+                        }
+                }
+        }
+        {
+                char w[512];
+                pred_sql(&x->p, table, w, sizeof(w));
+                snprintf(x->sql, sizeof(x->sql), "DELETE FROM %s WHERE %s", TNAME[table], w);
+        }
+}
+
+/* Apply to the model; the number of rows deleted (0 for an INSERT). */
+static size_t apply_txn(struct state *st, const struct txn *x)
+{
+        struct tab *t = &st->tb[x->table];
+        size_t removed = 0, j = 0;
+
+        if (!x->is_delete) {
+                for (size_t i = 0; i < x->nins; i++) {
+                        if (t->n >= MAXR)
+                                abort();
+                        memcpy(t->r[t->n++], x->ins[i], sizeof(x->ins[i]));
+                }
+                return 0;
+        }
+        for (size_t i = 0; i < t->n; i++) {
+                if (is_true(pred_eval(&x->p, t->r[i]))) {
+                        removed++;
+                        continue;
+                }
+                memcpy(t->r[j++], t->r[i], sizeof(t->r[i]));
+        }
+        t->n = j;
+        return removed;
+}
+
+/* ==== Comparing ==== */
+
+#define N_TX 400
+#define CHECK_EVERY 50
+
+static struct state *hist;              /* hist[k]: after k transactions */
+static char (*hist_sql)[1024];          /* hist_sql[k]: transaction k (1-based) */
+static size_t n_hist;
+static uint64_t seed, sample_rng;
+static long comparisons, mismatches, read_errors, table_compacted;
+
+static void print_diff(const struct lines *exp, const struct lines *got)
+{
+        size_t i = 0, j = 0;
+        int shown = 0;
+
+        while ((i < exp->n || j < got->n) && shown < 24) {
+                int c = i >= exp->n ? 1 : j >= got->n ? -1 : strcmp(exp->v[i], got->v[j]);
+                if (c == 0) {
+                        i++;
+                        j++;
+                } else if (c < 0) {
+                        fprintf(stderr, "      - missing: %s\n", exp->v[i++]);
+                        shown++;
+                } else {
+                        fprintf(stderr, "      + extra:   %s\n", got->v[j++]);
+                        shown++;
+                }
+        }
+}
+
+static bool lines_equal(const struct lines *a, const struct lines *b)
+{
+        if (a->n != b->n)
+                return false;
+        for (size_t i = 0; i < a->n; i++)
+                if (strcmp(a->v[i], b->v[i]) != 0)
+                        return false;
+        return true;
+}
+
+/* Read `sql` and compare with eval over st.  what/t for the report. */
+static bool compare(const char *what, const char *sql, eval_fn *eval, const struct state *st, uint64_t t,
+                    int *errors)
+{
+        struct rel r;
+        struct lines exp, got;
+        char err[512];
+        bool good;
+
+        eval(st, &r);
+        rel_lines(&r, &exp);
+        rel_free(&r);
+        comparisons++;
+        if (fetch(C, sql, false, &got, err, sizeof(err)) < 0) {
+                read_errors++;
+                if (errors)
+                        (*errors)++;
+                fprintf(stderr, "\n    READ ERROR %s: %s\n      at t=%" PRIu64 " (after tx %d): %s", what, sql, t,
+                        st->tx, err);
+                lines_free(&exp);
+                return false;
+        }
+        good = lines_equal(&exp, &got);
+        if (!good) {
+                char *e = lines_join(&exp), *g = lines_join(&got);
+                mismatches++;
+                fprintf(stderr, "\n    MISMATCH %s (seed %" PRIu64 ")\n      %s\n      t=%" PRIu64
+                                " (after tx %d: %s)\n      expected [%s]\n      actual   [%s]\n",
+                        what, seed, sql, t, st->tx,
+                        st->tx > 0 ? hist_sql[st->tx] : st->tx < 0 ? "concurrent writers; tables read AS OF t" : "-",
+                        e, g);
+                print_diff(&exp, &got);
+                free(e);
+                free(g);
+        }
+        lines_free(&exp);
+        lines_free(&got);
+        return good;
+}
+
+static void ev_tab1(const struct state *s, struct rel *o) { tab_rel(T1(s), o); }
+static void ev_tab2(const struct state *s, struct rel *o) { tab_rel(T2(s), o); }
+static void ev_tab3(const struct state *s, struct rel *o) { tab_rel(T3(s), o); }
+static eval_fn *const EV_TAB[3] = { ev_tab1, ev_tab2, ev_tab3 };
+
+/* The tables AS OF t equal the model (I8; and it confirms which state t shows).  A table
+ * compacted past t is not an error (tables keep ~1 s of history). */
+static void compare_tables(const struct state *st, uint64_t t)
+{
+        for (int i = 0; i < 3; i++) {
+                char q[256], err[512];
+                struct lines got;
+                snprintf(q, sizeof(q), "SELECT %s, %s FROM %s AS OF %" PRIu64, CNAME[i][0], CNAME[i][1], TNAME[i], t);
+                if (fetch(C, q, false, &got, err, sizeof(err)) < 0) {
+                        if (strncmp(err, "55000", 5) == 0) {
+                                table_compacted++;
+                                continue;
+                        }
+                        read_errors++;
+                        fprintf(stderr, "\n    READ ERROR table %s: %s: %s", TNAME[i], q, err);
+                        CU_FAIL("table read AS OF failed");
+                        continue;
+                }
+                lines_free(&got);
+                CU_ASSERT(compare(TNAME[i], q, EV_TAB[i], st, t, NULL));
+        }
+}
+
+/* Every MV AS OF t. */
+static void compare_mvs_at(const struct state *st)
+{
+        for (size_t i = 0; i < NOBJS; i++) {
+                struct obj *o = &objs[i];
+                char q[256];
+                if (o->kind != K_MV || !o->created || o->dead)
+                        continue;
+                if (st->t < o->since)
+                        continue;
+                snprintf(q, sizeof(q), "SELECT * FROM %s AS OF %" PRIu64, o->name, st->t);
+                CU_ASSERT(compare(o->name, q, o->eval, st, st->t, &o->errors));
+                o->compared++;
+                if (o->errors >= 3) {
+                        fprintf(stderr, "\n    %s: 3 read errors, not read any more", o->name);
+                        o->dead = true;
+                }
+        }
+}
+
+/* At the current time (no writes in flight): the views (indexed ones from their index)
+ * AS OF a fresh timestamp and at the default one, every MV at the default timestamp, every
+ * MV's SELECT as a one-shot query, and the index and MV over v_same against each other. */
+static void checkpoint(const struct state *cur)
+{
+        struct state st = *cur;
+        uint64_t t = pg_ref ? 0 : scalar_u64(C, "SELECT mz_now()");
+        char q[1024];
+
+        st.t = t;
+        for (size_t i = 0; i < NOBJS; i++) {
+                struct obj *o = &objs[i];
+                if (o->kind == K_DDL || !o->created || o->dead)
+                        continue;
+                if (pg_ref) {
+                        snprintf(q, sizeof(q), "SELECT * FROM %s", o->name);
+                        CU_ASSERT(compare(o->name, q, o->eval, &st, 0, &o->errors));
+                        continue;
+                }
+                if (o->kind == K_VIEW) {
+                        snprintf(q, sizeof(q), "SELECT * FROM %s AS OF %" PRIu64, o->name, t);
+                        CU_ASSERT(compare(o->name, q, o->eval, &st, t, &o->errors));
+                }
+                snprintf(q, sizeof(q), "SELECT * FROM %s", o->name);
+                CU_ASSERT(compare(o->name, q, o->eval, &st, t, &o->errors));
+                if (o->kind == K_MV) {
+                        snprintf(q, sizeof(q), "%s AS OF %" PRIu64, o->select, t);
+                        CU_ASSERT(compare("one-shot SELECT", q, o->eval, &st, t, NULL));
+                }
+        }
+        if (pg_ref)
+                return;
+        compare_tables(&st, t);
+        /* The index and the MV over v_same: identical at the same time. */
+        if (obj_named("mv_same")->created && obj_named("v_same")->created) {
+                struct lines a, b;
+                char ea[512], eb[512];
+                char qa[128], qb[128];
+                snprintf(qa, sizeof(qa), "SELECT * FROM mv_same AS OF %" PRIu64, t);
+                snprintf(qb, sizeof(qb), "SELECT * FROM v_same AS OF %" PRIu64, t);
+                if (fetch(C, qa, false, &a, ea, sizeof(ea)) == 0 && fetch(C, qb, false, &b, eb, sizeof(eb)) == 0) {
+                        comparisons++;
+                        if (!lines_equal(&a, &b)) {
+                                char *sa = lines_join(&a), *sb = lines_join(&b);
+                                fprintf(stderr, "\n    MISMATCH index vs MV over v_same at %" PRIu64
+                                                "\n      %s -> [%s]\n      %s -> [%s]\n", t, qa, sa, qb, sb);
+                                mismatches++;
+                                free(sa);
+                                free(sb);
+                        }
+                        CU_ASSERT(lines_equal(&a, &b));
+                        lines_free(&a);
+                        lines_free(&b);
+                }
+        }
+}
+
+static void read_sinces(bool late);
+
+static bool create_objects(bool late)
+{
+        bool all = true;
+
+        for (size_t i = 0; i < NOBJS; i++) {
+                struct obj *o = &objs[i];
+                char *ddl = NULL;
+                if (o->late != late)
+                        continue;
+                if (o->kind == K_DDL) {
+                        if (pg_ref)
+                                continue;
+                        ddl = strdup(o->select);
+                } else if (asprintf(&ddl, "CREATE %s %s AS %s",
+                                    o->kind == K_MV && !pg_ref ? "MATERIALIZED VIEW" : "VIEW", o->name,
+                                    o->select) < 0) {
+                        ddl = NULL;
+                }
+                o->created = ddl && ok(C, ddl);
+                if (!o->created) {
+                        fprintf(stderr, "\n    could not create %s; it is left out of the comparisons\n", o->name);
+                        all = false;
+                }
+                free(ddl);
+        }
+        return all;
+}
+
+/* The transactions of the workload, from state hist[n_hist - 1] on. */
+static void run_txns(int count, bool record)
+{
+        for (int i = 0; i < count; i++) {
+                struct state *st = &hist[n_hist - 1], next;
+                struct txn x;
+                PGresult *r;
+                size_t removed;
+                int k = st->tx + 1;
+
+                gen_txn(st, k, &x);
+                r = PQexec(C, x.sql);
+                if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+                        fprintf(stderr, "\n    tx %d failed: %s -> %s", k, x.sql, PQresultErrorMessage(r));
+                        CU_FAIL("workload statement failed");
+                        PQclear(r);
+                        return;
+                }
+                next = *st;
+                removed = apply_txn(&next, &x);
+                next.tx = k;
+                if (x.is_delete) {
+                        char tag[32];
+                        snprintf(tag, sizeof(tag), "DELETE %zu", removed);
+                        if (strcmp(PQcmdStatus(r), tag) != 0) {
+                                fprintf(stderr, "\n    tx %d: %s: tag %s, expected %s", k, x.sql, PQcmdStatus(r), tag);
+                                CU_FAIL("DELETE row count");
+                        }
+                }
+                PQclear(r);
+                next.t = pg_ref ? 0 : scalar_u64(C, "SELECT mz_now()");
+                if (!pg_ref && next.t <= st->t)
+                        CU_FAIL("mz_now() did not advance after a write");
+                snprintf(hist_sql[k], sizeof(hist_sql[k]), "%s", x.sql);
+                if (record || n_hist == 1)
+                        hist[n_hist++] = next;
+                else
+                        hist[n_hist - 1] = next;
+                if (k == N_TX / 2) {
+                        CU_ASSERT(create_objects(true));
+                        if (!pg_ref)
+                                read_sinces(true);
+                }
+                if (pg_ref || k % CHECK_EVERY == 0)
+                        checkpoint(&next);
+                /* And a few earlier times of every MV while the workload goes on (a
+                 * generator of its own, so the workload stays a function of the seed). */
+                if (!pg_ref && k % CHECK_EVERY == 0)
+                        for (int j = 0; j < 3; j++) {
+                                sample_rng = sample_rng * 6364136223846793005ull + 1442695040888963407ull;
+                                compare_mvs_at(&hist[(sample_rng >> 33) % n_hist]);
+                        }
+        }
+}
+
+#define HIST_CAP (N_TX + 200)
+
+/* Each MV's since right after creation: every recorded time from it on must stay
+ * readable (MVs keep their history). */
+static void read_sinces(bool late)
+{
+        for (size_t i = 0; i < NOBJS; i++) {
+                char q[256];
+                struct obj *o = &objs[i];
+                if (o->kind != K_MV || !o->created || o->late != late)
+                        continue;
+                snprintf(q, sizeof(q), "SELECT f.read_frontier FROM coord_frontiers f, coord_objects o "
+                                       "WHERE f.object_id = o.id AND o.name = '%s'", o->name);
+                for (int w = 0; w < 50 && !(o->since = scalar_u64(C, q)); w++)
+                        usleep(100 * 1000);
+                if (!o->since) {
+                        o->since = scalar_u64(C, "SELECT mz_now()");
+                        printf("\n    note: no frontiers for %s 5 s after its creation; compared from %" PRIu64,
+                               o->name, o->since);
+                } else if (o->since > hist[n_hist - 1].t)
+                        printf("\n    note: %s since %" PRIu64 " is after the last recorded time %" PRIu64,
+                               o->name, o->since, hist[n_hist - 1].t);
+        }
+}
+
+static void print_counts(const char *when, uint64_t t0)
+{
+        printf("\n    %s: seed %" PRIu64 ", %d transactions, %zu timestamps, %ld comparisons, %ld mismatches, "
+               "%ld read errors, %ld table reads below since, %.1f s\n",
+               when, seed, hist[n_hist - 1].tx, n_hist, comparisons, mismatches, read_errors, table_compacted,
+               (double)(now_ms() - t0) / 1000.0);
+        fflush(stdout);
+}
+
+static void test_property(void)
+{
+        uint64_t t0 = now_ms(), sweep_start;
+        const char *env = getenv("COORD_TEST_SEED");
+        size_t *order, n_order = 0, swept = 0;
+
+        seed = env ? strtoull(env, NULL, 0) : (now_ns() ^ ((uint64_t)getpid() << 32));
+        rng = seed;
+        sample_rng = seed ^ 0xc0ffeeull;
+        printf("\n    I9 property test: seed %" PRIu64 " (COORD_TEST_SEED=%" PRIu64 " repeats it)\n", seed, seed);
+        fflush(stdout);
+        hist = calloc(HIST_CAP, sizeof(*hist));
+        hist_sql = calloc(HIST_CAP + 200, sizeof(*hist_sql));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(hist);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(hist_sql);
+        if (pg_ref)
+                CU_ASSERT_FATAL(ok(C, "DROP TABLE IF EXISTS t1, t2, t3 CASCADE"));
+        CU_ASSERT_FATAL(ok(C, "CREATE TABLE t1 (a int, b int)"));
+        CU_ASSERT_FATAL(ok(C, "CREATE TABLE t2 (a int, c int)"));
+        CU_ASSERT_FATAL(ok(C, "CREATE TABLE t3 (b int, d text)"));
+        CU_ASSERT(create_objects(false));
+        n_hist = 1;
+        hist[0].t = pg_ref ? 0 : scalar_u64(C, "SELECT mz_now()");
+        if (!pg_ref)
+                read_sinces(false);
+        checkpoint(&hist[0]);
+        run_txns(N_TX, true);
+        print_counts("workload done", t0);
+        if (pg_ref)
+                return;
+
+        /* Every MV at every recorded time; in a shuffled order so that, should the time
+         * budget run out, the times compared are spread over the whole run. */
+        order = calloc(n_hist, sizeof(*order));
+        {
+                uint64_t saved = rng;
+                rng = seed ^ 0x5eedull;
+                for (size_t k = 0; k < n_hist; k++)
+                        order[n_order++] = k;
+                for (size_t k = n_order; k > 1; k--) {
+                        size_t j = (size_t)(rnd() % k), tmp = order[k - 1];
+                        order[k - 1] = order[j];
+                        order[j] = tmp;
+                }
+                rng = saved;
+        }
+        sweep_start = now_ms();
+        for (size_t k = 0; k < n_order; k++) {
+                if (now_ms() - sweep_start > 60000) {
+                        printf("\n    time budget: compared %zu of %zu timestamps", swept, n_hist);
+                        break;
+                }
+                compare_tables(&hist[order[k]], hist[order[k]].t);
+                compare_mvs_at(&hist[order[k]]);
+                swept++;
+        }
+        free(order);
+        print_counts("history compared", t0);
+        for (size_t i = 0; i < NOBJS; i++)
+                if (objs[i].kind == K_MV)
+                        printf("      %-14s %s, %ld comparisons, %d read errors\n", objs[i].name,
+                               objs[i].created ? "created" : "NOT CREATED", objs[i].compared, objs[i].errors);
+        CU_ASSERT_EQUAL(mismatches, 0);
+        CU_ASSERT_EQUAL(read_errors, 0);
+}
+
+/* The index and the MV over one view, at a few times. */
+static void test_index_vs_mv(void)
+{
+        CU_ASSERT_FATAL(C != NULL);
+        CU_ASSERT_FATAL(obj_named("mv_same")->created && obj_named("v_same")->created);
+        for (int i = 0; i < 3; i++) {
+                long before = mismatches;
+                run_txns(5, true);
+                checkpoint(&hist[n_hist - 1]);
+                CU_ASSERT_EQUAL(mismatches, before);
+        }
+}
+
+/* ==== Concurrent writers ====
+ * Several clients write at once, so group commit puts updates of several tables at one
+ * timestamp (both sides of a join change together).  The test cannot know which state a
+ * time shows, so it reads the tables AS OF t and evaluates the views over what it read. */
+
+#define WRITERS 4
+
+struct writer {
+        int id;
+        uint64_t rng;
+        volatile bool *stop;
+        long done, failed;
+};
+
+static uint64_t wrnd(uint64_t *r)
+{
+        *r ^= *r << 13;
+        *r ^= *r >> 7;
+        *r ^= *r << 17;
+        return *r;
+}
+
+static void wval(uint64_t *r, int table, int col, char *buf, size_t len)
+{
+        if (wrnd(r) % 10 == 0)
+                snprintf(buf, len, "NULL");
+        else if (table == 2 && col == 1)
+                snprintf(buf, len, "'%s'", DVALS[wrnd(r) % 4]);
+        else if (table == 1 && col == 1)
+                snprintf(buf, len, "%d", (int)(wrnd(r) % 9) - 2);
+        else
+                snprintf(buf, len, "%d", (int)(wrnd(r) % 6));
+}
+
+static void *writer_run(void *arg)
+{
+        struct writer *w = arg;
+        PGconn *c = db();
+
+        while (c && !*w->stop) {
+                char q[512], v0[32], v1[32];
+                int table = (int)(wrnd(&w->rng) % 3);
+                PGresult *r;
+
+                if (wrnd(&w->rng) % 2) {
+                        int n = 1 + (int)(wrnd(&w->rng) % 3);
+                        snprintf(q, sizeof(q), "INSERT INTO %s VALUES ", TNAME[table]);
+                        for (int i = 0; i < n; i++) {
+                                size_t l = strlen(q);
+                                wval(&w->rng, table, 0, v0, sizeof(v0));
+                                wval(&w->rng, table, 1, v1, sizeof(v1));
+                                snprintf(q + l, sizeof(q) - l, "%s(%s, %s)", i ? ", " : "", v0, v1);
+                        }
+                } else {
+                        int col = (int)(wrnd(&w->rng) % 2);
+                        wval(&w->rng, table, col, v0, sizeof(v0));
+                        if (strcmp(v0, "NULL") == 0)
+                                snprintf(q, sizeof(q), "DELETE FROM %s WHERE %s IS NULL", TNAME[table],
+                                         CNAME[table][col]);
+                        else
+                                snprintf(q, sizeof(q), "DELETE FROM %s WHERE %s = %s", TNAME[table],
+                                         CNAME[table][col], v0);
+                }
+                r = PQexec(c, q);
+                if (PQresultStatus(r) == PGRES_COMMAND_OK)
+                        w->done++;
+                else
+                        w->failed++;
+                PQclear(r);
+                if (PQstatus(c) != CONNECTION_OK)
+                        break;
+        }
+        PQfinish(c);
+        return NULL;
+}
+
+/* As writer_run, reconnecting after a failure (a daemon is being restarted). */
+static void *writer_run_retry(void *arg)
+{
+        struct writer *w = arg;
+
+        while (!*w->stop) {
+                long before = w->done + w->failed;
+                writer_run(w);
+                if (w->done + w->failed == before)
+                        usleep(50 * 1000);
+        }
+        return NULL;
+}
+
+static struct v parse_val(const char *s, bool null, int table, int col)
+{
+        if (null)
+                return VN;
+        if (table == 2 && col == 1) {
+                for (int i = 0; i < 4; i++)
+                        if (strcmp(s, DVALS[i]) == 0)
+                                return vs(DVALS[i]);
+                return vs("?");
+        }
+        return vi(strtoll(s, NULL, 10));
+}
+
+/* The three tables AS OF t into st; false (printed) on an error or a table too large. */
+static bool read_state(uint64_t t, struct state *st)
+{
+        memset(st, 0, sizeof(*st));
+        st->t = t;
+        for (int i = 0; i < 3; i++) {
+                char q[256];
+                PGresult *r;
+                snprintf(q, sizeof(q), "SELECT %s, %s FROM %s AS OF %" PRIu64, CNAME[i][0], CNAME[i][1], TNAME[i], t);
+                r = PQexec(C, q);
+                if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) > MAXR) {
+                        fprintf(stderr, "\n    %s -> %s (%d rows)", q, PQresultErrorMessage(r), PQntuples(r));
+                        PQclear(r);
+                        return false;
+                }
+                st->tb[i].n = (size_t)PQntuples(r);
+                for (int k = 0; k < PQntuples(r); k++)
+                        for (int j = 0; j < 2; j++)
+                                st->tb[i].r[k][j] = parse_val(PQgetvalue(r, k, j), PQgetisnull(r, k, j), i, j);
+                PQclear(r);
+        }
+        return true;
+}
+
+static void test_concurrent(void)
+{
+        static struct writer w[WRITERS];
+        pthread_t th[WRITERS];
+        volatile bool stop = false;
+        long m0 = mismatches, e0 = read_errors, c0 = comparisons, done = 0, failed = 0;
+        int rounds = 0;
+        uint64_t until = now_ms() + 5000;
+        struct state *st = calloc(1, sizeof(*st));
+
+        CU_ASSERT_FATAL(C != NULL && st != NULL);
+        for (int i = 0; i < WRITERS; i++) {
+                w[i] = (struct writer){ .id = i, .rng = (seed ^ (0x1234567ull * (uint64_t)(i + 1))) | 1,
+                                        .stop = &stop };
+                pthread_create(&th[i], NULL, writer_run, &w[i]);
+        }
+        while (now_ms() < until) {
+                uint64_t t = scalar_u64(C, "SELECT mz_now()");
+                if (!read_state(t, st)) {
+                        CU_FAIL("reading the tables AS OF t");
+                        break;
+                }
+                st->tx = -1;
+                compare_mvs_at(st);
+                for (size_t i = 0; i < NOBJS; i++) {
+                        struct obj *o = &objs[i];
+                        char q[256];
+                        if (o->kind != K_VIEW || !o->created || o->dead)
+                                continue;
+                        snprintf(q, sizeof(q), "SELECT * FROM %s AS OF %" PRIu64, o->name, t);
+                        CU_ASSERT(compare(o->name, q, o->eval, st, t, &o->errors));
+                }
+                rounds++;
+        }
+        stop = true;
+        for (int i = 0; i < WRITERS; i++) {
+                pthread_join(th[i], NULL);
+                done += w[i].done;
+                failed += w[i].failed;
+        }
+        /* The model goes on from what the tables hold now. */
+        {
+                uint64_t t = scalar_u64(C, "SELECT mz_now()");
+                CU_ASSERT_FATAL(read_state(t, st));
+                st->tx = hist[n_hist - 1].tx;
+                hist[n_hist++] = *st;
+                compare_mvs_at(st);
+        }
+        printf("\n    %d writers: %ld statements (%ld failed); %d reader rounds, %ld comparisons, "
+               "%ld mismatches, %ld read errors\n", WRITERS, done, failed, rounds, comparisons - c0,
+               mismatches - m0, read_errors - e0);
+        CU_ASSERT_EQUAL(failed, 0);
+        CU_ASSERT_EQUAL(mismatches, m0);
+        CU_ASSERT_EQUAL(read_errors, e0);
+        free(st);
+}
+
+/* kill -9 of a daemon while writers write: afterwards every MV at every time recorded
+ * before and after the crash equals its SQL over the tables read AS OF that time (an MV
+ * resumes at its durable upper without skipping or repeating a time). */
+static void kill_under_load(Coord__Role role, const char *what)
+{
+        static struct writer w[WRITERS];
+        pthread_t th[WRITERS];
+        volatile bool stop = false;
+        uint64_t times[400];
+        size_t nt = 0, compared = 0;
+        long m0 = mismatches, e0 = read_errors, done = 0, failed = 0;
+        struct state *st = calloc(1, sizeof(*st));
+
+        CU_ASSERT_FATAL(C != NULL && st != NULL);
+        for (int i = 0; i < WRITERS; i++) {
+                w[i] = (struct writer){ .id = i, .rng = (seed ^ (0x7654321ull * (uint64_t)(i + 1)) ^ (uint64_t)role) | 1,
+                                        .stop = &stop };
+                pthread_create(&th[i], NULL, writer_run_retry, &w[i]);
+        }
+        for (int phase = 0; phase < 2; phase++) {
+                uint64_t until = now_ms() + 1500;
+                while (now_ms() < until && nt < 400) {
+                        uint64_t t = scalar_u64(C, "SELECT mz_now()");
+                        if (t)
+                                times[nt++] = t;
+                        usleep(30 * 1000);
+                }
+                if (phase == 0) {
+                        CU_ASSERT_FATAL(kill9(role));
+                        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+                        PQfinish(C);
+                        C = db_wait();
+                        CU_ASSERT_PTR_NOT_NULL_FATAL(C);
+                }
+        }
+        stop = true;
+        for (int i = 0; i < WRITERS; i++) {
+                pthread_join(th[i], NULL);
+                done += w[i].done;
+                failed += w[i].failed;
+        }
+        for (size_t k = 0; k < nt; k++) {
+                if (!read_state(times[k], st)) {
+                        CU_FAIL("reading the tables AS OF t");
+                        continue;
+                }
+                st->tx = -1;
+                compare_mvs_at(st);
+                compared++;
+        }
+        {
+                uint64_t t = scalar_u64(C, "SELECT mz_now()");
+                CU_ASSERT_FATAL(read_state(t, st));
+                st->tx = hist[n_hist - 1].tx;
+                hist[n_hist++] = *st;
+                checkpoint(st);
+        }
+        printf("\n    kill -9 %s under load: %ld statements acknowledged, %ld not; %zu times compared, "
+               "%ld mismatches, %ld read errors\n", what, done, failed, compared, mismatches - m0, read_errors - e0);
+        CU_ASSERT_EQUAL(mismatches, m0);
+        CU_ASSERT_EQUAL(read_errors, e0);
+        free(st);
+}
+
+static void test_kill_controller_load(void) { kill_under_load(COORD__ROLE__ROLE_CONTROLLER, "controller"); }
+static void test_kill_adapter_load(void) { kill_under_load(COORD__ROLE__ROLE_ADAPTER, "adapter"); }
+
+/* After a restart: a sample of the recorded history of every MV, then more transactions and
+ * checkpoints at the current time (maintenance goes on, indexes answer). */
+static void after_restart(const char *what)
+{
+        long m0 = mismatches, e0 = read_errors;
+        size_t step = n_hist / 25 + 1;
+
+        for (size_t k = 0; k < n_hist; k += step)
+                compare_mvs_at(&hist[k]);
+        compare_mvs_at(&hist[n_hist - 1]);
+        checkpoint(&hist[n_hist - 1]);
+        run_txns(10, true);
+        checkpoint(&hist[n_hist - 1]);
+        printf("\n    after %s: %ld mismatches, %ld read errors (total comparisons %ld)\n", what,
+               mismatches - m0, read_errors - e0, comparisons);
+        CU_ASSERT_EQUAL(mismatches, m0);
+        CU_ASSERT_EQUAL(read_errors, e0);
+}
+
+static void restart(Coord__Role role, const char *what)
+{
+        CU_ASSERT_FATAL(kill9(role));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        PQfinish(C);
+        C = db_wait();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(C);
+        (void)what;
+}
+
+static void test_kill_controller(void)
+{
+        CU_ASSERT_FATAL(C != NULL);
+        restart(COORD__ROLE__ROLE_CONTROLLER, "controller");
+        after_restart("kill -9 controller");
+}
+
+static void test_kill_lifecycle(void)
+{
+        CU_ASSERT_FATAL(C != NULL);
+        restart(COORD__ROLE__ROLE_LIFECYCLE, "lifecycle");
+        after_restart("kill -9 lifecycle");
+}
+
+static void test_kill_adapter(void)
+{
+        CU_ASSERT_FATAL(C != NULL);
+        restart(COORD__ROLE__ROLE_ADAPTER, "adapter");
+        for (size_t i = 0; i < NOBJS; i++) {
+                if (!objs[i].created || strcmp(objs[i].name, "v_idx_group_primary_idx") == 0)
+                        continue;
+                if (!exists_object(C, objs[i].name)) {
+                        fprintf(stderr, "\n    %s is gone from coord_objects after the adapter restarted", objs[i].name);
+                        CU_FAIL("object lost");
+                }
+        }
+        after_restart("kill -9 adapter");
+}
+
+/* ==== DROP ==== */
+
+static void test_drop(void)
+{
+        PGconn *c = db();
+        char *id;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        PQsetNoticeReceiver(c, notice_rx, NULL);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE d1 (x int, y int)"));
+        CU_ASSERT(ok(c, "INSERT INTO d1 VALUES (1, 10), (2, 20), (-1, 0)"));
+        CU_ASSERT(ok(c, "CREATE VIEW dv AS SELECT x, y FROM d1 WHERE x > 0"));
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW dm AS SELECT x, count(*) AS n FROM dv GROUP BY x"));
+        CU_ASSERT(ok(c, "CREATE INDEX di ON dv (x)"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM dm", "1|1;2|1"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM dv", "1|10;2|20"));
+        /* Dependents without CASCADE: 2BP01, the detail names the dependent. */
+        CU_ASSERT(fails_detail(c, "DROP TABLE d1", "2BP01", "dv"));
+        CU_ASSERT(fails_detail(c, "DROP VIEW dv", "2BP01", "dm"));
+        CU_ASSERT(fails_with(c, "DROP TABLE IF EXISTS d1", "2BP01"));
+        CU_ASSERT(exists_object(c, "d1") && exists_object(c, "dv") && exists_object(c, "dm") &&
+                  exists_object(c, "di"));
+        /* Wrong kinds: 42809. */
+        CU_ASSERT(fails_with(c, "DROP VIEW d1", "42809"));
+        CU_ASSERT(fails_with(c, "DROP MATERIALIZED VIEW dv", "42809"));
+        CU_ASSERT(fails_with(c, "DROP VIEW dm", "42809"));
+        CU_ASSERT(fails_with(c, "DROP TABLE dm", "42809"));
+        CU_ASSERT(fails_with(c, "DROP INDEX d1", "42809"));
+        CU_ASSERT(fails_with(c, "DROP TABLE di", "42809"));
+        /* Missing: an error, or with IF EXISTS a notice. */
+        CU_ASSERT(fails_with(c, "DROP VIEW no_such_view", "42P01"));
+        notices = 0;
+        CU_ASSERT(ok(c, "DROP VIEW IF EXISTS no_such_view"));
+        CU_ASSERT_EQUAL(notices, 1);
+        CU_ASSERT(strstr(last_notice, "no_such_view") != NULL);
+        printf("\n    notice: %s", last_notice);
+        notices = 0;
+        CU_ASSERT(ok(c, "DROP MATERIALIZED VIEW IF EXISTS no_such_mv"));
+        CU_ASSERT(ok(c, "DROP INDEX IF EXISTS no_such_index"));
+        CU_ASSERT_EQUAL(notices, 2);
+        /* DROP INDEX: the view stays and still answers. */
+        CU_ASSERT(ok(c, "DROP INDEX di"));
+        CU_ASSERT(!exists_object(c, "di"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM dv", "1|10;2|20"));
+        /* An MV over an MV; DROP MATERIALIZED VIEW ... CASCADE takes both. */
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW dm2 AS SELECT x FROM dm WHERE n > 0"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM dm2", "1;2"));
+        CU_ASSERT(fails_detail(c, "DROP MATERIALIZED VIEW dm", "2BP01", "dm2"));
+        id = rows_of(c, "SELECT id FROM coord_objects WHERE name = 'dm'");
+        CU_ASSERT(ok(c, "DROP MATERIALIZED VIEW dm CASCADE"));
+        CU_ASSERT(!exists_object(c, "dm") && !exists_object(c, "dm2"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM dm2", "42P01"));
+        /* The dropped MV's frontiers go away (soft: printed). */
+        if (id && *id) {
+                char q[128];
+                char *f = NULL;
+                snprintf(q, sizeof(q), "SELECT object_id FROM coord_frontiers WHERE object_id = %s", id);
+                for (int i = 0; i < 50; i++) {
+                        free(f);
+                        f = rows_of(c, q);
+                        if (f && !*f)
+                                break;
+                        usleep(100 * 1000);
+                }
+                if (!f || *f)
+                        printf("\n    note: coord_frontiers still has dropped MV %s after 5 s", id);
+                free(f);
+        }
+        free(id);
+        /* Names are free again. */
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW dm AS SELECT x, y FROM dv"));
+        CU_ASSERT(ok(c, "CREATE INDEX di ON dm (y)"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM dm", "1|10;2|20"));
+        /* CASCADE from the table: everything goes. */
+        CU_ASSERT(ok(c, "DROP TABLE d1 CASCADE"));
+        CU_ASSERT(!exists_object(c, "d1") && !exists_object(c, "dv") && !exists_object(c, "dm") &&
+                  !exists_object(c, "di"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM dm", "42P01"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM dv", "42P01"));
+        /* A table's indexes go with it, without CASCADE. */
+        CU_ASSERT(ok(c, "CREATE TABLE d2 (x int)"));
+        CU_ASSERT(ok(c, "CREATE INDEX d2i ON d2 (x)"));
+        CU_ASSERT(ok(c, "CREATE DEFAULT INDEX ON d2"));
+        CU_ASSERT(ok(c, "INSERT INTO d2 VALUES (5)"));
+        CU_ASSERT(rows_are(c, "SELECT x FROM d2", "5"));
+        CU_ASSERT(ok(c, "DROP TABLE d2"));
+        CU_ASSERT(!exists_object(c, "d2") && !exists_object(c, "d2i"));
+        CU_ASSERT(rows_are(c, "SELECT name FROM coord_objects WHERE name = 'd2_primary_idx'", ""));
+        /* ... but a view over the table is a dependent. */
+        CU_ASSERT(ok(c, "CREATE TABLE d3 (x int)"));
+        CU_ASSERT(ok(c, "CREATE VIEW d3v AS SELECT x FROM d3"));
+        CU_ASSERT(fails_detail(c, "DROP TABLE d3", "2BP01", "d3v"));
+        CU_ASSERT(ok(c, "DROP VIEW d3v"));
+        CU_ASSERT(ok(c, "DROP TABLE d3"));
+        CU_ASSERT(!exists_object(c, "d3") && !exists_object(c, "d3v"));
+        PQfinish(c);
+}
+
+/* ==== Non-deterministic SQL ==== */
+
+static void test_nondeterministic(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE nd (x int)"));
+        CU_ASSERT(ok(c, "INSERT INTO nd VALUES (1), (2)"));
+        /* The error names the function (a generic "not supported" would also be 0A000). */
+        CU_ASSERT(fails_msg(c, "CREATE MATERIALIZED VIEW nd_m1 AS SELECT x, mz_now() AS ts FROM nd", "0A000", "mz_now"));
+        CU_ASSERT(fails_msg(c, "CREATE MATERIALIZED VIEW nd_m2 AS SELECT x FROM nd WHERE mz_now() > 0", "0A000",
+                            "mz_now"));
+        CU_ASSERT(fails_msg(c, "CREATE MATERIALIZED VIEW nd_m3 AS SELECT x, now() AS ts FROM nd", "0A000", "now"));
+        CU_ASSERT(fails_msg(c, "CREATE MATERIALIZED VIEW nd_m4 AS SELECT x, random() AS r FROM nd", "0A000", "random"));
+        /* Allowed in a view; rejected through it. */
+        CU_ASSERT(ok(c, "CREATE VIEW nd_v AS SELECT x, mz_now() AS ts FROM nd"));
+        CU_ASSERT(fails_msg(c, "CREATE MATERIALIZED VIEW nd_m5 AS SELECT * FROM nd_v", "0A000", "mz_now"));
+        CU_ASSERT(fails_msg(c, "CREATE INDEX nd_i ON nd_v (x)", "0A000", "mz_now"));
+        CU_ASSERT(fails_msg(c, "CREATE DEFAULT INDEX ON nd_v", "0A000", "mz_now"));
+        CU_ASSERT(ok(c, "CREATE VIEW nd_v2 AS SELECT x FROM nd_v WHERE x > 1"));
+        CU_ASSERT(fails_msg(c, "CREATE MATERIALIZED VIEW nd_m6 AS SELECT * FROM nd_v2", "0A000", "mz_now"));
+        /* A deterministic MV over the same table is fine. */
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW nd_ok AS SELECT x FROM nd"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM nd_ok", "1;2"));
+        /* One-shot SELECTs through the view are fine. */
+        CU_ASSERT(rows_are(c, "SELECT x FROM nd_v", "1;2"));
+        CU_ASSERT(rows_are(c, "SELECT x FROM nd_v2", "2"));
+        CU_ASSERT(rows_are(c, "SELECT x, ts > 0 FROM nd_v WHERE x > 1", "2|t"));
+        CU_ASSERT(!exists_object(c, "nd_m1") && !exists_object(c, "nd_m5") && !exists_object(c, "nd_i") &&
+                  !exists_object(c, "nd_m6"));
+        CU_ASSERT(exists_object(c, "nd_v") && exists_object(c, "nd_v2") && exists_object(c, "nd_ok"));
+        CU_ASSERT(ok(c, "DROP TABLE nd CASCADE"));
+        PQfinish(c);
+}
+
+/* ==== Logical versus physical inputs ==== */
+
+static void test_logical_inputs(void)
+{
+        PGconn *c = db();
+        uint64_t t;
+        char q[256];
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE lp1 (x int)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE lp2 (x int)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE lp3 (x int)"));
+        CU_ASSERT(ok(c, "INSERT INTO lp1 VALUES (1), (2)"));
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW lp_m AS SELECT * FROM lp1 WHERE false"));
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW lp_m2 AS SELECT lp2.x FROM lp2 "
+                        "JOIN (SELECT 1 AS y WHERE false) AS e ON lp2.x = e.y"));
+        CU_ASSERT(ok(c, "CREATE VIEW lp_v AS SELECT x FROM lp3 WHERE 1 = 2"));
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW lp_m3 AS SELECT * FROM lp_v"));
+        CU_ASSERT(ok(c, "INSERT INTO lp1 VALUES (3)"));
+        CU_ASSERT(ok(c, "INSERT INTO lp2 VALUES (1)"));
+        CU_ASSERT(ok(c, "INSERT INTO lp3 VALUES (1)"));
+        /* Without physical inputs their uppers must still advance: readable now.  (A
+         * read that waits for an upper times out after 10 s; after the first such
+         * failure the others are skipped to keep the test short.) */
+        if (rows_are(c, "SELECT * FROM lp_m", "")) {
+                CU_ASSERT(rows_are(c, "SELECT * FROM lp_m2", ""));
+                CU_ASSERT(rows_are(c, "SELECT * FROM lp_m3", ""));
+                t = scalar_u64(c, "SELECT mz_now()");
+                snprintf(q, sizeof(q), "SELECT * FROM lp_m AS OF %" PRIu64, t);
+                CU_ASSERT(rows_are(c, q, ""));
+                CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW lp_const AS SELECT 1 AS one, 'x' AS s"));
+                CU_ASSERT(rows_are(c, "SELECT * FROM lp_const", "1|x"));
+                CU_ASSERT(ok(c, "DROP MATERIALIZED VIEW lp_const"));
+        } else {
+                CU_FAIL("a materialized view without physical inputs is not readable");
+        }
+        /* Still logical inputs: dropping them needs CASCADE. */
+        CU_ASSERT(fails_detail(c, "DROP TABLE lp1", "2BP01", "lp_m"));
+        CU_ASSERT(fails_detail(c, "DROP TABLE lp2", "2BP01", "lp_m2"));
+        CU_ASSERT(fails_detail(c, "DROP TABLE lp3", "2BP01", "lp_v"));
+        CU_ASSERT(fails_detail(c, "DROP VIEW lp_v", "2BP01", "lp_m3"));
+        CU_ASSERT(rows_are(c, "SELECT x FROM lp1", "1;2;3"));
+        CU_ASSERT(ok(c, "DROP TABLE lp1 CASCADE"));
+        CU_ASSERT(!exists_object(c, "lp_m") && !exists_object(c, "lp1"));
+        CU_ASSERT(ok(c, "DROP TABLE lp2 CASCADE"));
+        CU_ASSERT(ok(c, "DROP TABLE lp3 CASCADE"));
+        CU_ASSERT(!exists_object(c, "lp_m2") && !exists_object(c, "lp_m3") && !exists_object(c, "lp_v"));
+        PQfinish(c);
+}
+
+/* ==== RETAIN HISTORY ==== */
+
+static void test_retain_history(void)
+{
+        PGconn *c = db();
+        uint64_t t_old, since0, since1;
+        char q[256], *id;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE rh (x int)"));
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW rh_m WITH (RETAIN HISTORY FOR '1s') AS SELECT x * 2 AS y FROM rh"));
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW rh_full AS SELECT x * 2 AS y FROM rh"));
+        CU_ASSERT(ok(c, "INSERT INTO rh VALUES (1)"));
+        t_old = scalar_u64(c, "SELECT mz_now()");
+        id = rows_of(c, "SELECT id FROM coord_objects WHERE name = 'rh_m'");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(id);
+        snprintf(q, sizeof(q), "SELECT read_frontier FROM coord_frontiers WHERE object_id = %s", id);
+        since0 = scalar_u64(c, q);
+        for (int i = 0; i < 8; i++) {
+                usleep(500 * 1000);
+                CU_ASSERT(okf(c, "INSERT INTO rh VALUES (%d)", i + 2));
+        }
+        usleep(1500 * 1000);
+        since1 = scalar_u64(c, q);
+        printf("\n    rh_m since %" PRIu64 " -> %" PRIu64 " (old time %" PRIu64 ")", since0, since1, t_old);
+        CU_ASSERT(rows_are(c, "SELECT * FROM rh_m", "10;12;14;16;18;2;4;6;8"));
+        CU_ASSERT(since1 >= since0);
+        /* Compaction to the window waits for committed bounds (issue 5; docs/compute.md):
+         * until then only noted.  Set COORD_TEST_RETAIN=1 to require it. */
+        snprintf(q, sizeof(q), "SELECT * FROM rh_m AS OF %" PRIu64, t_old);
+        if (getenv("COORD_TEST_RETAIN")) {
+                CU_ASSERT(since1 > t_old);
+                CU_ASSERT(fails_with(c, q, "55000"));
+        } else if (since1 <= t_old) {
+                printf("\n    note: RETAIN HISTORY FOR '1s' not enforced yet (since did not advance)");
+        }
+        /* Without RETAIN HISTORY the MV keeps all of it. */
+        snprintf(q, sizeof(q), "SELECT * FROM rh_full AS OF %" PRIu64, t_old);
+        CU_ASSERT(rows_are(c, q, "2"));
+        free(id);
+        CU_ASSERT(ok(c, "DROP TABLE rh CASCADE"));
+        PQfinish(c);
+}
+
+/* ==== An index does not take history away from what it indexes ====
+ * A table and a materialized view are readable AS OF any time from their since (I8,
+ * docs/compute.md); an index on them keeps ~1 s.  A read AS OF an older time must be
+ * served from storage, not refused because the index has compacted past it. */
+
+static void test_index_keeps_history(void)
+{
+        PGconn *c = db();
+        uint64_t t0;
+        char q[256];
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE ih (a int)"));
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW ih_m AS SELECT a * 10 AS b FROM ih"));
+        CU_ASSERT(ok(c, "INSERT INTO ih VALUES (1)"));
+        t0 = scalar_u64(c, "SELECT mz_now()");
+        CU_ASSERT(ok(c, "CREATE DEFAULT INDEX ON ih"));
+        CU_ASSERT(ok(c, "CREATE INDEX ih_mi ON ih_m (b)"));
+        usleep(2500 * 1000);
+        CU_ASSERT(ok(c, "INSERT INTO ih VALUES (2)"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM ih", "1;2"));
+        CU_ASSERT(rows_are(c, "SELECT b FROM ih_m", "10;20"));
+        snprintf(q, sizeof(q), "SELECT a FROM ih AS OF %" PRIu64, t0);
+        CU_ASSERT(rows_are(c, q, "1"));
+        snprintf(q, sizeof(q), "SELECT b FROM ih_m AS OF %" PRIu64, t0);
+        CU_ASSERT(rows_are(c, q, "10"));
+        /* Without the indexes the same reads work. */
+        CU_ASSERT(ok(c, "DROP INDEX ih_mi"));
+        CU_ASSERT(ok(c, "DROP INDEX ih_primary_idx"));
+        snprintf(q, sizeof(q), "SELECT a FROM ih AS OF %" PRIu64, t0);
+        CU_ASSERT(rows_are(c, q, "1"));
+        snprintf(q, sizeof(q), "SELECT b FROM ih_m AS OF %" PRIu64, t0);
+        CU_ASSERT(rows_are(c, q, "10"));
+        CU_ASSERT(ok(c, "DROP TABLE ih CASCADE"));
+        PQfinish(c);
+}
+
+/* ==== What the planner accepts, the engine evaluates ====
+ * A CREATE MATERIALIZED VIEW that is acknowledged must be readable: a function the
+ * planner plans but the controller cannot evaluate leaves an object that answers
+ * nothing. */
+
+static void test_planned_functions(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE pf (a int, b text)"));
+        CU_ASSERT(ok(c, "INSERT INTO pf VALUES (1, 'x'), (NULL, NULL)"));
+        CU_ASSERT(rows_are(c, "SELECT COALESCE(a, -1) FROM pf", "-1;1"));
+        CU_ASSERT(rows_are(c, "SELECT COALESCE(b, 'none') FROM pf", "none;x"));
+        if (ok(c, "CREATE MATERIALIZED VIEW pf_m AS SELECT COALESCE(a, -1) AS z FROM pf")) {
+                CU_ASSERT(rows_are(c, "SELECT z FROM pf_m", "-1;1"));
+                CU_ASSERT(ok(c, "INSERT INTO pf VALUES (NULL, 'y')"));
+                CU_ASSERT(rows_are(c, "SELECT z FROM pf_m", "-1;-1;1"));
+        }
+        CU_ASSERT(rows_are(c, "SELECT -a, a % 2, a * 3 - 1 FROM pf WHERE a IS NOT NULL", "-1|1|2"));
+        CU_ASSERT(ok(c, "DROP TABLE pf CASCADE"));
+        PQfinish(c);
+}
+
+/* ==== ORDER BY / LIMIT / OFFSET and errors ==== */
+
+static void test_order_and_errors(void)
+{
+        PGconn *c = db();
+        uint64_t t;
+        char q[256];
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE ob (x int, y text)"));
+        CU_ASSERT(ok(c, "INSERT INTO ob VALUES (3, 'c'), (1, 'a'), (2, 'b'), (5, 'e'), (4, 'd'), (NULL, 'n'), (2, 'bb')"));
+        CU_ASSERT(rows_in_order(c, "SELECT x, y FROM ob ORDER BY x, y", "1|a;2|b;2|bb;3|c;4|d;5|e;NULL|n"));
+        CU_ASSERT(rows_in_order(c, "SELECT x, y FROM ob ORDER BY x DESC, y LIMIT 3", "NULL|n;5|e;4|d"));
+        CU_ASSERT(rows_in_order(c, "SELECT x FROM ob WHERE x IS NOT NULL ORDER BY x LIMIT 2 OFFSET 2", "2;3"));
+        CU_ASSERT(rows_in_order(c, "SELECT x FROM ob WHERE x IS NOT NULL ORDER BY x OFFSET 4", "4;5"));
+        CU_ASSERT(rows_in_order(c, "SELECT y FROM ob ORDER BY y DESC LIMIT 2", "n;e"));
+        CU_ASSERT(rows_in_order(c, "SELECT x * 10 AS z FROM ob WHERE x > 2 ORDER BY z DESC", "50;40;30"));
+        CU_ASSERT(rows_in_order(c, "SELECT x, y FROM ob ORDER BY 2 DESC LIMIT 1", "NULL|n"));
+        CU_ASSERT(rows_in_order(c, "SELECT x, count(*) AS n FROM ob GROUP BY x ORDER BY n DESC, x LIMIT 2", "2|2;1|1"));
+        CU_ASSERT(rows_in_order(c, "SELECT x FROM ob ORDER BY x LIMIT 0", ""));
+        CU_ASSERT(rows_in_order(c, "SELECT x FROM ob ORDER BY x OFFSET 10", ""));
+        CU_ASSERT(rows_in_order(c, "SELECT DISTINCT x FROM ob WHERE x < 3 ORDER BY x DESC", "2;1"));
+        CU_ASSERT(rows_in_order(c, "SELECT x FROM ob WHERE x < 2 UNION ALL SELECT x FROM ob WHERE x > 4 ORDER BY x DESC",
+                                "5;1"));
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW ob_m AS SELECT x, y FROM ob WHERE x >= 2"));
+        CU_ASSERT(rows_in_order(c, "SELECT * FROM ob_m ORDER BY x DESC, y LIMIT 2", "5|e;4|d"));
+        CU_ASSERT(ok(c, "CREATE VIEW ob_v AS SELECT y, x FROM ob"));
+        CU_ASSERT(ok(c, "CREATE INDEX ob_vi ON ob_v (y)"));
+        CU_ASSERT(rows_in_order(c, "SELECT * FROM ob_v ORDER BY y LIMIT 3", "a|1;b|2;bb|2"));
+        t = scalar_u64(c, "SELECT mz_now()");
+        CU_ASSERT(ok(c, "INSERT INTO ob VALUES (0, 'z')"));
+        snprintf(q, sizeof(q), "SELECT x FROM ob ORDER BY x LIMIT 1 AS OF %" PRIu64, t);
+        CU_ASSERT(rows_in_order(c, q, "1"));
+        snprintf(q, sizeof(q), "SELECT x, y FROM ob_m ORDER BY x, y LIMIT 2 OFFSET 1 AS OF %" PRIu64, t);
+        CU_ASSERT(rows_in_order(c, q, "2|bb;3|c"));
+        CU_ASSERT(rows_in_order(c, "SELECT x FROM ob ORDER BY x LIMIT 1", "0"));
+
+        CU_ASSERT(ok(c, "CREATE TABLE e1 (a int, b int)"));
+        CU_ASSERT(ok(c, "CREATE TABLE e2 (a int, c int)"));
+        CU_ASSERT(fails_with(c, "SELECT nope FROM e1", "42703"));
+        CU_ASSERT(fails_with(c, "SELECT e1.nope FROM e1", "42703"));
+        CU_ASSERT(fails_with(c, "SELECT a FROM e1 ORDER BY nope", "42703"));
+        CU_ASSERT(fails_with(c, "SELECT a FROM e1 JOIN e2 ON e1.a = e2.a", "42702"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM e1, e2 WHERE a = 1", "42702"));
+        CU_ASSERT(fails_with(c, "SELECT a, b FROM e1 GROUP BY a", "42803"));
+        CU_ASSERT(fails_with(c, "SELECT a, count(*) FROM e1", "42803"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM missing", "42P01"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM e1 JOIN missing ON true", "42P01"));
+        CU_ASSERT(fails_with(c, "CREATE VIEW bad_v AS SELECT * FROM missing", "42P01"));
+        CU_ASSERT(fails_with(c, "CREATE MATERIALIZED VIEW bad_m AS SELECT nope FROM e1", "42703"));
+        CU_ASSERT(fails_with(c, "CREATE MATERIALIZED VIEW bad_m AS SELECT a, b FROM e1 GROUP BY a", "42803"));
+        CU_ASSERT(fails_with(c, "CREATE INDEX bad_i ON missing (a)", "42P01"));
+        CU_ASSERT(fails_with(c, "CREATE INDEX bad_i ON ob_v (nope)", "42703"));
+        CU_ASSERT(fails_with(c, "CREATE MATERIALIZED VIEW ob_m AS SELECT 1 AS one", "42P07"));
+        CU_ASSERT(fails_with(c, "CREATE VIEW ob AS SELECT 1 AS one", "42P07"));
+        CU_ASSERT(!exists_object(c, "bad_v") && !exists_object(c, "bad_m") && !exists_object(c, "bad_i"));
+        PQfinish(c);
+}
+
+static void test_up(void)
+{
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        C = db_wait();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(C);
+}
+
+static void test_down(void)
+{
+        PQfinish(C);
+        C = NULL;
+        CU_ASSERT_EQUAL(t_sh("%s down >/dev/null", coord_cmd), 0);
+        /* Under the sanitizer pass the daemons write their reports to their logs: a memory
+         * error or undefined behaviour in any of them fails the test; leaks are noted. */
+        if (t_sh("grep -q 'ERROR: AddressSanitizer\\|runtime error:' %s/log/*.log 2>/dev/null", home) == 0) {
+                (void)!t_sh("grep -h -A3 'ERROR: AddressSanitizer\\|runtime error:' %s/log/*.log | head -40 >&2", home);
+                CU_FAIL("a daemon reported a memory error or undefined behaviour (logs kept)");
+        }
+        if (t_sh("grep -q 'ERROR: LeakSanitizer' %s/log/*.log 2>/dev/null", home) == 0) {
+                printf("\n    note: daemons reported leaks:\n");
+                fflush(stdout);
+                (void)!t_sh("grep -h 'SUMMARY: AddressSanitizer: [0-9]* byte' %s/log/*.log | sort | uniq -c", home);
+        }
+}
+
+static const struct t_case cases[] = {
+        { "up", test_up },
+        { "I9: MVs and indexed views equal a naive evaluation at every recorded time", test_property },
+        { "an index and an MV over one view agree", test_index_vs_mv },
+        { "concurrent writers: views over the tables read AS OF t", test_concurrent },
+        { "kill -9 controller: MV history, maintenance, indexes", test_kill_controller },
+        { "kill -9 lifecycle: maintenance goes on", test_kill_lifecycle },
+        { "kill -9 adapter: the catalog brings every object back", test_kill_adapter },
+        { "kill -9 controller under load: MV history across the crash", test_kill_controller_load },
+        { "kill -9 adapter under load: MV history across the crash", test_kill_adapter_load },
+        { "DROP with and without CASCADE", test_drop },
+        { "non-deterministic SQL rejected in MVs and indexes", test_nondeterministic },
+        { "logical inputs optimized away still count", test_logical_inputs },
+        { "RETAIN HISTORY on a materialized view", test_retain_history },
+        { "an index does not take history from what it indexes", test_index_keeps_history },
+        { "what the planner accepts, the engine evaluates", test_planned_functions },
+        { "ORDER BY, LIMIT, OFFSET; SQLSTATEs", test_order_and_errors },
+        { "down", test_down },
+        { NULL, NULL },
+};
+
+static const struct t_case ref_cases[] = {
+        { "naive evaluator versus PostgreSQL", test_property },
+        { NULL, NULL },
+};
+
+int main(void)
+{
+        const char *ref = getenv("COORD_TEST_PG_REF");
+        int r;
+
+        if (ref && *ref) {
+                pg_ref = true;
+                conninfo = strdup(ref);
+                C = db();
+                if (!C)
+                        return T_EXIT_ERROR;
+                PQsetNoticeReceiver(C, notice_rx, NULL);
+                r = t_run((const struct t_suite[]){ { "pg-ref", ref_cases }, { NULL, NULL } });
+                PQfinish(C);
+                free(conninfo);
+                free(hist);
+                free(hist_sql);
+                return r;
+        }
+        top_dir = getenv("COORD_TOP");
+        build_dir = getenv("COORD_BUILD");
+        if (!top_dir || !build_dir) {
+                fprintf(stderr, "COORD_TOP and COORD_BUILD must be set (meson test does)\n");
+                return T_EXIT_ERROR;
+        }
+        pg_port = t_free_port();
+        home = t_mkdtemp("compute");
+        if (!home || pg_port <= 0 || asprintf(&run_dir, "%s/run", home) < 0 ||
+            asprintf(&coord_cmd, "COORD_HOME=%s COORD_SKIP_SETUP=1 COORD_INSTANCE=k%d COORD_PG_PORT=%d %s/tools/coord",
+                     home, (int)getpid(), pg_port, top_dir) < 0 ||
+            asprintf(&conninfo, "host=127.0.0.1 port=%d user=coord dbname=coord connect_timeout=5", pg_port) < 0)
+                return T_EXIT_ERROR;
+        r = t_run((const struct t_suite[]){ { "compute", cases }, { NULL, NULL } });
+        (void)!t_sh("%s down >/dev/null 2>&1", coord_cmd);
+        if (r == T_EXIT_PASS)
+                t_rmrf(home);
+        else
+                fprintf(stderr, "daemon logs kept in %s/log\n", home);
+        free(run_dir);
+        free(coord_cmd);
+        free(conninfo);
+        free(home);
+        free(hist);
+        free(hist_sql);
+        return r;
+}
