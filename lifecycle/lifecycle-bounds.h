@@ -5,6 +5,18 @@
  *
  * Every function returns a value >= the old one it is given: frontiers only move
  * forward (I1), whatever the inputs say.
+ *
+ * Quiet objects.  Every rule takes `last`: the last time at which the object's
+ * contents (an input's, for a requirement) can have changed -- a table's stored upper
+ * - 1, a view's max over its inputs and its as-of; UINT64_MAX when unknown.  Moving a
+ * since or a requirement past `last` protects nothing more and compacts nothing more
+ * (the contents are the same at every time in [last, upper)), so the rules stop
+ * there.  This is what keeps a publication proportional to what CHANGED: with the
+ * tables' shared frontier every upper moves at every append, but an object whose
+ * inputs were not written keeps its bound and its requirements, and publishes
+ * nothing.  Stopping lower is always safe: a lower bound or requirement protects
+ * more (it is still >= the old value, so I1 holds, and a bound <= every requirement
+ * on it, I5).
  */
 #pragma once
 
@@ -30,23 +42,24 @@ static inline uint64_t lc_policy(uint64_t upper, uint64_t window_ms)
 
 /* R(mv, I) of a continuous materialized view whose durable upper is mv_upper: it
  * resumes from its inputs' snapshot at upper - 1.  An upper of 0 says nothing. */
-static inline uint64_t lc_mv_requirement(uint64_t old, uint64_t mv_upper)
+static inline uint64_t lc_mv_requirement(uint64_t old, uint64_t mv_upper, uint64_t input_last)
 {
-        return mv_upper ? lc_max(old, mv_upper - 1) : old;
+        return mv_upper ? lc_max(old, lc_min(mv_upper - 1, input_last)) : old;
 }
 
 /* An index's own bound: its arrangement keeps `window` of history behind its upper. */
-static inline uint64_t lc_index_bound(uint64_t old, uint64_t upper, uint64_t window_ms)
+static inline uint64_t lc_index_bound(uint64_t old, uint64_t upper, uint64_t window_ms,
+                                      uint64_t last)
 {
-        return lc_max(old, lc_policy(upper, window_ms));
+        return lc_max(old, lc_min(lc_policy(upper, window_ms), last));
 }
 
-/* The bound rule: max(old, min(policy proposal, min over consumers of R(C, X))).
- * min_requirement is UINT64_MAX when nothing requires X. */
+/* The bound rule: max(old, min(policy proposal, min over consumers of R(C, X))),
+ * stopped at `last`.  min_requirement is UINT64_MAX when nothing requires X. */
 static inline uint64_t lc_bound(uint64_t old, uint64_t upper, uint64_t window_ms,
-                                uint64_t min_requirement)
+                                uint64_t min_requirement, uint64_t last)
 {
-        return lc_max(old, lc_min(lc_policy(upper, window_ms), min_requirement));
+        return lc_max(old, lc_min(lc_min(lc_policy(upper, window_ms), min_requirement), last));
 }
 
 /* A table's upper as the ring shows it: max(its stored upper, the tables' shared

@@ -25,7 +25,15 @@
  *     moves, because each table's upper is max(its stored upper, T).  A tick visits
  *     the dirty objects only, and the inputs their new requirements touch.
  *
- * (4) Forward only (I1).  Every value is combined with max: a log entry or an Ok
+ * (4) Quiet objects (lifecycle-bounds.h).  content_last() is the last time an
+ *     object's contents can have changed: a table's (or source's, or built-in's)
+ *     stored upper - 1; a materialized view's or index's as-of, or the latest of its
+ *     inputs'.  Memoized per tick.  Rules stop there, so objects whose inputs were not
+ *     written publish nothing although their uppers follow T.  When a collection's
+ *     stored upper moves, its consumers become dirty too (their inputs' contents
+ *     moved).
+ *
+ * (5) Forward only (I1).  Every value is combined with max: a log entry or an Ok
  *     never lowers what is known, and lifecycle-bounds.h never proposes less than the
  *     old value.
  */
@@ -52,7 +60,8 @@ struct lc_obj {
         uint64_t gid;
         bool has_item;
         Coord__ItemKind kind;
-        uint64_t retain_ms;
+        uint64_t retain_ms, as_of;
+        uint64_t last_stamp, last;      /* content_last() memo (4) */
         bool has_bound, dirty, mark;
         uint64_t bound, next_bound;
         bool next_has;
@@ -74,6 +83,7 @@ struct lc_state {
         uint64_t *tables;       /* gids that were tables when added; checked at use */
         size_t n_tables, cap_tables;
         bool tables_moved;
+        uint64_t stamp;         /* of the current tick, for content_last() */
         uint64_t *touched;      /* scratch of a tick */
         size_t n_touched, cap_touched;
 };
@@ -325,6 +335,7 @@ static int item_put(struct lc_state *s, uint64_t gid, const void *value, size_t 
         o->has_item = true;
         o->kind = it->kind;
         o->retain_ms = it->retain_history_ms;
+        o->as_of = it->as_of;
         if (o->kind == COORD__ITEM_KIND__ITEM_TABLE) {
                 r = GROW(s->tables, s->cap_tables, s->n_tables + 1);
                 if (r < 0)
@@ -523,7 +534,15 @@ int lc_state_frontier(struct lc_state *s, uint64_t gid, uint64_t upper, bool for
         o->has_upper = true;
         if (gid == GID_SHARED_FRONTIER)
                 s->tables_moved = true;
-        return gid >= FIRST_USER_GID ? dirty_add(s, o) : 0;
+        if (gid < FIRST_USER_GID)
+                return 0;
+        /* (4): what reads it may have new contents to protect. */
+        for (size_t i = 0; i < o->n_consumers; i++) {
+                struct lc_obj *c = obj_find(s, o->consumers[i]);
+                if (c && dirty_add(s, c) < 0)
+                        return -ENOMEM;
+        }
+        return dirty_add(s, o);
 }
 
 void lc_state_frontiers_reset(struct lc_state *s)
@@ -554,6 +573,29 @@ static bool is_collection(const struct lc_obj *o)
                                o->kind == COORD__ITEM_KIND__ITEM_SOURCE);
 }
 
+/* The last time o's contents can have changed (4); UINT64_MAX when unknown. */
+static uint64_t content_last(struct lc_state *s, struct lc_obj *o)
+{
+        uint64_t v;
+
+        if (o->last_stamp == s->stamp)
+                return o->last;
+        if (o->has_item && (o->kind == COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW ||
+                            o->kind == COORD__ITEM_KIND__ITEM_INDEX)) {
+                v = o->as_of;
+                for (size_t i = 0; i < o->n_reqs && v != UINT64_MAX; i++) {
+                        struct lc_obj *x = obj_find(s, o->reqs[i].input);
+                        v = lc_max(v, x ? content_last(s, x) : UINT64_MAX);
+                }
+        } else if (o->has_upper)
+                v = o->upper ? o->upper - 1 : 0;
+        else
+                v = UINT64_MAX;
+        o->last_stamp = s->stamp;
+        o->last = v;
+        return v;
+}
+
 /* Phase 1: a consumer whose progress moved advances its requirements. */
 static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publication *out)
 {
@@ -564,7 +606,8 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
                 return 0;
         if (c->kind == COORD__ITEM_KIND__ITEM_INDEX) {
                 uint64_t old = c->has_bound ? c->bound : 0;
-                uint64_t nb = lc_index_bound(old, c->upper, lc_window(c->retain_ms));
+                uint64_t nb = lc_index_bound(old, c->upper, lc_window(c->retain_ms),
+                                             content_last(s, c));
 
                 /* First tick after installation: publish it even if equal (issue 5 3). */
                 if (nb == 0 || (c->has_bound && nb == c->bound))
@@ -580,9 +623,11 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
                 return 0;
         for (size_t i = 0; i < c->n_reqs; i++) {
                 struct lc_req *q = &c->reqs[i];
-                uint64_t nr = c->kind == COORD__ITEM_KIND__ITEM_INDEX ? lc_max(q->next, floor_)
-                                                                        : lc_mv_requirement(q->next, c->upper);
-                struct lc_obj *x;
+                struct lc_obj *x = obj_find(s, q->input);
+                uint64_t nr = c->kind == COORD__ITEM_KIND__ITEM_INDEX
+                                      ? lc_max(q->next, floor_)
+                                      : lc_mv_requirement(q->next, c->upper,
+                                                          x ? content_last(s, x) : UINT64_MAX);
 
                 if (nr == q->next)
                         continue;
@@ -590,7 +635,6 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
                 r = pub_req(out, c->gid, q->input, nr);
                 if (r < 0)
                         return r;
-                x = obj_find(s, q->input);
                 if (x && (r = touch(s, x)) < 0)
                         return r;
         }
@@ -615,7 +659,7 @@ static int tick_input(struct lc_state *s, struct lc_obj *x, struct lc_publicatio
                         min_req = lc_min(min_req, q->next);
         }
         old = x->has_bound ? x->bound : 0;
-        nb = lc_bound(old, upper, lc_window(x->retain_ms), min_req);
+        nb = lc_bound(old, upper, lc_window(x->retain_ms), min_req, content_last(s, x));
         if (nb == old)
                 return 0;
         x->next_bound = nb;
@@ -625,19 +669,29 @@ static int tick_input(struct lc_state *s, struct lc_obj *x, struct lc_publicatio
 
 int lc_state_tick(struct lc_state *s, struct lc_publication *out)
 {
-        size_t n_dirty = s->n_dirty;
+        size_t n_dirty;
         int r = 0;
 
         lc_publication_clear(out);
         s->n_touched = 0;
-        for (size_t i = 0; i < n_dirty && r == 0; i++) {
+        s->stamp++;
+        /* The list may grow while we walk it: a dirty materialized view makes what
+         * reads it dirty (its contents may have moved, (4)), down a chain of views. */
+        for (size_t i = 0; i < s->n_dirty && r == 0; i++) {
                 struct lc_obj *o = obj_find(s, s->dirty[i]);
                 if (!o)
                         continue;
                 r = tick_consumer(s, o, out);
                 if (r == 0 && is_collection(o))
                         r = touch(s, o);
+                if (o->has_item && o->kind == COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW)
+                        for (size_t j = 0; j < o->n_consumers && r == 0; j++) {
+                                struct lc_obj *c = obj_find(s, o->consumers[j]);
+                                if (c)
+                                        r = dirty_add(s, c);
+                        }
         }
+        n_dirty = s->n_dirty;
         if (r == 0 && s->tables_moved) {
                 size_t keep = 0;
                 for (size_t i = 0; i < s->n_tables && r == 0; i++) {
