@@ -119,6 +119,7 @@ struct exec {
         struct loop_timer *tick;
         uint64_t last_group_ms;
         uint64_t groups_sent, writes_acked;
+        uint64_t publications, publication_records;
         int fatal;                      /* catalog failed: no more DDL */
 };
 
@@ -553,6 +554,194 @@ fail:
         return r;
 }
 
+/* The rows of coord_bounds (object_id, bound) and coord_requirements (consumer_id,
+ * input_id, frontier) that a transaction changes: a retraction of the old row, an
+ * insertion of the new one.  They go into the open group, nobody waits for them. */
+static int protection_write(struct exec *ex, const struct acat_txn *txn)
+{
+        const struct acat_bound_change *bc;
+        const struct acat_req_change *rc;
+        size_t nb = acat_txn_bound_changes(txn, &bc), nr = acat_txn_req_changes(txn, &rc);
+        struct write wb = { .kind = WRITE_OBJECTS, .gid = ACAT_GID_BOUNDS };
+        struct write wr = { .kind = WRITE_OBJECTS, .gid = ACAT_GID_REQUIREMENTS };
+        int r = 0;
+
+        if (nb) {
+                wb.rows = calloc(2 * nb, sizeof(*wb.rows));
+                wb.row_lens = calloc(2 * nb, sizeof(*wb.row_lens));
+                wb.diffs = calloc(2 * nb, sizeof(*wb.diffs));
+                if (!wb.rows || !wb.row_lens || !wb.diffs)
+                        r = -ENOMEM;
+                for (size_t i = 0; r >= 0 && i < nb; i++)
+                        for (int side = 0; r >= 0 && side < 2; side++) {
+                                bool on = side == 0 ? bc[i].had_old : bc[i].has_new;
+                                struct row_datum d[2] = {
+                                        ROW_DATUM_INT((int64_t)bc[i].gid),
+                                        ROW_DATUM_INT((int64_t)(side == 0 ? bc[i].old : bc[i].new_)),
+                                };
+                                if (!on)
+                                        continue;
+                                wb.diffs[wb.n_rows] = side == 0 ? -1 : +1;
+                                r = row_encode(d, 2, &wb.rows[wb.n_rows], &wb.row_lens[wb.n_rows]);
+                                if (r >= 0)
+                                        wb.n_rows++;
+                        }
+                if (r >= 0 && wb.n_rows) {
+                        r = group_add(ex, &wb);
+                        if (r >= 0)
+                                wb = (struct write){ 0 };
+                }
+        }
+        if (r >= 0 && nr) {
+                wr.rows = calloc(2 * nr, sizeof(*wr.rows));
+                wr.row_lens = calloc(2 * nr, sizeof(*wr.row_lens));
+                wr.diffs = calloc(2 * nr, sizeof(*wr.diffs));
+                if (!wr.rows || !wr.row_lens || !wr.diffs)
+                        r = -ENOMEM;
+                for (size_t i = 0; r >= 0 && i < nr; i++)
+                        for (int side = 0; r >= 0 && side < 2; side++) {
+                                bool on = side == 0 ? rc[i].had_old : rc[i].has_new;
+                                struct row_datum d[3] = {
+                                        ROW_DATUM_INT((int64_t)rc[i].consumer),
+                                        ROW_DATUM_INT((int64_t)rc[i].input),
+                                        ROW_DATUM_INT((int64_t)(side == 0 ? rc[i].old : rc[i].new_)),
+                                };
+                                if (!on)
+                                        continue;
+                                wr.diffs[wr.n_rows] = side == 0 ? -1 : +1;
+                                r = row_encode(d, 3, &wr.rows[wr.n_rows], &wr.row_lens[wr.n_rows]);
+                                if (r >= 0)
+                                        wr.n_rows++;
+                        }
+                if (r >= 0 && wr.n_rows) {
+                        r = group_add(ex, &wr);
+                        if (r >= 0)
+                                wr = (struct write){ 0 };
+                }
+        }
+        write_done(&wb);
+        write_done(&wr);
+        return r;
+}
+
+/* ---- publications of the lifecycle follower (issue 5) ---- */
+
+struct publication {
+        struct exec *ex;
+        Coord__Role from;
+        uint64_t request_id;
+        struct acat_txn *txn;
+        size_t records;
+};
+
+static void publication_reply_error(struct exec *ex, Coord__Role from, uint64_t rid,
+                                    const struct row_error *e)
+{
+        Coord__Error m = COORD__ERROR__INIT;
+
+        m.sqlstate = (char *)e->sqlstate;
+        m.message = (char *)e->message;
+        m.detail = (char *)e->detail;
+        m.hint = (char *)e->hint;
+        (void)node_send(ex->node, from, COORD__MSG_TYPE__MSG_ERROR, rid, &m.base);
+}
+
+static void publication_reply_ok(struct exec *ex, Coord__Role from, uint64_t rid, uint64_t seq,
+                                 uint64_t records)
+{
+        Coord__Ok m = COORD__OK__INIT;
+
+        m.upper = seq;
+        m.counts = &records;
+        m.n_counts = 1;
+        (void)node_send(ex->node, from, COORD__MSG_TYPE__MSG_OK, rid, &m.base);
+}
+
+static void publication_committed(void *ctx, int r, uint64_t seq)
+{
+        struct publication *pb = ctx;
+        struct exec *ex = pb->ex;
+        struct row_error e = { .position = 0 };
+
+        if (r < 0) {
+                log_error_errno(r, "catalog_commit_failed", "what=publication");
+                ex->fatal = r;
+                acat_txn_finish(ex->cat, pb->txn, r);
+                row_error_set(&e, r, "58030", "the catalog could not commit the publication: %s",
+                              strerror(-r));
+                publication_reply_error(ex, pb->from, pb->request_id, &e);
+                free(pb);
+                return;
+        }
+        if (protection_write(ex, pb->txn) < 0)
+                log_error("out_of_memory", "what=protection_rows");
+        acat_txn_finish(ex->cat, pb->txn, 0);
+        ex->publications++;
+        ex->publication_records += pb->records;
+        log_debug("publication_committed", "seq=%llu records=%zu", (unsigned long long)seq,
+                  pb->records);
+        publication_reply_ok(ex, pb->from, pb->request_id, seq, pb->records);
+        free(pb);
+}
+
+void exec_on_publication(struct exec *ex, Coord__Role from, const Coord__Envelope *env)
+{
+        Coord__PublishProtection *p;
+        struct publication *pb = NULL;
+        struct row_error e = { .position = 0 };
+        const struct catalog_op *ops;
+        struct acat_txn *txn = NULL;
+        size_t n_ops, records = 0;
+        int r;
+
+        p = coord__publish_protection__unpack(NULL, env->payload.len, env->payload.data);
+        if (!p) {
+                row_error_set(&e, -EBADMSG, "XX000", "malformed PublishProtection");
+                publication_reply_error(ex, from, env->request_id, &e);
+                return;
+        }
+        if (ex->fatal) {
+                row_error_set(&e, ex->fatal, "58030", "the catalog is not writable");
+                goto fail;
+        }
+        r = acat_publish_begin(ex->cat, p, &txn, &records, &e);
+        if (r == -ENOMEM)
+                row_error_oom(&e);
+        if (r < 0) {
+                log_warn("publication_rejected", "sqlstate=%s message=\"%s\"", e.sqlstate, e.message);
+                goto fail;
+        }
+        if (records == 0) {
+                /* Nothing changed: no commit, the answer is where the catalog is. */
+                acat_txn_finish(ex->cat, txn, 0);
+                publication_reply_ok(ex, from, env->request_id, catalog_last_seq(ex->store), 0);
+                coord__publish_protection__free_unpacked(p, NULL);
+                return;
+        }
+        pb = calloc(1, sizeof(*pb));
+        if (!pb) {
+                acat_txn_finish(ex->cat, txn, -ENOMEM);
+                row_error_oom(&e);
+                goto fail;
+        }
+        *pb = (struct publication){ .ex = ex, .from = from, .request_id = env->request_id,
+                                    .txn = txn, .records = records };
+        ops = acat_txn_ops(txn, &n_ops);
+        /* Committed through the same committers as DDL: concurrent DDL shares the sync. */
+        r = committer_submit(ex->committer, ops, n_ops, publication_committed, pb);
+        if (r < 0) {
+                acat_txn_finish(ex->cat, txn, r);
+                free(pb);
+                row_error_set(&e, r, "58030", "cannot commit the publication: %s", strerror(-r));
+                goto fail;
+        }
+        coord__publish_protection__free_unpacked(p, NULL);
+        return;
+fail:
+        publication_reply_error(ex, from, env->request_id, &e);
+        coord__publish_protection__free_unpacked(p, NULL);
+}
+
 /* ---- statements ---- */
 
 enum { STMT_DONE = 0, STMT_PARKED = 1 };
@@ -597,6 +786,8 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
 
                 enum sql_object_kind kind = it->kind;
 
+                if (protection_write(ex, d->txn) < 0)
+                        log_error("out_of_memory", "what=protection_rows");
                 acat_txn_finish(ex->cat, d->txn, 0);
                 log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
                          acat_kind_name(kind), (unsigned long long)seq);
@@ -609,6 +800,8 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                 Coord__DropCollections msg = COORD__DROP_COLLECTIONS__INIT;
                 uint64_t gids[n ? n : 1];
 
+                if (protection_write(ex, d->txn) < 0)
+                        log_error("out_of_memory", "what=protection_rows");
                 /* The coord_objects retractions need the items: before finish. */
                 for (size_t i = 0; i < n; i++) {
                         gids[i] = acat_txn_item(d->txn, i)->gid;

@@ -42,4 +42,6 @@ struct exec *exec_free(struct exec *ex);
 void exec_controller_up(struct exec *ex);
 void exec_controller_down(struct exec *ex);
 void exec_on_message(struct exec *ex, const Coord__Envelope *env);
+/* MSG_PUBLISH_PROTECTION from the lifecycle follower: validate, commit, answer (issue 5). */
+void exec_on_publication(struct exec *ex, Coord__Role from, const Coord__Envelope *env);
 void exec_status(struct exec *ex, Coord__StatusReply *reply);

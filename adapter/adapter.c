@@ -82,8 +82,15 @@ static void adapter_message(struct node *n, Coord__Role from, const Coord__Envel
 {
         struct adapter *ad = userdata;
 
-        if (from == COORD__ROLE__ROLE_CONTROLLER && ad->exec)
+        if (!ad->exec)
+                return;
+        if (from == COORD__ROLE__ROLE_CONTROLLER)
                 exec_on_message(ad->exec, env);
+        else if (from == COORD__ROLE__ROLE_LIFECYCLE &&
+                 env->type == COORD__MSG_TYPE__MSG_PUBLISH_PROTECTION)
+                exec_on_publication(ad->exec, from, env);
+        else
+                log_debug("unexpected_message", "role=%s type=%d", node_role_name(from), (int)env->type);
 }
 
 static void adapter_peer_up(struct node *n, Coord__Role role, uint64_t incarnation, void *userdata)
