@@ -67,6 +67,7 @@ struct lc_obj {
         bool next_has;
         bool has_upper;
         uint64_t upper;         /* stored upper, from the ring */
+        uint64_t since;         /* since, from the ring (an index: its arrangement's) */
         struct lc_req *reqs;    /* as a consumer */
         size_t n_reqs, cap_reqs;
         uint64_t *consumers;    /* as an input: consumers with R(c, this) (1) */
@@ -510,7 +511,8 @@ void lc_state_set_seq(struct lc_state *s, uint64_t seq)
 
 /* ---- public: frontiers ---- */
 
-int lc_state_frontier(struct lc_state *s, uint64_t gid, uint64_t upper, bool forgotten)
+int lc_state_frontier(struct lc_state *s, uint64_t gid, uint64_t upper, uint64_t since,
+                      bool forgotten)
 {
         struct lc_obj *o;
 
@@ -526,6 +528,7 @@ int lc_state_frontier(struct lc_state *s, uint64_t gid, uint64_t upper, bool for
         o = obj_get(s, gid);
         if (!o)
                 return -ENOMEM;
+        o->since = lc_max(o->since, since);
         if (o->has_upper && o->upper == upper)
                 return 0;
         /* The ring never moves an upper back within a generation; a resync may show a
@@ -606,8 +609,11 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
                 return 0;
         if (c->kind == COORD__ITEM_KIND__ITEM_INDEX) {
                 uint64_t old = c->has_bound ? c->bound : 0;
-                uint64_t nb = lc_index_bound(old, c->upper, lc_window(c->retain_ms),
-                                             content_last(s, c));
+                /* Never below where its arrangement starts: the controller installs it
+                 * at max(as-of, its inputs' sinces), and the catalog must not promise
+                 * more history than exists (I2). */
+                uint64_t nb = lc_max(lc_index_bound(old, c->upper, lc_window(c->retain_ms),
+                                                    content_last(s, c)), c->since);
 
                 /* First tick after installation: publish it even if equal (issue 5 3). */
                 if (nb == 0 || (c->has_bound && nb == c->bound))

@@ -69,8 +69,11 @@ void lc_state_set_seq(struct lc_state *s, uint64_t seq);
 
 /* Frontiers. */
 
-/* The ring says gid's stored upper is `upper` (or the collection is gone). */
-int lc_state_frontier(struct lc_state *s, uint64_t gid, uint64_t upper, bool forgotten);
+/* The ring says gid's stored upper is `upper` and its since `since` (or the collection
+ * is gone).  An index's since is where its arrangement starts: its bound is never
+ * published below it (the controller may install it later than its as-of). */
+int lc_state_frontier(struct lc_state *s, uint64_t gid, uint64_t upper, uint64_t since,
+                      bool forgotten);
 /* A ring resync: every frontier known is stale until the snapshot re-delivers it. */
 void lc_state_frontiers_reset(struct lc_state *s);
 

@@ -469,7 +469,7 @@ static void lifecycle_frontiers(struct node *n, const struct fring_frontier *f, 
         if (resynced)
                 lc_state_frontiers_reset(lc->state);
         for (size_t i = 0; i < count; i++)
-                if (lc_state_frontier(lc->state, f[i].id, f[i].upper,
+                if (lc_state_frontier(lc->state, f[i].id, f[i].upper, f[i].since,
                                       f[i].flags & FRING_FRONTIER_FORGOTTEN) < 0)
                         log_warn_errno(-ENOMEM, "frontier_dropped", "gid=%llu",
                                        (unsigned long long)f[i].id);

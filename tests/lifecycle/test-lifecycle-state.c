@@ -139,11 +139,11 @@ static void test_tick_chain(void)
         CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
         CU_ASSERT_EQUAL(p.n_bounds + p.n_reqs, 0);
 
-        CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 10000, false), 0);     /* T */
-        CU_ASSERT_EQUAL(lc_state_frontier(s, T1, 8000, false), 0);     /* last write 7999 */
-        CU_ASSERT_EQUAL(lc_state_frontier(s, T2, 3000, false), 0);     /* last write 2999 */
-        CU_ASSERT_EQUAL(lc_state_frontier(s, MV, 9000, false), 0);
-        CU_ASSERT_EQUAL(lc_state_frontier(s, IX, 9000, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 10000, 0, false), 0);     /* T */
+        CU_ASSERT_EQUAL(lc_state_frontier(s, T1, 8000, 0, false), 0);     /* last write 7999 */
+        CU_ASSERT_EQUAL(lc_state_frontier(s, T2, 3000, 0, false), 0);     /* last write 2999 */
+        CU_ASSERT_EQUAL(lc_state_frontier(s, MV, 9000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, IX, 9000, 0, false), 0);
         CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
         /* R(MV, T1) = upper - 1, stopped at T1's last write */
         q = find_req(&p, MV, T1);
@@ -186,15 +186,15 @@ static void test_tick_chain(void)
         CU_ASSERT_EQUAL(p.n_bounds + p.n_reqs, 0);
 
         /* Uppers follow T without writes: nothing to publish (quiet). */
-        CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 12000, false), 0);
-        CU_ASSERT_EQUAL(lc_state_frontier(s, MV, 12000, false), 0);
-        CU_ASSERT_EQUAL(lc_state_frontier(s, IX, 12000, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 12000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, MV, 12000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, IX, 12000, 0, false), 0);
         CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
         CU_ASSERT_EQUAL(p.n_bounds + p.n_reqs, 0);
 
         /* T1 is written (its stored upper moves): the MV's requirement, T1's bound,
          * the index's bound and requirement and the MV's bound follow. */
-        CU_ASSERT_EQUAL(lc_state_frontier(s, T1, 11500, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, T1, 11500, 0, false), 0);
         CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
         CU_ASSERT_PTR_NOT_NULL_FATAL(find_req(&p, MV, T1));
         CU_ASSERT_EQUAL(find_req(&p, MV, T1)->frontier, 11499);
@@ -213,7 +213,7 @@ static void test_tick_chain(void)
         lc_state_committed(s, &p);
 
         /* Bounds never regress (I1): an older ring value is ignored. */
-        CU_ASSERT_EQUAL(lc_state_frontier(s, IX, 100, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, IX, 100, 0, false), 0);
         CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
         CU_ASSERT_EQUAL(p.n_bounds + p.n_reqs, 0);
 
@@ -250,9 +250,9 @@ static void test_drop_advances(void)
         struct lc_publication p = { 0 };
         Coord__CatalogTxn gap = COORD__CATALOG_TXN__INIT;
 
-        CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 10000, false), 0);
-        CU_ASSERT_EQUAL(lc_state_frontier(s, T1, 10000, false), 0);
-        CU_ASSERT_EQUAL(lc_state_frontier(s, MV, 6000, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 10000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, T1, 10000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, MV, 6000, 0, false), 0);
         CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
         CU_ASSERT_EQUAL(find_bound(&p, T1)->bound, 5999);      /* held by R(MV, T1) */
         lc_state_committed(s, &p);
@@ -278,7 +278,7 @@ static void test_sparse(void)
         CU_ASSERT_FATAL(lc_state_new(&s) == 0);
         for (uint64_t g = 2000; g < 3000; g++) {
                 put_item(s, g, COORD__ITEM_KIND__ITEM_INDEX, NULL, 0, 0, 3000);
-                CU_ASSERT_EQUAL(lc_state_frontier(s, g, 5000, false), 0);
+                CU_ASSERT_EQUAL(lc_state_frontier(s, g, 5000, 0, false), 0);
         }
         for (uint64_t g = 1000; g < 1010; g++)
                 put_item(s, g, COORD__ITEM_KIND__ITEM_TABLE, NULL, 0, 0, 0);
@@ -286,17 +286,42 @@ static void test_sparse(void)
         CU_ASSERT_EQUAL(p.n_bounds, 1000);      /* first publication of every index */
         lc_state_committed(s, &p);
         for (uint64_t t = 10000; t < 10005; t++) {
-                CU_ASSERT_EQUAL(lc_state_frontier(s, 1, t, false), 0);
+                CU_ASSERT_EQUAL(lc_state_frontier(s, 1, t, 0, false), 0);
                 for (uint64_t g = 1000; g < 1010; g++)
-                        CU_ASSERT_EQUAL(lc_state_frontier(s, g, t, false), 0);
+                        CU_ASSERT_EQUAL(lc_state_frontier(s, g, t, 0, false), 0);
                 /* the indexes' uppers follow T too, without new contents */
                 for (uint64_t g = 2000; g < 3000; g++)
-                        CU_ASSERT_EQUAL(lc_state_frontier(s, g, t, false), 0);
+                        CU_ASSERT_EQUAL(lc_state_frontier(s, g, t, 0, false), 0);
                 CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
                 CU_ASSERT_EQUAL(p.n_bounds, 10);
                 CU_ASSERT_EQUAL(p.n_reqs, 0);
                 lc_state_committed(s, &p);
         }
+        lc_publication_done(&p);
+        lc_state_free(s);
+}
+
+/* An index installed later than the policy would say (its arrangement starts at its
+ * since): its first bound is that since, never below (I2). */
+static void test_index_since_floor(void)
+{
+        struct lc_state *s;
+        struct lc_publication p = { 0 };
+
+        CU_ASSERT_FATAL(lc_state_new(&s) == 0);
+        put_item(s, 1000, COORD__ITEM_KIND__ITEM_TABLE, NULL, 0, 0, 0);
+        put_item(s, 1001, COORD__ITEM_KIND__ITEM_INDEX, (const uint64_t[]){ 1000 }, 1, 0, 9500);
+        put_req(s, 1001, 1000, 9500);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 10000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, 1000, 10000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, 1001, 10000, 9600, false), 0);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(find_bound(&p, 1001));
+        CU_ASSERT_EQUAL(find_bound(&p, 1001)->bound, 9600);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(find_req(&p, 1001, 1000));
+        CU_ASSERT_EQUAL(find_req(&p, 1001, 1000)->frontier, 9600);
+        /* the table: min(T - 1 s, R = 9600, last write 9999) */
+        CU_ASSERT_EQUAL(find_bound(&p, 1000)->bound, 9000);
         lc_publication_done(&p);
         lc_state_free(s);
 }
@@ -311,6 +336,7 @@ int main(void)
                 { "tick_chain", test_tick_chain },
                 { "drop_advances", test_drop_advances },
                 { "sparse", test_sparse },
+                { "index_since_floor", test_index_since_floor },
                 { NULL, NULL },
         };
         static const struct t_suite suites[] = {
