@@ -31,7 +31,8 @@ struct adapter {
 static void adapter_notify(uint64_t last_seq, void *userdata)
 {
         struct adapter *ad = userdata;
-        struct fring_frontier f = { .id = FRING_CATALOG_ID, .upper = last_seq };
+        struct fring_frontier f = { .id = FRING_CATALOG_ID, .upper = last_seq,
+                                    .since = now_ns() / 1000 };
 
         (void)fring_publish(ad->notify, &f);    /* -ENOSPC impossible: one slot, one id */
 }

@@ -46,6 +46,8 @@
 #define NS_PER_MS 1000000ull
 /* A publication not answered this long is abandoned (2). */
 #define PUBLISH_TIMEOUT_MS 10000u
+/* Follower lag samples kept for status percentiles. */
+#define LAG_SAMPLES 4096u
 
 struct lifecycle {
         struct node *node;
@@ -63,6 +65,8 @@ struct lifecycle {
         bool notify_started;
         atomic_bool notify_stop;
         atomic_uint_least64_t notify_generation;
+        /* The last notification seen by the watcher: seq, and its monotonic time (us). */
+        atomic_uint_least64_t notify_seq, notify_us;
 
         /* Publication (2). */
         struct lc_publication pub;      /* the one in flight */
@@ -75,8 +79,11 @@ struct lifecycle {
         uint64_t last_commit_seq;
         uint64_t allow_sent;
         uint64_t applied_txns, lag_last_us, lag_max_us;
+        uint64_t lag_seq;                       /* the notification last measured */
+        uint64_t lag[LAG_SAMPLES];              /* commit -> applied, us, a ring */
+        size_t n_lag;
         uint64_t reloads;
-        char detail[512];
+        char detail[768];
 };
 
 /* ---- catalog following (1) ---- */
@@ -110,6 +117,44 @@ static int lifecycle_reload(struct lifecycle *lc)
         return 0;
 }
 
+/* Follower lag: from the adapter's notification (right after the commit group is
+ * durable) to the state having applied that seq, on the same monotonic clock. */
+static void lag_measure(struct lifecycle *lc)
+{
+        uint64_t seq = atomic_load(&lc->notify_seq), at = atomic_load(&lc->notify_us);
+        uint64_t now = now_ns() / 1000;
+
+        if (!seq || seq == lc->lag_seq || lc_state_seq(lc->state) < seq || now < at)
+                return;
+        lc->lag_seq = seq;
+        lc->lag_last_us = now - at;
+        if (lc->lag_last_us > lc->lag_max_us)
+                lc->lag_max_us = lc->lag_last_us;
+        lc->lag[lc->n_lag++ % LAG_SAMPLES] = lc->lag_last_us;
+        COORD_LIFECYCLE_APPLIED(seq, lc->lag_last_us);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* The p-th percentile (0..100) of the kept lag samples; 0 without samples. */
+static uint64_t lag_percentile(const struct lifecycle *lc, unsigned p)
+{
+        size_t n = lc->n_lag < LAG_SAMPLES ? lc->n_lag : LAG_SAMPLES;
+        uint64_t v[LAG_SAMPLES], r;
+
+        if (!n)
+                return 0;
+        memcpy(v, lc->lag, n * sizeof(*v));
+        qsort(v, n, sizeof(*v), u64_cmp);
+        r = v[(n - 1) * p / 100];
+        return r;
+}
+
 /* Catch up and apply the log after the state's seq. */
 static void lifecycle_follow(struct lifecycle *lc)
 {
@@ -134,15 +179,9 @@ static void lifecycle_follow(struct lifecycle *lc)
         if (r < 0)
                 goto fail;
         while ((r = catalog_log_next(it, &txn)) > 0) {
-                uint64_t now = now_ms();
                 r = lc_state_apply_txn(lc->state, txn);
-                if (r == 0) {
+                if (r == 0)
                         lc->applied_txns++;
-                        lc->lag_last_us = now > txn->commit_ms ? (now - txn->commit_ms) * 1000 : 0;
-                        if (lc->lag_last_us > lc->lag_max_us)
-                                lc->lag_max_us = lc->lag_last_us;
-                        COORD_LIFECYCLE_APPLIED(txn->seq, lc->lag_last_us);
-                }
                 coord__catalog_txn__free_unpacked(txn, NULL);
                 if (r < 0)
                         break;
@@ -150,6 +189,7 @@ static void lifecycle_follow(struct lifecycle *lc)
         it = catalog_log_iter_free(it);
         if (r < 0)
                 goto fail;
+        lag_measure(lc);
         return;
 fail:
         it = catalog_log_iter_free(it);
@@ -178,9 +218,13 @@ static void *notify_watch(void *userdata)
                 r = fring_wait(rd, 500);
                 if (r == -ETIMEDOUT)
                         continue;
-                do
+                do {
                         r = fring_read(rd, sink, ELEMENTSOF(sink), &resynced);
-                while (r > 0);
+                        if (r > 0 && sink[r - 1].id == FRING_CATALOG_ID) {
+                                atomic_store(&lc->notify_us, sink[r - 1].since);
+                                atomic_store(&lc->notify_seq, sink[r - 1].upper);
+                        }
+                } while (r > 0);
                 atomic_store(&lc->notify_generation, fring_reader_generation(rd));
                 loop_waker_wake(lc->notify_waker);
                 if (r < 0)
@@ -488,6 +532,7 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  "publication_errors=%llu last_records=%zu last_bounds=%zu last_requirements=%zu "
                  "last_bytes=%zu last_touched=%zu records_total=%llu bytes_total=%llu "
                  "last_commit_seq=%llu allow_sent=%llu applied=%llu lag_last_us=%llu "
+                 "lag_p50_us=%llu lag_p99_us=%llu lag_samples=%zu "
                  "lag_max_us=%llu reloads=%llu catalog_generation=%llu",
                  lc->catalog ? "secondary" : "waiting", rd ? "attached" : "waiting",
                  lc_state_n_items(lc->state), lc_state_n_requirements(lc->state),
@@ -496,7 +541,8 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  (unsigned long long)lc->records_total, (unsigned long long)lc->bytes_total,
                  (unsigned long long)lc->last_commit_seq, (unsigned long long)lc->allow_sent,
                  (unsigned long long)lc->applied_txns, (unsigned long long)lc->lag_last_us,
-                 (unsigned long long)lc->lag_max_us, (unsigned long long)lc->reloads,
+                 (unsigned long long)lag_percentile(lc, 50), (unsigned long long)lag_percentile(lc, 99),
+                 lc->n_lag, (unsigned long long)lc->lag_max_us, (unsigned long long)lc->reloads,
                  (unsigned long long)atomic_load(&lc->notify_generation));
         reply->detail = lc->detail;
 }

@@ -13,6 +13,7 @@
  */
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -112,7 +113,7 @@ static void test_up(void)
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
-#define MAXG 64
+#define MAXG 4096
 
 struct seen {
         uint64_t gid[MAXG], bound[MAXG];
@@ -282,9 +283,11 @@ static void test_sparse(void)
                 }
         }
         printf("\n    sparse (%d advancing among %d indexed views): %d publications, "
-               "%.1f records and %.0f bytes per publication, at most %" PRIu64,
+               "%.1f records and %.0f bytes per publication, at most %" PRIu64
+               "; follower lag p50 %" PRIu64 " us p99 %" PRIu64 " us (%" PRIu64 " commits)",
                n_tables, n_views, n_pub, n_pub ? (double)sum_rec / n_pub : 0.0,
-               n_pub ? (double)sum_bytes / n_pub : 0.0, max_rec);
+               n_pub ? (double)sum_bytes / n_pub : 0.0, max_rec, lc_stat("lag_p50_us"),
+               lc_stat("lag_p99_us"), lc_stat("lag_samples"));
         CU_ASSERT(n_pub >= 3);
         CU_ASSERT(max_rec <= (uint64_t)n_tables);
         CU_ASSERT(sum_rec > 0);
@@ -292,10 +295,54 @@ static void test_sparse(void)
         PQfinish(c);
 }
 
+/* kill -9 of the follower while tables are written: the restarted one rebuilds from
+ * the catalog and publishes again; bounds never went back (I1) nor physical sinces past
+ * them (I2) meanwhile. */
+static void test_lifecycle_restart(void)
+{
+        PGconn *c = db();
+        struct seen sn = { 0 };
+        Coord__StatusReply *st = NULL;
+        uint64_t pubs = 0, rec, bytes;
+        pid_t pid;
+        int bad1 = 0, bad2 = 0;
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_LIFECYCLE, 2000, &st) == 0);
+        pid = st->pid;
+        coord__status_reply__free_unpacked(st, NULL);
+        bad1 += check_bounds_forward(c, &sn);
+        kill(pid, SIGKILL);
+        while (kill(pid, 0) == 0)
+                usleep(1000);
+        for (int k = 0; k < 10; k++) {
+                CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (%d)", 1000 + k));
+                usleep(50 * 1000);
+        }
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        for (int k = 0; k < 60 && pubs < 2; k++) {
+                CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (%d)", 2000 + k));
+                bad1 += check_bounds_forward(c, &sn);
+                bad2 += check_physical_below_bound(c);
+                usleep(100 * 1000);
+                pubs = lc_stat("publications");
+        }
+        CU_ASSERT(next_publication(&pubs, &rec, &bytes));
+        printf("\n    after the restart: %" PRIu64 " publications, items %" PRIu64 ", errors %" PRIu64,
+               lc_stat("publications"), lc_stat("items"), lc_stat("publication_errors"));
+        CU_ASSERT(lc_stat("publications") >= 2);
+        CU_ASSERT(lc_stat("items") >= 2000);
+        CU_ASSERT_EQUAL(lc_stat("publication_errors"), 0);
+        CU_ASSERT_EQUAL(bad1, 0);
+        CU_ASSERT_EQUAL(bad2, 0);
+        PQfinish(c);
+}
+
 static const struct t_case cases[] = {
         { "up", test_up },
         { "bounds_advance", test_bounds_advance },
         { "sparse", test_sparse },
+        { "lifecycle_restart", test_lifecycle_restart },
         { NULL, NULL },
 };
 
