@@ -554,74 +554,80 @@ fail:
         return r;
 }
 
+/* Append n rows of `arity` int8 columns (vals, row by row) with their diffs to the
+ * built-in gid, in the open group; nobody waits for them. */
+static int int_rows_write(struct exec *ex, uint64_t gid, size_t arity, const int64_t *vals,
+                          const int64_t *diffs, size_t n)
+{
+        struct write w = { .kind = WRITE_OBJECTS, .gid = gid };
+        struct row_datum d[4];
+        int r = 0;
+
+        assert(arity <= ELEMENTSOF(d));
+        if (!n)
+                return 0;
+        w.rows = calloc(n, sizeof(*w.rows));
+        w.row_lens = calloc(n, sizeof(*w.row_lens));
+        w.diffs = calloc(n, sizeof(*w.diffs));
+        if (!w.rows || !w.row_lens || !w.diffs)
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                for (size_t c = 0; c < arity; c++)
+                        d[c] = ROW_DATUM_INT(vals[i * arity + c]);
+                w.diffs[i] = diffs[i];
+                r = row_encode(d, arity, &w.rows[i], &w.row_lens[i]);
+                if (r >= 0)
+                        w.n_rows++;
+        }
+        if (r >= 0) {
+                r = group_add(ex, &w);
+                if (r >= 0)
+                        return 0;
+        }
+        write_done(&w);
+        return r;
+}
+
 /* The rows of coord_bounds (object_id, bound) and coord_requirements (consumer_id,
  * input_id, frontier) that a transaction changes: a retraction of the old row, an
- * insertion of the new one.  They go into the open group, nobody waits for them. */
+ * insertion of the new one. */
 static int protection_write(struct exec *ex, const struct acat_txn *txn)
 {
         const struct acat_bound_change *bc;
         const struct acat_req_change *rc;
-        size_t nb = acat_txn_bound_changes(txn, &bc), nr = acat_txn_req_changes(txn, &rc);
-        struct write wb = { .kind = WRITE_OBJECTS, .gid = ACAT_GID_BOUNDS };
-        struct write wr = { .kind = WRITE_OBJECTS, .gid = ACAT_GID_REQUIREMENTS };
-        int r = 0;
+        size_t nb = acat_txn_bound_changes(txn, &bc), nr = acat_txn_req_changes(txn, &rc), k = 0;
+        size_t most = 2 * (nb > nr ? nb : nr);
+        _cleanup_free_ int64_t *vals = calloc(3 * (most ? most : 1), sizeof(*vals));
+        _cleanup_free_ int64_t *diffs = calloc(most ? most : 1, sizeof(*diffs));
+        int r;
 
-        if (nb) {
-                wb.rows = calloc(2 * nb, sizeof(*wb.rows));
-                wb.row_lens = calloc(2 * nb, sizeof(*wb.row_lens));
-                wb.diffs = calloc(2 * nb, sizeof(*wb.diffs));
-                if (!wb.rows || !wb.row_lens || !wb.diffs)
-                        r = -ENOMEM;
-                for (size_t i = 0; r >= 0 && i < nb; i++)
-                        for (int side = 0; r >= 0 && side < 2; side++) {
-                                bool on = side == 0 ? bc[i].had_old : bc[i].has_new;
-                                struct row_datum d[2] = {
-                                        ROW_DATUM_INT((int64_t)bc[i].gid),
-                                        ROW_DATUM_INT((int64_t)(side == 0 ? bc[i].old : bc[i].new_)),
-                                };
-                                if (!on)
-                                        continue;
-                                wb.diffs[wb.n_rows] = side == 0 ? -1 : +1;
-                                r = row_encode(d, 2, &wb.rows[wb.n_rows], &wb.row_lens[wb.n_rows]);
-                                if (r >= 0)
-                                        wb.n_rows++;
-                        }
-                if (r >= 0 && wb.n_rows) {
-                        r = group_add(ex, &wb);
-                        if (r >= 0)
-                                wb = (struct write){ 0 };
+        if (!vals || !diffs)
+                return -ENOMEM;
+        /* Timestamps and GlobalIds are below 2^63; int8 is signed. */
+        for (size_t i = 0; i < nb; i++) {
+                if (bc[i].had_old) {
+                        vals[2 * k] = (int64_t)bc[i].gid, vals[2 * k + 1] = (int64_t)bc[i].old;
+                        diffs[k++] = -1;
+                }
+                if (bc[i].has_new) {
+                        vals[2 * k] = (int64_t)bc[i].gid, vals[2 * k + 1] = (int64_t)bc[i].new_;
+                        diffs[k++] = +1;
                 }
         }
-        if (r >= 0 && nr) {
-                wr.rows = calloc(2 * nr, sizeof(*wr.rows));
-                wr.row_lens = calloc(2 * nr, sizeof(*wr.row_lens));
-                wr.diffs = calloc(2 * nr, sizeof(*wr.diffs));
-                if (!wr.rows || !wr.row_lens || !wr.diffs)
-                        r = -ENOMEM;
-                for (size_t i = 0; r >= 0 && i < nr; i++)
-                        for (int side = 0; r >= 0 && side < 2; side++) {
-                                bool on = side == 0 ? rc[i].had_old : rc[i].has_new;
-                                struct row_datum d[3] = {
-                                        ROW_DATUM_INT((int64_t)rc[i].consumer),
-                                        ROW_DATUM_INT((int64_t)rc[i].input),
-                                        ROW_DATUM_INT((int64_t)(side == 0 ? rc[i].old : rc[i].new_)),
-                                };
-                                if (!on)
-                                        continue;
-                                wr.diffs[wr.n_rows] = side == 0 ? -1 : +1;
-                                r = row_encode(d, 3, &wr.rows[wr.n_rows], &wr.row_lens[wr.n_rows]);
-                                if (r >= 0)
-                                        wr.n_rows++;
-                        }
-                if (r >= 0 && wr.n_rows) {
-                        r = group_add(ex, &wr);
-                        if (r >= 0)
-                                wr = (struct write){ 0 };
+        r = int_rows_write(ex, ACAT_GID_BOUNDS, 2, vals, diffs, k);
+        if (r < 0)
+                return r;
+        k = 0;
+        for (size_t i = 0; i < nr; i++)
+                for (int side = 0; side < 2; side++) {
+                        if (side == 0 ? !rc[i].had_old : !rc[i].has_new)
+                                continue;
+                        vals[3 * k] = (int64_t)rc[i].consumer;
+                        vals[3 * k + 1] = (int64_t)rc[i].input;
+                        vals[3 * k + 2] = (int64_t)(side == 0 ? rc[i].old : rc[i].new_);
+                        diffs[k++] = side == 0 ? -1 : +1;
                 }
-        }
-        write_done(&wb);
-        write_done(&wr);
-        return r;
+        return int_rows_write(ex, ACAT_GID_REQUIREMENTS, 3, vals, diffs, k);
 }
 
 /* ---- publications of the lifecycle follower (issue 5) ---- */
@@ -946,7 +952,7 @@ static int exec_create_view(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         if (mv)
-                ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs, ts);
+                ni.as_of = cv->has_as_of ? cv->as_of : choose_as_of(ex, st->inputs, st->n_inputs, ts);
         r = create_begin_or_error(s, &ni, ts, &txn);
         if (r < 0)
                 return r;

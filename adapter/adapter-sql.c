@@ -5414,15 +5414,24 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
                 s->kind = SQL_STMT_CREATE_INDEX;
                 return analyze_default_index(a, bs->lift);
         }
-        if (bs->as_of && n->node_case != PG_QUERY__NODE__NODE_SELECT_STMT)
+        if (bs->as_of && n->node_case != PG_QUERY__NODE__NODE_SELECT_STMT &&
+            n->node_case != PG_QUERY__NODE__NODE_CREATE_TABLE_AS_STMT)
                 return FAIL_AT(a, (int)bs->as_of->begin, "0A000",
-                               "AS OF is only supported in SELECT");
+                               "AS OF is only supported in SELECT and CREATE MATERIALIZED VIEW");
         switch (n->node_case) {
         case PG_QUERY__NODE__NODE_VIEW_STMT:
                 s->kind = SQL_STMT_CREATE_VIEW;
                 return analyze_create_view(a, n->view_stmt);
         case PG_QUERY__NODE__NODE_CREATE_TABLE_AS_STMT:
                 s->kind = SQL_STMT_CREATE_MATERIALIZED_VIEW;
+                if (bs->as_of) {
+                        /* A requested as-of (DESIGN section 4: "or the user's AS OF"):
+                         * admission checks it against the inputs' committed bounds. */
+                        int r = analyze_as_of(a, bs->as_of, &s->create_view.as_of);
+                        if (r < 0)
+                                return r;
+                        s->create_view.has_as_of = true;
+                }
                 return analyze_create_materialized_view(a, n->create_table_as_stmt, bs->lift);
         case PG_QUERY__NODE__NODE_INDEX_STMT:
                 s->kind = SQL_STMT_CREATE_INDEX;

@@ -186,6 +186,8 @@ struct sql_create_view {
         bool if_not_exists;
         bool exists;                    /* IF NOT EXISTS and the name was taken: a no-op */
         uint64_t retain_history_ms;     /* materialized view: RETAIN HISTORY; 0 = default */
+        bool has_as_of;                 /* materialized view: `... AS OF <t>` requested */
+        uint64_t as_of;
 };
 
 /* CREATE [DEFAULT] INDEX [name] ON obj (col, ...). */

@@ -316,7 +316,8 @@ static void render(struct eval_batch *b, char *out, size_t size)
 {
         size_t off = 0;
 
-        qsort(b->updates, b->n, sizeof(*b->updates), cmp_out);
+        if (b->n)
+                qsort(b->updates, b->n, sizeof(*b->updates), cmp_out);
         out[0] = 0;
         for (size_t i = 0; i < b->n && off < size; i++) {
                 char *s = NULL;

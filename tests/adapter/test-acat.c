@@ -1,0 +1,287 @@
+/* test-acat -- the catalog writer's items, dependencies, bounds and requirements
+ * (adapter/adapter-catalog.c) on a real catalog store (RocksDB in a temp directory).
+ *
+ * The invariants checked here, each by a case that fails when its check is removed:
+ *   I1/I3  a publication that would move a bound or a requirement back is refused whole;
+ *   I4     a consumer is admitted only at an as-of >= the committed bound of every
+ *          LOGICAL input (an input the optimizer removed included), and its item,
+ *          requirements and birth bound commit together;
+ *   I5     a publication whose bound would pass a live requirement is refused -- also
+ *          the requirement of a creation still in flight;
+ *   retirement: DROP removes the consumer's requirements in the same transaction;
+ *   reload: what memory shows equals what a fresh open reads back (acat_export()).
+ */
+#include <inttypes.h>
+
+#include "adapter-catalog.h"
+#include "catalog.h"
+#include "coord.pb-c.h"
+#include "t.h"
+
+static char *dir;
+static struct catalog *store;
+static struct adapter_catalog *cat;
+
+static void open_all(void)
+{
+        CU_ASSERT_EQUAL_FATAL(catalog_open(dir, &store), 0);
+        CU_ASSERT_EQUAL_FATAL(acat_open(store, &cat), 0);
+}
+
+static void close_all(void)
+{
+        cat = acat_free(cat);
+        store = catalog_close(store);
+}
+
+/* Commit a begun transaction and finish it; the commit's result. */
+static int commit(struct acat_txn *t)
+{
+        const struct catalog_op *ops;
+        size_t n;
+        uint64_t seq = 0;
+        int r;
+
+        ops = acat_txn_ops(t, &n);
+        r = catalog_commit(store, ops, n, &seq);
+        acat_txn_finish(cat, t, r);
+        return r;
+}
+
+static const struct sql_column cols[] = { { (char *)"a", ROW_TYPE_INT4, true } };
+
+static uint64_t create(const char *name, enum sql_object_kind kind, const uint64_t *inputs, size_t n,
+                       const uint64_t *refs, size_t n_refs, uint64_t as_of, uint64_t ts,
+                       const char *want_sqlstate)
+{
+        struct acat_new_item ni = {
+                .name = name, .kind = kind, .create_sql = "-", .columns = cols, .n_columns = 1,
+                .logical_inputs = inputs, .n_logical = n, .refs = refs, .n_refs = n_refs,
+                .as_of = as_of,
+        };
+        struct row_error err = { .position = 0 };
+        struct acat_txn *t = NULL;
+        int r = acat_create_begin(cat, &ni, ts, &t, &err);
+
+        if (want_sqlstate) {
+                CU_ASSERT_EQUAL(r, -EINVAL);
+                CU_ASSERT_STRING_EQUAL(err.sqlstate, want_sqlstate);
+                return 0;
+        }
+        if (r < 0)
+                fprintf(stderr, "\n  create %s: %d %s %s\n", name, r, err.sqlstate, err.message);
+        CU_ASSERT_EQUAL_FATAL(r, 0);
+        {
+                uint64_t gid = acat_txn_item(t, 0)->gid;
+                CU_ASSERT_EQUAL(commit(t), 0);
+                return gid;
+        }
+}
+
+static const struct acat_req *req_of(uint64_t consumer, uint64_t input)
+{
+        const struct acat_item *c = acat_by_gid(cat, consumer);
+
+        for (size_t i = 0; c && i < c->n_reqs; i++)
+                if (c->reqs[i].input == input)
+                        return &c->reqs[i];
+        return NULL;
+}
+
+/* A publication of one bound and/or one requirement; its begin result (and err). */
+static int publish(uint64_t bgid, uint64_t bound, uint64_t consumer, uint64_t input, uint64_t frontier,
+                   struct row_error *err, bool do_commit)
+{
+        Coord__PublishProtection p = COORD__PUBLISH_PROTECTION__INIT;
+        Coord__CatalogBoundRecord b = COORD__CATALOG_BOUND_RECORD__INIT, *bp = &b;
+        Coord__Requirement q = COORD__REQUIREMENT__INIT, *qp = &q;
+        struct acat_txn *t = NULL;
+        size_t n = 0;
+        int r;
+
+        if (bgid) {
+                b.gid = bgid;
+                b.bound = bound;
+                p.bounds = &bp;
+                p.n_bounds = 1;
+        }
+        if (consumer) {
+                q.consumer = consumer;
+                q.input = input;
+                q.frontier = frontier;
+                p.requirements = &qp;
+                p.n_requirements = 1;
+        }
+        r = acat_publish_begin(cat, &p, &t, &n, err);
+        if (r < 0)
+                return r;
+        if (do_commit) {
+                CU_ASSERT_EQUAL(commit(t), 0);
+        } else {
+                acat_txn_finish(cat, t, -EIO);  /* as if the commit failed */
+        }
+        return 0;
+}
+
+struct rec {
+        uint8_t key[17];
+        size_t klen;
+        uint8_t val[512];
+        size_t vlen;
+};
+
+struct recs {
+        struct rec v[64];
+        size_t n;
+};
+
+static int collect(const void *key, size_t klen, const void *val, size_t vlen, void *ud)
+{
+        struct recs *rs = ud;
+
+        if (rs->n == 64 || klen > 17 || vlen > 512)
+                return -E2BIG;
+        memcpy(rs->v[rs->n].key, key, klen);
+        rs->v[rs->n].klen = klen;
+        memcpy(rs->v[rs->n].val, val, vlen);
+        rs->v[rs->n].vlen = vlen;
+        rs->n++;
+        return 0;
+}
+
+static int rec_cmp(const void *x, const void *y)
+{
+        const struct rec *a = x, *b = y;
+        int c = memcmp(a->key, b->key, a->klen < b->klen ? a->klen : b->klen);
+
+        return c ? c : (int)a->klen - (int)b->klen;
+}
+
+static void export_sorted(struct recs *rs)
+{
+        rs->n = 0;
+        CU_ASSERT_EQUAL(acat_export(cat, collect, rs), 0);
+        qsort(rs->v, rs->n, sizeof(rs->v[0]), rec_cmp);
+}
+
+static void test_protection(void)
+{
+        struct row_error err = { .position = 0 };
+        uint64_t t1, t2, v, mv, mv2, gids[2];
+        struct recs before, after;
+        const struct acat_req *q;
+
+        dir = t_mkdtemp("acat");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        open_all();
+
+        t1 = create("t1", SQL_OBJECT_TABLE, NULL, 0, NULL, 0, 0, 100, NULL);
+        t2 = create("t2", SQL_OBJECT_TABLE, NULL, 0, NULL, 0, 0, 110, NULL);
+        CU_ASSERT(acat_by_gid(cat, t1)->has_bound && acat_by_gid(cat, t1)->bound == 100);
+
+        /* A view over t1 and t2 whose plan lost t2 (WHERE false on it): t2 stays a
+         * logical input, and a reference. */
+        gids[0] = t1;
+        gids[1] = t2;
+        v = create("v", SQL_OBJECT_VIEW, gids, 2, gids, 2, 0, 120, NULL);
+        CU_ASSERT_FALSE(acat_by_gid(cat, v)->has_bound);
+
+        /* I4: admission by the committed bound of every logical input. */
+        CU_ASSERT_EQUAL(publish(t2, 200, 0, 0, 0, &err, true), 0);
+        CU_ASSERT_EQUAL(acat_by_gid(cat, t2)->bound, 200);
+        create("m_low", SQL_OBJECT_MATERIALIZED_VIEW, gids, 2, &v, 1, 150, 130, "55000");
+        CU_ASSERT_PTR_NULL(acat_by_name(cat, "m_low"));
+        mv = create("m", SQL_OBJECT_MATERIALIZED_VIEW, gids, 2, &v, 1, 250, 140, NULL);
+        CU_ASSERT(acat_by_gid(cat, mv)->has_bound && acat_by_gid(cat, mv)->bound == 250);
+        q = req_of(mv, t1);
+        CU_ASSERT(q && q->frontier == 250);
+        q = req_of(mv, t2);
+        CU_ASSERT(q && q->frontier == 250);
+
+        /* I1/I3: nothing goes back. */
+        CU_ASSERT_EQUAL(publish(t2, 190, 0, 0, 0, &err, true), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "55000");
+        CU_ASSERT_EQUAL(acat_by_gid(cat, t2)->bound, 200);
+        CU_ASSERT_EQUAL(publish(0, 0, mv, t1, 240, &err, true), -EINVAL);
+        CU_ASSERT_EQUAL(req_of(mv, t1)->frontier, 250);
+
+        /* I5: the bound of the optimized-away input never passes the requirement. */
+        CU_ASSERT_EQUAL(publish(t2, 260, 0, 0, 0, &err, true), -EINVAL);
+        CU_ASSERT_EQUAL(acat_by_gid(cat, t2)->bound, 200);
+        /* ... until the requirement moves in the same publication (or before). */
+        CU_ASSERT_EQUAL(publish(t2, 260, mv, t2, 300, &err, true), 0);
+        CU_ASSERT_EQUAL(acat_by_gid(cat, t2)->bound, 260);
+        CU_ASSERT_EQUAL(req_of(mv, t2)->frontier, 300);
+        /* A requirement below its input's bound is refused. */
+        CU_ASSERT_EQUAL(publish(t1, 270, 0, 0, 0, &err, true), -EINVAL);   /* R(m,t1)=250 */
+        /* A failed commit changes nothing. */
+        CU_ASSERT_EQUAL(publish(0, 0, mv, t1, 400, &err, false), 0);
+        CU_ASSERT_EQUAL(req_of(mv, t1)->frontier, 250);
+
+        /* I5 with a creation in flight: its requirement counts before it commits. */
+        {
+                struct acat_new_item ni = {
+                        .name = "m2", .kind = SQL_OBJECT_MATERIALIZED_VIEW, .create_sql = "-",
+                        .columns = cols, .n_columns = 1, .logical_inputs = &t1, .n_logical = 1,
+                        .refs = &t1, .n_refs = 1, .as_of = 210,
+                };
+                struct acat_txn *pending = NULL;
+
+                CU_ASSERT_EQUAL_FATAL(acat_create_begin(cat, &ni, 150, &pending, &err), 0);
+                CU_ASSERT_EQUAL(publish(t1, 220, 0, 0, 0, &err, true), -EINVAL);
+                CU_ASSERT_EQUAL(acat_by_gid(cat, t1)->bound, 100);
+                mv2 = acat_txn_item(pending, 0)->gid;
+                CU_ASSERT_EQUAL(commit(pending), 0);
+                CU_ASSERT_EQUAL(publish(t1, 205, 0, 0, 0, &err, true), 0);
+        }
+
+        /* Reload: memory equals a fresh read of the catalog. */
+        export_sorted(&before);
+        close_all();
+        open_all();
+        export_sorted(&after);
+        CU_ASSERT_EQUAL(before.n, after.n);
+        for (size_t i = 0; i < before.n && i < after.n; i++) {
+                CU_ASSERT_EQUAL(before.v[i].klen, after.v[i].klen);
+                CU_ASSERT(memcmp(before.v[i].key, after.v[i].key, before.v[i].klen) == 0);
+                CU_ASSERT(before.v[i].vlen == after.v[i].vlen &&
+                          memcmp(before.v[i].val, after.v[i].val, before.v[i].vlen) == 0);
+        }
+        CU_ASSERT_EQUAL(req_of(mv, t2)->frontier, 300);
+        CU_ASSERT_EQUAL(acat_by_gid(cat, t1)->n_req_consumers, 2);
+
+        /* Retirement: DROP without CASCADE of a referenced table is 2BP01; with
+         * CASCADE everything goes, requirements included, in one transaction. */
+        {
+                struct acat_txn *t = NULL;
+                const struct acat_req_change *rc;
+
+                CU_ASSERT_EQUAL(acat_drop_begin(cat, &t2, 1, false, &t, &err), -EINVAL);
+                CU_ASSERT_STRING_EQUAL(err.sqlstate, "2BP01");
+                CU_ASSERT_EQUAL_FATAL(acat_drop_begin(cat, &t2, 1, true, &t, &err), 0);
+                CU_ASSERT_EQUAL(acat_txn_n_items(t), 3);        /* m, v, t2 */
+                CU_ASSERT_EQUAL(acat_txn_req_changes(t, &rc), 2);
+                CU_ASSERT_EQUAL(commit(t), 0);
+                CU_ASSERT_PTR_NULL(acat_by_gid(cat, mv));
+                CU_ASSERT_EQUAL(acat_by_gid(cat, t1)->n_req_consumers, 1);      /* m2 */
+                CU_ASSERT_PTR_NOT_NULL(req_of(mv2, t1));
+        }
+        close_all();
+        open_all();
+        CU_ASSERT_PTR_NULL(acat_by_gid(cat, v));
+        CU_ASSERT_EQUAL(acat_by_gid(cat, t1)->n_req_consumers, 1);
+        close_all();
+        t_rmrf(dir);
+        free(dir);
+}
+
+int main(void)
+{
+        static const struct t_case cases[] = {
+                { "bounds, requirements, admission, publication, retirement", test_protection },
+                { NULL, NULL },
+        };
+        static const struct t_suite suites[] = { { "catalog writer", cases }, { NULL, NULL } };
+
+        return t_run(suites);
+}
