@@ -1036,7 +1036,7 @@ int catalog_scan(struct catalog *c, enum catalog_cf cf, const void *prefix, size
                 const char *k = rocksdb_iter_key(it, &klen);
                 const char *v = rocksdb_iter_value(it, &vlen);
 
-                if (klen < prefix_len || memcmp(k, prefix, prefix_len) != 0)
+                if (klen < prefix_len || (prefix_len && memcmp(k, prefix, prefix_len) != 0))
                         break;
                 r = fn(k, klen, v, vlen, userdata);
                 if (r < 0)
