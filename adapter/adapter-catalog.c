@@ -1304,6 +1304,21 @@ int acat_drop_begin(struct adapter_catalog *ac, const uint64_t *gids, size_t n, 
                         return r;
                 }
         }
+        /* (3) Concurrent CREATEs commit in either order within a group, so the stored
+         * next_gid may lag the largest GlobalId handed out; a restart makes up for that
+         * with the largest item -- unless that item is dropped.  So a DROP records the
+         * next GlobalId too: a dropped GlobalId is never handed out again. */
+        {
+                uint8_t next[8];
+
+                be64_put(next, ac->next_gid);
+                r = txn_op(t, CATALOG_OP_PUT, CATALOG_CF_META, META_NEXT_GID, strlen(META_NEXT_GID),
+                           next, 8);
+                if (r < 0) {
+                        txn_free(t);
+                        return r;
+                }
+        }
         for (size_t i = 0; i < n; i++)
                 t->items[i]->dropping = true;
         *ret = t;

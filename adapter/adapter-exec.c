@@ -1799,3 +1799,18 @@ struct exec *exec_free(struct exec *ex)
         free(ex);
         return NULL;
 }
+
+struct adapter_catalog *exec_catalog(struct exec *ex)
+{
+        return ex->cat;
+}
+
+unsigned exec_commits_in_flight(const struct exec *ex)
+{
+        return committer_in_flight(ex->committer);
+}
+
+int exec_catalog_error(const struct exec *ex)
+{
+        return ex->fatal;
+}

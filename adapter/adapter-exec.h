@@ -45,3 +45,13 @@ void exec_on_message(struct exec *ex, const Coord__Envelope *env);
 /* MSG_PUBLISH_PROTECTION from the lifecycle follower: validate, commit, answer (issue 5). */
 void exec_on_publication(struct exec *ex, Coord__Role from, const Coord__Envelope *env);
 void exec_status(struct exec *ex, Coord__StatusReply *reply);
+
+/* For the diagnostic reconstruction (adapter-check.c). */
+struct adapter_catalog;
+struct adapter_catalog *exec_catalog(struct exec *ex);
+/* Catalog commits (DDL and publications) submitted and not yet applied to memory: at
+ * 0, memory is exactly the committed state up to catalog_last_seq() -- an aligned
+ * point. */
+unsigned exec_commits_in_flight(const struct exec *ex);
+/* The sticky catalog error that stopped DDL, or 0. */
+int exec_catalog_error(const struct exec *ex);

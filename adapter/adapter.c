@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter-check.h"
 #include "adapter-exec.h"
 #include "catalog.h"
 #include "conf.h"
@@ -22,6 +23,7 @@ struct adapter {
         struct catalog *catalog;
         struct exec *exec;
         struct fring *notify;           /* the catalog notification ring (producer) */
+        struct check *check;
         char detail[160];
 };
 
@@ -94,6 +96,19 @@ static void adapter_message(struct node *n, Coord__Role from, const Coord__Envel
                 log_debug("unexpected_message", "role=%s type=%d", node_role_name(from), (int)env->type);
 }
 
+/* From coordctl (role CTL): the node serves status and ping itself and hands the rest
+ * here, with the connection to answer on. */
+static void adapter_ctl_message(struct node *n, uint64_t ctl_id, const Coord__Envelope *env,
+                                void *userdata)
+{
+        struct adapter *ad = userdata;
+
+        if (env->type == COORD__MSG_TYPE__MSG_CHECK_CATALOG && ad->check)
+                check_on_request(ad->check, ctl_id, env);
+        else
+                log_debug("unexpected_ctl_message", "type=%d", (int)env->type);
+}
+
 static void adapter_peer_up(struct node *n, Coord__Role role, uint64_t incarnation, void *userdata)
 {
         struct adapter *ad = userdata;
@@ -113,6 +128,7 @@ static void adapter_peer_down(struct node *n, Coord__Role role, void *userdata)
 static const struct node_handler adapter_handler = {
         .on_status = adapter_status,
         .on_message = adapter_message,
+        .on_ctl_message = adapter_ctl_message,
         .on_peer_up = adapter_peer_up,
         .on_peer_down = adapter_peer_down,
 };
@@ -144,12 +160,14 @@ int main(int argc, char **argv)
         struct adapter ad = { 0 };
         char *pg_host = NULL, *clock_offset = NULL;
         uint64_t pg_port = 6875, tick_ms = 100, peek_timeout_ms = 10000;
+        bool test_check_corrupt = false;
         const struct conf_option extra[] = {
                 { "pg-host", CONF_STR, &pg_host, 0, "SQL (PostgreSQL wire) address; empty: Unix socket only (default 127.0.0.1)" },
                 { "pg-port", CONF_U64, &pg_port, 65535, "SQL port (default 6875; 0 picks a free one); the Unix socket is <run-dir>/.s.PGSQL.<port>" },
                 { "tick-ms", CONF_U64, &tick_ms, 60000, "advance table uppers this often when idle (default 100)" },
                 { "peek-timeout-ms", CONF_U64, &peek_timeout_ms, 3600000, "how long a read waits for its inputs (default 10000)" },
                 { "test-clock-offset-ms", CONF_STR, &clock_offset, 0, "TEST ONLY: shift the oracle's wall clock by this many ms (may be negative)" },
+                { "test-check-corrupt", CONF_BOOL, &test_check_corrupt, 0, "TEST ONLY: coordctl check sees one altered record (to show that it fails)" },
         };
         struct exec_config ec;
         struct node_args a;
@@ -205,6 +223,11 @@ int main(int argc, char **argv)
         r = exec_new(ad.node, ad.catalog, &ec, &ad.exec);
         if (r < 0)
                 goto out;
+        r = check_new(ad.node, ad.catalog, ad.exec, test_check_corrupt, &ad.check);
+        if (r < 0) {
+                log_error_errno(r, "check_failed", "");
+                goto out;
+        }
         r = node_follow_ring(ad.node);
         if (r < 0)
                 goto out;
@@ -217,6 +240,8 @@ int main(int argc, char **argv)
         log_info("daemon_stopped", "role=adapter");
         ex = 0;
 out:
+        /* Before the catalog closes: a replay in progress holds a log cursor. */
+        ad.check = check_free(ad.check);
         ad.exec = exec_free(ad.exec);
         ad.node = node_free(ad.node);
         if (ad.catalog)

@@ -253,27 +253,11 @@ static int idvec_push(struct idvec *iv, uint32_t id)
 
 /* ---- Batch helpers. ---- */
 
-static int batch_room(struct eval_batch *b)
-{
-        struct eval_update *u;
-        size_t cap;
-
-        if (b->n < b->cap)
-                return 0;
-        cap = b->cap ? 2 * b->cap : 64;
-        u = realloc(b->updates, cap * sizeof(*u));
-        if (!u)
-                return -ENOMEM;
-        b->updates = u;
-        b->cap = cap;
-        return 0;
-}
-
 /* Append an update whose row bytes live elsewhere (valid for the current time). */
 static int batch_ref(struct eval_batch *b, const uint8_t *row, size_t len, uint64_t time,
                      int64_t diff)
 {
-        if (batch_room(b) < 0)
+        if (eval_batch_reserve(b) < 0)
                 return -ENOMEM;
         b->updates[b->n++] = (struct eval_update){ row, len, time, diff };
         return 0;
@@ -284,7 +268,7 @@ static uint8_t *batch_alloc(struct eval_batch *b, size_t len, uint64_t time, int
 {
         uint8_t *p;
 
-        if (batch_room(b) < 0)
+        if (eval_batch_reserve(b) < 0)
                 return NULL;
         p = row_arena_alloc(&b->bytes, len ? len : 1);
         if (!p)

@@ -39,8 +39,7 @@ void eval_batch_clear(struct eval_batch *b)
         row_arena_reset(&b->bytes);
 }
 
-/* Room for one more update. */
-static int batch_reserve(struct eval_batch *b)
+int eval_batch_reserve(struct eval_batch *b)
 {
         struct eval_update *u;
         size_t cap;
@@ -61,7 +60,7 @@ int eval_batch_push(struct eval_batch *b, const void *row, size_t len, uint64_t 
 {
         uint8_t *copy;
 
-        if (batch_reserve(b) < 0)
+        if (eval_batch_reserve(b) < 0)
                 return -ENOMEM;
         copy = row_arena_alloc(&b->bytes, len ? len : 1);
         if (!copy)
@@ -491,7 +490,7 @@ static int run_row(struct run *run, const void *row, size_t len, uint64_t time, 
                 r = row_error_set(run->err, -EINVAL, "54000", "result row is too big");
                 goto out;
         }
-        r = batch_reserve(run->out);
+        r = eval_batch_reserve(run->out);
         bytes = r < 0 ? NULL : row_arena_alloc(&run->out->bytes, (size_t)size);
         if (!bytes) {
                 r = row_error_oom(run->err);

@@ -52,6 +52,8 @@ struct eval_batch {
 void eval_batch_done(struct eval_batch *b);
 /* Forget the updates, keep the memory. */
 void eval_batch_clear(struct eval_batch *b);
+/* Room for one more update (the array grows by doubling).  0 or -ENOMEM. */
+int eval_batch_reserve(struct eval_batch *b);
 /* Append a copy of (row, time, diff).  -ENOMEM. */
 int eval_batch_push(struct eval_batch *b, const void *row, size_t len, uint64_t time,
                     int64_t diff);

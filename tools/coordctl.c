@@ -1,10 +1,17 @@
 /* coordctl -- operator's command line for a running Coord instance.
  *
  *   coordctl [--run-dir DIR] [--timeout-ms N] status [--json]
+ *   coordctl [--run-dir DIR] [--timeout-ms N] check [--json]
  *
  * status: each daemon's pid, incarnation, uptime, readiness and peer connections.
  * Exit status 0 when all three daemons answer and are ready, 1 when any is down or not
  * ready, 64 on a usage error.
+ *
+ * check: the diagnostic reconstruction (I10, adapter/adapter-check.h).  The adapter
+ * rebuilds its catalog state from the durable log at an aligned sequence number and
+ * compares it with its memory.  Exit status 0 only on a match; 1 on a mismatch, when
+ * the adapter is down or does not answer, or when the check could not run; 64 on a
+ * usage error.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,12 +29,17 @@ static const Coord__Role daemons[] = {
 static void usage(FILE *f)
 {
         fprintf(f, "Usage: coordctl [--run-dir DIR] [--timeout-ms N] status [--json]\n"
+                   "       coordctl [--run-dir DIR] [--timeout-ms N] check [--json]\n"
                    "\n"
+                   "  status            each daemon's pid, incarnation, readiness and peers\n"
+                   "  check             the adapter rebuilds the catalog from its durable log and\n"
+                   "                    compares it with its memory at one sequence number (I10)\n"
                    "  --run-dir DIR     the instance's run directory (default $COORD_RUN_DIR or ./var/run)\n"
-                   "  --timeout-ms N    how long to wait for each daemon (default 2000)\n"
+                   "  --timeout-ms N    how long to wait for each daemon (default 2000; check: 30000)\n"
                    "  --json            one JSON object instead of the table\n"
                    "\n"
-                   "Exit status: 0 all three daemons up and ready, 1 otherwise, 64 usage error.\n");
+                   "Exit status: status: 0 all three daemons up and ready, 1 otherwise;\n"
+                   "check: 0 match, 1 mismatch, adapter down or check failed; 64 usage error.\n");
 }
 
 static const char *err_word(int r)
@@ -147,11 +159,76 @@ static int cmd_status(const char *run_dir, int timeout_ms, bool json)
         return all_ok ? 0 : 1;
 }
 
+static int cmd_check(const char *run_dir, int timeout_ms, bool json)
+{
+        Coord__CheckCatalog req = COORD__CHECK_CATALOG__INIT;
+        Coord__Envelope *env = NULL;
+        Coord__CheckResult *res = NULL;
+        int r, ex = 1;
+
+        r = node_ctl_call(run_dir, COORD__ROLE__ROLE_ADAPTER, COORD__MSG_TYPE__MSG_CHECK_CATALOG,
+                          &req.base, timeout_ms, &env);
+        if (r < 0) {
+                if (json) {
+                        printf("{\"ok\":false,\"match\":false,\"error\":");
+                        print_json_string(err_word(r));
+                        printf("}\n");
+                } else
+                        printf("adapter %s\n", err_word(r));
+                return 1;
+        }
+        if (env->type == COORD__MSG_TYPE__MSG_ERROR) {
+                Coord__Error *e = coord__error__unpack(NULL, env->payload.len, env->payload.data);
+                const char *msg = e && e->message ? e->message : "malformed error";
+
+                if (json) {
+                        printf("{\"ok\":false,\"match\":false,\"error\":");
+                        print_json_string(msg);
+                        printf("}\n");
+                } else
+                        printf("check failed: %s\n", msg);
+                if (e)
+                        coord__error__free_unpacked(e, NULL);
+                goto out;
+        }
+        if (env->type != COORD__MSG_TYPE__MSG_CHECK_RESULT ||
+            !(res = coord__check_result__unpack(NULL, env->payload.len, env->payload.data))) {
+                printf("check failed: unexpected answer (type %d)\n", (int)env->type);
+                goto out;
+        }
+        if (json) {
+                printf("{\"ok\":true,\"match\":%s,\"seq\":%llu,\"records\":%llu,\"took_us\":%llu,"
+                       "\"differences\":[", res->match ? "true" : "false",
+                       (unsigned long long)res->seq, (unsigned long long)res->records,
+                       (unsigned long long)res->took_us);
+                for (size_t i = 0; i < res->n_differences; i++) {
+                        printf("%s", i ? "," : "");
+                        print_json_string(res->differences[i]);
+                }
+                printf("]}\n");
+        } else if (res->match) {
+                printf("match at seq %llu (%llu records, %.1f ms)\n", (unsigned long long)res->seq,
+                       (unsigned long long)res->records, (double)res->took_us / 1000.0);
+        } else {
+                printf("MISMATCH at seq %llu (%llu records, %.1f ms): memory differs from the log\n",
+                       (unsigned long long)res->seq, (unsigned long long)res->records,
+                       (double)res->took_us / 1000.0);
+                for (size_t i = 0; i < res->n_differences; i++)
+                        printf("  %s\n", res->differences[i]);
+        }
+        ex = res->match ? 0 : 1;
+out:
+        if (res)
+                coord__check_result__free_unpacked(res, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+        return ex;
+}
+
 int main(int argc, char **argv)
 {
         char *run_dir = NULL;
-        uint64_t timeout_ms = 2000;
-        bool json = false;
+        uint64_t timeout_ms = 0;
+        bool json = false, check;
         const struct conf_option opts[] = {
                 { "run-dir", CONF_STR, &run_dir, 0, "run directory" },
                 { "timeout-ms", CONF_U64, &timeout_ms, 600000, "per-daemon timeout" },
@@ -170,7 +247,7 @@ int main(int argc, char **argv)
                 ex = 0;
                 goto out;
         }
-        if (r < 0 || nargs != 1 || strcmp(args[0], "status") != 0) {
+        if (r < 0 || nargs != 1 || (strcmp(args[0], "status") != 0 && strcmp(args[0], "check") != 0)) {
                 if (r < 0)
                         fprintf(stderr, "coordctl: %s\n", err);
                 else if (nargs == 0)
@@ -189,7 +266,14 @@ int main(int argc, char **argv)
                         goto out;
                 }
         }
-        ex = cmd_status(run_dir, (int)timeout_ms, json);
+        check = strcmp(args[0], "check") == 0;
+        /* A check waits for an aligned point (up to 10 s) and then replays the log. */
+        if (!timeout_ms)
+                timeout_ms = check ? 30000 : 2000;
+        if (check)
+                ex = cmd_check(run_dir, (int)timeout_ms, json);
+        else
+                ex = cmd_status(run_dir, (int)timeout_ms, json);
 out:
         conf_done(opts, ELEMENTSOF(opts));
         return ex;

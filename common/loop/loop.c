@@ -447,6 +447,32 @@ void loop_stop(struct loop *l)
         l->stop = true;
 }
 
+static void drain_timeout(struct loop *l, void *userdata)
+{
+        *(bool *)userdata = true;
+        loop_stop(l);
+}
+
+int loop_run_for(struct loop *l, uint64_t timeout_ns)
+{
+        struct loop_timer *t = NULL;
+        bool fired = false;
+        int r;
+
+        assert(l && !l->running);
+        l->stop = false;
+        r = loop_timer_add(l, timeout_ns, drain_timeout, &fired, &t);
+        if (r < 0) {
+                l->stop = true;
+                return r;
+        }
+        r = loop_run(l);
+        if (!fired)
+                loop_timer_cancel(l, t);
+        l->stop = true;
+        return r;
+}
+
 uint64_t loop_now_ns(struct loop *l)
 {
         assert(l);

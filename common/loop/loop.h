@@ -44,6 +44,9 @@ struct loop *loop_free(struct loop *l);
 /* Run until loop_stop(); 0 then, -errno on a fatal io_uring error. */
 int loop_run(struct loop *l);
 void loop_stop(struct loop *l);
+/* After loop_run() returned: run again for at most timeout_ns, or until loop_stop() --
+ * to let closes and cancellations in flight complete before loop_free().  0 or -errno. */
+int loop_run_for(struct loop *l, uint64_t timeout_ns);
 
 /* Monotonic time cached at the start of the current iteration. */
 uint64_t loop_now_ns(struct loop *l);

@@ -38,6 +38,7 @@
 
 #define BACKOFF_MIN_NS   (20ull * 1000000ull)
 #define BACKOFF_MAX_NS   (200ull * 1000000ull)
+#define NODE_DRAIN_NS    (200ull * 1000000ull)   /* closes at exit */
 #define N_ROLES          (COORD__ROLE__ROLE_CTL + 1)
 /* What fring_name() accepts in a shared-memory name. */
 #define INSTANCE_CHARS   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
@@ -61,6 +62,12 @@ struct conn_state {
         Coord__Role role;               /* ROLE_UNKNOWN until its Hello */
         uint64_t incarnation;
         bool outgoing;
+        /* CTL connections only: linked in node->ctls from their Hello to on_close, so
+         * that an answer given later (node_ctl_send) finds the connection or learns it
+         * is gone.  ctl_id is never reused. */
+        uint64_t ctl_id;
+        struct ipc_conn *conn;
+        struct conn_state *ctl_prev, *ctl_next;
 };
 
 struct node {
@@ -76,12 +83,15 @@ struct node {
         struct ipc_server *server;
         struct peer peers[N_ROLES];
         uint64_t frames_rejected, stale_rejected;
+        struct conn_state *ctls;        /* CTL connections after their Hello */
+        uint64_t next_ctl_id;
         char *ring_name;
         struct fring_reader *ring;      /* the loop's reader */
         struct loop_waker *ring_waker;
         pthread_t ring_thread;
         bool ring_thread_started;
         atomic_bool ring_thread_stop;
+        bool draining;                  /* node_free(): closing, no redials */
 };
 
 static const char *const role_names[N_ROLES] = {
@@ -303,6 +313,12 @@ static void handle_hello(struct node *n, struct ipc_conn *c, struct conn_state *
         }
         if (hello->role == COORD__ROLE__ROLE_CTL) {
                 cs->role = COORD__ROLE__ROLE_CTL;
+                cs->ctl_id = ++n->next_ctl_id;
+                cs->conn = c;
+                cs->ctl_next = n->ctls;
+                if (n->ctls)
+                        n->ctls->ctl_prev = cs;
+                n->ctls = cs;
                 goto done;
         }
         if (!role_is_daemon(hello->role) || hello->role == n->cfg.role ||
@@ -437,8 +453,31 @@ static void conn_on_frame(struct ipc_conn *c, const Coord__Envelope *env, void *
         default:
                 break;
         }
-        if (cs->role != COORD__ROLE__ROLE_CTL && n->h.on_message)
+        if (cs->role == COORD__ROLE__ROLE_CTL) {
+                if (n->h.on_ctl_message)
+                        n->h.on_ctl_message(n, cs->ctl_id, env, n->userdata);
+                return;
+        }
+        if (n->h.on_message)
                 n->h.on_message(n, cs->role, env, n->userdata);
+}
+
+static bool peer_conns_open(const struct node *n)
+{
+        for (unsigned r = 1; r < N_ROLES; r++)
+                if (n->peers[r].conn || n->peers[r].dialing)
+                        return true;
+        return false;
+}
+
+int node_ctl_send(struct node *n, uint64_t ctl_id, Coord__MsgType type, uint64_t request_id,
+                  const ProtobufCMessage *payload)
+{
+        for (struct conn_state *cs = n->ctls; cs; cs = cs->ctl_next)
+                if (cs->ctl_id == ctl_id)
+                        return ipc_conn_send_msg(cs->conn, type, n->cfg.role, n->incarnation,
+                                                 request_id, payload);
+        return -ENOTCONN;
 }
 
 static void conn_on_close(struct ipc_conn *c, int reason, void *userdata)
@@ -452,6 +491,14 @@ static void conn_on_close(struct ipc_conn *c, int reason, void *userdata)
                 COORD_IPC_FRAME_REJECT(-1, reason);
                 log_warn_errno(reason, "connection_closed_bad_frame", "role=%s peer_pid=%d",
                                node_role_name(cs->role), (int)ipc_conn_peer_pid(c));
+        }
+        if (cs->ctl_id) {
+                if (cs->ctl_prev)
+                        cs->ctl_prev->ctl_next = cs->ctl_next;
+                else
+                        n->ctls = cs->ctl_next;
+                if (cs->ctl_next)
+                        cs->ctl_next->ctl_prev = cs->ctl_prev;
         }
         if (role_is_daemon(cs->role))
                 p = &n->peers[cs->role];
@@ -467,10 +514,15 @@ static void conn_on_close(struct ipc_conn *c, int reason, void *userdata)
         for (unsigned r = 1; r < N_ROLES; r++)
                 if (n->peers[r].dialing == c)
                         n->peers[r].dialing = NULL;
+        free(cs);
+        if (n->draining) {
+                if (!peer_conns_open(n))
+                        loop_stop(n->loop);
+                return;
+        }
         for (unsigned r = 1; r < N_ROLES; r++)
                 if (n->peers[r].dial && !n->peers[r].conn && !n->peers[r].dialing && n->loop)
                         peer_schedule_redial(&n->peers[r]);
-        free(cs);
 }
 
 static void on_accept(struct ipc_server *s, struct ipc_conn *c, void *userdata)
@@ -631,6 +683,17 @@ struct node *node_free(struct node *n)
         for (unsigned i = 1; i < N_ROLES && n->loop; i++) {
                 loop_timer_cancel(n->loop, n->peers[i].redial);
                 n->peers[i].redial = NULL;
+        }
+        /* Close the peer connections and let the loop finish the closes (a short drain),
+         * so that nothing of them is left behind at exit. */
+        if (n->loop && peer_conns_open(n)) {
+                n->draining = true;
+                for (unsigned i = 1; i < N_ROLES; i++) {
+                        ipc_conn_close(n->peers[i].conn);
+                        ipc_conn_close(n->peers[i].dialing);
+                }
+                if (peer_conns_open(n))
+                        (void)loop_run_for(n->loop, NODE_DRAIN_NS);
         }
         /* Freeing the server closes the listening socket and unlinks its path; the pid
          * file goes only if it is ours (a failed second start must not remove it). */
@@ -904,20 +967,26 @@ struct fring_reader *node_ring(struct node *n)
 
 /* ---- client side ---- */
 
-int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
-                      Coord__StatusReply **ret)
+int node_ctl_call(const char *run_dir, Coord__Role role, Coord__MsgType type,
+                  const ProtobufCMessage *payload, int timeout_ms, Coord__Envelope **ret)
 {
         _cleanup_free_ char *path = node_socket_path(run_dir, role);
+        _cleanup_free_ uint8_t *pbuf = NULL;
         _cleanup_close_ int fd = -EBADF;
         Coord__Hello hello = COORD__HELLO__INIT;
-        Coord__StatusRequest req = COORD__STATUS_REQUEST__INIT;
         Coord__Envelope env = COORD__ENVELOPE__INIT, *reply = NULL;
-        uint8_t hbuf[128], rbuf[16];
+        uint8_t hbuf[128];
         uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+        size_t plen;
         int r;
 
         if (!path)
                 return -ENOMEM;
+        plen = protobuf_c_message_get_packed_size(payload);
+        pbuf = malloc(plen ? plen : 1);
+        if (!pbuf)
+                return -ENOMEM;
+        protobuf_c_message_pack(payload, pbuf);
         fd = ipc_sync_connect(path);
         if (fd < 0)
                 return fd;
@@ -931,31 +1000,50 @@ int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
         r = ipc_sync_send(fd, &env, IPC_MAX_FRAME_DEFAULT);
         if (r < 0)
                 return r;
-        env.type = COORD__MSG_TYPE__MSG_STATUS_REQUEST;
+        env.type = type;
         env.request_id = 1;
-        env.payload.len = coord__status_request__pack(&req, rbuf);
-        env.payload.data = rbuf;
+        env.payload.len = plen;
+        env.payload.data = pbuf;
         r = ipc_sync_send(fd, &env, IPC_MAX_FRAME_DEFAULT);
         if (r < 0)
                 return r;
         for (;;) {
                 uint64_t now = now_ms();
-                Coord__StatusReply *s;
 
                 if (now >= deadline)
                         return -ETIMEDOUT;
                 r = ipc_sync_recv(fd, IPC_MAX_FRAME_DEFAULT, (int)(deadline - now), &reply);
                 if (r < 0)
                         return r;
-                if (reply->type != COORD__MSG_TYPE__MSG_STATUS_REPLY || reply->request_id != 1) {
+                if (reply->type == COORD__MSG_TYPE__MSG_HELLO || reply->request_id != 1) {
                         coord__envelope__free_unpacked(reply, NULL);    /* its Hello */
                         continue;
                 }
-                s = coord__status_reply__unpack(NULL, reply->payload.len, reply->payload.data);
-                coord__envelope__free_unpacked(reply, NULL);
-                if (!s)
-                        return -EBADMSG;
-                *ret = s;
+                *ret = reply;
                 return 0;
         }
+}
+
+int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
+                      Coord__StatusReply **ret)
+{
+        Coord__StatusRequest req = COORD__STATUS_REQUEST__INIT;
+        Coord__Envelope *reply = NULL;
+        Coord__StatusReply *s;
+        int r;
+
+        r = node_ctl_call(run_dir, role, COORD__MSG_TYPE__MSG_STATUS_REQUEST, &req.base,
+                          timeout_ms, &reply);
+        if (r < 0)
+                return r;
+        if (reply->type != COORD__MSG_TYPE__MSG_STATUS_REPLY) {
+                coord__envelope__free_unpacked(reply, NULL);
+                return -EBADMSG;
+        }
+        s = coord__status_reply__unpack(NULL, reply->payload.len, reply->payload.data);
+        coord__envelope__free_unpacked(reply, NULL);
+        if (!s)
+                return -EBADMSG;
+        *ret = s;
+        return 0;
 }

@@ -47,6 +47,12 @@ struct node_handler {
         void (*on_status)(struct node *n, Coord__StatusReply *reply, void *userdata);
         /* SIGTERM/SIGINT: default is node_stop(). */
         void (*on_terminate)(struct node *n, void *userdata);
+        /* A request from a coordctl connection (role CTL) that the node does not serve
+         * itself (status and ping it does).  ctl_id names the connection: answer with
+         * node_ctl_send(), now or later.  Without this handler such messages are
+         * ignored. */
+        void (*on_ctl_message)(struct node *n, uint64_t ctl_id, const Coord__Envelope *env,
+                               void *userdata);
         /* Frontier ring records (only after node_follow_ring()).  `resynced` says the
          * reader started a snapshot: treat everything known before as stale; the
          * snapshot's records follow in this and later calls. */
@@ -84,6 +90,11 @@ int node_send(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t requ
  * reconnect). */
 int node_send_raw(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t request_id,
                   const uint8_t *payload, size_t len);
+
+/* Answer a coordctl connection (see on_ctl_message); -ENOTCONN when it has gone away
+ * meanwhile (a coordctl that timed out). */
+int node_ctl_send(struct node *n, uint64_t ctl_id, Coord__MsgType type, uint64_t request_id,
+                  const ProtobufCMessage *payload);
 
 /* Paths every tool agrees on.  Return malloc'ed strings or NULL. */
 char *node_socket_path(const char *run_dir, Coord__Role role);
@@ -133,3 +144,9 @@ struct fring_reader *node_ring(struct node *n);
  * -ECONNREFUSED when it is down, -ETIMEDOUT when it does not answer. */
 int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
                       Coord__StatusReply **ret);
+/* Send one request of `type` as CTL and wait (at most timeout_ms) for the answer with
+ * the same request id: 0 with the envelope in *ret (free with
+ * coord__envelope__free_unpacked; its type is the daemon's answer, e.g. MSG_ERROR).
+ * Errors as node_query_status(). */
+int node_ctl_call(const char *run_dir, Coord__Role role, Coord__MsgType type,
+                  const ProtobufCMessage *payload, int timeout_ms, Coord__Envelope **ret);

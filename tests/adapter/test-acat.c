@@ -266,6 +266,29 @@ static void test_protection(void)
                 CU_ASSERT_EQUAL(acat_by_gid(cat, t1)->n_req_consumers, 1);      /* m2 */
                 CU_ASSERT_PTR_NOT_NULL(req_of(mv2, t1));
         }
+        /* A dropped GlobalId is never handed out again, even when it was the largest
+         * (the stored next_gid of a create can lag: concurrent creates commit in any
+         * order within a group). */
+        {
+                struct acat_new_item a = { .name = "t8", .kind = SQL_OBJECT_TABLE, .create_sql = "-",
+                                           .columns = cols, .n_columns = 1 };
+                struct acat_new_item b = a;
+                struct acat_txn *ta = NULL, *tb = NULL, *t = NULL;
+                uint64_t newest;
+
+                b.name = "t9";
+                CU_ASSERT_EQUAL_FATAL(acat_create_begin(cat, &a, 500, &ta, &err), 0);
+                CU_ASSERT_EQUAL_FATAL(acat_create_begin(cat, &b, 501, &tb, &err), 0);
+                newest = acat_txn_item(tb, 0)->gid;
+                CU_ASSERT(newest > acat_txn_item(ta, 0)->gid);
+                CU_ASSERT_EQUAL(commit(tb), 0);         /* the later one first */
+                CU_ASSERT_EQUAL(commit(ta), 0);
+                CU_ASSERT_EQUAL_FATAL(acat_drop_begin(cat, &newest, 1, false, &t, &err), 0);
+                CU_ASSERT_EQUAL(commit(t), 0);
+                close_all();
+                open_all();
+                CU_ASSERT(acat_next_gid(cat) > newest);
+        }
         close_all();
         open_all();
         CU_ASSERT_PTR_NULL(acat_by_gid(cat, v));

@@ -46,30 +46,14 @@
 #include <stdint.h>
 #include <sys/wait.h>
 
-#include "node.h"
-#include "t.h"
-#include "util.h"
+#define ITEST_OWN_ROWS         /* rows come back in order or sorted here (fetch()) */
+#include "itest.h"
 
-static char *home, *run_dir, *coord_cmd, *build_dir, *top_dir, *conninfo;
-static int pg_port;
 static bool pg_ref;                     /* reference mode against PostgreSQL */
 static PGconn *C;                       /* the property test's connection */
 
 /* ==== libpq helpers ==== */
 
-static PGconn *db(void)
-{
-        PGconn *c = PQconnectdb(conninfo);
-
-        if (PQstatus(c) != CONNECTION_OK) {
-                fprintf(stderr, "connect: %s", PQerrorMessage(c));
-                PQfinish(c);
-                return NULL;
-        }
-        return c;
-}
-
-/* A connection, retrying for up to 30 s (after a restart). */
 static PGconn *db_wait(void)
 {
         uint64_t until = now_ms() + 30000;
@@ -86,60 +70,6 @@ static PGconn *db_wait(void)
                 PQfinish(c);
                 usleep(100 * 1000);
         }
-}
-
-static bool ok(PGconn *c, const char *sql)
-{
-        PGresult *r = PQexec(c, sql);
-        ExecStatusType st = PQresultStatus(r);
-        bool good = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-
-        if (!good)
-                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
-        PQclear(r);
-        return good;
-}
-
-static bool okf(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool okf(PGconn *c, const char *fmt, ...)
-{
-        char *q = NULL;
-        va_list ap;
-        bool r;
-
-        va_start(ap, fmt);
-        if (vasprintf(&q, fmt, ap) < 0)
-                q = NULL;
-        va_end(ap);
-        r = q && ok(c, q);
-        free(q);
-        return r;
-}
-
-/* Run sql expecting an error with this SQLSTATE; when detail_has is not NULL the
- * error's detail (or, failing that, its message) must contain it. */
-static bool fails_detail(PGconn *c, const char *sql, const char *sqlstate, const char *detail_has)
-{
-        PGresult *r = PQexec(c, sql);
-        const char *got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-        const char *detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
-        bool good = PQresultStatus(r) == PGRES_FATAL_ERROR && got && strcmp(got, sqlstate) == 0;
-
-        if (!good)
-                fprintf(stderr, "\n    %s: expected %s, got %s (%s)", sql, sqlstate,
-                        got ? got : "success", PQresultErrorMessage(r));
-        if (good && detail_has && !(detail && strstr(detail, detail_has))) {
-                fprintf(stderr, "\n    %s: %s as expected, but the detail [%s] does not name %s",
-                        sql, sqlstate, detail ? detail : "(none)", detail_has);
-                good = false;
-        }
-        PQclear(r);
-        return good;
-}
-
-static bool fails_with(PGconn *c, const char *sql, const char *sqlstate)
-{
-        return fails_detail(c, sql, sqlstate, NULL);
 }
 
 /* Expecting an error with this SQLSTATE whose message (primary or detail) contains `has`. */
@@ -301,30 +231,6 @@ static void notice_rx(void *arg, const PGresult *r)
 
         snprintf(last_notice, sizeof(last_notice), "%s: %s", sev ? sev : "?", msg ? msg : "?");
         notices++;
-}
-
-static pid_t pid_of(Coord__Role role)
-{
-        Coord__StatusReply *s = NULL;
-        pid_t pid = -1;
-
-        if (node_query_status(run_dir, role, 1000, &s) == 0) {
-                pid = s->pid;
-                coord__status_reply__free_unpacked(s, NULL);
-        }
-        return pid;
-}
-
-static bool kill9(Coord__Role role)
-{
-        pid_t pid = pid_of(role);
-
-        if (pid <= 0)
-                return false;
-        kill(pid, SIGKILL);
-        while (kill(pid, 0) == 0)
-                usleep(1000);
-        return true;
 }
 
 /* ==== Values and relations for the naive evaluator ==== */
@@ -2335,29 +2241,7 @@ int main(void)
                 free(hist_sql);
                 return r;
         }
-        top_dir = getenv("COORD_TOP");
-        build_dir = getenv("COORD_BUILD");
-        if (!top_dir || !build_dir) {
-                fprintf(stderr, "COORD_TOP and COORD_BUILD must be set (meson test does)\n");
-                return T_EXIT_ERROR;
-        }
-        pg_port = t_free_port();
-        home = t_mkdtemp("compute");
-        if (!home || pg_port <= 0 || asprintf(&run_dir, "%s/run", home) < 0 ||
-            asprintf(&coord_cmd, "COORD_HOME=%s COORD_SKIP_SETUP=1 COORD_INSTANCE=k%d COORD_PG_PORT=%d %s/tools/coord",
-                     home, (int)getpid(), pg_port, top_dir) < 0 ||
-            asprintf(&conninfo, "host=127.0.0.1 port=%d user=coord dbname=coord connect_timeout=5", pg_port) < 0)
-                return T_EXIT_ERROR;
-        r = t_run((const struct t_suite[]){ { "compute", cases }, { NULL, NULL } });
-        (void)!t_sh("%s down >/dev/null 2>&1", coord_cmd);
-        if (r == T_EXIT_PASS)
-                t_rmrf(home);
-        else
-                fprintf(stderr, "daemon logs kept in %s/log\n", home);
-        free(run_dir);
-        free(coord_cmd);
-        free(conninfo);
-        free(home);
+        r = itest_main("compute", "k", (const struct t_suite[]){ { "compute", cases }, { NULL, NULL } });
         free(hist);
         free(hist_sql);
         return r;

@@ -21,135 +21,7 @@
 #include <stdint.h>
 #include <sys/wait.h>
 
-#include "node.h"
-#include "t.h"
-#include "util.h"
-
-static char *home, *run_dir, *coord_cmd, *build_dir, *top_dir, *conninfo;
-static int pg_port;
-
-static PGconn *db(void)
-{
-        PGconn *c = PQconnectdb(conninfo);
-
-        if (PQstatus(c) != CONNECTION_OK) {
-                fprintf(stderr, "connect: %s", PQerrorMessage(c));
-                PQfinish(c);
-                return NULL;
-        }
-        return c;
-}
-
-/* Run sql; true when it succeeded. */
-static bool ok(PGconn *c, const char *sql)
-{
-        PGresult *r = PQexec(c, sql);
-        ExecStatusType st = PQresultStatus(r);
-        bool good = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-
-        if (!good)
-                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
-        PQclear(r);
-        return good;
-}
-
-/* Run sql expecting an error with this SQLSTATE. */
-static bool fails_with(PGconn *c, const char *sql, const char *sqlstate)
-{
-        PGresult *r = PQexec(c, sql);
-        const char *got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-        bool good = PQresultStatus(r) == PGRES_FATAL_ERROR && got && strcmp(got, sqlstate) == 0;
-
-        if (!good)
-                fprintf(stderr, "\n    %s: expected %s, got %s (%s)", sql, sqlstate,
-                        got ? got : "success", PQresultErrorMessage(r));
-        PQclear(r);
-        return good;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-        return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The result rows as "a|b" lines, sorted, joined with ';'.  NULL on error. */
-static char *rows_of(PGconn *c, const char *sql)
-{
-        PGresult *r = PQexec(c, sql);
-        char **lines, *out;
-        size_t n, len = 1;
-
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
-                PQclear(r);
-                return NULL;
-        }
-        n = (size_t)PQntuples(r);
-        lines = calloc(n + 1, sizeof(*lines));
-        for (size_t i = 0; i < n; i++) {
-                char buf[1024] = "";
-                for (int j = 0; j < PQnfields(r); j++) {
-                        size_t l = strlen(buf);
-                        snprintf(buf + l, sizeof(buf) - l, "%s%s", j ? "|" : "",
-                                 PQgetisnull(r, (int)i, j) ? "NULL" : PQgetvalue(r, (int)i, j));
-                }
-                lines[i] = strdup(buf);
-                len += strlen(buf) + 1;
-        }
-        qsort(lines, n, sizeof(*lines), cmp_str);
-        out = calloc(1, len);
-        for (size_t i = 0; i < n; i++) {
-                if (i)
-                        strcat(out, ";");
-                strcat(out, lines[i]);
-                free(lines[i]);
-        }
-        free(lines);
-        PQclear(r);
-        return out;
-}
-
-static bool rows_are(PGconn *c, const char *sql, const char *expected)
-{
-        char *got = rows_of(c, sql);
-        bool good = got && strcmp(got, expected) == 0;
-
-        if (!good)
-                fprintf(stderr, "\n    %s: expected [%s], got [%s]", sql, expected, got ? got : "(error)");
-        free(got);
-        return good;
-}
-
-static uint64_t scalar_u64(PGconn *c, const char *sql)
-{
-        char *s = rows_of(c, sql);
-        uint64_t v = s ? strtoull(s, NULL, 10) : 0;
-
-        free(s);
-        return v;
-}
-
-static pid_t pid_of(Coord__Role role)
-{
-        Coord__StatusReply *s = NULL;
-        pid_t pid = -1;
-
-        if (node_query_status(run_dir, role, 1000, &s) == 0) {
-                pid = s->pid;
-                coord__status_reply__free_unpacked(s, NULL);
-        }
-        return pid;
-}
-
-static void kill9(Coord__Role role)
-{
-        pid_t pid = pid_of(role);
-
-        CU_ASSERT_FATAL(pid > 0);
-        kill(pid, SIGKILL);
-        while (kill(pid, 0) == 0)
-                usleep(1000);
-}
+#include "itest.h"
 
 static void test_up(void)
 {
@@ -398,11 +270,11 @@ static void test_kill9_under_load(void)
                 pthread_create(&th[i], NULL, client_run, &cl[i]);
         }
         usleep(700 * 1000);
-        kill9(COORD__ROLE__ROLE_CONTROLLER);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
         usleep(200 * 1000);
         CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         usleep(700 * 1000);
-        kill9(COORD__ROLE__ROLE_ADAPTER);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
         usleep(200 * 1000);
         CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         usleep(700 * 1000);
@@ -526,7 +398,7 @@ static void test_oracle_monotone(void)
         before = scalar_u64(c, "SELECT mz_now()");
         w_before = scalar_u64(c, q);
         PQfinish(c);
-        kill9(COORD__ROLE__ROLE_ADAPTER);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
         CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS=--test-clock-offset-ms=-3600000 %s up >/dev/null",
                                  coord_cmd), 0);
         c = db();
@@ -542,7 +414,7 @@ static void test_oracle_monotone(void)
         free(id);
         PQfinish(c);
         /* Back to the real clock for what follows. */
-        kill9(COORD__ROLE__ROLE_ADAPTER);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
         CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
@@ -594,34 +466,9 @@ static const struct t_case cases[] = {
 
 int main(void)
 {
-        int r;
-
-        top_dir = getenv("COORD_TOP");
-        build_dir = getenv("COORD_BUILD");
-        if (!top_dir || !build_dir) {
-                fprintf(stderr, "COORD_TOP and COORD_BUILD must be set (meson test does)\n");
-                return T_EXIT_ERROR;
-        }
         if (system("command -v psql >/dev/null") != 0) {
                 fprintf(stderr, "psql not found\n");
                 return T_EXIT_SKIP;
         }
-        pg_port = t_free_port();
-        home = t_mkdtemp("tables");
-        if (!home || pg_port <= 0 || asprintf(&run_dir, "%s/run", home) < 0 ||
-            asprintf(&coord_cmd, "COORD_HOME=%s COORD_SKIP_SETUP=1 COORD_INSTANCE=s%d COORD_PG_PORT=%d %s/tools/coord",
-                     home, (int)getpid(), pg_port, top_dir) < 0 ||
-            asprintf(&conninfo, "host=127.0.0.1 port=%d user=coord dbname=coord connect_timeout=5", pg_port) < 0)
-                return T_EXIT_ERROR;
-        r = t_run((const struct t_suite[]){ { "sql", cases }, { NULL, NULL } });
-        (void)!t_sh("%s down >/dev/null 2>&1", coord_cmd);
-        if (r == T_EXIT_PASS)
-                t_rmrf(home);
-        else
-                fprintf(stderr, "daemon logs kept in %s/log\n", home);
-        free(run_dir);
-        free(coord_cmd);
-        free(conninfo);
-        free(home);
-        return r;
+        return itest_main("tables", "s", (const struct t_suite[]){ { "sql", cases }, { NULL, NULL } });
 }

@@ -537,7 +537,7 @@ static void test_as_of(void)
         /* Only at the top level of a statement. */
         expect_error("SELECT (SELECT 1 AS OF 5)", "42601", NULL, -1);
         expect_error("INSERT INTO t VALUES (1) AS OF 5", "0A000",
-                     "AS OF is only supported in SELECT", 26);
+                     "AS OF is only supported in SELECT and CREATE MATERIALIZED VIEW", 26);
         /* The blanked clause holds a 2-byte character: later positions still count
          * characters of the original. */
         CU_ASSERT_EQUAL(sql_parse("SELECT 1 AS OF '\xc3\xa9' ; selec 1", &b, &err), -EINVAL);
@@ -1175,6 +1175,17 @@ static void test_create_materialized_view(void)
         CU_ASSERT_EQUAL(s->create_view.retain_history_ms, 0);
         expect_plan(s->create_view.plan, "Constant[int4,text,bool,int8](0)");
         expect_inputs(s, "10", "");
+        sql_stmt_free(s);
+
+        /* A requested as-of (admission checks it against the inputs' bounds). */
+        s = analyze("CREATE MATERIALIZED VIEW m AS SELECT a FROM t AS OF 1000 + 234");
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_CREATE_MATERIALIZED_VIEW);
+        CU_ASSERT_TRUE(s->create_view.has_as_of);
+        CU_ASSERT_EQUAL(s->create_view.as_of, 1234);
+        CU_ASSERT_EQUAL(s->create_view.n_columns, 1);
+        sql_stmt_free(s);
+        s = analyze("CREATE MATERIALIZED VIEW m AS SELECT a FROM t");
+        CU_ASSERT_FALSE(s->create_view.has_as_of);
         sql_stmt_free(s);
 
         for (size_t i = 0; i < ELEMENTSOF(durations); i++) {

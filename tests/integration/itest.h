@@ -1,0 +1,212 @@
+/* itest.h -- what the integration tests share: one instance of the three real daemons
+ * under a fresh COORD_HOME, started and stopped with tools/coord, and libpq helpers.
+ *
+ * A test includes this once, defines its cases and calls itest_main().  The helpers
+ * print what went wrong to stderr and return false (or NULL), so a case asserts on them.
+ * Define ITEST_OWN_ROWS before including to bring your own rows_of()/rows_are()/
+ * scalar_u64().
+ */
+#pragma once
+
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "node.h"
+#include "t.h"
+#include "util.h"
+
+static char *home, *run_dir, *coord_cmd, *build_dir, *top_dir, *conninfo;
+static int pg_port;
+
+static PGconn *db(void)
+{
+        PGconn *c = PQconnectdb(conninfo);
+
+        if (PQstatus(c) != CONNECTION_OK) {
+                fprintf(stderr, "connect: %s", PQerrorMessage(c));
+                PQfinish(c);
+                return NULL;
+        }
+        return c;
+}
+
+/* Run sql; true when it succeeded. */
+static bool ok(PGconn *c, const char *sql)
+{
+        PGresult *r = PQexec(c, sql);
+        ExecStatusType st = PQresultStatus(r);
+        bool good = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+
+        if (!good)
+                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
+        PQclear(r);
+        return good;
+}
+
+static bool okf(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3), unused));
+static bool okf(PGconn *c, const char *fmt, ...)
+{
+        char *q = NULL;
+        va_list ap;
+        bool r;
+
+        va_start(ap, fmt);
+        if (vasprintf(&q, fmt, ap) < 0)
+                q = NULL;
+        va_end(ap);
+        r = q && ok(c, q);
+        free(q);
+        return r;
+}
+
+/* Run sql expecting an error with this SQLSTATE; when detail_has is not NULL the
+ * error's detail must contain it. */
+static bool fails_detail(PGconn *c, const char *sql, const char *sqlstate, const char *detail_has)
+{
+        PGresult *r = PQexec(c, sql);
+        const char *got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        const char *detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
+        bool good = PQresultStatus(r) == PGRES_FATAL_ERROR && got && strcmp(got, sqlstate) == 0;
+
+        if (!good)
+                fprintf(stderr, "\n    %s: expected %s, got %s (%s)", sql, sqlstate,
+                        got ? got : "success", PQresultErrorMessage(r));
+        if (good && detail_has && !(detail && strstr(detail, detail_has))) {
+                fprintf(stderr, "\n    %s: %s as expected, but the detail [%s] does not name %s",
+                        sql, sqlstate, detail ? detail : "(none)", detail_has);
+                good = false;
+        }
+        PQclear(r);
+        return good;
+}
+
+static __attribute__((unused)) bool fails_with(PGconn *c, const char *sql, const char *sqlstate)
+{
+        return fails_detail(c, sql, sqlstate, NULL);
+}
+
+#ifndef ITEST_OWN_ROWS
+static int itest_cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The result rows as "a|b" lines (NULL as NULL), sorted, joined with ';'.  NULL on error. */
+static char *rows_of(PGconn *c, const char *sql)
+{
+        PGresult *r = PQexec(c, sql);
+        char **lines, *out;
+        size_t n, len = 1;
+
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
+                PQclear(r);
+                return NULL;
+        }
+        n = (size_t)PQntuples(r);
+        lines = calloc(n + 1, sizeof(*lines));
+        for (size_t i = 0; i < n; i++) {
+                char buf[1024] = "";
+                for (int j = 0; j < PQnfields(r); j++) {
+                        size_t l = strlen(buf);
+                        snprintf(buf + l, sizeof(buf) - l, "%s%s", j ? "|" : "",
+                                 PQgetisnull(r, (int)i, j) ? "NULL" : PQgetvalue(r, (int)i, j));
+                }
+                lines[i] = strdup(buf);
+                len += strlen(buf) + 1;
+        }
+        if (n)
+                qsort(lines, n, sizeof(*lines), itest_cmp_str);
+        out = calloc(1, len);
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        strcat(out, ";");
+                strcat(out, lines[i]);
+                free(lines[i]);
+        }
+        free(lines);
+        PQclear(r);
+        return out;
+}
+
+static __attribute__((unused)) bool rows_are(PGconn *c, const char *sql, const char *expected)
+{
+        char *got = rows_of(c, sql);
+        bool good = got && strcmp(got, expected) == 0;
+
+        if (!good)
+                fprintf(stderr, "\n    %s: expected [%s], got [%s]", sql, expected, got ? got : "(error)");
+        free(got);
+        return good;
+}
+
+static __attribute__((unused)) uint64_t scalar_u64(PGconn *c, const char *sql)
+{
+        char *s = rows_of(c, sql);
+        uint64_t v = s ? strtoull(s, NULL, 10) : 0;
+
+        free(s);
+        return v;
+}
+#endif
+
+static pid_t pid_of(Coord__Role role)
+{
+        Coord__StatusReply *s = NULL;
+        pid_t pid = -1;
+
+        if (node_query_status(run_dir, role, 1000, &s) == 0) {
+                pid = s->pid;
+                coord__status_reply__free_unpacked(s, NULL);
+        }
+        return pid;
+}
+
+/* kill -9 the daemon and wait until it is gone; false if it was not running. */
+static __attribute__((unused)) bool kill9(Coord__Role role)
+{
+        pid_t pid = pid_of(role);
+
+        if (pid <= 0)
+                return false;
+        kill(pid, SIGKILL);
+        while (kill(pid, 0) == 0)
+                usleep(1000);
+        return true;
+}
+
+/* Set up an instance named <prefix><pid> under a fresh COORD_HOME (tag names the
+ * directory), run the suite, stop the daemons; the logs stay when something failed. */
+static int itest_main(const char *tag, const char *prefix, const struct t_suite *suites)
+{
+        int r;
+
+        top_dir = getenv("COORD_TOP");
+        build_dir = getenv("COORD_BUILD");
+        if (!top_dir || !build_dir) {
+                fprintf(stderr, "COORD_TOP and COORD_BUILD must be set (meson test does)\n");
+                return T_EXIT_ERROR;
+        }
+        pg_port = t_free_port();
+        home = t_mkdtemp(tag);
+        if (!home || pg_port <= 0 || asprintf(&run_dir, "%s/run", home) < 0 ||
+            asprintf(&coord_cmd, "COORD_HOME=%s COORD_SKIP_SETUP=1 COORD_INSTANCE=%s%d COORD_PG_PORT=%d %s/tools/coord",
+                     home, prefix, (int)getpid(), pg_port, top_dir) < 0 ||
+            asprintf(&conninfo, "host=127.0.0.1 port=%d user=coord dbname=coord connect_timeout=5", pg_port) < 0)
+                return T_EXIT_ERROR;
+        r = t_run(suites);
+        (void)!t_sh("%s down >/dev/null 2>&1", coord_cmd);
+        if (r == T_EXIT_PASS)
+                t_rmrf(home);
+        else
+                fprintf(stderr, "daemon logs kept in %s/log\n", home);
+        free(run_dir);
+        free(coord_cmd);
+        free(conninfo);
+        free(home);
+        return r;
+}
