@@ -22,9 +22,45 @@ struct adapter {
         struct node *node;
         struct catalog *catalog;
         struct exec *exec;
+        struct fring *notify;           /* the catalog notification ring (producer) */
         struct check *check;
         char detail[160];
 };
+
+/* The catalog's commit hook: publish the last committed sequence number on the
+ * notification ring, which wakes the lifecycle follower (DESIGN section 7).  Called by
+ * the catalog with its lock held, one call at a time, so the ring has one writer. */
+static void adapter_notify(uint64_t last_seq, void *userdata)
+{
+        struct adapter *ad = userdata;
+        struct fring_frontier f = { .id = FRING_CATALOG_ID, .upper = last_seq,
+                                    .since = now_ns() / 1000 };
+
+        (void)fring_publish(ad->notify, &f);    /* -ENOSPC impossible: one slot, one id */
+}
+
+/* Create (or take over) "<instance>-catalog", stamped with this incarnation, publish
+ * the current sequence number, and hook it to every commit. */
+static int adapter_notify_setup(struct adapter *ad, const char *instance)
+{
+        char name[128];
+        struct fring_frontier f = { .id = FRING_CATALOG_ID };
+        int r;
+
+        r = fring_name_catalog(instance, name, sizeof(name));
+        if (r < 0)
+                return log_error_errno(r, "catalog_ring_name_failed", "instance=%s", instance);
+        r = fring_create(name, 1, 64, node_incarnation(ad->node), &ad->notify);
+        if (r < 0)
+                return log_error_errno(r, "catalog_ring_create_failed", "name=%s", name);
+        f.upper = catalog_last_seq(ad->catalog);
+        r = fring_publish(ad->notify, &f);
+        if (r < 0)
+                return log_error_errno(r, "catalog_ring_publish_failed", "name=%s", name);
+        catalog_set_commit_hook(ad->catalog, adapter_notify, ad);
+        log_info("catalog_ring_created", "name=%s seq=%llu", name, (unsigned long long)f.upper);
+        return 0;
+}
 
 static void adapter_status(struct node *n, Coord__StatusReply *reply, void *userdata)
 {
@@ -186,6 +222,9 @@ int main(int argc, char **argv)
         }
         log_info("catalog_opened", "path=%s last_seq=%llu", cat_path,
                  (unsigned long long)catalog_last_seq(ad.catalog));
+        r = adapter_notify_setup(&ad, a.instance);
+        if (r < 0)
+                goto out;
         r = adapter_commit_epoch(&ad);
         if (r < 0) {
                 log_error_errno(r, "catalog_commit_failed", "what=writer_epoch");
@@ -215,7 +254,10 @@ out:
         ad.check = check_free(ad.check);
         ad.exec = exec_free(ad.exec);
         ad.node = node_free(ad.node);
+        if (ad.catalog)
+                catalog_set_commit_hook(ad.catalog, NULL, NULL);
         ad.catalog = catalog_close(ad.catalog);
+        ad.notify = fring_free(ad.notify);
         node_args_done(&a);
 out_args:
         free(pg_host);

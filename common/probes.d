@@ -30,6 +30,10 @@ provider coord {
         probe catalog__sync__fail(int);
         probe catalog__catchup(unsigned long long);                      /* secondary: last seq */
 
+        /* lifecycle follower (issue 5) */
+        probe lifecycle__publish(unsigned long long, unsigned int, unsigned int, unsigned int); /* based_on_seq, bounds, requirements, bytes */
+        probe lifecycle__applied(unsigned long long, unsigned long long); /* catalog seq applied, us since its commit */
+
         /* daemons */
         probe daemon__start(int, unsigned long long);  /* role, incarnation */
         probe daemon__ready(int);

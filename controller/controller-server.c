@@ -63,8 +63,8 @@
  *     (eval_peek()) synchronously, in one loop turn.  When a peer's connection is
  *     replaced or lost, its parked peeks are dropped without an answer.
  *
- * (6) Compaction.  Tables are not compacted in this milestone (their since stays at
- *     birth until issue 5 commits bounds).  The built-in relations grow at every
+ * (6) Compaction.  Tables, materialized views and indexes compact only with committed
+ *     permission (14).  The built-in relations grow at every
  *     append, so every CSERVER_COMPACT_INTERVAL_MS the server allows them (s->builtins,
  *     not a listing of every collection) to compact to min(upper -
  *     CSERVER_BUILTIN_WINDOW_MS, holds) in one write and runs
@@ -158,8 +158,8 @@
  *     materialized view's output [old upper, new upper) goes into ONE synced
  *     storage_append_group() for all views of the pass, after which their uppers and
  *     ring slots move; a failed write reinstalls every dataflow from storage.  An
- *     index's output goes into its arrangement (in memory), whose since trails its
- *     upper by CSERVER_INDEX_WINDOW_MS, held back by peeks in flight; its ring slot and
+ *     index's output goes into its arrangement (in memory), whose since moves only as
+ *     the committed bound allows (14), held back by peeks in flight; its ring slot and
  *     coord_frontiers row show (since, upper).  A dataflow whose evaluation fails (a
  *     division by zero in some row) stops and answers reads of it with that error.
  *     Peeks run every plan as a one-shot dataflow at their ts over snapshots of their
@@ -167,6 +167,23 @@
  *     6): each append visits every dataflow (O(dataflows)), every materialized view
  *     writes its new upper at every pass, and hydration reads its inputs synchronously
  *     on the loop.
+ *
+ * (14) Compaction permission (issue 5, I2).  Nothing but the built-ins compacts
+ *     without a committed bound: MSG_ALLOW_COMPACTION (from the lifecycle follower,
+ *     sent only after the catalog committed the bounds) records per gid the allowed
+ *     since in s->allowed (max of what arrived: never backwards, I1).  A storage
+ *     collection's since then moves to min(allowed, execution holds): peeks in flight
+ *     (5), and for a table the rule of (10) -- since <= stored upper - 1 once it was
+ *     written, never above its stored upper otherwise -- so the target is clamped and
+ *     the rest waits in s->allow_pending, retried at every compaction run (6) and
+ *     dropped once reached.  An index's arrangement compacts to min(allowed, peeks on
+ *     it) at every compute pass and at once when permission arrives; without any
+ *     permission it keeps its whole history (no CSERVER_INDEX_WINDOW_MS policy any
+ *     more).  Permissions live in memory only: after a restart the follower sends all
+ *     committed bounds again when it reconnects, and until then nothing compacts.
+ *     Built-ins (gids < CSERVER_FIRST_USER_GID) are not catalog items and keep their
+ *     own window (6); permissions naming them are ignored.  coord_frontiers shows the
+ *     PHYSICAL since as read_frontier (4), so a compaction marks the rows it changed.
  */
 #include "controller-server.h"
 
@@ -292,6 +309,9 @@ struct cserver {
         size_t n_builtins, cap_builtins;
         uint64_t born_above, born_above_gid;    /* (10): 0 or a table's upper > T */
 
+        struct gmap allowed;            /* (14): gid -> a = the allowed since (committed bound) */
+        struct gmap allow_pending;      /* (14): gids whose since is still below it */
+        uint64_t allow_msgs, allow_moved;
         struct gmap rc;                 /* what the ring shows (7): a = upper, b = since,
                                          * c = physical_since */
         struct cmirror *cm;             /* row counts of built-ins (11) */
@@ -324,6 +344,8 @@ static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_
 static uint64_t peeks_hold(const struct cserver *s, uint64_t gid);
 static void peeks_wake(struct cserver *s);
 static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
+static void allowed_forget(struct cserver *s, uint64_t gid);
+static uint64_t index_allowed_target(struct cserver *s, struct dfent *e);
 
 /* ---- Small helpers ------------------------------------------------------------------ */
 
@@ -1413,8 +1435,10 @@ static void dfent_remove(struct cserver *s, uint64_t gid)
                         struct dfent *e = s->dfs[i];
                         memmove(&s->dfs[i], &s->dfs[i + 1], (s->n_dfs - i - 1) * sizeof(*s->dfs));
                         s->n_dfs--;
-                        if (e->index)
+                        if (e->index) {
                                 ring_forget(s, gid);
+                                allowed_forget(s, gid);
+                        }
                         frontiers_dirty(s, gid);
                         log_info("dataflow_removed", "gid=%llu kind=%s", (unsigned long long)gid,
                                  e->index ? "index" : "materialized_view");
@@ -1540,12 +1564,9 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                                 continue;
                         }
                         arrangement_set_upper(e->arr, frontier);
-                        if (frontier > CSERVER_INDEX_WINDOW_MS &&
-                            frontier - CSERVER_INDEX_WINDOW_MS > arrangement_since(e->arr)) {
-                                uint64_t target = frontier - CSERVER_INDEX_WINDOW_MS;
-                                uint64_t hold = peeks_hold(s, e->gid);
-                                if (hold < target)
-                                        target = hold;
+                        {
+                                /* (14): only as far as the committed bound allows. */
+                                uint64_t target = index_allowed_target(s, e);
                                 if (target > arrangement_since(e->arr))
                                         (void)arrangement_compact(e->arr, target);
                         }
@@ -2706,7 +2727,7 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
 
                 if (w && w->info.kind == STORAGE_KIND_TABLE) {
                         ch = (struct fchange){ .gid = cand[i], .has_new = true,
-                                               .since = w->info.frontiers.since,
+                                               .since = w->info.frontiers.physical_since,
                                                .upper = ac->ts + 1 };
                 } else {
                         r = storage_get_info(s->st, cand[i], &info);
@@ -2715,7 +2736,7 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
                                                        (unsigned long long)cand[i]);
                         if (r == 0 && (info.kind == STORAGE_KIND_TABLE || info.kind == STORAGE_KIND_MV))
                                 ch = (struct fchange){ .gid = cand[i], .has_new = true,
-                                                       .since = info.frontiers.since,
+                                                       .since = info.frontiers.physical_since,
                                                        .upper = info.frontiers.upper };
                         else if (r == -ENOENT) {
                                 /* (13): an index's row shows its arrangement */
@@ -3170,6 +3191,7 @@ static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_erro
         if (r < 0)
                 return storage_failure(s, e, r, "dropping collection %llu", (unsigned long long)gid);
         ring_forget(s, gid);
+        allowed_forget(s, gid);
         if (info.kind == STORAGE_KIND_BUILTIN) {
                 builtins_remove(s, gid);
                 cm_drop(s, gid);
@@ -3387,6 +3409,182 @@ out:
         free(ptrs);
 }
 
+/* ---- Compaction permission (14) ---------------------------------------------------- */
+
+static void allowed_forget(struct cserver *s, uint64_t gid)
+{
+        if (gmap_find(&s->allowed, gid))
+                gmap_remove(&s->allowed, gid);
+        if (gmap_find(&s->allow_pending, gid))
+                gmap_remove(&s->allow_pending, gid);
+}
+
+/* What an index's arrangement may compact to now: min(allowed, peeks on it), at most
+ * its upper; 0 without permission. */
+static uint64_t index_allowed_target(struct cserver *s, struct dfent *e)
+{
+        const struct gent *a = gmap_find(&s->allowed, e->gid);
+        uint64_t target, hold;
+
+        if (!a || !e->arr)
+                return 0;
+        target = a->a;
+        hold = peeks_hold(s, e->gid);
+        if (hold < target)
+                target = hold;
+        if (target > arrangement_upper(e->arr))
+                target = arrangement_upper(e->arr);
+        return target;
+}
+
+/* What a storage collection's since may move to now, and whether that is all of it. */
+static uint64_t storage_allowed_target(struct cserver *s, const struct storage_info *info,
+                                       uint64_t allowed, bool *ret_complete)
+{
+        uint64_t target = allowed, hold = peeks_hold(s, info->gid);
+
+        if (hold < target)
+                target = hold;
+        if (info->kind == STORAGE_KIND_TABLE) {
+                /* (10): a written table keeps since <= stored upper - 1; one never
+                 * written (upper == since) keeps its since until it is. */
+                uint64_t cap = info->frontiers.upper > info->frontiers.since
+                                       ? info->frontiers.upper - 1 : info->frontiers.since;
+                if (cap < target)
+                        target = cap;
+        }
+        *ret_complete = target >= allowed;
+        return target;
+}
+
+/* Move the sinces of the storage collections in gids[] as far as allowed, in ONE
+ * synced write; keep the ones not done on s->allow_pending.  Indexes compact at once. */
+static int allow_apply(struct cserver *s, const uint64_t *gids, size_t n)
+{
+        _cleanup_free_ struct storage_since *v = calloc(n ? n : 1, sizeof(*v));
+        size_t k = 0;
+        int r;
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const struct gent *a = gmap_find(&s->allowed, gids[i]);
+                struct dfent *e = dfent_find(s, gids[i]);
+                struct storage_info info;
+                bool complete;
+                uint64_t target;
+
+                if (!a)
+                        continue;
+                if (e && e->index) {
+                        target = index_allowed_target(s, e);
+                        if (e->arr && target > arrangement_since(e->arr) &&
+                            arrangement_compact(e->arr, target) == 0) {
+                                s->allow_moved++;
+                                dfent_publish(s, e);
+                        }
+                        continue;       /* the next compute pass goes on from here */
+                }
+                if (storage_get_info(s->st, gids[i], &info) < 0 || info.kind == STORAGE_KIND_BUILTIN)
+                        continue;
+                target = storage_allowed_target(s, &info, a->a, &complete);
+                if (complete) {
+                        if (gmap_find(&s->allow_pending, gids[i]))
+                                gmap_remove(&s->allow_pending, gids[i]);
+                } else if (!gmap_find(&s->allow_pending, gids[i])) {
+                        if (gmap_reserve(&s->allow_pending, 1) < 0)
+                                return -ENOMEM;
+                        gmap_put(&s->allow_pending, gids[i]);
+                }
+                if (target > info.frontiers.since)
+                        v[k++] = (struct storage_since){ .gid = gids[i], .since = target };
+        }
+        if (!k)
+                return 0;
+        r = storage_allow_compaction_group(s->st, v, k);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < k; i++) {
+                struct storage_info c;
+
+                if (v[i].result == 1 && storage_get_info(s->st, v[i].gid, &c) == 0) {
+                        s->allow_moved++;
+                        ring_set(s, c.gid, &c.frontiers);
+                }
+        }
+        return 0;
+}
+
+/* From compaction runs (6): permissions that holds or (10) kept back. */
+static void allow_retry_pending(struct cserver *s)
+{
+        _cleanup_free_ uint64_t *gids = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!s->allow_pending.n)
+                return;
+        gids = calloc(s->allow_pending.n, sizeof(*gids));
+        if (!gids)
+                return;
+        for (size_t i = 0; i <= s->allow_pending.mask; i++)
+                if (s->allow_pending.slots[i].key)
+                        gids[n++] = s->allow_pending.slots[i].key;
+        r = allow_apply(s, gids, n);
+        if (r < 0 && ratelimit_ok(&s->rl_storage, now_ms()))
+                log_warn_errno(r, "allow_compaction_failed", "what=pending why=\"%s\"",
+                               storage_last_error());
+}
+
+static void handle_allow_compaction(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+{
+        Coord__AllowCompaction *m;
+        _cleanup_free_ uint64_t *gids = NULL;
+        struct row_error e;
+        size_t n = 0;
+        int r = 0;
+
+        m = coord__allow_compaction__unpack(NULL, env->payload.len, env->payload.data);
+        if (!m) {
+                reply_malformed(s, from, env);
+                return;
+        }
+        s->allow_msgs++;
+        if (!s->st) {
+                r = storage_unavailable(&e);
+                goto out;
+        }
+        gids = calloc(m->n_sinces ? m->n_sinces : 1, sizeof(*gids));
+        if (!gids || gmap_reserve(&s->allowed, m->n_sinces) < 0) {
+                r = row_error_oom(&e);
+                goto out;
+        }
+        for (size_t i = 0; i < m->n_sinces; i++) {
+                const Coord__CatalogBoundRecord *b = m->sinces[i];
+                struct gent *a;
+
+                if (b->gid < CSERVER_FIRST_USER_GID)
+                        continue;       /* built-ins keep their own window (6) */
+                a = gmap_find(&s->allowed, b->gid);
+                if (!a) {
+                        a = gmap_put(&s->allowed, b->gid);
+                        a->a = 0;
+                }
+                if (b->bound > a->a)
+                        a->a = b->bound;        /* never backwards (I1) */
+                gids[n++] = b->gid;
+        }
+        r = allow_apply(s, gids, n);
+        if (r < 0)
+                r = storage_failure(s, &e, r, "allowing compaction");
+out:
+        if (r < 0)
+                reply_error(s, from, env->request_id, &e);
+        else
+                reply_ok(s, from, env->request_id, NULL, 0, 0);
+        coord__allow_compaction__free_unpacked(m, NULL);
+}
+
 /* ---- Compaction (6) ----------------------------------------------------------------- */
 
 static void compact_arm(struct cserver *s, uint64_t ms);
@@ -3403,8 +3601,11 @@ static void compacted_one(const struct storage_info *info, void *userdata)
         struct compacted *c = userdata;
         int n;
 
-        /* (7): publish each collection as it is done. */
+        /* (7): publish each collection as it is done; (14) its row shows the physical
+         * since. */
         ring_set(c->s, info->gid, &info->frontiers);
+        if (info->kind == STORAGE_KIND_TABLE || info->kind == STORAGE_KIND_MV)
+                frontiers_dirty(c->s, info->gid);
         if (c->len + 24 >= sizeof(c->gids))
                 return;         /* the first few are enough */
         n = snprintf(c->gids + c->len, sizeof(c->gids) - c->len, "%s%llu", c->len ? "," : "",
@@ -3459,6 +3660,7 @@ static bool compact_run(struct cserver *s)
                                 ring_set(s, c.gid, &c.frontiers);
                 }
         }
+        allow_retry_pending(s);
         storage_get_stats(s->st, &before);
         start_ns = now_ns();
         remaining = storage_compact_pending_fn(s->st, CSERVER_COMPACT_BUDGET, compacted_one, &done);
@@ -3535,6 +3737,9 @@ void cserver_on_message(struct cserver *s, Coord__Role from, const Coord__Envelo
         case COORD__MSG_TYPE__MSG_CREATE_DATAFLOWS:
                 handle_create_dataflows(s, from, env);
                 return;
+        case COORD__MSG_TYPE__MSG_ALLOW_COMPACTION:
+                handle_allow_compaction(s, from, env);
+                return;
         case COORD__MSG_TYPE__MSG_OK:
         case COORD__MSG_TYPE__MSG_ERROR:
         case COORD__MSG_TYPE__MSG_PEEK_RESULT:
@@ -3582,13 +3787,14 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
         snprintf(buf, size, "collections=%llu appends=%llu tables_frontier=%llu "
                  "last_append_collections=%zu last_append_frontier_rows=%zu peeks_parked=%zu "
                  "peeks_answered=%llu errors=%llu compactions=%llu dataflows=%zu compute_writes=%llu "
-                 "storage=%s",
+                 "allow_msgs=%llu allow_moved=%llu allowed=%zu allow_pending=%zu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
                  (unsigned long long)s->peeks_answered, (unsigned long long)s->errors_sent,
                  (unsigned long long)st.compactions, s->n_dfs, (unsigned long long)s->compute_writes,
-                 s->st ? "ok" : "failed");
+                 (unsigned long long)s->allow_msgs, (unsigned long long)s->allow_moved,
+                 s->allowed.n, s->allow_pending.n, s->st ? "ok" : "failed");
 }
 
 bool cserver_failed(const struct cserver *s)
@@ -3654,6 +3860,8 @@ struct cserver *cserver_free(struct cserver *s)
         free(s->dirty);
         free(s->builtins);
         gmap_done(&s->rc);
+        gmap_done(&s->allowed);
+        gmap_done(&s->allow_pending);
         cm_drop_all(s);
         free(s->cm);
         free(s->cols);

@@ -234,6 +234,10 @@ struct catalog {
         bool fail_next_sync;                    /* test hook */
         unsigned n_iters;                       /* live log iterators */
         struct catalog_stats stats;
+        /* The commit hook (catalog_set_commit_hook()): set under c->lock, called by a
+         * leader under c->lock, so calls are serialized and see the final last_seq. */
+        catalog_commit_hook_fn hook;
+        void *hook_userdata;
 
         /* Owned by the leader while writer_busy; nobody else touches them: */
         rocksdb_writebatch_t *batch;
@@ -823,6 +827,10 @@ static void group_finish(struct catalog *c, struct commit_req *group, size_t n,
                 c->stats.groups++;
                 if (n > c->stats.max_group)
                         c->stats.max_group = n;
+                /* After the write is durable and last_seq moved, before the members
+                 * are answered: a follower woken now finds the group in the log. */
+                if (c->hook)
+                        c->hook(c->last_seq, c->hook_userdata);
         } else
                 c->stats.failed += n;
         c->expect = n + c->n_queued;
@@ -1028,7 +1036,7 @@ int catalog_scan(struct catalog *c, enum catalog_cf cf, const void *prefix, size
                 const char *k = rocksdb_iter_key(it, &klen);
                 const char *v = rocksdb_iter_value(it, &vlen);
 
-                if (klen < prefix_len || memcmp(k, prefix, prefix_len) != 0)
+                if (klen < prefix_len || (prefix_len && memcmp(k, prefix, prefix_len) != 0))
                         break;
                 r = fn(k, klen, v, vlen, userdata);
                 if (r < 0)
@@ -1069,6 +1077,15 @@ int catalog_error(struct catalog *c)
         r = c->err;
         pthread_mutex_unlock(&c->lock);
         return r;
+}
+
+void catalog_set_commit_hook(struct catalog *c, catalog_commit_hook_fn fn, void *userdata)
+{
+        assert(c);
+        pthread_mutex_lock(&c->lock);
+        c->hook = fn;
+        c->hook_userdata = userdata;
+        pthread_mutex_unlock(&c->lock);
 }
 
 void catalog_get_stats(struct catalog *c, struct catalog_stats *ret)

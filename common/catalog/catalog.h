@@ -110,6 +110,16 @@ int catalog_commit(struct catalog *c, const struct catalog_op *ops, size_t n_ops
 int catalog_meta_put(struct catalog *c, const char *key, const void *value, size_t value_len,
                      uint64_t *ret_seq);
 
+/* Commit notification (DESIGN section 7: the catalog notification ring).  fn is
+ * called once per successful commit group, after the group is durable and
+ * catalog_last_seq() moved to last_seq, and before any of its committers returns.  It
+ * runs on the committing (leader) thread with the catalog's internal lock held, so
+ * calls never overlap and last_seq only grows between them: fn must be short, must not
+ * block and must not call back into the catalog.  NULL removes the hook.  The store
+ * does not depend on how the hook notifies (coord-adapter publishes to a fring). */
+typedef void (*catalog_commit_hook_fn)(uint64_t last_seq, void *userdata);
+void catalog_set_commit_hook(struct catalog *c, catalog_commit_hook_fn fn, void *userdata);
+
 /* Reading. */
 
 /* The value of key in cf, in a malloc()ed buffer with a NUL byte after *ret_len bytes

@@ -224,7 +224,7 @@ static void wait_name(const char *name, char buf[static NAME_MAX + 2])
         (void)n;
 }
 
-int fring_name(const char *instance, char *buf, size_t size)
+static int name_for(const char *instance, const char *what, char *buf, size_t size)
 {
         int n;
 
@@ -234,12 +234,22 @@ int fring_name(const char *instance, char *buf, size_t size)
                 if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
                       (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_'))
                         return -EINVAL;
-        n = snprintf(buf, size, "/coord-%s-frontiers", instance);
+        n = snprintf(buf, size, "/coord-%s-%s", instance, what);
         if (n < 0)
                 return -EINVAL;
         if ((size_t)n >= size)
                 return -ENAMETOOLONG;
         return name_check(buf);
+}
+
+int fring_name(const char *instance, char *buf, size_t size)
+{
+        return name_for(instance, "frontiers", buf, size);
+}
+
+int fring_name_catalog(const char *instance, char *buf, size_t size)
+{
+        return name_for(instance, "catalog", buf, size);
 }
 
 /* The producer only takes over objects of its own uid, and makes sure nobody else can

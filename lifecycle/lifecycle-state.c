@@ -1,0 +1,818 @@
+/* lifecycle-state.c -- the follower's maintained state and the publication tick
+ * (contract: lifecycle-state.h).
+ *
+ * NOTES ON THE DESIGN
+ *
+ * (1) Objects.  One struct lc_obj per GlobalId that the catalog or the ring mentions,
+ *     in a hash map by gid.  An object holds its item (if the catalog has one), its
+ *     committed bound, its requirements as a consumer (R(this, input), small: one per
+ *     logical input), and as an input the list of consumers that have a requirement on
+ *     it: the index BY INPUT.  So the bound of an input is min over o->consumers,
+ *     which costs O(its consumers), never a scan of all objects.  An object that
+ *     nothing mentions any more is freed.
+ *
+ * (2) Committed and proposed values.  bound and req.frontier are what the catalog
+ *     committed (from the scan, the log, or lc_state_committed() when the adapter
+ *     answered Ok: the Ok means the same values are in the catalog, and the log entry
+ *     that follows carries them again, applied with max, so either order is fine).
+ *     next_bound and req.next are the tick's proposal; a tick computes the bounds of
+ *     inputs from the proposed requirements of the same tick, so one publication
+ *     holds a consistent final state (I5: every R(C, X) >= bound(X)).
+ *
+ * (3) Dirty objects.  An object becomes dirty when its upper moves in the ring, when a
+ *     requirement on it changes (as an input), or when its item or bound changes; the
+ *     tables all become dirty when the tables' shared frontier T (the upper of gid 1)
+ *     moves, because each table's upper is max(its stored upper, T).  A tick visits
+ *     the dirty objects only, and the inputs their new requirements touch.
+ *
+ * (4) Quiet objects (lifecycle-bounds.h).  content_last() is the last time an
+ *     object's contents can have changed: a table's (or source's, or built-in's)
+ *     stored upper - 1; a materialized view's or index's as-of, or the latest of its
+ *     inputs'.  Memoized per tick.  Rules stop there, so objects whose inputs were not
+ *     written publish nothing although their uppers follow T.  When a collection's
+ *     stored upper moves, its consumers become dirty too (their inputs' contents
+ *     moved).
+ *
+ * (5) Forward only (I1).  Every value is combined with max: a log entry or an Ok
+ *     never lowers what is known, and lifecycle-bounds.h never proposes less than the
+ *     old value.
+ */
+#include "lifecycle-state.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lifecycle-bounds.h"
+#include "util.h"
+
+#define GID_SHARED_FRONTIER 1u  /* coord_objects: its upper is the tables' T */
+#define FIRST_USER_GID 1000u    /* gids below are built-ins, not catalog items */
+
+struct lc_req {
+        uint64_t input;
+        uint64_t frontier;      /* committed */
+        uint64_t next;          /* proposed (2); == frontier outside a tick */
+};
+
+struct lc_obj {
+        uint64_t gid;
+        bool has_item;
+        Coord__ItemKind kind;
+        uint64_t retain_ms, as_of;
+        uint64_t last_stamp, last;      /* content_last() memo (4) */
+        bool has_bound, dirty, mark;
+        uint64_t bound, next_bound;
+        bool next_has;
+        bool has_upper;
+        uint64_t upper;         /* stored upper, from the ring */
+        uint64_t since;         /* since, from the ring (an index: its arrangement's) */
+        struct lc_req *reqs;    /* as a consumer */
+        size_t n_reqs, cap_reqs;
+        uint64_t *consumers;    /* as an input: consumers with R(c, this) (1) */
+        size_t n_consumers, cap_consumers;
+};
+
+struct lc_state {
+        struct lc_obj **slots;  /* open addressing, at most half full, NULL = empty */
+        size_t mask, n;
+        uint64_t seq;
+        size_t n_items, n_reqs;
+        uint64_t *dirty;
+        size_t n_dirty, cap_dirty;
+        uint64_t *tables;       /* gids that were tables when added; checked at use */
+        size_t n_tables, cap_tables;
+        bool tables_moved;
+        uint64_t stamp;         /* of the current tick, for content_last() */
+        uint64_t *touched;      /* scratch of a tick */
+        size_t n_touched, cap_touched;
+};
+
+/* ---- helpers ---- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+        size_t c = *cap ? *cap : 8;
+        void *q;
+
+        if (need <= *cap)
+                return 0;
+        while (c < need)
+                c *= 2;
+        q = realloc(*p, c * size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *cap = c;
+        return 0;
+}
+#define GROW(p, cap, need) grow((void **)&(p), &(cap), (need), sizeof(*(p)))
+
+static size_t hash64(uint64_t x)
+{
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        return (size_t)x;
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+        uint64_t v = 0;
+
+        for (int i = 0; i < 8; i++)
+                v = v << 8 | p[i];
+        return v;
+}
+
+/* ---- the object map (1) ---- */
+
+static struct lc_obj *obj_find(const struct lc_state *s, uint64_t gid)
+{
+        if (!s->slots)
+                return NULL;
+        for (size_t i = hash64(gid) & s->mask;; i = (i + 1) & s->mask) {
+                struct lc_obj *o = s->slots[i];
+                if (!o)
+                        return NULL;
+                if (o->gid == gid)
+                        return o;
+        }
+}
+
+static int map_rehash(struct lc_state *s, size_t nslots)
+{
+        struct lc_obj **v = calloc(nslots, sizeof(*v));
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; s->slots && i <= s->mask; i++) {
+                struct lc_obj *o = s->slots[i];
+                size_t j;
+                if (!o)
+                        continue;
+                for (j = hash64(o->gid) & (nslots - 1); v[j]; j = (j + 1) & (nslots - 1))
+                        ;
+                v[j] = o;
+        }
+        free(s->slots);
+        s->slots = v;
+        s->mask = nslots - 1;
+        return 0;
+}
+
+static int dirty_add(struct lc_state *s, struct lc_obj *o)
+{
+        if (o->dirty)
+                return 0;
+        if (GROW(s->dirty, s->cap_dirty, s->n_dirty + 1) < 0)
+                return -ENOMEM;
+        s->dirty[s->n_dirty++] = o->gid;
+        o->dirty = true;
+        return 0;
+}
+
+static struct lc_obj *obj_get(struct lc_state *s, uint64_t gid)
+{
+        struct lc_obj *o = obj_find(s, gid);
+        size_t i;
+
+        if (o)
+                return o;
+        if ((s->n + 1) * 2 > (s->slots ? s->mask + 1 : 0) &&
+            map_rehash(s, s->slots ? (s->mask + 1) * 2 : 64) < 0)
+                return NULL;
+        o = calloc(1, sizeof(*o));
+        if (!o)
+                return NULL;
+        o->gid = gid;
+        for (i = hash64(gid) & s->mask; s->slots[i]; i = (i + 1) & s->mask)
+                ;
+        s->slots[i] = o;
+        s->n++;
+        return o;
+}
+
+static void obj_free(struct lc_obj *o)
+{
+        if (!o)
+                return;
+        free(o->reqs);
+        free(o->consumers);
+        free(o);
+}
+
+/* Free o if nothing mentions it any more (backward-shift deletion, no tombstones).
+ * A dirty object stays: the dirty list names it. */
+static void obj_maybe_free(struct lc_state *s, struct lc_obj *o)
+{
+        size_t i, j;
+
+        if (o->has_item || o->has_bound || o->n_reqs || o->n_consumers || o->has_upper || o->dirty)
+                return;
+        for (i = hash64(o->gid) & s->mask; s->slots[i] != o; i = (i + 1) & s->mask)
+                ;
+        s->slots[i] = NULL;
+        for (j = (i + 1) & s->mask; s->slots[j]; j = (j + 1) & s->mask) {
+                size_t home = hash64(s->slots[j]->gid) & s->mask;
+                /* Move j back into the hole at i unless its home lies in (i, j]. */
+                if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+                        s->slots[i] = s->slots[j];
+                        s->slots[j] = NULL;
+                        i = j;
+                }
+        }
+        s->n--;
+        obj_free(o);
+}
+
+static struct lc_req *req_find(const struct lc_obj *c, uint64_t input)
+{
+        for (size_t i = 0; i < c->n_reqs; i++)
+                if (c->reqs[i].input == input)
+                        return &c->reqs[i];
+        return NULL;
+}
+
+/* ---- public: life ---- */
+
+void lc_publication_clear(struct lc_publication *p)
+{
+        p->n_bounds = p->n_reqs = p->touched = 0;
+}
+
+void lc_publication_done(struct lc_publication *p)
+{
+        free(p->bounds);
+        free(p->reqs);
+        *p = (struct lc_publication){ 0 };
+}
+
+static int pub_bound(struct lc_publication *p, uint64_t gid, uint64_t bound)
+{
+        if (GROW(p->bounds, p->cap_bounds, p->n_bounds + 1) < 0)
+                return -ENOMEM;
+        p->bounds[p->n_bounds++] = (struct lc_bound_rec){ gid, bound };
+        return 0;
+}
+
+static int pub_req(struct lc_publication *p, uint64_t c, uint64_t x, uint64_t f)
+{
+        if (GROW(p->reqs, p->cap_reqs, p->n_reqs + 1) < 0)
+                return -ENOMEM;
+        p->reqs[p->n_reqs++] = (struct lc_req_rec){ c, x, f };
+        return 0;
+}
+
+int lc_state_new(struct lc_state **ret)
+{
+        struct lc_state *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+struct lc_state *lc_state_free(struct lc_state *s)
+{
+        if (!s)
+                return NULL;
+        for (size_t i = 0; s->slots && i <= s->mask; i++)
+                obj_free(s->slots[i]);
+        free(s->slots);
+        free(s->dirty);
+        free(s->tables);
+        free(s->touched);
+        free(s);
+        return NULL;
+}
+
+void lc_state_reset_catalog(struct lc_state *s)
+{
+        for (size_t i = 0; s->slots && i <= s->mask; i++) {
+                struct lc_obj *o = s->slots[i];
+                if (!o)
+                        continue;
+                o->has_item = o->has_bound = o->next_has = false;
+                o->bound = o->next_bound = 0;
+                o->n_reqs = o->n_consumers = 0;
+        }
+        s->n_items = s->n_reqs = 0;
+        s->seq = 0;
+        s->n_tables = 0;
+        /* Objects with an upper stay (and are made dirty by the reload); the rest go. */
+        for (size_t i = 0; s->slots && i <= s->mask;) {
+                struct lc_obj *o = s->slots[i];
+                if (o && !o->has_upper && !o->dirty) {
+                        obj_maybe_free(s, o);
+                        continue;       /* slot i may hold a shifted object now */
+                }
+                i++;
+        }
+        for (size_t i = 0; s->slots && i <= s->mask; i++)
+                if (s->slots[i])
+                        (void)dirty_add(s, s->slots[i]);
+}
+
+/* ---- public: catalog ---- */
+
+static int item_put(struct lc_state *s, uint64_t gid, const void *value, size_t len)
+{
+        Coord__CatalogItem *it = coord__catalog_item__unpack(NULL, len, value);
+        struct lc_obj *o;
+        int r = 0;
+
+        if (!it)
+                return -EBADMSG;
+        o = obj_get(s, gid);
+        if (!o) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if (!o->has_item)
+                s->n_items++;
+        o->has_item = true;
+        o->kind = it->kind;
+        o->retain_ms = it->retain_history_ms;
+        o->as_of = it->as_of;
+        if (o->kind == COORD__ITEM_KIND__ITEM_TABLE) {
+                r = GROW(s->tables, s->cap_tables, s->n_tables + 1);
+                if (r < 0)
+                        goto out;
+                s->tables[s->n_tables++] = gid;
+        }
+        r = dirty_add(s, o);
+out:
+        coord__catalog_item__free_unpacked(it, NULL);
+        return r;
+}
+
+static void item_delete(struct lc_state *s, uint64_t gid)
+{
+        struct lc_obj *o = obj_find(s, gid);
+
+        if (!o || !o->has_item)
+                return;
+        o->has_item = false;
+        s->n_items--;
+        obj_maybe_free(s, o);
+}
+
+static int bound_put(struct lc_state *s, const void *value, size_t len)
+{
+        Coord__CatalogBound *b = coord__catalog_bound__unpack(NULL, len, value);
+        struct lc_obj *o;
+        int r = 0;
+
+        if (!b)
+                return -EBADMSG;
+        o = obj_get(s, b->gid);
+        if (!o) {
+                r = -ENOMEM;
+                goto out;
+        }
+        o->bound = o->has_bound ? lc_max(o->bound, b->bound) : b->bound;
+        o->has_bound = true;
+        if (!o->next_has || o->next_bound < o->bound)
+                o->next_bound = o->bound;
+        r = dirty_add(s, o);
+out:
+        coord__catalog_bound__free_unpacked(b, NULL);
+        return r;
+}
+
+static void bound_delete(struct lc_state *s, uint64_t gid)
+{
+        struct lc_obj *o = obj_find(s, gid);
+
+        if (!o)
+                return;
+        o->has_bound = o->next_has = false;
+        o->bound = o->next_bound = 0;
+        obj_maybe_free(s, o);
+}
+
+static int req_set(struct lc_state *s, uint64_t consumer, uint64_t input, uint64_t frontier)
+{
+        struct lc_obj *c = obj_get(s, consumer), *x;
+        struct lc_req *q;
+
+        if (!c)
+                return -ENOMEM;
+        q = req_find(c, input);
+        if (!q) {
+                x = obj_get(s, input);
+                if (!x || GROW(c->reqs, c->cap_reqs, c->n_reqs + 1) < 0 ||
+                    GROW(x->consumers, x->cap_consumers, x->n_consumers + 1) < 0)
+                        return -ENOMEM;
+                x->consumers[x->n_consumers++] = consumer;
+                q = &c->reqs[c->n_reqs++];
+                *q = (struct lc_req){ .input = input, .frontier = frontier, .next = frontier };
+                s->n_reqs++;
+        } else {
+                q->frontier = lc_max(q->frontier, frontier);
+                q->next = lc_max(q->next, q->frontier);
+        }
+        x = obj_find(s, input);
+        return dirty_add(s, x);
+}
+
+static void req_delete(struct lc_state *s, uint64_t consumer, uint64_t input)
+{
+        struct lc_obj *c = obj_find(s, consumer), *x = obj_find(s, input);
+        struct lc_req *q = c ? req_find(c, input) : NULL;
+
+        if (!q)
+                return;
+        *q = c->reqs[--c->n_reqs];
+        s->n_reqs--;
+        if (x) {
+                for (size_t i = 0; i < x->n_consumers; i++)
+                        if (x->consumers[i] == consumer) {
+                                x->consumers[i] = x->consumers[--x->n_consumers];
+                                break;
+                        }
+                /* Its bound may advance now (DROP, issue 5 item 6). */
+                (void)dirty_add(s, x);
+        }
+        obj_maybe_free(s, c);
+}
+
+static int op_apply(struct lc_state *s, bool put, const uint8_t *k, size_t klen,
+                    const void *value, size_t vlen)
+{
+        if (klen == 9 && k[0] == 'i') {
+                if (put)
+                        return item_put(s, get_be64(k + 1), value, vlen);
+                item_delete(s, get_be64(k + 1));
+                return 0;
+        }
+        if (klen == 9 && k[0] == 'b') {
+                if (put)
+                        return bound_put(s, value, vlen);
+                bound_delete(s, get_be64(k + 1));
+                return 0;
+        }
+        if (klen == 17 && k[0] == 'r') {
+                if (put) {
+                        Coord__CatalogRequirement *q =
+                                coord__catalog_requirement__unpack(NULL, vlen, value);
+                        int r;
+                        if (!q)
+                                return -EBADMSG;
+                        r = req_set(s, q->consumer, q->input, q->frontier);
+                        coord__catalog_requirement__free_unpacked(q, NULL);
+                        return r;
+                }
+                req_delete(s, get_be64(k + 1), get_be64(k + 9));
+                return 0;
+        }
+        return 0;
+}
+
+int lc_state_load_record(struct lc_state *s, const void *key, size_t key_len,
+                         const void *value, size_t value_len)
+{
+        return op_apply(s, true, key, key_len, value, value_len);
+}
+
+int lc_state_apply_txn(struct lc_state *s, const Coord__CatalogTxn *txn)
+{
+        if (txn->seq <= s->seq)
+                return 0;
+        if (txn->seq != s->seq + 1)
+                return -ESTALE;
+        for (size_t i = 0; i < txn->n_ops; i++) {
+                const Coord__CatalogOp *op = txn->ops[i];
+                int r;
+
+                if (op->cf != COORD__CATALOG_OP__CF__STATE)
+                        continue;
+                r = op_apply(s, op->kind == COORD__CATALOG_OP__KIND__PUT, op->key.data,
+                             op->key.len, op->value.data, op->value.len);
+                if (r < 0)
+                        return r;
+        }
+        s->seq = txn->seq;
+        return 0;
+}
+
+uint64_t lc_state_seq(const struct lc_state *s)
+{
+        return s->seq;
+}
+
+void lc_state_set_seq(struct lc_state *s, uint64_t seq)
+{
+        s->seq = seq;
+}
+
+/* ---- public: frontiers ---- */
+
+int lc_state_frontier(struct lc_state *s, uint64_t gid, uint64_t upper, uint64_t since,
+                      bool forgotten)
+{
+        struct lc_obj *o;
+
+        if (forgotten) {
+                o = obj_find(s, gid);
+                if (o) {
+                        o->has_upper = false;
+                        o->upper = 0;
+                        obj_maybe_free(s, o);
+                }
+                return 0;
+        }
+        o = obj_get(s, gid);
+        if (!o)
+                return -ENOMEM;
+        o->since = lc_max(o->since, since);
+        if (o->has_upper && o->upper == upper)
+                return 0;
+        /* The ring never moves an upper back within a generation; a resync may show a
+         * restarted controller's (equal or later) one.  Keep the largest (I1). */
+        o->upper = o->has_upper ? lc_max(o->upper, upper) : upper;
+        o->has_upper = true;
+        if (gid == GID_SHARED_FRONTIER)
+                s->tables_moved = true;
+        if (gid < FIRST_USER_GID)
+                return 0;
+        /* (4): what reads it may have new contents to protect. */
+        for (size_t i = 0; i < o->n_consumers; i++) {
+                struct lc_obj *c = obj_find(s, o->consumers[i]);
+                if (c && dirty_add(s, c) < 0)
+                        return -ENOMEM;
+        }
+        return dirty_add(s, o);
+}
+
+void lc_state_frontiers_reset(struct lc_state *s)
+{
+        /* Uppers only grow (lc_state_frontier()), so nothing known is wrong: the
+         * snapshot's records re-mark what moved.  Objects forgotten during the gap are
+         * caught by a later drop in the catalog. */
+        (void)s;
+}
+
+/* ---- public: publication ---- */
+
+static int touch(struct lc_state *s, struct lc_obj *x)
+{
+        if (x->mark)
+                return 0;
+        if (GROW(s->touched, s->cap_touched, s->n_touched + 1) < 0)
+                return -ENOMEM;
+        s->touched[s->n_touched++] = x->gid;
+        x->mark = true;
+        return 0;
+}
+
+static bool is_collection(const struct lc_obj *o)
+{
+        return o->has_item && (o->kind == COORD__ITEM_KIND__ITEM_TABLE ||
+                               o->kind == COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW ||
+                               o->kind == COORD__ITEM_KIND__ITEM_SOURCE);
+}
+
+/* The last time o's contents can have changed (4); UINT64_MAX when unknown. */
+static uint64_t content_last(struct lc_state *s, struct lc_obj *o)
+{
+        uint64_t v;
+
+        if (o->last_stamp == s->stamp)
+                return o->last;
+        if (o->has_item && (o->kind == COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW ||
+                            o->kind == COORD__ITEM_KIND__ITEM_INDEX)) {
+                v = o->as_of;
+                for (size_t i = 0; i < o->n_reqs && v != UINT64_MAX; i++) {
+                        struct lc_obj *x = obj_find(s, o->reqs[i].input);
+                        v = lc_max(v, x ? content_last(s, x) : UINT64_MAX);
+                }
+        } else if (o->has_upper)
+                v = o->upper ? o->upper - 1 : 0;
+        else
+                v = UINT64_MAX;
+        o->last_stamp = s->stamp;
+        o->last = v;
+        return v;
+}
+
+/* Phase 1: a consumer whose progress moved advances its requirements. */
+static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publication *out)
+{
+        uint64_t floor_ = 0;
+        int r;
+
+        if (!c->has_item || !c->has_upper)
+                return 0;
+        if (c->kind == COORD__ITEM_KIND__ITEM_INDEX) {
+                uint64_t old = c->has_bound ? c->bound : 0;
+                /* Never below where its arrangement starts: the controller installs it
+                 * at max(as-of, its inputs' sinces), and the catalog must not promise
+                 * more history than exists (I2). */
+                uint64_t nb = lc_max(lc_index_bound(old, c->upper, lc_window(c->retain_ms),
+                                                    content_last(s, c)), c->since);
+
+                /* First tick after installation: publish it even if equal (issue 5 3). */
+                if (nb == 0 || (c->has_bound && nb == c->bound))
+                        goto reqs;
+                c->next_bound = nb;
+                c->next_has = true;
+                r = pub_bound(out, c->gid, nb);
+                if (r < 0)
+                        return r;
+        reqs:
+                floor_ = c->next_has ? c->next_bound : (c->has_bound ? c->bound : 0);
+        } else if (c->kind != COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW)
+                return 0;
+        for (size_t i = 0; i < c->n_reqs; i++) {
+                struct lc_req *q = &c->reqs[i];
+                struct lc_obj *x = obj_find(s, q->input);
+                uint64_t nr = c->kind == COORD__ITEM_KIND__ITEM_INDEX
+                                      ? lc_max(q->next, floor_)
+                                      : lc_mv_requirement(q->next, c->upper,
+                                                          x ? content_last(s, x) : UINT64_MAX);
+
+                if (nr == q->next)
+                        continue;
+                q->next = nr;
+                r = pub_req(out, c->gid, q->input, nr);
+                if (r < 0)
+                        return r;
+                if (x && (r = touch(s, x)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Phase 2: an input touched gets the bound rule over its consumers' requirements. */
+static int tick_input(struct lc_state *s, struct lc_obj *x, struct lc_publication *out)
+{
+        const struct lc_obj *shared = obj_find(s, GID_SHARED_FRONTIER);
+        uint64_t upper, min_req = UINT64_MAX, old, nb;
+
+        if (!is_collection(x) || !x->has_upper)
+                return 0;
+        upper = x->upper;
+        if (x->kind == COORD__ITEM_KIND__ITEM_TABLE && shared && shared->has_upper)
+                upper = lc_table_upper(upper, shared->upper);
+        for (size_t i = 0; i < x->n_consumers; i++) {
+                const struct lc_obj *c = obj_find(s, x->consumers[i]);
+                const struct lc_req *q = c ? req_find(c, x->gid) : NULL;
+                if (q)
+                        min_req = lc_min(min_req, q->next);
+        }
+        old = x->has_bound ? x->bound : 0;
+        nb = lc_bound(old, upper, lc_window(x->retain_ms), min_req, content_last(s, x));
+        if (nb == old)
+                return 0;
+        x->next_bound = nb;
+        x->next_has = true;
+        return pub_bound(out, x->gid, nb);
+}
+
+int lc_state_tick(struct lc_state *s, struct lc_publication *out)
+{
+        size_t n_dirty;
+        int r = 0;
+
+        lc_publication_clear(out);
+        s->n_touched = 0;
+        s->stamp++;
+        /* The list may grow while we walk it: a dirty materialized view makes what
+         * reads it dirty (its contents may have moved, (4)), down a chain of views. */
+        for (size_t i = 0; i < s->n_dirty && r == 0; i++) {
+                struct lc_obj *o = obj_find(s, s->dirty[i]);
+                if (!o)
+                        continue;
+                r = tick_consumer(s, o, out);
+                if (r == 0 && is_collection(o))
+                        r = touch(s, o);
+                if (o->has_item && o->kind == COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW)
+                        for (size_t j = 0; j < o->n_consumers && r == 0; j++) {
+                                struct lc_obj *c = obj_find(s, o->consumers[j]);
+                                if (c)
+                                        r = dirty_add(s, c);
+                        }
+        }
+        n_dirty = s->n_dirty;
+        if (r == 0 && s->tables_moved) {
+                size_t keep = 0;
+                for (size_t i = 0; i < s->n_tables && r == 0; i++) {
+                        struct lc_obj *o = obj_find(s, s->tables[i]);
+                        if (!o || !o->has_item || o->kind != COORD__ITEM_KIND__ITEM_TABLE)
+                                continue;       /* dropped: leaves the list */
+                        s->tables[keep++] = s->tables[i];
+                        r = touch(s, o);
+                }
+                if (r == 0)
+                        s->n_tables = keep;
+        }
+        for (size_t i = 0; i < s->n_touched && r == 0; i++) {
+                struct lc_obj *x = obj_find(s, s->touched[i]);
+                if (x)
+                        r = tick_input(s, x, out);
+        }
+        for (size_t i = 0; i < s->n_touched; i++) {
+                struct lc_obj *x = obj_find(s, s->touched[i]);
+                if (x)
+                        x->mark = false;
+        }
+        out->touched = s->n_touched + n_dirty;
+        if (r < 0) {
+                lc_state_abandon(s);
+                return r;
+        }
+        /* The dirty marks are consumed: what the tick saw is in the proposal. */
+        for (size_t i = 0; i < n_dirty; i++) {
+                struct lc_obj *o = obj_find(s, s->dirty[i]);
+                if (o) {
+                        o->dirty = false;
+                        obj_maybe_free(s, o);
+                }
+        }
+        memmove(s->dirty, s->dirty + n_dirty, (s->n_dirty - n_dirty) * sizeof(*s->dirty));
+        s->n_dirty -= n_dirty;
+        s->tables_moved = false;
+        return 0;
+}
+
+void lc_state_committed(struct lc_state *s, const struct lc_publication *p)
+{
+        for (size_t i = 0; i < p->n_bounds; i++) {
+                struct lc_obj *o = obj_find(s, p->bounds[i].gid);
+                if (!o)
+                        continue;
+                o->bound = o->has_bound ? lc_max(o->bound, p->bounds[i].bound) : p->bounds[i].bound;
+                o->has_bound = true;
+                o->next_bound = lc_max(o->next_bound, o->bound);
+                o->next_has = false;
+        }
+        for (size_t i = 0; i < p->n_reqs; i++) {
+                struct lc_obj *c = obj_find(s, p->reqs[i].consumer);
+                struct lc_req *q = c ? req_find(c, p->reqs[i].input) : NULL;
+                if (!q)
+                        continue;
+                q->frontier = lc_max(q->frontier, p->reqs[i].frontier);
+                q->next = lc_max(q->next, q->frontier);
+        }
+}
+
+void lc_state_abandon(struct lc_state *s)
+{
+        for (size_t i = 0; s->slots && i <= s->mask; i++) {
+                struct lc_obj *o = s->slots[i];
+                if (!o)
+                        continue;
+                o->next_bound = o->bound;
+                o->next_has = false;
+                for (size_t j = 0; j < o->n_reqs; j++)
+                        o->reqs[j].next = o->reqs[j].frontier;
+                (void)dirty_add(s, o);
+        }
+        s->tables_moved = true;
+}
+
+int lc_state_all_bounds(const struct lc_state *s, struct lc_publication *out)
+{
+        for (size_t i = 0; s->slots && i <= s->mask; i++) {
+                const struct lc_obj *o = s->slots[i];
+                if (o && o->has_bound && o->gid >= FIRST_USER_GID && pub_bound(out, o->gid, o->bound) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+size_t lc_state_n_items(const struct lc_state *s)
+{
+        return s->n_items;
+}
+
+size_t lc_state_n_requirements(const struct lc_state *s)
+{
+        return s->n_reqs;
+}
+
+int lc_state_bound(const struct lc_state *s, uint64_t gid, uint64_t *ret)
+{
+        const struct lc_obj *o = obj_find(s, gid);
+
+        if (!o || !o->has_bound)
+                return -ENOENT;
+        *ret = o->bound;
+        return 0;
+}
+
+int lc_state_requirement(const struct lc_state *s, uint64_t consumer, uint64_t input,
+                         uint64_t *ret)
+{
+        const struct lc_obj *c = obj_find(s, consumer);
+        const struct lc_req *q = c ? req_find(c, input) : NULL;
+
+        if (!q)
+                return -ENOENT;
+        *ret = q->frontier;
+        return 0;
+}

@@ -1,0 +1,101 @@
+/* lifecycle-state.h -- the follower's maintained state and the publication tick
+ * (DESIGN section 4 "Publication", issue 5).
+ *
+ * The state mirrors the catalog's state column family as far as protection needs it:
+ * items (kind, logical inputs, as-of, RETAIN HISTORY), committed bounds and committed
+ * requirements, plus an index of requirements BY INPUT (input -> consumers), so that a
+ * bound is recomputed only for the inputs a tick touched.  It is built from a scan of
+ * the state column family (lc_state_load_record()) and kept by applying the log in
+ * order (lc_state_apply_txn()).  Frontiers come from the frontier ring
+ * (lc_state_frontier()); each one that moves marks its object dirty.
+ *
+ * A tick (lc_state_tick()) looks only at dirty objects and the inputs their changes
+ * touch, and proposes the records that change: requirements of materialized views
+ * whose upper moved, bounds of indexes (at their first tick after installation, then
+ * as they move), bounds of the inputs touched.  Nothing of it is applied until the
+ * caller says the adapter committed it (lc_state_committed()); lc_state_abandon()
+ * forgets a proposal that failed (the caller then rebuilds from the catalog).
+ *
+ * Not thread-safe: the lifecycle's loop thread only.  Returns -errno; never logs.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog.pb-c.h"
+
+struct lc_state;        /* opaque */
+
+struct lc_bound_rec {
+        uint64_t gid, bound;
+};
+
+struct lc_req_rec {
+        uint64_t consumer, input, frontier;
+};
+
+/* One proposal: only the records that change. */
+struct lc_publication {
+        struct lc_bound_rec *bounds;
+        size_t n_bounds, cap_bounds;
+        struct lc_req_rec *reqs;
+        size_t n_reqs, cap_reqs;
+        size_t touched;         /* objects examined by the tick (work done) */
+};
+
+void lc_publication_clear(struct lc_publication *p);
+void lc_publication_done(struct lc_publication *p);
+
+/* Life. */
+int lc_state_new(struct lc_state **ret);
+struct lc_state *lc_state_free(struct lc_state *s);
+/* Forget everything derived from the catalog (items, bounds, requirements, applied
+ * seq) but keep the frontiers seen; every object becomes dirty.  Before a reload. */
+void lc_state_reset_catalog(struct lc_state *s);
+
+/* Catalog. */
+
+/* One record of the state column family (key 'i'/'b'/'r' + ...; others ignored).
+ * -EBADMSG if it does not decode. */
+int lc_state_load_record(struct lc_state *s, const void *key, size_t key_len,
+                         const void *value, size_t value_len);
+/* Apply one log entry; its seq must be lc_state_seq() + 1 (-ESTALE otherwise, with
+ * nothing applied; an older seq is skipped with 0). */
+int lc_state_apply_txn(struct lc_state *s, const Coord__CatalogTxn *txn);
+uint64_t lc_state_seq(const struct lc_state *s);
+void lc_state_set_seq(struct lc_state *s, uint64_t seq);
+
+/* Frontiers. */
+
+/* The ring says gid's stored upper is `upper` and its since `since` (or the collection
+ * is gone).  An index's since is where its arrangement starts: its bound is never
+ * published below it (the controller may install it later than its as-of). */
+int lc_state_frontier(struct lc_state *s, uint64_t gid, uint64_t upper, uint64_t since,
+                      bool forgotten);
+/* A ring resync: every frontier known is stale until the snapshot re-delivers it. */
+void lc_state_frontiers_reset(struct lc_state *s);
+
+/* Publication. */
+
+/* Propose the changed records into *out (cleared first).  0, or -ENOMEM (then the
+ * dirty marks are kept).  The proposal's values become the basis of the next tick
+ * only after lc_state_committed(). */
+int lc_state_tick(struct lc_state *s, struct lc_publication *out);
+/* The adapter committed p (lc_state_tick()'s last proposal). */
+void lc_state_committed(struct lc_state *s, const struct lc_publication *p);
+/* The proposal was not committed: forget it and mark every object dirty. */
+void lc_state_abandon(struct lc_state *s);
+
+/* Every committed bound of a collection or index (gid > 999), for a full
+ * AllowCompaction after a controller (re)connects.  Appends to *out's bounds. */
+int lc_state_all_bounds(const struct lc_state *s, struct lc_publication *out);
+
+/* Introspection (status, tests). */
+size_t lc_state_n_items(const struct lc_state *s);
+size_t lc_state_n_requirements(const struct lc_state *s);
+/* -ENOENT when absent. */
+int lc_state_bound(const struct lc_state *s, uint64_t gid, uint64_t *ret);
+int lc_state_requirement(const struct lc_state *s, uint64_t consumer, uint64_t input,
+                         uint64_t *ret);

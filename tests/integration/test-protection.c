@@ -1,0 +1,391 @@
+/* test-protection -- read protection end to end (issue 5): the three real daemons
+ * started with tools/coord; the lifecycle follower publishes bounds and requirements,
+ * the adapter commits them, the controller compacts only as far as they allow.
+ *
+ *   bounds_advance   tables written continuously, a materialized view and indexes:
+ *                    after a few publication ticks the committed bounds advance,
+ *                    never regress (I1), and no physical since (coord_frontiers'
+ *                    read_frontier) ever exceeds its committed bound (I2); a table
+ *                    never written keeps its bound (it is quiet).
+ *   sparse           10 advancing tables among 1,000 unchanged indexed views: a
+ *                    publication carries only the changed records (counted by the
+ *                    follower's status); prints records and bytes per tick.
+ */
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "node.h"
+#include "t.h"
+#include "util.h"
+
+static char *home, *run_dir, *coord_cmd, *conninfo;
+static int pg_port;
+
+static PGconn *db(void)
+{
+        PGconn *c = PQconnectdb(conninfo);
+
+        if (PQstatus(c) != CONNECTION_OK) {
+                fprintf(stderr, "connect: %s", PQerrorMessage(c));
+                PQfinish(c);
+                return NULL;
+        }
+        return c;
+}
+
+static bool ok(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool ok(PGconn *c, const char *fmt, ...)
+{
+        char sql[512];
+        va_list ap;
+        PGresult *r;
+        bool good;
+
+        va_start(ap, fmt);
+        vsnprintf(sql, sizeof(sql), fmt, ap);
+        va_end(ap);
+        r = PQexec(c, sql);
+        good = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+        if (!good)
+                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
+        PQclear(r);
+        return good;
+}
+
+/* Rows of a query of u64 columns, at most max rows of ncol columns into v; -1 on error. */
+static int rows_u64(PGconn *c, const char *sql, uint64_t *v, int ncol, int max)
+{
+        PGresult *r = PQexec(c, sql);
+        int n;
+
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
+                PQclear(r);
+                return -1;
+        }
+        n = PQntuples(r) < max ? PQntuples(r) : max;
+        for (int i = 0; i < n; i++)
+                for (int j = 0; j < ncol; j++)
+                        v[i * ncol + j] = strtoull(PQgetvalue(r, i, j), NULL, 10);
+        PQclear(r);
+        return n;
+}
+
+static uint64_t scalar(PGconn *c, const char *sql)
+{
+        uint64_t v = 0;
+
+        return rows_u64(c, sql, &v, 1, 1) == 1 ? v : 0;
+}
+
+static uint64_t by_gid(PGconn *c, const char *fmt, uint64_t gid) __attribute__((format(printf, 2, 0)));
+static uint64_t by_gid(PGconn *c, const char *fmt, uint64_t gid)
+{
+        char sql[256];
+
+        snprintf(sql, sizeof(sql), fmt, gid);
+        return scalar(c, sql);
+}
+
+/* A key=value of the lifecycle's status detail; 0 if absent. */
+static uint64_t lc_stat(const char *key)
+{
+        Coord__StatusReply *s = NULL;
+        uint64_t v = 0;
+        char pat[64];
+        const char *p;
+
+        if (node_query_status(run_dir, COORD__ROLE__ROLE_LIFECYCLE, 2000, &s) < 0)
+                return 0;
+        snprintf(pat, sizeof(pat), " %s=", key);
+        p = s->detail ? strstr(s->detail, pat) : NULL;
+        if (p)
+                v = strtoull(p + strlen(pat), NULL, 10);
+        coord__status_reply__free_unpacked(s, NULL);
+        return v;
+}
+
+static void test_up(void)
+{
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+}
+
+#define MAXG 4096
+
+struct seen {
+        uint64_t gid[MAXG], bound[MAXG];
+        int n;
+};
+
+/* I1: every bound seen is >= the last one seen for its gid. */
+static int check_bounds_forward(PGconn *c, struct seen *sn)
+{
+        uint64_t v[MAXG * 2];
+        int n = rows_u64(c, "SELECT object_id, bound FROM coord_bounds", v, 2, MAXG), bad = 0;
+
+        CU_ASSERT(n >= 0);
+        for (int i = 0; i < n; i++) {
+                int k;
+                for (k = 0; k < sn->n && sn->gid[k] != v[2 * i]; k++)
+                        ;
+                if (k == sn->n && sn->n < MAXG) {
+                        sn->gid[sn->n] = v[2 * i];
+                        sn->bound[sn->n++] = v[2 * i + 1];
+                        continue;
+                }
+                if (k < sn->n) {
+                        if (v[2 * i + 1] < sn->bound[k]) {
+                                fprintf(stderr, "\n    I1: bound of %" PRIu64 " went back %" PRIu64 " -> %" PRIu64,
+                                        v[2 * i], sn->bound[k], v[2 * i + 1]);
+                                bad++;
+                        }
+                        sn->bound[k] = v[2 * i + 1];
+                }
+        }
+        return bad;
+}
+
+/* I2: no physical since above its committed bound (user objects). */
+static int check_physical_below_bound(PGconn *c)
+{
+        uint64_t v[MAXG * 3];
+        int n = rows_u64(c, "SELECT f.object_id, f.read_frontier, b.bound FROM coord_frontiers f "
+                            "JOIN coord_bounds b ON f.object_id = b.object_id", v, 3, MAXG), bad = 0;
+
+        CU_ASSERT(n >= 0);
+        for (int i = 0; i < n; i++)
+                if (v[3 * i] >= 1000 && v[3 * i + 1] > v[3 * i + 2]) {
+                        fprintf(stderr, "\n    I2: %" PRIu64 " physical since %" PRIu64 " > bound %" PRIu64,
+                                v[3 * i], v[3 * i + 1], v[3 * i + 2]);
+                        bad++;
+                }
+        return bad;
+}
+
+static void test_bounds_advance(void)
+{
+        PGconn *c = db();
+        struct seen sn = { 0 };
+        uint64_t t1, quiet, mv, b0, b1, q0, q1, since_t1, birth_t1, pubs0;
+        int bad1 = 0, bad2 = 0;
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE t1 (a int)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE t2 (a int)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE quiet (a int)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM t1"));
+        CU_ASSERT_FATAL(ok(c, "CREATE INDEX mi ON m (n)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE INDEX t2i ON t2 (a)"));
+        t1 = scalar(c, "SELECT id FROM coord_objects WHERE name = 't1'");
+        quiet = scalar(c, "SELECT id FROM coord_objects WHERE name = 'quiet'");
+        mv = scalar(c, "SELECT id FROM coord_objects WHERE name = 'm'");
+        CU_ASSERT_FATAL(t1 >= 1000 && quiet >= 1000 && mv >= 1000);
+        birth_t1 = by_gid(c, "SELECT read_frontier FROM coord_frontiers WHERE object_id = %" PRIu64, t1);
+        CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (0)"));
+        pubs0 = lc_stat("publications");
+        b0 = 0;
+        q0 = by_gid(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, quiet);
+        /* ~4 s of writes, 20 a second, checking I1 and I2 as we go. */
+        for (int k = 1; k <= 80; k++) {
+                CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (%d)", k));
+                CU_ASSERT(ok(c, "INSERT INTO t2 VALUES (%d)", k));
+                if (k % 5 == 0) {
+                        bad1 += check_bounds_forward(c, &sn);
+                        bad2 += check_physical_below_bound(c);
+                }
+                if (k == 10)
+                        b0 = by_gid(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, t1);
+                usleep(50 * 1000);
+        }
+        CU_ASSERT_EQUAL(bad1, 0);
+        CU_ASSERT_EQUAL(bad2, 0);
+        b1 = by_gid(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, t1);
+        q1 = by_gid(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, quiet);
+        since_t1 = by_gid(c, "SELECT read_frontier FROM coord_frontiers WHERE object_id = %" PRIu64, t1);
+        printf("\n    t1 bound %" PRIu64 " -> %" PRIu64 " (+%" PRIu64 " ms), physical since %" PRIu64
+               " (birth %" PRIu64 "), quiet bound %" PRIu64 " -> %" PRIu64 ", publications %" PRIu64,
+               b0, b1, b1 - b0, since_t1, birth_t1, q0, q1, lc_stat("publications") - pubs0);
+        CU_ASSERT(lc_stat("publications") >= pubs0 + 2);
+        CU_ASSERT_EQUAL(lc_stat("publication_errors"), 0);
+        /* bounds advanced with the writes: about 4 s minus the window */
+        CU_ASSERT(b0 > 0 && b1 >= b0 + 1500);
+        /* compaction happened, and only to the committed bound (I2) */
+        CU_ASSERT(since_t1 > birth_t1);
+        CU_ASSERT(since_t1 <= b1);
+        /* a table never written keeps its bound */
+        CU_ASSERT_EQUAL(q0, q1);
+        /* R(m, t1) >= bound(t1) (I5), read back from coord_requirements */
+        {
+                char sql[256];
+                snprintf(sql, sizeof(sql), "SELECT frontier FROM coord_requirements WHERE consumer_id = %" PRIu64
+                         " AND input_id = %" PRIu64, mv, t1);
+                CU_ASSERT(scalar(c, sql) >= b1);
+        }
+        PQfinish(c);
+}
+
+/* Wait for the next publication; its record count in *ret (bounds + requirements). */
+static bool next_publication(uint64_t *pubs, uint64_t *ret_records, uint64_t *ret_bytes)
+{
+        for (int w = 0; w < 100; w++) {
+                uint64_t p = lc_stat("publications");
+                if (p > *pubs) {
+                        *pubs = p;
+                        *ret_records = lc_stat("last_records");
+                        *ret_bytes = lc_stat("last_bytes");
+                        return true;
+                }
+                usleep(50 * 1000);
+        }
+        return false;
+}
+
+static void test_sparse(void)
+{
+        PGconn *c = db();
+        const int n_views = 1000, n_tables = 10;
+        uint64_t pubs, rec, bytes, max_rec = 0, sum_rec = 0, sum_bytes = 0, start;
+        int n_pub = 0;
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE base (a int)"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO base VALUES (1)"));
+        start = now_ms();
+        for (int i = 0; i < n_views; i++) {
+                CU_ASSERT_FATAL(ok(c, "CREATE VIEW v%d AS SELECT a + %d AS b FROM base", i, i));
+                CU_ASSERT_FATAL(ok(c, "CREATE INDEX v%di ON v%d (b)", i, i));
+        }
+        for (int i = 0; i < n_tables; i++)
+                CU_ASSERT_FATAL(ok(c, "CREATE TABLE w%d (a int)", i));
+        printf("\n    %d indexed views created in %" PRIu64 " ms", n_views, now_ms() - start);
+        /* Let the indexes' first bounds be published (and anything else settle). */
+        pubs = lc_stat("publications");
+        for (int i = 0; i < 3; i++) {
+                CU_ASSERT_FATAL(ok(c, "INSERT INTO w0 VALUES (0)"));
+                if (!next_publication(&pubs, &rec, &bytes))
+                        break;
+                printf("\n    settling publication: %" PRIu64 " records %" PRIu64 " bytes", rec, bytes);
+        }
+        /* Now only the 10 tables advance: every publication holds at most their 10 bounds. */
+        for (int round = 0; round < 40 && n_pub < 4; round++) {
+                for (int i = 0; i < n_tables; i++)
+                        CU_ASSERT(ok(c, "INSERT INTO w%d VALUES (%d)", i, round));
+                usleep(100 * 1000);
+                if (lc_stat("publications") > pubs && next_publication(&pubs, &rec, &bytes)) {
+                        n_pub++;
+                        sum_rec += rec;
+                        sum_bytes += bytes;
+                        if (rec > max_rec)
+                                max_rec = rec;
+                }
+        }
+        printf("\n    sparse (%d advancing among %d indexed views): %d publications, "
+               "%.1f records and %.0f bytes per publication, at most %" PRIu64
+               "; follower lag p50 %" PRIu64 " us p99 %" PRIu64 " us (%" PRIu64 " commits)",
+               n_tables, n_views, n_pub, n_pub ? (double)sum_rec / n_pub : 0.0,
+               n_pub ? (double)sum_bytes / n_pub : 0.0, max_rec, lc_stat("lag_p50_us"),
+               lc_stat("lag_p99_us"), lc_stat("lag_samples"));
+        CU_ASSERT(n_pub >= 3);
+        CU_ASSERT(max_rec <= (uint64_t)n_tables);
+        CU_ASSERT(sum_rec > 0);
+        CU_ASSERT_EQUAL(lc_stat("publication_errors"), 0);
+        PQfinish(c);
+}
+
+/* kill -9 of the follower while tables are written: the restarted one rebuilds from
+ * the catalog and publishes again; bounds never went back (I1) nor physical sinces past
+ * them (I2) meanwhile. */
+static void kill_restart_check(Coord__Role role)
+{
+        PGconn *c = db();
+        struct seen sn = { 0 };
+        Coord__StatusReply *st = NULL;
+        uint64_t pubs = 0, rec, bytes;
+        pid_t pid;
+        int bad1 = 0, bad2 = 0;
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(node_query_status(run_dir, role, 2000, &st) == 0);
+        pid = st->pid;
+        coord__status_reply__free_unpacked(st, NULL);
+        bad1 += check_bounds_forward(c, &sn);
+        kill(pid, SIGKILL);
+        while (kill(pid, 0) == 0)
+                usleep(1000);
+        /* Writes go on while the follower is down (with the controller down an INSERT
+         * would wait for it). */
+        for (int k = 0; role == COORD__ROLE__ROLE_LIFECYCLE && k < 10; k++) {
+                CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (%d)", 1000 + k));
+                usleep(50 * 1000);
+        }
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        if (role == COORD__ROLE__ROLE_ADAPTER) {
+                PQfinish(c);
+                for (int w = 0; w < 100 && !(c = db()); w++)
+                        usleep(100 * 1000);
+                CU_ASSERT_FATAL(c != NULL);
+        }
+        pubs = lc_stat("publications");
+        for (int k = 0; k < 30; k++) {
+                CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (%d)", 2000 + k));
+                bad1 += check_bounds_forward(c, &sn);
+                bad2 += check_physical_below_bound(c);
+                usleep(100 * 1000);
+        }
+        CU_ASSERT(next_publication(&pubs, &rec, &bytes));
+        printf("\n    after kill -9 of the %s: %" PRIu64 " publications, items %" PRIu64 ", errors %" PRIu64,
+               node_role_name(role), lc_stat("publications"), lc_stat("items"),
+               lc_stat("publication_errors"));
+        CU_ASSERT(lc_stat("items") >= 2000);
+        if (role == COORD__ROLE__ROLE_LIFECYCLE)
+                CU_ASSERT_EQUAL(lc_stat("publication_errors"), 0);
+        CU_ASSERT_EQUAL(bad1, 0);
+        CU_ASSERT_EQUAL(bad2, 0);
+        PQfinish(c);
+}
+
+static void test_kill9_lifecycle(void) { kill_restart_check(COORD__ROLE__ROLE_LIFECYCLE); }
+static void test_kill9_controller(void) { kill_restart_check(COORD__ROLE__ROLE_CONTROLLER); }
+static void test_kill9_adapter(void) { kill_restart_check(COORD__ROLE__ROLE_ADAPTER); }
+
+static const struct t_case cases[] = {
+        { "up", test_up },
+        { "bounds_advance", test_bounds_advance },
+        { "sparse", test_sparse },
+        { "kill9_lifecycle", test_kill9_lifecycle },
+        { "kill9_controller", test_kill9_controller },
+        { "kill9_adapter", test_kill9_adapter },
+        { NULL, NULL },
+};
+
+int main(void)
+{
+        const char *top_dir = getenv("COORD_TOP"), *build_dir = getenv("COORD_BUILD");
+        int r;
+
+        if (!top_dir || !build_dir) {
+                fprintf(stderr, "COORD_TOP and COORD_BUILD must be set (meson test does)\n");
+                return T_EXIT_ERROR;
+        }
+        pg_port = t_free_port();
+        home = t_mkdtemp("protection");
+        if (!home || pg_port <= 0 || asprintf(&run_dir, "%s/run", home) < 0 ||
+            asprintf(&coord_cmd, "COORD_HOME=%s COORD_SKIP_SETUP=1 COORD_INSTANCE=p%d COORD_PG_PORT=%d %s/tools/coord",
+                     home, (int)getpid(), pg_port, top_dir) < 0 ||
+            asprintf(&conninfo, "host=127.0.0.1 port=%d user=coord dbname=coord connect_timeout=5", pg_port) < 0)
+                return T_EXIT_ERROR;
+        r = t_run((const struct t_suite[]){ { "protection", cases }, { NULL, NULL } });
+        (void)!t_sh("%s down >/dev/null 2>&1", coord_cmd);
+        if (r == T_EXIT_PASS)
+                t_rmrf(home);
+        else
+                fprintf(stderr, "daemon logs kept in %s/log\n", home);
+        free(run_dir);
+        free(coord_cmd);
+        free(conninfo);
+        free(home);
+        return r;
+}
