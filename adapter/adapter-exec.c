@@ -215,8 +215,11 @@ static void request_logged(struct exec *ex, struct request *rq, const Coord__Env
         }
 }
 
-/* Tell the controller the complete set of collections (built-ins and tables). */
-static int ensure_collections(struct exec *ex, bool complete, uint64_t only_gid)
+/* Tell the controller about the built-in relations, which the adapter writes.  User
+ * objects are the lifecycle follower's to enact (lifecycle/lifecycle-enact.h): the
+ * adapter only commits them to the catalog, and its statements wait until the frontier
+ * ring shows an object before writing or reading it (exec_on_frontiers()). */
+static int ensure_builtins(struct exec *ex)
 {
         const struct acat_item *const *items;
         size_t n = acat_items(ex->cat, &items), k = 0;
@@ -233,83 +236,21 @@ static int ensure_collections(struct exec *ex, bool complete, uint64_t only_gid)
         }
         for (size_t i = 0; i < n; i++) {
                 const struct acat_item *it = items[i];
-                if (it->kind != SQL_OBJECT_TABLE || (only_gid && it->gid != only_gid))
+                if (!it->builtin)
                         continue;
                 coord__collection_spec__init(&specs[k]);
                 specs[k].gid = it->gid;
-                specs[k].kind = it->builtin ? COORD__COLLECTION_KIND__COLLECTION_BUILTIN
-                                            : COORD__COLLECTION_KIND__COLLECTION_TABLE;
+                specs[k].kind = COORD__COLLECTION_KIND__COLLECTION_BUILTIN;
                 /* A built-in is born at the first timestamp the oracle can hand out. */
-                specs[k].since = it->builtin ? oracle_last_write_ts(ex->oracle) : it->created_at;
+                specs[k].since = oracle_last_write_ts(ex->oracle);
                 specp[k] = &specs[k];
                 k++;
         }
         msg.n_collections = k;
         msg.collections = specp;
-        msg.complete = complete;
         rq = request_new(ex, COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS, &msg.base, request_logged, NULL);
         free(specs);
         free(specp);
-        return rq ? 0 : -ENOMEM;
-}
-
-/* Tell the controller to install the dataflows of materialized views and indexes:
- * every one (complete, after a (re)connection) or only_gid's.  Materialized views and
- * indexes are created in GlobalId order, so an input is always installed first. */
-static int ensure_dataflows(struct exec *ex, bool complete, uint64_t only_gid)
-{
-        const struct acat_item *const *items;
-        size_t n = acat_items(ex->cat, &items), k = 0;
-        Coord__CreateDataflows msg = COORD__CREATE_DATAFLOWS__INIT;
-        Coord__DataflowSpec *specs = NULL, **specp = NULL;
-        Coord__Plan__Type *types = NULL;
-        size_t n_types = 0;
-        struct request *rq;
-
-        for (size_t i = 0; i < n; i++)
-                if (items[i]->kind == SQL_OBJECT_MATERIALIZED_VIEW || items[i]->kind == SQL_OBJECT_INDEX)
-                        n_types += items[i]->n_columns;
-        specs = calloc(n ? n : 1, sizeof(*specs));
-        specp = calloc(n ? n : 1, sizeof(*specp));
-        types = calloc(n_types ? n_types : 1, sizeof(*types));
-        if (!specs || !specp || !types) {
-                free(specs);
-                free(specp);
-                free(types);
-                return -ENOMEM;
-        }
-        n_types = 0;
-        for (size_t i = 0; i < n; i++) {
-                const struct acat_item *it = items[i];
-                Coord__DataflowSpec *sp = &specs[k];
-
-                if ((it->kind != SQL_OBJECT_MATERIALIZED_VIEW && it->kind != SQL_OBJECT_INDEX) ||
-                    (only_gid && it->gid != only_gid) || !it->plan)
-                        continue;
-                coord__dataflow_spec__init(sp);
-                sp->gid = it->gid;
-                sp->kind = it->kind == SQL_OBJECT_INDEX ? COORD__DATAFLOW_KIND__DATAFLOW_INDEX
-                                                        : COORD__DATAFLOW_KIND__DATAFLOW_MATERIALIZED_VIEW;
-                sp->plan = it->plan;
-                sp->column_types = &types[n_types];
-                for (size_t c = 0; c < it->n_columns; c++)
-                        types[n_types++] = (Coord__Plan__Type)it->columns[c].type;
-                sp->n_column_types = it->n_columns;
-                sp->as_of = it->as_of;
-                sp->on_id = it->on_id;
-                sp->keys = it->keys;
-                sp->n_keys = it->n_keys;
-                specp[k++] = sp;
-        }
-        msg.dataflows = specp;
-        msg.n_dataflows = k;
-        msg.complete = complete;
-        rq = (k || complete) ? request_new(ex, COORD__MSG_TYPE__MSG_CREATE_DATAFLOWS, &msg.base,
-                                           request_logged, NULL)
-                             : (struct request *)1;
-        free(specs);
-        free(specp);
-        free(types);
         return rq ? 0 : -ENOMEM;
 }
 
@@ -803,13 +744,8 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                 acat_txn_finish(ex->cat, d->txn, 0);
                 log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
                          acat_kind_name(kind), (unsigned long long)seq);
-                if (kind == SQL_OBJECT_TABLE)
-                        (void)ensure_collections(ex, false, gid);
-                else if (kind == SQL_OBJECT_MATERIALIZED_VIEW || kind == SQL_OBJECT_INDEX)
-                        (void)ensure_dataflows(ex, false, gid);
                 r = objects_write(ex, s, acat_by_gid(ex->cat, gid), +1);
         } else {
-                Coord__DropCollections msg = COORD__DROP_COLLECTIONS__INIT;
                 uint64_t gids[n ? n : 1];
 
                 if (protection_write(ex, d->txn) < 0)
@@ -822,10 +758,6 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                                 break;
                 }
                 acat_txn_finish(ex->cat, d->txn, 0);
-                msg.gids = gids;
-                msg.n_gids = n;
-                if (!request_new(ex, COORD__MSG_TYPE__MSG_DROP_COLLECTIONS, &msg.base, request_logged, NULL))
-                        log_error("out_of_memory", "what=drop_collections");
                 log_info("objects_dropped", "count=%zu first_gid=%llu seq=%llu", n,
                          (unsigned long long)gids[0], (unsigned long long)seq);
         }
@@ -1801,8 +1733,7 @@ void exec_controller_up(struct exec *ex)
         /* Requests still waiting get resent below, after the resync: every collection,
          * then every dataflow (which reads them), go first (they are sent now). */
         last_old = ex->pending.prev;    /* &ex->pending when none waits */
-        (void)ensure_collections(ex, true, 0);
-        (void)ensure_dataflows(ex, true, 0);
+        (void)ensure_builtins(ex);
         /* Resend every request that was waiting (reads are idempotent; Ensure, Drop and
          * CreateDataflows too).  The ones just made went out already, at the tail. */
         more = last_old != &ex->pending;

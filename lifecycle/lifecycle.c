@@ -36,6 +36,7 @@
 #include "catalog.h"
 #include "conf.h"
 #include "fring.h"
+#include "lifecycle-enact.h"
 #include "lifecycle-state.h"
 #include "log.h"
 #include "loop.h"
@@ -56,6 +57,7 @@ struct lifecycle {
         struct loop_timer *open_retry, *tick_timer;
         uint64_t interval_ms;
         struct lc_state *state;
+        struct lc_enact *enact;         /* what the controller must hold (3) */
         bool loaded;                    /* state built from the catalog */
 
         /* The catalog notification watcher (1). */
@@ -91,7 +93,10 @@ struct lifecycle {
 static int load_one(const void *key, size_t key_len, const void *value, size_t value_len,
                     void *userdata)
 {
-        return lc_state_load_record(userdata, key, key_len, value, value_len);
+        struct lifecycle *lc = userdata;
+        int r = lc_state_load_record(lc->state, key, key_len, value, value_len);
+
+        return r < 0 ? r : lc_enact_load_record(lc->enact, key, key_len, value, value_len);
 }
 
 static int lifecycle_reload(struct lifecycle *lc)
@@ -101,16 +106,18 @@ static int lifecycle_reload(struct lifecycle *lc)
 
         lc->loaded = false;
         lc_state_reset_catalog(lc->state);
+        lc_enact_reset(lc->enact);
         r = catalog_catch_up(lc->catalog);
         if (r < 0)
                 return log_warn_errno(r, "catalog_catch_up_failed", "why=\"%s\"", catalog_last_error());
         seq = catalog_last_seq(lc->catalog);
-        r = catalog_scan(lc->catalog, CATALOG_CF_STATE, NULL, 0, load_one, lc->state);
+        r = catalog_scan(lc->catalog, CATALOG_CF_STATE, NULL, 0, load_one, lc);
         if (r < 0)
                 return log_warn_errno(r, "catalog_load_failed", "why=\"%s\"", catalog_last_error());
         lc_state_set_seq(lc->state, seq);
         lc->loaded = true;
         lc->reloads++;
+        lc_enact_resync(lc->enact);     /* the complete set, whatever was sent before */
         log_info("maintained_state_loaded", "seq=%llu items=%zu requirements=%zu took_us=%llu",
                  (unsigned long long)seq, lc_state_n_items(lc->state),
                  lc_state_n_requirements(lc->state), (unsigned long long)((now_ns() / 1000) - start));
@@ -179,14 +186,19 @@ static void lifecycle_follow(struct lifecycle *lc)
         if (r < 0)
                 goto fail;
         while ((r = catalog_log_next(it, &txn)) > 0) {
+                uint64_t before = lc_state_seq(lc->state);
+
                 r = lc_state_apply_txn(lc->state, txn);
-                if (r == 0)
+                if (r == 0 && lc_state_seq(lc->state) > before) {
                         lc->applied_txns++;
+                        r = lc_enact_apply_txn(lc->enact, txn);
+                }
                 coord__catalog_txn__free_unpacked(txn, NULL);
                 if (r < 0)
                         break;
         }
         it = catalog_log_iter_free(it);
+        lc_enact_flush(lc->enact);
         if (r < 0)
                 goto fail;
         lag_measure(lc);
@@ -484,6 +496,8 @@ static void lifecycle_message(struct node *n, Coord__Role from, const Coord__Env
 
         if (from == COORD__ROLE__ROLE_ADAPTER && lc->in_flight && env->request_id == lc->pub_request_id)
                 on_publish_reply(lc, env);
+        if (from == COORD__ROLE__ROLE_CONTROLLER)
+                (void)lc_enact_reply(lc->enact, env);
         /* The controller's Oks to AllowCompaction need nothing. */
 }
 
@@ -493,8 +507,10 @@ static void lifecycle_peer_up(struct node *n, Coord__Role role, uint64_t incarna
 
         if (role == COORD__ROLE__ROLE_ADAPTER)
                 lifecycle_follow(lc);
-        if (role == COORD__ROLE__ROLE_CONTROLLER)
+        if (role == COORD__ROLE__ROLE_CONTROLLER) {
+                lc_enact_resync(lc->enact);     /* before permissions: they name these */
                 send_allow_all(lc);
+        }
 }
 
 static void lifecycle_peer_down(struct node *n, Coord__Role role, void *userdata)
@@ -583,6 +599,10 @@ int main(int argc, char **argv)
                 ex = r == -EBUSY ? NODE_EXIT_RUNNING : NODE_EXIT_FAILURE;
                 goto out;
         }
+        if (lc_enact_new(lc.node, &lc.enact) < 0) {
+                log_error("out_of_memory", "");
+                goto out;
+        }
         if (asprintf(&lc.primary_path, "%s/adapter/catalog", a.data_dir) < 0 ||
             asprintf(&lc.secondary_path, "%s/catalog-secondary", node_dir(lc.node)) < 0) {
                 log_error("out_of_memory", "");
@@ -613,6 +633,7 @@ out:
         lc.node = node_free(lc.node);
         lc.catalog = catalog_close(lc.catalog);
         lc.state = lc_state_free(lc.state);
+        lc.enact = lc_enact_free(lc.enact);
         lc_publication_done(&lc.pub);
         free(lc.primary_path);
         free(lc.secondary_path);

@@ -1,0 +1,363 @@
+/* lifecycle-enact.c -- see lifecycle-enact.h.
+ *
+ * NOTES
+ * (1) Items are kept unpacked (the CatalogItem as committed) in an array sorted by
+ *     GlobalId: new items come with increasing GlobalIds, so an insert is an append;
+ *     a delete is a memmove.  Only tables, materialized views and indexes are kept
+ *     (views have nothing to enact).
+ * (2) The queue holds GlobalIds in log order: a put to create, a delete to drop.  A flush
+ *     sends at most three messages: one EnsureCollections (the tables), one
+ *     CreateDataflows (the views and indexes, in GlobalId order so inputs come first),
+ *     one DropCollections (in the order the log deleted them: dependents first).  A gid
+ *     created and dropped in the same flush is created then dropped; the controller's
+ *     answers are idempotent, so this is only a little wasted work.
+ */
+#include "lifecycle-enact.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "node.h"
+#include "plan.pb-c.h"
+#include "util.h"
+
+#define KEY_ITEM 'i'
+
+struct lc_enact {
+        struct node *node;
+        Coord__CatalogItem **items;     /* sorted by gid (1) */
+        size_t n, cap;
+        uint64_t *creates, *drops;      /* queued gids (2) */
+        size_t n_creates, cap_creates, n_drops, cap_drops;
+        uint64_t next_request_id, sent, errors;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+        size_t n;
+        void *q;
+
+        if (need <= *cap)
+                return 0;
+        n = *cap ? *cap * 2 : 64;
+        while (n < need)
+                n *= 2;
+        q = realloc(*p, n * size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *cap = n;
+        return 0;
+}
+
+int lc_enact_new(struct node *n, struct lc_enact **ret)
+{
+        struct lc_enact *e = calloc(1, sizeof(*e));
+
+        if (!e)
+                return -ENOMEM;
+        e->node = n;
+        e->next_request_id = 1ull << 62;        /* apart from the publication's ids */
+        *ret = e;
+        return 0;
+}
+
+void lc_enact_reset(struct lc_enact *e)
+{
+        for (size_t i = 0; i < e->n; i++)
+                coord__catalog_item__free_unpacked(e->items[i], NULL);
+        e->n = 0;
+        e->n_creates = e->n_drops = 0;
+}
+
+struct lc_enact *lc_enact_free(struct lc_enact *e)
+{
+        if (!e)
+                return NULL;
+        lc_enact_reset(e);
+        free(e->items);
+        free(e->creates);
+        free(e->drops);
+        free(e);
+        return NULL;
+}
+
+size_t lc_enact_n_items(const struct lc_enact *e)
+{
+        return e->n;
+}
+
+uint64_t lc_enact_sent(const struct lc_enact *e)
+{
+        return e->sent;
+}
+
+static size_t lower_bound(const struct lc_enact *e, uint64_t gid)
+{
+        size_t lo = 0, hi = e->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (e->items[mid]->gid < gid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+static Coord__CatalogItem *item_find(const struct lc_enact *e, uint64_t gid)
+{
+        size_t i = lower_bound(e, gid);
+
+        return i < e->n && e->items[i]->gid == gid ? e->items[i] : NULL;
+}
+
+static bool enactable(const Coord__CatalogItem *it)
+{
+        return it->kind == COORD__ITEM_KIND__ITEM_TABLE ||
+               it->kind == COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW ||
+               it->kind == COORD__ITEM_KIND__ITEM_INDEX;
+}
+
+/* Keep an item (replacing one with the same gid).  1 if kept, 0 if not enactable. */
+static int item_put(struct lc_enact *e, const void *value, size_t len)
+{
+        Coord__CatalogItem *it = coord__catalog_item__unpack(NULL, len, value);
+        size_t pos;
+        int r;
+
+        if (!it)
+                return -EBADMSG;
+        if (!enactable(it)) {
+                coord__catalog_item__free_unpacked(it, NULL);
+                return 0;
+        }
+        pos = lower_bound(e, it->gid);
+        if (pos < e->n && e->items[pos]->gid == it->gid) {
+                coord__catalog_item__free_unpacked(e->items[pos], NULL);
+                e->items[pos] = it;
+                return 1;
+        }
+        r = grow((void **)&e->items, &e->cap, e->n + 1, sizeof(*e->items));
+        if (r < 0) {
+                coord__catalog_item__free_unpacked(it, NULL);
+                return r;
+        }
+        memmove(&e->items[pos + 1], &e->items[pos], (e->n - pos) * sizeof(*e->items));
+        e->items[pos] = it;
+        e->n++;
+        return 1;
+}
+
+/* Forget an item; 1 if it was kept. */
+static int item_delete(struct lc_enact *e, uint64_t gid)
+{
+        size_t pos = lower_bound(e, gid);
+
+        if (pos >= e->n || e->items[pos]->gid != gid)
+                return 0;
+        coord__catalog_item__free_unpacked(e->items[pos], NULL);
+        memmove(&e->items[pos], &e->items[pos + 1], (e->n - pos - 1) * sizeof(*e->items));
+        e->n--;
+        return 1;
+}
+
+int lc_enact_load_record(struct lc_enact *e, const void *key, size_t key_len, const void *value,
+                         size_t value_len)
+{
+        if (key_len != 9 || ((const uint8_t *)key)[0] != KEY_ITEM)
+                return 0;
+        return item_put(e, value, value_len) < 0 ? -EBADMSG : 0;
+}
+
+int lc_enact_apply_txn(struct lc_enact *e, const Coord__CatalogTxn *txn)
+{
+        for (size_t i = 0; i < txn->n_ops; i++) {
+                const Coord__CatalogOp *op = txn->ops[i];
+                uint64_t gid;
+                int r;
+
+                if (op->cf != COORD__CATALOG_OP__CF__STATE || op->key.len != 9 ||
+                    op->key.data[0] != KEY_ITEM)
+                        continue;
+                gid = be64_get(op->key.data + 1);
+                if (op->kind == COORD__CATALOG_OP__KIND__PUT) {
+                        r = item_put(e, op->value.data, op->value.len);
+                        if (r < 0)
+                                return r;
+                        if (r == 0)
+                                continue;
+                        r = grow((void **)&e->creates, &e->cap_creates, e->n_creates + 1,
+                                 sizeof(*e->creates));
+                        if (r < 0)
+                                return r;
+                        e->creates[e->n_creates++] = gid;
+                } else {
+                        /* a view's delete drops nothing; the controller answers an
+                         * unknown gid with Ok anyway */
+                        if (item_delete(e, gid) == 0)
+                                continue;
+                        r = grow((void **)&e->drops, &e->cap_drops, e->n_drops + 1, sizeof(*e->drops));
+                        if (r < 0)
+                                return r;
+                        e->drops[e->n_drops++] = gid;
+                }
+        }
+        return 0;
+}
+
+static bool controller_up(const struct lc_enact *e)
+{
+        return node_peer_connected(e->node, COORD__ROLE__ROLE_CONTROLLER);
+}
+
+static void send(struct lc_enact *e, Coord__MsgType type, const ProtobufCMessage *m, size_t n)
+{
+        int r = node_send(e->node, COORD__ROLE__ROLE_CONTROLLER, type, e->next_request_id++, m);
+
+        if (r < 0)
+                log_warn_errno(r, "enact_send_failed", "type=%d objects=%zu", (int)type, n);
+        else
+                e->sent++;
+}
+
+/* Send tables (EnsureCollections) and views/indexes (CreateDataflows) for the given
+ * items; complete: these are all. */
+static void send_creates(struct lc_enact *e, Coord__CatalogItem **v, size_t n, bool complete)
+{
+        Coord__EnsureCollections ens = COORD__ENSURE_COLLECTIONS__INIT;
+        Coord__CreateDataflows cdf = COORD__CREATE_DATAFLOWS__INIT;
+        Coord__CollectionSpec *cs = calloc(n ? n : 1, sizeof(*cs));
+        Coord__CollectionSpec **csp = calloc(n ? n : 1, sizeof(*csp));
+        Coord__DataflowSpec *ds = calloc(n ? n : 1, sizeof(*ds));
+        Coord__DataflowSpec **dsp = calloc(n ? n : 1, sizeof(*dsp));
+        Coord__Plan__Relation **plans = calloc(n ? n : 1, sizeof(*plans));
+        Coord__Plan__Type *types = NULL;
+        size_t n_types = 0;
+
+        for (size_t i = 0; i < n; i++)
+                n_types += v[i]->n_columns;
+        types = calloc(n_types ? n_types : 1, sizeof(*types));
+        if (!cs || !csp || !ds || !dsp || !plans || !types) {
+                log_error("out_of_memory", "what=enact");
+                goto out;
+        }
+        n_types = 0;
+        for (size_t i = 0; i < n; i++) {
+                const Coord__CatalogItem *it = v[i];
+
+                if (it->kind == COORD__ITEM_KIND__ITEM_TABLE) {
+                        Coord__CollectionSpec *c = &cs[ens.n_collections];
+                        coord__collection_spec__init(c);
+                        c->gid = it->gid;
+                        c->kind = COORD__COLLECTION_KIND__COLLECTION_TABLE;
+                        c->since = it->created_at;      /* birth */
+                        csp[ens.n_collections++] = c;
+                        continue;
+                }
+                plans[i] = coord__plan__relation__unpack(NULL, it->plan.len, it->plan.data);
+                if (!plans[i]) {
+                        log_error("item_plan_undecodable", "gid=%llu", (unsigned long long)it->gid);
+                        continue;
+                }
+                {
+                        Coord__DataflowSpec *d = &ds[cdf.n_dataflows];
+                        coord__dataflow_spec__init(d);
+                        d->gid = it->gid;
+                        d->kind = it->kind == COORD__ITEM_KIND__ITEM_INDEX
+                                          ? COORD__DATAFLOW_KIND__DATAFLOW_INDEX
+                                          : COORD__DATAFLOW_KIND__DATAFLOW_MATERIALIZED_VIEW;
+                        d->plan = plans[i];
+                        d->column_types = &types[n_types];
+                        for (size_t c = 0; c < it->n_columns; c++)
+                                types[n_types++] = (Coord__Plan__Type)it->columns[c]->type;
+                        d->n_column_types = it->n_columns;
+                        d->as_of = it->as_of;
+                        d->on_id = it->on_id;
+                        d->keys = it->keys;
+                        d->n_keys = it->n_keys;
+                        dsp[cdf.n_dataflows++] = d;
+                }
+        }
+        /* Collections first: dataflows read them. */
+        if (ens.n_collections || complete) {
+                ens.collections = csp;
+                ens.complete = complete;
+                send(e, COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS, &ens.base, ens.n_collections);
+        }
+        if (cdf.n_dataflows || complete) {
+                cdf.dataflows = dsp;
+                cdf.complete = complete;
+                send(e, COORD__MSG_TYPE__MSG_CREATE_DATAFLOWS, &cdf.base, cdf.n_dataflows);
+        }
+out:
+        for (size_t i = 0; plans && i < n; i++)
+                if (plans[i])
+                        coord__plan__relation__free_unpacked(plans[i], NULL);
+        free(cs);
+        free(csp);
+        free(ds);
+        free(dsp);
+        free(plans);
+        free(types);
+}
+
+void lc_enact_flush(struct lc_enact *e)
+{
+        if (!controller_up(e))
+                return;         /* the resync at (re)connection sends everything */
+        if (e->n_creates) {
+                Coord__CatalogItem **v = calloc(e->n_creates, sizeof(*v));
+                size_t k = 0;
+
+                if (!v) {
+                        log_error("out_of_memory", "what=enact");
+                        return;
+                }
+                for (size_t i = 0; i < e->n_creates; i++) {
+                        Coord__CatalogItem *it = item_find(e, e->creates[i]);
+                        if (it)
+                                v[k++] = it;    /* dropped again since: nothing to create */
+                }
+                send_creates(e, v, k, false);
+                free(v);
+                e->n_creates = 0;
+        }
+        if (e->n_drops) {
+                Coord__DropCollections m = COORD__DROP_COLLECTIONS__INIT;
+
+                m.gids = e->drops;
+                m.n_gids = e->n_drops;
+                send(e, COORD__MSG_TYPE__MSG_DROP_COLLECTIONS, &m.base, e->n_drops);
+                log_debug("enacted_drops", "count=%zu", e->n_drops);
+                e->n_drops = 0;
+        }
+}
+
+void lc_enact_resync(struct lc_enact *e)
+{
+        if (!controller_up(e))
+                return;
+        e->n_creates = e->n_drops = 0;
+        send_creates(e, e->items, e->n, true);
+        log_info("enact_resync", "objects=%zu", e->n);
+}
+
+bool lc_enact_reply(struct lc_enact *e, const Coord__Envelope *env)
+{
+        if (env->request_id < (1ull << 62))
+                return false;
+        if (env->type == COORD__MSG_TYPE__MSG_ERROR) {
+                Coord__Error *err = coord__error__unpack(NULL, env->payload.len, env->payload.data);
+                e->errors++;
+                log_error("enact_failed", "request_id=%llu sqlstate=%s message=\"%s\"",
+                          (unsigned long long)env->request_id, err ? err->sqlstate : "?",
+                          err ? err->message : "?");
+                if (err)
+                        coord__error__free_unpacked(err, NULL);
+        }
+        return true;
+}

@@ -1,0 +1,50 @@
+/* lifecycle-enact.h -- enactment: the follower makes the controller hold what the
+ * catalog says exists (issue 5, item 1; DESIGN section 4).
+ *
+ * The adapter only commits DDL to the catalog.  The follower sees each committed item
+ * (a 'i' record put or deleted, from its scan at load and then from the log) and tells
+ * the controller: a table -> EnsureCollections; a materialized view or an index ->
+ * CreateDataflows at the item's as-of (the controller raises it to its inputs' sinces,
+ * or resumes a materialized view from its durable upper); a deleted item ->
+ * DropCollections, dependents first as the DROP transaction listed them.  After every
+ * (re)connection to the controller and every reload, it sends the complete set
+ * (`complete` = true), which re-creates what a controller restart lost and drops what
+ * was dropped meanwhile.  Messages are idempotent on the controller, so a resend is
+ * harmless.
+ *
+ * Statements of the adapter that write or read a new object wait until the frontier
+ * ring shows it (adapter-exec.c), so nobody waits for the follower synchronously.
+ *
+ * Not thread-safe: the lifecycle's loop thread only.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog.pb-c.h"
+#include "coord.pb-c.h"
+
+struct node;
+struct lc_enact;
+
+int lc_enact_new(struct node *n, struct lc_enact **ret);
+struct lc_enact *lc_enact_free(struct lc_enact *e);
+
+/* Forget the items (before a reload; the next lc_enact_resync() sends everything). */
+void lc_enact_reset(struct lc_enact *e);
+/* A record of the state column family at load ('i' items; others ignored). */
+int lc_enact_load_record(struct lc_enact *e, const void *key, size_t key_len, const void *value,
+                         size_t value_len);
+/* The item puts and deletes of one log entry, queued for the next flush. */
+int lc_enact_apply_txn(struct lc_enact *e, const Coord__CatalogTxn *txn);
+/* Send what is queued (if the controller is connected; else the resync does it). */
+void lc_enact_flush(struct lc_enact *e);
+/* Send the complete set (controller (re)connected, or state reloaded). */
+void lc_enact_resync(struct lc_enact *e);
+/* A reply from the controller to one of ours: errors are logged. */
+bool lc_enact_reply(struct lc_enact *e, const Coord__Envelope *env);
+
+size_t lc_enact_n_items(const struct lc_enact *e);
+uint64_t lc_enact_sent(const struct lc_enact *e);
