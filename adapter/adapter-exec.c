@@ -124,6 +124,8 @@ struct exec {
         uint64_t groups_sent, writes_acked;
         uint64_t publications, publication_records;
         struct session *enact_waiters;  /* statements waiting for their objects (13) */
+        bool hold_kick;                 /* adding the several writes of one statement:
+                                         * they go in one group, sent after the last */
         int fatal;                      /* catalog failed: no more DDL */
 };
 
@@ -299,7 +301,8 @@ static int group_add(struct exec *ex, struct write *w)
         g->writes[g->n++] = *w;
         if (w->kind == WRITE_DELETE)
                 g->closed = true;
-        groups_kick(ex);
+        if (!ex->hold_kick)
+                groups_kick(ex);
         return 0;
 }
 
@@ -626,8 +629,11 @@ static void publication_committed(void *ctx, int r, uint64_t seq)
                 free(pb);
                 return;
         }
+        ex->hold_kick = true;
         if (protection_write(ex, pb->txn) < 0)
                 log_error("out_of_memory", "what=protection_rows");
+        ex->hold_kick = false;
+        groups_kick(ex);
         acat_txn_finish(ex->cat, pb->txn, 0);
         ex->publications++;
         ex->publication_records += pb->records;
@@ -739,15 +745,19 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
 
                 enum sql_object_kind kind = it->kind;
 
+                ex->hold_kick = true;   /* the rows of one DDL: one group, one append */
                 if (protection_write(ex, d->txn) < 0)
                         log_error("out_of_memory", "what=protection_rows");
                 acat_txn_finish(ex->cat, d->txn, 0);
                 log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
                          acat_kind_name(kind), (unsigned long long)seq);
                 r = objects_write(ex, s, acat_by_gid(ex->cat, gid), +1);
+                ex->hold_kick = false;
+                groups_kick(ex);
         } else {
                 uint64_t gids[n ? n : 1];
 
+                ex->hold_kick = true;
                 if (protection_write(ex, d->txn) < 0)
                         log_error("out_of_memory", "what=protection_rows");
                 /* The coord_objects retractions need the items: before finish. */
@@ -758,6 +768,8 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                                 break;
                 }
                 acat_txn_finish(ex->cat, d->txn, 0);
+                ex->hold_kick = false;
+                groups_kick(ex);
                 log_info("objects_dropped", "count=%zu first_gid=%llu seq=%llu", n,
                          (unsigned long long)gids[0], (unsigned long long)seq);
         }
