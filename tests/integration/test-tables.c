@@ -101,8 +101,11 @@ static void test_errors(void)
         {
                 char *id = rows_of(c, "SELECT id FROM coord_objects WHERE name = 'e'");
                 CU_ASSERT_PTR_NOT_NULL_FATAL(id);
+                /* The follower enacts the table on the controller after the commit:
+                 * its frontiers row shows up at the next append after that. */
                 snprintf(q, sizeof(q), "SELECT read_frontier FROM coord_frontiers WHERE object_id = %s", id);
-                born = scalar_u64(c, q);
+                for (int i = 0; i < 500 && (born = scalar_u64(c, q)) == 0; i++)
+                        usleep(10 * 1000);
                 free(id);
         }
         CU_ASSERT(born > 0);
@@ -137,6 +140,15 @@ static void test_builtins(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(id);
         snprintf(q, sizeof(q), "SELECT read_frontier <= write_frontier, write_frontier > 0 "
                                "FROM coord_frontiers WHERE object_id = %s", id);
+        /* enacted by the follower after the commit: wait for its row */
+        for (int i = 0; i < 500; i++) {
+                char *got = rows_of(c, q);
+                bool there = got && *got;
+                free(got);
+                if (there)
+                        break;
+                usleep(10 * 1000);
+        }
         CU_ASSERT(rows_are(c, q, "t|t"));
         CU_ASSERT(ok(c, "DROP TABLE bt"));
         CU_ASSERT(rows_are(c, "SELECT name FROM coord_objects WHERE name = 'bt'", ""));
