@@ -131,19 +131,19 @@
  *     is not written at once: storage_create_deferred() / storage_drop_deferred()
  *     change storage's memory (so lookups, listings, peeks, the ring and the mirrors
  *     see it exactly as after a synced write) and put the change into the NEXT synced
- *     WriteBatch -- for CREATE TABLE the adapter's coord_objects Append that follows
- *     on the same connection; for DROP TABLE (whose Append the adapter may send
- *     before the Drop) the next append or upper tick -- which makes it durable
- *     atomically with that write (one fsync per DDL instead of two).  The Ok of the
- *     Ensure or Drop is sent at once.  That is safe because the adapter considers a
- *     DDL done only after its Append's Ok, and after every (re)connection sends the
- *     complete set of tables (Ensure complete = true), which re-creates a lost create
- *     and re-drops a lost drop (tables only: so only tables are deferred).  kill -9
- *     loses deferred changes only with the write they were waiting for; after a failed
- *     write, (8) reopens and makes the lost deferred changes again (the adapter, still
- *     connected, would not resend them).  A refused append, and the compaction timer
- *     (every CSERVER_COMPACT_INTERVAL_MS), write leftover deferred changes alone.
- *     Built-ins and a complete Ensure (a resync) keep synced creates and drops.
+ *     WriteBatch -- the next append (the adapter's next statement or upper tick) --
+ *     which makes it durable atomically with that write (no fsync of its own).  The Ok
+ *     of the Ensure or Drop is sent at once.  That is safe because the sender, the
+ *     lifecycle follower (enactment, since issue 5), sends the complete set of tables
+ *     (Ensure complete = true) after every (re)connection, which re-creates a lost
+ *     create and re-drops a lost drop (tables only: so only tables are deferred), and
+ *     because an append to a table is durable in the same WriteBatch as its deferred
+ *     create.  kill -9 loses deferred changes only with the write they were waiting
+ *     for; after a failed write, (8) reopens and makes the lost deferred changes again
+ *     (the follower, still connected, would not resend them).  A refused append, and
+ *     the compaction timer (every CSERVER_COMPACT_INTERVAL_MS), write leftover
+ *     deferred changes alone.  Built-ins and a complete Ensure (a resync) keep synced
+ *     creates and drops.
  *
  * (13) Compute (issue 4).  MSG_CREATE_DATAFLOWS installs materialized views and
  *     indexes (s->dfs, by GlobalId), each a struct dataflow (controller-dataflow.h)
