@@ -756,7 +756,7 @@ const struct sql_catalog_ops acat_sql_ops = {
 
 /* ---- DDL ---- */
 
-enum txn_kind { TXN_CREATE, TXN_DROP, TXN_PUBLISH };
+enum txn_kind { TXN_CREATE, TXN_DROP, TXN_PUBLISH, TXN_ALTER };
 
 struct acat_txn {
         enum txn_kind kind;
@@ -771,6 +771,7 @@ struct acat_txn {
         size_t n_bch, cap_bch;
         struct acat_req_change *rch;
         size_t n_rch, cap_rch;
+        uint64_t alter_gid, alter_retain_ms;    /* TXN_ALTER */
 };
 
 static void txn_free(struct acat_txn *t)
@@ -1328,6 +1329,45 @@ fail_walk:
         return r;
 }
 
+int acat_alter_retain_begin(struct adapter_catalog *ac, uint64_t gid, uint64_t retain_ms,
+                            struct acat_txn **ret, struct row_error *err)
+{
+        struct acat_item *it = (struct acat_item *)acat_by_gid(ac, gid);
+        struct acat_txn *t;
+        uint64_t old;
+        uint8_t key[9], *val = NULL;
+        size_t len = 0;
+        int r;
+
+        if (!it || it->builtin)
+                return row_error_set(err, -EINVAL, "42P01", "object %llu does not exist",
+                                     (unsigned long long)gid);
+        if (it->dropping)
+                return row_error_set(err, -EINVAL, "55006", "%s \"%s\" is being dropped by another session",
+                                     acat_kind_name(it->kind), it->name);
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->kind = TXN_ALTER;
+        t->alter_gid = gid;
+        t->alter_retain_ms = retain_ms;
+        /* The item as it will be: encode with the new value, then put the old back. */
+        old = it->retain_history_ms;
+        it->retain_history_ms = retain_ms;
+        r = item_encode(it, &val, &len);
+        it->retain_history_ms = old;
+        key_put(key, KEY_ITEM, gid);
+        if (r >= 0)
+                r = txn_op(t, CATALOG_OP_PUT, CATALOG_CF_STATE, key, 9, val, len);
+        free(val);
+        if (r < 0) {
+                txn_free(t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
 static int publish_error(struct adapter_catalog *ac, struct acat_txn *t, struct row_error *err)
 {
         /* undo the pending marks */
@@ -1530,6 +1570,10 @@ void acat_txn_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_
 {
         if (t->kind == TXN_PUBLISH) {
                 publish_finish(ac, t, commit_result);
+        } else if (t->kind == TXN_ALTER) {
+                struct acat_item *it = (struct acat_item *)acat_by_gid(ac, t->alter_gid);
+                if (commit_result == 0 && it)
+                        it->retain_history_ms = t->alter_retain_ms;
         } else if (t->create) {
                 struct acat_item *it = t->items[0];
 

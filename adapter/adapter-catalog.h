@@ -170,6 +170,11 @@ struct Coord__PublishProtection;
 int acat_publish_begin(struct adapter_catalog *ac, const struct Coord__PublishProtection *p,
                        struct acat_txn **ret, size_t *ret_n_records, struct row_error *err);
 
+/* ALTER ... SET/RESET (RETAIN HISTORY): the item's read policy (0: the default window).
+ * The follower sees the item put again and applies the new window at its next tick. */
+int acat_alter_retain_begin(struct adapter_catalog *ac, uint64_t gid, uint64_t retain_ms,
+                            struct acat_txn **ret, struct row_error *err);
+
 /* The largest of the committed (and in-flight) bounds of gids: the as-of of a new
  * consumer (DESIGN section 4); 0 if none has a bound. */
 uint64_t acat_max_bound(const struct adapter_catalog *ac, const uint64_t *gids, size_t n);

@@ -939,6 +939,72 @@ static int exec_create_index(struct session *s, struct sql_stmt *st)
         return ddl_submit(s, txn, true);
 }
 
+struct alter {
+        struct session *s;
+        struct acat_txn *txn;
+};
+
+static void alter_committed(void *ctx, int r, uint64_t seq)
+{
+        struct alter *al = ctx;
+        struct session *s = al->s;
+        struct exec *ex = s->ex;
+
+        acat_txn_finish(ex->cat, al->txn, r);
+        free(al);
+        if (r < 0) {
+                log_error_errno(r, "catalog_commit_failed", "what=alter");
+                ex->fatal = r;
+                ddl_failed(s, r);
+        } else {
+                log_info("object_altered", "gid=%llu retain_history_ms=%llu seq=%llu",
+                         (unsigned long long)s->stmt->alter_retain.id,
+                         (unsigned long long)s->stmt->alter_retain.retain_history_ms,
+                         (unsigned long long)seq);
+        }
+        s->waiting = false;
+        session_resume(s);
+}
+
+/* ALTER ... SET/RESET (RETAIN HISTORY): one catalog transaction; the follower applies
+ * the new read policy at its next tick. */
+static int exec_alter_retain(struct session *s, struct sql_stmt *st)
+{
+        struct exec *ex = s->ex;
+        struct row_error err = { .position = 0 };
+        const struct catalog_op *ops;
+        struct acat_txn *txn;
+        struct alter *al;
+        size_t n;
+        int r;
+
+        if (ex->fatal)
+                return ex->fatal;
+        r = acat_alter_retain_begin(ex->cat, st->alter_retain.id, st->alter_retain.retain_history_ms,
+                                    &txn, &err);
+        if (r == -EINVAL) {
+                send_row_error(s->c, &err);
+                return -ECANCELED;
+        }
+        if (r < 0)
+                return r;
+        al = calloc(1, sizeof(*al));
+        if (!al) {
+                acat_txn_finish(ex->cat, txn, -ENOMEM);
+                return -ENOMEM;
+        }
+        *al = (struct alter){ .s = s, .txn = txn };
+        ops = acat_txn_ops(txn, &n);
+        r = committer_submit(ex->committer, ops, n, alter_committed, al);
+        if (r < 0) {
+                acat_txn_finish(ex->cat, txn, r);
+                free(al);
+                return r;
+        }
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
 static int exec_drop(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
@@ -1409,6 +1475,8 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
                 return exec_create_view(s, st);
         case SQL_STMT_CREATE_INDEX:
                 return exec_create_index(s, st);
+        case SQL_STMT_ALTER_RETAIN_HISTORY:
+                return exec_alter_retain(s, st);
         case SQL_STMT_SHOW_OBJECTS:
                 return exec_show_objects(s, st);
         case SQL_STMT_SHOW_VARIABLE:

@@ -104,6 +104,15 @@ const char *sql_stmt_tag(const struct sql_stmt *s)
                 return "CREATE MATERIALIZED VIEW";
         case SQL_STMT_CREATE_INDEX:
                 return "CREATE INDEX";
+        case SQL_STMT_ALTER_RETAIN_HISTORY:
+                switch (s->alter_retain.kind) {
+                case SQL_OBJECT_MATERIALIZED_VIEW:
+                        return "ALTER MATERIALIZED VIEW";
+                case SQL_OBJECT_INDEX:
+                        return "ALTER INDEX";
+                default:
+                        return "ALTER TABLE";
+                }
         case SQL_STMT_DROP:
                 switch (s->drop.kind) {
                 case SQL_OBJECT_VIEW:
@@ -188,6 +197,7 @@ enum lift_kind {
         LIFT_DEFAULT_INDEX,             /* the whole statement; PostgreSQL sees "SELECT" */
         LIFT_SHOW_MATERIALIZED_VIEWS,   /* PostgreSQL sees "SHOW VIEWS" */
         LIFT_RETAIN_HISTORY,            /* PostgreSQL sees the WITH (...) without it */
+        LIFT_ALTER_RETAIN_HISTORY,      /* the whole statement; PostgreSQL sees "SELECT" */
 };
 
 struct lift {
@@ -197,8 +207,9 @@ struct lift {
         char *name;                     /* DEFAULT INDEX: its name, or NULL */
         char *on;                       /* DEFAULT INDEX: the object's name */
         char *on_schema;                /* DEFAULT INDEX: its schema, or NULL */
-        char *duration;                 /* RETAIN HISTORY FOR '<duration>' */
+        char *duration;                 /* RETAIN HISTORY FOR '<duration>'; NULL: RESET */
         size_t location;                /* byte offset of the object / duration token */
+        enum sql_object_kind alter_kind;        /* ALTER <kind> name SET/RESET (...) */
 };
 
 struct batch_stmt {
@@ -488,6 +499,68 @@ static int lift_retain_history(struct sql_batch *b, char *cleaned, PgQuery__Scan
         return 0;
 }
 
+/* ALTER {TABLE | MATERIALIZED VIEW | INDEX} name SET (RETAIN HISTORY = FOR '<d>') and
+ * ... RESET (RETAIN HISTORY): parsed here, PostgreSQL sees "SELECT" and blanks.  Other
+ * ALTERs are left to PostgreSQL (and refused as unsupported). */
+static int lift_alter_retain(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t,
+                             size_t n, struct row_error *err)
+{
+        enum sql_object_kind kind;
+        size_t i = 1, name;
+        bool set;
+        struct lift *l;
+
+        if (i < n && t[i]->token == PG_QUERY__TOKEN__TABLE)
+                kind = SQL_OBJECT_TABLE, i += 1;
+        else if (i + 1 < n && t[i]->token == PG_QUERY__TOKEN__MATERIALIZED &&
+                 t[i + 1]->token == PG_QUERY__TOKEN__VIEW)
+                kind = SQL_OBJECT_MATERIALIZED_VIEW, i += 2;
+        else if (i < n && t[i]->token == PG_QUERY__TOKEN__INDEX)
+                kind = SQL_OBJECT_INDEX, i += 1;
+        else
+                return 0;
+        if (i >= n || !token_is_name(t[i]))
+                return 0;
+        name = i++;
+        if (i + 1 >= n || t[i + 1]->token != PG_QUERY__TOKEN__ASCII_40)
+                return 0;
+        if (t[i]->token == PG_QUERY__TOKEN__SET)
+                set = true;
+        else if (t[i]->token == PG_QUERY__TOKEN__RESET)
+                set = false;
+        else
+                return 0;
+        i += 2;
+        if (i + 1 >= n || !token_is_word(b, t[i], "retain") || !token_is_word(b, t[i + 1], "history"))
+                return 0;
+        i += 2;
+        if (set) {
+                /* = FOR '<d>' */
+                if (i + 3 >= n || t[i]->token != PG_QUERY__TOKEN__ASCII_61 ||
+                    t[i + 1]->token != PG_QUERY__TOKEN__FOR || t[i + 2]->token != PG_QUERY__TOKEN__SCONST)
+                        return 0;
+                i += 3;
+        }
+        if (i + 1 != n || t[i]->token != PG_QUERY__TOKEN__ASCII_41)
+                return 0;
+        l = lift_new(b, (size_t)t[0]->start, LIFT_ALTER_RETAIN_HISTORY);
+        if (!l)
+                return row_error_oom(err);
+        l->alter_kind = kind;
+        l->name = token_ident(b, t[name]);
+        l->location = (size_t)t[name]->start;
+        if (!l->name)
+                return row_error_oom(err);
+        if (set) {
+                l->duration = token_string(b, t[i - 1]);
+                if (!l->duration && !(l->duration = strdup("")))
+                        return row_error_oom(err);
+        }
+        blank(cleaned, t[0], t[n - 1]);
+        memcpy(cleaned + t[0]->start, "SELECT", 6);
+        return 0;
+}
+
 /* Lift the Materialize-only forms a statement's tokens begin with. */
 static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
                           struct row_error *err)
@@ -498,6 +571,8 @@ static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken
         if (n >= 3 && t[0]->token == PG_QUERY__TOKEN__CREATE &&
             t[1]->token == PG_QUERY__TOKEN__MATERIALIZED && t[2]->token == PG_QUERY__TOKEN__VIEW)
                 return lift_retain_history(b, cleaned, t, n, err);
+        if (n >= 8 && t[0]->token == PG_QUERY__TOKEN__ALTER)
+                return lift_alter_retain(b, cleaned, t, n, err);
         if (n == 3 && t[0]->token == PG_QUERY__TOKEN__SHOW &&
             t[1]->token == PG_QUERY__TOKEN__MATERIALIZED && token_is_word(b, t[2], "views")) {
                 if (!lift_new(b, (size_t)t[0]->start, LIFT_SHOW_MATERIALIZED_VIEWS))
@@ -5405,6 +5480,39 @@ static const char *statement_name(PgQuery__Node__NodeCase c)
         }
 }
 
+/* ALTER ... SET (RETAIN HISTORY = FOR '<d>') / RESET (RETAIN HISTORY). */
+static int analyze_alter_retain(struct analyzer *a, const struct lift *l)
+{
+        struct sql_alter_retain *ar = &a->stmt->alter_retain;
+        struct sql_relation rel;
+        int r;
+
+        r = lookup(a, l->name, &rel);
+        if (r == -ENOENT)
+                return FAIL_AT(a, (int)l->location, "42P01", "%s \"%s\" does not exist",
+                               sql_object_kind_name(l->alter_kind), l->name);
+        if (r < 0)
+                return r;
+        if (rel.kind != l->alter_kind)
+                return FAIL_AT(a, (int)l->location, "42809", "\"%s\" is not a %s", l->name,
+                               sql_object_kind_name(l->alter_kind));
+        if (rel.id < 1000)
+                return FAIL_AT(a, (int)l->location, "42809", "cannot alter built-in relation \"%s\"",
+                               l->name);
+        ar->kind = l->alter_kind;
+        ar->id = rel.id;
+        ar->name = strdup(l->name);
+        if (!ar->name)
+                return oom(a);
+        if (!l->duration)
+                return 0;       /* RESET: the default window */
+        r = parse_duration(l->duration, &ar->retain_history_ms);
+        if (r < 0 || ar->retain_history_ms == 0)
+                return FAIL_AT(a, (int)l->location, "22023", "invalid RETAIN HISTORY \"%s\"",
+                               l->duration);
+        return 0;
+}
+
 static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
 {
         const PgQuery__Node *n = bs->raw->stmt;
@@ -5413,6 +5521,10 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
         if (bs->lift && bs->lift->kind == LIFT_DEFAULT_INDEX) {
                 s->kind = SQL_STMT_CREATE_INDEX;
                 return analyze_default_index(a, bs->lift);
+        }
+        if (bs->lift && bs->lift->kind == LIFT_ALTER_RETAIN_HISTORY) {
+                s->kind = SQL_STMT_ALTER_RETAIN_HISTORY;
+                return analyze_alter_retain(a, bs->lift);
         }
         if (bs->as_of && n->node_case != PG_QUERY__NODE__NODE_SELECT_STMT &&
             n->node_case != PG_QUERY__NODE__NODE_CREATE_TABLE_AS_STMT)
@@ -5511,6 +5623,9 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                         free(s->create_index.columns[i].name);
                 free(s->create_index.columns);
                 rel_free(s->create_index.plan);
+                break;
+        case SQL_STMT_ALTER_RETAIN_HISTORY:
+                free(s->alter_retain.name);
                 break;
         case SQL_STMT_SHOW_VARIABLE:
                 free(s->show_variable.name);

@@ -117,6 +117,7 @@ enum sql_stmt_kind {
         SQL_STMT_CREATE_VIEW,           /* union member create_view */
         SQL_STMT_CREATE_MATERIALIZED_VIEW, /* union member create_view too */
         SQL_STMT_CREATE_INDEX,          /* CREATE [DEFAULT] INDEX: create_index */
+        SQL_STMT_ALTER_RETAIN_HISTORY,  /* ALTER ... SET/RESET (RETAIN HISTORY): alter_retain */
         _SQL_STMT_KIND_MAX,
         _SQL_STMT_KIND_INVALID = -EINVAL,
 };
@@ -209,6 +210,15 @@ struct sql_create_index {
         bool exists;
 };
 
+/* ALTER {TABLE | MATERIALIZED VIEW | INDEX} name SET (RETAIN HISTORY = FOR '<d>') or
+ * RESET (RETAIN HISTORY): the object's read policy (compaction window). */
+struct sql_alter_retain {
+        enum sql_object_kind kind;
+        uint64_t id;
+        char *name;
+        uint64_t retain_history_ms;     /* 0: RESET, the default window */
+};
+
 struct sql_show_variable {
         char *name;                     /* lower case as the parser gives it; "all" */
 };
@@ -260,6 +270,7 @@ struct sql_stmt {
                 struct sql_select select;
                 struct sql_create_view create_view;
                 struct sql_create_index create_index;
+                struct sql_alter_retain alter_retain;
                 struct sql_show_objects show_objects;
                 struct sql_show_variable show_variable;
                 struct sql_set_variable set_variable;

@@ -331,13 +331,15 @@ static int item_put(struct lc_state *s, uint64_t gid, const void *value, size_t 
                 r = -ENOMEM;
                 goto out;
         }
-        if (!o->has_item)
+        bool had = o->has_item;
+
+        if (!had)
                 s->n_items++;
         o->has_item = true;
         o->kind = it->kind;
-        o->retain_ms = it->retain_history_ms;
+        o->retain_ms = it->retain_history_ms;   /* ALTER ... SET (RETAIN HISTORY) puts it again */
         o->as_of = it->as_of;
-        if (o->kind == COORD__ITEM_KIND__ITEM_TABLE) {
+        if (!had && o->kind == COORD__ITEM_KIND__ITEM_TABLE) {
                 r = GROW(s->tables, s->cap_tables, s->n_tables + 1);
                 if (r < 0)
                         goto out;

@@ -23,6 +23,13 @@ static uint64_t now_bound(PGconn *c, const char *table)
         return scalar_u64(c, q);
 }
 
+static bool check_no_regress(PGconn *c)
+{
+        /* I5 over everything the catalog holds */
+        return rows_are(c, "SELECT count(*) FROM coord_requirements r JOIN coord_bounds b ON "
+                           "r.input_id = b.object_id WHERE r.frontier < b.bound", "0");
+}
+
 static void test_up(void)
 {
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
@@ -142,6 +149,43 @@ static void test_optimized_away(void)
         PQfinish(c);
 }
 
+/* ALTER ... SET (RETAIN HISTORY = FOR '1h'): the follower stops advancing the bound (a
+ * longer window); RESET brings the default (1 s) back.  Beside a table left at the
+ * default, written the same way. */
+static void test_alter_retain(void)
+{
+        PGconn *c = db();
+        uint64_t born_a, born_b, a1, b1, a2;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE ret_a (x int); CREATE TABLE ret_b (x int)"));
+        CU_ASSERT(ok(c, "ALTER TABLE ret_a SET (RETAIN HISTORY = FOR '1h')"));
+        CU_ASSERT(fails_with(c, "ALTER TABLE nope SET (RETAIN HISTORY = FOR '1h')", "42P01"));
+        CU_ASSERT(fails_with(c, "ALTER INDEX ret_a SET (RETAIN HISTORY = FOR '1h')", "42809"));
+        CU_ASSERT(fails_with(c, "ALTER TABLE ret_a SET (RETAIN HISTORY = FOR 'soon')", "22023"));
+        born_a = now_bound(c, "ret_a");
+        born_b = now_bound(c, "ret_b");
+        for (int i = 0; i < 250; i++) {
+                okf(c, "INSERT INTO ret_a VALUES (%d); INSERT INTO ret_b VALUES (%d)", i, i);
+                usleep(10 * 1000);
+        }
+        a1 = now_bound(c, "ret_a");
+        b1 = now_bound(c, "ret_b");
+        printf("\n    1h window: bound %" PRIu64 " -> %" PRIu64 "; default: %" PRIu64 " -> %" PRIu64,
+               born_a, a1, born_b, b1);
+        CU_ASSERT(b1 > born_b + 500);           /* the default window moved on */
+        CU_ASSERT_EQUAL(a1, born_a);            /* an hour of history kept */
+        CU_ASSERT(ok(c, "ALTER TABLE ret_a RESET (RETAIN HISTORY)"));
+        for (int i = 0; i < 250; i++) {
+                okf(c, "INSERT INTO ret_a VALUES (%d)", i);
+                usleep(10 * 1000);
+        }
+        a2 = now_bound(c, "ret_a");
+        CU_ASSERT(a2 > born_a + 500);
+        CU_ASSERT(check_no_regress(c));
+        PQfinish(c);
+}
+
 static bool check_matches(void)
 {
         char *cmd = NULL;
@@ -191,6 +235,7 @@ int main(void)
                 { "up", test_up },
                 { "admission by the committed bound, not the physical since (I4)", test_admission },
                 { "an optimized-away input stays protected (I5)", test_optimized_away },
+                { "ALTER ... SET / RESET (RETAIN HISTORY)", test_alter_retain },
                 { "follower restart: check matches, everything back (I10)", test_follower_restart },
                 { "down", test_down },
                 { NULL, NULL },
