@@ -490,8 +490,10 @@ static void compare(struct job *j, struct map *m, uint64_t meta_next_gid)
         for (size_t i = 0; i < m->cap; i++)
                 if (m->slots[i].key && m->slots[i].live)
                         log[n_log++] = m->slots[i];     /* borrowed from the map */
-        qsort(log, n_log, sizeof(*log), rec_cmp);
-        qsort(j->mem, j->n_mem, sizeof(*j->mem), rec_cmp);
+        if (n_log)
+                qsort(log, n_log, sizeof(*log), rec_cmp);
+        if (j->n_mem)
+                qsort(j->mem, j->n_mem, sizeof(*j->mem), rec_cmp);
         j->match = true;
         while (a < j->n_mem || b < n_log) {
                 int c = a == j->n_mem ? 1 : b == n_log ? -1 : rec_cmp(&j->mem[a], &log[b]);

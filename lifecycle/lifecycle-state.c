@@ -735,7 +735,8 @@ int lc_state_tick(struct lc_state *s, struct lc_publication *out)
                         obj_maybe_free(s, o);
                 }
         }
-        memmove(s->dirty, s->dirty + n_dirty, (s->n_dirty - n_dirty) * sizeof(*s->dirty));
+        if (s->n_dirty > n_dirty)
+                memmove(s->dirty, s->dirty + n_dirty, (s->n_dirty - n_dirty) * sizeof(*s->dirty));
         s->n_dirty -= n_dirty;
         s->tables_moved = false;
         return 0;
