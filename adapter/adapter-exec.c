@@ -1194,7 +1194,7 @@ static int exec_select(struct session *s, struct sql_stmt *st)
          * acknowledged write (the oracle's read timestamp) and at which every input is
          * readable.  The inputs' sinces come from the controller's frontier ring, no
          * round trip; the controller checks again when it reads (the ring may lag). */
-        for (size_t i = 0; rd && i < st->n_inputs + st->n_physical_inputs; i++) {
+        for (size_t i = 0; i < st->n_inputs + st->n_physical_inputs; i++) {
                 uint64_t gid = i < st->n_inputs ? st->inputs[i] : st->physical_inputs[i - st->n_inputs];
                 const struct acat_item *it = acat_by_gid(ex->cat, gid);
                 struct fring_frontier f;
@@ -1203,8 +1203,14 @@ static int exec_select(struct session *s, struct sql_stmt *st)
                  * indexes (the controller falls back), so only collections bound it. */
                 if (it && it->kind == SQL_OBJECT_INDEX)
                         continue;
-                if (fring_lookup(rd, gid, &f) == 0 && f.since > floor) {
+                if (rd && fring_lookup(rd, gid, &f) == 0 && f.since > floor) {
                         floor = f.since;
+                        floor_gid = gid;
+                }
+                /* DESIGN section 4: t >= the committed bound of every input (a table's
+                 * birth included), whatever the physical since. */
+                if (it && it->has_bound && it->bound > floor) {
+                        floor = it->bound;
                         floor_gid = gid;
                 }
         }

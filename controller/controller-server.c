@@ -3263,14 +3263,23 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
 
                 if (storage_get_info(s->st, c->gid, &info) == 0)
                         continue;       /* existing ones are untouched */
+                uint64_t since = c->since, T = tables_frontier(s);
+
+                /* (10) A table is born at or below T: the follower's Ensure travels
+                 * on another connection than the adapter's appends, so an append at a
+                 * ts below the table's creation may still come, and must not find the
+                 * new table above it.  Nothing can be written to the table below its
+                 * creation (the adapter writes it only after its DDL), so it is
+                 * empty there; the birth floor for reads is the catalog's bound, which
+                 * the adapter checks. */
+                if ((enum storage_kind)c->kind == STORAGE_KIND_TABLE && T && since > T)
+                        since = T;
                 /* (12): a table that a partial Ensure creates is durable with the
                  * next append; a complete Ensure (a resync) writes at once. */
                 if (!m->complete && (enum storage_kind)c->kind == STORAGE_KIND_TABLE)
-                        r = storage_create_deferred(s->st, c->gid, STORAGE_KIND_TABLE, c->since,
-                                                    c->since);
+                        r = storage_create_deferred(s->st, c->gid, STORAGE_KIND_TABLE, since, since);
                 else
-                        r = storage_create(s->st, c->gid, (enum storage_kind)c->kind, c->since,
-                                           c->since);
+                        r = storage_create(s->st, c->gid, (enum storage_kind)c->kind, since, since);
                 if (r < 0)
                         return storage_failure(s, e, r, "creating collection %llu",
                                                (unsigned long long)c->gid);
