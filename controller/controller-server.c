@@ -1156,11 +1156,19 @@ static int object_frontiers(struct cserver *s, uint64_t gid, struct storage_fron
         return 0;
 }
 
+/* Publish a dataflow's frontiers to the ring and coord_frontiers.  An index is
+ * stepped to T inside every append, like every healthy dataflow, so its upper is
+ * known to readers as max(its published upper, T) -- the tables' rule (10) -- and its
+ * slot and row change only when its since does (or at installation): an append does
+ * not rewrite one ring record and two frontier rows per index.  A materialized view's
+ * upper is durable and published as it moves. */
 static void dfent_publish(struct cserver *s, struct dfent *e)
 {
         struct storage_frontiers f;
 
         if (object_frontiers(s, e->gid, &f, NULL, NULL) < 0)
+                return;
+        if (e->index && e->published_upper && e->published_since == f.since)
                 return;
         ring_set(s, e->gid, &f);
         if (e->published_upper != f.upper || e->published_since != f.since) {

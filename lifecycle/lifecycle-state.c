@@ -614,7 +614,13 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
                 /* Never below where its arrangement starts: the controller installs it
                  * at max(as-of, its inputs' sinces), and the catalog must not promise
                  * more history than exists (I2). */
-                uint64_t nb = lc_max(lc_index_bound(old, c->upper, lc_window(c->retain_ms),
+                /* The controller publishes an index's slot only when its since moves;
+                 * every healthy index is stepped to T in each append, so its upper is
+                 * max(its slot's upper, T), as a table's is. */
+                const struct lc_obj *shared = obj_find(s, GID_SHARED_FRONTIER);
+                uint64_t upper = shared && shared->has_upper ? lc_max(c->upper, shared->upper)
+                                                             : c->upper;
+                uint64_t nb = lc_max(lc_index_bound(old, upper, lc_window(c->retain_ms),
                                                     content_last(s, c)), c->since);
 
                 /* First tick after installation: publish it even if equal (issue 5 3). */
