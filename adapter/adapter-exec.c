@@ -789,7 +789,10 @@ resume:
         session_resume(s);
 }
 
-static int ddl_submit(struct session *s, struct acat_txn *txn, bool create)
+/* Commit a DDL's transaction off the loop thread (shared fsyncs); `done` runs on the
+ * loop with the result and owns the struct ddl. */
+static int ddl_submit_fn(struct session *s, struct acat_txn *txn, bool create,
+                         void (*done)(void *ctx, int r, uint64_t seq))
 {
         struct exec *ex = s->ex;
         struct ddl *d = calloc(1, sizeof(*d));
@@ -803,7 +806,7 @@ static int ddl_submit(struct session *s, struct acat_txn *txn, bool create)
         }
         *d = (struct ddl){ .s = s, .txn = txn, .create = create };
         ops = acat_txn_ops(txn, &n);
-        r = committer_submit(ex->committer, ops, n, ddl_committed, d);
+        r = committer_submit(ex->committer, ops, n, done, d);
         if (r < 0) {
                 acat_txn_finish(ex->cat, txn, r);
                 free(d);
@@ -811,6 +814,11 @@ static int ddl_submit(struct session *s, struct acat_txn *txn, bool create)
         }
         s->waiting = true;
         return STMT_PARKED;
+}
+
+static int ddl_submit(struct session *s, struct acat_txn *txn, bool create)
+{
+        return ddl_submit_fn(s, txn, create, ddl_committed);
 }
 
 static int exec_create_table(struct session *s, struct sql_stmt *st)
@@ -939,19 +947,14 @@ static int exec_create_index(struct session *s, struct sql_stmt *st)
         return ddl_submit(s, txn, true);
 }
 
-struct alter {
-        struct session *s;
-        struct acat_txn *txn;
-};
-
 static void alter_committed(void *ctx, int r, uint64_t seq)
 {
-        struct alter *al = ctx;
-        struct session *s = al->s;
+        struct ddl *d = ctx;
+        struct session *s = d->s;
         struct exec *ex = s->ex;
 
-        acat_txn_finish(ex->cat, al->txn, r);
-        free(al);
+        acat_txn_finish(ex->cat, d->txn, r);
+        free(d);
         if (r < 0) {
                 log_error_errno(r, "catalog_commit_failed", "what=alter");
                 ex->fatal = r;
@@ -972,10 +975,7 @@ static int exec_alter_retain(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
         struct row_error err = { .position = 0 };
-        const struct catalog_op *ops;
         struct acat_txn *txn;
-        struct alter *al;
-        size_t n;
         int r;
 
         if (ex->fatal)
@@ -988,21 +988,7 @@ static int exec_alter_retain(struct session *s, struct sql_stmt *st)
         }
         if (r < 0)
                 return r;
-        al = calloc(1, sizeof(*al));
-        if (!al) {
-                acat_txn_finish(ex->cat, txn, -ENOMEM);
-                return -ENOMEM;
-        }
-        *al = (struct alter){ .s = s, .txn = txn };
-        ops = acat_txn_ops(txn, &n);
-        r = committer_submit(ex->committer, ops, n, alter_committed, al);
-        if (r < 0) {
-                acat_txn_finish(ex->cat, txn, r);
-                free(al);
-                return r;
-        }
-        s->waiting = true;
-        return STMT_PARKED;
+        return ddl_submit_fn(s, txn, false, alter_committed);
 }
 
 static int exec_drop(struct session *s, struct sql_stmt *st)
