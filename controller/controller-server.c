@@ -151,22 +151,27 @@
  *     for a materialized view whose collection exists with upper U > since, to U - 1,
  *     emitting only times >= U, so the durable output never skips or repeats a time)
  *     reads each input's snapshot at A and its stored updates after A, then follows:
- *     every durable append pushes what it wrote to the dataflows that read it
- *     (compute_push()), and compute_run() steps every dataflow to the meet of its
- *     inputs' uppers (a table's effective upper (10)), in GlobalId order -- an input is
- *     older than its readers, so one pass carries a change down a chain of views.  A
- *     materialized view's output [old upper, new upper) goes into ONE synced
- *     storage_append_group() for all views of the pass, after which their uppers and
- *     ring slots move; a failed write reinstalls every dataflow from storage.  An
- *     index's output goes into its arrangement (in memory), whose since moves only as
- *     the committed bound allows (14), held back by peeks in flight; its ring slot and
- *     coord_frontiers row show (since, upper).  A dataflow whose evaluation fails (a
- *     division by zero in some row) stops and answers reads of it with that error.
+ *     every append, before its write, pushes what it writes to the dataflows that read
+ *     it (compute_push()) and steps every dataflow to the meet of its inputs' uppers
+ *     after the append (compute_stage(), T_next = ts + 1; a table's effective upper
+ *     (10)), in GlobalId order -- an input is older than its readers, so one pass
+ *     carries a change down a chain of views.  Each materialized view's output
+ *     [old upper, new upper) goes into the append's own WriteBatch (append_commit()),
+ *     so a view is durable and current when the INSERT is acknowledged, at no extra
+ *     fsync; a failed write reinstalls every dataflow from storage.  Installing runs a
+ *     pass of its own (compute_run()).  An index's output goes into its arrangement (in
+ *     memory), whose since moves only as the committed bound allows (14), held back by
+ *     peeks in flight.  Every healthy dataflow is at T after each append, so an index's
+ *     ring slot and coord_frontiers row change only when its since does
+ *     (dfent_publish()): readers take its upper as max(published, T), as for a table.
+ *     A dataflow whose evaluation fails (a division by zero in some row) stops and
+ *     answers reads of it with that error.
  *     Peeks run every plan as a one-shot dataflow at their ts over snapshots of their
- *     inputs, read from storage or from an index's arrangement.  Costs to know (issue
- *     6): each append visits every dataflow (O(dataflows)), every materialized view
- *     writes its new upper at every pass, and hydration reads its inputs synchronously
- *     on the loop.
+ *     inputs, read from storage or from an index's arrangement (or, below the
+ *     arrangement's since, from what the index arranges).  Costs to know (issue 6):
+ *     each append visits every dataflow (O(dataflows)), every materialized view writes
+ *     its new upper at every append, and hydration reads its inputs synchronously on
+ *     the loop.
  *
  * (14) Compaction permission (issue 5, I2).  Nothing but the built-ins compacts
  *     without a committed bound: MSG_ALLOW_COMPACTION (from the lifecycle follower,
