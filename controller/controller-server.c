@@ -279,8 +279,17 @@ struct dfent {
         uint64_t steps;
         struct eval_batch out;          /* scratch: one step's output */
         struct eval_batch correction;   /* see dfent_hydrate() */
+        uint64_t *reads;                /* the distinct gids it is registered as a reader of */
+        size_t n_reads;
+        bool dirty;                     /* index: on s->pending or a pass's work (13) */
         bool failed;
         struct row_error err;
+};
+
+/* The dataflows reading one gid (s->readers, (13)). */
+struct rlist {
+        size_t n, cap;
+        struct dfent *v[];
 };
 
 struct ratelimit {
@@ -329,6 +338,14 @@ struct cserver {
 
         struct dfent **dfs;             /* installed dataflows by gid (13) */
         size_t n_dfs, cap_dfs;
+        struct gmap readers;            /* (13): gid -> a = its struct rlist * */
+        struct dfent **mvs;             /* the materialized views, by gid: every pass */
+        size_t n_mvs, cap_mvs;
+        struct dfent **pending;         /* dirty indexes, for the next pass (13) */
+        size_t n_pending, cap_pending;
+        struct dfent **work;            /* a pass's work: a min-heap by gid */
+        size_t n_work, cap_work;
+        uint64_t index_catchups;        /* clean indexes stepped when read (13) */
         uint64_t compute_writes;
         struct loop_timer *compact_timer;
 
@@ -351,6 +368,8 @@ static void peeks_wake(struct cserver *s);
 static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
 static void allowed_forget(struct cserver *s, uint64_t gid);
 static uint64_t index_allowed_target(struct cserver *s, struct dfent *e);
+static void index_catch_up(struct cserver *s, struct dfent *e);
+static void dfent_fail(struct cserver *s, struct dfent *e, const struct row_error *err);
 
 /* ---- Small helpers ------------------------------------------------------------------ */
 
@@ -1100,7 +1119,8 @@ static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_
 
 /* ---- Compute: materialized views and indexes (13) ------------------------------------ */
 
-static struct dfent *dfent_find(const struct cserver *s, uint64_t gid)
+/* Where gid is or would go in s->dfs (ascending gids). */
+static size_t dfent_pos(const struct cserver *s, uint64_t gid)
 {
         size_t lo = 0, hi = s->n_dfs;
 
@@ -1108,22 +1128,235 @@ static struct dfent *dfent_find(const struct cserver *s, uint64_t gid)
                 size_t mid = lo + (hi - lo) / 2;
                 if (s->dfs[mid]->gid < gid)
                         lo = mid + 1;
-                else if (s->dfs[mid]->gid > gid)
-                        hi = mid;
                 else
-                        return s->dfs[mid];
+                        hi = mid;
         }
-        return NULL;
+        return lo;
 }
 
-static bool dfent_reads(const struct dfent *e, uint64_t gid)
+static struct dfent *dfent_find(const struct cserver *s, uint64_t gid)
 {
-        if (!e->df)
-                return false;
-        for (size_t i = 0; i < dataflow_n_inputs(e->df); i++)
-                if (dataflow_input_id(e->df, i) == gid)
-                        return true;
-        return false;
+        size_t i = dfent_pos(s, gid);
+
+        return i < s->n_dfs && s->dfs[i]->gid == gid ? s->dfs[i] : NULL;
+}
+
+/* ---- Readers: who reads a gid (13) --------------------------------------------------
+ *
+ * An append feeds what it wrote to the dataflows that read it, and a view's output goes
+ * to the dataflows that read the view, without visiting every installed dataflow: a map
+ * gid -> the dataflows with it among their inputs, kept as dataflows are (re)built and
+ * removed.  A dataflow is listed once per distinct input gid. */
+
+static struct rlist *readers_of(const struct cserver *s, uint64_t gid)
+{
+        const struct gent *g = gmap_find(&s->readers, gid);
+
+        return g ? (struct rlist *)(uintptr_t)g->a : NULL;
+}
+
+static int readers_add(struct cserver *s, uint64_t gid, struct dfent *e)
+{
+        struct rlist *rl = readers_of(s, gid), *q;
+        struct gent *g;
+
+        if (!rl || rl->n == rl->cap) {
+                size_t cap = rl ? rl->cap * 2 : 4;
+                if (!rl && gmap_reserve(&s->readers, 1) < 0)
+                        return -ENOMEM;
+                q = realloc(rl, sizeof(*q) + cap * sizeof(q->v[0]));
+                if (!q)
+                        return -ENOMEM;
+                if (!rl)
+                        q->n = 0;
+                q->cap = cap;
+                rl = q;
+                g = gmap_find(&s->readers, gid);
+                if (!g)
+                        g = gmap_put(&s->readers, gid);
+                g->a = (uint64_t)(uintptr_t)rl;
+        }
+        rl->v[rl->n++] = e;
+        return 0;
+}
+
+static void readers_del(struct cserver *s, uint64_t gid, const struct dfent *e)
+{
+        struct rlist *rl = readers_of(s, gid);
+
+        if (!rl)
+                return;
+        for (size_t i = 0; i < rl->n; i++)
+                if (rl->v[i] == e) {
+                        memmove(&rl->v[i], &rl->v[i + 1], (rl->n - i - 1) * sizeof(rl->v[0]));
+                        rl->n--;
+                        break;
+                }
+        if (!rl->n) {
+                gmap_remove(&s->readers, gid);
+                free(rl);
+        }
+}
+
+static void dfent_untrack(struct cserver *s, struct dfent *e)
+{
+        for (size_t i = 0; i < e->n_reads; i++)
+                readers_del(s, e->reads[i], e);
+        free(e->reads);
+        e->reads = NULL;
+        e->n_reads = 0;
+}
+
+/* Register e as a reader of its dataflow's inputs (none while it has no dataflow). */
+static int dfent_track(struct cserver *s, struct dfent *e)
+{
+        size_t n;
+
+        dfent_untrack(s, e);
+        if (!e->df || !(n = dataflow_n_inputs(e->df)))
+                return 0;
+        e->reads = calloc(n, sizeof(*e->reads));
+        if (!e->reads)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t gid = dataflow_input_id(e->df, i);
+                bool seen = false;
+                for (size_t j = 0; j < e->n_reads && !seen; j++)
+                        seen = e->reads[j] == gid;
+                if (seen)
+                        continue;
+                if (readers_add(s, gid, e) < 0)
+                        return -ENOMEM;         /* e->reads lists what was added */
+                e->reads[e->n_reads++] = gid;
+        }
+        return 0;
+}
+
+static void readers_done(struct cserver *s)
+{
+        for (size_t i = 0; i <= s->readers.mask && s->readers.slots; i++)
+                if (s->readers.slots[i].key)
+                        free((void *)(uintptr_t)s->readers.slots[i].a);
+        gmap_done(&s->readers);
+}
+
+/* ---- Work of compute passes (13) ------------------------------------------------------
+ *
+ * A pass steps every materialized view (its upper is durable and written as it moves)
+ * and the indexes something was pushed into since they last stepped (dirty, on
+ * s->pending), in GlobalId order: a min-heap, which takes the indexes a view's output
+ * dirties during the pass.  A clean index is not visited; it catches up when read
+ * (index_catch_up()).  A dirty index that could not be queued (no memory) stays clean
+ * and catches up when read too: eagerness is for memory, not for correctness. */
+
+static void dfent_dirty(struct cserver *s, struct dfent *e)
+{
+        if (!e->index || e->dirty)
+                return;
+        if (RESERVE(s->pending, s->cap_pending, s->n_pending + 1) < 0)
+                return;
+        s->pending[s->n_pending++] = e;
+        e->dirty = true;
+}
+
+static void work_up(struct dfent **h, size_t i)
+{
+        while (i) {
+                size_t p = (i - 1) / 2;
+                struct dfent *t;
+                if (h[p]->gid <= h[i]->gid)
+                        break;
+                t = h[p], h[p] = h[i], h[i] = t;
+                i = p;
+        }
+}
+
+static struct dfent *work_pop(struct cserver *s)
+{
+        struct dfent **h = s->work, *top;
+        size_t i = 0, n;
+
+        if (!s->n_work)
+                return NULL;
+        top = h[0];
+        h[0] = h[--s->n_work];
+        n = s->n_work;
+        for (;;) {
+                size_t l = 2 * i + 1, m = i;
+                struct dfent *t;
+                if (l < n && h[l]->gid < h[m]->gid)
+                        m = l;
+                if (l + 1 < n && h[l + 1]->gid < h[m]->gid)
+                        m = l + 1;
+                if (m == i)
+                        break;
+                t = h[m], h[m] = h[i], h[i] = t;
+                i = m;
+        }
+        return top;
+}
+
+/* Move s->pending onto the work heap. */
+static int work_take_pending(struct cserver *s)
+{
+        if (RESERVE(s->work, s->cap_work, s->n_work + s->n_pending) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_pending; i++) {
+                s->work[s->n_work] = s->pending[i];
+                work_up(s->work, s->n_work++);
+        }
+        s->n_pending = 0;
+        return 0;
+}
+
+/* e leaves: off s->pending (it may be there twice, see index_catch_up()) and s->mvs. */
+static void work_forget(struct cserver *s, const struct dfent *e)
+{
+        for (size_t i = s->n_pending; i-- > 0;)
+                if (s->pending[i] == e)
+                        s->pending[i] = s->pending[--s->n_pending];
+        for (size_t i = 0; i < s->n_mvs; i++)
+                if (s->mvs[i] == e) {
+                        memmove(&s->mvs[i], &s->mvs[i + 1], (s->n_mvs - i - 1) * sizeof(*s->mvs));
+                        s->n_mvs--;
+                        break;
+                }
+}
+
+static int mvs_insert(struct cserver *s, struct dfent *e)
+{
+        size_t pos = s->n_mvs;
+
+        if (RESERVE(s->mvs, s->cap_mvs, s->n_mvs + 1) < 0)
+                return -ENOMEM;
+        while (pos > 0 && s->mvs[pos - 1]->gid > e->gid)
+                pos--;
+        memmove(&s->mvs[pos + 1], &s->mvs[pos], (s->n_mvs - pos) * sizeof(*s->mvs));
+        s->mvs[pos] = e;
+        s->n_mvs++;
+        return 0;
+}
+
+/* Push an output or an append's updates of gid into every dataflow reading it, at or
+ * after position `after` in GlobalId order (0: all). */
+static void readers_push(struct cserver *s, uint64_t gid, uint64_t after, const struct eval_update *u,
+                         size_t n)
+{
+        struct rlist *rl = readers_of(s, gid);
+        struct row_error err;
+
+        if (!rl || !n)
+                return;
+        for (size_t i = 0; i < rl->n; i++) {
+                struct dfent *d = rl->v[i];
+                if (d->failed || !d->df || d->gid <= after)
+                        continue;
+                for (size_t q = 0; q < dataflow_n_inputs(d->df); q++)
+                        if (dataflow_input_id(d->df, q) == gid &&
+                            dataflow_push(d->df, q, u, n, &err) < 0)
+                                dfent_fail(s, d, &err);
+                dfent_dirty(s, d);
+        }
 }
 
 /* The frontiers of a readable object: a storage collection (a table's effective upper,
@@ -1140,6 +1373,7 @@ static int object_frontiers(struct cserver *s, uint64_t gid, struct storage_fron
         if (e && e->index) {
                 if (!e->arr)
                         return -ENOENT;
+                index_catch_up(s, e);
                 *ret = (struct storage_frontiers){ .since = arrangement_since(e->arr),
                                                    .upper = arrangement_upper(e->arr),
                                                    .physical_since = arrangement_since(e->arr) };
@@ -1411,6 +1645,12 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
                 }
         }
         e->as_of = as_of;
+        r = dfent_track(s, e);
+        if (r < 0) {
+                row_error_oom(&err);
+                goto fail;
+        }
+        dfent_dirty(s, e);      /* an index's first step (at as_of + 1 or later) is due */
         log_info("dataflow_installed", "gid=%llu kind=%s as_of=%llu requested_as_of=%llu inputs=%zu "
                  "rows=%llu took_us=%llu", (unsigned long long)e->gid,
                  e->index ? "index" : "materialized_view", (unsigned long long)as_of,
@@ -1421,6 +1661,7 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
 fail:
         dataflow_free(probe);
         e->df = dataflow_free(e->df);
+        dfent_untrack(s, e);
         if (r == -ENOMEM)
                 row_error_oom(&err);
         dfent_fail(s, e, &err);
@@ -1435,6 +1676,7 @@ static void dfent_free(struct dfent *e)
         arrangement_free(e->arr);
         eval_batch_done(&e->out);
         eval_batch_done(&e->correction);
+        free(e->reads);
         if (e->spec)
                 coord__dataflow_spec__free_unpacked(e->spec, NULL);
         free(e);
@@ -1443,46 +1685,37 @@ static void dfent_free(struct dfent *e)
 /* Remove the dataflow gid (its MV collection is dropped by the caller). */
 static void dfent_remove(struct cserver *s, uint64_t gid)
 {
-        for (size_t i = 0; i < s->n_dfs; i++)
-                if (s->dfs[i]->gid == gid) {
-                        struct dfent *e = s->dfs[i];
-                        memmove(&s->dfs[i], &s->dfs[i + 1], (s->n_dfs - i - 1) * sizeof(*s->dfs));
-                        s->n_dfs--;
-                        if (e->index) {
-                                ring_forget(s, gid);
-                                allowed_forget(s, gid);
-                        }
-                        frontiers_dirty(s, gid);
-                        log_info("dataflow_removed", "gid=%llu kind=%s", (unsigned long long)gid,
-                                 e->index ? "index" : "materialized_view");
-                        dfent_free(e);
-                        return;
-                }
+        size_t i = dfent_pos(s, gid);
+        struct dfent *e;
+
+        if (i == s->n_dfs || s->dfs[i]->gid != gid)
+                return;
+        e = s->dfs[i];
+        memmove(&s->dfs[i], &s->dfs[i + 1], (s->n_dfs - i - 1) * sizeof(*s->dfs));
+        s->n_dfs--;
+        dfent_untrack(s, e);
+        work_forget(s, e);
+        if (e->index) {
+                ring_forget(s, gid);
+                allowed_forget(s, gid);
+        }
+        frontiers_dirty(s, gid);
+        log_info("dataflow_removed", "gid=%llu kind=%s", (unsigned long long)gid,
+                 e->index ? "index" : "materialized_view");
+        dfent_free(e);
 }
 
 /* Feed what an append wrote (at ts) to the dataflows that read it. */
 static void compute_push(struct cserver *s, uint64_t gid, const struct eval_batch *b)
 {
-        struct row_error err;
-
-        if (!b->n)
-                return;
-        for (size_t i = 0; i < s->n_dfs; i++) {
-                struct dfent *e = s->dfs[i];
-                if (e->failed || !dfent_reads(e, gid))
-                        continue;
-                for (size_t k = 0; k < dataflow_n_inputs(e->df); k++)
-                        if (dataflow_input_id(e->df, k) == gid &&
-                            dataflow_push(e->df, k, b->updates, b->n, &err) < 0)
-                                dfent_fail(s, e, &err);
-        }
+        readers_push(s, gid, 0, b->updates, b->n);
 }
 
 /* What one compute pass stepped and must write: the materialized views' appends (their
  * updates point into each dfent's `out`). */
 struct stage {
         struct storage_append *v;
-        size_t *vidx;                   /* v[i] is s->dfs[vidx[i]]'s */
+        struct dfent **ve;              /* v[i] is ve[i]'s */
         size_t n_v;
         struct storage_update *u;
         size_t n_u;
@@ -1491,7 +1724,7 @@ struct stage {
 static void stage_done(struct stage *st)
 {
         free(st->v);
-        free(st->vidx);
+        free(st->ve);
         free(st->u);
         *st = (struct stage){ 0 };
 }
@@ -1514,79 +1747,137 @@ static uint64_t input_upper(struct cserver *s, uint64_t gid, uint64_t T_next)
         return f.upper;
 }
 
-/* Step every dataflow to the meet of its inputs' uppers, in GlobalId order (an input is
- * always older than what reads it, so one pass carries changes down a chain), and stage
- * every materialized view's output and new upper for ONE synced write (13): the caller's
- * (an append's own WriteBatch, T_next = its ts + 1) or compute_run()'s.  Indexes are
- * done here (memory only). */
-static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
+/* Where e's dataflow can step to now: the meet of its inputs' uppers (input_upper()). */
+static uint64_t dfent_target(struct cserver *s, struct dfent *e, uint64_t T_next)
+{
+        uint64_t frontier = UINT64_MAX;
+
+        for (size_t q = 0; q < dataflow_n_inputs(e->df); q++) {
+                uint64_t up = input_upper(s, dataflow_input_id(e->df, q), T_next);
+                if (up < frontier)
+                        frontier = up;
+        }
+        if (frontier == UINT64_MAX) {
+                /* No input (a constant, or every input optimized away): its contents
+                 * never change, so it follows the tables' frontier, as a table nobody
+                 * writes does (10). */
+                uint64_t T = T_next ? T_next : tables_frontier(s);
+                frontier = T > dataflow_as_of(e->df) + 1 ? T : dataflow_as_of(e->df) + 1;
+        }
+        return frontier;
+}
+
+/* Step e's dataflow to `frontier` (> its frontier): the output, with any correction of
+ * dfent_hydrate(), lands in e->out; an index's goes on into its arrangement, which
+ * compacts as far as the committed bound allows (14) and is published.  A failing
+ * evaluation marks e failed (0 returned); -ENOMEM. */
+static int dfent_step(struct cserver *s, struct dfent *e, uint64_t frontier)
 {
         struct row_error err;
+        uint64_t target;
+        int r;
+
+        assert(e->df && !e->failed && frontier > dataflow_frontier(e->df));
+        r = dataflow_step(e->df, frontier, &e->out, &err);
+        if (r < 0) {
+                dfent_fail(s, e, &err);
+                return 0;
+        }
+        if (e->correction.n) {
+                for (size_t j = 0; j < e->correction.n; j++) {
+                        const struct eval_update *c = &e->correction.updates[j];
+                        if (eval_batch_push(&e->out, c->row, c->len, c->time, c->diff) < 0)
+                                return -ENOMEM;
+                }
+                eval_batch_clear(&e->correction);
+                if (eval_batch_consolidate(&e->out) < 0)
+                        return -ENOMEM;
+        }
+        if (!e->index)
+                return 0;
+        r = arrangement_insert(e->arr, &e->out);
+        if (r < 0) {
+                row_error_set(&err, r, "XX000", "index %llu: cannot arrange its output",
+                              (unsigned long long)e->gid);
+                dfent_fail(s, e, &err);
+                return 0;
+        }
+        arrangement_set_upper(e->arr, frontier);
+        e->dirty = false;
+        target = index_allowed_target(s, e);
+        if (target > arrangement_since(e->arr))
+                (void)arrangement_compact(e->arr, target);
+        e->steps++;
+        dfent_publish(s, e);
+        return 0;
+}
+
+/* An index nothing was pushed into is not stepped by compute passes (13): its upper
+ * would only follow T.  Whoever reads its frontiers (object_frontiers()) brings it to
+ * the meet of its inputs first, here -- cheap, as no data is pending. */
+static void index_catch_up(struct cserver *s, struct dfent *e)
+{
+        uint64_t frontier;
+
+        if (!e->index || e->failed || !e->df || !e->arr || !s->st)
+                return;
+        frontier = dfent_target(s, e, 0);
+        if (frontier <= dataflow_frontier(e->df))
+                return;
+        eval_batch_clear(&e->out);
+        if (dfent_step(s, e, frontier) < 0) {
+                struct row_error err;
+                row_error_oom(&err);
+                dfent_fail(s, e, &err);
+                return;
+        }
+        s->index_catchups++;
+}
+
+/* Step the dataflows to the meet of their inputs' uppers, in GlobalId order (an input
+ * is always older than what reads it, so one pass carries changes down a chain), and
+ * stage every materialized view's output and new upper for ONE synced write (13): the
+ * caller's (an append's own WriteBatch, T_next = its ts + 1) or compute_run()'s.
+ * Indexes are done here (memory only), and only those something was pushed into
+ * (dirty): a clean one catches up when read (index_catch_up()), so an append costs
+ * O(materialized views + indexes it feeds), not O(indexes). */
+static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
+{
+        struct dfent *e, *last = NULL;
         size_t k = 0;
         int r;
 
         *st = (struct stage){ 0 };
         if (!s->st || !s->n_dfs)
                 return 0;
-        st->v = calloc(s->n_dfs, sizeof(*st->v));
-        st->vidx = calloc(s->n_dfs, sizeof(*st->vidx));
-        if (!st->v || !st->vidx)
+        st->v = calloc(s->n_mvs ? s->n_mvs : 1, sizeof(*st->v));
+        st->ve = calloc(s->n_mvs ? s->n_mvs : 1, sizeof(*st->ve));
+        if (!st->v || !st->ve || RESERVE(s->work, s->cap_work, s->n_mvs) < 0)
                 goto oom;
-        for (size_t i = 0; i < s->n_dfs; i++) {
-                struct dfent *e = s->dfs[i];
-                uint64_t frontier = UINT64_MAX;
+        /* s->mvs is sorted: already a heap. */
+        memcpy(s->work, s->mvs, s->n_mvs * sizeof(*s->work));
+        s->n_work = s->n_mvs;
+        if (work_take_pending(s) < 0)
+                goto oom;
+        while ((e = work_pop(s))) {
+                uint64_t frontier;
 
-                eval_batch_clear(&e->out);
+                if (e == last)
+                        continue;       /* queued twice */
+                last = e;
                 if (e->failed || !e->df)
                         continue;
-                for (size_t q = 0; q < dataflow_n_inputs(e->df); q++) {
-                        uint64_t up = input_upper(s, dataflow_input_id(e->df, q), T_next);
-                        if (up < frontier)
-                                frontier = up;
-                }
-                if (frontier == UINT64_MAX) {
-                        /* No input (a constant, or every input optimized away): its
-                         * contents never change, so it follows the tables' frontier, as
-                         * a table nobody writes does (10). */
-                        uint64_t T = T_next ? T_next : tables_frontier(s);
-                        frontier = T > dataflow_as_of(e->df) + 1 ? T : dataflow_as_of(e->df) + 1;
-                }
-                if (frontier <= dataflow_frontier(e->df))
-                        continue;
-                r = dataflow_step(e->df, frontier, &e->out, &err);
-                if (r < 0) {
-                        dfent_fail(s, e, &err);
+                eval_batch_clear(&e->out);
+                frontier = dfent_target(s, e, T_next);
+                if (frontier <= dataflow_frontier(e->df)) {
+                        e->dirty = false;       /* its next push or read steps it */
                         continue;
                 }
-                if (e->correction.n) {
-                        for (size_t j = 0; j < e->correction.n; j++) {
-                                const struct eval_update *c = &e->correction.updates[j];
-                                if (eval_batch_push(&e->out, c->row, c->len, c->time, c->diff) < 0)
-                                        goto oom;
-                        }
-                        eval_batch_clear(&e->correction);
-                        if (eval_batch_consolidate(&e->out) < 0)
-                                goto oom;
-                }
-                if (e->index) {
-                        r = arrangement_insert(e->arr, &e->out);
-                        if (r < 0) {
-                                row_error_set(&err, r, "XX000", "index %llu: cannot arrange its output",
-                                              (unsigned long long)e->gid);
-                                dfent_fail(s, e, &err);
-                                continue;
-                        }
-                        arrangement_set_upper(e->arr, frontier);
-                        {
-                                /* (14): only as far as the committed bound allows. */
-                                uint64_t target = index_allowed_target(s, e);
-                                if (target > arrangement_since(e->arr))
-                                        (void)arrangement_compact(e->arr, target);
-                        }
-                        e->steps++;
-                        dfent_publish(s, e);
+                r = dfent_step(s, e, frontier);
+                if (r < 0)
+                        goto oom;
+                if (e->failed || e->index)
                         continue;
-                }
                 /* A materialized view: only times at or after its durable upper. */
                 {
                         struct storage_info info;
@@ -1600,7 +1891,7 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                         e->out.n = keep;
                         if (frontier <= info.frontiers.upper)
                                 continue;
-                        st->vidx[st->n_v] = i;
+                        st->ve[st->n_v] = e;
                         st->v[st->n_v++] = (struct storage_append){ .gid = e->gid,
                                 .expected_upper = info.frontiers.upper, .new_upper = frontier,
                                 .n_updates = e->out.n };
@@ -1608,23 +1899,15 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                         e->pending_upper = frontier;
                 }
                 /* Downstream dataflows see this output now (in this same pass). */
-                if (e->out.n) {
-                        for (size_t j = i + 1; j < s->n_dfs; j++) {
-                                struct dfent *d = s->dfs[j];
-                                if (d->failed || !dfent_reads(d, e->gid))
-                                        continue;
-                                for (size_t q = 0; q < dataflow_n_inputs(d->df); q++)
-                                        if (dataflow_input_id(d->df, q) == e->gid &&
-                                            dataflow_push(d->df, q, e->out.updates, e->out.n, &err) < 0)
-                                                dfent_fail(s, d, &err);
-                        }
-                }
+                readers_push(s, e->gid, e->gid, e->out.updates, e->out.n);
+                if (work_take_pending(s) < 0)
+                        goto oom;
         }
         st->u = calloc(st->n_u ? st->n_u : 1, sizeof(*st->u));
         if (!st->u)
                 goto oom;
         for (size_t i = 0; i < st->n_v; i++) {
-                struct dfent *e = s->dfs[st->vidx[i]];
+                struct dfent *e = st->ve[i];
                 st->v[i].updates = &st->u[k];
                 for (size_t j = 0; j < e->out.n; j++)
                         st->u[k++] = (struct storage_update){ .row = e->out.updates[j].row,
@@ -1634,6 +1917,7 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
         return 0;
 oom:
         log_error("out_of_memory", "what=compute_stage");
+        s->n_work = 0;          /* the caller reinstalls every dataflow */
         stage_done(st);
         return -ENOMEM;
 }
@@ -1646,7 +1930,7 @@ static void compute_staged(struct cserver *s, struct stage *st, bool ok)
                 if (st->n_v)
                         s->compute_writes++;
                 for (size_t i = 0; i < st->n_v; i++) {
-                        struct dfent *e = s->dfs[st->vidx[i]];
+                        struct dfent *e = st->ve[i];
                         e->pending_upper = 0;
                         e->steps++;
                         dfent_publish(s, e);
@@ -1694,13 +1978,13 @@ static void compute_reinstall_all(struct cserver *s)
 
 static int dfs_insert(struct cserver *s, struct dfent *e)
 {
-        size_t pos = 0;
+        size_t pos = dfent_pos(s, e->gid);
         int r = RESERVE(s->dfs, s->cap_dfs, s->n_dfs + 1);
 
         if (r < 0)
                 return r;
-        while (pos < s->n_dfs && s->dfs[pos]->gid < e->gid)
-                pos++;
+        if (!e->index && mvs_insert(s, e) < 0)
+                return -ENOMEM;
         memmove(&s->dfs[pos + 1], &s->dfs[pos], (s->n_dfs - pos) * sizeof(*s->dfs));
         s->dfs[pos] = e;
         s->n_dfs++;
@@ -1752,28 +2036,29 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
                 }
         }
         if (m->complete) {
-                /* A resync: remove what the adapter no longer has. */
+                /* A resync: remove what the follower no longer has. */
+                struct gmap listed = { 0 };
+
+                if (gmap_reserve(&listed, m->n_dataflows) < 0) {
+                        r = row_error_oom(&e);
+                        goto out;
+                }
+                for (size_t j = 0; j < m->n_dataflows; j++)
+                        gmap_put(&listed, m->dataflows[j]->gid);
                 for (size_t i = s->n_dfs; i-- > 0;) {
                         uint64_t gid = s->dfs[i]->gid;
-                        bool listed = false, mv = !s->dfs[i]->index;
-                        for (size_t j = 0; j < m->n_dataflows && !listed; j++)
-                                listed = m->dataflows[j]->gid == gid;
-                        if (listed)
+                        bool mv = !s->dfs[i]->index;
+                        if (gmap_find(&listed, gid))
                                 continue;
                         dfent_remove(s, gid);
                         if (mv && drop_one(s, gid, false, &e) < 0)
                                 log_warn("dataflow_drop_failed", "gid=%llu", (unsigned long long)gid);
                 }
                 r = list_all(s);
-                for (size_t i = 0; r >= 0 && i < s->n_cols; i++) {
-                        bool listed = false;
-                        if (s->cols[i].kind != STORAGE_KIND_MV)
-                                continue;
-                        for (size_t j = 0; j < m->n_dataflows && !listed; j++)
-                                listed = m->dataflows[j]->gid == s->cols[i].gid;
-                        if (!listed)
+                for (size_t i = 0; r >= 0 && i < s->n_cols; i++)
+                        if (s->cols[i].kind == STORAGE_KIND_MV && !gmap_find(&listed, s->cols[i].gid))
                                 (void)drop_one(s, s->cols[i].gid, false, &e);
-                }
+                gmap_done(&listed);
                 r = 0;
         }
         for (size_t i = 0; i < m->n_dataflows; i++) {
@@ -3499,6 +3784,7 @@ static int allow_apply(struct cserver *s, const uint64_t *gids, size_t n)
                 if (!a)
                         continue;
                 if (e && e->index) {
+                        index_catch_up(s, e);
                         target = index_allowed_target(s, e);
                         if (e->arr && target > arrangement_since(e->arr) &&
                             arrangement_compact(e->arr, target) == 0) {
@@ -3809,14 +4095,15 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
         snprintf(buf, size, "collections=%llu appends=%llu tables_frontier=%llu "
                  "last_append_collections=%zu last_append_frontier_rows=%zu peeks_parked=%zu "
                  "peeks_answered=%llu errors=%llu compactions=%llu dataflows=%zu compute_writes=%llu "
-                 "allow_msgs=%llu allow_moved=%llu allowed=%zu allow_pending=%zu storage=%s",
+                 "allow_msgs=%llu allow_moved=%llu allowed=%zu allow_pending=%zu index_catchups=%llu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
                  (unsigned long long)s->peeks_answered, (unsigned long long)s->errors_sent,
                  (unsigned long long)st.compactions, s->n_dfs, (unsigned long long)s->compute_writes,
                  (unsigned long long)s->allow_msgs, (unsigned long long)s->allow_moved,
-                 s->allowed.n, s->allow_pending.n, s->st ? "ok" : "failed");
+                 s->allowed.n, s->allow_pending.n, (unsigned long long)s->index_catchups,
+                 s->st ? "ok" : "failed");
 }
 
 bool cserver_failed(const struct cserver *s)
@@ -3884,6 +4171,10 @@ struct cserver *cserver_free(struct cserver *s)
         gmap_done(&s->rc);
         gmap_done(&s->allowed);
         gmap_done(&s->allow_pending);
+        readers_done(s);
+        free(s->mvs);
+        free(s->pending);
+        free(s->work);
         cm_drop_all(s);
         free(s->cm);
         free(s->cols);
