@@ -7,9 +7,15 @@
  *                    never regress (I1), and no physical since (coord_frontiers'
  *                    read_frontier) ever exceeds its committed bound (I2); a table
  *                    never written keeps its bound (it is quiet).
- *   sparse           10 advancing tables among 1,000 unchanged indexed views: a
+ *   sparse           10 advancing tables among 10,000 unchanged indexed views: a
  *                    publication carries only the changed records (counted by the
  *                    follower's status); prints records and bytes per tick.
+ *   kill9_*          kill -9 of each daemon under writes and publication: bounds never
+ *                    go back (I1), no physical since passes its bound (I2), and (I6)
+ *                    an index created just before the kill, its bound not yet
+ *                    published, keeps its input readable from its as-of: t6 AS OF the
+ *                    index's requirement still reads what it held then, after the
+ *                    restart and further publications.
  */
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -246,18 +252,29 @@ static bool next_publication(uint64_t *pubs, uint64_t *ret_records, uint64_t *re
 static void test_sparse(void)
 {
         PGconn *c = db();
-        const int n_views = 1000, n_tables = 10;
+        const int n_views = 10000, n_tables = 10, batch = 250;
+        char *sql = malloc((size_t)batch * 128);
         uint64_t pubs, rec, bytes, max_rec = 0, sum_rec = 0, sum_bytes = 0, start;
         int n_pub = 0;
 
-        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(c != NULL && sql != NULL);
         CU_ASSERT_FATAL(ok(c, "CREATE TABLE base (a int)"));
         CU_ASSERT_FATAL(ok(c, "INSERT INTO base VALUES (1)"));
         start = now_ms();
-        for (int i = 0; i < n_views; i++) {
-                CU_ASSERT_FATAL(ok(c, "CREATE VIEW v%d AS SELECT a + %d AS b FROM base", i, i));
-                CU_ASSERT_FATAL(ok(c, "CREATE INDEX v%di ON v%d (b)", i, i));
+        /* Many statements per query string (each its own DDL transaction). */
+        for (int i = 0; i < n_views; i += batch) {
+                PGresult *r;
+                size_t len = 0;
+                for (int j = i; j < i + batch && j < n_views; j++)
+                        len += (size_t)sprintf(sql + len, "CREATE VIEW v%d AS SELECT a + %d AS b FROM base; "
+                                               "CREATE INDEX v%di ON v%d (b);", j, j, j, j);
+                r = PQexec(c, sql);
+                if (PQresultStatus(r) != PGRES_COMMAND_OK)
+                        fprintf(stderr, "\n    batch at %d -> %s", i, PQresultErrorMessage(r));
+                CU_ASSERT_FATAL(PQresultStatus(r) == PGRES_COMMAND_OK);
+                PQclear(r);
         }
+        free(sql);
         for (int i = 0; i < n_tables; i++)
                 CU_ASSERT_FATAL(ok(c, "CREATE TABLE w%d (a int)", i));
         printf("\n    %d indexed views created in %" PRIu64 " ms", n_views, now_ms() - start);
@@ -295,6 +312,40 @@ static void test_sparse(void)
         PQfinish(c);
 }
 
+static void test_index_history_setup(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE t6 (a int)"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO t6 VALUES (1), (2), (3)"));
+        PQfinish(c);
+}
+
+/* I6: t6 is still readable at r0 with what it held then (n0 rows), its committed bound
+ * and physical since are at or below r0.  Violations, counted. */
+static int check_index_history(PGconn *c, uint64_t t6, uint64_t r0, uint64_t n0)
+{
+        char q[256];
+        PGresult *r;
+        int bad = 0;
+
+        snprintf(q, sizeof(q), "SELECT count(*) FROM t6 AS OF %" PRIu64, r0);
+        r = PQexec(c, q);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK || strtoull(PQgetvalue(r, 0, 0), NULL, 10) != n0) {
+                fprintf(stderr, "\n    I6: %s -> %s", q, PQresultStatus(r) == PGRES_TUPLES_OK
+                                ? PQgetvalue(r, 0, 0) : PQresultErrorMessage(r));
+                bad++;
+        }
+        PQclear(r);
+        if (by_gid(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, t6) > r0 ||
+            by_gid(c, "SELECT read_frontier FROM coord_frontiers WHERE object_id = %" PRIu64, t6) > r0) {
+                fprintf(stderr, "\n    I6: t6's bound or since passed %" PRIu64, r0);
+                bad++;
+        }
+        return bad;
+}
+
 /* kill -9 of the follower while tables are written: the restarted one rebuilds from
  * the catalog and publishes again; bounds never went back (I1) nor physical sinces past
  * them (I2) meanwhile. */
@@ -303,22 +354,47 @@ static void kill_restart_check(Coord__Role role)
         PGconn *c = db();
         struct seen sn = { 0 };
         Coord__StatusReply *st = NULL;
-        uint64_t pubs = 0, rec, bytes;
+        uint64_t pubs = 0, rec, bytes, items, pubs_at_create, r0, n0, i6, t6;
+        const char *name = node_role_name(role);
         pid_t pid;
-        int bad1 = 0, bad2 = 0;
+        int bad1 = 0, bad2 = 0, bad6 = 0;
 
         CU_ASSERT_FATAL(c != NULL);
         CU_ASSERT_FATAL(node_query_status(run_dir, role, 2000, &st) == 0);
         pid = st->pid;
         coord__status_reply__free_unpacked(st, NULL);
         bad1 += check_bounds_forward(c, &sn);
+        items = lc_stat("items");
+        /* I6: an index whose bound is not published yet when the daemon dies.  Its
+         * requirement on t6 (committed with it, I4) is what keeps t6's history from
+         * its as-of on; t6 is written all along, so its own policy (1 s) would let
+         * its bound pass r0 within a second. */
+        pubs_at_create = lc_stat("publications");
+        CU_ASSERT_FATAL(ok(c, "CREATE INDEX i6_%s ON t6 (a)", name));
+        CU_ASSERT_FATAL(ok(c, "ALTER INDEX i6_%s SET (RETAIN HISTORY = FOR '1h')", name));
+        t6 = scalar(c, "SELECT id FROM coord_objects WHERE name = 't6'");
+        {
+                char q[256];
+                snprintf(q, sizeof(q), "SELECT id FROM coord_objects WHERE name = 'i6_%s'", name);
+                i6 = scalar(c, q);
+                snprintf(q, sizeof(q), "SELECT frontier FROM coord_requirements WHERE consumer_id = %"
+                         PRIu64 " AND input_id = %" PRIu64, i6, t6);
+                r0 = scalar(c, q);
+                snprintf(q, sizeof(q), "SELECT count(*) FROM t6 AS OF %" PRIu64, r0);
+                n0 = scalar(c, q);
+        }
+        CU_ASSERT_FATAL(t6 > 0 && i6 > 0 && r0 > 0 && n0 > 0);
         kill(pid, SIGKILL);
+        printf("\n    i6_%s (gid %" PRIu64 ") requires t6 from %" PRIu64 " (%" PRIu64 " rows then); "
+               "%s publication between its creation and the kill", name, i6, r0, n0,
+               lc_stat("publications") > pubs_at_create ? "a" : "no");
         while (kill(pid, 0) == 0)
                 usleep(1000);
         /* Writes go on while the follower is down (with the controller down an INSERT
          * would wait for it). */
         for (int k = 0; role == COORD__ROLE__ROLE_LIFECYCLE && k < 10; k++) {
                 CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (%d)", 1000 + k));
+                CU_ASSERT(ok(c, "INSERT INTO t6 VALUES (%d)", 1000 + k));
                 usleep(50 * 1000);
         }
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
@@ -331,19 +407,32 @@ static void kill_restart_check(Coord__Role role)
         pubs = lc_stat("publications");
         for (int k = 0; k < 30; k++) {
                 CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (%d)", 2000 + k));
+                CU_ASSERT(ok(c, "INSERT INTO t6 VALUES (%d)", 2000 + k));
                 bad1 += check_bounds_forward(c, &sn);
                 bad2 += check_physical_below_bound(c);
+                bad6 += check_index_history(c, t6, r0, n0);
                 usleep(100 * 1000);
         }
         CU_ASSERT(next_publication(&pubs, &rec, &bytes));
+        bad6 += check_index_history(c, t6, r0, n0);
+        /* The index is back and serves reads at its as-of (through its arrangement or,
+         * below its since, what it arranges). */
+        {
+                char q[256];
+                snprintf(q, sizeof(q), "SELECT count(*) FROM t6 AS OF %" PRIu64, r0);
+                CU_ASSERT_EQUAL(scalar(c, q), n0);
+                snprintf(q, sizeof(q), "SELECT count(*) FROM coord_frontiers WHERE object_id = %" PRIu64, i6);
+                CU_ASSERT_EQUAL(scalar(c, q), 1);
+        }
         printf("\n    after kill -9 of the %s: %" PRIu64 " publications, items %" PRIu64 ", errors %" PRIu64,
                node_role_name(role), lc_stat("publications"), lc_stat("items"),
                lc_stat("publication_errors"));
-        CU_ASSERT(lc_stat("items") >= 2000);
+        CU_ASSERT(lc_stat("items") >= items + 1);
         if (role == COORD__ROLE__ROLE_LIFECYCLE)
                 CU_ASSERT_EQUAL(lc_stat("publication_errors"), 0);
         CU_ASSERT_EQUAL(bad1, 0);
         CU_ASSERT_EQUAL(bad2, 0);
+        CU_ASSERT_EQUAL(bad6, 0);
         PQfinish(c);
 }
 
@@ -354,10 +443,11 @@ static void test_kill9_adapter(void) { kill_restart_check(COORD__ROLE__ROLE_ADAP
 static const struct t_case cases[] = {
         { "up", test_up },
         { "bounds_advance", test_bounds_advance },
-        { "sparse", test_sparse },
+        { "index_history_setup", test_index_history_setup },
         { "kill9_lifecycle", test_kill9_lifecycle },
         { "kill9_controller", test_kill9_controller },
         { "kill9_adapter", test_kill9_adapter },
+        { "sparse", test_sparse },
         { NULL, NULL },
 };
 
