@@ -152,26 +152,32 @@
  *     emitting only times >= U, so the durable output never skips or repeats a time)
  *     reads each input's snapshot at A and its stored updates after A, then follows:
  *     every append, before its write, pushes what it writes to the dataflows that read
- *     it (compute_push()) and steps every dataflow to the meet of its inputs' uppers
- *     after the append (compute_stage(), T_next = ts + 1; a table's effective upper
- *     (10)), in GlobalId order -- an input is older than its readers, so one pass
- *     carries a change down a chain of views.  Each materialized view's output
+ *     it (compute_push(), through s->readers: gid -> the dataflows reading it) and
+ *     after the append steps them to the meet of their inputs' uppers (compute_stage(),
+ *     T_next = ts + 1; a table's effective upper (10)), in GlobalId order -- an input is
+ *     older than its readers, so one pass carries a change down a chain of views.  A
+ *     pass steps every materialized view and only the indexes something was pushed
+ *     into (dirty, queued on s->pending); its work is a min-heap by gid, which takes
+ *     the indexes a view's output dirties on the way.  Each materialized view's output
  *     [old upper, new upper) goes into the append's own WriteBatch (append_commit()),
  *     so a view is durable and current when the INSERT is acknowledged, at no extra
  *     fsync; a failed write reinstalls every dataflow from storage.  Installing runs a
  *     pass of its own (compute_run()).  An index's output goes into its arrangement (in
  *     memory), whose since moves only as the committed bound allows (14), held back by
- *     peeks in flight.  Every healthy dataflow is at T after each append, so an index's
- *     ring slot and coord_frontiers row change only when its since does
- *     (dfent_publish()): readers take its upper as max(published, T), as for a table.
+ *     peeks in flight.  A clean index is not stepped at all: nothing is pending in it,
+ *     so its contents cannot change and its upper is the meet of its inputs' uppers;
+ *     whoever reads its frontiers (object_frontiers(): peeks, permissions) first
+ *     brings it there (index_catch_up(), a step with no data).  So an index's ring slot
+ *     and coord_frontiers row change only when its since does (dfent_publish()):
+ *     readers take its upper as max(published, T), as for a table.
  *     A dataflow whose evaluation fails (a division by zero in some row) stops and
  *     answers reads of it with that error.
  *     Peeks run every plan as a one-shot dataflow at their ts over snapshots of their
  *     inputs, read from storage or from an index's arrangement (or, below the
- *     arrangement's since, from what the index arranges).  Costs to know (issue 6):
- *     each append visits every dataflow (O(dataflows)), every materialized view writes
- *     its new upper at every append, and hydration reads its inputs synchronously on
- *     the loop.
+ *     arrangement's since, from what the index arranges).  Costs to know (issue 6): an
+ *     append costs O(materialized views + the indexes it feeds), every materialized
+ *     view writes its new upper at every append, and hydration reads its inputs
+ *     synchronously on the loop.
  *
  * (14) Compaction permission (issue 5, I2).  Nothing but the built-ins compacts
  *     without a committed bound: MSG_ALLOW_COMPACTION (from the lifecycle follower,
