@@ -3819,6 +3819,11 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  s->allowed.n, s->allow_pending.n, s->st ? "ok" : "failed");
 }
 
+struct storage *cserver_storage(struct cserver *s)
+{
+        return s ? s->st : NULL;
+}
+
 bool cserver_failed(const struct cserver *s)
 {
         return s->failed;
