@@ -466,11 +466,17 @@ static bool read_how(int pid, struct how *h)
         return true;
 }
 
-/* Gone, or a zombie (state Z: its parent has not reaped it yet). */
+/* Gone, or a zombie whose files are closed.  A zombie leader alone is not enough: the
+ * leader of a killed multithreaded process turns Z while its other threads still exit,
+ * and the role's lock (a file lock) is released only when the last of them closed its
+ * files -- a restart started before then exits with already_running. */
 static bool dead(int pid)
 {
         char path[64], buf[512], *p;
+        struct dirent *e;
+        bool open_fds = false;
         FILE *f;
+        DIR *d;
         size_t n;
 
         waitpid(pid, NULL, WNOHANG);    /* ours, when we started it */
@@ -483,7 +489,24 @@ static bool dead(int pid)
         fclose(f);
         buf[n] = 0;
         p = strrchr(buf, ')');
-        return p && (p[2] == 'Z' || p[2] == 'X');
+        if (!p || (p[2] != 'Z' && p[2] != 'X'))
+                return false;
+        snprintf(path, sizeof(path), "/proc/%d/task", pid);
+        if ((d = opendir(path))) {
+                int tasks = 0;
+                while ((e = readdir(d)))
+                        tasks += e->d_name[0] != '.';
+                closedir(d);
+                if (tasks > 1)
+                        return false;
+        }
+        snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+        if ((d = opendir(path))) {
+                while ((e = readdir(d)))
+                        open_fds |= e->d_name[0] != '.';
+                closedir(d);
+        }
+        return !open_fds;
 }
 
 /* Bytes of the regular files in dir (not recursive); 0 when unreadable. */
@@ -604,6 +627,15 @@ static double restart(int d, double timeout_s)
                 goto out;
         }
         while (!serving(d, &c)) {
+                int st;
+                /* Exited at once (the predecessor's lock still held after all): again. */
+                if (waitpid(pid, &st, WNOHANG) == pid) {
+                        fprintf(stderr, "bench-publication: restarted %s exited (status %d); starting "
+                                        "it again\n", daemon_name[d], st);
+                        sleep_ns(5000000ull);
+                        if ((pid = spawn(h)) < 0)
+                                goto out;
+                }
                 if (secs_since(t0) > timeout_s) {
                         fprintf(stderr, "bench-publication: %s not serving %.0f s after kill -9\n",
                                 daemon_name[d], timeout_s);
