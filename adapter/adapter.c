@@ -24,7 +24,7 @@ struct adapter {
         struct exec *exec;
         struct fring *notify;           /* the catalog notification ring (producer) */
         struct check *check;
-        char detail[160];
+        char detail[640];
 };
 
 /* The catalog's commit hook: publish the last committed sequence number on the
@@ -70,13 +70,24 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         reply->catalog_seq = ad->catalog ? catalog_last_seq(ad->catalog) : 0;
         reply->ring_generation = rd ? fring_reader_generation(rd) : 0;
         struct catalog_stats cs = { 0 };
+        struct catalog_io_stats io = { 0 };
 
-        if (ad->catalog)
+        if (ad->catalog) {
                 catalog_get_stats(ad->catalog, &cs);
+                catalog_get_io_stats(ad->catalog, &io);
+        }
         snprintf(ad->detail, sizeof(ad->detail),
-                 "catalog=primary catalog_commits=%llu catalog_syncs=%llu ring=%s",
+                 "catalog=primary catalog_commits=%llu catalog_syncs=%llu ring=%s "
+                 "catalog_wal_bytes=%llu catalog_flush_bytes=%llu catalog_compact_bytes=%llu "
+                 "catalog_state_sst_bytes=%llu catalog_state_mem_bytes=%llu "
+                 "catalog_state_keys=%llu catalog_log_sst_bytes=%llu catalog_log_mem_bytes=%llu "
+                 "catalog_log_keys=%llu",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
-                 rd ? "attached" : "waiting");
+                 rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
+                 (unsigned long long)io.flush_bytes, (unsigned long long)io.compact_bytes,
+                 (unsigned long long)io.state.sst_bytes, (unsigned long long)io.state.mem_bytes,
+                 (unsigned long long)io.state.keys, (unsigned long long)io.log.sst_bytes,
+                 (unsigned long long)io.log.mem_bytes, (unsigned long long)io.log.keys);
         reply->detail = ad->detail;
 }
 

@@ -4112,6 +4112,11 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  s->st ? "ok" : "failed");
 }
 
+struct storage *cserver_storage(struct cserver *s)
+{
+        return s ? s->st : NULL;
+}
+
 bool cserver_failed(const struct cserver *s)
 {
         return s->failed;

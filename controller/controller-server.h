@@ -90,3 +90,5 @@ void cserver_describe(struct cserver *s, char *buf, size_t size);
 /* True after storage failed and could not be reopened: the daemon should exit
  * non-zero (the server stopped the node). */
 bool cserver_failed(const struct cserver *s);
+/* The storage now (NULL after a failed reopen); valid until the next loop iteration. */
+struct storage *cserver_storage(struct cserver *s);

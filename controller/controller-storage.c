@@ -938,6 +938,7 @@ static rocksdb_options_t *options_new(void)
         rocksdb_options_set_use_fsync(o, 0);
         rocksdb_options_set_keep_log_file_num(o, INFO_LOG_FILES);
         rocksdb_options_set_max_log_file_size(o, INFO_LOG_SIZE);
+        rocksdb_options_enable_statistics(o);   /* storage_get_io_stats() */
         return o;
 }
 
@@ -2079,6 +2080,23 @@ void storage_get_stats(const struct storage *s, struct storage_stats *ret)
         *ret = s->stats;
         ret->collections = s->map.n;
         ret->pending = s->n_pending;
+}
+
+void storage_get_io_stats(struct storage *s, struct storage_io_stats *ret)
+{
+        struct rocks_io_stats io;
+
+        if (!ret)
+                return;
+        *ret = (struct storage_io_stats){ 0 };
+        if (!s || !s->db)
+                return;
+        rocks_get_io_stats(s->options, &io);
+        ret->wal_bytes = io.wal_bytes;
+        ret->flush_bytes = io.flush_bytes;
+        ret->compact_bytes = io.compact_bytes;
+        for (size_t i = 0; i < _CF_MAX; i++)
+                rocks_add_cf_size(s->db, s->cf[i], &ret->all);
 }
 
 /* ---- storage_check() -------------------------------------------------------------- */

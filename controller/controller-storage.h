@@ -59,6 +59,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rocks.h"
+
 struct storage;                 /* opaque */
 
 /* The longest row; longer ones are refused with -EMSGSIZE. */
@@ -291,6 +293,13 @@ int storage_list(struct storage *s, storage_list_fn fn, void *userdata);
 
 int storage_collection_stats(struct storage *s, uint64_t gid, struct storage_collection_stats *ret);
 void storage_get_stats(const struct storage *s, struct storage_stats *ret);
+/* RocksDB's figures: bytes written since open (WAL, flushes, compactions) and what all
+ * column families hold now.  For status output and benchmarks (tens of microseconds). */
+struct storage_io_stats {
+        uint64_t wal_bytes, flush_bytes, compact_bytes;
+        struct rocks_cf_size all;
+};
+void storage_get_io_stats(struct storage *s, struct storage_io_stats *ret);
 
 /* Testing and debugging. */
 

@@ -16,6 +16,7 @@
 
 #include "conf.h"
 #include "controller-server.h"
+#include "controller-storage.h"
 #include "fring.h"
 #include "log.h"
 #include "node.h"
@@ -26,7 +27,7 @@ struct controller {
         struct fring *ring;
         struct cserver *server;
         char ring_name[128];
-        char detail[512];
+        char detail[768];
         uint64_t ring_slots, ring_records;
 };
 
@@ -34,12 +35,21 @@ static void controller_status(struct node *n, Coord__StatusReply *reply, void *u
 {
         struct controller *c = userdata;
         char server[384] = "starting";
+        struct storage_io_stats io = { 0 };
 
         reply->ring_generation = node_incarnation(n);
-        if (c->server)
+        if (c->server) {
                 cserver_describe(c->server, server, sizeof(server));
-        snprintf(c->detail, sizeof(c->detail), "ring=%s %s",
-                 c->ring ? c->ring_name : "none", server);
+                storage_get_io_stats(cserver_storage(c->server), &io);
+        }
+        snprintf(c->detail, sizeof(c->detail),
+                 "ring=%s %s storage_wal_bytes=%llu storage_flush_bytes=%llu "
+                 "storage_compact_bytes=%llu storage_sst_bytes=%llu storage_mem_bytes=%llu "
+                 "storage_keys=%llu",
+                 c->ring ? c->ring_name : "none", server, (unsigned long long)io.wal_bytes,
+                 (unsigned long long)io.flush_bytes, (unsigned long long)io.compact_bytes,
+                 (unsigned long long)io.all.sst_bytes, (unsigned long long)io.all.mem_bytes,
+                 (unsigned long long)io.all.keys);
         reply->detail = c->detail;      /* valid until the next status request */
 }
 

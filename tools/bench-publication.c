@@ -1,16 +1,18 @@
-/* bench-publication -- read protection's publication figures (issue 5; the start of the
- * measurement workflow of issue 6), through libpq and the daemons' status.
+/* bench-publication -- the measurement workflow of issue 6 (read protection's
+ * publication table, reproduced on Coord per object count), through libpq and the
+ * daemons' status.
  *
  *   bench-publication --conninfo STR --run-dir DIR --collection-count N
  *                     [--active-collections N|all] [--filler-kind indexes|tables]
- *                     [--publication-interval-ms MS] [--observation-seconds S]
- *                     [--warmup-seconds S] [--write-interval-ms MS] [--batch N]
- *                     [--results FILE] [--quick]
- *   bench-publication --report FILE
+ *                     [--publication-interval-ms MS] [--publication-rounds N]
+ *                     [--observation-seconds S] [--warmup-seconds S]
+ *                     [--ddl-rate-hz R] [--observer none|poll] [--restarts=BOOL]
+ *                     [--write-interval-ms MS] [--batch N] [--results FILE] [--quick]
+ *   bench-publication --report FILE [--plot PNG]
  *
  * One row = one collection count on one (fresh) instance; tools/coord bench publication
  * loops over --collection-counts, a fresh instance per count, and then prints the
- * report of all rows.
+ * report of all rows (and the plot).
  *
  * The objects ("collections": what holds data and gets a bound):
  *   - N advancing tables t_0 .. t_{N-1} (N = --active-collections, `all` = the count);
@@ -23,36 +25,63 @@
  *   from the first CREATE to the last acknowledged, then to the follower having
  *   applied the last commit.
  *
- * The load: one client INSERTs one row into the advancing tables round-robin, paced so
- * that each table gets one every --write-interval-ms (default 100); a client that cannot
- * keep up goes as fast as it can (the achieved rate is reported).  After --warmup-seconds
- * (first bounds of the indexes published) the daemons' status is sampled for
- * --observation-seconds (every interval / 10 ms, 10..100 ms):
- *   lifecycle detail: publications, records_total, bytes_total (exact deltas), and per
- *     publication seen last_records, last_bytes, last_touched (max and mean of the
- *     publications seen; a sample seeing two new publications counts only the last);
- *     lag_samples / lag_last_us: each new commit's follower lag (commit notification to
- *     applied), so the window's p50/p99 are of the window's commits only (the daemon's
- *     own lag_p50_us/lag_p99_us are over its last 4096 commits, mostly setup DDL;
- *     reported as "setup lag");
- *   adapter detail: catalog_commits, catalog_syncs (deltas);
- *   /proc/PID/stat of each daemon: CPU time used in the window.
- * Note: a status request makes the follower catch up first (lifecycle_status()), so
- * sampling can shorten a lag it measures, never lengthen it.
+ * The load, all through the rounds: one client INSERTs one row into the advancing
+ * tables round-robin, paced so that each table gets one every --write-interval-ms
+ * (default 100); a client that cannot keep up goes as fast as it can (the achieved rate
+ * is reported).  After --warmup-seconds, --publication-rounds windows of
+ * --observation-seconds each; in each:
+ *   - DDL (--ddl-rate-hz R > 0): a client of its own runs CREATE TABLE d_K (a int) then
+ *     DROP TABLE d_K (a fresh K each time, two round trips) on a fixed schedule, pair k
+ *     due at round start + k / R.  Open loop: a late pair starts at once, and its
+ *     latency is measured from its *scheduled* arrival, so a stall of any daemon shows
+ *     as latency (and as pairs not completed).  Offered = pairs due in the window;
+ *     completed = pairs finished in it.
+ *   - Observer (--observer poll): another client runs SELECT * FROM coord_frontiers in
+ *     a loop, as fast as answers come (polls/s reported).
+ *   - The lifecycle's status is sampled every interval / 10 ms (10..100 ms):
+ *     publications, records_total, bytes_total (exact deltas); per publication seen
+ *     last_records, last_bytes, last_touched; lag_samples / lag_last_us: each new
+ *     commit's follower lag (commit notification to applied).  A status request makes
+ *     the follower catch up first, so sampling can shorten a lag, never lengthen it.
+ *   - At the window's start and end, all three daemons' status: the adapter's catalog
+ *     counters (commits, syncs, RocksDB WAL bytes), the controller's storage RocksDB
+ *     WAL bytes, and each daemon's window_stall_us: the longest event-loop busy stretch
+ *     since the previous status request (loop.c note 9) -- taken at the window's start,
+ *     it covers exactly the window (the lifecycle's: max over the samples).
+ *   - /proc/PID/stat of each daemon: CPU time used in the window.
+ * Around the rounds: the catalog footprint (adapter status: SST + memtable bytes and
+ * keys of the state column families and of the log) after setup and after the last
+ * round; the longest stall of each daemon during setup.
+ * After the rounds (--restarts, default on): each daemon in turn is killed with
+ * SIGKILL and started again exactly as it ran (/proc/PID/cmdline, cwd, its stdout
+ * file), and timed from the kill to serving again: adapter -- status ready and a new
+ * connection answers SELECT 1; controller -- status ready and SELECT * FROM t_0
+ * succeeds through the adapter; lifecycle -- status ready and caught up with the
+ * adapter's last catalog commit.
  *
- * Output: raw lines, a markdown table row and a CSV line (appended to --results, with a
- * header when the file is new).  --report FILE prints the markdown table of every row
- * in FILE.  Exit 1 when a statement or a status request failed.
+ * Output: raw lines per round, a markdown table row and a CSV line (appended to
+ * --results, with a header when the file is new).  Ranges "a–b" are the envelope over
+ * rounds; percentiles pool every round.  --report FILE prints the markdown table of
+ * every row in FILE (columns found by header name); --plot PNG also draws DDL pair
+ * p95, setup time and follower lag p99 against the collection count (log x) with
+ * gnuplot.  Exit 1 when a statement, a status request or a restart failed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +108,25 @@ static int cmp_u64(const void *a, const void *b)
 static uint64_t pct(const uint64_t *v, size_t n, unsigned p)
 {
         return n ? v[(n - 1) * p / 100] : 0;
+}
+
+/* A growable array of u64 (latencies). */
+struct vec {
+        uint64_t *v;
+        size_t n, cap;
+};
+
+static bool vec_push(struct vec *a, uint64_t x)
+{
+        if (a->n == a->cap) {
+                size_t cap = a->cap ? 2 * a->cap : 256;
+                uint64_t *v = realloc(a->v, cap * sizeof(*v));
+                if (!v)
+                        return false;
+                a->v = v, a->cap = cap;
+        }
+        a->v[a->n++] = x;
+        return true;
 }
 
 static double load1(void)
@@ -114,30 +162,35 @@ static uint64_t cpu_ms(int pid)
         return (ut + st) * 1000ull / (unsigned long long)sysconf(_SC_CLK_TCK);
 }
 
-static PGconn *connect_db(void)
+static PGconn *connect_db(bool quiet)
 {
         PGconn *c = PQconnectdb(conninfo);
 
         if (PQstatus(c) != CONNECTION_OK) {
-                fprintf(stderr, "bench-publication: connect: %s", PQerrorMessage(c));
+                if (!quiet)
+                        fprintf(stderr, "bench-publication: connect: %s", PQerrorMessage(c));
                 PQfinish(c);
                 return NULL;
         }
         return c;
 }
 
-/* Run sql (maybe several statements); false (reported) when any failed. */
-static bool run(PGconn *c, const char *sql)
+/* Run sql (maybe several statements); false (reported unless quiet) when any failed.
+ * *rows (if given) gets the rows returned. */
+static bool run_q(PGconn *c, const char *sql, bool quiet, uint64_t *rows)
 {
         PGresult *r;
         bool ok = PQsendQuery(c, sql);
 
-        if (!ok)
+        if (!ok && !quiet)
                 fprintf(stderr, "bench-publication: %.120s: %s", sql, PQerrorMessage(c));
         while (ok && (r = PQgetResult(c))) {
                 if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
-                        fprintf(stderr, "bench-publication: %.120s: %s", sql, PQresultErrorMessage(r));
+                        if (!quiet)
+                                fprintf(stderr, "bench-publication: %.120s: %s", sql, PQresultErrorMessage(r));
                         ok = false;
+                } else if (rows) {
+                        *rows += (uint64_t)PQntuples(r);
                 }
                 PQclear(r);
         }
@@ -146,17 +199,31 @@ static bool run(PGconn *c, const char *sql)
         return ok;
 }
 
+static bool run(PGconn *c, const char *sql) { return run_q(c, sql, false, NULL); }
+
 /* ---- status --------------------------------------------------------------------- */
 
+enum { ADAPTER, LIFECYCLE, CONTROLLER, N_DAEMONS };
+static const char *const daemon_name[N_DAEMONS] = { "adapter", "lifecycle", "controller" };
+static const Coord__Role daemon_role[N_DAEMONS] = {
+        COORD__ROLE__ROLE_ADAPTER, COORD__ROLE__ROLE_LIFECYCLE, COORD__ROLE__ROLE_CONTROLLER,
+};
+#define ALL_DAEMONS ((1u << ADAPTER) | (1u << LIFECYCLE) | (1u << CONTROLLER))
+
 struct snap {
-        bool ok;
-        int pid[3];                     /* adapter, lifecycle, controller */
+        bool ok, ready[N_DAEMONS];
+        int pid[N_DAEMONS];
         uint64_t adapter_seq, lifecycle_seq;
-        uint64_t commits, syncs;        /* adapter */
+        /* adapter */
+        uint64_t commits, syncs, cat_wal, cat_flush, cat_compact;
+        uint64_t cat_state_sst, cat_state_mem, cat_state_keys, cat_log_sst, cat_log_mem, cat_log_keys;
+        /* controller */
+        uint64_t st_wal, st_flush, st_compact;
+        /* lifecycle */
         uint64_t publications, pub_errors, records_total, bytes_total;
         uint64_t last_records, last_bytes, last_touched;
         uint64_t lag_samples, lag_last_us, lag_p50_us, lag_p99_us, lag_max_us, reloads;
-        uint64_t stall_us[3];
+        uint64_t stall_us[N_DAEMONS], window_stall_us[N_DAEMONS];
 };
 
 static uint64_t detail_u64(const char *detail, const char *key)
@@ -169,27 +236,43 @@ static uint64_t detail_u64(const char *detail, const char *key)
         return 0;
 }
 
-static struct snap snapshot(void)
+/* The status of the daemons in mask (bits ADAPTER..); ok = all of them answered.  Each
+ * request resets that daemon's window_stall_us. */
+static struct snap snapshot_of(unsigned mask, int timeout_ms)
 {
-        static const Coord__Role roles[3] = {
-                COORD__ROLE__ROLE_ADAPTER, COORD__ROLE__ROLE_LIFECYCLE, COORD__ROLE__ROLE_CONTROLLER,
-        };
         struct snap s = { .ok = true };
 
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < N_DAEMONS; i++) {
                 Coord__StatusReply *st = NULL;
-                if (node_query_status(run_dir, roles[i], 5000, &st) < 0) {
+                if (!(mask & (1u << i)))
+                        continue;
+                if (node_query_status(run_dir, daemon_role[i], timeout_ms, &st) < 0) {
                         s.ok = false;
                         continue;
                 }
+                const char *d = st->detail;
                 s.pid[i] = st->pid;
+                s.ready[i] = st->ready;
                 s.stall_us[i] = st->max_stall_us;
-                if (i == 0) {
+                s.window_stall_us[i] = st->window_stall_us;
+                if (i == ADAPTER) {
                         s.adapter_seq = st->catalog_seq;
-                        s.commits = detail_u64(st->detail, "catalog_commits");
-                        s.syncs = detail_u64(st->detail, "catalog_syncs");
-                } else if (i == 1) {
-                        const char *d = st->detail;
+                        s.commits = detail_u64(d, "catalog_commits");
+                        s.syncs = detail_u64(d, "catalog_syncs");
+                        s.cat_wal = detail_u64(d, "catalog_wal_bytes");
+                        s.cat_flush = detail_u64(d, "catalog_flush_bytes");
+                        s.cat_compact = detail_u64(d, "catalog_compact_bytes");
+                        s.cat_state_sst = detail_u64(d, "catalog_state_sst_bytes");
+                        s.cat_state_mem = detail_u64(d, "catalog_state_mem_bytes");
+                        s.cat_state_keys = detail_u64(d, "catalog_state_keys");
+                        s.cat_log_sst = detail_u64(d, "catalog_log_sst_bytes");
+                        s.cat_log_mem = detail_u64(d, "catalog_log_mem_bytes");
+                        s.cat_log_keys = detail_u64(d, "catalog_log_keys");
+                } else if (i == CONTROLLER) {
+                        s.st_wal = detail_u64(d, "storage_wal_bytes");
+                        s.st_flush = detail_u64(d, "storage_flush_bytes");
+                        s.st_compact = detail_u64(d, "storage_compact_bytes");
+                } else {
                         s.lifecycle_seq = st->catalog_seq;
                         s.publications = detail_u64(d, "publications");
                         s.pub_errors = detail_u64(d, "publication_errors");
@@ -210,6 +293,8 @@ static struct snap snapshot(void)
         return s;
 }
 
+static struct snap snapshot(unsigned mask) { return snapshot_of(mask, 5000); }
+
 /* ---- the writer ----------------------------------------------------------------- */
 
 struct writer {
@@ -223,7 +308,7 @@ struct writer {
 static void *writer_main(void *arg)
 {
         struct writer *w = arg;
-        PGconn *c = connect_db();
+        PGconn *c = connect_db(false);
         uint64_t due = now_ns(), k = 0;
         char q[96];
 
@@ -251,72 +336,612 @@ static void *writer_main(void *arg)
         return NULL;
 }
 
+/* ---- DDL on a schedule ---------------------------------------------------------- */
+
+struct ddl {
+        pthread_t th;
+        PGconn *c;                      /* connected before the window */
+        double rate_hz;
+        uint64_t t0, end;               /* the window, now_ns() */
+        uint64_t *next_name;            /* fresh names across rounds */
+        struct vec lat;                 /* ns from scheduled arrival to DROP answered */
+        uint64_t offered, late_started, straddled;
+        bool failed;
+};
+
+static void *ddl_main(void *arg)
+{
+        struct ddl *d = arg;
+        char q[96];
+
+        for (uint64_t k = 0;; k++) {
+                uint64_t due = d->t0 + (uint64_t)((double)k * 1e9 / d->rate_hz), now, name;
+                if (due >= d->end)
+                        break;
+                now = now_ns();
+                if (now < due)
+                        sleep_ns(due - now);
+                else if (now - due > 1000000ull)
+                        d->late_started++;
+                if (now_ns() >= d->end)
+                        break;  /* counted as offered, not completed */
+                name = (*d->next_name)++;
+                snprintf(q, sizeof(q), "CREATE TABLE d_%" PRIu64 " (a int)", name);
+                if (!run(d->c, q)) {
+                        d->failed = true;
+                        break;
+                }
+                snprintf(q, sizeof(q), "DROP TABLE d_%" PRIu64, name);
+                if (!run(d->c, q)) {
+                        d->failed = true;
+                        break;
+                }
+                now = now_ns();
+                if (now > d->end)
+                        d->straddled++;
+                else if (!vec_push(&d->lat, now - due)) {
+                        d->failed = true;
+                        break;
+                }
+        }
+        return NULL;
+}
+
+/* Pairs due in [t0, end). */
+static uint64_t ddl_offered(double rate_hz, uint64_t t0, uint64_t end)
+{
+        uint64_t n = 0;
+
+        while (t0 + (uint64_t)((double)n * 1e9 / rate_hz) < end)
+                n++;
+        return n;
+}
+
+/* ---- the observer --------------------------------------------------------------- */
+
+struct observer {
+        pthread_t th;
+        PGconn *c;
+        atomic_bool stop;
+        atomic_uint_least64_t polls, rows, errors;
+};
+
+static void *observer_main(void *arg)
+{
+        struct observer *o = arg;
+
+        while (!atomic_load(&o->stop)) {
+                uint64_t rows = 0;
+                if (!run_q(o->c, "SELECT * FROM coord_frontiers", true, &rows)) {
+                        atomic_fetch_add(&o->errors, 1);
+                        sleep_ns(10000000ull);
+                        continue;
+                }
+                atomic_fetch_add(&o->polls, 1);
+                atomic_fetch_add(&o->rows, rows);
+        }
+        return NULL;
+}
+
+/* ---- restarts ------------------------------------------------------------------- */
+
+/* How pid was started: argv from /proc/PID/cmdline (NUL-separated), its executable, cwd
+ * and stdout file; false when unreadable. */
+struct how {
+        char buf[8192], *argv[64], exe[PATH_MAX], cwd[PATH_MAX], out[PATH_MAX];
+};
+
+static bool read_how(int pid, struct how *h)
+{
+        char path[64];
+        ssize_t n;
+        int fd, k = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+                return false;
+        n = read(fd, h->buf, sizeof(h->buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return false;
+        h->buf[n] = 0;
+        for (char *p = h->buf; p < h->buf + n && k < 63; p += strlen(p) + 1)
+                h->argv[k++] = p;
+        h->argv[k] = NULL;
+        snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+        n = readlink(path, h->exe, sizeof(h->exe) - 1);
+        if (n <= 0)
+                return false;
+        h->exe[n] = 0;
+        snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
+        n = readlink(path, h->cwd, sizeof(h->cwd) - 1);
+        if (n <= 0)
+                return false;
+        h->cwd[n] = 0;
+        snprintf(path, sizeof(path), "/proc/%d/fd/1", pid);
+        n = readlink(path, h->out, sizeof(h->out) - 1);
+        h->out[n > 0 ? n : 0] = 0;
+        if (h->out[0] != '/')
+                snprintf(h->out, sizeof(h->out), "/dev/null");
+        return true;
+}
+
+/* Gone, or a zombie whose files are closed.  A zombie leader alone is not enough: the
+ * leader of a killed multithreaded process turns Z while its other threads still exit,
+ * and the role's lock (a file lock) is released only when the last of them closed its
+ * files -- a restart started before then exits with already_running. */
+static bool dead(int pid)
+{
+        char path[64], buf[512], *p;
+        struct dirent *e;
+        bool open_fds = false;
+        FILE *f;
+        DIR *d;
+        size_t n;
+
+        waitpid(pid, NULL, WNOHANG);    /* ours, when we started it */
+        if (kill(pid, 0) < 0 && errno == ESRCH)
+                return true;
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        if (!(f = fopen(path, "r")))
+                return true;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        p = strrchr(buf, ')');
+        if (!p || (p[2] != 'Z' && p[2] != 'X'))
+                return false;
+        snprintf(path, sizeof(path), "/proc/%d/task", pid);
+        if ((d = opendir(path))) {
+                int tasks = 0;
+                while ((e = readdir(d)))
+                        tasks += e->d_name[0] != '.';
+                closedir(d);
+                if (tasks > 1)
+                        return false;
+        }
+        snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+        if ((d = opendir(path))) {
+                while ((e = readdir(d)))
+                        open_fds |= e->d_name[0] != '.';
+                closedir(d);
+        }
+        return !open_fds;
+}
+
+/* Bytes of the regular files in dir (not recursive); 0 when unreadable. */
+static uint64_t dir_bytes(const char *dir)
+{
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        struct stat st;
+        uint64_t sum = 0;
+
+        if (!d)
+                return 0;
+        while ((e = readdir(d)))
+                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                        sum += (uint64_t)st.st_size;
+        closedir(d);
+        return sum;
+}
+
+/* The adapter's catalog directory on disk (<data-dir>/adapter/catalog, --data-dir from
+ * its command line), into path; false when unknown. */
+static bool catalog_dir(int adapter_pid, char *path, size_t size)
+{
+        struct how *h = calloc(1, sizeof(*h));
+        bool ok = false;
+
+        if (h && read_how(adapter_pid, h))
+                for (int i = 0; h->argv[i]; i++) {
+                        const char *v = NULL;
+                        if (strcmp(h->argv[i], "--data-dir") == 0 && h->argv[i + 1])
+                                v = h->argv[i + 1];
+                        else if (strncmp(h->argv[i], "--data-dir=", 11) == 0)
+                                v = h->argv[i] + 11;
+                        if (v) {
+                                int n = snprintf(path, size, "%s%s%s/adapter/catalog",
+                                                 v[0] == '/' ? "" : h->cwd, v[0] == '/' ? "" : "/", v);
+                                ok = n > 0 && (size_t)n < size;
+                        }
+                }
+        free(h);
+        return ok;
+}
+
+static int spawn(const struct how *h)
+{
+        pid_t pid = fork();
+
+        if (pid != 0)
+                return (int)pid;
+        /* The child: a session of its own, as tools/coord up starts daemons. */
+        setsid();
+        int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int out = open(h->out, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (in >= 0)
+                dup2(in, 0);
+        if (out >= 0) {
+                dup2(out, 1);
+                dup2(out, 2);
+        }
+        if (chdir(h->cwd) < 0)
+                _exit(127);
+        execv(h->exe, h->argv);
+        execv(h->argv[0], h->argv);     /* the binary was replaced since: its path */
+        _exit(127);
+}
+
+/* Serving again, in the sense of the header. */
+static bool serving(int d, PGconn **c)
+{
+        struct snap s = snapshot_of(ALL_DAEMONS, 200);
+
+        if (!s.ready[d])
+                return false;
+        if (d == LIFECYCLE)
+                return s.ok && s.lifecycle_seq >= s.adapter_seq;
+        if (d == ADAPTER) {
+                PGconn *n = connect_db(true);
+                bool ok = n && run_q(n, "SELECT 1", true, NULL);
+                PQfinish(n);
+                return ok;
+        }
+        if (!*c && !(*c = connect_db(true)))
+                return false;
+        if (run_q(*c, "SELECT * FROM t_0", true, NULL))
+                return true;
+        if (PQstatus(*c) != CONNECTION_OK) {
+                PQfinish(*c);
+                *c = NULL;
+        }
+        return false;
+}
+
+/* kill -9 daemon d and start it again; ms from the kill to serving, -1 on failure. */
+static double restart(int d, double timeout_s)
+{
+        struct snap s = snapshot(ALL_DAEMONS);
+        struct how *h = calloc(1, sizeof(*h));
+        PGconn *c = NULL;
+        uint64_t t0;
+        double ms = -1;
+        int pid;
+
+        if (!h || !s.ok || !read_how(s.pid[d], h)) {
+                fprintf(stderr, "bench-publication: restart %s: no status or /proc entry\n", daemon_name[d]);
+                goto out;
+        }
+        t0 = now_ns();
+        if (kill(s.pid[d], SIGKILL) < 0) {
+                fprintf(stderr, "bench-publication: kill %s: %s\n", daemon_name[d], strerror(errno));
+                goto out;
+        }
+        while (!dead(s.pid[d]))
+                if (secs_since(t0) > timeout_s)
+                        goto out;
+        pid = spawn(h);
+        if (pid < 0) {
+                fprintf(stderr, "bench-publication: fork: %s\n", strerror(errno));
+                goto out;
+        }
+        while (!serving(d, &c)) {
+                int st;
+                /* Exited at once (the predecessor's lock still held after all): again. */
+                if (waitpid(pid, &st, WNOHANG) == pid) {
+                        fprintf(stderr, "bench-publication: restarted %s exited (status %d); starting "
+                                        "it again\n", daemon_name[d], st);
+                        sleep_ns(5000000ull);
+                        if ((pid = spawn(h)) < 0)
+                                goto out;
+                }
+                if (secs_since(t0) > timeout_s) {
+                        fprintf(stderr, "bench-publication: %s not serving %.0f s after kill -9\n",
+                                daemon_name[d], timeout_s);
+                        goto out;
+                }
+                sleep_ns(1000000ull);
+        }
+        ms = secs_since(t0) * 1e3;
+        /* The other two serve as well before the next kill. */
+        for (int k = 0; k < N_DAEMONS; k++)
+                while (k != d && !serving(k, &c)) {
+                        if (secs_since(t0) > 2 * timeout_s) {
+                                ms = -1;
+                                goto out;
+                        }
+                        sleep_ns(1000000ull);
+                }
+out:
+        PQfinish(c);
+        free(h);
+        return ms;
+}
+
 /* ---- one row -------------------------------------------------------------------- */
 
-#define CSV_HEADER                                                                              \
-        "shape,collections,active,filler,interval_ms,setup_s,setup_applied_s,catalog_items,"   \
-        "observe_s,inserts_per_s,table_write_interval_ms,publications,pubs_per_s,"             \
-        "records_per_pub,records_per_pub_max,bytes_per_pub,bytes_per_pub_max,bytes_per_s,"     \
-        "records_per_s,touched_per_pub,touched_per_pub_max,lag_p50_us,lag_p99_us,lag_n,"       \
-        "setup_lag_p50_us,setup_lag_p99_us,commits_per_s,syncs_per_s,cpu_adapter_pct,"         \
-        "cpu_lifecycle_pct,cpu_controller_pct,stall_max_us_lifecycle,pub_errors,load1_start,"  \
-        "load1_end,nproc"
-
+/* Every figure of a row; the CSV columns are the fields in COLUMNS order. */
 struct row {
-        char shape[16], filler[16];
-        uint64_t collections, active, interval_ms;
-        double setup_s, setup_applied_s;
-        uint64_t catalog_items;
-        double observe_s, inserts_per_s, table_write_interval_ms;
-        uint64_t publications;
-        double pubs_per_s, records_per_pub;
-        uint64_t records_per_pub_max;
-        double bytes_per_pub;
-        uint64_t bytes_per_pub_max;
-        double bytes_per_s, records_per_s, touched_per_pub;
-        uint64_t touched_per_pub_max, lag_p50_us, lag_p99_us, lag_n, setup_lag_p50_us, setup_lag_p99_us;
-        double commits_per_s, syncs_per_s, cpu_pct[3];
-        uint64_t stall_max_us_lifecycle, pub_errors;
-        double load1_start, load1_end;
-        long nproc;
+        char shape[16], filler[16], observer[16];
+        double collections, active, interval_ms, rounds, observe_s, ddl_rate_hz;
+        double setup_s, setup_applied_s, catalog_items, inserts_per_s, table_write_interval_ms;
+        double publications, pubs_per_s, records_per_pub, records_per_pub_max, bytes_per_pub,
+                bytes_per_pub_max, bytes_per_s, bytes_per_s_min, bytes_per_s_max, records_per_s,
+                touched_per_pub, touched_per_pub_max;
+        double catalog_wal_bps, catalog_written_bps, storage_wal_bps, storage_written_bps;
+        double ddl_completed, ddl_offered, ddl_late, ddl_p50_us, ddl_p95_us, ddl_p99_us,
+                ddl_p95_min_us, ddl_p95_max_us, ddl_max_us;
+        double observer_polls_per_s, observer_rows_per_poll, observer_errors;
+        double lag_p50_us, lag_p99_us, lag_n, setup_lag_p50_us, setup_lag_p99_us;
+        double commits_per_s, syncs_per_s, cpu_adapter_pct, cpu_lifecycle_pct, cpu_controller_pct;
+        double stall_setup_adapter_us, stall_setup_lifecycle_us, stall_setup_controller_us;
+        double stall_adapter_us, stall_lifecycle_us, stall_controller_us;
+        double cat_state_bytes_before, cat_state_keys_before, cat_log_bytes_before, cat_log_keys_before;
+        double cat_state_bytes_after, cat_state_keys_after, cat_log_bytes_after, cat_log_keys_after;
+        double cat_disk_bytes_before, cat_disk_bytes_after;
+        double restart_adapter_ms, restart_lifecycle_ms, restart_controller_ms;
+        double pub_errors, load1_start, load1_end, nproc;
 };
+
+struct column {
+        const char *name;
+        size_t off;
+        int prec;               /* -1: a string field */
+};
+
+#define S(f) { #f, offsetof(struct row, f), -1 }
+#define N(f, p) { #f, offsetof(struct row, f), p }
+static const struct column COLUMNS[] = {
+        S(shape), N(collections, 0), N(active, 0), S(filler), N(interval_ms, 0), N(rounds, 0),
+        N(observe_s, 2), N(ddl_rate_hz, 2), S(observer), N(setup_s, 3), N(setup_applied_s, 3),
+        N(catalog_items, 0), N(inserts_per_s, 1), N(table_write_interval_ms, 1), N(publications, 0),
+        N(pubs_per_s, 3), N(records_per_pub, 2), N(records_per_pub_max, 0), N(bytes_per_pub, 1),
+        N(bytes_per_pub_max, 0), N(bytes_per_s, 1), N(bytes_per_s_min, 1), N(bytes_per_s_max, 1),
+        N(records_per_s, 2), N(touched_per_pub, 1), N(touched_per_pub_max, 0),
+        N(catalog_wal_bps, 1), N(catalog_written_bps, 1), N(storage_wal_bps, 1),
+        N(storage_written_bps, 1), N(ddl_completed, 0), N(ddl_offered, 0), N(ddl_late, 0),
+        N(ddl_p50_us, 0), N(ddl_p95_us, 0), N(ddl_p99_us, 0), N(ddl_p95_min_us, 0),
+        N(ddl_p95_max_us, 0), N(ddl_max_us, 0), N(observer_polls_per_s, 1),
+        N(observer_rows_per_poll, 1), N(observer_errors, 0), N(lag_p50_us, 0), N(lag_p99_us, 0),
+        N(lag_n, 0), N(setup_lag_p50_us, 0), N(setup_lag_p99_us, 0), N(commits_per_s, 2),
+        N(syncs_per_s, 2), N(cpu_adapter_pct, 1), N(cpu_lifecycle_pct, 1), N(cpu_controller_pct, 1),
+        N(stall_setup_adapter_us, 0), N(stall_setup_lifecycle_us, 0), N(stall_setup_controller_us, 0),
+        N(stall_adapter_us, 0), N(stall_lifecycle_us, 0), N(stall_controller_us, 0),
+        N(cat_state_bytes_before, 0), N(cat_state_keys_before, 0), N(cat_log_bytes_before, 0),
+        N(cat_log_keys_before, 0), N(cat_state_bytes_after, 0), N(cat_state_keys_after, 0),
+        N(cat_log_bytes_after, 0), N(cat_log_keys_after, 0), N(cat_disk_bytes_before, 0),
+        N(cat_disk_bytes_after, 0), N(restart_adapter_ms, 1),
+        N(restart_lifecycle_ms, 1), N(restart_controller_ms, 1), N(pub_errors, 0),
+        N(load1_start, 2), N(load1_end, 2), N(nproc, 0),
+};
+#undef S
+#undef N
+
+static void csv_header(FILE *f)
+{
+        for (size_t i = 0; i < ELEMENTSOF(COLUMNS); i++)
+                fprintf(f, "%s%s", i ? "," : "", COLUMNS[i].name);
+        fprintf(f, "\n");
+}
 
 static void csv_line(FILE *f, const struct row *r)
 {
-        fprintf(f, "%s,%" PRIu64 ",%" PRIu64 ",%s,%" PRIu64 ",%.3f,%.3f,%" PRIu64 ",%.2f,%.1f,%.1f,%" PRIu64
-                   ",%.3f,%.2f,%" PRIu64 ",%.1f,%" PRIu64 ",%.1f,%.2f,%.1f,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                   ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.2f,%.2f,%.1f,%.1f,%.1f,%" PRIu64 ",%" PRIu64
-                   ",%.2f,%.2f,%ld\n",
-                r->shape, r->collections, r->active, r->filler, r->interval_ms, r->setup_s,
-                r->setup_applied_s, r->catalog_items, r->observe_s, r->inserts_per_s,
-                r->table_write_interval_ms, r->publications, r->pubs_per_s, r->records_per_pub,
-                r->records_per_pub_max, r->bytes_per_pub, r->bytes_per_pub_max, r->bytes_per_s,
-                r->records_per_s, r->touched_per_pub, r->touched_per_pub_max, r->lag_p50_us,
-                r->lag_p99_us, r->lag_n, r->setup_lag_p50_us, r->setup_lag_p99_us, r->commits_per_s,
-                r->syncs_per_s, r->cpu_pct[0], r->cpu_pct[1], r->cpu_pct[2], r->stall_max_us_lifecycle,
-                r->pub_errors, r->load1_start, r->load1_end, r->nproc);
+        for (size_t i = 0; i < ELEMENTSOF(COLUMNS); i++) {
+                const char *p = (const char *)r + COLUMNS[i].off;
+                if (i)
+                        fputc(',', f);
+                if (COLUMNS[i].prec < 0)
+                        fputs(p, f);
+                else
+                        fprintf(f, "%.*f", COLUMNS[i].prec, *(const double *)p);
+        }
+        fputc('\n', f);
 }
 
 static void md_header(void)
 {
-        printf("| shape | collections | setup | publications/s | records / publication (max) | "
-               "bytes / publication (max) | payload | records/s | examined / tick (max) | "
-               "follower lag p50 / p99 (n) | catalog commits/s (syncs/s) | lifecycle CPU | "
-               "INSERTs/s | load avg |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        printf("| shape | collections | setup (applied) | payload (rounds) | records/s | catalog WAL "
+               "(all writes) | storage WAL (all writes) | DDL pairs done / offered | pair p50 / p95 / "
+               "p99 (p95 rounds) | follower lag p50 / p99 (n) | observer polls/s | longest stall "
+               "adapter / lifecycle / controller, rounds (setup) | catalog state / log (disk), after "
+               "setup → after rounds | restart adapter / lifecycle / controller | CPU adapter / lifecycle / "
+               "controller | load avg |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 }
 
 static void md_row(const struct row *r)
 {
-        printf("| %s (%" PRIu64 " advancing, filler %s) | %" PRIu64 " | %.2f s (applied %.2f s) | %.2f | "
-               "%.1f (%" PRIu64 ") | %.0f (%" PRIu64 ") | %.2f kB/s | %.1f | %.1f (%" PRIu64 ") | "
-               "%" PRIu64 " / %" PRIu64 " µs (%" PRIu64 ") | %.2f (%.2f) | %.1f%% | %.0f | %.2f–%.2f |\n",
-               r->shape, r->active, r->filler, r->collections, r->setup_s, r->setup_applied_s,
-               r->pubs_per_s, r->records_per_pub, r->records_per_pub_max, r->bytes_per_pub,
-               r->bytes_per_pub_max, r->bytes_per_s / 1000.0, r->records_per_s, r->touched_per_pub,
-               r->touched_per_pub_max, r->lag_p50_us, r->lag_p99_us, r->lag_n, r->commits_per_s,
-               r->syncs_per_s, r->cpu_pct[1], r->inserts_per_s, r->load1_start, r->load1_end);
+        char restarts[96];
+
+        if (r->restart_adapter_ms == 0 && r->restart_lifecycle_ms == 0 && r->restart_controller_ms == 0)
+                snprintf(restarts, sizeof(restarts), "not run");
+        else
+                snprintf(restarts, sizeof(restarts), "%.0f / %.0f / %.0f ms", r->restart_adapter_ms,
+                         r->restart_lifecycle_ms, r->restart_controller_ms);
+        printf("| %s (%.0f advancing, filler %s; every %.0f ms; DDL %.1f Hz; observer %s) | %.0f | "
+               "%.2f s (%.2f s) | %.2f kB/s (%.2f–%.2f) | %.1f | %.2f kB/s (%.2f) | %.2f kB/s (%.2f) | "
+               "%.0f / %.0f | %.2f / %.2f / %.2f ms (%.2f–%.2f) | %.0f / %.0f µs (%.0f) | %.1f | "
+               "%.1f / %.1f / %.1f ms (%.1f / %.1f / %.1f) | %.0f / %.0f keys, %.1f / %.1f kB (%.1f kB) "
+               "→ %.0f / %.0f keys, %.1f / %.1f kB (%.1f kB) | %s | %.1f%% / %.1f%% / %.1f%% | %.2f–%.2f |\n",
+               r->shape, r->active, r->filler, r->interval_ms, r->ddl_rate_hz, r->observer,
+               r->collections, r->setup_s, r->setup_applied_s, r->bytes_per_s / 1e3,
+               r->bytes_per_s_min / 1e3, r->bytes_per_s_max / 1e3, r->records_per_s,
+               r->catalog_wal_bps / 1e3, r->catalog_written_bps / 1e3, r->storage_wal_bps / 1e3,
+               r->storage_written_bps / 1e3, r->ddl_completed, r->ddl_offered, r->ddl_p50_us / 1e3,
+               r->ddl_p95_us / 1e3, r->ddl_p99_us / 1e3, r->ddl_p95_min_us / 1e3,
+               r->ddl_p95_max_us / 1e3, r->lag_p50_us, r->lag_p99_us, r->lag_n, r->observer_polls_per_s,
+               r->stall_adapter_us / 1e3, r->stall_lifecycle_us / 1e3, r->stall_controller_us / 1e3,
+               r->stall_setup_adapter_us / 1e3, r->stall_setup_lifecycle_us / 1e3,
+               r->stall_setup_controller_us / 1e3, r->cat_state_keys_before, r->cat_log_keys_before,
+               r->cat_state_bytes_before / 1e3, r->cat_log_bytes_before / 1e3,
+               r->cat_disk_bytes_before / 1e3, r->cat_state_keys_after, r->cat_log_keys_after,
+               r->cat_state_bytes_after / 1e3, r->cat_log_bytes_after / 1e3,
+               r->cat_disk_bytes_after / 1e3, restarts, r->cpu_adapter_pct, r->cpu_lifecycle_pct,
+               r->cpu_controller_pct, r->load1_start, r->load1_end);
 }
+
+
+/* ---- the report and the plot ----------------------------------------------------- */
+
+static int cmp_rows(const void *a, const void *b)
+{
+        const struct row *x = a, *y = b;
+        int k = strcmp(x->shape, y->shape);
+
+        return k ? k : (x->collections > y->collections) - (x->collections < y->collections);
+}
+
+/* Every row of the CSV file at path (columns by the names of the last header line seen). */
+static int read_rows(const char *path, struct row **ret, size_t *ret_n)
+{
+        FILE *f = fopen(path, "r");
+        char line[8192];
+        int map[256];
+        size_t n = 0, ncols = 0;
+        struct row *rows = NULL;
+
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f)) {
+                char *save = NULL, *tok;
+                size_t k = 0;
+                bool header = strncmp(line, "shape,", 6) == 0;
+                struct row r = { 0 };
+
+                for (tok = strtok_r(line, ",\n", &save); tok && k < ELEMENTSOF(map);
+                     tok = strtok_r(NULL, ",\n", &save), k++) {
+                        if (header) {
+                                map[k] = -1;
+                                for (size_t i = 0; i < ELEMENTSOF(COLUMNS); i++)
+                                        if (strcmp(COLUMNS[i].name, tok) == 0)
+                                                map[k] = (int)i;
+                                continue;
+                        }
+                        if (k >= ncols || map[k] < 0)
+                                continue;
+                        const struct column *col = &COLUMNS[map[k]];
+                        char *p = (char *)&r + col->off;
+                        if (col->prec < 0)
+                                snprintf(p, 16, "%s", tok);
+                        else
+                                *(double *)p = strtod(tok, NULL);
+                }
+                if (header) {
+                        ncols = k;
+                        continue;
+                }
+                if (!ncols || k < 2)
+                        continue;
+                struct row *nr = realloc(rows, (n + 1) * sizeof(*rows));
+                if (!nr) {
+                        free(rows);
+                        fclose(f);
+                        return -ENOMEM;
+                }
+                rows = nr;
+                rows[n++] = r;
+        }
+        fclose(f);
+        *ret = rows;
+        *ret_n = n;
+        return 0;
+}
+
+static int report(const char *path)
+{
+        struct row *rows = NULL;
+        size_t n = 0;
+        int r = read_rows(path, &rows, &n);
+
+        if (r < 0) {
+                fprintf(stderr, "bench-publication: %s: %s\n", path, strerror(-r));
+                return 1;
+        }
+        md_header();
+        for (size_t i = 0; i < n; i++)
+                md_row(&rows[i]);
+        free(rows);
+        return n ? 0 : 1;
+}
+
+/* DDL pair p95, setup time and follower lag p99 against the collection count, one
+ * series per shape (and filler, cadence, DDL rate, observer), log x; with gnuplot. */
+static int plot(const char *path, const char *png)
+{
+        struct row *rows = NULL;
+        size_t n = 0, groups = 0;
+        char key[128], prev[128] = "";
+        FILE *g;
+        int r = read_rows(path, &rows, &n), st;
+        static const char *const panel[3] = { "DDL pair p95 (ms)", "setup, to applied (s)",
+                                              "follower lag p99 (ms)" };
+
+        if (r < 0 || n == 0) {
+                fprintf(stderr, "bench-publication: %s: no rows\n", path);
+                free(rows);
+                return 1;
+        }
+        qsort(rows, n, sizeof(*rows), cmp_rows);
+        if (!(g = popen("gnuplot", "w"))) {
+                fprintf(stderr, "bench-publication: gnuplot: %s\n", strerror(errno));
+                free(rows);
+                return 1;
+        }
+        /* One datablock per series: collections, p95 ms, setup s, lag p99 ms. */
+        for (size_t i = 0; i < n; i++) {
+                const struct row *x = &rows[i];
+                snprintf(key, sizeof(key), "%s, %.0f advancing, filler %s, %.0f ms, DDL %.1f Hz, observer %s",
+                         x->shape, x->active, x->filler, x->interval_ms, x->ddl_rate_hz, x->observer);
+                if (strcmp(key, prev) != 0) {
+                        fprintf(g, "%s$g%zu << EOD\n# %s\n", groups ? "EOD\n" : "", groups, key);
+                        snprintf(prev, sizeof(prev), "%s", key);
+                        groups++;
+                }
+                fprintf(g, "%.0f %.4f %.4f %.4f\n", x->collections, x->ddl_p95_us / 1e3, x->setup_applied_s,
+                        x->lag_p99_us / 1e3);
+        }
+        fprintf(g, "EOD\n"
+                   "set terminal png size 1500,480\n"
+                   "set output '%s'\n"
+                   "set multiplot layout 1,3 title 'tools/coord bench publication'\n"
+                   "set logscale x\nset grid\nset xlabel 'collections'\nset key top left font ',8'\n"
+                   "set yrange [0:*]\n", png);
+        for (int p = 0; p < 3; p++) {
+                fprintf(g, "set title '%s'\nplot ", panel[p]);
+                for (size_t k = 0; k < groups; k++) {
+                        /* The series' name is the comment line of its block. */
+                        const struct row *x = NULL;
+                        size_t seen = 0;
+                        prev[0] = 0;
+                        for (size_t i = 0; i < n && !x; i++) {
+                                snprintf(key, sizeof(key), "%s %.0f %s %.0f %.1f %s", rows[i].shape,
+                                         rows[i].active, rows[i].filler, rows[i].interval_ms,
+                                         rows[i].ddl_rate_hz, rows[i].observer);
+                                if (strcmp(key, prev) != 0) {
+                                        snprintf(prev, sizeof(prev), "%s", key);
+                                        if (seen++ == k)
+                                                x = &rows[i];
+                                }
+                        }
+                        fprintf(g, "%s$g%zu using 1:%d with linespoints title '%s, %.0f advancing, %s, "
+                                   "DDL %.1f Hz, observer %s'", k ? ", " : "", k, p + 2, x->shape,
+                                x->active, x->filler, x->ddl_rate_hz, x->observer);
+                }
+                fprintf(g, "\n");
+        }
+        fprintf(g, "unset multiplot\n");
+        st = pclose(g);
+        free(rows);
+        if (st != 0) {
+                fprintf(stderr, "bench-publication: gnuplot failed (status %d)\n", st);
+                return 1;
+        }
+        printf("plot: %s\n", png);
+        return 0;
+}
+
+/* ---- setup ---------------------------------------------------------------------- */
 
 /* Create the objects; false on a failed statement. */
 static bool setup(PGconn *c, uint64_t count, uint64_t active, bool filler_indexes, uint64_t batch)
@@ -366,245 +991,362 @@ static bool setup(PGconn *c, uint64_t count, uint64_t active, bool filler_indexe
         return ok;
 }
 
-static int run_row(uint64_t count, uint64_t active, bool filler_indexes, uint64_t interval_ms,
-                   uint64_t observe_s, uint64_t warmup_s, uint64_t write_interval_ms, uint64_t batch,
-                   const char *results)
+struct opts {
+        uint64_t count, active, interval_ms, rounds, observe_s, warmup_s, write_interval_ms, batch;
+        double ddl_rate_hz;
+        bool filler_indexes, poll, restarts;
+        const char *results;
+};
+
+static double maxd(double a, double b) { return a > b ? a : b; }
+
+static int run_row(const struct opts *o)
 {
         struct row r = { 0 };
         struct writer w = { 0 };
-        struct snap a, b, s, prev;
-        uint64_t t0, sample_ns, *lag = NULL, n_lag = 0, cap_lag = 0, seen_pubs = 0, sum_touched = 0,
-                 lag_missed = 0, cpu0[3], cpu1[3];
-        double window;
+        struct vec lag = { 0 }, pairs = { 0 };
+        struct snap s, a, b, prev, before, after;
+        uint64_t t0, sample_ns, seen_pubs = 0, sum_touched = 0, lag_missed = 0, next_name = 0;
+        uint64_t cpu_sum[N_DAEMONS] = { 0 }, d_pubs = 0, d_recs = 0, d_bytes = 0, d_commits = 0,
+                 d_syncs = 0, d_cat_wal = 0, d_cat_all = 0, d_st_wal = 0, d_st_all = 0, d_ins = 0,
+                 polls = 0, poll_rows = 0, poll_errors = 0;
+        double total_s = 0;
+        char cat_dir[PATH_MAX] = "";
+        bool failed = false;
         PGconn *c;
         FILE *f;
 
-        r.nproc = sysconf(_SC_NPROCESSORS_ONLN);
+        r.nproc = (double)sysconf(_SC_NPROCESSORS_ONLN);
         r.load1_start = load1();
-        r.collections = count;
-        r.active = active;
-        r.interval_ms = interval_ms;
-        snprintf(r.filler, sizeof(r.filler), "%s", filler_indexes ? "indexes" : "tables");
-        snprintf(r.shape, sizeof(r.shape), "%s", active >= count ? "active" : "sparse");
-        if (!(c = connect_db()))
+        r.collections = (double)o->count;
+        r.active = (double)o->active;
+        r.interval_ms = (double)o->interval_ms;
+        r.rounds = (double)o->rounds;
+        r.ddl_rate_hz = o->ddl_rate_hz;
+        snprintf(r.filler, sizeof(r.filler), "%s", o->filler_indexes ? "indexes" : "tables");
+        snprintf(r.shape, sizeof(r.shape), "%s", o->active >= o->count ? "active" : "sparse");
+        snprintf(r.observer, sizeof(r.observer), "%s", o->poll ? "poll" : "none");
+        if (!(c = connect_db(false)))
                 return 1;
 
         printf("## %" PRIu64 " collections: %" PRIu64 " advancing tables, filler %s; publication every "
-               "%" PRIu64 " ms; load average %.2f\n", count, active, r.filler, interval_ms, r.load1_start);
+               "%" PRIu64 " ms; %" PRIu64 " round(s) of %" PRIu64 " s; DDL %.2f pairs/s; observer %s; "
+               "load average %.2f\n", o->count, o->active, r.filler, o->interval_ms, o->rounds,
+               o->observe_s, o->ddl_rate_hz, r.observer, r.load1_start);
         t0 = now_ns();
-        if (!setup(c, count, active, filler_indexes, batch)) {
+        if (!setup(c, o->count, o->active, o->filler_indexes, o->batch)) {
                 PQfinish(c);
                 return 1;
         }
         r.setup_s = secs_since(t0);
-        /* ...until the follower applied the last commit. */
+        /* ...until the follower applied the last commit.  The first status request after
+         * `up` covers the setup: its window stalls are the setup's. */
         for (;;) {
-                s = snapshot();
+                s = snapshot(ALL_DAEMONS);
                 if (!s.ok) {
                         fprintf(stderr, "bench-publication: status failed\n");
+                        PQfinish(c);
                         return 1;
                 }
+                r.stall_setup_adapter_us = maxd(r.stall_setup_adapter_us, (double)s.window_stall_us[ADAPTER]);
+                r.stall_setup_lifecycle_us = maxd(r.stall_setup_lifecycle_us, (double)s.window_stall_us[LIFECYCLE]);
+                r.stall_setup_controller_us = maxd(r.stall_setup_controller_us, (double)s.window_stall_us[CONTROLLER]);
                 if (s.lifecycle_seq >= s.adapter_seq || secs_since(t0) > 600)
                         break;
                 sleep_ns(2000000);
         }
         r.setup_applied_s = secs_since(t0);
-        r.setup_lag_p50_us = s.lag_p50_us;
-        r.setup_lag_p99_us = s.lag_p99_us;
-        r.catalog_items = active + (count > active ? (filler_indexes ? 2 * (count - active) + 2 : count - active) : 0);
-        printf("setup: %" PRIu64 " catalog items in %.2f s (%.0f items/s); follower applied the last "
-               "commit at %.2f s; its lag over the last %" PRIu64 " commits p50 %" PRIu64 " us p99 %"
-               PRIu64 " us\n", r.catalog_items, r.setup_s, (double)r.catalog_items / r.setup_s,
-               r.setup_applied_s, s.lag_samples < 4096 ? s.lag_samples : 4096, s.lag_p50_us,
-               s.lag_p99_us);
+        r.setup_lag_p50_us = (double)s.lag_p50_us;
+        r.setup_lag_p99_us = (double)s.lag_p99_us;
+        r.catalog_items = (double)(o->active + (o->count > o->active ?
+                          (o->filler_indexes ? 2 * (o->count - o->active) + 2 : o->count - o->active) : 0));
+        printf("setup: %.0f catalog items in %.2f s (%.0f items/s); follower applied the last commit at "
+               "%.2f s; its lag over the last %" PRIu64 " commits p50 %" PRIu64 " us p99 %" PRIu64 " us; "
+               "longest stall adapter %.1f ms lifecycle %.1f ms controller %.1f ms\n",
+               r.catalog_items, r.setup_s, r.catalog_items / r.setup_s, r.setup_applied_s,
+               s.lag_samples < 4096 ? s.lag_samples : 4096, s.lag_p50_us, s.lag_p99_us,
+               r.stall_setup_adapter_us / 1e3, r.stall_setup_lifecycle_us / 1e3,
+               r.stall_setup_controller_us / 1e3);
+        before = snapshot(ALL_DAEMONS);
+        r.cat_state_bytes_before = (double)(before.cat_state_sst + before.cat_state_mem);
+        r.cat_state_keys_before = (double)before.cat_state_keys;
+        r.cat_log_bytes_before = (double)(before.cat_log_sst + before.cat_log_mem);
+        r.cat_log_keys_before = (double)before.cat_log_keys;
+        if (catalog_dir(before.pid[ADAPTER], cat_dir, sizeof(cat_dir)))
+                r.cat_disk_bytes_before = (double)dir_bytes(cat_dir);
 
-        /* The load, a warm-up (the indexes' first bounds), then the window. */
-        w.tables = active;
-        w.period_ns = write_interval_ms * 1000000ull / (active ? active : 1);
-        if (active && pthread_create(&w.th, NULL, writer_main, &w) != 0)
+        /* The load, a warm-up (the indexes' first bounds), then the rounds. */
+        w.tables = o->active;
+        w.period_ns = o->write_interval_ms * 1000000ull / (o->active ? o->active : 1);
+        if (pthread_create(&w.th, NULL, writer_main, &w) != 0) {
+                PQfinish(c);
                 return 1;
-        sleep_ns(warmup_s * 1000000000ull);
-        sample_ns = interval_ms * 1000000ull / 10;
+        }
+        sleep_ns(o->warmup_s * 1000000000ull);
+        sample_ns = o->interval_ms * 1000000ull / 10;
         if (sample_ns < 10000000ull)
                 sample_ns = 10000000ull;
         if (sample_ns > 100000000ull)
                 sample_ns = 100000000ull;
-        a = prev = snapshot();
-        for (int i = 0; i < 3; i++)
-                cpu0[i] = cpu_ms(a.pid[i]);
-        uint64_t ins0 = atomic_load(&w.inserts);
-        t0 = now_ns();
-        while (now_ns() - t0 < observe_s * 1000000000ull && !w.failed) {
-                sleep_ns(sample_ns);
-                s = snapshot();
-                if (!s.ok)
-                        continue;
-                if (s.lag_samples > prev.lag_samples) {
-                        lag_missed += s.lag_samples - prev.lag_samples - 1;
-                        if (n_lag == cap_lag) {
-                                cap_lag = cap_lag ? 2 * cap_lag : 256;
-                                lag = realloc(lag, cap_lag * sizeof(*lag));
-                                if (!lag)
-                                        return 1;
+        r.bytes_per_s_min = -1;
+        r.ddl_p95_min_us = -1;
+        for (uint64_t round = 0; round < o->rounds && !failed; round++) {
+                struct ddl d = { .rate_hz = o->ddl_rate_hz, .next_name = &next_name };
+                struct observer ob = { 0 };
+                uint64_t cpu0[N_DAEMONS], ins0, offered = 0, lstall = 0;
+                double window, bps;
+
+                if (o->poll && (!(ob.c = connect_db(false)) ||
+                                pthread_create(&ob.th, NULL, observer_main, &ob) != 0)) {
+                        failed = true;
+                        PQfinish(ob.c);
+                        break;
+                }
+                if (o->ddl_rate_hz > 0 && !(d.c = connect_db(false)))
+                        failed = true;
+                a = prev = snapshot(ALL_DAEMONS);
+                for (int i = 0; i < N_DAEMONS; i++)
+                        cpu0[i] = cpu_ms(a.pid[i]);
+                ins0 = atomic_load(&w.inserts);
+                uint64_t polls0 = atomic_load(&ob.polls), rows0 = atomic_load(&ob.rows);
+                t0 = now_ns();
+                d.t0 = t0;
+                d.end = t0 + o->observe_s * 1000000000ull;
+                if (d.c && pthread_create(&d.th, NULL, ddl_main, &d) != 0) {
+                        PQfinish(d.c);
+                        d.c = NULL;
+                        failed = true;
+                }
+                while (now_ns() < d.end && !w.failed) {
+                        sleep_ns(sample_ns);
+                        s = snapshot(1u << LIFECYCLE);
+                        if (!s.ok)
+                                continue;
+                        if (s.window_stall_us[LIFECYCLE] > lstall)
+                                lstall = s.window_stall_us[LIFECYCLE];
+                        if (s.lag_samples > prev.lag_samples) {
+                                lag_missed += s.lag_samples - prev.lag_samples - 1;
+                                if (!vec_push(&lag, s.lag_last_us))
+                                        failed = true;
                         }
-                        lag[n_lag++] = s.lag_last_us;
+                        if (s.publications > prev.publications) {
+                                seen_pubs++;
+                                sum_touched += s.last_touched;
+                                r.touched_per_pub_max = maxd(r.touched_per_pub_max, (double)s.last_touched);
+                                r.records_per_pub_max = maxd(r.records_per_pub_max, (double)s.last_records);
+                                r.bytes_per_pub_max = maxd(r.bytes_per_pub_max, (double)s.last_bytes);
+                        }
+                        prev = s;
                 }
-                if (s.publications > prev.publications) {
-                        seen_pubs++;
-                        sum_touched += s.last_touched;
-                        if (s.last_touched > r.touched_per_pub_max)
-                                r.touched_per_pub_max = s.last_touched;
-                        if (s.last_records > r.records_per_pub_max)
-                                r.records_per_pub_max = s.last_records;
-                        if (s.last_bytes > r.bytes_per_pub_max)
-                                r.bytes_per_pub_max = s.last_bytes;
+                b = snapshot(ALL_DAEMONS);
+                window = secs_since(t0);
+                for (int i = 0; i < N_DAEMONS; i++)
+                        cpu_sum[i] += cpu_ms(b.pid[i]) - cpu0[i];
+                d_ins += atomic_load(&w.inserts) - ins0;
+                if (d.c) {
+                        pthread_join(d.th, NULL);
+                        PQfinish(d.c);
+                        offered = ddl_offered(d.rate_hz, d.t0, d.end);
+                        failed |= d.failed;
                 }
-                prev = s;
+                if (ob.c) {
+                        atomic_store(&ob.stop, true);
+                        pthread_join(ob.th, NULL);
+                        PQfinish(ob.c);
+                        polls += atomic_load(&ob.polls) - polls0;
+                        poll_rows += atomic_load(&ob.rows) - rows0;
+                        poll_errors += atomic_load(&ob.errors);
+                }
+                if (!b.ok || !a.ok) {
+                        fprintf(stderr, "bench-publication: a status request failed\n");
+                        failed = true;
+                        break;
+                }
+                lstall = lstall > b.window_stall_us[LIFECYCLE] ? lstall : b.window_stall_us[LIFECYCLE];
+                total_s += window;
+                d_pubs += b.publications - a.publications;
+                d_recs += b.records_total - a.records_total;
+                d_bytes += b.bytes_total - a.bytes_total;
+                d_commits += b.commits - a.commits;
+                d_syncs += b.syncs - a.syncs;
+                d_cat_wal += b.cat_wal - a.cat_wal;
+                d_cat_all += (b.cat_wal + b.cat_flush + b.cat_compact) - (a.cat_wal + a.cat_flush + a.cat_compact);
+                d_st_wal += b.st_wal - a.st_wal;
+                d_st_all += (b.st_wal + b.st_flush + b.st_compact) - (a.st_wal + a.st_flush + a.st_compact);
+                bps = (double)(b.bytes_total - a.bytes_total) / window;
+                r.bytes_per_s_min = r.bytes_per_s_min < 0 || bps < r.bytes_per_s_min ? bps : r.bytes_per_s_min;
+                r.bytes_per_s_max = maxd(r.bytes_per_s_max, bps);
+                r.stall_adapter_us = maxd(r.stall_adapter_us, (double)b.window_stall_us[ADAPTER]);
+                r.stall_lifecycle_us = maxd(r.stall_lifecycle_us, (double)lstall);
+                r.stall_controller_us = maxd(r.stall_controller_us, (double)b.window_stall_us[CONTROLLER]);
+                r.ddl_offered += (double)offered;
+                r.ddl_completed += (double)d.lat.n;
+                r.ddl_late += (double)d.late_started;
+                qsort(d.lat.v, d.lat.n, sizeof(*d.lat.v), cmp_u64);
+                if (d.lat.n) {
+                        double p95 = (double)pct(d.lat.v, d.lat.n, 95) / 1e3;
+                        r.ddl_p95_min_us = r.ddl_p95_min_us < 0 || p95 < r.ddl_p95_min_us ? p95 : r.ddl_p95_min_us;
+                        r.ddl_p95_max_us = maxd(r.ddl_p95_max_us, p95);
+                }
+                for (size_t i = 0; i < d.lat.n && !failed; i++)
+                        failed = !vec_push(&pairs, d.lat.v[i]);
+                printf("round %" PRIu64 ": %.1f s, %" PRIu64 " publications, %" PRIu64 " records, %" PRIu64
+                       " bytes (%.2f kB/s); catalog WAL %" PRIu64 " bytes, storage WAL %" PRIu64 " bytes; DDL "
+                       "pairs %zu/%" PRIu64 " (started late %" PRIu64 ", finished after the window %" PRIu64
+                       ") p50 %.0f us p95 %.0f us max %.0f us; observer polls %" PRIu64 "; longest stall "
+                       "adapter %.1f ms lifecycle %.1f ms controller %.1f ms\n",
+                       round + 1, window, b.publications - a.publications, b.records_total - a.records_total,
+                       b.bytes_total - a.bytes_total, bps / 1e3, b.cat_wal - a.cat_wal, b.st_wal - a.st_wal,
+                       d.lat.n, offered, d.late_started, d.straddled,
+                       (double)pct(d.lat.v, d.lat.n, 50) / 1e3, (double)pct(d.lat.v, d.lat.n, 95) / 1e3,
+                       d.lat.n ? (double)d.lat.v[d.lat.n - 1] / 1e3 : 0.0,
+                       ob.c ? atomic_load(&ob.polls) - polls0 : 0,
+                       (double)b.window_stall_us[ADAPTER] / 1e3, (double)lstall / 1e3,
+                       (double)b.window_stall_us[CONTROLLER] / 1e3);
+                free(d.lat.v);
         }
-        window = secs_since(t0);
-        b = snapshot();
-        for (int i = 0; i < 3; i++)
-                cpu1[i] = cpu_ms(b.pid[i]);
-        r.inserts_per_s = (double)(atomic_load(&w.inserts) - ins0) / window;
         atomic_store(&w.stop, true);
-        if (active)
-                pthread_join(w.th, NULL);
+        pthread_join(w.th, NULL);
         r.load1_end = load1();
-        if (w.failed || !b.ok) {
-                fprintf(stderr, "bench-publication: the writer or a status request failed\n");
-                PQfinish(c);
-                free(lag);
-                return 1;
+        after = snapshot(ALL_DAEMONS);
+        if (failed || w.failed || !after.ok || total_s <= 0) {
+                fprintf(stderr, "bench-publication: the writer, DDL, observer or a status request failed\n");
+                goto out;
         }
-        r.observe_s = window;
-        r.table_write_interval_ms = r.inserts_per_s > 0 ? 1000.0 * (double)active / r.inserts_per_s : 0;
-        r.publications = b.publications - a.publications;
-        r.pubs_per_s = (double)r.publications / window;
-        r.records_per_pub = r.publications ? (double)(b.records_total - a.records_total) / (double)r.publications : 0;
-        r.bytes_per_pub = r.publications ? (double)(b.bytes_total - a.bytes_total) / (double)r.publications : 0;
-        r.bytes_per_s = (double)(b.bytes_total - a.bytes_total) / window;
-        r.records_per_s = (double)(b.records_total - a.records_total) / window;
+        r.cat_state_bytes_after = (double)(after.cat_state_sst + after.cat_state_mem);
+        r.cat_state_keys_after = (double)after.cat_state_keys;
+        r.cat_log_bytes_after = (double)(after.cat_log_sst + after.cat_log_mem);
+        r.cat_log_keys_after = (double)after.cat_log_keys;
+        if (cat_dir[0])
+                r.cat_disk_bytes_after = (double)dir_bytes(cat_dir);
+        r.pub_errors = (double)after.pub_errors;
+        if (o->restarts) {
+                /* Each in turn; all three serve again before the next kill. */
+                static const int order[N_DAEMONS] = { ADAPTER, CONTROLLER, LIFECYCLE };
+                double *ms[N_DAEMONS] = { &r.restart_adapter_ms, &r.restart_lifecycle_ms,
+                                          &r.restart_controller_ms };
+                PQfinish(c);
+                c = NULL;
+                for (int k = 0; k < N_DAEMONS; k++) {
+                        int dmn = order[k];
+                        *ms[dmn] = restart(dmn, 60);
+                        printf("restart: %s serving %.1f ms after kill -9\n", daemon_name[dmn], *ms[dmn]);
+                        if (*ms[dmn] < 0)
+                                failed = true;
+                }
+        }
+
+        r.observe_s = total_s;
+        r.inserts_per_s = (double)d_ins / total_s;
+        r.table_write_interval_ms = r.inserts_per_s > 0 ? 1000.0 * (double)o->active / r.inserts_per_s : 0;
+        r.publications = (double)d_pubs;
+        r.pubs_per_s = (double)d_pubs / total_s;
+        r.records_per_pub = d_pubs ? (double)d_recs / (double)d_pubs : 0;
+        r.bytes_per_pub = d_pubs ? (double)d_bytes / (double)d_pubs : 0;
+        r.bytes_per_s = (double)d_bytes / total_s;
+        r.records_per_s = (double)d_recs / total_s;
         r.touched_per_pub = seen_pubs ? (double)sum_touched / (double)seen_pubs : 0;
-        qsort(lag, n_lag, sizeof(*lag), cmp_u64);
-        r.lag_p50_us = pct(lag, n_lag, 50);
-        r.lag_p99_us = pct(lag, n_lag, 99);
-        r.lag_n = n_lag;
-        r.commits_per_s = (double)(b.commits - a.commits) / window;
-        r.syncs_per_s = (double)(b.syncs - a.syncs) / window;
-        for (int i = 0; i < 3; i++)
-                r.cpu_pct[i] = 100.0 * (double)(cpu1[i] - cpu0[i]) / 1000.0 / window;
-        r.stall_max_us_lifecycle = b.stall_us[1];
-        r.pub_errors = b.pub_errors;
-        printf("window %.1f s: %" PRIu64 " INSERTs (%.0f/s; each table every %.0f ms), %" PRIu64
+        r.catalog_wal_bps = (double)d_cat_wal / total_s;
+        r.catalog_written_bps = (double)d_cat_all / total_s;
+        r.storage_wal_bps = (double)d_st_wal / total_s;
+        r.storage_written_bps = (double)d_st_all / total_s;
+        qsort(pairs.v, pairs.n, sizeof(*pairs.v), cmp_u64);
+        r.ddl_p50_us = (double)pct(pairs.v, pairs.n, 50) / 1e3;
+        r.ddl_p95_us = (double)pct(pairs.v, pairs.n, 95) / 1e3;
+        r.ddl_p99_us = (double)pct(pairs.v, pairs.n, 99) / 1e3;
+        r.ddl_max_us = pairs.n ? (double)pairs.v[pairs.n - 1] / 1e3 : 0;
+        if (r.ddl_p95_min_us < 0)
+                r.ddl_p95_min_us = 0;
+        if (r.bytes_per_s_min < 0)
+                r.bytes_per_s_min = 0;
+        r.observer_polls_per_s = (double)polls / total_s;
+        r.observer_rows_per_poll = polls ? (double)poll_rows / (double)polls : 0;
+        r.observer_errors = (double)poll_errors;
+        qsort(lag.v, lag.n, sizeof(*lag.v), cmp_u64);
+        r.lag_p50_us = (double)pct(lag.v, lag.n, 50);
+        r.lag_p99_us = (double)pct(lag.v, lag.n, 99);
+        r.lag_n = (double)lag.n;
+        r.commits_per_s = (double)d_commits / total_s;
+        r.syncs_per_s = (double)d_syncs / total_s;
+        r.cpu_adapter_pct = 100.0 * (double)cpu_sum[ADAPTER] / 1000.0 / total_s;
+        r.cpu_lifecycle_pct = 100.0 * (double)cpu_sum[LIFECYCLE] / 1000.0 / total_s;
+        r.cpu_controller_pct = 100.0 * (double)cpu_sum[CONTROLLER] / 1000.0 / total_s;
+        printf("all rounds, %.1f s: %" PRIu64 " INSERTs (%.0f/s; each table every %.0f ms), %" PRIu64
                " publications, %" PRIu64 " records, %" PRIu64 " bytes; %" PRIu64 " commits, %" PRIu64
-               " syncs; lag samples %" PRIu64 " (%" PRIu64 " not seen), max %" PRIu64 " us; CPU adapter "
-               "%.1f%% lifecycle %.1f%% controller %.1f%%; publication errors %" PRIu64 ", reloads %"
-               PRIu64 "; load average %.2f\n",
-               window, atomic_load(&w.inserts) - ins0, r.inserts_per_s, r.table_write_interval_ms,
-               r.publications, b.records_total - a.records_total, b.bytes_total - a.bytes_total,
-               b.commits - a.commits, b.syncs - a.syncs, n_lag, lag_missed,
-               n_lag ? lag[n_lag - 1] : 0, r.cpu_pct[0], r.cpu_pct[1], r.cpu_pct[2], b.pub_errors,
-               b.reloads, r.load1_end);
+               " syncs; catalog WAL %" PRIu64 " bytes (all writes %" PRIu64 "), storage WAL %" PRIu64
+               " bytes (all writes %" PRIu64 "); DDL pairs %.0f/%.0f; lag samples %zu (%" PRIu64
+               " not seen), max %" PRIu64 " us; observer %" PRIu64 " polls (%.0f rows each, %" PRIu64
+               " errors); CPU adapter %.1f%% lifecycle %.1f%% controller %.1f%%; publication errors %"
+               PRIu64 ", reloads %" PRIu64 "; load average %.2f\n",
+               total_s, d_ins, r.inserts_per_s, r.table_write_interval_ms, d_pubs, d_recs, d_bytes,
+               d_commits, d_syncs, d_cat_wal, d_cat_all, d_st_wal, d_st_all, r.ddl_completed,
+               r.ddl_offered, lag.n, lag_missed, lag.n ? lag.v[lag.n - 1] : 0, polls,
+               r.observer_rows_per_poll, poll_errors, r.cpu_adapter_pct, r.cpu_lifecycle_pct,
+               r.cpu_controller_pct, after.pub_errors, after.reloads, r.load1_end);
         printf("\n");
         md_header();
         md_row(&r);
-        printf("\ncsv,%s\ncsv,", CSV_HEADER);
+        printf("\ncsv,");
+        csv_header(stdout);
+        printf("csv,");
         csv_line(stdout, &r);
-        if (results && (f = fopen(results, "a"))) {
+        if (o->results && (f = fopen(o->results, "a"))) {
                 if (ftell(f) == 0)
-                        fprintf(f, "%s\n", CSV_HEADER);
+                        csv_header(f);
                 csv_line(f, &r);
                 fclose(f);
         }
-        free(lag);
+out:
+        free(lag.v);
+        free(pairs.v);
         PQfinish(c);
-        return r.publications ? 0 : 1;
-}
-
-/* ---- the report ------------------------------------------------------------------ */
-
-static int report(const char *path)
-{
-        FILE *f = fopen(path, "r");
-        char line[2048];
-        int n = 0;
-
-        if (!f) {
-                fprintf(stderr, "bench-publication: %s: %s\n", path, strerror(errno));
-                return 1;
-        }
-        md_header();
-        while (fgets(line, sizeof(line), f)) {
-                struct row r = { 0 };
-                char *save = NULL, *tok[64];
-                int k = 0;
-
-                if (strncmp(line, "shape,", 6) == 0)
-                        continue;
-                for (char *t = strtok_r(line, ",\n", &save); t && k < 64; t = strtok_r(NULL, ",\n", &save))
-                        tok[k++] = t;
-                if (k < 36)
-                        continue;
-#define U(i) strtoull(tok[i], NULL, 10)
-#define D(i) strtod(tok[i], NULL)
-                snprintf(r.shape, sizeof(r.shape), "%s", tok[0]);
-                r.collections = U(1), r.active = U(2);
-                snprintf(r.filler, sizeof(r.filler), "%s", tok[3]);
-                r.interval_ms = U(4), r.setup_s = D(5), r.setup_applied_s = D(6), r.catalog_items = U(7);
-                r.observe_s = D(8), r.inserts_per_s = D(9), r.table_write_interval_ms = D(10);
-                r.publications = U(11), r.pubs_per_s = D(12), r.records_per_pub = D(13);
-                r.records_per_pub_max = U(14), r.bytes_per_pub = D(15), r.bytes_per_pub_max = U(16);
-                r.bytes_per_s = D(17), r.records_per_s = D(18), r.touched_per_pub = D(19);
-                r.touched_per_pub_max = U(20), r.lag_p50_us = U(21), r.lag_p99_us = U(22), r.lag_n = U(23);
-                r.setup_lag_p50_us = U(24), r.setup_lag_p99_us = U(25), r.commits_per_s = D(26);
-                r.syncs_per_s = D(27), r.cpu_pct[0] = D(28), r.cpu_pct[1] = D(29), r.cpu_pct[2] = D(30);
-                r.stall_max_us_lifecycle = U(31), r.pub_errors = U(32), r.load1_start = D(33);
-                r.load1_end = D(34), r.nproc = (long)U(35);
-#undef U
-#undef D
-                md_row(&r);
-                n++;
-        }
-        fclose(f);
-        return n ? 0 : 1;
+        return !failed && !w.failed && d_pubs ? 0 : 1;
 }
 
 int main(int argc, char **argv)
 {
-        uint64_t count = 1000, interval_ms = 1000, observe_s = 10, warmup_s = 3, write_interval_ms = 100,
-                 batch = 200, active = 10;
-        char *active_s = NULL, *filler = NULL, *results = NULL, *report_path = NULL;
+        struct opts o = { .count = 1000, .interval_ms = 1000, .rounds = 1, .observe_s = 10, .warmup_s = 3,
+                          .write_interval_ms = 100, .batch = 200, .active = 10, .restarts = true };
+        char *active_s = NULL, *filler = NULL, *results = NULL, *report_path = NULL, *plot_path = NULL,
+             *rate_s = NULL, *observer = NULL;
         bool quick = false;
         const struct conf_option opts[] = {
                 { "conninfo", CONF_STR, &conninfo, 0, "libpq connection string" },
                 { "run-dir", CONF_STR, &run_dir, 0, "the instance's run directory (daemons' status)" },
-                { "collection-count", CONF_U64, &count, 10000000, "collections (tables + indexes) (default 1000)" },
+                { "collection-count", CONF_U64, &o.count, 10000000, "collections (tables + indexes) (default 1000)" },
                 { "active-collections", CONF_STR, &active_s, 0, "advancing tables, or `all` (default 10)" },
                 { "filler-kind", CONF_STR, &filler, 0, "indexes (indexed views over a support view) or tables (default indexes)" },
-                { "publication-interval-ms", CONF_U64, &interval_ms, 3600000, "the follower's cadence, as started (default 1000)" },
-                { "observation-seconds", CONF_U64, &observe_s, 86400, "the measured window (default 10)" },
-                { "warmup-seconds", CONF_U64, &warmup_s, 3600, "load before the window (default 3)" },
-                { "write-interval-ms", CONF_U64, &write_interval_ms, 3600000, "each advancing table gets an INSERT this often (default 100)" },
-                { "batch", CONF_U64, &batch, 100000, "statements per setup query string (default 200)" },
+                { "publication-interval-ms", CONF_U64, &o.interval_ms, 3600000, "the follower's cadence, as started (default 1000)" },
+                { "publication-rounds", CONF_U64, &o.rounds, 1000, "observation windows (default 1)" },
+                { "observation-seconds", CONF_U64, &o.observe_s, 86400, "each window (default 10)" },
+                { "warmup-seconds", CONF_U64, &o.warmup_s, 3600, "load before the first window (default 3)" },
+                { "ddl-rate-hz", CONF_STR, &rate_s, 0, "CREATE/DROP TABLE pairs per second on a fixed schedule (default 0: none)" },
+                { "observer", CONF_STR, &observer, 0, "none, or poll: a client polling coord_frontiers (default none)" },
+                { "restarts", CONF_BOOL, &o.restarts, 0, "kill -9 and restart each daemon after the rounds (default true)" },
+                { "write-interval-ms", CONF_U64, &o.write_interval_ms, 3600000, "each advancing table gets an INSERT this often (default 100)" },
+                { "batch", CONF_U64, &o.batch, 100000, "statements per setup query string (default 200)" },
                 { "results", CONF_STR, &results, 0, "append the CSV line to this file" },
                 { "report", CONF_STR, &report_path, 0, "print the markdown table of a results file, nothing else" },
-                { "quick", CONF_BOOL, &quick, 0, "a smoke run: 100 collections, 2 s window, 1 s warm-up" },
+                { "plot", CONF_STR, &plot_path, 0, "with --report: also draw this PNG with gnuplot" },
+                { "quick", CONF_BOOL, &quick, 0, "a smoke run: 100 collections, one 2 s round, 1 s warm-up" },
         };
         char *args[8], err[256];
         int nargs = 0, r, ex;
 
         for (int i = 1; i < argc; i++)
                 if (strcmp(argv[i], "--quick") == 0 || strcmp(argv[i], "--quick=true") == 0)
-                        count = 100, observe_s = 2, warmup_s = 1;
-        if (argc > 40 || (r = conf_parse(argc, argv, "bench", opts, ELEMENTSOF(opts), args, &nargs,
+                        o.count = 100, o.observe_s = 2, o.warmup_s = 1, o.rounds = 1;
+        if (argc > 48 || (r = conf_parse(argc, argv, "bench", opts, ELEMENTSOF(opts), args, &nargs,
                                          err, sizeof(err))) < 0 || nargs) {
-                if (argc <= 40 && nargs == 0)
+                if (argc <= 48 && nargs == 0)
                         fprintf(stderr, "bench-publication: %s\n", err);
                 fprintf(stderr, "usage: bench-publication --conninfo STR --run-dir DIR [--collection-count N] "
                                 "[--active-collections N|all] [--filler-kind indexes|tables] "
-                                "[--publication-interval-ms MS] [--observation-seconds S] [--warmup-seconds S] "
-                                "[--write-interval-ms MS] [--batch N] [--results FILE] [--quick]\n"
-                                "       bench-publication --report FILE\n");
+                                "[--publication-interval-ms MS] [--publication-rounds N] "
+                                "[--observation-seconds S] [--warmup-seconds S] [--ddl-rate-hz R] "
+                                "[--observer none|poll] [--restarts=BOOL] [--write-interval-ms MS] [--batch N] "
+                                "[--results FILE] [--quick]\n"
+                                "       bench-publication --report FILE [--plot PNG]\n");
                 return 64;
         }
         if (r == 1) {
@@ -614,22 +1356,33 @@ int main(int argc, char **argv)
         setvbuf(stdout, NULL, _IOLBF, 0);
         if (report_path) {
                 ex = report(report_path);
+                if (plot_path && plot(report_path, plot_path) != 0)
+                        ex = 1;
                 goto out;
         }
         if (active_s)
-                active = strcmp(active_s, "all") == 0 ? count : strtoull(active_s, NULL, 10);
-        if (active > count)
-                active = count;
-        if (!conninfo || !run_dir || !count || !active || !batch || !observe_s ||
+                o.active = strcmp(active_s, "all") == 0 ? o.count : strtoull(active_s, NULL, 10);
+        if (o.active > o.count)
+                o.active = o.count;
+        if (rate_s) {
+                char *end;
+                o.ddl_rate_hz = strtod(rate_s, &end);
+                if (*end || o.ddl_rate_hz < 0 || o.ddl_rate_hz > 10000)
+                        o.ddl_rate_hz = -1;
+        }
+        o.poll = observer && strcmp(observer, "poll") == 0;
+        o.filler_indexes = !filler || strcmp(filler, "indexes") == 0;
+        o.results = results;
+        if (!conninfo || !run_dir || !o.count || !o.active || !o.batch || !o.observe_s || !o.rounds ||
+            o.ddl_rate_hz < 0 || (observer && !o.poll && strcmp(observer, "none") != 0) ||
             (filler && strcmp(filler, "indexes") != 0 && strcmp(filler, "tables") != 0)) {
                 fprintf(stderr, "bench-publication: --conninfo and --run-dir are needed; --collection-count, "
-                                "--active-collections, --batch, --observation-seconds > 0; --filler-kind "
-                                "indexes|tables\n");
+                                "--active-collections, --batch, --observation-seconds, --publication-rounds > 0; "
+                                "--ddl-rate-hz 0..10000; --observer none|poll; --filler-kind indexes|tables\n");
                 ex = 64;
                 goto out;
         }
-        ex = run_row(count, active, !filler || strcmp(filler, "indexes") == 0, interval_ms, observe_s,
-                     warmup_s, write_interval_ms, batch, results);
+        ex = run_row(&o);
 out:
         conf_done(opts, ELEMENTSOF(opts));
         return ex;

@@ -419,6 +419,8 @@ static rocksdb_options_t *options_new(bool secondary)
         rocksdb_options_set_max_log_file_size(o, INFO_LOG_SIZE);
         if (secondary)
                 rocksdb_options_set_max_file_opening_threads(o, 1);
+        else
+                rocksdb_options_enable_statistics(o);   /* catalog_get_io_stats() */
         return o;
 }
 
@@ -1098,6 +1100,24 @@ void catalog_get_stats(struct catalog *c, struct catalog_stats *ret)
         pthread_mutex_lock(&c->lock);
         *ret = c->stats;
         pthread_mutex_unlock(&c->lock);
+}
+
+void catalog_get_io_stats(struct catalog *c, struct catalog_io_stats *ret)
+{
+        struct rocks_io_stats io;
+
+        assert(ret);
+        *ret = (struct catalog_io_stats){ 0 };
+        if (!c || !c->db)
+                return;
+        /* RocksDB's statistics and properties are thread-safe: no c->lock. */
+        rocks_get_io_stats(c->options, &io);
+        ret->wal_bytes = io.wal_bytes;
+        ret->flush_bytes = io.flush_bytes;
+        ret->compact_bytes = io.compact_bytes;
+        rocks_add_cf_size(c->db, c->cf[CF_STATE], &ret->state);
+        rocks_add_cf_size(c->db, c->cf[CF_META], &ret->state);
+        rocks_add_cf_size(c->db, c->cf[CF_LOG], &ret->log);
 }
 
 /* ---- Following ----------------------------------------------------------------- */

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "catalog.pb-c.h"
+#include "rocks.h"
 
 struct catalog;                 /* opaque */
 struct catalog_log_iter;        /* opaque */
@@ -137,6 +138,15 @@ int catalog_error(struct catalog *c);
  * failing catalog call on this thread. */
 const char *catalog_last_error(void);
 void catalog_get_stats(struct catalog *c, struct catalog_stats *ret);
+
+/* RocksDB's figures for the catalog (primary: statistics are on; a secondary reports
+ * zero bytes written): bytes written since open, and what the state column families
+ * (state + meta) and the log hold now.  For status output and benchmarks. */
+struct catalog_io_stats {
+        uint64_t wal_bytes, flush_bytes, compact_bytes;
+        struct rocks_cf_size state, log;
+};
+void catalog_get_io_stats(struct catalog *c, struct catalog_io_stats *ret);
 
 /* Every record of cf whose key starts with prefix (prefix_len 0: all), in key order,
  * from one consistent snapshot: fn(key, key_len, value, value_len, userdata) for each;

@@ -52,6 +52,18 @@
  *     interrupting the loop but when it next enters the kernel (it always does, once per
  *     iteration).  Each flag falls back gracefully on older kernels.
  *
+ * (9) The stall probe.  A busy stretch runs from the return of a wait in
+ *     io_uring_submit_and_wait() to the next call of it: every callback, and every
+ *     submission, of the batches run back to back while completions kept arriving in
+ *     between (an iteration that finds completions ready does not wait).  Nothing else
+ *     can run in the loop during a stretch, so its length is the worst delay a timer,
+ *     request or wake-up arriving in it can see from the loop -- the loop-lag figure.
+ *     The loop keeps the longest stretch since loop_new() and the longest since the
+ *     last loop_take_window_stall_ns() (a daemon's status request takes it, so a
+ *     sampler gets the maximum of each window between its requests).  The clock is read
+ *     twice per iteration, at the start and the end of a batch, as loop_now_ns() already
+ *     needed; a stretch still open is counted up to its last batch's end.
+ *
  * Concurrency: everything runs in the loop thread except loop_waker_wake(), which only
  * write(2)s to an eventfd.
  */
@@ -87,7 +99,7 @@
 /* user_data of requests whose completion nobody waits for (cancels, timeout removals). */
 #define LOOP_UD_NONE 0ull
 
-/* A dispatch batch longer than this fires COORD_LOOP_STALL. */
+/* A busy stretch (note 9) longer than this fires COORD_LOOP_STALL. */
 #define LOOP_STALL_NS (10ull * 1000 * 1000)
 
 /* loop_free() waits at most this long for cancelled operations to complete. */
@@ -135,7 +147,8 @@ struct loop {
         bool stop;                      /* loop_stop() was called */
         int error;                      /* sticky fatal error: loop_run() returns it */
         uint64_t now;                   /* loop_now_ns() */
-        uint64_t max_stall;             /* loop_max_stall_ns() */
+        uint64_t max_stall;             /* loop_max_stall_ns(): since loop_new() */
+        uint64_t window_stall;          /* loop_take_window_stall_ns(): since the last take */
         unsigned inflight;              /* operations prepared and not yet dispatched */
         struct loop_timer *timers;      /* armed timers, for loop_free() */
         struct loop_waker *wakers;      /* live wakers and wakers waiting to be freed */
@@ -394,6 +407,7 @@ static unsigned loop_dispatch(struct loop *l)
 
 int loop_run(struct loop *l)
 {
+        uint64_t busy_since = 0, stretch = 0;   /* note (9) */
         int r = 0;
 
         assert(l);
@@ -402,10 +416,13 @@ int loop_run(struct loop *l)
 
         while (!l->stop && l->error == 0) {
                 uint64_t start, spent;
+                bool wait = io_uring_cq_ready(&l->ring) == 0;
 
+                if (wait && stretch > LOOP_STALL_NS)
+                        COORD_LOOP_STALL((unsigned long long)stretch);
                 /* With completions already waiting (posted during the last batch), only
                  * submit; otherwise submit and sleep for the next one. */
-                if (io_uring_cq_ready(&l->ring) > 0)
+                if (!wait)
                         r = io_uring_submit(&l->ring);
                 else
                         r = io_uring_submit_and_wait(&l->ring, 1);
@@ -424,14 +441,22 @@ int loop_run(struct loop *l)
 
                 start = now_ns();
                 l->now = start;
-                if (loop_dispatch(l) == 0)
+                if (wait || busy_since == 0)
+                        busy_since = start;
+                if (loop_dispatch(l) == 0) {
+                        if (wait)
+                                stretch = 0;
                         continue;
-                spent = now_ns() - start;
+                }
+                spent = now_ns() - busy_since;
+                stretch = spent;
                 if (spent > l->max_stall)
                         l->max_stall = spent;
-                if (spent > LOOP_STALL_NS)
-                        COORD_LOOP_STALL((unsigned long long)spent);
+                if (spent > l->window_stall)
+                        l->window_stall = spent;
         }
+        if (stretch > LOOP_STALL_NS)
+                COORD_LOOP_STALL((unsigned long long)stretch);
 
         /* Hand the kernel what the last batch queued (a reply sent before loop_stop()). */
         (void)loop_flush(l);
@@ -483,6 +508,16 @@ uint64_t loop_max_stall_ns(struct loop *l)
 {
         assert(l);
         return l->max_stall;
+}
+
+uint64_t loop_take_window_stall_ns(struct loop *l)
+{
+        uint64_t w;
+
+        assert(l);
+        w = l->window_stall;
+        l->window_stall = 0;
+        return w;
 }
 
 /* --- Low-level operations ------------------------------------------------------- */

@@ -50,8 +50,12 @@ int loop_run_for(struct loop *l, uint64_t timeout_ns);
 
 /* Monotonic time cached at the start of the current iteration. */
 uint64_t loop_now_ns(struct loop *l);
-/* Longest time spent dispatching one batch of completions since start (a stall probe). */
+/* The stall probe (loop.c note 9): the longest busy stretch -- from the return of a
+ * wait for completions to the next wait, i.e. callbacks and submissions run back to
+ * back -- since loop_new(), and since the previous loop_take_window_stall_ns() (which
+ * starts a new window).  A stretch still running counts up to its last batch's end. */
 uint64_t loop_max_stall_ns(struct loop *l);
+uint64_t loop_take_window_stall_ns(struct loop *l);
 
 /* Low-level operations on a non-blocking fd.  0 on submission, -errno otherwise. */
 int loop_accept(struct loop *l, struct loop_io *io, int fd);     /* res: new fd, O_CLOEXEC|O_NONBLOCK */

@@ -386,6 +386,7 @@ static void handle_status(struct node *n, struct ipc_conn *c, const Coord__Envel
         reply.frames_rejected = n->frames_rejected + ipc_server_rejected(n->server);
         reply.stale_rejected = n->stale_rejected;
         reply.max_stall_us = loop_max_stall_ns(n->loop) / 1000;
+        reply.window_stall_us = loop_take_window_stall_ns(n->loop) / 1000;
         reply.detail = (char *)"";
         for (unsigned r = 1; r < N_ROLES; r++) {
                 struct peer *p = &n->peers[r];

@@ -175,6 +175,23 @@ static void test_stall(void)
         CU_ASSERT(loop_max_stall_ns(L) >= 15 * MS);
 }
 
+/* The window maximum: a take returns the 15 ms stretch and starts a new window, which
+ * a quiet iteration leaves short; the maximum since start keeps it. */
+static void test_stall_window(void)
+{
+        int count[2] = { 0, 1 };
+
+        CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, 0, stall_fire, count, NULL), 0);
+        CU_ASSERT(run_until(counter_reached, count));
+        CU_ASSERT(loop_take_window_stall_ns(L) >= 15 * MS);
+        CU_ASSERT_EQUAL(loop_take_window_stall_ns(L), 0);
+        count[0] = 0;
+        CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, 0, count_fire, count, NULL), 0);
+        CU_ASSERT(run_until(counter_reached, count));
+        CU_ASSERT(loop_take_window_stall_ns(L) < 15 * MS);
+        CU_ASSERT(loop_max_stall_ns(L) >= 15 * MS);
+}
+
 /* --- Wakers ---------------------------------------------------------------------- */
 
 struct wake_state {
@@ -410,6 +427,7 @@ static const struct t_case timer_cases[] = {
         { "more timers than SQ entries", test_timer_sq_full },
         { "zero delay and stop before run", test_timer_zero_and_restart },
         { "max stall is tracked", test_stall },
+        { "window stall: take and reset", test_stall_window },
         { NULL, NULL },
 };
 
