@@ -334,7 +334,7 @@ static int group_send(struct exec *ex, struct group *g)
         int r;
 
         assert(!g->rq);
-        r = oracle_write_ts(ex->oracle, &g->ts);
+        r = oracle_append_ts(ex->oracle, &g->ts);      /* may be a DDL's birth ts */
         if (r < 0)
                 return r;
         for (size_t i = 0; i < g->n; i++)

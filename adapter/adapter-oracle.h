@@ -29,6 +29,12 @@ struct oracle *oracle_free(struct oracle *o);
 /* A new write timestamp, > every one handed out before (in this life or any earlier
  * one).  May commit a new high-water mark to the catalog first: -EIO etc. from it. */
 int oracle_write_ts(struct oracle *o, uint64_t *ret);
+/* The timestamp of an append (a group of table writes): > every append timestamp
+ * before it and >= every write timestamp handed out before it.  It is the last one
+ * handed out when no append has used that one yet and the clock is not past it (a
+ * DDL's birth timestamp, so a DDL costs 1 ms of timestamps, not 2), else a new one
+ * as oracle_write_ts() gives it. */
+int oracle_append_ts(struct oracle *o, uint64_t *ret);
 /* The write at ts is durable and acknowledged: later reads must see it. */
 void oracle_write_applied(struct oracle *o, uint64_t ts);
 /* The timestamp a linearizable read at "now" must include. */

@@ -441,6 +441,46 @@ static void test_oracle_monotone(void)
         CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
+/* A DDL costs one millisecond of timestamps, not two: its coord_objects append reuses
+ * its birth timestamp (adapter-oracle.c note 3).  With the clock an hour behind, every
+ * timestamp is the previous one + 1, so the read timestamp counts the steps exactly.
+ * At 2 ms per DDL, a burst of more than 500 DDL/s ran the timestamps ahead of the
+ * clock (10,000 views and indexes: 15 s), and no bound could move until the clock
+ * caught up: the lifecycle follower published nothing for that long. */
+static void test_ddl_timestamps(void)
+{
+        enum { N_DDL = 100 };
+        PGconn *c;
+        char *batch = NULL;
+        size_t len = 0;
+        FILE *f;
+        uint64_t before, after;
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS=--test-clock-offset-ms=-3600000 %s up >/dev/null",
+                                 coord_cmd), 0);
+        c = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE ddl_ts (a int)"));
+        f = open_memstream(&batch, &len);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        for (int i = 0; i < N_DDL; i++)
+                fprintf(f, "CREATE VIEW ddl_ts_v%d AS SELECT a + %d AS b FROM ddl_ts; ", i, i);
+        fclose(f);
+        before = scalar_u64(c, "SELECT mz_now()");
+        CU_ASSERT(ok(c, batch));
+        after = scalar_u64(c, "SELECT mz_now()");
+        printf("\n    %d DDL statements took %" PRIu64 " ms of timestamps (clock set back 1 h)\n",
+               N_DDL, after - before);
+        /* N_DDL, plus a few idle upper ticks (--tick-ms) around the batch. */
+        CU_ASSERT(after - before >= N_DDL);
+        CU_ASSERT(after - before <= N_DDL + N_DDL / 4);
+        free(batch);
+        PQfinish(c);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+}
+
 static void test_psql_script(void)
 {
         char *script = NULL;
@@ -482,6 +522,7 @@ static const struct t_case cases[] = {
         { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
         { "concurrent DDL shares catalog syncs", test_ddl_group_commit },
         { "oracle monotone with the clock set back", test_oracle_monotone },
+        { "a DDL costs one timestamp", test_ddl_timestamps },
         { "psql script", test_psql_script },
         { "down", test_down },
         { NULL, NULL },
