@@ -156,9 +156,14 @@
  *     after the append steps them to the meet of their inputs' uppers (compute_stage(),
  *     T_next = ts + 1; a table's effective upper (10)), in GlobalId order -- an input is
  *     older than its readers, so one pass carries a change down a chain of views.  A
- *     pass steps every materialized view and only the indexes something was pushed
- *     into (dirty, queued on s->pending); its work is a min-heap by gid, which takes
- *     the indexes a view's output dirties on the way.  Each materialized view's output
+ *     pass steps only the dataflows something was pushed into (dirty, queued on
+ *     s->pending, and those just installed); its work is a min-heap by gid, which takes
+ *     the dataflows a view's output dirties on the way.  A clean materialized view
+ *     writes nothing: its durable upper stays, and readers inside the controller take
+ *     its upper as the meet of its inputs' (mv_upper(); a read above the durable upper
+ *     reads durable upper - 1); its ring slot keeps the durable frontiers, which the
+ *     follower's quiet-objects rule expects (an upper moves when contents may have),
+ *     and its since stays below its durable upper as a table's does (10).  Each materialized view's output
  *     [old upper, new upper) goes into the append's own WriteBatch (append_commit()),
  *     so a view is durable and current when the INSERT is acknowledged, at no extra
  *     fsync; a failed write reinstalls every dataflow from storage.  Installing runs a
@@ -167,7 +172,7 @@
  *     peeks in flight.  A clean index is not stepped at all: nothing is pending in it,
  *     so its contents cannot change and its upper is the meet of its inputs' uppers;
  *     whoever reads its frontiers (object_frontiers(): peeks, permissions) first
- *     brings it there (index_catch_up(), a step with no data).  So an index's ring slot
+ *     brings it there (dfent_catch_up(), a step with no data).  So an index's ring slot
  *     and coord_frontiers row change only when its since does (dfent_publish()):
  *     readers take its upper as max(published, T), as for a table.
  *     A dataflow whose evaluation fails (a division by zero in some row) stops and
@@ -175,9 +180,8 @@
  *     Peeks run every plan as a one-shot dataflow at their ts over snapshots of their
  *     inputs, read from storage or from an index's arrangement (or, below the
  *     arrangement's since, from what the index arranges).  Costs to know (issue 6): an
- *     append costs O(materialized views + the indexes it feeds), every materialized
- *     view writes its new upper at every append, and hydration reads its inputs
- *     synchronously on the loop.
+ *     append costs O(the dataflows it feeds); hydration reads its inputs synchronously
+ *     on the loop.
  *
  * (14) Compaction permission (issue 5, I2).  Nothing but the built-ins compacts
  *     without a committed bound: MSG_ALLOW_COMPACTION (from the lifecycle follower,
@@ -287,7 +291,7 @@ struct dfent {
         struct eval_batch correction;   /* see dfent_hydrate() */
         uint64_t *reads;                /* the distinct gids it is registered as a reader of */
         size_t n_reads;
-        bool dirty;                     /* index: on s->pending or a pass's work (13) */
+        bool dirty;                     /* on s->pending or a pass's work (13) */
         bool failed;
         struct row_error err;
 };
@@ -345,12 +349,13 @@ struct cserver {
         struct dfent **dfs;             /* installed dataflows by gid (13) */
         size_t n_dfs, cap_dfs;
         struct gmap readers;            /* (13): gid -> a = its struct rlist * */
-        struct dfent **mvs;             /* the materialized views, by gid: every pass */
-        size_t n_mvs, cap_mvs;
-        struct dfent **pending;         /* dirty indexes, for the next pass (13) */
+        size_t n_mvs;                   /* installed materialized views */
+        struct dfent **pending;         /* dirty dataflows, for the next pass (13) */
         size_t n_pending, cap_pending;
         struct dfent **work;            /* a pass's work: a min-heap by gid */
         size_t n_work, cap_work;
+        struct dfent **defer;           /* a pass's dirty ones that could not step yet */
+        size_t n_defer, cap_defer;
         uint64_t index_catchups;        /* clean indexes stepped when read (13) */
         uint64_t compute_writes;
         struct loop_timer *compact_timer;
@@ -374,7 +379,8 @@ static void peeks_wake(struct cserver *s);
 static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
 static void allowed_forget(struct cserver *s, uint64_t gid);
 static uint64_t index_allowed_target(struct cserver *s, struct dfent *e);
-static void index_catch_up(struct cserver *s, struct dfent *e);
+static void dfent_catch_up(struct cserver *s, struct dfent *e);
+static uint64_t mv_upper(struct cserver *s, uint64_t gid, uint64_t stored);
 static void dfent_fail(struct cserver *s, struct dfent *e, const struct row_error *err);
 
 /* ---- Small helpers ------------------------------------------------------------------ */
@@ -1111,9 +1117,13 @@ static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_
         r = storage_get_info(s->st, id, &info);
         if (r < 0)
                 return r;
-        if (info.kind == STORAGE_KIND_TABLE && ts >= info.frontiers.upper &&
-            ts >= info.frontiers.since) {
-                if (ts >= tables_frontier(s))
+        if ((info.kind == STORAGE_KIND_TABLE || info.kind == STORAGE_KIND_MV) &&
+            ts >= info.frontiers.upper && ts >= info.frontiers.since) {
+                /* (10), (13): readable above its durable upper, unchanged since. */
+                uint64_t readable = info.kind == STORAGE_KIND_TABLE
+                                            ? tables_frontier(s)
+                                            : mv_upper(s, id, info.frontiers.upper);
+                if (ts >= readable)
                         return -EAGAIN;         /* peek_try() waits for it first */
                 if (info.frontiers.upper <= info.frontiers.since)
                         return 0;
@@ -1248,16 +1258,17 @@ static void readers_done(struct cserver *s)
 
 /* ---- Work of compute passes (13) ------------------------------------------------------
  *
- * A pass steps every materialized view (its upper is durable and written as it moves)
- * and the indexes something was pushed into since they last stepped (dirty, on
- * s->pending), in GlobalId order: a min-heap, which takes the indexes a view's output
- * dirties during the pass.  A clean index is not visited; it catches up when read
- * (index_catch_up()).  A dirty index that could not be queued (no memory) stays clean
- * and catches up when read too: eagerness is for memory, not for correctness. */
+ * A pass steps the dataflows something was pushed into since they last stepped (dirty,
+ * on s->pending; also every dataflow just installed), in GlobalId order: a min-heap,
+ * which takes the dataflows a view's output dirties during the pass.  A clean one is
+ * not visited: nothing is pending in it, so its contents cannot change and it catches
+ * up when read (dfent_catch_up()).  A dirty one that could not be queued (no memory)
+ * stays clean and catches up when read too: eagerness is for memory, not correctness
+ * -- except for a view's output, which a catch-up keeps for the next pass. */
 
 static void dfent_dirty(struct cserver *s, struct dfent *e)
 {
-        if (!e->index || e->dirty)
+        if (e->dirty)
                 return;
         if (RESERVE(s->pending, s->cap_pending, s->n_pending + 1) < 0)
                 return;
@@ -1315,32 +1326,14 @@ static int work_take_pending(struct cserver *s)
         return 0;
 }
 
-/* e leaves: off s->pending (it may be there twice, see index_catch_up()) and s->mvs. */
+/* e leaves: off s->pending (it may be there twice, see dfent_catch_up()). */
 static void work_forget(struct cserver *s, const struct dfent *e)
 {
         for (size_t i = s->n_pending; i-- > 0;)
                 if (s->pending[i] == e)
                         s->pending[i] = s->pending[--s->n_pending];
-        for (size_t i = 0; i < s->n_mvs; i++)
-                if (s->mvs[i] == e) {
-                        memmove(&s->mvs[i], &s->mvs[i + 1], (s->n_mvs - i - 1) * sizeof(*s->mvs));
-                        s->n_mvs--;
-                        break;
-                }
-}
-
-static int mvs_insert(struct cserver *s, struct dfent *e)
-{
-        size_t pos = s->n_mvs;
-
-        if (RESERVE(s->mvs, s->cap_mvs, s->n_mvs + 1) < 0)
-                return -ENOMEM;
-        while (pos > 0 && s->mvs[pos - 1]->gid > e->gid)
-                pos--;
-        memmove(&s->mvs[pos + 1], &s->mvs[pos], (s->n_mvs - pos) * sizeof(*s->mvs));
-        s->mvs[pos] = e;
-        s->n_mvs++;
-        return 0;
+        if (!e->index)
+                s->n_mvs--;
 }
 
 /* Push an output or an append's updates of gid into every dataflow reading it, at or
@@ -1379,7 +1372,7 @@ static int object_frontiers(struct cserver *s, uint64_t gid, struct storage_fron
         if (e && e->index) {
                 if (!e->arr)
                         return -ENOENT;
-                index_catch_up(s, e);
+                dfent_catch_up(s, e);
                 *ret = (struct storage_frontiers){ .since = arrangement_since(e->arr),
                                                    .upper = arrangement_upper(e->arr),
                                                    .physical_since = arrangement_since(e->arr) };
@@ -1396,6 +1389,8 @@ static int object_frontiers(struct cserver *s, uint64_t gid, struct storage_fron
                 return r;
         *ret = info.frontiers;
         effective(ret, info.kind, tables_frontier(s));
+        if (info.kind == STORAGE_KIND_MV)
+                ret->upper = mv_upper(s, gid, ret->upper);
         if (ret_kind)
                 *ret_kind = info.kind;
         return 0;
@@ -1410,11 +1405,21 @@ static int object_frontiers(struct cserver *s, uint64_t gid, struct storage_fron
 static void dfent_publish(struct cserver *s, struct dfent *e)
 {
         struct storage_frontiers f;
+        struct storage_info info;
 
-        if (object_frontiers(s, e->gid, &f, NULL, NULL) < 0)
-                return;
-        if (e->index && e->published_upper && e->published_since == f.since)
-                return;
+        if (e->index) {
+                if (object_frontiers(s, e->gid, &f, NULL, NULL) < 0)
+                        return;
+                if (e->published_upper && e->published_since == f.since)
+                        return;
+        } else {
+                /* A view's slot shows its DURABLE frontiers: its upper moves when its
+                 * contents do (readers of the ring take max(published, T) only for
+                 * tables and indexes; the follower's quiet-objects rule relies on it). */
+                if (!s->st || storage_get_info(s->st, e->gid, &info) < 0)
+                        return;
+                f = info.frontiers;
+        }
         ring_set(s, e->gid, &f);
         if (e->published_upper != f.upper || e->published_since != f.since) {
                 e->published_upper = f.upper;
@@ -1656,7 +1661,8 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
                 row_error_oom(&err);
                 goto fail;
         }
-        dfent_dirty(s, e);      /* an index's first step (at as_of + 1 or later) is due */
+        e->dirty = false;       /* (it may be queued already: a duplicate is skipped) */
+        dfent_dirty(s, e);      /* its first step (at as_of + 1 or later) is due */
         log_info("dataflow_installed", "gid=%llu kind=%s as_of=%llu requested_as_of=%llu inputs=%zu "
                  "rows=%llu took_us=%llu", (unsigned long long)e->gid,
                  e->index ? "index" : "materialized_view", (unsigned long long)as_of,
@@ -1818,35 +1824,68 @@ static int dfent_step(struct cserver *s, struct dfent *e, uint64_t frontier)
         return 0;
 }
 
-/* An index nothing was pushed into is not stepped by compute passes (13): its upper
- * would only follow T.  Whoever reads its frontiers (object_frontiers()) brings it to
- * the meet of its inputs first, here -- cheap, as no data is pending. */
-static void index_catch_up(struct cserver *s, struct dfent *e)
+/* A dataflow nothing was pushed into is not stepped by compute passes (13): its upper
+ * would only follow its inputs'.  Whoever reads its frontiers (object_frontiers())
+ * brings it to the meet of its inputs' uppers first, here -- cheap, as no data is
+ * pending.  Were a view to emit anyway, the output is kept (as a correction) for the
+ * next pass to write, and the view stays at its durable upper meanwhile. */
+static void dfent_catch_up(struct cserver *s, struct dfent *e)
 {
         uint64_t frontier;
+        int r;
 
-        if (!e->index || e->failed || !e->df || !e->arr || !s->st)
+        if (e->failed || !e->df || !s->st || e->dirty || e->pending_upper || (e->index && !e->arr))
                 return;
         frontier = dfent_target(s, e, 0);
         if (frontier <= dataflow_frontier(e->df))
                 return;
         eval_batch_clear(&e->out);
-        if (dfent_step(s, e, frontier) < 0) {
+        r = dfent_step(s, e, frontier);
+        for (size_t j = 0; r == 0 && !e->index && j < e->out.n; j++) {
+                const struct eval_update *u = &e->out.updates[j];
+                r = eval_batch_push(&e->correction, u->row, u->len, u->time, u->diff);
+        }
+        if (r < 0) {
                 struct row_error err;
                 row_error_oom(&err);
                 dfent_fail(s, e, &err);
                 return;
         }
+        if (!e->index && e->out.n) {
+                log_warn("dataflow_caught_up_with_output", "gid=%llu updates=%zu",
+                         (unsigned long long)e->gid, e->out.n);
+                dfent_dirty(s, e);
+        }
+        eval_batch_clear(&e->out);
         s->index_catchups++;
+}
+
+/* A materialized view's upper for readers (13): its durable upper, or -- while its
+ * dataflow is installed, healthy and clean, so that its contents cannot have changed
+ * since the durable upper - 1 -- the meet of its inputs' uppers.  Only durable times
+ * are ever written: a read in [durable upper, this) reads durable upper - 1. */
+static uint64_t mv_upper(struct cserver *s, uint64_t gid, uint64_t stored)
+{
+        struct dfent *e = dfent_find(s, gid);
+        uint64_t f;
+
+        if (!e || e->index)
+                return stored;
+        dfent_catch_up(s, e);
+        if (e->failed || !e->df || e->dirty || e->pending_upper || e->correction.n)
+                return stored;
+        f = dataflow_frontier(e->df);
+        return f > stored ? f : stored;
 }
 
 /* Step the dataflows to the meet of their inputs' uppers, in GlobalId order (an input
  * is always older than what reads it, so one pass carries changes down a chain), and
  * stage every materialized view's output and new upper for ONE synced write (13): the
  * caller's (an append's own WriteBatch, T_next = its ts + 1) or compute_run()'s.
- * Indexes are done here (memory only), and only those something was pushed into
- * (dirty): a clean one catches up when read (index_catch_up()), so an append costs
- * O(materialized views + indexes it feeds), not O(indexes). */
+ * Indexes are done here (memory only).  Only what something was pushed into (dirty) is
+ * stepped: a clean one catches up when read (dfent_catch_up()), so an append costs
+ * O(the dataflows it feeds), not O(dataflows), and writes no upper for a view whose
+ * contents did not change. */
 static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
 {
         struct dfent *e, *last = NULL;
@@ -1858,11 +1897,9 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                 return 0;
         st->v = calloc(s->n_mvs ? s->n_mvs : 1, sizeof(*st->v));
         st->ve = calloc(s->n_mvs ? s->n_mvs : 1, sizeof(*st->ve));
-        if (!st->v || !st->ve || RESERVE(s->work, s->cap_work, s->n_mvs) < 0)
+        if (!st->v || !st->ve)
                 goto oom;
-        /* s->mvs is sorted: already a heap. */
-        memcpy(s->work, s->mvs, s->n_mvs * sizeof(*s->work));
-        s->n_work = s->n_mvs;
+        s->n_work = 0;
         if (work_take_pending(s) < 0)
                 goto oom;
         while ((e = work_pop(s))) {
@@ -1875,15 +1912,34 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                         continue;
                 eval_batch_clear(&e->out);
                 frontier = dfent_target(s, e, T_next);
-                if (frontier <= dataflow_frontier(e->df)) {
-                        e->dirty = false;       /* its next push or read steps it */
+                if (frontier > dataflow_frontier(e->df)) {
+                        r = dfent_step(s, e, frontier);
+                        if (r < 0)
+                                goto oom;
+                } else if (!e->index && e->correction.n) {
+                        /* What a catch-up stepped (dfent_catch_up()): write it now. */
+                        frontier = dataflow_frontier(e->df);
+                        for (size_t j = 0; j < e->correction.n; j++) {
+                                const struct eval_update *c = &e->correction.updates[j];
+                                if (eval_batch_push(&e->out, c->row, c->len, c->time, c->diff) < 0)
+                                        goto oom;
+                        }
+                        eval_batch_clear(&e->correction);
+                        if (eval_batch_consolidate(&e->out) < 0)
+                                goto oom;
+                } else {
+                        /* Its inputs have not moved past it yet: whatever was pushed
+                         * (or, just installed, its first output) waits for the next
+                         * pass, which the tables' ticks bring. */
+                        if (RESERVE(s->defer, s->cap_defer, s->n_defer + 1) == 0)
+                                s->defer[s->n_defer++] = e;
+                        else
+                                e->dirty = false;       /* a read catches it up */
                         continue;
                 }
-                r = dfent_step(s, e, frontier);
-                if (r < 0)
-                        goto oom;
                 if (e->failed || e->index)
                         continue;
+                e->dirty = false;       /* staged (a failed write reinstalls it) */
                 /* A materialized view: only times at or after its durable upper. */
                 {
                         struct storage_info info;
@@ -1909,6 +1965,11 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                 if (work_take_pending(s) < 0)
                         goto oom;
         }
+        for (size_t i = 0; i < s->n_defer; i++) {
+                s->defer[i]->dirty = false;
+                dfent_dirty(s, s->defer[i]);
+        }
+        s->n_defer = 0;
         st->u = calloc(st->n_u ? st->n_u : 1, sizeof(*st->u));
         if (!st->u)
                 goto oom;
@@ -1924,6 +1985,7 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
 oom:
         log_error("out_of_memory", "what=compute_stage");
         s->n_work = 0;          /* the caller reinstalls every dataflow */
+        s->n_defer = 0;
         stage_done(st);
         return -ENOMEM;
 }
@@ -1989,8 +2051,8 @@ static int dfs_insert(struct cserver *s, struct dfent *e)
 
         if (r < 0)
                 return r;
-        if (!e->index && mvs_insert(s, e) < 0)
-                return -ENOMEM;
+        if (!e->index)
+                s->n_mvs++;
         memmove(&s->dfs[pos + 1], &s->dfs[pos], (s->n_dfs - pos) * sizeof(*s->dfs));
         s->dfs[pos] = e;
         s->n_dfs++;
@@ -3758,9 +3820,11 @@ static uint64_t storage_allowed_target(struct cserver *s, const struct storage_i
 
         if (hold < target)
                 target = hold;
-        if (info->kind == STORAGE_KIND_TABLE) {
+        if (info->kind == STORAGE_KIND_TABLE || info->kind == STORAGE_KIND_MV) {
                 /* (10): a written table keeps since <= stored upper - 1; one never
-                 * written (upper == since) keeps its since until it is. */
+                 * written (upper == since) keeps its since until it is.  The same for
+                 * a materialized view, whose durable upper may lag its readable one
+                 * (13). */
                 uint64_t cap = info->frontiers.upper > info->frontiers.since
                                        ? info->frontiers.upper - 1 : info->frontiers.since;
                 if (cap < target)
@@ -3790,7 +3854,7 @@ static int allow_apply(struct cserver *s, const uint64_t *gids, size_t n)
                 if (!a)
                         continue;
                 if (e && e->index) {
-                        index_catch_up(s, e);
+                        dfent_catch_up(s, e);
                         target = index_allowed_target(s, e);
                         if (e->arr && target > arrangement_since(e->arr) &&
                             arrangement_compact(e->arr, target) == 0) {
@@ -4183,9 +4247,9 @@ struct cserver *cserver_free(struct cserver *s)
         gmap_done(&s->allowed);
         gmap_done(&s->allow_pending);
         readers_done(s);
-        free(s->mvs);
         free(s->pending);
         free(s->work);
+        free(s->defer);
         cm_drop_all(s);
         free(s->cm);
         free(s->cols);
