@@ -23,8 +23,8 @@
  *     timestamp is the last one handed out in this life while the clock is not past it
  *     (oracle_birth_ts()): births need not be distinct, only >= every earlier write
  *     timestamp (a table born at a time already appended is empty there, which is
- *     true).  And an append that nobody waits for is held while it would need a
- *     timestamp above the clock (oracle_append_ahead(), adapter-exec.c groups_kick()).
+ *     true).  And appends that nobody waits for (the built-in rows of a DDL) are held
+ *     a few milliseconds and go together (adapter-exec.c note 6).
  */
 #include "adapter-oracle.h"
 
@@ -143,16 +143,6 @@ int oracle_birth_ts(struct oracle *o, uint64_t *ret)
                 return 0;
         }
         return oracle_write_ts(o, ret);
-}
-
-bool oracle_append_ahead(const struct oracle *o)
-{
-        uint64_t clock = oracle_clock(o);
-
-        /* What oracle_append_ts() would take: last_write (3), else max(clock, last_write + 1). */
-        if (o->last_write > o->last_append && clock <= o->last_write)
-                return false;
-        return clock <= o->last_write;
 }
 
 void oracle_write_applied(struct oracle *o, uint64_t ts)

@@ -41,8 +41,6 @@ int oracle_append_ts(struct oracle *o, uint64_t *ret);
  * handed out in this life while the clock is not past it, else a new one as
  * oracle_write_ts() gives it (adapter-oracle.c note 4). */
 int oracle_birth_ts(struct oracle *o, uint64_t *ret);
-/* Whether oracle_append_ts() would now take a timestamp above the clock. */
-bool oracle_append_ahead(const struct oracle *o);
 /* The write at ts is durable and acknowledged: later reads must see it. */
 void oracle_write_applied(struct oracle *o, uint64_t ts);
 /* The timestamp a linearizable read at "now" must include. */
