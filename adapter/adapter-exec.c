@@ -753,7 +753,8 @@ static int rc_add_ints(struct rc_set *set, const int64_t *vals, size_t arity)
 static int rc_cmp(const void *a, const void *b)
 {
         const struct rc_row *x = a, *y = b;
-        int c = memcmp(x->row, y->row, x->len < y->len ? x->len : y->len);
+        size_t m = x->len < y->len ? x->len : y->len;
+        int c = m ? memcmp(x->row, y->row, m) : 0;
 
         if (c)
                 return c;
@@ -836,7 +837,8 @@ static int reconcile_diff(struct exec *ex, unsigned slot, struct write *ret)
                 }
         if (r < 0)
                 goto out;
-        qsort(set.v, set.n, sizeof(*set.v), rc_cmp);
+        if (set.n)
+                qsort(set.v, set.n, sizeof(*set.v), rc_cmp);
         /* Merge equal rows; count the ones whose sum is not zero. */
         for (size_t i = 0, j; i < set.n; i = j) {
                 int64_t sum = 0;
