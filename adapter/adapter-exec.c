@@ -1933,6 +1933,9 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
                 s->enact_next = ex->fence_waiters;
                 ex->fence_waiters = s;
                 s->waiting = true;
+                /* A held group goes now (6); if it is sent at once, fence_check()
+                 * runs this statement again in there, so nothing may touch s after. */
+                groups_kick(ex);
                 return STMT_PARKED;
         }
         if (missing) {
