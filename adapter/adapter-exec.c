@@ -10,14 +10,40 @@
  *     timestamp is above every table's upper.  A statement's write is acknowledged only
  *     after its group's Ok: the rows are durable in storage and the oracle's read
  *     timestamp includes them (linearizable reads).
- * (3) DDL commits to the catalog first (the authority), then tells the controller.  A
- *     CREATE or DROP also writes a row of coord_objects through a group, and is answered
- *     after that group, so a read after the answer sees the object in coord_objects.
+ * (3) DDL commits to the catalog first (the authority) and is answered right after the
+ *     commit: the lifecycle follower enacts it on the controller.  A CREATE or DROP also
+ *     writes its built-in rows (coord_objects, coord_bounds, coord_requirements) through
+ *     a group, but the answer does not wait for that append (it would be a second fsync
+ *     in series).  Two things keep that correct.  Linearizable reads: the group is the
+ *     fence (ex->fence) until it is applied; a read that chooses its own timestamp takes
+ *     one >= the fence's ts (the controller waits for upper > ts), or waits until the
+ *     fence is sent when it is still queued, so a read after the answer sees the rows.
+ *     Durability (I7): the catalog holds the truth; if the append is lost (the adapter
+ *     killed before it, or its group failed), reconciliation (5) re-derives the rows.
  * (4) Every request to the controller carries a request id and keeps its encoded
  *     payload, so it can be resent after the controller restarts.  An Append is never
  *     resent blindly: the controller's frontiers say whether it was applied (an Append
  *     moves the built-ins' upper -- the tables' shared frontier -- to ts + 1 atomically
  *     with its rows).
+ * (5) Reconciliation.  coord_objects, coord_bounds and coord_requirements are functions
+ *     of the committed catalog.  At start (and after a failed group that carried some of
+ *     their rows) the adapter holds its groups, reads the three relations at the
+ *     built-ins' upper - 1, and puts one group in front of the queue with the
+ *     difference between what the catalog says and what the relations plus the queued
+ *     groups will hold.  Nothing else moves the built-ins' upper meanwhile (only our
+ *     appends do), so that read is the state the queued groups start from.  It runs
+ *     only with no catalog commit in flight (a committed transaction's rows are then
+ *     all queued), else it is tried again at the next tick.  Startup cost: one
+ *     ListCollections and three reads, O(objects).
+ * (6) Held groups.  A group nobody waits for -- built-in rows of answered DDL and of
+ *     publications, the idle upper tick -- is held EXEC_HOLD_US before it is sent, and
+ *     goes at once when a statement's write joins it or a read waits for the fence.
+ *     Two reasons: every append is an fsync on the controller, and on this disk a
+ *     second fsync in flight slows the catalog commit that a DDL's answer waits for
+ *     (measured: 150-250 us alone, 450-600 us next to the controller's); and one
+ *     timestamp per append would run the timestamps ahead of the clock at more than
+ *     1,000 DDL/s (adapter-oracle.c note 4).  A DDL burst then costs one append per
+ *     EXEC_HOLD_US, whatever its size.
  */
 #include "adapter-exec.h"
 
@@ -80,7 +106,7 @@ struct group {
         struct write *writes;
         size_t n, cap;
         bool closed;            /* no more writes (a DELETE's group, or sent) */
-        uint64_t ts;            /* 0 until sent */
+        uint64_t ts;            /* 0 until sent; the last send's when resent */
         struct request *rq;
         struct group *next;
 };
@@ -96,7 +122,7 @@ struct session {
         bool gone;                      /* the client disconnected while parked */
         uint64_t enact_gid;             /* parked until this object is on the controller */
         uint64_t enact_deadline_ms;
-        struct session *enact_next;     /* on ex->enact_waiters */
+        struct session *enact_next;     /* on ex->enact_waiters or ex->fence_waiters */
         char tag[64];
 };
 
@@ -120,6 +146,8 @@ struct exec {
         struct request pending;         /* list head of requests awaiting replies */
         struct group *groups, **groups_tail;    /* FIFO; the head may be in flight */
         struct loop_timer *tick;
+        struct loop_timer *hold;        /* a held group's retry (groups_kick()) */
+        bool hold_done;                 /* held for its millisecond: send it */
         uint64_t last_group_ms;
         uint64_t groups_sent, writes_acked;
         uint64_t publications, publication_records;
@@ -127,10 +155,23 @@ struct exec {
         bool hold_kick;                 /* adding the several writes of one statement:
                                          * they go in one group, sent after the last */
         int fatal;                      /* catalog failed: no more DDL */
+        /* (3) The last group holding built-in rows of an acknowledged DDL, until it is
+         * applied: a read takes a timestamp >= its ts, so it sees them. */
+        struct group *fence;
+        struct session *fence_waiters;  /* reads waiting for the fence to be sent */
+        /* (5) Reconciliation of the adapter's built-in relations with the catalog. */
+        bool reconcile_needed;
+        bool reconciling;               /* groups are held (groups_kick) meanwhile */
+        unsigned reconcile_waiting;     /* peeks not answered yet */
+        uint64_t reconcile_ts;
+        Coord__PeekResult *reconcile_res[3];
 };
 
 static void session_resume(struct session *s);
 static void groups_kick(struct exec *ex);
+static void fence_check(struct exec *ex);
+static void reconcile_maybe(struct exec *ex);
+static void enact_retry(struct session *s);
 
 /* ---- errors ---- */
 
@@ -274,6 +315,15 @@ static struct group *group_open(struct exec *ex)
         return g;
 }
 
+static struct group *group_last(struct exec *ex)
+{
+        struct group *g = ex->groups;
+
+        while (g && g->next)
+                g = g->next;
+        return g;
+}
+
 static int group_add(struct exec *ex, struct write *w)
 {
         struct group *g;
@@ -381,17 +431,52 @@ out:
         return r;
 }
 
-/* Send the head group when nothing is in flight. */
+static void on_hold(struct loop *l, void *userdata)
+{
+        struct exec *ex = userdata;
+
+        ex->hold = NULL;
+        ex->hold_done = true;
+        groups_kick(ex);
+}
+
+/* Whether anybody waits for g: a statement, or a read for the fence. */
+static bool group_awaited(const struct exec *ex, const struct group *g)
+{
+        if (ex->fence_waiters)
+                return true;
+        for (size_t i = 0; i < g->n; i++)
+                if (g->writes[i].s)
+                        return true;
+        return false;
+}
+
+/* A group nobody waits for is held this long (6). */
+#ifndef EXEC_HOLD_US
+#define EXEC_HOLD_US 4000u
+#endif
+
+/* Send the head group when nothing is in flight.  A group nobody waits for is held (6). */
 static void groups_kick(struct exec *ex)
 {
         struct group *g = ex->groups;
         int r;
 
-        if (!g || g->rq || !ex->controller_up || ex->resyncing)
+        if (!g || g->rq || !ex->controller_up || ex->resyncing || ex->reconciling)
                 return;
+        if (!ex->hold_done && !group_awaited(ex, g)) {
+                if (ex->hold)
+                        return;
+                r = loop_timer_add(node_loop(ex->node), EXEC_HOLD_US * 1000ull, on_hold, ex, &ex->hold);
+                if (r >= 0)
+                        return;
+                log_error_errno(r, "hold_timer_failed", "");
+        }
+        ex->hold_done = false;
         r = group_send(ex, g);
         if (r < 0)
                 log_error_errno(r, "group_send_failed", "writes=%zu", g->n);
+        fence_check(ex);
 }
 
 static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
@@ -403,10 +488,18 @@ static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok
                 ex->groups_tail = &ex->groups;
         if (!err)
                 oracle_write_applied(ex->oracle, g->ts);
+        if (ex->fence == g)
+                ex->fence = NULL;       /* applied: the oracle's read ts covers it (3) */
         for (size_t i = 0; i < g->n; i++) {
                 struct write *w = &g->writes[i];
                 struct session *s = w->s;
 
+                if (err && w->kind == WRITE_OBJECTS) {
+                        /* Built-in rows lost, maybe of an acknowledged DDL: (5). */
+                        log_warn("builtin_rows_lost", "gid=%llu rows=%zu action=reconcile",
+                                 (unsigned long long)w->gid, w->n_rows);
+                        ex->reconcile_needed = true;
+                }
                 if (!s)
                         continue;
                 if (err) {
@@ -427,7 +520,9 @@ static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok
                 session_resume(s);
         }
         group_free(g);
+        reconcile_maybe(ex);    /* before the next group goes */
         groups_kick(ex);
+        fence_check(ex);
 }
 
 static void group_acked(struct exec *ex, struct request *rq, const Coord__Envelope *reply)
@@ -462,6 +557,7 @@ static void on_tick(struct loop *l, void *userdata)
         ex->tick = NULL;
         if (ex->enact_waiters)
                 exec_on_frontiers(ex);          /* deadlines */
+        reconcile_maybe(ex);
         if (ex->controller_up && !ex->groups && now_ms() - ex->last_group_ms >= ex->cfg.tick_ms) {
                 struct group *g = group_open(ex);
                 if (g)
@@ -578,6 +674,400 @@ static int protection_write(struct exec *ex, const struct acat_txn *txn)
                         diffs[k++] = side == 0 ? -1 : +1;
                 }
         return int_rows_write(ex, ACAT_GID_REQUIREMENTS, 3, vals, diffs, k);
+}
+
+/* ---- (3) the read fence ---- */
+
+/* Resume the reads that waited for the fence to be sent (or applied), in arrival
+ * order. */
+static void fence_check(struct exec *ex)
+{
+        struct session *ready = NULL;
+
+        if (!ex->fence_waiters || (ex->fence && !ex->fence->rq))
+                return;
+        while (ex->fence_waiters) {
+                struct session *s = ex->fence_waiters;
+
+                ex->fence_waiters = s->enact_next;
+                s->enact_next = ready;
+                ready = s;
+        }
+        while (ready) {
+                struct session *s = ready;
+
+                ready = s->enact_next;
+                s->enact_next = NULL;
+                enact_retry(s);
+        }
+}
+
+/* ---- (5) reconciliation of the built-in relations with the catalog ---- */
+
+static const uint64_t reconcile_gids[3] = { ACAT_GID_OBJECTS, ACAT_GID_BOUNDS, ACAT_GID_REQUIREMENTS };
+
+/* A row and its count: desired +1, what the relation and the queue hold negated. */
+struct rc_row {
+        uint8_t *own;           /* owned when encoded here */
+        const uint8_t *row;
+        size_t len;
+        int64_t n;
+};
+
+struct rc_set {
+        struct rc_row *v;
+        size_t n, cap;
+};
+
+static int rc_add(struct rc_set *set, uint8_t *own, const uint8_t *row, size_t len, int64_t n)
+{
+        if (set->n == set->cap) {
+                size_t cap = set->cap ? 2 * set->cap : 64;
+                struct rc_row *v = realloc(set->v, cap * sizeof(*v));
+
+                if (!v) {
+                        free(own);
+                        return -ENOMEM;
+                }
+                set->v = v;
+                set->cap = cap;
+        }
+        set->v[set->n++] = (struct rc_row){ .own = own, .row = own ? own : row, .len = len, .n = n };
+        return 0;
+}
+
+static int rc_add_ints(struct rc_set *set, const int64_t *vals, size_t arity)
+{
+        struct row_datum d[3];
+        uint8_t *row;
+        size_t len;
+        int r;
+
+        assert(arity <= ELEMENTSOF(d));
+        for (size_t c = 0; c < arity; c++)
+                d[c] = ROW_DATUM_INT(vals[c]);
+        r = row_encode(d, arity, &row, &len);
+        return r < 0 ? r : rc_add(set, row, NULL, 0 + len, +1);
+}
+
+static int rc_cmp(const void *a, const void *b)
+{
+        const struct rc_row *x = a, *y = b;
+        size_t m = x->len < y->len ? x->len : y->len;
+        int c = m ? memcmp(x->row, y->row, m) : 0;
+
+        if (c)
+                return c;
+        return x->len < y->len ? -1 : x->len > y->len;
+}
+
+static void rc_done(struct rc_set *set)
+{
+        for (size_t i = 0; i < set->n; i++)
+                free(set->v[i].own);
+        free(set->v);
+        *set = (struct rc_set){ 0 };
+}
+
+/* The rows the catalog says relation `gid` holds (committed items only). */
+static int reconcile_desired(struct exec *ex, uint64_t gid, struct rc_set *set)
+{
+        const struct acat_item *const *items;
+        size_t n = acat_items(ex->cat, &items);
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const struct acat_item *it = items[i];
+
+                if (it->pending)
+                        continue;
+                if (gid == ACAT_GID_OBJECTS && !it->builtin) {
+                        struct row_datum d[4] = {
+                                ROW_DATUM_INT((int64_t)it->gid),
+                                ROW_DATUM_TEXT(it->name, (uint32_t)strlen(it->name)),
+                                ROW_DATUM_TEXT(acat_kind_name(it->kind),
+                                               (uint32_t)strlen(acat_kind_name(it->kind))),
+                                ROW_DATUM_TEXT(it->create_sql, (uint32_t)strlen(it->create_sql)),
+                        };
+                        uint8_t *row;
+                        size_t len;
+
+                        r = row_encode(d, ELEMENTSOF(d), &row, &len);
+                        if (r >= 0)
+                                r = rc_add(set, row, NULL, len, +1);
+                } else if (gid == ACAT_GID_BOUNDS && it->has_bound) {
+                        int64_t v[2] = { (int64_t)it->gid, (int64_t)it->bound };
+
+                        r = rc_add_ints(set, v, 2);
+                } else if (gid == ACAT_GID_REQUIREMENTS) {
+                        for (size_t k = 0; r >= 0 && k < it->n_reqs; k++) {
+                                int64_t v[3] = { (int64_t)it->gid, (int64_t)it->reqs[k].input,
+                                                 (int64_t)it->reqs[k].frontier };
+
+                                r = rc_add_ints(set, v, 3);
+                        }
+                }
+        }
+        return r < 0 ? r : 0;
+}
+
+/* The difference for relation `slot`: desired - (read at reconcile_ts + queued), as
+ * one write with diffs in *ret (n_rows 0: nothing to do). */
+static int reconcile_diff(struct exec *ex, unsigned slot, struct write *ret)
+{
+        const Coord__PeekResult *res = ex->reconcile_res[slot];
+        uint64_t gid = reconcile_gids[slot];
+        struct rc_set set = { 0 };
+        struct write w = { .kind = WRITE_OBJECTS, .gid = gid };
+        size_t out = 0;
+        int r;
+
+        r = reconcile_desired(ex, gid, &set);
+        for (size_t i = 0; r >= 0 && res && i < res->n_rows; i++)
+                r = rc_add(&set, NULL, res->rows[i].data, res->rows[i].len, -(int64_t)res->counts[i]);
+        for (struct group *g = ex->groups; r >= 0 && g; g = g->next)
+                for (size_t i = 0; r >= 0 && i < g->n; i++) {
+                        const struct write *q = &g->writes[i];
+
+                        if (q->gid != gid)
+                                continue;
+                        for (size_t j = 0; r >= 0 && j < q->n_rows; j++)
+                                r = rc_add(&set, NULL, q->rows[j], q->row_lens[j],
+                                           -(q->diffs ? q->diffs[j] : 1));
+                }
+        if (r < 0)
+                goto out;
+        if (set.n)
+                qsort(set.v, set.n, sizeof(*set.v), rc_cmp);
+        /* Merge equal rows; count the ones whose sum is not zero. */
+        for (size_t i = 0, j; i < set.n; i = j) {
+                int64_t sum = 0;
+
+                for (j = i; j < set.n && rc_cmp(&set.v[i], &set.v[j]) == 0; j++)
+                        sum += set.v[j].n;
+                set.v[i].n = sum;
+                if (sum)
+                        set.v[out++] = set.v[i];
+                else
+                        free(set.v[i].own);
+                for (size_t k = i + 1; k < j; k++)
+                        free(set.v[k].own);
+        }
+        set.n = out;
+        *ret = w;
+        if (!out)
+                goto out;
+        w.rows = calloc(out, sizeof(*w.rows));
+        w.row_lens = calloc(out, sizeof(*w.row_lens));
+        w.diffs = calloc(out, sizeof(*w.diffs));
+        if (!w.rows || !w.row_lens || !w.diffs) {
+                write_done(&w);
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < out; i++) {
+                w.rows[i] = set.v[i].own ? TAKE_PTR(set.v[i].own) : malloc(set.v[i].len ? set.v[i].len : 1);
+                if (!w.rows[i]) {
+                        write_done(&w);
+                        r = -ENOMEM;
+                        goto out;
+                }
+                if (w.rows[i] != set.v[i].row)
+                        memcpy(w.rows[i], set.v[i].row, set.v[i].len);
+                w.row_lens[i] = set.v[i].len;
+                w.diffs[i] = set.v[i].n;
+                w.n_rows++;
+        }
+        *ret = w;
+out:
+        rc_done(&set);
+        return r;
+}
+
+static void reconcile_end(struct exec *ex, int r, const char *why)
+{
+        for (unsigned i = 0; i < ELEMENTSOF(ex->reconcile_res); i++)
+                if (ex->reconcile_res[i])
+                        ex->reconcile_res[i] = (coord__peek_result__free_unpacked(ex->reconcile_res[i], NULL), NULL);
+        ex->reconcile_waiting = 0;
+        ex->reconciling = false;
+        if (r < 0)
+                log_warn_errno(r, "builtin_reconcile_failed", "why=\"%s\" action=retry", why);
+        groups_kick(ex);
+        fence_check(ex);
+}
+
+/* Every read is in: put the difference in front of the queue. */
+static void reconcile_apply(struct exec *ex)
+{
+        struct group *g;
+        size_t changed[3] = { 0 };
+        int r = 0;
+
+        if (committer_in_flight(ex->committer)) {
+                /* (5) a commit's rows are not queued yet: try again at the next tick. */
+                reconcile_end(ex, 0, NULL);
+                return;
+        }
+        assert(!ex->groups || !ex->groups->rq);
+        g = calloc(1, sizeof(*g));
+        if (!g) {
+                reconcile_end(ex, -ENOMEM, "out of memory");
+                return;
+        }
+        g->closed = true;
+        for (unsigned i = 0; r >= 0 && i < ELEMENTSOF(reconcile_gids); i++) {
+                struct write w;
+
+                r = reconcile_diff(ex, i, &w);
+                if (r < 0 || !w.n_rows)
+                        continue;
+                changed[i] = w.n_rows;
+                if (g->n == g->cap) {
+                        struct write *nw = realloc(g->writes, 4 * sizeof(*nw));
+
+                        if (!nw) {
+                                write_done(&w);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        g->writes = nw;
+                        g->cap = 4;
+                }
+                g->writes[g->n++] = w;
+        }
+        if (r < 0 || !g->n) {
+                group_free(g);
+                if (r >= 0) {
+                        ex->reconcile_needed = false;
+                        log_info("builtin_reconciled", "ts=%llu changed=0",
+                                 (unsigned long long)ex->reconcile_ts);
+                }
+                reconcile_end(ex, r, "diff");
+                return;
+        }
+        log_warn("builtin_reconciled", "ts=%llu objects=%zu bounds=%zu requirements=%zu",
+                 (unsigned long long)ex->reconcile_ts, changed[0], changed[1], changed[2]);
+        g->next = ex->groups;
+        ex->groups = g;
+        if (!g->next)
+                ex->groups_tail = &g->next;
+        ex->reconcile_needed = false;
+        reconcile_end(ex, 0, NULL);
+}
+
+static void reconcile_peeked(struct exec *ex, struct request *rq, const Coord__Envelope *reply)
+{
+        unsigned slot = (unsigned)(uintptr_t)rq->ctx;
+
+        assert(slot < ELEMENTSOF(ex->reconcile_res) && ex->reconcile_waiting > 0);
+        if (reply->type == COORD__MSG_TYPE__MSG_PEEK_RESULT) {
+                ex->reconcile_res[slot] = coord__peek_result__unpack(NULL, reply->payload.len,
+                                                                     reply->payload.data);
+                if (ex->reconcile_res[slot] && ex->reconcile_res[slot]->n_counts !=
+                                                       ex->reconcile_res[slot]->n_rows)
+                        ex->reconcile_res[slot] =
+                                (coord__peek_result__free_unpacked(ex->reconcile_res[slot], NULL), NULL);
+        }
+        if (!ex->reconcile_res[slot])
+                ex->reconcile_waiting |= 0x100;         /* failed */
+        if ((--ex->reconcile_waiting & 0xff) != 0)
+                return;
+        if (ex->reconcile_waiting & 0x100)
+                reconcile_end(ex, -EIO, "a read of a built-in relation failed");
+        else
+                reconcile_apply(ex);
+}
+
+static int reconcile_peek(struct exec *ex, unsigned slot)
+{
+        const struct acat_item *it = acat_by_gid(ex->cat, reconcile_gids[slot]);
+        Coord__Plan__Relation rel = COORD__PLAN__RELATION__INIT;
+        Coord__Plan__Get get = COORD__PLAN__GET__INIT;
+        Coord__Plan__Peek peek = COORD__PLAN__PEEK__INIT;
+        Coord__PeekRequest msg = COORD__PEEK_REQUEST__INIT;
+        Coord__Plan__Type types[4];
+        Coord__Plan__Column cols[4], *colp[4];
+
+        if (!it || it->n_columns > ELEMENTSOF(types))
+                return -EINVAL;
+        for (size_t i = 0; i < it->n_columns; i++) {
+                types[i] = (Coord__Plan__Type)it->columns[i].type;
+                coord__plan__column__init(&cols[i]);
+                cols[i].name = it->columns[i].name;
+                cols[i].type = types[i];
+                cols[i].nullable = it->columns[i].nullable;
+                colp[i] = &cols[i];
+        }
+        get.id = it->gid;
+        get.n_column_types = it->n_columns;
+        get.column_types = types;
+        rel.kind_case = COORD__PLAN__RELATION__KIND_GET;
+        rel.get = &get;
+        peek.plan = &rel;
+        peek.timestamp = ex->reconcile_ts;
+        peek.n_columns = it->n_columns;
+        peek.columns = colp;
+        msg.peek = &peek;
+        msg.timeout_ms = ex->cfg.peek_timeout_ms;
+        return request_new(ex, COORD__MSG_TYPE__MSG_PEEK, &msg.base, reconcile_peeked,
+                           (void *)(uintptr_t)slot) ? 0 : -ENOMEM;
+}
+
+static void reconcile_listed(struct exec *ex, struct request *rq, const Coord__Envelope *reply)
+{
+        Coord__CollectionList *list = NULL;
+        bool found = false;
+        uint64_t since = 0, upper = 0;
+        int r = 0;
+
+        if (reply->type == COORD__MSG_TYPE__MSG_COLLECTION_LIST)
+                list = coord__collection_list__unpack(NULL, reply->payload.len, reply->payload.data);
+        for (size_t i = 0; list && i < list->n_collections; i++)
+                if (list->collections[i]->gid == ACAT_GID_OBJECTS) {
+                        found = true;
+                        since = list->collections[i]->since;
+                        upper = list->collections[i]->upper;
+                }
+        if (list)
+                coord__collection_list__free_unpacked(list, NULL);
+        if (!found) {
+                reconcile_end(ex, -ENOENT, "no coord_objects on the controller");
+                return;
+        }
+        if (upper <= since) {
+                /* Never written: every relation is empty. */
+                ex->reconcile_ts = since;
+                reconcile_apply(ex);
+                return;
+        }
+        /* (5) the built-ins share their upper; only our appends move it. */
+        ex->reconcile_ts = upper - 1;
+        for (unsigned i = 0; r >= 0 && i < ELEMENTSOF(reconcile_gids); i++) {
+                r = reconcile_peek(ex, i);
+                if (r >= 0)
+                        ex->reconcile_waiting++;
+        }
+        if (r < 0) {
+                /* The peeks sent still answer; they end it, failed. */
+                ex->reconcile_waiting |= 0x100;
+                if ((ex->reconcile_waiting & 0xff) == 0)
+                        reconcile_end(ex, r, "cannot read the built-in relations");
+        }
+}
+
+/* Start (5) when it is needed and nothing is in flight. */
+static void reconcile_maybe(struct exec *ex)
+{
+        Coord__ListCollections lc = COORD__LIST_COLLECTIONS__INIT;
+
+        if (!ex->reconcile_needed || ex->reconciling || !ex->controller_up || ex->resyncing)
+                return;
+        if ((ex->groups && ex->groups->rq) || committer_in_flight(ex->committer))
+                return;         /* after that group, or at the next tick */
+        ex->reconciling = true;
+        if (!request_new(ex, COORD__MSG_TYPE__MSG_LIST_COLLECTIONS, &lc.base, reconcile_listed, NULL))
+                reconcile_end(ex, -ENOMEM, "out of memory");
 }
 
 /* ---- publications of the lifecycle follower (issue 5) ---- */
@@ -751,7 +1241,8 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                 acat_txn_finish(ex->cat, d->txn, 0);
                 log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
                          acat_kind_name(kind), (unsigned long long)seq);
-                r = objects_write(ex, s, acat_by_gid(ex->cat, gid), +1);
+                r = objects_write(ex, NULL, acat_by_gid(ex->cat, gid), +1);
+                ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
                 ex->hold_kick = false;
                 groups_kick(ex);
         } else {
@@ -763,10 +1254,11 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                 /* The coord_objects retractions need the items: before finish. */
                 for (size_t i = 0; i < n; i++) {
                         gids[i] = acat_txn_item(d->txn, i)->gid;
-                        r = objects_write(ex, i + 1 == n ? s : NULL, acat_txn_item(d->txn, i), -1);
+                        r = objects_write(ex, NULL, acat_txn_item(d->txn, i), -1);
                         if (r < 0)
                                 break;
                 }
+                ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
                 acat_txn_finish(ex->cat, d->txn, 0);
                 ex->hold_kick = false;
                 groups_kick(ex);
@@ -774,15 +1266,12 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                          (unsigned long long)gids[0], (unsigned long long)seq);
         }
         if (r < 0) {
-                /* Committed, but the coord_objects write could not be queued. */
-                if (!s->gone)
-                        send_error(s->c, "XX000", "internal error after commit: %s", strerror(-r));
-                s->stmt = sql_stmt_free(s->stmt);
-                s->next = SIZE_MAX;
-                goto resume;
+                /* Committed, but its built-in rows could not be queued: the catalog
+                 * has it, reconciliation (5) writes them. */
+                log_error_errno(r, "builtin_rows_not_queued", "action=reconcile");
+                ex->reconcile_needed = true;
         }
-        free(d);
-        return;         /* the group's Ok resumes the session */
+        /* (3) answered now; the rows follow in their group. */
 resume:
         free(d);
         s->waiting = false;
@@ -836,7 +1325,7 @@ static int exec_create_table(struct session *s, struct sql_stmt *st)
         }
         if (ex->fatal)
                 return ex->fatal;
-        r = oracle_write_ts(ex->oracle, &ts);
+        r = oracle_birth_ts(ex->oracle, &ts);
         if (r < 0)
                 return r;
         r = acat_create_table_begin(ex->cat, ct, st->sql, ts, &txn, &err);
@@ -906,7 +1395,7 @@ static int exec_create_view(struct session *s, struct sql_stmt *st)
                 return STMT_DONE;       /* IF NOT EXISTS: the notice went out */
         if (ex->fatal)
                 return ex->fatal;
-        r = oracle_write_ts(ex->oracle, &ts);
+        r = oracle_birth_ts(ex->oracle, &ts);
         if (r < 0)
                 return r;
         if (mv)
@@ -937,7 +1426,7 @@ static int exec_create_index(struct session *s, struct sql_stmt *st)
                 return STMT_DONE;
         if (ex->fatal)
                 return ex->fatal;
-        r = oracle_write_ts(ex->oracle, &ts);
+        r = oracle_birth_ts(ex->oracle, &ts);
         if (r < 0)
                 return r;
         ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs, ts);
@@ -1220,6 +1709,10 @@ static int exec_select(struct session *s, struct sql_stmt *st)
                 ts = oracle_read_ts(ex->oracle);
                 if (ts < floor)
                         ts = floor;     /* still includes every acknowledged write */
+                /* (3) and the built-in rows of every acknowledged DDL: exec_stmt()
+                 * waited until the fence was sent. */
+                if (ex->fence && ex->fence->rq && ts < ex->fence->ts)
+                        ts = ex->fence->ts;
         }
         peek->timestamp = ts;
         r = send_columns(s, peek);
@@ -1431,8 +1924,20 @@ void exec_on_frontiers(struct exec *ex)
  * error was sent), or another -errno (reported as an internal error). */
 static int exec_stmt(struct session *s, struct sql_stmt *st)
 {
-        uint64_t missing = stmt_unenacted(s->ex, st);
+        struct exec *ex = s->ex;
+        uint64_t missing = stmt_unenacted(ex, st);
 
+        if (st->kind == SQL_STMT_SELECT && !st->select.has_as_of && ex->fence && !ex->fence->rq) {
+                /* (3) an acknowledged DDL's rows are queued, their ts not known yet:
+                 * wait until they are sent (fence_check()). */
+                s->enact_next = ex->fence_waiters;
+                ex->fence_waiters = s;
+                s->waiting = true;
+                /* A held group goes now (6); if it is sent at once, fence_check()
+                 * runs this statement again in there, so nothing may touch s after. */
+                groups_kick(ex);
+                return STMT_PARKED;
+        }
         if (missing) {
                 /* The catalog has the object, the controller not yet: wait for it to
                  * show in the frontier ring, no round trip (exec_on_frontiers()). */
@@ -1783,7 +2288,9 @@ static void resync_done(struct exec *ex, struct request *rq, const Coord__Envelo
         }
         if (list)
                 coord__collection_list__free_unpacked(list, NULL);
+        reconcile_maybe(ex);
         groups_kick(ex);
+        fence_check(ex);
 }
 
 void exec_controller_up(struct exec *ex)
@@ -1818,6 +2325,7 @@ void exec_controller_up(struct exec *ex)
                 if (!request_new(ex, COORD__MSG_TYPE__MSG_LIST_COLLECTIONS, &lc.base, resync_done, NULL))
                         ex->resyncing = false;
         }
+        reconcile_maybe(ex);
         groups_kick(ex);
 }
 
@@ -1863,6 +2371,7 @@ int exec_new(struct node *n, struct catalog *store, const struct exec_config *cf
         ex->cfg = *cfg;
         ex->pending.next = ex->pending.prev = &ex->pending;
         ex->groups_tail = &ex->groups;
+        ex->reconcile_needed = true;    /* (5) an earlier life may have lost rows */
         r = acat_open(store, &ex->cat);
         if (r < 0) {
                 log_error_errno(r, "catalog_load_failed", "");
@@ -1914,6 +2423,8 @@ struct exec *exec_free(struct exec *ex)
                 return NULL;
         if (ex->tick)
                 loop_timer_cancel(node_loop(ex->node), ex->tick);
+        if (ex->hold)
+                loop_timer_cancel(node_loop(ex->node), ex->hold);
         ex->pg = pgwire_server_free(ex->pg);
         ex->committer = committer_free(ex->committer);
         while (ex->pending.next != &ex->pending)
@@ -1923,6 +2434,9 @@ struct exec *exec_free(struct exec *ex)
                 ex->groups = g->next;
                 group_free(g);
         }
+        for (unsigned i = 0; i < ELEMENTSOF(ex->reconcile_res); i++)
+                if (ex->reconcile_res[i])
+                        coord__peek_result__free_unpacked(ex->reconcile_res[i], NULL);
         ex->oracle = oracle_free(ex->oracle);
         ex->cat = acat_free(ex->cat);
         free(ex);

@@ -17,6 +17,14 @@
  *     handed out when no append has used it yet (oracle_append_ts()): append
  *     timestamps still strictly increase (last_append < last_write), and the DDL's
  *     catalog change and its rows become visible at the same timestamp.
+ * (4) Since a DDL is answered after its catalog commit alone (adapter-exec.c note 3),
+ *     one client runs more than 1,000 DDL a second, and a timestamp per DDL or per
+ *     append would run the timestamps away from the clock again.  So a DDL's birth
+ *     timestamp is the last one handed out in this life while the clock is not past it
+ *     (oracle_birth_ts()): births need not be distinct, only >= every earlier write
+ *     timestamp (a table born at a time already appended is empty there, which is
+ *     true).  And appends that nobody waits for (the built-in rows of a DDL) are held
+ *     a few milliseconds and go together (adapter-exec.c note 6).
  */
 #include "adapter-oracle.h"
 
@@ -34,6 +42,7 @@ struct oracle {
         uint64_t last_append;   /* last one given to an append; <= last_write (3) */
         uint64_t applied;       /* highest acknowledged write timestamp */
         uint64_t hwm;           /* durable: no timestamp above it was handed out */
+        bool handed;            /* last_write was handed out in this life (4) */
         int64_t clock_offset_ms;
 };
 
@@ -100,6 +109,7 @@ int oracle_write_ts(struct oracle *o, uint64_t *ret)
         }
         assert(ts > o->last_write && ts < o->hwm);
         o->last_write = ts;
+        o->handed = true;
         *ret = ts;
         return 0;
 }
@@ -123,6 +133,16 @@ int oracle_append_ts(struct oracle *o, uint64_t *ret)
         o->last_append = ts;
         *ret = ts;
         return 0;
+}
+
+int oracle_birth_ts(struct oracle *o, uint64_t *ret)
+{
+        /* (4) */
+        if (o->handed && oracle_clock(o) <= o->last_write) {
+                *ret = o->last_write;
+                return 0;
+        }
+        return oracle_write_ts(o, ret);
 }
 
 void oracle_write_applied(struct oracle *o, uint64_t ts)

@@ -15,6 +15,8 @@
  */
 #pragma once
 
+#include <stdbool.h>
+
 #include <stdint.h>
 
 struct catalog;
@@ -35,6 +37,10 @@ int oracle_write_ts(struct oracle *o, uint64_t *ret);
  * DDL's birth timestamp, so a DDL costs 1 ms of timestamps, not 2), else a new one
  * as oracle_write_ts() gives it. */
 int oracle_append_ts(struct oracle *o, uint64_t *ret);
+/* A DDL's birth timestamp: >= every write timestamp handed out before it; the last one
+ * handed out in this life while the clock is not past it, else a new one as
+ * oracle_write_ts() gives it (adapter-oracle.c note 4). */
+int oracle_birth_ts(struct oracle *o, uint64_t *ret);
 /* The write at ts is durable and acknowledged: later reads must see it. */
 void oracle_write_applied(struct oracle *o, uint64_t ts);
 /* The timestamp a linearizable read at "now" must include. */

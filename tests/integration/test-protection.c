@@ -255,6 +255,9 @@ static void test_sparse(void)
         const int n_views = 10000, n_tables = 10, batch = 250;
         char *sql = malloc((size_t)batch * 128);
         uint64_t pubs, rec, bytes, max_rec = 0, sum_rec = 0, sum_bytes = 0, start;
+        /* The kill -9 tests before may have failed a publication in flight (the
+         * adapter went away under it): count only this test's. */
+        uint64_t errors0 = lc_stat("publication_errors");
         int n_pub = 0;
 
         CU_ASSERT_FATAL(c != NULL && sql != NULL);
@@ -308,7 +311,7 @@ static void test_sparse(void)
         CU_ASSERT(n_pub >= 3);
         CU_ASSERT(max_rec <= (uint64_t)n_tables);
         CU_ASSERT(sum_rec > 0);
-        CU_ASSERT_EQUAL(lc_stat("publication_errors"), 0);
+        CU_ASSERT_EQUAL(lc_stat("publication_errors"), errors0);
         PQfinish(c);
 }
 
