@@ -684,7 +684,8 @@ static void fence_check(struct exec *ex)
 {
         struct session *ready = NULL;
 
-        if (!ex->fence_waiters || (ex->fence && !ex->fence->rq))
+        if (!ex->fence_waiters || (ex->fence && !ex->fence->rq) || ex->reconcile_needed ||
+            ex->reconciling)
                 return;
         while (ex->fence_waiters) {
                 struct session *s = ex->fence_waiters;
@@ -952,6 +953,8 @@ static void reconcile_apply(struct exec *ex)
         ex->groups = g;
         if (!g->next)
                 ex->groups_tail = &g->next;
+        if (!ex->fence)
+                ex->fence = g;  /* (3): reads after it see the re-derived rows */
         ex->reconcile_needed = false;
         reconcile_end(ex, 0, NULL);
 }
@@ -1927,8 +1930,10 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
         struct exec *ex = s->ex;
         uint64_t missing = stmt_unenacted(ex, st);
 
-        if (st->kind == SQL_STMT_SELECT && !st->select.has_as_of && ex->fence && !ex->fence->rq) {
-                /* (3) an acknowledged DDL's rows are queued, their ts not known yet:
+        if (st->kind == SQL_STMT_SELECT && !st->select.has_as_of &&
+            ((ex->fence && !ex->fence->rq) || ex->reconcile_needed || ex->reconciling)) {
+                /* (3) an acknowledged DDL's rows are queued, their ts not known yet, or
+                 * (5) the rows lost by a previous incarnation are being re-derived:
                  * wait until they are sent (fence_check()). */
                 s->enact_next = ex->fence_waiters;
                 ex->fence_waiters = s;

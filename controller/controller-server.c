@@ -224,6 +224,8 @@
 #define COMPACT_AGAIN_MS 5u
 /* A compaction run this long is logged at info. */
 #define COMPACT_SLOW_US 5000u
+/* How often clean materialized views write their upper (mv_flush()). */
+#define CSERVER_MV_FLUSH_MS 1000u
 #define GMAP_MIN_SLOTS 64u
 
 /* An entry of a gid map: key (never 0) and three values. */
@@ -356,7 +358,8 @@ struct cserver {
         size_t n_work, cap_work;
         struct dfent **defer;           /* a pass's dirty ones that could not step yet */
         size_t n_defer, cap_defer;
-        uint64_t index_catchups;        /* clean indexes stepped when read (13) */
+        uint64_t index_catchups;        /* clean dataflows stepped when read (13) */
+        uint64_t mv_flush_ms, mv_flushes;       /* mv_flush() */
         uint64_t compute_writes;
         struct loop_timer *compact_timer;
 
@@ -1779,6 +1782,18 @@ static uint64_t dfent_target(struct cserver *s, struct dfent *e, uint64_t T_next
         return frontier;
 }
 
+/* Move e's correction (dfent_hydrate(), dfent_catch_up()) into its output. */
+static int correction_into_out(struct dfent *e)
+{
+        for (size_t j = 0; j < e->correction.n; j++) {
+                const struct eval_update *c = &e->correction.updates[j];
+                if (eval_batch_push(&e->out, c->row, c->len, c->time, c->diff) < 0)
+                        return -ENOMEM;
+        }
+        eval_batch_clear(&e->correction);
+        return eval_batch_consolidate(&e->out) < 0 ? -ENOMEM : 0;
+}
+
 /* Step e's dataflow to `frontier` (> its frontier): the output, with any correction of
  * dfent_hydrate(), lands in e->out; an index's goes on into its arrangement, which
  * compacts as far as the committed bound allows (14) and is published.  A failing
@@ -1795,16 +1810,8 @@ static int dfent_step(struct cserver *s, struct dfent *e, uint64_t frontier)
                 dfent_fail(s, e, &err);
                 return 0;
         }
-        if (e->correction.n) {
-                for (size_t j = 0; j < e->correction.n; j++) {
-                        const struct eval_update *c = &e->correction.updates[j];
-                        if (eval_batch_push(&e->out, c->row, c->len, c->time, c->diff) < 0)
-                                return -ENOMEM;
-                }
-                eval_batch_clear(&e->correction);
-                if (eval_batch_consolidate(&e->out) < 0)
-                        return -ENOMEM;
-        }
+        if (e->correction.n && correction_into_out(e) < 0)
+                return -ENOMEM;
         if (!e->index)
                 return 0;
         r = arrangement_insert(e->arr, &e->out);
@@ -1919,13 +1926,7 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                 } else if (!e->index && e->correction.n) {
                         /* What a catch-up stepped (dfent_catch_up()): write it now. */
                         frontier = dataflow_frontier(e->df);
-                        for (size_t j = 0; j < e->correction.n; j++) {
-                                const struct eval_update *c = &e->correction.updates[j];
-                                if (eval_batch_push(&e->out, c->row, c->len, c->time, c->diff) < 0)
-                                        goto oom;
-                        }
-                        eval_batch_clear(&e->correction);
-                        if (eval_batch_consolidate(&e->out) < 0)
+                        if (correction_into_out(e) < 0)
                                 goto oom;
                 } else {
                         /* Its inputs have not moved past it yet: whatever was pushed
@@ -4066,12 +4067,67 @@ fail:
         return false;
 }
 
+/* (13) A view nothing was fed to writes nothing at appends.  About once a second its
+ * durable upper is moved up to where it is readable (mv_upper()), for all such views
+ * in ONE synced write: the follower derives a view's requirements from its durable
+ * upper (an input's bound would otherwise wait for the view's next change, forever
+ * for an input the optimizer removed), and a restart resumes from near T.  A view
+ * that is not installed, failed or has output pending is left alone: its durable
+ * upper keeps protecting its inputs from where it stopped (I6). */
+static void mv_flush(struct cserver *s)
+{
+        _cleanup_free_ struct storage_append *v = NULL;
+        _cleanup_free_ struct dfent **ve = NULL;
+        size_t k = 0;
+        int r;
+
+        if (!s->st || !s->n_mvs)
+                return;
+        v = calloc(s->n_mvs, sizeof(*v));
+        ve = calloc(s->n_mvs, sizeof(*ve));
+        if (!v || !ve)
+                return;         /* the next second */
+        for (size_t i = 0; i < s->n_dfs && k < s->n_mvs; i++) {
+                struct dfent *e = s->dfs[i];
+                struct storage_info info;
+                uint64_t up;
+
+                if (e->index || e->failed || !e->df || e->dirty || e->pending_upper || e->correction.n)
+                        continue;
+                if (storage_get_info(s->st, e->gid, &info) < 0)
+                        continue;
+                up = mv_upper(s, e->gid, info.frontiers.upper);
+                if (up <= info.frontiers.upper)
+                        continue;
+                v[k] = (struct storage_append){ .gid = e->gid, .expected_upper = info.frontiers.upper,
+                                                .new_upper = up };
+                ve[k++] = e;
+        }
+        if (!k)
+                return;
+        r = storage_append_group(s->st, v, k);
+        if (r < 0 || (size_t)r != k) {
+                log_error_errno(r < 0 ? r : -EIO, "mv_flush_failed", "views=%zu why=\"%s\"", k,
+                                storage_last_error());
+                storage_recover(s);
+                return;
+        }
+        for (size_t i = 0; i < k; i++)
+                dfent_publish(s, ve[i]);
+        s->mv_flushes++;
+}
+
 static void compact_tick(struct loop *l, void *userdata)
 {
         struct cserver *s = userdata;
+        uint64_t now = now_ms();
         bool more = false;
 
         s->compact_timer = NULL;        /* freed after this returns */
+        if (s->st && now - s->mv_flush_ms >= CSERVER_MV_FLUSH_MS) {
+                s->mv_flush_ms = now;
+                mv_flush(s);
+        }
         if (s->st)
                 more = compact_run(s);
         if (s->st)
@@ -4165,7 +4221,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
         snprintf(buf, size, "collections=%llu appends=%llu tables_frontier=%llu "
                  "last_append_collections=%zu last_append_frontier_rows=%zu peeks_parked=%zu "
                  "peeks_answered=%llu errors=%llu compactions=%llu dataflows=%zu compute_writes=%llu "
-                 "allow_msgs=%llu allow_moved=%llu allowed=%zu allow_pending=%zu index_catchups=%llu storage=%s",
+                 "allow_msgs=%llu allow_moved=%llu allowed=%zu allow_pending=%zu catchups=%llu mv_flushes=%llu "
+                 "storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -4173,7 +4230,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)st.compactions, s->n_dfs, (unsigned long long)s->compute_writes,
                  (unsigned long long)s->allow_msgs, (unsigned long long)s->allow_moved,
                  s->allowed.n, s->allow_pending.n, (unsigned long long)s->index_catchups,
-                 s->st ? "ok" : "failed");
+                 (unsigned long long)s->mv_flushes, s->st ? "ok" : "failed");
 }
 
 struct storage *cserver_storage(struct cserver *s)

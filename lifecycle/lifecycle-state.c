@@ -615,8 +615,9 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
                  * at max(as-of, its inputs' sinces), and the catalog must not promise
                  * more history than exists (I2). */
                 /* The controller publishes an index's slot only when its since moves;
-                 * every healthy index is stepped to T in each append, so its upper is
-                 * max(its slot's upper, T), as a table's is. */
+                 * a healthy index is readable up to T after each append (stepped when
+                 * fed, caught up when read otherwise), so its upper is max(its slot's
+                 * upper, T), as a table's is. */
                 const struct lc_obj *shared = obj_find(s, GID_SHARED_FRONTIER);
                 uint64_t upper = shared && shared->has_upper ? lc_max(c->upper, shared->upper)
                                                              : c->upper;
