@@ -163,7 +163,9 @@
  *     its upper as the meet of its inputs' (mv_upper(); a read above the durable upper
  *     reads durable upper - 1); its ring slot keeps the durable frontiers, which the
  *     follower's quiet-objects rule expects (an upper moves when contents may have),
- *     and its since stays below its durable upper as a table's does (10).  Each materialized view's output
+ *     and its since stays below its durable upper as a table's does (10).  Once a
+ *     second mv_flush() writes the clean views' uppers up to where they are readable
+ *     (the follower derives requirements from durable uppers).  Each materialized view's output
  *     [old upper, new upper) goes into the append's own WriteBatch (append_commit()),
  *     so a view is durable and current when the INSERT is acknowledged, at no extra
  *     fsync; a failed write reinstalls every dataflow from storage.  Installing runs a
