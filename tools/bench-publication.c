@@ -345,6 +345,7 @@ struct ddl {
         uint64_t t0, end;               /* the window, now_ns() */
         uint64_t *next_name;            /* fresh names across rounds */
         struct vec lat;                 /* ns from scheduled arrival to DROP answered */
+        struct vec svc;                 /* ns from the CREATE's send to DROP answered */
         uint64_t offered, late_started, straddled;
         bool failed;
 };
@@ -355,7 +356,7 @@ static void *ddl_main(void *arg)
         char q[96];
 
         for (uint64_t k = 0;; k++) {
-                uint64_t due = d->t0 + (uint64_t)((double)k * 1e9 / d->rate_hz), now, name;
+                uint64_t due = d->t0 + (uint64_t)((double)k * 1e9 / d->rate_hz), now, name, sent;
                 if (due >= d->end)
                         break;
                 now = now_ns();
@@ -366,6 +367,7 @@ static void *ddl_main(void *arg)
                 if (now_ns() >= d->end)
                         break;  /* counted as offered, not completed */
                 name = (*d->next_name)++;
+                sent = now_ns();
                 snprintf(q, sizeof(q), "CREATE TABLE d_%" PRIu64 " (a int)", name);
                 if (!run(d->c, q)) {
                         d->failed = true;
@@ -379,7 +381,7 @@ static void *ddl_main(void *arg)
                 now = now_ns();
                 if (now > d->end)
                         d->straddled++;
-                else if (!vec_push(&d->lat, now - due)) {
+                else if (!vec_push(&d->lat, now - due) || !vec_push(&d->svc, now - sent)) {
                         d->failed = true;
                         break;
                 }
@@ -1183,6 +1185,7 @@ static int run_row(const struct opts *o)
                 r.ddl_completed += (double)d.lat.n;
                 r.ddl_late += (double)d.late_started;
                 qsort(d.lat.v, d.lat.n, sizeof(*d.lat.v), cmp_u64);
+                qsort(d.svc.v, d.svc.n, sizeof(*d.svc.v), cmp_u64);
                 if (d.lat.n) {
                         double p95 = (double)pct(d.lat.v, d.lat.n, 95) / 1e3;
                         r.ddl_p95_min_us = r.ddl_p95_min_us < 0 || p95 < r.ddl_p95_min_us ? p95 : r.ddl_p95_min_us;
@@ -1193,17 +1196,20 @@ static int run_row(const struct opts *o)
                 printf("round %" PRIu64 ": %.1f s, %" PRIu64 " publications, %" PRIu64 " records, %" PRIu64
                        " bytes (%.2f kB/s); catalog WAL %" PRIu64 " bytes, storage WAL %" PRIu64 " bytes; DDL "
                        "pairs %zu/%" PRIu64 " (started late %" PRIu64 ", finished after the window %" PRIu64
-                       ") p50 %.0f us p95 %.0f us max %.0f us; observer polls %" PRIu64 "; longest stall "
+                       ") p50 %.0f us p95 %.0f us max %.0f us (service, from the CREATE's send: p50 %.0f "
+                       "us p95 %.0f us); observer polls %" PRIu64 "; longest stall "
                        "adapter %.1f ms lifecycle %.1f ms controller %.1f ms\n",
                        round + 1, window, b.publications - a.publications, b.records_total - a.records_total,
                        b.bytes_total - a.bytes_total, bps / 1e3, b.cat_wal - a.cat_wal, b.st_wal - a.st_wal,
                        d.lat.n, offered, d.late_started, d.straddled,
                        (double)pct(d.lat.v, d.lat.n, 50) / 1e3, (double)pct(d.lat.v, d.lat.n, 95) / 1e3,
                        d.lat.n ? (double)d.lat.v[d.lat.n - 1] / 1e3 : 0.0,
+                       (double)pct(d.svc.v, d.svc.n, 50) / 1e3, (double)pct(d.svc.v, d.svc.n, 95) / 1e3,
                        ob.c ? atomic_load(&ob.polls) - polls0 : 0,
                        (double)b.window_stall_us[ADAPTER] / 1e3, (double)lstall / 1e3,
                        (double)b.window_stall_us[CONTROLLER] / 1e3);
                 free(d.lat.v);
+                free(d.svc.v);
         }
         atomic_store(&w.stop, true);
         pthread_join(w.th, NULL);
