@@ -17,49 +17,7 @@
  *                    index's requirement still reads what it held then, after the
  *                    restart and further publications.
  */
-#include <inttypes.h>
-#include <libpq-fe.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "node.h"
-#include "t.h"
-#include "util.h"
-
-static char *home, *run_dir, *coord_cmd, *conninfo;
-static int pg_port;
-
-static PGconn *db(void)
-{
-        PGconn *c = PQconnectdb(conninfo);
-
-        if (PQstatus(c) != CONNECTION_OK) {
-                fprintf(stderr, "connect: %s", PQerrorMessage(c));
-                PQfinish(c);
-                return NULL;
-        }
-        return c;
-}
-
-static bool ok(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool ok(PGconn *c, const char *fmt, ...)
-{
-        char sql[512];
-        va_list ap;
-        PGresult *r;
-        bool good;
-
-        va_start(ap, fmt);
-        vsnprintf(sql, sizeof(sql), fmt, ap);
-        va_end(ap);
-        r = PQexec(c, sql);
-        good = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
-        if (!good)
-                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
-        PQclear(r);
-        return good;
-}
+#include "itest.h"
 
 /* Rows of a query of u64 columns, at most max rows of ncol columns into v; -1 on error. */
 static int rows_u64(PGconn *c, const char *sql, uint64_t *v, int ncol, int max)
@@ -80,20 +38,13 @@ static int rows_u64(PGconn *c, const char *sql, uint64_t *v, int ncol, int max)
         return n;
 }
 
-static uint64_t scalar(PGconn *c, const char *sql)
-{
-        uint64_t v = 0;
-
-        return rows_u64(c, sql, &v, 1, 1) == 1 ? v : 0;
-}
-
 static uint64_t by_gid(PGconn *c, const char *fmt, uint64_t gid) __attribute__((format(printf, 2, 0)));
 static uint64_t by_gid(PGconn *c, const char *fmt, uint64_t gid)
 {
         char sql[256];
 
         snprintf(sql, sizeof(sql), fmt, gid);
-        return scalar(c, sql);
+        return scalar_u64(c, sql);
 }
 
 /* A key=value of the lifecycle's status detail; 0 if absent. */
@@ -185,9 +136,9 @@ static void test_bounds_advance(void)
         CU_ASSERT_FATAL(ok(c, "CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM t1"));
         CU_ASSERT_FATAL(ok(c, "CREATE INDEX mi ON m (n)"));
         CU_ASSERT_FATAL(ok(c, "CREATE INDEX t2i ON t2 (a)"));
-        t1 = scalar(c, "SELECT id FROM coord_objects WHERE name = 't1'");
-        quiet = scalar(c, "SELECT id FROM coord_objects WHERE name = 'quiet'");
-        mv = scalar(c, "SELECT id FROM coord_objects WHERE name = 'm'");
+        t1 = scalar_u64(c, "SELECT id FROM coord_objects WHERE name = 't1'");
+        quiet = scalar_u64(c, "SELECT id FROM coord_objects WHERE name = 'quiet'");
+        mv = scalar_u64(c, "SELECT id FROM coord_objects WHERE name = 'm'");
         CU_ASSERT_FATAL(t1 >= 1000 && quiet >= 1000 && mv >= 1000);
         birth_t1 = by_gid(c, "SELECT read_frontier FROM coord_frontiers WHERE object_id = %" PRIu64, t1);
         CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (0)"));
@@ -196,8 +147,8 @@ static void test_bounds_advance(void)
         q0 = by_gid(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, quiet);
         /* ~4 s of writes, 20 a second, checking I1 and I2 as we go. */
         for (int k = 1; k <= 80; k++) {
-                CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (%d)", k));
-                CU_ASSERT(ok(c, "INSERT INTO t2 VALUES (%d)", k));
+                CU_ASSERT(okf(c, "INSERT INTO t1 VALUES (%d)", k));
+                CU_ASSERT(okf(c, "INSERT INTO t2 VALUES (%d)", k));
                 if (k % 5 == 0) {
                         bad1 += check_bounds_forward(c, &sn);
                         bad2 += check_physical_below_bound(c);
@@ -228,7 +179,7 @@ static void test_bounds_advance(void)
                 char sql[256];
                 snprintf(sql, sizeof(sql), "SELECT frontier FROM coord_requirements WHERE consumer_id = %" PRIu64
                          " AND input_id = %" PRIu64, mv, t1);
-                CU_ASSERT(scalar(c, sql) >= b1);
+                CU_ASSERT(scalar_u64(c, sql) >= b1);
         }
         PQfinish(c);
 }
@@ -279,7 +230,7 @@ static void test_sparse(void)
         }
         free(sql);
         for (int i = 0; i < n_tables; i++)
-                CU_ASSERT_FATAL(ok(c, "CREATE TABLE w%d (a int)", i));
+                CU_ASSERT_FATAL(okf(c, "CREATE TABLE w%d (a int)", i));
         printf("\n    %d indexed views created in %" PRIu64 " ms", n_views, now_ms() - start);
         /* Let the indexes' first bounds be published (and anything else settle). */
         pubs = lc_stat("publications");
@@ -292,7 +243,7 @@ static void test_sparse(void)
         /* Now only the 10 tables advance: every publication holds at most their 10 bounds. */
         for (int round = 0; round < 40 && n_pub < 4; round++) {
                 for (int i = 0; i < n_tables; i++)
-                        CU_ASSERT(ok(c, "INSERT INTO w%d VALUES (%d)", i, round));
+                        CU_ASSERT(okf(c, "INSERT INTO w%d VALUES (%d)", i, round));
                 usleep(100 * 1000);
                 if (lc_stat("publications") > pubs && next_publication(&pubs, &rec, &bytes)) {
                         n_pub++;
@@ -356,16 +307,12 @@ static void kill_restart_check(Coord__Role role)
 {
         PGconn *c = db();
         struct seen sn = { 0 };
-        Coord__StatusReply *st = NULL;
         uint64_t pubs = 0, rec, bytes, items, pubs_at_create, r0, n0, i6, t6;
         const char *name = node_role_name(role);
-        pid_t pid;
         int bad1 = 0, bad2 = 0, bad6 = 0;
 
         CU_ASSERT_FATAL(c != NULL);
-        CU_ASSERT_FATAL(node_query_status(run_dir, role, 2000, &st) == 0);
-        pid = st->pid;
-        coord__status_reply__free_unpacked(st, NULL);
+        CU_ASSERT_FATAL(pid_of(role) > 0);
         bad1 += check_bounds_forward(c, &sn);
         items = lc_stat("items");
         /* I6: an index whose bound is not published yet when the daemon dies.  Its
@@ -373,31 +320,29 @@ static void kill_restart_check(Coord__Role role)
          * its as-of on; t6 is written all along, so its own policy (1 s) would let
          * its bound pass r0 within a second. */
         pubs_at_create = lc_stat("publications");
-        CU_ASSERT_FATAL(ok(c, "CREATE INDEX i6_%s ON t6 (a)", name));
-        CU_ASSERT_FATAL(ok(c, "ALTER INDEX i6_%s SET (RETAIN HISTORY = FOR '1h')", name));
-        t6 = scalar(c, "SELECT id FROM coord_objects WHERE name = 't6'");
+        CU_ASSERT_FATAL(okf(c, "CREATE INDEX i6_%s ON t6 (a)", name));
+        CU_ASSERT_FATAL(okf(c, "ALTER INDEX i6_%s SET (RETAIN HISTORY = FOR '1h')", name));
+        t6 = scalar_u64(c, "SELECT id FROM coord_objects WHERE name = 't6'");
         {
                 char q[256];
                 snprintf(q, sizeof(q), "SELECT id FROM coord_objects WHERE name = 'i6_%s'", name);
-                i6 = scalar(c, q);
+                i6 = scalar_u64(c, q);
                 snprintf(q, sizeof(q), "SELECT frontier FROM coord_requirements WHERE consumer_id = %"
                          PRIu64 " AND input_id = %" PRIu64, i6, t6);
-                r0 = scalar(c, q);
+                r0 = scalar_u64(c, q);
                 snprintf(q, sizeof(q), "SELECT count(*) FROM t6 AS OF %" PRIu64, r0);
-                n0 = scalar(c, q);
+                n0 = scalar_u64(c, q);
         }
         CU_ASSERT_FATAL(t6 > 0 && i6 > 0 && r0 > 0 && n0 > 0);
-        kill(pid, SIGKILL);
+        CU_ASSERT_FATAL(kill9(role));
         printf("\n    i6_%s (gid %" PRIu64 ") requires t6 from %" PRIu64 " (%" PRIu64 " rows then); "
                "%s publication between its creation and the kill", name, i6, r0, n0,
                lc_stat("publications") > pubs_at_create ? "a" : "no");
-        while (kill(pid, 0) == 0)
-                usleep(1000);
         /* Writes go on while the follower is down (with the controller down an INSERT
          * would wait for it). */
         for (int k = 0; role == COORD__ROLE__ROLE_LIFECYCLE && k < 10; k++) {
-                CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (%d)", 1000 + k));
-                CU_ASSERT(ok(c, "INSERT INTO t6 VALUES (%d)", 1000 + k));
+                CU_ASSERT(okf(c, "INSERT INTO t1 VALUES (%d)", 1000 + k));
+                CU_ASSERT(okf(c, "INSERT INTO t6 VALUES (%d)", 1000 + k));
                 usleep(50 * 1000);
         }
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
@@ -409,8 +354,8 @@ static void kill_restart_check(Coord__Role role)
         }
         pubs = lc_stat("publications");
         for (int k = 0; k < 30; k++) {
-                CU_ASSERT(ok(c, "INSERT INTO t1 VALUES (%d)", 2000 + k));
-                CU_ASSERT(ok(c, "INSERT INTO t6 VALUES (%d)", 2000 + k));
+                CU_ASSERT(okf(c, "INSERT INTO t1 VALUES (%d)", 2000 + k));
+                CU_ASSERT(okf(c, "INSERT INTO t6 VALUES (%d)", 2000 + k));
                 bad1 += check_bounds_forward(c, &sn);
                 bad2 += check_physical_below_bound(c);
                 bad6 += check_index_history(c, t6, r0, n0);
@@ -423,9 +368,9 @@ static void kill_restart_check(Coord__Role role)
         {
                 char q[256];
                 snprintf(q, sizeof(q), "SELECT count(*) FROM t6 AS OF %" PRIu64, r0);
-                CU_ASSERT_EQUAL(scalar(c, q), n0);
+                CU_ASSERT_EQUAL(scalar_u64(c, q), n0);
                 snprintf(q, sizeof(q), "SELECT count(*) FROM coord_frontiers WHERE object_id = %" PRIu64, i6);
-                CU_ASSERT_EQUAL(scalar(c, q), 1);
+                CU_ASSERT_EQUAL(scalar_u64(c, q), 1);
         }
         printf("\n    after kill -9 of the %s: %" PRIu64 " publications, items %" PRIu64 ", errors %" PRIu64,
                node_role_name(role), lc_stat("publications"), lc_stat("items"),
@@ -456,29 +401,5 @@ static const struct t_case cases[] = {
 
 int main(void)
 {
-        const char *top_dir = getenv("COORD_TOP"), *build_dir = getenv("COORD_BUILD");
-        int r;
-
-        if (!top_dir || !build_dir) {
-                fprintf(stderr, "COORD_TOP and COORD_BUILD must be set (meson test does)\n");
-                return T_EXIT_ERROR;
-        }
-        pg_port = t_free_port();
-        home = t_mkdtemp("protection");
-        if (!home || pg_port <= 0 || asprintf(&run_dir, "%s/run", home) < 0 ||
-            asprintf(&coord_cmd, "COORD_HOME=%s COORD_SKIP_SETUP=1 COORD_INSTANCE=p%d COORD_PG_PORT=%d %s/tools/coord",
-                     home, (int)getpid(), pg_port, top_dir) < 0 ||
-            asprintf(&conninfo, "host=127.0.0.1 port=%d user=coord dbname=coord connect_timeout=5", pg_port) < 0)
-                return T_EXIT_ERROR;
-        r = t_run((const struct t_suite[]){ { "protection", cases }, { NULL, NULL } });
-        (void)!t_sh("%s down >/dev/null 2>&1", coord_cmd);
-        if (r == T_EXIT_PASS)
-                t_rmrf(home);
-        else
-                fprintf(stderr, "daemon logs kept in %s/log\n", home);
-        free(run_dir);
-        free(coord_cmd);
-        free(conninfo);
-        free(home);
-        return r;
+        return itest_main("protection", "p", (const struct t_suite[]){ { "protection", cases }, { NULL, NULL } });
 }
