@@ -38,7 +38,7 @@
 #define FRING_MAGIC             UINT64_C(0x31474e4952464443)    /* "CDFRING1" */
 #define FRING_WAIT_MAGIC        UINT64_C(0x3154494157464443)    /* "CDFWAIT1" */
 #define FRING_LAYOUT_VERSION    1u
-#define FRING_WAIT_SUFFIX       ".wait"
+#define FRING_WAIT_SUFFIX       ".wait"         /* == RING_SHM_WAIT_SUFFIX (ring-shm.h) */
 #define FRING_CACHELINE         64
 
 /* Limits a reader enforces on a header before trusting it.  slot_count is a power of two

@@ -95,19 +95,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/futex.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fring-layout.h"
 #include "probes.h"
+#include "ring-shm.h"
 #include "util.h"
 
 _Static_assert(FRING_RECORD_FORGOTTEN == FRING_FRONTIER_FORGOTTEN, "flag values");
@@ -178,17 +175,6 @@ struct fring_reader {
         struct reader_pos pos;
 };
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        __asm__ __volatile__("yield" ::: "memory");
-#else
-        __asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 static bool is_pow2(uint32_t x)
 {
         return x && !(x & (x - 1));
@@ -202,69 +188,14 @@ static uint32_t pow2_roundup(uint32_t x)
 
 /* ---- names --------------------------------------------------------------------------- */
 
-/* A POSIX shm name: "/" then 1..NAME_MAX bytes without "/", leaving room for the suffix. */
-static int name_check(const char *name)
-{
-        size_t len;
-
-        if (!name || name[0] != '/' || name[1] == '\0' || strchr(name + 1, '/'))
-                return -EINVAL;
-        len = strlen(name + 1);
-        if (len + strlen(FRING_WAIT_SUFFIX) > NAME_MAX)
-                return -ENAMETOOLONG;
-        return 0;
-}
-
-/* NAME.wait; buf has NAME_MAX + 2 bytes and name passed name_check(). */
-static void wait_name(const char *name, char buf[static NAME_MAX + 2])
-{
-        int n = snprintf(buf, NAME_MAX + 2, "%s%s", name, FRING_WAIT_SUFFIX);
-
-        assert(n > 0 && n < NAME_MAX + 2);
-        (void)n;
-}
-
-static int name_for(const char *instance, const char *what, char *buf, size_t size)
-{
-        int n;
-
-        if (!instance || !*instance || !buf)
-                return -EINVAL;
-        for (const char *p = instance; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                      (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_'))
-                        return -EINVAL;
-        n = snprintf(buf, size, "/coord-%s-%s", instance, what);
-        if (n < 0)
-                return -EINVAL;
-        if ((size_t)n >= size)
-                return -ENAMETOOLONG;
-        return name_check(buf);
-}
-
 int fring_name(const char *instance, char *buf, size_t size)
 {
-        return name_for(instance, "frontiers", buf, size);
+        return ring_shm_name_for(instance, "frontiers", buf, size);
 }
 
 int fring_name_catalog(const char *instance, char *buf, size_t size)
 {
-        return name_for(instance, "catalog", buf, size);
-}
-
-/* The producer only takes over objects of its own uid, and makes sure nobody else can
- * open them (a pre-created, world-writable object would let anybody forge frontiers). */
-static int shm_secure(int fd)
-{
-        struct stat st;
-
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (st.st_uid != geteuid())
-                return -EPERM;
-        if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) < 0)
-                return -errno;
-        return 0;
+        return ring_shm_name_for(instance, "catalog", buf, size);
 }
 
 /* ---- producer: seqlock writers ------------------------------------------------------- */
@@ -362,7 +293,6 @@ static void ring_append(struct fring *r, uint64_t id, uint64_t upper, uint64_t s
  * (always). */
 static void producer_wake(struct fring *r, bool always)
 {
-        long n;
 
         /* Dekker with fring_wait() (note 7): our store of write_pos or hdr_seq is
          * ordered before our load of waiters, and a reader's increment of waiters before
@@ -375,8 +305,7 @@ static void producer_wake(struct fring *r, bool always)
          * bucket lock, so a reader that read the old value but is not queued yet returns
          * at once, and one already queued is woken below. */
         store_relaxed(&r->hdr->notify, r->hdr->notify + 1);
-        n = syscall(SYS_futex, &r->hdr->notify, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-        COORD_RING_WAKE(n > 0 ? (unsigned)n : 0u);
+        COORD_RING_WAKE(ring_futex_wake(&r->hdr->notify));
 }
 
 /* ---- producer: slot table ------------------------------------------------------------ */
@@ -473,11 +402,11 @@ static int producer_open_wait(struct fring *r, const char *name)
         void *m;
         int k;
 
-        wait_name(name, wname);
+        ring_shm_wait_name(name, wname);
         r->wait_fd = shm_open(wname, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (r->wait_fd < 0)
                 return -errno;
-        k = shm_secure(r->wait_fd);
+        k = ring_shm_secure(r->wait_fd);
         if (k < 0)
                 return k;
         if (fstat(r->wait_fd, &st) < 0)
@@ -551,7 +480,7 @@ int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records
 
         if (!ret)
                 return -EINVAL;
-        k = name_check(name);
+        k = ring_shm_name_check(name);
         if (k < 0)
                 return k;
         if (slot_capacity == 0 || slot_capacity > FRING_SLOT_CAPACITY_MAX ||
@@ -580,7 +509,7 @@ int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records
         r->fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (r->fd < 0)
                 return -errno;
-        k = shm_secure(r->fd);
+        k = ring_shm_secure(r->fd);
         if (k < 0)
                 return k;
         /* One producer at a time (note 6), checked before we touch anything. */
@@ -748,10 +677,10 @@ int fring_unlink(const char *name)
         char wname[NAME_MAX + 2];
         int k, q = 0;
 
-        k = name_check(name);
+        k = ring_shm_name_check(name);
         if (k < 0)
                 return k;
-        wait_name(name, wname);
+        ring_shm_wait_name(name, wname);
         if (shm_unlink(name) < 0)
                 q = -errno;
         if (shm_unlink(wname) < 0 && errno != ENOENT && q == 0)
@@ -918,7 +847,7 @@ static int slot_read(const struct fring_slot *s, struct slot_copy *ret)
                 struct slot_copy c;
 
                 if (seq & 1) {
-                        cpu_relax();
+                        ring_cpu_relax();
                         continue;
                 }
                 c.state = load_relaxed(&s->state);
@@ -932,7 +861,7 @@ static int slot_read(const struct fring_slot *s, struct slot_copy *ret)
                  * with the release fence in slot_write_begin(). */
                 __atomic_thread_fence(__ATOMIC_ACQUIRE);
                 if (load_relaxed(&s->seq) != seq) {
-                        cpu_relax();
+                        ring_cpu_relax();
                         continue;
                 }
                 if (c.state != FRING_SLOT_EMPTY && c.state != FRING_SLOT_USED &&
@@ -1047,7 +976,7 @@ static int reader_open_wait(struct fring_reader *rd, const char *name)
         struct stat st;
         void *m;
 
-        wait_name(name, wname);
+        ring_shm_wait_name(name, wname);
         rd->wait_fd = shm_open(wname, O_RDWR | O_CLOEXEC, 0);
         if (rd->wait_fd < 0)
                 return -errno;
@@ -1078,7 +1007,7 @@ int fring_attach(const char *name, struct fring_reader **ret)
 
         if (!ret)
                 return -EINVAL;
-        k = name_check(name);
+        k = ring_shm_name_check(name);
         if (k < 0)
                 return k;
         rd = calloc(1, sizeof *rd);
@@ -1196,7 +1125,7 @@ int fring_lookup(struct fring_reader *rd, uint64_t id, struct fring_frontier *re
 
                 k = reader_sync(rd, &h);
                 if (k == -E_INITIALIZING || k == -EAGAIN) {
-                        cpu_relax();
+                        ring_cpu_relax();
                         continue;
                 }
                 if (k < 0)
@@ -1231,28 +1160,6 @@ static bool reader_has_data(const struct fring_reader *rd)
         return w != rd->pos.cursor;
 }
 
-static int futex_wait(const uint32_t *word, uint32_t val, int timeout_ms)
-{
-        struct timespec ts, *tsp = NULL;
-
-        if (timeout_ms >= 0) {
-                ts.tv_sec = timeout_ms / 1000;
-                ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
-                tsp = &ts;
-        }
-        /* Shared futex (no FUTEX_PRIVATE_FLAG): the word lives in a shared object and
-         * the producer wakes it from another process.  FUTEX_WAIT only reads the word,
-         * so our read-only mapping is enough.  The timeout is relative (monotonic). */
-        if (syscall(SYS_futex, word, FUTEX_WAIT, val, tsp, NULL, 0) < 0) {
-                if (errno == ETIMEDOUT)
-                        return -ETIMEDOUT;
-                if (errno == EAGAIN || errno == EINTR)
-                        return 0;       /* the word moved, or a signal: look again */
-                return -errno;
-        }
-        return 0;
-}
-
 int fring_wait(struct fring_reader *rd, int timeout_ms)
 {
         uint32_t v;
@@ -1275,7 +1182,7 @@ int fring_wait(struct fring_reader *rd, int timeout_ms)
          * changes the futex word and wakes us.  Pairs with the seq_cst fence in
          * producer_wake(). */
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        k = reader_has_data(rd) ? 0 : futex_wait(&rd->hdr->notify, v, timeout_ms);
+        k = reader_has_data(rd) ? 0 : ring_futex_wait(&rd->hdr->notify, v, timeout_ms);
         __atomic_fetch_sub(&rd->wait->waiters, 1, __ATOMIC_RELAXED);
         return k;
 }
