@@ -24,6 +24,11 @@ provider coord {
         probe ring__resync(unsigned long long, unsigned long long); /* generation, records lapped */
         probe ring__wake(unsigned int);
 
+        /* shared-memory catalog log ring (lring.c) */
+        probe lring__publish(unsigned long long, unsigned int, unsigned int); /* seq, payload bytes, flags (1: omitted) */
+        probe lring__resync(unsigned long long, int);   /* reader: generation, -ESTALE lapped / -EPIPE producer restart */
+        probe lring__wake(unsigned int);                /* readers woken */
+
         /* catalog store */
         probe catalog__commit__start(unsigned long long, unsigned int);  /* seq, ops */
         probe catalog__commit__done(unsigned long long, int);            /* seq, result */
