@@ -30,10 +30,10 @@ struct adapter {
 /* The catalog's commit hook: publish the last committed sequence number on the
  * notification ring, which wakes the lifecycle follower (DESIGN section 7).  Called by
  * the catalog with its lock held, one call at a time, so the ring has one writer. */
-static void adapter_notify(uint64_t last_seq, void *userdata)
+static void adapter_notify(const struct catalog_committed *txns, size_t n, void *userdata)
 {
         struct adapter *ad = userdata;
-        struct fring_frontier f = { .id = FRING_CATALOG_ID, .upper = last_seq,
+        struct fring_frontier f = { .id = FRING_CATALOG_ID, .upper = txns[n - 1].seq,
                                     .since = now_ns() / 1000 };
 
         (void)fring_publish(ad->notify, &f);    /* -ENOSPC impossible: one slot, one id */

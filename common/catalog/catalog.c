@@ -174,6 +174,7 @@ static const char *const cf_names[_CF_MAX] = {
 #define INFO_LOG_SIZE (1u << 20)
 
 #define SEQ_KEY_LEN 8                           /* big-endian u64, log keys and last_seq */
+#define PACK_BUF_KEEP (1u << 20)                /* a bigger pack_buf is freed after its group */
 
 enum req_state {
         REQ_QUEUED,
@@ -184,7 +185,8 @@ enum req_state {
 /* One caller's transaction, on the caller's stack.  Who writes what:
  *   state    QUEUED -> GROUPED by a leader under c->lock; GROUPED -> DONE by the
  *            leader without it (a release store that publishes seq and result)
- *   seq, txn.seq, txn.commit_ms, result   by the leader while the request is GROUPED
+ *   seq, txn.seq, txn.commit_ms, entry_off, entry_len, result
+ *            by the leader while the request is GROUPED
  *   next     by whoever holds c->lock while QUEUED; by the leader while GROUPED
  * The owner reads seq and result after it has seen DONE (acquire), and returns --
  * the request vanishes with its stack frame -- as soon as it has; so the leader
@@ -195,6 +197,7 @@ struct commit_req {
         Coord__CatalogTxn txn;                  /* the log entry; ops point into ops[] */
         Coord__CatalogOp *pb_ops;
         Coord__CatalogOp **pb_op_ptrs;
+        size_t entry_off, entry_len;            /* the packed log entry in c->pack_buf */
         uint64_t seq;
         int result;
         enum req_state state;
@@ -246,8 +249,9 @@ struct catalog {
 
         /* Owned by the leader while writer_busy; nobody else touches them: */
         rocksdb_writebatch_t *batch;
-        uint8_t *pack_buf;
+        uint8_t *pack_buf;                      /* the group's log entries, end to end */
         size_t pack_size;
+        struct catalog_committed committed[GROUP_MAX];  /* what the hook gets */
 };
 
 struct catalog_log_iter {
@@ -689,27 +693,34 @@ static bool group_ready(struct catalog *c, uint64_t *ret_deadline)
         return false;
 }
 
+/* Room for size bytes in pack_buf; grows geometrically, so a group packs in O(bytes). */
 static int pack_buf_reserve(struct catalog *c, size_t size)
 {
+        size_t want = c->pack_size ? c->pack_size : 4096;
         uint8_t *p;
 
         if (size <= c->pack_size)
                 return 0;
-        p = realloc(c->pack_buf, size);
+        while (want < size)
+                want = want <= SIZE_MAX / 2 ? want * 2 : size;
+        p = realloc(c->pack_buf, want);
         if (!p)
                 return -ENOMEM;
         c->pack_buf = p;
-        c->pack_size = size;
+        c->pack_size = want;
         return 0;
 }
 
 /* Number the group first_seq.. and fill c->batch: per transaction its changes and its
- * log entry, then "last_seq" once (NOTE 1, 3).  Leader only, lock not held: the
+ * log entry, then "last_seq" once (NOTE 1, 3).  The entries stay packed one after the
+ * other in c->pack_buf (each member's entry_off/entry_len) for the commit hook, which
+ * gets exactly the bytes the log column family stores.  Leader only, lock not held: the
  * members are GROUPED and wait, nobody else touches them or the batch. */
 static int group_build(struct catalog *c, struct commit_req *group, uint64_t first_seq)
 {
         uint8_t key[SEQ_KEY_LEN];
         uint64_t seq = first_seq, ms = wall_ms();
+        size_t off = 0;
 
         rocksdb_writebatch_clear(c->batch);
         for (struct commit_req *q = group; q; q = q->next, seq++) {
@@ -734,14 +745,20 @@ static int group_build(struct catalog *c, struct commit_req *group, uint64_t fir
                 q->txn.seq = seq;
                 q->txn.commit_ms = ms;
                 size = coord__catalog_txn__get_packed_size(&q->txn);
-                r = pack_buf_reserve(c, size);
+                if (size > SIZE_MAX - off)
+                        return -ENOMEM;
+                r = pack_buf_reserve(c, off + size);
                 if (r < 0)
                         return r;
-                packed = coord__catalog_txn__pack(&q->txn, c->pack_buf);
+                packed = coord__catalog_txn__pack(&q->txn, c->pack_buf + off);
                 assert(packed == size);
+                q->entry_off = off;
+                q->entry_len = size;
+                /* RocksDB copies the value into the batch: pack_buf may move later. */
                 be64_put(key, seq);
                 rocksdb_writebatch_put_cf(c->batch, c->cf[CF_LOG], (const char *)key, sizeof(key),
-                                          (const char *)c->pack_buf, size);
+                                          (const char *)c->pack_buf + off, size);
+                off += size;
                 COORD_CATALOG_COMMIT_START(seq, (unsigned)q->n_ops);
         }
         be64_put(key, seq - 1);
@@ -813,6 +830,27 @@ static void group_end_wait(struct catalog *c, struct commit_req *req, uint32_t g
         }
 }
 
+/* Hand the group's transactions to the commit hook: seqs first_seq.. in order, without
+ * a gap to the previous call (catalog.h).  Leader only, lock held, write path BUSY (it
+ * owns pack_buf and committed[]). */
+static void group_hook(struct catalog *c, struct commit_req *group, size_t n, uint64_t first_seq)
+{
+        size_t i = 0;
+
+        assert(c->writer_busy && n >= 1 && n <= GROUP_MAX);
+        assert(c->last_seq == first_seq + n - 1);
+        for (const struct commit_req *q = group; q; q = q->next, i++) {
+                assert(i < n && q->seq == first_seq + i);
+                assert(q->entry_off + q->entry_len <= c->pack_size);
+                c->committed[i] = (struct catalog_committed){
+                        .seq = q->seq, .entry = c->pack_buf + q->entry_off,
+                        .len = q->entry_len,
+                };
+        }
+        assert(i == n);
+        c->hook(c->committed, n, c->hook_userdata);
+}
+
 /* BUSY -> IDLE for the write path, then GROUPED -> DONE for every member.  A sticky
  * failure moves the handle to ERROR first (NOTE 5).  Leader only; lock held on entry,
  * released on return. */
@@ -837,11 +875,19 @@ static void group_finish(struct catalog *c, struct commit_req *group, size_t n,
                 if (n > c->stats.max_group)
                         c->stats.max_group = n;
                 /* After the write is durable and last_seq moved, before the members
-                 * are answered: a follower woken now finds the group in the log. */
+                 * are answered: a follower woken now finds the group in the log, and
+                 * whatever the hook publishes is durable.  The members are GROUPED:
+                 * their entries are read before any of them is DONE. */
                 if (c->hook)
-                        c->hook(c->last_seq, c->hook_userdata);
+                        group_hook(c, group, n, first_seq);
         } else
                 c->stats.failed += n;
+        /* One huge group must not pin its memory for the life of the handle. */
+        if (c->pack_size > PACK_BUF_KEEP) {
+                free(c->pack_buf);
+                c->pack_buf = NULL;
+                c->pack_size = 0;
+        }
         c->expect = n + c->n_queued;
         c->writer_busy = false;
         assert(catalog_check(c));

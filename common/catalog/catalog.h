@@ -111,14 +111,28 @@ int catalog_commit(struct catalog *c, const struct catalog_op *ops, size_t n_ops
 int catalog_meta_put(struct catalog *c, const char *key, const void *value, size_t value_len,
                      uint64_t *ret_seq);
 
-/* Commit notification (DESIGN section 7: the catalog notification ring).  fn is
- * called once per successful commit group, after the group is durable and
- * catalog_last_seq() moved to last_seq, and before any of its committers returns.  It
- * runs on the committing (leader) thread with the catalog's internal lock held, so
- * calls never overlap and last_seq only grows between them: fn must be short, must not
- * block and must not call back into the catalog.  NULL removes the hook.  The store
- * does not depend on how the hook notifies (coord-adapter publishes to a fring). */
-typedef void (*catalog_commit_hook_fn)(uint64_t last_seq, void *userdata);
+/* Commit notification (DESIGN section 7: the catalog log ring).  One transaction of a
+ * commit group as the hook sees it: its seq and its log entry -- the encoded
+ * coord.CatalogTxn, byte for byte the value the log column family holds under seq
+ * (decode it with coord__catalog_txn__unpack()).  entry is borrowed for the hook call. */
+struct catalog_committed {
+        uint64_t seq;
+        const void *entry;
+        size_t len;
+};
+
+/* fn is called once per successful commit group with the group's transactions in seq
+ * order, after the group is durable and catalog_last_seq() moved to txns[n - 1].seq,
+ * and before any of its committers returns.  Every commit goes through it (a group
+ * always has n >= 1), and calls follow each other without a gap:
+ *     txns[i].seq == txns[0].seq + i,  txns[0].seq == the previous call's last seq + 1
+ * (the first call after catalog_set_commit_hook() starts at catalog_last_seq() + 1 as of
+ * that call).  It runs on the committing (leader) thread with the catalog's internal
+ * lock held, so calls never overlap: fn must be short, must not block and must not call
+ * back into the catalog.  NULL removes the hook.  The store does not depend on how the
+ * hook notifies (coord-adapter publishes to the catalog log ring, lring.h). */
+typedef void (*catalog_commit_hook_fn)(const struct catalog_committed *txns, size_t n,
+                                       void *userdata);
 void catalog_set_commit_hook(struct catalog *c, catalog_commit_hook_fn fn, void *userdata);
 
 /* Reading. */
