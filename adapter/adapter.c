@@ -3,8 +3,11 @@
  *
  * The daemon body (node); the catalog opened as the RocksDB primary, its writer epoch
  * (this incarnation) committed at start; the SQL executor (adapter-exec.c) serving the
- * PostgreSQL wire protocol; the frontier ring followed read-only.
+ * PostgreSQL wire protocol; the frontier ring followed read-only; every committed
+ * catalog transaction published on the catalog log ring for the lifecycle follower.
  */
+#include <assert.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,7 @@
 #include "conf.h"
 #include "fring.h"
 #include "log.h"
+#include "lring.h"
 #include "node.h"
 #include "util.h"
 
@@ -22,43 +26,74 @@ struct adapter {
         struct node *node;
         struct catalog *catalog;
         struct exec *exec;
-        struct fring *notify;           /* the catalog notification ring (producer) */
+        struct lring *notify;           /* the catalog log ring (producer) */
+        /* Written by the commit hook (any committing thread, one at a time), read by the
+         * status handler in the loop thread. */
+        atomic_uint_least64_t ring_records, ring_omitted, ring_wakes, ring_errors;
         struct check *check;
-        char detail[640];
+        char detail[768];
 };
 
-/* The catalog's commit hook: publish the last committed sequence number on the
- * notification ring, which wakes the lifecycle follower (DESIGN section 7).  Called by
- * the catalog with its lock held, one call at a time, so the ring has one writer. */
+/* Entries per lring_publish() call: one wake-up check per call. */
+#define NOTIFY_BATCH 64
+
+/* The catalog's commit hook: publish every committed transaction -- its seq and its
+ * log entry -- on the catalog log ring, which also wakes the lifecycle follower (DESIGN
+ * section 7).  The catalog calls it after the group's synced write and before any
+ * committer is answered, with its lock held, one call at a time: so the ring has one
+ * writer and carries only durable transactions, in seq order without a gap (catalog.h,
+ * lring.c note 1).  Nothing here may block: the ring overwrites, never waits. */
 static void adapter_notify(const struct catalog_committed *txns, size_t n, void *userdata)
 {
         struct adapter *ad = userdata;
-        struct fring_frontier f = { .id = FRING_CATALOG_ID, .upper = txns[n - 1].seq,
-                                    .since = now_ns() / 1000 };
+        struct lring_entry e[NOTIFY_BATCH];
+        struct lring_stats st;
+        uint64_t us = now_ns() / 1000;
 
-        (void)fring_publish(ad->notify, &f);    /* -ENOSPC impossible: one slot, one id */
+        for (size_t i = 0; i < n; ) {
+                size_t k = 0;
+                int r;
+
+                for (; k < NOTIFY_BATCH && i < n; k++, i++) {
+                        assert(i == 0 || txns[i].seq == txns[i - 1].seq + 1);
+                        e[k] = (struct lring_entry){ .seq = txns[i].seq, .commit_us = us,
+                                                     .payload = txns[i].entry, .len = txns[i].len };
+                }
+                r = lring_publish(ad->notify, e, k);
+                /* -EINVAL would be a seq that does not grow: the catalog guarantees it
+                 * does.  The follower notices the missing records and reads the log. */
+                assert(r == 0);
+                if (r < 0 && atomic_fetch_add(&ad->ring_errors, 1) == 0)
+                        log_error_errno(r, "catalog_ring_publish_failed", "seq=%llu",
+                                        (unsigned long long)e[0].seq);
+        }
+        lring_get_stats(ad->notify, &st);
+        atomic_store_explicit(&ad->ring_records, st.records, memory_order_relaxed);
+        atomic_store_explicit(&ad->ring_omitted, st.omitted, memory_order_relaxed);
+        atomic_store_explicit(&ad->ring_wakes, st.wakes, memory_order_relaxed);
 }
 
-/* Create (or take over) "<instance>-catalog", stamped with this incarnation, publish
- * the current sequence number, and hook it to every commit. */
+/* Create (or take over) "<instance>-catalog", stamped with this incarnation and the
+ * catalog's last seq, and hook it to every commit.  Before anything commits: the first
+ * record then carries last seq + 1. */
 static int adapter_notify_setup(struct adapter *ad, const char *instance)
 {
         char name[128];
-        struct fring_frontier f = { .id = FRING_CATALOG_ID };
+        uint64_t seq;
         int r;
 
-        r = fring_name_catalog(instance, name, sizeof(name));
+        r = lring_name(instance, name, sizeof(name));
         if (r < 0)
                 return log_error_errno(r, "catalog_ring_name_failed", "instance=%s", instance);
-        r = fring_create(name, 1, 64, node_incarnation(ad->node), &ad->notify);
+        seq = catalog_last_seq(ad->catalog);
+        r = lring_create(name, LRING_CAPACITY_DEFAULT, node_incarnation(ad->node), seq,
+                         &ad->notify);
         if (r < 0)
                 return log_error_errno(r, "catalog_ring_create_failed", "name=%s", name);
-        f.upper = catalog_last_seq(ad->catalog);
-        r = fring_publish(ad->notify, &f);
-        if (r < 0)
-                return log_error_errno(r, "catalog_ring_publish_failed", "name=%s", name);
         catalog_set_commit_hook(ad->catalog, adapter_notify, ad);
-        log_info("catalog_ring_created", "name=%s seq=%llu", name, (unsigned long long)f.upper);
+        log_info("catalog_ring_created", "name=%s seq=%llu bytes=%llu generation=%llu", name,
+                 (unsigned long long)seq, (unsigned long long)LRING_CAPACITY_DEFAULT,
+                 (unsigned long long)node_incarnation(ad->node));
         return 0;
 }
 
@@ -81,13 +116,17 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  "catalog_wal_bytes=%llu catalog_flush_bytes=%llu catalog_compact_bytes=%llu "
                  "catalog_state_sst_bytes=%llu catalog_state_mem_bytes=%llu "
                  "catalog_state_keys=%llu catalog_log_sst_bytes=%llu catalog_log_mem_bytes=%llu "
-                 "catalog_log_keys=%llu",
+                 "catalog_log_keys=%llu catalog_ring_records=%llu catalog_ring_omitted=%llu "
+                 "catalog_ring_wakes=%llu",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
                  (unsigned long long)io.flush_bytes, (unsigned long long)io.compact_bytes,
                  (unsigned long long)io.state.sst_bytes, (unsigned long long)io.state.mem_bytes,
                  (unsigned long long)io.state.keys, (unsigned long long)io.log.sst_bytes,
-                 (unsigned long long)io.log.mem_bytes, (unsigned long long)io.log.keys);
+                 (unsigned long long)io.log.mem_bytes, (unsigned long long)io.log.keys,
+                 (unsigned long long)atomic_load_explicit(&ad->ring_records, memory_order_relaxed),
+                 (unsigned long long)atomic_load_explicit(&ad->ring_omitted, memory_order_relaxed),
+                 (unsigned long long)atomic_load_explicit(&ad->ring_wakes, memory_order_relaxed));
         reply->detail = ad->detail;
 }
 
@@ -268,7 +307,7 @@ out:
         if (ad.catalog)
                 catalog_set_commit_hook(ad.catalog, NULL, NULL);
         ad.catalog = catalog_close(ad.catalog);
-        ad.notify = fring_free(ad.notify);
+        ad.notify = lring_free(ad.notify);
         node_args_done(&a);
 out_args:
         free(pg_host);

@@ -2,18 +2,34 @@
  * keeps the maintained state, publishes read protection in batches.
  *
  * Threads: everything runs in the node's loop thread except the catalog watcher, which
- * only sleeps on the catalog notification ring and wakes the loop (like the node's
- * frontier ring watcher).  Nothing polls: the catalog is read when the adapter says it
+ * only sleeps on the catalog log ring and wakes the loop (like the node's frontier ring
+ * watcher).  The loop thread owns the ring reader that reads (the watcher has its own,
+ * which only waits).  Nothing polls: the catalog is read when the adapter says it
  * committed, the frontier ring when the controller published.
  *
  * NOTES ON THE DESIGN
  *
  * (1) Following.  The catalog is a RocksDB secondary.  At open (and after any error or
  *     a rejected publication) the state is rebuilt from a scan of the state column
- *     family at catalog_last_seq() (lc_state_load_record()); then each notification
- *     catches up and applies the log from the state's seq on (lc_state_apply_txn()).
- *     An adapter restart (a new generation of the notification ring) needs nothing
- *     special: the sequence numbers go on where the durable log left them.
+ *     family at catalog_last_seq() (lc_state_load_record()).  From then on the state
+ *     applies every committed transaction in seq order (lc_state_apply_txn()), from
+ *     one of two sources:
+ *       - the catalog log ring (lring.h), the usual one: the adapter's commit hook
+ *         publishes each transaction's log entry after the group's synced write, so
+ *         what the ring holds is durable and in seq order without gaps.  A record with
+ *         seq <= the state's is skipped; seq == state + 1 is decoded and applied.  No
+ *         RocksDB catch-up per commit (it was ~half of this daemon's CPU).
+ *       - the log, read from the secondary after catalog_catch_up(): whenever the ring
+ *         cannot vouch for being complete -- not attached yet, lapped, the adapter
+ *         restarted (new generation), a gap, an omitted (too large) or undecodable
+ *         payload, a damaged region, or the ring's last seq above what it delivered.
+ *         This path is correct on its own; the ring only saves its cost.
+ *     Both paths apply exactly the same bytes (the ring carries the log entry), so the
+ *     state cannot tell them apart.  The secondary is still caught up about once a
+ *     second while the ring is being used (RocksDB otherwise pins the WAL files the
+ *     primary deleted), at least every CATCHUP_IDLE_MS anyway (a safety net should the
+ *     ring ever go silent), always before the log path and before a reload; a catch-up
+ *     that finds the log ahead of the state applies the difference.
  *
  * (2) Publication, every --publication-interval-ms.  At most one in flight: tick
  *     (lifecycle-state.h), send ONE PublishProtection to the adapter; on its Ok
@@ -40,6 +56,7 @@
 #include "lifecycle-state.h"
 #include "log.h"
 #include "loop.h"
+#include "lring.h"
 #include "node.h"
 #include "probes.h"
 #include "util.h"
@@ -49,6 +66,12 @@
 #define PUBLISH_TIMEOUT_MS 10000u
 /* Follower lag samples kept for status percentiles. */
 #define LAG_SAMPLES 4096u
+/* Catch the secondary up this long after the ring applied something (1), and at least
+ * this often anyway. */
+#define CATCHUP_RING_MS 1000u
+#define CATCHUP_IDLE_MS 10000u
+/* The loop's reader: attach attempts this far apart while the ring is missing. */
+#define RING_ATTACH_RETRY_MS 100u
 
 struct lifecycle {
         struct node *node;
@@ -60,15 +83,21 @@ struct lifecycle {
         struct lc_enact *enact;         /* what the controller must hold (3) */
         bool loaded;                    /* state built from the catalog */
 
-        /* The catalog notification watcher (1). */
-        char notify_name[128];
+        /* The catalog log ring (1): the loop's reader, and the watcher thread that
+         * sleeps on the ring with a reader of its own and wakes the loop. */
+        char ring_name[128];
+        struct lring_reader *ring;      /* NULL until attached */
+        uint64_t ring_attach_ms;        /* the last attach attempt */
+        int ring_err;                   /* the last ring trouble logged (0: none since) */
         struct loop_waker *notify_waker;
         pthread_t notify_thread;
         bool notify_started;
         atomic_bool notify_stop;
-        atomic_uint_least64_t notify_generation;
-        /* The last notification seen by the watcher: seq, and its monotonic time (us). */
-        atomic_uint_least64_t notify_seq, notify_us;
+        /* The secondary's catch-up timer (1). */
+        struct loop_timer *catchup_timer;
+        bool ring_dirty;                /* the ring applied since the last catch-up */
+        uint64_t catchup_ms;            /* the last catch-up */
+        uint64_t ring_applied, ring_fallbacks, log_applied, catchups;
 
         /* Publication (2). */
         struct lc_publication pub;      /* the one in flight */
@@ -81,11 +110,11 @@ struct lifecycle {
         uint64_t last_commit_seq;
         uint64_t allow_sent;
         uint64_t applied_txns, lag_last_us, lag_max_us;
-        uint64_t lag_seq;                       /* the notification last measured */
+        uint64_t lag_seq;                       /* the commit last measured */
         uint64_t lag[LAG_SAMPLES];              /* commit -> applied, us, a ring */
         size_t n_lag;
         uint64_t reloads;
-        char detail[768];
+        char detail[1024];
 };
 
 /* ---- catalog following (1) ---- */
@@ -110,6 +139,9 @@ static int lifecycle_reload(struct lifecycle *lc)
         r = catalog_catch_up(lc->catalog);
         if (r < 0)
                 return log_warn_errno(r, "catalog_catch_up_failed", "why=\"%s\"", catalog_last_error());
+        lc->catchups++;
+        lc->catchup_ms = now_ms();
+        lc->ring_dirty = false;
         seq = catalog_last_seq(lc->catalog);
         r = catalog_scan(lc->catalog, CATALOG_CF_STATE, NULL, 0, load_one, lc);
         if (r < 0)
@@ -124,14 +156,14 @@ static int lifecycle_reload(struct lifecycle *lc)
         return 0;
 }
 
-/* Follower lag: from the adapter's notification (right after the commit group is
- * durable) to the state having applied that seq, on the same monotonic clock. */
-static void lag_measure(struct lifecycle *lc)
+/* Follower lag: from the adapter's publication of seq on the ring (at, right after the
+ * commit group is durable) to the state having applied it, on the same monotonic clock.
+ * at == 0: unknown (the ring's start). */
+static void lag_measure(struct lifecycle *lc, uint64_t seq, uint64_t at)
 {
-        uint64_t seq = atomic_load(&lc->notify_seq), at = atomic_load(&lc->notify_us);
         uint64_t now = now_ns() / 1000;
 
-        if (!seq || seq == lc->lag_seq || lc_state_seq(lc->state) < seq || now < at)
+        if (!seq || !at || seq == lc->lag_seq || lc_state_seq(lc->state) < seq || now < at)
                 return;
         lc->lag_seq = seq;
         lc->lag_last_us = now - at;
@@ -162,11 +194,160 @@ static uint64_t lag_percentile(const struct lifecycle *lc, unsigned p)
         return r;
 }
 
-/* Catch up and apply the log after the state's seq. */
-static void lifecycle_follow(struct lifecycle *lc)
+/* One transaction, from the ring or the log: the state, then what the controller must
+ * hold.  A transaction at or below the state's seq changes nothing.  < 0: the state can
+ * no longer be trusted (the caller reloads). */
+static int apply_txn(struct lifecycle *lc, const Coord__CatalogTxn *txn, uint64_t *counter)
+{
+        uint64_t before = lc_state_seq(lc->state);
+        int r;
+
+        r = lc_state_apply_txn(lc->state, txn);
+        if (r == 0 && lc_state_seq(lc->state) > before) {
+                lc->applied_txns++;
+                (*counter)++;
+                r = lc_enact_apply_txn(lc->enact, txn);
+        }
+        return r;
+}
+
+/* The log path (1): catch up and apply the log after the state's seq.  -errno from
+ * applying (the caller reloads); a failed catch-up is logged and leaves the state as it
+ * is (0). */
+static int follow_log(struct lifecycle *lc)
 {
         struct catalog_log_iter *it = NULL;
         Coord__CatalogTxn *txn;
+        int r;
+
+        r = catalog_catch_up(lc->catalog);
+        if (r < 0) {
+                log_warn_errno(r, "catalog_catch_up_failed", "why=\"%s\"", catalog_last_error());
+                return 0;
+        }
+        lc->catchups++;
+        lc->catchup_ms = now_ms();
+        lc->ring_dirty = false;
+        if (catalog_last_seq(lc->catalog) <= lc_state_seq(lc->state))
+                return 0;
+        r = catalog_log_iter_new(lc->catalog, lc_state_seq(lc->state), &it);
+        if (r < 0)
+                return r;
+        while ((r = catalog_log_next(it, &txn)) > 0) {
+                r = apply_txn(lc, txn, &lc->log_applied);
+                coord__catalog_txn__free_unpacked(txn, NULL);
+                if (r < 0)
+                        break;
+        }
+        it = catalog_log_iter_free(it);
+        return r;
+}
+
+/* The loop's ring reader, attached on first use (and retried while the adapter has not
+ * created the ring). */
+static struct lring_reader *ring_reader(struct lifecycle *lc)
+{
+        int r;
+
+        if (lc->ring)
+                return lc->ring;
+        if (now_ms() - lc->ring_attach_ms < RING_ATTACH_RETRY_MS)
+                return NULL;
+        lc->ring_attach_ms = now_ms();
+        r = lring_attach(lc->ring_name, &lc->ring);
+        if (r < 0) {
+                log_debug("catalog_ring_not_yet", "name=%s error=%d", lc->ring_name, r);
+                return NULL;
+        }
+        log_info("catalog_ring_attached", "name=%s generation=%llu", lc->ring_name,
+                 (unsigned long long)lring_reader_generation(lc->ring));
+        return lc->ring;
+}
+
+/* Why the ring could not vouch for the state this time: one log line per change of
+ * reason (a damaged region would otherwise log at every commit). */
+static void ring_trouble(struct lifecycle *lc, int err, const char *what, uint64_t seq)
+{
+        bool warn = err == -EBADMSG || err == -EPROTO || err == -ENOMEM;
+
+        if (err == lc->ring_err && err != -EPIPE && err != -ESTALE)
+                return;
+        lc->ring_err = err;
+        if (warn)
+                log_warn_errno(err, "catalog_ring_unusable", "what=%s state_seq=%llu action=log",
+                               what, (unsigned long long)lc_state_seq(lc->state));
+        else
+                log_info("catalog_ring_resync", "what=%s state_seq=%llu seq=%llu generation=%llu "
+                         "error=%d action=log", what, (unsigned long long)lc_state_seq(lc->state),
+                         (unsigned long long)seq,
+                         (unsigned long long)lring_reader_generation(lc->ring), err);
+}
+
+/* The ring path (1): apply what the ring holds after the state's seq.  1 when the state
+ * reached the ring's last seq (*ret_last, published at *ret_us), 0 when the log must
+ * supply the rest, -errno from applying (the caller reloads). */
+static int follow_ring(struct lifecycle *lc, uint64_t *ret_last, uint64_t *ret_us)
+{
+        struct lring_reader *rd = ring_reader(lc);
+        struct lring_entry e;
+        uint64_t last, us;
+        int r;
+
+        if (!rd)
+                return 0;
+        /* Loaded before draining: every record up to last is visible then (lring.h). */
+        r = lring_last(rd, &last, &us);
+        if (r < 0) {
+                ring_trouble(lc, r, "last", 0);
+                return 0;
+        }
+        *ret_last = last;
+        *ret_us = us;
+        while ((r = lring_read(rd, lc_state_seq(lc->state), &e)) > 0) {
+                Coord__CatalogTxn *txn;
+
+                if (e.seq != lc_state_seq(lc->state) + 1) {
+                        ring_trouble(lc, -ERANGE, "gap", e.seq);
+                        return 0;
+                }
+                if (e.flags & LRING_ENTRY_OMITTED) {
+                        log_debug("catalog_ring_omitted", "seq=%llu action=log",
+                                  (unsigned long long)e.seq);
+                        return 0;
+                }
+                txn = coord__catalog_txn__unpack(NULL, e.len, e.payload);
+                if (!txn || txn->seq != e.seq) {
+                        log_warn("catalog_ring_undecodable", "seq=%llu bytes=%zu action=log",
+                                 (unsigned long long)e.seq, e.len);
+                        if (txn)
+                                coord__catalog_txn__free_unpacked(txn, NULL);
+                        return 0;
+                }
+                r = apply_txn(lc, txn, &lc->ring_applied);
+                coord__catalog_txn__free_unpacked(txn, NULL);
+                if (r < 0)
+                        return r;
+                lc->ring_dirty = true;
+        }
+        if (r < 0) {
+                ring_trouble(lc, r, "read", 0);
+                return 0;
+        }
+        if (lc_state_seq(lc->state) < last) {
+                /* The ring's producer knows of commits it does not hold: it restarted
+                 * after them, or we came after a lap. */
+                ring_trouble(lc, -ENODATA, "behind", last);
+                return 0;
+        }
+        lc->ring_err = 0;
+        return 1;
+}
+
+/* Bring the state up to the catalog: the ring first, the log for whatever the ring
+ * cannot vouch for (1). */
+static void lifecycle_follow(struct lifecycle *lc)
+{
+        uint64_t last = 0, us = 0;
         int r;
 
         if (!lc->catalog)
@@ -175,74 +356,75 @@ static void lifecycle_follow(struct lifecycle *lc)
                 (void)lifecycle_reload(lc);
                 return;
         }
-        r = catalog_catch_up(lc->catalog);
-        if (r < 0) {
-                log_warn_errno(r, "catalog_catch_up_failed", "why=\"%s\"", catalog_last_error());
-                return;
+        r = follow_ring(lc, &last, &us);
+        if (r == 0) {
+                lc->ring_fallbacks++;
+                r = follow_log(lc);
         }
-        if (catalog_last_seq(lc->catalog) <= lc_state_seq(lc->state))
-                return;
-        r = catalog_log_iter_new(lc->catalog, lc_state_seq(lc->state), &it);
-        if (r < 0)
-                goto fail;
-        while ((r = catalog_log_next(it, &txn)) > 0) {
-                uint64_t before = lc_state_seq(lc->state);
-
-                r = lc_state_apply_txn(lc->state, txn);
-                if (r == 0 && lc_state_seq(lc->state) > before) {
-                        lc->applied_txns++;
-                        r = lc_enact_apply_txn(lc->enact, txn);
-                }
-                coord__catalog_txn__free_unpacked(txn, NULL);
-                if (r < 0)
-                        break;
-        }
-        it = catalog_log_iter_free(it);
         lc_enact_flush(lc->enact);
-        if (r < 0)
-                goto fail;
-        lag_measure(lc);
-        return;
-fail:
-        it = catalog_log_iter_free(it);
-        log_warn_errno(r, "catalog_follow_failed", "seq=%llu action=reload",
-                       (unsigned long long)lc_state_seq(lc->state));
-        (void)lifecycle_reload(lc);
+        if (r < 0) {
+                log_warn_errno(r, "catalog_follow_failed", "seq=%llu action=reload",
+                               (unsigned long long)lc_state_seq(lc->state));
+                (void)lifecycle_reload(lc);
+                return;
+        }
+        lag_measure(lc, last, us);
 }
 
-/* The watcher thread: its own reader, used only to sleep until the adapter commits. */
+/* The secondary's catch-up (1), every CATCHUP_RING_MS: catches up if the ring applied
+ * something since the last catch-up, or if the last one is CATCHUP_IDLE_MS old; applies
+ * the log if that shows commits the ring has not delivered. */
+static void catchup_tick(struct loop *l, void *userdata)
+{
+        struct lifecycle *lc = userdata;
+        int r;
+
+        lc->catchup_timer = NULL;
+        if (lc->catalog && lc->loaded &&
+            (lc->ring_dirty || now_ms() - lc->catchup_ms >= CATCHUP_IDLE_MS)) {
+                r = follow_log(lc);
+                lc_enact_flush(lc->enact);
+                if (r < 0) {
+                        log_warn_errno(r, "catalog_follow_failed", "seq=%llu action=reload",
+                                       (unsigned long long)lc_state_seq(lc->state));
+                        (void)lifecycle_reload(lc);
+                }
+        }
+        r = loop_timer_add(l, CATCHUP_RING_MS * NS_PER_MS, catchup_tick, lc, &lc->catchup_timer);
+        if (r < 0) {
+                lc->catchup_timer = NULL;
+                log_error_errno(r, "timer_failed", "what=catalog_catch_up");
+        }
+}
+
+/* The watcher thread: a reader of its own, used only to sleep until the adapter
+ * publishes; the loop thread's reader does the reading. */
 static void *notify_watch(void *userdata)
 {
         struct lifecycle *lc = userdata;
-        struct fring_reader *rd = NULL;
-        struct fring_frontier sink[8];
-        bool resynced;
+        struct lring_reader *rd = NULL;
         int r;
 
         while (!atomic_load(&lc->notify_stop)) {
                 if (!rd) {
-                        if (fring_attach(lc->notify_name, &rd) < 0) {
+                        if (lring_attach(lc->ring_name, &rd) < 0) {
                                 usleep(100 * 1000);
                                 continue;
                         }
+                        (void)lring_skip(rd);
                         loop_waker_wake(lc->notify_waker);
                 }
-                r = fring_wait(rd, 500);
+                r = lring_wait(rd, 500);
                 if (r == -ETIMEDOUT)
                         continue;
-                do {
-                        r = fring_read(rd, sink, ELEMENTSOF(sink), &resynced);
-                        if (r > 0 && sink[r - 1].id == FRING_CATALOG_ID) {
-                                atomic_store(&lc->notify_us, sink[r - 1].since);
-                                atomic_store(&lc->notify_seq, sink[r - 1].upper);
-                        }
-                } while (r > 0);
-                atomic_store(&lc->notify_generation, fring_reader_generation(rd));
+                /* Move past what woke us before waking the loop: the loop then reads at
+                 * least that far, and a later publish wakes us again. */
+                r = lring_skip(rd);
                 loop_waker_wake(lc->notify_waker);
                 if (r < 0)
-                        usleep(10 * 1000);      /* damaged or mid-restart: no spinning */
+                        usleep(10 * 1000);      /* damaged: no spinning */
         }
-        fring_reader_free(rd);
+        lring_reader_free(rd);
         return NULL;
 }
 
@@ -253,7 +435,7 @@ static void notify_drain(struct loop *l, uint64_t count, void *userdata)
 
 static int notify_start(struct lifecycle *lc, const char *instance)
 {
-        int r = fring_name_catalog(instance, lc->notify_name, sizeof(lc->notify_name));
+        int r = lring_name(instance, lc->ring_name, sizeof(lc->ring_name));
 
         if (r < 0)
                 return log_error_errno(r, "catalog_ring_name_failed", "instance=%s", instance);
@@ -264,6 +446,10 @@ static int notify_start(struct lifecycle *lc, const char *instance)
         if (r < 0)
                 return log_error_errno(r, "catalog_watcher_failed", "");
         lc->notify_started = true;
+        r = loop_timer_add(node_loop(lc->node), CATCHUP_RING_MS * NS_PER_MS, catchup_tick, lc,
+                           &lc->catchup_timer);
+        if (r < 0)
+                return log_error_errno(r, "timer_failed", "what=catalog_catch_up");
         return 0;
 }
 
@@ -276,6 +462,9 @@ static void notify_stop(struct lifecycle *lc)
         }
         if (lc->notify_waker)
                 lc->notify_waker = loop_waker_free(node_loop(lc->node), lc->notify_waker);
+        loop_timer_cancel(node_loop(lc->node), lc->catchup_timer);
+        lc->catchup_timer = NULL;
+        lc->ring = lring_reader_free(lc->ring);
 }
 
 static void lifecycle_try_open(struct loop *l, void *userdata)
@@ -549,7 +738,8 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  "last_bytes=%zu last_touched=%zu records_total=%llu bytes_total=%llu "
                  "last_commit_seq=%llu allow_sent=%llu applied=%llu lag_last_us=%llu "
                  "lag_p50_us=%llu lag_p99_us=%llu lag_samples=%zu "
-                 "lag_max_us=%llu reloads=%llu catalog_generation=%llu",
+                 "lag_max_us=%llu reloads=%llu catalog_generation=%llu catalog_ring=%s "
+                 "ring_applied=%llu ring_fallbacks=%llu log_applied=%llu catalog_catchups=%llu",
                  lc->catalog ? "secondary" : "waiting", rd ? "attached" : "waiting",
                  lc_state_n_items(lc->state), lc_state_n_requirements(lc->state),
                  (unsigned long long)lc->publications, (unsigned long long)lc->pub_errors,
@@ -559,7 +749,10 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  (unsigned long long)lc->applied_txns, (unsigned long long)lc->lag_last_us,
                  (unsigned long long)lag_percentile(lc, 50), (unsigned long long)lag_percentile(lc, 99),
                  lc->n_lag, (unsigned long long)lc->lag_max_us, (unsigned long long)lc->reloads,
-                 (unsigned long long)atomic_load(&lc->notify_generation));
+                 (unsigned long long)lring_reader_generation(lc->ring),
+                 lc->ring ? "attached" : "waiting", (unsigned long long)lc->ring_applied,
+                 (unsigned long long)lc->ring_fallbacks, (unsigned long long)lc->log_applied,
+                 (unsigned long long)lc->catchups);
         reply->detail = lc->detail;
 }
 

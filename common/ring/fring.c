@@ -193,11 +193,6 @@ int fring_name(const char *instance, char *buf, size_t size)
         return ring_shm_name_for(instance, "frontiers", buf, size);
 }
 
-int fring_name_catalog(const char *instance, char *buf, size_t size)
-{
-        return ring_shm_name_for(instance, "catalog", buf, size);
-}
-
 /* ---- producer: seqlock writers ------------------------------------------------------- */
 
 /* Makes hdr_seq odd and returns it: from here to hdr_write_end() readers trust nothing

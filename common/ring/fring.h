@@ -54,15 +54,6 @@ struct fring_frontier {
 /* Writes "/coord-<instance>-frontiers" into buf.  The instance id is [A-Za-z0-9._-]+.
  * -EINVAL on a bad instance id, -ENAMETOOLONG if the name does not fit buf or NAME_MAX. */
 int fring_name(const char *instance, char *buf, size_t size);
-/* Writes "/coord-<instance>-catalog": the catalog notification ring (DESIGN section 7).
- * Its producer is the catalog writer (coord-adapter); it holds one record, id
- * FRING_CATALOG_ID with upper = the last committed catalog sequence number and since =
- * the CLOCK_MONOTONIC time of the notification in microseconds (for the follower's lag
- * measurement), and its generation is the writer's incarnation.  Same errors as
- * fring_name(). */
-int fring_name_catalog(const char *instance, char *buf, size_t size);
-#define FRING_CATALOG_ID 0
-
 /* Producer. */
 
 /* Creates the ring, or takes over an existing one after a producer restart: the same
