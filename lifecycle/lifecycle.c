@@ -211,23 +211,27 @@ static int apply_txn(struct lifecycle *lc, const Coord__CatalogTxn *txn, uint64_
         return r;
 }
 
-/* The log path (1): catch up and apply the log after the state's seq.  -errno from
- * applying (the caller reloads); a failed catch-up is logged and leaves the state as it
- * is (0). */
-static int follow_log(struct lifecycle *lc)
+/* The secondary's catch-up.  A failure is logged and leaves the view as it was. */
+static int catch_up(struct lifecycle *lc)
+{
+        int r = catalog_catch_up(lc->catalog);
+
+        if (r < 0)
+                return log_warn_errno(r, "catalog_catch_up_failed", "why=\"%s\"", catalog_last_error());
+        lc->catchups++;
+        lc->catchup_ms = now_ms();
+        lc->ring_dirty = false;
+        return 0;
+}
+
+/* Apply the log after the state's seq, as far as the secondary was caught up.  -errno
+ * from applying (the caller reloads). */
+static int apply_log(struct lifecycle *lc)
 {
         struct catalog_log_iter *it = NULL;
         Coord__CatalogTxn *txn;
         int r;
 
-        r = catalog_catch_up(lc->catalog);
-        if (r < 0) {
-                log_warn_errno(r, "catalog_catch_up_failed", "why=\"%s\"", catalog_last_error());
-                return 0;
-        }
-        lc->catchups++;
-        lc->catchup_ms = now_ms();
-        lc->ring_dirty = false;
         if (catalog_last_seq(lc->catalog) <= lc_state_seq(lc->state))
                 return 0;
         r = catalog_log_iter_new(lc->catalog, lc_state_seq(lc->state), &it);
@@ -241,6 +245,12 @@ static int follow_log(struct lifecycle *lc)
         }
         it = catalog_log_iter_free(it);
         return r;
+}
+
+/* The log path (1): catch up, apply the log after the state's seq. */
+static int follow_log(struct lifecycle *lc)
+{
+        return catch_up(lc) < 0 ? 0 : apply_log(lc);
 }
 
 /* The loop's ring reader, attached on first use (and retried while the adapter has not
@@ -372,23 +382,30 @@ static void lifecycle_follow(struct lifecycle *lc)
 }
 
 /* The secondary's catch-up (1), every CATCHUP_RING_MS: catches up if the ring applied
- * something since the last catch-up, or if the last one is CATCHUP_IDLE_MS old; applies
- * the log if that shows commits the ring has not delivered. */
+ * something since the last catch-up, or if the last one is CATCHUP_IDLE_MS old.  If the
+ * secondary then shows commits beyond the state, the ring is drained first (they are
+ * normally on it already) and the log applies what it still lacks -- the safety net for
+ * a ring that went silent. */
 static void catchup_tick(struct loop *l, void *userdata)
 {
         struct lifecycle *lc = userdata;
-        int r;
+        uint64_t last = 0, us = 0;
+        int r = 0;
 
         lc->catchup_timer = NULL;
         if (lc->catalog && lc->loaded &&
-            (lc->ring_dirty || now_ms() - lc->catchup_ms >= CATCHUP_IDLE_MS)) {
-                r = follow_log(lc);
+            (lc->ring_dirty || now_ms() - lc->catchup_ms >= CATCHUP_IDLE_MS) &&
+            catch_up(lc) == 0 && catalog_last_seq(lc->catalog) > lc_state_seq(lc->state)) {
+                r = follow_ring(lc, &last, &us);
+                if (r >= 0 && catalog_last_seq(lc->catalog) > lc_state_seq(lc->state))
+                        r = apply_log(lc);
                 lc_enact_flush(lc->enact);
                 if (r < 0) {
                         log_warn_errno(r, "catalog_follow_failed", "seq=%llu action=reload",
                                        (unsigned long long)lc_state_seq(lc->state));
                         (void)lifecycle_reload(lc);
-                }
+                } else
+                        lag_measure(lc, last, us);
         }
         r = loop_timer_add(l, CATCHUP_RING_MS * NS_PER_MS, catchup_tick, lc, &lc->catchup_timer);
         if (r < 0) {
