@@ -38,6 +38,7 @@ provider coord {
         /* lifecycle follower (issue 5) */
         probe lifecycle__publish(unsigned long long, unsigned int, unsigned int, unsigned int); /* based_on_seq, bounds, requirements, bytes */
         probe lifecycle__applied(unsigned long long, unsigned long long); /* catalog seq applied, us since its commit */
+        probe lifecycle__fallback(unsigned long long, int);     /* state seq, why the catalog log ring could not vouch (-errno) */
 
         /* daemons */
         probe daemon__start(int, unsigned long long);  /* role, incarnation */

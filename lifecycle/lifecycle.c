@@ -294,21 +294,25 @@ static void ring_trouble(struct lifecycle *lc, int err, const char *what, uint64
 }
 
 /* The ring path (1): apply what the ring holds after the state's seq.  1 when the state
- * reached the ring's last seq (*ret_last, published at *ret_us), 0 when the log must
- * supply the rest, -errno from applying (the caller reloads). */
-static int follow_ring(struct lifecycle *lc, uint64_t *ret_last, uint64_t *ret_us)
+ * reached the ring's last seq (*ret_last, published at *ret_us); 0 when the log must
+ * supply the rest, *ret_why saying why (-ENOENT not attached, -ERANGE a gap, -EMSGSIZE
+ * an omitted payload, -EILSEQ an undecodable one, -ENODATA the ring's last seq not
+ * reached, else the ring's error); -errno from applying (the caller reloads). */
+static int follow_ring(struct lifecycle *lc, uint64_t *ret_last, uint64_t *ret_us, int *ret_why)
 {
         struct lring_reader *rd = ring_reader(lc);
         struct lring_entry e;
         uint64_t last, us;
         int r;
 
+        *ret_why = -ENOENT;
         if (!rd)
                 return 0;
         /* Loaded before draining: every record up to last is visible then (lring.h). */
         r = lring_last(rd, &last, &us);
         if (r < 0) {
                 ring_trouble(lc, r, "last", 0);
+                *ret_why = r;
                 return 0;
         }
         *ret_last = last;
@@ -318,11 +322,13 @@ static int follow_ring(struct lifecycle *lc, uint64_t *ret_last, uint64_t *ret_u
 
                 if (e.seq != lc_state_seq(lc->state) + 1) {
                         ring_trouble(lc, -ERANGE, "gap", e.seq);
+                        *ret_why = -ERANGE;
                         return 0;
                 }
                 if (e.flags & LRING_ENTRY_OMITTED) {
                         log_debug("catalog_ring_omitted", "seq=%llu action=log",
                                   (unsigned long long)e.seq);
+                        *ret_why = -EMSGSIZE;
                         return 0;
                 }
                 txn = coord__catalog_txn__unpack(NULL, e.len, e.payload);
@@ -331,6 +337,7 @@ static int follow_ring(struct lifecycle *lc, uint64_t *ret_last, uint64_t *ret_u
                                  (unsigned long long)e.seq, e.len);
                         if (txn)
                                 coord__catalog_txn__free_unpacked(txn, NULL);
+                        *ret_why = -EILSEQ;
                         return 0;
                 }
                 r = apply_txn(lc, txn, &lc->ring_applied);
@@ -341,12 +348,14 @@ static int follow_ring(struct lifecycle *lc, uint64_t *ret_last, uint64_t *ret_u
         }
         if (r < 0) {
                 ring_trouble(lc, r, "read", 0);
+                *ret_why = r;
                 return 0;
         }
         if (lc_state_seq(lc->state) < last) {
                 /* The ring's producer knows of commits it does not hold: it restarted
                  * after them, or we came after a lap. */
                 ring_trouble(lc, -ENODATA, "behind", last);
+                *ret_why = -ENODATA;
                 return 0;
         }
         lc->ring_err = 0;
@@ -358,7 +367,7 @@ static int follow_ring(struct lifecycle *lc, uint64_t *ret_last, uint64_t *ret_u
 static void lifecycle_follow(struct lifecycle *lc)
 {
         uint64_t last = 0, us = 0;
-        int r;
+        int r, why;
 
         if (!lc->catalog)
                 return;
@@ -366,9 +375,10 @@ static void lifecycle_follow(struct lifecycle *lc)
                 (void)lifecycle_reload(lc);
                 return;
         }
-        r = follow_ring(lc, &last, &us);
+        r = follow_ring(lc, &last, &us, &why);
         if (r == 0) {
                 lc->ring_fallbacks++;
+                COORD_LIFECYCLE_FALLBACK(lc_state_seq(lc->state), why);
                 r = follow_log(lc);
         }
         lc_enact_flush(lc->enact);
@@ -390,13 +400,13 @@ static void catchup_tick(struct loop *l, void *userdata)
 {
         struct lifecycle *lc = userdata;
         uint64_t last = 0, us = 0;
-        int r = 0;
+        int r = 0, why;
 
         lc->catchup_timer = NULL;
         if (lc->catalog && lc->loaded &&
             (lc->ring_dirty || now_ms() - lc->catchup_ms >= CATCHUP_IDLE_MS) &&
             catch_up(lc) == 0 && catalog_last_seq(lc->catalog) > lc_state_seq(lc->state)) {
-                r = follow_ring(lc, &last, &us);
+                r = follow_ring(lc, &last, &us, &why);
                 if (r >= 0 && catalog_last_seq(lc->catalog) > lc_state_seq(lc->state))
                         r = apply_log(lc);
                 lc_enact_flush(lc->enact);

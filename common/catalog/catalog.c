@@ -837,7 +837,8 @@ static void group_hook(struct catalog *c, struct commit_req *group, size_t n, ui
 {
         size_t i = 0;
 
-        assert(c->writer_busy && n >= 1 && n <= GROUP_MAX);
+        /* Only durable transactions: the group's synced write succeeded (NOTE 2). */
+        assert(c->writer_busy && c->err == 0 && n >= 1 && n <= GROUP_MAX);
         assert(c->last_seq == first_seq + n - 1);
         for (const struct commit_req *q = group; q; q = q->next, i++) {
                 assert(i < n && q->seq == first_seq + i);

@@ -1084,7 +1084,7 @@ static void test_commit_hook(void)
         /* Byte for byte what the log holds: pack what the log decodes to again
          * (protobuf-c's encoding is deterministic). */
         CU_ASSERT_EQUAL_FATAL(catalog_log_iter_new(c, base, &it), 0);
-        while ((r = catalog_log_next(it, &txn)) == 1 && k < h.n) {
+        while (k < h.n && (r = catalog_log_next(it, &txn)) == 1) {
                 size_t len = coord__catalog_txn__get_packed_size(txn);
                 uint8_t *buf = malloc(len);
 
