@@ -558,7 +558,7 @@ static void reader_child(const char *name, uint64_t last, size_t len_mod, int sy
                         C_ASSERT(e.seq == next);
                         C_ASSERT(t_payload_ok(&e, len_mod));
                         next++;
-                        res->records++;
+                        __atomic_store_n(&res->records, res->records + 1, __ATOMIC_RELEASE);
                 }
                 C_ASSERT(k == 0);
         }
@@ -587,19 +587,27 @@ static void test_fork_reader(void)
         CU_ASSERT_FATAL(pid >= 0);
         if (pid == 0) {
                 close(sync[0]);
-                reader_child(name, 500, 2000, sync[1], res);
+                reader_child(name, 500, 1000, sync[1], res);
         }
         close(sync[1]);
         CU_ASSERT_EQUAL_FATAL(read(sync[0], &c, 1), 1);
         close(sync[0]);
         /* It sleeps; a publish must wake it (a FUTEX_WAKE, since it counted itself). */
         CU_ASSERT_TRUE(t_wait_sleeper(name, pid));
-        CU_ASSERT_EQUAL_FATAL(t_publish(r, 1, 1, 1, 2000), 0);
+        CU_ASSERT_EQUAL_FATAL(t_publish(r, 1, 1, 1, 1000), 0);
         lring_get_stats(r, &st);
         CU_ASSERT_EQUAL(st.wakes, 1);
-        /* The rest in bursts, with pauses that let it fall asleep again. */
-        for (uint64_t s = 2; s <= 500; s += 50) {
-                CU_ASSERT_EQUAL_FATAL(t_publish(r, s, s + 49 > 500 ? 500 : s + 49, 4, 2000), 0);
+        /* The rest in bursts of at most 50 KiB (the ring holds 64 KiB), each once the
+         * child has read the previous one -- on a loaded machine it may be descheduled
+         * for long, and a lap is not what this case is about -- with pauses that let
+         * it fall asleep again. */
+        for (uint64_t s = 2, deadline; s <= 500; s += 50) {
+                uint64_t end = s + 49 > 500 ? 500 : s + 49;
+
+                deadline = now_ms() + 10000;
+                while (__atomic_load_n(&res->records, __ATOMIC_ACQUIRE) < s - 1 && now_ms() < deadline)
+                        usleep(200);
+                CU_ASSERT_EQUAL_FATAL(t_publish(r, s, end, 4, 1000), 0);
                 usleep(2000);
         }
         CU_ASSERT_EQUAL(t_wait_child(pid), 0);
