@@ -6,6 +6,7 @@
  */
 #include "adapter-commit.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@ struct committer {
         struct loop *loop;
         pthread_mutex_t lock;
         pthread_cond_t cond;
+        pthread_cond_t drained;         /* signalled when committing drops to 0 */
+        unsigned committing;            /* submitted, catalog_commit() not returned */
         struct job *todo, **todo_tail;  /* FIFO */
         struct job *done;               /* LIFO; order does not matter */
         pthread_t *threads;
@@ -70,6 +73,9 @@ static void *worker(void *userdata)
                 pthread_mutex_lock(&cm->lock);
                 j->next = cm->done;
                 cm->done = j;
+                assert(cm->committing > 0);
+                if (--cm->committing == 0)
+                        pthread_cond_broadcast(&cm->drained);
                 pthread_mutex_unlock(&cm->lock);
                 loop_waker_wake(cm->waker);
                 pthread_mutex_lock(&cm->lock);
@@ -109,6 +115,7 @@ int committer_new(struct loop *l, struct catalog *store, unsigned threads, struc
         cm->todo_tail = &cm->todo;
         pthread_mutex_init(&cm->lock, NULL);
         pthread_cond_init(&cm->cond, NULL);
+        pthread_cond_init(&cm->drained, NULL);
         r = loop_waker_new(l, on_done, cm, &cm->waker);
         if (r < 0)
                 goto fail;
@@ -148,6 +155,7 @@ struct committer *committer_free(struct committer *cm)
                 loop_waker_free(cm->loop, cm->waker);
         free(cm->threads);
         pthread_cond_destroy(&cm->cond);
+        pthread_cond_destroy(&cm->drained);
         pthread_mutex_destroy(&cm->lock);
         free(cm);
         return NULL;
@@ -189,10 +197,19 @@ int committer_submit(struct committer *cm, const struct catalog_op *ops, size_t 
         pthread_mutex_lock(&cm->lock);
         *cm->todo_tail = j;
         cm->todo_tail = &j->next;
+        cm->committing++;
         pthread_cond_signal(&cm->cond);
         pthread_mutex_unlock(&cm->lock);
         cm->in_flight++;
         return 0;
+}
+
+void committer_drain(struct committer *cm)
+{
+        pthread_mutex_lock(&cm->lock);
+        while (cm->committing > 0)
+                pthread_cond_wait(&cm->drained, &cm->lock);
+        pthread_mutex_unlock(&cm->lock);
 }
 
 unsigned committer_in_flight(const struct committer *cm)

@@ -28,5 +28,9 @@ int committer_new(struct loop *l, struct catalog *store, unsigned threads, struc
 struct committer *committer_free(struct committer *cm);
 int committer_submit(struct committer *cm, const struct catalog_op *ops, size_t n,
                      commit_done_fn done, void *ctx);
+/* Blocks until every transaction submitted so far is committed or failed (their done
+ * callbacks still run later, in the loop).  For the rare caller that must order a
+ * commit of its own after them (adapter-oracle.c note 5). */
+void committer_drain(struct committer *cm);
 /* Transactions submitted and not completed yet. */
 unsigned committer_in_flight(const struct committer *cm);

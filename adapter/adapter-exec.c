@@ -2360,6 +2360,53 @@ void exec_status(struct exec *ex, Coord__StatusReply *reply)
         reply->catalog_seq = catalog_last_seq(ex->store);
 }
 
+/* The oracle's high-water mark, committed off the loop (adapter-oracle.c note 5). */
+struct hwm_commit {
+        struct exec *ex;
+        uint64_t value;
+};
+
+static void hwm_committed(void *ctx, int r, uint64_t seq)
+{
+        struct hwm_commit *h = ctx;
+
+        if (r < 0) {
+                log_error_errno(r, "oracle_hwm_commit_failed", "hwm=%llu", (unsigned long long)h->value);
+                h->ex->fatal = r;       /* the store is in its sticky error state */
+        }
+        oracle_hwm_committed(h->ex->oracle, h->value, r);
+        free(h);
+}
+
+static int hwm_submit(void *ctx, uint64_t value)
+{
+        struct exec *ex = ctx;
+        struct hwm_commit *h = malloc(sizeof(*h));
+        uint8_t v[8];
+        struct catalog_op op = {
+                .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_META,
+                .key = ORACLE_META_HWM, .key_len = strlen(ORACLE_META_HWM),
+                .value = v, .value_len = sizeof(v),
+        };
+        int r;
+
+        if (!h)
+                return -ENOMEM;
+        *h = (struct hwm_commit){ .ex = ex, .value = value };
+        be64_put(v, value);
+        r = committer_submit(ex->committer, &op, 1, hwm_committed, h);
+        if (r < 0)
+                free(h);
+        return r;
+}
+
+static void hwm_drain(void *ctx)
+{
+        struct exec *ex = ctx;
+
+        committer_drain(ex->committer);
+}
+
 int exec_new(struct node *n, struct catalog *store, const struct exec_config *cfg,
              struct exec **ret)
 {
@@ -2393,6 +2440,8 @@ int exec_new(struct node *n, struct catalog *store, const struct exec_config *cf
                 log_error_errno(r, "committer_failed", "");
                 goto fail;
         }
+        oracle_set_persister(ex->oracle, &(struct oracle_persister){
+                                     .submit = hwm_submit, .drain = hwm_drain, .ctx = ex });
         log_info("catalog_loaded", "objects=%zu oracle_hwm=%llu", acat_count_user(ex->cat),
                  (unsigned long long)oracle_hwm(ex->oracle));
         pgwire_config_init(&pc);
@@ -2461,4 +2510,10 @@ unsigned exec_commits_in_flight(const struct exec *ex)
 int exec_catalog_error(const struct exec *ex)
 {
         return ex->fatal;
+}
+
+void exec_oracle_persists(const struct exec *ex, uint64_t *ret_sync, uint64_t *ret_async)
+{
+        *ret_sync = oracle_sync_persists(ex->oracle);
+        *ret_async = oracle_async_persists(ex->oracle);
 }
