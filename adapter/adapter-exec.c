@@ -15,9 +15,11 @@
  *     writes its built-in rows (coord_objects, coord_bounds, coord_requirements) through
  *     a group, but the answer does not wait for that append (it would be a second fsync
  *     in series).  Two things keep that correct.  Linearizable reads: the group is the
- *     fence (ex->fence) until it is applied; a read that chooses its own timestamp takes
- *     one >= the fence's ts (the controller waits for upper > ts), or waits until the
- *     fence is sent when it is still queued, so a read after the answer sees the rows.
+ *     fence (ex->fence) until it is applied; a read of those three relations that
+ *     chooses its own timestamp takes one >= the fence's ts (the controller waits for
+ *     upper > ts), or waits until the fence is sent when it is still queued, so a read
+ *     after the answer sees the rows.  Reads of anything else neither wait nor move:
+ *     no row they could see travels in these groups (stmt_reads_builtin_rows()).
  *     Durability (I7): the catalog holds the truth; if the append is lost (the adapter
  *     killed before it, or its group failed), reconciliation (5) re-derives the rows.
  * (4) Every request to the controller carries a request id and keeps its encoded
@@ -27,14 +29,17 @@
  *     with its rows).
  * (5) Reconciliation.  coord_objects, coord_bounds and coord_requirements are functions
  *     of the committed catalog.  At start (and after a failed group that carried some of
- *     their rows) the adapter holds its groups, reads the three relations at the
- *     built-ins' upper - 1, and puts one group in front of the queue with the
- *     difference between what the catalog says and what the relations plus the queued
- *     groups will hold.  Nothing else moves the built-ins' upper meanwhile (only our
- *     appends do), so that read is the state the queued groups start from.  It runs
+ *     their rows) the adapter holds the groups that carry their rows, reads the three
+ *     relations at the built-ins' upper - 1, and puts one group in front of every queued
+ *     group with the difference between what the catalog says and what the relations
+ *     plus the queued groups will hold.  Nothing else writes the built-ins meanwhile
+ *     (only our appends do; the groups that go meanwhile, the upper tick and table
+ *     writes, move their upper but not their contents), so that read is the state the
+ *     queued groups start from.  Reads at "now" are served meanwhile.  It runs
  *     only with no catalog commit in flight (a committed transaction's rows are then
  *     all queued), else it is tried again at the next tick.  Startup cost: one
- *     ListCollections and three reads, O(objects).
+ *     ListCollections and three reads, O(objects); reads of the three relations wait
+ *     for it, other reads are served meanwhile.
  * (6) Held groups.  A group nobody waits for -- built-in rows of answered DDL and of
  *     publications, the idle upper tick -- is held EXEC_HOLD_US before it is sent, and
  *     goes at once when a statement's write joins it or a read waits for the fence.
@@ -172,6 +177,7 @@ static void groups_kick(struct exec *ex);
 static void fence_check(struct exec *ex);
 static void reconcile_maybe(struct exec *ex);
 static void enact_retry(struct session *s);
+static bool stmt_reads_builtin_rows(const struct sql_stmt *st);
 
 /* ---- errors ---- */
 
@@ -456,13 +462,28 @@ static bool group_awaited(const struct exec *ex, const struct group *g)
 #define EXEC_HOLD_US 4000u
 #endif
 
+static const uint64_t reconcile_gids[3] = { ACAT_GID_OBJECTS, ACAT_GID_BOUNDS, ACAT_GID_REQUIREMENTS };
+
+static bool group_writes_builtin_rows(const struct group *g)
+{
+        for (size_t i = 0; i < g->n; i++)
+                for (size_t k = 0; k < ELEMENTSOF(reconcile_gids); k++)
+                        if (g->writes[i].gid == reconcile_gids[k] && g->writes[i].n_rows)
+                                return true;
+        return false;
+}
+
 /* Send the head group when nothing is in flight.  A group nobody waits for is held (6). */
 static void groups_kick(struct exec *ex)
 {
         struct group *g = ex->groups;
         int r;
 
-        if (!g || g->rq || !ex->controller_up || ex->resyncing || ex->reconciling)
+        if (!g || g->rq || !ex->controller_up || ex->resyncing)
+                return;
+        /* (5) While the built-ins are read, only groups without their rows go: the upper
+         * keeps moving (reads at "now" are served), their contents stay what is read. */
+        if (ex->reconciling && group_writes_builtin_rows(g))
                 return;
         if (!ex->hold_done && !group_awaited(ex, g)) {
                 if (ex->hold)
@@ -705,8 +726,6 @@ static void fence_check(struct exec *ex)
 
 /* ---- (5) reconciliation of the built-in relations with the catalog ---- */
 
-static const uint64_t reconcile_gids[3] = { ACAT_GID_OBJECTS, ACAT_GID_BOUNDS, ACAT_GID_REQUIREMENTS };
-
 /* A row and its count: desired +1, what the relation and the queue hold negated. */
 struct rc_row {
         uint8_t *own;           /* owned when encoded here */
@@ -910,7 +929,8 @@ static void reconcile_apply(struct exec *ex)
                 reconcile_end(ex, 0, NULL);
                 return;
         }
-        assert(!ex->groups || !ex->groups->rq);
+        /* In flight now: at most a group without built-in rows (groups_kick()). */
+        assert(!ex->groups || !ex->groups->rq || !group_writes_builtin_rows(ex->groups));
         g = calloc(1, sizeof(*g));
         if (!g) {
                 reconcile_end(ex, -ENOMEM, "out of memory");
@@ -949,10 +969,15 @@ static void reconcile_apply(struct exec *ex)
         }
         log_warn("builtin_reconciled", "ts=%llu objects=%zu bounds=%zu requirements=%zu",
                  (unsigned long long)ex->reconcile_ts, changed[0], changed[1], changed[2]);
-        g->next = ex->groups;
-        ex->groups = g;
-        if (!g->next)
-                ex->groups_tail = &g->next;
+        {
+                /* In front of every group not yet sent. */
+                struct group **at = ex->groups && ex->groups->rq ? &ex->groups->next : &ex->groups;
+
+                g->next = *at;
+                *at = g;
+                if (!g->next)
+                        ex->groups_tail = &g->next;
+        }
         if (!ex->fence)
                 ex->fence = g;  /* (3): reads after it see the re-derived rows */
         ex->reconcile_needed = false;
@@ -1714,7 +1739,7 @@ static int exec_select(struct session *s, struct sql_stmt *st)
                         ts = floor;     /* still includes every acknowledged write */
                 /* (3) and the built-in rows of every acknowledged DDL: exec_stmt()
                  * waited until the fence was sent. */
-                if (ex->fence && ex->fence->rq && ts < ex->fence->ts)
+                if (ex->fence && ex->fence->rq && ts < ex->fence->ts && stmt_reads_builtin_rows(st))
                         ts = ex->fence->ts;
         }
         peek->timestamp = ts;
@@ -1925,12 +1950,27 @@ void exec_on_frontiers(struct exec *ex)
 
 /* Run one analyzed statement: STMT_DONE (tag in s->tag), STMT_PARKED, -ECANCELED (an
  * error was sent), or another -errno (reported as an internal error). */
+/* Does st read a relation whose rows DDL and publications write through groups
+ * (coord_objects, coord_bounds, coord_requirements)?  Only such a read waits for the
+ * fence (3) and for reconciliation (5); every other read's timestamp already covers the
+ * writes it must see (oracle_read_ts()). */
+static bool stmt_reads_builtin_rows(const struct sql_stmt *st)
+{
+        if (st->kind != SQL_STMT_SELECT)
+                return false;
+        for (size_t i = 0; i < st->n_physical_inputs; i++)
+                for (size_t k = 0; k < ELEMENTSOF(reconcile_gids); k++)
+                        if (st->physical_inputs[i] == reconcile_gids[k])
+                                return true;
+        return false;
+}
+
 static int exec_stmt(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
         uint64_t missing = stmt_unenacted(ex, st);
 
-        if (st->kind == SQL_STMT_SELECT && !st->select.has_as_of &&
+        if (st->kind == SQL_STMT_SELECT && !st->select.has_as_of && stmt_reads_builtin_rows(st) &&
             ((ex->fence && !ex->fence->rq) || ex->reconcile_needed || ex->reconciling)) {
                 /* (3) an acknowledged DDL's rows are queued, their ts not known yet, or
                  * (5) the rows lost by a previous incarnation are being re-derived:
