@@ -50,12 +50,16 @@
  *     (catalog_commit_many(): all durable or none), instead of one fsync and two
  *     thread hand-offs per statement in series.  A statement joins the run in place of
  *     being committed at once when it is a CREATE without notices or IF NOT EXISTS
- *     and its analysis met no object being created or dropped (session_lookup():
- *     the run's items are reserved, invisible to statements, so a statement that
- *     names one -- CREATE INDEX ON the view just created -- would see the catalog
- *     without it).  Anything else ends the run: the run is committed, and the
- *     statement analyzed again once the run is durable, against the catalog with it;
- *     so every statement sees exactly the catalog as it would one at a time.  Errors
+ *     and its analysis met no object being created or dropped by anyone else
+ *     (session_lookup()).  The run's own creations it does see, as they will be once
+ *     the run is durable, since they commit before it in the same write: CREATE
+ *     DEFAULT INDEX ON the view just created joins the run (acat_create_begin_after()
+ *     lets its refs name them; its logical inputs must be committed, else it waits
+ *     for the run as below).  Anything else ends the run: the run is committed, and
+ *     the statement analyzed again once the run is durable, against the catalog with
+ *     it; so every statement sees exactly the catalog as it would one at a time.
+ *     Finishing goes in order (the view before its index), rolling back in reverse.
+ *     Errors
  *     keep their order: while a run is open a CREATE that fails its validation sends
  *     nothing (STMT_RETRY) and runs again alone after the run.  Answers keep theirs:
  *     the run's CommandCompletes go out in statement order once it is durable; if it
@@ -1360,6 +1364,13 @@ static int session_lookup(void *userdata, const char *name, struct sql_relation 
         struct session *s = userdata;
         const struct acat_item *it = acat_by_name(s->ex->cat, name);
 
+        /* The run's own creations are seen as they will be once it is durable: they
+         * commit before this statement, in the same write (acat_create_begin_after()). */
+        for (size_t i = 0; it && it->pending && i < s->n_run; i++)
+                if (acat_txn_item(s->run[i]->txn, 0) == it) {
+                        acat_relation(it, ret);
+                        return 0;
+                }
         if (it && (it->pending || it->dropping))
                 s->run_touched = true;
         return acat_sql_ops.lookup(s->ex->cat, name, ret);
@@ -1525,7 +1536,13 @@ static int create_begin_or_error(struct session *s, const struct acat_new_item *
                                  struct acat_txn **txn)
 {
         struct row_error err = { .position = 0 };
-        int r = acat_create_begin(s->ex->cat, ni, ts, txn, &err);
+        struct acat_txn *before[EXEC_RUN_MAX];
+        int r;
+
+        /* (7) refs may name the run's creations: they commit first, in the same write */
+        for (size_t i = 0; i < s->n_run; i++)
+                before[i] = s->run[i]->txn;
+        r = acat_create_begin_after(s->ex->cat, ni, ts, before, s->n_run, txn, &err);
 
         if (r == -EINVAL && s->n_run)
                 return STMT_RETRY;      /* (7) after the run, alone */

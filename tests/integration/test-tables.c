@@ -498,6 +498,41 @@ static void test_ddl_runs(void)
         CU_ASSERT(ok(c, "INSERT INTO rq VALUES ('x')"));
         CU_ASSERT(rows_are(c, "SELECT b FROM rq", "x"));
         CU_ASSERT(rows_are(c, "SELECT a FROM rrv", ""));
+
+        /* A run sees its own creations: views and their indexes (the setup shape of
+         * tools/coord bench publication) commit together. */
+        len = 0;
+        for (int i = 0; i < 20; i++)
+                len += (size_t)snprintf(q + len, sizeof(q) - len,
+                                        "CREATE VIEW runv_%d AS SELECT a FROM rp; "
+                                        "CREATE DEFAULT INDEX ON runv_%d;", i, i);
+        CU_ASSERT_FATAL(catalog_counts(&c0, &s0));
+        CU_ASSERT(ok(c, q));
+        CU_ASSERT_FATAL(catalog_counts(&c1, &s1));
+        printf("    20 views and their indexes in one string: %llu catalog commits in %llu syncs\n",
+               (unsigned long long)(c1 - c0), (unsigned long long)(s1 - s0));
+        CU_ASSERT(c1 - c0 >= 40);
+        CU_ASSERT(s1 - s0 <= 10);
+        CU_ASSERT(rows_are(c, "SELECT a FROM runv_19", "7"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM coord_objects WHERE name = 'runv_7_primary_idx'", "1"));
+
+        /* A view on a view of the run, an index on a table of the run (its input is not
+         * committed yet: it waits for the run), a materialized view likewise. */
+        CU_ASSERT(results_are(c, "CREATE TABLE rt (a int); CREATE VIEW rtv AS SELECT a FROM rt; "
+                                 "CREATE VIEW rtw AS SELECT a FROM rtv; CREATE DEFAULT INDEX ON rtw; "
+                                 "CREATE DEFAULT INDEX ON rt; CREATE MATERIALIZED VIEW rtm AS SELECT a FROM rtv; "
+                                 "INSERT INTO rt VALUES (3)",
+                              "CREATE TABLE,CREATE VIEW,CREATE VIEW,CREATE INDEX,CREATE INDEX,"
+                              "CREATE MATERIALIZED VIEW,INSERT 0 1"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM rtw", "3"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM rt", "3"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM rtm", "3"));
+        /* A failed statement after the run's view: the view is there, the rest is not. */
+        CU_ASSERT(results_are(c, "CREATE VIEW rfv AS SELECT a FROM rt; CREATE VIEW rfw AS SELECT nope FROM rfv; "
+                                 "CREATE DEFAULT INDEX ON rfv",
+                              "CREATE VIEW,!42703"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM rfv", "3"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM coord_objects WHERE name = 'rfv_primary_idx'", "0"));
         PQfinish(c);
 }
 
