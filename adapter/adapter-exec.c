@@ -44,29 +44,28 @@
  *     timestamp per append would run the timestamps ahead of the clock at more than
  *     1,000 DDL/s (adapter-oracle.c note 4).  A DDL burst then costs one append per
  *     EXEC_HOLD_US, whatever its size.
- * (7) Runs.  A simple query's consecutive CREATEs that do not depend on each other go
- *     to the catalog together: each is still its own catalog transaction with its own
- *     sequence number, but the run is ONE committer job and one synced write
- *     (catalog_commit_many(): all durable or none), instead of one fsync and two
- *     thread hand-offs per statement in series.  A statement joins the run in place of
- *     being committed at once when it is a CREATE without notices or IF NOT EXISTS
- *     and its analysis met no object being created or dropped by anyone else
- *     (session_lookup()).  The run's own creations it does see, as they will be once
- *     the run is durable, since they commit before it in the same write: CREATE
- *     DEFAULT INDEX ON the view just created joins the run (acat_create_begin_after()
- *     lets its refs name them; its logical inputs must be committed, else it waits
- *     for the run as below).  Anything else ends the run: the run is committed, and
- *     the statement analyzed again once the run is durable, against the catalog with
- *     it; so every statement sees exactly the catalog as it would one at a time.
- *     Finishing goes in order (the view before its index), rolling back in reverse.
- *     Errors
- *     keep their order: while a run is open a CREATE that fails its validation sends
- *     nothing (STMT_RETRY) and runs again alone after the run.  Answers keep theirs:
- *     the run's CommandCompletes go out in statement order once it is durable; if it
- *     failed, the first statement of the run gets the error and nothing after it
- *     runs, as when a single statement's commit fails.  A run is built inside one
- *     session_resume() call and submitted before it returns, so no other session sees
- *     a run half built; EXEC_RUN_MAX bounds it.
+ * (7) Runs.  A simple query's consecutive CREATEs go to the catalog together: each is
+ *     still its own catalog transaction with its own sequence number, but the run is
+ *     ONE committer job and one synced write (catalog_commit_many(): all durable or
+ *     none), instead of one fsync and two thread hand-offs per statement in series.
+ *     A statement joins the open run, in place of being committed at once, when it is
+ *     a CREATE without notices or IF NOT EXISTS and its analysis met no object being
+ *     created or dropped by anyone else (session_lookup()).  The run's own creations
+ *     it does see, as they will be once the run is durable, since they commit before
+ *     it in the same write: CREATE DEFAULT INDEX ON the view just created joins the
+ *     run (acat_create_begin_after() lets its refs name them; its logical inputs must
+ *     be committed, else it waits for the run as below).  Anything else ends the run:
+ *     the run is committed, and the statement analyzed again once the run is durable,
+ *     against the catalog with it; so every statement sees exactly the catalog it
+ *     would see one at a time.  Finishing goes in order (the view before its index),
+ *     rolling back in reverse.  Errors keep their order: while a run is open, a CREATE
+ *     that fails its validation sends nothing (STMT_RETRY) and runs again alone after
+ *     the run.  Answers keep theirs: the run's CommandCompletes go out in statement
+ *     order once it is durable; if it failed, the first statement of the run gets the
+ *     error and nothing after it runs, as when a single statement's commit fails.  A
+ *     run is built inside one session_resume() call and submitted before it returns,
+ *     so no other session sees a run half built; EXEC_RUN_MAX bounds it (and the
+ *     loop's busy stretch of building one).
  */
 #include "adapter-exec.h"
 
@@ -1402,8 +1401,8 @@ static int ddl_create(struct session *s, struct acat_txn *txn)
 {
         struct ddl *d;
 
-        if (s->extended || !s->batch || s->n_run >= EXEC_RUN_MAX ||
-            (s->n_run == 0 && s->next >= sql_batch_size(s->batch)))
+        assert(s->n_run < EXEC_RUN_MAX);        /* stmt_joins_run() */
+        if (s->extended || !s->batch || (s->n_run == 0 && s->next >= sql_batch_size(s->batch)))
                 return ddl_submit(s, txn, true);
         d = calloc(1, sizeof(*d));
         if (!d) {
