@@ -49,6 +49,28 @@
  *     timestamp per append would run the timestamps ahead of the clock at more than
  *     1,000 DDL/s (adapter-oracle.c note 4).  A DDL burst then costs one append per
  *     EXEC_HOLD_US, whatever its size.
+ * (7) Runs.  A simple query's consecutive CREATEs go to the catalog together: each is
+ *     still its own catalog transaction with its own sequence number, but the run is
+ *     ONE committer job and one synced write (catalog_commit_many(): all durable or
+ *     none), instead of one fsync and two thread hand-offs per statement in series.
+ *     A statement joins the open run, in place of being committed at once, when it is
+ *     a CREATE without notices or IF NOT EXISTS and its analysis met no object being
+ *     created or dropped by anyone else (session_lookup()).  The run's own creations
+ *     it does see, as they will be once the run is durable, since they commit before
+ *     it in the same write: CREATE DEFAULT INDEX ON the view just created joins the
+ *     run (acat_create_begin_after() lets its refs name them; its logical inputs must
+ *     be committed, else it waits for the run as below).  Anything else ends the run:
+ *     the run is committed, and the statement analyzed again once the run is durable,
+ *     against the catalog with it; so every statement sees exactly the catalog it
+ *     would see one at a time.  Finishing goes in order (the view before its index),
+ *     rolling back in reverse.  Errors keep their order: while a run is open, a CREATE
+ *     that fails its validation sends nothing (STMT_RETRY) and runs again alone after
+ *     the run.  Answers keep theirs: the run's CommandCompletes go out in statement
+ *     order once it is durable; if it failed, the first statement of the run gets the
+ *     error and nothing after it runs, as when a single statement's commit fails.  A
+ *     run is built inside one session_resume() call and submitted before it returns,
+ *     so no other session sees a run half built; EXEC_RUN_MAX bounds it (and the
+ *     loop's busy stretch of building one).
  */
 #include "adapter-exec.h"
 
@@ -75,6 +97,10 @@
 struct exec;
 struct session;
 struct request;
+struct ddl;
+
+/* (7) Statements in one run at most: the session's run[] array. */
+#define EXEC_RUN_MAX 16
 
 typedef void (*request_fn)(struct exec *ex, struct request *rq, const Coord__Envelope *reply);
 
@@ -125,6 +151,9 @@ struct session {
         bool extended;                  /* running an Execute: one statement */
         bool waiting;                   /* parked on the controller */
         bool gone;                      /* the client disconnected while parked */
+        struct ddl *run[EXEC_RUN_MAX];  /* (7) CREATEs committed together, in order */
+        size_t n_run;
+        bool run_touched;               /* (7) the analysis met a reserved or dropped name */
         uint64_t enact_gid;             /* parked until this object is on the controller */
         uint64_t enact_deadline_ms;
         struct session *enact_next;     /* on ex->enact_waiters or ex->fence_waiters */
@@ -1221,7 +1250,9 @@ fail:
 
 /* ---- statements ---- */
 
-enum { STMT_DONE = 0, STMT_PARKED = 1 };
+/* STMT_RUN: the statement joined the session's run (7); STMT_RETRY: it could not
+ * while the run is open -- nothing was sent, run it again after the run. */
+enum { STMT_DONE = 0, STMT_PARKED = 1, STMT_RUN = 2, STMT_RETRY = 3 };
 
 /* Threads calling catalog_commit(): concurrent DDL statements share one fsync. */
 #define EXEC_COMMIT_THREADS 4
@@ -1231,6 +1262,7 @@ struct ddl {
         struct session *s;
         struct acat_txn *txn;
         bool create;
+        char tag[64];           /* in a run: its CommandComplete */
 };
 
 static void ddl_failed(struct session *s, int r)
@@ -1240,6 +1272,26 @@ static void ddl_failed(struct session *s, int r)
                            strerror(-r));
         s->stmt = sql_stmt_free(s->stmt);
         s->next = SIZE_MAX;
+}
+
+/* A CREATE's commit is done: apply it to memory and queue its built-in rows (3), with
+ * ex->hold_kick set by the caller.  <0: they could not be queued. */
+static int ddl_created(struct exec *ex, struct acat_txn *txn, uint64_t seq)
+{
+        const struct acat_item *it = acat_txn_item(txn, 0);
+        uint64_t gid = it->gid;
+        enum sql_object_kind kind = it->kind;
+        int r;
+
+        assert(ex->hold_kick);
+        if (protection_write(ex, txn) < 0)
+                log_error("out_of_memory", "what=protection_rows");
+        acat_txn_finish(ex->cat, txn, 0);
+        log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
+                 acat_kind_name(kind), (unsigned long long)seq);
+        r = objects_write(ex, NULL, acat_by_gid(ex->cat, gid), +1);
+        ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
+        return r;
 }
 
 /* (3) the commit is done: now the controller, then coord_objects through a group. */
@@ -1258,19 +1310,8 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                 goto resume;
         }
         if (d->create) {
-                const struct acat_item *it = acat_txn_item(d->txn, 0);
-                uint64_t gid = it->gid;
-
-                enum sql_object_kind kind = it->kind;
-
                 ex->hold_kick = true;   /* the rows of one DDL: one group, one append */
-                if (protection_write(ex, d->txn) < 0)
-                        log_error("out_of_memory", "what=protection_rows");
-                acat_txn_finish(ex->cat, d->txn, 0);
-                log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
-                         acat_kind_name(kind), (unsigned long long)seq);
-                r = objects_write(ex, NULL, acat_by_gid(ex->cat, gid), +1);
-                ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
+                r = ddl_created(ex, d->txn, seq);
                 ex->hold_kick = false;
                 groups_kick(ex);
         } else {
@@ -1338,6 +1379,132 @@ static int ddl_submit(struct session *s, struct acat_txn *txn, bool create)
         return ddl_submit_fn(s, txn, create, ddl_committed);
 }
 
+/* ---- (7) runs ---- */
+
+/* The analyzer's catalog while a run is open: notes whether a name it looks up is
+ * reserved by a creation in flight or being dropped. */
+static int session_lookup(void *userdata, const char *name, struct sql_relation *ret)
+{
+        struct session *s = userdata;
+        const struct acat_item *it = acat_by_name(s->ex->cat, name);
+
+        /* The run's own creations are seen as they will be once it is durable: they
+         * commit before this statement, in the same write (acat_create_begin_after()). */
+        for (size_t i = 0; it && it->pending && i < s->n_run; i++)
+                if (acat_txn_item(s->run[i]->txn, 0) == it) {
+                        acat_relation(it, ret);
+                        return 0;
+                }
+        if (it && (it->pending || it->dropping))
+                s->run_touched = true;
+        return acat_sql_ops.lookup(s->ex->cat, name, ret);
+}
+
+static const struct sql_catalog_ops session_sql_ops = { .lookup = session_lookup };
+
+/* May st join the open run (its analysis met nothing in flight)? */
+static bool stmt_joins_run(const struct session *s, const struct sql_stmt *st)
+{
+        if (s->run_touched || st->n_notices || s->n_run >= EXEC_RUN_MAX || s->ex->fatal)
+                return false;
+        switch (st->kind) {
+        case SQL_STMT_CREATE_TABLE:
+                return !st->create_table.exists;
+        case SQL_STMT_CREATE_VIEW:
+        case SQL_STMT_CREATE_MATERIALIZED_VIEW:
+                return !st->create_view.exists;
+        case SQL_STMT_CREATE_INDEX:
+                return !st->create_index.exists;
+        default:
+                return false;
+        }
+}
+
+/* A CREATE's transaction is ready: into the session's run when it has one or more
+ * statements follow in this simple query, else committed at once. */
+static int ddl_create(struct session *s, struct acat_txn *txn)
+{
+        struct ddl *d;
+
+        assert(s->n_run < EXEC_RUN_MAX);        /* stmt_joins_run() */
+        if (s->extended || !s->batch || (s->n_run == 0 && s->next >= sql_batch_size(s->batch)))
+                return ddl_submit(s, txn, true);
+        d = calloc(1, sizeof(*d));
+        if (!d) {
+                acat_txn_finish(s->ex->cat, txn, -ENOMEM);
+                return -ENOMEM;
+        }
+        *d = (struct ddl){ .s = s, .txn = txn, .create = true };
+        snprintf(d->tag, sizeof(d->tag), "%s", s->tag);
+        s->run[s->n_run++] = d;
+        return STMT_RUN;
+}
+
+/* Roll the run's reservations back, last first. */
+static void run_abandon(struct session *s, int r)
+{
+        while (s->n_run) {
+                struct ddl *d = s->run[--s->n_run];
+
+                acat_txn_finish(s->ex->cat, d->txn, r);
+                free(d);
+        }
+}
+
+static void run_committed(void *ctx, int r, uint64_t first_seq)
+{
+        struct session *s = ctx;
+        struct exec *ex = s->ex;
+        size_t n = s->n_run;
+
+        assert(n > 0 && s->waiting);
+        if (r < 0) {
+                /* Not one of them is durable (catalog_commit_many()). */
+                log_error_errno(r, "catalog_commit_failed", "what=create statements=%zu", n);
+                ex->fatal = r;          /* the store is in its sticky error state */
+                run_abandon(s, r);
+                ddl_failed(s, r);
+        } else {
+                ex->hold_kick = true;   /* the run's rows: one group */
+                for (size_t i = 0; i < n; i++) {
+                        struct ddl *d = s->run[i];
+
+                        if (ddl_created(ex, d->txn, first_seq + i) < 0) {
+                                log_error("builtin_rows_not_queued", "action=reconcile");
+                                ex->reconcile_needed = true;
+                        }
+                        if (!s->gone)
+                                (void)pgwire_send_command_complete(s->c, d->tag);
+                        free(d);
+                }
+                s->n_run = 0;
+                ex->hold_kick = false;
+                groups_kick(ex);
+        }
+        s->waiting = false;
+        session_resume(s);
+}
+
+/* Commit the open run: STMT_PARKED until run_committed(), or <0 with the error sent
+ * and the run rolled back. */
+static int run_flush(struct session *s)
+{
+        struct catalog_txn_ops txns[EXEC_RUN_MAX];
+        int r;
+
+        assert(s->n_run > 0 && s->n_run <= EXEC_RUN_MAX);
+        for (size_t i = 0; i < s->n_run; i++)
+                txns[i].ops = acat_txn_ops(s->run[i]->txn, &txns[i].n_ops);
+        r = committer_submit_many(s->ex->committer, txns, s->n_run, run_committed, s);
+        if (r < 0) {
+                run_abandon(s, r);
+                ddl_failed(s, r);
+                return r;
+        }
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
 static int exec_create_table(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
@@ -1357,6 +1524,8 @@ static int exec_create_table(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         r = acat_create_table_begin(ex->cat, ct, st->sql, ts, &txn, &err);
+        if (r == -EINVAL && s->n_run)
+                return STMT_RETRY;      /* (7) after the run, alone */
         if (r == -EINVAL) {
                 send_row_error(s->c, &err);
                 return -ECANCELED;
@@ -1364,7 +1533,7 @@ static int exec_create_table(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         snprintf(s->tag, sizeof(s->tag), "CREATE TABLE");
-        return ddl_submit(s, txn, true);
+        return ddl_create(s, txn);
 }
 
 /* The as-of of a new materialized view or index (DESIGN section 4): the largest since of
@@ -1391,8 +1560,16 @@ static int create_begin_or_error(struct session *s, const struct acat_new_item *
                                  struct acat_txn **txn)
 {
         struct row_error err = { .position = 0 };
-        int r = acat_create_begin(s->ex->cat, ni, ts, txn, &err);
+        struct acat_txn *before[EXEC_RUN_MAX];
+        int r;
 
+        /* (7) refs may name the run's creations: they commit first, in the same write */
+        for (size_t i = 0; i < s->n_run; i++)
+                before[i] = s->run[i]->txn;
+        r = acat_create_begin_after(s->ex->cat, ni, ts, before, s->n_run, txn, &err);
+
+        if (r == -EINVAL && s->n_run)
+                return STMT_RETRY;      /* (7) after the run, alone */
         if (r == -EINVAL) {
                 send_row_error(s->c, &err);
                 return -ECANCELED;
@@ -1429,9 +1606,9 @@ static int exec_create_view(struct session *s, struct sql_stmt *st)
         if (mv)
                 ni.as_of = cv->has_as_of ? cv->as_of : choose_as_of(ex, st->inputs, st->n_inputs, ts);
         r = create_begin_or_error(s, &ni, ts, &txn);
-        if (r < 0)
+        if (r != 0)
                 return r;
-        return ddl_submit(s, txn, true);
+        return ddl_create(s, txn);
 }
 
 static int exec_create_index(struct session *s, struct sql_stmt *st)
@@ -1459,9 +1636,9 @@ static int exec_create_index(struct session *s, struct sql_stmt *st)
                 return r;
         ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs, ts);
         r = create_begin_or_error(s, &ni, ts, &txn);
-        if (r < 0)
+        if (r != 0)
                 return r;
-        return ddl_submit(s, txn, true);
+        return ddl_create(s, txn);
 }
 
 static void alter_committed(void *ctx, int r, uint64_t seq)
@@ -2047,12 +2224,36 @@ static void session_resume(struct session *s)
         }
         while (!s->gone && !s->extended && s->batch && s->next < sql_batch_size(s->batch)) {
                 memset(&err, 0, sizeof(err));
-                r = sql_analyze(s->batch, s->next++, &acat_sql_ops, ex->cat, NULL, &s->stmt, &err);
-                if (r < 0) {
+                s->run_touched = false;
+                r = sql_analyze(s->batch, s->next++, s->n_run ? &session_sql_ops : &acat_sql_ops,
+                                s->n_run ? (void *)s : (void *)ex->cat, NULL, &s->stmt, &err);
+                if (r >= 0 && s->n_run && stmt_joins_run(s, s->stmt))
+                        r = exec_stmt(s, s->stmt);
+                else if (r >= 0 && s->n_run)
+                        r = STMT_RETRY;
+                else if (r < 0 && s->n_run)
+                        r = STMT_RETRY;         /* maybe an object of the run: see after it */
+                else if (r < 0) {
                         send_row_error(s->c, &err);
                         break;
+                } else
+                        r = exec_stmt(s, s->stmt);
+                if (r == STMT_RUN) {
+                        s->stmt = sql_stmt_free(s->stmt);
+                        continue;
                 }
-                r = exec_stmt(s, s->stmt);
+                if (r == STMT_RETRY || (r < 0 && s->n_run)) {
+                        /* (7) the run first; this statement again once it is durable.
+                         * Nothing was sent for it: its errors are quiet while a run is
+                         * open (STMT_RETRY), so -ECANCELED cannot come with a run. */
+                        assert(s->n_run > 0 && r != -ECANCELED);
+                        s->stmt = sql_stmt_free(s->stmt);
+                        s->next--;
+                        if (run_flush(s) == STMT_PARKED)
+                                return;
+                        break;
+                }
+                assert(s->n_run == 0);
                 if (r == STMT_PARKED)
                         return;
                 if (r < 0) {
@@ -2064,6 +2265,8 @@ static void session_resume(struct session *s)
                 (void)pgwire_send_command_complete(s->c, s->tag);
                 s->stmt = sql_stmt_free(s->stmt);
         }
+        if (s->n_run && run_flush(s) == STMT_PARKED)
+                return;         /* the last statements were a run: done when durable */
         s->batch = sql_batch_free(s->batch);
         s->extended = false;
         pgwire_done(s->c);

@@ -107,6 +107,17 @@ struct catalog *catalog_close(struct catalog *c);
  *   -EROFS    a secondary */
 int catalog_commit(struct catalog *c, const struct catalog_op *ops, size_t n_ops,
                    uint64_t *ret_seq);
+/* Commit txns[0..n) in this order, each its own transaction with its own sequence
+ * number (first_seq, first_seq + 1, ...), in ONE write: all of them are durable, or
+ * none (the same result for all).  1 <= n <= 256, else -EINVAL.  Errors as
+ * catalog_commit().  For a client's consecutive statements: one fsync, and no
+ * statement is durable without the ones before it. */
+struct catalog_txn_ops {
+        const struct catalog_op *ops;
+        size_t n_ops;
+};
+int catalog_commit_many(struct catalog *c, const struct catalog_txn_ops *txns, size_t n,
+                        uint64_t *ret_first_seq);
 /* A one-op transaction putting a meta record. */
 int catalog_meta_put(struct catalog *c, const char *key, const void *value, size_t value_len,
                      uint64_t *ret_seq);
