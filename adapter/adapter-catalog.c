@@ -359,10 +359,16 @@ static uint64_t oldest_index(const struct adapter_catalog *ac, const struct acat
 }
 
 /* Make `it` a dependent of each of its refs (at load, or when its create begins). */
-static int deps_link(struct adapter_catalog *ac, struct acat_item *it)
+/* An item by gid, or one of the creations `before` (pending, committed in the same
+ * write before the one being built: acat_create_begin_after()). */
+static struct acat_item *item_or_before(const struct adapter_catalog *ac, uint64_t gid,
+                                        struct acat_txn *const *before, size_t n_before);
+
+static int deps_link(struct adapter_catalog *ac, struct acat_item *it,
+                     struct acat_txn *const *before, size_t n_before)
 {
         for (size_t i = 0; i < it->n_refs; i++) {
-                struct acat_item *ref = (struct acat_item *)acat_by_gid(ac, it->refs[i]);
+                struct acat_item *ref = item_or_before(ac, it->refs[i], before, n_before);
                 int r;
                 if (!ref)
                         return -EBADMSG;
@@ -682,7 +688,7 @@ int acat_open(struct catalog *store, struct adapter_catalog **ret)
         /* Dependencies are kept in memory only: link every item to its refs (items
          * load in GlobalId order, and refs are always older than their dependents). */
         for (size_t i = ac->n_builtin; i < ac->n_items; i++) {
-                r = deps_link(ac, ac->items[i]);
+                r = deps_link(ac, ac->items[i], NULL, 0);
                 if (r < 0)
                         goto fail;
         }
@@ -738,6 +744,12 @@ static int acat_lookup(void *userdata, const char *name, struct sql_relation *re
 
         if (!it || it->pending)
                 return -ENOENT;
+        acat_relation(it, ret);
+        return 0;
+}
+
+void acat_relation(const struct acat_item *it, struct sql_relation *ret)
+{
         ret->id = it->gid;
         ret->kind = it->kind;
         ret->columns = it->columns;
@@ -747,7 +759,6 @@ static int acat_lookup(void *userdata, const char *name, struct sql_relation *re
         ret->n_inputs = it->n_logical;
         ret->deterministic = !it->nondeterministic;
         ret->index_id = it->index_id;
-        return 0;
 }
 
 const struct sql_catalog_ops acat_sql_ops = {
@@ -986,8 +997,26 @@ static bool kind_has_bound(enum sql_object_kind k)
         return k == SQL_OBJECT_TABLE || k == SQL_OBJECT_MATERIALIZED_VIEW || k == SQL_OBJECT_SOURCE;
 }
 
+static struct acat_item *item_or_before(const struct adapter_catalog *ac, uint64_t gid,
+                                        struct acat_txn *const *before, size_t n_before)
+{
+        struct acat_item *it = (struct acat_item *)acat_by_gid(ac, gid);
+
+        for (size_t i = 0; !it && i < n_before; i++)
+                if (before[i]->kind == TXN_CREATE && before[i]->items[0]->gid == gid)
+                        it = before[i]->items[0];
+        return it;
+}
+
 int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
                       struct acat_txn **ret, struct row_error *err)
+{
+        return acat_create_begin_after(ac, ni, ts, NULL, 0, ret, err);
+}
+
+int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
+                            struct acat_txn *const *before, size_t n_before,
+                            struct acat_txn **ret, struct row_error *err)
 {
         struct acat_txn *t = NULL;
         struct acat_item *it = NULL;
@@ -1006,8 +1035,10 @@ int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni
                 return row_error_set(err, -EINVAL, "42P07", "%s \"%s\" already exists",
                                      ni->kind == SQL_OBJECT_INDEX ? "relation" : "relation", ni->name);
         for (size_t i = 0; i < ni->n_refs; i++) {
-                const struct acat_item *ref = acat_by_gid(ac, ni->refs[i]);
-                if (!ref || ref->pending)
+                /* pending only when it is one of `before`: committed first, in the
+                 * same write */
+                const struct acat_item *ref = item_or_before(ac, ni->refs[i], before, n_before);
+                if (!ref)
                         return row_error_set(err, -EINVAL, "42P01", "object %llu does not exist",
                                              (unsigned long long)ni->refs[i]);
                 if (ref->dropping)
@@ -1136,7 +1167,7 @@ int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni
                 }
         }
         free(ival);
-        r = deps_link(ac, it);
+        r = deps_link(ac, it, before, n_before);
         linked = true;
         for (size_t i = 0; r >= 0 && i < it->n_reqs; i++)
                 r = req_consumer_add((struct acat_item *)acat_by_gid(ac, it->reqs[i].input), it);

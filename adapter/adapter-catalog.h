@@ -134,6 +134,9 @@ size_t acat_count_user(const struct adapter_catalog *ac);
 
 /* The sql_catalog_ops for sql_analyze(); userdata is the adapter_catalog. */
 extern const struct sql_catalog_ops acat_sql_ops;
+/* What the analyzer learns of an item (what acat_sql_ops' lookup returns for a
+ * committed one); borrowed from it. */
+void acat_relation(const struct acat_item *it, struct sql_relation *ret);
 
 /* DDL, in two steps so that the commit can run off the loop thread (and share its
  * fsync with concurrent DDL):
@@ -154,6 +157,13 @@ int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_
  * item is a dependent of its refs from now on, so a DROP of one of them sees it. */
 int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
                       struct acat_txn **ret, struct row_error *err);
+/* The same, where refs may also name the items of the creations `before` (begun, not
+ * finished), because the caller commits this transaction in the same write as those
+ * and after them (catalog_commit_many()), and finishes them first -- or, on failure,
+ * this one first.  Logical inputs must still be committed items. */
+int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
+                            struct acat_txn *const *before, size_t n_before,
+                            struct acat_txn **ret, struct row_error *err);
 /* Drop gids.  An object's indexes go with it.  Any other dependent (an item whose SQL
  * names a dropped object) fails the drop with 2BP01, unless `cascade`: then every
  * dependent, transitively, is dropped in the same transaction.  The txn's items are

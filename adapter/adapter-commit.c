@@ -6,6 +6,7 @@
  */
 #include "adapter-commit.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -17,8 +18,9 @@
 
 struct job {
         struct job *next;
-        struct catalog_op *ops;
-        size_t n;
+        struct catalog_op *ops;         /* every transaction's, one after the other */
+        struct catalog_txn_ops *txns;   /* slices of ops */
+        size_t n_txns;
         uint8_t *bytes;                 /* the copied keys and values */
         commit_done_fn done;
         void *ctx;
@@ -32,6 +34,8 @@ struct committer {
         struct loop *loop;
         pthread_mutex_t lock;
         pthread_cond_t cond;
+        pthread_cond_t drained;         /* signalled when committing drops to 0 */
+        unsigned committing;            /* submitted, catalog_commit() not returned */
         struct job *todo, **todo_tail;  /* FIFO */
         struct job *done;               /* LIFO; order does not matter */
         pthread_t *threads;
@@ -43,6 +47,7 @@ struct committer {
 static void job_free(struct job *j)
 {
         free(j->ops);
+        free(j->txns);
         free(j->bytes);
         free(j);
 }
@@ -65,11 +70,16 @@ static void *worker(void *userdata)
                         cm->todo_tail = &cm->todo;
                 pthread_mutex_unlock(&cm->lock);
 
-                j->r = catalog_commit(cm->store, j->ops, j->n, &j->seq);
+                /* Several transactions: one write, all or none (catalog_commit_many). */
+                j->r = j->n_txns == 1 ? catalog_commit(cm->store, j->txns[0].ops, j->txns[0].n_ops, &j->seq)
+                                      : catalog_commit_many(cm->store, j->txns, j->n_txns, &j->seq);
 
                 pthread_mutex_lock(&cm->lock);
                 j->next = cm->done;
                 cm->done = j;
+                assert(cm->committing > 0);
+                if (--cm->committing == 0)
+                        pthread_cond_broadcast(&cm->drained);
                 pthread_mutex_unlock(&cm->lock);
                 loop_waker_wake(cm->waker);
                 pthread_mutex_lock(&cm->lock);
@@ -109,6 +119,7 @@ int committer_new(struct loop *l, struct catalog *store, unsigned threads, struc
         cm->todo_tail = &cm->todo;
         pthread_mutex_init(&cm->lock, NULL);
         pthread_cond_init(&cm->cond, NULL);
+        pthread_cond_init(&cm->drained, NULL);
         r = loop_waker_new(l, on_done, cm, &cm->waker);
         if (r < 0)
                 goto fail;
@@ -148,51 +159,80 @@ struct committer *committer_free(struct committer *cm)
                 loop_waker_free(cm->loop, cm->waker);
         free(cm->threads);
         pthread_cond_destroy(&cm->cond);
+        pthread_cond_destroy(&cm->drained);
         pthread_mutex_destroy(&cm->lock);
         free(cm);
         return NULL;
 }
 
-int committer_submit(struct committer *cm, const struct catalog_op *ops, size_t n,
-                     commit_done_fn done, void *ctx)
+int committer_submit_many(struct committer *cm, const struct catalog_txn_ops *txns, size_t n_txns,
+                          commit_done_fn done, void *ctx)
 {
         struct job *j;
-        size_t bytes = 0;
+        size_t bytes = 0, n_ops = 0, k = 0;
         uint8_t *p;
 
-        for (size_t i = 0; i < n; i++)
-                bytes += ops[i].key_len + ops[i].value_len;
+        if (n_txns == 0)
+                return -EINVAL;
+        for (size_t t = 0; t < n_txns; t++) {
+                n_ops += txns[t].n_ops;
+                for (size_t i = 0; i < txns[t].n_ops; i++)
+                        bytes += txns[t].ops[i].key_len + txns[t].ops[i].value_len;
+        }
         j = calloc(1, sizeof(*j));
         if (!j)
                 return -ENOMEM;
-        j->ops = calloc(n ? n : 1, sizeof(*j->ops));
+        j->ops = calloc(n_ops ? n_ops : 1, sizeof(*j->ops));
+        j->txns = calloc(n_txns, sizeof(*j->txns));
         j->bytes = malloc(bytes ? bytes : 1);
-        if (!j->ops || !j->bytes) {
+        if (!j->ops || !j->txns || !j->bytes) {
                 job_free(j);
                 return -ENOMEM;
         }
         p = j->bytes;
-        for (size_t i = 0; i < n; i++) {
-                j->ops[i] = ops[i];
-                memcpy(p, ops[i].key, ops[i].key_len);
-                j->ops[i].key = p;
-                p += ops[i].key_len;
-                if (ops[i].value_len) {
-                        memcpy(p, ops[i].value, ops[i].value_len);
-                        j->ops[i].value = p;
-                        p += ops[i].value_len;
+        for (size_t t = 0; t < n_txns; t++) {
+                j->txns[t] = (struct catalog_txn_ops){ .ops = &j->ops[k], .n_ops = txns[t].n_ops };
+                for (size_t i = 0; i < txns[t].n_ops; i++, k++) {
+                        const struct catalog_op *op = &txns[t].ops[i];
+
+                        j->ops[k] = *op;
+                        memcpy(p, op->key, op->key_len);
+                        j->ops[k].key = p;
+                        p += op->key_len;
+                        if (op->value_len) {
+                                memcpy(p, op->value, op->value_len);
+                                j->ops[k].value = p;
+                                p += op->value_len;
+                        }
                 }
         }
-        j->n = n;
+        j->n_txns = n_txns;
         j->done = done;
         j->ctx = ctx;
         pthread_mutex_lock(&cm->lock);
         *cm->todo_tail = j;
         cm->todo_tail = &j->next;
+        cm->committing++;
         pthread_cond_signal(&cm->cond);
         pthread_mutex_unlock(&cm->lock);
         cm->in_flight++;
         return 0;
+}
+
+void committer_drain(struct committer *cm)
+{
+        pthread_mutex_lock(&cm->lock);
+        while (cm->committing > 0)
+                pthread_cond_wait(&cm->drained, &cm->lock);
+        pthread_mutex_unlock(&cm->lock);
+}
+
+int committer_submit(struct committer *cm, const struct catalog_op *ops, size_t n,
+                     commit_done_fn done, void *ctx)
+{
+        const struct catalog_txn_ops txn = { .ops = ops, .n_ops = n };
+
+        return committer_submit_many(cm, &txn, 1, done, ctx);
 }
 
 unsigned committer_in_flight(const struct committer *cm)

@@ -28,5 +28,15 @@ int committer_new(struct loop *l, struct catalog *store, unsigned threads, struc
 struct committer *committer_free(struct committer *cm);
 int committer_submit(struct committer *cm, const struct catalog_op *ops, size_t n,
                      commit_done_fn done, void *ctx);
+/* Blocks until every transaction submitted so far is committed or failed (their done
+ * callbacks still run later, in the loop).  For the rare caller that must order a
+ * commit of its own after them (adapter-oracle.c note 5). */
+void committer_drain(struct committer *cm);
+/* n_txns transactions in this order, in one write: all durable or none
+ * (catalog_commit_many(), at most 256); done gets the first one's sequence number, the
+ * others follow it. */
+struct catalog_txn_ops;
+int committer_submit_many(struct committer *cm, const struct catalog_txn_ops *txns, size_t n_txns,
+                          commit_done_fn done, void *ctx);
 /* Transactions submitted and not completed yet. */
 unsigned committer_in_flight(const struct committer *cm);

@@ -15,9 +15,11 @@
  *     writes its built-in rows (coord_objects, coord_bounds, coord_requirements) through
  *     a group, but the answer does not wait for that append (it would be a second fsync
  *     in series).  Two things keep that correct.  Linearizable reads: the group is the
- *     fence (ex->fence) until it is applied; a read that chooses its own timestamp takes
- *     one >= the fence's ts (the controller waits for upper > ts), or waits until the
- *     fence is sent when it is still queued, so a read after the answer sees the rows.
+ *     fence (ex->fence) until it is applied; a read of those three relations that
+ *     chooses its own timestamp takes one >= the fence's ts (the controller waits for
+ *     upper > ts), or waits until the fence is sent when it is still queued, so a read
+ *     after the answer sees the rows.  Reads of anything else neither wait nor move:
+ *     no row they could see travels in these groups (stmt_reads_builtin_rows()).
  *     Durability (I7): the catalog holds the truth; if the append is lost (the adapter
  *     killed before it, or its group failed), reconciliation (5) re-derives the rows.
  * (4) Every request to the controller carries a request id and keeps its encoded
@@ -27,14 +29,17 @@
  *     with its rows).
  * (5) Reconciliation.  coord_objects, coord_bounds and coord_requirements are functions
  *     of the committed catalog.  At start (and after a failed group that carried some of
- *     their rows) the adapter holds its groups, reads the three relations at the
- *     built-ins' upper - 1, and puts one group in front of the queue with the
- *     difference between what the catalog says and what the relations plus the queued
- *     groups will hold.  Nothing else moves the built-ins' upper meanwhile (only our
- *     appends do), so that read is the state the queued groups start from.  It runs
+ *     their rows) the adapter holds the groups that carry their rows, reads the three
+ *     relations at the built-ins' upper - 1, and puts one group in front of every queued
+ *     group with the difference between what the catalog says and what the relations
+ *     plus the queued groups will hold.  Nothing else writes the built-ins meanwhile
+ *     (only our appends do; the groups that go meanwhile, the upper tick and table
+ *     writes, move their upper but not their contents), so that read is the state the
+ *     queued groups start from.  Reads at "now" are served meanwhile.  It runs
  *     only with no catalog commit in flight (a committed transaction's rows are then
  *     all queued), else it is tried again at the next tick.  Startup cost: one
- *     ListCollections and three reads, O(objects).
+ *     ListCollections and three reads, O(objects); reads of the three relations wait
+ *     for it, other reads are served meanwhile.
  * (6) Held groups.  A group nobody waits for -- built-in rows of answered DDL and of
  *     publications, the idle upper tick -- is held EXEC_HOLD_US before it is sent, and
  *     goes at once when a statement's write joins it or a read waits for the fence.
@@ -44,6 +49,28 @@
  *     timestamp per append would run the timestamps ahead of the clock at more than
  *     1,000 DDL/s (adapter-oracle.c note 4).  A DDL burst then costs one append per
  *     EXEC_HOLD_US, whatever its size.
+ * (7) Runs.  A simple query's consecutive CREATEs go to the catalog together: each is
+ *     still its own catalog transaction with its own sequence number, but the run is
+ *     ONE committer job and one synced write (catalog_commit_many(): all durable or
+ *     none), instead of one fsync and two thread hand-offs per statement in series.
+ *     A statement joins the open run, in place of being committed at once, when it is
+ *     a CREATE without notices or IF NOT EXISTS and its analysis met no object being
+ *     created or dropped by anyone else (session_lookup()).  The run's own creations
+ *     it does see, as they will be once the run is durable, since they commit before
+ *     it in the same write: CREATE DEFAULT INDEX ON the view just created joins the
+ *     run (acat_create_begin_after() lets its refs name them; its logical inputs must
+ *     be committed, else it waits for the run as below).  Anything else ends the run:
+ *     the run is committed, and the statement analyzed again once the run is durable,
+ *     against the catalog with it; so every statement sees exactly the catalog it
+ *     would see one at a time.  Finishing goes in order (the view before its index),
+ *     rolling back in reverse.  Errors keep their order: while a run is open, a CREATE
+ *     that fails its validation sends nothing (STMT_RETRY) and runs again alone after
+ *     the run.  Answers keep theirs: the run's CommandCompletes go out in statement
+ *     order once it is durable; if it failed, the first statement of the run gets the
+ *     error and nothing after it runs, as when a single statement's commit fails.  A
+ *     run is built inside one session_resume() call and submitted before it returns,
+ *     so no other session sees a run half built; EXEC_RUN_MAX bounds it (and the
+ *     loop's busy stretch of building one).
  */
 #include "adapter-exec.h"
 
@@ -70,6 +97,10 @@
 struct exec;
 struct session;
 struct request;
+struct ddl;
+
+/* (7) Statements in one run at most: the session's run[] array. */
+#define EXEC_RUN_MAX 16
 
 typedef void (*request_fn)(struct exec *ex, struct request *rq, const Coord__Envelope *reply);
 
@@ -120,6 +151,9 @@ struct session {
         bool extended;                  /* running an Execute: one statement */
         bool waiting;                   /* parked on the controller */
         bool gone;                      /* the client disconnected while parked */
+        struct ddl *run[EXEC_RUN_MAX];  /* (7) CREATEs committed together, in order */
+        size_t n_run;
+        bool run_touched;               /* (7) the analysis met a reserved or dropped name */
         uint64_t enact_gid;             /* parked until this object is on the controller */
         uint64_t enact_deadline_ms;
         struct session *enact_next;     /* on ex->enact_waiters or ex->fence_waiters */
@@ -172,6 +206,7 @@ static void groups_kick(struct exec *ex);
 static void fence_check(struct exec *ex);
 static void reconcile_maybe(struct exec *ex);
 static void enact_retry(struct session *s);
+static bool stmt_reads_builtin_rows(const struct sql_stmt *st);
 
 /* ---- errors ---- */
 
@@ -456,13 +491,28 @@ static bool group_awaited(const struct exec *ex, const struct group *g)
 #define EXEC_HOLD_US 4000u
 #endif
 
+static const uint64_t reconcile_gids[3] = { ACAT_GID_OBJECTS, ACAT_GID_BOUNDS, ACAT_GID_REQUIREMENTS };
+
+static bool group_writes_builtin_rows(const struct group *g)
+{
+        for (size_t i = 0; i < g->n; i++)
+                for (size_t k = 0; k < ELEMENTSOF(reconcile_gids); k++)
+                        if (g->writes[i].gid == reconcile_gids[k] && g->writes[i].n_rows)
+                                return true;
+        return false;
+}
+
 /* Send the head group when nothing is in flight.  A group nobody waits for is held (6). */
 static void groups_kick(struct exec *ex)
 {
         struct group *g = ex->groups;
         int r;
 
-        if (!g || g->rq || !ex->controller_up || ex->resyncing || ex->reconciling)
+        if (!g || g->rq || !ex->controller_up || ex->resyncing)
+                return;
+        /* (5) While the built-ins are read, only groups without their rows go: the upper
+         * keeps moving (reads at "now" are served), their contents stay what is read. */
+        if (ex->reconciling && group_writes_builtin_rows(g))
                 return;
         if (!ex->hold_done && !group_awaited(ex, g)) {
                 if (ex->hold)
@@ -705,8 +755,6 @@ static void fence_check(struct exec *ex)
 
 /* ---- (5) reconciliation of the built-in relations with the catalog ---- */
 
-static const uint64_t reconcile_gids[3] = { ACAT_GID_OBJECTS, ACAT_GID_BOUNDS, ACAT_GID_REQUIREMENTS };
-
 /* A row and its count: desired +1, what the relation and the queue hold negated. */
 struct rc_row {
         uint8_t *own;           /* owned when encoded here */
@@ -910,7 +958,8 @@ static void reconcile_apply(struct exec *ex)
                 reconcile_end(ex, 0, NULL);
                 return;
         }
-        assert(!ex->groups || !ex->groups->rq);
+        /* In flight now: at most a group without built-in rows (groups_kick()). */
+        assert(!ex->groups || !ex->groups->rq || !group_writes_builtin_rows(ex->groups));
         g = calloc(1, sizeof(*g));
         if (!g) {
                 reconcile_end(ex, -ENOMEM, "out of memory");
@@ -949,10 +998,15 @@ static void reconcile_apply(struct exec *ex)
         }
         log_warn("builtin_reconciled", "ts=%llu objects=%zu bounds=%zu requirements=%zu",
                  (unsigned long long)ex->reconcile_ts, changed[0], changed[1], changed[2]);
-        g->next = ex->groups;
-        ex->groups = g;
-        if (!g->next)
-                ex->groups_tail = &g->next;
+        {
+                /* In front of every group not yet sent. */
+                struct group **at = ex->groups && ex->groups->rq ? &ex->groups->next : &ex->groups;
+
+                g->next = *at;
+                *at = g;
+                if (!g->next)
+                        ex->groups_tail = &g->next;
+        }
         if (!ex->fence)
                 ex->fence = g;  /* (3): reads after it see the re-derived rows */
         ex->reconcile_needed = false;
@@ -1196,7 +1250,9 @@ fail:
 
 /* ---- statements ---- */
 
-enum { STMT_DONE = 0, STMT_PARKED = 1 };
+/* STMT_RUN: the statement joined the session's run (7); STMT_RETRY: it could not
+ * while the run is open -- nothing was sent, run it again after the run. */
+enum { STMT_DONE = 0, STMT_PARKED = 1, STMT_RUN = 2, STMT_RETRY = 3 };
 
 /* Threads calling catalog_commit(): concurrent DDL statements share one fsync. */
 #define EXEC_COMMIT_THREADS 4
@@ -1206,6 +1262,7 @@ struct ddl {
         struct session *s;
         struct acat_txn *txn;
         bool create;
+        char tag[64];           /* in a run: its CommandComplete */
 };
 
 static void ddl_failed(struct session *s, int r)
@@ -1215,6 +1272,26 @@ static void ddl_failed(struct session *s, int r)
                            strerror(-r));
         s->stmt = sql_stmt_free(s->stmt);
         s->next = SIZE_MAX;
+}
+
+/* A CREATE's commit is done: apply it to memory and queue its built-in rows (3), with
+ * ex->hold_kick set by the caller.  <0: they could not be queued. */
+static int ddl_created(struct exec *ex, struct acat_txn *txn, uint64_t seq)
+{
+        const struct acat_item *it = acat_txn_item(txn, 0);
+        uint64_t gid = it->gid;
+        enum sql_object_kind kind = it->kind;
+        int r;
+
+        assert(ex->hold_kick);
+        if (protection_write(ex, txn) < 0)
+                log_error("out_of_memory", "what=protection_rows");
+        acat_txn_finish(ex->cat, txn, 0);
+        log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
+                 acat_kind_name(kind), (unsigned long long)seq);
+        r = objects_write(ex, NULL, acat_by_gid(ex->cat, gid), +1);
+        ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
+        return r;
 }
 
 /* (3) the commit is done: now the controller, then coord_objects through a group. */
@@ -1233,19 +1310,8 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                 goto resume;
         }
         if (d->create) {
-                const struct acat_item *it = acat_txn_item(d->txn, 0);
-                uint64_t gid = it->gid;
-
-                enum sql_object_kind kind = it->kind;
-
                 ex->hold_kick = true;   /* the rows of one DDL: one group, one append */
-                if (protection_write(ex, d->txn) < 0)
-                        log_error("out_of_memory", "what=protection_rows");
-                acat_txn_finish(ex->cat, d->txn, 0);
-                log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
-                         acat_kind_name(kind), (unsigned long long)seq);
-                r = objects_write(ex, NULL, acat_by_gid(ex->cat, gid), +1);
-                ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
+                r = ddl_created(ex, d->txn, seq);
                 ex->hold_kick = false;
                 groups_kick(ex);
         } else {
@@ -1313,6 +1379,132 @@ static int ddl_submit(struct session *s, struct acat_txn *txn, bool create)
         return ddl_submit_fn(s, txn, create, ddl_committed);
 }
 
+/* ---- (7) runs ---- */
+
+/* The analyzer's catalog while a run is open: notes whether a name it looks up is
+ * reserved by a creation in flight or being dropped. */
+static int session_lookup(void *userdata, const char *name, struct sql_relation *ret)
+{
+        struct session *s = userdata;
+        const struct acat_item *it = acat_by_name(s->ex->cat, name);
+
+        /* The run's own creations are seen as they will be once it is durable: they
+         * commit before this statement, in the same write (acat_create_begin_after()). */
+        for (size_t i = 0; it && it->pending && i < s->n_run; i++)
+                if (acat_txn_item(s->run[i]->txn, 0) == it) {
+                        acat_relation(it, ret);
+                        return 0;
+                }
+        if (it && (it->pending || it->dropping))
+                s->run_touched = true;
+        return acat_sql_ops.lookup(s->ex->cat, name, ret);
+}
+
+static const struct sql_catalog_ops session_sql_ops = { .lookup = session_lookup };
+
+/* May st join the open run (its analysis met nothing in flight)? */
+static bool stmt_joins_run(const struct session *s, const struct sql_stmt *st)
+{
+        if (s->run_touched || st->n_notices || s->n_run >= EXEC_RUN_MAX || s->ex->fatal)
+                return false;
+        switch (st->kind) {
+        case SQL_STMT_CREATE_TABLE:
+                return !st->create_table.exists;
+        case SQL_STMT_CREATE_VIEW:
+        case SQL_STMT_CREATE_MATERIALIZED_VIEW:
+                return !st->create_view.exists;
+        case SQL_STMT_CREATE_INDEX:
+                return !st->create_index.exists;
+        default:
+                return false;
+        }
+}
+
+/* A CREATE's transaction is ready: into the session's run when it has one or more
+ * statements follow in this simple query, else committed at once. */
+static int ddl_create(struct session *s, struct acat_txn *txn)
+{
+        struct ddl *d;
+
+        assert(s->n_run < EXEC_RUN_MAX);        /* stmt_joins_run() */
+        if (s->extended || !s->batch || (s->n_run == 0 && s->next >= sql_batch_size(s->batch)))
+                return ddl_submit(s, txn, true);
+        d = calloc(1, sizeof(*d));
+        if (!d) {
+                acat_txn_finish(s->ex->cat, txn, -ENOMEM);
+                return -ENOMEM;
+        }
+        *d = (struct ddl){ .s = s, .txn = txn, .create = true };
+        snprintf(d->tag, sizeof(d->tag), "%s", s->tag);
+        s->run[s->n_run++] = d;
+        return STMT_RUN;
+}
+
+/* Roll the run's reservations back, last first. */
+static void run_abandon(struct session *s, int r)
+{
+        while (s->n_run) {
+                struct ddl *d = s->run[--s->n_run];
+
+                acat_txn_finish(s->ex->cat, d->txn, r);
+                free(d);
+        }
+}
+
+static void run_committed(void *ctx, int r, uint64_t first_seq)
+{
+        struct session *s = ctx;
+        struct exec *ex = s->ex;
+        size_t n = s->n_run;
+
+        assert(n > 0 && s->waiting);
+        if (r < 0) {
+                /* Not one of them is durable (catalog_commit_many()). */
+                log_error_errno(r, "catalog_commit_failed", "what=create statements=%zu", n);
+                ex->fatal = r;          /* the store is in its sticky error state */
+                run_abandon(s, r);
+                ddl_failed(s, r);
+        } else {
+                ex->hold_kick = true;   /* the run's rows: one group */
+                for (size_t i = 0; i < n; i++) {
+                        struct ddl *d = s->run[i];
+
+                        if (ddl_created(ex, d->txn, first_seq + i) < 0) {
+                                log_error("builtin_rows_not_queued", "action=reconcile");
+                                ex->reconcile_needed = true;
+                        }
+                        if (!s->gone)
+                                (void)pgwire_send_command_complete(s->c, d->tag);
+                        free(d);
+                }
+                s->n_run = 0;
+                ex->hold_kick = false;
+                groups_kick(ex);
+        }
+        s->waiting = false;
+        session_resume(s);
+}
+
+/* Commit the open run: STMT_PARKED until run_committed(), or <0 with the error sent
+ * and the run rolled back. */
+static int run_flush(struct session *s)
+{
+        struct catalog_txn_ops txns[EXEC_RUN_MAX];
+        int r;
+
+        assert(s->n_run > 0 && s->n_run <= EXEC_RUN_MAX);
+        for (size_t i = 0; i < s->n_run; i++)
+                txns[i].ops = acat_txn_ops(s->run[i]->txn, &txns[i].n_ops);
+        r = committer_submit_many(s->ex->committer, txns, s->n_run, run_committed, s);
+        if (r < 0) {
+                run_abandon(s, r);
+                ddl_failed(s, r);
+                return r;
+        }
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
 static int exec_create_table(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
@@ -1332,6 +1524,8 @@ static int exec_create_table(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         r = acat_create_table_begin(ex->cat, ct, st->sql, ts, &txn, &err);
+        if (r == -EINVAL && s->n_run)
+                return STMT_RETRY;      /* (7) after the run, alone */
         if (r == -EINVAL) {
                 send_row_error(s->c, &err);
                 return -ECANCELED;
@@ -1339,7 +1533,7 @@ static int exec_create_table(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         snprintf(s->tag, sizeof(s->tag), "CREATE TABLE");
-        return ddl_submit(s, txn, true);
+        return ddl_create(s, txn);
 }
 
 /* The as-of of a new materialized view or index (DESIGN section 4): the largest since of
@@ -1366,8 +1560,16 @@ static int create_begin_or_error(struct session *s, const struct acat_new_item *
                                  struct acat_txn **txn)
 {
         struct row_error err = { .position = 0 };
-        int r = acat_create_begin(s->ex->cat, ni, ts, txn, &err);
+        struct acat_txn *before[EXEC_RUN_MAX];
+        int r;
 
+        /* (7) refs may name the run's creations: they commit first, in the same write */
+        for (size_t i = 0; i < s->n_run; i++)
+                before[i] = s->run[i]->txn;
+        r = acat_create_begin_after(s->ex->cat, ni, ts, before, s->n_run, txn, &err);
+
+        if (r == -EINVAL && s->n_run)
+                return STMT_RETRY;      /* (7) after the run, alone */
         if (r == -EINVAL) {
                 send_row_error(s->c, &err);
                 return -ECANCELED;
@@ -1404,9 +1606,9 @@ static int exec_create_view(struct session *s, struct sql_stmt *st)
         if (mv)
                 ni.as_of = cv->has_as_of ? cv->as_of : choose_as_of(ex, st->inputs, st->n_inputs, ts);
         r = create_begin_or_error(s, &ni, ts, &txn);
-        if (r < 0)
+        if (r != 0)
                 return r;
-        return ddl_submit(s, txn, true);
+        return ddl_create(s, txn);
 }
 
 static int exec_create_index(struct session *s, struct sql_stmt *st)
@@ -1434,9 +1636,9 @@ static int exec_create_index(struct session *s, struct sql_stmt *st)
                 return r;
         ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs, ts);
         r = create_begin_or_error(s, &ni, ts, &txn);
-        if (r < 0)
+        if (r != 0)
                 return r;
-        return ddl_submit(s, txn, true);
+        return ddl_create(s, txn);
 }
 
 static void alter_committed(void *ctx, int r, uint64_t seq)
@@ -1714,7 +1916,7 @@ static int exec_select(struct session *s, struct sql_stmt *st)
                         ts = floor;     /* still includes every acknowledged write */
                 /* (3) and the built-in rows of every acknowledged DDL: exec_stmt()
                  * waited until the fence was sent. */
-                if (ex->fence && ex->fence->rq && ts < ex->fence->ts)
+                if (ex->fence && ex->fence->rq && ts < ex->fence->ts && stmt_reads_builtin_rows(st))
                         ts = ex->fence->ts;
         }
         peek->timestamp = ts;
@@ -1925,12 +2127,27 @@ void exec_on_frontiers(struct exec *ex)
 
 /* Run one analyzed statement: STMT_DONE (tag in s->tag), STMT_PARKED, -ECANCELED (an
  * error was sent), or another -errno (reported as an internal error). */
+/* Does st read a relation whose rows DDL and publications write through groups
+ * (coord_objects, coord_bounds, coord_requirements)?  Only such a read waits for the
+ * fence (3) and for reconciliation (5); every other read's timestamp already covers the
+ * writes it must see (oracle_read_ts()). */
+static bool stmt_reads_builtin_rows(const struct sql_stmt *st)
+{
+        if (st->kind != SQL_STMT_SELECT)
+                return false;
+        for (size_t i = 0; i < st->n_physical_inputs; i++)
+                for (size_t k = 0; k < ELEMENTSOF(reconcile_gids); k++)
+                        if (st->physical_inputs[i] == reconcile_gids[k])
+                                return true;
+        return false;
+}
+
 static int exec_stmt(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
         uint64_t missing = stmt_unenacted(ex, st);
 
-        if (st->kind == SQL_STMT_SELECT && !st->select.has_as_of &&
+        if (st->kind == SQL_STMT_SELECT && !st->select.has_as_of && stmt_reads_builtin_rows(st) &&
             ((ex->fence && !ex->fence->rq) || ex->reconcile_needed || ex->reconciling)) {
                 /* (3) an acknowledged DDL's rows are queued, their ts not known yet, or
                  * (5) the rows lost by a previous incarnation are being re-derived:
@@ -2007,12 +2224,36 @@ static void session_resume(struct session *s)
         }
         while (!s->gone && !s->extended && s->batch && s->next < sql_batch_size(s->batch)) {
                 memset(&err, 0, sizeof(err));
-                r = sql_analyze(s->batch, s->next++, &acat_sql_ops, ex->cat, NULL, &s->stmt, &err);
-                if (r < 0) {
+                s->run_touched = false;
+                r = sql_analyze(s->batch, s->next++, s->n_run ? &session_sql_ops : &acat_sql_ops,
+                                s->n_run ? (void *)s : (void *)ex->cat, NULL, &s->stmt, &err);
+                if (r >= 0 && s->n_run && stmt_joins_run(s, s->stmt))
+                        r = exec_stmt(s, s->stmt);
+                else if (r >= 0 && s->n_run)
+                        r = STMT_RETRY;
+                else if (r < 0 && s->n_run)
+                        r = STMT_RETRY;         /* maybe an object of the run: see after it */
+                else if (r < 0) {
                         send_row_error(s->c, &err);
                         break;
+                } else
+                        r = exec_stmt(s, s->stmt);
+                if (r == STMT_RUN) {
+                        s->stmt = sql_stmt_free(s->stmt);
+                        continue;
                 }
-                r = exec_stmt(s, s->stmt);
+                if (r == STMT_RETRY || (r < 0 && s->n_run)) {
+                        /* (7) the run first; this statement again once it is durable.
+                         * Nothing was sent for it: its errors are quiet while a run is
+                         * open (STMT_RETRY), so -ECANCELED cannot come with a run. */
+                        assert(s->n_run > 0 && r != -ECANCELED);
+                        s->stmt = sql_stmt_free(s->stmt);
+                        s->next--;
+                        if (run_flush(s) == STMT_PARKED)
+                                return;
+                        break;
+                }
+                assert(s->n_run == 0);
                 if (r == STMT_PARKED)
                         return;
                 if (r < 0) {
@@ -2024,6 +2265,8 @@ static void session_resume(struct session *s)
                 (void)pgwire_send_command_complete(s->c, s->tag);
                 s->stmt = sql_stmt_free(s->stmt);
         }
+        if (s->n_run && run_flush(s) == STMT_PARKED)
+                return;         /* the last statements were a run: done when durable */
         s->batch = sql_batch_free(s->batch);
         s->extended = false;
         pgwire_done(s->c);
@@ -2360,6 +2603,53 @@ void exec_status(struct exec *ex, Coord__StatusReply *reply)
         reply->catalog_seq = catalog_last_seq(ex->store);
 }
 
+/* The oracle's high-water mark, committed off the loop (adapter-oracle.c note 5). */
+struct hwm_commit {
+        struct exec *ex;
+        uint64_t value;
+};
+
+static void hwm_committed(void *ctx, int r, uint64_t seq)
+{
+        struct hwm_commit *h = ctx;
+
+        if (r < 0) {
+                log_error_errno(r, "oracle_hwm_commit_failed", "hwm=%llu", (unsigned long long)h->value);
+                h->ex->fatal = r;       /* the store is in its sticky error state */
+        }
+        oracle_hwm_committed(h->ex->oracle, h->value, r);
+        free(h);
+}
+
+static int hwm_submit(void *ctx, uint64_t value)
+{
+        struct exec *ex = ctx;
+        struct hwm_commit *h = malloc(sizeof(*h));
+        uint8_t v[8];
+        struct catalog_op op = {
+                .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_META,
+                .key = ORACLE_META_HWM, .key_len = strlen(ORACLE_META_HWM),
+                .value = v, .value_len = sizeof(v),
+        };
+        int r;
+
+        if (!h)
+                return -ENOMEM;
+        *h = (struct hwm_commit){ .ex = ex, .value = value };
+        be64_put(v, value);
+        r = committer_submit(ex->committer, &op, 1, hwm_committed, h);
+        if (r < 0)
+                free(h);
+        return r;
+}
+
+static void hwm_drain(void *ctx)
+{
+        struct exec *ex = ctx;
+
+        committer_drain(ex->committer);
+}
+
 int exec_new(struct node *n, struct catalog *store, const struct exec_config *cfg,
              struct exec **ret)
 {
@@ -2393,6 +2683,8 @@ int exec_new(struct node *n, struct catalog *store, const struct exec_config *cf
                 log_error_errno(r, "committer_failed", "");
                 goto fail;
         }
+        oracle_set_persister(ex->oracle, &(struct oracle_persister){
+                                     .submit = hwm_submit, .drain = hwm_drain, .ctx = ex });
         log_info("catalog_loaded", "objects=%zu oracle_hwm=%llu", acat_count_user(ex->cat),
                  (unsigned long long)oracle_hwm(ex->oracle));
         pgwire_config_init(&pc);
@@ -2461,4 +2753,10 @@ unsigned exec_commits_in_flight(const struct exec *ex)
 int exec_catalog_error(const struct exec *ex)
 {
         return ex->fatal;
+}
+
+void exec_oracle_persists(const struct exec *ex, uint64_t *ret_sync, uint64_t *ret_async)
+{
+        *ret_sync = oracle_sync_persists(ex->oracle);
+        *ret_async = oracle_async_persists(ex->oracle);
 }

@@ -58,3 +58,5 @@ struct adapter_catalog *exec_catalog(struct exec *ex);
 unsigned exec_commits_in_flight(const struct exec *ex);
 /* The sticky catalog error that stopped DDL, or 0. */
 int exec_catalog_error(const struct exec *ex);
+/* High-water marks the oracle committed on the loop (a window ran out) and off it. */
+void exec_oracle_persists(const struct exec *ex, uint64_t *ret_sync, uint64_t *ret_async);

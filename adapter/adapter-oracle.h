@@ -5,7 +5,10 @@
  * persists a high-water mark in the catalog ("oracle_hwm" in meta) ahead of every
  * timestamp it hands out, and a restarted oracle starts above it.  The mark is moved
  * ORACLE_HWM_AHEAD_MS ahead at a time, so persisting costs one catalog commit per that
- * many milliseconds of timestamps, not one per write.
+ * many milliseconds of timestamps, not one per write.  With a persister
+ * (oracle_set_persister()) the next mark is committed off the loop thread once half of
+ * the window is used, so the loop does not wait for an fsync; only a window used up
+ * before its successor is durable (a stalled disk, a clock jump) commits on the loop.
  *
  * Reads are linearizable: oracle_read_ts() is at least every write timestamp whose
  * write was acknowledged (oracle_write_applied()), so a read sees every write that was
@@ -23,6 +26,7 @@ struct catalog;
 struct oracle;
 
 #define ORACLE_HWM_AHEAD_MS 1000u
+#define ORACLE_META_HWM "oracle_hwm"      /* its key in the catalog's meta column family */
 
 /* The wall clock the oracle uses; tests shift it with oracle_set_clock_offset(). */
 int oracle_open(struct catalog *c, struct oracle **ret);
@@ -48,6 +52,24 @@ uint64_t oracle_read_ts(const struct oracle *o);
 /* The last write timestamp handed out (0 before the first). */
 uint64_t oracle_last_write_ts(const struct oracle *o);
 uint64_t oracle_hwm(const struct oracle *o);
+
+/* Asynchronous extension of the high-water mark (adapter-oracle.c note 5).  submit
+ * starts a commit of "oracle_hwm" = value off the loop thread and returns 0 (or -errno:
+ * then the window is extended synchronously when it runs out); the caller reports the
+ * outcome with oracle_hwm_committed() on the loop thread.  drain blocks until every
+ * commit submitted so far is durable (or failed); its callbacks may still be pending. */
+struct oracle_persister {
+        int (*submit)(void *ctx, uint64_t value);
+        void (*drain)(void *ctx);
+        void *ctx;
+};
+void oracle_set_persister(struct oracle *o, const struct oracle_persister *p);
+/* The commit started by persister->submit(value) ended with r (0: durable). */
+void oracle_hwm_committed(struct oracle *o, uint64_t value, int r);
+/* Marks committed on the calling thread because a window ran out (for status). */
+uint64_t oracle_sync_persists(const struct oracle *o);
+/* Marks committed through the persister. */
+uint64_t oracle_async_persists(const struct oracle *o);
 
 /* Test hook: add offset_ms (may be negative) to the wall clock. */
 void oracle_set_clock_offset(struct oracle *o, int64_t offset_ms);

@@ -31,7 +31,7 @@ struct adapter {
          * status handler in the loop thread. */
         atomic_uint_least64_t ring_records, ring_omitted, ring_wakes, ring_errors;
         struct check *check;
-        char detail[768];
+        char detail[1024];
 };
 
 /* Entries per lring_publish() call: one wake-up check per call. */
@@ -106,24 +106,28 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         reply->ring_generation = rd ? fring_reader_generation(rd) : 0;
         struct catalog_stats cs = { 0 };
         struct catalog_io_stats io = { 0 };
+        uint64_t hwm_sync = 0, hwm_async = 0;
 
         if (ad->catalog) {
                 catalog_get_stats(ad->catalog, &cs);
                 catalog_get_io_stats(ad->catalog, &io);
         }
+        if (ad->exec)
+                exec_oracle_persists(ad->exec, &hwm_sync, &hwm_async);
         snprintf(ad->detail, sizeof(ad->detail),
                  "catalog=primary catalog_commits=%llu catalog_syncs=%llu ring=%s "
                  "catalog_wal_bytes=%llu catalog_flush_bytes=%llu catalog_compact_bytes=%llu "
                  "catalog_state_sst_bytes=%llu catalog_state_mem_bytes=%llu "
                  "catalog_state_keys=%llu catalog_log_sst_bytes=%llu catalog_log_mem_bytes=%llu "
-                 "catalog_log_keys=%llu catalog_ring_records=%llu catalog_ring_omitted=%llu "
-                 "catalog_ring_wakes=%llu",
+                 "catalog_log_keys=%llu oracle_hwm_sync=%llu oracle_hwm_async=%llu "
+                 "catalog_ring_records=%llu catalog_ring_omitted=%llu catalog_ring_wakes=%llu",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
                  (unsigned long long)io.flush_bytes, (unsigned long long)io.compact_bytes,
                  (unsigned long long)io.state.sst_bytes, (unsigned long long)io.state.mem_bytes,
                  (unsigned long long)io.state.keys, (unsigned long long)io.log.sst_bytes,
                  (unsigned long long)io.log.mem_bytes, (unsigned long long)io.log.keys,
+                 (unsigned long long)hwm_sync, (unsigned long long)hwm_async,
                  (unsigned long long)atomic_load_explicit(&ad->ring_records, memory_order_relaxed),
                  (unsigned long long)atomic_load_explicit(&ad->ring_omitted, memory_order_relaxed),
                  (unsigned long long)atomic_load_explicit(&ad->ring_wakes, memory_order_relaxed));

@@ -72,6 +72,12 @@ struct lc_obj {
         size_t n_reqs, cap_reqs;
         uint64_t *consumers;    /* as an input: consumers with R(c, this) (1) */
         size_t n_consumers, cap_consumers;
+        /* As an input: min over its consumers' proposed requirements on it, valid while
+         * min_valid.  Every change of such a requirement (or of the consumers) clears
+         * min_valid (min_stale()), so tick_input() need not walk 100,000 consumers of
+         * one support table at every tick to find the same minimum. */
+        uint64_t min_req;
+        bool min_valid;
 };
 
 struct lc_state {
@@ -127,6 +133,12 @@ static uint64_t get_be64(const uint8_t *p)
 }
 
 /* ---- the object map (1) ---- */
+
+static void min_stale(struct lc_obj *x)
+{
+        if (x)
+                x->min_valid = false;
+}
 
 static struct lc_obj *obj_find(const struct lc_state *s, uint64_t gid)
 {
@@ -298,6 +310,7 @@ void lc_state_reset_catalog(struct lc_state *s)
                 o->has_item = o->has_bound = o->next_has = false;
                 o->bound = o->next_bound = 0;
                 o->n_reqs = o->n_consumers = 0;
+                o->min_valid = false;
         }
         s->n_items = s->n_reqs = 0;
         s->seq = 0;
@@ -418,6 +431,7 @@ static int req_set(struct lc_state *s, uint64_t consumer, uint64_t input, uint64
                 q->next = lc_max(q->next, q->frontier);
         }
         x = obj_find(s, input);
+        min_stale(x);
         return dirty_add(s, x);
 }
 
@@ -431,6 +445,7 @@ static void req_delete(struct lc_state *s, uint64_t consumer, uint64_t input)
         *q = c->reqs[--c->n_reqs];
         s->n_reqs--;
         if (x) {
+                min_stale(x);
                 for (size_t i = 0; i < x->n_consumers; i++)
                         if (x->consumers[i] == consumer) {
                                 x->consumers[i] = x->consumers[--x->n_consumers];
@@ -647,6 +662,7 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
                 if (nr == q->next)
                         continue;
                 q->next = nr;
+                min_stale(x);
                 r = pub_req(out, c->gid, q->input, nr);
                 if (r < 0)
                         return r;
@@ -667,11 +683,17 @@ static int tick_input(struct lc_state *s, struct lc_obj *x, struct lc_publicatio
         upper = x->upper;
         if (x->kind == COORD__ITEM_KIND__ITEM_TABLE && shared && shared->has_upper)
                 upper = lc_table_upper(upper, shared->upper);
-        for (size_t i = 0; i < x->n_consumers; i++) {
-                const struct lc_obj *c = obj_find(s, x->consumers[i]);
-                const struct lc_req *q = c ? req_find(c, x->gid) : NULL;
-                if (q)
-                        min_req = lc_min(min_req, q->next);
+        if (x->min_valid)
+                min_req = x->min_req;
+        else {
+                for (size_t i = 0; i < x->n_consumers; i++) {
+                        const struct lc_obj *c = obj_find(s, x->consumers[i]);
+                        const struct lc_req *q = c ? req_find(c, x->gid) : NULL;
+                        if (q)
+                                min_req = lc_min(min_req, q->next);
+                }
+                x->min_req = min_req;
+                x->min_valid = true;
         }
         old = x->has_bound ? x->bound : 0;
         nb = lc_bound(old, upper, lc_window(x->retain_ms), min_req, content_last(s, x));
@@ -767,6 +789,7 @@ void lc_state_committed(struct lc_state *s, const struct lc_publication *p)
                         continue;
                 q->frontier = lc_max(q->frontier, p->reqs[i].frontier);
                 q->next = lc_max(q->next, q->frontier);
+                min_stale(obj_find(s, p->reqs[i].input));
         }
 }
 
@@ -778,6 +801,7 @@ void lc_state_abandon(struct lc_state *s)
                         continue;
                 o->next_bound = o->bound;
                 o->next_has = false;
+                o->min_valid = false;   /* every requirement below moves */
                 for (size_t j = 0; j < o->n_reqs; j++)
                         o->reqs[j].next = o->reqs[j].frontier;
                 (void)dirty_add(s, o);

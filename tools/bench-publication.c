@@ -7,7 +7,8 @@
  *                     [--publication-interval-ms MS] [--publication-rounds N]
  *                     [--observation-seconds S] [--warmup-seconds S]
  *                     [--ddl-rate-hz R] [--observer none|poll] [--restarts=BOOL]
- *                     [--write-interval-ms MS] [--batch N] [--results FILE] [--quick]
+ *                     [--write-interval-ms MS] [--batch N] [--setup-connections N]
+ *                     [--results FILE] [--quick]
  *   bench-publication --report FILE [--plot PNG]
  *
  * One row = one collection count on one (fresh) instance; tools/coord bench publication
@@ -21,7 +22,9 @@
  *     filler object CREATE VIEW v_i AS SELECT a FROM sv; CREATE DEFAULT INDEX ON v_i
  *     (so the count holds N tables + (count - N) indexes; plus as many views);
  *     --filler-kind tables: quiet tables f_i, never written.
- *   Created in multi-statement query strings of --batch statements; the setup time is
+ *   Created in multi-statement query strings of --batch statements, the filler split in
+ *   --setup-connections (default 4) disjoint ranges created in parallel, one connection
+ *   each (after the support objects and the tables); the setup time is
  *   from the first CREATE to the last acknowledged, then to the follower having
  *   applied the last commit.
  *
@@ -73,6 +76,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -684,6 +688,7 @@ struct row {
         double cat_disk_bytes_before, cat_disk_bytes_after;
         double restart_adapter_ms, restart_lifecycle_ms, restart_controller_ms;
         double pub_errors, load1_start, load1_end, nproc;
+        double setup_connections;
 };
 
 struct column {
@@ -715,7 +720,7 @@ static const struct column COLUMNS[] = {
         N(cat_log_bytes_after, 0), N(cat_log_keys_after, 0), N(cat_disk_bytes_before, 0),
         N(cat_disk_bytes_after, 0), N(restart_adapter_ms, 1),
         N(restart_lifecycle_ms, 1), N(restart_controller_ms, 1), N(pub_errors, 0),
-        N(load1_start, 2), N(load1_end, 2), N(nproc, 0),
+        N(load1_start, 2), N(load1_end, 2), N(nproc, 0), N(setup_connections, 0),
 };
 #undef S
 #undef N
@@ -945,56 +950,142 @@ static int plot(const char *path, const char *png)
 
 /* ---- setup ---------------------------------------------------------------------- */
 
-/* Create the objects; false on a failed statement. */
-static bool setup(PGconn *c, uint64_t count, uint64_t active, bool filler_indexes, uint64_t batch)
-{
-        size_t cap = 256 + batch * 160, len = 0;
-        char *q = malloc(cap);
-        uint64_t in_batch = 0;
-        bool ok = true;
+/* A multi-statement string being built and sent --batch statements at a time. */
+struct qbuf {
+        PGconn *c;
+        char *q;
+        size_t cap, len;
+        uint64_t n, batch;
+        bool ok;
+};
 
-#define FLUSH()                                                                         \
-        do {                                                                            \
-                if (in_batch && ok)                                                     \
-                        ok = run(c, q);                                                 \
-                len = 0, in_batch = 0, q[0] = 0;                                        \
-        } while (0)
-#define ADD(...)                                                                        \
-        do {                                                                            \
-                len += (size_t)snprintf(q + len, cap - len, __VA_ARGS__);               \
-                if (++in_batch >= batch)                                                \
-                        FLUSH();                                                        \
-        } while (0)
-        if (!q)
+static bool qbuf_init(struct qbuf *b, PGconn *c, uint64_t batch)
+{
+        *b = (struct qbuf){ .c = c, .cap = 256 + batch * 160, .batch = batch, .ok = true };
+        b->q = malloc(b->cap);
+        if (!b->q)
                 return false;
-        q[0] = 0;
-        if (filler_indexes && count > active) {
-                ADD("CREATE TABLE support (a int);");
-                ADD("CREATE VIEW sv AS SELECT a FROM support;");
-        }
-        for (uint64_t i = 0; i < active; i++)
-                ADD("CREATE TABLE t_%" PRIu64 " (a bigint);", i);
-        for (uint64_t i = 0; i + active < count && ok; i++)
-                if (filler_indexes) {
+        b->q[0] = 0;
+        return true;
+}
+
+static void qbuf_flush(struct qbuf *b)
+{
+        if (b->n && b->ok)
+                b->ok = run(b->c, b->q);
+        b->len = 0, b->n = 0, b->q[0] = 0;
+}
+
+/* Append statements (n of them, all in this string); sent when the batch is full. */
+static void qbuf_add(struct qbuf *b, uint64_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void qbuf_add(struct qbuf *b, uint64_t n, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (b->n && b->n + n > b->batch)
+                qbuf_flush(b);
+        va_start(ap, fmt);
+        b->len += (size_t)vsnprintf(b->q + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        b->n += n;
+        if (b->n >= b->batch)
+                qbuf_flush(b);
+}
+
+/* One setup connection's share of the filler objects: [lo, hi). */
+struct setup_part {
+        pthread_t th;
+        PGconn *c;
+        uint64_t lo, hi, active, batch;
+        bool filler_indexes, ok;
+};
+
+static void *setup_part_main(void *userdata)
+{
+        struct setup_part *p = userdata;
+        struct qbuf b;
+
+        if (!qbuf_init(&b, p->c, p->batch))
+                return NULL;
+        for (uint64_t i = p->lo; i < p->hi && b.ok; i++)
+                if (p->filler_indexes)
                         /* a view and its index in the same string */
-                        if (in_batch + 2 > batch)
-                                FLUSH();
-                        len += (size_t)snprintf(q + len, cap - len,
-                                                "CREATE VIEW v_%" PRIu64 " AS SELECT a FROM sv;", i);
-                        in_batch++;
-                        ADD("CREATE DEFAULT INDEX ON v_%" PRIu64 ";", i);
-                } else {
-                        ADD("CREATE TABLE f_%" PRIu64 " (a bigint);", i);
+                        qbuf_add(&b, 2, "CREATE VIEW v_%" PRIu64 " AS SELECT a FROM sv;"
+                                        "CREATE DEFAULT INDEX ON v_%" PRIu64 ";", i, i);
+                else
+                        qbuf_add(&b, 1, "CREATE TABLE f_%" PRIu64 " (a bigint);", i);
+        qbuf_flush(&b);
+        p->ok = b.ok;
+        free(b.q);
+        return NULL;
+}
+
+/* Create the objects; false on a failed statement.  The support table and view and the
+ * advancing tables first, on c; then the filler objects, split in `conns` disjoint
+ * ranges, each created by a connection (and thread) of its own: one connection runs
+ * its statements one after the other, each its own catalog commit, while statements of
+ * several connections share the catalog's fsync (group commit) and overlap their round
+ * trips.  The extra connections are opened before the first CREATE. */
+static bool setup(PGconn *c, uint64_t count, uint64_t active, bool filler_indexes, uint64_t batch,
+                  uint64_t conns, uint64_t *t0)
+{
+        uint64_t filler = count > active ? count - active : 0;
+        struct setup_part *parts;
+        struct qbuf b;
+        bool ok;
+
+        if (conns > filler)
+                conns = filler ? filler : 1;
+        parts = calloc(conns, sizeof(*parts));
+        if (!parts)
+                return false;
+        for (uint64_t k = 0; k < conns; k++) {
+                parts[k] = (struct setup_part){ .c = k ? connect_db(false) : c, .active = active,
+                                                .batch = batch, .filler_indexes = filler_indexes,
+                                                .lo = filler * k / conns, .hi = filler * (k + 1) / conns };
+                if (!parts[k].c) {
+                        ok = false;
+                        goto out;
                 }
-        FLUSH();
-#undef ADD
-#undef FLUSH
-        free(q);
+        }
+        *t0 = now_ns();
+        if (!qbuf_init(&b, c, batch)) {
+                ok = false;
+                goto out;
+        }
+        if (filler_indexes && filler)
+                qbuf_add(&b, 2, "CREATE TABLE support (a int);CREATE VIEW sv AS SELECT a FROM support;");
+        for (uint64_t i = 0; i < active; i++)
+                qbuf_add(&b, 1, "CREATE TABLE t_%" PRIu64 " (a bigint);", i);
+        qbuf_flush(&b);
+        ok = b.ok;
+        free(b.q);
+        if (!ok)
+                goto out;
+        for (uint64_t k = 1; k < conns; k++)
+                if (pthread_create(&parts[k].th, NULL, setup_part_main, &parts[k]) != 0) {
+                        fprintf(stderr, "bench-publication: pthread_create failed\n");
+                        parts[k].th = 0;
+                        ok = false;
+                }
+        setup_part_main(&parts[0]);
+        ok = ok && parts[0].ok;
+        for (uint64_t k = 1; k < conns; k++)
+                if (parts[k].th) {
+                        pthread_join(parts[k].th, NULL);
+                        ok = ok && parts[k].ok;
+                }
+out:
+        for (uint64_t k = 1; k < conns; k++)
+                if (parts[k].c)
+                        PQfinish(parts[k].c);
+        free(parts);
         return ok;
 }
 
 struct opts {
-        uint64_t count, active, interval_ms, rounds, observe_s, warmup_s, write_interval_ms, batch;
+        uint64_t count, active, interval_ms, rounds, observe_s, warmup_s, write_interval_ms, batch,
+                setup_conns;
         double ddl_rate_hz;
         bool filler_indexes, poll, restarts;
         const char *results;
@@ -1019,6 +1110,7 @@ static int run_row(const struct opts *o)
         FILE *f;
 
         r.nproc = (double)sysconf(_SC_NPROCESSORS_ONLN);
+        r.setup_connections = (double)o->setup_conns;
         r.load1_start = load1();
         r.collections = (double)o->count;
         r.active = (double)o->active;
@@ -1036,7 +1128,7 @@ static int run_row(const struct opts *o)
                "load average %.2f\n", o->count, o->active, r.filler, o->interval_ms, o->rounds,
                o->observe_s, o->ddl_rate_hz, r.observer, r.load1_start);
         t0 = now_ns();
-        if (!setup(c, o->count, o->active, o->filler_indexes, o->batch)) {
+        if (!setup(c, o->count, o->active, o->filler_indexes, o->batch, o->setup_conns, &t0)) {
                 PQfinish(c);
                 return 1;
         }
@@ -1062,10 +1154,11 @@ static int run_row(const struct opts *o)
         r.setup_lag_p99_us = (double)s.lag_p99_us;
         r.catalog_items = (double)(o->active + (o->count > o->active ?
                           (o->filler_indexes ? 2 * (o->count - o->active) + 2 : o->count - o->active) : 0));
-        printf("setup: %.0f catalog items in %.2f s (%.0f items/s); follower applied the last commit at "
+        printf("setup: %.0f catalog items in %.2f s (%.0f items/s, %.0f connection(s)); follower applied "
+               "the last commit at "
                "%.2f s; its lag over the last %" PRIu64 " commits p50 %" PRIu64 " us p99 %" PRIu64 " us; "
                "longest stall adapter %.1f ms lifecycle %.1f ms controller %.1f ms\n",
-               r.catalog_items, r.setup_s, r.catalog_items / r.setup_s, r.setup_applied_s,
+               r.catalog_items, r.setup_s, r.catalog_items / r.setup_s, r.setup_connections, r.setup_applied_s,
                s.lag_samples < 4096 ? s.lag_samples : 4096, s.lag_p50_us, s.lag_p99_us,
                r.stall_setup_adapter_us / 1e3, r.stall_setup_lifecycle_us / 1e3,
                r.stall_setup_controller_us / 1e3);
@@ -1312,7 +1405,8 @@ out:
 int main(int argc, char **argv)
 {
         struct opts o = { .count = 1000, .interval_ms = 1000, .rounds = 1, .observe_s = 10, .warmup_s = 3,
-                          .write_interval_ms = 100, .batch = 200, .active = 10, .restarts = true };
+                          .write_interval_ms = 100, .batch = 200, .active = 10, .restarts = true,
+                          .setup_conns = 4 };
         char *active_s = NULL, *filler = NULL, *results = NULL, *report_path = NULL, *plot_path = NULL,
              *rate_s = NULL, *observer = NULL;
         bool quick = false;
@@ -1331,6 +1425,7 @@ int main(int argc, char **argv)
                 { "restarts", CONF_BOOL, &o.restarts, 0, "kill -9 and restart each daemon after the rounds (default true)" },
                 { "write-interval-ms", CONF_U64, &o.write_interval_ms, 3600000, "each advancing table gets an INSERT this often (default 100)" },
                 { "batch", CONF_U64, &o.batch, 100000, "statements per setup query string (default 200)" },
+                { "setup-connections", CONF_U64, &o.setup_conns, 64, "connections creating the filler objects in parallel (default 4)" },
                 { "results", CONF_STR, &results, 0, "append the CSV line to this file" },
                 { "report", CONF_STR, &report_path, 0, "print the markdown table of a results file, nothing else" },
                 { "plot", CONF_STR, &plot_path, 0, "with --report: also draw this PNG with gnuplot" },
@@ -1351,7 +1446,7 @@ int main(int argc, char **argv)
                                 "[--publication-interval-ms MS] [--publication-rounds N] "
                                 "[--observation-seconds S] [--warmup-seconds S] [--ddl-rate-hz R] "
                                 "[--observer none|poll] [--restarts=BOOL] [--write-interval-ms MS] [--batch N] "
-                                "[--results FILE] [--quick]\n"
+                                "[--setup-connections N] [--results FILE] [--quick]\n"
                                 "       bench-publication --report FILE [--plot PNG]\n");
                 return 64;
         }
@@ -1379,11 +1474,11 @@ int main(int argc, char **argv)
         o.poll = observer && strcmp(observer, "poll") == 0;
         o.filler_indexes = !filler || strcmp(filler, "indexes") == 0;
         o.results = results;
-        if (!conninfo || !run_dir || !o.count || !o.active || !o.batch || !o.observe_s || !o.rounds ||
+        if (!conninfo || !run_dir || !o.count || !o.active || !o.batch || !o.setup_conns || !o.observe_s || !o.rounds ||
             o.ddl_rate_hz < 0 || (observer && !o.poll && strcmp(observer, "none") != 0) ||
             (filler && strcmp(filler, "indexes") != 0 && strcmp(filler, "tables") != 0)) {
                 fprintf(stderr, "bench-publication: --conninfo and --run-dir are needed; --collection-count, "
-                                "--active-collections, --batch, --observation-seconds, --publication-rounds > 0; "
+                                "--active-collections, --batch, --setup-connections, --observation-seconds, --publication-rounds > 0; "
                                 "--ddl-rate-hz 0..10000; --observer none|poll; --filler-kind indexes|tables\n");
                 ex = 64;
                 goto out;

@@ -2,10 +2,13 @@
  *
  *   bench-tables --conninfo 'host=127.0.0.1 port=6875 user=coord dbname=coord'
  *                [--inserts N] [--clients N] [--seconds S] [--tables N] [--pairs N]
+ *                [--idle-pairs N] [--idle-ms MS]
  *
  * Prints: INSERT latency p50/p99 with one client; rows/s with --clients clients (one
  * row per INSERT); CREATE TABLE + DROP TABLE pair latency p50/p95/p99 with --tables
- * tables existing.  Asserts nothing.  tools/coord bench tables runs it on a fresh
+ * tables existing, back to back and each after an idle gap (--idle-ms, default 500: the
+ * pace of the measurement workflow's 2 pairs/s; on this project's VMs memory left alone
+ * that long is slow at its next touch, see bench-coldmem).  Asserts nothing.  tools/coord bench tables runs it on a fresh
  * instance.
  */
 #include <inttypes.h>
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "conf.h"
 #include "util.h"
@@ -85,7 +89,8 @@ static void *insert_worker(void *arg)
 
 int main(int argc, char **argv)
 {
-        uint64_t inserts = 2000, clients = 32, seconds = 5, tables = 1000, pairs = 500;
+        uint64_t inserts = 2000, clients = 32, seconds = 5, tables = 1000, pairs = 500,
+                 idle_pairs = 20, idle_ms = 500;
         const struct conf_option opts[] = {
                 { "conninfo", CONF_STR, &conninfo, 0, "libpq connection string" },
                 { "inserts", CONF_U64, &inserts, 10000000, "single-client INSERTs (default 2000)" },
@@ -93,6 +98,8 @@ int main(int argc, char **argv)
                 { "seconds", CONF_U64, &seconds, 3600, "seconds of concurrent inserts (default 5)" },
                 { "tables", CONF_U64, &tables, 1000000, "tables existing during the DDL pairs (default 1000)" },
                 { "pairs", CONF_U64, &pairs, 1000000, "CREATE+DROP pairs timed (default 500)" },
+                { "idle-pairs", CONF_U64, &idle_pairs, 100000, "pairs timed after an idle gap each (default 20)" },
+                { "idle-ms", CONF_U64, &idle_ms, 60000, "the idle gap before each of those (default 500)" },
         };
         char *args[8], err[256];
         int nargs = 0, r;
@@ -101,10 +108,10 @@ int main(int argc, char **argv)
         PGconn *c;
         char q[128];
 
-        if (argc > 16 || (r = conf_parse(argc, argv, "bench", opts, ELEMENTSOF(opts), args, &nargs,
+        if (argc > 24 || (r = conf_parse(argc, argv, "bench", opts, ELEMENTSOF(opts), args, &nargs,
                                          err, sizeof(err))) < 0 || nargs || !conninfo) {
                 fprintf(stderr, "usage: bench-tables --conninfo STR [--inserts N] [--clients N] "
-                                "[--seconds S] [--tables N] [--pairs N]\n");
+                                "[--seconds S] [--tables N] [--pairs N] [--idle-pairs N] [--idle-ms MS]\n");
                 return 64;
         }
         if (r == 1) {
@@ -112,7 +119,8 @@ int main(int argc, char **argv)
                 return 0;
         }
         c = connect_db();
-        lat = calloc(inserts > pairs ? inserts : pairs, sizeof(*lat));
+        lat = calloc(inserts > pairs ? (inserts > idle_pairs ? inserts : idle_pairs)
+                                     : (pairs > idle_pairs ? pairs : idle_pairs), sizeof(*lat));
         if (!lat)
                 return 1;
 
@@ -169,6 +177,23 @@ int main(int argc, char **argv)
         qsort(lat, pairs, sizeof(*lat), cmp_u64);
         printf("DDL pair at %" PRIu64 " tables  p50=%8.1f us  p95=%8.1f us  p99=%8.1f us  (n=%" PRIu64 ")\n",
                tables, pct_us(lat, pairs, 0.50), pct_us(lat, pairs, 0.95), pct_us(lat, pairs, 0.99), pairs);
+        for (uint64_t i = 0; i < idle_pairs; i++) {
+                struct timespec ts = { .tv_sec = (time_t)(idle_ms / 1000),
+                                       .tv_nsec = (long)(idle_ms % 1000) * 1000000L };
+
+                while (nanosleep(&ts, &ts) < 0)
+                        ;
+                t0 = now_ns();
+                if (!run(c, "CREATE TABLE pair_t (a bigint)") || !run(c, "DROP TABLE pair_t"))
+                        return 1;
+                lat[i] = now_ns() - t0;
+        }
+        if (idle_pairs) {
+                qsort(lat, idle_pairs, sizeof(*lat), cmp_u64);
+                printf("DDL pair after %" PRIu64 " ms idle  p50=%8.1f us  p95=%8.1f us  max=%8.1f us  (n=%" PRIu64 ")\n",
+                       idle_ms, pct_us(lat, idle_pairs, 0.50), pct_us(lat, idle_pairs, 0.95),
+                       pct_us(lat, idle_pairs, 1.0), idle_pairs);
+        }
         free(lat);
         PQfinish(c);
         conf_done(opts, ELEMENTSOF(opts));

@@ -167,6 +167,9 @@ static const char *const cf_names[_CF_MAX] = {
 };
 
 #define GROUP_MAX 256u                          /* transactions in one WriteBatch */
+/* ... unless a chain (catalog_commit_many(), at most GROUP_MAX long) ends past them:
+ * the most transactions of one group, what the commit hook may get in one call. */
+#define GROUP_MAX_CHAINED (2 * GROUP_MAX - 1)
 #define GROUP_WINDOW_MAX_NS (200u * 1000u)      /* longest wait for a group to fill */
 #define WRITE_BUFFER_SIZE (4u << 20)
 #define MAX_TOTAL_WAL_SIZE (16u << 20)
@@ -201,6 +204,8 @@ struct commit_req {
         uint64_t seq;
         int result;
         enum req_state state;
+        bool chained;                           /* catalog_commit_many(): the next
+                                                 * request goes in the same group */
         struct commit_req *next;                /* on c->queue, then in the group */
 };
 
@@ -251,7 +256,7 @@ struct catalog {
         rocksdb_writebatch_t *batch;
         uint8_t *pack_buf;                      /* the group's log entries, end to end */
         size_t pack_size;
-        struct catalog_committed committed[GROUP_MAX];  /* what the hook gets */
+        struct catalog_committed committed[GROUP_MAX_CHAINED];  /* what the hook gets */
 };
 
 struct catalog_log_iter {
@@ -644,15 +649,16 @@ static void queue_push(struct catalog *c, struct commit_req *req)
         c->n_queued++;
 }
 
-/* QUEUED -> GROUPED for up to GROUP_MAX requests from the queue head; returns the
- * group as a NULL-terminated list and its size.  Lock held. */
+/* QUEUED -> GROUPED for up to GROUP_MAX requests from the queue head, more only to
+ * end a chain (catalog_commit_many(): a chain is never split); returns the group as a
+ * NULL-terminated list and its size.  Lock held. */
 static size_t queue_take(struct catalog *c, struct commit_req **ret_group)
 {
         struct commit_req *head = c->queue_head, *last = NULL, *q;
         size_t n = 0;
 
         assert(head);
-        for (q = head; q && n < GROUP_MAX; q = q->next) {
+        for (q = head; q && (n < GROUP_MAX || last->chained); q = q->next) {
                 req_set_state(q, REQ_GROUPED);
                 last = q;
                 n++;
@@ -838,7 +844,7 @@ static void group_hook(struct catalog *c, struct commit_req *group, size_t n, ui
         size_t i = 0;
 
         /* Only durable transactions: the group's synced write succeeded (NOTE 2). */
-        assert(c->writer_busy && c->err == 0 && n >= 1 && n <= GROUP_MAX);
+        assert(c->writer_busy && c->err == 0 && n >= 1 && n <= GROUP_MAX_CHAINED);
         assert(c->last_seq == first_seq + n - 1);
         for (const struct commit_req *q = group; q; q = q->next, i++) {
                 assert(i < n && q->seq == first_seq + i);
@@ -1003,6 +1009,77 @@ out:
         if (r == 0 && ret_seq)
                 *ret_seq = req.seq;
         req_done(&req);
+        return r;
+}
+
+int catalog_commit_many(struct catalog *c, const struct catalog_txn_ops *txns, size_t n,
+                        uint64_t *ret_first_seq)
+{
+        struct commit_req *reqs, *last;
+        size_t inited = 0;
+        int r;
+
+        if (!c || !txns || n == 0 || n > GROUP_MAX)
+                return -EINVAL;
+        if (c->secondary)
+                return -EROFS;
+        for (size_t i = 0; i < n; i++) {
+                r = ops_validate(txns[i].ops, txns[i].n_ops);
+                if (r < 0)
+                        return r;
+        }
+        reqs = calloc(n, sizeof(*reqs));
+        if (!reqs)
+                return -ENOMEM;
+        for (; inited < n; inited++) {
+                r = req_init(&reqs[inited], txns[inited].ops, txns[inited].n_ops);
+                if (r < 0)
+                        goto out;
+                reqs[inited].chained = inited + 1 < n;
+        }
+        last = &reqs[n - 1];
+
+        pthread_mutex_lock(&c->lock);
+        r = sticky_error_locked(c);
+        if (r < 0) {
+                pthread_mutex_unlock(&c->lock);
+                goto out;
+        }
+        /* Queued back to back under one lock hold, and queue_take() never splits a
+         * chain: the n requests are one group's, or part of one group -- one
+         * WriteBatch, so all or none are durable (NOTE 1), numbered in order (3). */
+        for (size_t i = 0; i < n; i++)
+                queue_push(c, &reqs[i]);
+        for (;;) {
+                /* c->lock held here; as in catalog_commit(), with the chain's last
+                 * request as ours: it is DONE only when the whole chain is. */
+                uint64_t deadline = 0;
+
+                if (req_state(last) == REQ_QUEUED && !c->writer_busy && group_ready(c, &deadline))
+                        group_lead(c);
+                else {
+                        uint32_t gen = __atomic_load_n(&c->group_end, __ATOMIC_ACQUIRE);
+
+                        pthread_mutex_unlock(&c->lock);
+                        group_end_wait(c, last, gen, deadline);
+                }
+                if (req_state(last) == REQ_DONE)
+                        break;
+                pthread_mutex_lock(&c->lock);
+        }
+        /* c->lock not held; every request is DONE, with the group's one result */
+        r = last->result;
+        for (size_t i = 0; i < n; i++)
+                assert(req_state(&reqs[i]) == REQ_DONE && reqs[i].result == r &&
+                       (r < 0 || reqs[i].seq == reqs[0].seq + i));
+        if (r < 0)
+                sticky_error(c);
+out:
+        if (r == 0 && ret_first_seq)
+                *ret_first_seq = reqs[0].seq;
+        for (size_t i = 0; i < inited; i++)
+                req_done(&reqs[i]);
+        free(reqs);
         return r;
 }
 

@@ -107,6 +107,17 @@ struct catalog *catalog_close(struct catalog *c);
  *   -EROFS    a secondary */
 int catalog_commit(struct catalog *c, const struct catalog_op *ops, size_t n_ops,
                    uint64_t *ret_seq);
+/* Commit txns[0..n) in this order, each its own transaction with its own sequence
+ * number (first_seq, first_seq + 1, ...), in ONE write: all of them are durable, or
+ * none (the same result for all).  1 <= n <= 256, else -EINVAL.  Errors as
+ * catalog_commit().  For a client's consecutive statements: one fsync, and no
+ * statement is durable without the ones before it. */
+struct catalog_txn_ops {
+        const struct catalog_op *ops;
+        size_t n_ops;
+};
+int catalog_commit_many(struct catalog *c, const struct catalog_txn_ops *txns, size_t n,
+                        uint64_t *ret_first_seq);
 /* A one-op transaction putting a meta record. */
 int catalog_meta_put(struct catalog *c, const char *key, const void *value, size_t value_len,
                      uint64_t *ret_seq);
@@ -124,7 +135,8 @@ struct catalog_committed {
 /* fn is called once per successful commit group with the group's transactions in seq
  * order, after the group is durable and catalog_last_seq() moved to txns[n - 1].seq,
  * and before any of its committers returns.  Every commit goes through it (a group
- * always has n >= 1), and calls follow each other without a gap:
+ * has 1 <= n <= 2 * 256 - 1 transactions: a catalog_commit_many() chain is never split),
+ * and calls follow each other without a gap:
  *     txns[i].seq == txns[0].seq + i,  txns[0].seq == the previous call's last seq + 1
  * (the first call after catalog_set_commit_hook() starts at catalog_last_seq() + 1 as of
  * that call).  It runs on the committing (leader) thread with the catalog's internal

@@ -88,6 +88,15 @@
  *     -EPROTO: every count and index read from shared memory is checked before use
  *     (header_validate(), slot states, record numbers), and every array index a reader
  *     computes is masked with its own validated copy of the table sizes.
+ *
+ * (10) Growth.  slot_capacity is where the table starts, not a ceiling: a publish of a
+ *     new collection into a full table doubles it (producer_grow(), up to
+ *     FRING_SLOT_CAPACITY_MAX) and reinitializes the grown region, every live frontier
+ *     in it, under one header seqlock write.  Readers see a new layout, remap
+ *     (note 6) and take a snapshot, as after a restart.  Before this, a controller
+ *     with more than 65,536 collections left the rest out of the ring: the follower
+ *     never saw them (no bounds: 65,532 of 100,002 at 100,000 objects) and statements
+ *     on them waited for an enactment the ring never showed.
  */
 #include "fring.h"
 
@@ -425,8 +434,9 @@ static int producer_open_wait(struct fring *r, const char *name)
         return 0;
 }
 
-/* (Re)initializes the mapped region empty, under the header seqlock (note 6). */
-static void producer_init(struct fring *r)
+/* (Re)initializes the mapped region under the header seqlock (note 6): empty, or
+ * holding the n frontiers in keep (a grown table, note 10) before readers can look. */
+static void producer_init(struct fring *r, const struct fring_frontier *keep, uint32_t n)
 {
         struct fring_header *h = r->hdr;
         const uint32_t slot_count = r->slot_mask + 1, ring_records = r->ring_mask + 1;
@@ -455,10 +465,21 @@ static void producer_init(struct fring *r)
                                        (uint64_t)slot_count * sizeof(struct fring_slot));
         store_relaxed(&h->write_pos, 0);
         store_relaxed(&h->_reserved1, 0);
-        hdr_write_end(h, seq);
-
         r->write_pos = 0;
         r->used = r->tombstones = 0;
+        assert(n <= r->slot_limit);
+        for (uint32_t k = 0; k < n; k++) {
+                bool found;
+                uint32_t i = producer_probe(r, keep[k].id, &found);
+
+                assert(!found);
+                (void)found;
+                slot_store(&r->slots[i], FRING_SLOT_USED, keep[k].id, keep[k].upper,
+                           keep[k].since, keep[k].physical_since);
+                r->used++;
+        }
+        hdr_write_end(h, seq);
+
         /* Readers asleep through the restart must look at the new header. */
         producer_wake(r, true);
 }
@@ -527,9 +548,61 @@ int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records
         r->ring = (struct fring_record *)((uint8_t *)r->slots +
                                           (size_t)slot_count * sizeof(struct fring_slot));
 
-        producer_init(r);
+        producer_init(r, NULL, 0);
         assert(fring_check(r));
         *ret = TAKE_PTR(r);
+        return 0;
+}
+
+/* Note 10: the table is full; double it (up to FRING_SLOT_CAPACITY_MAX) in place.  The
+ * object only grows (note 6), the new mapping replaces ours, and the region is
+ * reinitialized with every live frontier under one header seqlock write: readers
+ * remap and resync as after a restart, and never see the table without them. */
+static int producer_grow(struct fring *r)
+{
+        uint32_t cap, slot_count, n = 0;
+        struct fring_frontier *keep;
+        struct stat st;
+        uint64_t size;
+        void *m;
+
+        if (r->slot_limit >= FRING_SLOT_CAPACITY_MAX)
+                return -ENOSPC;
+        cap = r->slot_limit * 2 > FRING_SLOT_CAPACITY_MAX ? FRING_SLOT_CAPACITY_MAX : r->slot_limit * 2;
+        slot_count = pow2_roundup(2 * cap);
+        size = fring_layout_size(slot_count, r->ring_mask + 1);
+        keep = calloc(cap, sizeof(*keep));
+        if (!keep)
+                return -ENOMEM;
+        for (uint32_t i = 0; i <= r->slot_mask; i++) {
+                const struct fring_slot *sl = &r->slots[i];
+
+                if (sl->state == FRING_SLOT_USED)
+                        keep[n++] = (struct fring_frontier){ .id = sl->id, .upper = sl->upper,
+                                                             .since = sl->since,
+                                                             .physical_since = sl->physical_since };
+        }
+        assert(n == r->used);
+        if (fstat(r->fd, &st) < 0 ||
+            ((uint64_t)st.st_size < size && ftruncate(r->fd, (off_t)size) < 0) ||
+            (m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0)) == MAP_FAILED) {
+                int k = -errno;
+
+                free(keep);
+                return k;       /* the old table is untouched and still full */
+        }
+        munmap(r->hdr, r->map_size);
+        r->hdr = m;
+        r->map_size = size;
+        r->slots = (struct fring_slot *)((uint8_t *)m + sizeof(struct fring_header));
+        r->ring = (struct fring_record *)((uint8_t *)r->slots +
+                                          (size_t)slot_count * sizeof(struct fring_slot));
+        r->slot_mask = slot_count - 1;
+        r->slot_limit = cap;
+        free(r->scratch);
+        r->scratch = keep;      /* slot_limit entries, as producer_rebuild() wants */
+        producer_init(r, keep, n);
+        assert(fring_check(r));
         return 0;
 }
 
@@ -537,13 +610,18 @@ int fring_publish(struct fring *r, const struct fring_frontier *f)
 {
         uint32_t i;
         bool found;
+        int k;
 
         if (!r || !f || f->flags != 0)
                 return -EINVAL;
         i = producer_probe(r, f->id, &found);
+        if (!found && r->used >= r->slot_limit) {
+                k = producer_grow(r);
+                if (k < 0)
+                        return k == -ENOMEM ? k : -ENOSPC;
+                i = producer_probe(r, f->id, &found);
+        }
         if (!found) {
-                if (r->used >= r->slot_limit)
-                        return -ENOSPC;
                 if (r->slots[i].state == FRING_SLOT_TOMBSTONE)
                         r->tombstones--;
                 r->used++;

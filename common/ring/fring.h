@@ -59,7 +59,8 @@ int fring_name(const char *instance, char *buf, size_t size);
 /* Creates the ring, or takes over an existing one after a producer restart: the same
  * objects are reused (never unlinked under live readers), resized upwards if needed,
  * reinitialized empty, and stamped with `generation`; attached readers notice and
- * resync.  slot_capacity is the most live collections (1..FRING_SLOT_CAPACITY_MAX);
+ * resync.  slot_capacity is the live collections the table starts with
+ * (1..FRING_SLOT_CAPACITY_MAX; it grows, see fring_publish());
  * ring_records (1..FRING_RING_RECORDS_MAX) is rounded up to a power of two.
  * -EBUSY if another producer holds the ring (a lock that dies with the holding open
  * file: beware fork() without exec() in the producer). */
@@ -67,8 +68,10 @@ int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records
                  uint64_t generation, struct fring **ret);
 
 /* Sets the frontiers of f->id (inserting it if new), appends a change record and wakes
- * sleeping readers if there are any.  -ENOSPC if the collection is new and
- * slot_capacity collections are live, -EINVAL if f->flags is not 0. */
+ * sleeping readers if there are any.  A new collection in a full table doubles the
+ * table first (readers resync once); -ENOSPC only at FRING_SLOT_CAPACITY_MAX live
+ * collections, -ENOMEM or -errno if the table cannot grow, -EINVAL if f->flags is
+ * not 0. */
 int fring_publish(struct fring *r, const struct fring_frontier *f);
 
 /* The collection was dropped: frees its slot and appends a FRING_FRONTIER_FORGOTTEN

@@ -9,7 +9,9 @@
  *   I5     a publication whose bound would pass a live requirement is refused -- also
  *          the requirement of a creation still in flight;
  *   retirement: DROP removes the consumer's requirements in the same transaction;
- *   reload: what memory shows equals what a fresh open reads back (acat_export()).
+ *   reload: what memory shows equals what a fresh open reads back (acat_export());
+ *   runs: a creation may name the items of creations committed before it in the same
+ *          write (acat_create_begin_after()), and only those.
  */
 #include <inttypes.h>
 
@@ -298,10 +300,111 @@ static void test_protection(void)
         free(dir);
 }
 
+/* acat_create_begin_after() (adapter-exec.c note 7, runs): a creation may name the
+ * items of creations begun before it, which the caller commits first in the same write
+ * (catalog_commit_many()); finished in order they are both there, rolled back in
+ * reverse both are gone; a consumer's logical inputs must still be committed. */
+static void test_create_after(void)
+{
+        struct row_error err = { .position = 0 };
+        struct acat_txn *tv = NULL, *ti = NULL, *tt = NULL, *tx = NULL;
+        struct catalog_txn_ops txns[2];
+        const struct acat_item *it;
+        uint64_t t1, v, idx, t2, seq = 0;
+
+        dir = t_mkdtemp("acat-after");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        open_all();
+        t1 = create("t1", SQL_OBJECT_TABLE, NULL, 0, NULL, 0, 0, 100, NULL);
+        {
+                struct acat_new_item nv = { .name = "v", .kind = SQL_OBJECT_VIEW, .create_sql = "-",
+                                            .columns = cols, .n_columns = 1, .logical_inputs = &t1,
+                                            .n_logical = 1, .refs = &t1, .n_refs = 1 };
+                CU_ASSERT_EQUAL_FATAL(acat_create_begin(cat, &nv, 200, &tv, &err), 0);
+        }
+        v = acat_txn_item(tv, 0)->gid;
+        {
+                struct acat_new_item ni = { .name = "v_primary_idx", .kind = SQL_OBJECT_INDEX,
+                                            .create_sql = "-", .columns = cols, .n_columns = 1,
+                                            .logical_inputs = &t1, .n_logical = 1, .refs = &v,
+                                            .n_refs = 1, .on_id = v, .as_of = 200 };
+                /* alone, the view does not exist yet */
+                CU_ASSERT_EQUAL(acat_create_begin(cat, &ni, 201, &ti, &err), -EINVAL);
+                CU_ASSERT_STRING_EQUAL(err.sqlstate, "42P01");
+                CU_ASSERT_EQUAL_FATAL(acat_create_begin_after(cat, &ni, 201, &tv, 1, &ti, &err), 0);
+        }
+        idx = acat_txn_item(ti, 0)->gid;
+        CU_ASSERT(idx > v);
+        CU_ASSERT_PTR_NULL(acat_by_gid(cat, v));        /* nothing shows before the commit */
+        {
+                /* a consumer reading an uncommitted table: refused, even after it */
+                struct acat_new_item nt = { .name = "t2", .kind = SQL_OBJECT_TABLE, .create_sql = "-",
+                                            .columns = cols, .n_columns = 1 };
+                struct acat_new_item nx;
+
+                CU_ASSERT_EQUAL_FATAL(acat_create_begin(cat, &nt, 202, &tt, &err), 0);
+                t2 = acat_txn_item(tt, 0)->gid;
+                nx = (struct acat_new_item){ .name = "t2_idx", .kind = SQL_OBJECT_INDEX, .create_sql = "-",
+                                             .columns = cols, .n_columns = 1, .logical_inputs = &t2,
+                                             .n_logical = 1, .refs = &t2, .n_refs = 1, .on_id = t2,
+                                             .as_of = 202 };
+                CU_ASSERT_EQUAL(acat_create_begin_after(cat, &nx, 203, &tt, 1, &tx, &err), -EINVAL);
+                CU_ASSERT_STRING_EQUAL(err.sqlstate, "42P01");
+                acat_txn_finish(cat, tt, -EIO);         /* as if its commit failed */
+                CU_ASSERT_PTR_NULL(acat_by_name(cat, "t2"));
+        }
+        /* One write, in order; finished in order. */
+        txns[0].ops = acat_txn_ops(tv, &txns[0].n_ops);
+        txns[1].ops = acat_txn_ops(ti, &txns[1].n_ops);
+        CU_ASSERT_EQUAL_FATAL(catalog_commit_many(store, txns, 2, &seq), 0);
+        acat_txn_finish(cat, tv, 0);
+        acat_txn_finish(cat, ti, 0);
+        it = acat_by_gid(cat, v);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+        CU_ASSERT_EQUAL(it->index_id, idx);
+        CU_ASSERT(it->n_dependents == 1 && it->dependents[0] == idx);
+        CU_ASSERT_PTR_NOT_NULL(acat_by_gid(cat, idx));
+        CU_ASSERT_PTR_NOT_NULL(req_of(idx, t1));
+
+        /* Rolled back, the later one first: both names are free again. */
+        {
+                struct acat_new_item nw = { .name = "w", .kind = SQL_OBJECT_VIEW, .create_sql = "-",
+                                            .columns = cols, .n_columns = 1, .logical_inputs = &t1,
+                                            .n_logical = 1, .refs = &t1, .n_refs = 1 };
+                struct acat_new_item nwi;
+                uint64_t w;
+
+                CU_ASSERT_EQUAL_FATAL(acat_create_begin(cat, &nw, 300, &tv, &err), 0);
+                w = acat_txn_item(tv, 0)->gid;
+                nwi = (struct acat_new_item){ .name = "w_primary_idx", .kind = SQL_OBJECT_INDEX,
+                                              .create_sql = "-", .columns = cols, .n_columns = 1,
+                                              .logical_inputs = &t1, .n_logical = 1, .refs = &w,
+                                              .n_refs = 1, .on_id = w, .as_of = 300 };
+                CU_ASSERT_EQUAL_FATAL(acat_create_begin_after(cat, &nwi, 301, &tv, 1, &ti, &err), 0);
+                acat_txn_finish(cat, ti, -EIO);
+                acat_txn_finish(cat, tv, -EIO);
+                CU_ASSERT_PTR_NULL(acat_by_name(cat, "w"));
+                CU_ASSERT_PTR_NULL(acat_by_name(cat, "w_primary_idx"));
+                CU_ASSERT_EQUAL(acat_by_gid(cat, t1)->n_req_consumers, 1);      /* v's index */
+                create("w", SQL_OBJECT_VIEW, &t1, 1, &t1, 1, 0, 302, NULL);
+        }
+        /* What memory shows is what a fresh open reads back. */
+        close_all();
+        open_all();
+        it = acat_by_gid(cat, v);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+        CU_ASSERT_EQUAL(it->index_id, idx);
+        CU_ASSERT_PTR_NOT_NULL(acat_by_name(cat, "w"));
+        close_all();
+        t_rmrf(dir);
+        free(dir);
+}
+
 int main(void)
 {
         static const struct t_case cases[] = {
                 { "bounds, requirements, admission, publication, retirement", test_protection },
+                { "a creation after others of the same write (runs)", test_create_after },
                 { NULL, NULL },
         };
         static const struct t_suite suites[] = { { "catalog writer", cases }, { NULL, NULL } };

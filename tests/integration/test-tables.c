@@ -9,6 +9,8 @@
  *   the extended protocol (PQexecParams, PQprepare);
  *   100 concurrent clients inserting while the controller and then the adapter are
  *   killed with -9: every acknowledged row is there, no statement is half applied (I7);
+ *   concurrent DDL shares catalog syncs, and a query string's CREATEs commit together
+ *   (runs), answered in order, each seeing the catalog as one at a time would;
  *   the oracle stays monotone across an adapter restart with the wall clock set back;
  *   a psql script with ON_ERROR_STOP.
  */
@@ -404,6 +406,136 @@ static void test_ddl_group_commit(void)
         PQfinish(c);
 }
 
+/* The results of one simple query, as "TAG" or "!SQLSTATE" joined with ','. */
+static char *results_of(PGconn *c, const char *sql)
+{
+        char *out = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&out, &len);
+        PGresult *r;
+        bool first = true;
+
+        if (!f || !PQsendQuery(c, sql)) {
+                if (f)
+                        fclose(f);
+                free(out);
+                return NULL;
+        }
+        while ((r = PQgetResult(c))) {
+                const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+                if (PQresultStatus(r) == PGRES_FATAL_ERROR)
+                        fprintf(f, "%s!%s", first ? "" : ",", state ? state : "?");
+                else
+                        fprintf(f, "%s%s", first ? "" : ",", PQcmdStatus(r));
+                first = false;
+                PQclear(r);
+        }
+        fclose(f);
+        return out;
+}
+
+static bool results_are(PGconn *c, const char *sql, const char *expected)
+{
+        char *got = results_of(c, sql);
+        bool good = got && strcmp(got, expected) == 0;
+
+        if (!good)
+                fprintf(stderr, "\n    %s: expected [%s], got [%s]", sql, expected, got ? got : "(error)");
+        free(got);
+        return good;
+}
+
+/* adapter-exec.c note 7: a query string's consecutive CREATEs go to the catalog
+ * together (one sync for several transactions), and every statement still sees the
+ * catalog, and is answered, as if they ran one at a time. */
+static void test_ddl_runs(void)
+{
+        PGconn *c = db();
+        uint64_t c0 = 0, s0 = 0, c1 = 0, s1 = 0;
+        char q[64 * 40] = "";
+        size_t len = 0;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        for (int i = 0; i < 40; i++)
+                len += (size_t)snprintf(q + len, sizeof(q) - len, "CREATE TABLE run_%d (a int);", i);
+        CU_ASSERT_FATAL(catalog_counts(&c0, &s0));
+        CU_ASSERT(ok(c, q));
+        CU_ASSERT_FATAL(catalog_counts(&c1, &s1));
+        printf("\n    40 CREATEs in one string: %llu catalog commits in %llu syncs\n",
+               (unsigned long long)(c1 - c0), (unsigned long long)(s1 - s0));
+        CU_ASSERT(c1 - c0 >= 40);
+        /* One at a time it is 40 syncs; in runs of up to 16 about 3 (a publication or
+         * the oracle's high-water mark may add one). */
+        CU_ASSERT(s1 - s0 <= 10);
+        {
+                char *all = rows_of(c, "SHOW TABLES");
+                size_t n = 0;
+                for (const char *p = all; p && (p = strstr(p, "run_")); p++)
+                        n++;
+                CU_ASSERT_EQUAL(n, 40);
+                free(all);
+        }
+
+        /* An error in the middle: the statements before it are answered and durable,
+         * then its error, and nothing after it runs. */
+        CU_ASSERT(results_are(c, "CREATE TABLE rx (a int); CREATE TABLE ry (a int); "
+                                 "CREATE TABLE rx (b int); CREATE TABLE rz (a int)",
+                              "CREATE TABLE,CREATE TABLE,!42P07"));
+        CU_ASSERT(ok(c, "INSERT INTO rx VALUES (1)"));
+        CU_ASSERT(ok(c, "INSERT INTO ry VALUES (1)"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM rz", "42P01"));
+
+        /* Statements that name what the ones before them create, drop or skip. */
+        CU_ASSERT(results_are(c, "CREATE TABLE rp (a int); CREATE VIEW rpv AS SELECT a FROM rp; "
+                                 "CREATE DEFAULT INDEX ON rpv; CREATE TABLE rq (a int); "
+                                 "DROP TABLE IF EXISTS rq; CREATE TABLE rq (b text); "
+                                 "CREATE TABLE IF NOT EXISTS rp (a int); CREATE TABLE rr (a int); "
+                                 "INSERT INTO rp VALUES (7); CREATE VIEW rrv AS SELECT a FROM rr",
+                              "CREATE TABLE,CREATE VIEW,CREATE INDEX,CREATE TABLE,DROP TABLE,"
+                              "CREATE TABLE,CREATE TABLE,CREATE TABLE,INSERT 0 1,CREATE VIEW"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM rpv", "7"));
+        CU_ASSERT(ok(c, "INSERT INTO rq VALUES ('x')"));
+        CU_ASSERT(rows_are(c, "SELECT b FROM rq", "x"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM rrv", ""));
+
+        /* A run sees its own creations: views and their indexes (the setup shape of
+         * tools/coord bench publication) commit together. */
+        len = 0;
+        for (int i = 0; i < 20; i++)
+                len += (size_t)snprintf(q + len, sizeof(q) - len,
+                                        "CREATE VIEW runv_%d AS SELECT a FROM rp; "
+                                        "CREATE DEFAULT INDEX ON runv_%d;", i, i);
+        CU_ASSERT_FATAL(catalog_counts(&c0, &s0));
+        CU_ASSERT(ok(c, q));
+        CU_ASSERT_FATAL(catalog_counts(&c1, &s1));
+        printf("    20 views and their indexes in one string: %llu catalog commits in %llu syncs\n",
+               (unsigned long long)(c1 - c0), (unsigned long long)(s1 - s0));
+        CU_ASSERT(c1 - c0 >= 40);
+        CU_ASSERT(s1 - s0 <= 10);
+        CU_ASSERT(rows_are(c, "SELECT a FROM runv_19", "7"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM coord_objects WHERE name = 'runv_7_primary_idx'", "1"));
+
+        /* A view on a view of the run, an index on a table of the run (its input is not
+         * committed yet: it waits for the run), a materialized view likewise. */
+        CU_ASSERT(results_are(c, "CREATE TABLE rt (a int); CREATE VIEW rtv AS SELECT a FROM rt; "
+                                 "CREATE VIEW rtw AS SELECT a FROM rtv; CREATE DEFAULT INDEX ON rtw; "
+                                 "CREATE DEFAULT INDEX ON rt; CREATE MATERIALIZED VIEW rtm AS SELECT a FROM rtv; "
+                                 "INSERT INTO rt VALUES (3)",
+                              "CREATE TABLE,CREATE VIEW,CREATE VIEW,CREATE INDEX,CREATE INDEX,"
+                              "CREATE MATERIALIZED VIEW,INSERT 0 1"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM rtw", "3"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM rt", "3"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM rtm", "3"));
+        /* A failed statement after the run's view: the view is there, the rest is not. */
+        CU_ASSERT(results_are(c, "CREATE VIEW rfv AS SELECT a FROM rt; CREATE VIEW rfw AS SELECT nope FROM rfv; "
+                                 "CREATE DEFAULT INDEX ON rfv",
+                              "CREATE VIEW,!42703"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM rfv", "3"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM coord_objects WHERE name = 'rfv_primary_idx'", "0"));
+        PQfinish(c);
+}
+
 /* The oracle never goes back: restart the adapter with its wall clock an hour behind;
  * new writes still get later timestamps than every earlier one. */
 static void test_oracle_monotone(void)
@@ -570,6 +702,7 @@ static const struct t_case cases[] = {
         { "cancel a waiting read", test_cancel },
         { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
         { "concurrent DDL shares catalog syncs", test_ddl_group_commit },
+        { "a query string's CREATEs commit together, answered in order", test_ddl_runs },
         { "oracle monotone with the clock set back", test_oracle_monotone },
         { "a DDL costs one timestamp", test_ddl_timestamps },
         { "built-in rows of answered DDL survive kill -9 of the adapter", test_ddl_rows_survive_kill9 },

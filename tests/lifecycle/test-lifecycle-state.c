@@ -301,6 +301,74 @@ static void test_sparse(void)
         lc_state_free(s);
 }
 
+/* One table read by 50 materialized views (tick_input() keeps the minimum requirement
+ * over an input's consumers instead of walking them at every tick): the table's bound
+ * follows that minimum when the holding consumer is dropped, when a consumer's
+ * requirement moves in a tick, and after an abandoned publication. */
+static void test_many_consumers(void)
+{
+        enum { TB = 1000, MV0 = 3000, N = 50 };
+        struct lc_state *s;
+        struct lc_publication p = { 0 };
+        const uint64_t in[1] = { TB };
+        uint64_t seq = 2;
+
+        CU_ASSERT_FATAL(lc_state_new(&s) == 0);
+        put_item(s, TB, COORD__ITEM_KIND__ITEM_TABLE, NULL, 0, 0, 0);
+        put_bound(s, TB, 100);
+        for (uint64_t i = 0; i < N; i++) {
+                put_item(s, MV0 + i, COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW, in, 1, 0, 100);
+                put_bound(s, MV0 + i, 100);
+                put_req(s, MV0 + i, TB, 100);
+        }
+        lc_state_set_seq(s, 1);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 20000, 0, false), 0);    /* T */
+        CU_ASSERT_EQUAL(lc_state_frontier(s, TB, 20000, 0, false), 0);   /* written at 19999 */
+        /* MV i has caught up to 6000 + 10 i: R(MV i, TB) = its upper - 1. */
+        for (uint64_t i = 0; i < N; i++)
+                CU_ASSERT_EQUAL(lc_state_frontier(s, MV0 + i, 6000 + 10 * i, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(find_bound(&p, TB));
+        CU_ASSERT_EQUAL(find_bound(&p, TB)->bound, 5999);
+        lc_state_committed(s, &p);
+
+        /* Quiet: the same minimum, nothing to publish for TB. */
+        CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 20100, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        CU_ASSERT_PTR_NULL(find_bound(&p, TB));
+        lc_state_committed(s, &p);
+
+        /* The view holding the minimum is dropped: the next one holds TB. */
+        txn_apply_delete_req(s, seq++, MV0, TB);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(find_bound(&p, TB));
+        CU_ASSERT_EQUAL(find_bound(&p, TB)->bound, 6009);
+        lc_state_committed(s, &p);
+
+        /* That one catches up in the same tick as TB is looked at again. */
+        CU_ASSERT_EQUAL(lc_state_frontier(s, MV0 + 1, 9000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(find_req(&p, MV0 + 1, TB));
+        CU_ASSERT_EQUAL(find_req(&p, MV0 + 1, TB)->frontier, 8999);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(find_bound(&p, TB));
+        CU_ASSERT_EQUAL(find_bound(&p, TB)->bound, 6019);       /* MV 2 now */
+        /* Refused by the adapter: proposed again, from the committed state. */
+        lc_state_abandon(s);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(find_bound(&p, TB));
+        CU_ASSERT_EQUAL(find_bound(&p, TB)->bound, 6019);
+        lc_state_committed(s, &p);
+
+        /* Every view caught up past TB's last write: the policy holds TB, not them. */
+        for (uint64_t i = 1; i < N; i++)
+                CU_ASSERT_EQUAL(lc_state_frontier(s, MV0 + i, 20100, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(find_bound(&p, TB));
+        CU_ASSERT_EQUAL(find_bound(&p, TB)->bound, 19100);      /* T - 1 s */
+        lc_publication_done(&p);
+        lc_state_free(s);
+}
+
 /* An index installed later than the policy would say (its arrangement starts at its
  * since): its first bound is that since, never below (I2). */
 static void test_index_since_floor(void)
@@ -336,6 +404,7 @@ int main(void)
                 { "tick_chain", test_tick_chain },
                 { "drop_advances", test_drop_advances },
                 { "sparse", test_sparse },
+                { "many_consumers", test_many_consumers },
                 { "index_since_floor", test_index_since_floor },
                 { NULL, NULL },
         };

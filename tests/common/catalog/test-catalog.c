@@ -1,6 +1,7 @@
 /* test-catalog.c -- the catalog store (common/catalog): round trip and recovery, log
  * cursor, atomicity and durability under kill -9 (I7), secondary catch-up, sticky
- * errors (injected and a real EFBIG), group commit under concurrency.
+ * errors (injected and a real EFBIG), group commit under concurrency, several
+ * transactions in one write (catalog_commit_many).
  *
  * Two cases re-execute this binary in a child mode, so the child starts with one
  * thread and no RocksDB state inherited across fork():
@@ -983,9 +984,141 @@ static void test_group_commit(void)
         t_rmrf(dir);
 }
 
-/* ---- 6. The commit hook --------------------------------------------------------- */
+/* ---- 6. Several transactions in one write (catalog_commit_many) ------------------- */
 
-#define HOOK_MAX (GROUP_THREADS * 50 + 16)
+#define MANY_THREADS 4
+#define MANY_CHAIN 200                  /* per call: with 4 callers, more than GROUP_MAX */
+
+struct many_arg {
+        struct catalog *c;
+        unsigned thread;
+        uint64_t first_seq;
+        int r;
+};
+
+static void *many_thread(void *p)
+{
+        struct many_arg *a = p;
+        static char keys[MANY_THREADS][MANY_CHAIN][32];
+        struct catalog_op ops[MANY_CHAIN];
+        struct catalog_txn_ops txns[MANY_CHAIN];
+
+        for (unsigned i = 0; i < MANY_CHAIN; i++) {
+                snprintf(keys[a->thread][i], sizeof(keys[0][0]), "m/%u/%u", a->thread, i);
+                ops[i] = op_put(CATALOG_CF_STATE, keys[a->thread][i], keys[a->thread][i]);
+                txns[i] = (struct catalog_txn_ops){ .ops = &ops[i], .n_ops = 1 };
+        }
+        a->r = catalog_commit_many(a->c, txns, MANY_CHAIN, &a->first_seq);
+        return NULL;
+}
+
+static void test_commit_many(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-many"), *path = NULL;
+        struct catalog *c = NULL;
+        struct catalog_log_iter *it = NULL;
+        Coord__CatalogTxn *txn = NULL;
+        struct catalog_stats st0, st1;
+        const struct catalog_op one[] = { op_put(CATALOG_CF_STATE, "one", "1") };
+        const struct catalog_op a[] = { op_put(CATALOG_CF_STATE, "a", "1") };
+        const struct catalog_op b[] = { op_put(CATALOG_CF_STATE, "b", "2"), op_del("one") };
+        const struct catalog_op cc[] = { op_put(CATALOG_CF_META, "c", "3") };
+        const struct catalog_op bad[] = { { .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_STATE } };
+        const struct catalog_txn_ops txns[] = { { a, 1 }, { b, 2 }, { cc, 1 } };
+        const struct catalog_txn_ops with_bad[] = { { a, 1 }, { bad, 1 } };
+        static struct catalog_txn_ops too_many[257];
+        static struct many_arg args[MANY_THREADS];
+        pthread_t threads[MANY_THREADS];
+        uint64_t seq = 0;
+        int r;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        path = path_join(dir, "db");
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        CU_ASSERT_EQUAL(catalog_commit(c, one, 1, &seq), 0);
+        CU_ASSERT_EQUAL(seq, 1);
+
+        /* Three transactions, one synced write, consecutive seqs, one log entry each. */
+        catalog_get_stats(c, &st0);
+        CU_ASSERT_EQUAL(catalog_commit_many(c, txns, 3, &seq), 0);
+        catalog_get_stats(c, &st1);
+        CU_ASSERT_EQUAL(seq, 2);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 4);
+        CU_ASSERT_EQUAL(st1.commits - st0.commits, 3);
+        CU_ASSERT_EQUAL(st1.groups - st0.groups, 1);
+        check_value(c, CATALOG_CF_STATE, "a", "1");
+        check_value(c, CATALOG_CF_STATE, "b", "2");
+        check_value(c, CATALOG_CF_STATE, "one", NULL);
+        check_value(c, CATALOG_CF_META, "c", "3");
+        CU_ASSERT_EQUAL_FATAL(catalog_log_iter_new(c, 1, &it), 0);
+        for (unsigned i = 0; i < 3; i++) {
+                CU_ASSERT_EQUAL_FATAL(catalog_log_next(it, &txn), 1);
+                CU_ASSERT_EQUAL(txn->seq, 2 + i);
+                CU_ASSERT_EQUAL_FATAL(txn->n_ops, txns[i].n_ops);
+                for (size_t k = 0; k < txn->n_ops; k++)
+                        check_op(txn->ops[k], &txns[i].ops[k]);
+                coord__catalog_txn__free_unpacked(txn, NULL);
+        }
+        CU_ASSERT_EQUAL(catalog_log_next(it, &txn), 0);
+        it = catalog_log_iter_free(it);
+
+        /* Refused whole: nothing written, the handle healthy. */
+        seq = 77;
+        CU_ASSERT_EQUAL(catalog_commit_many(c, with_bad, 2, &seq), -EINVAL);
+        CU_ASSERT_EQUAL(catalog_commit_many(c, txns, 0, &seq), -EINVAL);
+        for (size_t i = 0; i < ELEMENTSOF(too_many); i++)
+                too_many[i] = txns[0];
+        CU_ASSERT_EQUAL(catalog_commit_many(c, too_many, ELEMENTSOF(too_many), &seq), -EINVAL);
+        CU_ASSERT_EQUAL(seq, 77);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 4);
+        CU_ASSERT_EQUAL(catalog_error(c), 0);
+
+        /* Concurrent chains, together longer than a group: never interleaved --
+         * each caller's seqs are consecutive. */
+        for (unsigned t = 0; t < MANY_THREADS; t++) {
+                args[t] = (struct many_arg){ .c = c, .thread = t };
+                CU_ASSERT_EQUAL_FATAL(pthread_create(&threads[t], NULL, many_thread, &args[t]), 0);
+        }
+        for (unsigned t = 0; t < MANY_THREADS; t++)
+                pthread_join(threads[t], NULL);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 4 + MANY_THREADS * MANY_CHAIN);
+        for (unsigned t = 0; t < MANY_THREADS; t++) {
+                CU_ASSERT_EQUAL_FATAL(args[t].r, 0);
+                CU_ASSERT((args[t].first_seq - 5) % MANY_CHAIN == 0);
+                CU_ASSERT_EQUAL_FATAL(catalog_log_iter_new(c, args[t].first_seq - 1, &it), 0);
+                for (unsigned i = 0; i < MANY_CHAIN; i++) {
+                        char key[32];
+
+                        snprintf(key, sizeof(key), "m/%u/%u", t, i);
+                        CU_ASSERT_EQUAL_FATAL(catalog_log_next(it, &txn), 1);
+                        CU_ASSERT_EQUAL(txn->seq, args[t].first_seq + i);
+                        CU_ASSERT(txn->n_ops == 1 && bytes_eq(txn->ops[0]->key, key));
+                        coord__catalog_txn__free_unpacked(txn, NULL);
+                }
+                it = catalog_log_iter_free(it);
+        }
+
+        /* A failed write fails every transaction of the call, and none survives. */
+        catalog_debug_fail_next_sync(c);
+        seq = 77;
+        const struct catalog_op x[] = { op_put(CATALOG_CF_STATE, "x", "1") };
+        const struct catalog_op y[] = { op_put(CATALOG_CF_STATE, "y", "1") };
+        const struct catalog_txn_ops lost[] = { { x, 1 }, { y, 1 } };
+        r = catalog_commit_many(c, lost, 2, &seq);
+        CU_ASSERT_EQUAL(r, -EIO);
+        CU_ASSERT_EQUAL(seq, 77);
+        c = catalog_close(c);
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 4 + MANY_THREADS * MANY_CHAIN);
+        check_value(c, CATALOG_CF_STATE, "x", NULL);
+        check_value(c, CATALOG_CF_STATE, "y", NULL);
+        c = catalog_close(c);
+        t_rmrf(dir);
+}
+
+/* ---- 7. The commit hook --------------------------------------------------------- */
+
+#define HOOK_MAX (GROUP_THREADS * 50 + MANY_THREADS * MANY_CHAIN + 16)
 
 struct hook_log {
         size_t n, calls, max_n;
@@ -1043,7 +1176,8 @@ static void test_commit_hook(void)
         _cleanup_free_ char *dir = t_mkdtemp("catalog-hook"), *path = NULL;
         static struct hook_log h;
         struct hook_arg args[GROUP_THREADS];
-        pthread_t threads[GROUP_THREADS];
+        static struct many_arg margs[MANY_THREADS];
+        pthread_t threads[GROUP_THREADS > MANY_THREADS ? GROUP_THREADS : MANY_THREADS];
         struct catalog *c = NULL;
         struct catalog_log_iter *it = NULL;
         Coord__CatalogTxn *txn = NULL;
@@ -1067,6 +1201,16 @@ static void test_commit_hook(void)
                 pthread_join(threads[t], NULL);
                 CU_ASSERT_EQUAL(args[t].r, 0);
         }
+        /* Chains (catalog_commit_many()) from several threads: a group may then hold
+         * more than GROUP_MAX transactions, all handed to the hook in one call. */
+        for (unsigned t = 0; t < MANY_THREADS; t++) {
+                margs[t] = (struct many_arg){ .c = c, .thread = t };
+                CU_ASSERT_EQUAL_FATAL(pthread_create(&threads[t], NULL, many_thread, &margs[t]), 0);
+        }
+        for (unsigned t = 0; t < MANY_THREADS; t++) {
+                pthread_join(threads[t], NULL);
+                CU_ASSERT_EQUAL(margs[t].r, 0);
+        }
         /* A meta put takes the same path. */
         CU_ASSERT_EQUAL(catalog_meta_put(c, "oracle", "x", 1, &seq), 0);
         CU_ASSERT_EQUAL(seq, catalog_last_seq(c));
@@ -1075,7 +1219,7 @@ static void test_commit_hook(void)
 
         printf("%zu transactions in %zu hook calls (largest %zu) ", h.n, h.calls, h.max_n);
         CU_ASSERT_EQUAL(h.overlaps, 0);
-        CU_ASSERT_EQUAL_FATAL(h.n, (size_t)GROUP_THREADS * 50 + 1);
+        CU_ASSERT_EQUAL_FATAL(h.n, (size_t)GROUP_THREADS * 50 + MANY_THREADS * MANY_CHAIN + 1);
         CU_ASSERT(h.calls < h.n);       /* grouped: several transactions per call */
         for (size_t i = 0; i < h.n; i++)
                 CU_ASSERT_EQUAL(h.seq[i], base + 1 + i);
@@ -1133,6 +1277,7 @@ static const struct t_case error_cases[] = {
 
 static const struct t_case group_cases[] = {
         { "8 threads: dense distinct seqs, all durable, grouped", test_group_commit },
+        { "commit_many: one write, consecutive seqs, never interleaved, all or none", test_commit_many },
         { NULL, NULL },
 };
 

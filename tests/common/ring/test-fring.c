@@ -386,16 +386,37 @@ static void test_basic(void)
         CU_ASSERT_EQUAL(fring_publish(r, NULL), -EINVAL);
         CU_ASSERT_EQUAL(fring_read(rd, NULL, 1, NULL), -EINVAL);
 
-        /* 9 live of 16: 7 more fit, then -ENOSPC; updates of live ones still work. */
+        /* 9 live of 16, then 100 more: the table doubles as it fills (note 10), the
+         * reader resyncs and its snapshot holds every live collection exactly once;
+         * lookups find old and new ones; updates of live ones still work. */
         for (uint64_t id = 1000; id < 1100; id++) {
-                f = t_val(id, 1);
+                f = t_val(id, id);
                 if (fring_publish(r, &f) < 0)
                         break;
                 added++;
         }
-        CU_ASSERT_EQUAL(added, 7);
-        f = t_val(5000, 1);
-        CU_ASSERT_EQUAL(fring_publish(r, &f), -ENOSPC);
+        CU_ASSERT_EQUAL(added, 100);
+        CU_ASSERT(fring_check(r));
+        {
+                bool seen[1100] = { false };
+                size_t live = 0, got;
+
+                resynced = false;
+                while ((got = (size_t)fring_read(rd, buf, ELEMENTSOF(buf), &resynced)) > 0 &&
+                       got <= ELEMENTSOF(buf)) {
+                        for (size_t k = 0; k < got; k++)
+                                if (buf[k].id < ELEMENTSOF(seen) && !(buf[k].flags & FRING_FRONTIER_FORGOTTEN)) {
+                                        if (!seen[buf[k].id])
+                                                live++;
+                                        seen[buf[k].id] = true;
+                                }
+                }
+                CU_ASSERT_EQUAL(live, 109);
+                for (uint64_t id = 1000; id < 1100; id++)
+                        CU_ASSERT_TRUE(seen[id]);
+        }
+        CU_ASSERT_EQUAL(fring_lookup(rd, 1099, &buf[0]), 0);
+        CU_ASSERT_EQUAL(buf[0].upper, 1100);    /* t_val(1099, 1099) */
         f = t_val(100, 7777);
         CU_ASSERT_EQUAL(fring_publish(r, &f), 0);
         CU_ASSERT(fring_check(r));
