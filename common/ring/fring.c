@@ -76,8 +76,9 @@
  *     nonzero.  The handshake is Dekker's: the reader increments waiters, fences,
  *     re-checks write_pos and hdr_seq; the producer stores write_pos (or hdr_seq),
  *     fences, reads waiters.  With seq_cst fences on both sides at least one of them
- *     sees the other (fring_wait(), producer_wake()).  The producer never resets
- *     waiters of a valid NAME.wait, since readers asleep across a restart own their
+ *     sees the other (ring_sleep() and ring_wake() in ring-shm.c, which the catalog
+ *     log ring uses too).  The producer never resets waiters of a valid NAME.wait
+ *     (ring_waitpage_create()), since readers asleep across a restart own their
  *     increments.
  *
  * (8) Failures.  A producer killed in the middle of a slot write leaves that slot odd
@@ -141,7 +142,7 @@ struct fring {
         size_t map_size;
         struct fring_slot *slots;       /* inside that mapping */
         struct fring_record *ring;
-        struct fring_waitpage *wait;    /* mapping of NAME.wait */
+        struct ring_waitpage *wait;    /* mapping of NAME.wait */
         uint32_t slot_mask;             /* slot_count - 1 */
         uint32_t ring_mask;             /* ring_records - 1 */
         uint32_t slot_limit;            /* slot_capacity */
@@ -168,7 +169,7 @@ struct fring_reader {
         int wait_fd;                    /* NAME.wait, O_RDWR */
         const struct fring_header *hdr; /* PROT_READ mapping of map_size bytes of NAME */
         size_t map_size;
-        struct fring_waitpage *wait;    /* read-write mapping of NAME.wait */
+        struct ring_waitpage *wait;    /* read-write mapping of NAME.wait */
 
         /* The layout as validated under header seqlock value hdr_seq (even, nonzero;
          * 0 before the first validation).  Never re-read from shared memory. */
@@ -208,27 +209,12 @@ int fring_name(const char *instance, char *buf, size_t size)
  * in the region.  The even value that follows is never 0 ("never initialized"). */
 static uint32_t hdr_write_begin(struct fring_header *h)
 {
-        uint32_t seq = h->hdr_seq;
-
-        seq += (seq & 1) ? 2 : 1;
-        if (seq == UINT32_MAX)
-                seq = 1;
-        store_relaxed(&h->hdr_seq, seq);
-        /* Order the odd hdr_seq before every store of the (re)initialization: a reader
-         * that read any of those stores sees an odd or newer hdr_seq when it re-checks.
-         * Pairs with the acquire fences in reader_revalidate(), fring_read() and
-         * fring_lookup(). */
-        __atomic_thread_fence(__ATOMIC_RELEASE);
-        return seq;
+        return ring_hdr_write_begin(&h->hdr_seq);
 }
 
 static void hdr_write_end(struct fring_header *h, uint32_t seq)
 {
-        assert(seq & 1);
-        /* Publish the whole region: a reader that loads the new even hdr_seq sees every
-         * store made since hdr_write_begin().  Pairs with the acquire load in
-         * reader_sync(). */
-        store_release(&h->hdr_seq, seq + 1);
+        ring_hdr_write_end(&h->hdr_seq, seq);
 }
 
 static void slot_write_begin(struct fring_slot *s)
@@ -295,21 +281,15 @@ static void ring_append(struct fring *r, uint64_t id, uint64_t upper, uint64_t s
 
 /* Wakes sleeping readers after a publish (if any sleep) or a (re)initialization
  * (always). */
+ring_waitpage_check_layout(struct fring_waitpage);
+
 static void producer_wake(struct fring *r, bool always)
 {
+        /* note 7: after our store of write_pos or hdr_seq */
+        int n = ring_wake(&r->hdr->notify, r->wait, always);
 
-        /* Dekker with fring_wait() (note 7): our store of write_pos or hdr_seq is
-         * ordered before our load of waiters, and a reader's increment of waiters before
-         * its re-check of write_pos and hdr_seq, so either it sees our store or we see
-         * its increment.  Pairs with the seq_cst fence in fring_wait(). */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        if (!always && load_relaxed(&r->wait->waiters) == 0)
-                return;
-        /* Change the futex word before waking: FUTEX_WAIT compares it under the futex
-         * bucket lock, so a reader that read the old value but is not queued yet returns
-         * at once, and one already queued is woken below. */
-        store_relaxed(&r->hdr->notify, r->hdr->notify + 1);
-        COORD_RING_WAKE(ring_futex_wake(&r->hdr->notify));
+        if (n >= 0)
+                COORD_RING_WAKE((unsigned)n);
 }
 
 /* ---- producer: slot table ------------------------------------------------------------ */
@@ -400,38 +380,8 @@ static void producer_rebuild(struct fring *r)
  * initialized; a valid one is kept as is, waiters included (note 7). */
 static int producer_open_wait(struct fring *r, const char *name)
 {
-        char wname[NAME_MAX + 2];
-        struct fring_waitpage *w;
-        struct stat st;
-        void *m;
-        int k;
-
-        ring_shm_wait_name(name, wname);
-        r->wait_fd = shm_open(wname, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (r->wait_fd < 0)
-                return -errno;
-        k = ring_shm_secure(r->wait_fd);
-        if (k < 0)
-                return k;
-        if (fstat(r->wait_fd, &st) < 0)
-                return -errno;
-        if ((uint64_t)st.st_size < sizeof(struct fring_waitpage) &&
-            ftruncate(r->wait_fd, sizeof(struct fring_waitpage)) < 0)
-                return -errno;
-        m = mmap(NULL, sizeof(struct fring_waitpage), PROT_READ | PROT_WRITE, MAP_SHARED,
-                 r->wait_fd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        r->wait = w = m;
-        if (load_relaxed(&w->magic) != FRING_WAIT_MAGIC ||
-            load_relaxed(&w->version) != FRING_LAYOUT_VERSION) {
-                store_relaxed(&w->waiters, 0);
-                store_relaxed(&w->version, FRING_LAYOUT_VERSION);
-                /* Publish version and waiters with the magic.  Pairs with the acquire load
-                 * of magic in reader_open_wait(). */
-                store_release(&w->magic, FRING_WAIT_MAGIC);
-        }
-        return 0;
+        return ring_waitpage_create(name, FRING_WAIT_MAGIC, FRING_LAYOUT_VERSION, &r->wait_fd,
+                                    &r->wait);
 }
 
 /* (Re)initializes the mapped region under the header seqlock (note 6): empty, or
@@ -736,8 +686,7 @@ struct fring *fring_free(struct fring *r)
                 return NULL;
         if (r->hdr)
                 munmap(r->hdr, r->map_size);
-        if (r->wait)
-                munmap(r->wait, sizeof(struct fring_waitpage));
+        ring_waitpage_unmap(r->wait);
         closep(&r->wait_fd);
         closep(&r->fd);         /* releases the producer flock */
         free(r->scratch);
@@ -899,8 +848,7 @@ static int reader_sync(struct fring_reader *rd, uint32_t *ret_h)
  * returned h.  Pairs with the release fence in hdr_write_begin(). */
 static bool reader_header_moved(const struct fring_reader *rd, uint32_t h)
 {
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        return load_relaxed(&rd->hdr->hdr_seq) != h;
+        return ring_hdr_moved(&rd->hdr->hdr_seq, h);
 }
 
 /* ---- reader: slots and records ------------------------------------------------------- */
@@ -1045,29 +993,8 @@ static int read_stream(struct fring_reader *rd, struct reader_pos *p,
 
 static int reader_open_wait(struct fring_reader *rd, const char *name)
 {
-        char wname[NAME_MAX + 2];
-        struct stat st;
-        void *m;
-
-        ring_shm_wait_name(name, wname);
-        rd->wait_fd = shm_open(wname, O_RDWR | O_CLOEXEC, 0);
-        if (rd->wait_fd < 0)
-                return -errno;
-        if (fstat(rd->wait_fd, &st) < 0)
-                return -errno;
-        if ((uint64_t)st.st_size < sizeof(struct fring_waitpage))
-                return -EBADMSG;
-        m = mmap(NULL, sizeof(struct fring_waitpage), PROT_READ | PROT_WRITE, MAP_SHARED,
-                 rd->wait_fd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        rd->wait = m;
-        /* Pairs with the release store of magic in producer_open_wait(). */
-        if (load_acquire(&rd->wait->magic) != FRING_WAIT_MAGIC)
-                return -EBADMSG;
-        if (load_relaxed(&rd->wait->version) != FRING_LAYOUT_VERSION)
-                return -EPROTO;
-        return 0;
+        return ring_waitpage_attach(name, FRING_WAIT_MAGIC, FRING_LAYOUT_VERSION, &rd->wait_fd,
+                                    &rd->wait);
 }
 
 int fring_attach(const char *name, struct fring_reader **ret)
@@ -1233,31 +1160,17 @@ static bool reader_has_data(const struct fring_reader *rd)
         return w != rd->pos.cursor;
 }
 
+static bool reader_has_data_cb(const void *rd)
+{
+        return reader_has_data(rd);
+}
+
 int fring_wait(struct fring_reader *rd, int timeout_ms)
 {
-        uint32_t v;
-        int k;
-
         if (!rd)
                 return -EINVAL;
-        /* The futex word is read before looking for data, so that a publish after the
-         * look changes it (or finds us in waiters, below). */
-        v = load_acquire(&rd->hdr->notify);
-        if (reader_has_data(rd))
-                return 0;
-        if (timeout_ms == 0)
-                return -ETIMEDOUT;
-
-        __atomic_fetch_add(&rd->wait->waiters, 1, __ATOMIC_RELAXED);
-        /* Dekker with producer_wake() (note 7): our increment of waiters is ordered
-         * before our re-check of write_pos and hdr_seq, the producer's store of those
-         * before its load of waiters, so either we see its store now or it sees us and
-         * changes the futex word and wakes us.  Pairs with the seq_cst fence in
-         * producer_wake(). */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        k = reader_has_data(rd) ? 0 : ring_futex_wait(&rd->hdr->notify, v, timeout_ms);
-        __atomic_fetch_sub(&rd->wait->waiters, 1, __ATOMIC_RELAXED);
-        return k;
+        /* note 7: the futex word, then the look, then waiters and the look again */
+        return ring_sleep(&rd->hdr->notify, rd->wait, reader_has_data_cb, rd, timeout_ms);
 }
 
 uint64_t fring_reader_generation(const struct fring_reader *rd)
@@ -1271,8 +1184,7 @@ struct fring_reader *fring_reader_free(struct fring_reader *rd)
                 return NULL;
         if (rd->hdr)
                 munmap((void *)rd->hdr, rd->map_size);
-        if (rd->wait)
-                munmap(rd->wait, sizeof(struct fring_waitpage));
+        ring_waitpage_unmap(rd->wait);
         closep(&rd->wait_fd);
         closep(&rd->fd);
         free(rd);

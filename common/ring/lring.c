@@ -120,7 +120,7 @@ struct lring {
         struct lring_header *hdr;       /* mapping of map_size bytes of NAME */
         size_t map_size;
         uint64_t *data;                 /* the data area, inside that mapping */
-        struct lring_waitpage *wait;    /* mapping of NAME.wait */
+        struct ring_waitpage *wait;    /* mapping of NAME.wait */
         uint64_t capacity;
         uint32_t payload_max;
         /* The producer's own copies (== the header's between publishes). */
@@ -135,7 +135,7 @@ struct lring_reader {
         int wait_fd;                    /* NAME.wait, O_RDWR */
         const struct lring_header *hdr; /* PROT_READ mapping of map_size bytes of NAME */
         size_t map_size;
-        struct lring_waitpage *wait;    /* read-write mapping of NAME.wait */
+        struct ring_waitpage *wait;    /* read-write mapping of NAME.wait */
 
         /* The layout as validated under header seqlock value hdr_seq (even, nonzero;
          * 0 before the first validation).  Never re-read from shared memory. */
@@ -233,48 +233,26 @@ static bool record_valid(const struct lring_record *rec, uint32_t payload_max, u
  * in the region.  The even value that follows is never 0 ("never initialized"). */
 static uint32_t hdr_write_begin(struct lring_header *h)
 {
-        uint32_t seq = h->hdr_seq;
-
-        seq += (seq & 1) ? 2 : 1;
-        if (seq == UINT32_MAX)
-                seq = 1;
-        store_relaxed(&h->hdr_seq, seq);
-        /* Order the odd hdr_seq before every store of the (re)initialization: a reader
-         * that read any of those stores sees an odd or newer hdr_seq when it re-checks.
-         * Pairs with the acquire fences in reader_revalidate() and
-         * reader_header_moved(). */
-        __atomic_thread_fence(__ATOMIC_RELEASE);
-        return seq;
+        return ring_hdr_write_begin(&h->hdr_seq);
 }
 
 static void hdr_write_end(struct lring_header *h, uint32_t seq)
 {
-        assert(seq & 1);
-        /* Publish the whole region: a reader that loads the new even hdr_seq sees every
-         * store made since hdr_write_begin().  Pairs with the acquire load in
-         * reader_sync(). */
-        store_release(&h->hdr_seq, seq + 1);
+        ring_hdr_write_end(&h->hdr_seq, seq);
 }
+
+ring_waitpage_check_layout(struct lring_waitpage);
 
 /* Wakes sleeping readers after a publish (if any sleep) or an initialization (always). */
 static void producer_wake(struct lring *r, bool always)
 {
-        unsigned n;
+        /* note 7: after our stores of head/last_lock (or hdr_seq) */
+        int n = ring_wake(&r->hdr->notify, r->wait, always);
 
-        /* Dekker with lring_wait() (note 7): our stores of head/last_lock (or hdr_seq)
-         * are ordered before our load of waiters, and a reader's increment of waiters
-         * before its re-check of head and hdr_seq, so either it sees our stores or we
-         * see its increment.  Pairs with the seq_cst fence in lring_wait(). */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        if (!always && load_relaxed(&r->wait->waiters) == 0)
-                return;
-        /* Change the futex word before waking: FUTEX_WAIT compares it under the futex
-         * bucket lock, so a reader that read the old value but is not queued yet returns
-         * at once, and one already queued is woken below. */
-        store_relaxed(&r->hdr->notify, r->hdr->notify + 1);
-        n = ring_futex_wake(&r->hdr->notify);
+        if (n < 0)
+                return;         /* nobody sleeps */
         r->stats.wakes += !always;
-        COORD_LRING_WAKE(n);
+        COORD_LRING_WAKE((unsigned)n);
 }
 
 /* Moves tail past every record that bytes up to stream position end would overwrite
@@ -362,38 +340,8 @@ static void producer_set_last(struct lring *r, uint64_t seq, uint64_t us)
  * initialized; a valid one is kept as is, waiters included (fring.c note 7). */
 static int producer_open_wait(struct lring *r, const char *name)
 {
-        char wname[NAME_MAX + 2];
-        struct lring_waitpage *w;
-        struct stat st;
-        void *m;
-        int k;
-
-        ring_shm_wait_name(name, wname);
-        r->wait_fd = shm_open(wname, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (r->wait_fd < 0)
-                return -errno;
-        k = ring_shm_secure(r->wait_fd);
-        if (k < 0)
-                return k;
-        if (fstat(r->wait_fd, &st) < 0)
-                return -errno;
-        if ((uint64_t)st.st_size < sizeof(struct lring_waitpage) &&
-            ftruncate(r->wait_fd, sizeof(struct lring_waitpage)) < 0)
-                return -errno;
-        m = mmap(NULL, sizeof(struct lring_waitpage), PROT_READ | PROT_WRITE, MAP_SHARED,
-                 r->wait_fd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        r->wait = w = m;
-        if (load_relaxed(&w->magic) != LRING_WAIT_MAGIC ||
-            load_relaxed(&w->version) != LRING_LAYOUT_VERSION) {
-                store_relaxed(&w->waiters, 0);
-                store_relaxed(&w->version, LRING_LAYOUT_VERSION);
-                /* Publish version and waiters with the magic.  Pairs with the acquire load
-                 * of magic in reader_open_wait(). */
-                store_release(&w->magic, LRING_WAIT_MAGIC);
-        }
-        return 0;
+        return ring_waitpage_create(name, LRING_WAIT_MAGIC, LRING_LAYOUT_VERSION, &r->wait_fd,
+                                    &r->wait);
 }
 
 /* (Re)initializes the mapped region empty, under the header seqlock (note 6). */
@@ -569,8 +517,7 @@ struct lring *lring_free(struct lring *r)
                 return NULL;
         if (r->hdr)
                 munmap(r->hdr, r->map_size);
-        if (r->wait)
-                munmap(r->wait, sizeof(struct lring_waitpage));
+        ring_waitpage_unmap(r->wait);
         closep(&r->wait_fd);
         closep(&r->fd);         /* releases the producer flock */
         free(r);
@@ -727,8 +674,7 @@ static int reader_sync(struct lring_reader *rd, uint32_t *ret_h)
  * returned h.  Pairs with the release fence in hdr_write_begin(). */
 static bool reader_header_moved(const struct lring_reader *rd, uint32_t h)
 {
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        return load_relaxed(&rd->hdr->hdr_seq) != h;
+        return ring_hdr_moved(&rd->hdr->hdr_seq, h);
 }
 
 /* ---- reader: records ----------------------------------------------------------------- */
@@ -818,29 +764,8 @@ static int read_next(struct lring_reader *rd, uint64_t *io_pos, uint64_t *io_pre
 
 static int reader_open_wait(struct lring_reader *rd, const char *name)
 {
-        char wname[NAME_MAX + 2];
-        struct stat st;
-        void *m;
-
-        ring_shm_wait_name(name, wname);
-        rd->wait_fd = shm_open(wname, O_RDWR | O_CLOEXEC, 0);
-        if (rd->wait_fd < 0)
-                return -errno;
-        if (fstat(rd->wait_fd, &st) < 0)
-                return -errno;
-        if ((uint64_t)st.st_size < sizeof(struct lring_waitpage))
-                return -EBADMSG;
-        m = mmap(NULL, sizeof(struct lring_waitpage), PROT_READ | PROT_WRITE, MAP_SHARED,
-                 rd->wait_fd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        rd->wait = m;
-        /* Pairs with the release store of magic in producer_open_wait(). */
-        if (load_acquire(&rd->wait->magic) != LRING_WAIT_MAGIC)
-                return -EBADMSG;
-        if (load_relaxed(&rd->wait->version) != LRING_LAYOUT_VERSION)
-                return -EPROTO;
-        return 0;
+        return ring_waitpage_attach(name, LRING_WAIT_MAGIC, LRING_LAYOUT_VERSION, &rd->wait_fd,
+                                    &rd->wait);
 }
 
 int lring_attach(const char *name, struct lring_reader **ret)
@@ -1053,30 +978,17 @@ static bool reader_has_data(const struct lring_reader *rd)
         return load_acquire(&rd->hdr->head) != rd->pos;
 }
 
+static bool reader_has_data_cb(const void *rd)
+{
+        return reader_has_data(rd);
+}
+
 int lring_wait(struct lring_reader *rd, int timeout_ms)
 {
-        uint32_t v;
-        int k;
-
         if (!rd)
                 return -EINVAL;
-        /* The futex word is read before looking for data, so that a publish after the
-         * look changes it (or finds us in waiters, below). */
-        v = load_acquire(&rd->hdr->notify);
-        if (reader_has_data(rd))
-                return 0;
-        if (timeout_ms == 0)
-                return -ETIMEDOUT;
-
-        __atomic_fetch_add(&rd->wait->waiters, 1, __ATOMIC_RELAXED);
-        /* Dekker with producer_wake() (note 7): our increment of waiters is ordered before
-         * our re-check of head and hdr_seq, the producer's stores of those before its load
-         * of waiters, so either we see its store now or it sees us and changes the futex
-         * word and wakes us.  Pairs with the seq_cst fence in producer_wake(). */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        k = reader_has_data(rd) ? 0 : ring_futex_wait(&rd->hdr->notify, v, timeout_ms);
-        __atomic_fetch_sub(&rd->wait->waiters, 1, __ATOMIC_RELAXED);
-        return k;
+        /* note 7: the futex word, then the look, then waiters and the look again */
+        return ring_sleep(&rd->hdr->notify, rd->wait, reader_has_data_cb, rd, timeout_ms);
 }
 
 uint64_t lring_reader_generation(const struct lring_reader *rd)
@@ -1090,8 +1002,7 @@ struct lring_reader *lring_reader_free(struct lring_reader *rd)
                 return NULL;
         if (rd->hdr)
                 munmap((void *)rd->hdr, rd->map_size);
-        if (rd->wait)
-                munmap(rd->wait, sizeof(struct lring_waitpage));
+        ring_waitpage_unmap(rd->wait);
         closep(&rd->wait_fd);
         closep(&rd->fd);
         free(rd->buf);

@@ -6,6 +6,8 @@
 #include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -87,4 +89,161 @@ unsigned ring_futex_wake(uint32_t *word)
         long n = syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 
         return n > 0 ? (unsigned)n : 0u;
+}
+
+/* ---- the wait page (NAME.wait) ---------------------------------------------------- */
+
+static int waitpage_map(int fd, struct ring_waitpage **ret_page)
+{
+        void *m = mmap(NULL, sizeof(struct ring_waitpage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+        if (m == MAP_FAILED)
+                return -errno;
+        *ret_page = m;
+        return 0;
+}
+
+int ring_waitpage_create(const char *name, uint64_t magic, uint32_t version, int *ret_fd,
+                         struct ring_waitpage **ret_page)
+{
+        char wname[NAME_MAX + 2];
+        struct ring_waitpage *w = NULL;
+        struct stat st;
+        int k;
+
+        ring_shm_wait_name(name, wname);
+        *ret_fd = shm_open(wname, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (*ret_fd < 0)
+                return -errno;
+        k = ring_shm_secure(*ret_fd);
+        if (k < 0)
+                return k;
+        if (fstat(*ret_fd, &st) < 0)
+                return -errno;
+        if ((uint64_t)st.st_size < sizeof(struct ring_waitpage) &&
+            ftruncate(*ret_fd, sizeof(struct ring_waitpage)) < 0)
+                return -errno;
+        k = waitpage_map(*ret_fd, &w);
+        if (k < 0)
+                return k;
+        if (__atomic_load_n(&w->magic, __ATOMIC_RELAXED) != magic ||
+            __atomic_load_n(&w->version, __ATOMIC_RELAXED) != version) {
+                __atomic_store_n(&w->waiters, 0, __ATOMIC_RELAXED);
+                __atomic_store_n(&w->version, version, __ATOMIC_RELAXED);
+                /* Publish version and waiters with the magic.  Pairs with the acquire
+                 * load of magic in ring_waitpage_attach(). */
+                __atomic_store_n(&w->magic, magic, __ATOMIC_RELEASE);
+        }
+        *ret_page = w;
+        return 0;
+}
+
+int ring_waitpage_attach(const char *name, uint64_t magic, uint32_t version, int *ret_fd,
+                         struct ring_waitpage **ret_page)
+{
+        char wname[NAME_MAX + 2];
+        struct ring_waitpage *w = NULL;
+        struct stat st;
+        int k;
+
+        ring_shm_wait_name(name, wname);
+        *ret_fd = shm_open(wname, O_RDWR | O_CLOEXEC, 0);
+        if (*ret_fd < 0)
+                return -errno;
+        if (fstat(*ret_fd, &st) < 0)
+                return -errno;
+        if ((uint64_t)st.st_size < sizeof(struct ring_waitpage))
+                return -EBADMSG;
+        k = waitpage_map(*ret_fd, &w);
+        if (k < 0)
+                return k;
+        *ret_page = w;          /* mapped: the caller unmaps it, valid or not */
+        /* Pairs with the release store of magic in ring_waitpage_create(). */
+        if (__atomic_load_n(&w->magic, __ATOMIC_ACQUIRE) != magic)
+                return -EBADMSG;
+        if (__atomic_load_n(&w->version, __ATOMIC_RELAXED) != version)
+                return -EPROTO;
+        return 0;
+}
+
+void ring_waitpage_unmap(struct ring_waitpage *w)
+{
+        if (w)
+                munmap(w, sizeof(*w));
+}
+
+/* ---- sleeping and waking (fring.c note 7) ----------------------------------------- */
+
+int ring_wake(uint32_t *notify, const struct ring_waitpage *w, bool always)
+{
+        /* Dekker with ring_sleep(): the producer's stores that readers look for are
+         * ordered before our load of waiters, and a reader's increment of waiters before
+         * its re-check, so either it sees our stores or we see its increment.  Pairs with
+         * the seq_cst fence in ring_sleep(). */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (!always && __atomic_load_n(&w->waiters, __ATOMIC_RELAXED) == 0)
+                return -1;
+        /* Change the futex word before waking: FUTEX_WAIT compares it under the futex
+         * bucket lock, so a reader that read the old value but is not queued yet returns
+         * at once, and one already queued is woken below.  The producer is the only
+         * writer of the word. */
+        __atomic_store_n(notify, __atomic_load_n(notify, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+        return (int)ring_futex_wake(notify);
+}
+
+int ring_sleep(const uint32_t *notify, struct ring_waitpage *w, bool (*has_data)(const void *ctx),
+               const void *ctx, int timeout_ms)
+{
+        uint32_t v;
+        int k;
+
+        /* The futex word is read before looking for data, so that a publish after the
+         * look changes it (or finds us in waiters, below). */
+        v = __atomic_load_n(notify, __ATOMIC_ACQUIRE);
+        if (has_data(ctx))
+                return 0;
+        if (timeout_ms == 0)
+                return -ETIMEDOUT;
+        __atomic_fetch_add(&w->waiters, 1, __ATOMIC_RELAXED);
+        /* Dekker with ring_wake(): our increment of waiters is ordered before our
+         * re-check, the producer's stores before its load of waiters, so either we see
+         * its store now or it sees us and changes the futex word and wakes us. */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        k = has_data(ctx) ? 0 : ring_futex_wait(notify, v, timeout_ms);
+        __atomic_fetch_sub(&w->waiters, 1, __ATOMIC_RELAXED);
+        return k;
+}
+
+/* ---- the header seqlock ----------------------------------------------------------- */
+
+uint32_t ring_hdr_write_begin(uint32_t *hdr_seq)
+{
+        uint32_t seq = *hdr_seq;        /* the producer is its only writer */
+
+        seq += (seq & 1) ? 2 : 1;
+        if (seq == UINT32_MAX)
+                seq = 1;
+        __atomic_store_n(hdr_seq, seq, __ATOMIC_RELAXED);
+        /* Order the odd hdr_seq before every store of the (re)initialization: a reader
+         * that read any of those stores sees an odd or newer hdr_seq when it re-checks.
+         * Pairs with the acquire fences of the readers' re-checks (ring_hdr_moved(),
+         * the rings' revalidation). */
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        return seq;
+}
+
+void ring_hdr_write_end(uint32_t *hdr_seq, uint32_t seq)
+{
+        assert(seq & 1);
+        /* Publish the whole region: a reader that loads the new even hdr_seq sees every
+         * store made since ring_hdr_write_begin().  Pairs with the readers' acquire
+         * loads of hdr_seq. */
+        __atomic_store_n(hdr_seq, seq + 1, __ATOMIC_RELEASE);
+}
+
+bool ring_hdr_moved(const uint32_t *hdr_seq, uint32_t h)
+{
+        /* Pairs with the release fence in ring_hdr_write_begin(). */
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        return __atomic_load_n(hdr_seq, __ATOMIC_RELAXED) != h;
 }
