@@ -584,18 +584,31 @@ static int reader_remap(struct lring_reader *rd, uint64_t need)
 
 /* The cursor to the oldest record still in the ring (note 5).  -EBADMSG if the
  * positions contradict each other.  The caller re-checks hdr_seq afterwards. */
+/* Tries of reader_seek_tail() against a producer that keeps moving tail meanwhile. */
+#define SEEK_TAIL_ATTEMPTS      64u
+
 static int reader_seek_tail(struct lring_reader *rd, uint64_t *ret_pos)
 {
-        /* Pairs with the release store of tail in producer_make_room(): the head loaded
-         * next is at least the one of the records before this tail. */
-        uint64_t t = load_acquire(&rd->hdr->tail);
-        /* Pairs with the release store of head in producer_append(). */
-        uint64_t h = load_acquire(&rd->hdr->head);
+        for (unsigned attempt = 0; attempt < SEEK_TAIL_ATTEMPTS; attempt++) {
+                /* Pairs with the release store of tail in producer_make_room(): the head
+                 * loaded next is at least the one of the records before this tail. */
+                uint64_t t = load_acquire(&rd->hdr->tail);
+                /* Pairs with the release store of head in producer_append(). */
+                uint64_t h = load_acquire(&rd->hdr->head);
 
-        if (t > h || h - t > rd->capacity || t % LRING_ALIGN || h % LRING_ALIGN)
-                return -EBADMSG;
-        *ret_pos = t;
-        return 0;
+                if (t > h || t % LRING_ALIGN || h % LRING_ALIGN)
+                        return -EBADMSG;
+                if (h - t <= rd->capacity) {
+                        *ret_pos = t;
+                        return 0;
+                }
+                /* More than a ring apart: the producer wrote more than a ring between
+                 * our two loads (we were preempted), and then moved tail too -- or the
+                 * region is damaged, and tail stands still. */
+                if (load_acquire(&rd->hdr->tail) == t)
+                        return -EBADMSG;
+        }
+        return -EAGAIN;         /* a producer lapping us as fast as we look: later */
 }
 
 /* Validates the header as of seqlock value h (read by the caller, even and nonzero) and
@@ -854,6 +867,8 @@ int lring_read(struct lring_reader *rd, uint64_t after_seq, struct lring_entry *
                         /* Note 5.  A tail that contradicts head is damage; a header change
                          * meanwhile is seen (and handled) by the next call. */
                         k = reader_seek_tail(rd, &pos);
+                        if (k == -EAGAIN)
+                                continue;
                         if (k < 0)
                                 return k;
                         COORD_LRING_RESYNC(rd->generation, -ESTALE);
