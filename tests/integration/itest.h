@@ -154,6 +154,30 @@ static __attribute__((unused)) uint64_t scalar_u64(PGconn *c, const char *sql)
 }
 #endif
 
+/* A key=value of a daemon's status detail; 0 if absent or the daemon does not answer. */
+static __attribute__((unused)) uint64_t stat_of(Coord__Role role, const char *key)
+{
+        Coord__StatusReply *s = NULL;
+        uint64_t v = 0;
+        char pat[64];
+        const char *p;
+
+        if (node_query_status(run_dir, role, 2000, &s) < 0)
+                return 0;
+        snprintf(pat, sizeof(pat), " %s=", key);
+        p = s->detail ? strstr(s->detail, pat) : NULL;
+        if (p)
+                v = strtoull(p + strlen(pat), NULL, 10);
+        coord__status_reply__free_unpacked(s, NULL);
+        return v;
+}
+
+/* The same of the lifecycle follower. */
+static __attribute__((unused)) uint64_t lc_stat(const char *key)
+{
+        return stat_of(COORD__ROLE__ROLE_LIFECYCLE, key);
+}
+
 static pid_t pid_of(Coord__Role role)
 {
         Coord__StatusReply *s = NULL;

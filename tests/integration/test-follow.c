@@ -18,26 +18,6 @@
 
 #include "itest.h"
 
-/* A key=value of a daemon's status detail; 0 if absent. */
-static uint64_t stat_of(Coord__Role role, const char *key)
-{
-        Coord__StatusReply *s = NULL;
-        uint64_t v = 0;
-        char pat[64];
-        const char *p;
-
-        if (node_query_status(run_dir, role, 2000, &s) < 0)
-                return 0;
-        snprintf(pat, sizeof(pat), " %s=", key);
-        p = s->detail ? strstr(s->detail, pat) : NULL;
-        if (p)
-                v = strtoull(p + strlen(pat), NULL, 10);
-        coord__status_reply__free_unpacked(s, NULL);
-        return v;
-}
-
-static uint64_t lc_stat(const char *key) { return stat_of(COORD__ROLE__ROLE_LIFECYCLE, key); }
-
 /* Whether the lifecycle's status detail contains s. */
 static bool lc_detail_has(const char *s)
 {

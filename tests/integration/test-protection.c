@@ -47,24 +47,6 @@ static uint64_t by_gid(PGconn *c, const char *fmt, uint64_t gid)
         return scalar_u64(c, sql);
 }
 
-/* A key=value of the lifecycle's status detail; 0 if absent. */
-static uint64_t lc_stat(const char *key)
-{
-        Coord__StatusReply *s = NULL;
-        uint64_t v = 0;
-        char pat[64];
-        const char *p;
-
-        if (node_query_status(run_dir, COORD__ROLE__ROLE_LIFECYCLE, 2000, &s) < 0)
-                return 0;
-        snprintf(pat, sizeof(pat), " %s=", key);
-        p = s->detail ? strstr(s->detail, pat) : NULL;
-        if (p)
-                v = strtoull(p + strlen(pat), NULL, 10);
-        coord__status_reply__free_unpacked(s, NULL);
-        return v;
-}
-
 static void test_up(void)
 {
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
