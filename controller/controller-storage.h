@@ -27,6 +27,10 @@
  *   - Every function that changes state returns 0 only after ONE synced RocksDB
  *     WriteBatch holding the whole change returned OK: it survives kill -9 and power
  *     loss, and a crash leaves the old state or the new one, never a part (I7).
+ *     Compactions and since moves change no contents at any allowed time: their one
+ *     WriteBatch is not synced (it survives kill -9; a power loss may lose it, and
+ *     then everything written after it too, never it alone; the next synced write
+ *     makes it durable).
  *   - Frontiers only move forward (I1): upper by appends, since by
  *     storage_allow_compaction() (a lower value is ignored), physical_since by
  *     compaction.
@@ -142,6 +146,7 @@ struct storage_collection_stats {
 struct storage_stats {
         uint64_t collections;
         uint64_t writes;                /* synced WriteBatches */
+        uint64_t unsynced_writes;       /* compactions and since moves (NOTE 1) */
         uint64_t appends;               /* appends acknowledged */
         uint64_t compactions;           /* compactions that wrote */
         uint64_t updates_rewritten;     /* written by compactions */
@@ -236,11 +241,12 @@ int storage_append(struct storage *s, uint64_t gid, uint64_t expected_upper, uin
 int storage_append_group(struct storage *s, struct storage_append *v, size_t n);
 
 /* Allow compaction up to since: since only moves forward, a value not above the
- * current since is ignored.  Returns 1 if since moved (durably), 0 if not.  The data
- * is compacted later, by storage_compact() or storage_compact_pending(). */
+ * current since is ignored.  Returns 1 if since moved, 0 if not.  The move is written
+ * without a sync (controller-storage.c NOTE 1): durable with the next synced write.
+ * The data is compacted later, by storage_compact() or storage_compact_pending(). */
 int storage_allow_compaction(struct storage *s, uint64_t gid, uint64_t since);
 
-/* The same for many collections in ONE synced WriteBatch.  Returns the number of
+/* The same for many collections in ONE (unsynced) WriteBatch.  Returns the number of
  * sinces that moved, or the write's error (then in every v[i].result that moved). */
 int storage_allow_compaction_group(struct storage *s, struct storage_since *v, size_t n);
 

@@ -883,8 +883,10 @@ static void test_since_monotone(void)
         CU_ASSERT_EQUAL(storage_allow_compaction_group(s, v, ELEMENTSOF(v)), 2);
         CU_ASSERT(v[0].result == 1 && v[1].result == 0 && v[2].result == 1 && v[3].result == 0 &&
                   v[4].result == -ENOENT);
+        /* Without a sync (NOTE 1): no fdatasync on the controller's loop per move. */
         storage_get_stats(s, &after);
-        CU_ASSERT_EQUAL(after.writes, before.writes + 1);
+        CU_ASSERT_EQUAL(after.writes, before.writes);
+        CU_ASSERT_EQUAL(after.unsynced_writes, before.unsynced_writes + 1);
         CHECK_OK(storage_get_info(s, 1, &info));
         CU_ASSERT_EQUAL(info.frontiers.since, 25);
 
