@@ -17,6 +17,16 @@
  *   compaction               tiered (one table) and full (another) compaction of
  *                            1,000 one-row batches
  *   open                     storage_open() with 10,000 collections
+ *
+ *   bench-storage --frontiers ROWS [--dir PATH] [--count N]
+ *
+ * instead models coord_frontiers at ROWS objects (issue 6): one append of ROWS rows,
+ * then N compaction runs, each after 10 appends that move 2 "table" rows and row 0 (6
+ * updates), with the since kept 100 appends behind the upper (the built-ins' window)
+ * and storage_compact_pending() as the controller's timer calls it; then one since
+ * move of every row (ROWS retractions and insertions, the first bound publication of
+ * ROWS indexes) and the compaction run after it.  Prints the runs' latency over the
+ * first and the last tenth of the N runs, and the big run's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -260,6 +270,110 @@ out:
         return r;
 }
 
+/* A coord_frontiers-like row: (id, since, upper), 24 bytes. */
+static void frontier_row(uint8_t row[24], uint64_t id, uint64_t since, uint64_t upper)
+{
+        be64_put(row, id);
+        be64_put(row + 8, since);
+        be64_put(row + 16, upper);
+}
+
+#define FR_APPENDS_PER_RUN 10u
+#define FR_WINDOW_APPENDS 100u
+#define FR_TABLES 10u
+
+static int run_frontiers(const char *dir, uint64_t rows, size_t count)
+{
+        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ uint64_t *ns = calloc(count, sizeof(uint64_t));
+        _cleanup_free_ struct storage_update *u = NULL;
+        _cleanup_free_ uint8_t *buf = NULL;
+        uint64_t tsince[FR_TABLES] = { 0 }, tupper[FR_TABLES] = { 0 }, upper = 2, t0;
+        uint64_t rows_since = 1;
+        struct storage *s = NULL;
+        size_t tenth = count / 10 ? count / 10 : 1, nu;
+        char what[64];
+        int r;
+
+        u = calloc(2 * rows + 8, sizeof(*u));
+        buf = malloc((2 * rows + 8) * 24);
+        if (!ns || !u || !buf || asprintf(&path, "%s/db", dir) < 0)
+                return -ENOMEM;
+        r = storage_open(path, &s);
+        if (r < 0)
+                return r;
+        r = storage_create(s, 2, STORAGE_KIND_BUILTIN, 1, 1);
+        for (uint64_t i = 0; r >= 0 && i < rows; i++) {
+                frontier_row(buf + 24 * i, FR_TABLES + 1 + i, 1, 2);
+                u[i] = (struct storage_update){ buf + 24 * i, 24, 1, 1 };
+        }
+        if (r >= 0)
+                r = storage_append(s, 2, 1, 2, u, rows, NULL);
+        for (size_t run = 0; r >= 0 && run < count; run++) {
+                for (unsigned a = 0; r >= 0 && a < FR_APPENDS_PER_RUN; a++, upper++) {
+                        nu = 0;
+                        for (unsigned k = 0; k < 2; k++) {
+                                unsigned t = (unsigned)((run * FR_APPENDS_PER_RUN + a) * 2 + k) % FR_TABLES;
+
+                                if (tupper[t]) {
+                                        frontier_row(buf + 24 * nu, 1 + t, tsince[t], tupper[t]);
+                                        u[nu] = (struct storage_update){ buf + 24 * nu, 24, upper, -1 };
+                                        nu++;
+                                }
+                                tsince[t] = upper > 1000 ? upper - 1000 : 1;
+                                tupper[t] = upper + 1;
+                                frontier_row(buf + 24 * nu, 1 + t, tsince[t], tupper[t]);
+                                u[nu] = (struct storage_update){ buf + 24 * nu, 24, upper, 1 };
+                                nu++;
+                        }
+                        frontier_row(buf + 24 * nu, 0, 0, upper);
+                        u[nu] = (struct storage_update){ buf + 24 * nu, 24, upper, -1 };
+                        nu++;
+                        frontier_row(buf + 24 * nu, 0, 0, upper + 1);
+                        u[nu] = (struct storage_update){ buf + 24 * nu, 24, upper, 1 };
+                        nu++;
+                        r = storage_append(s, 2, upper, upper + 1, upper > 2 ? u : u + 1,
+                                           upper > 2 ? nu : nu - 1, NULL);
+                }
+                if (r >= 0 && upper > FR_WINDOW_APPENDS)
+                        r = storage_allow_compaction(s, 2, upper - FR_WINDOW_APPENDS);
+                t0 = now_ns();
+                if (r >= 0)
+                        r = storage_compact_pending(s, 4096);
+                ns[run] = now_ns() - t0;
+        }
+        if (r < 0)
+                goto out;
+        snprintf(what, sizeof(what), "frontiers %" PRIu64 ": first %zu runs", rows, tenth);
+        report(what, ns, tenth, NULL);
+        snprintf(what, sizeof(what), "frontiers %" PRIu64 ": last %zu runs", rows, tenth);
+        report(what, ns + count - tenth, tenth, NULL);
+
+        /* Every object's since moves at once, in one append. */
+        for (uint64_t i = 0; i < rows; i++) {
+                frontier_row(buf + 24 * i, FR_TABLES + 1 + i, rows_since, 2);
+                u[i] = (struct storage_update){ buf + 24 * i, 24, upper, -1 };
+                frontier_row(buf + 24 * (rows + i), FR_TABLES + 1 + i, upper - 1, 2);
+                u[rows + i] = (struct storage_update){ buf + 24 * (rows + i), 24, upper, 1 };
+        }
+        r = storage_append(s, 2, upper, upper + 1, u, 2 * rows, NULL);
+        upper++;
+        if (r >= 0)
+                r = storage_allow_compaction(s, 2, upper - 1);
+        for (size_t run = 0; r >= 0 && run < 3; run++) {
+                t0 = now_ns();
+                r = storage_compact_pending(s, 4096);
+                ns[run] = now_ns() - t0;
+                printf("frontiers %" PRIu64 ": run %zu after the since move of every row %8.1f ms (%d pending)\n",
+                       rows, run, ns[run] / 1e6, r);
+        }
+out:
+        if (r < 0)
+                fprintf(stderr, "bench-storage: %s (%s)\n", strerror(-r), storage_last_error());
+        storage_close(s);
+        return r;
+}
+
 /* PATH and its parent (the default is two levels deep). */
 static int mkdir_p2(const char *path)
 {
@@ -283,7 +397,7 @@ int main(int argc, char **argv)
 {
         const char *base = "./var/bench";
         _cleanup_free_ char *dir = NULL;
-        uint64_t count = 2000;
+        uint64_t count = 2000, frontiers = 0;
         int r;
 
         for (int i = 1; i < argc; i++) {
@@ -292,8 +406,11 @@ int main(int argc, char **argv)
                 else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc &&
                          parse_u64(argv[i + 1], 1u << 24, &count) == 0 && count >= 8)
                         i++;
+                else if (strcmp(argv[i], "--frontiers") == 0 && i + 1 < argc &&
+                         parse_u64(argv[i + 1], 1u << 24, &frontiers) == 0)
+                        i++;
                 else {
-                        fprintf(stderr, "usage: bench-storage [--dir PATH] [--count N>=8]\n");
+                        fprintf(stderr, "usage: bench-storage [--dir PATH] [--count N>=8] [--frontiers ROWS]\n");
                         return 2;
                 }
         }
@@ -306,7 +423,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench-storage: cannot make a directory under %s\n", base);
                 return 1;
         }
-        r = run(dir, count);
+        r = frontiers ? run_frontiers(dir, frontiers, count) : run(dir, count);
         t_rmrf(dir);
         return r < 0 ? 1 : 0;
 }
