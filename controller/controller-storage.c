@@ -6,7 +6,8 @@
  * (all appends of one loop iteration in one group), the lifecycle's AllowCompaction
  * through storage_allow_compaction_group(), peeks through storage_read(), hydration
  * and subscriptions through storage_read_updates(), and storage_compact_pending() runs
- * when the loop has nothing better to do.  Nothing else opens the database.
+ * when the loop has nothing better to do; a big merge runs in a thread of this
+ * module (NOTE 13).  Nothing else opens the database.
  *
  * NOTES ON THE DESIGN
  *
@@ -94,7 +95,8 @@
  *     and creates a batch only when the collection has none.  So a table whose upper
  *     ticks behind the timestamp oracle writes two small records per tick and gains
  *     no batches; an empty batch exists only as the newest one or as the result of a
- *     compaction in which everything cancelled.  Appends sort and consolidate their
+ *     compaction in which everything cancelled -- or after the newest batch of a run
+ *     being merged in the background, which appends neither extend nor fill (13).  Appends sort and consolidate their
  *     updates, so equal (row, time) are summed and zero diffs dropped on the way in.
  *     A group stages each collection's new frontiers and descriptors in s->stages
  *     (new descriptors in c->batches past c->n_batches), so that later appends of
@@ -139,14 +141,44 @@
  *     matters, and one synced WriteBatch holds the caller's change and every deferred
  *     one: all or nothing.
  *
+ * (13) Big merges run in a thread of their own.  A tiered merge that reads
+ *     MERGE_BG_UPDATES updates or more (coord_frontiers' oldest batch holds a row per
+ *     collection: at 100,000 objects a merge that reaches it, or the first bound
+ *     publication moving every index's row, held the loop 70-320 ms) is started by
+ *     storage_compact_pending_fn() in a worker thread (merge_start()) and applied to
+ *     memory by a later call (merge_finish()); one at a time, others of that size
+ *     wait queued.  The worker builds exactly compact_run()'s records but the
+ *     collection record, through a handle of its own (shadow_new(): s's db and
+ *     column families, its own scratch and WriteBatch; RocksDB takes reads and
+ *     writes from several threads), and writes them unsynced (1) in ONE WriteBatch,
+ *     which RocksDB makes visible at once: a reader sees the run or the merged batch.
+ *     It touches nothing else, so while it runs:
+ *       - an append never extends or fills the run's newest batch (its descriptor is
+ *         the merge's to delete): it starts a new batch after it (7); so the run's
+ *         keys and its merged upper stay fixed, and the new batches lie above them;
+ *       - a range read that would start inside the run starts at its first batch
+ *         (the disk may hold the merged batch there already); reads at t scan keys
+ *         and never looked at descriptors (4);
+ *       - the collection is not compacted again (merge_repend queues it for after);
+ *       - a drop of it, storage_compact(), storage_check() and storage_close() wait
+ *         for the worker (a drop's deletes must come after the merge's write).
+ *     Applying moves the descriptors in memory, then writes the collection record
+ *     with the new physical since (unsynced, (1)); until then the disk's physical
+ *     since is the old, lower one, which (3) allows.  A crash at any point leaves the
+ *     run or the merged batch (5).  A failed write of the worker is sticky (9) when it
+ *     is applied; memory keeps the run, which reads the same as the merge.
+ *
  * Handle states: OPEN (s->err == 0) -> ERROR (s->err < 0) on a failed write, until
  * storage_close().
  */
 #include "controller-storage.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <rocksdb/c.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +212,7 @@ static const char *const cf_names[_CF_MAX] = {
 #define CHUNK_MAX_BYTES (256u << 10)            /* of row bytes; one longer row is alone */
 #define TIER_RATIO 2u                           /* NOTE 6 */
 #define PENDING_NEW_BATCHES 8u                  /* NOTE 6 */
+#define MERGE_BG_UPDATES 4096u                  /* NOTE 13: merges reading more run off the loop */
 #define MAP_MIN_SLOTS 64u
 
 #define WRITE_BUFFER_SIZE (8u << 20)
@@ -219,6 +252,11 @@ struct collection {
         /* On s->pending_* while queued for storage_compact_pending(). */
         bool pending;
         struct collection *pending_prev, *pending_next;
+
+        /* s->merge is merging batches merge_j .. merge_end - 1 (NOTE 13); queue again
+         * when it is applied (a compaction was asked for meanwhile). */
+        bool merging, merge_repend;
+        size_t merge_j, merge_end;
 
         /* s->stages[stage_idx] is ours while stage_gen == s->gen. */
         uint64_t stage_gen;
@@ -289,8 +327,35 @@ struct storage {
         struct storage_deferred *def;
         size_t n_def, cap_def;
 
+        struct merge *merge;                    /* the merge in the background (NOTE 13) */
+        bool shadow;                            /* a merge's worker handle (NOTE 13) */
+
         struct storage_stats stats;
 };
+
+/* A merge of a run b_j .. b_end-1 in a thread of its own (NOTE 13).  The loop thread
+ * fills everything above `done` before pthread_create() and reads the results only
+ * after `done` is set (release/acquire) and the thread is joined; the worker touches
+ * nothing else: not the collection (c->batches may move under appends), not s. */
+struct merge {
+        pthread_t thread;
+        atomic_bool done;
+
+        /* Inputs. */
+        struct storage *w;                      /* db and cf of s, scratch and wb of its own */
+        uint64_t gid;
+        size_t j, end;
+        struct batch_desc *run;                 /* copies of b_j .. b_end-1 */
+        struct batch_desc merged;               /* lower, upper, since set; the rest out */
+
+        /* Results. */
+        int r;
+        char msg[ROCKS_ERROR_MAX];
+        uint64_t took_ns;
+};
+
+static int merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, void *userdata);
+static struct merge *merge_free(struct merge *mg);
 
 /* ---- Errors ----------------------------------------------------------------------- */
 
@@ -1008,6 +1073,11 @@ struct storage *storage_close(struct storage *s)
 
         if (!s)
                 return NULL;
+        if (s->merge) {
+                /* Its write, if it made it, left the disk valid (NOTE 13). */
+                pthread_join(s->merge->thread, NULL);
+                s->merge = merge_free(s->merge);
+        }
         if (s->db && s->err == 0 && s->n_def > 0)
                 (void)storage_flush_deferred(s);        /* best effort: see the header */
         if (s->db) {
@@ -1061,6 +1131,15 @@ void storage_debug_fail_next_write(struct storage *s)
 {
         if (s)
                 s->fail_next_write = true;
+}
+
+bool storage_debug_merge_settle(struct storage *s)
+{
+        if (!s || !s->merge)
+                return false;
+        while (!atomic_load_explicit(&s->merge->done, memory_order_acquire))
+                sched_yield();
+        return true;
 }
 
 /* ---- The write path (NOTES 1, 9) -------------------------------------------------- */
@@ -1181,6 +1260,18 @@ static int collection_load(struct storage *s, struct collection *c)
 }
 
 /* ---- Creating and dropping -------------------------------------------------------- */
+
+/* A drop waits for a merge of its collection (its worker's write would bring keys
+ * back after the drop's deletes).  Rare: big merges are the built-ins'. */
+static int merge_wait_for(struct storage *s, struct collection *c)
+{
+        int r;
+
+        if (!c->merging)
+                return 0;
+        r = merge_finish(s, true, NULL, NULL);
+        return s->err ? sticky_error(s) : (r < 0 ? r : 0);
+}
 
 static bool deferred_drop_of(const struct storage *s, uint64_t gid)
 {
@@ -1306,6 +1397,9 @@ int storage_drop_deferred(struct storage *s, uint64_t gid)
         c = map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
+        r = merge_wait_for(s, c);
+        if (r < 0)
+                return r;
         r = RESERVE(s->def, s->cap_def, s->n_def + 1);
         if (r < 0)
                 return r;
@@ -1330,6 +1424,9 @@ int storage_drop(struct storage *s, uint64_t gid)
         c = map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
+        r = merge_wait_for(s, c);
+        if (r < 0)
+                return r;
         /* A deferred create put after these deletes would bring the record back. */
         deferred_forget_create(s, gid);
         be64_put(lo, gid);
@@ -1495,7 +1592,10 @@ static int append_stage(struct storage *s, struct stage *st, const struct storag
         if (r < 0)
                 return r;
         peek = stage_tail_peek(st);
-        if (peek && (n == 0 || peek->updates == 0)) {
+        /* NOTE 13: the newest batch of a run being merged is not extended or filled:
+         * the merge writes its descriptor; a new batch follows it instead. */
+        if (peek && (n == 0 || peek->updates == 0) &&
+            !(c->merging && st->n_batches == c->merge_end)) {
                 /* Extend the newest batch, or fill it if it is empty. */
                 tail = stage_tail(st);
                 if (n > 0) {
@@ -1723,6 +1823,47 @@ static uint64_t physical_since_after(const struct collection *c, size_t j,
         return min_u64(c->since, p);
 }
 
+/* The records of merging run[0 .. n_run) into *merged (lower, upper and since set;
+ * updates, parts and bytes out) into w->wb: the merged chunks, the deletes of the
+ * run's other descriptors and of its chunks the merged ones do not overwrite, the
+ * merged descriptor.  Not the collection record.  Uses w's scratch (the caller
+ * releases it) and nothing else of w but db and cf, so a merge's worker can run it on
+ * its own handle (NOTE 13). */
+static int merge_build(struct storage *w, uint64_t gid, const struct batch_desc *run, size_t n_run,
+                       struct batch_desc *merged, uint64_t *ret_read)
+{
+        struct collect a = { .max = UINT64_MAX, .advance_to = merged->since };
+        uint64_t want = 0;
+        size_t n;
+        int r;
+
+        for (size_t i = 0; i < n_run; i++)
+                want += run[i].updates;
+        assert(w->n_upd == 0 && w->n_chunks == 0);
+        r = scan_chunks(w, gid, merged->lower, merged->upper, collect_chunk, &a);
+        if (r < 0)
+                return r;
+        if (w->n_upd != want)
+                return corrupt(gid, "batch descriptors and chunks disagree");
+        r = upds_consolidate(w->upd, w->n_upd, &n);
+        if (r < 0)
+                return r;
+        r = put_chunks(w, gid, merged->lower, w->upd, n, &merged->parts, &merged->bytes);
+        if (r < 0)
+                return r;
+        merged->updates = n;
+        for (size_t i = 0; i < n_run; i++) {
+                if (i > 0)
+                        delete_batch(w, gid, run[i].lower);
+                /* Chunk keys of run[0] below merged->parts were overwritten above. */
+                delete_chunks(w, gid, run[i].lower,
+                              i == 0 ? (uint32_t)min_u64(merged->parts, run[0].parts) : 0, run[i].parts);
+        }
+        put_batch(w, gid, merged);
+        *ret_read = want;
+        return 0;
+}
+
 static int compact_run(struct storage *s, struct collection *c, size_t j, uint64_t target,
                        struct storage_compact_result *res)
 {
@@ -1731,43 +1872,15 @@ static int compact_run(struct storage *s, struct collection *c, size_t j, uint64
                 .lower = c->batches[j].lower,
                 .upper = c->batches[m].upper,
         };
-        struct collect a = { .max = UINT64_MAX };
-        uint64_t want = 0, phys;
-        size_t n;
+        uint64_t phys;
         int r;
 
         assert(target < merged.upper);
         merged.since = merged_since(&c->batches[j], target);
-        a.advance_to = merged.since;
-        for (size_t i = j; i <= m; i++)
-                want += c->batches[i].updates;
-        assert(s->n_upd == 0 && s->n_chunks == 0);
-        r = scan_chunks(s, c->gid, merged.lower, merged.upper, collect_chunk, &a);
+        r = merge_build(s, c->gid, &c->batches[j], m - j + 1, &merged, &res->updates_read);
         if (r < 0)
                 goto out;
-        if (s->n_upd != want) {
-                r = corrupt(c->gid, "batch descriptors and chunks disagree");
-                goto out;
-        }
         res->batches_merged = m - j + 1;
-        res->updates_read = want;
-        r = upds_consolidate(s->upd, s->n_upd, &n);
-        if (r < 0)
-                goto out;
-        r = put_chunks(s, c->gid, merged.lower, s->upd, n, &merged.parts, &merged.bytes);
-        if (r < 0)
-                goto out;
-        merged.updates = n;
-        for (size_t i = j; i <= m; i++) {
-                const struct batch_desc *b = &c->batches[i];
-
-                if (i > j)
-                        delete_batch(s, c->gid, b->lower);
-                /* Chunk keys of b_j below merged.parts were overwritten above. */
-                delete_chunks(s, c->gid, b->lower,
-                              i == j ? (uint32_t)min_u64(merged.parts, b->parts) : 0, b->parts);
-        }
-        put_batch(s, c->gid, &merged);
         phys = physical_since_after(c, j, &merged);
         assert(phys >= c->physical_since);
         put_collection(s, c, c->since, c->upper, phys);
@@ -1780,33 +1893,236 @@ static int compact_run(struct storage *s, struct collection *c, size_t j, uint64
         c->batches_at_compaction = c->n_batches;
         c->physical_since = phys;
         assert(!collection_invalid(c));
-        res->updates_written = n;
+        res->updates_written = merged.updates;
         s->stats.compactions++;
-        s->stats.updates_rewritten += n;
+        s->stats.updates_rewritten += merged.updates;
 out:
         chunks_release(s);
         rocksdb_writebatch_clear(s->wb);
         return r;
 }
 
+/* ---- Merges in the background (NOTE 13) ------------------------------------------- */
+
+/* A handle for a merge's worker: s's database and column families (RocksDB allows
+ * reads and writes from several threads), scratch and a WriteBatch of its own. */
+static struct storage *shadow_new(const struct storage *s)
+{
+        struct storage *w = calloc(1, sizeof(*w));
+
+        if (!w)
+                return NULL;
+        w->db = s->db;
+        memcpy(w->cf, s->cf, sizeof(w->cf));
+        w->write_nosync = s->write_nosync;      /* read only once made: shared */
+        w->wb = rocksdb_writebatch_create();
+        w->shadow = true;
+        return w;
+}
+
+static void shadow_free(struct storage *w)
+{
+        if (!w)
+                return;
+        assert(w->shadow);
+        chunks_release(w);
+        free(w->chunks);
+        free(w->upd);
+        free(w->rows_buf);
+        free(w->pack_buf);
+        rocksdb_writebatch_destroy(w->wb);
+        free(w);
+}
+
+static struct merge *merge_free(struct merge *mg)
+{
+        if (mg) {
+                shadow_free(mg->w);
+                free(mg->run);
+                free(mg);
+        }
+        return NULL;
+}
+
+/* The worker: the same records as compact_run() (without the collection record), in
+ * one unsynced WriteBatch of its own (1).  A reader sees the run or the merged batch,
+ * never a part: RocksDB makes a WriteBatch visible at once. */
+static void *merge_main(void *arg)
+{
+        struct merge *mg = arg;
+        struct storage *w = mg->w;
+        uint64_t start = now_ns(), read;
+        int r;
+
+        r = merge_build(w, mg->gid, mg->run, mg->end - mg->j, &mg->merged, &read);
+        if (r >= 0)
+                r = storage_write_opts(w, false);
+        if (r < 0)
+                snprintf(mg->msg, sizeof(mg->msg), "%s", thread_error);
+        chunks_release(w);
+        rocksdb_writebatch_clear(w->wb);
+        mg->r = r;
+        mg->took_ns = now_ns() - start;
+        /* Everything above is the loop thread's to read once it sees done. */
+        atomic_store_explicit(&mg->done, true, memory_order_release);
+        return NULL;
+}
+
+/* Start merging b_j .. b_n-1 of c in the background; -errno (then merge here). */
+static int merge_start(struct storage *s, struct collection *c, size_t j, uint64_t target)
+{
+        const size_t m = c->n_batches - 1;
+        struct merge *mg;
+        int r;
+
+        assert(!s->merge && !c->merging && j < m);
+        mg = calloc(1, sizeof(*mg));
+        if (!mg)
+                return -ENOMEM;
+        mg->run = malloc((m - j + 1) * sizeof(*mg->run));
+        mg->w = shadow_new(s);
+        if (!mg->run || !mg->w) {
+                merge_free(mg);
+                return -ENOMEM;
+        }
+        memcpy(mg->run, &c->batches[j], (m - j + 1) * sizeof(*mg->run));
+        mg->gid = c->gid;
+        mg->j = j;
+        mg->end = m + 1;
+        mg->merged = (struct batch_desc){ .lower = c->batches[j].lower, .upper = c->batches[m].upper };
+        assert(target < mg->merged.upper);
+        mg->merged.since = merged_since(&c->batches[j], target);
+        atomic_init(&mg->done, false);
+        r = -pthread_create(&mg->thread, NULL, merge_main, mg);
+        if (r < 0) {
+                merge_free(mg);
+                return r;
+        }
+        c->merging = true;
+        c->merge_repend = false;
+        c->merge_j = j;
+        c->merge_end = m + 1;
+        s->merge = mg;
+        return 0;
+}
+
+/* Apply the background merge to memory once it is done (wait: join it first).  1 when
+ * one was applied (fn told), 0 when none is done, -errno: the merge failed (memory
+ * keeps the run: the disk holds it or the merged batch, which read the same (5)); a
+ * failed write is sticky (9). */
+static int merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, void *userdata)
+{
+        struct merge *mg = s->merge;
+        struct collection *c;
+        uint64_t phys;
+        int r;
+
+        if (!mg || (!wait && !atomic_load_explicit(&mg->done, memory_order_acquire)))
+                return 0;
+        pthread_join(mg->thread, NULL);
+        s->merge = NULL;
+        c = map_find(&s->map, mg->gid);
+        assert(c && c->merging);        /* a drop waits for the merge */
+        c->merging = false;
+        if (c->merge_repend)
+                pending_add(s, c);
+        r = mg->r;
+        if (r < 0) {
+                if (mg->w->err && s->err == 0) {
+                        s->err = mg->w->err;
+                        snprintf(s->err_msg, sizeof(s->err_msg), "%s", mg->msg);
+                }
+                set_thread_error("%s", mg->msg);
+                merge_free(mg);
+                return r;
+        }
+        /* Appends since the start added batches after the run, never into it (7). */
+        assert(c->n_batches >= mg->end && c->batches[mg->end - 1].upper == mg->merged.upper);
+        c->batches[mg->j] = mg->merged;
+        memmove(&c->batches[mg->j + 1], &c->batches[mg->end],
+                (c->n_batches - mg->end) * sizeof(*c->batches));
+        c->n_batches -= mg->end - mg->j - 1;
+        c->batches_at_compaction = mg->j + 1;   /* the newer batches still count (6) */
+        if (c->n_batches >= c->batches_at_compaction + PENDING_NEW_BATCHES)
+                pending_add(s, c);
+        s->stats.compactions++;
+        s->stats.unsynced_writes++;
+        s->stats.updates_rewritten += mg->merged.updates;
+        s->stats.background_merges++;
+        s->stats.background_merge_ns += mg->took_ns;
+        merge_free(mg);
+        /* The physical since follows in a write of the collection record alone: until
+         * then the disk's is lower than it could be, which is allowed (3). */
+        r = 0;
+        phys = physical_since_after(c, c->n_batches, NULL);
+        if (phys > c->physical_since && s->err == 0) {
+                assert(rocksdb_writebatch_count(s->wb) == 0);
+                put_collection(s, c, c->since, c->upper, phys);
+                r = storage_write_opts(s, false);       /* (1) */
+                if (r >= 0)
+                        c->physical_since = phys;
+        }
+        assert(!collection_invalid(c));
+        if (fn) {
+                struct storage_info info;
+
+                info_of(c, &info);
+                fn(&info, userdata);
+        }
+        return r < 0 ? r : 1;
+}
+
+static uint64_t run_updates(const struct collection *c, size_t j)
+{
+        uint64_t n = 0;
+
+        for (size_t i = j; i < c->n_batches; i++)
+                n += c->batches[i].updates;
+        return n;
+}
+
+/* background: a big merge may go to a thread (NOTE 13); then *ret_later when it
+ * must wait for the one running (c stays queued). */
 static int collection_compact(struct storage *s, struct collection *c, unsigned flags,
-                              struct storage_compact_result *res)
+                              bool background, struct storage_compact_result *res,
+                              bool *ret_later)
 {
         uint64_t target, phys;
         size_t j;
         int r;
 
         *res = (struct storage_compact_result){ 0 };
+        *ret_later = false;
+        if (c->merging) {
+                /* Its run is being merged: again once that is applied. */
+                c->merge_repend = true;
+                pending_remove(s, c);
+                return 0;
+        }
         r = collection_load(s, c);
         if (r < 0)
                 return r;
-        pending_remove(s, c);
         assert(rocksdb_writebatch_count(s->wb) == 0);
         if (c->n_batches > 0) {
                 target = min_u64(c->since, c->upper - 1);
-                if (choose_run(c, flags, target, &j))
+                if (choose_run(c, flags, target, &j)) {
+                        if (background && run_updates(c, j) >= MERGE_BG_UPDATES) {
+                                if (s->merge) {
+                                        *ret_later = true;
+                                        return 0;
+                                }
+                                pending_remove(s, c);
+                                if (merge_start(s, c, j, target) == 0) {
+                                        res->background = true;
+                                        return 0;
+                                }
+                                /* No thread: merge here, as always before. */
+                        }
+                        pending_remove(s, c);
                         return compact_run(s, c, j, target, res);
+                }
         }
+        pending_remove(s, c);
         /* Nothing to merge; the physical since may still move (NOTE 3). */
         c->batches_at_compaction = c->n_batches;
         phys = physical_since_after(c, c->n_batches, NULL);
@@ -1826,6 +2142,7 @@ int storage_compact(struct storage *s, uint64_t gid, unsigned flags,
 {
         struct storage_compact_result res;
         struct collection *c;
+        bool later;
         int r;
 
         if (!s || (flags & ~(unsigned)STORAGE_COMPACT_FULL))
@@ -1835,7 +2152,10 @@ int storage_compact(struct storage *s, uint64_t gid, unsigned flags,
         c = map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
-        r = collection_compact(s, c, flags, &res);
+        r = merge_finish(s, true, NULL, NULL);
+        if (r < 0)
+                return r;
+        r = collection_compact(s, c, flags, false, &res, &later);
         if (r >= 0 && ret)
                 *ret = res;
         return r;
@@ -1844,23 +2164,30 @@ int storage_compact(struct storage *s, uint64_t gid, unsigned flags,
 int storage_compact_pending_fn(struct storage *s, uint64_t max_updates, storage_compacted_fn fn,
                                void *userdata)
 {
+        struct collection *next;
         uint64_t work = 0;
+        int r;
 
         if (!s)
                 return -EINVAL;
         if (s->err)
                 return sticky_error(s);
-        while (s->pending_head) {
+        r = merge_finish(s, false, fn, userdata);
+        if (r < 0)
+                return r;
+        for (struct collection *c = s->pending_head; c; c = next) {
                 struct storage_compact_result res;
-                struct collection *c = s->pending_head;
                 uint64_t phys = c->physical_since, batches = c->n_batches;
-                int r;
+                bool later;
 
                 if (work > 0 && work >= max_updates)
                         break;
-                r = collection_compact(s, c, 0, &res);
+                next = c->pending_next;         /* compaction removes only c */
+                r = collection_compact(s, c, 0, true, &res, &later);
                 if (r < 0)
                         return r;
+                if (later)
+                        continue;
                 work += res.updates_read + res.updates_written + 1;
                 /* c is still there: compaction never frees a collection. */
                 if (fn && (res.batches_merged > 0 || c->physical_since != phys ||
@@ -1871,7 +2198,8 @@ int storage_compact_pending_fn(struct storage *s, uint64_t max_updates, storage_
                         fn(&info, userdata);
                 }
         }
-        return (int)min_u64(s->n_pending, INT32_MAX);
+        /* A merge in the background counts as work left: come back for it. */
+        return (int)min_u64(s->n_pending + (s->merge != NULL), INT32_MAX);
 }
 
 int storage_compact_pending(struct storage *s, uint64_t max_updates)
@@ -2005,6 +2333,10 @@ int storage_read_updates(struct storage *s, uint64_t gid, uint64_t lo, uint64_t 
                         else
                                 b_hi = mid;
                 }
+                /* NOTE 13: the disk may hold the run being merged as one batch at
+                 * its first lower already. */
+                if (c->merging && b_lo > c->merge_j && b_lo < c->merge_end)
+                        b_lo = c->merge_j;
                 if (b_lo < c->n_batches)
                         from = c->batches[b_lo].lower;
         }
@@ -2346,6 +2678,9 @@ int storage_check(struct storage *s)
 
         if (!s)
                 return -EINVAL;
+        r = merge_finish(s, true, NULL, NULL);
+        if (r < 0)
+                return r;
         /* The disk is compared with memory, which shows the deferred changes. */
         if (s->err == 0 && s->n_def > 0) {
                 r = storage_flush_deferred(s);

@@ -44,7 +44,10 @@
  *     encoding) are not sticky.
  *
  * Concurrency: not thread-safe.  One thread (the controller's loop) makes every call,
- * compaction included; read callbacks must not call back into this module.
+ * compaction included; read callbacks must not call back into this module.  A merge
+ * of more than 4,096 updates runs in a thread of the module's own, started and applied
+ * by storage_compact_pending_fn() (controller-storage.c NOTE 13); callers see only that
+ * the call returns before it is done and counts it as work left.
  *
  * Errors are -errno: -EINVAL bad argument, -ENOENT no such collection, -EEXIST
  * collection exists, -ESTALE append at the wrong expected upper, -ERANGE update time
@@ -132,6 +135,8 @@ struct storage_compact_result {
         uint64_t batches_merged;        /* batches read; 0 when nothing was worth doing */
         uint64_t updates_read;
         uint64_t updates_written;       /* after consolidation */
+        bool background;                /* a big merge went to a thread (NOTE 13): its
+                                         * figures come when it is applied */
 };
 
 /* Per collection, for tests, benchmarks and status. */
@@ -151,6 +156,8 @@ struct storage_stats {
         uint64_t compactions;           /* compactions that wrote */
         uint64_t updates_rewritten;     /* written by compactions */
         uint64_t pending;               /* collections queued for compaction */
+        uint64_t background_merges;     /* merges run off the caller's thread (NOTE 13) */
+        uint64_t background_merge_ns;   /* their time in that thread */
 };
 
 /* Rows of a read at t, in ascending byte order; count > 0.  row is valid during the
@@ -261,8 +268,10 @@ int storage_compact(struct storage *s, uint64_t gid, unsigned flags,
 /* Compact, with the tiered policy, the collections queued because their since moved
  * or they gained several batches since their last compaction, oldest request first,
  * until the compactions done have read and written about max_updates updates (at
- * least one collection is compacted when any is queued).  Returns the number of
- * collections still queued.  The controller calls it when its loop is idle. */
+ * least one collection is compacted when any is queued).  A merge that reads 4,096
+ * updates or more is started in a thread and applied by a later call (NOTE 13).
+ * Returns the number of collections still queued, plus one while such a merge is not
+ * applied yet: call again soon.  The controller calls it when its loop is idle. */
 int storage_compact_pending(struct storage *s, uint64_t max_updates);
 
 /* The same, calling fn with the collection's new frontiers after each compaction that
@@ -317,3 +326,8 @@ int storage_check(struct storage *s);
 
 /* Make the next synced write fail with -EIO without writing, as a failed fsync would. */
 void storage_debug_fail_next_write(struct storage *s);
+
+/* Wait until the merge in the background (controller-storage.c NOTE 13), if any, has
+ * written its result, without applying it to memory: the window that reads and
+ * appends must get right.  True if there was one. */
+bool storage_debug_merge_settle(struct storage *s);

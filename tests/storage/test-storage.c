@@ -851,6 +851,113 @@ static void test_compact_pending(void)
         t_rmrf(dir);
 }
 
+/* NOTE 13: a merge of more than MERGE_BG_UPDATES (4096) updates runs in a thread of its
+ * own.  Three batches of 1,000, 2,000 and 3,000 updates make one tiered run (6). */
+#define BG_ROWS 1000
+static char bg_rows[3][2 * BG_ROWS][16];
+
+static void bg_history(struct storage *s, struct model *m)
+{
+        static struct storage_update u[3 * BG_ROWS];
+
+        for (int i = 0; i < 2 * BG_ROWS; i++)
+                for (int g = 0; g < 3; g++)
+                        snprintf(bg_rows[g][i], sizeof(bg_rows[g][i]), "%c%05d", 'a' + g, i);
+        CHECK_OK(storage_create(s, m->gid, STORAGE_KIND_BUILTIN, 0, 0));
+        for (int i = 0; i < BG_ROWS; i++)
+                u[i] = upd(bg_rows[0][i], 0, 1);
+        CHECK_OK(storage_append(s, m->gid, 0, 1, u, BG_ROWS, NULL));
+        model_append(m, u, BG_ROWS, 1);
+        for (int i = 0; i < BG_ROWS; i++) {
+                u[2 * i] = upd(bg_rows[0][i], 1, -1);
+                u[2 * i + 1] = upd(bg_rows[1][i], 1, 1);
+        }
+        CHECK_OK(storage_append(s, m->gid, 1, 2, u, 2 * BG_ROWS, NULL));
+        model_append(m, u, 2 * BG_ROWS, 2);
+        for (int i = 0; i < BG_ROWS; i++)
+                u[i] = upd(bg_rows[1][i], 2, -1);
+        for (int i = 0; i < 2 * BG_ROWS; i++)
+                u[BG_ROWS + i] = upd(bg_rows[2][i], 2, 1);
+        CHECK_OK(storage_append(s, m->gid, 2, 3, u, 3 * BG_ROWS, NULL));
+        model_append(m, u, 3 * BG_ROWS, 3);
+        m->since = 1;
+        CU_ASSERT_EQUAL(storage_allow_compaction(s, m->gid, 1), 1);
+}
+
+static void test_background_merge(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("storage"), *path = NULL;
+        const struct storage_update late[] = { upd("late0", 4, 1), upd("late1", 5, 1) };
+        struct model m = { .gid = 2, .exists = true }, d = { .gid = 3, .exists = true };
+        struct compacted_seen seen = { .n = 0 };
+        struct storage_collection_stats cs;
+        struct storage_stats st0, st;
+        struct raw raw;
+        struct storage *s = NULL;
+        int left;
+
+        path = path_join(dir, "db");
+        CHECK_OK(storage_open(path, &s));
+        bg_history(s, &m);
+        storage_get_stats(s, &st0);
+        /* The call starts the merge and returns: nothing merged yet, one thing left. */
+        left = storage_compact_pending_fn(s, UINT64_MAX, compacted_note, &seen);
+        CU_ASSERT_EQUAL(left, 1);
+        CU_ASSERT_EQUAL(seen.n, 0);
+        CU_ASSERT_TRUE_FATAL(storage_debug_merge_settle(s));
+        /* The worker wrote the merged batch; memory still has the run.  An upper tick
+         * must not extend the run's newest batch (the merge wrote its descriptor), an
+         * append adds a batch after it, and reads at every time and range reads --
+         * also from inside the run (lo = 2 > since: the third batch's lower) -- give
+         * the model's contents. */
+        CHECK_OK(storage_append(s, m.gid, 3, 4, NULL, 0, NULL));
+        model_append(&m, NULL, 0, 4);
+        CHECK_OK(storage_append(s, m.gid, 4, 6, late, 2, NULL));
+        model_append(&m, late, 2, 6);
+        CU_ASSERT(check_model(s, &m));
+        CU_ASSERT(check_range(s, &m, 2, m.upper));
+        CHECK_OK(storage_collection_stats(s, m.gid, &cs));
+        CU_ASSERT_EQUAL(cs.batches, 4);       /* the tick's empty batch, filled by the append */
+        storage_get_stats(s, &st);
+        CU_ASSERT_EQUAL(st.background_merges, st0.background_merges);
+        /* The next call applies it, tells the callback, and goes on. */
+        left = storage_compact_pending_fn(s, UINT64_MAX, compacted_note, &seen);
+        CU_ASSERT(left >= 0);
+        CU_ASSERT(seen.n >= 1 && seen.gids[0] == m.gid);
+        storage_get_stats(s, &st);
+        CU_ASSERT_EQUAL(st.background_merges, st0.background_merges + 1);
+        CU_ASSERT(st.updates_rewritten >= st0.updates_rewritten + 2 * BG_ROWS);
+        CHECK_OK(storage_collection_stats(s, m.gid, &cs));
+        CU_ASSERT(cs.batches >= 1 && cs.batches <= 3);
+        CU_ASSERT(check_model(s, &m));
+        CU_ASSERT(check_storage(s));
+        s = storage_close(s);
+        CHECK_OK(storage_open(path, &s));
+        CU_ASSERT(check_model(s, &m));
+        CU_ASSERT(check_storage(s));
+
+        /* A drop while its merge runs waits for it: no key comes back after it. */
+        bg_history(s, &d);
+        CU_ASSERT_EQUAL(storage_compact_pending(s, UINT64_MAX), 1);
+        CHECK_OK(storage_drop(s, d.gid));
+        CU_ASSERT_FALSE(storage_debug_merge_settle(s));
+        CU_ASSERT(check_storage(s));
+        /* And a close while one runs leaves a database that opens and checks. */
+        d = (struct model){ .gid = 3, .exists = true };
+        bg_history(s, &d);
+        CU_ASSERT_EQUAL(storage_compact_pending(s, UINT64_MAX), 1);
+        s = storage_close(s);
+        raw_scan(path, 3, &raw);
+        CHECK_OK(storage_open(path, &s));
+        CU_ASSERT(check_model(s, &m));
+        CU_ASSERT(check_model(s, &d));
+        CU_ASSERT(check_storage(s));
+        s = storage_close(s);
+        model_clear(&m);
+        model_clear(&d);
+        t_rmrf(dir);
+}
+
 static void test_since_monotone(void)
 {
         _cleanup_free_ char *dir = t_mkdtemp("storage"), *path = NULL;
@@ -1893,6 +2000,7 @@ static const struct t_case cases[] = {
         { "read errors", test_read_errors },
         { "compaction preserves reads", test_compaction },
         { "compaction queue", test_compact_pending },
+        { "big merges in the background", test_background_merge },
         { "since never regresses (I1, I2)", test_since_monotone },
         { "drop removes every key", test_drop },
         { "reopen restores everything", test_reopen },
