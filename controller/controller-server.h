@@ -59,6 +59,7 @@ struct cserver;         /* opaque */
  * written), so that the loop never stalls on it. */
 #define CSERVER_COMPACT_INTERVAL_MS 100u
 #define CSERVER_COMPACT_BUDGET 4096u
+#define CSERVER_COMPACT_BUDGET_US 2000u         /* per run too: the rest 5 ms later (6) */
 
 /* A peek with timeout_ms = 0 waits this long for its inputs' uppers. */
 #define CSERVER_PEEK_TIMEOUT_DEFAULT_MS 10000u

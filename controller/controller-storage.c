@@ -504,6 +504,16 @@ static void chunks_release(struct storage *s)
         s->n_upd = 0;
 }
 
+/* The scratch of calls (s's, or a merge worker's handle's, NOTE 13). */
+static void scratch_free(struct storage *s)
+{
+        chunks_release(s);
+        free(s->chunks);
+        free(s->upd);
+        free(s->rows_buf);
+        free(s->pack_buf);
+}
+
 /* ---- Invariants (NOTE 4) ---------------------------------------------------------- */
 
 static uint64_t batch_weight(const struct batch_desc *b)
@@ -876,19 +886,14 @@ typedef int (*chunk_fn)(struct storage *s, uint64_t lower, uint32_t part, size_t
                         Coord__StorageChunk **chunk, void *userdata);
 
 /* Decode the chunks of the batches of gid with lower in [from, to), in key order. */
-static int scan_chunks(struct storage *s, uint64_t gid, uint64_t from, uint64_t to, chunk_fn fn,
-                       void *userdata)
+static int scan_keys(struct storage *s, uint64_t gid, const uint8_t *lo, size_t lo_len,
+                     const uint8_t *hi, size_t hi_len, chunk_fn fn, void *userdata)
 {
-        uint8_t lo[KEY_BATCH_LEN], hi[KEY_BATCH_LEN];
         rocksdb_readoptions_t *ro;
         rocksdb_iterator_t *it;
         int r = 0;
 
-        if (from >= to)
-                return 0;
-        key_batch(lo, gid, from);
-        key_batch(hi, gid, to);
-        for (it = iter_new(s, CF_CHUNKS, lo, sizeof(lo), hi, sizeof(hi), &ro);
+        for (it = iter_new(s, CF_CHUNKS, lo, lo_len, hi, hi_len, &ro);
              rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
                 Coord__StorageChunk *ch = NULL;
                 size_t klen, vlen;
@@ -909,6 +914,36 @@ static int scan_chunks(struct storage *s, uint64_t gid, uint64_t from, uint64_t 
                         break;
         }
         return iter_free(it, ro, r);
+}
+
+/* The chunks of the batches with lower in [from, to), in key order (NOTE 4). */
+static int scan_chunks(struct storage *s, uint64_t gid, uint64_t from, uint64_t to, chunk_fn fn,
+                       void *userdata)
+{
+        uint8_t lo[KEY_BATCH_LEN], hi[KEY_BATCH_LEN];
+
+        if (from >= to)
+                return 0;
+        key_batch(lo, gid, from);
+        key_batch(hi, gid, to);
+        return scan_keys(s, gid, lo, sizeof(lo), hi, sizeof(hi), fn, userdata);
+}
+
+/* The chunks of one batch, and no other key: a merge reads its run batch by batch, so
+ * that it never steps over the deleted chunk keys between them -- those of the
+ * batches that earlier merges took into the run's first batch, whose tombstones
+ * RocksDB keeps until its own compaction drops them (issue 6: a coord_frontiers merge
+ * of a few hundred updates walked thousands of them in the memtable). */
+static int scan_batch(struct storage *s, uint64_t gid, const struct batch_desc *b, chunk_fn fn,
+                      void *userdata)
+{
+        uint8_t lo[KEY_CHUNK_LEN], hi[KEY_CHUNK_LEN];
+
+        if (b->parts == 0)
+                return 0;
+        key_chunk(lo, gid, b->lower, 0);
+        key_chunk(hi, gid, b->lower, b->parts);
+        return scan_keys(s, gid, lo, sizeof(lo), hi, sizeof(hi), fn, userdata);
 }
 
 /* A scan that keeps its chunks in s->chunks and their updates in s->upd: time > max
@@ -1099,13 +1134,9 @@ struct storage *storage_close(struct storage *s)
         for (size_t i = 0; s->map.slots && i <= s->map.mask; i++)
                 collection_free(s->map.slots[i]);
         free(s->map.slots);
-        chunks_release(s);
-        free(s->chunks);
-        free(s->upd);
+        scratch_free(s);
         free(s->stages);
         free(s->def);
-        free(s->rows_buf);
-        free(s->pack_buf);
         if (s->wb)
                 rocksdb_writebatch_destroy(s->wb);
         if (s->flush_options)
@@ -1840,9 +1871,11 @@ static int merge_build(struct storage *w, uint64_t gid, const struct batch_desc 
         for (size_t i = 0; i < n_run; i++)
                 want += run[i].updates;
         assert(w->n_upd == 0 && w->n_chunks == 0);
-        r = scan_chunks(w, gid, merged->lower, merged->upper, collect_chunk, &a);
-        if (r < 0)
-                return r;
+        for (size_t i = 0; i < n_run; i++) {
+                r = scan_batch(w, gid, &run[i], collect_chunk, &a);
+                if (r < 0)
+                        return r;
+        }
         if (w->n_upd != want)
                 return corrupt(gid, "batch descriptors and chunks disagree");
         r = upds_consolidate(w->upd, w->n_upd, &n);
@@ -1925,11 +1958,7 @@ static void shadow_free(struct storage *w)
         if (!w)
                 return;
         assert(w->shadow);
-        chunks_release(w);
-        free(w->chunks);
-        free(w->upd);
-        free(w->rows_buf);
-        free(w->pack_buf);
+        scratch_free(w);
         rocksdb_writebatch_destroy(w->wb);
         free(w);
 }
@@ -2161,11 +2190,11 @@ int storage_compact(struct storage *s, uint64_t gid, unsigned flags,
         return r;
 }
 
-int storage_compact_pending_fn(struct storage *s, uint64_t max_updates, storage_compacted_fn fn,
-                               void *userdata)
+int storage_compact_pending_timed(struct storage *s, uint64_t max_updates, uint64_t max_us,
+                                  storage_compacted_fn fn, void *userdata)
 {
+        uint64_t work = 0, start = now_ns();
         struct collection *next;
-        uint64_t work = 0;
         int r;
 
         if (!s)
@@ -2180,7 +2209,7 @@ int storage_compact_pending_fn(struct storage *s, uint64_t max_updates, storage_
                 uint64_t phys = c->physical_since, batches = c->n_batches;
                 bool later;
 
-                if (work > 0 && work >= max_updates)
+                if (work > 0 && (work >= max_updates || (now_ns() - start) / 1000 >= max_us))
                         break;
                 next = c->pending_next;         /* compaction removes only c */
                 r = collection_compact(s, c, 0, true, &res, &later);
@@ -2200,6 +2229,12 @@ int storage_compact_pending_fn(struct storage *s, uint64_t max_updates, storage_
         }
         /* A merge in the background counts as work left: come back for it. */
         return (int)min_u64(s->n_pending + (s->merge != NULL), INT32_MAX);
+}
+
+int storage_compact_pending_fn(struct storage *s, uint64_t max_updates, storage_compacted_fn fn,
+                               void *userdata)
+{
+        return storage_compact_pending_timed(s, max_updates, UINT64_MAX, fn, userdata);
 }
 
 int storage_compact_pending(struct storage *s, uint64_t max_updates)

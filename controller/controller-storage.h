@@ -281,6 +281,11 @@ typedef void (*storage_compacted_fn)(const struct storage_info *info, void *user
 int storage_compact_pending_fn(struct storage *s, uint64_t max_updates, storage_compacted_fn fn,
                                void *userdata);
 
+/* The same, also stopping once max_us microseconds went by (checked between
+ * collections: at least one is compacted, and one small merge always whole). */
+int storage_compact_pending_timed(struct storage *s, uint64_t max_updates, uint64_t max_us,
+                                  storage_compacted_fn fn, void *userdata);
+
 /* Reading. */
 
 /* The contents at t, one call of fn per row with a positive count, rows in ascending

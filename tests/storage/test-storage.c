@@ -835,6 +835,15 @@ static void test_compact_pending(void)
         CU_ASSERT_EQUAL(seen.n, 3);
         CU_ASSERT_EQUAL(seen.gids[1], 101);
         CU_ASSERT_EQUAL(seen.gids[2], 102);
+        /* A time budget of none: one collection per call too, however many updates. */
+        for (int i = 0; i < 3; i++)
+                build_history(s, &m[i], &rng, 20);
+        seen.n = 0;
+        CU_ASSERT_EQUAL(storage_compact_pending_timed(s, UINT64_MAX, 0, compacted_note, &seen), 2);
+        CU_ASSERT_EQUAL(seen.n, 1);
+        CU_ASSERT_EQUAL(storage_compact_pending_timed(s, UINT64_MAX, 0, compacted_note, &seen), 1);
+        CU_ASSERT_EQUAL(storage_compact_pending_timed(s, UINT64_MAX, 0, compacted_note, &seen), 0);
+        CU_ASSERT_EQUAL(seen.n, 3);
         for (int i = 0; i < 3; i++) {
                 m[i].since = m[i].upper - 10;
                 CU_ASSERT_EQUAL(storage_allow_compaction(s, m[i].gid, m[i].since), 1);
@@ -892,7 +901,6 @@ static void test_background_merge(void)
         struct compacted_seen seen = { .n = 0 };
         struct storage_collection_stats cs;
         struct storage_stats st0, st;
-        struct raw raw;
         struct storage *s = NULL;
         int left;
 
@@ -947,7 +955,6 @@ static void test_background_merge(void)
         bg_history(s, &d);
         CU_ASSERT_EQUAL(storage_compact_pending(s, UINT64_MAX), 1);
         s = storage_close(s);
-        raw_scan(path, 3, &raw);
         CHECK_OK(storage_open(path, &s));
         CU_ASSERT(check_model(s, &m));
         CU_ASSERT(check_model(s, &d));
