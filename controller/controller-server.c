@@ -73,7 +73,7 @@
  *     coord_frontiers took 5-12 ms, mostly RocksDB memtable seeks and inserts); while
  *     work remains it comes back COMPACT_AGAIN_MS later, so other requests are served
  *     in between.  The budget is soft: one small tiered merge is always done whole.  A
- *     merge that reads more than 4,096 updates -- one that reaches the oldest batch of
+ *     merge that reads 4,096 updates or more -- one that reaches the oldest batch of
  *     coord_frontiers rewrites a row per collection, 100,000 at 100,000 objects, and
  *     the first bound publication of 100,000 indexes moves every row at once -- runs
  *     in storage's thread (controller-storage.c NOTE 13: 215 ms on the loop before)

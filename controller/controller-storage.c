@@ -212,7 +212,7 @@ static const char *const cf_names[_CF_MAX] = {
 #define CHUNK_MAX_BYTES (256u << 10)            /* of row bytes; one longer row is alone */
 #define TIER_RATIO 2u                           /* NOTE 6 */
 #define PENDING_NEW_BATCHES 8u                  /* NOTE 6 */
-#define MERGE_BG_UPDATES 4096u                  /* NOTE 13: merges reading more run off the loop */
+#define MERGE_BG_UPDATES 4096u                  /* NOTE 13: merges reading as many run off the loop */
 #define MAP_MIN_SLOTS 64u
 
 #define WRITE_BUFFER_SIZE (8u << 20)

@@ -45,7 +45,7 @@
  *
  * Concurrency: not thread-safe.  One thread (the controller's loop) makes every call,
  * compaction included; read callbacks must not call back into this module.  A merge
- * of more than 4,096 updates runs in a thread of the module's own, started and applied
+ * of 4,096 updates or more runs in a thread of the module's own, started and applied
  * by storage_compact_pending_fn() (controller-storage.c NOTE 13); callers see only that
  * the call returns before it is done and counts it as work left.
  *

@@ -951,6 +951,7 @@ static void test_background_merge(void)
         CU_ASSERT_FALSE(storage_debug_merge_settle(s));
         CU_ASSERT(check_storage(s));
         /* And a close while one runs leaves a database that opens and checks. */
+        model_clear(&d);
         d = (struct model){ .gid = 3, .exists = true };
         bg_history(s, &d);
         CU_ASSERT_EQUAL(storage_compact_pending(s, UINT64_MAX), 1);
