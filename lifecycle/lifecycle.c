@@ -199,25 +199,24 @@ static void lag_measure(struct lifecycle *lc, uint64_t seq, uint64_t at)
         COORD_LIFECYCLE_APPLIED(seq, lc->lag_last_us);
 }
 
-static int u64_cmp(const void *a, const void *b)
+/* The 50th and 99th percentiles of the kept lag samples (0 without samples), as the
+ * sorted samples' [(n - 1) * p / 100]: by selection, not a sort -- a status request
+ * sorted 4,096 samples twice, 0.5-2 ms of the loop per request once the ring was full
+ * (the bench asks ten times a second). */
+static void lag_percentiles(const struct lifecycle *lc, uint64_t *ret_p50, uint64_t *ret_p99)
 {
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+        size_t n = lc->n_lag < LAG_SAMPLES ? lc->n_lag : LAG_SAMPLES, k50, k99;
+        uint64_t v[LAG_SAMPLES];
 
-        return x < y ? -1 : x > y;
-}
-
-/* The p-th percentile (0..100) of the kept lag samples; 0 without samples. */
-static uint64_t lag_percentile(const struct lifecycle *lc, unsigned p)
-{
-        size_t n = lc->n_lag < LAG_SAMPLES ? lc->n_lag : LAG_SAMPLES;
-        uint64_t v[LAG_SAMPLES], r;
-
+        *ret_p50 = *ret_p99 = 0;
         if (!n)
-                return 0;
+                return;
         memcpy(v, lc->lag, n * sizeof(*v));
-        qsort(v, n, sizeof(*v), u64_cmp);
-        r = v[(n - 1) * p / 100];
-        return r;
+        k50 = (n - 1) * 50 / 100;
+        k99 = (n - 1) * 99 / 100;
+        *ret_p99 = u64_nth(v, n, k99);
+        /* Everything below k99 is <= it now: the 50th lies among those. */
+        *ret_p50 = k50 < k99 ? u64_nth(v, k99, k50) : *ret_p99;
 }
 
 /* One transaction, from the ring or the log: the state, then what the controller must
@@ -918,8 +917,10 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
 {
         struct lifecycle *lc = userdata;
         struct fring_reader *rd = node_ring(n);
+        uint64_t p50, p99;
 
         lifecycle_follow(lc);
+        lag_percentiles(lc, &p50, &p99);
         reply->catalog_seq = lc->loaded ? lc_state_seq(lc->state) : 0;
         reply->ring_generation = rd ? fring_reader_generation(rd) : 0;
         snprintf(lc->detail, sizeof(lc->detail),
@@ -938,7 +939,7 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  (unsigned long long)lc->records_total, (unsigned long long)lc->bytes_total,
                  (unsigned long long)lc->last_commit_seq, (unsigned long long)lc->allow_sent,
                  (unsigned long long)lc->applied_txns, (unsigned long long)lc->lag_last_us,
-                 (unsigned long long)lag_percentile(lc, 50), (unsigned long long)lag_percentile(lc, 99),
+                 (unsigned long long)p50, (unsigned long long)p99,
                  lc->n_lag, (unsigned long long)lc->lag_max_us, (unsigned long long)lc->reloads,
                  (unsigned long long)lring_reader_generation(lc->ring),
                  lc->ring ? "attached" : "waiting", (unsigned long long)lc->ring_applied,
