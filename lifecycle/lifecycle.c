@@ -590,7 +590,6 @@ static void sleep_complete(struct loop *l, struct loop_io *io, int res)
                 lring_sleep_end(lc->sleeper);
         if (lc->sleep_stopping)
                 return;
-        lc->loop_wakes++;
         if (res == -EINVAL || res == -EOPNOTSUPP) {
                 /* The kernel lists the opcode but will not wait (4). */
                 log_info("catalog_wait", "mode=thread error=%d", res);
@@ -598,6 +597,7 @@ static void sleep_complete(struct loop *l, struct loop_io *io, int res)
                 lifecycle_follow(lc);
                 return;
         }
+        lc->loop_wakes++;
         /* 0 woken, -EAGAIN the word had moved, anything else (-EINTR, -ECANCELED):
          * look, and sleep again. */
         r = lring_skip(lc->sleeper);
