@@ -313,24 +313,35 @@ static void test_waker_free(void)
 
 /* --- Futex waits ------------------------------------------------------------------- */
 
-struct futex_state {
+/* One operation's completion (futex waits here, recv/send below). */
+struct op {
         struct loop_io io;
         int res;
         bool done;
 };
 
-static void futex_done(struct loop *l, struct loop_io *io, int res)
+static void op_done(struct loop *l, struct loop_io *io, int res)
 {
-        struct futex_state *fs = container_of(io, struct futex_state, io);
+        struct op *op = container_of(io, struct op, io);
 
-        fs->res = res;
-        fs->done = true;
+        op->res = res;
+        op->done = true;
         loop_stop(l);
 }
 
-static bool futex_completed(void *arg)
+static bool ops_done(void *arg)
 {
-        return ((struct futex_state *)arg)->done;
+        struct op **ops = arg;
+
+        for (; *ops; ops++)
+                if (!(*ops)->done)
+                        return false;
+        return true;
+}
+
+static bool op_completed(void *arg)
+{
+        return ((struct op *)arg)->done;
 }
 
 /* FUTEX_WAKE until it woke somebody: the loop's wait is then known to have been queued
@@ -367,7 +378,7 @@ static bool futex_skip(void)
 
 static void test_futex_thread(void)
 {
-        struct futex_state fs = { .io.complete = futex_done };
+        struct op fs = { .io.complete = op_done };
         pthread_t th;
         void *ret;
 
@@ -377,7 +388,7 @@ static void test_futex_thread(void)
         futex_word = 0;
         CU_ASSERT_EQUAL_FATAL(loop_futex_wait(L, &fs.io, &futex_word, 0, false), 0);
         CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, futex_wake_thread, NULL), 0);
-        CU_ASSERT(run_until(futex_completed, &fs));
+        CU_ASSERT(run_until(op_completed, &fs));
         CU_ASSERT_EQUAL(pthread_join(th, &ret), 0);
         CU_ASSERT_EQUAL((intptr_t)ret, 0);
         CU_ASSERT_EQUAL(fs.res, 0);
@@ -385,7 +396,7 @@ static void test_futex_thread(void)
 
 static void test_futex_process(void)
 {
-        struct futex_state fs = { .io.complete = futex_done };
+        struct op fs = { .io.complete = op_done };
         uint32_t *word;
         int status;
         pid_t pid;
@@ -401,7 +412,7 @@ static void test_futex_process(void)
         CU_ASSERT_FATAL(pid >= 0);
         if (pid == 0)
                 _exit(wake_until_woken(word, true) == 0 ? 0 : 1);
-        CU_ASSERT(run_until(futex_completed, &fs));
+        CU_ASSERT(run_until(op_completed, &fs));
         CU_ASSERT_EQUAL(fs.res, 0);
         CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
         CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -410,7 +421,7 @@ static void test_futex_process(void)
 
 static void test_futex_value_and_cancel(void)
 {
-        struct futex_state fs = { .io.complete = futex_done };
+        struct op fs = { .io.complete = op_done };
         struct loop *l2;
 
         if (futex_skip())
@@ -418,13 +429,13 @@ static void test_futex_value_and_cancel(void)
         /* The word no longer holds the value: at once, -EAGAIN. */
         futex_word = 1;
         CU_ASSERT_EQUAL_FATAL(loop_futex_wait(L, &fs.io, &futex_word, 0, false), 0);
-        CU_ASSERT(run_until(futex_completed, &fs));
+        CU_ASSERT(run_until(op_completed, &fs));
         CU_ASSERT_EQUAL(fs.res, -EAGAIN);
         /* A wait nobody wakes: cancelled. */
         fs.done = false;
         CU_ASSERT_EQUAL_FATAL(loop_futex_wait(L, &fs.io, &futex_word, 1, false), 0);
         CU_ASSERT_EQUAL(loop_cancel(L, &fs.io), 0);
-        CU_ASSERT(run_until(futex_completed, &fs));
+        CU_ASSERT(run_until(op_completed, &fs));
         CU_ASSERT_EQUAL(fs.res, -ECANCELED);
         /* Misaligned: refused before it reaches the kernel. */
         CU_ASSERT_EQUAL(loop_futex_wait(L, &fs.io, (const uint32_t *)((char *)&futex_word + 1), 0,
@@ -440,7 +451,7 @@ static void test_futex_value_and_cancel(void)
 
 static void test_futex_disabled(void)
 {
-        struct futex_state fs = { .io.complete = futex_done };
+        struct op fs = { .io.complete = op_done };
         struct loop *l2;
 
         CU_ASSERT_EQUAL_FATAL(loop_new(8, &l2), 0);
@@ -500,31 +511,6 @@ static void test_signals(void)
 }
 
 /* --- recv / send / cancel ---------------------------------------------------------- */
-
-struct op {
-        struct loop_io io;
-        int res;
-        bool done;
-};
-
-static void op_done(struct loop *l, struct loop_io *io, int res)
-{
-        struct op *op = container_of(io, struct op, io);
-
-        op->res = res;
-        op->done = true;
-        loop_stop(l);
-}
-
-static bool ops_done(void *arg)
-{
-        struct op **ops = arg;
-
-        for (; *ops; ops++)
-                if (!(*ops)->done)
-                        return false;
-        return true;
-}
 
 static void test_socketpair(void)
 {
