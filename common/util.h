@@ -76,5 +76,51 @@ static inline uint32_t le32_get(const uint8_t *p)
         return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* The k-th smallest of v[0..n), counting from 0 -- v[k] as it would be after sorting --
+ * by quickselect (Hoare partition around a median of three): expected O(n), where a
+ * sort for one percentile is O(n log n).  v is reordered; afterwards every element
+ * before k is <= v[k] and every one after is >= it.  Requires k < n. */
+static inline uint64_t u64_nth(uint64_t *v, size_t n, size_t k)
+{
+        size_t lo = 0, hi = n - 1;
+
+#define U64_SWAP_(a, b) do { uint64_t t_ = v[a]; v[a] = v[b]; v[b] = t_; } while (0)
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2, i = lo, j = hi;
+                uint64_t pivot;
+
+                /* v[lo] <= v[mid] <= v[hi]: both scans below stop inside [lo, hi]. */
+                if (v[mid] < v[lo])
+                        U64_SWAP_(mid, lo);
+                if (v[hi] < v[lo])
+                        U64_SWAP_(hi, lo);
+                if (v[hi] < v[mid])
+                        U64_SWAP_(hi, mid);
+                pivot = v[mid];
+                while (i <= j) {
+                        while (v[i] < pivot)
+                                i++;
+                        while (v[j] > pivot)
+                                j--;
+                        if (i <= j) {
+                                U64_SWAP_(i, j);
+                                i++;
+                                if (j == 0)
+                                        break;
+                                j--;
+                        }
+                }
+                /* [lo, j] <= pivot, [i, hi] >= pivot, anything between == pivot. */
+                if (k <= j)
+                        hi = j;
+                else if (k >= i)
+                        lo = i;
+                else
+                        break;
+        }
+#undef U64_SWAP_
+        return v[k];
+}
+
 /* Parse a whole decimal unsigned number; -EINVAL on junk, -ERANGE above max. */
 int parse_u64(const char *s, uint64_t max, uint64_t *ret);

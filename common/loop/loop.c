@@ -64,6 +64,24 @@
  *     twice per iteration, at the start and the end of a batch, as loop_now_ns() already
  *     needed; a stretch still open is counted up to its last batch's end.
  *
+ * (10) Futex waits.  IORING_OP_FUTEX_WAIT (Linux 6.7) queues a futex waiter whose wake-up
+ *     posts a CQE, so a loop can sleep on a futex word -- a shared-memory ring's -- in
+ *     its one io_uring_enter() instead of keeping a thread in futex(2) that then has to
+ *     wake the loop through an eventfd: one wake-up per event instead of two.  liburing
+ *     2.3 has no helper, so loop_futex_wait() fills the SQE itself from the kernel's ABI
+ *     (include/uapi/linux/io_uring.h, io_uring/futex.c): opcode 51; addr = the word,
+ *     addr2 = the value expected, addr3 = the bitset mask (must not be 0: match any),
+ *     fd = the futex2 flags (FUTEX2_SIZE_U32, plus FUTEX2_PRIVATE unless the word is
+ *     shared between processes), and len, the op flags, buf_index and file_index 0.
+ *     Semantics are those of FUTEX_WAIT_BITSET: the kernel compares *word with the
+ *     value under the futex bucket lock, -EAGAIN if it differs, else the request waits
+ *     for a FUTEX_WAKE on the same word (for a shared word, from any process that maps
+ *     the same object) and completes with 0.  It is an ordinary request otherwise:
+ *     loop_cancel() and loop_free() cancel it by user_data.  loop_new() asks the
+ *     kernel's opcode probe whether the opcode exists (l->futex_ok); a kernel that lists
+ *     it and still refuses (no CONFIG_FUTEX) completes the request with -EOPNOTSUPP or
+ *     -EINVAL, which callers treat as the same "not here".
+ *
  * Concurrency: everything runs in the loop thread except loop_waker_wake(), which only
  * write(2)s to an eventfd.
  */
@@ -107,6 +125,14 @@
 
 #define LOOP_ENTRIES_DEFAULT 256u
 
+/* Kernel ABI facts for note (10) that liburing 2.3's headers predate.  The opcode is
+ * counted from the last one those headers know. */
+#define LOOP_OP_FUTEX_WAIT 51
+_Static_assert(IORING_OP_SENDMSG_ZC == 48, "io_uring opcode numbering");
+#define LOOP_FUTEX2_SIZE_U32 0x02u
+#define LOOP_FUTEX2_PRIVATE 128u
+#define LOOP_FUTEX_BITSET_MATCH_ANY 0xffffffffull
+
 struct loop_timer {
         struct loop_io io;              /* user_data of the IORING_OP_TIMEOUT */
         struct __kernel_timespec ts;    /* read by the kernel at submission */
@@ -146,6 +172,7 @@ struct loop {
         bool running;                   /* inside loop_run() */
         bool stop;                      /* loop_stop() was called */
         int error;                      /* sticky fatal error: loop_run() returns it */
+        bool futex_ok;                  /* loop_futex_wait() may be tried: note (10) */
         uint64_t now;                   /* loop_now_ns() */
         uint64_t max_stall;             /* loop_max_stall_ns(): since loop_new() */
         uint64_t window_stall;          /* loop_take_window_stall_ns(): since the last take */
@@ -254,6 +281,19 @@ static int loop_ring_init(struct loop *l, unsigned entries)
         return r;
 }
 
+/* Does the kernel list IORING_OP_FUTEX_WAIT (note (10))?  No probe (before 5.6): no. */
+static bool loop_probe_futex(struct loop *l)
+{
+        struct io_uring_probe *p = io_uring_get_probe_ring(&l->ring);
+        bool ok;
+
+        if (!p)
+                return false;
+        ok = io_uring_opcode_supported(p, LOOP_OP_FUTEX_WAIT);
+        io_uring_free_probe(p);
+        return ok;
+}
+
 int loop_new(unsigned entries, struct loop **ret)
 {
         struct loop *l;
@@ -276,6 +316,7 @@ int loop_new(unsigned entries, struct loop **ret)
                 return r;
         }
         l->ring_ready = true;
+        l->futex_ok = loop_probe_futex(l);
         l->now = now_ns();
         *ret = l;
         return 0;
@@ -574,6 +615,46 @@ int loop_cancel(struct loop *l, struct loop_io *io)
         if (!io->_inflight)
                 return -ENOENT;
         return loop_cancel_ud(l, (uint64_t)(uintptr_t)io);
+}
+
+/* --- Futex waits (design note (10)) --------------------------------------------- */
+
+int loop_futex_wait(struct loop *l, struct loop_io *io, const uint32_t *word, uint32_t val,
+                    bool shared)
+{
+        struct io_uring_sqe *sqe;
+        int r;
+
+        assert(l);
+        assert(word);
+        if (((uintptr_t)word & 3u) != 0)
+                return -EINVAL;
+        if (!l->futex_ok)
+                return -EOPNOTSUPP;
+        r = loop_prep(l, io, &sqe);
+        if (r < 0)
+                return r;
+        /* Every field the kernel checks, from zero: note (10). */
+        memset(sqe, 0, sizeof(*sqe));
+        sqe->opcode = LOOP_OP_FUTEX_WAIT;
+        sqe->fd = (int32_t)(LOOP_FUTEX2_SIZE_U32 | (shared ? 0u : LOOP_FUTEX2_PRIVATE));
+        sqe->addr = (uint64_t)(uintptr_t)word;
+        sqe->addr2 = val;
+        sqe->addr3 = LOOP_FUTEX_BITSET_MATCH_ANY;
+        loop_set_data(sqe, io);
+        return 0;
+}
+
+bool loop_futex_supported(const struct loop *l)
+{
+        assert(l);
+        return l->futex_ok;
+}
+
+void loop_futex_disable(struct loop *l)
+{
+        assert(l);
+        l->futex_ok = false;
 }
 
 /* --- Timers (design note (4)) -------------------------------------------------- */

@@ -13,6 +13,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,21 @@ int loop_waker_new(struct loop *l, loop_waker_fn fn, void *userdata, struct loop
 int loop_waker_fd(const struct loop_waker *w);
 void loop_waker_wake(struct loop_waker *w);
 struct loop_waker *loop_waker_free(struct loop *l, struct loop_waker *w);
+
+/* Futex waits in the loop (loop.c note 10): io completes once a FUTEX_WAKE on word --
+ * from another thread, or from another process if shared -- reached the wait (res 0);
+ * with -EAGAIN when *word no longer held val as the kernel queued it (look again);
+ * -ECANCELED after loop_cancel().  word (4-aligned) stays mapped until the completion;
+ * a read-only mapping will do.  0 on submission.  -EOPNOTSUPP when this loop cannot
+ * (IORING_OP_FUTEX_WAIT is Linux 6.7+, or loop_futex_disable()); a kernel may also
+ * refuse only in the completion, with -EINVAL or -EOPNOTSUPP.  Either way the caller
+ * sleeps in futex(2) on a thread of its own instead. */
+int loop_futex_wait(struct loop *l, struct loop_io *io, const uint32_t *word, uint32_t val,
+                    bool shared);
+/* Whether loop_futex_wait() may be tried: the kernel lists the opcode, and no
+ * loop_futex_disable() (tests of the callers' fallback) came first. */
+bool loop_futex_supported(const struct loop *l);
+void loop_futex_disable(struct loop *l);
 
 /* Deliver signo (blocked in the calling thread) to fn in the loop, via signalfd. */
 int loop_signal_add(struct loop *l, int signo, loop_signal_fn fn, void *userdata);

@@ -66,7 +66,10 @@
  *     lring_header.notify through their read-only mapping and count themselves in
  *     NAME.wait; the producer calls FUTEX_WAKE only when waiters is nonzero (Dekker:
  *     seq_cst fences on both sides), so a publish costs no system call when nobody
- *     sleeps.
+ *     sleeps.  lring_sleep_begin()/lring_sleep_end() are lring_wait() with the
+ *     FUTEX_WAIT left to the caller (ring_sleep_begin(): the same loads, count and
+ *     fence, in the same order), so that an io_uring loop can queue the wait itself
+ *     (loop_futex_wait()) and be woken by the producer's FUTEX_WAKE directly.
  *
  * (8) Failures.  A damaged region gives readers -EBADMSG or -EPROTO: the header is
  *     validated on a private copy (header_validate()), positions are checked against
@@ -1004,6 +1007,25 @@ int lring_wait(struct lring_reader *rd, int timeout_ms)
                 return -EINVAL;
         /* note 7: the futex word, then the look, then waiters and the look again */
         return ring_sleep(&rd->hdr->notify, rd->wait, reader_has_data_cb, rd, timeout_ms);
+}
+
+int lring_sleep_begin(struct lring_reader *rd, const uint32_t **ret_word, uint32_t *ret_val)
+{
+        int k;
+
+        if (!rd)
+                return -EINVAL;
+        /* note 7, as lring_wait(), with the sleep itself left to the caller */
+        k = ring_sleep_begin(&rd->hdr->notify, rd->wait, reader_has_data_cb, rd, ret_val);
+        if (k == 0)
+                *ret_word = &rd->hdr->notify;
+        return k;
+}
+
+void lring_sleep_end(struct lring_reader *rd)
+{
+        assert(rd);
+        ring_sleep_end(rd->wait);
 }
 
 uint64_t lring_reader_generation(const struct lring_reader *rd)

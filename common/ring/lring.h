@@ -154,6 +154,19 @@ int lring_skip(struct lring_reader *rd);
  * finite timeout as a safety net. */
 int lring_wait(struct lring_reader *rd, int timeout_ms);
 
+/* lring_wait() for a caller that sleeps by other means (an event loop's io_uring futex
+ * wait, loop_futex_wait()): 1 when lring_read() may have something now (nothing to
+ * sleep for); else 0, the reader counted as a sleeper, *ret_word the futex word and
+ * *ret_val the value to FUTEX_WAIT on (a shared futex: the producer wakes it from its
+ * process).  The word lies in the reader's read-only mapping of NAME, valid until
+ * lring_reader_free() (or a remap of a grown ring by a later call on this reader; the
+ * kernel keys a shared futex by the object, so a wait queued on the old address is
+ * still woken).  After every 0, call lring_sleep_end() exactly once when the sleep is
+ * over, whatever its result -- a reader left counted costs the producer a FUTEX_WAKE
+ * per publish.  -EINVAL without a reader. */
+int lring_sleep_begin(struct lring_reader *rd, const uint32_t **ret_word, uint32_t *ret_val);
+void lring_sleep_end(struct lring_reader *rd);
+
 /* The generation (producer incarnation) of the layout the reader last validated. */
 uint64_t lring_reader_generation(const struct lring_reader *rd);
 

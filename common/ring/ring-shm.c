@@ -191,26 +191,47 @@ int ring_wake(uint32_t *notify, const struct ring_waitpage *w, bool always)
         return (int)ring_futex_wake(notify);
 }
 
+int ring_sleep_begin(const uint32_t *notify, struct ring_waitpage *w,
+                     bool (*has_data)(const void *ctx), const void *ctx, uint32_t *ret_val)
+{
+        uint32_t v;
+
+        /* The futex word is read before looking for data, so that a publish after the
+         * look changes it (or finds us in waiters, below). */
+        v = __atomic_load_n(notify, __ATOMIC_ACQUIRE);
+        if (has_data(ctx))
+                return 1;
+        __atomic_fetch_add(&w->waiters, 1, __ATOMIC_RELAXED);
+        /* Dekker with ring_wake(): our increment of waiters is ordered before our
+         * re-check, the producer's stores before its load of waiters, so either we see
+         * its store now or it sees us and changes the futex word and wakes us. */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (has_data(ctx)) {
+                ring_sleep_end(w);
+                return 1;
+        }
+        *ret_val = v;
+        return 0;
+}
+
+void ring_sleep_end(struct ring_waitpage *w)
+{
+        __atomic_fetch_sub(&w->waiters, 1, __ATOMIC_RELAXED);
+}
+
 int ring_sleep(const uint32_t *notify, struct ring_waitpage *w, bool (*has_data)(const void *ctx),
                const void *ctx, int timeout_ms)
 {
         uint32_t v;
         int k;
 
-        /* The futex word is read before looking for data, so that a publish after the
-         * look changes it (or finds us in waiters, below). */
-        v = __atomic_load_n(notify, __ATOMIC_ACQUIRE);
-        if (has_data(ctx))
-                return 0;
         if (timeout_ms == 0)
-                return -ETIMEDOUT;
-        __atomic_fetch_add(&w->waiters, 1, __ATOMIC_RELAXED);
-        /* Dekker with ring_wake(): our increment of waiters is ordered before our
-         * re-check, the producer's stores before its load of waiters, so either we see
-         * its store now or it sees us and changes the futex word and wakes us. */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        k = has_data(ctx) ? 0 : ring_futex_wait(notify, v, timeout_ms);
-        __atomic_fetch_sub(&w->waiters, 1, __ATOMIC_RELAXED);
+                return has_data(ctx) ? 0 : -ETIMEDOUT;
+        k = ring_sleep_begin(notify, w, has_data, ctx, &v);
+        if (k > 0)
+                return 0;
+        k = ring_futex_wait(notify, v, timeout_ms);
+        ring_sleep_end(w);
         return k;
 }
 

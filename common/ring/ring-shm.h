@@ -80,6 +80,15 @@ int ring_wake(uint32_t *notify, const struct ring_waitpage *w, bool always);
  * has_data() turns true between the count and the sleep. */
 int ring_sleep(const uint32_t *notify, struct ring_waitpage *w, bool (*has_data)(const void *ctx),
                const void *ctx, int timeout_ms);
+/* ring_sleep() in two halves, for a reader whose sleep is asynchronous (an event loop's
+ * io_uring futex wait): begin returns 1 at once if has_data(ctx); else it counts the
+ * reader in waiters, re-checks (1 after taking the count back if has_data() turned
+ * true) and returns 0 with *ret_val, the value of *notify to FUTEX_WAIT on (shared).
+ * After each 0 the reader sleeps however it likes and then calls ring_sleep_end()
+ * exactly once, whatever the sleep's outcome. */
+int ring_sleep_begin(const uint32_t *notify, struct ring_waitpage *w,
+                     bool (*has_data)(const void *ctx), const void *ctx, uint32_t *ret_val);
+void ring_sleep_end(struct ring_waitpage *w);
 
 /* The header seqlock (fring.c note 4): hdr_seq is 0 never initialized, odd while the
  * producer (re)writes the region, even and new after.  begin returns the odd value that

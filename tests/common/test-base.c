@@ -1,4 +1,5 @@
-/* test-base -- common/ base: parse_u64, conf (flags and INI file), byte order helpers. */
+/* test-base -- common/ base: parse_u64, conf (flags and INI file), byte order helpers,
+ * u64_nth() against a sort. */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -25,6 +26,41 @@ static void reset(void)
 static int parse(int argc, char **argv, char *err, size_t errlen, int *nargs, char **args)
 {
         return conf_parse(argc, argv, "test", opts, ELEMENTSOF(opts), args, nargs, err, errlen);
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+static void test_nth(void)
+{
+        static uint64_t v[4096], sorted[4096];
+        uint64_t seed = 1;
+
+        /* Random, many duplicates, ascending, descending, all equal; every size up to 40
+         * and some large ones; each k checked against qsort. */
+        for (int shape = 0; shape < 5; shape++) {
+                for (size_t n = 1; n <= 4096; n = n < 40 ? n + 1 : n * 3) {
+                        for (size_t i = 0; i < n; i++) {
+                                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                                v[i] = shape == 0 ? seed >> 20 : shape == 1 ? (seed >> 33) % 5 :
+                                       shape == 2 ? i : shape == 3 ? n - i : 42;
+                        }
+                        memcpy(sorted, v, n * sizeof(*v));
+                        qsort(sorted, n, sizeof(*sorted), u64_cmp);
+                        for (size_t k = 0; k < n; k += n < 40 ? 1 : n / 7 + 1) {
+                                uint64_t w[4096];
+
+                                memcpy(w, v, n * sizeof(*v));
+                                CU_ASSERT_EQUAL(u64_nth(w, n, k), sorted[k]);
+                                for (size_t i = 0; i < n; i++)
+                                        CU_ASSERT(i < k ? w[i] <= w[k] : i > k ? w[i] >= w[k] : 1);
+                        }
+                }
+        }
 }
 
 static void test_parse_u64(void)
@@ -149,6 +185,7 @@ int main(void)
         static const struct t_case util_cases[] = {
                 { "parse_u64", test_parse_u64 },
                 { "byte order", test_bytes },
+                { "u64_nth against qsort", test_nth },
                 { NULL, NULL },
         };
         static const struct t_case conf_cases[] = {

@@ -13,10 +13,16 @@
  *                  on following through the ring; new DDL is enacted.
  *   kill9_lifecycle  kill -9 of the follower, then up: the new one reloads, attaches
  *                  to the ring, skips what it loaded and applies the rest from the ring.
+ *   wait_modes     how the follower sleeps on the ring (lifecycle.c note 4): in its
+ *                  event loop (catalog_wait=loop, woken through io_uring) where the
+ *                  kernel has IORING_OP_FUTEX_WAIT; restarted with --catalog-wait-thread,
+ *                  the fallback for kernels without it, in a watcher thread, and it
+ *                  follows through the ring all the same.
  */
 #include <pthread.h>
 
 #include "itest.h"
+#include "loop.h"
 
 /* Whether the lifecycle's status detail contains s. */
 static bool lc_detail_has(const char *s)
@@ -218,11 +224,54 @@ static void test_kill9_lifecycle(void)
         PQfinish(c);
 }
 
+static void test_wait_modes(void)
+{
+        struct loop *l = NULL;
+        uint64_t applied0, fallbacks0;
+        PGconn *c = db();
+        bool futex;
+
+        CU_ASSERT_FATAL(c != NULL);
+        futex = loop_new(8, &l) == 0 && loop_futex_supported(l);
+        l = loop_free(l);
+        CU_ASSERT(ddl_round(c, "wl", 4));
+        CU_ASSERT(converged());
+        CU_ASSERT(lc_detail_has(futex ? "catalog_wait=loop" : "catalog_wait=thread"));
+        printf("\n    kernel futex wait %s, loop wakes %" PRIu64, futex ? "yes" : "no",
+               lc_stat("catalog_loop_wakes"));
+        if (futex)
+                CU_ASSERT(lc_stat("catalog_loop_wakes") >= 4);
+
+        /* The fallback, forced. */
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_LIFECYCLE_ARGS=--catalog-wait-thread %s up >/dev/null",
+                                   coord_cmd), 0);
+        CU_ASSERT(converged());
+        CU_ASSERT(lc_detail_has("catalog_wait=thread"));
+        applied0 = lc_stat("ring_applied");
+        fallbacks0 = lc_stat("ring_fallbacks");
+        CU_ASSERT(ddl_round(c, "wt", 6));
+        CU_ASSERT(converged());
+        printf(", thread: ring_applied %" PRIu64 " -> %" PRIu64 ", ring_fallbacks %" PRIu64
+               " -> %" PRIu64, applied0, lc_stat("ring_applied"), fallbacks0,
+               lc_stat("ring_fallbacks"));
+        CU_ASSERT(lc_stat("ring_applied") >= applied0 + 6 + 3);
+        CU_ASSERT_EQUAL(lc_stat("catalog_loop_wakes"), 0);
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM wt5", "1"));
+
+        /* Back to the default for whatever runs next. */
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT(converged());
+        PQfinish(c);
+}
+
 static const struct t_case cases[] = {
         { "up", test_up },
         { "ring_path", test_ring_path },
         { "kill9_adapter", test_kill9_adapter },
         { "kill9_lifecycle", test_kill9_lifecycle },
+        { "wait_modes", test_wait_modes },
         { NULL, NULL },
 };
 

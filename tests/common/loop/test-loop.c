@@ -1,7 +1,9 @@
 /* test-loop.c -- the io_uring event loop (common/loop/loop.h).
  *
  * Timers (order, cancellation, a full SQ), wakers from a thread and from another
- * process, signals through signalfd, recv/send/cancel on a socketpair, loop_stop and the
+ * process, futex waits woken from a thread and from another process (and their value
+ * check, cancellation and the "not supported" answer callers fall back on), signals
+ * through signalfd, recv/send/cancel on a socketpair, loop_stop and the
  * stall probe.  Every wait is on an event; a watchdog timer turns a hang into a failure.
  * Exits 77 when io_uring is unavailable (ENOSYS, or EPERM under a seccomp policy).
  */
@@ -12,8 +14,12 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -305,6 +311,158 @@ static void test_waker_free(void)
         CU_ASSERT_PTR_NULL(loop_waker_free(L, NULL));
 }
 
+/* --- Futex waits ------------------------------------------------------------------- */
+
+/* One operation's completion (futex waits here, recv/send below). */
+struct op {
+        struct loop_io io;
+        int res;
+        bool done;
+};
+
+static void op_done(struct loop *l, struct loop_io *io, int res)
+{
+        struct op *op = container_of(io, struct op, io);
+
+        op->res = res;
+        op->done = true;
+        loop_stop(l);
+}
+
+static bool ops_done(void *arg)
+{
+        struct op **ops = arg;
+
+        for (; *ops; ops++)
+                if (!(*ops)->done)
+                        return false;
+        return true;
+}
+
+static bool op_completed(void *arg)
+{
+        return ((struct op *)arg)->done;
+}
+
+/* FUTEX_WAKE until it woke somebody: the loop's wait is then known to have been queued
+ * (the word never changes, so the kernel cannot answer -EAGAIN instead). */
+static int wake_until_woken(uint32_t *word, bool shared)
+{
+        for (int i = 0; i < 100000; i++) {
+                long n = syscall(SYS_futex, word, shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE,
+                                 INT_MAX, NULL, NULL, 0);
+                if (n > 0)
+                        return 0;
+                if (n < 0)
+                        return -errno;
+                usleep(100);
+        }
+        return -ETIMEDOUT;
+}
+
+static uint32_t futex_word;
+
+static void *futex_wake_thread(void *arg)
+{
+        return (void *)(intptr_t)wake_until_woken(&futex_word, false);
+}
+
+static bool futex_skip(void)
+{
+        if (!loop_futex_supported(L)) {
+                fprintf(stderr, "(no IORING_OP_FUTEX_WAIT: skipped) ");
+                return true;
+        }
+        return false;
+}
+
+static void test_futex_thread(void)
+{
+        struct op fs = { .io.complete = op_done };
+        pthread_t th;
+        void *ret;
+
+        /* Valgrind holds its big lock across io_uring_enter() (test_waker_thread). */
+        if (futex_skip() || RUNNING_ON_VALGRIND)
+                return;
+        futex_word = 0;
+        CU_ASSERT_EQUAL_FATAL(loop_futex_wait(L, &fs.io, &futex_word, 0, false), 0);
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, futex_wake_thread, NULL), 0);
+        CU_ASSERT(run_until(op_completed, &fs));
+        CU_ASSERT_EQUAL(pthread_join(th, &ret), 0);
+        CU_ASSERT_EQUAL((intptr_t)ret, 0);
+        CU_ASSERT_EQUAL(fs.res, 0);
+}
+
+static void test_futex_process(void)
+{
+        struct op fs = { .io.complete = op_done };
+        uint32_t *word;
+        int status;
+        pid_t pid;
+
+        if (futex_skip())
+                return;
+        /* A shared word: the kernel keys it by the object, not by this address space. */
+        word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        CU_ASSERT_FATAL(word != MAP_FAILED);
+        *word = 7;
+        CU_ASSERT_EQUAL_FATAL(loop_futex_wait(L, &fs.io, word, 7, true), 0);
+        pid = fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0)
+                _exit(wake_until_woken(word, true) == 0 ? 0 : 1);
+        CU_ASSERT(run_until(op_completed, &fs));
+        CU_ASSERT_EQUAL(fs.res, 0);
+        CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+        CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        munmap(word, 4096);
+}
+
+static void test_futex_value_and_cancel(void)
+{
+        struct op fs = { .io.complete = op_done };
+        struct loop *l2;
+
+        if (futex_skip())
+                return;
+        /* The word no longer holds the value: at once, -EAGAIN. */
+        futex_word = 1;
+        CU_ASSERT_EQUAL_FATAL(loop_futex_wait(L, &fs.io, &futex_word, 0, false), 0);
+        CU_ASSERT(run_until(op_completed, &fs));
+        CU_ASSERT_EQUAL(fs.res, -EAGAIN);
+        /* A wait nobody wakes: cancelled. */
+        fs.done = false;
+        CU_ASSERT_EQUAL_FATAL(loop_futex_wait(L, &fs.io, &futex_word, 1, false), 0);
+        CU_ASSERT_EQUAL(loop_cancel(L, &fs.io), 0);
+        CU_ASSERT(run_until(op_completed, &fs));
+        CU_ASSERT_EQUAL(fs.res, -ECANCELED);
+        /* Misaligned: refused before it reaches the kernel. */
+        CU_ASSERT_EQUAL(loop_futex_wait(L, &fs.io, (const uint32_t *)((char *)&futex_word + 1), 0,
+                                        false), -EINVAL);
+        /* A wait still queued when the loop is freed: cancelled without its callback. */
+        CU_ASSERT_EQUAL_FATAL(loop_new(8, &l2), 0);
+        fs.done = false;
+        CU_ASSERT_EQUAL(loop_futex_wait(l2, &fs.io, &futex_word, 1, false), 0);
+        CU_ASSERT_EQUAL(loop_run_for(l2, MS), 0);
+        l2 = loop_free(l2);
+        CU_ASSERT(!fs.done);
+}
+
+static void test_futex_disabled(void)
+{
+        struct op fs = { .io.complete = op_done };
+        struct loop *l2;
+
+        CU_ASSERT_EQUAL_FATAL(loop_new(8, &l2), 0);
+        loop_futex_disable(l2);
+        CU_ASSERT(!loop_futex_supported(l2));
+        /* What a caller falls back on: nothing submitted, io untouched. */
+        CU_ASSERT_EQUAL(loop_futex_wait(l2, &fs.io, &futex_word, 0, false), -EOPNOTSUPP);
+        CU_ASSERT_EQUAL(fs.io._inflight, 0);
+        l2 = loop_free(l2);
+}
+
 /* --- Signals --------------------------------------------------------------------- */
 
 struct sig_state {
@@ -353,31 +511,6 @@ static void test_signals(void)
 }
 
 /* --- recv / send / cancel ---------------------------------------------------------- */
-
-struct op {
-        struct loop_io io;
-        int res;
-        bool done;
-};
-
-static void op_done(struct loop *l, struct loop_io *io, int res)
-{
-        struct op *op = container_of(io, struct op, io);
-
-        op->res = res;
-        op->done = true;
-        loop_stop(l);
-}
-
-static bool ops_done(void *arg)
-{
-        struct op **ops = arg;
-
-        for (; *ops; ops++)
-                if (!(*ops)->done)
-                        return false;
-        return true;
-}
 
 static void test_socketpair(void)
 {
@@ -438,6 +571,14 @@ static const struct t_case waker_cases[] = {
         { NULL, NULL },
 };
 
+static const struct t_case futex_cases[] = {
+        { "wait woken from another thread", test_futex_thread },
+        { "shared wait woken from another process", test_futex_process },
+        { "value changed, cancel, misaligned, freed in flight", test_futex_value_and_cancel },
+        { "disabled: -EOPNOTSUPP", test_futex_disabled },
+        { NULL, NULL },
+};
+
 static const struct t_case signal_cases[] = {
         { "SIGUSR1/SIGUSR2 through signalfd", test_signals },
         { NULL, NULL },
@@ -451,6 +592,7 @@ static const struct t_case io_cases[] = {
 static const struct t_suite suites[] = {
         { "timers", timer_cases },
         { "wakers", waker_cases },
+        { "futex", futex_cases },
         { "signals", signal_cases },
         { "io", io_cases },
         { NULL, NULL },

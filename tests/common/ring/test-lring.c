@@ -308,6 +308,68 @@ static void test_basic(void)
         CU_ASSERT_EQUAL(t_attach_result(name), -ENOENT);
 }
 
+static uint32_t t_waiters(const char *name)
+{
+        char wname[NAME_MAX + 2];
+        struct t_region w;
+        uint32_t n;
+
+        snprintf(wname, sizeof wname, "%s%s", name, LRING_WAIT_SUFFIX);
+        if (!t_region_map(wname, &w))
+                return UINT32_MAX;
+        n = __atomic_load_n(&((struct lring_waitpage *)w.p)->waiters, __ATOMIC_ACQUIRE);
+        munmap(w.p, w.size);
+        return n;
+}
+
+/* lring_sleep_begin()/_end(): the sleep of lring_wait() left to the caller (the
+ * follower's event loop): counted as a sleeper in between, so a publish changes the
+ * word and wakes; not counted when there is something to read. */
+static void test_sleep_halves(void)
+{
+        struct lring_reader *rd = NULL;
+        struct lring *r = NULL;
+        struct lring_stats st;
+        const uint32_t *word = NULL;
+        uint32_t val = 0;
+        char name[64];
+
+        t_ring_name(name, sizeof name, "halves");
+        CU_ASSERT_EQUAL_FATAL(lring_create(name, 8192, 1, 0, &r), 0);
+        CU_ASSERT_EQUAL_FATAL(lring_attach(name, &rd), 0);
+        CU_ASSERT_EQUAL(lring_sleep_begin(NULL, &word, &val), -EINVAL);
+
+        /* Nothing to read: counted, and told what to wait on. */
+        CU_ASSERT_EQUAL_FATAL(lring_sleep_begin(rd, &word, &val), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(word);
+        CU_ASSERT_EQUAL(__atomic_load_n(word, __ATOMIC_ACQUIRE), val);
+        CU_ASSERT_EQUAL(t_waiters(name), 1);
+        /* A publish moves the word (a FUTEX_WAIT on val would not sleep) and wakes. */
+        CU_ASSERT_EQUAL_FATAL(t_publish(r, 1, 1, 1, 100), 0);
+        CU_ASSERT_NOT_EQUAL(__atomic_load_n(word, __ATOMIC_ACQUIRE), val);
+        lring_get_stats(r, &st);
+        CU_ASSERT_EQUAL(st.wakes, 1);
+        lring_sleep_end(rd);
+        CU_ASSERT_EQUAL(t_waiters(name), 0);
+
+        /* Something to read: 1, not counted; no wake-up for the next publish. */
+        CU_ASSERT_EQUAL(lring_sleep_begin(rd, &word, &val), 1);
+        CU_ASSERT_EQUAL(t_waiters(name), 0);
+        CU_ASSERT_EQUAL_FATAL(t_publish(r, 2, 2, 1, 100), 0);
+        lring_get_stats(r, &st);
+        CU_ASSERT_EQUAL(st.wakes, 1);
+        /* Skipped to the end: a sleeper again. */
+        CU_ASSERT_EQUAL(lring_skip(rd), 0);
+        CU_ASSERT_EQUAL(lring_sleep_begin(rd, &word, &val), 0);
+        CU_ASSERT_EQUAL(t_waiters(name), 1);
+        lring_sleep_end(rd);
+        CU_ASSERT_EQUAL(t_waiters(name), 0);
+
+        lring_reader_free(rd);
+        lring_free(r);
+        CU_ASSERT_EQUAL(lring_unlink(name), 0);
+}
+
 /* Records of every length, many laps of a small ring, read as they come: every record
  * wraps around the end at some point, and comes back whole. */
 static void test_wrap(void)
@@ -972,6 +1034,7 @@ int main(void)
                 { "a lapped reader gets -ESTALE and resyncs", test_lapped },
                 { "a payload above capacity / 4 is omitted", test_omitted },
                 { "producer restart: -EPIPE, generation, remap", test_restart },
+                { "sleep in two halves: counted, woken, not when readable", test_sleep_halves },
                 { NULL, NULL },
         };
         static const struct t_case processes[] = {
