@@ -662,6 +662,74 @@ static void test_ddl_rows_survive_kill9(void)
         PQfinish(c);
 }
 
+/* The adapter's last catalog commit (status), 0 if it does not answer. */
+static uint64_t adapter_catalog_seq(void)
+{
+        Coord__StatusReply *s = NULL;
+        uint64_t seq = 0;
+
+        if (node_query_status(run_dir, COORD__ROLE__ROLE_ADAPTER, 2000, &s) == 0) {
+                seq = s->catalog_seq;
+                coord__status_reply__free_unpacked(s, NULL);
+        }
+        return seq;
+}
+
+/* Whether the adapter log's last builtin_reconciled line has `what`. */
+static bool last_reconcile_has(const char *what)
+{
+        return t_sh("grep 'event=builtin_reconciled' %s/log/adapter.log | tail -n 1 | grep -q -- '%s'",
+                    home, what) == 0;
+}
+
+/* adapter-exec.c note 8.  A restart after nothing was lost reads none of the built-in
+ * relations: the writer mark the controller keeps covers every commit.  A restart
+ * after rows were lost (--test-hold-builtin-rows never sends them) must not trust the
+ * mark: it reads the relations and re-derives the rows. */
+static void test_restart_mark(void)
+{
+        PGconn *c = db();
+        uint64_t deadline;
+        bool covered = false;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE km_t (a int); CREATE VIEW km_v AS SELECT a FROM km_t; "
+                        "CREATE DEFAULT INDEX ON km_v"));
+        /* The idle upper tick carries a mark of every commit so far. */
+        for (deadline = now_ms() + 10000; !covered && now_ms() < deadline; usleep(10000))
+                covered = stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_mark") >= adapter_catalog_seq();
+        CU_ASSERT_FATAL(covered);
+        PQfinish(c);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        c = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        /* A read of coord_objects waits for reconciliation. */
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects"), show_objects_count(c));
+        CU_ASSERT(last_reconcile_has("from=mark"));
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_reads"), 0);
+        PQfinish(c);
+
+        /* Rows lost: the mark stays behind the commit that made them. */
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS=--test-hold-builtin-rows %s up >/dev/null",
+                                   coord_cmd), 0);
+        c = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE km_lost (a int); DROP TABLE km_t CASCADE"));
+        PQfinish(c);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        c = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects"), show_objects_count(c));
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects WHERE name = 'km_lost'"), 1);
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects WHERE name = 'km_v'"), 0);
+        CU_ASSERT(last_reconcile_has("from=read objects="));
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_reads"), 1);
+        PQfinish(c);
+}
+
 static void test_psql_script(void)
 {
         char *script = NULL;
@@ -706,6 +774,7 @@ static const struct t_case cases[] = {
         { "oracle monotone with the clock set back", test_oracle_monotone },
         { "a DDL costs one timestamp", test_ddl_timestamps },
         { "built-in rows of answered DDL survive kill -9 of the adapter", test_ddl_rows_survive_kill9 },
+        { "restart: the writer mark spares the reads, and is not trusted after a loss", test_restart_mark },
         { "psql script", test_psql_script },
         { "down", test_down },
         { NULL, NULL },
