@@ -1144,11 +1144,15 @@ int catalog_get(struct catalog *c, enum catalog_cf cf, const void *key, size_t k
         return 0;
 }
 
+/* catalog_scan()'s read-ahead. */
+#define SCAN_READAHEAD (2u << 20)
+
 int catalog_scan(struct catalog *c, enum catalog_cf cf, const void *prefix, size_t prefix_len,
                  int (*fn)(const void *key, size_t key_len, const void *value,
                            size_t value_len, void *userdata),
                  void *userdata)
 {
+        rocksdb_readoptions_t *ro;
         rocksdb_iterator_t *it;
         char *err = NULL;
         int r;
@@ -1158,8 +1162,16 @@ int catalog_scan(struct catalog *c, enum catalog_cf cf, const void *prefix, size
         r = sticky_error(c);
         if (r < 0)
                 return r;
-        /* The iterator pins an implicit snapshot: commits during the scan are not seen. */
-        it = rocksdb_create_iterator_cf(c->db, c->read_options, c->cf[cf_index(cf)]);
+        /* The iterator pins an implicit snapshot: commits during the scan are not seen.
+         * A scan reads a range once, front to back (the adapter loads 400,000 records
+         * at start): read ahead in large reads, and keep its blocks out of the block
+         * cache, where they would only displace what point reads use. */
+        ro = rocksdb_readoptions_create();
+        if (!ro)
+                return -ENOMEM;
+        rocksdb_readoptions_set_readahead_size(ro, SCAN_READAHEAD);
+        rocksdb_readoptions_set_fill_cache(ro, 0);
+        it = rocksdb_create_iterator_cf(c->db, ro, c->cf[cf_index(cf)]);
         if (prefix_len)
                 rocksdb_iter_seek(it, prefix, prefix_len);
         else
@@ -1180,6 +1192,7 @@ int catalog_scan(struct catalog *c, enum catalog_cf cf, const void *prefix, size
                 r = rocks_error(err);
 out:
         rocksdb_iter_destroy(it);
+        rocksdb_readoptions_destroy(ro);
         return r;
 }
 
