@@ -13,17 +13,22 @@
  *     even after the item is dropped or the adapter restarts.
  * (4) Loading (acat_open()) is on the path of an adapter restart: at 100,000 objects
  *     it reads 200,000 items and as many bounds and requirements.  So it does each
- *     thing once: items are appended in key (= GlobalId) order, the name index is
- *     built once at its final size, the bounds and requirements (also in GlobalId
- *     order) find their items from where the previous record's was, an object's
- *     oldest index is the first index met on it, an item takes the strings and arrays
- *     of its unpacked record instead of copying them, and a view's plan stays packed
- *     until a statement first reads the view (acat_relation(); one that does not
- *     decode then makes the read fail, XX000, instead of the open).
+ *     thing once, and on both vCPUs: three scans run at once (load_scan(): the items
+ *     below the middle GlobalId, those above it, the bounds and requirements), each
+ *     only decoding into arrays of its own; then the items are appended in key (=
+ *     GlobalId) order, the name index is built once at its final size, the bounds and
+ *     requirements (also in GlobalId order) find their items from where the previous
+ *     record's was, an object's oldest index is the first index met on it, an item
+ *     takes the strings and arrays of its unpacked record instead of copying them,
+ *     and a view's plan stays packed until a statement first reads the view
+ *     (acat_relation(); one that does not decode then makes the read fail, XX000,
+ *     instead of the open).  The threads touch nothing shared but the store
+ *     (catalog_scan() is thread-safe) and are joined before acat_open() returns.
  */
 #include "adapter-catalog.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -611,33 +616,49 @@ static void key_put(uint8_t key[9], char kind, uint64_t gid)
 
 /* ---- open (note 4) ---- */
 
-/* What the scans of acat_open() share: records come in key order, so the item a
- * record names is usually at or just after the previous one's (pos). */
-struct load {
-        struct adapter_catalog *ac;
-        size_t pos;
-        struct acat_item *last_input;   /* load_req(): inputs repeat (one support view) */
+/* One scan of acat_open(), possibly on a thread of its own: it only decodes, into
+ * arrays of its own; the main thread links the results into the catalog. */
+struct load_part {
+        struct catalog *store;
+        uint8_t lo[9], hi[9];           /* items: keys in [lo, hi) */
+        size_t lo_len, hi_len;
+        struct acat_item **items;       /* in gid order */
+        size_t n_items, cap_items;
+        struct load_bound *bounds;
+        size_t n_bounds, cap_bounds;
+        struct load_req *reqs;
+        size_t n_reqs, cap_reqs;
+        int r;
 };
 
-/* The item gid, looked up from l->pos on (a few steps), else by binary search. */
-static struct acat_item *load_seek(struct load *l, uint64_t gid)
-{
-        const struct adapter_catalog *ac = l->ac;
-        size_t i = l->pos;
+struct load_bound {
+        uint64_t gid, bound;
+};
 
-        for (unsigned k = 0; k < 8 && i < ac->n_items && ac->items[i]->gid < gid; k++)
-                i++;
-        if (!(i < ac->n_items && ac->items[i]->gid >= gid && (i == 0 || ac->items[i - 1]->gid < gid)))
-                i = items_lower_bound(ac, gid);
-        l->pos = i;
-        return i < ac->n_items && ac->items[i]->gid == gid ? ac->items[i] : NULL;
+struct load_req {
+        uint64_t consumer, input, frontier;
+};
+
+static int grow_n(void **v, size_t *cap, size_t n, size_t size)
+{
+        size_t c = *cap ? *cap * 2 : 1024;
+        void *nv;
+
+        if (n < *cap)
+                return 0;
+        nv = realloc(*v, c * size);
+        if (!nv)
+                return -ENOMEM;
+        *v = nv;
+        *cap = c;
+        return 0;
 }
 
-/* Items arrive in gid order: appended, no name index yet (load_names()). */
+/* Items arrive in gid order. */
 static int load_item(const void *key, size_t key_len, const void *value, size_t value_len,
                      void *userdata)
 {
-        struct adapter_catalog *ac = ((struct load *)userdata)->ac;
+        struct load_part *lp = userdata;
         Coord__CatalogItem *p;
         struct acat_item *item;
 
@@ -651,32 +672,138 @@ static int load_item(const void *key, size_t key_len, const void *value, size_t 
         if (!item)
                 return -ENOMEM;
         if (item->gid != be64_get((const uint8_t *)key + 1) || item->gid < ACAT_FIRST_USER_GID ||
-            item->gid <= ac->items[ac->n_items - 1]->gid) {
+            (lp->n_items && item->gid <= lp->items[lp->n_items - 1]->gid)) {
                 item_free(item);
                 return -EBADMSG;        /* the catalog contradicts itself */
         }
-        if (ac->n_items == ac->cap_items) {
-                size_t cap = ac->cap_items * 2;
-                struct acat_item **n = realloc(ac->items, cap * sizeof(*n));
-
-                if (!n) {
-                        item_free(item);
-                        return -ENOMEM;
-                }
-                ac->items = n;
-                ac->cap_items = cap;
+        if (grow_n((void **)&lp->items, &lp->cap_items, lp->n_items, sizeof(*lp->items)) < 0) {
+                item_free(item);
+                return -ENOMEM;
         }
-        ac->items[ac->n_items++] = item;
+        lp->items[lp->n_items++] = item;
         return 0;
 }
 
-/* The state column family is the truth: one scan of the item records. */
-static int load_items(struct adapter_catalog *ac)
+static int load_bound(const void *key, size_t key_len, const void *value, size_t value_len,
+                      void *userdata)
 {
-        const uint8_t prefix = KEY_ITEM;
-        struct load l = { .ac = ac };
+        struct load_part *lp = userdata;
+        Coord__CatalogBound *b;
+        int r = 0;
 
-        return catalog_scan(ac->store, CATALOG_CF_STATE, &prefix, 1, load_item, &l);
+        if (key_len != 9)
+                return -EBADMSG;
+        b = coord__catalog_bound__unpack(NULL, value_len, value);
+        if (!b)
+                return -EBADMSG;
+        if (b->gid != be64_get((const uint8_t *)key + 1))
+                r = -EBADMSG;
+        else
+                r = grow_n((void **)&lp->bounds, &lp->cap_bounds, lp->n_bounds, sizeof(*lp->bounds));
+        if (r >= 0)
+                lp->bounds[lp->n_bounds++] = (struct load_bound){ b->gid, b->bound };
+        coord__catalog_bound__free_unpacked(b, NULL);
+        return r;
+}
+
+static int load_req(const void *key, size_t key_len, const void *value, size_t value_len,
+                    void *userdata)
+{
+        struct load_part *lp = userdata;
+        Coord__CatalogRequirement *q;
+        int r = 0;
+
+        if (key_len != 17)
+                return -EBADMSG;
+        q = coord__catalog_requirement__unpack(NULL, value_len, value);
+        if (!q)
+                return -EBADMSG;
+        if (q->consumer != be64_get((const uint8_t *)key + 1) ||
+            q->input != be64_get((const uint8_t *)key + 9))
+                r = -EBADMSG;
+        else
+                r = grow_n((void **)&lp->reqs, &lp->cap_reqs, lp->n_reqs, sizeof(*lp->reqs));
+        if (r >= 0)
+                lp->reqs[lp->n_reqs++] = (struct load_req){ q->consumer, q->input, q->frontier };
+        coord__catalog_requirement__free_unpacked(q, NULL);
+        return r;
+}
+
+/* A part's scans: items in its range, or (lo_len 0) the bounds and requirements. */
+static void *load_part_run(void *userdata)
+{
+        struct load_part *lp = userdata;
+        uint8_t prefix = KEY_BOUND;
+
+        if (lp->lo_len) {
+                lp->r = catalog_scan_range(lp->store, CATALOG_CF_STATE, lp->lo, lp->lo_len, lp->hi,
+                                           lp->hi_len, load_item, lp);
+                return NULL;
+        }
+        lp->r = catalog_scan(lp->store, CATALOG_CF_STATE, &prefix, 1, load_bound, lp);
+        prefix = KEY_REQ;
+        if (lp->r >= 0)
+                lp->r = catalog_scan(lp->store, CATALOG_CF_STATE, &prefix, 1, load_req, lp);
+        return NULL;
+}
+
+static void load_part_done(struct load_part *lp)
+{
+        for (size_t i = 0; i < lp->n_items; i++)
+                item_free(lp->items[i]);
+        free(lp->items);
+        free(lp->bounds);
+        free(lp->reqs);
+}
+
+/* The three scans at once (note 4): items below the middle GlobalId here, items above
+ * it and the protection records on two threads; a thread that cannot be made runs its
+ * part here.  Then the items in gid order into ac->items. */
+static int load_scan(struct adapter_catalog *ac, struct load_part parts[3])
+{
+        uint64_t mid = ACAT_FIRST_USER_GID + (ac->next_gid - ACAT_FIRST_USER_GID) / 2;
+        pthread_t th[3];
+        bool started[3] = { false };
+        size_t n;
+        int r = 0;
+
+        for (int i = 0; i < 3; i++)
+                parts[i] = (struct load_part){ .store = ac->store };
+        key_put(parts[0].lo, KEY_ITEM, 0);
+        parts[0].lo_len = 1;
+        key_put(parts[0].hi, KEY_ITEM, mid);
+        parts[0].hi_len = 9;
+        key_put(parts[1].lo, KEY_ITEM, mid);
+        parts[1].lo_len = 9;
+        parts[1].hi[0] = KEY_ITEM + 1;
+        parts[1].hi_len = 1;
+        for (int i = 1; i < 3; i++)
+                started[i] = pthread_create(&th[i], NULL, load_part_run, &parts[i]) == 0;
+        load_part_run(&parts[0]);
+        for (int i = 1; i < 3; i++) {
+                if (started[i])
+                        pthread_join(th[i], NULL);
+                else
+                        load_part_run(&parts[i]);
+        }
+        for (int i = 0; i < 3; i++)
+                if (parts[i].r < 0)
+                        return parts[i].r;
+        n = ac->n_items + parts[0].n_items + parts[1].n_items;
+        if (n > ac->cap_items) {
+                struct acat_item **v = realloc(ac->items, n * sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                ac->items = v;
+                ac->cap_items = n;
+        }
+        for (int i = 0; i < 2; i++) {
+                memcpy(ac->items + ac->n_items, parts[i].items, parts[i].n_items * sizeof(*ac->items));
+                ac->n_items += parts[i].n_items;
+                parts[i].n_items = 0;   /* ac's now */
+        }
+        return r;
 }
 
 /* The name index, sized once for every loaded item; a name twice is -EBADMSG. */
@@ -701,69 +828,51 @@ static int load_names(struct adapter_catalog *ac)
         return 0;
 }
 
-static int load_bound(const void *key, size_t key_len, const void *value, size_t value_len,
-                      void *userdata)
+/* The item gid, looked up from *pos on (a few steps: records come in gid order, so
+ * it is usually at or just after the previous one's), else by binary search. */
+static struct acat_item *load_seek(const struct adapter_catalog *ac, size_t *pos, uint64_t gid)
 {
-        struct load *l = userdata;
-        Coord__CatalogBound *b;
-        struct acat_item *it;
+        size_t i = *pos;
 
-        if (key_len != 9)
-                return -EBADMSG;
-        b = coord__catalog_bound__unpack(NULL, value_len, value);
-        if (!b)
-                return -EBADMSG;
-        it = load_seek(l, b->gid);
-        if (!it || it->builtin || b->gid != be64_get((const uint8_t *)key + 1)) {
-                coord__catalog_bound__free_unpacked(b, NULL);
-                return -EBADMSG;        /* a bound of nothing: the catalog contradicts itself */
+        for (unsigned k = 0; k < 8 && i < ac->n_items && ac->items[i]->gid < gid; k++)
+                i++;
+        if (!(i < ac->n_items && ac->items[i]->gid >= gid && (i == 0 || ac->items[i - 1]->gid < gid)))
+                i = items_lower_bound(ac, gid);
+        *pos = i;
+        return i < ac->n_items && ac->items[i]->gid == gid ? ac->items[i] : NULL;
+}
+
+/* Bounds and requirements onto their items: a record of nothing is -EBADMSG. */
+static int load_protection(struct adapter_catalog *ac, const struct load_part *lp)
+{
+        struct acat_item *in = NULL;
+        size_t pos = 0;
+        int r;
+
+        for (size_t i = 0; i < lp->n_bounds; i++) {
+                struct acat_item *it = load_seek(ac, &pos, lp->bounds[i].gid);
+
+                if (!it || it->builtin)
+                        return -EBADMSG;        /* a bound of nothing: the catalog contradicts itself */
+                it->has_bound = true;
+                it->bound = lp->bounds[i].bound;
         }
-        it->has_bound = true;
-        it->bound = b->bound;
-        coord__catalog_bound__free_unpacked(b, NULL);
-        return 0;
-}
+        pos = 0;
+        for (size_t i = 0; i < lp->n_reqs; i++) {
+                const struct load_req *q = &lp->reqs[i];
+                struct acat_item *c = load_seek(ac, &pos, q->consumer);
 
-static int load_req(const void *key, size_t key_len, const void *value, size_t value_len,
-                    void *userdata)
-{
-        struct load *l = userdata;
-        Coord__CatalogRequirement *q;
-        struct acat_item *c, *in;
-        int r;
-
-        if (key_len != 17)
-                return -EBADMSG;
-        q = coord__catalog_requirement__unpack(NULL, value_len, value);
-        if (!q)
-                return -EBADMSG;
-        c = load_seek(l, q->consumer);          /* keys: consumer first, in order */
-        in = l->last_input && l->last_input->gid == q->input ? l->last_input
-                                                             : (struct acat_item *)acat_by_gid(l->ac, q->input);
-        l->last_input = in;
-        if (!c || !in || q->consumer != be64_get((const uint8_t *)key + 1) ||
-            q->input != be64_get((const uint8_t *)key + 9))
-                r = -EBADMSG;
-        else
+                if (!in || in->gid != q->input)         /* inputs repeat (one support view) */
+                        in = (struct acat_item *)acat_by_gid(ac, q->input);
+                if (!c || !in)
+                        return -EBADMSG;
                 r = req_put(c, q->input, q->frontier);
-        if (r >= 0)
-                r = req_consumer_add(in, c);
-        coord__catalog_requirement__free_unpacked(q, NULL);
-        return r;
-}
-
-static int load_protection(struct adapter_catalog *ac)
-{
-        uint8_t prefix = KEY_BOUND;
-        struct load l = { .ac = ac };
-        int r;
-
-        r = catalog_scan(ac->store, CATALOG_CF_STATE, &prefix, 1, load_bound, &l);
-        if (r < 0)
-                return r;
-        prefix = KEY_REQ;
-        l = (struct load){ .ac = ac };
-        return catalog_scan(ac->store, CATALOG_CF_STATE, &prefix, 1, load_req, &l);
+                if (r >= 0)
+                        r = req_consumer_add(in, c);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /* Dependencies are kept in memory only: link every item to its refs, and each object
@@ -795,6 +904,7 @@ static int load_deps(struct adapter_catalog *ac)
 
 int acat_open(struct catalog *store, struct adapter_catalog **ret)
 {
+        struct load_part parts[3];
         struct adapter_catalog *ac;
         void *v = NULL;
         size_t len = 0;
@@ -825,16 +935,15 @@ int acat_open(struct catalog *store, struct adapter_catalog **ret)
                 free(v);
         } else if (r != -ENOENT)
                 goto fail;
-        r = load_items(ac);
-        if (r < 0)
-                goto fail;
-        r = load_names(ac);
-        if (r < 0)
-                goto fail;
-        r = load_deps(ac);
-        if (r < 0)
-                goto fail;
-        r = load_protection(ac);
+        r = load_scan(ac, parts);
+        if (r >= 0)
+                r = load_names(ac);
+        if (r >= 0)
+                r = load_deps(ac);
+        if (r >= 0)
+                r = load_protection(ac, &parts[2]);
+        for (int i = 0; i < 3; i++)
+                load_part_done(&parts[i]);
         if (r < 0)
                 goto fail;
         /* Concurrent DDL commits in any order within a group, so the meta record may
