@@ -775,6 +775,23 @@ static int protection_write(struct exec *ex, const struct acat_txn *txn)
         return int_rows_write(ex, ACAT_GID_REQUIREMENTS, 3, vals, diffs, k);
 }
 
+/* Committed, but (some of) its built-in rows could not be queued: the catalog has
+ * them, reconciliation (5) writes them.  Set before the next group is sent, so that
+ * no writer mark (8) claims them. */
+static void rows_not_queued(struct exec *ex, int r, const char *what)
+{
+        log_error_errno(r, "builtin_rows_not_queued", "what=%s action=reconcile", what);
+        ex->reconcile_needed = true;
+}
+
+static void protection_queue(struct exec *ex, const struct acat_txn *txn)
+{
+        int r = protection_write(ex, txn);
+
+        if (r < 0)
+                rows_not_queued(ex, r, "protection_rows");
+}
+
 /* ---- (3) the read fence ---- */
 
 /* Resume the reads that waited for the fence to be sent (or applied), in arrival
@@ -1273,8 +1290,7 @@ static void publication_committed(void *ctx, int r, uint64_t seq)
                 return;
         }
         ex->hold_kick = true;
-        if (protection_write(ex, pb->txn) < 0)
-                log_error("out_of_memory", "what=protection_rows");
+        protection_queue(ex, pb->txn);
         ex->hold_kick = false;
         groups_kick(ex);
         acat_txn_finish(ex->cat, pb->txn, 0);
@@ -1380,8 +1396,7 @@ static int ddl_created(struct exec *ex, struct acat_txn *txn, uint64_t seq)
         int r;
 
         assert(ex->hold_kick);
-        if (protection_write(ex, txn) < 0)
-                log_error("out_of_memory", "what=protection_rows");
+        protection_queue(ex, txn);
         acat_txn_finish(ex->cat, txn, 0);
         log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
                  acat_kind_name(kind), (unsigned long long)seq);
@@ -1408,14 +1423,15 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
         if (d->create) {
                 ex->hold_kick = true;   /* the rows of one DDL: one group, one append */
                 r = ddl_created(ex, d->txn, seq);
+                if (r < 0)
+                        rows_not_queued(ex, r, "objects");
                 ex->hold_kick = false;
                 groups_kick(ex);
         } else {
                 uint64_t gids[n ? n : 1];
 
                 ex->hold_kick = true;
-                if (protection_write(ex, d->txn) < 0)
-                        log_error("out_of_memory", "what=protection_rows");
+                protection_queue(ex, d->txn);
                 /* The coord_objects retractions need the items: before finish. */
                 for (size_t i = 0; i < n; i++) {
                         gids[i] = acat_txn_item(d->txn, i)->gid;
@@ -1425,16 +1441,12 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                 }
                 ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
                 acat_txn_finish(ex->cat, d->txn, 0);
+                if (r < 0)
+                        rows_not_queued(ex, r, "objects");
                 ex->hold_kick = false;
                 groups_kick(ex);
                 log_info("objects_dropped", "count=%zu first_gid=%llu seq=%llu", n,
                          (unsigned long long)gids[0], (unsigned long long)seq);
-        }
-        if (r < 0) {
-                /* Committed, but its built-in rows could not be queued: the catalog
-                 * has it, reconciliation (5) writes them. */
-                log_error_errno(r, "builtin_rows_not_queued", "action=reconcile");
-                ex->reconcile_needed = true;
         }
         /* (3) answered now; the rows follow in their group. */
 resume:
@@ -1565,10 +1577,9 @@ static void run_committed(void *ctx, int r, uint64_t first_seq)
                 for (size_t i = 0; i < n; i++) {
                         struct ddl *d = s->run[i];
 
-                        if (ddl_created(ex, d->txn, first_seq + i) < 0) {
-                                log_error("builtin_rows_not_queued", "action=reconcile");
-                                ex->reconcile_needed = true;
-                        }
+                        r = ddl_created(ex, d->txn, first_seq + i);
+                        if (r < 0)
+                                rows_not_queued(ex, r, "objects");
                         if (!s->gone)
                                 (void)pgwire_send_command_complete(s->c, d->tag);
                         free(d);
