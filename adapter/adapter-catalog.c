@@ -639,18 +639,22 @@ struct load_req {
         uint64_t consumer, input, frontier;
 };
 
-static int grow_n(void **v, size_t *cap, size_t n, size_t size)
+/* Room for need elements of size in *p (capacity *cap), doubling. */
+static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
-        size_t c = *cap ? *cap * 2 : 1024;
-        void *nv;
+        size_t n;
+        void *q;
 
-        if (n < *cap)
+        if (need <= *cap)
                 return 0;
-        nv = realloc(*v, c * size);
-        if (!nv)
+        n = *cap ? *cap * 2 : 8;
+        while (n < need)
+                n *= 2;
+        q = realloc(*p, n * size);
+        if (!q)
                 return -ENOMEM;
-        *v = nv;
-        *cap = c;
+        *p = q;
+        *cap = n;
         return 0;
 }
 
@@ -676,7 +680,7 @@ static int load_item(const void *key, size_t key_len, const void *value, size_t 
                 item_free(item);
                 return -EBADMSG;        /* the catalog contradicts itself */
         }
-        if (grow_n((void **)&lp->items, &lp->cap_items, lp->n_items, sizeof(*lp->items)) < 0) {
+        if (grow((void **)&lp->items, &lp->cap_items, lp->n_items + 1, sizeof(*lp->items)) < 0) {
                 item_free(item);
                 return -ENOMEM;
         }
@@ -699,7 +703,7 @@ static int load_bound(const void *key, size_t key_len, const void *value, size_t
         if (b->gid != be64_get((const uint8_t *)key + 1))
                 r = -EBADMSG;
         else
-                r = grow_n((void **)&lp->bounds, &lp->cap_bounds, lp->n_bounds, sizeof(*lp->bounds));
+                r = grow((void **)&lp->bounds, &lp->cap_bounds, lp->n_bounds + 1, sizeof(*lp->bounds));
         if (r >= 0)
                 lp->bounds[lp->n_bounds++] = (struct load_bound){ b->gid, b->bound };
         coord__catalog_bound__free_unpacked(b, NULL);
@@ -722,7 +726,7 @@ static int load_req(const void *key, size_t key_len, const void *value, size_t v
             q->input != be64_get((const uint8_t *)key + 9))
                 r = -EBADMSG;
         else
-                r = grow_n((void **)&lp->reqs, &lp->cap_reqs, lp->n_reqs, sizeof(*lp->reqs));
+                r = grow((void **)&lp->reqs, &lp->cap_reqs, lp->n_reqs + 1, sizeof(*lp->reqs));
         if (r >= 0)
                 lp->reqs[lp->n_reqs++] = (struct load_req){ q->consumer, q->input, q->frontier };
         coord__catalog_requirement__free_unpacked(q, NULL);
@@ -1057,24 +1061,6 @@ static void txn_free(struct acat_txn *t)
         free(t->bch);
         free(t->rch);
         free(t);
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-        size_t n;
-        void *q;
-
-        if (need <= *cap)
-                return 0;
-        n = *cap ? *cap * 2 : 8;
-        while (n < need)
-                n *= 2;
-        q = realloc(*p, n * size);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = n;
-        return 0;
 }
 
 /* Append an op, copying key and value. */
