@@ -536,6 +536,16 @@ static void test_ddl_runs(void)
         PQfinish(c);
 }
 
+/* kill -9 the adapter and start it again with these extra arguments (NULL: none);
+ * a new connection to it. */
+static PGconn *adapter_restart(const char *args)
+{
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS='%s' %s up >/dev/null", args ? args : "",
+                                   coord_cmd), 0);
+        return db();
+}
+
 /* The oracle never goes back: restart the adapter with its wall clock an hour behind;
  * new writes still get later timestamps than every earlier one. */
 static void test_oracle_monotone(void)
@@ -553,10 +563,7 @@ static void test_oracle_monotone(void)
         before = scalar_u64(c, "SELECT mz_now()");
         w_before = scalar_u64(c, q);
         PQfinish(c);
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
-        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS=--test-clock-offset-ms=-3600000 %s up >/dev/null",
-                                 coord_cmd), 0);
-        c = db();
+        c = adapter_restart("--test-clock-offset-ms=-3600000");
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "INSERT INTO clock VALUES (2)"));
         after = scalar_u64(c, "SELECT mz_now()");
@@ -591,10 +598,7 @@ static void test_ddl_timestamps(void)
         FILE *f;
         uint64_t before, after, t0, took;
 
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
-        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS=--test-clock-offset-ms=-3600000 %s up >/dev/null",
-                                 coord_cmd), 0);
-        c = db();
+        c = adapter_restart("--test-clock-offset-ms=-3600000");
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "CREATE TABLE ddl_ts (a int)"));
         f = open_memstream(&batch, &len);
@@ -662,19 +666,6 @@ static void test_ddl_rows_survive_kill9(void)
         PQfinish(c);
 }
 
-/* The adapter's last catalog commit (status), 0 if it does not answer. */
-static uint64_t adapter_catalog_seq(void)
-{
-        Coord__StatusReply *s = NULL;
-        uint64_t seq = 0;
-
-        if (node_query_status(run_dir, COORD__ROLE__ROLE_ADAPTER, 2000, &s) == 0) {
-                seq = s->catalog_seq;
-                coord__status_reply__free_unpacked(s, NULL);
-        }
-        return seq;
-}
-
 /* Whether the adapter log's last builtin_reconciled line has `what`. */
 static bool last_reconcile_has(const char *what)
 {
@@ -697,12 +688,10 @@ static void test_restart_mark(void)
                         "CREATE DEFAULT INDEX ON km_v"));
         /* The idle upper tick carries a mark of every commit so far. */
         for (deadline = now_ms() + 10000; !covered && now_ms() < deadline; usleep(10000))
-                covered = stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_mark") >= adapter_catalog_seq();
+                covered = stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_mark") >= seq_of(COORD__ROLE__ROLE_ADAPTER);
         CU_ASSERT_FATAL(covered);
         PQfinish(c);
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
-        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        c = db();
+        c = adapter_restart(NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         /* A read of coord_objects waits for reconciliation. */
         CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects"), show_objects_count(c));
@@ -711,16 +700,11 @@ static void test_restart_mark(void)
         PQfinish(c);
 
         /* Rows lost: the mark stays behind the commit that made them. */
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
-        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS=--test-hold-builtin-rows %s up >/dev/null",
-                                   coord_cmd), 0);
-        c = db();
+        c = adapter_restart("--test-hold-builtin-rows");
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "CREATE TABLE km_lost (a int); DROP TABLE km_t CASCADE"));
         PQfinish(c);
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
-        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        c = db();
+        c = adapter_restart(NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects"), show_objects_count(c));
         CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects WHERE name = 'km_lost'"), 1);
