@@ -803,7 +803,9 @@ static int load_scan(struct adapter_catalog *ac, struct load_part parts[3])
                 ac->cap_items = n;
         }
         for (int i = 0; i < 2; i++) {
-                memcpy(ac->items + ac->n_items, parts[i].items, parts[i].n_items * sizeof(*ac->items));
+                if (parts[i].n_items)   /* an empty part has no array */
+                        memcpy(ac->items + ac->n_items, parts[i].items,
+                               parts[i].n_items * sizeof(*ac->items));
                 ac->n_items += parts[i].n_items;
                 parts[i].n_items = 0;   /* ac's now */
         }
