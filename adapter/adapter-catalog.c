@@ -5,15 +5,30 @@
  *     committed, and applied to memory only after catalog_commit() returned 0.
  * (2) items[] holds every item, sorted by GlobalId (built-ins first, user GlobalIds are
  *     handed out increasing); lookups by id are a binary search.  The name index is an
- *     open-addressing hash table of item pointers (linear probing, tombstones, rebuilt
- *     when a quarter of it is tombstones).  Both are O(1)/O(log n) so statements cost
- *     the same with 100,000 objects as with 10.
+ *     open-addressing hash table of item pointers with their names' hashes (linear
+ *     probing, tombstones, rebuilt when a quarter of it is tombstones; a probe reads an
+ *     item only on a full hash match).  Both are O(1)/O(log n) so statements cost the
+ *     same with 100,000 objects as with 10.
  * (3) next_gid is committed with the item that takes it, so a GlobalId is never reused,
  *     even after the item is dropped or the adapter restarts.
+ * (4) Loading (acat_open()) is on the path of an adapter restart: at 100,000 objects
+ *     it reads 200,000 items and as many bounds and requirements.  So it does each
+ *     thing once, and on both vCPUs: three scans run at once (load_scan(): the items
+ *     below the middle GlobalId, those above it, the bounds and requirements), each
+ *     only decoding into arrays of its own; then the items are appended in key (=
+ *     GlobalId) order, the name index is built once at its final size, the bounds and
+ *     requirements (also in GlobalId order) find their items from where the previous
+ *     record's was, an object's oldest index is the first index met on it, an item
+ *     takes the strings and arrays of its unpacked record instead of copying them,
+ *     and a view's plan stays packed until a statement first reads the view
+ *     (acat_relation(); one that does not decode then makes the read fail, XX000,
+ *     instead of the open).  The threads touch nothing shared but the store
+ *     (catalog_scan() is thread-safe) and are joined before acat_open() returns.
  */
 #include "adapter-catalog.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +45,20 @@
 
 #define TOMBSTONE ((struct acat_item *)(uintptr_t)1)
 
+/* A slot of the name index: it NULL empty, TOMBSTONE removed; hash is name_hash() of
+ * its name, so that a probe compares names only on a full hash match (at 100,000
+ * names every other comparison would be a cache miss on an item). */
+struct name_ent {
+        struct acat_item *it;
+        uint64_t hash;
+};
+
 struct adapter_catalog {
         struct catalog *store;
         struct acat_item **items;       /* sorted by gid */
         size_t n_items, cap_items;
         size_t n_builtin;
-        struct acat_item **names;       /* hash by name: NULL empty, TOMBSTONE removed */
+        struct name_ent *names;         /* hash by name (note 2) */
         size_t n_names_cap, n_names_used, n_tombstones;
         uint64_t next_gid;
         bool publishing;                /* a publication's commit is in flight */
@@ -87,30 +110,41 @@ static uint64_t name_hash(const char *s)
 
         for (; *s; s++)
                 h = (h ^ (uint8_t)*s) * 1099511628211ull;
+        /* The table takes the low bits, and FNV's low bits hardly depend on the high
+         * bits of the characters: names like v_1 .. v_99999 clustered into long probe
+         * runs.  Fold the high bits down (the finalizer of MurmurHash3). */
+        h ^= h >> 33;
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 33;
         return h;
 }
 
-static int names_insert_raw(struct acat_item **tab, size_t cap, struct acat_item *it)
+static void names_insert_hashed(struct name_ent *tab, size_t cap, struct acat_item *it, uint64_t h)
 {
-        size_t mask = cap - 1, i = name_hash(it->name) & mask;
+        size_t mask = cap - 1, i = h & mask;
 
-        while (tab[i] && tab[i] != TOMBSTONE)
+        while (tab[i].it && tab[i].it != TOMBSTONE)
                 i = (i + 1) & mask;
-        tab[i] = it;
+        tab[i] = (struct name_ent){ it, h };
+}
+
+static int names_insert_raw(struct name_ent *tab, size_t cap, struct acat_item *it)
+{
+        names_insert_hashed(tab, cap, it, name_hash(it->name));
         return 0;
 }
 
 /* Rehash the live entries (items and pending creations) into a table of cap slots. */
 static int names_rebuild(struct adapter_catalog *ac, size_t cap)
 {
-        struct acat_item **tab = calloc(cap, sizeof(*tab));
+        struct name_ent *tab = calloc(cap, sizeof(*tab));
         size_t used = 0;
 
         if (!tab)
                 return -ENOMEM;
         for (size_t i = 0; i < ac->n_names_cap; i++)
-                if (ac->names[i] && ac->names[i] != TOMBSTONE) {
-                        names_insert_raw(tab, cap, ac->names[i]);
+                if (ac->names[i].it && ac->names[i].it != TOMBSTONE) {
+                        names_insert_hashed(tab, cap, ac->names[i].it, ac->names[i].hash);
                         used++;
                 }
         free(ac->names);
@@ -121,18 +155,24 @@ static int names_rebuild(struct adapter_catalog *ac, size_t cap)
         return 0;
 }
 
-static struct acat_item **names_slot(const struct adapter_catalog *ac, const char *name)
+static struct name_ent *names_slot_hashed(const struct adapter_catalog *ac, const char *name,
+                                          uint64_t h)
 {
-        size_t mask = ac->n_names_cap - 1, i = name_hash(name) & mask;
+        size_t mask = ac->n_names_cap - 1, i = h & mask;
 
         for (size_t probes = 0; probes < ac->n_names_cap; probes++, i = (i + 1) & mask) {
-                struct acat_item *it = ac->names[i];
+                struct acat_item *it = ac->names[i].it;
                 if (!it)
                         return NULL;
-                if (it != TOMBSTONE && strcmp(it->name, name) == 0)
+                if (it != TOMBSTONE && ac->names[i].hash == h && strcmp(it->name, name) == 0)
                         return &ac->names[i];
         }
         return NULL;
+}
+
+static struct name_ent *names_slot(const struct adapter_catalog *ac, const char *name)
+{
+        return names_slot_hashed(ac, name, name_hash(name));
 }
 
 /* ---- items ---- */
@@ -174,14 +214,12 @@ static int item_set_definition(struct acat_item *it, const uint8_t *plan, size_t
                                const uint64_t *refs, size_t nrefs, const uint32_t *keys, size_t nkeys)
 {
         if (plan_len) {
+                /* Unpacked on first use (acat_relation(), note 4). */
                 it->plan_bytes = malloc(plan_len);
                 if (!it->plan_bytes)
                         return -ENOMEM;
                 memcpy(it->plan_bytes, plan, plan_len);
                 it->plan_len = plan_len;
-                it->plan = coord__plan__relation__unpack(NULL, plan_len, plan);
-                if (!it->plan)
-                        return -EBADMSG;
         }
         it->logical_inputs = u64_dup(li, nli);
         it->physical_inputs = u64_dup(pi, npi);
@@ -300,8 +338,8 @@ const struct acat_item *acat_by_gid(const struct adapter_catalog *ac, uint64_t g
 
 const struct acat_item *acat_by_name(const struct adapter_catalog *ac, const char *name)
 {
-        struct acat_item **slot = names_slot(ac, name);
-        return slot ? *slot : NULL;
+        struct name_ent *slot = names_slot(ac, name);
+        return slot ? slot->it : NULL;
 }
 
 size_t acat_items(struct adapter_catalog *ac, const struct acat_item *const **ret_items)
@@ -399,7 +437,8 @@ static void deps_unlink(struct adapter_catalog *ac, struct acat_item *it)
 static void items_remove(struct adapter_catalog *ac, uint64_t gid)
 {
         size_t pos = items_lower_bound(ac, gid);
-        struct acat_item *it, **slot;
+        struct acat_item *it;
+        struct name_ent *slot;
 
         if (pos >= ac->n_items || ac->items[pos]->gid != gid)
                 return;
@@ -407,8 +446,8 @@ static void items_remove(struct adapter_catalog *ac, uint64_t gid)
         assert(!it->builtin);
         deps_unlink(ac, it);
         slot = names_slot(ac, it->name);
-        assert(slot && *slot == it);
-        *slot = TOMBSTONE;
+        assert(slot && slot->it == it);
+        slot->it = TOMBSTONE;
         ac->n_tombstones++;
         ac->n_names_used--;
         memmove(ac->items + pos, ac->items + pos + 1, (ac->n_items - pos - 1) * sizeof(*ac->items));
@@ -444,7 +483,28 @@ static Coord__ItemKind kind_to_item(enum sql_object_kind k)
         }
 }
 
-static struct acat_item *item_from_proto(const Coord__CatalogItem *p)
+/* Take a string of an unpacked message (protobuf-c's malloc()ed memory), leaving NULL;
+ * an absent one is protobuf-c's static empty string, copied. */
+static char *str_take(char **s)
+{
+        if (!*s || *s == protobuf_c_empty_string)
+                return strdup("");
+        return TAKE_PTR(*s);
+}
+
+/* Take a repeated field of n elements of size `size`, leaving NULL; an empty one
+ * becomes an allocation of one element, as u64_dup() makes. */
+static void *array_take(void *field, size_t n, size_t size)
+{
+        void **v = field;
+
+        return n ? TAKE_PTR(*v) : malloc(size);
+}
+
+/* An item from its record.  It takes the strings and arrays of p rather than copying
+ * them (note 4): at 200,000 items every allocation at load counts.  p is freed by the
+ * caller as usual. */
+static struct acat_item *item_from_proto(Coord__CatalogItem *p)
 {
         struct acat_item *it = calloc(1, sizeof(*it));
 
@@ -453,22 +513,33 @@ static struct acat_item *item_from_proto(const Coord__CatalogItem *p)
         it->gid = p->gid;
         it->kind = kind_from_item(p->kind);
         it->created_at = p->created_at;
-        it->name = strdup(p->name);
-        it->create_sql = strdup(p->create_sql);
+        it->name = str_take(&p->name);
+        it->create_sql = str_take(&p->create_sql);
         it->columns = calloc(p->n_columns ? p->n_columns : 1, sizeof(*it->columns));
         if (!it->name || !it->create_sql || !it->columns)
                 goto fail;
         for (size_t i = 0; i < p->n_columns; i++) {
-                it->columns[i].name = strdup(p->columns[i]->name);
+                it->columns[i].name = str_take(&p->columns[i]->name);
                 it->columns[i].type = (enum row_type)p->columns[i]->type;
                 it->columns[i].nullable = p->columns[i]->nullable;
                 it->n_columns++;
                 if (!it->columns[i].name)
                         goto fail;
         }
-        if (item_set_definition(it, p->plan.data, p->plan.len, p->logical_inputs, p->n_logical_inputs,
-                                p->physical_inputs, p->n_physical_inputs, p->refs, p->n_refs,
-                                p->keys, p->n_keys) < 0)
+        /* The definition, as item_set_definition() sets it (plan unpacked on use). */
+        if (p->plan.len) {
+                it->plan_bytes = TAKE_PTR(p->plan.data);
+                it->plan_len = p->plan.len;
+        }
+        it->logical_inputs = array_take(&p->logical_inputs, p->n_logical_inputs, sizeof(uint64_t));
+        it->physical_inputs = array_take(&p->physical_inputs, p->n_physical_inputs, sizeof(uint64_t));
+        it->refs = array_take(&p->refs, p->n_refs, sizeof(uint64_t));
+        it->keys = array_take(&p->keys, p->n_keys, sizeof(uint32_t));
+        it->n_logical = p->n_logical_inputs;
+        it->n_physical = p->n_physical_inputs;
+        it->n_refs = p->n_refs;
+        it->n_keys = p->n_keys;
+        if (!it->logical_inputs || !it->physical_inputs || !it->refs || !it->keys)
                 goto fail;
         it->on_id = p->on_id;
         it->as_of = p->as_of;
@@ -543,15 +614,57 @@ static void key_put(uint8_t key[9], char kind, uint64_t gid)
         be64_put(key + 1, gid);
 }
 
-/* ---- open ---- */
+/* ---- open (note 4) ---- */
 
+/* One scan of acat_open(), possibly on a thread of its own: it only decodes, into
+ * arrays of its own; the main thread links the results into the catalog. */
+struct load_part {
+        struct catalog *store;
+        uint8_t lo[9], hi[9];           /* items: keys in [lo, hi) */
+        size_t lo_len, hi_len;
+        struct acat_item **items;       /* in gid order */
+        size_t n_items, cap_items;
+        struct load_bound *bounds;
+        size_t n_bounds, cap_bounds;
+        struct load_req *reqs;
+        size_t n_reqs, cap_reqs;
+        int r;
+};
+
+struct load_bound {
+        uint64_t gid, bound;
+};
+
+struct load_req {
+        uint64_t consumer, input, frontier;
+};
+
+/* Room for need elements of size in *p (capacity *cap), doubling. */
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+        size_t n;
+        void *q;
+
+        if (need <= *cap)
+                return 0;
+        n = *cap ? *cap * 2 : 8;
+        while (n < need)
+                n *= 2;
+        q = realloc(*p, n * size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *cap = n;
+        return 0;
+}
+
+/* Items arrive in gid order. */
 static int load_item(const void *key, size_t key_len, const void *value, size_t value_len,
                      void *userdata)
 {
-        struct adapter_catalog *ac = userdata;
+        struct load_part *lp = userdata;
         Coord__CatalogItem *p;
         struct acat_item *item;
-        int r;
 
         if (key_len != 9)
                 return -EBADMSG;
@@ -563,88 +676,233 @@ static int load_item(const void *key, size_t key_len, const void *value, size_t 
         if (!item)
                 return -ENOMEM;
         if (item->gid != be64_get((const uint8_t *)key + 1) || item->gid < ACAT_FIRST_USER_GID ||
-            acat_by_name(ac, item->name) || acat_by_gid(ac, item->gid)) {
+            (lp->n_items && item->gid <= lp->items[lp->n_items - 1]->gid)) {
                 item_free(item);
                 return -EBADMSG;        /* the catalog contradicts itself */
         }
-        r = items_add(ac, item);
-        if (r < 0)
+        if (grow((void **)&lp->items, &lp->cap_items, lp->n_items + 1, sizeof(*lp->items)) < 0) {
                 item_free(item);
-        return r;
-}
-
-/* The state column family is the truth: one scan of the item records. */
-static int load_items(struct adapter_catalog *ac)
-{
-        const uint8_t prefix = KEY_ITEM;
-
-        return catalog_scan(ac->store, CATALOG_CF_STATE, &prefix, 1, load_item, ac);
+                return -ENOMEM;
+        }
+        lp->items[lp->n_items++] = item;
+        return 0;
 }
 
 static int load_bound(const void *key, size_t key_len, const void *value, size_t value_len,
                       void *userdata)
 {
-        struct adapter_catalog *ac = userdata;
+        struct load_part *lp = userdata;
         Coord__CatalogBound *b;
-        struct acat_item *it;
+        int r = 0;
 
         if (key_len != 9)
                 return -EBADMSG;
         b = coord__catalog_bound__unpack(NULL, value_len, value);
         if (!b)
                 return -EBADMSG;
-        it = (struct acat_item *)acat_by_gid(ac, b->gid);
-        if (!it || it->builtin || b->gid != be64_get((const uint8_t *)key + 1)) {
-                coord__catalog_bound__free_unpacked(b, NULL);
-                return -EBADMSG;        /* a bound of nothing: the catalog contradicts itself */
-        }
-        it->has_bound = true;
-        it->bound = b->bound;
+        if (b->gid != be64_get((const uint8_t *)key + 1))
+                r = -EBADMSG;
+        else
+                r = grow((void **)&lp->bounds, &lp->cap_bounds, lp->n_bounds + 1, sizeof(*lp->bounds));
+        if (r >= 0)
+                lp->bounds[lp->n_bounds++] = (struct load_bound){ b->gid, b->bound };
         coord__catalog_bound__free_unpacked(b, NULL);
-        return 0;
+        return r;
 }
 
 static int load_req(const void *key, size_t key_len, const void *value, size_t value_len,
                     void *userdata)
 {
-        struct adapter_catalog *ac = userdata;
+        struct load_part *lp = userdata;
         Coord__CatalogRequirement *q;
-        struct acat_item *c;
-        int r;
+        int r = 0;
 
         if (key_len != 17)
                 return -EBADMSG;
         q = coord__catalog_requirement__unpack(NULL, value_len, value);
         if (!q)
                 return -EBADMSG;
-        c = (struct acat_item *)acat_by_gid(ac, q->consumer);
-        if (!c || !acat_by_gid(ac, q->input) || q->consumer != be64_get((const uint8_t *)key + 1) ||
+        if (q->consumer != be64_get((const uint8_t *)key + 1) ||
             q->input != be64_get((const uint8_t *)key + 9))
                 r = -EBADMSG;
         else
-                r = req_put(c, q->input, q->frontier);
+                r = grow((void **)&lp->reqs, &lp->cap_reqs, lp->n_reqs + 1, sizeof(*lp->reqs));
+        if (r >= 0)
+                lp->reqs[lp->n_reqs++] = (struct load_req){ q->consumer, q->input, q->frontier };
         coord__catalog_requirement__free_unpacked(q, NULL);
         return r;
 }
 
-static int load_protection(struct adapter_catalog *ac)
+/* A part's scans: items in its range, or (lo_len 0) the bounds and requirements. */
+static void *load_part_run(void *userdata)
 {
+        struct load_part *lp = userdata;
         uint8_t prefix = KEY_BOUND;
+
+        if (lp->lo_len) {
+                lp->r = catalog_scan_range(lp->store, CATALOG_CF_STATE, lp->lo, lp->lo_len, lp->hi,
+                                           lp->hi_len, load_item, lp);
+                return NULL;
+        }
+        lp->r = catalog_scan(lp->store, CATALOG_CF_STATE, &prefix, 1, load_bound, lp);
+        prefix = KEY_REQ;
+        if (lp->r >= 0)
+                lp->r = catalog_scan(lp->store, CATALOG_CF_STATE, &prefix, 1, load_req, lp);
+        return NULL;
+}
+
+static void load_part_done(struct load_part *lp)
+{
+        for (size_t i = 0; i < lp->n_items; i++)
+                item_free(lp->items[i]);
+        free(lp->items);
+        free(lp->bounds);
+        free(lp->reqs);
+}
+
+/* The three scans at once (note 4): items below the middle GlobalId here, items above
+ * it and the protection records on two threads; a thread that cannot be made runs its
+ * part here.  Then the items in gid order into ac->items. */
+static int load_scan(struct adapter_catalog *ac, struct load_part parts[3])
+{
+        uint64_t mid = ACAT_FIRST_USER_GID + (ac->next_gid - ACAT_FIRST_USER_GID) / 2;
+        pthread_t th[3];
+        bool started[3] = { false };
+        size_t n;
+        int r = 0;
+
+        for (int i = 0; i < 3; i++)
+                parts[i] = (struct load_part){ .store = ac->store };
+        key_put(parts[0].lo, KEY_ITEM, 0);
+        parts[0].lo_len = 1;
+        key_put(parts[0].hi, KEY_ITEM, mid);
+        parts[0].hi_len = 9;
+        key_put(parts[1].lo, KEY_ITEM, mid);
+        parts[1].lo_len = 9;
+        parts[1].hi[0] = KEY_ITEM + 1;
+        parts[1].hi_len = 1;
+        for (int i = 1; i < 3; i++)
+                started[i] = pthread_create(&th[i], NULL, load_part_run, &parts[i]) == 0;
+        load_part_run(&parts[0]);
+        for (int i = 1; i < 3; i++) {
+                if (started[i])
+                        pthread_join(th[i], NULL);
+                else
+                        load_part_run(&parts[i]);
+        }
+        for (int i = 0; i < 3; i++)
+                if (parts[i].r < 0)
+                        return parts[i].r;
+        n = ac->n_items + parts[0].n_items + parts[1].n_items;
+        if (n > ac->cap_items) {
+                struct acat_item **v = realloc(ac->items, n * sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                ac->items = v;
+                ac->cap_items = n;
+        }
+        for (int i = 0; i < 2; i++) {
+                if (parts[i].n_items)   /* an empty part has no array */
+                        memcpy(ac->items + ac->n_items, parts[i].items,
+                               parts[i].n_items * sizeof(*ac->items));
+                ac->n_items += parts[i].n_items;
+                parts[i].n_items = 0;   /* ac's now */
+        }
+        return r;
+}
+
+/* The name index, sized once for every loaded item; a name twice is -EBADMSG. */
+static int load_names(struct adapter_catalog *ac)
+{
+        size_t cap = ac->n_names_cap;
         int r;
 
-        r = catalog_scan(ac->store, CATALOG_CF_STATE, &prefix, 1, load_bound, ac);
+        while ((ac->n_items + 1) * 2 > cap)
+                cap *= 2;
+        r = names_rebuild(ac, cap);     /* the built-ins */
         if (r < 0)
                 return r;
-        prefix = KEY_REQ;
-        r = catalog_scan(ac->store, CATALOG_CF_STATE, &prefix, 1, load_req, ac);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < ac->n_items; i++) {
-                struct acat_item *c = ac->items[i];
-                for (size_t k = 0; k < c->n_reqs; k++) {
-                        r = req_consumer_add((struct acat_item *)acat_by_gid(ac, c->reqs[k].input), c);
+        for (size_t i = ac->n_builtin; i < ac->n_items; i++) {
+                uint64_t h = name_hash(ac->items[i]->name);
+
+                if (names_slot_hashed(ac, ac->items[i]->name, h))
+                        return -EBADMSG;
+                names_insert_hashed(ac->names, ac->n_names_cap, ac->items[i], h);
+                ac->n_names_used++;
+        }
+        return 0;
+}
+
+/* The item gid, looked up from *pos on (a few steps: records come in gid order, so
+ * it is usually at or just after the previous one's), else by binary search. */
+static struct acat_item *load_seek(const struct adapter_catalog *ac, size_t *pos, uint64_t gid)
+{
+        size_t i = *pos;
+
+        for (unsigned k = 0; k < 8 && i < ac->n_items && ac->items[i]->gid < gid; k++)
+                i++;
+        if (!(i < ac->n_items && ac->items[i]->gid >= gid && (i == 0 || ac->items[i - 1]->gid < gid)))
+                i = items_lower_bound(ac, gid);
+        *pos = i;
+        return i < ac->n_items && ac->items[i]->gid == gid ? ac->items[i] : NULL;
+}
+
+/* Bounds and requirements onto their items: a record of nothing is -EBADMSG. */
+static int load_protection(struct adapter_catalog *ac, const struct load_part *lp)
+{
+        struct acat_item *in = NULL;
+        size_t pos = 0;
+        int r;
+
+        for (size_t i = 0; i < lp->n_bounds; i++) {
+                struct acat_item *it = load_seek(ac, &pos, lp->bounds[i].gid);
+
+                if (!it || it->builtin)
+                        return -EBADMSG;        /* a bound of nothing: the catalog contradicts itself */
+                it->has_bound = true;
+                it->bound = lp->bounds[i].bound;
+        }
+        pos = 0;
+        for (size_t i = 0; i < lp->n_reqs; i++) {
+                const struct load_req *q = &lp->reqs[i];
+                struct acat_item *c = load_seek(ac, &pos, q->consumer);
+
+                if (!in || in->gid != q->input)         /* inputs repeat (one support view) */
+                        in = (struct acat_item *)acat_by_gid(ac, q->input);
+                if (!c || !in)
+                        return -EBADMSG;
+                r = req_put(c, q->input, q->frontier);
+                if (r >= 0)
+                        r = req_consumer_add(in, c);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Dependencies are kept in memory only: link every item to its refs, and each object
+ * to its oldest index.  Items are in GlobalId order, so the first index met on an
+ * object is its oldest (what oldest_index() finds). */
+static int load_deps(struct adapter_catalog *ac)
+{
+        for (size_t i = ac->n_builtin; i < ac->n_items; i++) {
+                struct acat_item *it = ac->items[i];
+
+                for (size_t k = 0; k < it->n_refs; k++) {
+                        /* Most often the item just before (a view's default index). */
+                        struct acat_item *ref = ac->items[i - 1]->gid == it->refs[k]
+                                                        ? ac->items[i - 1]
+                                                        : (struct acat_item *)acat_by_gid(ac, it->refs[k]);
+                        int r;
+
+                        if (!ref)
+                                return -EBADMSG;
+                        r = dependent_add(ref, it->gid);
                         if (r < 0)
                                 return r;
+                        if (it->kind == SQL_OBJECT_INDEX && ref->gid == it->on_id && !ref->index_id)
+                                ref->index_id = it->gid;
                 }
         }
         return 0;
@@ -652,6 +910,7 @@ static int load_protection(struct adapter_catalog *ac)
 
 int acat_open(struct catalog *store, struct adapter_catalog **ret)
 {
+        struct load_part parts[3];
         struct adapter_catalog *ac;
         void *v = NULL;
         size_t len = 0;
@@ -682,19 +941,15 @@ int acat_open(struct catalog *store, struct adapter_catalog **ret)
                 free(v);
         } else if (r != -ENOENT)
                 goto fail;
-        r = load_items(ac);
-        if (r < 0)
-                goto fail;
-        /* Dependencies are kept in memory only: link every item to its refs (items
-         * load in GlobalId order, and refs are always older than their dependents). */
-        for (size_t i = ac->n_builtin; i < ac->n_items; i++) {
-                r = deps_link(ac, ac->items[i], NULL, 0);
-                if (r < 0)
-                        goto fail;
-        }
-        for (size_t i = 0; i < ac->n_items; i++)
-                ac->items[i]->index_id = oldest_index(ac, ac->items[i]);
-        r = load_protection(ac);
+        r = load_scan(ac, parts);
+        if (r >= 0)
+                r = load_names(ac);
+        if (r >= 0)
+                r = load_deps(ac);
+        if (r >= 0)
+                r = load_protection(ac, &parts[2]);
+        for (int i = 0; i < 3; i++)
+                load_part_done(&parts[i]);
         if (r < 0)
                 goto fail;
         /* Concurrent DDL commits in any order within a group, so the meta record may
@@ -715,8 +970,8 @@ struct adapter_catalog *acat_free(struct adapter_catalog *ac)
         /* Creations whose commit never finished live only in the name index: free them
          * before the items, whose memory the other entries of the index point to. */
         for (size_t i = 0; i < ac->n_names_cap; i++)
-                if (ac->names[i] && ac->names[i] != TOMBSTONE && ac->names[i]->pending)
-                        item_free(ac->names[i]);
+                if (ac->names[i].it && ac->names[i].it != TOMBSTONE && ac->names[i].it->pending)
+                        item_free(ac->names[i].it);
         for (size_t i = 0; i < ac->n_items; i++) {
                 if (ac->items[i]->builtin) {
                         /* static storage: only the dependents array is ours */
@@ -748,13 +1003,24 @@ static int acat_lookup(void *userdata, const char *name, struct sql_relation *re
         return 0;
 }
 
+/* A view's plan, unpacked from plan_bytes at its first use (note 4); NULL if it does
+ * not decode (the analyzer then refuses to read the view, XX000). */
+static Coord__Plan__Relation *item_plan(const struct acat_item *it)
+{
+        struct acat_item *m = (struct acat_item *)it;   /* a cache, not the item's state */
+
+        if (!m->plan && m->plan_len)
+                m->plan = coord__plan__relation__unpack(NULL, m->plan_len, m->plan_bytes);
+        return m->plan;
+}
+
 void acat_relation(const struct acat_item *it, struct sql_relation *ret)
 {
         ret->id = it->gid;
         ret->kind = it->kind;
         ret->columns = it->columns;
         ret->n_columns = it->n_columns;
-        ret->plan = it->kind == SQL_OBJECT_VIEW ? it->plan : NULL;
+        ret->plan = it->kind == SQL_OBJECT_VIEW ? item_plan(it) : NULL;
         ret->inputs = it->logical_inputs;
         ret->n_inputs = it->n_logical;
         ret->deterministic = !it->nondeterministic;
@@ -797,24 +1063,6 @@ static void txn_free(struct acat_txn *t)
         free(t->bch);
         free(t->rch);
         free(t);
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-        size_t n;
-        void *q;
-
-        if (need <= *cap)
-                return 0;
-        n = *cap ? *cap * 2 : 8;
-        while (n < need)
-                n *= 2;
-        q = realloc(*p, n * size);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = n;
-        return 0;
 }
 
 /* Append an op, copying key and value. */
@@ -982,10 +1230,10 @@ static int name_reserve(struct adapter_catalog *ac, struct acat_item *it)
 
 static void name_release(struct adapter_catalog *ac, struct acat_item *it)
 {
-        struct acat_item **slot = names_slot(ac, it->name);
+        struct name_ent *slot = names_slot(ac, it->name);
 
-        assert(slot && *slot == it);
-        *slot = TOMBSTONE;
+        assert(slot && slot->it == it);
+        slot->it = TOMBSTONE;
         ac->n_tombstones++;
         ac->n_names_used--;
 }

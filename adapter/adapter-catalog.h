@@ -44,7 +44,8 @@ struct acat_item {
         bool dropping;                  /* dropped, commit in progress */
 
         /* Views, materialized views and indexes (CatalogItem fields 7-15). */
-        Coord__Plan__Relation *plan;    /* unpacked from plan_bytes, or NULL */
+        Coord__Plan__Relation *plan;    /* a view's, unpacked from plan_bytes at its first
+                                         * use (acat_relation()); NULL until then */
         uint8_t *plan_bytes;
         size_t plan_len;
         uint64_t *logical_inputs;       /* ascending */

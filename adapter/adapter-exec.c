@@ -37,9 +37,11 @@
  *     writes, move their upper but not their contents), so that read is the state the
  *     queued groups start from.  Reads at "now" are served meanwhile.  It runs
  *     only with no catalog commit in flight (a committed transaction's rows are then
- *     all queued), else it is tried again at the next tick.  Startup cost: one
- *     ListCollections and three reads, O(objects); reads of the three relations wait
- *     for it, other reads are served meanwhile.
+ *     all queued), else it is tried again at the next tick.  Cost: three reads,
+ *     O(objects); reads of the three relations wait for it, other reads are served
+ *     meanwhile, but the controller answers in order, so a read sent meanwhile waits
+ *     behind those.  At start the writer mark (8) usually shows that nothing was
+ *     lost, and then nothing is read at all.
  * (6) Held groups.  A group nobody waits for -- built-in rows of answered DDL and of
  *     publications, the idle upper tick -- is held EXEC_HOLD_US before it is sent, and
  *     goes at once when a statement's write joins it or a read waits for the fence.
@@ -71,6 +73,25 @@
  *     run is built inside one session_resume() call and submitted before it returns,
  *     so no other session sees a run half built; EXEC_RUN_MAX bounds it (and the
  *     loop's busy stretch of building one).
+ * (8) Writer mark.  An Append may carry a mark (origin, seq) that the controller keeps
+ *     with coord_objects' upper, durable exactly with the append's rows (Append.
+ *     writer_mark, controller-server.c note 15).  It claims: the three relations, as
+ *     this append leaves them, are f(catalog state at seq) -- every transaction up to
+ *     seq has its rows in this group or an earlier one, and no later one has any.
+ *     group_send() makes the claim only when that holds by construction: the group is
+ *     the last one queued, no commit is in flight (every committed transaction's rows
+ *     are queued, in this group or before it: catalog_last_seq() is then covered), and
+ *     no reconciliation is needed or running (a lost group, or rows that could not be
+ *     queued, would make it false); any other group carries no mark and the controller
+ *     keeps the last one, still true (groups apply in order, all or nothing).  An idle
+ *     upper tick renews it, so it trails the catalog by about a tick.  origin is
+ *     log entry 1's commit_ms, so that a mark written for another catalog (the
+ *     directory deleted and made again) never matches.  At start (5) lists gid 1 only
+ *     and reads the log after the mark: if no transaction there changes state, the
+ *     relations already are f(catalog), nothing is read and nothing is written:
+ *     reconciliation costs O(what was committed after the mark), not O(objects).
+ *     Otherwise (no mark, another origin, a mark beyond the log, a state change after
+ *     it) it reads and diffs as before.
  */
 #include "adapter-exec.h"
 
@@ -138,6 +159,7 @@ struct group {
         size_t n, cap;
         bool closed;            /* no more writes (a DELETE's group, or sent) */
         uint64_t ts;            /* 0 until sent; the last send's when resent */
+        uint64_t mark;          /* (8) the seq of the mark it carries, 0 none */
         struct request *rq;
         struct group *next;
 };
@@ -199,6 +221,9 @@ struct exec {
         unsigned reconcile_waiting;     /* peeks not answered yet */
         uint64_t reconcile_ts;
         Coord__PeekResult *reconcile_res[3];
+        uint64_t mark_origin;           /* (8) log entry 1's commit_ms; 0: no marks */
+        uint64_t mark_acked;            /* (8) the last mark an Ok answered */
+        uint64_t builtin_reads;         /* (5) reconciliations that read the relations */
 };
 
 static void session_resume(struct session *s);
@@ -410,11 +435,25 @@ static void group_free(struct group *g)
 
 static void group_acked(struct exec *ex, struct request *rq, const Coord__Envelope *reply);
 
+#define MARK_LEN 16     /* (8) be64 origin, be64 seq */
+
+/* (8) Whether g may carry the mark (origin, catalog_last_seq()), into mark. */
+static bool group_mark(const struct exec *ex, const struct group *g, uint8_t mark[MARK_LEN])
+{
+        if (!ex->mark_origin || g->next || ex->reconcile_needed || ex->reconciling ||
+            committer_in_flight(ex->committer))
+                return false;
+        be64_put(mark, ex->mark_origin);
+        be64_put(mark + 8, catalog_last_seq(ex->store));
+        return true;
+}
+
 static int group_send(struct exec *ex, struct group *g)
 {
         Coord__Append msg = COORD__APPEND__INIT;
         Coord__TableWrite *tw = NULL, **twp = NULL;
         ProtobufCBinaryData *rows = NULL;
+        uint8_t mark[MARK_LEN];
         size_t n_rows = 0, k = 0;
         int r;
 
@@ -453,6 +492,12 @@ static int group_send(struct exec *ex, struct group *g)
         msg.ts = g->ts;
         msg.n_writes = g->n;
         msg.writes = twp;
+        g->mark = 0;
+        if (group_mark(ex, g, mark)) {
+                msg.writer_mark.data = mark;
+                msg.writer_mark.len = MARK_LEN;
+                g->mark = be64_get(mark + 8);
+        }
         g->closed = true;
         g->rq = request_new(ex, COORD__MSG_TYPE__MSG_APPEND, &msg.base, group_acked, g);
         if (!g->rq)
@@ -514,6 +559,8 @@ static void groups_kick(struct exec *ex)
          * keeps moving (reads at "now" are served), their contents stay what is read. */
         if (ex->reconciling && group_writes_builtin_rows(g))
                 return;
+        if (ex->cfg.test_hold_builtin_rows && group_writes_builtin_rows(g))
+                return;         /* TEST ONLY */
         if (!ex->hold_done && !group_awaited(ex, g)) {
                 if (ex->hold)
                         return;
@@ -538,6 +585,8 @@ static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok
                 ex->groups_tail = &ex->groups;
         if (!err)
                 oracle_write_applied(ex->oracle, g->ts);
+        if (!err && g->mark)
+                ex->mark_acked = g->mark;
         if (ex->fence == g)
                 ex->fence = NULL;       /* applied: the oracle's read ts covers it (3) */
         for (size_t i = 0; i < g->n; i++) {
@@ -724,6 +773,23 @@ static int protection_write(struct exec *ex, const struct acat_txn *txn)
                         diffs[k++] = side == 0 ? -1 : +1;
                 }
         return int_rows_write(ex, ACAT_GID_REQUIREMENTS, 3, vals, diffs, k);
+}
+
+/* Committed, but (some of) its built-in rows could not be queued: the catalog has
+ * them, reconciliation (5) writes them.  Set before the next group is sent, so that
+ * no writer mark (8) claims them. */
+static void rows_not_queued(struct exec *ex, int r, const char *what)
+{
+        log_error_errno(r, "builtin_rows_not_queued", "what=%s action=reconcile", what);
+        ex->reconcile_needed = true;
+}
+
+static void protection_queue(struct exec *ex, const struct acat_txn *txn)
+{
+        int r = protection_write(ex, txn);
+
+        if (r < 0)
+                rows_not_queued(ex, r, "protection_rows");
 }
 
 /* ---- (3) the read fence ---- */
@@ -990,13 +1056,13 @@ static void reconcile_apply(struct exec *ex)
                 group_free(g);
                 if (r >= 0) {
                         ex->reconcile_needed = false;
-                        log_info("builtin_reconciled", "ts=%llu changed=0",
+                        log_info("builtin_reconciled", "ts=%llu changed=0 from=read",
                                  (unsigned long long)ex->reconcile_ts);
                 }
                 reconcile_end(ex, r, "diff");
                 return;
         }
-        log_warn("builtin_reconciled", "ts=%llu objects=%zu bounds=%zu requirements=%zu",
+        log_warn("builtin_reconciled", "ts=%llu from=read objects=%zu bounds=%zu requirements=%zu",
                  (unsigned long long)ex->reconcile_ts, changed[0], changed[1], changed[2]);
         {
                 /* In front of every group not yet sent. */
@@ -1071,11 +1137,46 @@ static int reconcile_peek(struct exec *ex, unsigned slot)
                            (void *)(uintptr_t)slot) ? 0 : -ENOMEM;
 }
 
+static bool group_writes_builtin_rows(const struct group *g);
+
+/* (8) Do the relations already hold f(catalog)?  True when the mark is ours and no
+ * transaction after it changes state (and none of this life's rows wait in the
+ * queue); *ret_entries: log entries read. */
+static bool reconcile_by_mark(struct exec *ex, const ProtobufCBinaryData *mark, size_t *ret_entries)
+{
+        struct catalog_log_iter *it = NULL;
+        Coord__CatalogTxn *txn;
+        uint64_t seq;
+        bool changed = false;
+        int r;
+
+        *ret_entries = 0;
+        if (!ex->mark_origin || mark->len != MARK_LEN || be64_get(mark->data) != ex->mark_origin)
+                return false;
+        seq = be64_get(mark->data + 8);
+        if (seq == 0 || seq > catalog_last_seq(ex->store))
+                return false;
+        for (struct group *g = ex->groups; g; g = g->next)
+                if (group_writes_builtin_rows(g))
+                        return false;
+        r = catalog_log_iter_new(ex->store, seq, &it);
+        while (r >= 0 && !changed && (r = catalog_log_next(it, &txn)) == 1) {
+                for (size_t i = 0; i < txn->n_ops; i++)
+                        if (txn->ops[i]->cf == COORD__CATALOG_OP__CF__STATE)
+                                changed = true;
+                coord__catalog_txn__free_unpacked(txn, NULL);
+                (*ret_entries)++;
+        }
+        catalog_log_iter_free(it);
+        return r >= 0 && !changed;
+}
+
 static void reconcile_listed(struct exec *ex, struct request *rq, const Coord__Envelope *reply)
 {
         Coord__CollectionList *list = NULL;
-        bool found = false;
+        bool found = false, marked = false;
         uint64_t since = 0, upper = 0;
+        size_t entries = 0;
         int r = 0;
 
         if (reply->type == COORD__MSG_TYPE__MSG_COLLECTION_LIST)
@@ -1085,11 +1186,19 @@ static void reconcile_listed(struct exec *ex, struct request *rq, const Coord__E
                         found = true;
                         since = list->collections[i]->since;
                         upper = list->collections[i]->upper;
+                        marked = reconcile_by_mark(ex, &list->collections[i]->writer_mark, &entries);
                 }
         if (list)
                 coord__collection_list__free_unpacked(list, NULL);
         if (!found) {
                 reconcile_end(ex, -ENOENT, "no coord_objects on the controller");
+                return;
+        }
+        if (marked) {
+                ex->reconcile_needed = false;
+                log_info("builtin_reconciled", "ts=%llu changed=0 from=mark log_entries=%zu",
+                         (unsigned long long)(upper ? upper - 1 : 0), entries);
+                reconcile_end(ex, 0, NULL);
                 return;
         }
         if (upper <= since) {
@@ -1100,6 +1209,7 @@ static void reconcile_listed(struct exec *ex, struct request *rq, const Coord__E
         }
         /* (5) the built-ins share their upper; only our appends move it. */
         ex->reconcile_ts = upper - 1;
+        ex->builtin_reads++;
         for (unsigned i = 0; r >= 0 && i < ELEMENTSOF(reconcile_gids); i++) {
                 r = reconcile_peek(ex, i);
                 if (r >= 0)
@@ -1117,12 +1227,15 @@ static void reconcile_listed(struct exec *ex, struct request *rq, const Coord__E
 static void reconcile_maybe(struct exec *ex)
 {
         Coord__ListCollections lc = COORD__LIST_COLLECTIONS__INIT;
+        uint64_t gid = ACAT_GID_OBJECTS;        /* its frontiers and the mark (8) */
 
         if (!ex->reconcile_needed || ex->reconciling || !ex->controller_up || ex->resyncing)
                 return;
         if ((ex->groups && ex->groups->rq) || committer_in_flight(ex->committer))
                 return;         /* after that group, or at the next tick */
         ex->reconciling = true;
+        lc.gids = &gid;
+        lc.n_gids = 1;
         if (!request_new(ex, COORD__MSG_TYPE__MSG_LIST_COLLECTIONS, &lc.base, reconcile_listed, NULL))
                 reconcile_end(ex, -ENOMEM, "out of memory");
 }
@@ -1177,8 +1290,7 @@ static void publication_committed(void *ctx, int r, uint64_t seq)
                 return;
         }
         ex->hold_kick = true;
-        if (protection_write(ex, pb->txn) < 0)
-                log_error("out_of_memory", "what=protection_rows");
+        protection_queue(ex, pb->txn);
         ex->hold_kick = false;
         groups_kick(ex);
         acat_txn_finish(ex->cat, pb->txn, 0);
@@ -1284,8 +1396,7 @@ static int ddl_created(struct exec *ex, struct acat_txn *txn, uint64_t seq)
         int r;
 
         assert(ex->hold_kick);
-        if (protection_write(ex, txn) < 0)
-                log_error("out_of_memory", "what=protection_rows");
+        protection_queue(ex, txn);
         acat_txn_finish(ex->cat, txn, 0);
         log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
                  acat_kind_name(kind), (unsigned long long)seq);
@@ -1312,14 +1423,15 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
         if (d->create) {
                 ex->hold_kick = true;   /* the rows of one DDL: one group, one append */
                 r = ddl_created(ex, d->txn, seq);
+                if (r < 0)
+                        rows_not_queued(ex, r, "objects");
                 ex->hold_kick = false;
                 groups_kick(ex);
         } else {
                 uint64_t gids[n ? n : 1];
 
                 ex->hold_kick = true;
-                if (protection_write(ex, d->txn) < 0)
-                        log_error("out_of_memory", "what=protection_rows");
+                protection_queue(ex, d->txn);
                 /* The coord_objects retractions need the items: before finish. */
                 for (size_t i = 0; i < n; i++) {
                         gids[i] = acat_txn_item(d->txn, i)->gid;
@@ -1329,16 +1441,12 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                 }
                 ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
                 acat_txn_finish(ex->cat, d->txn, 0);
+                if (r < 0)
+                        rows_not_queued(ex, r, "objects");
                 ex->hold_kick = false;
                 groups_kick(ex);
                 log_info("objects_dropped", "count=%zu first_gid=%llu seq=%llu", n,
                          (unsigned long long)gids[0], (unsigned long long)seq);
-        }
-        if (r < 0) {
-                /* Committed, but its built-in rows could not be queued: the catalog
-                 * has it, reconciliation (5) writes them. */
-                log_error_errno(r, "builtin_rows_not_queued", "action=reconcile");
-                ex->reconcile_needed = true;
         }
         /* (3) answered now; the rows follow in their group. */
 resume:
@@ -1469,10 +1577,9 @@ static void run_committed(void *ctx, int r, uint64_t first_seq)
                 for (size_t i = 0; i < n; i++) {
                         struct ddl *d = s->run[i];
 
-                        if (ddl_created(ex, d->txn, first_seq + i) < 0) {
-                                log_error("builtin_rows_not_queued", "action=reconcile");
-                                ex->reconcile_needed = true;
-                        }
+                        r = ddl_created(ex, d->txn, first_seq + i);
+                        if (r < 0)
+                                rows_not_queued(ex, r, "objects");
                         if (!s->gone)
                                 (void)pgwire_send_command_complete(s->c, d->tag);
                         free(d);
@@ -2650,6 +2757,23 @@ static void hwm_drain(void *ctx)
         committer_drain(ex->committer);
 }
 
+/* (8) The catalog's origin: the commit_ms of its log entry 1 (the writer epoch of its
+ * first start); 0 when it cannot be read (then no marks). */
+static uint64_t mark_origin_read(struct catalog *store)
+{
+        struct catalog_log_iter *it = NULL;
+        Coord__CatalogTxn *txn = NULL;
+        uint64_t origin = 0;
+
+        if (catalog_log_iter_new(store, 0, &it) >= 0 && catalog_log_next(it, &txn) == 1) {
+                if (txn->seq == 1)
+                        origin = txn->commit_ms;
+                coord__catalog_txn__free_unpacked(txn, NULL);
+        }
+        catalog_log_iter_free(it);
+        return origin;
+}
+
 int exec_new(struct node *n, struct catalog *store, const struct exec_config *cfg,
              struct exec **ret)
 {
@@ -2678,6 +2802,7 @@ int exec_new(struct node *n, struct catalog *store, const struct exec_config *cf
                 goto fail;
         }
         oracle_set_clock_offset(ex->oracle, cfg->test_clock_offset_ms);
+        ex->mark_origin = mark_origin_read(store);
         r = committer_new(node_loop(n), store, EXEC_COMMIT_THREADS, &ex->committer);
         if (r < 0) {
                 log_error_errno(r, "committer_failed", "");
@@ -2753,6 +2878,16 @@ unsigned exec_commits_in_flight(const struct exec *ex)
 int exec_catalog_error(const struct exec *ex)
 {
         return ex->fatal;
+}
+
+uint64_t exec_builtin_mark(const struct exec *ex)
+{
+        return ex->mark_acked;
+}
+
+uint64_t exec_builtin_reads(const struct exec *ex)
+{
+        return ex->builtin_reads;
 }
 
 void exec_oracle_persists(const struct exec *ex, uint64_t *ret_sync, uint64_t *ret_async)

@@ -17,6 +17,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "coord.pb-c.h"
@@ -32,6 +33,8 @@ struct exec_config {
         uint32_t tick_ms;               /* upper tick when idle */
         uint32_t peek_timeout_ms;       /* how long a read waits for its inputs */
         int64_t test_clock_offset_ms;   /* test hook: shift the oracle's wall clock */
+        bool test_hold_builtin_rows;    /* test hook: never send a group with built-in
+                                         * rows (a kill -9 then always loses them) */
 };
 
 int exec_new(struct node *n, struct catalog *store, const struct exec_config *cfg,
@@ -60,3 +63,7 @@ unsigned exec_commits_in_flight(const struct exec *ex);
 int exec_catalog_error(const struct exec *ex);
 /* High-water marks the oracle committed on the loop (a window ran out) and off it. */
 void exec_oracle_persists(const struct exec *ex, uint64_t *ret_sync, uint64_t *ret_async);
+/* (adapter-exec.c note 8) The seq of the last writer mark the controller acknowledged
+ * (0: none yet in this life), and how many reconciliations read the built-ins. */
+uint64_t exec_builtin_mark(const struct exec *ex);
+uint64_t exec_builtin_reads(const struct exec *ex);

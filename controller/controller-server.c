@@ -205,6 +205,15 @@
  *     Built-ins (gids < CSERVER_FIRST_USER_GID) are not catalog items and keep their
  *     own window (6); permissions naming them are ignored.  coord_frontiers shows the
  *     PHYSICAL since as read_frontier (4), so a compaction marks the rows it changed.
+ *
+ * (15) Writer mark.  An Append may carry writer_mark, a few opaque bytes; it goes into
+ *     coord_objects' collection record (storage_append.mark) in the append's own
+ *     WriteBatch, so it is durable exactly when the rows it came with are, and stays
+ *     until an append carries another.  MSG_LIST_COLLECTIONS reports it on gid 1.
+ *     The adapter uses it to tell, after its own restart, which of its catalog's
+ *     transactions the built-in relations already reflect (adapter-exec.c note 8);
+ *     the controller never interprets it.  ListCollections with `gids` lists only
+ *     those, so that question costs O(1) and not a listing of every collection.
  */
 #include "controller-server.h"
 
@@ -672,6 +681,40 @@ static int list_all(struct cserver *s)
 {
         s->n_cols = 0;
         return storage_list(s->st, list_one, s);
+}
+
+static int cmp_gid(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return (x > y) - (x < y);
+}
+
+/* The collections of gids[0..n) that exist, by gid, into s->cols. */
+static int list_some(struct cserver *s, const uint64_t *gids, size_t n)
+{
+        _cleanup_free_ uint64_t *v = malloc(n * sizeof(*v));
+        int r = 0;
+
+        if (!v)
+                return -ENOMEM;
+        memcpy(v, gids, n * sizeof(*v));
+        qsort(v, n, sizeof(*v), cmp_gid);
+        s->n_cols = 0;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                struct storage_info info;
+
+                if (i > 0 && v[i] == v[i - 1])
+                        continue;
+                r = storage_get_info(s->st, v[i], &info);
+                if (r == -ENOENT) {
+                        r = 0;
+                        continue;
+                }
+                if (r >= 0)
+                        r = list_one(&info, s);
+        }
+        return r < 0 ? r : 0;
 }
 
 static const struct storage_info *cols_find(const struct storage_info *v, size_t n, uint64_t gid)
@@ -2823,6 +2866,7 @@ struct append_ctx {
         size_t n_fch, cap_fch;
         size_t frontier_rows;                   /* updates of coord_frontiers */
         bool frontiers;                         /* coord_frontiers is appended to */
+        const ProtobufCBinaryData *mark;        /* Append.writer_mark, for gid 1 (15) */
         struct row_error err;
 };
 
@@ -3406,6 +3450,10 @@ static int append_commit(struct append_ctx *ac, const struct stage *st)
                         .gid = t->info.gid, .expected_upper = t->info.frontiers.upper,
                         .new_upper = ac->ts + 1, .updates = &u[k], .n_updates = t->pend.n,
                 };
+                if (t->info.gid == CSERVER_GID_OBJECTS && ac->mark && ac->mark->len) {
+                        v[i].mark = ac->mark->data;
+                        v[i].mark_len = ac->mark->len;
+                }
                 for (size_t j = 0; j < t->pend.n; j++)
                         u[k++] = (struct storage_update){
                                 .row = t->pend.updates[j].row, .len = t->pend.updates[j].len,
@@ -3495,9 +3543,13 @@ static void handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                 return;
         }
         ac.ts = a->ts;
+        ac.mark = &a->writer_mark;
         if (!s->st) {
                 storage_unavailable(&ac.err);
                 r = -EIO;
+        } else if (a->writer_mark.len > STORAGE_MARK_MAX) {
+                r = row_error_set(&ac.err, -EINVAL, "22023", "writer_mark of %zu bytes (at most %u)",
+                                  a->writer_mark.len, STORAGE_MARK_MAX);
         } else {
                 r = append_prepare(&ac, a);
                 if (r >= 0 && s->n_dfs) {
@@ -3777,6 +3829,7 @@ static void handle_list(struct cserver *s, Coord__Role from, const Coord__Envelo
         Coord__CollectionFrontiers *items = NULL, **ptrs = NULL;
         Coord__ListCollections *req;
         struct row_error e;
+        uint8_t mark[STORAGE_MARK_MAX];
         uint64_t T;
         int r;
 
@@ -3785,8 +3838,9 @@ static void handle_list(struct cserver *s, Coord__Role from, const Coord__Envelo
                 reply_malformed(s, from, env);
                 return;
         }
+        r = !s->st ? storage_unavailable(&e) : req->n_gids ? list_some(s, req->gids, req->n_gids)
+                                                           : list_all(s);
         coord__list_collections__free_unpacked(req, NULL);
-        r = s->st ? list_all(s) : storage_unavailable(&e);
         if (r < 0) {
                 if (s->st)
                         storage_failure(s, &e, r, "listing collections");
@@ -3809,6 +3863,11 @@ static void handle_list(struct cserver *s, Coord__Role from, const Coord__Envelo
                 items[i].since = s->cols[i].frontiers.since;
                 items[i].upper = s->cols[i].frontiers.upper;
                 items[i].physical_since = s->cols[i].frontiers.physical_since;
+                if (s->cols[i].gid == CSERVER_GID_OBJECTS) {
+                        r = storage_get_mark(s->st, CSERVER_GID_OBJECTS, mark);
+                        items[i].writer_mark.data = mark;
+                        items[i].writer_mark.len = r > 0 ? (size_t)r : 0;
+                }
                 ptrs[i] = &items[i];
         }
         m.collections = ptrs;

@@ -241,6 +241,8 @@ struct collection {
         uint64_t gid;
         enum storage_kind kind;
         uint64_t since, upper, physical_since;
+        uint8_t mark[STORAGE_MARK_MAX];         /* storage_append.mark, durable with upper */
+        uint8_t mark_len;
 
         /* Descriptors in lower order, valid once loaded (NOTE 8).  Entries past
          * n_batches belong to the group being staged (NOTE 7). */
@@ -267,6 +269,8 @@ struct collection {
 struct stage {
         struct collection *c;
         uint64_t since, upper;
+        const uint8_t *mark;                    /* NULL: c's stays; borrowed from the append */
+        size_t mark_len;
         size_t n_batches;                       /* committed ones plus staged new ones */
         struct batch_desc tail;                 /* the committed newest batch, as staged */
         bool tail_changed;
@@ -679,8 +683,10 @@ static struct collection *collection_free(struct collection *c)
 
 /* ---- Records ---------------------------------------------------------------------- */
 
-static void put_collection(struct storage *s, const struct collection *c, uint64_t since,
-                           uint64_t upper, uint64_t physical_since)
+/* c's record with these frontiers and its mark, or `mark` when it is not NULL. */
+static void put_collection_mark(struct storage *s, const struct collection *c, uint64_t since,
+                                uint64_t upper, uint64_t physical_since, const uint8_t *mark,
+                                size_t mark_len)
 {
         Coord__StorageCollection m = COORD__STORAGE_COLLECTION__INIT;
         uint8_t key[KEY_GID_LEN], val[RECORD_MAX];
@@ -691,12 +697,20 @@ static void put_collection(struct storage *s, const struct collection *c, uint64
         m.since = since;
         m.upper = upper;
         m.physical_since = physical_since;
+        m.mark.data = (uint8_t *)(mark ? mark : c->mark);
+        m.mark.len = mark ? mark_len : c->mark_len;
         len = coord__storage_collection__get_packed_size(&m);
         assert(len <= sizeof(val));
         coord__storage_collection__pack(&m, val);
         be64_put(key, c->gid);
         rocksdb_writebatch_put_cf(s->wb, s->cf[CF_COLLECTIONS], (const char *)key, sizeof(key),
                                   (const char *)val, len);
+}
+
+static void put_collection(struct storage *s, const struct collection *c, uint64_t since,
+                           uint64_t upper, uint64_t physical_since)
+{
+        put_collection_mark(s, c, since, upper, physical_since, NULL, 0);
 }
 
 static void put_batch(struct storage *s, uint64_t gid, const struct batch_desc *b)
@@ -1005,7 +1019,13 @@ static int collection_decode(const char *key, size_t klen, const char *val, size
                 .gid = gid, .kind = (enum storage_kind)m->kind,
                 .since = m->since, .upper = m->upper, .physical_since = m->physical_since,
         };
-        if (m->gid != gid || (unsigned)m->kind >= _STORAGE_KIND_MAX || collection_invalid(c)) {
+        if (m->mark.len <= STORAGE_MARK_MAX) {
+                if (m->mark.len)
+                        memcpy(c->mark, m->mark.data, m->mark.len);
+                c->mark_len = (uint8_t)m->mark.len;
+        }
+        if (m->gid != gid || (unsigned)m->kind >= _STORAGE_KIND_MAX || collection_invalid(c) ||
+            m->mark.len > STORAGE_MARK_MAX) {
                 coord__storage_collection__free_unpacked(m, NULL);
                 collection_free(c);
                 return corrupt(gid, "invalid collection record");
@@ -1547,7 +1567,8 @@ static void group_put_stages(struct storage *s)
                         put_batch(s, c->gid, &st->tail);
                 for (size_t b = c->n_batches; b < st->n_batches; b++)
                         put_batch(s, c->gid, &c->batches[b]);
-                put_collection(s, c, st->since, st->upper, c->physical_since);
+                put_collection_mark(s, c, st->since, st->upper, c->physical_since, st->mark,
+                                    st->mark_len);
         }
 }
 
@@ -1564,6 +1585,10 @@ static void group_apply(struct storage *s)
                         c->batches[c->n_batches - 1] = st->tail;
                 c->n_batches = st->n_batches;
                 c->upper = st->upper;
+                if (st->mark) {
+                        memcpy(c->mark, st->mark, st->mark_len);
+                        c->mark_len = (uint8_t)st->mark_len;
+                }
                 if (st->since > c->since)
                         pending_add(s, c);
                 c->since = st->since;
@@ -1578,7 +1603,8 @@ static void group_apply(struct storage *s)
 
 static int append_validate(const struct storage_append *a, uint64_t upper)
 {
-        if (a->new_upper <= a->expected_upper || (a->n_updates > 0 && !a->updates))
+        if (a->new_upper <= a->expected_upper || (a->n_updates > 0 && !a->updates) ||
+            (a->mark && a->mark_len > STORAGE_MARK_MAX))
                 return -EINVAL;
         if (a->expected_upper != upper)
                 return -ESTALE;
@@ -1650,6 +1676,10 @@ static int append_stage(struct storage *s, struct stage *st, const struct storag
                 st->n_batches++;
         }
         st->upper = a->new_upper;
+        if (a->mark) {
+                st->mark = a->mark;
+                st->mark_len = a->mark_len;
+        }
         st->changed = true;
         return 0;
 }
@@ -2384,6 +2414,19 @@ static void info_of(const struct collection *c, struct storage_info *ret)
         ret->gid = c->gid;
         ret->kind = c->kind;
         frontiers_of(c, &ret->frontiers);
+}
+
+int storage_get_mark(struct storage *s, uint64_t gid, void *buf)
+{
+        struct collection *c;
+
+        if (!s || !buf)
+                return -EINVAL;
+        c = map_find(&s->map, gid);
+        if (!c)
+                return -ENOENT;
+        memcpy(buf, c->mark, c->mark_len);
+        return c->mark_len;
 }
 
 int storage_get_info(struct storage *s, uint64_t gid, struct storage_info *ret)

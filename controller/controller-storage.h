@@ -103,6 +103,9 @@ struct storage_update {
         int64_t diff;
 };
 
+/* The longest mark (storage_append.mark). */
+#define STORAGE_MARK_MAX 32u
+
 /* One append of a group (storage_append_group()).  The caller fills the inputs;
  * the outputs are written by the call. */
 struct storage_append {
@@ -111,6 +114,11 @@ struct storage_append {
         uint64_t new_upper;             /* > expected_upper */
         const struct storage_update *updates;   /* times in [expected_upper, new_upper) */
         size_t n_updates;               /* 0: only advance the upper */
+        /* The writer's opaque mark, stored with the new upper in the same write and
+         * kept until an append replaces it (storage_get_mark()); NULL keeps the one
+         * stored.  At most STORAGE_MARK_MAX bytes (-EINVAL otherwise). */
+        const void *mark;
+        size_t mark_len;
         int result;                     /* out: 0 or -errno */
         uint64_t actual_upper;          /* out: the upper after the call (also on -ESTALE) */
 };
@@ -306,6 +314,10 @@ int storage_read_updates(struct storage *s, uint64_t gid, uint64_t lo, uint64_t 
 
 /* Frontiers and kind of one collection; -ENOENT if it does not exist. */
 int storage_get_info(struct storage *s, uint64_t gid, struct storage_info *ret);
+
+/* The mark of the last append to gid that carried one (storage_append.mark), copied
+ * into buf (STORAGE_MARK_MAX bytes); its length, 0 if there is none, or -ENOENT. */
+int storage_get_mark(struct storage *s, uint64_t gid, void *buf);
 
 /* Every collection in ascending gid order.  fn returns 0 to go on, negative to stop
  * (returned).  fn may not create or drop collections. */

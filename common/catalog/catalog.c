@@ -1144,24 +1144,78 @@ int catalog_get(struct catalog *c, enum catalog_cf cf, const void *key, size_t k
         return 0;
 }
 
+/* catalog_scan()'s read-ahead. */
+#define SCAN_READAHEAD (2u << 20)
+
+/* Does key lie past hi (or outside prefix)? */
+static bool scan_done(const char *k, size_t klen, const void *prefix, size_t prefix_len,
+                      const void *hi, size_t hi_len)
+{
+        if (prefix_len)
+                return klen < prefix_len || memcmp(k, prefix, prefix_len) != 0;
+        if (hi_len) {
+                int c = memcmp(k, hi, klen < hi_len ? klen : hi_len);
+
+                return c > 0 || (c == 0 && klen >= hi_len);
+        }
+        return false;
+}
+
+static int scan(struct catalog *c, enum catalog_cf cf, const void *seek, size_t seek_len,
+                const void *prefix, size_t prefix_len, const void *hi, size_t hi_len,
+                int (*fn)(const void *key, size_t key_len, const void *value, size_t value_len,
+                          void *userdata),
+                void *userdata);
+
 int catalog_scan(struct catalog *c, enum catalog_cf cf, const void *prefix, size_t prefix_len,
                  int (*fn)(const void *key, size_t key_len, const void *value,
                            size_t value_len, void *userdata),
                  void *userdata)
 {
+        if (prefix_len && !prefix)
+                return -EINVAL;
+        return scan(c, cf, prefix, prefix_len, prefix, prefix_len, NULL, 0, fn, userdata);
+}
+
+int catalog_scan_range(struct catalog *c, enum catalog_cf cf, const void *lo, size_t lo_len,
+                       const void *hi, size_t hi_len,
+                       int (*fn)(const void *key, size_t key_len, const void *value,
+                                 size_t value_len, void *userdata),
+                       void *userdata)
+{
+        if ((lo_len && !lo) || (hi_len && !hi))
+                return -EINVAL;
+        return scan(c, cf, lo, lo_len, NULL, 0, hi, hi_len, fn, userdata);
+}
+
+static int scan(struct catalog *c, enum catalog_cf cf, const void *seek, size_t seek_len,
+                const void *prefix, size_t prefix_len, const void *hi, size_t hi_len,
+                int (*fn)(const void *key, size_t key_len, const void *value, size_t value_len,
+                          void *userdata),
+                void *userdata)
+{
+        rocksdb_readoptions_t *ro;
         rocksdb_iterator_t *it;
         char *err = NULL;
         int r;
 
-        if (!c || cf < 0 || cf >= _CATALOG_CF_MAX || !fn || (prefix_len && !prefix))
+        if (!c || cf < 0 || cf >= _CATALOG_CF_MAX || !fn)
                 return -EINVAL;
         r = sticky_error(c);
         if (r < 0)
                 return r;
-        /* The iterator pins an implicit snapshot: commits during the scan are not seen. */
-        it = rocksdb_create_iterator_cf(c->db, c->read_options, c->cf[cf_index(cf)]);
-        if (prefix_len)
-                rocksdb_iter_seek(it, prefix, prefix_len);
+        /* The iterator pins an implicit snapshot: commits during the scan are not seen.
+         * A scan reads a range once, front to back (the adapter loads 400,000 records
+         * at start): read ahead in large reads, and keep its blocks out of the block
+         * cache, where they would only displace what point reads use. */
+        ro = rocksdb_readoptions_create();
+        if (!ro)
+                return -ENOMEM;
+        rocksdb_readoptions_set_readahead_size(ro, SCAN_READAHEAD);
+        rocksdb_readoptions_set_fill_cache(ro, 0);
+        it = rocksdb_create_iterator_cf(c->db, ro, c->cf[cf_index(cf)]);
+        if (seek_len)
+                rocksdb_iter_seek(it, seek, seek_len);
         else
                 rocksdb_iter_seek_to_first(it);
         for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
@@ -1169,7 +1223,7 @@ int catalog_scan(struct catalog *c, enum catalog_cf cf, const void *prefix, size
                 const char *k = rocksdb_iter_key(it, &klen);
                 const char *v = rocksdb_iter_value(it, &vlen);
 
-                if (klen < prefix_len || (prefix_len && memcmp(k, prefix, prefix_len) != 0))
+                if (scan_done(k, klen, prefix, prefix_len, hi, hi_len))
                         break;
                 r = fn(k, klen, v, vlen, userdata);
                 if (r < 0)
@@ -1180,6 +1234,7 @@ int catalog_scan(struct catalog *c, enum catalog_cf cf, const void *prefix, size
                 r = rocks_error(err);
 out:
         rocksdb_iter_destroy(it);
+        rocksdb_readoptions_destroy(ro);
         return r;
 }
 

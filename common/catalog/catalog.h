@@ -182,6 +182,12 @@ int catalog_scan(struct catalog *c, enum catalog_cf cf, const void *prefix, size
                  int (*fn)(const void *key, size_t key_len, const void *value,
                            size_t value_len, void *userdata),
                  void *userdata);
+/* The same for the records with lo <= key < hi (bytewise; hi_len 0: to the end). */
+int catalog_scan_range(struct catalog *c, enum catalog_cf cf, const void *lo, size_t lo_len,
+                       const void *hi, size_t hi_len,
+                       int (*fn)(const void *key, size_t key_len, const void *value,
+                                 size_t value_len, void *userdata),
+                       void *userdata);
 
 /* Following (secondary only: -EINVAL on a primary). */
 

@@ -11,7 +11,8 @@
  *   retirement: DROP removes the consumer's requirements in the same transaction;
  *   reload: what memory shows equals what a fresh open reads back (acat_export());
  *   runs: a creation may name the items of creations committed before it in the same
- *          write (acat_create_begin_after()), and only those.
+ *          write (acat_create_begin_after()), and only those;
+ *   load: acat_open() links what it used to, and unpacks a view's plan only on use.
  */
 #include <inttypes.h>
 
@@ -400,11 +401,97 @@ static void test_create_after(void)
         free(dir);
 }
 
+/* acat_open() (adapter-catalog.c note 4) at some size: every name found (and a
+ * reserved one free of clashes), dependents and each object's OLDEST index linked,
+ * requirements indexed by input, and a view's plan unpacked only when it is first
+ * read -- then the same plan that was created. */
+static void test_load(void)
+{
+        enum { N = 1000 };
+        Coord__Plan__Get get = COORD__PLAN__GET__INIT;
+        Coord__Plan__Relation plan = COORD__PLAN__RELATION__INIT;
+        Coord__Plan__Type ty = COORD__PLAN__TYPE__TYPE_INT4;
+        struct row_error err = { .position = 0 };
+        struct sql_relation rel;
+        const struct acat_item *it;
+        uint64_t t, sv, first_idx = 0, last = 0;
+        char name[32];
+
+        dir = t_mkdtemp("acat-load");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        open_all();
+        t = create("support", SQL_OBJECT_TABLE, NULL, 0, NULL, 0, 0, 100, NULL);
+        get.id = t;
+        get.column_types = &ty;
+        get.n_column_types = 1;
+        plan.kind_case = COORD__PLAN__RELATION__KIND_GET;
+        plan.get = &get;
+        {
+                struct acat_new_item nv = { .name = "sv", .kind = SQL_OBJECT_VIEW, .create_sql = "-",
+                                            .columns = cols, .n_columns = 1, .plan = &plan,
+                                            .logical_inputs = &t, .n_logical = 1, .refs = &t, .n_refs = 1 };
+                struct acat_txn *tx = NULL;
+
+                CU_ASSERT_EQUAL_FATAL(acat_create_begin(cat, &nv, 101, &tx, &err), 0);
+                sv = acat_txn_item(tx, 0)->gid;
+                CU_ASSERT_EQUAL_FATAL(commit(tx), 0);
+        }
+        for (int i = 0; i < N; i++) {
+                struct acat_new_item ni = { .name = name, .kind = SQL_OBJECT_INDEX, .create_sql = "-",
+                                            .columns = cols, .n_columns = 1, .logical_inputs = &t,
+                                            .n_logical = 1, .refs = &sv, .n_refs = 1, .on_id = sv,
+                                            .as_of = 200 };
+                struct acat_txn *tx = NULL;
+
+                snprintf(name, sizeof(name), "sv_idx_%d", i);
+                CU_ASSERT_EQUAL_FATAL(acat_create_begin(cat, &ni, 200 + (uint64_t)i, &tx, &err), 0);
+                last = acat_txn_item(tx, 0)->gid;
+                CU_ASSERT_EQUAL_FATAL(commit(tx), 0);
+                if (!first_idx)
+                        first_idx = last;
+        }
+        close_all();
+        open_all();
+        CU_ASSERT_EQUAL(acat_count_user(cat), N + 2);
+        for (int i = 0; i < N; i++) {
+                snprintf(name, sizeof(name), "sv_idx_%d", i);
+                it = acat_by_name(cat, name);
+                CU_ASSERT_FATAL(it && it->gid == first_idx + (uint64_t)i);
+        }
+        CU_ASSERT_PTR_NULL(acat_by_name(cat, "sv_idx_"));
+        CU_ASSERT_PTR_NOT_NULL(acat_by_name(cat, "coord_objects"));
+        it = acat_by_gid(cat, sv);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+        CU_ASSERT_EQUAL(it->n_dependents, N);
+        CU_ASSERT_EQUAL(it->index_id, first_idx);
+        CU_ASSERT_EQUAL(acat_by_gid(cat, t)->n_req_consumers, N);
+        CU_ASSERT_EQUAL(acat_by_gid(cat, t)->n_dependents, 1);
+        CU_ASSERT_PTR_NOT_NULL(req_of(last, t));
+        CU_ASSERT_PTR_NULL(it->plan);                   /* not read yet */
+        acat_relation(it, &rel);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rel.plan);
+        CU_ASSERT_PTR_EQUAL(it->plan, rel.plan);
+        CU_ASSERT_EQUAL(rel.plan->kind_case, COORD__PLAN__RELATION__KIND_GET);
+        CU_ASSERT_EQUAL(rel.plan->get->id, t);
+        /* The oldest index goes: the next oldest takes its place. */
+        {
+                struct acat_txn *tx = NULL;
+
+                CU_ASSERT_EQUAL_FATAL(acat_drop_begin(cat, &first_idx, 1, false, &tx, &err), 0);
+                CU_ASSERT_EQUAL(commit(tx), 0);
+                CU_ASSERT_EQUAL(acat_by_gid(cat, sv)->index_id, first_idx + 1);
+        }
+        close_all();
+        t_rmrf(dir);
+        free(dir);
+}
+
 int main(void)
 {
         static const struct t_case cases[] = {
                 { "bounds, requirements, admission, publication, retirement", test_protection },
                 { "a creation after others of the same write (runs)", test_create_after },
+                { "load: names, dependents, oldest index, plans on first use", test_load },
                 { NULL, NULL },
         };
         static const struct t_suite suites[] = { { "catalog writer", cases }, { NULL, NULL } };

@@ -1345,6 +1345,78 @@ static void test_reconnect(void)
 }
 
 /* Every acknowledged append is there after kill -9; uppers did not regress. */
+/* ListCollections of some gids: their writer marks (gid 1's, controller-server.c
+ * (15)), as a string in mark (empty if none); the number of collections listed. */
+static size_t list_marks(int fd, const uint64_t *gids, size_t n, char *mark, size_t size)
+{
+        Coord__ListCollections m = COORD__LIST_COLLECTIONS__INIT;
+        Coord__Envelope *env;
+        Coord__CollectionList *l;
+        size_t listed;
+
+        m.gids = (uint64_t *)gids;
+        m.n_gids = n;
+        env = request(fd, COORD__MSG_TYPE__MSG_LIST_COLLECTIONS, &m.base);
+        CU_ASSERT_EQUAL_FATAL(env->type, COORD__MSG_TYPE__MSG_COLLECTION_LIST);
+        l = coord__collection_list__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+        listed = l->n_collections;
+        mark[0] = 0;
+        for (size_t i = 0; i < l->n_collections; i++) {
+                const ProtobufCBinaryData *wm = &l->collections[i]->writer_mark;
+
+                CU_ASSERT(i == 0 || l->collections[i - 1]->gid < l->collections[i]->gid);
+                CU_ASSERT(wm->len == 0 || l->collections[i]->gid == GID_OBJECTS);
+                if (wm->len && wm->len < size)
+                        snprintf(mark, size, "%.*s", (int)wm->len, (const char *)wm->data);
+        }
+        coord__collection_list__free_unpacked(l, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+        return listed;
+}
+
+static void append_marked(int fd, uint64_t ts, const char *mark)
+{
+        Coord__Append m = COORD__APPEND__INIT;
+
+        m.ts = ts;
+        m.writer_mark.data = (uint8_t *)mark;
+        m.writer_mark.len = strlen(mark);
+        expect_ok(request(fd, COORD__MSG_TYPE__MSG_APPEND, &m.base));
+}
+
+/* An Append's writer_mark is kept with coord_objects, durably (kill -9), until another
+ * Append carries one; ListCollections lists only the gids asked for. */
+static void test_writer_mark(void)
+{
+        const uint64_t gids[] = { 424242, GID_OBJECTS, GID_OBJECTS, GID_FRONTIERS };
+        char mark[64], big[40];
+        Coord__Append m = COORD__APPEND__INIT;
+
+        g_ts = tick(1);
+        append_marked(g_fd, g_ts, "first");
+        CU_ASSERT_EQUAL(list_marks(g_fd, gids, ELEMENTSOF(gids), mark, sizeof(mark)), 2);
+        CU_ASSERT_STRING_EQUAL(mark, "first");
+        g_ts = tick(1);
+        append_marked(g_fd, g_ts, "");          /* none: kept */
+        CU_ASSERT_EQUAL(list_marks(g_fd, gids, 2, mark, sizeof(mark)), 1);
+        CU_ASSERT_STRING_EQUAL(mark, "first");
+        g_ts = tick(1);
+        append_marked(g_fd, g_ts, "second");
+        memset(big, 'x', sizeof(big));
+        m.ts = g_ts = tick(1);
+        m.writer_mark.data = (uint8_t *)big;
+        m.writer_mark.len = sizeof(big);
+        expect_error(request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base), "22023", "writer_mark");
+        CU_ASSERT_EQUAL(controller_stop(SIGKILL), 128 + SIGKILL);
+        close(g_fd);
+        CU_ASSERT_EQUAL_FATAL(controller_start(), 0);
+        g_fd = conn_open();
+        CU_ASSERT_FATAL(g_fd >= 0);
+        CU_ASSERT_EQUAL(list_marks(g_fd, gids + 1, 1, mark, sizeof(mark)), 1);
+        CU_ASSERT_STRING_EQUAL(mark, "second");
+}
+
 static void test_kill9(void)
 {
         uint64_t ts[20], upper_before, upper_after, since;
@@ -1572,6 +1644,7 @@ static const struct t_case cases[] = {
         { "bad requests: error reply, nothing written, still serving", test_bad_requests },
         { "a replaced connection's parked peeks are dropped", test_reconnect },
         { "kill -9: acknowledged appends survive, uppers do not regress", test_kill9 },
+        { "writer mark: kept with coord_objects, durably; listing some gids", test_writer_mark },
         { "frontier ring follows appends and drops", test_ring },
         { "drop and complete ensure", test_drop },
         { "status and clean stop", test_stop },

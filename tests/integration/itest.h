@@ -178,6 +178,20 @@ static __attribute__((unused)) uint64_t lc_stat(const char *key)
         return stat_of(COORD__ROLE__ROLE_LIFECYCLE, key);
 }
 
+/* The status catalog_seq: the adapter's last committed seq, the lifecycle's state seq;
+ * 0 if the daemon does not answer. */
+static __attribute__((unused)) uint64_t seq_of(Coord__Role role)
+{
+        Coord__StatusReply *s = NULL;
+        uint64_t v = 0;
+
+        if (node_query_status(run_dir, role, 2000, &s) == 0) {
+                v = s->catalog_seq;
+                coord__status_reply__free_unpacked(s, NULL);
+        }
+        return v;
+}
+
 static pid_t pid_of(Coord__Role role)
 {
         Coord__StatusReply *s = NULL;

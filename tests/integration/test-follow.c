@@ -37,18 +37,6 @@ static bool lc_detail_has(const char *s)
         return r;
 }
 
-/* The status catalog_seq: the adapter's last committed seq, the lifecycle's state seq. */
-static uint64_t seq_of(Coord__Role role)
-{
-        Coord__StatusReply *s = NULL;
-        uint64_t v = 0;
-
-        if (node_query_status(run_dir, role, 2000, &s) == 0) {
-                v = s->catalog_seq;
-                coord__status_reply__free_unpacked(s, NULL);
-        }
-        return v;
-}
 
 /* The follower's state reaches the adapter's last seq (as of the call) within 10 s. */
 static bool converged(void)

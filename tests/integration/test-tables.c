@@ -536,6 +536,16 @@ static void test_ddl_runs(void)
         PQfinish(c);
 }
 
+/* kill -9 the adapter and start it again with these extra arguments (NULL: none);
+ * a new connection to it. */
+static PGconn *adapter_restart(const char *args)
+{
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS='%s' %s up >/dev/null", args ? args : "",
+                                   coord_cmd), 0);
+        return db();
+}
+
 /* The oracle never goes back: restart the adapter with its wall clock an hour behind;
  * new writes still get later timestamps than every earlier one. */
 static void test_oracle_monotone(void)
@@ -553,10 +563,7 @@ static void test_oracle_monotone(void)
         before = scalar_u64(c, "SELECT mz_now()");
         w_before = scalar_u64(c, q);
         PQfinish(c);
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
-        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS=--test-clock-offset-ms=-3600000 %s up >/dev/null",
-                                 coord_cmd), 0);
-        c = db();
+        c = adapter_restart("--test-clock-offset-ms=-3600000");
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "INSERT INTO clock VALUES (2)"));
         after = scalar_u64(c, "SELECT mz_now()");
@@ -591,10 +598,7 @@ static void test_ddl_timestamps(void)
         FILE *f;
         uint64_t before, after, t0, took;
 
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
-        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS=--test-clock-offset-ms=-3600000 %s up >/dev/null",
-                                 coord_cmd), 0);
-        c = db();
+        c = adapter_restart("--test-clock-offset-ms=-3600000");
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "CREATE TABLE ddl_ts (a int)"));
         f = open_memstream(&batch, &len);
@@ -662,6 +666,54 @@ static void test_ddl_rows_survive_kill9(void)
         PQfinish(c);
 }
 
+/* Whether the adapter log's last builtin_reconciled line has `what`. */
+static bool last_reconcile_has(const char *what)
+{
+        return t_sh("grep 'event=builtin_reconciled' %s/log/adapter.log | tail -n 1 | grep -q -- '%s'",
+                    home, what) == 0;
+}
+
+/* adapter-exec.c note 8.  A restart after nothing was lost reads none of the built-in
+ * relations: the writer mark the controller keeps covers every commit.  A restart
+ * after rows were lost (--test-hold-builtin-rows never sends them) must not trust the
+ * mark: it reads the relations and re-derives the rows. */
+static void test_restart_mark(void)
+{
+        PGconn *c = db();
+        uint64_t deadline;
+        bool covered = false;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE km_t (a int); CREATE VIEW km_v AS SELECT a FROM km_t; "
+                        "CREATE DEFAULT INDEX ON km_v"));
+        /* The idle upper tick carries a mark of every commit so far. */
+        for (deadline = now_ms() + 10000; !covered && now_ms() < deadline; usleep(10000))
+                covered = stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_mark") >= seq_of(COORD__ROLE__ROLE_ADAPTER);
+        CU_ASSERT_FATAL(covered);
+        PQfinish(c);
+        c = adapter_restart(NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        /* A read of coord_objects waits for reconciliation. */
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects"), show_objects_count(c));
+        CU_ASSERT(last_reconcile_has("from=mark"));
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_reads"), 0);
+        PQfinish(c);
+
+        /* Rows lost: the mark stays behind the commit that made them. */
+        c = adapter_restart("--test-hold-builtin-rows");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE km_lost (a int); DROP TABLE km_t CASCADE"));
+        PQfinish(c);
+        c = adapter_restart(NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects"), show_objects_count(c));
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects WHERE name = 'km_lost'"), 1);
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects WHERE name = 'km_v'"), 0);
+        CU_ASSERT(last_reconcile_has("from=read objects="));
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_reads"), 1);
+        PQfinish(c);
+}
+
 static void test_psql_script(void)
 {
         char *script = NULL;
@@ -706,6 +758,7 @@ static const struct t_case cases[] = {
         { "oracle monotone with the clock set back", test_oracle_monotone },
         { "a DDL costs one timestamp", test_ddl_timestamps },
         { "built-in rows of answered DDL survive kill -9 of the adapter", test_ddl_rows_survive_kill9 },
+        { "restart: the writer mark spares the reads, and is not trusted after a loss", test_restart_mark },
         { "psql script", test_psql_script },
         { "down", test_down },
         { NULL, NULL },

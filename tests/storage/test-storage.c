@@ -1122,6 +1122,66 @@ static void test_reopen(void)
         t_rmrf(dir);
 }
 
+/* Is gid's mark the string want? */
+static bool mark_is(struct storage *s, uint64_t gid, const char *want)
+{
+        uint8_t buf[STORAGE_MARK_MAX];
+        int n = storage_get_mark(s, gid, buf);
+
+        return n == (int)strlen(want) && memcmp(buf, want, (size_t)n) == 0;
+}
+
+/* storage_append.mark: durable with its append, kept by appends without one, by
+ * compaction and across reopens; a group of several appends stores each its own. */
+static void test_mark(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("storage"), *path = NULL;
+        struct storage *s = NULL;
+        struct storage_update u = { .row = "r", .len = 1, .time = 10, .diff = 1 };
+        uint8_t big[STORAGE_MARK_MAX + 1] = { 0 };
+        struct storage_append v[2];
+
+        path = path_join(dir, "db");
+        CHECK_OK(storage_open(path, &s));
+        CHECK_OK(storage_create(s, 1, STORAGE_KIND_BUILTIN, 10, 10));
+        CHECK_OK(storage_create(s, 2, STORAGE_KIND_BUILTIN, 10, 10));
+        CU_ASSERT(mark_is(s, 1, ""));
+        CU_ASSERT_EQUAL(storage_get_mark(s, 9, big), -ENOENT);
+        v[0] = (struct storage_append){ .gid = 1, .expected_upper = 10, .new_upper = 11,
+                                        .updates = &u, .n_updates = 1, .mark = "seven", .mark_len = 5 };
+        v[1] = (struct storage_append){ .gid = 2, .expected_upper = 10, .new_upper = 11 };
+        CU_ASSERT_EQUAL(storage_append_group(s, v, 2), 2);
+        CU_ASSERT(mark_is(s, 1, "seven"));
+        CU_ASSERT(mark_is(s, 2, ""));
+        /* Without a mark: kept.  Too long: refused, nothing changes. */
+        CHECK_OK(storage_append(s, 1, 11, 12, NULL, 0, NULL));
+        v[0] = (struct storage_append){ .gid = 1, .expected_upper = 12, .new_upper = 13,
+                                        .mark = big, .mark_len = sizeof(big) };
+        CU_ASSERT_EQUAL(storage_append_group(s, v, 1), 0);
+        CU_ASSERT_EQUAL(v[0].result, -EINVAL);
+        CU_ASSERT(mark_is(s, 1, "seven"));
+        s = storage_close(s);
+        CHECK_OK(storage_open(path, &s));
+        CU_ASSERT(mark_is(s, 1, "seven"));
+        /* Compaction rewrites the collection record: the mark stays. */
+        CU_ASSERT_EQUAL(storage_allow_compaction(s, 1, 11), 1);
+        CHECK_OK(storage_compact(s, 1, STORAGE_COMPACT_FULL, NULL));
+        v[0] = (struct storage_append){ .gid = 1, .expected_upper = 12, .new_upper = 13,
+                                        .mark = "eight!", .mark_len = 6 };
+        CU_ASSERT_EQUAL(storage_append_group(s, v, 1), 1);
+        s = storage_close(s);
+        CHECK_OK(storage_open(path, &s));
+        CU_ASSERT(mark_is(s, 1, "eight!"));
+        CU_ASSERT_EQUAL(storage_allow_compaction(s, 1, 12), 1);
+        CHECK_OK(storage_compact(s, 1, STORAGE_COMPACT_FULL, NULL));
+        s = storage_close(s);
+        CHECK_OK(storage_open(path, &s));
+        CU_ASSERT(mark_is(s, 1, "eight!"));
+        CU_ASSERT(check_storage(s));
+        s = storage_close(s);
+        t_rmrf(dir);
+}
+
 /* ---- 3. Group commit ------------------------------------------------------------ */
 
 static void test_group(void)
@@ -2012,6 +2072,7 @@ static const struct t_case cases[] = {
         { "since never regresses (I1, I2)", test_since_monotone },
         { "drop removes every key", test_drop },
         { "reopen restores everything", test_reopen },
+        { "a writer's mark is durable with its append", test_mark },
         { "group commit", test_group },
         { "deferred creates and drops", test_deferred },
         { "sticky error (injected)", test_sticky_injected },
