@@ -639,25 +639,6 @@ struct load_req {
         uint64_t consumer, input, frontier;
 };
 
-/* Room for need elements of size in *p (capacity *cap), doubling. */
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-        size_t n;
-        void *q;
-
-        if (need <= *cap)
-                return 0;
-        n = *cap ? *cap * 2 : 8;
-        while (n < need)
-                n *= 2;
-        q = realloc(*p, n * size);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = n;
-        return 0;
-}
-
 /* Items arrive in gid order. */
 static int load_item(const void *key, size_t key_len, const void *value, size_t value_len,
                      void *userdata)
@@ -680,7 +661,7 @@ static int load_item(const void *key, size_t key_len, const void *value, size_t 
                 item_free(item);
                 return -EBADMSG;        /* the catalog contradicts itself */
         }
-        if (grow((void **)&lp->items, &lp->cap_items, lp->n_items + 1, sizeof(*lp->items)) < 0) {
+        if (GROW_ARRAY(lp->items, lp->cap_items, lp->n_items + 1) < 0) {
                 item_free(item);
                 return -ENOMEM;
         }
@@ -703,7 +684,7 @@ static int load_bound(const void *key, size_t key_len, const void *value, size_t
         if (b->gid != be64_get((const uint8_t *)key + 1))
                 r = -EBADMSG;
         else
-                r = grow((void **)&lp->bounds, &lp->cap_bounds, lp->n_bounds + 1, sizeof(*lp->bounds));
+                r = GROW_ARRAY(lp->bounds, lp->cap_bounds, lp->n_bounds + 1);
         if (r >= 0)
                 lp->bounds[lp->n_bounds++] = (struct load_bound){ b->gid, b->bound };
         coord__catalog_bound__free_unpacked(b, NULL);
@@ -726,7 +707,7 @@ static int load_req(const void *key, size_t key_len, const void *value, size_t v
             q->input != be64_get((const uint8_t *)key + 9))
                 r = -EBADMSG;
         else
-                r = grow((void **)&lp->reqs, &lp->cap_reqs, lp->n_reqs + 1, sizeof(*lp->reqs));
+                r = GROW_ARRAY(lp->reqs, lp->cap_reqs, lp->n_reqs + 1);
         if (r >= 0)
                 lp->reqs[lp->n_reqs++] = (struct load_req){ q->consumer, q->input, q->frontier };
         coord__catalog_requirement__free_unpacked(q, NULL);
@@ -1072,9 +1053,9 @@ static int txn_op(struct acat_txn *t, enum catalog_op_kind kind, enum catalog_cf
         uint8_t *buf;
         int r;
 
-        r = grow((void **)&t->ops, &t->cap_ops, t->n_ops + 1, sizeof(*t->ops));
+        r = GROW_ARRAY(t->ops, t->cap_ops, t->n_ops + 1);
         if (r == 0)
-                r = grow((void **)&t->bufs, &t->cap_bufs, t->n_ops + 1, sizeof(*t->bufs));
+                r = GROW_ARRAY(t->bufs, t->cap_bufs, t->n_ops + 1);
         if (r < 0)
                 return r;
         buf = malloc(klen + vlen + 1);
@@ -1124,7 +1105,7 @@ static int txn_put_req(struct acat_txn *t, uint64_t consumer, uint64_t input, ui
 
 static int txn_bch(struct acat_txn *t, const struct acat_bound_change *c)
 {
-        int r = grow((void **)&t->bch, &t->cap_bch, t->n_bch + 1, sizeof(*t->bch));
+        int r = GROW_ARRAY(t->bch, t->cap_bch, t->n_bch + 1);
 
         if (r < 0)
                 return r;
@@ -1134,7 +1115,7 @@ static int txn_bch(struct acat_txn *t, const struct acat_bound_change *c)
 
 static int txn_rch(struct acat_txn *t, const struct acat_req_change *c)
 {
-        int r = grow((void **)&t->rch, &t->cap_rch, t->n_rch + 1, sizeof(*t->rch));
+        int r = GROW_ARRAY(t->rch, t->cap_rch, t->n_rch + 1);
 
         if (r < 0)
                 return r;

@@ -124,3 +124,14 @@ static inline uint64_t u64_nth(uint64_t *v, size_t n, size_t k)
 
 /* Parse a whole decimal unsigned number; -EINVAL on junk, -ERANGE above max. */
 int parse_u64(const char *s, uint64_t max, uint64_t *ret);
+
+/* Room for `need` elements of `size` bytes in the array *p of capacity *cap (elements),
+ * doubling from 8: 0, or -ENOMEM with *p and *cap unchanged. */
+int grow_array(void **p, size_t *cap, size_t need, size_t size);
+/* The same for an array p of any element type (p may move). */
+#define GROW_ARRAY(p, cap, need) ({                                             \
+        void *_ga_ = (p);                                                       \
+        int _gr_ = grow_array(&_ga_, &(cap), (need), sizeof(*(p)));             \
+        (p) = _ga_;                                                             \
+        _gr_;                                                                   \
+})

@@ -391,33 +391,6 @@ static int corrupt(uint64_t gid, const char *what)
 
 /* ---- Small helpers ---------------------------------------------------------------- */
 
-/* Room for need elements in *p (capacity *cap), doubling; the array may move. */
-static int array_reserve(void **p, size_t *cap, size_t need, size_t size)
-{
-        size_t n = *cap ? *cap : 16;
-        void *q;
-
-        if (need <= *cap)
-                return 0;
-        while (n < need) {
-                if (n > SIZE_MAX / 2 / size)
-                        return -ENOMEM;
-                n *= 2;
-        }
-        q = realloc(*p, n * size);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = n;
-        return 0;
-}
-
-#define RESERVE(p, cap, need) ({                                                \
-        void *_v = (p);                                                         \
-        int _r = array_reserve(&_v, &(cap), (need), sizeof(*(p)));              \
-        (p) = _v;                                                               \
-        _r;                                                                     \
-})
 
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -774,7 +747,7 @@ static int put_chunks(struct storage *s, uint64_t gid, uint64_t lower, const str
                 }
                 if (part == UINT32_MAX)
                         return -EFBIG;
-                r = RESERVE(s->rows_buf, s->cap_rows, row_bytes);
+                r = GROW_ARRAY(s->rows_buf, s->cap_rows, row_bytes);
                 if (r < 0)
                         return r;
                 p = s->rows_buf;
@@ -796,7 +769,7 @@ static int put_chunks(struct storage *s, uint64_t gid, uint64_t lower, const str
                 ch.times = s->chunk_times;
                 ch.diffs = s->chunk_diffs;
                 len = coord__storage_chunk__get_packed_size(&ch);
-                r = RESERVE(s->pack_buf, s->cap_pack, len);
+                r = GROW_ARRAY(s->pack_buf, s->cap_pack, len);
                 if (r < 0)
                         return r;
                 coord__storage_chunk__pack(&ch, s->pack_buf);
@@ -975,10 +948,10 @@ static int collect_chunk(struct storage *s, uint64_t lower, uint32_t part, size_
         size_t off = 0;
         int r;
 
-        r = RESERVE(s->chunks, s->cap_chunks, s->n_chunks + 1);
+        r = GROW_ARRAY(s->chunks, s->cap_chunks, s->n_chunks + 1);
         if (r < 0)
                 return r;
-        r = RESERVE(s->upd, s->cap_upd, s->n_upd + ch->n_times);
+        r = GROW_ARRAY(s->upd, s->cap_upd, s->n_upd + ch->n_times);
         if (r < 0)
                 return r;
         s->chunks[s->n_chunks++] = TAKE_PTR(*chunk);
@@ -1286,7 +1259,7 @@ static int collection_load(struct storage *s, struct collection *c)
                 size_t klen, vlen;
                 const char *k = rocksdb_iter_key(it, &klen), *v = rocksdb_iter_value(it, &vlen);
 
-                r = RESERVE(c->batches, c->cap_batches, c->n_batches + 1);
+                r = GROW_ARRAY(c->batches, c->cap_batches, c->n_batches + 1);
                 if (r < 0)
                         break;
                 r = batch_decode(c->gid, k, klen, v, vlen, &c->batches[c->n_batches]);
@@ -1390,7 +1363,7 @@ static int create(struct storage *s, uint64_t gid, enum storage_kind kind, uint6
                         return r;
         }
         if (defer) {
-                r = RESERVE(s->def, s->cap_def, s->n_def + 1);
+                r = GROW_ARRAY(s->def, s->cap_def, s->n_def + 1);
                 if (r < 0)
                         return r;
         }
@@ -1450,7 +1423,7 @@ int storage_drop_deferred(struct storage *s, uint64_t gid)
         r = merge_wait_for(s, c);
         if (r < 0)
                 return r;
-        r = RESERVE(s->def, s->cap_def, s->n_def + 1);
+        r = GROW_ARRAY(s->def, s->cap_def, s->n_def + 1);
         if (r < 0)
                 return r;
         deferred_forget_create(s, gid);
@@ -1513,7 +1486,7 @@ static int stage_get(struct storage *s, struct collection *c, struct stage **ret
         int r;
 
         if (c->stage_gen != s->gen) {
-                r = RESERVE(s->stages, s->cap_stages, s->n_stages + 1);
+                r = GROW_ARRAY(s->stages, s->cap_stages, s->n_stages + 1);
                 if (r < 0)
                         return r;
                 c->stage_gen = s->gen;
@@ -1631,7 +1604,7 @@ static int append_stage(struct storage *s, struct stage *st, const struct storag
         size_t n;
         int r;
 
-        r = RESERVE(s->upd, s->cap_upd, a->n_updates);
+        r = GROW_ARRAY(s->upd, s->cap_upd, a->n_updates);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < a->n_updates; i++)
@@ -1644,7 +1617,7 @@ static int append_stage(struct storage *s, struct stage *st, const struct storag
                 return r;
 
         /* Room for a new descriptor before any pointer into c->batches is taken. */
-        r = RESERVE(c->batches, c->cap_batches, st->n_batches + 1);
+        r = GROW_ARRAY(c->batches, c->cap_batches, st->n_batches + 1);
         if (r < 0)
                 return r;
         peek = stage_tail_peek(st);

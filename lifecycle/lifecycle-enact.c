@@ -34,24 +34,6 @@ struct lc_enact {
         uint64_t next_request_id, sent, errors;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-        size_t n;
-        void *q;
-
-        if (need <= *cap)
-                return 0;
-        n = *cap ? *cap * 2 : 64;
-        while (n < need)
-                n *= 2;
-        q = realloc(*p, n * size);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = n;
-        return 0;
-}
-
 int lc_enact_new(struct node *n, struct lc_enact **ret)
 {
         struct lc_enact *e = calloc(1, sizeof(*e));
@@ -141,7 +123,7 @@ static int item_put(struct lc_enact *e, const void *value, size_t len)
                 e->items[pos] = it;
                 return 1;
         }
-        r = grow((void **)&e->items, &e->cap, e->n + 1, sizeof(*e->items));
+        r = GROW_ARRAY(e->items, e->cap, e->n + 1);
         if (r < 0) {
                 coord__catalog_item__free_unpacked(it, NULL);
                 return r;
@@ -190,8 +172,7 @@ int lc_enact_apply_txn(struct lc_enact *e, const Coord__CatalogTxn *txn)
                                 return r;
                         if (r == 0)
                                 continue;
-                        r = grow((void **)&e->creates, &e->cap_creates, e->n_creates + 1,
-                                 sizeof(*e->creates));
+                        r = GROW_ARRAY(e->creates, e->cap_creates, e->n_creates + 1);
                         if (r < 0)
                                 return r;
                         e->creates[e->n_creates++] = gid;
@@ -200,7 +181,7 @@ int lc_enact_apply_txn(struct lc_enact *e, const Coord__CatalogTxn *txn)
                          * unknown gid with Ok anyway */
                         if (item_delete(e, gid) == 0)
                                 continue;
-                        r = grow((void **)&e->drops, &e->cap_drops, e->n_drops + 1, sizeof(*e->drops));
+                        r = GROW_ARRAY(e->drops, e->cap_drops, e->n_drops + 1);
                         if (r < 0)
                                 return r;
                         e->drops[e->n_drops++] = gid;

@@ -97,23 +97,6 @@ struct lc_state {
 
 /* ---- helpers ---- */
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-        size_t c = *cap ? *cap : 8;
-        void *q;
-
-        if (need <= *cap)
-                return 0;
-        while (c < need)
-                c *= 2;
-        q = realloc(*p, c * size);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = c;
-        return 0;
-}
-#define GROW(p, cap, need) grow((void **)&(p), &(cap), (need), sizeof(*(p)))
 
 static size_t hash64(uint64_t x)
 {
@@ -178,7 +161,7 @@ static int dirty_add(struct lc_state *s, struct lc_obj *o)
 {
         if (o->dirty)
                 return 0;
-        if (GROW(s->dirty, s->cap_dirty, s->n_dirty + 1) < 0)
+        if (GROW_ARRAY(s->dirty, s->cap_dirty, s->n_dirty + 1) < 0)
                 return -ENOMEM;
         s->dirty[s->n_dirty++] = o->gid;
         o->dirty = true;
@@ -263,7 +246,7 @@ void lc_publication_done(struct lc_publication *p)
 
 static int pub_bound(struct lc_publication *p, uint64_t gid, uint64_t bound)
 {
-        if (GROW(p->bounds, p->cap_bounds, p->n_bounds + 1) < 0)
+        if (GROW_ARRAY(p->bounds, p->cap_bounds, p->n_bounds + 1) < 0)
                 return -ENOMEM;
         p->bounds[p->n_bounds++] = (struct lc_bound_rec){ gid, bound };
         return 0;
@@ -271,7 +254,7 @@ static int pub_bound(struct lc_publication *p, uint64_t gid, uint64_t bound)
 
 static int pub_req(struct lc_publication *p, uint64_t c, uint64_t x, uint64_t f)
 {
-        if (GROW(p->reqs, p->cap_reqs, p->n_reqs + 1) < 0)
+        if (GROW_ARRAY(p->reqs, p->cap_reqs, p->n_reqs + 1) < 0)
                 return -ENOMEM;
         p->reqs[p->n_reqs++] = (struct lc_req_rec){ c, x, f };
         return 0;
@@ -353,7 +336,7 @@ static int item_put(struct lc_state *s, uint64_t gid, const void *value, size_t 
         o->retain_ms = it->retain_history_ms;   /* ALTER ... SET (RETAIN HISTORY) puts it again */
         o->as_of = it->as_of;
         if (!had && o->kind == COORD__ITEM_KIND__ITEM_TABLE) {
-                r = GROW(s->tables, s->cap_tables, s->n_tables + 1);
+                r = GROW_ARRAY(s->tables, s->cap_tables, s->n_tables + 1);
                 if (r < 0)
                         goto out;
                 s->tables[s->n_tables++] = gid;
@@ -419,8 +402,8 @@ static int req_set(struct lc_state *s, uint64_t consumer, uint64_t input, uint64
         q = req_find(c, input);
         if (!q) {
                 x = obj_get(s, input);
-                if (!x || GROW(c->reqs, c->cap_reqs, c->n_reqs + 1) < 0 ||
-                    GROW(x->consumers, x->cap_consumers, x->n_consumers + 1) < 0)
+                if (!x || GROW_ARRAY(c->reqs, c->cap_reqs, c->n_reqs + 1) < 0 ||
+                    GROW_ARRAY(x->consumers, x->cap_consumers, x->n_consumers + 1) < 0)
                         return -ENOMEM;
                 x->consumers[x->n_consumers++] = consumer;
                 q = &c->reqs[c->n_reqs++];
@@ -579,7 +562,7 @@ static int touch(struct lc_state *s, struct lc_obj *x)
 {
         if (x->mark)
                 return 0;
-        if (GROW(s->touched, s->cap_touched, s->n_touched + 1) < 0)
+        if (GROW_ARRAY(s->touched, s->cap_touched, s->n_touched + 1) < 0)
                 return -ENOMEM;
         s->touched[s->n_touched++] = x->gid;
         x->mark = true;

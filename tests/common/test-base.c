@@ -1,5 +1,5 @@
 /* test-base -- common/ base: parse_u64, conf (flags and INI file), byte order helpers,
- * u64_nth() against a sort. */
+ * u64_nth() against a sort, GROW_ARRAY(). */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -94,6 +94,29 @@ static void test_bytes(void)
         CU_ASSERT_EQUAL(le32_get(b), 0xa1b2c3d4u);
 }
 
+static void test_grow(void)
+{
+        uint32_t *v = NULL;
+        size_t cap = 0;
+
+        CU_ASSERT_EQUAL(GROW_ARRAY(v, cap, 0), 0);              /* nothing asked: no array */
+        CU_ASSERT_PTR_NULL(v);
+        for (uint32_t i = 0; i < 1000; i++) {
+                CU_ASSERT_EQUAL_FATAL(GROW_ARRAY(v, cap, i + 1), 0);
+                CU_ASSERT_FATAL(cap >= i + 1 && (cap & (cap - 1)) == 0);
+                v[i] = i;
+        }
+        CU_ASSERT_EQUAL(cap, 1024);
+        for (uint32_t i = 0; i < 1000; i++)
+                CU_ASSERT_EQUAL(v[i], i);                       /* kept across moves */
+        /* An impossible size fails and leaves the array as it was. */
+        uint32_t *was = v;
+        CU_ASSERT_EQUAL(GROW_ARRAY(v, cap, SIZE_MAX / 2), -ENOMEM);
+        CU_ASSERT_PTR_EQUAL(v, was);
+        CU_ASSERT_EQUAL(cap, 1024);
+        free(v);
+}
+
 static void test_flags(void)
 {
         char err[256], *args[8];
@@ -186,6 +209,7 @@ int main(void)
                 { "parse_u64", test_parse_u64 },
                 { "byte order", test_bytes },
                 { "u64_nth against qsort", test_nth },
+                { "GROW_ARRAY", test_grow },
                 { NULL, NULL },
         };
         static const struct t_case conf_cases[] = {
