@@ -13,10 +13,10 @@
  *     even after the item is dropped or the adapter restarts.
  * (4) Loading (acat_open()) is on the path of an adapter restart: at 100,000 objects
  *     it reads 200,000 items and as many bounds and requirements.  So it does each
- *     thing once, and on both vCPUs: three scans run at once (load_scan(): the items
- *     below the middle GlobalId, those above it, the bounds and requirements), each
- *     only decoding into arrays of its own; then the items are appended in key (=
- *     GlobalId) order, the name index is built once at its final size, the bounds and
+ *     thing once, and on both vCPUs: four scans run at once (load_scan(),
+ *     catalog_scan_ranges(): the items below the middle GlobalId, those above it, the
+ *     bounds, the requirements), each only decoding into arrays of its own; then
+ *     the items are appended in key (= GlobalId) order, the name index is built once at its final size, the bounds and
  *     requirements (also in GlobalId order) find their items from where the previous
  *     record's was, an object's oldest index is the first index met on it, an item
  *     takes the strings and arrays of its unpacked record instead of copying them,
@@ -28,7 +28,6 @@
 #include "adapter-catalog.h"
 
 #include <assert.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -616,19 +615,16 @@ static void key_put(uint8_t key[9], char kind, uint64_t gid)
 
 /* ---- open (note 4) ---- */
 
-/* One scan of acat_open(), possibly on a thread of its own: it only decodes, into
- * arrays of its own; the main thread links the results into the catalog. */
+/* What a scan of acat_open() decodes into, possibly on a thread of its own (items of
+ * one range, or the bounds and the requirements: two scans writing different arrays);
+ * the main thread links the results into the catalog. */
 struct load_part {
-        struct catalog *store;
-        uint8_t lo[9], hi[9];           /* items: keys in [lo, hi) */
-        size_t lo_len, hi_len;
         struct acat_item **items;       /* in gid order */
         size_t n_items, cap_items;
         struct load_bound *bounds;
         size_t n_bounds, cap_bounds;
         struct load_req *reqs;
         size_t n_reqs, cap_reqs;
-        int r;
 };
 
 struct load_bound {
@@ -714,24 +710,6 @@ static int load_req(const void *key, size_t key_len, const void *value, size_t v
         return r;
 }
 
-/* A part's scans: items in its range, or (lo_len 0) the bounds and requirements. */
-static void *load_part_run(void *userdata)
-{
-        struct load_part *lp = userdata;
-        uint8_t prefix = KEY_BOUND;
-
-        if (lp->lo_len) {
-                lp->r = catalog_scan_range(lp->store, CATALOG_CF_STATE, lp->lo, lp->lo_len, lp->hi,
-                                           lp->hi_len, load_item, lp);
-                return NULL;
-        }
-        lp->r = catalog_scan(lp->store, CATALOG_CF_STATE, &prefix, 1, load_bound, lp);
-        prefix = KEY_REQ;
-        if (lp->r >= 0)
-                lp->r = catalog_scan(lp->store, CATALOG_CF_STATE, &prefix, 1, load_req, lp);
-        return NULL;
-}
-
 static void load_part_done(struct load_part *lp)
 {
         for (size_t i = 0; i < lp->n_items; i++)
@@ -741,39 +719,28 @@ static void load_part_done(struct load_part *lp)
         free(lp->reqs);
 }
 
-/* The three scans at once (note 4): items below the middle GlobalId here, items above
- * it and the protection records on two threads; a thread that cannot be made runs its
- * part here.  Then the items in gid order into ac->items. */
+/* The scans at once (note 4, catalog_scan_ranges()): items below the middle GlobalId
+ * here, items above it, the bounds and the requirements on threads of their own.  Then
+ * the items in gid order into ac->items. */
 static int load_scan(struct adapter_catalog *ac, struct load_part parts[3])
 {
-        uint64_t mid = ACAT_FIRST_USER_GID + (ac->next_gid - ACAT_FIRST_USER_GID) / 2;
-        pthread_t th[3];
-        bool started[3] = { false };
+        uint8_t lo[1] = { KEY_ITEM }, mid[9], hi[1] = { KEY_ITEM + 1 };
+        static const uint8_t b[2] = { KEY_BOUND, KEY_BOUND + 1 }, q[2] = { KEY_REQ, KEY_REQ + 1 };
+        struct catalog_scan_job jobs[4] = {
+                { CATALOG_CF_STATE, lo, mid, 1, 9, load_item, &parts[0], 0 },
+                { CATALOG_CF_STATE, mid, hi, 9, 1, load_item, &parts[1], 0 },
+                { CATALOG_CF_STATE, &b[0], &b[1], 1, 1, load_bound, &parts[2], 0 },
+                { CATALOG_CF_STATE, &q[0], &q[1], 1, 1, load_req, &parts[2], 0 },
+        };
         size_t n;
-        int r = 0;
+        int r;
 
+        key_put(mid, KEY_ITEM, ACAT_FIRST_USER_GID + (ac->next_gid - ACAT_FIRST_USER_GID) / 2);
         for (int i = 0; i < 3; i++)
-                parts[i] = (struct load_part){ .store = ac->store };
-        key_put(parts[0].lo, KEY_ITEM, 0);
-        parts[0].lo_len = 1;
-        key_put(parts[0].hi, KEY_ITEM, mid);
-        parts[0].hi_len = 9;
-        key_put(parts[1].lo, KEY_ITEM, mid);
-        parts[1].lo_len = 9;
-        parts[1].hi[0] = KEY_ITEM + 1;
-        parts[1].hi_len = 1;
-        for (int i = 1; i < 3; i++)
-                started[i] = pthread_create(&th[i], NULL, load_part_run, &parts[i]) == 0;
-        load_part_run(&parts[0]);
-        for (int i = 1; i < 3; i++) {
-                if (started[i])
-                        pthread_join(th[i], NULL);
-                else
-                        load_part_run(&parts[i]);
-        }
-        for (int i = 0; i < 3; i++)
-                if (parts[i].r < 0)
-                        return parts[i].r;
+                parts[i] = (struct load_part){ 0 };
+        r = catalog_scan_ranges(ac->store, jobs, ELEMENTSOF(jobs));
+        if (r < 0)
+                return r;
         n = ac->n_items + parts[0].n_items + parts[1].n_items;
         if (n > ac->cap_items) {
                 struct acat_item **v = realloc(ac->items, n * sizeof(*v));

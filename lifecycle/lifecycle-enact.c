@@ -71,6 +71,11 @@ size_t lc_enact_n_items(const struct lc_enact *e)
         return e->n;
 }
 
+uint64_t lc_enact_item_gid(const struct lc_enact *e, size_t i)
+{
+        return i < e->n ? e->items[i]->gid : 0;
+}
+
 uint64_t lc_enact_sent(const struct lc_enact *e)
 {
         return e->sent;
@@ -99,25 +104,22 @@ static Coord__CatalogItem *item_find(const struct lc_enact *e, uint64_t gid)
 
 static bool enactable(const Coord__CatalogItem *it)
 {
-        return it->kind == COORD__ITEM_KIND__ITEM_TABLE ||
-               it->kind == COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW ||
-               it->kind == COORD__ITEM_KIND__ITEM_INDEX;
+        return lc_enact_wants(it->kind);
 }
 
-/* Keep an item (replacing one with the same gid).  1 if kept, 0 if not enactable. */
-static int item_put(struct lc_enact *e, const void *value, size_t len)
+/* Keep the unpacked item it, which is ours now (replacing one with the same gid).  1
+ * if kept, 0 if not enactable (then freed). */
+static int item_keep(struct lc_enact *e, Coord__CatalogItem *it)
 {
-        Coord__CatalogItem *it = coord__catalog_item__unpack(NULL, len, value);
         size_t pos;
         int r;
 
-        if (!it)
-                return -EBADMSG;
         if (!enactable(it)) {
                 coord__catalog_item__free_unpacked(it, NULL);
                 return 0;
         }
-        pos = lower_bound(e, it->gid);
+        /* Items come in gid order at a load, and new ones with new gids: an append. */
+        pos = e->n && e->items[e->n - 1]->gid < it->gid ? e->n : lower_bound(e, it->gid);
         if (pos < e->n && e->items[pos]->gid == it->gid) {
                 coord__catalog_item__free_unpacked(e->items[pos], NULL);
                 e->items[pos] = it;
@@ -132,6 +134,13 @@ static int item_put(struct lc_enact *e, const void *value, size_t len)
         e->items[pos] = it;
         e->n++;
         return 1;
+}
+
+static int item_put(struct lc_enact *e, const void *value, size_t len)
+{
+        Coord__CatalogItem *it = coord__catalog_item__unpack(NULL, len, value);
+
+        return it ? item_keep(e, it) : -EBADMSG;
 }
 
 /* Forget an item; 1 if it was kept. */
@@ -153,6 +162,17 @@ int lc_enact_load_record(struct lc_enact *e, const void *key, size_t key_len, co
         if (key_len != 9 || ((const uint8_t *)key)[0] != KEY_ITEM)
                 return 0;
         return item_put(e, value, value_len) < 0 ? -EBADMSG : 0;
+}
+
+bool lc_enact_wants(Coord__ItemKind kind)
+{
+        return kind == COORD__ITEM_KIND__ITEM_TABLE || kind == COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW ||
+               kind == COORD__ITEM_KIND__ITEM_INDEX;
+}
+
+int lc_enact_load_item(struct lc_enact *e, Coord__CatalogItem *it)
+{
+        return item_keep(e, it) < 0 ? -ENOMEM : 0;
 }
 
 int lc_enact_apply_txn(struct lc_enact *e, const Coord__CatalogTxn *txn)

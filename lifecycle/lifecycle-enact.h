@@ -37,6 +37,12 @@ void lc_enact_reset(struct lc_enact *e);
 /* A record of the state column family at load ('i' items; others ignored). */
 int lc_enact_load_record(struct lc_enact *e, const void *key, size_t key_len, const void *value,
                          size_t value_len);
+/* Whether items of this kind are kept (tables, materialized views, indexes). */
+bool lc_enact_wants(Coord__ItemKind kind);
+/* An unpacked item of the state column family at a load in bulk (lifecycle-load.h),
+ * ours from now on whatever the result (freed if not kept); the same as
+ * lc_enact_load_record() of its encoding.  -ENOMEM. */
+int lc_enact_load_item(struct lc_enact *e, Coord__CatalogItem *it);
 /* The item puts and deletes of one log entry, queued for the next flush. */
 int lc_enact_apply_txn(struct lc_enact *e, const Coord__CatalogTxn *txn);
 /* Send what is queued (if the controller is connected; else the resync does it). */
@@ -47,4 +53,6 @@ void lc_enact_resync(struct lc_enact *e);
 bool lc_enact_reply(struct lc_enact *e, const Coord__Envelope *env);
 
 size_t lc_enact_n_items(const struct lc_enact *e);
+/* The gid of the i-th item kept (in gid order); 0 past the end. */
+uint64_t lc_enact_item_gid(const struct lc_enact *e, size_t i);
 uint64_t lc_enact_sent(const struct lc_enact *e);

@@ -61,6 +61,28 @@ void lc_state_reset_catalog(struct lc_state *s);
  * -EBADMSG if it does not decode. */
 int lc_state_load_record(struct lc_state *s, const void *key, size_t key_len,
                          const void *value, size_t value_len);
+/* The same records decoded already, for a load in bulk (lifecycle-load.h): the
+ * resulting state is the same as after lc_state_load_record() of each one's encoding
+ * (in any order: the state does not depend on it).  Fastest with each array in gid
+ * order (consumer order for the requirements), as a scan of the catalog gives them:
+ * the map is sized once for all, and a bound or requirement finds its item from where
+ * the previous one's was.  -ENOMEM (then part of it may be applied). */
+struct lc_item_rec {
+        uint64_t gid;
+        Coord__ItemKind kind;
+        uint64_t retain_ms, as_of;
+};
+
+struct lc_load_batch {
+        const struct lc_item_rec *items;
+        size_t n_items;
+        const struct lc_bound_rec *bounds;
+        size_t n_bounds;
+        const struct lc_req_rec *reqs;
+        size_t n_reqs;
+};
+
+int lc_state_load_batch(struct lc_state *s, const struct lc_load_batch *b);
 /* Apply one log entry; its seq must be lc_state_seq() + 1 (-ESTALE otherwise, with
  * nothing applied; an older seq is skipped with 0). */
 int lc_state_apply_txn(struct lc_state *s, const Coord__CatalogTxn *txn);
@@ -95,6 +117,13 @@ int lc_state_all_bounds(const struct lc_state *s, struct lc_publication *out);
 /* Introspection (status, tests). */
 size_t lc_state_n_items(const struct lc_state *s);
 size_t lc_state_n_requirements(const struct lc_state *s);
+/* Objects in the map, the map's slots, how often it was sized (the first time
+ * included), and whether it is consistent (every slot's gid is its object's and
+ * findable, the count right, at most half full). */
+size_t lc_state_n_objects(const struct lc_state *s);
+size_t lc_state_map_slots(const struct lc_state *s);
+size_t lc_state_map_rehashes(const struct lc_state *s);
+bool lc_state_map_ok(const struct lc_state *s);
 /* -ENOENT when absent. */
 int lc_state_bound(const struct lc_state *s, uint64_t gid, uint64_t *ret);
 int lc_state_requirement(const struct lc_state *s, uint64_t consumer, uint64_t input,

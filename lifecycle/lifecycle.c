@@ -11,8 +11,9 @@
  * NOTES ON THE DESIGN
  *
  * (1) Following.  The catalog is a RocksDB secondary.  At open (and after any error or
- *     a rejected publication) the state is rebuilt from a scan of the state column
- *     family at catalog_last_seq() (lc_state_load_record()).  From then on the state
+ *     a rejected publication) the state is rebuilt from the state column family at
+ *     catalog_last_seq() (lc_load(): four scans at once, lifecycle-load.c).  From
+ *     then on the state
  *     applies every committed transaction in seq order (lc_state_apply_txn()), from
  *     one of two sources:
  *       - the catalog log ring (lring.h), the usual one: the adapter's commit hook
@@ -58,6 +59,15 @@
  *     before takes over for the life of the process (status catalog_wait=thread).
  *     Nothing else differs: both only trigger lifecycle_follow(), which trusts the
  *     ring only as far as (1) says.
+ *
+ * (5) A restart (issue 6: serving within 1 s of a kill -9 at 100,000 objects): main()
+ *     opens the secondary and loads the state before the loop runs, and reports ready
+ *     right after; the loop then connects, and the controller's connection brings the
+ *     complete enactment set and every committed bound (lifecycle_peer_up()).  One log
+ *     line, restart_timings, gives the phases once the controller has them: open_us
+ *     (main() to the secondary opened: its WAL replay, mostly), load_us (scan_us on
+ *     threads, link_us into the state), resync_us (building and sending both
+ *     resyncs), total_us (main() to then).
  */
 #include <assert.h>
 #include <pthread.h>
@@ -71,6 +81,7 @@
 #include "conf.h"
 #include "fring.h"
 #include "lifecycle-enact.h"
+#include "lifecycle-load.h"
 #include "lifecycle-state.h"
 #include "log.h"
 #include "loop.h"
@@ -140,23 +151,20 @@ struct lifecycle {
         uint64_t lag[LAG_SAMPLES];              /* commit -> applied, us, a ring */
         size_t n_lag;
         uint64_t reloads;
+        uint64_t load_us;               /* the last reload's */
+        /* The restart's phases (5), for its one log line. */
+        uint64_t start_ns, open_ns, loaded_ns;
+        struct lc_load_stats first_load;
+        bool restart_logged;
         char detail[1536];
 };
 
 /* ---- catalog following (1) ---- */
 
-static int load_one(const void *key, size_t key_len, const void *value, size_t value_len,
-                    void *userdata)
-{
-        struct lifecycle *lc = userdata;
-        int r = lc_state_load_record(lc->state, key, key_len, value, value_len);
-
-        return r < 0 ? r : lc_enact_load_record(lc->enact, key, key_len, value, value_len);
-}
-
 static int lifecycle_reload(struct lifecycle *lc)
 {
         uint64_t start = (now_ns() / 1000), seq;
+        struct lc_load_stats st;
         int r;
 
         lc->loaded = false;
@@ -169,16 +177,23 @@ static int lifecycle_reload(struct lifecycle *lc)
         lc->catchup_ms = now_ms();
         lc->ring_dirty = false;
         seq = catalog_last_seq(lc->catalog);
-        r = catalog_scan(lc->catalog, CATALOG_CF_STATE, NULL, 0, load_one, lc);
+        r = lc_load(lc->catalog, lc->state, lc->enact, &st);
         if (r < 0)
                 return log_warn_errno(r, "catalog_load_failed", "why=\"%s\"", catalog_last_error());
         lc_state_set_seq(lc->state, seq);
         lc->loaded = true;
-        lc->reloads++;
+        if (!lc->reloads++) {
+                lc->loaded_ns = now_ns();
+                lc->first_load = st;
+        }
         lc_enact_resync(lc->enact);     /* the complete set, whatever was sent before */
-        log_info("maintained_state_loaded", "seq=%llu items=%zu requirements=%zu took_us=%llu",
+        lc->load_us = (now_ns() / 1000) - start;
+        log_info("maintained_state_loaded", "seq=%llu items=%zu requirements=%zu objects=%zu "
+                 "scan_us=%llu link_us=%llu took_us=%llu",
                  (unsigned long long)seq, lc_state_n_items(lc->state),
-                 lc_state_n_requirements(lc->state), (unsigned long long)((now_ns() / 1000) - start));
+                 lc_state_n_requirements(lc->state), lc_state_n_objects(lc->state),
+                 (unsigned long long)st.scan_us, (unsigned long long)st.link_us,
+                 (unsigned long long)lc->load_us);
         return 0;
 }
 
@@ -664,6 +679,7 @@ static void lifecycle_try_open(struct loop *l, void *userdata)
         lc->open_retry = NULL;
         r = catalog_open_secondary(lc->primary_path, lc->secondary_path, &lc->catalog);
         if (r >= 0) {
+                lc->open_ns = now_ns();
                 log_info("catalog_followed", "primary=%s last_seq=%llu", lc->primary_path,
                          (unsigned long long)catalog_last_seq(lc->catalog));
                 (void)lifecycle_reload(lc);
@@ -886,8 +902,23 @@ static void lifecycle_peer_up(struct node *n, Coord__Role role, uint64_t incarna
         if (role == COORD__ROLE__ROLE_ADAPTER)
                 lifecycle_follow(lc);
         if (role == COORD__ROLE__ROLE_CONTROLLER) {
+                uint64_t t = now_ns();
+
                 lc_enact_resync(lc->enact);     /* before permissions: they name these */
                 send_allow_all(lc);
+                if (lc->loaded && !lc->restart_logged) {
+                        /* (5): from main() to the controller holding what the catalog says. */
+                        lc->restart_logged = true;
+                        log_info("restart_timings", "open_us=%llu load_us=%llu scan_us=%llu link_us=%llu "
+                                 "resync_us=%llu total_us=%llu objects=%zu",
+                                 (unsigned long long)((lc->open_ns - lc->start_ns) / 1000),
+                                 (unsigned long long)((lc->loaded_ns - lc->open_ns) / 1000),
+                                 (unsigned long long)lc->first_load.scan_us,
+                                 (unsigned long long)lc->first_load.link_us,
+                                 (unsigned long long)((now_ns() - t) / 1000),
+                                 (unsigned long long)((now_ns() - lc->start_ns) / 1000),
+                                 lc_state_n_objects(lc->state));
+                }
         }
 }
 
@@ -959,7 +990,7 @@ static const struct node_handler lifecycle_handler = {
 
 int main(int argc, char **argv)
 {
-        struct lifecycle lc = { .interval_ms = 1000 };
+        struct lifecycle lc = { .interval_ms = 1000, .start_ns = now_ns() };
         const struct conf_option extra[] = {
                 { "publication-interval-ms", CONF_U64, &lc.interval_ms, 3600000,
                   "publish read protection this often (default 1000)" },

@@ -1188,6 +1188,46 @@ int catalog_scan_range(struct catalog *c, enum catalog_cf cf, const void *lo, si
         return scan(c, cf, lo, lo_len, NULL, 0, hi, hi_len, fn, userdata);
 }
 
+struct scan_thread {
+        struct catalog *c;
+        struct catalog_scan_job *job;
+};
+
+static void *scan_job_run(void *userdata)
+{
+        struct scan_thread *t = userdata;
+        struct catalog_scan_job *j = t->job;
+
+        j->r = catalog_scan_range(t->c, j->cf, j->lo, j->lo_len, j->hi, j->hi_len, j->fn, j->userdata);
+        return NULL;
+}
+
+int catalog_scan_ranges(struct catalog *c, struct catalog_scan_job *jobs, size_t n)
+{
+        struct scan_thread t[CATALOG_SCAN_JOBS_MAX];
+        pthread_t th[CATALOG_SCAN_JOBS_MAX];
+        bool started[CATALOG_SCAN_JOBS_MAX] = { false };
+
+        if (!c || (n && !jobs) || n > CATALOG_SCAN_JOBS_MAX)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                t[i] = (struct scan_thread){ c, &jobs[i] };
+        for (size_t i = 1; i < n; i++)
+                started[i] = pthread_create(&th[i], NULL, scan_job_run, &t[i]) == 0;
+        if (n)
+                scan_job_run(&t[0]);
+        for (size_t i = 1; i < n; i++) {
+                if (started[i])
+                        pthread_join(th[i], NULL);
+                else
+                        scan_job_run(&t[i]);    /* no thread: here, after the others */
+        }
+        for (size_t i = 0; i < n; i++)
+                if (jobs[i].r < 0)
+                        return jobs[i].r;
+        return 0;
+}
+
 static int scan(struct catalog *c, enum catalog_cf cf, const void *seek, size_t seek_len,
                 const void *prefix, size_t prefix_len, const void *hi, size_t hi_len,
                 int (*fn)(const void *key, size_t key_len, const void *value, size_t value_len,

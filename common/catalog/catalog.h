@@ -189,6 +189,26 @@ int catalog_scan_range(struct catalog *c, enum catalog_cf cf, const void *lo, si
                                  size_t value_len, void *userdata),
                        void *userdata);
 
+/* Several range scans at once, for loads on the path of a restart (the adapter's
+ * items, the follower's state): jobs[0] on the calling thread, each other one on a
+ * thread of its own (where one cannot be made, on the calling thread after the
+ * others), all joined before it returns.  A job is catalog_scan_range() of its range,
+ * its fn called on its own thread only, its result in its r; the return is 0 or the
+ * first failed job's r, in job order.  Each iterator reads its own snapshot: the jobs
+ * see one catalog if nothing commits (primary) or catches up (secondary) meanwhile,
+ * which is the caller's to ensure.  n <= CATALOG_SCAN_JOBS_MAX, else -EINVAL. */
+#define CATALOG_SCAN_JOBS_MAX 8
+struct catalog_scan_job {
+        enum catalog_cf cf;
+        const void *lo, *hi;            /* lo <= key < hi, as catalog_scan_range() */
+        size_t lo_len, hi_len;
+        int (*fn)(const void *key, size_t key_len, const void *value, size_t value_len,
+                  void *userdata);
+        void *userdata;
+        int r;                          /* set by catalog_scan_ranges() */
+};
+int catalog_scan_ranges(struct catalog *c, struct catalog_scan_job *jobs, size_t n);
+
 /* Following (secondary only: -EINVAL on a primary). */
 
 /* Replay what the primary has written since the last catch-up; afterwards reads and

@@ -1,9 +1,13 @@
-/* test-lifecycle-state -- the bound rules (lifecycle-bounds.h) and the follower's
- * maintained state and publication tick (lifecycle-state.h), without daemons. */
+/* test-lifecycle-state -- the bound rules (lifecycle-bounds.h), the follower's
+ * maintained state and publication tick (lifecycle-state.h), and its load in bulk
+ * from a catalog (lifecycle-load.h), without daemons. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "lifecycle-bounds.h"
+#include "lifecycle-enact.h"
+#include "lifecycle-load.h"
 #include "lifecycle-state.h"
 #include "t.h"
 #include "util.h"
@@ -394,6 +398,517 @@ static void test_index_since_floor(void)
         lc_state_free(s);
 }
 
+
+/* ---- the object map and the load in bulk ---- */
+
+static uint64_t rnd_state = 88172645463325252ull;
+
+static uint64_t rnd(void)
+{
+        rnd_state ^= rnd_state << 13;
+        rnd_state ^= rnd_state >> 7;
+        rnd_state ^= rnd_state << 17;
+        return rnd_state;
+}
+
+/* A generated catalog: items, bounds and requirements in key (= gid) order, as a scan
+ * of the state column family gives them. */
+struct gen {
+        struct lc_item_rec *items;
+        size_t n_items;
+        struct lc_bound_rec *bounds;
+        size_t n_bounds;
+        struct lc_req_rec *reqs;
+        size_t n_reqs;
+        uint64_t max_gid;
+};
+
+static void gen_free(struct gen *g)
+{
+        free(g->items);
+        free(g->bounds);
+        free(g->reqs);
+}
+
+/* n objects from gid 1000 (with holes, as drops leave), a quarter each of tables,
+ * views, materialized views and indexes; bounds on most (and on a few gids without an
+ * item); 1-3 inputs per consumer, one of them a support table most read. */
+static void gen_make(struct gen *g, size_t n)
+{
+        uint64_t gid = 1000;
+
+        *g = (struct gen){ 0 };
+        g->items = calloc(n, sizeof(*g->items));
+        g->bounds = calloc(2 * n + n / 50 + 1, sizeof(*g->bounds));
+        g->reqs = calloc(3 * n, sizeof(*g->reqs));
+        CU_ASSERT_FATAL(g->items && g->bounds && g->reqs);
+        for (size_t i = 0; i < n; i++, gid++) {
+                static const Coord__ItemKind kinds[] = {
+                        COORD__ITEM_KIND__ITEM_TABLE, COORD__ITEM_KIND__ITEM_VIEW,
+                        COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW, COORD__ITEM_KIND__ITEM_INDEX,
+                };
+                Coord__ItemKind k = i == 0 ? COORD__ITEM_KIND__ITEM_TABLE : kinds[rnd() % 4];
+
+                g->items[i] = (struct lc_item_rec){ gid, k, rnd() % 3 * 1000, 500 + rnd() % 1000 };
+                if (rnd() % 4)
+                        g->bounds[g->n_bounds++] = (struct lc_bound_rec){ gid, rnd() % 400 };
+                if (i && (k == COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW ||
+                          k == COORD__ITEM_KIND__ITEM_INDEX)) {
+                        size_t m = 1 + rnd() % 3;
+                        uint64_t in[3] = { 1000 };
+                        for (size_t j = 1; j < m; j++)
+                                in[j] = g->items[rnd() % i].gid;
+                        /* a consumer's requirements in input order, each input once */
+                        for (size_t j = 0; j < m; j++) {
+                                bool dup = false;
+                                for (size_t l = 0; l < j; l++)
+                                        dup |= in[l] == in[j];
+                                if (!dup)
+                                        g->reqs[g->n_reqs++] = (struct lc_req_rec){ gid, in[j], 400 + rnd() % 100 };
+                        }
+                }
+                if (rnd() % 8 == 0) {
+                        /* A hole (a dropped object), sometimes with a bound of no item. */
+                        gid++;
+                        if (rnd() % 2)
+                                g->bounds[g->n_bounds++] = (struct lc_bound_rec){ gid, rnd() % 400 };
+                }
+        }
+        g->n_items = n;
+        /* Bounds of no item (past the last one, in key order still). */
+        for (size_t i = 0; i < n / 50; i++)
+                g->bounds[g->n_bounds++] = (struct lc_bound_rec){ gid + 1 + i, rnd() % 400 };
+        g->max_gid = gid + n / 50;
+}
+
+/* The reference: every record encoded and given to lc_state_load_record() in key
+ * order ('b' < 'i' < 'r'), as the follower loaded before the load in bulk. */
+static struct lc_state *gen_load_records(const struct gen *g)
+{
+        struct lc_state *s;
+
+        CU_ASSERT_FATAL(lc_state_new(&s) == 0);
+        for (size_t i = 0; i < g->n_bounds; i++)
+                put_bound(s, g->bounds[i].gid, g->bounds[i].bound);
+        for (size_t i = 0; i < g->n_items; i++)
+                put_item(s, g->items[i].gid, g->items[i].kind, NULL, 0, g->items[i].retain_ms,
+                         g->items[i].as_of);
+        for (size_t i = 0; i < g->n_reqs; i++)
+                put_req(s, g->reqs[i].consumer, g->reqs[i].input, g->reqs[i].frontier);
+        return s;
+}
+
+static int bound_rec_cmp(const void *a, const void *b)
+{
+        const struct lc_bound_rec *x = a, *y = b;
+
+        return x->gid < y->gid ? -1 : x->gid > y->gid;
+}
+
+static int req_rec_cmp(const void *a, const void *b)
+{
+        const struct lc_req_rec *x = a, *y = b;
+
+        if (x->consumer != y->consumer)
+                return x->consumer < y->consumer ? -1 : 1;
+        return x->input < y->input ? -1 : x->input > y->input;
+}
+
+/* a and b hold the same catalog state and, given the same frontiers, propose the same
+ * publication. */
+static void assert_same_state(struct lc_state *a, struct lc_state *b, const struct gen *g)
+{
+        struct lc_publication pa = { 0 }, pb = { 0 };
+
+        CU_ASSERT_TRUE(lc_state_map_ok(a));
+        CU_ASSERT_TRUE(lc_state_map_ok(b));
+        CU_ASSERT_EQUAL(lc_state_n_items(a), lc_state_n_items(b));
+        CU_ASSERT_EQUAL(lc_state_n_requirements(a), lc_state_n_requirements(b));
+        CU_ASSERT_EQUAL(lc_state_n_objects(a), lc_state_n_objects(b));
+        for (uint64_t gid = 1000; gid <= g->max_gid; gid++) {
+                uint64_t va = 0, vb = 0;
+                int ra = lc_state_bound(a, gid, &va), rb = lc_state_bound(b, gid, &vb);
+                CU_ASSERT_EQUAL(ra, rb);
+                CU_ASSERT_EQUAL(va, vb);
+        }
+        for (size_t i = 0; i < g->n_reqs; i++) {
+                uint64_t va = 0, vb = 0;
+                CU_ASSERT_EQUAL(lc_state_requirement(a, g->reqs[i].consumer, g->reqs[i].input, &va), 0);
+                CU_ASSERT_EQUAL(lc_state_requirement(b, g->reqs[i].consumer, g->reqs[i].input, &vb), 0);
+                CU_ASSERT_EQUAL(va, vb);
+        }
+        /* The same frontiers, then one tick each: the same records. */
+        CU_ASSERT_EQUAL(lc_state_frontier(a, 1, 9000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(b, 1, 9000, 0, false), 0);
+        for (size_t i = 0; i < g->n_items; i++) {
+                uint64_t up = 600 + (g->items[i].gid * 7919) % 5000;
+                CU_ASSERT_EQUAL(lc_state_frontier(a, g->items[i].gid, up, 0, false), 0);
+                CU_ASSERT_EQUAL(lc_state_frontier(b, g->items[i].gid, up, 0, false), 0);
+        }
+        CU_ASSERT_EQUAL_FATAL(lc_state_tick(a, &pa), 0);
+        CU_ASSERT_EQUAL_FATAL(lc_state_tick(b, &pb), 0);
+        CU_ASSERT(pa.n_bounds + pa.n_reqs > 0);
+        CU_ASSERT_EQUAL_FATAL(pa.n_bounds, pb.n_bounds);
+        CU_ASSERT_EQUAL_FATAL(pa.n_reqs, pb.n_reqs);
+        qsort(pa.bounds, pa.n_bounds, sizeof(*pa.bounds), bound_rec_cmp);
+        qsort(pb.bounds, pb.n_bounds, sizeof(*pb.bounds), bound_rec_cmp);
+        qsort(pa.reqs, pa.n_reqs, sizeof(*pa.reqs), req_rec_cmp);
+        qsort(pb.reqs, pb.n_reqs, sizeof(*pb.reqs), req_rec_cmp);
+        CU_ASSERT_EQUAL(memcmp(pa.bounds, pb.bounds, pa.n_bounds * sizeof(*pa.bounds)), 0);
+        CU_ASSERT_EQUAL(memcmp(pa.reqs, pb.reqs, pa.n_reqs * sizeof(*pa.reqs)), 0);
+        lc_publication_done(&pa);
+        lc_publication_done(&pb);
+}
+
+/* The load in bulk at a size that rehashed the map 10 times before: the same state as
+ * the records one by one, the map sized once (and no larger than needed), nothing
+ * lost; records out of order (not from a scan) too. */
+static void test_load_batch(void)
+{
+        struct gen g;
+        struct lc_state *ref, *s, *u;
+        struct lc_load_batch b;
+        size_t want = 64;
+
+        gen_make(&g, 40000);
+        ref = gen_load_records(&g);
+        CU_ASSERT_FATAL(lc_state_new(&s) == 0);
+        b = (struct lc_load_batch){ g.items, g.n_items, g.bounds, g.n_bounds, g.reqs, g.n_reqs };
+        CU_ASSERT_EQUAL_FATAL(lc_state_load_batch(s, &b), 0);
+        /* Pre-sized: the smallest power of two >= 2 x the items (the bound-only
+         * objects fit in the slack). */
+        while (want < 2 * g.n_items)
+                want *= 2;
+        CU_ASSERT_EQUAL(lc_state_map_slots(s), want);
+        CU_ASSERT_EQUAL(lc_state_map_rehashes(s), 1);          /* sized once */
+        CU_ASSERT(lc_state_map_rehashes(ref) > 5);             /* one by one: grew */
+        CU_ASSERT_EQUAL(lc_state_n_items(s), g.n_items);
+        CU_ASSERT_EQUAL(lc_state_n_requirements(s), g.n_reqs);
+
+        /* Shuffled: the lookups cannot follow the previous record's position. */
+        for (size_t i = g.n_items; i > 1; i--) {
+                size_t j = rnd() % i;
+                struct lc_item_rec t = g.items[i - 1];
+                g.items[i - 1] = g.items[j];
+                g.items[j] = t;
+        }
+        for (size_t i = g.n_reqs; i > 1; i--) {
+                size_t j = rnd() % i;
+                struct lc_req_rec t = g.reqs[i - 1];
+                g.reqs[i - 1] = g.reqs[j];
+                g.reqs[j] = t;
+        }
+        CU_ASSERT_FATAL(lc_state_new(&u) == 0);
+        CU_ASSERT_EQUAL_FATAL(lc_state_load_batch(u, &b), 0);
+
+        assert_same_state(ref, s, &g);
+        lc_state_free(ref);
+        ref = gen_load_records(&g);
+        assert_same_state(ref, u, &g);
+        lc_state_free(ref);
+        lc_state_free(s);
+        lc_state_free(u);
+        gen_free(&g);
+}
+
+/* A reload onto a state that kept objects (frontiers seen) gives the same state as a
+ * load into a fresh one: the map makes room for the kept ones as well. */
+static void test_load_batch_reload(void)
+{
+        struct gen g;
+        struct lc_state *ref, *s;
+        struct lc_load_batch b;
+
+        gen_make(&g, 5000);
+        b = (struct lc_load_batch){ g.items, g.n_items, g.bounds, g.n_bounds, g.reqs, g.n_reqs };
+        ref = gen_load_records(&g);
+        CU_ASSERT_FATAL(lc_state_new(&s) == 0);
+        /* Frontiers of objects of the catalog and of some it does not know. */
+        for (uint64_t gid = 1000; gid < g.max_gid + 3000; gid += 3)
+                CU_ASSERT_EQUAL(lc_state_frontier(s, gid, 100, 0, false), 0);
+        CU_ASSERT_EQUAL_FATAL(lc_state_load_batch(s, &b), 0);
+        lc_state_reset_catalog(s);
+        CU_ASSERT_TRUE(lc_state_map_ok(s));
+        CU_ASSERT_EQUAL(lc_state_n_items(s), 0);
+        CU_ASSERT_EQUAL_FATAL(lc_state_load_batch(s, &b), 0);
+        CU_ASSERT_TRUE(lc_state_map_ok(s));
+        CU_ASSERT_EQUAL(lc_state_n_items(s), lc_state_n_items(ref));
+        CU_ASSERT_EQUAL(lc_state_n_requirements(s), lc_state_n_requirements(ref));
+        for (size_t i = 0; i < g.n_bounds; i++) {
+                uint64_t va = 0, vb = 0;
+                CU_ASSERT_EQUAL(lc_state_bound(ref, g.bounds[i].gid, &va), 0);
+                CU_ASSERT_EQUAL(lc_state_bound(s, g.bounds[i].gid, &vb), 0);
+                CU_ASSERT_EQUAL(va, vb);
+        }
+        lc_state_free(ref);
+        lc_state_free(s);
+        gen_free(&g);
+}
+
+/* One log entry deleting the items (and bounds) of gids[0..n). */
+static void delete_items(struct lc_state *s, const uint64_t *gids, size_t n)
+{
+        Coord__CatalogTxn txn = COORD__CATALOG_TXN__INIT;
+        Coord__CatalogOp *ops = calloc(2 * n, sizeof(*ops)), **opp = calloc(2 * n, sizeof(*opp));
+        uint8_t (*keys)[9] = calloc(2 * n, sizeof(*keys));
+
+        CU_ASSERT_FATAL(ops && opp && keys);
+        for (size_t i = 0; i < 2 * n; i++) {
+                coord__catalog_op__init(&ops[i]);
+                key9(keys[i], i % 2 ? 'b' : 'i', gids[i / 2]);
+                ops[i].cf = COORD__CATALOG_OP__CF__STATE;
+                ops[i].kind = COORD__CATALOG_OP__KIND__DELETE;
+                ops[i].key.data = keys[i];
+                ops[i].key.len = 9;
+                opp[i] = &ops[i];
+        }
+        txn.seq = lc_state_seq(s) + 1;
+        txn.ops = opp;
+        txn.n_ops = 2 * n;
+        CU_ASSERT_EQUAL(lc_state_apply_txn(s, &txn), 0);
+        free(ops);
+        free(opp);
+        free(keys);
+}
+
+/* The map through growth and removals (backward-shift deletion moves entries of long
+ * probe runs): consistent after each step, and every object left still found. */
+static void test_map_removals(void)
+{
+        struct lc_state *s;
+        struct lc_publication p = { 0 };
+        enum { N = 20000 };
+        uint64_t *gone = calloc(N, sizeof(*gone));
+        bool *alive = calloc(N, sizeof(*alive));
+        size_t n_gone = 0;
+
+        CU_ASSERT_FATAL(gone && alive);
+        CU_ASSERT_FATAL(lc_state_new(&s) == 0);
+        /* Scattered gids (as after much churn) collide more than dense ones. */
+        for (size_t i = 0; i < N; i++) {
+                put_item(s, 1000 + i * 4099, COORD__ITEM_KIND__ITEM_VIEW, NULL, 0, 0, 0);
+                put_bound(s, 1000 + i * 4099, i);
+                alive[i] = true;
+        }
+        CU_ASSERT_TRUE(lc_state_map_ok(s));
+        CU_ASSERT_EQUAL(lc_state_n_objects(s), N);
+        /* Once ticked, nothing is dirty: removals really free objects. */
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        for (int round = 0; round < 4; round++) {
+                n_gone = 0;
+                for (size_t i = 0; i < N; i++)
+                        if (alive[i] && rnd() % 3 == 0) {
+                                gone[n_gone++] = 1000 + i * 4099;
+                                alive[i] = false;
+                        }
+                delete_items(s, gone, n_gone);
+                CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+                CU_ASSERT_TRUE(lc_state_map_ok(s));
+        }
+        n_gone = 0;
+        for (size_t i = 0; i < N; i++) {
+                uint64_t v = UINT64_MAX;
+                int r = lc_state_bound(s, 1000 + i * 4099, &v);
+                if (alive[i]) {
+                        CU_ASSERT_EQUAL(r, 0);
+                        CU_ASSERT_EQUAL(v, i);
+                        n_gone++;       /* counts the living here */
+                } else
+                        CU_ASSERT_EQUAL(r, -ENOENT);
+        }
+        CU_ASSERT_EQUAL(lc_state_n_objects(s), n_gone);
+        CU_ASSERT_EQUAL(lc_state_n_items(s), n_gone);
+        lc_publication_done(&p);
+        lc_state_free(s);
+        free(gone);
+        free(alive);
+}
+
+
+/* ---- the load in bulk from a catalog (lifecycle-load.h) ---- */
+
+/* g committed to a new catalog at dir/catalog, in transactions of a few hundred
+ * records, with the adapter's next_gid meta record (next_gid 0: none). */
+static void gen_commit(const struct gen *g, const char *dir, uint64_t next_gid)
+{
+        struct catalog *c = NULL;
+        char *path = NULL;
+        enum { BATCH = 400 };
+        struct catalog_op ops[BATCH];
+        uint8_t keys[BATCH][17], vals[BATCH][128];
+        size_t n = 0;
+
+        CU_ASSERT_FATAL(asprintf(&path, "%s/catalog", dir) > 0);
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+#define FLUSH_OPS() do {                                                        \
+                if (n) CU_ASSERT_EQUAL_FATAL(catalog_commit(c, ops, n, NULL), 0); \
+                n = 0;                                                          \
+        } while (0)
+        for (size_t i = 0; i < g->n_items; i++) {
+                Coord__CatalogItem it = COORD__CATALOG_ITEM__INIT;
+                Coord__CatalogColumn col = COORD__CATALOG_COLUMN__INIT, *cols[1] = { &col };
+                char name[32];
+                uint8_t plan[] = { 0x0a, 0x02, 0x08, (uint8_t)i };
+
+                snprintf(name, sizeof(name), "o_%zu", i);
+                it.gid = g->items[i].gid;
+                it.name = name;
+                it.kind = g->items[i].kind;
+                it.retain_history_ms = g->items[i].retain_ms;
+                it.as_of = g->items[i].as_of;
+                col.name = (char *)"a";
+                it.columns = cols;
+                it.n_columns = 1;
+                if (it.kind != COORD__ITEM_KIND__ITEM_TABLE) {
+                        it.plan.data = plan;
+                        it.plan.len = sizeof(plan);
+                }
+                key9(keys[n], 'i', it.gid);
+                CU_ASSERT_FATAL(coord__catalog_item__get_packed_size(&it) <= sizeof(vals[n]));
+                ops[n] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, keys[n], 9, vals[n],
+                                              coord__catalog_item__pack(&it, vals[n]) };
+                if (++n == BATCH)
+                        FLUSH_OPS();
+        }
+        for (size_t i = 0; i < g->n_bounds; i++) {
+                Coord__CatalogBound b = COORD__CATALOG_BOUND__INIT;
+
+                b.gid = g->bounds[i].gid;
+                b.bound = g->bounds[i].bound;
+                key9(keys[n], 'b', b.gid);
+                ops[n] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, keys[n], 9, vals[n],
+                                              coord__catalog_bound__pack(&b, vals[n]) };
+                if (++n == BATCH)
+                        FLUSH_OPS();
+        }
+        for (size_t i = 0; i < g->n_reqs; i++) {
+                Coord__CatalogRequirement q = COORD__CATALOG_REQUIREMENT__INIT;
+
+                q.consumer = g->reqs[i].consumer;
+                q.input = g->reqs[i].input;
+                q.frontier = g->reqs[i].frontier;
+                req_key(keys[n], q.consumer, q.input);
+                ops[n] = (struct catalog_op){ CATALOG_OP_PUT, CATALOG_CF_STATE, keys[n], 17, vals[n],
+                                              coord__catalog_requirement__pack(&q, vals[n]) };
+                if (++n == BATCH)
+                        FLUSH_OPS();
+        }
+        FLUSH_OPS();
+#undef FLUSH_OPS
+        if (next_gid) {
+                uint8_t v[8];
+                be64_put(v, next_gid);
+                CU_ASSERT_EQUAL(catalog_meta_put(c, "next_gid", v, 8, NULL), 0);
+        }
+        catalog_close(c);
+        free(path);
+}
+
+struct ref_load {
+        struct lc_state *s;
+        struct lc_enact *e;
+};
+
+static int ref_load_one(const void *key, size_t key_len, const void *value, size_t value_len,
+                        void *userdata)
+{
+        struct ref_load *rl = userdata;
+        int r = lc_state_load_record(rl->s, key, key_len, value, value_len);
+
+        return r < 0 ? r : lc_enact_load_record(rl->e, key, key_len, value, value_len);
+}
+
+static struct catalog *open_secondary(const char *dir, const char *name)
+{
+        struct catalog *c = NULL;
+        char *primary = NULL, *secondary = NULL;
+
+        CU_ASSERT_FATAL(asprintf(&primary, "%s/catalog", dir) > 0);
+        CU_ASSERT_FATAL(asprintf(&secondary, "%s/%s", dir, name) > 0);
+        CU_ASSERT_EQUAL_FATAL(catalog_open_secondary(primary, secondary, &c), 0);
+        free(primary);
+        free(secondary);
+        return c;
+}
+
+static void assert_same_enact(const struct lc_enact *a, const struct lc_enact *b)
+{
+        CU_ASSERT_EQUAL_FATAL(lc_enact_n_items(a), lc_enact_n_items(b));
+        for (size_t i = 0; i < lc_enact_n_items(a); i++)
+                CU_ASSERT_EQUAL(lc_enact_item_gid(a, i), lc_enact_item_gid(b, i));
+}
+
+/* lc_load() builds from a catalog exactly what one scan handing every record to
+ * lc_state_load_record() and lc_enact_load_record() built (the follower before the
+ * load in bulk), whatever the next_gid hint says; a restart (a new secondary, a fresh
+ * state) loads the same again. */
+static void test_load_catalog(void)
+{
+        static const struct {
+                uint64_t next_gid;      /* 0: none; else relative to the last gid */
+                int64_t off;
+        } hints[] = { { 0, 0 }, { 1, 1 }, { 5, 0 }, { 1, -3000 }, { 1, 1 << 20 } };
+        struct gen g;
+        char *dir = t_mkdtemp("lcload");
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        gen_make(&g, 12000);
+        gen_commit(&g, dir, 0);
+        for (size_t h = 0; h < ELEMENTSOF(hints); h++) {
+                struct ref_load ref = { 0 };
+                struct lc_state *s, *again;
+                struct lc_enact *e, *e_again;
+                struct lc_load_stats st;
+                struct catalog *c;
+                uint64_t next = hints[h].next_gid == 1 ? (uint64_t)((int64_t)g.max_gid + hints[h].off)
+                                                       : hints[h].next_gid;
+                uint8_t v[8];
+
+                if (hints[h].next_gid) {
+                        char *path = NULL;
+                        struct catalog *p = NULL;
+                        CU_ASSERT_FATAL(asprintf(&path, "%s/catalog", dir) > 0);
+                        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &p), 0);
+                        be64_put(v, next);
+                        CU_ASSERT_EQUAL(catalog_meta_put(p, "next_gid", v, 8, NULL), 0);
+                        catalog_close(p);
+                        free(path);
+                }
+                c = open_secondary(dir, "secondary");
+                CU_ASSERT_FATAL(lc_state_new(&ref.s) == 0 && lc_enact_new(NULL, &ref.e) == 0);
+                CU_ASSERT_EQUAL_FATAL(catalog_scan(c, CATALOG_CF_STATE, NULL, 0, ref_load_one, &ref), 0);
+                CU_ASSERT_FATAL(lc_state_new(&s) == 0 && lc_enact_new(NULL, &e) == 0);
+                CU_ASSERT_EQUAL_FATAL(lc_load(c, s, e, &st), 0);
+                CU_ASSERT_EQUAL(st.items, g.n_items);
+                CU_ASSERT_EQUAL(st.bounds, g.n_bounds);
+                CU_ASSERT_EQUAL(st.requirements, g.n_reqs);
+                CU_ASSERT(lc_enact_n_items(e) > 0);
+                assert_same_enact(ref.e, e);
+                catalog_close(c);
+
+                /* The restart: another secondary, a fresh state. */
+                c = open_secondary(dir, "secondary-2");
+                CU_ASSERT_FATAL(lc_state_new(&again) == 0 && lc_enact_new(NULL, &e_again) == 0);
+                CU_ASSERT_EQUAL_FATAL(lc_load(c, again, e_again, NULL), 0);
+                assert_same_enact(e, e_again);
+                catalog_close(c);
+                assert_same_state(ref.s, s, &g);
+                lc_state_free(ref.s);
+                ref.s = gen_load_records(&g);
+                assert_same_state(ref.s, again, &g);
+
+                lc_state_free(ref.s);
+                lc_state_free(s);
+                lc_state_free(again);
+                lc_enact_free(ref.e);
+                lc_enact_free(e);
+                lc_enact_free(e_again);
+        }
+        gen_free(&g);
+        t_rmrf(dir);
+        free(dir);
+}
+
 int main(void)
 {
         static const struct t_case rules[] = {
@@ -406,11 +921,19 @@ int main(void)
                 { "sparse", test_sparse },
                 { "many_consumers", test_many_consumers },
                 { "index_since_floor", test_index_since_floor },
+                { "load_batch", test_load_batch },
+                { "load_batch_reload", test_load_batch_reload },
+                { "map_removals", test_map_removals },
+                { NULL, NULL },
+        };
+        static const struct t_case load[] = {
+                { "load_catalog", test_load_catalog },
                 { NULL, NULL },
         };
         static const struct t_suite suites[] = {
                 { "lifecycle-bounds", rules },
                 { "lifecycle-state", state },
+                { "lifecycle-load", load },
                 { NULL, NULL },
         };
 

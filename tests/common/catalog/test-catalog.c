@@ -1248,6 +1248,75 @@ static void test_commit_hook(void)
         t_rmrf(dir);
 }
 
+/* ---- Several range scans at once ------------------------------------------------ */
+
+struct scan_count {
+        size_t n;
+        char first, last;
+        int fail_at;            /* > 0: return -EIO at this record */
+};
+
+static int scan_count_one(const void *key, size_t key_len, const void *value, size_t value_len,
+                          void *userdata)
+{
+        struct scan_count *sc = userdata;
+
+        if (!sc->n)
+                sc->first = *(const char *)key;
+        sc->last = *(const char *)key;
+        if (++sc->n == (size_t)sc->fail_at)
+                return -EIO;
+        return 0;
+}
+
+/* catalog_scan_ranges(): each job sees exactly its range, as one catalog_scan_range()
+ * would; the first failed job's error (in job order) is returned, the others still run. */
+static void test_scan_ranges(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-ranges"), *path = NULL;
+        struct catalog *c = NULL;
+        struct catalog_op ops[300];
+        char keys[300][8];
+        struct scan_count sc[4] = { { 0 } };
+        struct catalog_scan_job jobs[4] = {
+                { CATALOG_CF_STATE, "a", "b", 1, 1, scan_count_one, &sc[0], 0 },
+                { CATALOG_CF_STATE, "b", "c", 1, 1, scan_count_one, &sc[1], 0 },
+                { CATALOG_CF_STATE, "c", NULL, 1, 0, scan_count_one, &sc[2], 0 },
+                { CATALOG_CF_STATE, NULL, "b", 0, 1, scan_count_one, &sc[3], 0 },
+        };
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        path = path_join(dir, "db");
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        for (int i = 0; i < 300; i++) {
+                snprintf(keys[i], sizeof(keys[i]), "%c%05d", "abc"[i % 3], i);
+                ops[i] = op_put(CATALOG_CF_STATE, keys[i], "v");
+        }
+        CU_ASSERT_EQUAL_FATAL(catalog_commit(c, ops, 300, NULL), 0);
+        CU_ASSERT_EQUAL(catalog_scan_ranges(c, jobs, 4), 0);
+        for (int i = 0; i < 3; i++) {
+                CU_ASSERT_EQUAL(jobs[i].r, 0);
+                CU_ASSERT_EQUAL(sc[i].n, 100);
+                CU_ASSERT_EQUAL(sc[i].first, "abc"[i]);
+                CU_ASSERT_EQUAL(sc[i].last, "abc"[i]);
+        }
+        CU_ASSERT_EQUAL(sc[3].n, 100);  /* from the start to "b" */
+
+        memset(sc, 0, sizeof(sc));
+        sc[1].fail_at = 7;
+        sc[2].fail_at = 1;
+        CU_ASSERT_EQUAL(catalog_scan_ranges(c, jobs, 4), -EIO);
+        CU_ASSERT_EQUAL(jobs[1].r, -EIO);
+        CU_ASSERT_EQUAL(jobs[2].r, -EIO);
+        CU_ASSERT_EQUAL(sc[0].n, 100);
+        CU_ASSERT_EQUAL(sc[1].n, 7);
+        CU_ASSERT_EQUAL(sc[3].n, 100);
+        CU_ASSERT_EQUAL(catalog_scan_ranges(c, jobs, CATALOG_SCAN_JOBS_MAX + 1), -EINVAL);
+        CU_ASSERT_EQUAL(catalog_scan_ranges(c, jobs, 0), 0);
+        catalog_close(c);
+        t_rmrf(dir);
+}
+
 static const struct t_case hook_cases[] = {
         { "commit hook: every txn once, in order, exact log bytes", test_commit_hook },
         { NULL, NULL },
@@ -1255,6 +1324,7 @@ static const struct t_case hook_cases[] = {
 
 static const struct t_case basic_cases[] = {
         { "commit, get, delete, reopen, log cursor", test_round_trip },
+        { "range scans at once: each its range, first error", test_scan_ranges },
         { NULL, NULL },
 };
 
