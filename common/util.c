@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 int parse_u64(const char *s, uint64_t max, uint64_t *ret)
@@ -39,5 +40,67 @@ int grow_array(void **p, size_t *cap, size_t need, size_t size)
                 return -ENOMEM;
         *p = q;
         *cap = n;
+        return 0;
+}
+
+/* One varint at p[*i..len): 0 and *i past it, or -EBADMSG (truncated, or over 10 bytes). */
+static int pb_varint(const uint8_t *p, size_t len, size_t *i, uint64_t *ret)
+{
+        uint64_t v = 0;
+
+        for (unsigned shift = 0; shift < 70; shift += 7) {
+                if (*i >= len)
+                        return -EBADMSG;
+                v |= (uint64_t)(p[*i] & 0x7f) << shift;
+                if (!(p[(*i)++] & 0x80)) {
+                        *ret = v;
+                        return 0;
+                }
+        }
+        return -EBADMSG;
+}
+
+int pb_varints(const void *msg, size_t len, uint32_t want, uint64_t *vals)
+{
+        const uint8_t *p = msg;
+        size_t i = 0;
+
+        while (i < len) {
+                uint64_t tag, v;
+                unsigned wt;
+                bool ours;
+
+                if (pb_varint(p, len, &i, &tag) < 0 || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX >> 3)
+                        return -EBADMSG;
+                wt = tag & 7;
+                ours = tag >> 3 < 32 && (want >> (tag >> 3) & 1);
+                if (ours && wt != 0)
+                        return -EBADMSG;        /* one of ours, not a varint */
+                switch (wt) {
+                case 0:
+                        if (pb_varint(p, len, &i, &v) < 0)
+                                return -EBADMSG;
+                        if (ours)
+                                vals[tag >> 3] = v;     /* the last one wins */
+                        break;
+                case 1:
+                        if (len - i < 8)
+                                return -EBADMSG;
+                        i += 8;
+                        break;
+                case 2:
+                        if (pb_varint(p, len, &i, &v) < 0 || v > len - i)
+                                return -EBADMSG;
+                        i += v;
+                        break;
+                case 5:
+                        if (len - i < 4)
+                                return -EBADMSG;
+                        i += 4;
+                        break;
+                default:
+                        return -EBADMSG;        /* groups (3, 4) and the rest */
+                }
+        }
         return 0;
 }

@@ -135,3 +135,12 @@ int grow_array(void **p, size_t *cap, size_t need, size_t size);
         (p) = _ga_;                                                             \
         _gr_;                                                                   \
 })
+
+/* The varint fields of an encoded protobuf message whose numbers are set in want
+ * (bit f: field f, 1 <= f <= 31), top level only, without decoding the rest or
+ * allocating: vals[f] = field f's last value (protobuf's rule for a singular field),
+ * untouched when absent; other fields are skipped by wire type.  0, or -EBADMSG:
+ * malformed (truncated, a group, a field number 0 or too large, or a wanted field that
+ * is not a varint, which protobuf-c refuses too).  For hot loads of records of which a
+ * few scalars are needed (lifecycle-load.c). */
+int pb_varints(const void *msg, size_t len, uint32_t want, uint64_t *vals);

@@ -12,10 +12,9 @@
  *       - four scans at once (load_scan(), catalog_scan_ranges()): the items below
  *         the middle GlobalId (on this thread), the items above it, the bounds, the
  *         requirements (on threads of their own); each only decodes, into arrays of
- *         its own.  An item is
- *         unpacked once: the state takes its kind, RETAIN HISTORY and as-of, the
- *         enactment set takes the unpacked item itself if it keeps that kind, and the
- *         scan frees the others (views) where it unpacked them;
+ *         its own.  An item is decoded once: the state takes its kind, RETAIN
+ *         HISTORY and as-of, the enactment set the unpacked item if it keeps that
+ *         kind (4);
  *       - then, on this thread, the records go into the state in one
  *         lc_state_load_batch() (its map sized once for all of them, each bound and
  *         requirement finding its item from where the previous one's was,
@@ -32,6 +31,14 @@
  *     for the set; a bound's and a requirement's value name their objects), and keys of
  *     another length are skipped as they are there: the result is the same state
  *     (tests/lifecycle compares the two).
+ * (4) Decoding without protobuf-c where only scalars are needed: a bound and a
+ *     requirement are three varints, and of an item the state needs the kind, as-of
+ *     and RETAIN HISTORY; pb_varints() reads them off the wire without allocating
+ *     (protobuf-c's unpack and the malloc()/free() of every message were a quarter of
+ *     the scans).  Only the items the enactment set keeps (tables, materialized views,
+ *     indexes) are unpacked whole; a view is not, so a view record whose nested fields
+ *     were damaged loads where lc_state_load_record() would refuse it -- nothing of
+ *     them is used here, and the adapter, which reads them, refuses to open.
  */
 #include "lifecycle-load.h"
 
@@ -63,29 +70,42 @@ struct load_part {
         size_t n_reqs, cap_reqs;
 };
 
+/* Field numbers in catalog.proto. */
+enum {
+        ITEM_KIND = 3, ITEM_AS_OF = 13, ITEM_RETAIN = 14,
+        BOUND_GID = 1, BOUND_BOUND = 2,
+        REQ_CONSUMER = 1, REQ_INPUT = 2, REQ_FRONTIER = 3,
+};
+
+/* An item: its kind, as-of and RETAIN HISTORY read off the wire (pb_varints()); only
+ * an item the enactment set keeps is unpacked (4). */
 static int load_item(const void *key, size_t key_len, const void *value, size_t value_len,
                      void *userdata)
 {
         struct load_part *lp = userdata;
-        Coord__CatalogItem *it;
+        uint64_t f[ITEM_RETAIN + 1] = { 0 };
+        Coord__CatalogItem *it = NULL;
 
         if (key_len != 9)
                 return 0;       /* not an item record (3) */
-        it = coord__catalog_item__unpack(NULL, value_len, value);
-        if (!it)
+        if (pb_varints(value, value_len, 1u << ITEM_KIND | 1u << ITEM_AS_OF | 1u << ITEM_RETAIN, f) < 0)
                 return -EBADMSG;
+        if (lc_enact_wants((Coord__ItemKind)f[ITEM_KIND])) {
+                it = coord__catalog_item__unpack(NULL, value_len, value);
+                if (!it)
+                        return -EBADMSG;
+        }
         if (GROW_ARRAY(lp->items, lp->cap_items, lp->n_items + 1) < 0 ||
             GROW_ARRAY(lp->keep, lp->cap_keep, lp->n_items + 1) < 0) {
-                coord__catalog_item__free_unpacked(it, NULL);
+                if (it)
+                        coord__catalog_item__free_unpacked(it, NULL);
                 return -ENOMEM;
         }
         lp->items[lp->n_items] = (struct lc_item_rec){
-                .gid = be64_get((const uint8_t *)key + 1), .kind = it->kind,
-                .retain_ms = it->retain_history_ms, .as_of = it->as_of,
+                .gid = be64_get((const uint8_t *)key + 1), .kind = (Coord__ItemKind)f[ITEM_KIND],
+                .retain_ms = f[ITEM_RETAIN], .as_of = f[ITEM_AS_OF],
         };
-        lp->keep[lp->n_items++] = lc_enact_wants(it->kind) ? it : NULL;
-        if (!lc_enact_wants(it->kind))
-                coord__catalog_item__free_unpacked(it, NULL);
+        lp->keep[lp->n_items++] = it;
         return 0;
 }
 
@@ -93,38 +113,32 @@ static int load_bound(const void *key, size_t key_len, const void *value, size_t
                       void *userdata)
 {
         struct load_part *lp = userdata;
-        Coord__CatalogBound *b;
-        int r;
+        uint64_t f[BOUND_BOUND + 1] = { 0 };
 
         if (key_len != 9)
                 return 0;
-        b = coord__catalog_bound__unpack(NULL, value_len, value);
-        if (!b)
+        if (pb_varints(value, value_len, 1u << BOUND_GID | 1u << BOUND_BOUND, f) < 0)
                 return -EBADMSG;
-        r = GROW_ARRAY(lp->bounds, lp->cap_bounds, lp->n_bounds + 1);
-        if (r >= 0)
-                lp->bounds[lp->n_bounds++] = (struct lc_bound_rec){ b->gid, b->bound };
-        coord__catalog_bound__free_unpacked(b, NULL);
-        return r;
+        if (GROW_ARRAY(lp->bounds, lp->cap_bounds, lp->n_bounds + 1) < 0)
+                return -ENOMEM;
+        lp->bounds[lp->n_bounds++] = (struct lc_bound_rec){ f[BOUND_GID], f[BOUND_BOUND] };
+        return 0;
 }
 
 static int load_req(const void *key, size_t key_len, const void *value, size_t value_len,
                     void *userdata)
 {
         struct load_part *lp = userdata;
-        Coord__CatalogRequirement *q;
-        int r;
+        uint64_t f[REQ_FRONTIER + 1] = { 0 };
 
         if (key_len != 17)
                 return 0;
-        q = coord__catalog_requirement__unpack(NULL, value_len, value);
-        if (!q)
+        if (pb_varints(value, value_len, 1u << REQ_CONSUMER | 1u << REQ_INPUT | 1u << REQ_FRONTIER, f) < 0)
                 return -EBADMSG;
-        r = GROW_ARRAY(lp->reqs, lp->cap_reqs, lp->n_reqs + 1);
-        if (r >= 0)
-                lp->reqs[lp->n_reqs++] = (struct lc_req_rec){ q->consumer, q->input, q->frontier };
-        coord__catalog_requirement__free_unpacked(q, NULL);
-        return r;
+        if (GROW_ARRAY(lp->reqs, lp->cap_reqs, lp->n_reqs + 1) < 0)
+                return -ENOMEM;
+        lp->reqs[lp->n_reqs++] = (struct lc_req_rec){ f[REQ_CONSUMER], f[REQ_INPUT], f[REQ_FRONTIER] };
+        return 0;
 }
 
 static void load_part_done(struct load_part *lp)

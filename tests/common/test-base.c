@@ -1,5 +1,5 @@
 /* test-base -- common/ base: parse_u64, conf (flags and INI file), byte order helpers,
- * u64_nth() against a sort, GROW_ARRAY(). */
+ * u64_nth() against a sort, GROW_ARRAY(), pb_varints(). */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -117,6 +117,48 @@ static void test_grow(void)
         free(v);
 }
 
+/* pb_varints() against hand-encoded messages (protobuf's wire format). */
+static void test_pb_varints(void)
+{
+        static const uint8_t msg[] = {
+                0x08, 0x96, 0x01,                       /* 1: 150 */
+                0x12, 0x02, 'a', 'b',                   /* 2: "ab" */
+                0x19, 1, 2, 3, 4, 5, 6, 7, 8,           /* 3: fixed64 */
+                0x25, 1, 2, 3, 4,                       /* 4: fixed32 */
+                0x70, 0x2a,                             /* 14: 42 */
+                0x08, 0x03,                             /* 1 again: 3 wins */
+                0xf8, 0x01, 0x07,                       /* 31: 7 */
+                0x80, 0x02, 0x05,                       /* 32: 5, beyond what can be wanted */
+        };
+        static const uint8_t max[] = { 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
+        static const uint8_t too_long[] = { 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
+        static const uint8_t truncated[] = { 0x08, 0x96 };
+        static const uint8_t past_end[] = { 0x12, 0x05, 'a' };
+        static const uint8_t group[] = { 0x0b, 0x0c };
+        static const uint8_t zero[] = { 0x00, 0x01 };
+        static const uint8_t short64[] = { 0x19, 1, 2, 3 };
+        uint64_t v[32] = { 0 };
+
+        CU_ASSERT_EQUAL(pb_varints(msg, sizeof(msg), 1u << 1 | 1u << 14 | 1u << 31 | 1u << 5, v), 0);
+        CU_ASSERT_EQUAL(v[1], 3);
+        CU_ASSERT_EQUAL(v[14], 42);
+        CU_ASSERT_EQUAL(v[31], 7);
+        CU_ASSERT_EQUAL(v[5], 0);               /* absent: untouched */
+        /* A wanted field that is not a varint (a string, a fixed64). */
+        CU_ASSERT_EQUAL(pb_varints(msg, sizeof(msg), 1u << 2, v), -EBADMSG);
+        CU_ASSERT_EQUAL(pb_varints(msg, sizeof(msg), 1u << 3, v), -EBADMSG);
+        CU_ASSERT_EQUAL(pb_varints(max, sizeof(max), 1u << 1, v), 0);
+        CU_ASSERT_EQUAL(v[1], UINT64_MAX);
+        CU_ASSERT_EQUAL(pb_varints(too_long, sizeof(too_long), 1u << 1, v), -EBADMSG);
+        CU_ASSERT_EQUAL(pb_varints(truncated, sizeof(truncated), 1u << 1, v), -EBADMSG);
+        CU_ASSERT_EQUAL(pb_varints(truncated, 1, 0, v), -EBADMSG);      /* a tag alone */
+        CU_ASSERT_EQUAL(pb_varints(past_end, sizeof(past_end), 0, v), -EBADMSG);
+        CU_ASSERT_EQUAL(pb_varints(group, sizeof(group), 0, v), -EBADMSG);
+        CU_ASSERT_EQUAL(pb_varints(zero, sizeof(zero), 0, v), -EBADMSG);
+        CU_ASSERT_EQUAL(pb_varints(short64, sizeof(short64), 0, v), -EBADMSG);
+        CU_ASSERT_EQUAL(pb_varints(NULL, 0, 1u << 1, v), 0);            /* empty: all defaults */
+}
+
 static void test_flags(void)
 {
         char err[256], *args[8];
@@ -210,6 +252,7 @@ int main(void)
                 { "byte order", test_bytes },
                 { "u64_nth against qsort", test_nth },
                 { "GROW_ARRAY", test_grow },
+                { "pb_varints", test_pb_varints },
                 { NULL, NULL },
         };
         static const struct t_case conf_cases[] = {
