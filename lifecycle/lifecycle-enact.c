@@ -340,11 +340,14 @@ void lc_enact_flush(struct lc_enact *e)
 
 void lc_enact_resync(struct lc_enact *e)
 {
+        uint64_t start = now_ns();
+
         if (!controller_up(e))
                 return;
         e->n_creates = e->n_drops = 0;
         send_creates(e, e->items, e->n, true);
-        log_info("enact_resync", "objects=%zu", e->n);
+        log_info("enact_resync", "objects=%zu took_us=%llu", e->n,
+                 (unsigned long long)((now_ns() - start) / 1000));
 }
 
 bool lc_enact_reply(struct lc_enact *e, const Coord__Envelope *env)

@@ -65,14 +65,12 @@ struct lc_req {
 
 struct lc_obj {
         uint64_t gid;
-        bool has_item;
         Coord__ItemKind kind;
+        /* The flags together (the state holds 200,000 of these at 100,000 objects). */
+        bool has_item, has_bound, dirty, mark, next_has, has_upper, min_valid;
         uint64_t retain_ms, as_of;
         uint64_t last_stamp, last;      /* content_last() memo (4) */
-        bool has_bound, dirty, mark;
         uint64_t bound, next_bound;
-        bool next_has;
-        bool has_upper;
         uint64_t upper;         /* stored upper, from the ring */
         uint64_t since;         /* since, from the ring (an index: its arrangement's) */
         struct lc_req *reqs;    /* as a consumer */
@@ -84,7 +82,6 @@ struct lc_obj {
          * min_valid (min_stale()), so tick_input() need not walk 100,000 consumers of
          * one support table at every tick to find the same minimum. */
         uint64_t min_req;
-        bool min_valid;
 };
 
 /* A slot of the object map (1): o NULL empty; gid is o->gid, kept beside the pointer
@@ -554,6 +551,21 @@ static int slot_cmp(const void *a, const void *b)
         return x->gid < y->gid ? -1 : x->gid > y->gid;
 }
 
+/* Room for exactly n requirements of c (at least). */
+static int reqs_reserve(struct lc_obj *c, size_t n)
+{
+        struct lc_req *v;
+
+        if (n <= c->cap_reqs)
+                return 0;
+        v = realloc(c->reqs, n * sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        c->reqs = v;
+        c->cap_reqs = n;
+        return 0;
+}
+
 /* How far ahead of the item being added its successors' slots are fetched (the map is
  * larger than the caches, and a hash spreads consecutive gids over all of it). */
 #define LOAD_PREFETCH 8
@@ -608,13 +620,22 @@ int lc_state_load_batch(struct lc_state *s, const struct lc_load_batch *b)
                         goto out;
         }
         pos = 0;
-        for (size_t i = 0; i < b->n_reqs; i++) {
+        for (size_t i = 0, run = 0; i < b->n_reqs; i++) {
                 const struct lc_req_rec *q = &b->reqs[i];
                 struct lc_obj *c = load_seek(seen, n, &pos, q->consumer);
 
                 if (!c && !(c = obj_get(s, q->consumer))) {
                         r = -ENOMEM;
                         goto out;
+                }
+                /* A consumer's requirements come together: room for exactly those (most
+                 * have one; GROW_ARRAY() would give each consumer 8). */
+                if (i >= run) {
+                        for (run = i + 1; run < b->n_reqs && b->reqs[run].consumer == q->consumer; run++)
+                                ;
+                        r = reqs_reserve(c, c->n_reqs + (run - i));
+                        if (r < 0)
+                                goto out;
                 }
                 /* Inputs repeat (a support view read by every filler object). */
                 if ((!x || x->gid != q->input) && !(x = obj_get(s, q->input))) {

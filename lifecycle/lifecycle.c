@@ -730,6 +730,7 @@ static int send_allow(struct lifecycle *lc, const struct lc_publication *p)
 static void send_allow_all(struct lifecycle *lc)
 {
         struct lc_publication all = { 0 };
+        uint64_t start = now_ns();
         int r;
 
         if (!lc->loaded)
@@ -740,7 +741,8 @@ static void send_allow_all(struct lifecycle *lc)
         if (r < 0 && r != -ENOTCONN)
                 log_warn_errno(r, "allow_compaction_failed", "what=all");
         else
-                log_info("allow_compaction_resync", "bounds=%zu", all.n_bounds);
+                log_info("allow_compaction_resync", "bounds=%zu took_us=%llu", all.n_bounds,
+                         (unsigned long long)((now_ns() - start) / 1000));
         lc_publication_done(&all);
 }
 
