@@ -578,9 +578,10 @@ int lc_state_load_batch(struct lc_state *s, const struct lc_load_batch *b)
         bool sorted = true;
         int r;
 
-        /* Bounds and requirements are of items: objects beyond the items are the
+        /* Bounds and requirements are of items, and the objects a reload kept (those
+         * with an upper) mostly are too: objects beyond the most of these are the
          * exception, and the map grows for them as usual. */
-        r = map_reserve(s, s->n + (n > b->n_bounds ? n : b->n_bounds));
+        r = map_reserve(s, lc_max(s->n, lc_max(n, b->n_bounds)));
         if (r >= 0)
                 r = GROW_ARRAY(s->dirty, s->cap_dirty, s->n_dirty + n + b->n_bounds);
         if (r < 0)

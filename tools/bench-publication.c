@@ -60,7 +60,12 @@
  * file), and timed from the kill to serving again: adapter -- status ready and a new
  * connection answers SELECT 1; controller -- status ready and SELECT * FROM t_0
  * succeeds through the adapter; lifecycle -- status ready and caught up with the
- * adapter's last catalog commit.
+ * adapter's last catalog commit (only those two are asked: a controller busy with the
+ * follower's resync is not the follower's time).  The next kill waits until all three
+ * serve and the controller holds as many dataflows as before this kill (its restart
+ * is answered before the follower has re-installed them; at 100,000 that takes
+ * seconds more, printed as "settled"), so that each restart starts from a quiet
+ * instance, not in the wake of the one before.
  *
  * Output: raw lines per round, a markdown table row and a CSV line (appended to
  * --results, with a header when the file is new).  Ranges "a–b" are the envelope over
@@ -222,7 +227,7 @@ struct snap {
         uint64_t commits, syncs, cat_wal, cat_flush, cat_compact;
         uint64_t cat_state_sst, cat_state_mem, cat_state_keys, cat_log_sst, cat_log_mem, cat_log_keys;
         /* controller */
-        uint64_t st_wal, st_flush, st_compact;
+        uint64_t st_wal, st_flush, st_compact, dataflows;
         /* lifecycle */
         uint64_t publications, pub_errors, records_total, bytes_total;
         uint64_t last_records, last_bytes, last_touched;
@@ -276,6 +281,7 @@ static struct snap snapshot_of(unsigned mask, int timeout_ms)
                         s.st_wal = detail_u64(d, "storage_wal_bytes");
                         s.st_flush = detail_u64(d, "storage_flush_bytes");
                         s.st_compact = detail_u64(d, "storage_compact_bytes");
+                        s.dataflows = detail_u64(d, "dataflows");
                 } else {
                         s.lifecycle_seq = st->catalog_seq;
                         s.publications = detail_u64(d, "publications");
@@ -582,12 +588,17 @@ static int spawn(const struct how *h)
 /* Serving again, in the sense of the header. */
 static bool serving(int d, PGconn **c)
 {
-        struct snap s = snapshot_of(ALL_DAEMONS, 200);
+        struct snap s = { 0 };
 
+        if (d != LIFECYCLE)
+                s = snapshot_of(ALL_DAEMONS, 200);
+
+        if (d == LIFECYCLE) {
+                s = snapshot_of((1u << ADAPTER) | (1u << LIFECYCLE), 200);
+                return s.ok && s.ready[d] && s.lifecycle_seq >= s.adapter_seq;
+        }
         if (!s.ready[d])
                 return false;
-        if (d == LIFECYCLE)
-                return s.ok && s.lifecycle_seq >= s.adapter_seq;
         if (d == ADAPTER) {
                 PGconn *n = connect_db(true);
                 bool ok = n && run_q(n, "SELECT 1", true, NULL);
@@ -650,7 +661,8 @@ static double restart(int d, double timeout_s)
                 sleep_ns(1000000ull);
         }
         ms = secs_since(t0) * 1e3;
-        /* The other two serve as well before the next kill. */
+        /* The other two serve as well, and the controller holds its dataflows again,
+         * before the next kill (the header). */
         for (int k = 0; k < N_DAEMONS; k++)
                 while (k != d && !serving(k, &c)) {
                         if (secs_since(t0) > 2 * timeout_s) {
@@ -659,6 +671,19 @@ static double restart(int d, double timeout_s)
                         }
                         sleep_ns(1000000ull);
                 }
+        for (;;) {
+                struct snap now = snapshot_of(1u << CONTROLLER, 200);
+
+                if (now.ok && now.dataflows >= s.dataflows)
+                        break;
+                if (secs_since(t0) > 2 * timeout_s) {
+                        ms = -1;
+                        goto out;
+                }
+                sleep_ns(10000000ull);
+        }
+        printf("restart: %s settled %.1f ms after kill -9 (controller holding %" PRIu64 " dataflows)\n",
+               daemon_name[d], secs_since(t0) * 1e3, s.dataflows);
 out:
         PQfinish(c);
         free(h);
