@@ -169,7 +169,7 @@ static uint64_t middle_gid(struct catalog *c)
  * it, bounds, requirements (each on a thread of its own). */
 static int load_scan(struct catalog *c, struct load_part parts[3])
 {
-        uint8_t lo[9] = { KEY_ITEM }, mid[9], hi[1] = { KEY_ITEM + 1 };
+        uint8_t lo[1] = { KEY_ITEM }, mid[9], hi[1] = { KEY_ITEM + 1 };
         static const uint8_t b[2] = { KEY_BOUND, KEY_BOUND + 1 }, q[2] = { KEY_REQ, KEY_REQ + 1 };
         struct catalog_scan_job jobs[4] = {
                 { CATALOG_CF_STATE, lo, mid, 1, 9, load_item, &parts[0], 0 },
