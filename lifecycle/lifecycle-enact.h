@@ -39,10 +39,16 @@ int lc_enact_load_record(struct lc_enact *e, const void *key, size_t key_len, co
                          size_t value_len);
 /* Whether items of this kind are kept (tables, materialized views, indexes). */
 bool lc_enact_wants(Coord__ItemKind kind);
-/* An unpacked item of the state column family at a load in bulk (lifecycle-load.h),
- * ours from now on whatever the result (freed if not kept); the same as
- * lc_enact_load_record() of its encoding.  -ENOMEM. */
-int lc_enact_load_item(struct lc_enact *e, Coord__CatalogItem *it);
+/* What the set keeps of an item (lifecycle-enact.c note 1): made from the unpacked
+ * item on any thread (a load's scans, lifecycle-load.h), which may then be freed.
+ * 1 and *ret; 0 and NULL when the kind is not kept; -ENOMEM. */
+struct lc_enact_item;
+int lc_enact_item_new(const Coord__CatalogItem *p, struct lc_enact_item **ret);
+struct lc_enact_item *lc_enact_item_free(struct lc_enact_item *it);
+/* An item of the state column family at a load in bulk, ours from now on whatever
+ * the result (NULL: nothing); the same as lc_enact_load_record() of its encoding.
+ * -ENOMEM. */
+int lc_enact_load_item(struct lc_enact *e, struct lc_enact_item *it);
 /* The item puts and deletes of one log entry, queued for the next flush. */
 int lc_enact_apply_txn(struct lc_enact *e, const Coord__CatalogTxn *txn);
 /* Send what is queued (if the controller is connected; else the resync does it). */

@@ -13,8 +13,8 @@
  *         the middle GlobalId (on this thread), the items above it, the bounds, the
  *         requirements (on threads of their own); each only decodes, into arrays of
  *         its own.  An item is decoded once: the state takes its kind, RETAIN
- *         HISTORY and as-of, the enactment set the unpacked item if it keeps that
- *         kind (4);
+ *         HISTORY and as-of, the enactment set what it keeps of the item if it keeps
+ *         that kind (4; lifecycle-enact.c note 1);
  *       - then, on this thread, the records go into the state in one
  *         lc_state_load_batch() (its map sized once for all of them, each bound and
  *         requirement finding its item from where the previous one's was,
@@ -62,7 +62,7 @@
  * requirements (two scans writing different arrays). */
 struct load_part {
         struct lc_item_rec *items;
-        Coord__CatalogItem **keep;      /* items[i]'s for the enactment set, or NULL */
+        struct lc_enact_item **keep;    /* items[i]'s for the enactment set, or NULL */
         size_t n_items, cap_items, cap_keep;
         struct lc_bound_rec *bounds;
         size_t n_bounds, cap_bounds;
@@ -84,21 +84,28 @@ static int load_item(const void *key, size_t key_len, const void *value, size_t 
 {
         struct load_part *lp = userdata;
         uint64_t f[ITEM_RETAIN + 1] = { 0 };
-        Coord__CatalogItem *it = NULL;
+        struct lc_enact_item *it = NULL;
 
         if (key_len != 9)
                 return 0;       /* not an item record (3) */
         if (pb_varints(value, value_len, 1u << ITEM_KIND | 1u << ITEM_AS_OF | 1u << ITEM_RETAIN, f) < 0)
                 return -EBADMSG;
         if (lc_enact_wants((Coord__ItemKind)f[ITEM_KIND])) {
-                it = coord__catalog_item__unpack(NULL, value_len, value);
-                if (!it)
+                /* Unpacked, made into what the set keeps, freed: here, on the scan's
+                 * thread (the next unpack reuses the memory). */
+                Coord__CatalogItem *p = coord__catalog_item__unpack(NULL, value_len, value);
+                int r;
+
+                if (!p)
                         return -EBADMSG;
+                r = lc_enact_item_new(p, &it);
+                coord__catalog_item__free_unpacked(p, NULL);
+                if (r < 0)
+                        return r;
         }
         if (GROW_ARRAY(lp->items, lp->cap_items, lp->n_items + 1) < 0 ||
             GROW_ARRAY(lp->keep, lp->cap_keep, lp->n_items + 1) < 0) {
-                if (it)
-                        coord__catalog_item__free_unpacked(it, NULL);
+                lc_enact_item_free(it);
                 return -ENOMEM;
         }
         lp->items[lp->n_items] = (struct lc_item_rec){
@@ -144,8 +151,7 @@ static int load_req(const void *key, size_t key_len, const void *value, size_t v
 static void load_part_done(struct load_part *lp)
 {
         for (size_t i = 0; i < lp->n_items; i++)
-                if (lp->keep[i])
-                        coord__catalog_item__free_unpacked(lp->keep[i], NULL);
+                lc_enact_item_free(lp->keep[i]);
         free(lp->items);
         free(lp->keep);
         free(lp->bounds);
