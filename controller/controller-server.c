@@ -4510,7 +4510,8 @@ fail:
 
 /* (13) A view nothing was fed to writes nothing at appends.  About once a second its
  * durable upper is moved up to where it is readable (mv_upper()), for all such views
- * in ONE synced write: the follower derives a view's requirements from its durable
+ * in ONE write, an append group like any other (2): its ring records wait for the
+ * sync that covers it (16): the follower derives a view's requirements from its durable
  * upper (an input's bound would otherwise wait for the view's next change, forever
  * for an input the optimizer removed), and a restart resumes from near T.  A view
  * that is not installed, failed or has output pending is left alone: its durable

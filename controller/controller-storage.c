@@ -3,7 +3,8 @@
  *
  * Who calls what.  coord-controller's loop thread makes every call: appends of the
  * adapter's INSERTs and of the upper ticks of tables go through storage_append_group()
- * (all appends of one loop iteration in one group), the lifecycle's AllowCompaction
+ * (all appends of one loop iteration in one group; with the syncer, NOTE 14, written
+ * unsynced and synced by its thread), the lifecycle's AllowCompaction
  * through storage_allow_compaction_group(), peeks through storage_read(), hydration
  * and subscriptions through storage_read_updates(), and storage_compact_pending() runs
  * when the loop has nothing better to do; a big merge runs in a thread of this
@@ -13,7 +14,9 @@
  *
  * (1) Every change is ONE RocksDB WriteBatch written with sync = true: the records of
  *     the change (collection record, batch descriptors, chunks, deletes) go into
- *     s->wb, storage_write() writes it and fdatasyncs the WAL before returning.
+ *     s->wb, storage_write() writes it and fdatasyncs the WAL before returning --
+ *     but for append groups once the syncer runs, which the syncer makes durable
+ *     later (NOTE 14).
  *     RocksDB logs a WriteBatch as one WAL record and recovery drops a torn tail
  *     (point-in-time recovery), so after a crash a change is wholly there or wholly
  *     absent.  A function returns 0 only after that write returned OK (I7).
@@ -122,7 +125,9 @@
  *     order (4), reporting times below since at since.
  *
  * (11) RocksDB options, and why:
- *       WriteOptions.sync = 1, use_fsync = 0   fdatasync of the WAL per change (1)
+ *       WriteOptions.sync = 1, use_fsync = 0   fdatasync of the WAL per change (1);
+ *                                              sync = 0 for append groups with the
+ *                                              syncer, which calls FlushWAL(sync) (14)
  *       wal_recovery_mode = point-in-time      a torn tail is dropped, never half applied
  *       manual_wal_flush = 0                   the WAL reaches the OS inside the write
  *       write_buffer_size 8 MiB, max_total_wal_size 32 MiB   bound what an open after
