@@ -803,6 +803,9 @@ static void out_release(struct cserver *s)
         }
         if (s->out_head == s->n_out)
                 s->out_head = s->n_out = 0;
+        /* G1: what is left waits for a sync not done yet; G2: tags ascend (both ends). */
+        assert(s->out_head == s->n_out || s->out[s->out_head].seq > durable);
+        assert(s->out_head == s->n_out || s->out[s->out_head].seq <= s->out[s->n_out - 1].seq);
         if (msgs || ring)
                 COORD_CONTROLLER_RELEASE(durable, msgs, ring);
 }
@@ -817,8 +820,11 @@ static int out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint
         int r;
 
         o.seq = out_tag(s);
-        if (o.seq == 0)
+        if (o.seq == 0) {
+                /* G2, G3: nothing is held, nothing unsynced is shown by this. */
+                assert(s->out_head == s->n_out);
                 return node_send(s->node, to, type, rid, payload);
+        }
         o.len = protobuf_c_message_get_packed_size(payload);
         o.buf = malloc(o.len ? o.len : 1);
         if (!o.buf)
@@ -1103,6 +1109,7 @@ static void ring_set(struct cserver *s, uint64_t gid, const struct storage_front
                         goto fail;
                 s->out_held_ring++;
         } else {
+                assert(s->out_head == s->n_out);        /* G2 */
                 r = fring_publish(s->ring, &rec);
                 if (r < 0)
                         goto fail;

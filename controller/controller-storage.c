@@ -1561,9 +1561,11 @@ int storage_sync_poll(struct storage *s)
                 /* Tags ascend: drop the prefix the sync covered. */
                 while (k < s->n_def_unsynced && s->def_unsynced[k].seq <= done)
                         k++;
-                memmove(s->def_unsynced, &s->def_unsynced[k],
-                        (s->n_def_unsynced - k) * sizeof(*s->def_unsynced));
-                s->n_def_unsynced -= k;
+                if (k > 0) {
+                        memmove(s->def_unsynced, &s->def_unsynced[k],
+                                (s->n_def_unsynced - k) * sizeof(*s->def_unsynced));
+                        s->n_def_unsynced -= k;
+                }
         }
         if (err && s->err == 0) {
                 s->err = err;
