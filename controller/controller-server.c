@@ -95,9 +95,10 @@
  *     built-ins and the tables written are; after a create the new collection; after
  *     a compaction the collections it rewrote; after a drop its slot is forgotten.
  *
- * (8) Storage errors are sticky (controller-storage.h).  After one, the server
- *     reopens the database at once: RocksDB recovery then shows exactly what reached
- *     the disk, and the mirrors are rebuilt from it.  If the reopen fails, the server
+ * (8) Storage errors are sticky (controller-storage.h); a failed sync of the syncer
+ *     (2) is one, reported through storage_sync_poll().  After one, the server fails
+ *     the held output (16) and reopens the database at once: RocksDB recovery then
+ *     shows exactly what reached the disk, and the mirrors are rebuilt from it.  If the reopen fails, the server
  *     stops the node and the daemon exits non-zero.
  *
  * (9) Hostile input.  A payload that does not decode, a plan that does not validate,
@@ -238,7 +239,7 @@
  *       G2 replies and ring records leave in exactly the order they were made, so
  *          (1) holds (Ensure, Drop, Append and List replies in request order) and a
  *          ring record never overtakes an Ok made before it;
- *       G3 everything made while nothing unsynced exists leaves at once: a synced
+ *       G3 everything made while nothing is unsynced or held leaves at once: a synced
  *          write (a create, a drop, a flush of deferred changes) makes every append
  *          before it durable too (storage moves durable_seq), and then releases.
  *     Held entries are cheap: a reply is packed once more, a ring record is 32 bytes.
@@ -250,9 +251,9 @@
  *     disk kept; the writer mark of (15) tells it after reconnection) -- and drops the
  *     held ring records, marking their gids unknown in s->rc so that the reopen's
  *     ring_sync_all() publishes what recovery shows.  Peeks are held like everything
- *     else (a peek of old, durable data waits at most for the sync in flight; the
- *     loop was blocked that long before).  coordctl status is not gated: its detail
- *     may name an unsynced T.
+ *     else: a peek of old, durable data waits for the appends written before it --
+ *     the sync in flight and at most one more; the loop was blocked about that long
+ *     before.  coordctl status is not gated: its detail may name an unsynced T.
  */
 #include "controller-server.h"
 

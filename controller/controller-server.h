@@ -6,7 +6,8 @@
  * controller.c (main) creates the node and the frontier ring, then the server, and
  * forwards the node's callbacks to it.  The server owns the storage database
  * (controller-storage.h) and is the only writer of the ring.  Everything runs in the
- * node's loop thread; nothing here is thread-safe.
+ * node's loop thread; nothing here is thread-safe (storage's syncer thread only wakes
+ * the loop, through a loop waker).
  *
  * Unlike common/, this is daemon code: it logs (one key=value line per event, log.h).
  */
