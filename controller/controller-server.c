@@ -4674,7 +4674,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "peeks_answered=%llu errors=%llu compactions=%llu dataflows=%zu compute_writes=%llu "
                  "allow_msgs=%llu allow_moved=%llu allowed=%zu allow_pending=%zu catchups=%llu mv_flushes=%llu "
                  "mirror_reads=%llu append_sync=%s syncs=%llu unsynced_appends=%llu "
-                 "appends_per_sync=%.2f sync_max_us=%llu held=%zu held_max=%zu "
+                 "appends_per_sync=%.2f sync_max_us=%llu sync_write_max_us=%llu "
+                 "unsynced_write_max_us=%llu held=%zu held_max=%zu "
                  "held_max_us=%llu held_replies=%llu held_ring=%llu held_failed=%llu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
@@ -4687,7 +4688,9 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  cserver_append_sync_name(s->cfg.append_sync), (unsigned long long)st.syncs,
                  (unsigned long long)st.unsynced_appends,
                  st.syncs ? (double)st.unsynced_appends / (double)st.syncs : 0.0,
-                 (unsigned long long)(st.sync_max_ns / 1000), s->n_out - s->out_head, s->out_max,
+                 (unsigned long long)(st.sync_max_ns / 1000),
+                 (unsigned long long)(st.sync_write_max_ns / 1000),
+                 (unsigned long long)(st.unsynced_write_max_ns / 1000), s->n_out - s->out_head, s->out_max,
                  (unsigned long long)(s->out_max_held_ns / 1000),
                  (unsigned long long)s->out_held_msgs, (unsigned long long)s->out_held_ring,
                  (unsigned long long)s->out_failed, s->st ? "ok" : "failed");

@@ -1302,7 +1302,14 @@ static int storage_write_opts(struct storage *s, bool sync)
                 set_thread_error("storage: write failure injected by storage_debug_fail_next_write()");
                 r = -EIO;
         } else {
+                uint64_t t0 = now_ns(), took;
+
                 rocksdb_write(s->db, sync ? s->write_options : s->write_nosync, s->wb, &err);
+                took = now_ns() - t0;
+                if (sync && took > s->stats.sync_write_max_ns)
+                        s->stats.sync_write_max_ns = took;
+                if (!sync && took > s->stats.unsynced_write_max_ns)
+                        s->stats.unsynced_write_max_ns = took;
                 if (!err) {
                         rocksdb_writebatch_clear(s->wb);
                         s->seq_written++;

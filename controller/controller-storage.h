@@ -177,6 +177,8 @@ struct storage_stats {
         uint64_t unsynced_appends;      /* groups written without a sync (NOTE 14) */
         uint64_t syncs;                 /* WAL syncs of the syncer that succeeded */
         uint64_t sync_ns, sync_max_ns;  /* their total and longest time in the syncer */
+        uint64_t sync_write_max_ns;     /* longest synced write in the caller's thread */
+        uint64_t unsynced_write_max_ns; /* longest unsynced one (appends with the syncer) */
 };
 
 /* Rows of a read at t, in ascending byte order; count > 0.  row is valid during the
