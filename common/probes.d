@@ -35,6 +35,11 @@ provider coord {
         probe catalog__sync__fail(int);
         probe catalog__catchup(unsigned long long);                      /* secondary: last seq */
 
+        /* controller storage: group commit (controller-storage.c NOTE 14) */
+        probe storage__sync__start(unsigned long long);                  /* target write seq */
+        probe storage__sync__done(unsigned long long, int, unsigned long long); /* target, result, ns */
+        probe controller__release(unsigned long long, unsigned int, unsigned int); /* durable seq, messages, ring records released */
+
         /* lifecycle follower (issue 5) */
         probe lifecycle__publish(unsigned long long, unsigned int, unsigned int, unsigned int); /* based_on_seq, bounds, requirements, bytes */
         probe lifecycle__applied(unsigned long long, unsigned long long); /* catalog seq applied, us since its commit */

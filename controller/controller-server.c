@@ -4,7 +4,8 @@
  * Who calls what.  controller.c forwards the node's callbacks: every adapter (or
  * lifecycle) request arrives in cserver_on_message(), in the order the peer sent it on
  * its one connection.  The server answers each with the request's request_id through
- * node_send().  A timer runs compaction of the built-in relations.
+ * out_send(), the output gate of (16).  A timer runs compaction of the built-in
+ * relations; storage's syncer thread reports finished WAL syncs through a loop waker.
  *
  * NOTES ON THE DESIGN
  *
@@ -14,14 +15,19 @@
  *     replies leave in request order; a peek's reply may come after the replies to
  *     later requests.  The adapter matches replies by request_id.
  *
- * (2) Durability.  Every change is one storage call that returns only after ONE
- *     synced RocksDB WriteBatch (controller-storage.h).  An Append is one
- *     storage_append_group(): the rows of all its writes, the rows of the frontiers
- *     relation that change (4), and the new upper ts + 1 of every built-in -- which
- *     is the new tables' shared frontier (10) -- and of every table written.  Its Ok
- *     is sent after that call returned, so what the adapter was told is durable
- *     survives kill -9 (I7), and a crash before leaves none of it.  What memory
- *     derives from storage (the mirrors, the ring) changes only after the write.
+ * (2) Durability.  Every change is one storage call that writes ONE RocksDB
+ *     WriteBatch (controller-storage.h).  An Append is one storage_append_group():
+ *     the rows of all its writes, the rows of the frontiers relation that change (4),
+ *     and the new upper ts + 1 of every built-in -- which is the new tables' shared
+ *     frontier (10) -- and of every table written.  With --append-sync=thread (the
+ *     default) that WriteBatch is written without a sync and storage's syncer thread
+ *     syncs the WAL for it and every append written meanwhile (group commit,
+ *     controller-storage.c NOTE 14); its Ok, and everything else it makes visible,
+ *     waits in the output gate (16) until that sync is done.  With
+ *     --append-sync=loop the write itself is synced on the loop, as before issue 6.
+ *     Either way the Ok leaves only once the append is durable, so what the adapter
+ *     was told survives kill -9 (I7), and a crash before leaves none of it.  What
+ *     memory derives from storage (the mirrors) changes only after the write.
  *     Creates and drops are one synced write per collection; Ensure answers after all
  *     of them -- except the deferred ones of (12), durable with the next append.
  *
@@ -89,9 +95,10 @@
  *     built-ins and the tables written are; after a create the new collection; after
  *     a compaction the collections it rewrote; after a drop its slot is forgotten.
  *
- * (8) Storage errors are sticky (controller-storage.h).  After one, the server
- *     reopens the database at once: RocksDB recovery then shows exactly what reached
- *     the disk, and the mirrors are rebuilt from it.  If the reopen fails, the server
+ * (8) Storage errors are sticky (controller-storage.h); a failed sync of the syncer
+ *     (2) is one, reported through storage_sync_poll().  After one, the server fails
+ *     the held output (16) and reopens the database at once: RocksDB recovery then
+ *     shows exactly what reached the disk, and the mirrors are rebuilt from it.  If the reopen fails, the server
  *     stops the node and the daemon exits non-zero.
  *
  * (9) Hostile input.  A payload that does not decode, a plan that does not validate,
@@ -214,6 +221,39 @@
  *     transactions the built-in relations already reflect (adapter-exec.c note 8);
  *     the controller never interprets it.  ListCollections with `gids` lists only
  *     those, so that question costs O(1) and not a listing of every collection.
+ *
+ * (16) The output gate (group commit, issue 6).  An append's WriteBatch is visible to
+ *     every read in this process as soon as it is written, but durable only when the
+ *     syncer's next WAL sync is done.  Everything that leaves the process -- every
+ *     reply (Ok, Error, PeekResult, CollectionList) and every ring publication or
+ *     forget -- therefore goes through out_send() / ring_set() / ring_forget(), which
+ *     send it at once only while nothing is waiting (no entry held and
+ *     storage_pending_seq() == 0); otherwise it is held in s->out, tagged with the
+ *     sequence number of the last unsynced append (never less than the tag before
+ *     it), and out_release() sends the held entries, in order, whose tag is at or
+ *     below storage_durable_seq().  So:
+ *       G1 nothing computed from an unsynced append -- its Ok, an upper (a table's,
+ *          T, a built-in's, a materialized view's or index's derived from it), a
+ *          peek's rows, a listing, coord_frontiers' rows -- is shown before the sync
+ *          that covers it; a restart after kill -9 shows every upper that was shown;
+ *       G2 replies and ring records leave in exactly the order they were made, so
+ *          (1) holds (Ensure, Drop, Append and List replies in request order) and a
+ *          ring record never overtakes an Ok made before it;
+ *       G3 everything made while nothing is unsynced or held leaves at once: a synced
+ *          write (a create, a drop, a flush of deferred changes) makes every append
+ *          before it durable too (storage moves durable_seq), and then releases.
+ *     Held entries are cheap: a reply is packed once more, a ring record is 32 bytes.
+ *     s->rc is what the ring WILL show (held records included), so that a change is
+ *     held once.  Held replies to a peer whose connection is replaced or lost are
+ *     dropped with it (their request ids mean nothing to the next connection).  A
+ *     failed sync is a failed write (8): storage_recover() first answers every held
+ *     reply with 58030 -- the adapter's failed-append path (it cannot know what the
+ *     disk kept; the writer mark of (15) tells it after reconnection) -- and drops the
+ *     held ring records, marking their gids unknown in s->rc so that the reopen's
+ *     ring_sync_all() publishes what recovery shows.  Peeks are held like everything
+ *     else: a peek of old, durable data waits for the appends written before it --
+ *     the sync in flight and at most one more; the loop was blocked about that long
+ *     before.  coordctl status is not gated: its detail may name an unsynced T.
  */
 #include "controller-server.h"
 
@@ -230,6 +270,7 @@
 #include "log.h"
 #include "loop.h"
 #include "node.h"
+#include "probes.h"
 #include "row.h"
 #include "util.h"
 
@@ -324,6 +365,21 @@ struct ratelimit {
         unsigned n, suppressed;
 };
 
+/* An entry held by the output gate (16). */
+enum out_kind { OUT_MSG, OUT_RING_SET, OUT_RING_FORGET };
+
+struct out_ent {
+        uint64_t seq;                   /* release once storage_durable_seq() >= seq */
+        enum out_kind kind;
+        Coord__Role to;                 /* OUT_MSG */
+        Coord__MsgType type;
+        uint64_t rid;
+        uint8_t *buf;                   /* the packed payload, owned */
+        size_t len;
+        struct fring_frontier rec;      /* OUT_RING_*: rec.id only for a forget */
+        uint64_t held_ns;               /* when it was held */
+};
+
 struct cserver {
         struct node *node;
         struct loop *loop;
@@ -382,6 +438,14 @@ struct cserver {
         uint64_t mv_flush_ms, mv_flushes;       /* mv_flush() */
         uint64_t compute_writes;
         struct loop_timer *compact_timer;
+
+        /* The output gate (16): held entries out[out_head .. n_out), tags ascending. */
+        struct cserver_config cfg;
+        struct out_ent *out;
+        size_t out_head, n_out, cap_out;
+        struct loop_waker *sync_waker;  /* storage's syncer: a sync finished */
+        uint64_t out_held_msgs, out_held_ring, out_failed, out_max_held_ns;
+        size_t out_max;                 /* most entries held at once */
 
         struct ratelimit rl_input, rl_storage;
         uint64_t appends, peeks_answered, errors_sent;
@@ -607,18 +671,272 @@ static void gmap_done(struct gmap *m)
         free(m->slots);
         *m = (struct gmap){ 0 };
 }
+/* ---- The output gate (16) ------------------------------------------------------------ */
+
+/* The tag an entry made now gets: the last unsynced append's sequence number, never
+ * below the newest held entry's (G2); 0 when it may leave at once (G3). */
+static uint64_t out_tag(const struct cserver *s)
+{
+        uint64_t t = s->st ? storage_pending_seq(s->st) : 0;
+
+        if (s->n_out > s->out_head && s->out[s->n_out - 1].seq > t)
+                t = s->out[s->n_out - 1].seq;
+        return t;
+}
+
+static bool out_holding(const struct cserver *s)
+{
+        return out_tag(s) != 0;
+}
+
+static void out_ent_done(struct out_ent *o)
+{
+        free(o->buf);
+        o->buf = NULL;
+}
+
+static int out_push(struct cserver *s, const struct out_ent *o)
+{
+        size_t n;
+        int r;
+
+        if (s->out_head > 0 && s->out_head == s->n_out)
+                s->out_head = s->n_out = 0;
+        if (s->n_out == s->cap_out && s->out_head > 0) {
+                memmove(s->out, &s->out[s->out_head], (s->n_out - s->out_head) * sizeof(*s->out));
+                s->n_out -= s->out_head;
+                s->out_head = 0;
+        }
+        r = GROW_ARRAY(s->out, s->cap_out, s->n_out + 1);
+        if (r < 0)
+                return r;
+        assert(o->seq > 0);
+        assert(s->n_out == s->out_head || s->out[s->n_out - 1].seq <= o->seq);
+        s->out[s->n_out++] = *o;
+        s->out[s->n_out - 1].held_ns = now_ns();
+        n = s->n_out - s->out_head;
+        if (n > s->out_max)
+                s->out_max = n;
+        return 0;
+}
+
+/* -ENOTCONN: the peer went away; its next life resyncs.  Anything else (a peer that
+ * stopped reading) is worth a line, rate-limited. */
+static void send_failed(struct cserver *s, int r, Coord__Role to, int type, uint64_t rid)
+{
+        if (r < 0 && r != -ENOTCONN && ratelimit_ok(&s->rl_input, now_ms()))
+                log_warn_errno(r, "reply_failed", "role=%s type=%d request_id=%llu",
+                               node_role_name(to), type, (unsigned long long)rid);
+}
+
+/* An error reply straight to the peer: only from the gate itself, which keeps the
+ * order (the entry it replaces is the head). */
+static void send_error_now(struct cserver *s, Coord__Role to, uint64_t rid, const char *sqlstate,
+                           const char *message)
+{
+        Coord__Error m = COORD__ERROR__INIT;
+
+        m.sqlstate = (char *)sqlstate;
+        m.message = (char *)message;
+        s->errors_sent++;
+        send_failed(s, node_send(s->node, to, COORD__MSG_TYPE__MSG_ERROR, rid, &m.base), to,
+                    COORD__MSG_TYPE__MSG_ERROR, rid);
+}
+
+static void out_emit(struct cserver *s, struct out_ent *o)
+{
+        char msg[160];
+        int r;
+
+        switch (o->kind) {
+        case OUT_MSG:
+                r = node_send_raw(s->node, o->to, o->type, o->rid, o->buf, o->len);
+                if (r == -EMSGSIZE && o->type == COORD__MSG_TYPE__MSG_PEEK_RESULT) {
+                        snprintf(msg, sizeof(msg), "the result of the read (%zu bytes) is larger "
+                                 "than a frame", o->len);
+                        send_error_now(s, o->to, o->rid, "54000", msg);
+                } else {
+                        send_failed(s, r, o->to, o->type, o->rid);
+                }
+                break;
+        case OUT_RING_SET:
+                r = s->ring ? fring_publish(s->ring, &o->rec) : 0;
+                if (r < 0) {
+                        struct gent *e = gmap_find(&s->rc, o->rec.id);
+
+                        /* Not shown, so the next change of it tries again. */
+                        if (e && e->a == o->rec.upper && e->b == o->rec.since &&
+                            e->c == o->rec.physical_since)
+                                gmap_remove(&s->rc, o->rec.id);
+                        if (ratelimit_ok(&s->rl_storage, now_ms()))
+                                log_warn_errno(r, "ring_publish_failed", "gid=%llu",
+                                               (unsigned long long)o->rec.id);
+                }
+                break;
+        case OUT_RING_FORGET:
+                r = s->ring ? fring_forget(s->ring, o->rec.id) : 0;
+                if (r < 0 && r != -ENOENT)
+                        log_warn_errno(r, "ring_forget_failed", "gid=%llu",
+                                       (unsigned long long)o->rec.id);
+                break;
+        }
+        out_ent_done(o);
+}
+
+/* Send, in order, every held entry that storage_durable_seq() covers (G1, G2). */
+static void out_release(struct cserver *s)
+{
+        uint64_t durable = s->st ? storage_durable_seq(s->st) : 0, now = 0;
+        unsigned msgs = 0, ring = 0;
+
+        while (s->out_head < s->n_out && s->out[s->out_head].seq <= durable) {
+                struct out_ent *o = &s->out[s->out_head++];
+
+                if (!now)
+                        now = now_ns();
+                if (now - o->held_ns > s->out_max_held_ns)
+                        s->out_max_held_ns = now - o->held_ns;
+                if (o->kind == OUT_MSG)
+                        msgs++;
+                else
+                        ring++;
+                out_emit(s, o);
+        }
+        if (s->out_head == s->n_out)
+                s->out_head = s->n_out = 0;
+        /* G1: what is left waits for a sync not done yet; G2: tags ascend (both ends). */
+        assert(s->out_head == s->n_out || s->out[s->out_head].seq > durable);
+        assert(s->out_head == s->n_out || s->out[s->out_head].seq <= s->out[s->n_out - 1].seq);
+        if (msgs || ring)
+                COORD_CONTROLLER_RELEASE(durable, msgs, ring);
+}
+
+/* A reply: at once, or held behind the unsynced appends (16).  -EMSGSIZE (a payload
+ * larger than a frame) only when sent at once; a held one that is too large is
+ * answered with 54000 when released. */
+static int out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
+                    const ProtobufCMessage *payload)
+{
+        struct out_ent o = { .kind = OUT_MSG, .to = to, .type = type, .rid = rid };
+        int r;
+
+        o.seq = out_tag(s);
+        if (o.seq == 0) {
+                /* G2, G3: nothing is held, nothing unsynced is shown by this. */
+                assert(s->out_head == s->n_out);
+                return node_send(s->node, to, type, rid, payload);
+        }
+        o.len = protobuf_c_message_get_packed_size(payload);
+        o.buf = malloc(o.len ? o.len : 1);
+        if (!o.buf)
+                return -ENOMEM;
+        protobuf_c_message_pack(payload, o.buf);
+        r = out_push(s, &o);
+        if (r < 0) {
+                out_ent_done(&o);
+                return r;
+        }
+        s->out_held_msgs++;
+        out_release(s);
+        return 0;
+}
+
+/* The gate after a failed sync or write (8), before the reopen: every held reply is
+ * answered with 58030 (nothing of what it answered may have reached the disk), every
+ * held ring record dropped, its gid marked unknown in s->rc for ring_sync_all(). */
+static void out_fail(struct cserver *s)
+{
+        size_t n_msgs = 0, n_ring = 0;
+
+        for (size_t i = s->out_head; i < s->n_out; i++) {
+                struct out_ent *o = &s->out[i];
+
+                if (o->kind == OUT_MSG) {
+                        send_error_now(s, o->to, o->rid, "58030", "the controller's storage "
+                                       "failed before this answer was durable; what it "
+                                       "answered may or may not have been written");
+                        n_msgs++;
+                } else {
+                        struct gent *e = gmap_reserve(&s->rc, 1) == 0 ? gmap_put(&s->rc, o->rec.id)
+                                                                    : gmap_find(&s->rc, o->rec.id);
+
+                        if (e)
+                                e->a = e->b = e->c = UINT64_MAX;        /* unknown */
+                        n_ring++;
+                }
+                out_ent_done(o);
+        }
+        s->out_head = s->n_out = 0;
+        s->out_failed += n_msgs;
+        if (n_msgs || n_ring)
+                log_error("held_output_failed", "replies=%zu ring_records=%zu", n_msgs, n_ring);
+}
+
+/* The connection to role is gone: its held replies go with it (16). */
+static void out_drop_role(struct cserver *s, Coord__Role role)
+{
+        size_t k = s->out_head;
+
+        for (size_t i = s->out_head; i < s->n_out; i++) {
+                if (s->out[i].kind == OUT_MSG && s->out[i].to == role) {
+                        out_ent_done(&s->out[i]);
+                        continue;
+                }
+                s->out[k++] = s->out[i];
+        }
+        s->n_out = k;
+        if (s->out_head == s->n_out)
+                s->out_head = s->n_out = 0;
+}
+
+/* storage's syncer thread finished a sync (in the loop, through s->sync_waker). */
+static void storage_recover(struct cserver *s);
+
+static void on_synced(struct loop *l, uint64_t count, void *userdata)
+{
+        struct cserver *s = userdata;
+        int r;
+
+        if (!s->st)
+                return;
+        r = storage_sync_poll(s->st);
+        if (r < 0) {
+                log_error_errno(r, "storage_sync_failed", "why=\"%s\"", storage_last_error());
+                storage_recover(s);
+                return;
+        }
+        out_release(s);
+}
+
+/* From the syncer thread. */
+static void sync_notify(void *userdata)
+{
+        struct cserver *s = userdata;
+
+        loop_waker_wake(s->sync_waker);
+}
+
+/* After every storage_open(): the syncer of (2), unless --append-sync=loop. */
+static int storage_attach(struct cserver *s)
+{
+        int r;
+
+        if (s->cfg.append_sync != CSERVER_APPEND_SYNC_THREAD)
+                return 0;
+        if (s->cfg.test_sync_hold_file) {
+                r = storage_debug_sync_hold_file(s->st, s->cfg.test_sync_hold_file);
+                if (r < 0)
+                        return r;
+        }
+        return storage_syncer_start(s->st, sync_notify, s);
+}
+
 /* ---- Replies ------------------------------------------------------------------------ */
 
 static void send_logged(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
                         const ProtobufCMessage *payload)
 {
-        int r = node_send(s->node, to, type, rid, payload);
-
-        /* -ENOTCONN: the peer went away; its next life resyncs.  Anything else (a
-         * peer that stopped reading) is worth a line, rate-limited. */
-        if (r < 0 && r != -ENOTCONN && ratelimit_ok(&s->rl_input, now_ms()))
-                log_warn_errno(r, "reply_failed", "role=%s type=%d request_id=%llu",
-                               node_role_name(to), (int)type, (unsigned long long)rid);
+        send_failed(s, out_send(s, to, type, rid, payload), to, type, rid);
 }
 
 static void reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const struct row_error *e)
@@ -783,13 +1101,25 @@ static void ring_set(struct cserver *s, uint64_t gid, const struct storage_front
         r = gmap_reserve(&s->rc, 1);
         if (r < 0)
                 goto fail;
-        r = fring_publish(s->ring, &rec);
-        if (r < 0)
-                goto fail;
+        if (out_holding(s)) {
+                /* (16): shown once the appends it may derive from are durable. */
+                struct out_ent o = { .kind = OUT_RING_SET, .seq = out_tag(s), .rec = rec };
+
+                r = out_push(s, &o);
+                if (r < 0)
+                        goto fail;
+                s->out_held_ring++;
+        } else {
+                assert(s->out_head == s->n_out);        /* G2 */
+                r = fring_publish(s->ring, &rec);
+                if (r < 0)
+                        goto fail;
+        }
         e = gmap_put(&s->rc, gid);
         e->a = rec.upper;
         e->b = rec.since;
         e->c = rec.physical_since;
+        out_release(s);         /* a synced write may have covered what is held */
         return;
 fail:
         /* Not mirrored, so the next change of this collection tries again. */
@@ -803,6 +1133,19 @@ static void ring_forget(struct cserver *s, uint64_t gid)
 
         if (!s->ring || !gmap_find(&s->rc, gid))
                 return;
+        if (out_holding(s)) {
+                /* (16): in order with the records held before it. */
+                struct out_ent o = { .kind = OUT_RING_FORGET, .seq = out_tag(s), .rec.id = gid };
+
+                r = out_push(s, &o);
+                if (r == 0) {
+                        s->out_held_ring++;
+                        gmap_remove(&s->rc, gid);
+                        out_release(s);
+                        return;
+                }
+                /* No memory to hold it: forget it now, nothing unsynced is shown. */
+        }
         r = fring_forget(s->ring, gid);
         if (r < 0 && r != -ENOENT)
                 log_warn_errno(r, "ring_forget_failed", "gid=%llu", (unsigned long long)gid);
@@ -1058,6 +1401,8 @@ static void storage_recover(struct cserver *s)
                 return;
         log_error("storage_failed", "path=%s err=%d why=\"%s\" action=reopen", s->path,
                   storage_error(s->st), storage_last_error());
+        /* (16): nothing held may be shown now; the reopen shows what reached the disk. */
+        out_fail(s);
         n_lost = storage_deferred_lost(s->st, &v);
         if (n_lost > 0) {
                 lost = calloc(n_lost, sizeof(*lost));
@@ -1068,6 +1413,8 @@ static void storage_recover(struct cserver *s)
         }
         s->st = storage_close(s->st);
         r = storage_open(s->path, &s->st);
+        if (r >= 0)
+                r = storage_attach(s);
         if (r >= 0)
                 r = deferred_redo(s, lost, n_lost);
         if (r >= 0)
@@ -2355,7 +2702,7 @@ static void peek_answer(struct cserver *s, struct peek *pk, struct eval_batch *o
                 m.counts[n++] = cnt;
         }
         m.n_rows = m.n_counts = n;
-        r = node_send(s->node, pk->from, COORD__MSG_TYPE__MSG_PEEK_RESULT, pk->request_id, &m.base);
+        r = out_send(s, pk->from, COORD__MSG_TYPE__MSG_PEEK_RESULT, pk->request_id, &m.base);
         if (r == -EMSGSIZE) {
                 row_error_set(&e, r, "54000", "the result of the read (%zu distinct rows, %zu bytes) "
                               "is larger than a frame", n,
@@ -4171,7 +4518,8 @@ fail:
 
 /* (13) A view nothing was fed to writes nothing at appends.  About once a second its
  * durable upper is moved up to where it is readable (mv_upper()), for all such views
- * in ONE synced write: the follower derives a view's requirements from its durable
+ * in ONE write, an append group like any other (2): its ring records wait for the
+ * sync that covers it (16): the follower derives a view's requirements from its durable
  * upper (an input's bound would otherwise wait for the view's next change, forever
  * for an input the optimizer removed), and a restart resumes from near T.  A view
  * that is not installed, failed or has output pending is left alone: its durable
@@ -4312,6 +4660,7 @@ void cserver_on_peer_change(struct cserver *s, Coord__Role role)
         if (n)
                 log_info("peeks_dropped", "role=%s count=%zu reason=connection_replaced",
                          node_role_name(role), n);
+        out_drop_role(s, role);
 }
 
 void cserver_describe(struct cserver *s, char *buf, size_t size)
@@ -4324,7 +4673,10 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "last_append_collections=%zu last_append_frontier_rows=%zu peeks_parked=%zu "
                  "peeks_answered=%llu errors=%llu compactions=%llu dataflows=%zu compute_writes=%llu "
                  "allow_msgs=%llu allow_moved=%llu allowed=%zu allow_pending=%zu catchups=%llu mv_flushes=%llu "
-                 "mirror_reads=%llu storage=%s",
+                 "mirror_reads=%llu append_sync=%s syncs=%llu unsynced_appends=%llu "
+                 "appends_per_sync=%.2f sync_max_us=%llu sync_write_max_us=%llu "
+                 "unsynced_write_max_us=%llu held=%zu held_max=%zu "
+                 "held_max_us=%llu held_replies=%llu held_ring=%llu held_failed=%llu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -4333,7 +4685,15 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)s->allow_msgs, (unsigned long long)s->allow_moved,
                  s->allowed.n, s->allow_pending.n, (unsigned long long)s->index_catchups,
                  (unsigned long long)s->mv_flushes, (unsigned long long)s->mirror_reads,
-                 s->st ? "ok" : "failed");
+                 cserver_append_sync_name(s->cfg.append_sync), (unsigned long long)st.syncs,
+                 (unsigned long long)st.unsynced_appends,
+                 st.syncs ? (double)st.unsynced_appends / (double)st.syncs : 0.0,
+                 (unsigned long long)(st.sync_max_ns / 1000),
+                 (unsigned long long)(st.sync_write_max_ns / 1000),
+                 (unsigned long long)(st.unsynced_write_max_ns / 1000), s->n_out - s->out_head, s->out_max,
+                 (unsigned long long)(s->out_max_held_ns / 1000),
+                 (unsigned long long)s->out_held_msgs, (unsigned long long)s->out_held_ring,
+                 (unsigned long long)s->out_failed, s->st ? "ok" : "failed");
 }
 
 struct storage *cserver_storage(struct cserver *s)
@@ -4346,8 +4706,26 @@ bool cserver_failed(const struct cserver *s)
         return s->failed;
 }
 
+static const char *const append_sync_names[_CSERVER_APPEND_SYNC_MAX] = {
+        [CSERVER_APPEND_SYNC_THREAD] = "thread",
+        [CSERVER_APPEND_SYNC_LOOP] = "loop",
+};
+
+enum cserver_append_sync cserver_append_sync_from_name(const char *name)
+{
+        for (int i = 0; name && i < _CSERVER_APPEND_SYNC_MAX; i++)
+                if (strcmp(name, append_sync_names[i]) == 0)
+                        return (enum cserver_append_sync)i;
+        return _CSERVER_APPEND_SYNC_INVALID;
+}
+
+const char *cserver_append_sync_name(enum cserver_append_sync m)
+{
+        return m >= 0 && m < _CSERVER_APPEND_SYNC_MAX ? append_sync_names[m] : "?";
+}
+
 int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
-                struct cserver **ret)
+                const struct cserver_config *cfg, struct cserver **ret)
 {
         struct cserver *s;
         struct storage_stats st;
@@ -4360,9 +4738,23 @@ int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
         s->node = n;
         s->loop = node_loop(n);
         s->ring = ring;
+        if (cfg)
+                s->cfg = *cfg;
+        s->cfg.test_sync_hold_file = NULL;
         s->path = strdup(storage_path);
-        if (!s->path) {
+        if (!s->path || (cfg && cfg->test_sync_hold_file &&
+                         !(s->cfg.test_sync_hold_file = strdup(cfg->test_sync_hold_file)))) {
                 r = log_error_errno(-ENOMEM, "server_new_failed", "");
+                goto fail;
+        }
+        if (s->cfg.append_sync < 0 || s->cfg.append_sync >= _CSERVER_APPEND_SYNC_MAX) {
+                r = log_error_errno(-EINVAL, "server_new_failed", "append_sync=%d",
+                                    (int)s->cfg.append_sync);
+                goto fail;
+        }
+        r = loop_waker_new(s->loop, on_synced, s, &s->sync_waker);
+        if (r < 0) {
+                log_error_errno(r, "server_new_failed", "what=sync_waker");
                 goto fail;
         }
         r = storage_open(s->path, &s->st);
@@ -4371,15 +4763,21 @@ int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
                                 storage_last_error());
                 goto fail;
         }
+        r = storage_attach(s);
+        if (r < 0) {
+                log_error_errno(r, "storage_syncer_failed", "path=%s", s->path);
+                goto fail;
+        }
         r = storage_opened(s);
         if (r < 0)
                 goto fail;
         compact_arm(s, CSERVER_COMPACT_INTERVAL_MS);
         storage_get_stats(s->st, &st);
         log_info("storage_opened", "path=%s collections=%llu tables_frontier=%llu "
-                 "frontier_rows=%zu frontier_rows_stale=%zu", s->path,
+                 "frontier_rows=%zu frontier_rows_stale=%zu append_sync=%s%s", s->path,
                  (unsigned long long)st.collections, (unsigned long long)tables_frontier(s),
-                 s->fr.n + (s->fr0 != 0), s->n_dirty);
+                 s->fr.n + (s->fr0 != 0), s->n_dirty, cserver_append_sync_name(s->cfg.append_sync),
+                 s->cfg.test_sync_hold_file ? " test_sync_hold_file=set" : "");
         *ret = s;
         return 0;
 fail:
@@ -4398,7 +4796,15 @@ struct cserver *cserver_free(struct cserver *s)
         free(s->dfs);
         if (s->compact_timer)
                 loop_timer_cancel(s->loop, s->compact_timer);
+        /* Held output is dropped: the peers resync with our next life (16).  Storage
+         * joins its syncer, which may still wake s->sync_waker: free that after. */
+        for (size_t i = s->out_head; i < s->n_out; i++)
+                out_ent_done(&s->out[i]);
+        free(s->out);
         s->st = storage_close(s->st);
+        if (s->sync_waker)
+                s->sync_waker = loop_waker_free(s->loop, s->sync_waker);
+        free((char *)s->cfg.test_sync_hold_file);
         gmap_done(&s->fr);
         free(s->stray);
         free(s->dirty);

@@ -6,12 +6,14 @@
  * controller.c (main) creates the node and the frontier ring, then the server, and
  * forwards the node's callbacks to it.  The server owns the storage database
  * (controller-storage.h) and is the only writer of the ring.  Everything runs in the
- * node's loop thread; nothing here is thread-safe.
+ * node's loop thread; nothing here is thread-safe (storage's syncer thread only wakes
+ * the loop, through a loop waker).
  *
  * Unlike common/, this is daemon code: it logs (one key=value line per event, log.h).
  */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,11 +66,32 @@ struct cserver;         /* opaque */
 /* A peek with timeout_ms = 0 waits this long for its inputs' uppers. */
 #define CSERVER_PEEK_TIMEOUT_DEFAULT_MS 10000u
 
+/* How appends become durable (controller-server.c NOTES 2 and 16). */
+enum cserver_append_sync {
+        CSERVER_APPEND_SYNC_THREAD,     /* unsynced write, storage's syncer thread syncs
+                                         * (group commit); replies and ring held until */
+        CSERVER_APPEND_SYNC_LOOP,       /* one synced write on the loop per append */
+        _CSERVER_APPEND_SYNC_MAX,
+        _CSERVER_APPEND_SYNC_INVALID = -EINVAL,
+};
+
+struct cserver_config {
+        enum cserver_append_sync append_sync;
+        /* TEST ONLY: the syncer holds every sync while this file exists
+         * (storage_debug_sync_hold_file()); NULL: never. */
+        const char *test_sync_hold_file;
+};
+
+/* "thread" / "loop" and back; _CSERVER_APPEND_SYNC_INVALID for anything else. */
+enum cserver_append_sync cserver_append_sync_from_name(const char *name);
+const char *cserver_append_sync_name(enum cserver_append_sync m);
+
 /* Open (or create) the storage database in storage_path, publish every collection's
  * frontiers to ring (which may be NULL in tests that do not need one), and start the
- * compaction timer on the node's loop.  0, or -errno (logged). */
+ * compaction timer on the node's loop.  cfg may be NULL (the defaults); it is copied
+ * (test_sync_hold_file too).  0, or -errno (logged). */
 int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
-                struct cserver **ret);
+                const struct cserver_config *cfg, struct cserver **ret);
 
 /* Drop parked peeks without answering, stop the timer, close storage.  Accepts NULL;
  * returns NULL.  Call before node_free() (the timers live on the node's loop). */

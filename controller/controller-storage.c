@@ -3,7 +3,8 @@
  *
  * Who calls what.  coord-controller's loop thread makes every call: appends of the
  * adapter's INSERTs and of the upper ticks of tables go through storage_append_group()
- * (all appends of one loop iteration in one group), the lifecycle's AllowCompaction
+ * (all appends of one loop iteration in one group; with the syncer, NOTE 14, written
+ * unsynced and synced by its thread), the lifecycle's AllowCompaction
  * through storage_allow_compaction_group(), peeks through storage_read(), hydration
  * and subscriptions through storage_read_updates(), and storage_compact_pending() runs
  * when the loop has nothing better to do; a big merge runs in a thread of this
@@ -13,7 +14,9 @@
  *
  * (1) Every change is ONE RocksDB WriteBatch written with sync = true: the records of
  *     the change (collection record, batch descriptors, chunks, deletes) go into
- *     s->wb, storage_write() writes it and fdatasyncs the WAL before returning.
+ *     s->wb, storage_write() writes it and fdatasyncs the WAL before returning --
+ *     but for append groups once the syncer runs, which the syncer makes durable
+ *     later (NOTE 14).
  *     RocksDB logs a WriteBatch as one WAL record and recovery drops a torn tail
  *     (point-in-time recovery), so after a crash a change is wholly there or wholly
  *     absent.  A function returns 0 only after that write returned OK (I7).
@@ -122,7 +125,9 @@
  *     order (4), reporting times below since at since.
  *
  * (11) RocksDB options, and why:
- *       WriteOptions.sync = 1, use_fsync = 0   fdatasync of the WAL per change (1)
+ *       WriteOptions.sync = 1, use_fsync = 0   fdatasync of the WAL per change (1);
+ *                                              sync = 0 for append groups with the
+ *                                              syncer, which calls FlushWAL(sync) (14)
  *       wal_recovery_mode = point-in-time      a torn tail is dropped, never half applied
  *       manual_wal_flush = 0                   the WAL reaches the OS inside the write
  *       write_buffer_size 8 MiB, max_total_wal_size 32 MiB   bound what an open after
@@ -168,8 +173,36 @@
  *     run or the merged batch (5).  A failed write of the worker is sticky (9) when it
  *     is applied; memory keeps the run, which reads the same as the merge.
  *
- * Handle states: OPEN (s->err == 0) -> ERROR (s->err < 0) on a failed write, until
- * storage_close().
+ * (14) Group commit (issue 6: at 100,000 objects every append's fdatasync was the
+ *     controller loop's longest stall, 0.4-16 ms and up to 100 ms on a shared disk).
+ *     Once storage_syncer_start() ran, storage_append_group() writes its WriteBatch
+ *     with sync = 0 -- RocksDB appends it to the WAL file with write() and to the
+ *     memtable, so reads and later groups see it at once and a kill -9 keeps it (page
+ *     cache) -- and asks the syncer thread for a sync.  The syncer calls
+ *     rocksdb_flush_wal(db, 1) = DB::SyncWAL(), which fdatasyncs every live WAL file:
+ *     everything written before the call is durable when it returns.  Sequence
+ *     numbers make this checkable (loop thread only, but for the syncer's copies):
+ *       seq_written   every successful write of the loop thread takes the next one;
+ *       seq_must      the last write that must become durable before anything that
+ *                     depends on it is shown (an unsynced group);
+ *       seq_durable   every write <= it is durable: a synced write sets it to its own
+ *                     seq (the WAL is synced in order, so it covers those before);
+ *                     storage_sync_poll() raises it to what a finished sync covered.
+ *     Invariants: seq_durable <= seq_written; seq_must <= seq_written; the syncer
+ *     syncs only targets <= seq_written as published to it after the write returned
+ *     (y->want), so y->done <= seq_written; a sync's target is read before it starts,
+ *     so every write it claims completed before SyncWAL() was called.  Group commit
+ *     falls out: while a sync runs, new writes raise y->want and wait for the next.
+ *     A failed sync is sticky like a failed write (9), and no later sync is tried
+ *     (y->err): the writes after the last good sync may or may not be on disk, so the
+ *     caller reopens and takes what recovery shows.  Deferred creates and drops
+ *     (12) written by a write after seq_durable stay in s->def_unsynced (tagged with
+ *     that write's seq) until a sync covers them, so that a failed sync or write can
+ *     hand them to storage_deferred_lost() for the caller to make again.  Merges of
+ *     NOTE 13 and compactions need no sync (1) and never raise seq_must.
+ *
+ * Handle states: OPEN (s->err == 0) -> ERROR (s->err < 0) on a failed write or sync,
+ * until storage_close().
  */
 #include "controller-storage.h"
 
@@ -182,7 +215,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "probes.h"
 #include "storage.pb-c.h"
 #include "rocks.h"
 #include "util.h"
@@ -334,6 +369,13 @@ struct storage {
         struct merge *merge;                    /* the merge in the background (NOTE 13) */
         bool shadow;                            /* a merge's worker handle (NOTE 13) */
 
+        /* Group commit (NOTE 14). */
+        uint64_t seq_written, seq_must, seq_durable;
+        struct def_tagged *def_unsynced;        /* deferred changes of writes > seq_durable */
+        size_t n_def_unsynced, cap_def_unsynced;
+        struct syncer *syncer;                  /* NULL: every append is synced */
+        char *sync_hold_path;                   /* test hook, for the syncer */
+
         struct storage_stats stats;
 };
 
@@ -358,8 +400,41 @@ struct merge {
         uint64_t took_ns;
 };
 
+/* A deferred change written by a write that is not known durable yet (NOTE 14). */
+struct def_tagged {
+        uint64_t seq;
+        struct storage_deferred d;
+};
+
+/* The syncer thread (NOTE 14).  The loop thread sets it up before pthread_create()
+ * and frees it after pthread_join(); in between, everything below `lock` is guarded by
+ * it, the rest is read-only. */
+struct syncer {
+        pthread_t thread;
+        rocksdb_t *db;
+        storage_sync_notify_fn notify;
+        void *userdata;
+        char *hold_path;                        /* test hook; owned */
+        char *fail_path;                        /* test hook: hold_path + "-fail"; owned */
+
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        uint64_t want;                          /* loop: sync the writes up to this */
+        uint64_t started;                       /* syncer: target of the sync running */
+        uint64_t done;                          /* syncer: durable up to this */
+        int err;                                /* syncer: a sync failed; no more syncs */
+        char msg[ROCKS_ERROR_MAX];
+        bool fail_next;                         /* test hook */
+        bool stop;
+        atomic_bool stopping;                   /* for the hold wait, outside lock */
+        uint64_t syncs, sync_ns, sync_max_ns;
+};
+
 static int merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, void *userdata);
 static struct merge *merge_free(struct merge *mg);
+static struct syncer *syncer_stop(struct syncer *y);
+static void syncer_want(struct syncer *y, uint64_t seq);
+static void deferred_lose(struct storage *s);
 
 /* ---- Errors ----------------------------------------------------------------------- */
 
@@ -1101,6 +1176,9 @@ struct storage *storage_close(struct storage *s)
 
         if (!s)
                 return NULL;
+        /* A sync in flight finishes first (NOTE 14); a healthy close then flushes the
+         * memtables, which makes every write durable anyway. */
+        s->syncer = syncer_stop(s->syncer);
         if (s->merge) {
                 /* Its write, if it made it, left the disk valid (NOTE 13). */
                 pthread_join(s->merge->thread, NULL);
@@ -1130,6 +1208,8 @@ struct storage *storage_close(struct storage *s)
         scratch_free(s);
         free(s->stages);
         free(s->def);
+        free(s->def_unsynced);
+        free(s->sync_hold_path);
         if (s->wb)
                 rocksdb_writebatch_destroy(s->wb);
         if (s->flush_options)
@@ -1207,20 +1287,46 @@ static int storage_write_opts(struct storage *s, bool sync)
         int r;
 
         assert(s->err == 0);
+        assert(s->seq_durable <= s->seq_written && s->seq_must <= s->seq_written);
+        /* Room to keep the deferred changes this write carries until a sync covers
+         * them (NOTE 14): a failure here is before rocksdb_write(), not sticky. */
+        if (!sync && s->n_def > 0 &&
+            GROW_ARRAY(s->def_unsynced, s->cap_def_unsynced, s->n_def_unsynced + s->n_def) < 0) {
+                rocksdb_writebatch_clear(s->wb);
+                set_thread_error("storage: out of memory");
+                return -ENOMEM;
+        }
         deferred_put(s);
         if (s->fail_next_write) {
                 s->fail_next_write = false;
                 set_thread_error("storage: write failure injected by storage_debug_fail_next_write()");
                 r = -EIO;
         } else {
+                uint64_t t0 = now_ns(), took;
+
                 rocksdb_write(s->db, sync ? s->write_options : s->write_nosync, s->wb, &err);
+                took = now_ns() - t0;
+                if (sync && took > s->stats.sync_write_max_ns)
+                        s->stats.sync_write_max_ns = took;
+                if (!sync && took > s->stats.unsynced_write_max_ns)
+                        s->stats.unsynced_write_max_ns = took;
                 if (!err) {
                         rocksdb_writebatch_clear(s->wb);
-                        s->n_def = 0;
-                        if (sync)
+                        s->seq_written++;
+                        if (sync) {
+                                /* The WAL is synced in order: this covers every
+                                 * write before it (NOTE 14). */
+                                s->seq_durable = s->seq_written;
+                                s->n_def_unsynced = 0;
                                 s->stats.writes++;
-                        else
+                        } else {
+                                for (size_t i = 0; i < s->n_def; i++)
+                                        s->def_unsynced[s->n_def_unsynced++] =
+                                                (struct def_tagged){ .seq = s->seq_written,
+                                                                     .d = s->def[i] };
                                 s->stats.unsynced_writes++;
+                        }
+                        s->n_def = 0;
                         return 0;
                 }
                 r = rocks_error(err);
@@ -1229,15 +1335,274 @@ static int storage_write_opts(struct storage *s, bool sync)
         }
         rocksdb_writebatch_clear(s->wb);
         /* s->def stays: lost with the failed write, for storage_deferred_lost() (no
-         * write follows a sticky error, so it is never put again). */
+         * write follows a sticky error, so it is never put again), after those of
+         * the writes no sync covered (NOTE 14). */
         s->err = r;
         snprintf(s->err_msg, sizeof(s->err_msg), "%s", thread_error);
+        deferred_lose(s);
         return r;
 }
 
 static int storage_write(struct storage *s)
 {
         return storage_write_opts(s, true);
+}
+
+/* ---- Group commit (NOTE 14) ------------------------------------------------------- */
+
+/* Sticky now: the deferred changes of the writes after the last good sync go before
+ * those of s->def (in order), for storage_deferred_lost().  Without memory they are
+ * lost; the follower's next resync (Ensure complete) makes them again. */
+static void deferred_lose(struct storage *s)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n_def_unsynced; i++)
+                n += s->def_unsynced[i].seq > s->seq_durable;
+        if (n > 0 && GROW_ARRAY(s->def, s->cap_def, s->n_def + n) == 0) {
+                size_t k = 0;
+
+                memmove(&s->def[n], s->def, s->n_def * sizeof(*s->def));
+                for (size_t i = 0; i < s->n_def_unsynced; i++)
+                        if (s->def_unsynced[i].seq > s->seq_durable)
+                                s->def[k++] = s->def_unsynced[i].d;
+                assert(k == n);
+                s->n_def += n;
+        }
+        s->n_def_unsynced = 0;
+}
+
+/* The test hook: wait while the hold file exists (or until the handle closes). */
+static void syncer_hold(struct syncer *y)
+{
+        if (!y->hold_path)
+                return;
+        while (!atomic_load_explicit(&y->stopping, memory_order_relaxed) &&
+               access(y->hold_path, F_OK) == 0)
+                usleep(1000);
+}
+
+static void *syncer_main(void *arg)
+{
+        struct syncer *y = arg;
+
+        pthread_mutex_lock(&y->lock);
+        for (;;) {
+                uint64_t target, t0, took;
+                char *err = NULL;
+                bool fail;
+                int r = 0;
+
+                while (!y->stop && (y->err || y->want <= y->done))
+                        pthread_cond_wait(&y->cond, &y->lock);
+                if (y->stop)
+                        break;
+                if (y->hold_path) {
+                        pthread_mutex_unlock(&y->lock);
+                        syncer_hold(y);
+                        pthread_mutex_lock(&y->lock);
+                }
+                /* Every write up to want had returned when the loop published it:
+                 * SyncWAL() below covers them (NOTE 14). */
+                target = y->started = y->want;
+                /* Test hooks: a file next to the hold file fails this sync, once. */
+                fail = y->fail_next || (y->fail_path && unlink(y->fail_path) == 0);
+                y->fail_next = false;
+                pthread_mutex_unlock(&y->lock);
+
+                COORD_STORAGE_SYNC_START(target);
+                t0 = now_ns();
+                if (fail) {
+                        set_thread_error("storage: sync failure injected by storage_debug_fail_next_sync()");
+                        r = -EIO;
+                } else {
+                        rocksdb_flush_wal(y->db, 1, &err);
+                        if (err) {
+                                r = rocks_error(err);
+                                if (r != -ENOSPC)
+                                        r = -EIO;
+                        }
+                }
+                took = now_ns() - t0;
+                COORD_STORAGE_SYNC_DONE(target, r, took);
+
+                pthread_mutex_lock(&y->lock);
+                if (r < 0) {
+                        y->err = r;
+                        snprintf(y->msg, sizeof(y->msg), "%s", thread_error);
+                } else {
+                        assert(target >= y->done);
+                        y->done = target;
+                        y->syncs++;
+                        y->sync_ns += took;
+                        if (took > y->sync_max_ns)
+                                y->sync_max_ns = took;
+                }
+                pthread_mutex_unlock(&y->lock);
+                y->notify(y->userdata);
+                pthread_mutex_lock(&y->lock);
+        }
+        pthread_mutex_unlock(&y->lock);
+        return NULL;
+}
+
+static void syncer_want(struct syncer *y, uint64_t seq)
+{
+        pthread_mutex_lock(&y->lock);
+        if (seq > y->want) {
+                y->want = seq;
+                pthread_cond_signal(&y->cond);
+        }
+        pthread_mutex_unlock(&y->lock);
+}
+
+/* A syncer whose thread is not running (never started, or joined). */
+static struct syncer *syncer_free(struct syncer *y)
+{
+        pthread_cond_destroy(&y->cond);
+        pthread_mutex_destroy(&y->lock);
+        free(y->hold_path);
+        free(y->fail_path);
+        free(y);
+        return NULL;
+}
+
+/* Stop and join: a sync in flight completes (and notifies) first.  Accepts NULL. */
+static struct syncer *syncer_stop(struct syncer *y)
+{
+        if (!y)
+                return NULL;
+        atomic_store_explicit(&y->stopping, true, memory_order_relaxed);
+        pthread_mutex_lock(&y->lock);
+        y->stop = true;
+        pthread_cond_signal(&y->cond);
+        pthread_mutex_unlock(&y->lock);
+        pthread_join(y->thread, NULL);
+        return syncer_free(y);
+}
+
+int storage_syncer_start(struct storage *s, storage_sync_notify_fn notify, void *userdata)
+{
+        struct syncer *y;
+        int r;
+
+        if (!s || !notify || s->shadow)
+                return -EINVAL;
+        if (s->syncer)
+                return -EALREADY;
+        if (s->err)
+                return sticky_error(s);
+        y = calloc(1, sizeof(*y));
+        if (!y)
+                return -ENOMEM;
+        pthread_mutex_init(&y->lock, NULL);
+        pthread_cond_init(&y->cond, NULL);
+        atomic_init(&y->stopping, false);
+        y->db = s->db;
+        y->notify = notify;
+        y->userdata = userdata;
+        if (s->sync_hold_path) {
+                y->hold_path = strdup(s->sync_hold_path);
+                if (!y->hold_path || asprintf(&y->fail_path, "%s-fail", s->sync_hold_path) < 0) {
+                        y->fail_path = NULL;
+                        syncer_free(y);
+                        return -ENOMEM;
+                }
+        }
+        /* Every append before the syncer was synced; the other writes need no sync
+         * (NOTE 1). */
+        assert(s->seq_must == 0);
+        y->want = y->done = s->seq_written;
+        s->seq_durable = s->seq_written;
+        s->n_def_unsynced = 0;
+        r = -pthread_create(&y->thread, NULL, syncer_main, y);
+        if (r < 0) {
+                syncer_free(y);
+                return r;
+        }
+        s->syncer = y;
+        return 0;
+}
+
+bool storage_syncer_running(const struct storage *s)
+{
+        return s && s->syncer;
+}
+
+uint64_t storage_pending_seq(const struct storage *s)
+{
+        if (!s)
+                return 0;
+        assert(s->seq_must <= s->seq_written && s->seq_durable <= s->seq_written);
+        return s->seq_must > s->seq_durable ? s->seq_must : 0;
+}
+
+uint64_t storage_durable_seq(const struct storage *s)
+{
+        return s ? s->seq_durable : 0;
+}
+
+int storage_sync_poll(struct storage *s)
+{
+        struct syncer *y;
+        uint64_t done;
+        size_t k = 0;
+        int err;
+
+        if (!s || !s->syncer)
+                return 0;
+        y = s->syncer;
+        pthread_mutex_lock(&y->lock);
+        done = y->done;
+        err = y->err;
+        s->stats.syncs = y->syncs;
+        s->stats.sync_ns = y->sync_ns;
+        s->stats.sync_max_ns = y->sync_max_ns;
+        if (err && s->err == 0)
+                snprintf(s->err_msg, sizeof(s->err_msg), "%s", y->msg);
+        pthread_mutex_unlock(&y->lock);
+
+        assert(done <= s->seq_written);
+        if (done > s->seq_durable) {
+                s->seq_durable = done;
+                /* Tags ascend: drop the prefix the sync covered. */
+                while (k < s->n_def_unsynced && s->def_unsynced[k].seq <= done)
+                        k++;
+                if (k > 0) {
+                        memmove(s->def_unsynced, &s->def_unsynced[k],
+                                (s->n_def_unsynced - k) * sizeof(*s->def_unsynced));
+                        s->n_def_unsynced -= k;
+                }
+        }
+        if (err && s->err == 0) {
+                s->err = err;
+                set_thread_error("%s", s->err_msg);
+                deferred_lose(s);
+                return err;
+        }
+        return 0;
+}
+
+int storage_debug_sync_hold_file(struct storage *s, const char *path)
+{
+        char *p = NULL;
+
+        if (!s || s->syncer)
+                return -EINVAL;
+        if (path && !(p = strdup(path)))
+                return -ENOMEM;
+        free(s->sync_hold_path);
+        s->sync_hold_path = p;
+        return 0;
+}
+
+void storage_debug_fail_next_sync(struct storage *s)
+{
+        if (!s || !s->syncer)
+                return;
+        pthread_mutex_lock(&s->syncer->lock);
+        s->syncer->fail_next = true;
+        pthread_mutex_unlock(&s->syncer->lock);
 }
 
 /* Read c's batch descriptors (NOTE 8). */
@@ -1709,9 +2074,14 @@ int storage_append_group(struct storage *s, struct storage_append *v, size_t n)
                 return 0;
         }
         group_put_stages(s);
-        r = storage_write(s);
+        r = storage_write_opts(s, !s->syncer);  /* NOTE 14: the syncer syncs it */
         if (r < 0)
                 goto fail;
+        if (s->syncer) {
+                s->seq_must = s->seq_written;
+                s->stats.unsynced_appends++;
+                syncer_want(s->syncer, s->seq_written);
+        }
         group_apply(s);
         for (i = 0; i < n; i++)
                 if (v[i].result == 1)

@@ -27,6 +27,12 @@
  *   - Every function that changes state returns 0 only after ONE synced RocksDB
  *     WriteBatch holding the whole change returned OK: it survives kill -9 and power
  *     loss, and a crash leaves the old state or the new one, never a part (I7).
+ *     Exception: once storage_syncer_start() ran, storage_append_group() writes its
+ *     WriteBatch WITHOUT a sync and returns at once (group commit, NOTE 14): the group
+ *     is visible to reads and to later appends, it survives kill -9 (the WAL is in
+ *     the page cache), but it is DURABLE only once storage_durable_seq() reaches the
+ *     sequence number it got (storage_pending_seq() right after the call).  Nothing
+ *     that depends on it may be shown outside the process before that.
  *     Compactions and since moves change no contents at any allowed time: their one
  *     WriteBatch is not synced (it survives kill -9; a power loss may lose it, and
  *     then everything written after it too, never it alone; the next synced write
@@ -47,7 +53,9 @@
  * compaction included; read callbacks must not call back into this module.  A merge
  * of 4,096 updates or more runs in a thread of the module's own, started and applied
  * by storage_compact_pending_fn() (controller-storage.c NOTE 13); callers see only that
- * the call returns before it is done and counts it as work left.
+ * the call returns before it is done and counts it as work left.  So does the syncer
+ * (storage_syncer_start(), NOTE 14): its only call into the caller is the notify
+ * function, from its own thread.
  *
  * Errors are -errno: -EINVAL bad argument, -ENOENT no such collection, -EEXIST
  * collection exists, -ESTALE append at the wrong expected upper, -ERANGE update time
@@ -166,6 +174,11 @@ struct storage_stats {
         uint64_t pending;               /* collections queued for compaction */
         uint64_t background_merges;     /* merges run off the caller's thread (NOTE 13) */
         uint64_t background_merge_ns;   /* their time in that thread */
+        uint64_t unsynced_appends;      /* groups written without a sync (NOTE 14) */
+        uint64_t syncs;                 /* WAL syncs of the syncer that succeeded */
+        uint64_t sync_ns, sync_max_ns;  /* their total and longest time in the syncer */
+        uint64_t sync_write_max_ns;     /* longest synced write in the caller's thread */
+        uint64_t unsynced_write_max_ns; /* longest unsynced one (appends with the syncer) */
 };
 
 /* Rows of a read at t, in ascending byte order; count > 0.  row is valid during the
@@ -255,6 +268,33 @@ int storage_append(struct storage *s, uint64_t gid, uint64_t expected_upper, uin
  * it too (then sticky, unless -ENOMEM). */
 int storage_append_group(struct storage *s, struct storage_append *v, size_t n);
 
+/* Group commit (controller-storage.c NOTE 14).
+ *
+ * storage_syncer_start() starts the syncer thread: from then on storage_append_group()
+ * writes without a sync, gives its write the next sequence number and asks the syncer
+ * to sync the WAL (rocksdb_flush_wal(sync)), which makes every write completed before
+ * it durable.  While one sync runs, later groups are written and wait for the next:
+ * one fdatasync covers them all.  When a sync ends the syncer calls notify(userdata)
+ * from its thread; the caller then calls storage_sync_poll() in its own thread, which
+ * moves storage_durable_seq().  A synced write (create, drop, storage_flush_deferred())
+ * also makes everything before it durable.  A failed sync is a failed write: sticky
+ * (storage_error()), and storage_deferred_lost() lists the deferred changes of every
+ * write after the last good sync.  Without the syncer (the default), every append is
+ * synced and storage_pending_seq() is always 0. */
+typedef void (*storage_sync_notify_fn)(void *userdata);
+int storage_syncer_start(struct storage *s, storage_sync_notify_fn notify, void *userdata);
+bool storage_syncer_running(const struct storage *s);
+
+/* 0 when every write whose durability matters (an unsynced group) is durable; else the
+ * sequence number of the last such write: what a caller that read or wrote through
+ * this handle must see in storage_durable_seq() before it shows the result. */
+uint64_t storage_pending_seq(const struct storage *s);
+uint64_t storage_durable_seq(const struct storage *s);
+
+/* Take the syncer's results: 0, or the error of a failed sync (now sticky; returned
+ * once, then storage_error() tells).  Cheap: one mutex. */
+int storage_sync_poll(struct storage *s);
+
 /* Allow compaction up to since: since only moves forward, a value not above the
  * current since is ignored.  Returns 1 if since moved, 0 if not.  The move is written
  * without a sync (controller-storage.c NOTE 1): durable with the next synced write.
@@ -343,6 +383,14 @@ int storage_check(struct storage *s);
 
 /* Make the next synced write fail with -EIO without writing, as a failed fsync would. */
 void storage_debug_fail_next_write(struct storage *s);
+
+/* TEST ONLY: the syncer waits, before each sync, while a file exists at path (polled
+ * every millisecond), so that a test can hold a sync and look at what is shown
+ * meanwhile; and a sync that finds a file at path + "-fail" removes it and fails with
+ * -EIO instead of syncing.  Set before storage_syncer_start(); path is copied. */
+int storage_debug_sync_hold_file(struct storage *s, const char *path);
+/* TEST ONLY: the syncer's next sync fails with -EIO without syncing. */
+void storage_debug_fail_next_sync(struct storage *s);
 
 /* Wait until the merge in the background (controller-storage.c NOTE 13), if any, has
  * written its result, without applying it to memory: the window that reads and

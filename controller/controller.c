@@ -27,14 +27,14 @@ struct controller {
         struct fring *ring;
         struct cserver *server;
         char ring_name[128];
-        char detail[768];
+        char detail[1536];
         uint64_t ring_slots, ring_records;
 };
 
 static void controller_status(struct node *n, Coord__StatusReply *reply, void *userdata)
 {
         struct controller *c = userdata;
-        char server[384] = "starting";
+        char server[1024] = "starting";
         struct storage_io_stats io = { 0 };
 
         reply->ring_generation = node_incarnation(n);
@@ -89,10 +89,14 @@ static const struct node_handler controller_handler = {
 int main(int argc, char **argv)
 {
         struct controller c = { .ring_slots = 65536, .ring_records = 65536 };
+        char *append_sync = NULL, *test_sync_hold_file = NULL;
         const struct conf_option extra[] = {
                 { "ring-slots", CONF_U64, &c.ring_slots, 1u << 24, "frontier ring slot table capacity (collections)" },
                 { "ring-records", CONF_U64, &c.ring_records, 1u << 24, "frontier ring change records" },
+                { "append-sync", CONF_STR, &append_sync, 0, "thread (default): appends are synced by a syncer thread, group commit, replies held until; loop: one synced write per append on the event loop" },
+                { "test-sync-hold-file", CONF_STR, &test_sync_hold_file, 0, "TEST ONLY: the syncer holds every WAL sync while this file exists (replies and ring records of appends wait)" },
         };
+        struct cserver_config scfg = { .append_sync = CSERVER_APPEND_SYNC_THREAD };
         struct node_args a;
         struct node_config cfg;
         char *storage_path = NULL;
@@ -100,6 +104,18 @@ int main(int argc, char **argv)
 
         if (node_args_parse(argc, argv, COORD__ROLE__ROLE_CONTROLLER, extra, ELEMENTSOF(extra), &a, &ex))
                 return ex;
+        if (append_sync) {
+                enum cserver_append_sync m = cserver_append_sync_from_name(append_sync);
+
+                if (m < 0) {
+                        fprintf(stderr, "coord-controller: --append-sync must be thread or loop, not '%s'\n",
+                                append_sync);
+                        ex = NODE_EXIT_USAGE;
+                        goto out;
+                }
+                scfg.append_sync = m;
+        }
+        scfg.test_sync_hold_file = test_sync_hold_file;
         if (c.ring_slots < 16 || c.ring_records < 16) {
                 fprintf(stderr, "coord-controller: --ring-slots and --ring-records must be at least 16\n");
                 ex = NODE_EXIT_USAGE;
@@ -135,7 +151,7 @@ int main(int argc, char **argv)
                 goto out;
         }
         /* Logs its own failure. */
-        r = cserver_new(c.node, c.ring, storage_path, &c.server);
+        r = cserver_new(c.node, c.ring, storage_path, &scfg, &c.server);
         if (r < 0)
                 goto out;
         node_set_ready(c.node, true);
@@ -156,6 +172,8 @@ out:
         c.ring = fring_free(c.ring);
         c.node = node_free(c.node);
         free(storage_path);
+        free(append_sync);
+        free(test_sync_hold_file);
         node_args_done(&a);
         return ex;
 }

@@ -36,6 +36,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -57,7 +58,9 @@
 #define GID_OBJECTS 1u
 #define GID_FRONTIERS 2u
 
-static char *build_dir, *home, *data_dir, *run_dir, *log_path, *sock_path;
+static char *build_dir, *home, *data_dir, *run_dir, *log_path, *sock_path, *hold_path, *fail_path;
+static const char *g_append_sync = "thread";    /* --append-sync of the next start */
+static bool g_kept4, g_kept6;   /* unacknowledged appends that recovery showed anyway */
 static char instance[64], ring_name[128];
 static pid_t ctl_pid = -1;
 static uint64_t g_inc = 1, g_rid = 1, g_ts = T0;
@@ -99,7 +102,8 @@ static int controller_start(void)
                 if (fd >= 0)
                         dup2(fd, STDERR_FILENO);
                 execl(bin, bin, "--data-dir", data_dir, "--run-dir", run_dir, "--instance", instance,
-                      "--log-level", "debug", (char *)NULL);
+                      "--log-level", "debug", "--append-sync", g_append_sync,
+                      "--test-sync-hold-file", hold_path, (char *)NULL);
                 _exit(127);
         }
         free(bin);
@@ -354,14 +358,14 @@ static ProtobufCBinaryData row2(int64_t id, const char *name)
         return b;
 }
 
-/* Append rows "id:name" (comma separated; "" = none) to gid at ts; Ok or the reply. */
-static Coord__Envelope *append_rows(int fd, uint64_t ts, uint64_t gid, const char *rows)
+/* Send an Append of rows "id:name" to gid at ts without waiting; its request id. */
+static uint64_t append_send(int fd, uint64_t ts, uint64_t gid, const char *rows)
 {
         Coord__Append m = COORD__APPEND__INIT;
         Coord__TableWrite w = COORD__TABLE_WRITE__INIT, *wp = &w;
         ProtobufCBinaryData data[32];
         char *copy = strdup(rows), *save = NULL;
-        Coord__Envelope *env;
+        uint64_t rid;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(copy);
         for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -378,10 +382,19 @@ static Coord__Envelope *append_rows(int fd, uint64_t ts, uint64_t gid, const cha
                 m.writes = &wp;
                 m.n_writes = 1;
         }
-        env = request(fd, COORD__MSG_TYPE__MSG_APPEND, &m.base);
+        rid = send_msg(fd, COORD__MSG_TYPE__MSG_APPEND, &m.base);
         for (size_t i = 0; i < w.n_rows; i++)
                 free(data[i].data);
         free(copy);
+        return rid;
+}
+
+/* Append rows "id:name" (comma separated; "" = none) to gid at ts; Ok or the reply. */
+static Coord__Envelope *append_rows(int fd, uint64_t ts, uint64_t gid, const char *rows)
+{
+        Coord__Envelope *env = recv_for(fd, append_send(fd, ts, gid, rows), TIMEOUT_MS);
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(env);
         return env;
 }
 
@@ -1616,6 +1629,200 @@ static void test_drop(void)
         }
 }
 
+/* ---- Group commit and the output gate (controller-server.c NOTE 16) ------------- */
+
+static void touch(const char *path)
+{
+        int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+
+        CU_ASSERT_FATAL(fd >= 0);
+        close(fd);
+}
+
+/* Nothing arrives on fd for ms milliseconds (and nothing is stashed). */
+static bool quiet_for(int fd, int ms)
+{
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+
+        for (size_t i = 0; i < ELEMENTSOF(stash); i++)
+                if (stash[i])
+                        return false;
+        return poll(&p, 1, ms) == 0;
+}
+
+static uint64_t ring_upper(struct fring_reader *rd, uint64_t gid)
+{
+        struct fring_frontier f;
+
+        CU_ASSERT_EQUAL_FATAL(fring_lookup(rd, gid, &f), 0);
+        return f.upper;
+}
+
+/* While the syncer is held, an append is written (later requests see it) but its Ok,
+ * its ring uppers and every reply after it -- a peek of old data included -- wait;
+ * once the sync is let go they all arrive, in request order, and one sync covered
+ * every append written meanwhile.  Fails if anything is sent before its sync. */
+static void test_sync_held(void)
+{
+        struct fring_reader *rd = NULL;
+        uint64_t t0, t1, t2, t3, rids[4], syncs0, appends0, syncs1, appends1;
+        Coord__Envelope *env;
+        struct plan p;
+
+        ensure_tables(g_fd, g_ts, 1, (uint64_t)1010);
+        t0 = tick(10);
+        append_ok(g_fd, t0, 1010, "1:a", 1);
+        CU_ASSERT_EQUAL_FATAL(fring_attach(ring_name, &rd), 0);
+        CU_ASSERT_EQUAL(ring_upper(rd, 1010), t0 + 1);
+        CU_ASSERT_EQUAL(ring_upper(rd, GID_OBJECTS), t0 + 1);
+        syncs0 = status_value("syncs");
+        appends0 = status_value("unsynced_appends");
+        CU_ASSERT(syncs0 != UINT64_MAX && appends0 != UINT64_MAX);
+
+        touch(hold_path);
+        t1 = tick(10);
+        rids[0] = append_send(g_fd, t1, 1010, "2:b");
+        rids[1] = peek_send(g_fd, plan_build(&p, 1010, 2, 0, 0, false), t0, 1000);
+        t2 = tick(10);
+        rids[2] = append_send(g_fd, t2, 1010, "3:c");
+        t3 = tick(10);
+        rids[3] = append_send(g_fd, t3, 0, "");
+        /* No Ok, no peek answer, no ring advance while the sync is held. */
+        CU_ASSERT(quiet_for(g_fd, 300));
+        CU_ASSERT_EQUAL(ring_upper(rd, 1010), t0 + 1);
+        CU_ASSERT_EQUAL(ring_upper(rd, GID_OBJECTS), t0 + 1);
+        CU_ASSERT_EQUAL(status_value("syncs"), syncs0);
+        CU_ASSERT_EQUAL(status_value("unsynced_appends"), appends0 + 3);
+        CU_ASSERT(status_value("held") >= 4);
+
+        unlink(hold_path);
+        /* Everything, in request order (NOTE 1): Ok, the peek, Ok, Ok. */
+        for (size_t i = 0; i < ELEMENTSOF(rids); i++) {
+                env = NULL;
+                CU_ASSERT_EQUAL_FATAL(ipc_sync_recv(g_fd, IPC_MAX_FRAME_DEFAULT, TIMEOUT_MS, &env), 0);
+                CU_ASSERT_EQUAL(env->request_id, rids[i]);
+                if (i == 1)
+                        expect_result(env, "(1,'a')");
+                else
+                        expect_ok(env);
+        }
+        /* The ring records were released before the Oks made after them. */
+        CU_ASSERT_EQUAL(ring_upper(rd, 1010), t2 + 1);
+        CU_ASSERT_EQUAL(ring_upper(rd, GID_OBJECTS), t3 + 1);
+        syncs1 = status_value("syncs");
+        appends1 = status_value("unsynced_appends");
+        /* Group commit: the three appends took fewer syncs than appends. */
+        CU_ASSERT_EQUAL(appends1 - appends0, 3);
+        CU_ASSERT(syncs1 - syncs0 >= 1 && syncs1 - syncs0 < 3);
+        CU_ASSERT_EQUAL(status_value("held"), 0);
+        expect_table(g_fd, 1010, t3, "(1,'a');(2,'b');(3,'c')");
+        fring_reader_free(rd);
+}
+
+/* kill -9 while a sync is held: the append was never acknowledged and its upper never
+ * shown; after the restart every acknowledged append is there, nothing shown regressed,
+ * and the unacknowledged one is there or not (the page cache kept its WAL record). */
+static void test_sync_kill9(void)
+{
+        struct fring_reader *rd = NULL;
+        uint64_t t, shown, upper;
+
+        CU_ASSERT_EQUAL_FATAL(fring_attach(ring_name, &rd), 0);
+        shown = ring_upper(rd, GID_OBJECTS);
+        touch(hold_path);
+        t = tick(10);
+        (void)append_send(g_fd, t, 1010, "4:unacked");
+        CU_ASSERT(quiet_for(g_fd, 200));
+        CU_ASSERT_EQUAL(ring_upper(rd, GID_OBJECTS), shown);
+        fring_reader_free(rd);
+
+        CU_ASSERT_EQUAL(controller_stop(SIGKILL), 128 + SIGKILL);
+        close(g_fd);
+        unlink(hold_path);
+        CU_ASSERT_EQUAL_FATAL(controller_start(), 0);
+        g_fd = conn_open();
+        CU_ASSERT_FATAL(g_fd >= 0);
+        CU_ASSERT(frontiers_of(g_fd, GID_OBJECTS, NULL, &upper));
+        CU_ASSERT(upper >= shown);
+        CU_ASSERT(upper == shown || upper == t + 1);
+        expect_table(g_fd, 1010, shown - 1, "(1,'a');(2,'b');(3,'c')");
+        g_kept4 = upper == t + 1;
+        if (g_kept4)
+                expect_table(g_fd, 1010, t, "(1,'a');(2,'b');(3,'c');(4,'unacked')");
+        g_ts = tick(10);
+        append_ok(g_fd, g_ts, 1010, "5:after", 1);
+}
+
+/* A failed sync (injected): the held Ok becomes 58030, the controller reopens its
+ * storage, and it serves on from what recovery shows. */
+static void test_sync_failure(void)
+{
+        uint64_t t, rid, upper, before;
+
+        CU_ASSERT(frontiers_of(g_fd, GID_OBJECTS, NULL, &before));
+        touch(hold_path);
+        touch(fail_path);
+        t = tick(10);
+        rid = append_send(g_fd, t, 1010, "6:failed");
+        CU_ASSERT(quiet_for(g_fd, 200));
+        unlink(hold_path);
+        expect_error(recv_for(g_fd, rid, TIMEOUT_MS), "58030", "durable");
+        CU_ASSERT(access(fail_path, F_OK) != 0);
+        /* Reopened and serving; nothing acknowledged went back. */
+        CU_ASSERT(frontiers_of(g_fd, GID_OBJECTS, NULL, &upper));
+        CU_ASSERT(upper == before || upper == t + 1);
+        g_kept6 = upper == t + 1;
+        g_ts = tick(10);
+        append_ok(g_fd, g_ts, 1010, "7:later", 1);
+        CU_ASSERT_EQUAL(status_value("held_failed"), 1);
+        {
+                Coord__StatusReply *st = NULL;
+
+                CU_ASSERT_EQUAL_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 1000, &st), 0);
+                CU_ASSERT_PTR_NOT_NULL(strstr(st->detail, "storage=ok"));
+                coord__status_reply__free_unpacked(st, NULL);
+        }
+}
+
+/* A clean restart with --append-sync=mode, and a new connection. */
+static void restart_with(const char *mode)
+{
+        close(g_fd);
+        CU_ASSERT_EQUAL(controller_stop(SIGTERM), 0);
+        g_append_sync = mode;
+        CU_ASSERT_EQUAL_FATAL(controller_start(), 0);
+        g_fd = conn_open();
+        CU_ASSERT_FATAL(g_fd >= 0);
+}
+
+/* --append-sync=loop, the path before group commit: every append synced on the loop,
+ * nothing held, no syncer. */
+static void test_sync_loop_mode(void)
+{
+        Coord__StatusReply *st = NULL;
+        uint64_t t;
+
+        restart_with("loop");
+        touch(hold_path);               /* no syncer: holds nothing */
+        t = tick(10);
+        append_ok(g_fd, t, 1010, "8:loop", 1);
+        unlink(hold_path);
+        CU_ASSERT_EQUAL(status_value("syncs"), 0);
+        CU_ASSERT_EQUAL(status_value("unsynced_appends"), 0);
+        CU_ASSERT_EQUAL_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 1000, &st), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(st->detail, "append_sync=loop"));
+        coord__status_reply__free_unpacked(st, NULL);
+        {
+                char want[256];
+
+                snprintf(want, sizeof(want), "(1,'a');(2,'b');(3,'c');%s(5,'after');%s(7,'later');(8,'loop')",
+                         g_kept4 ? "(4,'unacked');" : "", g_kept6 ? "(6,'failed');" : "");
+                expect_table(g_fd, 1010, t, want);
+        }
+
+        restart_with("thread");
+}
+
 static void test_stop(void)
 {
         Coord__StatusReply *s = NULL;
@@ -1647,6 +1854,10 @@ static const struct t_case cases[] = {
         { "writer mark: kept with coord_objects, durably; listing some gids", test_writer_mark },
         { "frontier ring follows appends and drops", test_ring },
         { "drop and complete ensure", test_drop },
+        { "group commit: nothing shown before its sync, in order", test_sync_held },
+        { "group commit: kill -9 while a sync is held", test_sync_kill9 },
+        { "group commit: a failed sync answers the held Ok with 58030", test_sync_failure },
+        { "--append-sync=loop: synced on the loop, nothing held", test_sync_loop_mode },
         { "status and clean stop", test_stop },
         { NULL, NULL },
 };
@@ -1665,6 +1876,8 @@ int main(void)
         home = t_mkdtemp("controller");
         if (!home || asprintf(&run_dir, "%s/run", home) < 0 || asprintf(&data_dir, "%s/data", home) < 0 ||
             asprintf(&log_path, "%s/controller.log", home) < 0 ||
+            asprintf(&hold_path, "%s/sync-hold", home) < 0 ||
+            asprintf(&fail_path, "%s/sync-hold-fail", home) < 0 ||
             fring_name(instance, ring_name, sizeof(ring_name)) < 0)
                 return T_EXIT_ERROR;
         sock_path = node_socket_path(run_dir, COORD__ROLE__ROLE_CONTROLLER);
@@ -1684,6 +1897,8 @@ int main(void)
         free(run_dir);
         free(data_dir);
         free(log_path);
+        free(hold_path);
+        free(fail_path);
         free(sock_path);
         free(home);
         return r;

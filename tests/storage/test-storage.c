@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <rocksdb/c.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -2061,6 +2062,120 @@ static void test_model(void)
         t_rmrf(dir);
 }
 
+/* ---- 3c. Group commit: the syncer thread (NOTE 14) ------------------------------ */
+
+static void count_notify(void *userdata)
+{
+        atomic_fetch_add((atomic_uint *)userdata, 1);
+}
+
+/* Poll the syncer until nothing is pending (at most 5 s); the last poll's result. */
+static int wait_synced(struct storage *s)
+{
+        uint64_t start = now_ms();
+        int r = 0;
+
+        while (now_ms() - start < 5000) {
+                r = storage_sync_poll(s);
+                if (r < 0 || storage_pending_seq(s) == 0)
+                        return r;
+                usleep(1000);
+        }
+        return -ETIMEDOUT;
+}
+
+static void test_syncer(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("storage"), *path = NULL, *hold = NULL, *fail = NULL;
+        struct model m = { .gid = 1, .exists = true };
+        const struct storage_update u[3] = { upd("a", 0, 1), upd("b", 1, 1), upd("c", 2, 1) };
+        const struct storage_deferred *lost = NULL;
+        struct storage_stats st;
+        struct storage *s = NULL;
+        atomic_uint notified = 0;
+        uint64_t seq;
+        int fd;
+
+        path = path_join(dir, "db");
+        hold = path_join(dir, "hold");
+        fail = path_join(dir, "hold-fail");
+        CHECK_OK(storage_open(path, &s));
+        CHECK_OK(storage_create(s, 1, STORAGE_KIND_TABLE, 0, 0));
+        CU_ASSERT(!storage_syncer_running(s));
+        CHECK_OK(storage_debug_sync_hold_file(s, hold));
+        CHECK_OK(storage_syncer_start(s, count_notify, &notified));
+        CU_ASSERT(storage_syncer_running(s));
+        CU_ASSERT_EQUAL(storage_pending_seq(s), 0);
+
+        /* Held: three groups are written (and readable) but not durable. */
+        fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        CU_ASSERT_FATAL(fd >= 0);
+        close(fd);
+        for (uint64_t i = 0; i < 3; i++)
+                CU_ASSERT_EQUAL(storage_append(s, 1, i, i + 1, &u[i], 1, NULL), 0);
+        model_append(&m, u, 3, 3);
+        CU_ASSERT(check_model(s, &m));
+        seq = storage_pending_seq(s);
+        CU_ASSERT(seq > storage_durable_seq(s));
+        usleep(50000);
+        CU_ASSERT_EQUAL(storage_sync_poll(s), 0);
+        CU_ASSERT_EQUAL(atomic_load(&notified), 0);
+        CU_ASSERT_EQUAL(storage_pending_seq(s), seq);
+        storage_get_stats(s, &st);
+        CU_ASSERT_EQUAL(st.syncs, 0);
+        CU_ASSERT_EQUAL(st.unsynced_appends, 3);
+        CU_ASSERT_EQUAL(st.writes, 1);          /* the create */
+
+        /* Released: one sync covers the three (group commit). */
+        unlink(hold);
+        CU_ASSERT_EQUAL(wait_synced(s), 0);
+        CU_ASSERT(storage_durable_seq(s) >= seq);
+        CU_ASSERT(atomic_load(&notified) >= 1);
+        storage_get_stats(s, &st);
+        CU_ASSERT_EQUAL(st.syncs, 1);
+
+        /* A synced write makes everything before it durable at once. */
+        CU_ASSERT_EQUAL(storage_append(s, 1, 3, 4, NULL, 0, NULL), 0);
+        m.upper = 4;
+        CU_ASSERT(storage_pending_seq(s) != 0);
+        CHECK_OK(storage_create(s, 2, STORAGE_KIND_TABLE, 0, 0));
+        CU_ASSERT_EQUAL(storage_pending_seq(s), 0);
+        CU_ASSERT_EQUAL(wait_synced(s), 0);
+
+        /* A failed sync is sticky, and hands back the deferred changes that rode on
+         * the writes it did not cover. */
+        CHECK_OK(storage_create_deferred(s, 3, STORAGE_KIND_TABLE, 7, 7));
+        fd = open(fail, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        CU_ASSERT_FATAL(fd >= 0);
+        close(fd);
+        CU_ASSERT_EQUAL(storage_append(s, 1, 4, 5, NULL, 0, NULL), 0);
+        CU_ASSERT_EQUAL(storage_deferred_lost(s, &lost), 0);
+        CU_ASSERT_EQUAL(wait_synced(s), -EIO);
+        CU_ASSERT_EQUAL(storage_error(s), -EIO);
+        CU_ASSERT_PTR_NOT_NULL(strstr(storage_last_error(), "injected"));
+        CU_ASSERT_EQUAL(storage_pending_seq(s) != 0, true);
+        CU_ASSERT_EQUAL_FATAL(storage_deferred_lost(s, &lost), 1);
+        CU_ASSERT(lost[0].gid == 3 && !lost[0].drop && lost[0].since == 7);
+        CU_ASSERT_EQUAL(storage_append(s, 1, 5, 6, NULL, 0, NULL), -EIO);
+        CU_ASSERT_EQUAL(storage_sync_poll(s), 0);       /* reported once */
+        s = storage_close(s);
+
+        /* Reopened: what recovery shows -- here everything, the WAL was written. */
+        CHECK_OK(storage_open(path, &s));
+        {
+                struct storage_info info;
+
+                CHECK_OK(storage_get_info(s, 1, &info));
+                CU_ASSERT(info.frontiers.upper == 4 || info.frontiers.upper == 5);
+                m.upper = info.frontiers.upper;
+        }
+        CU_ASSERT(check_model(s, &m));
+        CU_ASSERT(check_storage(s));
+        s = storage_close(s);
+        model_clear(&m);
+        t_rmrf(dir);
+}
+
 static const struct t_case cases[] = {
         { "round trip and AS OF", test_round_trip },
         { "list, map growth, largest gid", test_list },
@@ -2075,6 +2190,7 @@ static const struct t_case cases[] = {
         { "a writer's mark is durable with its append", test_mark },
         { "group commit", test_group },
         { "deferred creates and drops", test_deferred },
+        { "group commit in the syncer thread", test_syncer },
         { "sticky error (injected)", test_sticky_injected },
         { "sticky error (EFBIG)", test_sticky_efbig },
         { "kill -9 mid-stream (I7)", test_kill9 },
