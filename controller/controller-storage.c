@@ -449,6 +449,16 @@ static int upd_cmp_time_row(const void *x, const void *y)
         return row_cmp(a, b);
 }
 
+/* v[] is in row order already (equal rows adjacent): one batch whose times are all
+ * one, as a compacted collection's is.  A pass of compares then saves the sort. */
+static bool upds_sorted_by_row(const struct upd *v, size_t n)
+{
+        for (size_t i = 1; i < n; i++)
+                if (row_cmp(&v[i - 1], &v[i]) > 0)
+                        return false;
+        return true;
+}
+
 /* Sort v[] by (time, row), sum equal (time, row), drop zero sums.  -EOVERFLOW if a
  * sum does not fit a diff. */
 static int upds_consolidate(struct upd *v, size_t n, size_t *ret_n)
@@ -2277,7 +2287,7 @@ int storage_read(struct storage *s, uint64_t gid, uint64_t t, storage_row_fn fn,
         r = scan_chunks(s, gid, 0, t + 1, collect_chunk, &a);
         if (r < 0)
                 goto out;
-        if (s->n_upd > 1)
+        if (s->n_upd > 1 && !upds_sorted_by_row(s->upd, s->n_upd))
                 qsort(s->upd, s->n_upd, sizeof(*s->upd), upd_cmp_row);
         for (size_t i = 0, k; i < s->n_upd; i = k) {
                 __int128 sum = 0;
