@@ -317,6 +317,8 @@ struct storage {
         /* Scratch of one call. */
         struct upd *upd;
         size_t n_upd, cap_upd;
+        struct upd *upd_tmp;            /* upds_sort_by_row()'s scratch */
+        size_t cap_upd_tmp;
         Coord__StorageChunk **chunks;           /* decoded chunks that upd[] points into */
         size_t n_chunks, cap_chunks;
         uint8_t *rows_buf, *pack_buf;
@@ -449,14 +451,47 @@ static int upd_cmp_time_row(const void *x, const void *y)
         return row_cmp(a, b);
 }
 
-/* v[] is in row order already (equal rows adjacent): one batch whose times are all
- * one, as a compacted collection's is.  A pass of compares then saves the sort. */
-static bool upds_sorted_by_row(const struct upd *v, size_t n)
+/* Sort s->upd[0 .. n_upd) by row (equal rows adjacent).  A read at t mostly meets one
+ * long run in row order -- the oldest batch, compacted to one time (coord_frontiers: a
+ * row per collection) -- and short ones from the batches after it.  Then only the
+ * updates outside the run are sorted, and merged with it: O(n + m log m) for m of them,
+ * where qsort over all of them was a quarter of the controller's time in a polled
+ * 100,000-row read.  All in one run: a pass of compares.  0 or -ENOMEM. */
+static int upds_sort_by_row(struct storage *s)
 {
-        for (size_t i = 1; i < n; i++)
-                if (row_cmp(&v[i - 1], &v[i]) > 0)
-                        return false;
-        return true;
+        struct upd *v = s->upd, *rest, *out;
+        size_t n = s->n_upd, run = 0, run_len = 0, m, i, j, k;
+        int r;
+
+        for (i = 0; i < n; i = j) {
+                for (j = i + 1; j < n && row_cmp(&v[j - 1], &v[j]) <= 0; j++)
+                        ;
+                if (j - i > run_len) {
+                        run = i;
+                        run_len = j - i;
+                }
+        }
+        if (run_len == n)
+                return 0;
+        if (run_len < n / 2) {
+                qsort(v, n, sizeof(*v), upd_cmp_row);
+                return 0;
+        }
+        m = n - run_len;
+        r = GROW_ARRAY(s->upd_tmp, s->cap_upd_tmp, n + m);
+        if (r < 0)
+                return r;
+        out = s->upd_tmp;
+        rest = s->upd_tmp + n;
+        memcpy(rest, v, run * sizeof(*v));
+        memcpy(rest + run, v + run + run_len, (n - run - run_len) * sizeof(*v));
+        qsort(rest, m, sizeof(*rest), upd_cmp_row);
+        for (i = run, j = 0, k = 0; i < run + run_len || j < m;)
+                out[k++] = j == m || (i < run + run_len && row_cmp(&v[i], &rest[j]) <= 0)
+                                   ? v[i++] : rest[j++];
+        assert(k == n);
+        memcpy(v, out, n * sizeof(*v));
+        return 0;
 }
 
 /* Sort v[] by (time, row), sum equal (time, row), drop zero sums.  -EOVERFLOW if a
@@ -497,6 +532,7 @@ static void scratch_free(struct storage *s)
         chunks_release(s);
         free(s->chunks);
         free(s->upd);
+        free(s->upd_tmp);
         free(s->rows_buf);
         free(s->pack_buf);
 }
@@ -2312,8 +2348,10 @@ int storage_read(struct storage *s, uint64_t gid, uint64_t t, storage_row_fn fn,
         r = read_batches(s, c, t, &a);
         if (r < 0)
                 goto out;
-        if (s->n_upd > 1 && !upds_sorted_by_row(s->upd, s->n_upd))
-                qsort(s->upd, s->n_upd, sizeof(*s->upd), upd_cmp_row);
+        if (s->n_upd > 1)
+                r = upds_sort_by_row(s);
+        if (r < 0)
+                goto out;
         for (size_t i = 0, k; i < s->n_upd; i = k) {
                 __int128 sum = 0;
 
