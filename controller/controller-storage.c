@@ -60,8 +60,10 @@
  *     are sorted by (time, row), with no two of equal (time, row), no zero diff, and
  *     times in [b_i.since, b_i.upper).  Hence the chunk keys of a collection, in key
  *     order, list its updates in time order, and the updates with time <= t all lie
- *     in the batches with lower <= t: a read at t iterates the keys
- *     [gid|0, gid|t+1) and nothing else.  collection_invalid() checks the memory part
+ *     in the batches with lower <= t: a read at t reads those batches' chunks and
+ *     nothing else -- batch by batch (read_batches()), not as the one key range
+ *     [gid|0, gid|t+1), whose deleted keys of merged-away batches RocksDB keeps as
+ *     tombstones for a while, every one stepped over.  collection_invalid() checks the memory part
  *     at every transition (assert) and at load; storage_check() checks everything
  *     against the disk.
  *
@@ -103,9 +105,8 @@
  *     the group see the earlier ones, and applies them after the write (2).
  *
  * (8) Batch descriptors are loaded per collection on first use (append, compaction,
- *     range read, stats), not at open: opening costs one scan of the small
- *     "collections" family, whatever the number of batches, and collections that are
- *     only read at t never need their descriptors at all.
+ *     range read, read at t, stats), not at open: opening costs one scan of the small
+ *     "collections" family, whatever the number of batches.
  *
  * (9) Errors are sticky (SQLite's pager_error()).  When a write fails, the handle
  *     keeps the error: every later write returns it until the database is reopened,
@@ -157,8 +158,8 @@
  *         the merge's to delete): it starts a new batch after it (7); so the run's
  *         keys and its merged upper stay fixed, and the new batches lie above them;
  *       - a range read that would start inside the run starts at its first batch
- *         (the disk may hold the merged batch there already); reads at t scan keys
- *         and never looked at descriptors (4);
+ *         (the disk may hold the merged batch there already), and a read at t
+ *         reads the run as one key range (read_batches(), (4));
  *       - the collection is not compacted again (merge_repend queues it for after);
  *       - a drop of it, storage_compact(), storage_check() and storage_close() wait
  *         for the worker (a drop's deletes must come after the merge's write).
