@@ -92,6 +92,27 @@
  *     reconciliation costs O(what was committed after the mark), not O(objects).
  *     Otherwise (no mark, another origin, a mark beyond the log, a state change after
  *     it) it reads and diffs as before.
+ * (9) Streamed reads (issue 6).  A SELECT asks the controller for its result in chunks
+ *     of cfg.peek_chunk_bytes (PeekRequest.chunk_bytes, proto/coord.proto; 0 = one
+ *     message, as the reconciliation's reads of (5) keep).  A result that fits one
+ *     chunk comes as one PeekResult, the fast path.  Otherwise each PeekResult says
+ *     more = true, the request stays pending (request.keep, .streamed) and the session
+ *     parked (s->stream), and the next chunk comes only when asked for with
+ *     MSG_PEEK_NEXT: one chunk in flight per stream, so what a stream costs the adapter
+ *     is one chunk plus the client's queued output.  A chunk is turned into DataRows
+ *     and pushed to the client at once (peek_rows(): O(chunk) per loop turn, so other
+ *     connections, DDL and the controller's other replies are served between chunks).
+ *     The next pull goes out BEFORE the chunk is formatted when the client has at most
+ *     EXEC_STREAM_QUEUED_MAX bytes queued (the controller encodes the next chunk
+ *     meanwhile), else after the client drained to that mark (pgwire_notify_drained(),
+ *     pg_drained()): a client that does not read stops its stream and nothing else.
+ *     Ends: the last chunk (CommandComplete with the count of every chunk's rows); a
+ *     MSG_ERROR (the rows sent stay, then the ErrorResponse); the client gone or
+ *     cancelling (stream_abandon(): PeekNext cancel now, or -- a pull out -- when its
+ *     chunk comes, which is dropped); the controller's connection lost or replaced
+ *     (streams_lost(): a stream is never resent, its rows were delivered; 58000 and
+ *     the session goes on).  The controller keeps the snapshot's execution hold until
+ *     the stream ends (controller-server.c note 5).
  */
 #include "adapter-exec.h"
 
@@ -122,6 +143,9 @@ struct ddl;
 
 /* (7) Statements in one run at most: the session's run[] array. */
 #define EXEC_RUN_MAX 16
+/* (9) A stream fetches its next chunk only while a client has at most this much output
+ * queued (the pgwire conn's PGWIRE_PAUSE_AT). */
+#define EXEC_STREAM_QUEUED_MAX (256u << 10)
 
 typedef void (*request_fn)(struct exec *ex, struct request *rq, const Coord__Envelope *reply);
 
@@ -132,6 +156,8 @@ struct request {
         size_t len;
         request_fn done;
         void *ctx;
+        bool keep;              /* set by done(): more replies follow (a stream, note 9) */
+        bool streamed;          /* a PeekResult with more = true came: never resent */
         struct request *prev, *next;
 };
 
@@ -179,6 +205,10 @@ struct session {
         uint64_t enact_gid;             /* parked until this object is on the controller */
         uint64_t enact_deadline_ms;
         struct session *enact_next;     /* on ex->enact_waiters or ex->fence_waiters */
+        /* (9) A read whose result streams in: its request, while more chunks follow. */
+        struct request *stream;
+        bool pull_out;                  /* a PeekNext is out: a chunk will come */
+        uint64_t rows_out;              /* DataRows sent for the statement so far */
         char tag[64];
 };
 
@@ -224,6 +254,9 @@ struct exec {
         uint64_t mark_origin;           /* (8) log entry 1's commit_ms; 0: no marks */
         uint64_t mark_acked;            /* (8) the last mark an Ok answered */
         uint64_t builtin_reads;         /* (5) reconciliations that read the relations */
+        uint64_t stream_chunks;         /* (9) PeekResults that came as chunks of a stream */
+        struct unpack_arena *arena;     /* (9) what a read's PeekResult is unpacked into */
+        uint64_t stream_waits;          /* (9) pulls deferred until a client's output drained */
 };
 
 static void session_resume(struct session *s);
@@ -232,6 +265,7 @@ static void fence_check(struct exec *ex);
 static void reconcile_maybe(struct exec *ex);
 static void enact_retry(struct session *s);
 static bool stmt_reads_builtin_rows(const struct sql_stmt *st);
+static void streams_lost(struct exec *ex);
 
 /* ---- errors ---- */
 
@@ -1871,18 +1905,215 @@ static int exec_delete(struct session *s, struct sql_stmt *st)
         return STMT_PARKED;
 }
 
+/* (9) A bump arena for unpacking PeekResults.  protobuf-c allocates every row's bytes on
+ * its own: a third of the adapter's CPU at 1,000 polls/s of 1,000 rows went to malloc
+ * and free (glibc's malloc_consolidate() the most).  Freeing is a no-op; the arena is
+ * reset after each message, keeping one block. */
+#define UNPACK_ARENA_BLOCK (64u << 10)
+
+struct arena_block {
+        struct arena_block *next;
+        size_t used, cap;
+        max_align_t data[];
+};
+
+struct unpack_arena {
+        struct arena_block *head;
+        ProtobufCAllocator pa;
+};
+
+static void *unpack_arena_alloc(void *userdata, size_t size)
+{
+        struct unpack_arena *a = userdata;
+        struct arena_block *b = a->head;
+        void *p;
+
+        size = (size + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+        if (!b || b->cap - b->used < size) {
+                size_t cap = size > UNPACK_ARENA_BLOCK ? size : UNPACK_ARENA_BLOCK;
+
+                b = malloc(sizeof(*b) + cap);
+                if (!b)
+                        return NULL;
+                *b = (struct arena_block){ .next = a->head, .cap = cap };
+                a->head = b;
+        }
+        p = (char *)b->data + b->used;
+        b->used += size;
+        return p;
+}
+
+static void unpack_arena_free(void *userdata, void *p)
+{
+        /* Everything goes at unpack_arena_reset(). */
+}
+
+static struct unpack_arena *unpack_arena_new(void)
+{
+        struct unpack_arena *a = calloc(1, sizeof(*a));
+
+        if (a)
+                a->pa = (ProtobufCAllocator){ unpack_arena_alloc, unpack_arena_free, a };
+        return a;
+}
+
+/* Forget everything allocated; keep the newest block when it is of the usual size. */
+static void unpack_arena_reset(struct unpack_arena *a)
+{
+        struct arena_block *b, *keep = NULL;
+
+        if (!a)
+                return;
+        while ((b = a->head)) {
+                a->head = b->next;
+                if (!keep && b->cap == UNPACK_ARENA_BLOCK) {
+                        keep = b;
+                        continue;
+                }
+                free(b);
+        }
+        if (keep) {
+                keep->used = 0;
+                keep->next = NULL;
+        }
+        a->head = keep;
+}
+
+static struct unpack_arena *unpack_arena_free_all(struct unpack_arena *a)
+{
+        if (a) {
+                unpack_arena_reset(a);
+                free(a->head);
+                free(a);
+        }
+        return NULL;
+}
+
+/* (9) Ask the controller for the next chunk of rq's stream, or to end it. */
+static void stream_pull(struct exec *ex, struct request *rq, bool cancel)
+{
+        Coord__PeekNext m = COORD__PEEK_NEXT__INIT;
+        int r;
+
+        m.cancel = cancel;
+        if (!ex->controller_up)
+                return;         /* exec_controller_down() ended the stream */
+        r = node_send(ex->node, COORD__ROLE__ROLE_CONTROLLER, COORD__MSG_TYPE__MSG_PEEK_NEXT,
+                      rq->id, &m.base);
+        if (r < 0 && r != -ENOTCONN)
+                log_warn_errno(r, "peek_next_failed", "request_id=%llu cancel=%d",
+                               (unsigned long long)rq->id, cancel);
+}
+
+/* (9) The session no longer wants rq's stream.  With a pull out, the chunk it brings
+ * is dropped and the stream cancelled then (peek_done() with no session); else it is
+ * cancelled now.  Returns whether rq must stay (true) or may be freed. */
+static bool stream_abandon(struct exec *ex, struct session *s, struct request *rq)
+{
+        bool pull_out = s->pull_out;
+
+        assert(s->stream == rq);
+        s->stream = NULL;
+        s->pull_out = false;
+        rq->ctx = NULL;
+        if (pull_out)
+                return true;
+        stream_pull(ex, rq, true);
+        return false;
+}
+
+/* (9) Fetch the next chunk now, or once the client's output has drained. */
+static void stream_next(struct exec *ex, struct session *s)
+{
+        int r;
+
+        assert(s->stream && !s->pull_out);
+        r = pgwire_notify_drained(s->c, EXEC_STREAM_QUEUED_MAX);
+        if (r == 0) {
+                ex->stream_waits++;
+                return;         /* pg_drained() goes on */
+        }
+        if (r < 0)
+                return;         /* closing: pg_disconnect() ends the stream */
+        s->pull_out = true;
+        stream_pull(ex, s->stream, false);
+}
+
+static void pg_drained(struct pgwire_conn *c, void *userdata)
+{
+        struct exec *ex = userdata;
+        struct session *s = pgwire_conn_userdata(c);
+
+        if (s && s->stream && !s->pull_out && !s->gone) {
+                s->pull_out = true;
+                stream_pull(ex, s->stream, false);
+        }
+}
+
+/* A chunk's rows (all of a result that came in one piece) as DataRows.  0, or -errno
+ * after an error was sent to the client. */
+static int peek_rows(struct session *s, const Coord__Plan__Peek *peek, const Coord__PeekResult *res)
+{
+        size_t nc = peek->output_arity && peek->output_arity < peek->n_columns
+                            ? peek->output_arity : peek->n_columns;
+        _cleanup_free_ struct row_datum *d = calloc(nc ? nc : 1, sizeof(*d));
+        _cleanup_free_ const char **vals = calloc(nc ? nc : 1, sizeof(*vals));
+        _cleanup_free_ size_t *lens = calloc(nc ? nc : 1, sizeof(*lens));
+        _cleanup_free_ char (*scratch)[ROW_TEXT_SCRATCH] = calloc(nc ? nc : 1, ROW_TEXT_SCRATCH);
+
+        if (!d || !vals || !lens || !scratch) {
+                send_error(s->c, "53200", "out of memory");
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < res->n_rows; i++) {
+                int k = row_decode(res->rows[i].data, res->rows[i].len, d, nc);
+
+                if (k != (int)nc) {
+                        send_error(s->c, "XX000", "malformed row from the controller");
+                        return -EBADMSG;
+                }
+                for (size_t j = 0; j < nc; j++)
+                        if (row_datum_format(&d[j], scratch[j], &vals[j], &lens[j]) == 1)
+                                vals[j] = NULL;
+                for (uint64_t m = 0; m < res->counts[i]; m++, s->rows_out++)
+                        if (pgwire_send_data_row(s->c, (unsigned)nc, vals, lens) < 0)
+                                return -ECONNRESET;     /* cut, or the request failed */
+        }
+        return 0;
+}
+
 static void peek_done(struct exec *ex, struct request *rq, const Coord__Envelope *reply)
 {
         struct session *s = rq->ctx;
         Coord__PeekResult *res = NULL;
         Coord__Plan__Peek *peek;
-        uint64_t n_out = 0;
+        bool more = false;
 
-        if (!s)
-                return;         /* cancelled: the client was answered already */
-        s->waiting = false;
-        if (s->gone)
+        if (reply->type == COORD__MSG_TYPE__MSG_PEEK_RESULT)
+                res = coord__peek_result__unpack(ex->arena ? &ex->arena->pa : NULL,
+                                                 reply->payload.len, reply->payload.data);
+        more = res && res->more;
+        if (more) {
+                rq->streamed = true;
+                ex->stream_chunks++;
+        } else if (res && res->chunk) {
+                ex->stream_chunks++;    /* the last one */
+        }
+        if (!s) {
+                /* Cancelled (the client was answered already, or is gone). */
+                if (more)
+                        stream_pull(ex, rq, true);
+                goto out;
+        }
+        assert(!s->stream || s->stream == rq);
+        s->pull_out = false;
+        if (s->gone) {
+                if (more)
+                        stream_pull(ex, rq, true);
+                s->stream = NULL;
+                s->waiting = false;
                 goto resume;
+        }
         peek = s->stmt->select.peek;
         if (reply->type == COORD__MSG_TYPE__MSG_ERROR) {
                 Coord__Error *e = coord__error__unpack(NULL, reply->payload.len, reply->payload.data);
@@ -1894,57 +2125,52 @@ static void peek_done(struct exec *ex, struct request *rq, const Coord__Envelope
                 send_row_error(s->c, &re);
                 if (e)
                         coord__error__free_unpacked(e, NULL);
-                s->next = SIZE_MAX;
-                s->stmt = sql_stmt_free(s->stmt);
-                goto resume;
+                goto failed;    /* an error ends a stream on the controller too */
         }
-        res = coord__peek_result__unpack(NULL, reply->payload.len, reply->payload.data);
         if (!res || res->n_counts != res->n_rows) {
                 send_error(s->c, "XX000", "malformed read result from the controller");
-                s->next = SIZE_MAX;
-                s->stmt = sql_stmt_free(s->stmt);
-                goto resume;
+                if (more)
+                        stream_pull(ex, rq, true);
+                goto failed;
         }
-        {
-                size_t nc = peek->output_arity && peek->output_arity < peek->n_columns
-                                    ? peek->output_arity : peek->n_columns;
-                struct row_datum *d = calloc(nc ? nc : 1, sizeof(*d));
-                const char **vals = calloc(nc ? nc : 1, sizeof(*vals));
-                size_t *lens = calloc(nc ? nc : 1, sizeof(*lens));
-                char (*scratch)[ROW_TEXT_SCRATCH] = calloc(nc ? nc : 1, ROW_TEXT_SCRATCH);
-
-                if (!d || !vals || !lens || !scratch) {
-                        send_error(s->c, "53200", "out of memory");
-                        s->next = SIZE_MAX;
-                } else {
-                        for (size_t i = 0; i < res->n_rows; i++) {
-                                int k = row_decode(res->rows[i].data, res->rows[i].len, d, nc);
-                                if (k != (int)nc) {
-                                        send_error(s->c, "XX000", "malformed row from the controller");
-                                        s->next = SIZE_MAX;
-                                        break;
-                                }
-                                for (size_t j = 0; j < nc; j++)
-                                        if (row_datum_format(&d[j], scratch[j], &vals[j], &lens[j]) == 1)
-                                                vals[j] = NULL;
-                                for (uint64_t m = 0; m < res->counts[i]; m++, n_out++)
-                                        if (pgwire_send_data_row(s->c, (unsigned)nc, vals, lens) < 0)
-                                                break;
-                        }
-                        if (s->next != SIZE_MAX)
-                                snprintf(s->tag, sizeof(s->tag), "SELECT %" PRIu64, n_out);
+        if (more) {
+                s->stream = rq;
+                rq->keep = true;
+                /* Fetch the next chunk while this one is formatted, when the client's
+                 * output has room: the controller encodes it meanwhile. */
+                if (pgwire_conn_output_queued(s->c) <= EXEC_STREAM_QUEUED_MAX) {
+                        s->pull_out = true;
+                        stream_pull(ex, rq, false);
                 }
-                free(d);
-                free(vals);
-                free(lens);
-                free(scratch);
         }
+        if (peek_rows(s, peek, res) < 0) {
+                if (s->stream)
+                        rq->keep = stream_abandon(ex, s, rq);
+                goto failed;
+        }
+        if (more) {
+                (void)pgwire_flush(s->c);       /* rows go as they come */
+                if (!s->pull_out)
+                        stream_next(ex, s);
+                goto out;       /* still waiting: the session stays parked */
+        }
+        s->stream = NULL;
+        s->waiting = false;
+        snprintf(s->tag, sizeof(s->tag), "SELECT %" PRIu64, s->rows_out);
+        goto resume;
+failed:
+        s->stream = NULL;
+        s->waiting = false;
+        s->next = SIZE_MAX;
+        s->stmt = sql_stmt_free(s->stmt);
 resume:
-        if (res)
-                coord__peek_result__free_unpacked(res, NULL);
         if (s->next == SIZE_MAX && s->stmt)
                 s->stmt = sql_stmt_free(s->stmt);
         session_resume(s);
+out:
+        if (res && !ex->arena)
+                coord__peek_result__free_unpacked(res, NULL);
+        unpack_arena_reset(ex->arena);  /* res's memory, all of it */
 }
 
 static int send_columns(struct session *s, const Coord__Plan__Peek *peek)
@@ -2032,6 +2258,8 @@ static int exec_select(struct session *s, struct sql_stmt *st)
                 return r;
         msg.peek = peek;
         msg.timeout_ms = ex->cfg.peek_timeout_ms;
+        msg.chunk_bytes = ex->cfg.peek_chunk_bytes;
+        s->rows_out = 0;
         if (!request_new(ex, COORD__MSG_TYPE__MSG_PEEK, &msg.base, peek_done, s))
                 return -ENOMEM;
         s->waiting = true;
@@ -2403,6 +2631,20 @@ static void pg_disconnect(struct pgwire_conn *c, int reason, void *userdata)
                 return;
         if (reason < 0)
                 log_info("sql_client_dropped", "peer=%s reason=%d", pgwire_conn_peer(c), reason);
+        if (s->stream && !s->pull_out) {
+                /* (9) Waiting for this client to read: no chunk is coming to end the
+                 * request, so it ends here -- pgwire_done() (the conn waits for it,
+                 * LIFETIME in adapter-pgwire.h), then the session is freed. */
+                struct request *rq = s->stream;
+
+                if (!stream_abandon(userdata, s, rq))
+                        request_free(rq);
+                s->waiting = false;
+                s->gone = true;
+                s->next = SIZE_MAX;
+                session_resume(s);
+                return;
+        }
         if (s->waiting) {
                 s->gone = true;         /* freed when its request completes */
                 return;
@@ -2584,7 +2826,10 @@ static void pg_cancel(struct pgwire_conn *c, void *userdata)
                         break;
         if (rq == &ex->pending)
                 return;
-        rq->ctx = NULL;
+        if (s->stream && !stream_abandon(ex, s, rq))
+                request_free(rq);       /* (9) no chunk is coming for it */
+        else
+                rq->ctx = NULL;
         log_info("query_cancelled", "peer=%s", pgwire_conn_peer(c));
         send_error(c, "57014", "canceling statement due to user request");
         s->waiting = false;
@@ -2611,6 +2856,7 @@ static const struct pgwire_callbacks pg_callbacks = {
         .execute = pg_execute,
         .stmt_free = pg_stmt_free,
         .cancel = pg_cancel,
+        .drained = pg_drained,
 };
 
 /* ---- controller link ---- */
@@ -2658,6 +2904,7 @@ void exec_controller_up(struct exec *ex)
         bool more;
 
         ex->controller_up = true;
+        streams_lost(ex);       /* a replaced connection may come without a down */
         /* The Append in flight lost its reply with the old connection: find out. */
         if (g && g->rq) {
                 request_free(g->rq);
@@ -2684,9 +2931,42 @@ void exec_controller_up(struct exec *ex)
         groups_kick(ex);
 }
 
+/* (9) The controller's connection went (or was replaced): a stream cannot be resent --
+ * rows of it reached the client already -- so its statement fails with 58000 and the
+ * session goes on.  A read not answered at all is resent at the reconnection. */
+static void streams_lost(struct exec *ex)
+{
+        struct request *rq, *next;
+
+        for (rq = ex->pending.next; rq != &ex->pending; rq = next) {
+                struct session *s = rq->ctx;
+
+                next = rq->next;
+                if (!rq->streamed)
+                        continue;
+                request_free(rq);
+                if (!s)
+                        continue;       /* cancelled already */
+                assert(s->stream == rq);
+                s->stream = NULL;
+                s->pull_out = false;
+                s->waiting = false;
+                log_info("read_stream_lost", "peer=%s rows_sent=%llu", pgwire_conn_peer(s->c),
+                         (unsigned long long)s->rows_out);
+                if (!s->gone)
+                        send_error(s->c, "58000", "the connection to the controller was lost "
+                                   "while the result was being sent (%" PRIu64 " rows sent)",
+                                   s->rows_out);
+                s->next = SIZE_MAX;
+                s->stmt = sql_stmt_free(s->stmt);
+                session_resume(s);
+        }
+}
+
 void exec_controller_down(struct exec *ex)
 {
         ex->controller_up = false;
+        streams_lost(ex);
 }
 
 void exec_on_message(struct exec *ex, const Coord__Envelope *env)
@@ -2701,8 +2981,10 @@ void exec_on_message(struct exec *ex, const Coord__Envelope *env)
                           (unsigned long long)env->request_id);
                 return;
         }
+        rq->keep = false;
         rq->done(ex, rq, env);
-        request_free(rq);
+        if (!rq->keep)
+                request_free(rq);
 }
 
 void exec_status(struct exec *ex, Coord__StatusReply *reply)
@@ -2791,6 +3073,7 @@ int exec_new(struct node *n, struct catalog *store, const struct exec_config *cf
         ex->pending.next = ex->pending.prev = &ex->pending;
         ex->groups_tail = &ex->groups;
         ex->reconcile_needed = true;    /* (5) an earlier life may have lost rows */
+        ex->arena = unpack_arena_new(); /* NULL: reads unpack with malloc, as before */
         r = acat_open(store, &ex->cat);
         if (r < 0) {
                 log_error_errno(r, "catalog_load_failed", "");
@@ -2861,6 +3144,7 @@ struct exec *exec_free(struct exec *ex)
                         coord__peek_result__free_unpacked(ex->reconcile_res[i], NULL);
         ex->oracle = oracle_free(ex->oracle);
         ex->cat = acat_free(ex->cat);
+        ex->arena = unpack_arena_free_all(ex->arena);
         free(ex);
         return NULL;
 }
@@ -2888,6 +3172,12 @@ uint64_t exec_builtin_mark(const struct exec *ex)
 uint64_t exec_builtin_reads(const struct exec *ex)
 {
         return ex->builtin_reads;
+}
+
+void exec_stream_stats(const struct exec *ex, uint64_t *ret_chunks, uint64_t *ret_waits)
+{
+        *ret_chunks = ex->stream_chunks;
+        *ret_waits = ex->stream_waits;
 }
 
 void exec_oracle_persists(const struct exec *ex, uint64_t *ret_sync, uint64_t *ret_async)

@@ -26,12 +26,16 @@ struct node;
 struct catalog;
 struct exec;
 
+/* Note 9 of adapter-exec.c: a read's result in chunks of about this many bytes. */
+#define EXEC_PEEK_CHUNK_BYTES_DEFAULT (64u << 10)
+
 struct exec_config {
         const char *pg_host;            /* TCP address for SQL clients; "" none */
         uint16_t pg_port;
         const char *pg_unix_dir;        /* directory for .s.PGSQL.<port>; NULL none */
         uint32_t tick_ms;               /* upper tick when idle */
         uint32_t peek_timeout_ms;       /* how long a read waits for its inputs */
+        uint32_t peek_chunk_bytes;      /* a result's chunks from the controller; 0 one */
         int64_t test_clock_offset_ms;   /* test hook: shift the oracle's wall clock */
         bool test_hold_builtin_rows;    /* test hook: never send a group with built-in
                                          * rows (a kill -9 then always loses them) */
@@ -67,3 +71,6 @@ void exec_oracle_persists(const struct exec *ex, uint64_t *ret_sync, uint64_t *r
  * (0: none yet in this life), and how many reconciliations read the built-ins. */
 uint64_t exec_builtin_mark(const struct exec *ex);
 uint64_t exec_builtin_reads(const struct exec *ex);
+/* (9) PeekResults that came as chunks of streams; pulls deferred until a client's
+ * output drained (backpressure). */
+void exec_stream_stats(const struct exec *ex, uint64_t *ret_chunks, uint64_t *ret_waits);

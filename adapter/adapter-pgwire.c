@@ -63,7 +63,11 @@
  *     many queries without reading stalls (as with PostgreSQL's blocking send) rather
  *     than being cut, conn_dispatch() starts no new message while PGWIRE_PAUSE_AT bytes
  *     are queued; the send completion resumes it.  Only a single request producing
- *     more than max_output for a client that does not read hits the limit.
+ *     more than max_output for a client that does not read hits the limit -- unless
+ *     its owner paces itself: pgwire_notify_drained() pushes the output and calls the
+ *     owner's drained() from the send completion that brings the queued output down
+ *     to a mark, so a large result is produced as fast as the client reads it (the
+ *     executor's streamed reads, issue 6) and memory per connection stays bounded.
  *
  * (5) Extended protocol.  Prepared statements and portals are per connection, in small
  *     lists (the unnamed one is "").  A portal holds a reference on its statement; the
@@ -217,6 +221,8 @@ struct pgwire_conn {
         struct pgcodec_buf out;
         struct pgcodec_buf tx;
         size_t tx_off;
+        bool drain_armed;               /* note (4): drained() once queued <= drain_below */
+        size_t drain_below;
 
         struct loop_timer *close_timer; /* armed in CLOSING */
 
@@ -1584,6 +1590,16 @@ static void conn_send_done(struct loop *l, struct loop_io *io, int res)
         }
         if (r < 0)
                 conn_abort(c, r);
+        if (c->drain_armed && conn_open(c) && conn_queued(c) <= c->drain_below) {
+                /* Note (4): an I/O completion, so the owner may be called; the conn is
+                 * marked as dispatching so that what it sends is queued, not recursed. */
+                c->drain_armed = false;
+                if (c->srv->cb.drained) {
+                        c->dispatching = true;
+                        c->srv->cb.drained(c, c->srv->userdata);
+                        c->dispatching = false;
+                }
+        }
         conn_run(c);
 }
 
@@ -2549,6 +2565,19 @@ void pgwire_done(struct pgwire_conn *c)
         c->req_ncols = PGWIRE_NCOLS_NONE;
         assert(conn_check(c));
         conn_schedule(c);       /* no-op inside the conn's own callback (note (3)) */
+}
+
+int pgwire_notify_drained(struct pgwire_conn *c, size_t below)
+{
+        assert(c);
+        if (!conn_open(c))
+                return -ECONNRESET;
+        if (conn_queued(c) <= below)
+                return 1;
+        c->drain_armed = true;
+        c->drain_below = below;
+        conn_flush(c);
+        return 0;
 }
 
 int pgwire_flush(struct pgwire_conn *c)

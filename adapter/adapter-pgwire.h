@@ -128,6 +128,9 @@ struct pgwire_callbacks {
          * owner may abort its request with 57014 and pgwire_done().  NULL: cancel
          * requests are accepted and ignored, as PostgreSQL does for a stale key. */
         void (*cancel)(struct pgwire_conn *target, void *userdata);
+        /* The output queued for c came down to the mark of pgwire_notify_drained(), which
+         * armed this one call.  Runs from a send completion; not after a close. */
+        void (*drained)(struct pgwire_conn *c, void *userdata);
 };
 
 /* --- Server ------------------------------------------------------------------- */
@@ -206,6 +209,11 @@ int pgwire_describe_statement(struct pgwire_conn *c, const struct pgwire_stateme
 void pgwire_done(struct pgwire_conn *c);
 /* Push queued output now (responses outside a request are flushed anyway). */
 int pgwire_flush(struct pgwire_conn *c);
+/* Pacing a large result (note (4) of adapter-pgwire.c): 1 when at most `below` bytes
+ * are queued (go on producing); else 0 -- the output is pushed and callbacks.drained
+ * runs once when the queue is down to `below` (one arming at a time: a later call
+ * moves the mark).  -ECONNRESET when the conn is closing: disconnect() comes instead. */
+int pgwire_notify_drained(struct pgwire_conn *c, size_t below);
 /* The transaction status of the next ReadyForQuery: 'I' idle (default), 'T' in a
  * transaction block, 'E' failed transaction block.  At 'I' Sync drops the portals. */
 void pgwire_set_transaction_status(struct pgwire_conn *c, char status);

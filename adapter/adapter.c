@@ -106,7 +106,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         reply->ring_generation = rd ? fring_reader_generation(rd) : 0;
         struct catalog_stats cs = { 0 };
         struct catalog_io_stats io = { 0 };
-        uint64_t hwm_sync = 0, hwm_async = 0, mark = 0, reads = 0;
+        uint64_t hwm_sync = 0, hwm_async = 0, mark = 0, reads = 0, chunks = 0, waits = 0;
 
         if (ad->catalog) {
                 catalog_get_stats(ad->catalog, &cs);
@@ -116,6 +116,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                 exec_oracle_persists(ad->exec, &hwm_sync, &hwm_async);
                 mark = exec_builtin_mark(ad->exec);
                 reads = exec_builtin_reads(ad->exec);
+                exec_stream_stats(ad->exec, &chunks, &waits);
         }
         snprintf(ad->detail, sizeof(ad->detail),
                  "catalog=primary catalog_commits=%llu catalog_syncs=%llu ring=%s "
@@ -124,7 +125,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  "catalog_state_keys=%llu catalog_log_sst_bytes=%llu catalog_log_mem_bytes=%llu "
                  "catalog_log_keys=%llu oracle_hwm_sync=%llu oracle_hwm_async=%llu "
                  "catalog_ring_records=%llu catalog_ring_omitted=%llu catalog_ring_wakes=%llu "
-                 "builtin_mark=%llu builtin_reads=%llu",
+                 "builtin_mark=%llu builtin_reads=%llu stream_chunks=%llu stream_waits=%llu",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
                  (unsigned long long)io.flush_bytes, (unsigned long long)io.compact_bytes,
@@ -135,7 +136,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  (unsigned long long)atomic_load_explicit(&ad->ring_records, memory_order_relaxed),
                  (unsigned long long)atomic_load_explicit(&ad->ring_omitted, memory_order_relaxed),
                  (unsigned long long)atomic_load_explicit(&ad->ring_wakes, memory_order_relaxed),
-                 (unsigned long long)mark, (unsigned long long)reads);
+                 (unsigned long long)mark, (unsigned long long)reads,
+                 (unsigned long long)chunks, (unsigned long long)waits);
         reply->detail = ad->detail;
 }
 
@@ -229,12 +231,14 @@ int main(int argc, char **argv)
         struct adapter ad = { 0 };
         char *pg_host = NULL, *clock_offset = NULL;
         uint64_t pg_port = 6875, tick_ms = 100, peek_timeout_ms = 10000;
+        uint64_t peek_chunk_bytes = EXEC_PEEK_CHUNK_BYTES_DEFAULT;
         bool test_check_corrupt = false, test_hold_builtin_rows = false;
         const struct conf_option extra[] = {
                 { "pg-host", CONF_STR, &pg_host, 0, "SQL (PostgreSQL wire) address; empty: Unix socket only (default 127.0.0.1)" },
                 { "pg-port", CONF_U64, &pg_port, 65535, "SQL port (default 6875; 0 picks a free one); the Unix socket is <run-dir>/.s.PGSQL.<port>" },
                 { "tick-ms", CONF_U64, &tick_ms, 60000, "advance table uppers this often when idle (default 100)" },
                 { "peek-timeout-ms", CONF_U64, &peek_timeout_ms, 3600000, "how long a read waits for its inputs (default 10000)" },
+                { "peek-chunk-bytes", CONF_U64, &peek_chunk_bytes, 16u << 20, "a read's result comes from the controller in chunks of about this many bytes, each sent to the client before the next is fetched (default 65536; 0: in one piece)" },
                 { "test-clock-offset-ms", CONF_STR, &clock_offset, 0, "TEST ONLY: shift the oracle's wall clock by this many ms (may be negative)" },
                 { "test-check-corrupt", CONF_BOOL, &test_check_corrupt, 0, "TEST ONLY: coordctl check sees one altered record (to show that it fails)" },
                 { "test-hold-builtin-rows", CONF_BOOL, &test_hold_builtin_rows, 0, "TEST ONLY: never send the built-in rows of DDL and publications (so a kill -9 loses them)" },
@@ -251,6 +255,7 @@ int main(int argc, char **argv)
                 .pg_host = pg_host ? pg_host : "127.0.0.1", .pg_port = (uint16_t)pg_port,
                 .pg_unix_dir = a.run_dir, .tick_ms = tick_ms ? (uint32_t)tick_ms : 1,
                 .peek_timeout_ms = (uint32_t)peek_timeout_ms,
+                .peek_chunk_bytes = (uint32_t)peek_chunk_bytes,
                 .test_hold_builtin_rows = test_hold_builtin_rows,
         };
         if (clock_offset) {

@@ -89,6 +89,18 @@ int eval_batch_consolidate(struct eval_batch *b)
 
         if (b->n == 0)
                 return 0;
+        /* Already consolidated -- strictly ascending, no zero diff -- is common: a
+         * peek's Get hands on storage_read()'s output, which is sorted by row.  One
+         * pass of compares instead of a merge sort (half of the dataflow's time in a
+         * 100,000-row peek, page faults of qsort's scratch included). */
+        for (size_t i = 0;; i++) {
+                if (b->updates[i].diff == 0)
+                        break;
+                if (i + 1 == b->n)
+                        return 0;
+                if (update_compare(&b->updates[i], &b->updates[i + 1]) >= 0)
+                        break;
+        }
         qsort(b->updates, b->n, sizeof(*b->updates), update_compare);
         /* Check the sums first, so that an overflow leaves the batch as it was (sorted). */
         for (size_t i = 0; i < b->n;) {

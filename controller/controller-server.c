@@ -66,8 +66,25 @@
  *     parked peeks are retried in arrival order, and the timer answers 57014 if the
  *     upper never passes ts.  A peek reads the input at its ts through storage_read()
  *     (for a table at min(ts, stored upper - 1), (10)) and evaluates the plan over it
- *     (eval_peek()) synchronously, in one loop turn.  When a peer's connection is
- *     replaced or lost, its parked peeks are dropped without an answer.
+ *     (eval_peek()) synchronously, in one loop turn: ORDER BY and LIMIT need the whole
+ *     result, and storage_read() consolidates every batch at once, so evaluation is
+ *     not bounded per turn -- its cost is one sort-free pass when the input is already
+ *     consolidated (eval_batch_consolidate(), storage_read()); at 100,000 rows of
+ *     coord_frontiers it took 35 ms (p50, 41 ms p90), and an evaluation of PEEK_SLOW_US
+ *     or more is logged (peek_slow, rate-limited).  Answering is: a
+ *     PeekRequest with chunk_bytes > 0 (issue 6, proto/coord.proto) gets a first
+ *     PeekResult of about that many bytes of rows; when rows remain it says more =
+ *     true and the peek STREAMS -- it keeps the evaluated result (pk->out, sorted
+ *     order, OFFSET/LIMIT progress) and stays on s->peeks, so its execution hold on
+ *     every input stays until the last chunk went: the rows come from one snapshot at
+ *     ts, and compaction cannot move a since past ts meanwhile.  Each MSG_PEEK_NEXT
+ *     sends the next chunk (peek_send_chunk(): O(chunk) per loop turn); the loop serves
+ *     everything else between pulls, and the requester paces them (backpressure of
+ *     its own client).  A stream ends at its last chunk, at a PeekNext with cancel,
+ *     when the peer's connection goes, or -- not pulled for CSERVER_STREAM_IDLE_MS --
+ *     with 57014.  A result that fits one chunk is one PeekResult, more = false, as
+ *     with chunk_bytes = 0.  When a peer's connection is replaced or lost, its parked
+ *     and streaming peeks are dropped without an answer.
  *
  * (6) Compaction.  Tables, materialized views and indexes compact only with committed
  *     permission (14).  The built-in relations grow at every
@@ -283,6 +300,10 @@
 /* How often clean materialized views write their upper (mv_flush()). */
 #define CSERVER_MV_FLUSH_MS 1000u
 #define GMAP_MIN_SLOTS 64u
+/* A peek whose evaluation holds the loop this long is logged (peek_slow, (5)). */
+#define PEEK_SLOW_US 20000u
+/* A stream not pulled for this long is ended with 57014 (5). */
+#define CSERVER_STREAM_IDLE_MS 60000ull
 
 /* An entry of a gid map: key (never 0) and three values. */
 struct gent {
@@ -331,6 +352,21 @@ struct peek {
         uint64_t ts;
         uint32_t timeout_ms;
         struct loop_timer *timer;       /* set while parked */
+        /* Answering (5): the evaluated result, sent chunk_bytes at a time. */
+        uint32_t chunk_bytes;           /* 0: one PeekResult */
+        struct eval_batch out;          /* the result: consolidated, every count > 0 */
+        size_t *order;                  /* out's rows in ORDER BY order */
+        struct row_datum *d;            /* out decoded (n x arity), to sort or project */
+        size_t arity, keep;             /* the plan's columns, the ones sent */
+        size_t pos;                     /* next index into order */
+        uint64_t skip, take;            /* OFFSET left to skip, LIMIT left to send */
+        ProtobufCBinaryData *rows;      /* a chunk's rows and counts, reused */
+        uint64_t *counts;
+        size_t rows_cap, counts_cap;
+        uint32_t chunks;                /* PeekResults sent */
+        bool streaming;                 /* sent more = true: waits for a PeekNext */
+        uint64_t pulled_ms;             /* when the last chunk went */
+        struct loop_timer *idle;        /* set while streaming */
 };
 
 /* An installed dataflow: a materialized view or an index (13). */
@@ -449,6 +485,9 @@ struct cserver {
 
         struct ratelimit rl_input, rl_storage;
         uint64_t appends, peeks_answered, errors_sent;
+        uint64_t peek_chunks;           /* PeekResults sent, chunks of streams included */
+        uint64_t peek_streams;          /* peeks answered in more than one chunk */
+        size_t n_streaming;             /* streams waiting for a PeekNext now (5) */
         size_t last_append_collections;  /* collections the last append wrote (status) */
         size_t last_append_frontier_rows;       /* coord_frontiers updates it wrote */
 };
@@ -1466,6 +1505,14 @@ static void peek_free(struct peek *pk)
                 loop_timer_cancel(s->loop, pk->timer);
                 s->n_parked--;
         }
+        if (pk->streaming)
+                s->n_streaming--;
+        loop_timer_cancel(s->loop, pk->idle);
+        eval_batch_done(&pk->out);
+        free(pk->order);
+        free(pk->d);
+        free(pk->rows);
+        free(pk->counts);
         if (pk->prev)
                 pk->prev->next = pk->next;
         else
@@ -2622,108 +2669,243 @@ static int sort_cmp(const void *x, const void *y)
                            c->out->updates[j].row, c->out->updates[j].len);
 }
 
-static void peek_answer(struct cserver *s, struct peek *pk, struct eval_batch *out)
-{
-        const Coord__Plan__Peek *peek = pk->req->peek;
-        Coord__PeekResult m = COORD__PEEK_RESULT__INIT;
-        size_t arity = dataflow_arity(pk->df), keep = arity;
-        _cleanup_free_ struct row_datum *d = NULL;
-        _cleanup_free_ size_t *order = NULL;
-        struct row_arena proj = ROW_ARENA_INIT;
-        uint64_t skip = 0, take = UINT64_MAX;
-        size_t n = 0;
-        struct row_error e;
-        int r;
+enum { PEEK_DONE, PEEK_WAIT, PEEK_STREAM };
 
-        if (peek->output_arity && peek->output_arity < arity)
-                keep = peek->output_arity;
-        for (size_t k = 0; k < peek->n_order_by; k++)
-                if (peek->order_by[k]->column >= arity) {
-                        row_error_set(&e, -EINVAL, "XX000", "invalid plan: ORDER BY column %u of %zu",
-                                      peek->order_by[k]->column, arity);
-                        reply_error(s, pk->from, pk->request_id, &e);
-                        return;
-                }
-        if (peek->limit) {
-                skip = peek->limit->offset;
-                take = peek->limit->count;
-        }
-        m.rows = calloc(out->n ? out->n : 1, sizeof(*m.rows));
-        m.counts = calloc(out->n ? out->n : 1, sizeof(*m.counts));
-        order = calloc(out->n ? out->n : 1, sizeof(*order));
-        if (!m.rows || !m.counts || !order)
-                goto oom;
-        for (size_t i = 0; i < out->n; i++)
-                order[i] = i;
-        if ((peek->n_order_by || keep < arity) && out->n) {
-                d = calloc(out->n * (arity ? arity : 1), sizeof(*d));
-                if (!d)
-                        goto oom;
-                for (size_t i = 0; i < out->n; i++)
-                        if (row_decode(out->updates[i].row, out->updates[i].len, &d[i * arity],
-                                       arity) != (int)arity) {
-                                row_error_set(&e, -EINVAL, "XX000", "malformed row in a read result");
-                                reply_error(s, pk->from, pk->request_id, &e);
-                                goto out;
-                        }
-        }
-        if (peek->n_order_by && out->n > 1) {
-                struct sort_ctx c = { .peek = peek, .d = d, .arity = arity, .out = out };
-                sort_ctx_current = &c;
-                qsort(order, out->n, sizeof(*order), sort_cmp);
-                sort_ctx_current = NULL;
-        }
-        for (size_t i = 0; i < out->n && take > 0; i++) {
-                const struct eval_update *u = &out->updates[order[i]];
+/* Send the next chunk of pk's result (5): from pk->pos on, rows until their bytes reach
+ * pk->chunk_bytes (at least one row; everything when chunk_bytes is 0).  PEEK_STREAM
+ * when rows remain (the PeekResult said more = true), else PEEK_DONE -- the last chunk
+ * went, or the peek was answered with an error, or the peer is gone. */
+static int peek_send_chunk(struct cserver *s, struct peek *pk)
+{
+        Coord__PeekResult m = COORD__PEEK_RESULT__INIT;
+        struct row_arena proj = ROW_ARENA_INIT;
+        size_t n = 0, bytes = 0;
+        struct row_error e;
+        int r, ret = PEEK_DONE;
+
+        for (; pk->pos < pk->out.n && pk->take > 0; pk->pos++) {
+                const struct eval_update *u = &pk->out.updates[pk->order[pk->pos]];
                 uint64_t cnt;
 
+                if (pk->chunk_bytes && n > 0 && bytes >= pk->chunk_bytes)
+                        break;
                 assert(u->diff > 0);
                 cnt = (uint64_t)u->diff;
-                if (skip >= cnt) {
-                        skip -= cnt;
+                if (pk->skip >= cnt) {
+                        pk->skip -= cnt;
                         continue;
                 }
-                cnt -= skip;
-                skip = 0;
-                if (cnt > take)
-                        cnt = take;
-                take -= cnt;
-                if (keep < arity) {
-                        int64_t len = row_encoded_size(&d[order[i] * arity], keep);
+                cnt -= pk->skip;
+                pk->skip = 0;
+                if (cnt > pk->take)
+                        cnt = pk->take;
+                pk->take -= cnt;
+                if (GROW_ARRAY(pk->rows, pk->rows_cap, n + 1) < 0 ||
+                    GROW_ARRAY(pk->counts, pk->counts_cap, n + 1) < 0)
+                        goto oom;
+                if (pk->keep < pk->arity) {
+                        const struct row_datum *d = &pk->d[pk->order[pk->pos] * pk->arity];
+                        int64_t len = row_encoded_size(d, pk->keep);
                         uint8_t *buf = len >= 0 ? row_arena_alloc(&proj, (size_t)len) : NULL;
                         if (!buf)
                                 goto oom;
-                        m.rows[n].len = row_encode_into(&d[order[i] * arity], keep, buf);
-                        m.rows[n].data = buf;
+                        pk->rows[n].len = row_encode_into(d, pk->keep, buf);
+                        pk->rows[n].data = buf;
                 } else {
-                        m.rows[n].data = (uint8_t *)u->row;
-                        m.rows[n].len = u->len;
+                        pk->rows[n].data = (uint8_t *)u->row;
+                        pk->rows[n].len = u->len;
                 }
-                m.counts[n++] = cnt;
+                bytes += pk->rows[n].len + 12;          /* tags, lengths, the count */
+                pk->counts[n++] = cnt;
         }
+        m.rows = pk->rows;
+        m.counts = pk->counts;
         m.n_rows = m.n_counts = n;
+        m.more = pk->pos < pk->out.n && pk->take > 0;
+        m.chunk = pk->chunks;
+        assert(!m.more || pk->chunk_bytes);
         r = out_send(s, pk->from, COORD__MSG_TYPE__MSG_PEEK_RESULT, pk->request_id, &m.base);
         if (r == -EMSGSIZE) {
                 row_error_set(&e, r, "54000", "the result of the read (%zu distinct rows, %zu bytes) "
                               "is larger than a frame", n,
                               protobuf_c_message_get_packed_size(&m.base));
                 reply_error(s, pk->from, pk->request_id, &e);
-        } else if (r < 0 && r != -ENOTCONN && ratelimit_ok(&s->rl_input, now_ms())) {
-                log_warn_errno(r, "reply_failed", "role=%s type=peek_result request_id=%llu",
-                               node_role_name(pk->from), (unsigned long long)pk->request_id);
+                goto out;
+        }
+        if (r < 0) {
+                if (r != -ENOTCONN && ratelimit_ok(&s->rl_input, now_ms()))
+                        log_warn_errno(r, "reply_failed", "role=%s type=peek_result request_id=%llu chunk=%u",
+                                       node_role_name(pk->from), (unsigned long long)pk->request_id,
+                                       pk->chunks);
+                goto out;
+        }
+        pk->chunks++;
+        s->peek_chunks++;
+        if (m.more) {
+                ret = PEEK_STREAM;
+                goto out;
         }
         s->peeks_answered++;
+        if (pk->chunks > 1)
+                s->peek_streams++;
         goto out;
 oom:
         row_error_oom(&e);
         reply_error(s, pk->from, pk->request_id, &e);
 out:
         row_arena_done(&proj);
-        free(m.rows);
-        free(m.counts);
+        return ret;
 }
 
-enum { PEEK_DONE, PEEK_WAIT };
+/* Answer pk with its result `out`, which it takes over: validate the ORDER BY, sort,
+ * then send the first chunk (all of it, unless the requester asked for chunks).  The
+ * whole result is evaluated (and sorted) before the first row goes -- ORDER BY and
+ * LIMIT need all of it, and storage_read() consolidates all batches at once -- so
+ * streaming bounds the encoding and sending per loop turn, not the evaluation.
+ * PEEK_DONE or PEEK_STREAM (rows remain: the caller keeps pk, see peek_stream()). */
+static int peek_answer(struct cserver *s, struct peek *pk, struct eval_batch *out)
+{
+        const Coord__Plan__Peek *peek = pk->req->peek;
+        struct row_error e;
+
+        pk->out = *out;
+        *out = EVAL_BATCH_INIT;
+        out = &pk->out;
+        pk->arity = pk->keep = dataflow_arity(pk->df);
+        pk->skip = 0;
+        pk->take = UINT64_MAX;
+        if (peek->output_arity && peek->output_arity < pk->arity)
+                pk->keep = peek->output_arity;
+        for (size_t k = 0; k < peek->n_order_by; k++)
+                if (peek->order_by[k]->column >= pk->arity) {
+                        row_error_set(&e, -EINVAL, "XX000", "invalid plan: ORDER BY column %u of %zu",
+                                      peek->order_by[k]->column, pk->arity);
+                        reply_error(s, pk->from, pk->request_id, &e);
+                        return PEEK_DONE;
+                }
+        if (peek->limit) {
+                pk->skip = peek->limit->offset;
+                pk->take = peek->limit->count;
+        }
+        pk->order = calloc(out->n ? out->n : 1, sizeof(*pk->order));
+        if (!pk->order)
+                goto oom;
+        for (size_t i = 0; i < out->n; i++)
+                pk->order[i] = i;
+        if ((peek->n_order_by || pk->keep < pk->arity) && out->n) {
+                pk->d = calloc(out->n * (pk->arity ? pk->arity : 1), sizeof(*pk->d));
+                if (!pk->d)
+                        goto oom;
+                for (size_t i = 0; i < out->n; i++)
+                        if (row_decode(out->updates[i].row, out->updates[i].len,
+                                       &pk->d[i * pk->arity], pk->arity) != (int)pk->arity) {
+                                row_error_set(&e, -EINVAL, "XX000", "malformed row in a read result");
+                                reply_error(s, pk->from, pk->request_id, &e);
+                                return PEEK_DONE;
+                        }
+        }
+        if (peek->n_order_by && out->n > 1) {
+                struct sort_ctx c = { .peek = peek, .d = pk->d, .arity = pk->arity, .out = out };
+                sort_ctx_current = &c;
+                qsort(pk->order, out->n, sizeof(*pk->order), sort_cmp);
+                sort_ctx_current = NULL;
+        }
+        return peek_send_chunk(s, pk);
+oom:
+        row_error_oom(&e);
+        reply_error(s, pk->from, pk->request_id, &e);
+        return PEEK_DONE;
+}
+
+static void peek_idle(struct loop *l, void *userdata);
+
+/* pk answered its first chunk with more = true: it stays on s->peeks -- an execution
+ * hold at its ts, so compaction cannot move a since past it (5) -- until the last
+ * chunk went, the requester cancels, its connection goes, or it stops pulling for
+ * CSERVER_STREAM_IDLE_MS.  0, or -errno (then the caller answers with an error). */
+static int peek_stream(struct cserver *s, struct peek *pk)
+{
+        int r;
+
+        assert(!pk->streaming);
+        r = loop_timer_add(s->loop, CSERVER_STREAM_IDLE_MS * NS_PER_MS, peek_idle, pk, &pk->idle);
+        if (r < 0) {
+                pk->idle = NULL;
+                return r;
+        }
+        if (pk->timer) {
+                /* A parked peek whose input became readable (peeks_wake()). */
+                loop_timer_cancel(s->loop, pk->timer);
+                pk->timer = NULL;
+                s->n_parked--;
+        }
+        pk->streaming = true;
+        pk->pulled_ms = now_ms();
+        s->n_streaming++;
+        log_debug("peek_streaming", "role=%s request_id=%llu rows=%zu", node_role_name(pk->from),
+                  (unsigned long long)pk->request_id, pk->out.n);
+        return 0;
+}
+
+/* A stream nobody pulls holds its inputs: end it after CSERVER_STREAM_IDLE_MS. */
+static void peek_idle(struct loop *l, void *userdata)
+{
+        struct peek *pk = userdata;
+        struct cserver *s = pk->srv;
+        uint64_t idle = now_ms() - pk->pulled_ms;
+        struct row_error e;
+        int r;
+
+        pk->idle = NULL;        /* freed after this returns */
+        if (idle < CSERVER_STREAM_IDLE_MS) {
+                r = loop_timer_add(l, (CSERVER_STREAM_IDLE_MS - idle) * NS_PER_MS, peek_idle, pk,
+                                   &pk->idle);
+                if (r >= 0)
+                        return;
+                pk->idle = NULL;
+        }
+        log_info("peek_stream_idle", "role=%s request_id=%llu chunks=%u idle_ms=%llu",
+                 node_role_name(pk->from), (unsigned long long)pk->request_id, pk->chunks,
+                 (unsigned long long)idle);
+        row_error_set(&e, -ETIMEDOUT, "57014", "the result was not fetched for %llu ms: the "
+                      "read was ended after %u chunks", (unsigned long long)idle, pk->chunks);
+        reply_error(s, pk->from, pk->request_id, &e);
+        peek_free(pk);
+}
+
+/* MSG_PEEK_NEXT: the next chunk of a stream, or its end (cancel). */
+static void handle_peek_next(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+{
+        Coord__PeekNext *m;
+        struct peek *pk;
+
+        for (pk = s->peeks_head; pk; pk = pk->next)
+                if (pk->streaming && pk->from == from && pk->request_id == env->request_id)
+                        break;
+        if (!pk) {
+                log_debug("peek_next_unmatched", "role=%s request_id=%llu", node_role_name(from),
+                          (unsigned long long)env->request_id);
+                return;
+        }
+        m = coord__peek_next__unpack(NULL, env->payload.len, env->payload.data);
+        if (!m) {
+                reply_malformed(s, from, env);
+                peek_free(pk);
+                return;
+        }
+        if (m->cancel) {
+                log_debug("peek_stream_cancelled", "role=%s request_id=%llu chunks=%u",
+                          node_role_name(from), (unsigned long long)pk->request_id, pk->chunks);
+                peek_free(pk);
+        } else {
+                pk->pulled_ms = now_ms();
+                if (peek_send_chunk(s, pk) == PEEK_DONE)
+                        peek_free(pk);
+        }
+        coord__peek_next__free_unpacked(m, NULL);
+}
+
+
 
 /* A peek of an index at a time below its arrangement's since is answered from what the
  * index arranges -- its plan over storage collections, which keep their history -- so
@@ -2785,9 +2967,9 @@ static int index_fallback_feed(struct cserver *s, struct dfent *de, uint64_t ts,
         return r;
 }
 
-/* Answer pk if it can be answered now: PEEK_DONE (answered, the caller frees it) or
- * PEEK_WAIT with *ret_upper the upper of an input that is not readable at ts yet
- * (pk->input).  Every input must be readable at ts -- a storage collection (a table at
+/* Answer pk if it can be answered now: PEEK_DONE (answered, the caller frees it),
+ * PEEK_STREAM (its first chunk went, more follow: it stays, streaming) or PEEK_WAIT
+ * with *ret_upper the upper of an input that is not readable at ts yet (pk->input).  Every input must be readable at ts -- a storage collection (a table at
  * its effective upper, (10)) or an index's arrangement (13) -- and then the plan runs
  * as a one-shot dataflow at ts over their snapshots: the engine of (13), fed once. */
 static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
@@ -2795,6 +2977,7 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
         struct eval_batch out = EVAL_BATCH_INIT;
         struct storage_frontiers f;
         struct row_error e;
+        uint64_t start_ns = 0, took_us;
         int r;
 
         if (!s->st) {
@@ -2845,6 +3028,7 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                         return PEEK_WAIT;
                 }
         }
+        start_ns = now_ns();
         for (size_t i = 0; i < dataflow_n_inputs(pk->df); i++) {
                 uint64_t gid = dataflow_input_id(pk->df, i);
                 struct dfent *de = dfent_find(s, gid);
@@ -2886,8 +3070,19 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                                       "count (%lld)", (long long)out.updates[i].diff);
                         goto fail;
                 }
-        peek_answer(s, pk, &out);
+        took_us = (now_ns() - start_ns) / 1000;
+        if (took_us >= PEEK_SLOW_US && ratelimit_ok(&s->rl_input, now_ms()))
+                log_info("peek_slow", "role=%s request_id=%llu rows=%zu eval_us=%llu", node_role_name(pk->from),
+                         (unsigned long long)pk->request_id, out.n, (unsigned long long)took_us);
+        r = peek_answer(s, pk, &out);
         eval_batch_done(&out);
+        if (r == PEEK_STREAM) {
+                r = peek_stream(s, pk);
+                if (r == 0)
+                        return PEEK_STREAM;
+                row_error_set(&e, r, "XX000", "cannot stream the result: %s", strerrordesc_np(-r));
+                goto fail;
+        }
         return PEEK_DONE;
 fail:
         eval_batch_done(&out);
@@ -2901,11 +3096,15 @@ static void peek_timeout(struct loop *l, void *userdata)
         struct cserver *s = pk->srv;
         uint64_t upper = 0;
         struct row_error e;
+        int r;
 
         /* The timer is freed after this returns: never cancel it again. */
         pk->timer = NULL;
         s->n_parked--;
-        if (peek_try(s, pk, &upper) == PEEK_WAIT) {
+        r = peek_try(s, pk, &upper);
+        if (r == PEEK_STREAM)
+                return;
+        if (r == PEEK_WAIT) {
                 row_error_set(&e, -ETIMEDOUT, "57014",
                               "timed out after %u ms waiting for collection %llu to become "
                               "readable at %llu (its upper is %llu)", pk->timeout_ms,
@@ -2925,6 +3124,7 @@ static void peeks_wake(struct cserver *s)
 
         for (pk = s->peeks_head; pk; pk = next) {
                 next = pk->next;
+                /* Parked ones only; one that streams now was unparked (peek_stream()). */
                 if (pk->timer && peek_try(s, pk, &upper) == PEEK_DONE)
                         peek_free(pk);
         }
@@ -2974,8 +3174,12 @@ static void handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelo
                 goto fail;
         }
         pk->timeout_ms = pk->req->timeout_ms ? pk->req->timeout_ms : CSERVER_PEEK_TIMEOUT_DEFAULT_MS;
-        if (peek_try(s, pk, &upper) == PEEK_DONE)
+        pk->chunk_bytes = pk->req->chunk_bytes;
+        r = peek_try(s, pk, &upper);
+        if (r == PEEK_DONE)
                 goto done;
+        if (r == PEEK_STREAM)
+                return;
         r = loop_timer_add(s->loop, (uint64_t)pk->timeout_ms * NS_PER_MS, peek_timeout, pk, &pk->timer);
         if (r < 0) {
                 pk->timer = NULL;
@@ -4615,6 +4819,9 @@ void cserver_on_message(struct cserver *s, Coord__Role from, const Coord__Envelo
         case COORD__MSG_TYPE__MSG_PEEK:
                 handle_peek(s, from, env);
                 return;
+        case COORD__MSG_TYPE__MSG_PEEK_NEXT:
+                handle_peek_next(s, from, env);
+                return;
         case COORD__MSG_TYPE__MSG_LIST_COLLECTIONS:
                 handle_list(s, from, env);
                 return;
@@ -4676,7 +4883,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "mirror_reads=%llu append_sync=%s syncs=%llu unsynced_appends=%llu "
                  "appends_per_sync=%.2f sync_max_us=%llu sync_write_max_us=%llu "
                  "unsynced_write_max_us=%llu held=%zu held_max=%zu "
-                 "held_max_us=%llu held_replies=%llu held_ring=%llu held_failed=%llu storage=%s",
+                 "held_max_us=%llu held_replies=%llu held_ring=%llu held_failed=%llu "
+                 "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -4693,7 +4901,9 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)(st.unsynced_write_max_ns / 1000), s->n_out - s->out_head, s->out_max,
                  (unsigned long long)(s->out_max_held_ns / 1000),
                  (unsigned long long)s->out_held_msgs, (unsigned long long)s->out_held_ring,
-                 (unsigned long long)s->out_failed, s->st ? "ok" : "failed");
+                 (unsigned long long)s->out_failed,
+                 (unsigned long long)s->peek_chunks, (unsigned long long)s->peek_streams,
+                 s->n_streaming, s->st ? "ok" : "failed");
 }
 
 struct storage *cserver_storage(struct cserver *s)

@@ -424,12 +424,25 @@ int row_datum_format(const struct row_datum *d, char scratch[static ROW_TEXT_SCR
                 *ret = d->b ? "t" : "f";
                 *ret_len = 1;
                 return 0;
-        case ROW_KIND_INT:
-                n = snprintf(scratch, ROW_TEXT_SCRATCH, "%lld", (long long)d->i);
-                assert(n > 0 && n < ROW_TEXT_SCRATCH);
-                *ret = scratch;
+        case ROW_KIND_INT: {
+                /* By hand, right-aligned in scratch: snprintf's format machinery was 30%
+                 * of the adapter's CPU turning a 100,000-row result into DataRows. */
+                uint64_t mag = d->i < 0 ? -(uint64_t)d->i : (uint64_t)d->i;
+                char *p = scratch + ROW_TEXT_SCRATCH - 1;
+
+                static_assert(ROW_TEXT_SCRATCH >= 21, "scratch holds -9223372036854775808 and a NUL");
+                *p = '\0';
+                do {
+                        *--p = (char)('0' + mag % 10);
+                        mag /= 10;
+                } while (mag);
+                if (d->i < 0)
+                        *--p = '-';
+                n = (int)(scratch + ROW_TEXT_SCRATCH - 1 - p);
+                *ret = p;
                 *ret_len = (size_t)n;
                 return 0;
+        }
         case ROW_KIND_TEXT:
                 *ret = d->text.len ? d->text.ptr : "";
                 *ret_len = d->text.len;

@@ -12,6 +12,11 @@
  *   concurrent DDL shares catalog syncs, and a query string's CREATEs commit together
  *   (runs), answered in order, each seeing the catalog as one at a time would;
  *   the oracle stays monotone across an adapter restart with the wall clock set back;
+ *   streamed results (issue 6, adapter-exec.c note 9; the adapter restarted with small
+ *   chunks): exactly the right rows in many chunks, a small result in one; a client that
+ *   stops reading a large result holds neither other clients nor DDL, and the stream is
+ *   freed when it goes; the controller killed mid-stream gives that client 58000 and
+ *   its connection goes on working;
  *   a psql script with ON_ERROR_STOP.
  */
 #include <inttypes.h>
@@ -21,6 +26,9 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "itest.h"
@@ -740,6 +748,313 @@ static void test_psql_script(void)
         free(script);
 }
 
+
+/* ---- Streamed results (issue 6) ---------------------------------------------------- */
+
+#define STREAM_CHUNK "512"
+#define JK_ROWS 700                     /* the self-join returns 490,000 rows, ~10 MB */
+
+static uint64_t ctl_stat(const char *key)
+{
+        return stat_of(COORD__ROLE__ROLE_CONTROLLER, key);
+}
+
+/* Wait up to ms for the controller's status key to be `want`. */
+static bool ctl_stat_becomes(const char *key, uint64_t want, unsigned ms)
+{
+        for (unsigned i = 0; i < ms / 20; i++) {
+                if (ctl_stat(key) == want)
+                        return true;
+                usleep(20 * 1000);
+        }
+        fprintf(stderr, "\n    controller %s=%llu, expected %llu", key,
+                (unsigned long long)ctl_stat(key), (unsigned long long)want);
+        return false;
+}
+
+/* Many chunks make exactly the rows of the one-message answer, in ORDER BY order; a
+ * result that fits one chunk is one PeekResult, no stream. */
+static void test_stream_rows(void)
+{
+        PGconn *c = adapter_restart("--peek-chunk-bytes " STREAM_CHUNK);
+        uint64_t chunks, streams;
+        PGresult *r;
+        static bool seen[3000];
+        char *q = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE big (a bigint NOT NULL, b text)"));
+        for (int k = 0; k < 3; k++) {
+                f = open_memstream(&q, &len);
+                fprintf(f, "INSERT INTO big VALUES ");
+                for (int i = k * 1000; i < (k + 1) * 1000; i++)
+                        fprintf(f, "%s(%d, 'v%d')", i > k * 1000 ? ", " : "", i, i);
+                fclose(f);
+                CU_ASSERT(ok(c, q));
+                free(q);
+                q = NULL;
+        }
+        chunks = ctl_stat("peek_chunks");
+        streams = ctl_stat("peek_streams");
+        r = PQexec(c, "SELECT a, b FROM big");
+        CU_ASSERT_EQUAL_FATAL(PQresultStatus(r), PGRES_TUPLES_OK);
+        CU_ASSERT_EQUAL(PQntuples(r), 3000);
+        memset(seen, 0, sizeof(seen));
+        for (int i = 0; i < PQntuples(r); i++) {
+                long a = strtol(PQgetvalue(r, i, 0), NULL, 10);
+                char want[32];
+
+                CU_ASSERT_FATAL(a >= 0 && a < 3000);
+                CU_ASSERT(!seen[a]);
+                seen[a] = true;
+                snprintf(want, sizeof(want), "v%ld", a);
+                CU_ASSERT_STRING_EQUAL(PQgetvalue(r, i, 1), want);
+        }
+        PQclear(r);
+        /* ~16 bytes a row: 3,000 rows are ~90 chunks of 512 bytes, one stream. */
+        printf("\n    3000 rows in %llu chunks\n", (unsigned long long)(ctl_stat("peek_chunks") - chunks));
+        CU_ASSERT(ctl_stat("peek_chunks") - chunks >= 20);
+        CU_ASSERT_EQUAL(ctl_stat("peek_streams") - streams, 1);
+
+        /* ORDER BY, OFFSET and LIMIT across chunks. */
+        r = PQexec(c, "SELECT a FROM big ORDER BY a DESC LIMIT 2000 OFFSET 500");
+        CU_ASSERT_EQUAL_FATAL(PQresultStatus(r), PGRES_TUPLES_OK);
+        CU_ASSERT_EQUAL(PQntuples(r), 2000);
+        for (int i = 0; i < PQntuples(r); i++)
+                CU_ASSERT_EQUAL(strtol(PQgetvalue(r, i, 0), NULL, 10), 2499 - i);
+        PQclear(r);
+        CU_ASSERT_STRING_EQUAL(PQcmdStatus(r = PQexec(c, "SELECT a FROM big WHERE a >= 1000")),
+                               "SELECT 2000");
+        PQclear(r);
+        /* The extended protocol, with a row limit per Execute (psql's FETCH_COUNT). */
+        r = PQexecParams(c, "SELECT a FROM big WHERE a < $1", 1, NULL,
+                         (const char *[]){ "2500" }, NULL, NULL, 0);
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+        CU_ASSERT_EQUAL(PQntuples(r), 2500);
+        PQclear(r);
+
+        /* Small: one message, no stream. */
+        streams = ctl_stat("peek_streams");
+        chunks = ctl_stat("peek_chunks");
+        CU_ASSERT(rows_are(c, "SELECT a, b FROM big WHERE a = 7", "7|v7"));
+        CU_ASSERT_EQUAL(ctl_stat("peek_chunks") - chunks, 1);
+        CU_ASSERT_EQUAL(ctl_stat("peek_streams"), streams);
+        PQfinish(c);
+}
+
+/* A raw PostgreSQL-protocol client that can stop reading (libpq always reads). */
+static int raw_connect(void)
+{
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)pg_port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        struct timeval tv = { .tv_sec = 30 };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), small = 4096;
+        uint8_t m[64];
+        size_t n = 8;
+
+        if (fd < 0)
+                return -1;
+        /* A small receive window, so the adapter's output backs up soon. */
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+                close(fd);
+                return -1;
+        }
+        memcpy(m + 4, "\0\3\0\0", 4);
+        memcpy(m + n, "user\0coord\0database\0coord\0", 26);
+        n += 26;
+        m[n++] = 0;
+        m[0] = 0, m[1] = 0, m[2] = 0, m[3] = (uint8_t)n;
+        if (write(fd, m, n) != (ssize_t)n) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+static bool raw_full(int fd, void *buf, size_t n)
+{
+        for (size_t got = 0; got < n;) {
+                ssize_t k = read(fd, (char *)buf + got, n - got);
+                if (k <= 0)
+                        return false;
+                got += (size_t)k;
+        }
+        return true;
+}
+
+/* The next message: its type, or 0 on EOF/timeout.  Its body (up to cap) in buf. */
+static char raw_msg(int fd, char *buf, size_t cap, size_t *ret_len)
+{
+        uint8_t h[5];
+        uint32_t len;
+        char skip[4096];
+
+        if (!raw_full(fd, h, 5))
+                return 0;
+        len = ((uint32_t)h[1] << 24 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 8 | h[4]) - 4;
+        *ret_len = len;
+        for (uint32_t got = 0; got < len;) {
+                uint32_t k = len - got;
+                char *to = got < cap ? buf + got : skip;
+
+                if (got < cap && k > cap - got)
+                        k = (uint32_t)(cap - got);
+                if (got >= cap && k > sizeof(skip))
+                        k = sizeof(skip);
+                if (!raw_full(fd, to, k))
+                        return 0;
+                got += k;
+        }
+        return (char)h[0];
+}
+
+/* Read until ReadyForQuery; false on EOF or an error before it. */
+static bool raw_ready(int fd)
+{
+        char buf[512], t;
+        size_t len;
+
+        while ((t = raw_msg(fd, buf, sizeof(buf), &len)) && t != 'Z')
+                if (t == 'E')
+                        return false;
+        return t == 'Z';
+}
+
+static bool raw_query(int fd, const char *sql)
+{
+        size_t n = strlen(sql) + 1;
+        uint8_t h[5] = { 'Q', (uint8_t)((n + 4) >> 24), (uint8_t)((n + 4) >> 16),
+                         (uint8_t)((n + 4) >> 8), (uint8_t)(n + 4) };
+
+        return write(fd, h, 5) == 5 && write(fd, sql, n) == (ssize_t)n;
+}
+
+static const char *jk_query = "SELECT x.v, y.v FROM jk x JOIN jk y ON x.k = y.k";
+
+/* A client that sent a ~10 MB query and reads nothing: once the kernel's buffers and
+ * the adapter's queue are full, the adapter stops pulling (stream_waits), the stream
+ * waits on the controller. */
+static int stalled_client(void)
+{
+        uint64_t waits = stat_of(COORD__ROLE__ROLE_ADAPTER, "stream_waits");
+        int fd = raw_connect(), i;
+
+        CU_ASSERT_FATAL(fd >= 0);
+        CU_ASSERT_FATAL(raw_ready(fd));
+        CU_ASSERT_FATAL(raw_query(fd, jk_query));
+        for (i = 0; i < 1000 && stat_of(COORD__ROLE__ROLE_ADAPTER, "stream_waits") == waits; i++)
+                usleep(20 * 1000);
+        CU_ASSERT_FATAL(i < 1000);
+        CU_ASSERT(ctl_stat_becomes("peeks_streaming", 1, 5000));
+        return fd;
+}
+
+static void test_stream_slow_client(void)
+{
+        /* Chunks of the default size (64 KiB): ~10 MB fill the buffers quickly. */
+        PGconn *c = adapter_restart(NULL);
+        uint64_t t0, chunks;
+        char *q = NULL;
+        size_t len = 0;
+        FILE *f;
+        int fd;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE jk (k int NOT NULL, v bigint NOT NULL)"));
+        f = open_memstream(&q, &len);
+        fprintf(f, "INSERT INTO jk VALUES ");
+        for (int i = 0; i < JK_ROWS; i++)
+                fprintf(f, "%s(1, %d)", i ? ", " : "", i);
+        fclose(f);
+        CU_ASSERT_FATAL(ok(c, q));
+        free(q);
+
+        fd = stalled_client();
+        /* It stays stalled: a few chunks more at most, while everyone else is served. */
+        usleep(300 * 1000);
+        chunks = ctl_stat("peek_chunks");
+        t0 = now_ms();
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM jk", "700"));
+        CU_ASSERT(ok(c, "CREATE TABLE while_stalled (x int)"));
+        CU_ASSERT(ok(c, "INSERT INTO while_stalled VALUES (1)"));
+        CU_ASSERT(ok(c, "DROP TABLE while_stalled"));
+        printf("\n    served in %llu ms beside a stalled stream\n", (unsigned long long)(now_ms() - t0));
+        CU_ASSERT(now_ms() - t0 < 5000);
+        CU_ASSERT(ctl_stat("peek_chunks") - chunks <= 1);
+        CU_ASSERT_EQUAL(ctl_stat("peeks_streaming"), 1);
+        /* It goes: the stream ends, the controller frees the result and the hold. */
+        close(fd);
+        CU_ASSERT(ctl_stat_becomes("peeks_streaming", 0, 10000));
+
+        /* A client that reads slowly gets all of it. */
+        fd = raw_connect();
+        CU_ASSERT_FATAL(fd >= 0);
+        CU_ASSERT_FATAL(raw_ready(fd));
+        CU_ASSERT_FATAL(raw_query(fd, jk_query));
+        {
+                char buf[256], t;
+                size_t n, rows = 0;
+
+                while ((t = raw_msg(fd, buf, sizeof(buf), &n)) && t != 'Z') {
+                        if (t == 'D' && ++rows % 50000 == 0)
+                                usleep(100 * 1000);
+                        if (t == 'C')
+                                CU_ASSERT_STRING_EQUAL(buf, "SELECT 490000");
+                        CU_ASSERT(t != 'E');
+                }
+                CU_ASSERT_EQUAL(t, 'Z');
+                CU_ASSERT_EQUAL(rows, (size_t)JK_ROWS * JK_ROWS);
+        }
+        close(fd);
+        CU_ASSERT_EQUAL(ctl_stat("peeks_streaming"), 0);
+        PQfinish(c);
+}
+
+/* The controller killed while a stream waits for its client: the client gets the rows
+ * sent so far, then 58000, then ReadyForQuery, and its connection goes on working. */
+static void test_stream_controller_killed(void)
+{
+        char buf[256], t;
+        size_t n, rows = 0;
+        bool error = false;
+        int fd = stalled_client();
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        while ((t = raw_msg(fd, buf, sizeof(buf), &n)) && t != 'Z') {
+                if (t == 'D')
+                        rows++;
+                if (t == 'E') {
+                        /* Fields: 'S' severity, 'V', 'C' code, ... */
+                        for (size_t i = 0; i + 1 < n && i < sizeof(buf); i += strnlen(buf + i, sizeof(buf) - i) + 1)
+                                if (buf[i] == 'C')
+                                        error = strcmp(buf + i + 1, "58000") == 0;
+                }
+                CU_ASSERT(t != 'C');    /* no CommandComplete: the statement failed */
+        }
+        CU_ASSERT_EQUAL(t, 'Z');
+        CU_ASSERT(error);
+        CU_ASSERT(rows < (size_t)JK_ROWS * JK_ROWS);
+        printf("\n    %zu rows, then 58000\n", rows);
+        CU_ASSERT_FATAL(raw_query(fd, "SELECT count(*) FROM jk"));
+        {
+                bool got = false;
+
+                while ((t = raw_msg(fd, buf, sizeof(buf), &n)) && t != 'Z') {
+                        CU_ASSERT(t != 'E');
+                        if (t == 'D')
+                                got = n >= 9 && memcmp(buf + 6, "700", 3) == 0;
+                }
+                CU_ASSERT_EQUAL(t, 'Z');
+                CU_ASSERT(got);
+        }
+        close(fd);
+}
+
 static void test_down(void)
 {
         CU_ASSERT_EQUAL(t_sh("%s down >/dev/null", coord_cmd), 0);
@@ -759,6 +1074,9 @@ static const struct t_case cases[] = {
         { "a DDL costs one timestamp", test_ddl_timestamps },
         { "built-in rows of answered DDL survive kill -9 of the adapter", test_ddl_rows_survive_kill9 },
         { "restart: the writer mark spares the reads, and is not trusted after a loss", test_restart_mark },
+        { "a result in many chunks: exactly its rows; a small one in one", test_stream_rows },
+        { "a client that stops reading holds nobody else, and is freed when it goes", test_stream_slow_client },
+        { "controller killed mid-stream: 58000, the connection goes on", test_stream_controller_killed },
         { "psql script", test_psql_script },
         { "down", test_down },
         { NULL, NULL },
