@@ -243,6 +243,10 @@ struct catalog {
         size_t expect;                          /* committers seen at the last group end */
         uint64_t window_start_ns;               /* GATHERING since */
         uint64_t window_end_ns;                 /* GATHERING until; 0: not GATHERING */
+        const struct commit_req *window_opener; /* sleeps with window_end_ns as timeout */
+        uint64_t debug_window_ns;               /* test hook: every window this long */
+        void (*debug_group_end)(void *);        /* test hook: after unlock, before the wake */
+        void *debug_group_end_arg;
         uint64_t sync_avg_ns;                   /* moving average of a group's write */
         bool fail_next_sync;                    /* test hook */
         unsigned n_iters;                       /* live log iterators */
@@ -314,6 +318,7 @@ static bool catalog_check(const struct catalog *c)
         assert(n == c->n_queued);
         assert(!!c->queue_head == !!c->queue_tail);
         assert(!c->window_end_ns || (!c->writer_busy && c->queue_head));
+        assert(!c->window_end_ns || (c->window_opener && req_state(c->window_opener) == REQ_QUEUED));
         assert(c->stats.commits == 0 || c->stats.groups > 0);
         return true;
 }
@@ -672,30 +677,43 @@ static size_t queue_take(struct catalog *c, struct commit_req **ret_group)
         return n;
 }
 
-/* Should the caller, whose request is QUEUED and who found the write path not BUSY,
- * lead now?  Yes once the group is as large as expected or the window has closed (or
- * the handle failed: then there is nothing to wait for).  Otherwise IDLE ->
+/* Should the caller, whose request `mine` is QUEUED and who found the write path not
+ * BUSY, lead now?  Yes once the group is as large as expected or the window has closed
+ * (or the handle failed: then there is nothing to wait for).  Otherwise IDLE ->
  * GATHERING if not yet; the caller that opens the window gets its end in
- * *ret_deadline and closes it if nobody fills the group before, the others sleep until
- * the group they join ends (see Sleeping).  Lock held. */
-static bool group_ready(struct catalog *c, uint64_t *ret_deadline)
+ * *ret_deadline -- again every time it looks while the window is open -- and closes it
+ * if nobody fills the group before; the others sleep until the group they join ends
+ * (see Sleeping).  The opener must get its deadline back when it looks again: a group
+ * that ends after the window opened (its leader unlocks before it wakes anyone, and a
+ * newcomer may open the window in between) wakes the opener with the window still
+ * open, and an opener that then slept without a timeout left nobody to close it --
+ * every committer asleep for good (seen once in ten setups of 100,000 objects).  The
+ * window is open only while no group is being written (catalog_check()), and
+ * group_lead() closes it, so the opener is QUEUED for as long as it is open.  Lock
+ * held. */
+static bool group_ready(struct catalog *c, const struct commit_req *mine, uint64_t *ret_deadline)
 {
         uint64_t now, window;
 
         assert(!c->writer_busy && c->queue_head);
+        assert(req_state(mine) == REQ_QUEUED);
         if (c->err < 0 || c->n_queued >= group_want(c))
                 return true;
         now = now_ns();
         if (c->window_end_ns == 0) {
                 window = c->sync_avg_ns < GROUP_WINDOW_MAX_NS ? c->sync_avg_ns
                                                               : GROUP_WINDOW_MAX_NS;
+                if (c->debug_window_ns)
+                        window = c->debug_window_ns;
                 if (window == 0)
                         return true;
                 c->window_start_ns = now;
                 c->window_end_ns = now + window;
-                *ret_deadline = c->window_end_ns;
+                c->window_opener = mine;
         } else if (now >= c->window_end_ns)
                 return true;
+        if (c->window_opener == mine)
+                *ret_deadline = c->window_end_ns;
         return false;
 }
 
@@ -899,6 +917,8 @@ static void group_finish(struct catalog *c, struct commit_req *group, size_t n,
         c->writer_busy = false;
         assert(catalog_check(c));
         pthread_mutex_unlock(&c->lock);
+        if (c->debug_group_end)
+                c->debug_group_end(c->debug_group_end_arg);
 
         /* The members are GROUPED: nobody but us touches them until they are DONE.
          * Read next first: an owner that sees DONE returns and its request vanishes. */
@@ -931,6 +951,7 @@ static void group_lead(struct catalog *c)
         if (c->window_end_ns) {
                 c->stats.window_ns += now_ns() - c->window_start_ns;
                 c->window_end_ns = 0;
+                c->window_opener = NULL;
         }
         c->writer_busy = true;
         n = queue_take(c, &group);
@@ -987,7 +1008,7 @@ int catalog_commit(struct catalog *c, const struct catalog_op *ops, size_t n_ops
                 uint64_t deadline = 0;
 
                 if (req_state(&req) == REQ_QUEUED && !c->writer_busy &&
-                    group_ready(c, &deadline))
+                    group_ready(c, &req, &deadline))
                         group_lead(c);
                 else {
                         /* Read under the lock: the group end that changes what we
@@ -1055,7 +1076,7 @@ int catalog_commit_many(struct catalog *c, const struct catalog_txn_ops *txns, s
                  * request as ours: it is DONE only when the whole chain is. */
                 uint64_t deadline = 0;
 
-                if (req_state(last) == REQ_QUEUED && !c->writer_busy && group_ready(c, &deadline))
+                if (req_state(last) == REQ_QUEUED && !c->writer_busy && group_ready(c, last, &deadline))
                         group_lead(c);
                 else {
                         uint32_t gen = __atomic_load_n(&c->group_end, __ATOMIC_ACQUIRE);
@@ -1102,6 +1123,27 @@ void catalog_debug_fail_next_sync(struct catalog *c)
         pthread_mutex_lock(&c->lock);
         c->fail_next_sync = !c->secondary;
         pthread_mutex_unlock(&c->lock);
+}
+
+void catalog_debug_group_end(struct catalog *c, uint64_t window_ns, void (*fn)(void *), void *arg)
+{
+        if (!c)
+                return;
+        pthread_mutex_lock(&c->lock);
+        c->debug_window_ns = window_ns;
+        c->debug_group_end = fn;
+        c->debug_group_end_arg = arg;
+        pthread_mutex_unlock(&c->lock);
+}
+
+int catalog_debug_gathering(struct catalog *c)
+{
+        int r;
+
+        pthread_mutex_lock(&c->lock);
+        r = c->window_end_ns != 0;
+        pthread_mutex_unlock(&c->lock);
+        return r;
 }
 
 /* ---- Reading ------------------------------------------------------------------- */

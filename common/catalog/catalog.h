@@ -230,3 +230,12 @@ struct catalog_log_iter *catalog_log_iter_free(struct catalog_log_iter *it);
  * the disk: its transactions get -EIO and the handle enters the sticky error state.
  * For tests of the error paths; never called by the daemons. */
 void catalog_debug_fail_next_sync(struct catalog *c);
+
+/* Open every commit window for window_ns (0: as the disk's speed says), and call
+ * fn(arg) in the leader after each group is finished and unlocked, before its members
+ * are woken -- so a test can put a newcomer into that gap.  Never called by the
+ * daemons. */
+void catalog_debug_group_end(struct catalog *c, uint64_t window_ns, void (*fn)(void *), void *arg);
+
+/* Testing only: 1 while a commit window is open (GATHERING), else 0. */
+int catalog_debug_gathering(struct catalog *c);

@@ -1116,6 +1116,86 @@ static void test_commit_many(void)
         t_rmrf(dir);
 }
 
+/* The caller that opened a commit window is woken by a group end while its window is
+ * still open -- the group's leader unlocks before it wakes anyone, and the newcomer
+ * opened the window in that gap.  It must keep its deadline and close the window;
+ * when it slept on without one, nobody ever closed it and every committer slept for
+ * good (the adapter hung in one setup of 100,000 objects). */
+struct gap_arg {
+        struct catalog *c;
+        pthread_t thread;
+        bool started, gathering;
+        int r;
+        uint64_t seq;
+        int done;
+};
+
+static void *gap_newcomer(void *userdata)
+{
+        struct gap_arg *a = userdata;
+        const struct catalog_op op[] = { op_put(CATALOG_CF_STATE, "late", "1") };
+
+        a->r = catalog_commit(a->c, op, 1, &a->seq);
+        __atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+        return NULL;
+}
+
+/* In the leader, between its unlock and its wake-up: a newcomer opens the window. */
+static void gap_hook(void *userdata)
+{
+        struct gap_arg *a = userdata;
+
+        if (a->started)
+                return;
+        a->started = true;
+        if (pthread_create(&a->thread, NULL, gap_newcomer, a) != 0)
+                return;
+        for (int i = 0; i < 10000 && !a->gathering; i++) {
+                a->gathering = catalog_debug_gathering(a->c);
+                if (!a->gathering)
+                        sched_yield();
+        }
+}
+
+static void test_window_opener_woken(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-gap"), *path = NULL;
+        struct catalog *c = NULL;
+        const struct catalog_op a1[] = { op_put(CATALOG_CF_STATE, "a", "1") };
+        const struct catalog_op b1[] = { op_put(CATALOG_CF_STATE, "b", "1") };
+        const struct catalog_op z1[] = { op_put(CATALOG_CF_STATE, "z", "1") };
+        const struct catalog_txn_ops two[] = { { a1, 1 }, { b1, 1 } };
+        struct gap_arg g = { 0 };
+        uint64_t seq, t0;
+        bool done = false;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        path = path_join(dir, "db");
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        g.c = c;
+        /* A group of two leaves expect = 2, so the lone newcomer opens a window (of
+         * 300 ms, long enough to be open still when the wake-up reaches it). */
+        catalog_debug_group_end(c, 300ull * 1000 * 1000, gap_hook, &g);
+        CU_ASSERT_EQUAL_FATAL(catalog_commit_many(c, two, 2, &seq), 0);
+        CU_ASSERT_FATAL(g.started);
+        CU_ASSERT(g.gathering);
+        t0 = now_ns();
+        while (!(done = __atomic_load_n(&g.done, __ATOMIC_ACQUIRE)) && now_ns() - t0 < 5000000000ull)
+                usleep(5000);
+        CU_ASSERT(done);                /* the window closed: its opener led */
+        if (!done) {
+                /* Unstick it for the join: a newcomer past the window's end leads. */
+                catalog_debug_group_end(c, 0, NULL, NULL);
+                CU_ASSERT_EQUAL(catalog_commit(c, z1, 1, NULL), 0);
+        }
+        pthread_join(g.thread, NULL);
+        CU_ASSERT_EQUAL(g.r, 0);
+        CU_ASSERT_EQUAL(g.seq, 3);
+        catalog_debug_group_end(c, 0, NULL, NULL);
+        c = catalog_close(c);
+        t_rmrf(dir);
+}
+
 /* ---- 7. The commit hook --------------------------------------------------------- */
 
 #define HOOK_MAX (GROUP_THREADS * 50 + MANY_THREADS * MANY_CHAIN + 16)
@@ -1348,6 +1428,7 @@ static const struct t_case error_cases[] = {
 static const struct t_case group_cases[] = {
         { "8 threads: dense distinct seqs, all durable, grouped", test_group_commit },
         { "commit_many: one write, consecutive seqs, never interleaved, all or none", test_commit_many },
+        { "a window's opener woken with the window open still closes it", test_window_opener_woken },
         { NULL, NULL },
 };
 
