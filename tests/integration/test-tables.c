@@ -617,6 +617,11 @@ static void test_ddl_timestamps(void)
         before = scalar_u64(c, "SELECT mz_now()");
         t0 = now_ms();
         CU_ASSERT(ok(c, batch));
+        /* The answers do not wait for the rows' appends; a read of coord_objects does
+         * (the fence, adapter-exec.c note 3), so after it the read timestamp is past
+         * them: without it, mz_now() could still be `before` while the first append
+         * waited for its sync (seen under load with the controller's syncer thread). */
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects WHERE name = 'ddl_ts_v99'"), 1);
         took = now_ms() - t0;
         after = scalar_u64(c, "SELECT mz_now()");
         printf("\n    %d DDL statements took %" PRIu64 " ms of timestamps in %" PRIu64 " ms "
