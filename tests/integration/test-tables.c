@@ -686,30 +686,74 @@ static bool last_reconcile_has(const char *what)
                     home, what) == 0;
 }
 
+/* Kill -9 the adapter once the writer mark covers every commit (the idle upper tick
+ * renews it), and start it again.  False when the premise of "nothing was lost" does
+ * not hold: a catalog commit came after the check.  The lifecycle publishes every
+ * --publication-interval-ms (1 s) while it is connected, on its own clock; a
+ * publication that commits just before the kill has its built-in rows (coord_bounds,
+ * coord_requirements) in a held group (adapter-exec.c note 6) that dies with the
+ * adapter -- lost as note 3 allows, so the restart rightly does not trust the mark and
+ * re-derives them (seen once in four runs: "from=read objects=0 bounds=40
+ * requirements=8", exactly the rows of a publication committed 20 ms before the kill,
+ * after the check).  A publication committed by the new adapter before its start-up
+ * reconciliation changes state after the mark just the same; *pubs_before is the
+ * lifecycle's count of publications before the check, for the caller to compare. */
+static bool restart_when_marked(PGconn **c, uint64_t *pubs_before)
+{
+        uint64_t deadline, seq = 0;
+        bool covered = false;
+
+        *pubs_before = lc_stat("publications");
+        for (deadline = now_ms() + 10000; !covered && now_ms() < deadline; usleep(10000)) {
+                seq = seq_of(COORD__ROLE__ROLE_ADAPTER);
+                covered = seq && stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_mark") >= seq;
+        }
+        CU_ASSERT_FATAL(covered);
+        PQfinish(*c);
+        *c = adapter_restart(NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(*c);
+        /* The new adapter opened the catalog where the check saw it: nothing committed
+         * between the check and the kill. */
+        return t_sh("grep 'event=catalog_opened' %s/log/adapter.log | tail -n 1 | grep -q ' last_seq=%llu$'",
+                    home, (unsigned long long)seq) == 0;
+}
+
 /* adapter-exec.c note 8.  A restart after nothing was lost reads none of the built-in
  * relations: the writer mark the controller keeps covers every commit.  A restart
  * after rows were lost (--test-hold-builtin-rows never sends them) must not trust the
  * mark: it reads the relations and re-derives the rows. */
 static void test_restart_mark(void)
 {
+        enum { ATTEMPTS = 6 };
         PGconn *c = db();
-        uint64_t deadline;
-        bool covered = false;
+        int attempt;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "CREATE TABLE km_t (a int); CREATE VIEW km_v AS SELECT a FROM km_t; "
                         "CREATE DEFAULT INDEX ON km_v"));
-        /* The idle upper tick carries a mark of every commit so far. */
-        for (deadline = now_ms() + 10000; !covered && now_ms() < deadline; usleep(10000))
-                covered = stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_mark") >= seq_of(COORD__ROLE__ROLE_ADAPTER);
-        CU_ASSERT_FATAL(covered);
-        PQfinish(c);
-        c = adapter_restart(NULL);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-        /* A read of coord_objects waits for reconciliation. */
-        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects"), show_objects_count(c));
-        CU_ASSERT(last_reconcile_has("from=mark"));
-        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_reads"), 0);
+        for (attempt = 1; attempt <= ATTEMPTS; attempt++) {
+                uint64_t pubs;
+                bool quiet = restart_when_marked(&c, &pubs);
+
+                /* A read of coord_objects waits for reconciliation. */
+                CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM coord_objects"), show_objects_count(c));
+                /* Trusted anyway (the publication's rows had landed, with a mark), or
+                 * nothing came after the check: then it must be trusted. */
+                if (last_reconcile_has("from=mark") || (quiet && lc_stat("publications") == pubs)) {
+                        CU_ASSERT(last_reconcile_has("from=mark"));
+                        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_reads"), 0);
+                        break;
+                }
+                printf("\n    attempt %d: %s: not the case, again\n", attempt,
+                       quiet ? "the lifecycle published meanwhile (before the reconciliation?)"
+                             : "a commit came between the check and the kill");
+                fflush(stdout);
+                (void)t_sh("grep 'event=builtin_reconciled' %s/log/adapter.log | tail -n 1 | sed 's/.*event=/    /'",
+                           home);
+                /* Off the lifecycle's 1 s phase: the restarts come at a steady pace. */
+                usleep(137000u * (unsigned)attempt);
+        }
+        CU_ASSERT(attempt <= ATTEMPTS);
         PQfinish(c);
 
         /* Rows lost: the mark stays behind the commit that made them. */
