@@ -18,6 +18,13 @@
  *                  kernel has IORING_OP_FUTEX_WAIT; restarted with --catalog-wait-thread,
  *                  the fallback for kernels without it, in a watcher thread, and it
  *                  follows through the ring all the same.
+ *   catchup_thread the periodic catch-up of the secondary runs on a thread (lifecycle.c
+ *                  note 6): restarted with --test-catchup-delay-ms 1500, every such
+ *                  catch-up takes 1.5 s, yet the follower's loop never stalls for
+ *                  anything near that (status max_stall_us), its status answers, the
+ *                  ring path keeps applying DDL meanwhile, and the slow catch-ups are
+ *                  counted (catalog_catchups, catalog_catchup_last_us).  With the
+ *                  catch-up on the loop, the stall is the delay: the case fails.
  */
 #include <pthread.h>
 
@@ -254,12 +261,70 @@ static void test_wait_modes(void)
         PQfinish(c);
 }
 
+/* The loop's longest callback batch since the daemon started, microseconds. */
+static uint64_t lc_max_stall_us(void)
+{
+        Coord__StatusReply *st = NULL;
+        uint64_t v = UINT64_MAX;
+
+        if (node_query_status(run_dir, COORD__ROLE__ROLE_LIFECYCLE, 2000, &st) == 0) {
+                v = st->max_stall_us;
+                coord__status_reply__free_unpacked(st, NULL);
+        }
+        return v;
+}
+
+static void test_catchup_thread(void)
+{
+        const uint64_t delay_us = 1500 * 1000;
+        uint64_t applied0, catchups0, stall = 0, last = 0;
+        PGconn *c = db();
+        bool slow_seen = false;
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_LIFECYCLE_ARGS='--test-catchup-delay-ms 1500' %s up >/dev/null",
+                                   coord_cmd), 0);
+        CU_ASSERT(converged());
+        applied0 = lc_stat("ring_applied");
+        catchups0 = lc_stat("catalog_catchups");
+        /* DDL for ~4 s: the ring applies it (ring_dirty), so a catch-up is posted every
+         * second it is not already in flight, and each takes the delay. */
+        for (int round = 0; round < 40 && !(slow_seen && round >= 20); round++) {
+                char prefix[16];
+
+                snprintf(prefix, sizeof(prefix), "ct%d_", round);
+                CU_ASSERT_FATAL(ddl_round(c, prefix, 2));
+                last = lc_stat("catalog_catchup_last_us");
+                slow_seen |= last >= delay_us;
+                usleep(100 * 1000);
+        }
+        CU_ASSERT(converged());
+        stall = lc_max_stall_us();
+        printf("\n    catch-ups %" PRIu64 " -> %" PRIu64 ", last %" PRIu64 " us, max %" PRIu64
+               " us; ring_applied %" PRIu64 " -> %" PRIu64 "; loop's longest stall %" PRIu64 " us",
+               catchups0, lc_stat("catalog_catchups"), last, lc_stat("catalog_catchup_max_us"),
+               applied0, lc_stat("ring_applied"), stall);
+        CU_ASSERT(lc_detail_has("catalog_catchup=thread"));
+        CU_ASSERT(slow_seen);
+        CU_ASSERT(lc_stat("catalog_catchups") > catchups0);
+        CU_ASSERT(lc_stat("ring_applied") >= applied0 + 40);
+        CU_ASSERT(stall < delay_us / 2);
+
+        /* Back to the default for whatever runs next. */
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT(converged());
+        PQfinish(c);
+}
+
 static const struct t_case cases[] = {
         { "up", test_up },
         { "ring_path", test_ring_path },
         { "kill9_adapter", test_kill9_adapter },
         { "kill9_lifecycle", test_kill9_lifecycle },
         { "wait_modes", test_wait_modes },
+        { "catchup_thread", test_catchup_thread },
         { NULL, NULL },
 };
 
