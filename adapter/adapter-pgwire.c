@@ -107,6 +107,7 @@
 #include <unistd.h>
 
 #include "loop.h"
+#include "probes.h"
 #include "util.h"
 
 #define PGWIRE_IN_INIT          (8u << 10)      /* input buffer of an idle conn */
@@ -228,6 +229,7 @@ struct pgwire_conn {
 
         /* The request in flight: note (2). */
         enum conn_req req;
+        uint64_t req_start_ns;          /* for pgwire__request__done, when probed */
         bool req_failed;                /* an ErrorResponse was sent for it */
         bool req_result;                /* execute: a tag, empty query or error was sent */
         unsigned req_ncols;             /* query: columns of the current row description */
@@ -996,6 +998,17 @@ static void conn_ext_error(struct pgwire_conn *c, const char *sqlstate, const ch
         c->state = CONN_SKIP;
 }
 
+/* pgwire__request__start, and the clock for its __done, only while someone traces:
+ * no clock read per request otherwise. */
+static void req_probe_start(struct pgwire_conn *c, int kind, const char *text)
+{
+        c->req_start_ns = 0;
+        if (COORD_PGWIRE_REQUEST_START_ENABLED() || COORD_PGWIRE_REQUEST_DONE_ENABLED()) {
+                c->req_start_ns = now_ns();
+                COORD_PGWIRE_REQUEST_START(c->pid, kind, (char *)text);
+        }
+}
+
 static void conn_handle_parse(struct pgwire_conn *c, const struct pgcodec_frame *f)
 {
         struct pgwire_server *s = c->srv;
@@ -1030,6 +1043,7 @@ static void conn_handle_parse(struct pgwire_conn *c, const struct pgcodec_frame 
 
         c->req = REQ_PREPARE;
         c->req_name = p.name;
+        req_probe_start(c, 'P', p.query);
         s->in_callback++;
         s->cb.prepare(c, p.query, p.ntypes, c->types, s->userdata);
         s->in_callback--;
@@ -1314,6 +1328,7 @@ static void conn_handle_execute(struct pgwire_conn *c, const struct pgcodec_fram
         }
         c->req = REQ_EXECUTE;
         c->req_portal = p;
+        req_probe_start(c, 'E', "");
         c->req_max_rows = e.max_rows;
         c->req_rows = 0;
         c->req_result = false;
@@ -1348,6 +1363,7 @@ static void conn_handle_query(struct pgwire_conn *c, const struct pgcodec_frame 
         }
         c->req = REQ_QUERY;
         c->req_ncols = PGWIRE_NCOLS_NONE;
+        req_probe_start(c, 'Q', sql);
         s->in_callback++;
         s->cb.query(c, sql, s->userdata);
         s->in_callback--;
@@ -2538,6 +2554,11 @@ void pgwire_done(struct pgwire_conn *c)
         assert(c);
         req = c->req;
         assert(req == REQ_QUERY || req == REQ_PREPARE || req == REQ_EXECUTE);
+        if (c->req_start_ns) {
+                COORD_PGWIRE_REQUEST_DONE(c->pid, req == REQ_QUERY ? 'Q' : req == REQ_PREPARE ? 'P' : 'E',
+                                          c->req_failed, now_ns() - c->req_start_ns);
+                c->req_start_ns = 0;
+        }
 
         switch (req) {
         case REQ_QUERY:

@@ -29,6 +29,13 @@ provider coord {
         probe lring__resync(unsigned long long, int);   /* reader: generation, -ESTALE lapped / -EPIPE producer restart */
         probe lring__wake(unsigned int);                /* readers woken */
 
+        /* PostgreSQL wire protocol (adapter): one request of a client -- a simple Query
+         * (kind 'Q', every statement of its string), a Parse ('P') or an Execute ('E') --
+         * from its message to its answer (ReadyForQuery for 'Q').  conn is the
+         * connection's BackendKeyData pid; text the query string ('Q', 'P') or "". */
+        probe pgwire__request__start(int, int, char *);                   /* conn, kind, text */
+        probe pgwire__request__done(int, int, int, unsigned long long);   /* conn, kind, failed, ns */
+
         /* catalog store */
         probe catalog__commit__start(unsigned long long, unsigned int);  /* seq, ops */
         probe catalog__commit__done(unsigned long long, int);            /* seq, result */
