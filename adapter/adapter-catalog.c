@@ -997,6 +997,9 @@ struct acat_txn {
         struct acat_req_change *rch;
         size_t n_rch, cap_rch;
         uint64_t alter_gid, alter_retain_ms;    /* TXN_ALTER */
+        /* A drop of something a publication in flight moves: committed after it (its
+         * rows and ops assume the publication's values, acat_txn_after_publication()). */
+        bool after_publication;
 };
 
 static void txn_free(struct acat_txn *t)
@@ -1104,6 +1107,11 @@ const struct acat_item *acat_txn_item(const struct acat_txn *t, size_t i)
 size_t acat_txn_n_items(const struct acat_txn *t)
 {
         return t->n_items;
+}
+
+bool acat_txn_after_publication(const struct acat_txn *t)
+{
+        return t->after_publication;
 }
 
 size_t acat_txn_bound_changes(const struct acat_txn *t, const struct acat_bound_change **ret)
@@ -1511,21 +1519,30 @@ int acat_drop_begin(struct adapter_catalog *ac, const uint64_t *gids, size_t n, 
 
                 key_put(ikey, KEY_ITEM, it->gid);
                 r = txn_op(t, CATALOG_OP_DELETE, CATALOG_CF_STATE, ikey, 9, NULL, 0);
-                if (r >= 0 && it->has_bound) {
+                /* A publication in flight (its values pending) commits first: the
+                 * transaction is ordered after it (acat_txn_after_publication()), so
+                 * what it retracts is what that publication will have written. */
+                if (it->pending_bound)
+                        t->after_publication = true;
+                if (r >= 0 && (it->has_bound || it->pending_bound)) {
                         key_put(bkey, KEY_BOUND, it->gid);
                         r = txn_op(t, CATALOG_OP_DELETE, CATALOG_CF_STATE, bkey, 9, NULL, 0);
                         if (r >= 0)
                                 r = txn_bch(t, &(struct acat_bound_change){ .gid = it->gid,
-                                            .had_old = true, .old = it->bound });
+                                            .had_old = true, .old = effective_bound(it) });
                 }
                 /* Retirement: its requirements go in the same transaction. */
                 for (size_t k = 0; r >= 0 && k < it->n_reqs; k++) {
-                        req_key(rkey, it->gid, it->reqs[k].input);
+                        const struct acat_req *q = &it->reqs[k];
+
+                        if (q->pending)
+                                t->after_publication = true;
+                        req_key(rkey, it->gid, q->input);
                         r = txn_op(t, CATALOG_OP_DELETE, CATALOG_CF_STATE, rkey, 17, NULL, 0);
                         if (r >= 0)
                                 r = txn_rch(t, &(struct acat_req_change){ .consumer = it->gid,
-                                            .input = it->reqs[k].input, .had_old = true,
-                                            .old = it->reqs[k].frontier });
+                                            .input = q->input, .had_old = true,
+                                            .old = q->pending ? q->pending : q->frontier });
                 }
                 if (r < 0) {
                         txn_free(t);

@@ -191,6 +191,12 @@ int acat_alter_retain_begin(struct adapter_catalog *ac, uint64_t gid, uint64_t r
 uint64_t acat_max_bound(const struct adapter_catalog *ac, const uint64_t *gids, size_t n);
 
 const struct catalog_op *acat_txn_ops(const struct acat_txn *t, size_t *ret_n);
+/* Whether t must commit after the publication in flight (committer_submit_after()): it
+ * drops something that publication moves, and its ops and built-in rows assume the
+ * publication's values (a DROP during a publication's commit; committed in the other
+ * order, the publication would write the bound of a dropped object, and the built-in
+ * rows retracted the same bound twice). */
+bool acat_txn_after_publication(const struct acat_txn *t);
 size_t acat_txn_bound_changes(const struct acat_txn *t, const struct acat_bound_change **ret);
 size_t acat_txn_req_changes(const struct acat_txn *t, const struct acat_req_change **ret);
 

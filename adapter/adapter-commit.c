@@ -3,6 +3,14 @@
  * Ownership: a job belongs to the submit queue until a worker takes it, to the worker
  * while it commits, then to the done queue until the loop thread runs its callback and
  * frees it.  Both queues are guarded by cm->lock; workers wait on cm->cond.
+ *
+ * Order.  Workers take jobs in submission order, but commit them concurrently, so two
+ * jobs may reach the store in either order.  A job submitted with
+ * committer_submit_after() is held by its worker until every job submitted before it
+ * has returned from the store: every earlier job has been taken already (the queue is
+ * FIFO), so the worker waits until none of the tickets in cm->working is below its
+ * own.  Completions go back to the loop in the order the store returned them, so
+ * such a job's callback runs after those of the jobs it waited for.
  */
 #include "adapter-commit.h"
 
@@ -11,6 +19,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "catalog.h"
 #include "loop.h"
@@ -26,6 +35,9 @@ struct job {
         void *ctx;
         int r;
         uint64_t seq;
+        uint64_t ticket;                /* submission order, from 1 */
+        bool after;                     /* committer_submit_after() */
+        uint32_t test_delay_ms;         /* committer_submit_opts() */
 };
 
 struct committer {
@@ -37,7 +49,9 @@ struct committer {
         pthread_cond_t drained;         /* signalled when committing drops to 0 */
         unsigned committing;            /* submitted, catalog_commit() not returned */
         struct job *todo, **todo_tail;  /* FIFO */
-        struct job *done;               /* LIFO; order does not matter */
+        struct job *done;               /* LIFO of completions; on_done() reverses it */
+        uint64_t next_ticket;
+        uint64_t *working;              /* per worker: the ticket it commits, 0 idle */
         pthread_t *threads;
         unsigned n_threads;
         unsigned in_flight;             /* loop thread only */
@@ -52,9 +66,30 @@ static void job_free(struct job *j)
         free(j);
 }
 
+/* A free cm->working slot: there are as many as workers, and each worker holds one job
+ * at most.  Lock held. */
+static unsigned working_slot(const struct committer *cm)
+{
+        for (unsigned i = 0; i < cm->n_threads; i++)
+                if (!cm->working[i])
+                        return i;
+        assert(!"more jobs in the works than workers");
+        return 0;
+}
+
+/* Whether a job submitted before ticket is still in the store.  Lock held. */
+static bool earlier_working(const struct committer *cm, uint64_t ticket)
+{
+        for (unsigned i = 0; i < cm->n_threads; i++)
+                if (cm->working[i] && cm->working[i] < ticket)
+                        return true;
+        return false;
+}
+
 static void *worker(void *userdata)
 {
         struct committer *cm = userdata;
+        unsigned slot;
 
         pthread_mutex_lock(&cm->lock);
         for (;;) {
@@ -68,18 +103,26 @@ static void *worker(void *userdata)
                 cm->todo = j->next;
                 if (!cm->todo)
                         cm->todo_tail = &cm->todo;
+                slot = working_slot(cm);
+                cm->working[slot] = j->ticket;
+                while (j->after && earlier_working(cm, j->ticket))
+                        pthread_cond_wait(&cm->drained, &cm->lock);
                 pthread_mutex_unlock(&cm->lock);
 
+                if (j->test_delay_ms)
+                        usleep(j->test_delay_ms * 1000u);
                 /* Several transactions: one write, all or none (catalog_commit_many). */
                 j->r = j->n_txns == 1 ? catalog_commit(cm->store, j->txns[0].ops, j->txns[0].n_ops, &j->seq)
                                       : catalog_commit_many(cm->store, j->txns, j->n_txns, &j->seq);
 
                 pthread_mutex_lock(&cm->lock);
+                cm->working[slot] = 0;
                 j->next = cm->done;
                 cm->done = j;
                 assert(cm->committing > 0);
-                if (--cm->committing == 0)
-                        pthread_cond_broadcast(&cm->drained);
+                cm->committing--;
+                /* committer_drain() waits for 0, an ordered job for its elders. */
+                pthread_cond_broadcast(&cm->drained);
                 pthread_mutex_unlock(&cm->lock);
                 loop_waker_wake(cm->waker);
                 pthread_mutex_lock(&cm->lock);
@@ -91,12 +134,19 @@ static void *worker(void *userdata)
 static void on_done(struct loop *l, uint64_t count, void *userdata)
 {
         struct committer *cm = userdata;
-        struct job *list;
+        struct job *list, *rev = NULL;
 
         pthread_mutex_lock(&cm->lock);
         list = cm->done;
         cm->done = NULL;
         pthread_mutex_unlock(&cm->lock);
+        /* In completion order (see Order). */
+        for (struct job *j = list, *next; j; j = next) {
+                next = j->next;
+                j->next = rev;
+                rev = j;
+        }
+        list = rev;
         while (list) {
                 struct job *j = list;
                 list = j->next;
@@ -124,7 +174,8 @@ int committer_new(struct loop *l, struct catalog *store, unsigned threads, struc
         if (r < 0)
                 goto fail;
         cm->threads = calloc(threads, sizeof(*cm->threads));
-        if (!cm->threads) {
+        cm->working = calloc(threads, sizeof(*cm->working));
+        if (!cm->threads || !cm->working) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -158,6 +209,7 @@ struct committer *committer_free(struct committer *cm)
         if (cm->waker)
                 loop_waker_free(cm->loop, cm->waker);
         free(cm->threads);
+        free(cm->working);
         pthread_cond_destroy(&cm->cond);
         pthread_cond_destroy(&cm->drained);
         pthread_mutex_destroy(&cm->lock);
@@ -165,8 +217,8 @@ struct committer *committer_free(struct committer *cm)
         return NULL;
 }
 
-int committer_submit_many(struct committer *cm, const struct catalog_txn_ops *txns, size_t n_txns,
-                          commit_done_fn done, void *ctx)
+int committer_submit_opts(struct committer *cm, const struct catalog_txn_ops *txns, size_t n_txns,
+                          const struct commit_opts *o, commit_done_fn done, void *ctx)
 {
         struct job *j;
         size_t bytes = 0, n_ops = 0, k = 0;
@@ -209,7 +261,10 @@ int committer_submit_many(struct committer *cm, const struct catalog_txn_ops *tx
         j->n_txns = n_txns;
         j->done = done;
         j->ctx = ctx;
+        j->after = o && o->after_earlier;
+        j->test_delay_ms = o ? o->test_delay_ms : 0;
         pthread_mutex_lock(&cm->lock);
+        j->ticket = ++cm->next_ticket;
         *cm->todo_tail = j;
         cm->todo_tail = &j->next;
         cm->committing++;
@@ -225,6 +280,12 @@ void committer_drain(struct committer *cm)
         while (cm->committing > 0)
                 pthread_cond_wait(&cm->drained, &cm->lock);
         pthread_mutex_unlock(&cm->lock);
+}
+
+int committer_submit_many(struct committer *cm, const struct catalog_txn_ops *txns, size_t n_txns,
+                          commit_done_fn done, void *ctx)
+{
+        return committer_submit_opts(cm, txns, n_txns, NULL, done, ctx);
 }
 
 int committer_submit(struct committer *cm, const struct catalog_op *ops, size_t n,

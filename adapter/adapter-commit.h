@@ -6,13 +6,14 @@
  * one transaction per fsync.  The committer runs a few threads that call
  * catalog_commit(): transactions submitted while a sync is in progress queue in the
  * store and go out together in the next one.  Completions come back to the loop thread
- * through a loop_waker, in no particular order.
+ * through a loop_waker, in the order the store returned them.
  *
  * submit() copies the ops; done runs in the loop thread with the result and the
  * transaction's sequence number.
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,5 +39,17 @@ void committer_drain(struct committer *cm);
 struct catalog_txn_ops;
 int committer_submit_many(struct committer *cm, const struct catalog_txn_ops *txns, size_t n_txns,
                           commit_done_fn done, void *ctx);
+/* committer_submit_many() with options:
+ *   after_earlier  the job goes to the store only once every job submitted before it
+ *                  has returned from it (adapter-commit.c, Order): for a transaction
+ *                  that must follow one already submitted (a DROP of what a publication
+ *                  in flight moves, acat_txn_after_publication());
+ *   test_delay_ms  TEST ONLY: its worker sleeps this long before the commit. */
+struct commit_opts {
+        bool after_earlier;
+        uint32_t test_delay_ms;
+};
+int committer_submit_opts(struct committer *cm, const struct catalog_txn_ops *txns, size_t n_txns,
+                          const struct commit_opts *o, commit_done_fn done, void *ctx);
 /* Transactions submitted and not completed yet. */
 unsigned committer_in_flight(const struct committer *cm);

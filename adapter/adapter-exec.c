@@ -254,6 +254,7 @@ struct exec {
         uint64_t mark_origin;           /* (8) log entry 1's commit_ms; 0: no marks */
         uint64_t mark_acked;            /* (8) the last mark an Ok answered */
         uint64_t builtin_reads;         /* (5) reconciliations that read the relations */
+        uint64_t ddl_after_publication; /* DDL commits ordered after a publication's */
         uint64_t stream_chunks;         /* (9) PeekResults that came as chunks of a stream */
         struct unpack_arena *arena;     /* (9) what a read's PeekResult is unpacked into */
         uint64_t stream_waits;          /* (9) pulls deferred until a client's output drained */
@@ -1379,8 +1380,12 @@ void exec_on_publication(struct exec *ex, Coord__Role from, const Coord__Envelop
         *pb = (struct publication){ .ex = ex, .from = from, .request_id = env->request_id,
                                     .txn = txn, .records = records };
         ops = acat_txn_ops(txn, &n_ops);
-        /* Committed through the same committers as DDL: concurrent DDL shares the sync. */
-        r = committer_submit(ex->committer, ops, n_ops, publication_committed, pb);
+        /* Committed through the same committers as DDL: concurrent DDL shares the sync.
+         * A DROP of something it moves, begun before it is done, commits after it
+         * (acat_txn_after_publication()). */
+        r = committer_submit_opts(ex->committer, &(struct catalog_txn_ops){ .ops = ops, .n_ops = n_ops },
+                                  1, &(struct commit_opts){ .test_delay_ms = ex->cfg.test_publication_delay_ms },
+                                  publication_committed, pb);
         if (r < 0) {
                 acat_txn_finish(ex->cat, txn, r);
                 free(pb);
@@ -1497,6 +1502,7 @@ static int ddl_submit_fn(struct session *s, struct acat_txn *txn, bool create,
         struct exec *ex = s->ex;
         struct ddl *d = calloc(1, sizeof(*d));
         const struct catalog_op *ops;
+        bool after;
         size_t n;
         int r;
 
@@ -1506,7 +1512,11 @@ static int ddl_submit_fn(struct session *s, struct acat_txn *txn, bool create,
         }
         *d = (struct ddl){ .s = s, .txn = txn, .create = create };
         ops = acat_txn_ops(txn, &n);
-        r = committer_submit(ex->committer, ops, n, done, d);
+        after = acat_txn_after_publication(txn);
+        r = committer_submit_opts(ex->committer, &(struct catalog_txn_ops){ .ops = ops, .n_ops = n }, 1,
+                                  &(struct commit_opts){ .after_earlier = after }, done, d);
+        if (r == 0 && after)
+                ex->ddl_after_publication++;
         if (r < 0) {
                 acat_txn_finish(ex->cat, txn, r);
                 free(d);
@@ -1634,9 +1644,15 @@ static int run_flush(struct session *s)
         int r;
 
         assert(s->n_run > 0 && s->n_run <= EXEC_RUN_MAX);
-        for (size_t i = 0; i < s->n_run; i++)
+        struct commit_opts o = { .after_earlier = false };
+
+        for (size_t i = 0; i < s->n_run; i++) {
                 txns[i].ops = acat_txn_ops(s->run[i]->txn, &txns[i].n_ops);
-        r = committer_submit_many(s->ex->committer, txns, s->n_run, run_committed, s);
+                o.after_earlier |= acat_txn_after_publication(s->run[i]->txn);
+        }
+        r = committer_submit_opts(s->ex->committer, txns, s->n_run, &o, run_committed, s);
+        if (r == 0 && o.after_earlier)
+                s->ex->ddl_after_publication++;
         if (r < 0) {
                 run_abandon(s, r);
                 ddl_failed(s, r);
@@ -3172,6 +3188,11 @@ uint64_t exec_builtin_mark(const struct exec *ex)
 uint64_t exec_builtin_reads(const struct exec *ex)
 {
         return ex->builtin_reads;
+}
+
+uint64_t exec_ddl_after_publication(const struct exec *ex)
+{
+        return ex->ddl_after_publication;
 }
 
 void exec_stream_stats(const struct exec *ex, uint64_t *ret_chunks, uint64_t *ret_waits)

@@ -39,6 +39,7 @@ struct exec_config {
         int64_t test_clock_offset_ms;   /* test hook: shift the oracle's wall clock */
         bool test_hold_builtin_rows;    /* test hook: never send a group with built-in
                                          * rows (a kill -9 then always loses them) */
+        uint32_t test_publication_delay_ms; /* test hook: a publication's commit waits */
 };
 
 int exec_new(struct node *n, struct catalog *store, const struct exec_config *cfg,
@@ -71,6 +72,8 @@ void exec_oracle_persists(const struct exec *ex, uint64_t *ret_sync, uint64_t *r
  * (0: none yet in this life), and how many reconciliations read the built-ins. */
 uint64_t exec_builtin_mark(const struct exec *ex);
 uint64_t exec_builtin_reads(const struct exec *ex);
+/* DDL commits held until a publication in flight was committed (acat_txn_after_publication()). */
+uint64_t exec_ddl_after_publication(const struct exec *ex);
 /* (9) PeekResults that came as chunks of streams; pulls deferred until a client's
  * output drained (backpressure). */
 void exec_stream_stats(const struct exec *ex, uint64_t *ret_chunks, uint64_t *ret_waits);

@@ -106,7 +106,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         reply->ring_generation = rd ? fring_reader_generation(rd) : 0;
         struct catalog_stats cs = { 0 };
         struct catalog_io_stats io = { 0 };
-        uint64_t hwm_sync = 0, hwm_async = 0, mark = 0, reads = 0, chunks = 0, waits = 0;
+        uint64_t hwm_sync = 0, hwm_async = 0, mark = 0, reads = 0, chunks = 0, waits = 0, after = 0;
 
         if (ad->catalog) {
                 catalog_get_stats(ad->catalog, &cs);
@@ -116,6 +116,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                 exec_oracle_persists(ad->exec, &hwm_sync, &hwm_async);
                 mark = exec_builtin_mark(ad->exec);
                 reads = exec_builtin_reads(ad->exec);
+                after = exec_ddl_after_publication(ad->exec);
                 exec_stream_stats(ad->exec, &chunks, &waits);
         }
         snprintf(ad->detail, sizeof(ad->detail),
@@ -125,7 +126,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  "catalog_state_keys=%llu catalog_log_sst_bytes=%llu catalog_log_mem_bytes=%llu "
                  "catalog_log_keys=%llu oracle_hwm_sync=%llu oracle_hwm_async=%llu "
                  "catalog_ring_records=%llu catalog_ring_omitted=%llu catalog_ring_wakes=%llu "
-                 "builtin_mark=%llu builtin_reads=%llu stream_chunks=%llu stream_waits=%llu",
+                 "builtin_mark=%llu builtin_reads=%llu stream_chunks=%llu stream_waits=%llu "
+                 "ddl_after_publication=%llu",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
                  (unsigned long long)io.flush_bytes, (unsigned long long)io.compact_bytes,
@@ -137,7 +139,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  (unsigned long long)atomic_load_explicit(&ad->ring_omitted, memory_order_relaxed),
                  (unsigned long long)atomic_load_explicit(&ad->ring_wakes, memory_order_relaxed),
                  (unsigned long long)mark, (unsigned long long)reads,
-                 (unsigned long long)chunks, (unsigned long long)waits);
+                 (unsigned long long)chunks, (unsigned long long)waits, (unsigned long long)after);
         reply->detail = ad->detail;
 }
 
@@ -233,6 +235,7 @@ int main(int argc, char **argv)
         uint64_t pg_port = 6875, tick_ms = 100, peek_timeout_ms = 10000;
         uint64_t peek_chunk_bytes = EXEC_PEEK_CHUNK_BYTES_DEFAULT;
         bool test_check_corrupt = false, test_hold_builtin_rows = false;
+        uint64_t test_publication_delay_ms = 0;
         const struct conf_option extra[] = {
                 { "pg-host", CONF_STR, &pg_host, 0, "SQL (PostgreSQL wire) address; empty: Unix socket only (default 127.0.0.1)" },
                 { "pg-port", CONF_U64, &pg_port, 65535, "SQL port (default 6875; 0 picks a free one); the Unix socket is <run-dir>/.s.PGSQL.<port>" },
@@ -242,6 +245,7 @@ int main(int argc, char **argv)
                 { "test-clock-offset-ms", CONF_STR, &clock_offset, 0, "TEST ONLY: shift the oracle's wall clock by this many ms (may be negative)" },
                 { "test-check-corrupt", CONF_BOOL, &test_check_corrupt, 0, "TEST ONLY: coordctl check sees one altered record (to show that it fails)" },
                 { "test-hold-builtin-rows", CONF_BOOL, &test_hold_builtin_rows, 0, "TEST ONLY: never send the built-in rows of DDL and publications (so a kill -9 loses them)" },
+                { "test-publication-commit-delay-ms", CONF_U64, &test_publication_delay_ms, 60000, "TEST ONLY: a publication's catalog commit waits this long on its committer thread first (its values stay pending meanwhile)" },
         };
         struct exec_config ec;
         struct node_args a;
@@ -257,6 +261,7 @@ int main(int argc, char **argv)
                 .peek_timeout_ms = (uint32_t)peek_timeout_ms,
                 .peek_chunk_bytes = (uint32_t)peek_chunk_bytes,
                 .test_hold_builtin_rows = test_hold_builtin_rows,
+                .test_publication_delay_ms = (uint32_t)test_publication_delay_ms,
         };
         if (clock_offset) {
                 char *end;

@@ -20,6 +20,7 @@
 #include "catalog.h"
 #include "coord.pb-c.h"
 #include "t.h"
+#include "util.h"
 
 static char *dir;
 static struct catalog *store;
@@ -486,12 +487,80 @@ static void test_load(void)
         free(dir);
 }
 
+/* The bound change of gid in t (NULL: none). */
+static const struct acat_bound_change *bch_of(const struct acat_txn *t, uint64_t gid)
+{
+        const struct acat_bound_change *bc;
+        size_t n = acat_txn_bound_changes(t, &bc);
+
+        for (size_t i = 0; i < n; i++)
+                if (bc[i].gid == gid)
+                        return &bc[i];
+        return NULL;
+}
+
+/* A DROP begun while a publication that moves the dropped table is being committed:
+ * ordered after it, and what it retracts (built-in rows) is the publication's bound,
+ * not the committed one.  Committed in that order, the catalog holds no bound of the
+ * table and the state replays to what memory holds. */
+static void test_drop_during_publication(void)
+{
+        Coord__PublishProtection p = COORD__PUBLISH_PROTECTION__INIT;
+        Coord__CatalogBoundRecord b = COORD__CATALOG_BOUND_RECORD__INIT, *bp = &b;
+        struct row_error err = { .position = 0 };
+        struct acat_txn *tp = NULL, *td = NULL;
+        const struct acat_bound_change *bc;
+        uint64_t t1, t2;
+        void *val = NULL;
+        size_t n = 0, vlen = 0;
+        uint8_t bkey[9];
+
+        dir = t_mkdtemp("acat");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        open_all();
+        t1 = create("t1", SQL_OBJECT_TABLE, NULL, 0, NULL, 0, 0, 100, NULL);
+        t2 = create("t2", SQL_OBJECT_TABLE, NULL, 0, NULL, 0, 0, 100, NULL);
+
+        /* No publication in flight: the committed bound, no ordering. */
+        CU_ASSERT_EQUAL_FATAL(acat_drop_begin(cat, &t2, 1, false, &td, &err), 0);
+        CU_ASSERT_FALSE(acat_txn_after_publication(td));
+        bc = bch_of(td, t2);
+        CU_ASSERT(bc && bc->had_old && bc->old == 100 && !bc->has_new);
+        CU_ASSERT_EQUAL(commit(td), 0);
+
+        /* t1's bound 100 -> 300 in flight, then DROP TABLE t1. */
+        b.gid = t1;
+        b.bound = 300;
+        p.bounds = &bp;
+        p.n_bounds = 1;
+        CU_ASSERT_EQUAL_FATAL(acat_publish_begin(cat, &p, &tp, &n, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(acat_drop_begin(cat, &t1, 1, false, &td, &err), 0);
+        CU_ASSERT_TRUE(acat_txn_after_publication(td));
+        bc = bch_of(td, t1);
+        CU_ASSERT(bc && bc->had_old && bc->old == 300 && !bc->has_new);
+        bc = bch_of(tp, t1);
+        CU_ASSERT(bc && bc->had_old && bc->old == 100 && bc->has_new && bc->new_ == 300);
+        /* The order the committer keeps for it: the publication, then the drop. */
+        CU_ASSERT_EQUAL(commit(tp), 0);
+        CU_ASSERT_EQUAL(commit(td), 0);
+        CU_ASSERT_PTR_NULL(acat_by_gid(cat, t1));
+        bkey[0] = 'b';                  /* KEY_BOUND, adapter-catalog.c */
+        be64_put(bkey + 1, t1);
+        CU_ASSERT_EQUAL(catalog_get(store, CATALOG_CF_STATE, bkey, sizeof(bkey), &val, &vlen), -ENOENT);
+        free(val);
+
+        close_all();
+        t_rmrf(dir);
+        free(dir);
+}
+
 int main(void)
 {
         static const struct t_case cases[] = {
                 { "bounds, requirements, admission, publication, retirement", test_protection },
                 { "a creation after others of the same write (runs)", test_create_after },
                 { "load: names, dependents, oldest index, plans on first use", test_load },
+                { "a DROP during a publication's commit follows it", test_drop_during_publication },
                 { NULL, NULL },
         };
         static const struct t_suite suites[] = { { "catalog writer", cases }, { NULL, NULL } };

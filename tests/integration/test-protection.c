@@ -16,6 +16,18 @@
  *                    published, keeps its input readable from its as-of: t6 AS OF the
  *                    index's requirement still reads what it held then, after the
  *                    restart and further publications.
+ *   drop_during_publication  DROP TABLE of a table a publication in flight moves (the
+ *                    adapter started with --test-publication-commit-delay-ms 700, so
+ *                    a publication's values stay pending for 0.7 s): the DROP commits
+ *                    after the publication (status ddl_after_publication counts it),
+ *                    its built-in rows retract the bound the publication wrote, so no
+ *                    append fails and nothing is reconciled by reading (builtin_reads
+ *                    unchanged), every INSERT beside it succeeds, coord_bounds keeps no
+ *                    row of a dropped table, and `coordctl check` matches (I10).  Before
+ *                    the fix the DROP retracted the old bound a second time (the whole
+ *                    append failed, a user's INSERT in it with XX000), or committed
+ *                    before the publication, which then wrote the bound of a dropped
+ *                    table.
  */
 #include "itest.h"
 
@@ -370,6 +382,58 @@ static void test_kill9_lifecycle(void) { kill_restart_check(COORD__ROLE__ROLE_LI
 static void test_kill9_controller(void) { kill_restart_check(COORD__ROLE__ROLE_CONTROLLER); }
 static void test_kill9_adapter(void) { kill_restart_check(COORD__ROLE__ROLE_ADAPTER); }
 
+static void test_drop_during_publication(void)
+{
+        uint64_t gids[24], reads0, after = 0;
+        int n = 0, failed = 0;
+        PGconn *c;
+        char *cmd = NULL;
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS='--test-publication-commit-delay-ms 700' %s up "
+                                   ">/dev/null", coord_cmd), 0);
+        c = db();
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(okf(c, "CREATE TABLE pd_w (a int)"));
+        reads0 = stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_reads");
+        /* Each table is written every 50 ms for a while, so every publication moves its
+         * bound, then dropped at a varying phase of the publications' 1 s + 0.7 s. */
+        while (n < (int)ELEMENTSOF(gids) && after < 3) {
+                char sql[96];
+
+                CU_ASSERT_FATAL(okf(c, "CREATE TABLE pd_%d (a int)", n));
+                snprintf(sql, sizeof(sql), "SELECT id FROM coord_objects WHERE name = 'pd_%d'", n);
+                gids[n] = scalar_u64(c, sql);
+                for (int k = 0; k < 20 + 3 * n; k++) {
+                        failed += !okf(c, "INSERT INTO pd_%d VALUES (%d)", n, k);
+                        usleep(50 * 1000);
+                }
+                failed += !okf(c, "DROP TABLE pd_%d", n);
+                failed += !okf(c, "INSERT INTO pd_w VALUES (%d)", n);
+                after = stat_of(COORD__ROLE__ROLE_ADAPTER, "ddl_after_publication");
+                n++;
+        }
+        printf("\n    %d tables dropped, %" PRIu64 " of the DROPs after a publication in flight, "
+               "builtin_reads %" PRIu64 " -> %" PRIu64, n, after, reads0,
+               stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_reads"));
+        CU_ASSERT(after >= 1);
+        CU_ASSERT_EQUAL(failed, 0);
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_reads"), reads0);
+        for (int i = 0; i < n; i++)
+                CU_ASSERT_EQUAL(by_gid(c, "SELECT count(*) FROM coord_bounds WHERE object_id = %" PRIu64,
+                                       gids[i]), 0);
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM pd_w"), (uint64_t)n);
+        CU_ASSERT_FATAL(asprintf(&cmd, "%s/tools/coordctl --run-dir %s check >/dev/null", build_dir,
+                                 run_dir) > 0);
+        CU_ASSERT_EQUAL(t_sh("%s", cmd), 0);
+        free(cmd);
+        PQfinish(c);
+
+        /* Back to the default for whatever runs next. */
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+}
+
 static const struct t_case cases[] = {
         { "up", test_up },
         { "bounds_advance", test_bounds_advance },
@@ -377,6 +441,7 @@ static const struct t_case cases[] = {
         { "kill9_lifecycle", test_kill9_lifecycle },
         { "kill9_controller", test_kill9_controller },
         { "kill9_adapter", test_kill9_adapter },
+        { "drop_during_publication", test_drop_during_publication },
         { "sparse", test_sparse },
         { NULL, NULL },
 };
