@@ -271,6 +271,12 @@
  *     else: a peek of old, durable data waits for the appends written before it --
  *     the sync in flight and at most one more; the loop was blocked about that long
  *     before.  coordctl status is not gated: its detail may name an unsynced T.
+ *
+ * (17) A bulk install in slices (the follower's resync after a restart): the loop
+ *     turns every 5 ms of installing; the follower's later messages wait for the end,
+ *     a peek of a dataflow not installed yet waits for it.  Details at struct install.
+ *     And one FUTEX_WAKE of the ring's sleepers per message handled or per release of
+ *     held output, not per record (fring_hold_wakes()).
  */
 #include "controller-server.h"
 
@@ -427,6 +433,12 @@ struct cserver {
          * message, the dataflows' own at debug (100,000 of them at 100,000 objects). */
         bool bulk_install;
         uint64_t bulk_installed, bulk_rows;
+        /* A bulk CreateDataflows installed in slices (17); the follower's messages
+         * that came after it wait in deferred (FIFO) until it is done. */
+        struct install *install;
+        struct deferred *deferred_head, **deferred_tail;
+        size_t n_deferred;
+        uint64_t installs_sliced, install_slices;
 
         /* coord_frontiers at its upper - 1 (4): table rows by gid (a = since, b = upper,
          * c = count), row 0's write frontier (0: no row 0), rows to retract at the next
@@ -462,6 +474,10 @@ struct cserver {
 
         struct dfent **dfs;             /* installed dataflows by gid (13) */
         size_t n_dfs, cap_dfs;
+        uint64_t *df_gids;              /* dfs[i]->gid, searched without touching the
+                                         * entries (a bound each of 100,000 dataflows
+                                         * missed the cache at every step) */
+        size_t cap_df_gids;
         struct gmap readers;            /* (13): gid -> a = its struct rlist * */
         size_t n_mvs;                   /* installed materialized views */
         struct dfent **pending;         /* dirty dataflows, for the next pass (13) */
@@ -828,6 +844,7 @@ static void out_release(struct cserver *s)
         uint64_t durable = s->st ? storage_durable_seq(s->st) : 0, now = 0;
         unsigned msgs = 0, ring = 0;
 
+        fring_hold_wakes(s->ring);      /* one wake-up for what this release publishes */
         while (s->out_head < s->n_out && s->out[s->out_head].seq <= durable) {
                 struct out_ent *o = &s->out[s->out_head++];
 
@@ -841,6 +858,7 @@ static void out_release(struct cserver *s)
                         ring++;
                 out_emit(s, o);
         }
+        fring_release_wakes(s->ring);
         if (s->out_head == s->n_out)
                 s->out_head = s->n_out = 0;
         /* G1: what is left waits for a sync not done yet; G2: tags ascend (both ends). */
@@ -1593,7 +1611,7 @@ static size_t dfent_pos(const struct cserver *s, uint64_t gid)
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (s->dfs[mid]->gid < gid)
+                if (s->df_gids[mid] < gid)
                         lo = mid + 1;
                 else
                         hi = mid;
@@ -1605,7 +1623,8 @@ static struct dfent *dfent_find(const struct cserver *s, uint64_t gid)
 {
         size_t i = dfent_pos(s, gid);
 
-        return i < s->n_dfs && s->dfs[i]->gid == gid ? s->dfs[i] : NULL;
+        assert(i == s->n_dfs || s->dfs[i]->gid == s->df_gids[i]);
+        return i < s->n_dfs && s->df_gids[i] == gid ? s->dfs[i] : NULL;
 }
 
 /* ---- Readers: who reads a gid (13) --------------------------------------------------
@@ -2156,10 +2175,11 @@ static void dfent_remove(struct cserver *s, uint64_t gid)
         size_t i = dfent_pos(s, gid);
         struct dfent *e;
 
-        if (i == s->n_dfs || s->dfs[i]->gid != gid)
+        if (i == s->n_dfs || s->df_gids[i] != gid)
                 return;
         e = s->dfs[i];
         memmove(&s->dfs[i], &s->dfs[i + 1], (s->n_dfs - i - 1) * sizeof(*s->dfs));
+        memmove(&s->df_gids[i], &s->df_gids[i + 1], (s->n_dfs - i - 1) * sizeof(*s->df_gids));
         s->n_dfs--;
         dfent_untrack(s, e);
         work_forget(s, e);
@@ -2503,12 +2523,16 @@ static int dfs_insert(struct cserver *s, struct dfent *e)
         size_t pos = dfent_pos(s, e->gid);
         int r = RESERVE(s->dfs, s->cap_dfs, s->n_dfs + 1);
 
+        if (r >= 0)
+                r = RESERVE(s->df_gids, s->cap_df_gids, s->n_dfs + 1);
         if (r < 0)
                 return r;
         if (!e->index)
                 s->n_mvs++;
         memmove(&s->dfs[pos + 1], &s->dfs[pos], (s->n_dfs - pos) * sizeof(*s->dfs));
+        memmove(&s->df_gids[pos + 1], &s->df_gids[pos], (s->n_dfs - pos) * sizeof(*s->df_gids));
         s->dfs[pos] = e;
+        s->df_gids[pos] = e->gid;
         s->n_dfs++;
         return 0;
 }
@@ -2525,11 +2549,219 @@ static int spec_copy(const Coord__DataflowSpec *sp, Coord__DataflowSpec **ret)
         return *ret ? 0 : -ENOMEM;
 }
 
+/* (17) A bulk install in slices.  Installing 100,000 dataflows (the follower's resync
+ * after a controller restart) took the loop 1.2-2.2 s in one turn, and every read
+ * waited behind it -- the controller served again only then.  A CreateDataflows of
+ * more than INSTALL_SLICED_MIN dataflows is installed INSTALL_SLICE_NS at a time, the
+ * loop turning in between (a zero timer), so the adapter's appends and peeks go on:
+ *   - the follower's messages that arrive meanwhile (its AllowCompaction, a Drop, the
+ *     next CreateDataflows) are deferred, copied, and handled in order once the install
+ *     is done, exactly as if they had waited in the socket behind it;
+ *   - a peek that reads a dataflow not installed yet waits for it (PEEK_WAIT, woken
+ *     by the compute pass at the end), where it would have found it missing;
+ *   - appends feed the dataflows installed so far; one installed later reads its
+ *     inputs from storage, appends included, as any install does.  Nothing compacts a
+ *     user collection meanwhile: after a restart permissions come only with the
+ *     follower's AllowCompaction, which waits behind the install.
+ * One Ok answers the message when the last dataflow is in, then the pass of its own. */
+#define INSTALL_SLICED_MIN 256u
+#define INSTALL_SLICE_NS (5u * 1000u * 1000u)
+
+struct install {
+        Coord__CreateDataflows *m;
+        uint64_t *counts;
+        size_t next;                    /* m->dataflows[next..] not installed yet */
+        struct gmap pending;            /* gid -> a = its index in m->dataflows */
+        Coord__Role from;
+        uint64_t request_id, start_ns;
+        struct loop_timer *timer;
+        unsigned slices;
+};
+
+struct deferred {
+        struct deferred *next;
+        Coord__Role from;
+        size_t len;
+        uint8_t buf[];                  /* the packed Envelope */
+};
+
+static void on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+
+/* Whether gid is a dataflow the install in progress has not installed yet. */
+static bool install_pending(const struct cserver *s, uint64_t gid)
+{
+        const struct gent *e;
+
+        if (!s->install)
+                return false;
+        e = gmap_find(&s->install->pending, gid);
+        return e && e->a >= s->install->next;
+}
+
+static int defer_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+{
+        size_t len = coord__envelope__get_packed_size(env);
+        struct deferred *d = malloc(sizeof(*d) + (len ? len : 1));
+
+        if (!d)
+                return -ENOMEM;
+        d->next = NULL;
+        d->from = from;
+        d->len = coord__envelope__pack(env, d->buf);
+        if (!s->deferred_tail)
+                s->deferred_tail = &s->deferred_head;
+        *s->deferred_tail = d;
+        s->deferred_tail = &d->next;
+        s->n_deferred++;
+        return 0;
+}
+
+/* Handle the deferred messages in order, until one starts another install. */
+static void deferred_run(struct cserver *s)
+{
+        while (!s->install && s->deferred_head) {
+                struct deferred *d = s->deferred_head;
+                Coord__Envelope *env;
+
+                s->deferred_head = d->next;
+                if (!s->deferred_head)
+                        s->deferred_tail = &s->deferred_head;
+                s->n_deferred--;
+                env = coord__envelope__unpack(NULL, d->len, d->buf);
+                if (env) {
+                        on_message(s, d->from, env);
+                        coord__envelope__free_unpacked(env, NULL);
+                } else
+                        log_error("deferred_message_lost", "bytes=%zu why=out_of_memory", d->len);
+                free(d);
+        }
+}
+
+static void deferred_free(struct cserver *s)
+{
+        while (s->deferred_head) {
+                struct deferred *d = s->deferred_head;
+
+                s->deferred_head = d->next;
+                free(d);
+        }
+        s->deferred_tail = &s->deferred_head;
+        s->n_deferred = 0;
+}
+
+/* Install one spec: 1 installed, 0 already there, -ENOMEM (e set). */
+static int install_one(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *e)
+{
+        struct dfent *de;
+
+        if (dfent_find(s, sp->gid))
+                return 0;
+        de = calloc(1, sizeof(*de));
+        if (!de || spec_copy(sp, &de->spec) < 0) {
+                dfent_free(de);
+                return row_error_oom(e);
+        }
+        de->gid = sp->gid;
+        de->index = sp->kind == COORD__DATAFLOW_KIND__DATAFLOW_INDEX;
+        de->out = EVAL_BATCH_INIT;
+        de->correction = EVAL_BATCH_INIT;
+        if (dfs_insert(s, de) < 0) {
+                dfent_free(de);
+                return row_error_oom(e);
+        }
+        (void)dfent_hydrate(s, de);     /* a failure stays on the entry */
+        return 1;
+}
+
+static void install_free(struct install *in)
+{
+        if (!in)
+                return;
+        coord__create_dataflows__free_unpacked(in->m, NULL);
+        free(in->counts);
+        gmap_done(&in->pending);
+        free(in);
+}
+
+/* The install is over (r < 0: failed with e): answer, then the pass of its own, then
+ * what the follower sent meanwhile. */
+static void install_done(struct cserver *s, int r, struct row_error *e)
+{
+        struct install *in = s->install;
+
+        if (in->m->n_dataflows > 1)
+                log_info("dataflows_installed", "dataflows=%zu installed=%llu rows=%llu slices=%u "
+                         "deferred=%zu took_us=%llu", in->m->n_dataflows,
+                         (unsigned long long)s->bulk_installed, (unsigned long long)s->bulk_rows,
+                         in->slices + 1, s->n_deferred,
+                         (unsigned long long)((now_ns() - in->start_ns) / 1000));
+        s->bulk_install = false;
+        if (r < 0)
+                reply_error(s, in->from, in->request_id, e);
+        else
+                reply_ok(s, in->from, in->request_id, in->counts, in->m->n_dataflows, 0);
+        s->install = NULL;
+        install_free(in);
+        compute_run(s);                 /* wakes the peeks that waited (17) */
+        deferred_run(s);
+}
+
+static void install_continue(struct loop *l, void *userdata);
+
+/* Install the next slice; the last one ends the install. */
+static void install_step(struct cserver *s, bool sliced)
+{
+        struct install *in = s->install;
+        uint64_t start = now_ns();
+        struct row_error e;
+        int r = 0;
+
+        s->bulk_install = in->m->n_dataflows > 1;
+        if (!s->st) {
+                r = storage_unavailable(&e);
+                goto done;
+        }
+        while (in->next < in->m->n_dataflows) {
+                r = install_one(s, in->m->dataflows[in->next], &e);
+                if (r < 0)
+                        goto done;
+                in->counts[in->next++] = (uint64_t)r;
+                if (sliced && in->next < in->m->n_dataflows &&
+                    (s->cfg.test_install_slice_ms ? (in->next & 7) == 0
+                                                  : (in->next & 63) == 0 &&
+                                                    now_ns() - start >= INSTALL_SLICE_NS)) {
+                        uint64_t after = (uint64_t)s->cfg.test_install_slice_ms * NS_PER_MS;
+
+                        s->bulk_install = false;
+                        if (loop_timer_add(s->loop, after, install_continue, s, &in->timer) == 0) {
+                                in->slices++;
+                                s->install_slices++;
+                                return;
+                        }
+                        in->timer = NULL;
+                        sliced = false;         /* no timer: the rest now */
+                        s->bulk_install = true;
+                }
+        }
+        r = 0;
+done:
+        install_done(s, r, &e);
+}
+
+static void install_continue(struct loop *l, void *userdata)
+{
+        struct cserver *s = userdata;
+
+        s->install->timer = NULL;
+        fring_hold_wakes(s->ring);
+        install_step(s, true);
+        fring_release_wakes(s->ring);
+}
+
 static void handle_create_dataflows(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         Coord__CreateDataflows *m;
-        _cleanup_free_ uint64_t *counts = NULL;
-        uint64_t bulk_start_ns = now_ns();
+        struct install *in;
         struct row_error e;
         int r = 0;
 
@@ -2538,14 +2770,20 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
                 reply_malformed(s, from, env);
                 return;
         }
-        counts = calloc(m->n_dataflows ? m->n_dataflows : 1, sizeof(*counts));
-        if (!counts) {
+        assert(!s->install);            /* the follower's messages wait behind one (17) */
+        in = calloc(1, sizeof(*in));
+        if (!in || !(in->counts = calloc(m->n_dataflows ? m->n_dataflows : 1, sizeof(*in->counts)))) {
+                free(in);
                 r = row_error_oom(&e);
-                goto out;
+                goto fail;
         }
+        in->m = m;
+        in->from = from;
+        in->request_id = env->request_id;
+        in->start_ns = now_ns();
         if (!s->st) {
                 r = storage_unavailable(&e);
-                goto out;
+                goto fail_in;
         }
         /* Validate before changing anything. */
         for (size_t i = 0; i < m->n_dataflows; i++) {
@@ -2555,7 +2793,7 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
                  * installed failed, so that reads of it say why (13). */
                 if (!sp->gid || !sp->plan) {
                         r = row_error_set(&e, -EINVAL, "XX000", "invalid dataflow spec %zu", i);
-                        goto out;
+                        goto fail_in;
                 }
         }
         if (m->complete) {
@@ -2564,7 +2802,7 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
 
                 if (gmap_reserve(&listed, m->n_dataflows) < 0) {
                         r = row_error_oom(&e);
-                        goto out;
+                        goto fail_in;
                 }
                 for (size_t j = 0; j < m->n_dataflows; j++)
                         gmap_put(&listed, m->dataflows[j]->gid);
@@ -2584,45 +2822,24 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
                 gmap_done(&listed);
                 r = 0;
         }
-        s->bulk_install = m->n_dataflows > 1;
         s->bulk_installed = s->bulk_rows = 0;
-        for (size_t i = 0; i < m->n_dataflows; i++) {
-                const Coord__DataflowSpec *sp = m->dataflows[i];
-                struct dfent *de;
-
-                if (dfent_find(s, sp->gid))
-                        continue;
-                de = calloc(1, sizeof(*de));
-                if (!de || spec_copy(sp, &de->spec) < 0) {
-                        dfent_free(de);
+        if (m->n_dataflows > INSTALL_SLICED_MIN) {
+                if (gmap_reserve(&in->pending, m->n_dataflows) < 0) {
                         r = row_error_oom(&e);
-                        goto out;
+                        goto fail_in;
                 }
-                de->gid = sp->gid;
-                de->index = sp->kind == COORD__DATAFLOW_KIND__DATAFLOW_INDEX;
-                de->out = EVAL_BATCH_INIT;
-                de->correction = EVAL_BATCH_INIT;
-                r = dfs_insert(s, de);
-                if (r < 0) {
-                        dfent_free(de);
-                        r = row_error_oom(&e);
-                        goto out;
-                }
-                (void)dfent_hydrate(s, de);     /* a failure stays on the entry */
-                counts[i] = 1;
+                for (size_t i = 0; i < m->n_dataflows; i++)
+                        gmap_put(&in->pending, m->dataflows[i]->gid)->a = i;
+                s->installs_sliced++;
         }
-        r = 0;
-out:
-        if (s->bulk_install)
-                log_info("dataflows_installed", "dataflows=%zu installed=%llu rows=%llu took_us=%llu",
-                         m->n_dataflows, (unsigned long long)s->bulk_installed,
-                         (unsigned long long)s->bulk_rows,
-                         (unsigned long long)((now_ns() - bulk_start_ns) / 1000));
-        s->bulk_install = false;
-        if (r < 0)
-                reply_error(s, from, env->request_id, &e);
-        else
-                reply_ok(s, from, env->request_id, counts, m->n_dataflows, 0);
+        s->install = in;
+        install_step(s, m->n_dataflows > INSTALL_SLICED_MIN);
+        return;
+fail_in:
+        in->m = NULL;
+        install_free(in);
+fail:
+        reply_error(s, from, env->request_id, &e);
         coord__create_dataflows__free_unpacked(m, NULL);
         compute_run(s);
 }
@@ -2988,6 +3205,12 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                 uint64_t gid = dataflow_input_id(pk->df, i);
                 struct dfent *de = dfent_find(s, gid);
 
+                if (!de && install_pending(s, gid)) {
+                        /* Installed later in this bulk install (17). */
+                        pk->input = gid;
+                        *ret_upper = 0;
+                        return PEEK_WAIT;
+                }
                 if (de && de->failed) {
                         e = de->err;
                         goto fail;
@@ -4802,7 +5025,26 @@ static void compact_arm(struct cserver *s, uint64_t ms)
 
 /* ---- Entry points ------------------------------------------------------------------- */
 
+/* One wake-up of the ring's sleeping readers per message, however many frontiers it
+ * publishes (fring_hold_wakes()).  While a bulk install is in slices, the follower's
+ * messages wait behind it (17). */
 void cserver_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+{
+        if (s->install && from == COORD__ROLE__ROLE_LIFECYCLE) {
+                if (defer_message(s, from, env) < 0) {
+                        struct row_error e;
+
+                        row_error_oom(&e);
+                        reply_error(s, from, env->request_id, &e);
+                }
+                return;
+        }
+        fring_hold_wakes(s->ring);
+        on_message(s, from, env);
+        fring_release_wakes(s->ring);
+}
+
+static void on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         struct row_error e;
 
@@ -4884,7 +5126,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "appends_per_sync=%.2f sync_max_us=%llu sync_write_max_us=%llu "
                  "unsynced_write_max_us=%llu held=%zu held_max=%zu "
                  "held_max_us=%llu held_replies=%llu held_ring=%llu held_failed=%llu "
-                 "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu storage=%s",
+                 "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu installing=%zu "
+                 "installs_sliced=%llu install_slices=%llu deferred=%zu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -4903,7 +5146,10 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)s->out_held_msgs, (unsigned long long)s->out_held_ring,
                  (unsigned long long)s->out_failed,
                  (unsigned long long)s->peek_chunks, (unsigned long long)s->peek_streams,
-                 s->n_streaming, s->st ? "ok" : "failed");
+                 s->n_streaming,
+                 s->install ? s->install->m->n_dataflows - s->install->next : (size_t)0,
+                 (unsigned long long)s->installs_sliced, (unsigned long long)s->install_slices,
+                 s->n_deferred, s->st ? "ok" : "failed");
 }
 
 struct storage *cserver_storage(struct cserver *s)
@@ -5001,9 +5247,16 @@ struct cserver *cserver_free(struct cserver *s)
                 return NULL;
         while (s->peeks_head)
                 peek_free(s->peeks_head);
+        if (s->install) {
+                loop_timer_cancel(s->loop, s->install->timer);
+                install_free(s->install);
+                s->install = NULL;
+        }
+        deferred_free(s);
         for (size_t i = 0; i < s->n_dfs; i++)
                 dfent_free(s->dfs[i]);
         free(s->dfs);
+        free(s->df_gids);
         if (s->compact_timer)
                 loop_timer_cancel(s->loop, s->compact_timer);
         /* Held output is dropped: the peers resync with our next life (16).  Storage

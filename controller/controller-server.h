@@ -80,6 +80,9 @@ struct cserver_config {
         /* TEST ONLY: the syncer holds every sync while this file exists
          * (storage_debug_sync_hold_file()); NULL: never. */
         const char *test_sync_hold_file;
+        /* TEST ONLY: a bulk install goes 8 dataflows per slice, this many ms apart
+         * (controller-server.c note 17); 0: slices of 5 ms, back to back. */
+        uint32_t test_install_slice_ms;
 };
 
 /* "thread" / "loop" and back; _CSERVER_APPEND_SYNC_INVALID for anything else. */

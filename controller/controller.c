@@ -90,11 +90,13 @@ int main(int argc, char **argv)
 {
         struct controller c = { .ring_slots = 65536, .ring_records = 65536 };
         char *append_sync = NULL, *test_sync_hold_file = NULL;
+        uint64_t test_install_slice_ms = 0;
         const struct conf_option extra[] = {
                 { "ring-slots", CONF_U64, &c.ring_slots, 1u << 24, "frontier ring slot table capacity (collections)" },
                 { "ring-records", CONF_U64, &c.ring_records, 1u << 24, "frontier ring change records" },
                 { "append-sync", CONF_STR, &append_sync, 0, "thread (default): appends are synced by a syncer thread, group commit, replies held until; loop: one synced write per append on the event loop" },
                 { "test-sync-hold-file", CONF_STR, &test_sync_hold_file, 0, "TEST ONLY: the syncer holds every WAL sync while this file exists (replies and ring records of appends wait)" },
+                { "test-install-slice-ms", CONF_U64, &test_install_slice_ms, 10000, "TEST ONLY: a bulk install of dataflows goes 8 per slice, this many ms apart" },
         };
         struct cserver_config scfg = { .append_sync = CSERVER_APPEND_SYNC_THREAD };
         struct node_args a;
@@ -116,6 +118,7 @@ int main(int argc, char **argv)
                 scfg.append_sync = m;
         }
         scfg.test_sync_hold_file = test_sync_hold_file;
+        scfg.test_install_slice_ms = (uint32_t)test_install_slice_ms;
         if (c.ring_slots < 16 || c.ring_records < 16) {
                 fprintf(stderr, "coord-controller: --ring-slots and --ring-records must be at least 16\n");
                 ex = NODE_EXIT_USAGE;

@@ -151,6 +151,8 @@ struct fring {
         uint64_t write_pos;             /* == hdr->write_pos: the producer's own copy */
         uint64_t generation;
         struct fring_frontier *scratch; /* slot_limit entries, for producer_rebuild() */
+        unsigned hold_wakes;            /* fring_hold_wakes() nesting */
+        bool wake_due;                  /* a publish while held: wake at the release */
 };
 
 /* A reader's position.  Private to the reader; fring_read() works on a copy and
@@ -285,8 +287,14 @@ ring_waitpage_check_layout(struct fring_waitpage);
 
 static void producer_wake(struct fring *r, bool always)
 {
+        int n;
+
+        if (r->hold_wakes && !always) {
+                r->wake_due = true;     /* fring_release_wakes() makes it */
+                return;
+        }
         /* note 7: after our store of write_pos or hdr_seq */
-        int n = ring_wake(&r->hdr->notify, r->wait, always);
+        n = ring_wake(&r->hdr->notify, r->wait, always);
 
         if (n >= 0)
                 COORD_RING_WAKE((unsigned)n);
@@ -583,6 +591,23 @@ int fring_publish(struct fring *r, const struct fring_frontier *f)
         COORD_RING_PUSH(f->id, f->upper, f->since);
         producer_wake(r, false);
         return 0;
+}
+
+void fring_hold_wakes(struct fring *r)
+{
+        if (r)
+                r->hold_wakes++;
+}
+
+void fring_release_wakes(struct fring *r)
+{
+        if (!r)
+                return;
+        assert(r->hold_wakes > 0);
+        if (--r->hold_wakes == 0 && r->wake_due) {
+                r->wake_due = false;
+                producer_wake(r, false);
+        }
 }
 
 int fring_forget(struct fring *r, uint64_t id)

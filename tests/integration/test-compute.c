@@ -29,7 +29,13 @@
  *   RETAIN HISTORY on an MV (compaction itself only noted until issue 5);
  *   an index does not take AS OF history away from the table or MV it indexes;
  *   functions the planner accepts are evaluated by the engine (COALESCE);
- *   ORDER BY / LIMIT / OFFSET in order; errors 42703, 42702, 42803, 42P01, 42P07.
+ *   ORDER BY / LIMIT / OFFSET in order; errors 42703, 42702, 42803, 42P01, 42P07;
+ *   a resync install in slices (controller-server.c note 17): 320 indexed views, kill -9
+ *   of the controller, restarted with --test-install-slice-ms 40 (8 dataflows a slice,
+ *   40 ms apart: the follower's resync takes ~2 s to install); while it installs
+ *   (status installing > 0) a table answers SELECT and takes INSERTs, the follower's
+ *   AllowCompaction waits (deferred >= 1), and a read of an index not installed yet
+ *   waits for it and is right; afterwards every indexed view answers.
  *
  * Reference mode (checks the naive evaluator itself): COORD_TEST_PG_REF=<libpq conninfo
  * of a scratch PostgreSQL database> runs only the property workload against PostgreSQL,
@@ -2196,6 +2202,69 @@ static void test_down(void)
         }
 }
 
+/* ==== a resync install in slices ==== */
+
+static void test_sliced_install(void)
+{
+        uint64_t served_mid = 0, inserted = 0, seen_installing = 0, seen_deferred = 0;
+        PGconn *c = db();
+        char *sql = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE sl_t (a int)"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO sl_t VALUES (1), (2), (3)"));
+        for (int chunk = 0; chunk < 8; chunk++) {
+                f = open_memstream(&sql, &len);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+                for (int i = chunk * 40; i < (chunk + 1) * 40; i++)
+                        fprintf(f, "CREATE VIEW sl_v%d AS SELECT a FROM sl_t;CREATE DEFAULT INDEX ON sl_v%d;", i, i);
+                fclose(f);
+                CU_ASSERT_FATAL(ok(c, sql));
+                free(sql);
+                sql = NULL;
+        }
+        CU_ASSERT(rows_are(c, "SELECT a FROM sl_v319 ORDER BY a", "1;2;3"));
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_CONTROLLER_ARGS='--test-install-slice-ms 40' %s up >/dev/null",
+                                   coord_cmd), 0);
+        /* The follower reconnects and sends its resync; then the install runs. */
+        for (int i = 0; i < 500 && !seen_installing; i++) {
+                seen_installing = stat_of(COORD__ROLE__ROLE_CONTROLLER, "installing");
+                if (!seen_installing)
+                        usleep(10 * 1000);
+        }
+        CU_ASSERT(seen_installing > 0);
+        while (stat_of(COORD__ROLE__ROLE_CONTROLLER, "installing") > 0) {
+                if (stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred") > 0)
+                        seen_deferred++;
+                if (!rows_are(c, "SELECT count(*) FROM sl_t", inserted ? "4" : "3"))
+                        break;
+                if (!inserted && ok(c, "INSERT INTO sl_t VALUES (4)"))
+                        inserted = 1;
+                /* Served while it still installs. */
+                if (stat_of(COORD__ROLE__ROLE_CONTROLLER, "installing") > 0)
+                        served_mid++;
+        }
+        printf("\n    installing %" PRIu64 " at first sight, %" PRIu64 " reads served while installing, "
+               "deferred seen %" PRIu64 " times, slices %" PRIu64, seen_installing, served_mid,
+               seen_deferred, stat_of(COORD__ROLE__ROLE_CONTROLLER, "install_slices"));
+        CU_ASSERT(served_mid >= 1);
+        CU_ASSERT(inserted == 1);
+        CU_ASSERT(seen_deferred >= 1);
+        CU_ASSERT(rows_are(c, "SELECT a FROM sl_v0 ORDER BY a", "1;2;3;4"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM sl_v319 ORDER BY a", "1;2;3;4"));
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred"), 0);
+
+        /* Back to the default for whatever runs next. */
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT(rows_are(c, "SELECT a FROM sl_v160 ORDER BY a", "1;2;3;4"));
+        PQfinish(c);
+}
+
 static const struct t_case cases[] = {
         { "up", test_up },
         { "I9: MVs and indexed views equal a naive evaluation at every recorded time", test_property },
@@ -2213,6 +2282,7 @@ static const struct t_case cases[] = {
         { "an index does not take history from what it indexes", test_index_keeps_history },
         { "what the planner accepts, the engine evaluates", test_planned_functions },
         { "ORDER BY, LIMIT, OFFSET; SQLSTATEs", test_order_and_errors },
+        { "a resync install in slices: reads go on meanwhile", test_sliced_install },
         { "down", test_down },
         { NULL, NULL },
 };

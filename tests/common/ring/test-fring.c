@@ -709,6 +709,71 @@ static void test_wake(void)
         munmap(res, 2 * sizeof *res);
 }
 
+static _Noreturn void held_child(const char *name, int ready_fd, struct wake_result *res)
+{
+        struct fring_reader *rd = NULL;
+        struct fring_frontier buf[8];
+        struct model m0 = {};
+
+        C_ASSERT(fring_attach(name, &rd) == 0);
+        C_ASSERT(model_drain(rd, &m0, 4) == 0);
+        t_sync_send(ready_fd);
+        res->wait_ret = fring_wait(rd, 10000);
+        res->woke_ns = now_ns();
+        res->read_ret = fring_read(rd, buf, ELEMENTSOF(buf), NULL);
+        res->record_ok = res->read_ret == 3 && buf[0].id == 81 && buf[2].id == 83;
+        fring_reader_free(rd);
+        _exit(T_EXIT_PASS);
+}
+
+/* fring_hold_wakes(): publishes while held wake nobody; the release wakes the sleeper
+ * once, and it reads every record published meanwhile. */
+static void test_wake_held(void)
+{
+        struct wake_result *res = t_shared_page(sizeof *res);
+        struct fring *r = NULL;
+        struct timespec pause = { 0, 200 * 1000 * 1000 };
+        int sync[2], status;
+        pid_t pid;
+        char name[64];
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(res);
+        CU_ASSERT_EQUAL_FATAL(pipe2(sync, O_CLOEXEC), 0);
+        t_ring_name(name, sizeof name, "held");
+        CU_ASSERT_EQUAL_FATAL(fring_create(name, 8, 64, 1, &r), 0);
+        pid = t_fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+                close(sync[0]);
+                held_child(name, sync[1], res);
+        }
+        close(sync[1]);
+        CU_ASSERT_TRUE_FATAL(t_sync_recv(sync[0], 1));
+        close(sync[0]);
+        CU_ASSERT_TRUE(t_wait_sleepers(name, &pid, 1));
+        fring_hold_wakes(r);
+        fring_hold_wakes(r);            /* nested */
+        for (uint64_t id = 81; id <= 83; id++) {
+                struct fring_frontier f = t_val(id, 1000 + id);
+
+                CU_ASSERT_EQUAL(fring_publish(r, &f), 0);
+        }
+        fring_release_wakes(r);         /* inner: still held */
+        nanosleep(&pause, NULL);
+        CU_ASSERT_EQUAL(waitpid(pid, &status, WNOHANG), 0);     /* still asleep */
+        CU_ASSERT_EQUAL(res->woke_ns, 0);
+        res->publish_ns = now_ns();
+        fring_release_wakes(r);
+        CU_ASSERT_EQUAL(t_wait_child(pid), 0);
+        CU_ASSERT_EQUAL(res->wait_ret, 0);
+        CU_ASSERT_EQUAL(res->read_ret, 3);
+        CU_ASSERT_TRUE(res->record_ok);
+        printf("\n    woke %.1f us after the release\n    ", (double)(res->woke_ns - res->publish_ns) / 1e3);
+        fring_free(r);
+        CU_ASSERT_EQUAL(fring_unlink(name), 0);
+        munmap(res, sizeof *res);
+}
+
 /* ---- 3. lapped reader ------------------------------------------------------------------ */
 
 static void test_lapped(void)
@@ -1323,6 +1388,7 @@ int main(void)
         static const struct t_case processes[] = {
                 { "two reader processes follow every change", test_two_readers },
                 { "sleeping readers are woken by a publish", test_wake },
+                { "held wake-ups: one, at the release", test_wake_held },
                 { "producer restart: generation, remap, wake-up", test_restart },
                 { "no torn slot or record under a hammering producer", test_torn },
                 { NULL, NULL },
