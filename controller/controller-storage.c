@@ -131,8 +131,13 @@
  *                                              syncer, which calls FlushWAL(sync) (14)
  *       wal_recovery_mode = point-in-time      a torn tail is dropped, never half applied
  *       manual_wal_flush = 0                   the WAL reaches the OS inside the write
- *       write_buffer_size 8 MiB, max_total_wal_size 32 MiB   bound what an open after
- *                                              kill -9 must replay (DESIGN section 11)
+ *       write_buffer_size 2 MiB, max_total_wal_size 8 MiB    bound what an open after
+ *                                              kill -9 must replay (DESIGN section 11):
+ *                                              with 8 MiB / 32 MiB a minute of the
+ *                                              publication bench's writes left a 10 MB
+ *                                              WAL that took 635 ms to replay, most of
+ *                                              the controller's restart (issue 6); at
+ *                                              ~150 kB/s a memtable now fills in ~14 s
  *       keep_log_file_num 4, max_log_file_size 1 MiB         bound the info LOG
  *     storage_close() of a healthy handle flushes the memtables, so a normal restart
  *     opens table files instead of replaying the WAL.
@@ -251,8 +256,8 @@ static const char *const cf_names[_CF_MAX] = {
 #define MERGE_BG_UPDATES 4096u                  /* NOTE 13: merges reading as many run off the loop */
 #define MAP_MIN_SLOTS 64u
 
-#define WRITE_BUFFER_SIZE (8u << 20)
-#define MAX_TOTAL_WAL_SIZE (32u << 20)
+#define WRITE_BUFFER_SIZE (2u << 20)
+#define MAX_TOTAL_WAL_SIZE (8u << 20)
 #define INFO_LOG_FILES 4
 #define INFO_LOG_SIZE (1u << 20)
 

@@ -585,6 +585,9 @@ static int spawn(const struct how *h)
         _exit(127);
 }
 
+/* When serving() first saw the restarted daemon's status ready (restart()'s clock). */
+static uint64_t serving_ready_ns;
+
 /* Serving again, in the sense of the header. */
 static bool serving(int d, PGconn **c)
 {
@@ -602,6 +605,8 @@ static bool serving(int d, PGconn **c)
         }
         if (!s.ready[d])
                 return false;
+        if (!serving_ready_ns)
+                serving_ready_ns = now_ns();
         if (d == ADAPTER) {
                 PGconn *n = connect_db(true);
                 bool ok = n && run_q(n, "SELECT 1", true, NULL);
@@ -644,6 +649,7 @@ static double restart(int d, double timeout_s)
                 sleep_ns(500000ull);    /* not a spin: the kernel's teardown needs the CPU */
         }
         exited_ms = secs_since(t0) * 1e3;
+        serving_ready_ns = 0;
         pid = spawn(h);
         if (pid < 0) {
                 fprintf(stderr, "bench-publication: fork: %s\n", strerror(errno));
@@ -667,7 +673,9 @@ static double restart(int d, double timeout_s)
                 sleep_ns(1000000ull);
         }
         ms = secs_since(t0) * 1e3;
-        printf("restart: %s exited %.1f ms, serving %.1f ms after kill -9\n", daemon_name[d], exited_ms, ms);
+        printf("restart: %s exited %.1f ms, status ready %.1f ms, serving %.1f ms after kill -9\n",
+               daemon_name[d], exited_ms,
+               serving_ready_ns ? (double)(serving_ready_ns - t0) / 1e6 : -1.0, ms);
         /* The other two serve as well, and the controller holds its dataflows again,
          * before the next kill (the header). */
         for (int k = 0; k < N_DAEMONS; k++)
