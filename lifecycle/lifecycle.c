@@ -41,8 +41,11 @@
  *     the state rebuilt from the catalog.  A controller that (re)connects gets every
  *     committed bound once (it keeps permissions in memory only).
  *
- * (3) Enactment (creating collections, installing dataflows) is still the adapter's
- *     (issue 5 slice 1); this daemon does not send Ensure or CreateDataflows yet.
+ * (3) Enactment (creating collections, installing dataflows) is this daemon's:
+ *     lifecycle-enact.c follows the same transactions and sends EnsureCollections,
+ *     CreateDataflows and DropCollections to the controller; a controller that
+ *     (re)connects gets the complete set (a resync, installed in slices there:
+ *     controller-server.c note 17).
  *
  * (4) Waking up for a commit.  The adapter's FUTEX_WAKE on the ring's notify word
  *     completes an io_uring futex wait of the loop itself (loop_futex_wait(), Linux
