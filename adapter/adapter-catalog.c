@@ -14,7 +14,8 @@
  * (4) Loading (acat_open()) is on the path of an adapter restart: at 100,000 objects
  *     it reads 200,000 items and as many bounds and requirements.  So it does each
  *     thing once, and on both vCPUs: four scans run at once (load_scan(),
- *     catalog_scan_ranges(): the items below the middle GlobalId, those above it, the
+ *     catalog_scan_state() over catalog_scan_ranges(): the items below the middle
+ *     GlobalId, those above it, the
  *     bounds, the requirements), each only decoding into arrays of its own; then
  *     the items are appended in key (= GlobalId) order, the name index is built once at its final size, the bounds and
  *     requirements (also in GlobalId order) find their items from where the previous
@@ -38,9 +39,9 @@
 #include "util.h"
 
 #define META_NEXT_GID "next_gid"
-#define KEY_ITEM  'i'
-#define KEY_BOUND 'b'
-#define KEY_REQ   'r'
+#define KEY_ITEM  CATALOG_STATE_ITEM
+#define KEY_BOUND CATALOG_STATE_BOUND
+#define KEY_REQ   CATALOG_STATE_REQ
 
 #define TOMBSTONE ((struct acat_item *)(uintptr_t)1)
 
@@ -724,21 +725,16 @@ static void load_part_done(struct load_part *lp)
  * the items in gid order into ac->items. */
 static int load_scan(struct adapter_catalog *ac, struct load_part parts[3])
 {
-        uint8_t lo[1] = { KEY_ITEM }, mid[9], hi[1] = { KEY_ITEM + 1 };
-        static const uint8_t b[2] = { KEY_BOUND, KEY_BOUND + 1 }, q[2] = { KEY_REQ, KEY_REQ + 1 };
-        struct catalog_scan_job jobs[4] = {
-                { CATALOG_CF_STATE, lo, mid, 1, 9, load_item, &parts[0], 0 },
-                { CATALOG_CF_STATE, mid, hi, 9, 1, load_item, &parts[1], 0 },
-                { CATALOG_CF_STATE, &b[0], &b[1], 1, 1, load_bound, &parts[2], 0 },
-                { CATALOG_CF_STATE, &q[0], &q[1], 1, 1, load_req, &parts[2], 0 },
+        const struct catalog_state_scan sc = {
+                .item = load_item, .bound = load_bound, .req = load_req,
+                .items_lo = &parts[0], .items_hi = &parts[1], .bounds = &parts[2], .reqs = &parts[2],
         };
         size_t n;
         int r;
 
-        key_put(mid, KEY_ITEM, ACAT_FIRST_USER_GID + (ac->next_gid - ACAT_FIRST_USER_GID) / 2);
         for (int i = 0; i < 3; i++)
                 parts[i] = (struct load_part){ 0 };
-        r = catalog_scan_ranges(ac->store, jobs, ELEMENTSOF(jobs));
+        r = catalog_scan_state(ac->store, ACAT_FIRST_USER_GID + (ac->next_gid - ACAT_FIRST_USER_GID) / 2, &sc);
         if (r < 0)
                 return r;
         n = ac->n_items + parts[0].n_items + parts[1].n_items;

@@ -9,7 +9,7 @@
  *     map of objects was rehashed 13 times on the way to 200,000 objects, probing
  *     through pointers (1.2-1.4 s of a restart, issue 6).  Now, as the adapter's
  *     acat_open() does (adapter-catalog.c note 4):
- *       - four scans at once (load_scan(), catalog_scan_ranges()): the items below
+ *       - four scans at once (load_scan(), catalog_scan_state()): the items below
  *         the middle GlobalId (on this thread), the items above it, the bounds, the
  *         requirements (on threads of their own); each only decodes, into arrays of
  *         its own.  An item is decoded once: the state takes its kind, RETAIN
@@ -52,9 +52,9 @@
 #include "lifecycle-state.h"
 #include "util.h"
 
-#define KEY_ITEM  'i'
-#define KEY_BOUND 'b'
-#define KEY_REQ   'r'
+#define KEY_ITEM  CATALOG_STATE_ITEM
+#define KEY_BOUND CATALOG_STATE_BOUND
+#define KEY_REQ   CATALOG_STATE_REQ
 #define META_NEXT_GID "next_gid"        /* the adapter's (adapter-catalog.c note 3) */
 #define FIRST_USER_GID 1000u
 
@@ -175,20 +175,14 @@ static uint64_t middle_gid(struct catalog *c)
  * it, bounds, requirements (each on a thread of its own). */
 static int load_scan(struct catalog *c, struct load_part parts[3])
 {
-        uint8_t lo[1] = { KEY_ITEM }, mid[9], hi[1] = { KEY_ITEM + 1 };
-        static const uint8_t b[2] = { KEY_BOUND, KEY_BOUND + 1 }, q[2] = { KEY_REQ, KEY_REQ + 1 };
-        struct catalog_scan_job jobs[4] = {
-                { CATALOG_CF_STATE, lo, mid, 1, 9, load_item, &parts[0], 0 },
-                { CATALOG_CF_STATE, mid, hi, 9, 1, load_item, &parts[1], 0 },
-                { CATALOG_CF_STATE, &b[0], &b[1], 1, 1, load_bound, &parts[2], 0 },
-                { CATALOG_CF_STATE, &q[0], &q[1], 1, 1, load_req, &parts[2], 0 },
+        const struct catalog_state_scan sc = {
+                .item = load_item, .bound = load_bound, .req = load_req,
+                .items_lo = &parts[0], .items_hi = &parts[1], .bounds = &parts[2], .reqs = &parts[2],
         };
 
-        mid[0] = KEY_ITEM;
-        be64_put(mid + 1, middle_gid(c));
         for (int i = 0; i < 3; i++)
                 parts[i] = (struct load_part){ 0 };
-        return catalog_scan_ranges(c, jobs, ELEMENTSOF(jobs));
+        return catalog_scan_state(c, middle_gid(c), &sc);
 }
 
 /* The decoded records into the state and the set (1). */

@@ -1270,6 +1270,29 @@ int catalog_scan_ranges(struct catalog *c, struct catalog_scan_job *jobs, size_t
         return 0;
 }
 
+int catalog_scan_state(struct catalog *c, uint64_t mid_gid, const struct catalog_state_scan *sc)
+{
+        static const uint8_t lo[1] = { CATALOG_STATE_ITEM }, hi[1] = { CATALOG_STATE_ITEM + 1 };
+        static const uint8_t b[2] = { CATALOG_STATE_BOUND, CATALOG_STATE_BOUND + 1 };
+        static const uint8_t q[2] = { CATALOG_STATE_REQ, CATALOG_STATE_REQ + 1 };
+        uint8_t mid[1 + SEQ_KEY_LEN];
+
+        if (!sc || !sc->item || !sc->bound || !sc->req)
+                return -EINVAL;
+        mid[0] = CATALOG_STATE_ITEM;
+        be64_put(mid + 1, mid_gid);
+        {
+                struct catalog_scan_job jobs[4] = {
+                        { CATALOG_CF_STATE, lo, mid, 1, sizeof(mid), sc->item, sc->items_lo, 0 },
+                        { CATALOG_CF_STATE, mid, hi, sizeof(mid), 1, sc->item, sc->items_hi, 0 },
+                        { CATALOG_CF_STATE, &b[0], &b[1], 1, 1, sc->bound, sc->bounds, 0 },
+                        { CATALOG_CF_STATE, &q[0], &q[1], 1, 1, sc->req, sc->reqs, 0 },
+                };
+
+                return catalog_scan_ranges(c, jobs, ELEMENTSOF(jobs));
+        }
+}
+
 static int scan(struct catalog *c, enum catalog_cf cf, const void *seek, size_t seek_len,
                 const void *prefix, size_t prefix_len, const void *hi, size_t hi_len,
                 int (*fn)(const void *key, size_t key_len, const void *value, size_t value_len,

@@ -209,6 +209,30 @@ struct catalog_scan_job {
 };
 int catalog_scan_ranges(struct catalog *c, struct catalog_scan_job *jobs, size_t n);
 
+/* The layout of the state column family that its writer (the adapter,
+ * adapter-catalog.c note 3) and its bulk readers (the adapter's and the follower's
+ * loads) share: a prefix byte, then the big-endian GlobalId (a requirement: the
+ * consumer's, then the input's). */
+#define CATALOG_STATE_ITEM  'i'
+#define CATALOG_STATE_BOUND 'b'
+#define CATALOG_STATE_REQ   'r'
+
+/* A whole load of the state in four scans at once (catalog_scan_ranges()): the items
+ * with GlobalId < mid_gid to item(items_lo) on the calling thread, the other items to
+ * item(items_hi), the bounds to bound(bounds), the requirements to req(reqs), each of
+ * those three on a thread of its own (bounds and reqs may be one object whose fields
+ * the two touch apart).  0 or the first failed scan's error. */
+struct catalog_state_scan {
+        int (*item)(const void *key, size_t key_len, const void *value, size_t value_len,
+                    void *userdata);
+        int (*bound)(const void *key, size_t key_len, const void *value, size_t value_len,
+                     void *userdata);
+        int (*req)(const void *key, size_t key_len, const void *value, size_t value_len,
+                   void *userdata);
+        void *items_lo, *items_hi, *bounds, *reqs;
+};
+int catalog_scan_state(struct catalog *c, uint64_t mid_gid, const struct catalog_state_scan *sc);
+
 /* Following (secondary only: -EINVAL on a primary). */
 
 /* Replay what the primary has written since the last catch-up; afterwards reads and
