@@ -277,11 +277,32 @@
  *     a peek of a dataflow not installed yet waits for it.  Details at struct install.
  *     And one FUTEX_WAKE of the ring's sleepers per message handled or per release of
  *     held output, not per record (fring_hold_wakes()).
+ *
+ * (18) Big peeks in a thread.  (5) evaluates a peek in one loop turn; at 100,000
+ *     objects a poll of coord_frontiers (a row per collection) held the loop 35-56 ms,
+ *     and every append and DDL waited behind it (issue 6: a polling observer raised
+ *     the DDL pairs' p95 x1.53).  A peek whose inputs are all storage collections
+ *     (tables, built-ins, materialized views -- not an index, whose arrangement lives
+ *     on the loop) and which reads PEEK_BG_MIN_UPDATES stored updates or more goes to
+ *     the peek thread (struct bgpeek): the loop makes a storage_reader per input
+ *     (controller-storage.c NOTE 15: a copy of the descriptors and a RocksDB snapshot,
+ *     O(batches)), and the thread reads them, feeds and steps the peek's own dataflow
+ *     and sorts the result (peek_prepare()), touching nothing but the job and its
+ *     peek.  The loop, woken, sends the first chunk as (5) does, through the output
+ *     gate (16) like any answer.  Meanwhile the peek stays on s->peeks -- an execution
+ *     hold, as in (5) -- with no timer and not streaming, so peeks_wake() and PeekNext
+ *     pass it by; when its requester goes it is marked cancelled and freed once its
+ *     job is back.  One thread, jobs in arrival order.  The answer is what evaluating
+ *     on the loop when the peek was handed off would have given: the readers read
+ *     that moment's state, and contents at ts no longer change once upper > ts.
  */
 #include "controller-server.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +331,10 @@
 #define PEEK_SLOW_US 20000u
 /* A stream not pulled for this long is ended with 57014 (5). */
 #define CSERVER_STREAM_IDLE_MS 60000ull
+/* A peek reading this many stored updates or more is evaluated in the peek thread (18). */
+#define PEEK_BG_MIN_UPDATES 4096u
+/* The peek thread's nice value (Linux: per thread). */
+#define PEEK_THREAD_NICE 19
 
 /* An entry of a gid map: key (never 0) and three values. */
 struct gent {
@@ -373,6 +398,31 @@ struct peek {
         bool streaming;                 /* sent more = true: waits for a PeekNext */
         uint64_t pulled_ms;             /* when the last chunk went */
         struct loop_timer *idle;        /* set while streaming */
+        struct bgpeek *bg;              /* in the peek thread (18): the thread's alone */
+        bool cancelled;                 /* its requester went while bg */
+};
+
+/* A peek in the peek thread (18).  The loop fills everything but r, e and eval_us
+ * before queueing it, the thread those three before it hands it back. */
+struct bgpeek {
+        struct bgpeek *next;
+        struct peek *pk;
+        int r;                          /* 0: pk's result is prepared; or -errno with e */
+        struct row_error e;
+        uint64_t eval_us;
+        size_t n;
+        struct storage_reader *rd[];    /* one per input; NULL: empty at ts (10) */
+};
+
+/* The peek thread (18): todo and done under lock, FIFO. */
+struct peek_worker {
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        struct bgpeek *todo, **todo_tail, *done, **done_tail;
+        bool stop;
+        uint32_t delay_ms;              /* test hook */
+        struct loop_waker *waker;       /* a job is done */
 };
 
 /* An installed dataflow: a materialized view or an index (13). */
@@ -496,6 +546,9 @@ struct cserver {
         struct out_ent *out;
         size_t out_head, n_out, cap_out;
         struct loop_waker *sync_waker;  /* storage's syncer: a sync finished */
+        struct peek_worker *pw;         /* (18), started at the first big peek */
+        size_t n_bg;                    /* peeks in it */
+        uint64_t peeks_bg, peek_bg_max_us;
         uint64_t out_held_msgs, out_held_ring, out_failed, out_max_held_ns;
         size_t out_max;                 /* most entries held at once */
 
@@ -1518,6 +1571,7 @@ static void peek_free(struct peek *pk)
 
         if (!pk)
                 return;
+        assert(!pk->bg);                /* the thread's until it hands it back (18) */
         s = pk->srv;
         if (pk->timer) {
                 loop_timer_cancel(s->loop, pk->timer);
@@ -1573,13 +1627,12 @@ static int snapshot_row(const void *row, size_t len, int64_t count, void *userda
         return se->emit(se->userdata, row, len, count);
 }
 
-/* The contents of id at ts (10): a table at ts in [stored upper, T) has the contents it
- * had at stored upper - 1, and none when it was never written (stored upper == since). */
-static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
-                            void *emit_userdata)
+/* Where the contents of id at ts are stored (10): a table at ts in [stored upper, T)
+ * has the contents it had at stored upper - 1, and none when it was never written
+ * (stored upper == since).  1 with *ret_ts to read, 0 when empty, -EAGAIN when not
+ * readable at ts yet (peek_try() waits for it first), or -errno. */
+static int snapshot_at(struct cserver *s, uint64_t id, uint64_t ts, uint64_t *ret_ts)
 {
-        struct cserver *s = userdata;
-        struct snapshot_emit se = { emit, emit_userdata };
         struct storage_info info;
         int r;
 
@@ -1593,11 +1646,26 @@ static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_
                                             ? tables_frontier(s)
                                             : mv_upper(s, id, info.frontiers.upper);
                 if (ts >= readable)
-                        return -EAGAIN;         /* peek_try() waits for it first */
+                        return -EAGAIN;
                 if (info.frontiers.upper <= info.frontiers.since)
                         return 0;
                 ts = info.frontiers.upper - 1;
         }
+        *ret_ts = ts;
+        return 1;
+}
+
+/* The contents of id at ts (snapshot_at()). */
+static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
+                            void *emit_userdata)
+{
+        struct cserver *s = userdata;
+        struct snapshot_emit se = { emit, emit_userdata };
+        int r;
+
+        r = snapshot_at(s, id, ts, &ts);
+        if (r <= 0)
+                return r;
         return storage_read(s->st, id, ts, snapshot_row, &se, NULL);
 }
 
@@ -2853,7 +2921,7 @@ struct sort_ctx {
         const struct eval_batch *out;
 };
 
-static struct sort_ctx *sort_ctx_current;       /* qsort has no userdata; loop thread only */
+static _Thread_local struct sort_ctx *sort_ctx_current;  /* qsort has no userdata */
 
 static int sort_cmp(const void *x, const void *y)
 {
@@ -2886,7 +2954,7 @@ static int sort_cmp(const void *x, const void *y)
                            c->out->updates[j].row, c->out->updates[j].len);
 }
 
-enum { PEEK_DONE, PEEK_WAIT, PEEK_STREAM };
+enum { PEEK_DONE, PEEK_WAIT, PEEK_STREAM, PEEK_BG /* in the peek thread (18) */ };
 
 /* Send the next chunk of pk's result (5): from pk->pos on, rows until their bytes reach
  * pk->chunk_bytes (at least one row; everything when chunk_bytes is 0).  PEEK_STREAM
@@ -2974,16 +3042,12 @@ out:
         return ret;
 }
 
-/* Answer pk with its result `out`, which it takes over: validate the ORDER BY, sort,
- * then send the first chunk (all of it, unless the requester asked for chunks).  The
- * whole result is evaluated (and sorted) before the first row goes -- ORDER BY and
- * LIMIT need all of it, and storage_read() consolidates all batches at once -- so
- * streaming bounds the encoding and sending per loop turn, not the evaluation.
- * PEEK_DONE or PEEK_STREAM (rows remain: the caller keeps pk, see peek_stream()). */
-static int peek_answer(struct cserver *s, struct peek *pk, struct eval_batch *out)
+/* Make pk's result `out`, which it takes over, ready to send: validate the ORDER BY,
+ * decode, sort.  Touches pk alone (the peek thread runs it too, (18)).  0, or -errno
+ * with e. */
+static int peek_prepare(struct peek *pk, struct eval_batch *out, struct row_error *e)
 {
         const Coord__Plan__Peek *peek = pk->req->peek;
-        struct row_error e;
 
         pk->out = *out;
         *out = EVAL_BATCH_INIT;
@@ -2994,32 +3058,26 @@ static int peek_answer(struct cserver *s, struct peek *pk, struct eval_batch *ou
         if (peek->output_arity && peek->output_arity < pk->arity)
                 pk->keep = peek->output_arity;
         for (size_t k = 0; k < peek->n_order_by; k++)
-                if (peek->order_by[k]->column >= pk->arity) {
-                        row_error_set(&e, -EINVAL, "XX000", "invalid plan: ORDER BY column %u of %zu",
-                                      peek->order_by[k]->column, pk->arity);
-                        reply_error(s, pk->from, pk->request_id, &e);
-                        return PEEK_DONE;
-                }
+                if (peek->order_by[k]->column >= pk->arity)
+                        return row_error_set(e, -EINVAL, "XX000", "invalid plan: ORDER BY column %u of %zu",
+                                             peek->order_by[k]->column, pk->arity);
         if (peek->limit) {
                 pk->skip = peek->limit->offset;
                 pk->take = peek->limit->count;
         }
         pk->order = calloc(out->n ? out->n : 1, sizeof(*pk->order));
         if (!pk->order)
-                goto oom;
+                return row_error_oom(e);
         for (size_t i = 0; i < out->n; i++)
                 pk->order[i] = i;
         if ((peek->n_order_by || pk->keep < pk->arity) && out->n) {
                 pk->d = calloc(out->n * (pk->arity ? pk->arity : 1), sizeof(*pk->d));
                 if (!pk->d)
-                        goto oom;
+                        return row_error_oom(e);
                 for (size_t i = 0; i < out->n; i++)
                         if (row_decode(out->updates[i].row, out->updates[i].len,
-                                       &pk->d[i * pk->arity], pk->arity) != (int)pk->arity) {
-                                row_error_set(&e, -EINVAL, "XX000", "malformed row in a read result");
-                                reply_error(s, pk->from, pk->request_id, &e);
-                                return PEEK_DONE;
-                        }
+                                       &pk->d[i * pk->arity], pk->arity) != (int)pk->arity)
+                                return row_error_set(e, -EINVAL, "XX000", "malformed row in a read result");
         }
         if (peek->n_order_by && out->n > 1) {
                 struct sort_ctx c = { .peek = peek, .d = pk->d, .arity = pk->arity, .out = out };
@@ -3027,11 +3085,24 @@ static int peek_answer(struct cserver *s, struct peek *pk, struct eval_batch *ou
                 qsort(pk->order, out->n, sizeof(*pk->order), sort_cmp);
                 sort_ctx_current = NULL;
         }
+        return 0;
+}
+
+/* Answer pk with its result `out`, which it takes over: peek_prepare(), then send the
+ * first chunk (all of it, unless the requester asked for chunks).  The whole result is
+ * evaluated (and sorted) before the first row goes -- ORDER BY and LIMIT need all of
+ * it, and storage_read() consolidates all batches at once -- so streaming bounds the
+ * encoding and sending per loop turn, not the evaluation.  PEEK_DONE or PEEK_STREAM
+ * (rows remain: the caller keeps pk, see peek_stream()). */
+static int peek_answer(struct cserver *s, struct peek *pk, struct eval_batch *out)
+{
+        struct row_error e;
+
+        if (peek_prepare(pk, out, &e) < 0) {
+                reply_error(s, pk->from, pk->request_id, &e);
+                return PEEK_DONE;
+        }
         return peek_send_chunk(s, pk);
-oom:
-        row_error_oom(&e);
-        reply_error(s, pk->from, pk->request_id, &e);
-        return PEEK_DONE;
 }
 
 static void peek_idle(struct loop *l, void *userdata);
@@ -3189,6 +3260,288 @@ static int index_fallback_feed(struct cserver *s, struct dfent *de, uint64_t ts,
  * with *ret_upper the upper of an input that is not readable at ts yet (pk->input).  Every input must be readable at ts -- a storage collection (a table at
  * its effective upper, (10)) or an index's arrangement (13) -- and then the plan runs
  * as a one-shot dataflow at ts over their snapshots: the engine of (13), fed once. */
+/* ---- Big peeks in the peek thread (18) ------------------------------------------ */
+
+/* In the peek thread: read, feed, step, prepare.  Frees the readers. */
+static void bg_eval(struct bgpeek *j)
+{
+        struct peek *pk = j->pk;
+        struct eval_batch out = EVAL_BATCH_INIT;
+        uint64_t start_ns = now_ns();
+        int r = 0;
+
+        for (size_t i = 0; i < j->n; i++) {
+                uint64_t gid = dataflow_input_id(pk->df, i);
+                struct feed fd = { .df = pk->df, .input = i, .err = &j->e, .time = pk->ts };
+
+                if (!j->rd[i])
+                        continue;
+                r = storage_reader_run(j->rd[i], feed_row, &fd);
+                if (r >= 0)
+                        r = feed_flush(&fd);
+                row_arena_done(&fd.bytes);
+                j->rd[i] = storage_reader_free(j->rd[i]);
+                if (r == -EINVAL)
+                        goto out;               /* e set by the dataflow */
+                if (r == -ENOMEM) {
+                        row_error_oom(&j->e);
+                        goto out;
+                }
+                if (r == -EUCLEAN) {
+                        row_error_set(&j->e, r, "XX000", "collection %llu has a negative count",
+                                      (unsigned long long)gid);
+                        goto out;
+                }
+                if (r < 0) {
+                        /* Reads are never sticky (controller-storage.c NOTE 9): no reopen. */
+                        row_error_set(&j->e, r, "XX000", "reading collection %llu: %s",
+                                      (unsigned long long)gid, strerrordesc_np(-r) ? strerrordesc_np(-r) : "?");
+                        if (storage_last_error()[0])
+                                row_error_detail(&j->e, "%s", storage_last_error());
+                        goto out;
+                }
+        }
+        r = dataflow_step(pk->df, pk->ts + 1, &out, &j->e);
+        if (r < 0) {
+                if (r == -ENOMEM)
+                        row_error_oom(&j->e);
+                goto out;
+        }
+        for (size_t i = 0; i < out.n; i++)
+                if (out.updates[i].diff < 0) {
+                        r = row_error_set(&j->e, -EUCLEAN, "XX000", "a row of the result has a negative "
+                                          "count (%lld)", (long long)out.updates[i].diff);
+                        goto out;
+                }
+        r = peek_prepare(pk, &out, &j->e);
+out:
+        for (size_t i = 0; i < j->n; i++)
+                j->rd[i] = storage_reader_free(j->rd[i]);
+        eval_batch_done(&out);
+        j->r = r < 0 ? r : 0;
+        j->eval_us = (now_ns() - start_ns) / 1000;
+}
+
+static void *peek_worker_main(void *arg)
+{
+        struct peek_worker *w = arg;
+
+        /* Below the loops: a big read waits for CPU, appends and DDL do not (18). */
+        if (setpriority(PRIO_PROCESS, (id_t)gettid(), PEEK_THREAD_NICE) < 0)
+                log_warn_errno(-errno, "peek_thread_nice_failed", "nice=%d", PEEK_THREAD_NICE);
+        pthread_mutex_lock(&w->lock);
+        for (;;) {
+                struct bgpeek *j;
+
+                while (!w->todo && !w->stop)
+                        pthread_cond_wait(&w->cond, &w->lock);
+                j = w->todo;
+                if (!j)
+                        break;                  /* stopped, nothing left */
+                w->todo = j->next;
+                if (!w->todo)
+                        w->todo_tail = &w->todo;
+                pthread_mutex_unlock(&w->lock);
+                if (w->stop) {
+                        for (size_t i = 0; i < j->n; i++)
+                                j->rd[i] = storage_reader_free(j->rd[i]);
+                        j->r = row_error_set(&j->e, -ECANCELED, "57P01", "the controller is stopping");
+                } else {
+                        if (w->delay_ms)
+                                usleep(w->delay_ms * 1000u);
+                        bg_eval(j);
+                }
+                pthread_mutex_lock(&w->lock);
+                j->next = NULL;
+                *w->done_tail = j;
+                w->done_tail = &j->next;
+                loop_waker_wake(w->waker);
+        }
+        pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+/* On the loop: answer a job the thread handed back, and free it. */
+static void bg_finish(struct cserver *s, struct bgpeek *j)
+{
+        struct peek *pk = j->pk;
+        struct row_error e;
+        int r;
+
+        assert(pk->bg == j);
+        pk->bg = NULL;
+        s->n_bg--;
+        if (j->eval_us > s->peek_bg_max_us)
+                s->peek_bg_max_us = j->eval_us;
+        if (pk->cancelled)
+                goto done;
+        if (j->r < 0) {
+                reply_error(s, pk->from, pk->request_id, &j->e);
+                goto done;
+        }
+        if (j->eval_us >= PEEK_SLOW_US && ratelimit_ok(&s->rl_input, now_ms()))
+                log_info("peek_slow", "role=%s request_id=%llu rows=%zu eval_us=%llu thread=peek",
+                         node_role_name(pk->from), (unsigned long long)pk->request_id, pk->out.n,
+                         (unsigned long long)j->eval_us);
+        r = peek_send_chunk(s, pk);
+        if (r == PEEK_STREAM) {
+                r = peek_stream(s, pk);
+                if (r == 0) {
+                        free(j);
+                        return;
+                }
+                row_error_set(&e, r, "XX000", "cannot stream the result: %s", strerrordesc_np(-r));
+                reply_error(s, pk->from, pk->request_id, &e);
+        }
+done:
+        free(j);
+        peek_free(pk);
+}
+
+static void bg_take_done(struct cserver *s)
+{
+        struct peek_worker *w = s->pw;
+        struct bgpeek *list;
+
+        pthread_mutex_lock(&w->lock);
+        list = w->done;
+        w->done = NULL;
+        w->done_tail = &w->done;
+        pthread_mutex_unlock(&w->lock);
+        while (list) {
+                struct bgpeek *j = list;
+
+                list = j->next;
+                bg_finish(s, j);
+        }
+}
+
+static void on_peeks_done(struct loop *l, uint64_t count, void *userdata)
+{
+        (void)l;
+        (void)count;
+        bg_take_done(userdata);
+}
+
+static int peek_worker_start(struct cserver *s)
+{
+        struct peek_worker *w = calloc(1, sizeof(*w));
+        int r;
+
+        if (!w)
+                return -ENOMEM;
+        w->todo_tail = &w->todo;
+        w->done_tail = &w->done;
+        w->delay_ms = s->cfg.test_peek_bg_delay_ms;
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_cond_init(&w->cond, NULL);
+        r = loop_waker_new(s->loop, on_peeks_done, s, &w->waker);
+        if (r < 0)
+                goto fail;
+        r = -pthread_create(&w->thread, NULL, peek_worker_main, w);
+        if (r < 0) {
+                w->waker = loop_waker_free(s->loop, w->waker);
+                goto fail;
+        }
+        s->pw = w;
+        log_info("peek_thread_started", "min_updates=%llu",
+                 (unsigned long long)(s->cfg.test_peek_bg_min_updates ? s->cfg.test_peek_bg_min_updates
+                                                                      : PEEK_BG_MIN_UPDATES));
+        return 0;
+fail:
+        log_warn_errno(r, "peek_thread_failed", "action=evaluate_on_the_loop");
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        return r;
+}
+
+/* Stop the thread: jobs still queued come back unevaluated, and every peek of a job
+ * is freed unanswered. */
+static void peek_worker_stop(struct cserver *s)
+{
+        struct peek_worker *w = s->pw;
+
+        if (!w)
+                return;
+        for (struct peek *pk = s->peeks_head; pk; pk = pk->next)
+                if (pk->bg)
+                        pk->cancelled = true;   /* no answers while stopping */
+        pthread_mutex_lock(&w->lock);
+        w->stop = true;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+        bg_take_done(s);
+        assert(s->n_bg == 0);
+        w->waker = loop_waker_free(s->loop, w->waker);
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
+        s->pw = NULL;
+}
+
+/* (18): hand pk, readable at its ts (peek_try() checked), to the peek thread when it
+ * reads enough and every input is a storage collection.  PEEK_BG when handed off,
+ * else 0: evaluate it here -- also whenever anything fails, the loop's path reports
+ * it. */
+static int peek_try_bg(struct cserver *s, struct peek *pk)
+{
+        uint64_t min = s->cfg.test_peek_bg_min_updates ? s->cfg.test_peek_bg_min_updates
+                                                       : PEEK_BG_MIN_UPDATES;
+        size_t n = dataflow_n_inputs(pk->df);
+        uint64_t cost = 0, at[n ? n : 1];
+        bool read[n ? n : 1];
+        struct bgpeek *j;
+
+        for (size_t i = 0; i < n; i++) {
+                uint64_t gid = dataflow_input_id(pk->df, i), updates;
+                struct dfent *de = dfent_find(s, gid);
+                int r;
+
+                if (de && de->index)
+                        return 0;               /* its arrangement is the loop's */
+                r = snapshot_at(s, gid, pk->ts, &at[i]);
+                if (r < 0)
+                        return 0;
+                read[i] = r > 0;
+                if (read[i]) {
+                        if (storage_read_cost(s->st, gid, at[i], &updates) < 0)
+                                return 0;
+                        cost += updates;
+                }
+        }
+        if (cost < min || (!s->pw && peek_worker_start(s) < 0))
+                return 0;
+        j = calloc(1, sizeof(*j) + n * sizeof(j->rd[0]));
+        if (!j)
+                return 0;
+        j->pk = pk;
+        j->n = n;
+        for (size_t i = 0; i < n; i++)
+                if (read[i] && storage_reader_new(s->st, dataflow_input_id(pk->df, i), at[i], &j->rd[i]) < 0) {
+                        for (size_t k = 0; k < i; k++)
+                                j->rd[k] = storage_reader_free(j->rd[k]);
+                        free(j);
+                        return 0;
+                }
+        if (pk->timer) {
+                /* Parked until now (peeks_wake()): the thread has it now. */
+                loop_timer_cancel(s->loop, pk->timer);
+                pk->timer = NULL;
+                s->n_parked--;
+        }
+        pk->bg = j;
+        s->n_bg++;
+        s->peeks_bg++;
+        pthread_mutex_lock(&s->pw->lock);
+        *s->pw->todo_tail = j;
+        s->pw->todo_tail = &j->next;
+        pthread_cond_signal(&s->pw->cond);
+        pthread_mutex_unlock(&s->pw->lock);
+        return PEEK_BG;
+}
+
 static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
 {
         struct eval_batch out = EVAL_BATCH_INIT;
@@ -3251,6 +3604,8 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                         return PEEK_WAIT;
                 }
         }
+        if (peek_try_bg(s, pk) == PEEK_BG)
+                return PEEK_BG;
         start_ns = now_ns();
         for (size_t i = 0; i < dataflow_n_inputs(pk->df); i++) {
                 uint64_t gid = dataflow_input_id(pk->df, i);
@@ -3325,7 +3680,7 @@ static void peek_timeout(struct loop *l, void *userdata)
         pk->timer = NULL;
         s->n_parked--;
         r = peek_try(s, pk, &upper);
-        if (r == PEEK_STREAM)
+        if (r == PEEK_STREAM || r == PEEK_BG)
                 return;
         if (r == PEEK_WAIT) {
                 row_error_set(&e, -ETIMEDOUT, "57014",
@@ -3401,7 +3756,7 @@ static void handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelo
         r = peek_try(s, pk, &upper);
         if (r == PEEK_DONE)
                 goto done;
-        if (r == PEEK_STREAM)
+        if (r == PEEK_STREAM || r == PEEK_BG)
                 return;
         r = loop_timer_add(s->loop, (uint64_t)pk->timeout_ms * NS_PER_MS, peek_timeout, pk, &pk->timer);
         if (r < 0) {
@@ -5101,10 +5456,13 @@ void cserver_on_peer_change(struct cserver *s, Coord__Role role)
 
         for (pk = s->peeks_head; pk; pk = next) {
                 next = pk->next;
-                if (pk->from == role) {
+                if (pk->from != role)
+                        continue;
+                if (pk->bg)
+                        pk->cancelled = true;   /* freed when its job is back (18) */
+                else
                         peek_free(pk);
-                        n++;
-                }
+                n++;
         }
         if (n)
                 log_info("peeks_dropped", "role=%s count=%zu reason=connection_replaced",
@@ -5127,7 +5485,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "unsynced_write_max_us=%llu held=%zu held_max=%zu "
                  "held_max_us=%llu held_replies=%llu held_ring=%llu held_failed=%llu "
                  "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu installing=%zu "
-                 "installs_sliced=%llu install_slices=%llu deferred=%zu storage=%s",
+                 "installs_sliced=%llu install_slices=%llu deferred=%zu peeks_thread=%llu "
+                 "peeks_in_thread=%zu peek_thread_max_us=%llu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -5149,7 +5508,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  s->n_streaming,
                  s->install ? s->install->m->n_dataflows - s->install->next : (size_t)0,
                  (unsigned long long)s->installs_sliced, (unsigned long long)s->install_slices,
-                 s->n_deferred, s->st ? "ok" : "failed");
+                 s->n_deferred, (unsigned long long)s->peeks_bg, s->n_bg,
+                 (unsigned long long)s->peek_bg_max_us, s->st ? "ok" : "failed");
 }
 
 struct storage *cserver_storage(struct cserver *s)
@@ -5245,6 +5605,7 @@ struct cserver *cserver_free(struct cserver *s)
 {
         if (!s)
                 return NULL;
+        peek_worker_stop(s);
         while (s->peeks_head)
                 peek_free(s->peeks_head);
         if (s->install) {

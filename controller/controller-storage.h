@@ -344,6 +344,21 @@ int storage_compact_pending_timed(struct storage *s, uint64_t max_updates, uint6
 int storage_read(struct storage *s, uint64_t gid, uint64_t t, storage_row_fn fn, void *userdata,
                  struct storage_frontiers *ret_frontiers);
 
+/* How many stored updates storage_read(s, gid, t) would read (before consolidating),
+ * with its checks (-ENOENT, -EDOM, -EAGAIN): whether a read is worth a thread. */
+int storage_read_cost(struct storage *s, uint64_t gid, uint64_t t, uint64_t *ret_updates);
+
+/* A read at t that runs in another thread (NOTE 15 of controller-storage.c).  Made on
+ * the loop thread, with storage_read()'s checks.  storage_reader_run() -- once, in any
+ * thread -- gives what storage_read(s, gid, t) gave when the reader was made, whatever
+ * s does meanwhile; the caller keeps since <= t (an execution hold) until then.
+ * storage_reader_free() in any thread; storage_close() waits for every reader to be
+ * freed. */
+struct storage_reader;
+int storage_reader_new(struct storage *s, uint64_t gid, uint64_t t, struct storage_reader **ret);
+int storage_reader_run(struct storage_reader *rd, storage_row_fn fn, void *userdata);
+struct storage_reader *storage_reader_free(struct storage_reader *rd);   /* NULL ok, returns NULL */
+
 /* The updates with times in [lo, hi), in time order, as stored: not consolidated across
  * batches, so one (row, time) may come more than once (sum them).  A time below since
  * is reported as since: the history before since is not kept, and reporting it at since

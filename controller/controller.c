@@ -90,13 +90,15 @@ int main(int argc, char **argv)
 {
         struct controller c = { .ring_slots = 65536, .ring_records = 65536 };
         char *append_sync = NULL, *test_sync_hold_file = NULL;
-        uint64_t test_install_slice_ms = 0;
+        uint64_t test_install_slice_ms = 0, test_peek_bg_min_updates = 0, test_peek_bg_delay_ms = 0;
         const struct conf_option extra[] = {
                 { "ring-slots", CONF_U64, &c.ring_slots, 1u << 24, "frontier ring slot table capacity (collections)" },
                 { "ring-records", CONF_U64, &c.ring_records, 1u << 24, "frontier ring change records" },
                 { "append-sync", CONF_STR, &append_sync, 0, "thread (default): appends are synced by a syncer thread, group commit, replies held until; loop: one synced write per append on the event loop" },
                 { "test-sync-hold-file", CONF_STR, &test_sync_hold_file, 0, "TEST ONLY: the syncer holds every WAL sync while this file exists (replies and ring records of appends wait)" },
                 { "test-install-slice-ms", CONF_U64, &test_install_slice_ms, 10000, "TEST ONLY: a bulk install of dataflows goes 8 per slice, this many ms apart" },
+                { "test-peek-bg-min-updates", CONF_U64, &test_peek_bg_min_updates, UINT32_MAX, "TEST ONLY: a peek reading at least this many stored updates is evaluated in the peek thread (default 4096)" },
+                { "test-peek-bg-delay-ms", CONF_U64, &test_peek_bg_delay_ms, 10000, "TEST ONLY: the peek thread sleeps this long before each evaluation" },
         };
         struct cserver_config scfg = { .append_sync = CSERVER_APPEND_SYNC_THREAD };
         struct node_args a;
@@ -119,6 +121,8 @@ int main(int argc, char **argv)
         }
         scfg.test_sync_hold_file = test_sync_hold_file;
         scfg.test_install_slice_ms = (uint32_t)test_install_slice_ms;
+        scfg.test_peek_bg_min_updates = test_peek_bg_min_updates;
+        scfg.test_peek_bg_delay_ms = (uint32_t)test_peek_bg_delay_ms;
         if (c.ring_slots < 16 || c.ring_records < 16) {
                 fprintf(stderr, "coord-controller: --ring-slots and --ring-records must be at least 16\n");
                 ex = NODE_EXIT_USAGE;

@@ -36,6 +36,15 @@
  *   (status installing > 0) a table answers SELECT and takes INSERTs, the follower's
  *   AllowCompaction waits (deferred >= 1), and a read of an index not installed yet
  *   waits for it and is right; afterwards every indexed view answers.
+ *   the follower killed during such an install: 320 more indexed views, the controller
+ *   restarted with --test-install-slice-ms 40; while it installs (installing > 0,
+ *   deferred > 0), DDL the old follower follows (its messages deferred too), kill -9 of
+ *   coord-lifecycle, more DDL while it is down, tools/coord up; the new incarnation's
+ *   resync queues behind the old one's deferred messages.  Then: both installs done,
+ *   nothing deferred, all three connected, the controller holds exactly the dataflows
+ *   the catalog names (dropped ones gone, none resurrected), every index right,
+ *   committed bounds never went back and no physical since passed them (I1, I2),
+ *   `coordctl check` matches.
  *
  * Reference mode (checks the naive evaluator itself): COORD_TEST_PG_REF=<libpq conninfo
  * of a scratch PostgreSQL database> runs only the property workload against PostgreSQL,
@@ -2265,6 +2274,327 @@ static void test_sliced_install(void)
         PQfinish(c);
 }
 
+/* ==== the follower killed during a resync install in slices ==== */
+
+/* Committed bounds (coord_bounds), by gid, sorted. */
+struct rf_bounds {
+        size_t n;
+        uint64_t *gid, *bound;
+};
+
+static void rf_bounds_free(struct rf_bounds *b)
+{
+        free(b->gid);
+        free(b->bound);
+        b->gid = b->bound = NULL;
+        b->n = 0;
+}
+
+static int rf_bounds_load(PGconn *c, struct rf_bounds *b)
+{
+        PGresult *r = PQexec(c, "SELECT object_id, bound FROM coord_bounds ORDER BY object_id");
+        size_t n;
+
+        rf_bounds_free(b);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                fprintf(stderr, "\n    coord_bounds -> %s", PQresultErrorMessage(r));
+                PQclear(r);
+                return -1;
+        }
+        n = (size_t)PQntuples(r);
+        b->gid = calloc(n + 1, sizeof(*b->gid));
+        b->bound = calloc(n + 1, sizeof(*b->bound));
+        for (size_t i = 0; i < n; i++) {
+                b->gid[i] = strtoull(PQgetvalue(r, (int)i, 0), NULL, 10);
+                b->bound[i] = strtoull(PQgetvalue(r, (int)i, 1), NULL, 10);
+        }
+        b->n = n;
+        PQclear(r);
+        return 0;
+}
+
+static const uint64_t *rf_bound_of(const struct rf_bounds *b, uint64_t gid)
+{
+        size_t lo = 0, hi = b->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (b->gid[mid] < gid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < b->n && b->gid[lo] == gid ? &b->bound[lo] : NULL;
+}
+
+/* I1: no committed bound went back since *seen (which is then updated); I2: no physical
+ * since of a user object (coord_frontiers' read_frontier) above its committed bound.
+ * The number of violations (printed), or 1 when they could not be read. */
+static int rf_check_bounds(PGconn *c, struct rf_bounds *seen, const char *when)
+{
+        struct rf_bounds now = { 0 };
+        PGresult *r;
+        int bad = 0;
+
+        if (rf_bounds_load(c, &now) < 0)
+                return 1;
+        for (size_t i = 0; i < now.n; i++) {
+                const uint64_t *was = rf_bound_of(seen, now.gid[i]);
+                if (was && now.bound[i] < *was) {
+                        fprintf(stderr, "\n    %s: I1: bound of %" PRIu64 " went back %" PRIu64 " -> %" PRIu64,
+                                when, now.gid[i], *was, now.bound[i]);
+                        bad++;
+                }
+        }
+        r = PQexec(c, "SELECT f.object_id, f.read_frontier, b.bound FROM coord_frontiers f "
+                      "JOIN coord_bounds b ON f.object_id = b.object_id");
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                fprintf(stderr, "\n    %s: coord_frontiers -> %s", when, PQresultErrorMessage(r));
+                bad++;
+        } else {
+                for (int i = 0; i < PQntuples(r); i++) {
+                        uint64_t gid = strtoull(PQgetvalue(r, i, 0), NULL, 10);
+                        uint64_t since = strtoull(PQgetvalue(r, i, 1), NULL, 10);
+                        uint64_t bound = strtoull(PQgetvalue(r, i, 2), NULL, 10);
+                        if (gid >= 1000 && since > bound) {
+                                fprintf(stderr, "\n    %s: I2: %" PRIu64 " physical since %" PRIu64
+                                        " > bound %" PRIu64, when, gid, since, bound);
+                                bad++;
+                        }
+                }
+        }
+        PQclear(r);
+        rf_bounds_free(seen);
+        *seen = now;
+        return bad;
+}
+
+/* All three daemons ready, each connected to both others at the incarnation the other
+ * reports. */
+static bool rf_all_connected(void)
+{
+        static const Coord__Role roles[3] = { COORD__ROLE__ROLE_ADAPTER, COORD__ROLE__ROLE_LIFECYCLE,
+                                              COORD__ROLE__ROLE_CONTROLLER };
+        Coord__StatusReply *st[3] = { NULL };
+        bool good = true;
+
+        for (int i = 0; i < 3; i++)
+                if (node_query_status(run_dir, roles[i], 2000, &st[i]) < 0 || !st[i]->ready)
+                        good = false;
+        for (int i = 0; good && i < 3; i++)
+                for (int j = 0; good && j < 3; j++) {
+                        bool found = false;
+                        if (j == i)
+                                continue;
+                        for (size_t k = 0; k < st[i]->n_peers; k++) {
+                                const Coord__PeerStatus *p = st[i]->peers[k];
+                                if (p->role == roles[j] && p->connected &&
+                                    p->incarnation == st[j]->incarnation)
+                                        found = true;
+                        }
+                        good = found;
+                }
+        for (int i = 0; i < 3; i++)
+                if (st[i])
+                        coord__status_reply__free_unpacked(st[i], NULL);
+        return good;
+}
+
+/* Lines of a daemon's log matching a grep pattern. */
+static int rf_log_count(const char *role, const char *pattern)
+{
+        int n = t_sh("exit $(grep -c '%s' %s/log/%s.log 2>/dev/null)", pattern, home, role);
+
+        return n < 0 ? 0 : n;
+}
+
+#define RF_VIEWS 320
+
+/* The lifecycle follower is killed (kill -9) while the controller installs its resync in
+ * slices, with messages of the old incarnation deferred behind the install; tools/coord up
+ * starts a new incarnation, whose own resync joins the queue.  Everything converges. */
+static void test_sliced_install_follower_killed(void)
+{
+        uint64_t dfs0, inst0 = 0, def0 = 0, def_old = 0, inst_kill, def_kill, inst_up = 0, def_up = 0,
+                 def_max = 0, seq_a, waited_ms, start_ms, lost0, enact0, pubs;
+        struct rf_bounds seen = { 0 };
+        int leaks0;
+        pid_t pid;
+        PGconn *c = db();
+        char *sql = NULL, q[256], exp[128];
+        int bad = 0, wrong = 0;
+        size_t len = 0;
+        FILE *f;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE rf_t (a int)"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO rf_t VALUES (1), (2), (3)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE rf_w (a int)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE MATERIALIZED VIEW rf_m AS SELECT count(*) AS n FROM rf_t"));
+        for (int chunk = 0; chunk < RF_VIEWS / 40; chunk++) {
+                f = open_memstream(&sql, &len);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+                for (int i = chunk * 40; i < (chunk + 1) * 40; i++)
+                        fprintf(f, "CREATE VIEW rf_v%d AS SELECT a + %d AS b FROM rf_t;"
+                                   "CREATE INDEX rf_i%d ON rf_v%d (b);", i, i, i, i);
+                fclose(f);
+                CU_ASSERT_FATAL(ok(c, sql));
+                free(sql);
+                sql = NULL;
+        }
+        CU_ASSERT(rows_in_order(c, "SELECT b FROM rf_v319 ORDER BY b", "320;321;322"));
+        bad += rf_check_bounds(c, &seen, "before");
+        dfs0 = stat_of(COORD__ROLE__ROLE_CONTROLLER, "dataflows");
+        lost0 = rf_log_count("controller", "deferred_message_lost");
+        enact0 = rf_log_count("lifecycle", "enact_failed");
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_CONTROLLER_ARGS='--test-install-slice-ms 40' %s up >/dev/null",
+                                   coord_cmd), 0);
+        /* The follower's resync is being installed, its AllowCompaction waits behind it. */
+        for (int i = 0; i < 500 && !(inst0 > 0 && def0 > 0); i++) {
+                inst0 = stat_of(COORD__ROLE__ROLE_CONTROLLER, "installing");
+                def0 = stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred");
+                if (!(inst0 > 0 && def0 > 0))
+                        usleep(10 * 1000);
+        }
+        CU_ASSERT_FATAL(inst0 > 0 && def0 > 0);
+        /* DDL the old incarnation follows, its messages deferred too: a drop, two creates
+         * (rf_z is dropped again while the follower is down). */
+        CU_ASSERT(ok(c, "DROP VIEW rf_v7 CASCADE"));
+        CU_ASSERT(ok(c, "CREATE VIEW rf_x AS SELECT a * 10 AS b FROM rf_t"));
+        CU_ASSERT(ok(c, "CREATE INDEX rf_ix ON rf_x (b)"));
+        CU_ASSERT(ok(c, "CREATE VIEW rf_z AS SELECT a * 1000 AS b FROM rf_t"));
+        CU_ASSERT(ok(c, "CREATE INDEX rf_iz ON rf_z (b)"));
+        CU_ASSERT(ok(c, "INSERT INTO rf_t VALUES (4)"));
+        seq_a = seq_of(COORD__ROLE__ROLE_ADAPTER);
+        for (int i = 0; i < 200 && seq_of(COORD__ROLE__ROLE_LIFECYCLE) < seq_a; i++)
+                usleep(10 * 1000);
+        usleep(50 * 1000);
+        def_old = stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred");
+        bad += rf_check_bounds(c, &seen, "installing, old follower");
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
+        inst_kill = stat_of(COORD__ROLE__ROLE_CONTROLLER, "installing");
+        def_kill = stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred");
+        printf("\n    resync installing %" PRIu64 " (deferred %" PRIu64 ") at first sight; follower killed "
+               "with installing %" PRIu64 ", deferred %" PRIu64 " (%" PRIu64 " before the kill)",
+               inst0, def0, inst_kill, def_kill, def_old);
+        /* The case: the follower went away mid-install, its messages still queued. */
+        CU_ASSERT_FATAL(inst_kill > 0);
+        CU_ASSERT(def_old >= def0 + 2);
+        CU_ASSERT(def_kill >= def_old);
+
+        /* While the follower is down: more DDL, writes; reads of the table go on. */
+        CU_ASSERT(ok(c, "DROP VIEW rf_z CASCADE"));
+        CU_ASSERT(ok(c, "DROP VIEW rf_v8 CASCADE"));
+        CU_ASSERT(ok(c, "CREATE VIEW rf_y AS SELECT a * 100 AS b FROM rf_t"));
+        CU_ASSERT(ok(c, "CREATE INDEX rf_iy ON rf_y (b)"));
+        CU_ASSERT(ok(c, "INSERT INTO rf_t VALUES (5)"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM rf_t", "5"));
+
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        inst_up = stat_of(COORD__ROLE__ROLE_CONTROLLER, "installing");
+        def_up = stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred");
+        /* Until both installs are done and nothing waits any more. */
+        start_ms = now_ms();
+        for (;;) {
+                uint64_t inst = stat_of(COORD__ROLE__ROLE_CONTROLLER, "installing");
+                uint64_t def = stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred");
+
+                if (def > def_max)
+                        def_max = def;
+                if (inst == 0 && def == 0 && stat_of(COORD__ROLE__ROLE_CONTROLLER, "installs_sliced") >= 2)
+                        break;
+                if (now_ms() - start_ms > 30000) {
+                        fprintf(stderr, "\n    not converged after 30 s: installing %" PRIu64 " deferred %" PRIu64
+                                " installs_sliced %" PRIu64, inst, def,
+                                stat_of(COORD__ROLE__ROLE_CONTROLLER, "installs_sliced"));
+                        break;
+                }
+                if (!rows_are(c, "SELECT count(*) FROM rf_t", "5"))
+                        wrong++;
+                bad += rf_check_bounds(c, &seen, "installing, new follower");
+                usleep(20 * 1000);
+        }
+        waited_ms = now_ms() - start_ms;
+        printf("\n    new follower up with installing %" PRIu64 ", deferred %" PRIu64 " (max %" PRIu64 "); "
+               "converged %" PRIu64 " ms later: installs_sliced %" PRIu64 ", install_slices %" PRIu64
+               ", dataflows %" PRIu64 " (%" PRIu64 " before)",
+               inst_up, def_up, def_max, waited_ms, stat_of(COORD__ROLE__ROLE_CONTROLLER, "installs_sliced"),
+               stat_of(COORD__ROLE__ROLE_CONTROLLER, "install_slices"),
+               stat_of(COORD__ROLE__ROLE_CONTROLLER, "dataflows"), dfs0);
+        /* Both incarnations' messages were queued at once behind the first install. */
+        CU_ASSERT(inst_up > 0 && def_up > def_kill);
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "installing"), 0);
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred"), 0);
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "installs_sliced"), 2);
+        CU_ASSERT_EQUAL(wrong, 0);
+
+        /* Converged: connected, the dataflows the catalog names (rf_i7, rf_i8 and rf_iz
+         * gone, rf_ix and rf_iy there), every index right. */
+        for (int i = 0; i < 100 && !rf_all_connected(); i++)
+                usleep(50 * 1000);
+        CU_ASSERT(rf_all_connected());
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "dataflows"), dfs0);
+        for (int i = 0; i < RF_VIEWS; i++) {
+                if (i == 7 || i == 8)
+                        continue;
+                snprintf(q, sizeof(q), "SELECT b FROM rf_v%d ORDER BY b", i);
+                snprintf(exp, sizeof(exp), "%d;%d;%d;%d;%d", i + 1, i + 2, i + 3, i + 4, i + 5);
+                if (!rows_in_order(c, q, exp))
+                        wrong++;
+        }
+        CU_ASSERT_EQUAL(wrong, 0);
+        CU_ASSERT(fails_with(c, "SELECT b FROM rf_v7", "42P01"));
+        CU_ASSERT(fails_with(c, "SELECT b FROM rf_v8", "42P01"));
+        CU_ASSERT(fails_with(c, "SELECT b FROM rf_z", "42P01"));
+        CU_ASSERT(rows_in_order(c, "SELECT b FROM rf_x ORDER BY b", "10;20;30;40;50"));
+        CU_ASSERT(rows_in_order(c, "SELECT b FROM rf_y ORDER BY b", "100;200;300;400;500"));
+        CU_ASSERT(rows_are(c, "SELECT n FROM rf_m", "5"));
+        /* Maintenance goes on; the follower publishes and the controller compacts to the
+         * committed bounds, no further. */
+        pubs = lc_stat("publications");
+        CU_ASSERT(ok(c, "INSERT INTO rf_t VALUES (6)"));
+        for (int i = 0; i < 50 && lc_stat("publications") < pubs + 2; i++) {
+                CU_ASSERT(okf(c, "INSERT INTO rf_w VALUES (%d)", i));
+                usleep(100 * 1000);
+        }
+        CU_ASSERT(lc_stat("publications") >= pubs + 2);
+        CU_ASSERT_EQUAL(lc_stat("publication_errors"), 0);
+        CU_ASSERT(rows_in_order(c, "SELECT b FROM rf_v319 ORDER BY b", "320;321;322;323;324;325"));
+        CU_ASSERT(rows_in_order(c, "SELECT b FROM rf_y ORDER BY b", "100;200;300;400;500;600"));
+        CU_ASSERT(rows_are(c, "SELECT n FROM rf_m", "6"));
+        bad += rf_check_bounds(c, &seen, "converged");
+        CU_ASSERT_EQUAL(bad, 0);
+        CU_ASSERT_EQUAL(t_sh("%s/tools/coordctl --run-dir %s check >/dev/null", build_dir, run_dir), 0);
+        /* No deferred message lost, no enactment refused. */
+        CU_ASSERT_EQUAL(rf_log_count("controller", "deferred_message_lost"), lost0);
+        CU_ASSERT_EQUAL(rf_log_count("lifecycle", "enact_failed"), enact0);
+        rf_bounds_free(&seen);
+
+        /* Back to the default for whatever runs next.  SIGTERM, not -9: under the sanitizer
+         * pass this controller's exit reports what the two installs and the replay of both
+         * incarnations' messages leaked (noted, as test_down notes leaks). */
+        leaks0 = rf_log_count("controller", "ERROR: LeakSanitizer");
+        pid = pid_of(COORD__ROLE__ROLE_CONTROLLER);
+        CU_ASSERT_FATAL(pid > 0);
+        kill(pid, SIGTERM);
+        for (int i = 0; i < 1000 && kill(pid, 0) == 0; i++)
+                usleep(10 * 1000);
+        if (kill(pid, 0) == 0) {
+                CU_FAIL("the controller did not stop on SIGTERM within 10 s");
+                kill(pid, SIGKILL);
+                while (kill(pid, 0) == 0)
+                        usleep(1000);
+        }
+        if (rf_log_count("controller", "ERROR: LeakSanitizer") > leaks0)
+                printf("\n    note: the controller reported leaks at its exit");
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT(rows_in_order(c, "SELECT b FROM rf_v160 ORDER BY b", "161;162;163;164;165;166"));
+        PQfinish(c);
+}
+
 static const struct t_case cases[] = {
         { "up", test_up },
         { "I9: MVs and indexed views equal a naive evaluation at every recorded time", test_property },
@@ -2283,6 +2613,8 @@ static const struct t_case cases[] = {
         { "what the planner accepts, the engine evaluates", test_planned_functions },
         { "ORDER BY, LIMIT, OFFSET; SQLSTATEs", test_order_and_errors },
         { "a resync install in slices: reads go on meanwhile", test_sliced_install },
+        { "the follower killed during a resync install in slices: it converges",
+          test_sliced_install_follower_killed },
         { "down", test_down },
         { NULL, NULL },
 };

@@ -17,6 +17,9 @@
  *   stops reading a large result holds neither other clients nor DDL, and the stream is
  *   freed when it goes; the controller killed mid-stream gives that client 58000 and
  *   its connection goes on working;
+ *   a big read in the controller's peek thread (controller-server.c note 18): writes and
+ *   small reads are answered while it waits there, it returns exactly its rows, and one
+ *   whose requester goes meanwhile is dropped;
  *   a psql script with ON_ERROR_STOP.
  */
 #include <inttypes.h>
@@ -1104,6 +1107,92 @@ static void test_stream_controller_killed(void)
         close(fd);
 }
 
+/* ---- Big reads in the controller's peek thread (controller-server.c note 18) -------- */
+
+/* The controller restarted with a low threshold and a slow peek thread: a big read
+ * waits there while the loop answers writes and small reads; it then returns exactly
+ * the table's rows at its timestamp; a read whose requester goes while it is in the
+ * thread is dropped, and the controller goes on. */
+static void test_peek_thread(void)
+{
+        PGconn *c, *big;
+        PGresult *r;
+        uint64_t before;
+        pid_t controller;
+        static bool seen[3000];
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_CONTROLLER_ARGS='--test-peek-bg-min-updates 2000 "
+                                   "--test-peek-bg-delay-ms 1500' %s up >/dev/null", coord_cmd), 0);
+        c = db();
+        big = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE pt (a bigint NOT NULL)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE ps (a bigint NOT NULL)"));
+        for (int k = 0; k < 3; k++) {
+                char *q = NULL;
+                size_t len = 0;
+                FILE *f = open_memstream(&q, &len);
+
+                fprintf(f, "INSERT INTO pt VALUES ");
+                for (int i = k * 1000; i < (k + 1) * 1000; i++)
+                        fprintf(f, "%s(%d)", i > k * 1000 ? ", " : "", i);
+                fclose(f);
+                CU_ASSERT(ok(c, q));
+                free(q);
+        }
+        /* Small: evaluated on the loop, at once. */
+        CU_ASSERT(ok(c, "INSERT INTO ps VALUES (1)"));
+        before = ctl_stat("peeks_thread");
+        CU_ASSERT(rows_are(c, "SELECT a FROM ps", "1"));
+        CU_ASSERT_EQUAL(ctl_stat("peeks_thread"), before);
+
+        /* Big: in the thread for 1.5 s; meanwhile the loop serves writes and reads, a
+         * write to pt among them, which the big read (earlier) must not show. */
+        CU_ASSERT_FATAL(PQsendQuery(big, "SELECT a FROM pt"));
+        CU_ASSERT_FATAL(ctl_stat_becomes("peeks_in_thread", 1, 1000));
+        CU_ASSERT(ok(c, "INSERT INTO ps VALUES (2)"));
+        CU_ASSERT(ok(c, "INSERT INTO pt VALUES (5000)"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM ps", "1;2"));
+        CU_ASSERT_EQUAL(ctl_stat("peeks_in_thread"), 1);   /* answered while it waits */
+        r = PQgetResult(big);
+        CU_ASSERT_EQUAL_FATAL(PQresultStatus(r), PGRES_TUPLES_OK);
+        CU_ASSERT_EQUAL(PQntuples(r), 3000);
+        memset(seen, 0, sizeof(seen));
+        for (int i = 0; i < PQntuples(r); i++) {
+                long a = strtol(PQgetvalue(r, i, 0), NULL, 10);
+
+                CU_ASSERT_FATAL(a >= 0 && a < 3000);
+                CU_ASSERT(!seen[a]);
+                seen[a] = true;
+        }
+        PQclear(r);
+        while ((r = PQgetResult(big)))
+                PQclear(r);
+        CU_ASSERT_EQUAL(ctl_stat("peeks_thread") - before, 1);
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM pt"), 3001);
+
+        /* Its requester (the adapter) goes while it is in the thread: dropped, and the
+         * same controller serves the new adapter. */
+        controller = pid_of(COORD__ROLE__ROLE_CONTROLLER);
+        CU_ASSERT_FATAL(PQsendQuery(big, "SELECT a FROM pt"));
+        CU_ASSERT_FATAL(ctl_stat_becomes("peeks_in_thread", 1, 1000));
+        PQfinish(big);
+        PQfinish(c);
+        c = adapter_restart(NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ctl_stat_becomes("peeks_in_thread", 0, 3000));
+        CU_ASSERT_EQUAL(pid_of(COORD__ROLE__ROLE_CONTROLLER), controller);
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM pt"), 3001);
+        CU_ASSERT(ok(c, "DROP TABLE pt"));
+        CU_ASSERT(ok(c, "DROP TABLE ps"));
+        PQfinish(c);
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+}
+
 static void test_down(void)
 {
         CU_ASSERT_EQUAL(t_sh("%s down >/dev/null", coord_cmd), 0);
@@ -1126,6 +1215,7 @@ static const struct t_case cases[] = {
         { "a result in many chunks: exactly its rows; a small one in one", test_stream_rows },
         { "a client that stops reading holds nobody else, and is freed when it goes", test_stream_slow_client },
         { "controller killed mid-stream: 58000, the connection goes on", test_stream_controller_killed },
+        { "a big read in the controller's peek thread; the loop serves meanwhile", test_peek_thread },
         { "psql script", test_psql_script },
         { "down", test_down },
         { NULL, NULL },

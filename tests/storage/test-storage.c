@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <rocksdb/c.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -1019,6 +1020,115 @@ static void test_since_monotone(void)
         CU_ASSERT_EQUAL(storage_allow_compaction(s, 1, 24), 0);
         CU_ASSERT(check_storage(s));
         s = storage_close(s);
+        t_rmrf(dir);
+}
+
+/* ---- Reads off the loop (NOTE 15) ----------------------------------------------- */
+
+struct reader_job {
+        struct storage_reader *rd;
+        struct rowset got;
+        int r;
+        unsigned sleep_ms;              /* before freeing, when rd is not to be run */
+        bool run;
+};
+
+static void *reader_main(void *arg)
+{
+        struct reader_job *j = arg;
+
+        if (j->run)
+                j->r = storage_reader_run(j->rd, rowset_add, &j->got);
+        else
+                usleep(j->sleep_ms * 1000u);
+        j->rd = storage_reader_free(j->rd);
+        return NULL;
+}
+
+/* Run (or just free, after sleep_ms) a reader in a thread of its own; joined. */
+static void reader_in_thread(struct reader_job *j)
+{
+        pthread_t t;
+
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, reader_main, j), 0);
+        CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+}
+
+/* A reader made at some moment reads, in another thread, what storage_read() read at
+ * that moment, though a FULL compaction deleted every chunk key it names and the
+ * collection was dropped meanwhile; storage_close() waits for a reader still alive. */
+static void test_reader(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("storage"), *path = NULL;
+        struct model m = { .gid = 42, .exists = true, .since = 1000, .upper = 1000 };
+        struct reader_job old = { .run = true }, now = { .run = true }, late = { .sleep_ms = 300 };
+        struct storage_compact_result res;
+        struct rowset want_old, want_now;
+        uint64_t rng = 15, t_old, t_now, updates, start;
+        struct storage *s = NULL;
+
+        path = path_join(dir, "db");
+        CHECK_OK(storage_open(path, &s));
+        CHECK_OK(storage_create(s, 42, STORAGE_KIND_TABLE, 1000, 1000));
+        build_history(s, &m, &rng, 300);
+        t_old = m.upper - 150;
+        t_now = m.upper - 1;
+        model_contents(&m, t_old, &want_old);
+        model_contents(&m, t_now, &want_now);
+        CU_ASSERT(want_old.n > 0 && want_now.n > 0);
+
+        CU_ASSERT_EQUAL(storage_read_cost(s, 42, t_now, &updates), 0);
+        CU_ASSERT(updates >= want_now.n);
+        CU_ASSERT_EQUAL(storage_read_cost(s, 42, m.upper, &updates), -EAGAIN);
+        CU_ASSERT_EQUAL(storage_read_cost(s, 7, t_now, &updates), -ENOENT);
+        CHECK_OK(storage_reader_new(s, 42, t_old, &old.rd));
+        CHECK_OK(storage_reader_new(s, 42, t_now, &now.rd));
+        CU_ASSERT_EQUAL(storage_reader_new(s, 42, 999, &late.rd), -EDOM);
+        CU_ASSERT_EQUAL(storage_reader_new(s, 42, m.upper, &late.rd), -EAGAIN);
+
+        /* More history, then everything up to t_old compacted into one batch: the
+         * batches the readers copied are gone from the database. */
+        build_history(s, &m, &rng, 50);
+        m.since = t_old;
+        CU_ASSERT_EQUAL(storage_allow_compaction(s, 42, m.since), 1);
+        CHECK_OK(storage_compact(s, 42, STORAGE_COMPACT_FULL, &res));
+        CU_ASSERT(res.batches_merged > 100);
+        CU_ASSERT(check_model(s, &m));
+        reader_in_thread(&old);
+        CU_ASSERT_EQUAL(old.r, 0);
+        CU_ASSERT(!old.got.unordered && rowset_eq(&old.got, &want_old));
+        if (!rowset_eq(&old.got, &want_old)) {
+                rowset_print("got", &old.got);
+                rowset_print("want", &want_old);
+        }
+
+        /* Dropped: the reader still reads its moment. */
+        CHECK_OK(storage_drop(s, 42));
+        CU_ASSERT_EQUAL(storage_read_cost(s, 42, t_now, &updates), -ENOENT);
+        reader_in_thread(&now);
+        CU_ASSERT_EQUAL(now.r, 0);
+        CU_ASSERT(!now.got.unordered && rowset_eq(&now.got, &want_now));
+
+        /* storage_close() waits for the last reader to be freed. */
+        CHECK_OK(storage_create(s, 43, STORAGE_KIND_TABLE, 0, 0));
+        CHECK_OK(storage_append(s, 43, 0, 1, (struct storage_update[]){ upd("x", 0, 1) }, 1, NULL));
+        CHECK_OK(storage_reader_new(s, 43, 0, &late.rd));
+        {
+                pthread_t t;
+
+                CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, reader_main, &late), 0);
+                start = now_ms();
+                s = storage_close(s);
+                CU_ASSERT(now_ms() - start >= 200);
+                CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+        }
+        CU_ASSERT_PTR_NULL(late.rd);
+
+        rowset_done(&old.got);
+        rowset_done(&now.got);
+        rowset_done(&want_old);
+        rowset_done(&want_now);
+        model_clear(&m);
         t_rmrf(dir);
 }
 
@@ -2185,6 +2295,7 @@ static const struct t_case cases[] = {
         { "compaction queue", test_compact_pending },
         { "big merges in the background", test_background_merge },
         { "since never regresses (I1, I2)", test_since_monotone },
+        { "a reader reads its moment from another thread", test_reader },
         { "drop removes every key", test_drop },
         { "reopen restores everything", test_reopen },
         { "a writer's mark is durable with its append", test_mark },
