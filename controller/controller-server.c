@@ -295,6 +295,15 @@
  *     job is back.  One thread, jobs in arrival order.  The answer is what evaluating
  *     on the loop when the peek was handed off would have given: the readers read
  *     that moment's state, and contents at ts no longer change once upper > ts.
+ *
+ * (18b) Replies go to a connection, not to a role.  When a peer's connection is
+ *     replaced or lost (cserver_on_peer_change()), its held replies are dropped
+ *     (out_drop_role()), and its epoch (s->peer_epochs) moves on.  A bulk install (17)
+ *     and each deferred message remember the epoch of the connection they came by;
+ *     the install's Ok and the replies of a deferred message replayed after that
+ *     connection went are dropped (stale_replies=), where they went to the new
+ *     incarnation, whose own request ids restart at the same value.  The messages
+ *     themselves are still handled, in order, as if they had waited in the socket.
  */
 #include "controller-server.h"
 
@@ -547,6 +556,12 @@ struct cserver {
         size_t out_head, n_out, cap_out;
         struct loop_waker *sync_waker;  /* storage's syncer: a sync finished */
         struct peek_worker *pw;         /* (18), started at the first big peek */
+        /* (18b): each peer's connection epoch, and the message being handled. */
+        uint64_t peer_epochs[COORD__ROLE__ROLE_CTL + 1];
+        uint64_t msg_epoch;
+        Coord__Role msg_from;
+        bool msg_stale;                 /* its connection is gone: replies dropped */
+        uint64_t stale_replies;
         size_t n_bg;                    /* peeks in it */
         uint64_t peeks_bg, peek_bg_max_us;
         uint64_t out_held_msgs, out_held_ring, out_failed, out_max_held_ns;
@@ -924,12 +939,23 @@ static void out_release(struct cserver *s)
 /* A reply: at once, or held behind the unsynced appends (16).  -EMSGSIZE (a payload
  * larger than a frame) only when sent at once; a held one that is too large is
  * answered with 54000 when released. */
+/* The epoch of role's connection: counts its changes (18b). */
+static uint64_t peer_epoch(const struct cserver *s, Coord__Role role)
+{
+        return (unsigned)role < ELEMENTSOF(s->peer_epochs) ? s->peer_epochs[role] : 0;
+}
+
 static int out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
                     const ProtobufCMessage *payload)
 {
         struct out_ent o = { .kind = OUT_MSG, .to = to, .type = type, .rid = rid };
         int r;
 
+        if (s->msg_stale && to == s->msg_from) {
+                /* A reply to a message of a connection that is gone (18b). */
+                s->stale_replies++;
+                return 0;
+        }
         o.seq = out_tag(s);
         if (o.seq == 0) {
                 /* G2, G3: nothing is held, nothing unsynced is shown by this. */
@@ -2641,6 +2667,7 @@ struct install {
         size_t next;                    /* m->dataflows[next..] not installed yet */
         struct gmap pending;            /* gid -> a = its index in m->dataflows */
         Coord__Role from;
+        uint64_t epoch;                 /* of from's connection that sent it */
         uint64_t request_id, start_ns;
         struct loop_timer *timer;
         unsigned slices;
@@ -2649,6 +2676,7 @@ struct install {
 struct deferred {
         struct deferred *next;
         Coord__Role from;
+        uint64_t epoch;                 /* of from's connection that sent it */
         size_t len;
         uint8_t buf[];                  /* the packed Envelope */
 };
@@ -2675,6 +2703,7 @@ static int defer_message(struct cserver *s, Coord__Role from, const Coord__Envel
                 return -ENOMEM;
         d->next = NULL;
         d->from = from;
+        d->epoch = s->msg_epoch;
         d->len = coord__envelope__pack(env, d->buf);
         if (!s->deferred_tail)
                 s->deferred_tail = &s->deferred_head;
@@ -2697,7 +2726,13 @@ static void deferred_run(struct cserver *s)
                 s->n_deferred--;
                 env = coord__envelope__unpack(NULL, d->len, d->buf);
                 if (env) {
+                        /* Handled as if it had waited in the socket; but when that
+                         * connection is gone, its replies go nowhere (18b). */
+                        s->msg_epoch = d->epoch;
+                        s->msg_from = d->from;
+                        s->msg_stale = d->epoch != peer_epoch(s, d->from);
                         on_message(s, d->from, env);
+                        s->msg_stale = false;
                         coord__envelope__free_unpacked(env, NULL);
                 } else
                         log_error("deferred_message_lost", "bytes=%zu why=out_of_memory", d->len);
@@ -2764,7 +2799,12 @@ static void install_done(struct cserver *s, int r, struct row_error *e)
                          in->slices + 1, s->n_deferred,
                          (unsigned long long)((now_ns() - in->start_ns) / 1000));
         s->bulk_install = false;
-        if (r < 0)
+        if (in->epoch != peer_epoch(s, in->from)) {
+                /* Its connection is gone (18b): the new one resyncs on its own. */
+                s->stale_replies++;
+                log_info("install_reply_dropped", "role=%s request_id=%llu why=connection_replaced",
+                         node_role_name(in->from), (unsigned long long)in->request_id);
+        } else if (r < 0)
                 reply_error(s, in->from, in->request_id, e);
         else
                 reply_ok(s, in->from, in->request_id, in->counts, in->m->n_dataflows, 0);
@@ -2847,6 +2887,7 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
         }
         in->m = m;
         in->from = from;
+        in->epoch = s->msg_epoch;
         in->request_id = env->request_id;
         in->start_ns = now_ns();
         if (!s->st) {
@@ -5385,6 +5426,8 @@ static void compact_arm(struct cserver *s, uint64_t ms)
  * messages wait behind it (17). */
 void cserver_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
+        s->msg_epoch = peer_epoch(s, from);
+        s->msg_from = from;
         if (s->install && from == COORD__ROLE__ROLE_LIFECYCLE) {
                 if (defer_message(s, from, env) < 0) {
                         struct row_error e;
@@ -5454,6 +5497,8 @@ void cserver_on_peer_change(struct cserver *s, Coord__Role role)
         struct peek *pk, *next;
         size_t n = 0;
 
+        if ((unsigned)role < ELEMENTSOF(s->peer_epochs))
+                s->peer_epochs[role]++;         /* (18b) */
         for (pk = s->peeks_head; pk; pk = next) {
                 next = pk->next;
                 if (pk->from != role)
@@ -5486,7 +5531,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "held_max_us=%llu held_replies=%llu held_ring=%llu held_failed=%llu "
                  "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu installing=%zu "
                  "installs_sliced=%llu install_slices=%llu deferred=%zu peeks_thread=%llu "
-                 "peeks_in_thread=%zu peek_thread_max_us=%llu storage=%s",
+                 "peeks_in_thread=%zu peek_thread_max_us=%llu stale_replies=%llu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -5509,7 +5554,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  s->install ? s->install->m->n_dataflows - s->install->next : (size_t)0,
                  (unsigned long long)s->installs_sliced, (unsigned long long)s->install_slices,
                  s->n_deferred, (unsigned long long)s->peeks_bg, s->n_bg,
-                 (unsigned long long)s->peek_bg_max_us, s->st ? "ok" : "failed");
+                 (unsigned long long)s->peek_bg_max_us, (unsigned long long)s->stale_replies,
+                 s->st ? "ok" : "failed");
 }
 
 struct storage *cserver_storage(struct cserver *s)

@@ -2530,6 +2530,11 @@ static void test_sliced_install_follower_killed(void)
         CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred"), 0);
         CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "installs_sliced"), 2);
         CU_ASSERT_EQUAL(wrong, 0);
+        /* The first install's Ok and the replies to the old follower's deferred messages
+         * went nowhere, not to the new follower (controller-server.c note 18b). */
+        printf("\n    replies dropped for the gone follower: %" PRIu64,
+               stat_of(COORD__ROLE__ROLE_CONTROLLER, "stale_replies"));
+        CU_ASSERT(stat_of(COORD__ROLE__ROLE_CONTROLLER, "stale_replies") >= 1 + 2);
 
         /* Converged: connected, the dataflows the catalog names (rf_i7, rf_i8 and rf_iz
          * gone, rf_ix and rf_iy there), every index right. */
