@@ -36,6 +36,17 @@
  *     were submitted, each >= the one before, so the durable value is always the last
  *     one submitted and never below hwm.  Committing while the earlier extension is
  *     still in flight could let that smaller value land last.
+ * (6) A read is never older than this life.  A restarted oracle's applied is the last
+ *     life's hwm, and stays there until its first write is acknowledged.  But its
+ *     first append (a tick, at the wall clock) moves every built-in's upper across
+ *     the whole downtime at once, and the controller compacts the built-ins to
+ *     upper - CSERVER_BUILTIN_WINDOW_MS (controller-server.c note 6) as soon as it
+ *     has written it -- before its Ok is back here.  A read at applied then asked for
+ *     a time below their since: the first SELECT of coord_frontiers after a restart
+ *     of a 100,000-object instance failed with 55000.  So oracle_read_ts() is at
+ *     least the first timestamp handed out in this life: a later time than every
+ *     acknowledged write (linearizable still), which the controller answers as soon
+ *     as that first append is in (it waits for upper > ts).
  */
 #include "adapter-oracle.h"
 
@@ -53,6 +64,7 @@ struct oracle {
         uint64_t applied;       /* highest acknowledged write timestamp */
         uint64_t hwm;           /* durable: no timestamp above it was handed out */
         bool handed;            /* last_write was handed out in this life (4) */
+        uint64_t first_write;   /* the first timestamp handed out in this life, 0: none (6) */
         int64_t clock_offset_ms;
         struct oracle_persister persister;      /* (5); submit == NULL: none */
         uint64_t extending;     /* mark being committed by the persister, 0: none */
@@ -154,6 +166,8 @@ int oracle_write_ts(struct oracle *o, uint64_t *ret)
         hwm_extend_maybe(o, ts);
         o->last_write = ts;
         o->handed = true;
+        if (!o->first_write)
+                o->first_write = ts;
         *ret = ts;
         return 0;
 }
@@ -196,7 +210,10 @@ void oracle_write_applied(struct oracle *o, uint64_t ts)
                 o->applied = ts;
 }
 
-uint64_t oracle_read_ts(const struct oracle *o) { return o->applied; }
+uint64_t oracle_read_ts(const struct oracle *o)
+{
+        return o->applied > o->first_write ? o->applied : o->first_write;       /* (6) */
+}
 uint64_t oracle_last_write_ts(const struct oracle *o) { return o->last_write; }
 uint64_t oracle_hwm(const struct oracle *o) { return o->hwm; }
 

@@ -12,7 +12,8 @@
  *
  * Reads are linearizable: oracle_read_ts() is at least every write timestamp whose
  * write was acknowledged (oracle_write_applied()), so a read sees every write that was
- * acknowledged before the read started.
+ * acknowledged before the read started; and at least the first timestamp handed out
+ * in this life (adapter-oracle.c note 6).
  *
  * Single-threaded: the adapter's loop thread.
  */

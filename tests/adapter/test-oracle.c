@@ -211,6 +211,31 @@ static void test_restart_above(void)
         teardown();
 }
 
+/* A restarted oracle's reads are never older than its first write (note 6): before
+ * that write is acknowledged applied is the last life's mark, hours ago after a long
+ * downtime, below what the controller keeps of the built-ins. */
+static void test_read_not_older_than_life(void)
+{
+        uint64_t last = 0, ts = 0, before;
+
+        setup();
+        step(0, &last);
+        fake.o = oracle_free(fake.o);
+        fake.pending = 0;
+        CU_ASSERT_EQUAL_FATAL(oracle_open(store, &fake.o), 0);
+        /* Down for an hour. */
+        oracle_set_clock_offset(fake.o, 3600 * 1000);
+        before = oracle_read_ts(fake.o);
+        CU_ASSERT(before <= oracle_hwm(fake.o));
+        CU_ASSERT_EQUAL(oracle_append_ts(fake.o, &ts), 0);
+        CU_ASSERT(ts > before + 3000 * 1000);
+        /* Not acknowledged yet: a read still takes that time, not the old mark. */
+        CU_ASSERT_EQUAL(oracle_read_ts(fake.o), ts);
+        oracle_write_applied(fake.o, ts);
+        CU_ASSERT_EQUAL(oracle_read_ts(fake.o), ts);
+        teardown();
+}
+
 int main(void)
 {
         static const struct t_case cases[] = {
@@ -218,6 +243,7 @@ int main(void)
                 { "a window that runs out drains the extension in flight", test_window_runs_out },
                 { "a clock jump beyond the window", test_clock_jump },
                 { "a restarted oracle starts above the last life", test_restart_above },
+                { "a restarted oracle reads no older than its first write", test_read_not_older_than_life },
                 { NULL, NULL },
         };
         static const struct t_suite suites[] = { { "oracle", cases }, { NULL, NULL } };
