@@ -3109,8 +3109,14 @@ int exec_new(struct node *n, struct catalog *store, const struct exec_config *cf
         }
         oracle_set_persister(ex->oracle, &(struct oracle_persister){
                                      .submit = hwm_submit, .drain = hwm_drain, .ctx = ex });
-        log_info("catalog_loaded", "objects=%zu oracle_hwm=%llu", acat_count_user(ex->cat),
-                 (unsigned long long)oracle_hwm(ex->oracle));
+        {
+                struct acat_load_times lt;
+
+                acat_load_times(ex->cat, &lt);
+                log_info("catalog_loaded", "objects=%zu oracle_hwm=%llu scan_us=%llu link_us=%llu",
+                         acat_count_user(ex->cat), (unsigned long long)oracle_hwm(ex->oracle),
+                         (unsigned long long)lt.scan_us, (unsigned long long)lt.link_us);
+        }
         pgwire_config_init(&pc);
         pc.host = cfg->pg_host;
         pc.port = cfg->pg_port;

@@ -15,6 +15,8 @@
  *   load: acat_open() links what it used to, and unpacks a view's plan only on use.
  */
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "adapter-catalog.h"
 #include "catalog.h"
@@ -481,6 +483,39 @@ static void test_load(void)
                 CU_ASSERT_EQUAL_FATAL(acat_drop_begin(cat, &first_idx, 1, false, &tx, &err), 0);
                 CU_ASSERT_EQUAL(commit(tx), 0);
                 CU_ASSERT_EQUAL(acat_by_gid(cat, sv)->index_id, first_idx + 1);
+        }
+        /* A catalog that names two items alike contradicts itself: the last index's
+         * record rewritten with the name of one far before it (another slot of the
+         * name index), and the open refuses it. */
+        {
+                uint8_t key[9] = { CATALOG_STATE_ITEM };
+                Coord__CatalogItem *p;
+                void *v = NULL;
+                size_t len = 0, plen;
+                uint8_t *buf;
+                uint64_t seq = 0;
+
+                be64_put(key + 1, last);
+                CU_ASSERT_EQUAL_FATAL(catalog_get(store, CATALOG_CF_STATE, key, sizeof(key), &v, &len), 0);
+                p = coord__catalog_item__unpack(NULL, len, v);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+                free(p->name);
+                p->name = strdup("sv_idx_3");
+                plen = coord__catalog_item__get_packed_size(p);
+                buf = malloc(plen);
+                coord__catalog_item__pack(p, buf);
+                {
+                        const struct catalog_op op = { CATALOG_OP_PUT, CATALOG_CF_STATE, key, sizeof(key),
+                                                       buf, plen };
+
+                        CU_ASSERT_EQUAL(catalog_commit(store, &op, 1, &seq), 0);
+                }
+                coord__catalog_item__free_unpacked(p, NULL);
+                free(buf);
+                free(v);
+                cat = acat_free(cat);
+                CU_ASSERT_EQUAL(acat_open(store, &cat), -EBADMSG);
+                CU_ASSERT_PTR_NULL(cat);
         }
         close_all();
         t_rmrf(dir);
