@@ -10,6 +10,8 @@ provider coord {
         /* io_uring event loop */
         probe uring__submit(int);                       /* sqes submitted */
         probe loop__stall(unsigned long long);          /* ns spent in one callback batch over threshold */
+        probe loop__callback(void *);                   /* a completion callback starts: fn (only while loop__callback__slow is traced) */
+        probe loop__callback__slow(void *, unsigned long long); /* it ran over 1 ms: fn, ns (timed only while traced) */
 
         /* framed IPC */
         probe ipc__frame__recv(int, unsigned int, unsigned int);  /* fd, type, bytes */

@@ -63,6 +63,12 @@
  *     sampler gets the maximum of each window between its requests).  The clock is read
  *     twice per iteration, at the start and the end of a batch, as loop_now_ns() already
  *     needed; a stretch still open is counted up to its last batch's end.
+ *     A stretch says that the loop was busy, not what held it: many short callbacks
+ *     under load, or one long one.  While loop__callback__slow is traced (and only
+ *     then: its semaphore), each callback is timed on its own and one over
+ *     LOOP_CALLBACK_SLOW_NS fires it with its function; loop__callback marks each
+ *     start, so a tracer can tell the time a callback ran from the time its thread
+ *     waited for a CPU (tools/trace/stalls.bt).
  *
  * (10) Futex waits.  IORING_OP_FUTEX_WAIT (Linux 6.7) queues a futex waiter whose wake-up
  *     posts a CQE, so a loop can sleep on a futex word -- a shared-memory ring's -- in
@@ -119,6 +125,8 @@
 
 /* A busy stretch (note 9) longer than this fires COORD_LOOP_STALL. */
 #define LOOP_STALL_NS (10ull * 1000 * 1000)
+/* Note (9): one callback longer than this fires loop__callback__slow, while traced. */
+#define LOOP_CALLBACK_SLOW_NS (1000ull * 1000)
 
 /* loop_free() waits at most this long for cancelled operations to complete. */
 #define LOOP_DRAIN_NS (1000ull * 1000 * 1000)
@@ -441,7 +449,18 @@ static unsigned loop_dispatch(struct loop *l)
                 assert(l->inflight > 0);
                 io->_inflight = 0;
                 l->inflight--;
-                io->complete(l, io, res);
+                if (COORD_LOOP_CALLBACK_SLOW_ENABLED()) {
+                        uint64_t t0 = now_ns(), took;
+                        loop_io_fn fn = io->complete;
+
+                        COORD_LOOP_CALLBACK((void *)(uintptr_t)fn);
+                        fn(l, io, res);
+                        took = now_ns() - t0;
+                        if (took > LOOP_CALLBACK_SLOW_NS)
+                                COORD_LOOP_CALLBACK_SLOW((void *)(uintptr_t)fn,
+                                                         (unsigned long long)took);
+                } else
+                        io->complete(l, io, res);
         }
         return n;
 }
