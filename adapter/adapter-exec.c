@@ -256,7 +256,8 @@ struct exec {
         uint64_t builtin_reads;         /* (5) reconciliations that read the relations */
         uint64_t ddl_after_publication; /* DDL commits ordered after a publication's */
         uint64_t stream_chunks;         /* (9) PeekResults that came as chunks of a stream */
-        struct unpack_arena *arena;     /* (9) what a read's PeekResult is unpacked into */
+        struct row_arena arena;         /* (9) what a read's PeekResult is unpacked into */
+        ProtobufCAllocator arena_pa;    /* over arena */
         uint64_t stream_waits;          /* (9) pulls deferred until a client's output drained */
 };
 
@@ -1437,7 +1438,7 @@ static int ddl_created(struct exec *ex, struct acat_txn *txn, uint64_t seq)
         assert(ex->hold_kick);
         protection_queue(ex, txn);
         acat_txn_finish(ex->cat, txn, 0);
-        log_info("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
+        log_debug("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
                  acat_kind_name(kind), (unsigned long long)seq);
         r = objects_write(ex, NULL, acat_by_gid(ex->cat, gid), +1);
         ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
@@ -1484,7 +1485,7 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                         rows_not_queued(ex, r, "objects");
                 ex->hold_kick = false;
                 groups_kick(ex);
-                log_info("objects_dropped", "count=%zu first_gid=%llu seq=%llu", n,
+                log_debug("objects_dropped", "count=%zu first_gid=%llu seq=%llu", n,
                          (unsigned long long)gids[0], (unsigned long long)seq);
         }
         /* (3) answered now; the rows follow in their group. */
@@ -1921,89 +1922,11 @@ static int exec_delete(struct session *s, struct sql_stmt *st)
         return STMT_PARKED;
 }
 
-/* (9) A bump arena for unpacking PeekResults.  protobuf-c allocates every row's bytes on
- * its own: a third of the adapter's CPU at 1,000 polls/s of 1,000 rows went to malloc
- * and free (glibc's malloc_consolidate() the most).  Freeing is a no-op; the arena is
- * reset after each message, keeping one block. */
-#define UNPACK_ARENA_BLOCK (64u << 10)
-
-struct arena_block {
-        struct arena_block *next;
-        size_t used, cap;
-        max_align_t data[];
-};
-
-struct unpack_arena {
-        struct arena_block *head;
-        ProtobufCAllocator pa;
-};
-
-static void *unpack_arena_alloc(void *userdata, size_t size)
-{
-        struct unpack_arena *a = userdata;
-        struct arena_block *b = a->head;
-        void *p;
-
-        size = (size + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
-        if (!b || b->cap - b->used < size) {
-                size_t cap = size > UNPACK_ARENA_BLOCK ? size : UNPACK_ARENA_BLOCK;
-
-                b = malloc(sizeof(*b) + cap);
-                if (!b)
-                        return NULL;
-                *b = (struct arena_block){ .next = a->head, .cap = cap };
-                a->head = b;
-        }
-        p = (char *)b->data + b->used;
-        b->used += size;
-        return p;
-}
-
-static void unpack_arena_free(void *userdata, void *p)
-{
-        /* Everything goes at unpack_arena_reset(). */
-}
-
-static struct unpack_arena *unpack_arena_new(void)
-{
-        struct unpack_arena *a = calloc(1, sizeof(*a));
-
-        if (a)
-                a->pa = (ProtobufCAllocator){ unpack_arena_alloc, unpack_arena_free, a };
-        return a;
-}
-
-/* Forget everything allocated; keep the newest block when it is of the usual size. */
-static void unpack_arena_reset(struct unpack_arena *a)
-{
-        struct arena_block *b, *keep = NULL;
-
-        if (!a)
-                return;
-        while ((b = a->head)) {
-                a->head = b->next;
-                if (!keep && b->cap == UNPACK_ARENA_BLOCK) {
-                        keep = b;
-                        continue;
-                }
-                free(b);
-        }
-        if (keep) {
-                keep->used = 0;
-                keep->next = NULL;
-        }
-        a->head = keep;
-}
-
-static struct unpack_arena *unpack_arena_free_all(struct unpack_arena *a)
-{
-        if (a) {
-                unpack_arena_reset(a);
-                free(a->head);
-                free(a);
-        }
-        return NULL;
-}
+/* (9) PeekResults are unpacked into an arena (row_arena_allocator()): protobuf-c
+ * allocates every row's bytes on its own, and a third of the adapter's CPU at 1,000
+ * polls/s of 1,000 rows went to malloc and free (glibc's malloc_consolidate() the
+ * most).  The arena is reset after each message, keeping one 64 KiB chunk. */
+#define UNPACK_ARENA_CHUNK (64u << 10)
 
 /* (9) Ask the controller for the next chunk of rq's stream, or to end it. */
 static void stream_pull(struct exec *ex, struct request *rq, bool cancel)
@@ -2106,8 +2029,8 @@ static void peek_done(struct exec *ex, struct request *rq, const Coord__Envelope
         bool more = false;
 
         if (reply->type == COORD__MSG_TYPE__MSG_PEEK_RESULT)
-                res = coord__peek_result__unpack(ex->arena ? &ex->arena->pa : NULL,
-                                                 reply->payload.len, reply->payload.data);
+                res = coord__peek_result__unpack(&ex->arena_pa, reply->payload.len,
+                                                 reply->payload.data);
         more = res && res->more;
         if (more) {
                 rq->streamed = true;
@@ -2184,9 +2107,7 @@ resume:
                 s->stmt = sql_stmt_free(s->stmt);
         session_resume(s);
 out:
-        if (res && !ex->arena)
-                coord__peek_result__free_unpacked(res, NULL);
-        unpack_arena_reset(ex->arena);  /* res's memory, all of it */
+        row_arena_reset(&ex->arena);    /* res's memory, all of it */
 }
 
 static int send_columns(struct session *s, const Coord__Plan__Peek *peek)
@@ -3089,7 +3010,8 @@ int exec_new(struct node *n, struct catalog *store, const struct exec_config *cf
         ex->pending.next = ex->pending.prev = &ex->pending;
         ex->groups_tail = &ex->groups;
         ex->reconcile_needed = true;    /* (5) an earlier life may have lost rows */
-        ex->arena = unpack_arena_new(); /* NULL: reads unpack with malloc, as before */
+        ex->arena = (struct row_arena){ .chunk = UNPACK_ARENA_CHUNK };
+        ex->arena_pa = row_arena_allocator(&ex->arena);
         r = acat_open(store, &ex->cat);
         if (r < 0) {
                 log_error_errno(r, "catalog_load_failed", "");
@@ -3166,7 +3088,7 @@ struct exec *exec_free(struct exec *ex)
                         coord__peek_result__free_unpacked(ex->reconcile_res[i], NULL);
         ex->oracle = oracle_free(ex->oracle);
         ex->cat = acat_free(ex->cat);
-        ex->arena = unpack_arena_free_all(ex->arena);
+        row_arena_done(&ex->arena);
         free(ex);
         return NULL;
 }

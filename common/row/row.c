@@ -712,6 +712,7 @@ struct row_arena_chunk {
 };
 
 #define ARENA_CHUNK 4096u
+#define ARENA_KEEP_MAX (64u << 10)
 
 void *row_arena_alloc(struct row_arena *a, size_t size)
 {
@@ -721,7 +722,8 @@ void *row_arena_alloc(struct row_arena *a, size_t size)
         if (need < size)
                 return NULL;
         if (!c || c->size - c->used < need) {
-                size_t cap = need > ARENA_CHUNK ? need : ARENA_CHUNK;
+                size_t chunk = a->chunk ? a->chunk : ARENA_CHUNK;
+                size_t cap = need > chunk ? need : chunk;
 
                 if (cap > SIZE_MAX - sizeof(*c))
                         return NULL;
@@ -743,6 +745,10 @@ void row_arena_reset(struct row_arena *a)
 
         if (!keep)
                 return;
+        if (keep->size > ARENA_KEEP_MAX && keep->size > a->chunk) {
+                row_arena_done(a);
+                return;
+        }
         a->chunks = keep->next;
         row_arena_done(a);
         keep->next = NULL;
@@ -758,4 +764,21 @@ void row_arena_done(struct row_arena *a)
                 a->chunks = c->next;
                 free(c);
         }
+}
+
+static void *arena_pb_alloc(void *userdata, size_t size)
+{
+        return row_arena_alloc(userdata, size ? size : 1);
+}
+
+static void arena_pb_free(void *userdata, void *p)
+{
+        (void)userdata;
+        (void)p;                /* everything goes at the arena's reset or done */
+}
+
+ProtobufCAllocator row_arena_allocator(struct row_arena *a)
+{
+        return (ProtobufCAllocator){ .alloc = arena_pb_alloc, .free = arena_pb_free,
+                                     .allocator_data = a };
 }

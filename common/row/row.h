@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <protobuf-c/protobuf-c.h>
+
 /* Column types.  The values are the PostgreSQL type OIDs (RowDescription) and equal
  * coord.plan.Type in proto/plan.proto, so conversion is a cast after row_type_valid(). */
 enum row_type {
@@ -159,18 +161,27 @@ int row_to_string(const void *row, size_t len, char **ret);
 /* PostgreSQL's "Failing row contains (1, null, abc)." form, into buf (truncated). */
 void row_format_failing(const struct row_datum *datums, size_t n, char *buf, size_t size);
 
-/* ---- Arena: memory for datums computed while evaluating (row-expr.h). ---- */
+/* ---- Arena: memory for datums computed while evaluating (row-expr.h), and for
+ * protobuf-c messages unpacked through row_arena_allocator(). ---- */
 
 struct row_arena_chunk;
 
 struct row_arena {
         struct row_arena_chunk *chunks;         /* newest first */
+        size_t chunk;                           /* bytes per chunk; 0: 4 KiB */
 };
 
-#define ROW_ARENA_INIT ((struct row_arena){ NULL })
+#define ROW_ARENA_INIT ((struct row_arena){ NULL, 0 })
 
 /* 8-byte aligned memory valid until the next reset or done; NULL when out of memory. */
 void *row_arena_alloc(struct row_arena *a, size_t size);
-/* Forget every allocation but keep the newest chunk for reuse. */
+/* Forget every allocation; keep the newest chunk for reuse unless it is larger than
+ * 64 KiB and than a->chunk (one huge allocation does not stay pinned). */
 void row_arena_reset(struct row_arena *a);
 void row_arena_done(struct row_arena *a);
+
+/* protobuf-c's allocator over `a`: a message unpacked with it lives in the arena and
+ * goes with the arena's next reset or done -- never call free_unpacked() on it (its
+ * free is a no-op).  Saves protobuf-c's malloc per field and walk of every field at
+ * free time: libpg_query's trees (a Node message has hundreds of fields), PeekResults. */
+ProtobufCAllocator row_arena_allocator(struct row_arena *a);
