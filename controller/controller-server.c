@@ -3304,6 +3304,47 @@ static int index_fallback_feed(struct cserver *s, struct dfent *de, uint64_t ts,
 /* ---- Big peeks in the peek thread (18) ------------------------------------------ */
 
 /* In the peek thread: read, feed, step, prepare.  Frees the readers. */
+/* A peek's read of input gid failed with r (< 0) while feeding its dataflow: e says
+ * why.  On the loop and in the peek thread alike (18).  True when storage failed, so
+ * the loop may look for a sticky state (storage_recover(), 8). */
+static bool peek_read_error(int r, uint64_t gid, struct row_error *e)
+{
+        assert(r < 0);
+        if (r == -EINVAL)
+                return false;           /* e set by the dataflow */
+        if (r == -ENOMEM) {
+                row_error_oom(e);
+                return false;
+        }
+        if (r == -EUCLEAN) {
+                row_error_set(e, r, "XX000", "collection %llu has a negative count",
+                              (unsigned long long)gid);
+                return false;
+        }
+        row_error_set(e, r, "XX000", "reading collection %llu: %s", (unsigned long long)gid,
+                      strerrordesc_np(-r) ? strerrordesc_np(-r) : "?");
+        if (storage_last_error()[0])
+                row_error_detail(e, "%s", storage_last_error());
+        return true;
+}
+
+/* Step a fed peek's dataflow to its answer in *out: every count positive, else e. */
+static int peek_step(struct peek *pk, struct eval_batch *out, struct row_error *e)
+{
+        int r = dataflow_step(pk->df, pk->ts + 1, out, e);
+
+        if (r < 0) {
+                if (r == -ENOMEM)
+                        row_error_oom(e);
+                return r;
+        }
+        for (size_t i = 0; i < out->n; i++)
+                if (out->updates[i].diff < 0)
+                        return row_error_set(e, -EUCLEAN, "XX000", "a row of the result has a "
+                                             "negative count (%lld)", (long long)out->updates[i].diff);
+        return 0;
+}
+
 static void bg_eval(struct bgpeek *j)
 {
         struct peek *pk = j->pk;
@@ -3322,39 +3363,15 @@ static void bg_eval(struct bgpeek *j)
                         r = feed_flush(&fd);
                 row_arena_done(&fd.bytes);
                 j->rd[i] = storage_reader_free(j->rd[i]);
-                if (r == -EINVAL)
-                        goto out;               /* e set by the dataflow */
-                if (r == -ENOMEM) {
-                        row_error_oom(&j->e);
-                        goto out;
-                }
-                if (r == -EUCLEAN) {
-                        row_error_set(&j->e, r, "XX000", "collection %llu has a negative count",
-                                      (unsigned long long)gid);
-                        goto out;
-                }
                 if (r < 0) {
                         /* Reads are never sticky (controller-storage.c NOTE 9): no reopen. */
-                        row_error_set(&j->e, r, "XX000", "reading collection %llu: %s",
-                                      (unsigned long long)gid, strerrordesc_np(-r) ? strerrordesc_np(-r) : "?");
-                        if (storage_last_error()[0])
-                                row_error_detail(&j->e, "%s", storage_last_error());
+                        (void)peek_read_error(r, gid, &j->e);
                         goto out;
                 }
         }
-        r = dataflow_step(pk->df, pk->ts + 1, &out, &j->e);
-        if (r < 0) {
-                if (r == -ENOMEM)
-                        row_error_oom(&j->e);
-                goto out;
-        }
-        for (size_t i = 0; i < out.n; i++)
-                if (out.updates[i].diff < 0) {
-                        r = row_error_set(&j->e, -EUCLEAN, "XX000", "a row of the result has a negative "
-                                          "count (%lld)", (long long)out.updates[i].diff);
-                        goto out;
-                }
-        r = peek_prepare(pk, &out, &j->e);
+        r = peek_step(pk, &out, &j->e);
+        if (r >= 0)
+                r = peek_prepare(pk, &out, &j->e);
 out:
         for (size_t i = 0; i < j->n; i++)
                 j->rd[i] = storage_reader_free(j->rd[i]);
@@ -3662,33 +3679,14 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                 if (r >= 0)
                         r = feed_flush(&fd);
                 row_arena_done(&fd.bytes);
-                if (r == -EINVAL)
-                        goto fail;              /* e set by the dataflow */
-                if (r == -ENOMEM) {
-                        row_error_oom(&e);
-                        goto fail;
-                }
                 if (r < 0) {
-                        if (r == -EUCLEAN)
-                                row_error_set(&e, r, "XX000", "collection %llu has a negative count",
-                                              (unsigned long long)gid);
-                        else
-                                storage_failure(s, &e, r, "reading collection %llu", (unsigned long long)gid);
+                        if (peek_read_error(r, gid, &e))
+                                storage_recover(s);     /* (8): a sticky state? */
                         goto fail;
                 }
         }
-        r = dataflow_step(pk->df, pk->ts + 1, &out, &e);
-        if (r < 0) {
-                if (r == -ENOMEM)
-                        row_error_oom(&e);
+        if (peek_step(pk, &out, &e) < 0)
                 goto fail;
-        }
-        for (size_t i = 0; i < out.n; i++)
-                if (out.updates[i].diff < 0) {
-                        row_error_set(&e, -EUCLEAN, "XX000", "a row of the result has a negative "
-                                      "count (%lld)", (long long)out.updates[i].diff);
-                        goto fail;
-                }
         took_us = (now_ns() - start_ns) / 1000;
         if (took_us >= PEEK_SLOW_US && ratelimit_ok(&s->rl_input, now_ms()))
                 log_info("peek_slow", "role=%s request_id=%llu rows=%zu eval_us=%llu", node_role_name(pk->from),
