@@ -1197,11 +1197,13 @@ static int run_row(const struct opts *o)
         printf("setup: %.0f catalog items in %.2f s (%.0f items/s, %.0f connection(s)); follower applied "
                "the last commit at "
                "%.2f s; its lag over the last %" PRIu64 " commits p50 %" PRIu64 " us p99 %" PRIu64 " us; "
-               "longest stall adapter %.1f ms lifecycle %.1f ms controller %.1f ms\n",
+               "longest stall adapter %.1f ms lifecycle %.1f ms controller %.1f ms; CPU since start "
+               "adapter %.2f s lifecycle %.2f s controller %.2f s\n",
                r.catalog_items, r.setup_s, r.catalog_items / r.setup_s, r.setup_connections, r.setup_applied_s,
                s.lag_samples < 4096 ? s.lag_samples : 4096, s.lag_p50_us, s.lag_p99_us,
                r.stall_setup_adapter_us / 1e3, r.stall_setup_lifecycle_us / 1e3,
-               r.stall_setup_controller_us / 1e3);
+               r.stall_setup_controller_us / 1e3, (double)cpu_ms(s.pid[ADAPTER]) / 1e3,
+               (double)cpu_ms(s.pid[LIFECYCLE]) / 1e3, (double)cpu_ms(s.pid[CONTROLLER]) / 1e3);
         before = snapshot(ALL_DAEMONS);
         r.cat_state_bytes_before = (double)(before.cat_state_sst + before.cat_state_mem);
         r.cat_state_keys_before = (double)before.cat_state_keys;
