@@ -520,6 +520,7 @@ struct cserver {
         struct gmap allowed;            /* (14): gid -> a = the allowed since (committed bound) */
         struct gmap allow_pending;      /* (14): gids whose since is still below it */
         uint64_t allow_msgs, allow_moved;
+        size_t allow_max;               /* most records in one AllowCompaction */
         uint64_t mirror_reads;                  /* (11) mirrors built by a read */
         struct gmap rc;                 /* what the ring shows (7): a = upper, b = since,
                                          * c = physical_since */
@@ -5193,6 +5194,8 @@ static void handle_allow_compaction(struct cserver *s, Coord__Role from, const C
                 return;
         }
         s->allow_msgs++;
+        if (m->n_sinces > s->allow_max)
+                s->allow_max = m->n_sinces;
         if (!s->st) {
                 r = storage_unavailable(&e);
                 goto out;
@@ -5522,7 +5525,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
         snprintf(buf, size, "collections=%llu appends=%llu tables_frontier=%llu "
                  "last_append_collections=%zu last_append_frontier_rows=%zu peeks_parked=%zu "
                  "peeks_answered=%llu errors=%llu compactions=%llu dataflows=%zu compute_writes=%llu "
-                 "allow_msgs=%llu allow_moved=%llu allowed=%zu allow_pending=%zu catchups=%llu mv_flushes=%llu "
+                 "allow_msgs=%llu allow_max=%zu allow_moved=%llu allowed=%zu allow_pending=%zu catchups=%llu mv_flushes=%llu "
                  "mirror_reads=%llu append_sync=%s syncs=%llu unsynced_appends=%llu "
                  "appends_per_sync=%.2f sync_max_us=%llu sync_write_max_us=%llu "
                  "unsynced_write_max_us=%llu held=%zu held_max=%zu "
@@ -5535,7 +5538,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  s->last_append_frontier_rows, s->n_parked,
                  (unsigned long long)s->peeks_answered, (unsigned long long)s->errors_sent,
                  (unsigned long long)st.compactions, s->n_dfs, (unsigned long long)s->compute_writes,
-                 (unsigned long long)s->allow_msgs, (unsigned long long)s->allow_moved,
+                 (unsigned long long)s->allow_msgs, s->allow_max, (unsigned long long)s->allow_moved,
                  s->allowed.n, s->allow_pending.n, (unsigned long long)s->index_catchups,
                  (unsigned long long)s->mv_flushes, (unsigned long long)s->mirror_reads,
                  cserver_append_sync_name(s->cfg.append_sync), (unsigned long long)st.syncs,

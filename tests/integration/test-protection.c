@@ -234,6 +234,15 @@ static void test_sparse(void)
                         break;
                 printf("\n    settling publication: %" PRIu64 " records %" PRIu64 " bytes", rec, bytes);
         }
+        /* The follower sends a big publication's permissions to the controller in
+         * messages of at most 1,024 records (lifecycle.c ALLOW_CHUNK), so that none
+         * holds the controller's loop long.  The publications during the creation of
+         * 10,000 indexed views carry thousands of bounds each: the largest message is
+         * then exactly one chunk (more without the split, less if nothing was split). */
+        printf("\n    largest AllowCompaction %" PRIu64 " records, of %" PRIu64 " messages",
+               stat_of(COORD__ROLE__ROLE_CONTROLLER, "allow_max"),
+               stat_of(COORD__ROLE__ROLE_CONTROLLER, "allow_msgs"));
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "allow_max"), 1024);
         /* Now only the 10 tables advance: every publication holds at most their 10 bounds. */
         for (int round = 0; round < 40 && n_pub < 4; round++) {
                 for (int i = 0; i < n_tables; i++)
