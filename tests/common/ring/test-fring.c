@@ -249,6 +249,37 @@ static bool t_sync_recv(int fd, size_t n)
         return true;
 }
 
+/* A child run by t_fork_sleepers(): attach to NAME, write one byte to ready_fd, then
+ * sleep in fring_wait(); it reports into arg and _exit()s. */
+typedef void (*t_sleeper_fn)(const char *name, int ready_fd, void *arg);
+
+/* Fork n sleepers, child i with arg (char *)args + i * arg_size, and wait until every
+ * one announced itself and sleeps in fring_wait() on NAME (t_wait_sleepers()): the
+ * state in which only a futex wake-up gets them going.  pids[] gets their pids. */
+static bool t_fork_sleepers(const char *name, size_t n, t_sleeper_fn child, void *args,
+                            size_t arg_size, pid_t *pids)
+{
+        int sync[2];
+        bool ok;
+
+        if (pipe2(sync, O_CLOEXEC) != 0)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                pids[i] = t_fork();
+                if (pids[i] < 0)
+                        return false;
+                if (pids[i] == 0) {
+                        close(sync[0]);
+                        child(name, sync[1], (char *)args + i * arg_size);
+                        _exit(T_EXIT_FAIL);     /* a sleeper _exit()s itself */
+                }
+        }
+        close(sync[1]);
+        ok = t_sync_recv(sync[0], (unsigned)n);
+        close(sync[0]);
+        return ok && t_wait_sleepers(name, pids, n);
+}
+
 struct t_region {
         uint8_t *p;
         size_t size;
@@ -649,8 +680,9 @@ struct wake_result {
         uint64_t publish_ns;    /* written by the parent just before publishing */
 };
 
-static _Noreturn void wake_child(const char *name, int ready_fd, struct wake_result *res)
+static _Noreturn void wake_child(const char *name, int ready_fd, void *arg)
 {
+        struct wake_result *res = arg;
         struct fring_reader *rd = NULL;
         struct fring_frontier buf[4], want = t_val(77, 1234);
         struct model m0 = {};
@@ -673,25 +705,12 @@ static void test_wake(void)
         struct fring_frontier f = t_val(77, 1234);
         struct fring *r = NULL;
         pid_t pids[2];
-        int sync[2];
         char name[64];
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(res);
-        CU_ASSERT_EQUAL_FATAL(pipe2(sync, O_CLOEXEC), 0);
         t_ring_name(name, sizeof name, "wake");
         CU_ASSERT_EQUAL_FATAL(fring_create(name, 8, 64, 1, &r), 0);
-        for (unsigned i = 0; i < 2; i++) {
-                pids[i] = t_fork();
-                CU_ASSERT_FATAL(pids[i] >= 0);
-                if (pids[i] == 0) {
-                        close(sync[0]);
-                        wake_child(name, sync[1], &res[i]);
-                }
-        }
-        close(sync[1]);
-        CU_ASSERT_TRUE_FATAL(t_sync_recv(sync[0], 2));
-        close(sync[0]);
-        CU_ASSERT_TRUE(t_wait_sleepers(name, pids, 2));
+        CU_ASSERT_TRUE_FATAL(t_fork_sleepers(name, 2, wake_child, res, sizeof *res, pids));
         res[0].publish_ns = res[1].publish_ns = now_ns();
         CU_ASSERT_EQUAL(fring_publish(r, &f), 0);
         for (unsigned i = 0; i < 2; i++) {
@@ -709,8 +728,9 @@ static void test_wake(void)
         munmap(res, 2 * sizeof *res);
 }
 
-static _Noreturn void held_child(const char *name, int ready_fd, struct wake_result *res)
+static _Noreturn void held_child(const char *name, int ready_fd, void *arg)
 {
+        struct wake_result *res = arg;
         struct fring_reader *rd = NULL;
         struct fring_frontier buf[8];
         struct model m0 = {};
@@ -733,24 +753,14 @@ static void test_wake_held(void)
         struct wake_result *res = t_shared_page(sizeof *res);
         struct fring *r = NULL;
         struct timespec pause = { 0, 200 * 1000 * 1000 };
-        int sync[2], status;
+        int status;
         pid_t pid;
         char name[64];
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(res);
-        CU_ASSERT_EQUAL_FATAL(pipe2(sync, O_CLOEXEC), 0);
         t_ring_name(name, sizeof name, "held");
         CU_ASSERT_EQUAL_FATAL(fring_create(name, 8, 64, 1, &r), 0);
-        pid = t_fork();
-        CU_ASSERT_FATAL(pid >= 0);
-        if (pid == 0) {
-                close(sync[0]);
-                held_child(name, sync[1], res);
-        }
-        close(sync[1]);
-        CU_ASSERT_TRUE_FATAL(t_sync_recv(sync[0], 1));
-        close(sync[0]);
-        CU_ASSERT_TRUE(t_wait_sleepers(name, &pid, 1));
+        CU_ASSERT_TRUE_FATAL(t_fork_sleepers(name, 1, held_child, res, sizeof *res, &pid));
         fring_hold_wakes(r);
         fring_hold_wakes(r);            /* nested */
         for (uint64_t id = 81; id <= 83; id++) {
@@ -867,8 +877,9 @@ struct restart_result {
         uint64_t generation;
 };
 
-static _Noreturn void restart_child(const char *name, int ready_fd, struct restart_result *res)
+static _Noreturn void restart_child(const char *name, int ready_fd, void *arg)
 {
+        struct restart_result *res = arg;
         struct fring_frontier want = t_val(42, 5);
         struct fring_reader *rd = NULL;
         struct model m = {};
@@ -903,7 +914,6 @@ static void test_restart(void)
         char name[64];
         size_t n;
         pid_t pid;
-        int sync[2];
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(m);
         CU_ASSERT_PTR_NOT_NULL_FATAL(res);
@@ -974,17 +984,7 @@ static void test_restart(void)
         /* A reader of another process, asleep in fring_wait(), is woken by the restart.
          * Fork with no producer alive: a child must not inherit the producer lock. */
         r = fring_free(r);
-        CU_ASSERT_EQUAL_FATAL(pipe2(sync, O_CLOEXEC), 0);
-        pid = t_fork();
-        CU_ASSERT_FATAL(pid >= 0);
-        if (pid == 0) {
-                close(sync[0]);
-                restart_child(name, sync[1], res);
-        }
-        close(sync[1]);
-        CU_ASSERT_TRUE_FATAL(t_sync_recv(sync[0], 1));
-        close(sync[0]);
-        CU_ASSERT_TRUE(t_wait_sleepers(name, &pid, 1));
+        CU_ASSERT_TRUE_FATAL(t_fork_sleepers(name, 1, restart_child, res, sizeof *res, &pid));
         CU_ASSERT_EQUAL_FATAL(fring_create(name, 4, 8, 5, &r), 0);
         f = t_val(42, 5);
         CU_ASSERT_EQUAL(fring_publish(r, &f), 0);
