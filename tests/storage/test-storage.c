@@ -674,6 +674,78 @@ static void test_read_errors(void)
         t_rmrf(dir);
 }
 
+/* Delete the second chunk key of gid straight from RocksDB (storage closed). */
+static void raw_delete_second_chunk(const char *path, uint64_t gid)
+{
+        static const char *const names[4] = { "default", "collections", "batches", "chunks" };
+        const rocksdb_options_t *cf_opts[4];
+        rocksdb_column_family_handle_t *cf[4];
+        rocksdb_options_t *o = rocksdb_options_create();
+        rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+        rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+        rocksdb_iterator_t *it;
+        char *err = NULL;
+        int seen = 0;
+        rocksdb_t *db;
+
+        for (int i = 0; i < 4; i++)
+                cf_opts[i] = o;
+        db = rocksdb_open_column_families(o, path, 4, names, cf_opts, cf, &err);
+        CU_ASSERT_PTR_NULL_FATAL(err);
+        it = rocksdb_create_iterator_cf(db, ro, cf[3]);
+        for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+                size_t klen;
+                const char *k = rocksdb_iter_key(it, &klen);
+
+                if (klen >= 8 && be64_get((const uint8_t *)k) == gid && ++seen == 2) {
+                        rocksdb_delete_cf(db, wo, cf[3], k, klen, &err);
+                        CU_ASSERT_PTR_NULL(err);
+                        break;
+                }
+        }
+        CU_ASSERT_EQUAL(seen, 2);
+        rocksdb_iter_destroy(it);
+        for (int i = 0; i < 4; i++)
+                rocksdb_column_family_handle_destroy(cf[i]);
+        rocksdb_close(db);
+        rocksdb_writeoptions_destroy(wo);
+        rocksdb_readoptions_destroy(ro);
+        rocksdb_options_destroy(o);
+}
+
+/* A read fetches the chunks its batch descriptors name (NOTE 10): one the database
+ * lacks is corruption, not a quietly shorter answer. */
+static void test_missing_chunk(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("storage"), *path = NULL;
+        struct storage *s = NULL;
+        size_t n = 0;
+
+        path = path_join(dir, "db");
+        CHECK_OK(storage_open(path, &s));
+        CHECK_OK(storage_create(s, 5, STORAGE_KIND_TABLE, 0, 0));
+        for (uint64_t t = 0; t < 3; t++)
+                CHECK_OK(storage_append(s, 5, t * 10, t * 10 + 10,
+                                        (struct storage_update[]){ upd(t == 1 ? "b" : t ? "c" : "a", t * 10, 1) },
+                                        1, NULL));
+        CU_ASSERT_EQUAL(storage_read(s, 5, 29, count_rows, &n, NULL), 0);
+        CU_ASSERT_EQUAL(n, 3);
+        s = storage_close(s);
+
+        raw_delete_second_chunk(path, 5);
+        CHECK_OK(storage_open(path, &s));
+        n = 0;
+        CU_ASSERT_EQUAL(storage_read(s, 5, 29, count_rows, &n, NULL), -EBADMSG);
+        CU_ASSERT_EQUAL(n, 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(storage_last_error(), "missing"));
+        /* The first batch alone is still there to read. */
+        n = 0;
+        CU_ASSERT_EQUAL(storage_read(s, 5, 9, count_rows, &n, NULL), 0);
+        CU_ASSERT_EQUAL(n, 1);
+        s = storage_close(s);
+        t_rmrf(dir);
+}
+
 /* ---- 2. Compaction, since, drop, reopen ----------------------------------------- */
 
 /* Append a history to m: step k appends [upper, upper + w) with inserts and deletes
@@ -2291,6 +2363,7 @@ static const struct t_case cases[] = {
         { "list, map growth, largest gid", test_list },
         { "append preconditions", test_append_preconditions },
         { "read errors", test_read_errors },
+        { "a missing chunk is corruption", test_missing_chunk },
         { "compaction preserves reads", test_compaction },
         { "compaction queue", test_compact_pending },
         { "big merges in the background", test_background_merge },
