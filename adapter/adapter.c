@@ -121,7 +121,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         }
         snprintf(ad->detail, sizeof(ad->detail),
                  "catalog=primary catalog_commits=%llu catalog_syncs=%llu ring=%s "
-                 "catalog_wal_bytes=%llu catalog_flush_bytes=%llu catalog_compact_bytes=%llu "
+                 "catalog_wal_bytes=%llu catalog_synclog_bytes=%llu catalog_synclog_store_syncs=%llu "
+                 "catalog_synclog_waits=%llu catalog_flush_bytes=%llu catalog_compact_bytes=%llu "
                  "catalog_state_sst_bytes=%llu catalog_state_mem_bytes=%llu "
                  "catalog_state_keys=%llu catalog_log_sst_bytes=%llu catalog_log_mem_bytes=%llu "
                  "catalog_log_keys=%llu oracle_hwm_sync=%llu oracle_hwm_async=%llu "
@@ -130,6 +131,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  "ddl_after_publication=%llu",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
+                 (unsigned long long)io.synclog_bytes, (unsigned long long)io.synclog_store_syncs,
+                 (unsigned long long)io.synclog_waits,
                  (unsigned long long)io.flush_bytes, (unsigned long long)io.compact_bytes,
                  (unsigned long long)io.state.sst_bytes, (unsigned long long)io.state.mem_bytes,
                  (unsigned long long)io.state.keys, (unsigned long long)io.log.sst_bytes,

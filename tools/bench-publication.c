@@ -268,7 +268,10 @@ static struct snap snapshot_of(unsigned mask, int timeout_ms)
                         s.adapter_seq = st->catalog_seq;
                         s.commits = detail_u64(d, "catalog_commits");
                         s.syncs = detail_u64(d, "catalog_syncs");
-                        s.cat_wal = detail_u64(d, "catalog_wal_bytes");
+                        /* Both logs the catalog writes: RocksDB's WAL and the sync log
+                         * that makes it durable (catalog.c NOTE 8). */
+                        s.cat_wal = detail_u64(d, "catalog_wal_bytes") +
+                                    detail_u64(d, "catalog_synclog_bytes");
                         s.cat_flush = detail_u64(d, "catalog_flush_bytes");
                         s.cat_compact = detail_u64(d, "catalog_compact_bytes");
                         s.cat_state_sst = detail_u64(d, "catalog_state_sst_bytes");

@@ -79,6 +79,7 @@ struct catalog_stats {
         uint64_t failed;        /* transactions answered with an error by a leader */
         uint64_t sync_ns;       /* time spent in synced writes */
         uint64_t window_ns;     /* time leaders waited for their group to fill */
+        uint64_t replayed;      /* transactions applied from the sync log at open */
 };
 
 /* Opening and closing. */
@@ -170,6 +171,9 @@ void catalog_get_stats(struct catalog *c, struct catalog_stats *ret);
  * (state + meta) and the log hold now.  For status output and benchmarks. */
 struct catalog_io_stats {
         uint64_t wal_bytes, flush_bytes, compact_bytes;
+        /* The sync log (catalog.c NOTE 8): bytes written, RocksDB WAL syncs that freed a
+         * segment, commits that waited for one. */
+        uint64_t synclog_bytes, synclog_store_syncs, synclog_waits;
         struct rocks_cf_size state, log;
 };
 void catalog_get_io_stats(struct catalog *c, struct catalog_io_stats *ret);
@@ -254,6 +258,12 @@ struct catalog_log_iter *catalog_log_iter_free(struct catalog_log_iter *it);
  * the disk: its transactions get -EIO and the handle enters the sticky error state.
  * For tests of the error paths; never called by the daemons. */
 void catalog_debug_fail_next_sync(struct catalog *c);
+
+/* The sync log's segment size for primaries opened from now on, process-wide (catalog.c
+ * NOTE 8; default 2 MiB): small ones make tests reuse segments; 0 turns the sync log
+ * off (every group is a synced RocksDB write), for benchmarks that compare the two.
+ * Never called by the daemons. */
+void catalog_debug_synclog_segment_size(size_t size);
 
 /* Open every commit window for window_ns (0: as the disk's speed says), and call
  * fn(arg) in the leader after each group is finished and unlocked, before its members
