@@ -1594,7 +1594,48 @@ static void test_synclog_reuse(void)
         t_rmrf(dir);
 }
 
+/* A group bigger than a segment goes to RocksDB with a sync of its own (NOTE 8); the
+ * groups around it keep using the sync log, and a reopen has them all, in order. */
+static void test_synclog_too_big(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-big"), *path = NULL;
+        _cleanup_free_ char *big = malloc(100u << 10);
+        struct catalog_io_stats io0, io1;
+        struct catalog *c = NULL;
+        struct catalog_op op;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+        path = path_join(dir, "db");
+        memset(big, 'b', (100u << 10) - 1);
+        big[(100u << 10) - 1] = 0;
+        catalog_debug_synclog_segment_size(64u << 10);
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        op = op_put(CATALOG_CF_STATE, "before", "1");
+        CU_ASSERT_EQUAL(catalog_commit(c, &op, 1, NULL), 0);
+        catalog_get_io_stats(c, &io0);
+        op = op_put(CATALOG_CF_STATE, "big", big);
+        CU_ASSERT_EQUAL(catalog_commit(c, &op, 1, NULL), 0);
+        catalog_get_io_stats(c, &io1);
+        CU_ASSERT_EQUAL(io1.synclog_bytes, io0.synclog_bytes);  /* not in the sync log */
+        op = op_put(CATALOG_CF_STATE, "after", "3");
+        CU_ASSERT_EQUAL(catalog_commit(c, &op, 1, NULL), 0);
+        catalog_get_io_stats(c, &io0);
+        CU_ASSERT(io0.synclog_bytes > io1.synclog_bytes);        /* back in it */
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 3);
+        c = catalog_close(c);
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 3);
+        check_value(c, CATALOG_CF_STATE, "before", "1");
+        check_value(c, CATALOG_CF_STATE, "big", big);
+        check_value(c, CATALOG_CF_STATE, "after", "3");
+        c = catalog_close(c);
+        catalog_debug_synclog_segment_size(2u << 20);
+        t_rmrf(dir);
+}
+
 static const struct t_case synclog_cases[] = {
+        { "a group too big for a segment: synced in RocksDB, order kept", test_synclog_too_big },
         { "power loss of RocksDB's unsynced WAL: nothing acknowledged lost", test_synclog_power_loss },
         { "segments reused: synced first, kill -9 recovers, no stale replay", test_synclog_reuse },
         { NULL, NULL },
