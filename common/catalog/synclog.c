@@ -51,6 +51,7 @@ struct synclog {
         unsigned cur;
         uint64_t cur_segno;
         size_t off;
+        size_t pending;                         /* written at off, not synced yet */
         int err;                                /* sticky */
 
         pthread_mutex_t lock;
@@ -386,8 +387,8 @@ size_t synclog_max_payload(const struct synclog *l)
         return l->seg_size - SYNCLOG_HEADER_SIZE;
 }
 
-int synclog_append(struct synclog *l, uint64_t first_seq, uint32_t n, const void *payload,
-                   size_t len)
+int synclog_write(struct synclog *l, uint64_t first_seq, uint32_t n, const void *payload,
+                  size_t len)
 {
         uint8_t hdr[SYNCLOG_HEADER_SIZE];
         struct iovec iov[2];
@@ -400,6 +401,7 @@ int synclog_append(struct synclog *l, uint64_t first_seq, uint32_t n, const void
                 return -EAGAIN;
         if (l->err < 0)
                 return l->err;
+        assert(l->pending == 0);        /* synclog_sync() first */
         if (len > synclog_max_payload(l))
                 return -E2BIG;
         if (l->off + SYNCLOG_HEADER_SIZE + len > l->seg_size) {
@@ -420,16 +422,39 @@ int synclog_append(struct synclog *l, uint64_t first_seq, uint32_t n, const void
                 return l->err = -errno;
         if ((size_t)w != sizeof(hdr) + len)
                 return l->err = -EIO;
+        /* Start the write-back now, so that the device writes the record while the
+         * caller does its part; synclog_sync() waits for it.  Only a head start: its
+         * failure shows again at the fdatasync. */
+        (void)sync_file_range(l->segs[l->cur].fd, (off_t)l->off, w, SYNC_FILE_RANGE_WRITE);
+        l->pending = (size_t)w;
+        return 0;
+}
+
+int synclog_sync(struct synclog *l)
+{
+        if (!l || l->pending == 0)
+                return -EINVAL;
+        if (l->err < 0)
+                return l->err;
         /* fdatasync, not fsync: the blocks and the size are already on disk, so there
          * is no metadata to write -- the point of this log. */
         if (fdatasync(l->segs[l->cur].fd) < 0)
                 return l->err = errno == ENOSPC ? -ENOSPC : -EIO;
-        l->off += (size_t)w;
+        l->off += l->pending;
         pthread_mutex_lock(&l->lock);
         l->stats.appends++;
-        l->stats.bytes += (uint64_t)w;
+        l->stats.bytes += l->pending;
         pthread_mutex_unlock(&l->lock);
+        l->pending = 0;
         return 0;
+}
+
+int synclog_append(struct synclog *l, uint64_t first_seq, uint32_t n, const void *payload,
+                   size_t len)
+{
+        int r = synclog_write(l, first_seq, n, payload, len);
+
+        return r < 0 ? r : synclog_sync(l);
 }
 
 void synclog_get_stats(struct synclog *l, struct synclog_stats *ret)

@@ -77,6 +77,12 @@ int synclog_replay(struct synclog *l, synclog_replay_fn fn, void *userdata);
  * fit a segment (the caller makes it durable another way; nothing was written). */
 int synclog_append(struct synclog *l, uint64_t first_seq, uint32_t n, const void *payload,
                    size_t len);
+/* The same in two steps, for a caller with work to overlap with the I/O: write the
+ * record and start its write-back (errors as above), then synclog_sync() -- before
+ * the next write -- makes it durable. */
+int synclog_write(struct synclog *l, uint64_t first_seq, uint32_t n, const void *payload,
+                  size_t len);
+int synclog_sync(struct synclog *l);
 
 /* The largest payload synclog_append() takes. */
 size_t synclog_max_payload(const struct synclog *l);
