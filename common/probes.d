@@ -43,6 +43,8 @@ provider coord {
         probe catalog__commit__done(unsigned long long, int);            /* seq, result */
         probe catalog__sync__fail(int);
         probe catalog__catchup(unsigned long long);                      /* secondary: last seq */
+        probe catalog__synclog__switch(unsigned long long, unsigned long long); /* new segno, us waited for the store sync */
+        probe catalog__synclog__replay(unsigned long long, unsigned int);      /* a record at open: first seq, transactions */
 
         /* controller storage: group commit (controller-storage.c NOTE 14) */
         probe storage__sync__start(unsigned long long);                  /* target write seq */

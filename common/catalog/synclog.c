@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "probes.h"
 #include "util.h"
 
 #define SYNCLOG_MAGIC 0x474c5343u               /* "CSLG" little-endian */
@@ -267,6 +268,7 @@ static int segment_walk(struct synclog *l, const uint8_t *buf, uint64_t *ret_seg
                 segno = s;
                 if (!fn)
                         break;
+                COORD_CATALOG_SYNCLOG_REPLAY(le64_get(buf + off + 16), le32_get(buf + off + 24));
                 r = fn(le64_get(buf + off + 16), le32_get(buf + off + 24),
                        buf + off + SYNCLOG_HEADER_SIZE, (size_t)len, userdata);
                 if (r < 0)
@@ -359,14 +361,16 @@ int synclog_replay(struct synclog *l, synclog_replay_fn fn, void *userdata)
 static int segment_switch(struct synclog *l)
 {
         unsigned next = (l->cur + 1) % l->n_seg;
-        uint64_t old = l->segs[next].segno;
+        uint64_t old = l->segs[next].segno, t0 = 0;
         int r;
 
         pthread_mutex_lock(&l->lock);
         l->sync_target = l->cur_segno;
         pthread_cond_broadcast(&l->cond);
-        if (old > l->synced && l->thread_err == 0)
+        if (old > l->synced && l->thread_err == 0) {
                 l->stats.waits++;
+                t0 = now_ns();
+        }
         while (old > l->synced && l->thread_err == 0)
                 pthread_cond_wait(&l->cond, &l->lock);
         r = l->thread_err;
@@ -378,6 +382,7 @@ static int segment_switch(struct synclog *l)
         l->cur_segno++;
         l->segs[next].segno = l->cur_segno;
         l->off = 0;
+        COORD_CATALOG_SYNCLOG_SWITCH(l->cur_segno, t0 ? (now_ns() - t0) / 1000 : 0);
         assert(synclog_check(l));
         return 0;
 }
