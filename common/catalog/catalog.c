@@ -87,10 +87,10 @@
  *     synclog_sync() (fdatasync) -> hook, members answered.  A group RocksDB has but
  *     the sync log does not (a crash between the two) was never acknowledged; the
  *     sync log holds every acknowledged group RocksDB may not have synced: a segment
- *     is overwritten only after
- *     rocksdb_flush_wal(sync) -- run on the sync log's thread when a segment is left,
- *     three segments ahead of its reuse -- made everything written before it durable
- *     in RocksDB's own files.  catalog_open() lets RocksDB recover what it has, reads
+ *     is overwritten only after rocksdb_flush_wal(sync) -- run on the sync log's
+ *     thread when a segment is left, three segments ahead of its reuse, by which time
+ *     every group in it has been through rocksdb_write() -- made everything written
+ *     before it durable in RocksDB's own files.  catalog_open() lets RocksDB recover what it has, reads
  *     last_seq, then replays from the sync log every group past it, in order
  *     (synclog_replay_group(): the next group must start at last_seq + 1, or the open
  *     fails with -EBADMSG), syncs RocksDB's WAL and starts with every segment free.
