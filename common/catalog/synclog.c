@@ -279,18 +279,38 @@ static int segment_walk(struct synclog *l, const uint8_t *buf, uint64_t *ret_seg
         return 0;
 }
 
-static int segment_read(struct synclog *l, unsigned i, uint8_t *buf)
+
+static int pread_all(int fd, uint8_t *buf, size_t len, size_t at)
 {
-        for (size_t at = 0; at < l->seg_size;) {
-                ssize_t n = pread(l->segs[i].fd, buf + at, l->seg_size - at, (off_t)at);
+        for (size_t done = 0; done < len;) {
+                ssize_t n = pread(fd, buf + done, len - done, (off_t)(at + done));
 
                 if (n < 0)
                         return -errno;
                 if (n == 0)
                         return -EIO;    /* shorter than segment_open() made it */
-                at += (size_t)n;
+                done += (size_t)n;
         }
         return 0;
+}
+
+/* The use (segno) of segment i, from its first record alone; 0 when it has none. */
+static int segment_first_segno(struct synclog *l, unsigned i, uint8_t *buf, uint64_t *ret)
+{
+        uint32_t len;
+        int r;
+
+        *ret = 0;
+        r = pread_all(l->segs[i].fd, buf, SYNCLOG_HEADER_SIZE, 0);
+        if (r < 0)
+                return r;
+        len = le32_get(buf + 28);
+        if (le32_get(buf) != SYNCLOG_MAGIC || len > l->seg_size - SYNCLOG_HEADER_SIZE)
+                return 0;
+        r = pread_all(l->segs[i].fd, buf + SYNCLOG_HEADER_SIZE, len, SYNCLOG_HEADER_SIZE);
+        if (r < 0)
+                return r;
+        return segment_walk(l, buf, ret, NULL, NULL);
 }
 
 int synclog_replay(struct synclog *l, synclog_replay_fn fn, void *userdata)
@@ -305,11 +325,9 @@ int synclog_replay(struct synclog *l, synclog_replay_fn fn, void *userdata)
         buf = malloc(l->seg_size);
         if (!buf)
                 return -ENOMEM;
+        /* A segment's use is its first record's: only that record is read here. */
         for (unsigned i = 0; i < l->n_seg; i++) {
-                r = segment_read(l, i, buf);
-                if (r < 0)
-                        return r;
-                r = segment_walk(l, buf, &l->segs[i].segno, NULL, NULL);
+                r = segment_first_segno(l, i, buf, &l->segs[i].segno);
                 if (r < 0)
                         return r;
                 if (l->segs[i].segno > max_segno)
@@ -327,7 +345,7 @@ int synclog_replay(struct synclog *l, synclog_replay_fn fn, void *userdata)
                         }
                 if (next == UINT64_MAX)
                         break;
-                r = segment_read(l, at, buf);
+                r = pread_all(l->segs[at].fd, buf, l->seg_size, 0);
                 if (r < 0)
                         return r;
                 r = segment_walk(l, buf, &segno, fn, userdata);
