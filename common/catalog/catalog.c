@@ -90,10 +90,11 @@
  *     is overwritten only after rocksdb_flush_wal(sync) -- run on the sync log's
  *     thread when a segment is left, three segments ahead of its reuse, by which time
  *     every group in it has been through rocksdb_write() -- made everything written
- *     before it durable in RocksDB's own files.  catalog_open() lets RocksDB recover what it has, reads
- *     last_seq, then replays from the sync log every group past it, in order
- *     (synclog_replay_group(): the next group must start at last_seq + 1, or the open
- *     fails with -EBADMSG), syncs RocksDB's WAL and starts with every segment free.
+ *     before it durable in RocksDB's own files.  catalog_open() lets RocksDB recover
+ *     what it has, reads last_seq, then replays from the sync log every group past it,
+ *     in order (synclog_replay_group(): the next group must start at last_seq + 1, or
+ *     the open fails with -EBADMSG), syncs RocksDB's WAL and starts with every segment
+ *     free.
  *     After kill -9 RocksDB's WAL, in the page cache, has everything and nothing is
  *     replayed; after a power loss the sync log restores what RocksDB's unsynced WAL
  *     lost (test-catalog: catalog-synclog).  A secondary reads RocksDB only, so a

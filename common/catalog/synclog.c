@@ -279,7 +279,6 @@ static int segment_walk(struct synclog *l, const uint8_t *buf, uint64_t *ret_seg
         return 0;
 }
 
-
 static int pread_all(int fd, uint8_t *buf, size_t len, size_t at)
 {
         for (size_t done = 0; done < len;) {
