@@ -55,7 +55,11 @@
  *
  * (4) Output.  Two buffers as in common/ipc: `out` collects messages, `tx` is what the
  *     kernel is sending, tx.data[tx_off, tx.len); when tx is done they swap, so
- *     everything queued meanwhile leaves in one send.  Output is pushed at the points
+ *     everything queued meanwhile leaves in one send.  A push is one send(2,
+ *     MSG_DONTWAIT) from the loop thread, as a PostgreSQL backend's; only what the
+ *     socket does not take goes to an io_uring send, whose completion goes on (so
+ *     code waiting for output to drain checks again right after a push: the socket
+ *     may have taken it all, and then no completion comes).  Output is pushed at the points
  *     where PostgreSQL flushes -- ReadyForQuery, Flush, an ErrorResponse, the startup
  *     replies -- and whenever `out` passes PGWIRE_FLUSH_AT.  out + the unsent part of
  *     tx may not exceed max_output: past it the client is not reading, and the
@@ -547,10 +551,20 @@ static int conn_send_arm(struct pgwire_conn *c)
         return 0;
 }
 
-/* Start sending what is queued, unless a send is in flight (its completion will). */
+static void conn_tx_done(struct pgwire_conn *c)
+{
+        pgcodec_buf_reset(&c->tx);
+        c->tx_off = 0;
+        if (c->tx.cap > PGWIRE_BUF_SHRINK)
+                pgcodec_buf_done(&c->tx);
+}
+
+/* Start sending what is queued, unless a send is in flight (its completion will): what
+ * the socket takes now with one send(2), the rest through the loop (note (4)). */
 static void conn_flush(struct pgwire_conn *c)
 {
         struct pgcodec_buf t;
+        ssize_t n;
         int r;
 
         if (c->send_armed || c->out.len == 0 || c->state == CONN_CLOSED)
@@ -559,6 +573,15 @@ static void conn_flush(struct pgwire_conn *c)
         t = c->tx;
         c->tx = c->out;
         c->out = t;
+        /* A full socket or an error: the io_uring send takes it all, and reports the
+         * error in order with the conn's other completions. */
+        n = send(c->fd, c->tx.data, c->tx.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        c->tx_off = n > 0 ? (size_t)n : 0;
+        assert(c->tx_off <= c->tx.len);
+        if (c->tx_off == c->tx.len) {
+                conn_tx_done(c);
+                return;
+        }
         r = conn_send_arm(c);
         if (r < 0)
                 conn_abort(c, r);
@@ -1464,10 +1487,15 @@ static void conn_dispatch(struct pgwire_conn *c)
                         return;
                 }
                 if (conn_queued(c) >= PGWIRE_PAUSE_AT) {
-                        /* Note (4): resumed by conn_send_done(). */
+                        /* Note (4): resumed by conn_send_done(), unless the socket
+                         * took it all at once. */
                         conn_flush(c);
-                        c->in_need = 0;
-                        return;
+                        if (c->state == CONN_CLOSED)
+                                return;
+                        if (conn_queued(c) >= PGWIRE_PAUSE_AT) {
+                                c->in_need = 0;
+                                return;
+                        }
                 }
                 r = pgcodec_frame_next(c->in + c->in_start, c->in_end - c->in_start,
                                        c->state == CONN_STARTUP, max, &f);
@@ -1593,10 +1621,7 @@ static void conn_send_done(struct loop *l, struct loop_io *io, int res)
                 if (c->tx_off < c->tx.len)
                         r = conn_send_arm(c);   /* short send: the rest */
                 else {
-                        pgcodec_buf_reset(&c->tx);
-                        c->tx_off = 0;
-                        if (c->tx.cap > PGWIRE_BUF_SHRINK)
-                                pgcodec_buf_done(&c->tx);
+                        conn_tx_done(c);
                         conn_flush(c);
                 }
         } else if (res == -EINTR || res == -EAGAIN) {
@@ -2595,9 +2620,13 @@ int pgwire_notify_drained(struct pgwire_conn *c, size_t below)
                 return -ECONNRESET;
         if (conn_queued(c) <= below)
                 return 1;
+        conn_flush(c);
+        if (!conn_open(c))
+                return -ECONNRESET;
+        if (conn_queued(c) <= below)
+                return 1;               /* the socket took it at once: no completion comes */
         c->drain_armed = true;
         c->drain_below = below;
-        conn_flush(c);
         return 0;
 }
 

@@ -58,6 +58,24 @@ uint64_t loop_now_ns(struct loop *l);
 uint64_t loop_max_stall_ns(struct loop *l);
 uint64_t loop_take_window_stall_ns(struct loop *l);
 
+/* Deferred work (loop.c note 11): loop_defer() makes d->fn run once in the loop thread
+ * after the callbacks of the current batch, before the loop next submits and sleeps --
+ * Redis's beforeSleep.  Queuing a queued d does nothing; loop_defer_cancel() (a no-op
+ * when d is not queued) must precede freeing a queued d.  fn may queue again, itself
+ * included; it runs in the same pass then. */
+struct loop_defer {
+        void (*fn)(struct loop *l, struct loop_defer *d);
+        /* private to the loop */
+        struct loop_defer *_next, **_pprev;
+};
+
+void loop_defer(struct loop *l, struct loop_defer *d);
+void loop_defer_cancel(struct loop *l, struct loop_defer *d);
+static inline bool loop_defer_queued(const struct loop_defer *d)
+{
+        return d->_pprev != NULL;
+}
+
 /* Low-level operations on a non-blocking fd.  0 on submission, -errno otherwise. */
 int loop_accept(struct loop *l, struct loop_io *io, int fd);     /* res: new fd, O_CLOEXEC|O_NONBLOCK */
 int loop_recv(struct loop *l, struct loop_io *io, int fd, void *buf, size_t len);

@@ -553,6 +553,82 @@ static void test_socketpair(void)
         close(sv[1]);
 }
 
+/* --- Deferred work ----------------------------------------------------------------- */
+
+struct defer_case {
+        struct loop_defer d;
+        int runs;
+        int requeue;                    /* times fn queues itself again */
+        struct loop_defer *victim;      /* cancelled by fn */
+        bool stop;                      /* fn stops the loop */
+};
+
+static void defer_fire(struct loop *l, struct loop_defer *d)
+{
+        struct defer_case *dc = container_of(d, struct defer_case, d);
+
+        CU_ASSERT_FALSE(loop_defer_queued(d));  /* off the queue before fn runs */
+        dc->runs++;
+        if (dc->victim)
+                loop_defer_cancel(l, dc->victim);
+        if (dc->requeue > 0) {
+                dc->requeue--;
+                loop_defer(l, d);
+        }
+        if (dc->stop)
+                loop_stop(l);
+}
+
+static void defer_from_timer(struct loop *l, void *userdata)
+{
+        loop_defer(l, userdata);
+}
+
+static void test_defer(void)
+{
+        struct defer_case a = { .d.fn = defer_fire, .requeue = 1 };
+        struct defer_case b = { .d.fn = defer_fire }, c = { .d.fn = defer_fire };
+        struct defer_case e = { .d.fn = defer_fire, .stop = true };
+        struct loop_timer *late;
+        struct loop *other;
+        int count[2] = { 0, 1 };
+
+        /* Queued before loop_run(): run before the first wait.  Queuing twice is one
+         * run; a cancelled entry does not run; fn may cancel another queued entry and
+         * queue itself again (it runs again in the same pass). */
+        loop_defer(L, &c.d);
+        loop_defer(L, &b.d);
+        loop_defer(L, &a.d);
+        loop_defer(L, &a.d);
+        CU_ASSERT(loop_defer_queued(&a.d) && loop_defer_queued(&b.d));
+        loop_defer_cancel(L, &b.d);
+        loop_defer_cancel(L, &b.d);             /* not queued: a no-op */
+        CU_ASSERT_FALSE(loop_defer_queued(&b.d));
+        a.victim = &c.d;                        /* a runs first: it was queued last */
+        CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, 0, count_fire, count, NULL), 0);
+        CU_ASSERT(run_until(counter_reached, count));
+        CU_ASSERT_EQUAL(a.runs, 2);
+        CU_ASSERT_EQUAL(b.runs, 0);
+        CU_ASSERT_EQUAL(c.runs, 0);
+        CU_ASSERT_FALSE(loop_defer_queued(&c.d));
+
+        /* Queued from a callback: runs before the loop sleeps again (e stops the loop;
+         * no other completion is due for a second). */
+        CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, MS, defer_from_timer, &e.d, NULL), 0);
+        CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, 1000 * MS, count_fire, count, &late), 0);
+        CU_ASSERT_EQUAL(loop_run(L), 0);
+        CU_ASSERT_EQUAL(e.runs, 1);
+        CU_ASSERT_EQUAL(count[0], 1);           /* the 1 s timer has not fired */
+        loop_timer_cancel(L, late);
+
+        /* loop_free() drops what is still queued. */
+        CU_ASSERT_EQUAL_FATAL(loop_new(4, &other), 0);
+        loop_defer(other, &b.d);
+        loop_free(other);
+        CU_ASSERT_FALSE(loop_defer_queued(&b.d));
+        CU_ASSERT_EQUAL(b.runs, 0);
+}
+
 /* --- Main ------------------------------------------------------------------------ */
 
 static const struct t_case timer_cases[] = {
@@ -589,12 +665,18 @@ static const struct t_case io_cases[] = {
         { NULL, NULL },
 };
 
+static const struct t_case defer_cases[] = {
+        { "queue, cancel, requeue from fn, loop_free", test_defer },
+        { NULL, NULL },
+};
+
 static const struct t_suite suites[] = {
         { "timers", timer_cases },
         { "wakers", waker_cases },
         { "futex", futex_cases },
         { "signals", signal_cases },
         { "io", io_cases },
+        { "defer", defer_cases },
         { NULL, NULL },
 };
 
