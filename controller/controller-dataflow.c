@@ -446,7 +446,8 @@ struct dataflow {
         size_t n_inputs;
         struct eval_batch result;       /* the root's delta, consolidated */
         int error;                      /* poisoned: the first error, with error_info */
-        struct row_error error_info;
+        struct row_error *error_info;   /* allocated when poisoned: 1.3 KB each, and a
+                                         * bulk install holds 100,000 healthy dataflows */
 };
 
 static int invalid(struct row_error *err, const char *what)
@@ -493,6 +494,7 @@ struct dataflow *dataflow_free(struct dataflow *df)
         }
         free(df->inputs);
         eval_batch_done(&df->result);
+        free(df->error_info);
         free(df);
         return NULL;
 }
@@ -579,7 +581,9 @@ static int node_add(struct dataflow *df, enum node_kind kind, const Coord__Plan_
                     size_t *ret, struct row_error *err)
 {
         if (df->n_nodes == df->cap_nodes) {
-                size_t cap = df->cap_nodes ? 2 * df->cap_nodes : 8;
+                /* From 2: most plans have two or three nodes, a node is 632 bytes, and a
+                 * bulk install holds 100,000 dataflows (dataflow_new() trims the rest). */
+                size_t cap = df->cap_nodes ? 2 * df->cap_nodes : 2;
                 struct node *n = realloc(df->nodes, cap * sizeof(*n));
 
                 if (!n)
@@ -972,6 +976,14 @@ int dataflow_new(const Coord__Plan__Relation *plan, uint64_t as_of, struct dataf
         if (r < 0)
                 return r;
         assert(root == df->n_nodes - 1);
+        if (df->cap_nodes > df->n_nodes) {
+                struct node *n = realloc(df->nodes, df->n_nodes * sizeof(*n));
+
+                if (n) {
+                        df->nodes = n;
+                        df->cap_nodes = df->n_nodes;
+                }
+        }
         /* Inputs ascending by id; renumber the Gets. */
         if (df->n_inputs > 1) {
                 uint64_t *old = malloc(df->n_inputs * sizeof(*old));
@@ -1004,8 +1016,12 @@ int dataflow_new(const Coord__Plan__Relation *plan, uint64_t as_of, struct dataf
 
 static int poisoned(const struct dataflow *df, struct row_error *err)
 {
-        if (err)
-                *err = df->error_info;
+        if (err) {
+                if (df->error_info)
+                        *err = *df->error_info;
+                else
+                        row_error_set(err, df->error, "XX000", "dataflow failed");
+        }
         return df->error;
 }
 
@@ -1790,10 +1806,14 @@ int dataflow_step(struct dataflow *df, uint64_t frontier, struct eval_batch *out
 fail:
         out->n = first;
         df->error = r;
-        if (err)
-                df->error_info = *err;
-        else
-                row_error_set(&df->error_info, r, "XX000", "dataflow failed");
+        if (!df->error_info)
+                df->error_info = malloc(sizeof(*df->error_info));      /* NULL: poisoned() says less */
+        if (df->error_info) {
+                if (err)
+                        *df->error_info = *err;
+                else
+                        row_error_set(df->error_info, r, "XX000", "dataflow failed");
+        }
         return r;
 }
 

@@ -452,8 +452,11 @@ struct dfent {
         size_t n_reads;
         bool dirty;                     /* on s->pending or a pass's work (13) */
         bool failed;
-        struct row_error err;
+        struct row_error *err;          /* why failed (dfent_error()); allocated on failure:
+                                         * 1.3 KB, and 100,000 healthy entries are usual */
 };
+
+static struct row_error dfent_error(const struct dfent *e);
 
 /* The dataflows reading one gid (s->readers, (13)). */
 struct rlist {
@@ -2071,8 +2074,11 @@ static int hydrate_input(struct cserver *s, struct dataflow *df, size_t i, uint6
         if (r < 0)
                 return storage_failure(s, err, r, "looking up collection %llu", (unsigned long long)gid);
         up = dfent_find(s, gid);
-        if (up && up->failed)
-                return row_error_set(err, -EINVAL, up->err.sqlstate, "%s", up->err.message);
+        if (up && up->failed) {
+                struct row_error why = dfent_error(up);
+
+                return row_error_set(err, -EINVAL, why.sqlstate, "%s", why.message);
+        }
         eff_upper = info.frontiers.upper;
         if (info.kind == STORAGE_KIND_TABLE && eff_upper < tables_frontier(s))
                 eff_upper = tables_frontier(s);
@@ -2119,7 +2125,23 @@ static void dfent_fail(struct cserver *s, struct dfent *e, const struct row_erro
                           (unsigned long long)e->gid, e->index ? "index" : "materialized_view",
                           err->sqlstate, err->message);
         e->failed = true;
-        e->err = *err;
+        if (!e->err)
+                e->err = malloc(sizeof(*e->err));       /* NULL: dfent_error() says less */
+        if (e->err)
+                *e->err = *err;
+}
+
+/* Why a failed entry failed. */
+static struct row_error dfent_error(const struct dfent *e)
+{
+        struct row_error err = { .position = 0 };
+
+        assert(e->failed);
+        if (e->err)
+                return *e->err;
+        row_error_set(&err, -ENOMEM, "XX000", "dataflow %llu failed (its error was not kept: "
+                      "out of memory)", (unsigned long long)e->gid);
+        return err;
 }
 
 static int correction_row(const void *row, size_t len, int64_t count, void *userdata)
@@ -2259,6 +2281,7 @@ static void dfent_free(struct dfent *e)
         eval_batch_done(&e->out);
         eval_batch_done(&e->correction);
         free(e->reads);
+        free(e->err);
         if (e->spec)
                 coord__dataflow_spec__free_unpacked(e->spec, NULL);
         free(e);
@@ -3624,7 +3647,7 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                         return PEEK_WAIT;
                 }
                 if (de && de->failed) {
-                        e = de->err;
+                        e = dfent_error(de);
                         goto fail;
                 }
                 if (de && de->index && de->arr && pk->ts < arrangement_since(de->arr)) {
