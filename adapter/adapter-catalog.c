@@ -935,7 +935,7 @@ int acat_open(struct catalog *store, struct adapter_catalog **ret)
                  * (names) or write fields the other does not read (note 4). */
                 pthread_t t;
                 void *names_r = NULL;
-                bool threaded = pthread_create(&t, NULL, load_names_main, ac) == 0;
+                bool threaded = thread_start(&t, "catalog-names", load_names_main, ac) == 0;
 
                 if (!threaded)
                         names_r = (void *)(intptr_t)load_names(ac);

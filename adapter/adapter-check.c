@@ -691,7 +691,7 @@ static int start_replay(struct check *ck)
         ck->snapshot_us = (now_ns() - t0) / 1000;
         ck->job = j;
         ck->state = CHECK_REPLAYING;
-        r = -pthread_create(&ck->thread, NULL, replay_thread, ck);
+        r = thread_start(&ck->thread, "check-replay", replay_thread, ck);
         if (r < 0) {
                 ck->job = NULL;
                 ck->state = CHECK_ALIGNING;

@@ -17,6 +17,7 @@
 #include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -180,7 +181,10 @@ int committer_new(struct loop *l, struct catalog *store, unsigned threads, struc
                 goto fail;
         }
         for (; cm->n_threads < threads; cm->n_threads++) {
-                r = -pthread_create(&cm->threads[cm->n_threads], NULL, worker, cm);
+                char name[16];
+
+                snprintf(name, sizeof(name), "committer-%u", cm->n_threads % 100u);
+                r = thread_start(&cm->threads[cm->n_threads], name, worker, cm);
                 if (r < 0)
                         goto fail;
         }

@@ -104,3 +104,14 @@ int pb_varints(const void *msg, size_t len, uint32_t want, uint64_t *vals)
         }
         return 0;
 }
+
+int thread_start(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
+{
+        int r = pthread_create(t, NULL, fn, arg);
+
+        if (r != 0)
+                return -r;
+        if (name)
+                (void)pthread_setname_np(*t, name);
+        return 0;
+}

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,3 +145,8 @@ int grow_array(void **p, size_t *cap, size_t need, size_t size);
  * is not a varint, which protobuf-c refuses too).  For hot loads of records of which a
  * few scalars are needed (lifecycle-load.c). */
 int pb_varints(const void *msg, size_t len, uint32_t want, uint64_t *vals);
+
+/* pthread_create() with the thread named (pthread_setname_np(); at most 15 bytes, so
+ * `top -H`, `ps -L`, perf and gdb tell a daemon's threads apart).  0 or -errno; a name
+ * the kernel refuses leaves the thread unnamed, nothing worse. */
+int thread_start(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);

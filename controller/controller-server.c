@@ -3520,7 +3520,7 @@ static int peek_worker_start(struct cserver *s)
         r = loop_waker_new(s->loop, on_peeks_done, s, &w->waker);
         if (r < 0)
                 goto fail;
-        r = -pthread_create(&w->thread, NULL, peek_worker_main, w);
+        r = thread_start(&w->thread, "peek", peek_worker_main, w);
         if (r < 0) {
                 w->waker = loop_waker_free(s->loop, w->waker);
                 goto fail;

@@ -1593,7 +1593,7 @@ int storage_syncer_start(struct storage *s, storage_sync_notify_fn notify, void 
         y->want = y->done = s->seq_written;
         s->seq_durable = s->seq_written;
         s->n_def_unsynced = 0;
-        r = -pthread_create(&y->thread, NULL, syncer_main, y);
+        r = thread_start(&y->thread, "syncer", syncer_main, y);
         if (r < 0) {
                 syncer_free(y);
                 return r;
@@ -2472,7 +2472,7 @@ static int merge_start(struct storage *s, struct collection *c, size_t j, uint64
         assert(target < mg->merged.upper);
         mg->merged.since = merged_since(&c->batches[j], target);
         atomic_init(&mg->done, false);
-        r = -pthread_create(&mg->thread, NULL, merge_main, mg);
+        r = thread_start(&mg->thread, "merge", merge_main, mg);
         if (r < 0) {
                 merge_free(mg);
                 return r;

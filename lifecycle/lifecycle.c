@@ -251,7 +251,7 @@ static int catchup_worker_start(struct lifecycle *lc)
         w->delay_ms = lc->test_catchup_delay_ms;
         r = loop_waker_new(node_loop(lc->node), catchup_done, lc, &w->waker);
         if (r == 0)
-                r = -pthread_create(&w->thread, NULL, catchup_run, w);
+                r = thread_start(&w->thread, "catchup", catchup_run, w);
         if (r < 0) {
                 if (w->waker)
                         loop_waker_free(node_loop(lc->node), w->waker);
@@ -713,7 +713,7 @@ static int watcher_start(struct lifecycle *lc)
         r = loop_waker_new(node_loop(lc->node), notify_drain, lc, &lc->notify_waker);
         if (r < 0)
                 return log_error_errno(r, "catalog_waker_failed", "");
-        r = -pthread_create(&lc->notify_thread, NULL, notify_watch, lc);
+        r = thread_start(&lc->notify_thread, "catalog-notify", notify_watch, lc);
         if (r < 0)
                 return log_error_errno(r, "catalog_watcher_failed", "");
         lc->notify_started = true;

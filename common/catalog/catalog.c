@@ -1408,7 +1408,7 @@ int catalog_scan_ranges(struct catalog *c, struct catalog_scan_job *jobs, size_t
         for (size_t i = 0; i < n; i++)
                 t[i] = (struct scan_thread){ c, &jobs[i] };
         for (size_t i = 1; i < n; i++)
-                started[i] = pthread_create(&th[i], NULL, scan_job_run, &t[i]) == 0;
+                started[i] = thread_start(&th[i], "catalog-scan", scan_job_run, &t[i]) == 0;
         if (n)
                 scan_job_run(&t[0]);
         for (size_t i = 1; i < n; i++) {

@@ -219,7 +219,7 @@ int synclog_open(const char *dir, size_t segment_size, unsigned n_segments,
                         goto fail;
                 }
         }
-        r = -pthread_create(&l->thread, NULL, sync_thread, l);
+        r = thread_start(&l->thread, "synclog", sync_thread, l);
         if (r < 0)
                 goto fail;
         l->thread_started = true;

@@ -954,7 +954,7 @@ int node_follow_ring(struct node *n)
         r = loop_waker_new(n->loop, ring_drain, n, &n->ring_waker);
         if (r < 0)
                 return log_error_errno(r, "ring_waker_failed", "");
-        r = -pthread_create(&n->ring_thread, NULL, ring_watch, n);
+        r = thread_start(&n->ring_thread, "ring-watch", ring_watch, n);
         if (r < 0)
                 return log_error_errno(r, "ring_thread_failed", "");
         n->ring_thread_started = true;
