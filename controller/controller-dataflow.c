@@ -1806,8 +1806,8 @@ int dataflow_step(struct dataflow *df, uint64_t frontier, struct eval_batch *out
 fail:
         out->n = first;
         df->error = r;
-        if (!df->error_info)
-                df->error_info = malloc(sizeof(*df->error_info));      /* NULL: poisoned() says less */
+        if (!df->error_info)    /* NULL: poisoned() says less */
+                df->error_info = malloc(sizeof(*df->error_info));
         if (df->error_info) {
                 if (err)
                         *df->error_info = *err;

@@ -42,14 +42,15 @@
  *     deferred flush (loop.c note (11)), which runs once after the batch of callbacks,
  *     before the loop sleeps (Redis's beforeSleep), so every frame queued for the conn
  *     in that batch leaves together.  Errors are left to the io_uring send, which
- *     reports them in order with the conn's other completions.  Why a direct send: an io_uring send completes
- *     inline anyway, and its completion cost the loop a second io_uring_enter() per
- *     message (submit, reap the send, then sleep).  Measured 2026-12-02 (bench-wire
- *     --placement cross, alternating with the build before): io_uring_enter() calls
- *     per message 2.0 -> 1.0, 64-byte round trips across vCPUs 1.94-1.98x -> 1.80-1.85x
- *     of plain sockets (same vCPU about 1.25x either way).
- *     The bytes not yet sent are limited to sendq_limit (-ENOBUFS): a peer that stops
- *     reading cannot grow our memory without bound.
+ *     reports them in order with the conn's other completions.  Why a direct send: an
+ *     io_uring send of a small frame completes inline anyway, and reaping its
+ *     completion cost the loop a second io_uring_enter() per message (submit, reap
+ *     the send, then sleep).  Measured 2026-12-02 (bench-wire --placement cross,
+ *     alternating with the build before): io_uring_enter() calls per message 2.0 ->
+ *     1.0, 64-byte round trips across vCPUs 1.94-1.98x -> 1.80-1.85x of plain sockets
+ *     (same vCPU about 1.25x either way).  The bytes not yet sent are limited to
+ *     sendq_limit (-ENOBUFS): a peer that stops reading cannot grow our memory
+ *     without bound.
  *
  * (5) Server.  Accept is one loop_accept() re-armed after each completion.  A peer
  *     whose SO_PEERCRED uid differs from our euid is closed at once and counted, and
@@ -461,8 +462,8 @@ static void conn_flush_deferred(struct loop *l, struct loop_defer *d)
         (void)l;
         assert(c->busy == 0);
         r = conn_flush(c);
-        if (r < 0)
-                conn_begin_close(c, r);        /* no SQE: the recv's cancellation finishes it */
+        if (r < 0)      /* no SQE for the rest: the recv's cancellation ends the conn */
+                conn_begin_close(c, r);
 }
 
 static void conn_send_done(struct loop *l, struct loop_io *io, int res)
