@@ -2,14 +2,16 @@
  *
  *   bench-tables --conninfo 'host=127.0.0.1 port=6875 user=coord dbname=coord'
  *                [--inserts N] [--clients N] [--seconds S] [--tables N] [--pairs N]
- *                [--idle-pairs N] [--idle-ms MS]
+ *                [--idle-pairs N] [--idle-ms MS] [--reads-after-create N]
  *
  * Prints: INSERT latency p50/p99 with one client; rows/s with --clients clients (one
  * row per INSERT); CREATE TABLE + DROP TABLE pair latency p50/p95/p99 with --tables
  * tables existing, back to back and each after an idle gap (--idle-ms, default 500: the
  * pace of the measurement workflow's 2 pairs/s; on this project's VMs memory left alone
- * that long is slow at its next touch, see bench-coldmem).  Asserts nothing.  tools/coord bench tables runs it on a fresh
- * instance.
+ * that long is slow at its next touch, see bench-coldmem); and the latency of a SELECT of
+ * a table right after its CREATE TABLE (the read's timestamp is the table's birth, so it
+ * waits for the next append: adapter-exec.c note 6).  Asserts nothing.  tools/coord
+ * bench tables runs it on a fresh instance.
  */
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -90,7 +92,7 @@ static void *insert_worker(void *arg)
 int main(int argc, char **argv)
 {
         uint64_t inserts = 2000, clients = 32, seconds = 5, tables = 1000, pairs = 500,
-                 idle_pairs = 20, idle_ms = 500;
+                 idle_pairs = 20, idle_ms = 500, reads = 200;
         const struct conf_option opts[] = {
                 { "conninfo", CONF_STR, &conninfo, 0, "libpq connection string" },
                 { "inserts", CONF_U64, &inserts, 10000000, "single-client INSERTs (default 2000)" },
@@ -99,6 +101,7 @@ int main(int argc, char **argv)
                 { "tables", CONF_U64, &tables, 1000000, "tables existing during the DDL pairs (default 1000)" },
                 { "pairs", CONF_U64, &pairs, 1000000, "CREATE+DROP pairs timed (default 500)" },
                 { "idle-pairs", CONF_U64, &idle_pairs, 100000, "pairs timed after an idle gap each (default 20)" },
+                { "reads-after-create", CONF_U64, &reads, 100000, "SELECTs timed right after their table's CREATE (default 200)" },
                 { "idle-ms", CONF_U64, &idle_ms, 60000, "the idle gap before each of those (default 500)" },
         };
         char *args[8], err[256];
@@ -111,7 +114,8 @@ int main(int argc, char **argv)
         if (argc > 24 || (r = conf_parse(argc, argv, "bench", opts, ELEMENTSOF(opts), args, &nargs,
                                          err, sizeof(err))) < 0 || nargs || !conninfo) {
                 fprintf(stderr, "usage: bench-tables --conninfo STR [--inserts N] [--clients N] "
-                                "[--seconds S] [--tables N] [--pairs N] [--idle-pairs N] [--idle-ms MS]\n");
+                                "[--seconds S] [--tables N] [--pairs N] [--idle-pairs N] [--idle-ms MS] "
+                                "[--reads-after-create N]\n");
                 return 64;
         }
         if (r == 1) {
@@ -119,8 +123,17 @@ int main(int argc, char **argv)
                 return 0;
         }
         c = connect_db();
-        lat = calloc(inserts > pairs ? (inserts > idle_pairs ? inserts : idle_pairs)
-                                     : (pairs > idle_pairs ? pairs : idle_pairs), sizeof(*lat));
+        {
+                uint64_t n = inserts;
+
+                if (pairs > n)
+                        n = pairs;
+                if (idle_pairs > n)
+                        n = idle_pairs;
+                if (reads > n)
+                        n = reads;
+                lat = calloc(n ? n : 1, sizeof(*lat));
+        }
         if (!lat)
                 return 1;
 
@@ -193,6 +206,22 @@ int main(int argc, char **argv)
                 printf("DDL pair after %" PRIu64 " ms idle  p50=%8.1f us  p95=%8.1f us  max=%8.1f us  (n=%" PRIu64 ")\n",
                        idle_ms, pct_us(lat, idle_pairs, 0.50), pct_us(lat, idle_pairs, 0.95),
                        pct_us(lat, idle_pairs, 1.0), idle_pairs);
+        }
+        /* 4. A SELECT of a table right after its CREATE. */
+        for (uint64_t i = 0; i < reads; i++) {
+                if (!run(c, "CREATE TABLE rac_t (a bigint)"))
+                        return 1;
+                t0 = now_ns();
+                if (!run(c, "SELECT * FROM rac_t"))
+                        return 1;
+                lat[i] = now_ns() - t0;
+                if (!run(c, "DROP TABLE rac_t"))
+                        return 1;
+        }
+        if (reads) {
+                qsort(lat, reads, sizeof(*lat), cmp_u64);
+                printf("SELECT after CREATE TABLE  p50=%8.1f us  p95=%8.1f us  p99=%8.1f us  (n=%" PRIu64 ")\n",
+                       pct_us(lat, reads, 0.50), pct_us(lat, reads, 0.95), pct_us(lat, reads, 0.99), reads);
         }
         free(lat);
         PQfinish(c);

@@ -629,7 +629,11 @@ static void test_ddl_timestamps(void)
         after = scalar_u64(c, "SELECT mz_now()");
         printf("\n    %d DDL statements took %" PRIu64 " ms of timestamps in %" PRIu64 " ms "
                "(clock set back 1 h)\n", N_DDL, after - before, took);
-        CU_ASSERT(after > before);      /* the rows were appended, the read saw them */
+        /* Never back.  Equal is right: births share the last timestamp while the clock
+         * is behind, and when the batch's rows ride the group still held with the
+         * CREATE TABLE's (adapter-exec.c note 6), that group's timestamp is the one
+         * `before` already read (a read of the built-ins at it waits for the fence). */
+        CU_ASSERT(after >= before);
         /* At most one append per ms of the batch, plus a few idle upper ticks. */
         CU_ASSERT(after - before <= took + 1 + 5);
         free(batch);
