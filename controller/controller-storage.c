@@ -120,10 +120,13 @@
  *     reads (5) -- so reads go on.  Failures before rocksdb_write() (bad arguments,
  *     -ENOMEM while encoding) clear s->wb and are not sticky.
  *
- * (10) Reads at t consolidate in memory: every update with time <= t, sorted by row,
- *     diffs summed in 128 bits.  A negative or overflowing sum is -EUCLEAN and no row
- *     is emitted.  A range read streams chunk by chunk in key order, which is time
- *     order (4), reporting times below since at since.
+ * (10) Reads at t consolidate in memory: every update with time <= t, summed per row
+ *     in 128 bits, rows in byte order.  A negative or overflowing sum is -EUCLEAN and
+ *     no row is emitted.  The updates outside the longest run already in row order
+ *     (the oldest batch, compacted) are summed in a hash table first, so the many that
+ *     cancel -- a frontier row retracted by the next tick -- are never sorted
+ *     (upds_sum_by_row()).  A range read streams chunk by chunk in key order, which
+ *     is time order (4), reporting times below since at since.
  *     The chunks of a read at t are fetched by key, not scanned: every batch descriptor
  *     knows its parts, so read_batches() asks RocksDB for exactly those keys,
  *     READ_GET_KEYS at a time (rocksdb_batched_multi_get_cf(), keys sorted).  An
@@ -232,6 +235,7 @@
 #include "controller-storage.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <pthread.h>
 #include <rocksdb/c.h>
 #include <sched.h>
@@ -377,8 +381,12 @@ struct storage {
         /* Scratch of one call. */
         struct upd *upd;
         size_t n_upd, cap_upd;
-        struct upd *upd_tmp;            /* upds_sort_by_row()'s scratch */
+        struct upd *upd_tmp;            /* upds_sum_by_row()'s scratch */
         size_t cap_upd_tmp;
+        struct upd_sum *sums;           /* rest_sum_by_row()'s */
+        size_t cap_sums;
+        uint32_t *slots;                /* its hash table: indexes into sums, or UINT32_MAX */
+        size_t cap_slots;
         Coord__StorageChunk **chunks;           /* decoded chunks that upd[] points into */
         size_t n_chunks, cap_chunks;
         uint8_t *rows_buf, *pack_buf;
@@ -539,11 +547,6 @@ static int row_cmp(const struct upd *a, const struct upd *b)
         return (a->len > b->len) - (a->len < b->len);
 }
 
-static int upd_cmp_row(const void *x, const void *y)
-{
-        return row_cmp(x, y);
-}
-
 static int upd_cmp_time_row(const void *x, const void *y)
 {
         const struct upd *a = x, *b = y;
@@ -553,18 +556,123 @@ static int upd_cmp_time_row(const void *x, const void *y)
         return row_cmp(a, b);
 }
 
-/* Sort s->upd[0 .. n_upd) by row (equal rows adjacent).  A read at t mostly meets one
- * long run in row order -- the oldest batch, compacted to one time (coord_frontiers: a
- * row per collection) -- and short ones from the batches after it.  Then only the
- * updates outside the run are sorted, and merged with it: O(n + m log m) for m of them,
- * where qsort over all of them was a quarter of the controller's time in a polled
- * 100,000-row read.  All in one run: a pass of compares.  0 or -ENOMEM. */
-static int upds_sort_by_row(struct storage *s)
+/* An update outside the longest run, summed per row (upds_sum_by_row()). */
+struct upd_sum {
+        const uint8_t *row;
+        uint32_t len;
+        __int128 sum;
+};
+
+static int sum_cmp_row(const void *x, const void *y)
 {
-        struct upd *v = s->upd, *rest, *out;
-        size_t n = s->n_upd, run = 0, run_len = 0, m, i, j, k;
+        const struct upd_sum *a = x, *b = y;
+
+        return row_cmp(&(struct upd){ .row = a->row, .len = a->len },
+                       &(struct upd){ .row = b->row, .len = b->len });
+}
+
+static uint64_t row_hash_seed;
+
+static void row_hash_seed_init(void)
+{
+        uint64_t seed = now_ns() ^ ((uint64_t)getpid() << 32);
+
+        /* Rows are users' data: a random seed keeps their collisions from being chosen. */
+        if (getentropy(&seed, sizeof(seed)) < 0)
+                seed ^= (uint64_t)(uintptr_t)&seed;
+        row_hash_seed = seed | 1;
+}
+
+/* A word at a time, each mixed by a multiply and a shift; not cryptographic. */
+static uint64_t row_hash(const uint8_t *p, uint32_t len)
+{
+        uint64_t h = row_hash_seed ^ ((uint64_t)len * 0x9e3779b97f4a7c15ull), w;
+
+        for (; len >= 8; p += 8, len -= 8) {
+                memcpy(&w, p, 8);
+                h = (h ^ w) * 0xff51afd7ed558ccdull;
+                h ^= h >> 32;
+        }
+        w = 0;
+        if (len)
+                memcpy(&w, p, len);
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+        return h ^ (h >> 29);
+}
+
+/* The updates of s->upd[] outside [run, run + run_len), summed per row into
+ * s->sums[0 .. *ret_k), zero sums dropped, sorted by row.  0 or -ENOMEM. */
+static int rest_sum_by_row(struct storage *s, size_t run, size_t run_len, size_t *ret_k)
+{
+        static pthread_once_t seeded = PTHREAD_ONCE_INIT;
+        const struct upd *v = s->upd;
+        size_t n = s->n_upd, m = n - run_len, nslots = 16, k = 0, out = 0;
         int r;
 
+        assert(run_len >= 1 && run + run_len <= n && m < UINT32_MAX);
+        (void)pthread_once(&seeded, row_hash_seed_init);
+        while (nslots < 2 * m)
+                nslots *= 2;
+        r = GROW_ARRAY(s->sums, s->cap_sums, m);
+        if (r < 0)
+                return r;
+        r = GROW_ARRAY(s->slots, s->cap_slots, nslots);
+        if (r < 0)
+                return r;
+        memset(s->slots, 0xff, nslots * sizeof(*s->slots));
+        for (size_t i = 0; i < n; i++) {
+                size_t h;
+
+                if (i == run) {
+                        i += run_len - 1;
+                        continue;
+                }
+                for (h = row_hash(v[i].row, v[i].len) & (nslots - 1); s->slots[h] != UINT32_MAX;
+                     h = (h + 1) & (nslots - 1)) {
+                        struct upd_sum *e = &s->sums[s->slots[h]];
+
+                        if (e->len == v[i].len &&
+                            (!e->len || memcmp(e->row, v[i].row, e->len) == 0)) {
+                                e->sum += v[i].diff;
+                                break;
+                        }
+                }
+                if (s->slots[h] == UINT32_MAX) {
+                        s->slots[h] = (uint32_t)k;
+                        s->sums[k++] = (struct upd_sum){ .row = v[i].row, .len = v[i].len,
+                                                         .sum = v[i].diff };
+                }
+        }
+        assert(k <= m);
+        for (size_t i = 0; i < k; i++)
+                if (s->sums[i].sum != 0)
+                        s->sums[out++] = s->sums[i];
+        if (out > 1)
+                qsort(s->sums, out, sizeof(*s->sums), sum_cmp_row);
+        *ret_k = out;
+        return 0;
+}
+
+/* Sum s->upd[0 .. n_upd) per row: s->upd[0 .. *ret_n) then holds each row whose total
+ * is positive once, with that total, sorted by row (NOTE 10).  A read at t mostly meets
+ * one long run in row order -- the oldest batch, compacted to one time (coord_frontiers:
+ * a row per collection) -- and many short ones from the batches after it, which mostly
+ * cancel: each retracts a row that an earlier one inserted.  So the updates outside
+ * the longest run are summed per row in a hash table first, the few rows left are
+ * sorted and merged with the run: O(n + k log k) for k rows left, where sorting all of
+ * them was a quarter of the controller's time under a polling client (qsort over all
+ * of them, then over the m outside the run).  -EUCLEAN (the thread's error set) for a
+ * negative or overflowing total, -ENOMEM. */
+static int upds_sum_by_row(struct storage *s, uint64_t gid, uint64_t t, size_t *ret_n)
+{
+        const struct upd *v = s->upd;
+        size_t n = s->n_upd, run = 0, run_len = 0, k = 0, i, j, a, b, out = 0;
+        struct upd *o;
+        int r;
+
+        *ret_n = 0;
+        if (n == 0)
+                return 0;
         for (i = 0; i < n; i = j) {
                 for (j = i + 1; j < n && row_cmp(&v[j - 1], &v[j]) <= 0; j++)
                         ;
@@ -573,26 +681,59 @@ static int upds_sort_by_row(struct storage *s)
                         run_len = j - i;
                 }
         }
-        if (run_len == n)
-                return 0;
-        if (run_len < n / 2) {
-                qsort(v, n, sizeof(*v), upd_cmp_row);
-                return 0;
+        if (run_len < n) {
+                r = rest_sum_by_row(s, run, run_len, &k);
+                if (r < 0)
+                        return r;
         }
-        m = n - run_len;
-        r = GROW_ARRAY(s->upd_tmp, s->cap_upd_tmp, n + m);
+        r = GROW_ARRAY(s->upd_tmp, s->cap_upd_tmp, run_len + k);
         if (r < 0)
                 return r;
-        out = s->upd_tmp;
-        rest = s->upd_tmp + n;
-        memcpy(rest, v, run * sizeof(*v));
-        memcpy(rest + run, v + run + run_len, (n - run - run_len) * sizeof(*v));
-        qsort(rest, m, sizeof(*rest), upd_cmp_row);
-        for (i = run, j = 0, k = 0; i < run + run_len || j < m;)
-                out[k++] = j == m || (i < run + run_len && row_cmp(&v[i], &rest[j]) <= 0)
-                                   ? v[i++] : rest[j++];
-        assert(k == n);
-        memcpy(v, out, n * sizeof(*v));
+        o = s->upd_tmp;
+        /* Merge the run (equal rows adjacent) with the sums (one per row). */
+        for (a = run, b = 0; a < run + run_len || b < k;) {
+                struct upd row;
+                __int128 sum = 0;
+                int c;
+
+                if (b == k)
+                        c = -1;
+                else if (a == run + run_len)
+                        c = 1;
+                else
+                        c = row_cmp(&v[a], &(struct upd){ .row = s->sums[b].row,
+                                                          .len = s->sums[b].len });
+                row = c <= 0 ? v[a] : (struct upd){ .row = s->sums[b].row, .len = s->sums[b].len };
+                for (; c <= 0 && a < run + run_len && row_cmp(&v[a], &row) == 0; a++)
+                        sum += v[a].diff;
+                if (c >= 0)
+                        sum += s->sums[b++].sum;
+                if (sum < 0 || sum > INT64_MAX) {
+                        __int128 mag = sum < 0 ? -sum : sum;
+
+                        set_thread_error("storage: collection %llu at %llu: a row of %u bytes has "
+                                         "count %s%llu%s", (unsigned long long)gid,
+                                         (unsigned long long)t, row.len, sum < 0 ? "-" : "",
+                                         mag > ULLONG_MAX ? ULLONG_MAX : (unsigned long long)mag,
+                                         mag > ULLONG_MAX ? " or more" : "");
+                        return -EUCLEAN;
+                }
+                if (sum > 0) {
+                        row.diff = (int64_t)sum;
+                        o[out++] = row;
+                }
+        }
+        /* The result becomes s->upd; the old array is the next call's scratch. */
+        s->upd_tmp = s->upd;
+        s->upd = o;
+        {
+                size_t cap = s->cap_upd;
+
+                s->cap_upd = s->cap_upd_tmp;
+                s->cap_upd_tmp = cap;
+        }
+        s->n_upd = out;
+        *ret_n = out;
         return 0;
 }
 
@@ -635,6 +776,8 @@ static void scratch_free(struct storage *s)
         free(s->chunks);
         free(s->upd);
         free(s->upd_tmp);
+        free(s->sums);
+        free(s->slots);
         free(s->rows_buf);
         free(s->pack_buf);
 }
@@ -2819,28 +2962,9 @@ static int read_at(struct storage *s, struct collection *c, uint64_t t, storage_
         r = read_batches(s, c, t, &a);
         if (r < 0)
                 goto out;
-        if (s->n_upd > 1)
-                r = upds_sort_by_row(s);
+        r = upds_sum_by_row(s, c->gid, t, &out);
         if (r < 0)
                 goto out;
-        for (size_t i = 0, k; i < s->n_upd; i = k) {
-                __int128 sum = 0;
-
-                for (k = i; k < s->n_upd && row_cmp(&s->upd[k], &s->upd[i]) == 0; k++)
-                        sum += s->upd[k].diff;
-                if (sum < 0 || sum > INT64_MAX) {
-                        set_thread_error("storage: collection %llu at %llu: a row of %u bytes has "
-                                         "count %s%llu", (unsigned long long)c->gid,
-                                         (unsigned long long)t, s->upd[i].len, sum < 0 ? "-" : "",
-                                         (unsigned long long)(sum < 0 ? -sum : sum));
-                        r = -EUCLEAN;
-                        goto out;
-                }
-                if (sum > 0) {
-                        s->upd[out] = s->upd[i];
-                        s->upd[out++].diff = (int64_t)sum;
-                }
-        }
         for (size_t i = 0; i < out; i++) {
                 r = fn(s->upd[i].row, s->upd[i].len, s->upd[i].diff, userdata);
                 if (r < 0)

@@ -132,6 +132,15 @@ static int rowset_add(const void *row, size_t len, int64_t count, void *userdata
         return 0;
 }
 
+/* The count of the row spelled as row in rs, 0 if it is not there. */
+static int64_t rowset_count(const struct rowset *rs, const char *row)
+{
+        for (size_t i = 0; i < rs->n; i++)
+                if (rs->v[i].len == strlen(row) && memcmp(rs->v[i].p, row, rs->v[i].len) == 0)
+                        return rs->v[i].count;
+        return 0;
+}
+
 static bool rowset_eq(const struct rowset *a, const struct rowset *b)
 {
         if (a->n != b->n)
@@ -615,6 +624,84 @@ static int count_rows(const void *row, size_t len, int64_t count, void *userdata
 {
         (*(size_t *)userdata)++;
         return 0;
+}
+
+/* A read sums the updates after a compacted run (controller-storage.c NOTE 10,
+ * upds_sum_by_row()): the shape of coord_frontiers -- one big batch compacted to one
+ * time, then many small appends that each retract a row and insert its successor --
+ * read at every time against the model; and totals whose parts outside the run do
+ * not fit 64 bits, summed without overflow where the total fits, an error where not. */
+static void test_read_sums_tail(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("storage"), *path = NULL;
+        struct model m = { .gid = 9, .exists = true, .since = 10, .upper = 10 };
+        struct storage_compact_result cr;
+        struct storage *s = NULL;
+        struct rowset rs;
+        char rows[300][32];
+        uint64_t t = 10;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        path = path_join(dir, "db");
+        CHECK_OK(storage_open(path, &s));
+        CHECK_OK(storage_create(s, 9, STORAGE_KIND_TABLE, 10, 10));
+        for (unsigned i = 0; i < 300; i++)
+                snprintf(rows[i], sizeof(rows[i]), "row%03u:%u", i, i % 7);
+        for (unsigned i = 0; i < 300; i++) {
+                const struct storage_update u = upd(rows[i], t, 1);
+
+                CU_ASSERT_EQUAL_FATAL(storage_append(s, 9, t, t + 1, &u, 1, NULL), 0);
+                model_append(&m, &u, 1, t + 1);
+                t++;
+        }
+        /* Compact it all into one batch at one time: the long run. */
+        CU_ASSERT_EQUAL(storage_allow_compaction(s, 9, t - 1), 1);
+        m.since = t - 1;
+        CHECK_OK(storage_compact(s, 9, STORAGE_COMPACT_FULL, &cr));
+        /* Churn: each append retracts a row and inserts its next version, which a later
+         * append retracts again; rows of every length around 8 and 16 bytes. */
+        for (unsigned k = 0; k < 400; k++) {
+                unsigned i = (k * 37) % 300;
+                char next[32];
+                struct storage_update u[2] = { upd(rows[i], t, -1) };
+
+                snprintf(next, sizeof(next), "r%u.%u%s", i, k, k % 3 ? "" : "-longer-row");
+                u[1] = upd(next, t, 1);
+                CU_ASSERT_EQUAL_FATAL(storage_append(s, 9, t, t + 1, u, 2, NULL), 0);
+                model_append(&m, u, 2, t + 1);
+                snprintf(rows[i], sizeof(rows[i]), "%s", next);
+                t++;
+        }
+        CU_ASSERT(check_model(s, &m));
+
+        /* Big counts: sums of the parts after the run leave 64 bits; a total that
+         * does not fit is an error even where 64-bit arithmetic would wrap it to a
+         * harmless 0 (t + 2), and one that fits is exact (t + 4). */
+        {
+                const struct storage_update big[] = {
+                        upd("big", t, INT64_MAX), upd("big", t + 1, INT64_MAX), upd("big", t + 2, 2),
+                        upd("big", t + 3, -INT64_MAX), upd("big", t + 4, -INT64_MAX),
+                };
+                const int want[] = { 0, -EUCLEAN, -EUCLEAN, -EUCLEAN, 0 };
+
+                for (unsigned i = 0; i < ELEMENTSOF(big); i++)
+                        CU_ASSERT_EQUAL_FATAL(storage_append(s, 9, t + i, t + i + 1, &big[i], 1, NULL), 0);
+                for (unsigned i = 0; i < ELEMENTSOF(big); i++) {
+                        CU_ASSERT_EQUAL(read_at(s, 9, t + i, &rs), want[i]);
+                        rowset_done(&rs);
+                }
+                CU_ASSERT_EQUAL_FATAL(read_at(s, 9, t, &rs), 0);
+                CU_ASSERT(rowset_count(&rs, "big") == INT64_MAX);
+                rowset_done(&rs);
+                CU_ASSERT_EQUAL_FATAL(read_at(s, 9, t + 4, &rs), 0);
+                CU_ASSERT(rowset_count(&rs, "big") == 2);
+                CU_ASSERT_EQUAL(rs.n, 301);
+                rowset_done(&rs);
+        }
+        CU_ASSERT(check_storage(s));
+        s = storage_close(s);
+        model_clear(&m);
+        t_rmrf(dir);
 }
 
 static void test_read_errors(void)
@@ -2363,6 +2450,7 @@ static const struct t_case cases[] = {
         { "list, map growth, largest gid", test_list },
         { "append preconditions", test_append_preconditions },
         { "read errors", test_read_errors },
+        { "a read sums the updates after a compacted run", test_read_sums_tail },
         { "a missing chunk is corruption", test_missing_chunk },
         { "compaction preserves reads", test_compaction },
         { "compaction queue", test_compact_pending },
