@@ -2312,8 +2312,46 @@ static int put_data_row(struct pgcodec_buf *b, unsigned n, const char *const *va
                         const size_t *lengths, const struct stmt *st, const int16_t *formats,
                         unsigned *ret_bad)
 {
-        size_t row = b->len, m;
+        size_t row = b->len, m, need = 1 + 4 + 2;
+        bool text = true;
 
+        for (unsigned i = 0; formats && i < n; i++)
+                text = text && formats[i] != PGCODEC_FORMAT_BINARY;
+        if (text) {
+                /* All text, the common case: one reservation for the whole row, then
+                 * plain stores -- a call per field was a sixth of the adapter's CPU
+                 * under a client polling a 1,000-row relation. */
+                uint8_t *p;
+
+                for (unsigned i = 0; i < n; i++) {
+                        size_t len = !values[i] ? 0 : lengths ? lengths[i] : strlen(values[i]);
+
+                        if (len > INT32_MAX) {
+                                *ret_bad = i;
+                                return -EINVAL;
+                        }
+                        need += 4 + len;
+                }
+                if (pgcodec_buf_reserve(b, need) < 0)
+                        return 0;       /* b's error is sticky: the caller's check */
+                m = pgcodec_msg_begin(b, 'D');
+                p = b->data + b->len;
+                *p++ = (uint8_t)(n >> 8);
+                *p++ = (uint8_t)n;
+                for (unsigned i = 0; i < n; i++) {
+                        size_t len = !values[i] ? 0 : lengths ? lengths[i] : strlen(values[i]);
+
+                        set_be32(p, values[i] ? (uint32_t)len : UINT32_MAX);
+                        p += 4;
+                        if (len)
+                                memcpy(p, values[i], len);
+                        p += len;
+                }
+                assert((size_t)(p - b->data) == row + need);
+                b->len = (size_t)(p - b->data);
+                pgcodec_msg_end(b, m);
+                return 0;
+        }
         m = pgcodec_msg_begin(b, 'D');
         pgcodec_put_i16(b, (int16_t)n);
         for (unsigned i = 0; i < n; i++) {

@@ -412,6 +412,11 @@ int row_compare(const void *a, size_t alen, const void *b, size_t blen)
 
 /* ---- Text format. ---- */
 
+static const char digit_pairs[201] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+
 int row_datum_format(const struct row_datum *d, char scratch[static ROW_TEXT_SCRATCH],
                      const char **ret, size_t *ret_len)
 {
@@ -432,10 +437,17 @@ int row_datum_format(const struct row_datum *d, char scratch[static ROW_TEXT_SCR
 
                 static_assert(ROW_TEXT_SCRATCH >= 21, "scratch holds -9223372036854775808 and a NUL");
                 *p = '\0';
-                do {
-                        *--p = (char)('0' + mag % 10);
-                        mag /= 10;
-                } while (mag);
+                /* Two digits per division: timestamps (13 digits) are most of the
+                 * integers a frontier or a catalog relation returns. */
+                for (; mag >= 100; mag /= 100) {
+                        p -= 2;
+                        memcpy(p, &digit_pairs[(mag % 100) * 2], 2);
+                }
+                if (mag >= 10) {
+                        p -= 2;
+                        memcpy(p, &digit_pairs[mag * 2], 2);
+                } else
+                        *--p = (char)('0' + mag);
                 if (d->i < 0)
                         *--p = '-';
                 n = (int)(scratch + ROW_TEXT_SCRATCH - 1 - p);

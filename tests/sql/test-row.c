@@ -1,5 +1,6 @@
 /* test-row -- common/row/row.h: the row encoding (round trips, canonical bytes, malformed
  * input), schema checks, comparison, PostgreSQL text output and input, errors, arena. */
+#include <inttypes.h>
 #include <limits.h>
 #include <stdint.h>
 
@@ -255,6 +256,30 @@ static void test_format(void)
         expect_format(ROW_DATUM_TEXT("hi", 2), "hi");
         expect_format(ROW_DATUM_TEXT(NULL, 0), "");
         CU_ASSERT_EQUAL(row_datum_format(&null, scratch, &s, &n), 1);
+
+        /* Integers as printf prints them: every value to 10,000, each power of ten and
+         * its neighbours, both ends, and a walk over the range. */
+        {
+                char want[32];
+                int64_t v = 1;
+
+                for (int64_t i = -10000; i <= 10000; i++) {
+                        snprintf(want, sizeof(want), "%" PRId64, i);
+                        expect_format(ROW_DATUM_INT(i), want);
+                }
+                for (int k = 0; k < 19; k++, v *= 10)
+                        for (int64_t d = -1; d <= 1; d++) {
+                                snprintf(want, sizeof(want), "%" PRId64, v + d);
+                                expect_format(ROW_DATUM_INT(v + d), want);
+                                snprintf(want, sizeof(want), "%" PRId64, -(v + d));
+                                expect_format(ROW_DATUM_INT(-(v + d)), want);
+                        }
+                expect_format(ROW_DATUM_INT(INT64_MAX), "9223372036854775807");
+                for (uint64_t x = 1; x < UINT64_MAX / 3; x = x * 3 + 7) {
+                        snprintf(want, sizeof(want), "%" PRId64, (int64_t)x);
+                        expect_format(ROW_DATUM_INT((int64_t)x), want);
+                }
+        }
 }
 
 /* Parse `text` as `type`: 0 and the datum, or the error's SQLSTATE and message. */
