@@ -2,7 +2,7 @@
  *
  *   bench-tables --conninfo 'host=127.0.0.1 port=6875 user=coord dbname=coord'
  *                [--inserts N] [--clients N] [--seconds S] [--tables N] [--pairs N]
- *                [--idle-pairs N] [--idle-ms MS] [--reads-after-create N]
+ *                [--idle-pairs N] [--idle-ms MS] [--reads-after-create N] [--sync-dir DIR]
  *
  * Prints: INSERT latency p50/p99 with one client; rows/s with --clients clients (one
  * row per INSERT); CREATE TABLE + DROP TABLE pair latency p50/p95/p99 with --tables
@@ -10,9 +10,15 @@
  * pace of the measurement workflow's 2 pairs/s; on this project's VMs memory left alone
  * that long is slow at its next touch, see bench-coldmem); and the latency of a SELECT of
  * a table right after its CREATE TABLE (the read's timestamp is the table's birth, so it
- * waits for the next append: adapter-exec.c note 6).  Asserts nothing.  tools/coord
- * bench tables runs it on a fresh instance.
+ * waits for the next append: adapter-exec.c note 6).  With --sync-dir, first the disk's
+ * own floor there: pwrite + fdatasync of 4 KiB into blocks written before, for one
+ * second (what the catalog's sync log does, catalog.c NOTE 8), because the DDL pair is
+ * two such syncs and this VM's disk changes speed from hour to hour: a pair figure
+ * means little without the sync figure of the same minute.  Asserts nothing.
+ * tools/coord bench tables runs it on a fresh instance, --sync-dir its data directory.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -21,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "conf.h"
 #include "util.h"
@@ -66,6 +73,61 @@ static PGconn *connect_db(void)
         return c;
 }
 
+#define SYNC_BLOCKS 1024u     /* 4 MiB written and synced first, then overwritten */
+
+/* The disk's floor under dir: 4 KiB pwrite + fdatasync into written blocks for about a
+ * second, printed as p50/p99.  0, or -errno. */
+static int sync_floor(const char *dir)
+{
+        static char buf[4096];
+        char path[4096];
+        uint64_t *lat, end;
+        size_t n = 0, cap = 1u << 16;
+        int fd, r = 0;
+
+        if ((size_t)snprintf(path, sizeof(path), "%s/bench-tables-sync.dat", dir) >= sizeof(path))
+                return -ENAMETOOLONG;
+        lat = calloc(cap, sizeof(*lat));
+        if (!lat)
+                return -ENOMEM;
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0) {
+                r = -errno;
+                goto out;
+        }
+        memset(buf, 'x', sizeof(buf));
+        for (unsigned i = 0; i < SYNC_BLOCKS; i++)
+                if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
+                        r = -errno;
+                        goto out;
+                }
+        if (fdatasync(fd) < 0) {
+                r = -errno;
+                goto out;
+        }
+        end = now_ns() + 1000000000ull;
+        while (n < cap && now_ns() < end) {
+                uint64_t t0 = now_ns();
+
+                if (pwrite(fd, buf, sizeof(buf), (off_t)((n % SYNC_BLOCKS) * sizeof(buf))) !=
+                            (ssize_t)sizeof(buf) || fdatasync(fd) < 0) {
+                        r = -errno;
+                        goto out;
+                }
+                lat[n++] = now_ns() - t0;
+        }
+        qsort(lat, n, sizeof(*lat), cmp_u64);
+        printf("fdatasync 4 KiB overwrite  p50=%8.1f us  p99=%8.1f us  (n=%zu; this disk, now)\n",
+               pct_us(lat, n, 0.50), pct_us(lat, n, 0.99), n);
+out:
+        if (fd >= 0) {
+                close(fd);
+                unlink(path);
+        }
+        free(lat);
+        return r;
+}
+
 struct worker {
         pthread_t th;
         int id;
@@ -93,6 +155,7 @@ int main(int argc, char **argv)
 {
         uint64_t inserts = 2000, clients = 32, seconds = 5, tables = 1000, pairs = 500,
                  idle_pairs = 20, idle_ms = 500, reads = 200;
+        char *sync_dir = NULL;
         const struct conf_option opts[] = {
                 { "conninfo", CONF_STR, &conninfo, 0, "libpq connection string" },
                 { "inserts", CONF_U64, &inserts, 10000000, "single-client INSERTs (default 2000)" },
@@ -103,6 +166,7 @@ int main(int argc, char **argv)
                 { "idle-pairs", CONF_U64, &idle_pairs, 100000, "pairs timed after an idle gap each (default 20)" },
                 { "reads-after-create", CONF_U64, &reads, 100000, "SELECTs timed right after their table's CREATE (default 200)" },
                 { "idle-ms", CONF_U64, &idle_ms, 60000, "the idle gap before each of those (default 500)" },
+                { "sync-dir", CONF_STR, &sync_dir, 0, "first time fdatasync of 4 KiB on this directory's disk" },
         };
         char *args[8], err[256];
         int nargs = 0, r;
@@ -111,17 +175,19 @@ int main(int argc, char **argv)
         PGconn *c;
         char q[128];
 
-        if (argc > 24 || (r = conf_parse(argc, argv, "bench", opts, ELEMENTSOF(opts), args, &nargs,
+        if (argc > 26 || (r = conf_parse(argc, argv, "bench", opts, ELEMENTSOF(opts), args, &nargs,
                                          err, sizeof(err))) < 0 || nargs || !conninfo) {
                 fprintf(stderr, "usage: bench-tables --conninfo STR [--inserts N] [--clients N] "
                                 "[--seconds S] [--tables N] [--pairs N] [--idle-pairs N] [--idle-ms MS] "
-                                "[--reads-after-create N]\n");
+                                "[--reads-after-create N] [--sync-dir DIR]\n");
                 return 64;
         }
         if (r == 1) {
                 conf_usage(stdout, opts, ELEMENTSOF(opts));
                 return 0;
         }
+        if (sync_dir && (r = sync_floor(sync_dir)) < 0)
+                fprintf(stderr, "bench-tables: fdatasync floor on %s: %s\n", sync_dir, strerror(-r));
         c = connect_db();
         {
                 uint64_t n = inserts;
