@@ -48,7 +48,9 @@
  *     I/O completions, timers and the server's waker).  c->dispatching marks a conn
  *     whose conn_run() is on the stack; a pgwire_done() or a close from elsewhere (an
  *     owner's own completion, another connection's callback) puts the conn on the
- *     server's run queue and wakes the loop (loop_waker), whose handler runs it.  A
+ *     server's run queue, which the loop runs after the current batch of callbacks
+ *     (loop_defer(), before it sleeps); a conn queued while the queue runs waits for
+ *     the next turn (the server's loop_waker), so none can starve the loop.  A
  *     pgwire_done() inside the conn's own callback just lets the dispatch loop go on,
  *     so a synchronous owner costs no wake-up and no recursion.  stmt_free() is
  *     deferred the same way (c->dead).
@@ -266,7 +268,9 @@ struct pgwire_server {
         struct loop_timer *retry;       /* accept re-arm after a persistent error */
 
         struct loop_waker *waker;       /* runs the run queue: note (3) */
+        struct loop_defer run_defer;    /* runs it too, from the loop thread (3) */
         struct pgwire_conn *runq, *runq_tail;
+        bool running_queue;             /* server_run_queue() on the stack */
 
         struct pgwire_conn *conns;
         int32_t next_pid;
@@ -342,19 +346,26 @@ static void conn_schedule(struct pgwire_conn *c)
                 s->runq_tail->run_next = c;
         else {
                 s->runq = c;
-                loop_waker_wake(s->waker);
+                /* Every caller is in the loop thread: the queue runs after this batch
+                 * of callbacks, before the loop sleeps -- no eventfd write and no
+                 * loop turn for its completion (a DDL's answer after its commit).
+                 * Conns queued while the queue runs wait for the next turn. */
+                if (s->running_queue)
+                        loop_waker_wake(s->waker);
+                else
+                        loop_defer(s->loop, &s->run_defer);
         }
         s->runq_tail = c;
 }
 
-static void server_wake(struct loop *l, uint64_t count, void *userdata)
+static void server_run_queue(struct pgwire_server *s)
 {
-        struct pgwire_server *s = userdata;
         struct pgwire_conn *c = s->runq;
 
         /* Only the conns queued now: those queued while these run wake the loop again,
          * so a busy conn cannot starve the rest of the loop. */
         s->runq = s->runq_tail = NULL;
+        s->running_queue = true;
         while (c) {
                 struct pgwire_conn *next = c->run_next;
 
@@ -363,7 +374,18 @@ static void server_wake(struct loop *l, uint64_t count, void *userdata)
                 conn_run(c);
                 c = next;
         }
+        s->running_queue = false;
         server_maybe_done(s);
+}
+
+static void server_wake(struct loop *l, uint64_t count, void *userdata)
+{
+        server_run_queue(userdata);
+}
+
+static void server_run_deferred(struct loop *l, struct loop_defer *d)
+{
+        server_run_queue(container_of(d, struct pgwire_server, run_defer));
 }
 
 /* --- Statements and portals (note (5)) ------------------------------------------- */
@@ -2151,6 +2173,7 @@ int pgwire_server_new(struct loop *l, const struct pgwire_config *cfg,
                 if (r < 0)
                         goto fail;
         }
+        s->run_defer.fn = server_run_deferred;
         r = loop_waker_new(l, server_wake, s, &s->waker);
         if (r < 0)
                 goto fail;
@@ -2217,6 +2240,7 @@ struct pgwire_server *pgwire_server_free(struct pgwire_server *s)
         s->freeing = true;
         s->holds++;             /* the conns freed below must not free s under us */
         s->waker = loop_waker_free(s->loop, s->waker);
+        loop_defer_cancel(s->loop, &s->run_defer);
         for (c = s->runq; c; c = next) {
                 next = c->run_next;
                 c->queued = false;
