@@ -600,16 +600,25 @@ static uint64_t row_hash(const uint8_t *p, uint32_t len)
         return h ^ (h >> 29);
 }
 
-/* The updates of s->upd[] outside [run, run + run_len), summed per row into
+/* A run of s->upd[] in row order, merged as it is (upds_sum_by_row()). */
+struct read_run {
+        size_t start, end, pos;
+};
+
+#define READ_RUNS_MAX 8         /* the longest runs merged as they are ... */
+#define READ_RUN_MIN 64         /* ... if this long: the rest is summed in a hash table */
+
+/* The updates of s->upd[] outside the runs (sorted by start), summed per row into
  * s->sums[0 .. *ret_k), zero sums dropped, sorted by row.  0 or -ENOMEM. */
-static int rest_sum_by_row(struct storage *s, size_t run, size_t run_len, size_t *ret_k)
+static int rest_sum_by_row(struct storage *s, const struct read_run *runs, size_t nr, size_t m,
+                           size_t *ret_k)
 {
         static pthread_once_t seeded = PTHREAD_ONCE_INIT;
         const struct upd *v = s->upd;
-        size_t n = s->n_upd, m = n - run_len, nslots = 16, k = 0, out = 0;
+        size_t n = s->n_upd, nslots = 16, k = 0, out = 0, ri = 0;
         int r;
 
-        assert(run_len >= 1 && run + run_len <= n && m < UINT32_MAX);
+        assert(m >= 1 && m <= n && m < UINT32_MAX);
         (void)pthread_once(&seeded, row_hash_seed_init);
         while (nslots < 2 * m)
                 nslots *= 2;
@@ -623,8 +632,8 @@ static int rest_sum_by_row(struct storage *s, size_t run, size_t run_len, size_t
         for (size_t i = 0; i < n; i++) {
                 size_t h;
 
-                if (i == run) {
-                        i += run_len - 1;
+                if (ri < nr && i == runs[ri].start) {
+                        i = runs[ri++].end - 1;
                         continue;
                 }
                 for (h = row_hash(v[i].row, v[i].len) & (nslots - 1); s->slots[h] != UINT32_MAX;
@@ -653,20 +662,44 @@ static int rest_sum_by_row(struct storage *s, size_t run, size_t run_len, size_t
         return 0;
 }
 
+/* Keep runs[] the (at most READ_RUNS_MAX) longest runs seen, given [start, end). */
+static void runs_offer(struct read_run *runs, size_t *nr, size_t start, size_t end)
+{
+        size_t shortest = 0;
+
+        if (*nr < READ_RUNS_MAX) {
+                runs[(*nr)++] = (struct read_run){ .start = start, .end = end, .pos = start };
+                return;
+        }
+        for (size_t i = 1; i < *nr; i++)
+                if (runs[i].end - runs[i].start < runs[shortest].end - runs[shortest].start)
+                        shortest = i;
+        if (end - start > runs[shortest].end - runs[shortest].start)
+                runs[shortest] = (struct read_run){ .start = start, .end = end, .pos = start };
+}
+
+static int run_cmp_start(const void *x, const void *y)
+{
+        const struct read_run *a = x, *b = y;
+
+        return (a->start > b->start) - (a->start < b->start);
+}
+
 /* Sum s->upd[0 .. n_upd) per row: s->upd[0 .. *ret_n) then holds each row whose total
- * is positive once, with that total, sorted by row (NOTE 10).  A read at t mostly meets
- * one long run in row order -- the oldest batch, compacted to one time (coord_frontiers:
- * a row per collection) -- and many short ones from the batches after it, which mostly
- * cancel: each retracts a row that an earlier one inserted.  So the updates outside
- * the longest run are summed per row in a hash table first, the few rows left are
- * sorted and merged with the run: O(n + k log k) for k rows left, where sorting all of
- * them was a quarter of the controller's time under a polling client (qsort over all
- * of them, then over the m outside the run).  -EUCLEAN (the thread's error set) for a
- * negative or overflowing total, -ENOMEM. */
+ * is positive once, with that total, sorted by row (NOTE 10).  A read at t meets a few
+ * long runs in row order -- the batches compaction wrote, each sorted (coord_frontiers
+ * at 100,000 objects: two of ~50,000 rows) -- and many short ones from the appends
+ * after them, which mostly cancel: each retracts a row that an earlier one inserted.
+ * So the (at most READ_RUNS_MAX) longest runs are merged as they are, and the updates
+ * outside them are summed per row in a hash table first, the few rows left sorted and
+ * merged as one more run: O(n * runs + k log k) for k rows left, where sorting them all
+ * was a quarter of the controller's time under a polling client.  -EUCLEAN (the
+ * thread's error set) for a negative or overflowing total, -ENOMEM. */
 static int upds_sum_by_row(struct storage *s, uint64_t gid, uint64_t t, size_t *ret_n)
 {
         const struct upd *v = s->upd;
-        size_t n = s->n_upd, run = 0, run_len = 0, k = 0, i, j, a, b, out = 0;
+        struct read_run runs[READ_RUNS_MAX];
+        size_t n = s->n_upd, nr = 0, m = n, k = 0, b = 0, i, j, out = 0;
         struct upd *o;
         int r;
 
@@ -676,37 +709,67 @@ static int upds_sum_by_row(struct storage *s, uint64_t gid, uint64_t t, size_t *
         for (i = 0; i < n; i = j) {
                 for (j = i + 1; j < n && row_cmp(&v[j - 1], &v[j]) <= 0; j++)
                         ;
-                if (j - i > run_len) {
-                        run = i;
-                        run_len = j - i;
-                }
+                if (j - i >= READ_RUN_MIN || j - i == n)
+                        runs_offer(runs, &nr, i, j);
         }
-        if (run_len < n) {
-                r = rest_sum_by_row(s, run, run_len, &k);
+        qsort(runs, nr, sizeof(*runs), run_cmp_start);
+        for (i = 0; i < nr; i++)
+                m -= runs[i].end - runs[i].start;
+        if (m > 0) {
+                r = rest_sum_by_row(s, runs, nr, m, &k);
                 if (r < 0)
                         return r;
         }
-        r = GROW_ARRAY(s->upd_tmp, s->cap_upd_tmp, run_len + k);
+        r = GROW_ARRAY(s->upd_tmp, s->cap_upd_tmp, n - m + k);
         if (r < 0)
                 return r;
         o = s->upd_tmp;
-        /* Merge the run (equal rows adjacent) with the sums (one per row). */
-        for (a = run, b = 0; a < run + run_len || b < k;) {
-                struct upd row;
+        /* Merge the runs (equal rows adjacent in each) and the sums (one per row):
+         * each step takes the least row at the heads and sums it wherever it is. */
+        for (;;) {
+                bool at[READ_RUNS_MAX] = { false }, in_sums = false;
+                struct upd row = { 0 };
+                const struct upd *min = NULL;
                 __int128 sum = 0;
-                int c;
 
-                if (b == k)
-                        c = -1;
-                else if (a == run + run_len)
-                        c = 1;
+                for (i = 0; i < nr; i++) {
+                        int c;
+
+                        at[i] = false;
+                        if (runs[i].pos == runs[i].end)
+                                continue;
+                        c = min ? row_cmp(&v[runs[i].pos], min) : -1;
+                        if (c < 0) {
+                                for (size_t x = 0; x < i; x++)
+                                        at[x] = false;
+                                min = &v[runs[i].pos];
+                        }
+                        at[i] = c <= 0;
+                }
+                if (b < k) {
+                        struct upd e = { .row = s->sums[b].row, .len = s->sums[b].len };
+                        int c = min ? row_cmp(&e, min) : -1;
+
+                        in_sums = c <= 0;
+                        if (c < 0) {
+                                for (size_t x = 0; x < nr; x++)
+                                        at[x] = false;
+                                row = e;
+                        } else
+                                row = *min;
+                } else if (!min)
+                        break;
                 else
-                        c = row_cmp(&v[a], &(struct upd){ .row = s->sums[b].row,
-                                                          .len = s->sums[b].len });
-                row = c <= 0 ? v[a] : (struct upd){ .row = s->sums[b].row, .len = s->sums[b].len };
-                for (; c <= 0 && a < run + run_len && row_cmp(&v[a], &row) == 0; a++)
-                        sum += v[a].diff;
-                if (c >= 0)
+                        row = *min;
+                row.diff = 0;
+                for (i = 0; i < nr; i++) {
+                        if (!at[i])
+                                continue;
+                        sum += v[runs[i].pos++].diff;
+                        while (runs[i].pos < runs[i].end && row_cmp(&v[runs[i].pos], &row) == 0)
+                                sum += v[runs[i].pos++].diff;
+                }
+                if (in_sums)
                         sum += s->sums[b++].sum;
                 if (sum < 0 || sum > INT64_MAX) {
                         __int128 mag = sum < 0 ? -sum : sum;
@@ -723,6 +786,7 @@ static int upds_sum_by_row(struct storage *s, uint64_t gid, uint64_t t, size_t *
                         o[out++] = row;
                 }
         }
+        assert(out <= n - m + k);
         /* The result becomes s->upd; the old array is the next call's scratch. */
         s->upd_tmp = s->upd;
         s->upd = o;

@@ -14,6 +14,9 @@
  *                            collections: latency per group, appends/s
  *   read 1,000 rows          storage_read() at upper - 1 of a 1,000-row table written
  *                            by 1,000 one-row appends: uncompacted, and compacted
+ *   read 100,000 rows        coord_frontiers' shape at 100,000 objects: two batches of
+ *                            50,000 rows, then 300 appends that retract a row each and
+ *                            insert its successor (fill_runs())
  *   compaction               tiered (one table) and full (another) compaction of
  *                            1,000 one-row batches
  *   open                     storage_open() with 10,000 collections
@@ -44,6 +47,8 @@
 #define ROW_LEN 40
 #define READ_ROWS 1000u
 #define READS 200u
+#define RUN_ROWS 50000u         /* fill_runs(): rows per big batch */
+#define RUN_CHURN 300u          /* and appends after them */
 #define OPEN_COLLECTIONS 10000u
 
 static int cmp_u64(const void *a, const void *b)
@@ -75,7 +80,7 @@ static int count_rows(const void *row, size_t len, int64_t count, void *userdata
         return 0;
 }
 
-static int bench_reads(struct storage *s, uint64_t gid, uint64_t t, const char *what)
+static int bench_reads(struct storage *s, uint64_t gid, uint64_t t, size_t expect, const char *what)
 {
         uint64_t *ns = calloc(READS, sizeof(*ns));
         struct storage_collection_stats cs;
@@ -90,7 +95,7 @@ static int bench_reads(struct storage *s, uint64_t gid, uint64_t t, const char *
 
                 r = storage_read(s, gid, t, count_rows, &n, NULL);
                 ns[i] = now_ns() - t0;
-                if (r < 0 || n != READ_ROWS) {
+                if (r < 0 || n != expect) {
                         r = r < 0 ? r : -EBADMSG;
                         goto out;
                 }
@@ -156,6 +161,46 @@ static int fill_table(struct storage *s, uint64_t gid)
         }
         if (r >= 0)
                 r = storage_allow_compaction(s, gid, READ_ROWS / 2);
+        return r < 0 ? r : 0;
+}
+
+/* coord_frontiers' shape at 100,000 objects (controller-storage.c NOTE 10): two big
+ * batches in row order (even ids compacted, then odd ids in one append), then
+ * RUN_CHURN appends that each retract a row and insert its successor.  *upper is the
+ * collection's upper after. */
+static int fill_runs(struct storage *s, uint64_t gid, uint64_t *upper)
+{
+        _cleanup_free_ struct storage_update *u = calloc(RUN_ROWS, sizeof(*u));
+        _cleanup_free_ char (*rows)[ROW_LEN] = calloc(RUN_ROWS + 2 * RUN_CHURN, ROW_LEN);
+        uint64_t t = 1;
+        int r;
+
+        if (!u || !rows)
+                return -ENOMEM;
+        r = storage_create(s, gid, STORAGE_KIND_TABLE, 1, 1);
+        for (int half = 0; r >= 0 && half < 2; half++) {
+                for (size_t i = 0; i < RUN_ROWS; i++) {
+                        make_row(rows[i], 2 * i + (uint64_t)half);
+                        u[i] = (struct storage_update){ .row = rows[i], .len = ROW_LEN, .time = t, .diff = 1 };
+                }
+                r = storage_append(s, gid, t, t + 1, u, RUN_ROWS, NULL);
+                t++;
+                if (r >= 0 && half == 0 && (r = storage_allow_compaction(s, gid, t - 1)) >= 0)
+                        r = storage_compact(s, gid, STORAGE_COMPACT_FULL, NULL);
+        }
+        for (size_t k = 0; r >= 0 && k < RUN_CHURN; k++) {
+                char *gone = rows[RUN_ROWS + 2 * k], *next = rows[RUN_ROWS + 2 * k + 1];
+                struct storage_update v[2];
+                uint64_t id = 2 * ((k * 7919) % RUN_ROWS);
+
+                make_row(gone, id);
+                make_row(next, id | 1ull << 40);
+                v[0] = (struct storage_update){ .row = gone, .len = ROW_LEN, .time = t, .diff = -1 };
+                v[1] = (struct storage_update){ .row = next, .len = ROW_LEN, .time = t, .diff = 1 };
+                r = storage_append(s, gid, t, t + 1, v, 2, NULL);
+                t++;
+        }
+        *upper = t;
         return r < 0 ? r : 0;
 }
 
@@ -233,7 +278,7 @@ static int run(const char *dir, size_t count)
         if (r >= 0)
                 r = fill_table(s, 3);
         if (r >= 0)
-                r = bench_reads(s, 2, READ_ROWS, "read 1,000 rows, 1,000 batches");
+                r = bench_reads(s, 2, READ_ROWS, READ_ROWS, "read 1,000 rows, 1,000 batches");
         if (r >= 0) {
                 t0 = now_ns();
                 r = storage_compact(s, 2, 0, NULL);
@@ -245,7 +290,11 @@ static int run(const char *dir, size_t count)
                 printf("%-34s %8.1f ms\n", "full compaction, 1,000 batches", (now_ns() - t0) / 1e6);
         }
         if (r >= 0)
-                r = bench_reads(s, 2, READ_ROWS, "read 1,000 rows, compacted");
+                r = bench_reads(s, 2, READ_ROWS, READ_ROWS, "read 1,000 rows, compacted");
+        if (r >= 0)
+                r = fill_runs(s, 4, &upper);
+        if (r >= 0)
+                r = bench_reads(s, 4, upper - 1, 2 * RUN_ROWS, "read 100,000 rows, 2 runs + churn");
         if (r < 0)
                 goto out;
 
