@@ -2358,8 +2358,11 @@ static int put_data_row(struct pgcodec_buf *b, unsigned n, const char *const *va
                 }
                 if (pgcodec_buf_reserve(b, need) < 0)
                         return 0;       /* b's error is sticky: the caller's check */
-                m = pgcodec_msg_begin(b, 'D');
+                /* pgcodec_msg_begin()'s header by hand; pgcodec_msg_end() sets its length. */
                 p = b->data + b->len;
+                *p++ = 'D';
+                m = (size_t)(p - b->data);
+                p += 4;
                 *p++ = (uint8_t)(n >> 8);
                 *p++ = (uint8_t)n;
                 for (unsigned i = 0; i < n; i++) {
