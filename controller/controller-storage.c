@@ -122,11 +122,12 @@
  *
  * (10) Reads at t consolidate in memory: every update with time <= t, summed per row
  *     in 128 bits, rows in byte order.  A negative or overflowing sum is -EUCLEAN and
- *     no row is emitted.  The updates outside the longest run already in row order
- *     (the oldest batch, compacted) are summed in a hash table first, so the many that
- *     cancel -- a frontier row retracted by the next tick -- are never sorted
- *     (upds_sum_by_row()).  A range read streams chunk by chunk in key order, which
- *     is time order (4), reporting times below since at since.
+ *     no row is emitted.  The long runs already in row order (batches that compaction
+ *     or one append wrote) are merged as they are; the updates outside them are
+ *     summed in a hash table first, so the many that cancel -- a frontier row
+ *     retracted by the next tick -- are never sorted (upds_sum_by_row()).  A range
+ *     read streams chunk by chunk in key order, which is time order (4), reporting
+ *     times below since at since.
  *     The chunks of a read at t are fetched by key, not scanned: every batch descriptor
  *     knows its parts, so read_batches() asks RocksDB for exactly those keys,
  *     READ_GET_KEYS at a time (rocksdb_batched_multi_get_cf(), keys sorted).  An
@@ -556,7 +557,7 @@ static int upd_cmp_time_row(const void *x, const void *y)
         return row_cmp(a, b);
 }
 
-/* An update outside the longest run, summed per row (upds_sum_by_row()). */
+/* The updates outside the long runs, summed per row (upds_sum_by_row()). */
 struct upd_sum {
         const uint8_t *row;
         uint32_t len;
@@ -735,7 +736,6 @@ static int upds_sum_by_row(struct storage *s, uint64_t gid, uint64_t t, size_t *
                 for (i = 0; i < nr; i++) {
                         int c;
 
-                        at[i] = false;
                         if (runs[i].pos == runs[i].end)
                                 continue;
                         c = min ? row_cmp(&v[runs[i].pos], min) : -1;
