@@ -553,15 +553,6 @@ out:
         return r;
 }
 
-static void on_hold(struct loop *l, void *userdata)
-{
-        struct exec *ex = userdata;
-
-        ex->hold = NULL;
-        ex->hold_done = true;
-        groups_kick(ex);
-}
-
 /* Send the held group now instead of at the end of its hold (6). */
 static void hold_release(struct exec *ex)
 {
@@ -571,6 +562,14 @@ static void hold_release(struct exec *ex)
         }
         ex->hold_done = true;
         groups_kick(ex);
+}
+
+static void on_hold(struct loop *l, void *userdata)
+{
+        struct exec *ex = userdata;
+
+        ex->hold = NULL;        /* fired: nothing to cancel */
+        hold_release(ex);
 }
 
 /* Whether anybody waits for g: a statement, or a read for the fence. */
