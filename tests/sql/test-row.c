@@ -267,7 +267,7 @@ static void test_format(void)
                         snprintf(want, sizeof(want), "%" PRId64, i);
                         expect_format(ROW_DATUM_INT(i), want);
                 }
-                for (int k = 0; k < 19; k++, v *= 10)
+                for (int k = 0; k < 19; k++, v = k < 19 ? v * 10 : v)   /* to 10^18 */
                         for (int64_t d = -1; d <= 1; d++) {
                                 snprintf(want, sizeof(want), "%" PRId64, v + d);
                                 expect_format(ROW_DATUM_INT(v + d), want);
