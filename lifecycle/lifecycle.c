@@ -79,13 +79,24 @@
  *     catchup_tick() posts the catch-up to a thread of its own (struct catchup_worker,
  *     started on first use) and returns; the thread catches up and wakes the loop, and
  *     catchup_done() does what followed the catch-up before (drain the ring, apply the
- *     log the ring lacks).  At most one is in flight.  The synchronous catch-ups stay
- *     (a reload, the log path): catalog_catch_up() is serialized by the catalog's lock
+ *     log the ring lacks).  At most one is in flight.  A reload's catch-up stays
+ *     synchronous (and the log path's, below, without the thread):
+ *     catalog_catch_up() is serialized by the catalog's lock
  *     and RocksDB reads may run beside it -- except a reload's four scans, which share
  *     no snapshot and assume the secondary's view does not move under them, so
  *     lifecycle_reload() first waits for an in-flight catch-up to end (both are posted
  *     and started on the loop, so none starts during a reload).  Where the thread
  *     cannot be started, the catch-up runs on the loop as before.
+ *     The log path (1) goes the same way (follow_log_post()): when the ring cannot
+ *     vouch, lifecycle_follow() posts a catch-up (or joins the one in flight) and
+ *     returns, and catchup_done() applies the log after it.  Until then (log_pending)
+ *     a follow only marks follow_again, and catchup_done() follows once more; the ring
+ *     is left unread meanwhile, so what it holds after the gap is still there to follow
+ *     from and no record read in the wait has to come from yet another catch-up.  Why:
+ *     during a setup of 100,000 objects the ring omits the largest transactions (a
+ *     publication of 100,000 bounds is over its payload_max), and each such fallback
+ *     caught up on the loop -- 8 catch-ups of 32-256 ms there, the follower's longest
+ *     stalls (bpftrace, 2026-12-03).  The reload's catch-up stays on the loop.
  */
 #include <assert.h>
 #include <pthread.h>
@@ -155,8 +166,10 @@ struct lifecycle {
         uint64_t ring_applied, ring_fallbacks, log_applied, catchups;
         struct catchup_worker *catchup;  /* (6); NULL until first used */
         bool catchup_in_flight;         /* posted, catchup_done() not run yet */
+        bool log_pending;               /* the log path waits for the thread's catch-up (6) */
+        bool follow_again;              /* a follow came meanwhile: follow after it */
         uint64_t catchup_last_us, catchup_max_us;
-        uint64_t test_catchup_delay_ms; /* TEST ONLY: each periodic catch-up sleeps this long */
+        uint64_t test_catchup_delay_ms; /* TEST ONLY: each catch-up but a reload's sleeps this long */
 
         /* Publication (2). */
         struct lc_publication pub;      /* the one in flight */
@@ -294,6 +307,7 @@ static void catchup_worker_stop(struct lifecycle *lc)
         free(w);
         lc->catchup = NULL;
         lc->catchup_in_flight = false;
+        lc->log_pending = false;
 }
 
 /* Hand the catch-up to the thread (6): 0 posted, -errno when it must run here. */
@@ -459,6 +473,17 @@ static int follow_log(struct lifecycle *lc)
         return catch_up(lc) < 0 ? 0 : apply_log(lc);
 }
 
+/* The log path off the loop (6): true when the catch-up is on the thread (posted now,
+ * or in flight already: then catchup_done() follows once more), false when it must
+ * run here. */
+static bool follow_log_post(struct lifecycle *lc)
+{
+        if (!lc->catchup_in_flight && catchup_post(lc) < 0)
+                return false;
+        lc->log_pending = true;
+        return true;
+}
+
 /* The loop's ring reader, attached on first use (and retried while the adapter has not
  * created the ring). */
 static struct lring_reader *ring_reader(struct lifecycle *lc)
@@ -581,10 +606,18 @@ static void lifecycle_follow(struct lifecycle *lc)
                 (void)lifecycle_reload(lc);
                 return;
         }
+        if (lc->log_pending) {
+                lc->follow_again = true;
+                return;
+        }
         r = follow_ring(lc, &last, &us, &why);
         if (r == 0) {
                 lc->ring_fallbacks++;
                 COORD_LIFECYCLE_FALLBACK(lc_state_seq(lc->state), why);
+                if (follow_log_post(lc)) {
+                        lc_enact_flush(lc->enact);      /* what the ring applied */
+                        return;
+                }
                 r = follow_log(lc);
         }
         lc_enact_flush(lc->enact);
@@ -641,14 +674,21 @@ static void catchup_done(struct loop *l, uint64_t count, void *userdata)
                 log_warn_errno(r, "catalog_catch_up_failed", "why=\"%s\" where=thread", w->err);
         pthread_mutex_unlock(&w->mu);
         lc->catchup_in_flight = false;
+        lc->log_pending = false;
         lc->catchup_last_us = took;
         if (took > lc->catchup_max_us)
                 lc->catchup_max_us = took;
-        if (r < 0)
-                return;
-        lc->catchups++;
-        lc->catchup_ms = now_ms();
-        catchup_follow(lc);
+        if (r == 0) {
+                lc->catchups++;
+                lc->catchup_ms = now_ms();
+                catchup_follow(lc);
+        }
+        /* A follow came while the log path waited (6); after a failed catch-up it
+         * posts again. */
+        if (lc->follow_again) {
+                lc->follow_again = false;
+                lifecycle_follow(lc);
+        }
 }
 
 static void catchup_tick(struct loop *l, void *userdata)
@@ -1219,7 +1259,7 @@ int main(int argc, char **argv)
                   "sleep on the catalog log ring in a watcher thread, not in the event loop "
                   "(what happens anyway where the kernel lacks IORING_OP_FUTEX_WAIT)" },
                 { "test-catchup-delay-ms", CONF_U64, &lc.test_catchup_delay_ms, 60000,
-                  "TEST ONLY: every periodic catch-up of the secondary (on its thread, or on the loop without one) first sleeps this long" },
+                  "TEST ONLY: every catch-up of the secondary but a reload's (the timer's and the log path's, on their thread, or on the loop without one) first sleeps this long" },
         };
         struct node_args a;
         struct node_config cfg;

@@ -25,6 +25,13 @@
  *                  ring path keeps applying DDL meanwhile, and the slow catch-ups are
  *                  counted (catalog_catchups, catalog_catchup_last_us).  With the
  *                  catch-up on the loop, the stall is the delay: the case fails.
+ *   log_path_thread  the log path's catch-up runs on that thread too (lifecycle.c note
+ *                  6): with the same 1.5 s delay, a CREATE VIEW whose catalog entry is
+ *                  over the ring's payload_max (the ring omits it) makes the follower
+ *                  fall back to the log; it converges, the transaction is applied from
+ *                  the log and enacted (the view can be read), and the loop's longest
+ *                  stall stays far below the delay.  With the log path's catch-up on
+ *                  the loop, the stall is the delay: the case fails.
  */
 #include <pthread.h>
 
@@ -318,6 +325,46 @@ static void test_catchup_thread(void)
         PQfinish(c);
 }
 
+static void test_log_path_thread(void)
+{
+        const uint64_t delay_us = 1500 * 1000;
+        enum { LIT = 300 * 1024 };      /* over payload_max: the default ring's 1 MiB / 4 */
+        static char sql[LIT + 128];
+        uint64_t fallbacks0, log0, stall;
+        PGconn *c = db();
+        size_t n;
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_LIFECYCLE_ARGS='--test-catchup-delay-ms 1500' %s up >/dev/null",
+                                   coord_cmd), 0);
+        CU_ASSERT(converged());
+        fallbacks0 = lc_stat("ring_fallbacks");
+        log0 = lc_stat("log_applied");
+        n = (size_t)sprintf(sql, "CREATE VIEW lp_big AS SELECT 7 AS x WHERE '");
+        memset(sql + n, 'x', LIT);
+        strcpy(sql + n + LIT, "' <> ''");
+        CU_ASSERT_FATAL(ok(c, sql));
+        CU_ASSERT(stat_of(COORD__ROLE__ROLE_ADAPTER, "catalog_ring_omitted") >= 1);
+        /* Small DDL behind it: the ring holds these, the follower needs the log first. */
+        CU_ASSERT_FATAL(ddl_round(c, "lp", 2));
+        CU_ASSERT(converged());
+        CU_ASSERT(rows_are(c, "SELECT x FROM lp_big", "7"));
+        stall = lc_max_stall_us();
+        printf("\n    ring_fallbacks %" PRIu64 " -> %" PRIu64 ", log_applied %" PRIu64 " -> %" PRIu64
+               ", catch-up last %" PRIu64 " us; loop's longest stall %" PRIu64 " us",
+               fallbacks0, lc_stat("ring_fallbacks"), log0, lc_stat("log_applied"),
+               lc_stat("catalog_catchup_last_us"), stall);
+        CU_ASSERT(lc_stat("ring_fallbacks") > fallbacks0);
+        CU_ASSERT(lc_stat("log_applied") > log0);
+        CU_ASSERT(stall < delay_us / 2);
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT(converged());
+        PQfinish(c);
+}
+
 static const struct t_case cases[] = {
         { "up", test_up },
         { "ring_path", test_ring_path },
@@ -325,6 +372,7 @@ static const struct t_case cases[] = {
         { "kill9_lifecycle", test_kill9_lifecycle },
         { "wait_modes", test_wait_modes },
         { "catchup_thread", test_catchup_thread },
+        { "log_path_thread", test_log_path_thread },
         { NULL, NULL },
 };
 
