@@ -473,12 +473,15 @@ static int follow_log(struct lifecycle *lc)
         return catch_up(lc) < 0 ? 0 : apply_log(lc);
 }
 
-/* The log path off the loop (6): true when the catch-up is on the thread (posted now,
- * or in flight already: then catchup_done() follows once more), false when it must
- * run here. */
+/* The log path off the loop (6): true when the catch-up is on the thread, false when it
+ * must run here.  One in flight already may have started before what the ring could not
+ * vouch for was written: catchup_done() then follows once more, which posts another if
+ * the state is still behind. */
 static bool follow_log_post(struct lifecycle *lc)
 {
-        if (!lc->catchup_in_flight && catchup_post(lc) < 0)
+        if (lc->catchup_in_flight)
+                lc->follow_again = true;
+        else if (catchup_post(lc) < 0)
                 return false;
         lc->log_pending = true;
         return true;
