@@ -96,7 +96,7 @@
  *     during a setup of 100,000 objects the ring omits the largest transactions (a
  *     publication of 100,000 bounds is over its payload_max), and each such fallback
  *     caught up on the loop -- 8 catch-ups of 32-256 ms there, the follower's longest
- *     stalls (bpftrace, 2026-12-03).  The reload's catch-up stays on the loop.
+ *     stalls (bpftrace, 2026-12-03).
  */
 #include <assert.h>
 #include <pthread.h>
