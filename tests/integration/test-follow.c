@@ -226,6 +226,15 @@ static void test_kill9_lifecycle(void)
         PQfinish(c);
 }
 
+/* The follower killed and started again with args in COORD_LIFECYCLE_ARGS ("" for
+ * none); its state then reaches the catalog's. */
+static void lc_restart(const char *args)
+{
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_LIFECYCLE_ARGS='%s' %s up >/dev/null", args, coord_cmd), 0);
+        CU_ASSERT(converged());
+}
+
 static void test_wait_modes(void)
 {
         struct loop *l = NULL;
@@ -245,10 +254,7 @@ static void test_wait_modes(void)
                 CU_ASSERT(lc_stat("catalog_loop_wakes") >= 4);
 
         /* The fallback, forced. */
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
-        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_LIFECYCLE_ARGS=--catalog-wait-thread %s up >/dev/null",
-                                   coord_cmd), 0);
-        CU_ASSERT(converged());
+        lc_restart("--catalog-wait-thread");
         CU_ASSERT(lc_detail_has("catalog_wait=thread"));
         applied0 = lc_stat("ring_applied");
         fallbacks0 = lc_stat("ring_fallbacks");
@@ -262,9 +268,7 @@ static void test_wait_modes(void)
         CU_ASSERT(rows_are(c, "SELECT count(*) FROM wt5", "1"));
 
         /* Back to the default for whatever runs next. */
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
-        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        CU_ASSERT(converged());
+        lc_restart("");
         PQfinish(c);
 }
 
@@ -289,10 +293,7 @@ static void test_catchup_thread(void)
         bool slow_seen = false;
 
         CU_ASSERT_FATAL(c != NULL);
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
-        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_LIFECYCLE_ARGS='--test-catchup-delay-ms 1500' %s up >/dev/null",
-                                   coord_cmd), 0);
-        CU_ASSERT(converged());
+        lc_restart("--test-catchup-delay-ms 1500");
         applied0 = lc_stat("ring_applied");
         catchups0 = lc_stat("catalog_catchups");
         /* DDL for ~4 s: the ring applies it (ring_dirty), so a catch-up is posted every
@@ -319,9 +320,7 @@ static void test_catchup_thread(void)
         CU_ASSERT(stall < delay_us / 2);
 
         /* Back to the default for whatever runs next. */
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
-        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        CU_ASSERT(converged());
+        lc_restart("");
         PQfinish(c);
 }
 
@@ -335,10 +334,7 @@ static void test_log_path_thread(void)
         size_t n;
 
         CU_ASSERT_FATAL(c != NULL);
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
-        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_LIFECYCLE_ARGS='--test-catchup-delay-ms 1500' %s up >/dev/null",
-                                   coord_cmd), 0);
-        CU_ASSERT(converged());
+        lc_restart("--test-catchup-delay-ms 1500");
         fallbacks0 = lc_stat("ring_fallbacks");
         log0 = lc_stat("log_applied");
         n = (size_t)sprintf(sql, "CREATE VIEW lp_big AS SELECT 7 AS x WHERE '");
@@ -359,9 +355,7 @@ static void test_log_path_thread(void)
         CU_ASSERT(lc_stat("log_applied") > log0);
         CU_ASSERT(stall < delay_us / 2);
 
-        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
-        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        CU_ASSERT(converged());
+        lc_restart("");
         PQfinish(c);
 }
 
