@@ -31,7 +31,7 @@ struct adapter {
          * status handler in the loop thread. */
         atomic_uint_least64_t ring_records, ring_omitted, ring_wakes, ring_errors;
         struct check *check;
-        char detail[1024];
+        char detail[2048];
 };
 
 /* Entries per lring_publish() call: one wake-up check per call. */
@@ -107,10 +107,13 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         struct catalog_stats cs = { 0 };
         struct catalog_io_stats io = { 0 };
         uint64_t hwm_sync = 0, hwm_async = 0, mark = 0, reads = 0, chunks = 0, waits = 0, after = 0;
+        uint64_t sync_window_ns = 0;
 
         if (ad->catalog) {
                 catalog_get_stats(ad->catalog, &cs);
                 catalog_get_io_stats(ad->catalog, &io);
+                /* Like window_stall_us: the longest since the previous status request. */
+                sync_window_ns = catalog_take_sync_window_max_ns(ad->catalog);
         }
         if (ad->exec) {
                 exec_oracle_persists(ad->exec, &hwm_sync, &hwm_async);
@@ -128,7 +131,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  "catalog_log_keys=%llu oracle_hwm_sync=%llu oracle_hwm_async=%llu "
                  "catalog_ring_records=%llu catalog_ring_omitted=%llu catalog_ring_wakes=%llu "
                  "builtin_mark=%llu builtin_reads=%llu stream_chunks=%llu stream_waits=%llu "
-                 "ddl_after_publication=%llu",
+                 "ddl_after_publication=%llu catalog_sync_max_us=%llu catalog_sync_window_max_us=%llu",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
                  (unsigned long long)io.synclog_bytes, (unsigned long long)io.synclog_store_syncs,
@@ -142,7 +145,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  (unsigned long long)atomic_load_explicit(&ad->ring_omitted, memory_order_relaxed),
                  (unsigned long long)atomic_load_explicit(&ad->ring_wakes, memory_order_relaxed),
                  (unsigned long long)mark, (unsigned long long)reads,
-                 (unsigned long long)chunks, (unsigned long long)waits, (unsigned long long)after);
+                 (unsigned long long)chunks, (unsigned long long)waits, (unsigned long long)after,
+                 (unsigned long long)(cs.sync_max_ns / 1000), (unsigned long long)(sync_window_ns / 1000));
         reply->detail = ad->detail;
 }
 

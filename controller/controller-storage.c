@@ -370,6 +370,7 @@ struct storage {
         int err;                                /* sticky error, 0 while OPEN (NOTE 9) */
         char err_msg[256];
         bool fail_next_write;                   /* test hook */
+        uint64_t sync_write_window_max_ns;      /* storage_take_sync_window_max_ns() */
 
         struct gid_map map;
         struct collection *pending_head, *pending_tail;
@@ -466,6 +467,7 @@ struct syncer {
         bool stop;
         atomic_bool stopping;                   /* for the hold wait, outside lock */
         uint64_t syncs, sync_ns, sync_max_ns;
+        uint64_t sync_window_max_ns;            /* storage_take_sync_window_max_ns() */
 };
 
 static int merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, void *userdata);
@@ -1593,6 +1595,8 @@ static int storage_write_opts(struct storage *s, bool sync)
                 took = now_ns() - t0;
                 if (sync && took > s->stats.sync_write_max_ns)
                         s->stats.sync_write_max_ns = took;
+                if (sync && took > s->sync_write_window_max_ns)
+                        s->sync_write_window_max_ns = took;
                 if (!sync && took > s->stats.unsynced_write_max_ns)
                         s->stats.unsynced_write_max_ns = took;
                 if (!err) {
@@ -1722,6 +1726,8 @@ static void *syncer_main(void *arg)
                         y->sync_ns += took;
                         if (took > y->sync_max_ns)
                                 y->sync_max_ns = took;
+                        if (took > y->sync_window_max_ns)
+                                y->sync_window_max_ns = took;
                 }
                 pthread_mutex_unlock(&y->lock);
                 y->notify(y->userdata);
@@ -3357,6 +3363,26 @@ void storage_get_stats(const struct storage *s, struct storage_stats *ret)
         *ret = s->stats;
         ret->collections = s->map.n;
         ret->pending = s->n_pending;
+}
+
+uint64_t storage_take_sync_window_max_ns(struct storage *s)
+{
+        uint64_t ns;
+
+        if (!s)
+                return 0;
+        ns = s->sync_write_window_max_ns;
+        s->sync_write_window_max_ns = 0;
+        if (s->syncer) {
+                struct syncer *y = s->syncer;
+
+                pthread_mutex_lock(&y->lock);
+                if (y->sync_window_max_ns > ns)
+                        ns = y->sync_window_max_ns;
+                y->sync_window_max_ns = 0;
+                pthread_mutex_unlock(&y->lock);
+        }
+        return ns;
 }
 
 void storage_get_io_stats(struct storage *s, struct storage_io_stats *ret)

@@ -387,6 +387,10 @@ struct storage_io_stats {
         struct rocks_cf_size all;
 };
 void storage_get_io_stats(struct storage *s, struct storage_io_stats *ret);
+/* The longest durable write since the previous call (since open for the first): a
+ * synced write on the caller's thread or a WAL sync of the syncer.  A status request
+ * takes it, so each window between requests gets its own maximum.  Loop thread. */
+uint64_t storage_take_sync_window_max_ns(struct storage *s);
 
 /* Testing and debugging. */
 

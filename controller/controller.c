@@ -27,29 +27,32 @@ struct controller {
         struct fring *ring;
         struct cserver *server;
         char ring_name[128];
-        char detail[1536];
+        char detail[3072];
         uint64_t ring_slots, ring_records;
 };
 
 static void controller_status(struct node *n, Coord__StatusReply *reply, void *userdata)
 {
         struct controller *c = userdata;
-        char server[1024] = "starting";
+        char server[2048] = "starting";
         struct storage_io_stats io = { 0 };
+        uint64_t sync_window_ns = 0;
 
         reply->ring_generation = node_incarnation(n);
         if (c->server) {
                 cserver_describe(c->server, server, sizeof(server));
                 storage_get_io_stats(cserver_storage(c->server), &io);
+                /* Like window_stall_us: the longest since the previous status request. */
+                sync_window_ns = storage_take_sync_window_max_ns(cserver_storage(c->server));
         }
         snprintf(c->detail, sizeof(c->detail),
                  "ring=%s %s storage_wal_bytes=%llu storage_flush_bytes=%llu "
                  "storage_compact_bytes=%llu storage_sst_bytes=%llu storage_mem_bytes=%llu "
-                 "storage_keys=%llu",
+                 "storage_keys=%llu storage_sync_window_max_us=%llu",
                  c->ring ? c->ring_name : "none", server, (unsigned long long)io.wal_bytes,
                  (unsigned long long)io.flush_bytes, (unsigned long long)io.compact_bytes,
                  (unsigned long long)io.all.sst_bytes, (unsigned long long)io.all.mem_bytes,
-                 (unsigned long long)io.all.keys);
+                 (unsigned long long)io.all.keys, (unsigned long long)(sync_window_ns / 1000));
         reply->detail = c->detail;      /* valid until the next status request */
 }
 

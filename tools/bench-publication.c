@@ -50,7 +50,11 @@
  *     counters (commits, syncs, RocksDB WAL bytes), the controller's storage RocksDB
  *     WAL bytes, and each daemon's window_stall_us: the longest event-loop busy stretch
  *     since the previous status request (loop.c note 9) -- taken at the window's start,
- *     it covers exactly the window (the lifecycle's: max over the samples).
+ *     it covers exactly the window (the lifecycle's: max over the samples); the same
+ *     way, the longest durable write of the catalog (catalog_sync_window_max_us: a
+ *     group's sync log write and fdatasync) and of the controller's storage
+ *     (storage_sync_window_max_us: a synced write or the syncer's WAL sync), so that a
+ *     slow pair can be told from a slow disk without a tracer.
  *   - /proc/PID/stat of each daemon: CPU time used in the window.
  * Around the rounds: the catalog footprint (adapter status: SST + memtable bytes and
  * keys of the state column families and of the log) after setup and after the last
@@ -233,6 +237,8 @@ struct snap {
         uint64_t last_records, last_bytes, last_touched;
         uint64_t lag_samples, lag_last_us, lag_p50_us, lag_p99_us, lag_max_us, reloads;
         uint64_t stall_us[N_DAEMONS], window_stall_us[N_DAEMONS];
+        /* the longest durable write since the previous request, like window_stall_us */
+        uint64_t cat_sync_window_us, st_sync_window_us;
 };
 
 static uint64_t detail_u64(const char *detail, const char *key)
@@ -280,11 +286,13 @@ static struct snap snapshot_of(unsigned mask, int timeout_ms)
                         s.cat_log_sst = detail_u64(d, "catalog_log_sst_bytes");
                         s.cat_log_mem = detail_u64(d, "catalog_log_mem_bytes");
                         s.cat_log_keys = detail_u64(d, "catalog_log_keys");
+                        s.cat_sync_window_us = detail_u64(d, "catalog_sync_window_max_us");
                 } else if (i == CONTROLLER) {
                         s.st_wal = detail_u64(d, "storage_wal_bytes");
                         s.st_flush = detail_u64(d, "storage_flush_bytes");
                         s.st_compact = detail_u64(d, "storage_compact_bytes");
                         s.dataflows = detail_u64(d, "dataflows");
+                        s.st_sync_window_us = detail_u64(d, "storage_sync_window_max_us");
                 } else {
                         s.lifecycle_seq = st->catalog_seq;
                         s.publications = detail_u64(d, "publications");
@@ -726,6 +734,7 @@ struct row {
         double commits_per_s, syncs_per_s, cpu_adapter_pct, cpu_lifecycle_pct, cpu_controller_pct;
         double stall_setup_adapter_us, stall_setup_lifecycle_us, stall_setup_controller_us;
         double stall_adapter_us, stall_lifecycle_us, stall_controller_us;
+        double sync_catalog_us, sync_storage_us;
         double cat_state_bytes_before, cat_state_keys_before, cat_log_bytes_before, cat_log_keys_before;
         double cat_state_bytes_after, cat_state_keys_after, cat_log_bytes_after, cat_log_keys_after;
         double cat_disk_bytes_before, cat_disk_bytes_after;
@@ -764,6 +773,7 @@ static const struct column COLUMNS[] = {
         N(cat_disk_bytes_after, 0), N(restart_adapter_ms, 1),
         N(restart_lifecycle_ms, 1), N(restart_controller_ms, 1), N(pub_errors, 0),
         N(load1_start, 2), N(load1_end, 2), N(nproc, 0), N(setup_connections, 0),
+        N(sync_catalog_us, 0), N(sync_storage_us, 0),
 };
 #undef S
 #undef N
@@ -794,10 +804,11 @@ static void md_header(void)
         printf("| shape | collections | setup (applied) | payload (rounds) | records/s | catalog WAL "
                "(all writes) | storage WAL (all writes) | DDL pairs done / offered | pair p50 / p95 / "
                "p99 (p95 rounds) | follower lag p50 / p99 (n) | observer polls/s | longest stall "
-               "adapter / lifecycle / controller, rounds (setup) | catalog state / log (disk), after "
+               "adapter / lifecycle / controller, rounds (setup) | longest sync catalog / storage, "
+               "rounds | catalog state / log (disk), after "
                "setup → after rounds | restart adapter / lifecycle / controller | CPU adapter / lifecycle / "
                "controller | load avg |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 }
 
 static void md_row(const struct row *r)
@@ -812,7 +823,8 @@ static void md_row(const struct row *r)
         printf("| %s (%.0f advancing, filler %s; every %.0f ms; DDL %.1f Hz; observer %s) | %.0f | "
                "%.2f s (%.2f s) | %.2f kB/s (%.2f–%.2f) | %.1f | %.2f kB/s (%.2f) | %.2f kB/s (%.2f) | "
                "%.0f / %.0f | %.2f / %.2f / %.2f ms (%.2f–%.2f) | %.0f / %.0f µs (%.0f) | %.1f | "
-               "%.1f / %.1f / %.1f ms (%.1f / %.1f / %.1f) | %.0f / %.0f keys, %.1f / %.1f kB (%.1f kB) "
+               "%.1f / %.1f / %.1f ms (%.1f / %.1f / %.1f) | %.1f / %.1f ms | "
+               "%.0f / %.0f keys, %.1f / %.1f kB (%.1f kB) "
                "→ %.0f / %.0f keys, %.1f / %.1f kB (%.1f kB) | %s | %.1f%% / %.1f%% / %.1f%% | %.2f–%.2f |\n",
                r->shape, r->active, r->filler, r->interval_ms, r->ddl_rate_hz, r->observer,
                r->collections, r->setup_s, r->setup_applied_s, r->bytes_per_s / 1e3,
@@ -823,7 +835,8 @@ static void md_row(const struct row *r)
                r->ddl_p95_max_us / 1e3, r->lag_p50_us, r->lag_p99_us, r->lag_n, r->observer_polls_per_s,
                r->stall_adapter_us / 1e3, r->stall_lifecycle_us / 1e3, r->stall_controller_us / 1e3,
                r->stall_setup_adapter_us / 1e3, r->stall_setup_lifecycle_us / 1e3,
-               r->stall_setup_controller_us / 1e3, r->cat_state_keys_before, r->cat_log_keys_before,
+               r->stall_setup_controller_us / 1e3, r->sync_catalog_us / 1e3, r->sync_storage_us / 1e3,
+               r->cat_state_keys_before, r->cat_log_keys_before,
                r->cat_state_bytes_before / 1e3, r->cat_log_bytes_before / 1e3,
                r->cat_disk_bytes_before / 1e3, r->cat_state_keys_after, r->cat_log_keys_after,
                r->cat_state_bytes_after / 1e3, r->cat_log_bytes_after / 1e3,
@@ -1319,6 +1332,8 @@ static int run_row(const struct opts *o)
                 r.stall_adapter_us = maxd(r.stall_adapter_us, (double)b.window_stall_us[ADAPTER]);
                 r.stall_lifecycle_us = maxd(r.stall_lifecycle_us, (double)lstall);
                 r.stall_controller_us = maxd(r.stall_controller_us, (double)b.window_stall_us[CONTROLLER]);
+                r.sync_catalog_us = maxd(r.sync_catalog_us, (double)b.cat_sync_window_us);
+                r.sync_storage_us = maxd(r.sync_storage_us, (double)b.st_sync_window_us);
                 r.ddl_offered += (double)offered;
                 r.ddl_completed += (double)d.lat.n;
                 r.ddl_late += (double)d.late_started;
@@ -1336,7 +1351,8 @@ static int run_row(const struct opts *o)
                        "pairs %zu/%" PRIu64 " (started late %" PRIu64 ", finished after the window %" PRIu64
                        ") p50 %.0f us p95 %.0f us max %.0f us (service, from the CREATE's send: p50 %.0f "
                        "us p95 %.0f us); observer polls %" PRIu64 "; longest stall "
-                       "adapter %.1f ms lifecycle %.1f ms controller %.1f ms\n",
+                       "adapter %.1f ms lifecycle %.1f ms controller %.1f ms; longest sync catalog %.1f "
+                       "ms storage %.1f ms\n",
                        round + 1, window, b.publications - a.publications, b.records_total - a.records_total,
                        b.bytes_total - a.bytes_total, bps / 1e3, b.cat_wal - a.cat_wal, b.st_wal - a.st_wal,
                        d.lat.n, offered, d.late_started, d.straddled,
@@ -1345,7 +1361,8 @@ static int run_row(const struct opts *o)
                        (double)pct(d.svc.v, d.svc.n, 50) / 1e3, (double)pct(d.svc.v, d.svc.n, 95) / 1e3,
                        ob.c ? atomic_load(&ob.polls) - polls0 : 0,
                        (double)b.window_stall_us[ADAPTER] / 1e3, (double)lstall / 1e3,
-                       (double)b.window_stall_us[CONTROLLER] / 1e3);
+                       (double)b.window_stall_us[CONTROLLER] / 1e3, (double)b.cat_sync_window_us / 1e3,
+                       (double)b.st_sync_window_us / 1e3);
                 free(d.lat.v);
                 free(d.svc.v);
         }

@@ -284,6 +284,7 @@ struct catalog {
         void (*debug_group_end)(void *);        /* test hook: after unlock, before the wake */
         void *debug_group_end_arg;
         uint64_t sync_avg_ns;                   /* moving average of a group's write */
+        uint64_t sync_window_max_ns;            /* catalog_take_sync_window_max_ns() */
         bool fail_next_sync;                    /* test hook */
         unsigned n_iters;                       /* live log iterators */
         struct catalog_stats stats;
@@ -1124,6 +1125,10 @@ static void group_lead(struct catalog *c)
                 }
                 pthread_mutex_lock(&c->lock);
                 c->stats.sync_ns += t0;
+                if (t0 > c->stats.sync_max_ns)
+                        c->stats.sync_max_ns = t0;
+                if (t0 > c->sync_window_max_ns)
+                        c->sync_window_max_ns = t0;
                 /* An average over the last ~8 groups: the disk's speed now. */
                 if (r == 0)
                         c->sync_avg_ns = c->sync_avg_ns ? c->sync_avg_ns - c->sync_avg_ns / 8 + t0 / 8
@@ -1544,6 +1549,19 @@ void catalog_get_stats(struct catalog *c, struct catalog_stats *ret)
         pthread_mutex_lock(&c->lock);
         *ret = c->stats;
         pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t catalog_take_sync_window_max_ns(struct catalog *c)
+{
+        uint64_t ns;
+
+        if (!c)
+                return 0;
+        pthread_mutex_lock(&c->lock);
+        ns = c->sync_window_max_ns;
+        c->sync_window_max_ns = 0;
+        pthread_mutex_unlock(&c->lock);
+        return ns;
 }
 
 void catalog_get_io_stats(struct catalog *c, struct catalog_io_stats *ret)

@@ -78,6 +78,7 @@ struct catalog_stats {
         uint64_t max_group;     /* most transactions in one WriteBatch */
         uint64_t failed;        /* transactions answered with an error by a leader */
         uint64_t sync_ns;       /* time spent in synced writes */
+        uint64_t sync_max_ns;   /* the longest synced write (a group's, NOTE 8) */
         uint64_t window_ns;     /* time leaders waited for their group to fill */
         uint64_t replayed;      /* transactions applied from the sync log at open */
 };
@@ -165,6 +166,10 @@ int catalog_error(struct catalog *c);
  * failing catalog call on this thread. */
 const char *catalog_last_error(void);
 void catalog_get_stats(struct catalog *c, struct catalog_stats *ret);
+/* The longest synced write since the previous call (since open for the first): a
+ * status request takes it, so each window between requests gets its own maximum --
+ * a slow disk shows here as it does in a commit's latency.  0 without a write. */
+uint64_t catalog_take_sync_window_max_ns(struct catalog *c);
 
 /* RocksDB's figures for the catalog (primary: statistics are on; a secondary reports
  * zero bytes written): bytes written since open, and what the state column families

@@ -371,39 +371,57 @@ static void *ddl_client(void *arg)
         return NULL;
 }
 
-static bool catalog_counts(uint64_t *commits, uint64_t *syncs)
+/* A number of the adapter's status detail ("key=N"), or UINT64_MAX if it is not there. */
+static uint64_t detail_u64(const char *detail, const char *key)
+{
+        size_t kl = strlen(key);
+
+        for (const char *p = detail; (p = strstr(p, key)); p += kl)
+                if ((p == detail || p[-1] == ' ') && p[kl] == '=')
+                        return strtoull(p + kl + 1, NULL, 10);
+        return UINT64_MAX;
+}
+
+/* The catalog's commits and syncs; with sync_window, also the longest synced write
+ * since the previous status request and since start (microseconds). */
+static bool catalog_counts(uint64_t *commits, uint64_t *syncs, uint64_t *sync_window,
+                           uint64_t *sync_max)
 {
         Coord__StatusReply *s = NULL;
-        const char *p, *q;
 
         if (node_query_status(run_dir, COORD__ROLE__ROLE_ADAPTER, 1000, &s) < 0)
                 return false;
-        p = strstr(s->detail, "catalog_commits=");
-        q = strstr(s->detail, "catalog_syncs=");
-        if (p && q) {
-                *commits = strtoull(p + strlen("catalog_commits="), NULL, 10);
-                *syncs = strtoull(q + strlen("catalog_syncs="), NULL, 10);
+        *commits = detail_u64(s->detail, "catalog_commits");
+        *syncs = detail_u64(s->detail, "catalog_syncs");
+        if (sync_window) {
+                *sync_window = detail_u64(s->detail, "catalog_sync_window_max_us");
+                *sync_max = detail_u64(s->detail, "catalog_sync_max_us");
         }
         coord__status_reply__free_unpacked(s, NULL);
-        return p && q;
+        return *commits != UINT64_MAX && *syncs != UINT64_MAX &&
+               (!sync_window || (*sync_window != UINT64_MAX && *sync_max != UINT64_MAX));
 }
 
 static void test_ddl_group_commit(void)
 {
         pthread_t th[DDL_CLIENTS];
-        uint64_t c0 = 0, s0 = 0, c1 = 0, s1 = 0;
+        uint64_t c0 = 0, s0 = 0, c1 = 0, s1 = 0, win = 0, max = 0;
         PGconn *c;
 
-        CU_ASSERT_FATAL(catalog_counts(&c0, &s0));
+        CU_ASSERT_FATAL(catalog_counts(&c0, &s0, NULL, NULL));
         for (long i = 0; i < DDL_CLIENTS; i++)
                 pthread_create(&th[i], NULL, ddl_client, (void *)i);
         for (int i = 0; i < DDL_CLIENTS; i++)
                 pthread_join(th[i], NULL);
-        CU_ASSERT_FATAL(catalog_counts(&c1, &s1));
-        printf("\n    %llu catalog commits in %llu syncs\n", (unsigned long long)(c1 - c0),
-               (unsigned long long)(s1 - s0));
+        CU_ASSERT_FATAL(catalog_counts(&c1, &s1, &win, &max));
+        printf("\n    %llu catalog commits in %llu syncs, the longest %llu us\n",
+               (unsigned long long)(c1 - c0), (unsigned long long)(s1 - s0),
+               (unsigned long long)win);
         CU_ASSERT(c1 - c0 >= DDL_CLIENTS * 10);
         CU_ASSERT(s1 - s0 < c1 - c0);
+        /* The window since the previous request saw those syncs; start saw them too. */
+        CU_ASSERT(win > 0);
+        CU_ASSERT(win <= max);
         c = db();
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         {
@@ -470,9 +488,9 @@ static void test_ddl_runs(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         for (int i = 0; i < 40; i++)
                 len += (size_t)snprintf(q + len, sizeof(q) - len, "CREATE TABLE run_%d (a int);", i);
-        CU_ASSERT_FATAL(catalog_counts(&c0, &s0));
+        CU_ASSERT_FATAL(catalog_counts(&c0, &s0, NULL, NULL));
         CU_ASSERT(ok(c, q));
-        CU_ASSERT_FATAL(catalog_counts(&c1, &s1));
+        CU_ASSERT_FATAL(catalog_counts(&c1, &s1, NULL, NULL));
         printf("\n    40 CREATEs in one string: %llu catalog commits in %llu syncs\n",
                (unsigned long long)(c1 - c0), (unsigned long long)(s1 - s0));
         CU_ASSERT(c1 - c0 >= 40);
@@ -517,9 +535,9 @@ static void test_ddl_runs(void)
                 len += (size_t)snprintf(q + len, sizeof(q) - len,
                                         "CREATE VIEW runv_%d AS SELECT a FROM rp; "
                                         "CREATE DEFAULT INDEX ON runv_%d;", i, i);
-        CU_ASSERT_FATAL(catalog_counts(&c0, &s0));
+        CU_ASSERT_FATAL(catalog_counts(&c0, &s0, NULL, NULL));
         CU_ASSERT(ok(c, q));
-        CU_ASSERT_FATAL(catalog_counts(&c1, &s1));
+        CU_ASSERT_FATAL(catalog_counts(&c1, &s1, NULL, NULL));
         printf("    20 views and their indexes in one string: %llu catalog commits in %llu syncs\n",
                (unsigned long long)(c1 - c0), (unsigned long long)(s1 - s0));
         CU_ASSERT(c1 - c0 >= 40);

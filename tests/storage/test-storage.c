@@ -2423,6 +2423,11 @@ static void test_syncer(void)
         CU_ASSERT(atomic_load(&notified) >= 1);
         storage_get_stats(s, &st);
         CU_ASSERT_EQUAL(st.syncs, 1);
+        /* The longest durable write per window (a status request's): the creates'
+         * synced writes and this sync; a take starts a new window. */
+        CU_ASSERT(st.sync_max_ns > 0);
+        CU_ASSERT(storage_take_sync_window_max_ns(s) >= st.sync_max_ns);
+        CU_ASSERT_EQUAL(storage_take_sync_window_max_ns(s), 0);
 
         /* A synced write makes everything before it durable at once. */
         CU_ASSERT_EQUAL(storage_append(s, 1, 3, 4, NULL, 0, NULL), 0);
@@ -2431,6 +2436,7 @@ static void test_syncer(void)
         CHECK_OK(storage_create(s, 2, STORAGE_KIND_TABLE, 0, 0));
         CU_ASSERT_EQUAL(storage_pending_seq(s), 0);
         CU_ASSERT_EQUAL(wait_synced(s), 0);
+        CU_ASSERT(storage_take_sync_window_max_ns(s) > 0);
 
         /* A failed sync is sticky, and hands back the deferred changes that rode on
          * the writes it did not cover. */

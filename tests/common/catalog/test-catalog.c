@@ -1012,6 +1012,40 @@ static void *many_thread(void *p)
         return NULL;
 }
 
+/* The longest synced write is kept twice: since open (stats) and since the last take
+ * (what a status request reports per window).  A take returns the window's maximum
+ * and starts a new window. */
+static void test_sync_window(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-syncwin"), *path = NULL;
+        const struct catalog_op op = op_put(CATALOG_CF_STATE, "k", "v");
+        struct catalog_stats st;
+        struct catalog *c = NULL;
+        uint64_t first, second;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        path = path_join(dir, "db");
+        CU_ASSERT_EQUAL(catalog_take_sync_window_max_ns(NULL), 0);
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        (void)catalog_take_sync_window_max_ns(c);       /* whatever the open wrote */
+        CU_ASSERT_EQUAL(catalog_take_sync_window_max_ns(c), 0);
+
+        CU_ASSERT_EQUAL(catalog_commit(c, &op, 1, NULL), 0);
+        first = catalog_take_sync_window_max_ns(c);
+        CU_ASSERT(first > 0);
+        CU_ASSERT_EQUAL(catalog_take_sync_window_max_ns(c), 0);        /* a new window */
+        for (int i = 0; i < 3; i++)
+                CU_ASSERT_EQUAL(catalog_commit(c, &op, 1, NULL), 0);
+        second = catalog_take_sync_window_max_ns(c);
+        CU_ASSERT(second > 0);
+        catalog_get_stats(c, &st);
+        CU_ASSERT_EQUAL(st.groups, 4);
+        CU_ASSERT_EQUAL(st.sync_max_ns, first > second ? first : second);
+        CU_ASSERT(st.sync_ns >= first + second);
+        c = catalog_close(c);
+        t_rmrf(dir);
+}
+
 static void test_commit_many(void)
 {
         _cleanup_free_ char *dir = t_mkdtemp("catalog-many"), *path = NULL;
@@ -1671,6 +1705,7 @@ static const struct t_case error_cases[] = {
 
 static const struct t_case group_cases[] = {
         { "8 threads: dense distinct seqs, all durable, grouped", test_group_commit },
+        { "the longest synced write: since open, and per window", test_sync_window },
         { "commit_many: one write, consecutive seqs, never interleaved, all or none", test_commit_many },
         { "a window's opener woken with the window open still closes it", test_window_opener_woken },
         { NULL, NULL },
