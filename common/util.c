@@ -5,6 +5,19 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+uint64_t kv_u64(const char *list, const char *key)
+{
+        size_t kl = key ? strlen(key) : 0;
+
+        if (!list || kl == 0)
+                return UINT64_MAX;
+        /* A whole key: at the start or after a space, and followed by '='. */
+        for (const char *p = list; (p = strstr(p, key)); p += kl)
+                if ((p == list || p[-1] == ' ') && p[kl] == '=')
+                        return strtoull(p + kl + 1, NULL, 10);
+        return UINT64_MAX;
+}
+
 int parse_u64(const char *s, uint64_t max, uint64_t *ret)
 {
         char *end;

@@ -125,6 +125,9 @@ static inline uint64_t u64_nth(uint64_t *v, size_t n, size_t k)
 
 /* Parse a whole decimal unsigned number; -EINVAL on junk, -ERANGE above max. */
 int parse_u64(const char *s, uint64_t max, uint64_t *ret);
+/* The number N of "key=N" in a list of space-separated key=value pairs (a daemon's
+ * status detail), or UINT64_MAX when the list has no such key. */
+uint64_t kv_u64(const char *list, const char *key);
 
 /* Room for `need` elements of `size` bytes in the array *p of capacity *cap (elements),
  * doubling from 8: 0, or -ENOMEM with *p and *cap unchanged. */

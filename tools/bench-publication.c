@@ -241,14 +241,12 @@ struct snap {
         uint64_t cat_sync_window_us, st_sync_window_us;
 };
 
+/* A figure of a status detail; 0 when the daemon does not report it. */
 static uint64_t detail_u64(const char *detail, const char *key)
 {
-        size_t kl = strlen(key);
+        uint64_t v = kv_u64(detail, key);
 
-        for (const char *p = detail; p && (p = strstr(p, key)); p += kl)
-                if ((p == detail || p[-1] == ' ') && p[kl] == '=')
-                        return strtoull(p + kl + 1, NULL, 10);
-        return 0;
+        return v == UINT64_MAX ? 0 : v;
 }
 
 /* The status of the daemons in mask (bits ADAPTER..); ok = all of them answered.  Each

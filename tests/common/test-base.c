@@ -81,6 +81,21 @@ static void test_parse_u64(void)
         CU_ASSERT_EQUAL(v, UINT64_MAX);         /* untouched on failure */
 }
 
+static void test_kv(void)
+{
+        const char *d = "catalog=primary catalog_commits=12 commits=7 x_commits=9 empty= last=42";
+
+        CU_ASSERT_EQUAL(kv_u64(d, "catalog_commits"), 12);
+        CU_ASSERT_EQUAL(kv_u64(d, "commits"), 7);       /* not the tail of another key */
+        CU_ASSERT_EQUAL(kv_u64(d, "last"), 42);
+        CU_ASSERT_EQUAL(kv_u64(d, "empty"), 0);
+        CU_ASSERT_EQUAL(kv_u64(d, "catalog"), 0);       /* not a number: 0, as strtoull */
+        CU_ASSERT_EQUAL(kv_u64(d, "commit"), UINT64_MAX);      /* not a whole key */
+        CU_ASSERT_EQUAL(kv_u64(d, "missing"), UINT64_MAX);
+        CU_ASSERT_EQUAL(kv_u64(NULL, "x"), UINT64_MAX);
+        CU_ASSERT_EQUAL(kv_u64(d, ""), UINT64_MAX);
+}
+
 static void test_bytes(void)
 {
         uint8_t b[8];
@@ -250,6 +265,7 @@ int main(void)
         static const struct t_case util_cases[] = {
                 { "parse_u64", test_parse_u64 },
                 { "byte order", test_bytes },
+                { "kv_u64: key=N lists", test_kv },
                 { "u64_nth against qsort", test_nth },
                 { "GROW_ARRAY", test_grow },
                 { "pb_varints", test_pb_varints },

@@ -643,15 +643,10 @@ static bool frontiers_of(int fd, uint64_t gid, uint64_t *since, uint64_t *upper)
 static uint64_t status_value(const char *key)
 {
         Coord__StatusReply *st = NULL;
-        uint64_t v = UINT64_MAX;
-        char needle[64];
-        const char *p;
+        uint64_t v;
 
         CU_ASSERT_EQUAL_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 1000, &st), 0);
-        snprintf(needle, sizeof(needle), " %s=", key);
-        p = strstr(st->detail, needle);
-        if (p)
-                v = strtoull(p + strlen(needle), NULL, 10);
+        v = kv_u64(st->detail, key);
         coord__status_reply__free_unpacked(st, NULL);
         return v;
 }

@@ -371,17 +371,6 @@ static void *ddl_client(void *arg)
         return NULL;
 }
 
-/* A number of the adapter's status detail ("key=N"), or UINT64_MAX if it is not there. */
-static uint64_t detail_u64(const char *detail, const char *key)
-{
-        size_t kl = strlen(key);
-
-        for (const char *p = detail; (p = strstr(p, key)); p += kl)
-                if ((p == detail || p[-1] == ' ') && p[kl] == '=')
-                        return strtoull(p + kl + 1, NULL, 10);
-        return UINT64_MAX;
-}
-
 /* The catalog's commits and syncs; with sync_window, also the longest synced write
  * since the previous status request and since start (microseconds). */
 static bool catalog_counts(uint64_t *commits, uint64_t *syncs, uint64_t *sync_window,
@@ -391,11 +380,11 @@ static bool catalog_counts(uint64_t *commits, uint64_t *syncs, uint64_t *sync_wi
 
         if (node_query_status(run_dir, COORD__ROLE__ROLE_ADAPTER, 1000, &s) < 0)
                 return false;
-        *commits = detail_u64(s->detail, "catalog_commits");
-        *syncs = detail_u64(s->detail, "catalog_syncs");
+        *commits = kv_u64(s->detail, "catalog_commits");
+        *syncs = kv_u64(s->detail, "catalog_syncs");
         if (sync_window) {
-                *sync_window = detail_u64(s->detail, "catalog_sync_window_max_us");
-                *sync_max = detail_u64(s->detail, "catalog_sync_max_us");
+                *sync_window = kv_u64(s->detail, "catalog_sync_window_max_us");
+                *sync_max = kv_u64(s->detail, "catalog_sync_max_us");
         }
         coord__status_reply__free_unpacked(s, NULL);
         return *commits != UINT64_MAX && *syncs != UINT64_MAX &&
