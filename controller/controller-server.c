@@ -4841,7 +4841,7 @@ static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_erro
                 frontiers_clear(s);
         else
                 frontiers_dirty(s, gid);
-        log_info("collection_dropped", "gid=%llu kind=%s", (unsigned long long)gid,
+        log_debug("collection_dropped", "gid=%llu kind=%s", (unsigned long long)gid,
                  kind_name(info.kind));
         return 0;
 }
@@ -4936,7 +4936,7 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
                         r = created(s, &info, e);
                 if (r < 0)
                         return r;
-                log_info("collection_created", "gid=%llu kind=%s since=%llu",
+                log_debug("collection_created", "gid=%llu kind=%s since=%llu",
                          (unsigned long long)c->gid, kind_name((enum storage_kind)c->kind),
                          (unsigned long long)c->since);
         }
