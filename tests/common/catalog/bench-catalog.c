@@ -13,7 +13,10 @@
  *   catalog commit N writers   catalog_commit() of 2 state puts of ~100 bytes from N
  *                              threads: latency per commit, commits/s, transactions
  *                              per synced WriteBatch, time per synced write, time the
- *                              leader waited for its group (the commit window)
+ *                              leader waited for its group (the commit window), and
+ *                              the process's CPU time and context switches per commit
+ *                              (every thread's: on a small VM, what a group of 8 costs
+ *                              beyond its sync is mostly this)
  *   group commit 8 / 1 writer  the speed-up, from alternating 1- and 8-writer runs
  *   commit, rocksdb sync       the same rows with the sync log off: a synced RocksDB
  *                              write per group
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,6 +86,8 @@ struct group_figures {
         double txns;                    /* transactions per synced WriteBatch */
         double sync_us;                 /* time in rocksdb_write(sync) */
         double window_us;               /* time the leader waited for its group */
+        double cpu_us;                  /* the process's CPU time per commit */
+        double switches;                /* its context switches per commit */
 };
 
 static void print_row(const char *what, struct samples *s, double per_s,
@@ -92,8 +98,8 @@ static void print_row(const char *what, struct samples *s, double per_s,
         if (per_s > 0)
                 printf("  commits/s=%6.0f", per_s);
         if (g && g->txns > 0)
-                printf("  txns/sync=%4.2f  sync=%4.0f us  window=%3.0f us", g->txns,
-                       g->sync_us, g->window_us);
+                printf("  txns/sync=%4.2f  sync=%4.0f us  window=%3.0f us  cpu=%3.0f us  csw=%4.2f",
+                       g->txns, g->sync_us, g->window_us, g->cpu_us, g->switches);
         printf("\n");
         fflush(stdout);
 }
@@ -219,17 +225,31 @@ static void *worker_main(void *p)
         return NULL;
 }
 
-/* Run n_threads writers for `seconds`, adding their latencies to *all; commits/s,
- * or < 0 on error. */
+/* The process's CPU time (every thread: the writers, RocksDB's and the sync log's) in
+ * ns, and its context switches, voluntary or not. */
+static void usage_now(uint64_t *ret_cpu_ns, uint64_t *ret_switches)
+{
+        struct rusage ru;
+
+        (void)getrusage(RUSAGE_SELF, &ru);
+        *ret_cpu_ns = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000u +
+                      ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
+        *ret_switches = (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw;
+}
+
+/* Run n_threads writers for `seconds`, adding their latencies to *all and their CPU
+ * time and context switches to *ret_cpu_ns and *ret_switches; commits/s, or < 0 on
+ * error. */
 static double run_writers(struct run *run, unsigned n_threads, double seconds,
-                          struct samples *all, struct catalog_stats *ret_delta)
+                          struct samples *all, struct catalog_stats *ret_delta,
+                          uint64_t *ret_cpu_ns, uint64_t *ret_switches)
 {
         struct worker workers[MAX_THREADS] = { 0 };
         pthread_t threads[MAX_THREADS];
         struct catalog_stats st0, st1;
         struct timespec ts = { .tv_sec = (time_t)seconds,
                                .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9) };
-        uint64_t t0, elapsed;
+        uint64_t t0, elapsed, cpu0, cpu1, csw0, csw1;
 
         run->stop = false;
         run->commits = 0;
@@ -241,12 +261,16 @@ static double run_writers(struct run *run, unsigned n_threads, double seconds,
         }
         catalog_get_stats(run->c, &st0);
         pthread_barrier_wait(&run->start);
+        usage_now(&cpu0, &csw0);
         t0 = now_ns();
         nanosleep(&ts, NULL);
         __atomic_store_n(&run->stop, true, __ATOMIC_RELAXED);
         for (unsigned i = 0; i < n_threads; i++)
                 pthread_join(threads[i], NULL);
         elapsed = now_ns() - t0;
+        usage_now(&cpu1, &csw1);
+        *ret_cpu_ns += cpu1 - cpu0;
+        *ret_switches += csw1 - csw0;
         catalog_get_stats(run->c, &st1);
         pthread_barrier_destroy(&run->start);
 
@@ -269,6 +293,7 @@ struct row {
         unsigned n_threads;
         struct samples lat;
         struct catalog_stats delta;
+        uint64_t cpu_ns, switches;      /* the process's, over all rounds */
         double per_s_sum;
         unsigned rounds;
         double per_s[8];
@@ -276,7 +301,8 @@ struct row {
 
 static int row_run(struct run *run, struct row *row, double seconds)
 {
-        double per_s = run_writers(run, row->n_threads, seconds, &row->lat, &row->delta);
+        double per_s = run_writers(run, row->n_threads, seconds, &row->lat, &row->delta,
+                                   &row->cpu_ns, &row->switches);
 
         if (per_s < 0)
                 return -EIO;
@@ -297,6 +323,8 @@ static void row_print(const char *label, struct row *row)
                         .txns = (double)row->delta.commits / (double)row->delta.groups,
                         .sync_us = (double)row->delta.sync_ns / 1e3 / (double)row->delta.groups,
                         .window_us = (double)row->delta.window_ns / 1e3 / (double)row->delta.groups,
+                        .cpu_us = (double)row->cpu_ns / 1e3 / (double)row->delta.commits,
+                        .switches = (double)row->switches / (double)row->delta.commits,
                 };
         snprintf(what, sizeof(what), "%s %u writer%s", label, row->n_threads,
                  row->n_threads > 1 ? "s" : "");
