@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "catalog.h"
@@ -39,6 +40,11 @@ struct job {
         uint64_t ticket;                /* submission order, from 1 */
         bool after;                     /* committer_submit_after() */
         uint32_t test_delay_ms;         /* committer_submit_opts() */
+        int reply_fd;                   /* commit_opts.reply: not owned */
+        const void *reply;
+        size_t reply_len;
+        ssize_t *reply_sent;
+        uint32_t test_wake_delay_ms;    /* commit_opts.test_reply_wake_delay_ms */
 };
 
 struct committer {
@@ -90,6 +96,7 @@ static bool earlier_working(const struct committer *cm, uint64_t ticket)
 static void *worker(void *userdata)
 {
         struct committer *cm = userdata;
+        uint32_t wake_delay_ms;
         unsigned slot;
 
         pthread_mutex_lock(&cm->lock);
@@ -119,12 +126,26 @@ static void *worker(void *userdata)
                 pthread_mutex_lock(&cm->lock);
                 cm->working[slot] = 0;
                 j->next = cm->done;
-                cm->done = j;
+                __atomic_store_n(&cm->done, j, __ATOMIC_RELEASE);
+                /* The answer leaves only now that the job is on `done`, and before the
+                 * lock is released: a statement it may cause finds the job there
+                 * (committer_poll()), and on_done() cannot run the job's callback --
+                 * which lets the loop write to the socket again -- before the send
+                 * has returned. */
+                wake_delay_ms = 0;
+                if (j->reply) {
+                        *j->reply_sent = j->r == 0 ? send(j->reply_fd, j->reply, j->reply_len,
+                                                          MSG_DONTWAIT | MSG_NOSIGNAL)
+                                                   : -1;
+                        wake_delay_ms = j->test_wake_delay_ms;  /* j is the loop's after unlock */
+                }
                 assert(cm->committing > 0);
                 cm->committing--;
                 /* committer_drain() waits for 0, an ordered job for its elders. */
                 pthread_cond_broadcast(&cm->drained);
                 pthread_mutex_unlock(&cm->lock);
+                if (wake_delay_ms)
+                        usleep(wake_delay_ms * 1000u);
                 loop_waker_wake(cm->waker);
                 pthread_mutex_lock(&cm->lock);
         }
@@ -139,7 +160,7 @@ static void on_done(struct loop *l, uint64_t count, void *userdata)
 
         pthread_mutex_lock(&cm->lock);
         list = cm->done;
-        cm->done = NULL;
+        __atomic_store_n(&cm->done, NULL, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&cm->lock);
         /* In completion order (see Order). */
         for (struct job *j = list, *next; j; j = next) {
@@ -267,6 +288,14 @@ int committer_submit_opts(struct committer *cm, const struct catalog_txn_ops *tx
         j->ctx = ctx;
         j->after = o && o->after_earlier;
         j->test_delay_ms = o ? o->test_delay_ms : 0;
+        if (o && o->reply) {
+                assert(o->reply_sent && o->reply_len > 0);
+                j->reply_fd = o->reply_fd;
+                j->reply = o->reply;
+                j->reply_len = o->reply_len;
+                j->reply_sent = o->reply_sent;
+                j->test_wake_delay_ms = o->test_reply_wake_delay_ms;
+        }
         pthread_mutex_lock(&cm->lock);
         j->ticket = ++cm->next_ticket;
         *cm->todo_tail = j;
@@ -298,6 +327,12 @@ int committer_submit(struct committer *cm, const struct catalog_op *ops, size_t 
         const struct catalog_txn_ops txn = { .ops = ops, .n_ops = n };
 
         return committer_submit_many(cm, &txn, 1, done, ctx);
+}
+
+void committer_poll(struct committer *cm)
+{
+        if (__atomic_load_n(&cm->done, __ATOMIC_ACQUIRE))
+                on_done(cm->loop, 0, cm);
 }
 
 unsigned committer_in_flight(const struct committer *cm)

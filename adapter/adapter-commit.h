@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct loop;
 struct catalog;
@@ -44,12 +45,32 @@ int committer_submit_many(struct committer *cm, const struct catalog_txn_ops *tx
  *                  has returned from it (adapter-commit.c, Order): for a transaction
  *                  that must follow one already submitted (a DROP of what a publication
  *                  in flight moves, acat_txn_after_publication());
- *   test_delay_ms  TEST ONLY: its worker sleeps this long before the commit. */
+ *   reply          bytes for the client (the statement's answer, adapter-pgwire.c note
+ *                  (7)): once the commit has succeeded, the worker sends them to
+ *                  reply_fd itself, send(2, MSG_DONTWAIT) -- after the job is on the
+ *                  done queue, under its lock, so that committer_poll() in the loop
+ *                  sees the job before any statement the answer may cause -- and
+ *                  stores what send() returned in *reply_sent (-1 when the commit
+ *                  failed: nothing was sent); both must live until done runs;
+ *   test_delay_ms  TEST ONLY: its worker sleeps this long before the commit;
+ *   test_reply_wake_delay_ms  TEST ONLY: after sending the reply, its worker sleeps this
+ *                  long before it wakes the loop (only committer_poll() can then run
+ *                  the callback in time for a statement the reply caused). */
 struct commit_opts {
         bool after_earlier;
+        int reply_fd;
+        const void *reply;
+        size_t reply_len;
+        ssize_t *reply_sent;
         uint32_t test_delay_ms;
+        uint32_t test_reply_wake_delay_ms;
 };
 int committer_submit_opts(struct committer *cm, const struct catalog_txn_ops *txns, size_t n_txns,
                           const struct commit_opts *o, commit_done_fn done, void *ctx);
+/* Run now, in the loop, the done callbacks of the jobs back from the store.  Called
+ * before the loop acts on a client's statement: a client answered by a worker
+ * directly (commit_opts.reply) may already have told another client, whose statement
+ * must see the commit's effects. */
+void committer_poll(struct committer *cm);
 /* Transactions submitted and not completed yet. */
 unsigned committer_in_flight(const struct committer *cm);

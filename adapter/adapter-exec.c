@@ -261,6 +261,7 @@ struct exec {
         uint64_t mark_acked;            /* (8) the last mark an Ok answered */
         uint64_t builtin_reads;         /* (5) reconciliations that read the relations */
         uint64_t ddl_after_publication; /* DDL commits ordered after a publication's */
+        uint64_t ddl_direct_replies;    /* DDL answered by their committer thread */
         uint64_t stream_chunks;         /* (9) PeekResults that came as chunks of a stream */
         struct row_arena arena;         /* (9) what a read's PeekResult is unpacked into */
         ProtobufCAllocator arena_pa;    /* over arena */
@@ -1430,6 +1431,9 @@ struct ddl {
         struct session *s;
         struct acat_txn *txn;
         bool create;
+        bool direct;            /* its committer answers the client (direct_sent) */
+        ssize_t direct_sent;
+        struct pgwire_direct reply;
         char tag[64];           /* in a run: its CommandComplete */
 };
 
@@ -1469,6 +1473,11 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
         struct exec *ex = s->ex;
         size_t n = acat_txn_n_items(d->txn);
 
+        if (d->direct) {
+                pgwire_direct_end(s->c, &d->reply, d->direct_sent);
+                if (d->direct_sent > 0)
+                        ex->ddl_direct_replies++;
+        }
         if (r < 0) {
                 log_error_errno(r, "catalog_commit_failed", "what=%s", d->create ? "create" : "drop");
                 ex->fatal = r;          /* the store is in its sticky error state */
@@ -1512,14 +1521,17 @@ resume:
 }
 
 /* Commit a DDL's transaction off the loop thread (shared fsyncs); `done` runs on the
- * loop with the result and owns the struct ddl. */
-static int ddl_submit_fn(struct session *s, struct acat_txn *txn, bool create,
+ * loop with the result and owns the struct ddl.  direct: done is ddl_committed(), which
+ * answers with s->tag -- when the statement is the last of a simple query, the
+ * committer sends that answer itself (adapter-pgwire.c note (7)); ddl_committed() ends
+ * it. */
+static int ddl_submit_fn(struct session *s, struct acat_txn *txn, bool create, bool direct,
                          void (*done)(void *ctx, int r, uint64_t seq))
 {
         struct exec *ex = s->ex;
         struct ddl *d = calloc(1, sizeof(*d));
+        struct commit_opts o = { 0 };
         const struct catalog_op *ops;
-        bool after;
         size_t n;
         int r;
 
@@ -1529,12 +1541,23 @@ static int ddl_submit_fn(struct session *s, struct acat_txn *txn, bool create,
         }
         *d = (struct ddl){ .s = s, .txn = txn, .create = create };
         ops = acat_txn_ops(txn, &n);
-        after = acat_txn_after_publication(txn);
+        o.after_earlier = acat_txn_after_publication(txn);
+        if (direct && !ex->cfg.no_direct_reply && !s->extended && s->n_run == 0 && s->batch &&
+            s->next >= sql_batch_size(s->batch) && pgwire_direct_begin(s->c, s->tag, &d->reply) == 0) {
+                d->direct = true;
+                o.reply_fd = d->reply.fd;
+                o.reply = d->reply.bytes;
+                o.reply_len = d->reply.len;
+                o.reply_sent = &d->direct_sent;
+                o.test_reply_wake_delay_ms = ex->cfg.test_reply_wake_delay_ms;
+        }
         r = committer_submit_opts(ex->committer, &(struct catalog_txn_ops){ .ops = ops, .n_ops = n }, 1,
-                                  &(struct commit_opts){ .after_earlier = after }, done, d);
-        if (r == 0 && after)
+                                  &o, done, d);
+        if (r == 0 && o.after_earlier)
                 ex->ddl_after_publication++;
         if (r < 0) {
+                if (d->direct)
+                        pgwire_direct_end(s->c, &d->reply, -1);
                 acat_txn_finish(ex->cat, txn, r);
                 free(d);
                 return r;
@@ -1545,7 +1568,7 @@ static int ddl_submit_fn(struct session *s, struct acat_txn *txn, bool create,
 
 static int ddl_submit(struct session *s, struct acat_txn *txn, bool create)
 {
-        return ddl_submit_fn(s, txn, create, ddl_committed);
+        return ddl_submit_fn(s, txn, create, true, ddl_committed);
 }
 
 /* ---- (7) runs ---- */
@@ -1856,7 +1879,7 @@ static int exec_alter_retain(struct session *s, struct sql_stmt *st)
         }
         if (r < 0)
                 return r;
-        return ddl_submit_fn(s, txn, false, alter_committed);
+        return ddl_submit_fn(s, txn, false, false, alter_committed);
 }
 
 static int exec_drop(struct session *s, struct sql_stmt *st)
@@ -2634,6 +2657,7 @@ static void pg_query(struct pgwire_conn *c, const char *sql, void *userdata)
         struct row_error err = { .position = 0 };
         int r;
 
+        committer_poll(s->ex->committer);       /* adapter-commit.h: before any statement */
         r = sql_parse(sql, &s->batch, &err);
         if (r < 0) {
                 send_row_error(c, &err);
@@ -2667,6 +2691,7 @@ static void pg_prepare(struct pgwire_conn *c, const char *sql, unsigned ntypes,
         unsigned nparams = ntypes;
         int r;
 
+        committer_poll(s->ex->committer);       /* adapter-commit.h: before any statement */
         for (unsigned i = 0; i < ntypes && i < ELEMENTSOF(ptypes); i++)
                 ptypes[i] = types[i];
         for (;;) {
@@ -2752,6 +2777,7 @@ static void pg_execute(struct pgwire_conn *c, void *stmt, unsigned nparams,
         struct sql_params sp;
         int r;
 
+        committer_poll(s->ex->committer);       /* adapter-commit.h: before any statement */
         if (!vals || !types) {
                 free(vals);
                 free(types);
@@ -3153,6 +3179,11 @@ uint64_t exec_builtin_mark(const struct exec *ex)
 uint64_t exec_builtin_reads(const struct exec *ex)
 {
         return ex->builtin_reads;
+}
+
+uint64_t exec_ddl_direct_replies(const struct exec *ex)
+{
+        return ex->ddl_direct_replies;
 }
 
 uint64_t exec_ddl_after_publication(const struct exec *ex)

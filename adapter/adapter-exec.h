@@ -36,10 +36,12 @@ struct exec_config {
         uint32_t tick_ms;               /* upper tick when idle */
         uint32_t peek_timeout_ms;       /* how long a read waits for its inputs */
         uint32_t peek_chunk_bytes;      /* a result's chunks from the controller; 0 one */
+        bool no_direct_reply;           /* DDL answered by the loop, not its committer */
         int64_t test_clock_offset_ms;   /* test hook: shift the oracle's wall clock */
         bool test_hold_builtin_rows;    /* test hook: never send a group with built-in
                                          * rows (a kill -9 then always loses them) */
         uint32_t test_publication_delay_ms; /* test hook: a publication's commit waits */
+        uint32_t test_reply_wake_delay_ms; /* test hook: a direct reply's loop wake-up waits */
 };
 
 int exec_new(struct node *n, struct catalog *store, const struct exec_config *cfg,
@@ -74,6 +76,8 @@ uint64_t exec_builtin_mark(const struct exec *ex);
 uint64_t exec_builtin_reads(const struct exec *ex);
 /* DDL commits held until a publication in flight was committed (acat_txn_after_publication()). */
 uint64_t exec_ddl_after_publication(const struct exec *ex);
+/* DDL statements answered by their committer thread (adapter-pgwire.c note (7)). */
+uint64_t exec_ddl_direct_replies(const struct exec *ex);
 /* (9) PeekResults that came as chunks of streams; pulls deferred until a client's
  * output drained (backpressure). */
 void exec_stream_stats(const struct exec *ex, uint64_t *ret_chunks, uint64_t *ret_waits);

@@ -53,6 +53,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "adapter-pgcodec.h"
 
@@ -217,6 +218,24 @@ int pgwire_notify_drained(struct pgwire_conn *c, size_t below);
 /* The transaction status of the next ReadyForQuery: 'I' idle (default), 'T' in a
  * transaction block, 'E' failed transaction block.  At 'I' Sync drops the portals. */
 void pgwire_set_transaction_status(struct pgwire_conn *c, char status);
+
+/* --- A reply sent by another thread (note (7) of adapter-pgwire.c) --------------- */
+
+struct pgwire_direct {
+        int fd;                         /* the conn's socket, open until pgwire_done() */
+        size_t len;
+        uint8_t bytes[80];              /* CommandComplete(tag) + ReadyForQuery('I') */
+};
+/* In a query() whose last statement is still running: may another thread send its
+ * CommandComplete(tag) and the ReadyForQuery itself?  0: yes, *ret holds the fd and the
+ * bytes, and the conn writes nothing to the socket until pgwire_direct_end(); -EAGAIN:
+ * not now (output queued, a transaction block, an error sent, a tag too long...). */
+int pgwire_direct_begin(struct pgwire_conn *c, const char *tag, struct pgwire_direct *ret);
+/* Back in the loop, before anything else is sent for the request: sent is what
+ * send(2) returned for d's bytes (< 0, 0: nothing went out; the request ends as usual).
+ * After a positive sent, the request's CommandComplete and ReadyForQuery are not
+ * queued again; the bytes not sent are queued first. */
+void pgwire_direct_end(struct pgwire_conn *c, const struct pgwire_direct *d, ssize_t sent);
 
 /* --- Connection accessors ------------------------------------------------------- */
 

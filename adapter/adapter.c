@@ -107,6 +107,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         struct catalog_stats cs = { 0 };
         struct catalog_io_stats io = { 0 };
         uint64_t hwm_sync = 0, hwm_async = 0, mark = 0, reads = 0, chunks = 0, waits = 0, after = 0;
+        uint64_t direct = 0;
         uint64_t sync_window_ns = 0;
 
         if (ad->catalog) {
@@ -120,6 +121,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                 mark = exec_builtin_mark(ad->exec);
                 reads = exec_builtin_reads(ad->exec);
                 after = exec_ddl_after_publication(ad->exec);
+                direct = exec_ddl_direct_replies(ad->exec);
                 exec_stream_stats(ad->exec, &chunks, &waits);
         }
         snprintf(ad->detail, sizeof(ad->detail),
@@ -131,7 +133,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  "catalog_log_keys=%llu oracle_hwm_sync=%llu oracle_hwm_async=%llu "
                  "catalog_ring_records=%llu catalog_ring_omitted=%llu catalog_ring_wakes=%llu "
                  "builtin_mark=%llu builtin_reads=%llu stream_chunks=%llu stream_waits=%llu "
-                 "ddl_after_publication=%llu catalog_sync_max_us=%llu catalog_sync_window_max_us=%llu",
+                 "ddl_after_publication=%llu catalog_sync_max_us=%llu catalog_sync_window_max_us=%llu "
+                 "ddl_direct_replies=%llu",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
                  (unsigned long long)io.synclog_bytes, (unsigned long long)io.synclog_store_syncs,
@@ -146,7 +149,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  (unsigned long long)atomic_load_explicit(&ad->ring_wakes, memory_order_relaxed),
                  (unsigned long long)mark, (unsigned long long)reads,
                  (unsigned long long)chunks, (unsigned long long)waits, (unsigned long long)after,
-                 (unsigned long long)(cs.sync_max_ns / 1000), (unsigned long long)(sync_window_ns / 1000));
+                 (unsigned long long)(cs.sync_max_ns / 1000), (unsigned long long)(sync_window_ns / 1000),
+                 (unsigned long long)direct);
         reply->detail = ad->detail;
 }
 
@@ -241,17 +245,19 @@ int main(int argc, char **argv)
         char *pg_host = NULL, *clock_offset = NULL;
         uint64_t pg_port = 6875, tick_ms = 100, peek_timeout_ms = 10000;
         uint64_t peek_chunk_bytes = EXEC_PEEK_CHUNK_BYTES_DEFAULT;
-        bool test_check_corrupt = false, test_hold_builtin_rows = false;
-        uint64_t test_publication_delay_ms = 0;
+        bool test_check_corrupt = false, test_hold_builtin_rows = false, direct_reply = true;
+        uint64_t test_publication_delay_ms = 0, test_reply_wake_delay_ms = 0;
         const struct conf_option extra[] = {
                 { "pg-host", CONF_STR, &pg_host, 0, "SQL (PostgreSQL wire) address; empty: Unix socket only (default 127.0.0.1)" },
                 { "pg-port", CONF_U64, &pg_port, 65535, "SQL port (default 6875; 0 picks a free one); the Unix socket is <run-dir>/.s.PGSQL.<port>" },
                 { "tick-ms", CONF_U64, &tick_ms, 60000, "advance table uppers this often when idle (default 100)" },
                 { "peek-timeout-ms", CONF_U64, &peek_timeout_ms, 3600000, "how long a read waits for its inputs (default 10000)" },
                 { "peek-chunk-bytes", CONF_U64, &peek_chunk_bytes, 16u << 20, "a read's result comes from the controller in chunks of about this many bytes, each sent to the client before the next is fetched (default 65536; 0: in one piece)" },
+                { "direct-reply", CONF_BOOL, &direct_reply, 0, "a DDL statement that ends a simple query is answered by its committer thread right after the catalog commit, not by the loop one wake-up later (default true)" },
                 { "test-clock-offset-ms", CONF_STR, &clock_offset, 0, "TEST ONLY: shift the oracle's wall clock by this many ms (may be negative)" },
                 { "test-check-corrupt", CONF_BOOL, &test_check_corrupt, 0, "TEST ONLY: coordctl check sees one altered record (to show that it fails)" },
                 { "test-hold-builtin-rows", CONF_BOOL, &test_hold_builtin_rows, 0, "TEST ONLY: never send the built-in rows of DDL and publications (so a kill -9 loses them)" },
+                { "test-direct-reply-wake-delay-ms", CONF_U64, &test_reply_wake_delay_ms, 60000, "TEST ONLY: after a committer thread has answered a DDL itself, it waits this long before it tells the loop" },
                 { "test-publication-commit-delay-ms", CONF_U64, &test_publication_delay_ms, 60000, "TEST ONLY: a publication's catalog commit waits this long on its committer thread first (its values stay pending meanwhile)" },
         };
         struct exec_config ec;
@@ -267,8 +273,10 @@ int main(int argc, char **argv)
                 .pg_unix_dir = a.run_dir, .tick_ms = tick_ms ? (uint32_t)tick_ms : 1,
                 .peek_timeout_ms = (uint32_t)peek_timeout_ms,
                 .peek_chunk_bytes = (uint32_t)peek_chunk_bytes,
+                .no_direct_reply = !direct_reply,
                 .test_hold_builtin_rows = test_hold_builtin_rows,
                 .test_publication_delay_ms = (uint32_t)test_publication_delay_ms,
+                .test_reply_wake_delay_ms = (uint32_t)test_reply_wake_delay_ms,
         };
         if (clock_offset) {
                 char *end;

@@ -649,6 +649,62 @@ static void test_ddl_timestamps(void)
         CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
+/* adapter-pgwire.c note (7): a DDL statement that ends a simple query is answered by
+ * its committer thread, before the loop has applied it.  Whatever a client does after
+ * that answer, on any connection, must see the DDL (linearizability).  With
+ * --test-direct-reply-wake-delay-ms the committer tells the loop only 1 s after its
+ * answer, so the next statement can see the DDL in time only because the loop runs the
+ * finished commits' callbacks before any statement (committer_poll()): without that,
+ * the INSERT after the CREATE fails with 42P01 and the one after the DROP finds the
+ * table.  Each answer must have been a direct one (ddl_direct_replies). */
+static uint64_t direct_replies(void)
+{
+        Coord__StatusReply *s = NULL;
+        uint64_t n;
+
+        if (node_query_status(run_dir, COORD__ROLE__ROLE_ADAPTER, 1000, &s) < 0)
+                return UINT64_MAX;
+        n = kv_u64(s->detail, "ddl_direct_replies");
+        coord__status_reply__free_unpacked(s, NULL);
+        return n;
+}
+
+static void test_direct_reply(void)
+{
+        enum { N = 4 };
+        PGconn *a, *b;
+        uint64_t d0, d1;
+        char q[128];
+
+        a = adapter_restart("--test-direct-reply-wake-delay-ms=1000");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+        b = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+        d0 = direct_replies();
+        CU_ASSERT_NOT_EQUAL_FATAL(d0, UINT64_MAX);
+        for (int i = 0; i < N; i++) {
+                snprintf(q, sizeof(q), "CREATE TABLE direct_%d (x int)", i);
+                CU_ASSERT(ok(a, q));
+                snprintf(q, sizeof(q), "INSERT INTO direct_%d VALUES (%d)", i, i);
+                CU_ASSERT(results_are(b, q, "INSERT 0 1"));
+                snprintf(q, sizeof(q), "DROP TABLE direct_%d", i);
+                CU_ASSERT(ok(a, q));
+                snprintf(q, sizeof(q), "INSERT INTO direct_%d VALUES (%d)", i, i);
+                CU_ASSERT(results_are(b, q, "!42P01"));
+        }
+        /* Not the last statement of its string: answered by the loop, in order. */
+        CU_ASSERT(results_are(a, "CREATE TABLE direct_m (x int); SELECT 1", "CREATE TABLE,SELECT 1"));
+        CU_ASSERT(results_are(b, "INSERT INTO direct_m VALUES (1)", "INSERT 0 1"));
+        d1 = direct_replies();
+        printf("\n    %llu of %d DDL answered by their committer\n",
+               (unsigned long long)(d1 - d0), 2 * N + 1);
+        CU_ASSERT_EQUAL(d1 - d0, 2 * N);
+        PQfinish(a);
+        PQfinish(b);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+}
+
 static uint64_t show_objects_count(PGconn *c)
 {
         PGresult *r = PQexec(c, "SHOW OBJECTS");
@@ -1221,6 +1277,7 @@ static const struct t_case cases[] = {
         { "a query string's CREATEs commit together, answered in order", test_ddl_runs },
         { "oracle monotone with the clock set back", test_oracle_monotone },
         { "a DDL costs one timestamp", test_ddl_timestamps },
+        { "a DDL answered by its committer is seen by every next statement", test_direct_reply },
         { "built-in rows of answered DDL survive kill -9 of the adapter", test_ddl_rows_survive_kill9 },
         { "restart: the writer mark spares the reads, and is not trusted after a loss", test_restart_mark },
         { "a result in many chunks: exactly its rows; a small one in one", test_stream_rows },

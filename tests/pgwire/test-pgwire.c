@@ -13,6 +13,12 @@
  *   BIG n           n rows of 1000 bytes, produced asynchronously with flow control
  *   BIGSYNC n       the same, produced at once (to overrun max_output)
  *   SHOW x          one row;  BEGIN / COMMIT  set the transaction status
+ *   DIRECT n|ALL|FAIL  answered "by another thread" (pgwire_direct_begin()): after 1
+ *                   ms the first n bytes of the reply (ALL: all of it; FAIL: nothing,
+ *                   as after a failed commit) go out by send(2) on the conn's fd, then
+ *                   pgwire_direct_end() and the ordinary CommandComplete "DIRECT";
+ *                   "DIRECT REFUSED" when the server refuses (not the last statement,
+ *                   output queued, a transaction block)
  *   anything else   a command tag ("INSERT 0 1", "CREATE TABLE", ...)
  *
  * Clients: libpq (TCP, Unix socket, sslmode=prefer/require, simple and multi-statement
@@ -29,6 +35,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <libpq-fe.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -101,8 +108,10 @@ struct fconn {
         unsigned nparams;
         const struct pgwire_param *params;
         bool ran;                       /* a statement produced a result */
-        struct loop_timer *timer;       /* SLEEP or BIG in progress */
+        struct loop_timer *timer;       /* SLEEP, BIG or DIRECT in progress */
         unsigned big_left, big_total;
+        struct pgwire_direct direct;    /* DIRECT */
+        long direct_n;
 };
 
 static const struct pgcodec_column col_int4 = { .name = "?column?", .type = PGCODEC_OID_INT4, .typmod = -1 };
@@ -243,6 +252,26 @@ static void fake_big_fire(struct loop *l, void *userdata)
         fake_continue(f);
 }
 
+/* DIRECT: what the adapter's committer thread does (adapter-commit.c), then what its
+ * loop does when told (ddl_committed()). */
+static void fake_direct_fire(struct loop *l, void *userdata)
+{
+        struct fconn *f = userdata;
+        ssize_t sent = -1;
+
+        f->timer = NULL;
+        if (f->direct_n >= 0) {
+                size_t n = (unsigned long)f->direct_n < f->direct.len ? (size_t)f->direct_n
+                                                                     : f->direct.len;
+
+                sent = n ? send(f->direct.fd, f->direct.bytes, n, MSG_DONTWAIT | MSG_NOSIGNAL) : 0;
+                CU_ASSERT_EQUAL(sent, (ssize_t)n);
+        }
+        pgwire_direct_end(f->c, &f->direct, sent);
+        (void)pgwire_send_command_complete(f->c, "DIRECT");
+        fake_continue(f);
+}
+
 /* Run one statement: 0 done, 1 gone asynchronous, -1 failed (skip the rest). */
 static int fake_statement(struct fconn *f, const char *stmt)
 {
@@ -340,6 +369,18 @@ static int fake_statement(struct fconn *f, const char *stmt)
                 (void)pgwire_send_row_description(c, 1, &col);
                 (void)pgwire_send_data_row(c, 1, v, NULL);
                 return pgwire_send_command_complete(c, "SHOW") < 0 ? -1 : 0;
+        }
+        if (word_is(stmt, "DIRECT")) {
+                const char *arg = stmt + 6;
+
+                while (isspace((unsigned char)*arg))
+                        arg++;
+                f->direct_n = strcasecmp(arg, "ALL") == 0 ? LONG_MAX
+                              : strcasecmp(arg, "FAIL") == 0 ? -1 : strtol(arg, NULL, 10);
+                if (f->extended || *f->next || pgwire_direct_begin(c, "DIRECT", &f->direct) < 0)
+                        return pgwire_send_command_complete(c, "DIRECT REFUSED") < 0 ? -1 : 0;
+                CU_ASSERT_EQUAL(loop_timer_add(L, 1000 * 1000, fake_direct_fire, f, &f->timer), 0);
+                return 1;
         }
         if (word_is(stmt, "BEGIN"))
                 pgwire_set_transaction_status(c, 'T');
@@ -1780,6 +1821,73 @@ static void test_raw_pipelined_simple(void)
         raw_close(r);
 }
 
+/* The reply sent by another thread (adapter-pgwire.c note (7)): whether all of it, part
+ * of it or nothing went out that way, the client gets exactly one CommandComplete and
+ * one ReadyForQuery, in order with what is pipelined behind; a refused begin answers
+ * the ordinary way. */
+static void expect_tag(struct raw *r, const char *tag)
+{
+        struct raw_msg m = raw_expect(r, 'C');
+
+        CU_ASSERT(m.len > 0 && memchr(m.body, '\0', m.len) && strcmp((const char *)m.body, tag) == 0);
+}
+
+static void test_raw_direct_reply(void)
+{
+        struct raw *r = raw_ready(0, NULL, NULL);
+        struct pgcodec_buf b;
+        struct raw_msg m;
+
+        pgcodec_buf_init(&b, 0);
+        put_query(&b, "DIRECT ALL");
+        put_query(&b, "SELECT 1");
+        put_query(&b, "DIRECT 3");              /* inside the CommandComplete */
+        put_query(&b, "DIRECT 14");             /* inside the ReadyForQuery (12 + 6 bytes) */
+        put_query(&b, "DIRECT 0");
+        put_query(&b, "DIRECT FAIL");
+        put_query(&b, "NOTICE; DIRECT ALL");    /* output queued before it */
+        put_query(&b, "DIRECT ALL; SELECT 1");  /* not the last statement */
+        put_query(&b, "BEGIN");
+        put_query(&b, "DIRECT ALL");            /* in a transaction block */
+        put_query(&b, "COMMIT");
+        put_query(&b, "DIRECT ALL");
+        pgcodec_msg_end(&b, pgcodec_msg_begin(&b, 'X'));
+        raw_send_buf(r, &b);
+        expect_tag(r, "DIRECT");
+        raw_expect(r, 'Z');
+        raw_expect(r, 'T');
+        raw_expect(r, 'D');
+        expect_tag(r, "SELECT 1");
+        raw_expect(r, 'Z');
+        for (int i = 0; i < 4; i++) {
+                expect_tag(r, "DIRECT");
+                raw_expect(r, 'Z');
+        }
+        raw_expect(r, 'N');
+        expect_tag(r, "DO");
+        expect_tag(r, "DIRECT REFUSED");
+        raw_expect(r, 'Z');
+        expect_tag(r, "DIRECT REFUSED");
+        raw_expect(r, 'T');
+        raw_expect(r, 'D');
+        expect_tag(r, "SELECT 1");
+        raw_expect(r, 'Z');
+        expect_tag(r, "BEGIN");
+        m = raw_expect(r, 'Z');
+        CU_ASSERT(m.len == 1 && m.body[0] == 'T');
+        expect_tag(r, "DIRECT REFUSED");
+        raw_expect(r, 'Z');
+        expect_tag(r, "COMMIT");
+        raw_expect(r, 'Z');
+        expect_tag(r, "DIRECT");
+        m = raw_expect(r, 'Z');
+        CU_ASSERT(m.len == 1 && m.body[0] == 'I');
+        CU_ASSERT_EQUAL(raw_read(r, &m), 0);    /* Terminate: closed, nothing more */
+        pgcodec_buf_done(&b);
+        raw_close(r);
+        bystander_check();
+}
+
 /* --- Tests: garbage ----------------------------------------------------------------- */
 
 static void test_garbage_startup(void)
@@ -2318,6 +2426,7 @@ int main(void)
                 { "errors", test_simple_errors },
                 { "fatal", test_simple_fatal },
                 { "raw_pipelined", test_raw_pipelined_simple },
+                { "raw_direct_reply", test_raw_direct_reply },
                 { NULL, NULL },
         };
         static const struct t_case extended_cases[] = {
