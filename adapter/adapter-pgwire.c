@@ -338,6 +338,10 @@ _unused_ static bool conn_check(const struct pgwire_conn *c)
         assert(c->state != CONN_CLOSED || !c->close_timer);
         assert(c->state == CONN_CLOSING || !c->wr_shut || c->state == CONN_CLOSED);
         assert(c->txn_status == 'I' || c->txn_status == 'T' || c->txn_status == 'E');
+        /* Note (7): only a query's reply goes out elsewhere, and never while tx holds
+         * bytes of ours (begin required it empty; conn_flush() waits). */
+        assert(!c->direct || (c->req == REQ_QUERY && !c->direct_sent));
+        assert(!c->direct || !c->send_armed);
         return true;
 }
 
@@ -1586,7 +1590,7 @@ static void conn_pump(struct pgwire_conn *c)
                 conn_recv_arm(c);
                 return;
         case CONN_CLOSING:
-                if (!c->wr_shut && c->out.len == 0 && !c->send_armed) {
+                if (!c->wr_shut && c->out.len == 0 && !c->send_armed && !c->direct) {
                         (void)shutdown(c->fd, SHUT_WR);
                         c->wr_shut = true;
                 }
@@ -2819,11 +2823,12 @@ void pgwire_direct_end(struct pgwire_conn *c, const struct pgwire_direct *d, ssi
 
                         pgcodec_buf_init(&c->out, rest.max);
                         pgcodec_put_bytes(&c->out, d->bytes + sent, d->len - (size_t)sent);
-                        pgcodec_put_bytes(&c->out, rest.data, rest.len);
+                        if (rest.len > 0)
+                                pgcodec_put_bytes(&c->out, rest.data, rest.len);
                         pgcodec_buf_done(&rest);
                         (void)conn_out_check(c);
                 }
         }
-        if (c->out.len > 0 && conn_open(c))
-                conn_flush(c);
+        if (c->out.len > 0)
+                conn_flush(c);          /* also in CLOSING: a FATAL queued meanwhile */
 }
