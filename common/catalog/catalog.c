@@ -99,6 +99,14 @@
  *     replayed; after a power loss the sync log restores what RocksDB's unsynced WAL
  *     lost (test-catalog: catalog-synclog).  A secondary reads RocksDB only, so a
  *     follower sees exactly what it saw before (6).
+ *     The sync log's thread and a leader both call into RocksDB's WAL writer, and
+ *     once that writer has failed (a write or a sync: EFBIG, ENOSPC, EIO) RocksDB
+ *     must not be called on it again -- the Debian build asserts, and aborts the
+ *     process, in WritableFileWriter (seen in test-catalog's EFBIG case under I/O
+ *     load: the thread's rocksdb_flush_wal() after the leader's failed write).  So
+ *     c->wal_lock serializes the two calls and c->wal_failed, set under it by
+ *     whichever failed, stops both: the leader's rocksdb_write() takes it for a few
+ *     µs, and waits for the thread's WAL sync only when one runs (once per segment).
  *
  * GROUP COMMIT
  *
@@ -267,6 +275,10 @@ struct catalog {
         /* Bumped (atomically, after the members are DONE) at the end of every group:
          * callers in catalog_commit() sleep on it as a futex. */
         uint32_t group_end;
+
+        /* NOTE 8: RocksDB's WAL writer, between a leader and the sync log's thread. */
+        pthread_mutex_t wal_lock;
+        bool wal_failed;                        /* under wal_lock: never call it again */
 
         pthread_mutex_t lock;
         /* Protected by lock: */
@@ -490,6 +502,7 @@ static int catalog_alloc(bool secondary, struct catalog **ret)
         c->secondary = secondary;
         c->expect = 1;
         pthread_mutex_init(&c->lock, NULL);
+        pthread_mutex_init(&c->wal_lock, NULL);
 
         /* RocksDB's constructors abort rather than return NULL. */
         c->options = options_new(secondary);
@@ -520,9 +533,34 @@ static int synclog_store_sync(void *userdata)
 {
         struct catalog *c = userdata;
         char *err = NULL;
+        int r = -EIO;
 
-        rocksdb_flush_wal(c->db, 1, &err);
-        return err ? (rocks_error(err) == -ENOSPC ? -ENOSPC : -EIO) : 0;
+        pthread_mutex_lock(&c->wal_lock);
+        if (!c->wal_failed) {
+                rocksdb_flush_wal(c->db, 1, &err);
+                r = err ? (rocks_error(err) == -ENOSPC ? -ENOSPC : -EIO) : 0;
+                c->wal_failed = r < 0;
+        }
+        pthread_mutex_unlock(&c->wal_lock);
+        return r;
+}
+
+/* rocksdb_write() unless RocksDB's WAL writer has failed (NOTE 8); err as RocksDB's. */
+static void wal_write(struct catalog *c, const rocksdb_writeoptions_t *options, char **err)
+{
+        pthread_mutex_lock(&c->wal_lock);
+        if (c->wal_failed)
+                *err = strdup("IO error: the WAL failed before (catalog: not written)");
+        else {
+                rocksdb_write(c->db, options, c->batch, err);
+                c->wal_failed = *err != NULL;
+        }
+        pthread_mutex_unlock(&c->wal_lock);
+}
+
+int catalog_debug_store_sync(struct catalog *c)
+{
+        return c && c->synclog ? synclog_store_sync(c) : -EINVAL;
 }
 
 /* A group found in the sync log at open: skipped if RocksDB has it (its last_seq is
@@ -688,6 +726,7 @@ struct catalog *catalog_close(struct catalog *c)
         if (c->options)
                 rocksdb_options_destroy(c->options);
         free(c->pack_buf);
+        pthread_mutex_destroy(&c->wal_lock);
         pthread_mutex_destroy(&c->lock);
         free(c);
         return NULL;
@@ -941,7 +980,7 @@ static int group_write(struct catalog *c, bool fail, uint64_t first_seq, size_t 
                 r = synclog_write(c->synclog, first_seq, (uint32_t)n, rep, len);
                 if (r == 0) {
                         options = c->nosync_options;
-                        rocksdb_write(c->db, options, c->batch, &err);
+                        wal_write(c, options, &err);
                         if (err) {
                                 r = rocks_error(err);
                                 return r == -ENOSPC ? r : -EIO;
@@ -955,7 +994,7 @@ static int group_write(struct catalog *c, bool fail, uint64_t first_seq, size_t 
                         return r == -ENOSPC ? r : -EIO;
                 }
         }
-        rocksdb_write(c->db, options, c->batch, &err);
+        wal_write(c, options, &err);
         if (!err)
                 return 0;
         r = rocks_error(err);

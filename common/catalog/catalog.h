@@ -264,6 +264,11 @@ struct catalog_log_iter *catalog_log_iter_free(struct catalog_log_iter *it);
  * For tests of the error paths; never called by the daemons. */
 void catalog_debug_fail_next_sync(struct catalog *c);
 
+/* What the sync log's thread runs when a segment is left (catalog.c NOTE 8): RocksDB's
+ * WAL synced, or -EIO without calling RocksDB once its WAL writer has failed.  For a
+ * test of that order; never called by the daemons. */
+int catalog_debug_store_sync(struct catalog *c);
+
 /* The sync log's segment size for primaries opened from now on, process-wide (catalog.c
  * NOTE 8; default 2 MiB): small ones make tests reuse segments; 0 turns the sync log
  * off (every group is a synced RocksDB write), for benchmarks that compare the two.
