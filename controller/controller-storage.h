@@ -410,6 +410,9 @@ void storage_debug_fail_next_write(struct storage *s);
 int storage_debug_sync_hold_file(struct storage *s, const char *path);
 /* TEST ONLY: the syncer's next sync fails with -EIO without syncing. */
 void storage_debug_fail_next_sync(struct storage *s);
+/* TEST ONLY: the syncer's own error (0 while its syncs succeed), also when the handle
+ * was sticky before and storage_sync_poll() does not report it; -ENODEV without one. */
+int storage_debug_syncer_error(struct storage *s);
 
 /* Wait until the merge in the background (controller-storage.c NOTE 13), if any, has
  * written its result, without applying it to memory: the window that reads and

@@ -9,6 +9,7 @@
  *                                  each acknowledged (gid, upper) on FD
  *   test-storage --ddl-writer DIR FD   create, drop (deferred) and append in one write,
  *                                  forever, reporting each acknowledged step on FD
+ *   test-storage --efbig-syncer DIR  the same with the syncer held past the failure
  *   test-storage --efbig DIR       the real write failure case (RLIMIT_FSIZE) on a
  *                                  database in DIR; exit 0 pass, 1 fail
  * STORAGE_TEST_SEED=n replays the randomized test with seed n.
@@ -1761,6 +1762,66 @@ static int efbig_main(const char *dir)
         return T_EXIT_PASS;
 }
 
+static void no_notify(void *userdata)
+{
+        (void)userdata;
+}
+
+/* NOTE 14: a sync wanted before a write that fails for real (EFBIG) and started after
+ * that failure must not call into RocksDB's failed WAL writer -- Debian's RocksDB
+ * asserts there and the process aborts.  The syncer is held (the hold file) while the
+ * writes fail, then let go. */
+static int efbig_syncer_main(const char *dir)
+{
+        _cleanup_free_ char *path = path_join(dir, "db"), *hold = path_join(dir, "hold");
+        static uint8_t big[32 * 1024];
+        struct storage_update u = { .row = big, .len = sizeof(big), .diff = 1 };
+        struct storage *s = NULL;
+        struct rlimit lim;
+        uint64_t upper = 0;
+        int r = 0, fail, fd, synced = 0;
+
+        if (!path || !hold || getrlimit(RLIMIT_FSIZE, &lim) < 0)
+                return T_EXIT_ERROR;
+        for (size_t k = 0; k < sizeof(big); k++)
+                big[k] = (uint8_t)rand();
+        CHILD_CHECK(storage_open(path, &s) == 0);
+        CHILD_CHECK(storage_create(s, 1, STORAGE_KIND_TABLE, 0, 0) == 0);
+        CHILD_CHECK(storage_debug_sync_hold_file(s, hold) == 0);
+        fd = open(hold, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        CHILD_CHECK(fd >= 0);
+        close(fd);
+        CHILD_CHECK(storage_syncer_start(s, no_notify, NULL) == 0);
+
+        signal(SIGXFSZ, SIG_IGN);
+        CHILD_CHECK(setrlimit(RLIMIT_FSIZE, &(struct rlimit){ FSIZE_LIMIT, lim.rlim_max }) == 0);
+        while (r == 0 && upper < 4 * FSIZE_LIMIT / sizeof(big)) {
+                be64_put(big, upper);
+                u.time = upper;
+                r = storage_append(s, 1, upper, upper + 1, &u, 1, NULL);
+                if (r == 0)
+                        upper++;
+        }
+        fail = r;
+        CHILD_CHECK(upper > 0 && (fail == -EIO || fail == -ENOSPC));
+        CHILD_CHECK(strstr(storage_last_error(), "File too large"));
+        CHILD_CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+
+        /* Let the held sync go: refused (the write failed), never RocksDB's assert. */
+        CHILD_CHECK(storage_debug_syncer_error(s) == 0);
+        CHILD_CHECK(unlink(hold) == 0);
+        for (int i = 0; i < 10000 && (synced = storage_debug_syncer_error(s)) == 0; i++) {
+                CHILD_CHECK(storage_sync_poll(s) == 0);         /* sticky before */
+                usleep(1000);
+        }
+        CHILD_CHECK(synced == -EIO);
+        CHILD_CHECK(storage_pending_seq(s) != 0);
+        s = storage_close(s);
+        printf("failed with %s after %" PRIu64 " unsynced appends, the held sync refused ",
+               strerror(-fail), upper);
+        return T_EXIT_PASS;
+}
+
 static pid_t spawn_self(char *const argv[], int keep_fd)
 {
         pid_t pid = fork();
@@ -1773,7 +1834,7 @@ static pid_t spawn_self(char *const argv[], int keep_fd)
         _exit(99);
 }
 
-static void test_sticky_efbig(void)
+static void efbig_child(const char *mode)
 {
         _cleanup_free_ char *dir = t_mkdtemp("storage-efbig");
         int status;
@@ -1781,11 +1842,21 @@ static void test_sticky_efbig(void)
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
         fflush(stdout);
-        pid = spawn_self((char *[]){ "test-storage", "--efbig", dir, NULL }, -1);
+        pid = spawn_self((char *[]){ "test-storage", (char *)mode, dir, NULL }, -1);
         CU_ASSERT_FATAL(pid > 0);
         CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
         CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == T_EXIT_PASS);
         t_rmrf(dir);
+}
+
+static void test_sticky_efbig(void)
+{
+        efbig_child("--efbig");
+}
+
+static void test_efbig_held_sync(void)
+{
+        efbig_child("--efbig-syncer");
 }
 
 /* ---- 5. kill -9 mid-stream (I7) ------------------------------------------------- */
@@ -2492,6 +2563,7 @@ static const struct t_case cases[] = {
         { "group commit in the syncer thread", test_syncer },
         { "sticky error (injected)", test_sticky_injected },
         { "sticky error (EFBIG)", test_sticky_efbig },
+        { "a sync held past a failed write (EFBIG) is refused, not run", test_efbig_held_sync },
         { "kill -9 mid-stream (I7)", test_kill9 },
         { "kill -9 with deferred creates and drops", test_kill9_deferred },
         { "randomized model", test_model },
@@ -2511,5 +2583,7 @@ int main(int argc, char **argv)
                 return ddl_writer_main(argv[2], argv[3]);
         if (argc == 3 && strcmp(argv[1], "--efbig") == 0)
                 return efbig_main(argv[2]);
+        if (argc == 3 && strcmp(argv[1], "--efbig-syncer") == 0)
+                return efbig_syncer_main(argv[2]);
         return t_run(suites);
 }
