@@ -1446,6 +1446,16 @@ static void ddl_failed(struct session *s, int r)
         s->next = SIZE_MAX;
 }
 
+/* After a failed catalog write the store refuses every write until the adapter is
+ * restarted (common/catalog NOTE 5): say so with 58030, as the failing statement was
+ * answered (ddl_failed()), not as an internal error. */
+static int catalog_not_writable(struct session *s)
+{
+        send_error(s->c, "58030", "the catalog is not writable since a write failed (%s); "
+                   "restart coord-adapter to recover", strerror(-s->ex->fatal));
+        return -ECANCELED;
+}
+
 /* A CREATE's commit is done: apply it to memory and queue its built-in rows (3), with
  * ex->hold_kick set by the caller.  <0: they could not be queued. */
 static int ddl_created(struct exec *ex, struct acat_txn *txn, uint64_t seq)
@@ -1716,7 +1726,7 @@ static int exec_create_table(struct session *s, struct sql_stmt *st)
                 return STMT_DONE;       /* the notice went out with the statement's notices */
         }
         if (ex->fatal)
-                return ex->fatal;
+                return catalog_not_writable(s);
         r = oracle_birth_ts(ex->oracle, &ts);
         if (r < 0)
                 return r;
@@ -1796,7 +1806,7 @@ static int exec_create_view(struct session *s, struct sql_stmt *st)
         if (cv->exists)
                 return STMT_DONE;       /* IF NOT EXISTS: the notice went out */
         if (ex->fatal)
-                return ex->fatal;
+                return catalog_not_writable(s);
         r = oracle_birth_ts(ex->oracle, &ts);
         if (r < 0)
                 return r;
@@ -1827,7 +1837,7 @@ static int exec_create_index(struct session *s, struct sql_stmt *st)
         if (ci->exists)
                 return STMT_DONE;
         if (ex->fatal)
-                return ex->fatal;
+                return catalog_not_writable(s);
         r = oracle_birth_ts(ex->oracle, &ts);
         if (r < 0)
                 return r;
@@ -1870,7 +1880,7 @@ static int exec_alter_retain(struct session *s, struct sql_stmt *st)
         int r;
 
         if (ex->fatal)
-                return ex->fatal;
+                return catalog_not_writable(s);
         r = acat_alter_retain_begin(ex->cat, st->alter_retain.id, st->alter_retain.retain_history_ms,
                                     &txn, &err);
         if (r == -EINVAL) {
@@ -1894,7 +1904,7 @@ static int exec_drop(struct session *s, struct sql_stmt *st)
 
         snprintf(s->tag, sizeof(s->tag), "%s", sql_stmt_tag(st));
         if (ex->fatal)
-                return ex->fatal;
+                return catalog_not_writable(s);
         gids = calloc(d->n_objects ? d->n_objects : 1, sizeof(*gids));
         if (!gids)
                 return -ENOMEM;

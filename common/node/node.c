@@ -656,6 +656,10 @@ int node_new(const struct node_config *cfg, const struct node_handler *h, void *
                 goto fail;
         }
         signal(SIGPIPE, SIG_IGN);
+        /* A write past RLIMIT_FSIZE fails with EFBIG, which the stores turn into their
+         * sticky error (no more writes, reads go on, a restart recovers), instead of
+         * the signal's default: the process killed mid-write. */
+        signal(SIGXFSZ, SIG_IGN);
         for (unsigned i = 1; i < N_ROLES; i++) {
                 struct peer *p = &n->peers[i];
                 p->node = n;

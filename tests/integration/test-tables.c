@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -705,6 +706,49 @@ static void test_direct_reply(void)
         CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
+/* A real write failure under a running adapter: its file size limit lowered to 1 byte
+ * (prlimit), so the catalog's next write fails with EFBIG.  The daemon ignores SIGXFSZ
+ * and keeps serving: that DDL is answered 58030 and not applied, later DDL get 58030 as
+ * well (the store's error is sticky, common/catalog NOTE 5), reads and INSERTs go on.
+ * After a restart with the limit back, the catalog is whole: the table from before is
+ * there, the failed ones are not, and DDL works again. */
+static void test_catalog_write_failure(void)
+{
+        Coord__StatusReply *st = NULL;
+        struct rlimit old, one;
+        PGconn *c = db();
+        pid_t pid;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE wf_ok (x int)"));
+        CU_ASSERT(ok(c, "INSERT INTO wf_ok VALUES (1)"));
+        CU_ASSERT_EQUAL_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_ADAPTER, 1000, &st), 0);
+        pid = st->pid;
+        coord__status_reply__free_unpacked(st, NULL);
+        CU_ASSERT_EQUAL_FATAL(prlimit(pid, RLIMIT_FSIZE, NULL, &old), 0);
+        one = (struct rlimit){ .rlim_cur = 1, .rlim_max = old.rlim_max };
+        CU_ASSERT_EQUAL_FATAL(prlimit(pid, RLIMIT_FSIZE, &one, NULL), 0);
+
+        CU_ASSERT(results_are(c, "CREATE TABLE wf_bad (x int)", "!58030"));
+        CU_ASSERT(results_are(c, "CREATE TABLE wf_bad2 (x int)", "!58030"));
+        CU_ASSERT(results_are(c, "DROP TABLE wf_ok", "!58030"));
+        CU_ASSERT(results_are(c, "INSERT INTO wf_ok VALUES (2)", "INSERT 0 1"));
+        CU_ASSERT(rows_are(c, "SELECT x FROM wf_ok ORDER BY x", "1;2"));
+        CU_ASSERT(kill(pid, 0) == 0);           /* SIGXFSZ did not kill it */
+        PQfinish(c);
+
+        CU_ASSERT_EQUAL(prlimit(pid, RLIMIT_FSIZE, &old, NULL), 0);
+        c = adapter_restart(NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(rows_are(c, "SELECT x FROM wf_ok ORDER BY x", "1;2"));
+        CU_ASSERT(results_are(c, "SELECT x FROM wf_bad", "!42P01"));
+        CU_ASSERT(results_are(c, "SELECT x FROM wf_bad2", "!42P01"));
+        CU_ASSERT(ok(c, "CREATE TABLE wf_bad (x int)"));
+        CU_ASSERT(ok(c, "DROP TABLE wf_bad"));
+        CU_ASSERT(ok(c, "DROP TABLE wf_ok"));
+        PQfinish(c);
+}
+
 static uint64_t show_objects_count(PGconn *c)
 {
         PGresult *r = PQexec(c, "SHOW OBJECTS");
@@ -1278,6 +1322,7 @@ static const struct t_case cases[] = {
         { "oracle monotone with the clock set back", test_oracle_monotone },
         { "a DDL costs one timestamp", test_ddl_timestamps },
         { "a DDL answered by its committer is seen by every next statement", test_direct_reply },
+        { "a failed catalog write (EFBIG): 58030, reads and INSERTs go on, a restart recovers", test_catalog_write_failure },
         { "built-in rows of answered DDL survive kill -9 of the adapter", test_ddl_rows_survive_kill9 },
         { "restart: the writer mark spares the reads, and is not trusted after a loss", test_restart_mark },
         { "a result in many chunks: exactly its rows; a small one in one", test_stream_rows },
