@@ -262,6 +262,7 @@ struct exec {
         uint64_t builtin_reads;         /* (5) reconciliations that read the relations */
         uint64_t ddl_after_publication; /* DDL commits ordered after a publication's */
         uint64_t ddl_direct_replies;    /* DDL answered by their committer thread */
+        bool group_send_failing;        /* the last group_send() failed (logged once) */
         uint64_t stream_chunks;         /* (9) PeekResults that came as chunks of a stream */
         struct row_arena arena;         /* (9) what a read's PeekResult is unpacked into */
         ProtobufCAllocator arena_pa;    /* over arena */
@@ -302,6 +303,15 @@ static void send_error(struct pgwire_conn *c, const char *sqlstate, const char *
         vsnprintf(e.message, sizeof(e.message), fmt, ap);
         va_end(ap);
         send_row_error(c, &e);
+}
+
+/* Why the catalog failed, for a client: the store's message (the file system's
+ * error, "catalog: sync log write failed: File too large"), else r's. */
+static const char *catalog_reason(struct exec *ex, int r)
+{
+        const char *msg = catalog_error(ex->store) < 0 ? catalog_last_error() : "";
+
+        return msg[0] ? msg : strerror(-r);
 }
 
 /* ---- requests to the controller ---- */
@@ -600,6 +610,9 @@ static bool group_writes_builtin_rows(const struct group *g)
         return false;
 }
 
+static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
+                           const Coord__Error *err);
+
 /* Send the head group when nothing is in flight.  A group nobody waits for is held (6). */
 static void groups_kick(struct exec *ex)
 {
@@ -624,8 +637,29 @@ static void groups_kick(struct exec *ex)
         }
         ex->hold_done = false;
         r = group_send(ex, g);
-        if (r < 0)
-                log_error_errno(r, "group_send_failed", "writes=%zu", g->n);
+        if (r < 0) {
+                /* Not sent, and it would not be later either (its timestamp needs the
+                 * oracle's mark in the catalog, or memory): answer its writers now,
+                 * instead of leaving them -- and every group behind it -- waiting. */
+                Coord__Error err = COORD__ERROR__INIT;
+                bool cat = catalog_error(ex->store) < 0;
+                char msg[320];
+
+                /* Once per failing spell: the tick's empty groups fail every tick. */
+                if (!ex->group_send_failing)
+                        log_error_errno(r, "group_send_failed", "writes=%zu", g->n);
+                ex->group_send_failing = true;
+                if (cat)
+                        snprintf(msg, sizeof(msg), "the catalog is not writable since a write failed "
+                                 "(%s); restart coord-adapter to recover", catalog_reason(ex, r));
+                else
+                        snprintf(msg, sizeof(msg), "the write could not be sent: %s", strerror(-r));
+                err.sqlstate = cat ? "58030" : "XX000";
+                err.message = msg;
+                group_complete(ex, g, NULL, &err);      /* kicks the next group */
+                return;
+        }
+        ex->group_send_failing = false;
         fence_check(ex);
 }
 
@@ -1284,6 +1318,9 @@ static void reconcile_maybe(struct exec *ex)
 
         if (!ex->reconcile_needed || ex->reconciling || !ex->controller_up || ex->resyncing)
                 return;
+        /* Its group could not be sent (groups_kick()): the restart reconciles (5). */
+        if (catalog_error(ex->store) < 0)
+                return;
         if ((ex->groups && ex->groups->rq) || committer_in_flight(ex->committer))
                 return;         /* after that group, or at the next tick */
         ex->reconciling = true;
@@ -1441,7 +1478,7 @@ static void ddl_failed(struct session *s, int r)
 {
         if (!s->gone)
                 send_error(s->c, "58030", "the catalog could not commit: %s; the statement was not applied",
-                           strerror(-r));
+                           catalog_reason(s->ex, r));
         s->stmt = sql_stmt_free(s->stmt);
         s->next = SIZE_MAX;
 }
@@ -1452,8 +1489,19 @@ static void ddl_failed(struct session *s, int r)
 static int catalog_not_writable(struct session *s)
 {
         send_error(s->c, "58030", "the catalog is not writable since a write failed (%s); "
-                   "restart coord-adapter to recover", strerror(-s->ex->fatal));
+                   "restart coord-adapter to recover", catalog_reason(s->ex, s->ex->fatal));
         return -ECANCELED;
+}
+
+/* A statement failed with r and nothing was sent for it: 58030 when the catalog has
+ * failed (a DDL, or a write whose timestamp needs the oracle's mark in the catalog,
+ * adapter-oracle.c), else an internal error. */
+static void send_stmt_failed(struct session *s, int r)
+{
+        if (catalog_error(s->ex->store) < 0)
+                (void)catalog_not_writable(s);
+        else
+                send_error(s->c, "XX000", "internal error: %s", strerror(-r));
 }
 
 /* A CREATE's commit is done: apply it to memory and queue its built-in rows (3), with
@@ -2411,7 +2459,7 @@ static void enact_retry(struct session *s)
                 return;
         if (r < 0) {
                 if (r != -ECANCELED)
-                        send_error(s->c, "XX000", "internal error: %s", strerror(-r));
+                        send_stmt_failed(s, r);
                 s->stmt = sql_stmt_free(s->stmt);
                 s->next = SIZE_MAX;
         }
@@ -2600,7 +2648,7 @@ static void session_resume(struct session *s)
                         return;
                 if (r < 0) {
                         if (r != -ECANCELED)
-                                send_error(s->c, "XX000", "internal error: %s", strerror(-r));
+                                send_stmt_failed(s, r);
                         s->stmt = sql_stmt_free(s->stmt);
                         break;
                 }
@@ -2814,7 +2862,7 @@ static void pg_execute(struct pgwire_conn *c, void *stmt, unsigned nparams,
                 return;
         if (r < 0) {
                 if (r != -ECANCELED)
-                        send_error(c, "XX000", "internal error: %s", strerror(-r));
+                        send_stmt_failed(s, r);
                 s->stmt = sql_stmt_free(s->stmt);
         }
         session_resume(s);

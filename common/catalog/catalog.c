@@ -1559,14 +1559,9 @@ uint64_t catalog_last_seq(struct catalog *c)
 
 int catalog_error(struct catalog *c)
 {
-        int r;
-
         if (!c)
                 return -EINVAL;
-        pthread_mutex_lock(&c->lock);
-        r = c->err;
-        pthread_mutex_unlock(&c->lock);
-        return r;
+        return sticky_error(c);
 }
 
 void catalog_set_commit_hook(struct catalog *c, catalog_commit_hook_fn fn, void *userdata)

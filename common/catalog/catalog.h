@@ -159,7 +159,8 @@ int catalog_meta_get(struct catalog *c, const char *key, void **ret_value, size_
 /* The last acknowledged sequence number (primary) or the last one caught up
  * (secondary); 0 for an empty catalog. */
 uint64_t catalog_last_seq(struct catalog *c);
-/* The sticky error (a negative errno), or 0 while the handle is healthy. */
+/* The sticky error (a negative errno), or 0 while the handle is healthy; when failed,
+ * its message is the calling thread's catalog_last_error() afterwards. */
 int catalog_error(struct catalog *c);
 /* The RocksDB message of the last RocksDB error returned to the calling thread by any
  * catalog function (thread-local, like dlerror()); "" if none.  Valid until the next

@@ -709,7 +709,8 @@ static void test_direct_reply(void)
 /* A real write failure under a running adapter: its file size limit lowered to 1 byte
  * (prlimit), so the catalog's next write fails with EFBIG.  The daemon ignores SIGXFSZ
  * and keeps serving: that DDL is answered 58030 and not applied, later DDL get 58030 as
- * well (the store's error is sticky, common/catalog NOTE 5), reads and INSERTs go on.
+ * well (the store's error is sticky, common/catalog NOTE 5), reads go on, and INSERTs
+ * until the oracle's durable mark is used up (then 58030).
  * After a restart with the limit back, the catalog is whole: the table from before is
  * there, the failed ones are not, and DDL works again. */
 static void test_catalog_write_failure(void)
@@ -729,10 +730,26 @@ static void test_catalog_write_failure(void)
         one = (struct rlimit){ .rlim_cur = 1, .rlim_max = old.rlim_max };
         CU_ASSERT_EQUAL_FATAL(prlimit(pid, RLIMIT_FSIZE, &one, NULL), 0);
 
-        CU_ASSERT(results_are(c, "CREATE TABLE wf_bad (x int)", "!58030"));
+        {
+                /* The file system's reason reaches the client. */
+                PGresult *r = PQexec(c, "CREATE TABLE wf_bad (x int)");
+                const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+                const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+                CU_ASSERT(state && strcmp(state, "58030") == 0);
+                CU_ASSERT(msg && strstr(msg, "File too large"));
+                if (msg)
+                        printf("\n    %s\n", msg);
+                PQclear(r);
+        }
         CU_ASSERT(results_are(c, "CREATE TABLE wf_bad2 (x int)", "!58030"));
         CU_ASSERT(results_are(c, "DROP TABLE wf_ok", "!58030"));
         CU_ASSERT(results_are(c, "INSERT INTO wf_ok VALUES (2)", "INSERT 0 1"));
+        CU_ASSERT(rows_are(c, "SELECT x FROM wf_ok ORDER BY x", "1;2"));
+        /* Write timestamps must stay below a mark durable in the catalog (the oracle,
+         * about a second ahead): once it is used up, INSERTs get 58030 too. */
+        usleep(2500 * 1000);
+        CU_ASSERT(results_are(c, "INSERT INTO wf_ok VALUES (3)", "!58030"));
         CU_ASSERT(rows_are(c, "SELECT x FROM wf_ok ORDER BY x", "1;2"));
         CU_ASSERT(kill(pid, 0) == 0);           /* SIGXFSZ did not kill it */
         PQfinish(c);
@@ -1322,7 +1339,7 @@ static const struct t_case cases[] = {
         { "oracle monotone with the clock set back", test_oracle_monotone },
         { "a DDL costs one timestamp", test_ddl_timestamps },
         { "a DDL answered by its committer is seen by every next statement", test_direct_reply },
-        { "a failed catalog write (EFBIG): 58030, reads and INSERTs go on, a restart recovers", test_catalog_write_failure },
+        { "a failed catalog write (EFBIG): 58030, reads go on, a restart recovers", test_catalog_write_failure },
         { "built-in rows of answered DDL survive kill -9 of the adapter", test_ddl_rows_survive_kill9 },
         { "restart: the writer mark spares the reads, and is not trusted after a loss", test_restart_mark },
         { "a result in many chunks: exactly its rows; a small one in one", test_stream_rows },
