@@ -247,6 +247,7 @@ int main(int argc, char **argv)
         uint64_t peek_chunk_bytes = EXEC_PEEK_CHUNK_BYTES_DEFAULT;
         bool test_check_corrupt = false, test_hold_builtin_rows = false, direct_reply = true;
         uint64_t test_publication_delay_ms = 0, test_reply_wake_delay_ms = 0;
+        uint64_t catalog_wait_spin_us = CATALOG_WAIT_SPIN_DEFAULT_NS / 1000;
         const struct conf_option extra[] = {
                 { "pg-host", CONF_STR, &pg_host, 0, "SQL (PostgreSQL wire) address; empty: Unix socket only (default 127.0.0.1)" },
                 { "pg-port", CONF_U64, &pg_port, 65535, "SQL port (default 6875; 0 picks a free one); the Unix socket is <run-dir>/.s.PGSQL.<port>" },
@@ -254,6 +255,7 @@ int main(int argc, char **argv)
                 { "peek-timeout-ms", CONF_U64, &peek_timeout_ms, 3600000, "how long a read waits for its inputs (default 10000)" },
                 { "peek-chunk-bytes", CONF_U64, &peek_chunk_bytes, 16u << 20, "a read's result comes from the controller in chunks of about this many bytes, each sent to the client before the next is fetched (default 65536; 0: in one piece)" },
                 { "direct-reply", CONF_BOOL, &direct_reply, 0, "a DDL statement that ends a simple query is answered by its committer thread right after the catalog commit, not by the loop one wake-up later (default true)" },
+                { "catalog-wait-spin-us", CONF_U64, &catalog_wait_spin_us, 100000, "a catalog committer that waits for its group to be written yields its vCPU this long at most before it sleeps (default 500; 0: sleeps at once; docs/catalog.md)" },
                 { "test-clock-offset-ms", CONF_STR, &clock_offset, 0, "TEST ONLY: shift the oracle's wall clock by this many ms (may be negative)" },
                 { "test-check-corrupt", CONF_BOOL, &test_check_corrupt, 0, "TEST ONLY: coordctl check sees one altered record (to show that it fails)" },
                 { "test-hold-builtin-rows", CONF_BOOL, &test_hold_builtin_rows, 0, "TEST ONLY: never send the built-in rows of DDL and publications (so a kill -9 loses them)" },
@@ -306,6 +308,7 @@ int main(int argc, char **argv)
                 log_error_errno(r, "catalog_open_failed", "path=%s", cat_path);
                 goto out;
         }
+        catalog_set_wait_spin(ad.catalog, catalog_wait_spin_us * 1000);
         log_info("catalog_opened", "path=%s last_seq=%llu", cat_path,
                  (unsigned long long)catalog_last_seq(ad.catalog));
         r = adapter_notify_setup(&ad, a.instance);

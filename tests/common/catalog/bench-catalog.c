@@ -88,18 +88,21 @@ struct group_figures {
         double window_us;               /* time the leader waited for its group */
         double cpu_us;                  /* the process's CPU time per commit */
         double switches;                /* its context switches per commit */
+        double yielded;                 /* waits that ended while yielding, of all waits */
 };
 
 static void print_row(const char *what, struct samples *s, double per_s,
                       const struct group_figures *g)
 {
-        printf("%-30s p50=%6.0f us  p99=%6.0f us", what, percentile_us(s, 50),
+        printf("%-32s p50=%6.0f us  p99=%6.0f us", what, percentile_us(s, 50),
                percentile_us(s, 99));
         if (per_s > 0)
                 printf("  commits/s=%6.0f", per_s);
         if (g && g->txns > 0)
-                printf("  txns/sync=%4.2f  sync=%4.0f us  window=%3.0f us  cpu=%3.0f us  csw=%4.2f",
-                       g->txns, g->sync_us, g->window_us, g->cpu_us, g->switches);
+                printf("  txns/sync=%4.2f  sync=%4.0f us  window=%3.0f us  cpu=%3.0f us  csw=%4.2f"
+                       "  yielded=%3.0f%%",
+                       g->txns, g->sync_us, g->window_us, g->cpu_us, g->switches,
+                       g->yielded * 100);
         printf("\n");
         fflush(stdout);
 }
@@ -283,6 +286,8 @@ static double run_writers(struct run *run, unsigned n_threads, double seconds,
         ret_delta->groups += st1.groups - st0.groups;
         ret_delta->sync_ns += st1.sync_ns - st0.sync_ns;
         ret_delta->window_ns += st1.window_ns - st0.window_ns;
+        ret_delta->waits_yielded += st1.waits_yielded - st0.waits_yielded;
+        ret_delta->waits_slept += st1.waits_slept - st0.waits_slept;
         if (run->err < 0)
                 return -1;
         return (double)run->commits / ((double)elapsed / 1e9);
@@ -291,6 +296,7 @@ static double run_writers(struct run *run, unsigned n_threads, double seconds,
 /* `rounds` runs of n_threads writers, one row for all of them. */
 struct row {
         unsigned n_threads;
+        bool sleep;                     /* waiters sleep at once (no yielding) */
         struct samples lat;
         struct catalog_stats delta;
         uint64_t cpu_ns, switches;      /* the process's, over all rounds */
@@ -301,8 +307,13 @@ struct row {
 
 static int row_run(struct run *run, struct row *row, double seconds)
 {
-        double per_s = run_writers(run, row->n_threads, seconds, &row->lat, &row->delta,
-                                   &row->cpu_ns, &row->switches);
+        double per_s;
+
+        /* As the daemons run, or with waiters that sleep at once (catalog.c, GROUP
+         * COMMIT, "Yielding before sleeping"). */
+        catalog_set_wait_spin(run->c, row->sleep ? 0 : CATALOG_WAIT_SPIN_DEFAULT_NS);
+        per_s = run_writers(run, row->n_threads, seconds, &row->lat, &row->delta,
+                            &row->cpu_ns, &row->switches);
 
         if (per_s < 0)
                 return -EIO;
@@ -316,7 +327,7 @@ static int row_run(struct run *run, struct row *row, double seconds)
 static void row_print(const char *label, struct row *row)
 {
         struct group_figures g = { 0 };
-        char what[64];
+        char what[80];
 
         if (row->delta.groups > 0)
                 g = (struct group_figures){
@@ -326,8 +337,11 @@ static void row_print(const char *label, struct row *row)
                         .cpu_us = (double)row->cpu_ns / 1e3 / (double)row->delta.commits,
                         .switches = (double)row->switches / (double)row->delta.commits,
                 };
-        snprintf(what, sizeof(what), "%s %u writer%s", label, row->n_threads,
-                 row->n_threads > 1 ? "s" : "");
+        if (row->delta.waits_yielded + row->delta.waits_slept > 0)
+                g.yielded = (double)row->delta.waits_yielded /
+                            (double)(row->delta.waits_yielded + row->delta.waits_slept);
+        snprintf(what, sizeof(what), "%s %u writer%s%s", label, row->n_threads,
+                 row->n_threads > 1 ? "s" : "", row->sleep ? ", sleep" : "");
         print_row(what, &row->lat, row->per_s_sum / row->rounds, &g);
         free(row->lat.ns);
         row->lat = (struct samples){ 0 };
@@ -344,6 +358,20 @@ static int cmp_double(const void *a, const void *b)
  * 8 writers alternate (ROUNDS times) and the ratio is the median of the pairs. */
 #define ROUNDS 5
 
+/* The median of ROUNDS ratios, then each in the order run (ratio is sorted after). */
+static void print_ratio(const char *what, double *ratio)
+{
+        double sorted[ROUNDS];
+
+        memcpy(sorted, ratio, sizeof(sorted));
+        qsort(sorted, ROUNDS, sizeof(sorted[0]), cmp_double);
+        printf("%-32s %.1fx commits/s (median of %d alternating runs:", what, sorted[ROUNDS / 2],
+               ROUNDS);
+        for (unsigned k = 0; k < ROUNDS; k++)
+                printf(" %.1fx", ratio[k]);
+        printf(")\n");
+}
+
 /* synclog: the catalog's sync log on (the daemons' way) or off (a synced RocksDB write
  * per group, as before it): the rows are labelled "catalog commit" and "catalog
  * commit, rocksdb sync". */
@@ -352,10 +380,11 @@ static int bench_catalog(const char *dir, double seconds, bool synclog)
         const char *label = synclog ? "catalog commit" : "commit, rocksdb sync";
         _cleanup_free_ char *path = NULL;
         struct row rows[] = { { .n_threads = 1 }, { .n_threads = 2 }, { .n_threads = 4 },
-                              { .n_threads = MAX_THREADS } };
-        struct row *one = &rows[0], *eight = &rows[3];
+                              { .n_threads = MAX_THREADS },
+                              { .n_threads = MAX_THREADS, .sleep = true } };
+        struct row *one = &rows[0], *eight = &rows[3], *eight_sleep = &rows[4];
         struct run run = { 0 };
-        double ratio[ROUNDS];
+        double ratio[ROUNDS], ratio_sleep[ROUNDS];
         int r;
 
         if (asprintf(&path, "%s/catalog%s", dir, synclog ? "" : "-nosynclog") < 0)
@@ -370,7 +399,11 @@ static int bench_catalog(const char *dir, double seconds, bool synclog)
                 if (r >= 0)
                         r = row_run(&run, eight, seconds / ROUNDS);
                 if (r >= 0)
+                        r = row_run(&run, eight_sleep, seconds / ROUNDS);
+                if (r >= 0) {
                         ratio[k] = eight->per_s[k] / one->per_s[k];
+                        ratio_sleep[k] = eight_sleep->per_s[k] / one->per_s[k];
+                }
         }
         if (r >= 0)
                 r = row_run(&run, &rows[1], seconds / 2);
@@ -381,13 +414,8 @@ static int bench_catalog(const char *dir, double seconds, bool synclog)
                 return r;
         for (size_t i = 0; i < ELEMENTSOF(rows); i++)
                 row_print(label, &rows[i]);
-        qsort(ratio, ROUNDS, sizeof(ratio[0]), cmp_double);
-        printf("%-30s %.1fx commits/s (median of %d alternating pairs:",
-               synclog ? "group commit 8 / 1 writer" : "  the same, rocksdb sync", ratio[ROUNDS / 2],
-               ROUNDS);
-        for (unsigned k = 0; k < ROUNDS; k++)
-                printf(" %.1fx", eight->per_s[k] / one->per_s[k]);
-        printf(")\n");
+        print_ratio(synclog ? "group commit 8 / 1 writer" : "  the same, rocksdb sync", ratio);
+        print_ratio("  8 sleeping / 1 writer", ratio_sleep);
         return 0;
 }
 

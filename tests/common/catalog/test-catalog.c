@@ -991,6 +991,86 @@ static void test_group_commit(void)
         t_rmrf(dir);
 }
 
+/* Run n group_thread()s on c (GROUP_COMMITS commits each) and check every one of them
+ * was answered with success. */
+static void group_threads_run(struct catalog *c, unsigned n)
+{
+        static struct group_arg args[GROUP_THREADS];
+        pthread_t threads[GROUP_THREADS];
+
+        CU_ASSERT_FATAL(n <= GROUP_THREADS);
+        for (unsigned t = 0; t < n; t++) {
+                args[t] = (struct group_arg){ .c = c, .thread = t };
+                CU_ASSERT_EQUAL_FATAL(pthread_create(&threads[t], NULL, group_thread, &args[t]), 0);
+        }
+        for (unsigned t = 0; t < n; t++) {
+                pthread_join(threads[t], NULL);
+                CU_ASSERT_EQUAL(args[t].r, 0);
+        }
+}
+
+struct hold_arg {
+        unsigned calls;
+};
+
+/* catalog_debug_group_end() hook: hold the first group's end for 300 ms. */
+static void hold_first_group_end(void *p)
+{
+        struct hold_arg *h = p;
+
+        if (h->calls++ == 0)
+                usleep(300 * 1000);
+}
+
+/* A committer waiting for a group's end yields its vCPU first, for a bounded time,
+ * then sleeps (catalog.c, GROUP COMMIT, "Yielding before sleeping"); with the spin
+ * off it sleeps at once.  Every commit is answered either way.  Fails when waiters
+ * never yield, yield without bound (then nobody sleeps through a held group end), or
+ * yield with the spin off. */
+static void test_wait_yield(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("catalog-yield"), *path = NULL;
+        const struct catalog_op op = op_put(CATALOG_CF_STATE, "k", "v");
+        struct catalog_stats st0, st1, st2, st3;
+        struct hold_arg hold = { 0 };
+        struct catalog *c = NULL;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        path = path_join(dir, "db");
+        CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
+        /* Up to 2 x the average write, at most 50 ms: any disk yields, none for long. */
+        catalog_set_wait_spin(c, 50ull * 1000 * 1000);
+        CU_ASSERT_EQUAL_FATAL(catalog_commit(c, &op, 1, NULL), 0);     /* an average */
+        catalog_get_stats(c, &st0);
+        CU_ASSERT_EQUAL(st0.waits_yielded + st0.waits_slept, 0);
+
+        group_threads_run(c, 4);
+        catalog_get_stats(c, &st1);
+        printf("yielded %" PRIu64 ", slept %" PRIu64 "; ", st1.waits_yielded, st1.waits_slept);
+        CU_ASSERT(st1.waits_yielded > 0);
+
+        /* The first group's end held 300 ms: whoever waits for it yields <= 50 ms,
+         * then sleeps. */
+        catalog_debug_group_end(c, 0, hold_first_group_end, &hold);
+        group_threads_run(c, 4);
+        catalog_debug_group_end(c, 0, NULL, NULL);
+        catalog_get_stats(c, &st2);
+        printf("held: slept %" PRIu64 "; ", st2.waits_slept - st1.waits_slept);
+        CU_ASSERT(hold.calls > 0);
+        CU_ASSERT(st2.waits_slept > st1.waits_slept);
+
+        catalog_set_wait_spin(c, 0);
+        group_threads_run(c, 4);
+        catalog_get_stats(c, &st3);
+        CU_ASSERT_EQUAL(st3.waits_yielded, st2.waits_yielded);
+        CU_ASSERT(st3.waits_slept > st2.waits_slept);
+
+        CU_ASSERT_EQUAL(st3.commits, 1 + 3 * 4 * GROUP_COMMITS);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 1 + 3 * 4 * GROUP_COMMITS);
+        c = catalog_close(c);
+        t_rmrf(dir);
+}
+
 /* ---- 6. Several transactions in one write (catalog_commit_many) ------------------- */
 
 #define MANY_THREADS 4
@@ -1715,6 +1795,7 @@ static const struct t_case group_cases[] = {
         { "the longest synced write: since open, and per window", test_sync_window },
         { "commit_many: one write, consecutive seqs, never interleaved, all or none", test_commit_many },
         { "a window's opener woken with the window open still closes it", test_window_opener_woken },
+        { "waiters yield for a bounded time, then sleep; off: sleep at once", test_wait_yield },
         { NULL, NULL },
 };
 
