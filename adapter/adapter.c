@@ -134,7 +134,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  "catalog_ring_records=%llu catalog_ring_omitted=%llu catalog_ring_wakes=%llu "
                  "builtin_mark=%llu builtin_reads=%llu stream_chunks=%llu stream_waits=%llu "
                  "ddl_after_publication=%llu catalog_sync_max_us=%llu catalog_sync_window_max_us=%llu "
-                 "ddl_direct_replies=%llu",
+                 "ddl_direct_replies=%llu frontier_wait=%s frontier_loop_wakes=%llu "
+                 "frontier_reads=%llu",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
                  (unsigned long long)io.synclog_bytes, (unsigned long long)io.synclog_store_syncs,
@@ -150,7 +151,9 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  (unsigned long long)mark, (unsigned long long)reads,
                  (unsigned long long)chunks, (unsigned long long)waits, (unsigned long long)after,
                  (unsigned long long)(cs.sync_max_ns / 1000), (unsigned long long)(sync_window_ns / 1000),
-                 (unsigned long long)direct);
+                 (unsigned long long)direct, node_ring_wait_mode(n),
+                 (unsigned long long)node_ring_loop_wakes(n),
+                 (unsigned long long)node_ring_reads(n));
         reply->detail = ad->detail;
 }
 
@@ -246,6 +249,7 @@ int main(int argc, char **argv)
         uint64_t pg_port = 6875, tick_ms = 100, peek_timeout_ms = 10000;
         uint64_t peek_chunk_bytes = EXEC_PEEK_CHUNK_BYTES_DEFAULT;
         bool test_check_corrupt = false, test_hold_builtin_rows = false, direct_reply = true;
+        bool frontier_wait_thread = false;
         uint64_t test_publication_delay_ms = 0, test_reply_wake_delay_ms = 0;
         uint64_t catalog_wait_spin_us = CATALOG_WAIT_SPIN_DEFAULT_NS / 1000;
         const struct conf_option extra[] = {
@@ -256,6 +260,7 @@ int main(int argc, char **argv)
                 { "peek-chunk-bytes", CONF_U64, &peek_chunk_bytes, 16u << 20, "a read's result comes from the controller in chunks of about this many bytes, each sent to the client before the next is fetched (default 65536; 0: in one piece)" },
                 { "direct-reply", CONF_BOOL, &direct_reply, 0, "a DDL statement that ends a simple query is answered by its committer thread right after the catalog commit, not by the loop one wake-up later (default true)" },
                 { "catalog-wait-spin-us", CONF_U64, &catalog_wait_spin_us, 100000, "a catalog committer that waits for its group to be written yields its vCPU this long at most before it sleeps (default 500; 0: sleeps at once; docs/catalog.md)" },
+                { "frontier-wait-thread", CONF_BOOL, &frontier_wait_thread, 0, "sleep on the controller's frontier ring in a watcher thread, not in the event loop (what happens anyway where the kernel lacks IORING_OP_FUTEX_WAIT)" },
                 { "test-clock-offset-ms", CONF_STR, &clock_offset, 0, "TEST ONLY: shift the oracle's wall clock by this many ms (may be negative)" },
                 { "test-check-corrupt", CONF_BOOL, &test_check_corrupt, 0, "TEST ONLY: coordctl check sees one altered record (to show that it fails)" },
                 { "test-hold-builtin-rows", CONF_BOOL, &test_hold_builtin_rows, 0, "TEST ONLY: never send the built-in rows of DDL and publications (so a kill -9 loses them)" },
@@ -327,7 +332,7 @@ int main(int argc, char **argv)
                 log_error_errno(r, "check_failed", "");
                 goto out;
         }
-        r = node_follow_ring(ad.node);
+        r = node_follow_ring(ad.node, frontier_wait_thread);
         if (r < 0)
                 goto out;
         node_set_ready(ad.node, true);

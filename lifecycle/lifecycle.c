@@ -1225,7 +1225,8 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  "lag_max_us=%llu reloads=%llu catalog_generation=%llu catalog_ring=%s "
                  "ring_applied=%llu ring_fallbacks=%llu log_applied=%llu catalog_catchups=%llu "
                  "catalog_wait=%s catalog_loop_wakes=%llu catalog_catchup=%s "
-                 "catalog_catchup_last_us=%llu catalog_catchup_max_us=%llu",
+                 "catalog_catchup_last_us=%llu catalog_catchup_max_us=%llu "
+                 "frontier_wait=%s frontier_loop_wakes=%llu frontier_reads=%llu",
                  lc->catalog ? "secondary" : "waiting", rd ? "attached" : "waiting",
                  lc_state_n_items(lc->state), lc_state_n_requirements(lc->state),
                  (unsigned long long)lc->publications, (unsigned long long)lc->pub_errors,
@@ -1240,7 +1241,9 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  (unsigned long long)lc->ring_fallbacks, (unsigned long long)lc->log_applied,
                  (unsigned long long)lc->catchups, lc->wait_thread ? "thread" : "loop",
                  (unsigned long long)lc->loop_wakes, lc->catchup ? "thread" : "loop",
-                 (unsigned long long)lc->catchup_last_us, (unsigned long long)lc->catchup_max_us);
+                 (unsigned long long)lc->catchup_last_us, (unsigned long long)lc->catchup_max_us,
+                 node_ring_wait_mode(n), (unsigned long long)node_ring_loop_wakes(n),
+                 (unsigned long long)node_ring_reads(n));
         reply->detail = lc->detail;
 }
 
@@ -1255,12 +1258,16 @@ static const struct node_handler lifecycle_handler = {
 int main(int argc, char **argv)
 {
         struct lifecycle lc = { .interval_ms = 1000, .start_ns = now_ns() };
+        bool frontier_wait_thread = false;
         const struct conf_option extra[] = {
                 { "publication-interval-ms", CONF_U64, &lc.interval_ms, 3600000,
                   "publish read protection this often (default 1000)" },
                 { "catalog-wait-thread", CONF_BOOL, &lc.wait_thread, 0,
                   "sleep on the catalog log ring in a watcher thread, not in the event loop "
                   "(what happens anyway where the kernel lacks IORING_OP_FUTEX_WAIT)" },
+                { "frontier-wait-thread", CONF_BOOL, &frontier_wait_thread, 0,
+                  "sleep on the controller's frontier ring in a watcher thread, not in the "
+                  "event loop (what happens anyway where the kernel lacks IORING_OP_FUTEX_WAIT)" },
                 { "test-catchup-delay-ms", CONF_U64, &lc.test_catchup_delay_ms, 60000,
                   "TEST ONLY: every catch-up of the secondary but a reload's (the timer's and the log path's, on their thread, or on the loop without one) first sleeps this long" },
         };
@@ -1298,7 +1305,7 @@ int main(int argc, char **argv)
         r = notify_start(&lc, a.instance);
         if (r < 0)
                 goto out;
-        r = node_follow_ring(lc.node);
+        r = node_follow_ring(lc.node, frontier_wait_thread);
         if (r < 0)
                 goto out;
         tick_arm(&lc);

@@ -14,6 +14,22 @@
  *     restarted peer is reconnected well within a second of its socket appearing.
  * (4) The incarnation is durable before the first frame is sent, so no two lives of a
  *     role ever share an incarnation (fencing depends on it).
+ * (5) Following the frontier ring (adapter, lifecycle).  The loop thread sleeps on the
+ *     ring's futex word itself, in its io_uring (loop_futex_wait(), Linux 6.7+), with
+ *     its one reader: drain, fring_sleep_begin() (counted as a sleeper, or "readable
+ *     now": drain again, a few rounds, then a timer of 0 so other work runs), the wait,
+ *     fring_sleep_end() at its completion, drain, sleep again.  One wake-up per publish,
+ *     the loop's.  Before, a watcher thread slept in fring_wait() with a reader of its
+ *     own and woke the loop through an eventfd: two wake-ups per publish in every
+ *     follower -- on every DDL (its collection's frontiers) and every table tick --
+ *     each of which could wait for a CPU behind other work (lifecycle.c note 4 made
+ *     the same change for the catalog log ring).  Where the kernel lacks the opcode, or
+ *     refuses the wait (-EINVAL, -EOPNOTSUPP in the completion), or the daemon asks for
+ *     it (node_follow_ring(n, true): --frontier-wait-thread), that watcher thread takes
+ *     over for the life of the process.  A tick every RING_TICK_MS drains in either
+ *     mode, the safety net fring_wait()'s timeout was, and retries the attach while the
+ *     ring does not exist yet.  Status: node_ring_wait_mode(), node_ring_loop_wakes(),
+ *     node_ring_reads().
  */
 #include "node.h"
 
@@ -36,6 +52,8 @@
 #include "probes.h"
 #include "util.h"
 
+#define RING_TICK_MS     1000u          /* note 5: drain (or attach) at least this often */
+#define NS_PER_MS        1000000ull
 #define BACKOFF_MIN_NS   (20ull * 1000000ull)
 #define BACKOFF_MAX_NS   (200ull * 1000000ull)
 #define NODE_DRAIN_NS    (200ull * 1000000ull)   /* closes at exit */
@@ -87,10 +105,18 @@ struct node {
         uint64_t next_ctl_id;
         char *ring_name;
         struct fring_reader *ring;      /* the loop's reader */
-        struct loop_waker *ring_waker;
+        struct loop_waker *ring_waker;  /* the watcher thread's (note 5) */
         pthread_t ring_thread;
         bool ring_thread_started;
         atomic_bool ring_thread_stop;
+        /* The loop's own sleep on the ring (note 5): */
+        struct loop_io ring_io;         /* the futex wait in flight */
+        bool ring_sleeping;             /* ring_io in flight, counted as a sleeper */
+        bool ring_stopping;             /* node_free(): do not re-arm */
+        struct loop_timer *ring_timer;  /* re-arm later */
+        struct loop_timer *ring_tick;   /* the safety net */
+        uint64_t ring_loop_wakes;       /* completions of ring_io */
+        uint64_t ring_reads;            /* ring_read_all() calls that delivered records */
         bool draining;                  /* node_free(): closing, no redials */
 };
 
@@ -681,6 +707,8 @@ fail:
         return r;
 }
 
+static void ring_stop(struct node *n);
+
 struct node *node_free(struct node *n)
 {
         if (!n)
@@ -707,10 +735,7 @@ struct node *node_free(struct node *n)
                 if (n->pid_path)
                         unlink(n->pid_path);
         }
-        if (n->ring_thread_started) {
-                atomic_store(&n->ring_thread_stop, true);
-                pthread_join(n->ring_thread, NULL);
-        }
+        ring_stop(n);
         if (n->ring_waker)
                 n->ring_waker = loop_waker_free(n->loop, n->ring_waker);
         n->ring = fring_reader_free(n->ring);
@@ -873,11 +898,11 @@ void node_args_done(struct node_args *a)
         *a = (struct node_args){ 0 };
 }
 
-/* ---- frontier ring ---- */
+/* ---- frontier ring (note 5) ---- */
 
-/* The watcher thread: its own reader (a reader is not shared between threads), used
- * only to sleep until the ring moves; the loop thread's reader does the real reading.
- * It never touches node state but the waker and the stop flag. */
+/* The watcher thread (the fallback): its own reader (a reader is not shared between
+ * threads), used only to sleep until the ring moves; the loop thread's reader does the
+ * real reading.  It never touches node state but the waker and the stop flag. */
 static void *ring_watch(void *userdata)
 {
         struct node *n = userdata;
@@ -908,11 +933,12 @@ static void *ring_watch(void *userdata)
         return NULL;
 }
 
-static void ring_drain(struct loop *l, uint64_t count, void *userdata)
+/* Attach if not yet, then read everything there is into on_frontiers: 0, or -ENOENT /
+ * -EAGAIN while there is no ring to attach to, or another error of fring_read(). */
+static int ring_read_all(struct node *n)
 {
-        struct node *n = userdata;
         struct fring_frontier buf[256];
-        bool resynced;
+        bool resynced, delivered = false;
         int r;
 
         if (!n->ring) {
@@ -920,7 +946,7 @@ static void ring_drain(struct loop *l, uint64_t count, void *userdata)
                 if (r < 0) {
                         if (r != -ENOENT && r != -EAGAIN)
                                 log_warn_errno(r, "ring_attach_failed", "name=%s", n->ring_name);
-                        return;
+                        return r;
                 }
                 log_info("ring_attached", "name=%s", n->ring_name);
         }
@@ -929,21 +955,178 @@ static void ring_drain(struct loop *l, uint64_t count, void *userdata)
                 if (r < 0) {
                         if (r != -EAGAIN)
                                 log_warn_errno(r, "ring_read_failed", "name=%s", n->ring_name);
-                        return;
+                        return r;
                 }
                 if (resynced)
                         log_info("ring_resync", "name=%s generation=%llu", n->ring_name,
                                  (unsigned long long)fring_reader_generation(n->ring));
                 if (r == 0 && !resynced)
-                        return;
+                        break;
+                if (!delivered)
+                        n->ring_reads++;
+                delivered = true;
                 if (n->h.on_frontiers)
                         n->h.on_frontiers(n, buf, (size_t)r, resynced, n->userdata);
                 if (r == 0)
-                        return;
+                        break;
+        }
+        return 0;
+}
+
+static void ring_drain(struct loop *l, uint64_t count, void *userdata)
+{
+        (void)ring_read_all(userdata);
+}
+
+/* Switch to the watcher thread, for the rest of the process's life. */
+static int ring_thread_start(struct node *n)
+{
+        int r = thread_start(&n->ring_thread, "ring-watch", ring_watch, n);
+
+        if (r < 0)
+                return log_error_errno(r, "ring_thread_failed", "");
+        n->ring_thread_started = true;
+        return 0;
+}
+
+static void ring_arm(struct node *n);
+
+static void ring_timer_fire(struct loop *l, void *userdata)
+{
+        struct node *n = userdata;
+
+        n->ring_timer = NULL;
+        ring_arm(n);
+}
+
+/* Come back to ring_arm() after ms (0: at the next loop iteration). */
+static void ring_later(struct node *n, uint64_t ms)
+{
+        int r = loop_timer_add(n->loop, ms * NS_PER_MS, ring_timer_fire, n, &n->ring_timer);
+
+        if (r < 0) {
+                n->ring_timer = NULL;
+                log_error_errno(r, "timer_failed", "what=ring_sleep");
         }
 }
 
-int node_follow_ring(struct node *n)
+/* The loop's sleep on the ring (note 5): read what there is, then queue a futex wait. */
+static void ring_arm(struct node *n)
+{
+        const uint32_t *word;
+        uint32_t val;
+        int r;
+
+        assert(!n->ring_sleeping && !n->ring_timer && !n->ring_thread_started);
+        if (n->ring_stopping)
+                return;
+        /* A few rounds while records keep coming; then yield to the rest of the loop. */
+        for (int round = 0; round < 4; round++) {
+                r = ring_read_all(n);
+                if (r == -ENOENT || r == -EAGAIN) {
+                        ring_later(n, 100);             /* no ring (yet) */
+                        return;
+                }
+                if (r < 0) {
+                        ring_later(n, 10);              /* damaged: no spinning */
+                        return;
+                }
+                r = fring_sleep_begin(n->ring, &word, &val);
+                if (r == 0) {
+                        r = loop_futex_wait(n->loop, &n->ring_io, word, val, true);
+                        if (r == 0) {
+                                n->ring_sleeping = true;
+                                return;
+                        }
+                        fring_sleep_end(n->ring);
+                        if (r == -EOPNOTSUPP || r == -EINVAL) {
+                                log_info("ring_wait", "mode=thread error=%d", r);
+                                (void)ring_thread_start(n);
+                                return;
+                        }
+                        log_warn_errno(r, "ring_sleep_failed", "action=retry");
+                        ring_later(n, 10);
+                        return;
+                }
+                if (r < 0) {
+                        ring_later(n, 10);              /* cannot happen: a reader */
+                        return;
+                }
+                /* Readable already: read again. */
+        }
+        ring_later(n, 0);
+}
+
+static void ring_wait_complete(struct loop *l, struct loop_io *io, int res)
+{
+        struct node *n = container_of(io, struct node, ring_io);
+        bool counted = n->ring_sleeping;
+
+        /* ring_stop() took the count back already (a cancelled wait's completion). */
+        n->ring_sleeping = false;
+        if (counted)
+                fring_sleep_end(n->ring);
+        if (n->ring_stopping)
+                return;
+        if (res == -EINVAL || res == -EOPNOTSUPP) {
+                /* The kernel lists the opcode but will not wait. */
+                log_info("ring_wait", "mode=thread error=%d", res);
+                (void)ring_thread_start(n);
+                (void)ring_read_all(n);
+                return;
+        }
+        n->ring_loop_wakes++;
+        /* 0 woken, -EAGAIN the word had moved, anything else (-EINTR, -ECANCELED): read,
+         * and sleep again. */
+        ring_arm(n);
+}
+
+/* The safety net (note 5): read whatever a lost wake-up would have left, in either
+ * mode; attach meanwhile if the watcher thread cannot. */
+static void ring_tick_fire(struct loop *l, void *userdata)
+{
+        struct node *n = userdata;
+        int r;
+
+        n->ring_tick = NULL;
+        if (n->ring_stopping)
+                return;
+        if (!n->ring_sleeping && !n->ring_timer && !n->ring_thread_started)
+                ring_arm(n);            /* cannot happen: arm always leaves one of them */
+        else
+                (void)ring_read_all(n);
+        r = loop_timer_add(l, RING_TICK_MS * NS_PER_MS, ring_tick_fire, n, &n->ring_tick);
+        if (r < 0) {
+                n->ring_tick = NULL;
+                log_error_errno(r, "timer_failed", "what=ring_tick");
+        }
+}
+
+/* node_free(): no more wake-ups, nothing left counted as a sleeper in the ring. */
+static void ring_stop(struct node *n)
+{
+        if (!n->ring_name)
+                return;                 /* node_follow_ring() never ran */
+        n->ring_stopping = true;
+        if (n->ring_sleeping) {
+                /* Not counted any longer; the wait itself is cancelled here or by
+                 * loop_free(), whose drain runs no callbacks. */
+                (void)loop_cancel(n->loop, &n->ring_io);
+                fring_sleep_end(n->ring);
+                n->ring_sleeping = false;
+        }
+        loop_timer_cancel(n->loop, n->ring_timer);
+        n->ring_timer = NULL;
+        loop_timer_cancel(n->loop, n->ring_tick);
+        n->ring_tick = NULL;
+        if (n->ring_thread_started) {
+                atomic_store(&n->ring_thread_stop, true);
+                pthread_join(n->ring_thread, NULL);
+                n->ring_thread_started = false;
+        }
+}
+
+int node_follow_ring(struct node *n, bool wait_thread)
 {
         char name[128];
         int r;
@@ -958,11 +1141,33 @@ int node_follow_ring(struct node *n)
         r = loop_waker_new(n->loop, ring_drain, n, &n->ring_waker);
         if (r < 0)
                 return log_error_errno(r, "ring_waker_failed", "");
-        r = thread_start(&n->ring_thread, "ring-watch", ring_watch, n);
+        n->ring_io.complete = ring_wait_complete;
+        if (wait_thread || !loop_futex_supported(n->loop)) {
+                r = ring_thread_start(n);
+                if (r < 0)
+                        return r;
+        } else
+                ring_arm(n);
+        r = loop_timer_add(n->loop, RING_TICK_MS * NS_PER_MS, ring_tick_fire, n, &n->ring_tick);
         if (r < 0)
-                return log_error_errno(r, "ring_thread_failed", "");
-        n->ring_thread_started = true;
+                return log_error_errno(r, "timer_failed", "what=ring_tick");
+        log_info("ring_wait", "mode=%s", n->ring_thread_started ? "thread" : "loop");
         return 0;
+}
+
+const char *node_ring_wait_mode(const struct node *n)
+{
+        return n->ring_thread_started ? "thread" : "loop";
+}
+
+uint64_t node_ring_loop_wakes(const struct node *n)
+{
+        return n->ring_loop_wakes;
+}
+
+uint64_t node_ring_reads(const struct node *n)
+{
+        return n->ring_reads;
 }
 
 struct fring_reader *node_ring(struct node *n)

@@ -129,11 +129,17 @@ void node_args_done(struct node_args *a);
 struct fring_reader;
 
 /* Follow this instance's frontier ring: attach read-only (retrying until the controller
- * has created it) and deliver its records to on_frontiers in the loop.  A watcher
- * thread sleeps on the ring's futex with a reader of its own and wakes the loop through
- * an eventfd, so nothing polls.  The mapping survives controller restarts (the
- * generation changes and the reader resyncs). */
-int node_follow_ring(struct node *n);
+ * has created it) and deliver its records to on_frontiers in the loop.  The loop thread
+ * sleeps on the ring's futex in its io_uring; where the kernel cannot (before Linux
+ * 6.7), or with wait_thread, a watcher thread sleeps on it with a reader of its own and
+ * wakes the loop through an eventfd (node.c note 5).  Nothing polls.  The mapping
+ * survives controller restarts (the generation changes and the reader resyncs). */
+int node_follow_ring(struct node *n, bool wait_thread);
+/* "loop" or "thread"; the loop's wake-ups by the ring so far (0 in thread mode); the
+ * reads of the ring that delivered records to on_frontiers, in either mode. */
+const char *node_ring_wait_mode(const struct node *n);
+uint64_t node_ring_loop_wakes(const struct node *n);
+uint64_t node_ring_reads(const struct node *n);
 /* The attached reader, or NULL while not attached yet. */
 struct fring_reader *node_ring(struct node *n);
 

@@ -1198,6 +1198,25 @@ int fring_wait(struct fring_reader *rd, int timeout_ms)
         return ring_sleep(&rd->hdr->notify, rd->wait, reader_has_data_cb, rd, timeout_ms);
 }
 
+int fring_sleep_begin(struct fring_reader *rd, const uint32_t **ret_word, uint32_t *ret_val)
+{
+        int k;
+
+        if (!rd || !ret_word || !ret_val)
+                return -EINVAL;
+        /* note 7, as fring_wait(), with the sleep itself left to the caller */
+        k = ring_sleep_begin(&rd->hdr->notify, rd->wait, reader_has_data_cb, rd, ret_val);
+        if (k == 0)
+                *ret_word = &rd->hdr->notify;
+        return k;
+}
+
+void fring_sleep_end(struct fring_reader *rd)
+{
+        assert(rd);
+        ring_sleep_end(rd->wait);
+}
+
 uint64_t fring_reader_generation(const struct fring_reader *rd)
 {
         return rd ? rd->generation : 0;

@@ -137,6 +137,17 @@ int fring_lookup(struct fring_reader *rd, uint64_t id, struct fring_frontier *re
  * producer rewrites it.  Readers should keep a finite timeout as a safety net. */
 int fring_wait(struct fring_reader *rd, int timeout_ms);
 
+/* fring_wait() for a caller that sleeps by other means (an event loop's io_uring futex
+ * wait, loop_futex_wait()), as lring_sleep_begin(): 1 when fring_read() may have
+ * something now; else 0, the reader counted as a sleeper, *ret_word the futex word
+ * (shared: the producer wakes it from its process) and *ret_val the value to wait on.
+ * The word lies in the reader's mapping, valid until fring_reader_free() (a remap by a
+ * later fring_read() leaves a queued wait valid: the kernel keys a shared futex by the
+ * object).  After every 0, call fring_sleep_end() exactly once when the sleep is over,
+ * whatever its result.  -EINVAL without a reader. */
+int fring_sleep_begin(struct fring_reader *rd, const uint32_t **ret_word, uint32_t *ret_val);
+void fring_sleep_end(struct fring_reader *rd);
+
 /* The generation (producer incarnation) of the layout the reader last validated. */
 uint64_t fring_reader_generation(const struct fring_reader *rd);
 

@@ -18,6 +18,15 @@
  *                  kernel has IORING_OP_FUTEX_WAIT; restarted with --catalog-wait-thread,
  *                  the fallback for kernels without it, in a watcher thread, and it
  *                  follows through the ring all the same.
+ *   frontier_wait_modes  how the adapter and the follower sleep on the controller's
+ *                  frontier ring (common/node/node.c note 5): in their event loops
+ *                  (frontier_wait=loop, woken through io_uring: the adapter's
+ *                  frontier_loop_wakes grows by one at least with every CREATE TABLE +
+ *                  INSERT round, each of which publishes) where the kernel has
+ *                  IORING_OP_FUTEX_WAIT; restarted with --frontier-wait-thread, in a
+ *                  watcher thread that wakes the loop.  Either way the ring is read once
+ *                  per round at least (frontier_reads), not only by the 1 s
+ *                  safety-net tick that is all a lost wake-up path would leave.
  *   catchup_thread the periodic catch-up of the secondary runs on a thread (lifecycle.c
  *                  note 6): restarted with --test-catchup-delay-ms 1500, every such
  *                  catch-up takes 1.5 s, yet the follower's loop never stalls for
@@ -38,17 +47,22 @@
 #include "itest.h"
 #include "loop.h"
 
-/* Whether the lifecycle's status detail contains s. */
-static bool lc_detail_has(const char *s)
+/* Whether the status detail of role contains s. */
+static bool detail_has(Coord__Role role, const char *s)
 {
         Coord__StatusReply *st = NULL;
         bool r;
 
-        if (node_query_status(run_dir, COORD__ROLE__ROLE_LIFECYCLE, 2000, &st) < 0)
+        if (node_query_status(run_dir, role, 2000, &st) < 0)
                 return false;
         r = st->detail && strstr(st->detail, s);
         coord__status_reply__free_unpacked(st, NULL);
         return r;
+}
+
+static bool lc_detail_has(const char *s)
+{
+        return detail_has(COORD__ROLE__ROLE_LIFECYCLE, s);
 }
 
 
@@ -272,6 +286,76 @@ static void test_wait_modes(void)
         PQfinish(c);
 }
 
+/* Adapter and follower killed and started again with args for both. */
+static void frontier_restart(const char *args)
+{
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_LIFECYCLE));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS='%s' COORD_LIFECYCLE_ARGS='%s' %s up >/dev/null",
+                                   args, args, coord_cmd), 0);
+        CU_ASSERT(converged());
+}
+
+/* FRONTIER_ROUNDS rounds of ddl_round() (CREATE TABLE + INSERT: the controller
+ * publishes the new table's frontiers, then the INSERT's); the frontier ring's reads
+ * that delivered records meanwhile, in the adapter.  The rounds take milliseconds, so
+ * the 1 s tick adds at most one. */
+#define FRONTIER_ROUNDS 10
+static uint64_t frontier_rounds_reads(PGconn *c, const char *prefix)
+{
+        uint64_t r0 = stat_of(COORD__ROLE__ROLE_ADAPTER, "frontier_reads");
+
+        CU_ASSERT(ddl_round(c, prefix, FRONTIER_ROUNDS));
+        return stat_of(COORD__ROLE__ROLE_ADAPTER, "frontier_reads") - r0;
+}
+
+static void test_frontier_wait_modes(void)
+{
+        struct loop *l = NULL;
+        uint64_t ad0, lc0, reads;
+        const char *mode;
+        PGconn *c = db();
+        bool futex;
+
+        CU_ASSERT_FATAL(c != NULL);
+        futex = loop_new(8, &l) == 0 && loop_futex_supported(l);
+        l = loop_free(l);
+        mode = futex ? "frontier_wait=loop" : "frontier_wait=thread";
+        CU_ASSERT(detail_has(COORD__ROLE__ROLE_ADAPTER, mode));
+        CU_ASSERT(lc_detail_has(mode));
+        ad0 = stat_of(COORD__ROLE__ROLE_ADAPTER, "frontier_loop_wakes");
+        lc0 = lc_stat("frontier_loop_wakes");
+        reads = frontier_rounds_reads(c, "fl");
+        printf("\n    kernel futex wait %s: %" PRIu64 " reads, adapter loop wakes %" PRIu64
+               " -> %" PRIu64 ", follower %" PRIu64 " -> %" PRIu64, futex ? "yes" : "no", reads,
+               ad0, stat_of(COORD__ROLE__ROLE_ADAPTER, "frontier_loop_wakes"), lc0,
+               lc_stat("frontier_loop_wakes"));
+        CU_ASSERT(reads >= FRONTIER_ROUNDS);
+        if (futex) {
+                CU_ASSERT(stat_of(COORD__ROLE__ROLE_ADAPTER, "frontier_loop_wakes") >=
+                          ad0 + FRONTIER_ROUNDS);
+                CU_ASSERT(lc_stat("frontier_loop_wakes") > lc0);
+        }
+
+        /* The fallback, forced. */
+        PQfinish(c);
+        frontier_restart("--frontier-wait-thread");
+        c = db();
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT(detail_has(COORD__ROLE__ROLE_ADAPTER, "frontier_wait=thread"));
+        CU_ASSERT(lc_detail_has("frontier_wait=thread"));
+        reads = frontier_rounds_reads(c, "ft");
+        printf(", thread: %" PRIu64 " reads", reads);
+        CU_ASSERT(reads >= FRONTIER_ROUNDS);
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_ADAPTER, "frontier_loop_wakes"), 0);
+        CU_ASSERT_EQUAL(lc_stat("frontier_loop_wakes"), 0);
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM ft9", "1"));
+
+        /* Back to the default for whatever runs next. */
+        PQfinish(c);
+        frontier_restart("");
+}
+
 /* The loop's longest callback batch since the daemon started, microseconds. */
 static uint64_t lc_max_stall_us(void)
 {
@@ -365,6 +449,7 @@ static const struct t_case cases[] = {
         { "kill9_adapter", test_kill9_adapter },
         { "kill9_lifecycle", test_kill9_lifecycle },
         { "wait_modes", test_wait_modes },
+        { "frontier_wait_modes", test_frontier_wait_modes },
         { "catchup_thread", test_catchup_thread },
         { "log_path_thread", test_log_path_thread },
         { NULL, NULL },
