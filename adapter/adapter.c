@@ -135,7 +135,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  "builtin_mark=%llu builtin_reads=%llu stream_chunks=%llu stream_waits=%llu "
                  "ddl_after_publication=%llu catalog_sync_max_us=%llu catalog_sync_window_max_us=%llu "
                  "ddl_direct_replies=%llu frontier_wait=%s frontier_loop_wakes=%llu "
-                 "frontier_reads=%llu",
+                 "frontier_reads=%llu catalog_waits_yielded=%llu catalog_waits_slept=%llu",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
                  (unsigned long long)io.synclog_bytes, (unsigned long long)io.synclog_store_syncs,
@@ -153,7 +153,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  (unsigned long long)(cs.sync_max_ns / 1000), (unsigned long long)(sync_window_ns / 1000),
                  (unsigned long long)direct, node_ring_wait_mode(n),
                  (unsigned long long)node_ring_loop_wakes(n),
-                 (unsigned long long)node_ring_reads(n));
+                 (unsigned long long)node_ring_reads(n),
+                 (unsigned long long)cs.waits_yielded, (unsigned long long)cs.waits_slept);
         reply->detail = ad->detail;
 }
 
