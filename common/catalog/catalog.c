@@ -172,20 +172,20 @@
  * halts, so the disk's interrupt and the wake-ups that follow each pay a trip through
  * the hypervisor.  So a caller about to sleep until a group ends, without a window to
  * close (the opener sleeps with a timeout: see above), first calls sched_yield() in a
- * loop for about what the group in flight still needs -- twice the average write,
- * at most c->spin_max_ns (CATALOG_WAIT_SPIN_DEFAULT_NS unless catalog_set_wait_spin() says
- * otherwise) -- and looks at group_end after every yield; only then does it sleep.
- * RocksDB's WriteThread waits the same way (adaptive yield, 100 us).  A yield gives
- * the vCPU to anything else runnable, the leader first, so the yielders do not delay
- * the write; they keep their vCPUs awake and see the group's end without a wake-up.
- * Bounds: at most GROUP_SPINNERS_MAX callers yield at once (the rest sleep), none on
- * a disk slower than spin_max_ns per write (waiting out a slow write by yielding
- * would buy nothing), none while fewer than GROUP_YIELD_MIN committers came to the
- * last group end (one waiter has nobody to yield to: it keeps a vCPU busy, which on
- * this VM slows the other one by up to a third, to save one wake-up -- 2 writers
- * were slower yielding in 3 of 4 runs), and a wait yields at most once per group end.  The price is CPU:
- * with 8 writers ~50 us per commit against ~30 (bench-catalog prints both rows, and
- * the wait's counters: waits_yielded, waits_slept); one writer never waits.
+ * loop for about what the group in flight still needs -- twice the average write, at
+ * most c->spin_max_ns (CATALOG_WAIT_SPIN_DEFAULT_NS, or catalog_set_wait_spin()) --
+ * and looks at group_end after every yield; only then does it sleep.  RocksDB's
+ * WriteThread waits the same way (adaptive yield, 100 us).  A yield gives the vCPU to
+ * anything else runnable, the leader first, so the yielders do not delay the write;
+ * they keep their vCPUs awake and see the group's end without a wake-up.
+ * Bounds: at most GROUP_SPINNERS_MAX callers yield at once (the rest sleep); none on a
+ * disk slower than spin_max_ns per write (waiting out a slow write by yielding would
+ * buy nothing); none while fewer than GROUP_YIELD_MIN committers came to the last
+ * group end (a lone waiter has nobody to yield to: it keeps a vCPU busy, which on this
+ * VM slows the other one by up to a third, to save one wake-up -- 2 writers were
+ * slower yielding in 3 of 4 runs); and a wait yields at most once per group end.  The
+ * price is CPU: with 8 writers ~50 us per commit against ~30 (bench-catalog prints both
+ * rows, and the counters waits_yielded, waits_slept); one writer never waits.
  *
  * Handle states: OPEN (c->err == 0) -> ERROR (c->err < 0) on a failed write, until
  * catalog_close().  A secondary is always OPEN; its failures are not sticky since it
@@ -198,11 +198,11 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <rocksdb/c.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -234,7 +234,7 @@ static const char *const cf_names[_CF_MAX] = {
 #define GROUP_MAX_CHAINED (2 * GROUP_MAX - 1)
 #define GROUP_WINDOW_MAX_NS (200u * 1000u)      /* longest wait for a group to fill */
 #define GROUP_SPINNERS_MAX 8u                   /* callers yielding at once, at most */
-#define GROUP_YIELD_MIN 3u                      /* committers at the last group end, for a yield */
+#define GROUP_YIELD_MIN 3u                      /* committers seen, at least, to yield */
 #define WRITE_BUFFER_SIZE (4u << 20)
 #define SYNCLOG_SEGMENT_SIZE (2u << 20)         /* NOTE 8 */
 #define SYNCLOG_SEGMENTS 4u
@@ -1074,8 +1074,9 @@ static bool group_end_yield(struct catalog *c, uint32_t gen, uint64_t spin_ns)
 /* Sleep until req is DONE, or, while it is QUEUED, until a group has ended since gen
  * was read (the write path may be IDLE then: the caller looks under c->lock) or the
  * deadline (if not 0) has passed.  Without a deadline, yield for up to spin_ns first,
- * once per group end (GROUP COMMIT, "Yielding before sleeping").  A GROUPED request can only become DONE, which
- * needs no lock to see: its members do not crowd c->lock at every group end.  No
+ * once per group end (GROUP COMMIT, "Yielding before sleeping").  A GROUPED request
+ * can only become DONE, which needs no lock to see: its members do not crowd c->lock
+ * at every group end.  No
  * wake-up is missed: a leader stores DONE before it bumps group_end, so whoever
  * reads the bumped group_end (acquire) then sees DONE. */
 static void group_end_wait(struct catalog *c, struct commit_req *req, uint32_t gen,
