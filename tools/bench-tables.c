@@ -3,6 +3,7 @@
  *   bench-tables --conninfo 'host=127.0.0.1 port=6875 user=coord dbname=coord'
  *                [--inserts N] [--clients N] [--seconds S] [--tables N] [--pairs N]
  *                [--idle-pairs N] [--idle-ms MS] [--reads-after-create N] [--sync-dir DIR]
+ *                [--raw FILE]
  *
  * Prints: INSERT latency p50/p99 with one client; rows/s with --clients clients (one
  * row per INSERT); CREATE TABLE + DROP TABLE pair latency p50/p95/p99 with --tables
@@ -14,7 +15,11 @@
  * own floor there: pwrite + fdatasync of 4 KiB into blocks written before, for one
  * second (what the catalog's sync log does, catalog.c NOTE 8), because the DDL pair is
  * two such syncs and this VM's disk changes speed from hour to hour: a pair figure
- * means little without the sync figure of the same minute.  Asserts nothing.
+ * means little without the sync figure of the same minute.  The floor is measured again
+ * right after the pairs, so that a drift during them shows, and the pairs' p50/p95 is
+ * printed per quarter of the run as well.  --raw FILE keeps every pair's start and
+ * latency (ns, CLOCK_MONOTONIC, the clock bpftrace's nsecs reads), to line the slow ones
+ * up with a trace of the daemons (docs/benchmarks.md).  Asserts nothing.
  * tools/coord bench tables runs it on a fresh instance, --sync-dir its data directory.
  */
 #include <errno.h>
@@ -77,7 +82,7 @@ static PGconn *connect_db(void)
 
 /* The disk's floor under dir: 4 KiB pwrite + fdatasync into written blocks for about a
  * second, printed as p50/p99.  0, or -errno. */
-static int sync_floor(const char *dir)
+static int sync_floor(const char *dir, const char *when)
 {
         static char buf[4096];
         char path[4096];
@@ -117,8 +122,8 @@ static int sync_floor(const char *dir)
                 lat[n++] = now_ns() - t0;
         }
         qsort(lat, n, sizeof(*lat), cmp_u64);
-        printf("fdatasync 4 KiB overwrite  p50=%8.1f us  p99=%8.1f us  (n=%zu; this disk, now)\n",
-               pct_us(lat, n, 0.50), pct_us(lat, n, 0.99), n);
+        printf("fdatasync 4 KiB overwrite  p50=%8.1f us  p99=%8.1f us  (n=%zu; this disk, %s)\n",
+               pct_us(lat, n, 0.50), pct_us(lat, n, 0.99), n, when);
 out:
         if (fd >= 0) {
                 close(fd);
@@ -155,7 +160,8 @@ int main(int argc, char **argv)
 {
         uint64_t inserts = 2000, clients = 32, seconds = 5, tables = 1000, pairs = 500,
                  idle_pairs = 20, idle_ms = 500, reads = 200;
-        char *sync_dir = NULL;
+        char *sync_dir = NULL, *raw_path = NULL;
+        FILE *raw = NULL;
         const struct conf_option opts[] = {
                 { "conninfo", CONF_STR, &conninfo, 0, "libpq connection string" },
                 { "inserts", CONF_U64, &inserts, 10000000, "single-client INSERTs (default 2000)" },
@@ -167,6 +173,7 @@ int main(int argc, char **argv)
                 { "reads-after-create", CONF_U64, &reads, 100000, "SELECTs timed right after their table's CREATE (default 200)" },
                 { "idle-ms", CONF_U64, &idle_ms, 60000, "the idle gap before each of those (default 500)" },
                 { "sync-dir", CONF_STR, &sync_dir, 0, "first time fdatasync of 4 KiB on this directory's disk" },
+                { "raw", CONF_STR, &raw_path, 0, "write each DDL pair's start and latency (ns, CLOCK_MONOTONIC) to this file" },
         };
         char *args[8], err[256];
         int nargs = 0, r;
@@ -175,18 +182,22 @@ int main(int argc, char **argv)
         PGconn *c;
         char q[128];
 
-        if (argc > 26 || (r = conf_parse(argc, argv, "bench", opts, ELEMENTSOF(opts), args, &nargs,
+        if (argc > 30 || (r = conf_parse(argc, argv, "bench", opts, ELEMENTSOF(opts), args, &nargs,
                                          err, sizeof(err))) < 0 || nargs || !conninfo) {
                 fprintf(stderr, "usage: bench-tables --conninfo STR [--inserts N] [--clients N] "
                                 "[--seconds S] [--tables N] [--pairs N] [--idle-pairs N] [--idle-ms MS] "
-                                "[--reads-after-create N] [--sync-dir DIR]\n");
+                                "[--reads-after-create N] [--sync-dir DIR] [--raw FILE]\n");
                 return 64;
+        }
+        if (raw_path && !(raw = fopen(raw_path, "we"))) {
+                fprintf(stderr, "bench-tables: %s: %s\n", raw_path, strerror(errno));
+                return 1;
         }
         if (r == 1) {
                 conf_usage(stdout, opts, ELEMENTSOF(opts));
                 return 0;
         }
-        if (sync_dir && (r = sync_floor(sync_dir)) < 0)
+        if (sync_dir && (r = sync_floor(sync_dir, "now")) < 0)
                 fprintf(stderr, "bench-tables: fdatasync floor on %s: %s\n", sync_dir, strerror(-r));
         c = connect_db();
         {
@@ -252,10 +263,30 @@ int main(int argc, char **argv)
                 if (!run(c, "CREATE TABLE pair_t (a bigint)") || !run(c, "DROP TABLE pair_t"))
                         return 1;
                 lat[i] = now_ns() - t0;
+                if (raw && fprintf(raw, "%" PRIu64 " %" PRIu64 "\n", t0, lat[i]) < 0)
+                        return 1;
+        }
+        if (raw && fclose(raw) != 0)
+                return 1;
+        /* The run in quarters, each sorted in place before the whole: a p95 that moves
+         * between them is the machine drifting (or the system still busy from the
+         * setup), not the pairs. */
+        if (pairs >= 400) {
+                printf("DDL pair p50/p95 by quarter of the run:");
+                for (uint64_t q4 = 0; q4 < 4; q4++) {
+                        uint64_t *part = lat + q4 * (pairs / 4), n = pairs / 4;
+
+                        qsort(part, n, sizeof(*part), cmp_u64);
+                        printf(" %.0f/%.0f us", pct_us(part, n, 0.50), pct_us(part, n, 0.95));
+                }
+                printf("\n");
         }
         qsort(lat, pairs, sizeof(*lat), cmp_u64);
         printf("DDL pair at %" PRIu64 " tables  p50=%8.1f us  p95=%8.1f us  p99=%8.1f us  (n=%" PRIu64 ")\n",
                tables, pct_us(lat, pairs, 0.50), pct_us(lat, pairs, 0.95), pct_us(lat, pairs, 0.99), pairs);
+        /* The disk again: the pairs took a while, and its speed drifts. */
+        if (sync_dir && pairs && (r = sync_floor(sync_dir, "right after the pairs")) < 0)
+                fprintf(stderr, "bench-tables: fdatasync floor on %s: %s\n", sync_dir, strerror(-r));
         for (uint64_t i = 0; i < idle_pairs; i++) {
                 struct timespec ts = { .tv_sec = (time_t)(idle_ms / 1000),
                                        .tv_nsec = (long)(idle_ms % 1000) * 1000000L };
