@@ -158,7 +158,7 @@ static void *insert_worker(void *arg)
 
 int main(int argc, char **argv)
 {
-        uint64_t inserts = 2000, clients = 32, seconds = 5, tables = 1000, pairs = 500,
+        uint64_t inserts = 2000, clients = 32, seconds = 5, tables = 1000, pairs = 2000,
                  idle_pairs = 20, idle_ms = 500, reads = 200;
         char *sync_dir = NULL, *raw_path = NULL;
         FILE *raw = NULL;
@@ -168,7 +168,7 @@ int main(int argc, char **argv)
                 { "clients", CONF_U64, &clients, 1000, "concurrent clients (default 32)" },
                 { "seconds", CONF_U64, &seconds, 3600, "seconds of concurrent inserts (default 5)" },
                 { "tables", CONF_U64, &tables, 1000000, "tables existing during the DDL pairs (default 1000)" },
-                { "pairs", CONF_U64, &pairs, 1000000, "CREATE+DROP pairs timed (default 500)" },
+                { "pairs", CONF_U64, &pairs, 1000000, "CREATE+DROP pairs timed (default 2000: a p95 from 100 pairs above it)" },
                 { "idle-pairs", CONF_U64, &idle_pairs, 100000, "pairs timed after an idle gap each (default 20)" },
                 { "reads-after-create", CONF_U64, &reads, 100000, "SELECTs timed right after their table's CREATE (default 200)" },
                 { "idle-ms", CONF_U64, &idle_ms, 60000, "the idle gap before each of those (default 500)" },
