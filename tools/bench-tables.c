@@ -189,13 +189,13 @@ int main(int argc, char **argv)
                                 "[--reads-after-create N] [--sync-dir DIR] [--raw FILE]\n");
                 return 64;
         }
-        if (raw_path && !(raw = fopen(raw_path, "we"))) {
-                fprintf(stderr, "bench-tables: %s: %s\n", raw_path, strerror(errno));
-                return 1;
-        }
         if (r == 1) {
                 conf_usage(stdout, opts, ELEMENTSOF(opts));
                 return 0;
+        }
+        if (raw_path && !(raw = fopen(raw_path, "we"))) {
+                fprintf(stderr, "bench-tables: %s: %s\n", raw_path, strerror(errno));
+                return 1;
         }
         if (sync_dir && (r = sync_floor(sync_dir, "now")) < 0)
                 fprintf(stderr, "bench-tables: fdatasync floor on %s: %s\n", sync_dir, strerror(-r));
