@@ -322,6 +322,8 @@ struct catalog {
         uint64_t debug_window_ns;               /* test hook: every window this long */
         void (*debug_group_end)(void *);        /* test hook: after unlock, before the wake */
         void *debug_group_end_arg;
+        void (*debug_group_write)(void *);      /* test hook: after the write, still BUSY */
+        void *debug_group_write_arg;
         uint64_t sync_avg_ns;                   /* moving average of a group's write */
         uint64_t spin_max_ns;                   /* longest yielding wait; 0: sleep at once */
         uint64_t sync_window_max_ns;            /* catalog_take_sync_window_max_ns() */
@@ -1238,6 +1240,8 @@ static void group_lead(struct catalog *c)
                         t0 = now_ns() - t0;
                         sticky = r < 0;
                 }
+                if (c->debug_group_write)
+                        c->debug_group_write(c->debug_group_write_arg);
                 pthread_mutex_lock(&c->lock);
                 c->stats.sync_ns += t0;
                 if (t0 > c->stats.sync_max_ns)
@@ -1408,6 +1412,16 @@ void catalog_debug_group_end(struct catalog *c, uint64_t window_ns, void (*fn)(v
         c->debug_window_ns = window_ns;
         c->debug_group_end = fn;
         c->debug_group_end_arg = arg;
+        pthread_mutex_unlock(&c->lock);
+}
+
+void catalog_debug_group_write(struct catalog *c, void (*fn)(void *), void *arg)
+{
+        if (!c)
+                return;
+        pthread_mutex_lock(&c->lock);
+        c->debug_group_write = fn;
+        c->debug_group_write_arg = arg;
         pthread_mutex_unlock(&c->lock);
 }
 

@@ -292,5 +292,11 @@ void catalog_debug_synclog_segment_size(size_t size);
  * daemons. */
 void catalog_debug_group_end(struct catalog *c, uint64_t window_ns, void (*fn)(void *), void *arg);
 
+/* Call fn(arg) in the leader after each group's write, with the write path still BUSY
+ * and the lock released -- a slow disk, outside the write's timing (sync_avg_ns) --
+ * so a test can hold every committer that comes meanwhile in its wait.  Set while no
+ * commit runs.  Never called by the daemons. */
+void catalog_debug_group_write(struct catalog *c, void (*fn)(void *), void *arg);
+
 /* Testing only: 1 while a commit window is open (GATHERING), else 0. */
 int catalog_debug_gathering(struct catalog *c);

@@ -1010,28 +1010,39 @@ static void group_threads_run(struct catalog *c, unsigned n)
 }
 
 struct hold_arg {
+        struct catalog *c;
         unsigned calls;
+        uint64_t slept;         /* waits_slept when the hold ended */
 };
 
-/* catalog_debug_group_end() hook: hold the first group's end for 300 ms. */
-static void hold_first_group_end(void *p)
+/* catalog_debug_group_write() hook: the first group's write takes 300 ms more; note
+ * how many waits had gone to sleep by its end. */
+static void hold_first_group_write(void *p)
 {
         struct hold_arg *h = p;
+        struct catalog_stats st;
 
-        if (h->calls++ == 0)
-                usleep(300 * 1000);
+        if (h->calls++ != 0)
+                return;
+        usleep(300 * 1000);
+        catalog_get_stats(h->c, &st);
+        h->slept = st.waits_slept;
 }
 
 /* A committer waiting for a group's end yields its vCPU first, for a bounded time,
  * then sleeps (catalog.c, GROUP COMMIT, "Yielding before sleeping"); with the spin
  * off it sleeps at once.  Every commit is answered either way.  Fails when waiters
- * never yield, yield without bound (then nobody sleeps through a held group end), or
+ * never yield, yield without bound (then nobody sleeps through a held group write), or
  * yield with the spin off. */
 static void test_wait_yield(void)
 {
         _cleanup_free_ char *dir = t_mkdtemp("catalog-yield"), *path = NULL;
         const struct catalog_op op = op_put(CATALOG_CF_STATE, "k", "v");
         struct catalog_stats st0, st1, st2, st3;
+        const struct catalog_op k1[] = { op_put(CATALOG_CF_STATE, "k1", "1") };
+        const struct catalog_op k2[] = { op_put(CATALOG_CF_STATE, "k2", "1") };
+        const struct catalog_op k3[] = { op_put(CATALOG_CF_STATE, "k3", "1") };
+        const struct catalog_txn_ops three[] = { { k1, 1 }, { k2, 1 }, { k3, 1 } };
         struct hold_arg hold = { 0 };
         struct catalog *c = NULL;
 
@@ -1049,14 +1060,24 @@ static void test_wait_yield(void)
         printf("yielded %" PRIu64 ", slept %" PRIu64 "; ", st1.waits_yielded, st1.waits_slept);
         CU_ASSERT(st1.waits_yielded > 0);
 
-        /* The first group's end held 300 ms: whoever waits for it yields <= 50 ms,
-         * then sleeps. */
-        catalog_debug_group_end(c, 0, hold_first_group_end, &hold);
+        /* A group of three leaves expect = 3, so the next group's waiters yield
+         * first.  That group's write is held 300 ms with the write path BUSY: no group
+         * ends before the hold does, so of the 4 threads the 2 or more that are
+         * neither its leader nor a window's opener (who waits with a deadline) yield
+         * <= 50 ms and sleep -- before the hold's end; yielding without bound, nobody
+         * would.  (Held at the group's end instead, the path IDLE, the others could
+         * lead groups of their own all through it, each end starting a new bounded
+         * yield, and nobody need sleep: CI saw that once, under ASan.) */
+        CU_ASSERT_EQUAL_FATAL(catalog_commit_many(c, three, 3, NULL), 0);
+        catalog_get_stats(c, &st1);
+        hold.c = c;
+        catalog_debug_group_write(c, hold_first_group_write, &hold);
         group_threads_run(c, 4);
-        catalog_debug_group_end(c, 0, NULL, NULL);
+        catalog_debug_group_write(c, NULL, NULL);
         catalog_get_stats(c, &st2);
-        printf("held: slept %" PRIu64 "; ", st2.waits_slept - st1.waits_slept);
+        printf("held: slept %" PRIu64 "; ", hold.slept - st1.waits_slept);
         CU_ASSERT(hold.calls > 0);
+        CU_ASSERT(hold.slept > st1.waits_slept);
         CU_ASSERT(st2.waits_slept > st1.waits_slept);
 
         catalog_set_wait_spin(c, 0);
@@ -1065,8 +1086,8 @@ static void test_wait_yield(void)
         CU_ASSERT_EQUAL(st3.waits_yielded, st2.waits_yielded);
         CU_ASSERT(st3.waits_slept > st2.waits_slept);
 
-        CU_ASSERT_EQUAL(st3.commits, 1 + 3 * 4 * GROUP_COMMITS);
-        CU_ASSERT_EQUAL(catalog_last_seq(c), 1 + 3 * 4 * GROUP_COMMITS);
+        CU_ASSERT_EQUAL(st3.commits, 1 + 3 + 3 * 4 * GROUP_COMMITS);
+        CU_ASSERT_EQUAL(catalog_last_seq(c), 1 + 3 + 3 * 4 * GROUP_COMMITS);
         c = catalog_close(c);
         t_rmrf(dir);
 }
