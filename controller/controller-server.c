@@ -5555,7 +5555,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "held_max_us=%llu held_replies=%llu held_ring=%llu held_failed=%llu "
                  "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu installing=%zu "
                  "installs_sliced=%llu install_slices=%llu deferred=%zu peeks_thread=%llu "
-                 "peeks_in_thread=%zu peek_thread_max_us=%llu stale_replies=%llu storage=%s",
+                 "peeks_in_thread=%zu peek_thread_max_us=%llu stale_replies=%llu "
+                 "drops_by_key=%llu drops_by_range=%llu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -5579,6 +5580,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)s->installs_sliced, (unsigned long long)s->install_slices,
                  s->n_deferred, (unsigned long long)s->peeks_bg, s->n_bg,
                  (unsigned long long)s->peek_bg_max_us, (unsigned long long)s->stale_replies,
+                 (unsigned long long)st.drops_by_key, (unsigned long long)st.drops_by_range,
                  s->st ? "ok" : "failed");
 }
 

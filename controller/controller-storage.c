@@ -236,6 +236,30 @@
  *     caller's execution hold keeps since <= t.  The handle counts its readers;
  *     storage_close() waits until the last is freed, since each reads s's database.
  *
+ * (16) Drops delete key by key when they can.  A range delete costs O(1) to write, but
+ *     RocksDB 7.8 (Debian 12's) keeps the range tombstones of a memtable as a list
+ *     that the first read after each new one fragments and sorts again: O(range deletes
+ *     in the memtable), on the loop.  Every DROP TABLE put two there (batches,
+ *     chunks), and they stay until the memtable is flushed (NOTE 11: ~2 MiB or the
+ *     WAL's 8 MiB), so a stream of CREATE + DROP pairs made that cost grow without
+ *     bound: 20,000 pairs cost the controller's loop 256 such sorts of 1-4 ms (max 10
+ *     ms; 543 ms in all, bpftrace on the constructor, 2026-12-03).  (RocksDB 8.9's
+ *     memtable_max_range_deletions flushes for this; the C API here has no way to.)
+ *     So a drop whose collection's keys are few and exactly known deletes them one by
+ *     one -- point tombstones, which reads step over without sorting anything: the
+ *     collection record, then each batch's descriptor gid|lower and its chunks
+ *     gid|lower|0 .. parts-1.  Known exactly: descriptors loaded (8), no merge in the
+ *     background (13: merge_wait_for() applied it, so memory lists the merged batch),
+ *     and memory equal to the disk by (2) and (4) -- every change of the keys is one
+ *     WriteBatch, applied to memory after it returned.  Few: at most
+ *     STORAGE_DROP_KEY_BATCHES batches and DROP_KEYS_MAX keys; an empty table (one
+ *     empty batch, no chunks) is two deletes beside its record.  Otherwise, or when
+ *     not loaded, range deletes as before; they also cover keys memory does not know
+ *     of.  A deferred drop (12) carries the batches' (lower, parts) in its record,
+ *     since the collection is gone from memory when deferred_put() writes it.
+ *     storage_check() counts every key of every family, so a key left behind by a
+ *     drop fails it (tests/storage: "drop removes every key", the randomized model).
+ *
  * Handle states: OPEN (s->err == 0) -> ERROR (s->err < 0) on a failed write or sync,
  * until storage_close().
  */
@@ -278,6 +302,7 @@ static const char *const cf_names[_CF_MAX] = {
 #define KEY_CHUNK_LEN 20                        /* gid | lower | part */
 #define KEY_END_LEN 24                          /* gid | 16 x 0xff: above every key of gid */
 #define RECORD_MAX 96                           /* encoded collection record or descriptor */
+#define DROP_KEYS_MAX 16                        /* batch + chunk keys a drop deletes one by one */
 
 #define CHUNK_MAX_UPDATES 4096u
 #define CHUNK_MAX_BYTES (256u << 10)            /* of row bytes; one longer row is alone */
@@ -1542,6 +1567,60 @@ bool storage_debug_merge_settle(struct storage *s)
 
 /* ---- The write path (NOTES 1, 9) -------------------------------------------------- */
 
+/* Whether a drop of c may delete its keys one by one (NOTE 16); if so, its batches'
+ * (lower, parts) in *d.  Loop thread, after merge_wait_for(c). */
+static bool drop_by_key(const struct collection *c, struct storage_deferred *d)
+{
+        size_t keys = 0;
+
+        assert(!c->merging);    /* merge_wait_for() applied it: memory lists its batch */
+        if (!c->loaded || c->n_batches > STORAGE_DROP_KEY_BATCHES)
+                return false;
+        for (size_t i = 0; i < c->n_batches; i++) {
+                keys += 1 + (size_t)c->batches[i].parts;
+                if (keys > DROP_KEYS_MAX)
+                        return false;
+                d->batches[i].lower = c->batches[i].lower;
+                d->batches[i].parts = c->batches[i].parts;
+        }
+        d->n_batches = (uint8_t)c->n_batches;
+        d->by_key = true;
+        return true;
+}
+
+/* Into s->wb: the deletes of every key of the dropped gid d->gid -- its record, then
+ * key by key (d->by_key) or by range deletes (NOTE 16). */
+static void drop_put(struct storage *s, const struct storage_deferred *d)
+{
+        uint8_t lo[KEY_GID_LEN], hi[KEY_END_LEN];
+
+        assert(d->drop && d->n_batches <= STORAGE_DROP_KEY_BATCHES);
+        be64_put(lo, d->gid);
+        rocksdb_writebatch_delete_cf(s->wb, s->cf[CF_COLLECTIONS], (const char *)lo, sizeof(lo));
+        if (d->by_key) {
+                for (size_t i = 0; i < d->n_batches; i++) {
+                        uint8_t kb[KEY_BATCH_LEN], kc[KEY_CHUNK_LEN];
+
+                        key_batch(kb, d->gid, d->batches[i].lower);
+                        rocksdb_writebatch_delete_cf(s->wb, s->cf[CF_BATCHES], (const char *)kb,
+                                                     sizeof(kb));
+                        for (uint32_t p = 0; p < d->batches[i].parts; p++) {
+                                key_chunk(kc, d->gid, d->batches[i].lower, p);
+                                rocksdb_writebatch_delete_cf(s->wb, s->cf[CF_CHUNKS],
+                                                             (const char *)kc, sizeof(kc));
+                        }
+                }
+                s->stats.drops_by_key++;
+                return;
+        }
+        key_end(hi, d->gid);
+        rocksdb_writebatch_delete_range_cf(s->wb, s->cf[CF_BATCHES], (const char *)lo, sizeof(lo),
+                                           (const char *)hi, sizeof(hi));
+        rocksdb_writebatch_delete_range_cf(s->wb, s->cf[CF_CHUNKS], (const char *)lo, sizeof(lo),
+                                           (const char *)hi, sizeof(hi));
+        s->stats.drops_by_range++;
+}
+
 /* The deferred creates and drops into s->wb, after the caller's records (NOTE 12).
  * The caller's records never name a deferred-dropped gid (it is not in the map, and a
  * create of it flushes first); a deferred create whose collection the current group
@@ -1550,7 +1629,6 @@ static void deferred_put(struct storage *s)
 {
         for (size_t i = 0; i < s->n_def; i++) {
                 const struct storage_deferred *d = &s->def[i];
-                uint8_t lo[KEY_GID_LEN], hi[KEY_END_LEN];
 
                 if (!d->drop) {
                         struct collection *c = map_find(&s->map, d->gid);
@@ -1562,14 +1640,7 @@ static void deferred_put(struct storage *s)
                         put_collection(s, &tmp, d->since, d->upper, d->physical_since);
                         continue;
                 }
-                be64_put(lo, d->gid);
-                key_end(hi, d->gid);
-                rocksdb_writebatch_delete_cf(s->wb, s->cf[CF_COLLECTIONS], (const char *)lo,
-                                             sizeof(lo));
-                rocksdb_writebatch_delete_range_cf(s->wb, s->cf[CF_BATCHES], (const char *)lo,
-                                                   sizeof(lo), (const char *)hi, sizeof(hi));
-                rocksdb_writebatch_delete_range_cf(s->wb, s->cf[CF_CHUNKS], (const char *)lo,
-                                                   sizeof(lo), (const char *)hi, sizeof(hi));
+                drop_put(s, d);
         }
 }
 
@@ -2113,7 +2184,9 @@ int storage_drop_deferred(struct storage *s, uint64_t gid)
         if (r < 0)
                 return r;
         deferred_forget_create(s, gid);
-        s->def[s->n_def++] = (struct storage_deferred){ .gid = gid, .drop = true };
+        s->def[s->n_def] = (struct storage_deferred){ .gid = gid, .drop = true };
+        (void)drop_by_key(c, &s->def[s->n_def]);
+        s->n_def++;
         pending_remove(s, c);
         map_remove(&s->map, c);
         collection_free(c);
@@ -2122,7 +2195,7 @@ int storage_drop_deferred(struct storage *s, uint64_t gid)
 
 int storage_drop(struct storage *s, uint64_t gid)
 {
-        uint8_t lo[KEY_GID_LEN], hi[KEY_END_LEN];
+        struct storage_deferred d = { .gid = gid, .drop = true };
         struct collection *c;
         int r;
 
@@ -2138,15 +2211,11 @@ int storage_drop(struct storage *s, uint64_t gid)
                 return r;
         /* A deferred create put after these deletes would bring the record back. */
         deferred_forget_create(s, gid);
-        be64_put(lo, gid);
-        key_end(hi, gid);
-        rocksdb_writebatch_delete_cf(s->wb, s->cf[CF_COLLECTIONS], (const char *)lo, sizeof(lo));
-        /* Range deletes: O(1) to write whatever the size, and they also cover keys the
-         * descriptors do not know of, which need not be loaded. */
-        rocksdb_writebatch_delete_range_cf(s->wb, s->cf[CF_BATCHES], (const char *)lo, sizeof(lo),
-                                           (const char *)hi, sizeof(hi));
-        rocksdb_writebatch_delete_range_cf(s->wb, s->cf[CF_CHUNKS], (const char *)lo, sizeof(lo),
-                                           (const char *)hi, sizeof(hi));
+        /* Key by key when few and known, else range deletes: O(1) to write whatever the
+         * size, and they also cover keys the descriptors do not know of, which need not
+         * be loaded (NOTE 16). */
+        (void)drop_by_key(c, &d);
+        drop_put(s, &d);
         r = storage_write(s);
         if (r < 0)
                 return r;

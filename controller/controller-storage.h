@@ -179,6 +179,8 @@ struct storage_stats {
         uint64_t sync_ns, sync_max_ns;  /* their total and longest time in the syncer */
         uint64_t sync_write_max_ns;     /* longest synced write in the caller's thread */
         uint64_t unsynced_write_max_ns; /* longest unsynced one (appends with the syncer) */
+        uint64_t drops_by_key;          /* drops written key by key (NOTE 16) */
+        uint64_t drops_by_range;        /* ... and by range deletes */
 };
 
 /* Rows of a read at t, in ascending byte order; count > 0.  row is valid during the
@@ -237,12 +239,25 @@ int storage_drop_deferred(struct storage *s, uint64_t gid);
 int storage_flush_deferred(struct storage *s);
 bool storage_has_deferred(const struct storage *s);
 
+/* A drop deletes the keys of at most this many batches one by one
+ * (controller-storage.c NOTE 16); a collection with more, or with keys it does not
+ * know, by range deletes. */
+#define STORAGE_DROP_KEY_BATCHES 4
+
 /* One deferred change: a create (drop == false) with its frontiers, or a drop. */
 struct storage_deferred {
         uint64_t gid;
         bool drop;
         enum storage_kind kind;
         uint64_t since, upper, physical_since;
+        /* A drop: by_key, the (lower, parts) of its n_batches batches, whose keys are
+         * deleted one by one; else (as zeroed) every key of gid by range deletes. */
+        bool by_key;
+        uint8_t n_batches;
+        struct {
+                uint64_t lower;
+                uint32_t parts;
+        } batches[STORAGE_DROP_KEY_BATCHES];
 };
 
 /* In the sticky error state: the deferred changes the failed write carried, in order,
