@@ -47,6 +47,10 @@
 #include "plan.pb-c.h"
 #include "row.h"
 
+/* The PostgreSQL version Coord speaks, as version() reports it ("PostgreSQL " + this);
+ * the server_version parameter defaults to the same (PGWIRE_SERVER_VERSION_DEFAULT). */
+#define SQL_SERVER_VERSION "15.0 (Coord)"
+
 /* ---- What the catalog tells the planner. ---- */
 
 enum sql_object_kind {

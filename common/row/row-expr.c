@@ -8,8 +8,11 @@
 #include "row-expr.h"
 
 #include <assert.h>
+#include <locale.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <wctype.h>
 
 static int invalid(struct row_error *err, const char *what)
 {
@@ -165,6 +168,42 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                             !(type_is_int(t) && type_is_int((int)c->args[i]->type)))
                                 return invalid(err, "argument of the wrong type");
                 return 0;
+        case COORD__PLAN__FUNC__FUNC_CASE:
+                r = check_args(c, 3, SIZE_MAX, -1, input, n_input, depth, err);
+                if (r < 0)
+                        return r;
+                if (c->n_args % 2 == 0)
+                        return invalid(err, "CASE without its else");
+                for (size_t i = 0; i < c->n_args; i++) {
+                        int at = (int)c->args[i]->type;
+                        bool cond = i % 2 == 0 && i + 1 < c->n_args;
+
+                        if (cond ? at != ROW_TYPE_BOOL
+                                 : at != t && !(type_is_int(t) && type_is_int(at)))
+                                return invalid(err, "argument of the wrong type");
+                }
+                return 0;
+        case COORD__PLAN__FUNC__FUNC_CONCAT:
+        case COORD__PLAN__FUNC__FUNC_LOWER:
+        case COORD__PLAN__FUNC__FUNC_UPPER:
+                if (t != ROW_TYPE_TEXT)
+                        return invalid(err, "text function not of type text");
+                return check_args(c, c->func == COORD__PLAN__FUNC__FUNC_CONCAT ? 2 : 1,
+                                  c->func == COORD__PLAN__FUNC__FUNC_CONCAT ? 2 : 1,
+                                  ROW_TYPE_TEXT, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_LIKE:
+        case COORD__PLAN__FUNC__FUNC_ILIKE:
+                if (t != ROW_TYPE_BOOL)
+                        return invalid(err, "LIKE not of type boolean");
+                return check_args(c, 2, 2, ROW_TYPE_TEXT, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_ABS:
+                if (!type_is_int(t))
+                        return invalid(err, "abs() of a non-integer type");
+                return check_args(c, 1, 1, t, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_LENGTH:
+                if (t != ROW_TYPE_INT4)
+                        return invalid(err, "length() not of type integer");
+                return check_args(c, 1, 1, ROW_TYPE_TEXT, input, n_input, depth, err);
         default:
                 return row_error_set(err, -EINVAL, "0A000", "plan function %d is not supported",
                                      (int)c->func);
@@ -234,6 +273,28 @@ static int eval_arg(const Coord__Plan__Call *c, size_t i, const struct row_datum
         if (i >= c->n_args)
                 return invalid(err, "wrong number of arguments");
         return eval(c->args[i], row, n_row, ctx, depth + 1, ret, err);
+}
+
+/* The two arguments of a function that is NULL when either is: 1 with *ret NULL when
+ * one is, 0 with both in *x and *y, or an error. */
+static int eval_strict2(const Coord__Plan__Call *c, const struct row_datum *row, size_t n_row,
+                        const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *x,
+                        struct row_datum *y, struct row_datum *ret, struct row_error *err)
+{
+        int r;
+
+        if (c->n_args != 2)
+                return invalid(err, "wrong number of arguments");
+        r = eval_arg(c, 0, row, n_row, ctx, depth, x, err);
+        if (r >= 0)
+                r = eval_arg(c, 1, row, n_row, ctx, depth, y, err);
+        if (r < 0)
+                return r;
+        if (x->kind == ROW_KIND_NULL || y->kind == ROW_KIND_NULL) {
+                *ret = ROW_DATUM_NULL;
+                return 1;
+        }
+        return 0;
 }
 
 static int eval_arith(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
@@ -307,18 +368,9 @@ static int eval_compare(const Coord__Plan__Expr *e, const struct row_datum *row,
         bool v;
         int r, cmp;
 
-        if (c->n_args != 2)
-                return invalid(err, "wrong number of arguments");
-        r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
-        if (r < 0)
-                return r;
-        r = eval_arg(c, 1, row, n_row, ctx, depth, &b, err);
-        if (r < 0)
-                return r;
-        if (a.kind == ROW_KIND_NULL || b.kind == ROW_KIND_NULL) {
-                *ret = ROW_DATUM_NULL;
-                return 0;
-        }
+        r = eval_strict2(c, row, n_row, ctx, depth, &a, &b, ret, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
         if (a.kind != b.kind)
                 return invalid(err, "comparison of different kinds");
         cmp = row_datum_compare(&a, &b);
@@ -444,6 +496,297 @@ static int eval_cast(const Coord__Plan__Expr *e, const struct row_datum *row, si
         }
 }
 
+/* The length in bytes of the UTF-8 character starting at s (at most n); a stray byte
+ * counts as one character, so a walk always moves forward. */
+static size_t utf8_len(const char *s, size_t n)
+{
+        unsigned char c = (unsigned char)s[0];
+        size_t l = c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF8 ? 4 : 1;
+
+        return l < n ? l : n;
+}
+
+/* ---- Case mapping: lower(), upper(), ILIKE. ----
+ * As PostgreSQL's in a UTF-8 database (its default): character by character through the
+ * C library's towlower()/towupper() -- here under the "C.UTF-8" locale, the same on
+ * every machine with this glibc, whatever the daemon's environment says.  Where that
+ * locale is missing, ASCII letters only (PostgreSQL's "C" locale); one process, one
+ * answer, and the adapter (folding) and the controller (evaluating) run on one machine. */
+
+static locale_t utf8_locale;
+static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
+
+static void utf8_locale_open(void)
+{
+        utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
+/* Decode the character at s (n > 0 bytes): its code point and length, or -1 with length
+ * 1 for a byte that starts no valid character (copied as it is). */
+static int32_t utf8_decode(const unsigned char *s, size_t n, size_t *len)
+{
+        size_t l = utf8_len((const char *)s, n);
+        int32_t c;
+
+        *len = 1;
+        if (l == 1)
+                return s[0] < 0x80 ? s[0] : -1;
+        if (l < (s[0] < 0xE0 ? 2u : s[0] < 0xF0 ? 3u : 4u))
+                return -1;              /* cut short */
+        c = s[0] & (l == 2 ? 0x1F : l == 3 ? 0x0F : 0x07);
+        for (size_t i = 1; i < l; i++) {
+                if ((s[i] & 0xC0) != 0x80)
+                        return -1;
+                c = (c << 6) | (s[i] & 0x3F);
+        }
+        if ((l == 2 && c < 0x80) || (l == 3 && c < 0x800) || (l == 4 && c < 0x10000) ||
+            c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+                return -1;              /* overlong, out of range, a surrogate */
+        *len = l;
+        return c;
+}
+
+static size_t utf8_encode(int32_t c, unsigned char *out)
+{
+        if (c < 0x80) {
+                out[0] = (unsigned char)c;
+                return 1;
+        }
+        if (c < 0x800) {
+                out[0] = (unsigned char)(0xC0 | (c >> 6));
+                out[1] = (unsigned char)(0x80 | (c & 0x3F));
+                return 2;
+        }
+        if (c < 0x10000) {
+                out[0] = (unsigned char)(0xE0 | (c >> 12));
+                out[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+                out[2] = (unsigned char)(0x80 | (c & 0x3F));
+                return 3;
+        }
+        out[0] = (unsigned char)(0xF0 | (c >> 18));
+        out[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3F));
+        out[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3F));
+        out[3] = (unsigned char)(0x80 | (c & 0x3F));
+        return 4;
+}
+
+static int32_t map_case(int32_t c, bool upper)
+{
+        wint_t m;
+
+        if (c < 0x80 || !utf8_locale) {
+                if (upper)
+                        return c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c;
+                return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
+        }
+        m = upper ? towupper_l((wint_t)c, utf8_locale) : towlower_l((wint_t)c, utf8_locale);
+        /* A mapping to a surrogate or beyond Unicode would not encode: keep c. */
+        if (m > 0x10FFFF || (m >= 0xD800 && m <= 0xDFFF))
+                return c;
+        return (int32_t)m;
+}
+
+/* s[0..n) case-mapped into the arena. */
+static int case_map(const struct row_expr_ctx *ctx, const char *s, size_t n, bool upper,
+                    struct row_datum *ret, struct row_error *err)
+{
+        const unsigned char *u = (const unsigned char *)s;
+        unsigned char tmp[4], *p;
+        size_t out = 0, l;
+
+        pthread_once(&utf8_once, utf8_locale_open);
+        /* Two passes: a character's mapping may be longer or shorter than it (U+0131 ı
+         * is two bytes, its upper case I one). */
+        for (size_t i = 0; i < n; i += l) {
+                int32_t c = utf8_decode(u + i, n - i, &l);
+
+                out += c < 0 ? 1 : utf8_encode(map_case(c, upper), tmp);
+        }
+        if (out > UINT32_MAX)
+                return row_error_set(err, -EINVAL, "54000", "string is too long");
+        if (!ctx || !ctx->arena)
+                return invalid(err, "no arena for a computed text");
+        p = row_arena_alloc(ctx->arena, out ? out : 1);
+        if (!p)
+                return row_error_oom(err);
+        out = 0;
+        for (size_t i = 0; i < n; i += l) {
+                int32_t c = utf8_decode(u + i, n - i, &l);
+
+                if (c < 0)
+                        p[out++] = u[i];
+                else
+                        out += utf8_encode(map_case(c, upper), p + out);
+        }
+        *ret = ROW_DATUM_TEXT((const char *)p, (uint32_t)out);
+        return 0;
+}
+
+/* LIKE, with PostgreSQL's rules (plan.proto, FUNC_LIKE).  The classic wildcard walk:
+ * remember the last %, and when a literal or _ fails, let that % take one more
+ * character and retry from just after it.  A later % supersedes an earlier one, since
+ * whatever the earlier one could still absorb the later one can too, so the walk is
+ * O(len(s) * len(p)) at worst and needs no stack. */
+static bool like_match(const char *s, size_t n, const char *p, size_t m)
+{
+        size_t i = 0, j = 0, star_j = SIZE_MAX, star_i = 0;
+
+        while (i < n) {
+                if (j < m && p[j] == '%') {
+                        while (j < m && p[j] == '%')
+                                j++;
+                        star_j = j;
+                        star_i = i;
+                        continue;
+                }
+                if (j < m && p[j] == '_') {
+                        i += utf8_len(s + i, n - i);
+                        j++;
+                        continue;
+                }
+                if (j < m) {
+                        /* A literal character, maybe escaped: compare its bytes. */
+                        size_t k = j + (p[j] == '\\'), l;
+
+                        assert(k < m);          /* checked: no trailing escape */
+                        l = utf8_len(p + k, m - k);
+                        if (l <= n - i) {
+                                size_t b = 0;
+
+                                while (b < l && s[i + b] == p[k + b])
+                                        b++;
+                                if (b == l) {
+                                        i += l;
+                                        j = k + l;
+                                        continue;
+                                }
+                        }
+                }
+                if (star_j == SIZE_MAX)
+                        return false;
+                star_i += utf8_len(s + star_i, n - star_i);
+                i = star_i;
+                j = star_j;
+        }
+        while (j < m && p[j] == '%')
+                j++;
+        return j == m;
+}
+
+static int eval_like(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                     const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                     struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        struct row_datum a, b;
+        int r;
+
+        r = eval_strict2(c, row, n_row, ctx, depth, &a, &b, ret, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (a.kind != ROW_KIND_TEXT || b.kind != ROW_KIND_TEXT)
+                return invalid(err, "LIKE of a non-text value");
+        for (size_t j = 0; j < b.text.len; j++)
+                if (b.text.ptr[j] == '\\' && ++j == b.text.len)
+                        return row_error_set(err, -EINVAL, "22025",
+                                             "LIKE pattern must not end with escape character");
+        /* ILIKE is LIKE over both lowered, as PostgreSQL does for multibyte encodings
+         * (lowering keeps %, _ and \\ as they are). */
+        if (c->func == COORD__PLAN__FUNC__FUNC_ILIKE) {
+                r = case_map(ctx, a.text.ptr, a.text.len, false, &a, err);
+                if (r >= 0)
+                        r = case_map(ctx, b.text.ptr, b.text.len, false, &b, err);
+                if (r < 0)
+                        return r;
+        }
+        *ret = ROW_DATUM_BOOL(like_match(a.text.ptr, a.text.len, b.text.ptr, b.text.len));
+        return 0;
+}
+
+/* Text functions of one or two text arguments: ||, lower(), upper(), length(). */
+static int eval_text(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                     const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                     struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        bool concat = c->func == COORD__PLAN__FUNC__FUNC_CONCAT;
+        struct row_datum a, b = ROW_DATUM_TEXT("", 0);
+        size_t n = 0;
+        char *p;
+        int r;
+
+        if (c->n_args != (concat ? 2u : 1u))
+                return invalid(err, "wrong number of arguments");
+        r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+        if (r >= 0 && concat)
+                r = eval_arg(c, 1, row, n_row, ctx, depth, &b, err);
+        if (r < 0)
+                return r;
+        if (a.kind == ROW_KIND_NULL || b.kind == ROW_KIND_NULL) {
+                *ret = ROW_DATUM_NULL;
+                return 0;
+        }
+        if (a.kind != ROW_KIND_TEXT || b.kind != ROW_KIND_TEXT)
+                return invalid(err, "text function of a non-text value");
+        if (c->func == COORD__PLAN__FUNC__FUNC_LENGTH) {
+                for (size_t i = 0; i < a.text.len; i += utf8_len(a.text.ptr + i, a.text.len - i))
+                        n++;
+                /* Texts are shorter than 2^31 characters: a row is at most 1 GiB. */
+                return int_result((int64_t)n, false, ROW_TYPE_INT4, ret, err);
+        }
+        if (!concat)
+                return case_map(ctx, a.text.ptr, a.text.len,
+                                c->func == COORD__PLAN__FUNC__FUNC_UPPER, ret, err);
+        if ((uint64_t)a.text.len + b.text.len > UINT32_MAX)
+                return row_error_set(err, -EINVAL, "54000", "string is too long");
+        if (!ctx || !ctx->arena)
+                return invalid(err, "no arena for a computed text");
+        n = (size_t)a.text.len + b.text.len;
+        p = row_arena_alloc(ctx->arena, n ? n : 1);
+        if (!p)
+                return row_error_oom(err);
+        if (a.text.len)
+                memcpy(p, a.text.ptr, a.text.len);
+        if (b.text.len)
+                memcpy(p + a.text.len, b.text.ptr, b.text.len);
+        *ret = ROW_DATUM_TEXT(p, (uint32_t)n);
+        return 0;
+}
+
+/* CASE: the value after the first TRUE condition, or the else; nothing else is
+ * evaluated (as COALESCE and AND/OR, so `CASE WHEN x = 0 THEN 0 ELSE 1 / x END` is safe). */
+static int eval_case(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                     const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                     struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        size_t pick;
+        int r;
+
+        if (c->n_args < 3 || c->n_args % 2 == 0)
+                return invalid(err, "wrong number of arguments");
+        for (pick = 0; pick + 1 < c->n_args; pick += 2) {
+                struct row_datum cond;
+
+                r = eval_arg(c, pick, row, n_row, ctx, depth, &cond, err);
+                if (r < 0)
+                        return r;
+                if (cond.kind != ROW_KIND_NULL && cond.kind != ROW_KIND_BOOL)
+                        return invalid(err, "CASE condition of a non-boolean value");
+                if (cond.kind == ROW_KIND_BOOL && cond.b) {
+                        pick++;
+                        break;
+                }
+        }
+        r = eval_arg(c, pick, row, n_row, ctx, depth, ret, err);
+        if (r < 0)
+                return r;
+        /* An int4 value under an int8 CASE is fine; the reverse is range checked. */
+        if (ret->kind == ROW_KIND_INT)
+                return int_result(ret->i, false, (int)e->type, ret, err);
+        return 0;
+}
+
 static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
                      const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
                      struct row_error *err)
@@ -517,6 +860,30 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 }
                 *ret = ROW_DATUM_NULL;
                 return 0;
+        case COORD__PLAN__FUNC__FUNC_CASE:
+                return eval_case(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_CONCAT:
+        case COORD__PLAN__FUNC__FUNC_LOWER:
+        case COORD__PLAN__FUNC__FUNC_UPPER:
+        case COORD__PLAN__FUNC__FUNC_LENGTH:
+                return eval_text(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_LIKE:
+        case COORD__PLAN__FUNC__FUNC_ILIKE:
+                return eval_like(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_ABS:
+                if (c->n_args != 1)
+                        return invalid(err, "wrong number of arguments");
+                r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+                if (r < 0 || a.kind == ROW_KIND_NULL) {
+                        if (r >= 0)
+                                *ret = a;
+                        return r;
+                }
+                if (a.kind != ROW_KIND_INT)
+                        return invalid(err, "abs() of a non-integer value");
+                if (a.i == INT64_MIN)           /* -a.i would overflow */
+                        return out_of_range(err, (int)e->type);
+                return int_result(a.i < 0 ? -a.i : a.i, false, (int)e->type, ret, err);
         default:
                 return row_error_set(err, -EINVAL, "0A000", "plan function %d is not supported",
                                      (int)c->func);

@@ -648,6 +648,51 @@ static void ev_textagg(const struct state *s, struct rel *o)
         rel_free(&t);
 }
 
+/* CASE, BETWEEN, IN over a column, NULLIF, IS DISTINCT FROM, abs(): planned over CASE and
+ * AND/OR, maintained by the engine. */
+static void ev_exprs(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 5 };
+        EACH(i, T1(s)) {
+                struct v a = T1(s)->r[i][0], b = T1(s)->r[i][1], k, d;
+
+                if (!is_true(v_or(v_cmp(a, NE, vi(0)), v_isnull(a))))
+                        continue;
+                if (isnul(b)) {
+                        k = vi(-1);
+                } else if (is_true(v_and(v_cmp(b, GE, vi(1)), v_cmp(b, LE, vi(2))))) {
+                        k = vi(0);
+                } else {
+                        d = v_sub(a, b);
+                        k = isnul(d) ? VN : vi(d.i < 0 ? -d.i : d.i);
+                }
+                rel_add(o, a, k,
+                        v_or(v_or(v_cmp(a, EQ, vi(1)), v_cmp(a, EQ, vi(3))), v_cmp(a, EQ, b)),
+                        is_true(v_cmp(a, EQ, b)) ? VN : a,
+                        isnul(b) ? vb(!isnul(a)) : isnul(a) ? vb(true) : v_cmp(b, NE, a));
+        }
+}
+
+/* ||, upper(), LIKE, ILIKE, length() over t3's texts (DVALS). */
+static void ev_textfn(const struct state *s, struct rel *o)
+{
+        static const char *const bang[4] = { "w!", "x!", "y!", "z!" };
+        static const char *const up[4] = { "W", "X", "Y", "Z" };
+
+        *o = (struct rel){ .nc = 5 };
+        EACH(k, T3(s)) {
+                struct v b = T3(s)->r[k][0], d = T3(s)->r[k][1];
+                int x = -1;
+
+                for (int j = 0; !isnul(d) && j < 4; j++)
+                        if (strcmp(d.s, DVALS[j]) == 0)
+                                x = j;
+                if (x <= 0)             /* WHERE d NOT LIKE 'w': NULL and 'w' drop */
+                        continue;
+                rel_add(o, b, vs(bang[x]), vs(up[x]), vb(x == 1 || x == 2), vi(1));
+        }
+}
+
 static void ev_over_mv(const struct state *s, struct rel *o)
 {
         struct rel g;
@@ -832,6 +877,13 @@ static struct obj objs[] = {
           "SELECT b, count(*) AS n FROM t3 GROUP BY b HAVING count(*) >= 2 OR sum(b) > 7", ev_having },
         { K_MV, "mv_textagg", "SELECT b, min(d) AS lo, max(d) AS hi, count(d) AS nd FROM t3 GROUP BY b",
           ev_textagg },
+        { K_MV, "mv_exprs",
+          "SELECT a, CASE WHEN b IS NULL THEN -1 WHEN b BETWEEN 1 AND 2 THEN 0 ELSE abs(a - b) END AS k, "
+          "a IN (1, 3, b) AS ain, NULLIF(a, b) AS na, b IS DISTINCT FROM a AS bd FROM t1 "
+          "WHERE a NOT IN (0) OR a IS NULL", ev_exprs },
+        { K_MV, "mv_textfn",
+          "SELECT b, d || '!' AS e, upper(d) AS u, upper(d) LIKE 'X%' OR d ILIKE 'Y' AS xy, "
+          "length(d) AS n FROM t3 WHERE d NOT LIKE 'w'", ev_textfn },
         { K_MV, "mv_over_mv", "SELECT a, n * 10 AS n10, hi - lo AS spread FROM mv_group WHERE n > 1",
           ev_over_mv },
         { K_VIEW, "v_j", "SELECT t1.a, t1.b, t2.c FROM t1 JOIN t2 ON t1.a = t2.a WHERE t2.c IS NOT NULL",

@@ -341,6 +341,120 @@ static void test_mz_now_and_columns(void)
         coord__plan__expr__free_unpacked(e, NULL);
 }
 
+static void expect_like(const char *s, const char *p, bool fold, bool want)
+{
+        struct row_datum d;
+        struct row_error err;
+        int r = run_expr(call(ROW_TYPE_BOOL, fold ? F(ILIKE) : F(LIKE), 2, TXT(s), TXT(p)), NULL, 0,
+                         &d, &err, NULL, 0);
+
+        CU_ASSERT_EQUAL(r, 0);
+        if (r == 0 && (d.kind != ROW_KIND_BOOL || d.b != want)) {
+            fprintf(stderr, "\n  '%s' %s '%s': expected %s\n", s, fold ? "ILIKE" : "LIKE", p,
+                    want ? "true" : "false");
+            CU_FAIL("wrong LIKE");
+        }
+}
+
+static void test_like(void)
+{
+        static const struct {
+                const char *s, *p;
+                bool want;
+        } cases[] = {
+                { "abc", "abc", true },   { "abc", "a%", true },      { "abc", "%c", true },
+                { "abc", "%b%", true },   { "abc", "a_c", true },     { "abc", "a_", false },
+                { "abc", "", false },     { "", "", true },           { "", "%", true },
+                { "", "_", false },       { "abc", "%%%", true },     { "aaa", "a%a%a", true },
+                { "aa", "a%a%a", false }, { "abc", "ab", false },     { "ab", "abc", false },
+                { "a%b", "a\\%b", true }, { "axb", "a\\%b", false }, { "a_b", "a\\_b", true },
+                { "axb", "a\\_b", false }, { "a\\b", "a\\\\b", true }, { "abc", "a\\bc", true },
+                { "a\xc3\xb1" "b", "a_b", true }, { "a\xc3\xb1" "b", "a__b", false },
+                { "\xc3\xb1", "_", true },
+                { "\xe2\x82\xac", "%\xe2\x82\xac", true },
+                { "mississippi", "%iss%ppi", true }, { "mississippi", "%iss%pp", false },
+                { "mississippi", "m%s%s%s%i", true }, { "ABC", "abc", false },
+        };
+        struct row_datum d;
+        struct row_error err;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                expect_like(cases[i].s, cases[i].p, false, cases[i].want);
+        /* ILIKE lowers both sides as lower() does (PostgreSQL in a UTF-8 database). */
+        expect_like("ABC", "abc", true, true);
+        expect_like("aBc", "A%C", true, true);
+        expect_like("\xc3\x91", "\xc3\xb1", true, true);         /* Ñ, ñ */
+        expect_like("\xc3\x91X", "_x", true, true);
+        expect_like("A%", "a\\%", true, true);
+        expect_like("abd", "ABC", true, false);
+        expect_datum(call(ROW_TYPE_BOOL, F(LIKE), 2, NUL(ROW_TYPE_TEXT), TXT("%")), N);
+        expect_datum(call(ROW_TYPE_BOOL, F(LIKE), 2, TXT("a"), NUL(ROW_TYPE_TEXT)), N);
+        expect_eval_error(call(ROW_TYPE_BOOL, F(LIKE), 2, TXT("a"), TXT("ab\\")), "22025",
+                          "LIKE pattern must not end with escape character");
+        /* Even where the text ends first, as PostgreSQL checks the whole pattern. */
+        CU_ASSERT_EQUAL(run_expr(call(ROW_TYPE_BOOL, F(LIKE), 2, TXT("zz"), TXT("a\\")), NULL, 0,
+                                 &d, &err, NULL, 0), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "22025");
+}
+
+static void test_case_and_text(void)
+{
+        Coord__Plan__Expr *div0 = call(ROW_TYPE_INT4, F(DIV), 2, I4(1), I4(0));
+        char text[64];
+        struct row_datum d;
+        struct row_error err;
+
+        /* CASE evaluates the first TRUE condition's value, or the else, nothing more. */
+        expect_datum(call(ROW_TYPE_INT4, F(CASE), 5, B(false), div0, B(true), I4(5),
+                          call(ROW_TYPE_INT4, F(DIV), 2, I4(1), I4(0))),
+                     ROW_DATUM_INT(5));
+        expect_datum(call(ROW_TYPE_INT4, F(CASE), 5, NUL(ROW_TYPE_BOOL), I4(1), B(false), I4(2),
+                          I4(3)),
+                     ROW_DATUM_INT(3));
+        expect_datum(call(ROW_TYPE_TEXT, F(CASE), 3, B(false), TXT("x"), NUL(ROW_TYPE_TEXT)), N);
+        expect_eval_error(call(ROW_TYPE_INT4, F(CASE), 3,
+                               call(ROW_TYPE_BOOL, F(EQ), 2,
+                                    call(ROW_TYPE_INT4, F(DIV), 2, I4(1), I4(0)), I4(1)),
+                               I4(1), I4(2)),
+                          "22012", NULL);
+        /* int4 values under an int8 CASE; an int8 value under an int4 CASE is range checked. */
+        expect_datum(call(ROW_TYPE_INT8, F(CASE), 3, B(true), I4(7), I8(1)), ROW_DATUM_INT(7));
+        expect_eval_error(call(ROW_TYPE_INT4, F(CASE), 3, B(true), I8(3000000000LL), I4(1)),
+                          "22003", "integer out of range");
+
+        CU_ASSERT_EQUAL(run_expr(call(ROW_TYPE_TEXT, F(CONCAT), 2, TXT("ab"), TXT("c")), NULL, 0,
+                                 &d, &err, text, sizeof(text)), 0);
+        CU_ASSERT(d.kind == ROW_KIND_TEXT && d.text.len == 3 && memcmp(d.text.ptr, "abc", 3) == 0);
+        CU_ASSERT_EQUAL(run_expr(call(ROW_TYPE_TEXT, F(CONCAT), 2, TXT(""), TXT("")), NULL, 0, &d,
+                                 &err, text, sizeof(text)), 0);
+        CU_ASSERT(d.kind == ROW_KIND_TEXT && d.text.len == 0);
+        expect_datum(call(ROW_TYPE_TEXT, F(CONCAT), 2, TXT("a"), NUL(ROW_TYPE_TEXT)), N);
+        CU_ASSERT_EQUAL(run_expr(call(ROW_TYPE_TEXT, F(UPPER), 1, TXT("aB\xc3\xb1z")), NULL, 0, &d,
+                                 &err, text, sizeof(text)), 0);
+        CU_ASSERT(d.text.len == 5 && memcmp(d.text.ptr, "AB\xc3\x91Z", 5) == 0);   /* ñ -> Ñ */
+        CU_ASSERT_EQUAL(run_expr(call(ROW_TYPE_TEXT, F(LOWER), 1, TXT("aB\xc3\x91Z")), NULL, 0, &d,
+                                 &err, text, sizeof(text)), 0);
+        CU_ASSERT(d.text.len == 5 && memcmp(d.text.ptr, "ab\xc3\xb1z", 5) == 0);
+        /* A mapping may change a character's length: dotless i (2 bytes) -> I. */
+        CU_ASSERT_EQUAL(run_expr(call(ROW_TYPE_TEXT, F(UPPER), 1, TXT("\xc4\xb1x")), NULL, 0, &d,
+                                 &err, text, sizeof(text)), 0);
+        CU_ASSERT(d.text.len == 2 && memcmp(d.text.ptr, "IX", 2) == 0);
+        /* Bytes that are no UTF-8 character pass through. */
+        CU_ASSERT_EQUAL(run_expr(call(ROW_TYPE_TEXT, F(UPPER), 1, TXT("a\xff\xc3")), NULL, 0, &d,
+                                 &err, text, sizeof(text)), 0);
+        CU_ASSERT(d.text.len == 3 && memcmp(d.text.ptr, "A\xff\xc3", 3) == 0);
+        expect_datum(call(ROW_TYPE_TEXT, F(LOWER), 1, NUL(ROW_TYPE_TEXT)), N);
+        expect_datum(call(ROW_TYPE_INT4, F(LENGTH), 1, TXT("a\xc3\xb1\xe2\x82\xac")), ROW_DATUM_INT(3));
+        expect_datum(call(ROW_TYPE_INT4, F(LENGTH), 1, TXT("")), ROW_DATUM_INT(0));
+        expect_datum(call(ROW_TYPE_INT4, F(ABS), 1, I4(-5)), ROW_DATUM_INT(5));
+        expect_datum(call(ROW_TYPE_INT8, F(ABS), 1, I8(INT64_MAX)), ROW_DATUM_INT(INT64_MAX));
+        expect_datum(call(ROW_TYPE_INT4, F(ABS), 1, NUL(ROW_TYPE_INT4)), N);
+        expect_eval_error(call(ROW_TYPE_INT4, F(ABS), 1, I4(INT32_MIN)), "22003",
+                          "integer out of range");
+        expect_eval_error(call(ROW_TYPE_INT8, F(ABS), 1, I8(INT64_MIN)), "22003",
+                          "bigint out of range");
+}
+
 /* Check (against input types int4, text) and then evaluate; both must fail for these. */
 static void expect_invalid(Coord__Plan__Expr *e, const char *sqlstate)
 {
@@ -376,6 +490,18 @@ static void test_invalid_exprs(void)
         expect_invalid(call(ROW_TYPE_INT8, F(MZ_NOW), 1, I8(1)), "XX000");
         expect_invalid(call(ROW_TYPE_BOOL, F(CAST), 1, I8(1)), "XX000");    /* no such cast */
         expect_invalid(call(ROW_TYPE_INT4, (Coord__Plan__Func)999, 0), "0A000");
+        expect_invalid(call(ROW_TYPE_INT4, F(CASE), 2, B(true), I4(1)), "XX000");     /* no else */
+        expect_invalid(call(ROW_TYPE_INT4, F(CASE), 4, B(true), I4(1), B(false), I4(2)), "XX000");
+        expect_invalid(call(ROW_TYPE_INT4, F(CASE), 3, I4(1), I4(1), I4(2)), "XX000"); /* cond */
+        expect_invalid(call(ROW_TYPE_INT4, F(CASE), 3, B(true), TXT("a"), I4(2)), "XX000");
+        expect_invalid(call(ROW_TYPE_TEXT, F(CONCAT), 2, TXT("a"), I4(1)), "XX000");
+        expect_invalid(call(ROW_TYPE_TEXT, F(CONCAT), 1, TXT("a")), "XX000");
+        expect_invalid(call(ROW_TYPE_BOOL, F(LIKE), 2, col(ROW_TYPE_INT4, 0), TXT("a")), "XX000");
+        expect_invalid(call(ROW_TYPE_INT4, F(LIKE), 2, TXT("a"), TXT("a")), "XX000");
+        expect_invalid(call(ROW_TYPE_INT4, F(ABS), 1, TXT("a")), "XX000");
+        expect_invalid(call(ROW_TYPE_TEXT, F(ABS), 1, TXT("a")), "XX000");
+        expect_invalid(call(ROW_TYPE_INT8, F(LENGTH), 1, TXT("a")), "XX000");
+        expect_invalid(call(ROW_TYPE_TEXT, F(UPPER), 1, I4(1)), "XX000");
         e = mk(ROW_TYPE_INT4);
         e->kind_case = COORD__PLAN__EXPR__KIND_CALL;            /* a call without a Call */
         expect_invalid(e, "XX000");
@@ -404,11 +530,13 @@ static Coord__Plan__Expr *random_expr(unsigned *seed, int depth)
         static const Coord__Plan__Func funcs[] = {
                 F(NEG), F(ADD), F(SUB), F(MUL), F(DIV), F(MOD), F(EQ), F(NE), F(LT), F(LE),
                 F(GT), F(GE), F(AND), F(OR), F(NOT), F(IS_NULL), F(IS_NOT_NULL), F(MZ_NOW),
-                F(CAST), (Coord__Plan__Func)77,
+                F(CAST), F(COALESCE), F(CASE), F(CONCAT), F(LIKE), F(ILIKE), F(ABS), F(LENGTH),
+                F(LOWER), F(UPPER), (Coord__Plan__Func)77,
         };
         static const int64_t ints[] = { 0, 1, -1, 2, 7, INT32_MAX, INT32_MIN, INT64_MAX,
                                         INT64_MIN, 1000000007 };
-        static const char *const texts[] = { "", "1", "-5", "t", "abc", "99999999999" };
+        static const char *const texts[] = { "", "1", "-5", "t", "abc", "99999999999", "a%",
+                                             "_\\" };
         int type = types[rand_r(seed) % (rand_r(seed) % 16 ? 4 : 6)];
         unsigned pick = (unsigned)rand_r(seed) % 10;
         Coord__Plan__Expr *e;
@@ -465,7 +593,8 @@ static void test_expr_fuzz(void)
                                 CU_ASSERT_EQUAL(strlen(err.sqlstate), 5);
                                 /* A checked tree fails only as SQL does. */
                                 if (ok && strcmp(err.sqlstate, "22003") &&
-                                    strcmp(err.sqlstate, "22012") && strcmp(err.sqlstate, "22P02")) {
+                                    strcmp(err.sqlstate, "22012") && strcmp(err.sqlstate, "22P02") &&
+                                    strcmp(err.sqlstate, "22025")) {
                                         fprintf(stderr, "\n  checked tree failed: %s %s\n",
                                                 err.sqlstate, err.message);
                                         CU_FAIL("checked expression hit a plan error");
@@ -736,6 +865,28 @@ static void test_peek(void)
         /* ... unless no row reaches it. */
         expect_query("SELECT a / (a - 3) FROM t WHERE a <> 3", 3, "(0)x2 (4)");   /* truncates */
         expect_query("SELECT a FROM t WHERE a <> 3 AND 6 / (a - 3) < 0", 3, "(1)x2");
+
+        /* CASE, IN, BETWEEN, LIKE, IS DISTINCT FROM, NULLIF, IS TRUE, text functions. */
+        expect_query("SELECT a, CASE WHEN d > 15 THEN 'big' WHEN d IS NULL THEN 'none' "
+                     "ELSE 'small' END FROM t", 3, "(1,'small')x2 (3,'none') (4,'big')");
+        expect_query("SELECT CASE a WHEN 1 THEN 'one' WHEN 4 THEN 'four' END FROM t", 3,
+                     "('four') ('one')x2 (NULL)");
+        expect_query("SELECT CASE WHEN a = 3 THEN 0 ELSE 12 / (a - 3) END FROM t", 3,
+                     "(-6)x2 (0) (12)");
+        expect_query("SELECT a FROM t WHERE b LIKE '%o%' AND a NOT IN (4)", 3, "(1)x2");
+        expect_query("SELECT a FROM t WHERE b ILIKE 'F%' OR a IN (3, 7)", 3, "(3) (4)");
+        expect_query("SELECT a FROM t WHERE d NOT IN (10, NULL)", 3, "");
+        expect_query("SELECT a, d IN (40, NULL) FROM t", 3, "(1,NULL)x2 (3,NULL) (4,t)");
+        expect_query("SELECT a FROM t WHERE a BETWEEN 2 AND 4", 3, "(3) (4)");
+        expect_query("SELECT a FROM t WHERE d NOT BETWEEN SYMMETRIC 40 AND 20", 3, "(1)x2");
+        expect_query("SELECT b || '!', upper(b), length(b), abs(-d) FROM t WHERE a > 1", 3,
+                     "('four!','FOUR',4,40) (NULL,NULL,NULL,NULL)");
+        expect_query("SELECT a, c IS NOT TRUE, b IS DISTINCT FROM 'one', NULLIF(a, 1) FROM t", 3,
+                     "(1,f,f,NULL)x2 (3,t,t,3) (4,f,t,4)");
+        expect_query("SELECT a FROM t WHERE b IS NOT DISTINCT FROM NULL", 3, "(3)");
+        expect_query("SELECT concat(a, '-', b, '-', c), a || b FROM t", 3,
+                     "('1-one-t','1one')x2 ('3--',NULL) ('4-four-t','4four')");
+        expect_query_error("SELECT a FROM t WHERE b LIKE 'x\\'", 3, "22025", NULL);
         store_reset();
 }
 
@@ -1061,6 +1212,7 @@ struct gen {
 };
 
 static void gen_expr(struct gen *g, int type, int depth);
+static void gen_expr_more(struct gen *g, int type, int pick, int depth);
 
 static void both(struct gen *g, const char *s)
 {
@@ -1073,7 +1225,9 @@ static void gen_leaf(struct gen *g, int type)
 {
         static const int64_t ints[] = { 0, 1, -1, 2, 3, 7, 100, INT32_MAX, INT32_MIN,
                                         3000000000LL, INT64_MAX, INT64_MIN, -5 };
-        static const char *const texts[] = { "", "a", "ab", "b", "12" };
+        /* Texts that are patterns too: LIKE over them matches, misses and fails (22025). */
+        static const char *const texts[] = { "", "a", "ab", "b", "12", "a%", "_b", "A", "%",
+                                             "b\\" };
         static const char *const cast[] = { [ROW_TYPE_INT4] = "integer",
                                             [ROW_TYPE_INT8] = "bigint",
                                             [ROW_TYPE_TEXT] = "text",
@@ -1116,19 +1270,113 @@ static void gen_leaf(struct gen *g, int type)
         g->n++;
 }
 
+/* CASE, IN, BETWEEN, LIKE, IS DISTINCT FROM, IS [NOT] TRUE, NULLIF, || and the text
+ * and integer functions (picks 6..8 of gen_expr()). */
+static void gen_expr_more(struct gen *g, int type, int pick, int depth)
+{
+        static const int any[] = { ROW_TYPE_INT4, ROW_TYPE_INT8, ROW_TYPE_TEXT, ROW_TYPE_BOOL };
+        static const char *const likes[] = { " LIKE ", " NOT LIKE ", " ILIKE ", " NOT ILIKE " };
+        static const char *const tests[] = { " IS TRUE", " IS NOT TRUE", " IS FALSE",
+                                             " IS NOT FALSE", " IS UNKNOWN" };
+        int t = any[rand_r(&g->seed) % 4], v = rand_r(&g->seed) % 3;
+
+        if (pick == 6) {
+                /* CASE of any type, simple or searched, with or without ELSE. */
+                bool simple = v == 0;
+
+                both(g, "CASE");
+                if (simple) {
+                        both(g, " ");
+                        gen_expr(g, t, depth - 1);
+                }
+                for (int k = 0; k < 1 + rand_r(&g->seed) % 2; k++) {
+                        both(g, " WHEN ");
+                        gen_expr(g, simple ? t : ROW_TYPE_BOOL, depth - 1);
+                        both(g, " THEN ");
+                        gen_expr(g, type, depth - 1);
+                }
+                if (rand_r(&g->seed) % 2) {
+                        both(g, " ELSE ");
+                        gen_expr(g, type, depth - 1);
+                }
+                both(g, " END");
+        } else if (type == ROW_TYPE_BOOL && pick == 7) {
+                if (v == 0) {
+                        gen_expr(g, ROW_TYPE_TEXT, depth - 1);
+                        both(g, likes[rand_r(&g->seed) % 4]);
+                        gen_expr(g, ROW_TYPE_TEXT, depth - 1);
+                } else {
+                        gen_expr(g, t, depth - 1);
+                        both(g, v == 1 ? " IN (" : " NOT IN (");
+                        for (int k = 0; k < 1 + rand_r(&g->seed) % 3; k++) {
+                                if (k)
+                                        both(g, ", ");
+                                gen_expr(g, t, depth - 1);
+                        }
+                        both(g, ")");
+                }
+        } else if (type == ROW_TYPE_BOOL) {
+                if (v == 0) {
+                        gen_expr(g, ROW_TYPE_BOOL, depth - 1);
+                        both(g, tests[rand_r(&g->seed) % 5]);
+                        return;
+                }
+                gen_expr(g, t, depth - 1);
+                if (v == 1) {
+                        both(g, rand_r(&g->seed) % 2 ? " IS DISTINCT FROM " : " IS NOT DISTINCT FROM ");
+                        gen_expr(g, t, depth - 1);
+                        return;
+                }
+                both(g, rand_r(&g->seed) % 2 ? " BETWEEN " : " NOT BETWEEN SYMMETRIC ");
+                gen_expr(g, t, depth - 1);
+                both(g, " AND ");
+                gen_expr(g, t, depth - 1);
+        } else if (type == ROW_TYPE_TEXT) {
+                if (pick == 7) {
+                        gen_expr(g, ROW_TYPE_TEXT, depth - 1);
+                        both(g, " || ");
+                        gen_expr(g, v ? ROW_TYPE_TEXT : t, depth - 1);
+                } else {
+                        both(g, v == 0 ? "lower(" : v == 1 ? "upper(" : "NULLIF(");
+                        gen_expr(g, ROW_TYPE_TEXT, depth - 1);
+                        if (v == 2) {
+                                both(g, ", ");
+                                gen_expr(g, ROW_TYPE_TEXT, depth - 1);
+                        }
+                        both(g, ")");
+                }
+        } else if (pick == 7) {
+                both(g, "abs(");
+                gen_expr(g, type, depth - 1);
+                both(g, ")");
+        } else if (type == ROW_TYPE_INT4 && v == 0) {
+                both(g, "length(");
+                gen_expr(g, ROW_TYPE_TEXT, depth - 1);
+                both(g, ")");
+        } else {
+                both(g, "NULLIF(");
+                gen_expr(g, type, depth - 1);
+                both(g, ", ");
+                gen_expr(g, type, depth - 1);
+                both(g, ")");
+        }
+}
+
 static void gen_expr(struct gen *g, int type, int depth)
 {
         static const char *const arith[] = { "+", "-", "*", "/", "%" };
         static const char *const cmps[] = { "=", "<>", "<", "<=", ">", ">=" };
         static const int any[] = { ROW_TYPE_INT4, ROW_TYPE_INT8, ROW_TYPE_TEXT, ROW_TYPE_BOOL };
-        int pick = rand_r(&g->seed) % 6;
+        int pick = rand_r(&g->seed) % 9;
 
         if (depth == 0 || pick == 0) {
                 gen_leaf(g, type);
                 return;
         }
         both(g, "(");
-        if (type == ROW_TYPE_INT4 || type == ROW_TYPE_INT8) {
+        if (pick >= 6) {
+                gen_expr_more(g, type, pick, depth);
+        } else if (type == ROW_TYPE_INT4 || type == ROW_TYPE_INT8) {
                 if (pick == 1) {
                         both(g, "-");
                         gen_expr(g, type, depth - 1);
@@ -1254,11 +1502,16 @@ static void test_select_fuzz(void)
         static const char *const atoms[] = {
                 "a", "b", "c", "d", "t.a", "1", "-1", "2147483647", "0", "'x'", "'5'", "NULL",
                 "true", "mz_now()", "9223372036854775807", "(a - 3)", "''",
+                "CASE WHEN c THEN a END", "CASE b WHEN 'x' THEN d ELSE a END", "upper(b)",
+                "abs(d)", "length(b)", "concat(a, b, c)", "NULLIF(a, 3)", "(a IN (1, d, '3'))",
+                "(b LIKE '%e')",
         };
         static const char *const ops[] = { " + ", " - ", " * ", " / ", " % ", " = ", " <> ",
-                                           " < ", " >= ", " AND ", " OR " };
+                                           " < ", " >= ", " AND ", " OR ", " || ", " LIKE ",
+                                           " IS DISTINCT FROM " };
         static const char *const postfix[] = { "", "", "", "", "::text", "::int8", "::int4",
-                                               "::bool", " IS NULL", " IS NOT NULL" };
+                                               "::bool", " IS NULL", " IS NOT NULL",
+                                               " IS NOT TRUE", " NOT BETWEEN 1 AND d" };
         unsigned seed = 31337;
         int ran = 0, analyzed = 0;
 
@@ -1318,6 +1571,8 @@ static const struct t_case expr_cases[] = {
         { "casts", test_casts },
         { "short circuit", test_short_circuit },
         { "mz_now and columns", test_mz_now_and_columns },
+        { "like", test_like },
+        { "case and text functions", test_case_and_text },
         { "invalid expressions", test_invalid_exprs },
         { "expression fuzz", test_expr_fuzz },
         { NULL, NULL },
