@@ -216,6 +216,8 @@ struct session {
         bool pull_out;                  /* a PeekNext is out: a chunk will come */
         uint64_t rows_out;              /* DataRows sent for the statement so far */
         char tag[64];
+        /* current_user & co. (its strings are the connection's startup parameters) */
+        struct sql_session sql;
 };
 
 /* What prepare() keeps for execute(). */
@@ -2616,7 +2618,8 @@ static void session_resume(struct session *s)
                 memset(&err, 0, sizeof(err));
                 s->run_touched = false;
                 r = sql_analyze(s->batch, s->next++, s->n_run ? &session_sql_ops : &acat_sql_ops,
-                                s->n_run ? (void *)s : (void *)ex->cat, NULL, &s->stmt, &err);
+                                s->n_run ? (void *)s : (void *)ex->cat,
+                                &(struct sql_params){ .session = &s->sql }, &s->stmt, &err);
                 if (r >= 0 && s->n_run && stmt_joins_run(s, s->stmt))
                         r = exec_stmt(s, s->stmt);
                 else if (r >= 0 && s->n_run)
@@ -2674,6 +2677,9 @@ static int pg_connect(struct pgwire_conn *c, void *userdata)
                 return -ENOMEM;
         s->ex = userdata;
         s->c = c;
+        s->sql = (struct sql_session){ .user = pgwire_conn_param(c, "user"),
+                                       .database = pgwire_conn_param(c, "database"),
+                                       .backend_pid = pgwire_conn_pid(c) };
         pgwire_conn_set_userdata(c, s);
         return 0;
 }
@@ -2753,7 +2759,8 @@ static void pg_prepare(struct pgwire_conn *c, const char *sql, unsigned ntypes,
         for (unsigned i = 0; i < ntypes && i < ELEMENTSOF(ptypes); i++)
                 ptypes[i] = types[i];
         for (;;) {
-                params = (struct sql_params){ .n = nparams, .values = nulls, .types = ptypes };
+                params = (struct sql_params){ .n = nparams, .values = nulls, .types = ptypes,
+                                              .session = &s->sql };
                 memset(&err, 0, sizeof(err));
                 st = sql_stmt_free(st);
                 r = sql_analyze_one(sql, &acat_sql_ops, s->ex->cat, &params, &st, &err);
@@ -2847,7 +2854,8 @@ static void pg_execute(struct pgwire_conn *c, void *stmt, unsigned nparams,
                 vals[i] = params[i].value;
                 types[i] = params[i].type;
         }
-        sp = (struct sql_params){ .n = nparams, .values = vals, .types = types };
+        sp = (struct sql_params){ .n = nparams, .values = vals, .types = types,
+                                  .session = &s->sql };
         r = sql_analyze_one(p->sql, &acat_sql_ops, s->ex->cat, &sp, &s->stmt, &err);
         free(vals);
         free(types);

@@ -1051,6 +1051,7 @@ struct analyzer {
          * reaches it. */
         bool strict_fold;
         bool materialize;               /* planning a materialized view or an index */
+        bool in_view;                   /* planning a view (CREATE VIEW) */
         bool peek;                      /* planning a SELECT: objects may be read from indexes */
         bool nondeterministic;          /* mz_now() somewhere, also through a view */
 
@@ -1706,7 +1707,7 @@ static int keep(struct analyzer *a, char *s, const char **ret);
  * materialized views); only mz_now() can be planned. */
 static const char *const nondeterministic_functions[] = {
         "now", "random", "clock_timestamp", "statement_timestamp", "transaction_timestamp",
-        "timeofday", "pg_backend_pid", "gen_random_uuid", "uuid_generate_v4", "setseed",
+        "timeofday", "gen_random_uuid", "uuid_generate_v4", "setseed",
         "current_timestamp", "localtimestamp", "pg_postmaster_start_time",
 };
 
@@ -1826,6 +1827,41 @@ static int cannot_materialize(struct analyzer *a, int location, const char *what
 static int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                                struct typed *ret);
 
+/* current_user & co.: a literal of the session's value.  Not in a view or a
+ * materialized view: a view's plan is stored and inlined, so it would keep its
+ * creator's value, and Materialize refuses them in materialized views. */
+static int session_value(struct analyzer *a, const char *what, int location, struct typed *ret)
+{
+        const struct sql_session *ss = a->params ? a->params->session : NULL;
+        struct row_datum d;
+        const char *v;
+
+        if (a->materialize)
+                return cannot_materialize(a, location, what);
+        if (a->in_view)
+                return FAIL_AT(a, location, "0A000", "%s is not supported in views", what);
+        if (!ss)
+                return FAIL_AT(a, location, "0A000", "%s is not supported here", what);
+        if (strcmp(what, "pg_backend_pid()") == 0) {
+                d = ROW_DATUM_INT(ss->backend_pid);
+                ret->e = expr_literal(ROW_TYPE_INT4, &d);
+        } else {
+                v = strcmp(what, "current_schema") == 0 || strcmp(what, "current_schema()") == 0
+                            ? "public"
+                    : strcmp(what, "current_database()") == 0 || strcmp(what, "current_catalog") == 0
+                            ? ss->database
+                            : ss->user;
+                v = v ? v : "";
+                d = (struct row_datum)ROW_DATUM_TEXT(v, (uint32_t)strlen(v));
+                ret->e = expr_literal(ROW_TYPE_TEXT, &d);
+        }
+        if (!ret->e)
+                return oom(a);
+        ret->unknown = false;
+        ret->location = location;
+        return 0;
+}
+
 static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, struct typed *ret)
 {
         const char *name = f->n_funcname ? node_string(f->funcname[f->n_funcname - 1]) : NULL;
@@ -1839,6 +1875,18 @@ static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, str
                 return FAIL_AT(a, f->location, "0A000", "window functions are not supported");
         if (f->agg_star || is_aggregate_name(name))
                 return analyze_aggregate(a, f, name, ret);
+        if (f->n_args == 0 && !f->agg_distinct && !f->n_agg_order && !f->agg_filter) {
+                static const char *const session_functions[] = {
+                        "current_database", "current_schema", "pg_backend_pid",
+                };
+                char what[32];
+
+                for (size_t i = 0; i < ELEMENTSOF(session_functions); i++)
+                        if (strcmp(name, session_functions[i]) == 0) {
+                                snprintf(what, sizeof(what), "%s()", name);
+                                return session_value(a, what, f->location, ret);
+                        }
+        }
         for (size_t i = 0; i < ELEMENTSOF(nondeterministic_functions); i++) {
                 char what[80];
 
@@ -1885,22 +1933,39 @@ static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, str
         return -EINVAL;
 }
 
-/* CURRENT_TIMESTAMP, CURRENT_USER & co. */
-static int analyze_sql_value_function(struct analyzer *a, const PgQuery__SQLValueFunction *v)
-{
-        static const char *const names[] = {
-                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_DATE] = "current_date",
-                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIME] = "current_time",
-                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIME_N] = "current_time",
-                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIMESTAMP] = "current_timestamp",
-                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIMESTAMP_N] = "current_timestamp",
-                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIME] = "localtime",
-                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIME_N] = "localtime",
-                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIMESTAMP] = "localtimestamp",
-                [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIMESTAMP_N] = "localtimestamp",
-        };
-        const char *name = (unsigned)v->op < ELEMENTSOF(names) ? names[v->op] : NULL;
+/* The SQL value functions' names, as PostgreSQL names their columns too. */
+static const char *const sql_value_function_names[] = {
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_DATE] = "current_date",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIME] = "current_time",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIME_N] = "current_time",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIMESTAMP] = "current_timestamp",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_TIMESTAMP_N] = "current_timestamp",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIME] = "localtime",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIME_N] = "localtime",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIMESTAMP] = "localtimestamp",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_LOCALTIMESTAMP_N] = "localtimestamp",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_ROLE] = "current_role",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_USER] = "current_user",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_USER] = "user",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_SESSION_USER] = "session_user",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_CATALOG] = "current_catalog",
+        [PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_SCHEMA] = "current_schema",
+};
 
+static const char *sql_value_function_name(PgQuery__SQLValueFunctionOp op)
+{
+        return (unsigned)op < ELEMENTSOF(sql_value_function_names) ? sql_value_function_names[op]
+                                                                    : NULL;
+}
+
+/* CURRENT_TIMESTAMP, CURRENT_USER & co.: the session's values; no clock functions. */
+static int analyze_sql_value_function(struct analyzer *a, const PgQuery__SQLValueFunction *v,
+                                      struct typed *ret)
+{
+        const char *name = sql_value_function_name(v->op);
+
+        if (v->op >= PG_QUERY__SQLVALUE_FUNCTION_OP__SVFOP_CURRENT_ROLE && name)
+                return session_value(a, name, v->location, ret);
         if (name && a->materialize)
                 return cannot_materialize(a, v->location, name);
         return FAIL_AT(a, v->location, "0A000", "%s is not supported", name ? name : "this function");
@@ -2834,7 +2899,7 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
                 r = analyze_coalesce(a, n->coalesce_expr, ret);
                 break;
         case PG_QUERY__NODE__NODE_SQLVALUE_FUNCTION:
-                r = analyze_sql_value_function(a, n->sqlvalue_function);
+                r = analyze_sql_value_function(a, n->sqlvalue_function, ret);
                 break;
         case PG_QUERY__NODE__NODE_BOOLEAN_TEST:
                 r = analyze_boolean_test(a, n->boolean_test, ret);
@@ -3295,6 +3360,9 @@ static const char *figure_colname(const PgQuery__Node *n)
                                                                                 : "?column?";
         case PG_QUERY__NODE__NODE_CASE_EXPR:
                 return "case";
+        case PG_QUERY__NODE__NODE_SQLVALUE_FUNCTION:
+                s = sql_value_function_name(n->sqlvalue_function->op);
+                return s ? s : "?column?";
         case PG_QUERY__NODE__NODE_COALESCE_EXPR:
                 return "coalesce";
         case PG_QUERY__NODE__NODE_A_EXPR:
@@ -5778,7 +5846,9 @@ static int analyze_create_view(struct analyzer *a, const PgQuery__ViewStmt *v)
         cv->name = strdup(name);
         if (!cv->name)
                 return oom(a);
+        a->in_view = true;
         r = analyze_view_query(a, v->query, v->aliases, v->n_aliases, cv);
+        a->in_view = false;
         if (r < 0)
                 return r;
         return new_name(a, name, false, v->view->location, &cv->exists);

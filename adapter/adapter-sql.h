@@ -98,12 +98,22 @@ struct sql_catalog_ops {
         int (*lookup)(void *userdata, const char *name, struct sql_relation *ret);
 };
 
-/* Values of $1, $2, ... for the extended protocol (Bind), in text format.  A parameter
- * of type 0 takes the type its context needs, as an untyped literal would. */
+/* Who runs the statement: current_user, current_database(), pg_backend_pid() in a SELECT
+ * or an INSERT's values (a view or materialized view may not name them: 0A000). */
+struct sql_session {
+        const char *user;
+        const char *database;
+        int32_t backend_pid;            /* the connection's BackendKeyData process id */
+};
+
+/* What a statement is analyzed with: the values of $1, $2, ... for the extended protocol
+ * (Bind), in text format -- a parameter of type 0 takes the type its context needs, as
+ * an untyped literal would -- and the session, if there is one. */
 struct sql_params {
         size_t n;
         const char *const *values;      /* NULL entry = SQL NULL */
         const uint32_t *types;          /* type OIDs, or NULL for all 0 */
+        const struct sql_session *session;      /* NULL: session functions are 0A000 */
 };
 
 /* ---- Analyzed statements. ---- */

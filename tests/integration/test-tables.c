@@ -83,6 +83,13 @@ static void test_round_trip(void)
                 PQclear(r);
         }
         CU_ASSERT(rows_are(c, "SHOW TABLES", "t|table"));
+        /* The session's values are the connection's own (libpq's view of it). */
+        {
+                char want[256];
+                snprintf(want, sizeof(want), "%s|%s|public|%d", PQuser(c), PQdb(c), PQbackendPID(c));
+                CU_ASSERT(rows_are(c, "SELECT current_user, current_database(), current_schema, "
+                                      "pg_backend_pid()", want));
+        }
         CU_ASSERT(ok(c, "DROP TABLE t"));
         CU_ASSERT(fails_with(c, "SELECT * FROM t", "42P01"));
         CU_ASSERT(ok(c, "DROP TABLE IF EXISTS t"));

@@ -1747,6 +1747,37 @@ static void test_expressions(void)
         expect_error("SELECT abs(DISTINCT a) FROM t", "42809", NULL, 8);
         /* A bad pattern fails when evaluated (tests/sql/test-eval.c), not when planned. */
         expect_select_plan("SELECT 'a' LIKE 'a\\'", "Map[('a' LIKE 'a\\')](Constant(1))");
+        /* The session's values, where there is a session: literals in a SELECT or an
+         * INSERT, refused in views (their plans are stored) and materialized views. */
+        {
+                const struct sql_session who = { .user = "alice", .database = "prod",
+                                                 .backend_pid = 4242 };
+                const struct sql_params with = { .session = &who };
+                struct sql_stmt *st = analyze_params("SELECT current_user, session_user, "
+                                                     "current_database(), current_schema, "
+                                                     "pg_backend_pid() + 1", &with);
+                static const char *const names[] = { "current_user", "session_user",
+                                                     "current_database", "current_schema",
+                                                     "?column?" };
+
+                CU_ASSERT_EQUAL_FATAL(st->select.peek->n_columns, 5);
+                for (size_t i = 0; i < 5; i++)
+                        CU_ASSERT_STRING_EQUAL(st->select.peek->columns[i]->name, names[i]);
+                expect_plan(st->select.peek->plan,
+                            "Map['alice', 'alice', 'prod', 'public', 4243](Constant(1))");
+                sql_stmt_free(st);
+                st = analyze_params("INSERT INTO t (a, b) VALUES (1, current_user)", &with);
+                expect_rows(st, "(1,'alice',NULL,NULL)");
+                sql_stmt_free(st);
+                expect_error_params("CREATE VIEW w2 AS SELECT current_user", &with, "0A000",
+                                    "current_user is not supported in views", 26);
+                expect_error_params("CREATE MATERIALIZED VIEW m2 AS SELECT a FROM t WHERE "
+                                    "b = current_database()", &with, "0A000",
+                                    "cannot materialize call to current_database()", -1);
+                expect_error("SELECT current_user", "0A000", "current_user is not supported here", 8);
+                expect_error("SELECT pg_backend_pid()", "0A000", NULL, 8);
+        }
+
         /* Deterministic: all of it may be materialized. */
         sql_stmt_free(analyze("CREATE MATERIALIZED VIEW mx AS SELECT CASE WHEN b LIKE 'a%' "
                               "THEN upper(b) || a ELSE concat(d) END, a IN (1, 2) FROM t"));
