@@ -183,6 +183,7 @@ struct write {
         int64_t *diffs;         /* NULL: +1 each */
         size_t n_rows;
         Coord__Plan__Relation *delete_filter;   /* borrowed from the session's stmt */
+        bool update;                            /* an UPDATE: TableWrite.update */
         uint64_t result;
 };
 
@@ -542,6 +543,7 @@ static int group_send(struct exec *ex, struct group *g)
                         tw[i].n_diffs = w->n_rows;
                 }
                 tw[i].delete_filter = w->delete_filter;
+                tw[i].update = w->update;
                 twp[i] = &tw[i];
         }
         msg.ts = g->ts;
@@ -702,7 +704,8 @@ static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok
                         if (w->kind == WRITE_INSERT)
                                 snprintf(s->tag, sizeof(s->tag), "INSERT 0 %" PRIu64, w->result);
                         else if (w->kind == WRITE_DELETE)
-                                snprintf(s->tag, sizeof(s->tag), "DELETE %" PRIu64, w->result);
+                                snprintf(s->tag, sizeof(s->tag), "%s %" PRIu64,
+                                         w->update ? "UPDATE" : "DELETE", w->result);
                 }
                 s->waiting = false;
                 session_resume(s);
@@ -2008,11 +2011,22 @@ static int exec_insert(struct session *s, struct sql_stmt *st)
         return STMT_PARKED;
 }
 
+/* DELETE and UPDATE: the controller reads and writes the table in one step. */
 static int exec_delete(struct session *s, struct sql_stmt *st)
 {
-        struct write w = { .kind = WRITE_DELETE, .s = s, .gid = st->delete_.id,
-                           .delete_filter = st->delete_.plan };
+        bool update = st->kind == SQL_STMT_UPDATE;
+        const struct sql_delete *d = update ? &st->update : &st->delete_;
+        struct write w = { .kind = WRITE_DELETE, .s = s, .gid = d->id,
+                           .delete_filter = d->plan, .update = update };
         int r;
+
+        /* The optimizer proved that no row matches (WHERE false): nothing to write, and
+         * a plan that reads no table is not one the controller takes. */
+        if (d->plan->kind_case == COORD__PLAN__RELATION__KIND_CONSTANT &&
+            d->plan->constant->n_rows == 0) {
+                snprintf(s->tag, sizeof(s->tag), "%s 0", update ? "UPDATE" : "DELETE");
+                return 0;
+        }
 
         r = group_add(s->ex, &w);
         if (r < 0)
@@ -2433,6 +2447,8 @@ static uint64_t stmt_unenacted(struct exec *ex, const struct sql_stmt *st)
                 return enacted(ex, st->insert.id) ? 0 : st->insert.id;
         case SQL_STMT_DELETE:
                 return enacted(ex, st->delete_.id) ? 0 : st->delete_.id;
+        case SQL_STMT_UPDATE:
+                return enacted(ex, st->update.id) ? 0 : st->update.id;
         case SQL_STMT_SELECT:
                 for (size_t i = 0; i < st->n_physical_inputs; i++)
                         if (!enacted(ex, st->physical_inputs[i]))
@@ -2578,6 +2594,7 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
         case SQL_STMT_INSERT:
                 return exec_insert(s, st);
         case SQL_STMT_DELETE:
+        case SQL_STMT_UPDATE:
                 return exec_delete(s, st);
         case SQL_STMT_SELECT:
                 return exec_select(s, st);

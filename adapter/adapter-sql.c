@@ -153,6 +153,8 @@ const char *sql_stmt_tag(const struct sql_stmt *s)
                 return "INSERT";
         case SQL_STMT_DELETE:
                 return "DELETE";
+        case SQL_STMT_UPDATE:
+                return "UPDATE";
         case SQL_STMT_SELECT:
                 return "SELECT";
         case SQL_STMT_SHOW_OBJECTS:
@@ -5670,53 +5672,176 @@ static int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint6
 
 /* ---- Statements that plan. ---- */
 
+/* The table a DELETE or UPDATE writes, its columns in scope, and the rows its WHERE
+ * keeps: Filter(Get) into *ret_plan. */
+static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
+                               const PgQuery__Node *where, const char *verb,
+                               struct sql_delete *sd, struct sql_relation *rel,
+                               struct scope *sc, Coord__Plan__Relation **ret_plan)
+{
+        Coord__Plan__Relation *plan;
+        Coord__Plan__Expr *pred = NULL;
+        const char *qual;
+        int r;
+
+        r = target_table(a, rv, verb, rel, &sd->table);
+        if (r < 0)
+                return r;
+        sd->id = rel->id;
+        if (rv->alias && rv->alias->n_colnames)
+                return FAIL_AT(a, rv->location, "0A000", "column aliases are not supported here");
+        qual = rv->alias && rv->alias->aliasname && rv->alias->aliasname[0] ? rv->alias->aliasname
+                                                                              : sd->table;
+        r = scope_add_qual(a, sc, qual, rv->location);
+        for (size_t i = 0; r >= 0 && i < rel->n_columns; i++)
+                r = scope_add_col(a, sc, qual, rel->columns[i].name, rel->columns[i].type,
+                                  rel->columns[i].nullable, true);
+        if (r >= 0)
+                r = add_input(a, rel->id);
+        if (r < 0)
+                return r;
+        a->scope = sc;
+        a->no_agg = "WHERE";
+        r = analyze_where(a, where, &pred);
+        a->scope = NULL;
+        a->no_agg = NULL;
+        if (r < 0)
+                return r;
+        plan = rel_get(rel);
+        if (plan && pred)
+                plan = rel_filter(plan, TAKE_PTR(pred));
+        expr_free(pred);
+        if (!plan)
+                return oom(a);
+        *ret_plan = plan;
+        return 0;
+}
+
 static int analyze_delete(struct analyzer *a, const PgQuery__DeleteStmt *d)
 {
         struct sql_delete *sd = &a->stmt->delete_;
         _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
         _cleanup_(scope_done) struct scope sc = { 0 };
-        Coord__Plan__Expr *pred = NULL;
         struct sql_relation rel;
-        const char *qual;
         int r;
 
         if (d->n_using_clause || d->n_returning_list || d->with_clause)
                 return FAIL(a, "0A000", "USING, RETURNING and WITH are not supported");
-        r = target_table(a, d->relation, "delete from", &rel, &sd->table);
-        if (r < 0)
-                return r;
-        sd->id = rel.id;
-        if (d->relation->alias && d->relation->alias->n_colnames)
-                return FAIL_AT(a, d->relation->location, "0A000",
-                               "column aliases are not supported here");
-        qual = d->relation->alias && d->relation->alias->aliasname && d->relation->alias->aliasname[0]
-                       ? d->relation->alias->aliasname
-                       : sd->table;
-        r = scope_add_qual(a, &sc, qual, d->relation->location);
-        for (size_t i = 0; r >= 0 && i < rel.n_columns; i++)
-                r = scope_add_col(a, &sc, qual, rel.columns[i].name, rel.columns[i].type,
-                                  rel.columns[i].nullable, true);
+        r = analyze_target_rows(a, d->relation, d->where_clause, "delete from", sd, &rel, &sc,
+                                &plan);
         if (r >= 0)
-                r = add_input(a, rel.id);
+                r = finish_plan(a, &plan);
         if (r < 0)
                 return r;
+        sd->plan = TAKE_PTR(plan);
+        return 0;
+}
+
+/* UPDATE t SET c = e, ... [WHERE ...]: Map(Filter(Get t)) with the new value of every
+ * column after the old row -- an unassigned column keeps its value, an assigned one
+ * takes its expression coerced as an INSERT value is (DEFAULT: NULL), checked by
+ * FUNC_ASSERT_NOT_NULL where the column is NOT NULL and the value may be NULL.  The
+ * controller evaluates it at the write timestamp (also mz_now()'s value), so the rows
+ * read and the rows written are one atomic step, as a DELETE's are. */
+static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
+{
+        struct sql_delete *su = &a->stmt->update;
+        _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
+        _cleanup_(scope_done) struct scope sc = { 0 };
+        _cleanup_free_ Coord__Plan__Expr **vals = NULL;
+        struct sql_relation rel;
+        size_t n;
+        int r;
+
+        if (u->n_from_clause || u->n_returning_list || u->with_clause)
+                return FAIL(a, "0A000", "FROM, RETURNING and WITH are not supported in UPDATE");
+        r = analyze_target_rows(a, u->relation, u->where_clause, "update", su, &rel, &sc, &plan);
+        if (r < 0)
+                return r;
+        n = rel.n_columns;
+        vals = calloc(n ? n : 1, sizeof(*vals));
+        if (!vals)
+                return oom(a);
         a->scope = &sc;
-        a->no_agg = "WHERE";
-        r = analyze_where(a, d->where_clause, &pred);
+        a->no_agg = "UPDATE";
+        for (size_t i = 0; r >= 0 && i < u->n_target_list; i++) {
+                const PgQuery__Node *tn = u->target_list[i];
+                const PgQuery__ResTarget *t = tn && tn->node_case == PG_QUERY__NODE__NODE_RES_TARGET
+                                                      ? tn->res_target
+                                                      : NULL;
+                struct typed v = { .location = -1 };
+                size_t c = 0;
+
+                if (!t || !t->name || !t->val) {
+                        r = FAIL(a, "XX000", "malformed UPDATE");
+                        break;
+                }
+                if (t->n_indirection ||
+                    t->val->node_case == PG_QUERY__NODE__NODE_MULTI_ASSIGN_REF) {
+                        r = FAIL_AT(a, t->location, "0A000",
+                                    "this form of SET is not supported: write column = value");
+                        break;
+                }
+                while (c < n && strcmp(rel.columns[c].name, t->name) != 0)
+                        c++;
+                if (c == n) {
+                        r = FAIL_AT(a, t->location, "42703",
+                                    "column \"%s\" of relation \"%s\" does not exist", t->name,
+                                    su->table);
+                        break;
+                }
+                if (vals[c]) {
+                        r = FAIL_AT(a, t->location, "42601",
+                                    "multiple assignments to same column \"%s\"", t->name);
+                        break;
+                }
+                if (t->val->node_case == PG_QUERY__NODE__NODE_SET_TO_DEFAULT)
+                        r = unknown_null(a, t->location, &v);
+                else
+                        r = analyze_expr(a, t->val, &v);
+                if (r >= 0)
+                        r = assign(a, &v, &rel.columns[c]);
+                if (r >= 0 && !rel.columns[c].nullable &&
+                    !(is_literal(v.e) &&
+                      v.e->literal->value_case != COORD__PLAN__DATUM__VALUE_NULL_VALUE)) {
+                        struct row_datum cn = ROW_DATUM_TEXT(rel.columns[c].name,
+                                                             (uint32_t)strlen(rel.columns[c].name));
+                        struct row_datum tn2 = ROW_DATUM_TEXT(su->table, (uint32_t)strlen(su->table));
+                        Coord__Plan__Expr *args[3] = { TAKE_PTR(v.e), expr_literal(ROW_TYPE_TEXT, &cn),
+                                                       expr_literal(ROW_TYPE_TEXT, &tn2) };
+
+                        if (!args[1] || !args[2]) {
+                                for (size_t k = 0; k < 3; k++)
+                                        expr_free(args[k]);
+                                r = oom(a);
+                        } else {
+                                v.e = expr_call((int)args[0]->type,
+                                                COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL, args, 3);
+                                if (!v.e)
+                                        r = oom(a);
+                        }
+                }
+                if (r >= 0)
+                        vals[c] = TAKE_PTR(v.e);
+                typed_done(&v);
+        }
         a->scope = NULL;
         a->no_agg = NULL;
-        if (r < 0)
+        for (size_t c = 0; r >= 0 && c < n; c++)
+                if (!vals[c] && !(vals[c] = expr_column(rel.columns[c].type, (uint32_t)c)))
+                        r = oom(a);
+        if (r < 0) {
+                for (size_t c = 0; c < n; c++)
+                        expr_free(vals[c]);
                 return r;
-        plan = rel_get(&rel);
-        if (plan && pred)
-                plan = rel_filter(TAKE_PTR(plan), TAKE_PTR(pred));
-        expr_free(pred);
+        }
+        plan = rel_map(TAKE_PTR(plan), TAKE_PTR(vals), n);
         if (!plan)
                 return oom(a);
         r = finish_plan(a, &plan);
         if (r < 0)
                 return r;
-        sd->plan = TAKE_PTR(plan);
+        su->plan = TAKE_PTR(plan);
         return 0;
 }
 
@@ -6255,8 +6380,6 @@ static int analyze_transaction(struct analyzer *a, const PgQuery__TransactionStm
 static const char *statement_name(PgQuery__Node__NodeCase c)
 {
         switch (c) {
-        case PG_QUERY__NODE__NODE_UPDATE_STMT:
-                return "UPDATE";
         case PG_QUERY__NODE__NODE_VIEW_STMT:
                 return "CREATE VIEW";
         case PG_QUERY__NODE__NODE_CREATE_TABLE_AS_STMT:
@@ -6354,6 +6477,9 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
         case PG_QUERY__NODE__NODE_DELETE_STMT:
                 s->kind = SQL_STMT_DELETE;
                 return analyze_delete(a, n->delete_stmt);
+        case PG_QUERY__NODE__NODE_UPDATE_STMT:
+                s->kind = SQL_STMT_UPDATE;
+                return analyze_update(a, n->update_stmt);
         case PG_QUERY__NODE__NODE_SELECT_STMT:
                 s->kind = SQL_STMT_SELECT;
                 return analyze_select(a, n, bs->as_of);
@@ -6396,6 +6522,10 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
         case SQL_STMT_DELETE:
                 rel_free(s->delete_.plan);
                 free(s->delete_.table);
+                break;
+        case SQL_STMT_UPDATE:
+                rel_free(s->update.plan);
+                free(s->update.table);
                 break;
         case SQL_STMT_SELECT:
                 if (s->select.peek)

@@ -132,6 +132,7 @@ enum sql_stmt_kind {
         SQL_STMT_CREATE_MATERIALIZED_VIEW, /* union member create_view too */
         SQL_STMT_CREATE_INDEX,          /* CREATE [DEFAULT] INDEX: create_index */
         SQL_STMT_ALTER_RETAIN_HISTORY,  /* ALTER ... SET/RESET (RETAIN HISTORY): alter_retain */
+        SQL_STMT_UPDATE,                /* union member update */
         _SQL_STMT_KIND_MAX,
         _SQL_STMT_KIND_INVALID = -EINVAL,
 };
@@ -169,8 +170,10 @@ struct sql_insert {
 struct sql_delete {
         char *table;
         uint64_t id;
-        /* The rows to retract: evaluate at the read timestamp, then append every
-         * (row, -diff).  Its output columns are the table's. */
+        /* DELETE: the rows to retract: evaluate at the write timestamp, then append
+         * every (row, -diff); its output columns are the table's.  UPDATE: each row to
+         * change followed by its new values (twice the table's columns): the first
+         * half is retracted, the second inserted (coord.proto TableWrite.update). */
         Coord__Plan__Relation *plan;
 };
 
@@ -281,6 +284,7 @@ struct sql_stmt {
                 struct sql_drop drop;
                 struct sql_insert insert;
                 struct sql_delete delete_;
+                struct sql_delete update;
                 struct sql_select select;
                 struct sql_create_view create_view;
                 struct sql_create_index create_index;

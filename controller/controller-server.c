@@ -4190,6 +4190,47 @@ static const Coord__Plan__Get *plan_leaf_get(const Coord__Plan__Relation *rel)
         return NULL;
 }
 
+/* An UPDATE's output row: the old row's columns, then the new row's (TableWrite.update).
+ * Splits it into the two rows (each no longer than the whole) and pushes the retraction
+ * and the insertion at ts. */
+static int push_update(struct append_ctx *ac, struct acol *t, uint64_t gid,
+                       const struct eval_update *u, size_t n)
+{
+        struct row_datum *d = calloc(n ? 2 * n : 1, sizeof(*d));
+        uint8_t *buf = malloc(u->len ? u->len : 1);
+        size_t len;
+        int r = -ENOMEM;
+
+        if (!d || !buf)
+                goto out;
+        r = row_decode(u->row, u->len, d, 2 * n);
+        if (r < 0) {
+                row_error_set(&ac->err, r, "XX000", "invalid update row for collection %llu",
+                              (unsigned long long)gid);
+                goto out;
+        }
+        len = row_encode_into(d, n, buf);
+        r = eval_batch_push(&t->pend, buf, len, ac->ts, -u->diff);
+        if (r >= 0) {
+                len = row_encode_into(d + n, n, buf);
+                if (len > STORAGE_ROW_MAX) {
+                        r = row_error_set(&ac->err, -EMSGSIZE, "54000", "an updated row of "
+                                          "collection %llu is too long (%zu bytes)",
+                                          (unsigned long long)gid, len);
+                        goto out;
+                }
+                r = eval_batch_push(&t->pend, buf, len, ac->ts, u->diff);
+        }
+out:
+        if (r == -ENOMEM)
+                row_error_oom(&ac->err);
+        free(d);
+        free(buf);
+        return r;
+}
+
+/* A DELETE (retract what delete_filter returns) or an UPDATE (TableWrite.update: retract
+ * the first half of each output row, insert the second). */
 static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__TableWrite *w,
                          uint64_t *ret_count)
 {
@@ -4197,6 +4238,7 @@ static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__Tab
         struct eval_plan *p = NULL;
         const Coord__Plan__Get *get;
         const enum row_type *types;
+        size_t halves = w->update ? 2 : 1;
         uint64_t count = 0;
         int r;
 
@@ -4213,15 +4255,16 @@ static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__Tab
                 goto out;
         }
         /* Retractions must be whole rows of the table, else they retract rows that
-         * do not exist (caught below, but this names the real mistake). */
-        if (eval_plan_arity(p) != get->n_column_types) {
+         * do not exist (caught below, but this names the real mistake); so must an
+         * update's new rows be. */
+        if (eval_plan_arity(p) != halves * get->n_column_types) {
                 row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
                               "collection %llu must return its rows unchanged",
                               (unsigned long long)w->gid);
                 goto out;
         }
-        for (size_t i = 0; i < get->n_column_types; i++)
-                if ((int)types[i] != (int)get->column_types[i]) {
+        for (size_t i = 0; i < halves * get->n_column_types; i++)
+                if ((int)types[i] != (int)get->column_types[i % get->n_column_types]) {
                         row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
                                       "collection %llu must return its rows unchanged",
                                       (unsigned long long)w->gid);
@@ -4238,11 +4281,17 @@ static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__Tab
                 goto out;
         }
         for (size_t i = 0; i < out.n; i++) {
-                r = eval_batch_push(&t->pend, out.updates[i].row, out.updates[i].len, ac->ts,
-                                    -out.updates[i].diff);
-                if (r < 0) {
-                        row_error_oom(&ac->err);
-                        goto out;
+                if (w->update) {
+                        r = push_update(ac, t, w->gid, &out.updates[i], get->n_column_types);
+                        if (r < 0)
+                                goto out;
+                } else {
+                        r = eval_batch_push(&t->pend, out.updates[i].row, out.updates[i].len,
+                                            ac->ts, -out.updates[i].diff);
+                        if (r < 0) {
+                                row_error_oom(&ac->err);
+                                goto out;
+                        }
                 }
                 count += (uint64_t)out.updates[i].diff;
         }
@@ -4566,6 +4615,10 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
                         return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
                                              "%llu has %zu rows but %zu diffs",
                                              (unsigned long long)w->gid, w->n_rows, w->n_diffs);
+                if (w->update && !w->delete_filter)
+                        return row_error_set(&ac->err, -EINVAL, "XX000", "the update of "
+                                             "collection %llu has no plan",
+                                             (unsigned long long)w->gid);
                 if (w->delete_filter && w->n_rows)
                         return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
                                              "%llu has both rows and a delete filter",

@@ -204,6 +204,17 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                 if (t != ROW_TYPE_INT4)
                         return invalid(err, "length() not of type integer");
                 return check_args(c, 1, 1, ROW_TYPE_TEXT, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL:
+                r = check_args(c, 3, 3, -1, input, n_input, depth, err);
+                if (r < 0)
+                        return r;
+                if ((int)c->args[0]->type != t)
+                        return invalid(err, "argument of the wrong type");
+                for (size_t i = 1; i < 3; i++)
+                        if (c->args[i]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
+                            (int)c->args[i]->type != ROW_TYPE_TEXT)
+                                return invalid(err, "a NOT NULL check without its names");
+                return 0;
         default:
                 return row_error_set(err, -EINVAL, "0A000", "plan function %d is not supported",
                                      (int)c->func);
@@ -870,6 +881,27 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
         case COORD__PLAN__FUNC__FUNC_LIKE:
         case COORD__PLAN__FUNC__FUNC_ILIKE:
                 return eval_like(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL: {
+                struct row_datum col, rel;
+
+                if (c->n_args != 3)
+                        return invalid(err, "wrong number of arguments");
+                r = eval_arg(c, 0, row, n_row, ctx, depth, ret, err);
+                if (r < 0 || ret->kind != ROW_KIND_NULL)
+                        return r;
+                r = eval_arg(c, 1, row, n_row, ctx, depth, &col, err);
+                if (r >= 0)
+                        r = eval_arg(c, 2, row, n_row, ctx, depth, &rel, err);
+                if (r < 0)
+                        return r;
+                if (col.kind != ROW_KIND_TEXT || rel.kind != ROW_KIND_TEXT)
+                        return invalid(err, "a NOT NULL check without its names");
+                return row_error_set(err, -EINVAL, "23502",
+                                     "null value in column \"%.*s\" of relation \"%.*s\" "
+                                     "violates not-null constraint",
+                                     (int)col.text.len, col.text.ptr, (int)rel.text.len,
+                                     rel.text.ptr);
+        }
         case COORD__PLAN__FUNC__FUNC_ABS:
                 if (c->n_args != 1)
                         return invalid(err, "wrong number of arguments");

@@ -907,6 +907,82 @@ static void test_delete(void)
         expect_table(g_fd, 1001, t4, "(1,'a')*2;(2,'b');(3,'c');(4,'d')");
 }
 
+/* An update (TableWrite.update): the plan returns each matching row, then its new
+ * values; the old rows go, the new come, at one timestamp; a plan of the wrong arity or
+ * an update without a plan fails with nothing written. */
+static void test_update(void)
+{
+        Coord__Append m = COORD__APPEND__INIT;
+        Coord__TableWrite w = COORD__TABLE_WRITE__INIT, *wp = &w;
+        Coord__Plan__Relation map_rel = COORD__PLAN__RELATION__INIT;
+        Coord__Plan__Map map = COORD__PLAN__MAP__INIT;
+        Coord__Plan__Expr add = COORD__PLAN__EXPR__INIT, c0 = COORD__PLAN__EXPR__INIT,
+                          c1 = COORD__PLAN__EXPR__INIT, ten = COORD__PLAN__EXPR__INIT;
+        Coord__Plan__Expr *add_args[2] = { &c0, &ten }, *exprs[2] = { &add, &c1 };
+        Coord__Plan__Call call = COORD__PLAN__CALL__INIT;
+        Coord__Plan__Datum ten_v = COORD__PLAN__DATUM__INIT;
+        Coord__Envelope *env;
+        Coord__Ok *ok;
+        uint64_t t1, t2, t3, upper, after;
+        struct plan p;
+
+        /* test_delete's table (a new one would change the later tests' counts). */
+        t1 = tick(10);
+        append_ok(g_fd, t1, 1002, "2:b,3:c", 2);
+        /* Map[#0 + 10, #1](Filter[#0 >= 2](Get 1002)): (2,b) -> (12,b), (3,c) -> (13,c),
+         * (5,e) -> (15,e). */
+        c0.type = c1.type = ten.type = add.type = COORD__PLAN__TYPE__TYPE_INT8;
+        c1.type = COORD__PLAN__TYPE__TYPE_TEXT;
+        c0.kind_case = c1.kind_case = COORD__PLAN__EXPR__KIND_COLUMN;
+        c0.column = 0;
+        c1.column = 1;
+        ten_v.value_case = COORD__PLAN__DATUM__VALUE_INT_VALUE;
+        ten_v.int_value = 10;
+        ten.kind_case = COORD__PLAN__EXPR__KIND_LITERAL;
+        ten.literal = &ten_v;
+        call.func = COORD__PLAN__FUNC__FUNC_ADD;
+        call.args = add_args;
+        call.n_args = 2;
+        add.kind_case = COORD__PLAN__EXPR__KIND_CALL;
+        add.call = &call;
+        map.input = plan_build(&p, 1002, 2, COORD__PLAN__FUNC__FUNC_GE, 2, false);
+        map.exprs = exprs;
+        map.n_exprs = 2;
+        map_rel.kind_case = COORD__PLAN__RELATION__KIND_MAP;
+        map_rel.map = &map;
+        w.gid = 1002;
+        w.delete_filter = &map_rel;
+        w.update = true;
+        t2 = tick(10);
+        m.ts = t2;
+        m.writes = &wp;
+        m.n_writes = 1;
+        env = request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base);
+        CU_ASSERT_EQUAL_FATAL(env->type, COORD__MSG_TYPE__MSG_OK);
+        ok = coord__ok__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
+        CU_ASSERT_EQUAL_FATAL(ok->n_counts, 1);
+        CU_ASSERT_EQUAL(ok->counts[0], 3);
+        coord__ok__free_unpacked(ok, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+        expect_table(g_fd, 1002, t1, "(1,'a');(2,'b');(3,'c');(5,'e')");
+        expect_table(g_fd, 1002, t2, "(1,'a');(12,'b');(13,'c');(15,'e')");
+
+        /* The same rows as a plain filter: half the columns an update needs. */
+        CU_ASSERT(frontiers_of(g_fd, 1002, NULL, &upper));
+        t3 = tick(10);
+        m.ts = t3;
+        w.delete_filter = map.input;
+        expect_error(request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base), "XX000",
+                     "must return its rows unchanged");
+        w.delete_filter = NULL;
+        expect_error(request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base), "XX000", "has no plan");
+        CU_ASSERT(frontiers_of(g_fd, 1002, NULL, &after));
+        CU_ASSERT_EQUAL(after, upper);
+        append_ok(g_fd, t3, 0, "", 0);
+        expect_table(g_fd, 1002, t3, "(1,'a');(12,'b');(13,'c');(15,'e')");
+}
+
 /* One Append with several writes: counts per write, a delete sees the group's earlier
  * writes, explicit diffs retract, and a retraction of a row that is not there fails the
  * whole Append with nothing written. */
@@ -1324,7 +1400,7 @@ static void test_bad_requests(void)
         expect_error(peek_table(g_fd, 4242, upper_before - 1, 0), "42P01", "4242");
         /* Still serving. */
         append_ok(g_fd, t, 1001, "10:ok", 1);
-        expect_table(g_fd, 1002, t, "(1,'a');(5,'e')");
+        expect_table(g_fd, 1002, t, "(1,'a');(12,'b');(13,'c');(15,'e')");    /* test_update's */
 }
 
 /* A new connection of the adapter replaces the old one: the old one's parked peeks are
@@ -1837,6 +1913,7 @@ static const struct t_case cases[] = {
         { "start: builtins ensured, idempotently", test_start },
         { "ensure + append + peek at several timestamps", test_round_trip },
         { "delete_filter retracts exactly the matching rows", test_delete },
+        { "an update retracts the old rows and inserts the new", test_update },
         { "several writes in one append; diffs; bad retractions", test_mixed_group },
         { "below since: 55000; built-ins compacted to upper - 1 s", test_below_since },
         { "peek at ts >= upper waits for the append, or times out (57014)", test_peek_waits },

@@ -3,9 +3,9 @@
  *
  * Cases, in order, on one instance:
  *   I9 property test: a seeded random workload (INSERT of several rows, DELETE ... WHERE,
- *   DELETEs aimed at the current min/max) over t1(a int, b int), t2(a int, c int) and
- *   t3(b int, d text) with small value domains, after materialized views and indexed
- *   views of every operator kind were created.  The test keeps its own model of the
+ *   DELETEs aimed at the current min/max, UPDATEs of such rows' second column) over
+ *   t1(a int, b int), t2(a int, c int) and t3(b int, d text) with small value domains,
+ *   after materialized views and indexed views of every operator kind were created.  The test keeps its own model of the
  *   tables (it is their only writer) and records, after every transaction, the
  *   statement's timestamp (SELECT mz_now()).  Every materialized view read AS OF a
  *   recorded time must equal a naive evaluation of its SQL written here (nested loops
@@ -1044,6 +1044,9 @@ struct txn {
         char sql[1024];
         int table;
         bool is_delete;
+        bool is_update;         /* with is_delete's predicate: SET column 1 (upd or +1) */
+        bool upd_incr;
+        struct v upd;
         struct pred p;
         size_t nins;
         struct v ins[8][2];
@@ -1148,13 +1151,26 @@ static void gen_txn(const struct state *st, int k, struct txn *x)
                 }
         }
         {
-                char w[512];
+                char w[512], v[64];
                 pred_sql(&x->p, table, w, sizeof(w));
+                /* A third of them an UPDATE of the same rows instead: column 1 set to a
+                 * value, or (integers) incremented. */
+                if (!x->p.all && rn(3) == 0) {
+                        x->is_update = true;
+                        x->upd_incr = table != 2 && rn(2);
+                        x->upd = rand_val(table, 1);
+                        sql_val(v, sizeof(v), x->upd);
+                        if (x->upd_incr)
+                                snprintf(v, sizeof(v), "%s + 1", CNAME[table][1]);
+                        snprintf(x->sql, sizeof(x->sql), "UPDATE %s SET %s = %s WHERE %s", TNAME[table],
+                                 CNAME[table][1], v, w);
+                        return;
+                }
                 snprintf(x->sql, sizeof(x->sql), "DELETE FROM %s WHERE %s", TNAME[table], w);
         }
 }
 
-/* Apply to the model; the number of rows deleted (0 for an INSERT). */
+/* Apply to the model; the number of rows deleted or updated (0 for an INSERT). */
 static size_t apply_txn(struct state *st, const struct txn *x)
 {
         struct tab *t = &st->tb[x->table];
@@ -1167,6 +1183,14 @@ static size_t apply_txn(struct state *st, const struct txn *x)
                         memcpy(t->r[t->n++], x->ins[i], sizeof(x->ins[i]));
                 }
                 return 0;
+        }
+        if (x->is_update) {
+                for (size_t i = 0; i < t->n; i++)
+                        if (is_true(pred_eval(&x->p, t->r[i]))) {
+                                t->r[i][1] = x->upd_incr ? v_add(t->r[i][1], vi(1)) : x->upd;
+                                removed++;
+                        }
+                return removed;
         }
         for (size_t i = 0; i < t->n; i++) {
                 if (is_true(pred_eval(&x->p, t->r[i]))) {
@@ -1428,7 +1452,7 @@ static void run_txns(int count, bool record)
                 next.tx = k;
                 if (x.is_delete) {
                         char tag[32];
-                        snprintf(tag, sizeof(tag), "DELETE %zu", removed);
+                        snprintf(tag, sizeof(tag), "%s %zu", x.is_update ? "UPDATE" : "DELETE", removed);
                         if (strcmp(PQcmdStatus(r), tag) != 0) {
                                 fprintf(stderr, "\n    tx %d: %s: tag %s, expected %s", k, x.sql, PQcmdStatus(r), tag);
                                 CU_FAIL("DELETE row count");

@@ -82,6 +82,26 @@ static void test_round_trip(void)
                 CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "SELECT 5");
                 PQclear(r);
         }
+        /* UPDATE: the matching rows change at one timestamp; the old ones stay readable
+         * AS OF before it (I8); NOT NULL and types are checked as for INSERT. */
+        {
+                char q[256];
+                uint64_t t4 = scalar_u64(c, "SELECT mz_now()");
+                PGresult *r = PQexec(c, "UPDATE t SET b = 'x' || a, d = a * 2 WHERE a >= 5");
+
+                CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "UPDATE 3");
+                PQclear(r);
+                CU_ASSERT(rows_are(c, "SELECT a, b, d FROM t WHERE a >= 5", "5|x5|10;6|x6|12;7|x7|14"));
+                snprintf(q, sizeof(q), "SELECT a, b, d FROM t WHERE a >= 5 AS OF %" PRIu64, t4);
+                CU_ASSERT(rows_are(c, q, "5|NULL|NULL;6|NULL|NULL;7|NULL|NULL"));
+                CU_ASSERT(fails_with(c, "UPDATE t SET a = NULL WHERE a = 5", "23502"));
+                CU_ASSERT(fails_with(c, "UPDATE t SET d = 'five'", "22P02"));
+                CU_ASSERT(fails_with(c, "UPDATE t SET nope = 1", "42703"));
+                r = PQexec(c, "UPDATE t SET d = d + 1 WHERE false");
+                CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "UPDATE 0");
+                PQclear(r);
+                CU_ASSERT(rows_are(c, "SELECT a, d FROM t WHERE a >= 5", "5|10;6|12;7|14"));
+        }
         CU_ASSERT(rows_are(c, "SHOW TABLES", "t|table"));
         /* The session's values are the connection's own (libpq's view of it). */
         {

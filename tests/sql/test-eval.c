@@ -453,6 +453,13 @@ static void test_case_and_text(void)
                           "integer out of range");
         expect_eval_error(call(ROW_TYPE_INT8, F(ABS), 1, I8(INT64_MIN)), "22003",
                           "bigint out of range");
+        /* An UPDATE's NOT NULL check passes values through and names what NULL breaks. */
+        expect_datum(call(ROW_TYPE_INT4, F(ASSERT_NOT_NULL), 3, I4(4), TXT("a"), TXT("t")),
+                     ROW_DATUM_INT(4));
+        expect_eval_error(call(ROW_TYPE_INT4, F(ASSERT_NOT_NULL), 3, NUL(ROW_TYPE_INT4), TXT("a"),
+                               TXT("t")),
+                          "23502", "null value in column \"a\" of relation \"t\" violates "
+                                   "not-null constraint");
 }
 
 /* Check (against input types int4, text) and then evaluate; both must fail for these. */
@@ -502,6 +509,11 @@ static void test_invalid_exprs(void)
         expect_invalid(call(ROW_TYPE_TEXT, F(ABS), 1, TXT("a")), "XX000");
         expect_invalid(call(ROW_TYPE_INT8, F(LENGTH), 1, TXT("a")), "XX000");
         expect_invalid(call(ROW_TYPE_TEXT, F(UPPER), 1, I4(1)), "XX000");
+        expect_invalid(call(ROW_TYPE_INT4, F(ASSERT_NOT_NULL), 1, I4(1)), "XX000");
+        expect_invalid(call(ROW_TYPE_INT4, F(ASSERT_NOT_NULL), 3, I4(1), col(ROW_TYPE_TEXT, 1),
+                            TXT("t")), "XX000");        /* the names must be literals */
+        expect_invalid(call(ROW_TYPE_INT8, F(ASSERT_NOT_NULL), 3, I4(1), TXT("a"), TXT("t")),
+                       "XX000");
         e = mk(ROW_TYPE_INT4);
         e->kind_case = COORD__PLAN__EXPR__KIND_CALL;            /* a call without a Call */
         expect_invalid(e, "XX000");
@@ -531,7 +543,7 @@ static Coord__Plan__Expr *random_expr(unsigned *seed, int depth)
                 F(NEG), F(ADD), F(SUB), F(MUL), F(DIV), F(MOD), F(EQ), F(NE), F(LT), F(LE),
                 F(GT), F(GE), F(AND), F(OR), F(NOT), F(IS_NULL), F(IS_NOT_NULL), F(MZ_NOW),
                 F(CAST), F(COALESCE), F(CASE), F(CONCAT), F(LIKE), F(ILIKE), F(ABS), F(LENGTH),
-                F(LOWER), F(UPPER), (Coord__Plan__Func)77,
+                F(LOWER), F(UPPER), F(ASSERT_NOT_NULL), (Coord__Plan__Func)77,
         };
         static const int64_t ints[] = { 0, 1, -1, 2, 7, INT32_MAX, INT32_MIN, INT64_MAX,
                                         INT64_MIN, 1000000007 };
@@ -594,7 +606,7 @@ static void test_expr_fuzz(void)
                                 /* A checked tree fails only as SQL does. */
                                 if (ok && strcmp(err.sqlstate, "22003") &&
                                     strcmp(err.sqlstate, "22012") && strcmp(err.sqlstate, "22P02") &&
-                                    strcmp(err.sqlstate, "22025")) {
+                                    strcmp(err.sqlstate, "22025") && strcmp(err.sqlstate, "23502")) {
                                         fprintf(stderr, "\n  checked tree failed: %s %s\n",
                                                 err.sqlstate, err.message);
                                         CU_FAIL("checked expression hit a plan error");

@@ -175,6 +175,7 @@ static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
                 [COORD__PLAN__FUNC__FUNC_COALESCE] = "COALESCE", [COORD__PLAN__FUNC__FUNC_CASE] = "CASE",
                 [COORD__PLAN__FUNC__FUNC_ABS] = "abs", [COORD__PLAN__FUNC__FUNC_LENGTH] = "length",
                 [COORD__PLAN__FUNC__FUNC_LOWER] = "lower", [COORD__PLAN__FUNC__FUNC_UPPER] = "upper",
+                [COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL] = "ASSERT_NOT_NULL",
         };
         const Coord__Plan__Call *c;
 
@@ -229,6 +230,7 @@ static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
                 case COORD__PLAN__FUNC__FUNC_LENGTH:
                 case COORD__PLAN__FUNC__FUNC_LOWER:
                 case COORD__PLAN__FUNC__FUNC_UPPER:
+                case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL:
                         fprintf(f, "%s(", named[c->func]);
                         explain_exprs_(f, c->args, c->n_args);
                         fputs(")", f);
@@ -838,7 +840,6 @@ static void test_select_errors(void)
         expect_error("SELECT 99999999999999999999", "22003", NULL, 8);
         expect_error("SELECT 1 INTERSECT SELECT 2", "0A000", NULL, -1);
         expect_error("SELECT $1", "42P02", NULL, 8);
-        expect_error("UPDATE t SET a = 1", "0A000", "UPDATE is not supported", -1);
         expect_error("CREATE OR REPLACE VIEW w AS SELECT 1", "0A000", NULL, -1);
         expect_error("SELECT other.t.a FROM t", "0A000", NULL, -1);
 }
@@ -908,6 +909,42 @@ static void expect_txn(const char *sql, enum sql_txn_kind kind, const char *tag)
         CU_ASSERT_EQUAL(s->transaction, kind);
         CU_ASSERT_STRING_EQUAL(sql_stmt_tag(s), tag);
         sql_stmt_free(s);
+}
+
+static void test_update(void)
+{
+        struct sql_stmt *s = analyze("UPDATE t SET b = b || 'x', a = a + 1 WHERE d > 3");
+
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_UPDATE);
+        CU_ASSERT_STRING_EQUAL(sql_stmt_tag(s), "UPDATE");
+        CU_ASSERT_EQUAL(s->update.id, 10);
+        CU_ASSERT_STRING_EQUAL(s->update.table, "t");
+        /* The old row, then the new: a is NOT NULL, so its new value is checked. */
+        expect_plan(s->update.plan,
+                    "Map[ASSERT_NOT_NULL((#0 + 1), 'a', 't'), (#1 || 'x'), #2, #3]"
+                    "(Filter[(#3 > 3::int8)](Get 10))");
+        sql_stmt_free(s);
+        s = analyze("UPDATE t AS x SET a = 7, d = DEFAULT, b = x.b");
+        expect_plan(s->update.plan, "Map[7, #1, #2, NULL::int8](Get 10)");
+        sql_stmt_free(s);
+        s = analyze("UPDATE t SET d = a, c = NULL WHERE mz_now() > 0");
+        expect_plan(s->update.plan,
+                    "Map[#0, #1, NULL::bool, CAST(#0 AS int8)](Filter[(mz_now() > 0::int8)](Get 10))");
+        sql_stmt_free(s);
+
+        expect_error("UPDATE t SET zz = 1", "42703", "column \"zz\" of relation \"t\" does not exist", 14);
+        expect_error("UPDATE t SET a = 1, a = 2", "42601", "multiple assignments to same column \"a\"", 21);
+        expect_error("UPDATE t SET a = true", "42804",
+                     "column \"a\" is of type integer but expression is of type boolean", 18);
+        expect_error("UPDATE t SET a = 'x'", "22P02", NULL, 18);
+        expect_error("UPDATE t SET a = count(*)", "42803",
+                     "aggregate functions are not allowed in UPDATE", 18);
+        expect_error("UPDATE v SET a = 1", "42809", "cannot update view \"v\"", 8);
+        expect_error("UPDATE zz SET a = 1", "42P01", NULL, 8);
+        expect_error("UPDATE t SET (a, d) = (1, 2)", "0A000", NULL, -1);
+        expect_error("UPDATE t SET a = 1 FROM u", "0A000", NULL, -1);
+        expect_error("UPDATE t SET a = 1 RETURNING a", "0A000", NULL, -1);
+        expect_error("UPDATE t SET a = 1 WHERE q = 1", "42703", NULL, 26);
 }
 
 static void test_session(void)
@@ -1819,6 +1856,7 @@ static const struct t_case statement_cases[] = {
         { "select", test_select },
         { "select errors", test_select_errors },
         { "delete", test_delete },
+        { "update", test_update },
         { "session", test_session },
         { "catalog failure", test_catalog_failure },
         { NULL, NULL },
