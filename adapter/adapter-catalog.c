@@ -1025,6 +1025,7 @@ void acat_relation(const struct acat_item *it, struct sql_relation *ret)
         ret->n_inputs = it->n_logical;
         ret->deterministic = !it->nondeterministic;
         ret->index_id = it->index_id;
+        ret->builtin = it->builtin;
 }
 
 const struct sql_catalog_ops acat_sql_ops = {

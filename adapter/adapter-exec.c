@@ -2539,13 +2539,15 @@ void exec_on_frontiers(struct exec *ex)
  * (coord_objects, coord_bounds, coord_requirements)?  Only such a read waits for the
  * fence (3) and for reconciliation (5); every other read's timestamp already covers the
  * writes it must see (oracle_read_ts()). */
+/* Logical inputs, not physical: a read served from an index on coord_objects (or on a
+ * view over it) Gets the index, and must wait for the fence all the same. */
 static bool stmt_reads_builtin_rows(const struct sql_stmt *st)
 {
         if (st->kind != SQL_STMT_SELECT)
                 return false;
-        for (size_t i = 0; i < st->n_physical_inputs; i++)
+        for (size_t i = 0; i < st->n_inputs; i++)
                 for (size_t k = 0; k < ELEMENTSOF(reconcile_gids); k++)
-                        if (st->physical_inputs[i] == reconcile_gids[k])
+                        if (st->inputs[i] == reconcile_gids[k])
                                 return true;
         return false;
 }

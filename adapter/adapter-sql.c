@@ -3106,6 +3106,13 @@ static int target_table(struct analyzer *a, const PgQuery__RangeVar *rv, const c
         if (ret->kind != SQL_OBJECT_TABLE)
                 return FAIL_AT(a, rv->location, "42809", "cannot %s %s \"%s\"", verb,
                                sql_object_kind_name(ret->kind), name);
+        /* The process that owns the facts writes a built-in (DESIGN section 8). */
+        if (ret->builtin) {
+                r = FAIL_AT(a, rv->location, "42501", "permission denied for table %s", name);
+                row_error_detail(a->err, "%s is a built-in relation: Coord writes it, users "
+                                         "read it.", name);
+                return r;
+        }
         *ret_name = strdup(name);
         return *ret_name ? 0 : oom(a);
 }

@@ -88,6 +88,8 @@ struct sql_relation {
         /* Non-zero when an index exists on the object: a SELECT then reads it from
          * the index, Get{index_id, the object's column types}. */
         uint64_t index_id;
+        /* A built-in relation (coord_objects & co.): readable, written by Coord only. */
+        bool builtin;
 };
 
 struct sql_catalog_ops {

@@ -204,6 +204,27 @@ static void test_builtins(void)
         CU_ASSERT(rows_are(c, q, "t|t"));
         CU_ASSERT(ok(c, "DROP TABLE bt"));
         CU_ASSERT(rows_are(c, "SELECT name FROM coord_objects WHERE name = 'bt'", ""));
+        /* Users read the built-ins; only Coord writes them. */
+        CU_ASSERT(fails_with(c, "INSERT INTO coord_objects VALUES (5, 'x', 'table', 'y')", "42501"));
+        CU_ASSERT(fails_with(c, "UPDATE coord_objects SET name = 'x'", "42501"));
+        CU_ASSERT(fails_with(c, "DELETE FROM coord_bounds", "42501"));
+        CU_ASSERT(fails_with(c, "DELETE FROM coord_requirements WHERE true", "42501"));
+        CU_ASSERT(fails_with(c, "DROP TABLE coord_objects", "42809"));
+        /* A read served from an index on coord_objects is linearizable too: it sees the
+         * row of every DDL answered before it (the fence, adapter-exec.c note 3, goes
+         * by logical inputs).  Every one of these read stale before. */
+        CU_ASSERT(ok(c, "CREATE DEFAULT INDEX ON coord_objects"));
+        for (int i = 0; i < 30; i++) {
+                snprintf(q, sizeof(q), "CREATE TABLE bt_%d (x int)", i);
+                CU_ASSERT(ok(c, q));
+                snprintf(q, sizeof(q), "SELECT count(*) FROM coord_objects WHERE name = 'bt_%d'", i);
+                CU_ASSERT(rows_are(c, q, "1"));
+        }
+        for (int i = 0; i < 30; i++) {
+                snprintf(q, sizeof(q), "DROP TABLE bt_%d", i);
+                CU_ASSERT(ok(c, q));
+        }
+        CU_ASSERT(ok(c, "DROP INDEX coord_objects_primary_idx"));
         free(id);
         PQfinish(c);
 }
