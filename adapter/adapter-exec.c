@@ -2538,9 +2538,9 @@ void exec_on_frontiers(struct exec *ex)
 /* Does st read a relation whose rows DDL and publications write through groups
  * (coord_objects, coord_bounds, coord_requirements)?  Only such a read waits for the
  * fence (3) and for reconciliation (5); every other read's timestamp already covers the
- * writes it must see (oracle_read_ts()). */
-/* Logical inputs, not physical: a read served from an index on coord_objects (or on a
- * view over it) Gets the index, and must wait for the fence all the same. */
+ * writes it must see (oracle_read_ts()).  By logical inputs, not physical: a read served
+ * from an index on coord_objects (or on a view over it) Gets the index, and must wait
+ * for the fence all the same. */
 static bool stmt_reads_builtin_rows(const struct sql_stmt *st)
 {
         if (st->kind != SQL_STMT_SELECT)
