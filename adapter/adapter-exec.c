@@ -2533,8 +2533,6 @@ void exec_on_frontiers(struct exec *ex)
         }
 }
 
-/* Run one analyzed statement: STMT_DONE (tag in s->tag), STMT_PARKED, -ECANCELED (an
- * error was sent), or another -errno (reported as an internal error). */
 /* Does st read a relation whose rows DDL and publications write through groups
  * (coord_objects, coord_bounds, coord_requirements)?  Only such a read waits for the
  * fence (3) and for reconciliation (5); every other read's timestamp already covers the
@@ -2552,6 +2550,8 @@ static bool stmt_reads_builtin_rows(const struct sql_stmt *st)
         return false;
 }
 
+/* Run one analyzed statement: STMT_DONE (tag in s->tag), STMT_PARKED, -ECANCELED (an
+ * error was sent), or another -errno (reported as an internal error). */
 static int exec_stmt(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
