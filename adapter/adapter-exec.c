@@ -119,6 +119,16 @@
  *     (streams_lost(): a stream is never resent, its rows were delivered; 58000 and
  *     the session goes on).  The controller keeps the snapshot's execution hold until
  *     the stream ends (controller-server.c note 5).
+ * (10) Transaction blocks (BEGIN ... COMMIT / ROLLBACK), as Materialize has them: a block
+ *     either writes or reads.  Its INSERTs are checked and answered at once but kept in
+ *     the session (s->txn_writes); COMMIT sends them as ONE group -- one Append, one
+ *     timestamp, durable together or not at all (I7) -- and is answered when it is
+ *     applied; ROLLBACK, a failed statement or the client leaving drops them, and
+ *     nothing was written.  A read after a write (it could not see it) and a write
+ *     after a read are 25000; DELETE, UPDATE and DDL, which write when they run, are
+ *     25001 inside a block.  Any error fails the block (txn_failed(), from the one
+ *     place errors are sent): 25P02 for everything but COMMIT/ROLLBACK, which end it.
+ *     ReadyForQuery carries 'I', 'T' or 'E' (pgwire_set_transaction_status()).
  */
 #include "adapter-exec.h"
 
@@ -184,6 +194,7 @@ struct write {
         size_t n_rows;
         Coord__Plan__Relation *delete_filter;   /* borrowed from the session's stmt */
         bool update;                            /* an UPDATE: TableWrite.update */
+        bool commit;                            /* (10) the last write of a COMMIT */
         uint64_t result;
 };
 
@@ -219,6 +230,11 @@ struct session {
         char tag[64];
         /* current_user & co. (its strings are the connection's startup parameters) */
         struct sql_session sql;
+        /* (10) An explicit transaction block, and the INSERTs it sends at COMMIT. */
+        enum { TXN_NONE, TXN_OPEN, TXN_FAILED } txn;
+        bool txn_read;                  /* it has read: no write may follow */
+        struct write *txn_writes;       /* .s NULL until COMMIT */
+        size_t n_txn_writes, cap_txn_writes;
 };
 
 /* What prepare() keeps for execute(). */
@@ -282,6 +298,8 @@ static void streams_lost(struct exec *ex);
 
 /* ---- errors ---- */
 
+static void txn_failed(struct pgwire_conn *c);
+
 static void send_row_error(struct pgwire_conn *c, const struct row_error *e)
 {
         struct pgcodec_error pe = {
@@ -291,6 +309,7 @@ static void send_row_error(struct pgwire_conn *c, const struct row_error *e)
                 .hint = e->hint[0] ? e->hint : NULL,
                 .position = e->position,
         };
+        txn_failed(c);
         (void)pgwire_send_error(c, &pe);
 }
 
@@ -701,7 +720,9 @@ static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok
                 } else {
                         w->result = ok && i < ok->n_counts ? ok->counts[i] : w->n_rows;
                         ex->writes_acked++;
-                        if (w->kind == WRITE_INSERT)
+                        if (w->commit)
+                                snprintf(s->tag, sizeof(s->tag), "COMMIT");
+                        else if (w->kind == WRITE_INSERT)
                                 snprintf(s->tag, sizeof(s->tag), "INSERT 0 %" PRIu64, w->result);
                         else if (w->kind == WRITE_DELETE)
                                 snprintf(s->tag, sizeof(s->tag), "%s %" PRIu64,
@@ -2550,12 +2571,191 @@ static bool stmt_reads_builtin_rows(const struct sql_stmt *st)
         return false;
 }
 
+/* ---- (10) Transaction blocks ---- */
+
+/* The session itself, with a transaction block's unsent writes (ROLLBACK by leaving). */
+static void session_free(struct session *s)
+{
+        for (size_t i = 0; i < s->n_txn_writes; i++)
+                write_done(&s->txn_writes[i]);
+        free(s->txn_writes);
+        free(s);
+}
+
+
+static void txn_set(struct session *s, int state)
+{
+        s->txn = state;
+        pgwire_set_transaction_status(s->c, state == TXN_NONE ? 'I' : state == TXN_OPEN ? 'T' : 'E');
+}
+
+static void txn_discard(struct session *s)
+{
+        for (size_t i = 0; i < s->n_txn_writes; i++)
+                write_done(&s->txn_writes[i]);
+        s->n_txn_writes = 0;
+        s->txn_read = false;
+}
+
+/* Every error sent to a client: inside a block, the block fails (PostgreSQL's aborted
+ * transaction) and its writes are dropped; until ROLLBACK or COMMIT nothing else runs. */
+static void txn_failed(struct pgwire_conn *c)
+{
+        struct session *s = pgwire_conn_userdata(c);
+
+        if (s && s->txn == TXN_OPEN) {
+                txn_discard(s);
+                txn_set(s, TXN_FAILED);
+        }
+}
+
+static void txn_notice(struct session *s, const char *sqlstate, const char *message)
+{
+        struct pgcodec_error pe = { .severity = "WARNING", .sqlstate = sqlstate, .message = message };
+
+        (void)pgwire_send_notice(s->c, &pe);
+}
+
+/* COMMIT: the block's INSERTs as one group -- one Append, one timestamp, durable
+ * together or not at all -- answered when it is applied. */
+static int txn_commit(struct session *s)
+{
+        struct exec *ex = s->ex;
+        struct group *g;
+        size_t n0, k = 0;
+        int r = 0;
+
+        txn_set(s, TXN_NONE);           /* a failed COMMIT ends the block too */
+        if (!s->n_txn_writes) {
+                s->txn_read = false;
+                return STMT_DONE;
+        }
+        ex->hold_kick = true;
+        g = group_open(ex);
+        n0 = g ? g->n : 0;
+        s->txn_writes[s->n_txn_writes - 1].s = s;
+        s->txn_writes[s->n_txn_writes - 1].commit = true;
+        for (; g && k < s->n_txn_writes; k++) {
+                r = group_add(ex, &s->txn_writes[k]);
+                if (r < 0)
+                        break;
+        }
+        if (!g || r < 0) {
+                /* Nothing of the block may go alone: take back what was added. */
+                for (size_t i = n0; g && i < g->n; i++)
+                        write_done(&g->writes[i]);
+                if (g)
+                        g->n = n0;
+                for (size_t i = k; i < s->n_txn_writes; i++)
+                        write_done(&s->txn_writes[i]);
+                s->n_txn_writes = 0;
+                ex->hold_kick = false;
+                return -ENOMEM;
+        }
+        assert(g == group_open(ex) && g->n == n0 + s->n_txn_writes);
+        s->n_txn_writes = 0;            /* the group owns the rows now */
+        s->txn_read = false;
+        ex->hold_kick = false;
+        s->waiting = true;
+        groups_kick(ex);
+        return STMT_PARKED;
+}
+
+static int exec_transaction(struct session *s, const struct sql_stmt *st)
+{
+        switch (st->transaction) {
+        case SQL_TXN_BEGIN:
+                if (s->txn != TXN_NONE)
+                        txn_notice(s, "25001", "there is already a transaction in progress");
+                else
+                        txn_set(s, TXN_OPEN);
+                return STMT_DONE;
+        case SQL_TXN_COMMIT:
+                if (s->txn == TXN_NONE) {
+                        txn_notice(s, "25P01", "there is no transaction in progress");
+                        return STMT_DONE;
+                }
+                if (s->txn == TXN_FAILED) {
+                        txn_set(s, TXN_NONE);
+                        snprintf(s->tag, sizeof(s->tag), "ROLLBACK");
+                        return STMT_DONE;
+                }
+                return txn_commit(s);
+        default:
+                if (s->txn == TXN_NONE)
+                        txn_notice(s, "25P01", "there is no transaction in progress");
+                txn_discard(s);
+                txn_set(s, TXN_NONE);
+                return STMT_DONE;
+        }
+}
+
+/* A statement inside a block: 1 to run it as usual, or its result.  A block either
+ * reads or writes (Materialize's rule): its INSERTs wait for COMMIT, so a read after one
+ * would not see it, and writes after a read would not commit at the read's time. */
+static int txn_stmt(struct session *s, struct sql_stmt *st)
+{
+        struct sql_insert *in = &st->insert;
+        struct write *w;
+
+        if (s->txn == TXN_NONE || st->kind == SQL_STMT_TRANSACTION)
+                return 1;
+        if (s->txn == TXN_FAILED) {
+                send_error(s->c, "25P02", "current transaction is aborted, commands ignored "
+                                          "until end of transaction block");
+                return -ECANCELED;
+        }
+        switch (st->kind) {
+        case SQL_STMT_SET_VARIABLE:
+                return 1;
+        case SQL_STMT_SELECT:
+        case SQL_STMT_SHOW_OBJECTS:
+        case SQL_STMT_SHOW_VARIABLE:
+                if (s->n_txn_writes) {
+                        send_error(s->c, "25000", "a transaction that has written cannot read: "
+                                                  "its writes become visible at COMMIT");
+                        return -ECANCELED;
+                }
+                s->txn_read = true;
+                return 1;
+        case SQL_STMT_INSERT:
+                if (s->txn_read) {
+                        send_error(s->c, "25000", "a transaction that has read cannot write: "
+                                                  "a transaction either reads or writes");
+                        return -ECANCELED;
+                }
+                if (s->n_txn_writes == s->cap_txn_writes &&
+                    GROW_ARRAY(s->txn_writes, s->cap_txn_writes, s->n_txn_writes + 1) < 0)
+                        return -ENOMEM;
+                w = &s->txn_writes[s->n_txn_writes];
+                *w = (struct write){ .kind = WRITE_INSERT, .gid = in->id, .n_rows = in->n_rows };
+                w->rows = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w->rows));
+                w->row_lens = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w->row_lens));
+                if (!w->rows || !w->row_lens) {
+                        write_done(w);
+                        return -ENOMEM;
+                }
+                for (size_t i = 0; i < in->n_rows; i++) {
+                        w->rows[i] = TAKE_PTR(in->rows[i].data);
+                        w->row_lens[i] = in->rows[i].len;
+                }
+                s->n_txn_writes++;
+                snprintf(s->tag, sizeof(s->tag), "INSERT 0 %zu", in->n_rows);
+                return STMT_DONE;
+        default:
+                send_error(s->c, "25001", "%s cannot run inside a transaction block",
+                           sql_stmt_tag(st));
+                return -ECANCELED;
+        }
+}
+
 /* Run one analyzed statement: STMT_DONE (tag in s->tag), STMT_PARKED, -ECANCELED (an
  * error was sent), or another -errno (reported as an internal error). */
 static int exec_stmt(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
         uint64_t missing = stmt_unenacted(ex, st);
+        int r;
 
         if (st->kind == SQL_STMT_SELECT && !st->select.has_as_of && stmt_reads_builtin_rows(st) &&
             ((ex->fence && !ex->fence->rq) || ex->reconcile_needed || ex->reconciling)) {
@@ -2588,6 +2788,9 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
                 (void)pgwire_send_notice(s->c, &pe);
         }
         snprintf(s->tag, sizeof(s->tag), "%s", sql_stmt_tag(st));
+        r = txn_stmt(s, st);
+        if (r != 1)
+                return r;
         switch (st->kind) {
         case SQL_STMT_CREATE_TABLE:
                 return exec_create_table(s, st);
@@ -2612,8 +2815,9 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
         case SQL_STMT_SHOW_VARIABLE:
                 return exec_show_variable(s, st);
         case SQL_STMT_SET_VARIABLE:
-        case SQL_STMT_TRANSACTION:
                 return STMT_DONE;
+        case SQL_STMT_TRANSACTION:
+                return exec_transaction(s, st);
         default:
                 send_error(s->c, "0A000", "statement not supported");
                 return -ECANCELED;
@@ -2683,7 +2887,7 @@ static void session_resume(struct session *s)
         s->extended = false;
         pgwire_done(s->c);
         if (s->gone)
-                free(s);
+                session_free(s);
 }
 
 /* ---- pgwire callbacks ---- */
@@ -2731,7 +2935,7 @@ static void pg_disconnect(struct pgwire_conn *c, int reason, void *userdata)
         }
         sql_batch_free(s->batch);
         sql_stmt_free(s->stmt);
-        free(s);
+        session_free(s);
 }
 
 static void pg_query(struct pgwire_conn *c, const char *sql, void *userdata)

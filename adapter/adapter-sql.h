@@ -129,7 +129,7 @@ enum sql_stmt_kind {
         SQL_STMT_SHOW_OBJECTS,          /* SHOW TABLES, SHOW OBJECTS */
         SQL_STMT_SHOW_VARIABLE,         /* SHOW name, SHOW ALL */
         SQL_STMT_SET_VARIABLE,          /* SET, RESET: accepted, a no-op for now */
-        SQL_STMT_TRANSACTION,           /* BEGIN, COMMIT, ROLLBACK: no-ops for now */
+        SQL_STMT_TRANSACTION,           /* BEGIN, COMMIT, ROLLBACK: adapter-exec.c note 10 */
         SQL_STMT_CREATE_VIEW,           /* union member create_view */
         SQL_STMT_CREATE_MATERIALIZED_VIEW, /* union member create_view too */
         SQL_STMT_CREATE_INDEX,          /* CREATE [DEFAULT] INDEX: create_index */

@@ -229,6 +229,107 @@ static void test_builtins(void)
         PQfinish(c);
 }
 
+static const char *tag_of(PGconn *c, const char *sql, char *buf, size_t size)
+{
+        PGresult *r = PQexec(c, sql);
+
+        snprintf(buf, size, "%s", PQresultStatus(r) == PGRES_FATAL_ERROR
+                                          ? PQresultErrorField(r, PG_DIAG_SQLSTATE)
+                                          : PQcmdStatus(r));
+        PQclear(r);
+        return buf;
+}
+
+/* BEGIN ... COMMIT: the block's INSERTs become visible together at COMMIT, never before,
+ * never after ROLLBACK, an error or a client that leaves; a block reads or writes;
+ * DELETE, UPDATE and DDL are 25001 in it; ReadyForQuery says where the block is. */
+static void test_transactions(void)
+{
+        PGconn *c = db(), *o = db();
+        const char *v[1] = { "4" };
+        char tag[64];
+        PGresult *r;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+        CU_ASSERT(ok(c, "CREATE TABLE txt (a int NOT NULL)"));
+        CU_ASSERT_EQUAL(PQtransactionStatus(c), PQTRANS_IDLE);
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "BEGIN", tag, sizeof(tag)), "BEGIN");
+        CU_ASSERT_EQUAL(PQtransactionStatus(c), PQTRANS_INTRANS);
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "INSERT INTO txt VALUES (1)", tag, sizeof(tag)), "INSERT 0 1");
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "INSERT INTO txt VALUES (2), (3)", tag, sizeof(tag)), "INSERT 0 2");
+        r = PQexecParams(c, "INSERT INTO txt VALUES ($1)", 1, NULL, v, NULL, NULL, 0);
+        CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "INSERT 0 1");
+        PQclear(r);
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "INSERT INTO txt VALUES (NULL)", tag, sizeof(tag)), "23502");
+        CU_ASSERT_EQUAL(PQtransactionStatus(c), PQTRANS_INERROR);
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "INSERT INTO txt VALUES (5)", tag, sizeof(tag)), "25P02");
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "COMMIT", tag, sizeof(tag)), "ROLLBACK");
+        CU_ASSERT_EQUAL(PQtransactionStatus(c), PQTRANS_IDLE);
+        CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt", "0"));
+
+        /* COMMIT: all of them, at one timestamp; nothing before it. */
+        CU_ASSERT(ok(c, "BEGIN; INSERT INTO txt VALUES (1); INSERT INTO txt VALUES (2), (3)"));
+        CU_ASSERT_EQUAL(PQtransactionStatus(c), PQTRANS_INTRANS);
+        r = PQexecParams(c, "INSERT INTO txt VALUES ($1)", 1, NULL, v, NULL, NULL, 0);
+        CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "INSERT 0 1");
+        PQclear(r);
+        CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt", "0"));
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "COMMIT", tag, sizeof(tag)), "COMMIT");
+        CU_ASSERT_EQUAL(PQtransactionStatus(c), PQTRANS_IDLE);
+        CU_ASSERT(rows_are(o, "SELECT count(*), min(a), max(a) FROM txt", "4|1|4"));
+        {
+                uint64_t t = scalar_u64(o, "SELECT mz_now()");
+                char q[160];
+                bool together = true;
+
+                /* Going back from now, the count drops from 4 to 0 at once. */
+                for (uint64_t k = 0; k < 2000 && together; k++) {
+                        char *got;
+
+                        snprintf(q, sizeof(q), "SELECT count(*) FROM txt AS OF %" PRIu64, t - k);
+                        got = rows_of(o, q);
+                        if (!got || strcmp(got, "4") != 0) {
+                                together = got && strcmp(got, "0") == 0;
+                                free(got);
+                                break;
+                        }
+                        free(got);
+                }
+                CU_ASSERT(together);
+        }
+
+        /* ROLLBACK drops them; so does leaving. */
+        CU_ASSERT(ok(c, "BEGIN; INSERT INTO txt VALUES (10); ROLLBACK"));
+        CU_ASSERT_EQUAL(PQtransactionStatus(c), PQTRANS_IDLE);
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT(ok(c, "INSERT INTO txt VALUES (11)"));
+        PQfinish(c);
+        c = db();
+        CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt", "4"));
+
+        /* A block reads or writes; DELETE, UPDATE and DDL do not run in one. */
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM txt", "4"));
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "INSERT INTO txt VALUES (12)", tag, sizeof(tag)), "25000");
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        CU_ASSERT(ok(c, "BEGIN; INSERT INTO txt VALUES (12)"));
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "SELECT * FROM txt", tag, sizeof(tag)), "25000");
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "DELETE FROM txt", tag, sizeof(tag)), "25001");
+        CU_ASSERT(ok(c, "ROLLBACK; BEGIN"));
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "UPDATE txt SET a = 0", tag, sizeof(tag)), "25001");
+        CU_ASSERT(ok(c, "ROLLBACK; BEGIN"));
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "CREATE TABLE txt2 (a int)", tag, sizeof(tag)), "25001");
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM txt2", "42P01"));
+        CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt", "4"));
+        CU_ASSERT(ok(c, "DROP TABLE txt"));
+        PQfinish(c);
+        PQfinish(o);
+}
+
 /* A read waiting for an upper that will not come for an hour is cancelled with
  * PQcancel: 57014 at once, and the connection goes on working. */
 static void test_cancel(void)
@@ -1381,6 +1482,7 @@ static const struct t_case cases[] = {
         { "built-in relations", test_builtins },
         { "extended protocol", test_extended },
         { "cancel a waiting read", test_cancel },
+        { "transaction blocks: INSERTs at COMMIT, together; ROLLBACK, errors, leaving", test_transactions },
         { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
         { "concurrent DDL shares catalog syncs", test_ddl_group_commit },
         { "a query string's CREATEs commit together, answered in order", test_ddl_runs },
