@@ -1829,6 +1829,18 @@ static int cannot_materialize(struct analyzer *a, int location, const char *what
 static int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                                struct typed *ret);
 
+/* A literal of `type` holding a copy of d, into ret; unknown: an untyped one (note 3). */
+static int typed_literal(struct analyzer *a, int type, const struct row_datum *d, bool unknown,
+                         int location, struct typed *ret)
+{
+        ret->e = expr_literal(type, d);
+        if (!ret->e)
+                return oom(a);
+        ret->unknown = unknown;
+        ret->location = location;
+        return 0;
+}
+
 /* current_user & co.: a literal of the session's value.  Not in a view or a
  * materialized view: a view's plan is stored and inlined, so it would keep its
  * creator's value, and Materialize refuses them in materialized views. */
@@ -1846,22 +1858,16 @@ static int session_value(struct analyzer *a, const char *what, int location, str
                 return FAIL_AT(a, location, "0A000", "%s is not supported here", what);
         if (strcmp(what, "pg_backend_pid()") == 0) {
                 d = ROW_DATUM_INT(ss->backend_pid);
-                ret->e = expr_literal(ROW_TYPE_INT4, &d);
-        } else {
-                v = strcmp(what, "current_schema") == 0 || strcmp(what, "current_schema()") == 0
-                            ? "public"
-                    : strcmp(what, "current_database()") == 0 || strcmp(what, "current_catalog") == 0
-                            ? ss->database
-                            : ss->user;
-                v = v ? v : "";
-                d = (struct row_datum)ROW_DATUM_TEXT(v, (uint32_t)strlen(v));
-                ret->e = expr_literal(ROW_TYPE_TEXT, &d);
+                return typed_literal(a, ROW_TYPE_INT4, &d, false, location, ret);
         }
-        if (!ret->e)
-                return oom(a);
-        ret->unknown = false;
-        ret->location = location;
-        return 0;
+        v = strcmp(what, "current_schema") == 0 || strcmp(what, "current_schema()") == 0
+                    ? "public"
+            : strcmp(what, "current_database()") == 0 || strcmp(what, "current_catalog") == 0
+                    ? ss->database
+                    : ss->user;
+        v = v ? v : "";
+        d = (struct row_datum)ROW_DATUM_TEXT(v, (uint32_t)strlen(v));
+        return typed_literal(a, ROW_TYPE_TEXT, &d, false, location, ret);
 }
 
 static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, struct typed *ret)
@@ -2097,12 +2103,7 @@ static int unknown_literal(struct analyzer *a, const char *s, size_t len, int lo
 {
         struct row_datum d = ROW_DATUM_TEXT(s, (uint32_t)len);
 
-        ret->e = expr_literal(ROW_TYPE_TEXT, &d);
-        if (!ret->e)
-                return oom(a);
-        ret->unknown = true;
-        ret->location = location;
-        return 0;
+        return typed_literal(a, ROW_TYPE_TEXT, &d, true, location, ret);
 }
 
 static int analyze_const(struct analyzer *a, const PgQuery__AConst *c, struct typed *ret)
@@ -2248,14 +2249,7 @@ static void typed_done_all(struct typed *v, size_t n)
 /* An untyped NULL (CASE without ELSE). */
 static int unknown_null(struct analyzer *a, int location, struct typed *ret)
 {
-        struct row_datum d = ROW_DATUM_NULL;
-
-        ret->e = expr_literal(ROW_TYPE_TEXT, &d);
-        if (!ret->e)
-                return oom(a);
-        ret->unknown = true;
-        ret->location = location;
-        return 0;
+        return typed_literal(a, ROW_TYPE_TEXT, &ROW_DATUM_NULL, true, location, ret);
 }
 
 /* x IN (v1, ..., vn) as x = v1 OR ... OR x = vn, and NOT IN as x <> v1 AND ..., which
@@ -2802,9 +2796,10 @@ static int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, c
         if (strcmp(name, "version") == 0) {
                 if (f->n_args)
                         return 0;
-                r = unknown_literal(a, "PostgreSQL " SQL_SERVER_VERSION,
-                                    strlen("PostgreSQL " SQL_SERVER_VERSION), f->location, ret);
-                ret->unknown = false;
+                static const struct row_datum version = ROW_DATUM_TEXT(
+                        "PostgreSQL " SQL_SERVER_VERSION, sizeof("PostgreSQL " SQL_SERVER_VERSION) - 1);
+
+                r = typed_literal(a, ROW_TYPE_TEXT, &version, false, f->location, ret);
                 return r < 0 ? r : 1;
         }
         if (strcmp(name, "concat") == 0) {
