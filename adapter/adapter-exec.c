@@ -2707,10 +2707,10 @@ static int txn_stmt(struct session *s, struct sql_stmt *st)
         }
         switch (st->kind) {
         case SQL_STMT_SET_VARIABLE:
+        case SQL_STMT_SHOW_VARIABLE:    /* the session's settings, not data */
+        case SQL_STMT_SHOW_OBJECTS:     /* the catalog in memory, no timestamp */
                 return 1;
         case SQL_STMT_SELECT:
-        case SQL_STMT_SHOW_OBJECTS:
-        case SQL_STMT_SHOW_VARIABLE:
                 if (s->n_txn_writes) {
                         send_error(s->c, "25000", "a transaction that has written cannot read: "
                                                   "its writes become visible at COMMIT");
