@@ -2006,23 +2006,30 @@ static int exec_drop(struct session *s, struct sql_stmt *st)
         return ddl_submit(s, txn, false);
 }
 
-static int exec_insert(struct session *s, struct sql_stmt *st)
+/* An INSERT's write, taking the rows from the statement (the write owns them now). */
+static int insert_write(struct sql_insert *in, struct session *s, struct write *w)
 {
-        struct sql_insert *in = &st->insert;
-        struct write w = { .kind = WRITE_INSERT, .s = s, .gid = in->id, .n_rows = in->n_rows };
-        int r;
-
-        w.rows = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w.rows));
-        w.row_lens = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w.row_lens));
-        if (!w.rows || !w.row_lens) {
-                write_done(&w);
+        *w = (struct write){ .kind = WRITE_INSERT, .s = s, .gid = in->id, .n_rows = in->n_rows };
+        w->rows = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w->rows));
+        w->row_lens = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w->row_lens));
+        if (!w->rows || !w->row_lens) {
+                write_done(w);
                 return -ENOMEM;
         }
-        /* Take the rows from the statement: the group owns them now. */
         for (size_t i = 0; i < in->n_rows; i++) {
-                w.rows[i] = TAKE_PTR(in->rows[i].data);
-                w.row_lens[i] = in->rows[i].len;
+                w->rows[i] = TAKE_PTR(in->rows[i].data);
+                w->row_lens[i] = in->rows[i].len;
         }
+        return 0;
+}
+
+static int exec_insert(struct session *s, struct sql_stmt *st)
+{
+        struct write w;
+        int r = insert_write(&st->insert, s, &w);
+
+        if (r < 0)
+                return r;
         r = group_add(s->ex, &w);
         if (r < 0) {
                 write_done(&w);
@@ -2696,7 +2703,6 @@ static int exec_transaction(struct session *s, const struct sql_stmt *st)
 static int txn_stmt(struct session *s, struct sql_stmt *st)
 {
         struct sql_insert *in = &st->insert;
-        struct write *w;
 
         if (s->txn == TXN_NONE || st->kind == SQL_STMT_TRANSACTION)
                 return 1;
@@ -2727,18 +2733,8 @@ static int txn_stmt(struct session *s, struct sql_stmt *st)
                 if (s->n_txn_writes == s->cap_txn_writes &&
                     GROW_ARRAY(s->txn_writes, s->cap_txn_writes, s->n_txn_writes + 1) < 0)
                         return -ENOMEM;
-                w = &s->txn_writes[s->n_txn_writes];
-                *w = (struct write){ .kind = WRITE_INSERT, .gid = in->id, .n_rows = in->n_rows };
-                w->rows = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w->rows));
-                w->row_lens = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w->row_lens));
-                if (!w->rows || !w->row_lens) {
-                        write_done(w);
+                if (insert_write(in, NULL, &s->txn_writes[s->n_txn_writes]) < 0)
                         return -ENOMEM;
-                }
-                for (size_t i = 0; i < in->n_rows; i++) {
-                        w->rows[i] = TAKE_PTR(in->rows[i].data);
-                        w->row_lens[i] = in->rows[i].len;
-                }
                 s->n_txn_writes++;
                 snprintf(s->tag, sizeof(s->tag), "INSERT 0 %zu", in->n_rows);
                 return STMT_DONE;
