@@ -43,6 +43,7 @@
 #include "catalog.h"
 #include "catalog.pb-c.h"
 #include "coord.pb-c.h"
+#include "refresh.h"
 #include "util.h"
 
 #define META_NEXT_GID "next_gid"
@@ -201,6 +202,7 @@ static void item_free(struct acat_item *it)
         free(it->physical_inputs);
         free(it->refs);
         free(it->keys);
+        free(it->refresh_at);
         free(it->dependents);
         free(it->reqs);
         free(it->req_consumers);
@@ -553,6 +555,12 @@ static struct acat_item *item_from_proto(Coord__CatalogItem *p)
         it->as_of = p->as_of;
         it->retain_history_ms = p->retain_history_ms;
         it->nondeterministic = p->nondeterministic;
+        it->refresh = p->refresh;
+        /* Most items have no schedule: no allocation for an empty one. */
+        it->refresh_at = TAKE_PTR(p->refresh_at);
+        it->n_refresh_at = p->n_refresh_at;
+        it->refresh_every_ms = p->refresh_every_ms;
+        it->refresh_aligned_to = p->refresh_aligned_to;
         return it;
 fail:
         item_free(it);
@@ -603,6 +611,11 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
         p.as_of = it->as_of;
         p.retain_history_ms = it->retain_history_ms;
         p.nondeterministic = it->nondeterministic;
+        p.refresh = it->refresh;
+        p.refresh_at = it->refresh_at;
+        p.n_refresh_at = it->n_refresh_at;
+        p.refresh_every_ms = it->refresh_every_ms;
+        p.refresh_aligned_to = it->refresh_aligned_to;
         len = coord__catalog_item__get_packed_size(&p);
         buf = malloc(len ? len : 1);
         if (buf)
@@ -1285,8 +1298,24 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
         bool consumer = ni->kind == SQL_OBJECT_MATERIALIZED_VIEW || ni->kind == SQL_OBJECT_INDEX;
         const uint64_t *req_inputs = NULL;
         size_t n_req_inputs = 0;
+        uint64_t req_at = ni->as_of;
         int r;
 
+        /* A refresh view reads its inputs first at its first refresh (DESIGN section 2):
+         * that is its requirement on each, and where its own history starts. */
+        if (ni->refresh) {
+                struct refresh_schedule rs = { .at = ni->refresh_at, .n_at = ni->n_refresh_at,
+                                               .every_ms = ni->refresh_every_ms,
+                                               .aligned_to = ni->refresh_aligned_to };
+
+                assert(ni->kind == SQL_OBJECT_MATERIALIZED_VIEW);
+                req_at = refresh_next(&rs, ni->as_of);
+                if (req_at == REFRESH_NONE)
+                        return row_error_set(err, -EINVAL, "22023",
+                                             "materialized view \"%s\" would never be refreshed: "
+                                             "no refresh time at or after its as-of %llu",
+                                             ni->name, (unsigned long long)ni->as_of);
+        }
         /* Validate on the final state: pending creations hold their names too. */
         if (acat_by_name(ac, ni->name))
                 return row_error_set(err, -EINVAL, "42P07", "%s \"%s\" already exists",
@@ -1376,13 +1405,24 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
         it->as_of = ni->as_of;
         it->retain_history_ms = ni->retain_history_ms;
         it->nondeterministic = ni->nondeterministic;
+        it->refresh = ni->refresh;
+        it->refresh_every_ms = ni->refresh_every_ms;
+        it->refresh_aligned_to = ni->refresh_aligned_to;
+        if (ni->n_refresh_at) {
+                it->refresh_at = u64_dup(ni->refresh_at, ni->n_refresh_at);
+                if (!it->refresh_at) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                it->n_refresh_at = ni->n_refresh_at;
+        }
         r = item_encode(it, &ival, &ilen);
         if (r < 0)
                 goto fail;
         /* birth bound: readable from its creation on (a materialized view from its
          * as-of, where its history starts) */
         bound.gid = it->gid;
-        bound.bound = it->kind == SQL_OBJECT_MATERIALIZED_VIEW ? ni->as_of : ts;
+        bound.bound = it->kind == SQL_OBJECT_MATERIALIZED_VIEW ? req_at : ts;
         t->kind = TXN_CREATE;
         t->create = true;
         t->items = calloc(1, sizeof(*t->items));
@@ -1405,15 +1445,16 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
                         it->has_bound = true;
                         it->bound = bound.bound;
                 }
-                /* I4: the consumer's requirements, one per logical input, at its as-of,
-                 * in the same transaction as the item and its birth bound. */
+                /* I4: the consumer's requirements, one per logical input, at its as-of
+                 * (a refresh view's first refresh), in the same transaction as the item
+                 * and its birth bound. */
                 for (size_t i = 0; r >= 0 && i < n_req_inputs; i++) {
-                        r = req_put(it, req_inputs[i], ni->as_of);
+                        r = req_put(it, req_inputs[i], req_at);
                         if (r >= 0)
-                                r = txn_put_req(t, it->gid, req_inputs[i], ni->as_of);
+                                r = txn_put_req(t, it->gid, req_inputs[i], req_at);
                         if (r >= 0)
                                 r = txn_rch(t, &(struct acat_req_change){ .consumer = it->gid,
-                                            .input = req_inputs[i], .has_new = true, .new_ = ni->as_of });
+                                            .input = req_inputs[i], .has_new = true, .new_ = req_at });
                 }
                 if (r >= 0)
                         r = txn_op(t, CATALOG_OP_PUT, CATALOG_CF_META, META_NEXT_GID,

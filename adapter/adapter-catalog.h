@@ -60,6 +60,11 @@ struct acat_item {
         uint64_t as_of;                 /* materialized view, index */
         uint64_t retain_history_ms;
         bool nondeterministic;
+        /* A materialized view on a refresh schedule (CatalogItem fields 16-19). */
+        bool refresh;
+        uint64_t *refresh_at;           /* ascending */
+        size_t n_refresh_at;
+        uint64_t refresh_every_ms, refresh_aligned_to;
 
         /* Read protection (issue 5), mirrored from the 'b' and 'r' records: */
         bool has_bound;
@@ -119,6 +124,12 @@ struct acat_new_item {
         uint64_t as_of;
         uint64_t retain_history_ms;
         bool nondeterministic;
+        /* A materialized view's refresh schedule, its times evaluated (ascending): its
+         * requirements and its birth bound are its first refresh at or after as_of. */
+        bool refresh;
+        const uint64_t *refresh_at;
+        size_t n_refresh_at;
+        uint64_t refresh_every_ms, refresh_aligned_to;
 };
 
 int acat_open(struct catalog *store, struct adapter_catalog **ret);

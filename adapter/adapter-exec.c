@@ -149,6 +149,7 @@
 #include "log.h"
 #include "loop.h"
 #include "node.h"
+#include "row-expr.h"
 #include "row.h"
 #include "util.h"
 
@@ -1858,6 +1859,81 @@ static int create_begin_or_error(struct session *s, const struct acat_new_item *
         return r;
 }
 
+/* One REFRESH time of a new view: its expression with mz_now() = ts (the creation's
+ * timestamp).  0, or -ECANCELED after sending the error. */
+static int refresh_time(struct session *s, const Coord__Plan__Expr *e, uint64_t ts, uint64_t *ret)
+{
+        struct row_expr_ctx ctx = { .now = ts, .has_now = true };
+        struct row_error err = { .position = 0 };
+        struct row_datum d;
+
+        if (row_expr_eval(e, NULL, 0, &ctx, &d, &err) < 0) {
+                send_row_error(s->c, &err);
+                return -ECANCELED;
+        }
+        if (d.kind == ROW_KIND_NULL || d.i < 0) {
+                row_error_set(&err, -EINVAL, "22023", "REFRESH time must be a non-negative timestamp");
+                send_row_error(s->c, &err);
+                return -ECANCELED;
+        }
+        *ret = (uint64_t)d.i;
+        return 0;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* A refresh view's schedule into ni (DESIGN section 4, "Refresh MVs"): AT CREATION is
+ * its as-of, ALIGNED TO defaults to it; a REFRESH AT before the creation's timestamp is
+ * refused (22023), as Materialize does.  *times (ascending, unique) is the caller's to
+ * free.  0, or -ECANCELED after sending the error, or -ENOMEM. */
+static int refresh_schedule(struct session *s, const struct sql_refresh *rf, uint64_t ts,
+                            struct acat_new_item *ni, uint64_t **times)
+{
+        size_t n = 0;
+        int r;
+
+        *times = calloc(rf->n_at + 1, sizeof(**times));
+        if (!*times)
+                return -ENOMEM;
+        if (rf->at_creation)
+                (*times)[n++] = ni->as_of;
+        for (size_t i = 0; i < rf->n_at; i++) {
+                uint64_t t;
+
+                r = refresh_time(s, rf->at[i], ts, &t);
+                if (r < 0)
+                        return r;
+                if (t < ts) {
+                        struct row_error err = { .position = 0 };
+                        row_error_set(&err, -EINVAL, "22023", "REFRESH AT %llu is in the past",
+                                      (unsigned long long)t);
+                        row_error_detail(&err, "The materialized view is created at %llu.",
+                                         (unsigned long long)ts);
+                        row_error_hint(&err, "Use REFRESH AT mz_now() + <milliseconds>.");
+                        send_row_error(s->c, &err);
+                        return -ECANCELED;
+                }
+                (*times)[n++] = t;
+        }
+        qsort(*times, n, sizeof(**times), u64_cmp);
+        ni->n_refresh_at = 0;
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || (*times)[i] != (*times)[i - 1])
+                        (*times)[ni->n_refresh_at++] = (*times)[i];
+        ni->refresh = true;
+        ni->refresh_at = *times;
+        ni->refresh_every_ms = rf->every_ms;
+        ni->refresh_aligned_to = ni->as_of;
+        if (rf->every_ms && rf->aligned_to)
+                return refresh_time(s, rf->aligned_to, ts, &ni->refresh_aligned_to);
+        return 0;
+}
+
 /* CREATE VIEW and CREATE MATERIALIZED VIEW: one catalog transaction {item, birth bound};
  * the client is answered after the commit; the controller installs the dataflow. */
 static int exec_create_view(struct session *s, struct sql_stmt *st)
@@ -1873,6 +1949,7 @@ static int exec_create_view(struct session *s, struct sql_stmt *st)
                 .refs = st->references, .n_refs = st->n_references,
                 .retain_history_ms = cv->retain_history_ms, .nondeterministic = !cv->deterministic,
         };
+        _cleanup_free_ uint64_t *times = NULL;
         struct acat_txn *txn;
         uint64_t ts;
         int r;
@@ -1886,6 +1963,11 @@ static int exec_create_view(struct session *s, struct sql_stmt *st)
                 return r;
         if (mv)
                 ni.as_of = cv->has_as_of ? cv->as_of : choose_as_of(ex, st->inputs, st->n_inputs, ts);
+        if (mv && cv->refresh.on) {
+                r = refresh_schedule(s, &cv->refresh, ts, &ni, &times);
+                if (r < 0)
+                        return r;
+        }
         r = create_begin_or_error(s, &ni, ts, &txn);
         if (r != 0)
                 return r;

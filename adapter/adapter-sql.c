@@ -215,11 +215,22 @@ struct as_of_clause {
         PgQuery__ParseResult *tree;     /* AS_OF_PREFIX + expression */
 };
 
+/* One REFRESH option of a CREATE MATERIALIZED VIEW's WITH (...). */
+struct lift_refresh {
+        enum sql_refresh_kind kind;
+        size_t location;                /* byte offset of the REFRESH token */
+        struct as_of_clause expr;       /* AT <expr>, EVERY ... ALIGNED TO <expr>: tree NULL
+                                         * when absent */
+        char *interval;                 /* EVERY '<interval>' */
+        size_t interval_location;
+};
+
 /* A Materialize clause lifted out of a statement on tokens (adapter-sql.h). */
 enum lift_kind {
         LIFT_DEFAULT_INDEX,             /* the whole statement; PostgreSQL sees "SELECT" */
         LIFT_SHOW_MATERIALIZED_VIEWS,   /* PostgreSQL sees "SHOW VIEWS" */
-        LIFT_RETAIN_HISTORY,            /* PostgreSQL sees the WITH (...) without it */
+        LIFT_MV_OPTIONS,                /* RETAIN HISTORY, REFRESH: PostgreSQL sees the
+                                         * WITH (...) without them */
         LIFT_ALTER_RETAIN_HISTORY,      /* the whole statement; PostgreSQL sees "SELECT" */
 };
 
@@ -233,6 +244,8 @@ struct lift {
         char *duration;                 /* RETAIN HISTORY FOR '<duration>'; NULL: RESET */
         size_t location;                /* byte offset of the object / duration token */
         enum sql_object_kind alter_kind;        /* ALTER <kind> name SET/RESET (...) */
+        struct lift_refresh *refresh;   /* MV options: the REFRESH options, in order */
+        size_t n_refresh;
 };
 
 struct batch_stmt {
@@ -267,6 +280,9 @@ struct sql_batch *sql_batch_free(struct sql_batch *b)
                 free(b->lifts[i].on);
                 free(b->lifts[i].on_schema);
                 free(b->lifts[i].duration);
+                for (size_t k = 0; k < b->lifts[i].n_refresh; k++)
+                        free(b->lifts[i].refresh[k].interval);
+                free(b->lifts[i].refresh);
         }
         free(b->lifts);
         free(b->stmts);
@@ -462,12 +478,107 @@ static int lift_default_index(struct sql_batch *b, char *cleaned, PgQuery__ScanT
         return 0;
 }
 
-/* CREATE MATERIALIZED VIEW ... WITH (..., RETAIN HISTORY FOR '<d>', ...) AS: lift the
- * option; the WITH goes too when nothing else is left in it. */
-static int lift_retain_history(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t,
-                               size_t n, struct row_error *err)
+/* The query's bytes [begin, end) as one expression: parsed as AS_OF_PREFIX + them (note
+ * 2); the tree stays in the arena.  1 with *ret when they are one expression, 0 when not
+ * (*ret untouched), -ENOMEM. */
+static int parse_expression(struct sql_batch *b, size_t begin, size_t end, PgQuery__ParseResult **ret)
 {
-        size_t w = 3, open, close, opt = SIZE_MAX, opt_end = 0, items = 0;
+        _cleanup_free_ char *expr = NULL;
+        PgQuery__ParseResult *tree = NULL;
+        int r;
+
+        if (asprintf(&expr, AS_OF_PREFIX "%.*s", (int)(end - begin), b->query + begin) < 0) {
+                expr = NULL;
+                return -ENOMEM;
+        }
+        r = pg_parse(b, expr, &tree, NULL);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || !is_single_expression(tree))
+                return 0;
+        *ret = tree;
+        return 1;
+}
+
+/* An expression of a lifted option, tokens [from, to).  0 with *ret; -EINVAL (42601)
+ * when it is not one expression. */
+static int lift_expr(struct sql_batch *b, PgQuery__ScanToken **t, size_t from, size_t to,
+                     struct as_of_clause *ret, struct row_error *err)
+{
+        PgQuery__ParseResult *tree = NULL;
+        size_t begin, end;
+        int r = 0;
+
+        if (from < to) {
+                begin = (size_t)t[from]->start;
+                end = (size_t)t[to - 1]->end;
+                r = parse_expression(b, begin, end, &tree);
+                if (r < 0)
+                        return row_error_oom(err);
+        }
+        if (r == 1) {
+                *ret = (struct as_of_clause){ .begin = begin, .expr_begin = begin, .expr_end = end,
+                                              .tree = tree };
+                return 0;
+        }
+        row_error_set(err, -EINVAL, "42601", "syntax error in REFRESH option: a single expression "
+                      "was expected");
+        if (err)
+                err->position = char_position(b->query, b->len,
+                                              from < to ? (size_t)t[from]->start : (size_t)t[to - 1]->end);
+        return -EINVAL;
+}
+
+/* REFRESH ON COMMIT | AT CREATION | AT <expr> | EVERY '<interval>' [ALIGNED TO <expr>],
+ * tokens [i, e) of one option.  0 with *ret filled, -EINVAL with err. */
+static int lift_refresh_option(struct sql_batch *b, PgQuery__ScanToken **t, size_t i, size_t e,
+                               struct lift_refresh *ret, struct row_error *err)
+{
+        size_t k = i + 1;
+
+        *ret = (struct lift_refresh){ .location = (size_t)t[i]->start };
+        if (k + 2 == e && token_is_word(b, t[k], "on") && token_is_word(b, t[k + 1], "commit")) {
+                ret->kind = SQL_REFRESH_ON_COMMIT;
+                return 0;
+        }
+        if (k + 2 == e && token_is_word(b, t[k], "at") && token_is_word(b, t[k + 1], "creation")) {
+                ret->kind = SQL_REFRESH_AT_CREATION;
+                return 0;
+        }
+        if (k + 1 < e && token_is_word(b, t[k], "at")) {
+                ret->kind = SQL_REFRESH_AT;
+                return lift_expr(b, t, k + 1, e, &ret->expr, err);
+        }
+        if (k + 1 < e && token_is_word(b, t[k], "every") && t[k + 1]->token == PG_QUERY__TOKEN__SCONST) {
+                ret->kind = SQL_REFRESH_EVERY;
+                ret->interval = token_string(b, t[k + 1]);
+                ret->interval_location = (size_t)t[k + 1]->start;
+                if (!ret->interval && !(ret->interval = strdup("")))
+                        return row_error_oom(err);
+                k += 2;
+                if (k == e)
+                        return 0;
+                if (k + 2 < e && token_is_word(b, t[k], "aligned") && token_is_word(b, t[k + 1], "to"))
+                        return lift_expr(b, t, k + 2, e, &ret->expr, err);
+        }
+        row_error_set(err, -EINVAL, "42601", "syntax error in REFRESH option");
+        row_error_hint(err, "Write REFRESH ON COMMIT, REFRESH AT CREATION, REFRESH AT <time> or "
+                       "REFRESH EVERY '<interval>' [ALIGNED TO <time>].");
+        if (err)
+                err->position = char_position(b->query, b->len, (size_t)t[i]->start);
+        return -EINVAL;
+}
+
+/* CREATE MATERIALIZED VIEW ... WITH (..., RETAIN HISTORY FOR '<d>', REFRESH ..., ...) AS:
+ * lift those options; PostgreSQL sees the others in place (and the analyzer refuses
+ * them), or no WITH at all when nothing else is left in it. */
+static int lift_mv_options(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t,
+                           size_t n, struct row_error *err)
+{
+        size_t w = 3, open, close, retain = SIZE_MAX, kept = 0, last_kept = SIZE_MAX;
+        _cleanup_free_ size_t *opt = NULL;      /* [begin, end) of each option */
+        _cleanup_free_ bool *lifted = NULL;
+        size_t n_opt = 0;
         int depth = 0;
         struct lift *l;
 
@@ -485,40 +596,92 @@ static int lift_retain_history(struct sql_batch *b, char *cleaned, PgQuery__Scan
         }
         if (close >= n)
                 return 0;
-        /* Options are separated by commas at depth 1. */
+        opt = calloc(2 * (close - open) + 2, sizeof(*opt));
+        lifted = calloc(close - open + 1, sizeof(*lifted));
+        if (!opt || !lifted)
+                return row_error_oom(err);
+        /* Options are separated by commas at depth 1 (an expression may hold others). */
         for (size_t i = open + 1; i < close;) {
                 size_t e = i;
 
-                while (e < close && t[e]->token != PG_QUERY__TOKEN__ASCII_44)
-                        e++;
-                items++;
-                if (e == i + 4 && token_is_word(b, t[i], "retain") &&
-                    token_is_word(b, t[i + 1], "history") && t[i + 2]->token == PG_QUERY__TOKEN__FOR &&
-                    t[i + 3]->token == PG_QUERY__TOKEN__SCONST && opt == SIZE_MAX) {
-                        opt = i;
-                        opt_end = e;    /* one past the option */
-                }
+                for (depth = 0; e < close && (depth || t[e]->token != PG_QUERY__TOKEN__ASCII_44); e++)
+                        if (t[e]->token == PG_QUERY__TOKEN__ASCII_40)
+                                depth++;
+                        else if (t[e]->token == PG_QUERY__TOKEN__ASCII_41)
+                                depth--;
+                opt[2 * n_opt] = i;
+                opt[2 * n_opt + 1] = e;
+                n_opt++;
                 i = e + 1;
         }
-        if (opt == SIZE_MAX)
+        for (size_t k = 0; k < n_opt; k++) {
+                size_t i = opt[2 * k], e = opt[2 * k + 1];
+
+                if (e == i + 4 && token_is_word(b, t[i], "retain") &&
+                    token_is_word(b, t[i + 1], "history") && t[i + 2]->token == PG_QUERY__TOKEN__FOR &&
+                    t[i + 3]->token == PG_QUERY__TOKEN__SCONST && retain == SIZE_MAX) {
+                        retain = k;
+                        lifted[k] = true;
+                } else if (e > i && token_is_word(b, t[i], "refresh")) {
+                        lifted[k] = true;
+                }
+        }
+        for (size_t k = 0; k < n_opt; k++)
+                if (lifted[k])
+                        break;
+                else if (k + 1 == n_opt)
+                        return 0;
+        if (!n_opt)
                 return 0;
-        l = lift_new(b, (size_t)t[0]->start, LIFT_RETAIN_HISTORY);
+        l = lift_new(b, (size_t)t[0]->start, LIFT_MV_OPTIONS);
         if (!l)
                 return row_error_oom(err);
-        l->duration = token_string(b, t[opt + 3]);
-        l->location = (size_t)t[opt + 3]->start;
-        if (!l->duration) {
+        if (retain != SIZE_MAX) {
+                size_t i = opt[2 * retain];
+
+                l->duration = token_string(b, t[i + 3]);
+                l->location = (size_t)t[i + 3]->start;
                 /* E'..' and friends: say so at analysis, never misread them. */
-                l->duration = strdup("");
-                if (!l->duration)
+                if (!l->duration && !(l->duration = strdup("")))
                         return row_error_oom(err);
         }
-        if (items == 1)
+        for (size_t k = 0; k < n_opt; k++) {
+                struct lift_refresh *lr;
+                int r;
+
+                if (!lifted[k] || k == retain)
+                        continue;
+                lr = realloc(l->refresh, (l->n_refresh + 1) * sizeof(*lr));
+                if (!lr)
+                        return row_error_oom(err);
+                l->refresh = lr;
+                r = lift_refresh_option(b, t, opt[2 * k], opt[2 * k + 1], &lr[l->n_refresh], err);
+                if (r < 0) {
+                        free(lr[l->n_refresh].interval);
+                        return r;
+                }
+                l->n_refresh++;
+        }
+        /* Blank the whole list, then put back the options PostgreSQL is to see, each
+         * with the comma after it but the last: same bytes at the same offsets. */
+        for (size_t k = 0; k < n_opt; k++)
+                if (!lifted[k]) {
+                        kept++;
+                        last_kept = k;
+                }
+        if (!kept) {
                 blank(cleaned, t[w], t[close]);
-        else if (opt_end < close)               /* not last: the comma after it goes */
-                blank(cleaned, t[opt], t[opt_end]);
-        else                                    /* last: the comma before it goes */
-                blank(cleaned, t[opt - 1], t[opt_end - 1]);
+                return 0;
+        }
+        memset(cleaned + t[open]->end, ' ', (size_t)(t[close]->start - t[open]->end));
+        for (size_t k = 0; k < n_opt; k++) {
+                size_t i = opt[2 * k], e = opt[2 * k + 1];
+                size_t to = k == last_kept ? (size_t)t[e - 1]->end : (size_t)t[e]->end;
+
+                if (lifted[k])
+                        continue;
+                memcpy(cleaned + t[i]->start, b->query + t[i]->start, to - (size_t)t[i]->start);
+        }
         return 0;
 }
 
@@ -593,7 +756,7 @@ static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken
                 return lift_default_index(b, cleaned, t, n, err);
         if (n >= 3 && t[0]->token == PG_QUERY__TOKEN__CREATE &&
             t[1]->token == PG_QUERY__TOKEN__MATERIALIZED && t[2]->token == PG_QUERY__TOKEN__VIEW)
-                return lift_retain_history(b, cleaned, t, n, err);
+                return lift_mv_options(b, cleaned, t, n, err);
         if (n >= 8 && t[0]->token == PG_QUERY__TOKEN__ALTER)
                 return lift_alter_retain(b, cleaned, t, n, err);
         if (n == 3 && t[0]->token == PG_QUERY__TOKEN__SHOW &&
@@ -610,7 +773,6 @@ static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken
 static int lift_segment(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
                         struct row_error *err)
 {
-        _cleanup_free_ char *expr = NULL;
         PgQuery__ParseResult *tree = NULL;
         struct as_of_clause *c;
         size_t as = SIZE_MAX, begin, end;
@@ -641,19 +803,13 @@ static int lift_segment(struct sql_batch *b, char *cleaned, PgQuery__ScanToken *
         end = (size_t)t[n - 1]->end;
         if (t[as]->start < 0 || begin > end || end > b->len)
                 return row_error_set(err, -EINVAL, "XX000", "scanner returned bad offsets");
-        if (asprintf(&expr, AS_OF_PREFIX "%.*s", (int)(end - begin), b->query + begin) < 0) {
-                expr = NULL;
-                return row_error_oom(err);
-        }
         /* Not one expression (e.g. `SELECT a AS of FROM t`): leave the text alone and let
          * PostgreSQL judge it. */
-        r = pg_parse(b, expr, &tree, NULL);
-        if (r == -ENOMEM)
-                return row_error_oom(err);
+        r = parse_expression(b, begin, end, &tree);
         if (r < 0)
+                return row_error_oom(err);
+        if (r == 0)
                 return 0;
-        if (!is_single_expression(tree))
-                return 0;               /* the tree stays in the arena, unused */
         c = realloc(b->clauses, (b->n_clauses + 1) * sizeof(*c));
         if (!c)
                 return row_error_oom(err);
@@ -6041,6 +6197,101 @@ static int parse_duration(const char *s, uint64_t *ret)
         return 0;
 }
 
+/* A REFRESH time (AT <expr>, ALIGNED TO <expr>): a bigint expression over constants and
+ * mz_now(), kept unevaluated: mz_now() is the creation's timestamp, known only when the
+ * adapter creates the view.  Parsed as an AS OF clause is (note 2). */
+static int analyze_refresh_time(struct analyzer *a, const struct as_of_clause *c,
+                                Coord__Plan__Expr **ret)
+{
+        const PgQuery__Node *val =
+                c->tree->stmts[0]->stmt->select_stmt->target_list[0]->res_target->val;
+        _cleanup_(typed_done) struct typed t = { .location = -1 };
+        const struct scope *scope = a->scope;
+        long base = a->loc_base;
+        bool nondeterministic = a->nondeterministic;
+        int r;
+
+        a->loc_base = (long)c->expr_begin - (long)strlen(AS_OF_PREFIX);
+        a->scope = NULL;
+        a->strict_fold = true;
+        r = analyze_expr(a, val, &t);
+        if (r >= 0)
+                r = coerce_unknown(a, &t, ROW_TYPE_INT8);
+        if (r >= 0 && !is_int((int)t.e->type))
+                r = FAIL_AT(a, t.location, "42804", "REFRESH time must be of type bigint, not type %s",
+                            row_type_name((enum row_type)t.e->type));
+        if (r >= 0)
+                r = promote(a, &t, ROW_TYPE_INT8);
+        if (r >= 0 && is_literal(t.e) &&
+            (t.e->literal->value_case != COORD__PLAN__DATUM__VALUE_INT_VALUE || t.e->literal->int_value < 0))
+                r = FAIL_AT(a, t.location, "22023", "REFRESH time must be a non-negative timestamp");
+        if (r >= 0)
+                *ret = TAKE_PTR(t.e);
+        a->loc_base = base;
+        a->scope = scope;
+        a->strict_fold = false;
+        a->nondeterministic = nondeterministic;         /* mz_now() here is a constant */
+        return r;
+}
+
+/* The REFRESH options of a CREATE MATERIALIZED VIEW (lifted, note 1). */
+static int analyze_refresh(struct analyzer *a, const struct lift *lift, struct sql_refresh *rf)
+{
+        bool on_commit = false, every = false;
+        int r;
+
+        for (size_t i = 0; i < lift->n_refresh; i++) {
+                const struct lift_refresh *lr = &lift->refresh[i];
+                Coord__Plan__Expr **times;
+
+                switch (lr->kind) {
+                case SQL_REFRESH_ON_COMMIT:
+                        on_commit = true;
+                        break;
+                case SQL_REFRESH_AT_CREATION:
+                        rf->at_creation = rf->on = true;
+                        break;
+                case SQL_REFRESH_AT:
+                        times = realloc(rf->at, (rf->n_at + 1) * sizeof(*times));
+                        if (!times)
+                                return oom(a);
+                        rf->at = times;
+                        r = analyze_refresh_time(a, &lr->expr, &rf->at[rf->n_at]);
+                        if (r < 0)
+                                return r;
+                        rf->n_at++;
+                        rf->on = true;
+                        break;
+                case SQL_REFRESH_EVERY:
+                        if (every)
+                                return FAIL_AT(a, (int)lr->location, "42601",
+                                               "REFRESH EVERY may be given only once");
+                        every = rf->on = true;
+                        r = parse_duration(lr->interval, &rf->every_ms);
+                        if (r == -ERANGE)
+                                return FAIL_AT(a, (int)lr->interval_location, "22015",
+                                               "interval out of range");
+                        if (r < 0)
+                                return FAIL_AT(a, (int)lr->interval_location, "22007",
+                                               "invalid input syntax for type interval: \"%s\"",
+                                               lr->interval);
+                        if (rf->every_ms == 0)
+                                return FAIL_AT(a, (int)lr->interval_location, "22023",
+                                               "REFRESH EVERY interval must be positive");
+                        if (lr->expr.tree) {
+                                r = analyze_refresh_time(a, &lr->expr, &rf->aligned_to);
+                                if (r < 0)
+                                        return r;
+                        }
+                        break;
+                }
+        }
+        if (on_commit && rf->on)
+                return FAIL_AT(a, (int)lift->refresh[0].location, "42601",
+                               "REFRESH ON COMMIT cannot be combined with other REFRESH options");
+        return 0;
+}
+
 static int analyze_create_materialized_view(struct analyzer *a, const PgQuery__CreateTableAsStmt *c,
                                             const struct lift *lift)
 {
@@ -6074,7 +6325,12 @@ static int analyze_create_materialized_view(struct analyzer *a, const PgQuery__C
         if (!cv->name)
                 return oom(a);
         cv->if_not_exists = c->if_not_exists;
-        if (lift && lift->kind == LIFT_RETAIN_HISTORY) {
+        if (lift && lift->kind == LIFT_MV_OPTIONS && lift->n_refresh) {
+                r = analyze_refresh(a, lift, &cv->refresh);
+                if (r < 0)
+                        return r;
+        }
+        if (lift && lift->kind == LIFT_MV_OPTIONS && lift->duration) {
                 r = parse_duration(lift->duration, &cv->retain_history_ms);
                 if (r == -ERANGE)
                         r = FAIL_AT(a, (int)lift->location, "22015", "interval out of range");
@@ -6535,6 +6791,10 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                 break;
         case SQL_STMT_CREATE_VIEW:
         case SQL_STMT_CREATE_MATERIALIZED_VIEW:
+                for (size_t i = 0; i < s->create_view.refresh.n_at; i++)
+                        expr_free(s->create_view.refresh.at[i]);
+                free(s->create_view.refresh.at);
+                expr_free(s->create_view.refresh.aligned_to);
                 free(s->create_view.name);
                 for (size_t i = 0; i < s->create_view.n_columns; i++)
                         free(s->create_view.columns[i].name);

@@ -195,6 +195,26 @@ struct sql_show_objects {
                                          * SHOW MATERIALIZED VIEWS, SHOW INDEXES */
 };
 
+enum sql_refresh_kind {
+        SQL_REFRESH_ON_COMMIT,          /* continuous (the default) */
+        SQL_REFRESH_AT_CREATION,
+        SQL_REFRESH_AT,
+        SQL_REFRESH_EVERY,
+};
+
+/* A materialized view's refresh schedule as written (WITH (REFRESH ...), lifted on
+ * tokens like RETAIN HISTORY).  Times are bigint expressions that may call mz_now(),
+ * whose value is the creation's timestamp: the adapter evaluates them when it creates
+ * the view (adapter-exec.c), and refuses a time before it. */
+struct sql_refresh {
+        bool on;                        /* a schedule: REFRESH AT or EVERY was given */
+        bool at_creation;               /* REFRESH AT CREATION */
+        Coord__Plan__Expr **at;         /* REFRESH AT <expr> */
+        size_t n_at;
+        uint64_t every_ms;              /* REFRESH EVERY '<interval>'; 0: none */
+        Coord__Plan__Expr *aligned_to;  /* ALIGNED TO <expr>; NULL: the view's as-of */
+};
+
 /* CREATE VIEW and CREATE MATERIALIZED VIEW.  The statement's inputs are the logical
  * inputs; physical_inputs the Gets of `plan` (only storage collections, never indexes). */
 struct sql_create_view {
@@ -208,6 +228,7 @@ struct sql_create_view {
         uint64_t retain_history_ms;     /* materialized view: RETAIN HISTORY; 0 = default */
         bool has_as_of;                 /* materialized view: `... AS OF <t>` requested */
         uint64_t as_of;
+        struct sql_refresh refresh;     /* materialized view */
 };
 
 /* CREATE [DEFAULT] INDEX [name] ON obj (col, ...). */

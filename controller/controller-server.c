@@ -213,6 +213,21 @@
  *     append costs O(the dataflows it feeds); hydration reads its inputs synchronously
  *     on the loop.
  *
+ * (13b) Refresh views (DataflowSpec.refresh).  A materialized view on a refresh schedule
+ *     runs its dataflow like any other, but its collection changes only at refresh
+ *     times: refresh_stage() moves each output update to the first refresh at or after
+ *     its time, and the upper written is the first refresh at or after the dataflow's
+ *     frontier -- so the durable upper IS the next refresh, which is what the follower
+ *     requires of the inputs.  Output for the refresh not yet passed waits in
+ *     e->correction (the view is not clean meanwhile, so readers take its durable
+ *     upper) and the view is stepped at every pass until its inputs pass the refresh.
+ *     After the last refresh the upper is empty (UINT64_MAX; coord_frontiers shows
+ *     int8's max) and the dataflow is retired (e->complete).  Resuming at durable
+ *     upper U (dfent_hydrate()): the inputs are protected from U, not U - 1, so the
+ *     view reads them at max(U - 1, their sinces), whose snapshot rounds to U, and adds
+ *     the negation of what the collection holds at U - 1 -- the refresh at U is written
+ *     whole, nothing doubled (test-refresh `contents` kills the controller mid-run).
+ *
  * (14) Compaction permission (issue 5, I2).  Nothing but the built-ins compacts
  *     without a committed bound: MSG_ALLOW_COMPACTION (from the lifecycle follower,
  *     sent only after the catalog committed the bounds) records per gid the allowed
@@ -324,6 +339,7 @@
 #include "loop.h"
 #include "node.h"
 #include "probes.h"
+#include "refresh.h"
 #include "row.h"
 #include "util.h"
 
@@ -452,6 +468,8 @@ struct dfent {
         size_t n_reads;
         bool dirty;                     /* on s->pending or a pass's work (13) */
         bool failed;
+        bool complete;                  /* a refresh view past its last refresh (13b): its
+                                         * upper is empty and it has no dataflow */
         struct row_error *err;          /* why failed (dfent_error()); allocated on failure:
                                          * 1.3 KB, and 100,000 healthy entries are usual */
 };
@@ -2151,6 +2169,61 @@ static int correction_row(const void *row, size_t len, int64_t count, void *user
         return eval_batch_push(&e->correction, row, len, 0, -count);
 }
 
+/* e's refresh schedule (13b), pointing into its spec; false for a continuous view. */
+static bool dfent_schedule(const struct dfent *e, struct refresh_schedule *rs)
+{
+        const Coord__DataflowSpec *sp = e->spec;
+
+        if (e->index || !sp->refresh)
+                return false;
+        *rs = (struct refresh_schedule){ .at = sp->refresh_at, .n_at = sp->n_refresh_at,
+                                         .every_ms = sp->refresh_every_ms,
+                                         .aligned_to = sp->refresh_aligned_to };
+        return true;
+}
+
+/* A view's upper once its dataflow reached `frontier`: a refresh view's is the first
+ * refresh at or after it (13b), REFRESH_NONE past the last one. */
+static uint64_t dfent_round(const struct dfent *e, uint64_t frontier)
+{
+        struct refresh_schedule rs;
+
+        return dfent_schedule(e, &rs) ? refresh_next(&rs, frontier) : frontier;
+}
+
+/* (13b) A refresh view's output for a write: each update of e->out moves to the first
+ * refresh time at or after its time; one past the last refresh is dropped, one at the
+ * refresh still open (at or after the new upper, which the dataflow has not passed) is
+ * held in e->correction, which the next step puts back in front of its output.  So the
+ * durable collection changes only at refresh times, each refresh whole.  *upper: the
+ * upper to write, dfent_round(the dataflow's frontier).  0 or -ENOMEM. */
+static int refresh_stage(struct dfent *e, uint64_t frontier, uint64_t *upper)
+{
+        struct refresh_schedule rs;
+        size_t keep = 0;
+
+        if (!dfent_schedule(e, &rs)) {
+                *upper = frontier;
+                return 0;
+        }
+        *upper = refresh_next(&rs, frontier);
+        for (size_t j = 0; j < e->out.n; j++) {
+                struct eval_update u = e->out.updates[j];
+
+                u.time = refresh_next(&rs, u.time);
+                if (u.time == REFRESH_NONE)
+                        continue;
+                if (u.time >= *upper) {
+                        if (eval_batch_push(&e->correction, u.row, u.len, u.time, u.diff) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                e->out.updates[keep++] = u;
+        }
+        e->out.n = keep;
+        return eval_batch_consolidate(&e->out) < 0 ? -ENOMEM : 0;
+}
+
 /* Build e's dataflow and read its inputs (13).  On error the entry stays, failed, so
  * that reads of it say why. */
 static int dfent_hydrate(struct cserver *s, struct dfent *e)
@@ -2161,12 +2234,15 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
         uint64_t as_of = sp->as_of, start_ns = now_ns(), rows = 0;
         struct dataflow *probe = NULL;
         struct storage_info info;
+        struct refresh_schedule rs;
+        bool refresh = dfent_schedule(e, &rs);
         int r;
 
         e->df = dataflow_free(e->df);
         e->arr = arrangement_free(e->arr);
         eval_batch_clear(&e->correction);
         e->failed = false;
+        e->complete = false;
         /* Hard constraints first: at or after every input's since. */
         r = dataflow_new(sp->plan, as_of, &probe, &err);
         if (r < 0)
@@ -2206,15 +2282,38 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
                 /* Resume: times below the durable upper are written; recompute the
                  * snapshot at upper - 1 and emit from upper on. */
                 e->emit_from = info.frontiers.upper;
-                if (info.frontiers.upper > info.frontiers.since && info.frontiers.upper - 1 > as_of)
-                        as_of = info.frontiers.upper - 1;
-                else if (info.frontiers.upper > info.frontiers.since && info.frontiers.upper - 1 < as_of) {
-                        /* An input was compacted past our upper: the output jumps at as_of
-                         * from its durable contents to the new ones (logged, not fatal). */
-                        log_warn("dataflow_as_of_raised", "gid=%llu upper=%llu as_of=%llu",
-                                 (unsigned long long)e->gid,
-                                 (unsigned long long)info.frontiers.upper, (unsigned long long)as_of);
-                        r = storage_read(s->st, e->gid, info.frontiers.upper - 1, correction_row, e, NULL);
+                if (refresh && info.frontiers.upper == REFRESH_NONE) {
+                        /* (13b) past its last refresh: nothing more to compute. */
+                        probe = dataflow_free(probe);
+                        e->complete = true;
+                        e->as_of = as_of;
+                        e->dirty = false;
+                        log_info("dataflow_complete", "gid=%llu", (unsigned long long)e->gid);
+                        dfent_publish(s, e);
+                        return 0;
+                }
+                if (info.frontiers.upper > info.frontiers.since) {
+                        bool correct = refresh;
+
+                        if (refresh) {
+                                /* (13b) Its inputs are protected from its next refresh U =
+                                 * upper on, not from U - 1: read them at max(U - 1, their
+                                 * sinces) <= U, whose snapshot lands at U, less what the
+                                 * collection holds. */
+                                if (info.frontiers.upper - 1 > as_of)
+                                        as_of = info.frontiers.upper - 1;
+                        } else if (info.frontiers.upper - 1 > as_of) {
+                                as_of = info.frontiers.upper - 1;
+                        } else if (info.frontiers.upper - 1 < as_of) {
+                                /* An input was compacted past our upper: the output jumps
+                                 * at as_of from its durable contents to the new ones
+                                 * (logged, not fatal). */
+                                log_warn("dataflow_as_of_raised", "gid=%llu upper=%llu as_of=%llu",
+                                         (unsigned long long)e->gid,
+                                         (unsigned long long)info.frontiers.upper, (unsigned long long)as_of);
+                                correct = true;
+                        }
+                        r = correct ? storage_read(s->st, e->gid, info.frontiers.upper - 1, correction_row, e, NULL) : 0;
                         if (r < 0) {
                                 storage_failure(s, &err, r, "reading collection %llu", (unsigned long long)e->gid);
                                 goto fail;
@@ -2450,8 +2549,10 @@ static void dfent_catch_up(struct cserver *s, struct dfent *e)
                 return;
         }
         if (!e->index && e->out.n) {
-                log_warn("dataflow_caught_up_with_output", "gid=%llu updates=%zu",
-                         (unsigned long long)e->gid, e->out.n);
+                /* A refresh view's output waits for its refresh there (13b). */
+                if (!dfent_schedule(e, &(struct refresh_schedule){ 0 }))
+                        log_warn("dataflow_caught_up_with_output", "gid=%llu updates=%zu",
+                                 (unsigned long long)e->gid, e->out.n);
                 dfent_dirty(s, e);
         }
         eval_batch_clear(&e->out);
@@ -2472,7 +2573,7 @@ static uint64_t mv_upper(struct cserver *s, uint64_t gid, uint64_t stored)
         dfent_catch_up(s, e);
         if (e->failed || !e->df || e->dirty || e->pending_upper || e->correction.n)
                 return stored;
-        f = dataflow_frontier(e->df);
+        f = dfent_round(e, dataflow_frontier(e->df));
         return f > stored ? f : stored;
 }
 
@@ -2532,6 +2633,12 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                 if (e->failed || e->index)
                         continue;
                 e->dirty = false;       /* staged (a failed write reinstalls it) */
+                if (refresh_stage(e, frontier, &frontier) < 0)
+                        goto oom;
+                /* Output held for its refresh: stepped again at every pass (the
+                 * adapter's upper tick brings one) until its inputs pass the refresh. */
+                if (e->correction.n && RESERVE(s->defer, s->cap_defer, s->n_defer + 1) == 0)
+                        s->defer[s->n_defer++] = e;
                 /* A materialized view: only times at or after its durable upper. */
                 {
                         struct storage_info info;
@@ -2582,6 +2689,18 @@ oom:
         return -ENOMEM;
 }
 
+/* (13b) A refresh view whose last refresh is durable: its dataflow goes, its inputs
+ * are no longer read (the follower releases its requirements). */
+static void dfent_retire(struct cserver *s, struct dfent *e)
+{
+        dfent_untrack(s, e);
+        work_forget(s, e);
+        e->df = dataflow_free(e->df);
+        eval_batch_clear(&e->correction);
+        e->complete = true;
+        log_info("dataflow_complete", "gid=%llu", (unsigned long long)e->gid);
+}
+
 /* After the staged write: ok, the views' uppers move; not ok, the dataflows consumed
  * what is not durable, so every one is rebuilt from storage. */
 static void compute_staged(struct cserver *s, struct stage *st, bool ok)
@@ -2591,6 +2710,8 @@ static void compute_staged(struct cserver *s, struct stage *st, bool ok)
                         s->compute_writes++;
                 for (size_t i = 0; i < st->n_v; i++) {
                         struct dfent *e = st->ve[i];
+                        if (e->pending_upper == REFRESH_NONE && dfent_schedule(e, &(struct refresh_schedule){ 0 }))
+                                dfent_retire(s, e);
                         e->pending_upper = 0;
                         e->steps++;
                         dfent_publish(s, e);
@@ -4340,7 +4461,8 @@ static int frontiers_push(struct acol *t, const struct frow *f, int64_t diff, ui
         struct row_datum d[3] = {
                 /* Timestamps and GlobalIds are below 2^63 in practice; int8 is signed. */
                 ROW_DATUM_INT((int64_t)f->gid), ROW_DATUM_INT((int64_t)f->since),
-                ROW_DATUM_INT((int64_t)f->upper),
+                /* an empty upper (a refresh view past its last refresh): int8's max */
+                ROW_DATUM_INT(f->upper > INT64_MAX ? INT64_MAX : (int64_t)f->upper),
         };
         uint8_t buf[64];
         size_t len;

@@ -47,6 +47,16 @@ static inline uint64_t lc_mv_requirement(uint64_t old, uint64_t mv_upper, uint64
         return mv_upper ? lc_max(old, lc_min(mv_upper - 1, input_last)) : old;
 }
 
+/* R(mv, I) of a materialized view on a refresh schedule: its durable upper IS its next
+ * refresh time (the controller moves it from one refresh time to the next), at which it
+ * reads its inputs next; the first one is committed at its creation.  After its last
+ * refresh the upper is empty (UINT64_MAX) and the requirement only follows the input's
+ * contents, protecting nothing of it (released). */
+static inline uint64_t lc_refresh_requirement(uint64_t old, uint64_t mv_upper, uint64_t input_last)
+{
+        return mv_upper ? lc_max(old, lc_min(mv_upper, input_last)) : old;
+}
+
 /* An index's own bound: its arrangement keeps `window` of history behind its upper. */
 static inline uint64_t lc_index_bound(uint64_t old, uint64_t upper, uint64_t window_ms,
                                       uint64_t last)

@@ -32,11 +32,14 @@
 struct lc_enact_item {
         uint64_t gid, created_at, as_of, on_id;
         Coord__ItemKind kind;
-        size_t n_types, n_keys, plan_len;
-        Coord__Plan__Type *types;       /* these three point into data[] */
+        bool refresh;                   /* a refresh schedule (materialized view) */
+        uint64_t refresh_every_ms, refresh_aligned_to;
+        size_t n_refresh_at, n_types, n_keys, plan_len;
+        uint64_t *refresh_at;           /* these four point into data[] */
+        Coord__Plan__Type *types;
         uint32_t *keys;
         uint8_t *plan;
-        uint64_t data[];                /* types, keys, plan: one allocation (1) */
+        uint64_t data[];                /* refresh times, types, keys, plan: one allocation (1) */
 };
 
 struct lc_enact {
@@ -75,24 +78,29 @@ bool lc_enact_wants(Coord__ItemKind kind)
 int lc_enact_item_new(const Coord__CatalogItem *p, struct lc_enact_item **ret)
 {
         size_t types = p->n_columns * sizeof(Coord__Plan__Type), keys = p->n_keys * sizeof(uint32_t);
+        size_t at = p->n_refresh_at * sizeof(uint64_t);
         struct lc_enact_item *it;
 
         if (!lc_enact_wants(p->kind)) {
                 *ret = NULL;
                 return 0;
         }
-        it = malloc(sizeof(*it) + types + keys + p->plan.len);
+        it = malloc(sizeof(*it) + at + types + keys + p->plan.len);
         if (!it)
                 return -ENOMEM;
         *it = (struct lc_enact_item){
                 .gid = p->gid, .created_at = p->created_at, .as_of = p->as_of, .on_id = p->on_id,
-                .kind = p->kind, .n_types = p->n_columns, .n_keys = p->n_keys,
-                .plan_len = p->plan.len,
+                .kind = p->kind, .refresh = p->refresh, .refresh_every_ms = p->refresh_every_ms,
+                .refresh_aligned_to = p->refresh_aligned_to, .n_refresh_at = p->n_refresh_at,
+                .n_types = p->n_columns, .n_keys = p->n_keys, .plan_len = p->plan.len,
         };
-        /* data[] is 8-aligned; 4-byte types, then 4-byte keys, then bytes. */
-        it->types = (Coord__Plan__Type *)it->data;
-        it->keys = (uint32_t *)((uint8_t *)it->data + types);
-        it->plan = (uint8_t *)it->data + types + keys;
+        /* data[] is 8-aligned: 8-byte refresh times, 4-byte types, 4-byte keys, bytes. */
+        it->refresh_at = it->data;
+        if (at)
+                memcpy(it->refresh_at, p->refresh_at, at);
+        it->types = (Coord__Plan__Type *)((uint8_t *)it->data + at);
+        it->keys = (uint32_t *)((uint8_t *)it->data + at + types);
+        it->plan = (uint8_t *)it->data + at + types + keys;
         for (size_t c = 0; c < p->n_columns; c++)
                 it->types[c] = (Coord__Plan__Type)p->columns[c]->type;
         if (keys)
@@ -323,6 +331,11 @@ static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n,
                         d->on_id = it->on_id;
                         d->keys = it->keys;
                         d->n_keys = it->n_keys;
+                        d->refresh = it->refresh;
+                        d->refresh_at = it->refresh_at;
+                        d->n_refresh_at = it->n_refresh_at;
+                        d->refresh_every_ms = it->refresh_every_ms;
+                        d->refresh_aligned_to = it->refresh_aligned_to;
                         dsp[cdf.n_dataflows++] = d;
                 }
         }

@@ -72,7 +72,7 @@ struct load_part {
 
 /* Field numbers in catalog.proto. */
 enum {
-        ITEM_KIND = 3, ITEM_AS_OF = 13, ITEM_RETAIN = 14,
+        ITEM_KIND = 3, ITEM_AS_OF = 13, ITEM_RETAIN = 14, ITEM_REFRESH = 16,
         BOUND_GID = 1, BOUND_BOUND = 2,
         REQ_CONSUMER = 1, REQ_INPUT = 2, REQ_FRONTIER = 3,
 };
@@ -83,12 +83,13 @@ static int load_item(const void *key, size_t key_len, const void *value, size_t 
                      void *userdata)
 {
         struct load_part *lp = userdata;
-        uint64_t f[ITEM_RETAIN + 1] = { 0 };
+        uint64_t f[ITEM_REFRESH + 1] = { 0 };
         struct lc_enact_item *it = NULL;
 
         if (key_len != 9)
                 return 0;       /* not an item record (3) */
-        if (pb_varints(value, value_len, 1u << ITEM_KIND | 1u << ITEM_AS_OF | 1u << ITEM_RETAIN, f) < 0)
+        if (pb_varints(value, value_len,
+                       1u << ITEM_KIND | 1u << ITEM_AS_OF | 1u << ITEM_RETAIN | 1u << ITEM_REFRESH, f) < 0)
                 return -EBADMSG;
         if (lc_enact_wants((Coord__ItemKind)f[ITEM_KIND])) {
                 /* Unpacked, made into what the set keeps, freed: here, on the scan's
@@ -110,7 +111,7 @@ static int load_item(const void *key, size_t key_len, const void *value, size_t 
         }
         lp->items[lp->n_items] = (struct lc_item_rec){
                 .gid = be64_get((const uint8_t *)key + 1), .kind = (Coord__ItemKind)f[ITEM_KIND],
-                .retain_ms = f[ITEM_RETAIN], .as_of = f[ITEM_AS_OF],
+                .retain_ms = f[ITEM_RETAIN], .as_of = f[ITEM_AS_OF], .refresh = f[ITEM_REFRESH] != 0,
         };
         lp->keep[lp->n_items++] = it;
         return 0;

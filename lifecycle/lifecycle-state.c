@@ -68,6 +68,7 @@ struct lc_obj {
         Coord__ItemKind kind;
         /* The flags together (the state holds 200,000 of these at 100,000 objects). */
         bool has_item, has_bound, dirty, mark, next_has, has_upper, min_valid;
+        bool refresh;           /* a materialized view on a refresh schedule */
         uint64_t retain_ms, as_of;
         uint64_t last_stamp, last;      /* content_last() memo (4) */
         uint64_t bound, next_bound;
@@ -340,9 +341,8 @@ void lc_state_reset_catalog(struct lc_state *s)
 
 /* ---- public: catalog ---- */
 
-/* o (gid) has the item (kind, RETAIN HISTORY, as-of). */
-static int item_set_obj(struct lc_state *s, struct lc_obj *o, Coord__ItemKind kind,
-                        uint64_t retain_ms, uint64_t as_of)
+/* o has the item (kind, RETAIN HISTORY, as-of, refresh schedule or not). */
+static int item_set_obj(struct lc_state *s, struct lc_obj *o, const struct lc_item_rec *it)
 {
         bool had = o->has_item;
         int r;
@@ -350,9 +350,10 @@ static int item_set_obj(struct lc_state *s, struct lc_obj *o, Coord__ItemKind ki
         if (!had)
                 s->n_items++;
         o->has_item = true;
-        o->kind = kind;
-        o->retain_ms = retain_ms;       /* ALTER ... SET (RETAIN HISTORY) puts it again */
-        o->as_of = as_of;
+        o->kind = it->kind;
+        o->retain_ms = it->retain_ms;   /* ALTER ... SET (RETAIN HISTORY) puts it again */
+        o->as_of = it->as_of;
+        o->refresh = it->refresh;
         if (!had && o->kind == COORD__ITEM_KIND__ITEM_TABLE) {
                 r = GROW_ARRAY(s->tables, s->cap_tables, s->n_tables + 1);
                 if (r < 0)
@@ -362,22 +363,18 @@ static int item_set_obj(struct lc_state *s, struct lc_obj *o, Coord__ItemKind ki
         return dirty_add(s, o);
 }
 
-static int item_set(struct lc_state *s, uint64_t gid, Coord__ItemKind kind, uint64_t retain_ms,
-                    uint64_t as_of)
-{
-        struct lc_obj *o = obj_get(s, gid);
-
-        return o ? item_set_obj(s, o, kind, retain_ms, as_of) : -ENOMEM;
-}
-
 static int item_put(struct lc_state *s, uint64_t gid, const void *value, size_t len)
 {
         Coord__CatalogItem *it = coord__catalog_item__unpack(NULL, len, value);
-        int r;
+        struct lc_obj *o = obj_get(s, gid);
+        int r = -ENOMEM;
 
         if (!it)
                 return -EBADMSG;
-        r = item_set(s, gid, it->kind, it->retain_history_ms, it->as_of);
+        if (o)
+                r = item_set_obj(s, o, &(struct lc_item_rec){ .gid = gid, .kind = it->kind,
+                                 .retain_ms = it->retain_history_ms, .as_of = it->as_of,
+                                 .refresh = it->refresh });
         coord__catalog_item__free_unpacked(it, NULL);
         return r;
 }
@@ -601,7 +598,7 @@ int lc_state_load_batch(struct lc_state *s, const struct lc_load_batch *b)
                         r = -ENOMEM;
                         goto out;
                 }
-                r = item_set_obj(s, o, it->kind, it->retain_ms, it->as_of);
+                r = item_set_obj(s, o, it);
                 if (r < 0)
                         goto out;
                 seen[i] = (struct lc_slot){ it->gid, o };
@@ -812,10 +809,10 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
         for (size_t i = 0; i < c->n_reqs; i++) {
                 struct lc_req *q = &c->reqs[i];
                 struct lc_obj *x = obj_find(s, q->input);
-                uint64_t nr = c->kind == COORD__ITEM_KIND__ITEM_INDEX
-                                      ? lc_max(q->next, floor_)
-                                      : lc_mv_requirement(q->next, c->upper,
-                                                          x ? content_last(s, x) : UINT64_MAX);
+                uint64_t last = x ? content_last(s, x) : UINT64_MAX;
+                uint64_t nr = c->kind == COORD__ITEM_KIND__ITEM_INDEX ? lc_max(q->next, floor_)
+                              : c->refresh ? lc_refresh_requirement(q->next, c->upper, last)
+                                           : lc_mv_requirement(q->next, c->upper, last);
 
                 if (nr == q->next)
                         continue;

@@ -71,6 +71,7 @@ struct lc_item_rec {
         uint64_t gid;
         Coord__ItemKind kind;
         uint64_t retain_ms, as_of;
+        bool refresh;           /* a materialized view on a refresh schedule */
 };
 
 struct lc_load_batch {

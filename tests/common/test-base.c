@@ -1,9 +1,11 @@
 /* test-base -- common/ base: parse_u64, conf (flags and INI file), byte order helpers,
- * u64_nth() against a sort, GROW_ARRAY(), pb_varints(). */
+ * u64_nth() against a sort, GROW_ARRAY(), pb_varints(), refresh schedules against a walk
+ * of every time. */
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "conf.h"
+#include "refresh.h"
 #include "t.h"
 #include "util.h"
 
@@ -260,6 +262,50 @@ static void test_config_file(void)
         reset();
 }
 
+/* refresh_next()/refresh_prev() against a walk over every time of a small range. */
+static void test_refresh(void)
+{
+        static const uint64_t at[] = { 7, 40, 41 };
+        static const struct { size_t n_at; uint64_t every, aligned; } cases[] = {
+                { 3, 0, 0 }, { 0, 5, 0 }, { 0, 5, 13 }, { 0, 7, 100 }, { 3, 6, 22 }, { 1, 1, 3 },
+                { 0, 0, 0 },
+        };
+
+        for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+                struct refresh_schedule rs = { .at = at, .n_at = cases[c].n_at,
+                                               .every_ms = cases[c].every, .aligned_to = cases[c].aligned };
+                bool is[80] = { false };
+
+                for (uint64_t t = 0; t < 80; t++) {
+                        for (size_t i = 0; i < rs.n_at; i++)
+                                is[t] |= at[i] == t;
+                        if (rs.every_ms)
+                                is[t] |= t % rs.every_ms == rs.aligned_to % rs.every_ms;
+                }
+                for (uint64_t t = 0; t < 60; t++) {
+                        uint64_t next = REFRESH_NONE, prev = REFRESH_NONE;
+
+                        for (uint64_t u = t; u < 80 && next == REFRESH_NONE; u++)
+                                if (is[u])
+                                        next = u;
+                        for (uint64_t u = t; u-- > 0 && prev == REFRESH_NONE;)
+                                if (is[u])
+                                        prev = u;
+                        if (next == REFRESH_NONE && rs.every_ms)
+                                continue;       /* beyond the walk */
+                        CU_ASSERT_EQUAL(refresh_next(&rs, t), next);
+                        CU_ASSERT_EQUAL(refresh_prev(&rs, t), prev);
+                }
+        }
+        /* no overflow at the top of the range: past the last representable one, none */
+        {
+                struct refresh_schedule rs = { .every_ms = 1000, .aligned_to = 5 };
+                CU_ASSERT_EQUAL(refresh_next(&rs, UINT64_MAX - 10), REFRESH_NONE);
+                CU_ASSERT(refresh_next(&rs, UINT64_MAX - 2000) < UINT64_MAX - 999);
+                CU_ASSERT_EQUAL(refresh_prev(&rs, UINT64_MAX), (UINT64_MAX - 5) / 1000 * 1000 + 5);
+        }
+}
+
 int main(void)
 {
         static const struct t_case util_cases[] = {
@@ -269,6 +315,7 @@ int main(void)
                 { "u64_nth against qsort", test_nth },
                 { "GROW_ARRAY", test_grow },
                 { "pb_varints", test_pb_varints },
+                { "refresh schedules", test_refresh },
                 { NULL, NULL },
         };
         static const struct t_case conf_cases[] = {

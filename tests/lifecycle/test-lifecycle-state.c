@@ -102,6 +102,13 @@ static void test_rules(void)
         CU_ASSERT_EQUAL(lc_mv_requirement(10, 20, UINT64_MAX), 19);
         CU_ASSERT_EQUAL(lc_mv_requirement(30, 20, UINT64_MAX), 30);
         CU_ASSERT_EQUAL(lc_mv_requirement(10, 20, 15), 15);
+        /* a refresh view: its upper is its next refresh, required as it is */
+        CU_ASSERT_EQUAL(lc_refresh_requirement(10, 0, UINT64_MAX), 10);
+        CU_ASSERT_EQUAL(lc_refresh_requirement(10, 20, UINT64_MAX), 20);
+        CU_ASSERT_EQUAL(lc_refresh_requirement(30, 20, UINT64_MAX), 30);
+        CU_ASSERT_EQUAL(lc_refresh_requirement(10, 20, 15), 15);
+        /* past its last refresh (empty upper): it follows the input, holding nothing */
+        CU_ASSERT_EQUAL(lc_refresh_requirement(10, UINT64_MAX, 500), 500);
         CU_ASSERT_EQUAL(lc_index_bound(0, 9000, 1000, UINT64_MAX), 8000);
         CU_ASSERT_EQUAL(lc_index_bound(8500, 9000, 1000, UINT64_MAX), 8500);
         CU_ASSERT_EQUAL(lc_index_bound(0, 9000, 1000, 5000), 5000);

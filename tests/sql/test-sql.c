@@ -1010,7 +1010,8 @@ static void test_fuzz_tokens(void)
                 "UNION", "ALL", "DISTINCT", "count(*)", "sum(a)", "max(b)", "VIEW",
                 "MATERIALIZED", "INDEX", "v", "w", "nd", "k", "mv", "u.x", "x", "DESC",
                 "NULLS FIRST", "COALESCE(a, 1)", "(SELECT a FROM t)", "VALUES (1)", "WITH",
-                "RETAIN HISTORY FOR '1s'", ", u", "CROSS JOIN u", "now()", "2",
+                "RETAIN HISTORY FOR '1s'", ", u", "CROSS JOIN u", "now()", "2", "REFRESH AT CREATION",
+                "REFRESH EVERY '1s'", "ALIGNED TO", "REFRESH AT mz_now() + 5",
         };
         unsigned seed = 4242;
         size_t ok = 0;
@@ -1292,6 +1293,48 @@ static void test_create_materialized_view(void)
                      "supported", -1);
         expect_error("CREATE MATERIALIZED VIEW mv AS SELECT 1", "42P07", NULL, -1);
         expect_error("CREATE TABLE tt AS SELECT 1", "0A000", NULL, -1);
+
+        /* REFRESH options: lifted on tokens among the others, in any order. */
+        s = analyze("CREATE MATERIALIZED VIEW m WITH (REFRESH EVERY '1 day' ALIGNED TO 1000 + 5, "
+                    "RETAIN HISTORY FOR '1s', REFRESH AT CREATION) AS SELECT a FROM mv");
+        CU_ASSERT_TRUE(s->create_view.refresh.on);
+        CU_ASSERT_TRUE(s->create_view.refresh.at_creation);
+        CU_ASSERT_EQUAL(s->create_view.refresh.n_at, 0);
+        CU_ASSERT_EQUAL(s->create_view.refresh.every_ms, 86400000);
+        CU_ASSERT_EQUAL(s->create_view.retain_history_ms, 1000);
+        CU_ASSERT_FATAL(s->create_view.refresh.aligned_to != NULL);
+        CU_ASSERT_EQUAL(s->create_view.refresh.aligned_to->literal->int_value, 1005);
+        CU_ASSERT_TRUE(s->create_view.deterministic);
+        sql_stmt_free(s);
+        /* mz_now() in a REFRESH time is the creation's (evaluated then), not the view's */
+        s = analyze("CREATE MATERIALIZED VIEW m WITH (REFRESH AT mz_now() + 60000, REFRESH AT 7::int4) "
+                    "AS SELECT a FROM t");
+        CU_ASSERT_EQUAL_FATAL(s->create_view.refresh.n_at, 2);
+        CU_ASSERT_EQUAL(s->create_view.refresh.at[0]->kind_case, COORD__PLAN__EXPR__KIND_CALL);
+        CU_ASSERT_EQUAL(s->create_view.refresh.at[1]->type, COORD__PLAN__TYPE__TYPE_INT8);
+        CU_ASSERT_TRUE(s->create_view.deterministic);
+        sql_stmt_free(s);
+        s = analyze("CREATE MATERIALIZED VIEW m WITH (REFRESH ON COMMIT) AS SELECT a FROM t");
+        CU_ASSERT_FALSE(s->create_view.refresh.on);
+        sql_stmt_free(s);
+        /* what PostgreSQL still sees around lifted options is well formed */
+        expect_error("CREATE MATERIALIZED VIEW m WITH (REFRESH AT CREATION, fillfactor = 10, "
+                     "REFRESH AT coalesce(1, 2)) AS SELECT 1", "0A000",
+                     "materialized view option \"fillfactor\" is not supported", -1);
+        expect_error("CREATE MATERIALIZED VIEW m WITH (fillfactor = 10, REFRESH AT CREATION, "
+                     "REFRESH EVERY '1s') AS SELECT 1", "0A000",
+                     "materialized view option \"fillfactor\" is not supported", -1);
+        expect_error("CREATE MATERIALIZED VIEW m WITH (REFRESH SOMETIMES) AS SELECT 1", "42601",
+                     "syntax error in REFRESH option", 34);
+        expect_error("CREATE MATERIALIZED VIEW m WITH (REFRESH AT 1 2) AS SELECT 1", "42601", NULL, -1);
+        expect_error("CREATE MATERIALIZED VIEW m WITH (REFRESH EVERY '-1s') AS SELECT 1", "22007", NULL, -1);
+        expect_error("CREATE MATERIALIZED VIEW m WITH (REFRESH EVERY '0 ms') AS SELECT 1", "22023", NULL, -1);
+        expect_error("CREATE MATERIALIZED VIEW m WITH (REFRESH AT -5) AS SELECT 1", "22023", NULL, -1);
+        expect_error("CREATE MATERIALIZED VIEW m WITH (REFRESH AT 'soon') AS SELECT 1", "22P02", NULL, -1);
+        expect_error("CREATE MATERIALIZED VIEW m WITH (REFRESH AT CREATION) AS SELECT mz_now()", "0A000",
+                     "cannot materialize call to mz_now()", -1);
+        expect_error("CREATE MATERIALIZED VIEW m WITH (REFRESH ON COMMIT, REFRESH EVERY '1s') AS SELECT 1",
+                     "42601", NULL, -1);
         expect_error("CREATE MATERIALIZED VIEW m AS SELECT a FROM t LIMIT 3", "0A000", NULL, -1);
 }
 
