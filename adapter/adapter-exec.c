@@ -213,7 +213,9 @@ struct session {
         struct exec *ex;
         struct pgwire_conn *c;
         struct sql_batch *batch;        /* simple query */
-        size_t next;                    /* next statement of the batch */
+        size_t next;                    /* next statement of the batch; SIZE_MAX: skip
+                                         * the rest.  Set by pg_query() only: stale
+                                         * while Executes run */
         struct sql_stmt *stmt;          /* running */
         bool extended;                  /* running an Execute: one statement */
         bool waiting;                   /* parked on the controller */
@@ -2326,8 +2328,8 @@ failed:
         s->next = SIZE_MAX;
         s->stmt = sql_stmt_free(s->stmt);
 resume:
-        if (s->next == SIZE_MAX && s->stmt)
-                s->stmt = sql_stmt_free(s->stmt);
+        /* s->stmt alone says whether the read succeeded: s->next belongs to a simple
+         * query's batch, and an Execute finds it as an earlier failed request left it. */
         session_resume(s);
 out:
         row_arena_reset(&ex->arena);    /* res's memory, all of it */

@@ -6,7 +6,9 @@
  *   past timestamps returning exactly the contents at those times (I8);
  *   errors with their SQLSTATEs;
  *   built-in relations coord_objects and coord_frontiers;
- *   the extended protocol (PQexecParams, PQprepare);
+ *   the extended protocol (PQexecParams, PQprepare); after a run-time error (1/0, an
+ *   overflow, a bad cast) the next statements are served, and in a pipeline the rest up
+ *   to Sync is aborted and the next pipeline runs (issue 36);
  *   100 concurrent clients inserting while the controller and then the adapter are
  *   killed with -9: every acknowledged row is there, no statement is half applied (I7);
  *   concurrent DDL shares catalog syncs, and a query string's CREATEs commit together
@@ -389,6 +391,126 @@ static void test_extended(void)
         CU_ASSERT_EQUAL(PQnfields(r), 1);
         CU_ASSERT_EQUAL(PQftype(r, 0), 25);
         PQclear(r);
+        PQfinish(c);
+}
+
+/* One statement through Parse/Bind/Execute/Sync: its SQLSTATE ("" when it succeeded) and
+ * its first value into buf. */
+static const char *ext_run(PGconn *c, const char *sql, int nparams, const char *const *vals,
+                           char *buf, size_t size)
+{
+        PGresult *r = PQexecParams(c, sql, nparams, NULL, vals, NULL, NULL, 0);
+        const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+        if (PQresultStatus(r) == PGRES_FATAL_ERROR)
+                snprintf(buf, size, "%s", st ? st : "?");
+        else if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
+                snprintf(buf, size, "=%s", PQgetvalue(r, 0, 0));
+        else
+                snprintf(buf, size, "%s", PQcmdStatus(r));
+        PQclear(r);
+        return buf;
+}
+
+/* The next result of a pipeline, then the NULL that ends it; its status and SQLSTATE. */
+static bool pipe_next(PGconn *c, ExecStatusType want, const char *sqlstate, const char *value)
+{
+        PGresult *r = PQgetResult(c);
+        const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        bool good = r && PQresultStatus(r) == want;
+
+        if (good && sqlstate)
+                good = st && strcmp(st, sqlstate) == 0;
+        if (good && value)
+                good = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), value) == 0;
+        if (!good)
+                fprintf(stderr, "\n    pipeline: expected %s %s %s, got %s %s %s",
+                        PQresStatus(want), sqlstate ? sqlstate : "", value ? value : "",
+                        r ? PQresStatus(PQresultStatus(r)) : "(no result)", st ? st : "",
+                        r ? PQresultErrorMessage(r) : "");
+        PQclear(r);
+        if (want != PGRES_PIPELINE_SYNC && (r = PQgetResult(c))) {
+                fprintf(stderr, "\n    pipeline: a second result %s", PQresStatus(PQresultStatus(r)));
+                PQclear(r);
+                good = false;
+        }
+        return good;
+}
+
+/* Issue 36 item 2: an error raised at run time (the controller evaluating the query) in
+ * the extended protocol is followed, after Sync, by normal service -- the next Parse/Bind/
+ * Execute answers, as PostgreSQL does; in a pipeline the statements after the error up
+ * to the Sync are PGRES_PIPELINE_ABORTED, and the next pipeline runs. */
+static void test_extended_errors(void)
+{
+        static const struct { const char *sql, *sqlstate; } bad[] = {
+                { "SELECT 1/0", "22012" },
+                { "SELECT 2147483647 + 1", "22003" },
+                { "SELECT 'x'::int", "22P02" },
+                { "SELECT a / 0 FROM xe", "22012" },
+                { "SELECT a * 2147483647 * 2 FROM xe", "22003" },
+                { "SELECT b::int FROM xe", "22P02" },
+        };
+        const char *one[1] = { "41" };
+        PGconn *c = db();
+        char buf[64];
+        PGresult *r;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE xe (a int, b text)"));
+        CU_ASSERT(ok(c, "INSERT INTO xe VALUES (3, 'x')"));
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                CU_ASSERT_STRING_EQUAL(ext_run(c, bad[i].sql, 0, NULL, buf, sizeof(buf)), bad[i].sqlstate);
+                /* Every later statement is served, whatever its kind. */
+                CU_ASSERT_STRING_EQUAL(ext_run(c, "SELECT 1", 0, NULL, buf, sizeof(buf)), "=1");
+                CU_ASSERT_STRING_EQUAL(ext_run(c, "SELECT $1::int + 1", 1, one, buf, sizeof(buf)), "=42");
+                CU_ASSERT_STRING_EQUAL(ext_run(c, "SELECT a FROM xe", 0, NULL, buf, sizeof(buf)), "=3");
+                CU_ASSERT_STRING_EQUAL(ext_run(c, "INSERT INTO xe VALUES ($1)", 1, one, buf, sizeof(buf)),
+                                       "INSERT 0 1");
+                CU_ASSERT_STRING_EQUAL(ext_run(c, "DELETE FROM xe WHERE a = $1", 1, one, buf, sizeof(buf)),
+                                       "DELETE 1");
+                CU_ASSERT_STRING_EQUAL(ext_run(c, "SHOW server_version_num", 0, NULL, buf, sizeof(buf)),
+                                       "=150000");
+                CU_ASSERT_STRING_EQUAL(ext_run(c, bad[i].sql, 0, NULL, buf, sizeof(buf)), bad[i].sqlstate);
+                CU_ASSERT_STRING_EQUAL(ext_run(c, bad[i].sql, 0, NULL, buf, sizeof(buf)), bad[i].sqlstate);
+                CU_ASSERT_STRING_EQUAL(ext_run(c, "SELECT count(*) FROM xe", 0, NULL, buf, sizeof(buf)), "=1");
+        }
+        /* A named prepared statement after an error. */
+        CU_ASSERT_STRING_EQUAL(ext_run(c, "SELECT 1/0", 0, NULL, buf, sizeof(buf)), "22012");
+        r = PQprepare(c, "xe_q", "SELECT a + $1::int FROM xe", 1, NULL);
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        r = PQexecPrepared(c, "xe_q", 1, one, NULL, NULL, 0);
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+        CU_ASSERT(PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "44") == 0);
+        PQclear(r);
+
+        /* Pipelines: the error, the rest aborted until Sync, then normal service. */
+        CU_ASSERT_EQUAL_FATAL(PQenterPipelineMode(c), 1);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                CU_ASSERT_EQUAL(PQsendQueryParams(c, "SELECT 1", 0, NULL, NULL, NULL, NULL, 0), 1);
+                CU_ASSERT_EQUAL(PQsendQueryParams(c, bad[i].sql, 0, NULL, NULL, NULL, NULL, 0), 1);
+                CU_ASSERT_EQUAL(PQsendQueryParams(c, "SELECT 2", 0, NULL, NULL, NULL, NULL, 0), 1);
+                CU_ASSERT_EQUAL(PQsendQueryParams(c, "INSERT INTO xe VALUES (99)", 0, NULL, NULL,
+                                                  NULL, NULL, 0), 1);
+                CU_ASSERT_EQUAL(PQpipelineSync(c), 1);
+                CU_ASSERT_EQUAL(PQsendQueryParams(c, "SELECT $1::int + 1", 1, NULL, one, NULL, NULL, 0), 1);
+                CU_ASSERT_EQUAL(PQsendQueryParams(c, "SELECT count(*) FROM xe", 0, NULL, NULL, NULL,
+                                                  NULL, 0), 1);
+                CU_ASSERT_EQUAL(PQpipelineSync(c), 1);
+                CU_ASSERT(pipe_next(c, PGRES_TUPLES_OK, NULL, "1"));
+                CU_ASSERT(pipe_next(c, PGRES_FATAL_ERROR, bad[i].sqlstate, NULL));
+                CU_ASSERT(pipe_next(c, PGRES_PIPELINE_ABORTED, NULL, NULL));
+                CU_ASSERT(pipe_next(c, PGRES_PIPELINE_ABORTED, NULL, NULL));
+                CU_ASSERT(pipe_next(c, PGRES_PIPELINE_SYNC, NULL, NULL));
+                CU_ASSERT(pipe_next(c, PGRES_TUPLES_OK, NULL, "42"));
+                CU_ASSERT(pipe_next(c, PGRES_TUPLES_OK, NULL, "1"));    /* the INSERT did not run */
+                CU_ASSERT(pipe_next(c, PGRES_PIPELINE_SYNC, NULL, NULL));
+        }
+        CU_ASSERT_EQUAL(PQexitPipelineMode(c), 1);
+        CU_ASSERT_STRING_EQUAL(ext_run(c, "SELECT a FROM xe", 0, NULL, buf, sizeof(buf)), "=3");
+        CU_ASSERT(rows_are(c, "SELECT a FROM xe", "3"));
+        CU_ASSERT(ok(c, "DROP TABLE xe"));
         PQfinish(c);
 }
 
@@ -1481,6 +1603,7 @@ static const struct t_case cases[] = {
         { "errors carry SQLSTATEs", test_errors },
         { "built-in relations", test_builtins },
         { "extended protocol", test_extended },
+        { "extended protocol: a run-time error, Sync, then normal service; pipelines", test_extended_errors },
         { "cancel a waiting read", test_cancel },
         { "transaction blocks: INSERTs at COMMIT, together; ROLLBACK, errors, leaving", test_transactions },
         { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
