@@ -189,6 +189,8 @@ struct write {
         enum write_kind kind;
         struct session *s;      /* NULL when nobody waits for it */
         uint64_t gid;
+        char *table;            /* owned: a statement's table, named in its errors
+                                 * (it may be dropped meanwhile); NULL for built-ins */
         uint8_t **rows;         /* owned */
         size_t *row_lens;
         int64_t *diffs;         /* NULL: +1 each */
@@ -496,6 +498,7 @@ static int group_add(struct exec *ex, struct write *w)
 
 static void write_done(struct write *w)
 {
+        free(w->table);
         for (size_t i = 0; i < w->n_rows; i++)
                 free(w->rows[i]);
         free(w->rows);
@@ -689,6 +692,34 @@ static void groups_kick(struct exec *ex)
         fence_check(ex);
 }
 
+/* Whether a statement's table is gone from the catalog, or going (a DROP committing). */
+static bool table_gone(const struct exec *ex, uint64_t gid)
+{
+        const struct acat_item *it = acat_by_gid(ex->cat, gid);
+
+        return !it || it->dropping;
+}
+
+/* A write to a table dropped meanwhile, as PostgreSQL says it. */
+static void send_table_gone(struct pgwire_conn *c, const char *table)
+{
+        send_error(c, "42P01", "relation \"%s\" does not exist", table);
+}
+
+/* The error of a failed group for w's statement.  The controller names a collection
+ * that does not exist by its gid (42P01): when it is w's table, dropped while w waited
+ * in its group, the client gets the name it wrote to. */
+static void send_write_error(struct exec *ex, const struct write *w, const Coord__Error *err)
+{
+        const char *sqlstate = err->sqlstate && *err->sqlstate ? err->sqlstate : "XX000";
+
+        if (strcmp(sqlstate, "42P01") == 0 && w->table && table_gone(ex, w->gid)) {
+                send_table_gone(w->s->c, w->table);
+                return;
+        }
+        send_error(w->s->c, sqlstate, "%s", err->message ? err->message : "write failed");
+}
+
 static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
                            const Coord__Error *err)
 {
@@ -716,8 +747,7 @@ static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok
                         continue;
                 if (err) {
                         if (!s->gone)
-                                send_error(s->c, err->sqlstate && *err->sqlstate ? err->sqlstate : "XX000",
-                                           "%s", err->message ? err->message : "write failed");
+                                send_write_error(ex, w, err);
                         s->stmt = sql_stmt_free(s->stmt);
                         s->next = SIZE_MAX;     /* skip the rest of the string */
                 } else {
@@ -2094,9 +2124,10 @@ static int exec_drop(struct session *s, struct sql_stmt *st)
 static int insert_write(struct sql_insert *in, struct session *s, struct write *w)
 {
         *w = (struct write){ .kind = WRITE_INSERT, .s = s, .gid = in->id, .n_rows = in->n_rows };
+        w->table = strdup(in->table);
         w->rows = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w->rows));
         w->row_lens = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w->row_lens));
-        if (!w->rows || !w->row_lens) {
+        if (!w->table || !w->rows || !w->row_lens) {
                 write_done(w);
                 return -ENOMEM;
         }
@@ -2140,9 +2171,14 @@ static int exec_delete(struct session *s, struct sql_stmt *st)
                 return 0;
         }
 
+        w.table = strdup(d->table);
+        if (!w.table)
+                return -ENOMEM;
         r = group_add(s->ex, &w);
-        if (r < 0)
+        if (r < 0) {
+                write_done(&w);
                 return r;
+        }
         s->waiting = true;
         return STMT_PARKED;
 }
@@ -2720,6 +2756,16 @@ static int txn_commit(struct session *s)
         if (!s->n_txn_writes) {
                 s->txn_read = false;
                 return STMT_DONE;
+        }
+        /* A table dropped since its INSERT: the block fails here, as a whole.  Sent,
+         * the Append would fail at the controller, and with it everything else in its
+         * group -- other sessions' writes, a DDL's built-in rows. */
+        for (size_t i = 0; i < s->n_txn_writes; i++) {
+                if (table_gone(ex, s->txn_writes[i].gid)) {
+                        send_table_gone(s->c, s->txn_writes[i].table);
+                        txn_discard(s);
+                        return -ECANCELED;
+                }
         }
         ex->hold_kick = true;
         g = group_open(ex);

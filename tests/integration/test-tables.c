@@ -310,6 +310,31 @@ static void test_transactions(void)
         c = db();
         CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt", "4"));
 
+        /* A table dropped between the INSERT and COMMIT (issue 36 item 5): 42P01 naming
+         * it, as PostgreSQL's "relation ... does not exist", not the controller's gid;
+         * nothing of the block is written, and nothing else fails with it: the DROP's
+         * built-in rows are not lost (no reconciliation reads them back). */
+        {
+                uint64_t reads = stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_reads");
+                const char *st;
+
+                CU_ASSERT(ok(c, "CREATE TABLE txd (a int)"));
+                CU_ASSERT(ok(c, "BEGIN; INSERT INTO txd VALUES (1)"));
+                CU_ASSERT(ok(c, "INSERT INTO txt VALUES (5)"));
+                CU_ASSERT(ok(o, "DROP TABLE txd"));
+                r = PQexec(c, "COMMIT");
+                st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+                CU_ASSERT(PQresultStatus(r) == PGRES_FATAL_ERROR && st && strcmp(st, "42P01") == 0);
+                CU_ASSERT_PTR_NOT_NULL(strstr(PQresultErrorMessage(r), "relation \"txd\" does not exist"));
+                PQclear(r);
+                CU_ASSERT_EQUAL(PQtransactionStatus(c), PQTRANS_IDLE);
+                CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt", "4"));
+                CU_ASSERT(rows_are(o, "SELECT count(*) FROM coord_objects WHERE name = 'txd'", "0"));
+                CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_ADAPTER, "builtin_reads"), reads);
+                CU_ASSERT(ok(c, "INSERT INTO txt VALUES (5)"));
+                CU_ASSERT(ok(c, "DELETE FROM txt WHERE a = 5"));
+        }
+
         /* A block reads or writes; DELETE, UPDATE and DDL do not run in one. */
         CU_ASSERT(ok(c, "BEGIN"));
         CU_ASSERT(rows_are(c, "SELECT count(*) FROM txt", "4"));
