@@ -6,13 +6,17 @@
  *   every connection back within 5 s, with the restarted daemon's new incarnation seen by
  *   its peers, and the frontier ring readers on the restarted controller's generation; garbage, oversized, truncated frames and a stale incarnation on a daemon's
  *   socket -> that connection closed, the other peers undisturbed; a second daemon of a
- *   role refused; bad flags refused; tools/coord down -> no process, socket or pid file.
+ *   role refused; bad flags refused; tools/coord down with a daemon that ignores SIGTERM
+ *   and one just killed -> both gone when down returns, up at once starts all three;
+ *   tools/coord down -> no process, socket or pid file.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -294,6 +298,51 @@ static void test_bad_flags(void)
         CU_ASSERT_EQUAL(t_sh("%s/adapter/coord-adapter --help >/dev/null", build_dir), 0);
 }
 
+/* A daemon that down reported stopped: its process gone (reaped) and its lock free, so
+ * a new one of its role can start. */
+static bool daemon_gone(int i, pid_t pid)
+{
+        char path[PATH_MAX];
+        bool gone = kill(pid, 0) < 0 && errno == ESRCH;
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/%s/lock", data_dir, node_role_name(roles[i]));
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd >= 0) {
+                if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+                        gone = false;
+                close(fd);
+        }
+        if (!gone)
+                fprintf(stderr, "\n    %s (pid %d) is still there", node_role_name(roles[i]), (int)pid);
+        return gone;
+}
+
+/* Issue 36 item 4: down returns only once every daemon is gone, so that up at once
+ * starts all three (a daemon still exiting holds its lock: "lock busy", exit 75).  The
+ * controller is stopped (SIGSTOP), so it cannot act on SIGTERM, as when its loop is
+ * stuck: down kills it after COORD_DOWN_TIMEOUT and says so.  The lifecycle is killed
+ * with -9 just before down: it may still be exiting when down looks. */
+static void test_down_stuck(void)
+{
+        pid_t pids[3];
+        uint64_t t0;
+
+        CU_ASSERT_FATAL(wait_all_connected(5000, NULL, NULL));
+        for (int i = 0; i < 3; i++)
+                pids[i] = pid_of(roles[i]);
+        CU_ASSERT_EQUAL_FATAL(kill(pids[2], SIGSTOP), 0);
+        CU_ASSERT_EQUAL_FATAL(kill(pids[1], SIGKILL), 0);
+        t0 = now_ms();
+        CU_ASSERT_EQUAL(t_sh("COORD_DOWN_TIMEOUT=3 %s down >%s/down.out 2>&1", coord_cmd, home), 0);
+        printf("\n    down took %llu ms\n", (unsigned long long)(now_ms() - t0));
+        for (int i = 0; i < 3; i++)
+                CU_ASSERT(pids[i] > 0 && daemon_gone(i, pids[i]));
+        CU_ASSERT_EQUAL(t_sh("grep -q 'killed controller' %s/down.out", home), 0);
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT(wait_all_connected(5000, NULL, NULL));
+}
+
 static void test_down(void)
 {
         pid_t pids[3];
@@ -322,6 +371,7 @@ static const struct t_case cases[] = {
         { "stale incarnation ignored", test_stale_incarnation },
         { "second daemon of a role refused", test_second_daemon_refused },
         { "bad flags: exit 64", test_bad_flags },
+        { "down with a daemon deaf to SIGTERM: killed, gone when down returns, up at once", test_down_stuck },
         { "down: no process, socket or pid file left", test_down },
         { NULL, NULL },
 };
