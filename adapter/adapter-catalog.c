@@ -203,6 +203,7 @@ static void item_free(struct acat_item *it)
         free(it->refs);
         free(it->keys);
         free(it->refresh_at);
+        free(it->sink_path);
         free(it->dependents);
         free(it->reqs);
         free(it->req_consumers);
@@ -561,6 +562,12 @@ static struct acat_item *item_from_proto(Coord__CatalogItem *p)
         it->n_refresh_at = p->n_refresh_at;
         it->refresh_every_ms = p->refresh_every_ms;
         it->refresh_aligned_to = p->refresh_aligned_to;
+        if (it->kind == SQL_OBJECT_SINK) {
+                it->sink_path = str_take(&p->sink_path);
+                it->sink_snapshot = p->sink_snapshot;
+                if (!it->sink_path)
+                        goto fail;
+        }
         return it;
 fail:
         item_free(it);
@@ -616,6 +623,9 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
         p.n_refresh_at = it->n_refresh_at;
         p.refresh_every_ms = it->refresh_every_ms;
         p.refresh_aligned_to = it->refresh_aligned_to;
+        if (it->sink_path)
+                p.sink_path = it->sink_path;
+        p.sink_snapshot = it->sink_snapshot;
         len = coord__catalog_item__get_packed_size(&p);
         buf = malloc(len ? len : 1);
         if (buf)
@@ -1295,7 +1305,8 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
         uint8_t *planbuf = NULL;
         size_t ilen = 0, plen = 0;
         bool has_bound = kind_has_bound(ni->kind), linked = false;
-        bool consumer = ni->kind == SQL_OBJECT_MATERIALIZED_VIEW || ni->kind == SQL_OBJECT_INDEX;
+        bool consumer = ni->kind == SQL_OBJECT_MATERIALIZED_VIEW || ni->kind == SQL_OBJECT_INDEX ||
+                        ni->kind == SQL_OBJECT_SINK;
         const uint64_t *req_inputs = NULL;
         size_t n_req_inputs = 0;
         uint64_t req_at = ni->as_of;
@@ -1408,6 +1419,11 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
         it->refresh = ni->refresh;
         it->refresh_every_ms = ni->refresh_every_ms;
         it->refresh_aligned_to = ni->refresh_aligned_to;
+        it->sink_snapshot = ni->sink_snapshot;
+        if (ni->sink_path && !(it->sink_path = strdup(ni->sink_path))) {
+                r = -ENOMEM;
+                goto fail;
+        }
         if (ni->n_refresh_at) {
                 it->refresh_at = u64_dup(ni->refresh_at, ni->n_refresh_at);
                 if (!it->refresh_at) {

@@ -65,6 +65,9 @@ struct acat_item {
         uint64_t *refresh_at;           /* ascending */
         size_t n_refresh_at;
         uint64_t refresh_every_ms, refresh_aligned_to;
+        /* A sink (CatalogItem fields 20-21). */
+        char *sink_path;
+        bool sink_snapshot;
 
         /* Read protection (issue 5), mirrored from the 'b' and 'r' records: */
         bool has_bound;
@@ -130,6 +133,9 @@ struct acat_new_item {
         const uint64_t *refresh_at;
         size_t n_refresh_at;
         uint64_t refresh_every_ms, refresh_aligned_to;
+        /* A sink: its file; SNAPSHOT.  Its requirements are at as_of, as any consumer's. */
+        const char *sink_path;
+        bool sink_snapshot;
 };
 
 int acat_open(struct catalog *store, struct adapter_catalog **ret);

@@ -133,11 +133,14 @@
 #include "adapter-exec.h"
 
 #include <assert.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "adapter-catalog.h"
 #include "adapter-commit.h"
@@ -1724,6 +1727,8 @@ static bool stmt_joins_run(const struct session *s, const struct sql_stmt *st)
                 return !st->create_view.exists;
         case SQL_STMT_CREATE_INDEX:
                 return !st->create_index.exists;
+        case SQL_STMT_CREATE_SINK:
+                return !st->create_sink.exists;
         default:
                 return false;
         }
@@ -2030,6 +2035,85 @@ static int exec_create_index(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs, ts);
+        r = create_begin_or_error(s, &ni, ts, &txn);
+        if (r != 0)
+                return r;
+        return ddl_create(s, txn);
+}
+
+/* A sink's file, before its CREATE commits: an absolute path, creatable by this user
+ * (the controller writes it: same machine, same user), not another sink's, and empty --
+ * a sink appends from offset 0 and truncates to its durable progress after a restart,
+ * so what a file held before would be lost.  The file is created here, empty.  0, or
+ * -ECANCELED after sending the error (22023, 42710, 42501, 58030). */
+static int sink_file_check(struct session *s, const char *path)
+{
+        const struct acat_item *const *items;
+        size_t n = acat_items(s->ex->cat, &items);
+        struct stat st;
+        int fd;
+
+        if (path[0] != '/') {
+                send_error(s->c, "22023", "the file of a sink must be an absolute path, not \"%s\"", path);
+                return -ECANCELED;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (items[i]->kind == SQL_OBJECT_SINK && items[i]->sink_path &&
+                    strcmp(items[i]->sink_path, path) == 0) {
+                        send_error(s->c, "42710", "sink \"%s\" writes the file \"%s\" already",
+                                   items[i]->name, path);
+                        return -ECANCELED;
+                }
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+        if (fd < 0) {
+                int e = errno;
+                send_error(s->c, e == EACCES || e == EPERM ? "42501" : "58030",
+                           "could not create sink file \"%s\": %s", path, strerror(e));
+                return -ECANCELED;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 0) {
+                bool reg = S_ISREG(st.st_mode);
+                close(fd);
+                send_error(s->c, "58030", reg ? "sink file \"%s\" exists and is not empty"
+                                              : "sink file \"%s\" is not a regular file", path);
+                return -ECANCELED;
+        }
+        close(fd);
+        return 0;
+}
+
+/* CREATE SINK: one catalog transaction {item, requirements at its as-of} (I4); the
+ * follower has the controller install it.  SNAPSHOT = false: the as-of is the inputs'
+ * committed bound, chosen here, in the creating transaction: the sink writes what
+ * changes after it (DESIGN section 4). */
+static int exec_create_sink(struct session *s, struct sql_stmt *st)
+{
+        struct exec *ex = s->ex;
+        const struct sql_create_sink *cs = &st->create_sink;
+        struct acat_new_item ni = {
+                .name = cs->name, .kind = SQL_OBJECT_SINK, .create_sql = st->sql,
+                .columns = cs->columns, .n_columns = cs->n_columns, .plan = cs->plan,
+                .logical_inputs = st->inputs, .n_logical = st->n_inputs,
+                .physical_inputs = st->physical_inputs, .n_physical = st->n_physical_inputs,
+                .refs = st->references, .n_refs = st->n_references, .on_id = cs->from_id,
+                .sink_path = cs->path, .sink_snapshot = cs->snapshot,
+        };
+        struct acat_txn *txn;
+        uint64_t ts;
+        int r;
+
+        if (cs->exists)
+                return STMT_DONE;
+        if (ex->fatal)
+                return catalog_not_writable(s);
+        r = sink_file_check(s, cs->path);
+        if (r < 0)
+                return r;
+        r = oracle_birth_ts(ex->oracle, &ts);
+        if (r < 0)
+                return r;
+        ni.as_of = cs->snapshot ? choose_as_of(ex, st->inputs, st->n_inputs, ts)
+                                : acat_max_bound(ex->cat, st->inputs, st->n_inputs);
         r = create_begin_or_error(s, &ni, ts, &txn);
         if (r != 0)
                 return r;
@@ -2934,6 +3018,8 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
                 return exec_create_view(s, st);
         case SQL_STMT_CREATE_INDEX:
                 return exec_create_index(s, st);
+        case SQL_STMT_CREATE_SINK:
+                return exec_create_sink(s, st);
         case SQL_STMT_ALTER_RETAIN_HISTORY:
                 return exec_alter_retain(s, st);
         case SQL_STMT_SHOW_OBJECTS:

@@ -125,6 +125,8 @@ const char *sql_stmt_tag(const struct sql_stmt *s)
                 return "CREATE MATERIALIZED VIEW";
         case SQL_STMT_CREATE_INDEX:
                 return "CREATE INDEX";
+        case SQL_STMT_CREATE_SINK:
+                return "CREATE SINK";
         case SQL_STMT_ALTER_RETAIN_HISTORY:
                 switch (s->alter_retain.kind) {
                 case SQL_OBJECT_MATERIALIZED_VIEW:
@@ -232,6 +234,8 @@ enum lift_kind {
         LIFT_MV_OPTIONS,                /* RETAIN HISTORY, REFRESH: PostgreSQL sees the
                                          * WITH (...) without them */
         LIFT_ALTER_RETAIN_HISTORY,      /* the whole statement; PostgreSQL sees "SELECT" */
+        LIFT_CREATE_SINK,               /* the whole statement; PostgreSQL sees "SELECT" */
+        LIFT_DROP_SINK,                 /* the whole statement; PostgreSQL sees "SELECT" */
 };
 
 struct lift {
@@ -246,6 +250,12 @@ struct lift {
         enum sql_object_kind alter_kind;        /* ALTER <kind> name SET/RESET (...) */
         struct lift_refresh *refresh;   /* MV options: the REFRESH options, in order */
         size_t n_refresh;
+        char *path;                     /* CREATE SINK: INTO FILE '<path>' */
+        int snapshot;                   /* CREATE SINK: WITH (SNAPSHOT = ...): 1, 0, or -1
+                                         * when not given */
+        char **names;                   /* DROP SINK: the names */
+        size_t n_names;
+        bool if_exists, cascade;        /* DROP SINK */
 };
 
 struct batch_stmt {
@@ -283,6 +293,10 @@ struct sql_batch *sql_batch_free(struct sql_batch *b)
                 for (size_t k = 0; k < b->lifts[i].n_refresh; k++)
                         free(b->lifts[i].refresh[k].interval);
                 free(b->lifts[i].refresh);
+                free(b->lifts[i].path);
+                for (size_t k = 0; k < b->lifts[i].n_names; k++)
+                        free(b->lifts[i].names[k]);
+                free(b->lifts[i].names);
         }
         free(b->lifts);
         free(b->stmts);
@@ -747,6 +761,124 @@ static int lift_alter_retain(struct sql_batch *b, char *cleaned, PgQuery__ScanTo
         return 0;
 }
 
+/* A syntax error of a lifted statement at token t (42601, PostgreSQL's wording). */
+static int lift_syntax_error(struct sql_batch *b, const PgQuery__ScanToken *t, struct row_error *err)
+{
+        row_error_set(err, -EINVAL, "42601", "syntax error at or near \"%.*s\"",
+                      (int)(t->end - t->start), b->query + t->start);
+        if (err)
+                err->position = char_position(b->query, b->len, (size_t)t->start);
+        return -EINVAL;
+}
+
+/* CREATE SINK [IF NOT EXISTS] name FROM [public.]relation INTO FILE '<path>'
+ * [WITH (SNAPSHOT [=] true | false)]: parsed here, PostgreSQL sees "SELECT" and blanks.
+ * PostgreSQL has no CREATE SINK, so anything else is a syntax error here. */
+static int lift_create_sink(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
+                            struct row_error *err)
+{
+        struct lift *l;
+        size_t i = 2, name, from;
+
+        if (i + 2 < n && t[i]->token == PG_QUERY__TOKEN__IF_P && t[i + 1]->token == PG_QUERY__TOKEN__NOT &&
+            t[i + 2]->token == PG_QUERY__TOKEN__EXISTS)
+                i += 3;
+        if (i >= n || !token_is_name(t[i]))
+                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+        name = i++;
+        if (i >= n || t[i]->token != PG_QUERY__TOKEN__FROM)
+                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+        from = ++i;
+        if (i + 2 < n && token_is_word(b, t[i], "public") && t[i + 1]->token == PG_QUERY__TOKEN__ASCII_46)
+                from = i += 2;
+        if (i >= n || !token_is_name(t[i]))
+                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+        i++;
+        if (i + 2 >= n || t[i]->token != PG_QUERY__TOKEN__INTO || !token_is_word(b, t[i + 1], "file") ||
+            t[i + 2]->token != PG_QUERY__TOKEN__SCONST)
+                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+        l = lift_new(b, (size_t)t[0]->start, LIFT_CREATE_SINK);
+        if (!l)
+                return row_error_oom(err);
+        l->snapshot = -1;
+        l->if_not_exists = name > 2;
+        l->name = token_ident(b, t[name]);
+        l->on = token_ident(b, t[from]);
+        l->path = token_string(b, t[i + 2]);
+        l->location = (size_t)t[from]->start;
+        if (!l->name || !l->on)
+                return row_error_oom(err);
+        if (!l->path && !(l->path = strdup("")))        /* E'..': refused at analysis */
+                return row_error_oom(err);
+        i += 3;
+        if (i < n) {
+                /* WITH ( SNAPSHOT [=] value ) */
+                size_t v;
+
+                if (i + 4 > n || t[i]->token != PG_QUERY__TOKEN__WITH ||
+                    t[i + 1]->token != PG_QUERY__TOKEN__ASCII_40 || !token_is_word(b, t[i + 2], "snapshot"))
+                        return lift_syntax_error(b, t[i + 2 < n ? i + 2 : i], err);
+                v = i + 3;
+                if (v < n && t[v]->token == PG_QUERY__TOKEN__ASCII_61)
+                        v++;
+                if (v + 2 != n || t[v + 1]->token != PG_QUERY__TOKEN__ASCII_41)
+                        return lift_syntax_error(b, t[v < n ? v : n - 1], err);
+                if (t[v]->token == PG_QUERY__TOKEN__TRUE_P || token_is_word(b, t[v], "on"))
+                        l->snapshot = 1;
+                else if (t[v]->token == PG_QUERY__TOKEN__FALSE_P || token_is_word(b, t[v], "off"))
+                        l->snapshot = 0;
+                else
+                        return lift_syntax_error(b, t[v], err);
+        }
+        blank(cleaned, t[0], t[n - 1]);
+        memcpy(cleaned + t[0]->start, "SELECT", 6);
+        return 0;
+}
+
+/* DROP SINK [IF EXISTS] name [, ...] [CASCADE | RESTRICT]: parsed here, PostgreSQL sees
+ * "SELECT" and blanks. */
+static int lift_drop_sink(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
+                          struct row_error *err)
+{
+        struct lift *l;
+        size_t i = 2;
+
+        l = lift_new(b, (size_t)t[0]->start, LIFT_DROP_SINK);
+        if (!l)
+                return row_error_oom(err);
+        if (i + 1 < n && t[i]->token == PG_QUERY__TOKEN__IF_P && t[i + 1]->token == PG_QUERY__TOKEN__EXISTS) {
+                l->if_exists = true;
+                i += 2;
+        }
+        for (;;) {
+                char **names;
+
+                if (i >= n || !token_is_name(t[i]))
+                        return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+                names = realloc(l->names, (l->n_names + 1) * sizeof(*names));
+                if (!names)
+                        return row_error_oom(err);
+                l->names = names;
+                if (!(l->names[l->n_names] = token_ident(b, t[i])))
+                        return row_error_oom(err);
+                l->n_names++;
+                if (++i < n && t[i]->token == PG_QUERY__TOKEN__ASCII_44) {
+                        i++;
+                        continue;
+                }
+                break;
+        }
+        if (i < n && (t[i]->token == PG_QUERY__TOKEN__CASCADE || t[i]->token == PG_QUERY__TOKEN__RESTRICT)) {
+                l->cascade = t[i]->token == PG_QUERY__TOKEN__CASCADE;
+                i++;
+        }
+        if (i < n)
+                return lift_syntax_error(b, t[i], err);
+        blank(cleaned, t[0], t[n - 1]);
+        memcpy(cleaned + t[0]->start, "SELECT", 6);
+        return 0;
+}
+
 /* Lift the Materialize-only forms a statement's tokens begin with. */
 static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
                           struct row_error *err)
@@ -759,6 +891,10 @@ static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken
                 return lift_mv_options(b, cleaned, t, n, err);
         if (n >= 8 && t[0]->token == PG_QUERY__TOKEN__ALTER)
                 return lift_alter_retain(b, cleaned, t, n, err);
+        if (n >= 2 && t[0]->token == PG_QUERY__TOKEN__CREATE && token_is_word(b, t[1], "sink"))
+                return lift_create_sink(b, cleaned, t, n, err);
+        if (n >= 2 && t[0]->token == PG_QUERY__TOKEN__DROP && token_is_word(b, t[1], "sink"))
+                return lift_drop_sink(b, cleaned, t, n, err);
         if (n == 3 && t[0]->token == PG_QUERY__TOKEN__SHOW &&
             t[1]->token == PG_QUERY__TOKEN__MATERIALIZED && token_is_word(b, t[2], "views")) {
                 if (!lift_new(b, (size_t)t[0]->start, LIFT_SHOW_MATERIALIZED_VIEWS))
@@ -3168,6 +3304,45 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
         return add_notice(a, "42P07", "relation \"%s\" already exists, skipping", name);
 }
 
+/* One name of a DROP: resolved into the next of drop.names/ids (0: missing, IF EXISTS). */
+static int drop_name(struct analyzer *a, const char *name)
+{
+        struct sql_drop *dr = &a->stmt->drop;
+        const char *kind = sql_object_kind_name(dr->kind);
+        size_t i = dr->n_objects;
+        struct sql_relation rel;
+        int r;
+
+        dr->names[i] = strdup(name);
+        if (!dr->names[i])
+                return oom(a);
+        dr->n_objects++;
+        r = lookup(a, name, &rel);
+        if (r == -ENOENT) {
+                if (!dr->if_exists)
+                        return FAIL(a, "42P01", "%s \"%s\" does not exist", kind, name);
+                return add_notice(a, "00000", "%s \"%s\" does not exist, skipping", kind, name);
+        }
+        if (r < 0)
+                return r;
+        if (rel.kind != dr->kind) {
+                r = FAIL(a, "42809", "\"%s\" is not a%s %s", name,
+                         dr->kind == SQL_OBJECT_INDEX ? "n" : "", kind);
+                row_error_hint(a->err, "Use DROP %s to remove a%s %s.",
+                               rel.kind == SQL_OBJECT_VIEW ? "VIEW"
+                               : rel.kind == SQL_OBJECT_MATERIALIZED_VIEW ? "MATERIALIZED VIEW"
+                               : rel.kind == SQL_OBJECT_INDEX  ? "INDEX"
+                               : rel.kind == SQL_OBJECT_SOURCE ? "SOURCE"
+                               : rel.kind == SQL_OBJECT_SINK   ? "SINK"
+                                                               : "TABLE",
+                               rel.kind == SQL_OBJECT_INDEX ? "n" : "",
+                               sql_object_kind_name(rel.kind));
+                return r;
+        }
+        dr->ids[i] = rel.id;
+        return 0;
+}
+
 static int analyze_drop(struct analyzer *a, const PgQuery__DropStmt *d)
 {
         struct sql_drop *dr = &a->stmt->drop;
@@ -3197,45 +3372,33 @@ static int analyze_drop(struct analyzer *a, const PgQuery__DropStmt *d)
         if (!dr->names || !dr->ids)
                 return oom(a);
         for (size_t i = 0; i < d->n_objects; i++) {
-                const char *kind = sql_object_kind_name(dr->kind);
-                struct sql_relation rel;
                 const char *name = NULL;
                 int r = list_name(a, d->objects[i], &name);
 
+                if (r >= 0)
+                        r = drop_name(a, name);
                 if (r < 0)
                         return r;
-                dr->names[i] = strdup(name);
-                if (!dr->names[i])
-                        return oom(a);
-                dr->n_objects++;
-                r = lookup(a, name, &rel);
-                if (r == -ENOENT) {
-                        if (!dr->if_exists)
-                                return FAIL(a, "42P01", "%s \"%s\" does not exist", kind, name);
-                        r = add_notice(a, "00000", "%s \"%s\" does not exist, skipping", kind,
-                                       name);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
+        }
+        return 0;
+}
+
+/* DROP SINK (lifted, note 1). */
+static int analyze_drop_sink(struct analyzer *a, const struct lift *l)
+{
+        struct sql_drop *dr = &a->stmt->drop;
+
+        dr->kind = SQL_OBJECT_SINK;
+        dr->if_exists = l->if_exists;
+        dr->cascade = l->cascade;
+        dr->names = calloc(l->n_names ? l->n_names : 1, sizeof(*dr->names));
+        dr->ids = calloc(l->n_names ? l->n_names : 1, sizeof(*dr->ids));
+        if (!dr->names || !dr->ids)
+                return oom(a);
+        for (size_t i = 0; i < l->n_names; i++) {
+                int r = drop_name(a, l->names[i]);
                 if (r < 0)
                         return r;
-                if (rel.kind != dr->kind) {
-                        r = FAIL(a, "42809", "\"%s\" is not a%s %s", name,
-                                 dr->kind == SQL_OBJECT_INDEX ? "n" : "", kind);
-                        row_error_hint(a->err, "Use DROP %s to remove a%s %s.",
-                                       rel.kind == SQL_OBJECT_VIEW ? "VIEW"
-                                       : rel.kind == SQL_OBJECT_MATERIALIZED_VIEW
-                                               ? "MATERIALIZED VIEW"
-                                       : rel.kind == SQL_OBJECT_INDEX  ? "INDEX"
-                                       : rel.kind == SQL_OBJECT_SOURCE ? "SOURCE"
-                                       : rel.kind == SQL_OBJECT_SINK   ? "SINK"
-                                                                       : "TABLE",
-                                       rel.kind == SQL_OBJECT_INDEX ? "n" : "",
-                                       sql_object_kind_name(rel.kind));
-                        return r;
-                }
-                dr->ids[i] = rel.id;
         }
         return 0;
 }
@@ -6492,6 +6655,70 @@ static int analyze_create_index(struct analyzer *a, const PgQuery__IndexStmt *s)
                              s->n_index_params, false, s->if_not_exists);
 }
 
+/* CREATE SINK (lifted, note 1): what it writes is planned as an index's arrangement is
+ * (a collection's Get, or a view's plan), deterministic. */
+static int analyze_create_sink(struct analyzer *a, const struct lift *l)
+{
+        struct sql_create_sink *cs = &a->stmt->create_sink;
+        struct sql_relation rel;
+        int r;
+
+        cs->if_not_exists = l->if_not_exists;
+        cs->snapshot = l->snapshot != 0;
+        cs->name = strdup(l->name);
+        cs->from_name = strdup(l->on);
+        cs->path = strdup(l->path);
+        if (!cs->name || !cs->from_name || !cs->path)
+                return oom(a);
+        if (!cs->path[0])
+                return FAIL(a, "22023", "the file of a sink must be a plain, non-empty string");
+        a->materialize = true;
+        r = lookup(a, l->on, &rel);
+        if (r == -ENOENT)
+                return FAIL_AT(a, (int)l->location, "42P01", "relation \"%s\" does not exist", l->on);
+        if (r < 0)
+                return r;
+        if (rel.kind == SQL_OBJECT_INDEX || rel.kind == SQL_OBJECT_SINK)
+                return FAIL_AT(a, (int)l->location, "42809", "cannot create a sink from %s \"%s\"",
+                               sql_object_kind_name(rel.kind), l->on);
+        /* Built-ins compact on the controller's own window, not by committed bounds: a
+         * sink could not resume on them after a restart. */
+        if (rel.builtin)
+                return FAIL_AT(a, (int)l->location, "0A000",
+                               "a sink from the built-in relation \"%s\" is not supported", l->on);
+        if (rel.kind == SQL_OBJECT_VIEW && !rel.deterministic)
+                return nondeterministic_view(a, l->on, (int)l->location);
+        cs->from_id = rel.id;
+        cs->columns = calloc(rel.n_columns ? rel.n_columns : 1, sizeof(*cs->columns));
+        if (!cs->columns)
+                return oom(a);
+        for (size_t i = 0; i < rel.n_columns; i++) {
+                cs->columns[i] = rel.columns[i];
+                cs->columns[i].name = strdup(rel.columns[i].name);
+                if (!cs->columns[i].name)
+                        return oom(a);
+                cs->n_columns++;
+        }
+        r = add_reference(a, rel.id);
+        if (rel.kind == SQL_OBJECT_VIEW) {
+                for (size_t i = 0; i < rel.n_inputs && r >= 0; i++)
+                        r = add_input(a, rel.inputs[i]);
+                cs->plan = rel_copy(rel.plan);
+        } else {
+                if (r >= 0)
+                        r = add_input(a, rel.id);
+                cs->plan = rel_get(&rel);
+        }
+        if (r < 0)
+                return r;
+        if (!cs->plan)
+                return oom(a);
+        r = finish_plan(a, &cs->plan);
+        if (r < 0)
+                return r;
+        return new_name(a, l->name, cs->if_not_exists, -1, &cs->exists);
+}
+
 static int analyze_default_index(struct analyzer *a, const struct lift *l)
 {
         if (l->on_schema && strcmp(l->on_schema, "public") != 0)
@@ -6697,6 +6924,14 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
                 s->kind = SQL_STMT_CREATE_INDEX;
                 return analyze_default_index(a, bs->lift);
         }
+        if (bs->lift && bs->lift->kind == LIFT_CREATE_SINK) {
+                s->kind = SQL_STMT_CREATE_SINK;
+                return analyze_create_sink(a, bs->lift);
+        }
+        if (bs->lift && bs->lift->kind == LIFT_DROP_SINK) {
+                s->kind = SQL_STMT_DROP;
+                return analyze_drop_sink(a, bs->lift);
+        }
         if (bs->lift && bs->lift->kind == LIFT_ALTER_RETAIN_HISTORY) {
                 s->kind = SQL_STMT_ALTER_RETAIN_HISTORY;
                 return analyze_alter_retain(a, bs->lift);
@@ -6800,6 +7035,15 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                         free(s->create_view.columns[i].name);
                 free(s->create_view.columns);
                 rel_free(s->create_view.plan);
+                break;
+        case SQL_STMT_CREATE_SINK:
+                free(s->create_sink.name);
+                free(s->create_sink.from_name);
+                free(s->create_sink.path);
+                for (size_t i = 0; i < s->create_sink.n_columns; i++)
+                        free(s->create_sink.columns[i].name);
+                free(s->create_sink.columns);
+                rel_free(s->create_sink.plan);
                 break;
         case SQL_STMT_CREATE_INDEX:
                 free(s->create_index.name);

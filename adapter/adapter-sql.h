@@ -23,9 +23,10 @@
  * where PostgreSQL has one, detail and hint where useful, and the 1-based character
  * position in the query string for errors tied to a place in it.
  *
- * Other lifted clauses.  The same token pass lifts `CREATE DEFAULT INDEX ...` (parsed on
- * tokens; PostgreSQL sees a blank `SELECT` of the same length), `SHOW MATERIALIZED VIEWS`
- * and `RETAIN HISTORY FOR '<duration>'` inside a CREATE MATERIALIZED VIEW's WITH (...).
+ * Other lifted clauses.  The same token pass lifts `CREATE DEFAULT INDEX ...`, `CREATE
+ * SINK ...` and `DROP SINK ...` (parsed on tokens; PostgreSQL sees a blank `SELECT` of
+ * the same length), `SHOW MATERIALIZED VIEWS`, and `RETAIN HISTORY FOR '<duration>'` and
+ * the REFRESH options inside a CREATE MATERIALIZED VIEW's WITH (...).
  *
  * Inputs.  A plan-carrying statement records its LOGICAL inputs (every storage
  * collection its SQL names, transitively through views, including inputs the optimizer
@@ -135,6 +136,7 @@ enum sql_stmt_kind {
         SQL_STMT_CREATE_INDEX,          /* CREATE [DEFAULT] INDEX: create_index */
         SQL_STMT_ALTER_RETAIN_HISTORY,  /* ALTER ... SET/RESET (RETAIN HISTORY): alter_retain */
         SQL_STMT_UPDATE,                /* union member update */
+        SQL_STMT_CREATE_SINK,           /* create_sink */
         _SQL_STMT_KIND_MAX,
         _SQL_STMT_KIND_INVALID = -EINVAL,
 };
@@ -250,6 +252,24 @@ struct sql_create_index {
         bool exists;
 };
 
+/* CREATE SINK [IF NOT EXISTS] name FROM relation INTO FILE '<path>' [WITH (SNAPSHOT =
+ * true | false)] (lifted on tokens, like CREATE DEFAULT INDEX).  The statement's inputs
+ * are the relation's logical inputs; its references the relation. */
+struct sql_create_sink {
+        char *name;
+        char *from_name;
+        uint64_t from_id;
+        char *path;                     /* as written; the adapter checks the file system */
+        bool snapshot;                  /* false: only changes after the inputs' bound */
+        /* What it writes: Get(from) for a collection, the view's plan for a view; its
+         * output columns are `columns`. */
+        Coord__Plan__Relation *plan;
+        struct sql_column *columns;
+        size_t n_columns;
+        bool if_not_exists;
+        bool exists;                    /* IF NOT EXISTS and the name was taken: a no-op */
+};
+
 /* ALTER {TABLE | MATERIALIZED VIEW | INDEX} name SET (RETAIN HISTORY = FOR '<d>') or
  * RESET (RETAIN HISTORY): the object's read policy (compaction window). */
 struct sql_alter_retain {
@@ -311,6 +331,7 @@ struct sql_stmt {
                 struct sql_select select;
                 struct sql_create_view create_view;
                 struct sql_create_index create_index;
+                struct sql_create_sink create_sink;
                 struct sql_alter_retain alter_retain;
                 struct sql_show_objects show_objects;
                 struct sql_show_variable show_variable;

@@ -319,6 +319,25 @@
  *     connection went are dropped (stale_replies=), where they went to the new
  *     incarnation, whose own request ids restart at the same value.  The messages
  *     themselves are still handled, in order, as if they had waited in the socket.
+ *
+ * (19) Sinks (DataflowSpec kind SINK, controller-sink.h).  A sink is a dataflow whose
+ *     output goes to a file.  Its progress -- the time up to which the file is complete,
+ *     and the file's length then -- is a storage collection of kind SINK with no
+ *     updates: its upper and its mark (8 bytes, big endian).  So the progress is durable,
+ *     in the frontier ring (the follower derives R(sink, I) = progress - 1 from it, as
+ *     for a materialized view) and in coord_frontiers, with no machinery of its own.
+ *     Compute passes step a sink like any dataflow and keep its output, times at or
+ *     after its progress, in e->sink_out; every CSERVER_COMPACT_INTERVAL_MS sink_flush()
+ *     appends those lines to the file and fdatasyncs it, then writes the new progress
+ *     (upper = what it stepped to, mark = the new length) -- file first, progress after,
+ *     so a crash in between only leaves lines past the recorded length.  Installing
+ *     (sink_open()) cuts the file back to the recorded length and resumes the dataflow
+ *     at progress - 1, writing from progress on: each update once, none skipped.  Lines
+ *     leave only once the appends they derive from are durable (16, G1: e->sink_seq).
+ *     A new sink starts at its as-of with its snapshot, or (SNAPSHOT = false) with
+ *     progress = as-of + 1, so the snapshot is not written.  A failed write or
+ *     fdatasync fails the sink (fail-stop; 58030); its progress, and so its inputs'
+ *     history from there, stays until it is dropped or a restart resumes it.
  */
 #include "controller-server.h"
 
@@ -333,6 +352,7 @@
 
 #include "controller-dataflow.h"
 #include "controller-eval.h"
+#include "controller-sink.h"
 #include "controller-storage.h"
 #include "fring.h"
 #include "log.h"
@@ -470,6 +490,11 @@ struct dfent {
         bool failed;
         bool complete;                  /* a refresh view past its last refresh (13b): its
                                          * upper is empty and it has no dataflow */
+        bool sink;                      /* (19) */
+        struct sink_file *file;         /* sink: open while installed */
+        uint64_t sink_frontier;         /* sink: stepped to; sink_out holds times below */
+        uint64_t sink_seq;              /* sink: storage seq its output derives from (16) */
+        struct eval_batch sink_out;     /* sink: stepped, not in the file yet */
         struct row_error *err;          /* why failed (dfent_error()); allocated on failure:
                                          * 1.3 KB, and 100,000 healthy entries are usual */
 };
@@ -561,6 +586,8 @@ struct cserver {
         size_t cap_df_gids;
         struct gmap readers;            /* (13): gid -> a = its struct rlist * */
         size_t n_mvs;                   /* installed materialized views */
+        size_t n_sinks;                 /* installed sinks (19) */
+        uint64_t sink_flushes, sink_bytes, sink_errors;
         struct dfent **pending;         /* dirty dataflows, for the next pass (13) */
         size_t n_pending, cap_pending;
         struct dfent **work;            /* a pass's work: a min-heap by gid */
@@ -689,6 +716,7 @@ static const char *kind_name(enum storage_kind k)
         case STORAGE_KIND_SOURCE: return "source";
         case STORAGE_KIND_REMAP: return "remap";
         case STORAGE_KIND_MV: return "mv";
+        case STORAGE_KIND_SINK: return "sink";
         case STORAGE_KIND_BUILTIN: return "builtin";
         default: return "invalid";
         }
@@ -1918,7 +1946,9 @@ static void work_forget(struct cserver *s, const struct dfent *e)
         for (size_t i = s->n_pending; i-- > 0;)
                 if (s->pending[i] == e)
                         s->pending[i] = s->pending[--s->n_pending];
-        if (!e->index)
+        if (e->sink)
+                s->n_sinks--;
+        else if (!e->index)
                 s->n_mvs--;
 }
 
@@ -2136,11 +2166,16 @@ fail:
         return storage_failure(s, err, r, "reading collection %llu", (unsigned long long)gid);
 }
 
+static const char *dfent_kind(const struct dfent *e)
+{
+        return e->index ? "index" : e->sink ? "sink" : "materialized_view";
+}
+
 static void dfent_fail(struct cserver *s, struct dfent *e, const struct row_error *err)
 {
         if (!e->failed)
                 log_error("dataflow_failed", "gid=%llu kind=%s sqlstate=%s message=\"%s\"",
-                          (unsigned long long)e->gid, e->index ? "index" : "materialized_view",
+                          (unsigned long long)e->gid, dfent_kind(e),
                           err->sqlstate, err->message);
         e->failed = true;
         if (!e->err)
@@ -2224,6 +2259,74 @@ static int refresh_stage(struct dfent *e, uint64_t frontier, uint64_t *upper)
         return eval_batch_consolidate(&e->out) < 0 ? -ENOMEM : 0;
 }
 
+/* (19) A sink's progress collection and file at install: the collection made at its
+ * as-of if missing, the file cut back to the length its progress records, and *as_of
+ * (its inputs' sinces folded in already) set to where the dataflow resumes: progress
+ * - 1, whose snapshot is not written again (emit_from = progress).  Inputs compacted
+ * past that would skip history: the sink fails rather than write a gap. */
+static int sink_open(struct cserver *s, struct dfent *e, uint64_t *as_of, struct row_error *err)
+{
+        const Coord__DataflowSpec *sp = e->spec;
+        uint8_t mark[STORAGE_MARK_MAX];
+        struct storage_info info;
+        uint64_t length = 0, want;
+        int r;
+
+        e->file = sink_file_close(e->file);
+        eval_batch_clear(&e->sink_out);
+        r = storage_get_info(s->st, e->gid, &info);
+        if (r == -ENOENT) {
+                r = storage_create(s->st, e->gid, STORAGE_KIND_SINK, sp->as_of,
+                                   sp->sink_snapshot ? sp->as_of : sp->as_of + 1);
+                if (r == 0)
+                        r = storage_get_info(s->st, e->gid, &info);
+        }
+        if (r < 0)
+                return storage_failure(s, err, r, "opening the progress of sink %llu",
+                                       (unsigned long long)e->gid);
+        if (info.kind != STORAGE_KIND_SINK)
+                return row_error_set(err, -EEXIST, "XX000", "collection %llu exists as another kind",
+                                     (unsigned long long)e->gid);
+        r = storage_get_mark(s->st, e->gid, mark);
+        if (r == 8)
+                length = be64_get(mark);
+        else if (r > 0)
+                return row_error_set(err, -EBADMSG, "XX000", "sink %llu: its progress mark is damaged",
+                                     (unsigned long long)e->gid);
+        /* Its snapshot at as-of when nothing was written yet, else from progress - 1. */
+        want = info.frontiers.upper > sp->as_of ? info.frontiers.upper - 1 : sp->as_of;
+        if (*as_of > want)
+                return row_error_set(err, -ERANGE, "XX000",
+                                     "sink %llu cannot resume at %llu: an input was compacted to %llu",
+                                     (unsigned long long)e->gid, (unsigned long long)want,
+                                     (unsigned long long)*as_of);
+        *as_of = want;
+        e->emit_from = info.frontiers.upper;
+        e->sink_frontier = info.frontiers.upper;
+        e->sink_seq = 0;
+        r = sink_file_open(sp->sink_path, length, &e->file);
+        if (r < 0)
+                return row_error_set(err, r, "58030", "sink %llu: cannot open \"%s\": %s",
+                                     (unsigned long long)e->gid, sp->sink_path, strerror(-r));
+        return 0;
+}
+
+/* (19) What a step of sink e stepped to `frontier` produced (e->out): kept for the file,
+ * from its progress on.  -ENOMEM. */
+static int sink_keep(struct cserver *s, struct dfent *e, uint64_t frontier)
+{
+        for (size_t j = 0; j < e->out.n; j++) {
+                const struct eval_update *u = &e->out.updates[j];
+
+                if (u->time >= e->emit_from &&
+                    eval_batch_push(&e->sink_out, u->row, u->len, u->time, u->diff) < 0)
+                        return -ENOMEM;
+        }
+        e->sink_frontier = frontier;
+        e->sink_seq = out_tag(s);
+        return 0;
+}
+
 /* Build e's dataflow and read its inputs (13).  On error the entry stays, failed, so
  * that reads of it say why. */
 static int dfent_hydrate(struct cserver *s, struct dfent *e)
@@ -2259,7 +2362,11 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
                         as_of = f.since;
         }
         e->emit_from = 0;
-        if (!e->index) {
+        if (e->sink) {
+                r = sink_open(s, e, &as_of, &err);
+                if (r < 0)
+                        goto fail;
+        } else if (!e->index) {
                 r = storage_get_info(s->st, e->gid, &info);
                 if (r == -ENOENT) {
                         r = storage_create(s->st, e->gid, STORAGE_KIND_MV, as_of, as_of);
@@ -2356,7 +2463,7 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
         log_at(s->bulk_install ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO,
                "dataflow_installed", "gid=%llu kind=%s as_of=%llu requested_as_of=%llu inputs=%zu "
                  "rows=%llu took_us=%llu", (unsigned long long)e->gid,
-                 e->index ? "index" : "materialized_view", (unsigned long long)as_of,
+                 dfent_kind(e), (unsigned long long)as_of,
                  (unsigned long long)sp->as_of, dataflow_n_inputs(e->df), (unsigned long long)rows,
                  (unsigned long long)((now_ns() - start_ns) / 1000));
         dfent_publish(s, e);
@@ -2379,6 +2486,8 @@ static void dfent_free(struct dfent *e)
         arrangement_free(e->arr);
         eval_batch_done(&e->out);
         eval_batch_done(&e->correction);
+        eval_batch_done(&e->sink_out);
+        sink_file_close(e->file);
         free(e->reads);
         free(e->err);
         if (e->spec)
@@ -2406,7 +2515,7 @@ static void dfent_remove(struct cserver *s, uint64_t gid)
         }
         frontiers_dirty(s, gid);
         log_info("dataflow_removed", "gid=%llu kind=%s", (unsigned long long)gid,
-                 e->index ? "index" : "materialized_view");
+                 dfent_kind(e));
         dfent_free(e);
 }
 
@@ -2633,6 +2742,11 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                 if (e->failed || e->index)
                         continue;
                 e->dirty = false;       /* staged (a failed write reinstalls it) */
+                if (e->sink) {
+                        if (sink_keep(s, e, frontier) < 0)
+                                goto oom;
+                        continue;       /* for sink_flush(), (19) */
+                }
                 if (refresh_stage(e, frontier, &frontier) < 0)
                         goto oom;
                 /* Output held for its refresh: stepped again at every pass (the
@@ -2766,7 +2880,9 @@ static int dfs_insert(struct cserver *s, struct dfent *e)
                 r = RESERVE(s->df_gids, s->cap_df_gids, s->n_dfs + 1);
         if (r < 0)
                 return r;
-        if (!e->index)
+        if (e->sink)
+                s->n_sinks++;
+        else if (!e->index)
                 s->n_mvs++;
         memmove(&s->dfs[pos + 1], &s->dfs[pos], (s->n_dfs - pos) * sizeof(*s->dfs));
         memmove(&s->df_gids[pos + 1], &s->df_gids[pos], (s->n_dfs - pos) * sizeof(*s->df_gids));
@@ -2911,8 +3027,10 @@ static int install_one(struct cserver *s, const Coord__DataflowSpec *sp, struct 
         }
         de->gid = sp->gid;
         de->index = sp->kind == COORD__DATAFLOW_KIND__DATAFLOW_INDEX;
+        de->sink = sp->kind == COORD__DATAFLOW_KIND__DATAFLOW_SINK;
         de->out = EVAL_BATCH_INIT;
         de->correction = EVAL_BATCH_INIT;
+        de->sink_out = EVAL_BATCH_INIT;
         if (dfs_insert(s, de) < 0) {
                 dfent_free(de);
                 return row_error_oom(e);
@@ -3071,7 +3189,8 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
                 }
                 r = list_all(s);
                 for (size_t i = 0; r >= 0 && i < s->n_cols; i++)
-                        if (s->cols[i].kind == STORAGE_KIND_MV && !gmap_find(&listed, s->cols[i].gid))
+                        if ((s->cols[i].kind == STORAGE_KIND_MV || s->cols[i].kind == STORAGE_KIND_SINK) &&
+                            !gmap_find(&listed, s->cols[i].gid))
                                 (void)drop_one(s, s->cols[i].gid, false, &e);
                 gmap_done(&listed);
                 r = 0;
@@ -4536,7 +4655,8 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
                         if (r < 0 && r != -ENOENT)
                                 return storage_failure(s, &ac->err, r, "looking up collection %llu",
                                                        (unsigned long long)cand[i]);
-                        if (r == 0 && (info.kind == STORAGE_KIND_TABLE || info.kind == STORAGE_KIND_MV))
+                        if (r == 0 && (info.kind == STORAGE_KIND_TABLE || info.kind == STORAGE_KIND_MV ||
+                                       info.kind == STORAGE_KIND_SINK))
                                 ch = (struct fchange){ .gid = cand[i], .has_new = true,
                                                        .since = info.frontiers.physical_since,
                                                        .upper = info.frontiers.upper };
@@ -5225,8 +5345,11 @@ static void handle_list(struct cserver *s, Coord__Role from, const Coord__Envelo
                 effective(&s->cols[i].frontiers, s->cols[i].kind, T);
                 coord__collection_frontiers__init(&items[i]);
                 items[i].gid = s->cols[i].gid;
-                /* CollectionKind has StorageKind's numbers. */
-                items[i].kind = (Coord__CollectionKind)s->cols[i].kind;
+                /* CollectionKind has StorageKind's numbers, but the sink's (5 is the
+                 * index's there). */
+                items[i].kind = s->cols[i].kind == STORAGE_KIND_SINK
+                                        ? COORD__COLLECTION_KIND__COLLECTION_SINK
+                                        : (Coord__CollectionKind)s->cols[i].kind;
                 items[i].since = s->cols[i].frontiers.since;
                 items[i].upper = s->cols[i].frontiers.upper;
                 items[i].physical_since = s->cols[i].frontiers.physical_since;
@@ -5564,7 +5687,8 @@ static void mv_flush(struct cserver *s)
                 struct storage_info info;
                 uint64_t up;
 
-                if (e->index || e->failed || !e->df || e->dirty || e->pending_upper || e->correction.n)
+                if (e->index || e->sink || e->failed || !e->df || e->dirty || e->pending_upper ||
+                    e->correction.n)
                         continue;
                 if (storage_get_info(s->st, e->gid, &info) < 0)
                         continue;
@@ -5589,6 +5713,82 @@ static void mv_flush(struct cserver *s)
         s->mv_flushes++;
 }
 
+/* (19) Each sink's kept output to its file (fdatasync'ed), then the progress of all of
+ * them in one storage write.  A clean sink is brought to its inputs' meet first (as a
+ * read brings an index, dfent_catch_up()), so its progress follows them when nothing
+ * changes.  Output derived from an append not yet durable waits (16, G1). */
+static void sink_flush(struct cserver *s)
+{
+        _cleanup_free_ struct storage_append *v = NULL;
+        _cleanup_free_ struct dfent **ve = NULL;
+        _cleanup_free_ uint8_t (*marks)[8] = NULL;
+        size_t k = 0;
+        int r;
+
+        if (!s->st || !s->n_sinks)
+                return;
+        v = calloc(s->n_sinks, sizeof(*v));
+        ve = calloc(s->n_sinks, sizeof(*ve));
+        marks = calloc(s->n_sinks, sizeof(*marks));
+        if (!v || !ve || !marks)
+                return;         /* the next tick */
+        for (size_t i = 0; i < s->n_dfs && k < s->n_sinks; i++) {
+                struct dfent *e = s->dfs[i];
+                struct storage_info info;
+                struct row_error err;
+                uint64_t frontier, length, before;
+
+                if (!e->sink || e->failed || !e->df || !e->file)
+                        continue;
+                if (!e->dirty && (frontier = dfent_target(s, e, 0)) > dataflow_frontier(e->df)) {
+                        eval_batch_clear(&e->out);
+                        if (dfent_step(s, e, frontier) < 0 || (!e->failed && sink_keep(s, e, frontier) < 0)) {
+                                row_error_oom(&err);
+                                dfent_fail(s, e, &err);
+                        }
+                        eval_batch_clear(&e->out);
+                        if (e->failed)
+                                continue;
+                }
+                if (storage_get_info(s->st, e->gid, &info) < 0 || e->sink_frontier <= info.frontiers.upper)
+                        continue;
+                if (e->sink_seq > storage_durable_seq(s->st))
+                        continue;       /* G1: after the sync that covers its inputs */
+                before = sink_file_length(e->file);
+                r = eval_batch_consolidate(&e->sink_out);
+                if (r >= 0)
+                        r = sink_file_append(e->file, &e->sink_out, &length);
+                if (r < 0) {
+                        row_error_set(&err, r, "58030", "sink %llu: cannot write \"%s\": %s",
+                                      (unsigned long long)e->gid, e->spec->sink_path, strerror(-r));
+                        dfent_fail(s, e, &err);
+                        s->sink_errors++;
+                        continue;
+                }
+                s->sink_bytes += length - before;
+                be64_put(marks[k], length);
+                v[k] = (struct storage_append){ .gid = e->gid, .expected_upper = info.frontiers.upper,
+                                                .new_upper = e->sink_frontier, .mark = marks[k],
+                                                .mark_len = 8 };
+                ve[k++] = e;
+                eval_batch_clear(&e->sink_out);
+        }
+        if (!k)
+                return;
+        r = storage_append_group(s->st, v, k);
+        if (r < 0 || (size_t)r != k) {
+                /* The files hold lines past their recorded lengths: a reinstall cuts
+                 * them back and writes them again. */
+                log_error_errno(r < 0 ? r : -EIO, "sink_flush_failed", "sinks=%zu why=\"%s\"", k,
+                                storage_last_error());
+                storage_recover(s);
+                return;
+        }
+        for (size_t i = 0; i < k; i++)
+                dfent_publish(s, ve[i]);
+        s->sink_flushes++;
+}
+
 static void compact_tick(struct loop *l, void *userdata)
 {
         struct cserver *s = userdata;
@@ -5600,6 +5800,7 @@ static void compact_tick(struct loop *l, void *userdata)
                 s->mv_flush_ms = now;
                 mv_flush(s);
         }
+        sink_flush(s);
         if (s->st)
                 more = compact_run(s);
         if (s->st)
@@ -5731,7 +5932,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu installing=%zu "
                  "installs_sliced=%llu install_slices=%llu deferred=%zu peeks_thread=%llu "
                  "peeks_in_thread=%zu peek_thread_max_us=%llu stale_replies=%llu "
-                 "drops_by_key=%llu drops_by_range=%llu storage=%s",
+                 "drops_by_key=%llu drops_by_range=%llu sinks=%zu sink_flushes=%llu sink_bytes=%llu "
+                 "sink_errors=%llu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -5756,7 +5958,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  s->n_deferred, (unsigned long long)s->peeks_bg, s->n_bg,
                  (unsigned long long)s->peek_bg_max_us, (unsigned long long)s->stale_replies,
                  (unsigned long long)st.drops_by_key, (unsigned long long)st.drops_by_range,
-                 s->st ? "ok" : "failed");
+                 s->n_sinks, (unsigned long long)s->sink_flushes, (unsigned long long)s->sink_bytes,
+                 (unsigned long long)s->sink_errors, s->st ? "ok" : "failed");
 }
 
 struct storage *cserver_storage(struct cserver *s)

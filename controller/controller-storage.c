@@ -320,7 +320,8 @@ _Static_assert((int)STORAGE_KIND_TABLE == COORD__STORAGE_KIND__STORAGE_KIND_TABL
                (int)STORAGE_KIND_SOURCE == COORD__STORAGE_KIND__STORAGE_KIND_SOURCE &&
                (int)STORAGE_KIND_REMAP == COORD__STORAGE_KIND__STORAGE_KIND_REMAP &&
                (int)STORAGE_KIND_MV == COORD__STORAGE_KIND__STORAGE_KIND_MV &&
-               (int)STORAGE_KIND_BUILTIN == COORD__STORAGE_KIND__STORAGE_KIND_BUILTIN,
+               (int)STORAGE_KIND_BUILTIN == COORD__STORAGE_KIND__STORAGE_KIND_BUILTIN &&
+               (int)STORAGE_KIND_SINK == COORD__STORAGE_KIND__STORAGE_KIND_SINK,
                "storage_kind mirrors coord.StorageKind");
 _Static_assert(STORAGE_ROW_MAX <= UINT32_MAX, "row lengths are u32 in a chunk");
 

@@ -87,6 +87,7 @@ enum storage_kind {
         STORAGE_KIND_REMAP,     /* a source's remap collection */
         STORAGE_KIND_MV,        /* a materialized view's output */
         STORAGE_KIND_BUILTIN,   /* a built-in relation */
+        STORAGE_KIND_SINK,      /* a sink's progress: no updates, upper and mark only */
         _STORAGE_KIND_MAX,
         _STORAGE_KIND_INVALID = -EINVAL,
 };

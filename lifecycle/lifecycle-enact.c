@@ -3,10 +3,10 @@
  * NOTES
  * (1) Items are kept as what a message to the controller takes of them (struct
  *     lc_enact_item: gid, kind, birth, as-of, the index's object and keys, the column
- *     types and the plan's bytes, in one allocation) in an array sorted by GlobalId:
+ *     types, the plan's bytes, a refresh schedule, a sink's file, in one allocation) in an array sorted by GlobalId:
  *     new items come with increasing GlobalIds, so an insert is an append; a delete
- *     is a memmove.  Only tables, materialized views and indexes are kept (views have
- *     nothing to enact).  The unpacked CatalogItem (name, SQL text, inputs, refs, ten
+ *     is a memmove.  Only tables, materialized views, indexes and sinks are kept (views
+ *     have nothing to enact).  The unpacked CatalogItem (name, SQL text, inputs, refs, ten
  *     or so allocations) is freed at once: at 100,000 indexes it was ~60 MB, and its
  *     page faults were a tenth of the follower's restart.
  * (2) The queue holds GlobalIds in log order: a put to create, a delete to drop.  A flush
@@ -33,13 +33,16 @@ struct lc_enact_item {
         uint64_t gid, created_at, as_of, on_id;
         Coord__ItemKind kind;
         bool refresh;                   /* a refresh schedule (materialized view) */
+        bool sink_snapshot;             /* a sink: SNAPSHOT */
+        char *sink_path;                /* a sink's file (in data[]), else NULL */
         uint64_t refresh_every_ms, refresh_aligned_to;
         size_t n_refresh_at, n_types, n_keys, plan_len;
         uint64_t *refresh_at;           /* these four point into data[] */
         Coord__Plan__Type *types;
         uint32_t *keys;
         uint8_t *plan;
-        uint64_t data[];                /* refresh times, types, keys, plan: one allocation (1) */
+        uint64_t data[];                /* refresh times, types, keys, plan, sink path: one
+                                         * allocation (1) */
 };
 
 struct lc_enact {
@@ -72,20 +75,22 @@ struct lc_enact_item *lc_enact_item_free(struct lc_enact_item *it)
 bool lc_enact_wants(Coord__ItemKind kind)
 {
         return kind == COORD__ITEM_KIND__ITEM_TABLE || kind == COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW ||
-               kind == COORD__ITEM_KIND__ITEM_INDEX;
+               kind == COORD__ITEM_KIND__ITEM_INDEX || kind == COORD__ITEM_KIND__ITEM_SINK;
 }
 
 int lc_enact_item_new(const Coord__CatalogItem *p, struct lc_enact_item **ret)
 {
         size_t types = p->n_columns * sizeof(Coord__Plan__Type), keys = p->n_keys * sizeof(uint32_t);
         size_t at = p->n_refresh_at * sizeof(uint64_t);
+        bool sink = p->kind == COORD__ITEM_KIND__ITEM_SINK;
+        size_t path = sink && p->sink_path ? strlen(p->sink_path) + 1 : 0;
         struct lc_enact_item *it;
 
         if (!lc_enact_wants(p->kind)) {
                 *ret = NULL;
                 return 0;
         }
-        it = malloc(sizeof(*it) + at + types + keys + p->plan.len);
+        it = malloc(sizeof(*it) + at + types + keys + p->plan.len + path);
         if (!it)
                 return -ENOMEM;
         *it = (struct lc_enact_item){
@@ -107,6 +112,8 @@ int lc_enact_item_new(const Coord__CatalogItem *p, struct lc_enact_item **ret)
                 memcpy(it->keys, p->keys, keys);
         if (p->plan.len)
                 memcpy(it->plan, p->plan.data, p->plan.len);
+        it->sink_snapshot = p->sink_snapshot;
+        it->sink_path = path ? memcpy(it->plan + p->plan.len, p->sink_path, path) : NULL;
         *ret = it;
         return 1;
 }
@@ -323,6 +330,8 @@ static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n,
                         d->gid = it->gid;
                         d->kind = it->kind == COORD__ITEM_KIND__ITEM_INDEX
                                           ? COORD__DATAFLOW_KIND__DATAFLOW_INDEX
+                                  : it->kind == COORD__ITEM_KIND__ITEM_SINK
+                                          ? COORD__DATAFLOW_KIND__DATAFLOW_SINK
                                           : COORD__DATAFLOW_KIND__DATAFLOW_MATERIALIZED_VIEW;
                         d->plan = plans[i];
                         d->column_types = it->types;
@@ -336,6 +345,9 @@ static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n,
                         d->n_refresh_at = it->n_refresh_at;
                         d->refresh_every_ms = it->refresh_every_ms;
                         d->refresh_aligned_to = it->refresh_aligned_to;
+                        if (it->sink_path)
+                                d->sink_path = it->sink_path;
+                        d->sink_snapshot = it->sink_snapshot;
                         dsp[cdf.n_dataflows++] = d;
                 }
         }

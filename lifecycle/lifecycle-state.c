@@ -804,8 +804,9 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
                         return r;
         reqs:
                 floor_ = c->next_has ? c->next_bound : (c->has_bound ? c->bound : 0);
-        } else if (c->kind != COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW)
-                return 0;
+        } else if (c->kind != COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW &&
+                   c->kind != COORD__ITEM_KIND__ITEM_SINK)
+                return 0;       /* a sink: its upper is its durable progress, R as an MV's */
         for (size_t i = 0; i < c->n_reqs; i++) {
                 struct lc_req *q = &c->reqs[i];
                 struct lc_obj *x = obj_find(s, q->input);

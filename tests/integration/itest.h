@@ -152,7 +152,40 @@ static __attribute__((unused)) uint64_t scalar_u64(PGconn *c, const char *sql)
         free(s);
         return v;
 }
+
+/* scalar_u64() of a formatted query. */
+static uint64_t q_u64(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3), unused));
+static uint64_t q_u64(PGconn *c, const char *fmt, ...)
+{
+        char *q = NULL;
+        va_list ap;
+        uint64_t v;
+
+        va_start(ap, fmt);
+        if (vasprintf(&q, fmt, ap) < 0)
+                q = NULL;
+        va_end(ap);
+        v = q ? scalar_u64(c, q) : 0;
+        free(q);
+        return v;
+}
 #endif
+
+static __attribute__((unused)) void sleep_ms(unsigned ms)
+{
+        usleep(ms * 1000u);
+}
+
+/* A new connection for c's, after the adapter's restart (up to 10 s); NULL if none. */
+static __attribute__((unused)) PGconn *reconnect(PGconn *c)
+{
+        PGconn *n = NULL;
+
+        PQfinish(c);
+        for (int w = 0; w < 100 && !(n = db()); w++)
+                sleep_ms(100);
+        return n;
+}
 
 /* A key=value of a daemon's status detail; 0 if absent or the daemon does not answer. */
 static __attribute__((unused)) uint64_t stat_of(Coord__Role role, const char *key)

@@ -26,22 +26,6 @@
 
 #define INT8_MAX_TEXT "9223372036854775807"
 
-static uint64_t q_u64(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static uint64_t q_u64(PGconn *c, const char *fmt, ...)
-{
-        char *q = NULL;
-        va_list ap;
-        uint64_t v;
-
-        va_start(ap, fmt);
-        if (vasprintf(&q, fmt, ap) < 0)
-                q = NULL;
-        va_end(ap);
-        v = q ? scalar_u64(c, q) : 0;
-        free(q);
-        return v;
-}
-
 static char *q_rows(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static char *q_rows(PGconn *c, const char *fmt, ...)
 {
@@ -71,22 +55,6 @@ static uint64_t req_of(PGconn *c, uint64_t consumer, uint64_t input)
 {
         return q_u64(c, "SELECT frontier FROM coord_requirements WHERE consumer_id = %" PRIu64
                         " AND input_id = %" PRIu64, consumer, input);
-}
-
-static void sleep_ms(unsigned ms)
-{
-        usleep(ms * 1000u);
-}
-
-/* Reconnect after the adapter's restart. */
-static PGconn *reconnect(PGconn *c)
-{
-        PGconn *n = NULL;
-
-        PQfinish(c);
-        for (int w = 0; w < 100 && !(n = db()); w++)
-                sleep_ms(100);
-        return n;
 }
 
 static void test_up(void)
