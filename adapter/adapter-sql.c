@@ -39,7 +39,7 @@
  *
  * (7) Queries.  FROM items become a scope (struct scope: qualified columns, what * expands
  *     to) and a plan: a cross Join of the items, JOIN ... ON / USING as a Filter over the
- *     Join.  Views are inlined by copying their stored plans.  A grouped SELECT analyzes
+ *     Join; the optimizer orders the items by the WHERE's equalities (join_order()).  Views are inlined by copying their stored plans.  A grouped SELECT analyzes
  *     its list, HAVING and ORDER BY over the FROM columns with aggregates as placeholder
  *     columns, then regroup() rewrites them over the Reduce's output (keys, then
  *     aggregates); a column neither grouped nor aggregated is 42803 there.  The outputs
@@ -4455,8 +4455,8 @@ static int plan_from_item(struct analyzer *a, const PgQuery__Node *n, struct sco
         }
 }
 
-/* The FROM clause: a cross join of its items (the optimizer turns WHERE equalities
- * into join keys). */
+/* The FROM clause: a cross join of its items in the written order (the optimizer
+ * reorders them by the WHERE's equalities and turns those into join keys). */
 static int plan_from(struct analyzer *a, const PgQuery__SelectStmt *s, struct scope *sc,
                      Coord__Plan__Relation **ret)
 {
@@ -5478,9 +5478,11 @@ static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__P
  *
  * Bottom up: Filter predicates are split at AND and simplified (TRUE goes, FALSE or
  * NULL empties the Filter), Filters merge, a Filter over a Join pushes each predicate to
- * the side it reads and turns equalities across the sides into join keys; empty
+ * the side it reads and turns equalities across the sides into join keys (after
+ * join_order() put the items of a cross Join in an order that has keys); empty
  * constants propagate through every operator (a Reduce without keys of nothing is its one
- * default row); Union drops empty inputs; identity Projects go.  Constant expressions
+ * default row); Union drops empty inputs; identity Projects go, a Project of a Project is
+ * one.  Constant expressions
  * were folded during analysis. ---- */
 
 static bool literal_bool(const Coord__Plan__Expr *e, bool *value, bool *null)
@@ -5712,6 +5714,190 @@ static int push_into_join(struct analyzer *a, Coord__Plan__Relation **pr, Coord_
         return *pr ? 0 : oom(a);
 }
 
+/* ---- Join order.  A FROM list is planned as a left-deep cross Join of its items in
+ * the order written (plan_from()), and push_into_join() turns the equalities between the
+ * sides of each Join into keys.  Written as j1, j3, j2 WHERE j1.b = j2.a AND j2.b = j3.a,
+ * the lower Join (j1, j3) had no key: a cross product, 10^7 rows for 13 tables of 10
+ * (issue 36).  So before the predicates go down, the items of a tree of keyless Joins
+ * are put in an order where each joins the ones before it through an equality whenever
+ * any remaining one can: greedily, the first item first, then always the first of the
+ * remaining items that an equality connects to those taken, and the first remaining
+ * one only when none is connected (a cross product nothing avoids).  An order that
+ * already has this property is kept as it is, so plans written in a good order do not
+ * change, and running this again on a part of the new tree (filter_side()) changes
+ * nothing.  A Project over the new tree gives the columns back in the written order. */
+
+/* Join order: the items of a tree of keyless Joins, in the written order. */
+struct join_items {
+        Coord__Plan__Relation **rel;
+        uint32_t *first;        /* the item's first column in the written order */
+        uint32_t *arity;
+        size_t n;
+};
+
+static void join_items_done(struct join_items *ji)
+{
+        free(ji->rel);
+        free(ji->first);
+        free(ji->arity);
+}
+
+/* Count the items under r (a keyless Join tree; anything else is one item). */
+static size_t join_count(const Coord__Plan__Relation *r)
+{
+        if (r->kind_case != COORD__PLAN__RELATION__KIND_JOIN || r->join->n_left_keys)
+                return 1;
+        return join_count(r->join->left) + join_count(r->join->right);
+}
+
+/* Fill ji with the items under r, borrowed (r still owns them). */
+static int join_collect(const Coord__Plan__Relation *r, struct join_items *ji, uint32_t *col)
+{
+        Coord__Plan__Type *types = NULL;
+        size_t n = 0;
+        int rc;
+
+        if (r->kind_case == COORD__PLAN__RELATION__KIND_JOIN && !r->join->n_left_keys) {
+                rc = join_collect(r->join->left, ji, col);
+                return rc < 0 ? rc : join_collect(r->join->right, ji, col);
+        }
+        rc = rel_types(r, &types, &n);
+        free(types);
+        if (rc < 0)
+                return rc;
+        ji->rel[ji->n] = (Coord__Plan__Relation *)r;
+        ji->first[ji->n] = *col;
+        ji->arity[ji->n++] = (uint32_t)n;
+        *col += (uint32_t)n;
+        return 0;
+}
+
+/* Free a keyless Join tree's nodes, not its items (join_collect()'s). */
+static void join_free_shell(Coord__Plan__Relation *r)
+{
+        if (r->kind_case != COORD__PLAN__RELATION__KIND_JOIN || r->join->n_left_keys)
+                return;
+        join_free_shell(r->join->left);
+        join_free_shell(r->join->right);
+        r->join->left = r->join->right = NULL;
+        rel_free(r);
+}
+
+static size_t join_item_of(const struct join_items *ji, uint32_t col)
+{
+        size_t i = 0;
+
+        while (i + 1 < ji->n && col >= ji->first[i + 1])
+                i++;
+        return i;
+}
+
+/* Does pred equate a column of item x with one of an item in taken[]? */
+static bool join_connects(const struct join_items *ji, const Coord__Plan__Expr *p, size_t x,
+                          const bool *taken)
+{
+        uint32_t c0, c1;
+        size_t i0, i1;
+
+        if (p->kind_case != COORD__PLAN__EXPR__KIND_CALL ||
+            p->call->func != COORD__PLAN__FUNC__FUNC_EQ || p->call->n_args != 2 ||
+            !key_column(p->call->args[0], &c0) || !key_column(p->call->args[1], &c1))
+                return false;
+        i0 = join_item_of(ji, c0);
+        i1 = join_item_of(ji, c1);
+        return (i0 == x && taken[i1] && i1 != x) || (i1 == x && taken[i0] && i0 != x);
+}
+
+static void expr_remap(Coord__Plan__Expr *e, const uint32_t *to)
+{
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN)
+                e->column = to[e->column];
+        else if (e->kind_case == COORD__PLAN__EXPR__KIND_CALL)
+                for (size_t i = 0; i < e->call->n_args; i++)
+                        expr_remap(e->call->args[i], to);
+}
+
+/* *pr is a Join and preds (n, not consumed) the predicates over it.  Reorder its items
+ * (above); then *pr is Project(new Join) and *ret_join points at the new Join, the
+ * predicates rewritten for its columns.  Otherwise nothing changes and *ret_join = pr. */
+static int join_order(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Plan__Expr **preds,
+                      size_t n, Coord__Plan__Relation ***ret_join)
+{
+        _cleanup_(join_items_done) struct join_items ji = { 0 };
+        _cleanup_free_ size_t *order = NULL;
+        _cleanup_free_ bool *taken = NULL;
+        _cleanup_free_ uint32_t *to = NULL;
+        uint32_t *outputs, cols = 0, at = 0;
+        Coord__Plan__Relation *tree = NULL;
+        size_t items = join_count(*pr);
+        bool same = true;
+        int rc;
+
+        *ret_join = pr;
+        if (items < 3)
+                return 0;       /* two items: the keys find either side */
+        ji.rel = calloc(items, sizeof(*ji.rel));
+        ji.first = calloc(items, sizeof(*ji.first));
+        ji.arity = calloc(items, sizeof(*ji.arity));
+        order = calloc(items, sizeof(*order));
+        taken = calloc(items, sizeof(*taken));
+        if (!ji.rel || !ji.first || !ji.arity || !order || !taken)
+                return oom(a);
+        rc = join_collect(*pr, &ji, &cols);
+        if (rc < 0)
+                return rc == -ENOMEM ? oom(a) : FAIL(a, "XX000", "cannot type a plan");
+        for (size_t k = 0; k < items; k++) {
+                size_t pick = SIZE_MAX, first = SIZE_MAX;
+
+                for (size_t x = 0; x < items && pick == SIZE_MAX; x++) {
+                        if (taken[x])
+                                continue;
+                        if (first == SIZE_MAX)
+                                first = x;
+                        for (size_t i = 0; i < n && k > 0 && pick == SIZE_MAX; i++)
+                                if (join_connects(&ji, preds[i], x, taken))
+                                        pick = x;
+                }
+                order[k] = pick == SIZE_MAX ? first : pick;
+                taken[order[k]] = true;
+                same = same && order[k] == k;
+        }
+        if (same)
+                return 0;
+        to = malloc((cols ? cols : 1) * sizeof(*to));
+        outputs = malloc((cols ? cols : 1) * sizeof(*outputs));
+        if (!to || !outputs) {
+                free(outputs);
+                return oom(a);
+        }
+        for (size_t k = 0; k < items; k++) {
+                size_t x = order[k];
+
+                for (uint32_t c = 0; c < ji.arity[x]; c++)
+                        outputs[ji.first[x] + c] = to[ji.first[x] + c] = at++;
+        }
+        join_free_shell(*pr);
+        for (size_t k = 0; k < items; k++) {
+                Coord__Plan__Relation *item = TAKE_PTR(ji.rel[order[k]]);
+
+                tree = tree ? rel_join(tree, item) : item;
+                if (!tree) {
+                        for (size_t x = 0; x < items; x++)
+                                rel_free(ji.rel[x]);
+                        free(outputs);
+                        *pr = NULL;
+                        return oom(a);
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                expr_remap(preds[i], to);
+        *pr = rel_project(tree, outputs, cols);
+        if (!*pr)
+                return oom(a);
+        *ret_join = &(*pr)->project->input;
+        return 0;
+}
+
 /* The Filter's input is optimized already. */
 static int opt_filter(struct analyzer *a, Coord__Plan__Relation **pr)
 {
@@ -5786,10 +5972,23 @@ static int opt_filter(struct analyzer *a, Coord__Plan__Relation **pr)
                 return 0;
         }
         if (f->input->kind_case == COORD__PLAN__RELATION__KIND_JOIN) {
+                Coord__Plan__Relation **join;
+
                 input = TAKE_PTR(f->input);
                 rel_free(r);
                 *pr = input;
-                return push_into_join(a, pr, preds, n);
+                rc = join_order(a, pr, preds, n, &join);
+                if (rc < 0) {
+                        for (size_t i = 0; i < n; i++)
+                                expr_free(preds[i]);
+                        free(preds);
+                        return rc;
+                }
+                rc = push_into_join(a, join, preds, n);
+                /* Reordered: Project(nothing) is nothing, for the operators above. */
+                if (rc >= 0 && join != pr && rel_is_empty(*join))
+                        rc = rel_make_empty(a, pr);
+                return rc;
         }
         f->predicates = preds;
         f->n_predicates = n;
@@ -5853,6 +6052,17 @@ static int optimize(struct analyzer *a, Coord__Plan__Relation **pr)
                         return rc;
                 if (rel_is_empty(r->project->input))
                         return rel_make_empty(a, pr);
+                /* Project(Project(x)) is one Project of x (join_order() adds one). */
+                if (r->project->input->kind_case == COORD__PLAN__RELATION__KIND_PROJECT) {
+                        Coord__Plan__Relation *inner = r->project->input;
+                        Coord__Plan__Project *in = inner->project;
+
+                        for (size_t i = 0; i < r->project->n_outputs; i++)
+                                if (r->project->outputs[i] < in->n_outputs)
+                                        r->project->outputs[i] = in->outputs[r->project->outputs[i]];
+                        r->project->input = TAKE_PTR(in->input);
+                        rel_free(inner);
+                }
                 rc = rel_types(r->project->input, &types, &n);
                 free(types);
                 if (rc < 0)

@@ -6,6 +6,8 @@
  *   past timestamps returning exactly the contents at those times (I8);
  *   errors with their SQLSTATEs;
  *   built-in relations coord_objects and coord_frontiers;
+ *   a 13-way chain join written in a scattered FROM order runs as fast as in chain
+ *   order and counts right (issue 36: no cross products);
  *   the extended protocol (PQexecParams, PQprepare); after a run-time error (1/0, an
  *   overflow, a bad cast) the next statements are served, and in a pipeline the rest up
  *   to Sync is aborted and the next pipeline runs (issue 36);
@@ -389,6 +391,48 @@ static void test_cancel(void)
         printf("\n    cancelled after %llu ms\n", (unsigned long long)(now_ms() - t0));
         CU_ASSERT(now_ms() - t0 < 5000);        /* the read would have waited 10 s */
         CU_ASSERT(rows_are(c, "SELECT x FROM wait_t", ""));
+        PQfinish(c);
+}
+
+/* Issue 36: thirteen tables joined in a chain, the FROM list in an order where each
+ * neighbour pair is apart; the planner joins them along the chain (no cross product:
+ * 21 s and 4.2 GB of controller before), so it is as fast as the chain order. */
+static void test_join_order(void)
+{
+        static const char *const from_order[13] = { "j1", "j3", "j5", "j7", "j9", "j11", "j13",
+                                                    "j2", "j4", "j6", "j8", "j10", "j12" };
+        PGconn *c = db();
+        char q[1024], ddl[256];
+        size_t len;
+        uint64_t t0, ms;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        for (int i = 1; i <= 13; i++) {
+                snprintf(ddl, sizeof(ddl), "CREATE TABLE j%d (a int, b int)", i);
+                CU_ASSERT_FATAL(ok(c, ddl));
+                len = (size_t)snprintf(q, sizeof(q), "INSERT INTO j%d VALUES ", i);
+                for (int a = 0; a < 10; a++)
+                        len += (size_t)snprintf(q + len, sizeof(q) - len, "%s(%d, %d)", a ? ", " : "",
+                                                a, (a * 3 + i) % 10);
+                CU_ASSERT_FATAL(ok(c, q));
+        }
+        len = (size_t)snprintf(q, sizeof(q), "SELECT count(*) FROM ");
+        for (int i = 0; i < 13; i++)
+                len += (size_t)snprintf(q + len, sizeof(q) - len, "%s%s", i ? ", " : "", from_order[i]);
+        len += (size_t)snprintf(q + len, sizeof(q) - len, " WHERE ");
+        for (int i = 1; i < 13; i++)
+                len += (size_t)snprintf(q + len, sizeof(q) - len, "%sj%d.b = j%d.a",
+                                        i > 1 ? " AND " : "", i, i + 1);
+        CU_ASSERT_FATAL(len < sizeof(q));
+        t0 = now_ms();
+        /* Each row of j1 starts one chain: b is a bijection of a. */
+        CU_ASSERT(rows_are(c, q, "10"));
+        ms = now_ms() - t0;
+        printf("\n    13-way join in scattered FROM order: %llu ms\n", (unsigned long long)ms);
+        CU_ASSERT(ms < 3000);
+        CU_ASSERT(rows_are(c, "SELECT j1.a, j4.b FROM j3, j1, j4, j2 WHERE j1.b = j2.a AND "
+                              "j2.b = j3.a AND j3.b = j4.a AND j1.a < 2",
+                           "0|8;1|9"));
         PQfinish(c);
 }
 
@@ -1630,6 +1674,7 @@ static const struct t_case cases[] = {
         { "extended protocol", test_extended },
         { "extended protocol: a run-time error, Sync, then normal service; pipelines", test_extended_errors },
         { "cancel a waiting read", test_cancel },
+        { "a 13-way join in any FROM order is joined along its predicates", test_join_order },
         { "transaction blocks: INSERTs at COMMIT, together; ROLLBACK, errors, leaving", test_transactions },
         { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
         { "concurrent DDL shares catalog syncs", test_ddl_group_commit },

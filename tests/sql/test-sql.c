@@ -1473,6 +1473,27 @@ static void test_show_kinds(void)
         expect_show_objects("SHOW TABLES", SQL_OBJECT_TABLE);
 }
 
+/* The plan of sql has no Join without keys (a cross product). */
+static void expect_no_cross_product(const char *sql)
+{
+        struct sql_stmt *s = analyze(sql);
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        CU_ASSERT_FATAL(f != NULL);
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_SELECT);
+        explain_rel(f, s->select.peek->plan);
+        fclose(f);
+        if (strstr(buf, "Join[]")) {
+                fprintf(stderr, "\n  plan with a cross product: %s\n", buf);
+                CU_FAIL("cross product");
+        }
+        CU_ASSERT_PTR_NOT_NULL(strstr(buf, "Join["));
+        free(buf);
+        sql_stmt_free(s);
+}
+
 static void test_joins(void)
 {
         struct sql_stmt *s = analyze("SELECT * FROM t JOIN u ON t.a = u.x");
@@ -1496,6 +1517,29 @@ static void test_joins(void)
                            "Project[1,5](Join[7=0](Join[0=0](Get 10, Get 10), Get 11))");
         expect_select_plan("SELECT p.b FROM t p, t q, u WHERE p.a = q.a AND u.x = q.d AND p.c",
                            "Project[1](Join[7=0](Join[0=0](Filter[#2](Get 10), Get 10), Get 11))");
+        /* Join order (issue 36): never a cross product where an equality connects the
+         * items; the columns keep the written order. */
+        expect_select_plan("SELECT p.b, u.x, q.b FROM t p, u, t q WHERE p.a = q.a AND u.x = q.d",
+                           "Project[1,8,5](Join[7=0](Join[0=0](Get 10, Get 10), Get 11))");
+        expect_select_plan("SELECT * FROM t p, u, t q WHERE p.a = q.a AND u.x = q.d AND p.b = 'k'",
+                           "Project[0,1,2,3,8,4,5,6,7](Join[7=0](Join[0=0](Filter[(#1 = 'k')]"
+                           "(Get 10), Get 10), Get 11))");
+        expect_select_plan("SELECT u.x FROM t p, u, t q WHERE p.a = q.a",
+                           "Project[8](Join[](Join[0=0](Get 10, Get 10), Get 11))");
+        expect_select_plan("SELECT count(*) FROM t p, u, t q WHERE p.a = q.a AND false",
+                           "Constant[int8](1)");
+        expect_no_cross_product("SELECT count(*) FROM t j1, t j3, t j5, t j7, t j9, t j11, t j13, "
+                                "t j2, t j4, t j6, t j8, t j10, t j12 WHERE j1.d = j2.a AND "
+                                "j2.d = j3.a AND j3.d = j4.a AND j4.d = j5.a AND j5.d = j6.a AND "
+                                "j6.d = j7.a AND j7.d = j8.a AND j8.d = j9.a AND j9.d = j10.a AND "
+                                "j10.d = j11.a AND j11.d = j12.a AND j12.d = j13.a");
+        expect_no_cross_product("SELECT j1.b FROM t j1, t j3 JOIN t j4 ON j3.d = j4.a, t j2 "
+                                "WHERE j1.d = j2.a AND j2.d = j3.a");
+        /* In a view too (its stored plan), and through it. */
+        s = analyze("CREATE VIEW vj AS SELECT p.a, q.b FROM t p, u, t q WHERE p.a = q.a AND u.x = q.d");
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_CREATE_VIEW);
+        expect_plan(s->create_view.plan, "Project[0,5](Join[7=0](Join[0=0](Get 10, Get 10), Get 11))");
+        sql_stmt_free(s);
         /* USING: one column for both sides, first in *. */
         s = analyze("SELECT * FROM t JOIN v USING (a)");
         expect_plan(s->select.peek->plan,
