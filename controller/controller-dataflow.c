@@ -30,6 +30,15 @@
  *
  * (5) Errors poison: the state may be halfway through a time, so the first error is
  *     kept in df->error and every later call returns it.
+ *
+ * (6) Memory bound (a peek's, issue 36: a cross product of 13 small tables took 4.2 GB
+ *     and stalled the controller).  With a limit set, df->mem_* count approximately what
+ *     the dataflow holds: buffered input (row bytes + an update each), the operators'
+ *     state (bmap_bytes(), its change over each node's run) and the deltas of the time
+ *     being processed (each node's output, freed only at the next time).  The count is
+ *     checked after every node, and inside a Join at every emitted row, where one node
+ *     can grow without bound; passing the limit is error 53200 and poisons the
+ *     dataflow.  Without a limit (maintained dataflows) nothing is counted.
  */
 #include "controller-dataflow.h"
 
@@ -411,6 +420,7 @@ struct node {
         struct eval_plan *plan;         /* LINEAR */
         struct row_datum *datums;       /* decode scratch (input arity + extra) */
         struct buf key;                 /* key scratch */
+        size_t emitted;                 /* (6) JOIN: bytes of output at this time */
         struct bmap map;                /* DISTINCT rows; REDUCE groups */
         struct idvec dirty;             /* DISTINCT, REDUCE */
         /* REDUCE */
@@ -445,6 +455,10 @@ struct dataflow {
         struct input *inputs;           /* ascending ids */
         size_t n_inputs;
         struct eval_batch result;       /* the root's delta, consolidated */
+        size_t mem_limit;               /* (6) bytes; 0: none, nothing counted */
+        size_t mem_inputs;              /* (6) buffered input */
+        ptrdiff_t mem_state;            /* (6) operators' state (changes summed) */
+        size_t mem_deltas;              /* (6) outputs of the time being processed */
         int error;                      /* poisoned: the first error, with error_info */
         struct row_error *error_info;   /* allocated when poisoned: 1.3 KB each, and a
                                          * bulk install holds 100,000 healthy dataflows */
@@ -458,6 +472,52 @@ static int invalid(struct row_error *err, const char *what)
 static int corrupt(struct row_error *err, const char *what)
 {
         return row_error_set(err, -EINVAL, "XX000", "negative multiplicity in %s", what);
+}
+
+/* (6) Is the dataflow, holding `extra` bytes more than counted, over its limit? */
+static int mem_check(const struct dataflow *df, size_t extra, struct row_error *err)
+{
+        ptrdiff_t state = df->mem_state > 0 ? df->mem_state : 0;
+
+        if (!df->mem_limit || df->mem_inputs + (size_t)state + df->mem_deltas + extra <= df->mem_limit)
+                return 0;
+        row_error_set(err, -E2BIG, "53200", "out of memory: the query needs more than its "
+                      "memory limit of %zu MB", df->mem_limit >> 20);
+        row_error_detail(err, "A query's evaluation in the controller may hold at most %zu MB "
+                         "(coord-controller --peek-memory-limit-mb).", df->mem_limit >> 20);
+        row_error_hint(err, "Join the tables on equalities, or filter them first: a join "
+                       "without one holds the product of its inputs.");
+        return -E2BIG;
+}
+
+/* (6) Bytes of a node's operator state. */
+static size_t node_state_bytes(const struct node *n)
+{
+        return bmap_bytes(&n->map) + bmap_bytes(&n->values) + bmap_bytes(&n->side[0].keys) +
+               bmap_bytes(&n->side[0].rows) + bmap_bytes(&n->side[1].keys) +
+               bmap_bytes(&n->side[1].rows);
+}
+
+/* (6) Bytes of a batch's updates and rows. */
+static size_t batch_bytes(const struct eval_batch *b)
+{
+        size_t bytes = b->cap * sizeof(*b->updates);
+
+        for (size_t i = 0; i < b->n; i++)
+                bytes += b->updates[i].len;
+        return bytes;
+}
+
+void dataflow_set_memory_limit(struct dataflow *df, size_t bytes)
+{
+        df->mem_limit = bytes;
+        df->mem_inputs = 0;
+        for (size_t i = 0; bytes && i < df->n_inputs; i++)
+                df->mem_inputs += batch_bytes(&df->inputs[i].pending);
+        df->mem_state = 0;
+        for (size_t i = 0; bytes && i < df->n_nodes; i++)
+                df->mem_state += (ptrdiff_t)node_state_bytes(&df->nodes[i]);
+        df->mem_deltas = 0;
 }
 
 static void node_done(struct node *n)
@@ -1052,6 +1112,15 @@ int dataflow_push(struct dataflow *df, size_t input, const struct eval_update *u
                                              "its columns",
                                              (unsigned long long)in->id);
         }
+        if (df->mem_limit) {
+                size_t add = 0;
+
+                for (size_t i = 0; i < n; i++)
+                        add += u[i].len + sizeof(*u);
+                if (mem_check(df, add, err) < 0)
+                        return -E2BIG;
+                df->mem_inputs += add;
+        }
         first = in->pending.n;
         for (size_t i = 0; i < n; i++) {
                 uint64_t t = u[i].time < df->as_of ? df->as_of : u[i].time;
@@ -1491,13 +1560,19 @@ static int join_key(struct node *n, const struct side *s, const struct row_datum
 }
 
 /* Emit concat(l, r) with diff. */
-static int join_emit(struct node *n, const uint8_t *l, size_t ll, const uint8_t *r, size_t rl,
-                     uint64_t t, int64_t diff, struct row_error *err)
+static int join_emit(const struct dataflow *df, struct node *n, const uint8_t *l, size_t ll,
+                     const uint8_t *r, size_t rl, uint64_t t, int64_t diff, struct row_error *err)
 {
         uint8_t *p;
         unsigned cols = row_ncols(l) + row_ncols(r);
 
         assert(ll >= 2 && rl >= 2);
+        if (df->mem_limit) {
+                /* (6) One Join's output can outgrow everything else. */
+                n->emitted += ll + rl + sizeof(struct eval_update);
+                if (mem_check(df, n->emitted, err) < 0)
+                        return -E2BIG;
+        }
         p = batch_alloc(&n->out, ll + rl - 2, t, diff);
         if (!p)
                 return row_error_oom(err);
@@ -1509,8 +1584,8 @@ static int join_emit(struct node *n, const uint8_t *l, size_t ll, const uint8_t 
 }
 
 /* Probe the other side with this side's delta, then add the delta to this side. */
-static int join_side(struct node *n, int me, const struct node *ch, uint64_t t,
-                     struct row_error *err)
+static int join_side(const struct dataflow *df, struct node *n, int me, const struct node *ch,
+                     uint64_t t, struct row_error *err)
 {
         struct side *s = &n->side[me], *o = &n->side[1 - me];
         int r;
@@ -1545,8 +1620,8 @@ static int join_side(struct node *n, int me, const struct node *ch, uint64_t t,
                                         return row_error_set(err, -EINVAL, "22003",
                                                              "row count out of range");
                                 orow = bmap_key(&o->rows, v, &olen);
-                                r = me == 0 ? join_emit(n, u->row, u->len, orow, olen, t, diff, err)
-                                            : join_emit(n, orow, olen, u->row, u->len, t, diff, err);
+                                r = me == 0 ? join_emit(df, n, u->row, u->len, orow, olen, t, diff, err)
+                                            : join_emit(df, n, orow, olen, u->row, u->len, t, diff, err);
                                 if (r < 0)
                                         return r;
                         }
@@ -1615,10 +1690,11 @@ static int run_join(struct dataflow *df, struct node *n, uint64_t t, struct row_
         int r;
 
         /* dA |x| B_old, then A_new |x| dB: together dA B + A dB + dA dB. */
-        r = join_side(n, 0, &df->nodes[n->child[0]], t, err);
+        n->emitted = 0;
+        r = join_side(df, n, 0, &df->nodes[n->child[0]], t, err);
         if (r < 0)
                 return r;
-        r = join_side(n, 1, &df->nodes[n->child[1]], t, err);
+        r = join_side(df, n, 1, &df->nodes[n->child[1]], t, err);
         if (r < 0)
                 return r;
         join_settle(&n->side[0]);
@@ -1692,10 +1768,23 @@ static int run_time(struct dataflow *df, uint64_t t, struct eval_batch *out,
                         e++;
                 in->end = e;
         }
+        df->mem_deltas = 0;
         for (size_t i = 0; i < df->n_nodes; i++) {
-                r = run_node(df, &df->nodes[i], t, err);
+                struct node *n = &df->nodes[i];
+                size_t state = df->mem_limit ? node_state_bytes(n) : 0;
+
+                r = run_node(df, n, t, err);
                 if (r < 0)
                         return r;
+                if (df->mem_limit) {
+                        /* (6) A Get's delta is its input's buffer, counted there. */
+                        df->mem_state += (ptrdiff_t)node_state_bytes(n) - (ptrdiff_t)state;
+                        if (n->kind != NODE_GET)
+                                df->mem_deltas += batch_bytes(&n->out);
+                        r = mem_check(df, 0, err);
+                        if (r < 0)
+                                return r;
+                }
         }
         for (size_t i = 0; i < df->n_inputs; i++)
                 df->inputs[i].cursor = df->inputs[i].end;
@@ -1801,6 +1890,11 @@ int dataflow_step(struct dataflow *df, uint64_t frontier, struct eval_batch *out
                         r = row_error_oom(err);
                         goto fail;
                 }
+        }
+        if (df->mem_limit) {
+                df->mem_inputs = 0;     /* (6) what the trims left */
+                for (size_t i = 0; i < df->n_inputs; i++)
+                        df->mem_inputs += batch_bytes(&df->inputs[i].pending);
         }
         return 0;
 fail:

@@ -78,6 +78,13 @@ int dataflow_push(struct dataflow *df, size_t input, const struct eval_update *u
 int dataflow_step(struct dataflow *df, uint64_t frontier, struct eval_batch *out,
                   struct row_error *err);
 
+/* Bound what the dataflow may hold (a peek's; controller-dataflow.c note 6): its
+ * buffered input, its operators' state and the deltas of the time being processed,
+ * counted approximately.  Passing it fails dataflow_push() (nothing of the call kept)
+ * or dataflow_step() (poisoned) with -E2BIG and err 53200 naming the limit in MB.
+ * 0: no bound and nothing counted (the default). */
+void dataflow_set_memory_limit(struct dataflow *df, size_t bytes);
+
 /* Memory accounting for status lines: bytes of state held (arrangements, groups,
  * buffered input). */
 size_t dataflow_state_bytes(const struct dataflow *df);

@@ -84,7 +84,10 @@
  *     when the peer's connection goes, or -- not pulled for CSERVER_STREAM_IDLE_MS --
  *     with 57014.  A result that fits one chunk is one PeekResult, more = false, as
  *     with chunk_bytes = 0.  When a peer's connection is replaced or lost, its parked
- *     and streaming peeks are dropped without an answer.
+ *     and streaming peeks are dropped without an answer.  A peek's dataflow (and the
+ *     one an index fallback runs for it) holds at most --peek-memory-limit-mb
+ *     (controller-dataflow.c note 6): past it the peek fails with 53200 and its memory
+ *     goes with it, the daemon serving on (issue 36: a cross product grew to 4.2 GB).
  *
  * (6) Compaction.  Tables, materialized views and indexes compact only with committed
  *     permission (14).  The built-in relations grow at every
@@ -3535,6 +3538,15 @@ static int index_fallback_ready(struct cserver *s, struct dfent *de, struct peek
         return PEEK_DONE;
 }
 
+/* The bytes one peek's dataflow may hold (5): --peek-memory-limit-mb. */
+static size_t peek_memory_limit(const struct cserver *s)
+{
+        uint64_t mb = s->cfg.peek_memory_limit_mb ? s->cfg.peek_memory_limit_mb
+                                                  : CSERVER_PEEK_MEMORY_LIMIT_DEFAULT_MB;
+
+        return (size_t)mb << 20;
+}
+
 /* Feed `fd` with the index's contents at ts computed from storage (see above). */
 static int index_fallback_feed(struct cserver *s, struct dfent *de, uint64_t ts, struct feed *fd)
 {
@@ -3543,6 +3555,8 @@ static int index_fallback_feed(struct cserver *s, struct dfent *de, uint64_t ts,
         int r;
 
         r = dataflow_new(de->spec->plan, ts, &sub, fd->err);
+        if (r >= 0)
+                dataflow_set_memory_limit(sub, peek_memory_limit(s));
         for (size_t i = 0; r >= 0 && i < dataflow_n_inputs(sub); i++) {
                 struct feed f2 = { .df = sub, .input = i, .err = fd->err, .time = ts };
 
@@ -3574,8 +3588,8 @@ static int index_fallback_feed(struct cserver *s, struct dfent *de, uint64_t ts,
 static bool peek_read_error(int r, uint64_t gid, struct row_error *e)
 {
         assert(r < 0);
-        if (r == -EINVAL)
-                return false;           /* e set by the dataflow */
+        if (r == -EINVAL || r == -E2BIG)
+                return false;           /* e set by the dataflow (-E2BIG: its memory limit) */
         if (r == -ENOMEM) {
                 row_error_oom(e);
                 return false;
@@ -4045,6 +4059,8 @@ static void handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelo
         }
         pk->ts = pk->req->peek->timestamp;
         r = dataflow_new(pk->req->peek->plan, pk->ts, &pk->df, &e);
+        if (r >= 0)
+                dataflow_set_memory_limit(pk->df, peek_memory_limit(s));
         if (r < 0) {
                 if (r == -ENOMEM)
                         row_error_oom(&e);

@@ -65,6 +65,8 @@ struct cserver;         /* opaque */
 
 /* A peek with timeout_ms = 0 waits this long for its inputs' uppers. */
 #define CSERVER_PEEK_TIMEOUT_DEFAULT_MS 10000u
+/* What one peek's evaluation may hold (controller-dataflow.c note 6), by default. */
+#define CSERVER_PEEK_MEMORY_LIMIT_DEFAULT_MB 1024u
 
 /* How appends become durable (controller-server.c NOTES 2 and 16). */
 enum cserver_append_sync {
@@ -77,6 +79,8 @@ enum cserver_append_sync {
 
 struct cserver_config {
         enum cserver_append_sync append_sync;
+        /* MB one peek's evaluation may hold, then 53200; 0: the default. */
+        uint64_t peek_memory_limit_mb;
         /* TEST ONLY: the syncer holds every sync while this file exists
          * (storage_debug_sync_hold_file()); NULL: never. */
         const char *test_sync_hold_file;

@@ -1480,6 +1480,64 @@ static void test_arrangement_random(void)
         }
 }
 
+/* A memory limit (a peek's, controller-dataflow.c note 6): a cross product that would
+ * hold 3 x 1000 x 1000 rows fails with 53200 naming the limit, poisons the dataflow, and
+ * holds no more than about the limit meanwhile; the same join with keys, under the same
+ * limit, and the cross product without one, run. */
+static void test_memory_limit(void)
+{
+        Coord__Plan__Relation *cross = join(join(get(1, 3, T3), get(2, 3, T3), 0), get(3, 3, T3), 0);
+        Coord__Plan__Relation *keyed = join(join(get(1, 3, T3), get(2, 3, T3), 1, 0, 0), get(3, 3, T3),
+                                            1, 0, 0);
+        struct eval_batch out = EVAL_BATCH_INIT;
+        struct row_error err = { 0 };
+        struct dataflow *df;
+        int r;
+
+        for (int k = 0; k < 3; k++) {
+                df = mkdf(k == 1 ? keyed : cross, 0);
+                if (k < 2)
+                        dataflow_set_memory_limit(df, 1u << 20);
+                for (size_t in = 0; in < 3; in++)
+                        for (int64_t i = 0; i < (k < 2 ? 1000 : 40); i++)
+                                PUSH(df, in, 0, 1, "iit", i, i, "row");
+                r = dataflow_step(df, 1, &out, &err);
+                if (k == 0) {
+                        CU_ASSERT_EQUAL(r, -E2BIG);
+                        CU_ASSERT_STRING_EQUAL(err.sqlstate, "53200");
+                        CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "memory limit of 1 MB"));
+                        CU_ASSERT(dataflow_state_bytes(df) < 2u << 20);
+                        memset(&err, 0, sizeof(err));
+                        CU_ASSERT_EQUAL(dataflow_step(df, 2, &out, &err), -E2BIG);      /* poisoned */
+                        CU_ASSERT_STRING_EQUAL(err.sqlstate, "53200");
+                } else {
+                        CU_ASSERT_EQUAL(r, 0);
+                        CU_ASSERT_EQUAL(out.n, k == 1 ? 1000 : 40 * 40 * 40);
+                }
+                eval_batch_done(&out);
+                out = EVAL_BATCH_INIT;
+                dataflow_free(df);
+        }
+        /* Input alone past the limit: the push fails, nothing of it kept. */
+        df = mkdf(keyed, 0);
+        dataflow_set_memory_limit(df, 4096);
+        {
+                struct eval_update u[100];
+                size_t len;
+                uint8_t *row = mkrow(&len, "iit", (int64_t)1, (int64_t)1, "row");
+
+                for (size_t i = 0; i < 100; i++)
+                        u[i] = (struct eval_update){ row, len, 0, 1 };
+                CU_ASSERT_EQUAL(dataflow_push(df, 0, u, 100, &err), -E2BIG);
+                CU_ASSERT_STRING_EQUAL(err.sqlstate, "53200");
+                CU_ASSERT_EQUAL(dataflow_push(df, 0, u, 10, &err), 0);
+                free(row);
+        }
+        dataflow_free(df);
+        coord__plan__relation__free_unpacked(cross, NULL);
+        coord__plan__relation__free_unpacked(keyed, NULL);
+}
+
 static const struct t_case operator_cases[] = {
         { "filter/map/project", test_linear },
         { "union, negate, distinct", test_union_negate_distinct },
@@ -1490,6 +1548,7 @@ static const struct t_case operator_cases[] = {
         { "evaluation errors poison", test_eval_error_poisons },
         { "join", test_join },
         { "plan errors", test_plan_errors },
+        { "a memory limit fails a cross product with 53200", test_memory_limit },
         { NULL, NULL },
 };
 

@@ -7,7 +7,8 @@
  *   errors with their SQLSTATEs;
  *   built-in relations coord_objects and coord_frontiers;
  *   a 13-way chain join written in a scattered FROM order runs as fast as in chain
- *   order and counts right (issue 36: no cross products);
+ *   order and counts right (issue 36: no cross products); a cross join past the
+ *   controller's --peek-memory-limit-mb fails with 53200 and the controller serves on;
  *   the extended protocol (PQexecParams, PQprepare); after a run-time error (1/0, an
  *   overflow, a bad cast) the next statements are served, and in a pipeline the rest up
  *   to Sync is aborted and the next pipeline runs (issue 36);
@@ -434,6 +435,81 @@ static void test_join_order(void)
                               "j2.b = j3.a AND j3.b = j4.a AND j1.a < 2",
                            "0|8;1|9"));
         PQfinish(c);
+}
+
+/* VmHWM (peak resident set) of a process, in kB; 0 when unknown. */
+static uint64_t peak_rss_kb(pid_t pid)
+{
+        char path[64], line[256];
+        uint64_t kb = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        f = fopen(path, "r");
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "VmHWM: %" SCNu64, &kb) == 1)
+                        break;
+        fclose(f);
+        return kb;
+}
+
+/* Issue 36: a query's evaluation holds at most --peek-memory-limit-mb in the controller:
+ * a cross join of three 400-row tables (64 M rows) fails with 53200 naming the limit,
+ * the controller's memory stays near it, and the same controller answers everyone on. */
+static void test_peek_memory_limit(void)
+{
+        PGconn *c, *other;
+        PGresult *r;
+        char q[16384];
+        size_t len;
+        pid_t controller;
+        uint64_t hwm0, hwm1, t0, ms;
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_CONTROLLER_ARGS='--peek-memory-limit-mb 16' %s up >/dev/null",
+                                   coord_cmd), 0);
+        c = db();
+        other = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+        for (int t = 1; t <= 3; t++) {
+                CU_ASSERT_FATAL(okf(c, "CREATE TABLE mx%d (a int, b text)", t));
+                len = (size_t)snprintf(q, sizeof(q), "INSERT INTO mx%d VALUES ", t);
+                for (int i = 0; i < 400; i++)
+                        len += (size_t)snprintf(q + len, sizeof(q) - len, "%s(%d, 'row %d')",
+                                                i ? ", " : "", i, i);
+                CU_ASSERT_FATAL(len < sizeof(q));
+                CU_ASSERT_FATAL(ok(c, q));
+        }
+        controller = pid_of(COORD__ROLE__ROLE_CONTROLLER);
+        hwm0 = peak_rss_kb(controller);
+        t0 = now_ms();
+        r = PQexec(c, "SELECT count(*) FROM mx1, mx2, mx3");
+        ms = now_ms() - t0;
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_FATAL_ERROR);
+        CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE) ?: "", "53200");
+        CU_ASSERT_PTR_NOT_NULL(strstr(PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) ?: "",
+                                      "memory limit of 16 MB"));
+        PQclear(r);
+        hwm1 = peak_rss_kb(controller);
+        printf("\n    cross join of 3 x 400 rows under 16 MB: 53200 after %llu ms, controller peak "
+               "RSS %llu -> %llu kB\n", (unsigned long long)ms, (unsigned long long)hwm0,
+               (unsigned long long)hwm1);
+        CU_ASSERT(hwm1 < hwm0 + 128 * 1024);
+        /* The same controller serves on, the failed client and the others alike. */
+        CU_ASSERT_EQUAL(pid_of(COORD__ROLE__ROLE_CONTROLLER), controller);
+        CU_ASSERT(rows_are(other, "SELECT count(*) FROM mx1, mx2 WHERE mx1.a = mx2.a", "400"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM mx1, mx2", "160000"));
+        CU_ASSERT(ok(c, "INSERT INTO mx1 VALUES (1000, 'more')"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM mx1", "401"));
+        for (int t = 1; t <= 3; t++)
+                CU_ASSERT(okf(c, "DROP TABLE mx%d", t));
+        PQfinish(other);
+        PQfinish(c);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
 static void test_extended(void)
@@ -1675,6 +1751,8 @@ static const struct t_case cases[] = {
         { "extended protocol: a run-time error, Sync, then normal service; pipelines", test_extended_errors },
         { "cancel a waiting read", test_cancel },
         { "a 13-way join in any FROM order is joined along its predicates", test_join_order },
+        { "a query past --peek-memory-limit-mb fails with 53200, the controller serves on",
+          test_peek_memory_limit },
         { "transaction blocks: INSERTs at COMMIT, together; ROLLBACK, errors, leaving", test_transactions },
         { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
         { "concurrent DDL shares catalog syncs", test_ddl_group_commit },
