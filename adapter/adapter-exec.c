@@ -129,10 +129,26 @@
  *     25001 inside a block.  Any error fails the block (txn_failed(), from the one
  *     place errors are sent): 25P02 for everything but COMMIT/ROLLBACK, which end it.
  *     ReadyForQuery carries 'I', 'T' or 'E' (pgwire_set_transaction_status()).
+ * (11) Without the controller.  What needs no collection is answered by the adapter
+ *     alone, so also while the controller is down or stopped: SET, SHOW, SHOW OBJECTS,
+ *     BEGIN/COMMIT/ROLLBACK of a read block, and a SELECT over constants only (SELECT 1,
+ *     version(), VALUES: exec_select_constant()).  Everything else waits for the
+ *     controller, its requests resent when it returns (4), until it is answered,
+ *     cancelled or timed out (12).
+ * (12) statement_timeout, as PostgreSQL's (0, the default: none).  A statement that
+ *     parks arms the session's timer (stmt_timer_arm()); whatever resumes the session
+ *     disarms it (session_resume()).  When it fires, or when a CancelRequest comes, a
+ *     statement that only waits -- a read for its reply, any statement for its object
+ *     to be enacted or for the fence -- ends with 57014 (session_cancel()): its request,
+ *     if the controller has it, is answered into the void, and one never sent is
+ *     dropped.  A write in a group or a DDL's commit cannot be taken back, as in
+ *     PostgreSQL a commit in progress cannot: it finishes.
  */
 #include "adapter-exec.h"
 
 #include <assert.h>
+#include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -243,6 +259,10 @@ struct session {
         bool txn_read;                  /* it has read: no write may follow */
         struct write *txn_writes;       /* .s NULL until COMMIT */
         size_t n_txn_writes, cap_txn_writes;
+        /* (12) SET statement_timeout, ms (0: none), and its timer while a statement is
+         * parked; the startup's `-c statement_timeout=` sets the session's default. */
+        uint32_t statement_timeout_ms, statement_timeout_default_ms;
+        struct loop_timer *stmt_timer;
 };
 
 /* What prepare() keeps for execute(). */
@@ -2475,6 +2495,202 @@ static int send_columns(struct session *s, const Coord__Plan__Peek *peek)
         return r;
 }
 
+/* (11) A SELECT over no collection (SELECT 1, SELECT version(), VALUES ...): a Constant
+ * under Maps, Filters and Projects is evaluated here, with the expression code the
+ * controller runs (row_expr_eval(), common/row), so it is answered while the controller
+ * is away and costs no round trip.  The rows keep the Constant's order; several rows
+ * under ORDER BY or LIMIT, and any other operator, go to the controller as before, which
+ * sorts and consolidates.  const_eval() evaluates a plan into decoded rows: 0,
+ * -EOPNOTSUPP ("not here") or -EINVAL / -ENOMEM with e; the caller frees *ret either
+ * way. */
+struct const_rows {
+        struct row_datum **d;           /* in arena */
+        int64_t *diffs;
+        size_t n, arity;
+};
+
+static void const_rows_done(struct const_rows *cr)
+{
+        free(cr->d);
+        free(cr->diffs);
+        *cr = (struct const_rows){ 0 };
+}
+
+static int const_eval(const Coord__Plan__Relation *r, const struct row_expr_ctx *ctx,
+                      struct const_rows *ret, struct row_error *e)
+{
+        struct const_rows in = { 0 };
+        size_t k = 0;
+        int rc;
+
+        switch (r->kind_case) {
+        case COORD__PLAN__RELATION__KIND_CONSTANT: {
+                const Coord__Plan__Constant *c = r->constant;
+
+                ret->arity = c->n_column_types;
+                ret->d = calloc(c->n_rows ? c->n_rows : 1, sizeof(*ret->d));
+                ret->diffs = calloc(c->n_rows ? c->n_rows : 1, sizeof(*ret->diffs));
+                if (!ret->d || !ret->diffs)
+                        return row_error_oom(e);
+                for (size_t i = 0; i < c->n_rows; i++) {
+                        struct row_datum *d = row_arena_alloc(ctx->arena, (ret->arity + 1) * sizeof(*d));
+
+                        if (!d)
+                                return row_error_oom(e);
+                        if (c->rows[i]->diff <= 0)
+                                return -EOPNOTSUPP;     /* the controller's to judge */
+                        if (row_decode(c->rows[i]->row.data, c->rows[i]->row.len, d, ret->arity) !=
+                            (int)ret->arity)
+                                return row_error_set(e, -EINVAL, "XX000", "malformed constant row");
+                        ret->d[ret->n] = d;
+                        ret->diffs[ret->n++] = c->rows[i]->diff;
+                }
+                return 0;
+        }
+        case COORD__PLAN__RELATION__KIND_MAP:
+        case COORD__PLAN__RELATION__KIND_FILTER:
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                break;
+        default:
+                return -EOPNOTSUPP;
+        }
+        rc = const_eval(r->kind_case == COORD__PLAN__RELATION__KIND_MAP      ? r->map->input
+                        : r->kind_case == COORD__PLAN__RELATION__KIND_FILTER ? r->filter->input
+                                                                              : r->project->input,
+                        ctx, &in, e);
+        if (rc < 0)
+                goto out;
+        *ret = in;
+        in = (struct const_rows){ 0 };
+        if (r->kind_case == COORD__PLAN__RELATION__KIND_PROJECT) {
+                for (size_t j = 0; j < r->project->n_outputs; j++)
+                        if (r->project->outputs[j] >= ret->arity)
+                                return row_error_set(e, -EINVAL, "XX000", "invalid plan: column %u",
+                                                     r->project->outputs[j]);
+        } else if (r->kind_case == COORD__PLAN__RELATION__KIND_MAP) {
+                ret->arity += r->map->n_exprs;
+        }
+        for (size_t i = 0; i < ret->n; i++) {
+                struct row_datum *d = ret->d[i];
+                bool keep = true;
+
+                if (r->kind_case == COORD__PLAN__RELATION__KIND_MAP) {
+                        size_t base = ret->arity - r->map->n_exprs;
+
+                        d = row_arena_alloc(ctx->arena, (ret->arity + 1) * sizeof(*d));
+                        if (!d)
+                                return row_error_oom(e);
+                        memcpy(d, ret->d[i], base * sizeof(*d));
+                        /* Each expression sees the columns before it, as the engine's. */
+                        for (size_t j = 0; j < r->map->n_exprs && rc >= 0; j++)
+                                rc = row_expr_eval(r->map->exprs[j], d, base + j, ctx, &d[base + j], e);
+                } else if (r->kind_case == COORD__PLAN__RELATION__KIND_FILTER) {
+                        for (size_t j = 0; j < r->filter->n_predicates && keep && rc >= 0; j++)
+                                rc = row_expr_eval_predicate(r->filter->predicates[j], d, ret->arity,
+                                                             ctx, &keep, e);
+                } else {
+                        d = row_arena_alloc(ctx->arena, (r->project->n_outputs + 1) * sizeof(*d));
+                        if (!d)
+                                return row_error_oom(e);
+                        for (size_t j = 0; j < r->project->n_outputs; j++)
+                                d[j] = ret->d[i][r->project->outputs[j]];
+                }
+                if (rc < 0)
+                        return rc == -ENOMEM ? row_error_oom(e) : rc;
+                if (keep) {
+                        ret->diffs[k] = ret->diffs[i];
+                        ret->d[k++] = d;
+                }
+        }
+        ret->n = k;
+        if (r->kind_case == COORD__PLAN__RELATION__KIND_PROJECT)
+                ret->arity = r->project->n_outputs;
+out:
+        const_rows_done(&in);
+        return rc;
+}
+
+/* The answer of a peek over constants only, as PeekResult fields in *res (rows in
+ * arena), or -EOPNOTSUPP: see const_eval(). */
+static int select_constant(const Coord__Plan__Peek *peek, struct row_arena *arena,
+                           Coord__PeekResult *res, struct row_error *e)
+{
+        struct row_expr_ctx ctx = { .now = peek->timestamp, .has_now = true, .arena = arena };
+        _cleanup_(const_rows_done) struct const_rows cr = { 0 };
+        size_t nc = peek->output_arity && peek->output_arity < peek->n_columns ? peek->output_arity
+                                                                               : peek->n_columns;
+        uint64_t skip = peek->limit ? peek->limit->offset : 0;
+        uint64_t take = peek->limit ? peek->limit->count : UINT64_MAX;
+        int r = const_eval(peek->plan, &ctx, &cr, e);
+
+        if (r < 0)
+                return r;
+        if (cr.n > 1 && (peek->n_order_by || peek->limit))
+                return -EOPNOTSUPP;     /* the controller sorts and consolidates */
+        if (cr.arity < nc)
+                return row_error_set(e, -EINVAL, "XX000", "invalid plan: %zu columns, %zu shown",
+                                     cr.arity, nc);
+        res->rows = row_arena_alloc(arena, (cr.n + 1) * sizeof(*res->rows));
+        res->counts = row_arena_alloc(arena, (cr.n + 1) * sizeof(*res->counts));
+        if (!res->rows || !res->counts)
+                return row_error_oom(e);
+        for (size_t i = 0; i < cr.n; i++) {
+                uint64_t count = (uint64_t)cr.diffs[i];
+                int64_t size = row_encoded_size(cr.d[i], nc);
+                uint8_t *bytes;
+
+                if (skip >= count) {
+                        skip -= count;
+                        continue;
+                }
+                count = count - skip < take ? count - skip : take;
+                skip = 0;
+                if (!count)
+                        break;
+                take -= count;
+                if (size < 0)
+                        return row_error_set(e, -EINVAL, "54000", "row is too big");
+                bytes = row_arena_alloc(arena, size ? (size_t)size : 1);
+                if (!bytes)
+                        return row_error_oom(e);
+                row_encode_into(cr.d[i], nc, bytes);
+                res->rows[res->n_rows] = (ProtobufCBinaryData){ .len = (size_t)size, .data = bytes };
+                res->counts[res->n_rows++] = count;
+        }
+        res->n_counts = res->n_rows;
+        return 0;
+}
+
+/* (11) Answer a SELECT over constants here: STMT_DONE, -ECANCELED (an error was sent)
+ * or -EOPNOTSUPP (nothing was sent: ask the controller). */
+static int exec_select_constant(struct session *s, const Coord__Plan__Peek *peek)
+{
+        Coord__PeekResult res = COORD__PEEK_RESULT__INIT;
+        struct row_arena arena = ROW_ARENA_INIT;
+        struct row_error e = { .position = 0 };
+        int r = select_constant(peek, &arena, &res, &e);
+
+        if (r == -EOPNOTSUPP)
+                goto out;
+        if (send_columns(s, peek) < 0) {
+                r = -ENOMEM;
+                goto out;
+        }
+        s->rows_out = 0;
+        if (r < 0) {
+                send_row_error(s->c, &e);
+                r = -ECANCELED;
+        } else if (peek_rows(s, peek, &res) < 0) {
+                r = -ECANCELED;         /* sent by peek_rows() */
+        } else {
+                snprintf(s->tag, sizeof(s->tag), "SELECT %" PRIu64, s->rows_out);
+                r = STMT_DONE;
+        }
+out:
+        row_arena_done(&arena);
+        return r;
+}
+
 /* Whether a read of st at ts reaches an input's upper (or an input the ring does not
  * show yet): the controller then waits for the next append. */
 static bool reads_at_upper(const struct sql_stmt *st, struct fring_reader *rd, uint64_t ts)
@@ -2556,6 +2772,11 @@ static int exec_select(struct session *s, struct sql_stmt *st)
                         hold_release(ex);
         }
         peek->timestamp = ts;
+        if (!st->n_inputs && !st->n_physical_inputs) {
+                r = exec_select_constant(s, peek);      /* (11) */
+                if (r != -EOPNOTSUPP)
+                        return r;
+        }
         r = send_columns(s, peek);
         if (r < 0)
                 return r;
@@ -2617,6 +2838,115 @@ static const struct {
         { "max_identifier_length", "63" },
 };
 
+/* (12) statement_timeout's value: milliseconds, or a number with a unit as PostgreSQL
+ * takes it ("500ms", "5s", "1min", "2h", "1d"; a bare number is ms).  0 or -EINVAL. */
+static int parse_timeout_ms(const char *v, uint32_t *ret)
+{
+        static const struct {
+                const char *unit;
+                uint64_t ms;
+        } units[] = { { "", 1 }, { "ms", 1 }, { "s", 1000 }, { "min", 60000 }, { "h", 3600000 },
+                      { "d", 86400000 } };
+        char *end;
+        unsigned long long n;
+
+        while (*v == ' ')
+                v++;
+        if (!isdigit((unsigned char)*v))
+                return -EINVAL;
+        errno = 0;
+        n = strtoull(v, &end, 10);
+        if (errno)
+                return -EINVAL;
+        while (*end == ' ')
+                end++;
+        for (size_t i = 0; i < ELEMENTSOF(units); i++)
+                if (strcmp(end, units[i].unit) == 0) {
+                        if (n > INT32_MAX / units[i].ms)
+                                return -ERANGE;
+                        *ret = (uint32_t)(n * units[i].ms);
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+/* As PostgreSQL shows it: "0", "500ms", "5s". */
+static void format_timeout(uint32_t ms, char *buf, size_t size)
+{
+        if (ms == 0)
+                snprintf(buf, size, "0");
+        else if (ms % 1000 == 0)
+                snprintf(buf, size, "%" PRIu32 "s", ms / 1000);
+        else
+                snprintf(buf, size, "%" PRIu32 "ms", ms);
+}
+
+/* SET / RESET: statement_timeout (12) is the one the adapter keeps; the others that
+ * drivers send are accepted and change nothing. */
+static int exec_set_variable(struct session *s, struct sql_stmt *st)
+{
+        const struct sql_set_variable *sv = &st->set_variable;
+        int r;
+
+        if (strcmp(sv->name, "all") == 0 && sv->reset) {
+                s->statement_timeout_ms = s->statement_timeout_default_ms;
+                return STMT_DONE;
+        }
+        if (strcmp(sv->name, "statement_timeout") != 0)
+                return STMT_DONE;
+        if (!sv->value) {       /* RESET, DEFAULT */
+                s->statement_timeout_ms = s->statement_timeout_default_ms;
+                return STMT_DONE;
+        }
+        r = parse_timeout_ms(sv->value, &s->statement_timeout_ms);
+        if (r == -ERANGE) {
+                send_error(s->c, "22023", "%s is outside the valid range for parameter "
+                           "\"statement_timeout\" (0 .. %d)", sv->value, INT32_MAX);
+                return -ECANCELED;
+        }
+        if (r < 0) {
+                struct row_error e = { .position = 0 };
+
+                row_error_set(&e, r, "22023", "invalid value for parameter \"statement_timeout\": "
+                              "\"%s\"", sv->value);
+                row_error_hint(&e, "Valid units for this parameter are \"ms\", \"s\", \"min\", "
+                               "\"h\", and \"d\".");
+                send_row_error(s->c, &e);
+                return -ECANCELED;
+        }
+        return STMT_DONE;
+}
+
+/* The session's startup parameters: `-c statement_timeout=...` in options (libpq's
+ * PGOPTIONS) sets the session's default (12).  Anything else there is ignored. */
+static void session_startup_options(struct session *s)
+{
+        const char *o = pgwire_conn_param(s->c, "options");
+        static const char *const keys[] = { "-c statement_timeout=", "-cstatement_timeout=",
+                                            "--statement_timeout=", "--statement-timeout=" };
+
+        for (size_t i = 0; o && i < ELEMENTSOF(keys); i++) {
+                const char *at = strstr(o, keys[i]);
+                char value[32];
+                size_t n;
+                uint32_t ms;
+
+                if (!at)
+                        continue;
+                at += strlen(keys[i]);
+                n = strcspn(at, " ");
+                if (n >= sizeof(value))
+                        continue;
+                memcpy(value, at, n);
+                value[n] = '\0';
+                if (parse_timeout_ms(value, &ms) == 0)
+                        s->statement_timeout_ms = s->statement_timeout_default_ms = ms;
+                else
+                        log_info("startup_option_ignored", "peer=%s option=statement_timeout value=\"%s\"",
+                                 pgwire_conn_peer(s->c), value);
+        }
+}
+
 static int exec_show_variable(struct session *s, struct sql_stmt *st)
 {
         const char *name = st->show_variable.name;
@@ -2629,6 +2959,20 @@ static int exec_show_variable(struct session *s, struct sql_stmt *st)
         size_t rows = 0;
         int r;
 
+        char timeout[32];
+
+        format_timeout(s->statement_timeout_ms, timeout, sizeof(timeout));
+        if (!all && strcmp(name, "statement_timeout") == 0) {
+                const char *v = timeout;
+
+                r = pgwire_send_row_description(s->c, 1, &col);
+                if (r >= 0)
+                        r = pgwire_send_data_row(s->c, 1, &v, NULL);
+                if (r < 0)
+                        return r;
+                snprintf(s->tag, sizeof(s->tag), "SHOW");
+                return STMT_DONE;
+        }
         if (!all) {
                 for (size_t i = 0; i < ELEMENTSOF(variables); i++) {
                         if (strcmp(variables[i].name, name) != 0)
@@ -2647,6 +2991,10 @@ static int exec_show_variable(struct session *s, struct sql_stmt *st)
         r = pgwire_send_row_description(s->c, 2, all_cols);
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(variables); i++, rows++) {
                 const char *vals[2] = { variables[i].name, variables[i].value };
+                r = pgwire_send_data_row(s->c, 2, vals, NULL);
+        }
+        if (r >= 0) {
+                const char *vals[2] = { "statement_timeout", timeout };
                 r = pgwire_send_data_row(s->c, 2, vals, NULL);
         }
         if (r < 0)
@@ -2787,6 +3135,8 @@ static bool stmt_reads_builtin_rows(const struct sql_stmt *st)
 /* The session itself, with a transaction block's unsent writes (ROLLBACK by leaving). */
 static void session_free(struct session *s)
 {
+        if (s->stmt_timer)      /* (12) */
+                loop_timer_cancel(node_loop(s->ex->node), s->stmt_timer);
         for (size_t i = 0; i < s->n_txn_writes; i++)
                 write_done(&s->txn_writes[i]);
         free(s->txn_writes);
@@ -3027,12 +3377,46 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
         case SQL_STMT_SHOW_VARIABLE:
                 return exec_show_variable(s, st);
         case SQL_STMT_SET_VARIABLE:
-                return STMT_DONE;
+                return exec_set_variable(s, st);
         case SQL_STMT_TRANSACTION:
                 return exec_transaction(s, st);
         default:
                 send_error(s->c, "0A000", "statement not supported");
                 return -ECANCELED;
+        }
+}
+
+static bool session_cancel(struct session *s, const char *why);
+
+static void on_stmt_timeout(struct loop *l, void *userdata)
+{
+        struct session *s = userdata;
+
+        (void)l;
+        s->stmt_timer = NULL;   /* fired: nothing to cancel */
+        (void)session_cancel(s, "statement timeout");
+}
+
+/* (12) The statement parked: it may wait statement_timeout, from now. */
+static void stmt_timer_arm(struct session *s)
+{
+        int r;
+
+        if (!s->statement_timeout_ms || s->stmt_timer)
+                return;
+        r = loop_timer_add(node_loop(s->ex->node), (uint64_t)s->statement_timeout_ms * 1000000u,
+                           on_stmt_timeout, s, &s->stmt_timer);
+        if (r < 0) {
+                s->stmt_timer = NULL;
+                log_warn_errno(r, "statement_timeout_failed", "peer=%s", pgwire_conn_peer(s->c));
+        }
+}
+
+static void stmt_timer_disarm(struct session *s)
+{
+        if (s->stmt_timer) {
+                loop_timer_cancel(node_loop(s->ex->node), s->stmt_timer);
+                s->stmt_timer = NULL;
         }
 }
 
@@ -3044,6 +3428,7 @@ static void session_resume(struct session *s)
         struct row_error err;
         int r;
 
+        stmt_timer_disarm(s);   /* (12) what was parked is over */
         if (s->stmt) {
                 if (!s->gone)
                         (void)pgwire_send_command_complete(s->c, s->tag);
@@ -3082,8 +3467,10 @@ static void session_resume(struct session *s)
                         break;
                 }
                 assert(s->n_run == 0);
-                if (r == STMT_PARKED)
+                if (r == STMT_PARKED) {
+                        stmt_timer_arm(s);
                         return;
+                }
                 if (r < 0) {
                         if (r != -ECANCELED)
                                 send_stmt_failed(s, r);
@@ -3115,6 +3502,7 @@ static int pg_connect(struct pgwire_conn *c, void *userdata)
         s->sql = (struct sql_session){ .user = pgwire_conn_param(c, "user"),
                                        .database = pgwire_conn_param(c, "database"),
                                        .backend_pid = pgwire_conn_pid(c) };
+        session_startup_options(s);
         pgwire_conn_set_userdata(c, s);
         return 0;
 }
@@ -3301,8 +3689,10 @@ static void pg_execute(struct pgwire_conn *c, void *stmt, unsigned nparams,
         }
         s->extended = true;
         r = exec_stmt(s, s->stmt);
-        if (r == STMT_PARKED)
+        if (r == STMT_PARKED) {
+                stmt_timer_arm(s);
                 return;
+        }
         if (r < 0) {
                 if (r != -ECANCELED)
                         send_stmt_failed(s, r);
@@ -3311,32 +3701,62 @@ static void pg_execute(struct pgwire_conn *c, void *stmt, unsigned nparams,
         session_resume(s);
 }
 
-/* CancelRequest: a read waiting for the controller is answered 57014 at once (its
- * reply, when it comes, is dropped).  A write already in a group cannot be taken back,
- * as PostgreSQL cannot cancel a commit in progress: it finishes. */
-static void pg_cancel(struct pgwire_conn *c, void *userdata)
+/* Take s off a list of waiting sessions (enact_next links); whether it was there. */
+static bool waiters_unlink(struct session **head, struct session *s)
 {
-        struct exec *ex = userdata;
-        struct session *s = pgwire_conn_userdata(c);
+        for (struct session **pp = head; *pp; pp = &(*pp)->enact_next)
+                if (*pp == s) {
+                        *pp = s->enact_next;
+                        s->enact_next = NULL;
+                        return true;
+                }
+        return false;
+}
+
+/* (12) End s's statement with 57014 "canceling statement due to <why>" if it only
+ * waits: a read for its reply (dropped when it comes; a request never sent is
+ * dropped now), any statement for its object or the fence.  A write in a group or a
+ * commit finishes.  Whether it ended. */
+static bool session_cancel(struct session *s, const char *why)
+{
+        struct exec *ex = s->ex;
         struct request *rq;
 
-        if (!s || !s->waiting || !s->stmt || s->stmt->kind != SQL_STMT_SELECT)
-                return;
-        for (rq = ex->pending.next; rq != &ex->pending; rq = rq->next)
-                if (rq->type == COORD__MSG_TYPE__MSG_PEEK && rq->ctx == s)
-                        break;
-        if (rq == &ex->pending)
-                return;
-        if (s->stream && !stream_abandon(ex, s, rq))
-                request_free(rq);       /* (9) no chunk is coming for it */
-        else
-                rq->ctx = NULL;
-        log_info("query_cancelled", "peer=%s", pgwire_conn_peer(c));
-        send_error(c, "57014", "canceling statement due to user request");
+        if (!s->waiting || !s->stmt)
+                return false;
+        if (!waiters_unlink(&ex->enact_waiters, s) && !waiters_unlink(&ex->fence_waiters, s)) {
+                if (s->stmt->kind != SQL_STMT_SELECT)
+                        return false;
+                for (rq = ex->pending.next; rq != &ex->pending; rq = rq->next)
+                        if (rq->type == COORD__MSG_TYPE__MSG_PEEK && rq->ctx == s)
+                                break;
+                if (rq == &ex->pending)
+                        return false;
+                if (s->stream && !stream_abandon(ex, s, rq))
+                        request_free(rq);       /* (9) no chunk is coming for it */
+                else if (!s->stream && !ex->controller_up)
+                        request_free(rq);       /* (4) it would be resent for nobody */
+                else
+                        rq->ctx = NULL;
+        }
+        log_info("query_cancelled", "peer=%s reason=\"%s\"", pgwire_conn_peer(s->c), why);
+        if (!s->gone)
+                send_error(s->c, "57014", "canceling statement due to %s", why);
         s->waiting = false;
         s->next = SIZE_MAX;
         s->stmt = sql_stmt_free(s->stmt);
         session_resume(s);
+        return true;
+}
+
+/* CancelRequest: (12). */
+static void pg_cancel(struct pgwire_conn *c, void *userdata)
+{
+        struct session *s = pgwire_conn_userdata(c);
+
+        (void)userdata;
+        if (s)
+                (void)session_cancel(s, "user request");
 }
 
 static void pg_stmt_free(void *stmt, void *userdata)

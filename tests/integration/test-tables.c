@@ -9,6 +9,10 @@
  *   a 13-way chain join written in a scattered FROM order runs as fast as in chain
  *   order and counts right (issue 36: no cross products); a cross join past the
  *   controller's --peek-memory-limit-mb fails with 53200 and the controller serves on;
+ *   the controller stopped (SIGSTOP) and then killed: SELECT 1, VALUES, SET, SHOW, SHOW
+ *   OBJECTS and a read block are answered, a read of a table fails with 57014 after
+ *   statement_timeout (SET, or -c statement_timeout= at startup) or at PQcancel, and
+ *   everything works once it is back;
  *   the extended protocol (PQexecParams, PQprepare); after a run-time error (1/0, an
  *   overflow, a bad cast) the next statements are served, and in a pipeline the rest up
  *   to Sync is aborted and the next pipeline runs (issue 36);
@@ -362,14 +366,33 @@ static void test_transactions(void)
 
 /* A read waiting for an upper that will not come for an hour is cancelled with
  * PQcancel: 57014 at once, and the connection goes on working. */
+/* PQcancel the statement running on c and read its results: whether it ended with
+ * 57014. */
+static bool cancel_running(PGconn *c)
+{
+        char errbuf[256] = "";
+        PGcancel *cancel = PQgetCancel(c);
+        PGresult *r;
+        bool cancelled = false;
+
+        if (!cancel || PQcancel(cancel, errbuf, sizeof(errbuf)) != 1)
+                fprintf(stderr, "\n    PQcancel failed: %s", errbuf);
+        PQfreeCancel(cancel);
+        while ((r = PQgetResult(c))) {
+                const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+                if (PQresultStatus(r) == PGRES_FATAL_ERROR && st && strcmp(st, "57014") == 0)
+                        cancelled = true;
+                PQclear(r);
+        }
+        return cancelled;
+}
+
 static void test_cancel(void)
 {
         PGconn *c = db();
-        PGcancel *cancel;
-        PGresult *r;
-        char q[128], errbuf[256];
+        char q[128];
         uint64_t now, t0;
-        bool cancelled = false;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "CREATE TABLE wait_t (x int)"));
@@ -378,17 +401,7 @@ static void test_cancel(void)
         CU_ASSERT_FATAL(PQsendQuery(c, q) == 1);
         usleep(200 * 1000);
         t0 = now_ms();
-        cancel = PQgetCancel(c);
-        CU_ASSERT_FATAL(cancel != NULL);
-        CU_ASSERT(PQcancel(cancel, errbuf, sizeof(errbuf)) == 1);
-        PQfreeCancel(cancel);
-        while ((r = PQgetResult(c))) {
-                const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-                if (PQresultStatus(r) == PGRES_FATAL_ERROR && st && strcmp(st, "57014") == 0)
-                        cancelled = true;
-                PQclear(r);
-        }
-        CU_ASSERT(cancelled);
+        CU_ASSERT(cancel_running(c));
         printf("\n    cancelled after %llu ms\n", (unsigned long long)(now_ms() - t0));
         CU_ASSERT(now_ms() - t0 < 5000);        /* the read would have waited 10 s */
         CU_ASSERT(rows_are(c, "SELECT x FROM wait_t", ""));
@@ -510,6 +523,128 @@ static void test_peek_memory_limit(void)
         PQfinish(c);
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+}
+
+/* The SQLSTATE of sql's error on c ("" when it succeeded); *ms how long it took. */
+static const char *sqlstate_of(PGconn *c, const char *sql, uint64_t *ms, char *msg, size_t msglen)
+{
+        static char st[6];
+        uint64_t t0 = now_ms();
+        PGresult *r = PQexec(c, sql);
+        const char *got = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+        *ms = now_ms() - t0;
+        snprintf(st, sizeof(st), "%s", PQresultStatus(r) == PGRES_FATAL_ERROR && got ? got : "");
+        if (msg)
+                snprintf(msg, msglen, "%s", PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) ?: "");
+        PQclear(r);
+        return st;
+}
+
+/* A SELECT sent on w waits for the controller; PQcancel ends it with 57014 at once. */
+static void cancel_waiting(PGconn *w, const char *sql)
+{
+        uint64_t t0;
+
+        CU_ASSERT_FATAL(PQsendQuery(w, sql) == 1);
+        usleep(300 * 1000);
+        CU_ASSERT(PQconsumeInput(w) && PQisBusy(w));    /* no answer yet */
+        t0 = now_ms();
+        CU_ASSERT(cancel_running(w));
+        CU_ASSERT(now_ms() - t0 < 2000);
+}
+
+/* While the controller is away -- stopped (SIGSTOP), then killed -- what needs no
+ * collection is answered at once (SELECT 1, VALUES, SET, SHOW, SHOW OBJECTS, a read
+ * block), a read of a table fails after statement_timeout with 57014 or at PQcancel, and
+ * once it is back everything works (issue 36, item 3). */
+static void test_controller_away(void)
+{
+        PGconn *c = db(), *w = db(), *o;
+        char msg[256], info[512];
+        uint64_t ms;
+        pid_t controller;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE away (a int)"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO away VALUES (1)"));
+        CU_ASSERT(rows_are(c, "SHOW statement_timeout", "0"));
+        CU_ASSERT(ok(c, "SET statement_timeout = '2s'"));
+        CU_ASSERT(rows_are(c, "SHOW statement_timeout", "2s"));
+        CU_ASSERT(ok(c, "SET statement_timeout TO 250"));
+        CU_ASSERT(rows_are(c, "SHOW statement_timeout", "250ms"));
+        CU_ASSERT(ok(c, "RESET statement_timeout"));
+        CU_ASSERT(rows_are(c, "SHOW statement_timeout", "0"));
+        CU_ASSERT(fails_with(c, "SET statement_timeout = 'soon'", "22023"));
+        CU_ASSERT(fails_with(c, "SET statement_timeout = -1", "22023"));
+        /* The session's default from the startup packet (libpq's PGOPTIONS). */
+        snprintf(info, sizeof(info), "%s options='-c statement_timeout=300'", conninfo);
+        o = PQconnectdb(info);
+        CU_ASSERT_FATAL(PQstatus(o) == CONNECTION_OK);
+        CU_ASSERT(rows_are(o, "SHOW statement_timeout", "300ms"));
+        CU_ASSERT(ok(o, "SET statement_timeout = 0"));
+        CU_ASSERT(ok(o, "RESET statement_timeout"));
+        CU_ASSERT(rows_are(o, "SHOW statement_timeout", "300ms"));
+
+        for (int round = 0; round < 2; round++) {
+                const char *how = round == 0 ? "stopped" : "killed";
+
+                controller = pid_of(COORD__ROLE__ROLE_CONTROLLER);
+                CU_ASSERT_FATAL(controller > 0);
+                if (round == 0) {
+                        CU_ASSERT_FATAL(kill(controller, SIGSTOP) == 0);
+                } else {
+                        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+                }
+                /* A read waits on w meanwhile: the others are served all the same. */
+                CU_ASSERT_FATAL(PQsendQuery(w, "SELECT a FROM away") == 1);
+                CU_ASSERT(rows_are(c, "SELECT 1", "1"));
+                CU_ASSERT(rows_are(c, "SELECT 1 + 1 AS two, 'x' || 'y', NULL IS NULL", "2|xy|t"));
+                CU_ASSERT(rows_are(c, "VALUES (1, 'a'), (2, 'b')", "1|a;2|b"));
+                CU_ASSERT(rows_are(c, "SELECT 2 WHERE false", ""));
+                CU_ASSERT(rows_are(c, "SHOW server_version_num", "150000"));
+                {
+                        char *objects = rows_of(c, "SHOW OBJECTS");
+
+                        CU_ASSERT(objects && strstr(objects, "away|table"));
+                        free(objects);
+                }
+                CU_ASSERT(ok(c, "SET application_name = 'x'"));
+                CU_ASSERT(ok(c, "BEGIN"));
+                CU_ASSERT(rows_are(c, "SELECT 3", "3"));
+                CU_ASSERT(ok(c, "COMMIT"));
+                CU_ASSERT(fails_with(c, "SELECT 1/0", "22012"));
+                /* A read of a table: 57014 after statement_timeout. */
+                CU_ASSERT(ok(c, "SET statement_timeout = 500"));
+                CU_ASSERT_STRING_EQUAL(sqlstate_of(c, "SELECT a FROM away", &ms, msg, sizeof(msg)), "57014");
+                CU_ASSERT_STRING_EQUAL(msg, "canceling statement due to statement timeout");
+                printf("\n    controller %s: SELECT 1 answered; a read with statement_timeout = 500 "
+                       "failed after %llu ms\n", how, (unsigned long long)ms);
+                CU_ASSERT(ms >= 450 && ms < 2000);
+                CU_ASSERT(rows_are(c, "SELECT 4", "4"));       /* the session goes on */
+                CU_ASSERT(ok(c, "SET statement_timeout = 0"));
+                CU_ASSERT_STRING_EQUAL(sqlstate_of(o, "SELECT a FROM away", &ms, NULL, 0), "57014");
+                CU_ASSERT(ms >= 250 && ms < 2000);
+                /* The one waiting on w since the controller went: PQcancel ends it. */
+                CU_ASSERT(cancel_running(w));
+                cancel_waiting(w, "SELECT count(*) FROM away");
+                /* Back: everything works. */
+                if (round == 0) {
+                        CU_ASSERT(kill(controller, SIGCONT) == 0);
+                } else {
+                        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+                }
+                CU_ASSERT(rows_are(w, "SELECT a FROM away", "1"));
+                CU_ASSERT(ok(w, "INSERT INTO away VALUES (2)"));
+                CU_ASSERT(ok(w, "DELETE FROM away WHERE a = 2"));
+                CU_ASSERT(rows_are(c, "SELECT count(*) FROM away", "1"));
+                CU_ASSERT(rows_are(o, "SELECT a FROM away", "1"));
+        }
+        CU_ASSERT(ok(c, "DROP TABLE away"));
+        PQfinish(o);
+        PQfinish(w);
+        PQfinish(c);
 }
 
 static void test_extended(void)
@@ -1753,6 +1888,8 @@ static const struct t_case cases[] = {
         { "a 13-way join in any FROM order is joined along its predicates", test_join_order },
         { "a query past --peek-memory-limit-mb fails with 53200, the controller serves on",
           test_peek_memory_limit },
+        { "controller stopped or killed: SELECT 1, SET, SHOW answered; statement_timeout, cancel",
+          test_controller_away },
         { "transaction blocks: INSERTs at COMMIT, together; ROLLBACK, errors, leaving", test_transactions },
         { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
         { "concurrent DDL shares catalog syncs", test_ddl_group_commit },
