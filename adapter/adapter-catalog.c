@@ -204,6 +204,7 @@ static void item_free(struct acat_item *it)
         free(it->keys);
         free(it->refresh_at);
         free(it->sink_path);
+        free(it->source_path);
         free(it->dependents);
         free(it->reqs);
         free(it->req_consumers);
@@ -562,6 +563,16 @@ static struct acat_item *item_from_proto(Coord__CatalogItem *p)
         it->n_refresh_at = p->n_refresh_at;
         it->refresh_every_ms = p->refresh_every_ms;
         it->refresh_aligned_to = p->refresh_aligned_to;
+        it->progress_of = p->progress_of;
+        it->source_type = p->source_type;
+        it->source_format = p->source_format;
+        it->source_tick_ms = p->source_tick_ms;
+        it->source_up_to = p->source_up_to;
+        if (it->kind == SQL_OBJECT_SOURCE && p->source_type) {
+                it->source_path = str_take(&p->source_path);
+                if (!it->source_path)
+                        goto fail;
+        }
         if (it->kind == SQL_OBJECT_SINK) {
                 it->sink_path = str_take(&p->sink_path);
                 it->sink_snapshot = p->sink_snapshot;
@@ -626,6 +637,13 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
         if (it->sink_path)
                 p.sink_path = it->sink_path;
         p.sink_snapshot = it->sink_snapshot;
+        p.progress_of = it->progress_of;
+        p.source_type = it->source_type;
+        p.source_format = it->source_format;
+        if (it->source_path)
+                p.source_path = it->source_path;
+        p.source_tick_ms = it->source_tick_ms;
+        p.source_up_to = it->source_up_to;
         len = coord__catalog_item__get_packed_size(&p);
         buf = malloc(len ? len : 1);
         if (buf)
@@ -1062,8 +1080,9 @@ enum txn_kind { TXN_CREATE, TXN_DROP, TXN_PUBLISH, TXN_ALTER };
 struct acat_txn {
         enum txn_kind kind;
         bool create;                    /* kind == TXN_CREATE */
-        struct acat_item **items;       /* create: the new item; drop: the dropped ones */
-        size_t n_items;
+        struct acat_item **items;       /* create: the new items (a source: its progress,
+                                         * then it); drop: the dropped ones */
+        size_t n_items, cap_items;
         struct catalog_op *ops;
         size_t n_ops, cap_ops;
         void **bufs;                    /* one allocation per op: key and value */
@@ -1277,16 +1296,28 @@ static bool kind_has_bound(enum sql_object_kind k)
         return k == SQL_OBJECT_TABLE || k == SQL_OBJECT_MATERIALIZED_VIEW || k == SQL_OBJECT_SOURCE;
 }
 
+/* A pending creation of t (NULL if none). */
+static struct acat_item *txn_created(const struct acat_txn *t, uint64_t gid)
+{
+        for (size_t i = 0; t && t->kind == TXN_CREATE && i < t->n_items; i++)
+                if (t->items[i]->gid == gid)
+                        return t->items[i];
+        return NULL;
+}
+
 static struct acat_item *item_or_before(const struct adapter_catalog *ac, uint64_t gid,
                                         struct acat_txn *const *before, size_t n_before)
 {
         struct acat_item *it = (struct acat_item *)acat_by_gid(ac, gid);
 
         for (size_t i = 0; !it && i < n_before; i++)
-                if (before[i]->kind == TXN_CREATE && before[i]->items[0]->gid == gid)
-                        it = before[i]->items[0];
+                it = txn_created(before[i], gid);
         return it;
 }
+
+static int create_into(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
+                       struct acat_txn *const *before, size_t n_before, struct acat_txn *t,
+                       struct row_error *err);
 
 int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
                       struct acat_txn **ret, struct row_error *err)
@@ -1294,11 +1325,81 @@ int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni
         return acat_create_begin_after(ac, ni, ts, NULL, 0, ret, err);
 }
 
+static struct acat_txn *create_txn_new(void)
+{
+        struct acat_txn *t = calloc(1, sizeof(*t));
+
+        if (t) {
+                t->kind = TXN_CREATE;
+                t->create = true;
+        }
+        return t;
+}
+
 int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
                             struct acat_txn *const *before, size_t n_before,
                             struct acat_txn **ret, struct row_error *err)
 {
-        struct acat_txn *t = NULL;
+        struct acat_txn *t = create_txn_new();
+        int r;
+
+        if (!t)
+                return -ENOMEM;
+        r = create_into(ac, ni, ts, before, n_before, t, err);
+        if (r < 0) {
+                txn_free(t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+int acat_create_source_begin(struct adapter_catalog *ac, const struct acat_new_item *source,
+                             const struct acat_new_item *progress, uint64_t ts,
+                             struct acat_txn *const *before, size_t n_before,
+                             struct acat_txn **ret, struct row_error *err)
+{
+        _cleanup_free_ struct acat_txn **all = calloc(n_before + 1, sizeof(*all));
+        struct acat_txn *t = create_txn_new();
+        struct acat_new_item ni = *source, np = *progress;
+        uint64_t pgid;
+        int r;
+
+        if (!t || !all) {
+                txn_free(t);
+                return -ENOMEM;
+        }
+        assert(source->kind == SQL_OBJECT_SOURCE);
+        /* The progress first: the source requires it (I4) in the same transaction, and
+         * takes the next GlobalId (create_into() takes them in order). */
+        np.progress_of = ac->next_gid + 1;
+        r = create_into(ac, &np, ts, before, n_before, t, err);
+        if (r < 0) {
+                txn_free(t);
+                return r;
+        }
+        pgid = t->items[0]->gid;
+        ni.logical_inputs = &pgid;
+        ni.n_logical = 1;
+        for (size_t i = 0; i < n_before; i++)
+                all[i] = before[i];
+        all[n_before] = t;
+        r = create_into(ac, &ni, ts, all, n_before + 1, t, err);
+        if (r < 0) {
+                acat_txn_finish(ac, t, r);      /* gives the progress's name back */
+                return r;
+        }
+        assert(t->items[1]->gid == t->items[0]->progress_of);
+        *ret = t;
+        return 0;
+}
+
+/* Add the creation of ni to t: its item (pending), birth bound, requirements.  On
+ * failure t is as it was but for ops it may hold (the caller frees it). */
+static int create_into(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
+                       struct acat_txn *const *before, size_t n_before, struct acat_txn *t,
+                       struct row_error *err)
+{
         struct acat_item *it = NULL;
         uint8_t *ival = NULL;
         Coord__CatalogBound bound = COORD__CATALOG_BOUND__INIT;
@@ -1306,7 +1407,7 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
         size_t ilen = 0, plen = 0;
         bool has_bound = kind_has_bound(ni->kind), linked = false;
         bool consumer = ni->kind == SQL_OBJECT_MATERIALIZED_VIEW || ni->kind == SQL_OBJECT_INDEX ||
-                        ni->kind == SQL_OBJECT_SINK;
+                        ni->kind == SQL_OBJECT_SINK || (ni->kind == SQL_OBJECT_SOURCE && ni->n_logical);
         const uint64_t *req_inputs = NULL;
         size_t n_req_inputs = 0;
         uint64_t req_at = ni->as_of;
@@ -1353,7 +1454,10 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
                         const struct acat_item *in = acat_by_gid(ac, req_inputs[i]);
                         uint64_t b;
 
-                        if (!in || in->pending)
+                        /* a source's progress: created in the same transaction */
+                        if (!in && ni->kind == SQL_OBJECT_SOURCE)
+                                in = item_or_before(ac, req_inputs[i], before, n_before);
+                        if (!in || (in->pending && ni->kind != SQL_OBJECT_SOURCE))
                                 return row_error_set(err, -EINVAL, "42P01", "input %llu does not exist",
                                                      (unsigned long long)req_inputs[i]);
                         b = effective_bound(in);
@@ -1372,8 +1476,7 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
                 }
         }
         it = calloc(1, sizeof(*it));
-        t = calloc(1, sizeof(*t));
-        if (!it || !t) {
+        if (!it) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -1420,6 +1523,15 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
         it->refresh_every_ms = ni->refresh_every_ms;
         it->refresh_aligned_to = ni->refresh_aligned_to;
         it->sink_snapshot = ni->sink_snapshot;
+        it->progress_of = ni->progress_of;
+        it->source_type = ni->source_type;
+        it->source_format = ni->source_format;
+        it->source_tick_ms = ni->source_tick_ms;
+        it->source_up_to = ni->source_up_to;
+        if (ni->source_path && !(it->source_path = strdup(ni->source_path))) {
+                r = -ENOMEM;
+                goto fail;
+        }
         if (ni->sink_path && !(it->sink_path = strdup(ni->sink_path))) {
                 r = -ENOMEM;
                 goto fail;
@@ -1439,10 +1551,7 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
          * as-of, where its history starts) */
         bound.gid = it->gid;
         bound.bound = it->kind == SQL_OBJECT_MATERIALIZED_VIEW ? req_at : ts;
-        t->kind = TXN_CREATE;
-        t->create = true;
-        t->items = calloc(1, sizeof(*t->items));
-        if (!t->items) {
+        if (GROW_ARRAY(t->items, t->cap_items, t->n_items + 1) < 0) {
                 free(ival);
                 r = -ENOMEM;
                 goto fail;
@@ -1484,7 +1593,7 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
         r = deps_link(ac, it, before, n_before);
         linked = true;
         for (size_t i = 0; r >= 0 && i < it->n_reqs; i++)
-                r = req_consumer_add((struct acat_item *)acat_by_gid(ac, it->reqs[i].input), it);
+                r = req_consumer_add(item_or_before(ac, it->reqs[i].input, before, n_before), it);
         if (r < 0)
                 goto fail;
         r = name_reserve(ac, it);
@@ -1492,15 +1601,12 @@ int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_it
                 goto fail;
         /* (3) the GlobalId is taken now, whatever happens to the commit. */
         ac->next_gid = it->gid + 1;
-        t->items[0] = it;
-        t->n_items = 1;
-        *ret = t;
+        t->items[t->n_items++] = it;
         return 0;
 fail:
         if (linked)
                 deps_unlink(ac, it);
         item_free(it);
-        txn_free(t);
         return r;
 }
 
@@ -1583,15 +1689,24 @@ static int walk_visit(struct drop_walk *w, struct acat_item *it, unsigned depth)
                 if (r < 0)
                         return r;
         }
-        if (w->n == w->cap) {
-                size_t cap = w->cap ? w->cap * 2 : 8;
-                struct acat_item **n = realloc(w->out, cap * sizeof(*n));
-                if (!n)
-                        return -ENOMEM;
-                w->out = n;
-                w->cap = cap;
+        /* A source's progress is its own: it goes with it, never alone. */
+        if (it->progress_of && !walk_has(w, it->progress_of) && !walk_is_root(w, it->progress_of)) {
+                const struct acat_item *src = acat_by_gid(w->ac, it->progress_of);
+
+                row_error_set(w->err, -EINVAL, "2BP01", "cannot drop %s %s: it is the progress of source %s",
+                              acat_kind_name(it->kind), it->name, src ? src->name : "?");
+                snprintf(w->err->hint, sizeof(w->err->hint), "Drop the source instead.");
+                return -EINVAL;
         }
+        if (GROW_ARRAY(w->out, w->cap, w->n + 1) < 0)
+                return -ENOMEM;
         w->out[w->n++] = it;
+        if (it->kind == SQL_OBJECT_SOURCE && it->n_logical == 1) {
+                struct acat_item *p = (struct acat_item *)acat_by_gid(w->ac, it->logical_inputs[0]);
+
+                if (p && p->progress_of == it->gid && !walk_has(w, p->gid))
+                        return walk_visit(w, p, depth + 1);
+        }
         return 0;
 }
 
@@ -1929,22 +2044,29 @@ void acat_txn_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_
                 if (commit_result == 0 && it)
                         it->retain_history_ms = t->alter_retain_ms;
         } else if (t->create) {
-                struct acat_item *it = t->items[0];
+                for (size_t i = t->n_items; i-- > 0;) {
+                        struct acat_item *it = t->items[i];
 
-                assert(it->pending);
-                if (commit_result == 0 && items_array_add(ac, it) == 0) {
-                        it->pending = false;
-                        if (it->kind == SQL_OBJECT_INDEX) {
-                                struct acat_item *on = (struct acat_item *)acat_by_gid(ac, it->on_id);
-                                if (on)
-                                        on->index_id = oldest_index(ac, on);
+                        assert(it->pending);
+                        if (commit_result == 0 && items_array_add(ac, it) == 0) {
+                                it->pending = false;
+                                if (it->kind == SQL_OBJECT_INDEX) {
+                                        struct acat_item *on = (struct acat_item *)acat_by_gid(ac, it->on_id);
+                                        if (on)
+                                                on->index_id = oldest_index(ac, on);
+                                }
+                        } else {
+                                /* Not committed (or no memory to show it: the caller
+                                 * stops writing on any error here).  Give the name
+                                 * back. */
+                                deps_unlink(ac, it);
+                                for (size_t k = 0; k < it->n_reqs; k++)
+                                        req_consumer_remove((struct acat_item *)item_or_before(
+                                                                    ac, it->reqs[k].input, &t, 1),
+                                                            it);
+                                name_release(ac, it);
+                                item_free(it);
                         }
-                } else {
-                        /* Not committed (or no memory to show it: the caller stops
-                         * writing on any error here).  Give the name back. */
-                        deps_unlink(ac, it);
-                        name_release(ac, it);
-                        item_free(it);
                 }
         } else {
                 /* dependents first: each removal unlinks the item from its refs */

@@ -68,6 +68,11 @@ struct acat_item {
         /* A sink (CatalogItem fields 20-21). */
         char *sink_path;
         bool sink_snapshot;
+        /* A source (fields 22-27); progress_of: this is that source's progress. */
+        uint64_t progress_of;
+        uint32_t source_type, source_format;
+        char *source_path;
+        uint64_t source_tick_ms, source_up_to;
 
         /* Read protection (issue 5), mirrored from the 'b' and 'r' records: */
         bool has_bound;
@@ -136,6 +141,12 @@ struct acat_new_item {
         /* A sink: its file; SNAPSHOT.  Its requirements are at as_of, as any consumer's. */
         const char *sink_path;
         bool sink_snapshot;
+        /* A source: what it ingests (CatalogItem fields 23-27); a source's progress item:
+         * the source's gid (set by acat_create_source_begin()). */
+        uint64_t progress_of;
+        uint32_t source_type, source_format;
+        const char *source_path;
+        uint64_t source_tick_ms, source_up_to;
 };
 
 int acat_open(struct catalog *store, struct adapter_catalog **ret);
@@ -189,7 +200,14 @@ int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni
 int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
                             struct acat_txn *const *before, size_t n_before,
                             struct acat_txn **ret, struct row_error *err);
-/* Drop gids.  An object's indexes go with it.  Any other dependent (an item whose SQL
+/* A source (CREATE SOURCE): its progress item (the remap collection) and the source,
+ * which requires it, in one transaction (items[0] the progress, items[1] the source);
+ * source->logical_inputs are set here. */
+int acat_create_source_begin(struct adapter_catalog *ac, const struct acat_new_item *source,
+                             const struct acat_new_item *progress, uint64_t ts,
+                             struct acat_txn *const *before, size_t n_before,
+                             struct acat_txn **ret, struct row_error *err);
+/* Drop gids.  An object's indexes go with it, a source's progress too.  Any other dependent (an item whose SQL
  * names a dropped object) fails the drop with 2BP01, unless `cascade`: then every
  * dependent, transitively, is dropped in the same transaction.  The txn's items are
  * in dependents-first order (what to retire first). */

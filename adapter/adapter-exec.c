@@ -1590,17 +1590,22 @@ static void send_stmt_failed(struct session *s, int r)
  * ex->hold_kick set by the caller.  <0: they could not be queued. */
 static int ddl_created(struct exec *ex, struct acat_txn *txn, uint64_t seq)
 {
-        const struct acat_item *it = acat_txn_item(txn, 0);
-        uint64_t gid = it->gid;
-        enum sql_object_kind kind = it->kind;
-        int r;
+        size_t n = acat_txn_n_items(txn);
+        uint64_t gids[n ? n : 1];
+        int r = 0;
 
         assert(ex->hold_kick);
+        for (size_t i = 0; i < n; i++)
+                gids[i] = acat_txn_item(txn, i)->gid;
         protection_queue(ex, txn);
         acat_txn_finish(ex->cat, txn, 0);
-        log_debug("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gid,
-                 acat_kind_name(kind), (unsigned long long)seq);
-        r = objects_write(ex, NULL, acat_by_gid(ex->cat, gid), +1);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                const struct acat_item *it = acat_by_gid(ex->cat, gids[i]);
+
+                log_debug("object_created", "gid=%llu kind=\"%s\" seq=%llu", (unsigned long long)gids[i],
+                          it ? acat_kind_name(it->kind) : "?", (unsigned long long)seq);
+                r = objects_write(ex, NULL, it, +1);
+        }
         ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
         return r;
 }
@@ -1749,6 +1754,8 @@ static bool stmt_joins_run(const struct session *s, const struct sql_stmt *st)
                 return !st->create_index.exists;
         case SQL_STMT_CREATE_SINK:
                 return !st->create_sink.exists;
+        case SQL_STMT_CREATE_SOURCE:
+                return !st->create_source.exists;
         default:
                 return false;
         }
@@ -2100,6 +2107,74 @@ static int sink_file_check(struct session *s, const char *path)
         }
         close(fd);
         return 0;
+}
+
+static const struct sql_column progress_columns[] = {
+        { (char *)"offset", ROW_TYPE_INT8, false },
+};
+
+/* CREATE SOURCE: one catalog transaction {its progress (the remap collection), the
+ * source, their birth bounds, R(source, progress)} (acat_create_source_begin()); the
+ * follower has the controller start ingesting.  A file must exist and be a regular,
+ * readable file now (58030): a source tails it from offset 0. */
+static int exec_create_source(struct session *s, struct sql_stmt *st)
+{
+        struct exec *ex = s->ex;
+        const struct sql_create_source *cs = &st->create_source;
+        struct acat_new_item src = {
+                .name = cs->name, .kind = SQL_OBJECT_SOURCE, .create_sql = st->sql,
+                .columns = cs->columns, .n_columns = cs->n_columns,
+                .source_type = (uint32_t)cs->type, .source_format = (uint32_t)cs->format,
+                .source_path = cs->path, .source_tick_ms = cs->tick_ms, .source_up_to = cs->up_to,
+        };
+        struct acat_new_item progress = {
+                .name = cs->progress_name, .kind = SQL_OBJECT_SOURCE, .create_sql = "",
+                .columns = progress_columns, .n_columns = ELEMENTSOF(progress_columns),
+        };
+        struct row_error err = { .position = 0 };
+        struct acat_txn *before[EXEC_RUN_MAX], *txn;
+        uint64_t ts;
+        int r;
+
+        if (cs->exists)
+                return STMT_DONE;
+        if (ex->fatal)
+                return catalog_not_writable(s);
+        if (cs->type == SQL_SOURCE_FILE) {
+                struct stat sb;
+
+                if (cs->path[0] != '/') {
+                        send_error(s->c, "22023", "the file of a source must be an absolute path, not \"%s\"",
+                                   cs->path);
+                        return -ECANCELED;
+                }
+                if (access(cs->path, R_OK) < 0 || stat(cs->path, &sb) < 0) {
+                        int e = errno;
+                        send_error(s->c, e == EACCES || e == EPERM ? "42501" : "58030",
+                                   "could not open source file \"%s\": %s", cs->path, strerror(e));
+                        return -ECANCELED;
+                }
+                if (!S_ISREG(sb.st_mode)) {
+                        send_error(s->c, "58030", "source file \"%s\" is not a regular file", cs->path);
+                        return -ECANCELED;
+                }
+        }
+        r = oracle_birth_ts(ex->oracle, &ts);
+        if (r < 0)
+                return r;
+        src.as_of = ts;
+        for (size_t i = 0; i < s->n_run; i++)
+                before[i] = s->run[i]->txn;
+        r = acat_create_source_begin(ex->cat, &src, &progress, ts, before, s->n_run, &txn, &err);
+        if (r == -EINVAL && s->n_run)
+                return STMT_RETRY;
+        if (r == -EINVAL) {
+                send_row_error(s->c, &err);
+                return -ECANCELED;
+        }
+        if (r < 0)
+                return r;
+        return ddl_create(s, txn);
 }
 
 /* CREATE SINK: one catalog transaction {item, requirements at its as-of} (I4); the
@@ -3370,6 +3445,8 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
                 return exec_create_index(s, st);
         case SQL_STMT_CREATE_SINK:
                 return exec_create_sink(s, st);
+        case SQL_STMT_CREATE_SOURCE:
+                return exec_create_source(s, st);
         case SQL_STMT_ALTER_RETAIN_HISTORY:
                 return exec_alter_retain(s, st);
         case SQL_STMT_SHOW_OBJECTS:

@@ -127,6 +127,8 @@ const char *sql_stmt_tag(const struct sql_stmt *s)
                 return "CREATE INDEX";
         case SQL_STMT_CREATE_SINK:
                 return "CREATE SINK";
+        case SQL_STMT_CREATE_SOURCE:
+                return "CREATE SOURCE";
         case SQL_STMT_ALTER_RETAIN_HISTORY:
                 switch (s->alter_retain.kind) {
                 case SQL_OBJECT_MATERIALIZED_VIEW:
@@ -235,7 +237,9 @@ enum lift_kind {
                                          * WITH (...) without them */
         LIFT_ALTER_RETAIN_HISTORY,      /* the whole statement; PostgreSQL sees "SELECT" */
         LIFT_CREATE_SINK,               /* the whole statement; PostgreSQL sees "SELECT" */
-        LIFT_DROP_SINK,                 /* the whole statement; PostgreSQL sees "SELECT" */
+        LIFT_DROP_SINK,                 /* DROP SINK | SOURCE (alter_kind): the whole
+                                         * statement; PostgreSQL sees "SELECT" */
+        LIFT_CREATE_SOURCE,             /* the whole statement; PostgreSQL sees "SELECT" */
 };
 
 struct lift {
@@ -253,6 +257,9 @@ struct lift {
         char *path;                     /* CREATE SINK: INTO FILE '<path>' */
         int snapshot;                   /* CREATE SINK: WITH (SNAPSHOT = ...): 1, 0, or -1
                                          * when not given */
+        int source_type;                /* CREATE SOURCE: enum sql_source_type */
+        int format;                     /* CREATE SOURCE FILE: enum sql_source_format */
+        uint64_t up_to, n_cols;         /* CREATE SOURCE: UP TO, CSV WITH n COLUMNS */
         char **names;                   /* DROP SINK: the names */
         size_t n_names;
         bool if_exists, cascade;        /* DROP SINK */
@@ -771,6 +778,23 @@ static int lift_syntax_error(struct sql_batch *b, const PgQuery__ScanToken *t, s
         return -EINVAL;
 }
 
+/* CREATE <kind> [IF NOT EXISTS] name FROM: *name the name's token (FROM follows it). */
+static int lift_create_head(struct sql_batch *b, PgQuery__ScanToken **t, size_t n, size_t *name,
+                            struct row_error *err)
+{
+        size_t i = 2;
+
+        if (i + 2 < n && t[i]->token == PG_QUERY__TOKEN__IF_P && t[i + 1]->token == PG_QUERY__TOKEN__NOT &&
+            t[i + 2]->token == PG_QUERY__TOKEN__EXISTS)
+                i += 3;
+        if (i >= n || !token_is_name(t[i]))
+                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+        *name = i++;
+        if (i >= n || t[i]->token != PG_QUERY__TOKEN__FROM)
+                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+        return 0;
+}
+
 /* CREATE SINK [IF NOT EXISTS] name FROM [public.]relation INTO FILE '<path>'
  * [WITH (SNAPSHOT [=] true | false)]: parsed here, PostgreSQL sees "SELECT" and blanks.
  * PostgreSQL has no CREATE SINK, so anything else is a syntax error here. */
@@ -778,17 +802,12 @@ static int lift_create_sink(struct sql_batch *b, char *cleaned, PgQuery__ScanTok
                             struct row_error *err)
 {
         struct lift *l;
-        size_t i = 2, name, from;
+        size_t i, name, from;
+        int r = lift_create_head(b, t, n, &name, err);
 
-        if (i + 2 < n && t[i]->token == PG_QUERY__TOKEN__IF_P && t[i + 1]->token == PG_QUERY__TOKEN__NOT &&
-            t[i + 2]->token == PG_QUERY__TOKEN__EXISTS)
-                i += 3;
-        if (i >= n || !token_is_name(t[i]))
-                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
-        name = i++;
-        if (i >= n || t[i]->token != PG_QUERY__TOKEN__FROM)
-                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
-        from = ++i;
+        if (r < 0)
+                return r;
+        from = i = name + 2;
         if (i + 2 < n && token_is_word(b, t[i], "public") && t[i + 1]->token == PG_QUERY__TOKEN__ASCII_46)
                 from = i += 2;
         if (i >= n || !token_is_name(t[i]))
@@ -835,10 +854,10 @@ static int lift_create_sink(struct sql_batch *b, char *cleaned, PgQuery__ScanTok
         return 0;
 }
 
-/* DROP SINK [IF EXISTS] name [, ...] [CASCADE | RESTRICT]: parsed here, PostgreSQL sees
- * "SELECT" and blanks. */
+/* DROP {SINK | SOURCE} [IF EXISTS] name [, ...] [CASCADE | RESTRICT]: parsed here,
+ * PostgreSQL sees "SELECT" and blanks. */
 static int lift_drop_sink(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
-                          struct row_error *err)
+                          enum sql_object_kind kind, struct row_error *err)
 {
         struct lift *l;
         size_t i = 2;
@@ -846,6 +865,7 @@ static int lift_drop_sink(struct sql_batch *b, char *cleaned, PgQuery__ScanToken
         l = lift_new(b, (size_t)t[0]->start, LIFT_DROP_SINK);
         if (!l)
                 return row_error_oom(err);
+        l->alter_kind = kind;
         if (i + 1 < n && t[i]->token == PG_QUERY__TOKEN__IF_P && t[i + 1]->token == PG_QUERY__TOKEN__EXISTS) {
                 l->if_exists = true;
                 i += 2;
@@ -879,6 +899,95 @@ static int lift_drop_sink(struct sql_batch *b, char *cleaned, PgQuery__ScanToken
         return 0;
 }
 
+/* An unsigned integer constant token into *ret; false when it is not one. */
+static bool token_u64(const struct sql_batch *b, const PgQuery__ScanToken *t, uint64_t *ret)
+{
+        char buf[32];
+        size_t len = (size_t)(t->end - t->start);
+
+        if (t->token != PG_QUERY__TOKEN__ICONST || len >= sizeof(buf))
+                return false;
+        memcpy(buf, b->query + t->start, len);
+        buf[len] = '\0';
+        return parse_u64(buf, UINT64_MAX, ret) == 0;
+}
+
+/* CREATE SOURCE [IF NOT EXISTS] name FROM LOAD GENERATOR COUNTER [(TICK INTERVAL '<d>' |
+ * UP TO <n>, ...)] and CREATE SOURCE ... FROM FILE '<path>' (FORMAT TEXT | FORMAT CSV WITH
+ * <n> COLUMNS): parsed here (PostgreSQL has no CREATE SOURCE), PostgreSQL sees "SELECT". */
+static int lift_create_source(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
+                              struct row_error *err)
+{
+        struct lift *l;
+        size_t i, name;
+        int r = lift_create_head(b, t, n, &name, err);
+
+        if (r < 0)
+                return r;
+        i = name + 2;
+        l = lift_new(b, (size_t)t[0]->start, LIFT_CREATE_SOURCE);
+        if (!l)
+                return row_error_oom(err);
+        l->if_not_exists = name > 2;
+        l->location = (size_t)t[name]->start;
+        if (!(l->name = token_ident(b, t[name])))
+                return row_error_oom(err);
+        if (i < n && token_is_word(b, t[i], "load")) {
+                if (i + 2 >= n || !token_is_word(b, t[i + 1], "generator") || !token_is_word(b, t[i + 2], "counter"))
+                        return lift_syntax_error(b, t[i + 1 < n ? i + 1 : i], err);
+                l->source_type = SQL_SOURCE_COUNTER;
+                i += 3;
+                if (i < n) {
+                        if (t[i]->token != PG_QUERY__TOKEN__ASCII_40)
+                                return lift_syntax_error(b, t[i], err);
+                        for (i++;; i++) {
+                                if (i + 2 < n && token_is_word(b, t[i], "tick") &&
+                                    token_is_word(b, t[i + 1], "interval") && t[i + 2]->token == PG_QUERY__TOKEN__SCONST &&
+                                    !l->duration) {
+                                        if (!(l->duration = token_string(b, t[i + 2])) && !(l->duration = strdup("")))
+                                                return row_error_oom(err);
+                                        i += 3;
+                                } else if (i + 2 < n && token_is_word(b, t[i], "up") && token_is_word(b, t[i + 1], "to") &&
+                                           !l->up_to && token_u64(b, t[i + 2], &l->up_to) && l->up_to) {
+                                        i += 3;
+                                } else
+                                        return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+                                if (i < n && t[i]->token == PG_QUERY__TOKEN__ASCII_44)
+                                        continue;
+                                if (i + 1 == n && t[i]->token == PG_QUERY__TOKEN__ASCII_41)
+                                        break;
+                                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+                        }
+                }
+        } else if (i + 1 < n && token_is_word(b, t[i], "file") && t[i + 1]->token == PG_QUERY__TOKEN__SCONST) {
+                l->source_type = SQL_SOURCE_FILE;
+                if (!(l->path = token_string(b, t[i + 1])) && !(l->path = strdup("")))
+                        return row_error_oom(err);
+                i += 2;
+                /* ( FORMAT TEXT ) | ( FORMAT CSV WITH n COLUMNS ) */
+                if (i + 3 < n && t[i]->token == PG_QUERY__TOKEN__ASCII_40 && token_is_word(b, t[i + 1], "format") &&
+                    token_is_word(b, t[i + 2], "text") && i + 4 == n && t[i + 3]->token == PG_QUERY__TOKEN__ASCII_41) {
+                        l->format = SQL_FORMAT_TEXT;
+                } else if (i + 7 == n && t[i]->token == PG_QUERY__TOKEN__ASCII_40 &&
+                           token_is_word(b, t[i + 1], "format") && token_is_word(b, t[i + 2], "csv") &&
+                           t[i + 3]->token == PG_QUERY__TOKEN__WITH && token_u64(b, t[i + 4], &l->n_cols) &&
+                           token_is_word(b, t[i + 5], "columns") && t[i + 6]->token == PG_QUERY__TOKEN__ASCII_41) {
+                        l->format = SQL_FORMAT_CSV;
+                } else {
+                        lift_syntax_error(b, t[i < n ? i : n - 1], err);
+                        row_error_hint(err, "Write (FORMAT TEXT) or (FORMAT CSV WITH <n> COLUMNS).");
+                        return -EINVAL;
+                }
+        } else {
+                lift_syntax_error(b, t[i < n ? i : n - 1], err);
+                row_error_hint(err, "Write FROM LOAD GENERATOR COUNTER or FROM FILE '<path>'.");
+                return -EINVAL;
+        }
+        blank(cleaned, t[0], t[n - 1]);
+        memcpy(cleaned + t[0]->start, "SELECT", 6);
+        return 0;
+}
+
 /* Lift the Materialize-only forms a statement's tokens begin with. */
 static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
                           struct row_error *err)
@@ -894,7 +1003,11 @@ static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken
         if (n >= 2 && t[0]->token == PG_QUERY__TOKEN__CREATE && token_is_word(b, t[1], "sink"))
                 return lift_create_sink(b, cleaned, t, n, err);
         if (n >= 2 && t[0]->token == PG_QUERY__TOKEN__DROP && token_is_word(b, t[1], "sink"))
-                return lift_drop_sink(b, cleaned, t, n, err);
+                return lift_drop_sink(b, cleaned, t, n, SQL_OBJECT_SINK, err);
+        if (n >= 2 && t[0]->token == PG_QUERY__TOKEN__CREATE && token_is_word(b, t[1], "source"))
+                return lift_create_source(b, cleaned, t, n, err);
+        if (n >= 2 && t[0]->token == PG_QUERY__TOKEN__DROP && token_is_word(b, t[1], "source"))
+                return lift_drop_sink(b, cleaned, t, n, SQL_OBJECT_SOURCE, err);
         if (n == 3 && t[0]->token == PG_QUERY__TOKEN__SHOW &&
             t[1]->token == PG_QUERY__TOKEN__MATERIALIZED && token_is_word(b, t[2], "views")) {
                 if (!lift_new(b, (size_t)t[0]->start, LIFT_SHOW_MATERIALIZED_VIEWS))
@@ -3383,12 +3496,12 @@ static int analyze_drop(struct analyzer *a, const PgQuery__DropStmt *d)
         return 0;
 }
 
-/* DROP SINK (lifted, note 1). */
+/* DROP SINK and DROP SOURCE (lifted, note 1). */
 static int analyze_drop_sink(struct analyzer *a, const struct lift *l)
 {
         struct sql_drop *dr = &a->stmt->drop;
 
-        dr->kind = SQL_OBJECT_SINK;
+        dr->kind = l->alter_kind;
         dr->if_exists = l->if_exists;
         dr->cascade = l->cascade;
         dr->names = calloc(l->n_names ? l->n_names : 1, sizeof(*dr->names));
@@ -6865,6 +6978,67 @@ static int analyze_create_index(struct analyzer *a, const PgQuery__IndexStmt *s)
                              s->n_index_params, false, s->if_not_exists);
 }
 
+/* CREATE SOURCE (lifted, note 1): its columns and its progress's name. */
+static int analyze_create_source(struct analyzer *a, const struct lift *l)
+{
+        struct sql_create_source *cs = &a->stmt->create_source;
+        bool exists = false;
+        size_t n;
+        int r;
+
+        cs->if_not_exists = l->if_not_exists;
+        cs->type = (enum sql_source_type)l->source_type;
+        cs->format = (enum sql_source_format)l->format;
+        cs->up_to = l->up_to;
+        cs->tick_ms = 1000;
+        cs->name = strdup(l->name);
+        if (!cs->name || asprintf(&cs->progress_name, "%s_progress", l->name) < 0) {
+                cs->progress_name = NULL;
+                return oom(a);
+        }
+        if (l->duration) {
+                r = parse_duration(l->duration, &cs->tick_ms);
+                if (r == -ERANGE)
+                        return FAIL(a, "22015", "interval out of range");
+                if (r < 0)
+                        return FAIL(a, "22007", "invalid input syntax for type interval: \"%s\"", l->duration);
+                if (cs->tick_ms == 0)
+                        return FAIL(a, "22023", "TICK INTERVAL must be positive");
+        }
+        if (cs->type == SQL_SOURCE_FILE) {
+                if (!(cs->path = strdup(l->path)))
+                        return oom(a);
+                if (!cs->path[0])
+                        return FAIL(a, "22023", "the file of a source must be a plain, non-empty string");
+                if (cs->format == SQL_FORMAT_CSV && (l->n_cols == 0 || l->n_cols > 1000))
+                        return FAIL(a, "22023", "a CSV source has 1 to 1000 columns, not %llu",
+                                    (unsigned long long)l->n_cols);
+        }
+        n = cs->type == SQL_SOURCE_FILE && cs->format == SQL_FORMAT_CSV ? (size_t)l->n_cols : 1;
+        cs->columns = calloc(n, sizeof(*cs->columns));
+        if (!cs->columns)
+                return oom(a);
+        for (size_t i = 0; i < n; i++) {
+                struct sql_column *c = &cs->columns[i];
+
+                if (cs->type == SQL_SOURCE_COUNTER)
+                        *c = (struct sql_column){ .name = strdup("counter"), .type = ROW_TYPE_INT8 };
+                else if (cs->format == SQL_FORMAT_TEXT)
+                        *c = (struct sql_column){ .name = strdup("text"), .type = ROW_TYPE_TEXT };
+                else if (asprintf(&c->name, "column%zu", i + 1) < 0)
+                        c->name = NULL;
+                else
+                        *c = (struct sql_column){ .name = c->name, .type = ROW_TYPE_TEXT, .nullable = true };
+                if (!c->name)
+                        return oom(a);
+                cs->n_columns++;
+        }
+        r = new_name(a, cs->name, cs->if_not_exists, (int)l->location, &cs->exists);
+        if (r >= 0 && !cs->exists)
+                r = new_name(a, cs->progress_name, false, (int)l->location, &exists);
+        return r;
+}
+
 /* CREATE SINK (lifted, note 1): what it writes is planned as an index's arrangement is
  * (a collection's Get, or a view's plan), deterministic. */
 static int analyze_create_sink(struct analyzer *a, const struct lift *l)
@@ -7138,6 +7312,10 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
                 s->kind = SQL_STMT_CREATE_SINK;
                 return analyze_create_sink(a, bs->lift);
         }
+        if (bs->lift && bs->lift->kind == LIFT_CREATE_SOURCE) {
+                s->kind = SQL_STMT_CREATE_SOURCE;
+                return analyze_create_source(a, bs->lift);
+        }
         if (bs->lift && bs->lift->kind == LIFT_DROP_SINK) {
                 s->kind = SQL_STMT_DROP;
                 return analyze_drop_sink(a, bs->lift);
@@ -7245,6 +7423,14 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                         free(s->create_view.columns[i].name);
                 free(s->create_view.columns);
                 rel_free(s->create_view.plan);
+                break;
+        case SQL_STMT_CREATE_SOURCE:
+                free(s->create_source.name);
+                free(s->create_source.progress_name);
+                free(s->create_source.path);
+                for (size_t i = 0; i < s->create_source.n_columns; i++)
+                        free(s->create_source.columns[i].name);
+                free(s->create_source.columns);
                 break;
         case SQL_STMT_CREATE_SINK:
                 free(s->create_sink.name);

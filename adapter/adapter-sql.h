@@ -24,7 +24,7 @@
  * position in the query string for errors tied to a place in it.
  *
  * Other lifted clauses.  The same token pass lifts `CREATE DEFAULT INDEX ...`, `CREATE
- * SINK ...` and `DROP SINK ...` (parsed on tokens; PostgreSQL sees a blank `SELECT` of
+ * SINK | SOURCE ...` and `DROP SINK | SOURCE ...` (parsed on tokens; PostgreSQL sees a blank `SELECT` of
  * the same length), `SHOW MATERIALIZED VIEWS`, and `RETAIN HISTORY FOR '<duration>'` and
  * the REFRESH options inside a CREATE MATERIALIZED VIEW's WITH (...).
  *
@@ -137,6 +137,7 @@ enum sql_stmt_kind {
         SQL_STMT_ALTER_RETAIN_HISTORY,  /* ALTER ... SET/RESET (RETAIN HISTORY): alter_retain */
         SQL_STMT_UPDATE,                /* union member update */
         SQL_STMT_CREATE_SINK,           /* create_sink */
+        SQL_STMT_CREATE_SOURCE,         /* create_source */
         _SQL_STMT_KIND_MAX,
         _SQL_STMT_KIND_INVALID = -EINVAL,
 };
@@ -270,6 +271,33 @@ struct sql_create_sink {
         bool exists;                    /* IF NOT EXISTS and the name was taken: a no-op */
 };
 
+enum sql_source_type {
+        SQL_SOURCE_COUNTER = 1,         /* LOAD GENERATOR COUNTER: (counter bigint) 1, 2, ... */
+        SQL_SOURCE_FILE = 2,            /* FILE: an append-only file's lines */
+};
+
+enum sql_source_format {
+        SQL_FORMAT_TEXT = 1,            /* a line is a row (text text) */
+        SQL_FORMAT_CSV = 2,             /* a line is a CSV record (column1 text, ...) */
+};
+
+/* CREATE SOURCE [IF NOT EXISTS] name FROM LOAD GENERATOR COUNTER [(TICK INTERVAL '<d>',
+ * UP TO <n>)] or FROM FILE '<path>' (FORMAT TEXT | FORMAT CSV WITH <n> COLUMNS), lifted on
+ * tokens.  Two objects: the source and "<name>_progress" (offset bigint), its remap. */
+struct sql_create_source {
+        char *name;
+        char *progress_name;
+        enum sql_source_type type;
+        enum sql_source_format format;  /* FILE */
+        char *path;                     /* FILE, as written; the adapter checks it */
+        uint64_t tick_ms;               /* COUNTER; default 1 s */
+        uint64_t up_to;                 /* COUNTER; 0: none */
+        struct sql_column *columns;
+        size_t n_columns;
+        bool if_not_exists;
+        bool exists;
+};
+
 /* ALTER {TABLE | MATERIALIZED VIEW | INDEX} name SET (RETAIN HISTORY = FOR '<d>') or
  * RESET (RETAIN HISTORY): the object's read policy (compaction window). */
 struct sql_alter_retain {
@@ -332,6 +360,7 @@ struct sql_stmt {
                 struct sql_create_view create_view;
                 struct sql_create_index create_index;
                 struct sql_create_sink create_sink;
+                struct sql_create_source create_source;
                 struct sql_alter_retain alter_retain;
                 struct sql_show_objects show_objects;
                 struct sql_show_variable show_variable;

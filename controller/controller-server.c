@@ -341,6 +341,22 @@
  *     progress = as-of + 1, so the snapshot is not written.  A failed write or
  *     fdatasync fails the sink (fail-stop; 58030); its progress, and so its inputs'
  *     history from there, stays until it is dropped or a restart resumes it.
+ *
+ * (20) Sources (DataflowSpec kind SOURCE, controller-source.h).  A source has two
+ *     storage collections, its data (kind SOURCE, gid) and its remap (kind REMAP,
+ *     progress_id: one row, the offset ingested up to each time).  Every
+ *     CSERVER_COMPACT_INTERVAL_MS source_tick() polls each source at ts = max(now, its
+ *     upper) and writes, for all of them in ONE storage write, the new rows at ts, the
+ *     remap's row moved to the new offset at ts, and both uppers to ts + 1 -- even with
+ *     nothing new, so a read at now waits at most a tick.  Rows and offset are durable
+ *     together: after kill -9 the source resumes at the offset its remap holds at the
+ *     meet of the two uppers - 1, so nothing is read twice or skipped (the follower keeps
+ *     the remap readable there, R(source, progress)).  Then the rows go to the dataflows
+ *     that read the source (compute_push(), compute_run()), as an append's do.  A source
+ *     that cannot go on (its file vanished, shrank, a bad CSV line) keeps its offset,
+ *     says why in the log (source_error, once per change) and status, and its uppers go
+ *     on moving: its contents stay what was read.  Its frontiers and rows show through
+ *     the output gate (16) like an append's.
  */
 #include "controller-server.h"
 
@@ -356,6 +372,7 @@
 #include "controller-dataflow.h"
 #include "controller-eval.h"
 #include "controller-sink.h"
+#include "controller-source.h"
 #include "controller-storage.h"
 #include "fring.h"
 #include "log.h"
@@ -590,6 +607,9 @@ struct cserver {
         struct gmap readers;            /* (13): gid -> a = its struct rlist * */
         size_t n_mvs;                   /* installed materialized views */
         size_t n_sinks;                 /* installed sinks (19) */
+        struct srcent **srcs;           /* sources (20), by creation */
+        size_t n_srcs, cap_srcs;
+        uint64_t source_ticks, source_rows, source_errors;
         uint64_t sink_flushes, sink_bytes, sink_errors;
         struct dfent **pending;         /* dirty dataflows, for the next pass (13) */
         size_t n_pending, cap_pending;
@@ -639,6 +659,7 @@ static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_
 static uint64_t peeks_hold(const struct cserver *s, uint64_t gid);
 static void peeks_wake(struct cserver *s);
 static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
+static int created(struct cserver *s, const struct storage_info *info, struct row_error *e);
 static void allowed_forget(struct cserver *s, uint64_t gid);
 static uint64_t index_allowed_target(struct cserver *s, struct dfent *e);
 static void dfent_catch_up(struct cserver *s, struct dfent *e);
@@ -3016,11 +3037,269 @@ static void deferred_free(struct cserver *s)
         s->n_deferred = 0;
 }
 
+/* ---- Sources (20) ------------------------------------------------------------------- */
+
+struct srcent {
+        uint64_t gid, progress_id;
+        Coord__DataflowSpec *spec;      /* owned */
+        struct src_reader *reader;      /* NULL when it could not be opened (err says why) */
+        struct eval_batch rows, remap;  /* one tick's */
+        uint64_t offset;                /* what its remap holds at its upper - 1 */
+        char err[256];                  /* why it does not go on; "" when it does */
+};
+
+static struct srcent *srcent_find(const struct cserver *s, uint64_t gid)
+{
+        for (size_t i = 0; i < s->n_srcs; i++)
+                if (s->srcs[i]->gid == gid)
+                        return s->srcs[i];
+        return NULL;
+}
+
+static void srcent_free(struct srcent *e)
+{
+        if (!e)
+                return;
+        src_reader_free(e->reader);
+        eval_batch_done(&e->rows);
+        eval_batch_done(&e->remap);
+        if (e->spec)
+                coord__dataflow_spec__free_unpacked(e->spec, NULL);
+        free(e);
+}
+
+/* Forget source gid (its collections are the caller's to drop). */
+static void srcent_remove(struct cserver *s, uint64_t gid)
+{
+        for (size_t i = 0; i < s->n_srcs; i++)
+                if (s->srcs[i]->gid == gid) {
+                        log_info("source_removed", "gid=%llu", (unsigned long long)gid);
+                        srcent_free(s->srcs[i]);
+                        s->srcs[i] = s->srcs[--s->n_srcs];
+                        return;
+                }
+}
+
+static void source_error(struct srcent *e, const char *why)
+{
+        if (strcmp(e->err, why) == 0)
+                return;
+        snprintf(e->err, sizeof(e->err), "%s", why);
+        if (why[0])
+                log_warn("source_error", "gid=%llu error=\"%s\" offset=%llu", (unsigned long long)e->gid,
+                         why, (unsigned long long)e->offset);
+        else
+                log_info("source_resumed", "gid=%llu offset=%llu", (unsigned long long)e->gid,
+                         (unsigned long long)e->offset);
+}
+
+/* The remap's one row at t: the offset; 0 when there is none. */
+static int remap_row(const void *row, size_t len, int64_t count, void *userdata)
+{
+        struct row_datum d;
+
+        if (count == 1 && row_decode(row, len, &d, 1) == 1 && d.kind == ROW_KIND_INT && d.i >= 0)
+                *(uint64_t *)userdata = (uint64_t)d.i;
+        return 0;
+}
+
+/* Open e's collections (made at its birth if missing) and its reader at the offset its
+ * remap holds where both uppers meet (20).  -errno with err; an unreadable source
+ * stays installed, without a reader, and says why. */
+static int source_open(struct cserver *s, struct srcent *e, struct row_error *err)
+{
+        const Coord__DataflowSpec *sp = e->spec;
+        const uint64_t gids[2] = { e->gid, e->progress_id };
+        const enum storage_kind kinds[2] = { STORAGE_KIND_SOURCE, STORAGE_KIND_REMAP };
+        struct storage_info info[2];
+        uint64_t offset = 0;
+        int r;
+
+        for (int i = 0; i < 2; i++) {
+                r = storage_get_info(s->st, gids[i], &info[i]);
+                if (r == -ENOENT) {
+                        r = storage_create(s->st, gids[i], kinds[i], sp->as_of, sp->as_of);
+                        if (r == 0)
+                                r = storage_get_info(s->st, gids[i], &info[i]);
+                        if (r == 0)
+                                (void)created(s, &info[i], err);
+                }
+                if (r < 0)
+                        return storage_failure(s, err, r, "opening source collection %llu",
+                                               (unsigned long long)gids[i]);
+                if (info[i].kind != kinds[i])
+                        return row_error_set(err, -EEXIST, "XX000", "collection %llu exists as another kind",
+                                             (unsigned long long)gids[i]);
+        }
+        /* Written in one WriteBatch, always: uppers that differ mean damage. */
+        if (info[0].frontiers.upper != info[1].frontiers.upper)
+                return row_error_set(err, -EBADMSG, "XX000", "source %llu: data upper %llu, remap upper %llu",
+                                     (unsigned long long)e->gid, (unsigned long long)info[0].frontiers.upper,
+                                     (unsigned long long)info[1].frontiers.upper);
+        if (info[1].frontiers.upper > info[1].frontiers.since) {
+                r = storage_read(s->st, e->progress_id, info[1].frontiers.upper - 1, remap_row, &offset, NULL);
+                if (r < 0)
+                        return storage_failure(s, err, r, "reading the remap of source %llu",
+                                               (unsigned long long)e->gid);
+        }
+        e->offset = offset;
+        e->reader = src_reader_free(e->reader);
+        r = src_reader_new(sp, offset, &e->reader);
+        if (r < 0)
+                return row_error_set(err, r, "XX000", "source %llu: cannot read it: %s",
+                                     (unsigned long long)e->gid, strerror(-r));
+        log_info("source_installed", "gid=%llu progress=%llu offset=%llu upper=%llu",
+                 (unsigned long long)e->gid, (unsigned long long)e->progress_id, (unsigned long long)offset,
+                 (unsigned long long)info[0].frontiers.upper);
+        return 0;
+}
+
+/* A source spec: 1 installed, 0 there already, -errno (e set). */
+static int source_install(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *err)
+{
+        struct srcent *e;
+        int r;
+
+        if (srcent_find(s, sp->gid))
+                return 0;
+        if (!sp->progress_id || sp->progress_id == sp->gid)
+                return row_error_set(err, -EINVAL, "XX000", "source %llu without a remap collection",
+                                     (unsigned long long)sp->gid);
+        e = calloc(1, sizeof(*e));
+        if (!e || spec_copy(sp, &e->spec) < 0 || GROW_ARRAY(s->srcs, s->cap_srcs, s->n_srcs + 1) < 0) {
+                srcent_free(e);
+                return row_error_oom(err);
+        }
+        e->gid = sp->gid;
+        e->progress_id = sp->progress_id;
+        e->rows = EVAL_BATCH_INIT;
+        e->remap = EVAL_BATCH_INIT;
+        s->srcs[s->n_srcs++] = e;
+        r = source_open(s, e, err);
+        if (r < 0)
+                source_error(e, err->message);
+        return 1;
+}
+
+/* (20) One ingestion of every source: its new rows and its remap at ts, both uppers to
+ * ts + 1, one write; then their readers step. */
+static void source_tick(struct cserver *s)
+{
+        _cleanup_free_ struct storage_append *v = NULL;
+        _cleanup_free_ struct storage_update *u = NULL;
+        _cleanup_free_ uint64_t *offsets = NULL;
+        size_t k = 0, n_u = 0, at = 0;
+        uint64_t now = now_ms(), wall = wall_ms();     /* pacing; timestamps */
+        int r;
+
+        if (!s->st || !s->n_srcs)
+                return;
+        v = calloc(2 * s->n_srcs, sizeof(*v));
+        offsets = calloc(s->n_srcs, sizeof(*offsets));
+        if (!v || !offsets)
+                return;         /* the next tick */
+        for (size_t i = 0; i < s->n_srcs; i++) {
+                struct srcent *e = s->srcs[i];
+                struct storage_info di, ri;
+                char why[256] = "";
+                uint64_t ts;
+
+                eval_batch_clear(&e->rows);
+                eval_batch_clear(&e->remap);
+                offsets[i] = e->offset;
+                if (storage_get_info(s->st, e->gid, &di) < 0 || storage_get_info(s->st, e->progress_id, &ri) < 0 ||
+                    di.frontiers.upper != ri.frontiers.upper)
+                        continue;
+                ts = wall > di.frontiers.upper ? wall : di.frontiers.upper;
+                if (e->reader) {
+                        r = src_reader_poll(e->reader, now, ts, 1u << 20, &e->rows, why, sizeof(why));
+                        if (r < 0 && !why[0])
+                                snprintf(why, sizeof(why), "%s", strerror(-r));
+                        source_error(e, why);
+                        if (r < 0)
+                                s->source_errors++;
+                        offsets[i] = src_reader_offset(e->reader);
+                }
+                if (offsets[i] != e->offset) {
+                        struct row_datum d = ROW_DATUM_INT((int64_t)e->offset);
+                        uint8_t row[16];
+                        size_t len = row_encode_into(&d, 1, row);
+
+                        if (e->offset && eval_batch_push(&e->remap, row, len, ts, -1) < 0)
+                                return;
+                        d = ROW_DATUM_INT((int64_t)offsets[i]);
+                        len = row_encode_into(&d, 1, row);
+                        if (eval_batch_push(&e->remap, row, len, ts, 1) < 0)
+                                return;
+                }
+                v[k++] = (struct storage_append){ .gid = e->gid, .expected_upper = di.frontiers.upper,
+                                                  .new_upper = ts + 1, .n_updates = e->rows.n };
+                v[k++] = (struct storage_append){ .gid = e->progress_id, .expected_upper = ri.frontiers.upper,
+                                                  .new_upper = ts + 1, .n_updates = e->remap.n };
+                n_u += e->rows.n + e->remap.n;
+        }
+        if (!k)
+                return;
+        u = calloc(n_u ? n_u : 1, sizeof(*u));
+        if (!u)
+                return;
+        for (size_t i = 0, j = 0; i < s->n_srcs && j < k; i++) {
+                struct srcent *e = s->srcs[i];
+                const struct eval_batch *bs[2] = { &e->rows, &e->remap };
+
+                if (v[j].gid != e->gid)
+                        continue;       /* skipped above */
+                for (int h = 0; h < 2; h++, j++) {
+                        v[j].updates = &u[at];
+                        for (size_t q = 0; q < bs[h]->n; q++)
+                                u[at++] = (struct storage_update){ .row = bs[h]->updates[q].row,
+                                        .len = bs[h]->updates[q].len, .time = bs[h]->updates[q].time,
+                                        .diff = bs[h]->updates[q].diff };
+                }
+        }
+        r = storage_append_group(s->st, v, k);
+        if (r < 0 || (size_t)r != k) {
+                log_error_errno(r < 0 ? r : -EIO, "source_write_failed", "appends=%zu why=\"%s\"", k,
+                                storage_last_error());
+                storage_recover(s);
+                /* The readers read ahead of what is durable: back to the remaps. */
+                for (size_t i = 0; i < s->n_srcs; i++) {
+                        struct row_error err;
+                        if (source_open(s, s->srcs[i], &err) < 0)
+                                source_error(s->srcs[i], err.message);
+                }
+                return;
+        }
+        s->source_ticks++;
+        for (size_t i = 0, j = 0; i < s->n_srcs && j < k; i++) {
+                struct srcent *e = s->srcs[i];
+                struct storage_info info;
+
+                if (v[j].gid != e->gid)
+                        continue;
+                j += 2;
+                e->offset = offsets[i];
+                s->source_rows += e->rows.n;
+                for (int h = 0; h < 2; h++) {
+                        uint64_t gid = h ? e->progress_id : e->gid;
+
+                        if (storage_get_info(s->st, gid, &info) == 0)
+                                ring_set(s, gid, &info.frontiers);
+                        frontiers_dirty(s, gid);
+                }
+                compute_push(s, e->gid, &e->rows);
+                compute_push(s, e->progress_id, &e->remap);
+        }
+        compute_run(s);         /* the readers step; peeks wake */
+}
+
 /* Install one spec: 1 installed, 0 already there, -ENOMEM (e set). */
 static int install_one(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *e)
 {
         struct dfent *de;
 
+        if (sp->kind == COORD__DATAFLOW_KIND__DATAFLOW_SOURCE)
+                return source_install(s, sp, e);
         if (dfent_find(s, sp->gid))
                 return 0;
         de = calloc(1, sizeof(*de));
@@ -3166,7 +3445,7 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
 
                 /* A plan the engine refuses is not refused here: the dataflow is
                  * installed failed, so that reads of it say why (13). */
-                if (!sp->gid || !sp->plan) {
+                if (!sp->gid || (!sp->plan && sp->kind != COORD__DATAFLOW_KIND__DATAFLOW_SOURCE)) {
                         r = row_error_set(&e, -EINVAL, "XX000", "invalid dataflow spec %zu", i);
                         goto fail_in;
                 }
@@ -3175,12 +3454,16 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
                 /* A resync: remove what the follower no longer has. */
                 struct gmap listed = { 0 };
 
-                if (gmap_reserve(&listed, m->n_dataflows) < 0) {
+                if (gmap_reserve(&listed, 2 * m->n_dataflows) < 0) {
                         r = row_error_oom(&e);
                         goto fail_in;
                 }
-                for (size_t j = 0; j < m->n_dataflows; j++)
+                for (size_t j = 0; j < m->n_dataflows; j++) {
                         gmap_put(&listed, m->dataflows[j]->gid);
+                        if (m->dataflows[j]->kind == COORD__DATAFLOW_KIND__DATAFLOW_SOURCE &&
+                            m->dataflows[j]->progress_id)
+                                gmap_put(&listed, m->dataflows[j]->progress_id);   /* (20) its remap */
+                }
                 for (size_t i = s->n_dfs; i-- > 0;) {
                         uint64_t gid = s->dfs[i]->gid;
                         bool mv = !s->dfs[i]->index;
@@ -3190,9 +3473,14 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
                         if (mv && drop_one(s, gid, false, &e) < 0)
                                 log_warn("dataflow_drop_failed", "gid=%llu", (unsigned long long)gid);
                 }
+                for (size_t i = s->n_srcs; i-- > 0;)
+                        if (!gmap_find(&listed, s->srcs[i]->gid) &&
+                            drop_one(s, s->srcs[i]->gid, false, &e) < 0)
+                                log_warn("source_drop_failed", "gid=%llu", (unsigned long long)s->srcs[i]->gid);
                 r = list_all(s);
                 for (size_t i = 0; r >= 0 && i < s->n_cols; i++)
-                        if ((s->cols[i].kind == STORAGE_KIND_MV || s->cols[i].kind == STORAGE_KIND_SINK) &&
+                        if ((s->cols[i].kind == STORAGE_KIND_MV || s->cols[i].kind == STORAGE_KIND_SINK ||
+                             s->cols[i].kind == STORAGE_KIND_SOURCE || s->cols[i].kind == STORAGE_KIND_REMAP) &&
                             !gmap_find(&listed, s->cols[i].gid))
                                 (void)drop_one(s, s->cols[i].gid, false, &e);
                 gmap_done(&listed);
@@ -4672,7 +4960,8 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
                                 return storage_failure(s, &ac->err, r, "looking up collection %llu",
                                                        (unsigned long long)cand[i]);
                         if (r == 0 && (info.kind == STORAGE_KIND_TABLE || info.kind == STORAGE_KIND_MV ||
-                                       info.kind == STORAGE_KIND_SINK))
+                                       info.kind == STORAGE_KIND_SINK || info.kind == STORAGE_KIND_SOURCE ||
+                                       info.kind == STORAGE_KIND_REMAP))
                                 ch = (struct fchange){ .gid = cand[i], .has_new = true,
                                                        .since = info.frontiers.physical_since,
                                                        .upper = info.frontiers.upper };
@@ -5129,6 +5418,15 @@ static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_erro
                 return r;
         if (dfent_find(s, gid))
                 dfent_remove(s, gid);   /* (13): an index ends here, a view's collection below */
+        if (srcent_find(s, gid)) {
+                /* (20): its remap goes with it */
+                uint64_t remap = srcent_find(s, gid)->progress_id;
+
+                srcent_remove(s, gid);
+                r = drop_one(s, remap, false, e);
+                if (r < 0)
+                        return r;
+        }
         r = storage_get_info(s->st, gid, &info);
         if (r == -ENOENT)
                 return 0;
@@ -5817,6 +6115,7 @@ static void compact_tick(struct loop *l, void *userdata)
                 mv_flush(s);
         }
         sink_flush(s);
+        source_tick(s);
         if (s->st)
                 more = compact_run(s);
         if (s->st)
@@ -5949,7 +6248,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "installs_sliced=%llu install_slices=%llu deferred=%zu peeks_thread=%llu "
                  "peeks_in_thread=%zu peek_thread_max_us=%llu stale_replies=%llu "
                  "drops_by_key=%llu drops_by_range=%llu sinks=%zu sink_flushes=%llu sink_bytes=%llu "
-                 "sink_errors=%llu storage=%s",
+                 "sink_errors=%llu sources=%zu source_ticks=%llu source_rows=%llu source_errors=%llu "
+                 "storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -5975,7 +6275,9 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)s->peek_bg_max_us, (unsigned long long)s->stale_replies,
                  (unsigned long long)st.drops_by_key, (unsigned long long)st.drops_by_range,
                  s->n_sinks, (unsigned long long)s->sink_flushes, (unsigned long long)s->sink_bytes,
-                 (unsigned long long)s->sink_errors, s->st ? "ok" : "failed");
+                 (unsigned long long)s->sink_errors, s->n_srcs, (unsigned long long)s->source_ticks,
+                 (unsigned long long)s->source_rows, (unsigned long long)s->source_errors,
+                 s->st ? "ok" : "failed");
 }
 
 struct storage *cserver_storage(struct cserver *s)

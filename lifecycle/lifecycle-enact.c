@@ -34,7 +34,10 @@ struct lc_enact_item {
         Coord__ItemKind kind;
         bool refresh;                   /* a refresh schedule (materialized view) */
         bool sink_snapshot;             /* a sink: SNAPSHOT */
-        char *sink_path;                /* a sink's file (in data[]), else NULL */
+        char *sink_path;                /* a sink's or a source's file (in data[]), else NULL */
+        uint64_t progress_id;           /* a source: its progress (remap) collection */
+        uint32_t source_type, source_format;
+        uint64_t source_tick_ms, source_up_to;
         uint64_t refresh_every_ms, refresh_aligned_to;
         size_t n_refresh_at, n_types, n_keys, plan_len;
         uint64_t *refresh_at;           /* these four point into data[] */
@@ -75,18 +78,21 @@ struct lc_enact_item *lc_enact_item_free(struct lc_enact_item *it)
 bool lc_enact_wants(Coord__ItemKind kind)
 {
         return kind == COORD__ITEM_KIND__ITEM_TABLE || kind == COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW ||
-               kind == COORD__ITEM_KIND__ITEM_INDEX || kind == COORD__ITEM_KIND__ITEM_SINK;
+               kind == COORD__ITEM_KIND__ITEM_INDEX || kind == COORD__ITEM_KIND__ITEM_SINK ||
+               kind == COORD__ITEM_KIND__ITEM_SOURCE;
 }
 
 int lc_enact_item_new(const Coord__CatalogItem *p, struct lc_enact_item **ret)
 {
         size_t types = p->n_columns * sizeof(Coord__Plan__Type), keys = p->n_keys * sizeof(uint32_t);
         size_t at = p->n_refresh_at * sizeof(uint64_t);
-        bool sink = p->kind == COORD__ITEM_KIND__ITEM_SINK;
-        size_t path = sink && p->sink_path ? strlen(p->sink_path) + 1 : 0;
+        bool sink = p->kind == COORD__ITEM_KIND__ITEM_SINK, source = p->kind == COORD__ITEM_KIND__ITEM_SOURCE;
+        const char *file = sink ? p->sink_path : source ? p->source_path : NULL;
+        size_t path = file ? strlen(file) + 1 : 0;
         struct lc_enact_item *it;
 
-        if (!lc_enact_wants(p->kind)) {
+        /* A source's progress: the controller makes it with its source. */
+        if (!lc_enact_wants(p->kind) || (source && (!p->source_type || p->n_logical_inputs != 1))) {
                 *ret = NULL;
                 return 0;
         }
@@ -113,7 +119,14 @@ int lc_enact_item_new(const Coord__CatalogItem *p, struct lc_enact_item **ret)
         if (p->plan.len)
                 memcpy(it->plan, p->plan.data, p->plan.len);
         it->sink_snapshot = p->sink_snapshot;
-        it->sink_path = path ? memcpy(it->plan + p->plan.len, p->sink_path, path) : NULL;
+        it->sink_path = path ? memcpy(it->plan + p->plan.len, file, path) : NULL;
+        if (source) {
+                it->progress_id = p->logical_inputs[0];
+                it->source_type = p->source_type;
+                it->source_format = p->source_format;
+                it->source_tick_ms = p->source_tick_ms;
+                it->source_up_to = p->source_up_to;
+        }
         *ret = it;
         return 1;
 }
@@ -317,6 +330,24 @@ static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n,
                         c->kind = COORD__COLLECTION_KIND__COLLECTION_TABLE;
                         c->since = it->created_at;      /* birth */
                         csp[ens.n_collections++] = c;
+                        continue;
+                }
+                if (it->kind == COORD__ITEM_KIND__ITEM_SOURCE) {
+                        Coord__DataflowSpec *d = &ds[cdf.n_dataflows];
+                        coord__dataflow_spec__init(d);
+                        d->gid = it->gid;
+                        d->kind = COORD__DATAFLOW_KIND__DATAFLOW_SOURCE;
+                        d->column_types = it->types;
+                        d->n_column_types = it->n_types;
+                        d->as_of = it->created_at;
+                        d->progress_id = it->progress_id;
+                        d->source_type = it->source_type;
+                        d->source_format = it->source_format;
+                        if (it->sink_path)
+                                d->source_path = it->sink_path;
+                        d->source_tick_ms = it->source_tick_ms;
+                        d->source_up_to = it->source_up_to;
+                        dsp[cdf.n_dataflows++] = d;
                         continue;
                 }
                 plans[i] = coord__plan__relation__unpack(NULL, it->plan_len, it->plan);

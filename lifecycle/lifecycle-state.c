@@ -805,15 +805,20 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
         reqs:
                 floor_ = c->next_has ? c->next_bound : (c->has_bound ? c->bound : 0);
         } else if (c->kind != COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW &&
-                   c->kind != COORD__ITEM_KIND__ITEM_SINK)
+                   c->kind != COORD__ITEM_KIND__ITEM_SINK && c->kind != COORD__ITEM_KIND__ITEM_SOURCE)
                 return 0;       /* a sink: its upper is its durable progress, R as an MV's */
         for (size_t i = 0; i < c->n_reqs; i++) {
                 struct lc_req *q = &c->reqs[i];
                 struct lc_obj *x = obj_find(s, q->input);
                 uint64_t last = x ? content_last(s, x) : UINT64_MAX;
+                /* A source resumes from its remap (its progress) at the meet of the two
+                 * uppers - 1 (DESIGN section 2). */
+                uint64_t upper = c->kind == COORD__ITEM_KIND__ITEM_SOURCE
+                                         ? (x && x->has_upper ? lc_min(c->upper, x->upper) : 0)
+                                         : c->upper;
                 uint64_t nr = c->kind == COORD__ITEM_KIND__ITEM_INDEX ? lc_max(q->next, floor_)
-                              : c->refresh ? lc_refresh_requirement(q->next, c->upper, last)
-                                           : lc_mv_requirement(q->next, c->upper, last);
+                              : c->refresh ? lc_refresh_requirement(q->next, upper, last)
+                                           : lc_mv_requirement(q->next, upper, last);
 
                 if (nr == q->next)
                         continue;
