@@ -3,7 +3,8 @@
  * daemons' status.
  *
  *   bench-publication --conninfo STR --run-dir DIR --collection-count N
- *                     [--active-collections N|all] [--filler-kind indexes|tables]
+ *                     [--active-collections N|all]
+ *                     [--filler-kind indexes|tables|sources|sinks|refresh]
  *                     [--publication-interval-ms MS] [--publication-rounds N]
  *                     [--observation-seconds S] [--warmup-seconds S]
  *                     [--ddl-rate-hz R] [--observer none|poll] [--restarts=BOOL]
@@ -21,7 +22,10 @@
  *     (CREATE TABLE support (a int); CREATE VIEW sv AS SELECT a FROM support) and per
  *     filler object CREATE VIEW v_i AS SELECT a FROM sv; CREATE DEFAULT INDEX ON v_i
  *     (so the count holds N tables + (count - N) indexes; plus as many views);
- *     --filler-kind tables: quiet tables f_i, never written.
+ *     --filler-kind tables: quiet tables f_i, never written.  sources: counter sources s_i
+ *     (UP TO 1: one row each, then only their uppers move, every 100 ms).  sinks: sinks
+ *     k_i of a support table into files under <run-dir>/sinks.  refresh: materialized
+ *     views r_i of a support table, REFRESH EVERY '1 hour'.
  *   Created in multi-statement query strings of --batch statements, the filler split in
  *   --setup-connections (default 4) disjoint ranges created in parallel, one connection
  *   each (after the support objects and the tables); the setup time is
@@ -1046,12 +1050,31 @@ static void qbuf_add(struct qbuf *b, uint64_t n, const char *fmt, ...)
                 qbuf_flush(b);
 }
 
+/* --filler-kind: what the objects beyond the advancing tables are. */
+enum filler {
+        FILLER_INDEXES,         /* CREATE VIEW v_i AS SELECT a FROM sv; a default index on it */
+        FILLER_TABLES,          /* quiet tables f_i */
+        FILLER_SOURCES,         /* counter sources s_i (UP TO 1), each with its progress */
+        FILLER_SINKS,           /* sinks k_i of the support table, into files */
+        FILLER_REFRESH,         /* MVs r_i of the support table, REFRESH EVERY '1 hour' */
+        _FILLER_MAX,
+};
+
+static const char *const filler_names[_FILLER_MAX] = {
+        [FILLER_INDEXES] = "indexes", [FILLER_TABLES] = "tables", [FILLER_SOURCES] = "sources",
+        [FILLER_SINKS] = "sinks", [FILLER_REFRESH] = "refresh",
+};
+
+/* Where the sinks' files go (FILLER_SINKS). */
+static char sink_dir[128];
+
 /* One setup connection's share of the filler objects: [lo, hi). */
 struct setup_part {
         pthread_t th;
         PGconn *c;
         uint64_t lo, hi, active, batch;
-        bool filler_indexes, ok;
+        enum filler filler;
+        bool ok;
 };
 
 static void *setup_part_main(void *userdata)
@@ -1062,12 +1085,28 @@ static void *setup_part_main(void *userdata)
         if (!qbuf_init(&b, p->c, p->batch))
                 return NULL;
         for (uint64_t i = p->lo; i < p->hi && b.ok; i++)
-                if (p->filler_indexes)
+                switch (p->filler) {
+                case FILLER_INDEXES:
                         /* a view and its index in the same string */
                         qbuf_add(&b, 2, "CREATE VIEW v_%" PRIu64 " AS SELECT a FROM sv;"
                                         "CREATE DEFAULT INDEX ON v_%" PRIu64 ";", i, i);
-                else
+                        break;
+                case FILLER_TABLES:
                         qbuf_add(&b, 1, "CREATE TABLE f_%" PRIu64 " (a bigint);", i);
+                        break;
+                case FILLER_SOURCES:
+                        qbuf_add(&b, 1, "CREATE SOURCE s_%" PRIu64 " FROM LOAD GENERATOR COUNTER "
+                                        "(TICK INTERVAL '1s', UP TO 1);", i);
+                        break;
+                case FILLER_SINKS:
+                        qbuf_add(&b, 1, "CREATE SINK k_%" PRIu64 " FROM support INTO FILE '%s/k_%" PRIu64 "';",
+                                 i, sink_dir, i);
+                        break;
+                default:
+                        qbuf_add(&b, 1, "CREATE MATERIALIZED VIEW r_%" PRIu64 " WITH (REFRESH EVERY '1 hour') "
+                                        "AS SELECT a FROM support;", i);
+                        break;
+                }
         qbuf_flush(&b);
         p->ok = b.ok;
         free(b.q);
@@ -1080,7 +1119,7 @@ static void *setup_part_main(void *userdata)
  * its statements one after the other, each its own catalog commit, while statements of
  * several connections share the catalog's fsync (group commit) and overlap their round
  * trips.  The extra connections are opened before the first CREATE. */
-static bool setup(PGconn *c, uint64_t count, uint64_t active, bool filler_indexes, uint64_t batch,
+static bool setup(PGconn *c, uint64_t count, uint64_t active, enum filler kind, uint64_t batch,
                   uint64_t conns, uint64_t *t0)
 {
         uint64_t filler = count > active ? count - active : 0;
@@ -1095,7 +1134,7 @@ static bool setup(PGconn *c, uint64_t count, uint64_t active, bool filler_indexe
                 return false;
         for (uint64_t k = 0; k < conns; k++) {
                 parts[k] = (struct setup_part){ .c = k ? connect_db(false) : c, .active = active,
-                                                .batch = batch, .filler_indexes = filler_indexes,
+                                                .batch = batch, .filler = kind,
                                                 .lo = filler * k / conns, .hi = filler * (k + 1) / conns };
                 if (!parts[k].c) {
                         ok = false;
@@ -1107,8 +1146,10 @@ static bool setup(PGconn *c, uint64_t count, uint64_t active, bool filler_indexe
                 ok = false;
                 goto out;
         }
-        if (filler_indexes && filler)
+        if (kind == FILLER_INDEXES && filler)
                 qbuf_add(&b, 2, "CREATE TABLE support (a int);CREATE VIEW sv AS SELECT a FROM support;");
+        if ((kind == FILLER_SINKS || kind == FILLER_REFRESH) && filler)
+                qbuf_add(&b, 1, "CREATE TABLE support (a int);");
         for (uint64_t i = 0; i < active; i++)
                 qbuf_add(&b, 1, "CREATE TABLE t_%" PRIu64 " (a bigint);", i);
         qbuf_flush(&b);
@@ -1141,7 +1182,8 @@ struct opts {
         uint64_t count, active, interval_ms, rounds, observe_s, warmup_s, write_interval_ms, batch,
                 setup_conns;
         double ddl_rate_hz;
-        bool filler_indexes, poll, restarts;
+        enum filler filler;
+        bool poll, restarts;
         const char *results;
 };
 
@@ -1171,7 +1213,7 @@ static int run_row(const struct opts *o)
         r.interval_ms = (double)o->interval_ms;
         r.rounds = (double)o->rounds;
         r.ddl_rate_hz = o->ddl_rate_hz;
-        snprintf(r.filler, sizeof(r.filler), "%s", o->filler_indexes ? "indexes" : "tables");
+        snprintf(r.filler, sizeof(r.filler), "%s", filler_names[o->filler]);
         snprintf(r.shape, sizeof(r.shape), "%s", o->active >= o->count ? "active" : "sparse");
         snprintf(r.observer, sizeof(r.observer), "%s", o->poll ? "poll" : "none");
         if (!(c = connect_db(false)))
@@ -1182,7 +1224,7 @@ static int run_row(const struct opts *o)
                "load average %.2f\n", o->count, o->active, r.filler, o->interval_ms, o->rounds,
                o->observe_s, o->ddl_rate_hz, r.observer, r.load1_start);
         t0 = now_ns();
-        if (!setup(c, o->count, o->active, o->filler_indexes, o->batch, o->setup_conns, &t0)) {
+        if (!setup(c, o->count, o->active, o->filler, o->batch, o->setup_conns, &t0)) {
                 PQfinish(c);
                 return 1;
         }
@@ -1206,8 +1248,11 @@ static int run_row(const struct opts *o)
         r.setup_applied_s = secs_since(t0);
         r.setup_lag_p50_us = (double)s.lag_p50_us;
         r.setup_lag_p99_us = (double)s.lag_p99_us;
-        r.catalog_items = (double)(o->active + (o->count > o->active ?
-                          (o->filler_indexes ? 2 * (o->count - o->active) + 2 : o->count - o->active) : 0));
+        r.catalog_items = (double)(o->active + (o->count <= o->active ? 0
+                          : o->filler == FILLER_INDEXES ? 2 * (o->count - o->active) + 2
+                          : o->filler == FILLER_SOURCES ? 2 * (o->count - o->active)
+                          : o->filler == FILLER_TABLES ? o->count - o->active
+                                                       : o->count - o->active + 1));
         printf("setup: %.0f catalog items in %.2f s (%.0f items/s, %.0f connection(s)); follower applied "
                "the last commit at "
                "%.2f s; its lag over the last %" PRIu64 " commits p50 %" PRIu64 " us p99 %" PRIu64 " us; "
@@ -1475,7 +1520,7 @@ int main(int argc, char **argv)
                 { "run-dir", CONF_STR, &run_dir, 0, "the instance's run directory (daemons' status)" },
                 { "collection-count", CONF_U64, &o.count, 10000000, "collections (tables + indexes) (default 1000)" },
                 { "active-collections", CONF_STR, &active_s, 0, "advancing tables, or `all` (default 10)" },
-                { "filler-kind", CONF_STR, &filler, 0, "indexes (indexed views over a support view) or tables (default indexes)" },
+                { "filler-kind", CONF_STR, &filler, 0, "indexes (indexed views over a support view), tables, sources (counters, UP TO 1), sinks (of a support table) or refresh (MVs REFRESH EVERY '1 hour'); default indexes" },
                 { "publication-interval-ms", CONF_U64, &o.interval_ms, 3600000, "the follower's cadence, as started (default 1000)" },
                 { "publication-rounds", CONF_U64, &o.rounds, 1000, "observation windows (default 1)" },
                 { "observation-seconds", CONF_U64, &o.observe_s, 86400, "each window (default 10)" },
@@ -1502,8 +1547,8 @@ int main(int argc, char **argv)
                 if (argc <= 48 && nargs == 0)
                         fprintf(stderr, "bench-publication: %s\n", err);
                 fprintf(stderr, "usage: bench-publication --conninfo STR --run-dir DIR [--collection-count N] "
-                                "[--active-collections N|all] [--filler-kind indexes|tables] "
-                                "[--publication-interval-ms MS] [--publication-rounds N] "
+                                "[--active-collections N|all] "
+                                "[--filler-kind indexes|tables|sources|sinks|refresh] [--publication-interval-ms MS] [--publication-rounds N] "
                                 "[--observation-seconds S] [--warmup-seconds S] [--ddl-rate-hz R] "
                                 "[--observer none|poll] [--restarts=BOOL] [--write-interval-ms MS] [--batch N] "
                                 "[--setup-connections N] [--results FILE] [--quick]\n"
@@ -1532,14 +1577,24 @@ int main(int argc, char **argv)
                         o.ddl_rate_hz = -1;
         }
         o.poll = observer && strcmp(observer, "poll") == 0;
-        o.filler_indexes = !filler || strcmp(filler, "indexes") == 0;
+        o.filler = _FILLER_MAX;
+        for (int k = 0; k < _FILLER_MAX; k++)
+                if (!filler || strcmp(filler, filler_names[k]) == 0) {
+                        o.filler = (enum filler)k;
+                        break;
+                }
+        if (o.filler == FILLER_SINKS) {
+                /* the adapter creates the files; the same user, the same machine */
+                snprintf(sink_dir, sizeof(sink_dir), "%s/sinks", run_dir ? run_dir : "/tmp");
+                (void)mkdir(sink_dir, 0755);
+        }
         o.results = results;
         if (!conninfo || !run_dir || !o.count || !o.active || !o.batch || !o.setup_conns || !o.observe_s || !o.rounds ||
             o.ddl_rate_hz < 0 || (observer && !o.poll && strcmp(observer, "none") != 0) ||
-            (filler && strcmp(filler, "indexes") != 0 && strcmp(filler, "tables") != 0)) {
+            o.filler == _FILLER_MAX) {
                 fprintf(stderr, "bench-publication: --conninfo and --run-dir are needed; --collection-count, "
                                 "--active-collections, --batch, --setup-connections, --observation-seconds, --publication-rounds > 0; "
-                                "--ddl-rate-hz 0..10000; --observer none|poll; --filler-kind indexes|tables\n");
+                                "--ddl-rate-hz 0..10000; --observer none|poll; --filler-kind indexes|tables|sources|sinks|refresh\n");
                 ex = 64;
                 goto out;
         }
