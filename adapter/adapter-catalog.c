@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builtins.h"
 #include "catalog.h"
 #include "catalog.pb-c.h"
 #include "coord.pb-c.h"
@@ -95,6 +96,10 @@ static struct sql_column requirements_cols[] = {
         { (char *)"input_id", ROW_TYPE_INT8, false },
         { (char *)"frontier", ROW_TYPE_INT8, false },
 };
+_Static_assert(ACAT_GID_OBJECTS == COORD_GID_OBJECTS && ACAT_GID_FRONTIERS == COORD_GID_FRONTIERS &&
+               ACAT_GID_BOUNDS == COORD_GID_BOUNDS && ACAT_GID_REQUIREMENTS == COORD_GID_REQUIREMENTS &&
+               ACAT_FIRST_USER_GID == COORD_FIRST_USER_GID, "builtins.h");
+
 static struct acat_item builtins[] = {
         { ACAT_GID_OBJECTS, (char *)"coord_objects", SQL_OBJECT_TABLE, NULL,
           objects_cols, ELEMENTSOF(objects_cols), 0, true },
@@ -877,7 +882,7 @@ static int load_protection(struct adapter_catalog *ac, const struct load_part *l
         for (size_t i = 0; i < lp->n_bounds; i++) {
                 struct acat_item *it = load_seek(ac, &pos, lp->bounds[i].gid);
 
-                if (!it || it->builtin)
+                if (!it)
                         return -EBADMSG;        /* a bound of nothing: the catalog contradicts itself */
                 it->has_bound = true;
                 it->bound = lp->bounds[i].bound;
@@ -1023,6 +1028,8 @@ struct adapter_catalog *acat_free(struct adapter_catalog *ac)
                         ac->items[i]->n_req_consumers = ac->items[i]->cap_req_consumers = 0;
                         ac->items[i]->n_dependents = ac->items[i]->cap_dependents = 0;
                         ac->items[i]->index_id = 0;
+                        ac->items[i]->has_bound = false;
+                        ac->items[i]->bound = ac->items[i]->pending_bound = 0;
                 }
                 item_free(ac->items[i]);
         }
@@ -1872,7 +1879,7 @@ int acat_publish_begin(struct adapter_catalog *ac, const struct Coord__PublishPr
                 const Coord__CatalogBoundRecord *b = p->bounds[i];
                 struct acat_item *it = (struct acat_item *)acat_by_gid(ac, b->gid);
 
-                if (!it || it->builtin || it->dropping || it->kind == SQL_OBJECT_VIEW)
+                if (!it || it->dropping || it->kind == SQL_OBJECT_VIEW)
                         continue;       /* gone, going, or nothing to protect: skip */
                 if (it->has_bound && b->bound <= it->bound) {
                         if (b->bound == it->bound)
@@ -1996,20 +2003,23 @@ static void publish_finish(struct adapter_catalog *ac, struct acat_txn *t, int c
 
 int acat_export(const struct adapter_catalog *ac, acat_record_fn fn, void *userdata)
 {
-        for (size_t i = ac->n_builtin; i < ac->n_items; i++) {
+        for (size_t i = 0; i < ac->n_items; i++) {
                 const struct acat_item *it = ac->items[i];
                 uint8_t key[17], *val = NULL, bval[32], rval[48];
                 size_t len = 0;
                 int r;
 
-                key_put(key, KEY_ITEM, it->gid);
-                r = item_encode(it, &val, &len);
-                if (r < 0)
-                        return r;
-                r = fn(key, 9, val, len, userdata);
-                free(val);
-                if (r < 0)
-                        return r;
+                /* A built-in is no catalog item, but has a committed bound (I2). */
+                if (!it->builtin) {
+                        key_put(key, KEY_ITEM, it->gid);
+                        r = item_encode(it, &val, &len);
+                        if (r < 0)
+                                return r;
+                        r = fn(key, 9, val, len, userdata);
+                        free(val);
+                        if (r < 0)
+                                return r;
+                }
                 if (it->has_bound) {
                         Coord__CatalogBound b = COORD__CATALOG_BOUND__INIT;
                         b.gid = it->gid;

@@ -39,9 +39,9 @@
  * (6) A read is never older than this life.  A restarted oracle's applied is the last
  *     life's hwm, and stays there until its first write is acknowledged.  But its
  *     first append (a tick, at the wall clock) moves every built-in's upper across
- *     the whole downtime at once, and the controller compacts the built-ins to
- *     upper - CSERVER_BUILTIN_WINDOW_MS (controller-server.c note 6) as soon as it
- *     has written it -- before its Ok is back here.  A read at applied then asked for
+ *     the whole downtime at once, and the built-ins may be compacted to about
+ *     upper - 1 s (their committed bounds follow a table's rule) soon after it is
+ *     written -- before its Ok is back here.  A read at applied then asked for
  *     a time below their since: the first SELECT of coord_frontiers after a restart
  *     of a 100,000-object instance failed with 55000.  So oracle_read_ts() is at
  *     least the first timestamp handed out in this life: a later time than every

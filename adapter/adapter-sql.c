@@ -7065,11 +7065,6 @@ static int analyze_create_sink(struct analyzer *a, const struct lift *l)
         if (rel.kind == SQL_OBJECT_INDEX || rel.kind == SQL_OBJECT_SINK)
                 return FAIL_AT(a, (int)l->location, "42809", "cannot create a sink from %s \"%s\"",
                                sql_object_kind_name(rel.kind), l->on);
-        /* Built-ins compact on the controller's own window, not by committed bounds: a
-         * sink could not resume on them after a restart. */
-        if (rel.builtin)
-                return FAIL_AT(a, (int)l->location, "0A000",
-                               "a sink from the built-in relation \"%s\" is not supported", l->on);
         if (rel.kind == SQL_OBJECT_VIEW && !rel.deterministic)
                 return nondeterministic_view(a, l->on, (int)l->location);
         cs->from_id = rel.id;

@@ -89,12 +89,10 @@
  *     (controller-dataflow.c note 6): past it the peek fails with 53200 and its memory
  *     goes with it, the daemon serving on (issue 36: a cross product grew to 4.2 GB).
  *
- * (6) Compaction.  Tables, materialized views and indexes compact only with committed
- *     permission (14).  The built-in relations grow at every
- *     append, so every CSERVER_COMPACT_INTERVAL_MS the server allows them (s->builtins,
- *     not a listing of every collection) to compact to min(upper -
- *     CSERVER_BUILTIN_WINDOW_MS, holds) in one write and runs
- *     storage_compact_pending() with a small budget of updates and of time
+ * (6) Compaction.  Every collection, the built-in relations included (issue 29), and
+ *     every index compacts only with committed permission (14).  Every
+ *     CSERVER_COMPACT_INTERVAL_MS the server retries the permissions still held back and
+ *     runs storage_compact_pending() with a small budget of updates and of time
  *     (CSERVER_COMPACT_BUDGET_US: at 100,000 objects a run over the ten tables and
  *     coord_frontiers took 5-12 ms, mostly RocksDB memtable seeks and inserts); while
  *     work remains it comes back COMPACT_AGAIN_MS later, so other requests are served
@@ -244,8 +242,9 @@
  *     permission it keeps its whole history (no CSERVER_INDEX_WINDOW_MS policy any
  *     more).  Permissions live in memory only: after a restart the follower sends all
  *     committed bounds again when it reconnects, and until then nothing compacts.
- *     Built-ins (gids < CSERVER_FIRST_USER_GID) are not catalog items and keep their
- *     own window (6); permissions naming them are ignored.  coord_frontiers shows the
+ *     Built-ins (gids < CSERVER_FIRST_USER_GID) are not catalog items but have
+ *     committed bounds all the same: the follower publishes them by a table's rule
+ *     (lifecycle-state.c note 6).  coord_frontiers shows the
  *     PHYSICAL since as read_frontier (4), so a compaction marks the rows it changed.
  *
  * (15) Writer mark.  An Append may carry writer_mark, a few opaque bytes; it goes into
@@ -369,6 +368,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builtins.h"
 #include "controller-dataflow.h"
 #include "controller-eval.h"
 #include "controller-sink.h"
@@ -5764,7 +5764,7 @@ static int allow_apply(struct cserver *s, const uint64_t *gids, size_t n)
                         }
                         continue;       /* the next compute pass goes on from here */
                 }
-                if (storage_get_info(s->st, gids[i], &info) < 0 || info.kind == STORAGE_KIND_BUILTIN)
+                if (storage_get_info(s->st, gids[i], &info) < 0)
                         continue;
                 target = storage_allowed_target(s, &info, a->a, &complete);
                 if (complete) {
@@ -5844,8 +5844,6 @@ static void handle_allow_compaction(struct cserver *s, Coord__Role from, const C
                 const Coord__CatalogBoundRecord *b = m->sinces[i];
                 struct gent *a;
 
-                if (b->gid < CSERVER_FIRST_USER_GID)
-                        continue;       /* built-ins keep their own window (6) */
                 a = gmap_find(&s->allowed, b->gid);
                 if (!a) {
                         a = gmap_put(&s->allowed, b->gid);
@@ -5897,11 +5895,9 @@ static void compacted_one(const struct storage_info *info, void *userdata)
 
 static bool compact_run(struct cserver *s)
 {
-        struct storage_since *v = NULL;
         struct storage_stats before, after;
         struct compacted done = { .s = s };
         uint64_t start_ns, took_us;
-        size_t n = 0;
         int r, remaining;
 
         /* (12): creates and drops no append followed (the adapter sends one at once,
@@ -5909,38 +5905,8 @@ static bool compact_run(struct cserver *s)
         r = storage_flush_deferred(s->st);
         if (r < 0)
                 goto fail;
-        v = calloc(s->n_builtins ? s->n_builtins : 1, sizeof(*v));
-        if (!v) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        for (size_t i = 0; i < s->n_builtins; i++) {
-                struct storage_info c;
-                uint64_t target, hold;
-
-                r = storage_get_info(s->st, s->builtins[i], &c);
-                if (r < 0)
-                        goto fail;
-                if (c.frontiers.upper <= CSERVER_BUILTIN_WINDOW_MS)
-                        continue;
-                target = c.frontiers.upper - CSERVER_BUILTIN_WINDOW_MS;
-                hold = peeks_hold(s, c.gid);
-                if (hold < target)
-                        target = hold;
-                if (target > c.frontiers.since)
-                        v[n++] = (struct storage_since){ .gid = c.gid, .since = target };
-        }
-        if (n > 0) {
-                r = storage_allow_compaction_group(s->st, v, n);
-                if (r < 0)
-                        goto fail;
-                for (size_t i = 0; i < n; i++) {
-                        struct storage_info c;
-
-                        if (v[i].result == 1 && storage_get_info(s->st, v[i].gid, &c) == 0)
-                                ring_set(s, c.gid, &c.frontiers);
-                }
-        }
+        /* Built-ins compact as far as the catalog allows them too (14): their
+         * permissions come with everyone's, and what waits is retried here. */
         allow_retry_pending(s);
         storage_get_stats(s->st, &before);
         start_ns = now_ns();
@@ -5965,10 +5931,8 @@ static bool compact_run(struct cserver *s)
                remaining, done.len ? done.gids : "-",
                (unsigned long long)(after.background_merges - before.background_merges),
                (unsigned long long)((after.background_merge_ns - before.background_merge_ns) / 1000));
-        free(v);
         return remaining > 0;
 fail:
-        free(v);
         if (ratelimit_ok(&s->rl_storage, now_ms()))
                 log_warn_errno(r, "compaction_failed", "why=\"%s\"", storage_last_error());
         storage_recover(s);

@@ -47,14 +47,10 @@ struct cserver;         /* opaque */
 #define CSERVER_GID_FRONTIERS 2u
 #define CSERVER_FRONTIERS_SHARED_ID 0u
 
-/* The compaction window of built-in relations: the server itself allows them to be
- * compacted to upper - CSERVER_BUILTIN_WINDOW_MS.  They are not catalog items; every
- * other collection compacts only to the catalog's committed bound (NOTE 14). */
-#define CSERVER_BUILTIN_WINDOW_MS 1000u
-
-/* The first GlobalId of a catalog item; below are built-ins.  Collections and indexes
- * of catalog items compact only as far as MSG_ALLOW_COMPACTION permits (controller-
- * server.c NOTE 14): an index keeps its whole history until its first permission. */
+/* The first GlobalId of a catalog item; below are built-ins (common/builtins.h).  Every
+ * collection, built-ins included, and every index compacts only as far as
+ * MSG_ALLOW_COMPACTION permits (controller-server.c NOTE 14): an index keeps its whole
+ * history until its first permission. */
 #define CSERVER_FIRST_USER_GID 1000u
 
 /* How often compaction runs, and how much work one run may do (updates read and

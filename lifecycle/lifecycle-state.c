@@ -40,6 +40,10 @@
  *     stored upper moves, its consumers become dirty too (their inputs' contents
  *     moved).
  *
+ * (6) Built-ins (builtins.h) compact by committed bounds too: they are objects with
+ *     an item of kind table from the start (builtins_add()), not counted among the
+ *     catalog's items, kept through reloads; their bounds follow a table's rule.
+ *
  * (5) Forward only (I1).  Every value is combined with max: a log entry or an Ok
  *     never lowers what is known, and lifecycle-bounds.h never proposes less than the
  *     old value.
@@ -51,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builtins.h"
 #include "lifecycle-bounds.h"
 #include "util.h"
 
@@ -69,6 +74,7 @@ struct lc_obj {
         /* The flags together (the state holds 200,000 of these at 100,000 objects). */
         bool has_item, has_bound, dirty, mark, next_has, has_upper, min_valid;
         bool refresh;           /* a materialized view on a refresh schedule */
+        bool builtin;           /* a built-in relation: no catalog item, a bound (6) */
         uint64_t retain_ms, as_of;
         uint64_t last_stamp, last;      /* content_last() memo (4) */
         uint64_t bound, next_bound;
@@ -287,6 +293,24 @@ static int pub_req(struct lc_publication *p, uint64_t c, uint64_t x, uint64_t f)
         return 0;
 }
 
+/* (6) The built-in relations are collections with committed bounds like any other, but
+ * no catalog items: they are here from the start, as tables (their stored upper is the
+ * tables' shared frontier T), and stay through reloads. */
+static int builtins_add(struct lc_state *s)
+{
+        for (uint64_t gid = 1; gid <= COORD_N_BUILTINS; gid++) {
+                struct lc_obj *o = obj_get(s, gid);
+
+                if (!o)
+                        return -ENOMEM;
+                o->has_item = o->builtin = true;
+                o->kind = COORD__ITEM_KIND__ITEM_TABLE;
+                if (dirty_add(s, o) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int lc_state_new(struct lc_state **ret)
 {
         struct lc_state *s = calloc(1, sizeof(*s));
@@ -295,6 +319,11 @@ int lc_state_new(struct lc_state **ret)
                 return -ENOMEM;
         *ret = s;
         return 0;
+}
+
+int lc_state_protect_builtins(struct lc_state *s)
+{
+        return builtins_add(s);
 }
 
 struct lc_state *lc_state_free(struct lc_state *s)
@@ -317,7 +346,8 @@ void lc_state_reset_catalog(struct lc_state *s)
                 struct lc_obj *o = s->slots[i].o;
                 if (!o)
                         continue;
-                o->has_item = o->has_bound = o->next_has = false;
+                o->has_item = o->builtin;       /* (6) */
+                o->has_bound = o->next_has = false;
                 o->bound = o->next_bound = 0;
                 o->n_reqs = o->n_consumers = 0;
                 o->min_valid = false;
@@ -709,7 +739,7 @@ int lc_state_frontier(struct lc_state *s, uint64_t gid, uint64_t upper, uint64_t
         o->has_upper = true;
         if (gid == GID_SHARED_FRONTIER)
                 s->tables_moved = true;
-        if (gid < FIRST_USER_GID)
+        if (gid < FIRST_USER_GID && !o->builtin)
                 return 0;
         /* (4): what reads it may have new contents to protect. */
         for (size_t i = 0; i < o->n_consumers; i++) {
@@ -974,7 +1004,7 @@ int lc_state_all_bounds(const struct lc_state *s, struct lc_publication *out)
 {
         for (size_t i = 0; s->slots && i <= s->mask; i++) {
                 const struct lc_obj *o = s->slots[i].o;
-                if (o && o->has_bound && o->gid >= FIRST_USER_GID && pub_bound(out, o->gid, o->bound) < 0)
+                if (o && o->has_bound && pub_bound(out, o->gid, o->bound) < 0)
                         return -ENOMEM;
         }
         return 0;

@@ -51,6 +51,10 @@ void lc_publication_done(struct lc_publication *p);
 /* Life. */
 int lc_state_new(struct lc_state **ret);
 struct lc_state *lc_state_free(struct lc_state *s);
+/* Protect the built-in relations (builtins.h) like every collection: publish their
+ * bounds by a table's rule from now on, through reloads (the daemon does; the unit
+ * tests of the rules leave them out).  -ENOMEM. */
+int lc_state_protect_builtins(struct lc_state *s);
 /* Forget everything derived from the catalog (items, bounds, requirements, applied
  * seq) but keep the frontiers seen; every object becomes dirty.  Before a reload. */
 void lc_state_reset_catalog(struct lc_state *s);

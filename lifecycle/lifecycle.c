@@ -1279,7 +1279,7 @@ int main(int argc, char **argv)
                 return ex;
         if (!lc.interval_ms)
                 lc.interval_ms = 1;
-        if (lc_state_new(&lc.state) < 0) {
+        if (lc_state_new(&lc.state) < 0 || lc_state_protect_builtins(lc.state) < 0) {
                 log_error("out_of_memory", "");
                 goto out;
         }

@@ -29,6 +29,7 @@
  *                    before the publication, which then wrote the bound of a dropped
  *                    table.
  */
+#include "builtins.h"
 #include "itest.h"
 
 /* Rows of a query of u64 columns, at most max rows of ncol columns into v; -1 on error. */
@@ -263,7 +264,8 @@ static void test_sparse(void)
                n_pub ? (double)sum_bytes / n_pub : 0.0, max_rec, lc_stat("lag_p50_us"),
                lc_stat("lag_p99_us"), lc_stat("lag_samples"));
         CU_ASSERT(n_pub >= 3);
-        CU_ASSERT(max_rec <= (uint64_t)n_tables);
+        /* the advancing tables' bounds, and the built-ins' (written at every append) */
+        CU_ASSERT(max_rec <= (uint64_t)n_tables + COORD_N_BUILTINS);
         CU_ASSERT(sum_rec > 0);
         CU_ASSERT_EQUAL(lc_stat("publication_errors"), errors0);
         PQfinish(c);
@@ -443,6 +445,81 @@ static void test_drop_during_publication(void)
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
+/* Issue 29 item 4: a built-in relation compacts only as far as its committed bound, like
+ * any collection.  A view over coord_objects fails (a division by zero on the row of a
+ * table created after it), so its requirement on coord_objects stays where it stopped:
+ * coord_objects stays readable there while objects come and go and each daemon is
+ * killed and restarted.  Before, the controller compacted built-ins on its own 1 s
+ * window and this read failed with 55000 within a second. */
+static void test_builtin_protected(void)
+{
+        static const Coord__Role roles[] = { COORD__ROLE__ROLE_LIFECYCLE, COORD__ROLE__ROLE_CONTROLLER,
+                                             COORD__ROLE__ROLE_ADAPTER };
+        PGconn *c = db();
+        uint64_t bx, mb, r0, n0;
+        int k = 0;
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE bx (a int)"));
+        bx = q_u64(c, "SELECT id FROM coord_objects WHERE name = 'bx'");
+        CU_ASSERT_FATAL(okf(c, "CREATE MATERIALIZED VIEW mb AS SELECT 100 / (id - %" PRIu64 ") AS q "
+                               "FROM coord_objects", bx + 2));
+        mb = q_u64(c, "SELECT id FROM coord_objects WHERE name = 'mb'");
+        CU_ASSERT_FATAL(mb == bx + 1);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE by2 (a int)"));      /* gid bx + 2: mb fails */
+        sleep_ms(2500);
+        r0 = q_u64(c, "SELECT frontier FROM coord_requirements WHERE consumer_id = %" PRIu64 " AND input_id = 1", mb);
+        n0 = q_u64(c, "SELECT count(*) FROM coord_objects AS OF %" PRIu64, r0);
+        CU_ASSERT_FATAL(r0 > 0 && n0 > 0);
+        CU_ASSERT(q_u64(c, "SELECT count(*) FROM coord_bounds WHERE object_id = 1") == 1);
+        for (size_t i = 0; i < ELEMENTSOF(roles); i++) {
+                CU_ASSERT_FATAL(kill9(roles[i]));
+                CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+                if (roles[i] == COORD__ROLE__ROLE_ADAPTER)
+                        CU_ASSERT_FATAL((c = reconnect(c)) != NULL);
+                for (int j = 0; j < 4; j++, k++) {
+                        CU_ASSERT(okf(c, "CREATE TABLE bz_%d (a int)", k));
+                        CU_ASSERT(okf(c, "DROP TABLE bz_%d", k));
+                        sleep_ms(400);
+                }
+                printf("\n    after kill -9 of the %s: R(mb, coord_objects) %" PRIu64 " (was %" PRIu64
+                       "), bound(coord_objects) %" PRIu64, node_role_name(roles[i]),
+                       q_u64(c, "SELECT frontier FROM coord_requirements WHERE consumer_id = %" PRIu64
+                                " AND input_id = 1", mb), r0,
+                       q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = 1"));
+                CU_ASSERT_EQUAL(q_u64(c, "SELECT frontier FROM coord_requirements WHERE consumer_id = %" PRIu64
+                                         " AND input_id = 1", mb), r0);
+                CU_ASSERT(q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = 1") <= r0);
+                CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_objects AS OF %" PRIu64, r0), n0);
+        }
+        CU_ASSERT(ok(c, "DROP MATERIALIZED VIEW mb"));
+        for (int w = 0; w < 30 && q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = 1") <= r0; w++) {
+                CU_ASSERT(ok(c, "INSERT INTO bx VALUES (1)"));
+                sleep_ms(100);
+        }
+        CU_ASSERT(q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = 1") > r0);
+        /* and it is compacted: not readable there any more */
+        {
+                char q[160];
+                bool gone = false;
+
+                snprintf(q, sizeof(q), "SELECT count(*) FROM coord_objects AS OF %" PRIu64, r0);
+                for (int w = 0; w < 30 && !gone; w++) {
+                        PGresult *res = PQexec(c, q);
+                        const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+                        gone = st && strcmp(st, "55000") == 0;
+                        PQclear(res);
+                        if (!gone)
+                                sleep_ms(100);
+                }
+                CU_ASSERT(gone);
+        }
+        CU_ASSERT(ok(c, "DROP TABLE bx"));
+        CU_ASSERT(ok(c, "DROP TABLE by2"));
+        CU_ASSERT_EQUAL(t_sh("%s check >/dev/null", coord_cmd), 0);
+        PQfinish(c);
+}
+
 static const struct t_case cases[] = {
         { "up", test_up },
         { "bounds_advance", test_bounds_advance },
@@ -452,6 +529,7 @@ static const struct t_case cases[] = {
         { "kill9_adapter", test_kill9_adapter },
         { "drop_during_publication", test_drop_during_publication },
         { "sparse", test_sparse },
+        { "builtin_protected", test_builtin_protected },
         { NULL, NULL },
 };
 

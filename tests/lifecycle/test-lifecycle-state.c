@@ -138,6 +138,45 @@ static struct lc_state *chain(void)
         return s;
 }
 
+/* Built-ins under the catalog's protection (note 6): their bounds follow a table's rule
+ * and an MV's requirement holds them; they survive a reload. */
+static void test_builtins(void)
+{
+        static const uint64_t in[] = { 2 };     /* coord_frontiers */
+        struct lc_publication p = { 0 };
+        const struct lc_bound_rec *b;
+        struct lc_state *s;
+
+        CU_ASSERT_FATAL(lc_state_new(&s) == 0);
+        CU_ASSERT_FATAL(lc_state_protect_builtins(s) == 0);
+        put_item(s, MV, COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW, in, 1, 0, 5000);
+        put_req(s, MV, 2, 5000);
+        for (uint64_t gid = 1; gid <= 4; gid++)
+                CU_ASSERT_EQUAL(lc_state_frontier(s, gid, 10000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, MV, 6000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        /* coord_objects: upper - 1 s; coord_frontiers: held by R(MV, 2) = 5999 */
+        b = find_bound(&p, 1);
+        CU_ASSERT(b && b->bound == 9000);
+        b = find_bound(&p, 2);
+        CU_ASSERT(b && b->bound == 5999);
+        CU_ASSERT(find_bound(&p, 3) && find_bound(&p, 4));
+        CU_ASSERT_EQUAL(lc_state_n_items(s), 1);         /* built-ins are not catalog items */
+        lc_state_committed(s, &p);
+        /* a reload keeps them: the next tick publishes them again from the catalog's */
+        lc_state_reset_catalog(s);
+        put_item(s, MV, COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW, in, 1, 0, 5000);
+        put_req(s, MV, 2, 5999);
+        put_bound(s, 2, 5999);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, 2, 12000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        b = find_bound(&p, 1);
+        CU_ASSERT(b && b->bound == 9000);
+        CU_ASSERT(find_bound(&p, 2) == NULL);   /* still held at 5999 */
+        lc_publication_done(&p);
+        lc_state_free(s);
+}
+
 static void test_tick_chain(void)
 {
         struct lc_state *s = chain();
@@ -924,6 +963,7 @@ int main(void)
         };
         static const struct t_case state[] = {
                 { "tick_chain", test_tick_chain },
+                { "builtins", test_builtins },
                 { "drop_advances", test_drop_advances },
                 { "sparse", test_sparse },
                 { "many_consumers", test_many_consumers },
