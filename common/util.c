@@ -2,8 +2,12 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <dirent.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 uint64_t kv_u64(const char *list, const char *key)
 {
@@ -16,6 +20,46 @@ uint64_t kv_u64(const char *list, const char *key)
                 if ((p == list || p[-1] == ' ') && p[kl] == '=')
                         return strtoull(p + kl + 1, NULL, 10);
         return UINT64_MAX;
+}
+
+/* The state letter of /proc/PID/stat comes after the last ')' (the name may hold one). */
+bool proc_gone(pid_t pid)
+{
+        char path[64], buf[512], *p;
+        struct dirent *e;
+        bool open_fds = false;
+        FILE *f;
+        DIR *d;
+        size_t n;
+
+        waitpid(pid, NULL, WNOHANG);
+        if (kill(pid, 0) < 0 && errno == ESRCH)
+                return true;
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        if (!(f = fopen(path, "re")))
+                return true;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        p = strrchr(buf, ')');
+        if (!p || (p[2] != 'Z' && p[2] != 'X'))
+                return false;
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        if ((d = opendir(path))) {
+                int tasks = 0;
+                while ((e = readdir(d)))
+                        tasks += e->d_name[0] != '.';
+                closedir(d);
+                if (tasks > 1)
+                        return false;
+        }
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+        if ((d = opendir(path))) {
+                while ((e = readdir(d)))
+                        open_fds |= e->d_name[0] != '.';
+                closedir(d);
+        }
+        return !open_fds;
 }
 
 int parse_u64(const char *s, uint64_t max, uint64_t *ret)

@@ -6,9 +6,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +52,17 @@ static inline uint64_t wall_ms(void)
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+/* splitmix64 (Steele, Lea, Flood): a fast seeded generator for tests, benchmarks and
+ * drills, whose sequence is a function of the seed alone.  Not for secrets. */
+static inline uint64_t splitmix64(uint64_t *state)
+{
+        uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
 }
 
 /* Big-endian u64, for keys that must sort numerically in RocksDB. */
@@ -122,6 +135,14 @@ static inline uint64_t u64_nth(uint64_t *v, size_t n, size_t k)
 #undef U64_SWAP_
         return v[k];
 }
+
+/* Whether process pid is gone: no such process, or a zombie whose threads have all exited
+ * and whose files are closed.  A zombie leader alone is not enough: the leader of a
+ * killed multithreaded process turns Z while its other threads still exit, and a file
+ * lock it held (a daemon's role lock) is released only when the last of them closed its
+ * files -- a successor started before then finds the lock held.  Reaps pid when it is
+ * the caller's child. */
+bool proc_gone(pid_t pid);
 
 /* Parse a whole decimal unsigned number; -EINVAL on junk, -ERANGE above max. */
 int parse_u64(const char *s, uint64_t max, uint64_t *ret);

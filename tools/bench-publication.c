@@ -491,49 +491,6 @@ static bool read_how(int pid, struct how *h)
         return true;
 }
 
-/* Gone, or a zombie whose files are closed.  A zombie leader alone is not enough: the
- * leader of a killed multithreaded process turns Z while its other threads still exit,
- * and the role's lock (a file lock) is released only when the last of them closed its
- * files -- a restart started before then exits with already_running. */
-static bool dead(int pid)
-{
-        char path[64], buf[512], *p;
-        struct dirent *e;
-        bool open_fds = false;
-        FILE *f;
-        DIR *d;
-        size_t n;
-
-        waitpid(pid, NULL, WNOHANG);    /* ours, when we started it */
-        if (kill(pid, 0) < 0 && errno == ESRCH)
-                return true;
-        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-        if (!(f = fopen(path, "r")))
-                return true;
-        n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        p = strrchr(buf, ')');
-        if (!p || (p[2] != 'Z' && p[2] != 'X'))
-                return false;
-        snprintf(path, sizeof(path), "/proc/%d/task", pid);
-        if ((d = opendir(path))) {
-                int tasks = 0;
-                while ((e = readdir(d)))
-                        tasks += e->d_name[0] != '.';
-                closedir(d);
-                if (tasks > 1)
-                        return false;
-        }
-        snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-        if ((d = opendir(path))) {
-                while ((e = readdir(d)))
-                        open_fds |= e->d_name[0] != '.';
-                closedir(d);
-        }
-        return !open_fds;
-}
-
 /* Bytes of the regular files in dir (not recursive); 0 when unreadable. */
 static uint64_t dir_bytes(const char *dir)
 {
@@ -656,7 +613,7 @@ static double restart(int d, double timeout_s)
                 fprintf(stderr, "bench-publication: kill %s: %s\n", daemon_name[d], strerror(errno));
                 goto out;
         }
-        while (!dead(s.pid[d])) {
+        while (!proc_gone(s.pid[d])) {
                 if (secs_since(t0) > timeout_s)
                         goto out;
                 sleep_ns(500000ull);    /* not a spin: the kernel's teardown needs the CPU */

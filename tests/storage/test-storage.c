@@ -50,11 +50,7 @@ static char *path_join(const char *dir, const char *name)
 
 static uint64_t rng_next(uint64_t *state)
 {
-        uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        return z ^ (z >> 31);
+        return splitmix64(state);
 }
 
 static uint64_t rng_below(uint64_t *state, uint64_t n)
