@@ -44,7 +44,7 @@
  * physical since (coord_frontiers.read_frontier) above its committed bound for
  * object_id >= 1000; I5 -- no requirement below its input's bound; I9 -- each
  * materialized view read at T (mz_now()) equals its SQL over its table AS OF T;
- * I10 -- tools/coord check matches.  A read that still fails after 5 tries over ~3 s
+ * I10 -- tools/coord check matches.  A read that still fails after 5 tries over ~6 s
  * counts as a violation (I8: the contents or a clear error, and a serving instance
  * has no reason for the error).
  *
@@ -54,6 +54,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <libpq-fe.h>
 #include <limits.h>
 #include <pthread.h>
@@ -362,19 +363,25 @@ static void *ddl_client(void *arg)
 
 /* ---- checks ------------------------------------------------------------------------ */
 
-/* A read for a check: 5 tries over ~3 s (reconnecting); NULL and a read failure
- * counted when all failed. */
+/* A read for a check: 5 tries over ~6 s, reconnecting (also once the workload has
+ * stopped); NULL and a read failure counted when all failed. */
 static PGresult *check_read(struct drill *dr, PGconn **c, const char *sql)
 {
-        uint64_t backoff = 10;
-
         for (int attempt = 0; attempt < 5; attempt++) {
                 PGresult *r;
 
                 if (attempt)
                         msleep(200u << attempt);
-                if (!*c && !(*c = connect_backoff(dr, &backoff)))
-                        return NULL;
+                if (!*c) {
+                        *c = PQconnectdb(dr->conninfo);
+                        if (PQstatus(*c) != CONNECTION_OK) {
+                                if (attempt == 4)
+                                        note_error(dr, "a check's connection", *c, NULL);
+                                PQfinish(*c);
+                                *c = NULL;
+                                continue;
+                        }
+                }
                 r = exec_sql(dr, c, sql, attempt == 4 ? sql : NULL);
                 if (r)
                         return r;
@@ -956,7 +963,7 @@ int main(int argc, char **argv)
         struct drill *dr = calloc(1, sizeof(*dr));
         struct client *cl = NULL;
         PGconn *chk = NULL;
-        uint64_t backoff = 10, rng, v0, total_viol = 0, *all = NULL;
+        uint64_t backoff = 10, rng, v0, total_viol = 0, *all = NULL, t_start = now_ns();
         size_t nclients = 0, nall = 0, at = 0;
         int ex = NODE_EXIT_FAILURE, r, nargs = 0;
         char *args[8], err[256] = "";
@@ -1005,6 +1012,11 @@ int main(int argc, char **argv)
                 ex = NODE_EXIT_USAGE;
                 goto out;
         }
+        if (!dr->kill_role[ADAPTER] && !dr->kill_role[LIFECYCLE] && !dr->kill_role[CONTROLLER]) {
+                fprintf(stderr, "coord-drill: --daemons names no daemon\n");
+                ex = NODE_EXIT_USAGE;
+                goto out;
+        }
         dr->w_insert = w[0];
         dr->w_ddl = w[1];
         dr->w_mv = w[2];
@@ -1018,10 +1030,15 @@ int main(int argc, char **argv)
                  "host=127.0.0.1 port=%" PRIu64 " user=coord dbname=coord connect_timeout=5", dr->pg_port);
         /* Names of this run: drill_<tag>_..., so a drill on a used instance meets nothing. */
         snprintf(dr->tag, sizeof(dr->tag), "%" PRIx64, (uint64_t)((wall_ms() ^ ((uint64_t)getpid() << 20)) & 0xffffffffffull));
-        /* tools/coord keeps <home>/run and <home>/log */
-        snprintf(dr->log_path, sizeof(dr->log_path), "%s/../log", dr->run_dir);
-        (void)mkdir(dr->log_path, 0755);
-        snprintf(dr->log_path, sizeof(dr->log_path), "%s/../log/drill.log", dr->run_dir);
+        /* tools/coord keeps <home>/run and <home>/log; the first `up` may create both */
+        {
+                _cleanup_free_ char *home = strdup(dr->run_dir);
+                if (!home)
+                        goto out;
+                snprintf(dr->log_path, sizeof(dr->log_path), "%s/log", dirname(home));
+                (void)mkdir(dr->log_path, 0755);
+                strncat(dr->log_path, "/drill.log", sizeof(dr->log_path) - strlen(dr->log_path) - 1);
+        }
         pthread_mutex_init(&dr->wlock, NULL);
         pthread_mutex_init(&dr->dlock, NULL);
         for (int d = 0; d < N_DAEMONS; d++)
@@ -1110,7 +1127,7 @@ stop:
         all = calloc(nall + 1, sizeof(*all));
         if (!all)
                 goto out;
-        printf("\ndrill: kills %zu of %" PRIu64 ":", nall, dr->kills);
+        printf("\ndrill: kills %zu of %" PRIu64 " in %.0f s:", nall, dr->kills, ms_since(t_start) / 1e3);
         for (int d = 0; d < N_DAEMONS; d++) {
                 uint64_t p50, p99;
                 if (!dr->nrestart[d])
