@@ -37,6 +37,10 @@
  * (4) Objects likewise: an acknowledged CREATE must be in coord_objects, an
  *     acknowledged DROP must not; the DDL client waits while a check holds the object
  *     log, so nothing but what was in flight before the check changes under it.
+ * (5) The tables stay small enough to be read whole at every check: once they hold more
+ *     than --max-rows rows, the drill itself deletes (DELETE ... WHERE id <= N, from
+ *     the main thread between a check and the next kill, so no kill meets it) every row
+ *     below the first one still unresolved, and expects those absent from then on.
  *
  * Checked after every restart (and once before the first kill and once after the
  * workload stopped): the rows and objects above (I7); I1 -- no bound, physical since
@@ -94,6 +98,7 @@ struct wrow {
         uint8_t state;
         bool seen_present;      /* with S_SEEN */
         bool reported;          /* a violation of this row was counted: once is enough */
+        bool trimmed;           /* deleted by the drill itself (note 5): must be absent */
 };
 
 enum { K_TABLE, K_MV };
@@ -116,7 +121,7 @@ struct drill {
         /* options */
         char *run_dir, *coord, *daemons, *workload;
         uint64_t pg_port, kills, seed, clients, tables, min_gap_ms, max_gap_ms,
-                 insert_pause_ms, ddl_pause_ms, restart_timeout_s;
+                 insert_pause_ms, ddl_pause_ms, restart_timeout_s, max_rows;
         bool long_run, keep, test_expect_loss;
 
         bool kill_role[N_DAEMONS], w_insert, w_ddl, w_mv;
@@ -127,6 +132,8 @@ struct drill {
         struct wrow *w;
         size_t nw, capw;
         uint32_t stmts;
+        size_t resolved, trimmed, present;      /* note 5, from the last check */
+        bool trim_failed;
 
         pthread_mutex_t dlock;  /* the object log; a check holds it (note 4) */
         struct dobj *d;
@@ -457,7 +464,12 @@ static uint64_t check_rows(struct drill *dr, PGconn **c)
                 bool must = s == S_ACKED || (s == S_SEEN && w->seen_present);
                 const char *v = NULL;
 
-                if (cnt[k] > 1) {
+                if (w->trimmed) {
+                        if (cnt[k]) {
+                                v = "deleted by the drill and there again";
+                                dr->reappeared += !w->reported;
+                        }
+                } else if (cnt[k] > 1) {
                         v = "duplicate";
                         dr->dups += !w->reported;
                 } else if (must && cnt[k] == 0) {
@@ -488,12 +500,54 @@ static uint64_t check_rows(struct drill *dr, PGconn **c)
                                 dr->maybe_absent++;
                 }
         }
+        /* note 5: what a trim may delete, and whether it is time */
+        for (dr->resolved = dr->trimmed; dr->resolved < n0; dr->resolved++)
+                if (dr->w[dr->resolved].state == S_INFLIGHT || dr->w[dr->resolved].state == S_MAYBE)
+                        break;
+        dr->present = 0;
+        for (size_t k = 0; k < n1; k++)
+                dr->present += cnt[k] > 0;
         pthread_mutex_unlock(&dr->wlock);
 out:
         free(st);
         free(cnt);
         free(ids);
         free(tab);
+        return bad;
+}
+
+/* Note 5: delete every row below the first unresolved one when the tables hold more
+ * than --max-rows; a table whose DELETE failed is not trimmed again (and the failure
+ * fails the drill: nothing kills a daemon meanwhile). */
+static uint64_t trim_rows(struct drill *dr, PGconn **c)
+{
+        bool done[256] = { false };
+        size_t upto = dr->resolved;
+        uint64_t bad = 0;
+
+        if (!dr->max_rows || dr->trim_failed || dr->present <= dr->max_rows || upto <= dr->trimmed)
+                return 0;
+        for (unsigned t = 0; t < dr->tables; t++) {
+                char sql[128];
+                PGresult *r;
+
+                snprintf(sql, sizeof(sql), "DELETE FROM drill_%s_t%u WHERE id <= %zu", dr->tag, t, upto);
+                if (!*c || !(r = exec_sql(dr, c, sql, "the drill's own DELETE"))) {
+                        fprintf(stderr, "drill: VIOLATION %s failed; no more trims\n", sql);
+                        dr->trim_failed = true;
+                        bad++;
+                        continue;
+                }
+                PQclear(r);
+                done[t] = true;
+        }
+        pthread_mutex_lock(&dr->wlock);
+        for (size_t k = dr->trimmed; k < upto; k++)
+                dr->w[k].trimmed = done[dr->w[k].table];
+        if (!dr->trim_failed)
+                dr->trimmed = upto;
+        pthread_mutex_unlock(&dr->wlock);
+        printf("drill: trimmed the tables to ids above %zu (%zu rows were present)\n", upto, dr->present);
         return bad;
 }
 
@@ -741,6 +795,7 @@ static uint64_t check_all(struct drill *dr, PGconn **c)
 {
         uint64_t bad = check_rows(dr, c);
 
+        bad += trim_rows(dr, c);
         bad += check_objects(dr, c);
         bad += check_frontiers(dr, c);
         bad += check_catalog(dr);
@@ -867,7 +922,7 @@ static void delete_acked_row(struct drill *dr, PGconn **c)
         PGresult *r;
 
         pthread_mutex_lock(&dr->wlock);
-        for (k = 0; k < dr->nw && dr->w[k].state != S_ACKED; k++)
+        for (k = 0; k < dr->nw && (dr->w[k].state != S_ACKED || dr->w[k].trimmed); k++)
                 ;
         found = k < dr->nw;
         if (found)
@@ -975,7 +1030,7 @@ int main(int argc, char **argv)
                 return NODE_EXIT_FAILURE;
         *dr = (struct drill){ .daemons = default_daemons, .workload = default_workload, .clients = 3, .tables = 3,
                               .min_gap_ms = 200, .max_gap_ms = 5000, .insert_pause_ms = 20, .ddl_pause_ms = 150,
-                              .restart_timeout_s = 60, .seed = wall_ms() };
+                              .restart_timeout_s = 60, .max_rows = 100000, .seed = wall_ms() };
         const struct conf_option opts[] = {
                 { "coord", CONF_STR, &dr->coord, 0, "tools/coord, run for `up` and `check`" },
                 { "run-dir", CONF_STR, &dr->run_dir, 0, "the instance's run directory" },
@@ -986,12 +1041,14 @@ int main(int argc, char **argv)
                 { "workload", CONF_STR, &dr->workload, 0, "insert,ddl,mv (default all three)" },
                 { "seed", CONF_U64, &dr->seed, 0, "seed of the kill schedule (default: the clock, printed)" },
                 { "clients", CONF_U64, &dr->clients, 64, "INSERT clients (default 3)" },
-                { "tables", CONF_U64, &dr->tables, 64, "tables written (default 3)" },
+                { "tables", CONF_U64, &dr->tables, 255, "tables written (default 3)" },
                 { "min-gap-ms", CONF_U64, &dr->min_gap_ms, 0, "shortest time between kills (default 200)" },
                 { "max-gap-ms", CONF_U64, &dr->max_gap_ms, 0, "longest time between kills (default 5000)" },
                 { "insert-pause-ms", CONF_U64, &dr->insert_pause_ms, 10000, "each INSERT client's pause (default 20)" },
                 { "ddl-pause-ms", CONF_U64, &dr->ddl_pause_ms, 10000, "the DDL client's pause (default 150)" },
                 { "restart-timeout-s", CONF_U64, &dr->restart_timeout_s, 3600, "kill to serving, at most (default 60)" },
+                { "max-rows", CONF_U64, &dr->max_rows, 0,
+                  "trim the tables above this many rows (default 100000; 0: never)" },
                 { "keep", CONF_BOOL, &dr->keep, 0, "keep the drill's tables and views at the end" },
                 { "test-expect-loss", CONF_BOOL, &dr->test_expect_loss, 0,
                   "TEST ONLY: delete one acknowledged row after the first restart; the drill must fail" },
@@ -1004,6 +1061,7 @@ int main(int argc, char **argv)
                 goto out;
         }
         if (r < 0 || nargs || !dr->coord || !dr->run_dir || !dr->pg_port || !dr->clients || !dr->tables ||
+            dr->tables > 255 ||
             dr->min_gap_ms > dr->max_gap_ms ||
             parse_list(dr->daemons, daemon_name, N_DAEMONS, dr->kill_role) < 0 ||
             parse_list(dr->workload, workloads, 3, w) < 0) {
