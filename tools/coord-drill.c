@@ -3,7 +3,7 @@
  * restart that nothing acknowledged was lost and no invariant broke.
  *
  *   coord-drill --coord PATH --run-dir DIR --pg-port N [--kills N] [--long]
- *               [--daemons adapter,lifecycle,controller] [--workload insert,ddl,mv]
+ *               [--daemons adapter,lifecycle,controller] [--workload insert,ddl,mv,index]
  *               [--seed S] [--clients N] [--tables N] [--min-gap-ms MS] [--max-gap-ms MS]
  *               [--insert-pause-ms MS] [--ddl-pause-ms MS] [--restart-timeout-s S] [--keep]
  *
@@ -20,6 +20,8 @@
  *   mv      materialized views drill_<tag>_m<K> = count(*), sum(v) of each table from
  *           the start, and (the same DDL client) CREATE / DROP MATERIALIZED VIEW of
  *           filtered ones (WHERE v % 5 = r).
+ *   index   (the same DDL client) CREATE INDEX / DROP INDEX on the tables and the
+ *           materialized views of the start.
  *
  * NOTES ON THE EXPECTED STATE (RocksDB crash test's "expected state with pending marks").
  * (1) Every row and every object is written to the log before its statement is sent
@@ -46,7 +48,8 @@
  * workload stopped): the rows and objects above (I7); I1 -- no bound, physical since
  * or stored upper in coord_bounds / coord_frontiers goes back between checks; I2 -- no
  * physical since (coord_frontiers.read_frontier) above its committed bound for
- * object_id >= 1000; I5 -- no requirement below its input's bound; I9 -- each
+ * object_id >= 1000; I5 -- no requirement below its input's bound; I6 -- no input's
+ * physical since above a consumer's requirement (an index's too); I9 -- each
  * materialized view read at T (mz_now()) equals its SQL over its table AS OF T;
  * I10 -- tools/coord check matches.  A read that still fails after 5 tries over ~6 s
  * counts as a violation (I8: the contents or a clear error, and a serving instance
@@ -101,7 +104,7 @@ struct wrow {
         bool trimmed;           /* deleted by the drill itself (note 5): must be absent */
 };
 
-enum { K_TABLE, K_MV };
+enum { K_TABLE, K_MV, K_INDEX };
 
 /* One object the drill created or dropped (note 4).  present: what its state holds
  * about it -- being created (or created), or being dropped (or dropped). */
@@ -124,7 +127,7 @@ struct drill {
                  insert_pause_ms, ddl_pause_ms, restart_timeout_s, max_rows;
         bool long_run, keep, test_expect_loss;
 
-        bool kill_role[N_DAEMONS], w_insert, w_ddl, w_mv;
+        bool kill_role[N_DAEMONS], w_insert, w_ddl, w_mv, w_index;
         char conninfo[256], tag[32], log_path[PATH_MAX];
         atomic_bool stop;
 
@@ -145,7 +148,7 @@ struct drill {
 
         /* results */
         uint64_t lost, vanished, dups, half, phantoms, reappeared, maybe_present, maybe_absent,
-                 ddl_lost, ddl_reappeared, ddl_phantoms, i1, i2, i5, i9, i10, read_failures,
+                 ddl_lost, ddl_reappeared, ddl_phantoms, i1, i2, i5, i6, i9, i10, read_failures,
                  restart_failures, mv_compared, checks, check_matches, expect_lost_id;
         uint64_t *restart_ms[N_DAEMONS];
         size_t nrestart[N_DAEMONS];
@@ -299,17 +302,27 @@ static ssize_t pick_live(struct drill *dr, uint8_t kind, uint64_t *rng, size_t *
         return pick;
 }
 
-/* One DDL statement of the ddl/mv workload: a CREATE while fewer than 3 objects of the
- * kind live, a DROP above 6, either in between. */
+/* One DDL statement of the ddl/mv/index workload, of a kind picked at random among
+ * those on: a CREATE while fewer than 3 objects of the kind live, a DROP above 6, either
+ * in between.  Indexes are made only on the base tables and views, which are never
+ * dropped (an index goes with what it indexes, behind the log's back). */
 static void ddl_step(struct drill *dr, PGconn **c, uint64_t *rng)
 {
-        uint8_t kind = dr->w_ddl && dr->w_mv ? (uint8_t)(rnd(rng) % 2) : dr->w_mv ? K_MV : K_TABLE;
+        uint8_t kinds[3], kind;
+        unsigned nk = 0, t = (unsigned)(rnd(rng) % dr->tables);
         char sql[384];
         size_t live, idx;
         ssize_t pick;
         bool create;
         PGresult *r;
 
+        if (dr->w_ddl)
+                kinds[nk++] = K_TABLE;
+        if (dr->w_mv)
+                kinds[nk++] = K_MV;
+        if (dr->w_index)
+                kinds[nk++] = K_INDEX;
+        kind = kinds[rnd(rng) % nk];
         pthread_mutex_lock(&dr->dlock);
         pick = pick_live(dr, kind, rng, &live);
         create = live < 3 || (live <= 6 && rnd(rng) % 2);
@@ -323,21 +336,23 @@ static void ddl_step(struct drill *dr, PGconn **c, uint64_t *rng)
                 idx = dr->nd++;
                 o = &dr->d[idx];
                 *o = (struct dobj){ .kind = kind, .state = S_INFLIGHT, .present = true };
-                snprintf(o->name, sizeof(o->name), "drill_%s_%c%u", dr->tag, kind == K_MV ? 'v' : 'd',
-                         dr->next_obj++);
+                snprintf(o->name, sizeof(o->name), "drill_%s_%c%u", dr->tag, "dvi"[kind], dr->next_obj++);
                 if (kind == K_MV) {
                         snprintf(o->def, sizeof(o->def), "SELECT count(*) AS n, sum(v) AS s FROM drill_%s_t%u "
-                                 "WHERE v %% 5 = %u", dr->tag, (unsigned)(rnd(rng) % dr->tables),
-                                 (unsigned)(rnd(rng) % 5));
+                                 "WHERE v %% 5 = %u", dr->tag, t, (unsigned)(rnd(rng) % 5));
                         snprintf(sql, sizeof(sql), "CREATE MATERIALIZED VIEW %s AS %s", o->name, o->def);
-                } else
+                } else if (kind == K_INDEX && dr->w_mv && rnd(rng) % 2)
+                        snprintf(sql, sizeof(sql), "CREATE INDEX %s ON drill_%s_m%u (n)", o->name, dr->tag, t);
+                else if (kind == K_INDEX)
+                        snprintf(sql, sizeof(sql), "CREATE INDEX %s ON drill_%s_t%u (v)", o->name, dr->tag, t);
+                else
                         snprintf(sql, sizeof(sql), "CREATE TABLE %s (a int)", o->name);
         } else {
                 idx = (size_t)pick;
                 dr->d[idx].state = S_INFLIGHT;
                 dr->d[idx].present = false;
-                snprintf(sql, sizeof(sql), "DROP %s %s", kind == K_MV ? "MATERIALIZED VIEW" : "TABLE",
-                         dr->d[idx].name);
+                snprintf(sql, sizeof(sql), "DROP %s %s",
+                         kind == K_MV ? "MATERIALIZED VIEW" : kind == K_INDEX ? "INDEX" : "TABLE", dr->d[idx].name);
         }
         pthread_mutex_unlock(&dr->dlock);
 
@@ -719,6 +734,19 @@ static uint64_t check_frontiers(struct drill *dr, PGconn **c)
                 PQclear(r);
         } else
                 bad++;
+        /* I6: no input compacted past a live requirement of a consumer (an index's
+         * included, published or not) -- physical since <= bound <= requirement. */
+        if ((r = check_read(dr, c, "SELECT q.consumer_id, q.input_id, q.frontier, f.read_frontier FROM "
+                                   "coord_requirements q JOIN coord_frontiers f ON q.input_id = f.object_id "
+                                   "WHERE f.read_frontier > q.frontier"))) {
+                for (int i = 0; i < PQntuples(r); i++)
+                        fprintf(stderr, "drill: VIOLATION I6 input %s of %s compacted to %s past its requirement %s\n",
+                                PQgetvalue(r, i, 1), PQgetvalue(r, i, 0), PQgetvalue(r, i, 3), PQgetvalue(r, i, 2));
+                dr->i6 += (uint64_t)PQntuples(r);
+                bad += (uint64_t)PQntuples(r);
+                PQclear(r);
+        } else
+                bad++;
         dr->i1 += i1;
         return bad + i1;
 }
@@ -1022,9 +1050,9 @@ int main(int argc, char **argv)
         size_t nclients = 0, nall = 0, at = 0;
         int ex = NODE_EXIT_FAILURE, r, nargs = 0;
         char *args[8], err[256] = "";
-        char *default_daemons = strdup("adapter,lifecycle,controller"), *default_workload = strdup("insert,ddl,mv");
-        static const char *const workloads[] = { "insert", "ddl", "mv" };
-        bool w[3] = { false };
+        char *default_daemons = strdup("adapter,lifecycle,controller"), *default_workload = strdup("insert,ddl,mv,index");
+        static const char *const workloads[] = { "insert", "ddl", "mv", "index" };
+        bool w[4] = { false };
 
         if (!dr || !default_daemons || !default_workload)
                 return NODE_EXIT_FAILURE;
@@ -1038,7 +1066,7 @@ int main(int argc, char **argv)
                 { "kills", CONF_U64, &dr->kills, 10000000, "kills (default 30; --long: 2000 per daemon)" },
                 { "long", CONF_BOOL, &dr->long_run, 0, "2000 kills per daemon unless --kills is given" },
                 { "daemons", CONF_STR, &dr->daemons, 0, "which to kill (default adapter,lifecycle,controller)" },
-                { "workload", CONF_STR, &dr->workload, 0, "insert,ddl,mv (default all three)" },
+                { "workload", CONF_STR, &dr->workload, 0, "insert,ddl,mv,index (default all four)" },
                 { "seed", CONF_U64, &dr->seed, 0, "seed of the kill schedule (default: the clock, printed)" },
                 { "clients", CONF_U64, &dr->clients, 64, "INSERT clients (default 3)" },
                 { "tables", CONF_U64, &dr->tables, 255, "tables written (default 3)" },
@@ -1064,7 +1092,7 @@ int main(int argc, char **argv)
             dr->tables > 255 ||
             dr->min_gap_ms > dr->max_gap_ms ||
             parse_list(dr->daemons, daemon_name, N_DAEMONS, dr->kill_role) < 0 ||
-            parse_list(dr->workload, workloads, 3, w) < 0) {
+            parse_list(dr->workload, workloads, 4, w) < 0) {
                 fprintf(stderr, "coord-drill: %s\n", r < 0 ? err : "bad or missing arguments");
                 usage(stderr, opts, ELEMENTSOF(opts));
                 ex = NODE_EXIT_USAGE;
@@ -1078,6 +1106,7 @@ int main(int argc, char **argv)
         dr->w_insert = w[0];
         dr->w_ddl = w[1];
         dr->w_mv = w[2];
+        dr->w_index = w[3];
         if (!dr->kills) {
                 size_t roles = 0;
                 for (int d = 0; d < N_DAEMONS; d++)
@@ -1124,7 +1153,7 @@ int main(int argc, char **argv)
                 goto out;
         for (size_t i = 0; i < dr->clients + 1; i++) {
                 bool ddl = i == dr->clients;
-                if (ddl ? !(dr->w_ddl || dr->w_mv) : !dr->w_insert)
+                if (ddl ? !(dr->w_ddl || dr->w_mv || dr->w_index) : !dr->w_insert)
                         continue;
                 cl[nclients] = (struct client){ .dr = dr, .rng = rnd(&rng) };
                 if (pthread_create(&cl[nclients].thread, NULL, ddl ? ddl_client : insert_client, &cl[nclients]) != 0)
@@ -1212,9 +1241,9 @@ stop:
                dr->lost, dr->dups, dr->half, dr->phantoms, dr->vanished, dr->reappeared);
         printf("drill: DDL lost %" PRIu64 ", dropped objects back %" PRIu64 ", phantom objects %" PRIu64 "\n",
                dr->ddl_lost, dr->ddl_reappeared, dr->ddl_phantoms);
-        printf("drill: checks %" PRIu64 ": I1 %" PRIu64 ", I2 %" PRIu64 ", I5 %" PRIu64 ", I9 %" PRIu64
+        printf("drill: checks %" PRIu64 ": I1 %" PRIu64 ", I2 %" PRIu64 ", I5 %" PRIu64 ", I6 %" PRIu64 ", I9 %" PRIu64
                " (%" PRIu64 " views compared), I10 %" PRIu64 " (%" PRIu64 " matches), reads failed %" PRIu64 "\n",
-               dr->checks, dr->i1, dr->i2, dr->i5, dr->i9, dr->mv_compared, dr->i10, dr->check_matches,
+               dr->checks, dr->i1, dr->i2, dr->i5, dr->i6, dr->i9, dr->mv_compared, dr->i10, dr->check_matches,
                dr->read_failures);
         printf("drill: verdict %s: lost %" PRIu64 ", violations %" PRIu64 " (seed %" PRIu64 ")\n",
                total_viol ? "FAIL" : "PASS", dr->lost, total_viol, dr->seed);

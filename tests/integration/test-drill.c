@@ -2,8 +2,8 @@
  * as CI runs it.
  *
  *   short_fresh   `tools/coord drill --fresh --kills 25 --seed 30`: a fresh instance of
- *                 its own, 25 kill -9s over the three daemons under INSERT, DDL and
- *                 materialized-view load, a check after every restart; the verdict
+ *                 its own, 25 kill -9s over the three daemons under INSERT, DDL,
+ *                 materialized-view and index load, a check after every restart; the verdict
  *                 must be PASS (exit 0: nothing acknowledged lost, no violation).
  *   detects_loss  the drill must be able to fail: on this test's instance, with
  *                 --test-expect-loss it deletes one acknowledged row through SQL after
