@@ -686,7 +686,28 @@ static uint64_t forward(const char *what, uint64_t gid, uint64_t *last, uint64_t
         return 0;
 }
 
-/* I1, I2 and I5 from the built-in relations. */
+/* A read whose every row is a violation of an invariant: each printed as column=value,
+ * and counted in *counter.  The rows (1 when the read failed). */
+static uint64_t violating_rows(struct drill *dr, PGconn **c, const char *what, const char *sql, uint64_t *counter)
+{
+        PGresult *r = check_read(dr, c, sql);
+        uint64_t n;
+
+        if (!r)
+                return 1;
+        n = (uint64_t)PQntuples(r);
+        for (int i = 0; i < PQntuples(r); i++) {
+                fprintf(stderr, "drill: VIOLATION %s:", what);
+                for (int j = 0; j < PQnfields(r); j++)
+                        fprintf(stderr, " %s=%s", PQfname(r, j), PQgetvalue(r, i, j));
+                fputc('\n', stderr);
+        }
+        PQclear(r);
+        *counter += n;
+        return n;
+}
+
+/* I1, I2, I5 and I6 from the built-in relations. */
 static uint64_t check_frontiers(struct drill *dr, PGconn **c)
 {
         uint64_t bad = 0, i1 = 0;
@@ -713,40 +734,19 @@ static uint64_t check_frontiers(struct drill *dr, PGconn **c)
         } else
                 bad++;
         /* I2: one read, so both at one timestamp. */
-        if ((r = check_read(dr, c, "SELECT f.object_id, f.read_frontier, b.bound FROM coord_frontiers f "
-                                   "JOIN coord_bounds b ON f.object_id = b.object_id WHERE f.object_id >= 1000 "
-                                   "AND f.read_frontier > b.bound"))) {
-                for (int i = 0; i < PQntuples(r); i++)
-                        fprintf(stderr, "drill: VIOLATION I2 %s physical since %s > committed bound %s\n",
-                                PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
-                dr->i2 += (uint64_t)PQntuples(r);
-                bad += (uint64_t)PQntuples(r);
-                PQclear(r);
-        } else
-                bad++;
-        if ((r = check_read(dr, c, "SELECT q.consumer_id, q.input_id, q.frontier, b.bound FROM coord_requirements q "
-                                   "JOIN coord_bounds b ON q.input_id = b.object_id WHERE q.frontier < b.bound"))) {
-                for (int i = 0; i < PQntuples(r); i++)
-                        fprintf(stderr, "drill: VIOLATION I5 requirement of %s on %s at %s < bound %s\n",
-                                PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
-                dr->i5 += (uint64_t)PQntuples(r);
-                bad += (uint64_t)PQntuples(r);
-                PQclear(r);
-        } else
-                bad++;
+        bad += violating_rows(dr, c, "I2 physical since above the committed bound",
+                              "SELECT f.object_id, f.read_frontier, b.bound FROM coord_frontiers f "
+                              "JOIN coord_bounds b ON f.object_id = b.object_id WHERE f.object_id >= 1000 "
+                              "AND f.read_frontier > b.bound", &dr->i2);
+        bad += violating_rows(dr, c, "I5 requirement below its input's bound",
+                              "SELECT q.consumer_id, q.input_id, q.frontier, b.bound FROM coord_requirements q "
+                              "JOIN coord_bounds b ON q.input_id = b.object_id WHERE q.frontier < b.bound", &dr->i5);
         /* I6: no input compacted past a live requirement of a consumer (an index's
          * included, published or not) -- physical since <= bound <= requirement. */
-        if ((r = check_read(dr, c, "SELECT q.consumer_id, q.input_id, q.frontier, f.read_frontier FROM "
-                                   "coord_requirements q JOIN coord_frontiers f ON q.input_id = f.object_id "
-                                   "WHERE f.read_frontier > q.frontier"))) {
-                for (int i = 0; i < PQntuples(r); i++)
-                        fprintf(stderr, "drill: VIOLATION I6 input %s of %s compacted to %s past its requirement %s\n",
-                                PQgetvalue(r, i, 1), PQgetvalue(r, i, 0), PQgetvalue(r, i, 3), PQgetvalue(r, i, 2));
-                dr->i6 += (uint64_t)PQntuples(r);
-                bad += (uint64_t)PQntuples(r);
-                PQclear(r);
-        } else
-                bad++;
+        bad += violating_rows(dr, c, "I6 input compacted past a requirement",
+                              "SELECT q.consumer_id, q.input_id, q.frontier, f.read_frontier FROM "
+                              "coord_requirements q JOIN coord_frontiers f ON q.input_id = f.object_id "
+                              "WHERE f.read_frontier > q.frontier", &dr->i6);
         dr->i1 += i1;
         return bad + i1;
 }
