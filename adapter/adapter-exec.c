@@ -1902,8 +1902,10 @@ static uint64_t choose_as_of(struct exec *ex, const uint64_t *inputs, size_t n, 
         return as_of > ts ? as_of : ts;
 }
 
-static int create_begin_or_error(struct session *s, const struct acat_new_item *ni, uint64_t ts,
-                                 struct acat_txn **txn)
+/* The creation of ni (with `progress`, a source's progress item: both), or its error
+ * sent: 0 with *txn, STMT_RETRY, -ECANCELED, -errno. */
+static int create_begin_or_error(struct session *s, const struct acat_new_item *ni,
+                                 const struct acat_new_item *progress, uint64_t ts, struct acat_txn **txn)
 {
         struct row_error err = { .position = 0 };
         struct acat_txn *before[EXEC_RUN_MAX];
@@ -1912,7 +1914,10 @@ static int create_begin_or_error(struct session *s, const struct acat_new_item *
         /* (7) refs may name the run's creations: they commit first, in the same write */
         for (size_t i = 0; i < s->n_run; i++)
                 before[i] = s->run[i]->txn;
-        r = acat_create_begin_after(s->ex->cat, ni, ts, before, s->n_run, txn, &err);
+        if (progress)
+                r = acat_create_source_begin(s->ex->cat, ni, progress, ts, before, s->n_run, txn, &err);
+        else
+                r = acat_create_begin_after(s->ex->cat, ni, ts, before, s->n_run, txn, &err);
 
         if (r == -EINVAL && s->n_run)
                 return STMT_RETRY;      /* (7) after the run, alone */
@@ -2032,7 +2037,7 @@ static int exec_create_view(struct session *s, struct sql_stmt *st)
                 if (r < 0)
                         return r;
         }
-        r = create_begin_or_error(s, &ni, ts, &txn);
+        r = create_begin_or_error(s, &ni, NULL, ts, &txn);
         if (r != 0)
                 return r;
         return ddl_create(s, txn);
@@ -2062,7 +2067,7 @@ static int exec_create_index(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs, ts);
-        r = create_begin_or_error(s, &ni, ts, &txn);
+        r = create_begin_or_error(s, &ni, NULL, ts, &txn);
         if (r != 0)
                 return r;
         return ddl_create(s, txn);
@@ -2131,8 +2136,7 @@ static int exec_create_source(struct session *s, struct sql_stmt *st)
                 .name = cs->progress_name, .kind = SQL_OBJECT_SOURCE, .create_sql = "",
                 .columns = progress_columns, .n_columns = ELEMENTSOF(progress_columns),
         };
-        struct row_error err = { .position = 0 };
-        struct acat_txn *before[EXEC_RUN_MAX], *txn;
+        struct acat_txn *txn;
         uint64_t ts;
         int r;
 
@@ -2163,16 +2167,8 @@ static int exec_create_source(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         src.as_of = ts;
-        for (size_t i = 0; i < s->n_run; i++)
-                before[i] = s->run[i]->txn;
-        r = acat_create_source_begin(ex->cat, &src, &progress, ts, before, s->n_run, &txn, &err);
-        if (r == -EINVAL && s->n_run)
-                return STMT_RETRY;
-        if (r == -EINVAL) {
-                send_row_error(s->c, &err);
-                return -ECANCELED;
-        }
-        if (r < 0)
+        r = create_begin_or_error(s, &src, &progress, ts, &txn);
+        if (r != 0)
                 return r;
         return ddl_create(s, txn);
 }
@@ -2209,7 +2205,7 @@ static int exec_create_sink(struct session *s, struct sql_stmt *st)
                 return r;
         ni.as_of = cs->snapshot ? choose_as_of(ex, st->inputs, st->n_inputs, ts)
                                 : acat_max_bound(ex->cat, st->inputs, st->n_inputs);
-        r = create_begin_or_error(s, &ni, ts, &txn);
+        r = create_begin_or_error(s, &ni, NULL, ts, &txn);
         if (r != 0)
                 return r;
         return ddl_create(s, txn);
