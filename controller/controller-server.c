@@ -514,6 +514,7 @@ struct dfent {
         struct sink_file *file;         /* sink: open while installed */
         uint64_t sink_frontier;         /* sink: stepped to; sink_out holds times below */
         uint64_t sink_seq;              /* sink: storage seq its output derives from (16) */
+        uint64_t sink_written_ms;       /* sink: when its progress was last written */
         struct eval_batch sink_out;     /* sink: stepped, not in the file yet */
         struct row_error *err;          /* why failed (dfent_error()); allocated on failure:
                                          * 1.3 KB, and 100,000 healthy entries are usual */
@@ -6000,6 +6001,7 @@ static void sink_flush(struct cserver *s)
         _cleanup_free_ struct storage_append *v = NULL;
         _cleanup_free_ struct dfent **ve = NULL;
         _cleanup_free_ uint8_t (*marks)[8] = NULL;
+        uint64_t now = now_ms();
         size_t k = 0;
         int r;
 
@@ -6032,6 +6034,11 @@ static void sink_flush(struct cserver *s)
                         continue;
                 if (e->sink_seq > storage_durable_seq(s->st))
                         continue;       /* G1: after the sync that covers its inputs */
+                /* Progress alone (no lines) about once a second, as mv_flush() moves a
+                 * clean view's upper: a write per idle sink per tick was O(sinks). */
+                if (!e->sink_out.n && now - e->sink_written_ms < CSERVER_MV_FLUSH_MS)
+                        continue;
+                e->sink_written_ms = now;
                 before = sink_file_length(e->file);
                 r = eval_batch_consolidate(&e->sink_out);
                 if (r >= 0)
