@@ -1011,7 +1011,9 @@ static void test_fuzz_tokens(void)
                 "MATERIALIZED", "INDEX", "v", "w", "nd", "k", "mv", "u.x", "x", "DESC",
                 "NULLS FIRST", "COALESCE(a, 1)", "(SELECT a FROM t)", "VALUES (1)", "WITH",
                 "RETAIN HISTORY FOR '1s'", ", u", "CROSS JOIN u", "now()", "2", "REFRESH AT CREATION",
-                "REFRESH EVERY '1s'", "ALIGNED TO", "REFRESH AT mz_now() + 5",
+                "REFRESH EVERY '1s'", "ALIGNED TO", "REFRESH AT mz_now() + 5", "SINK", "SOURCE",
+                "INTO FILE '/tmp/x'", "FILE '/tmp/x'", "LOAD GENERATOR COUNTER", "(FORMAT TEXT)",
+                "(FORMAT CSV WITH 2 COLUMNS)", "(TICK INTERVAL '1s', UP TO 3)", "WITH (SNAPSHOT = false)",
         };
         unsigned seed = 4242;
         size_t ok = 0;
@@ -1026,6 +1028,7 @@ static void test_fuzz_tokens(void)
                         "SELECT ", "INSERT INTO t VALUES (", "SELECT a FROM t ", "SELECT * FROM ",
                         "CREATE MATERIALIZED VIEW m AS SELECT ", "CREATE VIEW m AS SELECT ",
                         "CREATE DEFAULT INDEX ON ", "CREATE INDEX ON ", "SELECT b, count(*) FROM t ",
+                        "CREATE SINK k FROM ", "CREATE SOURCE s FROM ", "DROP SINK ", "DROP SOURCE ",
                 };
 
                 if (rand_r(&seed) % 4)
