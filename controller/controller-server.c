@@ -1971,10 +1971,6 @@ static void work_forget(struct cserver *s, const struct dfent *e)
         for (size_t i = s->n_pending; i-- > 0;)
                 if (s->pending[i] == e)
                         s->pending[i] = s->pending[--s->n_pending];
-        if (e->sink)
-                s->n_sinks--;
-        else if (!e->index)
-                s->n_mvs--;
 }
 
 /* Push an output or an append's updates of gid into every dataflow reading it, at or
@@ -2534,6 +2530,10 @@ static void dfent_remove(struct cserver *s, uint64_t gid)
         s->n_dfs--;
         dfent_untrack(s, e);
         work_forget(s, e);
+        if (e->sink)
+                s->n_sinks--;
+        else if (!e->index)
+                s->n_mvs--;         /* dfs_insert() counted it */
         if (e->index) {
                 ring_forget(s, gid);
                 allowed_forget(s, gid);
@@ -6220,7 +6220,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "peeks_in_thread=%zu peek_thread_max_us=%llu stale_replies=%llu "
                  "drops_by_key=%llu drops_by_range=%llu sinks=%zu sink_flushes=%llu sink_bytes=%llu "
                  "sink_errors=%llu sources=%zu source_ticks=%llu source_rows=%llu source_errors=%llu "
-                 "storage=%s",
+                 "mvs=%zu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -6248,7 +6248,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  s->n_sinks, (unsigned long long)s->sink_flushes, (unsigned long long)s->sink_bytes,
                  (unsigned long long)s->sink_errors, s->n_srcs, (unsigned long long)s->source_ticks,
                  (unsigned long long)s->source_rows, (unsigned long long)s->source_errors,
-                 s->st ? "ok" : "failed");
+                 s->n_mvs, s->st ? "ok" : "failed");
 }
 
 struct storage *cserver_storage(struct cserver *s)

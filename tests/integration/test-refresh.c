@@ -143,10 +143,18 @@ static void test_between(void)
         CU_ASSERT(req_of(c, hr, t) <= r1 + 3600000);
         CU_ASSERT(bound_of(c, t) <= req_of(c, hr, t));
         CU_ASSERT(rows_are(c, "SELECT * FROM once", "1;2"));
+        /* a retired view (once) still counts as installed until it is dropped */
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "mvs"), 2);
+        CU_ASSERT(ok(c, "DROP MATERIALIZED VIEW once"));
+        for (int w = 0; w < 30 && stat_of(COORD__ROLE__ROLE_CONTROLLER, "mvs") != 1; w++)
+                sleep_ms(100);          /* the follower enacts the drop */
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "mvs"), 1);
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW once WITH (REFRESH AT CREATION) AS SELECT a FROM tb "
+                        "WHERE a < 3"));
         /* a completed view comes back complete after a controller restart */
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        CU_ASSERT(rows_are(c, "SELECT * FROM once", "1;2"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM once", "2"));
         CU_ASSERT(rows_are(c, "SELECT * FROM hourly", "2|3"));
         CU_ASSERT(ok(c, "DROP TABLE tb CASCADE"));
         PQfinish(c);
