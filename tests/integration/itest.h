@@ -171,6 +171,17 @@ static uint64_t q_u64(PGconn *c, const char *fmt, ...)
 }
 #endif
 
+/* A path in the test's own COORD_HOME (malloc'ed; NULL without memory): the files of
+ * sinks and sources. */
+static __attribute__((unused)) char *home_file(const char *name)
+{
+        char *p = NULL;
+
+        if (asprintf(&p, "%s/%s", home, name) < 0)
+                return NULL;
+        return p;
+}
+
 static __attribute__((unused)) void sleep_ms(unsigned ms)
 {
         usleep(ms * 1000u);

@@ -21,17 +21,6 @@
 
 #include "itest.h"
 
-static char *dir;
-
-static char *path_of(const char *name)
-{
-        char *p = NULL;
-
-        if (asprintf(&p, "%s/%s", dir, name) < 0)
-                return NULL;
-        return p;
-}
-
 /* One line of a sink file. */
 struct line {
         uint64_t time;
@@ -109,14 +98,12 @@ static void test_up(void)
         CU_ASSERT_FATAL(c != NULL);
         CU_ASSERT(ok(c, "CREATE TABLE tick (a int)"));
         PQfinish(c);
-        CU_ASSERT_FATAL(asprintf(&dir, "%s/sinks", home) > 0);
-        CU_ASSERT_FATAL(mkdir(dir, 0755) == 0);
 }
 
 static void test_bad_input(void)
 {
         PGconn *c = db();
-        char *p = path_of("b.out"), *full = path_of("full.out");
+        char *p = home_file("b.out"), *full = home_file("full.out");
         uint64_t objects;
         FILE *f;
 
@@ -159,7 +146,7 @@ static void test_bad_input(void)
         CU_ASSERT(fails_with(c, "SELECT * FROM k", "42809"));
         /* a built-in compacts by committed bounds like any input: a sink of it is fine */
         {
-                char *o = path_of("objects.out");
+                char *o = home_file("objects.out");
                 CU_ASSERT(okf(c, "CREATE SINK ko FROM coord_objects INTO FILE '%s'", o));
                 CU_ASSERT(ok(c, "DROP SINK ko"));
                 free(o);
@@ -187,7 +174,7 @@ static void test_exactly_once(void)
          * adapter died under it); deleted likewise */
         static int ins[NV], del[NV];
         static struct line lines[4 * NV];
-        char *p = path_of("ex.out");
+        char *p = home_file("ex.out");
         PGconn *c = db();
         uint64_t k, last;
         int n, bad = 0, v = 0, r_i = 0;
@@ -304,7 +291,7 @@ static void test_exactly_once(void)
 static void test_snapshot_false(void)
 {
         static struct line lines[256];
-        char *p = path_of("sf.out");
+        char *p = home_file("sf.out");
         PGconn *c = db();
         uint64_t t, k, cutoff, b0;
         int n, after = 0, bad = 0;
@@ -348,7 +335,7 @@ static void test_snapshot_false(void)
 static void test_view(void)
 {
         static struct line lines[64];
-        char *p = path_of("v.out");
+        char *p = home_file("v.out");
         PGconn *c = db();
         uint64_t k;
         int n;
@@ -378,7 +365,7 @@ static void test_pending(void)
 {
         static const Coord__Role roles[] = { COORD__ROLE__ROLE_LIFECYCLE, COORD__ROLE__ROLE_CONTROLLER,
                                              COORD__ROLE__ROLE_ADAPTER };
-        char *p = path_of("p.out");
+        char *p = home_file("p.out");
         PGconn *c = db();
         uint64_t t, k, r0, n0;
         int j = 0;
@@ -445,8 +432,5 @@ int main(void)
                 { "check", test_check },
                 { NULL, NULL },
         };
-        int r = itest_main("sink", "s", (const struct t_suite[]){ { "sink", cases }, { NULL, NULL } });
-
-        free(dir);
-        return r;
+        return itest_main("sink", "s", (const struct t_suite[]){ { "sink", cases }, { NULL, NULL } });
 }

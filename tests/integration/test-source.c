@@ -24,17 +24,6 @@
 
 #include "itest.h"
 
-static char *dir;
-
-static char *path_of(const char *name)
-{
-        char *p = NULL;
-
-        if (asprintf(&p, "%s/%s", dir, name) < 0)
-                return NULL;
-        return p;
-}
-
 static uint64_t file_size(const char *path)
 {
         struct stat st;
@@ -60,14 +49,12 @@ static bool progress_reaches(PGconn *c, const char *name, uint64_t offset)
 static void test_up(void)
 {
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        CU_ASSERT_FATAL(asprintf(&dir, "%s/sources", home) > 0);
-        CU_ASSERT_FATAL(mkdir(dir, 0755) == 0);
 }
 
 static void test_bad_input(void)
 {
         PGconn *c = db();
-        char *p = path_of("b.txt");
+        char *p = home_file("b.txt");
         uint64_t objects;
         char q[512];
         FILE *f;
@@ -180,7 +167,7 @@ static void test_file_kill9(void)
         static const Coord__Role kills[] = { COORD__ROLE__ROLE_CONTROLLER, COORD__ROLE__ROLE_LIFECYCLE,
                                              COORD__ROLE__ROLE_CONTROLLER, COORD__ROLE__ROLE_ADAPTER };
         struct writer w = { 0 };
-        char *p = path_of("f.txt");
+        char *p = home_file("f.txt");
         PGconn *c = db();
         pthread_t th;
         uint64_t src, prog, size;
@@ -259,7 +246,7 @@ static void test_file_kill9(void)
 
 static void test_csv(void)
 {
-        char *p = path_of("c.csv");
+        char *p = home_file("c.csv");
         PGconn *c = db();
         FILE *f;
 
@@ -287,7 +274,7 @@ static void test_csv(void)
 
 static void test_shrink(void)
 {
-        char *p = path_of("s.txt");
+        char *p = home_file("s.txt");
         PGconn *c = db();
         uint64_t errors;
         FILE *f;
@@ -341,8 +328,5 @@ int main(void)
                 { "drop", test_drop },
                 { NULL, NULL },
         };
-        int r = itest_main("source", "o", (const struct t_suite[]){ { "source", cases }, { NULL, NULL } });
-
-        free(dir);
-        return r;
+        return itest_main("source", "o", (const struct t_suite[]){ { "source", cases }, { NULL, NULL } });
 }
