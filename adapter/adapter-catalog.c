@@ -100,6 +100,21 @@ _Static_assert(ACAT_GID_OBJECTS == COORD_GID_OBJECTS && ACAT_GID_FRONTIERS == CO
                ACAT_GID_BOUNDS == COORD_GID_BOUNDS && ACAT_GID_REQUIREMENTS == COORD_GID_REQUIREMENTS &&
                ACAT_FIRST_USER_GID == COORD_FIRST_USER_GID, "builtins.h");
 
+/* Live status relations (builtins.h): the controller's state when it reads them. */
+static struct sql_column sources_cols[] = {
+        { (char *)"source_id", ROW_TYPE_INT8, false },
+        { (char *)"progress_id", ROW_TYPE_INT8, false },
+        { (char *)"offset", ROW_TYPE_INT8, false },
+        { (char *)"upper", ROW_TYPE_INT8, false },
+        { (char *)"status", ROW_TYPE_TEXT, false },
+        { (char *)"error", ROW_TYPE_TEXT, true },
+};
+static struct sql_column refreshes_cols[] = {
+        { (char *)"object_id", ROW_TYPE_INT8, false },
+        { (char *)"last_refresh", ROW_TYPE_INT8, true },
+        { (char *)"next_refresh", ROW_TYPE_INT8, true },
+};
+
 static struct acat_item builtins[] = {
         { ACAT_GID_OBJECTS, (char *)"coord_objects", SQL_OBJECT_TABLE, NULL,
           objects_cols, ELEMENTSOF(objects_cols), 0, true },
@@ -109,6 +124,10 @@ static struct acat_item builtins[] = {
           bounds_cols, ELEMENTSOF(bounds_cols), 0, true },
         { ACAT_GID_REQUIREMENTS, (char *)"coord_requirements", SQL_OBJECT_TABLE, NULL,
           requirements_cols, ELEMENTSOF(requirements_cols), 0, true },
+        { COORD_GID_SOURCES, (char *)"coord_sources", SQL_OBJECT_TABLE, NULL,
+          sources_cols, ELEMENTSOF(sources_cols), 0, true },
+        { COORD_GID_REFRESHES, (char *)"coord_refreshes", SQL_OBJECT_TABLE, NULL,
+          refreshes_cols, ELEMENTSOF(refreshes_cols), 0, true },
 };
 
 const char *acat_kind_name(enum sql_object_kind kind)

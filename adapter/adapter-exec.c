@@ -163,6 +163,7 @@
 #include "adapter-oracle.h"
 #include "adapter-pgwire.h"
 #include "adapter-sql.h"
+#include "builtins.h"
 #include "catalog.h"
 #include "fring.h"
 #include "log.h"
@@ -442,8 +443,8 @@ static int ensure_builtins(struct exec *ex)
         }
         for (size_t i = 0; i < n; i++) {
                 const struct acat_item *it = items[i];
-                if (!it->builtin)
-                        continue;
+                if (!it->builtin || coord_gid_is_live(it->gid))
+                        continue;       /* a live status relation has no collection */
                 coord__collection_spec__init(&specs[k]);
                 specs[k].gid = it->gid;
                 specs[k].kind = COORD__COLLECTION_KIND__COLLECTION_BUILTIN;
@@ -2770,6 +2771,8 @@ static bool reads_at_upper(const struct sql_stmt *st, struct fring_reader *rd, u
                 uint64_t gid = i < st->n_inputs ? st->inputs[i] : st->physical_inputs[i - st->n_inputs];
                 struct fring_frontier f;
 
+                if (coord_gid_is_live(gid))
+                        continue;       /* no frontier: read as it is now */
                 if (!rd || fring_lookup(rd, gid, &f) < 0 || f.upper <= ts)
                         return true;
         }

@@ -78,6 +78,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "builtins.h"
 #include "row-expr.h"
 #include "util.h"
 
@@ -7472,6 +7473,39 @@ static void sql_stmt_freep(struct sql_stmt **s)
         *s = sql_stmt_free(*s);
 }
 
+/* A live status relation (builtins.h) has no history: what reads it at a timestamp
+ * other than now -- AS OF, or a maintained object, which reads every time -- would get
+ * an answer with the wrong meaning, so those are refused. */
+static int refuse_live_inputs(struct sql_stmt *s, struct row_error *err)
+{
+        const char *what;
+
+        switch (s->kind) {
+        case SQL_STMT_CREATE_MATERIALIZED_VIEW: what = "a materialized view"; break;
+        case SQL_STMT_CREATE_INDEX:             what = "an index"; break;
+        case SQL_STMT_CREATE_SINK:              what = "a sink"; break;
+        case SQL_STMT_SELECT:
+                if (!s->select.has_as_of)
+                        return 0;
+                what = "a read AS OF";
+                break;
+        default:
+                return 0;
+        }
+        for (size_t k = 0; k < s->n_inputs + s->n_physical_inputs; k++) {
+                uint64_t gid = k < s->n_inputs ? s->inputs[k] : s->physical_inputs[k - s->n_inputs];
+
+                if (!coord_gid_is_live(gid))
+                        continue;
+                row_error_set(err, -EOPNOTSUPP, "0A000", "%s cannot read %s", what,
+                              gid == COORD_GID_SOURCES ? "coord_sources" : "coord_refreshes");
+                row_error_detail(err, "It is a live status relation: it shows the present state "
+                                      "and keeps no history.");
+                return -EOPNOTSUPP;
+        }
+        return 0;
+}
+
 int sql_analyze(const struct sql_batch *b, size_t i, const struct sql_catalog_ops *ops,
                 void *userdata, const struct sql_params *params, struct sql_stmt **ret,
                 struct row_error *err)
@@ -7505,6 +7539,9 @@ int sql_analyze(const struct sql_batch *b, size_t i, const struct sql_catalog_op
                 return r;
         }
         assert(s->kind >= 0 && s->kind < _SQL_STMT_KIND_MAX);
+        r = refuse_live_inputs(s, err);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(s);
         return 0;
 }

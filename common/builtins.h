@@ -1,12 +1,24 @@
 /* builtins.h -- the built-in relations' GlobalIds, the same in every process: the
  * adapter writes coord_objects, coord_bounds and coord_requirements, the controller
  * coord_frontiers, the lifecycle follower publishes their bounds (they compact only as
- * the catalog allows, like every collection: I2). */
+ * the catalog allows, like every collection: I2).  coord_sources and coord_refreshes
+ * are live status relations, not collections (below). */
 #pragma once
 
 #define COORD_GID_OBJECTS       1u      /* coord_objects; its upper is the tables' T */
 #define COORD_GID_FRONTIERS     2u      /* coord_frontiers */
 #define COORD_GID_BOUNDS        3u      /* coord_bounds */
 #define COORD_GID_REQUIREMENTS  4u      /* coord_requirements */
-#define COORD_N_BUILTINS        4u
+#define COORD_N_BUILTINS        4u      /* the built-in collections are 1 .. this */
+/* Live status relations: no collection, no history, no bound.  The controller answers
+ * a read of one from its state at the moment it evaluates the read, whatever the read's
+ * timestamp (controller-server.c NOTE 21); the adapter refuses them as inputs of
+ * maintained objects and under AS OF (adapter-sql.c, sql_analyze()). */
+#define COORD_GID_SOURCES       5u      /* coord_sources */
+#define COORD_GID_REFRESHES     6u      /* coord_refreshes */
+
+static inline int coord_gid_is_live(unsigned long long gid)
+{
+        return gid == COORD_GID_SOURCES || gid == COORD_GID_REFRESHES;
+}
 #define COORD_FIRST_USER_GID    1000u   /* catalog items from here on */

@@ -356,6 +356,13 @@
  *     says why in the log (source_error, once per change) and status, and its uppers go
  *     on moving: its contents stay what was read.  Its frontiers and rows show through
  *     the output gate (16) like an append's.
+ *
+ * (21) Live status relations (builtins.h): coord_sources (one row per source: its
+ *     offset, its data upper, running | finished | error and why) and coord_refreshes
+ *     (one row per refresh view: the last refresh its durable upper passed, and the
+ *     next, the first at or after that upper).  No collection holds them: a peek that reads one gets the
+ *     loop's state when it is evaluated (live_feed(), always on the loop), whatever its
+ *     timestamp; nothing maintained may read them (the adapter refuses, 0A000).
  */
 #include "controller-server.h"
 
@@ -3868,6 +3875,69 @@ static int index_fallback_feed(struct cserver *s, struct dfent *de, uint64_t ts,
  * with *ret_upper the upper of an input that is not readable at ts yet (pk->input).  Every input must be readable at ts -- a storage collection (a table at
  * its effective upper, (10)) or an index's arrangement (13) -- and then the plan runs
  * as a one-shot dataflow at ts over their snapshots: the engine of (13), fed once. */
+/* ---- Live status relations (21) ----------------------------------------------------- */
+
+static int64_t int8_of(uint64_t v)
+{
+        return v > INT64_MAX ? INT64_MAX : (int64_t)v;  /* an empty upper: int8's max */
+}
+
+static int live_row(struct feed *fd, const struct row_datum *d, size_t n)
+{
+        uint8_t buf[1024];
+        int64_t size = row_encoded_size(d, n);
+
+        if (size < 0 || size > (int64_t)sizeof(buf))
+                return -E2BIG;
+        return feed_add(fd, buf, row_encode_into(d, n, buf), fd->time, 1);
+}
+
+/* (21) The rows of live relation gid as the loop knows them now, at fd->time. */
+static int live_feed(struct cserver *s, uint64_t gid, struct feed *fd)
+{
+        struct storage_info info;
+        int r = 0;
+
+        if (gid == COORD_GID_SOURCES) {
+                for (size_t i = 0; i < s->n_srcs && r >= 0; i++) {
+                        const struct srcent *e = s->srcs[i];
+                        bool done = e->spec->source_up_to && e->offset >= e->spec->source_up_to;
+                        const char *status = e->err[0] || !e->reader ? "error" : done ? "finished" : "running";
+                        struct row_datum d[6] = {
+                                ROW_DATUM_INT((int64_t)e->gid), ROW_DATUM_INT((int64_t)e->progress_id),
+                                ROW_DATUM_INT(int8_of(e->offset)),
+                                ROW_DATUM_INT(storage_get_info(s->st, e->gid, &info) == 0
+                                                      ? int8_of(info.frontiers.upper) : 0),
+                                ROW_DATUM_TEXT(status, strlen(status)),
+                                e->err[0] ? ROW_DATUM_TEXT(e->err, strlen(e->err)) : ROW_DATUM_NULL,
+                        };
+                        r = live_row(fd, d, 6);
+                }
+                return r;
+        }
+        assert(gid == COORD_GID_REFRESHES);
+        for (size_t i = 0; i < s->n_dfs && r >= 0; i++) {
+                const struct dfent *e = s->dfs[i];
+                struct refresh_schedule rs;
+                uint64_t last, next;
+
+                if (!dfent_schedule(e, &rs) || storage_get_info(s->st, e->gid, &info) < 0)
+                        continue;
+                /* Written up to the upper (13b: a refresh time once anything was
+                 * written; the as-of before); one before the as-of never happened. */
+                last = refresh_prev(&rs, info.frontiers.upper);
+                next = refresh_next(&rs, info.frontiers.upper);
+                struct row_datum d[3] = {
+                        ROW_DATUM_INT((int64_t)e->gid),
+                        last != REFRESH_NONE && last >= e->spec->as_of ? ROW_DATUM_INT(int8_of(last))
+                                                                       : ROW_DATUM_NULL,
+                        next != REFRESH_NONE ? ROW_DATUM_INT(int8_of(next)) : ROW_DATUM_NULL,
+                };
+                r = live_row(fd, d, 3);
+        }
+        return r;
+}
+
 /* ---- Big peeks in the peek thread (18) ------------------------------------------ */
 
 /* In the peek thread: read, feed, step, prepare.  Frees the readers. */
@@ -4124,8 +4194,8 @@ static int peek_try_bg(struct cserver *s, struct peek *pk)
                 struct dfent *de = dfent_find(s, gid);
                 int r;
 
-                if (de && de->index)
-                        return 0;               /* its arrangement is the loop's */
+                if ((de && de->index) || coord_gid_is_live(gid))
+                        return 0;               /* its arrangement, or state (21), is the loop's */
                 r = snapshot_at(s, gid, pk->ts, &at[i]);
                 if (r < 0)
                         return 0;
@@ -4183,6 +4253,8 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                 uint64_t gid = dataflow_input_id(pk->df, i);
                 struct dfent *de = dfent_find(s, gid);
 
+                if (coord_gid_is_live(gid))
+                        continue;       /* (21) readable at any time */
                 if (!de && install_pending(s, gid)) {
                         /* Installed later in this bulk install (17). */
                         pk->input = gid;
@@ -4237,7 +4309,9 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                 struct dfent *de = dfent_find(s, gid);
                 struct feed fd = { .df = pk->df, .input = i, .err = &e, .time = pk->ts };
 
-                if (de && de->index && pk->ts < arrangement_since(de->arr))
+                if (coord_gid_is_live(gid))
+                        r = live_feed(s, gid, &fd);
+                else if (de && de->index && pk->ts < arrangement_since(de->arr))
                         r = index_fallback_feed(s, de, pk->ts, &fd);
                 else if (de && de->index)
                         r = arrangement_read(de->arr, pk->ts, feed_emit, &fd);

@@ -143,6 +143,19 @@ static void test_between(void)
         CU_ASSERT(req_of(c, hr, t) <= r1 + 3600000);
         CU_ASSERT(bound_of(c, t) <= req_of(c, hr, t));
         CU_ASSERT(rows_are(c, "SELECT * FROM once", "1;2"));
+        /* coord_refreshes: the last refresh done and the next one */
+        s = q_rows(c, "SELECT last_refresh, coalesce(next_refresh, -1) FROM coord_refreshes "
+                      "WHERE object_id = %" PRIu64, hr);
+        CU_ASSERT(s && (uint64_t)atoll(s) == r1 && strtoull(strchr(s, '|') + 1, NULL, 10) == r1 + 3600000);
+        free(s);
+        s = q_rows(c, "SELECT last_refresh, coalesce(next_refresh, -1) FROM coord_refreshes "
+                      "WHERE object_id = %" PRIu64, once);
+        /* its one refresh: at its creation, just after hourly's first; past it, its
+         * bound may move on (its contents no longer change) */
+        CU_ASSERT(s && (uint64_t)atoll(s) >= r1 && (uint64_t)atoll(s) <= bound_of(c, once) &&
+                  strcmp(strchr(s, '|'), "|-1") == 0);
+        free(s);
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_refreshes WHERE object_id = %" PRIu64, t), 0);
         /* a retired view (once) still counts as installed until it is dropped */
         CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "mvs"), 2);
         CU_ASSERT(ok(c, "DROP MATERIALIZED VIEW once"));
@@ -156,6 +169,11 @@ static void test_between(void)
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         CU_ASSERT(rows_are(c, "SELECT * FROM once", "2"));
         CU_ASSERT(rows_are(c, "SELECT * FROM hourly", "2|3"));
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT next_refresh FROM coord_refreshes WHERE object_id = %" PRIu64, hr),
+                        r1 + 3600000);
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_refreshes r JOIN coord_objects o ON "
+                                 "o.id = r.object_id WHERE o.name = 'once' AND r.next_refresh IS NULL "
+                                 "AND r.last_refresh IS NOT NULL"), 1);
         CU_ASSERT(ok(c, "DROP TABLE tb CASCADE"));
         PQfinish(c);
 }
@@ -276,6 +294,9 @@ static void test_pending(void)
                 CU_ASSERT(bound_of(c, t) <= r1);
                 CU_ASSERT(q_u64(c, "SELECT min(read_frontier) FROM coord_frontiers WHERE object_id = %" PRIu64, t) <= r1);
                 CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM tp AS OF %" PRIu64, r1), n1);
+                /* pending: no refresh done yet, the next is r1 */
+                CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_refreshes WHERE object_id = %" PRIu64
+                                         " AND last_refresh IS NULL AND next_refresh = %" PRIu64, v, r1), 1);
         }
         CU_ASSERT(fails_with(c, "SELECT * FROM mp", "22012"));
         /* Dropping the view releases the table. */

@@ -111,7 +111,22 @@ static void test_counter(void)
         sleep_ms(300);
         CU_ASSERT(rows_are(c, "SELECT * FROM cnt_sum", "7|28"));
         CU_ASSERT(rows_are(c, "SELECT * FROM cnt_progress", "7"));
+        /* coord_sources: live, and refused where history is needed */
+        CU_ASSERT(rows_are(c, "SELECT s.\"offset\", s.status, s.error IS NULL, s.upper > 0 FROM coord_sources s "
+                              "JOIN coord_objects o ON o.id = s.source_id WHERE o.name = 'cnt'",
+                           "7|finished|t|t"));
+        CU_ASSERT(q_u64(c, "SELECT count(*) FROM coord_sources s JOIN coord_objects o ON o.id = s.progress_id "
+                           "WHERE o.name = 'cnt_progress'") == 1);
+        CU_ASSERT(fails_with(c, "CREATE MATERIALIZED VIEW cs_mv AS SELECT * FROM coord_sources", "0A000"));
+        CU_ASSERT(fails_with(c, "CREATE INDEX cs_i ON coord_sources (source_id)", "0A000"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM coord_sources AS OF 1", "0A000"));
+        CU_ASSERT(ok(c, "CREATE VIEW cs_v AS SELECT source_id FROM coord_sources"));
+        CU_ASSERT(fails_with(c, "CREATE MATERIALIZED VIEW cs_mv AS SELECT * FROM cs_v", "0A000"));
+        CU_ASSERT(fails_with(c, "INSERT INTO coord_sources VALUES (1, 2, 3, 4, 'x', NULL)", "42501"));
+        CU_ASSERT(fails_with(c, "DROP TABLE coord_sources", "42809"));
+        CU_ASSERT(ok(c, "DROP VIEW cs_v"));
         CU_ASSERT(ok(c, "DROP SOURCE cnt CASCADE"));
+        CU_ASSERT(q_u64(c, "SELECT count(*) FROM coord_sources") == 0);
         PQfinish(c);
 }
 
@@ -239,6 +254,10 @@ static void test_file_kill9(void)
         }
         bad += check_remap_protected(c, src, prog);
         CU_ASSERT_EQUAL(bad, 0);
+        /* after the restarts, coord_sources shows the offset its remap holds */
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT \"offset\" FROM coord_sources WHERE source_id = %" PRIu64, src), size);
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_sources WHERE source_id = %" PRIu64
+                                 " AND status = 'running'", src), 1);
         CU_ASSERT(ok(c, "DROP SOURCE fs CASCADE"));
         free(p);
         PQfinish(c);
@@ -290,6 +309,9 @@ static void test_shrink(void)
         CU_ASSERT_FATAL(truncate(p, 4) == 0);
         sleep_ms(500);
         CU_ASSERT(stat_of(COORD__ROLE__ROLE_CONTROLLER, "source_errors") > errors);
+        CU_ASSERT(rows_are(c, "SELECT s.\"offset\", s.status, s.error LIKE '%shrank%' FROM coord_sources s "
+                              "JOIN coord_objects o ON o.id = s.source_id WHERE o.name = 'ss'",
+                           "14|error|t"));
         CU_ASSERT(rows_are(c, "SELECT text FROM ss", "one;three;two"));
         CU_ASSERT(rows_are(c, "SELECT * FROM ss_progress", "14"));
         CU_ASSERT(unlink(p) == 0);
