@@ -42,6 +42,7 @@ struct acat_item {
         bool pending;                   /* created, commit in progress: name reserved,
                                          * invisible to statements */
         bool dropping;                  /* dropped, commit in progress */
+        bool altering;                  /* ALTER SINK ... SET FROM, commit in progress */
 
         /* Views, materialized views and indexes (CatalogItem fields 7-15). */
         Coord__Plan__Relation *plan;    /* a view's, unpacked from plan_bytes at its first
@@ -95,6 +96,7 @@ struct acat_req {
         uint64_t input;
         uint64_t frontier;
         uint64_t pending;       /* a publication in flight moves it here; 0: none */
+        bool leaving;           /* an ALTER SINK in flight removes it: publications skip it */
 };
 
 /* What a transaction changes of bounds and requirements, for the built-in relations
@@ -227,6 +229,17 @@ int acat_publish_begin(struct adapter_catalog *ac, const struct Coord__PublishPr
  * The follower sees the item put again and applies the new window at its next tick. */
 int acat_alter_retain_begin(struct adapter_catalog *ac, uint64_t gid, uint64_t retain_ms,
                             struct acat_txn **ret, struct row_error *err);
+
+/* ALTER SINK ... SET FROM: sink gid writes ni's relation from `cutover` on (ni: plan,
+ * logical/physical inputs, refs, on_id; its columns were checked by the analyzer).  One
+ * transaction: the item put again (as_of = cutover - 1, no snapshot), R(sink, each new
+ * input) = cutover - 1 (kept if higher), the requirements on inputs it no longer reads
+ * deleted (I4: moved in the same transaction).  Every new input's bound must be <=
+ * cutover - 1 (else -EAGAIN, nothing changed: the caller waits for the sink's progress).
+ * Meanwhile the sink cannot be dropped or altered (55006), its new inputs not dropped
+ * without it (2BP01), and publications leave the leaving requirements alone. */
+int acat_alter_sink_begin(struct adapter_catalog *ac, uint64_t gid, const struct acat_new_item *ni,
+                          uint64_t cutover, struct acat_txn **ret, struct row_error *err);
 
 /* The largest of the committed (and in-flight) bounds of gids: the as-of of a new
  * consumer (DESIGN section 4); 0 if none has a bound. */

@@ -2256,6 +2256,95 @@ static int exec_alter_retain(struct session *s, struct sql_stmt *st)
         return ddl_submit_fn(s, txn, false, false, alter_committed);
 }
 
+static void alter_sink_committed(void *ctx, int r, uint64_t seq)
+{
+        struct ddl *d = ctx;
+        struct session *s = d->s;
+        struct exec *ex = s->ex;
+        const struct sql_alter_sink *as = &s->stmt->alter_sink;
+
+        if (r < 0) {
+                acat_txn_finish(ex->cat, d->txn, r);
+                log_error_errno(r, "catalog_commit_failed", "what=alter_sink");
+                ex->fatal = r;
+                ddl_failed(s, r);
+        } else {
+                ex->hold_kick = true;   /* its coord_requirements rows: one group */
+                protection_queue(ex, d->txn);
+                ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
+                acat_txn_finish(ex->cat, d->txn, 0);
+                ex->hold_kick = false;
+                groups_kick(ex);
+                log_info("sink_altered", "gid=%llu from=%llu seq=%llu", (unsigned long long)as->id,
+                         (unsigned long long)as->from_id, (unsigned long long)seq);
+        }
+        free(d);
+        s->waiting = false;
+        session_resume(s);
+}
+
+/* ALTER SINK k SET FROM rel (I4: the requirements move in the item's transaction).  The
+ * cutover is the sink's durable progress P as the ring shows it, once P is past every
+ * write acknowledged before the statement (its read timestamp) and the new relation is
+ * readable at P - 1: until then the statement waits for the progress (57014 after the
+ * peek timeout).  So the old relation's updates up to the ALTER are in the file, and
+ * the controller switches at its durable progress then, >= P (controller-server.c
+ * NOTE 19). */
+static int exec_alter_sink(struct session *s, struct sql_stmt *st)
+{
+        struct exec *ex = s->ex;
+        struct sql_alter_sink *as = &st->alter_sink;
+        const struct acat_item *it = acat_by_gid(ex->cat, as->id);
+        struct fring_reader *rd = node_ring(ex->node);
+        struct acat_new_item ni = {
+                .kind = SQL_OBJECT_SINK, .plan = as->plan,
+                .logical_inputs = st->inputs, .n_logical = st->n_inputs,
+                .physical_inputs = st->physical_inputs, .n_physical = st->n_physical_inputs,
+                .refs = st->references, .n_refs = st->n_references, .on_id = as->from_id,
+        };
+        struct row_error err = { .position = 0 };
+        struct fring_frontier f;
+        struct acat_txn *txn;
+        int r;
+
+        if (ex->fatal)
+                return catalog_not_writable(s);
+        if (!it || it->kind != SQL_OBJECT_SINK) {
+                send_error(s->c, "42P01", "sink \"%s\" does not exist", as->name);
+                return -ECANCELED;
+        }
+        if (it->on_id == as->from_id)
+                return STMT_DONE;       /* it writes that relation already */
+        if (!as->wait_deadline_ms) {
+                as->wait_deadline_ms = now_ms() + ex->cfg.peek_timeout_ms;
+                as->cutover_min = oracle_read_ts(ex->oracle) + 1;
+        }
+        if (rd && fring_lookup(rd, as->id, &f) == 0 && f.upper >= as->cutover_min && f.upper != UINT64_MAX) {
+                r = acat_alter_sink_begin(ex->cat, as->id, &ni, f.upper, &txn, &err);
+                if (r == 0)
+                        return ddl_submit_fn(s, txn, false, false, alter_sink_committed);
+                if (r == -EINVAL) {
+                        send_row_error(s->c, &err);
+                        return -ECANCELED;
+                }
+                if (r != -EAGAIN)
+                        return r;
+        }
+        if (now_ms() >= as->wait_deadline_ms) {
+                send_error(s->c, "57014", "timed out after %llu ms waiting for sink \"%s\" to reach the "
+                           "history of \"%s\"", (unsigned long long)ex->cfg.peek_timeout_ms, as->name,
+                           as->from_name);
+                return -ECANCELED;
+        }
+        /* Again at the next frontier record (exec_on_frontiers()). */
+        s->enact_gid = as->id;
+        s->enact_deadline_ms = as->wait_deadline_ms;
+        s->enact_next = ex->enact_waiters;
+        ex->enact_waiters = s;
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
 static int exec_drop(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
@@ -3448,6 +3537,8 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
                 return exec_create_source(s, st);
         case SQL_STMT_ALTER_RETAIN_HISTORY:
                 return exec_alter_retain(s, st);
+        case SQL_STMT_ALTER_SINK:
+                return exec_alter_sink(s, st);
         case SQL_STMT_SHOW_OBJECTS:
                 return exec_show_objects(s, st);
         case SQL_STMT_SHOW_VARIABLE:

@@ -130,6 +130,8 @@ const char *sql_stmt_tag(const struct sql_stmt *s)
                 return "CREATE SINK";
         case SQL_STMT_CREATE_SOURCE:
                 return "CREATE SOURCE";
+        case SQL_STMT_ALTER_SINK:
+                return "ALTER SINK";
         case SQL_STMT_ALTER_RETAIN_HISTORY:
                 switch (s->alter_retain.kind) {
                 case SQL_OBJECT_MATERIALIZED_VIEW:
@@ -241,6 +243,8 @@ enum lift_kind {
         LIFT_DROP_SINK,                 /* DROP SINK | SOURCE (alter_kind): the whole
                                          * statement; PostgreSQL sees "SELECT" */
         LIFT_CREATE_SOURCE,             /* the whole statement; PostgreSQL sees "SELECT" */
+        LIFT_ALTER_SINK,                /* ALTER SINK name SET FROM relation: the whole
+                                         * statement; PostgreSQL sees "SELECT" */
 };
 
 struct lift {
@@ -855,6 +859,38 @@ static int lift_create_sink(struct sql_batch *b, char *cleaned, PgQuery__ScanTok
         return 0;
 }
 
+/* ALTER SINK name SET FROM [public.]relation: parsed here, PostgreSQL sees "SELECT". */
+static int lift_alter_sink(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
+                           struct row_error *err)
+{
+        struct lift *l;
+        size_t i = 2, name, from;
+
+        if (i >= n || !token_is_name(t[i]))
+                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+        name = i++;
+        if (i + 1 >= n || t[i]->token != PG_QUERY__TOKEN__SET || t[i + 1]->token != PG_QUERY__TOKEN__FROM)
+                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+        from = i += 2;
+        if (i + 2 < n && token_is_word(b, t[i], "public") && t[i + 1]->token == PG_QUERY__TOKEN__ASCII_46)
+                from = i += 2;
+        if (i >= n || !token_is_name(t[i]))
+                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+        if (i + 1 < n)
+                return lift_syntax_error(b, t[i + 1], err);
+        l = lift_new(b, (size_t)t[0]->start, LIFT_ALTER_SINK);
+        if (!l)
+                return row_error_oom(err);
+        l->name = token_ident(b, t[name]);
+        l->on = token_ident(b, t[from]);
+        l->location = (size_t)t[from]->start;
+        if (!l->name || !l->on)
+                return row_error_oom(err);
+        blank(cleaned, t[0], t[n - 1]);
+        memcpy(cleaned + t[0]->start, "SELECT", 6);
+        return 0;
+}
+
 /* DROP {SINK | SOURCE} [IF EXISTS] name [, ...] [CASCADE | RESTRICT]: parsed here,
  * PostgreSQL sees "SELECT" and blanks. */
 static int lift_drop_sink(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
@@ -999,6 +1035,8 @@ static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken
         if (n >= 3 && t[0]->token == PG_QUERY__TOKEN__CREATE &&
             t[1]->token == PG_QUERY__TOKEN__MATERIALIZED && t[2]->token == PG_QUERY__TOKEN__VIEW)
                 return lift_mv_options(b, cleaned, t, n, err);
+        if (n >= 2 && t[0]->token == PG_QUERY__TOKEN__ALTER && token_is_word(b, t[1], "sink"))
+                return lift_alter_sink(b, cleaned, t, n, err);
         if (n >= 8 && t[0]->token == PG_QUERY__TOKEN__ALTER)
                 return lift_alter_retain(b, cleaned, t, n, err);
         if (n >= 2 && t[0]->token == PG_QUERY__TOKEN__CREATE && token_is_word(b, t[1], "sink"))
@@ -7099,6 +7137,65 @@ static int analyze_create_sink(struct analyzer *a, const struct lift *l)
         return new_name(a, l->name, cs->if_not_exists, -1, &cs->exists);
 }
 
+static int analyze_alter_sink(struct analyzer *a, const struct lift *l)
+{
+        struct sql_alter_sink *as = &a->stmt->alter_sink;
+        struct sql_relation sink, rel;
+        int r;
+
+        as->name = strdup(l->name);
+        as->from_name = strdup(l->on);
+        if (!as->name || !as->from_name)
+                return oom(a);
+        r = lookup(a, l->name, &sink);
+        if (r == -ENOENT)
+                return FAIL(a, "42P01", "sink \"%s\" does not exist", l->name);
+        if (r < 0)
+                return r;
+        if (sink.kind != SQL_OBJECT_SINK)
+                return FAIL(a, "42809", "\"%s\" is not a sink", l->name);
+        as->id = sink.id;
+        a->materialize = true;
+        r = lookup(a, l->on, &rel);
+        if (r == -ENOENT)
+                return FAIL_AT(a, (int)l->location, "42P01", "relation \"%s\" does not exist", l->on);
+        if (r < 0)
+                return r;
+        if (rel.kind == SQL_OBJECT_INDEX || rel.kind == SQL_OBJECT_SINK)
+                return FAIL_AT(a, (int)l->location, "42809", "a sink cannot write %s \"%s\"",
+                               sql_object_kind_name(rel.kind), l->on);
+        if (rel.kind == SQL_OBJECT_VIEW && !rel.deterministic)
+                return nondeterministic_view(a, l->on, (int)l->location);
+        if (coord_gid_is_live(rel.id))
+                return FAIL_AT(a, (int)l->location, "0A000", "a sink cannot read %s", l->on);
+        /* The file's lines go on with the same columns. */
+        for (size_t i = 0; i < rel.n_columns || i < sink.n_columns; i++)
+                if (i >= rel.n_columns || i >= sink.n_columns || rel.columns[i].type != sink.columns[i].type) {
+                        r = FAIL_AT(a, (int)l->location, "42804", "cannot change sink \"%s\" to \"%s\": "
+                                    "their columns differ", l->name, l->on);
+                        row_error_detail(a->err, "Sink \"%s\" writes %zu columns; \"%s\" has %zu%s.",
+                                         l->name, sink.n_columns, l->on, rel.n_columns,
+                                         rel.n_columns == sink.n_columns ? ", of other types" : "");
+                        return r;
+                }
+        as->from_id = rel.id;
+        r = add_reference(a, rel.id);
+        if (rel.kind == SQL_OBJECT_VIEW) {
+                for (size_t i = 0; i < rel.n_inputs && r >= 0; i++)
+                        r = add_input(a, rel.inputs[i]);
+                as->plan = rel_copy(rel.plan);
+        } else {
+                if (r >= 0)
+                        r = add_input(a, rel.id);
+                as->plan = rel_get(&rel);
+        }
+        if (r < 0)
+                return r;
+        if (!as->plan)
+                return oom(a);
+        return finish_plan(a, &as->plan);
+}
+
 static int analyze_default_index(struct analyzer *a, const struct lift *l)
 {
         if (l->on_schema && strcmp(l->on_schema, "public") != 0)
@@ -7312,6 +7409,10 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
                 s->kind = SQL_STMT_CREATE_SOURCE;
                 return analyze_create_source(a, bs->lift);
         }
+        if (bs->lift && bs->lift->kind == LIFT_ALTER_SINK) {
+                s->kind = SQL_STMT_ALTER_SINK;
+                return analyze_alter_sink(a, bs->lift);
+        }
         if (bs->lift && bs->lift->kind == LIFT_DROP_SINK) {
                 s->kind = SQL_STMT_DROP;
                 return analyze_drop_sink(a, bs->lift);
@@ -7437,6 +7538,11 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                 free(s->create_sink.columns);
                 rel_free(s->create_sink.plan);
                 break;
+        case SQL_STMT_ALTER_SINK:
+                free(s->alter_sink.name);
+                free(s->alter_sink.from_name);
+                rel_free(s->alter_sink.plan);
+                break;
         case SQL_STMT_CREATE_INDEX:
                 free(s->create_index.name);
                 free(s->create_index.on_name);
@@ -7483,7 +7589,8 @@ static int refuse_live_inputs(struct sql_stmt *s, struct row_error *err)
         switch (s->kind) {
         case SQL_STMT_CREATE_MATERIALIZED_VIEW: what = "a materialized view"; break;
         case SQL_STMT_CREATE_INDEX:             what = "an index"; break;
-        case SQL_STMT_CREATE_SINK:              what = "a sink"; break;
+        case SQL_STMT_CREATE_SINK:
+        case SQL_STMT_ALTER_SINK:               what = "a sink"; break;
         case SQL_STMT_SELECT:
                 if (!s->select.has_as_of)
                         return 0;

@@ -138,6 +138,7 @@ enum sql_stmt_kind {
         SQL_STMT_UPDATE,                /* union member update */
         SQL_STMT_CREATE_SINK,           /* create_sink */
         SQL_STMT_CREATE_SOURCE,         /* create_source */
+        SQL_STMT_ALTER_SINK,            /* ALTER SINK ... SET FROM: alter_sink */
         _SQL_STMT_KIND_MAX,
         _SQL_STMT_KIND_INVALID = -EINVAL,
 };
@@ -271,6 +272,19 @@ struct sql_create_sink {
         bool exists;                    /* IF NOT EXISTS and the name was taken: a no-op */
 };
 
+/* ALTER SINK name SET FROM relation: the sink writes the relation's updates from its
+ * progress on (the adapter picks the cutover, adapter-exec.c).  The relation has the
+ * sink's column types; plan, inputs and references as in sql_create_sink. */
+struct sql_alter_sink {
+        char *name;
+        uint64_t id;
+        char *from_name;
+        uint64_t from_id;
+        Coord__Plan__Relation *plan;
+        uint64_t wait_deadline_ms;      /* the executor's: 0 until it first waits */
+        uint64_t cutover_min;           /* the executor's: the read timestamp then + 1 */
+};
+
 enum sql_source_type {
         SQL_SOURCE_COUNTER = 1,         /* LOAD GENERATOR COUNTER: (counter bigint) 1, 2, ... */
         SQL_SOURCE_FILE = 2,            /* FILE: an append-only file's lines */
@@ -361,6 +375,7 @@ struct sql_stmt {
                 struct sql_create_index create_index;
                 struct sql_create_sink create_sink;
                 struct sql_create_source create_source;
+                struct sql_alter_sink alter_sink;
                 struct sql_alter_retain alter_retain;
                 struct sql_show_objects show_objects;
                 struct sql_show_variable show_variable;

@@ -1922,12 +1922,20 @@ static void dfent_dirty(struct cserver *s, struct dfent *e)
         e->dirty = true;
 }
 
+/* The order of a compute pass: by GlobalId, so a dataflow's inputs go first -- but
+ * sinks last, as an altered sink (NOTE 19) may read a larger GlobalId; nothing reads
+ * a sink.  GlobalIds are below 2^63. */
+static uint64_t work_key(const struct dfent *e)
+{
+        return e->sink ? e->gid | (1ull << 63) : e->gid;
+}
+
 static void work_up(struct dfent **h, size_t i)
 {
         while (i) {
                 size_t p = (i - 1) / 2;
                 struct dfent *t;
-                if (h[p]->gid <= h[i]->gid)
+                if (work_key(h[p]) <= work_key(h[i]))
                         break;
                 t = h[p], h[p] = h[i], h[i] = t;
                 i = p;
@@ -1947,9 +1955,9 @@ static struct dfent *work_pop(struct cserver *s)
         for (;;) {
                 size_t l = 2 * i + 1, m = i;
                 struct dfent *t;
-                if (l < n && h[l]->gid < h[m]->gid)
+                if (l < n && work_key(h[l]) < work_key(h[m]))
                         m = l;
-                if (l + 1 < n && h[l + 1]->gid < h[m]->gid)
+                if (l + 1 < n && work_key(h[l + 1]) < work_key(h[m]))
                         m = l + 1;
                 if (m == i)
                         break;
@@ -1980,8 +1988,8 @@ static void work_forget(struct cserver *s, const struct dfent *e)
                         s->pending[i] = s->pending[--s->n_pending];
 }
 
-/* Push an output or an append's updates of gid into every dataflow reading it, at or
- * after position `after` in GlobalId order (0: all). */
+/* Push an output or an append's updates of gid into every dataflow reading it that
+ * comes after position `after` in the pass's order (work_key(); 0: all). */
 static void readers_push(struct cserver *s, uint64_t gid, uint64_t after, const struct eval_update *u,
                          size_t n)
 {
@@ -1992,7 +2000,7 @@ static void readers_push(struct cserver *s, uint64_t gid, uint64_t after, const 
                 return;
         for (size_t i = 0; i < rl->n; i++) {
                 struct dfent *d = rl->v[i];
-                if (d->failed || !d->df || d->gid <= after)
+                if (d->failed || !d->df || work_key(d) <= after)
                         continue;
                 for (size_t q = 0; q < dataflow_n_inputs(d->df); q++)
                         if (dataflow_input_id(d->df, q) == gid &&
@@ -2806,7 +2814,7 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                         e->pending_upper = frontier;
                 }
                 /* Downstream dataflows see this output now (in this same pass). */
-                readers_push(s, e->gid, e->gid, e->out.updates, e->out.n);
+                readers_push(s, e->gid, work_key(e), e->out.updates, e->out.n);
                 if (work_take_pending(s) < 0)
                         goto oom;
         }
@@ -3301,14 +3309,62 @@ static void source_tick(struct cserver *s)
         compute_run(s);         /* the readers step; peeks wake */
 }
 
-/* Install one spec: 1 installed, 0 already there, -ENOMEM (e set). */
+static bool same_plan(const Coord__Plan__Relation *a, const Coord__Plan__Relation *b)
+{
+        size_t na = a ? coord__plan__relation__get_packed_size(a) : 0;
+        size_t nb = b ? coord__plan__relation__get_packed_size(b) : 0;
+        _cleanup_free_ uint8_t *x = NULL, *y = NULL;
+
+        if (na != nb)
+                return false;
+        if (!na)
+                return true;
+        x = malloc(na);
+        y = malloc(nb);
+        if (!x || !y)
+                return false;   /* switching again is harmless */
+        coord__plan__relation__pack(a, x);
+        coord__plan__relation__pack(b, y);
+        return memcmp(x, y, na) == 0;
+}
+
+/* (19) ALTER SINK ... SET FROM: sink e's spec comes again with another plan.  It goes
+ * on from its durable progress P with the new one: what was stepped but is not in the
+ * file yet (old input, at or after P) is dropped, and the new dataflow resumes at P - 1
+ * without writing that snapshot (sink_open()).  So the file holds the old input's
+ * updates below P and the new input's from P on, each once -- across a restart too,
+ * which installs the new plan at the same P.  The adapter committed R(sink, new
+ * inputs) <= P - 1 (it waited for the progress to pass their bounds). */
+static int sink_switch(struct cserver *s, struct dfent *e, const Coord__DataflowSpec *sp,
+                       struct row_error *err)
+{
+        Coord__DataflowSpec *copy;
+
+        if (spec_copy(sp, &copy) < 0)
+                return row_error_oom(err);
+        dfent_untrack(s, e);
+        work_forget(s, e);
+        e->df = dataflow_free(e->df);
+        coord__dataflow_spec__free_unpacked(e->spec, NULL);
+        e->spec = copy;
+        log_info("sink_switched", "gid=%llu stepped_to=%llu dropped_lines=%zu", (unsigned long long)e->gid,
+                 (unsigned long long)e->sink_frontier, e->sink_out.n);
+        (void)dfent_hydrate(s, e);      /* a failure stays on the entry */
+        return 1;
+}
+
+/* Install one spec: 1 installed (or a sink switched), 0 already there, -ENOMEM (e set). */
 static int install_one(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *e)
 {
         struct dfent *de;
 
         if (sp->kind == COORD__DATAFLOW_KIND__DATAFLOW_SOURCE)
                 return source_install(s, sp, e);
-        if (dfent_find(s, sp->gid))
+        de = dfent_find(s, sp->gid);
+        if (de && de->sink && sp->kind == COORD__DATAFLOW_KIND__DATAFLOW_SINK &&
+            !same_plan(de->spec->plan, sp->plan))
+                return sink_switch(s, de, sp, e);
+        if (de)
                 return 0;
         de = calloc(1, sizeof(*de));
         if (!de || spec_copy(sp, &de->spec) < 0) {

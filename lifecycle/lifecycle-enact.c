@@ -315,8 +315,9 @@ static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n,
         Coord__DataflowSpec *ds = calloc(n ? n : 1, sizeof(*ds));
         Coord__DataflowSpec **dsp = calloc(n ? n : 1, sizeof(*dsp));
         Coord__Plan__Relation **plans = calloc(n ? n : 1, sizeof(*plans));
+        Coord__DataflowSpec **sinks = calloc(n ? n : 1, sizeof(*sinks));
 
-        if (!cs || !csp || !ds || !dsp || !plans) {
+        if (!cs || !csp || !ds || !dsp || !plans || !sinks) {
                 log_error("out_of_memory", "what=enact");
                 goto out;
         }
@@ -388,6 +389,19 @@ static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n,
                 ens.complete = complete;
                 send(e, COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS, &ens.base, ens.n_collections);
         }
+        /* Sinks last, in order: an altered sink (ALTER SINK ... SET FROM) may read a
+         * dataflow with a larger GlobalId, installed first so; nothing reads a sink. */
+        {
+                size_t k = 0, m = 0;
+
+                for (size_t q = 0; q < cdf.n_dataflows; q++) {
+                        if (dsp[q]->kind == COORD__DATAFLOW_KIND__DATAFLOW_SINK)
+                                sinks[m++] = dsp[q];
+                        else
+                                dsp[k++] = dsp[q];
+                }
+                memcpy(&dsp[k], sinks, m * sizeof(*sinks));
+        }
         if (cdf.n_dataflows || complete) {
                 cdf.dataflows = dsp;
                 cdf.complete = complete;
@@ -402,6 +416,7 @@ out:
         free(ds);
         free(dsp);
         free(plans);
+        free(sinks);
 }
 
 void lc_enact_flush(struct lc_enact *e)

@@ -13,6 +13,13 @@
  *   snapshot_false   SNAPSHOT = false starts at the input's committed bound: nothing at
  *                    or before it is written, every later change is.
  *   view             a sink of an aggregate view writes the view's changes.
+ *   alter            ALTER SINK k SET FROM: refused forms with their SQLSTATEs; the file
+ *                    holds the old relation's updates acknowledged before the ALTER and
+ *                    the new one's after it (no snapshot), each once, through a switch to
+ *                    a newer materialized view and kill -9 of each daemon; I4: the
+ *                    requirements move in the ALTER's transaction (the new input's right
+ *                    after it returns, none on the old one), the old input can be
+ *                    dropped, the new one not.
  *   pending          I6: a sink whose output is pending (its dataflow failed) keeps
  *                    R(sink, t) and t's bound at its progress - 1 while t is written and
  *                    each daemon is killed and restarted; t stays readable there.
@@ -361,6 +368,115 @@ static void test_view(void)
         PQfinish(c);
 }
 
+/* How many lines of v carry `row` with `diff`. */
+static int count_rows(const struct line *v, int n, const char *row, int64_t diff)
+{
+        int k = 0;
+
+        for (int i = 0; i < n; i++)
+                k += strcmp(v[i].row, row) == 0 && v[i].diff == diff;
+        return k;
+}
+
+static void test_alter(void)
+{
+        static const Coord__Role roles[] = { COORD__ROLE__ROLE_CONTROLLER, COORD__ROLE__ROLE_LIFECYCLE,
+                                             COORD__ROLE__ROLE_ADAPTER };
+        static struct line lines[512];
+        char *p = home_file("alt.out");
+        PGconn *c = db();
+        uint64_t k, ta, tb, mv, r_new;
+        int n, bad = 0;
+
+        CU_ASSERT_FATAL(c && p);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE ta (a int, b text)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE tb (a int, b text)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE tn (a int)"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO ta VALUES (1, 'a-before')"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO tb VALUES (1, 'b-before')"));
+        CU_ASSERT_FATAL(okf(c, "CREATE SINK ka FROM ta INTO FILE '%s'", p));
+        k = gid_of(c, "ka");
+        ta = gid_of(c, "ta");
+        tb = gid_of(c, "tb");
+        /* refused, nothing changed */
+        CU_ASSERT(fails_with(c, "ALTER SINK nope SET FROM tb", "42P01"));
+        CU_ASSERT(fails_with(c, "ALTER SINK ta SET FROM tb", "42809"));
+        CU_ASSERT(fails_with(c, "ALTER SINK ka SET FROM nope", "42P01"));
+        CU_ASSERT(fails_with(c, "ALTER SINK ka SET FROM tn", "42804"));
+        CU_ASSERT(fails_with(c, "ALTER SINK ka SET FROM ka", "42809"));
+        CU_ASSERT(fails_with(c, "ALTER SINK ka SET FROM coord_sources", "0A000"));
+        CU_ASSERT(fails_with(c, "ALTER SINK ka SET tb", "42601"));
+        CU_ASSERT(fails_with(c, "ALTER SINK ka SET FROM tb tb", "42601"));
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT(fails_with(c, "ALTER SINK ka SET FROM tb", "25001"));
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_requirements WHERE consumer_id = %" PRIu64
+                                 " AND input_id = %" PRIu64, k, ta), 1);
+        CU_ASSERT(ok(c, "ALTER SINK ka SET FROM ta"));          /* the same: nothing to do */
+
+        CU_ASSERT(ok(c, "INSERT INTO ta VALUES (2, 'a-acked')"));
+        CU_ASSERT_FATAL(ok(c, "ALTER SINK ka SET FROM tb"));
+        /* I4: moved in the same transaction, visible as soon as it returned */
+        r_new = q_u64(c, "SELECT frontier FROM coord_requirements WHERE consumer_id = %" PRIu64
+                         " AND input_id = %" PRIu64, k, tb);
+        CU_ASSERT(r_new > 0);
+        CU_ASSERT(r_new >= q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, tb));
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_requirements WHERE consumer_id = %" PRIu64
+                                 " AND input_id = %" PRIu64, k, ta), 0);
+        CU_ASSERT(ok(c, "INSERT INTO ta VALUES (3, 'a-after')"));
+        CU_ASSERT(ok(c, "INSERT INTO tb VALUES (2, 'b-after')"));
+        CU_ASSERT(fails_with(c, "DROP TABLE tb", "2BP01"));
+        CU_ASSERT(ok(c, "DROP TABLE ta"));
+        /* a newer materialized view: a larger GlobalId than the sink */
+        CU_ASSERT_FATAL(ok(c, "CREATE MATERIALIZED VIEW mb AS SELECT a + 100 AS a, b FROM tb"));
+        mv = gid_of(c, "mb");
+        CU_ASSERT(mv > k);
+        CU_ASSERT_FATAL(ok(c, "ALTER SINK ka SET FROM mb"));
+        CU_ASSERT(ok(c, "INSERT INTO tb VALUES (3, 'mb-1')"));
+        for (size_t i = 0; i < ELEMENTSOF(roles); i++) {
+                CU_ASSERT(okf(c, "INSERT INTO tb VALUES (%zu, 'mb-kill-before')", 10 + i));
+                CU_ASSERT_FATAL(kill9(roles[i]));
+                CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+                if (roles[i] == COORD__ROLE__ROLE_ADAPTER)
+                        CU_ASSERT_FATAL((c = reconnect(c)) != NULL);
+                CU_ASSERT(okf(c, "INSERT INTO tb VALUES (%zu, 'mb-kill-after')", 20 + i));
+        }
+        CU_ASSERT_FATAL(progress_past(c, k, q_u64(c, "SELECT mz_now()")));
+        n = read_lines(p, lines, (int)ELEMENTSOF(lines));
+        CU_ASSERT_FATAL(n > 0);
+        /* the old relation up to the ALTER, the new ones after, each once */
+        bad += count_rows(lines, n, "1\ta-before", 1) != 1;
+        bad += count_rows(lines, n, "2\ta-acked", 1) != 1;
+        bad += count_rows(lines, n, "3\ta-after", 1) != 0;
+        bad += count_rows(lines, n, "1\tb-before", 1) != 0;     /* no snapshot of tb */
+        bad += count_rows(lines, n, "2\tb-after", 1) != 1;
+        bad += count_rows(lines, n, "102\tb-after", 1) != 0;    /* no snapshot of mb */
+        bad += count_rows(lines, n, "103\tmb-1", 1) != 1;
+        for (int i = 0; i < 3; i++) {
+                char row[64];
+
+                snprintf(row, sizeof(row), "%d\tmb-kill-before", 110 + i);
+                bad += count_rows(lines, n, row, 1) != 1;
+                snprintf(row, sizeof(row), "%d\tmb-kill-after", 120 + i);
+                bad += count_rows(lines, n, row, 1) != 1;
+        }
+        for (int i = 1; i < n; i++)
+                bad += lines[i].time < lines[i - 1].time;
+        if (bad)
+                for (int i = 0; i < n; i++)
+                        fprintf(stderr, "\n    %" PRIu64 " %+lld %s", lines[i].time, (long long)lines[i].diff,
+                                lines[i].row);
+        CU_ASSERT_EQUAL(bad, 0);
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_requirements WHERE consumer_id = %" PRIu64, k), 1);
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_requirements WHERE consumer_id = %" PRIu64
+                                 " AND input_id = %" PRIu64, k, mv), 1);
+        CU_ASSERT_EQUAL(t_sh("%s check >/dev/null", coord_cmd), 0);
+        CU_ASSERT(ok(c, "DROP TABLE tb CASCADE"));
+        CU_ASSERT(ok(c, "DROP TABLE tn"));
+        free(p);
+        PQfinish(c);
+}
+
 static void test_pending(void)
 {
         static const Coord__Role roles[] = { COORD__ROLE__ROLE_LIFECYCLE, COORD__ROLE__ROLE_CONTROLLER,
@@ -428,6 +544,7 @@ int main(void)
                 { "exactly_once_kill9_each", test_exactly_once },
                 { "snapshot_false", test_snapshot_false },
                 { "view", test_view },
+                { "alter_kill9_each", test_alter },
                 { "pending_kill9_each", test_pending },
                 { "check", test_check },
                 { NULL, NULL },
