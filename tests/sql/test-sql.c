@@ -1029,6 +1029,7 @@ static void test_fuzz_tokens(void)
                         "CREATE MATERIALIZED VIEW m AS SELECT ", "CREATE VIEW m AS SELECT ",
                         "CREATE DEFAULT INDEX ON ", "CREATE INDEX ON ", "SELECT b, count(*) FROM t ",
                         "CREATE SINK k FROM ", "CREATE SOURCE s FROM ", "DROP SINK ", "DROP SOURCE ",
+                        "ALTER SINK k SET FROM ", "ALTER SINK ",
                 };
 
                 if (rand_r(&seed) % 4)
