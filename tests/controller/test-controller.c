@@ -16,6 +16,8 @@
  *   waiting peeks     a peek at ts >= upper is parked, later requests on the same
  *                     connection are served, and the next append answers it; with no
  *                     append it times out with 57014;
+ *   peek holds        a streamed peek waiting for its next chunk keeps its input's since
+ *                     at its ts against a permission past it; its end releases it
  *   frontiers         coord_frontiers (gid 2) holds each table's stored (since, upper)
  *                     and the row (0, 0, T) of the shared frontier; a table's upper is
  *                     max of the two, as ListCollections reports it;
@@ -1134,6 +1136,86 @@ static void test_below_since(void)
         CU_ASSERT_EQUAL(since, t - 5010);
 }
 
+/* Issue 30 item 5: a streamed peek is an execution hold (controller-server.c note 5).
+ * While it waits for its next chunk, a permission past its ts moves the table's since
+ * only to ts; when the stream ends, the rest follows. */
+static void test_peek_holds(void)
+{
+        Coord__PeekRequest m = COORD__PEEK_REQUEST__INIT;
+        Coord__Plan__Peek pk = COORD__PLAN__PEEK__INIT;
+        Coord__PeekResult *res;
+        Coord__Envelope *env;
+        struct plan p;
+        uint64_t t0, t1, since = 0, rid, start;
+        char rows[32 * 16] = "";
+        size_t len = 0;
+        unsigned chunks = 1;
+
+        ensure_tables(g_fd, g_ts, 1, (uint64_t)1011);
+        for (int i = 0; i < 32; i++)
+                len += (size_t)snprintf(rows + len, sizeof(rows) - len, "%s%d:row-%d", i ? "," : "", i, i);
+        t0 = tick(10);
+        append_ok(g_fd, t0, 1011, rows, 32);
+        pk.plan = plan_build(&p, 1011, 2, 0, 0, false);
+        pk.timestamp = t0;
+        m.peek = &pk;
+        m.timeout_ms = 1000;
+        m.chunk_bytes = 64;
+        rid = send_msg(g_fd, COORD__MSG_TYPE__MSG_PEEK, &m.base);
+        env = recv_for(g_fd, rid, TIMEOUT_MS);
+        CU_ASSERT_FATAL(env && env->type == COORD__MSG_TYPE__MSG_PEEK_RESULT);
+        res = coord__peek_result__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_FATAL(res && res->more);
+        coord__peek_result__free_unpacked(res, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+
+        /* Written on, and permitted far past t0: the since stops at t0. */
+        t1 = tick(1000);
+        append_ok(g_fd, t1, 1011, "100:later", 1);
+        {
+                Coord__AllowCompaction a = COORD__ALLOW_COMPACTION__INIT;
+                Coord__CatalogBoundRecord b = COORD__CATALOG_BOUND_RECORD__INIT, *bp = &b;
+
+                b.gid = 1011;
+                b.bound = t1;
+                a.sinces = &bp;
+                a.n_sinces = 1;
+                expect_ok(request(g_fd, COORD__MSG_TYPE__MSG_ALLOW_COMPACTION, &a.base));
+        }
+        usleep(300 * 1000);     /* three compaction runs */
+        CU_ASSERT_FATAL(frontiers_of(g_fd, 1011, &since, NULL));
+        CU_ASSERT_EQUAL(since, t0);
+
+        /* The stream, chunk by chunk, to its end: then the since moves on to t1. */
+        for (bool more = true; more && chunks < 100; chunks++) {
+                Coord__PeekNext nx = COORD__PEEK_NEXT__INIT;
+                Coord__Envelope out = COORD__ENVELOPE__INIT;
+                size_t n = coord__peek_next__get_packed_size(&nx);
+                uint8_t buf[16];
+
+                coord__peek_next__pack(&nx, buf);
+                out.type = COORD__MSG_TYPE__MSG_PEEK_NEXT;
+                out.sender = COORD__ROLE__ROLE_ADAPTER;
+                out.incarnation = g_inc;
+                out.request_id = rid;
+                out.payload.data = buf;
+                out.payload.len = n;
+                CU_ASSERT_EQUAL_FATAL(ipc_sync_send(g_fd, &out, IPC_MAX_FRAME_DEFAULT), 0);
+                env = recv_for(g_fd, rid, TIMEOUT_MS);
+                CU_ASSERT_FATAL(env && env->type == COORD__MSG_TYPE__MSG_PEEK_RESULT);
+                res = coord__peek_result__unpack(NULL, env->payload.len, env->payload.data);
+                CU_ASSERT_FATAL(res != NULL);
+                more = res->more;
+                coord__peek_result__free_unpacked(res, NULL);
+                coord__envelope__free_unpacked(env, NULL);
+        }
+        CU_ASSERT(chunks > 3);
+        start = now_ms();
+        while (now_ms() - start < 3000 && frontiers_of(g_fd, 1011, &since, NULL) && since < t1)
+                usleep(20 * 1000);
+        CU_ASSERT_EQUAL(since, t1);
+}
+
 static void test_peek_waits(void)
 {
         Coord__Envelope *env;
@@ -1944,6 +2026,7 @@ static const struct t_case cases[] = {
         { "group commit: kill -9 while a sync is held", test_sync_kill9 },
         { "group commit: a failed sync answers the held Ok with 58030", test_sync_failure },
         { "--append-sync=loop: synced on the loop, nothing held", test_sync_loop_mode },
+        { "a streamed peek holds its input's since at its ts until it ends", test_peek_holds },
         { "status and clean stop", test_stop },
         { NULL, NULL },
 };
