@@ -46,10 +46,14 @@
 #include <unistd.h>
 
 #include "fring.h"
+#include "hist.h"
 #include "ipc.h"
 #include "log.h"
 #include "loop.h"
+#include "metrics.h"
+#include "node-http.h"
 #include "probes.h"
+#include "sdnotify.h"
 #include "util.h"
 
 #define RING_TICK_MS     1000u          /* note 5: drain (or attach) at least this often */
@@ -118,6 +122,14 @@ struct node {
         uint64_t ring_loop_wakes;       /* completions of ring_io */
         uint64_t ring_reads;            /* ring_read_all() calls that delivered records */
         bool draining;                  /* node_free(): closing, no redials */
+        /* Metrics and the service manager (node.h): */
+        struct { const char *name, *help; const struct hist *h; } hists[NODE_HISTS_MAX];
+        size_t n_hists;
+        bool scrape;                    /* on_status runs for a scrape (node_status_is_scrape) */
+        struct node_http *http;         /* --metrics-port */
+        bool notified_ready, notified_stopping;
+        uint64_t watchdog_ns;           /* half of $WATCHDOG_USEC; 0: none */
+        struct loop_timer *watchdog;
 };
 
 static const char *const role_names[N_ROLES] = {
@@ -397,42 +409,161 @@ done:
         coord__hello__free_unpacked(hello, NULL);
 }
 
-static void handle_status(struct node *n, struct ipc_conn *c, const Coord__Envelope *env)
-{
-        Coord__StatusReply reply = COORD__STATUS_REPLY__INIT;
+/* A status reply and what it points into; valid until the next status_build() (the
+ * daemon's detail buffer is reused). */
+struct status_buf {
+        Coord__StatusReply reply;
         Coord__PeerStatus ps[N_ROLES], *psp[N_ROLES];
+        Coord__Histogram hs[NODE_HISTS_MAX], *hsp[NODE_HISTS_MAX];
+        uint64_t counts[NODE_HISTS_MAX][HIST_BUCKETS];
+};
+
+static void status_build(struct node *n, bool scrape, struct status_buf *b)
+{
+        Coord__StatusReply *reply = &b->reply;
         size_t k = 0;
 
-        reply.role = n->cfg.role;
-        reply.pid = (int32_t)getpid();
-        reply.incarnation = n->incarnation;
-        reply.uptime_ms = now_ms() - n->start_mono_ms;
-        reply.ready = n->ready;
-        reply.instance = n->instance;
-        reply.frames_rejected = n->frames_rejected + ipc_server_rejected(n->server);
-        reply.stale_rejected = n->stale_rejected;
-        reply.max_stall_us = loop_max_stall_ns(n->loop) / 1000;
-        reply.window_stall_us = loop_take_window_stall_ns(n->loop) / 1000;
-        reply.detail = (char *)"";
+        coord__status_reply__init(reply);
+        reply->role = n->cfg.role;
+        reply->pid = (int32_t)getpid();
+        reply->incarnation = n->incarnation;
+        reply->uptime_ms = now_ms() - n->start_mono_ms;
+        reply->ready = n->ready;
+        reply->instance = n->instance;
+        reply->frames_rejected = n->frames_rejected + ipc_server_rejected(n->server);
+        reply->stale_rejected = n->stale_rejected;
+        reply->max_stall_us = loop_max_stall_ns(n->loop) / 1000;
+        /* A scrape starts no new window (node_status_is_scrape()). */
+        reply->window_stall_us = scrape ? 0 : loop_take_window_stall_ns(n->loop) / 1000;
+        reply->detail = (char *)"";
         for (unsigned r = 1; r < N_ROLES; r++) {
                 struct peer *p = &n->peers[r];
                 if (!role_is_daemon((Coord__Role)r) || r == (unsigned)n->cfg.role)
                         continue;
-                coord__peer_status__init(&ps[k]);
-                ps[k].role = (Coord__Role)r;
-                ps[k].connected = p->conn != NULL;
-                ps[k].incarnation = p->max_incarnation;
-                ps[k].since_ms = p->since_ms;
-                ps[k].reconnects = p->connects;
-                psp[k] = &ps[k];
+                coord__peer_status__init(&b->ps[k]);
+                b->ps[k].role = (Coord__Role)r;
+                b->ps[k].connected = p->conn != NULL;
+                b->ps[k].incarnation = p->max_incarnation;
+                b->ps[k].since_ms = p->since_ms;
+                b->ps[k].reconnects = p->connects;
+                b->psp[k] = &b->ps[k];
                 k++;
         }
-        reply.n_peers = k;
-        reply.peers = psp;
+        reply->n_peers = k;
+        reply->peers = b->psp;
+        for (size_t i = 0; i < n->n_hists; i++) {
+                Coord__Histogram *h = &b->hs[i];
+
+                coord__histogram__init(h);
+                h->name = (char *)n->hists[i].name;
+                h->help = (char *)n->hists[i].help;
+                hist_read(n->hists[i].h, b->counts[i], &h->sum_us);
+                h->counts = b->counts[i];
+                h->n_counts = HIST_BUCKETS;
+                b->hsp[i] = h;
+        }
+        reply->n_histograms = n->n_hists;
+        reply->histograms = b->hsp;
+        n->scrape = scrape;
         if (n->h.on_status)
-                n->h.on_status(n, &reply, n->userdata);
+                n->h.on_status(n, reply, n->userdata);
+        n->scrape = false;
+}
+
+static void handle_status(struct node *n, struct ipc_conn *c, const Coord__Envelope *env)
+{
+        Coord__StatusRequest *req;
+        struct status_buf *b;
+        bool scrape = false;
+
+        /* An empty payload is a plain request (older coordctl); one that does not parse
+         * is answered as one. */
+        req = coord__status_request__unpack(NULL, env->payload.len, env->payload.data);
+        if (req) {
+                scrape = req->scrape;
+                coord__status_request__free_unpacked(req, NULL);
+        }
+        b = malloc(sizeof(*b));
+        if (!b)
+                return;
+        status_build(n, scrape, b);
         (void)ipc_conn_send_msg(c, COORD__MSG_TYPE__MSG_STATUS_REPLY, n->cfg.role, n->incarnation,
-                                env->request_id, &reply.base);
+                                env->request_id, &b->reply.base);
+        free(b);
+}
+
+/* The body of GET /metrics: this daemon's status as Prometheus text. */
+static char *metrics_body(void *userdata, size_t *ret_len)
+{
+        struct node *n = userdata;
+        struct status_buf *b = malloc(sizeof(*b));
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f;
+        int r;
+
+        if (!b)
+                return NULL;
+        f = open_memstream(&buf, &len);
+        if (!f) {
+                free(b);
+                return NULL;
+        }
+        status_build(n, true, b);
+        r = metrics_render(f, &b->reply);
+        if (fclose(f) != 0 || r < 0) {
+                free(buf);
+                buf = NULL;
+        }
+        free(b);
+        *ret_len = len;
+        return buf;
+}
+
+int node_add_hist(struct node *n, const char *name, const char *help, const struct hist *h)
+{
+        if (n->n_hists >= NODE_HISTS_MAX)
+                return -ENOSPC;
+        n->hists[n->n_hists].name = name;
+        n->hists[n->n_hists].help = help;
+        n->hists[n->n_hists].h = h;
+        n->n_hists++;
+        return 0;
+}
+
+bool node_status_is_scrape(const struct node *n)
+{
+        return n->scrape;
+}
+
+/* The service manager (node.h): each state once; a failure is logged once, as the
+ * manager then times the daemon out, which the log must explain. */
+static void notify(struct node *n, const char *state)
+{
+        int r = sdnotify_send(state);
+
+        if (r < 0)
+                log_warn_errno(r, "sd_notify_failed", "state=%s", state);
+        else if (r > 0)
+                log_debug("sd_notify", "state=%s", state);
+}
+
+static void watchdog_fire(struct loop *l, void *userdata)
+{
+        struct node *n = userdata;
+
+        n->watchdog = NULL;
+        (void)sdnotify_send("WATCHDOG=1");
+        if (loop_timer_add(l, n->watchdog_ns, watchdog_fire, n, &n->watchdog) < 0)
+                n->watchdog = NULL;
+}
+
+static void notify_stopping(struct node *n)
+{
+        if (n->notified_stopping)
+                return;
+        n->notified_stopping = true;
+        notify(n, "STOPPING=1");
 }
 
 static void conn_on_frame(struct ipc_conn *c, const Coord__Envelope *env, void *userdata)
@@ -571,6 +702,7 @@ static void on_signal(struct loop *l, int signo, void *userdata)
         struct node *n = userdata;
 
         log_info("signal_received", "signo=%d", signo);
+        notify_stopping(n);
         if (n->h.on_terminate)
                 n->h.on_terminate(n, n->userdata);
         else
@@ -696,6 +828,27 @@ int node_new(const struct node_config *cfg, const struct node_handler *h, void *
                 if (p->dial)
                         peer_dial(n->loop, p);
         }
+        if (cfg->metrics_port) {
+                r = node_http_new(n->loop, cfg->metrics_port, "/metrics", metrics_body, n, &n->http);
+                if (r < 0) {
+                        log_error_errno(r, "metrics_listen_failed", "addr=127.0.0.1:%u",
+                                        (unsigned)cfg->metrics_port);
+                        goto fail;
+                }
+                log_info("metrics_listening", "addr=127.0.0.1:%u path=/metrics",
+                         (unsigned)cfg->metrics_port);
+        }
+        {
+                uint64_t usec;
+                if (sdnotify_watchdog_usec(&usec) > 0) {
+                        n->watchdog_ns = usec * 1000 / 2;
+                        if (loop_timer_add(n->loop, n->watchdog_ns, watchdog_fire, n, &n->watchdog) < 0)
+                                n->watchdog = NULL;
+                        /* The first ping now: startup (a catalog load) may take a while
+                         * before the loop turns. */
+                        (void)sdnotify_send("WATCHDOG=1");
+                }
+        }
         COORD_DAEMON_START((int)cfg->role, (unsigned long long)n->incarnation);
         log_info("daemon_started", "role=%s incarnation=%llu instance=%s data_dir=%s run_dir=%s",
                  node_role_name(cfg->role), (unsigned long long)n->incarnation, n->instance,
@@ -740,7 +893,10 @@ struct node *node_free(struct node *n)
                 n->ring_waker = loop_waker_free(n->loop, n->ring_waker);
         n->ring = fring_reader_free(n->ring);
         free(n->ring_name);
+        if (n->loop && n->watchdog)
+                loop_timer_cancel(n->loop, n->watchdog);
         n->loop = loop_free(n->loop);
+        n->http = node_http_free(n->http);      /* after the loop: its drain writes to http's ios */
         if (n->lock_fd >= 0)
                 close(n->lock_fd);
         free(n->dir);
@@ -754,7 +910,10 @@ struct node *node_free(struct node *n)
 
 int node_run(struct node *n)
 {
-        return loop_run(n->loop);
+        int r = loop_run(n->loop);
+
+        notify_stopping(n);
+        return r;
 }
 
 void node_stop(struct node *n)
@@ -769,7 +928,13 @@ void node_set_ready(struct node *n, bool ready)
                 log_info("daemon_ready", "role=%s incarnation=%llu", node_role_name(n->cfg.role),
                          (unsigned long long)n->incarnation);
         }
+        /* After the log line and the flag: a manager that sees READY=1 finds the
+         * status ready too. */
         n->ready = ready;
+        if (ready && !n->notified_ready) {
+                n->notified_ready = true;
+                notify(n, "READY=1");
+        }
 }
 
 struct loop *node_loop(struct node *n) { return n->loop; }
@@ -820,6 +985,7 @@ int node_args_parse(int argc, char **argv, Coord__Role role, const struct conf_o
                 { "instance", CONF_STR, &a->instance, 0, "instance id; names shared memory (default: default)" },
                 { "log-level", CONF_STR, &a->log_level, 0, "error, warn, info (default) or debug" },
                 { "max-frame-bytes", CONF_U64, &a->max_frame, UINT32_MAX, "largest IPC frame accepted (default 16 MiB)" },
+                { "metrics-port", CONF_U64, &a->metrics_port, 65535, "serve GET /metrics (Prometheus text) on 127.0.0.1:N from the loop (default 0: off)" },
         };
         struct conf_option *all;
         char **args = NULL, err[512] = "";
@@ -1234,14 +1400,15 @@ int node_ctl_call(const char *run_dir, Coord__Role role, Coord__MsgType type,
         }
 }
 
-int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
-                      Coord__StatusReply **ret)
+static int query_status(const char *run_dir, Coord__Role role, int timeout_ms, bool scrape,
+                        Coord__StatusReply **ret)
 {
         Coord__StatusRequest req = COORD__STATUS_REQUEST__INIT;
         Coord__Envelope *reply = NULL;
         Coord__StatusReply *s;
         int r;
 
+        req.scrape = scrape;
         r = node_ctl_call(run_dir, role, COORD__MSG_TYPE__MSG_STATUS_REQUEST, &req.base,
                           timeout_ms, &reply);
         if (r < 0)
@@ -1256,4 +1423,16 @@ int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
                 return -EBADMSG;
         *ret = s;
         return 0;
+}
+
+int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
+                      Coord__StatusReply **ret)
+{
+        return query_status(run_dir, role, timeout_ms, false, ret);
+}
+
+int node_query_status_scrape(const char *run_dir, Coord__Role role, int timeout_ms,
+                             Coord__StatusReply **ret)
+{
+        return query_status(run_dir, role, timeout_ms, true, ret);
 }

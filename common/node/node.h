@@ -34,6 +34,7 @@ struct node_config {
         const char *data_dir;   /* the role keeps its files under <data-dir>/<role>/ */
         const char *run_dir;    /* sockets and pid files, created mode 0700 */
         uint32_t max_frame;
+        uint16_t metrics_port;  /* GET /metrics on 127.0.0.1:port from the loop; 0: none */
 };
 
 struct node_handler {
@@ -100,6 +101,25 @@ int node_ctl_send(struct node *n, uint64_t ctl_id, Coord__MsgType type, uint64_t
 char *node_socket_path(const char *run_dir, Coord__Role role);
 char *node_pid_path(const char *run_dir, Coord__Role role);
 
+/* ---- Metrics and the service manager (docs/operations.md). ----
+ *
+ * The node tells a service manager (sd_notify, common/sdnotify.h) READY=1 at the first
+ * node_set_ready(true), STOPPING=1 at SIGTERM/SIGINT or when node_run() returns, and
+ * WATCHDOG=1 from a loop timer at half of $WATCHDOG_USEC: a loop that stops turning
+ * stops the pings.  With cfg->metrics_port it serves the status as Prometheus text
+ * (common/node/metrics.h) over HTTP on 127.0.0.1, in its loop. */
+
+struct hist;
+#define NODE_HISTS_MAX 8
+
+/* Report h (the caller's, alive as long as the node) in every status reply, and so in
+ * the metrics, as coord_<role>_<name>.  Register at startup.  -ENOSPC past
+ * NODE_HISTS_MAX. */
+int node_add_hist(struct node *n, const char *name, const char *help, const struct hist *h);
+/* True while on_status runs for a metrics scrape (HTTP, or coordctl metrics): report,
+ * but do not start a new "since the previous status request" window. */
+bool node_status_is_scrape(const struct node *n);
+
 /* ---- The flags every daemon takes (docs/operations.md). ---- */
 
 struct conf_option;
@@ -110,6 +130,7 @@ struct node_args {
         char *instance;         /* --instance, default "default" */
         char *log_level;        /* --log-level error|warn|info|debug */
         uint64_t max_frame;     /* --max-frame-bytes */
+        uint64_t metrics_port;  /* --metrics-port, 0 = none */
 };
 
 /* Exit statuses of the daemons and coordctl. */
@@ -150,6 +171,9 @@ struct fring_reader *node_ring(struct node *n);
  * -ECONNREFUSED when it is down, -ETIMEDOUT when it does not answer. */
 int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
                       Coord__StatusReply **ret);
+/* The same as a metrics scrape: the daemon starts no new window (node_status_is_scrape()). */
+int node_query_status_scrape(const char *run_dir, Coord__Role role, int timeout_ms,
+                             Coord__StatusReply **ret);
 /* Send one request of `type` as CTL and wait (at most timeout_ms) for the answer with
  * the same request id: 0 with the envelope in *ret (free with
  * coord__envelope__free_unpacked; its type is the daemon's answer, e.g. MSG_ERROR).
