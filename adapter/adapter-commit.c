@@ -13,6 +13,7 @@
  * such a job's callback runs after those of the jobs it waited for.
  */
 #include "adapter-commit.h"
+#include "hist.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -63,6 +64,7 @@ struct committer {
         unsigned n_threads;
         unsigned in_flight;             /* loop thread only */
         bool stop;
+        struct hist *hist;              /* set before the first submit; NULL: none */
 };
 
 static void job_free(struct job *j)
@@ -97,6 +99,7 @@ static void *worker(void *userdata)
 {
         struct committer *cm = userdata;
         uint32_t wake_delay_ms;
+        uint64_t t0;
         unsigned slot;
 
         pthread_mutex_lock(&cm->lock);
@@ -120,8 +123,11 @@ static void *worker(void *userdata)
                 if (j->test_delay_ms)
                         usleep(j->test_delay_ms * 1000u);
                 /* Several transactions: one write, all or none (catalog_commit_many). */
+                t0 = cm->hist ? now_ns() : 0;
                 j->r = j->n_txns == 1 ? catalog_commit(cm->store, j->txns[0].ops, j->txns[0].n_ops, &j->seq)
                                       : catalog_commit_many(cm->store, j->txns, j->n_txns, &j->seq);
+                if (cm->hist)
+                        hist_record(cm->hist, (now_ns() - t0) / 1000);
 
                 pthread_mutex_lock(&cm->lock);
                 cm->working[slot] = 0;
@@ -176,6 +182,13 @@ static void on_done(struct loop *l, uint64_t count, void *userdata)
                 j->done(j->ctx, j->r, j->seq);
                 job_free(j);
         }
+}
+
+/* Read by the workers only under a job taken after the submit that follows this: the
+ * lock of the submit orders it. */
+void committer_set_hist(struct committer *cm, struct hist *h)
+{
+        cm->hist = h;
 }
 
 int committer_new(struct loop *l, struct catalog *store, unsigned threads, struct committer **ret)

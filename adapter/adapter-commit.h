@@ -26,6 +26,11 @@ struct committer;
 typedef void (*commit_done_fn)(void *ctx, int r, uint64_t seq);
 
 int committer_new(struct loop *l, struct catalog *store, unsigned threads, struct committer **ret);
+/* Record each catalog commit's latency on its committer thread (the write and the
+ * sync of its group, as the committing statement waits for them) in h; before the
+ * first submit. */
+struct hist;
+void committer_set_hist(struct committer *cm, struct hist *h);
 /* Waits for the transactions in progress (their done callbacks do not run). */
 struct committer *committer_free(struct committer *cm);
 int committer_submit(struct committer *cm, const struct catalog_op *ops, size_t n,

@@ -4176,6 +4176,8 @@ int exec_new(struct node *n, struct catalog *store, const struct exec_config *cf
         oracle_set_clock_offset(ex->oracle, cfg->test_clock_offset_ms);
         ex->mark_origin = mark_origin_read(store);
         r = committer_new(node_loop(n), store, EXEC_COMMIT_THREADS, &ex->committer);
+        if (r >= 0)
+                committer_set_hist(ex->committer, cfg->commit_hist);
         if (r < 0) {
                 log_error_errno(r, "committer_failed", "");
                 goto fail;
@@ -4192,6 +4194,7 @@ int exec_new(struct node *n, struct catalog *store, const struct exec_config *cf
         }
         pgwire_config_init(&pc);
         pc.host = cfg->pg_host;
+        pc.statement_hist = cfg->statement_hist;
         pc.port = cfg->pg_port;
         if (cfg->pg_unix_dir && asprintf(&unix_path, "%s/.s.PGSQL.%u", cfg->pg_unix_dir,
                                          (unsigned)cfg->pg_port) < 0) {

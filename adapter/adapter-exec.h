@@ -29,7 +29,11 @@ struct exec;
 /* Note 9 of adapter-exec.c: a read's result in chunks of about this many bytes. */
 #define EXEC_PEEK_CHUNK_BYTES_DEFAULT (64u << 10)
 
+struct hist;
+
 struct exec_config {
+        struct hist *statement_hist;    /* each client request's latency; NULL: none */
+        struct hist *commit_hist;       /* each catalog commit's; NULL: none */
         const char *pg_host;            /* TCP address for SQL clients; "" none */
         uint16_t pg_port;
         const char *pg_unix_dir;        /* directory for .s.PGSQL.<port>; NULL none */

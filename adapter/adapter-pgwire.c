@@ -127,6 +127,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "hist.h"
 #include "loop.h"
 #include "probes.h"
 #include "util.h"
@@ -1064,14 +1065,16 @@ static void conn_ext_error(struct pgwire_conn *c, const char *sqlstate, const ch
         c->state = CONN_SKIP;
 }
 
-/* pgwire__request__start, and the clock for its __done, only while someone traces:
- * no clock read per request otherwise. */
+/* pgwire__request__start, and the clock for its __done, while someone traces or the
+ * statement histogram is kept (one clock read per request then). */
 static void req_probe_start(struct pgwire_conn *c, int kind, const char *text)
 {
         c->req_start_ns = 0;
         if (COORD_PGWIRE_REQUEST_START_ENABLED() || COORD_PGWIRE_REQUEST_DONE_ENABLED()) {
                 c->req_start_ns = now_ns();
                 COORD_PGWIRE_REQUEST_START(c->pid, kind, (char *)text);
+        } else if (c->srv->cfg.statement_hist) {
+                c->req_start_ns = now_ns();
         }
 }
 
@@ -2668,8 +2671,12 @@ void pgwire_done(struct pgwire_conn *c)
         req = c->req;
         assert(req == REQ_QUERY || req == REQ_PREPARE || req == REQ_EXECUTE);
         if (c->req_start_ns) {
+                uint64_t ns = now_ns() - c->req_start_ns;
+
                 COORD_PGWIRE_REQUEST_DONE(c->pid, req == REQ_QUERY ? 'Q' : req == REQ_PREPARE ? 'P' : 'E',
-                                          c->req_failed, now_ns() - c->req_start_ns);
+                                          c->req_failed, ns);
+                if (c->srv->cfg.statement_hist)
+                        hist_record(c->srv->cfg.statement_hist, ns / 1000);
                 c->req_start_ns = 0;
         }
 

@@ -68,7 +68,10 @@ struct pgwire_conn;     /* opaque: one client connection */
 #define PGWIRE_CLOSE_TIMEOUT_MS_DEFAULT 5000u
 #define PGWIRE_SERVER_VERSION_DEFAULT   "15.0 (Coord)"
 
+struct hist;
+
 struct pgwire_config {
+        struct hist *statement_hist;    /* each request's latency (common/hist.h); NULL: none */
         const char *host;               /* TCP address or name, "*" all; NULL or "": no TCP */
         uint16_t port;                  /* 0: any free port (pgwire_server_port()) */
         const char *unix_path;          /* Unix socket path; NULL: none */

@@ -17,6 +17,7 @@
 #include "catalog.h"
 #include "conf.h"
 #include "fring.h"
+#include "hist.h"
 #include "log.h"
 #include "lring.h"
 #include "node.h"
@@ -32,6 +33,7 @@ struct adapter {
         atomic_uint_least64_t ring_records, ring_omitted, ring_wakes, ring_errors;
         struct check *check;
         char detail[2048];
+        struct hist statement_hist, commit_hist;        /* reported by the node */
 };
 
 /* Entries per lring_publish() call: one wake-up check per call. */
@@ -113,8 +115,10 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         if (ad->catalog) {
                 catalog_get_stats(ad->catalog, &cs);
                 catalog_get_io_stats(ad->catalog, &io);
-                /* Like window_stall_us: the longest since the previous status request. */
-                sync_window_ns = catalog_take_sync_window_max_ns(ad->catalog);
+                /* Like window_stall_us: the longest since the previous status request;
+                 * a metrics scrape starts no new window. */
+                if (!node_status_is_scrape(n))
+                        sync_window_ns = catalog_take_sync_window_max_ns(ad->catalog);
         }
         if (ad->exec) {
                 exec_oracle_persists(ad->exec, &hwm_sync, &hwm_async);
@@ -277,6 +281,7 @@ int main(int argc, char **argv)
         if (node_args_parse(argc, argv, COORD__ROLE__ROLE_ADAPTER, extra, ELEMENTSOF(extra), &a, &ex))
                 goto out_args;
         ec = (struct exec_config){
+                .statement_hist = &ad.statement_hist, .commit_hist = &ad.commit_hist,
                 .pg_host = pg_host ? pg_host : "127.0.0.1", .pg_port = (uint16_t)pg_port,
                 .pg_unix_dir = a.run_dir, .tick_ms = tick_ms ? (uint32_t)tick_ms : 1,
                 .peek_timeout_ms = (uint32_t)peek_timeout_ms,
@@ -299,12 +304,20 @@ int main(int argc, char **argv)
         cfg = (struct node_config){
                 .role = COORD__ROLE__ROLE_ADAPTER, .instance = a.instance,
                 .data_dir = a.data_dir, .run_dir = a.run_dir, .max_frame = (uint32_t)a.max_frame,
+                .metrics_port = (uint16_t)a.metrics_port,
         };
         r = node_new(&cfg, &adapter_handler, &ad, &ad.node);
         if (r < 0) {
                 ex = r == -EBUSY ? NODE_EXIT_RUNNING : NODE_EXIT_FAILURE;
                 goto out;
         }
+        /* NODE_HISTS_MAX is far above these two. */
+        (void)node_add_hist(ad.node, "statement_duration_seconds",
+                            "a client request: a simple Query with all its statements, a Parse or an Execute",
+                            &ad.statement_hist);
+        (void)node_add_hist(ad.node, "catalog_commit_duration_seconds",
+                            "a catalog commit on its committer thread: its group's write and sync",
+                            &ad.commit_hist);
         if (asprintf(&cat_path, "%s/catalog", node_dir(ad.node)) < 0) {
                 log_error("out_of_memory", "");
                 goto out;

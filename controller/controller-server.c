@@ -382,6 +382,7 @@
 #include "controller-source.h"
 #include "controller-storage.h"
 #include "fring.h"
+#include "hist.h"
 #include "log.h"
 #include "loop.h"
 #include "node.h"
@@ -553,11 +554,17 @@ struct out_ent {
         size_t len;
         struct fring_frontier rec;      /* OUT_RING_*: rec.id only for a forget */
         uint64_t held_ns;               /* when it was held */
+        uint64_t append_t0_ns;          /* an Append's Ok: when the Append arrived; else 0 */
 };
 
 struct cserver {
         struct node *node;
         struct loop *loop;
+        /* Appends' latency: handle_append() sets append_t0_ns for its reply_ok(); a held
+         * reply takes it into its out_ent (recorded at release), one sent at once is
+         * recorded there and then. */
+        struct hist append_hist;
+        uint64_t append_t0_ns;
         struct fring *ring;
         char *path;
         struct storage *st;             /* NULL only after a failed reopen (8) */
@@ -919,6 +926,9 @@ static int out_push(struct cserver *s, const struct out_ent *o)
         assert(s->n_out == s->out_head || s->out[s->n_out - 1].seq <= o->seq);
         s->out[s->n_out++] = *o;
         s->out[s->n_out - 1].held_ns = now_ns();
+        s->out[s->n_out - 1].append_t0_ns = o->kind == OUT_MSG ? s->append_t0_ns : 0;
+        if (o->kind == OUT_MSG)
+                s->append_t0_ns = 0;
         n = s->n_out - s->out_head;
         if (n > s->out_max)
                 s->out_max = n;
@@ -1006,6 +1016,8 @@ static void out_release(struct cserver *s)
                         msgs++;
                 else
                         ring++;
+                if (o->append_t0_ns)
+                        hist_record(&s->append_hist, (now - o->append_t0_ns) / 1000);
                 out_emit(s, o);
         }
         fring_release_wakes(s->ring);
@@ -5457,6 +5469,7 @@ static void handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
         struct append_ctx ac = { .s = s };
         struct stage st = { 0 };
         bool pushed = false;
+        uint64_t t0 = now_ns();
         Coord__Append *a;
         int r;
 
@@ -5509,7 +5522,12 @@ static void handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                         compute_staged(s, &st, true);   /* after apply: it marks rows dirty */
                 log_debug("append", "ts=%llu writes=%zu collections=%zu frontier_rows=%zu",
                           (unsigned long long)a->ts, a->n_writes, ac.n_c, ac.frontier_rows);
+                s->append_t0_ns = t0;
                 reply_ok(s, from, env->request_id, ac.counts, a->n_writes, a->ts + 1);
+                if (s->append_t0_ns) {          /* sent at once, not held */
+                        hist_record(&s->append_hist, (now_ns() - t0) / 1000);
+                        s->append_t0_ns = 0;
+                }
                 /* T passed ts, and the views with it: parked peeks may be readable. */
                 peeks_wake(s);
         }
@@ -6515,4 +6533,9 @@ struct cserver *cserver_free(struct cserver *s)
         free(s->path);
         free(s);
         return NULL;
+}
+
+const struct hist *cserver_append_hist(const struct cserver *s)
+{
+        return &s->append_hist;
 }

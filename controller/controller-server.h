@@ -98,6 +98,11 @@ const char *cserver_append_sync_name(enum cserver_append_sync m);
  * frontiers to ring (which may be NULL in tests that do not need one), and start the
  * compaction timer on the node's loop.  cfg may be NULL (the defaults); it is copied
  * (test_sync_hold_file too).  0, or -errno (logged). */
+
+/* Appends' latency, arrival to Ok sent (its sync included); alive with s. */
+struct hist;
+const struct hist *cserver_append_hist(const struct cserver *s);
+
 int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
                 const struct cserver_config *cfg, struct cserver **ret);
 

@@ -42,8 +42,10 @@ static void controller_status(struct node *n, Coord__StatusReply *reply, void *u
         if (c->server) {
                 cserver_describe(c->server, server, sizeof(server));
                 storage_get_io_stats(cserver_storage(c->server), &io);
-                /* Like window_stall_us: the longest since the previous status request. */
-                sync_window_ns = storage_take_sync_window_max_ns(cserver_storage(c->server));
+                /* Like window_stall_us: the longest since the previous status request;
+                 * a metrics scrape starts no new window. */
+                if (!node_status_is_scrape(n))
+                        sync_window_ns = storage_take_sync_window_max_ns(cserver_storage(c->server));
         }
         snprintf(c->detail, sizeof(c->detail),
                  "ring=%s %s storage_wal_bytes=%llu storage_flush_bytes=%llu "
@@ -142,6 +144,7 @@ int main(int argc, char **argv)
         cfg = (struct node_config){
                 .role = COORD__ROLE__ROLE_CONTROLLER, .instance = a.instance,
                 .data_dir = a.data_dir, .run_dir = a.run_dir, .max_frame = (uint32_t)a.max_frame,
+                .metrics_port = (uint16_t)a.metrics_port,
         };
         r = node_new(&cfg, &controller_handler, &c, &c.node);
         if (r < 0) {
@@ -172,6 +175,9 @@ int main(int argc, char **argv)
         r = cserver_new(c.node, c.ring, storage_path, &scfg, &c.server);
         if (r < 0)
                 goto out;
+        (void)node_add_hist(c.node, "append_duration_seconds",
+                            "an Append from its arrival to its Ok leaving, the WAL sync included",
+                            cserver_append_hist(c.server));
         node_set_ready(c.node, true);
         r = node_run(c.node);
         if (r < 0) {

@@ -109,6 +109,7 @@
 #include "catalog.h"
 #include "conf.h"
 #include "fring.h"
+#include "hist.h"
 #include "lifecycle-enact.h"
 #include "lifecycle-load.h"
 #include "lifecycle-state.h"
@@ -133,6 +134,9 @@
 
 struct lifecycle {
         struct node *node;
+        /* Reported by the node: publication (sent to its Ok) and follower lag. */
+        struct hist pub_hist, lag_hist;
+        uint64_t pub_sent_ns;
         struct catalog *catalog;        /* secondary; NULL until the primary exists */
         char *primary_path, *secondary_path;
         struct loop_timer *open_retry, *tick_timer;
@@ -387,6 +391,7 @@ static void lag_measure(struct lifecycle *lc, uint64_t seq, uint64_t at)
         if (lc->lag_last_us > lc->lag_max_us)
                 lc->lag_max_us = lc->lag_last_us;
         lc->lag[lc->n_lag++ % LAG_SAMPLES] = lc->lag_last_us;
+        hist_record(&lc->lag_hist, lc->lag_last_us);
         COORD_LIFECYCLE_APPLIED(seq, lc->lag_last_us);
 }
 
@@ -1064,6 +1069,7 @@ static int publish(struct lifecycle *lc)
                 goto out;
         lc->in_flight = true;
         lc->pub_sent_ms = now_ms();
+        lc->pub_sent_ns = now_ns();
         lc->last_bounds = p->n_bounds;
         lc->last_reqs = p->n_reqs;
         lc->last_records = p->n_bounds + p->n_reqs;
@@ -1120,6 +1126,7 @@ static void on_publish_reply(struct lifecycle *lc, const Coord__Envelope *env)
                         coord__ok__free_unpacked(ok, NULL);
                 lc->in_flight = false;
                 lc->publications++;
+                hist_record(&lc->pub_hist, (now_ns() - lc->pub_sent_ns) / 1000);
                 lc->records_total += lc->pub.n_bounds + lc->pub.n_reqs;
                 lc->bytes_total += lc->pub_bytes;
                 lc_state_committed(lc->state, &lc->pub);
@@ -1286,12 +1293,19 @@ int main(int argc, char **argv)
         cfg = (struct node_config){
                 .role = COORD__ROLE__ROLE_LIFECYCLE, .instance = a.instance,
                 .data_dir = a.data_dir, .run_dir = a.run_dir, .max_frame = (uint32_t)a.max_frame,
+                .metrics_port = (uint16_t)a.metrics_port,
         };
         r = node_new(&cfg, &lifecycle_handler, &lc, &lc.node);
         if (r < 0) {
                 ex = r == -EBUSY ? NODE_EXIT_RUNNING : NODE_EXIT_FAILURE;
                 goto out;
         }
+        (void)node_add_hist(lc.node, "publication_duration_seconds",
+                            "a publication of read protection, sent to the adapter's Ok (its catalog commit)",
+                            &lc.pub_hist);
+        (void)node_add_hist(lc.node, "follower_lag_seconds",
+                            "a catalog commit's publication on the catalog log ring to the follower's state applying it",
+                            &lc.lag_hist);
         if (lc_enact_new(lc.node, &lc.enact) < 0) {
                 log_error("out_of_memory", "");
                 goto out;
