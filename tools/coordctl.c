@@ -314,7 +314,7 @@ static void print_verbose(const Coord__StatusReply *s)
         char *copy = strdup(s->detail ? s->detail : ""), *save = NULL, *tok;
         size_t col = 0;
 
-        printf("  %s: frames_rejected=%llu stale_rejected=%llu max_stall_us=%llu window_stall_us=%llu"
+        printf("\n  %s: frames_rejected=%llu stale_rejected=%llu max_stall_us=%llu window_stall_us=%llu"
                " catalog_seq=%llu ring_generation=%llu\n ",
                node_role_name(s->role), (unsigned long long)s->frames_rejected,
                (unsigned long long)s->stale_rejected, (unsigned long long)s->max_stall_us,
