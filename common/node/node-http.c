@@ -24,6 +24,7 @@
 #define HTTP_MAX_CONNS          8
 #define HTTP_HEAD_MAX           4096
 #define HTTP_CONN_TIMEOUT_MS    5000ull
+#define HTTP_ACCEPT_RETRY_MS    100ull  /* after a failed accept (EMFILE): no busy loop */
 
 struct http_conn {
         struct node_http *h;
@@ -101,14 +102,15 @@ static void conn_send_done(struct loop *l, struct loop_io *io, int res)
                 conn_free(c);
 }
 
+/* head_only: a HEAD's answer, the length of the body it would get and no body. */
 static int conn_answer(struct http_conn *c, int code, const char *reason, const char *ctype,
-                       const char *body, size_t body_len)
+                       const char *body, size_t body_len, bool head_only)
 {
         int n;
 
         n = asprintf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
                               "Connection: close\r\n\r\n%.*s",
-                     code, reason, ctype, body_len, (int)body_len, body);
+                     code, reason, ctype, body_len, head_only ? 0 : (int)body_len, body);
         if (n < 0) {
                 c->out = NULL;
                 return -ENOMEM;
@@ -137,7 +139,7 @@ static void conn_handle(struct http_conn *c)
         if (!eol || (size_t)(eol - c->head) >= 300 ||
             sscanf(c->head, "%15s %255s %15s", method, target, version) != 3 ||
             strncmp(version, "HTTP/1.", 7) != 0 || target[0] != '/') {
-                if (conn_answer(c, 400, "Bad Request", text, "bad request\n", 12) < 0)
+                if (conn_answer(c, 400, "Bad Request", text, "bad request\n", 12, false) < 0)
                         conn_free(c);
                 return;
         }
@@ -145,23 +147,23 @@ static void conn_handle(struct http_conn *c)
         if (q)
                 *q = '\0';
         if (strcmp(target, h->path) != 0) {
-                if (conn_answer(c, 404, "Not Found", text, "not found: GET /metrics\n", 24) < 0)
+                if (conn_answer(c, 404, "Not Found", text, "not found: GET /metrics\n", 24, false) < 0)
                         conn_free(c);
                 return;
         }
         if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-                if (conn_answer(c, 405, "Method Not Allowed", text, "GET only\n", 9) < 0)
+                if (conn_answer(c, 405, "Method Not Allowed", text, "GET only\n", 9, false) < 0)
                         conn_free(c);
                 return;
         }
         body = h->body_fn(h->userdata, &len);
         if (!body) {
-                if (conn_answer(c, 500, "Internal Server Error", text, "no metrics\n", 11) < 0)
+                if (conn_answer(c, 500, "Internal Server Error", text, "no metrics\n", 11, false) < 0)
                         conn_free(c);
                 return;
         }
-        if (conn_answer(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", body,
-                        strcmp(method, "HEAD") == 0 ? 0 : len) < 0)
+        if (conn_answer(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", body, len,
+                        strcmp(method, "HEAD") == 0) < 0)
                 conn_free(c);
         free(body);
 }
@@ -182,7 +184,7 @@ static void conn_recv_done(struct loop *l, struct loop_io *io, int res)
                 return;
         }
         if (c->head_len >= sizeof(c->head) - 1) {
-                if (conn_answer(c, 400, "Bad Request", "text/plain", "request head too long\n", 22) < 0)
+                if (conn_answer(c, 400, "Bad Request", "text/plain", "request head too long\n", 22, false) < 0)
                         conn_free(c);
                 return;
         }
@@ -191,6 +193,11 @@ static void conn_recv_done(struct loop *l, struct loop_io *io, int res)
 }
 
 static void accept_arm(struct node_http *h);
+
+static void accept_retry(struct loop *l, void *userdata)
+{
+        accept_arm(userdata);
+}
 
 static void accept_done(struct loop *l, struct loop_io *io, int res)
 {
@@ -218,8 +225,12 @@ static void accept_done(struct loop *l, struct loop_io *io, int res)
                                 conn_free(c);
                 }
         }
-        if (res != -ECANCELED)
+        if (res >= 0 || res == -EAGAIN || res == -EINTR || res == -ECONNABORTED)
                 accept_arm(h);
+        else if (res != -ECANCELED && loop_timer_add(l, HTTP_ACCEPT_RETRY_MS * 1000000ull,
+                                                     accept_retry, h, NULL) < 0)
+                accept_arm(h);
+
 }
 
 static void accept_arm(struct node_http *h)
