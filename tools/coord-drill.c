@@ -22,6 +22,8 @@
  *           filtered ones (WHERE v % 5 = r).
  *   index   (the same DDL client) CREATE INDEX / DROP INDEX on the tables and the
  *           materialized views of the start.
+ *   sink    a sink drill_<tag>_k of the first table into <home>/drill_<tag>_k.out.
+ *   source  a counter source drill_<tag>_c (TICK INTERVAL '20ms').
  *
  * NOTES ON THE EXPECTED STATE (RocksDB crash test's "expected state with pending marks").
  * (1) Every row and every object is written to the log before its statement is sent
@@ -44,6 +46,14 @@
  *     the main thread between a check and the next kill, so no kill meets it) every row
  *     below the first one still unresolved, and expects those absent from then on.
  *
+ * (6) The sink's file is complete below its progress P (coord_frontiers): each check
+ *     reads the lines it has not read yet up to the first at or after P, adds their
+ *     diffs per id, and compares with the first table AS OF P - 1 (readable there:
+ *     R(sink, table) = P - 1, I6): every id there summed to 1, every other to 0; a sum
+ *     above 1 or below 0 is a duplicate, a file shorter than what was read a loss.
+ * (7) The counter source, read once at one timestamp: its rows are 1 .. n, each once,
+ *     and its progress offset is n; n never goes back between checks.
+ *
  * Checked after every restart (and once before the first kill and once after the
  * workload stopped): the rows and objects above (I7); I1 -- no bound, physical since
  * or stored upper in coord_bounds / coord_frontiers goes back between checks; I2 -- no
@@ -51,7 +61,8 @@
  * object_id >= 1000; I5 -- no requirement below its input's bound; I6 -- no input's
  * physical since above a consumer's requirement (an index's too); I9 -- each
  * materialized view read at T (mz_now()) equals its SQL over its table AS OF T;
- * I10 -- tools/coord check matches.  A read that still fails after 5 tries over ~6 s
+ * I10 -- tools/coord check matches; the sink (note 6) and the source (note 7).  A read
+ * that still fails after 5 tries over ~6 s
  * counts as a violation (I8: the contents or a clear error, and a serving instance
  * has no reason for the error).
  *
@@ -104,7 +115,7 @@ struct wrow {
         bool trimmed;           /* deleted by the drill itself (note 5): must be absent */
 };
 
-enum { K_TABLE, K_MV, K_INDEX };
+enum { K_TABLE, K_MV, K_INDEX, K_OTHER };      /* K_OTHER: the sink, the source */
 
 /* One object the drill created or dropped (note 4).  present: what its state holds
  * about it -- being created (or created), or being dropped (or dropped). */
@@ -127,7 +138,11 @@ struct drill {
                  insert_pause_ms, ddl_pause_ms, restart_timeout_s, max_rows;
         bool long_run, keep, test_expect_loss;
 
-        bool kill_role[N_DAEMONS], w_insert, w_ddl, w_mv, w_index;
+        bool kill_role[N_DAEMONS], w_insert, w_ddl, w_mv, w_index, w_sink, w_source;
+        char sink_path[PATH_MAX];
+        uint64_t sink_off, sink_lines, source_n;        /* notes 6 and 7 */
+        int8_t *sink_sum;                               /* by id - 1 */
+        size_t sink_cap;
         char conninfo[256], tag[32], log_path[PATH_MAX];
         atomic_bool stop;
 
@@ -149,6 +164,7 @@ struct drill {
         /* results */
         uint64_t lost, vanished, dups, half, phantoms, reappeared, maybe_present, maybe_absent,
                  ddl_lost, ddl_reappeared, ddl_phantoms, i1, i2, i5, i6, i9, i10, read_failures,
+                 sink_bad, sink_checks, source_bad, source_checks,
                  restart_failures, mv_compared, checks, check_matches, expect_lost_id;
         uint64_t *restart_ms[N_DAEMONS];
         size_t nrestart[N_DAEMONS];
@@ -819,9 +835,133 @@ static uint64_t check_catalog(struct drill *dr)
         return 1;
 }
 
+/* Note 6: the sink's new lines below its progress, and the table AS OF progress - 1. */
+static uint64_t check_sink(struct drill *dr, PGconn **c)
+{
+        uint64_t P, bad = 0, ones = 0;
+        char sql[256], line[256];
+        PGresult *r;
+        FILE *f;
+        struct stat sb;
+
+        snprintf(sql, sizeof(sql), "SELECT f.write_frontier FROM coord_frontiers f JOIN coord_objects o ON "
+                 "o.id = f.object_id WHERE o.name = 'drill_%s_k'", dr->tag);
+        if (!(r = check_read(dr, c, sql)))
+                return 1;
+        P = PQntuples(r) == 1 ? val_u64(r, 0, 0) : 0;
+        PQclear(r);
+        if (P < 2)
+                return 0;       /* nothing written yet */
+        if (stat(dr->sink_path, &sb) < 0 || (uint64_t)sb.st_size < dr->sink_off) {
+                fprintf(stderr, "drill: VIOLATION sink file %s is shorter than the %" PRIu64 " complete bytes read\n",
+                        dr->sink_path, dr->sink_off);
+                dr->sink_bad++;
+                return 1;
+        }
+        if (!(f = fopen(dr->sink_path, "re")) || fseeko(f, (off_t)dr->sink_off, SEEK_SET) < 0) {
+                if (f)
+                        fclose(f);
+                fprintf(stderr, "drill: cannot read the sink file %s: %s\n", dr->sink_path, strerror(errno));
+                dr->sink_bad++;
+                return 1;
+        }
+        while (fgets(line, sizeof(line), f)) {
+                size_t len = strlen(line);
+                char *e;
+                uint64_t t = strtoull(line, &e, 10), id;
+                long diff;
+
+                if (!len || line[len - 1] != '\n' || t >= P)
+                        break;  /* past the progress: not complete yet */
+                diff = *e == '\t' ? strtol(e + 1, &e, 10) : 0;
+                id = *e == '\t' ? strtoull(e + 1, NULL, 10) : 0;
+                if (!id || (diff != 1 && diff != -1)) {
+                        fprintf(stderr, "drill: VIOLATION sink line below the progress %" PRIu64 ": %s", P, line);
+                        bad++;
+                        break;
+                }
+                if (id > dr->sink_cap) {
+                        size_t cap = dr->sink_cap ? dr->sink_cap : 4096;
+                        int8_t *n;
+                        while (cap < id)
+                                cap *= 2;
+                        if (!(n = realloc(dr->sink_sum, cap))) {
+                                fclose(f);
+                                return 1;
+                        }
+                        memset(n + dr->sink_cap, 0, cap - dr->sink_cap);
+                        dr->sink_sum = n;
+                        dr->sink_cap = cap;
+                }
+                dr->sink_sum[id - 1] += (int8_t)diff;
+                if ((dr->sink_sum[id - 1] > 1 || dr->sink_sum[id - 1] < 0) && bad++ < 5)
+                        fprintf(stderr, "drill: VIOLATION sink id=%" PRIu64 " summed to %d: %s", id,
+                                dr->sink_sum[id - 1], line);
+                dr->sink_off += len;
+                dr->sink_lines++;
+        }
+        fclose(f);
+        snprintf(sql, sizeof(sql), "SELECT id FROM drill_%s_t0 AS OF %" PRIu64, dr->tag, P - 1);
+        if (!(r = check_read(dr, c, sql)))
+                return bad + 1;
+        for (int i = 0; i < PQntuples(r); i++) {
+                uint64_t id = val_u64(r, i, 0);
+                if (id == 0 || id > dr->sink_cap || dr->sink_sum[id - 1] != 1) {
+                        if (bad++ < 5)
+                                fprintf(stderr, "drill: VIOLATION sink: id=%" PRIu64 " of the table AS OF %" PRIu64
+                                        " is not in the file once\n", id, P - 1);
+                }
+        }
+        for (size_t k = 0; k < dr->sink_cap; k++)
+                ones += dr->sink_sum[k] == 1;
+        if (ones != (uint64_t)PQntuples(r)) {
+                fprintf(stderr, "drill: VIOLATION sink: %" PRIu64 " ids in the file, %d in the table AS OF %" PRIu64 "\n",
+                        ones, PQntuples(r), P - 1);
+                bad++;
+        }
+        PQclear(r);
+        dr->sink_checks++;
+        dr->sink_bad += bad;
+        return bad;
+}
+
+/* Note 7: the counter source at one timestamp. */
+static uint64_t check_source(struct drill *dr, PGconn **c)
+{
+        uint64_t n, m, d, off, bad = 0;
+        char sql[512];
+        PGresult *r;
+
+        snprintf(sql, sizeof(sql), "SELECT c.n, c.m, d.n, p.\"offset\" FROM (SELECT count(*) AS n, max(counter) AS m "
+                 "FROM drill_%s_c) c, (SELECT count(*) AS n FROM (SELECT DISTINCT counter FROM drill_%s_c) x) d, "
+                 "drill_%s_c_progress p", dr->tag, dr->tag, dr->tag);
+        if (!(r = check_read(dr, c, sql)))
+                return 1;
+        if (PQntuples(r) == 0) {        /* no remap row yet: nothing ingested */
+                PQclear(r);
+                return 0;
+        }
+        n = val_u64(r, 0, 0), m = val_u64(r, 0, 1), d = val_u64(r, 0, 2), off = val_u64(r, 0, 3);
+        PQclear(r);
+        if (n != m || n != d || n != off || n < dr->source_n) {
+                fprintf(stderr, "drill: VIOLATION source: %" PRIu64 " rows, max %" PRIu64 ", %" PRIu64 " distinct, "
+                        "offset %" PRIu64 ", %" PRIu64 " rows at the last check\n", n, m, d, off, dr->source_n);
+                bad++;
+        }
+        dr->source_n = n;
+        dr->source_checks++;
+        dr->source_bad += bad;
+        return bad;
+}
+
 static uint64_t check_all(struct drill *dr, PGconn **c)
 {
         uint64_t bad = check_rows(dr, c);
+
+        if (dr->w_sink)
+                bad += check_sink(dr, c);
+        if (dr->w_source)
+                bad += check_source(dr, c);
 
         bad += trim_rows(dr, c);
         bad += check_objects(dr, c);
@@ -995,6 +1135,22 @@ static int add_base(struct drill *dr, PGconn *c, uint8_t kind, unsigned t)
         return 0;
 }
 
+/* An object of the start that is neither table nor view (the sink, the source). */
+static int add_other(struct drill *dr, const char *fmt, ...)
+{
+        struct dobj *o;
+        va_list ap;
+
+        if (GROW_ARRAY(dr->d, dr->capd, dr->nd + 1) < 0)
+                return -ENOMEM;
+        o = &dr->d[dr->nd++];
+        *o = (struct dobj){ .kind = K_OTHER, .state = S_ACKED, .present = true, .base = true };
+        va_start(ap, fmt);
+        vsnprintf(o->name, sizeof(o->name), fmt, ap);
+        va_end(ap);
+        return 0;
+}
+
 /* Drop what the drill made and still holds (tables with CASCADE take their views). */
 static void drop_all(struct drill *dr, PGconn *c)
 {
@@ -1007,6 +1163,14 @@ static void drop_all(struct drill *dr, PGconn *c)
                 snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s CASCADE", o->name);
                 PQclear(PQexec(c, sql));
         }
+        if (dr->w_source) {
+                char sql[128];
+
+                snprintf(sql, sizeof(sql), "DROP SOURCE IF EXISTS drill_%s_c CASCADE", dr->tag);
+                PQclear(PQexec(c, sql));
+        }
+        if (dr->w_sink)
+                (void)unlink(dr->sink_path);
 }
 
 /* A comma list of names into flags; -EINVAL on an unknown one. */
@@ -1050,9 +1214,9 @@ int main(int argc, char **argv)
         size_t nclients = 0, nall = 0, at = 0;
         int ex = NODE_EXIT_FAILURE, r, nargs = 0;
         char *args[8], err[256] = "";
-        char *default_daemons = strdup("adapter,lifecycle,controller"), *default_workload = strdup("insert,ddl,mv,index");
-        static const char *const workloads[] = { "insert", "ddl", "mv", "index" };
-        bool w[4] = { false };
+        char *default_daemons = strdup("adapter,lifecycle,controller"), *default_workload = strdup("insert,ddl,mv,index,sink,source");
+        static const char *const workloads[] = { "insert", "ddl", "mv", "index", "sink", "source" };
+        bool w[6] = { false };
 
         if (!dr || !default_daemons || !default_workload)
                 return NODE_EXIT_FAILURE;
@@ -1066,7 +1230,7 @@ int main(int argc, char **argv)
                 { "kills", CONF_U64, &dr->kills, 10000000, "kills (default 30; --long: 2000 per daemon)" },
                 { "long", CONF_BOOL, &dr->long_run, 0, "2000 kills per daemon unless --kills is given" },
                 { "daemons", CONF_STR, &dr->daemons, 0, "which to kill (default adapter,lifecycle,controller)" },
-                { "workload", CONF_STR, &dr->workload, 0, "insert,ddl,mv,index (default all four)" },
+                { "workload", CONF_STR, &dr->workload, 0, "insert,ddl,mv,index,sink,source (default all)" },
                 { "seed", CONF_U64, &dr->seed, 0, "seed of the kill schedule (default: the clock, printed)" },
                 { "clients", CONF_U64, &dr->clients, 64, "INSERT clients (default 3)" },
                 { "tables", CONF_U64, &dr->tables, 255, "tables written (default 3)" },
@@ -1092,7 +1256,7 @@ int main(int argc, char **argv)
             dr->tables > 255 ||
             dr->min_gap_ms > dr->max_gap_ms ||
             parse_list(dr->daemons, daemon_name, N_DAEMONS, dr->kill_role) < 0 ||
-            parse_list(dr->workload, workloads, 4, w) < 0) {
+            parse_list(dr->workload, workloads, ELEMENTSOF(workloads), w) < 0) {
                 fprintf(stderr, "coord-drill: %s\n", r < 0 ? err : "bad or missing arguments");
                 usage(stderr, opts, ELEMENTSOF(opts));
                 ex = NODE_EXIT_USAGE;
@@ -1107,6 +1271,8 @@ int main(int argc, char **argv)
         dr->w_ddl = w[1];
         dr->w_mv = w[2];
         dr->w_index = w[3];
+        dr->w_sink = w[4];
+        dr->w_source = w[5];
         if (!dr->kills) {
                 size_t roles = 0;
                 for (int d = 0; d < N_DAEMONS; d++)
@@ -1123,6 +1289,7 @@ int main(int argc, char **argv)
                 if (!home)
                         goto out;
                 snprintf(dr->log_path, sizeof(dr->log_path), "%s/log", dirname(home));
+                snprintf(dr->sink_path, sizeof(dr->sink_path), "%s/drill_%s_k.out", home, dr->tag);
                 (void)mkdir(dr->log_path, 0755);
                 strncat(dr->log_path, "/drill.log", sizeof(dr->log_path) - strlen(dr->log_path) - 1);
         }
@@ -1146,6 +1313,38 @@ int main(int argc, char **argv)
         for (unsigned t = 0; t < dr->tables; t++)
                 if (add_base(dr, chk, K_TABLE, t) < 0 || (dr->w_mv && add_base(dr, chk, K_MV, t) < 0))
                         goto out;
+        {
+                char sql[PATH_MAX + 128];
+                PGresult *q;
+
+                if (dr->w_sink) {
+                        snprintf(sql, sizeof(sql), "CREATE SINK drill_%s_k FROM drill_%s_t0 INTO FILE '%s'", dr->tag,
+                                 dr->tag, dr->sink_path);
+                        q = PQexec(chk, sql);
+                        if (PQresultStatus(q) != PGRES_COMMAND_OK) {
+                                fprintf(stderr, "drill: %s: %s", sql, PQresultErrorMessage(q));
+                                PQclear(q);
+                                goto out;
+                        }
+                        PQclear(q);
+                        if (add_other(dr, "drill_%s_k", dr->tag) < 0)
+                                goto out;
+                }
+                if (dr->w_source) {
+                        snprintf(sql, sizeof(sql), "CREATE SOURCE drill_%s_c FROM LOAD GENERATOR COUNTER "
+                                 "(TICK INTERVAL '20ms')", dr->tag);
+                        q = PQexec(chk, sql);
+                        if (PQresultStatus(q) != PGRES_COMMAND_OK) {
+                                fprintf(stderr, "drill: %s: %s", sql, PQresultErrorMessage(q));
+                                PQclear(q);
+                                goto out;
+                        }
+                        PQclear(q);
+                        if (add_other(dr, "drill_%s_c", dr->tag) < 0 ||
+                            add_other(dr, "drill_%s_c_progress", dr->tag) < 0)
+                                goto out;
+                }
+        }
 
         rng = dr->seed;
         cl = calloc(dr->clients + 1, sizeof(*cl));
@@ -1245,6 +1444,10 @@ stop:
                " (%" PRIu64 " views compared), I10 %" PRIu64 " (%" PRIu64 " matches), reads failed %" PRIu64 "\n",
                dr->checks, dr->i1, dr->i2, dr->i5, dr->i6, dr->i9, dr->mv_compared, dr->i10, dr->check_matches,
                dr->read_failures);
+        if (dr->w_sink || dr->w_source)
+                printf("drill: sink checks %" PRIu64 " (%" PRIu64 " lines read), violations %" PRIu64
+                       "; source checks %" PRIu64 " (%" PRIu64 " values), violations %" PRIu64 "\n", dr->sink_checks,
+                       dr->sink_lines, dr->sink_bad, dr->source_checks, dr->source_n, dr->source_bad);
         printf("drill: verdict %s: lost %" PRIu64 ", violations %" PRIu64 " (seed %" PRIu64 ")\n",
                total_viol ? "FAIL" : "PASS", dr->lost, total_viol, dr->seed);
         ex = total_viol ? NODE_EXIT_FAILURE : 0;
@@ -1258,6 +1461,7 @@ out:
                 free(dr->w);
                 free(dr->d);
                 free(dr->fr);
+                free(dr->sink_sum);
                 conf_done(opts, ELEMENTSOF(opts));
         }
         free(dr);

@@ -20,7 +20,7 @@ static int drill(const char *name, const char *args)
         int r = t_sh("%s drill %s >%s/%s.out 2>&1", coord_cmd, args, home, name);
 
         printf("\n");
-        (void)!t_sh("grep -E '^drill: (VIOLATION|kills|restart to|INSERTs|acknowledged|DDL|checks|verdict)' %s/%s.out "
+        (void)!t_sh("grep -E '^drill: (VIOLATION|kills|restart to|INSERTs|acknowledged|DDL|checks|sink|verdict)' %s/%s.out "
                     "| sed 's/^/    /'", home, name);
         return r;
 }
@@ -40,6 +40,9 @@ static void test_short_fresh(void)
         CU_ASSERT(out_has("short", "drill: kills 25 of 25 in "));
         CU_ASSERT(out_has("short", "acknowledged writes lost 0, duplicates 0, half statements 0"));
         CU_ASSERT(out_has("short", "verdict PASS: lost 0, violations 0"));
+        /* the sink and the source workloads ran and were checked at every restart */
+        CU_ASSERT(t_sh("grep -qE '^drill: sink checks 2[0-9] \\([1-9][0-9]* lines read\\), violations 0; "
+                       "source checks 2[0-9] \\([1-9][0-9]* values\\), violations 0$' %s/short.out", home) == 0);
 }
 
 static void test_detects_loss(void)
