@@ -4480,6 +4480,346 @@ static int conj_add(struct analyzer *a, Coord__Plan__Expr ***preds, size_t *n, C
         return 0;
 }
 
+/* ---- Outer joins ----
+ *
+ * L LEFT JOIN R ON keys [AND conditions on R alone] is planned from inner joins, so it
+ * is maintained incrementally like any plan:
+ *   J  = L JOIN R' ON keys                      R' = R filtered by the conditions on R
+ *   A  = DISTINCT L's keys (none NULL),  B = DISTINCT R''s keys (none NULL)
+ *   NK = A - (A JOIN B ON keys)                 the keys of L that match nothing
+ *   U  = L JOIN NK ON keys  +  L's rows with a NULL key
+ *   result = J + U padded with NULLs for R's columns
+ * Each row of L is in J (once per match) or in U (once): A and B are sets, so A JOIN B is
+ * their intersection and NK a set.  With no keys (ON a condition on R alone), A and B
+ * are the unit row or nothing: every L row is unmatched exactly when R' is empty.  RIGHT
+ * JOIN is the mirror; FULL JOIN adds both sides' unmatched rows.  Other conditions
+ * (on L alone, or on both sides but not an equality of columns) change which rows
+ * match in ways this plan does not express: refused (0A000), never planned wrong. */
+
+static bool join_key(const Coord__Plan__Expr *e, uint32_t nl, uint32_t *lk, uint32_t *rk);
+static bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi);
+static void expr_shift(Coord__Plan__Expr *e, uint32_t by);
+static int rel_types(const Coord__Plan__Relation *r, Coord__Plan__Type **ret, size_t *ret_n);
+
+static Coord__Plan__Relation *rel_negate(Coord__Plan__Relation *input)
+{
+        Coord__Plan__Relation *r = rel_new();
+        Coord__Plan__Negate *n = malloc(sizeof(*n));
+
+        if (!r || !n || !input) {
+                free(r);
+                free(n);
+                rel_free(input);
+                return NULL;
+        }
+        coord__plan__negate__init(n);
+        n->input = input;
+        r->kind_case = COORD__PLAN__RELATION__KIND_NEGATE;
+        r->negate = n;
+        return r;
+}
+
+/* Project(input, [from, from + n)); consumes input. */
+static Coord__Plan__Relation *rel_project_range(Coord__Plan__Relation *input, uint32_t from, size_t n)
+{
+        uint32_t *out = malloc((n ? n : 1) * sizeof(*out));
+
+        if (!out) {
+                rel_free(input);
+                return NULL;
+        }
+        for (size_t i = 0; i < n; i++)
+                out[i] = from + (uint32_t)i;
+        return rel_project(input, out, n);
+}
+
+/* Filter(input, x[i] = y[i] for every i) over Join(left, right) (y's columns counted
+ * from the right's first); the optimizer makes them join keys.  Consumes both. */
+static Coord__Plan__Relation *rel_join_on(Coord__Plan__Relation *left, Coord__Plan__Relation *right,
+                                          size_t nleft, const uint32_t *x, const uint32_t *y,
+                                          const Coord__Plan__Type *types, size_t m)
+{
+        Coord__Plan__Relation *j = rel_join(left, right);
+        Coord__Plan__Expr **preds;
+
+        if (!j || !m)
+                return j;
+        preds = calloc(m, sizeof(*preds));
+        if (!preds) {
+                rel_free(j);
+                return NULL;
+        }
+        for (size_t i = 0; i < m; i++) {
+                Coord__Plan__Expr *args[2] = { expr_column(types[i], x[i]),
+                                               expr_column(types[i], (uint32_t)nleft + y[i]) };
+
+                if (!args[0] || !args[1]) {
+                        expr_free(args[0]);
+                        expr_free(args[1]);
+                        goto fail;
+                }
+                preds[i] = expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, args, 2);
+                if (!preds[i])
+                        goto fail;
+        }
+        return rel_filter_n(j, preds, m);
+fail:
+        for (size_t i = 0; i < m; i++)
+                expr_free(preds[i]);
+        free(preds);
+        rel_free(j);
+        return NULL;
+}
+
+/* DISTINCT of side's key columns, none NULL; consumes side. */
+static Coord__Plan__Relation *keys_of(Coord__Plan__Relation *side, const uint32_t *k, size_t m,
+                                      const Coord__Plan__Type *types)
+{
+        Coord__Plan__Expr **preds = m ? calloc(m, sizeof(*preds)) : NULL;
+        uint32_t *out = malloc((m ? m : 1) * sizeof(*out));
+
+        if ((m && !preds) || !out)
+                goto fail;
+        for (size_t i = 0; i < m; i++) {
+                Coord__Plan__Expr *c = expr_column(types[i], k[i]);
+
+                if (!c || !(preds[i] = expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NOT_NULL, &c, 1)))
+                        goto fail;
+                out[i] = k[i];
+        }
+        if (m && !(side = rel_filter_n(side, TAKE_PTR(preds), m))) {
+                free(out);
+                return NULL;
+        }
+        return rel_distinct(rel_project(side, out, m));
+fail:
+        for (size_t i = 0; preds && i < m; i++)
+                expr_free(preds[i]);
+        free(preds);
+        free(out);
+        rel_free(side);
+        return NULL;
+}
+
+/* The rows of `side` (n columns) that match no row of `other` on side.k[i] = other.ok[i],
+ * each once per copy, padded: side's columns then NULLs of other's types when
+ * !side_right, NULLs then side's columns when side_right.  Consumes side and other. */
+static Coord__Plan__Relation *unmatched(Coord__Plan__Relation *side, size_t n, Coord__Plan__Relation *other,
+                                        const Coord__Plan__Type *other_types, size_t n_other,
+                                        const uint32_t *k, const uint32_t *ok, size_t m,
+                                        const Coord__Plan__Type *ktypes, bool side_right)
+{
+        Coord__Plan__Relation *A = NULL, *B = NULL, *AB = NULL, *NK = NULL, *U = NULL, **parts = NULL;
+        _cleanup_free_ uint32_t *seq = malloc((m ? m : 1) * sizeof(uint32_t));
+        Coord__Plan__Expr **nulls = NULL;
+        uint32_t *order = NULL;
+
+        if (!seq)
+                goto fail;
+        for (size_t i = 0; i < m; i++)
+                seq[i] = (uint32_t)i;
+        A = keys_of(rel_copy(side), k, m, ktypes);
+        B = keys_of(other, ok, m, ktypes);
+        other = NULL;
+        if (!A || !B)
+                goto fail;
+        AB = rel_project_range(rel_join_on(rel_copy(A), TAKE_PTR(B), m, seq, seq, ktypes, m), 0, m);
+        if (!AB || !(parts = calloc(2, sizeof(*parts))))
+                goto fail;
+        parts[0] = TAKE_PTR(A);
+        parts[1] = rel_negate(TAKE_PTR(AB));
+        NK = rel_union(TAKE_PTR(parts), 2);
+        U = NK ? rel_project_range(rel_join_on(rel_copy(side), TAKE_PTR(NK), n, k, seq, ktypes, m), 0, n) : NULL;
+        if (!U)
+                goto fail;
+        if (m) {
+                /* ...and the rows with a NULL key, which match nothing. */
+                Coord__Plan__Expr **ors = calloc(m, sizeof(*ors)), *any;
+                Coord__Plan__Relation *nullkeyed;
+
+                if (!ors)
+                        goto fail;
+                for (size_t i = 0; i < m; i++) {
+                        Coord__Plan__Expr *c = expr_column(ktypes[i], k[i]);
+                        if (!c || !(ors[i] = expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL, &c, 1))) {
+                                for (size_t q = 0; q < i; q++)
+                                        expr_free(ors[q]);
+                                free(ors);
+                                goto fail;
+                        }
+                }
+                any = expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_OR, ors, m);
+                free(ors);
+                nullkeyed = any ? rel_filter(TAKE_PTR(side), any) : NULL;
+                if (!nullkeyed || !(parts = calloc(2, sizeof(*parts)))) {
+                        rel_free(nullkeyed);
+                        goto fail;
+                }
+                parts[0] = TAKE_PTR(U);
+                parts[1] = nullkeyed;
+                U = rel_union(TAKE_PTR(parts), 2);
+                if (!U)
+                        goto fail;
+        }
+        rel_free(TAKE_PTR(side));
+        nulls = calloc(n_other ? n_other : 1, sizeof(*nulls));
+        if (!nulls)
+                goto fail;
+        for (size_t i = 0; i < n_other; i++)
+                if (!(nulls[i] = expr_literal(other_types[i], &ROW_DATUM_NULL))) {
+                        for (size_t q = 0; q < i; q++)
+                                expr_free(nulls[q]);
+                        free(nulls);
+                        goto fail;
+                }
+        U = rel_map(U, nulls, n_other);
+        if (!U || !side_right)
+                return U;
+        /* (side's columns, NULLs) -> (NULLs, side's columns) */
+        order = malloc((n + n_other ? n + n_other : 1) * sizeof(*order));
+        if (!order) {
+                rel_free(U);
+                return NULL;
+        }
+        for (size_t i = 0; i < n_other; i++)
+                order[i] = (uint32_t)(n + i);
+        for (size_t i = 0; i < n; i++)
+                order[n_other + i] = (uint32_t)i;
+        return rel_project(U, order, n + n_other);
+fail:
+        rel_free(side);
+        rel_free(other);
+        rel_free(A);
+        rel_free(B);
+        rel_free(AB);
+        rel_free(NK);
+        rel_free(U);
+        free(parts);
+        return NULL;
+}
+
+/* Plan lp (nl columns) {LEFT | RIGHT | FULL} JOIN rp (nr) on the conjunction preds
+ * (consumed, over lp's columns then rp's) into *ret.  See the note above. */
+static int plan_outer_join(struct analyzer *a, PgQuery__JoinType type, Coord__Plan__Relation *lp,
+                           size_t nl, Coord__Plan__Relation *rp, size_t nr, Coord__Plan__Expr **preds,
+                           size_t n_preds, Coord__Plan__Relation **ret)
+{
+        _cleanup_free_ uint32_t *lk = calloc(n_preds + 1, sizeof(uint32_t));
+        _cleanup_free_ uint32_t *rk = calloc(n_preds + 1, sizeof(uint32_t));
+        _cleanup_free_ Coord__Plan__Type *kt = calloc(n_preds + 1, sizeof(Coord__Plan__Type));
+        _cleanup_free_ Coord__Plan__Type *lt = NULL, *rt = NULL;
+        Coord__Plan__Expr **rpreds = NULL, **keyp = NULL;
+        Coord__Plan__Relation *J = NULL, *UL = NULL, *UR = NULL, **parts = NULL;
+        size_t m = 0, n_r = 0, n_lt = 0, n_rt = 0, k = 0;
+        bool left = type != PG_QUERY__JOIN_TYPE__JOIN_RIGHT, right = type != PG_QUERY__JOIN_TYPE__JOIN_LEFT;
+        int r = 0;
+
+        rpreds = calloc(n_preds + 1, sizeof(*rpreds));
+        keyp = calloc(n_preds + 1, sizeof(*keyp));
+        if (!lk || !rk || !kt || !rpreds || !keyp || rel_types(lp, &lt, &n_lt) < 0 ||
+            rel_types(rp, &rt, &n_rt) < 0) {
+                r = oom(a);
+                goto out;
+        }
+        assert(n_lt == nl && n_rt == nr);
+        /* ON x AND y: each conjunct on its own. */
+        for (size_t i = 0; i < n_preds; i++) {
+                Coord__Plan__Expr *e = preds[i], **grown;
+                Coord__Plan__Call *c = e->call;
+
+                if (e->kind_case != COORD__PLAN__EXPR__KIND_CALL || c->func != COORD__PLAN__FUNC__FUNC_AND ||
+                    c->n_args < 2)
+                        continue;
+                grown = realloc(preds, (n_preds + c->n_args - 1 + 1) * sizeof(*preds));
+                if (!grown) {
+                        r = oom(a);
+                        goto out;
+                }
+                preds = grown;
+                for (size_t q = 1; q < c->n_args; q++)
+                        preds[n_preds++] = TAKE_PTR(c->args[q]);
+                preds[i] = TAKE_PTR(c->args[0]);
+                c->n_args = 0;
+                expr_free(e);
+                i--;                    /* the first conjunct, again */
+        }
+        lk = reallocarray(TAKE_PTR(lk), n_preds + 1, sizeof(uint32_t));
+        rk = reallocarray(TAKE_PTR(rk), n_preds + 1, sizeof(uint32_t));
+        kt = reallocarray(TAKE_PTR(kt), n_preds + 1, sizeof(Coord__Plan__Type));
+        free(rpreds);
+        free(keyp);
+        rpreds = calloc(n_preds + 1, sizeof(*rpreds));
+        keyp = calloc(n_preds + 1, sizeof(*keyp));
+        if (!lk || !rk || !kt || !rpreds || !keyp) {
+                r = oom(a);
+                goto out;
+        }
+        for (size_t i = 0; i < n_preds; i++) {
+                uint32_t lo = UINT32_MAX, hi = 0, x, y;
+
+                if (join_key(preds[i], (uint32_t)nl, &x, &y)) {
+                        lk[m] = x;
+                        rk[m] = y;
+                        kt[m] = lt[x] == rt[y] ? lt[x] : (Coord__Plan__Type)ROW_TYPE_INT8;
+                        m++;
+                        keyp[k++] = TAKE_PTR(preds[i]);
+                } else if (type == PG_QUERY__JOIN_TYPE__JOIN_LEFT &&
+                           (!expr_columns(preds[i], &lo, &hi) || lo >= nl)) {
+                        expr_shift(preds[i], (uint32_t)nl);     /* a condition on R alone */
+                        rpreds[n_r++] = TAKE_PTR(preds[i]);
+                } else {
+                        r = FAIL(a, "0A000", "this %s condition is not supported yet: only equalities of a "
+                                 "left and a right column%s", type == PG_QUERY__JOIN_TYPE__JOIN_LEFT ? "LEFT JOIN"
+                                 : type == PG_QUERY__JOIN_TYPE__JOIN_RIGHT ? "RIGHT JOIN" : "FULL JOIN",
+                                 type == PG_QUERY__JOIN_TYPE__JOIN_LEFT ? ", and conditions on the right side "
+                                                                         "alone" : "");
+                        goto out;
+                }
+        }
+        if (n_r && !(rp = rel_filter_n(rp, TAKE_PTR(rpreds), n_r))) {
+                r = oom(a);
+                goto out;
+        }
+        J = rel_join(rel_copy(lp), rel_copy(rp));
+        if (J && k)
+                J = rel_filter_n(J, TAKE_PTR(keyp), k);
+        if (left)
+                UL = unmatched(rel_copy(lp), nl, rel_copy(rp), rt, nr, lk, rk, m, kt, false);
+        if (right)
+                UR = unmatched(rel_copy(rp), nr, rel_copy(lp), lt, nl, rk, lk, m, kt, true);
+        parts = calloc(3, sizeof(*parts));
+        if (!J || (left && !UL) || (right && !UR) || !parts) {
+                r = oom(a);
+                goto out;
+        }
+        parts[0] = TAKE_PTR(J);
+        n_r = 1;
+        if (UL)
+                parts[n_r++] = TAKE_PTR(UL);
+        if (UR)
+                parts[n_r++] = TAKE_PTR(UR);
+        *ret = rel_union(TAKE_PTR(parts), n_r);
+        if (!*ret)
+                r = oom(a);
+out:
+        for (size_t i = 0; i < n_preds; i++)
+                expr_free(preds[i]);
+        free(preds);
+        for (size_t i = 0; rpreds && i < n_preds; i++)
+                expr_free(rpreds[i]);
+        free(rpreds);
+        for (size_t i = 0; keyp && i < n_preds; i++)
+                expr_free(keyp[i]);
+        free(keyp);
+        rel_free(lp);
+        rel_free(rp);
+        rel_free(J);
+        rel_free(UL);
+        rel_free(UR);
+        free(parts);
+        return r;
+}
+
 static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct scope *sc,
                           Coord__Plan__Relation **ret)
 {
@@ -4497,11 +4837,20 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
         size_t n_preds = 0, nl;
         int r;
 
-        if (j->jointype != PG_QUERY__JOIN_TYPE__JOIN_INNER) {
+        bool outer = j->jointype == PG_QUERY__JOIN_TYPE__JOIN_LEFT || j->jointype == PG_QUERY__JOIN_TYPE__JOIN_RIGHT ||
+                     j->jointype == PG_QUERY__JOIN_TYPE__JOIN_FULL;
+
+        if (j->jointype != PG_QUERY__JOIN_TYPE__JOIN_INNER && !outer) {
                 const char *k = (unsigned)j->jointype < ELEMENTSOF(kinds) ? kinds[j->jointype] : NULL;
 
                 return FAIL(a, "0A000", "%s is not supported yet", k ? k : "this join");
         }
+        /* USING's merged column is the left one: right for RIGHT JOIN, COALESCE of both
+         * for FULL JOIN in PostgreSQL -- not built yet. */
+        if (j->n_using_clause && (j->jointype == PG_QUERY__JOIN_TYPE__JOIN_RIGHT ||
+                                  j->jointype == PG_QUERY__JOIN_TYPE__JOIN_FULL))
+                return FAIL(a, "0A000", "%s ... USING is not supported yet; write ON",
+                            kinds[j->jointype]);
         if (j->is_natural)
                 return FAIL(a, "0A000", "NATURAL JOIN is not supported yet");
         if (j->alias || j->join_using_alias)
@@ -4576,6 +4925,15 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
                         r = conj_add(a, &preds, &n_preds, TAKE_PTR(t.e));
                 if (r < 0)
                         goto fail;
+        }
+        if (outer) {
+                /* The side that may be padded with NULLs: its columns are nullable. */
+                for (size_t i = 0; i < sc->n; i++)
+                        if ((i < nl && j->jointype != PG_QUERY__JOIN_TYPE__JOIN_LEFT) ||
+                            (i >= nl && j->jointype != PG_QUERY__JOIN_TYPE__JOIN_RIGHT))
+                                sc->cols[i].nullable = true;
+                return plan_outer_join(a, j->jointype, TAKE_PTR(lp), nl, TAKE_PTR(rp), sc->n - nl,
+                                       TAKE_PTR(preds), n_preds, ret);
         }
         *ret = rel_join(TAKE_PTR(lp), TAKE_PTR(rp));
         if (*ret && n_preds)

@@ -555,6 +555,46 @@ static void ev_join3(const struct state *s, struct rel *o)
         }
 }
 
+/* Outer joins: each t1 row with its matches, or once with NULLs (and FULL: each
+ * unmatched t2 row with NULLs on the left). */
+static void ev_left(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 3 };
+        EACH(i, T1(s)) {
+                bool hit = false;
+                EACH(j, T2(s))
+                        if (is_true(v_and(v_cmp(T1(s)->r[i][0], EQ, T2(s)->r[j][0]),
+                                          v_cmp(T2(s)->r[j][1], GT, vi(2))))) {
+                                rel_add(o, T1(s)->r[i][0], T1(s)->r[i][1], T2(s)->r[j][1]);
+                                hit = true;
+                        }
+                if (!hit)
+                        rel_add(o, T1(s)->r[i][0], T1(s)->r[i][1], VN);
+        }
+}
+
+static void ev_full(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 3 };
+        EACH(i, T1(s)) {
+                bool hit = false;
+                EACH(j, T2(s))
+                        if (is_true(v_cmp(T1(s)->r[i][1], EQ, T2(s)->r[j][0]))) {
+                                rel_add(o, T1(s)->r[i][1], T2(s)->r[j][0], T2(s)->r[j][1]);
+                                hit = true;
+                        }
+                if (!hit)
+                        rel_add(o, T1(s)->r[i][1], VN, VN);
+        }
+        EACH(j, T2(s)) {
+                bool hit = false;
+                EACH(i, T1(s))
+                        hit = hit || is_true(v_cmp(T1(s)->r[i][1], EQ, T2(s)->r[j][0]));
+                if (!hit)
+                        rel_add(o, VN, T2(s)->r[j][0], T2(s)->r[j][1]);
+        }
+}
+
 static const struct aggspec AGG5[] = { { A_COUNT_STAR, 0 }, { A_COUNT, 1 }, { A_SUM, 1 },
                                        { A_MIN, 1 }, { A_MAX, 1 } };
 
@@ -901,6 +941,8 @@ static struct obj objs[] = {
         { K_MV, "mv_reduce2",
           "SELECT max(n) AS mx, min(n) AS mn, count(*) AS g, sum(n) AS total "
           "FROM (SELECT a, count(*) AS n FROM t1 GROUP BY a) AS s", ev_reduce2 },
+        { K_MV, "mv_left", "SELECT t1.a, t1.b, t2.c FROM t1 LEFT JOIN t2 ON t1.a = t2.a AND t2.c > 2", ev_left },
+        { K_MV, "mv_full", "SELECT t1.b, t2.a, t2.c FROM t1 FULL JOIN t2 ON t2.a = t1.b", ev_full },
         /* An index on a materialized view: reads at old times must still come from storage. */
         { K_DDL, "i_mv_join2", "CREATE INDEX i_mv_join2 ON mv_join2 (a)", NULL },
         { K_VIEW, "v_idx_filter", "SELECT a, b FROM t1 WHERE a IS NOT NULL AND b * 2 > a", ev_idx_filter },
