@@ -595,6 +595,21 @@ static void ev_full(const struct state *s, struct rel *o)
         }
 }
 
+static void ev_right(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 3 };
+        EACH(j, T2(s)) {
+                bool hit = false;
+                EACH(k, T3(s))
+                        if (is_true(v_cmp(T3(s)->r[k][0], EQ, T2(s)->r[j][1]))) {
+                                rel_add(o, T2(s)->r[j][0], T2(s)->r[j][1], T3(s)->r[k][1]);
+                                hit = true;
+                        }
+                if (!hit)
+                        rel_add(o, T2(s)->r[j][0], T2(s)->r[j][1], VN);
+        }
+}
+
 static const struct aggspec AGG5[] = { { A_COUNT_STAR, 0 }, { A_COUNT, 1 }, { A_SUM, 1 },
                                        { A_MIN, 1 }, { A_MAX, 1 } };
 
@@ -942,6 +957,7 @@ static struct obj objs[] = {
           "SELECT max(n) AS mx, min(n) AS mn, count(*) AS g, sum(n) AS total "
           "FROM (SELECT a, count(*) AS n FROM t1 GROUP BY a) AS s", ev_reduce2 },
         { K_MV, "mv_left", "SELECT t1.a, t1.b, t2.c FROM t1 LEFT JOIN t2 ON t1.a = t2.a AND t2.c > 2", ev_left },
+        { K_MV, "mv_right", "SELECT t2.a, t2.c, t3.d FROM t3 RIGHT JOIN t2 ON t3.b = t2.c", ev_right },
         { K_MV, "mv_full", "SELECT t1.b, t2.a, t2.c FROM t1 FULL JOIN t2 ON t2.a = t1.b", ev_full },
         /* An index on a materialized view: reads at old times must still come from storage. */
         { K_DDL, "i_mv_join2", "CREATE INDEX i_mv_join2 ON mv_join2 (a)", NULL },

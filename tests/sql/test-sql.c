@@ -826,7 +826,14 @@ static void test_select_errors(void)
         expect_error("SELECT foo(1, 'x')", "42883", "function foo(integer, unknown) does not exist", 8);
         expect_error("SELECT mz_now(1)", "42883", NULL, 8);
         expect_error("SELECT avg(a) FROM t", "0A000", NULL, 8);
-        expect_error("SELECT * FROM t LEFT JOIN u ON true", "0A000", NULL, -1);
+        /* Outer joins: ON equalities of the two sides (and, for LEFT, conditions on the
+         * right alone); other conditions would change the matching: refused. */
+        expect_error("SELECT * FROM t LEFT JOIN u ON t.a < u.x", "0A000", NULL, -1);
+        expect_error("SELECT * FROM t LEFT JOIN u ON t.a = u.x AND t.a > 1", "0A000", NULL, -1);
+        expect_error("SELECT * FROM t FULL JOIN u ON u.x = 1", "0A000", NULL, -1);
+        expect_error("SELECT * FROM t RIGHT JOIN u ON t.a = u.x OR u.x = 2", "0A000", NULL, -1);
+        expect_error("SELECT * FROM t AS t1 FULL JOIN t AS t2 USING (a)", "0A000", NULL, -1);
+        expect_error("SELECT * FROM t AS t1 RIGHT JOIN t AS t2 USING (a)", "0A000", NULL, -1);
         expect_error("SELECT * FROM i", "42809", NULL, 15);
         expect_error("SELECT *", "42601", "SELECT * with no tables specified is not valid", 8);
         /* Errors while folding stay for run time (only a row reaching them fails). */
