@@ -44,6 +44,7 @@
 #include "catalog.h"
 #include "catalog.pb-c.h"
 #include "coord.pb-c.h"
+#include "probes.h"
 #include "refresh.h"
 #include "util.h"
 
@@ -1494,6 +1495,7 @@ static int create_into(struct adapter_catalog *ac, const struct acat_new_item *n
                                                      (unsigned long long)req_inputs[i]);
                         b = effective_bound(in);
                         if (ni->as_of < b) {
+                                COORD_ADMISSION_REFUSE(ni->as_of, b);
                                 row_error_set(err, -EINVAL, "55000",
                                               "cannot create %s \"%s\" as of %llu: input \"%s\" has bound %llu",
                                               acat_kind_name(ni->kind), ni->name,

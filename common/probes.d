@@ -38,6 +38,9 @@ provider coord {
         probe pgwire__request__start(int, int, char *);                   /* conn, kind, text */
         probe pgwire__request__done(int, int, int, unsigned long long);   /* conn, kind, failed, ns */
 
+        /* adapter catalog: a consumer refused by admission (I4): as-of, the input's bound */
+        probe admission__refuse(unsigned long long, unsigned long long);
+
         /* catalog store */
         probe catalog__commit__start(unsigned long long, unsigned int);  /* seq, ops */
         probe catalog__commit__done(unsigned long long, int);            /* seq, result */
@@ -50,6 +53,7 @@ provider coord {
         probe storage__sync__start(unsigned long long);                  /* target write seq */
         probe storage__sync__done(unsigned long long, int, unsigned long long); /* target, result, ns */
         probe controller__release(unsigned long long, unsigned int, unsigned int); /* durable seq, messages, ring records released */
+        probe storage__compact(unsigned long long, unsigned long long, unsigned long long); /* gid, updates read, written */
 
         /* lifecycle follower (issue 5) */
         probe lifecycle__publish(unsigned long long, unsigned int, unsigned int, unsigned int); /* based_on_seq, bounds, requirements, bytes */

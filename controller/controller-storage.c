@@ -2981,6 +2981,7 @@ int storage_compact_pending_timed(struct storage *s, uint64_t max_updates, uint6
                 if (later)
                         continue;
                 work += res.updates_read + res.updates_written + 1;
+                COORD_STORAGE_COMPACT(c->gid, res.updates_read, res.updates_written);
                 /* c is still there: compaction never frees a collection. */
                 if (fn && (res.batches_merged > 0 || c->physical_since != phys ||
                            c->n_batches != batches)) {
