@@ -187,10 +187,8 @@ static void on_signal(int sig)
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-        if (!verbose && level != LIBBPF_WARN)
-                return 0;
         if (!verbose)
-                return 0;       /* warnings too: main() says what failed, once */
+                return 0;       /* warnings too: the caller says what failed, once */
         return vfprintf(stderr, fmt, ap);
 }
 
@@ -625,7 +623,8 @@ static int trace(enum sub sub, const struct target *t, int n_targets, double int
                         r = -EPERM;
                 fprintf(stderr, "coord-trace: loading the BPF programs: %s%s\n", strerror(-r),
                         r == -EPERM ? " (BPF is not permitted here: run as root, or with CAP_BPF "
-                                      "and CAP_PERFMON)" : "");
+                                      "and CAP_PERFMON)" :
+                        r == -EACCES ? " (the verifier refused a program: --verbose shows its log)" : "");
                 goto out;
         }
         r = attach_all(skel, sub, t, n_targets, links, &n_links);
