@@ -258,6 +258,7 @@ struct session {
         /* (10) An explicit transaction block, and the INSERTs it sends at COMMIT. */
         enum { TXN_NONE, TXN_OPEN, TXN_FAILED } txn;
         bool txn_read;                  /* it has read: no write may follow */
+        bool txn_read_only;             /* BEGIN READ ONLY, SET TRANSACTION READ ONLY */
         struct write *txn_writes;       /* .s NULL until COMMIT */
         size_t n_txn_writes, cap_txn_writes;
         /* (12) SET statement_timeout, ms (0: none), and its timer while a statement is
@@ -3046,6 +3047,8 @@ static void format_timeout(uint32_t ms, char *buf, size_t size)
 
 /* SET / RESET: statement_timeout (12) is the one the adapter keeps; the others that
  * drivers send are accepted and change nothing. */
+static void txn_notice(struct session *s, const char *sqlstate, const char *message);
+
 static int exec_set_variable(struct session *s, struct sql_stmt *st)
 {
         const struct sql_set_variable *sv = &st->set_variable;
@@ -3053,6 +3056,20 @@ static int exec_set_variable(struct session *s, struct sql_stmt *st)
 
         if (strcmp(sv->name, "all") == 0 && sv->reset) {
                 s->statement_timeout_ms = s->statement_timeout_default_ms;
+                return STMT_DONE;
+        }
+        if (strcmp(sv->name, "transaction") == 0) {
+                /* SET TRANSACTION: the block's modes, as PostgreSQL takes them. */
+                if (s->txn == TXN_NONE) {
+                        txn_notice(s, "25P01", "SET TRANSACTION can only be used in transaction blocks");
+                        return STMT_DONE;
+                }
+                if (st->txn_read_only == 0 && s->txn_read_only && (s->txn_read || s->n_txn_writes)) {
+                        send_error(s->c, "25001", "transaction read-write mode must be set before any query");
+                        return -ECANCELED;
+                }
+                if (st->txn_read_only >= 0)
+                        s->txn_read_only = st->txn_read_only == 1;
                 return STMT_DONE;
         }
         if (strcmp(sv->name, "statement_timeout") != 0)
@@ -3310,6 +3327,8 @@ static void session_free(struct session *s)
 static void txn_set(struct session *s, int state)
 {
         s->txn = state;
+        if (state == TXN_NONE)
+                s->txn_read_only = false;
         pgwire_set_transaction_status(s->c, state == TXN_NONE ? 'I' : state == TXN_OPEN ? 'T' : 'E');
 }
 
@@ -3399,10 +3418,12 @@ static int exec_transaction(struct session *s, const struct sql_stmt *st)
 {
         switch (st->transaction) {
         case SQL_TXN_BEGIN:
-                if (s->txn != TXN_NONE)
+                if (s->txn != TXN_NONE) {
                         txn_notice(s, "25001", "there is already a transaction in progress");
-                else
+                } else {
                         txn_set(s, TXN_OPEN);
+                        s->txn_read_only = st->txn_read_only == 1;
+                }
                 return STMT_DONE;
         case SQL_TXN_COMMIT:
                 if (s->txn == TXN_NONE) {
@@ -3452,6 +3473,10 @@ static int txn_stmt(struct session *s, struct sql_stmt *st)
                 s->txn_read = true;
                 return 1;
         case SQL_STMT_INSERT:
+                if (s->txn_read_only) {
+                        send_error(s->c, "25006", "cannot execute INSERT in a read-only transaction");
+                        return -ECANCELED;
+                }
                 if (s->txn_read) {
                         send_error(s->c, "25000", "a transaction that has read cannot write: "
                                                   "a transaction either reads or writes");

@@ -1064,6 +1064,7 @@ static int lift_segment(struct sql_batch *b, char *cleaned, PgQuery__ScanToken *
         PgQuery__ParseResult *tree = NULL;
         struct as_of_clause *c;
         size_t as = SIZE_MAX, begin, end;
+        bool saw_from = false;
         int depth = 0, r;
 
         for (size_t i = 0; i < n; i++) {
@@ -1076,10 +1077,22 @@ static int lift_segment(struct sql_batch *b, char *cleaned, PgQuery__ScanToken *
                 case PG_QUERY__TOKEN__ASCII_93:
                         depth--;
                         break;
+                case PG_QUERY__TOKEN__FROM:
+                        saw_from = saw_from || depth == 0;
+                        break;
                 case PG_QUERY__TOKEN__AS:
                         /* AS OF and at least one token of expression after it. */
                         if (depth == 0 && i + 2 < n && t[i + 1]->token == PG_QUERY__TOKEN__OF)
                                 as = i;
+                        /* `... FROM ... AS OF` ending the statement: PostgreSQL would take
+                         * `of` for a table's alias; here it is an AS OF without its time
+                         * (`SELECT 1 AS of` stays a column's alias). */
+                        if (depth == 0 && i + 2 == n && t[i + 1]->token == PG_QUERY__TOKEN__OF && saw_from) {
+                                row_error_set(err, -EINVAL, "42601", "syntax error at end of input");
+                                row_error_detail(err, "AS OF needs a timestamp.");
+                                err->position = (unsigned)t[i + 1]->end + 1;
+                                return -EINVAL;
+                        }
                         break;
                 default:
                         break;
@@ -7649,6 +7662,8 @@ static int set_value(struct analyzer *a, const PgQuery__VariableSetStmt *v, char
         return 0;
 }
 
+static int transaction_modes(struct analyzer *a, PgQuery__Node **opts, size_t n);
+
 static int analyze_set(struct analyzer *a, const PgQuery__VariableSetStmt *v)
 {
         struct sql_set_variable *sv = &a->stmt->set_variable;
@@ -7660,8 +7675,17 @@ static int analyze_set(struct analyzer *a, const PgQuery__VariableSetStmt *v)
                 if (!sv->name)
                         return oom(a);
                 return set_value(a, v, &sv->value);
-        case PG_QUERY__VARIABLE_SET_KIND__VAR_SET_DEFAULT:
         case PG_QUERY__VARIABLE_SET_KIND__VAR_SET_MULTI:
+                if (v->name && strcasecmp(v->name, "transaction") == 0) {
+                        int r = transaction_modes(a, v->args, v->n_args);
+                        if (r < 0)
+                                return r;
+                } else if (v->name && strcasecmp(v->name, "session characteristics") == 0) {
+                        return FAIL(a, "0A000", "SET SESSION CHARACTERISTICS is not supported");
+                }
+                sv->name = lowercase_dup(v->name);
+                break;
+        case PG_QUERY__VARIABLE_SET_KIND__VAR_SET_DEFAULT:
                 sv->name = lowercase_dup(v->name);
                 break;
         case PG_QUERY__VARIABLE_SET_KIND__VAR_RESET:
@@ -7678,8 +7702,41 @@ static int analyze_set(struct analyzer *a, const PgQuery__VariableSetStmt *v)
         return sv->name ? 0 : oom(a);
 }
 
+/* A transaction's modes (BEGIN, START TRANSACTION, SET TRANSACTION): READ ONLY / READ
+ * WRITE into a->stmt->txn_read_only; every isolation level is taken (reads are
+ * serializable, at one timestamp per block: stronger than any); DEFERRABLE too. */
+static int transaction_modes(struct analyzer *a, PgQuery__Node **opts, size_t n)
+{
+        a->stmt->txn_read_only = -1;
+        for (size_t i = 0; i < n; i++) {
+                const PgQuery__DefElem *d = opts[i]->node_case == PG_QUERY__NODE__NODE_DEF_ELEM
+                                                    ? opts[i]->def_elem : NULL;
+                const PgQuery__Node *v = d ? d->arg : NULL;
+
+                if (!d || !d->defname)
+                        return FAIL(a, "XX000", "malformed transaction mode");
+                if (strcmp(d->defname, "transaction_read_only") == 0) {
+                        if (!v || v->node_case != PG_QUERY__NODE__NODE_A_CONST ||
+                            v->a_const->val_case != PG_QUERY__A__CONST__VAL_IVAL)
+                                return FAIL(a, "XX000", "malformed transaction mode");
+                        a->stmt->txn_read_only = v->a_const->ival->ival != 0;
+                } else if (strcmp(d->defname, "transaction_isolation") != 0 &&
+                           strcmp(d->defname, "transaction_deferrable") != 0) {
+                        return FAIL(a, "0A000", "transaction mode \"%s\" is not supported", d->defname);
+                }
+        }
+        return 0;
+}
+
 static int analyze_transaction(struct analyzer *a, const PgQuery__TransactionStmt *t)
 {
+        int r = transaction_modes(a, t->options, t->n_options);
+
+        if (r < 0)
+                return r;
+        if (t->chain)
+                return FAIL(a, "0A000", "%s AND CHAIN is not supported",
+                            t->kind == PG_QUERY__TRANSACTION_STMT_KIND__TRANS_STMT_COMMIT ? "COMMIT" : "ROLLBACK");
         switch (t->kind) {
         case PG_QUERY__TRANSACTION_STMT_KIND__TRANS_STMT_BEGIN:
         case PG_QUERY__TRANSACTION_STMT_KIND__TRANS_STMT_START:

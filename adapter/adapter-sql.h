@@ -343,6 +343,9 @@ enum sql_txn_kind {
 
 struct sql_stmt {
         enum sql_stmt_kind kind;
+        /* BEGIN / START TRANSACTION / SET TRANSACTION: READ ONLY (1), READ WRITE (0), or
+         * not given (-1). */
+        int txn_read_only;
         char *sql;              /* the statement's own text, trimmed (catalog create SQL) */
         /* Logical inputs: every storage collection the statement's SQL names, through
          * views, by GlobalId, ascending, without duplicates -- including collections the

@@ -358,6 +358,29 @@ static void test_transactions(void)
         CU_ASSERT_STRING_EQUAL(tag_of(c, "CREATE TABLE txt2 (a int)", tag, sizeof(tag)), "25001");
         CU_ASSERT(ok(c, "ROLLBACK"));
         CU_ASSERT(fails_with(c, "SELECT * FROM txt2", "42P01"));
+        /* Issue 35 item 6: READ ONLY blocks refuse writes (25006); SET TRANSACTION
+         * sets the block's mode (before its first query); AND CHAIN is refused, not
+         * taken for a plain COMMIT; `AS OF` without its time is a syntax error. */
+        CU_ASSERT(ok(c, "BEGIN READ ONLY"));
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "INSERT INTO txt VALUES (13)", tag, sizeof(tag)), "25006");
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        CU_ASSERT(ok(c, "START TRANSACTION ISOLATION LEVEL SERIALIZABLE; SET TRANSACTION READ ONLY"));
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "INSERT INTO txt VALUES (13)", tag, sizeof(tag)), "25006");
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        CU_ASSERT(ok(c, "BEGIN READ ONLY"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM txt", "4"));
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "SET TRANSACTION READ WRITE", tag, sizeof(tag)), "25001");
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        CU_ASSERT(ok(c, "BEGIN READ WRITE; INSERT INTO txt VALUES (13); ROLLBACK"));
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "COMMIT AND CHAIN", tag, sizeof(tag)), "0A000");
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        CU_ASSERT(fails_with(c, "ROLLBACK AND CHAIN", "0A000"));
+        CU_ASSERT(fails_with(c, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", "0A000"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM txt AS OF", "42601"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM txt AS OF;", "42601"));
+        CU_ASSERT(ok(c, "INSERT INTO txt VALUES (14)"));        /* no block: not read only */
+        CU_ASSERT(ok(c, "DELETE FROM txt WHERE a = 14"));
         CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt", "4"));
         CU_ASSERT(ok(c, "DROP TABLE txt"));
         PQfinish(c);

@@ -516,6 +516,9 @@ static void test_as_of(void)
         expect_as_of("SELECT 'as of 5' FROM t", false, 0);
         expect_as_of("SELECT a FROM t /* as of 3 */", false, 0);
         expect_as_of("SELECT 1 AS of", false, 0);
+        /* ...but after a FROM, `AS OF` ending the statement lacks its time. */
+        expect_error("SELECT a FROM t AS OF", "42601", NULL, -1);
+        expect_error("SELECT a FROM t AS OF;", "42601", NULL, -1);
 
         s = analyze("SELECT a AS of FROM t");
         CU_ASSERT_FALSE(s->select.has_as_of);
