@@ -2975,7 +2975,9 @@ static int exec_show_objects(struct session *s, struct sql_stmt *st)
                 if (!st->show_objects.all && items[i]->kind != st->show_objects.kind)
                         continue;
                 vals[0] = items[i]->name;
-                vals[1] = acat_kind_name(items[i]->kind);
+                /* Materialize spells the kinds this way in SHOW OBJECTS (mz_objects.type). */
+                vals[1] = items[i]->kind == SQL_OBJECT_MATERIALIZED_VIEW ? "materialized-view"
+                                                                          : acat_kind_name(items[i]->kind);
                 r = pgwire_send_data_row(s->c, 2, vals, NULL);
                 if (r < 0)
                         return r;

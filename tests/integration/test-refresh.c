@@ -100,6 +100,8 @@ static void test_bad_input(void)
         CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW rh WITH (RETAIN HISTORY FOR '1h', REFRESH AT CREATION, "
                         "REFRESH AT coalesce(mz_now(), 0) + 3600000) AS SELECT a FROM b"));
         CU_ASSERT(rows_are(c, "SELECT * FROM rh", "1"));
+        /* SHOW OBJECTS spells the kind as Materialize does */
+        CU_ASSERT(rows_are(c, "SHOW OBJECTS", "b|table;oc|materialized-view;rh|materialized-view"));
         CU_ASSERT(ok(c, "DROP MATERIALIZED VIEW rh"));
         CU_ASSERT(ok(c, "DROP TABLE b CASCADE"));
         PQfinish(c);
