@@ -7449,8 +7449,45 @@ static int analyze_create_source(struct analyzer *a, const struct lift *l)
         return r;
 }
 
-/* CREATE SINK (lifted, note 1): what it writes is planned as an index's arrangement is
- * (a collection's Get, or a view's plan), deterministic. */
+/* What a sink writes (CREATE SINK, ALTER SINK ... SET FROM): the relation `name` at
+ * `location`, planned as an index's arrangement is (a collection's Get, or a view's
+ * plan), deterministic, with its references and inputs added; *rel describes it. */
+static int sink_relation(struct analyzer *a, const char *name, int location, struct sql_relation *rel,
+                         Coord__Plan__Relation **plan)
+{
+        int r;
+
+        a->materialize = true;
+        r = lookup(a, name, rel);
+        if (r == -ENOENT)
+                return FAIL_AT(a, location, "42P01", "relation \"%s\" does not exist", name);
+        if (r < 0)
+                return r;
+        if (rel->kind == SQL_OBJECT_INDEX || rel->kind == SQL_OBJECT_SINK)
+                return FAIL_AT(a, location, "42809", "a sink cannot write %s \"%s\"",
+                               sql_object_kind_name(rel->kind), name);
+        if (rel->kind == SQL_OBJECT_VIEW && !rel->deterministic)
+                return nondeterministic_view(a, name, location);
+        if (coord_gid_is_live(rel->id))
+                return FAIL_AT(a, location, "0A000", "a sink cannot read %s", name);
+        r = add_reference(a, rel->id);
+        if (rel->kind == SQL_OBJECT_VIEW) {
+                for (size_t i = 0; i < rel->n_inputs && r >= 0; i++)
+                        r = add_input(a, rel->inputs[i]);
+                *plan = rel_copy(rel->plan);
+        } else {
+                if (r >= 0)
+                        r = add_input(a, rel->id);
+                *plan = rel_get(rel);
+        }
+        if (r < 0)
+                return r;
+        if (!*plan)
+                return oom(a);
+        return finish_plan(a, plan);
+}
+
+/* CREATE SINK (lifted, note 1). */
 static int analyze_create_sink(struct analyzer *a, const struct lift *l)
 {
         struct sql_create_sink *cs = &a->stmt->create_sink;
@@ -7466,17 +7503,9 @@ static int analyze_create_sink(struct analyzer *a, const struct lift *l)
                 return oom(a);
         if (!cs->path[0])
                 return FAIL(a, "22023", "the file of a sink must be a plain, non-empty string");
-        a->materialize = true;
-        r = lookup(a, l->on, &rel);
-        if (r == -ENOENT)
-                return FAIL_AT(a, (int)l->location, "42P01", "relation \"%s\" does not exist", l->on);
+        r = sink_relation(a, l->on, (int)l->location, &rel, &cs->plan);
         if (r < 0)
                 return r;
-        if (rel.kind == SQL_OBJECT_INDEX || rel.kind == SQL_OBJECT_SINK)
-                return FAIL_AT(a, (int)l->location, "42809", "cannot create a sink from %s \"%s\"",
-                               sql_object_kind_name(rel.kind), l->on);
-        if (rel.kind == SQL_OBJECT_VIEW && !rel.deterministic)
-                return nondeterministic_view(a, l->on, (int)l->location);
         cs->from_id = rel.id;
         cs->columns = calloc(rel.n_columns ? rel.n_columns : 1, sizeof(*cs->columns));
         if (!cs->columns)
@@ -7488,26 +7517,10 @@ static int analyze_create_sink(struct analyzer *a, const struct lift *l)
                         return oom(a);
                 cs->n_columns++;
         }
-        r = add_reference(a, rel.id);
-        if (rel.kind == SQL_OBJECT_VIEW) {
-                for (size_t i = 0; i < rel.n_inputs && r >= 0; i++)
-                        r = add_input(a, rel.inputs[i]);
-                cs->plan = rel_copy(rel.plan);
-        } else {
-                if (r >= 0)
-                        r = add_input(a, rel.id);
-                cs->plan = rel_get(&rel);
-        }
-        if (r < 0)
-                return r;
-        if (!cs->plan)
-                return oom(a);
-        r = finish_plan(a, &cs->plan);
-        if (r < 0)
-                return r;
         return new_name(a, l->name, cs->if_not_exists, -1, &cs->exists);
 }
 
+/* ALTER SINK name SET FROM relation (lifted): a relation with the sink's column types. */
 static int analyze_alter_sink(struct analyzer *a, const struct lift *l)
 {
         struct sql_alter_sink *as = &a->stmt->alter_sink;
@@ -7526,19 +7539,10 @@ static int analyze_alter_sink(struct analyzer *a, const struct lift *l)
         if (sink.kind != SQL_OBJECT_SINK)
                 return FAIL(a, "42809", "\"%s\" is not a sink", l->name);
         as->id = sink.id;
-        a->materialize = true;
-        r = lookup(a, l->on, &rel);
-        if (r == -ENOENT)
-                return FAIL_AT(a, (int)l->location, "42P01", "relation \"%s\" does not exist", l->on);
+        r = sink_relation(a, l->on, (int)l->location, &rel, &as->plan);
         if (r < 0)
                 return r;
-        if (rel.kind == SQL_OBJECT_INDEX || rel.kind == SQL_OBJECT_SINK)
-                return FAIL_AT(a, (int)l->location, "42809", "a sink cannot write %s \"%s\"",
-                               sql_object_kind_name(rel.kind), l->on);
-        if (rel.kind == SQL_OBJECT_VIEW && !rel.deterministic)
-                return nondeterministic_view(a, l->on, (int)l->location);
-        if (coord_gid_is_live(rel.id))
-                return FAIL_AT(a, (int)l->location, "0A000", "a sink cannot read %s", l->on);
+        as->from_id = rel.id;
         /* The file's lines go on with the same columns. */
         for (size_t i = 0; i < rel.n_columns || i < sink.n_columns; i++)
                 if (i >= rel.n_columns || i >= sink.n_columns || rel.columns[i].type != sink.columns[i].type) {
@@ -7549,22 +7553,7 @@ static int analyze_alter_sink(struct analyzer *a, const struct lift *l)
                                          rel.n_columns == sink.n_columns ? ", of other types" : "");
                         return r;
                 }
-        as->from_id = rel.id;
-        r = add_reference(a, rel.id);
-        if (rel.kind == SQL_OBJECT_VIEW) {
-                for (size_t i = 0; i < rel.n_inputs && r >= 0; i++)
-                        r = add_input(a, rel.inputs[i]);
-                as->plan = rel_copy(rel.plan);
-        } else {
-                if (r >= 0)
-                        r = add_input(a, rel.id);
-                as->plan = rel_get(&rel);
-        }
-        if (r < 0)
-                return r;
-        if (!as->plan)
-                return oom(a);
-        return finish_plan(a, &as->plan);
+        return 0;
 }
 
 static int analyze_default_index(struct analyzer *a, const struct lift *l)
