@@ -215,8 +215,10 @@ static void item_free(struct acat_item *it)
 {
         if (!it || it->builtin)
                 return;
-        for (size_t i = 0; i < it->n_columns; i++)
+        for (size_t i = 0; i < it->n_columns; i++) {
                 free(it->columns[i].name);
+                free(it->columns[i].default_row);
+        }
         free(it->columns);
         free(it->name);
         free(it->create_sql);
@@ -559,6 +561,11 @@ static struct acat_item *item_from_proto(Coord__CatalogItem *p)
                 it->columns[i].name = str_take(&p->columns[i]->name);
                 it->columns[i].type = (enum row_type)p->columns[i]->type;
                 it->columns[i].nullable = p->columns[i]->nullable;
+                if (p->columns[i]->default_value.len) {
+                        it->columns[i].default_row = TAKE_PTR(p->columns[i]->default_value.data);
+                        it->columns[i].default_len = p->columns[i]->default_value.len;
+                        p->columns[i]->default_value.len = 0;
+                }
                 it->n_columns++;
                 if (!it->columns[i].name)
                         goto fail;
@@ -631,6 +638,8 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
                 cols[i].name = it->columns[i].name;
                 cols[i].type = (uint32_t)it->columns[i].type;
                 cols[i].nullable = it->columns[i].nullable;
+                cols[i].default_value.data = it->columns[i].default_row;
+                cols[i].default_value.len = it->columns[i].default_len;
                 colp[i] = &cols[i];
         }
         p.gid = it->gid;
@@ -1528,8 +1537,12 @@ static int create_into(struct adapter_catalog *ac, const struct acat_new_item *n
         for (size_t i = 0; i < ni->n_columns; i++) {
                 it->columns[i] = ni->columns[i];
                 it->columns[i].name = strdup(ni->columns[i].name);
+                it->columns[i].default_row = NULL;
+                if (ni->columns[i].default_row &&
+                    (it->columns[i].default_row = malloc(ni->columns[i].default_len)))
+                        memcpy(it->columns[i].default_row, ni->columns[i].default_row, ni->columns[i].default_len);
                 it->n_columns++;
-                if (!it->columns[i].name) {
+                if (!it->columns[i].name || (ni->columns[i].default_row && !it->columns[i].default_row)) {
                         r = -ENOMEM;
                         goto fail;
                 }

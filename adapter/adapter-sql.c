@@ -3370,6 +3370,39 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
 
 /* ---- Statements. ---- */
 
+static int assign(struct analyzer *a, struct typed *t, const struct sql_column *col);
+
+/* DEFAULT expr of a new column: a constant of the column's type (assignment casts),
+ * evaluated now.  One that would depend on when or by whom a row is inserted (mz_now(),
+ * current_user, ...) would be evaluated at CREATE TABLE instead: refused (0A000). */
+static int column_default_of(struct analyzer *a, const PgQuery__Node *expr, struct sql_column *col)
+{
+        _cleanup_(typed_done) struct typed t = { .location = -1 };
+        const char *no_mz_now = a->no_mz_now;
+        bool materialize = a->materialize;
+        struct row_datum d;
+        int r;
+
+        if (!expr)
+                return FAIL(a, "XX000", "malformed DEFAULT");
+        a->no_mz_now = "column defaults";
+        a->materialize = true;
+        r = analyze_expr(a, expr, &t);
+        a->no_mz_now = no_mz_now;
+        a->materialize = materialize;
+        if (r >= 0)
+                r = assign(a, &t, col);
+        if (r < 0)
+                return r;
+        if (!is_literal(t.e))
+                return FAIL_AT(a, t.location, "0A000", "column defaults must be constant expressions");
+        r = row_expr_literal(t.e->literal, col->type, &d, a->err);
+        if (r < 0)
+                return r;
+        r = row_encode(&d, 1, &col->default_row, &col->default_len);
+        return r < 0 ? (r == -ENOMEM ? oom(a) : FAIL(a, "54000", "default value is too big")) : 0;
+}
+
 static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
 {
         struct sql_create_table *ct = &a->stmt->create_table;
@@ -3418,11 +3451,15 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                 r = resolve_type(a, cd->type_name, &col->type);
                 if (r < 0)
                         return r;
-                if (cd->raw_default || (cd->identity && cd->identity[0]) ||
-                    (cd->generated && cd->generated[0]) || cd->coll_clause)
+                if ((cd->identity && cd->identity[0]) || (cd->generated && cd->generated[0]) ||
+                    cd->coll_clause)
                         return FAIL_AT(a, cd->location, "0A000",
-                                       "column defaults, identity, generated columns and "
-                                       "collations are not supported");
+                                       "identity, generated columns and collations are not supported");
+                if (cd->raw_default) {
+                        r = column_default_of(a, cd->raw_default, col);
+                        if (r < 0)
+                                return r;
+                }
                 for (size_t k = 0; k < cd->n_constraints; k++) {
                         const PgQuery__Constraint *con;
 
@@ -3437,8 +3474,14 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                                 saw_not_null = true;
                                 break;
                         case PG_QUERY__CONSTR_TYPE__CONSTR_DEFAULT:
-                                return FAIL_AT(a, con->location, "0A000",
-                                               "column defaults are not supported");
+                                if (col->default_row)
+                                        return FAIL_AT(a, con->location, "42601",
+                                                       "multiple default values specified for column "
+                                                       "\"%s\" of table \"%s\"", cd->colname, name);
+                                r = column_default_of(a, con->raw_expr, col);
+                                if (r < 0)
+                                        return r;
+                                break;
                         default:
                                 return FAIL_AT(a, con->location, "0A000",
                                                "only NULL and NOT NULL column constraints are "
@@ -3642,6 +3685,16 @@ static int node_location(const PgQuery__Node *n)
         }
 }
 
+/* Column col's DEFAULT as a datum (pointing into the column's bytes), or NULL. */
+static struct row_datum column_default(const struct sql_column *col)
+{
+        struct row_datum d = ROW_DATUM_NULL;
+
+        if (col->default_row && row_decode(col->default_row, col->default_len, &d, 1) != 1)
+                d = ROW_DATUM_NULL;     /* checked when the table was created */
+        return d;
+}
+
 /* One VALUES row into an encoded table row. */
 static int insert_row(struct analyzer *a, const struct sql_relation *rel, const size_t *targets,
                       size_t n_targets, const PgQuery__List *values, struct sql_row *ret)
@@ -3657,15 +3710,16 @@ static int insert_row(struct analyzer *a, const struct sql_relation *rel, const 
         row = calloc(rel->n_columns ? rel->n_columns : 1, sizeof(*row));
         if (!vals || !row)
                 return oom(a);
+        /* A column not written, or written DEFAULT, takes its default. */
         for (size_t i = 0; i < rel->n_columns; i++)
-                row[i] = ROW_DATUM_NULL;
+                row[i] = column_default(&rel->columns[i]);
         for (size_t i = 0; i < values->n_items; i++) {
                 const PgQuery__Node *n = values->items[i];
                 const struct sql_column *col = &rel->columns[targets[i]];
 
                 vals[i].location = -1;
                 if (n->node_case == PG_QUERY__NODE__NODE_SET_TO_DEFAULT)
-                        continue;       /* no defaults yet: DEFAULT is NULL */
+                        continue;       /* its default, set above */
                 r = analyze_expr(a, n, &vals[i]);
                 if (r >= 0)
                         r = assign(a, &vals[i], col);
@@ -6849,7 +6903,10 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
                                     "multiple assignments to same column \"%s\"", t->name);
                         break;
                 }
-                if (t->val->node_case == PG_QUERY__NODE__NODE_SET_TO_DEFAULT)
+                if (t->val->node_case == PG_QUERY__NODE__NODE_SET_TO_DEFAULT && rel.columns[c].default_row) {
+                        struct row_datum d = column_default(&rel.columns[c]);
+                        r = typed_literal(a, rel.columns[c].type, &d, false, t->location, &v);
+                } else if (t->val->node_case == PG_QUERY__NODE__NODE_SET_TO_DEFAULT)
                         r = unknown_null(a, t->location, &v);
                 else
                         r = analyze_expr(a, t->val, &v);
@@ -7304,6 +7361,8 @@ static int analyze_index(struct analyzer *a, const char *index_name, const char 
                 return oom(a);
         for (size_t i = 0; i < rel.n_columns; i++) {
                 ci->columns[i] = rel.columns[i];
+                ci->columns[i].default_row = NULL;
+                ci->columns[i].default_len = 0;
                 ci->columns[i].name = strdup(rel.columns[i].name);
                 if (!ci->columns[i].name)
                         return oom(a);
@@ -7512,6 +7571,8 @@ static int analyze_create_sink(struct analyzer *a, const struct lift *l)
                 return oom(a);
         for (size_t i = 0; i < rel.n_columns; i++) {
                 cs->columns[i] = rel.columns[i];
+                cs->columns[i].default_row = NULL;
+                cs->columns[i].default_len = 0;
                 cs->columns[i].name = strdup(rel.columns[i].name);
                 if (!cs->columns[i].name)
                         return oom(a);
@@ -7884,8 +7945,10 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                 return NULL;
         switch (s->kind) {
         case SQL_STMT_CREATE_TABLE:
-                for (size_t i = 0; i < s->create_table.n_columns; i++)
+                for (size_t i = 0; i < s->create_table.n_columns; i++) {
                         free(s->create_table.columns[i].name);
+                        free(s->create_table.columns[i].default_row);
+                }
                 free(s->create_table.columns);
                 free(s->create_table.name);
                 break;

@@ -72,6 +72,11 @@ struct sql_column {
         char *name;
         enum row_type type;
         bool nullable;
+        /* A table column's DEFAULT: one datum, row-encoded (common/row), of `type`;
+         * NULL when it has none.  Owned with the array's names (catalog items, a CREATE
+         * TABLE statement); copies into other objects' columns leave it out. */
+        uint8_t *default_row;
+        size_t default_len;
 };
 
 struct sql_relation {

@@ -1900,8 +1900,44 @@ static void test_down(void)
         CU_ASSERT_EQUAL(t_sh("%s down >/dev/null", coord_cmd), 0);
 }
 
+/* Column defaults (issue 35 item 1): constants, kept by the catalog across an adapter
+ * restart; INSERT of fewer columns, DEFAULT, DEFAULT VALUES and UPDATE SET c = DEFAULT
+ * take them; what would be evaluated at CREATE instead of at INSERT is refused. */
+static void test_defaults(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE df (a int DEFAULT 7, b text DEFAULT 'x' || 'y', "
+                              "c bigint NOT NULL DEFAULT 1 + 2, e int)"));
+        CU_ASSERT(ok(c, "INSERT INTO df (e) VALUES (1)"));
+        CU_ASSERT(ok(c, "INSERT INTO df VALUES (DEFAULT, 'z', DEFAULT, 2)"));
+        CU_ASSERT(ok(c, "INSERT INTO df DEFAULT VALUES"));
+        CU_ASSERT(ok(c, "INSERT INTO df (a, e) VALUES (NULL, 4)"));
+        CU_ASSERT(rows_are(c, "SELECT coalesce(a, -1), b, c, coalesce(e, -1) FROM df",
+                           "-1|xy|3|4;7|xy|3|-1;7|xy|3|1;7|z|3|2"));
+        CU_ASSERT(ok(c, "UPDATE df SET a = DEFAULT WHERE e = 4"));
+        CU_ASSERT(rows_are(c, "SELECT a FROM df WHERE e = 4", "7"));
+        PQfinish(c);
+        c = adapter_restart(NULL);              /* the defaults come back from the catalog */
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT(ok(c, "INSERT INTO df (e) VALUES (5)"));
+        CU_ASSERT(rows_are(c, "SELECT a, b, c FROM df WHERE e = 5", "7|xy|3"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE dx (a bigint DEFAULT mz_now())", "0A000"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE dx (a text DEFAULT current_user)", "0A000"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE dx (a int DEFAULT 'x')", "22P02"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE dx (a int DEFAULT 1 DEFAULT 2)", "42601"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE dx (a int NOT NULL DEFAULT NULL); INSERT INTO dx DEFAULT VALUES",
+                             "23502"));
+        CU_ASSERT(ok(c, "DROP TABLE IF EXISTS dx"));
+        CU_ASSERT_EQUAL(t_sh("%s check >/dev/null", coord_cmd), 0);
+        CU_ASSERT(ok(c, "DROP TABLE df"));
+        PQfinish(c);
+}
+
 static const struct t_case cases[] = {
         { "up", test_up },
+        { "column defaults", test_defaults },
         { "create, insert, select, delete, drop, AS OF", test_round_trip },
         { "errors carry SQLSTATEs", test_errors },
         { "built-in relations", test_builtins },

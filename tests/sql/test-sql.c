@@ -618,7 +618,22 @@ static void test_create_table(void)
         expect_error("CREATE TABLE n (a int[])", "0A000", "array types are not supported", -1);
         expect_error("CREATE TABLE n (a int4(5))", "42601", NULL, -1);
         expect_error("CREATE TABLE n (a int PRIMARY KEY)", "0A000", NULL, -1);
-        expect_error("CREATE TABLE n (a int DEFAULT 1)", "0A000", NULL, -1);
+        /* DEFAULT: a constant, folded and encoded with the column */
+        s = analyze("CREATE TABLE n (a int DEFAULT 1 + 1, b text DEFAULT 'q', c int)");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(s->create_table.columns[0].default_row);
+        {
+                struct row_datum d;
+                CU_ASSERT_EQUAL(row_decode(s->create_table.columns[0].default_row,
+                                           s->create_table.columns[0].default_len, &d, 1), 1);
+                CU_ASSERT(d.kind == ROW_KIND_INT && d.i == 2);
+        }
+        CU_ASSERT_PTR_NOT_NULL(s->create_table.columns[1].default_row);
+        CU_ASSERT_PTR_NULL(s->create_table.columns[2].default_row);
+        sql_stmt_free(s);
+        expect_error("CREATE TABLE n (a int DEFAULT mz_now())", "0A000", NULL, -1);
+        expect_error("CREATE TABLE n (a int DEFAULT 1/0)", "0A000", NULL, -1);
+        expect_error("CREATE TABLE n (a int DEFAULT a)", "42703", NULL, -1);
+        expect_error("CREATE TABLE n (a int DEFAULT 1 DEFAULT 2)", "42601", NULL, -1);
         expect_error("CREATE TABLE n (a int, PRIMARY KEY (a))", "0A000", NULL, -1);
         expect_error("CREATE TABLE n (a int NULL NOT NULL)", "42601", NULL, -1);
         expect_error("CREATE TEMP TABLE n (a int)", "0A000", NULL, -1);
