@@ -211,6 +211,37 @@ static struct name_ent *names_slot(const struct adapter_catalog *ac, const char 
 
 /* ---- items ---- */
 
+static void checks_free(struct sql_check *v, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(v[i].name);
+                free(v[i].expr);
+        }
+        free(v);
+}
+
+/* A deep copy of n checks into *ret (NULL when n is 0); -ENOMEM. */
+static int checks_dup(const struct sql_check *v, size_t n, struct sql_check **ret)
+{
+        struct sql_check *d = n ? calloc(n, sizeof(*d)) : NULL;
+
+        *ret = NULL;
+        if (n && !d)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                d[i].name = strdup(v[i].name);
+                d[i].expr = malloc(v[i].expr_len ? v[i].expr_len : 1);
+                d[i].expr_len = v[i].expr_len;
+                if (!d[i].name || !d[i].expr) {
+                        checks_free(d, i + 1);
+                        return -ENOMEM;
+                }
+                memcpy(d[i].expr, v[i].expr, v[i].expr_len);
+        }
+        *ret = d;
+        return 0;
+}
+
 static void item_free(struct acat_item *it)
 {
         if (!it || it->builtin)
@@ -220,6 +251,7 @@ static void item_free(struct acat_item *it)
                 free(it->columns[i].default_row);
         }
         free(it->columns);
+        checks_free(it->checks, it->n_checks);
         free(it->name);
         free(it->create_sql);
         if (it->plan)
@@ -589,6 +621,19 @@ static struct acat_item *item_from_proto(Coord__CatalogItem *p)
         it->as_of = p->as_of;
         it->retain_history_ms = p->retain_history_ms;
         it->nondeterministic = p->nondeterministic;
+        if (p->n_checks) {
+                it->checks = calloc(p->n_checks, sizeof(*it->checks));
+                if (!it->checks)
+                        goto fail;
+                for (size_t i = 0; i < p->n_checks; i++, it->n_checks++) {
+                        it->checks[i].name = str_take(&p->checks[i]->name);
+                        it->checks[i].expr = TAKE_PTR(p->checks[i]->expr.data);
+                        it->checks[i].expr_len = p->checks[i]->expr.len;
+                        p->checks[i]->expr.len = 0;
+                        if (!it->checks[i].name || !it->checks[i].expr)
+                                goto fail;
+                }
+        }
         it->refresh = p->refresh;
         /* Most items have no schedule: no allocation for an empty one. */
         it->refresh_at = TAKE_PTR(p->refresh_at);
@@ -621,6 +666,7 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
 {
         Coord__CatalogItem p = COORD__CATALOG_ITEM__INIT;
         Coord__CatalogColumn *cols = NULL, **colp = NULL;
+        Coord__CatalogCheck *chks = NULL, **chkp = NULL;
         uint8_t *buf;
         size_t len;
 
@@ -663,6 +709,26 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
         p.as_of = it->as_of;
         p.retain_history_ms = it->retain_history_ms;
         p.nondeterministic = it->nondeterministic;
+        if (it->n_checks) {
+                chks = calloc(it->n_checks, sizeof(*chks));
+                chkp = calloc(it->n_checks, sizeof(*chkp));
+                if (!chks || !chkp) {
+                        free(chks);
+                        free(chkp);
+                        free(cols);
+                        free(colp);
+                        return -ENOMEM;
+                }
+                for (size_t i = 0; i < it->n_checks; i++) {
+                        coord__catalog_check__init(&chks[i]);
+                        chks[i].name = it->checks[i].name;
+                        chks[i].expr.data = it->checks[i].expr;
+                        chks[i].expr.len = it->checks[i].expr_len;
+                        chkp[i] = &chks[i];
+                }
+                p.checks = chkp;
+                p.n_checks = it->n_checks;
+        }
         p.refresh = it->refresh;
         p.refresh_at = it->refresh_at;
         p.n_refresh_at = it->n_refresh_at;
@@ -682,6 +748,8 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
         buf = malloc(len ? len : 1);
         if (buf)
                 coord__catalog_item__pack(&p, buf);
+        free(chks);
+        free(chkp);
         free(cols);
         free(colp);
         if (!buf)
@@ -1097,6 +1165,8 @@ void acat_relation(const struct acat_item *it, struct sql_relation *ret)
         ret->kind = it->kind;
         ret->columns = it->columns;
         ret->n_columns = it->n_columns;
+        ret->checks = it->checks;
+        ret->n_checks = it->n_checks;
         ret->plan = it->kind == SQL_OBJECT_VIEW ? item_plan(it) : NULL;
         ret->inputs = it->logical_inputs;
         ret->n_inputs = it->n_logical;
@@ -1566,6 +1636,11 @@ static int create_into(struct adapter_catalog *ac, const struct acat_new_item *n
         it->as_of = ni->as_of;
         it->retain_history_ms = ni->retain_history_ms;
         it->nondeterministic = ni->nondeterministic;
+        if (checks_dup(ni->checks, ni->n_checks, &it->checks) < 0) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        it->n_checks = ni->n_checks;
         it->refresh = ni->refresh;
         it->refresh_every_ms = ni->refresh_every_ms;
         it->refresh_aligned_to = ni->refresh_aligned_to;
@@ -1664,6 +1739,7 @@ int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_
         struct acat_new_item ni = {
                 .name = ct->name, .kind = SQL_OBJECT_TABLE, .create_sql = create_sql,
                 .columns = ct->columns, .n_columns = ct->n_columns,
+                .checks = ct->checks, .n_checks = ct->n_checks,
         };
 
         return acat_create_begin(ac, &ni, ts, ret, err);

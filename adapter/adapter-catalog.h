@@ -61,6 +61,8 @@ struct acat_item {
         uint64_t as_of;                 /* materialized view, index */
         uint64_t retain_history_ms;
         bool nondeterministic;
+        struct sql_check *checks;       /* a table's CHECK constraints (field 28) */
+        size_t n_checks;
         /* A materialized view on a refresh schedule (CatalogItem fields 16-19). */
         bool refresh;
         uint64_t *refresh_at;           /* ascending */
@@ -134,6 +136,8 @@ struct acat_new_item {
         uint64_t as_of;
         uint64_t retain_history_ms;
         bool nondeterministic;
+        const struct sql_check *checks;         /* a table's CHECK constraints */
+        size_t n_checks;
         /* A materialized view's refresh schedule, its times evaluated (ascending): its
          * requirements and its birth bound are its first refresh at or after as_of. */
         bool refresh;

@@ -3403,6 +3403,82 @@ static int column_default_of(struct analyzer *a, const PgQuery__Node *expr, stru
         return r < 0 ? (r == -ENOMEM ? oom(a) : FAIL(a, "54000", "default value is too big")) : 0;
 }
 
+static void scope_done(struct scope *sc);
+static int scope_add_col(struct analyzer *a, struct scope *sc, const char *qual, const char *name,
+                         int type, bool nullable, bool in_star);
+
+/* A CHECK constraint of new table ct (its columns all known): a boolean expression over
+ * them, constant in everything else (no mz_now(), no session functions), packed into
+ * the next of ct->checks, named `name` or PostgreSQL's default <table>[_<column>]_check
+ * (with a number when taken). */
+static int table_check(struct analyzer *a, const PgQuery__Constraint *con, const char *column)
+{
+        struct sql_create_table *ct = &a->stmt->create_table;
+        _cleanup_(scope_done) struct scope sc = { 0 };
+        _cleanup_(typed_done) struct typed t = { .location = -1 };
+        const struct scope *saved = a->scope;
+        const char *no_agg = a->no_agg, *no_mz_now = a->no_mz_now;
+        bool materialize = a->materialize;
+        struct sql_check *chk, *v;
+        char base[256], name[300];
+        int r = 0;
+
+        if (!con->raw_expr)
+                return FAIL(a, "XX000", "malformed CHECK constraint");
+        for (size_t i = 0; i < ct->n_columns && r >= 0; i++)
+                r = scope_add_col(a, &sc, NULL, ct->columns[i].name, ct->columns[i].type,
+                                  ct->columns[i].nullable, true);
+        if (r < 0)
+                return r;
+        a->scope = &sc;
+        a->no_agg = "check constraints";
+        a->no_mz_now = "check constraints";
+        a->materialize = true;
+        r = analyze_expr(a, con->raw_expr, &t);
+        if (r >= 0)
+                r = require_bool(a, &t, "CHECK");
+        a->scope = saved;
+        a->no_agg = no_agg;
+        a->no_mz_now = no_mz_now;
+        a->materialize = materialize;
+        if (r < 0)
+                return r;
+        if (con->conname && con->conname[0]) {
+                snprintf(name, sizeof(name), "%s", con->conname);
+                for (size_t i = 0; i < ct->n_checks; i++)
+                        if (strcmp(ct->checks[i].name, name) == 0)
+                                return FAIL_AT(a, con->location, "42710", "constraint \"%s\" for relation "
+                                               "\"%s\" already exists", name, ct->name);
+        } else {
+                snprintf(base, sizeof(base), "%s%s%s_check", ct->name, column ? "_" : "", column ? column : "");
+                snprintf(name, sizeof(name), "%s", base);
+                for (unsigned k = 1;; k++) {
+                        bool taken = false;
+                        for (size_t i = 0; i < ct->n_checks && !taken; i++)
+                                taken = strcmp(ct->checks[i].name, name) == 0;
+                        if (!taken)
+                                break;
+                        snprintf(name, sizeof(name), "%s%u", base, k);
+                }
+        }
+        v = realloc(ct->checks, (ct->n_checks + 1) * sizeof(*v));
+        if (!v)
+                return oom(a);
+        ct->checks = v;
+        chk = &v[ct->n_checks];
+        *chk = (struct sql_check){ .name = strdup(name) };
+        chk->expr_len = coord__plan__expr__get_packed_size(t.e);
+        chk->expr = malloc(chk->expr_len ? chk->expr_len : 1);
+        if (!chk->name || !chk->expr) {
+                free(chk->name);
+                free(chk->expr);
+                return oom(a);
+        }
+        coord__plan__expr__pack(t.e, chk->expr);
+        ct->n_checks++;
+        return 0;
+}
+
 static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
 {
         struct sql_create_table *ct = &a->stmt->create_table;
@@ -3416,8 +3492,11 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
         if (c->n_inh_relations || c->partbound || c->partspec || c->of_typename)
                 return FAIL(a, "0A000",
                             "inheritance, partitions and typed tables are not supported");
-        if (c->n_constraints)
-                return FAIL(a, "0A000", "table constraints are not supported");
+        for (size_t i = 0; i < c->n_constraints; i++)
+                if (c->constraints[i]->node_case != PG_QUERY__NODE__NODE_CONSTRAINT ||
+                    c->constraints[i]->constraint->contype != PG_QUERY__CONSTR_TYPE__CONSTR_CHECK)
+                        return FAIL(a, "0A000", "table constraints other than CHECK are not supported: "
+                                    "Coord cannot enforce them yet");
         if (c->n_options || (c->access_method && c->access_method[0]) ||
             (c->tablespacename && c->tablespacename[0]))
                 return FAIL(a, "0A000", "table options are not supported");
@@ -3434,11 +3513,18 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                 return oom(a);
         for (size_t i = 0; i < c->n_table_elts; i++) {
                 const PgQuery__ColumnDef *cd;
-                struct sql_column *col = &ct->columns[i];
+                struct sql_column *col = &ct->columns[ct->n_columns];
                 bool saw_null = false, saw_not_null = false;
 
+                if (c->table_elts[i]->node_case == PG_QUERY__NODE__NODE_CONSTRAINT &&
+                    c->table_elts[i]->constraint->contype == PG_QUERY__CONSTR_TYPE__CONSTR_CHECK)
+                        continue;       /* after the columns */
+                if (c->table_elts[i]->node_case == PG_QUERY__NODE__NODE_CONSTRAINT)
+                        return FAIL_AT(a, c->table_elts[i]->constraint->location, "0A000",
+                                       "table constraints other than CHECK are not supported: "
+                                       "Coord cannot enforce them yet");
                 if (c->table_elts[i]->node_case != PG_QUERY__NODE__NODE_COLUMN_DEF)
-                        return FAIL(a, "0A000", "LIKE and table constraints are not supported");
+                        return FAIL(a, "0A000", "LIKE is not supported");
                 cd = c->table_elts[i]->column_def;
                 for (size_t k = 0; k < ct->n_columns; k++)
                         if (strcmp(ct->columns[k].name, cd->colname) == 0)
@@ -3482,10 +3568,13 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                                 if (r < 0)
                                         return r;
                                 break;
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_CHECK:
+                                break;          /* after the columns */
                         default:
                                 return FAIL_AT(a, con->location, "0A000",
-                                               "only NULL and NOT NULL column constraints are "
-                                               "supported");
+                                               "only NULL, NOT NULL, DEFAULT and CHECK column "
+                                               "constraints are supported (Coord cannot enforce "
+                                               "the others yet)");
                         }
                         if (saw_null && saw_not_null)
                                 return FAIL_AT(a, con->location, "42601",
@@ -3498,6 +3587,26 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                 if (!col->name)
                         return oom(a);
                 ct->n_columns++;
+        }
+        /* CHECK constraints, over all the columns: the columns' own, then the table's. */
+        for (size_t i = 0; i < c->n_table_elts; i++) {
+                const PgQuery__Node *el = c->table_elts[i];
+
+                if (el->node_case == PG_QUERY__NODE__NODE_COLUMN_DEF) {
+                        for (size_t k = 0; k < el->column_def->n_constraints; k++) {
+                                const PgQuery__Constraint *con = el->column_def->constraints[k]->constraint;
+                                if (con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_CHECK &&
+                                    (r = table_check(a, con, el->column_def->colname)) < 0)
+                                        return r;
+                        }
+                } else if ((r = table_check(a, el->constraint, NULL)) < 0) {
+                        return r;
+                }
+        }
+        for (size_t i = 0; i < c->n_constraints; i++) {
+                r = table_check(a, c->constraints[i]->constraint, NULL);
+                if (r < 0)
+                        return r;
         }
 
         r = lookup(a, name, &existing);
@@ -6866,6 +6975,10 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
         r = analyze_target_rows(a, u->relation, u->where_clause, "update", su, &rel, &sc, &plan);
         if (r < 0)
                 return r;
+        /* The controller computes the new rows: their CHECK constraints would have to be
+         * evaluated there, which is not built yet. */
+        if (rel.n_checks)
+                return FAIL(a, "0A000", "UPDATE of a table with CHECK constraints is not supported yet");
         n = rel.n_columns;
         vals = calloc(n ? n : 1, sizeof(*vals));
         if (!vals)
@@ -7857,10 +7970,66 @@ static int analyze_alter_retain(struct analyzer *a, const struct lift *l)
         return 0;
 }
 
+/* The table's CHECK constraints over every row of the INSERT (analyzed already): a row
+ * for which one is FALSE fails the statement with 23514, as in PostgreSQL (NULL
+ * passes).  Rows are constants, so this is the whole of the enforcement. */
+static int insert_checks(struct analyzer *a)
+{
+        const struct sql_insert *si = &a->stmt->insert;
+        struct row_arena arena = ROW_ARENA_INIT;
+        struct row_expr_ctx ctx = { .arena = &arena };
+        Coord__Plan__Expr **e = NULL;
+        struct row_datum *row = NULL;
+        struct sql_relation rel;
+        int r = lookup(a, si->table, &rel);
+
+        if (r < 0 || !rel.n_checks)
+                return r == -ENOENT ? 0 : r;
+        e = calloc(rel.n_checks, sizeof(*e));
+        row = calloc(rel.n_columns ? rel.n_columns : 1, sizeof(*row));
+        if (!e || !row) {
+                r = oom(a);
+                goto out;
+        }
+        for (size_t k = 0; k < rel.n_checks; k++)
+                if (!(e[k] = coord__plan__expr__unpack(NULL, rel.checks[k].expr_len, rel.checks[k].expr))) {
+                        r = FAIL(a, "XX000", "check constraint \"%s\" cannot be decoded", rel.checks[k].name);
+                        goto out;
+                }
+        for (size_t i = 0; i < si->n_rows && r >= 0; i++) {
+                if (row_decode(si->rows[i].data, si->rows[i].len, row, rel.n_columns) != (int)rel.n_columns) {
+                        r = FAIL(a, "XX000", "malformed row");
+                        break;
+                }
+                for (size_t k = 0; k < rel.n_checks && r >= 0; k++) {
+                        struct row_datum v;
+                        char failing[400];
+
+                        r = row_expr_eval(e[k], row, rel.n_columns, &ctx, &v, a->err);
+                        if (r < 0 || v.kind != ROW_KIND_BOOL || v.b)
+                                continue;
+                        row_format_failing(row, rel.n_columns, failing, sizeof(failing));
+                        r = FAIL(a, "23514", "new row for relation \"%s\" violates check constraint \"%s\"",
+                                 si->table, rel.checks[k].name);
+                        row_error_detail(a->err, "Failing row contains (%s).", failing);
+                }
+                row_arena_reset(&arena);
+        }
+out:
+        for (size_t k = 0; e && k < rel.n_checks; k++)
+                if (e[k])
+                        coord__plan__expr__free_unpacked(e[k], NULL);
+        free(e);
+        free(row);
+        row_arena_done(&arena);
+        return r;
+}
+
 static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
 {
         const PgQuery__Node *n = bs->raw->stmt;
         struct sql_stmt *s = a->stmt;
+        int r;
 
         if (bs->lift && bs->lift->kind == LIFT_DEFAULT_INDEX) {
                 s->kind = SQL_STMT_CREATE_INDEX;
@@ -7916,7 +8085,8 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
                 return analyze_drop(a, n->drop_stmt);
         case PG_QUERY__NODE__NODE_INSERT_STMT:
                 s->kind = SQL_STMT_INSERT;
-                return analyze_insert(a, n->insert_stmt);
+                r = analyze_insert(a, n->insert_stmt);
+                return r < 0 ? r : insert_checks(a);
         case PG_QUERY__NODE__NODE_DELETE_STMT:
                 s->kind = SQL_STMT_DELETE;
                 return analyze_delete(a, n->delete_stmt);
@@ -7949,6 +8119,11 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                         free(s->create_table.columns[i].name);
                         free(s->create_table.columns[i].default_row);
                 }
+                for (size_t i = 0; i < s->create_table.n_checks; i++) {
+                        free(s->create_table.checks[i].name);
+                        free(s->create_table.checks[i].expr);
+                }
+                free(s->create_table.checks);
                 free(s->create_table.columns);
                 free(s->create_table.name);
                 break;

@@ -79,6 +79,13 @@ struct sql_column {
         size_t default_len;
 };
 
+/* A table's CHECK constraint: a boolean coord.plan.Expr over its columns, packed. */
+struct sql_check {
+        char *name;
+        uint8_t *expr;
+        size_t expr_len;
+};
+
 struct sql_relation {
         uint64_t id;                            /* GlobalId, never 0 */
         enum sql_object_kind kind;
@@ -96,6 +103,9 @@ struct sql_relation {
         uint64_t index_id;
         /* A built-in relation (coord_objects & co.): readable, written by Coord only. */
         bool builtin;
+        /* A table's CHECK constraints (borrowed like columns). */
+        const struct sql_check *checks;
+        size_t n_checks;
 };
 
 struct sql_catalog_ops {
@@ -158,6 +168,8 @@ struct sql_create_table {
         char *name;
         struct sql_column *columns;
         size_t n_columns;
+        struct sql_check *checks;
+        size_t n_checks;
         bool if_not_exists;
         bool exists;            /* IF NOT EXISTS and the name was taken: a no-op (notice) */
 };
