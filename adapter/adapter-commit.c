@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "killpoint.h"
 #include "loop.h"
 #include "util.h"
 
@@ -122,12 +123,15 @@ static void *worker(void *userdata)
 
                 if (j->test_delay_ms)
                         usleep(j->test_delay_ms * 1000u);
+                KILLPOINT("catalog.commit.before_write");
                 /* Several transactions: one write, all or none (catalog_commit_many). */
                 t0 = cm->hist ? now_ns() : 0;
                 j->r = j->n_txns == 1 ? catalog_commit(cm->store, j->txns[0].ops, j->txns[0].n_ops, &j->seq)
                                       : catalog_commit_many(cm->store, j->txns, j->n_txns, &j->seq);
                 if (cm->hist)
                         hist_record(cm->hist, (now_ns() - t0) / 1000);
+                if (j->r == 0)
+                        KILLPOINT("catalog.commit.after_write");        /* durable, not answered */
 
                 pthread_mutex_lock(&cm->lock);
                 cm->working[slot] = 0;

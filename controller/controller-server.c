@@ -383,6 +383,7 @@
 #include "controller-storage.h"
 #include "fring.h"
 #include "hist.h"
+#include "killpoint.h"
 #include "log.h"
 #include "loop.h"
 #include "node.h"
@@ -1135,6 +1136,8 @@ static void on_synced(struct loop *l, uint64_t count, void *userdata)
                 storage_recover(s);
                 return;
         }
+        if (s->out_head < s->n_out)
+                KILLPOINT("append.before_reply");       /* synced, held replies not sent */
         out_release(s);
 }
 
@@ -2876,6 +2879,10 @@ static void compute_staged(struct cserver *s, struct stage *st, bool ok)
                         s->compute_writes++;
                 for (size_t i = 0; i < st->n_v; i++) {
                         struct dfent *e = st->ve[i];
+                        struct refresh_schedule rs;
+
+                        if (dfent_schedule(e, &rs))
+                                KILLPOINT("refresh.after_write");       /* written, upper not shown */
                         if (e->pending_upper == REFRESH_NONE && dfent_schedule(e, &(struct refresh_schedule){ 0 }))
                                 dfent_retire(s, e);
                         e->pending_upper = 0;
@@ -3285,6 +3292,8 @@ static void source_tick(struct cserver *s)
                                         .diff = bs[h]->updates[q].diff };
                 }
         }
+        if (n_u)
+                KILLPOINT("source.before_write");       /* rows and remap read, none written */
         r = storage_append_group(s->st, v, k);
         if (r < 0 || (size_t)r != k) {
                 log_error_errno(r < 0 ? r : -EIO, "source_write_failed", "appends=%zu why=\"%s\"", k,
@@ -3298,6 +3307,8 @@ static void source_tick(struct cserver *s)
                 }
                 return;
         }
+        if (n_u)
+                KILLPOINT("source.after_write");        /* rows and remap written, not synced */
         s->source_ticks++;
         for (size_t i = 0, j = 0; i < s->n_srcs && j < k; i++) {
                 struct srcent *e = s->srcs[i];
@@ -5397,11 +5408,13 @@ static int append_commit(struct append_ctx *ac, const struct stage *st)
         }
         if (st->n_v)
                 memcpy(&v[ac->n_c], st->v, st->n_v * sizeof(*v));
+        KILLPOINT("append.before_write");
         r = storage_append_group(s->st, v, n_all);
         if (r < 0) {
                 storage_failure(s, &ac->err, r, "append at %llu", (unsigned long long)ac->ts);
                 goto out;
         }
+        KILLPOINT("append.after_write");        /* written, not synced, not answered */
         if ((size_t)r != n_all) {
                 /* (3) says this cannot happen; if it does, memory follows the disk. */
                 for (size_t i = 0; i < n_all; i++)
@@ -6191,6 +6204,8 @@ static void sink_flush(struct cserver *s)
                 r = eval_batch_consolidate(&e->sink_out);
                 if (r >= 0)
                         r = sink_file_append(e->file, &e->sink_out, &length);
+                if (r >= 0 && length != before)
+                        KILLPOINT("sink.after_data");   /* lines synced, progress not */
                 if (r < 0) {
                         row_error_set(&err, r, "58030", "sink %llu: cannot write \"%s\": %s",
                                       (unsigned long long)e->gid, e->spec->sink_path, strerror(-r));
@@ -6217,6 +6232,7 @@ static void sink_flush(struct cserver *s)
                 storage_recover(s);
                 return;
         }
+        KILLPOINT("sink.after_progress");
         for (size_t i = 0; i < k; i++)
                 dfent_publish(s, ve[i]);
         s->sink_flushes++;

@@ -277,6 +277,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "killpoint.h"
 #include "probes.h"
 #include "storage.pb-c.h"
 #include "rocks.h"
@@ -2680,9 +2681,11 @@ static int compact_run(struct storage *s, struct collection *c, size_t j, uint64
         phys = physical_since_after(c, j, &merged);
         assert(phys >= c->physical_since);
         put_collection(s, c, c->since, c->upper, phys);
+        KILLPOINT("compaction.before_write");
         r = storage_write_opts(s, false);       /* (1): a compaction needs no sync */
         if (r < 0)
                 goto out;
+        KILLPOINT("compaction.after_write");
 
         c->batches[j] = merged;
         c->n_batches = j + 1;
@@ -2921,9 +2924,11 @@ static int collection_compact(struct storage *s, struct collection *c, unsigned 
         if (phys <= c->physical_since)
                 return 0;
         put_collection(s, c, c->since, c->upper, phys);
+        KILLPOINT("compaction.before_write");
         r = storage_write_opts(s, false);       /* (1): a compaction needs no sync */
         if (r < 0)
                 return r;
+        KILLPOINT("compaction.after_write");
         c->physical_since = phys;
         assert(!collection_invalid(c));
         return 0;

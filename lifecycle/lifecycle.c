@@ -110,6 +110,7 @@
 #include "conf.h"
 #include "fring.h"
 #include "hist.h"
+#include "killpoint.h"
 #include "lifecycle-enact.h"
 #include "lifecycle-load.h"
 #include "lifecycle-state.h"
@@ -1063,6 +1064,7 @@ static int publish(struct lifecycle *lc)
         m.n_requirements = p->n_reqs;
         lc->pub_bytes = coord__publish_protection__get_packed_size(&m);
         lc->pub_request_id = ++lc->next_request_id;
+        KILLPOINT("publication.before_send");
         r = node_send(lc->node, COORD__ROLE__ROLE_ADAPTER, COORD__MSG_TYPE__MSG_PUBLISH_PROTECTION,
                       lc->pub_request_id, &m.base);
         if (r < 0)
@@ -1133,6 +1135,7 @@ static void on_publish_reply(struct lifecycle *lc, const Coord__Envelope *env)
                 log_debug("publication_committed", "seq=%llu bounds=%zu requirements=%zu bytes=%zu",
                           (unsigned long long)lc->last_commit_seq, lc->pub.n_bounds, lc->pub.n_reqs,
                           lc->pub_bytes);
+                KILLPOINT("publication.after_commit");  /* committed, not enacted */
                 /* Only now may the controller compact (I2). */
                 if (send_allow(lc, &lc->pub) < 0)
                         log_debug("allow_compaction_deferred", "reason=controller_down");
