@@ -359,6 +359,13 @@ static void send_error(struct pgwire_conn *c, const char *sqlstate, const char *
 
 /* Why the catalog failed, for a client: the store's message (the file system's
  * error, "catalog: sync log write failed: File too large"), else r's. */
+/* The SQLSTATE of a failed durable write: 53100 (disk full) for ENOSPC and EDQUOT,
+ * 58030 (I/O error) for anything else the file system said. */
+static const char *io_sqlstate(int r)
+{
+        return r == -ENOSPC || r == -EDQUOT ? "53100" : "58030";
+}
+
 static const char *catalog_reason(struct exec *ex, int r)
 {
         const char *msg = catalog_error(ex->store) < 0 ? catalog_last_error() : "";
@@ -708,7 +715,7 @@ static void groups_kick(struct exec *ex)
                                  "(%s); restart coord-adapter to recover", catalog_reason(ex, r));
                 else
                         snprintf(msg, sizeof(msg), "the write could not be sent: %s", strerror(-r));
-                err.sqlstate = cat ? "58030" : "XX000";
+                err.sqlstate = (char *)(cat ? io_sqlstate(catalog_error(ex->store)) : "XX000");
                 err.message = msg;
                 group_complete(ex, g, NULL, &err);      /* kicks the next group */
                 return;
@@ -1561,7 +1568,10 @@ struct ddl {
 static void ddl_failed(struct session *s, int r)
 {
         if (!s->gone)
-                send_error(s->c, "58030", "the catalog could not commit: %s; the statement was not applied",
+                send_error(s->c, io_sqlstate(r), catalog_error_written(s->ex->store)
+                           ? "the catalog could not commit: %s; the statement is not acknowledged, "
+                             "and after a restart it is either wholly there or absent"
+                           : "the catalog could not commit: %s; the statement was not applied",
                            catalog_reason(s->ex, r));
         s->stmt = sql_stmt_free(s->stmt);
         s->next = SIZE_MAX;
@@ -1572,7 +1582,7 @@ static void ddl_failed(struct session *s, int r)
  * answered (ddl_failed()), not as an internal error. */
 static int catalog_not_writable(struct session *s)
 {
-        send_error(s->c, "58030", "the catalog is not writable since a write failed (%s); "
+        send_error(s->c, io_sqlstate(catalog_error(s->ex->store)), "the catalog is not writable since a write failed (%s); "
                    "restart coord-adapter to recover", catalog_reason(s->ex, s->ex->fatal));
         return -ECANCELED;
 }

@@ -1075,7 +1075,7 @@ static int out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint
 /* The gate after a failed sync or write (8), before the reopen: every held reply is
  * answered with 58030 (nothing of what it answered may have reached the disk), every
  * held ring record dropped, its gid marked unknown in s->rc for ring_sync_all(). */
-static void out_fail(struct cserver *s)
+static void out_fail(struct cserver *s, int err)
 {
         size_t n_msgs = 0, n_ring = 0;
 
@@ -1083,7 +1083,8 @@ static void out_fail(struct cserver *s)
                 struct out_ent *o = &s->out[i];
 
                 if (o->kind == OUT_MSG) {
-                        send_error_now(s, o->to, o->rid, "58030", "the controller's storage "
+                        send_error_now(s, o->to, o->rid, err == -ENOSPC || err == -EDQUOT ? "53100" : "58030",
+                                       "the controller's storage "
                                        "failed before this answer was durable; what it "
                                        "answered may or may not have been written");
                         n_msgs++;
@@ -1635,7 +1636,7 @@ static void storage_recover(struct cserver *s)
         log_error("storage_failed", "path=%s err=%d why=\"%s\" action=reopen", s->path,
                   storage_error(s->st), storage_last_error());
         /* (16): nothing held may be shown now; the reopen shows what reached the disk. */
-        out_fail(s);
+        out_fail(s, storage_error(s->st));
         n_lost = storage_deferred_lost(s->st, &v);
         if (n_lost > 0) {
                 lost = calloc(n_lost, sizeof(*lost));
@@ -1674,7 +1675,11 @@ static int storage_failure(struct cserver *s, struct row_error *e, int r, const 
         va_end(ap);
         if (r == -ENOMEM)
                 return row_error_oom(e);
-        row_error_set(e, r, "XX000", "%s: %s", what, strerrordesc_np(-r) ? strerrordesc_np(-r) : "?");
+        /* What the file system said as PostgreSQL says it: disk full 53100, an I/O
+         * error 58030; anything else is ours (XX000). */
+        row_error_set(e, r, r == -ENOSPC || r == -EDQUOT ? "53100" :
+                            r == -EIO || r == -EFBIG || r == -EROFS ? "58030" : "XX000",
+                      "%s: %s", what, strerrordesc_np(-r) ? strerrordesc_np(-r) : "?");
         if (storage_last_error()[0])
                 row_error_detail(e, "%s", storage_last_error());
         storage_recover(s);

@@ -306,11 +306,15 @@ struct catalog {
         /* NOTE 8: RocksDB's WAL writer, between a leader and the sync log's thread. */
         pthread_mutex_t wal_lock;
         bool wal_failed;                        /* under wal_lock: never call it again */
+        /* Leader only: group_write() handed the group's bytes to the file system (a
+         * failure after that leaves a group that a restart may find whole). */
+        bool group_written;
 
         pthread_mutex_t lock;
         /* Protected by lock: */
         int err;                                /* sticky error; 0 while OPEN */
         char err_msg[256];                      /* its message, handed to every caller */
+        bool err_written;                       /* the failed group may be on disk */
         uint64_t last_seq;                      /* highest durable (caught-up) seq */
         bool writer_busy;                       /* a leader owns the write path */
         struct commit_req *queue_head, *queue_tail;
@@ -999,6 +1003,7 @@ static int group_write(struct catalog *c, bool fail, uint64_t first_seq, size_t 
         char *err = NULL;
         int r;
 
+        c->group_written = false;
         if (fail) {
                 set_thread_error("catalog: sync failure injected by catalog_debug_fail_next_sync()");
                 return -EIO;
@@ -1010,6 +1015,8 @@ static int group_write(struct catalog *c, bool fail, uint64_t first_seq, size_t 
                 assert(n >= 1 && n <= GROUP_MAX_CHAINED);
                 r = synclog_write(c->synclog, first_seq, (uint32_t)n, rep, len);
                 if (r == 0) {
+                        /* In the sync log now: replay applies it whatever follows. */
+                        c->group_written = true;
                         options = c->nosync_options;
                         wal_write(c, options, &err);
                         if (err) {
@@ -1021,10 +1028,12 @@ static int group_write(struct catalog *c, bool fail, uint64_t first_seq, size_t 
                                 return 0;
                 }
                 if (r != -E2BIG) {
-                        set_thread_error("catalog: sync log write failed: %s", strerror(-r));
+                        set_thread_error(c->group_written ? "catalog: sync log sync failed: %s"
+                                                          : "catalog: sync log write failed: %s", strerror(-r));
                         return r == -ENOSPC ? r : -EIO;
                 }
         }
+        c->group_written = true;        /* RocksDB may have some or all of it */
         wal_write(c, options, &err);
         if (!err)
                 return 0;
@@ -1160,6 +1169,7 @@ static void group_finish(struct catalog *c, struct commit_req *group, size_t n,
         if (sticky) {
                 assert(c->err == 0);
                 c->err = r;
+                c->err_written = c->group_written;
                 snprintf(c->err_msg, sizeof(c->err_msg), "%s", thread_error);
                 COORD_CATALOG_SYNC_FAIL(r);
         }
@@ -1654,6 +1664,18 @@ int catalog_error(struct catalog *c)
         if (!c)
                 return -EINVAL;
         return sticky_error(c);
+}
+
+bool catalog_error_written(struct catalog *c)
+{
+        bool w;
+
+        if (!c)
+                return false;
+        pthread_mutex_lock(&c->lock);
+        w = c->err < 0 && c->err_written;
+        pthread_mutex_unlock(&c->lock);
+        return w;
 }
 
 void catalog_set_commit_hook(struct catalog *c, catalog_commit_hook_fn fn, void *userdata)

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -166,6 +167,10 @@ uint64_t catalog_last_seq(struct catalog *c);
 /* The sticky error (a negative errno), or 0 while the handle is healthy; when failed,
  * its message is the calling thread's catalog_last_error() afterwards. */
 int catalog_error(struct catalog *c);
+/* Whether the write that failed had reached the file system (its sync, or a later
+ * step, failed): then a reopen may find the failed group, wholly (NOTE 1).  False
+ * when nothing of it was written, or while the handle is healthy. */
+bool catalog_error_written(struct catalog *c);
 /* The RocksDB message of the last RocksDB error returned to the calling thread by any
  * catalog function (thread-local, like dlerror()); "" if none.  Valid until the next
  * failing catalog call on this thread. */

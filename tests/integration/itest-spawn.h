@@ -90,7 +90,7 @@ static pid_t spawn_role(Coord__Role role, const char *const *env)
 
 /* Whether child pid serves (answers a status request as that pid), or -1 once it has
  * exited (its wait status in *status); waits up to ms. */
-static int spawn_wait_serving(Coord__Role role, pid_t pid, unsigned ms, int *status)
+static __attribute__((unused)) int spawn_wait_serving(Coord__Role role, pid_t pid, unsigned ms, int *status)
 {
         for (unsigned w = 0; w < ms / 20; w++) {
                 if (waitpid(pid, status, WNOHANG) == pid)
@@ -103,7 +103,7 @@ static int spawn_wait_serving(Coord__Role role, pid_t pid, unsigned ms, int *sta
 }
 
 /* Wait up to ms for child pid to end; true with its wait status in *status. */
-static bool spawn_wait_exit(pid_t pid, unsigned ms, int *status)
+static __attribute__((unused)) bool spawn_wait_exit(pid_t pid, unsigned ms, int *status)
 {
         for (unsigned w = 0; w < ms / 10; w++) {
                 if (waitpid(pid, status, WNOHANG) == pid)
