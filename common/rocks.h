@@ -47,3 +47,9 @@ struct rocks_cf_size {
         uint64_t keys;                  /* rocksdb.estimate-num-keys */
 };
 void rocks_add_cf_size(rocksdb_t *db, rocksdb_column_family_handle_t *cf, struct rocks_cf_size *acc);
+
+/* RocksDB's info LOG level for both stores: WARN (2; stalls, background errors) and up.
+ * RocksDB 7.8's info logger (EnvLogger) asserts -- Debian's build keeps asserts, so the
+ * daemon aborts -- when a line is written after a write of the LOG failed, which a full
+ * or failing file system under the store makes happen; fewer lines, fewer chances. */
+#define ROCKS_INFO_LOG_LEVEL 2

@@ -1443,6 +1443,7 @@ static rocksdb_options_t *options_new(void)
         rocksdb_options_set_use_fsync(o, 0);
         rocksdb_options_set_keep_log_file_num(o, INFO_LOG_FILES);
         rocksdb_options_set_max_log_file_size(o, INFO_LOG_SIZE);
+        rocksdb_options_set_info_log_level(o, ROCKS_INFO_LOG_LEVEL);
         rocksdb_options_enable_statistics(o);   /* storage_get_io_stats() */
         return o;
 }

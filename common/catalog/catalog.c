@@ -519,6 +519,7 @@ static rocksdb_options_t *options_new(bool secondary)
         rocksdb_options_set_max_open_files(o, -1);
         rocksdb_options_set_keep_log_file_num(o, INFO_LOG_FILES);
         rocksdb_options_set_max_log_file_size(o, INFO_LOG_SIZE);
+        rocksdb_options_set_info_log_level(o, ROCKS_INFO_LOG_LEVEL);
         if (secondary)
                 rocksdb_options_set_max_file_opening_threads(o, 1);
         else
