@@ -1582,7 +1582,8 @@ static void ddl_failed(struct session *s, int r)
  * answered (ddl_failed()), not as an internal error. */
 static int catalog_not_writable(struct session *s)
 {
-        send_error(s->c, io_sqlstate(catalog_error(s->ex->store)), "the catalog is not writable since a write failed (%s); "
+        send_error(s->c, io_sqlstate(catalog_error(s->ex->store)),
+                   "the catalog is not writable since a write failed (%s); "
                    "restart coord-adapter to recover", catalog_reason(s->ex, s->ex->fatal));
         return -ECANCELED;
 }

@@ -61,10 +61,12 @@ void killpoint_cross(const char *name)
         n = __atomic_add_fetch(&crossings, 1, __ATOMIC_RELAXED);
         if (n != armed_at)
                 return;
-        len = snprintf(line, sizeof(line), "ts=%lld level=error pid=%d event=killpoint name=%s crossing=%llu\n",
-                       (long long)time(NULL), (int)getpid(), name, (unsigned long long)n);
+        len = snprintf(line, sizeof(line), "ts=%lld level=error pid=%d event=killpoint name=%s "
+                       "crossing=%llu\n", (long long)time(NULL), (int)getpid(), name, (unsigned long long)n);
+        if (len > 0 && (size_t)len >= sizeof(line))
+                len = (int)sizeof(line) - 1;
         if (len > 0)
-                (void)!write(STDERR_FILENO, line, (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1);
+                (void)!write(STDERR_FILENO, line, (size_t)len);
         kill(getpid(), SIGKILL);
         for (;;)
                 pause();        /* SIGKILL is delivered before kill() returns to us */

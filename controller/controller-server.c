@@ -1083,7 +1083,8 @@ static void out_fail(struct cserver *s, int err)
                 struct out_ent *o = &s->out[i];
 
                 if (o->kind == OUT_MSG) {
-                        send_error_now(s, o->to, o->rid, err == -ENOSPC || err == -EDQUOT ? "53100" : "58030",
+                        send_error_now(s, o->to, o->rid,
+                                       err == -ENOSPC || err == -EDQUOT ? "53100" : "58030",
                                        "the controller's storage "
                                        "failed before this answer was durable; what it "
                                        "answered may or may not have been written");

@@ -1030,7 +1030,8 @@ static int group_write(struct catalog *c, bool fail, uint64_t first_seq, size_t 
                 }
                 if (r != -E2BIG) {
                         set_thread_error(c->group_written ? "catalog: sync log sync failed: %s"
-                                                          : "catalog: sync log write failed: %s", strerror(-r));
+                                                          : "catalog: sync log write failed: %s",
+                                         strerror(-r));
                         return r == -ENOSPC ? r : -EIO;
                 }
         }
