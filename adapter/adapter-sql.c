@@ -3531,6 +3531,12 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                                 return FAIL_AT(a, cd->location, "42701",
                                                "column \"%s\" specified more than once",
                                                cd->colname);
+                /* Named and counted now, so that sql_stmt_free() frees what a column
+                 * that fails further on holds (its DEFAULT). */
+                ct->n_columns++;
+                col->name = strdup(cd->colname);
+                if (!col->name)
+                        return oom(a);
                 if (!cd->type_name)
                         return FAIL_AT(a, cd->location, "42601", "column \"%s\" has no type",
                                        cd->colname);
@@ -3583,10 +3589,6 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                                                cd->colname, name);
                 }
                 col->nullable = !saw_not_null && !cd->is_not_null;
-                col->name = strdup(cd->colname);
-                if (!col->name)
-                        return oom(a);
-                ct->n_columns++;
         }
         /* CHECK constraints, over all the columns: the columns' own, then the table's. */
         for (size_t i = 0; i < c->n_table_elts; i++) {
