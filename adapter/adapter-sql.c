@@ -3364,6 +3364,11 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
         }
         a->depth--;
         typed_done(&t);
+        /* A failed analysis leaves nothing in ret: the analyses above may fail after
+         * making part of it (a parameter whose text is no value of its bound type), and
+         * not every caller frees a failed operand. */
+        if (r < 0)
+                typed_done(ret);
         assert(r < 0 || ret->e);
         return r;
 }
