@@ -65,6 +65,14 @@
  *     built (build()), so a derived form over constants folds whole.  Types resolve as
  *     PostgreSQL resolves the form: IN's list and CASE's results meet in one type
  *     (common_type()), BETWEEN's comparisons are two operators, each resolved alone.
+ *
+ * (11) Nesting.  PostgreSQL's parser builds a chain such as 1+1+...+1, NOT NOT ... x or
+ *     x::int::int... as one node per operator without growing its own stack, but
+ *     libpg_query's protobuf output and protobuf-c's unpack then recurse once per node:
+ *     a 200 KB chain overflowed the loop thread's stack (tests/fuzz, sql corpus).  So
+ *     before parsing, nesting_bound() bounds the tree's depth from the tokens alone, and
+ *     a query over SQL_MAX_NESTING is 54001, as the analyzer's own limit would answer
+ *     (ANALYZE_MAX_DEPTH is half of it: no query the analyzer accepts is refused).
  */
 #include "adapter-sql.h"
 
@@ -85,6 +93,9 @@
 /* Analysis recursion bound: half of what the evaluator accepts, since promotion and
  * casts may add levels to the plan. */
 #define ANALYZE_MAX_DEPTH (ROW_EXPR_MAX_DEPTH / 2)
+
+/* Note 11: the deepest parse tree the tokens may make before the parser runs. */
+#define SQL_MAX_NESTING ROW_EXPR_MAX_DEPTH
 
 #define AS_OF_PREFIX "SELECT "
 /* Chunks of a batch's parse arena (note 9); one holds a small statement's tree. */
@@ -1122,6 +1133,70 @@ static int lift_segment(struct sql_batch *b, char *cleaned, PgQuery__ScanToken *
         return 0;
 }
 
+/* Note 11: an upper bound on how deep the parse tree of t[0, n) nests, and in *ret_at
+ * the first token where the bound passes `limit` (n if it never does).  Each bracket
+ * and each CASE ... END is a level; within a level, every token may add one, except
+ * names and constants, and the separators of siblings that the parser keeps in one
+ * list: ',' and WHEN, and AND and OR, whose chains it flattens into one node. */
+static int nesting_bound(PgQuery__ScanToken *const *t, size_t n, size_t limit, size_t *ret_at)
+{
+        _cleanup_free_ size_t *level = NULL;    /* tokens counted at each open level */
+        size_t depth = 0, bound = 0;
+
+        level = calloc(n + 1, sizeof(*level));
+        if (!level)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                switch (t[i]->token) {
+                case PG_QUERY__TOKEN__ASCII_40:         /* ( */
+                case PG_QUERY__TOKEN__ASCII_91:         /* [ */
+                case PG_QUERY__TOKEN__CASE:
+                        level[++depth] = 0;
+                        bound++;
+                        break;
+                case PG_QUERY__TOKEN__ASCII_41:         /* ) */
+                case PG_QUERY__TOKEN__ASCII_93:         /* ] */
+                case PG_QUERY__TOKEN__END_P:
+                        /* An unbalanced close is the parser's error to report. */
+                        if (depth > 0)
+                                bound -= level[depth--] + 1;
+                        break;
+                case PG_QUERY__TOKEN__ASCII_44:         /* , */
+                case PG_QUERY__TOKEN__WHEN:
+                case PG_QUERY__TOKEN__AND:
+                case PG_QUERY__TOKEN__OR:
+                        bound -= level[depth];
+                        level[depth] = 0;
+                        break;
+                case PG_QUERY__TOKEN__ASCII_59:         /* ; a new statement */
+                        depth = bound = 0;
+                        level[0] = 0;
+                        break;
+                case PG_QUERY__TOKEN__IDENT:
+                case PG_QUERY__TOKEN__UIDENT:
+                case PG_QUERY__TOKEN__FCONST:
+                case PG_QUERY__TOKEN__SCONST:
+                case PG_QUERY__TOKEN__USCONST:
+                case PG_QUERY__TOKEN__BCONST:
+                case PG_QUERY__TOKEN__XCONST:
+                case PG_QUERY__TOKEN__ICONST:
+                case PG_QUERY__TOKEN__PARAM:
+                case PG_QUERY__TOKEN__ASCII_46:         /* . of a qualified name */
+                        break;
+                default:
+                        level[depth]++;
+                        bound++;
+                        break;
+                }
+                if (bound > limit) {
+                        *ret_at = i;
+                        return 0;
+                }
+        }
+        *ret_at = n;
+        return 0;
+}
+
 /* Split the query into statements on PostgreSQL's tokens and lift AS OF from each. */
 static int lift_as_of(struct sql_batch *b, char *cleaned, struct row_error *err)
 {
@@ -1150,6 +1225,20 @@ static int lift_as_of(struct sql_batch *b, char *cleaned, struct row_error *err)
         for (size_t i = 0; i < s->n_tokens; i++)
                 if (!token_is_comment(s->tokens[i]))
                         t[n++] = s->tokens[i];
+        r = nesting_bound(t, n, SQL_MAX_NESTING, &seg);
+        if (r < 0) {
+                r = row_error_oom(err);
+                goto out;
+        }
+        if (seg < n) {
+                r = row_error_set(err, -EINVAL, "54001",
+                                  "statement is too complex: it nests more than %d levels",
+                                  SQL_MAX_NESTING);
+                if (err)
+                        err->position = char_position(b->query, b->len, (size_t)t[seg]->start);
+                goto out;
+        }
+        seg = 0;
         for (size_t i = 0; i <= n; i++) {
                 if (i < n && t[i]->token != PG_QUERY__TOKEN__ASCII_59)
                         continue;
