@@ -53,7 +53,44 @@ static const ProtobufCMessageDescriptor *payload_descriptor(int type)
         }
 }
 
-/* pack(unpack(bytes)) is a fixed point after one round: pack, unpack, pack again. */
+/* Whether m or a message inside it kept unknown fields. */
+static bool has_unknown_fields(const ProtobufCMessage *m)
+{
+        const ProtobufCMessageDescriptor *d = m->descriptor;
+
+        if (m->n_unknown_fields)
+                return true;
+        for (unsigned i = 0; i < d->n_fields; i++) {
+                const ProtobufCFieldDescriptor *f = &d->fields[i];
+                const char *member = (const char *)m + f->offset;
+
+                if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+                        continue;
+                if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+                        size_t n = *(const size_t *)((const char *)m + f->quantifier_offset);
+                        ProtobufCMessage *const *v = *(ProtobufCMessage *const *const *)member;
+
+                        for (size_t k = 0; k < n; k++)
+                                if (v[k] && has_unknown_fields(v[k]))
+                                        return true;
+                } else {
+                        const ProtobufCMessage *sub = *(const ProtobufCMessage *const *)member;
+
+                        if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF &&
+                            *(const uint32_t *)((const char *)m + f->quantifier_offset) != f->id)
+                                continue;
+                        if (sub && has_unknown_fields(sub))
+                                return true;
+                }
+        }
+        return false;
+}
+
+/* pack(unpack(bytes)) is a fixed point after one round: pack, unpack, pack again.  One
+ * exception, protobuf-c's: it keeps an unknown field numbered 0 whose tag was encoded in
+ * more bytes than needed, and packs it in one byte that it then refuses.  No daemon
+ * re-encodes a message it received, so only messages without unknown fields must
+ * survive the round. */
 static void check_message(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len)
 {
         ProtobufCMessage *m, *m2;
@@ -68,6 +105,17 @@ static void check_message(const ProtobufCMessageDescriptor *d, const uint8_t *da
         FUZZ_CHECK(p1);
         FUZZ_CHECK(protobuf_c_message_pack(m, p1) == n1);
         m2 = protobuf_c_message_unpack(d, NULL, n1, p1);
+        if (!m2 && has_unknown_fields(m)) {
+                free(p1);
+                protobuf_c_message_free_unpacked(m, NULL);
+                return;
+        }
+        if (!m2) {
+                fprintf(stderr, "fuzz-frame: a %s packs to %zu bytes that do not unpack:", d->name, n1);
+                for (size_t i = 0; i < n1; i++)
+                        fprintf(stderr, " %02x", p1[i]);
+                fprintf(stderr, "\n");
+        }
         FUZZ_CHECK(m2);
         n2 = protobuf_c_message_get_packed_size(m2);
         FUZZ_CHECK(n2 == n1);
