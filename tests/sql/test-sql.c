@@ -561,6 +561,61 @@ static void test_as_of(void)
         CU_ASSERT_EQUAL(err.position, 22);
 }
 
+/* A query of `n` copies of `item` between `head` and `tail` (malloc'ed). */
+static char *repeat(const char *head, const char *item, size_t n, const char *tail)
+{
+        size_t hl = strlen(head), il = strlen(item), tl = strlen(tail);
+        char *q = malloc(hl + n * il + tl + 1), *p = q;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+        memcpy(p, head, hl);
+        p += hl;
+        for (size_t i = 0; i < n; i++, p += il)
+                memcpy(p, item, il);
+        memcpy(p, tail, tl + 1);
+        return q;
+}
+
+/* adapter-sql.c note 11: what nests too deep for the parser's recursion is 54001 before
+ * it parses; long flat lists are not. */
+static void test_nesting(void)
+{
+        static const struct {
+                const char *head, *item, *tail;
+                size_t n;
+                bool ok;
+        } cases[] = {
+                { "SELECT ", "1+", "1", 5000, false },          /* overflowed the stack */
+                { "SELECT ", "NOT ", "true", 2000, false },
+                { "SELECT ", "(", "1", 2000, false },
+                { "SELECT 1", "::int", "", 2000, false },
+                { "SELECT 1; SELECT ", "1+", "1", 200, true },  /* each statement alone */
+                { "INSERT INTO t (a) VALUES (-1)", ", (-1)", "", 5000, true },
+                { "SELECT a FROM t WHERE a = 1", " OR a = -2 AND b = 'x'", "", 3000, true },
+                { "SELECT CASE a", " WHEN 1 THEN -1", " END FROM t", 3000, true },
+                { "SELECT a FROM t WHERE a IN (1", ", -1", ")", 5000, true },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *q = repeat(cases[i].head, cases[i].item, cases[i].n, cases[i].tail);
+                struct row_error err = { 0 };
+                struct sql_batch *b = NULL;
+                int r = sql_parse(q, &b, &err);
+
+                if (cases[i].ok) {
+                        CU_ASSERT_EQUAL(r, 0);
+                } else {
+                        CU_ASSERT_EQUAL(r, -EINVAL);
+                        CU_ASSERT_STRING_EQUAL(err.sqlstate, "54001");
+                        CU_ASSERT(err.position > 0 && err.position <= strlen(q));
+                }
+                if (r < 0 && cases[i].ok)
+                        fprintf(stderr, "case %zu: %s %s\n", i, err.sqlstate, err.message);
+                sql_batch_free(b);
+                free(q);
+        }
+}
+
 /* ---- DDL. ---- */
 
 static void test_create_table(void)
@@ -1959,6 +2014,7 @@ static const struct t_case query_cases[] = {
 static const struct t_case parse_cases[] = {
         { "batch", test_batch },
         { "syntax errors", test_syntax_errors },
+        { "nesting", test_nesting },
         { "as of", test_as_of },
         { "fuzz tokens", test_fuzz_tokens },
         { NULL, NULL },
