@@ -42,9 +42,19 @@ struct ipc_conn_ops {
 
 /* --- Frame codec: pure functions, used by the loop and by tests. --- */
 
+/* Deepest nesting of messages in a payload (frame.c rule 4): protobuf-c's unpack
+ * recurses once per level, about 1 KiB of stack each, so a 50 KiB payload of 7,000
+ * nested plans overflowed a daemon's 8 MiB stack. */
+#define IPC_MAX_NESTING 4096u
+
+/* The message the payload of an Envelope of this type holds (proto/coord.proto), or
+ * NULL: no payload, raw bytes (PING, PONG) or a type this build does not know. */
+const ProtobufCMessageDescriptor *ipc_payload_descriptor(int type);
+
 /* Decode the first frame in buf.  Returns the bytes consumed (> 0) with *ret set,
  * 0 when buf holds no complete frame yet (*ret untouched), -EMSGSIZE when the length
- * prefix exceeds max_frame, -EBADMSG when the payload is not an Envelope.
+ * prefix exceeds max_frame, -EBADMSG when the payload is not an Envelope or nests its
+ * messages deeper than IPC_MAX_NESTING, -ENOMEM.
  * Free *ret with coord__envelope__free_unpacked(*ret, NULL). */
 ssize_t ipc_frame_decode(const uint8_t *buf, size_t len, uint32_t max_frame,
                          Coord__Envelope **ret);

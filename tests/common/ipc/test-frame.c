@@ -229,6 +229,64 @@ static void test_type_rule(void)
         CU_ASSERT_EQUAL(ipc_frame_decode(buf, 6, 0, &env), -EBADMSG);
 }
 
+/* A CreateDataflows whose plan is k Filters deep, framed: 3 + 2k levels of messages
+ * (CreateDataflows, DataflowSpec, then Relation and Filter by turns). */
+static void nested_frame(size_t k, uint8_t **ret, size_t *ret_len)
+{
+        Coord__Plan__Relation *rel = calloc(k + 1, sizeof(*rel));
+        Coord__Plan__Filter *fil = calloc(k, sizeof(*fil));
+        Coord__DataflowSpec spec = COORD__DATAFLOW_SPEC__INIT, *specs[1] = { &spec };
+        Coord__CreateDataflows cd = COORD__CREATE_DATAFLOWS__INIT;
+        Coord__Envelope e = COORD__ENVELOPE__INIT;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(rel);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fil);
+        for (size_t i = 0; i <= k; i++) {
+                coord__plan__relation__init(&rel[i]);
+                if (i < k) {
+                        coord__plan__filter__init(&fil[i]);
+                        fil[i].input = &rel[i + 1];
+                        rel[i].kind_case = COORD__PLAN__RELATION__KIND_FILTER;
+                        rel[i].filter = &fil[i];
+                }
+        }
+        spec.gid = 1001;
+        spec.plan = &rel[0];
+        cd.n_dataflows = 1;
+        cd.dataflows = specs;
+        e.type = COORD__MSG_TYPE__MSG_CREATE_DATAFLOWS;
+        e.payload.len = coord__create_dataflows__get_packed_size(&cd);
+        e.payload.data = malloc(e.payload.len);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e.payload.data);
+        coord__create_dataflows__pack(&cd, e.payload.data);
+        CU_ASSERT_EQUAL_FATAL(ipc_frame_encode(&e, 0, ret, ret_len), 0);
+        free(e.payload.data);
+        free(fil);
+        free(rel);
+}
+
+/* Rule 4: a payload nesting deeper than IPC_MAX_NESTING is refused before anybody
+ * unpacks it (7,000 plan levels in 50 KiB overflowed protobuf-c's recursion). */
+static void test_nesting_rule(void)
+{
+        size_t k = (IPC_MAX_NESTING - 3) / 2, n;
+        Coord__Envelope *env = NULL;
+        uint8_t *frame;
+
+        nested_frame(k, &frame, &n);
+        CU_ASSERT_EQUAL(ipc_frame_decode(frame, n, 0, &env), (ssize_t)n);
+        CU_ASSERT_PTR_NOT_NULL(env);
+        if (env)
+                coord__envelope__free_unpacked(env, NULL);
+        env = NULL;
+        free(frame);
+
+        nested_frame(k + 1, &frame, &n);
+        CU_ASSERT_EQUAL(ipc_frame_decode(frame, n, 0, &env), -EBADMSG);
+        CU_ASSERT_PTR_NULL(env);
+        free(frame);
+}
+
 /* Check one decode result against the codec's contract. */
 static void check_decode(const uint8_t *buf, size_t len, uint32_t max_frame)
 {
@@ -300,6 +358,7 @@ static const struct t_case codec_cases[] = {
         { "every truncation needs more", test_truncations },
         { "oversized prefix", test_oversized },
         { "type rule and undecodable bodies", test_type_rule },
+        { "nesting rule", test_nesting_rule },
         { NULL, NULL },
 };
 
