@@ -32,6 +32,12 @@
 #include "util.h"
 
 #define SYNCLOG_MAGIC 0x474c5343u               /* "CSLG" little-endian */
+/* The largest segno a record may carry.  A log counts its segment uses from 1 and the
+ * next use is the largest found + 1, which must not wrap to 0 ("no record").  A larger
+ * segno, even under a valid crc, is damage and reads as no record.  Nothing is written
+ * under a larger one either: once a use numbered this one is found or left, appends
+ * fail with -EBADMSG (after damage only: a real log never counts that far). */
+#define SYNCLOG_SEGNO_MAX (UINT64_MAX / 2)
 #define FILL_CHUNK (1u << 20)
 
 struct segment {
@@ -242,7 +248,7 @@ static ssize_t record_check(const uint8_t *p, size_t avail, uint64_t want_segno,
                 return -1;
         segno = le64_get(p + 8);
         len = le32_get(p + 28);
-        if (segno == 0 || (want_segno && segno != want_segno) ||
+        if (segno == 0 || segno > SYNCLOG_SEGNO_MAX || (want_segno && segno != want_segno) ||
             len > avail - SYNCLOG_HEADER_SIZE || le32_get(p + 24) == 0)
                 return -1;
         if (record_crc(p, p + SYNCLOG_HEADER_SIZE, len) != le32_get(p + 4))
@@ -332,6 +338,7 @@ int synclog_replay(struct synclog *l, synclog_replay_fn fn, void *userdata)
                 if (l->segs[i].segno > max_segno)
                         max_segno = l->segs[i].segno;
         }
+
         /* Oldest use first: records are handed over in the order they were written. */
         for (;;) {
                 uint64_t next = UINT64_MAX, segno;
@@ -358,6 +365,12 @@ int synclog_replay(struct synclog *l, synclog_replay_fn fn, void *userdata)
         r = l->store_sync(l->userdata);
         if (r < 0)
                 return r;
+        if (max_segno == SYNCLOG_SEGNO_MAX) {
+                /* Everything was replayed, but no use may follow. */
+                l->err = -EBADMSG;
+                l->ready = true;
+                return 0;
+        }
         for (unsigned i = 0; i < l->n_seg; i++)
                 if (l->segs[i].segno < l->segs[oldest].segno)
                         oldest = i;
@@ -395,6 +408,8 @@ static int segment_switch(struct synclog *l)
         pthread_mutex_unlock(&l->lock);
         if (r < 0)
                 return r;
+        if (l->cur_segno == SYNCLOG_SEGNO_MAX)
+                return -EBADMSG;
         l->cur = next;
         l->cur_segno++;
         l->segs[next].segno = l->cur_segno;

@@ -70,7 +70,9 @@ int synclog_open(const char *dir, size_t segment_size, unsigned n_segments,
                  synclog_store_sync_fn store_sync, void *userdata, struct synclog **ret);
 
 /* Every record on disk, oldest first, to fn; then store_sync(); then the log is
- * ready for appends.  Called once, after synclog_open(). */
+ * ready for appends.  Called once, after synclog_open().  A record numbered past
+ * SYNCLOG_SEGNO_MAX (synclog.c) reads as no record; where the numbering leaves no next
+ * use, the replay succeeds and every append fails with -EBADMSG (damage only). */
 int synclog_replay(struct synclog *l, synclog_replay_fn fn, void *userdata);
 
 /* Write one record and fdatasync it; 0 once it is durable.  -E2BIG when it could never
