@@ -104,7 +104,7 @@ static int run_statement(struct pgwire_conn *c, const char *stmt, unsigned npara
         char tag[64];
         size_t i;
 
-        if (word_is(stmt, "SELECT") && isdigit((unsigned char)stmt[7])) {
+        if (word_is(stmt, "SELECT") && stmt[6] && isdigit((unsigned char)stmt[7])) {
                 long n = strtol(stmt + 7, NULL, 10) % 101;
 
                 (void)pgwire_send_row_description(c, 1, &col_int4);
@@ -243,7 +243,7 @@ static void on_prepare(struct pgwire_conn *c, const char *sql, unsigned ntypes,
         for (unsigned i = 0; i < d.nparams; i++)
                 ptypes[i] = i < ntypes ? types[i] : 0;
         d.param_types = ptypes;
-        if (word_is(sql, "SELECT") && isdigit((unsigned char)sql[7])) {
+        if (word_is(sql, "SELECT") && sql[6] && isdigit((unsigned char)sql[7])) {
                 d.returns_rows = true;
                 d.ncolumns = 1;
                 d.columns = &col_int4;
