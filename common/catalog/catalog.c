@@ -599,9 +599,84 @@ int catalog_debug_store_sync(struct catalog *c)
         return c && c->synclog ? synclog_store_sync(c) : -EINVAL;
 }
 
+/* RocksDB's WriteBatch encoding (write_batch.cc): a 12-byte header (u64 sequence, u32
+ * count), then count records, each a type byte and its fields.  Only the types that
+ * group_build() writes are accepted. */
+enum {
+        WB_DELETION = 0x0,              /* key */
+        WB_VALUE = 0x1,                 /* key, value */
+        WB_CF_DELETION = 0x4,           /* varint32 cf, key */
+        WB_CF_VALUE = 0x5,              /* varint32 cf, key, value */
+        WB_HEADER = 12,
+};
+
+static bool wb_varint32(const uint8_t *p, size_t len, size_t *at, uint32_t *ret)
+{
+        uint32_t v = 0;
+
+        for (unsigned shift = 0; shift <= 28 && *at < len; shift += 7) {
+                uint8_t b = p[(*at)++];
+
+                v |= (uint32_t)(b & 0x7f) << shift;
+                if (!(b & 0x80)) {
+                        *ret = v;
+                        return true;
+                }
+        }
+        return false;
+}
+
+static bool wb_slice(const uint8_t *p, size_t len, size_t *at)
+{
+        uint32_t n;
+
+        if (!wb_varint32(p, len, at, &n) || n > len - *at)
+                return false;
+        *at += n;
+        return true;
+}
+
+int catalog_batch_check(const void *payload, size_t len)
+{
+        const uint8_t *p = payload;
+        size_t at = WB_HEADER;
+        uint32_t count, cf;
+
+        if (!p || len < WB_HEADER)
+                return -EBADMSG;
+        count = (uint32_t)p[8] | (uint32_t)p[9] << 8 | (uint32_t)p[10] << 16 | (uint32_t)p[11] << 24;
+        for (uint32_t i = 0; i < count; i++) {
+                if (at == len)
+                        return -EBADMSG;
+                switch (p[at++]) {
+                case WB_CF_VALUE:
+                        if (!wb_varint32(p, len, &at, &cf) || cf >= _CF_MAX || !wb_slice(p, len, &at) ||
+                            !wb_slice(p, len, &at))
+                                return -EBADMSG;
+                        break;
+                case WB_CF_DELETION:
+                        if (!wb_varint32(p, len, &at, &cf) || cf >= _CF_MAX || !wb_slice(p, len, &at))
+                                return -EBADMSG;
+                        break;
+                case WB_VALUE:
+                        if (!wb_slice(p, len, &at) || !wb_slice(p, len, &at))
+                                return -EBADMSG;
+                        break;
+                case WB_DELETION:
+                        if (!wb_slice(p, len, &at))
+                                return -EBADMSG;
+                        break;
+                default:
+                        return -EBADMSG;
+                }
+        }
+        return at == len ? 0 : -EBADMSG;
+}
+
 /* A group found in the sync log at open: skipped if RocksDB has it (its last_seq is
  * past the group), else applied -- it must be the next group, or the log has lost one
- * RocksDB also lacks. */
+ * RocksDB also lacks.  Its payload is checked first: RocksDB asserts on a malformed
+ * WriteBatch (a record with a valid crc over damaged bytes). */
 static int synclog_replay_group(uint64_t first_seq, uint32_t n, const void *payload, size_t len,
                                 void *userdata)
 {
@@ -617,6 +692,11 @@ static int synclog_replay_group(uint64_t first_seq, uint32_t n, const void *payl
                 set_thread_error("catalog: sync log holds seq %llu..%llu, the store ends at %llu",
                                  (unsigned long long)first_seq, (unsigned long long)last,
                                  (unsigned long long)c->last_seq);
+                return -EBADMSG;
+        }
+        if (catalog_batch_check(payload, len) < 0) {
+                set_thread_error("catalog: sync log group %llu..%llu is no WriteBatch",
+                                 (unsigned long long)first_seq, (unsigned long long)last);
                 return -EBADMSG;
         }
         batch = rocksdb_writebatch_create_from(payload, len);

@@ -273,6 +273,11 @@ int catalog_log_iter_new(struct catalog *c, uint64_t after_seq, struct catalog_l
 int catalog_log_next(struct catalog_log_iter *it, Coord__CatalogTxn **ret_txn);
 struct catalog_log_iter *catalog_log_iter_free(struct catalog_log_iter *it);
 
+/* Whether payload (a commit group as the sync log holds it) is a well-formed RocksDB
+ * WriteBatch of the records the catalog writes: puts and deletes in its column
+ * families.  0 or -EBADMSG.  Checked before a group is replayed into RocksDB. */
+int catalog_batch_check(const void *payload, size_t len);
+
 /* Testing only. */
 
 /* Make the next commit group fail as if its fsync had failed, with nothing reaching

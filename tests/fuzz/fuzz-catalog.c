@@ -155,8 +155,9 @@ static int on_record(uint64_t first_seq, uint32_t n, const void *payload, size_t
         rp->last_n = n;
         rp->last_len = len;
         memcpy(rp->last_payload, payload, len < sizeof(rp->last_payload) ? len : sizeof(rp->last_payload));
-        /* What catalog.c's synclog_replay_group() hands to RocksDB. */
-        if (len >= 12) {
+        /* What catalog.c's synclog_replay_group() hands to RocksDB: only a checked
+         * batch (RocksDB asserts on a malformed one). */
+        if (catalog_batch_check(payload, len) == 0) {
                 b = rocksdb_writebatch_create_from(payload, len);
                 rocksdb_writebatch_iterate(b, NULL, batch_put, batch_delete);
                 rocksdb_writebatch_destroy(b);
