@@ -675,8 +675,9 @@ int catalog_batch_check(const void *payload, size_t len)
 
 /* A group found in the sync log at open: skipped if RocksDB has it (its last_seq is
  * past the group), else applied -- it must be the next group, or the log has lost one
- * RocksDB also lacks.  Its payload is checked first: RocksDB asserts on a malformed
- * WriteBatch (a record with a valid crc over damaged bytes). */
+ * RocksDB also lacks.  Its payload is checked first: a record with a valid crc over
+ * damaged bytes is a corrupt catalog (-EBADMSG), not an I/O error, and RocksDB never
+ * parses it (its WriteBatch::Iterate asserts on some malformed batches). */
 static int synclog_replay_group(uint64_t first_seq, uint32_t n, const void *payload, size_t len,
                                 void *userdata)
 {
