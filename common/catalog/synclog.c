@@ -318,10 +318,30 @@ static int segment_first_segno(struct synclog *l, unsigned i, uint8_t *buf, uint
         return segment_walk(l, buf, ret, NULL, NULL);
 }
 
+/* The largest segno of any whole record (magic, valid crc) anywhere in segment i,
+ * whichever use wrote it; 0 if none. */
+static int segment_max_segno(struct synclog *l, unsigned i, uint8_t *buf, uint64_t *ret)
+{
+        const uint8_t *p = buf, *end = buf + l->seg_size;
+        uint64_t max = 0, s;
+        int r;
+
+        r = pread_all(l->segs[i].fd, buf, l->seg_size, 0);
+        if (r < 0)
+                return r;
+        while ((p = memmem(p, (size_t)(end - p), "CSLG", 4))) {        /* SYNCLOG_MAGIC */
+                if (record_check(p, (size_t)(end - p), 0, &s) >= 0 && s > max)
+                        max = s;
+                p++;
+        }
+        *ret = max;
+        return 0;
+}
+
 int synclog_replay(struct synclog *l, synclog_replay_fn fn, void *userdata)
 {
         _cleanup_free_ uint8_t *buf = NULL;
-        uint64_t max_segno = 0, done = 0;
+        uint64_t max_segno = 0, done = 0, s;
         unsigned oldest = 0;
         int r;
 
@@ -337,6 +357,17 @@ int synclog_replay(struct synclog *l, synclog_replay_fn fn, void *userdata)
                         return r;
                 if (l->segs[i].segno > max_segno)
                         max_segno = l->segs[i].segno;
+        }
+        /* The next use is numbered above every record still on disk, not only above the
+         * uses found: behind a damaged first record, or behind a use's last record,
+         * records of older uses remain, and one numbered as the next use would be read
+         * as part of it when its records end where that one begins. */
+        for (unsigned i = 0; i < l->n_seg; i++) {
+                r = segment_max_segno(l, i, buf, &s);
+                if (r < 0)
+                        return r;
+                if (s > max_segno)
+                        max_segno = s;
         }
 
         /* Oldest use first: records are handed over in the order they were written. */

@@ -34,7 +34,8 @@
  * Recovery.  synclog_replay() hands every record still on disk to the owner, oldest
  * segment first, in order; the owner skips what its store already holds and applies
  * the rest (catalog.c NOTE 8).  It then runs store_sync() once, so the log starts
- * empty: every segment may be reused.
+ * empty: every segment may be reused.  The next use is numbered above every whole
+ * record anywhere on disk, so no leftover of an older use can continue a new one.
  *
  * Not thread-safe: one caller at a time (the catalog's leader) appends.  Errors are
  * -errno; after a failed write, sync or store_sync() every append fails with the same
