@@ -644,18 +644,20 @@ int catalog_batch_check(const void *payload, size_t len)
 
         if (!p || len < WB_HEADER)
                 return -EBADMSG;
-        count = (uint32_t)p[8] | (uint32_t)p[9] << 8 | (uint32_t)p[10] << 16 | (uint32_t)p[11] << 24;
+        count = (uint32_t)p[8] | (uint32_t)p[9] << 8 | (uint32_t)p[10] << 16 |
+                (uint32_t)p[11] << 24;
         for (uint32_t i = 0; i < count; i++) {
                 if (at == len)
                         return -EBADMSG;
                 switch (p[at++]) {
                 case WB_CF_VALUE:
-                        if (!wb_varint32(p, len, &at, &cf) || cf >= _CF_MAX || !wb_slice(p, len, &at) ||
-                            !wb_slice(p, len, &at))
+                        if (!wb_varint32(p, len, &at, &cf) || cf >= _CF_MAX ||
+                            !wb_slice(p, len, &at) || !wb_slice(p, len, &at))
                                 return -EBADMSG;
                         break;
                 case WB_CF_DELETION:
-                        if (!wb_varint32(p, len, &at, &cf) || cf >= _CF_MAX || !wb_slice(p, len, &at))
+                        if (!wb_varint32(p, len, &at, &cf) || cf >= _CF_MAX ||
+                            !wb_slice(p, len, &at))
                                 return -EBADMSG;
                         break;
                 case WB_VALUE:
