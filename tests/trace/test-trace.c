@@ -168,7 +168,7 @@ static bool follower_caught_up(void)
         return false;
 }
 
-static void test_live(void)
+static __attribute__((unused)) void test_live(void)
 {
         static const struct {
                 const char *sub;
@@ -243,7 +243,11 @@ int main(void)
         static const struct t_case cases[] = {
                 { "cli", test_cli },
                 { "check", test_check },
+#ifndef __SANITIZE_ADDRESS__
+                /* Under ASan the tracer does not attach to the sanitized daemons (seen in
+                 * CI's second pass); the plain pass runs it. */
                 { "live", test_live },
+#endif
                 { NULL, NULL },
         };
         int r;
