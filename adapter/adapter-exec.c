@@ -141,8 +141,11 @@
  *     statement that only waits -- a read for its reply, any statement for its object
  *     to be enacted or for the fence -- ends with 57014 (session_cancel()): its request,
  *     if the controller has it, is answered into the void, and one never sent is
- *     dropped.  A write in a group or a DDL's commit cannot be taken back, as in
- *     PostgreSQL a commit in progress cannot: it finishes.
+ *     dropped.  A write still queued in a group never sent is taken out of it
+ *     (write_unqueue()): it ends with 57014 and is not applied.  A write sent to the
+ *     controller or a DDL's commit cannot be taken back, as in PostgreSQL a commit in
+ *     progress cannot: it finishes (at most one group is in flight, note 2, so with
+ *     the controller stopped only that group's statements wait).
  */
 #include "adapter-exec.h"
 
@@ -218,6 +221,8 @@ struct write {
         Coord__Plan__Relation *delete_filter;   /* borrowed from the session's stmt */
         bool update;                            /* an UPDATE: TableWrite.update */
         bool commit;                            /* (10) the last write of a COMMIT */
+        uint32_t n_block;                       /* (10) a COMMIT's: the block's writes,
+                                                 * this one last (0: just this one) */
         uint64_t result;
 };
 
@@ -3401,6 +3406,7 @@ static int txn_commit(struct session *s)
         n0 = g ? g->n : 0;
         s->txn_writes[s->n_txn_writes - 1].s = s;
         s->txn_writes[s->n_txn_writes - 1].commit = true;
+        s->txn_writes[s->n_txn_writes - 1].n_block = (uint32_t)s->n_txn_writes;
         for (; g && k < s->n_txn_writes; k++) {
                 r = group_add(ex, &s->txn_writes[k]);
                 if (r < 0)
@@ -3918,6 +3924,34 @@ static bool waiters_unlink(struct session **head, struct session *s)
         return false;
 }
 
+/* (12) Take s's write (a COMMIT's: its block's) out of a group never sent: no
+ * timestamp was taken for it (g->ts == 0), so nothing of it can have been applied,
+ * and the statement ends as if it had never run.  Whether it was there.  A group
+ * sent once (ts set, in flight or waiting to be resent after the controller's
+ * return, note 4) keeps its writes: they may be applied. */
+static bool write_unqueue(struct exec *ex, struct session *s)
+{
+        for (struct group *g = ex->groups; g; g = g->next) {
+                if (g->ts || g->rq)
+                        continue;
+                for (size_t i = 0; i < g->n; i++) {
+                        size_t n, first;
+
+                        if (g->writes[i].s != s)
+                                continue;
+                        n = g->writes[i].n_block ? g->writes[i].n_block : 1;
+                        assert(n <= i + 1);
+                        first = i + 1 - n;
+                        for (size_t k = first; k <= i; k++)
+                                write_done(&g->writes[k]);
+                        memmove(&g->writes[first], &g->writes[i + 1], (g->n - i - 1) * sizeof(*g->writes));
+                        g->n -= n;
+                        return true;
+                }
+        }
+        return false;
+}
+
 /* (12) End s's statement with 57014 "canceling statement due to <why>" if it only
  * waits: a read for its reply (dropped when it comes; a request never sent is
  * dropped now), any statement for its object or the fence.  A write in a group or a
@@ -3929,7 +3963,8 @@ static bool session_cancel(struct session *s, const char *why)
 
         if (!s->waiting || !s->stmt)
                 return false;
-        if (!waiters_unlink(&ex->enact_waiters, s) && !waiters_unlink(&ex->fence_waiters, s)) {
+        if (!waiters_unlink(&ex->enact_waiters, s) && !waiters_unlink(&ex->fence_waiters, s) &&
+            !write_unqueue(ex, s)) {
                 if (s->stmt->kind != SQL_STMT_SELECT)
                         return false;
                 for (rq = ex->pending.next; rq != &ex->pending; rq = rq->next)

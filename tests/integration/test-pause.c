@@ -3,7 +3,8 @@
  *
  *   controller   while it is stopped: SELECT 1, SHOW and SET are answered at once; a
  *                read of a table fails with 57014 after statement_timeout; an INSERT
- *                waits and is applied once after SIGCONT; the follower's bounds stay
+ *                waits and is applied once after SIGCONT; INSERTs and a COMMIT queued
+ *                behind it end with 57014 after statement_timeout, not applied; the follower's bounds stay
  *                at or below every requirement (I5) and the tables' sinces do not
  *                pass their committed bounds (I2).
  *   lifecycle    while it is stopped: reads and writes of existing tables go on; a
@@ -117,7 +118,21 @@ static void test_controller(void)
         /* An INSERT meanwhile waits for the controller, then is applied once. */
         w.value = next_value + 1;
         CU_ASSERT_FATAL(pthread_create(&th, NULL, writer_main, &w) == 0);
-        sleep_ms(PAUSE_MS - 1000);
+        sleep_ms(500);
+        /* Writes queued behind it (their group not sent) end with 57014 after
+         * statement_timeout and are not applied: an INSERT, and a block's COMMIT whole. */
+        CU_ASSERT(ok(c, "SET statement_timeout = '1s'"));
+        t0 = now_ms();
+        CU_ASSERT(fails_with(c, "INSERT INTO pz VALUES (-1)", "57014"));
+        took = now_ms() - t0;
+        printf("; an INSERT queued meanwhile failed with 57014 after %llu ms", (unsigned long long)took);
+        CU_ASSERT(took >= 900 && took < 3000);
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT(ok(c, "INSERT INTO pz VALUES (-2)"));
+        CU_ASSERT(ok(c, "INSERT INTO pz VALUES (-3)"));
+        CU_ASSERT(fails_with(c, "COMMIT", "57014"));
+        CU_ASSERT(ok(c, "SET statement_timeout = 0"));
+        sleep_ms(PAUSE_MS - 4000);
         CU_ASSERT(!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE));
         CU_ASSERT(kill(pid, SIGCONT) == 0);
         pthread_join(th, NULL);
@@ -127,6 +142,7 @@ static void test_controller(void)
                 next_value++;
         for (int i = 0; i < 10; i++)
                 CU_ASSERT(insert_next(c));
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM pz WHERE v < 0"), 0);
         check_rows(c);
         PQfinish(c);
 }
