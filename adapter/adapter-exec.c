@@ -18,7 +18,9 @@
  *     fence (ex->fence) until it is applied; a read of those three relations that
  *     chooses its own timestamp takes one >= the fence's ts (the controller waits for
  *     upper > ts), or waits until the fence is sent when it is still queued, so a read
- *     after the answer sees the rows.  Reads of anything else neither wait nor move:
+ *     after the answer sees the rows.  A publication's Ok likewise (the follower lets
+ *     the controller compact on it: a read of coord_bounds after a since moved sees
+ *     the bound that allowed it).  Reads of anything else neither wait nor move:
  *     no row they could see travels in these groups (stmt_reads_builtin_rows()).
  *     Durability (I7): the catalog holds the truth; if the append is lost (the adapter
  *     killed before it, or its group failed), reconciliation (5) re-derives the rows.
@@ -1477,6 +1479,9 @@ static void publication_committed(void *ctx, int r, uint64_t seq)
         }
         ex->hold_kick = true;
         protection_queue(ex, pb->txn);
+        /* (3) The follower lets the controller compact on our Ok: a read of
+         * coord_bounds after that must see the bounds that allowed it. */
+        ex->fence = ex->groups_tail == &ex->groups ? NULL : group_last(ex);
         ex->hold_kick = false;
         groups_kick(ex);
         acat_txn_finish(ex->cat, pb->txn, 0);

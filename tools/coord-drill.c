@@ -54,6 +54,16 @@
  * (7) The counter source, read once at one timestamp: its rows are 1 .. n, each once,
  *     and its progress offset is n; n never goes back between checks.
  *
+ * (8) A since and a bound (or requirement) are compared across two reads, the since
+ *     first: coord_frontiers shows the controller's frontiers as they are when the
+ *     read is served, coord_bounds the catalog at the read's timestamp, so one read
+ *     joining both may pair a since with a bound older than the one that allowed it.
+ *     A since read at t1 was allowed by a bound committed before t1, which a later
+ *     read of coord_bounds shows (a publication's Ok is a read fence in the adapter,
+ *     adapter-exec.c note 3), and bounds only grow: since(t1) > bound(t2) is a
+ *     violation, whatever happened between.  Each I2 report is read again a second
+ *     later (i2_recheck(), in the log) to tell a since still above from a lagging row.
+ *
  * Checked after every restart (and once before the first kill and once after the
  * workload stopped): the rows and objects above (I7); I1 -- no bound, physical since
  * or stored upper in coord_bounds / coord_frontiers goes back between checks; I2 -- no
@@ -129,6 +139,7 @@ struct dobj {
 
 struct front {
         uint64_t gid, bound, since, upper;
+        uint64_t since_at, bound_at;    /* the check that read them (I2: note 8) */
 };
 
 struct drill {
@@ -166,6 +177,7 @@ struct drill {
                  ddl_lost, ddl_reappeared, ddl_phantoms, i1, i2, i5, i6, i9, i10, read_failures,
                  sink_bad, sink_checks, source_bad, source_checks,
                  restart_failures, mv_compared, checks, check_matches, expect_lost_id;
+        uint64_t front_checks;          /* check_frontiers() calls: note 8's stamps */
         uint64_t *restart_ms[N_DAEMONS];
         size_t nrestart[N_DAEMONS];
         struct front *fr;
@@ -723,10 +735,31 @@ static uint64_t violating_rows(struct drill *dr, PGconn **c, const char *what, c
         return n;
 }
 
-/* I1, I2, I5 and I6 from the built-in relations. */
+/* I2, seen: read gid's since and bound again, a second later, and say whether the
+ * since is still above the bound (compacted past it) or not any more (a read of
+ * coord_bounds that lagged the catalog).  For the log: the verdict stays a violation. */
+static void i2_recheck(struct drill *dr, PGconn **c, uint64_t gid)
+{
+        char sql[256];
+        PGresult *r;
+
+        msleep(1000);
+        snprintf(sql, sizeof(sql), "SELECT f.read_frontier FROM coord_frontiers f WHERE f.object_id = %" PRIu64, gid);
+        r = check_read(dr, c, sql);
+        uint64_t since = r && PQntuples(r) == 1 ? val_u64(r, 0, 0) : 0;
+        PQclear(r);
+        snprintf(sql, sizeof(sql), "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, gid);
+        r = check_read(dr, c, sql);
+        uint64_t bound = r && PQntuples(r) == 1 ? val_u64(r, 0, 0) : 0;
+        PQclear(r);
+        fprintf(stderr, "drill: I2 recheck object_id=%" PRIu64 " read_frontier=%" PRIu64 " bound=%" PRIu64 " %s\n",
+                gid, since, bound, since > bound ? "still above" : "no longer above");
+}
+
+/* I1, I2, I5 and I6 from the built-in relations (note 8). */
 static uint64_t check_frontiers(struct drill *dr, PGconn **c)
 {
-        uint64_t bad = 0, i1 = 0;
+        uint64_t bad = 0, i1 = 0, at = ++dr->front_checks;
         PGresult *r;
 
         if ((r = check_read(dr, c, "SELECT object_id, read_frontier, write_frontier FROM coord_frontiers"))) {
@@ -735,6 +768,7 @@ static uint64_t check_frontiers(struct drill *dr, PGconn **c)
                         if (f) {
                                 i1 += forward("physical since", f->gid, &f->since, val_u64(r, i, 1));
                                 i1 += forward("stored upper", f->gid, &f->upper, val_u64(r, i, 2));
+                                f->since_at = at;
                         }
                 }
                 PQclear(r);
@@ -743,26 +777,48 @@ static uint64_t check_frontiers(struct drill *dr, PGconn **c)
         if ((r = check_read(dr, c, "SELECT object_id, bound FROM coord_bounds"))) {
                 for (int i = 0; i < PQntuples(r); i++) {
                         struct front *f = front_of(dr, val_u64(r, i, 0));
-                        if (f)
+                        if (f) {
                                 i1 += forward("bound", f->gid, &f->bound, val_u64(r, i, 1));
+                                f->bound_at = at;
+                        }
                 }
                 PQclear(r);
         } else
                 bad++;
-        /* I2: one read, so both at one timestamp. */
-        bad += violating_rows(dr, c, "I2 physical since above the committed bound",
-                              "SELECT f.object_id, f.read_frontier, b.bound FROM coord_frontiers f "
-                              "JOIN coord_bounds b ON f.object_id = b.object_id WHERE f.object_id >= 1000 "
-                              "AND f.read_frontier > b.bound", &dr->i2);
+        /* I2 (note 8): each since read above, against the bound read after it. */
+        for (size_t i = 0; i < dr->nfr; i++) {
+                struct front *f = &dr->fr[i];
+
+                if (f->gid < 1000 || f->since_at != at || f->bound_at != at || f->since <= f->bound)
+                        continue;
+                fprintf(stderr, "drill: VIOLATION I2 physical since above the committed bound: object_id=%" PRIu64
+                        " read_frontier=%" PRIu64 " bound=%" PRIu64 "\n", f->gid, f->since, f->bound);
+                dr->i2++;
+                bad++;
+                i2_recheck(dr, c, f->gid);
+        }
         bad += violating_rows(dr, c, "I5 requirement below its input's bound",
                               "SELECT q.consumer_id, q.input_id, q.frontier, b.bound FROM coord_requirements q "
                               "JOIN coord_bounds b ON q.input_id = b.object_id WHERE q.frontier < b.bound", &dr->i5);
         /* I6: no input compacted past a live requirement of a consumer (an index's
-         * included, published or not) -- physical since <= bound <= requirement. */
-        bad += violating_rows(dr, c, "I6 input compacted past a requirement",
-                              "SELECT q.consumer_id, q.input_id, q.frontier, f.read_frontier FROM "
-                              "coord_requirements q JOIN coord_frontiers f ON q.input_id = f.object_id "
-                              "WHERE f.read_frontier > q.frontier", &dr->i6);
+         * included, published or not) -- physical since <= bound <= requirement; each
+         * since read above against the requirements read after it (note 8). */
+        if ((r = check_read(dr, c, "SELECT consumer_id, input_id, frontier FROM coord_requirements"))) {
+                for (int i = 0; i < PQntuples(r); i++) {
+                        uint64_t input = val_u64(r, i, 1), req = val_u64(r, i, 2);
+                        struct front *f = front_of(dr, input);
+
+                        if (!f || f->since_at != at || f->since <= req)
+                                continue;
+                        fprintf(stderr, "drill: VIOLATION I6 input compacted past a requirement: consumer_id=%s "
+                                "input_id=%" PRIu64 " frontier=%" PRIu64 " read_frontier=%" PRIu64 "\n",
+                                PQgetvalue(r, i, 0), input, req, f->since);
+                        dr->i6++;
+                        bad++;
+                }
+                PQclear(r);
+        } else
+                bad++;
         dr->i1 += i1;
         return bad + i1;
 }
