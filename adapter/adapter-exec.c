@@ -148,6 +148,16 @@
  *     controller or a DDL's commit cannot be taken back, as in PostgreSQL a commit in
  *     progress cannot: it finishes (at most one group is in flight, note 2, so with
  *     the controller stopped only that group's statements wait).
+ * (13) Implicit transactions.  A simple query of several statements outside a block is
+ *     one transaction, as in PostgreSQL (s->txn_implicit, set by pg_query()): its
+ *     INSERTs are answered at once and kept as a block's are (10); the end of the
+ *     string commits them as one group (session_resume()), an error anywhere in it
+ *     drops them (txn_failed()), ROLLBACK drops them, COMMIT commits them, BEGIN takes
+ *     them into the block it opens.  A statement that cannot be kept -- a read (it
+ *     must see them), DELETE, UPDATE, DDL -- commits them first (STMT_FLUSH,
+ *     txn_implicit_stmt()) and runs after: an error it meets while running (not in
+ *     its analysis, which comes before) leaves those INSERTs applied, where
+ *     PostgreSQL would roll them back (docs/sql.md).
  */
 #include "adapter-exec.h"
 
@@ -266,7 +276,8 @@ struct session {
         enum { TXN_NONE, TXN_OPEN, TXN_FAILED } txn;
         bool txn_read;                  /* it has read: no write may follow */
         bool txn_read_only;             /* BEGIN READ ONLY, SET TRANSACTION READ ONLY */
-        struct write *txn_writes;       /* .s NULL until COMMIT */
+        bool txn_implicit;              /* (13) a simple query of several statements */
+        struct write *txn_writes;       /* .s NULL until COMMIT (or the flush of 13) */
         size_t n_txn_writes, cap_txn_writes;
         /* (12) SET statement_timeout, ms (0: none), and its timer while a statement is
          * parked; the startup's `-c statement_timeout=` sets the session's default. */
@@ -1559,7 +1570,7 @@ fail:
 
 /* STMT_RUN: the statement joined the session's run (7); STMT_RETRY: it could not
  * while the run is open -- nothing was sent, run it again after the run. */
-enum { STMT_DONE = 0, STMT_PARKED = 1, STMT_RUN = 2, STMT_RETRY = 3 };
+enum { STMT_DONE = 0, STMT_PARKED = 1, STMT_RUN = 2, STMT_RETRY = 3, STMT_FLUSH = 4 };
 
 /* Threads calling catalog_commit(): concurrent DDL statements share one fsync. */
 #define EXEC_COMMIT_THREADS 4
@@ -3372,7 +3383,8 @@ static void txn_failed(struct pgwire_conn *c)
         if (s && s->txn == TXN_OPEN) {
                 txn_discard(s);
                 txn_set(s, TXN_FAILED);
-        }
+        } else if (s && s->txn_implicit)
+                txn_discard(s);         /* (13) none of the string's INSERTs */
 }
 
 static void txn_notice(struct session *s, const char *sqlstate, const char *message)
@@ -3469,6 +3481,47 @@ static int exec_transaction(struct session *s, const struct sql_stmt *st)
         }
 }
 
+/* An INSERT of a block or of an implicit transaction (13): checked, answered now,
+ * kept until COMMIT. */
+static int txn_keep_insert(struct session *s, struct sql_insert *in)
+{
+        if (s->n_txn_writes == s->cap_txn_writes &&
+            GROW_ARRAY(s->txn_writes, s->cap_txn_writes, s->n_txn_writes + 1) < 0)
+                return -ENOMEM;
+        if (insert_write(in, NULL, &s->txn_writes[s->n_txn_writes]) < 0)
+                return -ENOMEM;
+        s->n_txn_writes++;
+        snprintf(s->tag, sizeof(s->tag), "INSERT 0 %zu", in->n_rows);
+        return STMT_DONE;
+}
+
+/* (13) A statement of a simple query of several statements, outside a block: 1 to run
+ * it as usual, STMT_FLUSH to commit the INSERTs kept so far first and run it again
+ * after, or its result. */
+static int txn_implicit_stmt(struct session *s, struct sql_stmt *st)
+{
+        switch (st->kind) {
+        case SQL_STMT_INSERT:
+                return txn_keep_insert(s, &st->insert);
+        case SQL_STMT_SET_VARIABLE:
+        case SQL_STMT_SHOW_VARIABLE:
+        case SQL_STMT_SHOW_OBJECTS:
+                return 1;
+        case SQL_STMT_TRANSACTION:
+                if (st->transaction == SQL_TXN_BEGIN) {
+                        /* PostgreSQL: the implicit block becomes the explicit one, with
+                         * what it wrote so far. */
+                        s->txn_implicit = false;
+                        return 1;
+                }
+                if (st->transaction == SQL_TXN_COMMIT && s->n_txn_writes)
+                        return STMT_FLUSH;      /* then "no transaction in progress" */
+                return 1;                       /* ROLLBACK drops them (txn_discard()) */
+        default:
+                return s->n_txn_writes ? STMT_FLUSH : 1;
+        }
+}
+
 /* A statement inside a block: 1 to run it as usual, or its result.  A block either
  * reads or writes (Materialize's rule): its INSERTs wait for COMMIT, so a read after one
  * would not see it, and writes after a read would not commit at the read's time. */
@@ -3476,6 +3529,8 @@ static int txn_stmt(struct session *s, struct sql_stmt *st)
 {
         struct sql_insert *in = &st->insert;
 
+        if (s->txn == TXN_NONE && s->txn_implicit)
+                return txn_implicit_stmt(s, st);
         if (s->txn == TXN_NONE || st->kind == SQL_STMT_TRANSACTION)
                 return 1;
         if (s->txn == TXN_FAILED) {
@@ -3509,11 +3564,7 @@ static int txn_stmt(struct session *s, struct sql_stmt *st)
                 if (s->n_txn_writes == s->cap_txn_writes &&
                     GROW_ARRAY(s->txn_writes, s->cap_txn_writes, s->n_txn_writes + 1) < 0)
                         return -ENOMEM;
-                if (insert_write(in, NULL, &s->txn_writes[s->n_txn_writes]) < 0)
-                        return -ENOMEM;
-                s->n_txn_writes++;
-                snprintf(s->tag, sizeof(s->tag), "INSERT 0 %zu", in->n_rows);
-                return STMT_DONE;
+                return txn_keep_insert(s, in);
         default:
                 send_error(s->c, "25001", "%s cannot run inside a transaction block",
                            sql_stmt_tag(st));
@@ -3683,6 +3734,17 @@ static void session_resume(struct session *s)
                         break;
                 }
                 assert(s->n_run == 0);
+                if (r == STMT_FLUSH) {
+                        /* (13) the string's INSERTs first; this statement again after. */
+                        s->stmt = sql_stmt_free(s->stmt);
+                        s->next--;
+                        r = txn_commit(s);
+                        if (r == STMT_PARKED)
+                                return;
+                        if (r != -ECANCELED)
+                                send_stmt_failed(s, r);
+                        break;
+                }
                 if (r == STMT_PARKED) {
                         stmt_timer_arm(s);
                         return;
@@ -3698,6 +3760,16 @@ static void session_resume(struct session *s)
         }
         if (s->n_run && run_flush(s) == STMT_PARKED)
                 return;         /* the last statements were a run: done when durable */
+        if (!s->gone && s->txn == TXN_NONE && s->n_txn_writes) {
+                /* (13) the end of the string commits its INSERTs */
+                assert(s->txn_implicit);
+                r = txn_commit(s);
+                if (r == STMT_PARKED)
+                        return;
+                if (r != -ECANCELED)
+                        send_stmt_failed(s, r);
+        }
+        s->txn_implicit = false;
         s->batch = sql_batch_free(s->batch);
         s->extended = false;
         pgwire_done(s->c);
@@ -3774,6 +3846,7 @@ static void pg_query(struct pgwire_conn *c, const char *sql, void *userdata)
                 return;
         }
         s->next = 0;
+        s->txn_implicit = s->txn == TXN_NONE && sql_batch_size(s->batch) > 1;  /* (13) */
         session_resume(s);
 }
 

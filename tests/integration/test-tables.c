@@ -122,11 +122,12 @@ static void test_round_trip(void)
         CU_ASSERT(ok(c, "DROP TABLE t"));
         CU_ASSERT(fails_with(c, "SELECT * FROM t", "42P01"));
         CU_ASSERT(ok(c, "DROP TABLE IF EXISTS t"));
-        /* Several statements in one string, the rest skipped after an error. */
+        /* Several statements in one string, the rest skipped after an error, and the
+         * INSERTs before it not applied: one implicit transaction, as in PostgreSQL. */
         CU_ASSERT(ok(c, "CREATE TABLE m (x int); INSERT INTO m VALUES (1); INSERT INTO m VALUES (2)"));
         CU_ASSERT(rows_are(c, "SELECT x FROM m", "1;2"));
         CU_ASSERT(fails_with(c, "INSERT INTO m VALUES (3); SELECT nope FROM m; INSERT INTO m VALUES (4)", "42703"));
-        CU_ASSERT(rows_are(c, "SELECT x FROM m", "1;2;3"));
+        CU_ASSERT(rows_are(c, "SELECT x FROM m", "1;2"));
         PQfinish(c);
 }
 
@@ -379,6 +380,27 @@ static void test_transactions(void)
         CU_ASSERT(fails_with(c, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", "0A000"));
         CU_ASSERT(fails_with(c, "SELECT * FROM txt AS OF", "42601"));
         CU_ASSERT(fails_with(c, "SELECT * FROM txt AS OF;", "42601"));
+        /* Issue 35 item 6: a simple query of several statements is one implicit
+         * transaction (adapter-exec.c note 13): its INSERTs commit together at its end,
+         * or not at all when a statement of it fails; ROLLBACK drops them, COMMIT
+         * commits them, BEGIN takes them into the block; a read sees them. */
+        CU_ASSERT(fails_with(c, "INSERT INTO txt VALUES (20); INSERT INTO txt VALUES (NULL)", "23502"));
+        CU_ASSERT(fails_with(c, "INSERT INTO txt VALUES (21); INSERT INTO txt VALUES (22); "
+                                "INSERT INTO nosuch VALUES (1)", "42P01"));
+        CU_ASSERT(fails_with(c, "INSERT INTO txt VALUES (23); SET statement_timeout = 'x'", "22023"));
+        CU_ASSERT_EQUAL(PQtransactionStatus(c), PQTRANS_IDLE);
+        CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt", "4"));
+        CU_ASSERT(ok(c, "INSERT INTO txt VALUES (24); ROLLBACK"));
+        CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt", "4"));
+        CU_ASSERT(fails_with(c, "INSERT INTO txt VALUES (25); COMMIT; INSERT INTO txt VALUES (NULL)", "23502"));
+        CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt WHERE a >= 20", "1"));
+        CU_ASSERT(ok(c, "INSERT INTO txt VALUES (26); BEGIN; INSERT INTO txt VALUES (27)"));
+        CU_ASSERT_EQUAL(PQtransactionStatus(c), PQTRANS_INTRANS);
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        CU_ASSERT(rows_are(c, "INSERT INTO txt VALUES (28), (29); SELECT count(*) FROM txt WHERE a >= 20", "3"));
+        CU_ASSERT(ok(c, "INSERT INTO txt VALUES (30); INSERT INTO txt VALUES (31)"));
+        CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt WHERE a >= 20", "5"));
+        CU_ASSERT(ok(c, "DELETE FROM txt WHERE a >= 20"));
         CU_ASSERT(ok(c, "INSERT INTO txt VALUES (14)"));        /* no block: not read only */
         CU_ASSERT(ok(c, "DELETE FROM txt WHERE a = 14"));
         CU_ASSERT(rows_are(o, "SELECT count(*) FROM txt", "4"));
