@@ -10,6 +10,12 @@
  * when the loop has nothing better to do; a big merge runs in a thread of this
  * module (NOTE 13).  Nothing else opens the database.
  *
+ * The module's files:
+ *   controller-storage.c            the handle (open, close), the in-memory state
+ *                                   (gid map, compaction queue, invariants), loading,
+ *                                   errors, helpers and everything else for now
+ *   controller-storage-internal.h   what they share
+ *
  * NOTES ON THE DESIGN
  *
  * (1) Every change is ONE RocksDB WriteBatch written with sync = true: the records of
@@ -66,9 +72,9 @@
  *     in the batches with lower <= t: a read at t reads those batches' chunks and
  *     nothing else -- batch by batch (read_batches()), not as the one key range
  *     [gid|0, gid|t+1), whose deleted keys of merged-away batches RocksDB keeps as
- *     tombstones for a while, every one stepped over.  collection_invalid() checks the memory part
- *     at every transition (assert) and at load; storage_check() checks everything
- *     against the disk.
+ *     tombstones for a while, every one stepped over.  storage_collection_invalid()
+ *     checks the memory part at every transition (assert) and at load; storage_check()
+ *     checks everything against the disk.
  *
  * (5) Compaction to a target p <= since replaces every time t < p by p and sums equal
  *     (row, time).  A read at t' >= p sums the updates with time <= t', and for those
@@ -167,10 +173,10 @@
  *     collection: at 100,000 objects a merge that reaches it, or the first bound
  *     publication moving every index's row, held the loop 70-320 ms) is started by
  *     storage_compact_pending_fn() in a worker thread (merge_start()) and applied to
- *     memory by a later call (merge_finish()); one at a time, others of that size
- *     wait queued.  The worker builds exactly compact_run()'s records but the
- *     collection record, through a handle of its own (shadow_new(): s's db and
- *     column families, its own scratch and WriteBatch; RocksDB takes reads and
+ *     memory by a later call (storage_merge_finish()); one at a time, others of that
+ *     size wait queued.  The worker builds exactly compact_run()'s records but the
+ *     collection record, through a handle of its own (storage_shadow_new(): s's db
+ *     and column families, its own scratch and WriteBatch; RocksDB takes reads and
  *     writes from several threads), and writes them unsynced (1) in ONE WriteBatch,
  *     which RocksDB makes visible at once: a reader sees the run or the merged batch.
  *     It touches nothing else, so while it runs:
@@ -228,12 +234,12 @@
  *     for all of it.  storage_reader_new() takes, on the loop thread, everything the
  *     read needs: a copy of the collection's descriptors with lower <= t (and of the
  *     merge run's bounds, NOTE 13) and a RocksDB snapshot.  storage_reader_run() then
- *     reads in any thread through a handle of its own (shadow_new(): its own scratch;
- *     its iterators read the snapshot), exactly what storage_read() would have read at
- *     the moment the reader was made: later appends lie above t, and the snapshot
- *     keeps every chunk key the copied descriptors name though a compaction or a merge
- *     deletes it meanwhile -- a compaction changes no read at t >= since (5), and the
- *     caller's execution hold keeps since <= t.  The handle counts its readers;
+ *     reads in any thread through a handle of its own (storage_shadow_new(): its own
+ *     scratch; its iterators read the snapshot), exactly what storage_read() would
+ *     have read at the moment the reader was made: later appends lie above t, and the
+ *     snapshot keeps every chunk key the copied descriptors name though a compaction or
+ *     a merge deletes it meanwhile -- a compaction changes no read at t >= since (5), and
+ *     the caller's execution hold keeps since <= t.  The handle counts its readers;
  *     storage_close() waits until the last is freed, since each reads s's database.
  *
  * (16) Drops delete key by key when they can.  A range delete costs O(1) to write, but
@@ -264,6 +270,7 @@
  * until storage_close().
  */
 #include "controller-storage.h"
+#include "controller-storage-internal.h"
 
 #include <assert.h>
 #include <limits.h>
@@ -283,14 +290,6 @@
 #include "rocks.h"
 #include "util.h"
 
-enum {
-        CF_DEFAULT,
-        CF_COLLECTIONS,
-        CF_BATCHES,
-        CF_CHUNKS,
-        _CF_MAX,
-};
-
 static const char *const cf_names[_CF_MAX] = {
         [CF_DEFAULT] = "default",
         [CF_COLLECTIONS] = "collections",
@@ -298,17 +297,11 @@ static const char *const cf_names[_CF_MAX] = {
         [CF_CHUNKS] = "chunks",
 };
 
-#define KEY_GID_LEN 8                           /* gid */
-#define KEY_BATCH_LEN 16                        /* gid | lower */
-#define KEY_CHUNK_LEN 20                        /* gid | lower | part */
-#define KEY_END_LEN 24                          /* gid | 16 x 0xff: above every key of gid */
 #define RECORD_MAX 96                           /* encoded collection record or descriptor */
 #define DROP_KEYS_MAX 16                        /* batch + chunk keys a drop deletes one by one */
 
-#define CHUNK_MAX_UPDATES 4096u
 #define CHUNK_MAX_BYTES (256u << 10)            /* of row bytes; one longer row is alone */
 #define TIER_RATIO 2u                           /* NOTE 6 */
-#define PENDING_NEW_BATCHES 8u                  /* NOTE 6 */
 #define MERGE_BG_UPDATES 4096u                  /* NOTE 13: merges reading as many run off the loop */
 #define MAP_MIN_SLOTS 64u
 
@@ -326,213 +319,31 @@ _Static_assert((int)STORAGE_KIND_TABLE == COORD__STORAGE_KIND__STORAGE_KIND_TABL
                "storage_kind mirrors coord.StorageKind");
 _Static_assert(STORAGE_ROW_MAX <= UINT32_MAX, "row lengths are u32 in a chunk");
 
-/* A batch descriptor (NOTE 4), the in-memory StorageBatch. */
-struct batch_desc {
-        uint64_t lower, upper;
-        uint64_t since;
-        uint64_t updates;
-        uint64_t bytes;
-        uint32_t parts;
-};
-
-struct collection {
-        uint64_t gid;
-        enum storage_kind kind;
-        uint64_t since, upper, physical_since;
-        uint8_t mark[STORAGE_MARK_MAX];         /* storage_append.mark, durable with upper */
-        uint8_t mark_len;
-
-        /* Descriptors in lower order, valid once loaded (NOTE 8).  Entries past
-         * n_batches belong to the group being staged (NOTE 7). */
-        bool loaded;
-        struct batch_desc *batches;
-        size_t n_batches, cap_batches;
-        size_t batches_at_compaction;           /* n_batches after the last compaction */
-
-        /* On s->pending_* while queued for storage_compact_pending(). */
-        bool pending;
-        struct collection *pending_prev, *pending_next;
-
-        /* s->merge is merging batches merge_j .. merge_end - 1 (NOTE 13); queue again
-         * when it is applied (a compaction was asked for meanwhile). */
-        bool merging, merge_repend;
-        size_t merge_j, merge_end;
-
-        /* s->stages[stage_idx] is ours while stage_gen == s->gen. */
-        uint64_t stage_gen;
-        size_t stage_idx;
-};
-
-/* One collection's state while a group is built (NOTE 7). */
-struct stage {
-        struct collection *c;
-        uint64_t since, upper;
-        const uint8_t *mark;                    /* NULL: c's stays; borrowed from the append */
-        size_t mark_len;
-        size_t n_batches;                       /* committed ones plus staged new ones */
-        struct batch_desc tail;                 /* the committed newest batch, as staged */
-        bool tail_changed;
-        bool changed;                           /* anything to write */
-};
-
-/* An update being sorted: a row borrowed from the caller or from a decoded chunk. */
-struct upd {
-        const uint8_t *row;
-        uint32_t len;
-        uint64_t time;
-        int64_t diff;
-};
-
-/* gid -> collection, open addressing with linear probing; at most half full. */
-struct gid_map {
-        struct collection **slots;
-        size_t mask;
-        size_t n;
-};
-
-struct storage {
-        rocksdb_t *db;
-        rocksdb_options_t *options;
-        rocksdb_column_family_handle_t *cf[_CF_MAX];
-        rocksdb_writeoptions_t *write_options;  /* sync = 1 */
-        rocksdb_writeoptions_t *write_nosync;   /* sync = 0: compactions only (1) */
-        rocksdb_readoptions_t *read_options;
-        rocksdb_flushoptions_t *flush_options;
-        rocksdb_writebatch_t *wb;               /* empty between calls */
-
-        int err;                                /* sticky error, 0 while OPEN (NOTE 9) */
-        char err_msg[256];
-        bool fail_next_write;                   /* test hook */
-        uint64_t sync_write_window_max_ns;      /* storage_take_sync_window_max_ns() */
-
-        struct gid_map map;
-        struct collection *pending_head, *pending_tail;
-        size_t n_pending;
-
-        uint64_t gen;                           /* of the group being staged */
-        struct stage *stages;
-        size_t n_stages, cap_stages;
-
-        /* Scratch of one call. */
-        struct upd *upd;
-        size_t n_upd, cap_upd;
-        struct upd *upd_tmp;            /* upds_sum_by_row()'s scratch */
-        size_t cap_upd_tmp;
-        struct upd_sum *sums;           /* rest_sum_by_row()'s */
-        size_t cap_sums;
-        uint32_t *slots;                /* its hash table: indexes into sums, or UINT32_MAX */
-        size_t cap_slots;
-        Coord__StorageChunk **chunks;           /* decoded chunks that upd[] points into */
-        size_t n_chunks, cap_chunks;
-        uint8_t *rows_buf, *pack_buf;
-        size_t cap_rows, cap_pack;
-        uint32_t chunk_lens[CHUNK_MAX_UPDATES];
-        uint64_t chunk_times[CHUNK_MAX_UPDATES];
-        int64_t chunk_diffs[CHUNK_MAX_UPDATES];
-
-        /* Deferred creates and drops (storage_create_deferred(), storage_drop_deferred()):
-         * shown in memory at once, put into the next synced write after its own
-         * records, in order; cleared by every write, successful or not. */
-        struct storage_deferred *def;
-        size_t n_def, cap_def;
-
-        struct merge *merge;                    /* the merge in the background (NOTE 13) */
-        bool shadow;                            /* a merge's or a reader's handle (NOTE 13, 15) */
-        const rocksdb_snapshot_t *snap;         /* a reader's handle: what it reads (NOTE 15) */
-        atomic_uint readers;                    /* storage_reader_new() not freed yet (NOTE 15) */
-
-        /* Group commit (NOTE 14). */
-        uint64_t seq_written, seq_must, seq_durable;
-        struct def_tagged *def_unsynced;        /* deferred changes of writes > seq_durable */
-        size_t n_def_unsynced, cap_def_unsynced;
-        struct syncer *syncer;                  /* NULL: every append is synced */
-        char *sync_hold_path;                   /* test hook, for the syncer */
-
-        struct storage_stats stats;
-};
-
-/* A merge of a run b_j .. b_end-1 in a thread of its own (NOTE 13).  The loop thread
- * fills everything above `done` before pthread_create() and reads the results only
- * after `done` is set (release/acquire) and the thread is joined; the worker touches
- * nothing else: not the collection (c->batches may move under appends), not s. */
-struct merge {
-        pthread_t thread;
-        atomic_bool done;
-
-        /* Inputs. */
-        struct storage *w;                      /* db and cf of s, scratch and wb of its own */
-        uint64_t gid;
-        size_t j, end;
-        struct batch_desc *run;                 /* copies of b_j .. b_end-1 */
-        struct batch_desc merged;               /* lower, upper, since set; the rest out */
-
-        /* Results. */
-        int r;
-        char msg[ROCKS_ERROR_MAX];
-        uint64_t took_ns;
-};
-
-/* A deferred change written by a write that is not known durable yet (NOTE 14). */
-struct def_tagged {
-        uint64_t seq;
-        struct storage_deferred d;
-};
-
-/* The syncer thread (NOTE 14).  The loop thread sets it up before pthread_create()
- * and frees it after pthread_join(); in between, everything below `lock` is guarded by
- * it, the rest is read-only. */
-struct syncer {
-        pthread_t thread;
-        rocksdb_t *db;
-        storage_sync_notify_fn notify;
-        void *userdata;
-        char *hold_path;                        /* test hook; owned */
-        char *fail_path;                        /* test hook: hold_path + "-fail"; owned */
-
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        uint64_t want;                          /* loop: sync the writes up to this */
-        uint64_t started;                       /* syncer: target of the sync running */
-        uint64_t done;                          /* syncer: durable up to this */
-        int err;                                /* syncer: a sync failed; no more syncs */
-        bool writer_failed;                     /* loop: a write failed; no more syncs */
-        char msg[ROCKS_ERROR_MAX];
-        bool fail_next;                         /* test hook */
-        bool stop;
-        atomic_bool stopping;                   /* for the hold wait, outside lock */
-        uint64_t syncs, sync_ns, sync_max_ns;
-        uint64_t sync_window_max_ns;            /* storage_take_sync_window_max_ns() */
-};
-
-static int merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, void *userdata);
-static struct merge *merge_free(struct merge *mg);
-static struct syncer *syncer_stop(struct syncer *y);
 static void syncer_want(struct syncer *y, uint64_t seq);
 static void deferred_lose(struct storage *s);
 
 /* ---- Errors ----------------------------------------------------------------------- */
 
-static _Thread_local char thread_error[ROCKS_ERROR_MAX];
-#define set_thread_error(...) rocks_error_setf(thread_error, __VA_ARGS__)
+_Thread_local char storage_thread_error[ROCKS_ERROR_MAX];
 
 const char *storage_last_error(void)
 {
-        return thread_error;
+        return storage_thread_error;
 }
 
-static int rocks_error(char *err)
+int storage_rocks_error(char *err)
 {
-        return rocks_error_take(thread_error, "storage: ", err);
+        return rocks_error_take(storage_thread_error, "storage: ", err);
 }
 
-static int sticky_error(const struct storage *s)
+int storage_sticky_error(const struct storage *s)
 {
         if (s->err < 0)
                 set_thread_error("%s", s->err_msg);
         return s->err;
 }
 
-static int corrupt(uint64_t gid, const char *what)
+int storage_corrupt(uint64_t gid, const char *what)
 {
         set_thread_error("storage: collection %llu: %s", (unsigned long long)gid, what);
         return -EBADMSG;
@@ -541,50 +352,7 @@ static int corrupt(uint64_t gid, const char *what)
 /* ---- Small helpers ---------------------------------------------------------------- */
 
 
-static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
-
-static void be32_put(uint8_t *p, uint32_t v)
-{
-        p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16);
-        p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
-}
-
-static uint32_t be32_get(const uint8_t *p)
-{
-        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void key_batch(uint8_t k[KEY_BATCH_LEN], uint64_t gid, uint64_t lower)
-{
-        be64_put(k, gid);
-        be64_put(k + 8, lower);
-}
-
-static void key_chunk(uint8_t k[KEY_CHUNK_LEN], uint64_t gid, uint64_t lower, uint32_t part)
-{
-        key_batch(k, gid, lower);
-        be32_put(k + 16, part);
-}
-
-static void key_end(uint8_t k[KEY_END_LEN], uint64_t gid)
-{
-        be64_put(k, gid);
-        memset(k + 8, 0xff, KEY_END_LEN - 8);
-}
-
-/* Rows compare as byte strings: memcmp, then the shorter first. */
-static int row_cmp(const struct upd *a, const struct upd *b)
-{
-        uint32_t n = a->len < b->len ? a->len : b->len;
-        int c = n ? memcmp(a->row, b->row, n) : 0;
-
-        if (c)
-                return c;
-        return (a->len > b->len) - (a->len < b->len);
-}
-
-static int upd_cmp_time_row(const void *x, const void *y)
+int storage_upd_cmp_time_row(const void *x, const void *y)
 {
         const struct upd *a = x, *b = y;
 
@@ -839,16 +607,16 @@ static int upds_sum_by_row(struct storage *s, uint64_t gid, uint64_t t, size_t *
 
 /* Sort v[] by (time, row), sum equal (time, row), drop zero sums.  -EOVERFLOW if a
  * sum does not fit a diff. */
-static int upds_consolidate(struct upd *v, size_t n, size_t *ret_n)
+int storage_upds_consolidate(struct upd *v, size_t n, size_t *ret_n)
 {
         size_t out = 0;
 
         if (n > 1)
-                qsort(v, n, sizeof(*v), upd_cmp_time_row);
+                qsort(v, n, sizeof(*v), storage_upd_cmp_time_row);
         for (size_t i = 0, j; i < n; i = j) {
                 __int128 sum = v[i].diff;
 
-                for (j = i + 1; j < n && upd_cmp_time_row(&v[j], &v[i]) == 0; j++)
+                for (j = i + 1; j < n && storage_upd_cmp_time_row(&v[j], &v[i]) == 0; j++)
                         sum += v[j].diff;
                 if (sum < INT64_MIN || sum > INT64_MAX)
                         return -EOVERFLOW;
@@ -861,7 +629,7 @@ static int upds_consolidate(struct upd *v, size_t n, size_t *ret_n)
         return 0;
 }
 
-static void chunks_release(struct storage *s)
+void storage_chunks_release(struct storage *s)
 {
         for (size_t i = 0; i < s->n_chunks; i++)
                 coord__storage_chunk__free_unpacked(s->chunks[i], NULL);
@@ -872,7 +640,7 @@ static void chunks_release(struct storage *s)
 /* The scratch of calls (s's, or a merge worker's handle's, NOTE 13). */
 static void scratch_free(struct storage *s)
 {
-        chunks_release(s);
+        storage_chunks_release(s);
         free(s->chunks);
         free(s->upd);
         free(s->upd_tmp);
@@ -890,7 +658,7 @@ static uint64_t batch_weight(const struct batch_desc *b)
 }
 
 /* The first broken invariant of c's memory state, or NULL. */
-static const char *collection_invalid(const struct collection *c)
+const char *storage_collection_invalid(const struct collection *c)
 {
         if (c->physical_since > c->since)
                 return "physical since above since";
@@ -929,7 +697,7 @@ static size_t gid_hash(uint64_t x)
         return (size_t)x;
 }
 
-static struct collection *map_find(const struct gid_map *m, uint64_t gid)
+struct collection *storage_map_find(const struct gid_map *m, uint64_t gid)
 {
         if (!m->slots)
                 return NULL;
@@ -948,8 +716,8 @@ static void map_put(struct gid_map *m, struct collection *c)
         m->slots[i] = c;
 }
 
-/* Room for one more entry, so that map_insert() cannot fail (NOTE 2). */
-static int map_reserve(struct gid_map *m)
+/* Room for one more entry, so that storage_map_insert() cannot fail (NOTE 2). */
+int storage_map_reserve(struct gid_map *m)
 {
         size_t cap = m->slots ? m->mask + 1 : 0, ncap;
         struct collection **old = m->slots;
@@ -970,16 +738,16 @@ static int map_reserve(struct gid_map *m)
         return 0;
 }
 
-static void map_insert(struct gid_map *m, struct collection *c)
+void storage_map_insert(struct gid_map *m, struct collection *c)
 {
         assert(m->slots && (m->n + 1) * 2 <= m->mask + 1);
-        assert(!map_find(m, c->gid));
+        assert(!storage_map_find(m, c->gid));
         map_put(m, c);
         m->n++;
 }
 
 /* Backward-shift deletion: no tombstones. */
-static void map_remove(struct gid_map *m, const struct collection *c)
+void storage_map_remove(struct gid_map *m, const struct collection *c)
 {
         size_t i = gid_hash(c->gid) & m->mask, j;
 
@@ -1004,7 +772,7 @@ static void map_remove(struct gid_map *m, const struct collection *c)
 
 /* ---- Collections and the compaction queue ----------------------------------------- */
 
-static void pending_add(struct storage *s, struct collection *c)
+void storage_pending_add(struct storage *s, struct collection *c)
 {
         if (c->pending)
                 return;
@@ -1019,7 +787,7 @@ static void pending_add(struct storage *s, struct collection *c)
         s->n_pending++;
 }
 
-static void pending_remove(struct storage *s, struct collection *c)
+void storage_pending_remove(struct storage *s, struct collection *c)
 {
         if (!c->pending)
                 return;
@@ -1036,7 +804,7 @@ static void pending_remove(struct storage *s, struct collection *c)
         s->n_pending--;
 }
 
-static struct collection *collection_free(struct collection *c)
+struct collection *storage_collection_free(struct collection *c)
 {
         if (c) {
                 free(c->batches);
@@ -1048,9 +816,9 @@ static struct collection *collection_free(struct collection *c)
 /* ---- Records ---------------------------------------------------------------------- */
 
 /* c's record with these frontiers and its mark, or `mark` when it is not NULL. */
-static void put_collection_mark(struct storage *s, const struct collection *c, uint64_t since,
-                                uint64_t upper, uint64_t physical_since, const uint8_t *mark,
-                                size_t mark_len)
+void storage_put_collection_mark(struct storage *s, const struct collection *c, uint64_t since,
+                                 uint64_t upper, uint64_t physical_since, const uint8_t *mark,
+                                 size_t mark_len)
 {
         Coord__StorageCollection m = COORD__STORAGE_COLLECTION__INIT;
         uint8_t key[KEY_GID_LEN], val[RECORD_MAX];
@@ -1071,13 +839,13 @@ static void put_collection_mark(struct storage *s, const struct collection *c, u
                                   (const char *)val, len);
 }
 
-static void put_collection(struct storage *s, const struct collection *c, uint64_t since,
-                           uint64_t upper, uint64_t physical_since)
+void storage_put_collection(struct storage *s, const struct collection *c, uint64_t since,
+                            uint64_t upper, uint64_t physical_since)
 {
-        put_collection_mark(s, c, since, upper, physical_since, NULL, 0);
+        storage_put_collection_mark(s, c, since, upper, physical_since, NULL, 0);
 }
 
-static void put_batch(struct storage *s, uint64_t gid, const struct batch_desc *b)
+void storage_put_batch(struct storage *s, uint64_t gid, const struct batch_desc *b)
 {
         Coord__StorageBatch m = COORD__STORAGE_BATCH__INIT;
         uint8_t key[KEY_BATCH_LEN], val[RECORD_MAX];
@@ -1097,7 +865,7 @@ static void put_batch(struct storage *s, uint64_t gid, const struct batch_desc *
                                   (const char *)val, len);
 }
 
-static void delete_batch(struct storage *s, uint64_t gid, uint64_t lower)
+void storage_delete_batch(struct storage *s, uint64_t gid, uint64_t lower)
 {
         uint8_t key[KEY_BATCH_LEN];
 
@@ -1105,8 +873,8 @@ static void delete_batch(struct storage *s, uint64_t gid, uint64_t lower)
         rocksdb_writebatch_delete_cf(s->wb, s->cf[CF_BATCHES], (const char *)key, sizeof(key));
 }
 
-static void delete_chunks(struct storage *s, uint64_t gid, uint64_t lower, uint32_t from,
-                          uint32_t to)
+void storage_delete_chunks(struct storage *s, uint64_t gid, uint64_t lower, uint32_t from,
+                           uint32_t to)
 {
         uint8_t key[KEY_CHUNK_LEN];
 
@@ -1118,8 +886,8 @@ static void delete_chunks(struct storage *s, uint64_t gid, uint64_t lower, uint3
 
 /* Write v[0..n) (sorted, consolidated) as the chunks of the batch at lower, parts from
  * 0 on, into s->wb. */
-static int put_chunks(struct storage *s, uint64_t gid, uint64_t lower, const struct upd *v,
-                      size_t n, uint32_t *ret_parts, uint64_t *ret_bytes)
+int storage_put_chunks(struct storage *s, uint64_t gid, uint64_t lower, const struct upd *v,
+                       size_t n, uint32_t *ret_parts, uint64_t *ret_bytes)
 {
         Coord__StorageChunk ch = COORD__STORAGE_CHUNK__INIT;
         uint8_t key[KEY_CHUNK_LEN];
@@ -1174,13 +942,13 @@ static int put_chunks(struct storage *s, uint64_t gid, uint64_t lower, const str
         return 0;
 }
 
-static int chunk_decode(uint64_t gid, const char *val, size_t len, Coord__StorageChunk **ret)
+int storage_chunk_decode(uint64_t gid, const char *val, size_t len, Coord__StorageChunk **ret)
 {
         Coord__StorageChunk *ch = coord__storage_chunk__unpack(NULL, len, (const uint8_t *)val);
         uint64_t total = 0;
 
         if (!ch)
-                return corrupt(gid, "chunk does not decode");
+                return storage_corrupt(gid, "chunk does not decode");
         if (ch->n_row_lens == 0 || ch->n_times != ch->n_row_lens || ch->n_diffs != ch->n_row_lens)
                 goto bad;
         for (size_t i = 0; i < ch->n_row_lens; i++)
@@ -1191,48 +959,34 @@ static int chunk_decode(uint64_t gid, const char *val, size_t len, Coord__Storag
         return 0;
 bad:
         coord__storage_chunk__free_unpacked(ch, NULL);
-        return corrupt(gid, "chunk columns disagree");
+        return storage_corrupt(gid, "chunk columns disagree");
 }
 
-/* The i-th update of a decoded chunk; *off is the offset of its row in rows. */
-static struct upd chunk_upd(const Coord__StorageChunk *ch, size_t i, size_t *off)
-{
-        struct upd u = {
-                .row = ch->rows.data + *off,
-                .len = ch->row_lens[i],
-                .time = ch->times[i],
-                .diff = ch->diffs[i],
-        };
-
-        *off += u.len;
-        return u;
-}
-
-static int batch_decode(uint64_t gid, const char *key, size_t klen, const char *val,
-                        size_t vlen, struct batch_desc *ret)
+int storage_batch_decode(uint64_t gid, const char *key, size_t klen, const char *val,
+                         size_t vlen, struct batch_desc *ret)
 {
         Coord__StorageBatch *m;
 
         if (klen != KEY_BATCH_LEN || be64_get((const uint8_t *)key) != gid)
-                return corrupt(gid, "malformed batch key");
+                return storage_corrupt(gid, "malformed batch key");
         m = coord__storage_batch__unpack(NULL, vlen, (const uint8_t *)val);
         if (!m)
-                return corrupt(gid, "batch descriptor does not decode");
+                return storage_corrupt(gid, "batch descriptor does not decode");
         *ret = (struct batch_desc){
                 .lower = m->lower, .upper = m->upper, .since = m->since,
                 .updates = m->updates, .parts = m->parts, .bytes = m->bytes,
         };
         coord__storage_batch__free_unpacked(m, NULL);
         if (ret->lower != be64_get((const uint8_t *)key + 8))
-                return corrupt(gid, "batch key and lower differ");
+                return storage_corrupt(gid, "batch key and lower differ");
         return 0;
 }
 
 /* ---- Iteration -------------------------------------------------------------------- */
 
 /* An iterator over [lo, hi) of one column family; the keys must outlive it. */
-static rocksdb_iterator_t *iter_new(struct storage *s, int cf, const uint8_t *lo, size_t lo_len,
-                                    const uint8_t *hi, size_t hi_len, rocksdb_readoptions_t **ret_ro)
+rocksdb_iterator_t *storage_iter_new(struct storage *s, int cf, const uint8_t *lo, size_t lo_len,
+                                     const uint8_t *hi, size_t hi_len, rocksdb_readoptions_t **ret_ro)
 {
         rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
         rocksdb_iterator_t *it;
@@ -1247,23 +1001,19 @@ static rocksdb_iterator_t *iter_new(struct storage *s, int cf, const uint8_t *lo
         return it;
 }
 
-static int iter_free(rocksdb_iterator_t *it, rocksdb_readoptions_t *ro, int r)
+int storage_iter_free(rocksdb_iterator_t *it, rocksdb_readoptions_t *ro, int r)
 {
         char *err = NULL;
 
         if (r >= 0) {
                 rocksdb_iter_get_error(it, &err);
                 if (err)
-                        r = rocks_error(err);
+                        r = storage_rocks_error(err);
         }
         rocksdb_iter_destroy(it);
         rocksdb_readoptions_destroy(ro);
         return r;
 }
-
-/* Called for every chunk of a scan; may take the chunk (set *chunk to NULL). */
-typedef int (*chunk_fn)(struct storage *s, uint64_t lower, uint32_t part, size_t bytes,
-                        Coord__StorageChunk **chunk, void *userdata);
 
 /* Decode gid's chunks with keys in [lo, hi), in key order. */
 static int scan_keys(struct storage *s, uint64_t gid, const uint8_t *lo, size_t lo_len,
@@ -1273,7 +1023,7 @@ static int scan_keys(struct storage *s, uint64_t gid, const uint8_t *lo, size_t 
         rocksdb_iterator_t *it;
         int r = 0;
 
-        for (it = iter_new(s, CF_CHUNKS, lo, lo_len, hi, hi_len, &ro);
+        for (it = storage_iter_new(s, CF_CHUNKS, lo, lo_len, hi, hi_len, &ro);
              rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
                 Coord__StorageChunk *ch = NULL;
                 size_t klen, vlen;
@@ -1281,10 +1031,10 @@ static int scan_keys(struct storage *s, uint64_t gid, const uint8_t *lo, size_t 
                 const char *v = rocksdb_iter_value(it, &vlen);
 
                 if (klen != KEY_CHUNK_LEN) {
-                        r = corrupt(gid, "malformed chunk key");
+                        r = storage_corrupt(gid, "malformed chunk key");
                         break;
                 }
-                r = chunk_decode(gid, v, vlen, &ch);
+                r = storage_chunk_decode(gid, v, vlen, &ch);
                 if (r < 0)
                         break;
                 r = fn(s, be64_get(k + 8), be32_get(k + 16), vlen, &ch, userdata);
@@ -1293,12 +1043,12 @@ static int scan_keys(struct storage *s, uint64_t gid, const uint8_t *lo, size_t 
                 if (r < 0)
                         break;
         }
-        return iter_free(it, ro, r);
+        return storage_iter_free(it, ro, r);
 }
 
 /* The chunks of the batches with lower in [from, to), in key order (NOTE 4). */
-static int scan_chunks(struct storage *s, uint64_t gid, uint64_t from, uint64_t to, chunk_fn fn,
-                       void *userdata)
+int storage_scan_chunks(struct storage *s, uint64_t gid, uint64_t from, uint64_t to, chunk_fn fn,
+                        void *userdata)
 {
         uint8_t lo[KEY_BATCH_LEN], hi[KEY_BATCH_LEN];
 
@@ -1314,8 +1064,8 @@ static int scan_chunks(struct storage *s, uint64_t gid, uint64_t from, uint64_t 
  * batches that earlier merges took into the run's first batch, whose tombstones
  * RocksDB keeps until its own compaction drops them (issue 6: a coord_frontiers merge
  * of a few hundred updates walked thousands of them in the memtable). */
-static int scan_batch(struct storage *s, uint64_t gid, const struct batch_desc *b, chunk_fn fn,
-                      void *userdata)
+int storage_scan_batch(struct storage *s, uint64_t gid, const struct batch_desc *b, chunk_fn fn,
+                       void *userdata)
 {
         uint8_t lo[KEY_CHUNK_LEN], hi[KEY_CHUNK_LEN];
 
@@ -1326,15 +1076,8 @@ static int scan_batch(struct storage *s, uint64_t gid, const struct batch_desc *
         return scan_keys(s, gid, lo, sizeof(lo), hi, sizeof(hi), fn, userdata);
 }
 
-/* A scan that keeps its chunks in s->chunks and their updates in s->upd: time > max
- * are skipped, times below advance_to are raised to it. */
-struct collect {
-        uint64_t max;
-        uint64_t advance_to;
-};
-
-static int collect_chunk(struct storage *s, uint64_t lower, uint32_t part, size_t bytes,
-                         Coord__StorageChunk **chunk, void *userdata)
+int storage_collect_chunk(struct storage *s, uint64_t lower, uint32_t part, size_t bytes,
+                          Coord__StorageChunk **chunk, void *userdata)
 {
         const struct collect *a = userdata;
         Coord__StorageChunk *ch = *chunk;
@@ -1375,7 +1118,7 @@ static int collection_decode(const char *key, size_t klen, const char *val, size
         gid = be64_get((const uint8_t *)key);
         m = coord__storage_collection__unpack(NULL, vlen, (const uint8_t *)val);
         if (!m)
-                return corrupt(gid, "collection record does not decode");
+                return storage_corrupt(gid, "collection record does not decode");
         c = calloc(1, sizeof(*c));
         if (!c) {
                 coord__storage_collection__free_unpacked(m, NULL);
@@ -1390,11 +1133,11 @@ static int collection_decode(const char *key, size_t klen, const char *val, size
                         memcpy(c->mark, m->mark.data, m->mark.len);
                 c->mark_len = (uint8_t)m->mark.len;
         }
-        if (m->gid != gid || (unsigned)m->kind >= _STORAGE_KIND_MAX || collection_invalid(c) ||
-            m->mark.len > STORAGE_MARK_MAX) {
+        if (m->gid != gid || (unsigned)m->kind >= _STORAGE_KIND_MAX ||
+            storage_collection_invalid(c) || m->mark.len > STORAGE_MARK_MAX) {
                 coord__storage_collection__free_unpacked(m, NULL);
-                collection_free(c);
-                return corrupt(gid, "invalid collection record");
+                storage_collection_free(c);
+                return storage_corrupt(gid, "invalid collection record");
         }
         coord__storage_collection__free_unpacked(m, NULL);
         *ret = c;
@@ -1409,8 +1152,8 @@ static int load_collections(struct storage *s)
         int r = 0;
 
         memset(hi, 0xff, sizeof(hi));
-        for (it = iter_new(s, CF_COLLECTIONS, lo, 0, hi, sizeof(hi), &ro); rocksdb_iter_valid(it);
-             rocksdb_iter_next(it)) {
+        for (it = storage_iter_new(s, CF_COLLECTIONS, lo, 0, hi, sizeof(hi), &ro);
+             rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
                 struct collection *c = NULL;
                 size_t klen, vlen;
                 const char *k = rocksdb_iter_key(it, &klen), *v = rocksdb_iter_value(it, &vlen);
@@ -1418,16 +1161,16 @@ static int load_collections(struct storage *s)
                 r = collection_decode(k, klen, v, vlen, &c);
                 if (r < 0)
                         break;
-                r = map_reserve(&s->map);
+                r = storage_map_reserve(&s->map);
                 if (r < 0) {
-                        collection_free(c);
+                        storage_collection_free(c);
                         break;
                 }
-                map_insert(&s->map, c);
+                storage_map_insert(&s->map, c);
                 if (c->physical_since < c->since)
-                        pending_add(s, c);
+                        storage_pending_add(s, c);
         }
-        return iter_free(it, ro, r);
+        return storage_iter_free(it, ro, r);
 }
 
 static rocksdb_options_t *options_new(void)
@@ -1475,7 +1218,7 @@ int storage_open(const char *path, struct storage **ret)
         s->db = rocksdb_open_column_families(s->options, path, _CF_MAX, cf_names, cf_options,
                                              s->cf, &err);
         if (err) {
-                r = rocks_error(err);
+                r = storage_rocks_error(err);
                 goto fail;
         }
         r = load_collections(s);
@@ -1500,11 +1243,11 @@ struct storage *storage_close(struct storage *s)
                 usleep(200);
         /* A sync in flight finishes first (NOTE 14); a healthy close then flushes the
          * memtables, which makes every write durable anyway. */
-        s->syncer = syncer_stop(s->syncer);
+        s->syncer = storage_syncer_stop(s->syncer);
         if (s->merge) {
                 /* Its write, if it made it, left the disk valid (NOTE 13). */
                 pthread_join(s->merge->thread, NULL);
-                s->merge = merge_free(s->merge);
+                s->merge = storage_merge_free(s->merge);
         }
         if (s->db && s->err == 0 && s->n_def > 0)
                 (void)storage_flush_deferred(s);        /* best effort: see the header */
@@ -1525,7 +1268,7 @@ struct storage *storage_close(struct storage *s)
                 rocksdb_close(s->db);
         }
         for (size_t i = 0; s->map.slots && i <= s->map.mask; i++)
-                collection_free(s->map.slots[i]);
+                storage_collection_free(s->map.slots[i]);
         free(s->map.slots);
         scratch_free(s);
         free(s->stages);
@@ -1634,13 +1377,13 @@ static void deferred_put(struct storage *s)
                 const struct storage_deferred *d = &s->def[i];
 
                 if (!d->drop) {
-                        struct collection *c = map_find(&s->map, d->gid);
+                        struct collection *c = storage_map_find(&s->map, d->gid);
                         struct collection tmp = { .gid = d->gid, .kind = d->kind };
 
                         if (c && c->stage_gen == s->gen && c->stage_idx < s->n_stages &&
                             s->stages[c->stage_idx].c == c && s->stages[c->stage_idx].changed)
                                 continue;
-                        put_collection(s, &tmp, d->since, d->upper, d->physical_since);
+                        storage_put_collection(s, &tmp, d->since, d->upper, d->physical_since);
                         continue;
                 }
                 drop_put(s, d);
@@ -1649,7 +1392,7 @@ static void deferred_put(struct storage *s)
 
 /* Write s->wb (synced unless a compaction's, see (1)) and empty it.  A failure is
  * sticky. */
-static int storage_write_opts(struct storage *s, bool sync)
+int storage_write_opts(struct storage *s, bool sync)
 {
         char *err = NULL;
         int r;
@@ -1699,7 +1442,7 @@ static int storage_write_opts(struct storage *s, bool sync)
                         s->n_def = 0;
                         return 0;
                 }
-                r = rocks_error(err);
+                r = storage_rocks_error(err);
                 if (r != -ENOSPC)
                         r = -EIO;
                 /* NOTE 14: RocksDB's WAL writer may have failed; the syncer must not
@@ -1715,7 +1458,7 @@ static int storage_write_opts(struct storage *s, bool sync)
          * write follows a sticky error, so it is never put again), after those of
          * the writes no sync covered (NOTE 14). */
         s->err = r;
-        snprintf(s->err_msg, sizeof(s->err_msg), "%s", thread_error);
+        snprintf(s->err_msg, sizeof(s->err_msg), "%s", storage_thread_error);
         deferred_lose(s);
         return r;
 }
@@ -1799,7 +1542,7 @@ static void *syncer_main(void *arg)
                 } else {
                         rocksdb_flush_wal(y->db, 1, &err);
                         if (err) {
-                                r = rocks_error(err);
+                                r = storage_rocks_error(err);
                                 if (r != -ENOSPC)
                                         r = -EIO;
                         }
@@ -1810,7 +1553,7 @@ static void *syncer_main(void *arg)
                 pthread_mutex_lock(&y->lock);
                 if (r < 0) {
                         y->err = r;
-                        snprintf(y->msg, sizeof(y->msg), "%s", thread_error);
+                        snprintf(y->msg, sizeof(y->msg), "%s", storage_thread_error);
                 } else {
                         assert(target >= y->done);
                         y->done = target;
@@ -1851,7 +1594,7 @@ static struct syncer *syncer_free(struct syncer *y)
 }
 
 /* Stop and join: a sync in flight completes (and notifies) first.  Accepts NULL. */
-static struct syncer *syncer_stop(struct syncer *y)
+struct syncer *storage_syncer_stop(struct syncer *y)
 {
         if (!y)
                 return NULL;
@@ -1874,7 +1617,7 @@ int storage_syncer_start(struct storage *s, storage_sync_notify_fn notify, void 
         if (s->syncer)
                 return -EALREADY;
         if (s->err)
-                return sticky_error(s);
+                return storage_sticky_error(s);
         y = calloc(1, sizeof(*y));
         if (!y)
                 return -ENOMEM;
@@ -2001,7 +1744,7 @@ void storage_debug_fail_next_sync(struct storage *s)
 }
 
 /* Read c's batch descriptors (NOTE 8). */
-static int collection_load(struct storage *s, struct collection *c)
+int storage_collection_load(struct storage *s, struct collection *c)
 {
         uint8_t lo[KEY_GID_LEN], hi[KEY_END_LEN];
         rocksdb_readoptions_t *ro;
@@ -2014,25 +1757,25 @@ static int collection_load(struct storage *s, struct collection *c)
         assert(c->n_batches == 0);
         be64_put(lo, c->gid);
         key_end(hi, c->gid);
-        for (it = iter_new(s, CF_BATCHES, lo, sizeof(lo), hi, sizeof(hi), &ro); rocksdb_iter_valid(it);
-             rocksdb_iter_next(it)) {
+        for (it = storage_iter_new(s, CF_BATCHES, lo, sizeof(lo), hi, sizeof(hi), &ro);
+             rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
                 size_t klen, vlen;
                 const char *k = rocksdb_iter_key(it, &klen), *v = rocksdb_iter_value(it, &vlen);
 
                 r = GROW_ARRAY(c->batches, c->cap_batches, c->n_batches + 1);
                 if (r < 0)
                         break;
-                r = batch_decode(c->gid, k, klen, v, vlen, &c->batches[c->n_batches]);
+                r = storage_batch_decode(c->gid, k, klen, v, vlen, &c->batches[c->n_batches]);
                 if (r < 0)
                         break;
                 c->n_batches++;
         }
-        r = iter_free(it, ro, r);
+        r = storage_iter_free(it, ro, r);
         if (r >= 0) {
                 c->loaded = true;
-                why = collection_invalid(c);
+                why = storage_collection_invalid(c);
                 if (why)
-                        r = corrupt(c->gid, why);
+                        r = storage_corrupt(c->gid, why);
         }
         if (r < 0) {
                 c->loaded = false;
@@ -2052,8 +1795,8 @@ static int merge_wait_for(struct storage *s, struct collection *c)
 {
         if (!c->merging)
                 return 0;
-        (void)merge_finish(s, true, NULL, NULL);
-        return s->err ? sticky_error(s) : 0;
+        (void)storage_merge_finish(s, true, NULL, NULL);
+        return s->err ? storage_sticky_error(s) : 0;
 }
 
 static bool deferred_drop_of(const struct storage *s, uint64_t gid)
@@ -2080,7 +1823,7 @@ int storage_flush_deferred(struct storage *s)
         if (!s)
                 return -EINVAL;
         if (s->err)
-                return sticky_error(s);
+                return storage_sticky_error(s);
         if (s->n_def == 0)
                 return 0;
         assert(rocksdb_writebatch_count(s->wb) == 0);
@@ -2113,8 +1856,8 @@ static int create(struct storage *s, uint64_t gid, enum storage_kind kind, uint6
         if (!s || kind < 0 || kind >= _STORAGE_KIND_MAX)
                 return -EINVAL;
         if (s->err)
-                return sticky_error(s);
-        if (map_find(&s->map, gid))
+                return storage_sticky_error(s);
+        if (storage_map_find(&s->map, gid))
                 return -EEXIST;
         /* The old keys of gid must be gone before new ones (or reads) may come. */
         if (deferred_drop_of(s, gid)) {
@@ -2127,7 +1870,7 @@ static int create(struct storage *s, uint64_t gid, enum storage_kind kind, uint6
                 if (r < 0)
                         return r;
         }
-        r = map_reserve(&s->map);
+        r = storage_map_reserve(&s->map);
         if (r < 0)
                 return r;
         c = calloc(1, sizeof(*c));
@@ -2144,15 +1887,15 @@ static int create(struct storage *s, uint64_t gid, enum storage_kind kind, uint6
                         .physical_since = c->physical_since,
                 };
         } else {
-                put_collection(s, c, c->since, c->upper, c->physical_since);
+                storage_put_collection(s, c, c->since, c->upper, c->physical_since);
                 r = storage_write(s);
                 if (r < 0) {
-                        collection_free(c);
+                        storage_collection_free(c);
                         return r;
                 }
         }
-        map_insert(&s->map, c);
-        assert(!collection_invalid(c));
+        storage_map_insert(&s->map, c);
+        assert(!storage_collection_invalid(c));
         return 0;
 }
 
@@ -2176,8 +1919,8 @@ int storage_drop_deferred(struct storage *s, uint64_t gid)
         if (!s)
                 return -EINVAL;
         if (s->err)
-                return sticky_error(s);
-        c = map_find(&s->map, gid);
+                return storage_sticky_error(s);
+        c = storage_map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
         r = merge_wait_for(s, c);
@@ -2190,9 +1933,9 @@ int storage_drop_deferred(struct storage *s, uint64_t gid)
         s->def[s->n_def] = (struct storage_deferred){ .gid = gid, .drop = true };
         (void)drop_by_key(c, &s->def[s->n_def]);
         s->n_def++;
-        pending_remove(s, c);
-        map_remove(&s->map, c);
-        collection_free(c);
+        storage_pending_remove(s, c);
+        storage_map_remove(&s->map, c);
+        storage_collection_free(c);
         return 0;
 }
 
@@ -2205,8 +1948,8 @@ int storage_drop(struct storage *s, uint64_t gid)
         if (!s)
                 return -EINVAL;
         if (s->err)
-                return sticky_error(s);
-        c = map_find(&s->map, gid);
+                return storage_sticky_error(s);
+        c = storage_map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
         r = merge_wait_for(s, c);
@@ -2222,9 +1965,9 @@ int storage_drop(struct storage *s, uint64_t gid)
         r = storage_write(s);
         if (r < 0)
                 return r;
-        pending_remove(s, c);
-        map_remove(&s->map, c);
-        collection_free(c);
+        storage_pending_remove(s, c);
+        storage_map_remove(&s->map, c);
+        storage_collection_free(c);
         return 0;
 }
 
@@ -2295,11 +2038,11 @@ static void group_put_stages(struct storage *s)
                 if (!st->changed)
                         continue;
                 if (st->tail_changed)
-                        put_batch(s, c->gid, &st->tail);
+                        storage_put_batch(s, c->gid, &st->tail);
                 for (size_t b = c->n_batches; b < st->n_batches; b++)
-                        put_batch(s, c->gid, &c->batches[b]);
-                put_collection_mark(s, c, st->since, st->upper, c->physical_since, st->mark,
-                                    st->mark_len);
+                        storage_put_batch(s, c->gid, &c->batches[b]);
+                storage_put_collection_mark(s, c, st->since, st->upper, c->physical_since,
+                                            st->mark, st->mark_len);
         }
 }
 
@@ -2321,11 +2064,11 @@ static void group_apply(struct storage *s)
                         c->mark_len = (uint8_t)st->mark_len;
                 }
                 if (st->since > c->since)
-                        pending_add(s, c);
+                        storage_pending_add(s, c);
                 c->since = st->since;
                 if (c->n_batches >= c->batches_at_compaction + PENDING_NEW_BATCHES)
-                        pending_add(s, c);
-                assert(!collection_invalid(c));
+                        storage_pending_add(s, c);
+                assert(!storage_collection_invalid(c));
         }
         s->n_stages = 0;
 }
@@ -2370,7 +2113,7 @@ static int append_stage(struct storage *s, struct stage *st, const struct storag
                         .row = a->updates[i].row, .len = (uint32_t)a->updates[i].len,
                         .time = a->updates[i].time, .diff = a->updates[i].diff,
                 };
-        r = upds_consolidate(s->upd, a->n_updates, &n);
+        r = storage_upds_consolidate(s->upd, a->n_updates, &n);
         if (r < 0)
                 return r;
 
@@ -2387,8 +2130,8 @@ static int append_stage(struct storage *s, struct stage *st, const struct storag
                 tail = stage_tail(st);
                 if (n > 0) {
                         assert(tail->updates == 0);
-                        r = put_chunks(s, c->gid, tail->lower, s->upd, n, &tail->parts,
-                                       &tail->bytes);
+                        r = storage_put_chunks(s, c->gid, tail->lower, s->upd, n, &tail->parts,
+                                               &tail->bytes);
                         if (r < 0)
                                 return r;
                         tail->updates = n;
@@ -2401,7 +2144,7 @@ static int append_stage(struct storage *s, struct stage *st, const struct storag
                         .lower = a->expected_upper, .upper = a->new_upper,
                         .since = a->expected_upper, .updates = n,
                 };
-                r = put_chunks(s, c->gid, b->lower, s->upd, n, &b->parts, &b->bytes);
+                r = storage_put_chunks(s, c->gid, b->lower, s->upd, n, &b->parts, &b->bytes);
                 if (r < 0)
                         return r;
                 st->n_batches++;
@@ -2425,12 +2168,12 @@ int storage_append_group(struct storage *s, struct storage_append *v, size_t n)
         if (s->err) {
                 for (size_t i = 0; i < n; i++)
                         v[i].result = s->err;
-                return sticky_error(s);
+                return storage_sticky_error(s);
         }
         group_begin(s);
         for (i = 0; i < n; i++) {
                 struct storage_append *a = &v[i];
-                struct collection *c = map_find(&s->map, a->gid);
+                struct collection *c = storage_map_find(&s->map, a->gid);
                 struct stage *st;
 
                 a->actual_upper = c ? c->upper : 0;
@@ -2438,7 +2181,7 @@ int storage_append_group(struct storage *s, struct storage_append *v, size_t n)
                         a->result = -ENOENT;
                         continue;
                 }
-                a->result = collection_load(s, c);
+                a->result = storage_collection_load(s, c);
                 if (a->result < 0)
                         continue;
                 r = stage_get(s, c, &st);
@@ -2521,11 +2264,11 @@ int storage_allow_compaction_group(struct storage *s, struct storage_since *v, s
         if (s->err) {
                 for (i = 0; i < n; i++)
                         v[i].result = s->err;
-                return sticky_error(s);
+                return storage_sticky_error(s);
         }
         group_begin(s);
         for (i = 0; i < n; i++) {
-                struct collection *c = map_find(&s->map, v[i].gid);
+                struct collection *c = storage_map_find(&s->map, v[i].gid);
                 struct stage *st;
 
                 if (!c) {
@@ -2572,8 +2315,6 @@ int storage_allow_compaction(struct storage *s, uint64_t gid, uint64_t since)
 }
 
 /* ---- Compaction (NOTES 5, 6) ------------------------------------------------------ */
-
-static void info_of(const struct collection *c, struct storage_info *ret);
 
 /* NOTE 5: target < upper, so the merged batch keeps its times below its upper. */
 static uint64_t merged_since(const struct batch_desc *first, uint64_t target)
@@ -2637,27 +2378,28 @@ static int merge_build(struct storage *w, uint64_t gid, const struct batch_desc 
                 want += run[i].updates;
         assert(w->n_upd == 0 && w->n_chunks == 0);
         for (size_t i = 0; i < n_run; i++) {
-                r = scan_batch(w, gid, &run[i], collect_chunk, &a);
+                r = storage_scan_batch(w, gid, &run[i], storage_collect_chunk, &a);
                 if (r < 0)
                         return r;
         }
         if (w->n_upd != want)
-                return corrupt(gid, "batch descriptors and chunks disagree");
-        r = upds_consolidate(w->upd, w->n_upd, &n);
+                return storage_corrupt(gid, "batch descriptors and chunks disagree");
+        r = storage_upds_consolidate(w->upd, w->n_upd, &n);
         if (r < 0)
                 return r;
-        r = put_chunks(w, gid, merged->lower, w->upd, n, &merged->parts, &merged->bytes);
+        r = storage_put_chunks(w, gid, merged->lower, w->upd, n, &merged->parts, &merged->bytes);
         if (r < 0)
                 return r;
         merged->updates = n;
         for (size_t i = 0; i < n_run; i++) {
                 if (i > 0)
-                        delete_batch(w, gid, run[i].lower);
+                        storage_delete_batch(w, gid, run[i].lower);
                 /* Chunk keys of run[0] below merged->parts were overwritten above. */
-                delete_chunks(w, gid, run[i].lower,
-                              i == 0 ? (uint32_t)min_u64(merged->parts, run[0].parts) : 0, run[i].parts);
+                storage_delete_chunks(w, gid, run[i].lower,
+                                      i == 0 ? (uint32_t)min_u64(merged->parts, run[0].parts) : 0,
+                                      run[i].parts);
         }
-        put_batch(w, gid, merged);
+        storage_put_batch(w, gid, merged);
         *ret_read = want;
         return 0;
 }
@@ -2681,7 +2423,7 @@ static int compact_run(struct storage *s, struct collection *c, size_t j, uint64
         res->batches_merged = m - j + 1;
         phys = physical_since_after(c, j, &merged);
         assert(phys >= c->physical_since);
-        put_collection(s, c, c->since, c->upper, phys);
+        storage_put_collection(s, c, c->since, c->upper, phys);
         KILLPOINT("compaction.before_write");
         r = storage_write_opts(s, false);       /* (1): a compaction needs no sync */
         if (r < 0)
@@ -2692,12 +2434,12 @@ static int compact_run(struct storage *s, struct collection *c, size_t j, uint64
         c->n_batches = j + 1;
         c->batches_at_compaction = c->n_batches;
         c->physical_since = phys;
-        assert(!collection_invalid(c));
+        assert(!storage_collection_invalid(c));
         res->updates_written = merged.updates;
         s->stats.compactions++;
         s->stats.updates_rewritten += merged.updates;
 out:
-        chunks_release(s);
+        storage_chunks_release(s);
         rocksdb_writebatch_clear(s->wb);
         return r;
 }
@@ -2706,7 +2448,7 @@ out:
 
 /* A handle for a merge's worker: s's database and column families (RocksDB allows
  * reads and writes from several threads), scratch and a WriteBatch of its own. */
-static struct storage *shadow_new(const struct storage *s)
+struct storage *storage_shadow_new(const struct storage *s)
 {
         struct storage *w = calloc(1, sizeof(*w));
 
@@ -2720,7 +2462,7 @@ static struct storage *shadow_new(const struct storage *s)
         return w;
 }
 
-static void shadow_free(struct storage *w)
+void storage_shadow_free(struct storage *w)
 {
         if (!w)
                 return;
@@ -2730,10 +2472,10 @@ static void shadow_free(struct storage *w)
         free(w);
 }
 
-static struct merge *merge_free(struct merge *mg)
+struct merge *storage_merge_free(struct merge *mg)
 {
         if (mg) {
-                shadow_free(mg->w);
+                storage_shadow_free(mg->w);
                 free(mg->run);
                 free(mg);
         }
@@ -2754,8 +2496,8 @@ static void *merge_main(void *arg)
         if (r >= 0)
                 r = storage_write_opts(w, false);
         if (r < 0)
-                snprintf(mg->msg, sizeof(mg->msg), "%s", thread_error);
-        chunks_release(w);
+                snprintf(mg->msg, sizeof(mg->msg), "%s", storage_thread_error);
+        storage_chunks_release(w);
         rocksdb_writebatch_clear(w->wb);
         mg->r = r;
         mg->took_ns = now_ns() - start;
@@ -2776,9 +2518,9 @@ static int merge_start(struct storage *s, struct collection *c, size_t j, uint64
         if (!mg)
                 return -ENOMEM;
         mg->run = malloc((m - j + 1) * sizeof(*mg->run));
-        mg->w = shadow_new(s);
+        mg->w = storage_shadow_new(s);
         if (!mg->run || !mg->w) {
-                merge_free(mg);
+                storage_merge_free(mg);
                 return -ENOMEM;
         }
         memcpy(mg->run, &c->batches[j], (m - j + 1) * sizeof(*mg->run));
@@ -2791,7 +2533,7 @@ static int merge_start(struct storage *s, struct collection *c, size_t j, uint64
         atomic_init(&mg->done, false);
         r = thread_start(&mg->thread, "merge", merge_main, mg);
         if (r < 0) {
-                merge_free(mg);
+                storage_merge_free(mg);
                 return r;
         }
         c->merging = true;
@@ -2806,7 +2548,7 @@ static int merge_start(struct storage *s, struct collection *c, size_t j, uint64
  * one was applied (fn told), 0 when none is done, -errno: the merge failed (memory
  * keeps the run: the disk holds it or the merged batch, which read the same (5)); a
  * failed write is sticky (9). */
-static int merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, void *userdata)
+int storage_merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, void *userdata)
 {
         struct merge *mg = s->merge;
         struct collection *c;
@@ -2817,11 +2559,11 @@ static int merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, v
                 return 0;
         pthread_join(mg->thread, NULL);
         s->merge = NULL;
-        c = map_find(&s->map, mg->gid);
+        c = storage_map_find(&s->map, mg->gid);
         assert(c && c->merging);        /* a drop waits for the merge */
         c->merging = false;
         if (c->merge_repend)
-                pending_add(s, c);
+                storage_pending_add(s, c);
         r = mg->r;
         if (r < 0) {
                 if (mg->w->err && s->err == 0) {
@@ -2829,7 +2571,7 @@ static int merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, v
                         snprintf(s->err_msg, sizeof(s->err_msg), "%s", mg->msg);
                 }
                 set_thread_error("%s", mg->msg);
-                merge_free(mg);
+                storage_merge_free(mg);
                 return r;
         }
         /* Appends since the start added batches after the run, never into it (7). */
@@ -2840,29 +2582,29 @@ static int merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, v
         c->n_batches -= mg->end - mg->j - 1;
         c->batches_at_compaction = mg->j + 1;   /* the newer batches still count (6) */
         if (c->n_batches >= c->batches_at_compaction + PENDING_NEW_BATCHES)
-                pending_add(s, c);
+                storage_pending_add(s, c);
         s->stats.compactions++;
         s->stats.unsynced_writes++;
         s->stats.updates_rewritten += mg->merged.updates;
         s->stats.background_merges++;
         s->stats.background_merge_ns += mg->took_ns;
-        merge_free(mg);
+        storage_merge_free(mg);
         /* The physical since follows in a write of the collection record alone: until
          * then the disk's is lower than it could be, which is allowed (3). */
         r = 0;
         phys = physical_since_after(c, c->n_batches, NULL);
         if (phys > c->physical_since && s->err == 0) {
                 assert(rocksdb_writebatch_count(s->wb) == 0);
-                put_collection(s, c, c->since, c->upper, phys);
+                storage_put_collection(s, c, c->since, c->upper, phys);
                 r = storage_write_opts(s, false);       /* (1) */
                 if (r >= 0)
                         c->physical_since = phys;
         }
-        assert(!collection_invalid(c));
+        assert(!storage_collection_invalid(c));
         if (fn) {
                 struct storage_info info;
 
-                info_of(c, &info);
+                storage_info_of(c, &info);
                 fn(&info, userdata);
         }
         return r < 0 ? r : 1;
@@ -2892,10 +2634,10 @@ static int collection_compact(struct storage *s, struct collection *c, unsigned 
         if (c->merging) {
                 /* Its run is being merged: again once that is applied. */
                 c->merge_repend = true;
-                pending_remove(s, c);
+                storage_pending_remove(s, c);
                 return 0;
         }
-        r = collection_load(s, c);
+        r = storage_collection_load(s, c);
         if (r < 0)
                 return r;
         assert(rocksdb_writebatch_count(s->wb) == 0);
@@ -2907,31 +2649,31 @@ static int collection_compact(struct storage *s, struct collection *c, unsigned 
                                         *ret_later = true;
                                         return 0;
                                 }
-                                pending_remove(s, c);
+                                storage_pending_remove(s, c);
                                 if (merge_start(s, c, j, target) == 0) {
                                         res->background = true;
                                         return 0;
                                 }
                                 /* No thread: merge here, as always before. */
                         }
-                        pending_remove(s, c);
+                        storage_pending_remove(s, c);
                         return compact_run(s, c, j, target, res);
                 }
         }
-        pending_remove(s, c);
+        storage_pending_remove(s, c);
         /* Nothing to merge; the physical since may still move (NOTE 3). */
         c->batches_at_compaction = c->n_batches;
         phys = physical_since_after(c, c->n_batches, NULL);
         if (phys <= c->physical_since)
                 return 0;
-        put_collection(s, c, c->since, c->upper, phys);
+        storage_put_collection(s, c, c->since, c->upper, phys);
         KILLPOINT("compaction.before_write");
         r = storage_write_opts(s, false);       /* (1): a compaction needs no sync */
         if (r < 0)
                 return r;
         KILLPOINT("compaction.after_write");
         c->physical_since = phys;
-        assert(!collection_invalid(c));
+        assert(!storage_collection_invalid(c));
         return 0;
 }
 
@@ -2946,11 +2688,11 @@ int storage_compact(struct storage *s, uint64_t gid, unsigned flags,
         if (!s || (flags & ~(unsigned)STORAGE_COMPACT_FULL))
                 return -EINVAL;
         if (s->err)
-                return sticky_error(s);
-        c = map_find(&s->map, gid);
+                return storage_sticky_error(s);
+        c = storage_map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
-        r = merge_finish(s, true, NULL, NULL);
+        r = storage_merge_finish(s, true, NULL, NULL);
         if (r < 0)
                 return r;
         r = collection_compact(s, c, flags, false, &res, &later);
@@ -2969,8 +2711,8 @@ int storage_compact_pending_timed(struct storage *s, uint64_t max_updates, uint6
         if (!s)
                 return -EINVAL;
         if (s->err)
-                return sticky_error(s);
-        r = merge_finish(s, false, fn, userdata);
+                return storage_sticky_error(s);
+        r = storage_merge_finish(s, false, fn, userdata);
         if (r < 0)
                 return r;
         for (struct collection *c = s->pending_head; c; c = next) {
@@ -2993,7 +2735,7 @@ int storage_compact_pending_timed(struct storage *s, uint64_t max_updates, uint6
                            c->n_batches != batches)) {
                         struct storage_info info;
 
-                        info_of(c, &info);
+                        storage_info_of(c, &info);
                         fn(&info, userdata);
                 }
         }
@@ -3022,12 +2764,12 @@ static void frontiers_of(const struct collection *c, struct storage_frontiers *r
 }
 
 /* Collect the chunks of every batch of c with lower <= t, batch by batch (as a merge
- * reads its run, scan_batch()): one scan of the whole key range from lower 0 stepped
+ * reads its run, storage_scan_batch()): one scan of the whole key range from lower 0 stepped
  * over the tombstones of every batch that merges took into another -- at 1,000
  * objects, half the controller's time in a polled SELECT * FROM coord_frontiers went to
  * RocksDB skipping them in the memtable.  A run being merged in the background is read
  * as one key range: the disk holds the run or the merged batch (NOTE 13). */
-/* The chunks of batches [from, to) of c, fetched by key (NOTE 10), into collect_chunk()
+/* The chunks of batches [from, to) of c, fetched by key (NOTE 10), into storage_collect_chunk()
  * in key order.  A key the descriptors name that the database lacks is corruption. */
 #define READ_GET_KEYS 256u
 
@@ -3079,16 +2821,17 @@ static int get_batches(struct storage *s, const struct collection *c, size_t fro
 
                         if (errs[k]) {
                                 if (r >= 0)
-                                        r = rocks_error(errs[k]);
+                                        r = storage_rocks_error(errs[k]);
                                 else
                                         rocksdb_free(errs[k]);
                         } else if (r >= 0 && !vals[k]) {
-                                r = corrupt(c->gid, "a chunk of a batch is missing");
+                                r = storage_corrupt(c->gid, "a chunk of a batch is missing");
                         } else if (r >= 0) {
                                 v = rocksdb_pinnableslice_value(vals[k], &vlen);
-                                r = chunk_decode(c->gid, v, vlen, &ch);
+                                r = storage_chunk_decode(c->gid, v, vlen, &ch);
                                 if (r >= 0)
-                                        r = collect_chunk(s, lowers[k], parts[k], vlen, &ch, a);
+                                        r = storage_collect_chunk(s, lowers[k], parts[k], vlen,
+                                                                  &ch, a);
                                 if (ch)
                                         coord__storage_chunk__free_unpacked(ch, NULL);
                         }
@@ -3105,7 +2848,7 @@ static int get_batches(struct storage *s, const struct collection *c, size_t fro
  * or the merged batch (NOTE 13), so its parts are not known. */
 static int read_batches(struct storage *s, struct collection *c, uint64_t t, struct collect *a)
 {
-        int r = collection_load(s, c);
+        int r = storage_collection_load(s, c);
         size_t i = 0, first = 0;
 
         for (; r >= 0 && i < c->n_batches && c->batches[i].lower <= t; i++) {
@@ -3117,7 +2860,8 @@ static int read_batches(struct storage *s, struct collection *c, uint64_t t, str
                                 break;
                         if (c->merge_end < c->n_batches && c->batches[c->merge_end].lower < to)
                                 to = c->batches[c->merge_end].lower;
-                        r = scan_chunks(s, c->gid, c->batches[i].lower, to, collect_chunk, a);
+                        r = storage_scan_chunks(s, c->gid, c->batches[i].lower, to,
+                                                storage_collect_chunk, a);
                         i = c->merge_end - 1;
                         first = c->merge_end;
                 }
@@ -3149,7 +2893,7 @@ static int read_at(struct storage *s, struct collection *c, uint64_t t, storage_
         }
         r = 0;
 out:
-        chunks_release(s);
+        storage_chunks_release(s);
         return r;
 }
 
@@ -3160,7 +2904,7 @@ int storage_read(struct storage *s, uint64_t gid, uint64_t t, storage_row_fn fn,
 
         if (!s || !fn)
                 return -EINVAL;
-        c = map_find(&s->map, gid);
+        c = storage_map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
         if (ret_frontiers)
@@ -3192,14 +2936,14 @@ static int read_target(struct storage *s, uint64_t gid, uint64_t t, struct colle
 
         if (!s || s->shadow)
                 return -EINVAL;
-        c = map_find(&s->map, gid);
+        c = storage_map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
         if (t < c->since)
                 return -EDOM;
         if (t >= c->upper)
                 return -EAGAIN;
-        r = collection_load(s, c);
+        r = storage_collection_load(s, c);
         if (r < 0)
                 return r;
         while (n < c->n_batches && c->batches[n].lower <= t)
@@ -3243,7 +2987,7 @@ int storage_reader_new(struct storage *s, uint64_t gid, uint64_t t, struct stora
         if (rd->c.merging && rd->c.merge_end > n)
                 rd->c.merge_end = n;
         rd->c.batches = malloc((n ? n : 1) * sizeof(*rd->c.batches));
-        rd->w = shadow_new(s);
+        rd->w = storage_shadow_new(s);
         if (!rd->c.batches || !rd->w) {
                 r = -ENOMEM;
                 goto fail;
@@ -3256,7 +3000,7 @@ int storage_reader_new(struct storage *s, uint64_t gid, uint64_t t, struct stora
         *ret = rd;
         return 0;
 fail:
-        shadow_free(rd->w);
+        storage_shadow_free(rd->w);
         free(rd->c.batches);
         free(rd);
         return r;
@@ -3277,7 +3021,7 @@ struct storage_reader *storage_reader_free(struct storage_reader *rd)
                 return NULL;
         s = rd->owner;
         rocksdb_release_snapshot(s->db, rd->w->snap);
-        shadow_free(rd->w);
+        storage_shadow_free(rd->w);
         free(rd->c.batches);
         free(rd);
         atomic_fetch_sub_explicit(&s->readers, 1, memory_order_release);
@@ -3321,7 +3065,7 @@ int storage_read_updates(struct storage *s, uint64_t gid, uint64_t lo, uint64_t 
 
         if (!s || !fn || lo > hi)
                 return -EINVAL;
-        c = map_find(&s->map, gid);
+        c = storage_map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
         if (hi > c->upper)
@@ -3334,7 +3078,7 @@ int storage_read_updates(struct storage *s, uint64_t gid, uint64_t lo, uint64_t 
                  * also once raised to since < lo: start at that batch (NOTE 4). */
                 size_t b_lo = 0, b_hi;
 
-                r = collection_load(s, c);
+                r = storage_collection_load(s, c);
                 if (r < 0)
                         return r;
                 b_hi = c->n_batches;
@@ -3353,12 +3097,12 @@ int storage_read_updates(struct storage *s, uint64_t gid, uint64_t lo, uint64_t 
                 if (b_lo < c->n_batches)
                         from = c->batches[b_lo].lower;
         }
-        return scan_chunks(s, gid, from, hi, range_chunk, &a);
+        return storage_scan_chunks(s, gid, from, hi, range_chunk, &a);
 }
 
 /* ---- Introspection ---------------------------------------------------------------- */
 
-static void info_of(const struct collection *c, struct storage_info *ret)
+void storage_info_of(const struct collection *c, struct storage_info *ret)
 {
         ret->gid = c->gid;
         ret->kind = c->kind;
@@ -3371,7 +3115,7 @@ int storage_get_mark(struct storage *s, uint64_t gid, void *buf)
 
         if (!s || !buf)
                 return -EINVAL;
-        c = map_find(&s->map, gid);
+        c = storage_map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
         memcpy(buf, c->mark, c->mark_len);
@@ -3384,10 +3128,10 @@ int storage_get_info(struct storage *s, uint64_t gid, struct storage_info *ret)
 
         if (!s || !ret)
                 return -EINVAL;
-        c = map_find(&s->map, gid);
+        c = storage_map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
-        info_of(c, ret);
+        storage_info_of(c, ret);
         return 0;
 }
 
@@ -3400,7 +3144,7 @@ static int collection_cmp_gid(const void *x, const void *y)
 }
 
 /* Every collection, in ascending gid order; the caller frees the array. */
-static int collections_sorted(const struct storage *s, struct collection ***ret)
+int storage_collections_sorted(const struct storage *s, struct collection ***ret)
 {
         struct collection **v;
         size_t n = 0;
@@ -3426,14 +3170,14 @@ int storage_list(struct storage *s, storage_list_fn fn, void *userdata)
 
         if (!s || !fn)
                 return -EINVAL;
-        r = collections_sorted(s, &v);
+        r = storage_collections_sorted(s, &v);
         if (r < 0)
                 return r;
         n = s->map.n;
         for (size_t i = 0; i < n; i++) {
                 struct storage_info info;
 
-                info_of(v[i], &info);
+                storage_info_of(v[i], &info);
                 r = fn(&info, userdata);
                 if (r < 0)
                         return r;
@@ -3448,10 +3192,10 @@ int storage_collection_stats(struct storage *s, uint64_t gid, struct storage_col
 
         if (!s || !ret)
                 return -EINVAL;
-        c = map_find(&s->map, gid);
+        c = storage_map_find(&s->map, gid);
         if (!c)
                 return -ENOENT;
-        r = collection_load(s, c);
+        r = storage_collection_load(s, c);
         if (r < 0)
                 return r;
         *ret = (struct storage_collection_stats){ .batches = c->n_batches };
@@ -3588,7 +3332,7 @@ static int check_chunk(struct storage *s, uint64_t lower, uint32_t part, size_t 
                                           (unsigned long long)d->since, (unsigned long long)u.time);
                 if (u.diff == 0)
                         return check_fail(c->gid, "zero diff at time %llu", (unsigned long long)u.time);
-                if (k->have_prev && upd_cmp_time_row(&k->prev, &u) >= 0)
+                if (k->have_prev && storage_upd_cmp_time_row(&k->prev, &u) >= 0)
                         return check_fail(c->gid, "updates not sorted and consolidated at time %llu",
                                           (unsigned long long)u.time);
                 k->prev = u;
@@ -3617,7 +3361,7 @@ static int check_record(struct storage *s, const struct collection *c)
         v = rocksdb_get_cf(s->db, s->read_options, s->cf[CF_COLLECTIONS], (const char *)key,
                            sizeof(key), &len, &err);
         if (err)
-                return rocks_error(err);
+                return storage_rocks_error(err);
         if (!v)
                 return check_fail(c->gid, "no collection record");
         m = coord__storage_collection__unpack(NULL, len, (const uint8_t *)v);
@@ -3647,13 +3391,13 @@ static int check_batches(struct storage *s, const struct collection *c)
 
         be64_put(lo, c->gid);
         key_end(hi, c->gid);
-        for (it = iter_new(s, CF_BATCHES, lo, sizeof(lo), hi, sizeof(hi), &ro); rocksdb_iter_valid(it);
-             rocksdb_iter_next(it), i++) {
+        for (it = storage_iter_new(s, CF_BATCHES, lo, sizeof(lo), hi, sizeof(hi), &ro);
+             rocksdb_iter_valid(it); rocksdb_iter_next(it), i++) {
                 struct batch_desc d;
                 size_t klen, vlen;
                 const char *k = rocksdb_iter_key(it, &klen), *v = rocksdb_iter_value(it, &vlen);
 
-                r = batch_decode(c->gid, k, klen, v, vlen, &d);
+                r = storage_batch_decode(c->gid, k, klen, v, vlen, &d);
                 if (r < 0)
                         break;
                 if (i >= c->n_batches || !batch_equal(&d, &c->batches[i])) {
@@ -3661,7 +3405,7 @@ static int check_batches(struct storage *s, const struct collection *c)
                         break;
                 }
         }
-        r = iter_free(it, ro, r);
+        r = storage_iter_free(it, ro, r);
         if (r == 0 && i != c->n_batches)
                 r = check_fail(c->gid, "%zu batch descriptors on disk, %zu in memory", i, c->n_batches);
         return r;
@@ -3673,10 +3417,10 @@ static int check_collection(struct storage *s, struct collection *c, uint64_t *n
         const char *why;
         int r;
 
-        r = collection_load(s, c);
+        r = storage_collection_load(s, c);
         if (r < 0)
                 return r;
-        why = collection_invalid(c);
+        why = storage_collection_invalid(c);
         if (why)
                 return check_fail(c->gid, "%s", why);
         r = check_record(s, c);
@@ -3685,7 +3429,7 @@ static int check_collection(struct storage *s, struct collection *c, uint64_t *n
         r = check_batches(s, c);
         if (r < 0)
                 return r;
-        r = scan_chunks(s, c->gid, 0, UINT64_MAX, check_chunk, &k);
+        r = storage_scan_chunks(s, c->gid, 0, UINT64_MAX, check_chunk, &k);
         if (r == 0 && c->n_batches > 0)
                 for (; k.b < c->n_batches; k.b++) {
                         r = check_batch_done(&k);
@@ -3709,9 +3453,10 @@ static int count_keys(struct storage *s, int cf, uint64_t *ret)
         int r;
 
         memset(hi, 0xff, sizeof(hi));
-        for (it = iter_new(s, cf, lo, 0, hi, sizeof(hi), &ro); rocksdb_iter_valid(it); rocksdb_iter_next(it))
+        for (it = storage_iter_new(s, cf, lo, 0, hi, sizeof(hi), &ro); rocksdb_iter_valid(it);
+             rocksdb_iter_next(it))
                 n++;
-        r = iter_free(it, ro, 0);
+        r = storage_iter_free(it, ro, 0);
         *ret = n;
         return r;
 }
@@ -3724,7 +3469,7 @@ int storage_check(struct storage *s)
 
         if (!s)
                 return -EINVAL;
-        r = merge_finish(s, true, NULL, NULL);
+        r = storage_merge_finish(s, true, NULL, NULL);
         if (r < 0)
                 return r;
         /* The disk is compared with memory, which shows the deferred changes. */
@@ -3733,7 +3478,7 @@ int storage_check(struct storage *s)
                 if (r < 0)
                         return r;
         }
-        r = collections_sorted(s, &v);
+        r = storage_collections_sorted(s, &v);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < s->map.n; i++) {
