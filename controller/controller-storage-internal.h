@@ -315,7 +315,7 @@ int storage_collection_load(struct storage *s, struct collection *c);
 struct storage *storage_shadow_new(const struct storage *s);
 void storage_shadow_free(struct storage *w);
 
-/* controller-storage.c: records, into s->wb and decoded. */
+/* controller-storage-records.c: records, into s->wb and decoded. */
 void storage_put_collection_mark(struct storage *s, const struct collection *c, uint64_t since,
                                  uint64_t upper, uint64_t physical_since, const uint8_t *mark,
                                  size_t mark_len);
@@ -331,7 +331,7 @@ int storage_chunk_decode(uint64_t gid, const char *val, size_t len, Coord__Stora
 int storage_batch_decode(uint64_t gid, const char *key, size_t klen, const char *val,
                          size_t vlen, struct batch_desc *ret);
 
-/* controller-storage.c: iteration. */
+/* controller-storage-records.c: iteration. */
 rocksdb_iterator_t *storage_iter_new(struct storage *s, int cf, const uint8_t *lo, size_t lo_len,
                                      const uint8_t *hi, size_t hi_len, rocksdb_readoptions_t **ret_ro);
 int storage_iter_free(rocksdb_iterator_t *it, rocksdb_readoptions_t *ro, int r);
