@@ -49,7 +49,7 @@ provider coord {
         probe catalog__synclog__switch(unsigned long long, unsigned long long); /* new segno, us waited for the store sync */
         probe catalog__synclog__replay(unsigned long long, unsigned int);      /* a record at open: first seq, transactions */
 
-        /* controller storage: group commit (controller-storage.c NOTE 14) */
+        /* controller storage: group commit (controller-storage-write.c NOTE 14) */
         probe storage__sync__start(unsigned long long);                  /* target write seq */
         probe storage__sync__done(unsigned long long, int, unsigned long long); /* target, result, ns */
         probe controller__release(unsigned long long, unsigned int, unsigned int); /* durable seq, messages, ring records released */

@@ -22,7 +22,7 @@
  *     frontier (10) -- and of every table written.  With --append-sync=thread (the
  *     default) that WriteBatch is written without a sync and storage's syncer thread
  *     syncs the WAL for it and every append written meanwhile (group commit,
- *     controller-storage.c NOTE 14); its Ok, and everything else it makes visible,
+ *     controller-storage-write.c NOTE 14); its Ok, and everything else it makes visible,
  *     waits in the output gate (16) until that sync is done.  With
  *     --append-sync=loop the write itself is synced on the loop, as before issue 6.
  *     Either way the Ok leaves only once the append is durable, so what the adapter
@@ -4086,7 +4086,7 @@ static void bg_eval(struct bgpeek *j)
                 row_arena_done(&fd.bytes);
                 j->rd[i] = storage_reader_free(j->rd[i]);
                 if (r < 0) {
-                        /* Reads are never sticky (controller-storage.c NOTE 9): no reopen. */
+                        /* Reads are never sticky (controller-storage-write.c NOTE 9): no reopen. */
                         (void)peek_read_error(r, gid, &j->e);
                         goto out;
                 }

@@ -342,7 +342,7 @@ int storage_scan_batch(struct storage *s, uint64_t gid, const struct batch_desc 
 int storage_collect_chunk(struct storage *s, uint64_t lower, uint32_t part, size_t bytes,
                           Coord__StorageChunk **chunk, void *userdata);
 
-/* controller-storage.c: the write path (NOTES 1, 9), group commit (NOTE 14). */
+/* controller-storage-write.c: the write path (NOTES 1, 9), group commit (NOTE 14). */
 int storage_write_opts(struct storage *s, bool sync);
 struct syncer *storage_syncer_stop(struct syncer *y);
 

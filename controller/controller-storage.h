@@ -54,8 +54,8 @@
  * of 4,096 updates or more runs in a thread of the module's own, started and applied
  * by storage_compact_pending_fn() (controller-storage.c NOTE 13); callers see only that
  * the call returns before it is done and counts it as work left.  So does the syncer
- * (storage_syncer_start(), NOTE 14): its only call into the caller is the notify
- * function, from its own thread.
+ * (storage_syncer_start(), controller-storage-write.c NOTE 14): its only call into the
+ * caller is the notify function, from its own thread.
  *
  * Errors are -errno: -EINVAL bad argument, -ENOENT no such collection, -EEXIST
  * collection exists, -ESTALE append at the wrong expected upper, -ERANGE update time
@@ -241,7 +241,7 @@ int storage_flush_deferred(struct storage *s);
 bool storage_has_deferred(const struct storage *s);
 
 /* A drop deletes the keys of at most this many batches one by one
- * (controller-storage.c NOTE 16); a collection with more, or with keys it does not
+ * (controller-storage-write.c NOTE 16); a collection with more, or with keys it does not
  * know, by range deletes. */
 #define STORAGE_DROP_KEY_BATCHES 4
 
@@ -284,7 +284,7 @@ int storage_append(struct storage *s, uint64_t gid, uint64_t expected_upper, uin
  * it too (then sticky, unless -ENOMEM). */
 int storage_append_group(struct storage *s, struct storage_append *v, size_t n);
 
-/* Group commit (controller-storage.c NOTE 14).
+/* Group commit (controller-storage-write.c NOTE 14).
  *
  * storage_syncer_start() starts the syncer thread: from then on storage_append_group()
  * writes without a sync, gives its write the next sequence number and asks the syncer
@@ -313,7 +313,7 @@ int storage_sync_poll(struct storage *s);
 
 /* Allow compaction up to since: since only moves forward, a value not above the
  * current since is ignored.  Returns 1 if since moved, 0 if not.  The move is written
- * without a sync (controller-storage.c NOTE 1): durable with the next synced write.
+ * without a sync (controller-storage-write.c NOTE 1): durable with the next synced write.
  * The data is compacted later, by storage_compact() or storage_compact_pending(). */
 int storage_allow_compaction(struct storage *s, uint64_t gid, uint64_t since);
 

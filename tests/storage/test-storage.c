@@ -1363,11 +1363,11 @@ static void test_drop(void)
 }
 
 /* A drop deletes the keys of a collection whose few keys memory knows one by one, and
- * others by range deletes (controller-storage.c NOTE 16); either way not a key of it is
- * left (storage_check() counts every key) and the others are untouched.  Fails when a
- * drop leaves a key, when small collections still get range deletes (which every read
- * after them paid for, sorted, until the memtable's flush), or when a collection whose
- * keys memory does not know is dropped key by key. */
+ * others by range deletes (controller-storage-write.c NOTE 16); either way not a key of
+ * it is left (storage_check() counts every key) and the others are untouched.  Fails
+ * when a drop leaves a key, when small collections still get range deletes (which every
+ * read after them paid for, sorted, until the memtable's flush), or when a collection
+ * whose keys memory does not know is dropped key by key. */
 static void test_drop_by_key(void)
 {
         _cleanup_free_ char *dir = t_mkdtemp("storage"), *path = NULL;
