@@ -100,7 +100,7 @@
  *     merge that reads 4,096 updates or more -- one that reaches the oldest batch of
  *     coord_frontiers rewrites a row per collection, 100,000 at 100,000 objects, and
  *     the first bound publication of 100,000 indexes moves every row at once -- runs
- *     in storage's thread (controller-storage.c NOTE 13: 215 ms on the loop before)
+ *     in storage's thread (controller-storage-compact.c NOTE 13: 215 ms on the loop before)
  *     and is applied by a later run, which logs it (compaction_ran at info, with
  *     background_us); a run that holds the loop COMPACT_SLOW_US or more is logged too.
  *

@@ -346,7 +346,7 @@ int storage_collect_chunk(struct storage *s, uint64_t lower, uint32_t part, size
 int storage_write_opts(struct storage *s, bool sync);
 struct syncer *storage_syncer_stop(struct syncer *y);
 
-/* controller-storage.c: merges in the background (NOTE 13). */
+/* controller-storage-compact.c: merges in the background (NOTE 13). */
 int storage_merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, void *userdata);
 struct merge *storage_merge_free(struct merge *mg);
 

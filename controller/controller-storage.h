@@ -52,10 +52,10 @@
  * Concurrency: not thread-safe.  One thread (the controller's loop) makes every call,
  * compaction included; read callbacks must not call back into this module.  A merge
  * of 4,096 updates or more runs in a thread of the module's own, started and applied
- * by storage_compact_pending_fn() (controller-storage.c NOTE 13); callers see only that
- * the call returns before it is done and counts it as work left.  So does the syncer
- * (storage_syncer_start(), controller-storage-write.c NOTE 14): its only call into the
- * caller is the notify function, from its own thread.
+ * by storage_compact_pending_fn() (controller-storage-compact.c NOTE 13); callers see
+ * only that the call returns before it is done and counts it as work left.  So does
+ * the syncer (storage_syncer_start(), controller-storage-write.c NOTE 14): its only
+ * call into the caller is the notify function, from its own thread.
  *
  * Errors are -errno: -EINVAL bad argument, -ENOENT no such collection, -EEXIST
  * collection exists, -ESTALE append at the wrong expected upper, -ERANGE update time
@@ -321,7 +321,7 @@ int storage_allow_compaction(struct storage *s, uint64_t gid, uint64_t since);
  * sinces that moved, or the write's error (then in every v[i].result that moved). */
 int storage_allow_compaction_group(struct storage *s, struct storage_since *v, size_t n);
 
-/* Compact one collection (controller-storage.c, NOTES 5 and 6): merge a run of
+/* Compact one collection (controller-storage-compact.c, NOTES 5 and 6): merge a run of
  * batches that ends at the newest one into one batch, with every time below since
  * (but at most upper - 1) advanced to it and equal (row, time) summed, in one atomic
  * WriteBatch.  Reads at t >= since return the same before and after.  ret (may be
@@ -430,7 +430,7 @@ void storage_debug_fail_next_sync(struct storage *s);
  * was sticky before and storage_sync_poll() does not report it; -ENODEV without one. */
 int storage_debug_syncer_error(struct storage *s);
 
-/* Wait until the merge in the background (controller-storage.c NOTE 13), if any, has
- * written its result, without applying it to memory: the window that reads and
- * appends must get right.  True if there was one. */
+/* Wait until the merge in the background (controller-storage-compact.c NOTE 13), if
+ * any, has written its result, without applying it to memory: the window that reads
+ * and appends must get right.  True if there was one. */
 bool storage_debug_merge_settle(struct storage *s);
