@@ -302,7 +302,7 @@
  *     (tables, built-ins, materialized views -- not an index, whose arrangement lives
  *     on the loop) and which reads PEEK_BG_MIN_UPDATES stored updates or more goes to
  *     the peek thread (struct bgpeek): the loop makes a storage_reader per input
- *     (controller-storage.c NOTE 15: a copy of the descriptors and a RocksDB snapshot,
+ *     (controller-storage-read.c NOTE 15: a copy of the descriptors and a RocksDB snapshot,
  *     O(batches)), and the thread reads them, feeds and steps the peek's own dataflow
  *     and sorts the result (peek_prepare()), touching nothing but the job and its
  *     peek.  The loop, woken, sends the first chunk as (5) does, through the output

@@ -350,6 +350,6 @@ struct syncer *storage_syncer_stop(struct syncer *y);
 int storage_merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, void *userdata);
 struct merge *storage_merge_free(struct merge *mg);
 
-/* controller-storage.c: introspection. */
+/* controller-storage-read.c: introspection. */
 void storage_info_of(const struct collection *c, struct storage_info *ret);
 int storage_collections_sorted(const struct storage *s, struct collection ***ret);

@@ -364,7 +364,7 @@ int storage_read(struct storage *s, uint64_t gid, uint64_t t, storage_row_fn fn,
  * with its checks (-ENOENT, -EDOM, -EAGAIN): whether a read is worth a thread. */
 int storage_read_cost(struct storage *s, uint64_t gid, uint64_t t, uint64_t *ret_updates);
 
-/* A read at t that runs in another thread (NOTE 15 of controller-storage.c).  Made on
+/* A read at t that runs in another thread (controller-storage-read.c NOTE 15).  Made on
  * the loop thread, with storage_read()'s checks.  storage_reader_run() -- once, in any
  * thread -- gives what storage_read(s, gid, t) gave when the reader was made, whatever
  * s does meanwhile; the caller keeps since <= t (an execution hold) until then.

@@ -164,7 +164,7 @@ static int fill_table(struct storage *s, uint64_t gid)
         return r < 0 ? r : 0;
 }
 
-/* coord_frontiers' shape at 100,000 objects (controller-storage.c NOTE 10): two big
+/* coord_frontiers' shape at 100,000 objects (controller-storage-read.c NOTE 10): two big
  * batches in row order (even ids compacted, then odd ids in one append), then
  * RUN_CHURN appends that each retract a row and insert its successor.  *upper is the
  * collection's upper after. */

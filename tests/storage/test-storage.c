@@ -623,7 +623,7 @@ static int count_rows(const void *row, size_t len, int64_t count, void *userdata
         return 0;
 }
 
-/* A read sums the updates after a compacted run (controller-storage.c NOTE 10,
+/* A read sums the updates after a compacted run (controller-storage-read.c NOTE 10,
  * upds_sum_by_row()): the shape of coord_frontiers -- one big batch compacted to one
  * time, then many small appends that each retract a row and insert its successor --
  * read at every time against the model; and totals whose parts outside the run do
