@@ -2120,12 +2120,24 @@ static bool is_like_op(const char *op)
                strcmp(op, "!~~*") == 0;
 }
 
+/* The regular expression match operators (FUNC_REGEX_MATCH), planned as LIKE is. */
+static bool is_regex_op(const char *op)
+{
+        return strcmp(op, "~") == 0 || strcmp(op, "!~") == 0 || strcmp(op, "~*") == 0 ||
+               strcmp(op, "!~*") == 0;
+}
+
 static int analyze_a_expr(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret)
 {
         _cleanup_(typed_done) struct typed l = { .location = -1 }, r = { .location = -1 };
         const char *op = x->n_name ? node_string(x->name[x->n_name - 1]) : NULL;
         int rc;
 
+        /* OPERATOR(schema.op): PostgreSQL's operators are all in pg_catalog. */
+        if (x->n_name > 2 ||
+            (x->n_name == 2 && strcmp(node_string(x->name[0]) ?: "", "pg_catalog") != 0))
+                return FAIL_AT(a, x->location, "42883", "operator does not exist: %s",
+                               op ? op : "?");
         switch (x->kind) {
         case PG_QUERY__A__EXPR__KIND__AEXPR_IN:
                 return analyze_in(a, x, op ? op : "", ret);
@@ -2145,7 +2157,7 @@ static int analyze_a_expr(struct analyzer *a, const PgQuery__AExpr *x, struct ty
         case PG_QUERY__A__EXPR__KIND__AEXPR_NULLIF:
                 return analyze_nullif(a, x, ret);
         case PG_QUERY__A__EXPR__KIND__AEXPR_OP:
-                if (op && is_like_op(op))
+                if (op && x->lexpr && (is_like_op(op) || is_regex_op(op)))
                         return analyze_like(a, x, op, ret);
                 break;
         default:
@@ -3053,8 +3065,10 @@ static int analyze_like(struct analyzer *a, const PgQuery__AExpr *x, const char 
                         struct typed *ret)
 {
         bool negate = op[0] == '!', fold_case = op[strlen(op) - 1] == '*';
+        bool regex = is_regex_op(op);
         _cleanup_(typed_done) struct typed l = { .location = -1 }, r = { .location = -1 };
         Coord__Plan__Expr *args[2];
+        Coord__Plan__Func func;
         int rc;
 
         if (!x->lexpr || !x->rexpr)
@@ -3078,9 +3092,12 @@ static int analyze_like(struct analyzer *a, const PgQuery__AExpr *x, const char 
                 return no_operator(a, op, &l, &r, x->location);
         args[0] = TAKE_PTR(l.e);
         args[1] = TAKE_PTR(r.e);
-        rc = build(a, ret, ROW_TYPE_BOOL,
-                   fold_case ? COORD__PLAN__FUNC__FUNC_ILIKE : COORD__PLAN__FUNC__FUNC_LIKE, args,
-                   2, x->location);
+        if (regex)
+                func = fold_case ? COORD__PLAN__FUNC__FUNC_REGEX_IMATCH
+                                 : COORD__PLAN__FUNC__FUNC_REGEX_MATCH;
+        else
+                func = fold_case ? COORD__PLAN__FUNC__FUNC_ILIKE : COORD__PLAN__FUNC__FUNC_LIKE;
+        rc = build(a, ret, ROW_TYPE_BOOL, func, args, 2, x->location);
         if (rc < 0 || !negate)
                 return rc;
         return wrap(a, ret, COORD__PLAN__FUNC__FUNC_NOT, ROW_TYPE_BOOL);

@@ -10,7 +10,9 @@
 #include <assert.h>
 #include <locale.h>
 #include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <wctype.h>
 
@@ -193,6 +195,8 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                                   ROW_TYPE_TEXT, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_LIKE:
         case COORD__PLAN__FUNC__FUNC_ILIKE:
+        case COORD__PLAN__FUNC__FUNC_REGEX_MATCH:
+        case COORD__PLAN__FUNC__FUNC_REGEX_IMATCH:
                 if (t != ROW_TYPE_BOOL)
                         return invalid(err, "LIKE not of type boolean");
                 return check_args(c, 2, 2, ROW_TYPE_TEXT, input, n_input, depth, err);
@@ -714,6 +718,150 @@ static int eval_like(const Coord__Plan__Expr *e, const struct row_datum *row, si
         return 0;
 }
 
+/* ---- Regular expressions: ~ and ~* (plan.proto, FUNC_REGEX_MATCH). ----
+ * PostgreSQL's advanced regular expressions (AREs) are a superset of POSIX extended ones
+ * (EREs); the C library compiles EREs.  A pattern is accepted only where both read it
+ * the same way, so a pattern never silently means something else here:
+ *   - a backslash followed by a letter is an ARE escape (\d \w \s \m \y \x41 ...) that
+ *     an ERE reads differently or not at all;
+ *   - inside a bracket expression an ARE takes a backslash as an escape, an ERE as
+ *     itself;
+ *   - (? starts an ARE lookaround, non-capturing group or embedded option; *? +? ??
+ *     and {m,n}? are ARE non-greedy quantifiers; *** starts an ARE director;
+ *     [[:<:]] and [[:>:]] are ARE word boundaries.
+ * Those are 0A000.  Characters are UTF-8 code points (the "C.UTF-8" locale, as for
+ * lower()); where that locale is missing, a non-ASCII pattern or text is 0A000 rather
+ * than matched byte by byte.  A pattern is compiled at each evaluation: the plan is
+ * const and shared, so there is no per-expression place for a cache (regcomp of a short
+ * pattern costs microseconds). */
+
+static int regex_refuse(struct row_error *err, const char *what)
+{
+        return row_error_set(err, -EINVAL, "0A000",
+                             "regular expression %s is not supported", what);
+}
+
+/* 0 when pattern p[0..m) means the same as an ERE and as a PostgreSQL ARE. */
+static int regex_check(const char *p, size_t m, struct row_error *err)
+{
+        if (m >= 3 && memcmp(p, "***", 3) == 0)
+                return regex_refuse(err, "director ***");
+        for (size_t i = 0; i < m; i++) {
+                char c = p[i];
+
+                if (c == '\\') {
+                        if (i + 1 < m && ((p[i + 1] >= 'a' && p[i + 1] <= 'z') ||
+                                          (p[i + 1] >= 'A' && p[i + 1] <= 'Z')))
+                                return regex_refuse(err, "escape \\<letter>");
+                        i++;            /* the escaped character is literal in both */
+                        continue;
+                }
+                if (c == '(' && i + 1 < m && p[i + 1] == '?')
+                        return regex_refuse(err, "syntax (?");
+                if ((c == '*' || c == '+' || c == '?' || c == '}') && i + 1 < m &&
+                    p[i + 1] == '?')
+                        return regex_refuse(err, "non-greedy quantifier");
+                if (c != '[')
+                        continue;
+                if (m - i >= 7 && (memcmp(p + i, "[[:<:]]", 7) == 0 ||
+                                   memcmp(p + i, "[[:>:]]", 7) == 0))
+                        return regex_refuse(err, "word boundary [[:<:]] / [[:>:]]");
+                /* A bracket expression: a leading ^ and a leading ] are part of it;
+                 * [: :], [. .] and [= =] are elements that may hold a ]. */
+                i++;
+                if (i < m && p[i] == '^')
+                        i++;
+                if (i < m && p[i] == ']')
+                        i++;
+                while (i < m && p[i] != ']') {
+                        if (p[i] == '\\')
+                                return regex_refuse(err, "backslash in a bracket expression");
+                        if (p[i] == '[' && i + 1 < m &&
+                            (p[i + 1] == ':' || p[i + 1] == '.' || p[i + 1] == '=')) {
+                                char end = p[i + 1];
+
+                                for (i += 2; i + 1 < m && !(p[i] == end && p[i + 1] == ']'); i++)
+                                        ;
+                                i++;            /* at the closing ] of the element */
+                        }
+                        i++;
+                }
+        }
+        return 0;
+}
+
+static bool has_non_ascii(const char *s, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char)s[i] >= 0x80)
+                        return true;
+        return false;
+}
+
+static int eval_regex(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                      const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                      struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        struct row_datum a, b;
+        char *text = NULL, *pattern = NULL;
+        locale_t old = (locale_t)0;
+        bool compiled = false;
+        regex_t re;
+        int r, rc;
+
+        r = eval_strict2(c, row, n_row, ctx, depth, &a, &b, ret, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (a.kind != ROW_KIND_TEXT || b.kind != ROW_KIND_TEXT)
+                return invalid(err, "regular expression match of a non-text value");
+        r = regex_check(b.text.ptr, b.text.len, err);
+        if (r < 0)
+                return r;
+        pthread_once(&utf8_once, utf8_locale_open);
+        if (!utf8_locale && (has_non_ascii(a.text.ptr, a.text.len) ||
+                             has_non_ascii(b.text.ptr, b.text.len)))
+                return regex_refuse(err, "over non-ASCII text without the C.UTF-8 locale");
+        text = strndup(a.text.ptr, a.text.len);
+        pattern = strndup(b.text.ptr, b.text.len);
+        if (!text || !pattern) {
+                r = row_error_oom(err);
+                goto out;
+        }
+        /* The calling thread's locale for these two calls only (uselocale is per thread). */
+        if (utf8_locale)
+                old = uselocale(utf8_locale);
+        rc = regcomp(&re, pattern,
+                     REG_EXTENDED | REG_NOSUB |
+                             (c->func == COORD__PLAN__FUNC__FUNC_REGEX_IMATCH ? REG_ICASE : 0));
+        if (rc == 0) {
+                compiled = true;
+                rc = regexec(&re, text, 0, NULL, 0);
+        }
+        if (utf8_locale)
+                uselocale(old);
+        if (!compiled) {
+                char msg[128];
+
+                regerror(rc, NULL, msg, sizeof(msg));
+                r = rc == REG_ESPACE ? row_error_oom(err)
+                                     : row_error_set(err, -EINVAL, "2201B",
+                                                     "invalid regular expression: %s", msg);
+                goto out;
+        }
+        regfree(&re);
+        if (rc != 0 && rc != REG_NOMATCH) {
+                r = row_error_set(err, -EINVAL, "2201B", "regular expression failed");
+                goto out;
+        }
+        *ret = ROW_DATUM_BOOL(rc == 0);
+        r = 0;
+out:
+        free(text);
+        free(pattern);
+        return r;
+}
+
 /* Text functions of one or two text arguments: ||, lower(), upper(), length(). */
 static int eval_text(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
                      const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
@@ -881,6 +1029,9 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
         case COORD__PLAN__FUNC__FUNC_LIKE:
         case COORD__PLAN__FUNC__FUNC_ILIKE:
                 return eval_like(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_REGEX_MATCH:
+        case COORD__PLAN__FUNC__FUNC_REGEX_IMATCH:
+                return eval_regex(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL: {
                 struct row_datum col, rel;
 

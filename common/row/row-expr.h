@@ -14,7 +14,7 @@
  *     "bigint out of range"), division and modulo by zero with 22012;
  *   - casts follow PostgreSQL's cast table for our four types (row_expr_cast_allowed());
  *   - CASE and COALESCE evaluate only what they return, like AND/OR;
- *   - LIKE/ILIKE, ||, lower(), upper(), length() and abs() as plan.proto states them
+ *   - LIKE/ILIKE, ~/~*, ||, lower(), upper(), length() and abs() as plan.proto states them
  *     (characters are UTF-8 code points; case mapping is glibc's under C.UTF-8, as
  *     PostgreSQL's in a UTF-8 database, or ASCII's where that locale is missing).
  *

@@ -397,6 +397,62 @@ static void test_like(void)
         CU_ASSERT_STRING_EQUAL(err.sqlstate, "22025");
 }
 
+static void expect_regex(const char *s, const char *p, bool fold, bool want)
+{
+        expect_datum(call(ROW_TYPE_BOOL, fold ? F(REGEX_IMATCH) : F(REGEX_MATCH), 2, TXT(s), TXT(p)),
+                     ROW_DATUM_BOOL(want));
+}
+
+/* ~ and ~*: POSIX EREs as PostgreSQL's AREs read them; what the two read differently is
+ * refused (0A000), a pattern that does not compile is 2201B. */
+static void test_regex(void)
+{
+        static const struct {
+                const char *s, *p;
+                bool want;
+        } cases[] = {
+                { "abc", "b", true },            { "abc", "^b", false },
+                { "abc", "^a.c$", true },         { "pg_toast", "^pg_toast", true },
+                { "public", "^pg_toast", false }, { "public", "^pg_", false },
+                { "", "", true },                 { "abc", "", true },
+                { "t1", "^(t1)$", true },         { "t12", "^(t1)$", false },
+                { "foo", "^(foo|bar)$", true },   { "abab", "^(ab)+$", true },
+                { "a.c", "a\\.c", true },         { "abc", "a\\.c", false },
+                { "x]y", "[]]", true },           { "ab", "[^a]", true },
+                { "a1", "[[:digit:]]", true },    { "ab", "[[:digit:]]", false },
+                { "a{", "a\\{", true },           { "aa", "^(a)\\1$", true },
+                { "a\nb", "a.b", true },          /* . matches a newline, as in an ARE */
+                { "\xc3\xb1", "^.$", true },      /* one character, two bytes */
+                { "ABC", "abc", false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                expect_regex(cases[i].s, cases[i].p, false, cases[i].want);
+        expect_regex("ABC", "abc", true, true);
+        expect_regex("aBc", "^A.C$", true, true);
+        expect_regex("\xc3\x91", "\xc3\xb1", true, true);       /* Ñ, ñ */
+        expect_regex("abd", "ABC", true, false);
+        expect_datum(call(ROW_TYPE_BOOL, F(REGEX_MATCH), 2, NUL(ROW_TYPE_TEXT), TXT("a")), N);
+        expect_datum(call(ROW_TYPE_BOOL, F(REGEX_MATCH), 2, TXT("a"), NUL(ROW_TYPE_TEXT)), N);
+        /* NULL before the pattern is looked at, as for every strict function. */
+        expect_datum(call(ROW_TYPE_BOOL, F(REGEX_MATCH), 2, NUL(ROW_TYPE_TEXT), TXT("(")), N);
+        expect_eval_error(call(ROW_TYPE_BOOL, F(REGEX_MATCH), 2, TXT("a"), TXT("(")), "2201B",
+                          NULL);
+        expect_eval_error(call(ROW_TYPE_BOOL, F(REGEX_MATCH), 2, TXT("a"), TXT("a{2,1}")), "2201B",
+                          NULL);
+        static const char *const refused[] = {
+                "\\d", "a\\w+", "\\m", "[\\d]", "[a\\]]", "(?:a)", "a(?=b)", "a*?", "a+?",
+                "a??", "a{1,2}?", "***:a", "[[:<:]]a", "a[[:>:]]", "(?i)a",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+                expect_eval_error(call(ROW_TYPE_BOOL, F(REGEX_MATCH), 2, TXT("a"), TXT(refused[i])),
+                                  "0A000", NULL);
+        /* A backslash before a character that is not a letter is literal in both. */
+        expect_regex("a*", "a\\*", false, true);
+        expect_regex("a*?", "a\\*\\?", false, true);
+        expect_regex("a?", "[*?]", false, true);
+}
+
 static void test_case_and_text(void)
 {
         Coord__Plan__Expr *div0 = call(ROW_TYPE_INT4, F(DIV), 2, I4(1), I4(0));
@@ -1584,6 +1640,7 @@ static const struct t_case expr_cases[] = {
         { "short circuit", test_short_circuit },
         { "mz_now and columns", test_mz_now_and_columns },
         { "like", test_like },
+        { "regex", test_regex },
         { "case and text functions", test_case_and_text },
         { "invalid expressions", test_invalid_exprs },
         { "expression fuzz", test_expr_fuzz },

@@ -170,6 +170,8 @@ static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
                 [COORD__PLAN__FUNC__FUNC_GE] = ">=", [COORD__PLAN__FUNC__FUNC_AND] = "AND",
                 [COORD__PLAN__FUNC__FUNC_OR] = "OR", [COORD__PLAN__FUNC__FUNC_LIKE] = "LIKE",
                 [COORD__PLAN__FUNC__FUNC_ILIKE] = "ILIKE", [COORD__PLAN__FUNC__FUNC_CONCAT] = "||",
+                [COORD__PLAN__FUNC__FUNC_REGEX_MATCH] = "~",
+                [COORD__PLAN__FUNC__FUNC_REGEX_IMATCH] = "~*",
         };
         static const char *const named[] = {
                 [COORD__PLAN__FUNC__FUNC_COALESCE] = "COALESCE", [COORD__PLAN__FUNC__FUNC_CASE] = "CASE",
@@ -1918,6 +1920,14 @@ static void test_expressions(void)
         expect_select_plan("SELECT b LIKE 'a%', b NOT ILIKE 'A_', b ~~ 'x' FROM t",
                            "Project[4,5,6](Map[(#1 LIKE 'a%'), NOT (#1 ILIKE 'A_'), "
                            "(#1 LIKE 'x')](Get 10))");
+        /* Regular expressions: ~, ~*, !~, !~*, OPERATOR(pg_catalog.~). */
+        expect_select_plan("SELECT b ~ '^a', b !~* 'x', b OPERATOR(pg_catalog.~) 'y' FROM t",
+                           "Project[4,5,6](Map[(#1 ~ '^a'), NOT (#1 ~* 'x'), (#1 ~ 'y')](Get 10))");
+        expect_select_plan("SELECT 'pg_toast' ~ '^pg_', 'x' !~ 'x'",
+                           "Map[true, false](Constant(1))");
+        expect_error("SELECT a ~ 'x' FROM t", "42883", "operator does not exist: integer ~ text",
+                     -1);
+        expect_error("SELECT b OPERATOR(myschema.~) 'x' FROM t", "42883", NULL, -1);
         expect_select_plan("SELECT b || a, 'x' || b, c || '' FROM t",
                            "Project[4,5,6](Map[(#1 || CAST(#0 AS text)), ('x' || #1), "
                            "(CAST(#2 AS text) || '')](Get 10))");
