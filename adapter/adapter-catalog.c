@@ -1175,8 +1175,33 @@ void acat_relation(const struct acat_item *it, struct sql_relation *ret)
         ret->builtin = it->builtin;
 }
 
+static int acat_each(void *userdata, sql_object_fn fn, void *arg)
+{
+        struct adapter_catalog *ac = userdata;
+
+        for (size_t i = 0; i < ac->n_items; i++) {
+                const struct acat_item *it = ac->items[i];
+                struct sql_object o = {
+                        .id = it->gid, .name = it->name, .kind = it->kind,
+                        .columns = it->columns, .n_columns = it->n_columns,
+                        .n_checks = it->n_checks, .index_id = it->index_id,
+                        .on_id = it->on_id, .keys = it->keys, .n_keys = it->n_keys,
+                        .builtin = it->builtin,
+                };
+                int r;
+
+                if (it->pending)
+                        continue;
+                r = fn(arg, &o);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 const struct sql_catalog_ops acat_sql_ops = {
         .lookup = acat_lookup,
+        .each = acat_each,
 };
 
 /* ---- DDL ---- */

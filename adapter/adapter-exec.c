@@ -1771,7 +1771,17 @@ static int session_lookup(void *userdata, const char *name, struct sql_relation 
         return acat_sql_ops.lookup(s->ex->cat, name, ret);
 }
 
-static const struct sql_catalog_ops session_sql_ops = { .lookup = session_lookup };
+/* The pg_catalog relations list the committed objects (and those being dropped), as a
+ * lookup outside a run finds them; a run's own creations in flight are not listed. */
+static int session_each(void *userdata, sql_object_fn fn, void *arg)
+{
+        struct session *s = userdata;
+
+        return acat_sql_ops.each(s->ex->cat, fn, arg);
+}
+
+static const struct sql_catalog_ops session_sql_ops = { .lookup = session_lookup,
+                                                        .each = session_each };
 
 /* May st join the open run (its analysis met nothing in flight)? */
 static bool stmt_joins_run(const struct session *s, const struct sql_stmt *st)

@@ -86,6 +86,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "adapter-pgcatalog.h"
 #include "builtins.h"
 #include "row-expr.h"
 #include "util.h"
@@ -2386,6 +2387,8 @@ static int cannot_materialize(struct analyzer *a, int location, const char *what
 
 static int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                                struct typed *ret);
+static int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                                struct typed *ret);
 
 /* A literal of `type` holding a copy of d, into ret; unknown: an untyped one (note 3). */
 static int typed_literal(struct analyzer *a, int type, const struct row_datum *d, bool unknown,
@@ -2479,6 +2482,8 @@ static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, str
                 return 0;
         }
         r = analyze_scalar_func(a, f, name, ret);
+        if (r == 0)
+                r = analyze_catalog_func(a, f, name, ret);
         if (r != 0)
                 return r < 0 ? r : 0;
         /* Unknown: name the argument types the way PostgreSQL does. */
@@ -3387,6 +3392,188 @@ static int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, c
         return r < 0 ? r : 1;
 }
 
+/* expr COLLATE "default" (psql writes COLLATE pg_catalog.default): text compares
+ * bytewise here, which is what the default collation means in this database
+ * (pg_database.datcollate 'C'), so "default", "C" and "POSIX" change nothing; any other
+ * collation is refused. */
+static int analyze_collate(struct analyzer *a, const PgQuery__CollateClause *c, struct typed *ret)
+{
+        const char *name = c->n_collname ? node_string(c->collname[c->n_collname - 1]) : NULL;
+        const char *schema = c->n_collname == 2 ? node_string(c->collname[0]) : NULL;
+        int r;
+
+        if (!name || c->n_collname > 2 || (c->n_collname == 2 && strcmp(schema ?: "", "pg_catalog")) ||
+            (strcmp(name, "default") && strcmp(name, "C") && strcmp(name, "POSIX")))
+                return FAIL_AT(a, c->location, "0A000", "collation \"%s\" is not supported",
+                               name ? name : "?");
+        r = analyze_expr(a, c->arg, ret);
+        if (r >= 0)
+                r = coerce_unknown(a, ret, ROW_TYPE_TEXT);
+        if (r >= 0 && (int)ret->e->type != ROW_TYPE_TEXT)
+                r = FAIL_AT(a, c->location, "42804", "collations are not supported by type %s",
+                            row_type_name((enum row_type)ret->e->type));
+        return r;
+}
+
+/* CASE(x = v_1, r_1, ..., x = v_k, r_k, else) over copies of x (the value as a literal
+ * of x's type); consumes x and else_. */
+static Coord__Plan__Expr *case_of(Coord__Plan__Expr *x, const int64_t *v, const char *const *res,
+                                  size_t k, int type, Coord__Plan__Expr *else_)
+{
+        Coord__Plan__Expr **args = calloc(2 * k + 1, sizeof(*args));
+        bool ok = args && else_;
+
+        for (size_t i = 0; ok && i < k; i++) {
+                struct row_datum dv = ROW_DATUM_INT(v[i]);
+                struct row_datum dr = ROW_DATUM_TEXT(res[i], (uint32_t)strlen(res[i]));
+                Coord__Plan__Expr *eq[2] = { expr_copy(x), expr_literal((int)x->type, &dv) };
+
+                if (!eq[0] || !eq[1]) {
+                        expr_free(eq[0]);
+                        expr_free(eq[1]);
+                        ok = false;
+                        break;
+                }
+                args[2 * i] = expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, eq, 2);
+                args[2 * i + 1] = expr_literal(type, &dr);
+                ok = args[2 * i] && args[2 * i + 1];
+        }
+        expr_free(x);
+        if (!ok) {
+                for (size_t i = 0; args && i < 2 * k; i++)
+                        expr_free(args[i]);
+                free(args);
+                expr_free(else_);
+                return NULL;
+        }
+        args[2 * k] = else_;
+        x = expr_call(type, COORD__PLAN__FUNC__FUNC_CASE, args, 2 * k + 1);
+        free(args);
+        return x;
+}
+
+/* pg_catalog's functions over oids that psql's list commands call, planned as CASE over
+ * the facts of adapter-pgcatalog.h (1 when planned into ret, 0 when `name` with these
+ * arguments is none of them, or an error):
+ *   pg_table_is_visible(oid)   true; NULL for NULL (every object is in pg_catalog or
+ *                              public, both on the search path; PostgreSQL gives NULL for
+ *                              an oid no relation has, this gives true)
+ *   pg_get_userbyid(oid)       the one role's name, "unknown (OID=n)" for another oid
+ *   pg_encoding_to_char(int)   PostgreSQL's encoding name, '' for no encoding */
+static int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                                struct typed *ret)
+{
+        _cleanup_(typed_done) struct typed t = { .location = -1 };
+        bool visible = strcmp(name, "pg_table_is_visible") == 0;
+        bool user = strcmp(name, "pg_get_userbyid") == 0;
+        bool encoding = strcmp(name, "pg_encoding_to_char") == 0;
+        int r;
+
+        if ((!visible && !user && !encoding) || f->n_args != 1 || f->agg_distinct ||
+            f->n_agg_order || f->agg_filter)
+                return 0;
+        r = analyze_expr(a, f->args[0], &t);
+        if (r >= 0)
+                r = coerce_unknown(a, &t, encoding ? ROW_TYPE_INT4 : ROW_TYPE_INT8);
+        if (r < 0)
+                return r;
+        if (encoding ? (int)t.e->type != ROW_TYPE_INT4 : !is_int((int)t.e->type))
+                return 0;
+        if (!encoding) {
+                r = promote(a, &t, ROW_TYPE_INT8);
+                if (r < 0)
+                        return r;
+        }
+        if (is_literal(t.e)) {
+                /* A constant argument: the value now (fold() stops at the CASE's calls). */
+                bool null = t.e->literal->value_case == COORD__PLAN__DATUM__VALUE_NULL_VALUE;
+                int64_t v = null ? 0 : t.e->literal->int_value;
+                char unknown[48];
+                const char *text = unknown;
+                struct row_datum d;
+
+                snprintf(unknown, sizeof(unknown), "unknown (OID=%lld)", (long long)v);
+                if (encoding)
+                        text = pgcat_encoding_name(v);
+                else if (v == PGCAT_ROLE_OID)
+                        text = PGCAT_ROLE_NAME;
+                d = visible ? ROW_DATUM_BOOL(true) : ROW_DATUM_TEXT(text, (uint32_t)strlen(text));
+                r = typed_literal(a, visible ? ROW_TYPE_BOOL : ROW_TYPE_TEXT,
+                                  null ? &ROW_DATUM_NULL : &d, false, f->location, ret);
+                return r < 0 ? r : 1;
+        }
+        if (visible) {
+                Coord__Plan__Expr *args[3] = { expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL,
+                                                         (Coord__Plan__Expr *[]){ TAKE_PTR(t.e) }, 1),
+                                               expr_literal(ROW_TYPE_BOOL, &ROW_DATUM_NULL),
+                                               bool_literal(true) };
+
+                if (!args[0] || !args[1] || !args[2]) {
+                        for (size_t i = 0; i < 3; i++)
+                                expr_free(args[i]);
+                        return oom(a);
+                }
+                r = build(a, ret, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_CASE, args, 3, f->location);
+                return r < 0 ? r : 1;
+        }
+        if (user) {
+                /* 'unknown (OID=' || x::text || ')' */
+                static const struct row_datum pre = ROW_DATUM_TEXT("unknown (OID=", 13),
+                                              post = ROW_DATUM_TEXT(")", 1);
+                static const int64_t role = PGCAT_ROLE_OID;
+                static const char *const role_name = PGCAT_ROLE_NAME;
+                Coord__Plan__Expr *x = expr_copy(t.e), *cast, *l, *e;
+
+                cast = x ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &x, 1) : NULL;
+                l = expr_literal(ROW_TYPE_TEXT, &pre);
+                if (!cast || !l) {
+                        expr_free(cast);
+                        expr_free(l);
+                        return oom(a);
+                }
+                l = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                              (Coord__Plan__Expr *[]){ l, cast }, 2);
+                e = expr_literal(ROW_TYPE_TEXT, &post);
+                if (!l || !e) {
+                        expr_free(l);
+                        expr_free(e);
+                        return oom(a);
+                }
+                e = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                              (Coord__Plan__Expr *[]){ l, e }, 2);
+                ret->e = case_of(TAKE_PTR(t.e), &role, &role_name, 1, ROW_TYPE_TEXT, e);
+        } else {
+                int64_t v[64];
+                const char *names[64];
+                size_t k = 0;
+                Coord__Plan__Expr *is_null, *null_text, *x = expr_copy(t.e), *body;
+
+                for (int64_t i = 0; i < 64 && pgcat_encoding_name(i)[0]; i++) {
+                        v[k] = i;
+                        names[k++] = pgcat_encoding_name(i);
+                }
+                /* CASE WHEN x IS NULL THEN NULL ELSE CASE x WHEN 0 THEN 'SQL_ASCII' ... ELSE '' */
+                body = case_of(TAKE_PTR(t.e), v, names, k, ROW_TYPE_TEXT,
+                               expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_TEXT("", 0)));
+                is_null = x ? expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL, &x, 1) : NULL;
+                null_text = expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL);
+                if (!body || !is_null || !null_text) {
+                        expr_free(body);
+                        expr_free(is_null);
+                        expr_free(null_text);
+                        return oom(a);
+                }
+                ret->e = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE,
+                                   (Coord__Plan__Expr *[]){ is_null, null_text, body }, 3);
+        }
+        if (!ret->e)
+                return oom(a);
+        ret->unknown = false;
+        ret->location = f->location;
+        r = fold(a, ret);
+        return r < 0 ? r : 1;
+}
+
 static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed *ret)
 {
         struct typed t = { .location = -1 };
@@ -3463,6 +3650,9 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
                 break;
         case PG_QUERY__NODE__NODE_BOOLEAN_TEST:
                 r = analyze_boolean_test(a, n->boolean_test, ret);
+                break;
+        case PG_QUERY__NODE__NODE_COLLATE_CLAUSE:
+                r = analyze_collate(a, n->collate_clause, ret);
                 break;
         default:
                 r = FAIL(a, "0A000", "this kind of expression is not supported");
@@ -4647,15 +4837,91 @@ static int nondeterministic_view(struct analyzer *a, const char *name, int locat
         return r;
 }
 
+/* Which relation a FROM item names (adapter-pgcatalog.h): *ret_cat for a pg_catalog or
+ * information_schema relation, else *ret_name for a catalog lookup.  pg_catalog.X is
+ * one of pg_catalog's relations or a built-in coord_* relation; an unqualified name is
+ * a user object first and a pg_catalog relation only when no object has that name
+ * (PostgreSQL searches pg_catalog first; here an object made before a pg_catalog
+ * relation existed keeps its name).  information_schema is never searched. */
+static int resolve_range_var(struct analyzer *a, const PgQuery__RangeVar *rv,
+                             const struct pgcat_table **ret_cat, const char **ret_name)
+{
+        const char *schema = rv->schemaname && rv->schemaname[0] ? rv->schemaname : NULL;
+        struct sql_relation rel;
+        int r;
+
+        *ret_cat = NULL;
+        if (schema && !(rv->catalogname && rv->catalogname[0]) &&
+            (strcmp(schema, "pg_catalog") == 0 || strcmp(schema, "information_schema") == 0)) {
+                *ret_cat = pgcat_find(schema, rv->relname);
+                if (*ret_cat)
+                        return 0;
+                r = strcmp(schema, "pg_catalog") == 0 ? lookup(a, rv->relname, &rel) : -ENOENT;
+                if (r < 0 && r != -ENOENT)
+                        return r;
+                if (r == 0 && rel.builtin) {
+                        *ret_name = rv->relname;
+                        return 0;
+                }
+                return FAIL_AT(a, rv->location, "42P01", "relation \"%s.%s\" does not exist",
+                               schema, rv->relname);
+        }
+        r = range_var_name(a, rv, ret_name);
+        if (r < 0 || schema)
+                return r;
+        r = lookup(a, *ret_name, &rel);
+        if (r == -ENOENT)
+                *ret_cat = pgcat_find("pg_catalog", *ret_name);
+        return r == -ENOENT ? 0 : r;
+}
+
+/* A pg_catalog or information_schema relation: its rows now, as a Constant.  A view or
+ * materialized view would freeze them, so neither may read one. */
+static int plan_catalog_relation(struct analyzer *a, const struct pgcat_table *cat,
+                                 const PgQuery__RangeVar *rv, struct scope *sc,
+                                 Coord__Plan__Relation **ret)
+{
+        const char *qual = rv->alias && rv->alias->aliasname && rv->alias->aliasname[0]
+                                   ? rv->alias->aliasname
+                                   : rv->relname;
+        const struct sql_column *cols;
+        size_t n = pgcat_columns(cat, &cols);
+        int r;
+
+        if (a->in_view || a->materialize)
+                return FAIL_AT(a, rv->location, "0A000",
+                               "%s over the catalog relation \"%s\" is not supported",
+                               a->in_view ? "a view" : "a materialized view or index",
+                               rv->relname);
+        r = scope_add_qual(a, sc, qual, rv->location);
+        if (r < 0)
+                return r;
+        r = pgcat_rows(cat, a->ops, a->userdata, a->params ? a->params->session : NULL, ret);
+        if (r == -ENOMEM)
+                return oom(a);
+        if (r < 0)
+                return row_error_set(a->err, r, "XX000", "catalog listing failed: %s",
+                                     strerrordesc_np(-r) ? strerrordesc_np(-r) : "?");
+        for (size_t i = 0; i < n; i++) {
+                r = scope_add_col(a, sc, qual, cols[i].name, cols[i].type, cols[i].nullable, true);
+                if (r < 0)
+                        return r;
+        }
+        return apply_alias_columns(a, sc, 0, rv->alias, qual, rv->location);
+}
+
 static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struct scope *sc,
                           Coord__Plan__Relation **ret)
 {
         struct sql_relation rel;
+        const struct pgcat_table *cat;
         const char *name = NULL, *qual;
-        int r = range_var_name(a, rv, &name);
+        int r = resolve_range_var(a, rv, &cat, &name);
 
         if (r < 0)
                 return r;
+        if (cat)
+                return plan_catalog_relation(a, cat, rv, sc, ret);
         r = lookup(a, name, &rel);
         if (r == -ENOENT)
                 return FAIL_AT(a, rv->location, "42P01", "relation \"%s\" does not exist", name);

@@ -108,12 +108,34 @@ struct sql_relation {
         size_t n_checks;
 };
 
+/* An object as the pg_catalog relations show it (adapter-pgcatalog.h).  Borrowed like
+ * a struct sql_relation's contents. */
+struct sql_object {
+        uint64_t id;                            /* GlobalId: the object's oid */
+        const char *name;
+        enum sql_object_kind kind;
+        const struct sql_column *columns;
+        size_t n_columns;
+        size_t n_checks;
+        uint64_t index_id;                      /* an index on it, 0 if none */
+        uint64_t on_id;                         /* an index: the object it indexes */
+        const uint32_t *keys;                   /* an index: its key columns in on_id */
+        size_t n_keys;
+        bool builtin;                           /* coord_objects & co. */
+};
+
+typedef int (*sql_object_fn)(void *arg, const struct sql_object *o);
+
 struct sql_catalog_ops {
         /* Look an object up by name.  0 with *ret filled, -ENOENT when no object has
          * that name, another -errno when the catalog cannot answer (reported as XX000).
          * What *ret points to must stay valid until the sql_analyze() call that asked
          * returns; the analyzer copies what it keeps. */
         int (*lookup)(void *userdata, const char *name, struct sql_relation *ret);
+        /* Call fn for every object a lookup would find, in ascending id order; stop at
+         * and return fn's first negative result.  NULL: there are none (the pg_catalog
+         * relations then show no objects). */
+        int (*each)(void *userdata, sql_object_fn fn, void *arg);
 };
 
 /* Who runs the statement: current_user, current_database(), pg_backend_pid() in a SELECT

@@ -74,7 +74,33 @@ static int fake_lookup(void *userdata, const char *name, struct sql_relation *re
         return -ENOENT;
 }
 
-static const struct sql_catalog_ops catalog = { fake_lookup };
+/* The visible objects in ascending id order, as the pg_catalog relations list them. */
+static int fake_each(void *userdata, sql_object_fn fn, void *arg)
+{
+        uint64_t last = 0;
+
+        CU_ASSERT(userdata == objects);
+        for (;;) {
+                const struct fake_object *next = NULL;
+                int r;
+
+                for (size_t i = 0; i < ELEMENTSOF(objects); i++)
+                        if (!objects[i].hidden && objects[i].id > last &&
+                            (!next || objects[i].id < next->id))
+                                next = &objects[i];
+                if (!next)
+                        return 0;
+                r = fn(arg, &(struct sql_object){ .id = next->id, .name = next->name,
+                                                  .kind = next->kind, .columns = next->columns,
+                                                  .n_columns = next->n_columns,
+                                                  .index_id = next->index_id });
+                if (r < 0)
+                        return r;
+                last = next->id;
+        }
+}
+
+static const struct sql_catalog_ops catalog = { fake_lookup, fake_each };
 
 /* ---- Helpers. ---- */
 
@@ -1027,6 +1053,52 @@ static void test_update(void)
         expect_error("UPDATE t SET a = 1 FROM u", "0A000", NULL, -1);
         expect_error("UPDATE t SET a = 1 RETURNING a", "0A000", NULL, -1);
         expect_error("UPDATE t SET a = 1 WHERE q = 1", "42703", NULL, 26);
+}
+
+/* pg_catalog and information_schema relations (adapter-pgcatalog.h): Constants of the
+ * catalog as analyzed, the functions psql's list commands call, COLLATE. */
+static void test_pg_catalog(void)
+{
+        /* pg_class: the 8 visible objects, as a Constant (its 27 columns). */
+        expect_select_plan("SELECT relname, relkind FROM pg_catalog.pg_class WHERE relkind = 'v'",
+                           "Project[1,15](Filter[(#15 = 'v')](Constant[int8,text,int8,int8,int8,"
+                           "int8,int8,int8,int8,int4,int4,int8,bool,bool,text,text,int4,int4,bool,"
+                           "bool,bool,bool,bool,bool,text,bool,int8](8)))");
+        expect_select_plan("SELECT nspname FROM pg_namespace", "Project[1](Constant[int8,text,int8](3))");
+        /* Tables and views, not materialized views or indexes: t u v w nd k. */
+        expect_select_plan("SELECT table_name, table_type FROM information_schema.tables",
+                           "Project[2,3](Constant[text,text,text,text,text,text,text,text,text,text,"
+                           "text,text](6))");
+        /* Columns of the relations; the fake index names no object (on_id 0): none. */
+        expect_select_plan("SELECT attname FROM pg_attribute WHERE attrelid = 10",
+                           "Project[1](Filter[(#0 = 10::int8)](Constant[int8,text,int8,int4,int4,"
+                           "int4,int4,int4,int4,bool,text,text,text,bool,bool,bool,text,text,bool,"
+                           "bool,int4,int8](12)))");
+        expect_select_plan("SELECT pg_catalog.pg_get_userbyid(10), pg_get_userbyid(11), "
+                           "pg_encoding_to_char(6), pg_encoding_to_char(99), "
+                           "pg_table_is_visible(12), pg_table_is_visible(NULL)",
+                           "Map['coord', 'unknown (OID=11)', 'UTF8', '', true, NULL::bool]"
+                           "(Constant(1))");
+        expect_select_plan("SELECT pg_get_userbyid(relowner) FROM pg_class",
+                           "Project[27](Map[CASE((#5 = 10::int8), 'coord', (('unknown (OID=' || "
+                           "CAST(#5 AS text)) || ')'))](Constant[int8,text,int8,int8,int8,int8,int8,"
+                           "int8,int8,int4,int4,int8,bool,bool,text,text,int4,int4,bool,bool,bool,"
+                           "bool,bool,bool,text,bool,int8](8)))");
+        expect_select_plan("SELECT b COLLATE pg_catalog.default, b COLLATE \"C\" FROM t",
+                           "Project[1,1](Get 10)");
+        /* A user object keeps its name; pg_catalog.X always names the catalog's. */
+        expect_select_plan("SELECT * FROM t", "Get 10");
+        expect_error("CREATE VIEW vv AS SELECT relname FROM pg_class", "0A000", NULL, -1);
+        expect_error("CREATE MATERIALIZED VIEW vv AS SELECT relname FROM pg_class", "0A000",
+                     NULL, -1);
+        expect_error("SELECT * FROM information_schema.nope", "42P01",
+                     "relation \"information_schema.nope\" does not exist", 15);
+        expect_error("SELECT * FROM pg_catalog.t", "42P01", NULL, 15);
+        expect_error("SELECT * FROM tables", "42P01", NULL, 15);
+        expect_error("SELECT b COLLATE \"de_DE\" FROM t", "0A000", NULL, -1);
+        expect_error("SELECT a COLLATE \"C\" FROM t", "42804", NULL, -1);
+        expect_error("SELECT pg_get_userbyid('x'::text)", "42883", NULL, 8);
+        expect_error("SELECT array_to_string(datacl, ',') FROM pg_database", "42703", NULL, -1);
 }
 
 static void test_session(void)
@@ -2040,6 +2112,7 @@ static const struct t_case statement_cases[] = {
         { "delete", test_delete },
         { "update", test_update },
         { "session", test_session },
+        { "pg_catalog", test_pg_catalog },
         { "catalog failure", test_catalog_failure },
         { NULL, NULL },
 };
