@@ -2272,6 +2272,27 @@ static const char *const nondeterministic_functions[] = {
         "current_timestamp", "localtimestamp", "pg_postmaster_start_time",
 };
 
+/* Functions over types Coord does not have, that psql's describe commands call: refused
+ * by name before their arguments are looked at (\l's array_to_string(d.datacl, ...),
+ * \d NAME's format_type() and regtype casts). */
+static const struct {
+        const char *name, *why;
+} unsupported_functions[] = {
+        { "array_to_string", "arrays are not supported" },
+        { "array_agg", "arrays are not supported" },
+        { "unnest", "arrays are not supported" },
+        { "format_type", "type OIDs and modifiers are not supported" },
+        { "pg_get_indexdef", "index definitions are not available" },
+        { "pg_get_viewdef", "view definitions are not available" },
+        { "pg_get_expr", "expression trees are not available" },
+        { "obj_description", "comments are not supported" },
+        { "col_description", "comments are not supported" },
+        { "pg_size_pretty", "sizes are not available" },
+        { "pg_table_size", "sizes are not available" },
+        { "pg_relation_size", "sizes are not available" },
+        { "pg_total_relation_size", "sizes are not available" },
+};
+
 static bool is_aggregate_name(const char *name)
 {
         static const char *const aggregates[] = { "count", "sum", "min", "max", "avg" };
@@ -2456,6 +2477,10 @@ static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, str
                                 return session_value(a, what, f->location, ret);
                         }
         }
+        for (size_t i = 0; i < ELEMENTSOF(unsupported_functions); i++)
+                if (strcmp(name, unsupported_functions[i].name) == 0)
+                        return FAIL_AT(a, f->location, "0A000", "function %s() is not supported: %s",
+                                       name, unsupported_functions[i].why);
         for (size_t i = 0; i < ELEMENTSOF(nondeterministic_functions); i++) {
                 char what[80];
 

@@ -1,0 +1,184 @@
+/* test-psql -- psql 15's list commands (\dt \dv \dm \di \d \dn, \dt PATTERN) against the
+ * real daemons: they read the pg_catalog relations (adapter/adapter-pgcatalog.c), so
+ * each must list exactly the objects of its kind, and an object disappears once it is
+ * dropped.  \l and \d NAME need arrays and regtype: they must fail with 0A000 (psql
+ * prints the message), never with a wrong answer.  The pg_catalog relations by SQL
+ * too: a user object named like one keeps its name, pg_catalog.X still names the
+ * catalog's.  Skipped (77) without psql on PATH.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "itest.h"
+
+/* psql -X -c CMD's stdout and stderr, or NULL. */
+static char *psql(const char *cmd)
+{
+        char *line = NULL, *out = NULL;
+        size_t cap = 0, n = 0;
+        FILE *p;
+
+        if (asprintf(&line, "psql -X -h 127.0.0.1 -p %d -U coord -d coord -c '%s' 2>&1",
+                     pg_port, cmd) < 0)
+                return NULL;
+        p = popen(line, "r");
+        free(line);
+        if (!p)
+                return NULL;
+        for (;;) {
+                char buf[4096];
+                size_t k = fread(buf, 1, sizeof(buf), p);
+                char *q;
+
+                if (k == 0)
+                        break;
+                q = realloc(out, cap = n + k + 1);
+                if (!q)
+                        break;
+                out = q;
+                memcpy(out + n, buf, k);
+                n += k;
+                out[n] = '\0';
+        }
+        pclose(p);
+        return out ? out : strdup("");
+}
+
+/* Does psql's output for cmd hold every line of `want` (";"-separated), and none of
+ * `absent`'s?  Prints the output when not. */
+static bool psql_shows(const char *cmd, const char *want, const char *absent)
+{
+        char *out = psql(cmd), *list, *save = NULL;
+        bool good = out != NULL;
+
+        for (int pass = 0; good && pass < 2; pass++) {
+                const char *src = pass ? absent : want;
+
+                if (!src)
+                        continue;
+                list = strdup(src);
+                for (char *w = strtok_r(list, ";", &save); good && w; w = strtok_r(NULL, ";", &save))
+                        if ((strstr(out, w) != NULL) == (pass == 1)) {
+                                fprintf(stderr, "\n    %s: %s \"%s\" in:\n%s", cmd,
+                                        pass ? "unexpected" : "no", w, out);
+                                good = false;
+                        }
+                free(list);
+        }
+        free(out);
+        return good;
+}
+
+static void test_up(void)
+{
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+}
+
+static void test_objects(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "CREATE TABLE orders (id bigint NOT NULL, item text)"));
+        CU_ASSERT(ok(c, "CREATE TABLE scratch (x int)"));
+        CU_ASSERT(ok(c, "CREATE VIEW big_orders AS SELECT id FROM orders WHERE id > 10"));
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW order_count AS SELECT count(*) AS n FROM orders"));
+        CU_ASSERT(ok(c, "CREATE INDEX orders_by_item ON orders (item)"));
+        PQfinish(c);
+}
+
+/* psql's header line, a row, another row: "| name | type |" cells as psql aligns them. */
+static void test_list_commands(void)
+{
+        CU_ASSERT(psql_shows("\\dt", "List of relations; public | orders  | table | coord;"
+                                     " public | scratch | table | coord;(2 rows)",
+                             "big_orders;order_count;orders_by_item;coord_objects"));
+        CU_ASSERT(psql_shows("\\dv", " public | big_orders | view | coord;(1 row)",
+                             "| orders ;order_count"));
+        CU_ASSERT(psql_shows("\\dm", " public | order_count | materialized view | coord;(1 row)",
+                             "big_orders"));
+        CU_ASSERT(psql_shows("\\di", " public | orders_by_item | index | coord | orders;(1 row)",
+                             "scratch"));
+        CU_ASSERT(psql_shows("\\d", " public | big_orders  | view              | coord;"
+                                    " public | order_count | materialized view | coord;"
+                                    " public | orders      | table             | coord;"
+                                    " public | scratch     | table             | coord;(4 rows)",
+                             "orders_by_item"));
+        CU_ASSERT(psql_shows("\\dn", "List of schemas; public | coord;(1 row)",
+                             "pg_catalog;information_schema"));
+        /* A pattern: OPERATOR(pg_catalog.~) '^(ord.*)$' COLLATE pg_catalog.default. */
+        CU_ASSERT(psql_shows("\\dt ord*", " public | orders | table | coord;(1 row)", "scratch"));
+        CU_ASSERT(psql_shows("\\dt nomatch*", "Did not find any relation named \"nomatch*\".",
+                             NULL));
+        /* Refused, with 0A000's message, not answered wrongly. */
+        CU_ASSERT(psql_shows("\\l", "ERROR:  function array_to_string() is not supported", NULL));
+        CU_ASSERT(psql_shows("\\d orders", "ERROR:  ", "Column"));
+}
+
+static void test_drop(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "DROP TABLE scratch"));
+        CU_ASSERT(ok(c, "DROP INDEX orders_by_item"));
+        CU_ASSERT(psql_shows("\\dt", " public | orders | table | coord;(1 row)", "scratch"));
+        CU_ASSERT(psql_shows("\\di", "Did not find any relations.", "orders_by_item"));
+        CU_ASSERT(psql_shows("\\d", "(3 rows)", "scratch"));
+        PQfinish(c);
+}
+
+/* The same relations through SQL, as drivers read them. */
+static void test_sql(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(rows_are(c, "SELECT c.relname, c.relkind, n.nspname FROM pg_catalog.pg_class c "
+                              "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                              "WHERE n.nspname = 'public'",
+                           "big_orders|v|public;order_count|m|public;orders|r|public"));
+        CU_ASSERT(rows_are(c, "SELECT a.attname, t.typname, a.attnum, a.attnotnull "
+                              "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                              "JOIN pg_type t ON t.oid = a.atttypid WHERE c.relname = 'orders'",
+                           "id|int8|1|t;item|text|2|f"));
+        CU_ASSERT(rows_are(c, "SELECT table_name, table_type FROM information_schema.tables "
+                              "WHERE table_schema = 'public'",
+                           "big_orders|VIEW;orders|BASE TABLE"));
+        CU_ASSERT(rows_are(c, "SELECT column_name, data_type, is_nullable FROM "
+                              "information_schema.columns WHERE table_name = 'orders'",
+                           "id|bigint|NO;item|text|YES"));
+        CU_ASSERT(rows_are(c, "SELECT datname, pg_encoding_to_char(encoding) FROM pg_database",
+                           "coord|UTF8"));
+        CU_ASSERT(rows_are(c, "SELECT relname FROM pg_class WHERE relname ~ '^ord' AND "
+                              "relname !~* 'COUNT'",
+                           "orders"));
+        /* A user object keeps a pg_catalog relation's name; pg_catalog.X is the catalog's. */
+        CU_ASSERT(ok(c, "CREATE TABLE pg_user (x int)"));
+        CU_ASSERT(ok(c, "INSERT INTO pg_user VALUES (7)"));
+        CU_ASSERT(rows_are(c, "SELECT x FROM pg_user", "7"));
+        CU_ASSERT(rows_are(c, "SELECT usename FROM pg_catalog.pg_user", "coord"));
+        CU_ASSERT(ok(c, "DROP TABLE pg_user"));
+        CU_ASSERT(fails_with(c, "CREATE VIEW pv AS SELECT relname FROM pg_class", "0A000"));
+        CU_ASSERT(fails_with(c, "SELECT 'a' ~ '\\d'", "0A000"));
+        CU_ASSERT(fails_with(c, "SELECT 'a' ~ '('", "2201B"));
+        PQfinish(c);
+}
+
+int main(void)
+{
+        static const struct t_case cases[] = {
+                { "up", test_up },
+                { "objects", test_objects },
+                { "list commands", test_list_commands },
+                { "drop", test_drop },
+                { "sql", test_sql },
+                { NULL, NULL },
+        };
+
+        if (t_sh("psql --version >/dev/null 2>&1") != 0) {
+                fprintf(stderr, "no psql on PATH: skipped\n");
+                return T_EXIT_SKIP;
+        }
+        return itest_main("psql", "q", (const struct t_suite[]){ { "psql", cases }, { NULL, NULL } });
+}
