@@ -3440,6 +3440,18 @@ static int analyze_collate(struct analyzer *a, const PgQuery__CollateClause *c, 
         return r;
 }
 
+/* A call of two arguments, consuming both; NULL when either is NULL (out of memory). */
+static Coord__Plan__Expr *call2(int type, Coord__Plan__Func func, Coord__Plan__Expr *x,
+                                Coord__Plan__Expr *y)
+{
+        if (!x || !y) {
+                expr_free(x);
+                expr_free(y);
+                return NULL;
+        }
+        return expr_call(type, func, (Coord__Plan__Expr *[]){ x, y }, 2);
+}
+
 /* CASE(x = v_1, r_1, ..., x = v_k, r_k, else) over copies of x (the value as a literal
  * of x's type); consumes x and else_. */
 static Coord__Plan__Expr *case_of(Coord__Plan__Expr *x, const int64_t *v, const char *const *res,
@@ -3451,15 +3463,9 @@ static Coord__Plan__Expr *case_of(Coord__Plan__Expr *x, const int64_t *v, const 
         for (size_t i = 0; ok && i < k; i++) {
                 struct row_datum dv = ROW_DATUM_INT(v[i]);
                 struct row_datum dr = ROW_DATUM_TEXT(res[i], (uint32_t)strlen(res[i]));
-                Coord__Plan__Expr *eq[2] = { expr_copy(x), expr_literal((int)x->type, &dv) };
 
-                if (!eq[0] || !eq[1]) {
-                        expr_free(eq[0]);
-                        expr_free(eq[1]);
-                        ok = false;
-                        break;
-                }
-                args[2 * i] = expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, eq, 2);
+                args[2 * i] = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x),
+                                    expr_literal((int)x->type, &dv));
                 args[2 * i + 1] = expr_literal(type, &dr);
                 ok = args[2 * i] && args[2 * i + 1];
         }
@@ -3547,25 +3553,13 @@ static int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, 
                                               post = ROW_DATUM_TEXT(")", 1);
                 static const int64_t role = PGCAT_ROLE_OID;
                 static const char *const role_name = PGCAT_ROLE_NAME;
-                Coord__Plan__Expr *x = expr_copy(t.e), *cast, *l, *e;
+                Coord__Plan__Expr *x = expr_copy(t.e), *cast, *e;
 
                 cast = x ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &x, 1) : NULL;
-                l = expr_literal(ROW_TYPE_TEXT, &pre);
-                if (!cast || !l) {
-                        expr_free(cast);
-                        expr_free(l);
-                        return oom(a);
-                }
-                l = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
-                              (Coord__Plan__Expr *[]){ l, cast }, 2);
-                e = expr_literal(ROW_TYPE_TEXT, &post);
-                if (!l || !e) {
-                        expr_free(l);
-                        expr_free(e);
-                        return oom(a);
-                }
-                e = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
-                              (Coord__Plan__Expr *[]){ l, e }, 2);
+                e = call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                          call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                                expr_literal(ROW_TYPE_TEXT, &pre), cast),
+                          expr_literal(ROW_TYPE_TEXT, &post));
                 ret->e = case_of(TAKE_PTR(t.e), &role, &role_name, 1, ROW_TYPE_TEXT, e);
         } else {
                 int64_t v[64];
