@@ -1590,6 +1590,11 @@ struct analyzer {
 
         /* The columns in scope (FROM); NULL outside of it. */
         const struct scope *scope;
+        /* Subqueries ("Subqueries"): where their columns attach (NULL: refused here),
+         * the query a subquery is in, and the correlation of the subquery being planned. */
+        struct attach *attach;
+        struct outer *outer;
+        struct subq *sub;
         /* Aggregates: collected here where they are allowed (a grouped SELECT's list,
          * HAVING, ORDER BY); otherwise no_agg names the place for the error. */
         struct agg_ctx *agg;
@@ -1627,6 +1632,47 @@ struct scope {
         size_t n_star;
         const char **quals;             /* range names of the FROM clause */
         size_t n_quals;
+};
+
+/* Subqueries (see "Subqueries" below).  In a correlated subquery's WHERE a column of the
+ * enclosing query is the placeholder column OUTER_MARK | its index there, until the
+ * WHERE's conjuncts are sorted into keys (plan_where()). */
+#define OUTER_MARK 0x20000000u
+
+struct outer {
+        const struct scope *scope;      /* the enclosing query's columns */
+        const struct outer *up;         /* further out: references to it are refused */
+        bool collect;                   /* in the subquery's WHERE: references allowed */
+};
+
+/* What plan_select() found of a subquery's correlation. */
+struct subq {
+        bool empty;                     /* plan it over no rows, without keys */
+        Coord__Plan__Expr **inner;      /* key i over the subquery's FROM ... */
+        Coord__Plan__Expr **outer;      /* ... equals this over the enclosing scope */
+        size_t n;
+        size_t n_visible;               /* the subquery's own columns; its n keys follow */
+        bool global;                    /* aggregates without GROUP BY */
+        bool having;
+};
+
+/* A subquery's columns joined to the rows of its scope. */
+struct attachment {
+        Coord__Plan__Relation *t;       /* nk keys then np payload; nk = 0: one row */
+        Coord__Plan__Expr **keys;       /* nk, over the scope */
+        Coord__Plan__Type *ptypes;
+        size_t nk, np;
+        Coord__Plan__Expr *value;       /* over the scope and payload, or NULL */
+        uint32_t first;                 /* the payload's first column */
+};
+
+struct attach {
+        struct scope *scope;            /* gains hidden columns: payloads, values */
+        size_t base_n;                  /* its width before the first attachment */
+        struct attachment *v;
+        size_t n;
+        const PgQuery__SubLink **truth; /* conjuncts of a WHERE: NULL counts as FALSE */
+        size_t n_truth;
 };
 
 /* Aggregates of a grouped SELECT.  An analyzed aggregate is a placeholder column
@@ -2640,11 +2686,36 @@ static bool scope_has_qual(const struct scope *sc, const char *q)
         return false;
 }
 
+/* qualifier.name in sc: 1 and *found, 0 when it is not there, or the error (42702). */
+static int scope_find(struct analyzer *a, const struct scope *sc, const char *qualifier,
+                      const char *name, int location, size_t *found)
+{
+        *found = SIZE_MAX;
+        if (qualifier && !scope_has_qual(sc, qualifier))
+                return 0;
+        for (size_t i = 0; sc && i < sc->n; i++) {
+                const struct scope_col *col = &sc->cols[i];
+
+                if (strcmp(col->name, name) != 0)
+                        continue;
+                if (qualifier ? !col->qual || strcmp(col->qual, qualifier) != 0 : col->hidden)
+                        continue;
+                if (*found != SIZE_MAX)
+                        return FAIL_AT(a, location, "42702", "column reference \"%s\" is ambiguous",
+                                       name);
+                *found = i;
+        }
+        return *found != SIZE_MAX;
+}
+
 static int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, struct typed *ret)
 {
         const char *qualifier = NULL, *name = NULL;
         const struct scope *sc = a->scope;
         size_t found = SIZE_MAX;
+        bool qual_known;
+        unsigned level = 0;
+        int r;
 
         if (c->n_fields < 1 || c->n_fields > 2)
                 return FAIL_AT(a, c->location, "0A000",
@@ -2656,22 +2727,10 @@ static int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, s
                 qualifier = node_string(c->fields[0]);
         if (!name || (c->n_fields == 2 && !qualifier))
                 return FAIL_AT(a, c->location, "42601", "improper column reference");
-        if (qualifier && !scope_has_qual(sc, qualifier))
-                return FAIL_AT(a, c->location, "42P01",
-                               "missing FROM-clause entry for table \"%s\"", qualifier);
-        for (size_t i = 0; sc && i < sc->n; i++) {
-                const struct scope_col *col = &sc->cols[i];
-
-                if (strcmp(col->name, name) != 0)
-                        continue;
-                if (qualifier ? !col->qual || strcmp(col->qual, qualifier) != 0 : col->hidden)
-                        continue;
-                if (found != SIZE_MAX)
-                        return FAIL_AT(a, c->location, "42702",
-                                       "column reference \"%s\" is ambiguous", name);
-                found = i;
-        }
-        if (found != SIZE_MAX) {
+        r = scope_find(a, sc, qualifier, name, c->location, &found);
+        if (r < 0)
+                return r;
+        if (r > 0) {
                 ret->e = expr_column(sc->cols[found].type, (uint32_t)found);
                 if (!ret->e)
                         return oom(a);
@@ -2679,6 +2738,33 @@ static int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, s
                 ret->location = c->location;
                 return 0;
         }
+        /* A column of an enclosing query: a correlated subquery ("Subqueries"). */
+        qual_known = !qualifier || scope_has_qual(sc, qualifier);
+        for (const struct outer *o = a->outer; o; o = o->up) {
+                level++;
+                qual_known = qual_known || scope_has_qual(o->scope, qualifier);
+                r = scope_find(a, o->scope, qualifier, name, c->location, &found);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+                if (level > 1)
+                        return FAIL_AT(a, c->location, "0A000", "a reference to column \"%s\" of a "
+                                       "query two or more levels out is not supported", name);
+                if (!o->collect)
+                        return FAIL_AT(a, c->location, "0A000", "a subquery may refer to column "
+                                       "\"%s\" of the query it is in only in equalities joined by "
+                                       "AND in its WHERE", name);
+                ret->e = expr_column(o->scope->cols[found].type, OUTER_MARK | (uint32_t)found);
+                if (!ret->e)
+                        return oom(a);
+                ret->unknown = false;
+                ret->location = c->location;
+                return 0;
+        }
+        if (!qual_known)
+                return FAIL_AT(a, c->location, "42P01",
+                               "missing FROM-clause entry for table \"%s\"", qualifier);
         if (qualifier)
                 return FAIL_AT(a, c->location, "42703", "column %s.%s does not exist", qualifier,
                                name);
@@ -3593,6 +3679,8 @@ static int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, 
         return r < 0 ? r : 1;
 }
 
+static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
+
 static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed *ret)
 {
         struct typed t = { .location = -1 };
@@ -3656,7 +3744,7 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
                 r = FAIL(a, "42601", "DEFAULT is not allowed in this context");
                 break;
         case PG_QUERY__NODE__NODE_SUB_LINK:
-                r = FAIL(a, "0A000", "subqueries are not supported yet");
+                r = analyze_sublink(a, n->sub_link, ret);
                 break;
         case PG_QUERY__NODE__NODE_CASE_EXPR:
                 r = analyze_case(a, n->case_expr, ret);
@@ -5953,6 +6041,879 @@ static bool expr_nullable(const Coord__Plan__Expr *e, const struct scope *src)
         return true;
 }
 
+/* ---- Subqueries ----
+ *
+ * A subquery in an expression (EXISTS, IN, = ANY, <> ALL, a scalar subquery) becomes
+ * columns attached to the rows of the query it is in, planned from joins and reductions
+ * and so maintained incrementally like any plan.  For each one:
+ *
+ *   T = the subquery's rows reduced to what the expression needs, keyed by the
+ *       correlation keys (and, for IN, by its column): EXISTS a flag per key; a scalar
+ *       subquery count(*) and max(value) per key; IN a flag per (keys, value), and
+ *       count(*), count(value) per key
+ *   A = every key of the outer rows with T's payload, NULL where T has none:
+ *       Reduce(the keys with NULL payloads + the keys JOIN T, max of each payload column)
+ *   the outer rows JOIN A on the keys, NULL-safe (coalesce and IS NULL as two keys),
+ *   then a Map computing the expression's value from the payload, three-valued.
+ *
+ * A has one row per distinct key of the outer rows, so each outer row joins exactly one
+ * row of A: no row is lost or repeated, and the plan holds the outer rows once more per
+ * attachment (for its keys), never the copies of copies of a chain of left joins.
+ * Without keys A is a Reduce without keys: one row, always.
+ *
+ * A correlated subquery may refer to the query it is in only in equalities `inner =
+ * outer` that are conjuncts of its WHERE (they are the keys); anything else, and a
+ * reference two levels out, is refused (0A000), never planned wrong.  An aggregate
+ * without GROUP BY (`SELECT count(*) ... WHERE s.k = t.k`) has a row also for outer
+ * rows with no inner rows: the subquery planned over no rows gives that value (attached
+ * without keys); HAVING in such a subquery is refused, as that row would be wrong for
+ * groups HAVING removes.  More than one row of a scalar subquery for an outer row is
+ * error 21000 when evaluated (FUNC_SUBQUERY_TOO_MANY_ROWS in a CASE branch).  Subqueries
+ * go where a->attach is set: a SELECT's WHERE, and the list of a SELECT without GROUP BY
+ * or aggregates. */
+
+static bool key_column(const Coord__Plan__Expr *e, uint32_t *ret);
+
+static void subq_done(struct subq *q)
+{
+        for (size_t i = 0; i < q->n; i++) {
+                expr_free(q->inner[i]);
+                expr_free(q->outer[i]);
+        }
+        free(q->inner);
+        free(q->outer);
+        *q = (struct subq){ 0 };
+}
+
+static void attach_done(struct attach *ac)
+{
+        for (size_t i = 0; i < ac->n; i++) {
+                struct attachment *x = &ac->v[i];
+
+                rel_free(x->t);
+                for (size_t k = 0; k < x->nk; k++)
+                        expr_free(x->keys[k]);
+                free(x->keys);
+                free(x->ptypes);
+                expr_free(x->value);
+        }
+        free(ac->v);
+        free(ac->truth);
+        ac->v = NULL;
+        ac->truth = NULL;
+        ac->n = ac->n_truth = 0;
+}
+
+/* Does e read a column of the enclosing query (OUTER_MARK)?  *inner: one of its own. */
+static bool expr_outer(const Coord__Plan__Expr *e, bool *inner)
+{
+        bool any = false;
+
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
+                if (e->column & OUTER_MARK)
+                        return true;
+                *inner = true;
+                return false;
+        }
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_CALL)
+                for (size_t i = 0; i < e->call->n_args; i++)
+                        any = expr_outer(e->call->args[i], inner) || any;
+        return any;
+}
+
+static void expr_unmark(Coord__Plan__Expr *e)
+{
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN)
+                e->column &= ~OUTER_MARK;
+        else if (e->kind_case == COORD__PLAN__EXPR__KIND_CALL)
+                for (size_t i = 0; i < e->call->n_args; i++)
+                        expr_unmark(e->call->args[i]);
+}
+
+/* e's conjuncts (e consumed) appended to *v. */
+static int conjuncts(struct analyzer *a, Coord__Plan__Expr *e, Coord__Plan__Expr ***v, size_t *n)
+{
+        int r = 0;
+
+        if (e->kind_case != COORD__PLAN__EXPR__KIND_CALL || e->call->func != COORD__PLAN__FUNC__FUNC_AND)
+                return conj_add(a, v, n, e);
+        for (size_t i = 0; i < e->call->n_args && r >= 0; i++)
+                r = conjuncts(a, TAKE_PTR(e->call->args[i]), v, n);
+        for (size_t i = 0; i < e->call->n_args; i++)
+                expr_free(e->call->args[i]);
+        e->call->n_args = 0;
+        expr_free(e);
+        return r;
+}
+
+/* The SubLinks that are conjuncts of a WHERE, not under NOT or OR: their NULL is FALSE. */
+static int truth_sublinks(struct analyzer *a, const PgQuery__Node *n, struct attach *ac)
+{
+        const PgQuery__SubLink **v;
+
+        if (!n)
+                return 0;
+        if (n->node_case == PG_QUERY__NODE__NODE_BOOL_EXPR &&
+            n->bool_expr->boolop == PG_QUERY__BOOL_EXPR_TYPE__AND_EXPR) {
+                for (size_t i = 0; i < n->bool_expr->n_args; i++) {
+                        int r = truth_sublinks(a, n->bool_expr->args[i], ac);
+
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        if (n->node_case != PG_QUERY__NODE__NODE_SUB_LINK)
+                return 0;
+        v = realloc(ac->truth, (ac->n_truth + 1) * sizeof(*v));
+        if (!v)
+                return oom(a);
+        ac->truth = v;
+        ac->truth[ac->n_truth++] = n->sub_link;
+        return 0;
+}
+
+static Coord__Plan__Relation *rel_join_keys(Coord__Plan__Relation *left, Coord__Plan__Relation *right,
+                                            const uint32_t *lk, const uint32_t *rk, size_t n)
+{
+        Coord__Plan__Relation *j = rel_join(left, right);
+        uint32_t *l = malloc((n ? n : 1) * sizeof(*l)), *r = malloc((n ? n : 1) * sizeof(*r));
+
+        if (!j || !l || !r) {
+                rel_free(j);
+                free(l);
+                free(r);
+                return NULL;
+        }
+        memcpy(l, lk, n * sizeof(*l));
+        memcpy(r, rk, n * sizeof(*r));
+        j->join->left_keys = l;
+        j->join->right_keys = r;
+        j->join->n_left_keys = j->join->n_right_keys = n;
+        return j;
+}
+
+/* Reduce(input, group keys [0, nk), aggregates func[i] of column col[i]); consumes input. */
+static Coord__Plan__Relation *rel_reduce(Coord__Plan__Relation *input, size_t nk,
+                                         const Coord__Plan__AggFunc *func, const uint32_t *col,
+                                         const Coord__Plan__Type *type, size_t na)
+{
+        Coord__Plan__Relation *r = input ? rel_new() : NULL;
+        Coord__Plan__Reduce *rd = r ? malloc(sizeof(*rd)) : NULL;
+
+        if (!rd) {
+                free(r);
+                rel_free(input);
+                return NULL;
+        }
+        coord__plan__reduce__init(rd);
+        r->kind_case = COORD__PLAN__RELATION__KIND_REDUCE;
+        r->reduce = rd;
+        rd->input = input;
+        rd->group_keys = malloc((nk ? nk : 1) * sizeof(*rd->group_keys));
+        rd->aggregates = calloc(na ? na : 1, sizeof(*rd->aggregates));
+        if (!rd->group_keys || !rd->aggregates) {
+                rel_free(r);
+                return NULL;
+        }
+        for (size_t i = 0; i < nk; i++)
+                rd->group_keys[rd->n_group_keys++] = (uint32_t)i;
+        for (size_t i = 0; i < na; i++) {
+                Coord__Plan__Aggregate *ag = malloc(sizeof(*ag));
+
+                if (!ag) {
+                        rel_free(r);
+                        return NULL;
+                }
+                coord__plan__aggregate__init(ag);
+                ag->func = func[i];
+                ag->column = col[i];
+                ag->type = type[i];
+                rd->aggregates[rd->n_aggregates++] = ag;
+        }
+        return r;
+}
+
+/* A literal standing for NULL in a NULL-safe join key: any value of the type. */
+static Coord__Plan__Expr *zero_of(int type)
+{
+        struct row_datum d = type == ROW_TYPE_TEXT   ? ROW_DATUM_TEXT("", 0)
+                             : type == ROW_TYPE_BOOL ? ROW_DATUM_BOOL(false)
+                                                     : ROW_DATUM_INT(0);
+
+        return expr_literal(type, &d);
+}
+
+/* Map(input, copies of keys[0..nk)) projected to those columns (width w before). */
+static Coord__Plan__Relation *rel_keys(Coord__Plan__Relation *input, size_t w,
+                                       Coord__Plan__Expr *const *keys, size_t nk)
+{
+        _cleanup_free_ uint32_t *out = malloc((nk ? nk : 1) * sizeof(*out));
+        Coord__Plan__Expr **map = calloc(nk ? nk : 1, sizeof(*map));
+        size_t n_map = 0;
+
+        if (!out || !map) {
+                free(map);
+                rel_free(input);
+                return NULL;
+        }
+        for (size_t i = 0; i < nk; i++) {
+                if (key_column(keys[i], &out[i]))
+                        continue;       /* a column, or an integer column cast (joins mix them) */
+                out[i] = (uint32_t)(w + n_map);
+                if (!(map[n_map++] = expr_copy(keys[i]))) {
+                        for (size_t k = 0; k < n_map; k++)
+                                expr_free(map[k]);
+                        free(map);
+                        rel_free(input);
+                        return NULL;
+                }
+        }
+        if (n_map)
+                input = rel_map(input, map, n_map);
+        else
+                free(map);
+        return input ? rel_project(input, TAKE_PTR(out), nk) : NULL;
+}
+
+/* A: for every key of dom (width dw), T's payload or NULLs.  Consumes dom and t. */
+static Coord__Plan__Relation *attach_total(Coord__Plan__Relation *dom, size_t dw,
+                                           Coord__Plan__Expr *const *keys, size_t nk,
+                                           Coord__Plan__Relation *t, const Coord__Plan__Type *pt,
+                                           size_t np)
+{
+        _cleanup_free_ uint32_t *seq = malloc((nk ? nk : 1) * sizeof(*seq));
+        _cleanup_free_ uint32_t *out = malloc((nk + np) * sizeof(*out));
+        _cleanup_free_ uint32_t *cols = malloc((np ? np : 1) * sizeof(*cols));
+        _cleanup_free_ Coord__Plan__AggFunc *funcs = malloc((np ? np : 1) * sizeof(*funcs));
+        Coord__Plan__Relation *K = rel_keys(dom, dw, keys, nk), *M = NULL, *N = NULL, **parts = NULL;
+        Coord__Plan__Expr **nulls = calloc(np ? np : 1, sizeof(*nulls));
+
+        if (!seq || !out || !cols || !funcs || !K || !nulls)
+                goto fail;
+        for (size_t i = 0; i < nk; i++)
+                seq[i] = out[i] = (uint32_t)i;
+        for (size_t j = 0; j < np; j++) {
+                out[nk + j] = (uint32_t)(2 * nk + j);
+                cols[j] = (uint32_t)(nk + j);
+                funcs[j] = COORD__PLAN__AGG_FUNC__AGG_MAX;
+                if (!(nulls[j] = expr_literal(pt[j], &ROW_DATUM_NULL)))
+                        goto fail;
+        }
+        M = rel_join_keys(rel_copy(K), TAKE_PTR(t), seq, seq, nk);
+        M = M ? rel_project(M, TAKE_PTR(out), nk + np) : NULL;
+        N = rel_map(TAKE_PTR(K), TAKE_PTR(nulls), np);
+        parts = calloc(2, sizeof(*parts));
+        if (!M || !N || !parts)
+                goto fail;
+        parts[0] = TAKE_PTR(N);
+        parts[1] = TAKE_PTR(M);
+        return rel_reduce(rel_union(TAKE_PTR(parts), 2), nk, funcs, cols, pt, np);
+fail:
+        for (size_t j = 0; nulls && j < np; j++)
+                expr_free(nulls[j]);
+        free(nulls);
+        free(parts);
+        rel_free(K);
+        rel_free(M);
+        rel_free(N);
+        rel_free(t);
+        return NULL;
+}
+
+/* plan (width w) JOIN A (nk keys, np payload) on keys NULL-safely, projected to plan's
+ * columns then the payload.  Consumes plan and A. */
+static Coord__Plan__Relation *attach_join(const struct scope *sc, Coord__Plan__Relation *plan,
+                                          size_t w, Coord__Plan__Expr *const *keys, size_t nk,
+                                          Coord__Plan__Relation *A, size_t np)
+{
+        _cleanup_free_ Coord__Plan__Expr **pm = calloc(2 * nk + 1, sizeof(*pm));
+        _cleanup_free_ Coord__Plan__Expr **am = calloc(2 * nk + 1, sizeof(*am));
+        _cleanup_free_ uint32_t *lk = malloc((2 * nk + 1) * sizeof(*lk));
+        _cleanup_free_ uint32_t *rk = malloc((2 * nk + 1) * sizeof(*rk));
+        _cleanup_free_ uint32_t *out = malloc((w + np + 1) * sizeof(*out));
+        size_t m = 0, n_pm = 0, n_am = 0, pw = 0;
+
+        if (!pm || !am || !lk || !rk || !out)
+                goto fail;
+        for (size_t i = 0; i < nk; i++) {
+                const Coord__Plan__Expr *k = keys[i];
+                int type = (int)k->type;
+                Coord__Plan__Expr *x[2];
+                uint32_t c;
+
+                if (key_column(k, &c) && c < sc->n && !sc->cols[c].nullable) {
+                        lk[m] = c;
+                        rk[m++] = (uint32_t)i;
+                        continue;
+                }
+                /* coalesce(k, zero) and k IS NULL: equal on both sides iff k is. */
+                x[0] = expr_copy(k);
+                x[1] = zero_of(type);
+                lk[m] = (uint32_t)(w + n_pm);
+                rk[m++] = (uint32_t)(nk + np + n_am);
+                if (!x[0] || !x[1] ||
+                    !(pm[n_pm++] = expr_call(type, COORD__PLAN__FUNC__FUNC_COALESCE, x, 2)))
+                        goto fail;
+                x[0] = expr_column(type, (uint32_t)i);
+                x[1] = zero_of(type);
+                if (!x[0] || !x[1] ||
+                    !(am[n_am++] = expr_call(type, COORD__PLAN__FUNC__FUNC_COALESCE, x, 2)))
+                        goto fail;
+                lk[m] = (uint32_t)(w + n_pm);
+                rk[m++] = (uint32_t)(nk + np + n_am);
+                x[0] = expr_copy(k);
+                if (!x[0] || !(pm[n_pm++] = expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL, x, 1)))
+                        goto fail;
+                x[0] = expr_column(type, (uint32_t)i);
+                if (!x[0] || !(am[n_am++] = expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL, x, 1)))
+                        goto fail;
+        }
+        if (n_pm) {
+                Coord__Plan__Expr **p = malloc(n_pm * sizeof(*p)), **q = malloc(n_am * sizeof(*q));
+
+                if (!p || !q) {
+                        free(p);
+                        free(q);
+                        goto fail;
+                }
+                pw = n_pm;
+                memcpy(p, pm, n_pm * sizeof(*p));
+                memcpy(q, am, n_am * sizeof(*q));
+                plan = rel_map(plan, p, n_pm);
+                A = rel_map(A, q, n_am);
+                n_pm = n_am = 0;
+                if (!plan || !A)
+                        goto fail;
+        }
+        for (size_t i = 0; i < w; i++)
+                out[i] = (uint32_t)i;
+        for (size_t j = 0; j < np; j++)
+                out[w + j] = (uint32_t)(w + pw + nk + j);
+        plan = rel_join_keys(TAKE_PTR(plan), TAKE_PTR(A), lk, rk, m);
+        return plan ? rel_project(plan, TAKE_PTR(out), w + np) : NULL;
+fail:
+        for (size_t i = 0; pm && i < n_pm; i++)
+                expr_free(pm[i]);
+        for (size_t i = 0; am && i < n_am; i++)
+                expr_free(am[i]);
+        rel_free(plan);
+        rel_free(A);
+        return NULL;
+}
+
+/* Join the attachments to *pr (the scope's rows), in the order they were made. */
+static int attach_apply(struct analyzer *a, struct attach *ac, Coord__Plan__Relation **pr)
+{
+        /* The rows before any attachment: where keys come from when they can. */
+        _cleanup_(rel_freep) Coord__Plan__Relation *base = rel_copy(*pr);
+
+        if (!base)
+                return oom(a);
+        for (size_t i = 0; i < ac->n; i++) {
+                struct attachment *x = &ac->v[i];
+                uint32_t lo = UINT32_MAX, hi = 0;
+                bool from_base = true;
+
+                if (x->nk == 0) {
+                        *pr = rel_join(*pr, TAKE_PTR(x->t));
+                } else {
+                        Coord__Plan__Relation *dom, *A;
+                        size_t dw;
+
+                        for (size_t k = 0; k < x->nk; k++)
+                                if (expr_columns(x->keys[k], &lo, &hi) && hi >= ac->base_n)
+                                        from_base = false;
+                        dom = rel_copy(from_base ? base : *pr);
+                        dw = from_base ? ac->base_n : x->first;
+                        A = attach_total(dom, dw, x->keys, x->nk, TAKE_PTR(x->t), x->ptypes, x->np);
+                        *pr = A ? attach_join(ac->scope, *pr, x->first, x->keys, x->nk, A, x->np) : NULL;
+                        if (!A) {
+                                rel_freep(pr);
+                                return oom(a);
+                        }
+                }
+                if (*pr && x->value) {
+                        Coord__Plan__Expr **v = malloc(sizeof(*v));
+
+                        if (!v)
+                                return oom(a);
+                        v[0] = TAKE_PTR(x->value);
+                        *pr = rel_map(*pr, v, 1);
+                }
+                if (!*pr)
+                        return oom(a);
+        }
+        return 0;
+}
+
+/* Record an attachment: t (nk keys, then np payload of types pt), joined on keys (over
+ * the scope, consumed).  Its payload becomes hidden columns; *first the first. */
+static int attach_add(struct analyzer *a, struct attach *ac, Coord__Plan__Relation *t,
+                      Coord__Plan__Expr **keys, size_t nk, const Coord__Plan__Type *pt, size_t np,
+                      uint32_t *first)
+{
+        struct attachment *v = realloc(ac->v, (ac->n + 1) * sizeof(*v)), *x;
+        int r = 0;
+
+        if (v)
+                ac->v = v;
+        if (!v || !t) {
+                rel_free(t);
+                for (size_t k = 0; k < nk; k++)
+                        expr_free(keys[k]);
+                free(keys);
+                return oom(a);
+        }
+        x = &ac->v[ac->n++];
+        *x = (struct attachment){ .t = t, .keys = keys, .nk = nk, .np = np,
+                                  .first = (uint32_t)ac->scope->n };
+        x->ptypes = malloc((np ? np : 1) * sizeof(*x->ptypes));
+        if (!x->ptypes)
+                return oom(a);
+        memcpy(x->ptypes, pt, np * sizeof(*pt));
+        for (size_t j = 0; j < np && r >= 0; j++) {
+                r = scope_add_col(a, ac->scope, NULL, "?column?", (int)pt[j], true, false);
+                if (r >= 0)
+                        ac->scope->cols[ac->scope->n - 1].hidden = true;
+        }
+        *first = x->first;
+        return r;
+}
+
+/* The last attachment's value column: e (consumed) of type `type`, named name. */
+static int attach_value(struct analyzer *a, struct attach *ac, Coord__Plan__Expr *e, const char *name,
+                        struct typed *ret)
+{
+        struct attachment *x = &ac->v[ac->n - 1];
+        int r;
+
+        if (!e)
+                return oom(a);
+        assert(!x->value);
+        x->value = e;
+        r = scope_add_col(a, ac->scope, NULL, name, (int)e->type, true, false);
+        if (r < 0)
+                return r;
+        ac->scope->cols[ac->scope->n - 1].hidden = true;
+        ret->e = expr_column((int)e->type, (uint32_t)(ac->scope->n - 1));
+        ret->unknown = false;
+        return ret->e ? 0 : oom(a);
+}
+
+/* Plan a subquery in the scope of ac (correlation: q, when plain). */
+static int plan_subquery(struct analyzer *a, const PgQuery__Node *sub, bool plain, struct subq *q,
+                         Coord__Plan__Relation **ret, struct scope *out)
+{
+        struct outer o = { .scope = a->attach->scope, .up = a->outer };
+        struct outer *outer = a->outer;
+        struct attach *attach = a->attach;
+        struct subq *sq = a->sub;
+        int r;
+
+        a->outer = &o;
+        a->attach = NULL;
+        a->sub = plain ? q : NULL;
+        r = plan_query(a, sub, NULL, ret, out);
+        a->outer = outer;
+        a->attach = attach;
+        a->sub = sq;
+        if (r >= 0 && !plain)
+                q->n_visible = out->n;
+        return r;
+}
+
+static Coord__Plan__Expr *col_of(int type, uint32_t c)
+{
+        return expr_column(type, c);
+}
+
+static Coord__Plan__Expr *cmp_int8(Coord__Plan__Func f, uint32_t c, int64_t v)
+{
+        struct row_datum d = ROW_DATUM_INT(v);
+
+        return call2(ROW_TYPE_BOOL, f, col_of(ROW_TYPE_INT8, c), expr_literal(ROW_TYPE_INT8, &d));
+}
+
+static Coord__Plan__Expr *is_null_of(Coord__Plan__Func f, Coord__Plan__Expr *x)
+{
+        return x ? expr_call(ROW_TYPE_BOOL, f, &x, 1) : NULL;
+}
+
+static Coord__Plan__Expr *case3(int type, Coord__Plan__Expr **v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (!v[i]) {
+                        for (size_t k = 0; k < n; k++)
+                                expr_free(v[k]);
+                        return NULL;
+                }
+        return expr_call(type, COORD__PLAN__FUNC__FUNC_CASE, v, n);
+}
+
+/* Keys for an attachment: copies of the subquery's outer keys, then extra (consumed). */
+static Coord__Plan__Expr **outer_keys(const struct subq *q, Coord__Plan__Expr *extra)
+{
+        Coord__Plan__Expr **k = calloc(q->n + 2, sizeof(*k));
+
+        for (size_t i = 0; k && i < q->n; i++)
+                if (!(k[i] = expr_copy(q->outer[i]))) {
+                        for (size_t j = 0; j < i; j++)
+                                expr_free(k[j]);
+                        free(TAKE_PTR(k));
+                }
+        if (k && extra)
+                k[q->n] = extra;
+        else
+                expr_free(extra);
+        return k;
+}
+
+/* S's rows projected to [the keys (after nv columns), extra columns...], then a flag 1. */
+static Coord__Plan__Relation *flagged_keys(Coord__Plan__Relation *S, const struct subq *q,
+                                           const uint32_t *extra, size_t n_extra)
+{
+        static const struct row_datum one = ROW_DATUM_INT(1);
+        Coord__Plan__Expr **m = malloc(sizeof(*m));
+        uint32_t *out = malloc((q->n + n_extra + 1) * sizeof(*out));
+        size_t w = q->n_visible + q->n;
+
+        if (!m || !out || !(m[0] = expr_literal(ROW_TYPE_INT4, &one))) {
+                free(m);
+                free(out);
+                rel_free(S);
+                return NULL;
+        }
+        for (size_t i = 0; i < q->n; i++)
+                out[i] = (uint32_t)(q->n_visible + i);
+        for (size_t i = 0; i < n_extra; i++)
+                out[q->n + i] = extra[i];
+        out[q->n + n_extra] = (uint32_t)w;
+        return rel_distinct(rel_project(rel_map(S, m, 1), out, q->n + n_extra + 1));
+}
+
+/* S grouped by its keys: count(*) and max or count of column 0. */
+static Coord__Plan__Relation *keyed_counts(Coord__Plan__Relation *S, const struct subq *q,
+                                           Coord__Plan__AggFunc second, int vtype)
+{
+        uint32_t *out = malloc((q->n + 1) * sizeof(*out));
+        const Coord__Plan__AggFunc f[2] = { COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR, second };
+        const uint32_t c[2] = { 0, (uint32_t)q->n };
+        const Coord__Plan__Type t[2] = {
+                (Coord__Plan__Type)ROW_TYPE_INT8,
+                (Coord__Plan__Type)(second == COORD__PLAN__AGG_FUNC__AGG_COUNT ? ROW_TYPE_INT8 : vtype)
+        };
+
+        if (!out) {
+                rel_free(S);
+                return NULL;
+        }
+        /* [keys..., column 0] then Reduce by the keys. */
+        for (size_t i = 0; i < q->n; i++)
+                out[i] = (uint32_t)(q->n_visible + i);
+        out[q->n] = 0;
+        return rel_reduce(rel_project(S, out, q->n + 1), q->n, f, c, t, 2);
+}
+
+static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret)
+{
+        static const Coord__Plan__Type I8 = (Coord__Plan__Type)ROW_TYPE_INT8;
+        static const Coord__Plan__Type I4 = (Coord__Plan__Type)ROW_TYPE_INT4;
+        struct attach *ac = a->attach;
+        _cleanup_(typed_done) struct typed x = { .location = -1 };
+        _cleanup_(scope_done) struct scope out = { 0 };
+        _cleanup_(subq_done) struct subq q = { 0 };
+        _cleanup_(rel_freep) Coord__Plan__Relation *S = NULL;
+        const PgQuery__Node *sub = sl->subselect;
+        const char *op = sl->n_oper_name ? node_string(sl->oper_name[sl->n_oper_name - 1]) : "=";
+        bool plain, truth = false, negate = false;
+        uint32_t first, d_col = 0;
+        int vtype, r;
+
+        switch (sl->sub_link_type) {
+        case PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK:
+        case PG_QUERY__SUB_LINK_TYPE__EXPR_SUBLINK:
+                break;
+        case PG_QUERY__SUB_LINK_TYPE__ANY_SUBLINK:
+                if (!op || strcmp(op, "=") != 0)
+                        return FAIL_AT(a, sl->location, "0A000", "%s ANY (subquery) is not supported: "
+                                       "only IN and = ANY", op ? op : "this operator");
+                break;
+        case PG_QUERY__SUB_LINK_TYPE__ALL_SUBLINK:
+                if (!op || strcmp(op, "<>") != 0)
+                        return FAIL_AT(a, sl->location, "0A000", "%s ALL (subquery) is not supported: "
+                                       "only <> ALL", op ? op : "this operator");
+                negate = true;
+                break;
+        case PG_QUERY__SUB_LINK_TYPE__ARRAY_SUBLINK:
+                return FAIL_AT(a, sl->location, "0A000", "ARRAY(subquery) is not supported");
+        default:
+                return FAIL_AT(a, sl->location, "0A000", "this kind of subquery is not supported");
+        }
+        if (!ac)
+                return FAIL_AT(a, sl->location, "0A000", "subqueries are supported only in a "
+                               "SELECT's WHERE and in the list of a SELECT without GROUP BY or "
+                               "aggregates");
+        if (!sub)
+                return FAIL(a, "XX000", "malformed subquery");
+        for (size_t i = 0; i < ac->n_truth; i++)
+                truth = truth || (ac->truth[i] == sl && !negate);
+        if (sl->testexpr) {
+                if (sl->testexpr->node_case == PG_QUERY__NODE__NODE_ROW_EXPR)
+                        return FAIL_AT(a, sl->location, "0A000", "row comparisons with a subquery "
+                                       "are not supported");
+                r = analyze_expr(a, sl->testexpr, &x);
+                if (r < 0)
+                        return r;
+                if (expr_outer(x.e, &(bool){ false }))
+                        return FAIL_AT(a, sl->location, "0A000", "an IN subquery's left side may "
+                                       "not refer to an enclosing query");
+        }
+        plain = sub->node_case == PG_QUERY__NODE__NODE_SELECT_STMT &&
+                sub->select_stmt->op == PG_QUERY__SET_OPERATION__SETOP_NONE &&
+                !sub->select_stmt->n_values_lists;
+        r = plan_subquery(a, sub, plain, &q, &S, &out);
+        if (r < 0)
+                return r;
+        vtype = q.n_visible ? out.cols[0].type : ROW_TYPE_BOOL;
+        if (sl->sub_link_type != PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK && q.n_visible != 1)
+                return FAIL_AT(a, sl->location, "42601", sl->testexpr ? "subquery has too many columns"
+                               : "subquery must return only one column");
+
+        if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK) {
+                const Coord__Plan__AggFunc f = COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR;
+                const uint32_t c = 0;
+
+                if (!q.n) {     /* count(*) > 0 */
+                        r = attach_add(a, ac, rel_reduce(TAKE_PTR(S), 0, &f, &c, &I8, 1), NULL, 0,
+                                       &I8, 1, &first);
+                        return r < 0 ? r : attach_value(a, ac, cmp_int8(COORD__PLAN__FUNC__FUNC_GT, first, 0),
+                                                        "exists", ret);
+                }
+                r = attach_add(a, ac, flagged_keys(TAKE_PTR(S), &q, NULL, 0), outer_keys(&q, NULL),
+                               q.n, &I4, 1, &first);
+                return r < 0 ? r : attach_value(a, ac, is_null_of(COORD__PLAN__FUNC__FUNC_IS_NOT_NULL,
+                                                                 col_of(ROW_TYPE_INT4, first)),
+                                                "exists", ret);
+        }
+
+        if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__EXPR_SUBLINK) {
+                const Coord__Plan__Type pt[2] = { I8, (Coord__Plan__Type)vtype };
+                Coord__Plan__Expr *v[5];
+                size_t n = 0;
+
+                if (q.n && q.global) {
+                        /* The value for outer rows with no inner rows. */
+                        _cleanup_(scope_done) struct scope out0 = { 0 };
+                        _cleanup_(subq_done) struct subq q0 = { .empty = true };
+                        Coord__Plan__Relation *S0 = NULL;
+                        const Coord__Plan__AggFunc f = COORD__PLAN__AGG_FUNC__AGG_MAX;
+                        const uint32_t c = 0;
+
+                        if (q.having)
+                                return FAIL_AT(a, sl->location, "0A000", "HAVING in a correlated "
+                                               "scalar subquery without GROUP BY is not supported");
+                        r = plan_subquery(a, sub, true, &q0, &S0, &out0);
+                        if (r >= 0)
+                                r = attach_add(a, ac, rel_reduce(S0, 0, &f, &c, &pt[1], 1), NULL, 0,
+                                               &pt[1], 1, &d_col);
+                        if (r < 0)
+                                return r;
+                }
+                r = attach_add(a, ac, keyed_counts(TAKE_PTR(S), &q, COORD__PLAN__AGG_FUNC__AGG_MAX, vtype),
+                               outer_keys(&q, NULL), q.n, pt, 2, &first);
+                if (r < 0)
+                        return r;
+                /* CASE [WHEN cnt IS NULL THEN default] WHEN cnt > 1 THEN 21000 ELSE max END */
+                if (q.n && q.global) {
+                        v[n++] = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NULL, col_of(ROW_TYPE_INT8, first));
+                        v[n++] = col_of(vtype, d_col);
+                }
+                v[n++] = cmp_int8(COORD__PLAN__FUNC__FUNC_GT, first, 1);
+                v[n++] = expr_call(vtype, COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS, NULL, 0);
+                v[n++] = col_of(vtype, first + 1);
+                return attach_value(a, ac, case3(vtype, v, n), q.n_visible ? out.cols[0].name : "?column?",
+                                    ret);
+        }
+
+        /* x IN (subquery), x = ANY, NOT over x <> ALL. */
+        {
+                const Coord__Plan__Type pt[2] = { I8, I8 };
+                const uint32_t zero = 0;
+                Coord__Plan__Expr *v[7], *value;
+                uint32_t flag, counts = 0;
+                struct row_datum f = ROW_DATUM_BOOL(false), t = ROW_DATUM_BOOL(true);
+
+                if (x.unknown) {
+                        r = coerce_unknown(a, &x, vtype);
+                        if (r < 0)
+                                return r;
+                }
+                if ((int)x.e->type != vtype && !(is_int((int)x.e->type) && is_int(vtype))) {
+                        struct typed y = { .e = col_of(vtype, 0), .location = -1 };
+
+                        r = y.e ? no_operator(a, "=", &x, &y, sl->location) : oom(a);
+                        typed_done(&y);
+                        return r;
+                }
+                if (!truth) {
+                        if (!q.n) {
+                                const Coord__Plan__AggFunc fs[2] = { COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR,
+                                                                     COORD__PLAN__AGG_FUNC__AGG_COUNT };
+                                const uint32_t cs[2] = { 0, 0 };
+
+                                r = attach_add(a, ac, rel_reduce(rel_copy(S), 0, fs, cs, pt, 2), NULL, 0, pt,
+                                               2, &counts);
+                        } else {
+                                r = attach_add(a, ac, keyed_counts(rel_copy(S), &q, COORD__PLAN__AGG_FUNC__AGG_COUNT,
+                                                                   vtype),
+                                               outer_keys(&q, NULL), q.n, pt, 2, &counts);
+                        }
+                        if (r < 0)
+                                return r;
+                }
+                r = attach_add(a, ac, flagged_keys(TAKE_PTR(S), &q, &zero, 1), outer_keys(&q, expr_copy(x.e)),
+                               q.n + 1, &I4, 1, &flag);
+                if (r < 0)
+                        return r;
+                if (truth) {
+                        value = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NOT_NULL, col_of(ROW_TYPE_INT4, flag));
+                } else {
+                        /* CASE WHEN matched THEN TRUE WHEN coalesce(cnt, 0) = 0 THEN FALSE
+                         *      WHEN x IS NULL OR cnt > cnn THEN NULL ELSE FALSE END */
+                        const struct row_datum zero8 = ROW_DATUM_INT(0);
+                        Coord__Plan__Expr *co = call2(ROW_TYPE_INT8, COORD__PLAN__FUNC__FUNC_COALESCE,
+                                                      col_of(ROW_TYPE_INT8, counts),
+                                                      expr_literal(ROW_TYPE_INT8, &zero8));
+
+                        v[0] = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NOT_NULL, col_of(ROW_TYPE_INT4, flag));
+                        v[1] = expr_literal(ROW_TYPE_BOOL, &t);
+                        v[2] = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, co,
+                                     expr_literal(ROW_TYPE_INT8, &zero8));
+                        v[3] = expr_literal(ROW_TYPE_BOOL, &f);
+                        v[4] = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_OR,
+                                     is_null_of(COORD__PLAN__FUNC__FUNC_IS_NULL, expr_copy(x.e)),
+                                     call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GT,
+                                           col_of(ROW_TYPE_INT8, counts), col_of(ROW_TYPE_INT8, counts + 1)));
+                        v[5] = expr_literal(ROW_TYPE_BOOL, &ROW_DATUM_NULL);
+                        v[6] = expr_literal(ROW_TYPE_BOOL, &f);
+                        value = case3(ROW_TYPE_BOOL, v, 7);
+                }
+                if (negate && value)
+                        value = is_null_of(COORD__PLAN__FUNC__FUNC_NOT, value);
+                return attach_value(a, ac, value, "?column?", ret);
+        }
+}
+
+/* A WHERE conjunct reading the enclosing query: a key `inner = outer` of sq (consumed). */
+static int correlation(struct analyzer *a, Coord__Plan__Expr *c, struct subq *sq, size_t n_from)
+{
+        Coord__Plan__Call *k = c->kind_case == COORD__PLAN__EXPR__KIND_CALL ? c->call : NULL;
+        bool i0 = false, i1 = false, o0, o1;
+        uint32_t lo = UINT32_MAX, hi = 0;
+        Coord__Plan__Expr **in, **out;
+        size_t side;
+
+        if (!k || k->func != COORD__PLAN__FUNC__FUNC_EQ || k->n_args != 2)
+                goto refuse;
+        o0 = expr_outer(k->args[0], &i0);
+        o1 = expr_outer(k->args[1], &i1);
+        if (o0 && !i0 && !o1)
+                side = 0;
+        else if (o1 && !i1 && !o0)
+                side = 1;
+        else
+                goto refuse;
+        if (expr_columns(k->args[1 - side], &lo, &hi) && hi >= n_from)
+                goto refuse;
+        in = realloc(sq->inner, (sq->n + 1) * sizeof(*in));
+        if (in)
+                sq->inner = in;
+        out = in ? realloc(sq->outer, (sq->n + 1) * sizeof(*out)) : NULL;
+        if (out)
+                sq->outer = out;
+        if (!in || !out) {
+                expr_free(c);
+                return oom(a);
+        }
+        sq->inner[sq->n] = TAKE_PTR(k->args[1 - side]);
+        sq->outer[sq->n] = TAKE_PTR(k->args[side]);
+        expr_unmark(sq->outer[sq->n++]);
+        k->n_args = 0;
+        expr_free(c);
+        return 0;
+refuse:
+        expr_free(c);
+        return FAIL(a, "0A000", "a subquery may refer to the query it is in only in equalities "
+                    "(inner = outer) joined by AND in its WHERE");
+}
+
+/* Filter *pr (n_from columns) by pred (consumed) with the WHERE's subqueries ac: the
+ * conjuncts over the FROM first (the optimizer pushes them into its joins), then the
+ * attachments, then the conjuncts reading them.  In a correlated subquery (sq) the
+ * conjuncts reading the enclosing query become sq's keys. */
+static int plan_where(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Plan__Expr *pred,
+                      struct attach *ac, struct subq *sq, size_t n_from)
+{
+        Coord__Plan__Expr **v = NULL, **pre = NULL, **post = NULL;
+        size_t n = 0, n_pre = 0, n_post = 0;
+        int r = 0;
+
+        if (!ac->n && !sq) {
+                if (pred && !(*pr = rel_filter(*pr, pred)))
+                        return oom(a);
+                return 0;
+        }
+        if (sq && sq->empty) {
+                /* The subquery over no rows. */
+                expr_free(pred);
+                *pr = rel_filter(*pr, bool_literal(false));
+                return *pr ? 0 : oom(a);
+        }
+        if (pred)
+                r = conjuncts(a, pred, &v, &n);
+        pre = calloc(n + 1, sizeof(*pre));
+        post = calloc(n + 1, sizeof(*post));
+        if (r >= 0 && (!pre || !post))
+                r = oom(a);
+        for (size_t i = 0; i < n; i++) {
+                Coord__Plan__Expr *c = TAKE_PTR(v[i]);
+                uint32_t lo = UINT32_MAX, hi = 0;
+                bool inner = false;
+
+                if (r < 0) {
+                        expr_free(c);
+                } else if (expr_outer(c, &inner)) {
+                        assert(sq);
+                        r = correlation(a, c, sq, n_from);
+                } else if (!expr_columns(c, &lo, &hi) || hi < n_from) {
+                        pre[n_pre++] = c;
+                } else {
+                        post[n_post++] = c;
+                }
+        }
+        free(v);
+        if (r >= 0 && n_pre) {
+                *pr = rel_filter_n(*pr, TAKE_PTR(pre), n_pre);
+                n_pre = 0;
+                r = *pr ? 0 : oom(a);
+        }
+        if (r >= 0)
+                r = attach_apply(a, ac, pr);
+        if (r >= 0 && n_post) {
+                *pr = rel_filter_n(*pr, TAKE_PTR(post), n_post);
+                n_post = 0;
+                r = *pr ? 0 : oom(a);
+        }
+        for (size_t i = 0; i < n_pre; i++)
+                expr_free(pre[i]);
+        for (size_t i = 0; i < n_post; i++)
+                expr_free(post[i]);
+        free(pre);
+        free(post);
+        return r;
+}
+
 /* A plain SELECT: FROM, WHERE, GROUP BY, HAVING, the list, DISTINCT; with a peek also
  * ORDER BY and LIMIT. */
 static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__Plan__Peek *peek,
@@ -5970,8 +6931,13 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
         const struct scope *src = &from;
         size_t nk = 0, n_visible, n_sort = peek ? s->n_sort_clause : 0, width;
         bool grouped, distinct = s->n_distinct_clause > 0;
+        struct subq *sq = a->sub;               /* this SELECT is a subquery: its keys */
+        _cleanup_(attach_done) struct attach wat = { 0 }, lat = { 0 };
+        size_t n_from;
         int r;
 
+        a->sub = NULL;
+        a->attach = NULL;
         if (s->n_window_clause)
                 return FAIL(a, "0A000", "window functions are not supported");
         for (size_t i = 0; i < s->n_distinct_clause; i++)
@@ -5983,11 +6949,25 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                 return r;
         a->scope = &from;
         a->no_agg = "WHERE";
-        r = analyze_where(a, s->where_clause, &pred);
+        n_from = from.n;
+        wat = (struct attach){ .scope = &from, .base_n = from.n };
+        r = truth_sublinks(a, s->where_clause, &wat);
+        a->attach = &wat;
+        if (sq)
+                a->outer->collect = true;
+        if (r >= 0)
+                r = analyze_where(a, s->where_clause, &pred);
+        if (sq)
+                a->outer->collect = false;
+        a->attach = NULL;
+        if (r >= 0)
+                r = plan_where(a, &plan, TAKE_PTR(pred), &wat, sq, n_from);
         if (r < 0)
                 return r;
-        if (pred) {
-                plan = rel_filter(TAKE_PTR(plan), TAKE_PTR(pred));
+        if (from.n > n_from) {
+                /* The WHERE's subqueries' columns go: the rest counts FROM's columns. */
+                plan = rel_project_range(TAKE_PTR(plan), 0, n_from);
+                from.n = n_from;
                 if (!plan)
                         return oom(a);
         }
@@ -5997,10 +6977,14 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                 grouped = node_has_aggregate(s->target_list[i]);
         for (size_t i = 0; !grouped && i < n_sort; i++)
                 grouped = node_has_aggregate(s->sort_clause[i]);
+        if (sq && !sq->empty) {
+                sq->global = grouped && !s->n_group_clause;
+                sq->having = s->having_clause != NULL;
+        }
 
         sort_cols = calloc(n_sort ? n_sort : 1, sizeof(*sort_cols));
         sort_exprs = calloc(n_sort ? n_sort : 1, sizeof(*sort_exprs));
-        keys = calloc(s->n_group_clause ? s->n_group_clause : 1, sizeof(*keys));
+        keys = calloc(s->n_group_clause + (sq ? sq->n : 0) + 1, sizeof(*keys));
         if (!sort_cols || !sort_exprs || !keys) {
                 free(keys);
                 return oom(a);
@@ -6053,10 +7037,18 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                 if (!dup)
                         keys[nk++] = TAKE_PTR(t.e);
         }
+        /* A correlated subquery's keys group it too. */
+        for (size_t i = 0; grouped && sq && i < sq->n; i++)
+                if (!(keys[nk++] = expr_copy(sq->inner[i]))) {
+                        r = oom(a);
+                        goto fail;
+                }
 
         /* The list, HAVING and ORDER BY see aggregates when grouped. */
         a->agg = grouped ? &agg : NULL;
         a->no_agg = grouped ? NULL : "this context";
+        lat = (struct attach){ .scope = &from, .base_n = from.n };
+        a->attach = grouped ? NULL : &lat;
         for (size_t i = 0; i < s->n_target_list; i++) {
                 if (s->target_list[i]->node_case != PG_QUERY__NODE__NODE_RES_TARGET) {
                         r = FAIL(a, "XX000", "malformed target list");
@@ -6066,7 +7058,21 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                 if (r < 0)
                         goto fail;
         }
+        a->attach = NULL;
+        if (lat.n) {
+                r = attach_apply(a, &lat, &plan);
+                if (r < 0)
+                        goto fail;
+        }
         n_visible = o.n;
+        /* A correlated subquery's keys follow its own columns. */
+        for (size_t i = 0; sq && i < sq->n; i++) {
+                r = outputs_add(a, &o, expr_copy(sq->inner[i]), "?column?");
+                if (r < 0)
+                        goto fail;
+        }
+        if (sq)
+                sq->n_visible = n_visible;
         if (s->having_clause) {
                 _cleanup_(typed_done) struct typed t = { .location = -1 };
 
@@ -6318,6 +7324,7 @@ fail:
                 expr_free(sort_exprs[i]);
         a->agg = NULL;
         a->no_agg = NULL;
+        a->attach = NULL;
         return r;
 }
 
@@ -6516,6 +7523,7 @@ static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__P
 {
         const PgQuery__SelectStmt *s;
         const struct scope *scope = a->scope;
+        struct attach *attach = a->attach;
         struct agg_ctx *agg = a->agg;
         const char *no_agg = a->no_agg;
         bool in_agg = a->in_agg;
@@ -6552,6 +7560,8 @@ static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__P
         }
         a->depth--;
         a->scope = scope;
+        a->attach = attach;
+        a->sub = NULL;
         a->agg = agg;
         a->no_agg = no_agg;
         a->in_agg = in_agg;

@@ -208,6 +208,8 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                 if (t != ROW_TYPE_INT4)
                         return invalid(err, "length() not of type integer");
                 return check_args(c, 1, 1, ROW_TYPE_TEXT, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
+                return check_args(c, 0, 0, -1, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL:
                 r = check_args(c, 3, 3, -1, input, n_input, depth, err);
                 if (r < 0)
@@ -994,6 +996,11 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 *ret = ROW_DATUM_BOOL((a.kind == ROW_KIND_NULL) ==
                                       (c->func == COORD__PLAN__FUNC__FUNC_IS_NULL));
                 return 0;
+        case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
+                if (c->n_args != 0)
+                        return invalid(err, "wrong number of arguments");
+                return row_error_set(err, -EINVAL, "21000", "more than one row returned by a "
+                                     "subquery used as an expression");
         case COORD__PLAN__FUNC__FUNC_MZ_NOW:
                 if (c->n_args != 0)
                         return invalid(err, "wrong number of arguments");

@@ -516,6 +516,8 @@ static void test_case_and_text(void)
                                TXT("t")),
                           "23502", "null value in column \"a\" of relation \"t\" violates "
                                    "not-null constraint");
+        expect_eval_error(call(ROW_TYPE_TEXT, F(SUBQUERY_TOO_MANY_ROWS), 0), "21000",
+                          "more than one row returned by a subquery used as an expression");
 }
 
 /* Check (against input types int4, text) and then evaluate; both must fail for these. */
@@ -599,7 +601,8 @@ static Coord__Plan__Expr *random_expr(unsigned *seed, int depth)
                 F(NEG), F(ADD), F(SUB), F(MUL), F(DIV), F(MOD), F(EQ), F(NE), F(LT), F(LE),
                 F(GT), F(GE), F(AND), F(OR), F(NOT), F(IS_NULL), F(IS_NOT_NULL), F(MZ_NOW),
                 F(CAST), F(COALESCE), F(CASE), F(CONCAT), F(LIKE), F(ILIKE), F(ABS), F(LENGTH),
-                F(LOWER), F(UPPER), F(ASSERT_NOT_NULL), (Coord__Plan__Func)77,
+                F(LOWER), F(UPPER), F(ASSERT_NOT_NULL), F(SUBQUERY_TOO_MANY_ROWS),
+                (Coord__Plan__Func)77,
         };
         static const int64_t ints[] = { 0, 1, -1, 2, 7, INT32_MAX, INT32_MIN, INT64_MAX,
                                         INT64_MIN, 1000000007 };
@@ -662,7 +665,8 @@ static void test_expr_fuzz(void)
                                 /* A checked tree fails only as SQL does. */
                                 if (ok && strcmp(err.sqlstate, "22003") &&
                                     strcmp(err.sqlstate, "22012") && strcmp(err.sqlstate, "22P02") &&
-                                    strcmp(err.sqlstate, "22025") && strcmp(err.sqlstate, "23502")) {
+                                    strcmp(err.sqlstate, "22025") && strcmp(err.sqlstate, "23502") &&
+                                    strcmp(err.sqlstate, "21000")) {
                                         fprintf(stderr, "\n  checked tree failed: %s %s\n",
                                                 err.sqlstate, err.message);
                                         CU_FAIL("checked expression hit a plan error");

@@ -1834,6 +1834,76 @@ static void test_subquery(void)
         expect_error("SELECT s.q FROM (SELECT a FROM t) s", "42703", "column s.q does not exist", -1);
 }
 
+/* Subqueries in expressions: attached columns (adapter-sql.c "Subqueries"). */
+static void test_sublink(void)
+{
+        struct sql_stmt *s;
+
+        /* Uncorrelated EXISTS: a Reduce without keys joined to every row. */
+        expect_select_plan("SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u)",
+                           "Project[0](Filter[#5](Map[(#4 > 0::int8)](Join[](Get 10, "
+                           "Reduce[; count(*)::int8](Project[1](Map[1](Get 11)))))))");
+        /* The FROM's equalities still become join keys under a subquery in WHERE. */
+        expect_select_plan("SELECT t.a FROM t, u WHERE t.d = u.x AND t.a IN (SELECT a FROM v)",
+                           "Project[0](Filter[#6](Map[(#5 IS NOT NULL)](Project[0,1,2,3,4,6](Join[0=0]("
+                           "Join[3=0](Get 10, Get 11), Reduce[#0; max(#1)::int4](Union("
+                           "Map[NULL::int4](Project[0](Join[3=0](Get 10, Get 11))), Project[0,2](Join[0=0]("
+                           "Project[0](Join[3=0](Get 10, Get 11)), Distinct(Map[1](Project[0](Filter[(#0 > 1)]"
+                           "(Get 10)))))))))))))");
+        /* Correlated: the key is t.a, not NULL (no NULL-safe pair). */
+        expect_select_plan("SELECT a FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.x = t.a)",
+                           "Project[0](Filter[NOT #5](Map[(#4 IS NOT NULL)](Project[0,1,2,3,5](Join[0=0]("
+                           "Get 10, Reduce[#0; max(#1)::int4](Union(Map[NULL::int4](Project[0](Get 10)), "
+                           "Project[0,2](Join[0=0](Project[0](Get 10), Distinct(Project[1,2](Map[1]("
+                           "Project[1,0](Map[1](Get 11))))))))))))))");
+        /* An aggregate without GROUP BY over no rows: count 0, not NULL (the default row,
+         * joined without keys); a nullable key joins NULL-safely. */
+        expect_select_plan("SELECT a, (SELECT count(*) FROM u WHERE u.x = t.d) FROM t",
+                           "Project[0,7](Map[CASE((#5 IS NULL), #4, (#5 > 1::int8), (), #6)](Project["
+                           "0,1,2,3,4,8,9](Join[5=3,6=4](Map[COALESCE(#3, 0::int8), (#3 IS NULL)](Join[]("
+                           "Get 10, Reduce[; max(#0)::int8](Constant[int8](1)))), Map[COALESCE(#0, 0::int8), "
+                           "(#0 IS NULL)](Reduce[#0; max(#1)::int8 max(#2)::int8](Union(Map[NULL::int8, "
+                           "NULL::int8](Project[3](Get 10)), Project[0,2,3](Join[0=0](Project[3](Get 10), "
+                           "Reduce[#0; count(*)::int8 max(#1)::int8](Reduce[#0; count(*)::int8](Get 11)))))"
+                           "))))))");
+        s = analyze("SELECT a, (SELECT max(x) FROM u) FROM t");
+        CU_ASSERT_STRING_EQUAL(s->select.peek->columns[1]->name, "max");
+        sql_stmt_free(s);
+        s = analyze("SELECT EXISTS (SELECT 1 FROM u)");
+        CU_ASSERT_STRING_EQUAL(s->select.peek->columns[0]->name, "exists");
+        sql_stmt_free(s);
+
+        expect_error("SELECT a FROM t WHERE a IN (SELECT a, b FROM t)", "42601",
+                     "subquery has too many columns", -1);
+        expect_error("SELECT a FROM t WHERE a = (SELECT a, b FROM t)", "42601",
+                     "subquery must return only one column", -1);
+        expect_error("SELECT a FROM t WHERE b IN (SELECT a FROM t)", "42883",
+                     "operator does not exist: text = integer", -1);
+        expect_error("SELECT a FROM t WHERE a < ANY (SELECT a FROM t)", "0A000", NULL, -1);
+        expect_error("SELECT a FROM t WHERE a > ALL (SELECT a FROM t)", "0A000", NULL, -1);
+        expect_error("SELECT ARRAY(SELECT a FROM t)", "0A000", NULL, -1);
+        expect_error("SELECT a FROM t WHERE (a, b) IN (SELECT a, b FROM t)", "0A000", NULL, -1);
+        /* Correlation other than equalities in WHERE, or two levels out: refused. */
+        expect_error("SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.x > t.a)", "0A000", NULL, -1);
+        expect_error("SELECT a FROM t WHERE EXISTS (SELECT t.a FROM u)", "0A000", NULL, -1);
+        expect_error("SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.x = t.a OR u.x = 1)", "0A000",
+                     NULL, -1);
+        expect_error("SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u WHERE EXISTS "
+                     "(SELECT 1 FROM v WHERE v.a = t.a))", "0A000", NULL, -1);
+        expect_error("SELECT a FROM t WHERE EXISTS (SELECT 1 FROM (SELECT * FROM u WHERE x = t.a) s)",
+                     "0A000", NULL, -1);
+        expect_error("SELECT a, (SELECT count(*) FROM u WHERE u.x = t.d HAVING count(*) > 1) FROM t",
+                     "0A000", NULL, -1);
+        /* Where subqueries are not planned yet. */
+        expect_error("SELECT a, count(*) FROM t GROUP BY a HAVING a IN (SELECT a FROM v)", "0A000", NULL, -1);
+        expect_error("SELECT a FROM t ORDER BY (SELECT 1)", "0A000", NULL, -1);
+        expect_error("DELETE FROM t WHERE a IN (SELECT a FROM v)", "0A000", NULL, -1);
+        expect_error("UPDATE t SET a = (SELECT 1)", "0A000", NULL, -1);
+        expect_error("SELECT a FROM t JOIN u ON u.x IN (SELECT a FROM v)", "0A000", NULL, -1);
+        expect_error("SELECT a FROM t WHERE EXISTS (SELECT nope FROM u)", "42703", NULL, -1);
+        expect_error("SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.x = t.nope)", "42703", NULL, -1);
+}
+
 static Coord__Plan__Peek *peek_of(struct sql_stmt *s)
 {
         CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_SELECT);
@@ -2088,6 +2158,7 @@ static const struct t_case query_cases[] = {
         { "group by", test_group_by },
         { "distinct union values", test_distinct_union_values },
         { "subquery", test_subquery },
+        { "subqueries in expressions", test_sublink },
         { "order by limit", test_order_limit },
         { "empty inputs", test_empty_inputs },
         { "expressions", test_expressions },
