@@ -158,6 +158,14 @@
  *     txn_implicit_stmt()) and runs after: an error it meets while running (not in
  *     its analysis, which comes before) leaves those INSERTs applied, where
  *     PostgreSQL would roll them back (docs/sql.md).
+ * (14) One snapshot per block.  A block at REPEATABLE READ or SERIALIZABLE (BEGIN ...,
+ *     SET TRANSACTION, SET transaction_isolation, or SET default_transaction_isolation
+ *     before BEGIN) reads every SELECT without AS OF at the timestamp its first one
+ *     chose (s->txn_ts, exec_select()): one snapshot, as PostgreSQL's REPEATABLE READ
+ *     and Materialize's serializable reads.  Nothing holds that timestamp: when an
+ *     input's since or bound has passed it (its history window, 1 s by default, is
+ *     shorter than the block), the read fails with 40001 rather than read another
+ *     time.  Other blocks read each statement at its own timestamp (READ COMMITTED).
  */
 #include "adapter-exec.h"
 
@@ -276,6 +284,9 @@ struct session {
         enum { TXN_NONE, TXN_OPEN, TXN_FAILED } txn;
         bool txn_read;                  /* it has read: no write may follow */
         bool txn_read_only;             /* BEGIN READ ONLY, SET TRANSACTION READ ONLY */
+        bool txn_snapshot;              /* (14) REPEATABLE READ, SERIALIZABLE: one timestamp */
+        uint64_t txn_ts;                /* (14) its timestamp, once its first read chose it */
+        bool default_snapshot;          /* (14) SET default_transaction_isolation */
         bool txn_implicit;              /* (13) a simple query of several statements */
         struct write *txn_writes;       /* .s NULL until COMMIT (or the flush of 13) */
         size_t n_txn_writes, cap_txn_writes;
@@ -2961,6 +2972,17 @@ static int exec_select(struct session *s, struct sql_stmt *st)
                         send_row_error(s->c, &e);
                         return -ECANCELED;
                 }
+        } else if (s->txn != TXN_NONE && s->txn_snapshot && s->txn_ts) {
+                /* (14) the block's one timestamp, while it is readable. */
+                ts = s->txn_ts;
+                if (ts < floor) {
+                        const struct acat_item *it = acat_by_gid(ex->cat, floor_gid);
+
+                        send_error(s->c, "40001", "could not serialize access: the transaction's "
+                                   "snapshot at %" PRIu64 " is no longer readable in \"%s\" (its "
+                                   "history starts at %" PRIu64 ")", ts, it ? it->name : "?", floor);
+                        return -ECANCELED;
+                }
         } else {
                 ts = oracle_read_ts(ex->oracle);
                 if (ts < floor)
@@ -2976,6 +2998,8 @@ static int exec_select(struct session *s, struct sql_stmt *st)
                  * Such a read sends the held group now, ahead of its peek. */
                 if (ex->hold && reads_at_upper(st, rd, ts))
                         hold_release(ex);
+                if (s->txn != TXN_NONE && s->txn_snapshot)
+                        s->txn_ts = ts;         /* (14) */
         }
         peek->timestamp = ts;
         if (!st->n_inputs && !st->n_physical_inputs) {
@@ -3100,6 +3124,7 @@ static int exec_set_variable(struct session *s, struct sql_stmt *st)
 
         if (strcmp(sv->name, "all") == 0 && sv->reset) {
                 s->statement_timeout_ms = s->statement_timeout_default_ms;
+                s->default_snapshot = false;
                 return STMT_DONE;
         }
         if (strcmp(sv->name, "transaction") == 0) {
@@ -3112,8 +3137,42 @@ static int exec_set_variable(struct session *s, struct sql_stmt *st)
                         send_error(s->c, "25001", "transaction read-write mode must be set before any query");
                         return -ECANCELED;
                 }
+                if (st->txn_snapshot >= 0 && (s->txn_read || s->n_txn_writes)) {
+                        send_error(s->c, "25001", "SET TRANSACTION ISOLATION LEVEL must be called "
+                                                  "before any query");
+                        return -ECANCELED;
+                }
                 if (st->txn_read_only >= 0)
                         s->txn_read_only = st->txn_read_only == 1;
+                if (st->txn_snapshot >= 0)
+                        s->txn_snapshot = st->txn_snapshot == 1;
+                return STMT_DONE;
+        }
+        if (strcmp(sv->name, "transaction_isolation") == 0 ||
+            strcmp(sv->name, "default_transaction_isolation") == 0) {
+                /* (14) */
+                bool dflt = sv->name[0] == 'd';
+                int snap = sv->value ? sql_isolation_snapshot(sv->value) : 0;
+
+                if (snap < 0) {
+                        send_error(s->c, "22023", "invalid value for parameter \"%s\": \"%s\"",
+                                   sv->name, sv->value);
+                        return -ECANCELED;
+                }
+                if (dflt) {
+                        s->default_snapshot = snap == 1;
+                        return STMT_DONE;
+                }
+                if (s->txn == TXN_NONE) {
+                        txn_notice(s, "25P01", "SET TRANSACTION can only be used in transaction blocks");
+                        return STMT_DONE;
+                }
+                if (s->txn_read || s->n_txn_writes) {
+                        send_error(s->c, "25001", "SET TRANSACTION ISOLATION LEVEL must be called "
+                                                  "before any query");
+                        return -ECANCELED;
+                }
+                s->txn_snapshot = snap == 1;
                 return STMT_DONE;
         }
         if (strcmp(sv->name, "statement_timeout") != 0)
@@ -3371,8 +3430,11 @@ static void session_free(struct session *s)
 static void txn_set(struct session *s, int state)
 {
         s->txn = state;
-        if (state == TXN_NONE)
+        if (state == TXN_NONE) {
                 s->txn_read_only = false;
+                s->txn_snapshot = false;
+                s->txn_ts = 0;
+        }
         pgwire_set_transaction_status(s->c, state == TXN_NONE ? 'I' : state == TXN_OPEN ? 'T' : 'E');
 }
 
@@ -3469,6 +3531,9 @@ static int exec_transaction(struct session *s, const struct sql_stmt *st)
                 } else {
                         txn_set(s, TXN_OPEN);
                         s->txn_read_only = st->txn_read_only == 1;
+                        s->txn_snapshot = st->txn_snapshot >= 0 ? st->txn_snapshot == 1
+                                                                : s->default_snapshot;
+                        s->txn_ts = 0;
                 }
                 return STMT_DONE;
         case SQL_TXN_COMMIT:

@@ -9273,12 +9273,26 @@ static int analyze_set(struct analyzer *a, const PgQuery__VariableSetStmt *v)
         return sv->name ? 0 : oom(a);
 }
 
+/* An isolation level's name: 1 for one snapshot per block (REPEATABLE READ,
+ * SERIALIZABLE), 0 for one per statement (READ COMMITTED, READ UNCOMMITTED), -1 none. */
+int sql_isolation_snapshot(const char *level)
+{
+        if (!level)
+                return -1;
+        if (strcasecmp(level, "repeatable read") == 0 || strcasecmp(level, "serializable") == 0)
+                return 1;
+        if (strcasecmp(level, "read committed") == 0 || strcasecmp(level, "read uncommitted") == 0)
+                return 0;
+        return -1;
+}
+
 /* A transaction's modes (BEGIN, START TRANSACTION, SET TRANSACTION): READ ONLY / READ
- * WRITE into a->stmt->txn_read_only; every isolation level is taken (reads are
- * serializable, at one timestamp per block: stronger than any); DEFERRABLE too. */
+ * WRITE into a->stmt->txn_read_only, the isolation level into a->stmt->txn_snapshot
+ * (adapter-exec.c note 14); DEFERRABLE is taken (reads never wait for it). */
 static int transaction_modes(struct analyzer *a, PgQuery__Node **opts, size_t n)
 {
         a->stmt->txn_read_only = -1;
+        a->stmt->txn_snapshot = -1;
         for (size_t i = 0; i < n; i++) {
                 const PgQuery__DefElem *d = opts[i]->node_case == PG_QUERY__NODE__NODE_DEF_ELEM
                                                     ? opts[i]->def_elem : NULL;
@@ -9291,8 +9305,13 @@ static int transaction_modes(struct analyzer *a, PgQuery__Node **opts, size_t n)
                             v->a_const->val_case != PG_QUERY__A__CONST__VAL_IVAL)
                                 return FAIL(a, "XX000", "malformed transaction mode");
                         a->stmt->txn_read_only = v->a_const->ival->ival != 0;
-                } else if (strcmp(d->defname, "transaction_isolation") != 0 &&
-                           strcmp(d->defname, "transaction_deferrable") != 0) {
+                } else if (strcmp(d->defname, "transaction_isolation") == 0) {
+                        if (!v || v->node_case != PG_QUERY__NODE__NODE_A_CONST ||
+                            v->a_const->val_case != PG_QUERY__A__CONST__VAL_SVAL ||
+                            sql_isolation_snapshot(v->a_const->sval->sval) < 0)
+                                return FAIL(a, "XX000", "malformed transaction mode");
+                        a->stmt->txn_snapshot = sql_isolation_snapshot(v->a_const->sval->sval);
+                } else if (strcmp(d->defname, "transaction_deferrable") != 0) {
                         return FAIL(a, "0A000", "transaction mode \"%s\" is not supported", d->defname);
                 }
         }

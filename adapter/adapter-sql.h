@@ -385,6 +385,9 @@ struct sql_stmt {
         /* BEGIN / START TRANSACTION / SET TRANSACTION: READ ONLY (1), READ WRITE (0), or
          * not given (-1). */
         int txn_read_only;
+        /* ... ISOLATION LEVEL REPEATABLE READ or SERIALIZABLE (1: the block reads at one
+         * timestamp), READ COMMITTED or READ UNCOMMITTED (0), or not given (-1). */
+        int txn_snapshot;
         char *sql;              /* the statement's own text, trimmed (catalog create SQL) */
         /* Logical inputs: every storage collection the statement's SQL names, through
          * views, by GlobalId, ascending, without duplicates -- including collections the
@@ -456,3 +459,7 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s);
  * "DELETE", "SELECT", "SHOW", "SET", "RESET", "BEGIN", "COMMIT", "ROLLBACK".  INSERT
  * completes as "INSERT 0 <n>", DELETE and SELECT as "<tag> <n>". */
 const char *sql_stmt_tag(const struct sql_stmt *s);
+
+/* An isolation level's name: 1 REPEATABLE READ / SERIALIZABLE (one snapshot per block),
+ * 0 READ COMMITTED / READ UNCOMMITTED, -1 anything else. */
+int sql_isolation_snapshot(const char *level);

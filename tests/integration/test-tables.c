@@ -409,6 +409,73 @@ static void test_transactions(void)
         PQfinish(o);
 }
 
+/* adapter-exec.c note 14: a REPEATABLE READ or SERIALIZABLE block reads at one
+ * timestamp; READ COMMITTED (and no level) at each statement's own; once the table's
+ * history has moved past the block's timestamp, its next read fails with 40001. */
+static void test_isolation(void)
+{
+        PGconn *c = db(), *o = db();
+        static const char *const levels[] = { "REPEATABLE READ", "SERIALIZABLE", "READ COMMITTED", NULL };
+        uint64_t t, since = 0, until;
+        char q[256], tag[64];
+        int n = 0;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+        CU_ASSERT_FATAL(ok(o, "CREATE TABLE iso (a int)"));
+        for (size_t i = 0; i < 4; i++) {
+                uint64_t n1, n2;
+
+                snprintf(q, sizeof(q), "BEGIN%s%s", levels[i] ? " ISOLATION LEVEL " : "",
+                         levels[i] ? levels[i] : "");
+                CU_ASSERT(ok(c, q));
+                n1 = scalar_u64(c, "SELECT count(*) FROM iso");
+                CU_ASSERT(ok(o, "INSERT INTO iso VALUES (1)"));
+                n2 = scalar_u64(c, "SELECT count(*) FROM iso");
+                CU_ASSERT(ok(c, "COMMIT"));
+                CU_ASSERT_EQUAL(n1, (uint64_t)n);
+                CU_ASSERT_EQUAL(n2, (uint64_t)(i < 2 ? n : n + 1));
+                n++;
+        }
+        /* SET TRANSACTION inside, SET default_transaction_isolation before. */
+        CU_ASSERT(ok(c, "BEGIN; SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"));
+        t = scalar_u64(c, "SELECT mz_now()");
+        CU_ASSERT(ok(o, "INSERT INTO iso VALUES (1)"));
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT mz_now()"), t);
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM iso"), (uint64_t)n);
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", tag, sizeof(tag)),
+                               "25001");
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        n++;
+        CU_ASSERT(ok(c, "SET default_transaction_isolation = 'repeatable read'"));
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM iso"), (uint64_t)n);
+        CU_ASSERT(ok(o, "INSERT INTO iso VALUES (1)"));
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM iso"), (uint64_t)n);
+        CU_ASSERT(ok(c, "COMMIT"));
+        n++;
+        CU_ASSERT(ok(c, "RESET default_transaction_isolation"));
+        CU_ASSERT(fails_with(c, "SET default_transaction_isolation = 'snapshot'", "22023"));
+
+        /* The block outlives its timestamp's history: 40001, never another time. */
+        CU_ASSERT(ok(c, "BEGIN ISOLATION LEVEL REPEATABLE READ"));
+        t = scalar_u64(c, "SELECT mz_now()");
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM iso"), (uint64_t)n);
+        until = now_ms() + 30000;
+        while (since <= t && now_ms() < until) {
+                CU_ASSERT(ok(o, "INSERT INTO iso VALUES (1)"));
+                usleep(200 * 1000);
+                since = scalar_u64(o, "SELECT f.read_frontier FROM coord_frontiers f JOIN coord_objects o "
+                                      "ON o.id = f.object_id WHERE o.name = 'iso'");
+        }
+        CU_ASSERT(since > t);
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "SELECT count(*) FROM iso", tag, sizeof(tag)), "40001");
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        CU_ASSERT(ok(o, "DROP TABLE iso"));
+        PQfinish(c);
+        PQfinish(o);
+}
+
 /* A read waiting for an upper that will not come for an hour is cancelled with
  * PQcancel: 57014 at once, and the connection goes on working. */
 /* PQcancel the statement running on c and read its results: whether it ended with
@@ -1998,6 +2065,7 @@ static const struct t_case cases[] = {
         { "controller stopped or killed: SELECT 1, SET, SHOW answered; statement_timeout, cancel",
           test_controller_away },
         { "transaction blocks: INSERTs at COMMIT, together; ROLLBACK, errors, leaving", test_transactions },
+        { "REPEATABLE READ and SERIALIZABLE blocks read one snapshot; 40001 past it", test_isolation },
         { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
         { "concurrent DDL shares catalog syncs", test_ddl_group_commit },
         { "a query string's CREATEs commit together, answered in order", test_ddl_runs },
