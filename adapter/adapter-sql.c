@@ -7014,14 +7014,22 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                         for (size_t k = 0; k < from.n; k++)
                                 is_column = is_column || (!from.cols[k].hidden &&
                                                           strcmp(from.cols[k].name, name) == 0);
+                        const PgQuery__Node *found = NULL;
+
                         for (size_t k = 0; !is_column && k < s->n_target_list; k++) {
                                 const PgQuery__ResTarget *rt = s->target_list[k]->res_target;
 
-                                if (rt->name && strcmp(rt->name, name) == 0) {
-                                        g = rt->val;
-                                        break;
+                                if (!rt->name || strcmp(rt->name, name) != 0)
+                                        continue;
+                                if (found) {
+                                        r = FAIL_AT(a, node_location(s->group_clause[i]), "42702",
+                                                    "GROUP BY \"%s\" is ambiguous", name);
+                                        goto fail;
                                 }
+                                found = rt->val;
                         }
+                        if (found)
+                                g = found;
                 }
                 if (g->node_case == PG_QUERY__NODE__NODE_GROUPING_SET) {
                         r = FAIL(a, "0A000", "GROUPING SETS, ROLLUP and CUBE are not supported");

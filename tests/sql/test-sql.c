@@ -1774,6 +1774,8 @@ static void test_group_by(void)
         expect_error("SELECT sum(b) FROM t", "42883", "function sum(text) does not exist", 8);
         expect_error("SELECT count(DISTINCT a) FROM t", "0A000", NULL, -1);
         expect_error("SELECT b FROM t GROUP BY 3", "42P10", NULL, -1);
+        expect_error("SELECT a AS z, b AS z FROM t GROUP BY z", "42702", "GROUP BY \"z\" is ambiguous", 39);
+        expect_error("SELECT a AS b FROM t GROUP BY b", "42803", NULL, -1);    /* FROM's b first */
 }
 
 static void test_distinct_union_values(void)
