@@ -593,6 +593,7 @@ static struct acat_item *item_from_proto(Coord__CatalogItem *p)
                 it->columns[i].name = str_take(&p->columns[i]->name);
                 it->columns[i].type = (enum row_type)p->columns[i]->type;
                 it->columns[i].nullable = p->columns[i]->nullable;
+                it->columns[i].max_chars = p->columns[i]->varchar_length;
                 if (p->columns[i]->default_value.len) {
                         it->columns[i].default_row = TAKE_PTR(p->columns[i]->default_value.data);
                         it->columns[i].default_len = p->columns[i]->default_value.len;
@@ -684,6 +685,7 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
                 cols[i].name = it->columns[i].name;
                 cols[i].type = (uint32_t)it->columns[i].type;
                 cols[i].nullable = it->columns[i].nullable;
+                cols[i].varchar_length = it->columns[i].max_chars;
                 cols[i].default_value.data = it->columns[i].default_row;
                 cols[i].default_value.len = it->columns[i].default_len;
                 colp[i] = &cols[i];

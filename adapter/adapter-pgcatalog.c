@@ -458,10 +458,14 @@ static int is_column_row(struct gen *g, const struct sql_object *o, size_t attnu
 
         if (!ti || !in_information_schema(o))
                 return 0;
+        /* varchar(n) is a text column with a length (adapter-sql.h, max_chars). */
         return EMIT(g, T(g->database), T(namespace_name(o)), T(o->name), T(c->name),
-                    I((int64_t)attnum), T(c->nullable ? "YES" : "NO"), T(ti->sql_name), NUL,
+                    I((int64_t)attnum), T(c->nullable ? "YES" : "NO"),
+                    T(c->max_chars ? "character varying" : ti->sql_name),
+                    c->max_chars ? I((int64_t)c->max_chars) : NUL,
                     num ? I(c->type == ROW_TYPE_INT4 ? 32 : 64) : NUL, num ? I(2) : NUL,
-                    num ? I(0) : NUL, T(g->database), T("pg_catalog"), T(ti->name),
+                    num ? I(0) : NUL, T(g->database), T("pg_catalog"),
+                    T(c->max_chars ? "varchar" : ti->name),
                     T(o->kind == SQL_OBJECT_TABLE && !o->builtin ? "YES" : "NO"));
 }
 

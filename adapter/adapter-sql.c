@@ -1850,7 +1850,33 @@ static bool is_literal(const Coord__Plan__Expr *e)
 }
 
 /* Resolve a type name as CREATE TABLE and casts write it. */
-static int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type *ret)
+/* PostgreSQL's largest varchar(n). */
+#define VARCHAR_MAX_LENGTH 10485760u
+
+/* varchar [(n)]: text, and n into *max_chars (0 without). */
+static int resolve_varchar(struct analyzer *a, const PgQuery__TypeName *tn, uint32_t *max_chars)
+{
+        const PgQuery__Node *m = tn->n_typmods == 1 ? tn->typmods[0] : NULL;
+        int64_t n;
+
+        *max_chars = 0;
+        if (!tn->n_typmods)
+                return 0;
+        if (!m || m->node_case != PG_QUERY__NODE__NODE_A_CONST ||
+            m->a_const->val_case != PG_QUERY__A__CONST__VAL_IVAL)
+                return FAIL_AT(a, tn->location, "42601", "invalid type modifier");
+        n = m->a_const->ival->ival;
+        if (n < 1)
+                return FAIL_AT(a, tn->location, "22023", "length for type varchar must be at least 1");
+        if (n > VARCHAR_MAX_LENGTH)
+                return FAIL_AT(a, tn->location, "22023", "length for type varchar cannot exceed %u",
+                               VARCHAR_MAX_LENGTH);
+        *max_chars = (uint32_t)n;
+        return 0;
+}
+
+static int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type *ret,
+                        uint32_t *max_chars)
 {
         static const struct {
                 const char *name;
@@ -1869,7 +1895,7 @@ static int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum ro
                 { "float4", "real" }, { "real", "real" },
                 { "float8", "double precision" }, { "float", "double precision" },
                 { "numeric", "numeric" }, { "decimal", "numeric" },
-                { "varchar", "character varying" }, { "bpchar", "character" },
+                { "bpchar", "character" },
                 { "char", "\"char\"" }, { "name", "name" },
                 { "timestamp", "timestamp without time zone" },
                 { "timestamptz", "timestamp with time zone" },
@@ -1881,6 +1907,7 @@ static int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum ro
         };
         const char *name, *schema = NULL;
 
+        *max_chars = 0;
         if (tn->n_names < 1 || tn->n_names > 2)
                 return FAIL_AT(a, tn->location, "42704", "type does not exist");
         name = node_string(tn->names[tn->n_names - 1]);
@@ -1895,6 +1922,10 @@ static int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum ro
                 return FAIL_AT(a, tn->location, "0A000", "array types are not supported");
         if (tn->setof || tn->pct_type)
                 return FAIL_AT(a, tn->location, "0A000", "this type syntax is not supported");
+        if (strcmp(name, "varchar") == 0) {
+                *ret = ROW_TYPE_TEXT;
+                return resolve_varchar(a, tn, max_chars);
+        }
         for (size_t i = 0; i < ELEMENTSOF(ours); i++) {
                 if (strcmp(name, ours[i].name) != 0)
                         continue;
@@ -1963,6 +1994,24 @@ static int fold(struct analyzer *a, struct typed *t)
         expr_free(t->e);
         t->e = lit;
         return 0;
+}
+
+/* FUNC_VARCHAR(t, n, explicit) (proto/plan.proto), folded: a cast to varchar(n)
+ * (explicit: cut) or an assignment to a varchar(n) column (22001 when too long). */
+static int varchar_of(struct analyzer *a, struct typed *t, uint32_t n, bool explicit_)
+{
+        const struct row_datum dn = ROW_DATUM_INT((int64_t)n), dx = ROW_DATUM_BOOL(explicit_);
+        Coord__Plan__Expr *args[3] = { TAKE_PTR(t->e), expr_literal(ROW_TYPE_INT4, &dn),
+                                       expr_literal(ROW_TYPE_BOOL, &dx) };
+
+        assert(args[0] && (int)args[0]->type == ROW_TYPE_TEXT);
+        if (!args[1] || !args[2]) {
+                for (size_t i = 0; i < 3; i++)
+                        expr_free(args[i]);
+                return oom(a);
+        }
+        t->e = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_VARCHAR, args, 3);
+        return t->e ? fold(a, t) : oom(a);
 }
 
 /* Wrap t in a call of `func` with result type `type`, then fold. */
@@ -3685,6 +3734,7 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
 {
         struct typed t = { .location = -1 };
         enum row_type type;
+        uint32_t max_chars;
         int r;
 
         assert(!ret->e);
@@ -3732,9 +3782,11 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
         case PG_QUERY__NODE__NODE_TYPE_CAST:
                 r = analyze_expr(a, n->type_cast->arg, &t);
                 if (r >= 0)
-                        r = resolve_type(a, n->type_cast->type_name, &type);
+                        r = resolve_type(a, n->type_cast->type_name, &type, &max_chars);
                 if (r >= 0)
                         r = cast_to(a, &t, type, n->type_cast->location);
+                if (r >= 0 && max_chars)
+                        r = varchar_of(a, &t, max_chars, true);
                 if (r >= 0) {
                         *ret = t;
                         t.e = NULL;
@@ -3798,8 +3850,13 @@ static int column_default_of(struct analyzer *a, const PgQuery__Node *expr, stru
         r = analyze_expr(a, expr, &t);
         a->no_mz_now = no_mz_now;
         a->materialize = materialize;
-        if (r >= 0)
+        if (r >= 0) {
+                bool strict = a->strict_fold;
+
+                a->strict_fold = true;  /* a default too long for varchar(n): 22001 now */
                 r = assign(a, &t, col);
+                a->strict_fold = strict;
+        }
         if (r < 0)
                 return r;
         if (!is_literal(t.e))
@@ -3948,7 +4005,7 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                 if (!cd->type_name)
                         return FAIL_AT(a, cd->location, "42601", "column \"%s\" has no type",
                                        cd->colname);
-                r = resolve_type(a, cd->type_name, &col->type);
+                r = resolve_type(a, cd->type_name, &col->type, &col->max_chars);
                 if (r < 0)
                         return r;
                 if ((cd->identity && cd->identity[0]) || (cd->generated && cd->generated[0]) ||
@@ -4164,14 +4221,16 @@ static int assign(struct analyzer *a, struct typed *t, const struct sql_column *
 {
         int from, to = col->type, r;
 
-        if (t->unknown)
-                return coerce_unknown(a, t, to);
+        if (t->unknown) {
+                r = coerce_unknown(a, t, to);
+                return r < 0 || !col->max_chars ? r : varchar_of(a, t, col->max_chars, false);
+        }
         from = (int)t->e->type;
         if (from == to)
-                return 0;
+                return col->max_chars ? varchar_of(a, t, col->max_chars, false) : 0;
         if ((is_int(from) && is_int(to)) || to == ROW_TYPE_TEXT) {
                 r = wrap(a, t, COORD__PLAN__FUNC__FUNC_CAST, to);
-                return r;
+                return r < 0 || !col->max_chars ? r : varchar_of(a, t, col->max_chars, false);
         }
         r = FAIL_AT(a, t->location, "42804",
                     "column \"%s\" is of type %s but expression is of type %s", col->name,

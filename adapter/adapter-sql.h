@@ -77,6 +77,9 @@ struct sql_column {
          * TABLE statement); copies into other objects' columns leave it out. */
         uint8_t *default_row;
         size_t default_len;
+        /* varchar(n): n, at most 10485760; 0 for no limit (text, varchar).  A table's
+         * INSERT and UPDATE values pass FUNC_VARCHAR (22001 when too long). */
+        uint32_t max_chars;
 };
 
 /* A table's CHECK constraint: a boolean coord.plan.Expr over its columns, packed. */

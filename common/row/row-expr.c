@@ -210,6 +210,20 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                 return check_args(c, 1, 1, ROW_TYPE_TEXT, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
                 return check_args(c, 0, 0, -1, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_VARCHAR:
+                r = check_args(c, 3, 3, -1, input, n_input, depth, err);
+                if (r < 0)
+                        return r;
+                if (t != ROW_TYPE_TEXT || (int)c->args[0]->type != ROW_TYPE_TEXT ||
+                    c->args[1]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
+                    (int)c->args[1]->type != ROW_TYPE_INT4 ||
+                    c->args[1]->literal->value_case != COORD__PLAN__DATUM__VALUE_INT_VALUE ||
+                    c->args[1]->literal->int_value < 1 ||
+                    c->args[2]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
+                    (int)c->args[2]->type != ROW_TYPE_BOOL ||
+                    c->args[2]->literal->value_case != COORD__PLAN__DATUM__VALUE_BOOL_VALUE)
+                        return invalid(err, "varchar(n) without its length");
+                return 0;
         case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL:
                 r = check_args(c, 3, 3, -1, input, n_input, depth, err);
                 if (r < 0)
@@ -914,6 +928,44 @@ static int eval_text(const Coord__Plan__Expr *e, const struct row_datum *row, si
         return 0;
 }
 
+/* FUNC_VARCHAR (proto/plan.proto): a prefix of the value, or 22001. */
+static int eval_varchar(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                        const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                        struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        struct row_datum a, n, x;
+        size_t off = 0;
+        int64_t k = 0;
+        int r;
+
+        if (c->n_args != 3)
+                return invalid(err, "wrong number of arguments");
+        r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+        if (r >= 0)
+                r = eval_arg(c, 1, row, n_row, ctx, depth, &n, err);
+        if (r >= 0)
+                r = eval_arg(c, 2, row, n_row, ctx, depth, &x, err);
+        if (r < 0)
+                return r;
+        if (a.kind == ROW_KIND_NULL) {
+                *ret = ROW_DATUM_NULL;
+                return 0;
+        }
+        if (a.kind != ROW_KIND_TEXT || n.kind != ROW_KIND_INT || n.i < 1 || x.kind != ROW_KIND_BOOL)
+                return invalid(err, "varchar(n) without its length");
+        while (off < a.text.len && k < n.i) {
+                off += utf8_len(a.text.ptr + off, a.text.len - off);
+                k++;
+        }
+        for (size_t i = off; !x.b && i < a.text.len; i++)
+                if (a.text.ptr[i] != ' ')
+                        return row_error_set(err, -EINVAL, "22001", "value too long for type character "
+                                             "varying(%lld)", (long long)n.i);
+        *ret = ROW_DATUM_TEXT(a.text.ptr, (uint32_t)off);
+        return 0;
+}
+
 /* CASE: the value after the first TRUE condition, or the else; nothing else is
  * evaluated (as COALESCE and AND/OR, so `CASE WHEN x = 0 THEN 0 ELSE 1 / x END` is safe). */
 static int eval_case(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
@@ -996,6 +1048,8 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 *ret = ROW_DATUM_BOOL((a.kind == ROW_KIND_NULL) ==
                                       (c->func == COORD__PLAN__FUNC__FUNC_IS_NULL));
                 return 0;
+        case COORD__PLAN__FUNC__FUNC_VARCHAR:
+                return eval_varchar(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
                 if (c->n_args != 0)
                         return invalid(err, "wrong number of arguments");

@@ -2034,6 +2034,27 @@ static void test_defaults(void)
         CU_ASSERT(fails_with(c, "CREATE TABLE dx (a int REFERENCES ck (a))", "0A000"));
         CU_ASSERT(fails_with(c, "CREATE TABLE dx (a int CHECK (a))", "42804"));
         CU_ASSERT(fails_with(c, "CREATE TABLE dx (a bigint CHECK (a > mz_now()))", "0A000"));
+        /* varchar(n): INSERT and UPDATE past n characters are 22001 (trailing spaces are
+         * cut), a cast cuts; the length is kept across a restart. */
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE vc (a varchar(3), b varchar, c character varying(2) DEFAULT 'x')"));
+        CU_ASSERT(ok(c, "INSERT INTO vc VALUES ('abc', 'any length at all', 'ab'), ('d  ', NULL, 'e  ')"));
+        CU_ASSERT(ok(c, "INSERT INTO vc (a) VALUES ('\xc3\xa9\xe2\x82\xac\xc3\xbc')"));    /* 3 characters */
+        CU_ASSERT(fails_with(c, "INSERT INTO vc (a) VALUES ('abcd')", "22001"));
+        CU_ASSERT(fails_with(c, "UPDATE vc SET a = a || 'x' WHERE a = 'abc'", "22001"));
+        CU_ASSERT(ok(c, "UPDATE vc SET c = 'fg  ' WHERE a = 'abc'"));
+        CU_ASSERT(rows_are(c, "SELECT a, length(a), c FROM vc", "abc|3|fg;d  |3|e ;\xc3\xa9\xe2\x82\xac\xc3\xbc|3|x"));
+        CU_ASSERT(rows_are(c, "SELECT 'abcdef'::varchar(2), CAST(a AS varchar(1)) FROM vc WHERE a = 'abc'", "ab|a"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE dx (a varchar(0))", "22023"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE dx (a varchar(2) DEFAULT 'abc')", "22001"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE dx (a char(3))", "0A000"));
+        PQfinish(c);
+        c = adapter_restart(NULL);
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT(fails_with(c, "INSERT INTO vc (a) VALUES ('abcd')", "22001"));
+        CU_ASSERT(fails_with(c, "INSERT INTO vc (c) VALUES ('abc')", "22001"));
+        CU_ASSERT(rows_are(c, "SELECT character_maximum_length FROM information_schema.columns "
+                              "WHERE table_name = 'vc' AND data_type = 'character varying'", "2;3"));
+        CU_ASSERT(ok(c, "DROP TABLE vc"));
         PQfinish(c);
         c = adapter_restart(NULL);
         CU_ASSERT_FATAL(c != NULL);

@@ -204,6 +204,8 @@ static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
                 [COORD__PLAN__FUNC__FUNC_ABS] = "abs", [COORD__PLAN__FUNC__FUNC_LENGTH] = "length",
                 [COORD__PLAN__FUNC__FUNC_LOWER] = "lower", [COORD__PLAN__FUNC__FUNC_UPPER] = "upper",
                 [COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL] = "ASSERT_NOT_NULL",
+                [COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS] = "TOO_MANY_ROWS",
+                [COORD__PLAN__FUNC__FUNC_VARCHAR] = "VARCHAR",
         };
         const Coord__Plan__Call *c;
 
@@ -259,6 +261,8 @@ static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
                 case COORD__PLAN__FUNC__FUNC_LOWER:
                 case COORD__PLAN__FUNC__FUNC_UPPER:
                 case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL:
+                case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
+                case COORD__PLAN__FUNC__FUNC_VARCHAR:
                         fprintf(f, "%s(", named[c->func]);
                         explain_exprs_(f, c->args, c->n_args);
                         fputs(")", f);
@@ -692,8 +696,20 @@ static void test_create_table(void)
         expect_error("CREATE TABLE t (a int)", "42P07", "relation \"t\" already exists", 14);
         expect_error("CREATE TABLE n (a int, b text, a bool)", "42701",
                      "column \"a\" specified more than once", 32);
-        expect_error("CREATE TABLE n (a varchar(10))", "0A000",
-                     "type \"character varying\" is not supported", 19);
+        /* varchar(n): text with a length; plain varchar is text. */
+        s = analyze("CREATE TABLE n (a varchar(10), b character varying, c pg_catalog.varchar(1))");
+        CU_ASSERT_EQUAL_FATAL(s->create_table.n_columns, 3);
+        CU_ASSERT_EQUAL(s->create_table.columns[0].type, ROW_TYPE_TEXT);
+        CU_ASSERT_EQUAL(s->create_table.columns[0].max_chars, 10);
+        CU_ASSERT_EQUAL(s->create_table.columns[1].max_chars, 0);
+        CU_ASSERT_EQUAL(s->create_table.columns[2].max_chars, 1);
+        sql_stmt_free(s);
+        expect_error("CREATE TABLE n (a varchar(0))", "22023", "length for type varchar must be at least 1", 19);
+        expect_error("CREATE TABLE n (a varchar(10485761))", "22023", NULL, -1);
+        expect_error("CREATE TABLE n (a varchar(2) DEFAULT 'abc')", "22001",
+                     "value too long for type character varying(2)", -1);
+        expect_error("CREATE TABLE n (a char(2))", "0A000", "type \"character\" is not supported", 19);
+        expect_select_plan("SELECT b::varchar(2) FROM t", "Project[4](Map[VARCHAR(#1, 2, true)](Get 10))");
         expect_error("CREATE TABLE n (a double precision)", "0A000",
                      "type \"double precision\" is not supported", -1);
         expect_error("CREATE TABLE n (a numeric)", "0A000", "type \"numeric\" is not supported", -1);
@@ -1861,7 +1877,7 @@ static void test_sublink(void)
         /* An aggregate without GROUP BY over no rows: count 0, not NULL (the default row,
          * joined without keys); a nullable key joins NULL-safely. */
         expect_select_plan("SELECT a, (SELECT count(*) FROM u WHERE u.x = t.d) FROM t",
-                           "Project[0,7](Map[CASE((#5 IS NULL), #4, (#5 > 1::int8), (), #6)](Project["
+                           "Project[0,7](Map[CASE((#5 IS NULL), #4, (#5 > 1::int8), TOO_MANY_ROWS(), #6)](Project["
                            "0,1,2,3,4,8,9](Join[5=3,6=4](Map[COALESCE(#3, 0::int8), (#3 IS NULL)](Join[]("
                            "Get 10, Reduce[; max(#0)::int8](Constant[int8](1)))), Map[COALESCE(#0, 0::int8), "
                            "(#0 IS NULL)](Reduce[#0; max(#1)::int8 max(#2)::int8](Union(Map[NULL::int8, "
