@@ -8435,6 +8435,55 @@ static int analyze_delete(struct analyzer *a, const PgQuery__DeleteStmt *d)
  * FUNC_ASSERT_NOT_NULL where the column is NOT NULL and the value may be NULL.  The
  * controller evaluates it at the write timestamp (also mz_now()'s value), so the rows
  * read and the rows written are one atomic step, as a DELETE's are. */
+/* e with every column k replaced by a copy of vals[k]; NULL when out of memory. */
+static Coord__Plan__Expr *expr_subst(const Coord__Plan__Expr *e, Coord__Plan__Expr *const *vals, size_t n)
+{
+        Coord__Plan__Expr *x;
+
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN)
+                return e->column < n ? expr_copy(vals[e->column]) : NULL;
+        x = expr_copy(e);
+        if (!x || x->kind_case != COORD__PLAN__EXPR__KIND_CALL)
+                return x;
+        for (size_t i = 0; i < x->call->n_args; i++) {
+                Coord__Plan__Expr *s = expr_subst(e->call->args[i], vals, n);
+
+                if (!s) {
+                        expr_free(x);
+                        return NULL;
+                }
+                expr_free(x->call->args[i]);
+                x->call->args[i] = s;
+        }
+        return x;
+}
+
+/* vals[0] = FUNC_CHECK_CONSTRAINT(vals[0], chk over the new values vals, name, table). */
+static int update_check(struct analyzer *a, const struct sql_check *chk, const char *table,
+                        Coord__Plan__Expr **vals, size_t n)
+{
+        Coord__Plan__Expr *cond = coord__plan__expr__unpack(NULL, chk->expr_len, chk->expr), *args[4];
+        struct row_datum dn = ROW_DATUM_TEXT(chk->name, (uint32_t)strlen(chk->name));
+        struct row_datum dt = ROW_DATUM_TEXT(table, (uint32_t)strlen(table));
+        int type = (int)vals[0]->type;
+
+        if (!cond)
+                return FAIL(a, "XX000", "the CHECK constraint \"%s\" of \"%s\" does not decode",
+                            chk->name, table);
+        args[1] = expr_subst(cond, vals, n);
+        expr_free(cond);
+        args[0] = vals[0];
+        args[2] = expr_literal(ROW_TYPE_TEXT, &dn);
+        args[3] = expr_literal(ROW_TYPE_TEXT, &dt);
+        if (!args[1] || !args[2] || !args[3]) {
+                for (size_t i = 1; i < 4; i++)
+                        expr_free(args[i]);
+                return oom(a);
+        }
+        vals[0] = expr_call(type, COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT, args, 4);
+        return vals[0] ? 0 : oom(a);
+}
+
 static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
 {
         struct sql_delete *su = &a->stmt->update;
@@ -8450,10 +8499,6 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
         r = analyze_target_rows(a, u->relation, u->where_clause, "update", su, &rel, &sc, &plan);
         if (r < 0)
                 return r;
-        /* The controller computes the new rows: their CHECK constraints would have to be
-         * evaluated there, which is not built yet. */
-        if (rel.n_checks)
-                return FAIL(a, "0A000", "UPDATE of a table with CHECK constraints is not supported yet");
         n = rel.n_columns;
         vals = calloc(n ? n : 1, sizeof(*vals));
         if (!vals)
@@ -8529,6 +8574,10 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
         for (size_t c = 0; r >= 0 && c < n; c++)
                 if (!vals[c] && !(vals[c] = expr_column(rel.columns[c].type, (uint32_t)c)))
                         r = oom(a);
+        /* The controller computes the new rows: each CHECK, over the new values, guards
+         * the first of them (FUNC_CHECK_CONSTRAINT: 23514 when FALSE). */
+        for (size_t k = 0; r >= 0 && n && k < rel.n_checks; k++)
+                r = update_check(a, &rel.checks[k], su->table, vals, n);
         if (r < 0) {
                 for (size_t c = 0; c < n; c++)
                         expr_free(vals[c]);

@@ -210,6 +210,18 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                 return check_args(c, 1, 1, ROW_TYPE_TEXT, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
                 return check_args(c, 0, 0, -1, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT:
+                r = check_args(c, 4, 4, -1, input, n_input, depth, err);
+                if (r < 0)
+                        return r;
+                if ((int)c->args[0]->type != t || (int)c->args[1]->type != ROW_TYPE_BOOL)
+                        return invalid(err, "argument of the wrong type");
+                for (size_t i = 2; i < 4; i++)
+                        if (c->args[i]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
+                            (int)c->args[i]->type != ROW_TYPE_TEXT ||
+                            c->args[i]->literal->value_case != COORD__PLAN__DATUM__VALUE_TEXT_VALUE)
+                                return invalid(err, "a CHECK constraint without its names");
+                return 0;
         case COORD__PLAN__FUNC__FUNC_VARCHAR:
                 r = check_args(c, 3, 3, -1, input, n_input, depth, err);
                 if (r < 0)
@@ -1050,6 +1062,29 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 return 0;
         case COORD__PLAN__FUNC__FUNC_VARCHAR:
                 return eval_varchar(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT: {
+                struct row_datum cond, name, rel;
+
+                if (c->n_args != 4)
+                        return invalid(err, "wrong number of arguments");
+                r = eval_arg(c, 1, row, n_row, ctx, depth, &cond, err);
+                if (r < 0)
+                        return r;
+                if (cond.kind != ROW_KIND_BOOL && cond.kind != ROW_KIND_NULL)
+                        return invalid(err, "a CHECK constraint that is not boolean");
+                if (cond.kind == ROW_KIND_NULL || cond.b)
+                        return eval_arg(c, 0, row, n_row, ctx, depth, ret, err);
+                r = eval_arg(c, 2, row, n_row, ctx, depth, &name, err);
+                if (r >= 0)
+                        r = eval_arg(c, 3, row, n_row, ctx, depth, &rel, err);
+                if (r < 0)
+                        return r;
+                if (name.kind != ROW_KIND_TEXT || rel.kind != ROW_KIND_TEXT)
+                        return invalid(err, "a CHECK constraint without its names");
+                return row_error_set(err, -EINVAL, "23514", "new row for relation \"%.*s\" violates "
+                                     "check constraint \"%.*s\"", (int)rel.text.len, rel.text.ptr,
+                                     (int)name.text.len, name.text.ptr);
+        }
         case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
                 if (c->n_args != 0)
                         return invalid(err, "wrong number of arguments");

@@ -2020,7 +2020,7 @@ static void test_defaults(void)
                              "23502"));
         CU_ASSERT(ok(c, "DROP TABLE IF EXISTS dx"));
         /* CHECK: every inserted row, NULL passes, named as PostgreSQL names them, kept
-         * across a restart; UPDATE of such a table is refused, not left unchecked;
+         * across a restart; an UPDATE checks them on the new rows;
          * PRIMARY KEY, UNIQUE and REFERENCES are refused, not accepted unenforced. */
         CU_ASSERT_FATAL(ok(c, "CREATE TABLE ck (a int CHECK (a > 0), b text, c int DEFAULT 5, "
                               "CHECK (c < 10 AND a <> c), CONSTRAINT short_b CHECK (length(b) < 4))"));
@@ -2028,7 +2028,19 @@ static void test_defaults(void)
         CU_ASSERT(fails_detail(c, "INSERT INTO ck VALUES (0, 'x')", "23514", "Failing row contains (0, x, 5)"));
         CU_ASSERT(fails_with(c, "INSERT INTO ck VALUES (2, 'x'), (1, 'xxxxx')", "23514"));
         CU_ASSERT(fails_with(c, "INSERT INTO ck (a, c) VALUES (2, 11)", "23514"));
-        CU_ASSERT(fails_with(c, "UPDATE ck SET a = 3", "0A000"));
+        /* UPDATE: each CHECK over the new row, in the controller; NULL passes. */
+        CU_ASSERT(ok(c, "UPDATE ck SET a = 3"));
+        CU_ASSERT(rows_are(c, "SELECT a, c FROM ck", "3|5;3|5"));
+        CU_ASSERT(ok(c, "UPDATE ck SET a = NULL WHERE b IS NULL"));
+        CU_ASSERT(fails_with(c, "UPDATE ck SET a = 5 WHERE a = 3", "23514"));
+        CU_ASSERT(fails_with(c, "UPDATE ck SET a = a - 10", "23514"));
+        {
+                PGresult *r = PQexec(c, "UPDATE ck SET b = 'long' WHERE a = 3");
+                const char *m = PQresultErrorMessage(r);
+                CU_ASSERT(m && strstr(m, "new row for relation \"ck\" violates check constraint \"short_b\""));
+                PQclear(r);
+        }
+        CU_ASSERT(rows_are(c, "SELECT coalesce(a, -1), coalesce(b, '-'), c FROM ck", "-1|-|5;3|x|5"));
         CU_ASSERT(fails_with(c, "CREATE TABLE dx (a int PRIMARY KEY)", "0A000"));
         CU_ASSERT(fails_with(c, "CREATE TABLE dx (a int, UNIQUE (a))", "0A000"));
         CU_ASSERT(fails_with(c, "CREATE TABLE dx (a int REFERENCES ck (a))", "0A000"));

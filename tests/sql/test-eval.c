@@ -524,6 +524,12 @@ static void test_case_and_text(void)
         expect_datum(call(ROW_TYPE_TEXT, F(VARCHAR), 3, NUL(ROW_TYPE_TEXT), I4(1), B(false)), ROW_DATUM_NULL);
         expect_eval_error(call(ROW_TYPE_TEXT, F(VARCHAR), 3, TXT("abc"), I4(2), B(false)), "22001",
                           "value too long for type character varying(2)");
+        expect_datum(call(ROW_TYPE_INT4, F(CHECK_CONSTRAINT), 4, I4(7), B(true), TXT("k"), TXT("t")),
+                     ROW_DATUM_INT(7));
+        expect_datum(call(ROW_TYPE_INT4, F(CHECK_CONSTRAINT), 4, I4(7), NUL(ROW_TYPE_BOOL), TXT("k"), TXT("t")),
+                     ROW_DATUM_INT(7));
+        expect_eval_error(call(ROW_TYPE_INT4, F(CHECK_CONSTRAINT), 4, I4(7), B(false), TXT("k"), TXT("t")),
+                          "23514", "new row for relation \"t\" violates check constraint \"k\"");
         expect_eval_error(call(ROW_TYPE_TEXT, F(SUBQUERY_TOO_MANY_ROWS), 0), "21000",
                           "more than one row returned by a subquery used as an expression");
 }
@@ -577,6 +583,9 @@ static void test_invalid_exprs(void)
         expect_invalid(call(ROW_TYPE_TEXT, F(UPPER), 1, I4(1)), "XX000");
         expect_invalid(call(ROW_TYPE_INT4, F(ASSERT_NOT_NULL), 1, I4(1)), "XX000");
         expect_invalid(call(ROW_TYPE_TEXT, F(VARCHAR), 3, TXT("a"), I4(0), B(true)), "XX000");
+        expect_invalid(call(ROW_TYPE_INT4, F(CHECK_CONSTRAINT), 4, I4(1), I4(1), TXT("k"), TXT("t")), "XX000");
+        expect_invalid(call(ROW_TYPE_INT4, F(CHECK_CONSTRAINT), 4, I4(1), B(true), col(ROW_TYPE_TEXT, 2),
+                            TXT("t")), "XX000");
         expect_invalid(call(ROW_TYPE_TEXT, F(VARCHAR), 3, TXT("a"), col(ROW_TYPE_INT4, 0), B(true)), "XX000");
         expect_invalid(call(ROW_TYPE_INT4, F(VARCHAR), 3, TXT("a"), I4(1), B(true)), "XX000");
         expect_invalid(call(ROW_TYPE_INT4, F(ASSERT_NOT_NULL), 3, I4(1), col(ROW_TYPE_TEXT, 1),
@@ -613,6 +622,7 @@ static Coord__Plan__Expr *random_expr(unsigned *seed, int depth)
                 F(GT), F(GE), F(AND), F(OR), F(NOT), F(IS_NULL), F(IS_NOT_NULL), F(MZ_NOW),
                 F(CAST), F(COALESCE), F(CASE), F(CONCAT), F(LIKE), F(ILIKE), F(ABS), F(LENGTH),
                 F(LOWER), F(UPPER), F(ASSERT_NOT_NULL), F(SUBQUERY_TOO_MANY_ROWS), F(VARCHAR),
+                F(CHECK_CONSTRAINT),
                 (Coord__Plan__Func)77,
         };
         static const int64_t ints[] = { 0, 1, -1, 2, 7, INT32_MAX, INT32_MIN, INT64_MAX,
@@ -677,7 +687,8 @@ static void test_expr_fuzz(void)
                                 if (ok && strcmp(err.sqlstate, "22003") &&
                                     strcmp(err.sqlstate, "22012") && strcmp(err.sqlstate, "22P02") &&
                                     strcmp(err.sqlstate, "22025") && strcmp(err.sqlstate, "23502") &&
-                                    strcmp(err.sqlstate, "21000") && strcmp(err.sqlstate, "22001")) {
+                                    strcmp(err.sqlstate, "21000") && strcmp(err.sqlstate, "22001") &&
+                                    strcmp(err.sqlstate, "23514")) {
                                         fprintf(stderr, "\n  checked tree failed: %s %s\n",
                                                 err.sqlstate, err.message);
                                         CU_FAIL("checked expression hit a plan error");
