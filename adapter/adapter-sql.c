@@ -5541,6 +5541,35 @@ out:
         return r;
 }
 
+/* (x JOIN y ...) AS j [(names)]: j names the join's columns and hides x's and y's names,
+ * as in PostgreSQL; USING's right columns, reachable only as y.c, become unreachable. */
+static int join_alias(struct analyzer *a, struct scope *sc, const PgQuery__Alias *alias)
+{
+        const char **q;
+
+        if (!alias->aliasname || !alias->aliasname[0])
+                return FAIL(a, "XX000", "malformed join alias");
+        if (alias->n_colnames > sc->n_star)
+                return FAIL(a, "42P10", "table \"%s\" has %zu columns available but %zu columns specified",
+                            alias->aliasname, sc->n_star, alias->n_colnames);
+        for (size_t i = 0; i < sc->n; i++)
+                sc->cols[i].qual = sc->cols[i].hidden ? NULL : alias->aliasname;
+        for (size_t i = 0; i < alias->n_colnames; i++) {
+                const char *name = node_string(alias->colnames[i]);
+
+                if (!name)
+                        return FAIL(a, "XX000", "malformed column alias");
+                sc->cols[sc->star[i]].name = name;
+        }
+        q = realloc(sc->quals, sizeof(*q));
+        if (!q)
+                return oom(a);
+        sc->quals = q;
+        sc->quals[0] = alias->aliasname;
+        sc->n_quals = 1;
+        return 0;
+}
+
 static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct scope *sc,
                           Coord__Plan__Relation **ret)
 {
@@ -5574,8 +5603,8 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
                             kinds[j->jointype]);
         if (j->is_natural)
                 return FAIL(a, "0A000", "NATURAL JOIN is not supported yet");
-        if (j->alias || j->join_using_alias)
-                return FAIL(a, "0A000", "aliases for joins are not supported");
+        if (j->join_using_alias)
+                return FAIL(a, "0A000", "USING (...) AS alias is not supported");
         r = plan_from_item(a, j->larg, &left, &lp);
         if (r >= 0)
                 r = plan_from_item(a, j->rarg, &right, &rp);
@@ -5644,6 +5673,11 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
                 a->agg = agg;
                 if (r >= 0)
                         r = conj_add(a, &preds, &n_preds, TAKE_PTR(t.e));
+                if (r < 0)
+                        goto fail;
+        }
+        if (j->alias) {
+                r = join_alias(a, sc, j->alias);
                 if (r < 0)
                         goto fail;
         }

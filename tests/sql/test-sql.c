@@ -1850,6 +1850,19 @@ static void test_subquery(void)
         expect_error("SELECT * FROM (SELECT b FROM t)", "42601", NULL, -1);  /* PostgreSQL 15 */
         expect_error("SELECT * FROM (SELECT a FROM t LIMIT 1) s", "0A000", NULL, -1);
         expect_error("SELECT s.q FROM (SELECT a FROM t) s", "42703", "column s.q does not exist", -1);
+
+        /* Join aliases: the join's columns under one name, its tables' names hidden. */
+        s = analyze("SELECT * FROM (t JOIN u ON t.d = u.x) AS j (p, q)");
+        CU_ASSERT_EQUAL_FATAL(s->select.peek->n_columns, 5);
+        CU_ASSERT_STRING_EQUAL(s->select.peek->columns[0]->name, "p");
+        CU_ASSERT_STRING_EQUAL(s->select.peek->columns[1]->name, "q");
+        CU_ASSERT_STRING_EQUAL(s->select.peek->columns[4]->name, "x");
+        sql_stmt_free(s);
+        expect_select_plan("SELECT j.x FROM (t JOIN u ON t.d = u.x) AS j", "Project[4](Join[3=0](Get 10, Get 11))");
+        expect_error("SELECT t.a FROM (t JOIN u ON t.d = u.x) AS j", "42P01", NULL, -1);
+        expect_error("SELECT * FROM (t JOIN t AS t2 USING (a)) AS j (a, b, c, d, e, f, g, h)", "42P10", NULL, -1);
+        expect_error("SELECT j.b FROM (t JOIN t AS t2 ON t.a = t2.a) AS j", "42702", NULL, -1);
+        expect_select_plan("SELECT j.a FROM (t JOIN t AS t2 USING (a)) AS j", "Project[0](Join[0=0](Get 10, Get 10))");
 }
 
 /* Subqueries in expressions: attached columns (adapter-sql.c "Subqueries"). */
