@@ -1595,6 +1595,7 @@ struct analyzer {
         struct attach *attach;
         struct outer *outer;
         struct subq *sub;
+        uint32_t late_base;             /* regroup(): where LATE_MARK columns start */
         /* Aggregates: collected here where they are allowed (a grouped SELECT's list,
          * HAVING, ORDER BY); otherwise no_agg names the place for the error. */
         struct agg_ctx *agg;
@@ -1638,11 +1639,13 @@ struct scope {
  * enclosing query is the placeholder column OUTER_MARK | its index there, until the
  * WHERE's conjuncts are sorted into keys (plan_where()). */
 #define OUTER_MARK 0x20000000u
+#define LATE_MARK 0x10000000u
 
 struct outer {
         const struct scope *scope;      /* the enclosing query's columns */
         const struct outer *up;         /* further out: references to it are refused */
         bool collect;                   /* in the subquery's WHERE: references allowed */
+        bool refuse;                    /* a grouped query's: no reference at all */
 };
 
 /* What plan_select() found of a subquery's correlation. */
@@ -1669,6 +1672,11 @@ struct attachment {
 struct attach {
         struct scope *scope;            /* gains hidden columns: payloads, values */
         size_t base_n;                  /* its width before the first attachment */
+        /* A grouped SELECT's list and HAVING: uncorrelated subqueries only, joined to the
+         * Reduce's rows; their columns are LATE_MARK | index in scope (empty at first)
+         * until the Reduce's width is known (regroup()). */
+        bool late;
+        const struct scope *outer;      /* late: the FROM scope references are refused in */
         struct attachment *v;
         size_t n;
         const PgQuery__SubLink **truth; /* conjuncts of a WHERE: NULL counts as FALSE */
@@ -2800,6 +2808,10 @@ static int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, s
                 if (level > 1)
                         return FAIL_AT(a, c->location, "0A000", "a reference to column \"%s\" of a "
                                        "query two or more levels out is not supported", name);
+                if (o->refuse)
+                        return FAIL_AT(a, c->location, "0A000", "a subquery in HAVING or in the list "
+                                       "of a grouped SELECT may not refer to the query it is in "
+                                       "(column \"%s\"): not supported yet", name);
                 if (!o->collect)
                         return FAIL_AT(a, c->location, "0A000", "a subquery may refer to column "
                                        "\"%s\" of the query it is in only in equalities joined by "
@@ -5995,6 +6007,10 @@ static int regroup(struct analyzer *a, Coord__Plan__Expr **pe, Coord__Plan__Expr
                         e->column = (uint32_t)nk + (e->column & ~AGG_MARK);
                         return 0;
                 }
+                if (e->column & LATE_MARK) {
+                        e->column = a->late_base + (e->column & ~LATE_MARK);
+                        return 0;
+                }
                 col = &from->cols[e->column];
                 if (col->qual)
                         return FAIL(a, "42803", "column \"%s.%s\" must appear in the GROUP BY "
@@ -6117,6 +6133,9 @@ static int select_target(struct analyzer *a, struct outputs *o, const PgQuery__R
                 return r;
         if (rt->name && rt->name[0])
                 name = rt->name;
+        else if (t.e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN && (t.e->column & LATE_MARK) &&
+                 a->attach && a->attach->late)
+                name = a->attach->scope->cols[t.e->column & ~LATE_MARK].name;
         else if (t.e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN && !(t.e->column & AGG_MARK))
                 name = sc->cols[t.e->column].name;
         else
@@ -6221,6 +6240,16 @@ static void expr_unmark(Coord__Plan__Expr *e)
         else if (e->kind_case == COORD__PLAN__EXPR__KIND_CALL)
                 for (size_t i = 0; i < e->call->n_args; i++)
                         expr_unmark(e->call->args[i]);
+}
+
+/* LATE_MARK | i -> base + i, in a grouped SELECT's attachment values. */
+static void late_unmark(Coord__Plan__Expr *e, uint32_t base)
+{
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN && (e->column & LATE_MARK))
+                e->column = base + (e->column & ~LATE_MARK);
+        else if (e->kind_case == COORD__PLAN__EXPR__KIND_CALL)
+                for (size_t i = 0; i < e->call->n_args; i++)
+                        late_unmark(e->call->args[i], base);
 }
 
 /* e's conjuncts (e consumed) appended to *v. */
@@ -6559,8 +6588,9 @@ static int attach_add(struct analyzer *a, struct attach *ac, Coord__Plan__Relati
                 return oom(a);
         }
         x = &ac->v[ac->n++];
+        assert(!ac->late || nk == 0);
         *x = (struct attachment){ .t = t, .keys = keys, .nk = nk, .np = np,
-                                  .first = (uint32_t)ac->scope->n };
+                                  .first = (uint32_t)ac->scope->n | (ac->late ? LATE_MARK : 0) };
         x->ptypes = malloc((np ? np : 1) * sizeof(*x->ptypes));
         if (!x->ptypes)
                 return oom(a);
@@ -6589,7 +6619,7 @@ static int attach_value(struct analyzer *a, struct attach *ac, Coord__Plan__Expr
         if (r < 0)
                 return r;
         ac->scope->cols[ac->scope->n - 1].hidden = true;
-        ret->e = expr_column((int)e->type, (uint32_t)(ac->scope->n - 1));
+        ret->e = expr_column((int)e->type, (uint32_t)(ac->scope->n - 1) | (ac->late ? LATE_MARK : 0));
         ret->unknown = false;
         return ret->e ? 0 : oom(a);
 }
@@ -6598,7 +6628,8 @@ static int attach_value(struct analyzer *a, struct attach *ac, Coord__Plan__Expr
 static int plan_subquery(struct analyzer *a, const PgQuery__Node *sub, bool plain, struct subq *q,
                          Coord__Plan__Relation **ret, struct scope *out)
 {
-        struct outer o = { .scope = a->attach->scope, .up = a->outer };
+        struct outer o = { .scope = a->attach->late ? a->attach->outer : a->attach->scope,
+                           .up = a->outer, .refuse = a->attach->late };
         struct outer *outer = a->outer;
         struct attach *attach = a->attach;
         struct subq *sq = a->sub;
@@ -6751,6 +6782,9 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
                 return FAIL(a, "XX000", "malformed subquery");
         for (size_t i = 0; i < ac->n_truth; i++)
                 truth = truth || (ac->truth[i] == sl && !negate);
+        if (sl->testexpr && ac->late)
+                return FAIL_AT(a, sl->location, "0A000", "IN (subquery) in HAVING or in the list of "
+                               "a grouped SELECT is not supported yet");
         if (sl->testexpr) {
                 if (sl->testexpr->node_case == PG_QUERY__NODE__NODE_ROW_EXPR)
                         return FAIL_AT(a, sl->location, "0A000", "row comparisons with a subquery "
@@ -7025,7 +7059,8 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
         size_t nk = 0, n_visible, n_sort = peek ? s->n_sort_clause : 0, width;
         bool grouped, distinct = s->n_distinct_clause > 0;
         struct subq *sq = a->sub;               /* this SELECT is a subquery: its keys */
-        _cleanup_(attach_done) struct attach wat = { 0 }, lat = { 0 };
+        _cleanup_(attach_done) struct attach wat = { 0 }, lat = { 0 }, gat = { 0 };
+        _cleanup_(scope_done) struct scope late = { 0 };   /* gat's columns */
         size_t n_from;
         int r;
 
@@ -7149,7 +7184,8 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
         a->agg = grouped ? &agg : NULL;
         a->no_agg = grouped ? NULL : "this context";
         lat = (struct attach){ .scope = &from, .base_n = from.n };
-        a->attach = grouped ? NULL : &lat;
+        gat = (struct attach){ .scope = &late, .late = true, .outer = &from };
+        a->attach = grouped ? &gat : &lat;
         for (size_t i = 0; i < s->n_target_list; i++) {
                 if (s->target_list[i]->node_case != PG_QUERY__NODE__NODE_RES_TARGET) {
                         r = FAIL(a, "XX000", "malformed target list");
@@ -7177,7 +7213,9 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
         if (s->having_clause) {
                 _cleanup_(typed_done) struct typed t = { .location = -1 };
 
+                a->attach = &gat;
                 r = analyze_expr(a, s->having_clause, &t);
+                a->attach = NULL;
                 if (r >= 0)
                         r = require_bool(a, &t, "HAVING");
                 if (r < 0)
@@ -7230,6 +7268,7 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                         r = oom(a);
                         goto fail;
                 }
+                a->late_base = (uint32_t)(nk + agg.n);
                 for (size_t i = 0; i < o.n; i++) {
                         r = regroup(a, &o.e[i], keys, nk, &from);
                         if (r < 0)
@@ -7319,6 +7358,27 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                 rd->group_keys = TAKE_PTR(key_cols);
                 rd->n_group_keys = nk;
                 plan = red;
+                if (gat.n) {
+                        /* The list's and HAVING's subqueries, after the groups. */
+                        assert(reduced.n == a->late_base);
+                        for (size_t i = 0; i < gat.n; i++) {
+                                gat.v[i].first = a->late_base + (gat.v[i].first & ~LATE_MARK);
+                                if (gat.v[i].value)
+                                        late_unmark(gat.v[i].value, a->late_base);
+                        }
+                        for (size_t i = 0; r >= 0 && i < late.n; i++) {
+                                r = scope_add_col(a, &reduced, NULL, late.cols[i].name, late.cols[i].type,
+                                                  true, false);
+                                if (r >= 0)
+                                        reduced.cols[reduced.n - 1].hidden = true;
+                        }
+                        gat.scope = &reduced;
+                        gat.base_n = a->late_base;
+                        if (r >= 0)
+                                r = attach_apply(a, &gat, &plan);
+                        if (r < 0)
+                                goto fail;
+                }
                 if (having) {
                         plan = rel_filter(TAKE_PTR(plan), TAKE_PTR(having));
                         if (!plan) {

@@ -971,6 +971,26 @@ static void ev_scalar(const struct state *s, struct rel *o)
         }
 }
 
+/* A grouped SELECT with an uncorrelated subquery in HAVING and in its list. */
+static void ev_having_sub(const struct state *s, struct rel *o)
+{
+        struct rel t, g;
+        int64_t m = 0, n3 = (int64_t)T3(s)->n;
+
+        EACH(j, T2(s))
+                m += is_true(v_cmp(T2(s)->r[j][1], GT, vi(2)));
+        tab_rel(T1(s), &t);
+        rel_group(&t, 1, (int[]){ 0 }, 1, (struct aggspec[]){ { A_COUNT_STAR, 0 } }, &g);
+        *o = (struct rel){ .nc = 3 };
+        for (size_t i = 0; i < g.n; i++) {
+                struct v *r = row_at(&g, i);
+                if (is_true(v_cmp(r[1], GE, vi(m))))
+                        rel_add(o, r[0], r[1], vi(n3));
+        }
+        rel_free(&t);
+        rel_free(&g);
+}
+
 static void ev_idx_not_in(const struct state *s, struct rel *o)
 {
         *o = (struct rel){ .nc = 2 };
@@ -1064,6 +1084,9 @@ static struct obj objs[] = {
           "SELECT b, d, (SELECT count(*) FROM t1 WHERE t1.b = t3.b) AS n, "
           "(SELECT max(c) FROM t2 WHERE t2.a = t3.b) AS mc, (SELECT min(a) FROM t1) AS g FROM t3", ev_scalar },
         { K_VIEW, "v_idx_not_in", "SELECT a, b FROM t1 WHERE a NOT IN (SELECT b FROM t3)", ev_idx_not_in },
+        { K_MV, "mv_having_sub",
+          "SELECT a, count(*) AS n, (SELECT count(*) FROM t3) AS n3 FROM t1 GROUP BY a "
+          "HAVING count(*) >= (SELECT count(*) FROM t2 WHERE c > 2)", ev_having_sub },
         { K_DDL, "i_not_in", "CREATE INDEX i_not_in ON v_idx_not_in (a)", NULL },
         /* An index on a materialized view: reads at old times must still come from storage. */
         { K_DDL, "i_mv_join2", "CREATE INDEX i_mv_join2 ON mv_join2 (a)", NULL },

@@ -1925,8 +1925,26 @@ static void test_sublink(void)
                      "0A000", NULL, -1);
         expect_error("SELECT a, (SELECT count(*) FROM u WHERE u.x = t.d HAVING count(*) > 1) FROM t",
                      "0A000", NULL, -1);
+        /* Uncorrelated subqueries in a grouped SELECT's list and HAVING: after the Reduce. */
+        s = analyze("SELECT b, count(*), (SELECT max(x) FROM u) AS mx, EXISTS (SELECT 1 FROM u WHERE x > 100) "
+                    "FROM t GROUP BY b ORDER BY b");
+        expect_plan(s->select.peek->plan,
+                    "Project[0,1,4,6](Map[(#5 > 0::int8)](Join[](Map[CASE((#2 > 1::int8), TOO_MANY_ROWS(), #3)]("
+                    "Join[](Reduce[#1; count(*)::int8](Get 10), Reduce[; count(*)::int8 max(#0)::int8](Reduce[; "
+                    "max(#0)::int8](Get 11)))), Reduce[; count(*)::int8](Project[1](Map[1](Filter[(#0 > 100::int8)]"
+                    "(Get 11)))))))");
+        CU_ASSERT_STRING_EQUAL(s->select.peek->columns[2]->name, "mx");
+        CU_ASSERT_STRING_EQUAL(s->select.peek->columns[3]->name, "exists");
+        sql_stmt_free(s);
+        expect_select_plan("SELECT b FROM t GROUP BY b HAVING count(*) > (SELECT count(*) FROM u)",
+                           "Project[0](Filter[(#1 > #4)](Map[CASE((#2 > 1::int8), TOO_MANY_ROWS(), #3)](Join[]("
+                           "Reduce[#1; count(*)::int8](Get 10), Reduce[; count(*)::int8 max(#0)::int8](Reduce[; "
+                           "count(*)::int8](Get 11))))))");
+        expect_error("SELECT b FROM t GROUP BY b HAVING b IN (SELECT b FROM t)", "0A000", NULL, -1);
+        expect_error("SELECT b, (SELECT count(*) FROM u WHERE u.x = t.d) FROM t GROUP BY b", "0A000", NULL, -1);
+        expect_error("SELECT b FROM t GROUP BY b HAVING EXISTS (SELECT 1 FROM u WHERE u.x = t.a)", "0A000",
+                     NULL, -1);
         /* Where subqueries are not planned yet. */
-        expect_error("SELECT a, count(*) FROM t GROUP BY a HAVING a IN (SELECT a FROM v)", "0A000", NULL, -1);
         expect_error("SELECT a FROM t ORDER BY (SELECT 1)", "0A000", NULL, -1);
         expect_error("DELETE FROM t WHERE a IN (SELECT a FROM v)", "0A000", NULL, -1);
         expect_error("UPDATE t SET a = (SELECT 1)", "0A000", NULL, -1);
