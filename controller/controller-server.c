@@ -4,10 +4,18 @@
  * Who calls what.  controller.c forwards the node's callbacks: every adapter (or
  * lifecycle) request arrives in cserver_on_message(), in the order the peer sent it on
  * its one connection.  The server answers each with the request's request_id through
- * out_send(), the output gate of (16).  A timer runs compaction of the built-in
+ * server_out_send(), the output gate of (16).  A timer runs compaction of the built-in
  * relations; storage's syncer thread reports finished WAL syncs through a loop waker.
  *
+ * The server's files:
+ *   controller-server.c              everything but what they share
+ *   controller-server-internal.h     what they share
+ *
  * NOTES ON THE DESIGN
+ *
+ * The notes are numbered across the server; each stands in the file that
+ * enforces it, and "NOTE n" or "(n)" in any file of the server names it:
+ *   controller-server.c              1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 13b, 14, 15, 16, 17, 18, 18b, 19, 20, 21 (below)
  *
  * (1) Order.  Requests are handled to completion one after the other, in arrival
  *     order, with one exception: a peek that must wait for an upper is parked (5) and
@@ -34,7 +42,7 @@
  * (3) An Append is all or nothing.  storage_append_group() applies the valid appends
  *     of a group and reports the invalid ones, so everything that can make one append
  *     of the group invalid is checked before: ts >= the upper of every built-in (so
- *     ts >= T) and of every table created above T since the last append (s->born_above;
+ *     ts >= T) and of every table server_created above T since the last append (s->born_above;
  *     every other table's stored upper is <= T), so the expected upper of each append
  *     is the one just read; rows well formed and not too long, sums of one (row, time)
  *     that overflow (consolidated here first), descriptors loadable
@@ -51,9 +59,9 @@
  *     max(its write_frontier, the write_frontier of object 0).  Its contents at t are
  *     those rows as the last append at or before t left them.  An append changes O(1)
  *     rows plus two per collection whose stored frontiers changed: every table it
- *     writes (its upper moves to ts + 1) and every table created or dropped since the
+ *     writes (its upper moves to ts + 1) and every table server_created or dropped since the
  *     last append (s->dirty); row 0 is retracted and reinserted with the new T.  So a
- *     table created by Ensure appears at the next append, and a dropped one goes at
+ *     table server_created by Ensure appears at the next append, and a dropped one goes at
  *     the next append.  s->fr mirrors the table rows at the relation's upper - 1 (read
  *     back from storage at open, so a restart continues where the last acknowledged
  *     append left off), s->fr0 the row of object 0.  Only the server writes the
@@ -133,12 +141,12 @@
  *     equal those at stored upper - 1 -- or are empty when stored upper == since
  *     (never written since birth: no storage read at all).  Every answer about a
  *     table -- readability of a peek, what a peek and a DELETE read, the upper that
- *     MSG_LIST_COLLECTIONS reports -- uses the effective upper; only the ring and the
+ *     MSG_LIST_COLLECTIONS reports -- uses the server_effective upper; only the ring and the
  *     rows of coord_frontiers show the stored one, with T next to it (gid 1's upper,
  *     row 0).  A table written at ts appends [stored upper, ts + 1) with its rows at
  *     ts: the gap is filled by that same append.  After an append every table's
- *     stored upper is <= T; only a table created with since > T has stored upper > T
- *     until the next append (s->born_above), and then its effective upper is its
+ *     stored upper is <= T; only a table server_created with since > T has stored upper > T
+ *     until the next append (s->born_above), and then its server_effective upper is its
  *     stored one.  coord_objects cannot be dropped (tables' uppers would regress,
  *     I1), and an Append is refused while it does not exist.
  *     Issue 5 (table compaction) must keep since <= stored upper - 1 for a table that
@@ -149,14 +157,14 @@
  *     table that costs a read of the table (a DELETE reads it anyway), but coord_objects
  *     holds a row per object and the adapter retracts one at every DROP, so reading it
  *     all would make a DROP O(objects).  For a built-in the check consults s->cm
- *     instead: row -> count of its contents, made (empty) when the built-in is created
+ *     instead: row -> count of its contents, made (empty) when the built-in is server_created
  *     and kept by every append (each one moves the built-ins, with their updates, in
  *     append_apply()); after a restart, built by one read on first use.  A mirror is valid only for the stored upper it was kept to; one
  *     that does not match is rebuilt, and a reopen or a drop discards it.  Rows are
  *     kept whole (compared byte for byte, no hash trust): memory is about the size of
  *     the relation's rows.
  *
- * (12) Deferred DDL.  A table created by a partial Ensure, and a table dropped by Drop,
+ * (12) Deferred DDL.  A table server_created by a partial Ensure, and a table dropped by Drop,
  *     is not written at once: storage_create_deferred() / storage_drop_deferred()
  *     change storage's memory (so lookups, listings, peeks, the ring and the mirrors
  *     see it exactly as after a synced write) and put the change into the NEXT synced
@@ -181,30 +189,30 @@
  *     emitting only times >= U, so the durable output never skips or repeats a time)
  *     reads each input's snapshot at A and its stored updates after A, then follows:
  *     every append, before its write, pushes what it writes to the dataflows that read
- *     it (compute_push(), through s->readers: gid -> the dataflows reading it) and
- *     after the append steps them to the meet of their inputs' uppers (compute_stage(),
+ *     it (server_compute_push(), through s->readers: gid -> the dataflows reading it) and
+ *     after the append steps them to the meet of their inputs' uppers (server_compute_stage(),
  *     T_next = ts + 1; a table's effective upper (10)), in GlobalId order -- an input is
  *     older than its readers, so one pass carries a change down a chain of views.  A
  *     pass steps only the dataflows something was pushed into (dirty, queued on
  *     s->pending, and those just installed); its work is a min-heap by gid, which takes
  *     the dataflows a view's output dirties on the way.  A clean materialized view
  *     writes nothing: its durable upper stays, and readers inside the controller take
- *     its upper as the meet of its inputs' (mv_upper(); a read above the durable upper
+ *     its upper as the meet of its inputs' (server_mv_upper(); a read above the durable upper
  *     reads durable upper - 1); its ring slot keeps the durable frontiers, which the
  *     follower's quiet-objects rule expects (an upper moves when contents may have),
  *     and its since stays below its durable upper as a table's does (10).  Once a
- *     second mv_flush() writes the clean views' uppers up to where they are readable
+ *     second server_mv_flush() writes the clean views' uppers up to where they are readable
  *     (the follower derives requirements from durable uppers).  Each materialized view's output
  *     [old upper, new upper) goes into the append's own WriteBatch (append_commit()),
  *     so a view is durable and current when the INSERT is acknowledged, at no extra
  *     fsync; a failed write reinstalls every dataflow from storage.  Installing runs a
- *     pass of its own (compute_run()).  An index's output goes into its arrangement (in
+ *     pass of its own (server_compute_run()).  An index's output goes into its arrangement (in
  *     memory), whose since moves only as the committed bound allows (14), held back by
  *     peeks in flight.  A clean index is not stepped at all: nothing is pending in it,
  *     so its contents cannot change and its upper is the meet of its inputs' uppers;
- *     whoever reads its frontiers (object_frontiers(): peeks, permissions) first
- *     brings it there (dfent_catch_up(), a step with no data).  So an index's ring slot
- *     and coord_frontiers row change only when its since does (dfent_publish()):
+ *     whoever reads its frontiers (server_object_frontiers(): peeks, permissions) first
+ *     brings it there (server_dfent_catch_up(), a step with no data).  So an index's ring slot
+ *     and coord_frontiers row change only when its since does (server_dfent_publish()):
  *     readers take its upper as max(published, T), as for a table.
  *     A dataflow whose evaluation fails (a division by zero in some row) stops and
  *     answers reads of it with that error.
@@ -224,7 +232,7 @@
  *     upper) and the view is stepped at every pass until its inputs pass the refresh.
  *     After the last refresh the upper is empty (UINT64_MAX; coord_frontiers shows
  *     int8's max) and the dataflow is retired (e->complete).  Resuming at durable
- *     upper U (dfent_hydrate()): the inputs are protected from U, not U - 1, so the
+ *     upper U (server_dfent_hydrate()): the inputs are protected from U, not U - 1, so the
  *     view reads them at max(U - 1, their sinces), whose snapshot rounds to U, and adds
  *     the negation of what the collection holds at U - 1 -- the refresh at U is written
  *     whole, nothing doubled (test-refresh `contents` kills the controller mid-run).
@@ -260,11 +268,11 @@
  *     every read in this process as soon as it is written, but durable only when the
  *     syncer's next WAL sync is done.  Everything that leaves the process -- every
  *     reply (Ok, Error, PeekResult, CollectionList) and every ring publication or
- *     forget -- therefore goes through out_send() / ring_set() / ring_forget(), which
+ *     forget -- therefore goes through server_out_send() / server_ring_set() / server_ring_forget(), which
  *     send it at once only while nothing is waiting (no entry held and
  *     storage_pending_seq() == 0); otherwise it is held in s->out, tagged with the
  *     sequence number of the last unsynced append (never less than the tag before
- *     it), and out_release() sends the held entries, in order, whose tag is at or
+ *     it), and server_out_release() sends the held entries, in order, whose tag is at or
  *     below storage_durable_seq().  So:
  *       G1 nothing computed from an unsynced append -- its Ok, an upper (a table's,
  *          T, a built-in's, a materialized view's or index's derived from it), a
@@ -280,7 +288,7 @@
  *     s->rc is what the ring WILL show (held records included), so that a change is
  *     held once.  Held replies to a peer whose connection is replaced or lost are
  *     dropped with it (their request ids mean nothing to the next connection).  A
- *     failed sync is a failed write (8): storage_recover() first answers every held
+ *     failed sync is a failed write (8): server_storage_recover() first answers every held
  *     reply with 58030 -- the adapter's failed-append path (it cannot know what the
  *     disk kept; the writer mark of (15) tells it after reconnection) -- and drops the
  *     held ring records, marking their gids unknown in s->rc so that the reopen's
@@ -307,7 +315,7 @@
  *     and sorts the result (peek_prepare()), touching nothing but the job and its
  *     peek.  The loop, woken, sends the first chunk as (5) does, through the output
  *     gate (16) like any answer.  Meanwhile the peek stays on s->peeks -- an execution
- *     hold, as in (5) -- with no timer and not streaming, so peeks_wake() and PeekNext
+ *     hold, as in (5) -- with no timer and not streaming, so server_peeks_wake() and PeekNext
  *     pass it by; when its requester goes it is marked cancelled and freed once its
  *     job is back.  One thread, jobs in arrival order.  The answer is what evaluating
  *     on the loop when the peek was handed off would have given: the readers read
@@ -315,7 +323,7 @@
  *
  * (18b) Replies go to a connection, not to a role.  When a peer's connection is
  *     replaced or lost (cserver_on_peer_change()), its held replies are dropped
- *     (out_drop_role()), and its epoch (s->peer_epochs) moves on.  A bulk install (17)
+ *     (server_out_drop_role()), and its epoch (s->peer_epochs) moves on.  A bulk install (17)
  *     and each deferred message remember the epoch of the connection they came by;
  *     the install's Ok and the replies of a deferred message replayed after that
  *     connection went are dropped (stale_replies=), where they went to the new
@@ -329,11 +337,11 @@
  *     in the frontier ring (the follower derives R(sink, I) = progress - 1 from it, as
  *     for a materialized view) and in coord_frontiers, with no machinery of its own.
  *     Compute passes step a sink like any dataflow and keep its output, times at or
- *     after its progress, in e->sink_out; every CSERVER_COMPACT_INTERVAL_MS sink_flush()
+ *     after its progress, in e->sink_out; every CSERVER_COMPACT_INTERVAL_MS server_sink_flush()
  *     appends those lines to the file and fdatasyncs it, then writes the new progress
  *     (upper = what it stepped to, mark = the new length) -- file first, progress after,
  *     so a crash in between only leaves lines past the recorded length.  Installing
- *     (sink_open()) cuts the file back to the recorded length and resumes the dataflow
+ *     (server_sink_open()) cuts the file back to the recorded length and resumes the dataflow
  *     at progress - 1, writing from progress on: each update once, none skipped.  Lines
  *     leave only once the appends they derive from are durable (16, G1: e->sink_seq).
  *     A new sink starts at its as-of with its snapshot, or (SNAPSHOT = false) with
@@ -344,14 +352,14 @@
  * (20) Sources (DataflowSpec kind SOURCE, controller-source.h).  A source has two
  *     storage collections, its data (kind SOURCE, gid) and its remap (kind REMAP,
  *     progress_id: one row, the offset ingested up to each time).  Every
- *     CSERVER_COMPACT_INTERVAL_MS source_tick() polls each source at ts = max(now, its
+ *     CSERVER_COMPACT_INTERVAL_MS server_source_tick() polls each source at ts = max(now, its
  *     upper) and writes, for all of them in ONE storage write, the new rows at ts, the
  *     remap's row moved to the new offset at ts, and both uppers to ts + 1 -- even with
  *     nothing new, so a read at now waits at most a tick.  Rows and offset are durable
  *     together: after kill -9 the source resumes at the offset its remap holds at the
  *     meet of the two uppers - 1, so nothing is read twice or skipped (the follower keeps
  *     the remap readable there, R(source, progress)).  Then the rows go to the dataflows
- *     that read the source (compute_push(), compute_run()), as an append's do.  A source
+ *     that read the source (server_compute_push(), server_compute_run()), as an append's do.  A source
  *     that cannot go on (its file vanished, shrank, a bad CSV line) keeps its offset,
  *     says why in the log (source_error, once per change) and status, and its uppers go
  *     on moving: its contents stay what was read.  Its frontiers and rows show through
@@ -365,6 +373,7 @@
  *     timestamp; nothing maintained may read them (the adapter refuses, 0A000).
  */
 #include "controller-server.h"
+#include "controller-server-internal.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -392,15 +401,12 @@
 #include "row.h"
 #include "util.h"
 
-#define NS_PER_MS 1000000ull
 #define MALFORMED_LOG_PER_S 10u
 /* While compaction work is queued, run again this soon. */
 #define COMPACT_AGAIN_MS 5u
 /* A compaction run this long is logged at info. */
 #define COMPACT_SLOW_US 5000u
-/* How often clean materialized views write their upper (mv_flush()). */
-#define CSERVER_MV_FLUSH_MS 1000u
-#define GMAP_MIN_SLOTS 64u
+
 /* A peek whose evaluation holds the loop this long is logged (peek_slow, (5)). */
 #define PEEK_SLOW_US 20000u
 /* A stream not pulled for this long is ended with 57014 (5). */
@@ -409,84 +415,6 @@
 #define PEEK_BG_MIN_UPDATES 4096u
 /* The peek thread's nice value (Linux: per thread). */
 #define PEEK_THREAD_NICE 19
-
-/* An entry of a gid map: key (never 0) and three values. */
-struct gent {
-        uint64_t key;
-        uint64_t a, b, c;
-};
-
-/* gid -> (a, b, c), open addressing with linear probing, at most half full, key 0 =
- * empty slot; backward-shift deletion (no tombstones). */
-struct gmap {
-        struct gent *slots;
-        size_t mask, n;
-};
-
-/* A row and its count in a struct cmirror (11); row == NULL: empty slot. */
-struct rcent {
-        uint64_t hash;
-        uint8_t *row;                   /* owned */
-        size_t len;
-        int64_t count;
-};
-
-/* The contents of a built-in at upper - 1, as row -> count (11). */
-struct cmirror {
-        uint64_t gid, upper;
-        struct rcent *slots;            /* open addressing, at most half full */
-        size_t mask, n;
-};
-
-/* A row of coord_frontiers, as stored. */
-struct frow {
-        uint64_t gid, since, upper;
-        int64_t count;          /* 1, unless the relation was damaged */
-};
-
-struct cserver;
-
-struct peek {
-        struct peek *prev, *next;       /* on s->peeks: every peek in flight (5) */
-        struct cserver *srv;
-        Coord__Role from;
-        uint64_t request_id;
-        Coord__PeekRequest *req;        /* owned */
-        struct dataflow *df;            /* the plan, as of ts; borrows req */
-        uint64_t input;                 /* the input last found not readable yet */
-        uint64_t ts;
-        uint32_t timeout_ms;
-        struct loop_timer *timer;       /* set while parked */
-        /* Answering (5): the evaluated result, sent chunk_bytes at a time. */
-        uint32_t chunk_bytes;           /* 0: one PeekResult */
-        struct eval_batch out;          /* the result: consolidated, every count > 0 */
-        size_t *order;                  /* out's rows in ORDER BY order */
-        struct row_datum *d;            /* out decoded (n x arity), to sort or project */
-        size_t arity, keep;             /* the plan's columns, the ones sent */
-        size_t pos;                     /* next index into order */
-        uint64_t skip, take;            /* OFFSET left to skip, LIMIT left to send */
-        ProtobufCBinaryData *rows;      /* a chunk's rows and counts, reused */
-        uint64_t *counts;
-        size_t rows_cap, counts_cap;
-        uint32_t chunks;                /* PeekResults sent */
-        bool streaming;                 /* sent more = true: waits for a PeekNext */
-        uint64_t pulled_ms;             /* when the last chunk went */
-        struct loop_timer *idle;        /* set while streaming */
-        struct bgpeek *bg;              /* in the peek thread (18): the thread's alone */
-        bool cancelled;                 /* its requester went while bg */
-};
-
-/* A peek in the peek thread (18).  The loop fills everything but r, e and eval_us
- * before queueing it, the thread those three before it hands it back. */
-struct bgpeek {
-        struct bgpeek *next;
-        struct peek *pk;
-        int r;                          /* 0: pk's result is prepared; or -errno with e */
-        struct row_error e;
-        uint64_t eval_us;
-        size_t n;
-        struct storage_reader *rd[];    /* one per input; NULL: empty at ts (10) */
-};
 
 /* The peek thread (18): todo and done under lock, FIFO. */
 struct peek_worker {
@@ -499,211 +427,15 @@ struct peek_worker {
         struct loop_waker *waker;       /* a job is done */
 };
 
-/* An installed dataflow: a materialized view or an index (13). */
-struct dfent {
-        uint64_t gid;
-        bool index;
-        Coord__DataflowSpec *spec;      /* owned */
-        struct dataflow *df;            /* NULL while failed */
-        struct arrangement *arr;        /* index: its output, readable by peeks */
-        uint64_t as_of;                 /* as installed */
-        uint64_t emit_from;             /* materialized view: its durable upper at install */
-        uint64_t pending_upper;         /* materialized view: stepped, write in progress */
-        uint64_t published_since, published_upper;
-        uint64_t steps;
-        struct eval_batch out;          /* scratch: one step's output */
-        struct eval_batch correction;   /* see dfent_hydrate() */
-        uint64_t *reads;                /* the distinct gids it is registered as a reader of */
-        size_t n_reads;
-        bool dirty;                     /* on s->pending or a pass's work (13) */
-        bool failed;
-        bool complete;                  /* a refresh view past its last refresh (13b): its
-                                         * upper is empty and it has no dataflow */
-        bool sink;                      /* (19) */
-        struct sink_file *file;         /* sink: open while installed */
-        uint64_t sink_frontier;         /* sink: stepped to; sink_out holds times below */
-        uint64_t sink_seq;              /* sink: storage seq its output derives from (16) */
-        uint64_t sink_written_ms;       /* sink: when its progress was last written */
-        struct eval_batch sink_out;     /* sink: stepped, not in the file yet */
-        struct row_error *err;          /* why failed (dfent_error()); allocated on failure:
-                                         * 1.3 KB, and 100,000 healthy entries are usual */
-};
-
-static struct row_error dfent_error(const struct dfent *e);
-
 /* The dataflows reading one gid (s->readers, (13)). */
 struct rlist {
         size_t n, cap;
         struct dfent *v[];
 };
 
-struct ratelimit {
-        uint64_t window_ms;
-        unsigned n, suppressed;
-};
-
-/* An entry held by the output gate (16). */
-enum out_kind { OUT_MSG, OUT_RING_SET, OUT_RING_FORGET };
-
-struct out_ent {
-        uint64_t seq;                   /* release once storage_durable_seq() >= seq */
-        enum out_kind kind;
-        Coord__Role to;                 /* OUT_MSG */
-        Coord__MsgType type;
-        uint64_t rid;
-        uint8_t *buf;                   /* the packed payload, owned */
-        size_t len;
-        struct fring_frontier rec;      /* OUT_RING_*: rec.id only for a forget */
-        uint64_t held_ns;               /* when it was held */
-        uint64_t append_t0_ns;          /* an Append's Ok: when the Append arrived; else 0 */
-};
-
-struct cserver {
-        struct node *node;
-        struct loop *loop;
-        /* Appends' latency: handle_append() sets append_t0_ns for its reply_ok(); a held
-         * reply takes it into its out_ent (recorded at release), one sent at once is
-         * recorded there and then. */
-        struct hist append_hist;
-        uint64_t append_t0_ns;
-        struct fring *ring;
-        char *path;
-        struct storage *st;             /* NULL only after a failed reopen (8) */
-        bool failed;
-        /* A CreateDataflows of more than one (a follower's resync): one line for the
-         * message, the dataflows' own at debug (100,000 of them at 100,000 objects). */
-        bool bulk_install;
-        uint64_t bulk_installed, bulk_rows;
-        /* A bulk CreateDataflows installed in slices (17); the follower's messages
-         * that came after it wait in deferred (FIFO) until it is done. */
-        struct install *install;
-        struct deferred *deferred_head, **deferred_tail;
-        size_t n_deferred;
-        uint64_t installs_sliced, install_slices;
-
-        /* coord_frontiers at its upper - 1 (4): table rows by gid (a = since, b = upper,
-         * c = count), row 0's write frontier (0: no row 0), rows to retract at the next
-         * append (duplicates or damage found at load), gids whose row may differ from
-         * their stored frontiers (created or dropped since the last append; unsorted,
-         * may repeat), and whether every table must be compared (the relation was
-         * recreated, or recording a gid failed). */
-        struct gmap fr;
-        uint64_t fr0;
-        struct frow *stray;
-        size_t n_stray, cap_stray;
-        uint64_t *dirty;
-        size_t n_dirty, cap_dirty;
-        bool fr_rebuild;
-
-        uint64_t *builtins;             /* gids of the built-ins, ascending (6), (10) */
-        size_t n_builtins, cap_builtins;
-        uint64_t born_above, born_above_gid;    /* (10): 0 or a table's upper > T */
-
-        struct gmap allowed;            /* (14): gid -> a = the allowed since (committed bound) */
-        struct gmap allow_pending;      /* (14): gids whose since is still below it */
-        uint64_t allow_msgs, allow_moved;
-        size_t allow_max;               /* most records in one AllowCompaction */
-        uint64_t mirror_reads;                  /* (11) mirrors built by a read */
-        struct gmap rc;                 /* what the ring shows (7): a = upper, b = since,
-                                         * c = physical_since */
-        struct cmirror *cm;             /* row counts of built-ins (11) */
-        size_t n_cm, cap_cm;
-        struct storage_info *cols;      /* scratch: a listing of the collections */
-        size_t n_cols, cap_cols;
-
-        struct peek *peeks_head, *peeks_tail;
-        size_t n_peeks, n_parked;
-
-        struct dfent **dfs;             /* installed dataflows by gid (13) */
-        size_t n_dfs, cap_dfs;
-        uint64_t *df_gids;              /* dfs[i]->gid, searched without touching the
-                                         * entries (a bound each of 100,000 dataflows
-                                         * missed the cache at every step) */
-        size_t cap_df_gids;
-        struct gmap readers;            /* (13): gid -> a = its struct rlist * */
-        size_t n_mvs;                   /* installed materialized views */
-        size_t n_sinks;                 /* installed sinks (19) */
-        struct srcent **srcs;           /* sources (20), by creation */
-        size_t n_srcs, cap_srcs;
-        uint64_t source_ticks, source_rows, source_errors;
-        uint64_t sink_flushes, sink_bytes, sink_errors;
-        struct dfent **pending;         /* dirty dataflows, for the next pass (13) */
-        size_t n_pending, cap_pending;
-        struct dfent **work;            /* a pass's work: a min-heap by gid */
-        size_t n_work, cap_work;
-        struct dfent **defer;           /* a pass's dirty ones that could not step yet */
-        size_t n_defer, cap_defer;
-        uint64_t index_catchups;        /* clean dataflows stepped when read (13) */
-        uint64_t mv_flush_ms, mv_flushes;       /* mv_flush() */
-        uint64_t compute_writes;
-        struct loop_timer *compact_timer;
-
-        /* The output gate (16): held entries out[out_head .. n_out), tags ascending. */
-        struct cserver_config cfg;
-        struct out_ent *out;
-        size_t out_head, n_out, cap_out;
-        struct loop_waker *sync_waker;  /* storage's syncer: a sync finished */
-        struct peek_worker *pw;         /* (18), started at the first big peek */
-        /* (18b): each peer's connection epoch, and the message being handled. */
-        uint64_t peer_epochs[COORD__ROLE__ROLE_CTL + 1];
-        uint64_t msg_epoch;
-        Coord__Role msg_from;
-        bool msg_stale;                 /* its connection is gone: replies dropped */
-        uint64_t stale_replies;
-        size_t n_bg;                    /* peeks in it */
-        uint64_t peeks_bg, peek_bg_max_us;
-        uint64_t out_held_msgs, out_held_ring, out_failed, out_max_held_ns;
-        size_t out_max;                 /* most entries held at once */
-
-        struct ratelimit rl_input, rl_storage;
-        uint64_t appends, peeks_answered, errors_sent;
-        uint64_t peek_chunks;           /* PeekResults sent, chunks of streams included */
-        uint64_t peek_streams;          /* peeks answered in more than one chunk */
-        size_t n_streaming;             /* streams waiting for a PeekNext now (5) */
-        size_t last_append_collections;  /* collections the last append wrote (status) */
-        size_t last_append_frontier_rows;       /* coord_frontiers updates it wrote */
-};
-
-static void cm_drop_all(struct cserver *s);
-static struct dfent *dfent_find(const struct cserver *s, uint64_t gid);
-static void dfent_remove(struct cserver *s, uint64_t gid);
-static void compute_push(struct cserver *s, uint64_t gid, const struct eval_batch *b);
-static void compute_run(struct cserver *s);
-static void compute_reinstall_all(struct cserver *s);
-static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
-                            void *emit_userdata);
-static uint64_t peeks_hold(const struct cserver *s, uint64_t gid);
-static void peeks_wake(struct cserver *s);
-static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
-static int created(struct cserver *s, const struct storage_info *info, struct row_error *e);
-static void allowed_forget(struct cserver *s, uint64_t gid);
-static uint64_t index_allowed_target(struct cserver *s, struct dfent *e);
-static void dfent_catch_up(struct cserver *s, struct dfent *e);
-static uint64_t mv_upper(struct cserver *s, uint64_t gid, uint64_t stored);
-static void dfent_fail(struct cserver *s, struct dfent *e, const struct row_error *err);
-
 /* ---- Small helpers ------------------------------------------------------------------ */
 
-static int reserve(void **p, size_t *cap, size_t need, size_t size)
-{
-        size_t n;
-        void *q;
-
-        if (need <= *cap)
-                return 0;
-        n = *cap ? *cap : 16;
-        while (n < need)
-                n *= 2;
-        q = reallocarray(*p, n, size);
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *cap = n;
-        return 0;
-}
-#define RESERVE(p, cap, need) reserve((void **)&(p), &(cap), (need), sizeof(*(p)))
-
-static bool ratelimit_ok(struct ratelimit *rl, uint64_t now)
+bool server_ratelimit_ok(struct ratelimit *rl, uint64_t now)
 {
         if (now - rl->window_ms >= 1000) {
                 rl->window_ms = now;
@@ -717,26 +449,8 @@ static bool ratelimit_ok(struct ratelimit *rl, uint64_t now)
         return false;
 }
 
-/* The byte order of eval_batch_consolidate() (and of storage reads): memcmp, then
- * shorter first. */
-static int row_bytes_cmp(const void *a, size_t alen, const void *b, size_t blen)
-{
-        int c = memcmp(a, b, alen < blen ? alen : blen);
-
-        if (c)
-                return c;
-        return (alen > blen) - (alen < blen);
-}
-
-static int u64_cmp(const void *x, const void *y)
-{
-        uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-        return (a > b) - (a < b);
-}
-
 /* Sort v and drop repeats; the new length. */
-static size_t u64_sort_unique(uint64_t *v, size_t n)
+size_t server_u64_sort_unique(uint64_t *v, size_t n)
 {
         size_t k = 0;
 
@@ -749,7 +463,7 @@ static size_t u64_sort_unique(uint64_t *v, size_t n)
         return k + 1;
 }
 
-static const char *kind_name(enum storage_kind k)
+const char *server_kind_name(enum storage_kind k)
 {
         switch (k) {
         case STORAGE_KIND_TABLE: return "table";
@@ -762,12 +476,12 @@ static const char *kind_name(enum storage_kind k)
         }
 }
 
-static bool kind_appendable(enum storage_kind k)
+bool server_kind_appendable(enum storage_kind k)
 {
         return k == STORAGE_KIND_TABLE || k == STORAGE_KIND_BUILTIN;
 }
 
-static const char *msg_name(int type)
+const char *server_msg_name(int type)
 {
         switch (type) {
         case COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS: return "EnsureCollections";
@@ -779,116 +493,11 @@ static const char *msg_name(int type)
         }
 }
 
-/* ---- gid maps ----------------------------------------------------------------------- */
-
-static size_t gid_hash(uint64_t x)
-{
-        x ^= x >> 33;
-        x *= 0xff51afd7ed558ccdull;
-        x ^= x >> 33;
-        x *= 0xc4ceb9fe1a85ec53ull;
-        x ^= x >> 33;
-        return (size_t)x;
-}
-
-static struct gent *gmap_find(const struct gmap *m, uint64_t key)
-{
-        if (!m->slots || key == 0)
-                return NULL;
-        for (size_t i = gid_hash(key) & m->mask; m->slots[i].key; i = (i + 1) & m->mask)
-                if (m->slots[i].key == key)
-                        return &m->slots[i];
-        return NULL;
-}
-
-static struct gent *gmap_slot(struct gmap *m, uint64_t key)
-{
-        size_t i = gid_hash(key) & m->mask;
-
-        while (m->slots[i].key && m->slots[i].key != key)
-                i = (i + 1) & m->mask;
-        return &m->slots[i];
-}
-
-/* Room for `more` new keys, so that gmap_put() cannot fail afterwards. */
-static int gmap_reserve(struct gmap *m, size_t more)
-{
-        size_t cap = m->slots ? m->mask + 1 : 0, ncap;
-        struct gent *old = m->slots;
-
-        if ((m->n + more) * 2 <= cap)
-                return 0;
-        ncap = cap ? cap : GMAP_MIN_SLOTS;
-        while ((m->n + more) * 2 > ncap)
-                ncap *= 2;
-        m->slots = calloc(ncap, sizeof(*m->slots));
-        if (!m->slots) {
-                m->slots = old;
-                return -ENOMEM;
-        }
-        m->mask = ncap - 1;
-        for (size_t i = 0; i < cap; i++)
-                if (old[i].key)
-                        *gmap_slot(m, old[i].key) = old[i];
-        free(old);
-        return 0;
-}
-
-/* The entry of key, made (values 0) if new.  Only after gmap_reserve(). */
-static struct gent *gmap_put(struct gmap *m, uint64_t key)
-{
-        struct gent *e;
-
-        assert(key != 0 && m->slots);
-        e = gmap_slot(m, key);
-        if (!e->key) {
-                assert((m->n + 1) * 2 <= m->mask + 1);
-                *e = (struct gent){ .key = key };
-                m->n++;
-        }
-        return e;
-}
-
-static void gmap_remove(struct gmap *m, uint64_t key)
-{
-        struct gent *e = gmap_find(m, key);
-        size_t i, j;
-
-        if (!e)
-                return;
-        i = (size_t)(e - m->slots);
-        m->slots[i].key = 0;
-        for (j = (i + 1) & m->mask; m->slots[j].key; j = (j + 1) & m->mask) {
-                size_t home = gid_hash(m->slots[j].key) & m->mask;
-
-                /* Move the entry at j into the hole at i unless its home lies
-                 * cyclically in (i, j]: then a lookup would never probe past the hole. */
-                if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
-                        m->slots[i] = m->slots[j];
-                        m->slots[j].key = 0;
-                        i = j;
-                }
-        }
-        m->n--;
-}
-
-static void gmap_clear(struct gmap *m)
-{
-        if (m->slots)
-                memset(m->slots, 0, (m->mask + 1) * sizeof(*m->slots));
-        m->n = 0;
-}
-
-static void gmap_done(struct gmap *m)
-{
-        free(m->slots);
-        *m = (struct gmap){ 0 };
-}
 /* ---- The output gate (16) ------------------------------------------------------------ */
 
 /* The tag an entry made now gets: the last unsynced append's sequence number, never
  * below the newest held entry's (G2); 0 when it may leave at once (G3). */
-static uint64_t out_tag(const struct cserver *s)
+uint64_t server_out_tag(const struct cserver *s)
 {
         uint64_t t = s->st ? storage_pending_seq(s->st) : 0;
 
@@ -897,18 +506,18 @@ static uint64_t out_tag(const struct cserver *s)
         return t;
 }
 
-static bool out_holding(const struct cserver *s)
+bool server_out_holding(const struct cserver *s)
 {
-        return out_tag(s) != 0;
+        return server_out_tag(s) != 0;
 }
 
-static void out_ent_done(struct out_ent *o)
+void server_out_ent_done(struct out_ent *o)
 {
         free(o->buf);
         o->buf = NULL;
 }
 
-static int out_push(struct cserver *s, const struct out_ent *o)
+int server_out_push(struct cserver *s, const struct out_ent *o)
 {
         size_t n;
         int r;
@@ -940,7 +549,7 @@ static int out_push(struct cserver *s, const struct out_ent *o)
  * stopped reading) is worth a line, rate-limited. */
 static void send_failed(struct cserver *s, int r, Coord__Role to, int type, uint64_t rid)
 {
-        if (r < 0 && r != -ENOTCONN && ratelimit_ok(&s->rl_input, now_ms()))
+        if (r < 0 && r != -ENOTCONN && server_ratelimit_ok(&s->rl_input, now_ms()))
                 log_warn_errno(r, "reply_failed", "role=%s type=%d request_id=%llu",
                                node_role_name(to), type, (unsigned long long)rid);
 }
@@ -984,7 +593,7 @@ static void out_emit(struct cserver *s, struct out_ent *o)
                         if (e && e->a == o->rec.upper && e->b == o->rec.since &&
                             e->c == o->rec.physical_since)
                                 gmap_remove(&s->rc, o->rec.id);
-                        if (ratelimit_ok(&s->rl_storage, now_ms()))
+                        if (server_ratelimit_ok(&s->rl_storage, now_ms()))
                                 log_warn_errno(r, "ring_publish_failed", "gid=%llu",
                                                (unsigned long long)o->rec.id);
                 }
@@ -996,11 +605,11 @@ static void out_emit(struct cserver *s, struct out_ent *o)
                                        (unsigned long long)o->rec.id);
                 break;
         }
-        out_ent_done(o);
+        server_out_ent_done(o);
 }
 
 /* Send, in order, every held entry that storage_durable_seq() covers (G1, G2). */
-static void out_release(struct cserver *s)
+void server_out_release(struct cserver *s)
 {
         uint64_t durable = s->st ? storage_durable_seq(s->st) : 0, now = 0;
         unsigned msgs = 0, ring = 0;
@@ -1035,12 +644,12 @@ static void out_release(struct cserver *s)
  * larger than a frame) only when sent at once; a held one that is too large is
  * answered with 54000 when released. */
 /* The epoch of role's connection: counts its changes (18b). */
-static uint64_t peer_epoch(const struct cserver *s, Coord__Role role)
+uint64_t server_peer_epoch(const struct cserver *s, Coord__Role role)
 {
         return (unsigned)role < ELEMENTSOF(s->peer_epochs) ? s->peer_epochs[role] : 0;
 }
 
-static int out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
+int server_out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
                     const ProtobufCMessage *payload)
 {
         struct out_ent o = { .kind = OUT_MSG, .to = to, .type = type, .rid = rid };
@@ -1051,7 +660,7 @@ static int out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint
                 s->stale_replies++;
                 return 0;
         }
-        o.seq = out_tag(s);
+        o.seq = server_out_tag(s);
         if (o.seq == 0) {
                 /* G2, G3: nothing is held, nothing unsynced is shown by this. */
                 assert(s->out_head == s->n_out);
@@ -1062,20 +671,20 @@ static int out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint
         if (!o.buf)
                 return -ENOMEM;
         protobuf_c_message_pack(payload, o.buf);
-        r = out_push(s, &o);
+        r = server_out_push(s, &o);
         if (r < 0) {
-                out_ent_done(&o);
+                server_out_ent_done(&o);
                 return r;
         }
         s->out_held_msgs++;
-        out_release(s);
+        server_out_release(s);
         return 0;
 }
 
 /* The gate after a failed sync or write (8), before the reopen: every held reply is
  * answered with 58030 (nothing of what it answered may have reached the disk), every
  * held ring record dropped, its gid marked unknown in s->rc for ring_sync_all(). */
-static void out_fail(struct cserver *s, int err)
+void server_out_fail(struct cserver *s, int err)
 {
         size_t n_msgs = 0, n_ring = 0;
 
@@ -1097,7 +706,7 @@ static void out_fail(struct cserver *s, int err)
                                 e->a = e->b = e->c = UINT64_MAX;        /* unknown */
                         n_ring++;
                 }
-                out_ent_done(o);
+                server_out_ent_done(o);
         }
         s->out_head = s->n_out = 0;
         s->out_failed += n_msgs;
@@ -1106,13 +715,13 @@ static void out_fail(struct cserver *s, int err)
 }
 
 /* The connection to role is gone: its held replies go with it (16). */
-static void out_drop_role(struct cserver *s, Coord__Role role)
+void server_out_drop_role(struct cserver *s, Coord__Role role)
 {
         size_t k = s->out_head;
 
         for (size_t i = s->out_head; i < s->n_out; i++) {
                 if (s->out[i].kind == OUT_MSG && s->out[i].to == role) {
-                        out_ent_done(&s->out[i]);
+                        server_out_ent_done(&s->out[i]);
                         continue;
                 }
                 s->out[k++] = s->out[i];
@@ -1123,9 +732,7 @@ static void out_drop_role(struct cserver *s, Coord__Role role)
 }
 
 /* storage's syncer thread finished a sync (in the loop, through s->sync_waker). */
-static void storage_recover(struct cserver *s);
-
-static void on_synced(struct loop *l, uint64_t count, void *userdata)
+void server_on_synced(struct loop *l, uint64_t count, void *userdata)
 {
         struct cserver *s = userdata;
         int r;
@@ -1135,12 +742,12 @@ static void on_synced(struct loop *l, uint64_t count, void *userdata)
         r = storage_sync_poll(s->st);
         if (r < 0) {
                 log_error_errno(r, "storage_sync_failed", "why=\"%s\"", storage_last_error());
-                storage_recover(s);
+                server_storage_recover(s);
                 return;
         }
         if (s->out_head < s->n_out)
                 KILLPOINT("append.before_reply");       /* synced, held replies not sent */
-        out_release(s);
+        server_out_release(s);
 }
 
 /* From the syncer thread. */
@@ -1152,7 +759,7 @@ static void sync_notify(void *userdata)
 }
 
 /* After every storage_open(): the syncer of (2), unless --append-sync=loop. */
-static int storage_attach(struct cserver *s)
+int server_storage_attach(struct cserver *s)
 {
         int r;
 
@@ -1168,13 +775,13 @@ static int storage_attach(struct cserver *s)
 
 /* ---- Replies ------------------------------------------------------------------------ */
 
-static void send_logged(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
+void server_send_logged(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
                         const ProtobufCMessage *payload)
 {
-        send_failed(s, out_send(s, to, type, rid, payload), to, type, rid);
+        send_failed(s, server_out_send(s, to, type, rid, payload), to, type, rid);
 }
 
-static void reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const struct row_error *e)
+void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const struct row_error *e)
 {
         Coord__Error m = COORD__ERROR__INIT;
 
@@ -1185,10 +792,10 @@ static void reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const s
         s->errors_sent++;
         log_debug("request_failed", "role=%s request_id=%llu sqlstate=%s message=\"%s\"",
                   node_role_name(to), (unsigned long long)rid, m.sqlstate, m.message);
-        send_logged(s, to, COORD__MSG_TYPE__MSG_ERROR, rid, &m.base);
+        server_send_logged(s, to, COORD__MSG_TYPE__MSG_ERROR, rid, &m.base);
 }
 
-static void reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
+void server_reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
                      uint64_t upper)
 {
         Coord__Ok m = COORD__OK__INIT;
@@ -1196,25 +803,21 @@ static void reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *
         m.counts = counts;
         m.n_counts = n;
         m.upper = upper;
-        send_logged(s, to, COORD__MSG_TYPE__MSG_OK, rid, &m.base);
+        server_send_logged(s, to, COORD__MSG_TYPE__MSG_OK, rid, &m.base);
 }
 
-static void reply_malformed(struct cserver *s, Coord__Role to, const Coord__Envelope *env)
+void server_reply_malformed(struct cserver *s, Coord__Role to, const Coord__Envelope *env)
 {
         struct row_error e;
 
-        if (ratelimit_ok(&s->rl_input, now_ms()))
+        if (server_ratelimit_ok(&s->rl_input, now_ms()))
                 log_warn("malformed_payload", "role=%s type=%d request_id=%llu bytes=%zu suppressed=%u",
                          node_role_name(to), (int)env->type, (unsigned long long)env->request_id,
                          env->payload.len, s->rl_input.suppressed);
         row_error_set(&e, -EBADMSG, "XX000", "malformed %s payload (%zu bytes)",
-                      msg_name(env->type), env->payload.len);
-        reply_error(s, to, env->request_id, &e);
+                      server_msg_name(env->type), env->payload.len);
+        server_reply_error(s, to, env->request_id, &e);
 }
-
-/* An error of the storage layer, as a SQL error; checks for the sticky state (8). */
-static int storage_failure(struct cserver *s, struct row_error *e, int r, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
 
 /* ---- Storage (re)opening and listing ------------------------------------------------ */
 
@@ -1230,7 +833,7 @@ static int list_one(const struct storage_info *info, void *userdata)
 }
 
 /* Every collection, by gid, into s->cols. */
-static int list_all(struct cserver *s)
+int server_list_all(struct cserver *s)
 {
         s->n_cols = 0;
         return storage_list(s->st, list_one, s);
@@ -1244,7 +847,7 @@ static int cmp_gid(const void *a, const void *b)
 }
 
 /* The collections of gids[0..n) that exist, by gid, into s->cols. */
-static int list_some(struct cserver *s, const uint64_t *gids, size_t n)
+int server_list_some(struct cserver *s, const uint64_t *gids, size_t n)
 {
         _cleanup_free_ uint64_t *v = malloc(n * sizeof(*v));
         int r = 0;
@@ -1291,7 +894,7 @@ static const struct storage_info *cols_find(const struct storage_info *v, size_t
 /* ---- The tables' shared frontier (10) ----------------------------------------------- */
 
 /* T: the stored upper of coord_objects; 0 while it does not exist. */
-static uint64_t tables_frontier(struct cserver *s)
+uint64_t server_tables_frontier(struct cserver *s)
 {
         struct storage_info info;
 
@@ -1302,7 +905,7 @@ static uint64_t tables_frontier(struct cserver *s)
 }
 
 /* The frontiers every answer uses: a table's upper is max(stored upper, T). */
-static void effective(struct storage_frontiers *f, enum storage_kind kind, uint64_t T)
+void server_effective(struct storage_frontiers *f, enum storage_kind kind, uint64_t T)
 {
         if (kind == STORAGE_KIND_TABLE && f->upper < T)
                 f->upper = T;
@@ -1318,7 +921,7 @@ static bool frontiers_exist(struct cserver *s)
 
 /* ---- The ring mirror (7) ------------------------------------------------------------ */
 
-static void ring_set(struct cserver *s, uint64_t gid, const struct storage_frontiers *f)
+void server_ring_set(struct cserver *s, uint64_t gid, const struct storage_frontiers *f)
 {
         struct fring_frontier rec = {
                 .id = gid, .upper = f->upper, .since = f->since,
@@ -1336,11 +939,11 @@ static void ring_set(struct cserver *s, uint64_t gid, const struct storage_front
         r = gmap_reserve(&s->rc, 1);
         if (r < 0)
                 goto fail;
-        if (out_holding(s)) {
+        if (server_out_holding(s)) {
                 /* (16): shown once the appends it may derive from are durable. */
-                struct out_ent o = { .kind = OUT_RING_SET, .seq = out_tag(s), .rec = rec };
+                struct out_ent o = { .kind = OUT_RING_SET, .seq = server_out_tag(s), .rec = rec };
 
-                r = out_push(s, &o);
+                r = server_out_push(s, &o);
                 if (r < 0)
                         goto fail;
                 s->out_held_ring++;
@@ -1354,29 +957,29 @@ static void ring_set(struct cserver *s, uint64_t gid, const struct storage_front
         e->a = rec.upper;
         e->b = rec.since;
         e->c = rec.physical_since;
-        out_release(s);         /* a synced write may have covered what is held */
+        server_out_release(s);         /* a synced write may have covered what is held */
         return;
 fail:
         /* Not mirrored, so the next change of this collection tries again. */
-        if (ratelimit_ok(&s->rl_storage, now_ms()))
+        if (server_ratelimit_ok(&s->rl_storage, now_ms()))
                 log_warn_errno(r, "ring_publish_failed", "gid=%llu", (unsigned long long)gid);
 }
 
-static void ring_forget(struct cserver *s, uint64_t gid)
+void server_ring_forget(struct cserver *s, uint64_t gid)
 {
         int r;
 
         if (!s->ring || !gmap_find(&s->rc, gid))
                 return;
-        if (out_holding(s)) {
+        if (server_out_holding(s)) {
                 /* (16): in order with the records held before it. */
-                struct out_ent o = { .kind = OUT_RING_FORGET, .seq = out_tag(s), .rec.id = gid };
+                struct out_ent o = { .kind = OUT_RING_FORGET, .seq = server_out_tag(s), .rec.id = gid };
 
-                r = out_push(s, &o);
+                r = server_out_push(s, &o);
                 if (r == 0) {
                         s->out_held_ring++;
                         gmap_remove(&s->rc, gid);
-                        out_release(s);
+                        server_out_release(s);
                         return;
                 }
                 /* No memory to hold it: forget it now, nothing unsynced is shown. */
@@ -1397,7 +1000,7 @@ static void ring_sync_all(struct cserver *s)
 
         if (!s->ring || !s->st)
                 return;
-        r = list_all(s);
+        r = server_list_all(s);
         if (r < 0) {
                 log_warn_errno(r, "ring_sync_failed", "");
                 return;
@@ -1405,7 +1008,7 @@ static void ring_sync_all(struct cserver *s)
         for (size_t i = 0; s->rc.slots && i <= s->rc.mask; i++) {
                 uint64_t gid = s->rc.slots[i].key;
 
-                if (!gid || cols_find(s->cols, s->n_cols, gid) || dfent_find(s, gid))
+                if (!gid || cols_find(s->cols, s->n_cols, gid) || server_dfent_find(s, gid))
                         continue;
                 if (RESERVE(gone, cap_gone, n_gone + 1) < 0) {
                         log_warn_errno(-ENOMEM, "ring_sync_failed", "");
@@ -1414,9 +1017,9 @@ static void ring_sync_all(struct cserver *s)
                 gone[n_gone++] = gid;
         }
         for (size_t i = 0; i < n_gone; i++)
-                ring_forget(s, gone[i]);
+                server_ring_forget(s, gone[i]);
         for (size_t i = 0; i < s->n_cols; i++)
-                ring_set(s, s->cols[i].gid, &s->cols[i].frontiers);
+                server_ring_set(s, s->cols[i].gid, &s->cols[i].frontiers);
 }
 
 /* ---- The frontiers mirror (4) ------------------------------------------------------- */
@@ -1469,7 +1072,7 @@ static int frontiers_load_row(const void *row, size_t len, int64_t count, void *
         return 0;
 }
 
-static void frontiers_clear(struct cserver *s)
+void server_frontiers_clear(struct cserver *s)
 {
         gmap_clear(&s->fr);
         s->fr0 = 0;
@@ -1484,7 +1087,7 @@ static int frontiers_load(struct cserver *s)
         struct storage_info info;
         int r;
 
-        frontiers_clear(s);
+        server_frontiers_clear(s);
         r = storage_get_info(s->st, CSERVER_GID_FRONTIERS, &info);
         if (r == -ENOENT)
                 return 0;
@@ -1495,13 +1098,13 @@ static int frontiers_load(struct cserver *s)
         r = storage_read(s->st, CSERVER_GID_FRONTIERS, info.frontiers.upper - 1,
                          frontiers_load_row, s, NULL);
         if (r < 0)
-                frontiers_clear(s);
+                server_frontiers_clear(s);
         return r;
 }
 
 /* The table's row may no longer match its stored frontiers: compare it at the next
  * append.  Never fails: without memory, every table is compared then. */
-static void frontiers_dirty(struct cserver *s, uint64_t gid)
+void server_frontiers_dirty(struct cserver *s, uint64_t gid)
 {
         if (!frontiers_exist(s))
                 return;
@@ -1513,14 +1116,14 @@ static void frontiers_dirty(struct cserver *s, uint64_t gid)
 }
 
 /* coord_frontiers was (re)created empty: every table's row is to be inserted. */
-static void frontiers_reset(struct cserver *s)
+void server_frontiers_reset(struct cserver *s)
 {
-        frontiers_clear(s);
+        server_frontiers_clear(s);
         s->fr_rebuild = true;
 }
 
 /* The built-ins and born_above follow s->cols (a fresh listing). */
-static int builtins_from_cols(struct cserver *s)
+int server_builtins_from_cols(struct cserver *s)
 {
         uint64_t T = 0;
         int r;
@@ -1554,14 +1157,14 @@ static int builtins_from_cols(struct cserver *s)
 /* Every mirror from storage: built-ins, born_above, coord_frontiers and what of it
  * differs from the stored frontiers, the ring.  O(collections): at open, after a
  * reopen, after a partial append. */
-static int mirrors_rebuild(struct cserver *s)
+int server_mirrors_rebuild(struct cserver *s)
 {
         int r;
 
-        cm_drop_all(s);
-        r = list_all(s);
+        server_cm_drop_all(s);
+        r = server_list_all(s);
         if (r >= 0)
-                r = builtins_from_cols(s);
+                r = server_builtins_from_cols(s);
         if (r >= 0)
                 r = frontiers_load(s);
         if (r < 0)
@@ -1578,7 +1181,7 @@ static int mirrors_rebuild(struct cserver *s)
                         e = gmap_find(&s->fr, c->gid);
                         if (!e || e->a != c->frontiers.since || e->b != c->frontiers.upper ||
                             e->c != 1)
-                                frontiers_dirty(s, c->gid);
+                                server_frontiers_dirty(s, c->gid);
                 }
                 for (size_t i = 0; s->fr.slots && i <= s->fr.mask; i++) {
                         const struct storage_info *c;
@@ -1588,7 +1191,7 @@ static int mirrors_rebuild(struct cserver *s)
                                 continue;
                         c = cols_find(s->cols, s->n_cols, gid);
                         if (!c || c->kind != STORAGE_KIND_TABLE)
-                                frontiers_dirty(s, gid);
+                                server_frontiers_dirty(s, gid);
                 }
         }
         ring_sync_all(s);
@@ -1596,9 +1199,9 @@ static int mirrors_rebuild(struct cserver *s)
 }
 
 /* After storage_open(): the mirrors follow the disk. */
-static int storage_opened(struct cserver *s)
+int server_storage_opened(struct cserver *s)
 {
-        int r = mirrors_rebuild(s);
+        int r = server_mirrors_rebuild(s);
 
         if (r < 0)
                 return log_error_errno(r, "mirrors_load_failed", "path=%s why=\"%s\"", s->path,
@@ -1625,7 +1228,7 @@ static int deferred_redo(struct cserver *s, const struct storage_deferred *v, si
 }
 
 /* (8): after a failed write, reopen so that memory follows what reached the disk. */
-static void storage_recover(struct cserver *s)
+void server_storage_recover(struct cserver *s)
 {
         _cleanup_free_ struct storage_deferred *lost = NULL;
         const struct storage_deferred *v;
@@ -1637,7 +1240,7 @@ static void storage_recover(struct cserver *s)
         log_error("storage_failed", "path=%s err=%d why=\"%s\" action=reopen", s->path,
                   storage_error(s->st), storage_last_error());
         /* (16): nothing held may be shown now; the reopen shows what reached the disk. */
-        out_fail(s, storage_error(s->st));
+        server_out_fail(s, storage_error(s->st));
         n_lost = storage_deferred_lost(s->st, &v);
         if (n_lost > 0) {
                 lost = calloc(n_lost, sizeof(*lost));
@@ -1649,11 +1252,11 @@ static void storage_recover(struct cserver *s)
         s->st = storage_close(s->st);
         r = storage_open(s->path, &s->st);
         if (r >= 0)
-                r = storage_attach(s);
+                r = server_storage_attach(s);
         if (r >= 0)
                 r = deferred_redo(s, lost, n_lost);
         if (r >= 0)
-                r = storage_opened(s);
+                r = server_storage_opened(s);
         if (r < 0) {
                 log_error_errno(r, "storage_reopen_failed", "path=%s why=\"%s\"", s->path,
                                 storage_last_error());
@@ -1663,10 +1266,10 @@ static void storage_recover(struct cserver *s)
                 return;
         }
         log_info("storage_reopened", "path=%s", s->path);
-        compute_reinstall_all(s);
+        server_compute_reinstall_all(s);
 }
 
-static int storage_failure(struct cserver *s, struct row_error *e, int r, const char *fmt, ...)
+int server_storage_failure(struct cserver *s, struct row_error *e, int r, const char *fmt, ...)
 {
         char what[256];
         va_list ap;
@@ -1683,18 +1286,18 @@ static int storage_failure(struct cserver *s, struct row_error *e, int r, const 
                       "%s: %s", what, strerrordesc_np(-r) ? strerrordesc_np(-r) : "?");
         if (storage_last_error()[0])
                 row_error_detail(e, "%s", storage_last_error());
-        storage_recover(s);
+        server_storage_recover(s);
         return r;
 }
 
-static int storage_unavailable(struct row_error *e)
+int server_storage_unavailable(struct row_error *e)
 {
         return row_error_set(e, -EIO, "58030", "the controller's storage is unavailable");
 }
 
 /* ---- Peeks (5) ---------------------------------------------------------------------- */
 
-static void peek_free(struct peek *pk)
+void server_peek_free(struct peek *pk)
 {
         struct cserver *s;
 
@@ -1730,7 +1333,7 @@ static void peek_free(struct peek *pk)
 }
 
 /* The lowest ts of a peek in flight on gid (an execution hold), or UINT64_MAX. */
-static uint64_t peeks_hold(const struct cserver *s, uint64_t gid)
+uint64_t server_peeks_hold(const struct cserver *s, uint64_t gid)
 {
         uint64_t m = UINT64_MAX;
 
@@ -1772,8 +1375,8 @@ static int snapshot_at(struct cserver *s, uint64_t id, uint64_t ts, uint64_t *re
             ts >= info.frontiers.upper && ts >= info.frontiers.since) {
                 /* (10), (13): readable above its durable upper, unchanged since. */
                 uint64_t readable = info.kind == STORAGE_KIND_TABLE
-                                            ? tables_frontier(s)
-                                            : mv_upper(s, id, info.frontiers.upper);
+                                            ? server_tables_frontier(s)
+                                            : server_mv_upper(s, id, info.frontiers.upper);
                 if (ts >= readable)
                         return -EAGAIN;
                 if (info.frontiers.upper <= info.frontiers.since)
@@ -1785,7 +1388,7 @@ static int snapshot_at(struct cserver *s, uint64_t id, uint64_t ts, uint64_t *re
 }
 
 /* The contents of id at ts (snapshot_at()). */
-static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
+int server_storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
                             void *emit_userdata)
 {
         struct cserver *s = userdata;
@@ -1802,7 +1405,7 @@ static int storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_
 /* ---- Compute: materialized views and indexes (13) ------------------------------------ */
 
 /* Where gid is or would go in s->dfs (ascending gids). */
-static size_t dfent_pos(const struct cserver *s, uint64_t gid)
+size_t server_dfent_pos(const struct cserver *s, uint64_t gid)
 {
         size_t lo = 0, hi = s->n_dfs;
 
@@ -1816,9 +1419,9 @@ static size_t dfent_pos(const struct cserver *s, uint64_t gid)
         return lo;
 }
 
-static struct dfent *dfent_find(const struct cserver *s, uint64_t gid)
+struct dfent *server_dfent_find(const struct cserver *s, uint64_t gid)
 {
-        size_t i = dfent_pos(s, gid);
+        size_t i = server_dfent_pos(s, gid);
 
         assert(i == s->n_dfs || s->dfs[i]->gid == s->df_gids[i]);
         return i < s->n_dfs && s->df_gids[i] == gid ? s->dfs[i] : NULL;
@@ -1881,7 +1484,7 @@ static void readers_del(struct cserver *s, uint64_t gid, const struct dfent *e)
         }
 }
 
-static void dfent_untrack(struct cserver *s, struct dfent *e)
+void server_dfent_untrack(struct cserver *s, struct dfent *e)
 {
         for (size_t i = 0; i < e->n_reads; i++)
                 readers_del(s, e->reads[i], e);
@@ -1891,11 +1494,11 @@ static void dfent_untrack(struct cserver *s, struct dfent *e)
 }
 
 /* Register e as a reader of its dataflow's inputs (none while it has no dataflow). */
-static int dfent_track(struct cserver *s, struct dfent *e)
+int server_dfent_track(struct cserver *s, struct dfent *e)
 {
         size_t n;
 
-        dfent_untrack(s, e);
+        server_dfent_untrack(s, e);
         if (!e->df || !(n = dataflow_n_inputs(e->df)))
                 return 0;
         e->reads = calloc(n, sizeof(*e->reads));
@@ -1915,7 +1518,7 @@ static int dfent_track(struct cserver *s, struct dfent *e)
         return 0;
 }
 
-static void readers_done(struct cserver *s)
+void server_readers_done(struct cserver *s)
 {
         for (size_t i = 0; i <= s->readers.mask && s->readers.slots; i++)
                 if (s->readers.slots[i].key)
@@ -1929,11 +1532,11 @@ static void readers_done(struct cserver *s)
  * on s->pending; also every dataflow just installed), in GlobalId order: a min-heap,
  * which takes the dataflows a view's output dirties during the pass.  A clean one is
  * not visited: nothing is pending in it, so its contents cannot change and it catches
- * up when read (dfent_catch_up()).  A dirty one that could not be queued (no memory)
+ * up when read (server_dfent_catch_up()).  A dirty one that could not be queued (no memory)
  * stays clean and catches up when read too: eagerness is for memory, not correctness
  * -- except for a view's output, which a catch-up keeps for the next pass. */
 
-static void dfent_dirty(struct cserver *s, struct dfent *e)
+void server_dfent_dirty(struct cserver *s, struct dfent *e)
 {
         if (e->dirty)
                 return;
@@ -2001,8 +1604,8 @@ static int work_take_pending(struct cserver *s)
         return 0;
 }
 
-/* e leaves: off s->pending (it may be there twice, see dfent_catch_up()). */
-static void work_forget(struct cserver *s, const struct dfent *e)
+/* e leaves: off s->pending (it may be there twice, see server_dfent_catch_up()). */
+void server_work_forget(struct cserver *s, const struct dfent *e)
 {
         for (size_t i = s->n_pending; i-- > 0;)
                 if (s->pending[i] == e)
@@ -2026,17 +1629,17 @@ static void readers_push(struct cserver *s, uint64_t gid, uint64_t after, const 
                 for (size_t q = 0; q < dataflow_n_inputs(d->df); q++)
                         if (dataflow_input_id(d->df, q) == gid &&
                             dataflow_push(d->df, q, u, n, &err) < 0)
-                                dfent_fail(s, d, &err);
-                dfent_dirty(s, d);
+                                server_dfent_fail(s, d, &err);
+                server_dfent_dirty(s, d);
         }
 }
 
 /* The frontiers of a readable object: a storage collection (a table's effective upper,
  * (10)), or an index's arrangement.  -ENOENT when it does not exist. */
-static int object_frontiers(struct cserver *s, uint64_t gid, struct storage_frontiers *ret,
+int server_object_frontiers(struct cserver *s, uint64_t gid, struct storage_frontiers *ret,
                             enum storage_kind *ret_kind, struct dfent **ret_index)
 {
-        struct dfent *e = dfent_find(s, gid);
+        struct dfent *e = server_dfent_find(s, gid);
         struct storage_info info;
         int r;
 
@@ -2045,7 +1648,7 @@ static int object_frontiers(struct cserver *s, uint64_t gid, struct storage_fron
         if (e && e->index) {
                 if (!e->arr)
                         return -ENOENT;
-                dfent_catch_up(s, e);
+                server_dfent_catch_up(s, e);
                 *ret = (struct storage_frontiers){ .since = arrangement_since(e->arr),
                                                    .upper = arrangement_upper(e->arr),
                                                    .physical_since = arrangement_since(e->arr) };
@@ -2061,9 +1664,9 @@ static int object_frontiers(struct cserver *s, uint64_t gid, struct storage_fron
         if (r < 0)
                 return r;
         *ret = info.frontiers;
-        effective(ret, info.kind, tables_frontier(s));
+        server_effective(ret, info.kind, server_tables_frontier(s));
         if (info.kind == STORAGE_KIND_MV)
-                ret->upper = mv_upper(s, gid, ret->upper);
+                ret->upper = server_mv_upper(s, gid, ret->upper);
         if (ret_kind)
                 *ret_kind = info.kind;
         return 0;
@@ -2075,13 +1678,13 @@ static int object_frontiers(struct cserver *s, uint64_t gid, struct storage_fron
  * slot and row change only when its since does (or at installation): an append does
  * not rewrite one ring record and two frontier rows per index.  A materialized view's
  * upper is durable and published as it moves. */
-static void dfent_publish(struct cserver *s, struct dfent *e)
+void server_dfent_publish(struct cserver *s, struct dfent *e)
 {
         struct storage_frontiers f;
         struct storage_info info;
 
         if (e->index) {
-                if (object_frontiers(s, e->gid, &f, NULL, NULL) < 0)
+                if (server_object_frontiers(s, e->gid, &f, NULL, NULL) < 0)
                         return;
                 if (e->published_upper && e->published_since == f.since)
                         return;
@@ -2093,29 +1696,15 @@ static void dfent_publish(struct cserver *s, struct dfent *e)
                         return;
                 f = info.frontiers;
         }
-        ring_set(s, e->gid, &f);
+        server_ring_set(s, e->gid, &f);
         if (e->published_upper != f.upper || e->published_since != f.since) {
                 e->published_upper = f.upper;
                 e->published_since = f.since;
-                frontiers_dirty(s, e->gid);
+                server_frontiers_dirty(s, e->gid);
         }
 }
 
-/* Batches rows read from storage or an arrangement into dataflow_push() calls.  The
- * rows a read hands out are valid during its callback only, so they are copied into
- * `bytes` until the batch is pushed (which copies what it keeps). */
-struct feed {
-        struct dataflow *df;
-        size_t input;
-        struct eval_update buf[256];
-        struct row_arena bytes;
-        size_t n;
-        uint64_t time;          /* for snapshot rows */
-        struct row_error *err;
-        size_t rows;
-};
-
-static int feed_flush(struct feed *f)
+int server_feed_flush(struct feed *f)
 {
         int r = 0;
 
@@ -2126,7 +1715,7 @@ static int feed_flush(struct feed *f)
         return r;
 }
 
-static int feed_add(struct feed *f, const void *row, size_t len, uint64_t time, int64_t diff)
+int server_feed_add(struct feed *f, const void *row, size_t len, uint64_t time, int64_t diff)
 {
         void *copy = row_arena_alloc(&f->bytes, len ? len : 1);
 
@@ -2136,27 +1725,27 @@ static int feed_add(struct feed *f, const void *row, size_t len, uint64_t time, 
                 memcpy(copy, row, len);
         f->buf[f->n++] = (struct eval_update){ .row = copy, .len = len, .time = time, .diff = diff };
         f->rows++;
-        return f->n == ELEMENTSOF(f->buf) ? feed_flush(f) : 0;
+        return f->n == ELEMENTSOF(f->buf) ? server_feed_flush(f) : 0;
 }
 
 /* Rows of a snapshot (storage_row_fn and eval_emit_fn shapes). */
-static int feed_row(const void *row, size_t len, int64_t count, void *userdata)
+int server_feed_row(const void *row, size_t len, int64_t count, void *userdata)
 {
         struct feed *f = userdata;
 
-        return feed_add(f, row, len, f->time, count);
+        return server_feed_add(f, row, len, f->time, count);
 }
 
-static int feed_emit(void *userdata, const void *row, size_t len, int64_t diff)
+int server_feed_emit(void *userdata, const void *row, size_t len, int64_t diff)
 {
-        return feed_row(row, len, diff, userdata);
+        return server_feed_row(row, len, diff, userdata);
 }
 
-static int feed_update(const void *row, size_t len, uint64_t time, int64_t diff, void *userdata)
+int server_feed_update(const void *row, size_t len, uint64_t time, int64_t diff, void *userdata)
 {
         struct feed *f = userdata;
 
-        return feed_add(f, row, len, time, diff);
+        return server_feed_add(f, row, len, time, diff);
 }
 
 /* Feed input i of df with the contents of collection gid at `at` (as time at), then its
@@ -2177,16 +1766,16 @@ static int hydrate_input(struct cserver *s, struct dataflow *df, size_t i, uint6
                 return row_error_set(err, r, "42P01", "collection %llu does not exist",
                                      (unsigned long long)gid);
         if (r < 0)
-                return storage_failure(s, err, r, "looking up collection %llu", (unsigned long long)gid);
-        up = dfent_find(s, gid);
+                return server_storage_failure(s, err, r, "looking up collection %llu", (unsigned long long)gid);
+        up = server_dfent_find(s, gid);
         if (up && up->failed) {
-                struct row_error why = dfent_error(up);
+                struct row_error why = server_dfent_error(up);
 
                 return row_error_set(err, -EINVAL, why.sqlstate, "%s", why.message);
         }
         eff_upper = info.frontiers.upper;
-        if (info.kind == STORAGE_KIND_TABLE && eff_upper < tables_frontier(s))
-                eff_upper = tables_frontier(s);
+        if (info.kind == STORAGE_KIND_TABLE && eff_upper < server_tables_frontier(s))
+                eff_upper = server_tables_frontier(s);
         if (eff_upper <= info.frontiers.since)
                 return 0;       /* nothing readable yet: everything comes by push */
         /* Everything written up to at, as one snapshot at min(at, upper - 1). */
@@ -2197,18 +1786,18 @@ static int hydrate_input(struct cserver *s, struct dataflow *df, size_t i, uint6
                                      (unsigned long long)gid,
                                      (unsigned long long)info.frontiers.since);
         f.time = at;
-        r = storage_snapshot(s, gid, snap_at, feed_emit, &f);
+        r = server_storage_snapshot(s, gid, snap_at, server_feed_emit, &f);
         if (r >= 0)
-                r = feed_flush(&f);
+                r = server_feed_flush(&f);
         if (r < 0)
                 goto fail;
         /* Then the stored updates after at (a table's stop at its stored upper). */
         lo = at + 1;
         hi = info.frontiers.upper;
         if (lo < hi) {
-                r = storage_read_updates(s->st, gid, lo, hi, feed_update, &f);
+                r = storage_read_updates(s->st, gid, lo, hi, server_feed_update, &f);
                 if (r >= 0)
-                        r = feed_flush(&f);
+                        r = server_feed_flush(&f);
                 if (r < 0)
                         goto fail;
         }
@@ -2220,29 +1809,29 @@ fail:
                 return r;       /* err set by dataflow_push() */
         if (r == -ENOMEM)
                 return row_error_oom(err);
-        return storage_failure(s, err, r, "reading collection %llu", (unsigned long long)gid);
+        return server_storage_failure(s, err, r, "reading collection %llu", (unsigned long long)gid);
 }
 
-static const char *dfent_kind(const struct dfent *e)
+const char *server_dfent_kind(const struct dfent *e)
 {
         return e->index ? "index" : e->sink ? "sink" : "materialized_view";
 }
 
-static void dfent_fail(struct cserver *s, struct dfent *e, const struct row_error *err)
+void server_dfent_fail(struct cserver *s, struct dfent *e, const struct row_error *err)
 {
         if (!e->failed)
                 log_error("dataflow_failed", "gid=%llu kind=%s sqlstate=%s message=\"%s\"",
-                          (unsigned long long)e->gid, dfent_kind(e),
+                          (unsigned long long)e->gid, server_dfent_kind(e),
                           err->sqlstate, err->message);
         e->failed = true;
         if (!e->err)
-                e->err = malloc(sizeof(*e->err));       /* NULL: dfent_error() says less */
+                e->err = malloc(sizeof(*e->err));       /* NULL: server_dfent_error() says less */
         if (e->err)
                 *e->err = *err;
 }
 
 /* Why a failed entry failed. */
-static struct row_error dfent_error(const struct dfent *e)
+struct row_error server_dfent_error(const struct dfent *e)
 {
         struct row_error err = { .position = 0 };
 
@@ -2262,7 +1851,7 @@ static int correction_row(const void *row, size_t len, int64_t count, void *user
 }
 
 /* e's refresh schedule (13b), pointing into its spec; false for a continuous view. */
-static bool dfent_schedule(const struct dfent *e, struct refresh_schedule *rs)
+bool server_dfent_schedule(const struct dfent *e, struct refresh_schedule *rs)
 {
         const Coord__DataflowSpec *sp = e->spec;
 
@@ -2280,7 +1869,7 @@ static uint64_t dfent_round(const struct dfent *e, uint64_t frontier)
 {
         struct refresh_schedule rs;
 
-        return dfent_schedule(e, &rs) ? refresh_next(&rs, frontier) : frontier;
+        return server_dfent_schedule(e, &rs) ? refresh_next(&rs, frontier) : frontier;
 }
 
 /* (13b) A refresh view's output for a write: each update of e->out moves to the first
@@ -2294,7 +1883,7 @@ static int refresh_stage(struct dfent *e, uint64_t frontier, uint64_t *upper)
         struct refresh_schedule rs;
         size_t keep = 0;
 
-        if (!dfent_schedule(e, &rs)) {
+        if (!server_dfent_schedule(e, &rs)) {
                 *upper = frontier;
                 return 0;
         }
@@ -2316,77 +1905,9 @@ static int refresh_stage(struct dfent *e, uint64_t frontier, uint64_t *upper)
         return eval_batch_consolidate(&e->out) < 0 ? -ENOMEM : 0;
 }
 
-/* (19) A sink's progress collection and file at install: the collection made at its
- * as-of if missing, the file cut back to the length its progress records, and *as_of
- * (its inputs' sinces folded in already) set to where the dataflow resumes: progress
- * - 1, whose snapshot is not written again (emit_from = progress).  Inputs compacted
- * past that would skip history: the sink fails rather than write a gap. */
-static int sink_open(struct cserver *s, struct dfent *e, uint64_t *as_of, struct row_error *err)
-{
-        const Coord__DataflowSpec *sp = e->spec;
-        uint8_t mark[STORAGE_MARK_MAX];
-        struct storage_info info;
-        uint64_t length = 0, want;
-        int r;
-
-        e->file = sink_file_close(e->file);
-        eval_batch_clear(&e->sink_out);
-        r = storage_get_info(s->st, e->gid, &info);
-        if (r == -ENOENT) {
-                r = storage_create(s->st, e->gid, STORAGE_KIND_SINK, sp->as_of,
-                                   sp->sink_snapshot ? sp->as_of : sp->as_of + 1);
-                if (r == 0)
-                        r = storage_get_info(s->st, e->gid, &info);
-        }
-        if (r < 0)
-                return storage_failure(s, err, r, "opening the progress of sink %llu",
-                                       (unsigned long long)e->gid);
-        if (info.kind != STORAGE_KIND_SINK)
-                return row_error_set(err, -EEXIST, "XX000", "collection %llu exists as another kind",
-                                     (unsigned long long)e->gid);
-        r = storage_get_mark(s->st, e->gid, mark);
-        if (r == 8)
-                length = be64_get(mark);
-        else if (r > 0)
-                return row_error_set(err, -EBADMSG, "XX000", "sink %llu: its progress mark is damaged",
-                                     (unsigned long long)e->gid);
-        /* Its snapshot at as-of when nothing was written yet, else from progress - 1. */
-        want = info.frontiers.upper > sp->as_of ? info.frontiers.upper - 1 : sp->as_of;
-        if (*as_of > want)
-                return row_error_set(err, -ERANGE, "XX000",
-                                     "sink %llu cannot resume at %llu: an input was compacted to %llu",
-                                     (unsigned long long)e->gid, (unsigned long long)want,
-                                     (unsigned long long)*as_of);
-        *as_of = want;
-        e->emit_from = info.frontiers.upper;
-        e->sink_frontier = info.frontiers.upper;
-        e->sink_seq = 0;
-        r = sink_file_open(sp->sink_path, length, &e->file);
-        if (r < 0)
-                return row_error_set(err, r, "58030", "sink %llu: cannot open \"%s\": %s",
-                                     (unsigned long long)e->gid, sp->sink_path, strerror(-r));
-        return 0;
-}
-
-/* (19) What a step of sink e stepped to `frontier` produced (e->out): kept for the file,
- * from its progress on.  -ENOMEM. */
-static int sink_keep(struct cserver *s, struct dfent *e, uint64_t frontier)
-{
-        for (size_t j = 0; j < e->out.n; j++) {
-                const struct eval_update *u = &e->out.updates[j];
-
-                if (u->time >= e->emit_from &&
-                    eval_batch_push(&e->sink_out, u->row, u->len, u->time, u->diff) < 0)
-                        return -ENOMEM;
-        }
-        e->sink_frontier = frontier;
-        e->sink_seq = out_tag(s);
-        return 0;
-}
-
 /* Build e's dataflow and read its inputs (13).  On error the entry stays, failed, so
  * that reads of it say why. */
-static int dfent_hydrate(struct cserver *s, struct dfent *e)
+int server_dfent_hydrate(struct cserver *s, struct dfent *e)
 {
         const Coord__DataflowSpec *sp = e->spec;
         struct row_error err = { .position = 0 };
@@ -2395,7 +1916,7 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
         struct dataflow *probe = NULL;
         struct storage_info info;
         struct refresh_schedule rs;
-        bool refresh = dfent_schedule(e, &rs);
+        bool refresh = server_dfent_schedule(e, &rs);
         int r;
 
         e->df = dataflow_free(e->df);
@@ -2409,7 +1930,7 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
                 goto fail;
         for (size_t i = 0; i < dataflow_n_inputs(probe); i++) {
                 uint64_t gid = dataflow_input_id(probe, i);
-                r = object_frontiers(s, gid, &f, NULL, NULL);
+                r = server_object_frontiers(s, gid, &f, NULL, NULL);
                 if (r < 0) {
                         row_error_set(&err, r, "42P01", "input %llu of dataflow %llu does not exist",
                                       (unsigned long long)gid, (unsigned long long)e->gid);
@@ -2420,7 +1941,7 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
         }
         e->emit_from = 0;
         if (e->sink) {
-                r = sink_open(s, e, &as_of, &err);
+                r = server_sink_open(s, e, &as_of, &err);
                 if (r < 0)
                         goto fail;
         } else if (!e->index) {
@@ -2428,14 +1949,14 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
                 if (r == -ENOENT) {
                         r = storage_create(s->st, e->gid, STORAGE_KIND_MV, as_of, as_of);
                         if (r < 0) {
-                                storage_failure(s, &err, r, "creating collection %llu",
+                                server_storage_failure(s, &err, r, "creating collection %llu",
                                                 (unsigned long long)e->gid);
                                 goto fail;
                         }
                         r = storage_get_info(s->st, e->gid, &info);
                 }
                 if (r < 0) {
-                        storage_failure(s, &err, r, "looking up collection %llu", (unsigned long long)e->gid);
+                        server_storage_failure(s, &err, r, "looking up collection %llu", (unsigned long long)e->gid);
                         goto fail;
                 }
                 if (info.kind != STORAGE_KIND_MV) {
@@ -2453,7 +1974,7 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
                         e->as_of = as_of;
                         e->dirty = false;
                         log_info("dataflow_complete", "gid=%llu", (unsigned long long)e->gid);
-                        dfent_publish(s, e);
+                        server_dfent_publish(s, e);
                         return 0;
                 }
                 if (info.frontiers.upper > info.frontiers.since) {
@@ -2479,7 +2000,7 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
                         }
                         r = correct ? storage_read(s->st, e->gid, info.frontiers.upper - 1, correction_row, e, NULL) : 0;
                         if (r < 0) {
-                                storage_failure(s, &err, r, "reading collection %llu", (unsigned long long)e->gid);
+                                server_storage_failure(s, &err, r, "reading collection %llu", (unsigned long long)e->gid);
                                 goto fail;
                         }
                         for (size_t i = 0; i < e->correction.n; i++)
@@ -2506,13 +2027,13 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
                 }
         }
         e->as_of = as_of;
-        r = dfent_track(s, e);
+        r = server_dfent_track(s, e);
         if (r < 0) {
                 row_error_oom(&err);
                 goto fail;
         }
         e->dirty = false;       /* (it may be queued already: a duplicate is skipped) */
-        dfent_dirty(s, e);      /* its first step (at as_of + 1 or later) is due */
+        server_dfent_dirty(s, e);      /* its first step (at as_of + 1 or later) is due */
         if (s->bulk_install) {
                 s->bulk_installed++;
                 s->bulk_rows += rows;
@@ -2520,22 +2041,22 @@ static int dfent_hydrate(struct cserver *s, struct dfent *e)
         log_at(s->bulk_install ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO,
                "dataflow_installed", "gid=%llu kind=%s as_of=%llu requested_as_of=%llu inputs=%zu "
                  "rows=%llu took_us=%llu", (unsigned long long)e->gid,
-                 dfent_kind(e), (unsigned long long)as_of,
+                 server_dfent_kind(e), (unsigned long long)as_of,
                  (unsigned long long)sp->as_of, dataflow_n_inputs(e->df), (unsigned long long)rows,
                  (unsigned long long)((now_ns() - start_ns) / 1000));
-        dfent_publish(s, e);
+        server_dfent_publish(s, e);
         return 0;
 fail:
         dataflow_free(probe);
         e->df = dataflow_free(e->df);
-        dfent_untrack(s, e);
+        server_dfent_untrack(s, e);
         if (r == -ENOMEM)
                 row_error_oom(&err);
-        dfent_fail(s, e, &err);
+        server_dfent_fail(s, e, &err);
         return r;
 }
 
-static void dfent_free(struct dfent *e)
+void server_dfent_free(struct dfent *e)
 {
         if (!e)
                 return;
@@ -2553,9 +2074,9 @@ static void dfent_free(struct dfent *e)
 }
 
 /* Remove the dataflow gid (its MV collection is dropped by the caller). */
-static void dfent_remove(struct cserver *s, uint64_t gid)
+void server_dfent_remove(struct cserver *s, uint64_t gid)
 {
-        size_t i = dfent_pos(s, gid);
+        size_t i = server_dfent_pos(s, gid);
         struct dfent *e;
 
         if (i == s->n_dfs || s->df_gids[i] != gid)
@@ -2564,37 +2085,27 @@ static void dfent_remove(struct cserver *s, uint64_t gid)
         memmove(&s->dfs[i], &s->dfs[i + 1], (s->n_dfs - i - 1) * sizeof(*s->dfs));
         memmove(&s->df_gids[i], &s->df_gids[i + 1], (s->n_dfs - i - 1) * sizeof(*s->df_gids));
         s->n_dfs--;
-        dfent_untrack(s, e);
-        work_forget(s, e);
+        server_dfent_untrack(s, e);
+        server_work_forget(s, e);
         if (e->sink)
                 s->n_sinks--;
         else if (!e->index)
                 s->n_mvs--;         /* dfs_insert() counted it */
         if (e->index) {
-                ring_forget(s, gid);
-                allowed_forget(s, gid);
+                server_ring_forget(s, gid);
+                server_allowed_forget(s, gid);
         }
-        frontiers_dirty(s, gid);
+        server_frontiers_dirty(s, gid);
         log_info("dataflow_removed", "gid=%llu kind=%s", (unsigned long long)gid,
-                 dfent_kind(e));
-        dfent_free(e);
+                 server_dfent_kind(e));
+        server_dfent_free(e);
 }
 
 /* Feed what an append wrote (at ts) to the dataflows that read it. */
-static void compute_push(struct cserver *s, uint64_t gid, const struct eval_batch *b)
+void server_compute_push(struct cserver *s, uint64_t gid, const struct eval_batch *b)
 {
         readers_push(s, gid, 0, b->updates, b->n);
 }
-
-/* What one compute pass stepped and must write: the materialized views' appends (their
- * updates point into each dfent's `out`). */
-struct stage {
-        struct storage_append *v;
-        struct dfent **ve;              /* v[i] is ve[i]'s */
-        size_t n_v;
-        struct storage_update *u;
-        size_t n_u;
-};
 
 static void stage_done(struct stage *st)
 {
@@ -2609,13 +2120,13 @@ static void stage_done(struct stage *st)
  * pass runs inside an append that moves T to T_next (10). */
 static uint64_t input_upper(struct cserver *s, uint64_t gid, uint64_t T_next)
 {
-        struct dfent *up = dfent_find(s, gid);
+        struct dfent *up = server_dfent_find(s, gid);
         struct storage_frontiers f;
         enum storage_kind kind;
 
         if (up && !up->index && up->pending_upper)
                 return up->pending_upper;
-        if (object_frontiers(s, gid, &f, &kind, NULL) < 0)
+        if (server_object_frontiers(s, gid, &f, &kind, NULL) < 0)
                 return 0;
         if (T_next && (kind == STORAGE_KIND_TABLE || kind == STORAGE_KIND_BUILTIN) && f.upper < T_next)
                 f.upper = T_next;
@@ -2623,7 +2134,7 @@ static uint64_t input_upper(struct cserver *s, uint64_t gid, uint64_t T_next)
 }
 
 /* Where e's dataflow can step to now: the meet of its inputs' uppers (input_upper()). */
-static uint64_t dfent_target(struct cserver *s, struct dfent *e, uint64_t T_next)
+uint64_t server_dfent_target(struct cserver *s, struct dfent *e, uint64_t T_next)
 {
         uint64_t frontier = UINT64_MAX;
 
@@ -2636,13 +2147,13 @@ static uint64_t dfent_target(struct cserver *s, struct dfent *e, uint64_t T_next
                 /* No input (a constant, or every input optimized away): its contents
                  * never change, so it follows the tables' frontier, as a table nobody
                  * writes does (10). */
-                uint64_t T = T_next ? T_next : tables_frontier(s);
+                uint64_t T = T_next ? T_next : server_tables_frontier(s);
                 frontier = T > dataflow_as_of(e->df) + 1 ? T : dataflow_as_of(e->df) + 1;
         }
         return frontier;
 }
 
-/* Move e's correction (dfent_hydrate(), dfent_catch_up()) into its output. */
+/* Move e's correction (server_dfent_hydrate(), server_dfent_catch_up()) into its output. */
 static int correction_into_out(struct dfent *e)
 {
         for (size_t j = 0; j < e->correction.n; j++) {
@@ -2655,10 +2166,10 @@ static int correction_into_out(struct dfent *e)
 }
 
 /* Step e's dataflow to `frontier` (> its frontier): the output, with any correction of
- * dfent_hydrate(), lands in e->out; an index's goes on into its arrangement, which
+ * server_dfent_hydrate(), lands in e->out; an index's goes on into its arrangement, which
  * compacts as far as the committed bound allows (14) and is published.  A failing
  * evaluation marks e failed (0 returned); -ENOMEM. */
-static int dfent_step(struct cserver *s, struct dfent *e, uint64_t frontier)
+int server_dfent_step(struct cserver *s, struct dfent *e, uint64_t frontier)
 {
         struct row_error err;
         uint64_t target;
@@ -2667,7 +2178,7 @@ static int dfent_step(struct cserver *s, struct dfent *e, uint64_t frontier)
         assert(e->df && !e->failed && frontier > dataflow_frontier(e->df));
         r = dataflow_step(e->df, frontier, &e->out, &err);
         if (r < 0) {
-                dfent_fail(s, e, &err);
+                server_dfent_fail(s, e, &err);
                 return 0;
         }
         if (e->correction.n && correction_into_out(e) < 0)
@@ -2678,36 +2189,36 @@ static int dfent_step(struct cserver *s, struct dfent *e, uint64_t frontier)
         if (r < 0) {
                 row_error_set(&err, r, "XX000", "index %llu: cannot arrange its output",
                               (unsigned long long)e->gid);
-                dfent_fail(s, e, &err);
+                server_dfent_fail(s, e, &err);
                 return 0;
         }
         arrangement_set_upper(e->arr, frontier);
         e->dirty = false;
-        target = index_allowed_target(s, e);
+        target = server_index_allowed_target(s, e);
         if (target > arrangement_since(e->arr))
                 (void)arrangement_compact(e->arr, target);
         e->steps++;
-        dfent_publish(s, e);
+        server_dfent_publish(s, e);
         return 0;
 }
 
 /* A dataflow nothing was pushed into is not stepped by compute passes (13): its upper
- * would only follow its inputs'.  Whoever reads its frontiers (object_frontiers())
+ * would only follow its inputs'.  Whoever reads its frontiers (server_object_frontiers())
  * brings it to the meet of its inputs' uppers first, here -- cheap, as no data is
  * pending.  Were a view to emit anyway, the output is kept (as a correction) for the
  * next pass to write, and the view stays at its durable upper meanwhile. */
-static void dfent_catch_up(struct cserver *s, struct dfent *e)
+void server_dfent_catch_up(struct cserver *s, struct dfent *e)
 {
         uint64_t frontier;
         int r;
 
         if (e->failed || !e->df || !s->st || e->dirty || e->pending_upper || (e->index && !e->arr))
                 return;
-        frontier = dfent_target(s, e, 0);
+        frontier = server_dfent_target(s, e, 0);
         if (frontier <= dataflow_frontier(e->df))
                 return;
         eval_batch_clear(&e->out);
-        r = dfent_step(s, e, frontier);
+        r = server_dfent_step(s, e, frontier);
         for (size_t j = 0; r == 0 && !e->index && j < e->out.n; j++) {
                 const struct eval_update *u = &e->out.updates[j];
                 r = eval_batch_push(&e->correction, u->row, u->len, u->time, u->diff);
@@ -2715,15 +2226,15 @@ static void dfent_catch_up(struct cserver *s, struct dfent *e)
         if (r < 0) {
                 struct row_error err;
                 row_error_oom(&err);
-                dfent_fail(s, e, &err);
+                server_dfent_fail(s, e, &err);
                 return;
         }
         if (!e->index && e->out.n) {
                 /* A refresh view's output waits for its refresh there (13b). */
-                if (!dfent_schedule(e, &(struct refresh_schedule){ 0 }))
+                if (!server_dfent_schedule(e, &(struct refresh_schedule){ 0 }))
                         log_warn("dataflow_caught_up_with_output", "gid=%llu updates=%zu",
                                  (unsigned long long)e->gid, e->out.n);
-                dfent_dirty(s, e);
+                server_dfent_dirty(s, e);
         }
         eval_batch_clear(&e->out);
         s->index_catchups++;
@@ -2733,14 +2244,14 @@ static void dfent_catch_up(struct cserver *s, struct dfent *e)
  * dataflow is installed, healthy and clean, so that its contents cannot have changed
  * since the durable upper - 1 -- the meet of its inputs' uppers.  Only durable times
  * are ever written: a read in [durable upper, this) reads durable upper - 1. */
-static uint64_t mv_upper(struct cserver *s, uint64_t gid, uint64_t stored)
+uint64_t server_mv_upper(struct cserver *s, uint64_t gid, uint64_t stored)
 {
-        struct dfent *e = dfent_find(s, gid);
+        struct dfent *e = server_dfent_find(s, gid);
         uint64_t f;
 
         if (!e || e->index)
                 return stored;
-        dfent_catch_up(s, e);
+        server_dfent_catch_up(s, e);
         if (e->failed || !e->df || e->dirty || e->pending_upper || e->correction.n)
                 return stored;
         f = dfent_round(e, dataflow_frontier(e->df));
@@ -2750,12 +2261,12 @@ static uint64_t mv_upper(struct cserver *s, uint64_t gid, uint64_t stored)
 /* Step the dataflows to the meet of their inputs' uppers, in GlobalId order (an input
  * is always older than what reads it, so one pass carries changes down a chain), and
  * stage every materialized view's output and new upper for ONE synced write (13): the
- * caller's (an append's own WriteBatch, T_next = its ts + 1) or compute_run()'s.
+ * caller's (an append's own WriteBatch, T_next = its ts + 1) or server_compute_run()'s.
  * Indexes are done here (memory only).  Only what something was pushed into (dirty) is
- * stepped: a clean one catches up when read (dfent_catch_up()), so an append costs
+ * stepped: a clean one catches up when read (server_dfent_catch_up()), so an append costs
  * O(the dataflows it feeds), not O(dataflows), and writes no upper for a view whose
  * contents did not change. */
-static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
+int server_compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
 {
         struct dfent *e, *last = NULL;
         size_t k = 0;
@@ -2780,13 +2291,13 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                 if (e->failed || !e->df)
                         continue;
                 eval_batch_clear(&e->out);
-                frontier = dfent_target(s, e, T_next);
+                frontier = server_dfent_target(s, e, T_next);
                 if (frontier > dataflow_frontier(e->df)) {
-                        r = dfent_step(s, e, frontier);
+                        r = server_dfent_step(s, e, frontier);
                         if (r < 0)
                                 goto oom;
                 } else if (!e->index && e->correction.n) {
-                        /* What a catch-up stepped (dfent_catch_up()): write it now. */
+                        /* What a catch-up stepped (server_dfent_catch_up()): write it now. */
                         frontier = dataflow_frontier(e->df);
                         if (correction_into_out(e) < 0)
                                 goto oom;
@@ -2804,9 +2315,9 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                         continue;
                 e->dirty = false;       /* staged (a failed write reinstalls it) */
                 if (e->sink) {
-                        if (sink_keep(s, e, frontier) < 0)
+                        if (server_sink_keep(s, e, frontier) < 0)
                                 goto oom;
-                        continue;       /* for sink_flush(), (19) */
+                        continue;       /* for server_sink_flush(), (19) */
                 }
                 if (refresh_stage(e, frontier, &frontier) < 0)
                         goto oom;
@@ -2841,7 +2352,7 @@ static int compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
         }
         for (size_t i = 0; i < s->n_defer; i++) {
                 s->defer[i]->dirty = false;
-                dfent_dirty(s, s->defer[i]);
+                server_dfent_dirty(s, s->defer[i]);
         }
         s->n_defer = 0;
         st->u = calloc(st->n_u ? st->n_u : 1, sizeof(*st->u));
@@ -2868,8 +2379,8 @@ oom:
  * are no longer read (the follower releases its requirements). */
 static void dfent_retire(struct cserver *s, struct dfent *e)
 {
-        dfent_untrack(s, e);
-        work_forget(s, e);
+        server_dfent_untrack(s, e);
+        server_work_forget(s, e);
         e->df = dataflow_free(e->df);
         eval_batch_clear(&e->correction);
         e->complete = true;
@@ -2878,7 +2389,7 @@ static void dfent_retire(struct cserver *s, struct dfent *e)
 
 /* After the staged write: ok, the views' uppers move; not ok, the dataflows consumed
  * what is not durable, so every one is rebuilt from storage. */
-static void compute_staged(struct cserver *s, struct stage *st, bool ok)
+void server_compute_staged(struct cserver *s, struct stage *st, bool ok)
 {
         if (ok) {
                 if (st->n_v)
@@ -2887,28 +2398,28 @@ static void compute_staged(struct cserver *s, struct stage *st, bool ok)
                         struct dfent *e = st->ve[i];
                         struct refresh_schedule rs;
 
-                        if (dfent_schedule(e, &rs))
+                        if (server_dfent_schedule(e, &rs))
                                 KILLPOINT("refresh.after_write");       /* written, upper not shown */
-                        if (e->pending_upper == REFRESH_NONE && dfent_schedule(e, &(struct refresh_schedule){ 0 }))
+                        if (e->pending_upper == REFRESH_NONE && server_dfent_schedule(e, &(struct refresh_schedule){ 0 }))
                                 dfent_retire(s, e);
                         e->pending_upper = 0;
                         e->steps++;
-                        dfent_publish(s, e);
+                        server_dfent_publish(s, e);
                 }
         } else {
-                compute_reinstall_all(s);
+                server_compute_reinstall_all(s);
         }
         stage_done(st);
 }
 
 /* A pass of its own (after installing, or when inputs moved outside an append). */
-static void compute_run(struct cserver *s)
+void server_compute_run(struct cserver *s)
 {
         struct stage st;
         int r;
 
-        if (compute_stage(s, 0, &st) < 0) {
-                compute_reinstall_all(s);
+        if (server_compute_stage(s, 0, &st) < 0) {
+                server_compute_reinstall_all(s);
                 return;
         }
         if (st.n_v) {
@@ -2916,29 +2427,29 @@ static void compute_run(struct cserver *s)
                 if (r < 0 || (size_t)r != st.n_v) {
                         log_error_errno(r < 0 ? r : -EIO, "compute_write_failed", "views=%zu why=\"%s\"",
                                         st.n_v, storage_last_error());
-                        storage_recover(s);
-                        compute_staged(s, &st, false);
+                        server_storage_recover(s);
+                        server_compute_staged(s, &st, false);
                         return;
                 }
         }
-        compute_staged(s, &st, true);
-        peeks_wake(s);
+        server_compute_staged(s, &st, true);
+        server_peeks_wake(s);
 }
 
 /* After storage was reopened, or a write of outputs failed: every dataflow again from
  * what storage holds. */
-static void compute_reinstall_all(struct cserver *s)
+void server_compute_reinstall_all(struct cserver *s)
 {
         for (size_t i = 0; i < s->n_dfs; i++) {
                 s->dfs[i]->pending_upper = 0;
                 if (s->st)
-                        (void)dfent_hydrate(s, s->dfs[i]);
+                        (void)server_dfent_hydrate(s, s->dfs[i]);
         }
 }
 
 static int dfs_insert(struct cserver *s, struct dfent *e)
 {
-        size_t pos = dfent_pos(s, e->gid);
+        size_t pos = server_dfent_pos(s, e->gid);
         int r = RESERVE(s->dfs, s->cap_dfs, s->n_dfs + 1);
 
         if (r >= 0)
@@ -2957,7 +2468,7 @@ static int dfs_insert(struct cserver *s, struct dfent *e)
         return 0;
 }
 
-static int spec_copy(const Coord__DataflowSpec *sp, Coord__DataflowSpec **ret)
+int server_spec_copy(const Coord__DataflowSpec *sp, Coord__DataflowSpec **ret)
 {
         size_t len = coord__dataflow_spec__get_packed_size(sp);
         _cleanup_free_ uint8_t *buf = malloc(len ? len : 1);
@@ -2987,18 +2498,6 @@ static int spec_copy(const Coord__DataflowSpec *sp, Coord__DataflowSpec **ret)
 #define INSTALL_SLICED_MIN 256u
 #define INSTALL_SLICE_NS (5u * 1000u * 1000u)
 
-struct install {
-        Coord__CreateDataflows *m;
-        uint64_t *counts;
-        size_t next;                    /* m->dataflows[next..] not installed yet */
-        struct gmap pending;            /* gid -> a = its index in m->dataflows */
-        Coord__Role from;
-        uint64_t epoch;                 /* of from's connection that sent it */
-        uint64_t request_id, start_ns;
-        struct loop_timer *timer;
-        unsigned slices;
-};
-
 struct deferred {
         struct deferred *next;
         Coord__Role from;
@@ -3007,10 +2506,8 @@ struct deferred {
         uint8_t buf[];                  /* the packed Envelope */
 };
 
-static void on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
-
 /* Whether gid is a dataflow the install in progress has not installed yet. */
-static bool install_pending(const struct cserver *s, uint64_t gid)
+bool server_install_pending(const struct cserver *s, uint64_t gid)
 {
         const struct gent *e;
 
@@ -3020,7 +2517,7 @@ static bool install_pending(const struct cserver *s, uint64_t gid)
         return e && e->a >= s->install->next;
 }
 
-static int defer_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+int server_defer_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         size_t len = coord__envelope__get_packed_size(env);
         struct deferred *d = malloc(sizeof(*d) + (len ? len : 1));
@@ -3056,8 +2553,8 @@ static void deferred_run(struct cserver *s)
                          * connection is gone, its replies go nowhere (18b). */
                         s->msg_epoch = d->epoch;
                         s->msg_from = d->from;
-                        s->msg_stale = d->epoch != peer_epoch(s, d->from);
-                        on_message(s, d->from, env);
+                        s->msg_stale = d->epoch != server_peer_epoch(s, d->from);
+                        server_on_message(s, d->from, env);
                         s->msg_stale = false;
                         coord__envelope__free_unpacked(env, NULL);
                 } else
@@ -3066,7 +2563,7 @@ static void deferred_run(struct cserver *s)
         }
 }
 
-static void deferred_free(struct cserver *s)
+void server_deferred_free(struct cserver *s)
 {
         while (s->deferred_head) {
                 struct deferred *d = s->deferred_head;
@@ -3080,16 +2577,7 @@ static void deferred_free(struct cserver *s)
 
 /* ---- Sources (20) ------------------------------------------------------------------- */
 
-struct srcent {
-        uint64_t gid, progress_id;
-        Coord__DataflowSpec *spec;      /* owned */
-        struct src_reader *reader;      /* NULL when it could not be opened (err says why) */
-        struct eval_batch rows, remap;  /* one tick's */
-        uint64_t offset;                /* what its remap holds at its upper - 1 */
-        char err[256];                  /* why it does not go on; "" when it does */
-};
-
-static struct srcent *srcent_find(const struct cserver *s, uint64_t gid)
+struct srcent *server_srcent_find(const struct cserver *s, uint64_t gid)
 {
         for (size_t i = 0; i < s->n_srcs; i++)
                 if (s->srcs[i]->gid == gid)
@@ -3110,7 +2598,7 @@ static void srcent_free(struct srcent *e)
 }
 
 /* Forget source gid (its collections are the caller's to drop). */
-static void srcent_remove(struct cserver *s, uint64_t gid)
+void server_srcent_remove(struct cserver *s, uint64_t gid)
 {
         for (size_t i = 0; i < s->n_srcs; i++)
                 if (s->srcs[i]->gid == gid) {
@@ -3163,10 +2651,10 @@ static int source_open(struct cserver *s, struct srcent *e, struct row_error *er
                         if (r == 0)
                                 r = storage_get_info(s->st, gids[i], &info[i]);
                         if (r == 0)
-                                (void)created(s, &info[i], err);
+                                (void)server_created(s, &info[i], err);
                 }
                 if (r < 0)
-                        return storage_failure(s, err, r, "opening source collection %llu",
+                        return server_storage_failure(s, err, r, "opening source collection %llu",
                                                (unsigned long long)gids[i]);
                 if (info[i].kind != kinds[i])
                         return row_error_set(err, -EEXIST, "XX000", "collection %llu exists as another kind",
@@ -3180,7 +2668,7 @@ static int source_open(struct cserver *s, struct srcent *e, struct row_error *er
         if (info[1].frontiers.upper > info[1].frontiers.since) {
                 r = storage_read(s->st, e->progress_id, info[1].frontiers.upper - 1, remap_row, &offset, NULL);
                 if (r < 0)
-                        return storage_failure(s, err, r, "reading the remap of source %llu",
+                        return server_storage_failure(s, err, r, "reading the remap of source %llu",
                                                (unsigned long long)e->gid);
         }
         e->offset = offset;
@@ -3196,18 +2684,18 @@ static int source_open(struct cserver *s, struct srcent *e, struct row_error *er
 }
 
 /* A source spec: 1 installed, 0 there already, -errno (e set). */
-static int source_install(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *err)
+int server_source_install(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *err)
 {
         struct srcent *e;
         int r;
 
-        if (srcent_find(s, sp->gid))
+        if (server_srcent_find(s, sp->gid))
                 return 0;
         if (!sp->progress_id || sp->progress_id == sp->gid)
                 return row_error_set(err, -EINVAL, "XX000", "source %llu without a remap collection",
                                      (unsigned long long)sp->gid);
         e = calloc(1, sizeof(*e));
-        if (!e || spec_copy(sp, &e->spec) < 0 || GROW_ARRAY(s->srcs, s->cap_srcs, s->n_srcs + 1) < 0) {
+        if (!e || server_spec_copy(sp, &e->spec) < 0 || GROW_ARRAY(s->srcs, s->cap_srcs, s->n_srcs + 1) < 0) {
                 srcent_free(e);
                 return row_error_oom(err);
         }
@@ -3224,7 +2712,7 @@ static int source_install(struct cserver *s, const Coord__DataflowSpec *sp, stru
 
 /* (20) One ingestion of every source: its new rows and its remap at ts, both uppers to
  * ts + 1, one write; then their readers step. */
-static void source_tick(struct cserver *s)
+void server_source_tick(struct cserver *s)
 {
         _cleanup_free_ struct storage_append *v = NULL;
         _cleanup_free_ struct storage_update *u = NULL;
@@ -3304,7 +2792,7 @@ static void source_tick(struct cserver *s)
         if (r < 0 || (size_t)r != k) {
                 log_error_errno(r < 0 ? r : -EIO, "source_write_failed", "appends=%zu why=\"%s\"", k,
                                 storage_last_error());
-                storage_recover(s);
+                server_storage_recover(s);
                 /* The readers read ahead of what is durable: back to the remaps. */
                 for (size_t i = 0; i < s->n_srcs; i++) {
                         struct row_error err;
@@ -3329,13 +2817,13 @@ static void source_tick(struct cserver *s)
                         uint64_t gid = h ? e->progress_id : e->gid;
 
                         if (storage_get_info(s->st, gid, &info) == 0)
-                                ring_set(s, gid, &info.frontiers);
-                        frontiers_dirty(s, gid);
+                                server_ring_set(s, gid, &info.frontiers);
+                        server_frontiers_dirty(s, gid);
                 }
-                compute_push(s, e->gid, &e->rows);
-                compute_push(s, e->progress_id, &e->remap);
+                server_compute_push(s, e->gid, &e->rows);
+                server_compute_push(s, e->progress_id, &e->remap);
         }
-        compute_run(s);         /* the readers step; peeks wake */
+        server_compute_run(s);         /* the readers step; peeks wake */
 }
 
 static bool same_plan(const Coord__Plan__Relation *a, const Coord__Plan__Relation *b)
@@ -3357,47 +2845,22 @@ static bool same_plan(const Coord__Plan__Relation *a, const Coord__Plan__Relatio
         return memcmp(x, y, na) == 0;
 }
 
-/* (19) ALTER SINK ... SET FROM: sink e's spec comes again with another plan.  It goes
- * on from its durable progress P with the new one: what was stepped but is not in the
- * file yet (old input, at or after P) is dropped, and the new dataflow resumes at P - 1
- * without writing that snapshot (sink_open()).  So the file holds the old input's
- * updates below P and the new input's from P on, each once -- across a restart too,
- * which installs the new plan at the same P.  The adapter committed R(sink, new
- * inputs) <= P - 1 (it waited for the progress to pass their bounds). */
-static int sink_switch(struct cserver *s, struct dfent *e, const Coord__DataflowSpec *sp,
-                       struct row_error *err)
-{
-        Coord__DataflowSpec *copy;
-
-        if (spec_copy(sp, &copy) < 0)
-                return row_error_oom(err);
-        dfent_untrack(s, e);
-        work_forget(s, e);
-        e->df = dataflow_free(e->df);
-        coord__dataflow_spec__free_unpacked(e->spec, NULL);
-        e->spec = copy;
-        log_info("sink_switched", "gid=%llu stepped_to=%llu dropped_lines=%zu", (unsigned long long)e->gid,
-                 (unsigned long long)e->sink_frontier, e->sink_out.n);
-        (void)dfent_hydrate(s, e);      /* a failure stays on the entry */
-        return 1;
-}
-
 /* Install one spec: 1 installed (or a sink switched), 0 already there, -ENOMEM (e set). */
 static int install_one(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *e)
 {
         struct dfent *de;
 
         if (sp->kind == COORD__DATAFLOW_KIND__DATAFLOW_SOURCE)
-                return source_install(s, sp, e);
-        de = dfent_find(s, sp->gid);
+                return server_source_install(s, sp, e);
+        de = server_dfent_find(s, sp->gid);
         if (de && de->sink && sp->kind == COORD__DATAFLOW_KIND__DATAFLOW_SINK &&
             !same_plan(de->spec->plan, sp->plan))
-                return sink_switch(s, de, sp, e);
+                return server_sink_switch(s, de, sp, e);
         if (de)
                 return 0;
         de = calloc(1, sizeof(*de));
-        if (!de || spec_copy(sp, &de->spec) < 0) {
-                dfent_free(de);
+        if (!de || server_spec_copy(sp, &de->spec) < 0) {
+                server_dfent_free(de);
                 return row_error_oom(e);
         }
         de->gid = sp->gid;
@@ -3407,14 +2870,14 @@ static int install_one(struct cserver *s, const Coord__DataflowSpec *sp, struct 
         de->correction = EVAL_BATCH_INIT;
         de->sink_out = EVAL_BATCH_INIT;
         if (dfs_insert(s, de) < 0) {
-                dfent_free(de);
+                server_dfent_free(de);
                 return row_error_oom(e);
         }
-        (void)dfent_hydrate(s, de);     /* a failure stays on the entry */
+        (void)server_dfent_hydrate(s, de);     /* a failure stays on the entry */
         return 1;
 }
 
-static void install_free(struct install *in)
+void server_install_free(struct install *in)
 {
         if (!in)
                 return;
@@ -3437,18 +2900,18 @@ static void install_done(struct cserver *s, int r, struct row_error *e)
                          in->slices + 1, s->n_deferred,
                          (unsigned long long)((now_ns() - in->start_ns) / 1000));
         s->bulk_install = false;
-        if (in->epoch != peer_epoch(s, in->from)) {
+        if (in->epoch != server_peer_epoch(s, in->from)) {
                 /* Its connection is gone (18b): the new one resyncs on its own. */
                 s->stale_replies++;
                 log_info("install_reply_dropped", "role=%s request_id=%llu why=connection_replaced",
                          node_role_name(in->from), (unsigned long long)in->request_id);
         } else if (r < 0)
-                reply_error(s, in->from, in->request_id, e);
+                server_reply_error(s, in->from, in->request_id, e);
         else
-                reply_ok(s, in->from, in->request_id, in->counts, in->m->n_dataflows, 0);
+                server_reply_ok(s, in->from, in->request_id, in->counts, in->m->n_dataflows, 0);
         s->install = NULL;
-        install_free(in);
-        compute_run(s);                 /* wakes the peeks that waited (17) */
+        server_install_free(in);
+        server_compute_run(s);                 /* wakes the peeks that waited (17) */
         deferred_run(s);
 }
 
@@ -3464,7 +2927,7 @@ static void install_step(struct cserver *s, bool sliced)
 
         s->bulk_install = in->m->n_dataflows > 1;
         if (!s->st) {
-                r = storage_unavailable(&e);
+                r = server_storage_unavailable(&e);
                 goto done;
         }
         while (in->next < in->m->n_dataflows) {
@@ -3504,7 +2967,7 @@ static void install_continue(struct loop *l, void *userdata)
         fring_release_wakes(s->ring);
 }
 
-static void handle_create_dataflows(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_create_dataflows(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         Coord__CreateDataflows *m;
         struct install *in;
@@ -3513,7 +2976,7 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
 
         m = coord__create_dataflows__unpack(NULL, env->payload.len, env->payload.data);
         if (!m) {
-                reply_malformed(s, from, env);
+                server_reply_malformed(s, from, env);
                 return;
         }
         assert(!s->install);            /* the follower's messages wait behind one (17) */
@@ -3529,7 +2992,7 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
         in->request_id = env->request_id;
         in->start_ns = now_ns();
         if (!s->st) {
-                r = storage_unavailable(&e);
+                r = server_storage_unavailable(&e);
                 goto fail_in;
         }
         /* Validate before changing anything. */
@@ -3562,20 +3025,20 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
                         bool mv = !s->dfs[i]->index;
                         if (gmap_find(&listed, gid))
                                 continue;
-                        dfent_remove(s, gid);
-                        if (mv && drop_one(s, gid, false, &e) < 0)
+                        server_dfent_remove(s, gid);
+                        if (mv && server_drop_one(s, gid, false, &e) < 0)
                                 log_warn("dataflow_drop_failed", "gid=%llu", (unsigned long long)gid);
                 }
                 for (size_t i = s->n_srcs; i-- > 0;)
                         if (!gmap_find(&listed, s->srcs[i]->gid) &&
-                            drop_one(s, s->srcs[i]->gid, false, &e) < 0)
+                            server_drop_one(s, s->srcs[i]->gid, false, &e) < 0)
                                 log_warn("source_drop_failed", "gid=%llu", (unsigned long long)s->srcs[i]->gid);
-                r = list_all(s);
+                r = server_list_all(s);
                 for (size_t i = 0; r >= 0 && i < s->n_cols; i++)
                         if ((s->cols[i].kind == STORAGE_KIND_MV || s->cols[i].kind == STORAGE_KIND_SINK ||
                              s->cols[i].kind == STORAGE_KIND_SOURCE || s->cols[i].kind == STORAGE_KIND_REMAP) &&
                             !gmap_find(&listed, s->cols[i].gid))
-                                (void)drop_one(s, s->cols[i].gid, false, &e);
+                                (void)server_drop_one(s, s->cols[i].gid, false, &e);
                 gmap_done(&listed);
                 r = 0;
         }
@@ -3594,11 +3057,11 @@ static void handle_create_dataflows(struct cserver *s, Coord__Role from, const C
         return;
 fail_in:
         in->m = NULL;
-        install_free(in);
+        server_install_free(in);
 fail:
-        reply_error(s, from, env->request_id, &e);
+        server_reply_error(s, from, env->request_id, &e);
         coord__create_dataflows__free_unpacked(m, NULL);
-        compute_run(s);
+        server_compute_run(s);
 }
 
 
@@ -3698,16 +3161,16 @@ static int peek_send_chunk(struct cserver *s, struct peek *pk)
         m.more = pk->pos < pk->out.n && pk->take > 0;
         m.chunk = pk->chunks;
         assert(!m.more || pk->chunk_bytes);
-        r = out_send(s, pk->from, COORD__MSG_TYPE__MSG_PEEK_RESULT, pk->request_id, &m.base);
+        r = server_out_send(s, pk->from, COORD__MSG_TYPE__MSG_PEEK_RESULT, pk->request_id, &m.base);
         if (r == -EMSGSIZE) {
                 row_error_set(&e, r, "54000", "the result of the read (%zu distinct rows, %zu bytes) "
                               "is larger than a frame", n,
                               protobuf_c_message_get_packed_size(&m.base));
-                reply_error(s, pk->from, pk->request_id, &e);
+                server_reply_error(s, pk->from, pk->request_id, &e);
                 goto out;
         }
         if (r < 0) {
-                if (r != -ENOTCONN && ratelimit_ok(&s->rl_input, now_ms()))
+                if (r != -ENOTCONN && server_ratelimit_ok(&s->rl_input, now_ms()))
                         log_warn_errno(r, "reply_failed", "role=%s type=peek_result request_id=%llu chunk=%u",
                                        node_role_name(pk->from), (unsigned long long)pk->request_id,
                                        pk->chunks);
@@ -3725,7 +3188,7 @@ static int peek_send_chunk(struct cserver *s, struct peek *pk)
         goto out;
 oom:
         row_error_oom(&e);
-        reply_error(s, pk->from, pk->request_id, &e);
+        server_reply_error(s, pk->from, pk->request_id, &e);
 out:
         row_arena_done(&proj);
         return ret;
@@ -3788,7 +3251,7 @@ static int peek_answer(struct cserver *s, struct peek *pk, struct eval_batch *ou
         struct row_error e;
 
         if (peek_prepare(pk, out, &e) < 0) {
-                reply_error(s, pk->from, pk->request_id, &e);
+                server_reply_error(s, pk->from, pk->request_id, &e);
                 return PEEK_DONE;
         }
         return peek_send_chunk(s, pk);
@@ -3811,7 +3274,7 @@ static int peek_stream(struct cserver *s, struct peek *pk)
                 return r;
         }
         if (pk->timer) {
-                /* A parked peek whose input became readable (peeks_wake()). */
+                /* A parked peek whose input became readable (server_peeks_wake()). */
                 loop_timer_cancel(s->loop, pk->timer);
                 pk->timer = NULL;
                 s->n_parked--;
@@ -3846,12 +3309,12 @@ static void peek_idle(struct loop *l, void *userdata)
                  (unsigned long long)idle);
         row_error_set(&e, -ETIMEDOUT, "57014", "the result was not fetched for %llu ms: the "
                       "read was ended after %u chunks", (unsigned long long)idle, pk->chunks);
-        reply_error(s, pk->from, pk->request_id, &e);
-        peek_free(pk);
+        server_reply_error(s, pk->from, pk->request_id, &e);
+        server_peek_free(pk);
 }
 
 /* MSG_PEEK_NEXT: the next chunk of a stream, or its end (cancel). */
-static void handle_peek_next(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         Coord__PeekNext *m;
         struct peek *pk;
@@ -3866,18 +3329,18 @@ static void handle_peek_next(struct cserver *s, Coord__Role from, const Coord__E
         }
         m = coord__peek_next__unpack(NULL, env->payload.len, env->payload.data);
         if (!m) {
-                reply_malformed(s, from, env);
-                peek_free(pk);
+                server_reply_malformed(s, from, env);
+                server_peek_free(pk);
                 return;
         }
         if (m->cancel) {
                 log_debug("peek_stream_cancelled", "role=%s request_id=%llu chunks=%u",
                           node_role_name(from), (unsigned long long)pk->request_id, pk->chunks);
-                peek_free(pk);
+                server_peek_free(pk);
         } else {
                 pk->pulled_ms = now_ms();
                 if (peek_send_chunk(s, pk) == PEEK_DONE)
-                        peek_free(pk);
+                        server_peek_free(pk);
         }
         coord__peek_next__free_unpacked(m, NULL);
 }
@@ -3898,7 +3361,7 @@ static int index_fallback_ready(struct cserver *s, struct dfent *de, struct peek
         for (size_t i = 0; i < dataflow_n_inputs(de->df); i++) {
                 uint64_t gid = dataflow_input_id(de->df, i);
                 struct storage_frontiers f;
-                int r = object_frontiers(s, gid, &f, NULL, NULL);
+                int r = server_object_frontiers(s, gid, &f, NULL, NULL);
 
                 if (r < 0)
                         return row_error_set(e, r, "42P01", "collection %llu does not exist",
@@ -3941,15 +3404,15 @@ static int index_fallback_feed(struct cserver *s, struct dfent *de, uint64_t ts,
         for (size_t i = 0; r >= 0 && i < dataflow_n_inputs(sub); i++) {
                 struct feed f2 = { .df = sub, .input = i, .err = fd->err, .time = ts };
 
-                r = storage_snapshot(s, dataflow_input_id(sub, i), ts, feed_emit, &f2);
+                r = server_storage_snapshot(s, dataflow_input_id(sub, i), ts, server_feed_emit, &f2);
                 if (r >= 0)
-                        r = feed_flush(&f2);
+                        r = server_feed_flush(&f2);
                 row_arena_done(&f2.bytes);
         }
         if (r >= 0)
                 r = dataflow_step(sub, ts + 1, &out, fd->err);
         for (size_t i = 0; r >= 0 && i < out.n; i++)
-                r = feed_add(fd, out.updates[i].row, out.updates[i].len, ts, out.updates[i].diff);
+                r = server_feed_add(fd, out.updates[i].row, out.updates[i].len, ts, out.updates[i].diff);
         eval_batch_done(&out);
         dataflow_free(sub);
         return r;
@@ -3974,7 +3437,7 @@ static int live_row(struct feed *fd, const struct row_datum *d, size_t n)
 
         if (size < 0 || size > (int64_t)sizeof(buf))
                 return -E2BIG;
-        return feed_add(fd, buf, row_encode_into(d, n, buf), fd->time, 1);
+        return server_feed_add(fd, buf, row_encode_into(d, n, buf), fd->time, 1);
 }
 
 /* (21) The rows of live relation gid as the loop knows them now, at fd->time. */
@@ -4006,7 +3469,7 @@ static int live_feed(struct cserver *s, uint64_t gid, struct feed *fd)
                 struct refresh_schedule rs;
                 uint64_t last, next;
 
-                if (!dfent_schedule(e, &rs) || storage_get_info(s->st, e->gid, &info) < 0)
+                if (!server_dfent_schedule(e, &rs) || storage_get_info(s->st, e->gid, &info) < 0)
                         continue;
                 /* Written up to the upper (13b: a refresh time once anything was
                  * written; the as-of before); one before the as-of never happened. */
@@ -4028,7 +3491,7 @@ static int live_feed(struct cserver *s, uint64_t gid, struct feed *fd)
 /* In the peek thread: read, feed, step, prepare.  Frees the readers. */
 /* A peek's read of input gid failed with r (< 0) while feeding its dataflow: e says
  * why.  On the loop and in the peek thread alike (18).  True when storage failed, so
- * the loop may look for a sticky state (storage_recover(), 8). */
+ * the loop may look for a sticky state (server_storage_recover(), 8). */
 static bool peek_read_error(int r, uint64_t gid, struct row_error *e)
 {
         assert(r < 0);
@@ -4080,9 +3543,9 @@ static void bg_eval(struct bgpeek *j)
 
                 if (!j->rd[i])
                         continue;
-                r = storage_reader_run(j->rd[i], feed_row, &fd);
+                r = storage_reader_run(j->rd[i], server_feed_row, &fd);
                 if (r >= 0)
-                        r = feed_flush(&fd);
+                        r = server_feed_flush(&fd);
                 row_arena_done(&fd.bytes);
                 j->rd[i] = storage_reader_free(j->rd[i]);
                 if (r < 0) {
@@ -4156,10 +3619,10 @@ static void bg_finish(struct cserver *s, struct bgpeek *j)
         if (pk->cancelled)
                 goto done;
         if (j->r < 0) {
-                reply_error(s, pk->from, pk->request_id, &j->e);
+                server_reply_error(s, pk->from, pk->request_id, &j->e);
                 goto done;
         }
-        if (j->eval_us >= PEEK_SLOW_US && ratelimit_ok(&s->rl_input, now_ms()))
+        if (j->eval_us >= PEEK_SLOW_US && server_ratelimit_ok(&s->rl_input, now_ms()))
                 log_info("peek_slow", "role=%s request_id=%llu rows=%zu eval_us=%llu thread=peek",
                          node_role_name(pk->from), (unsigned long long)pk->request_id, pk->out.n,
                          (unsigned long long)j->eval_us);
@@ -4171,11 +3634,11 @@ static void bg_finish(struct cserver *s, struct bgpeek *j)
                         return;
                 }
                 row_error_set(&e, r, "XX000", "cannot stream the result: %s", strerrordesc_np(-r));
-                reply_error(s, pk->from, pk->request_id, &e);
+                server_reply_error(s, pk->from, pk->request_id, &e);
         }
 done:
         free(j);
-        peek_free(pk);
+        server_peek_free(pk);
 }
 
 static void bg_take_done(struct cserver *s)
@@ -4238,7 +3701,7 @@ fail:
 
 /* Stop the thread: jobs still queued come back unevaluated, and every peek of a job
  * is freed unanswered. */
-static void peek_worker_stop(struct cserver *s)
+void server_peek_worker_stop(struct cserver *s)
 {
         struct peek_worker *w = s->pw;
 
@@ -4276,7 +3739,7 @@ static int peek_try_bg(struct cserver *s, struct peek *pk)
 
         for (size_t i = 0; i < n; i++) {
                 uint64_t gid = dataflow_input_id(pk->df, i), updates;
-                struct dfent *de = dfent_find(s, gid);
+                struct dfent *de = server_dfent_find(s, gid);
                 int r;
 
                 if ((de && de->index) || coord_gid_is_live(gid))
@@ -4306,7 +3769,7 @@ static int peek_try_bg(struct cserver *s, struct peek *pk)
                         return 0;
                 }
         if (pk->timer) {
-                /* Parked until now (peeks_wake()): the thread has it now. */
+                /* Parked until now (server_peeks_wake()): the thread has it now. */
                 loop_timer_cancel(s->loop, pk->timer);
                 pk->timer = NULL;
                 s->n_parked--;
@@ -4331,23 +3794,23 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
         int r;
 
         if (!s->st) {
-                storage_unavailable(&e);
+                server_storage_unavailable(&e);
                 goto fail;
         }
         for (size_t i = 0; i < dataflow_n_inputs(pk->df); i++) {
                 uint64_t gid = dataflow_input_id(pk->df, i);
-                struct dfent *de = dfent_find(s, gid);
+                struct dfent *de = server_dfent_find(s, gid);
 
                 if (coord_gid_is_live(gid))
                         continue;       /* (21) readable at any time */
-                if (!de && install_pending(s, gid)) {
+                if (!de && server_install_pending(s, gid)) {
                         /* Installed later in this bulk install (17). */
                         pk->input = gid;
                         *ret_upper = 0;
                         return PEEK_WAIT;
                 }
                 if (de && de->failed) {
-                        e = dfent_error(de);
+                        e = server_dfent_error(de);
                         goto fail;
                 }
                 if (de && de->index && de->arr && pk->ts < arrangement_since(de->arr)) {
@@ -4359,14 +3822,14 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                                 goto fail;
                         continue;
                 }
-                r = object_frontiers(s, gid, &f, NULL, NULL);
+                r = server_object_frontiers(s, gid, &f, NULL, NULL);
                 if (r == -ENOENT) {
                         row_error_set(&e, r, "42P01", "collection %llu does not exist",
                                       (unsigned long long)gid);
                         goto fail;
                 }
                 if (r < 0) {
-                        storage_failure(s, &e, r, "reading collection %llu", (unsigned long long)gid);
+                        server_storage_failure(s, &e, r, "reading collection %llu", (unsigned long long)gid);
                         goto fail;
                 }
                 if (pk->ts < f.since) {
@@ -4391,7 +3854,7 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
         start_ns = now_ns();
         for (size_t i = 0; i < dataflow_n_inputs(pk->df); i++) {
                 uint64_t gid = dataflow_input_id(pk->df, i);
-                struct dfent *de = dfent_find(s, gid);
+                struct dfent *de = server_dfent_find(s, gid);
                 struct feed fd = { .df = pk->df, .input = i, .err = &e, .time = pk->ts };
 
                 if (coord_gid_is_live(gid))
@@ -4399,22 +3862,22 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                 else if (de && de->index && pk->ts < arrangement_since(de->arr))
                         r = index_fallback_feed(s, de, pk->ts, &fd);
                 else if (de && de->index)
-                        r = arrangement_read(de->arr, pk->ts, feed_emit, &fd);
+                        r = arrangement_read(de->arr, pk->ts, server_feed_emit, &fd);
                 else
-                        r = storage_snapshot(s, gid, pk->ts, feed_emit, &fd);
+                        r = server_storage_snapshot(s, gid, pk->ts, server_feed_emit, &fd);
                 if (r >= 0)
-                        r = feed_flush(&fd);
+                        r = server_feed_flush(&fd);
                 row_arena_done(&fd.bytes);
                 if (r < 0) {
                         if (peek_read_error(r, gid, &e))
-                                storage_recover(s);     /* (8): a sticky state? */
+                                server_storage_recover(s);     /* (8): a sticky state? */
                         goto fail;
                 }
         }
         if (peek_step(pk, &out, &e) < 0)
                 goto fail;
         took_us = (now_ns() - start_ns) / 1000;
-        if (took_us >= PEEK_SLOW_US && ratelimit_ok(&s->rl_input, now_ms()))
+        if (took_us >= PEEK_SLOW_US && server_ratelimit_ok(&s->rl_input, now_ms()))
                 log_info("peek_slow", "role=%s request_id=%llu rows=%zu eval_us=%llu", node_role_name(pk->from),
                          (unsigned long long)pk->request_id, out.n, (unsigned long long)took_us);
         r = peek_answer(s, pk, &out);
@@ -4429,7 +3892,7 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
         return PEEK_DONE;
 fail:
         eval_batch_done(&out);
-        reply_error(s, pk->from, pk->request_id, &e);
+        server_reply_error(s, pk->from, pk->request_id, &e);
         return PEEK_DONE;
 }
 
@@ -4454,13 +3917,13 @@ static void peek_timeout(struct loop *l, void *userdata)
                               (unsigned long long)pk->input, (unsigned long long)pk->ts,
                               (unsigned long long)upper);
                 row_error_hint(&e, "Appends advance the upper; is the adapter ticking?");
-                reply_error(s, pk->from, pk->request_id, &e);
+                server_reply_error(s, pk->from, pk->request_id, &e);
         }
-        peek_free(pk);
+        server_peek_free(pk);
 }
 
 /* Retry every parked peek, in arrival order. */
-static void peeks_wake(struct cserver *s)
+void server_peeks_wake(struct cserver *s)
 {
         struct peek *pk, *next;
         uint64_t upper;
@@ -4469,11 +3932,11 @@ static void peeks_wake(struct cserver *s)
                 next = pk->next;
                 /* Parked ones only; one that streams now was unparked (peek_stream()). */
                 if (pk->timer && peek_try(s, pk, &upper) == PEEK_DONE)
-                        peek_free(pk);
+                        server_peek_free(pk);
         }
 }
 
-static void handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         struct peek *pk;
         struct row_error e;
@@ -4483,7 +3946,7 @@ static void handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelo
         pk = calloc(1, sizeof(*pk));
         if (!pk) {
                 row_error_oom(&e);
-                reply_error(s, from, env->request_id, &e);
+                server_reply_error(s, from, env->request_id, &e);
                 return;
         }
         *pk = (struct peek){ .srv = s, .from = from, .request_id = env->request_id,
@@ -4498,7 +3961,7 @@ static void handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelo
 
         pk->req = coord__peek_request__unpack(NULL, env->payload.len, env->payload.data);
         if (!pk->req) {
-                reply_malformed(s, from, env);
+                server_reply_malformed(s, from, env);
                 goto done;
         }
         if (!pk->req->peek || !pk->req->peek->plan) {
@@ -4512,7 +3975,7 @@ static void handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelo
         if (r < 0) {
                 if (r == -ENOMEM)
                         row_error_oom(&e);
-                if (ratelimit_ok(&s->rl_input, now_ms()))
+                if (server_ratelimit_ok(&s->rl_input, now_ms()))
                         log_info("peek_plan_rejected", "role=%s request_id=%llu sqlstate=%s message=\"%s\"",
                                  node_role_name(from), (unsigned long long)env->request_id,
                                  e.sqlstate, e.message);
@@ -4538,9 +4001,9 @@ static void handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelo
                   (unsigned long long)pk->ts, (unsigned long long)upper, pk->timeout_ms);
         return;
 fail:
-        reply_error(s, from, env->request_id, &e);
+        server_reply_error(s, from, env->request_id, &e);
 done:
-        peek_free(pk);
+        server_peek_free(pk);
 }
 
 /* ---- Row counts of built-ins (11) ---------------------------------------------------- */
@@ -4566,7 +4029,7 @@ static struct rcent *cm_slot(const struct cmirror *m, uint64_t hash, const void 
         return &m->slots[i];
 }
 
-static int64_t cm_count(const struct cmirror *m, const void *row, size_t len)
+int64_t server_cm_count(const struct cmirror *m, const void *row, size_t len)
 {
         const struct rcent *e;
 
@@ -4659,7 +4122,7 @@ static struct cmirror *cm_find(struct cserver *s, uint64_t gid)
         return NULL;
 }
 
-static void cm_drop(struct cserver *s, uint64_t gid)
+void server_cm_drop(struct cserver *s, uint64_t gid)
 {
         struct cmirror *m = cm_find(s, gid);
 
@@ -4669,10 +4132,10 @@ static void cm_drop(struct cserver *s, uint64_t gid)
         *m = s->cm[--s->n_cm];
 }
 
-static void cm_drop_all(struct cserver *s)
+void server_cm_drop_all(struct cserver *s)
 {
         while (s->n_cm)
-                cm_drop(s, s->cm[0].gid);
+                server_cm_drop(s, s->cm[0].gid);
 }
 
 static int cm_load_row(const void *row, size_t len, int64_t count, void *userdata)
@@ -4682,7 +4145,7 @@ static int cm_load_row(const void *row, size_t len, int64_t count, void *userdat
 
 /* The mirror of the built-in info->gid, valid at its stored upper; built by one read
  * when missing or stale. */
-static int cm_get(struct cserver *s, const struct storage_info *info, struct cmirror **ret)
+int server_cm_get(struct cserver *s, const struct storage_info *info, struct cmirror **ret)
 {
         const struct storage_frontiers *f = &info->frontiers;
         struct cmirror *m = cm_find(s, info->gid);
@@ -4707,7 +4170,7 @@ static int cm_get(struct cserver *s, const struct storage_info *info, struct cmi
                 r = storage_read(s->st, info->gid, f->upper - 1, cm_load_row, m, NULL);
         }
         if (r < 0) {
-                cm_drop(s, info->gid);
+                server_cm_drop(s, info->gid);
                 return r;
         }
         *ret = m;
@@ -4715,7 +4178,7 @@ static int cm_get(struct cserver *s, const struct storage_info *info, struct cmi
 }
 
 /* After a durable append: the built-in's mirror (if any) takes the append's updates. */
-static void cm_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
+void server_cm_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
                      uint64_t new_upper)
 {
         struct cmirror *m = cm_find(s, info->gid);
@@ -4723,12 +4186,12 @@ static void cm_apply(struct cserver *s, const struct storage_info *info, const s
         if (!m)
                 return;
         if (m->upper != info->frontiers.upper) {
-                cm_drop(s, info->gid);
+                server_cm_drop(s, info->gid);
                 return;
         }
         for (size_t i = 0; i < pend->n; i++)
                 if (cm_add(m, pend->updates[i].row, pend->updates[i].len, pend->updates[i].diff) < 0) {
-                        cm_drop(s, info->gid);
+                        server_cm_drop(s, info->gid);
                         return;
                 }
         m->upper = new_upper;
@@ -4830,7 +4293,7 @@ static int acol_base(struct append_ctx *ac, struct acol *t)
                 r = storage_read(ac->s->st, t->info.gid, f->upper - 1, base_row, t, NULL);
                 if (r < 0) {
                         eval_batch_clear(&t->base);
-                        return storage_failure(ac->s, &ac->err, r, "reading collection %llu",
+                        return server_storage_failure(ac->s, &ac->err, r, "reading collection %llu",
                                                (unsigned long long)t->info.gid);
                 }
                 /* Already consolidated; this puts it in eval's byte order, the one
@@ -5089,9 +4552,9 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
                 if (ac->c[i].info.kind == STORAGE_KIND_TABLE)
                         cand[n_cand++] = ac->c[i].info.gid;
         if (s->fr_rebuild) {
-                r = list_all(s);
+                r = server_list_all(s);
                 if (r < 0)
-                        return storage_failure(s, &ac->err, r, "listing collections");
+                        return server_storage_failure(s, &ac->err, r, "listing collections");
                 r = RESERVE(cand, cap_cand, n_cand + s->n_cols + s->fr.n);
                 if (r < 0)
                         return row_error_oom(&ac->err);
@@ -5102,7 +4565,7 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
                         if (s->fr.slots[i].key)
                                 cand[n_cand++] = s->fr.slots[i].key;
         }
-        n_cand = u64_sort_unique(cand, n_cand);
+        n_cand = server_u64_sort_unique(cand, n_cand);
 
         for (size_t i = 0; i < n_cand; i++) {
                 const struct gent *old = gmap_find(&s->fr, cand[i]);
@@ -5117,7 +4580,7 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
                 } else {
                         r = storage_get_info(s->st, cand[i], &info);
                         if (r < 0 && r != -ENOENT)
-                                return storage_failure(s, &ac->err, r, "looking up collection %llu",
+                                return server_storage_failure(s, &ac->err, r, "looking up collection %llu",
                                                        (unsigned long long)cand[i]);
                         if (r == 0 && (info.kind == STORAGE_KIND_TABLE || info.kind == STORAGE_KIND_MV ||
                                        info.kind == STORAGE_KIND_SINK || info.kind == STORAGE_KIND_SOURCE ||
@@ -5127,7 +4590,7 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
                                                        .upper = info.frontiers.upper };
                         else if (r == -ENOENT) {
                                 /* (13): an index's row shows its arrangement */
-                                struct dfent *de = dfent_find(s, cand[i]);
+                                struct dfent *de = server_dfent_find(s, cand[i]);
                                 if (de && de->index && de->arr)
                                         ch = (struct fchange){ .gid = cand[i], .has_new = true,
                                                                .since = arrangement_since(de->arr),
@@ -5193,11 +4656,11 @@ static int check_nonnegative(struct append_ctx *ac, struct acol *t)
 
         if (t->info.kind == STORAGE_KIND_BUILTIN && !t->base_read) {
                 /* (11): O(rows retracted), not a read of the whole relation. */
-                r = cm_get(ac->s, &t->info, &m);
+                r = server_cm_get(ac->s, &t->info, &m);
                 if (r == -ENOMEM)
                         return row_error_oom(&ac->err);
                 if (r < 0)
-                        return storage_failure(ac->s, &ac->err, r, "reading collection %llu",
+                        return server_storage_failure(ac->s, &ac->err, r, "reading collection %llu",
                                                (unsigned long long)t->info.gid);
         } else {
                 r = acol_base(ac, t);
@@ -5212,7 +4675,7 @@ static int check_nonnegative(struct append_ctx *ac, struct acol *t)
                 if (u->diff > 0)
                         continue;
                 if (m) {
-                        have = cm_count(m, u->row, u->len);
+                        have = server_cm_count(m, u->row, u->len);
                 } else {
                         while (i < b->n && (c = row_bytes_cmp(b->updates[i].row, b->updates[i].len,
                                                               u->row, u->len)) < 0)
@@ -5268,7 +4731,7 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
 
                 r = storage_get_info(s->st, s->builtins[i], &info);
                 if (r < 0)
-                        return storage_failure(s, &ac->err, r, "looking up collection %llu",
+                        return server_storage_failure(s, &ac->err, r, "looking up collection %llu",
                                                (unsigned long long)s->builtins[i]);
                 assert(info.kind == STORAGE_KIND_BUILTIN);
                 if (info.frontiers.upper > a->ts)
@@ -5299,12 +4762,12 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
                                                      "collection %llu does not exist",
                                                      (unsigned long long)w->gid);
                         if (r < 0)
-                                return storage_failure(s, &ac->err, r, "looking up collection %llu",
+                                return server_storage_failure(s, &ac->err, r, "looking up collection %llu",
                                                        (unsigned long long)w->gid);
                         if (info.kind != STORAGE_KIND_TABLE)
                                 return row_error_set(&ac->err, -EINVAL, "XX000", "collection %llu "
                                                      "is a %s, not a table",
-                                                     (unsigned long long)w->gid, kind_name(info.kind));
+                                                     (unsigned long long)w->gid, server_kind_name(info.kind));
                         /* (10): every table's stored upper is <= max(T, born_above). */
                         assert(info.frontiers.upper <= (T > s->born_above ? T : s->born_above));
                         if (info.frontiers.upper > a->ts)
@@ -5371,7 +4834,7 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
 
                 r = storage_collection_stats(s->st, ac->c[i].info.gid, &cs);
                 if (r < 0)
-                        return storage_failure(s, &ac->err, r, "loading collection %llu",
+                        return server_storage_failure(s, &ac->err, r, "loading collection %llu",
                                                (unsigned long long)ac->c[i].info.gid);
         }
         return 0;
@@ -5417,7 +4880,7 @@ static int append_commit(struct append_ctx *ac, const struct stage *st)
         KILLPOINT("append.before_write");
         r = storage_append_group(s->st, v, n_all);
         if (r < 0) {
-                storage_failure(s, &ac->err, r, "append at %llu", (unsigned long long)ac->ts);
+                server_storage_failure(s, &ac->err, r, "append at %llu", (unsigned long long)ac->ts);
                 goto out;
         }
         KILLPOINT("append.after_write");        /* written, not synced, not answered */
@@ -5432,7 +4895,7 @@ static int append_commit(struct append_ctx *ac, const struct stage *st)
                                                 storage_last_error());
                 r = row_error_set(&ac->err, -EIO, "XX000", "append at %llu was applied to %d of "
                                   "%zu collections", (unsigned long long)ac->ts, r, n_all);
-                if (mirrors_rebuild(s) < 0)
+                if (server_mirrors_rebuild(s) < 0)
                         log_error("mirrors_load_failed", "path=%s why=\"%s\"", s->path,
                                   storage_last_error());
                 goto out;
@@ -5474,16 +4937,16 @@ static void append_apply(struct append_ctx *ac)
                 struct storage_frontiers f = ac->c[i].info.frontiers;
 
                 if (ac->c[i].info.kind == STORAGE_KIND_BUILTIN)
-                        cm_apply(s, &ac->c[i].info, &ac->c[i].pend, ac->ts + 1);
+                        server_cm_apply(s, &ac->c[i].info, &ac->c[i].pend, ac->ts + 1);
                 f.upper = ac->ts + 1;
-                ring_set(s, ac->c[i].info.gid, &f);
+                server_ring_set(s, ac->c[i].info.gid, &f);
         }
         s->last_append_collections = ac->n_c;
         s->last_append_frontier_rows = ac->frontier_rows;
         s->appends++;
 }
 
-static void handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         struct append_ctx ac = { .s = s };
         struct stage st = { 0 };
@@ -5494,13 +4957,13 @@ static void handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
 
         a = coord__append__unpack(NULL, env->payload.len, env->payload.data);
         if (!a) {
-                reply_malformed(s, from, env);
+                server_reply_malformed(s, from, env);
                 return;
         }
         ac.ts = a->ts;
         ac.mark = &a->writer_mark;
         if (!s->st) {
-                storage_unavailable(&ac.err);
+                server_storage_unavailable(&ac.err);
                 r = -EIO;
         } else if (a->writer_mark.len > STORAGE_MARK_MAX) {
                 r = row_error_set(&ac.err, -EINVAL, "22023", "writer_mark of %zu bytes (at most %u)",
@@ -5511,44 +4974,44 @@ static void handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                         /* (13): the dataflows take what this append writes and step to
                          * its new frontier; materialized views write with it. */
                         for (size_t i = 0; i < ac.n_c; i++)
-                                compute_push(s, ac.c[i].info.gid, &ac.c[i].pend);
+                                server_compute_push(s, ac.c[i].info.gid, &ac.c[i].pend);
                         pushed = true;
-                        if (compute_stage(s, ac.ts + 1, &st) < 0)
+                        if (server_compute_stage(s, ac.ts + 1, &st) < 0)
                                 r = row_error_oom(&ac.err);
                 }
                 if (r >= 0)
                         r = append_commit(&ac, &st);
         }
         if (pushed && r < 0)
-                compute_staged(s, &st, false);
+                server_compute_staged(s, &st, false);
         if (r < 0 && s->st && storage_has_deferred(s->st) && storage_error(s->st) == 0) {
                 /* (12): a refused append still makes the deferred creates and drops
                  * durable, as it would have. */
                 int q = storage_flush_deferred(s->st);
 
                 if (q < 0) {
-                        if (ratelimit_ok(&s->rl_storage, now_ms()))
+                        if (server_ratelimit_ok(&s->rl_storage, now_ms()))
                                 log_warn_errno(q, "deferred_flush_failed", "why=\"%s\"",
                                                storage_last_error());
-                        storage_recover(s);
+                        server_storage_recover(s);
                 }
         }
         if (r < 0) {
-                reply_error(s, from, env->request_id, &ac.err);
+                server_reply_error(s, from, env->request_id, &ac.err);
         } else {
                 append_apply(&ac);
                 if (pushed)
-                        compute_staged(s, &st, true);   /* after apply: it marks rows dirty */
+                        server_compute_staged(s, &st, true);   /* after apply: it marks rows dirty */
                 log_debug("append", "ts=%llu writes=%zu collections=%zu frontier_rows=%zu",
                           (unsigned long long)a->ts, a->n_writes, ac.n_c, ac.frontier_rows);
                 s->append_t0_ns = t0;
-                reply_ok(s, from, env->request_id, ac.counts, a->n_writes, a->ts + 1);
+                server_reply_ok(s, from, env->request_id, ac.counts, a->n_writes, a->ts + 1);
                 if (s->append_t0_ns) {          /* sent at once, not held */
                         hist_record(&s->append_hist, (now_ns() - t0) / 1000);
                         s->append_t0_ns = 0;
                 }
                 /* T passed ts, and the views with it: parked peeks may be readable. */
-                peeks_wake(s);
+                server_peeks_wake(s);
         }
         append_ctx_done(&ac);
         coord__append__free_unpacked(a, NULL);
@@ -5576,7 +5039,7 @@ static int drop_refused(uint64_t gid, struct row_error *e)
                              CSERVER_GID_OBJECTS);
 }
 
-static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e)
+int server_drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e)
 {
         struct storage_info info;
         int r;
@@ -5584,14 +5047,14 @@ static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_erro
         r = drop_refused(gid, e);
         if (r < 0)
                 return r;
-        if (dfent_find(s, gid))
-                dfent_remove(s, gid);   /* (13): an index ends here, a view's collection below */
-        if (srcent_find(s, gid)) {
+        if (server_dfent_find(s, gid))
+                server_dfent_remove(s, gid);   /* (13): an index ends here, a view's collection below */
+        if (server_srcent_find(s, gid)) {
                 /* (20): its remap goes with it */
-                uint64_t remap = srcent_find(s, gid)->progress_id;
+                uint64_t remap = server_srcent_find(s, gid)->progress_id;
 
-                srcent_remove(s, gid);
-                r = drop_one(s, remap, false, e);
+                server_srcent_remove(s, gid);
+                r = server_drop_one(s, remap, false, e);
                 if (r < 0)
                         return r;
         }
@@ -5605,40 +5068,40 @@ static int drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_erro
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
-                return storage_failure(s, e, r, "dropping collection %llu", (unsigned long long)gid);
-        ring_forget(s, gid);
-        allowed_forget(s, gid);
+                return server_storage_failure(s, e, r, "dropping collection %llu", (unsigned long long)gid);
+        server_ring_forget(s, gid);
+        server_allowed_forget(s, gid);
         if (info.kind == STORAGE_KIND_BUILTIN) {
                 builtins_remove(s, gid);
-                cm_drop(s, gid);
+                server_cm_drop(s, gid);
         }
         /* (4): its row goes at the next append.  A dropped coord_frontiers is gone with
          * its rows; a new one is filled with every table's row at the next append. */
         if (gid == CSERVER_GID_FRONTIERS)
-                frontiers_clear(s);
+                server_frontiers_clear(s);
         else
-                frontiers_dirty(s, gid);
+                server_frontiers_dirty(s, gid);
         log_debug("collection_dropped", "gid=%llu kind=%s", (unsigned long long)gid,
-                 kind_name(info.kind));
+                 server_kind_name(info.kind));
         return 0;
 }
 
 /* After gid was created (10), (4). */
-static int created(struct cserver *s, const struct storage_info *info, struct row_error *e)
+int server_created(struct cserver *s, const struct storage_info *info, struct row_error *e)
 {
         uint64_t T;
         int r;
 
-        ring_set(s, info->gid, &info->frontiers);
+        server_ring_set(s, info->gid, &info->frontiers);
         if (info->kind == STORAGE_KIND_BUILTIN) {
                 /* Rare (start-up): the built-ins and born_above from a listing. */
-                r = list_all(s);
+                r = server_list_all(s);
                 if (r >= 0)
-                        r = builtins_from_cols(s);
+                        r = server_builtins_from_cols(s);
                 if (r < 0)
-                        return storage_failure(s, e, r, "listing collections");
+                        return server_storage_failure(s, e, r, "listing collections");
                 if (info->gid == CSERVER_GID_FRONTIERS) {
-                        frontiers_reset(s);
+                        server_frontiers_reset(s);
                 } else {
                         /* (11): a new built-in is empty, so its mirror costs nothing
                          * now and every append keeps it; built on first use instead,
@@ -5646,16 +5109,16 @@ static int created(struct cserver *s, const struct storage_info *info, struct ro
                          * (200,000 coord_objects rows at 100,000 objects: 200-430 ms). */
                         struct cmirror *cm;
 
-                        (void)cm_get(s, info, &cm);     /* without memory: on first use */
+                        (void)server_cm_get(s, info, &cm);     /* without memory: on first use */
                 }
                 return 0;
         }
-        T = tables_frontier(s);
+        T = server_tables_frontier(s);
         if (info->frontiers.upper > T && info->frontiers.upper > s->born_above) {
                 s->born_above = info->frontiers.upper;
                 s->born_above_gid = info->gid;
         }
-        frontiers_dirty(s, info->gid);
+        server_frontiers_dirty(s, info->gid);
         return 0;
 }
 
@@ -5671,16 +5134,16 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
                 const Coord__CollectionSpec *c = m->collections[i];
                 enum storage_kind kind = (enum storage_kind)c->kind;
 
-                if (c->gid == 0 || !kind_appendable(kind))
+                if (c->gid == 0 || !server_kind_appendable(kind))
                         return row_error_set(e, -EINVAL, "XX000", "cannot ensure collection %llu "
                                              "of kind %d", (unsigned long long)c->gid, (int)c->kind);
                 r = storage_get_info(s->st, c->gid, &info);
                 if (r == 0 && info.kind != kind)
                         return row_error_set(e, -EEXIST, "XX000", "collection %llu exists as a %s, "
                                              "not a %s", (unsigned long long)c->gid,
-                                             kind_name(info.kind), kind_name(kind));
+                                             server_kind_name(info.kind), server_kind_name(kind));
                 if (r < 0 && r != -ENOENT)
-                        return storage_failure(s, e, r, "looking up collection %llu",
+                        return server_storage_failure(s, e, r, "looking up collection %llu",
                                                (unsigned long long)c->gid);
         }
         for (size_t i = 0; i < m->n_collections; i++) {
@@ -5688,7 +5151,7 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
 
                 if (storage_get_info(s->st, c->gid, &info) == 0)
                         continue;       /* existing ones are untouched */
-                uint64_t since = c->since, T = tables_frontier(s);
+                uint64_t since = c->since, T = server_tables_frontier(s);
 
                 /* (10) A table is born at or below T: the follower's Ensure travels
                  * on another connection than the adapter's appends, so an append at a
@@ -5706,15 +5169,15 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
                 else
                         r = storage_create(s->st, c->gid, (enum storage_kind)c->kind, since, since);
                 if (r < 0)
-                        return storage_failure(s, e, r, "creating collection %llu",
+                        return server_storage_failure(s, e, r, "creating collection %llu",
                                                (unsigned long long)c->gid);
                 r = storage_get_info(s->st, c->gid, &info);
                 if (r == 0)
-                        r = created(s, &info, e);
+                        r = server_created(s, &info, e);
                 if (r < 0)
                         return r;
                 log_debug("collection_created", "gid=%llu kind=%s since=%llu",
-                         (unsigned long long)c->gid, kind_name((enum storage_kind)c->kind),
+                         (unsigned long long)c->gid, server_kind_name((enum storage_kind)c->kind),
                          (unsigned long long)c->since);
         }
         if (!m->complete)
@@ -5725,17 +5188,17 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
         for (size_t i = 0; i < m->n_collections; i++)
                 listed[i] = m->collections[i]->gid;
         qsort(listed, m->n_collections, sizeof(*listed), u64_cmp);
-        r = list_all(s);
+        r = server_list_all(s);
         if (r < 0)
-                return storage_failure(s, e, r, "listing collections");
-        /* drop_one() lists nothing, so s->cols stays valid through the loop. */
+                return server_storage_failure(s, e, r, "listing collections");
+        /* server_drop_one() lists nothing, so s->cols stays valid through the loop. */
         for (size_t i = 0; i < s->n_cols; i++) {
                 uint64_t gid = s->cols[i].gid;
 
                 if (s->cols[i].kind != STORAGE_KIND_TABLE ||
                     bsearch(&gid, listed, m->n_collections, sizeof(*listed), u64_cmp))
                         continue;
-                r = drop_one(s, gid, false, e);
+                r = server_drop_one(s, gid, false, e);
                 if (r < 0)
                         return r;
                 n_dropped++;
@@ -5746,7 +5209,7 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
         return 0;
 }
 
-static void handle_ensure(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_ensure(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         Coord__EnsureCollections *m;
         struct row_error e;
@@ -5754,20 +5217,20 @@ static void handle_ensure(struct cserver *s, Coord__Role from, const Coord__Enve
 
         m = coord__ensure_collections__unpack(NULL, env->payload.len, env->payload.data);
         if (!m) {
-                reply_malformed(s, from, env);
+                server_reply_malformed(s, from, env);
                 return;
         }
-        r = s->st ? ensure(s, m, &e) : storage_unavailable(&e);
+        r = s->st ? ensure(s, m, &e) : server_storage_unavailable(&e);
         if (r < 0)
-                reply_error(s, from, env->request_id, &e);
+                server_reply_error(s, from, env->request_id, &e);
         else
-                reply_ok(s, from, env->request_id, NULL, 0, 0);
+                server_reply_ok(s, from, env->request_id, NULL, 0, 0);
         coord__ensure_collections__free_unpacked(m, NULL);
         /* A collection dropped by `complete` fails the peeks parked on it. */
-        peeks_wake(s);
+        server_peeks_wake(s);
 }
 
-static void handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         Coord__DropCollections *m;
         struct row_error e;
@@ -5775,24 +5238,24 @@ static void handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelo
 
         m = coord__drop_collections__unpack(NULL, env->payload.len, env->payload.data);
         if (!m) {
-                reply_malformed(s, from, env);
+                server_reply_malformed(s, from, env);
                 return;
         }
         if (!s->st)
-                r = storage_unavailable(&e);
+                r = server_storage_unavailable(&e);
         for (size_t i = 0; i < m->n_gids && r >= 0; i++)
                 r = drop_refused(m->gids[i], &e);       /* before dropping any */
         for (size_t i = 0; i < m->n_gids && r >= 0; i++)
-                r = drop_one(s, m->gids[i], true, &e);
+                r = server_drop_one(s, m->gids[i], true, &e);
         if (r < 0)
-                reply_error(s, from, env->request_id, &e);
+                server_reply_error(s, from, env->request_id, &e);
         else
-                reply_ok(s, from, env->request_id, NULL, 0, 0);
+                server_reply_ok(s, from, env->request_id, NULL, 0, 0);
         coord__drop_collections__free_unpacked(m, NULL);
-        peeks_wake(s);
+        server_peeks_wake(s);
 }
 
-static void handle_list(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_list(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         Coord__CollectionList m = COORD__COLLECTION_LIST__INIT;
         Coord__CollectionFrontiers *items = NULL, **ptrs = NULL;
@@ -5804,18 +5267,18 @@ static void handle_list(struct cserver *s, Coord__Role from, const Coord__Envelo
 
         req = coord__list_collections__unpack(NULL, env->payload.len, env->payload.data);
         if (!req) {
-                reply_malformed(s, from, env);
+                server_reply_malformed(s, from, env);
                 return;
         }
-        r = !s->st ? storage_unavailable(&e) : req->n_gids ? list_some(s, req->gids, req->n_gids)
-                                                           : list_all(s);
+        r = !s->st ? server_storage_unavailable(&e) : req->n_gids ? server_list_some(s, req->gids, req->n_gids)
+                                                           : server_list_all(s);
         coord__list_collections__free_unpacked(req, NULL);
         if (r < 0) {
                 if (s->st)
-                        storage_failure(s, &e, r, "listing collections");
+                        server_storage_failure(s, &e, r, "listing collections");
                 goto fail;
         }
-        T = tables_frontier(s);
+        T = server_tables_frontier(s);
         items = calloc(s->n_cols ? s->n_cols : 1, sizeof(*items));
         ptrs = calloc(s->n_cols ? s->n_cols : 1, sizeof(*ptrs));
         if (!items || !ptrs) {
@@ -5824,7 +5287,7 @@ static void handle_list(struct cserver *s, Coord__Role from, const Coord__Envelo
         }
         for (size_t i = 0; i < s->n_cols; i++) {
                 /* (10): a table's upper is max(stored upper, T). */
-                effective(&s->cols[i].frontiers, s->cols[i].kind, T);
+                server_effective(&s->cols[i].frontiers, s->cols[i].kind, T);
                 coord__collection_frontiers__init(&items[i]);
                 items[i].gid = s->cols[i].gid;
                 /* CollectionKind has StorageKind's numbers, but the sink's (5 is the
@@ -5844,10 +5307,10 @@ static void handle_list(struct cserver *s, Coord__Role from, const Coord__Envelo
         }
         m.collections = ptrs;
         m.n_collections = s->n_cols;
-        send_logged(s, from, COORD__MSG_TYPE__MSG_COLLECTION_LIST, env->request_id, &m.base);
+        server_send_logged(s, from, COORD__MSG_TYPE__MSG_COLLECTION_LIST, env->request_id, &m.base);
         goto out;
 fail:
-        reply_error(s, from, env->request_id, &e);
+        server_reply_error(s, from, env->request_id, &e);
 out:
         free(items);
         free(ptrs);
@@ -5855,7 +5318,7 @@ out:
 
 /* ---- Compaction permission (14) ---------------------------------------------------- */
 
-static void allowed_forget(struct cserver *s, uint64_t gid)
+void server_allowed_forget(struct cserver *s, uint64_t gid)
 {
         if (gmap_find(&s->allowed, gid))
                 gmap_remove(&s->allowed, gid);
@@ -5865,7 +5328,7 @@ static void allowed_forget(struct cserver *s, uint64_t gid)
 
 /* What an index's arrangement may compact to now: min(allowed, peeks on it), at most
  * its upper; 0 without permission. */
-static uint64_t index_allowed_target(struct cserver *s, struct dfent *e)
+uint64_t server_index_allowed_target(struct cserver *s, struct dfent *e)
 {
         const struct gent *a = gmap_find(&s->allowed, e->gid);
         uint64_t target, hold;
@@ -5873,7 +5336,7 @@ static uint64_t index_allowed_target(struct cserver *s, struct dfent *e)
         if (!a || !e->arr)
                 return 0;
         target = a->a;
-        hold = peeks_hold(s, e->gid);
+        hold = server_peeks_hold(s, e->gid);
         if (hold < target)
                 target = hold;
         if (target > arrangement_upper(e->arr))
@@ -5885,7 +5348,7 @@ static uint64_t index_allowed_target(struct cserver *s, struct dfent *e)
 static uint64_t storage_allowed_target(struct cserver *s, const struct storage_info *info,
                                        uint64_t allowed, bool *ret_complete)
 {
-        uint64_t target = allowed, hold = peeks_hold(s, info->gid);
+        uint64_t target = allowed, hold = server_peeks_hold(s, info->gid);
 
         if (hold < target)
                 target = hold;
@@ -5915,7 +5378,7 @@ static int allow_apply(struct cserver *s, const uint64_t *gids, size_t n)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 const struct gent *a = gmap_find(&s->allowed, gids[i]);
-                struct dfent *e = dfent_find(s, gids[i]);
+                struct dfent *e = server_dfent_find(s, gids[i]);
                 struct storage_info info;
                 bool complete;
                 uint64_t target;
@@ -5923,12 +5386,12 @@ static int allow_apply(struct cserver *s, const uint64_t *gids, size_t n)
                 if (!a)
                         continue;
                 if (e && e->index) {
-                        dfent_catch_up(s, e);
-                        target = index_allowed_target(s, e);
+                        server_dfent_catch_up(s, e);
+                        target = server_index_allowed_target(s, e);
                         if (e->arr && target > arrangement_since(e->arr) &&
                             arrangement_compact(e->arr, target) == 0) {
                                 s->allow_moved++;
-                                dfent_publish(s, e);
+                                server_dfent_publish(s, e);
                         }
                         continue;       /* the next compute pass goes on from here */
                 }
@@ -5956,7 +5419,7 @@ static int allow_apply(struct cserver *s, const uint64_t *gids, size_t n)
 
                 if (v[i].result == 1 && storage_get_info(s->st, v[i].gid, &c) == 0) {
                         s->allow_moved++;
-                        ring_set(s, c.gid, &c.frontiers);
+                        server_ring_set(s, c.gid, &c.frontiers);
                 }
         }
         return 0;
@@ -5978,12 +5441,12 @@ static void allow_retry_pending(struct cserver *s)
                 if (s->allow_pending.slots[i].key)
                         gids[n++] = s->allow_pending.slots[i].key;
         r = allow_apply(s, gids, n);
-        if (r < 0 && ratelimit_ok(&s->rl_storage, now_ms()))
+        if (r < 0 && server_ratelimit_ok(&s->rl_storage, now_ms()))
                 log_warn_errno(r, "allow_compaction_failed", "what=pending why=\"%s\"",
                                storage_last_error());
 }
 
-static void handle_allow_compaction(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_allow_compaction(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         Coord__AllowCompaction *m;
         _cleanup_free_ uint64_t *gids = NULL;
@@ -5993,14 +5456,14 @@ static void handle_allow_compaction(struct cserver *s, Coord__Role from, const C
 
         m = coord__allow_compaction__unpack(NULL, env->payload.len, env->payload.data);
         if (!m) {
-                reply_malformed(s, from, env);
+                server_reply_malformed(s, from, env);
                 return;
         }
         s->allow_msgs++;
         if (m->n_sinces > s->allow_max)
                 s->allow_max = m->n_sinces;
         if (!s->st) {
-                r = storage_unavailable(&e);
+                r = server_storage_unavailable(&e);
                 goto out;
         }
         gids = calloc(m->n_sinces ? m->n_sinces : 1, sizeof(*gids));
@@ -6023,18 +5486,16 @@ static void handle_allow_compaction(struct cserver *s, Coord__Role from, const C
         }
         r = allow_apply(s, gids, n);
         if (r < 0)
-                r = storage_failure(s, &e, r, "allowing compaction");
+                r = server_storage_failure(s, &e, r, "allowing compaction");
 out:
         if (r < 0)
-                reply_error(s, from, env->request_id, &e);
+                server_reply_error(s, from, env->request_id, &e);
         else
-                reply_ok(s, from, env->request_id, NULL, 0, 0);
+                server_reply_ok(s, from, env->request_id, NULL, 0, 0);
         coord__allow_compaction__free_unpacked(m, NULL);
 }
 
 /* ---- Compaction (6) ----------------------------------------------------------------- */
-
-static void compact_arm(struct cserver *s, uint64_t ms);
 
 /* What one compaction run rewrote, for its log line. */
 struct compacted {
@@ -6050,9 +5511,9 @@ static void compacted_one(const struct storage_info *info, void *userdata)
 
         /* (7): publish each collection as it is done; (14) its row shows the physical
          * since. */
-        ring_set(c->s, info->gid, &info->frontiers);
+        server_ring_set(c->s, info->gid, &info->frontiers);
         if (info->kind == STORAGE_KIND_TABLE || info->kind == STORAGE_KIND_MV)
-                frontiers_dirty(c->s, info->gid);
+                server_frontiers_dirty(c->s, info->gid);
         if (c->len + 24 >= sizeof(c->gids))
                 return;         /* the first few are enough */
         n = snprintf(c->gids + c->len, sizeof(c->gids) - c->len, "%s%llu", c->len ? "," : "",
@@ -6101,21 +5562,21 @@ static bool compact_run(struct cserver *s)
                (unsigned long long)((after.background_merge_ns - before.background_merge_ns) / 1000));
         return remaining > 0;
 fail:
-        if (ratelimit_ok(&s->rl_storage, now_ms()))
+        if (server_ratelimit_ok(&s->rl_storage, now_ms()))
                 log_warn_errno(r, "compaction_failed", "why=\"%s\"", storage_last_error());
-        storage_recover(s);
+        server_storage_recover(s);
         return false;
 }
 
 /* (13) A view nothing was fed to writes nothing at appends.  About once a second its
- * durable upper is moved up to where it is readable (mv_upper()), for all such views
+ * durable upper is moved up to where it is readable (server_mv_upper()), for all such views
  * in ONE write, an append group like any other (2): its ring records wait for the
  * sync that covers it (16): the follower derives a view's requirements from its durable
  * upper (an input's bound would otherwise wait for the view's next change, forever
  * for an input the optimizer removed), and a restart resumes from near T.  A view
  * that is not installed, failed or has output pending is left alone: its durable
  * upper keeps protecting its inputs from where it stopped (I6). */
-static void mv_flush(struct cserver *s)
+void server_mv_flush(struct cserver *s)
 {
         _cleanup_free_ struct storage_append *v = NULL;
         _cleanup_free_ struct dfent **ve = NULL;
@@ -6138,7 +5599,7 @@ static void mv_flush(struct cserver *s)
                         continue;
                 if (storage_get_info(s->st, e->gid, &info) < 0)
                         continue;
-                up = mv_upper(s, e->gid, info.frontiers.upper);
+                up = server_mv_upper(s, e->gid, info.frontiers.upper);
                 if (up <= info.frontiers.upper)
                         continue;
                 v[k] = (struct storage_append){ .gid = e->gid, .expected_upper = info.frontiers.upper,
@@ -6151,97 +5612,12 @@ static void mv_flush(struct cserver *s)
         if (r < 0 || (size_t)r != k) {
                 log_error_errno(r < 0 ? r : -EIO, "mv_flush_failed", "views=%zu why=\"%s\"", k,
                                 storage_last_error());
-                storage_recover(s);
+                server_storage_recover(s);
                 return;
         }
         for (size_t i = 0; i < k; i++)
-                dfent_publish(s, ve[i]);
+                server_dfent_publish(s, ve[i]);
         s->mv_flushes++;
-}
-
-/* (19) Each sink's kept output to its file (fdatasync'ed), then the progress of all of
- * them in one storage write.  A clean sink is brought to its inputs' meet first (as a
- * read brings an index, dfent_catch_up()), so its progress follows them when nothing
- * changes.  Output derived from an append not yet durable waits (16, G1). */
-static void sink_flush(struct cserver *s)
-{
-        _cleanup_free_ struct storage_append *v = NULL;
-        _cleanup_free_ struct dfent **ve = NULL;
-        _cleanup_free_ uint8_t (*marks)[8] = NULL;
-        uint64_t now = now_ms();
-        size_t k = 0;
-        int r;
-
-        if (!s->st || !s->n_sinks)
-                return;
-        v = calloc(s->n_sinks, sizeof(*v));
-        ve = calloc(s->n_sinks, sizeof(*ve));
-        marks = calloc(s->n_sinks, sizeof(*marks));
-        if (!v || !ve || !marks)
-                return;         /* the next tick */
-        for (size_t i = 0; i < s->n_dfs && k < s->n_sinks; i++) {
-                struct dfent *e = s->dfs[i];
-                struct storage_info info;
-                struct row_error err;
-                uint64_t frontier, length, before;
-
-                if (!e->sink || e->failed || !e->df || !e->file)
-                        continue;
-                if (!e->dirty && (frontier = dfent_target(s, e, 0)) > dataflow_frontier(e->df)) {
-                        eval_batch_clear(&e->out);
-                        if (dfent_step(s, e, frontier) < 0 || (!e->failed && sink_keep(s, e, frontier) < 0)) {
-                                row_error_oom(&err);
-                                dfent_fail(s, e, &err);
-                        }
-                        eval_batch_clear(&e->out);
-                        if (e->failed)
-                                continue;
-                }
-                if (storage_get_info(s->st, e->gid, &info) < 0 || e->sink_frontier <= info.frontiers.upper)
-                        continue;
-                if (e->sink_seq > storage_durable_seq(s->st))
-                        continue;       /* G1: after the sync that covers its inputs */
-                /* Progress alone (no lines) about once a second, as mv_flush() moves a
-                 * clean view's upper: a write per idle sink per tick was O(sinks). */
-                if (!e->sink_out.n && now - e->sink_written_ms < CSERVER_MV_FLUSH_MS)
-                        continue;
-                e->sink_written_ms = now;
-                before = sink_file_length(e->file);
-                r = eval_batch_consolidate(&e->sink_out);
-                if (r >= 0)
-                        r = sink_file_append(e->file, &e->sink_out, &length);
-                if (r >= 0 && length != before)
-                        KILLPOINT("sink.after_data");   /* lines synced, progress not */
-                if (r < 0) {
-                        row_error_set(&err, r, "58030", "sink %llu: cannot write \"%s\": %s",
-                                      (unsigned long long)e->gid, e->spec->sink_path, strerror(-r));
-                        dfent_fail(s, e, &err);
-                        s->sink_errors++;
-                        continue;
-                }
-                s->sink_bytes += length - before;
-                be64_put(marks[k], length);
-                v[k] = (struct storage_append){ .gid = e->gid, .expected_upper = info.frontiers.upper,
-                                                .new_upper = e->sink_frontier, .mark = marks[k],
-                                                .mark_len = 8 };
-                ve[k++] = e;
-                eval_batch_clear(&e->sink_out);
-        }
-        if (!k)
-                return;
-        r = storage_append_group(s->st, v, k);
-        if (r < 0 || (size_t)r != k) {
-                /* The files hold lines past their recorded lengths: a reinstall cuts
-                 * them back and writes them again. */
-                log_error_errno(r < 0 ? r : -EIO, "sink_flush_failed", "sinks=%zu why=\"%s\"", k,
-                                storage_last_error());
-                storage_recover(s);
-                return;
-        }
-        KILLPOINT("sink.after_progress");
-        for (size_t i = 0; i < k; i++)
-                dfent_publish(s, ve[i]);
-        s->sink_flushes++;
 }
 
 static void compact_tick(struct loop *l, void *userdata)
@@ -6253,17 +5629,17 @@ static void compact_tick(struct loop *l, void *userdata)
         s->compact_timer = NULL;        /* freed after this returns */
         if (s->st && now - s->mv_flush_ms >= CSERVER_MV_FLUSH_MS) {
                 s->mv_flush_ms = now;
-                mv_flush(s);
+                server_mv_flush(s);
         }
-        sink_flush(s);
-        source_tick(s);
+        server_sink_flush(s);
+        server_source_tick(s);
         if (s->st)
                 more = compact_run(s);
         if (s->st)
-                compact_arm(s, more ? COMPACT_AGAIN_MS : CSERVER_COMPACT_INTERVAL_MS);
+                server_compact_arm(s, more ? COMPACT_AGAIN_MS : CSERVER_COMPACT_INTERVAL_MS);
 }
 
-static void compact_arm(struct cserver *s, uint64_t ms)
+void server_compact_arm(struct cserver *s, uint64_t ms)
 {
         int r;
 
@@ -6282,50 +5658,50 @@ static void compact_arm(struct cserver *s, uint64_t ms)
  * messages wait behind it (17). */
 void cserver_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
-        s->msg_epoch = peer_epoch(s, from);
+        s->msg_epoch = server_peer_epoch(s, from);
         s->msg_from = from;
         if (s->install && from == COORD__ROLE__ROLE_LIFECYCLE) {
-                if (defer_message(s, from, env) < 0) {
+                if (server_defer_message(s, from, env) < 0) {
                         struct row_error e;
 
                         row_error_oom(&e);
-                        reply_error(s, from, env->request_id, &e);
+                        server_reply_error(s, from, env->request_id, &e);
                 }
                 return;
         }
         fring_hold_wakes(s->ring);
-        on_message(s, from, env);
+        server_on_message(s, from, env);
         fring_release_wakes(s->ring);
 }
 
-static void on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         struct row_error e;
 
         switch (env->type) {
         case COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS:
-                handle_ensure(s, from, env);
+                server_handle_ensure(s, from, env);
                 return;
         case COORD__MSG_TYPE__MSG_DROP_COLLECTIONS:
-                handle_drop(s, from, env);
+                server_handle_drop(s, from, env);
                 return;
         case COORD__MSG_TYPE__MSG_APPEND:
-                handle_append(s, from, env);
+                server_handle_append(s, from, env);
                 return;
         case COORD__MSG_TYPE__MSG_PEEK:
-                handle_peek(s, from, env);
+                server_handle_peek(s, from, env);
                 return;
         case COORD__MSG_TYPE__MSG_PEEK_NEXT:
-                handle_peek_next(s, from, env);
+                server_handle_peek_next(s, from, env);
                 return;
         case COORD__MSG_TYPE__MSG_LIST_COLLECTIONS:
-                handle_list(s, from, env);
+                server_handle_list(s, from, env);
                 return;
         case COORD__MSG_TYPE__MSG_CREATE_DATAFLOWS:
-                handle_create_dataflows(s, from, env);
+                server_handle_create_dataflows(s, from, env);
                 return;
         case COORD__MSG_TYPE__MSG_ALLOW_COMPACTION:
-                handle_allow_compaction(s, from, env);
+                server_handle_allow_compaction(s, from, env);
                 return;
         case COORD__MSG_TYPE__MSG_OK:
         case COORD__MSG_TYPE__MSG_ERROR:
@@ -6333,17 +5709,17 @@ static void on_message(struct cserver *s, Coord__Role from, const Coord__Envelop
         case COORD__MSG_TYPE__MSG_COLLECTION_LIST:
         case COORD__MSG_TYPE__MSG_PONG:
                 /* Replies are never answered (no error ping-pong between daemons). */
-                if (ratelimit_ok(&s->rl_input, now_ms()))
+                if (server_ratelimit_ok(&s->rl_input, now_ms()))
                         log_warn("unexpected_reply", "role=%s type=%d", node_role_name(from),
                                  (int)env->type);
                 return;
         default:
-                if (ratelimit_ok(&s->rl_input, now_ms()))
+                if (server_ratelimit_ok(&s->rl_input, now_ms()))
                         log_warn("unsupported_message", "role=%s type=%d", node_role_name(from),
                                  (int)env->type);
                 row_error_set(&e, -EOPNOTSUPP, "XX000",
                               "message type %d is not served by the controller", (int)env->type);
-                reply_error(s, from, env->request_id, &e);
+                server_reply_error(s, from, env->request_id, &e);
                 return;
         }
 }
@@ -6362,13 +5738,13 @@ void cserver_on_peer_change(struct cserver *s, Coord__Role role)
                 if (pk->bg)
                         pk->cancelled = true;   /* freed when its job is back (18) */
                 else
-                        peek_free(pk);
+                        server_peek_free(pk);
                 n++;
         }
         if (n)
                 log_info("peeks_dropped", "role=%s count=%zu reason=connection_replaced",
                          node_role_name(role), n);
-        out_drop_role(s, role);
+        server_out_drop_role(s, role);
 }
 
 void cserver_describe(struct cserver *s, char *buf, size_t size)
@@ -6392,7 +5768,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "sink_errors=%llu sources=%zu source_ticks=%llu source_rows=%llu source_errors=%llu "
                  "mvs=%zu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
-                 (unsigned long long)tables_frontier(s), s->last_append_collections,
+                 (unsigned long long)server_tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
                  (unsigned long long)s->peeks_answered, (unsigned long long)s->errors_sent,
                  (unsigned long long)st.compactions, s->n_dfs, (unsigned long long)s->compute_writes,
@@ -6477,7 +5853,7 @@ int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
                                     (int)s->cfg.append_sync);
                 goto fail;
         }
-        r = loop_waker_new(s->loop, on_synced, s, &s->sync_waker);
+        r = loop_waker_new(s->loop, server_on_synced, s, &s->sync_waker);
         if (r < 0) {
                 log_error_errno(r, "server_new_failed", "what=sync_waker");
                 goto fail;
@@ -6488,19 +5864,19 @@ int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
                                 storage_last_error());
                 goto fail;
         }
-        r = storage_attach(s);
+        r = server_storage_attach(s);
         if (r < 0) {
                 log_error_errno(r, "storage_syncer_failed", "path=%s", s->path);
                 goto fail;
         }
-        r = storage_opened(s);
+        r = server_storage_opened(s);
         if (r < 0)
                 goto fail;
-        compact_arm(s, CSERVER_COMPACT_INTERVAL_MS);
+        server_compact_arm(s, CSERVER_COMPACT_INTERVAL_MS);
         storage_get_stats(s->st, &st);
         log_info("storage_opened", "path=%s collections=%llu tables_frontier=%llu "
                  "frontier_rows=%zu frontier_rows_stale=%zu append_sync=%s%s", s->path,
-                 (unsigned long long)st.collections, (unsigned long long)tables_frontier(s),
+                 (unsigned long long)st.collections, (unsigned long long)server_tables_frontier(s),
                  s->fr.n + (s->fr0 != 0), s->n_dirty, cserver_append_sync_name(s->cfg.append_sync),
                  s->cfg.test_sync_hold_file ? " test_sync_hold_file=set" : "");
         *ret = s;
@@ -6514,17 +5890,17 @@ struct cserver *cserver_free(struct cserver *s)
 {
         if (!s)
                 return NULL;
-        peek_worker_stop(s);
+        server_peek_worker_stop(s);
         while (s->peeks_head)
-                peek_free(s->peeks_head);
+                server_peek_free(s->peeks_head);
         if (s->install) {
                 loop_timer_cancel(s->loop, s->install->timer);
-                install_free(s->install);
+                server_install_free(s->install);
                 s->install = NULL;
         }
-        deferred_free(s);
+        server_deferred_free(s);
         for (size_t i = 0; i < s->n_dfs; i++)
-                dfent_free(s->dfs[i]);
+                server_dfent_free(s->dfs[i]);
         free(s->dfs);
         free(s->df_gids);
         if (s->compact_timer)
@@ -6532,7 +5908,7 @@ struct cserver *cserver_free(struct cserver *s)
         /* Held output is dropped: the peers resync with our next life (16).  Storage
          * joins its syncer, which may still wake s->sync_waker: free that after. */
         for (size_t i = s->out_head; i < s->n_out; i++)
-                out_ent_done(&s->out[i]);
+                server_out_ent_done(&s->out[i]);
         free(s->out);
         s->st = storage_close(s->st);
         if (s->sync_waker)
@@ -6545,11 +5921,11 @@ struct cserver *cserver_free(struct cserver *s)
         gmap_done(&s->rc);
         gmap_done(&s->allowed);
         gmap_done(&s->allow_pending);
-        readers_done(s);
+        server_readers_done(s);
         free(s->pending);
         free(s->work);
         free(s->defer);
-        cm_drop_all(s);
+        server_cm_drop_all(s);
         free(s->cm);
         free(s->cols);
         free(s->path);
@@ -6560,4 +5936,182 @@ struct cserver *cserver_free(struct cserver *s)
 const struct hist *cserver_append_hist(const struct cserver *s)
 {
         return &s->append_hist;
+}
+
+/* (19) A sink's progress collection and file at install: the collection made at its
+ * as-of if missing, the file cut back to the length its progress records, and *as_of
+ * (its inputs' sinces folded in already) set to where the dataflow resumes: progress
+ * - 1, whose snapshot is not written again (emit_from = progress).  Inputs compacted
+ * past that would skip history: the sink fails rather than write a gap. */
+int server_sink_open(struct cserver *s, struct dfent *e, uint64_t *as_of, struct row_error *err)
+{
+        const Coord__DataflowSpec *sp = e->spec;
+        uint8_t mark[STORAGE_MARK_MAX];
+        struct storage_info info;
+        uint64_t length = 0, want;
+        int r;
+
+        e->file = sink_file_close(e->file);
+        eval_batch_clear(&e->sink_out);
+        r = storage_get_info(s->st, e->gid, &info);
+        if (r == -ENOENT) {
+                r = storage_create(s->st, e->gid, STORAGE_KIND_SINK, sp->as_of,
+                                   sp->sink_snapshot ? sp->as_of : sp->as_of + 1);
+                if (r == 0)
+                        r = storage_get_info(s->st, e->gid, &info);
+        }
+        if (r < 0)
+                return server_storage_failure(s, err, r, "opening the progress of sink %llu",
+                                       (unsigned long long)e->gid);
+        if (info.kind != STORAGE_KIND_SINK)
+                return row_error_set(err, -EEXIST, "XX000", "collection %llu exists as another kind",
+                                     (unsigned long long)e->gid);
+        r = storage_get_mark(s->st, e->gid, mark);
+        if (r == 8)
+                length = be64_get(mark);
+        else if (r > 0)
+                return row_error_set(err, -EBADMSG, "XX000", "sink %llu: its progress mark is damaged",
+                                     (unsigned long long)e->gid);
+        /* Its snapshot at as-of when nothing was written yet, else from progress - 1. */
+        want = info.frontiers.upper > sp->as_of ? info.frontiers.upper - 1 : sp->as_of;
+        if (*as_of > want)
+                return row_error_set(err, -ERANGE, "XX000",
+                                     "sink %llu cannot resume at %llu: an input was compacted to %llu",
+                                     (unsigned long long)e->gid, (unsigned long long)want,
+                                     (unsigned long long)*as_of);
+        *as_of = want;
+        e->emit_from = info.frontiers.upper;
+        e->sink_frontier = info.frontiers.upper;
+        e->sink_seq = 0;
+        r = sink_file_open(sp->sink_path, length, &e->file);
+        if (r < 0)
+                return row_error_set(err, r, "58030", "sink %llu: cannot open \"%s\": %s",
+                                     (unsigned long long)e->gid, sp->sink_path, strerror(-r));
+        return 0;
+}
+
+/* (19) What a step of sink e stepped to `frontier` produced (e->out): kept for the file,
+ * from its progress on.  -ENOMEM. */
+int server_sink_keep(struct cserver *s, struct dfent *e, uint64_t frontier)
+{
+        for (size_t j = 0; j < e->out.n; j++) {
+                const struct eval_update *u = &e->out.updates[j];
+
+                if (u->time >= e->emit_from &&
+                    eval_batch_push(&e->sink_out, u->row, u->len, u->time, u->diff) < 0)
+                        return -ENOMEM;
+        }
+        e->sink_frontier = frontier;
+        e->sink_seq = server_out_tag(s);
+        return 0;
+}
+
+/* (19) ALTER SINK ... SET FROM: sink e's spec comes again with another plan.  It goes
+ * on from its durable progress P with the new one: what was stepped but is not in the
+ * file yet (old input, at or after P) is dropped, and the new dataflow resumes at P - 1
+ * without writing that snapshot (server_sink_open()).  So the file holds the old input's
+ * updates below P and the new input's from P on, each once -- across a restart too,
+ * which installs the new plan at the same P.  The adapter committed R(sink, new
+ * inputs) <= P - 1 (it waited for the progress to pass their bounds). */
+int server_sink_switch(struct cserver *s, struct dfent *e, const Coord__DataflowSpec *sp,
+                       struct row_error *err)
+{
+        Coord__DataflowSpec *copy;
+
+        if (server_spec_copy(sp, &copy) < 0)
+                return row_error_oom(err);
+        server_dfent_untrack(s, e);
+        server_work_forget(s, e);
+        e->df = dataflow_free(e->df);
+        coord__dataflow_spec__free_unpacked(e->spec, NULL);
+        e->spec = copy;
+        log_info("sink_switched", "gid=%llu stepped_to=%llu dropped_lines=%zu", (unsigned long long)e->gid,
+                 (unsigned long long)e->sink_frontier, e->sink_out.n);
+        (void)server_dfent_hydrate(s, e);      /* a failure stays on the entry */
+        return 1;
+}
+
+/* (19) Each sink's kept output to its file (fdatasync'ed), then the progress of all of
+ * them in one storage write.  A clean sink is brought to its inputs' meet first (as a
+ * read brings an index, server_dfent_catch_up()), so its progress follows them when nothing
+ * changes.  Output derived from an append not yet durable waits (16, G1). */
+void server_sink_flush(struct cserver *s)
+{
+        _cleanup_free_ struct storage_append *v = NULL;
+        _cleanup_free_ struct dfent **ve = NULL;
+        _cleanup_free_ uint8_t (*marks)[8] = NULL;
+        uint64_t now = now_ms();
+        size_t k = 0;
+        int r;
+
+        if (!s->st || !s->n_sinks)
+                return;
+        v = calloc(s->n_sinks, sizeof(*v));
+        ve = calloc(s->n_sinks, sizeof(*ve));
+        marks = calloc(s->n_sinks, sizeof(*marks));
+        if (!v || !ve || !marks)
+                return;         /* the next tick */
+        for (size_t i = 0; i < s->n_dfs && k < s->n_sinks; i++) {
+                struct dfent *e = s->dfs[i];
+                struct storage_info info;
+                struct row_error err;
+                uint64_t frontier, length, before;
+
+                if (!e->sink || e->failed || !e->df || !e->file)
+                        continue;
+                if (!e->dirty && (frontier = server_dfent_target(s, e, 0)) > dataflow_frontier(e->df)) {
+                        eval_batch_clear(&e->out);
+                        if (server_dfent_step(s, e, frontier) < 0 || (!e->failed && server_sink_keep(s, e, frontier) < 0)) {
+                                row_error_oom(&err);
+                                server_dfent_fail(s, e, &err);
+                        }
+                        eval_batch_clear(&e->out);
+                        if (e->failed)
+                                continue;
+                }
+                if (storage_get_info(s->st, e->gid, &info) < 0 || e->sink_frontier <= info.frontiers.upper)
+                        continue;
+                if (e->sink_seq > storage_durable_seq(s->st))
+                        continue;       /* G1: after the sync that covers its inputs */
+                /* Progress alone (no lines) about once a second, as server_mv_flush() moves a
+                 * clean view's upper: a write per idle sink per tick was O(sinks). */
+                if (!e->sink_out.n && now - e->sink_written_ms < CSERVER_MV_FLUSH_MS)
+                        continue;
+                e->sink_written_ms = now;
+                before = sink_file_length(e->file);
+                r = eval_batch_consolidate(&e->sink_out);
+                if (r >= 0)
+                        r = sink_file_append(e->file, &e->sink_out, &length);
+                if (r >= 0 && length != before)
+                        KILLPOINT("sink.after_data");   /* lines synced, progress not */
+                if (r < 0) {
+                        row_error_set(&err, r, "58030", "sink %llu: cannot write \"%s\": %s",
+                                      (unsigned long long)e->gid, e->spec->sink_path, strerror(-r));
+                        server_dfent_fail(s, e, &err);
+                        s->sink_errors++;
+                        continue;
+                }
+                s->sink_bytes += length - before;
+                be64_put(marks[k], length);
+                v[k] = (struct storage_append){ .gid = e->gid, .expected_upper = info.frontiers.upper,
+                                                .new_upper = e->sink_frontier, .mark = marks[k],
+                                                .mark_len = 8 };
+                ve[k++] = e;
+                eval_batch_clear(&e->sink_out);
+        }
+        if (!k)
+                return;
+        r = storage_append_group(s->st, v, k);
+        if (r < 0 || (size_t)r != k) {
+                /* The files hold lines past their recorded lengths: a reinstall cuts
+                 * them back and writes them again. */
+                log_error_errno(r < 0 ? r : -EIO, "sink_flush_failed", "sinks=%zu why=\"%s\"", k,
+                                storage_last_error());
+                server_storage_recover(s);
+                return;
+        }
+        KILLPOINT("sink.after_progress");
+        for (size_t i = 0; i < k; i++)
+                server_dfent_publish(s, ve[i]);
+        s->sink_flushes++;
 }

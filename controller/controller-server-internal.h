@@ -1,0 +1,570 @@
+/* controller-server-internal.h -- shared by the files of the server (controller-server*.c);
+ * not part of the controller-server.h contract.
+ *
+ * The handle and what it holds (the output gate's entries, peeks, installed dataflows,
+ * the mirrors), the helpers that run per key (inline), and the functions that one file
+ * of the server calls in another, grouped by the file that defines them.  "(n)" is the
+ * server's note of that number: controller-server.c lists where each stands.
+ */
+#pragma once
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller-server.h"
+#include "controller-eval.h"
+#include "controller-storage.h"
+#include "fring.h"
+#include "hist.h"
+#include "refresh.h"
+#include "row.h"
+
+#define NS_PER_MS 1000000ull
+
+/* How often clean materialized views write their upper (server_mv_flush()). */
+#define CSERVER_MV_FLUSH_MS 1000u
+#define GMAP_MIN_SLOTS 64u
+
+/* An entry of a gid map: key (never 0) and three values. */
+struct gent {
+        uint64_t key;
+        uint64_t a, b, c;
+};
+
+/* gid -> (a, b, c), open addressing with linear probing, at most half full, key 0 =
+ * empty slot; backward-shift deletion (no tombstones). */
+struct gmap {
+        struct gent *slots;
+        size_t mask, n;
+};
+
+/* A row and its count in a struct cmirror (11); row == NULL: empty slot. */
+struct rcent {
+        uint64_t hash;
+        uint8_t *row;                   /* owned */
+        size_t len;
+        int64_t count;
+};
+
+/* The contents of a built-in at upper - 1, as row -> count (11). */
+struct cmirror {
+        uint64_t gid, upper;
+        struct rcent *slots;            /* open addressing, at most half full */
+        size_t mask, n;
+};
+
+/* A row of coord_frontiers, as stored. */
+struct frow {
+        uint64_t gid, since, upper;
+        int64_t count;          /* 1, unless the relation was damaged */
+};
+
+struct cserver;
+
+struct peek {
+        struct peek *prev, *next;       /* on s->peeks: every peek in flight (5) */
+        struct cserver *srv;
+        Coord__Role from;
+        uint64_t request_id;
+        Coord__PeekRequest *req;        /* owned */
+        struct dataflow *df;            /* the plan, as of ts; borrows req */
+        uint64_t input;                 /* the input last found not readable yet */
+        uint64_t ts;
+        uint32_t timeout_ms;
+        struct loop_timer *timer;       /* set while parked */
+        /* Answering (5): the evaluated result, sent chunk_bytes at a time. */
+        uint32_t chunk_bytes;           /* 0: one PeekResult */
+        struct eval_batch out;          /* the result: consolidated, every count > 0 */
+        size_t *order;                  /* out's rows in ORDER BY order */
+        struct row_datum *d;            /* out decoded (n x arity), to sort or project */
+        size_t arity, keep;             /* the plan's columns, the ones sent */
+        size_t pos;                     /* next index into order */
+        uint64_t skip, take;            /* OFFSET left to skip, LIMIT left to send */
+        ProtobufCBinaryData *rows;      /* a chunk's rows and counts, reused */
+        uint64_t *counts;
+        size_t rows_cap, counts_cap;
+        uint32_t chunks;                /* PeekResults sent */
+        bool streaming;                 /* sent more = true: waits for a PeekNext */
+        uint64_t pulled_ms;             /* when the last chunk went */
+        struct loop_timer *idle;        /* set while streaming */
+        struct bgpeek *bg;              /* in the peek thread (18): the thread's alone */
+        bool cancelled;                 /* its requester went while bg */
+};
+
+/* A peek in the peek thread (18).  The loop fills everything but r, e and eval_us
+ * before queueing it, the thread those three before it hands it back. */
+struct bgpeek {
+        struct bgpeek *next;
+        struct peek *pk;
+        int r;                          /* 0: pk's result is prepared; or -errno with e */
+        struct row_error e;
+        uint64_t eval_us;
+        size_t n;
+        struct storage_reader *rd[];    /* one per input; NULL: empty at ts (10) */
+};
+
+/* An installed dataflow: a materialized view or an index (13). */
+struct dfent {
+        uint64_t gid;
+        bool index;
+        Coord__DataflowSpec *spec;      /* owned */
+        struct dataflow *df;            /* NULL while failed */
+        struct arrangement *arr;        /* index: its output, readable by peeks */
+        uint64_t as_of;                 /* as installed */
+        uint64_t emit_from;             /* materialized view: its durable upper at install */
+        uint64_t pending_upper;         /* materialized view: stepped, write in progress */
+        uint64_t published_since, published_upper;
+        uint64_t steps;
+        struct eval_batch out;          /* scratch: one step's output */
+        struct eval_batch correction;   /* see server_dfent_hydrate() */
+        uint64_t *reads;                /* the distinct gids it is registered as a reader of */
+        size_t n_reads;
+        bool dirty;                     /* on s->pending or a pass's work (13) */
+        bool failed;
+        bool complete;                  /* a refresh view past its last refresh (13b): its
+                                         * upper is empty and it has no dataflow */
+        bool sink;                      /* (19) */
+        struct sink_file *file;         /* sink: open while installed */
+        uint64_t sink_frontier;         /* sink: stepped to; sink_out holds times below */
+        uint64_t sink_seq;              /* sink: storage seq its output derives from (16) */
+        uint64_t sink_written_ms;       /* sink: when its progress was last written */
+        struct eval_batch sink_out;     /* sink: stepped, not in the file yet */
+        struct row_error *err;          /* why failed (server_dfent_error()); allocated on failure:
+                                         * 1.3 KB, and 100,000 healthy entries are usual */
+};
+
+struct ratelimit {
+        uint64_t window_ms;
+        unsigned n, suppressed;
+};
+
+/* An entry held by the output gate (16). */
+enum out_kind { OUT_MSG, OUT_RING_SET, OUT_RING_FORGET };
+
+struct out_ent {
+        uint64_t seq;                   /* release once storage_durable_seq() >= seq */
+        enum out_kind kind;
+        Coord__Role to;                 /* OUT_MSG */
+        Coord__MsgType type;
+        uint64_t rid;
+        uint8_t *buf;                   /* the packed payload, owned */
+        size_t len;
+        struct fring_frontier rec;      /* OUT_RING_*: rec.id only for a forget */
+        uint64_t held_ns;               /* when it was held */
+        uint64_t append_t0_ns;          /* an Append's Ok: when the Append arrived; else 0 */
+};
+
+struct cserver {
+        struct node *node;
+        struct loop *loop;
+        /* Appends' latency: server_handle_append() sets append_t0_ns for its server_reply_ok(); a held
+         * reply takes it into its out_ent (recorded at release), one sent at once is
+         * recorded there and then. */
+        struct hist append_hist;
+        uint64_t append_t0_ns;
+        struct fring *ring;
+        char *path;
+        struct storage *st;             /* NULL only after a failed reopen (8) */
+        bool failed;
+        /* A CreateDataflows of more than one (a follower's resync): one line for the
+         * message, the dataflows' own at debug (100,000 of them at 100,000 objects). */
+        bool bulk_install;
+        uint64_t bulk_installed, bulk_rows;
+        /* A bulk CreateDataflows installed in slices (17); the follower's messages
+         * that came after it wait in deferred (FIFO) until it is done. */
+        struct install *install;
+        struct deferred *deferred_head, **deferred_tail;
+        size_t n_deferred;
+        uint64_t installs_sliced, install_slices;
+
+        /* coord_frontiers at its upper - 1 (4): table rows by gid (a = since, b = upper,
+         * c = count), row 0's write frontier (0: no row 0), rows to retract at the next
+         * append (duplicates or damage found at load), gids whose row may differ from
+         * their stored frontiers (created or dropped since the last append; unsorted,
+         * may repeat), and whether every table must be compared (the relation was
+         * recreated, or recording a gid failed). */
+        struct gmap fr;
+        uint64_t fr0;
+        struct frow *stray;
+        size_t n_stray, cap_stray;
+        uint64_t *dirty;
+        size_t n_dirty, cap_dirty;
+        bool fr_rebuild;
+
+        uint64_t *builtins;             /* gids of the built-ins, ascending (6), (10) */
+        size_t n_builtins, cap_builtins;
+        uint64_t born_above, born_above_gid;    /* (10): 0 or a table's upper > T */
+
+        struct gmap allowed;            /* (14): gid -> a = the allowed since (committed bound) */
+        struct gmap allow_pending;      /* (14): gids whose since is still below it */
+        uint64_t allow_msgs, allow_moved;
+        size_t allow_max;               /* most records in one AllowCompaction */
+        uint64_t mirror_reads;                  /* (11) mirrors built by a read */
+        struct gmap rc;                 /* what the ring shows (7): a = upper, b = since,
+                                         * c = physical_since */
+        struct cmirror *cm;             /* row counts of built-ins (11) */
+        size_t n_cm, cap_cm;
+        struct storage_info *cols;      /* scratch: a listing of the collections */
+        size_t n_cols, cap_cols;
+
+        struct peek *peeks_head, *peeks_tail;
+        size_t n_peeks, n_parked;
+
+        struct dfent **dfs;             /* installed dataflows by gid (13) */
+        size_t n_dfs, cap_dfs;
+        uint64_t *df_gids;              /* dfs[i]->gid, searched without touching the
+                                         * entries (a bound each of 100,000 dataflows
+                                         * missed the cache at every step) */
+        size_t cap_df_gids;
+        struct gmap readers;            /* (13): gid -> a = its struct rlist * */
+        size_t n_mvs;                   /* installed materialized views */
+        size_t n_sinks;                 /* installed sinks (19) */
+        struct srcent **srcs;           /* sources (20), by creation */
+        size_t n_srcs, cap_srcs;
+        uint64_t source_ticks, source_rows, source_errors;
+        uint64_t sink_flushes, sink_bytes, sink_errors;
+        struct dfent **pending;         /* dirty dataflows, for the next pass (13) */
+        size_t n_pending, cap_pending;
+        struct dfent **work;            /* a pass's work: a min-heap by gid */
+        size_t n_work, cap_work;
+        struct dfent **defer;           /* a pass's dirty ones that could not step yet */
+        size_t n_defer, cap_defer;
+        uint64_t index_catchups;        /* clean dataflows stepped when read (13) */
+        uint64_t mv_flush_ms, mv_flushes;       /* server_mv_flush() */
+        uint64_t compute_writes;
+        struct loop_timer *compact_timer;
+
+        /* The output gate (16): held entries out[out_head .. n_out), tags ascending. */
+        struct cserver_config cfg;
+        struct out_ent *out;
+        size_t out_head, n_out, cap_out;
+        struct loop_waker *sync_waker;  /* storage's syncer: a sync finished */
+        struct peek_worker *pw;         /* (18), started at the first big peek */
+        /* (18b): each peer's connection epoch, and the message being handled. */
+        uint64_t peer_epochs[COORD__ROLE__ROLE_CTL + 1];
+        uint64_t msg_epoch;
+        Coord__Role msg_from;
+        bool msg_stale;                 /* its connection is gone: replies dropped */
+        uint64_t stale_replies;
+        size_t n_bg;                    /* peeks in it */
+        uint64_t peeks_bg, peek_bg_max_us;
+        uint64_t out_held_msgs, out_held_ring, out_failed, out_max_held_ns;
+        size_t out_max;                 /* most entries held at once */
+
+        struct ratelimit rl_input, rl_storage;
+        uint64_t appends, peeks_answered, errors_sent;
+        uint64_t peek_chunks;           /* PeekResults sent, chunks of streams included */
+        uint64_t peek_streams;          /* peeks answered in more than one chunk */
+        size_t n_streaming;             /* streams waiting for a PeekNext now (5) */
+        size_t last_append_collections;  /* collections the last append wrote (status) */
+        size_t last_append_frontier_rows;       /* coord_frontiers updates it wrote */
+};
+
+/* Small helpers, inline: they run per update or per key. */
+
+static inline int reserve(void **p, size_t *cap, size_t need, size_t size)
+{
+        size_t n;
+        void *q;
+
+        if (need <= *cap)
+                return 0;
+        n = *cap ? *cap : 16;
+        while (n < need)
+                n *= 2;
+        q = reallocarray(*p, n, size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *cap = n;
+        return 0;
+}
+#define RESERVE(p, cap, need) reserve((void **)&(p), &(cap), (need), sizeof(*(p)))
+
+/* The byte order of eval_batch_consolidate() (and of storage reads): memcmp, then
+ * shorter first. */
+static inline int row_bytes_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+        int c = memcmp(a, b, alen < blen ? alen : blen);
+
+        if (c)
+                return c;
+        return (alen > blen) - (alen < blen);
+}
+
+static inline int u64_cmp(const void *x, const void *y)
+{
+        uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+        return (a > b) - (a < b);
+}
+
+/* ---- gid maps ----------------------------------------------------------------------- */
+
+static inline size_t gid_hash(uint64_t x)
+{
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        x *= 0xc4ceb9fe1a85ec53ull;
+        x ^= x >> 33;
+        return (size_t)x;
+}
+
+static inline struct gent *gmap_find(const struct gmap *m, uint64_t key)
+{
+        if (!m->slots || key == 0)
+                return NULL;
+        for (size_t i = gid_hash(key) & m->mask; m->slots[i].key; i = (i + 1) & m->mask)
+                if (m->slots[i].key == key)
+                        return &m->slots[i];
+        return NULL;
+}
+
+static inline struct gent *gmap_slot(struct gmap *m, uint64_t key)
+{
+        size_t i = gid_hash(key) & m->mask;
+
+        while (m->slots[i].key && m->slots[i].key != key)
+                i = (i + 1) & m->mask;
+        return &m->slots[i];
+}
+
+/* Room for `more` new keys, so that gmap_put() cannot fail afterwards. */
+static inline int gmap_reserve(struct gmap *m, size_t more)
+{
+        size_t cap = m->slots ? m->mask + 1 : 0, ncap;
+        struct gent *old = m->slots;
+
+        if ((m->n + more) * 2 <= cap)
+                return 0;
+        ncap = cap ? cap : GMAP_MIN_SLOTS;
+        while ((m->n + more) * 2 > ncap)
+                ncap *= 2;
+        m->slots = calloc(ncap, sizeof(*m->slots));
+        if (!m->slots) {
+                m->slots = old;
+                return -ENOMEM;
+        }
+        m->mask = ncap - 1;
+        for (size_t i = 0; i < cap; i++)
+                if (old[i].key)
+                        *gmap_slot(m, old[i].key) = old[i];
+        free(old);
+        return 0;
+}
+
+/* The entry of key, made (values 0) if new.  Only after gmap_reserve(). */
+static inline struct gent *gmap_put(struct gmap *m, uint64_t key)
+{
+        struct gent *e;
+
+        assert(key != 0 && m->slots);
+        e = gmap_slot(m, key);
+        if (!e->key) {
+                assert((m->n + 1) * 2 <= m->mask + 1);
+                *e = (struct gent){ .key = key };
+                m->n++;
+        }
+        return e;
+}
+
+static inline void gmap_remove(struct gmap *m, uint64_t key)
+{
+        struct gent *e = gmap_find(m, key);
+        size_t i, j;
+
+        if (!e)
+                return;
+        i = (size_t)(e - m->slots);
+        m->slots[i].key = 0;
+        for (j = (i + 1) & m->mask; m->slots[j].key; j = (j + 1) & m->mask) {
+                size_t home = gid_hash(m->slots[j].key) & m->mask;
+
+                /* Move the entry at j into the hole at i unless its home lies
+                 * cyclically in (i, j]: then a lookup would never probe past the hole. */
+                if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
+                        m->slots[i] = m->slots[j];
+                        m->slots[j].key = 0;
+                        i = j;
+                }
+        }
+        m->n--;
+}
+
+static inline void gmap_clear(struct gmap *m)
+{
+        if (m->slots)
+                memset(m->slots, 0, (m->mask + 1) * sizeof(*m->slots));
+        m->n = 0;
+}
+
+static inline void gmap_done(struct gmap *m)
+{
+        free(m->slots);
+        *m = (struct gmap){ 0 };
+}
+
+/* Batches rows read from storage or an arrangement into dataflow_push() calls.  The
+ * rows a read hands out are valid during its callback only, so they are copied into
+ * `bytes` until the batch is pushed (which copies what it keeps). */
+struct feed {
+        struct dataflow *df;
+        size_t input;
+        struct eval_update buf[256];
+        struct row_arena bytes;
+        size_t n;
+        uint64_t time;          /* for snapshot rows */
+        struct row_error *err;
+        size_t rows;
+};
+
+/* What one compute pass stepped and must write: the materialized views' appends (their
+ * updates point into each dfent's `out`). */
+struct stage {
+        struct storage_append *v;
+        struct dfent **ve;              /* v[i] is ve[i]'s */
+        size_t n_v;
+        struct storage_update *u;
+        size_t n_u;
+};
+
+struct install {
+        Coord__CreateDataflows *m;
+        uint64_t *counts;
+        size_t next;                    /* m->dataflows[next..] not installed yet */
+        struct gmap pending;            /* gid -> a = its index in m->dataflows */
+        Coord__Role from;
+        uint64_t epoch;                 /* of from's connection that sent it */
+        uint64_t request_id, start_ns;
+        struct loop_timer *timer;
+        unsigned slices;
+};
+
+struct srcent {
+        uint64_t gid, progress_id;
+        Coord__DataflowSpec *spec;      /* owned */
+        struct src_reader *reader;      /* NULL when it could not be opened (err says why) */
+        struct eval_batch rows, remap;  /* one tick's */
+        uint64_t offset;                /* what its remap holds at its upper - 1 */
+        char err[256];                  /* why it does not go on; "" when it does */
+};
+
+/* controller-server.c: small helpers, dispatch. */
+bool server_ratelimit_ok(struct ratelimit *rl, uint64_t now);
+size_t server_u64_sort_unique(uint64_t *v, size_t n);
+const char *server_kind_name(enum storage_kind k);
+bool server_kind_appendable(enum storage_kind k);
+const char *server_msg_name(int type);
+uint64_t server_out_tag(const struct cserver *s);
+bool server_out_holding(const struct cserver *s);
+void server_out_ent_done(struct out_ent *o);
+int server_out_push(struct cserver *s, const struct out_ent *o);
+void server_out_release(struct cserver *s);
+uint64_t server_peer_epoch(const struct cserver *s, Coord__Role role);
+int server_out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
+                    const ProtobufCMessage *payload);
+void server_out_fail(struct cserver *s, int err);
+void server_out_drop_role(struct cserver *s, Coord__Role role);
+void server_on_synced(struct loop *l, uint64_t count, void *userdata);
+int server_storage_attach(struct cserver *s);
+void server_send_logged(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
+                        const ProtobufCMessage *payload);
+void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const struct row_error *e);
+void server_reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
+                     uint64_t upper);
+void server_reply_malformed(struct cserver *s, Coord__Role to, const Coord__Envelope *env);
+int server_list_all(struct cserver *s);
+int server_list_some(struct cserver *s, const uint64_t *gids, size_t n);
+uint64_t server_tables_frontier(struct cserver *s);
+void server_effective(struct storage_frontiers *f, enum storage_kind kind, uint64_t T);
+void server_ring_set(struct cserver *s, uint64_t gid, const struct storage_frontiers *f);
+void server_ring_forget(struct cserver *s, uint64_t gid);
+void server_frontiers_clear(struct cserver *s);
+void server_frontiers_dirty(struct cserver *s, uint64_t gid);
+void server_frontiers_reset(struct cserver *s);
+int server_builtins_from_cols(struct cserver *s);
+int server_mirrors_rebuild(struct cserver *s);
+int server_storage_opened(struct cserver *s);
+void server_storage_recover(struct cserver *s);
+
+/* An error of the storage layer, as a SQL error; checks for the sticky state (8). */
+int server_storage_failure(struct cserver *s, struct row_error *e, int r, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+int server_storage_unavailable(struct row_error *e);
+void server_peek_free(struct peek *pk);
+uint64_t server_peeks_hold(const struct cserver *s, uint64_t gid);
+int server_storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
+                            void *emit_userdata);
+size_t server_dfent_pos(const struct cserver *s, uint64_t gid);
+struct dfent *server_dfent_find(const struct cserver *s, uint64_t gid);
+void server_dfent_untrack(struct cserver *s, struct dfent *e);
+int server_dfent_track(struct cserver *s, struct dfent *e);
+void server_readers_done(struct cserver *s);
+void server_dfent_dirty(struct cserver *s, struct dfent *e);
+void server_work_forget(struct cserver *s, const struct dfent *e);
+int server_object_frontiers(struct cserver *s, uint64_t gid, struct storage_frontiers *ret,
+                            enum storage_kind *ret_kind, struct dfent **ret_index);
+void server_dfent_publish(struct cserver *s, struct dfent *e);
+int server_feed_flush(struct feed *f);
+int server_feed_add(struct feed *f, const void *row, size_t len, uint64_t time, int64_t diff);
+int server_feed_row(const void *row, size_t len, int64_t count, void *userdata);
+int server_feed_emit(void *userdata, const void *row, size_t len, int64_t diff);
+int server_feed_update(const void *row, size_t len, uint64_t time, int64_t diff, void *userdata);
+const char *server_dfent_kind(const struct dfent *e);
+void server_dfent_fail(struct cserver *s, struct dfent *e, const struct row_error *err);
+struct row_error server_dfent_error(const struct dfent *e);
+bool server_dfent_schedule(const struct dfent *e, struct refresh_schedule *rs);
+int server_sink_open(struct cserver *s, struct dfent *e, uint64_t *as_of, struct row_error *err);
+int server_sink_keep(struct cserver *s, struct dfent *e, uint64_t frontier);
+int server_dfent_hydrate(struct cserver *s, struct dfent *e);
+void server_dfent_free(struct dfent *e);
+void server_dfent_remove(struct cserver *s, uint64_t gid);
+void server_compute_push(struct cserver *s, uint64_t gid, const struct eval_batch *b);
+uint64_t server_dfent_target(struct cserver *s, struct dfent *e, uint64_t T_next);
+int server_dfent_step(struct cserver *s, struct dfent *e, uint64_t frontier);
+void server_dfent_catch_up(struct cserver *s, struct dfent *e);
+uint64_t server_mv_upper(struct cserver *s, uint64_t gid, uint64_t stored);
+int server_compute_stage(struct cserver *s, uint64_t T_next, struct stage *st);
+void server_compute_staged(struct cserver *s, struct stage *st, bool ok);
+void server_compute_run(struct cserver *s);
+void server_compute_reinstall_all(struct cserver *s);
+int server_spec_copy(const Coord__DataflowSpec *sp, Coord__DataflowSpec **ret);
+bool server_install_pending(const struct cserver *s, uint64_t gid);
+int server_defer_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_deferred_free(struct cserver *s);
+struct srcent *server_srcent_find(const struct cserver *s, uint64_t gid);
+void server_srcent_remove(struct cserver *s, uint64_t gid);
+int server_source_install(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *err);
+void server_source_tick(struct cserver *s);
+int server_sink_switch(struct cserver *s, struct dfent *e, const Coord__DataflowSpec *sp,
+                       struct row_error *err);
+void server_install_free(struct install *in);
+void server_handle_create_dataflows(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_peek_worker_stop(struct cserver *s);
+void server_peeks_wake(struct cserver *s);
+void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+int64_t server_cm_count(const struct cmirror *m, const void *row, size_t len);
+void server_cm_drop(struct cserver *s, uint64_t gid);
+void server_cm_drop_all(struct cserver *s);
+int server_cm_get(struct cserver *s, const struct storage_info *info, struct cmirror **ret);
+void server_cm_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
+                     uint64_t new_upper);
+void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+int server_drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
+int server_created(struct cserver *s, const struct storage_info *info, struct row_error *e);
+void server_handle_ensure(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_list(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_allowed_forget(struct cserver *s, uint64_t gid);
+uint64_t server_index_allowed_target(struct cserver *s, struct dfent *e);
+void server_handle_allow_compaction(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_mv_flush(struct cserver *s);
+void server_sink_flush(struct cserver *s);
+void server_compact_arm(struct cserver *s, uint64_t ms);
+void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
