@@ -460,24 +460,6 @@ size_t server_u64_sort_unique(uint64_t *v, size_t n);
 const char *server_kind_name(enum storage_kind k);
 bool server_kind_appendable(enum storage_kind k);
 const char *server_msg_name(int type);
-uint64_t server_out_tag(const struct cserver *s);
-bool server_out_holding(const struct cserver *s);
-void server_out_ent_done(struct out_ent *o);
-int server_out_push(struct cserver *s, const struct out_ent *o);
-void server_out_release(struct cserver *s);
-uint64_t server_peer_epoch(const struct cserver *s, Coord__Role role);
-int server_out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
-                    const ProtobufCMessage *payload);
-void server_out_fail(struct cserver *s, int err);
-void server_out_drop_role(struct cserver *s, Coord__Role role);
-void server_on_synced(struct loop *l, uint64_t count, void *userdata);
-int server_storage_attach(struct cserver *s);
-void server_send_logged(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
-                        const ProtobufCMessage *payload);
-void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const struct row_error *e);
-void server_reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
-                     uint64_t upper);
-void server_reply_malformed(struct cserver *s, Coord__Role to, const Coord__Envelope *env);
 int server_list_all(struct cserver *s);
 int server_list_some(struct cserver *s, const uint64_t *gids, size_t n);
 uint64_t server_tables_frontier(struct cserver *s);
@@ -568,3 +550,23 @@ void server_mv_flush(struct cserver *s);
 void server_sink_flush(struct cserver *s);
 void server_compact_arm(struct cserver *s, uint64_t ms);
 void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+
+/* controller-server-out.c: the output gate (16), replies. */
+uint64_t server_out_tag(const struct cserver *s);
+bool server_out_holding(const struct cserver *s);
+void server_out_ent_done(struct out_ent *o);
+int server_out_push(struct cserver *s, const struct out_ent *o);
+void server_out_release(struct cserver *s);
+uint64_t server_peer_epoch(const struct cserver *s, Coord__Role role);
+int server_out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
+                    const ProtobufCMessage *payload);
+void server_out_fail(struct cserver *s, int err);
+void server_out_drop_role(struct cserver *s, Coord__Role role);
+void server_on_synced(struct loop *l, uint64_t count, void *userdata);
+int server_storage_attach(struct cserver *s);
+void server_send_logged(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
+                        const ProtobufCMessage *payload);
+void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const struct row_error *e);
+void server_reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
+                     uint64_t upper);
+void server_reply_malformed(struct cserver *s, Coord__Role to, const Coord__Envelope *env);

@@ -1796,7 +1796,7 @@ static void test_drop(void)
         }
 }
 
-/* ---- Group commit and the output gate (controller-server.c NOTE 16) ------------- */
+/* ---- Group commit and the output gate (controller-server-out.c NOTE 16) --------- */
 
 static void touch(const char *path)
 {
