@@ -460,24 +460,6 @@ size_t server_u64_sort_unique(uint64_t *v, size_t n);
 const char *server_kind_name(enum storage_kind k);
 bool server_kind_appendable(enum storage_kind k);
 const char *server_msg_name(int type);
-int server_list_all(struct cserver *s);
-int server_list_some(struct cserver *s, const uint64_t *gids, size_t n);
-uint64_t server_tables_frontier(struct cserver *s);
-void server_effective(struct storage_frontiers *f, enum storage_kind kind, uint64_t T);
-void server_ring_set(struct cserver *s, uint64_t gid, const struct storage_frontiers *f);
-void server_ring_forget(struct cserver *s, uint64_t gid);
-void server_frontiers_clear(struct cserver *s);
-void server_frontiers_dirty(struct cserver *s, uint64_t gid);
-void server_frontiers_reset(struct cserver *s);
-int server_builtins_from_cols(struct cserver *s);
-int server_mirrors_rebuild(struct cserver *s);
-int server_storage_opened(struct cserver *s);
-void server_storage_recover(struct cserver *s);
-
-/* An error of the storage layer, as a SQL error; checks for the sticky state (8). */
-int server_storage_failure(struct cserver *s, struct row_error *e, int r, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-int server_storage_unavailable(struct row_error *e);
 void server_peek_free(struct peek *pk);
 uint64_t server_peeks_hold(const struct cserver *s, uint64_t gid);
 int server_storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
@@ -531,12 +513,6 @@ void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__E
 void server_peek_worker_stop(struct cserver *s);
 void server_peeks_wake(struct cserver *s);
 void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
-int64_t server_cm_count(const struct cmirror *m, const void *row, size_t len);
-void server_cm_drop(struct cserver *s, uint64_t gid);
-void server_cm_drop_all(struct cserver *s);
-int server_cm_get(struct cserver *s, const struct storage_info *info, struct cmirror **ret);
-void server_cm_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
-                     uint64_t new_upper);
 void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 int server_drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
 int server_created(struct cserver *s, const struct storage_info *info, struct row_error *e);
@@ -570,3 +546,30 @@ void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const s
 void server_reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
                      uint64_t upper);
 void server_reply_malformed(struct cserver *s, Coord__Role to, const Coord__Envelope *env);
+
+/* controller-server-mirror.c: listing, the tables' shared frontier (10), the ring (7) and
+ * frontiers (4) mirrors, recovery (8), row counts of built-ins (11). */
+int server_list_all(struct cserver *s);
+int server_list_some(struct cserver *s, const uint64_t *gids, size_t n);
+uint64_t server_tables_frontier(struct cserver *s);
+void server_effective(struct storage_frontiers *f, enum storage_kind kind, uint64_t T);
+void server_ring_set(struct cserver *s, uint64_t gid, const struct storage_frontiers *f);
+void server_ring_forget(struct cserver *s, uint64_t gid);
+void server_frontiers_clear(struct cserver *s);
+void server_frontiers_dirty(struct cserver *s, uint64_t gid);
+void server_frontiers_reset(struct cserver *s);
+int server_builtins_from_cols(struct cserver *s);
+int server_mirrors_rebuild(struct cserver *s);
+int server_storage_opened(struct cserver *s);
+void server_storage_recover(struct cserver *s);
+
+/* An error of the storage layer, as a SQL error; checks for the sticky state (8). */
+int server_storage_failure(struct cserver *s, struct row_error *e, int r, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+int server_storage_unavailable(struct row_error *e);
+int64_t server_cm_count(const struct cmirror *m, const void *row, size_t len);
+void server_cm_drop(struct cserver *s, uint64_t gid);
+void server_cm_drop_all(struct cserver *s);
+int server_cm_get(struct cserver *s, const struct storage_info *info, struct cmirror **ret);
+void server_cm_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
+                     uint64_t new_upper);

@@ -312,7 +312,7 @@ static void storage_fault(const char *mode, const char *ops, const char *state)
                 return;
         }
         /* RocksDB's data files only (WAL, tables: numbered), not its info LOG: when
-         * every LOG write fails, the reopen after the failure (controller-server.c
+         * every LOG write fails, the reopen after the failure (controller-server-mirror.c
          * note 8) writes the LOG's header and RocksDB 7.8 asserts (EnvLogger, see
          * ROCKS_INFO_LOG_LEVEL in common/rocks.h): SIGABRT, not a clean stop. */
         c = faulty(COORD__ROLE__ROLE_CONTROLLER, mode, ops, "storage/0", c);
