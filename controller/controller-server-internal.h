@@ -460,10 +460,6 @@ size_t server_u64_sort_unique(uint64_t *v, size_t n);
 const char *server_kind_name(enum storage_kind k);
 bool server_kind_appendable(enum storage_kind k);
 const char *server_msg_name(int type);
-void server_peek_free(struct peek *pk);
-uint64_t server_peeks_hold(const struct cserver *s, uint64_t gid);
-int server_storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
-                            void *emit_userdata);
 size_t server_dfent_pos(const struct cserver *s, uint64_t gid);
 struct dfent *server_dfent_find(const struct cserver *s, uint64_t gid);
 void server_dfent_untrack(struct cserver *s, struct dfent *e);
@@ -509,10 +505,6 @@ int server_sink_switch(struct cserver *s, struct dfent *e, const Coord__Dataflow
                        struct row_error *err);
 void server_install_free(struct install *in);
 void server_handle_create_dataflows(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
-void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
-void server_peek_worker_stop(struct cserver *s);
-void server_peeks_wake(struct cserver *s);
-void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 int server_drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
 int server_created(struct cserver *s, const struct storage_info *info, struct row_error *e);
@@ -573,3 +565,13 @@ void server_cm_drop_all(struct cserver *s);
 int server_cm_get(struct cserver *s, const struct storage_info *info, struct cmirror **ret);
 void server_cm_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
                      uint64_t new_upper);
+
+/* controller-server-peek.c: peeks (5), (18). */
+void server_peek_free(struct peek *pk);
+uint64_t server_peeks_hold(const struct cserver *s, uint64_t gid);
+int server_storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
+                            void *emit_userdata);
+void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_peek_worker_stop(struct cserver *s);
+void server_peeks_wake(struct cserver *s);
+void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env);

@@ -85,7 +85,7 @@ struct cserver_config {
          * (controller-server.c note 17); 0: slices of 5 ms, back to back. */
         uint32_t test_install_slice_ms;
         /* TEST ONLY: a peek goes to the peek thread when it reads at least this many
-         * stored updates (controller-server.c note 18); 0: PEEK_BG_MIN_UPDATES. */
+         * stored updates (controller-server-peek.c note 18); 0: PEEK_BG_MIN_UPDATES. */
         uint64_t test_peek_bg_min_updates;
         /* TEST ONLY: the peek thread sleeps this long before each evaluation. */
         uint32_t test_peek_bg_delay_ms;

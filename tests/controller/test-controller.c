@@ -1136,7 +1136,7 @@ static void test_below_since(void)
         CU_ASSERT_EQUAL(since, t - 5010);
 }
 
-/* Issue 30 item 5: a streamed peek is an execution hold (controller-server.c note 5).
+/* Issue 30 item 5: a streamed peek is an execution hold (controller-server-peek.c note 5).
  * While it waits for its next chunk, a permission past its ts moves the table's since
  * only to ts; when the stream ends, the rest follows. */
 static void test_peek_holds(void)

@@ -26,7 +26,7 @@
  *   stops reading a large result holds neither other clients nor DDL, and the stream is
  *   freed when it goes; the controller killed mid-stream gives that client 58000 and
  *   its connection goes on working;
- *   a big read in the controller's peek thread (controller-server.c note 18): writes and
+ *   a big read in the controller's peek thread (controller-server-peek.c note 18): writes and
  *   small reads are answered while it waits there, it returns exactly its rows, and one
  *   whose requester goes meanwhile is dropped;
  *   a psql script with ON_ERROR_STOP.
@@ -1898,7 +1898,7 @@ static void test_stream_controller_killed(void)
         close(fd);
 }
 
-/* ---- Big reads in the controller's peek thread (controller-server.c note 18) -------- */
+/* ---- Big reads in the controller's peek thread (controller-server-peek.c note 18) --- */
 
 /* The controller restarted with a low threshold and a slow peek thread: a big read
  * waits there while the loop answers writes and small reads; it then returns exactly
