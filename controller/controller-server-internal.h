@@ -462,21 +462,12 @@ bool server_kind_appendable(enum storage_kind k);
 const char *server_msg_name(int type);
 int server_sink_open(struct cserver *s, struct dfent *e, uint64_t *as_of, struct row_error *err);
 int server_sink_keep(struct cserver *s, struct dfent *e, uint64_t frontier);
-int server_dfent_hydrate(struct cserver *s, struct dfent *e);
-void server_dfent_free(struct dfent *e);
-void server_dfent_remove(struct cserver *s, uint64_t gid);
-int server_spec_copy(const Coord__DataflowSpec *sp, Coord__DataflowSpec **ret);
-bool server_install_pending(const struct cserver *s, uint64_t gid);
-int server_defer_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
-void server_deferred_free(struct cserver *s);
 struct srcent *server_srcent_find(const struct cserver *s, uint64_t gid);
 void server_srcent_remove(struct cserver *s, uint64_t gid);
 int server_source_install(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *err);
 void server_source_tick(struct cserver *s);
 int server_sink_switch(struct cserver *s, struct dfent *e, const Coord__DataflowSpec *sp,
                        struct row_error *err);
-void server_install_free(struct install *in);
-void server_handle_create_dataflows(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 int server_drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
 int server_created(struct cserver *s, const struct storage_info *info, struct row_error *e);
@@ -577,3 +568,14 @@ void server_compute_staged(struct cserver *s, struct stage *st, bool ok);
 void server_compute_run(struct cserver *s);
 void server_compute_reinstall_all(struct cserver *s);
 void server_mv_flush(struct cserver *s);
+
+/* controller-server-install.c: installing dataflows (17). */
+int server_dfent_hydrate(struct cserver *s, struct dfent *e);
+void server_dfent_free(struct dfent *e);
+void server_dfent_remove(struct cserver *s, uint64_t gid);
+int server_spec_copy(const Coord__DataflowSpec *sp, Coord__DataflowSpec **ret);
+bool server_install_pending(const struct cserver *s, uint64_t gid);
+int server_defer_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_deferred_free(struct cserver *s);
+void server_install_free(struct install *in);
+void server_handle_create_dataflows(struct cserver *s, Coord__Role from, const Coord__Envelope *env);

@@ -82,7 +82,7 @@ struct cserver_config {
          * (storage_debug_sync_hold_file()); NULL: never. */
         const char *test_sync_hold_file;
         /* TEST ONLY: a bulk install goes 8 dataflows per slice, this many ms apart
-         * (controller-server.c note 17); 0: slices of 5 ms, back to back. */
+         * (controller-server-install.c note 17); 0: slices of 5 ms, back to back. */
         uint32_t test_install_slice_ms;
         /* TEST ONLY: a peek goes to the peek thread when it reads at least this many
          * stored updates (controller-server-peek.c note 18); 0: PEEK_BG_MIN_UPDATES. */

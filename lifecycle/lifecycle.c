@@ -45,7 +45,7 @@
  *     lifecycle-enact.c follows the same transactions and sends EnsureCollections,
  *     CreateDataflows and DropCollections to the controller; a controller that
  *     (re)connects gets the complete set (a resync, installed in slices there:
- *     controller-server.c note 17).
+ *     controller-server-install.c note 17).
  *
  * (4) Waking up for a commit.  The adapter's FUTEX_WAKE on the ring's notify word
  *     completes an io_uring futex wait of the loop itself (loop_futex_wait(), Linux

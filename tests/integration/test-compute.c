@@ -32,7 +32,7 @@
  *   ORDER BY / LIMIT / OFFSET in order; errors 42703, 42702, 42803, 42P01, 42P07;
  *   subqueries (IN, NOT IN, EXISTS, scalar; correlated or not) against PostgreSQL's
  *   answers written here, maintained in an indexed view and MVs, 21000 at run time;
- *   a resync install in slices (controller-server.c note 17): 320 indexed views, kill -9
+ *   a resync install in slices (controller-server-install.c note 17): 320 indexed views, kill -9
  *   of the controller, restarted with --test-install-slice-ms 40 (8 dataflows a slice,
  *   40 ms apart: the follower's resync takes ~2 s to install); while it installs
  *   (status installing > 0) a table answers SELECT and takes INSERTs, the follower's
