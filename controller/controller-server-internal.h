@@ -460,14 +460,6 @@ size_t server_u64_sort_unique(uint64_t *v, size_t n);
 const char *server_kind_name(enum storage_kind k);
 bool server_kind_appendable(enum storage_kind k);
 const char *server_msg_name(int type);
-int server_sink_open(struct cserver *s, struct dfent *e, uint64_t *as_of, struct row_error *err);
-int server_sink_keep(struct cserver *s, struct dfent *e, uint64_t frontier);
-struct srcent *server_srcent_find(const struct cserver *s, uint64_t gid);
-void server_srcent_remove(struct cserver *s, uint64_t gid);
-int server_source_install(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *err);
-void server_source_tick(struct cserver *s);
-int server_sink_switch(struct cserver *s, struct dfent *e, const Coord__DataflowSpec *sp,
-                       struct row_error *err);
 void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 int server_drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
 int server_created(struct cserver *s, const struct storage_info *info, struct row_error *e);
@@ -477,7 +469,6 @@ void server_handle_list(struct cserver *s, Coord__Role from, const Coord__Envelo
 void server_allowed_forget(struct cserver *s, uint64_t gid);
 uint64_t server_index_allowed_target(struct cserver *s, struct dfent *e);
 void server_handle_allow_compaction(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
-void server_sink_flush(struct cserver *s);
 void server_compact_arm(struct cserver *s, uint64_t ms);
 void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 
@@ -579,3 +570,14 @@ int server_defer_message(struct cserver *s, Coord__Role from, const Coord__Envel
 void server_deferred_free(struct cserver *s);
 void server_install_free(struct install *in);
 void server_handle_create_dataflows(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+
+/* controller-server-source.c: sources (20) and sinks (19). */
+int server_sink_open(struct cserver *s, struct dfent *e, uint64_t *as_of, struct row_error *err);
+int server_sink_keep(struct cserver *s, struct dfent *e, uint64_t frontier);
+struct srcent *server_srcent_find(const struct cserver *s, uint64_t gid);
+void server_srcent_remove(struct cserver *s, uint64_t gid);
+int server_source_install(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *err);
+void server_source_tick(struct cserver *s);
+int server_sink_switch(struct cserver *s, struct dfent *e, const Coord__DataflowSpec *sp,
+                       struct row_error *err);
+void server_sink_flush(struct cserver *s);

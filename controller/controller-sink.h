@@ -1,4 +1,4 @@
-/* controller-sink.h -- a sink's file (CREATE SINK ... INTO FILE, controller-server.c
+/* controller-sink.h -- a sink's file (CREATE SINK ... INTO FILE, controller-server-source.c
  * NOTE 19): the lines of its updates, appended and made durable, cut back to its durable
  * progress when it resumes.
  *

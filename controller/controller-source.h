@@ -1,4 +1,4 @@
-/* controller-source.h -- what a source reads (CREATE SOURCE, controller-server.c NOTE
+/* controller-source.h -- what a source reads (CREATE SOURCE, controller-server-source.c NOTE
  * 20): a counter, or the lines of an append-only file, from an offset on, as rows.
  *
  * The offset is the source's progress in its own terms: for a counter the number of
