@@ -460,7 +460,6 @@ size_t server_u64_sort_unique(uint64_t *v, size_t n);
 const char *server_kind_name(enum storage_kind k);
 bool server_kind_appendable(enum storage_kind k);
 const char *server_msg_name(int type);
-void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 int server_drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
 int server_created(struct cserver *s, const struct storage_info *info, struct row_error *e);
 void server_handle_ensure(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
@@ -581,3 +580,6 @@ void server_source_tick(struct cserver *s);
 int server_sink_switch(struct cserver *s, struct dfent *e, const Coord__DataflowSpec *sp,
                        struct row_error *err);
 void server_sink_flush(struct cserver *s);
+
+/* controller-server-append.c: appends (2), (3), (4), (15). */
+void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env);

@@ -64,7 +64,7 @@ struct cserver;         /* opaque */
 /* What one peek's evaluation may hold (controller-dataflow.c note 6), by default. */
 #define CSERVER_PEEK_MEMORY_LIMIT_DEFAULT_MB 1024u
 
-/* How appends become durable (controller-server.c NOTE 2,
+/* How appends become durable (controller-server-append.c NOTE 2,
  * controller-server-out.c NOTE 16). */
 enum cserver_append_sync {
         CSERVER_APPEND_SYNC_THREAD,     /* unsynced write, storage's syncer thread syncs

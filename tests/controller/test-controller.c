@@ -1525,7 +1525,7 @@ static void test_reconnect(void)
 }
 
 /* Every acknowledged append is there after kill -9; uppers did not regress. */
-/* ListCollections of some gids: their writer marks (gid 1's, controller-server.c
+/* ListCollections of some gids: their writer marks (gid 1's, controller-server-append.c
  * (15)), as a string in mark (empty if none); the number of collections listed. */
 static size_t list_marks(int fd, const uint64_t *gids, size_t n, char *mark, size_t size)
 {

@@ -1,0 +1,898 @@
+/* controller-server-append.c -- appends: checking, consolidating, the rows of
+ * coord_frontiers, one WriteBatch per Append, and the mirrors after it.
+ *
+ * Contract: controller-server.h; what the server's files share:
+ * controller-server-internal.h.  The notes are numbered across the server
+ * (controller-server.c lists where each stands).
+ *
+ * NOTES ON THE DESIGN
+ *
+ * (2) Durability.  Every change is one storage call that writes ONE RocksDB
+ *     WriteBatch (controller-storage.h).  An Append is one storage_append_group():
+ *     the rows of all its writes, the rows of the frontiers relation that change (4),
+ *     and the new upper ts + 1 of every built-in -- which is the new tables' shared
+ *     frontier (10) -- and of every table written.  With --append-sync=thread (the
+ *     default) that WriteBatch is written without a sync and storage's syncer thread
+ *     syncs the WAL for it and every append written meanwhile (group commit,
+ *     controller-storage-write.c NOTE 14); its Ok, and everything else it makes visible,
+ *     waits in the output gate (16) until that sync is done.  With
+ *     --append-sync=loop the write itself is synced on the loop, as before issue 6.
+ *     Either way the Ok leaves only once the append is durable, so what the adapter
+ *     was told survives kill -9 (I7), and a crash before leaves none of it.  What
+ *     memory derives from storage (the mirrors) changes only after the write.
+ *     Creates and drops are one synced write per collection; Ensure answers after all
+ *     of them -- except the deferred ones of (12), durable with the next append.
+ *
+ * (3) An Append is all or nothing.  storage_append_group() applies the valid appends
+ *     of a group and reports the invalid ones, so everything that can make one append
+ *     of the group invalid is checked before: ts >= the upper of every built-in (so
+ *     ts >= T) and of every table server_created above T since the last append (s->born_above;
+ *     every other table's stored upper is <= T), so the expected upper of each append
+ *     is the one just read; rows well formed and not too long, sums of one (row, time)
+ *     that overflow (consolidated here first), descriptors loadable
+ *     (storage_collection_stats() loads them), and -- because storage does not check
+ *     it -- that no row's count becomes negative: a write with retractions (a DELETE,
+ *     or explicit negative diffs) is checked against the collection's contents.  What
+ *     remains is a failed write, which fails the whole group.  A group that still
+ *     comes back partial is a bug: it is logged, answered with XX000, and the mirrors
+ *     and the ring are rebuilt from storage.
+ *
+ * (4) coord_frontiers (gid CSERVER_GID_FRONTIERS) holds one row (object_id,
+ *     read_frontier, write_frontier) per table with the table's STORED since and upper
+ *     (10), plus the row (0, 0, T) of the tables' shared frontier.  A table's upper is
+ *     max(its write_frontier, the write_frontier of object 0).  Its contents at t are
+ *     those rows as the last append at or before t left them.  An append changes O(1)
+ *     rows plus two per collection whose stored frontiers changed: every table it
+ *     writes (its upper moves to ts + 1) and every table server_created or dropped since the
+ *     last append (s->dirty); row 0 is retracted and reinserted with the new T.  So a
+ *     table server_created by Ensure appears at the next append, and a dropped one goes at
+ *     the next append.  s->fr mirrors the table rows at the relation's upper - 1 (read
+ *     back from storage at open, so a restart continues where the last acknowledged
+ *     append left off), s->fr0 the row of object 0.  Only the server writes the
+ *     relation: a TableWrite naming it is refused.
+ *
+ * (15) Writer mark.  An Append may carry writer_mark, a few opaque bytes; it goes into
+ *     coord_objects' collection record (storage_append.mark) in the append's own
+ *     WriteBatch, so it is durable exactly when the rows it came with are, and stays
+ *     until an append carries another.  MSG_LIST_COLLECTIONS reports it on gid 1.
+ *     The adapter uses it to tell, after its own restart, which of its catalog's
+ *     transactions the built-in relations already reflect (adapter-exec.c note 8);
+ *     the controller never interprets it.  ListCollections with `gids` lists only
+ *     those, so that question costs O(1) and not a listing of every collection.
+ */
+#include "controller-server.h"
+#include "controller-server-internal.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller-dataflow.h"
+#include "controller-eval.h"
+#include "controller-storage.h"
+#include "fring.h"
+#include "hist.h"
+#include "killpoint.h"
+#include "log.h"
+#include "row.h"
+#include "util.h"
+
+/* ---- Appends (2), (3), (4), (10) ---------------------------------------------------- */
+
+/* A collection the append moves to ts + 1: every built-in, and every table written. */
+struct acol {
+        struct storage_info info;               /* stored, before the append */
+        struct eval_batch pend;                 /* this append's updates, all at ts */
+        struct eval_batch base;                 /* its contents before the append */
+        bool base_read;
+};
+
+/* A row of coord_frontiers that the append changes (4). */
+struct fchange {
+        uint64_t gid;
+        bool has_new;                           /* false: the row goes */
+        uint64_t since, upper;                  /* the new row */
+};
+
+struct append_ctx {
+        struct cserver *s;
+        uint64_t ts;
+        struct acol *c;                         /* built-ins first, then tables written */
+        size_t n_c, cap_c;
+        struct gmap idx;                        /* gid -> index in c (a) */
+        uint64_t *counts;                       /* one per write */
+        struct fchange *fch;
+        size_t n_fch, cap_fch;
+        size_t frontier_rows;                   /* updates of coord_frontiers */
+        bool frontiers;                         /* coord_frontiers is appended to */
+        const ProtobufCBinaryData *mark;        /* Append.writer_mark, for gid 1 (15) */
+        struct row_error err;
+};
+
+static void append_ctx_done(struct append_ctx *ac)
+{
+        for (size_t i = 0; i < ac->n_c; i++) {
+                eval_batch_done(&ac->c[i].pend);
+                eval_batch_done(&ac->c[i].base);
+        }
+        free(ac->c);
+        gmap_done(&ac->idx);
+        free(ac->counts);
+        free(ac->fch);
+}
+
+/* The append's entry of info->gid, made if new.  Indexes stay valid; pointers into
+ * ac->c only until the next call. */
+static int acol_add(struct append_ctx *ac, const struct storage_info *info, size_t *ret)
+{
+        struct gent *e = gmap_find(&ac->idx, info->gid);
+        int r;
+
+        if (e) {
+                *ret = (size_t)e->a;
+                return 0;
+        }
+        r = RESERVE(ac->c, ac->cap_c, ac->n_c + 1);
+        if (r >= 0)
+                r = gmap_reserve(&ac->idx, 1);
+        if (r < 0)
+                return row_error_oom(&ac->err);
+        ac->c[ac->n_c] = (struct acol){
+                .info = *info, .pend = EVAL_BATCH_INIT, .base = EVAL_BATCH_INIT,
+        };
+        gmap_put(&ac->idx, info->gid)->a = ac->n_c;
+        *ret = ac->n_c++;
+        return 0;
+}
+
+static struct acol *acol_find(struct append_ctx *ac, uint64_t gid)
+{
+        const struct gent *e = gmap_find(&ac->idx, gid);
+
+        return e ? &ac->c[e->a] : NULL;
+}
+
+static int base_row(const void *row, size_t len, int64_t count, void *userdata)
+{
+        struct acol *t = userdata;
+
+        return eval_batch_push(&t->base, row, len, 0, count);
+}
+
+/* The collection's contents before this append: at upper - 1, or empty when nothing
+ * is readable (a table that was never appended to has since == upper).  Rows come
+ * consolidated and in byte order. */
+static int acol_base(struct append_ctx *ac, struct acol *t)
+{
+        const struct storage_frontiers *f = &t->info.frontiers;
+        int r;
+
+        if (t->base_read)
+                return 0;
+        if (f->upper > f->since) {
+                r = storage_read(ac->s->st, t->info.gid, f->upper - 1, base_row, t, NULL);
+                if (r < 0) {
+                        eval_batch_clear(&t->base);
+                        return server_storage_failure(ac->s, &ac->err, r, "reading collection %llu",
+                                               (unsigned long long)t->info.gid);
+                }
+                /* Already consolidated; this puts it in eval's byte order, the one
+                 * check_nonnegative() merges in, whatever order storage uses. */
+                r = eval_batch_consolidate(&t->base);
+                if (r < 0)
+                        return row_error_set(&ac->err, r, "XX000", "collection %llu: row "
+                                             "count out of range", (unsigned long long)t->info.gid);
+        }
+        t->base_read = true;
+        return 0;
+}
+
+/* The snapshot of a DELETE's filter: the contents before the append plus the group's
+ * earlier writes (proto: "a delete is applied after the group's earlier writes"). */
+static int delete_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
+                           void *emit_userdata)
+{
+        struct acol *t = userdata;
+        int r;
+
+        if (id != t->info.gid)
+                return -ENOENT;
+        for (size_t i = 0; i < t->base.n; i++) {
+                r = emit(emit_userdata, t->base.updates[i].row, t->base.updates[i].len,
+                         t->base.updates[i].diff);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < t->pend.n; i++) {
+                r = emit(emit_userdata, t->pend.updates[i].row, t->pend.updates[i].len,
+                         t->pend.updates[i].diff);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static const struct eval_source_ops delete_source = { .snapshot = delete_snapshot };
+
+/* The Get at the bottom of a chain of Filter / Map / Project, or NULL. */
+static const Coord__Plan__Get *plan_leaf_get(const Coord__Plan__Relation *rel)
+{
+        while (rel) {
+                switch (rel->kind_case) {
+                case COORD__PLAN__RELATION__KIND_GET:
+                        return rel->get;
+                case COORD__PLAN__RELATION__KIND_FILTER:
+                        rel = rel->filter ? rel->filter->input : NULL;
+                        break;
+                case COORD__PLAN__RELATION__KIND_MAP:
+                        rel = rel->map ? rel->map->input : NULL;
+                        break;
+                case COORD__PLAN__RELATION__KIND_PROJECT:
+                        rel = rel->project ? rel->project->input : NULL;
+                        break;
+                default:
+                        return NULL;
+                }
+        }
+        return NULL;
+}
+
+/* An UPDATE's output row: the old row's columns, then the new row's (TableWrite.update).
+ * Splits it into the two rows (each no longer than the whole) and pushes the retraction
+ * and the insertion at ts. */
+static int push_update(struct append_ctx *ac, struct acol *t, uint64_t gid,
+                       const struct eval_update *u, size_t n)
+{
+        struct row_datum *d = calloc(n ? 2 * n : 1, sizeof(*d));
+        uint8_t *buf = malloc(u->len ? u->len : 1);
+        size_t len;
+        int r = -ENOMEM;
+
+        if (!d || !buf)
+                goto out;
+        r = row_decode(u->row, u->len, d, 2 * n);
+        if (r < 0) {
+                row_error_set(&ac->err, r, "XX000", "invalid update row for collection %llu",
+                              (unsigned long long)gid);
+                goto out;
+        }
+        len = row_encode_into(d, n, buf);
+        r = eval_batch_push(&t->pend, buf, len, ac->ts, -u->diff);
+        if (r >= 0) {
+                len = row_encode_into(d + n, n, buf);
+                if (len > STORAGE_ROW_MAX) {
+                        r = row_error_set(&ac->err, -EMSGSIZE, "54000", "an updated row of "
+                                          "collection %llu is too long (%zu bytes)",
+                                          (unsigned long long)gid, len);
+                        goto out;
+                }
+                r = eval_batch_push(&t->pend, buf, len, ac->ts, u->diff);
+        }
+out:
+        if (r == -ENOMEM)
+                row_error_oom(&ac->err);
+        free(d);
+        free(buf);
+        return r;
+}
+
+/* A DELETE (retract what delete_filter returns) or an UPDATE (TableWrite.update: retract
+ * the first half of each output row, insert the second). */
+static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__TableWrite *w,
+                         uint64_t *ret_count)
+{
+        struct eval_batch out = EVAL_BATCH_INIT;
+        struct eval_plan *p = NULL;
+        const Coord__Plan__Get *get;
+        const enum row_type *types;
+        size_t halves = w->update ? 2 : 1;
+        uint64_t count = 0;
+        int r;
+
+        r = eval_plan_new(w->delete_filter, &p, &ac->err);
+        if (r < 0)
+                goto out;
+        get = plan_leaf_get(w->delete_filter);
+        types = eval_plan_types(p);
+        r = -EINVAL;
+        if (eval_plan_input(p) != w->gid || !get) {
+                row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
+                              "collection %llu reads collection %llu",
+                              (unsigned long long)w->gid, (unsigned long long)eval_plan_input(p));
+                goto out;
+        }
+        /* Retractions must be whole rows of the table, else they retract rows that
+         * do not exist (caught below, but this names the real mistake); so must an
+         * update's new rows be. */
+        if (eval_plan_arity(p) != halves * get->n_column_types) {
+                row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
+                              "collection %llu must return its rows unchanged",
+                              (unsigned long long)w->gid);
+                goto out;
+        }
+        for (size_t i = 0; i < halves * get->n_column_types; i++)
+                if ((int)types[i] != (int)get->column_types[i % get->n_column_types]) {
+                        row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
+                                      "collection %llu must return its rows unchanged",
+                                      (unsigned long long)w->gid);
+                        goto out;
+                }
+        r = acol_base(ac, t);
+        if (r < 0)
+                goto out;
+        /* ts is also mz_now(): a DELETE's logical time is its write timestamp. */
+        r = eval_peek(p, ac->ts, &delete_source, t, &out, &ac->err);
+        if (r < 0) {
+                if (r == -ENOMEM)
+                        row_error_oom(&ac->err);
+                goto out;
+        }
+        for (size_t i = 0; i < out.n; i++) {
+                if (w->update) {
+                        r = push_update(ac, t, w->gid, &out.updates[i], get->n_column_types);
+                        if (r < 0)
+                                goto out;
+                } else {
+                        r = eval_batch_push(&t->pend, out.updates[i].row, out.updates[i].len,
+                                            ac->ts, -out.updates[i].diff);
+                        if (r < 0) {
+                                row_error_oom(&ac->err);
+                                goto out;
+                        }
+                }
+                count += (uint64_t)out.updates[i].diff;
+        }
+        *ret_count = count;
+        r = 0;
+out:
+        eval_batch_done(&out);
+        eval_plan_free(p);
+        return r;
+}
+
+static int append_insert(struct append_ctx *ac, struct acol *t, const Coord__TableWrite *w,
+                         uint64_t *ret_count)
+{
+        uint64_t count = 0;
+        int r;
+
+        for (size_t k = 0; k < w->n_rows; k++) {
+                const ProtobufCBinaryData *row = &w->rows[k];
+                int64_t diff = w->n_diffs ? w->diffs[k] : 1;
+
+                if (row->len > STORAGE_ROW_MAX)
+                        return row_error_set(&ac->err, -EMSGSIZE, "54000", "row %zu of the write to "
+                                             "collection %llu is too long (%zu bytes)", k,
+                                             (unsigned long long)w->gid, row->len);
+                if (row_validate(row->data, row->len) < 0)
+                        return row_error_set(&ac->err, -EBADMSG, "22P02", "row %zu of the write to "
+                                             "collection %llu is not a well-formed row", k,
+                                             (unsigned long long)w->gid);
+                if (diff == 0)
+                        continue;
+                r = eval_batch_push(&t->pend, row->data, row->len, ac->ts, diff);
+                if (r < 0)
+                        return row_error_oom(&ac->err);
+                /* |diff| without overflow at INT64_MIN; the count saturates. */
+                if (__builtin_add_overflow(count, diff < 0 ? (uint64_t)0 - (uint64_t)diff
+                                                           : (uint64_t)diff, &count))
+                        count = UINT64_MAX;
+        }
+        *ret_count = count;
+        return 0;
+}
+
+static int frontiers_push(struct acol *t, const struct frow *f, int64_t diff, uint64_t ts)
+{
+        struct row_datum d[3] = {
+                /* Timestamps and GlobalIds are below 2^63 in practice; int8 is signed. */
+                ROW_DATUM_INT((int64_t)f->gid), ROW_DATUM_INT((int64_t)f->since),
+                /* an empty upper (a refresh view past its last refresh): int8's max */
+                ROW_DATUM_INT(f->upper > INT64_MAX ? INT64_MAX : (int64_t)f->upper),
+        };
+        uint8_t buf[64];
+        size_t len;
+
+        assert(row_encoded_size(d, 3) <= (int64_t)sizeof(buf));
+        len = row_encode_into(d, 3, buf);
+        return eval_batch_push(&t->pend, buf, len, ts, diff);
+}
+
+static int fchange_add(struct append_ctx *ac, const struct fchange *f)
+{
+        int r = RESERVE(ac->fch, ac->cap_fch, ac->n_fch + 1);
+
+        if (r < 0)
+                return row_error_oom(&ac->err);
+        ac->fch[ac->n_fch++] = *f;
+        return 0;
+}
+
+/* (4): the rows of coord_frontiers that this append changes: those of the tables it
+ * writes, of the tables created or dropped since the last append, the stray rows, and
+ * row 0.  O(changed), except after the relation was recreated (s->fr_rebuild). */
+static int append_frontiers(struct append_ctx *ac, size_t fidx)
+{
+        struct cserver *s = ac->s;
+        _cleanup_free_ uint64_t *cand = NULL;
+        size_t n_cand = 0, cap_cand = 0;
+        struct acol *t;
+        struct frow f;
+        int r;
+
+        /* Candidates: dirty gids, tables written, and with fr_rebuild every table and
+         * every row.  Sorted and unique, so each is looked at once. */
+        r = RESERVE(cand, cap_cand, s->n_dirty + ac->n_c);
+        if (r < 0)
+                return row_error_oom(&ac->err);
+        if (s->n_dirty)
+                memcpy(cand, s->dirty, s->n_dirty * sizeof(*cand));
+        n_cand = s->n_dirty;
+        for (size_t i = 0; i < ac->n_c; i++)
+                if (ac->c[i].info.kind == STORAGE_KIND_TABLE)
+                        cand[n_cand++] = ac->c[i].info.gid;
+        if (s->fr_rebuild) {
+                r = server_list_all(s);
+                if (r < 0)
+                        return server_storage_failure(s, &ac->err, r, "listing collections");
+                r = RESERVE(cand, cap_cand, n_cand + s->n_cols + s->fr.n);
+                if (r < 0)
+                        return row_error_oom(&ac->err);
+                for (size_t i = 0; i < s->n_cols; i++)
+                        if (s->cols[i].kind == STORAGE_KIND_TABLE)
+                                cand[n_cand++] = s->cols[i].gid;
+                for (size_t i = 0; s->fr.slots && i <= s->fr.mask; i++)
+                        if (s->fr.slots[i].key)
+                                cand[n_cand++] = s->fr.slots[i].key;
+        }
+        n_cand = server_u64_sort_unique(cand, n_cand);
+
+        for (size_t i = 0; i < n_cand; i++) {
+                const struct gent *old = gmap_find(&s->fr, cand[i]);
+                const struct acol *w = acol_find(ac, cand[i]);
+                struct fchange ch = { .gid = cand[i] };
+                struct storage_info info;
+
+                if (w && w->info.kind == STORAGE_KIND_TABLE) {
+                        ch = (struct fchange){ .gid = cand[i], .has_new = true,
+                                               .since = w->info.frontiers.physical_since,
+                                               .upper = ac->ts + 1 };
+                } else {
+                        r = storage_get_info(s->st, cand[i], &info);
+                        if (r < 0 && r != -ENOENT)
+                                return server_storage_failure(s, &ac->err, r, "looking up collection %llu",
+                                                       (unsigned long long)cand[i]);
+                        if (r == 0 && (info.kind == STORAGE_KIND_TABLE || info.kind == STORAGE_KIND_MV ||
+                                       info.kind == STORAGE_KIND_SINK || info.kind == STORAGE_KIND_SOURCE ||
+                                       info.kind == STORAGE_KIND_REMAP))
+                                ch = (struct fchange){ .gid = cand[i], .has_new = true,
+                                                       .since = info.frontiers.physical_since,
+                                                       .upper = info.frontiers.upper };
+                        else if (r == -ENOENT) {
+                                /* (13): an index's row shows its arrangement */
+                                struct dfent *de = server_dfent_find(s, cand[i]);
+                                if (de && de->index && de->arr)
+                                        ch = (struct fchange){ .gid = cand[i], .has_new = true,
+                                                               .since = arrangement_since(de->arr),
+                                                               .upper = arrangement_upper(de->arr) };
+                        }
+                }
+                if (!old && !ch.has_new)
+                        continue;
+                if (old && ch.has_new && old->c == 1 && old->a == ch.since && old->b == ch.upper)
+                        continue;
+                t = &ac->c[fidx];
+                if (old) {
+                        f = (struct frow){ .gid = cand[i], .since = old->a, .upper = old->b };
+                        r = frontiers_push(t, &f, -(int64_t)old->c, ac->ts);
+                        if (r < 0)
+                                return row_error_oom(&ac->err);
+                }
+                if (ch.has_new) {
+                        f = (struct frow){ .gid = cand[i], .since = ch.since, .upper = ch.upper };
+                        r = frontiers_push(t, &f, 1, ac->ts);
+                        if (r < 0)
+                                return row_error_oom(&ac->err);
+                }
+                r = fchange_add(ac, &ch);
+                if (r < 0)
+                        return r;
+        }
+        t = &ac->c[fidx];
+        for (size_t i = 0; i < s->n_stray; i++) {
+                r = frontiers_push(t, &s->stray[i], -s->stray[i].count, ac->ts);
+                if (r < 0)
+                        return row_error_oom(&ac->err);
+        }
+        /* Row 0: the tables' shared frontier moves to ts + 1. */
+        if (s->fr0) {
+                f = (struct frow){ .gid = CSERVER_FRONTIERS_SHARED_ID, .upper = s->fr0 };
+                r = frontiers_push(t, &f, -1, ac->ts);
+                if (r < 0)
+                        return row_error_oom(&ac->err);
+        }
+        f = (struct frow){ .gid = CSERVER_FRONTIERS_SHARED_ID, .upper = ac->ts + 1 };
+        r = frontiers_push(t, &f, 1, ac->ts);
+        if (r < 0)
+                return row_error_oom(&ac->err);
+        ac->frontier_rows = t->pend.n;
+        /* Room for the new rows now, so that applying them cannot fail (2). */
+        r = gmap_reserve(&s->fr, ac->n_fch);
+        if (r < 0)
+                return row_error_oom(&ac->err);
+        return 0;
+}
+
+
+/* (3): no row of t's collection may end with a negative count.  pend and base are both
+ * consolidated and in byte order, so one merge finds every row's final count. */
+static int check_nonnegative(struct append_ctx *ac, struct acol *t)
+{
+        const struct eval_batch *b = &t->base, *p = &t->pend;
+        struct cmirror *m = NULL;
+        size_t i = 0;
+        char *text = NULL;
+        int r;
+
+        if (t->info.kind == STORAGE_KIND_BUILTIN && !t->base_read) {
+                /* (11): O(rows retracted), not a read of the whole relation. */
+                r = server_cm_get(ac->s, &t->info, &m);
+                if (r == -ENOMEM)
+                        return row_error_oom(&ac->err);
+                if (r < 0)
+                        return server_storage_failure(ac->s, &ac->err, r, "reading collection %llu",
+                                               (unsigned long long)t->info.gid);
+        } else {
+                r = acol_base(ac, t);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t j = 0; j < p->n; j++) {
+                const struct eval_update *u = &p->updates[j];
+                int64_t have = 0;
+                int c = 1;
+
+                if (u->diff > 0)
+                        continue;
+                if (m) {
+                        have = server_cm_count(m, u->row, u->len);
+                } else {
+                        while (i < b->n && (c = row_bytes_cmp(b->updates[i].row, b->updates[i].len,
+                                                              u->row, u->len)) < 0)
+                                i++;
+                        if (i < b->n && c == 0)
+                                have = b->updates[i].diff;
+                }
+                if (have + u->diff >= 0)        /* have >= 0 and diff < 0: no overflow */
+                        continue;
+                (void)row_to_string(u->row, u->len, &text);
+                r = row_error_set(&ac->err, -EINVAL, "XX000", "the append would retract row %s of "
+                                  "collection %llu %lld times, but it is there %lld times",
+                                  text ? text : "(?)", (unsigned long long)t->info.gid,
+                                  (long long)-u->diff, (long long)have);
+                free(text);
+                return r;
+        }
+        return 0;
+}
+
+static int append_stale(struct append_ctx *ac, uint64_t gid, uint64_t upper)
+{
+        int r = row_error_set(&ac->err, -ESTALE, "XX000",
+                              "cannot append at %llu: collection %llu has upper %llu",
+                              (unsigned long long)ac->ts, (unsigned long long)gid,
+                              (unsigned long long)upper);
+
+        row_error_detail(&ac->err, "An append's timestamp must be at or above the tables' "
+                         "shared frontier (the upper of collection %u) and the upper of every "
+                         "collection; nothing was written.", CSERVER_GID_OBJECTS);
+        return r;
+}
+
+/* Everything of (3) that can be checked before writing; fills ac or ac->err. */
+static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
+{
+        struct cserver *s = ac->s;
+        struct acol *fcol;
+        uint64_t T = 0;
+        size_t k;
+        int r;
+
+        if (a->ts == UINT64_MAX)
+                return row_error_set(&ac->err, -EINVAL, "XX000", "cannot append at %llu",
+                                     (unsigned long long)a->ts);
+        ac->counts = calloc(a->n_writes ? a->n_writes : 1, sizeof(*ac->counts));
+        if (!ac->counts)
+                return row_error_oom(&ac->err);
+
+        /* Every built-in moves to ts + 1; coord_objects carries T (10). */
+        for (size_t i = 0; i < s->n_builtins; i++) {
+                struct storage_info info;
+
+                r = storage_get_info(s->st, s->builtins[i], &info);
+                if (r < 0)
+                        return server_storage_failure(s, &ac->err, r, "looking up collection %llu",
+                                               (unsigned long long)s->builtins[i]);
+                assert(info.kind == STORAGE_KIND_BUILTIN);
+                if (info.frontiers.upper > a->ts)
+                        return append_stale(ac, info.gid, info.frontiers.upper);
+                if (info.gid == CSERVER_GID_OBJECTS)
+                        T = info.frontiers.upper;
+                r = acol_add(ac, &info, &k);
+                if (r < 0)
+                        return r;
+        }
+        if (!acol_find(ac, CSERVER_GID_OBJECTS))
+                return row_error_set(&ac->err, -ENOENT, "XX000", "cannot append: the built-in "
+                                     "collection %u (coord_objects), whose upper is the tables' "
+                                     "shared frontier, does not exist", CSERVER_GID_OBJECTS);
+        /* A table created above T since the last append; every other one is <= T. */
+        if (s->born_above > a->ts)
+                return append_stale(ac, s->born_above_gid, s->born_above);
+
+        for (size_t i = 0; i < a->n_writes; i++) {
+                const Coord__TableWrite *w = a->writes[i];
+                struct storage_info info;
+                struct acol *t = acol_find(ac, w->gid);
+
+                if (!t) {
+                        r = storage_get_info(s->st, w->gid, &info);
+                        if (r == -ENOENT)
+                                return row_error_set(&ac->err, -ENOENT, "42P01",
+                                                     "collection %llu does not exist",
+                                                     (unsigned long long)w->gid);
+                        if (r < 0)
+                                return server_storage_failure(s, &ac->err, r, "looking up collection %llu",
+                                                       (unsigned long long)w->gid);
+                        if (info.kind != STORAGE_KIND_TABLE)
+                                return row_error_set(&ac->err, -EINVAL, "XX000", "collection %llu "
+                                                     "is a %s, not a table",
+                                                     (unsigned long long)w->gid, server_kind_name(info.kind));
+                        /* (10): every table's stored upper is <= max(T, born_above). */
+                        assert(info.frontiers.upper <= (T > s->born_above ? T : s->born_above));
+                        if (info.frontiers.upper > a->ts)
+                                return append_stale(ac, info.gid, info.frontiers.upper);
+                        r = acol_add(ac, &info, &k);
+                        if (r < 0)
+                                return r;
+                        t = &ac->c[k];
+                }
+                if (w->gid == CSERVER_GID_FRONTIERS)
+                        return row_error_set(&ac->err, -EPERM, "XX000", "collection %u "
+                                             "(coord_frontiers) is written by the controller only",
+                                             CSERVER_GID_FRONTIERS);
+                if (w->n_diffs && w->n_diffs != w->n_rows)
+                        return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
+                                             "%llu has %zu rows but %zu diffs",
+                                             (unsigned long long)w->gid, w->n_rows, w->n_diffs);
+                if (w->update && !w->delete_filter)
+                        return row_error_set(&ac->err, -EINVAL, "XX000", "the update of "
+                                             "collection %llu has no plan",
+                                             (unsigned long long)w->gid);
+                if (w->delete_filter && w->n_rows)
+                        return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
+                                             "%llu has both rows and a delete filter",
+                                             (unsigned long long)w->gid);
+                r = w->delete_filter ? append_delete(ac, t, w, &ac->counts[i])
+                                     : append_insert(ac, t, w, &ac->counts[i]);
+                if (r < 0)
+                        return r;
+        }
+
+        fcol = acol_find(ac, CSERVER_GID_FRONTIERS);
+        if (fcol) {
+                ac->frontiers = true;
+                r = append_frontiers(ac, (size_t)(fcol - ac->c));
+                if (r < 0)
+                        return r;
+        }
+
+        for (size_t i = 0; i < ac->n_c; i++) {
+                struct acol *t = &ac->c[i];
+                bool negative = false;
+
+                r = eval_batch_consolidate(&t->pend);
+                if (r == -EOVERFLOW)
+                        return row_error_set(&ac->err, r, "22003", "row count out of range in "
+                                             "the write to collection %llu",
+                                             (unsigned long long)t->info.gid);
+                for (size_t j = 0; j < t->pend.n && !negative; j++)
+                        negative = t->pend.updates[j].diff < 0;
+                /* coord_frontiers retracts what s->fr says is there (4), which was read
+                 * from the relation itself; it is not read again at every append. */
+                if (negative && t->info.gid != CSERVER_GID_FRONTIERS) {
+                        r = check_nonnegative(ac, t);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        /* Load the descriptors of every collection of the group now, so that the
+         * group cannot fail for one collection and succeed for the others. */
+        for (size_t i = 0; i < ac->n_c; i++) {
+                struct storage_collection_stats cs;
+
+                r = storage_collection_stats(s->st, ac->c[i].info.gid, &cs);
+                if (r < 0)
+                        return server_storage_failure(s, &ac->err, r, "loading collection %llu",
+                                               (unsigned long long)ac->c[i].info.gid);
+        }
+        return 0;
+}
+
+/* One synced write: the append's collections, then the materialized views that the
+ * compute pass staged for it (13), so their outputs and uppers are durable with it. */
+static int append_commit(struct append_ctx *ac, const struct stage *st)
+{
+        struct cserver *s = ac->s;
+        struct storage_append *v = NULL;
+        struct storage_update *u = NULL;
+        size_t n_u = 0, k = 0, n_all = ac->n_c + st->n_v;
+        int r;
+
+        for (size_t i = 0; i < ac->n_c; i++)
+                n_u += ac->c[i].pend.n;
+        v = calloc(n_all ? n_all : 1, sizeof(*v));
+        u = calloc(n_u ? n_u : 1, sizeof(*u));
+        if (!v || !u) {
+                r = row_error_oom(&ac->err);
+                goto out;
+        }
+        for (size_t i = 0; i < ac->n_c; i++) {
+                const struct acol *t = &ac->c[i];
+
+                v[i] = (struct storage_append){
+                        .gid = t->info.gid, .expected_upper = t->info.frontiers.upper,
+                        .new_upper = ac->ts + 1, .updates = &u[k], .n_updates = t->pend.n,
+                };
+                if (t->info.gid == CSERVER_GID_OBJECTS && ac->mark && ac->mark->len) {
+                        v[i].mark = ac->mark->data;
+                        v[i].mark_len = ac->mark->len;
+                }
+                for (size_t j = 0; j < t->pend.n; j++)
+                        u[k++] = (struct storage_update){
+                                .row = t->pend.updates[j].row, .len = t->pend.updates[j].len,
+                                .time = ac->ts, .diff = t->pend.updates[j].diff,
+                        };
+        }
+        if (st->n_v)
+                memcpy(&v[ac->n_c], st->v, st->n_v * sizeof(*v));
+        KILLPOINT("append.before_write");
+        r = storage_append_group(s->st, v, n_all);
+        if (r < 0) {
+                server_storage_failure(s, &ac->err, r, "append at %llu", (unsigned long long)ac->ts);
+                goto out;
+        }
+        KILLPOINT("append.after_write");        /* written, not synced, not answered */
+        if ((size_t)r != n_all) {
+                /* (3) says this cannot happen; if it does, memory follows the disk. */
+                for (size_t i = 0; i < n_all; i++)
+                        if (v[i].result < 0)
+                                log_error_errno(v[i].result, "append_partial", "ts=%llu gid=%llu "
+                                                "upper=%llu why=\"%s\"", (unsigned long long)ac->ts,
+                                                (unsigned long long)v[i].gid,
+                                                (unsigned long long)v[i].actual_upper,
+                                                storage_last_error());
+                r = row_error_set(&ac->err, -EIO, "XX000", "append at %llu was applied to %d of "
+                                  "%zu collections", (unsigned long long)ac->ts, r, n_all);
+                if (server_mirrors_rebuild(s) < 0)
+                        log_error("mirrors_load_failed", "path=%s why=\"%s\"", s->path,
+                                  storage_last_error());
+                goto out;
+        }
+        r = 0;
+out:
+        free(v);
+        free(u);
+        return r;
+}
+
+/* After a durable append: the mirrors follow (4), (7), (10). */
+static void append_apply(struct append_ctx *ac)
+{
+        struct cserver *s = ac->s;
+
+        if (ac->frontiers) {
+                for (size_t i = 0; i < ac->n_fch; i++) {
+                        const struct fchange *ch = &ac->fch[i];
+                        struct gent *e;
+
+                        if (!ch->has_new) {
+                                gmap_remove(&s->fr, ch->gid);
+                                continue;
+                        }
+                        e = gmap_put(&s->fr, ch->gid);  /* reserved by append_frontiers() */
+                        e->a = ch->since;
+                        e->b = ch->upper;
+                        e->c = 1;
+                }
+                s->fr0 = ac->ts + 1;
+                s->n_stray = 0;
+                s->n_dirty = 0;
+                s->fr_rebuild = false;
+        }
+        /* T is ts + 1 now, at or above every table's stored upper. */
+        s->born_above = s->born_above_gid = 0;
+        for (size_t i = 0; i < ac->n_c; i++) {
+                struct storage_frontiers f = ac->c[i].info.frontiers;
+
+                if (ac->c[i].info.kind == STORAGE_KIND_BUILTIN)
+                        server_cm_apply(s, &ac->c[i].info, &ac->c[i].pend, ac->ts + 1);
+                f.upper = ac->ts + 1;
+                server_ring_set(s, ac->c[i].info.gid, &f);
+        }
+        s->last_append_collections = ac->n_c;
+        s->last_append_frontier_rows = ac->frontier_rows;
+        s->appends++;
+}
+
+void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+{
+        struct append_ctx ac = { .s = s };
+        struct stage st = { 0 };
+        bool pushed = false;
+        uint64_t t0 = now_ns();
+        Coord__Append *a;
+        int r;
+
+        a = coord__append__unpack(NULL, env->payload.len, env->payload.data);
+        if (!a) {
+                server_reply_malformed(s, from, env);
+                return;
+        }
+        ac.ts = a->ts;
+        ac.mark = &a->writer_mark;
+        if (!s->st) {
+                server_storage_unavailable(&ac.err);
+                r = -EIO;
+        } else if (a->writer_mark.len > STORAGE_MARK_MAX) {
+                r = row_error_set(&ac.err, -EINVAL, "22023", "writer_mark of %zu bytes (at most %u)",
+                                  a->writer_mark.len, STORAGE_MARK_MAX);
+        } else {
+                r = append_prepare(&ac, a);
+                if (r >= 0 && s->n_dfs) {
+                        /* (13): the dataflows take what this append writes and step to
+                         * its new frontier; materialized views write with it. */
+                        for (size_t i = 0; i < ac.n_c; i++)
+                                server_compute_push(s, ac.c[i].info.gid, &ac.c[i].pend);
+                        pushed = true;
+                        if (server_compute_stage(s, ac.ts + 1, &st) < 0)
+                                r = row_error_oom(&ac.err);
+                }
+                if (r >= 0)
+                        r = append_commit(&ac, &st);
+        }
+        if (pushed && r < 0)
+                server_compute_staged(s, &st, false);
+        if (r < 0 && s->st && storage_has_deferred(s->st) && storage_error(s->st) == 0) {
+                /* (12): a refused append still makes the deferred creates and drops
+                 * durable, as it would have. */
+                int q = storage_flush_deferred(s->st);
+
+                if (q < 0) {
+                        if (server_ratelimit_ok(&s->rl_storage, now_ms()))
+                                log_warn_errno(q, "deferred_flush_failed", "why=\"%s\"",
+                                               storage_last_error());
+                        server_storage_recover(s);
+                }
+        }
+        if (r < 0) {
+                server_reply_error(s, from, env->request_id, &ac.err);
+        } else {
+                append_apply(&ac);
+                if (pushed)
+                        server_compute_staged(s, &st, true);   /* after apply: it marks rows dirty */
+                log_debug("append", "ts=%llu writes=%zu collections=%zu frontier_rows=%zu",
+                          (unsigned long long)a->ts, a->n_writes, ac.n_c, ac.frontier_rows);
+                s->append_t0_ns = t0;
+                server_reply_ok(s, from, env->request_id, ac.counts, a->n_writes, a->ts + 1);
+                if (s->append_t0_ns) {          /* sent at once, not held */
+                        hist_record(&s->append_hist, (now_ns() - t0) / 1000);
+                        s->append_t0_ns = 0;
+                }
+                /* T passed ts, and the views with it: parked peeks may be readable. */
+                server_peeks_wake(s);
+        }
+        append_ctx_done(&ac);
+        coord__append__free_unpacked(a, NULL);
+}
