@@ -460,11 +460,6 @@ size_t server_u64_sort_unique(uint64_t *v, size_t n);
 const char *server_kind_name(enum storage_kind k);
 bool server_kind_appendable(enum storage_kind k);
 const char *server_msg_name(int type);
-int server_drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
-int server_created(struct cserver *s, const struct storage_info *info, struct row_error *e);
-void server_handle_ensure(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
-void server_handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
-void server_handle_list(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 void server_allowed_forget(struct cserver *s, uint64_t gid);
 uint64_t server_index_allowed_target(struct cserver *s, struct dfent *e);
 void server_handle_allow_compaction(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
@@ -583,3 +578,10 @@ void server_sink_flush(struct cserver *s);
 
 /* controller-server-append.c: appends (2), (3), (4), (15). */
 void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+
+/* controller-server-collection.c: collections (12). */
+int server_drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
+int server_created(struct cserver *s, const struct storage_info *info, struct row_error *e);
+void server_handle_ensure(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_list(struct cserver *s, Coord__Role from, const Coord__Envelope *env);

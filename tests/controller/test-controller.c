@@ -1618,7 +1618,7 @@ static void test_kill9(void)
                                                                   g_ts, 0), TIMEOUT_MS));
         CU_ASSERT_PTR_NOT_NULL_FATAL(frontiers_before);
         /* A create and a drop acknowledged, not yet followed by an append: they are
-         * durable only with the next write (controller-server.c, (12)), so kill -9 may
+         * durable only with the next write (controller-server-collection.c, (12)), so kill -9 may
          * lose them; the adapter's resync after reconnecting repeats them (below), and
          * their rows are reconciled after the restart. */
         ensure_tables(g_fd, g_ts, 1, (uint64_t)1008);
