@@ -460,10 +460,6 @@ size_t server_u64_sort_unique(uint64_t *v, size_t n);
 const char *server_kind_name(enum storage_kind k);
 bool server_kind_appendable(enum storage_kind k);
 const char *server_msg_name(int type);
-void server_allowed_forget(struct cserver *s, uint64_t gid);
-uint64_t server_index_allowed_target(struct cserver *s, struct dfent *e);
-void server_handle_allow_compaction(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
-void server_compact_arm(struct cserver *s, uint64_t ms);
 void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 
 /* controller-server-out.c: the output gate (16), replies. */
@@ -585,3 +581,9 @@ int server_created(struct cserver *s, const struct storage_info *info, struct ro
 void server_handle_ensure(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 void server_handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 void server_handle_list(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+
+/* controller-server-compact.c: compaction permission (14) and compaction (6). */
+void server_allowed_forget(struct cserver *s, uint64_t gid);
+uint64_t server_index_allowed_target(struct cserver *s, struct dfent *e);
+void server_handle_allow_compaction(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_compact_arm(struct cserver *s, uint64_t ms);

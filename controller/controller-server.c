@@ -21,13 +21,14 @@
  *   controller-server-source.c       sources and sinks
  *   controller-server-append.c       appends
  *   controller-server-collection.c   collections: Ensure, Drop, List
+ *   controller-server-compact.c      compaction permission and compaction
  *   controller-server-internal.h     what they share
  *
  * NOTES ON THE DESIGN
  *
  * The notes are numbered across the server; each stands in the file that
  * enforces it, and "NOTE n" or "(n)" in any file of the server names it:
- *   controller-server.c              1, 6, 9, 14, 18b (below)
+ *   controller-server.c              1, 9, 18b (below)
  *   controller-server-out.c          16
  *   controller-server-mirror.c       7, 8, 10, 11
  *   controller-server-peek.c         5, 18, 21
@@ -36,6 +37,7 @@
  *   controller-server-source.c       19, 20
  *   controller-server-append.c       2, 3, 4, 15
  *   controller-server-collection.c   12
+ *   controller-server-compact.c      6, 14
  *
  * (1) Order.  Requests are handled to completion one after the other, in arrival
  *     order, with one exception: a peek that must wait for an upper is parked (5) and
@@ -43,42 +45,9 @@
  *     replies leave in request order; a peek's reply may come after the replies to
  *     later requests.  The adapter matches replies by request_id.
  *
- * (6) Compaction.  Every collection, the built-in relations included (issue 29), and
- *     every index compacts only with committed permission (14).  Every
- *     CSERVER_COMPACT_INTERVAL_MS the server retries the permissions still held back and
- *     runs storage_compact_pending() with a small budget of updates and of time
- *     (CSERVER_COMPACT_BUDGET_US: at 100,000 objects a run over the ten tables and
- *     coord_frontiers took 5-12 ms, mostly RocksDB memtable seeks and inserts); while
- *     work remains it comes back COMPACT_AGAIN_MS later, so other requests are served
- *     in between.  The budget is soft: one small tiered merge is always done whole.  A
- *     merge that reads 4,096 updates or more -- one that reaches the oldest batch of
- *     coord_frontiers rewrites a row per collection, 100,000 at 100,000 objects, and
- *     the first bound publication of 100,000 indexes moves every row at once -- runs
- *     in storage's thread (controller-storage-compact.c NOTE 13: 215 ms on the loop before)
- *     and is applied by a later run, which logs it (compaction_ran at info, with
- *     background_us); a run that holds the loop COMPACT_SLOW_US or more is logged too.
- *
  * (9) Hostile input.  A payload that does not decode, a plan that does not validate,
  *     a row that is not well formed: each is answered with MSG_ERROR and logged at
  *     most MALFORMED_LOG_PER_S times a second; nothing here asserts on input.
- *
- * (14) Compaction permission (issue 5, I2).  Nothing but the built-ins compacts
- *     without a committed bound: MSG_ALLOW_COMPACTION (from the lifecycle follower,
- *     sent only after the catalog committed the bounds) records per gid the allowed
- *     since in s->allowed (max of what arrived: never backwards, I1).  A storage
- *     collection's since then moves to min(allowed, execution holds): peeks in flight
- *     (5), and for a table the rule of (10) -- since <= stored upper - 1 once it was
- *     written, never above its stored upper otherwise -- so the target is clamped and
- *     the rest waits in s->allow_pending, retried at every compaction run (6) and
- *     dropped once reached.  An index's arrangement compacts to min(allowed, peeks on
- *     it) at every compute pass and at once when permission arrives; without any
- *     permission it keeps its whole history (no CSERVER_INDEX_WINDOW_MS policy any
- *     more).  Permissions live in memory only: after a restart the follower sends all
- *     committed bounds again when it reconnects, and until then nothing compacts.
- *     Built-ins (gids < CSERVER_FIRST_USER_GID) are not catalog items but have
- *     committed bounds all the same: the follower publishes them by a table's rule
- *     (lifecycle-state.c note 6).  coord_frontiers shows the
- *     PHYSICAL since as read_frontier (4), so a compaction marks the rows it changed.
  *
  * (18b) Replies go to a connection, not to a role.  When a peer's connection is
  *     replaced or lost (cserver_on_peer_change()), its held replies are dropped
@@ -97,7 +66,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller-dataflow.h"
 #include "controller-storage.h"
 #include "fring.h"
 #include "hist.h"
@@ -108,10 +76,6 @@
 #include "util.h"
 
 #define MALFORMED_LOG_PER_S 10u
-/* While compaction work is queued, run again this soon. */
-#define COMPACT_AGAIN_MS 5u
-/* A compaction run this long is logged at info. */
-#define COMPACT_SLOW_US 5000u
 
 /* ---- Small helpers ------------------------------------------------------------------ */
 
@@ -170,289 +134,6 @@ const char *server_msg_name(int type)
         case COORD__MSG_TYPE__MSG_PEEK: return "PeekRequest";
         case COORD__MSG_TYPE__MSG_LIST_COLLECTIONS: return "ListCollections";
         default: return "message";
-        }
-}
-
-/* ---- Compaction permission (14) ---------------------------------------------------- */
-
-void server_allowed_forget(struct cserver *s, uint64_t gid)
-{
-        if (gmap_find(&s->allowed, gid))
-                gmap_remove(&s->allowed, gid);
-        if (gmap_find(&s->allow_pending, gid))
-                gmap_remove(&s->allow_pending, gid);
-}
-
-/* What an index's arrangement may compact to now: min(allowed, peeks on it), at most
- * its upper; 0 without permission. */
-uint64_t server_index_allowed_target(struct cserver *s, struct dfent *e)
-{
-        const struct gent *a = gmap_find(&s->allowed, e->gid);
-        uint64_t target, hold;
-
-        if (!a || !e->arr)
-                return 0;
-        target = a->a;
-        hold = server_peeks_hold(s, e->gid);
-        if (hold < target)
-                target = hold;
-        if (target > arrangement_upper(e->arr))
-                target = arrangement_upper(e->arr);
-        return target;
-}
-
-/* What a storage collection's since may move to now, and whether that is all of it. */
-static uint64_t storage_allowed_target(struct cserver *s, const struct storage_info *info,
-                                       uint64_t allowed, bool *ret_complete)
-{
-        uint64_t target = allowed, hold = server_peeks_hold(s, info->gid);
-
-        if (hold < target)
-                target = hold;
-        if (info->kind == STORAGE_KIND_TABLE || info->kind == STORAGE_KIND_MV) {
-                /* (10): a written table keeps since <= stored upper - 1; one never
-                 * written (upper == since) keeps its since until it is.  The same for
-                 * a materialized view, whose durable upper may lag its readable one
-                 * (13). */
-                uint64_t cap = info->frontiers.upper > info->frontiers.since
-                                       ? info->frontiers.upper - 1 : info->frontiers.since;
-                if (cap < target)
-                        target = cap;
-        }
-        *ret_complete = target >= allowed;
-        return target;
-}
-
-/* Move the sinces of the storage collections in gids[] as far as allowed, in ONE
- * synced write; keep the ones not done on s->allow_pending.  Indexes compact at once. */
-static int allow_apply(struct cserver *s, const uint64_t *gids, size_t n)
-{
-        _cleanup_free_ struct storage_since *v = calloc(n ? n : 1, sizeof(*v));
-        size_t k = 0;
-        int r;
-
-        if (!v)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                const struct gent *a = gmap_find(&s->allowed, gids[i]);
-                struct dfent *e = server_dfent_find(s, gids[i]);
-                struct storage_info info;
-                bool complete;
-                uint64_t target;
-
-                if (!a)
-                        continue;
-                if (e && e->index) {
-                        server_dfent_catch_up(s, e);
-                        target = server_index_allowed_target(s, e);
-                        if (e->arr && target > arrangement_since(e->arr) &&
-                            arrangement_compact(e->arr, target) == 0) {
-                                s->allow_moved++;
-                                server_dfent_publish(s, e);
-                        }
-                        continue;       /* the next compute pass goes on from here */
-                }
-                if (storage_get_info(s->st, gids[i], &info) < 0)
-                        continue;
-                target = storage_allowed_target(s, &info, a->a, &complete);
-                if (complete) {
-                        if (gmap_find(&s->allow_pending, gids[i]))
-                                gmap_remove(&s->allow_pending, gids[i]);
-                } else if (!gmap_find(&s->allow_pending, gids[i])) {
-                        if (gmap_reserve(&s->allow_pending, 1) < 0)
-                                return -ENOMEM;
-                        gmap_put(&s->allow_pending, gids[i]);
-                }
-                if (target > info.frontiers.since)
-                        v[k++] = (struct storage_since){ .gid = gids[i], .since = target };
-        }
-        if (!k)
-                return 0;
-        r = storage_allow_compaction_group(s->st, v, k);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < k; i++) {
-                struct storage_info c;
-
-                if (v[i].result == 1 && storage_get_info(s->st, v[i].gid, &c) == 0) {
-                        s->allow_moved++;
-                        server_ring_set(s, c.gid, &c.frontiers);
-                }
-        }
-        return 0;
-}
-
-/* From compaction runs (6): permissions that holds or (10) kept back. */
-static void allow_retry_pending(struct cserver *s)
-{
-        _cleanup_free_ uint64_t *gids = NULL;
-        size_t n = 0;
-        int r;
-
-        if (!s->allow_pending.n)
-                return;
-        gids = calloc(s->allow_pending.n, sizeof(*gids));
-        if (!gids)
-                return;
-        for (size_t i = 0; i <= s->allow_pending.mask; i++)
-                if (s->allow_pending.slots[i].key)
-                        gids[n++] = s->allow_pending.slots[i].key;
-        r = allow_apply(s, gids, n);
-        if (r < 0 && server_ratelimit_ok(&s->rl_storage, now_ms()))
-                log_warn_errno(r, "allow_compaction_failed", "what=pending why=\"%s\"",
-                               storage_last_error());
-}
-
-void server_handle_allow_compaction(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
-{
-        Coord__AllowCompaction *m;
-        _cleanup_free_ uint64_t *gids = NULL;
-        struct row_error e;
-        size_t n = 0;
-        int r = 0;
-
-        m = coord__allow_compaction__unpack(NULL, env->payload.len, env->payload.data);
-        if (!m) {
-                server_reply_malformed(s, from, env);
-                return;
-        }
-        s->allow_msgs++;
-        if (m->n_sinces > s->allow_max)
-                s->allow_max = m->n_sinces;
-        if (!s->st) {
-                r = server_storage_unavailable(&e);
-                goto out;
-        }
-        gids = calloc(m->n_sinces ? m->n_sinces : 1, sizeof(*gids));
-        if (!gids || gmap_reserve(&s->allowed, m->n_sinces) < 0) {
-                r = row_error_oom(&e);
-                goto out;
-        }
-        for (size_t i = 0; i < m->n_sinces; i++) {
-                const Coord__CatalogBoundRecord *b = m->sinces[i];
-                struct gent *a;
-
-                a = gmap_find(&s->allowed, b->gid);
-                if (!a) {
-                        a = gmap_put(&s->allowed, b->gid);
-                        a->a = 0;
-                }
-                if (b->bound > a->a)
-                        a->a = b->bound;        /* never backwards (I1) */
-                gids[n++] = b->gid;
-        }
-        r = allow_apply(s, gids, n);
-        if (r < 0)
-                r = server_storage_failure(s, &e, r, "allowing compaction");
-out:
-        if (r < 0)
-                server_reply_error(s, from, env->request_id, &e);
-        else
-                server_reply_ok(s, from, env->request_id, NULL, 0, 0);
-        coord__allow_compaction__free_unpacked(m, NULL);
-}
-
-/* ---- Compaction (6) ----------------------------------------------------------------- */
-
-/* What one compaction run rewrote, for its log line. */
-struct compacted {
-        struct cserver *s;
-        char gids[64];
-        size_t len;
-};
-
-static void compacted_one(const struct storage_info *info, void *userdata)
-{
-        struct compacted *c = userdata;
-        int n;
-
-        /* (7): publish each collection as it is done; (14) its row shows the physical
-         * since. */
-        server_ring_set(c->s, info->gid, &info->frontiers);
-        if (info->kind == STORAGE_KIND_TABLE || info->kind == STORAGE_KIND_MV)
-                server_frontiers_dirty(c->s, info->gid);
-        if (c->len + 24 >= sizeof(c->gids))
-                return;         /* the first few are enough */
-        n = snprintf(c->gids + c->len, sizeof(c->gids) - c->len, "%s%llu", c->len ? "," : "",
-                     (unsigned long long)info->gid);
-        if (n > 0)
-                c->len += (size_t)n;
-}
-
-static bool compact_run(struct cserver *s)
-{
-        struct storage_stats before, after;
-        struct compacted done = { .s = s };
-        uint64_t start_ns, took_us;
-        int r, remaining;
-
-        /* (12): creates and drops no append followed (the adapter sends one at once,
-         * so this is rare) are made durable here. */
-        r = storage_flush_deferred(s->st);
-        if (r < 0)
-                goto fail;
-        /* Built-ins compact as far as the catalog allows them too (14): their
-         * permissions come with everyone's, and what waits is retried here. */
-        allow_retry_pending(s);
-        storage_get_stats(s->st, &before);
-        start_ns = now_ns();
-        remaining = storage_compact_pending_timed(s->st, CSERVER_COMPACT_BUDGET, CSERVER_COMPACT_BUDGET_US,
-                                                  compacted_one, &done);
-        if (remaining < 0) {
-                r = remaining;
-                goto fail;
-        }
-        storage_get_stats(s->st, &after);
-        took_us = (now_ns() - start_ns) / 1000;
-        /* The budget is soft (one small merge is always done whole, (6)): say when a
-         * run held the loop long enough to show in reply latencies, and when a big
-         * merge done in storage's thread was applied (rare: its time is the thread's). */
-        log_at(took_us >= COMPACT_SLOW_US || after.background_merges != before.background_merges
-                       ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG, "compaction_ran",
-               "took_us=%llu compactions=%llu updates_rewritten=%llu remaining=%d gids=%s "
-               "background_merges=%llu background_us=%llu",
-               (unsigned long long)took_us,
-               (unsigned long long)(after.compactions - before.compactions),
-               (unsigned long long)(after.updates_rewritten - before.updates_rewritten),
-               remaining, done.len ? done.gids : "-",
-               (unsigned long long)(after.background_merges - before.background_merges),
-               (unsigned long long)((after.background_merge_ns - before.background_merge_ns) / 1000));
-        return remaining > 0;
-fail:
-        if (server_ratelimit_ok(&s->rl_storage, now_ms()))
-                log_warn_errno(r, "compaction_failed", "why=\"%s\"", storage_last_error());
-        server_storage_recover(s);
-        return false;
-}
-
-static void compact_tick(struct loop *l, void *userdata)
-{
-        struct cserver *s = userdata;
-        uint64_t now = now_ms();
-        bool more = false;
-
-        s->compact_timer = NULL;        /* freed after this returns */
-        if (s->st && now - s->mv_flush_ms >= CSERVER_MV_FLUSH_MS) {
-                s->mv_flush_ms = now;
-                server_mv_flush(s);
-        }
-        server_sink_flush(s);
-        server_source_tick(s);
-        if (s->st)
-                more = compact_run(s);
-        if (s->st)
-                server_compact_arm(s, more ? COMPACT_AGAIN_MS : CSERVER_COMPACT_INTERVAL_MS);
-}
-
-void server_compact_arm(struct cserver *s, uint64_t ms)
-{
-        int r;
-
-        assert(!s->compact_timer);
-        r = loop_timer_add(s->loop, ms * NS_PER_MS, compact_tick, s, &s->compact_timer);
-        if (r < 0) {
-                s->compact_timer = NULL;
-                log_error_errno(r, "compaction_timer_failed", "");
         }
 }
 

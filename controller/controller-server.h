@@ -49,7 +49,7 @@ struct cserver;         /* opaque */
 
 /* The first GlobalId of a catalog item; below are built-ins (common/builtins.h).  Every
  * collection, built-ins included, and every index compacts only as far as
- * MSG_ALLOW_COMPACTION permits (controller-server.c NOTE 14): an index keeps its whole
+ * MSG_ALLOW_COMPACTION permits (controller-server-compact.c NOTE 14): an index keeps its whole
  * history until its first permission. */
 #define CSERVER_FIRST_USER_GID 1000u
 
