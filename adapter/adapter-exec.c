@@ -83,7 +83,7 @@
  *     loop's busy stretch of building one).
  * (8) Writer mark.  An Append may carry a mark (origin, seq) that the controller keeps
  *     with coord_objects' upper, durable exactly with the append's rows (Append.
- *     writer_mark, controller-server.c note 15).  It claims: the three relations, as
+ *     writer_mark, controller-server-append.c note 15).  It claims: the three relations, as
  *     this append leaves them, are f(catalog state at seq) -- every transaction up to
  *     seq has its rows in this group or an earlier one, and no later one has any.
  *     group_send() makes the claim only when that holds by construction: the group is
@@ -120,7 +120,7 @@
  *     chunk comes, which is dropped); the controller's connection lost or replaced
  *     (streams_lost(): a stream is never resent, its rows were delivered; 58000 and
  *     the session goes on).  The controller keeps the snapshot's execution hold until
- *     the stream ends (controller-server.c note 5).
+ *     the stream ends (controller-server-peek.c note 5).
  * (10) Transaction blocks (BEGIN ... COMMIT / ROLLBACK), as Materialize has them: a block
  *     either writes or reads.  Its INSERTs are checked and answered at once but kept in
  *     the session (s->txn_writes); COMMIT sends them as ONE group -- one Append, one
@@ -2342,7 +2342,7 @@ static void alter_sink_committed(void *ctx, int r, uint64_t seq)
  * write acknowledged before the statement (its read timestamp) and the new relation is
  * readable at P - 1: until then the statement waits for the progress (57014 after the
  * peek timeout).  So the old relation's updates up to the ALTER are in the file, and
- * the controller switches at its durable progress then, >= P (controller-server.c
+ * the controller switches at its durable progress then, >= P (controller-server-source.c
  * NOTE 19). */
 static int exec_alter_sink(struct session *s, struct sql_stmt *st)
 {
