@@ -2342,8 +2342,8 @@ static void alter_sink_committed(void *ctx, int r, uint64_t seq)
  * write acknowledged before the statement (its read timestamp) and the new relation is
  * readable at P - 1: until then the statement waits for the progress (57014 after the
  * peek timeout).  So the old relation's updates up to the ALTER are in the file, and
- * the controller switches at its durable progress then, >= P (controller-server-source.c
- * NOTE 19). */
+ * the controller switches at its durable progress then, >= P
+ * (controller-server-source.c NOTE 19). */
 static int exec_alter_sink(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;

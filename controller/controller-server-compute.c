@@ -230,7 +230,7 @@ void server_dfent_dirty(struct cserver *s, struct dfent *e)
 }
 
 /* The order of a compute pass: by GlobalId, so a dataflow's inputs go first -- but
- * sinks last, as an altered sink (NOTE 19) may read a larger GlobalId; nothing reads
+ * sinks last, as an altered sink (controller-server-source.c NOTE 19) may read a larger GlobalId; nothing reads
  * a sink.  GlobalIds are below 2^63. */
 static uint64_t work_key(const struct dfent *e)
 {

@@ -1,5 +1,5 @@
 /* controller-sink.h -- a sink's file (CREATE SINK ... INTO FILE, controller-server-source.c
- * NOTE 19): the lines of its updates, appended and made durable, cut back to its durable
+ * controller-server-source.c NOTE 19): the lines of its updates, appended and made durable, cut back to its durable
  * progress when it resumes.
  *
  * A line is one update: `time <TAB> diff <TAB> col1 <TAB> col2 ...\n`, the columns in

@@ -114,7 +114,7 @@ static bool choose_run(const struct collection *c, unsigned flags, uint64_t targ
 }
 
 /* The physical since c would have if batch j were `merged` and batches j+1 .. were
- * gone (NOTE 3): no stored time lies below it, and it is at most since. */
+ * gone (controller-storage.c NOTE 3): no stored time lies below it, and it is at most since. */
 static uint64_t physical_since_after(const struct collection *c, size_t j,
                                      const struct batch_desc *merged)
 {
@@ -402,7 +402,7 @@ static int collection_compact(struct storage *s, struct collection *c, unsigned 
                 }
         }
         storage_pending_remove(s, c);
-        /* Nothing to merge; the physical since may still move (NOTE 3). */
+        /* Nothing to merge; the physical since may still move (controller-storage.c NOTE 3). */
         c->batches_at_compaction = c->n_batches;
         phys = physical_since_after(c, c->n_batches, NULL);
         if (phys <= c->physical_since)

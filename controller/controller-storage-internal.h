@@ -36,9 +36,9 @@ enum {
 #define KEY_END_LEN 24                          /* gid | 16 x 0xff: above every key of gid */
 
 #define CHUNK_MAX_UPDATES 4096u
-#define PENDING_NEW_BATCHES 8u                  /* NOTE 6 */
+#define PENDING_NEW_BATCHES 8u                  /* controller-storage-compact.c NOTE 6 */
 
-/* A batch descriptor (NOTE 4), the in-memory StorageBatch. */
+/* A batch descriptor (controller-storage.c NOTE 4), the in-memory StorageBatch. */
 struct batch_desc {
         uint64_t lower, upper;
         uint64_t since;
@@ -54,8 +54,8 @@ struct collection {
         uint8_t mark[STORAGE_MARK_MAX];         /* storage_append.mark, durable with upper */
         uint8_t mark_len;
 
-        /* Descriptors in lower order, valid once loaded (NOTE 8).  Entries past
-         * n_batches belong to the group being staged (NOTE 7). */
+        /* Descriptors in lower order, valid once loaded (controller-storage.c NOTE 8).  Entries past
+         * n_batches belong to the group being staged (controller-storage-write.c NOTE 7). */
         bool loaded;
         struct batch_desc *batches;
         size_t n_batches, cap_batches;
@@ -65,7 +65,7 @@ struct collection {
         bool pending;
         struct collection *pending_prev, *pending_next;
 
-        /* s->merge is merging batches merge_j .. merge_end - 1 (NOTE 13); queue again
+        /* s->merge is merging batches merge_j .. merge_end - 1 (controller-storage-compact.c NOTE 13); queue again
          * when it is applied (a compaction was asked for meanwhile). */
         bool merging, merge_repend;
         size_t merge_j, merge_end;
@@ -75,7 +75,7 @@ struct collection {
         size_t stage_idx;
 };
 
-/* One collection's state while a group is built (NOTE 7). */
+/* One collection's state while a group is built (controller-storage-write.c NOTE 7). */
 struct stage {
         struct collection *c;
         uint64_t since, upper;
@@ -112,7 +112,7 @@ struct storage {
         rocksdb_flushoptions_t *flush_options;
         rocksdb_writebatch_t *wb;               /* empty between calls */
 
-        int err;                                /* sticky error, 0 while OPEN (NOTE 9) */
+        int err;                                /* sticky error, 0 while OPEN (controller-storage-write.c NOTE 9) */
         char err_msg[256];
         bool fail_next_write;                   /* test hook */
         uint64_t sync_write_window_max_ns;      /* storage_take_sync_window_max_ns() */
@@ -148,12 +148,12 @@ struct storage {
         struct storage_deferred *def;
         size_t n_def, cap_def;
 
-        struct merge *merge;                    /* the merge in the background (NOTE 13) */
-        bool shadow;                            /* a merge's or a reader's handle (NOTE 13, 15) */
-        const rocksdb_snapshot_t *snap;         /* a reader's handle: what it reads (NOTE 15) */
-        atomic_uint readers;                    /* storage_reader_new() not freed yet (NOTE 15) */
+        struct merge *merge;                    /* the merge in the background (controller-storage-compact.c NOTE 13) */
+        bool shadow;                            /* a merge's or a reader's handle (controller-storage-compact.c NOTE 13, 15) */
+        const rocksdb_snapshot_t *snap;         /* a reader's handle: what it reads (controller-storage-read.c NOTE 15) */
+        atomic_uint readers;                    /* storage_reader_new() not freed yet (controller-storage-read.c NOTE 15) */
 
-        /* Group commit (NOTE 14). */
+        /* Group commit (controller-storage-write.c NOTE 14). */
         uint64_t seq_written, seq_must, seq_durable;
         struct def_tagged *def_unsynced;        /* deferred changes of writes > seq_durable */
         size_t n_def_unsynced, cap_def_unsynced;
@@ -163,7 +163,7 @@ struct storage {
         struct storage_stats stats;
 };
 
-/* A merge of a run b_j .. b_end-1 in a thread of its own (NOTE 13).  The loop thread
+/* A merge of a run b_j .. b_end-1 in a thread of its own (controller-storage-compact.c NOTE 13).  The loop thread
  * fills everything above `done` before pthread_create() and reads the results only
  * after `done` is set (release/acquire) and the thread is joined; the worker touches
  * nothing else: not the collection (c->batches may move under appends), not s. */
@@ -184,13 +184,13 @@ struct merge {
         uint64_t took_ns;
 };
 
-/* A deferred change written by a write that is not known durable yet (NOTE 14). */
+/* A deferred change written by a write that is not known durable yet (controller-storage-write.c NOTE 14). */
 struct def_tagged {
         uint64_t seq;
         struct storage_deferred d;
 };
 
-/* The syncer thread (NOTE 14).  The loop thread sets it up before pthread_create()
+/* The syncer thread (controller-storage-write.c NOTE 14).  The loop thread sets it up before pthread_create()
  * and frees it after pthread_join(); in between, everything below `lock` is guarded by
  * it, the rest is read-only. */
 struct syncer {
@@ -297,7 +297,7 @@ int storage_rocks_error(char *err);
 int storage_sticky_error(const struct storage *s);
 int storage_corrupt(uint64_t gid, const char *what);
 
-/* controller-storage.c: helpers, invariants (NOTE 4), the gid map, the compaction queue. */
+/* controller-storage.c: helpers, invariants (controller-storage.c NOTE 4), the gid map, the compaction queue. */
 int storage_upd_cmp_time_row(const void *x, const void *y);
 int storage_upds_consolidate(struct upd *v, size_t n, size_t *ret_n);
 void storage_chunks_release(struct storage *s);
@@ -310,7 +310,7 @@ void storage_pending_add(struct storage *s, struct collection *c);
 void storage_pending_remove(struct storage *s, struct collection *c);
 struct collection *storage_collection_free(struct collection *c);
 
-/* controller-storage.c: loading (NOTE 8); the handles of merges and readers (NOTES 13, 15). */
+/* controller-storage.c: loading (controller-storage.c NOTE 8); the handles of merges and readers (NOTES 13, 15). */
 int storage_collection_load(struct storage *s, struct collection *c);
 struct storage *storage_shadow_new(const struct storage *s);
 void storage_shadow_free(struct storage *w);
@@ -342,11 +342,11 @@ int storage_scan_batch(struct storage *s, uint64_t gid, const struct batch_desc 
 int storage_collect_chunk(struct storage *s, uint64_t lower, uint32_t part, size_t bytes,
                           Coord__StorageChunk **chunk, void *userdata);
 
-/* controller-storage-write.c: the write path (NOTES 1, 9), group commit (NOTE 14). */
+/* controller-storage-write.c: the write path (NOTES 1, 9), group commit (controller-storage-write.c NOTE 14). */
 int storage_write_opts(struct storage *s, bool sync);
 struct syncer *storage_syncer_stop(struct syncer *y);
 
-/* controller-storage-compact.c: merges in the background (NOTE 13). */
+/* controller-storage-compact.c: merges in the background (controller-storage-compact.c NOTE 13). */
 int storage_merge_finish(struct storage *s, bool wait, storage_compacted_fn fn, void *userdata);
 struct merge *storage_merge_free(struct merge *mg);
 

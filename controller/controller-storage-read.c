@@ -26,7 +26,7 @@
  *     (coord_frontiers at 100,000 objects: a row per collection, 35 ms) held the loop
  *     for all of it.  storage_reader_new() takes, on the loop thread, everything the
  *     read needs: a copy of the collection's descriptors with lower <= t (and of the
- *     merge run's bounds, NOTE 13) and a RocksDB snapshot.  storage_reader_run() then
+ *     merge run's bounds, controller-storage-compact.c NOTE 13) and a RocksDB snapshot.  storage_reader_run() then
  *     reads in any thread through a handle of its own (storage_shadow_new(): its own
  *     scratch; its iterators read the snapshot), exactly what storage_read() would
  *     have read at the moment the reader was made: later appends lie above t, and the
@@ -309,7 +309,7 @@ static void frontiers_of(const struct collection *c, struct storage_frontiers *r
  * over the tombstones of every batch that merges took into another -- at 1,000
  * objects, half the controller's time in a polled SELECT * FROM coord_frontiers went to
  * RocksDB skipping them in the memtable.  A run being merged in the background is read
- * as one key range: the disk holds the run or the merged batch (NOTE 13). */
+ * as one key range: the disk holds the run or the merged batch (controller-storage-compact.c NOTE 13). */
 /* The chunks of batches [from, to) of c, fetched by key (NOTE 10), into storage_collect_chunk()
  * in key order.  A key the descriptors name that the database lacks is corruption. */
 #define READ_GET_KEYS 256u
@@ -386,7 +386,7 @@ static int get_batches(struct storage *s, const struct collection *c, size_t fro
 
 /* Collect the chunks of every batch of c with lower <= t, fetched by key (NOTE 10).  A
  * run being merged in the background is read as one key range: the disk holds the run
- * or the merged batch (NOTE 13), so its parts are not known. */
+ * or the merged batch (controller-storage-compact.c NOTE 13), so its parts are not known. */
 static int read_batches(struct storage *s, struct collection *c, uint64_t t, struct collect *a)
 {
         int r = storage_collection_load(s, c);
@@ -616,7 +616,7 @@ int storage_read_updates(struct storage *s, uint64_t gid, uint64_t lo, uint64_t 
         a.since = c->since;
         if (lo > c->since) {
                 /* Times below lo in batches before the one holding lo are all below lo,
-                 * also once raised to since < lo: start at that batch (NOTE 4). */
+                 * also once raised to since < lo: start at that batch (controller-storage.c NOTE 4). */
                 size_t b_lo = 0, b_hi;
 
                 r = storage_collection_load(s, c);
@@ -631,7 +631,7 @@ int storage_read_updates(struct storage *s, uint64_t gid, uint64_t lo, uint64_t 
                         else
                                 b_hi = mid;
                 }
-                /* NOTE 13: the disk may hold the run being merged as one batch at
+                /* controller-storage-compact.c NOTE 13: the disk may hold the run being merged as one batch at
                  * its first lower already. */
                 if (c->merging && b_lo > c->merge_j && b_lo < c->merge_end)
                         b_lo = c->merge_j;

@@ -253,7 +253,7 @@ static int scan_keys(struct storage *s, uint64_t gid, const uint8_t *lo, size_t 
         return storage_iter_free(it, ro, r);
 }
 
-/* The chunks of the batches with lower in [from, to), in key order (NOTE 4). */
+/* The chunks of the batches with lower in [from, to), in key order (controller-storage.c NOTE 4). */
 int storage_scan_chunks(struct storage *s, uint64_t gid, uint64_t from, uint64_t to, chunk_fn fn,
                         void *userdata)
 {

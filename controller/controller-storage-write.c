@@ -93,7 +93,7 @@
  *     (12) written by a write after seq_durable stay in s->def_unsynced (tagged with
  *     that write's seq) until a sync covers them, so that a failed sync or write can
  *     hand them to storage_deferred_lost() for the caller to make again.  Merges of
- *     NOTE 13 and compactions need no sync (1) and never raise seq_must.
+ *     controller-storage-compact.c NOTE 13 and compactions need no sync (1) and never raise seq_must.
  *     Nor is a sync tried after a failed write (y->writer_failed): RocksDB's WAL
  *     writer may hold the failure, and RocksDB (Debian's build) asserts -- aborting
  *     the controller -- when a failed WritableFileWriter is synced (the catalog hit it:
@@ -105,7 +105,7 @@
  *     RocksDB 7.8 (Debian 12's) keeps the range tombstones of a memtable as a list
  *     that the first read after each new one fragments and sorts again: O(range deletes
  *     in the memtable), on the loop.  Every DROP TABLE put two there (batches,
- *     chunks), and they stay until the memtable is flushed (NOTE 11: ~2 MiB or the
+ *     chunks), and they stay until the memtable is flushed (controller-storage.c NOTE 11: ~2 MiB or the
  *     WAL's 8 MiB), so a stream of CREATE + DROP pairs made that cost grow without
  *     bound: 20,000 pairs cost the controller's loop 256 such sorts of 1-4 ms (max 10
  *     ms; 543 ms in all, bpftrace on the constructor, 2026-12-03).  (RocksDB 8.9's
@@ -837,7 +837,7 @@ static void group_put_stages(struct storage *s)
         }
 }
 
-/* After the group's write succeeded: memory follows (NOTE 2). */
+/* After the group's write succeeded: memory follows (controller-storage.c NOTE 2). */
 static void group_apply(struct storage *s)
 {
         for (size_t i = 0; i < s->n_stages; i++) {
@@ -913,7 +913,7 @@ static int append_stage(struct storage *s, struct stage *st, const struct storag
         if (r < 0)
                 return r;
         peek = stage_tail_peek(st);
-        /* NOTE 13: the newest batch of a run being merged is not extended or filled:
+        /* controller-storage-compact.c NOTE 13: the newest batch of a run being merged is not extended or filled:
          * the merge writes its descriptor; a new batch follows it instead. */
         if (peek && (n == 0 || peek->updates == 0) &&
             !(c->merging && st->n_batches == c->merge_end)) {
@@ -1069,7 +1069,7 @@ int storage_allow_compaction_group(struct storage *s, struct storage_since *v, s
                 r = stage_get(s, c, &st);
                 if (r < 0)
                         goto fail;
-                /* NOTE 3: not above since is ignored. */
+                /* controller-storage.c NOTE 3: not above since is ignored. */
                 v[i].result = v[i].since > st->since;
                 if (v[i].result) {
                         st->since = v[i].since;

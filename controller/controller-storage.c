@@ -3,12 +3,12 @@
  *
  * Who calls what.  coord-controller's loop thread makes every call: appends of the
  * adapter's INSERTs and of the upper ticks of tables go through storage_append_group()
- * (all appends of one loop iteration in one group; with the syncer, NOTE 14, written
+ * (all appends of one loop iteration in one group; with the syncer, controller-storage-write.c NOTE 14, written
  * unsynced and synced by its thread), the lifecycle's AllowCompaction
  * through storage_allow_compaction_group(), peeks through storage_read(), hydration
  * and subscriptions through storage_read_updates(), and storage_compact_pending() runs
  * when the loop has nothing better to do; a big merge runs in a thread of this
- * module (NOTE 13).  Nothing else opens the database.
+ * module (controller-storage-compact.c NOTE 13).  Nothing else opens the database.
  *
  * The module's files:
  *   controller-storage.c            the handle (open, close), the in-memory state
@@ -43,7 +43,7 @@
  *     storage_allow_compaction(), which ignores values not above it (the lifecycle
  *     re-sends permissions after restarts; ignoring them makes that harmless).
  *     physical_since moves only by compaction, to min(since, min over batches of
- *     batch since) (NOTE 5), which cannot decrease: both terms only grow, and a new
+ *     batch since) (controller-storage-compact.c NOTE 5), which cannot decrease: both terms only grow, and a new
  *     batch starts at the upper, above the old value.  physical_since <= since
  *     always; since is moved only to bounds the catalog committed, hence I2.
  *
@@ -196,7 +196,7 @@ void storage_chunks_release(struct storage *s)
         s->n_upd = 0;
 }
 
-/* The scratch of calls (s's, or a merge worker's handle's, NOTE 13). */
+/* The scratch of calls (s's, or a merge worker's handle's, controller-storage-compact.c NOTE 13). */
 static void scratch_free(struct storage *s)
 {
         storage_chunks_release(s);
@@ -546,14 +546,14 @@ struct storage *storage_close(struct storage *s)
 
         if (!s)
                 return NULL;
-        /* Readers in other threads read our database (NOTE 15); none waits for us. */
+        /* Readers in other threads read our database (controller-storage-read.c NOTE 15); none waits for us. */
         while (atomic_load_explicit(&s->readers, memory_order_acquire) > 0)
                 usleep(200);
-        /* A sync in flight finishes first (NOTE 14); a healthy close then flushes the
+        /* A sync in flight finishes first (controller-storage-write.c NOTE 14); a healthy close then flushes the
          * memtables, which makes every write durable anyway. */
         s->syncer = storage_syncer_stop(s->syncer);
         if (s->merge) {
-                /* Its write, if it made it, left the disk valid (NOTE 13). */
+                /* Its write, if it made it, left the disk valid (controller-storage-compact.c NOTE 13). */
                 pthread_join(s->merge->thread, NULL);
                 s->merge = storage_merge_free(s->merge);
         }

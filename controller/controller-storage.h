@@ -28,7 +28,7 @@
  *     WriteBatch holding the whole change returned OK: it survives kill -9 and power
  *     loss, and a crash leaves the old state or the new one, never a part (I7).
  *     Exception: once storage_syncer_start() ran, storage_append_group() writes its
- *     WriteBatch WITHOUT a sync and returns at once (group commit, NOTE 14): the group
+ *     WriteBatch WITHOUT a sync and returns at once (group commit, controller-storage-write.c NOTE 14): the group
  *     is visible to reads and to later appends, it survives kill -9 (the WAL is in
  *     the page cache), but it is DURABLE only once storage_durable_seq() reaches the
  *     sequence number it got (storage_pending_seq() right after the call).  Nothing
@@ -143,7 +143,7 @@ enum storage_compact_flags {
         /* Merge every batch into one, however large the oldest one is, so that no
          * time below since is left.  Without it, compaction merges recent batches,
          * and an older batch only once what follows it is about half its size
-         * (NOTE 6), so that each update is rewritten O(log n) times. */
+         * (controller-storage-compact.c NOTE 6), so that each update is rewritten O(log n) times. */
         STORAGE_COMPACT_FULL = 1 << 0,
 };
 
@@ -152,7 +152,7 @@ struct storage_compact_result {
         uint64_t batches_merged;        /* batches read; 0 when nothing was worth doing */
         uint64_t updates_read;
         uint64_t updates_written;       /* after consolidation */
-        bool background;                /* a big merge went to a thread (NOTE 13): its
+        bool background;                /* a big merge went to a thread (controller-storage-compact.c NOTE 13): its
                                          * figures come when it is applied */
 };
 
@@ -168,19 +168,19 @@ struct storage_collection_stats {
 struct storage_stats {
         uint64_t collections;
         uint64_t writes;                /* synced WriteBatches */
-        uint64_t unsynced_writes;       /* compactions and since moves (NOTE 1) */
+        uint64_t unsynced_writes;       /* compactions and since moves (controller-storage-write.c NOTE 1) */
         uint64_t appends;               /* appends acknowledged */
         uint64_t compactions;           /* compactions that wrote */
         uint64_t updates_rewritten;     /* written by compactions */
         uint64_t pending;               /* collections queued for compaction */
-        uint64_t background_merges;     /* merges run off the caller's thread (NOTE 13) */
+        uint64_t background_merges;     /* merges run off the caller's thread (controller-storage-compact.c NOTE 13) */
         uint64_t background_merge_ns;   /* their time in that thread */
-        uint64_t unsynced_appends;      /* groups written without a sync (NOTE 14) */
+        uint64_t unsynced_appends;      /* groups written without a sync (controller-storage-write.c NOTE 14) */
         uint64_t syncs;                 /* WAL syncs of the syncer that succeeded */
         uint64_t sync_ns, sync_max_ns;  /* their total and longest time in the syncer */
         uint64_t sync_write_max_ns;     /* longest synced write in the caller's thread */
         uint64_t unsynced_write_max_ns; /* longest unsynced one (appends with the syncer) */
-        uint64_t drops_by_key;          /* drops written key by key (NOTE 16) */
+        uint64_t drops_by_key;          /* drops written key by key (controller-storage-write.c NOTE 16) */
         uint64_t drops_by_range;        /* ... and by range deletes */
 };
 
@@ -333,7 +333,7 @@ int storage_compact(struct storage *s, uint64_t gid, unsigned flags,
  * or they gained several batches since their last compaction, oldest request first,
  * until the compactions done have read and written about max_updates updates (at
  * least one collection is compacted when any is queued).  A merge that reads 4,096
- * updates or more is started in a thread and applied by a later call (NOTE 13).
+ * updates or more is started in a thread and applied by a later call (controller-storage-compact.c NOTE 13).
  * Returns the number of collections still queued, plus one while such a merge is not
  * applied yet: call again soon.  The controller calls it when its loop is idle. */
 int storage_compact_pending(struct storage *s, uint64_t max_updates);

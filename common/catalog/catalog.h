@@ -79,7 +79,7 @@ struct catalog_stats {
         uint64_t max_group;     /* most transactions in one WriteBatch */
         uint64_t failed;        /* transactions answered with an error by a leader */
         uint64_t sync_ns;       /* time spent in synced writes */
-        uint64_t sync_max_ns;   /* the longest synced write (a group's, NOTE 8) */
+        uint64_t sync_max_ns;   /* the longest synced write (a group's, catalog.c NOTE 8) */
         uint64_t window_ns;     /* time leaders waited for their group to fill */
         uint64_t replayed;      /* transactions applied from the sync log at open */
         /* Waits for a group's end (catalog.c, GROUP COMMIT): ended while the caller
@@ -168,7 +168,7 @@ uint64_t catalog_last_seq(struct catalog *c);
  * its message is the calling thread's catalog_last_error() afterwards. */
 int catalog_error(struct catalog *c);
 /* Whether the write that failed had reached the file system (its sync, or a later
- * step, failed): then a reopen may find the failed group, wholly (NOTE 1).  False
+ * step, failed): then a reopen may find the failed group, wholly (catalog.c NOTE 1).  False
  * when nothing of it was written, or while the handle is healthy. */
 bool catalog_error_written(struct catalog *c);
 /* The RocksDB message of the last RocksDB error returned to the calling thread by any
@@ -291,7 +291,7 @@ void catalog_debug_fail_next_sync(struct catalog *c);
 int catalog_debug_store_sync(struct catalog *c);
 
 /* The sync log's segment size for primaries opened from now on, process-wide (catalog.c
- * NOTE 8; default 2 MiB): small ones make tests reuse segments; 0 turns the sync log
+ * catalog.c NOTE 8; default 2 MiB): small ones make tests reuse segments; 0 turns the sync log
  * off (every group is a synced RocksDB write), for benchmarks that compare the two.
  * Never called by the daemons. */
 void catalog_debug_synclog_segment_size(size_t size);

@@ -1,11 +1,11 @@
 /* test-oracle -- the timestamp oracle (adapter/adapter-oracle.c) on a real catalog
- * store, with the asynchronous extension of its high-water mark (note 5) driven by a
+ * store, with the asynchronous extension of its high-water mark (adapter-oracle.c NOTE 5) driven by a
  * persister the test controls: it holds the submitted commit back and lands it when the
  * test says, as the committer's worker thread would.
  *
  * The invariant checked after every timestamp: it is below the mark the catalog holds
  * durably at that moment, so a crash at any point restarts the oracle above it (DESIGN
- * section 2).  Each case fails when its part of note 5 is removed:
+ * section 2).  Each case fails when its part of adapter-oracle.c NOTE 5 is removed:
  *   - the mark moves only when its commit is durable (ts < durable, deferred commits);
  *   - a window that runs out first drains the commit in flight before committing on the
  *     loop (without the drain, the smaller in-flight mark lands last);
@@ -211,7 +211,7 @@ static void test_restart_above(void)
         teardown();
 }
 
-/* A restarted oracle's reads are never older than its first write (note 6): before
+/* A restarted oracle's reads are never older than its first write (adapter-oracle.c NOTE 6): before
  * that write is acknowledged applied is the last life's mark, hours ago after a long
  * downtime, below what the controller keeps of the built-ins. */
 static void test_read_not_older_than_life(void)

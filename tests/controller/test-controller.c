@@ -1863,7 +1863,7 @@ static void test_sync_held(void)
         CU_ASSERT(status_value("held") >= 4);
 
         unlink(hold_path);
-        /* Everything, in request order (NOTE 1): Ok, the peek, Ok, Ok. */
+        /* Everything, in request order (controller-server.c NOTE 1): Ok, the peek, Ok, Ok. */
         for (size_t i = 0; i < ELEMENTSOF(rids); i++) {
                 env = NULL;
                 CU_ASSERT_EQUAL_FATAL(ipc_sync_recv(g_fd, IPC_MAX_FRAME_DEFAULT, TIMEOUT_MS, &env), 0);

@@ -6,7 +6,7 @@
  * ENOSPC or EIO while <home>/arm exists.  Each case, on one instance:
  *   catalog_enospc   DDL while the catalog's writes fail: 53100; the catalog stays
  *                    refused (53100) after the fault is lifted, until a restart (fail-
- *                    stop, common/catalog NOTE 5); reads go on; after the restart the
+ *                    stop, catalog.c NOTE 5); reads go on; after the restart the
  *                    failed DDL is absent, every acknowledged DDL and INSERT is there,
  *                    DDL works, `coordctl check` matches.
  *   catalog_eio_sync the same with the catalog's fdatasync failing (EIO): 58030, refused

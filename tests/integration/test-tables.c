@@ -1372,7 +1372,7 @@ static void test_direct_reply(void)
 /* A real write failure under a running adapter: its file size limit lowered to 1 byte
  * (prlimit), so the catalog's next write fails with EFBIG.  The daemon ignores SIGXFSZ
  * and keeps serving: that DDL is answered 58030 and not applied, later DDL get 58030 as
- * well (the store's error is sticky, common/catalog NOTE 5), reads go on, and INSERTs
+ * well (the store's error is sticky, catalog.c NOTE 5), reads go on, and INSERTs
  * until the oracle's durable mark is used up (then 58030).
  * After a restart with the limit back, the catalog is whole: the table from before is
  * there, the failed ones are not, and DDL works again. */
@@ -1486,7 +1486,7 @@ static bool last_reconcile_has(const char *what)
  * --publication-interval-ms (1 s) while it is connected, on its own clock; a
  * publication that commits just before the kill has its built-in rows (coord_bounds,
  * coord_requirements) in a held group (adapter-exec.c note 6) that dies with the
- * adapter -- lost as note 3 allows, so the restart rightly does not trust the mark and
+ * adapter -- lost as adapter-exec.c note 3 allows, so the restart rightly does not trust the mark and
  * re-derives them (seen once in four runs: "from=read objects=0 bounds=40
  * requirements=8", exactly the rows of a publication committed 20 ms before the kill,
  * after the check).  A publication committed by the new adapter before its start-up

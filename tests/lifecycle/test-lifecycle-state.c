@@ -138,7 +138,7 @@ static struct lc_state *chain(void)
         return s;
 }
 
-/* Built-ins under the catalog's protection (note 6): their bounds follow a table's rule
+/* Built-ins under the catalog's protection (lifecycle-state.c NOTE 6): their bounds follow a table's rule
  * and an MV's requirement holds them; they survive a reload. */
 static void test_builtins(void)
 {

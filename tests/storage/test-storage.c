@@ -477,7 +477,7 @@ static void test_round_trip(void)
         rowset_done(&rs);
         CU_ASSERT(check_model(s, &m));
 
-        /* The tick extended the first batch instead of adding one (NOTE 7). */
+        /* The tick extended the first batch instead of adding one (controller-storage-write.c NOTE 7). */
         CHECK_OK(storage_collection_stats(s, 7, &cs));
         CU_ASSERT_EQUAL(cs.batches, 2);
         CU_ASSERT_EQUAL(cs.updates, 6);
@@ -818,7 +818,7 @@ static void raw_delete_second_chunk(const char *path, uint64_t gid)
         rocksdb_options_destroy(o);
 }
 
-/* A read fetches the chunks its batch descriptors name (NOTE 10): one the database
+/* A read fetches the chunks its batch descriptors name (controller-storage-read.c NOTE 10): one the database
  * lacks is corruption, not a quietly shorter answer. */
 static void test_missing_chunk(void)
 {
@@ -944,7 +944,7 @@ static void test_compaction(void)
         CHECK_OK(storage_compact(s, 42, STORAGE_COMPACT_FULL, &res));
         CU_ASSERT_EQUAL(res.batches_merged, 0);
 
-        /* since beyond upper: times stop at upper - 1 (NOTE 5), reads wait. */
+        /* since beyond upper: times stop at upper - 1 (controller-storage-compact.c NOTE 5), reads wait. */
         m.since = m.upper + 500;
         CU_ASSERT_EQUAL(storage_allow_compaction(s, 42, m.since), 1);
         CHECK_OK(storage_compact(s, 42, STORAGE_COMPACT_FULL, &res));
@@ -1039,7 +1039,7 @@ static void test_compact_pending(void)
         t_rmrf(dir);
 }
 
-/* NOTE 13: a merge of more than MERGE_BG_UPDATES (4096) updates runs in a thread of its
+/* controller-storage-compact.c NOTE 13: a merge of more than MERGE_BG_UPDATES (4096) updates runs in a thread of its
  * own.  Three batches of 1,000, 2,000 and 3,000 updates make one tiered run (6). */
 #define BG_ROWS 1000
 static char bg_rows[3][2 * BG_ROWS][16];
@@ -1177,7 +1177,7 @@ static void test_since_monotone(void)
         CU_ASSERT_EQUAL(storage_allow_compaction_group(s, v, ELEMENTSOF(v)), 2);
         CU_ASSERT(v[0].result == 1 && v[1].result == 0 && v[2].result == 1 && v[3].result == 0 &&
                   v[4].result == -ENOENT);
-        /* Without a sync (NOTE 1): no fdatasync on the controller's loop per move. */
+        /* Without a sync (controller-storage-write.c NOTE 1): no fdatasync on the controller's loop per move. */
         storage_get_stats(s, &after);
         CU_ASSERT_EQUAL(after.writes, before.writes);
         CU_ASSERT_EQUAL(after.unsynced_writes, before.unsynced_writes + 1);
@@ -1200,7 +1200,7 @@ static void test_since_monotone(void)
         t_rmrf(dir);
 }
 
-/* ---- Reads off the loop (NOTE 15) ----------------------------------------------- */
+/* ---- Reads off the loop (controller-storage-read.c NOTE 15) ----------------------------------------------- */
 
 struct reader_job {
         struct storage_reader *rd;
@@ -1835,7 +1835,7 @@ static void no_notify(void *userdata)
         (void)userdata;
 }
 
-/* NOTE 14: a sync wanted before a write that fails for real (EFBIG) and started after
+/* controller-storage-write.c NOTE 14: a sync wanted before a write that fails for real (EFBIG) and started after
  * that failure must not call into RocksDB's failed WAL writer -- Debian's RocksDB
  * asserts there and the process aborts.  The syncer is held (the hold file) while the
  * writes fail, then let go. */
@@ -2491,7 +2491,7 @@ static void test_model(void)
         t_rmrf(dir);
 }
 
-/* ---- 3c. Group commit: the syncer thread (NOTE 14) ------------------------------ */
+/* ---- 3c. Group commit: the syncer thread (controller-storage-write.c NOTE 14) ------------------------------ */
 
 static void count_notify(void *userdata)
 {

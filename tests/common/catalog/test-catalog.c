@@ -1773,7 +1773,7 @@ static void test_synclog_reuse(void)
         t_rmrf(dir);
 }
 
-/* A group bigger than a segment goes to RocksDB with a sync of its own (NOTE 8); the
+/* A group bigger than a segment goes to RocksDB with a sync of its own (catalog.c NOTE 8); the
  * groups around it keep using the sync log, and a reopen has them all, in order. */
 static void test_synclog_too_big(void)
 {

@@ -417,7 +417,7 @@ static void test_basic(void)
         CU_ASSERT_EQUAL(fring_publish(r, NULL), -EINVAL);
         CU_ASSERT_EQUAL(fring_read(rd, NULL, 1, NULL), -EINVAL);
 
-        /* 9 live of 16, then 100 more: the table doubles as it fills (note 10), the
+        /* 9 live of 16, then 100 more: the table doubles as it fills (fring.c NOTE 10), the
          * reader resyncs and its snapshot holds every live collection exactly once;
          * lookups find old and new ones; updates of live ones still work. */
         for (uint64_t id = 1000; id < 1100; id++) {
