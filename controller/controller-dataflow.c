@@ -39,6 +39,20 @@
  *     checked after every node, and inside a Join at every emitted row, where one node
  *     can grow without bound; passing the limit is error 53200 and poisons the
  *     dataflow.  Without a limit (maintained dataflows) nothing is counted.
+ *
+ * (7) TopK (ORDER BY ... LIMIT/OFFSET in a view, proto/plan.proto) keeps its input
+ *     multiset (`map`, row -> count, like Distinct) and the window it emitted last
+ *     (`values`, row -> count).  At a time where some input count changed it recomputes
+ *     the window from scratch -- a bounded selection over all input rows, O(n log k) for
+ *     n distinct input rows and k = offset + limit places (O(n log n) without a LIMIT) --
+ *     and emits the difference from the window emitted before; at a time where nothing
+ *     changed it costs nothing.  So a maintained top-k costs O(its input) per changed
+ *     time, not O(the change): a view over a large table that changes at every append
+ *     pays for the whole table at every append (an incremental structure -- an ordered
+ *     index over the input -- would make it O(log n + the change); not built yet).
+ *     Between times every input count is > 0 (a negative one is XX000) and `values` is
+ *     exactly the window of `map` (topk_check() asserts its size in debug builds).  The
+ *     selection's scratch is counted against a peek's limit (6) before it is allocated.
  */
 #include "controller-dataflow.h"
 
@@ -338,6 +352,7 @@ enum node_kind {
         NODE_DISTINCT,
         NODE_REDUCE,
         NODE_JOIN,
+        NODE_TOPK,
 };
 
 /* Distinct: row -> count. */
@@ -345,6 +360,12 @@ struct dis_ent {
         int64_t count;
         int64_t old;            /* count before the current time, while dirty */
         bool dirty;
+};
+
+/* TopK (7): an emitted row's count in `values`. */
+struct top_ent {
+        int64_t count;
+        uint32_t gen;           /* the recomputation that kept it in the window */
 };
 
 /* Reduce. */
@@ -404,6 +425,7 @@ struct side {
 
 struct node {
         enum node_kind kind;
+        uint32_t gen;                   /* TOPK (7): recomputations (fills kind's padding) */
         const Coord__Plan__Relation *rel;
         size_t arity;
         enum row_type *types;
@@ -433,6 +455,8 @@ struct node {
         struct row_arena arena;         /* old output rows of this time */
         /* JOIN */
         struct side side[2];
+        /* TOPK (7): map is the input (struct dis_ent), values the window (struct
+         * top_ent), in_arity the input's arity; gen is beside kind. */
 };
 
 struct input {
@@ -858,6 +882,46 @@ static int build_join(struct dataflow *df, const Coord__Plan__Relation *rel, uns
         return 0;
 }
 
+static int build_topk(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned depth,
+                      size_t *ret, struct row_error *err)
+{
+        const Coord__Plan__TopK *tk = rel->top_k;
+        size_t c, me;
+        struct node *n;
+        int r;
+
+        if (tk->n_order > ROW_MAX_COLUMNS)
+                return invalid(err, "too many sort keys");
+        if (!tk->has_limit && tk->limit)
+                return invalid(err, "TopK with a limit but has_limit false");
+        r = build(df, tk->input, depth + 1, &c, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < tk->n_order; i++) {
+                if (!tk->order[i])
+                        return invalid(err, "missing sort key");
+                if (tk->order[i]->column >= df->nodes[c].arity)
+                        return invalid(err, "sort key column out of range");
+                if (!row_type_valid((int)df->nodes[c].types[tk->order[i]->column]))
+                        return invalid(err, "sort key of an unknown type");
+        }
+        r = node_add(df, NODE_TOPK, rel, &me, err);
+        if (r < 0)
+                return r;
+        n = &df->nodes[me];
+        n->child[0] = c;
+        n->arity = n->in_arity = df->nodes[c].arity;
+        bmap_init(&n->values, sizeof(struct top_ent));
+        n->datums = malloc((n->in_arity ? n->in_arity : 1) * sizeof(*n->datums));
+        if (!n->datums)
+                return row_error_oom(err);
+        r = types_copy(df->nodes[c].types, n->arity, &n->types, err);
+        if (r < 0)
+                return r;
+        *ret = me;
+        return 0;
+}
+
 static int build(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned depth,
                  size_t *ret, struct row_error *err)
 {
@@ -1001,6 +1065,10 @@ static int build(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned
                 if (!rel->join)
                         return invalid(err, "missing input");
                 return build_join(df, rel, depth, ret, err);
+        case COORD__PLAN__RELATION__KIND_TOP_K:
+                if (!rel->top_k)
+                        return invalid(err, "missing input");
+                return build_topk(df, rel, depth, ret, err);
         case COORD__PLAN__RELATION__KIND__NOT_SET:
                 return invalid(err, "relation without an operator");
         default:
@@ -1208,6 +1276,286 @@ static int run_distinct(struct dataflow *df, struct node *n, uint64_t t, struct 
                         bmap_remove(&n->map, id);
         }
         n->dirty.n = 0;
+        return 0;
+}
+
+/* -- TopK (7) -- */
+
+/* One input row in a recomputation: its entry, count and sort key datums. */
+struct top_item {
+        uint32_t id;
+        int64_t count;
+        const uint8_t *row;
+        size_t len;
+        const struct row_datum *keys;   /* n_order datums, into the scratch */
+};
+
+/* The TopK's order: the sort keys as PostgreSQL orders them, then the whole row. */
+static int top_cmp(const Coord__Plan__TopK *tk, const struct top_item *a,
+                   const struct top_item *b)
+{
+        for (size_t k = 0; k < tk->n_order; k++) {
+                const Coord__Plan__SortKey *sk = tk->order[k];
+                const struct row_datum *x = &a->keys[k], *y = &b->keys[k];
+                bool xn = x->kind == ROW_KIND_NULL, yn = y->kind == ROW_KIND_NULL;
+                int c;
+
+                if (xn || yn) {
+                        if (xn && yn)
+                                continue;
+                        /* nulls_first says where NULL goes, whatever the direction. */
+                        return (xn ? 1 : -1) * (sk->nulls_first ? -1 : 1);
+                }
+                c = row_datum_compare(x, y);
+                if (c)
+                        return sk->descending ? -c : c;
+        }
+        return row_compare(a->row, a->len, b->row, b->len);
+}
+
+/* Max-heap of items by top_cmp (the last place on top): sift item i down among n. */
+static void top_sift(const Coord__Plan__TopK *tk, struct top_item *h, size_t n, size_t i)
+{
+        for (;;) {
+                size_t l = 2 * i + 1, m = i;
+                struct top_item x;
+
+                if (l < n && top_cmp(tk, &h[l], &h[m]) > 0)
+                        m = l;
+                if (l + 1 < n && top_cmp(tk, &h[l + 1], &h[m]) > 0)
+                        m = l + 1;
+                if (m == i)
+                        return;
+                x = h[i];
+                h[i] = h[m];
+                h[m] = x;
+                i = m;
+        }
+}
+
+static void top_sift_up(const Coord__Plan__TopK *tk, struct top_item *h, size_t i)
+{
+        while (i > 0 && top_cmp(tk, &h[(i - 1) / 2], &h[i]) < 0) {
+                struct top_item x = h[i];
+
+                h[i] = h[(i - 1) / 2];
+                h[(i - 1) / 2] = x;
+                i = (i - 1) / 2;
+        }
+}
+
+#ifndef NDEBUG
+/* (7) Between times: the input counts are > 0 and the window holds exactly
+ * min(limit, max(0, input places - offset)) places, each row > 0 of them. */
+static void topk_check(const struct node *n)
+{
+        const Coord__Plan__TopK *tk = n->rel->top_k;
+        unsigned __int128 in = 0, out = 0, want;
+
+        for (uint32_t id = 0; id < n->map.top; id++)
+                if (n->map.ents[id].key) {
+                        const struct dis_ent *e = bmap_val(&n->map, id);
+
+                        assert(e->count > 0 && !e->dirty);
+                        in += (uint64_t)e->count;
+                }
+        for (uint32_t id = 0; id < n->values.top; id++)
+                if (n->values.ents[id].key) {
+                        const struct top_ent *e = bmap_val(&n->values, id);
+
+                        assert(e->count > 0);
+                        out += (uint64_t)e->count;
+                }
+        want = in > tk->offset ? in - tk->offset : 0;
+        if (tk->has_limit && want > tk->limit)
+                want = tk->limit;
+        assert(out == want);
+}
+#else
+static void topk_check(const struct node *n)
+{
+        (void)n;
+}
+#endif
+
+/* Emit the change of the window's count of `row` to `count` (0: out of it). */
+static int topk_set(struct node *n, const uint8_t *row, size_t len, int64_t count, uint64_t t,
+                    struct row_error *err)
+{
+        uint64_t h = hash_bytes(row, len);
+        uint32_t id = bmap_find(&n->values, h, row, len);
+        struct top_ent *e;
+        int64_t old = 0;
+        uint8_t *p;
+
+        if (id != NIL)
+                old = ((struct top_ent *)bmap_val(&n->values, id))->count;
+        else if (count) {
+                if (bmap_insert(&n->values, h, row, len, &id) < 0)
+                        return row_error_oom(err);
+        }
+        if (count != old) {
+                p = batch_alloc(&n->out, len, t, count - old);
+                if (!p)
+                        return row_error_oom(err);
+                memcpy(p, row, len);
+        }
+        if (id == NIL)
+                return 0;
+        e = bmap_val(&n->values, id);
+        e->count = count;
+        e->gen = n->gen;
+        return 0;
+}
+
+/* Recompute the window from the input (7) and emit what changed. */
+static int topk_window(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
+{
+        const Coord__Plan__TopK *tk = n->rel->top_k;
+        size_t nk = tk->n_order, m = 0, nh = 0;
+        unsigned __int128 k, total = 0, pos = 0;
+        unsigned __int128 lo = tk->offset, hi;
+        struct top_item *items;
+        struct row_datum *keys;
+        size_t scratch = n->map.n * (sizeof(*items) + nk * sizeof(*keys));
+        int r = 0;
+
+        hi = tk->has_limit ? lo + tk->limit : (unsigned __int128)-1;
+        k = hi;         /* places that matter: [0, offset + limit) */
+        if (df->mem_limit && mem_check(df, scratch, err) < 0)
+                return -E2BIG;
+        items = malloc(n->map.n ? n->map.n * sizeof(*items) : 1);
+        keys = malloc(n->map.n && nk ? n->map.n * nk * sizeof(*keys) : 1);
+        if (!items || !keys) {
+                r = row_error_oom(err);
+                goto out;
+        }
+        if (++n->gen == 0)
+                n->gen = 1;
+        /* The bounded selection: a max-heap holding the fewest rows that cover the first
+         * k places -- its top, the last of them, goes as soon as the others cover k. */
+        for (uint32_t id = 0; k > 0 && id < n->map.top; id++) {
+                struct top_item *it;
+                const struct dis_ent *e;
+
+                if (!n->map.ents[id].key)
+                        continue;
+                e = bmap_val(&n->map, id);
+                it = &items[nh];
+                *it = (struct top_item){ .id = id, .count = e->count,
+                                         .keys = keys + m * nk };
+                it->row = bmap_key(&n->map, id, &it->len);
+                if (row_decode(it->row, it->len, n->datums, n->in_arity) != (int)n->in_arity) {
+                        r = row_error_set(err, -EINVAL, "XX000", "malformed row in a TopK");
+                        goto out;
+                }
+                for (size_t j = 0; j < nk; j++)
+                        keys[m * nk + j] = n->datums[tk->order[j]->column];
+                m++;
+                top_sift_up(tk, items, nh++);
+                total += (uint64_t)e->count;
+                while (nh > 1 && total - (uint64_t)items[0].count >= k) {
+                        total -= (uint64_t)items[0].count;
+                        items[0] = items[--nh];
+                        top_sift(tk, items, nh, 0);
+                }
+        }
+        /* Heap sort: the window's rows in order, first place first. */
+        for (size_t i = nh; i > 1; i--) {
+                struct top_item x = items[0];
+
+                items[0] = items[i - 1];
+                items[i - 1] = x;
+                top_sift(tk, items, i - 1, 0);
+        }
+        for (size_t i = 0; i < nh; i++) {
+                unsigned __int128 a = pos, b = pos + (uint64_t)items[i].count, in;
+
+                pos = b;
+                if (a < lo)
+                        a = lo;
+                if (b > hi)
+                        b = hi;
+                in = b > a ? b - a : 0;
+                if (!in)
+                        continue;
+                r = topk_set(n, items[i].row, items[i].len, (int64_t)in, t, err);
+                if (r < 0)
+                        goto out;
+        }
+        /* Rows of the last window that are not in this one leave it. */
+        for (uint32_t id = 0; id < n->values.top; id++) {
+                struct top_ent *e;
+                const uint8_t *row;
+                size_t len;
+                uint8_t *p;
+
+                if (!n->values.ents[id].key)
+                        continue;
+                e = bmap_val(&n->values, id);
+                if (e->gen == n->gen)
+                        continue;
+                row = bmap_key(&n->values, id, &len);
+                p = batch_alloc(&n->out, len, t, -e->count);
+                if (!p) {
+                        r = row_error_oom(err);
+                        goto out;
+                }
+                memcpy(p, row, len);
+                bmap_remove(&n->values, id);
+        }
+out:
+        free(items);
+        free(keys);
+        return r;
+}
+
+static int run_topk(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
+{
+        const struct node *ch = &df->nodes[n->child[0]];
+        bool changed = false;
+        int r;
+
+        n->dirty.n = 0;
+        for (size_t i = 0; i < ch->nd; i++) {
+                const struct eval_update *u = &ch->d[i];
+                uint64_t h = hash_bytes(u->row, u->len);
+                uint32_t id = bmap_find(&n->map, h, u->row, u->len);
+                struct dis_ent *e;
+
+                if (id == NIL) {
+                        r = bmap_insert(&n->map, h, u->row, u->len, &id);
+                        if (r < 0)
+                                return row_error_oom(err);
+                }
+                e = bmap_val(&n->map, id);
+                if (!e->dirty) {
+                        e->dirty = true;
+                        e->old = e->count;
+                        if (idvec_push(&n->dirty, id) < 0)
+                                return row_error_oom(err);
+                }
+                if (__builtin_add_overflow(e->count, u->diff, &e->count))
+                        return row_error_set(err, -EINVAL, "22003", "row count out of range");
+        }
+        for (size_t i = 0; i < n->dirty.n; i++) {
+                uint32_t id = n->dirty.v[i];
+                struct dis_ent *e = bmap_val(&n->map, id);
+
+                e->dirty = false;
+                if (e->count < 0)
+                        return corrupt(err, "the input of a TopK");
+                changed = changed || e->count != e->old;
+                if (e->count == 0)
+                        bmap_remove(&n->map, id);
+        }
+        n->dirty.n = 0;
+        if (!changed)
+                return 0;
+        r = topk_window(df, n, t, err);
+        if (r < 0)
+                return r;
+        topk_check(n);
         return 0;
 }
 
@@ -1747,6 +2095,9 @@ static int run_node(struct dataflow *df, struct node *n, uint64_t t, struct row_
                 break;
         case NODE_JOIN:
                 r = run_join(df, n, t, err);
+                break;
+        case NODE_TOPK:
+                r = run_topk(df, n, t, err);
                 break;
         }
         n->d = n->out.updates;

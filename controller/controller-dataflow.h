@@ -20,14 +20,18 @@
  *   Distinct          count per row; emits when a count crosses 0;
  *   Reduce            per group: count, per aggregate non-NULL count, 128-bit sum and
  *                     a value multiset (min/max, exact under retractions);
- *   Join              both sides arranged by key: out = dA |x| B_old + A_new |x| dB.
+ *   Join              both sides arranged by key: out = dA |x| B_old + A_new |x| dB;
+ *   TopK              count per input row and the window emitted last; at a time where
+ *                     the input changed, the window is selected again from all input
+ *                     rows (O(input)) and the difference emitted (controller-dataflow.c
+ *                     note 7).
  *
  * mz_now() evaluates to the time being processed, for the updates at that time only: a
  * linear operator is applied to deltas, so a predicate over mz_now() is not re-evaluated
  * for older rows as time passes (temporal filters are not maintained).
  *
  * Errors.  A malformed plan fails dataflow_new() (XX000, 0A000).  An evaluation error
- * (22003, 22012, ...) or a negative count inside Distinct or Reduce (XX000, data
+ * (22003, 22012, ...) or a negative count inside Distinct, Reduce or TopK (XX000, data
  * corruption) fails dataflow_step() and poisons the dataflow: every later call returns
  * the same error, as SQLite's pager does after an I/O error.
  *

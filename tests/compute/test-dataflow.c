@@ -249,6 +249,37 @@ static Coord__Plan__Relation *negate(Coord__Plan__Relation *in)
         return r;
 }
 
+/* topk(in, has_limit, limit, offset, nkeys, (column, descending, nulls_first)...) */
+static Coord__Plan__Relation *topk(Coord__Plan__Relation *in, bool has_limit, uint64_t limit,
+                                   uint64_t offset, size_t nk, ...)
+{
+        Coord__Plan__Relation *r = rel();
+        Coord__Plan__TopK *tk = xmalloc(sizeof(*tk));
+        va_list ap;
+
+        coord__plan__top_k__init(tk);
+        r->kind_case = COORD__PLAN__RELATION__KIND_TOP_K;
+        r->top_k = tk;
+        tk->input = in;
+        tk->has_limit = has_limit;
+        tk->limit = limit;
+        tk->offset = offset;
+        tk->n_order = nk;
+        tk->order = xmalloc(nk * sizeof(*tk->order));
+        va_start(ap, nk);
+        for (size_t i = 0; i < nk; i++) {
+                Coord__Plan__SortKey *k = xmalloc(sizeof(*k));
+
+                coord__plan__sort_key__init(k);
+                k->column = (uint32_t)va_arg(ap, int);
+                k->descending = va_arg(ap, int);
+                k->nulls_first = va_arg(ap, int);
+                tk->order[i] = k;
+        }
+        va_end(ap);
+        return r;
+}
+
 /* ---- Rows. ---- */
 
 #define NUL ((int64_t)INT64_MIN)        /* an int column value meaning NULL in mkrow() */
@@ -638,6 +669,61 @@ static void test_join(void)
         }
 }
 
+static void test_topk(void)
+{
+        /* ORDER BY b DESC (NULLS FIRST) LIMIT 2 OFFSET 1; ties by the whole row. */
+        Coord__Plan__Relation *p = topk(get(1, 3, T3), true, 2, 1, 1, 1, 1, 1);
+        struct dataflow *df = mkdf(p, 0);
+
+        CU_ASSERT_EQUAL(dataflow_arity(df), 3);
+        PUSH(df, 0, 0, 1, "iit", (int64_t)1, (int64_t)5, "x");
+        PUSH(df, 0, 0, 2, "iit", (int64_t)2, (int64_t)3, "y");
+        PUSH(df, 0, 0, 1, "iit", (int64_t)3, NUL, "z");
+        PUSH(df, 0, 0, 1, "iit", (int64_t)4, (int64_t)5, "a");
+        /* Places: (3,NULL) (1,5) (4,5) (2,3) (2,3); the window is places 1 and 2. */
+        expect_step(df, 1, "0:(1,5,'x')+1 0:(4,5,'a')+1");
+        PUSH(df, 0, 1, -1, "iit", (int64_t)3, NUL, "z");
+        expect_step(df, 2, "1:(1,5,'x')-1 1:(2,3,'y')+1");
+        /* A row after the window, and a change that nets to nothing: no output. */
+        PUSH(df, 0, 2, 1, "iit", (int64_t)2, (int64_t)3, "y");
+        PUSH(df, 0, 2, 1, "iit", (int64_t)9, (int64_t)0, "q");
+        PUSH(df, 0, 2, -1, "iit", (int64_t)9, (int64_t)0, "q");
+        expect_step(df, 3, "");
+        /* A row with count 3 takes 3 places: the window is two of them. */
+        PUSH(df, 0, 3, -1, "iit", (int64_t)1, (int64_t)5, "x");
+        PUSH(df, 0, 3, -1, "iit", (int64_t)4, (int64_t)5, "a");
+        expect_step(df, 4, "3:(2,3,'y')+1 3:(4,5,'a')-1");
+        /* A tie on b: the smaller whole row goes first. */
+        PUSH(df, 0, 4, 1, "iit", (int64_t)0, (int64_t)3, "y");
+        expect_step(df, 5, "");
+        PUSH(df, 0, 5, 1, "iit", (int64_t)0, (int64_t)4, "y");
+        expect_step(df, 6, "5:(0,3,'y')+1 5:(2,3,'y')-1");
+        /* Everything out. */
+        PUSH(df, 0, 6, -3, "iit", (int64_t)2, (int64_t)3, "y");
+        PUSH(df, 0, 6, -1, "iit", (int64_t)0, (int64_t)3, "y");
+        PUSH(df, 0, 6, -1, "iit", (int64_t)0, (int64_t)4, "y");
+        expect_step(df, 7, "6:(0,3,'y')-1 6:(2,3,'y')-1");
+        /* A negative count is corruption. */
+        PUSH(df, 0, 7, -1, "iit", (int64_t)0, (int64_t)4, "y");
+        expect_step_error(df, 8, "XX000");
+        dataflow_free(df);
+        coord__plan__relation__free_unpacked(p, NULL);
+
+        /* OFFSET without LIMIT, ascending NULLS FIRST on a text, then a descending int. */
+        p = topk(get(1, 3, T3), false, 0, 2, 2, 2, 0, 1, 0, 1, 0);
+        df = mkdf(p, 0);
+        PUSH(df, 0, 0, 1, "iit", (int64_t)1, (int64_t)1, "b");
+        PUSH(df, 0, 0, 1, "iit", (int64_t)2, (int64_t)1, "a");
+        PUSH(df, 0, 0, 1, "iit", (int64_t)3, (int64_t)1, NULL);
+        PUSH(df, 0, 0, 1, "iit", (int64_t)4, (int64_t)1, "a");
+        /* Order: (3,NULL) (4,a) (2,a) (1,b); from place 2 on. */
+        expect_step(df, 1, "0:(1,1,'b')+1 0:(2,1,'a')+1");
+        PUSH(df, 0, 1, -1, "iit", (int64_t)3, (int64_t)1, NULL);
+        expect_step(df, 2, "1:(2,1,'a')-1");
+        dataflow_free(df);
+        coord__plan__relation__free_unpacked(p, NULL);
+}
+
 static void test_plan_errors(void)
 {
         struct dataflow *df = NULL;
@@ -686,6 +772,27 @@ static void test_plan_errors(void)
         p = filter(join(get(1, 3, T3), get(2, 3, T3), 0), call(BO, 999, 0));
         CU_ASSERT_EQUAL(dataflow_new(p, 0, &df, &err), -EINVAL);
         CU_ASSERT_STRING_EQUAL(err.sqlstate, "0A000");
+        coord__plan__relation__free_unpacked(p, NULL);
+        /* TopK: a sort key out of range, a limit without has_limit, a missing key. */
+        p = topk(get(1, 3, T3), true, 1, 0, 1, 3, 0, 0);
+        CU_ASSERT_EQUAL(dataflow_new(p, 0, &df, &err), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "XX000");
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "invalid plan"));
+        coord__plan__relation__free_unpacked(p, NULL);
+        p = topk(get(1, 3, T3), false, 1, 0, 1, 0, 0, 0);
+        CU_ASSERT_EQUAL(dataflow_new(p, 0, &df, &err), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "XX000");
+        coord__plan__relation__free_unpacked(p, NULL);
+        p = topk(get(1, 3, T3), true, 1, 0, 1, 0, 0, 0);
+        coord__plan__sort_key__free_unpacked(p->top_k->order[0], NULL);
+        p->top_k->order[0] = NULL;
+        CU_ASSERT_EQUAL(dataflow_new(p, 0, &df, &err), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "XX000");
+        p->top_k->n_order = 0;
+        coord__plan__relation__free_unpacked(p, NULL);
+        p = topk(NULL, true, 1, 0, 0);
+        CU_ASSERT_EQUAL(dataflow_new(p, 0, &df, &err), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "XX000");
         coord__plan__relation__free_unpacked(p, NULL);
         /* Inputs sorted by id, deduplicated. */
         p = union_of(3, get(9, 3, T3), get(3, 3, T3), get(9, 3, T3));
@@ -952,6 +1059,54 @@ static void naive_reduce(const Coord__Plan__Reduce *rd, uint64_t t, struct nrel 
         nrel_done(&in);
 }
 
+/* TopK, written independently of the engine: sort the consolidated input by the keys as
+ * PostgreSQL orders them, then by the whole row, and cut places [offset, offset+limit). */
+static const Coord__Plan__TopK *naive_tk;
+
+static int cmp_topk(const void *x, const void *y)
+{
+        const struct nrow *a = x, *b = y;
+        struct row_datum da[MAXC], db[MAXC];
+
+        CU_ASSERT_FATAL(row_decode(a->row, a->len, da, MAXC) >= 0);
+        CU_ASSERT_FATAL(row_decode(b->row, b->len, db, MAXC) >= 0);
+        for (size_t k = 0; k < naive_tk->n_order; k++) {
+                const Coord__Plan__SortKey *sk = naive_tk->order[k];
+                const struct row_datum *p = &da[sk->column], *q = &db[sk->column];
+                int c;
+
+                if (p->kind == ROW_KIND_NULL && q->kind == ROW_KIND_NULL)
+                        continue;
+                if (p->kind == ROW_KIND_NULL)
+                        return sk->nulls_first ? -1 : 1;
+                if (q->kind == ROW_KIND_NULL)
+                        return sk->nulls_first ? 1 : -1;
+                c = row_datum_compare(p, q);
+                if (c)
+                        return sk->descending ? -c : c;
+        }
+        return row_compare(a->row, a->len, b->row, b->len);
+}
+
+static void naive_topk(const Coord__Plan__TopK *tk, uint64_t t, struct nrel *out)
+{
+        struct nrel in = { 0 };
+        uint64_t place = 0;
+
+        naive(tk->input, t, &in);
+        nrel_consolidate(&in);
+        naive_tk = tk;
+        if (in.n)
+                qsort(in.v, in.n, sizeof(*in.v), cmp_topk);
+        for (size_t i = 0; i < in.n; i++)
+                for (int64_t c = 0; c < in.v[i].c; c++, place++) {
+                        CU_ASSERT(in.v[i].c > 0);
+                        if (place >= tk->offset && (!tk->has_limit || place - tk->offset < tk->limit))
+                                nrel_add(out, in.v[i].row, in.v[i].len, 1);
+                }
+        nrel_done(&in);
+}
+
 static void naive(const Coord__Plan__Relation *p, uint64_t t, struct nrel *out)
 {
         switch (p->kind_case) {
@@ -988,6 +1143,9 @@ static void naive(const Coord__Plan__Relation *p, uint64_t t, struct nrel *out)
                         out->v[i].c = -out->v[i].c;
                 break;
         }
+        case COORD__PLAN__RELATION__KIND_TOP_K:
+                naive_topk(p->top_k, t, out);
+                break;
         case COORD__PLAN__RELATION__KIND_DISTINCT: {
                 struct nrel in = { 0 };
 
@@ -1194,7 +1352,7 @@ static Coord__Plan__Relation *G(uint64_t id)
         return get(id, 3, T3);
 }
 
-#define N_PLANS 16
+#define N_PLANS 22
 
 static Coord__Plan__Relation *make_plan(int i, const char **name)
 {
@@ -1259,6 +1417,27 @@ static Coord__Plan__Relation *make_plan(int i, const char **name)
                 *name = "global reduce over empty filter";
                 return reduce(filter(G(3), call(BO, F(LT), 2, col(I4, 0), lit_int(I4, 0))), 0, 2,
                               AGG(COUNT_STAR), 0, I8, AGG(SUM), 1, I8);
+        case 16:
+                *name = "topk: b desc, a, limit 3";
+                return topk(G(1), true, 3, 0, 2, 1, 1, 1, 0, 0, 0);
+        case 17:
+                *name = "topk: c nulls first, limit 2 offset 2, over a union";
+                return topk(union_of(2, G(1), G(2)), true, 2, 2, 1, 2, 0, 1);
+        case 18:
+                *name = "topk: offset 3 only, over a join";
+                return topk(project(join(G(1), G(2), 1, 0, 0), 3, 1, 4, 5), false, 0, 3, 2, 0, 1, 0,
+                            2, 0, 0);
+        case 19:
+                *name = "topk over a reduce: count desc, limit 2";
+                return topk(reduce(G(3), 1, 0, 1, AGG(COUNT_STAR), 0, I8), true, 2, 0, 2, 1, 1, 0,
+                            0, 0, 0);
+        case 20:
+                *name = "topk of a topk, whole-row order, and a join over a topk";
+                return join(topk(topk(G(2), true, 5, 1, 0), true, 2, 1, 1, 2, 1, 1),
+                            G(3), 1, 0, 0);
+        case 21:
+                *name = "topk limit 0";
+                return union_of(2, topk(G(1), true, 0, 0, 1, 0, 0, 0), topk(G(1), true, 1, 0, 0));
         default:
                 *name = "self join + distinct reduce";
                 return distinct(project(reduce(join(G(2), G(2), 1, 0, 0), 1, 2, 1,
@@ -1547,6 +1726,7 @@ static const struct t_case operator_cases[] = {
         { "sum overflow", test_sum_overflow },
         { "evaluation errors poison", test_eval_error_poisons },
         { "join", test_join },
+        { "topk: window, ties, multiplicities, retractions", test_topk },
         { "plan errors", test_plan_errors },
         { "a memory limit fails a cross product with 53200", test_memory_limit },
         { NULL, NULL },
