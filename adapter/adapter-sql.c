@@ -1608,6 +1608,7 @@ struct analyzer {
         bool materialize;               /* planning a materialized view or an index */
         bool in_view;                   /* planning a view (CREATE VIEW) */
         bool peek;                      /* planning a SELECT: objects may be read from indexes */
+        bool no_limit;                  /* planning a subquery in an expression: no LIMIT */
         bool nondeterministic;          /* mz_now() somewhere, also through a view */
 
         struct row_arena arena;         /* texts computed while folding */
@@ -4711,6 +4712,49 @@ static Coord__Plan__Relation *rel_distinct(Coord__Plan__Relation *input)
         return r;
 }
 
+/* TopK(input) with the window of tk; consumes input and the sort keys. */
+struct topk_spec {
+        bool on;                        /* a window to cut: LIMIT, or OFFSET > 0 */
+        bool has_limit;
+        uint64_t limit, offset;
+        Coord__Plan__SortKey **order;
+        size_t n_order;
+};
+
+static void topk_spec_done(struct topk_spec *tk)
+{
+        for (size_t i = 0; i < tk->n_order; i++)
+                coord__plan__sort_key__free_unpacked(tk->order[i], NULL);
+        free(tk->order);
+        tk->order = NULL;
+        tk->n_order = 0;
+}
+
+static Coord__Plan__Relation *rel_topk(Coord__Plan__Relation *input, struct topk_spec *tk)
+{
+        Coord__Plan__Relation *r = rel_new();
+        Coord__Plan__TopK *k = malloc(sizeof(*k));
+
+        if (!r || !k || !input) {
+                free(r);
+                free(k);
+                rel_free(input);
+                topk_spec_done(tk);
+                return NULL;
+        }
+        coord__plan__top_k__init(k);
+        k->input = input;
+        k->order = TAKE_PTR(tk->order);
+        k->n_order = tk->n_order;
+        tk->n_order = 0;
+        k->has_limit = tk->has_limit;
+        k->limit = tk->has_limit ? tk->limit : 0;
+        k->offset = tk->offset;
+        r->kind_case = COORD__PLAN__RELATION__KIND_TOP_K;
+        r->top_k = k;
+        return r;
+}
+
 /* A constant collection; consumes types and rows (arrays and contents). */
 static Coord__Plan__Relation *rel_constant(Coord__Plan__Type *types, size_t n_types,
                                            Coord__Plan__Update **rows, size_t n_rows)
@@ -4781,6 +4825,8 @@ static int rel_types(const Coord__Plan__Relation *r, Coord__Plan__Type **ret, si
                 return rel_types(r->filter->input, ret, ret_n);
         case COORD__PLAN__RELATION__KIND_DISTINCT:
                 return rel_types(r->distinct->input, ret, ret_n);
+        case COORD__PLAN__RELATION__KIND_TOP_K:
+                return rel_types(r->top_k->input, ret, ret_n);
         case COORD__PLAN__RELATION__KIND_NEGATE:
                 return rel_types(r->negate->input, ret, ret_n);
         case COORD__PLAN__RELATION__KIND_UNION:
@@ -5871,15 +5917,16 @@ static int analyze_limit(struct analyzer *a, const PgQuery__Node *n, const char 
         return 0;
 }
 
-static int peek_sort_key(struct analyzer *a, Coord__Plan__Peek *peek, uint32_t column,
-                         const PgQuery__SortBy *sb)
+/* Append the sort key of ORDER BY item sb, on `column`, to keys[*n]. */
+static int sort_key_add(struct analyzer *a, Coord__Plan__SortKey ***keys, size_t *n, uint32_t column,
+                        const PgQuery__SortBy *sb)
 {
-        Coord__Plan__SortKey **keys = realloc(peek->order_by, (peek->n_order_by + 1) * sizeof(*keys));
+        Coord__Plan__SortKey **v = realloc(*keys, (*n + 1) * sizeof(*v));
         Coord__Plan__SortKey *k;
 
-        if (!keys)
+        if (!v)
                 return oom(a);
-        peek->order_by = keys;
+        *keys = v;
         if (sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_USING || sb->n_use_op)
                 return FAIL_AT(a, sb->location, "0A000", "ORDER BY ... USING is not supported");
         k = malloc(sizeof(*k));
@@ -5891,8 +5938,14 @@ static int peek_sort_key(struct analyzer *a, Coord__Plan__Peek *peek, uint32_t c
         k->nulls_first = sb->sortby_nulls == PG_QUERY__SORT_BY_NULLS__SORTBY_NULLS_FIRST ||
                          (sb->sortby_nulls != PG_QUERY__SORT_BY_NULLS__SORTBY_NULLS_LAST &&
                           k->descending);
-        peek->order_by[peek->n_order_by++] = k;
+        (*keys)[(*n)++] = k;
         return 0;
+}
+
+static int peek_sort_key(struct analyzer *a, Coord__Plan__Peek *peek, uint32_t column,
+                         const PgQuery__SortBy *sb)
+{
+        return sort_key_add(a, &peek->order_by, &peek->n_order_by, column, sb);
 }
 
 /* An ORDER BY item naming an output column by position or name: 1 with *ret, 0 when it
@@ -5933,17 +5986,76 @@ static int sort_output(struct analyzer *a, const PgQuery__SortBy *sb, const stru
 static int peek_order_limit(struct analyzer *a, const PgQuery__SelectStmt *s, const struct scope *out,
                             Coord__Plan__Peek *peek);
 
+/* LIMIT and OFFSET of s: constants (analyze_limit()). */
+static int limit_offset(struct analyzer *a, const PgQuery__SelectStmt *s, bool *has_count,
+                        uint64_t *count, bool *has_offset, uint64_t *offset)
+{
+        int r;
+
+        if (s->limit_option == PG_QUERY__LIMIT_OPTION__LIMIT_OPTION_WITH_TIES)
+                return FAIL(a, "0A000", "FETCH ... WITH TIES is not supported");
+        r = analyze_limit(a, s->limit_count, "LIMIT", "2201W", has_count, count);
+        if (r >= 0)
+                r = analyze_limit(a, s->limit_offset, "OFFSET", "2201X", has_offset, offset);
+        return r;
+}
+
+/* LIMIT/OFFSET of a SELECT below the outermost one (plan_query()): the window of its
+ * TopK, if it cuts one.  Refused where the rows kept would be arbitrary (no ORDER BY)
+ * and in a subquery in an expression ("Subqueries": not decorrelated with a window). */
+static int topk_limit(struct analyzer *a, const PgQuery__SelectStmt *s, struct topk_spec *ret)
+{
+        bool has_offset;
+        int r;
+
+        *ret = (struct topk_spec){ 0 };
+        if (!has_limit(s))
+                return 0;
+        if (a->no_limit)
+                return FAIL(a, "0A000", "LIMIT and OFFSET are not supported in a subquery in an "
+                            "expression");
+        r = limit_offset(a, s, &ret->has_limit, &ret->limit, &has_offset, &ret->offset);
+        if (r < 0)
+                return r;
+        ret->on = ret->has_limit || ret->offset > 0;
+        if (ret->on && !s->n_sort_clause)
+                return FAIL(a, "0A000", "LIMIT without ORDER BY in a %s is not deterministic",
+                            a->peek ? "subquery" : "view");
+        return 0;
+}
+
+/* ORDER BY of a UNION or VALUES with a TopK: output columns only. */
+static int topk_order(struct analyzer *a, const PgQuery__SelectStmt *s, const struct scope *out,
+                      struct topk_spec *tk)
+{
+        for (size_t i = 0; i < s->n_sort_clause; i++) {
+                const PgQuery__SortBy *sb = s->sort_clause[i]->node_case == PG_QUERY__NODE__NODE_SORT_BY
+                                                    ? s->sort_clause[i]->sort_by
+                                                    : NULL;
+                uint32_t col;
+                int r;
+
+                if (!sb)
+                        return FAIL(a, "XX000", "malformed ORDER BY");
+                r = sort_output(a, sb, out, out->n, &col);
+                if (r == 0)
+                        r = FAIL_AT(a, sb->location, "0A000",
+                                    "ORDER BY of a UNION or VALUES must name an output column");
+                if (r >= 0)
+                        r = sort_key_add(a, &tk->order, &tk->n_order, col, sb);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int peek_limit(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__Plan__Peek *peek)
 {
         bool has_count, has_offset;
         uint64_t count = 0, offset = 0;
         int r;
 
-        if (s->limit_option == PG_QUERY__LIMIT_OPTION__LIMIT_OPTION_WITH_TIES)
-                return FAIL(a, "0A000", "FETCH ... WITH TIES is not supported");
-        r = analyze_limit(a, s->limit_count, "LIMIT", "2201W", &has_count, &count);
-        if (r >= 0)
-                r = analyze_limit(a, s->limit_offset, "OFFSET", "2201X", &has_offset, &offset);
+        r = limit_offset(a, s, &has_count, &count, &has_offset, &offset);
         if (r < 0)
                 return r;
         if (!has_count && !has_offset)
@@ -6635,10 +6747,14 @@ static int plan_subquery(struct analyzer *a, const PgQuery__Node *sub, bool plai
         struct subq *sq = a->sub;
         int r;
 
+        bool no_limit = a->no_limit;
+
         a->outer = &o;
         a->attach = NULL;
         a->sub = plain ? q : NULL;
+        a->no_limit = true;
         r = plan_query(a, sub, NULL, ret, out);
+        a->no_limit = no_limit;
         a->outer = outer;
         a->attach = attach;
         a->sub = sq;
@@ -7042,9 +7158,10 @@ static int plan_where(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Pla
 }
 
 /* A plain SELECT: FROM, WHERE, GROUP BY, HAVING, the list, DISTINCT; with a peek also
- * ORDER BY and LIMIT. */
+ * ORDER BY and LIMIT, with tk (LIMIT below the outermost SELECT) a TopK over the list and
+ * the ORDER BY expressions that are not in it, which a Project then drops. */
 static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__Plan__Peek *peek,
-                       Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
+                       struct topk_spec *tk, Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
 {
         _cleanup_(scope_done) struct scope from = { 0 }, reduced = { 0 };
         _cleanup_(agg_done) struct agg_ctx agg = { 0 };
@@ -7056,7 +7173,7 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
         _cleanup_free_ long *sort_cols = NULL;         /* output column, or -1: sort_exprs */
         _cleanup_free_ Coord__Plan__Expr **sort_exprs = NULL;
         const struct scope *src = &from;
-        size_t nk = 0, n_visible, n_sort = peek ? s->n_sort_clause : 0, width;
+        size_t nk = 0, n_visible, n_sort = peek || tk ? s->n_sort_clause : 0, width;
         bool grouped, distinct = s->n_distinct_clause > 0;
         struct subq *sq = a->sub;               /* this SELECT is a subquery: its keys */
         _cleanup_(attach_done) struct attach wat = { 0 }, lat = { 0 }, gat = { 0 };
@@ -7432,8 +7549,10 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                 for (size_t i = 0; i < o.n; i++) {
                         bool nullable = expr_nullable(o.e[i], src);
 
-                        r = scope_add_col(a, ret_cols, NULL, o.names[i], (int)o.e[i]->type,
-                                          nullable, true);
+                        /* A TopK's hidden sort columns go after it: not output. */
+                        r = tk && i >= n_visible ? 0
+                                                 : scope_add_col(a, ret_cols, NULL, o.names[i],
+                                                                 (int)o.e[i]->type, nullable, true);
                         if (r < 0)
                                 goto fail;
                         if (o.e[i]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
@@ -7458,6 +7577,22 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                         plan = rel_project(TAKE_PTR(plan), TAKE_PTR(outputs), o.n);
                 if (plan && distinct)
                         plan = rel_distinct(TAKE_PTR(plan));
+                if (!plan) {
+                        r = oom(a);
+                        goto fail;
+                }
+        }
+        if (tk) {
+                assert(!sq);    /* topk_limit() refuses LIMIT in subqueries in expressions */
+                for (size_t i = 0; i < n_sort; i++) {
+                        r = sort_key_add(a, &tk->order, &tk->n_order, (uint32_t)sort_cols[i],
+                                         s->sort_clause[i]->sort_by);
+                        if (r < 0)
+                                goto fail;
+                }
+                plan = rel_topk(TAKE_PTR(plan), tk);
+                if (plan && o.n > n_visible)
+                        plan = rel_project_range(TAKE_PTR(plan), 0, n_visible);
                 if (!plan) {
                         r = oom(a);
                         goto fail;
@@ -7677,8 +7812,11 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
 }
 
 /* Any query expression: its plan and output columns (appended to ret_cols).  With a
- * peek (a SELECT's outermost query) also ORDER BY and LIMIT; elsewhere LIMIT is refused
- * and ORDER BY, which cannot change a collection, ignored. */
+ * peek (a SELECT's outermost query) also ORDER BY and LIMIT, which the peek applies.
+ * Elsewhere (a view's query, a subquery in FROM, a UNION's arm) LIMIT/OFFSET with ORDER
+ * BY is a TopK at the top of the query's plan (LIMIT without ORDER BY and LIMIT in a
+ * subquery in an expression are refused: topk_limit()), and ORDER BY without them,
+ * which cannot change a collection, is ignored. */
 static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *peek,
                       Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
 {
@@ -7688,6 +7826,7 @@ static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__P
         struct agg_ctx *agg = a->agg;
         const char *no_agg = a->no_agg;
         bool in_agg = a->in_agg;
+        _cleanup_(topk_spec_done) struct topk_spec tk = { 0 };
         int r;
 
         if (!n || n->node_case != PG_QUERY__NODE__NODE_SELECT_STMT)
@@ -7701,23 +7840,26 @@ static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__P
                 return FAIL(a, "0A000", "SELECT INTO is not supported");
         if (s->n_locking_clause)
                 return FAIL(a, "0A000", "FOR UPDATE and FOR SHARE are not supported");
-        if (!peek && has_limit(s))
-                return FAIL(a, "0A000", "LIMIT and OFFSET are only supported in the outermost "
-                            "SELECT, not in views, materialized views or subqueries");
+        if (!peek) {
+                r = topk_limit(a, s, &tk);
+                if (r < 0)
+                        return r;
+        }
         a->depth++;
         a->agg = NULL;
         a->in_agg = false;
         a->no_agg = NULL;
-        if (s->op != PG_QUERY__SET_OPERATION__SETOP_NONE) {
-                r = plan_setop(a, s, ret_plan, ret_cols);
+        if (s->op != PG_QUERY__SET_OPERATION__SETOP_NONE || s->n_values_lists) {
+                r = s->n_values_lists ? plan_values(a, s, ret_plan, ret_cols)
+                                      : plan_setop(a, s, ret_plan, ret_cols);
                 if (r >= 0 && peek)
                         r = peek_order_limit(a, s, ret_cols, peek);
-        } else if (s->n_values_lists) {
-                r = plan_values(a, s, ret_plan, ret_cols);
-                if (r >= 0 && peek)
-                        r = peek_order_limit(a, s, ret_cols, peek);
+                if (r >= 0 && tk.on)
+                        r = topk_order(a, s, ret_cols, &tk);
+                if (r >= 0 && tk.on && !(*ret_plan = rel_topk(*ret_plan, &tk)))
+                        r = oom(a);
         } else {
-                r = plan_select(a, s, peek, ret_plan, ret_cols);
+                r = plan_select(a, s, peek, tk.on ? &tk : NULL, ret_plan, ret_cols);
         }
         a->depth--;
         a->scope = scope;
@@ -8371,6 +8513,9 @@ static int optimize(struct analyzer *a, Coord__Plan__Relation **pr)
         case COORD__PLAN__RELATION__KIND_NEGATE:
                 rc = optimize(a, &r->negate->input);
                 return rc < 0 || !rel_is_empty(r->negate->input) ? rc : rel_make_empty(a, pr);
+        case COORD__PLAN__RELATION__KIND_TOP_K:
+                rc = optimize(a, &r->top_k->input);
+                return rc < 0 || !rel_is_empty(r->top_k->input) ? rc : rel_make_empty(a, pr);
         default:
                 return 0;
         }
@@ -8403,6 +8548,8 @@ static int collect_gets(struct analyzer *a, const Coord__Plan__Relation *r)
                 return collect_gets(a, r->distinct->input);
         case COORD__PLAN__RELATION__KIND_NEGATE:
                 return collect_gets(a, r->negate->input);
+        case COORD__PLAN__RELATION__KIND_TOP_K:
+                return collect_gets(a, r->top_k->input);
         default:
                 return 0;
         }

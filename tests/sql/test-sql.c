@@ -366,6 +366,30 @@ static void explain_rel(FILE *f, const Coord__Plan__Relation *r)
                 explain_rel(f, r->distinct->input);
                 fputs(")", f);
                 return;
+        case COORD__PLAN__RELATION__KIND_TOP_K: {
+                const Coord__Plan__TopK *k = r->top_k;
+
+                /* TopK[#1 DESC,#0 NULLS FIRST; LIMIT n OFFSET m]: nulls only when not
+                 * PostgreSQL's default for the direction. */
+                fputs("TopK[", f);
+                for (size_t i = 0; i < k->n_order; i++) {
+                        const Coord__Plan__SortKey *sk = k->order[i];
+
+                        fprintf(f, "%s#%u%s%s", i ? "," : "", sk->column, sk->descending ? " DESC" : "",
+                                sk->nulls_first == sk->descending ? ""
+                                : sk->nulls_first                 ? " NULLS FIRST"
+                                                                  : " NULLS LAST");
+                }
+                fputs(";", f);
+                if (k->has_limit)
+                        fprintf(f, " LIMIT %llu", (unsigned long long)k->limit);
+                if (k->offset)
+                        fprintf(f, " OFFSET %llu", (unsigned long long)k->offset);
+                fputs("](", f);
+                explain_rel(f, k->input);
+                fputs(")", f);
+                return;
+        }
         case COORD__PLAN__RELATION__KIND_FILTER:
                 fputs("Filter[", f);
                 explain_exprs(f, r->filter->predicates, r->filter->n_predicates);
@@ -1370,9 +1394,10 @@ static void test_create_view(void)
         expect_error("CREATE VIEW vv AS SELECT a, a FROM t", "42701",
                      "column \"a\" specified more than once", -1);
         expect_error("CREATE VIEW vv (p, q) AS SELECT a FROM t", "42601", NULL, -1);
-        expect_error("CREATE VIEW vv AS SELECT a FROM t LIMIT 1", "0A000", NULL, -1);
+        expect_error("CREATE VIEW vv AS SELECT a FROM t LIMIT 1", "0A000",
+                     "LIMIT without ORDER BY in a view is not deterministic", -1);
         expect_error("CREATE VIEW vv AS SELECT * FROM (SELECT a FROM t OFFSET 1) s", "0A000",
-                     NULL, -1);
+                     "LIMIT without ORDER BY in a view is not deterministic", -1);
         expect_error("CREATE VIEW vv AS SELECT now()", "0A000", "function now() is not supported",
                      -1);
 }
@@ -1511,7 +1536,8 @@ static void test_create_materialized_view(void)
                      "cannot materialize call to mz_now()", -1);
         expect_error("CREATE MATERIALIZED VIEW m WITH (REFRESH ON COMMIT, REFRESH EVERY '1s') AS SELECT 1",
                      "42601", NULL, -1);
-        expect_error("CREATE MATERIALIZED VIEW m AS SELECT a FROM t LIMIT 3", "0A000", NULL, -1);
+        expect_error("CREATE MATERIALIZED VIEW m AS SELECT a FROM t LIMIT 3", "0A000",
+                     "LIMIT without ORDER BY in a view is not deterministic", -1);
 }
 
 static void test_create_index(void)
@@ -1848,7 +1874,8 @@ static void test_subquery(void)
                            "Filter[(#1 > 2::int8)](Reduce[#1; count(*)::int8](Get 10))");
         expect_select_plan("SELECT * FROM (SELECT b FROM t) s", "Project[1](Get 10)");
         expect_error("SELECT * FROM (SELECT b FROM t)", "42601", NULL, -1);  /* PostgreSQL 15 */
-        expect_error("SELECT * FROM (SELECT a FROM t LIMIT 1) s", "0A000", NULL, -1);
+        expect_error("SELECT * FROM (SELECT a FROM t LIMIT 1) s", "0A000",
+                     "LIMIT without ORDER BY in a subquery is not deterministic", -1);
         expect_error("SELECT s.q FROM (SELECT a FROM t) s", "42703", "column s.q does not exist", -1);
 
         /* Join aliases: the join's columns under one name, its tables' names hidden. */
@@ -2196,6 +2223,91 @@ static void test_expressions(void)
 
 static void test_fuzz_tokens(void);
 
+/* ORDER BY ... LIMIT/OFFSET below the outermost SELECT: a TopK (issue 35 item 4). */
+static void test_topk(void)
+{
+        struct sql_stmt *s = analyze("CREATE VIEW vt AS SELECT a, b FROM t ORDER BY b DESC, a LIMIT 3");
+
+        expect_plan(s->create_view.plan, "TopK[#1 DESC,#0; LIMIT 3](Project[0,1](Get 10))");
+        CU_ASSERT_EQUAL(s->create_view.n_columns, 2);
+        expect_inputs(s, "10", "10");
+        sql_stmt_free(s);
+
+        /* Sort keys the list does not show: hidden columns, projected away after. */
+        s = analyze("CREATE MATERIALIZED VIEW mt AS SELECT a FROM t ORDER BY d NULLS FIRST, a + 1 DESC "
+                    "LIMIT 2 OFFSET 1");
+        expect_plan(s->create_view.plan, "Project[0](TopK[#1 NULLS FIRST,#2 DESC; LIMIT 2 OFFSET 1]"
+                                         "(Project[0,3,4](Map[(#0 + 1)](Get 10))))");
+        CU_ASSERT_EQUAL_FATAL(s->create_view.n_columns, 1);
+        CU_ASSERT_STRING_EQUAL(s->create_view.columns[0].name, "a");
+        sql_stmt_free(s);
+
+        /* OFFSET alone; OFFSET 0 and LIMIT ALL cut nothing (no ORDER BY needed). */
+        s = analyze("CREATE VIEW vt AS SELECT a FROM t ORDER BY a DESC NULLS LAST OFFSET 2");
+        expect_plan(s->create_view.plan, "TopK[#0 DESC NULLS LAST; OFFSET 2](Project[0](Get 10))");
+        sql_stmt_free(s);
+        s = analyze("CREATE VIEW vt AS SELECT a FROM t LIMIT ALL OFFSET 0");
+        expect_plan(s->create_view.plan, "Project[0](Get 10)");
+        sql_stmt_free(s);
+
+        /* Over a GROUP BY, ordered by an aggregate's output name. */
+        s = analyze("CREATE VIEW vt AS SELECT b, count(*) AS n FROM t GROUP BY b ORDER BY n DESC, b LIMIT 2");
+        expect_plan(s->create_view.plan, "TopK[#1 DESC,#0; LIMIT 2](Reduce[#1; count(*)::int8](Get 10))");
+        sql_stmt_free(s);
+
+        /* UNION and VALUES: output columns; a UNION's arms may have their own. */
+        s = analyze("CREATE VIEW vt AS SELECT a FROM t UNION ALL SELECT a + 1 FROM t ORDER BY 1 DESC LIMIT 2");
+        expect_plan(s->create_view.plan, "TopK[#0 DESC; LIMIT 2](Union(Project[0](Get 10), "
+                                         "Project[4](Map[(#0 + 1)](Get 10))))");
+        sql_stmt_free(s);
+        s = analyze("CREATE VIEW vt AS (SELECT a FROM t ORDER BY a LIMIT 1) UNION ALL "
+                    "(SELECT a FROM t ORDER BY a DESC LIMIT 1)");
+        expect_plan(s->create_view.plan, "Union(TopK[#0; LIMIT 1](Project[0](Get 10)), "
+                                         "TopK[#0 DESC; LIMIT 1](Project[0](Get 10)))");
+        sql_stmt_free(s);
+        s = analyze("CREATE VIEW vt AS VALUES (2), (1) ORDER BY column1 LIMIT 1");
+        expect_plan(s->create_view.plan, "TopK[#0; LIMIT 1](Constant[int4](2))");
+        sql_stmt_free(s);
+
+        /* A subquery in FROM of a SELECT: a TopK in the peek's plan; the outermost
+         * SELECT's ORDER BY and LIMIT stay the peek's. */
+        s = analyze("SELECT * FROM (SELECT a, d FROM t ORDER BY d LIMIT 1) s ORDER BY a LIMIT 5");
+        expect_plan(peek_of(s)->plan, "TopK[#1; LIMIT 1](Project[0,3](Get 10))");
+        CU_ASSERT(peek_of(s)->limit && peek_of(s)->limit->count == 5);
+        CU_ASSERT_EQUAL(peek_of(s)->n_order_by, 1);
+        sql_stmt_free(s);
+        /* An empty input: nothing to rank. */
+        s = analyze("CREATE VIEW vt AS SELECT a FROM t WHERE false ORDER BY a LIMIT 1");
+        expect_plan(s->create_view.plan, "Constant[int4](0)");
+        sql_stmt_free(s);
+
+        /* Refused: which rows LIMIT keeps without ORDER BY is arbitrary; LIMIT in a
+         * subquery in an expression; forms the peek refuses too. */
+        expect_error("CREATE VIEW vv AS SELECT a FROM t OFFSET 2", "0A000",
+                     "LIMIT without ORDER BY in a view is not deterministic", -1);
+        expect_error("CREATE VIEW vv AS SELECT a FROM t LIMIT 0", "0A000",
+                     "LIMIT without ORDER BY in a view is not deterministic", -1);
+        expect_error("SELECT a FROM t WHERE a IN (SELECT a FROM t ORDER BY a LIMIT 1)", "0A000",
+                     "LIMIT and OFFSET are not supported in a subquery in an expression", -1);
+        expect_error("SELECT (SELECT a FROM t ORDER BY a LIMIT 1)", "0A000",
+                     "LIMIT and OFFSET are not supported in a subquery in an expression", -1);
+        expect_error("CREATE VIEW vv AS SELECT a FROM t WHERE EXISTS "
+                     "(SELECT 1 FROM (SELECT a FROM t ORDER BY a OFFSET 1) s)", "0A000",
+                     "LIMIT and OFFSET are not supported in a subquery in an expression", -1);
+        expect_error("CREATE VIEW vv AS SELECT a FROM t ORDER BY a LIMIT a", "42703", NULL, -1);
+        expect_error("CREATE VIEW vv AS SELECT a FROM t ORDER BY a LIMIT -1", "2201W", NULL, -1);
+        expect_error("CREATE VIEW vv AS SELECT a FROM t ORDER BY a OFFSET -1", "2201X", NULL, -1);
+        expect_error("CREATE VIEW vv AS SELECT a FROM t ORDER BY a LIMIT mz_now()", "0A000", NULL, -1);
+        expect_error("CREATE VIEW vv AS SELECT a FROM t ORDER BY a FETCH FIRST 1 ROWS WITH TIES", "0A000",
+                     "FETCH ... WITH TIES is not supported", -1);
+        expect_error("CREATE VIEW vv AS SELECT a FROM t ORDER BY a USING < LIMIT 1", "0A000",
+                     "ORDER BY ... USING is not supported", -1);
+        expect_error("CREATE VIEW vv AS SELECT a FROM t UNION SELECT a FROM t ORDER BY a + 1 LIMIT 1",
+                     "0A000", "ORDER BY of a UNION or VALUES must name an output column", -1);
+        expect_error("CREATE VIEW vv AS SELECT DISTINCT a FROM t ORDER BY d LIMIT 1", "42P10", NULL, -1);
+        expect_error("CREATE VIEW vv AS SELECT a FROM t ORDER BY 3 LIMIT 1", "42P10", NULL, -1);
+}
+
 static const struct t_case query_cases[] = {
         { "plan views", test_plan_views },
         { "create view", test_create_view },
@@ -2209,6 +2321,7 @@ static const struct t_case query_cases[] = {
         { "subquery", test_subquery },
         { "subqueries in expressions", test_sublink },
         { "order by limit", test_order_limit },
+        { "top-k in views and subqueries", test_topk },
         { "empty inputs", test_empty_inputs },
         { "expressions", test_expressions },
         { "fuzz tokens with views", test_fuzz_tokens },
