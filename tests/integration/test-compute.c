@@ -1003,6 +1003,132 @@ static void ev_idx_not_in(const struct state *s, struct rel *o)
         }
 }
 
+/* Top-k (ORDER BY ... LIMIT/OFFSET in views): the rows sorted as PostgreSQL sorts them
+ * (each key NULLS LAST ascending, NULLS FIRST descending unless told), ties by the whole
+ * row (column by column, NULLs last: Coord's rule; the views below order by every
+ * column they show, so PostgreSQL agrees), then places [offset, offset + limit). */
+struct sortkey {
+        int col;
+        bool desc, nulls_first;
+};
+
+static const struct sortkey *tk_keys;
+static int tk_nk, tk_nc;
+
+static int tk_cmp(const void *x, const void *y)
+{
+        const struct v *a = x, *b = y;
+
+        for (int k = 0; k < tk_nk; k++) {
+                struct v p = a[tk_keys[k].col], q = b[tk_keys[k].col];
+                int c;
+
+                if (isnul(p) && isnul(q))
+                        continue;
+                if (isnul(p) || isnul(q))
+                        return (isnul(p) ? 1 : -1) * (tk_keys[k].nulls_first ? -1 : 1);
+                c = vcmp(p, q);
+                if (c)
+                        return tk_keys[k].desc ? -c : c;
+        }
+        for (int j = 0; j < tk_nc; j++) {
+                if (isnul(a[j]) || isnul(b[j])) {
+                        if (isnul(a[j]) != isnul(b[j]))
+                                return isnul(a[j]) ? 1 : -1;
+                        continue;
+                }
+                if (vcmp(a[j], b[j]))
+                        return vcmp(a[j], b[j]);
+        }
+        return 0;
+}
+
+/* SELECT * FROM in ORDER BY keys LIMIT limit (< 0: none) OFFSET offset */
+static void rel_topk(const struct rel *in, int nk, const struct sortkey *keys, long limit, size_t offset,
+                     struct rel *out)
+{
+        struct rel t = { .nc = in->nc };
+
+        for (size_t i = 0; i < in->n; i++)
+                rel_push(&t, row_at(in, i));
+        tk_keys = keys;
+        tk_nk = nk;
+        tk_nc = in->nc;
+        if (t.n)
+                qsort(t.c, t.n, (size_t)t.nc * sizeof(*t.c), tk_cmp);
+        *out = (struct rel){ .nc = in->nc };
+        for (size_t i = offset; i < t.n && (limit < 0 || i - offset < (size_t)limit); i++)
+                rel_push(out, row_at(&t, i));
+        rel_free(&t);
+}
+
+/* SELECT a, b FROM t1 ORDER BY b DESC, a LIMIT 3 */
+static void ev_topk(const struct state *s, struct rel *o)
+{
+        struct rel t;
+        tab_rel(T1(s), &t);
+        rel_topk(&t, 2, (struct sortkey[]){ { 1, true, true }, { 0, false, false } }, 3, 0, o);
+        rel_free(&t);
+}
+
+/* SELECT a, c FROM t2 ORDER BY c NULLS FIRST, a DESC LIMIT 4 OFFSET 2 */
+static void ev_topk_off(const struct state *s, struct rel *o)
+{
+        struct rel t;
+        tab_rel(T2(s), &t);
+        rel_topk(&t, 2, (struct sortkey[]){ { 1, false, true }, { 0, true, true } }, 4, 2, o);
+        rel_free(&t);
+}
+
+/* SELECT a, count(*) AS n FROM t1 GROUP BY a ORDER BY n DESC, a LIMIT 2 */
+static void ev_topk_group(const struct state *s, struct rel *o)
+{
+        struct rel t, g;
+        tab_rel(T1(s), &t);
+        rel_group(&t, 1, (int[]){ 0 }, 1, (struct aggspec[]){ { A_COUNT_STAR, 0 } }, &g);
+        rel_topk(&g, 2, (struct sortkey[]){ { 1, true, true }, { 0, false, false } }, 2, 0, o);
+        rel_free(&t);
+        rel_free(&g);
+}
+
+/* SELECT b FROM t3 ORDER BY d, b DESC LIMIT 3: d is a hidden sort column */
+static void ev_topk_hidden(const struct state *s, struct rel *o)
+{
+        struct rel t, k;
+        tab_rel(T3(s), &t);
+        rel_topk(&t, 2, (struct sortkey[]){ { 1, false, false }, { 0, true, true } }, 3, 0, &k);
+        *o = (struct rel){ .nc = 1 };
+        for (size_t i = 0; i < k.n; i++)
+                rel_add(o, row_at(&k, i)[0]);
+        rel_free(&t);
+        rel_free(&k);
+}
+
+/* SELECT x.a, x.b, t2.c FROM (SELECT a, b FROM t1 ORDER BY a NULLS FIRST, b LIMIT 4) AS x
+ * JOIN t2 ON x.a = t2.a */
+static void ev_topk_from(const struct state *s, struct rel *o)
+{
+        struct rel t, x;
+        tab_rel(T1(s), &t);
+        rel_topk(&t, 2, (struct sortkey[]){ { 0, false, true }, { 1, false, false } }, 4, 0, &x);
+        *o = (struct rel){ .nc = 3 };
+        for (size_t i = 0; i < x.n; i++)
+                EACH(j, T2(s))
+                        if (is_true(v_cmp(row_at(&x, i)[0], EQ, T2(s)->r[j][0])))
+                                rel_add(o, row_at(&x, i)[0], row_at(&x, i)[1], T2(s)->r[j][1]);
+        rel_free(&t);
+        rel_free(&x);
+}
+
+/* SELECT b, d FROM t3 ORDER BY d DESC, b LIMIT 3 OFFSET 1 */
+static void ev_idx_topk(const struct state *s, struct rel *o)
+{
+        struct rel t;
+        tab_rel(T3(s), &t);
+        rel_topk(&t, 2, (struct sortkey[]){ { 1, true, true }, { 0, false, false } }, 3, 1, o);
+        rel_free(&t);
+}
+
 /* What each object is: a materialized view (checked AS OF every recorded time), a view
  * (checked at checkpoints at the current time; indexed or not), or DDL only. */
 enum kind { K_MV, K_VIEW, K_DDL };
@@ -1088,6 +1214,19 @@ static struct obj objs[] = {
           "SELECT a, count(*) AS n, (SELECT count(*) FROM t3) AS n3 FROM t1 GROUP BY a "
           "HAVING count(*) >= (SELECT count(*) FROM t2 WHERE c > 2)", ev_having_sub },
         { K_DDL, "i_not_in", "CREATE INDEX i_not_in ON v_idx_not_in (a)", NULL },
+        /* Top-k (issue 35 item 4): materialized, indexed, over a GROUP BY, with a hidden
+         * sort column, and in a subquery in FROM under a join. */
+        { K_MV, "mv_topk", "SELECT a, b FROM t1 ORDER BY b DESC, a LIMIT 3", ev_topk },
+        { K_MV, "mv_topk_off", "SELECT a, c FROM t2 ORDER BY c NULLS FIRST, a DESC LIMIT 4 OFFSET 2",
+          ev_topk_off },
+        { K_MV, "mv_topk_group", "SELECT a, count(*) AS n FROM t1 GROUP BY a ORDER BY n DESC, a LIMIT 2",
+          ev_topk_group },
+        { K_MV, "mv_topk_hidden", "SELECT b FROM t3 ORDER BY d, b DESC LIMIT 3", ev_topk_hidden },
+        { K_MV, "mv_topk_from",
+          "SELECT x.a, x.b, t2.c FROM (SELECT a, b FROM t1 ORDER BY a NULLS FIRST, b LIMIT 4) AS x "
+          "JOIN t2 ON x.a = t2.a", ev_topk_from },
+        { K_VIEW, "v_idx_topk", "SELECT b, d FROM t3 ORDER BY d DESC, b LIMIT 3 OFFSET 1", ev_idx_topk },
+        { K_DDL, "i_topk", "CREATE INDEX i_topk ON v_idx_topk (b)", NULL },
         /* An index on a materialized view: reads at old times must still come from storage. */
         { K_DDL, "i_mv_join2", "CREATE INDEX i_mv_join2 ON mv_join2 (a)", NULL },
         { K_VIEW, "v_idx_filter", "SELECT a, b FROM t1 WHERE a IS NOT NULL AND b * 2 > a", ev_idx_filter },
@@ -1121,6 +1260,8 @@ static struct obj objs[] = {
         { K_VIEW, "v_late", "SELECT count(*) AS n, count(c) AS nc, sum(c) AS sc, min(c) AS lo, max(c) AS hi FROM t2",
           ev_global, .late = true },
         { K_DDL, "i_late", "CREATE DEFAULT INDEX i_late ON v_late", NULL, .late = true },
+        { K_MV, "mv_topk_late", "SELECT a, c FROM t2 ORDER BY c NULLS FIRST, a DESC LIMIT 4 OFFSET 2",
+          ev_topk_off, .late = true },
 };
 #define NOBJS (sizeof(objs) / sizeof(objs[0]))
 
