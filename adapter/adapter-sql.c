@@ -6024,23 +6024,32 @@ static int topk_limit(struct analyzer *a, const PgQuery__SelectStmt *s, struct t
         return 0;
 }
 
-/* ORDER BY of a UNION or VALUES with a TopK: output columns only. */
+/* One ORDER BY item of a UNION or VALUES: an output column only (a TopK's or a peek's). */
+static int union_sort_col(struct analyzer *a, const PgQuery__Node *n, const struct scope *out,
+                          const PgQuery__SortBy **sbp, uint32_t *col)
+{
+        const PgQuery__SortBy *sb = n->node_case == PG_QUERY__NODE__NODE_SORT_BY ? n->sort_by : NULL;
+        int r;
+
+        if (!sb)
+                return FAIL(a, "XX000", "malformed ORDER BY");
+        *sbp = sb;
+        r = sort_output(a, sb, out, out->n, col);
+        if (r == 0)
+                r = FAIL_AT(a, sb->location, "0A000",
+                            "ORDER BY of a UNION or VALUES must name an output column");
+        return r;
+}
+
 static int topk_order(struct analyzer *a, const PgQuery__SelectStmt *s, const struct scope *out,
                       struct topk_spec *tk)
 {
         for (size_t i = 0; i < s->n_sort_clause; i++) {
-                const PgQuery__SortBy *sb = s->sort_clause[i]->node_case == PG_QUERY__NODE__NODE_SORT_BY
-                                                    ? s->sort_clause[i]->sort_by
-                                                    : NULL;
+                const PgQuery__SortBy *sb;
                 uint32_t col;
                 int r;
 
-                if (!sb)
-                        return FAIL(a, "XX000", "malformed ORDER BY");
-                r = sort_output(a, sb, out, out->n, &col);
-                if (r == 0)
-                        r = FAIL_AT(a, sb->location, "0A000",
-                                    "ORDER BY of a UNION or VALUES must name an output column");
+                r = union_sort_col(a, s->sort_clause[i], out, &sb, &col);
                 if (r >= 0)
                         r = sort_key_add(a, &tk->order, &tk->n_order, col, sb);
                 if (r < 0)
@@ -6074,18 +6083,11 @@ static int peek_order_limit(struct analyzer *a, const PgQuery__SelectStmt *s, co
                             Coord__Plan__Peek *peek)
 {
         for (size_t i = 0; i < s->n_sort_clause; i++) {
-                const PgQuery__SortBy *sb = s->sort_clause[i]->node_case == PG_QUERY__NODE__NODE_SORT_BY
-                                                    ? s->sort_clause[i]->sort_by
-                                                    : NULL;
+                const PgQuery__SortBy *sb;
                 uint32_t col;
                 int r;
 
-                if (!sb)
-                        return FAIL(a, "XX000", "malformed ORDER BY");
-                r = sort_output(a, sb, out, out->n, &col);
-                if (r == 0)
-                        r = FAIL_AT(a, sb->location, "0A000",
-                                    "ORDER BY of a UNION or VALUES must name an output column");
+                r = union_sort_col(a, s->sort_clause[i], out, &sb, &col);
                 if (r >= 0)
                         r = peek_sort_key(a, peek, col, sb);
                 if (r < 0)

@@ -1228,11 +1228,10 @@ static int run_union(struct dataflow *df, struct node *n, bool negate, struct ro
         return 0;
 }
 
-static int run_distinct(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
+/* Adds the child's changes at this time to the counts of whole rows in n->map; each row
+ * whose count moved is in n->dirty once, with its count before in e->old (DISTINCT, TopK). */
+static int fold_counts(struct node *n, const struct node *ch, struct row_error *err)
 {
-        const struct node *ch = &df->nodes[n->child[0]];
-        int r;
-
         n->dirty.n = 0;
         for (size_t i = 0; i < ch->nd; i++) {
                 const struct eval_update *u = &ch->d[i];
@@ -1240,11 +1239,8 @@ static int run_distinct(struct dataflow *df, struct node *n, uint64_t t, struct 
                 uint32_t id = bmap_find(&n->map, h, u->row, u->len);
                 struct dis_ent *e;
 
-                if (id == NIL) {
-                        r = bmap_insert(&n->map, h, u->row, u->len, &id);
-                        if (r < 0)
-                                return row_error_oom(err);
-                }
+                if (id == NIL && bmap_insert(&n->map, h, u->row, u->len, &id) < 0)
+                        return row_error_oom(err);
                 e = bmap_val(&n->map, id);
                 if (!e->dirty) {
                         e->dirty = true;
@@ -1255,6 +1251,17 @@ static int run_distinct(struct dataflow *df, struct node *n, uint64_t t, struct 
                 if (__builtin_add_overflow(e->count, u->diff, &e->count))
                         return row_error_set(err, -EINVAL, "22003", "row count out of range");
         }
+        return 0;
+}
+
+static int run_distinct(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
+{
+        const struct node *ch = &df->nodes[n->child[0]];
+        int r;
+
+        r = fold_counts(n, ch, err);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < n->dirty.n; i++) {
                 uint32_t id = n->dirty.v[i];
                 struct dis_ent *e = bmap_val(&n->map, id);
@@ -1516,28 +1523,9 @@ static int run_topk(struct dataflow *df, struct node *n, uint64_t t, struct row_
         bool changed = false;
         int r;
 
-        n->dirty.n = 0;
-        for (size_t i = 0; i < ch->nd; i++) {
-                const struct eval_update *u = &ch->d[i];
-                uint64_t h = hash_bytes(u->row, u->len);
-                uint32_t id = bmap_find(&n->map, h, u->row, u->len);
-                struct dis_ent *e;
-
-                if (id == NIL) {
-                        r = bmap_insert(&n->map, h, u->row, u->len, &id);
-                        if (r < 0)
-                                return row_error_oom(err);
-                }
-                e = bmap_val(&n->map, id);
-                if (!e->dirty) {
-                        e->dirty = true;
-                        e->old = e->count;
-                        if (idvec_push(&n->dirty, id) < 0)
-                                return row_error_oom(err);
-                }
-                if (__builtin_add_overflow(e->count, u->diff, &e->count))
-                        return row_error_set(err, -EINVAL, "22003", "row count out of range");
-        }
+        r = fold_counts(n, ch, err);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < n->dirty.n; i++) {
                 uint32_t id = n->dirty.v[i];
                 struct dis_ent *e = bmap_val(&n->map, id);
