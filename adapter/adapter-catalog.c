@@ -211,6 +211,18 @@ static struct name_ent *names_slot(const struct adapter_catalog *ac, const char 
 
 /* ---- items ---- */
 
+/* A table's CHECK constraints and keys are each a name and an owned array: *name and
+ * *bytes, copies of name and of len bytes at p.  -ENOMEM leaves what was made there. */
+static int name_bytes_dup(const char *name, const void *p, size_t len, char **rn, void **rp)
+{
+        *rn = strdup(name);
+        *rp = malloc(len ? len : 1);
+        if (!*rn || !*rp)
+                return -ENOMEM;
+        memcpy(*rp, p, len);
+        return 0;
+}
+
 static void checks_free(struct sql_check *v, size_t n)
 {
         for (size_t i = 0; i < n; i++) {
@@ -220,7 +232,16 @@ static void checks_free(struct sql_check *v, size_t n)
         free(v);
 }
 
-/* A deep copy of n checks into *ret (NULL when n is 0); -ENOMEM. */
+static void uniques_free(struct sql_unique *v, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(v[i].name);
+                free(v[i].columns);
+        }
+        free(v);
+}
+
+/* Deep copies of n checks, n keys into *ret (NULL when n is 0); -ENOMEM. */
 static int checks_dup(const struct sql_check *v, size_t n, struct sql_check **ret)
 {
         struct sql_check *d = n ? calloc(n, sizeof(*d)) : NULL;
@@ -229,14 +250,30 @@ static int checks_dup(const struct sql_check *v, size_t n, struct sql_check **re
         if (n && !d)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
-                d[i].name = strdup(v[i].name);
-                d[i].expr = malloc(v[i].expr_len ? v[i].expr_len : 1);
                 d[i].expr_len = v[i].expr_len;
-                if (!d[i].name || !d[i].expr) {
+                if (name_bytes_dup(v[i].name, v[i].expr, v[i].expr_len, &d[i].name, (void **)&d[i].expr) < 0) {
                         checks_free(d, i + 1);
                         return -ENOMEM;
                 }
-                memcpy(d[i].expr, v[i].expr, v[i].expr_len);
+        }
+        *ret = d;
+        return 0;
+}
+
+static int uniques_dup(const struct sql_unique *v, size_t n, struct sql_unique **ret)
+{
+        struct sql_unique *d = n ? calloc(n, sizeof(*d)) : NULL;
+
+        *ret = NULL;
+        if (n && !d)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                d[i] = (struct sql_unique){ .n_columns = v[i].n_columns, .primary = v[i].primary };
+                if (name_bytes_dup(v[i].name, v[i].columns, v[i].n_columns * sizeof(uint32_t), &d[i].name,
+                                   (void **)&d[i].columns) < 0) {
+                        uniques_free(d, i + 1);
+                        return -ENOMEM;
+                }
         }
         *ret = d;
         return 0;
@@ -252,6 +289,7 @@ static void item_free(struct acat_item *it)
         }
         free(it->columns);
         checks_free(it->checks, it->n_checks);
+        uniques_free(it->uniques, it->n_uniques);
         free(it->name);
         free(it->create_sql);
         if (it->plan)
@@ -635,6 +673,22 @@ static struct acat_item *item_from_proto(Coord__CatalogItem *p)
                                 goto fail;
                 }
         }
+        if (p->n_uniques) {
+                it->uniques = calloc(p->n_uniques, sizeof(*it->uniques));
+                if (!it->uniques)
+                        goto fail;
+                for (size_t i = 0; i < p->n_uniques; i++, it->n_uniques++) {
+                        const Coord__CatalogUnique *u = p->uniques[i];
+
+                        it->uniques[i].name = str_take(&p->uniques[i]->name);
+                        it->uniques[i].columns = array_take(&p->uniques[i]->columns, u->n_columns,
+                                                            sizeof(uint32_t));
+                        it->uniques[i].n_columns = u->n_columns;
+                        it->uniques[i].primary = u->primary;
+                        if (!it->uniques[i].name || !it->uniques[i].columns)
+                                goto fail;
+                }
+        }
         it->refresh = p->refresh;
         /* Most items have no schedule: no allocation for an empty one. */
         it->refresh_at = TAKE_PTR(p->refresh_at);
@@ -668,18 +722,19 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
         Coord__CatalogItem p = COORD__CATALOG_ITEM__INIT;
         Coord__CatalogColumn *cols = NULL, **colp = NULL;
         Coord__CatalogCheck *chks = NULL, **chkp = NULL;
-        uint8_t *buf;
-        size_t len;
+        Coord__CatalogUnique *unq = NULL, **unqp = NULL;
+        uint8_t *buf = NULL;
+        size_t len = 0;
 
-        if (it->n_columns) {
-                cols = calloc(it->n_columns, sizeof(*cols));
-                colp = calloc(it->n_columns, sizeof(*colp));
-                if (!cols || !colp) {
-                        free(cols);
-                        free(colp);
-                        return -ENOMEM;
-                }
-        }
+        /* One allocation check for the arrays of every repeated field (1 when empty). */
+        cols = calloc(it->n_columns ? it->n_columns : 1, sizeof(*cols));
+        colp = calloc(it->n_columns ? it->n_columns : 1, sizeof(*colp));
+        chks = calloc(it->n_checks ? it->n_checks : 1, sizeof(*chks));
+        chkp = calloc(it->n_checks ? it->n_checks : 1, sizeof(*chkp));
+        unq = calloc(it->n_uniques ? it->n_uniques : 1, sizeof(*unq));
+        unqp = calloc(it->n_uniques ? it->n_uniques : 1, sizeof(*unqp));
+        if (!cols || !colp || !chks || !chkp || !unq || !unqp)
+                goto out;
         for (size_t i = 0; i < it->n_columns; i++) {
                 coord__catalog_column__init(&cols[i]);
                 cols[i].name = it->columns[i].name;
@@ -712,15 +767,6 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
         p.retain_history_ms = it->retain_history_ms;
         p.nondeterministic = it->nondeterministic;
         if (it->n_checks) {
-                chks = calloc(it->n_checks, sizeof(*chks));
-                chkp = calloc(it->n_checks, sizeof(*chkp));
-                if (!chks || !chkp) {
-                        free(chks);
-                        free(chkp);
-                        free(cols);
-                        free(colp);
-                        return -ENOMEM;
-                }
                 for (size_t i = 0; i < it->n_checks; i++) {
                         coord__catalog_check__init(&chks[i]);
                         chks[i].name = it->checks[i].name;
@@ -730,6 +776,18 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
                 }
                 p.checks = chkp;
                 p.n_checks = it->n_checks;
+        }
+        if (it->n_uniques) {
+                for (size_t i = 0; i < it->n_uniques; i++) {
+                        coord__catalog_unique__init(&unq[i]);
+                        unq[i].name = it->uniques[i].name;
+                        unq[i].columns = it->uniques[i].columns;
+                        unq[i].n_columns = it->uniques[i].n_columns;
+                        unq[i].primary = it->uniques[i].primary;
+                        unqp[i] = &unq[i];
+                }
+                p.uniques = unqp;
+                p.n_uniques = it->n_uniques;
         }
         p.refresh = it->refresh;
         p.refresh_at = it->refresh_at;
@@ -750,6 +808,9 @@ static int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_le
         buf = malloc(len ? len : 1);
         if (buf)
                 coord__catalog_item__pack(&p, buf);
+out:
+        free(unq);
+        free(unqp);
         free(chks);
         free(chkp);
         free(cols);
@@ -1668,6 +1729,11 @@ static int create_into(struct adapter_catalog *ac, const struct acat_new_item *n
                 goto fail;
         }
         it->n_checks = ni->n_checks;
+        if (uniques_dup(ni->uniques, ni->n_uniques, &it->uniques) < 0) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        it->n_uniques = ni->n_uniques;
         it->refresh = ni->refresh;
         it->refresh_every_ms = ni->refresh_every_ms;
         it->refresh_aligned_to = ni->refresh_aligned_to;
@@ -1767,6 +1833,7 @@ int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_
                 .name = ct->name, .kind = SQL_OBJECT_TABLE, .create_sql = create_sql,
                 .columns = ct->columns, .n_columns = ct->n_columns,
                 .checks = ct->checks, .n_checks = ct->n_checks,
+                .uniques = ct->uniques, .n_uniques = ct->n_uniques,
         };
 
         return acat_create_begin(ac, &ni, ts, ret, err);

@@ -63,6 +63,8 @@ struct acat_item {
         bool nondeterministic;
         struct sql_check *checks;       /* a table's CHECK constraints (field 28) */
         size_t n_checks;
+        struct sql_unique *uniques;     /* its PRIMARY KEY and UNIQUE constraints (29) */
+        size_t n_uniques;
         /* A materialized view on a refresh schedule (CatalogItem fields 16-19). */
         bool refresh;
         uint64_t *refresh_at;           /* ascending */
@@ -138,6 +140,8 @@ struct acat_new_item {
         bool nondeterministic;
         const struct sql_check *checks;         /* a table's CHECK constraints */
         size_t n_checks;
+        const struct sql_unique *uniques;       /* its PRIMARY KEY and UNIQUE constraints */
+        size_t n_uniques;
         /* A materialized view's refresh schedule, its times evaluated (ascending): its
          * requirements and its birth bound are its first refresh at or after as_of. */
         bool refresh;

@@ -590,13 +590,64 @@ static bool group_mark(const struct exec *ex, const struct group *g, uint8_t mar
         return true;
 }
 
+/* The PRIMARY KEY and UNIQUE constraints of the table w writes, from the catalog, for
+ * the controller to enforce (coord.proto TableWrite.unique_keys).  Every write of the
+ * table carries them, so no row is written unchecked whatever the controller remembers.
+ * The keys borrow the catalog's strings; free with write_keys_free(). */
+static int write_keys(struct exec *ex, const struct write *w, Coord__TableWrite *tw)
+{
+        const struct acat_item *it = acat_by_gid(ex->cat, w->gid);
+        Coord__UniqueKey *uk, **ukp;
+
+        if (!it || !it->n_uniques)
+                return 0;
+        uk = calloc(it->n_uniques, sizeof(*uk));
+        ukp = calloc(it->n_uniques, sizeof(*ukp));
+        if (!uk || !ukp)
+                goto oom;
+        tw->unique_keys = ukp;
+        for (size_t i = 0; i < it->n_uniques; i++) {
+                const struct sql_unique *u = &it->uniques[i];
+
+                coord__unique_key__init(&uk[i]);
+                ukp[i] = &uk[i];
+                tw->n_unique_keys = i + 1;
+                uk[i].name = u->name;
+                uk[i].columns = u->columns;
+                uk[i].n_columns = u->n_columns;
+                uk[i].column_names = calloc(u->n_columns ? u->n_columns : 1, sizeof(char *));
+                if (!uk[i].column_names)
+                        return -ENOMEM;
+                uk[i].n_column_names = u->n_columns;
+                for (size_t k = 0; k < u->n_columns; k++)
+                        uk[i].column_names[k] = u->columns[k] < it->n_columns
+                                                        ? it->columns[u->columns[k]].name : "?";
+        }
+        return 0;
+oom:
+        free(uk);
+        free(ukp);
+        return -ENOMEM;
+}
+
+static void write_keys_free(Coord__TableWrite *tw)
+{
+        for (size_t i = 0; i < tw->n_unique_keys; i++)
+                free(tw->unique_keys[i]->column_names);
+        if (tw->n_unique_keys)
+                free(tw->unique_keys[0]);       /* the array of keys */
+        free(tw->unique_keys);
+        tw->unique_keys = NULL;
+        tw->n_unique_keys = 0;
+}
+
 static int group_send(struct exec *ex, struct group *g)
 {
         Coord__Append msg = COORD__APPEND__INIT;
         Coord__TableWrite *tw = NULL, **twp = NULL;
         ProtobufCBinaryData *rows = NULL;
         uint8_t mark[MARK_LEN];
-        size_t n_rows = 0, k = 0;
+        size_t n_rows = 0, k = 0, n_tw = 0;
         int r;
 
         assert(!g->rq);
@@ -617,7 +668,13 @@ static int group_send(struct exec *ex, struct group *g)
         for (size_t i = 0; i < g->n; i++) {
                 struct write *w = &g->writes[i];
                 coord__table_write__init(&tw[i]);
+                n_tw = i + 1;
                 tw[i].gid = w->gid;
+                if (w->n_block > 1)
+                        tw[i].block = w->n_block;
+                r = write_keys(ex, w, &tw[i]);
+                if (r < 0)
+                        goto out;
                 tw[i].rows = rows + k;
                 tw[i].n_rows = w->n_rows;
                 for (size_t j = 0; j < w->n_rows; j++, k++) {
@@ -648,6 +705,8 @@ static int group_send(struct exec *ex, struct group *g)
         ex->groups_sent++;
         ex->last_group_ms = now_ms();
 out:
+        for (size_t i = 0; i < n_tw; i++)
+                write_keys_free(&tw[i]);
         free(tw);
         free(twp);
         free(rows);
@@ -773,12 +832,28 @@ static void send_table_gone(struct pgwire_conn *c, const char *table)
 static void send_write_error(struct exec *ex, const struct write *w, const Coord__Error *err)
 {
         const char *sqlstate = err->sqlstate && *err->sqlstate ? err->sqlstate : "XX000";
+        struct row_error re = { .position = 0 };
 
         if (strcmp(sqlstate, "42P01") == 0 && w->table && table_gone(ex, w->gid)) {
                 send_table_gone(w->s->c, w->table);
                 return;
         }
-        send_error(w->s->c, sqlstate, "%s", err->message ? err->message : "write failed");
+        snprintf(re.sqlstate, sizeof(re.sqlstate), "%s", sqlstate);
+        snprintf(re.message, sizeof(re.message), "%s", err->message && *err->message ? err->message
+                                                                               : "write failed");
+        snprintf(re.detail, sizeof(re.detail), "%s", err->detail ? err->detail : "");
+        snprintf(re.hint, sizeof(re.hint), "%s", err->hint ? err->hint : "");
+        send_row_error(w->s->c, &re);
+}
+
+/* The error of write i of an applied group that failed alone (Ok.failures), or NULL. */
+static const Coord__Error *write_failure(const Coord__Ok *ok, size_t i)
+{
+        for (size_t k = 0; ok && k < ok->n_failures; k++)
+                if (ok->failures[k]->write == i)
+                        return ok->failures[k]->error ? ok->failures[k]->error
+                                                      : &(const Coord__Error)COORD__ERROR__INIT;
+        return NULL;
 }
 
 static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
@@ -797,6 +872,7 @@ static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok
         for (size_t i = 0; i < g->n; i++) {
                 struct write *w = &g->writes[i];
                 struct session *s = w->s;
+                const Coord__Error *failed = NULL;
 
                 if (err && w->kind == WRITE_OBJECTS) {
                         /* Built-in rows lost, maybe of an acknowledged DDL: (5). */
@@ -806,9 +882,9 @@ static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok
                 }
                 if (!s)
                         continue;
-                if (err) {
+                if (err || (failed = write_failure(ok, i))) {
                         if (!s->gone)
-                                send_write_error(ex, w, err);
+                                send_write_error(ex, w, err ? err : failed);
                         s->stmt = sql_stmt_free(s->stmt);
                         s->next = SIZE_MAX;     /* skip the rest of the string */
                 } else {

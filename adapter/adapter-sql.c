@@ -3885,6 +3885,18 @@ static void scope_done(struct scope *sc);
 static int scope_add_col(struct analyzer *a, struct scope *sc, const char *qual, const char *name,
                          int type, bool nullable, bool in_star);
 
+/* Whether name is taken by a constraint of new table ct. */
+static bool constraint_name_taken(const struct sql_create_table *ct, const char *name)
+{
+        for (size_t i = 0; i < ct->n_checks; i++)
+                if (strcmp(ct->checks[i].name, name) == 0)
+                        return true;
+        for (size_t i = 0; i < ct->n_uniques; i++)
+                if (ct->uniques[i].name && strcmp(ct->uniques[i].name, name) == 0)
+                        return true;    /* (the one being named has none yet) */
+        return false;
+}
+
 /* A CHECK constraint of new table ct (its columns all known): a boolean expression over
  * them, constant in everything else (no mz_now(), no session functions), packed into
  * the next of ct->checks, named `name` or PostgreSQL's default <table>[_<column>]_check
@@ -3923,21 +3935,14 @@ static int table_check(struct analyzer *a, const PgQuery__Constraint *con, const
                 return r;
         if (con->conname && con->conname[0]) {
                 snprintf(name, sizeof(name), "%s", con->conname);
-                for (size_t i = 0; i < ct->n_checks; i++)
-                        if (strcmp(ct->checks[i].name, name) == 0)
-                                return FAIL_AT(a, con->location, "42710", "constraint \"%s\" for relation "
-                                               "\"%s\" already exists", name, ct->name);
+                if (constraint_name_taken(ct, name))
+                        return FAIL(a, "42710", "constraint \"%s\" for relation \"%s\" already exists",
+                                    name, ct->name);
         } else {
                 snprintf(base, sizeof(base), "%s%s%s_check", ct->name, column ? "_" : "", column ? column : "");
                 snprintf(name, sizeof(name), "%s", base);
-                for (unsigned k = 1;; k++) {
-                        bool taken = false;
-                        for (size_t i = 0; i < ct->n_checks && !taken; i++)
-                                taken = strcmp(ct->checks[i].name, name) == 0;
-                        if (!taken)
-                                break;
+                for (unsigned k = 1; constraint_name_taken(ct, name); k++)
                         snprintf(name, sizeof(name), "%s%u", base, k);
-                }
         }
         v = realloc(ct->checks, (ct->n_checks + 1) * sizeof(*v));
         if (!v)
@@ -3957,6 +3962,135 @@ static int table_check(struct analyzer *a, const PgQuery__Constraint *con, const
         return 0;
 }
 
+/* A PRIMARY KEY or UNIQUE constraint of new table ct (its columns all known), of the
+ * column `column` or of the table (con->keys): the next of ct->uniques, named as
+ * PostgreSQL names it (<table>_pkey, <table>_<columns>_key, a number added when taken).
+ * A primary key's columns become NOT NULL.  Enforced by the controller on every write
+ * (controller-server-unique.c), so nothing is accepted that PostgreSQL would refuse. */
+static int table_unique(struct analyzer *a, const PgQuery__Constraint *con, const char *column)
+{
+        struct sql_create_table *ct = &a->stmt->create_table;
+        bool primary = con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY;
+        const char *what = primary ? "primary key" : "unique";
+        size_t n = column ? 1 : con->n_keys;
+        struct sql_unique *v, *u;
+        char base[256], name[272];
+        size_t off;
+
+        if (con->deferrable || con->initdeferred)
+                return FAIL_AT(a, con->location, "0A000", "DEFERRABLE %s constraints are not "
+                               "supported", what);
+        if (con->n_including || con->n_options || con->nulls_not_distinct ||
+            (con->indexname && con->indexname[0]) || (con->indexspace && con->indexspace[0]))
+                return FAIL_AT(a, con->location, "0A000", "INCLUDE, WITH, USING INDEX and NULLS "
+                               "NOT DISTINCT of a %s constraint are not supported", what);
+        if (n == 0 || n > ROW_MAX_COLUMNS)
+                return FAIL_AT(a, con->location, "XX000", "malformed %s constraint", what);
+        for (size_t i = 0; primary && i < ct->n_uniques; i++)
+                if (ct->uniques[i].primary)
+                        return FAIL_AT(a, con->location, "42P16", "multiple primary keys for table "
+                                       "\"%s\" are not allowed", ct->name);
+        v = realloc(ct->uniques, (ct->n_uniques + 1) * sizeof(*v));
+        if (!v)
+                return oom(a);
+        ct->uniques = v;
+        u = &v[ct->n_uniques++];
+        *u = (struct sql_unique){ .primary = primary, .columns = calloc(n, sizeof(uint32_t)) };
+        if (!u->columns)
+                return oom(a);
+        off = (size_t)snprintf(base, sizeof(base), "%s", ct->name);
+        for (size_t i = 0; i < n; i++) {
+                const char *cn = column;
+                size_t k;
+
+                if (!cn) {
+                        if (con->keys[i]->node_case != PG_QUERY__NODE__NODE_STRING)
+                                return FAIL_AT(a, con->location, "XX000", "malformed %s constraint",
+                                               what);
+                        cn = con->keys[i]->string->sval;
+                }
+                for (k = 0; k < ct->n_columns && strcmp(ct->columns[k].name, cn) != 0; k++)
+                        ;
+                if (k == ct->n_columns)
+                        return FAIL_AT(a, con->location, "42703", "column \"%s\" named in key does "
+                                       "not exist", cn);
+                for (size_t j = 0; j < u->n_columns; j++)
+                        if (u->columns[j] == k)
+                                return FAIL_AT(a, con->location, "42701", "column \"%s\" appears "
+                                               "twice in %s constraint", cn, what);
+                u->columns[u->n_columns++] = (uint32_t)k;
+                if (primary)
+                        ct->columns[k].nullable = false;
+                if (!primary && off < sizeof(base))
+                        off += (size_t)snprintf(base + off, sizeof(base) - off, "_%s", cn);
+        }
+        /* As PostgreSQL: a key on the same columns as an earlier one is that one (a
+         * primary key if either is; the name given, else the primary key's default). */
+        for (size_t i = 0; i + 1 < ct->n_uniques; i++) {
+                struct sql_unique *p = &ct->uniques[i];
+                bool named = con->conname && con->conname[0] && !p->named;
+                char *nn = NULL;
+
+                if (p->n_columns != u->n_columns ||
+                    memcmp(p->columns, u->columns, u->n_columns * sizeof(uint32_t)) != 0)
+                        continue;
+                if (named) {
+                        if (constraint_name_taken(ct, con->conname))
+                                return FAIL(a, "42710", "constraint \"%s\" for relation \"%s\" "
+                                            "already exists", con->conname, ct->name);
+                        if (!(nn = strdup(con->conname)))
+                                return oom(a);
+                } else if (primary && !p->primary && !p->named &&
+                           asprintf(&nn, "%s_pkey", ct->name) < 0) {
+                        return oom(a);
+                }
+                if (nn) {
+                        free(p->name);
+                        p->name = nn;
+                        p->named = named;
+                }
+                p->primary |= primary;
+                free(u->columns);
+                ct->n_uniques--;
+                return 0;
+        }
+        if (con->conname && con->conname[0]) {
+                if (constraint_name_taken(ct, con->conname))
+                        return FAIL(a, "42710", "constraint \"%s\" for relation \"%s\" already exists",
+                                    con->conname, ct->name);
+                snprintf(name, sizeof(name), "%s", con->conname);
+                u->named = true;
+        } else {
+                /* PostgreSQL shortens the parts to fit 63 bytes; a longer name is kept
+                 * whole here. */
+                if (off < sizeof(base))
+                        snprintf(base + off, sizeof(base) - off, "%s", primary ? "_pkey" : "_key");
+                snprintf(name, sizeof(name), "%s", base);
+                for (unsigned k = 1; constraint_name_taken(ct, name); k++)
+                        snprintf(name, sizeof(name), "%s%u", base, k);
+        }
+        u->name = strdup(name);
+        return u->name ? 0 : oom(a);
+}
+
+static bool table_constraint_supported(PgQuery__ConstrType t)
+{
+        return t == PG_QUERY__CONSTR_TYPE__CONSTR_CHECK || t == PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY ||
+               t == PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE;
+}
+
+/* Pass 0: keys; pass 1: CHECK constraints.  Others were refused before. */
+static int table_constraint(struct analyzer *a, const PgQuery__Constraint *con, const char *column,
+                            int pass)
+{
+        if (con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_CHECK)
+                return pass == 1 ? table_check(a, con, column) : 0;
+        if (con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY ||
+            con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE)
+                return pass == 0 ? table_unique(a, con, column) : 0;
+        return 0;
+}
+
 static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
 {
         struct sql_create_table *ct = &a->stmt->create_table;
@@ -3972,9 +4106,9 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                             "inheritance, partitions and typed tables are not supported");
         for (size_t i = 0; i < c->n_constraints; i++)
                 if (c->constraints[i]->node_case != PG_QUERY__NODE__NODE_CONSTRAINT ||
-                    c->constraints[i]->constraint->contype != PG_QUERY__CONSTR_TYPE__CONSTR_CHECK)
-                        return FAIL(a, "0A000", "table constraints other than CHECK are not supported: "
-                                    "Coord cannot enforce them yet");
+                    !table_constraint_supported(c->constraints[i]->constraint->contype))
+                        return FAIL(a, "0A000", "table constraints other than CHECK, PRIMARY KEY and "
+                                    "UNIQUE are not supported: Coord cannot enforce them yet");
         if (c->n_options || (c->access_method && c->access_method[0]) ||
             (c->tablespacename && c->tablespacename[0]))
                 return FAIL(a, "0A000", "table options are not supported");
@@ -3995,12 +4129,12 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                 bool saw_null = false, saw_not_null = false;
 
                 if (c->table_elts[i]->node_case == PG_QUERY__NODE__NODE_CONSTRAINT &&
-                    c->table_elts[i]->constraint->contype == PG_QUERY__CONSTR_TYPE__CONSTR_CHECK)
+                    table_constraint_supported(c->table_elts[i]->constraint->contype))
                         continue;       /* after the columns */
                 if (c->table_elts[i]->node_case == PG_QUERY__NODE__NODE_CONSTRAINT)
                         return FAIL_AT(a, c->table_elts[i]->constraint->location, "0A000",
-                                       "table constraints other than CHECK are not supported: "
-                                       "Coord cannot enforce them yet");
+                                       "table constraints other than CHECK, PRIMARY KEY and UNIQUE "
+                                       "are not supported: Coord cannot enforce them yet");
                 if (c->table_elts[i]->node_case != PG_QUERY__NODE__NODE_COLUMN_DEF)
                         return FAIL(a, "0A000", "LIKE is not supported");
                 cd = c->table_elts[i]->column_def;
@@ -4053,12 +4187,14 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                                         return r;
                                 break;
                         case PG_QUERY__CONSTR_TYPE__CONSTR_CHECK:
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY:
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE:
                                 break;          /* after the columns */
                         default:
                                 return FAIL_AT(a, con->location, "0A000",
-                                               "only NULL, NOT NULL, DEFAULT and CHECK column "
-                                               "constraints are supported (Coord cannot enforce "
-                                               "the others yet)");
+                                               "only NULL, NOT NULL, DEFAULT, CHECK, PRIMARY KEY and "
+                                               "UNIQUE column constraints are supported (Coord "
+                                               "cannot enforce the others yet)");
                         }
                         if (saw_null && saw_not_null)
                                 return FAIL_AT(a, con->location, "42601",
@@ -4068,25 +4204,28 @@ static int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c
                 }
                 col->nullable = !saw_not_null && !cd->is_not_null;
         }
-        /* CHECK constraints, over all the columns: the columns' own, then the table's. */
-        for (size_t i = 0; i < c->n_table_elts; i++) {
-                const PgQuery__Node *el = c->table_elts[i];
+        /* Keys, then CHECK constraints (a primary key's columns are NOT NULL in them), in
+         * the order written: the columns' own, then the table's. */
+        for (int pass = 0; pass < 2; pass++) {
+                for (size_t i = 0; i < c->n_table_elts; i++) {
+                        const PgQuery__Node *el = c->table_elts[i];
 
-                if (el->node_case == PG_QUERY__NODE__NODE_COLUMN_DEF) {
-                        for (size_t k = 0; k < el->column_def->n_constraints; k++) {
-                                const PgQuery__Constraint *con = el->column_def->constraints[k]->constraint;
-                                if (con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_CHECK &&
-                                    (r = table_check(a, con, el->column_def->colname)) < 0)
-                                        return r;
+                        if (el->node_case == PG_QUERY__NODE__NODE_COLUMN_DEF) {
+                                for (size_t k = 0; k < el->column_def->n_constraints; k++) {
+                                        r = table_constraint(a, el->column_def->constraints[k]->constraint,
+                                                             el->column_def->colname, pass);
+                                        if (r < 0)
+                                                return r;
+                                }
+                        } else if ((r = table_constraint(a, el->constraint, NULL, pass)) < 0) {
+                                return r;
                         }
-                } else if ((r = table_check(a, el->constraint, NULL)) < 0) {
-                        return r;
                 }
-        }
-        for (size_t i = 0; i < c->n_constraints; i++) {
-                r = table_check(a, c->constraints[i]->constraint, NULL);
-                if (r < 0)
-                        return r;
+                for (size_t i = 0; i < c->n_constraints; i++) {
+                        r = table_constraint(a, c->constraints[i]->constraint, NULL, pass);
+                        if (r < 0)
+                                return r;
+                }
         }
 
         r = lookup(a, name, &existing);
@@ -9910,6 +10049,11 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                         free(s->create_table.checks[i].expr);
                 }
                 free(s->create_table.checks);
+                for (size_t i = 0; i < s->create_table.n_uniques; i++) {
+                        free(s->create_table.uniques[i].name);
+                        free(s->create_table.uniques[i].columns);
+                }
+                free(s->create_table.uniques);
                 free(s->create_table.columns);
                 free(s->create_table.name);
                 break;

@@ -89,6 +89,17 @@ struct sql_check {
         size_t expr_len;
 };
 
+/* A table's PRIMARY KEY or UNIQUE constraint: no two rows with the same values in
+ * `columns` unless one of them is NULL.  The controller enforces it on every write
+ * (coord.proto TableWrite.unique_keys). */
+struct sql_unique {
+        char *name;
+        uint32_t *columns;              /* positions in the table, in key order */
+        size_t n_columns;
+        bool primary;
+        bool named;                     /* CREATE TABLE: CONSTRAINT name given (not stored) */
+};
+
 struct sql_relation {
         uint64_t id;                            /* GlobalId, never 0 */
         enum sql_object_kind kind;
@@ -195,6 +206,8 @@ struct sql_create_table {
         size_t n_columns;
         struct sql_check *checks;
         size_t n_checks;
+        struct sql_unique *uniques;     /* at most one PRIMARY KEY */
+        size_t n_uniques;
         bool if_not_exists;
         bool exists;            /* IF NOT EXISTS and the name was taken: a no-op (notice) */
 };

@@ -87,6 +87,12 @@ struct acol {
         bool base_read;
 };
 
+/* (22) A unit (a write, or a block named by its last write) that failed alone. */
+struct append_failure {
+        uint32_t write;
+        struct row_error err;
+};
+
 /* A row of coord_frontiers that the append changes (4). */
 struct fchange {
         uint64_t gid;
@@ -106,6 +112,9 @@ struct append_ctx {
         size_t frontier_rows;                   /* updates of coord_frontiers */
         bool frontiers;                         /* coord_frontiers is appended to */
         const ProtobufCBinaryData *mark;        /* Append.writer_mark, for gid 1 (15) */
+        struct uniq *uq;                        /* (22) the keys the append writes */
+        struct append_failure *fail;            /* (22) units that failed alone */
+        size_t n_fail, cap_fail;
         struct row_error err;
 };
 
@@ -119,6 +128,8 @@ static void append_ctx_done(struct append_ctx *ac)
         gmap_done(&ac->idx);
         free(ac->counts);
         free(ac->fch);
+        server_uniq_free(ac->uq);
+        free(ac->fail);
 }
 
 /* The append's entry of info->gid, made if new.  Indexes stay valid; pointers into
@@ -589,10 +600,98 @@ static int append_stale(struct append_ctx *ac, uint64_t gid, uint64_t upper)
         return r;
 }
 
+/* (22) The units of the append: *ret[i] is the last write of write i's unit (a block,
+ * TableWrite.block, or the write alone); NULL when no write has keys (no unit needs a
+ * check).  XX000 for blocks that overlap or reach before the first write. */
+static int units_plan(struct append_ctx *ac, const Coord__Append *a, size_t **ret)
+{
+        bool any = false;
+        size_t *end, done = 0;
+
+        *ret = NULL;
+        for (size_t i = 0; i < a->n_writes && !any; i++)
+                any = a->writes[i]->n_unique_keys > 0;
+        if (!any)
+                return 0;
+        end = calloc(a->n_writes, sizeof(*end));
+        if (!end)
+                return row_error_oom(&ac->err);
+        for (size_t i = 0; i < a->n_writes; i++) {
+                uint32_t b = a->writes[i]->block;
+
+                end[i] = i;
+                if (b <= 1)
+                        continue;
+                if (b > i + 1 || i + 1 - b < done) {
+                        free(end);
+                        return row_error_set(&ac->err, -EINVAL, "XX000", "write %zu of the append "
+                                             "ends a block of %u writes that overlaps another or "
+                                             "the start", i, b);
+                }
+                for (size_t j = i + 1 - b; j < i; j++)
+                        end[j] = i;
+                done = i + 1;
+        }
+        *ret = end;
+        return 0;
+}
+
+static bool unit_keyed(const Coord__Append *a, size_t first, size_t last)
+{
+        for (size_t i = first; i <= last; i++)
+                if (a->writes[i]->n_unique_keys)
+                        return true;
+        return false;
+}
+
+/* (22) Where each collection's pend stands before a keyed unit: a unit that fails is
+ * taken back to there. */
+static int unit_begin(struct append_ctx *ac, size_t **marks, size_t *n_marks)
+{
+        size_t *m = realloc(*marks, (ac->n_c ? ac->n_c : 1) * sizeof(*m));
+
+        if (!m)
+                return row_error_oom(&ac->err);
+        for (size_t i = 0; i < ac->n_c; i++)
+                m[i] = ac->c[i].pend.n;
+        *marks = m;
+        *n_marks = ac->n_c;
+        if (!ac->uq && !(ac->uq = server_uniq_new()))
+                return row_error_oom(&ac->err);
+        return 0;
+}
+
+/* (22) The end of keyed unit [first, last]: its keys checked; if one is violated, the
+ * unit's rows leave the append, its counts are 0 and it is a failure of the Ok. */
+static int unit_end_check(struct append_ctx *ac, const Coord__Append *a, size_t last,
+                          const size_t *marks, size_t n_marks)
+{
+        struct row_error err = { .position = 0 };
+        size_t first = a->writes[last]->block > 1 ? last + 1 - a->writes[last]->block : last;
+        int r = server_uniq_commit(ac->uq, &err);
+
+        if (r != -EEXIST) {
+                if (r < 0)
+                        ac->err = err;
+                return r;
+        }
+        for (size_t i = 0; i < ac->n_c; i++)
+                ac->c[i].pend.n = i < n_marks ? marks[i] : 0;
+        for (size_t i = first; i <= last; i++)
+                ac->counts[i] = 0;
+        if (RESERVE(ac->fail, ac->cap_fail, ac->n_fail + 1) < 0)
+                return row_error_oom(&ac->err);
+        ac->fail[ac->n_fail++] = (struct append_failure){ .write = (uint32_t)last, .err = err };
+        return 0;
+}
+
 /* Everything of (3) that can be checked before writing; fills ac or ac->err. */
 static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
 {
         struct cserver *s = ac->s;
+        _cleanup_free_ size_t *unit_end = NULL, *marks = NULL;
+        size_t n_marks = 0;
+        bool keyed = false;
         struct acol *fcol;
         uint64_t T = 0;
         size_t k;
@@ -630,10 +729,22 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
         if (s->born_above > a->ts)
                 return append_stale(ac, s->born_above_gid, s->born_above);
 
+        r = units_plan(ac, a, &unit_end);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < a->n_writes; i++) {
                 const Coord__TableWrite *w = a->writes[i];
                 struct storage_info info;
                 struct acol *t = acol_find(ac, w->gid);
+                size_t from;
+
+                if (unit_end && (i == 0 || unit_end[i - 1] == i - 1) &&
+                    unit_keyed(a, i, unit_end[i])) {
+                        r = unit_begin(ac, &marks, &n_marks);
+                        if (r < 0)
+                                return r;
+                        keyed = true;
+                }
 
                 if (!t) {
                         r = storage_get_info(s->st, w->gid, &info);
@@ -673,10 +784,22 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
                         return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
                                              "%llu has both rows and a delete filter",
                                              (unsigned long long)w->gid);
+                from = t->pend.n;
                 r = w->delete_filter ? append_delete(ac, t, w, &ac->counts[i])
                                      : append_insert(ac, t, w, &ac->counts[i]);
                 if (r < 0)
                         return r;
+                if (keyed && w->n_unique_keys) {
+                        r = server_uniq_stage(s, ac->uq, &t->info, w, &t->pend, from, &ac->err);
+                        if (r < 0)
+                                return r;
+                }
+                if (keyed && unit_end[i] == i) {
+                        r = unit_end_check(ac, a, i, marks, n_marks);
+                        if (r < 0)
+                                return r;
+                        keyed = false;
+                }
         }
 
         fcol = acol_find(ac, CSERVER_GID_FRONTIERS);
@@ -818,12 +941,47 @@ static void append_apply(struct append_ctx *ac)
 
                 if (ac->c[i].info.kind == STORAGE_KIND_BUILTIN)
                         server_cm_apply(s, &ac->c[i].info, &ac->c[i].pend, ac->ts + 1);
+                else if (s->n_km)
+                        server_uniq_apply(s, &ac->c[i].info, &ac->c[i].pend, ac->ts + 1);
                 f.upper = ac->ts + 1;
                 server_ring_set(s, ac->c[i].info.gid, &f);
         }
         s->last_append_collections = ac->n_c;
         s->last_append_frontier_rows = ac->frontier_rows;
         s->appends++;
+}
+
+/* The Ok of an applied append: its counts, and the units that failed alone (22). */
+static void append_reply_ok(struct append_ctx *ac, Coord__Role from, uint64_t rid, const Coord__Append *a)
+{
+        Coord__WriteFailure *wf = NULL, **wfp = NULL;
+        Coord__Error *e = NULL;
+        size_t n = ac->n_fail;
+
+        if (n) {
+                wf = calloc(n, sizeof(*wf));
+                wfp = calloc(n, sizeof(*wfp));
+                e = calloc(n, sizeof(*e));
+                if (!wf || !wfp || !e)
+                        n = 0;  /* the counts of 0 still say nothing was written */
+        }
+        for (size_t i = 0; i < n; i++) {
+                const struct row_error *re = &ac->fail[i].err;
+
+                coord__write_failure__init(&wf[i]);
+                coord__error__init(&e[i]);
+                e[i].sqlstate = (char *)re->sqlstate;
+                e[i].message = (char *)re->message;
+                e[i].detail = (char *)re->detail;
+                e[i].hint = (char *)re->hint;
+                wf[i].write = ac->fail[i].write;
+                wf[i].error = &e[i];
+                wfp[i] = &wf[i];
+        }
+        server_reply_ok_failed(ac->s, from, rid, ac->counts, a->n_writes, a->ts + 1, wfp, n);
+        free(wf);
+        free(wfp);
+        free(e);
 }
 
 void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
@@ -885,7 +1043,7 @@ void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                 log_debug("append", "ts=%llu writes=%zu collections=%zu frontier_rows=%zu",
                           (unsigned long long)a->ts, a->n_writes, ac.n_c, ac.frontier_rows);
                 s->append_t0_ns = t0;
-                server_reply_ok(s, from, env->request_id, ac.counts, a->n_writes, a->ts + 1);
+                append_reply_ok(&ac, from, env->request_id, a);
                 if (s->append_t0_ns) {          /* sent at once, not held */
                         hist_record(&s->append_hist, (now_ns() - t0) / 1000);
                         s->append_t0_ns = 0;

@@ -91,6 +91,7 @@ int server_drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_erro
                 return server_storage_failure(s, e, r, "dropping collection %llu", (unsigned long long)gid);
         server_ring_forget(s, gid);
         server_allowed_forget(s, gid);
+        server_km_drop(s, gid);         /* (22) */
         if (info.kind == STORAGE_KIND_BUILTIN) {
                 builtins_remove(s, gid);
                 server_cm_drop(s, gid);

@@ -208,6 +208,8 @@ struct cserver {
                                          * c = physical_since */
         struct cmirror *cm;             /* row counts of built-ins (11) */
         size_t n_cm, cap_cm;
+        struct kmirror **km;            /* key counts of tables with keys (22) */
+        size_t n_km, cap_km;
         struct storage_info *cols;      /* scratch: a listing of the collections */
         size_t n_cols, cap_cols;
 
@@ -480,6 +482,10 @@ void server_send_logged(struct cserver *s, Coord__Role to, Coord__MsgType type, 
 void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const struct row_error *e);
 void server_reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
                      uint64_t upper);
+/* An Append's Ok with the writes that failed alone (22). */
+void server_reply_ok_failed(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts,
+                            size_t n, uint64_t upper, Coord__WriteFailure **failures,
+                            size_t n_failures);
 void server_reply_malformed(struct cserver *s, Coord__Role to, const Coord__Envelope *env);
 
 /* controller-server-mirror.c: listing, the tables' shared frontier (10), the ring (7) and
@@ -503,11 +509,28 @@ int server_storage_failure(struct cserver *s, struct row_error *e, int r, const 
         __attribute__((format(printf, 4, 5)));
 int server_storage_unavailable(struct row_error *e);
 int64_t server_cm_count(const struct cmirror *m, const void *row, size_t len);
+/* count(row) += diff; a row whose count reaches 0 goes.  -ENOMEM leaves m unusable. */
+int server_cm_add(struct cmirror *m, const void *row, size_t len, int64_t diff);
+void server_cm_clear(struct cmirror *m);
 void server_cm_drop(struct cserver *s, uint64_t gid);
 void server_cm_drop_all(struct cserver *s);
 int server_cm_get(struct cserver *s, const struct storage_info *info, struct cmirror **ret);
 void server_cm_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
                      uint64_t new_upper);
+
+/* controller-server-unique.c: PRIMARY KEY and UNIQUE (22). */
+struct kmirror;
+struct uniq;
+struct uniq *server_uniq_new(void);
+void server_uniq_free(struct uniq *u);
+int server_uniq_stage(struct cserver *s, struct uniq *u, const struct storage_info *info,
+                      const Coord__TableWrite *w, const struct eval_batch *pend, size_t from,
+                      struct row_error *err);
+int server_uniq_commit(struct uniq *u, struct row_error *err);
+void server_uniq_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
+                       uint64_t new_upper);
+void server_km_drop(struct cserver *s, uint64_t gid);
+void server_km_drop_all(struct cserver *s);
 
 /* controller-server-peek.c: peeks (5), (18). */
 void server_peek_free(struct peek *pk);

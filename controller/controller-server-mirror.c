@@ -416,6 +416,7 @@ int server_mirrors_rebuild(struct cserver *s)
         int r;
 
         server_cm_drop_all(s);
+        server_km_drop_all(s);
         r = server_list_all(s);
         if (r >= 0)
                 r = server_builtins_from_cols(s);
@@ -604,7 +605,7 @@ static int cm_grow(struct cmirror *m)
 
 /* count(row) += diff; a row whose count reaches 0 is removed.  -ENOMEM leaves the
  * mirror unusable: the caller discards it. */
-static int cm_add(struct cmirror *m, const void *row, size_t len, int64_t diff)
+int server_cm_add(struct cmirror *m, const void *row, size_t len, int64_t diff)
 {
         uint64_t hash = row_hash(row, len);
         struct rcent *e;
@@ -648,7 +649,7 @@ static int cm_add(struct cmirror *m, const void *row, size_t len, int64_t diff)
         return 0;
 }
 
-static void cm_clear(struct cmirror *m)
+void server_cm_clear(struct cmirror *m)
 {
         for (size_t i = 0; m->slots && i <= m->mask; i++)
                 free(m->slots[i].row);
@@ -671,7 +672,7 @@ void server_cm_drop(struct cserver *s, uint64_t gid)
 
         if (!m)
                 return;
-        cm_clear(m);
+        server_cm_clear(m);
         *m = s->cm[--s->n_cm];
 }
 
@@ -683,7 +684,7 @@ void server_cm_drop_all(struct cserver *s)
 
 static int cm_load_row(const void *row, size_t len, int64_t count, void *userdata)
 {
-        return cm_add(userdata, row, len, count);
+        return server_cm_add(userdata, row, len, count);
 }
 
 /* The mirror of the built-in info->gid, valid at its stored upper; built by one read
@@ -705,7 +706,7 @@ int server_cm_get(struct cserver *s, const struct storage_info *info, struct cmi
                 m = &s->cm[s->n_cm++];
                 *m = (struct cmirror){ .gid = info->gid };
         }
-        cm_clear(m);
+        server_cm_clear(m);
         m->upper = f->upper;
         r = 0;
         if (f->upper > f->since) {
@@ -733,7 +734,7 @@ void server_cm_apply(struct cserver *s, const struct storage_info *info, const s
                 return;
         }
         for (size_t i = 0; i < pend->n; i++)
-                if (cm_add(m, pend->updates[i].row, pend->updates[i].len, pend->updates[i].diff) < 0) {
+                if (server_cm_add(m, pend->updates[i].row, pend->updates[i].len, pend->updates[i].diff) < 0) {
                         server_cm_drop(s, info->gid);
                         return;
                 }

@@ -22,6 +22,7 @@
  *   controller-server-append.c       appends
  *   controller-server-collection.c   collections: Ensure, Drop, List
  *   controller-server-compact.c      compaction permission and compaction
+ *   controller-server-unique.c       PRIMARY KEY and UNIQUE: key mirrors, the check
  *   controller-server-internal.h     what they share
  *
  * NOTES ON THE DESIGN
@@ -38,6 +39,7 @@
  *   controller-server-append.c       2, 3, 4, 15
  *   controller-server-collection.c   12
  *   controller-server-compact.c      6, 14
+ *   controller-server-unique.c       22
  *
  * (1) Order.  Requests are handled to completion one after the other, in arrival
  *     order, with one exception: a peek that must wait for an upper is parked (5) and
@@ -412,6 +414,7 @@ struct cserver *cserver_free(struct cserver *s)
         free(s->work);
         free(s->defer);
         server_cm_drop_all(s);
+        server_km_drop_all(s);
         free(s->cm);
         free(s->cols);
         free(s->path);

@@ -740,7 +740,42 @@ static void test_create_table(void)
         expect_error("CREATE TABLE n (a foo)", "42704", "type \"foo\" does not exist", 19);
         expect_error("CREATE TABLE n (a int[])", "0A000", "array types are not supported", -1);
         expect_error("CREATE TABLE n (a int4(5))", "42601", NULL, -1);
-        expect_error("CREATE TABLE n (a int PRIMARY KEY)", "0A000", NULL, -1);
+        /* Keys: PostgreSQL's names, a primary key's columns NOT NULL, one key per
+         * column list (the primary key's or the given name wins). */
+        s = analyze("CREATE TABLE n (a int PRIMARY KEY, b text UNIQUE, c int, UNIQUE (b, c), "
+                    "UNIQUE (c, b), UNIQUE (a), CONSTRAINT bk UNIQUE (b), UNIQUE (b, c))");
+        CU_ASSERT_EQUAL_FATAL(s->create_table.n_uniques, 4);
+        CU_ASSERT_STRING_EQUAL(s->create_table.uniques[0].name, "n_pkey");
+        CU_ASSERT(s->create_table.uniques[0].primary);
+        CU_ASSERT_STRING_EQUAL(s->create_table.uniques[1].name, "bk");
+        CU_ASSERT_STRING_EQUAL(s->create_table.uniques[2].name, "n_b_c_key");
+        CU_ASSERT_EQUAL(s->create_table.uniques[2].n_columns, 2);
+        CU_ASSERT_EQUAL(s->create_table.uniques[2].columns[1], 2);
+        CU_ASSERT_STRING_EQUAL(s->create_table.uniques[3].name, "n_c_b_key");
+        CU_ASSERT(!s->create_table.columns[0].nullable && s->create_table.columns[1].nullable);
+        sql_stmt_free(s);
+        s = analyze("CREATE TABLE n (a int UNIQUE, b int, PRIMARY KEY (a), CONSTRAINT n_pkey1 CHECK (b > 0), "
+                    "UNIQUE (b), CONSTRAINT n_b_key1 UNIQUE (b), UNIQUE (a, b), UNIQUE (a, b))");
+        CU_ASSERT_EQUAL_FATAL(s->create_table.n_uniques, 3);
+        CU_ASSERT_STRING_EQUAL(s->create_table.uniques[0].name, "n_pkey");
+        CU_ASSERT(s->create_table.uniques[0].primary && !s->create_table.columns[0].nullable);
+        CU_ASSERT_STRING_EQUAL(s->create_table.uniques[1].name, "n_b_key1");
+        CU_ASSERT_STRING_EQUAL(s->create_table.uniques[2].name, "n_a_b_key");
+        sql_stmt_free(s);
+        expect_error("CREATE TABLE n (a int PRIMARY KEY, b int, PRIMARY KEY (b))", "42P16",
+                     "multiple primary keys for table \"n\" are not allowed", -1);
+        expect_error("CREATE TABLE n (a int, UNIQUE (a, b))", "42703",
+                     "column \"b\" named in key does not exist", -1);
+        expect_error("CREATE TABLE n (a int, PRIMARY KEY (a, a))", "42701",
+                     "column \"a\" appears twice in primary key constraint", -1);
+        expect_error("CREATE TABLE n (a int CONSTRAINT k UNIQUE, b int CONSTRAINT k UNIQUE)", "42710",
+                     "constraint \"k\" for relation \"n\" already exists", -1);
+        expect_error("CREATE TABLE n (a int UNIQUE DEFERRABLE)", "0A000", NULL, -1);
+        expect_error("CREATE TABLE n (a int, UNIQUE (a) DEFERRABLE INITIALLY DEFERRED)", "0A000", NULL, -1);
+        expect_error("CREATE TABLE n (a int, UNIQUE NULLS NOT DISTINCT (a))", "0A000", NULL, -1);
+        expect_error("CREATE TABLE n (a int, UNIQUE (a) INCLUDE (a))", "0A000", NULL, -1);
+        expect_error("CREATE TABLE n (a int REFERENCES t (a))", "0A000", NULL, -1);
+        expect_error("CREATE TABLE n (a int, FOREIGN KEY (a) REFERENCES t (a))", "0A000", NULL, -1);
         /* DEFAULT: a constant, folded and encoded with the column */
         s = analyze("CREATE TABLE n (a int DEFAULT 1 + 1, b text DEFAULT 'q', c int)");
         CU_ASSERT_PTR_NOT_NULL_FATAL(s->create_table.columns[0].default_row);
@@ -757,7 +792,6 @@ static void test_create_table(void)
         expect_error("CREATE TABLE n (a int DEFAULT 1/0)", "0A000", NULL, -1);
         expect_error("CREATE TABLE n (a int DEFAULT a)", "42703", NULL, -1);
         expect_error("CREATE TABLE n (a int DEFAULT 1 DEFAULT 2)", "42601", NULL, -1);
-        expect_error("CREATE TABLE n (a int, PRIMARY KEY (a))", "0A000", NULL, -1);
         expect_error("CREATE TABLE n (a int NULL NOT NULL)", "42601", NULL, -1);
         expect_error("CREATE TEMP TABLE n (a int)", "0A000", NULL, -1);
         expect_error("CREATE TABLE other.n (a int)", "3F000", "schema \"other\" does not exist", -1);

@@ -1,0 +1,423 @@
+/* controller-server-unique.c -- PRIMARY KEY and UNIQUE constraints of tables: the key
+ * mirrors and the check of each write.
+ *
+ * Contract: proto/coord.proto (TableWrite.unique_keys, TableWrite.block, Ok.failures);
+ * what the server's files share: controller-server-internal.h.  The notes are numbered
+ * across the server (controller-server.c lists where each stands).
+ *
+ * NOTES ON THE DESIGN
+ *
+ * (22) Unique keys.  The adapter attaches a table's keys to every write of it (adapter-
+ *     exec.c write_keys()), so the controller needs no catalog and forgets nothing that
+ *     matters: what it keeps is a cache.  A write or a block (TableWrite.block: the
+ *     writes of one transaction, failing together) is a unit; append_prepare() stages
+ *     each unit's rows -- an INSERT's, or what a DELETE or UPDATE retracts and inserts
+ *     -- key by key (server_uniq_stage()), then server_uniq_commit() finds whether some
+ *     key value with no NULL column would be in more than one row of the table as the
+ *     contents before the append, the group's units accepted so far and this unit leave
+ *     it.  If so the unit fails alone with 23505 (its rows taken out of the append, the
+ *     rest of the group applied: Ok.failures); else its counts join the append's.
+ *     The statement-level check is the SQL standard's; PostgreSQL checks non-deferrable
+ *     keys row by row, so an UPDATE that swaps key values in one statement may fail
+ *     there and passes here.
+ *     Cost: a key mirror per (table, key) maps each key value to its count, valid at the
+ *     table's stored upper (struct kmirror, built by one read of the table when missing
+ *     or stale, then moved forward by each durable append, server_uniq_apply()): a
+ *     write costs O(its rows), not O(the table); memory is O(distinct keys) per key of
+ *     a table written since the controller started.  A restart or a dropped table
+ *     loses the mirrors, never the truth: they are rebuilt from storage at first use.
+ */
+#include "controller-server.h"
+#include "controller-server-internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "row.h"
+#include "util.h"
+
+/* (22) The count of every key value of one key of a table, at `m.upper` (the table's
+ * stored upper); m.gid is the table's. */
+struct kmirror {
+        struct cmirror m;
+        uint32_t *cols;
+        size_t n_cols;
+};
+
+/* One (table, key) that the append's units write. */
+struct ukey {
+        uint64_t gid;
+        const Coord__UniqueKey *key;    /* borrowed from the Append */
+        struct kmirror *base;           /* the contents before the append */
+        struct cmirror accepted;        /* the units accepted so far */
+        struct cmirror unit;            /* the unit being staged */
+};
+
+struct uniq {
+        struct ukey *k;
+        size_t n, cap;
+};
+
+static bool cols_equal(const uint32_t *a, size_t na, const uint32_t *b, size_t nb)
+{
+        return na == nb && (na == 0 || memcmp(a, b, na * sizeof(*a)) == 0);
+}
+
+/* Keys of rows: the key columns `cols` of each row, encoded as a row, into m. */
+struct key_load {
+        struct cmirror *m;
+        const uint32_t *cols;
+        size_t n_cols;
+        struct row_datum *d;            /* a decoded row, grown to the widest */
+        size_t n_d;
+        uint8_t *buf;                   /* the key's bytes, grown likewise */
+        size_t cap;
+};
+
+/* The key of row into kl->buf and *ret_len: 1 when one of its columns is NULL (no key:
+ * NULLs are distinct), 0, or -errno. */
+static int key_of(struct key_load *kl, const void *row, size_t len, size_t *ret_len)
+{
+        const uint32_t *cols = kl->cols;
+        size_t n_cols = kl->n_cols;
+        struct row_datum key[64];
+        struct row_datum *kd = n_cols <= 64 ? key : NULL;
+        struct row_datum *scratch;
+        int64_t size;
+        int n, r = 0;
+
+        n = row_validate(row, len);
+        if (n < 0)
+                return n;
+        if ((size_t)n > kl->n_d) {
+                scratch = realloc(kl->d, (size_t)n * sizeof(*scratch));
+                if (!scratch)
+                        return -ENOMEM;
+                kl->d = scratch;
+                kl->n_d = (size_t)n;
+        }
+        scratch = kl->d;
+        n = row_decode(row, len, scratch, kl->n_d);
+        if (n < 0)
+                return n;
+        if (!kd && !(kd = calloc(n_cols, sizeof(*kd))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n_cols; i++) {
+                if (cols[i] >= (size_t)n) {
+                        r = -EINVAL;
+                        goto out;
+                }
+                if (scratch[cols[i]].kind == ROW_KIND_NULL) {
+                        r = 1;
+                        goto out;
+                }
+                kd[i] = scratch[cols[i]];
+        }
+        size = row_encoded_size(kd, n_cols);
+        if (size < 0) {
+                r = (int)size;
+                goto out;
+        }
+        if ((size_t)size > kl->cap) {
+                uint8_t *nb = realloc(kl->buf, (size_t)size);
+                if (!nb) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                kl->buf = nb;
+                kl->cap = (size_t)size;
+        }
+        *ret_len = row_encode_into(kd, n_cols, kl->buf);
+out:
+        if (kd != key)
+                free(kd);
+        return r;
+}
+
+/* count(key of row) += diff, unless the key has a NULL.  -errno. */
+static int key_add(struct key_load *kl, const void *row, size_t len, int64_t diff)
+{
+        size_t klen = 0;
+        int r = key_of(kl, row, len, &klen);
+
+        if (r != 0)
+                return r > 0 ? 0 : r;
+        return server_cm_add(kl->m, kl->buf, klen, diff);
+}
+
+static int key_load_row(const void *row, size_t len, int64_t count, void *userdata)
+{
+        return key_add(userdata, row, len, count);
+}
+
+static struct key_load *key_load_new(struct cmirror *m, const uint32_t *cols, size_t n_cols)
+{
+        struct key_load *kl = malloc(sizeof(*kl));
+
+        if (kl)
+                *kl = (struct key_load){ .m = m, .cols = cols, .n_cols = n_cols };
+        return kl;
+}
+
+static void key_load_free(struct key_load *kl)
+{
+        if (kl) {
+                free(kl->d);
+                free(kl->buf);
+        }
+        free(kl);
+}
+
+static void km_free(struct kmirror *km)
+{
+        if (!km)
+                return;
+        server_cm_clear(&km->m);
+        free(km->cols);
+        free(km);
+}
+
+static void km_remove(struct cserver *s, size_t i)
+{
+        km_free(s->km[i]);
+        s->km[i] = s->km[--s->n_km];
+}
+
+void server_km_drop(struct cserver *s, uint64_t gid)
+{
+        for (size_t i = 0; i < s->n_km;)
+                if (s->km[i]->m.gid == gid)
+                        km_remove(s, i);
+                else
+                        i++;
+}
+
+void server_km_drop_all(struct cserver *s)
+{
+        while (s->n_km)
+                km_remove(s, 0);
+        free(s->km);
+        s->km = NULL;
+        s->cap_km = 0;
+}
+
+/* The key mirror of (info->gid, cols), valid at its stored upper; built by one read
+ * when missing or stale.  -errno (storage's, or -ENOMEM). */
+static int km_get(struct cserver *s, const struct storage_info *info, const uint32_t *cols,
+                  size_t n_cols, struct kmirror **ret)
+{
+        const struct storage_frontiers *f = &info->frontiers;
+        struct kmirror *km = NULL;
+        struct key_load *kl;
+        int r;
+
+        for (size_t i = 0; i < s->n_km && !km; i++)
+                if (s->km[i]->m.gid == info->gid && cols_equal(s->km[i]->cols, s->km[i]->n_cols, cols, n_cols))
+                        km = s->km[i];
+        if (km && km->m.upper == f->upper) {
+                *ret = km;
+                return 0;
+        }
+        if (!km) {
+                r = RESERVE(s->km, s->cap_km, s->n_km + 1);
+                if (r < 0)
+                        return r;
+                km = calloc(1, sizeof(*km));
+                if (!km)
+                        return -ENOMEM;
+                km->cols = malloc(n_cols * sizeof(*cols));
+                if (!km->cols) {
+                        free(km);
+                        return -ENOMEM;
+                }
+                memcpy(km->cols, cols, n_cols * sizeof(*cols));
+                km->n_cols = n_cols;
+                km->m.gid = info->gid;
+                s->km[s->n_km++] = km;
+        }
+        server_cm_clear(&km->m);
+        km->m.upper = f->upper;
+        kl = key_load_new(&km->m, km->cols, km->n_cols);
+        r = kl ? 0 : -ENOMEM;
+        if (r == 0 && f->upper > f->since) {
+                s->mirror_reads++;
+                r = storage_read(s->st, info->gid, f->upper - 1, key_load_row, kl, NULL);
+        }
+        key_load_free(kl);
+        if (r < 0) {
+                server_km_drop(s, info->gid);
+                return r;
+        }
+        *ret = km;
+        return 0;
+}
+
+struct uniq *server_uniq_new(void)
+{
+        return calloc(1, sizeof(struct uniq));
+}
+
+void server_uniq_free(struct uniq *u)
+{
+        if (!u)
+                return;
+        for (size_t i = 0; i < u->n; i++) {
+                server_cm_clear(&u->k[i].accepted);
+                server_cm_clear(&u->k[i].unit);
+        }
+        free(u->k);
+        free(u);
+}
+
+/* (22) Stages the key values of pend[from..) -- the rows write w put in its table's
+ * pend -- into the unit, for each of w's keys.  -errno with err (XX000: a key that
+ * names no column of the rows; a storage error). */
+int server_uniq_stage(struct cserver *s, struct uniq *u, const struct storage_info *info,
+                      const Coord__TableWrite *w, const struct eval_batch *pend, size_t from,
+                      struct row_error *err)
+{
+        for (size_t i = 0; i < w->n_unique_keys; i++) {
+                const Coord__UniqueKey *key = w->unique_keys[i];
+                struct ukey *k = NULL;
+                struct key_load *kl;
+                int r = 0;
+
+                if (!key->n_columns || key->n_columns > ROW_MAX_COLUMNS)
+                        return row_error_set(err, -EINVAL, "XX000", "unique key \"%s\" of collection "
+                                             "%llu has %zu columns", key->name,
+                                             (unsigned long long)info->gid, key->n_columns);
+                for (size_t j = 0; j < u->n && !k; j++)
+                        if (u->k[j].gid == info->gid &&
+                            cols_equal(u->k[j].key->columns, u->k[j].key->n_columns, key->columns,
+                                       key->n_columns))
+                                k = &u->k[j];
+                if (!k) {
+                        if (RESERVE(u->k, u->cap, u->n + 1) < 0)
+                                return row_error_oom(err);
+                        k = &u->k[u->n++];
+                        *k = (struct ukey){ .gid = info->gid, .key = key };
+                        r = km_get(s, info, key->columns, key->n_columns, &k->base);
+                        if (r == -ENOMEM)
+                                return row_error_oom(err);
+                        if (r < 0) {
+                                u->n--;
+                                return server_storage_failure(s, err, r, "reading collection %llu",
+                                                              (unsigned long long)info->gid);
+                        }
+                }
+                kl = key_load_new(&k->unit, key->columns, key->n_columns);
+                if (!kl)
+                        return row_error_oom(err);
+                for (size_t j = from; j < pend->n && r >= 0; j++)
+                        r = key_add(kl, pend->updates[j].row, pend->updates[j].len, pend->updates[j].diff);
+                key_load_free(kl);
+                if (r == -ENOMEM)
+                        return row_error_oom(err);
+                if (r < 0)
+                        return row_error_set(err, r, "XX000", "unique key \"%s\" names a column "
+                                             "that the rows of collection %llu do not have",
+                                             key->name, (unsigned long long)info->gid);
+        }
+        return 0;
+}
+
+/* PostgreSQL's "Key (a, b)=(1, x) already exists." */
+static void key_detail(const struct ukey *k, const uint8_t *kb, size_t klen, struct row_error *err)
+{
+        struct row_datum d[64];
+        char scratch[ROW_TEXT_SCRATCH], buf[sizeof(err->detail)];
+        size_t off = 0;
+        int n = row_decode(kb, klen, d, 64);
+
+        off += (size_t)snprintf(buf, sizeof(buf), "Key (");
+        for (size_t i = 0; i < k->key->n_column_names && off < sizeof(buf); i++)
+                off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s", i ? ", " : "",
+                                        k->key->column_names[i]);
+        if (off < sizeof(buf))
+                off += (size_t)snprintf(buf + off, sizeof(buf) - off, ")=(");
+        for (int i = 0; i < n && off < sizeof(buf); i++) {
+                const char *t = "null";
+                size_t tl = 4;
+
+                if (row_datum_format(&d[i], scratch, &t, &tl) != 0)
+                        t = "null", tl = 4;
+                off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%.*s", i ? ", " : "",
+                                        (int)tl, t);
+        }
+        if (off < sizeof(buf))
+                snprintf(buf + off, sizeof(buf) - off, ") already exists.");
+        row_error_detail(err, "%s", buf);
+}
+
+/* (22) Whether the staged unit keeps every key unique: 0, its counts now the append's;
+ * -EEXIST with err (23505), the unit forgotten; -ENOMEM. */
+int server_uniq_commit(struct uniq *u, struct row_error *err)
+{
+        int r = 0;
+
+        for (size_t i = 0; i < u->n && r == 0; i++) {
+                struct ukey *k = &u->k[i];
+
+                for (size_t j = 0; k->unit.slots && j <= k->unit.mask; j++) {
+                        const struct rcent *e = &k->unit.slots[j];
+                        int64_t total;
+
+                        if (!e->row || e->count <= 0)
+                                continue;
+                        total = server_cm_count(&k->base->m, e->row, e->len) +
+                                server_cm_count(&k->accepted, e->row, e->len) + e->count;
+                        if (total <= 1)
+                                continue;
+                        r = row_error_set(err, -EEXIST, "23505", "duplicate key value violates "
+                                          "unique constraint \"%s\"", k->key->name);
+                        key_detail(k, e->row, e->len, err);
+                        break;
+                }
+        }
+        for (size_t i = 0; i < u->n; i++) {
+                struct ukey *k = &u->k[i];
+
+                for (size_t j = 0; r == 0 && k->unit.slots && j <= k->unit.mask; j++) {
+                        const struct rcent *e = &k->unit.slots[j];
+
+                        if (e->row && server_cm_add(&k->accepted, e->row, e->len, e->count) < 0)
+                                r = row_error_oom(err);
+                }
+                server_cm_clear(&k->unit);
+        }
+        return r;
+}
+
+/* (22) After a durable append: the key mirrors of the table take its rows; a mirror
+ * that cannot goes (rebuilt at its next use). */
+void server_uniq_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
+                       uint64_t new_upper)
+{
+        for (size_t i = 0; i < s->n_km;) {
+                struct kmirror *km = s->km[i];
+                struct key_load *kl;
+                int r = 0;
+
+                if (km->m.gid != info->gid) {
+                        i++;
+                        continue;
+                }
+                if (km->m.upper != info->frontiers.upper) {
+                        km_remove(s, i);
+                        continue;
+                }
+                kl = key_load_new(&km->m, km->cols, km->n_cols);
+                for (size_t j = 0; kl && r >= 0 && j < pend->n; j++)
+                        r = key_add(kl, pend->updates[j].row, pend->updates[j].len, pend->updates[j].diff);
+                key_load_free(kl);
+                if (!kl || r < 0) {
+                        km_remove(s, i);
+                        continue;
+                }
+                km->m.upper = new_upper;
+                i++;
+        }
+}
