@@ -108,6 +108,7 @@
  * nothing logs.
  */
 #include "adapter-pgwire.h"
+#include "adapter-pgwire-internal.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -132,224 +133,14 @@
 #include "probes.h"
 #include "util.h"
 
-#define PGWIRE_IN_INIT          (8u << 10)      /* input buffer of an idle conn */
-#define PGWIRE_BUF_SHRINK       (256u << 10)    /* larger buffers are released when empty */
-#define PGWIRE_FLUSH_AT         (64u << 10)     /* queued output sent without a flush point */
-#define PGWIRE_PAUSE_AT         (256u << 10)    /* no new message while this much is queued */
-#define PGWIRE_LINGER_MAX       (1u << 20)      /* bytes read and dropped while closing */
-#define PGWIRE_LISTENERS_MAX    8u
-#define PGWIRE_REFUSE_SLACK     64u             /* refused conns saying goodbye, at most */
-#define PGWIRE_ACCEPT_RETRY_NS  (100ull * 1000 * 1000)
-#define PGWIRE_BACKLOG_DEFAULT  511
-#define PGWIRE_MAX_MESSAGE_MIN  (1u << 10)
-#define PGWIRE_MAX_OUTPUT_MIN   (64u << 10)
-#define PGWIRE_NCOLS_NONE       UINT_MAX
-
-enum conn_state {
-        CONN_STARTUP,
-        CONN_READY,
-        CONN_SKIP,
-        CONN_CLOSING,
-        CONN_CLOSED,
-};
-
-enum conn_req {
-        REQ_NONE,
-        REQ_CONNECT,
-        REQ_QUERY,
-        REQ_PREPARE,
-        REQ_EXECUTE,
-};
-
-/* A prepared statement (note (5)). */
-struct stmt {
-        struct stmt *next;              /* c->stmts while named/open, else c->dead */
-        unsigned refs;                  /* the c->stmts entry + each portal */
-        char *name;
-        void *owner;                    /* the owner's statement, for execute()/stmt_free() */
-        unsigned nparams;
-        uint32_t *param_types;
-        bool returns_rows;
-        unsigned ncolumns;
-        struct pgcodec_column *columns; /* names copied into the same allocation */
-};
-
-enum portal_state {
-        PORTAL_READY,                   /* bound, not executed */
-        PORTAL_SUSPENDED,               /* rows left in spill */
-        PORTAL_DONE,
-};
-
-struct portal {
-        struct portal *next;
-        char *name;
-        struct stmt *stmt;              /* a reference */
-        unsigned nparams;
-        struct pgwire_param *params;
-        char *values;                   /* the params' text, NUL-terminated each */
-        int16_t *formats;               /* result format per column; NULL: all text */
-        enum portal_state state;
-        char *tag;                      /* the command tag, once known */
-        bool empty;                     /* the result was an EmptyQueryResponse */
-        struct pgcodec_buf spill;       /* DataRows beyond the row limit */
-        size_t spill_off;               /* next row to send */
-};
-
-struct listener {
-        struct pgwire_server *srv;
-        struct loop_io io;
-        int fd;                         /* note (6) */
-        bool armed;
-};
-
-struct pgwire_conn {
-        struct pgwire_server *srv;
-        struct pgwire_conn *prev, *next;        /* srv->conns */
-        struct pgwire_conn *run_next;           /* srv->runq, while queued */
-        bool queued;
-
-        int fd;                         /* closed in conn_free() only: note (6) */
-        bool is_tcp;
-        char peer[INET6_ADDRSTRLEN + 16];
-        int32_t pid;
-        uint32_t secret;
-
-        enum conn_state state;
-        int reason;                     /* for disconnect(): set on leaving the open states */
-        bool eof;                       /* the client shut its side */
-        bool wr_shut;                   /* CLOSING: our FIN is out */
-        bool dispatching;               /* conn_run() is on the stack: note (3) */
-        bool accepted;                  /* connect() accepted: disconnect() is owed */
-        bool disconnected;              /* disconnect() ran */
-        bool released;                  /* pgwire_server_free() has dealt with it */
-        char txn_status;
-        void *userdata;
-
-        /* Startup parameters: nparams name/value pairs pointing into param_block. */
-        unsigned nparams;
-        const char **param_names, **param_values;
-        char *param_block;
-
-        /* Input: in[in_start, in_end) not yet processed; note (2). */
-        struct loop_io recv_io;
-        bool recv_armed;
-        uint8_t *in;
-        size_t in_start, in_end, in_cap;
-        size_t in_need;                 /* size of the partial message at in_start, if known */
-        size_t lingered;                /* CLOSING: bytes dropped */
-
-        /* Output: note (4). */
-        struct loop_io send_io;
-        bool send_armed;
-        struct pgcodec_buf out;
-        struct pgcodec_buf tx;
-        size_t tx_off;
-        bool drain_armed;               /* note (4): drained() once queued <= drain_below */
-        size_t drain_below;
-        bool direct;                    /* note (7): another thread may be sending */
-        bool direct_sent;               /* note (7): the request's reply is out or queued */
-
-        struct loop_timer *close_timer; /* armed in CLOSING */
-
-        /* The request in flight: note (2). */
-        enum conn_req req;
-        uint64_t req_start_ns;          /* for pgwire__request__done, when probed */
-        bool req_failed;                /* an ErrorResponse was sent for it */
-        bool req_result;                /* execute: a tag, empty query or error was sent */
-        unsigned req_ncols;             /* query: columns of the current row description */
-        const char *req_name;           /* prepare: the statement's name (in `in`) */
-        struct stmt *req_stmt;          /* prepare: what the owner described */
-        struct portal *req_portal;      /* execute */
-        uint32_t req_max_rows;          /* execute: 0 = all */
-        uint64_t req_rows;              /* execute: rows so far */
-        uint32_t *types;                /* prepare: the client's parameter types */
-        unsigned types_cap;
-
-        struct stmt *stmts;             /* prepared statements */
-        struct stmt *dead;              /* unreferenced, stmt_free() pending: note (3) */
-        struct portal *portals;
-};
-
-struct pgwire_server {
-        struct loop *loop;
-        struct pgwire_callbacks cb;
-        void *userdata;
-        struct pgwire_config cfg;       /* strings point at the copies below */
-        char *host, *unix_path, *server_version;
-
-        struct listener listeners[PGWIRE_LISTENERS_MAX];
-        unsigned nlisteners;
-        uint16_t port;
-        bool unix_bound;                /* unix_path is ours to unlink */
-        dev_t unix_dev;
-        ino_t unix_ino;
-        struct loop_timer *retry;       /* accept re-arm after a persistent error */
-
-        struct loop_waker *waker;       /* runs the run queue: note (3) */
-        struct loop_defer run_defer;    /* runs it too, from the loop thread (3) */
-        struct pgwire_conn *runq, *runq_tail;
-        bool running_queue;             /* server_run_queue() on the stack */
-
-        struct pgwire_conn *conns;
-        int32_t next_pid;
-        unsigned in_callback;           /* owner callbacks on the stack */
-        struct pgwire_stats stats;
-
-        bool shutting_down;
-        bool shutdown_reported;
-        void (*shutdown_done)(struct pgwire_server *s, void *userdata);
-        void *shutdown_userdata;
-        bool freeing;                   /* pgwire_server_free() ran */
-        unsigned holds;                 /* pgwire_server_free() on the stack */
-};
-
-static void conn_run(struct pgwire_conn *c);
 static bool conn_settle(struct pgwire_conn *c);
 static void server_maybe_done(struct pgwire_server *s);
 static void server_maybe_free(struct pgwire_server *s);
 
-/* --- Helpers ---------------------------------------------------------------------- */
-
-static void set_be32(uint8_t *p, uint32_t v)
-{
-        p[0] = (uint8_t)(v >> 24);
-        p[1] = (uint8_t)(v >> 16);
-        p[2] = (uint8_t)(v >> 8);
-        p[3] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static bool conn_open(const struct pgwire_conn *c)
-{
-        return c->state == CONN_STARTUP || c->state == CONN_READY || c->state == CONN_SKIP;
-}
-
-/* Note (1): the invariants of every state (only called inside assert()). */
-_unused_ static bool conn_check(const struct pgwire_conn *c)
-{
-        assert(c->in_start <= c->in_end && c->in_end <= c->in_cap);
-        assert(c->tx_off <= c->tx.len);
-        assert(!c->send_armed || c->tx_off < c->tx.len);
-        assert(c->req == REQ_NONE || c->state != CONN_STARTUP || c->req == REQ_CONNECT);
-        assert(c->req != REQ_EXECUTE || c->req_portal);
-        assert(c->state != CONN_CLOSED || !c->close_timer);
-        assert(c->state == CONN_CLOSING || !c->wr_shut || c->state == CONN_CLOSED);
-        assert(c->txn_status == 'I' || c->txn_status == 'T' || c->txn_status == 'E');
-        /* Note (7): only a query's reply goes out elsewhere, and never while tx holds
-         * bytes of ours (begin required it empty; conn_flush() waits). */
-        assert(!c->direct || (c->req == REQ_QUERY && !c->direct_sent));
-        assert(!c->direct || !c->send_armed);
-        return true;
-}
-
 /* --- Run queue (note (3)) ------------------------------------------------------- */
 
 /* Make sure conn_run(c) happens soon, from the loop. */
-static void conn_schedule(struct pgwire_conn *c)
+void conn_schedule(struct pgwire_conn *c)
 {
         struct pgwire_server *s = c->srv;
 
@@ -576,178 +367,6 @@ static int stmt_new(const char *name, const struct pgwire_statement_desc *d, str
         return 0;
 }
 
-/* --- Output (note (4)) ------------------------------------------------------------ */
-
-static void conn_abort(struct pgwire_conn *c, int reason);
-
-static void conn_send_done(struct loop *l, struct loop_io *io, int res);
-
-static int conn_send_arm(struct pgwire_conn *c)
-{
-        int r;
-
-        assert(c->tx_off < c->tx.len);
-        r = loop_send(c->srv->loop, &c->send_io, c->fd, c->tx.data + c->tx_off,
-                      c->tx.len - c->tx_off);
-        if (r < 0)
-                return r;
-        c->send_armed = true;
-        return 0;
-}
-
-static void conn_tx_done(struct pgwire_conn *c)
-{
-        pgcodec_buf_reset(&c->tx);
-        c->tx_off = 0;
-        if (c->tx.cap > PGWIRE_BUF_SHRINK)
-                pgcodec_buf_done(&c->tx);
-}
-
-/* Start sending what is queued, unless a send is in flight (its completion will): what
- * the socket takes now with one send(2), the rest through the loop (note (4)). */
-static void conn_flush(struct pgwire_conn *c)
-{
-        struct pgcodec_buf t;
-        ssize_t n;
-        int r;
-
-        if (c->send_armed || c->out.len == 0 || c->state == CONN_CLOSED || c->direct)
-                return;
-        assert(c->tx.len == 0 && c->tx_off == 0);
-        t = c->tx;
-        c->tx = c->out;
-        c->out = t;
-        /* A full socket or an error: the io_uring send takes it all, and reports the
-         * error in order with the conn's other completions. */
-        n = send(c->fd, c->tx.data, c->tx.len, MSG_DONTWAIT | MSG_NOSIGNAL);
-        c->tx_off = n > 0 ? (size_t)n : 0;
-        assert(c->tx_off <= c->tx.len);
-        if (c->tx_off == c->tx.len) {
-                conn_tx_done(c);
-                return;
-        }
-        r = conn_send_arm(c);
-        if (r < 0)
-                conn_abort(c, r);
-}
-
-static size_t conn_queued(const struct pgwire_conn *c)
-{
-        return c->out.len + (c->tx.len - c->tx_off);
-}
-
-/* After appending to `out`: a buffer failure or too much output cuts the connection. */
-static int conn_out_check(struct pgwire_conn *c)
-{
-        int r = pgcodec_buf_error(&c->out);
-
-        if (r == 0 && conn_queued(c) > c->srv->cfg.max_output)
-                r = -ENOBUFS;
-        if (r < 0) {
-                if (r == -ENOBUFS)
-                        c->srv->stats.overflows++;
-                conn_abort(c, r);
-                return r;
-        }
-        if (c->out.len >= PGWIRE_FLUSH_AT)
-                conn_flush(c);
-        return 0;
-}
-
-static void conn_put_error(struct pgwire_conn *c, const char *severity, const char *sqlstate,
-                           const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static void conn_put_error(struct pgwire_conn *c, const char *severity, const char *sqlstate,
-                           const char *fmt, ...)
-{
-        char msg[512];
-        va_list ap;
-
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        pgcodec_put_error(&c->out, 'E', &(struct pgcodec_error){
-                .severity = severity, .sqlstate = sqlstate, .message = msg });
-}
-
-/* --- Closing (note (1)) ------------------------------------------------------------ */
-
-static void conn_cancel_io(struct pgwire_conn *c, struct loop_io *io)
-{
-        if (loop_cancel(c->srv->loop, io) < 0)
-                (void)shutdown(c->fd, SHUT_RDWR);       /* completes recv (EOF) and send (EPIPE) */
-}
-
-static void conn_timer_cancel(struct pgwire_conn *c)
-{
-        if (!c->close_timer)
-                return;
-        loop_timer_cancel(c->srv->loop, c->close_timer);
-        c->close_timer = NULL;
-}
-
-/* To CLOSED: cancel what is in flight; conn_settle() frees the conn later. */
-static void conn_abort(struct pgwire_conn *c, int reason)
-{
-        if (c->state == CONN_CLOSED)
-                return;
-        if (conn_open(c))
-                c->reason = reason;
-        c->state = CONN_CLOSED;
-        conn_timer_cancel(c);
-        pgcodec_buf_reset(&c->out);
-        if (c->recv_armed)
-                conn_cancel_io(c, &c->recv_io);
-        if (c->send_armed)
-                conn_cancel_io(c, &c->send_io);
-        conn_schedule(c);
-}
-
-static void conn_close_timeout(struct loop *l, void *userdata)
-{
-        struct pgwire_conn *c = userdata;
-
-        c->close_timer = NULL;          /* the loop frees a fired timer */
-        conn_abort(c, c->reason);
-        conn_run(c);
-}
-
-/* To CLOSING: finish sending, then FIN and wait for the client's EOF (note (1)). */
-static void conn_close(struct pgwire_conn *c, int reason)
-{
-        uint64_t ns = (uint64_t)c->srv->cfg.close_timeout_ms * 1000 * 1000;
-
-        if (!conn_open(c))
-                return;
-        c->reason = reason;
-        c->state = CONN_CLOSING;
-        if (loop_timer_add(c->srv->loop, ns, conn_close_timeout, c, &c->close_timer) < 0) {
-                c->close_timer = NULL;
-                conn_abort(c, reason);
-                return;
-        }
-        conn_flush(c);
-        conn_schedule(c);
-}
-
-/* A FATAL error, then close. */
-static void conn_fatal(struct pgwire_conn *c, const char *sqlstate, int reason,
-                       const char *message)
-{
-        if (!conn_open(c))
-                return;
-        conn_put_error(c, "FATAL", sqlstate, "%s", message);
-        if (conn_out_check(c) < 0)
-                return;
-        conn_close(c, reason);
-}
-
-static void conn_protocol_violation(struct pgwire_conn *c, int reason, const char *message)
-{
-        c->srv->stats.protocol_errors++;
-        conn_fatal(c, PGCODEC_SQLSTATE_PROTOCOL_VIOLATION, reason, message);
-}
-
 /* --- Lifetime ---------------------------------------------------------------------- */
 
 static void conn_free(struct pgwire_conn *c)
@@ -810,56 +429,6 @@ static bool conn_settle(struct pgwire_conn *c)
         else
                 server_maybe_done(s);
         return true;
-}
-
-/* --- Input (note (2)) ------------------------------------------------------------- */
-
-static void conn_recv_done(struct loop *l, struct loop_io *io, int res);
-
-/* Make room for the rest of the message at in_start.  Nothing moves while a request
- * borrows the buffer or while a recv is in flight into it (the kernel writes at the
- * address it was given: its completion calls us again).  When the buffer holds whole
- * messages not yet processed (dispatch paused), it may stay full: receiving then
- * waits, and TCP pushes back. */
-static int conn_in_prepare(struct pgwire_conn *c)
-{
-        size_t have = c->in_end - c->in_start, need;
-        uint8_t *p;
-
-        if (c->req != REQ_NONE || c->recv_armed)
-                return 0;
-        if (have == 0)
-                c->in_start = c->in_end = 0;
-        else if (c->in_start > 0) {
-                memmove(c->in, c->in + c->in_start, have);
-                c->in_start = 0;
-                c->in_end = have;
-        }
-        need = c->in_need > PGWIRE_IN_INIT ? c->in_need : PGWIRE_IN_INIT;
-        if (need > c->in_cap || (c->in_cap > PGWIRE_BUF_SHRINK && need == PGWIRE_IN_INIT &&
-                                 have <= need)) {
-                p = realloc(c->in, need);
-                if (!p)
-                        return -ENOMEM;
-                c->in = p;
-                c->in_cap = need;
-        }
-        return 0;
-}
-
-static void conn_recv_arm(struct pgwire_conn *c)
-{
-        int r;
-
-        if (c->recv_armed || c->eof || c->in_end == c->in_cap)
-                return;
-        r = loop_recv(c->srv->loop, &c->recv_io, c->fd, c->in + c->in_end,
-                      c->in_cap - c->in_end);
-        if (r < 0) {
-                conn_abort(c, r);
-                return;
-        }
-        c->recv_armed = true;
 }
 
 /* --- Startup ---------------------------------------------------------------------- */
@@ -972,7 +541,7 @@ static bool secret_matches(uint32_t secret, const uint8_t *p, size_t len)
 
         if (len != sizeof(want))
                 return false;
-        set_be32(want, secret);
+        pgw_set_be32(want, secret);
         for (size_t i = 0; i < sizeof(want); i++)
                 diff |= (uint8_t)(want[i] ^ p[i]);
         return diff == 0;
@@ -1343,7 +912,7 @@ static void portal_resume(struct pgwire_conn *c, struct portal *p, uint32_t max_
         assert(p->state == PORTAL_SUSPENDED);
         while (p->spill_off < p->spill.len && (max_rows == 0 || n < max_rows)) {
                 /* Each entry is a whole DataRow: 'D', length, fields. */
-                p->spill_off += 1 + get_be32(p->spill.data + p->spill_off + 1);
+                p->spill_off += 1 + pgw_get_be32(p->spill.data + p->spill_off + 1);
                 n++;
         }
         assert(p->spill_off <= p->spill.len);
@@ -1614,7 +1183,7 @@ static void conn_pump(struct pgwire_conn *c)
 }
 
 /* The one entry point from the loop: process input, keep I/O going, settle. */
-static void conn_run(struct pgwire_conn *c)
+void conn_run(struct pgwire_conn *c)
 {
         assert(!c->dispatching);
         c->dispatching = true;
@@ -2392,7 +1961,7 @@ static int put_data_row(struct pgcodec_buf *b, unsigned n, const char *const *va
                 for (unsigned i = 0; i < n; i++) {
                         size_t len = !values[i] ? 0 : lengths ? lengths[i] : strlen(values[i]);
 
-                        set_be32(p, values[i] ? (uint32_t)len : UINT32_MAX);
+                        pgw_set_be32(p, values[i] ? (uint32_t)len : UINT32_MAX);
                         p += 4;
                         if (len)
                                 memcpy(p, values[i], len);
@@ -2431,7 +2000,7 @@ static int put_data_row(struct pgcodec_buf *b, unsigned n, const char *const *va
                         return -EINVAL;
                 }
                 if (!pgcodec_buf_error(b))
-                        set_be32(b->data + at, (uint32_t)(b->len - at - 4));
+                        pgw_set_be32(b->data + at, (uint32_t)(b->len - at - 4));
         }
         pgcodec_msg_end(b, m);
         return 0;
