@@ -262,3 +262,9 @@ void conn_protocol_violation(struct pgwire_conn *c, int reason, const char *mess
 /* Make room for the rest of the message at in_start (note (2)). */
 int conn_in_prepare(struct pgwire_conn *c);
 void conn_recv_arm(struct pgwire_conn *c);
+
+/* --- adapter-pgwire-startup.c: the startup phase (note (1): STARTUP) ---------------- */
+
+/* A message of the STARTUP state: StartupMessage, SSLRequest, GSSENCRequest,
+ * CancelRequest. */
+void conn_handle_startup(struct pgwire_conn *c, const struct pgcodec_frame *f);
