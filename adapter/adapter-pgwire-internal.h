@@ -268,3 +268,28 @@ void conn_recv_arm(struct pgwire_conn *c);
 /* A message of the STARTUP state: StartupMessage, SSLRequest, GSSENCRequest,
  * CancelRequest. */
 void conn_handle_startup(struct pgwire_conn *c, const struct pgcodec_frame *f);
+
+/* --- adapter-pgwire-extended.c: statements, portals, extended protocol (note (5)) -- */
+
+struct stmt *pgw_stmt_find(struct pgwire_conn *c, const char *name);
+/* Drop a reference; the last one moves st to c->dead, released by conn_settle(). */
+void pgw_stmt_unref(struct pgwire_conn *c, struct stmt *st);
+void pgw_stmt_unlink(struct pgwire_conn *c, struct stmt *st);
+/* Release the owner's statements of c->dead (runs stmt_free()). */
+void conn_bury(struct pgwire_conn *c);
+void pgw_portals_drop_all(struct pgwire_conn *c);
+/* Drop every statement and every portal but the one an execute() still uses. */
+void conn_drop_statements(struct pgwire_conn *c);
+/* A statement from the owner's description; names and arrays are copied. */
+int pgw_stmt_new(const char *name, const struct pgwire_statement_desc *d, struct stmt **ret);
+
+/* An error in an extended-protocol message: ErrorResponse, then skip until Sync. */
+void conn_ext_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+/* pgwire__request__start, and the clock for its __done. */
+void pgw_req_probe_start(struct pgwire_conn *c, int kind, const char *text);
+void conn_handle_parse(struct pgwire_conn *c, const struct pgcodec_frame *f);
+void conn_handle_bind(struct pgwire_conn *c, const struct pgcodec_frame *f);
+void conn_handle_describe(struct pgwire_conn *c, const struct pgcodec_frame *f);
+void conn_handle_close(struct pgwire_conn *c, const struct pgcodec_frame *f);
+void conn_handle_execute(struct pgwire_conn *c, const struct pgcodec_frame *f);
