@@ -241,6 +241,9 @@ static inline size_t conn_queued(const struct pgwire_conn *c)
 void conn_schedule(struct pgwire_conn *c);
 /* The one entry point from the loop: process input, keep I/O going, settle. */
 void conn_run(struct pgwire_conn *c);
+/* The completions of a conn's recv and send (struct loop_io.complete). */
+void conn_recv_done(struct loop *l, struct loop_io *io, int res);
+void conn_send_done(struct loop *l, struct loop_io *io, int res);
 
 /* --- adapter-pgwire-conn.c: output (note (4)), closing (note (1)), input (note (2)) - */
 
@@ -293,3 +296,17 @@ void conn_handle_bind(struct pgwire_conn *c, const struct pgcodec_frame *f);
 void conn_handle_describe(struct pgwire_conn *c, const struct pgcodec_frame *f);
 void conn_handle_close(struct pgwire_conn *c, const struct pgcodec_frame *f);
 void conn_handle_execute(struct pgwire_conn *c, const struct pgcodec_frame *f);
+
+/* --- adapter-pgwire-listen.c: listening, accepting, the server's end (note (6)) ---- */
+
+uint32_t pgw_random_u32(void);
+int pgw_listener_arm(struct listener *ln);
+int pgw_listen_tcp(struct pgwire_server *s);
+int pgw_listen_unix(struct pgwire_server *s);
+/* Stop accepting: cancel the accepts in flight (their completion closes the fd). */
+void pgw_server_stop_listening(struct pgwire_server *s);
+void pgw_server_destroy(struct pgwire_server *s);
+/* Shutdown complete?  Runs done() from the loop (last: done() may free s). */
+void pgw_server_maybe_done(struct pgwire_server *s);
+/* pgwire_server_free() ran: destroy s once nothing holds it. */
+void pgw_server_maybe_free(struct pgwire_server *s);
