@@ -4,6 +4,16 @@
  * Owner: adapter.  Caller: the adapter's executor, through callbacks and response
  * functions, all in the loop's thread.
  *
+ * This file is the core: the run queue (3), a conn's lifetime (1), dispatch (2), the
+ * server API and the accessors, with the notes below for every file of the server.
+ * The rest, sharing adapter-pgwire-internal.h (struct pgwire_conn, struct
+ * pgwire_server and what the files call of each other):
+ *   adapter-pgwire-conn.c      a conn's output (4), closing (1) and input (2)
+ *   adapter-pgwire-startup.c   the startup phase, SSLRequest, CancelRequest
+ *   adapter-pgwire-extended.c  statements and portals, the extended protocol (5)
+ *   adapter-pgwire-listen.c    listening, accepting, the server's end (6)
+ *   adapter-pgwire-reply.c     the response functions, pgwire_done()
+ *
  * NOTES ON THE DESIGN OF A CONNECTION
  *
  * (1) States (conn_check() asserts the invariants):
@@ -110,27 +120,15 @@
 #include "adapter-pgwire.h"
 #include "adapter-pgwire-internal.h"
 
-#include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
-#include <limits.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
-#include "hist.h"
 #include "loop.h"
-#include "probes.h"
 #include "util.h"
 
 static bool conn_settle(struct pgwire_conn *c);
