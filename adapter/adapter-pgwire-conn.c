@@ -87,17 +87,24 @@ int conn_out_check(struct pgwire_conn *c)
         return 0;
 }
 
-void conn_put_error(struct pgwire_conn *c, const char *severity, const char *sqlstate,
-                           const char *fmt, ...)
+void conn_put_errorv(struct pgwire_conn *c, const char *severity, const char *sqlstate,
+                     const char *fmt, va_list ap)
 {
         char msg[512];
+
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        pgcodec_put_error(&c->out, 'E', &(struct pgcodec_error){
+                .severity = severity, .sqlstate = sqlstate, .message = msg });
+}
+
+void conn_put_error(struct pgwire_conn *c, const char *severity, const char *sqlstate,
+                    const char *fmt, ...)
+{
         va_list ap;
 
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        conn_put_errorv(c, severity, sqlstate, fmt, ap);
         va_end(ap);
-        pgcodec_put_error(&c->out, 'E', &(struct pgcodec_error){
-                .severity = severity, .sqlstate = sqlstate, .message = msg });
 }
 
 /* --- Closing (adapter-pgwire.c note (1)) ------------------------------------------- */
@@ -162,8 +169,7 @@ void conn_close(struct pgwire_conn *c, int reason)
 }
 
 /* A FATAL error, then close. */
-void conn_fatal(struct pgwire_conn *c, const char *sqlstate, int reason,
-                       const char *message)
+void conn_fatal(struct pgwire_conn *c, const char *sqlstate, int reason, const char *message)
 {
         if (!conn_open(c))
                 return;

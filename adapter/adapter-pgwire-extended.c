@@ -188,14 +188,11 @@ int pgw_stmt_new(const char *name, const struct pgwire_statement_desc *d, struct
 /* An error in an extended-protocol message: ErrorResponse, then skip until Sync. */
 void conn_ext_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ...)
 {
-        char msg[512];
         va_list ap;
 
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        conn_put_errorv(c, NULL, sqlstate, fmt, ap);
         va_end(ap);
-        pgcodec_put_error(&c->out, 'E', &(struct pgcodec_error){
-                .sqlstate = sqlstate, .message = msg });
         if (conn_out_check(c) < 0)
                 return;
         conn_flush(c);          /* as PostgreSQL: an error is flushed at once */

@@ -10,6 +10,7 @@
 
 #include <assert.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -253,8 +254,11 @@ void conn_tx_done(struct pgwire_conn *c);
 void conn_flush(struct pgwire_conn *c);
 /* After appending to `out`: a buffer failure or too much output cuts the connection. */
 int conn_out_check(struct pgwire_conn *c);
+/* An ErrorResponse into `out` (severity NULL: ERROR); the caller checks and flushes. */
 void conn_put_error(struct pgwire_conn *c, const char *severity, const char *sqlstate,
                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void conn_put_errorv(struct pgwire_conn *c, const char *severity, const char *sqlstate,
+                     const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
 /* To CLOSED: cancel what is in flight; conn_settle() frees the conn later. */
 void conn_abort(struct pgwire_conn *c, int reason);
 /* To CLOSING: finish sending, then FIN and wait for the client's EOF. */
