@@ -240,6 +240,7 @@ struct write {
         size_t n_rows;
         Coord__Plan__Relation *delete_filter;   /* borrowed from the session's stmt */
         bool update;                            /* an UPDATE: TableWrite.update */
+        bool insert_select;                     /* TableWrite.insert_select */
         bool commit;                            /* (10) the last write of a COMMIT */
         uint32_t n_block;                       /* (10) a COMMIT's: the block's writes,
                                                  * this one last (0: just this one) */
@@ -687,6 +688,7 @@ static int group_send(struct exec *ex, struct group *g)
                 }
                 tw[i].delete_filter = w->delete_filter;
                 tw[i].update = w->update;
+                tw[i].insert_select = w->insert_select;
                 twp[i] = &tw[i];
         }
         msg.ts = g->ts;
@@ -893,6 +895,8 @@ static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok
                         if (w->commit)
                                 snprintf(s->tag, sizeof(s->tag), "COMMIT");
                         else if (w->kind == WRITE_INSERT)
+                                snprintf(s->tag, sizeof(s->tag), "INSERT 0 %" PRIu64, w->result);
+                        else if (w->kind == WRITE_DELETE && w->insert_select)
                                 snprintf(s->tag, sizeof(s->tag), "INSERT 0 %" PRIu64, w->result);
                         else if (w->kind == WRITE_DELETE)
                                 snprintf(s->tag, sizeof(s->tag), "%s %" PRIu64,
@@ -2533,10 +2537,16 @@ static int insert_write(struct sql_insert *in, struct session *s, struct write *
         return 0;
 }
 
+static int exec_delete(struct session *s, struct sql_stmt *st);
+
 static int exec_insert(struct session *s, struct sql_stmt *st)
 {
         struct write w;
-        int r = insert_write(&st->insert, s, &w);
+        int r;
+
+        if (st->insert.plan)
+                return exec_delete(s, st);      /* INSERT ... SELECT */
+        r = insert_write(&st->insert, s, &w);
 
         if (r < 0)
                 return r;
@@ -2549,24 +2559,25 @@ static int exec_insert(struct session *s, struct sql_stmt *st)
         return STMT_PARKED;
 }
 
-/* DELETE and UPDATE: the controller reads and writes the table in one step. */
+/* DELETE, UPDATE and INSERT ... SELECT: the controller reads and writes in one step. */
 static int exec_delete(struct session *s, struct sql_stmt *st)
 {
-        bool update = st->kind == SQL_STMT_UPDATE;
+        bool update = st->kind == SQL_STMT_UPDATE, insert = st->kind == SQL_STMT_INSERT;
         const struct sql_delete *d = update ? &st->update : &st->delete_;
-        struct write w = { .kind = WRITE_DELETE, .s = s, .gid = d->id,
-                           .delete_filter = d->plan, .update = update };
+        Coord__Plan__Relation *plan = insert ? st->insert.plan : d->plan;
+        struct write w = { .kind = WRITE_DELETE, .s = s, .gid = insert ? st->insert.id : d->id,
+                           .delete_filter = plan, .update = update, .insert_select = insert };
         int r;
 
         /* The optimizer proved that no row matches (WHERE false): nothing to write, and
          * a plan that reads no table is not one the controller takes. */
-        if (d->plan->kind_case == COORD__PLAN__RELATION__KIND_CONSTANT &&
-            d->plan->constant->n_rows == 0) {
-                snprintf(s->tag, sizeof(s->tag), "%s 0", update ? "UPDATE" : "DELETE");
+        if (plan->kind_case == COORD__PLAN__RELATION__KIND_CONSTANT && plan->constant->n_rows == 0) {
+                snprintf(s->tag, sizeof(s->tag), "%s", insert ? "INSERT 0 0" : update ? "UPDATE 0"
+                                                                                     : "DELETE 0");
                 return 0;
         }
 
-        w.table = strdup(d->table);
+        w.table = strdup(insert ? st->insert.table : d->table);
         if (!w.table)
                 return -ENOMEM;
         r = group_add(s->ex, &w);
@@ -3383,7 +3394,12 @@ static uint64_t stmt_unenacted(struct exec *ex, const struct sql_stmt *st)
 {
         switch (st->kind) {
         case SQL_STMT_INSERT:
-                return enacted(ex, st->insert.id) ? 0 : st->insert.id;
+                if (!enacted(ex, st->insert.id))
+                        return st->insert.id;
+                for (size_t i = 0; i < st->n_physical_inputs; i++)
+                        if (!enacted(ex, st->physical_inputs[i]))
+                                return st->physical_inputs[i];
+                return 0;
         case SQL_STMT_DELETE:
                 return enacted(ex, st->delete_.id) ? 0 : st->delete_.id;
         case SQL_STMT_UPDATE:
@@ -3653,6 +3669,8 @@ static int txn_implicit_stmt(struct session *s, struct sql_stmt *st)
 {
         switch (st->kind) {
         case SQL_STMT_INSERT:
+                if (st->insert.plan)
+                        return s->n_txn_writes ? STMT_FLUSH : 1;        /* as a DELETE */
                 return txn_keep_insert(s, &st->insert);
         case SQL_STMT_SET_VARIABLE:
         case SQL_STMT_SHOW_VARIABLE:
@@ -3705,6 +3723,12 @@ static int txn_stmt(struct session *s, struct sql_stmt *st)
         case SQL_STMT_INSERT:
                 if (s->txn_read_only) {
                         send_error(s->c, "25006", "cannot execute INSERT in a read-only transaction");
+                        return -ECANCELED;
+                }
+                if (in->plan) {
+                        /* The controller computes its rows as it writes them, as a DELETE's. */
+                        send_error(s->c, "25001", "INSERT ... SELECT cannot run inside a "
+                                                  "transaction block");
                         return -ECANCELED;
                 }
                 if (s->txn_read) {

@@ -1608,6 +1608,7 @@ struct analyzer {
         bool materialize;               /* planning a materialized view or an index */
         bool in_view;                   /* planning a view (CREATE VIEW) */
         bool peek;                      /* planning a SELECT: objects may be read from indexes */
+        bool insert_select;             /* planning an INSERT's SELECT: tables only */
         bool no_limit;                  /* planning a subquery in an expression: no LIMIT */
         bool nondeterministic;          /* mz_now() somewhere, also through a view */
 
@@ -4487,6 +4488,10 @@ out:
         return r;
 }
 
+static int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
+                                 const struct sql_relation *rel, const size_t *targets,
+                                 size_t n_targets);
+
 static int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
 {
         struct sql_insert *si = &a->stmt->insert;
@@ -4540,11 +4545,9 @@ static int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
                 if (ins->select_stmt->node_case != PG_QUERY__NODE__NODE_SELECT_STMT)
                         return FAIL(a, "0A000", "this INSERT source is not supported");
                 sel = ins->select_stmt->select_stmt;
-                if (!sel->n_values_lists)
-                        return FAIL(a, "0A000", "INSERT ... SELECT is not supported yet");
-                if (sel->n_sort_clause || sel->limit_count || sel->limit_offset || sel->with_clause)
-                        return FAIL(a, "0A000",
-                                    "ORDER BY, LIMIT and WITH on VALUES are not supported");
+                if (!sel->n_values_lists || sel->n_sort_clause || sel->limit_count ||
+                    sel->limit_offset || sel->with_clause)
+                        return analyze_insert_select(a, ins, &rel, targets, n_targets);
         }
         si->rows = calloc(sel ? sel->n_values_lists : 1, sizeof(*si->rows));
         if (!si->rows)
@@ -5296,6 +5299,12 @@ static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struc
                                sql_object_kind_name(rel.kind));
         if (rel.kind == SQL_OBJECT_VIEW && !rel.plan)
                 return FAIL_AT(a, rv->location, "XX000", "view \"%s\" has no plan", name);
+        /* The controller evaluates an INSERT's SELECT inside the append, where only
+         * tables are at the write timestamp (analyze_insert_select()). */
+        if (a->insert_select && rel.kind != SQL_OBJECT_TABLE && rel.kind != SQL_OBJECT_VIEW)
+                return FAIL_AT(a, rv->location, "0A000",
+                               "INSERT ... SELECT from a %s is not supported: it may read "
+                               "tables and views over tables", sql_object_kind_name(rel.kind));
         qual = rv->alias && rv->alias->aliasname && rv->alias->aliasname[0] ? rv->alias->aliasname
                                                                             : rv->relname;
         r = scope_add_qual(a, sc, qual, rv->location);
@@ -8866,6 +8875,31 @@ static int update_check(struct analyzer *a, const struct sql_check *chk, const c
         return vals[0] ? 0 : oom(a);
 }
 
+/* *e checked by FUNC_ASSERT_NOT_NULL (23502 when NULL) where col is NOT NULL and *e may
+ * be NULL: the controller's check of an UPDATE's or an INSERT ... SELECT's new values. */
+static int assert_not_null(struct analyzer *a, Coord__Plan__Expr **e, const struct sql_column *col,
+                           const char *table)
+{
+        struct row_datum cn = ROW_DATUM_TEXT(col->name, (uint32_t)strlen(col->name));
+        struct row_datum tn = ROW_DATUM_TEXT(table, (uint32_t)strlen(table));
+        Coord__Plan__Expr *args[3];
+
+        if (col->nullable ||
+            (is_literal(*e) && (*e)->literal->value_case != COORD__PLAN__DATUM__VALUE_NULL_VALUE))
+                return 0;
+        args[0] = *e;
+        args[1] = expr_literal(ROW_TYPE_TEXT, &cn);
+        args[2] = expr_literal(ROW_TYPE_TEXT, &tn);
+        *e = NULL;
+        if (!args[1] || !args[2]) {
+                for (size_t k = 0; k < 3; k++)
+                        expr_free(args[k]);
+                return oom(a);
+        }
+        *e = expr_call((int)args[0]->type, COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL, args, 3);
+        return *e ? 0 : oom(a);
+}
+
 static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
 {
         struct sql_delete *su = &a->stmt->update;
@@ -8927,26 +8961,8 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
                         r = analyze_expr(a, t->val, &v);
                 if (r >= 0)
                         r = assign(a, &v, &rel.columns[c]);
-                if (r >= 0 && !rel.columns[c].nullable &&
-                    !(is_literal(v.e) &&
-                      v.e->literal->value_case != COORD__PLAN__DATUM__VALUE_NULL_VALUE)) {
-                        struct row_datum cn = ROW_DATUM_TEXT(rel.columns[c].name,
-                                                             (uint32_t)strlen(rel.columns[c].name));
-                        struct row_datum tn2 = ROW_DATUM_TEXT(su->table, (uint32_t)strlen(su->table));
-                        Coord__Plan__Expr *args[3] = { TAKE_PTR(v.e), expr_literal(ROW_TYPE_TEXT, &cn),
-                                                       expr_literal(ROW_TYPE_TEXT, &tn2) };
-
-                        if (!args[1] || !args[2]) {
-                                for (size_t k = 0; k < 3; k++)
-                                        expr_free(args[k]);
-                                r = oom(a);
-                        } else {
-                                v.e = expr_call((int)args[0]->type,
-                                                COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL, args, 3);
-                                if (!v.e)
-                                        r = oom(a);
-                        }
-                }
+                if (r >= 0)
+                        r = assert_not_null(a, &v.e, &rel.columns[c], su->table);
                 if (r >= 0)
                         vals[c] = TAKE_PTR(v.e);
                 typed_done(&v);
@@ -8972,6 +8988,119 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
         if (r < 0)
                 return r;
         su->plan = TAKE_PTR(plan);
+        return 0;
+}
+
+/* A SELECT list entry that is a string literal or NULL, without a cast. */
+static bool untyped_literal(const PgQuery__Node *n)
+{
+        const PgQuery__ResTarget *rt = n->node_case == PG_QUERY__NODE__NODE_RES_TARGET
+                                               ? n->res_target
+                                               : NULL;
+        const PgQuery__AConst *c = rt && rt->val && rt->val->node_case == PG_QUERY__NODE__NODE_A_CONST
+                                           ? rt->val->a_const
+                                           : NULL;
+
+        return c && (c->isnull || c->val_case == PG_QUERY__A__CONST__VAL_SVAL);
+}
+
+/* INSERT ... SELECT: the query's rows, each output column coerced into its target column
+ * as an INSERT value is (assign()), the other columns their defaults, then NOT NULL and
+ * the CHECKs guarded as an UPDATE's new values are; Project keeps the table's row.  The
+ * controller evaluates it at the write timestamp, after the group's earlier writes, and
+ * inserts what it returns (TableWrite.insert_select): one atomic read-and-write, as a
+ * DELETE.  So the plan must be what it evaluates there: Filter / Map / Project over one
+ * table (checked here) or constant rows; a join, an aggregate, DISTINCT, a UNION or a
+ * LIMIT is 0A000. */
+static int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
+                                 const struct sql_relation *rel, const size_t *targets,
+                                 size_t n_targets)
+{
+        struct sql_insert *si = &a->stmt->insert;
+        const PgQuery__SelectStmt *sel = ins->select_stmt->select_stmt;
+        _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
+        _cleanup_(scope_done) struct scope cols = { 0 };
+        _cleanup_free_ Coord__Plan__Expr **vals = NULL;
+        const Coord__Plan__Relation *leaf;
+        size_t n = rel->n_columns, n_out;
+        int r;
+
+        if (sel->limit_count || sel->limit_offset)
+                return FAIL(a, "0A000", "INSERT ... SELECT with LIMIT or OFFSET is not supported");
+        a->strict_fold = false;
+        a->insert_select = true;
+        r = plan_query(a, ins->select_stmt, NULL, &plan, &cols);
+        a->insert_select = false;
+        if (r < 0)
+                return r;
+        n_out = cols.n;
+        if (n_out > n_targets)
+                return FAIL(a, "42601", "INSERT has more expressions than target columns");
+        if (ins->n_cols && n_out < n_targets)
+                return FAIL_AT(a, ins->cols[n_out]->res_target->location, "42601",
+                               "INSERT has more target columns than expressions");
+        vals = calloc(n ? n : 1, sizeof(*vals));
+        if (!vals)
+                return oom(a);
+        for (size_t i = 0; r >= 0 && i < n_out; i++) {
+                const PgQuery__Node *tn = sel->n_target_list > i ? sel->target_list[i] : NULL;
+                struct typed v = { .location = tn ? node_location(tn) : -1 };
+
+                v.e = expr_column(cols.cols[i].type, (uint32_t)i);
+                /* An untyped literal takes its column's type, as PostgreSQL's does: read
+                 * by the type's input function (a cast, 22P02 when it does not parse). */
+                if (v.e && tn && untyped_literal(tn) && (int)v.e->type == ROW_TYPE_TEXT &&
+                    rel->columns[targets[i]].type != ROW_TYPE_TEXT)
+                        r = wrap(a, &v, COORD__PLAN__FUNC__FUNC_CAST, rel->columns[targets[i]].type);
+                if (r >= 0)
+                        r = v.e ? assign(a, &v, &rel->columns[targets[i]]) : oom(a);
+                if (r >= 0)
+                        vals[targets[i]] = TAKE_PTR(v.e);
+                typed_done(&v);
+        }
+        for (size_t c = 0; r >= 0 && c < n; c++) {
+                if (!vals[c]) {
+                        struct row_datum d = column_default(&rel->columns[c]);
+
+                        if (!(vals[c] = expr_literal(rel->columns[c].type, &d)))
+                                r = oom(a);
+                }
+                if (r >= 0)
+                        r = assert_not_null(a, &vals[c], &rel->columns[c], si->table);
+        }
+        for (size_t k = 0; r >= 0 && n && k < rel->n_checks; k++)
+                r = update_check(a, &rel->checks[k], si->table, vals, n);
+        if (r < 0) {
+                for (size_t c = 0; c < n; c++)
+                        expr_free(vals[c]);
+                return r;
+        }
+        plan = rel_project_range(rel_map(TAKE_PTR(plan), TAKE_PTR(vals), n), (uint32_t)n_out, n);
+        if (!plan)
+                return oom(a);
+        r = finish_plan(a, &plan);
+        if (r < 0)
+                return r;
+        for (leaf = plan;;) {
+                if (leaf->kind_case == COORD__PLAN__RELATION__KIND_FILTER)
+                        leaf = leaf->filter->input;
+                else if (leaf->kind_case == COORD__PLAN__RELATION__KIND_MAP)
+                        leaf = leaf->map->input;
+                else if (leaf->kind_case == COORD__PLAN__RELATION__KIND_PROJECT)
+                        leaf = leaf->project->input;
+                else
+                        break;
+        }
+        if (leaf->kind_case != COORD__PLAN__RELATION__KIND_GET &&
+            leaf->kind_case != COORD__PLAN__RELATION__KIND_CONSTANT) {
+                r = FAIL(a, "0A000", "INSERT ... SELECT with a join, an aggregate, DISTINCT, "
+                                     "a set operation or a LIMIT is not supported");
+                row_error_hint(a->err, "The SELECT of an INSERT may filter and compute over "
+                                       "one table; SELECT the rows into the client first, or "
+                                       "INSERT from a materialized view's rows in two steps.");
+                return r;
+        }
+        si->plan = TAKE_PTR(plan);
         return 0;
 }
 
@@ -10064,6 +10193,7 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                 free(s->drop.ids);
                 break;
         case SQL_STMT_INSERT:
+                rel_free(s->insert.plan);
                 for (size_t i = 0; i < s->insert.n_rows; i++)
                         free(s->insert.rows[i].data);
                 free(s->insert.rows);

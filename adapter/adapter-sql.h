@@ -226,6 +226,9 @@ struct sql_insert {
         uint64_t id;
         struct sql_row *rows;           /* type-checked, in the table's column order */
         size_t n_rows;
+        /* INSERT ... SELECT (no rows): evaluate at the write timestamp and insert what it
+         * returns, whole rows of the table (coord.proto TableWrite.insert_select). */
+        Coord__Plan__Relation *plan;
 };
 
 struct sql_delete {

@@ -287,13 +287,74 @@ out:
         return r;
 }
 
-/* A DELETE (retract what delete_filter returns) or an UPDATE (TableWrite.update: retract
- * the first half of each output row, insert the second). */
+static int append_stale(struct append_ctx *ac, uint64_t gid, uint64_t upper)
+{
+        int r = row_error_set(&ac->err, -ESTALE, "XX000",
+                              "cannot append at %llu: collection %llu has upper %llu",
+                              (unsigned long long)ac->ts, (unsigned long long)gid,
+                              (unsigned long long)upper);
+
+        row_error_detail(&ac->err, "An append's timestamp must be at or above the tables' "
+                         "shared frontier (the upper of collection %u) and the upper of every "
+                         "collection; nothing was written.", CSERVER_GID_OBJECTS);
+        return r;
+}
+
+/* The table an INSERT ... SELECT reads (TableWrite.insert_select), as of this append:
+ * the written table itself, a table an earlier write of the group wrote (its entry, with
+ * those writes), or else *tmp, filled here and cleared by the caller. */
+static int select_source(struct append_ctx *ac, struct acol *t, uint64_t gid, struct acol *tmp,
+                         struct acol **ret)
+{
+        struct storage_info info;
+        int r;
+
+        *ret = gid == t->info.gid ? t : acol_find(ac, gid);
+        if (*ret)
+                return 0;
+        r = storage_get_info(ac->s->st, gid, &info);
+        if (r == -ENOENT)
+                return row_error_set(&ac->err, r, "42P01", "collection %llu does not exist",
+                                     (unsigned long long)gid);
+        if (r < 0)
+                return server_storage_failure(ac->s, &ac->err, r, "looking up collection %llu",
+                                              (unsigned long long)gid);
+        if (info.kind != STORAGE_KIND_TABLE)
+                return row_error_set(&ac->err, -EINVAL, "XX000", "invalid plan: an insert-select "
+                                     "reads collection %llu, a %s, not a table",
+                                     (unsigned long long)gid, server_kind_name(info.kind));
+        if (info.frontiers.upper > ac->ts)
+                return append_stale(ac, gid, info.frontiers.upper);
+        *tmp = (struct acol){ .info = info, .pend = EVAL_BATCH_INIT, .base = EVAL_BATCH_INIT };
+        *ret = tmp;
+        return 0;
+}
+
+/* Push an insert-select's output row, a whole row of the table, at ts. */
+static int push_selected(struct append_ctx *ac, struct acol *t, const struct eval_update *u)
+{
+        if (u->len > STORAGE_ROW_MAX)
+                return row_error_set(&ac->err, -EMSGSIZE, "54000", "a row inserted into "
+                                     "collection %llu is too long (%zu bytes)",
+                                     (unsigned long long)t->info.gid, u->len);
+        if (row_validate(u->row, u->len) < 0)
+                return row_error_set(&ac->err, -EBADMSG, "XX000", "invalid plan: the "
+                                     "insert-select into collection %llu returned a malformed row",
+                                     (unsigned long long)t->info.gid);
+        if (eval_batch_push(&t->pend, u->row, u->len, ac->ts, u->diff) < 0)
+                return row_error_oom(&ac->err);
+        return 0;
+}
+
+/* A DELETE (retract what delete_filter returns), an UPDATE (TableWrite.update: retract
+ * the first half of each output row, insert the second) or an INSERT ... SELECT
+ * (TableWrite.insert_select: insert each output row, read from any table). */
 static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__TableWrite *w,
                          uint64_t *ret_count)
 {
         struct eval_batch out = EVAL_BATCH_INIT;
         struct eval_plan *p = NULL;
+        struct acol tmp = { .pend = EVAL_BATCH_INIT, .base = EVAL_BATCH_INIT }, *src = t;
         const Coord__Plan__Get *get;
         const enum row_type *types;
         size_t halves = w->update ? 2 : 1;
@@ -306,56 +367,70 @@ static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__Tab
         get = plan_leaf_get(w->delete_filter);
         types = eval_plan_types(p);
         r = -EINVAL;
-        if (eval_plan_input(p) != w->gid || !get) {
+        if ((!w->insert_select && (!get || eval_plan_input(p) != w->gid)) ||
+            (w->insert_select && !get && eval_plan_input(p))) {
                 row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
                               "collection %llu reads collection %llu",
                               (unsigned long long)w->gid, (unsigned long long)eval_plan_input(p));
                 goto out;
         }
-        /* Retractions must be whole rows of the table, else they retract rows that
-         * do not exist (caught below, but this names the real mistake); so must an
-         * update's new rows be. */
-        if (eval_plan_arity(p) != halves * get->n_column_types) {
-                row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
-                              "collection %llu must return its rows unchanged",
-                              (unsigned long long)w->gid);
-                goto out;
-        }
-        for (size_t i = 0; i < halves * get->n_column_types; i++)
-                if ((int)types[i] != (int)get->column_types[i % get->n_column_types]) {
+        if (w->insert_select) {
+                /* The rows are the adapter's, as an INSERT's are: row_validate() only,
+                 * the controller does not know the table's columns.  A Constant leaf
+                 * (input 0) reads nothing. */
+                src = NULL;
+                if (eval_plan_input(p)) {
+                        r = select_source(ac, t, eval_plan_input(p), &tmp, &src);
+                        if (r < 0)
+                                goto out;
+                }
+        } else {
+                /* Retractions must be whole rows of the table, else they retract rows
+                 * that do not exist (caught below, but this names the real mistake); so
+                 * must an update's new rows be. */
+                if (eval_plan_arity(p) != halves * get->n_column_types) {
                         row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
                                       "collection %llu must return its rows unchanged",
                                       (unsigned long long)w->gid);
                         goto out;
                 }
-        r = acol_base(ac, t);
+                for (size_t i = 0; i < halves * get->n_column_types; i++)
+                        if ((int)types[i] != (int)get->column_types[i % get->n_column_types]) {
+                                row_error_set(&ac->err, r, "XX000", "invalid plan: the delete "
+                                              "filter of collection %llu must return its rows "
+                                              "unchanged", (unsigned long long)w->gid);
+                                goto out;
+                        }
+        }
+        r = src ? acol_base(ac, src) : 0;
         if (r < 0)
                 goto out;
         /* ts is also mz_now(): a DELETE's logical time is its write timestamp. */
-        r = eval_peek(p, ac->ts, &delete_source, t, &out, &ac->err);
+        r = eval_peek(p, ac->ts, &delete_source, src ? src : t, &out, &ac->err);
         if (r < 0) {
                 if (r == -ENOMEM)
                         row_error_oom(&ac->err);
                 goto out;
         }
         for (size_t i = 0; i < out.n; i++) {
-                if (w->update) {
+                if (w->insert_select) {
+                        r = push_selected(ac, t, &out.updates[i]);
+                } else if (w->update) {
                         r = push_update(ac, t, w->gid, &out.updates[i], get->n_column_types);
-                        if (r < 0)
-                                goto out;
                 } else {
                         r = eval_batch_push(&t->pend, out.updates[i].row, out.updates[i].len,
                                             ac->ts, -out.updates[i].diff);
-                        if (r < 0) {
+                        if (r < 0)
                                 row_error_oom(&ac->err);
-                                goto out;
-                        }
                 }
+                if (r < 0)
+                        goto out;
                 count += (uint64_t)out.updates[i].diff;
         }
         *ret_count = count;
         r = 0;
 out:
+        eval_batch_done(&tmp.base);
         eval_batch_done(&out);
         eval_plan_free(p);
         return r;
@@ -587,19 +662,6 @@ static int check_nonnegative(struct append_ctx *ac, struct acol *t)
         return 0;
 }
 
-static int append_stale(struct append_ctx *ac, uint64_t gid, uint64_t upper)
-{
-        int r = row_error_set(&ac->err, -ESTALE, "XX000",
-                              "cannot append at %llu: collection %llu has upper %llu",
-                              (unsigned long long)ac->ts, (unsigned long long)gid,
-                              (unsigned long long)upper);
-
-        row_error_detail(&ac->err, "An append's timestamp must be at or above the tables' "
-                         "shared frontier (the upper of collection %u) and the upper of every "
-                         "collection; nothing was written.", CSERVER_GID_OBJECTS);
-        return r;
-}
-
 /* (22) The units of the append: *ret[i] is the last write of write i's unit (a block,
  * TableWrite.block, or the write alone); NULL when no write has keys (no unit needs a
  * check).  XX000 for blocks that overlap or reach before the first write. */
@@ -776,9 +838,14 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
                         return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
                                              "%llu has %zu rows but %zu diffs",
                                              (unsigned long long)w->gid, w->n_rows, w->n_diffs);
-                if (w->update && !w->delete_filter)
-                        return row_error_set(&ac->err, -EINVAL, "XX000", "the update of "
+                if ((w->update || w->insert_select) && !w->delete_filter)
+                        return row_error_set(&ac->err, -EINVAL, "XX000", "the %s of "
                                              "collection %llu has no plan",
+                                             w->update ? "update" : "insert-select",
+                                             (unsigned long long)w->gid);
+                if (w->update && w->insert_select)
+                        return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
+                                             "%llu is both an update and an insert-select",
                                              (unsigned long long)w->gid);
                 if (w->delete_filter && w->n_rows)
                         return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "

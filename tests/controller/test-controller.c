@@ -909,6 +909,23 @@ static void test_delete(void)
         expect_table(g_fd, 1001, t4, "(1,'a')*2;(2,'b');(3,'c');(4,'d')");
 }
 
+/* Send an Append of one write; its count (the test fails on anything but Ok). */
+static uint64_t append_count(Coord__Append *m)
+{
+        Coord__Envelope *env = request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m->base);
+        Coord__Ok *ok;
+        uint64_t count;
+
+        CU_ASSERT_EQUAL_FATAL(env->type, COORD__MSG_TYPE__MSG_OK);
+        ok = coord__ok__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
+        CU_ASSERT_EQUAL_FATAL(ok->n_counts, 1);
+        count = ok->counts[0];
+        coord__ok__free_unpacked(ok, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+        return count;
+}
+
 /* An update (TableWrite.update): the plan returns each matching row, then its new
  * values; the old rows go, the new come, at one timestamp; a plan of the wrong arity or
  * an update without a plan fails with nothing written. */
@@ -923,8 +940,6 @@ static void test_update(void)
         Coord__Plan__Expr *add_args[2] = { &c0, &ten }, *exprs[2] = { &add, &c1 };
         Coord__Plan__Call call = COORD__PLAN__CALL__INIT;
         Coord__Plan__Datum ten_v = COORD__PLAN__DATUM__INIT;
-        Coord__Envelope *env;
-        Coord__Ok *ok;
         uint64_t t1, t2, t3, upper, after;
         struct plan p;
 
@@ -959,14 +974,7 @@ static void test_update(void)
         m.ts = t2;
         m.writes = &wp;
         m.n_writes = 1;
-        env = request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base);
-        CU_ASSERT_EQUAL_FATAL(env->type, COORD__MSG_TYPE__MSG_OK);
-        ok = coord__ok__unpack(NULL, env->payload.len, env->payload.data);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
-        CU_ASSERT_EQUAL_FATAL(ok->n_counts, 1);
-        CU_ASSERT_EQUAL(ok->counts[0], 3);
-        coord__ok__free_unpacked(ok, NULL);
-        coord__envelope__free_unpacked(env, NULL);
+        CU_ASSERT_EQUAL(append_count(&m), 3);
         expect_table(g_fd, 1002, t1, "(1,'a');(2,'b');(3,'c');(5,'e')");
         expect_table(g_fd, 1002, t2, "(1,'a');(12,'b');(13,'c');(15,'e')");
 
@@ -983,6 +991,52 @@ static void test_update(void)
         CU_ASSERT_EQUAL(after, upper);
         append_ok(g_fd, t3, 0, "", 0);
         expect_table(g_fd, 1002, t3, "(1,'a');(12,'b');(13,'c');(15,'e')");
+}
+
+/* An insert-select (TableWrite.insert_select): the plan reads another table, or the
+ * written one, as of the append, and what it returns is inserted; no plan, or one that is
+ * also an update, fails with nothing written. */
+static void test_insert_select(void)
+{
+        Coord__Append m = COORD__APPEND__INIT;
+        Coord__TableWrite w = COORD__TABLE_WRITE__INIT, *wp = &w;
+        uint64_t t1, t2, t3, upper, after;
+        struct plan p, q;
+
+        t1 = tick(10);
+        append_ok(g_fd, t1, 0, "", 0);
+        w.gid = 1002;
+        w.insert_select = true;
+        w.delete_filter = plan_build(&p, 1001, 2, COORD__PLAN__FUNC__FUNC_GE, 3, false);
+        t2 = tick(10);
+        m.ts = t2;
+        m.writes = &wp;
+        m.n_writes = 1;
+        CU_ASSERT_EQUAL(append_count(&m), 2);
+        expect_table(g_fd, 1002, t1, "(1,'a');(12,'b');(13,'c');(15,'e')");
+        expect_table(g_fd, 1002, t2, "(1,'a');(12,'b');(13,'c');(15,'e');(3,'c');(4,'d')");
+        expect_table(g_fd, 1001, t2, "(1,'a')*2;(2,'b');(3,'c');(4,'d')");
+
+        /* Its own rows: each row >= 12 once more. */
+        w.delete_filter = plan_build(&q, 1002, 2, COORD__PLAN__FUNC__FUNC_GE, 12, false);
+        t3 = tick(10);
+        m.ts = t3;
+        CU_ASSERT_EQUAL(append_count(&m), 3);
+        expect_table(g_fd, 1002, t3, "(1,'a');(12,'b')*2;(13,'c')*2;(15,'e')*2;(3,'c');(4,'d')");
+
+        CU_ASSERT(frontiers_of(g_fd, 1002, NULL, &upper));
+        m.ts = tick(10);
+        w.update = true;
+        expect_error(request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base), "XX000",
+                     "both an update and an insert-select");
+        w.update = false;
+        w.delete_filter = NULL;
+        expect_error(request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base), "XX000", "has no plan");
+        CU_ASSERT(frontiers_of(g_fd, 1002, NULL, &after));
+        CU_ASSERT_EQUAL(after, upper);
+        /* Restore test_update's contents for the tests after. */
+        append_delete(g_fd, m.ts, 1002, COORD__PLAN__FUNC__FUNC_GE, 2, 8);
+        append_ok(g_fd, tick(10), 1002, "12:b,13:c,15:e", 3);
 }
 
 /* One Append with several writes: counts per write, a delete sees the group's earlier
@@ -2010,6 +2064,7 @@ static const struct t_case cases[] = {
         { "ensure + append + peek at several timestamps", test_round_trip },
         { "delete_filter retracts exactly the matching rows", test_delete },
         { "an update retracts the old rows and inserts the new", test_update },
+        { "an insert-select inserts what its plan reads, atomically", test_insert_select },
         { "several writes in one append; diffs; bad retractions", test_mixed_group },
         { "below since: 55000; built-ins compacted only as permitted", test_below_since },
         { "peek at ts >= upper waits for the append, or times out (57014)", test_peek_waits },

@@ -84,6 +84,19 @@ static bool fails_detail(PGconn *c, const char *sql, const char *sqlstate, const
         return good;
 }
 
+/* sql succeeds with the command tag tag ("INSERT 0 3"). */
+static __attribute__((unused)) bool tag_is(PGconn *c, const char *sql, const char *tag)
+{
+        PGresult *r = PQexec(c, sql);
+        bool good = PQresultStatus(r) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(r), tag) == 0;
+
+        if (!good)
+                fprintf(stderr, "\n    %s: expected %s, got %s %s", sql, tag, PQcmdStatus(r),
+                        PQresultErrorMessage(r));
+        PQclear(r);
+        return good;
+}
+
 static __attribute__((unused)) bool fails_with(PGconn *c, const char *sql, const char *sqlstate)
 {
         return fails_detail(c, sql, sqlstate, NULL);

@@ -2087,11 +2087,44 @@ static void test_defaults(void)
  * exactly one of the same key wins, the others' distinct keys all go in; the keys hold
  * after kill -9 of the controller (mirrors rebuilt from storage) and a restart of the
  * adapter (keys from the catalog). */
+/* Send sqls[i] on a connection of its own, all at once; wrote[i]: it succeeded.
+ * Returns how many failed with 23505. */
+static int race(int n, const char *const *sqls, bool *wrote)
+{
+        PGconn *cs[16];
+        int dup = 0;
+
+        CU_ASSERT_FATAL(n <= 16);
+        for (int i = 0; i < n; i++)
+                CU_ASSERT_FATAL((cs[i] = db()) != NULL);
+        for (int i = 0; i < n; i++)
+                CU_ASSERT(PQsendQuery(cs[i], sqls[i]) == 1);
+        for (int i = 0; i < n; i++) {
+                PGresult *r;
+
+                wrote[i] = false;
+                while ((r = PQgetResult(cs[i]))) {
+                        const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+                        if (PQresultStatus(r) == PGRES_COMMAND_OK)
+                                wrote[i] = true;
+                        else if (st && strcmp(st, "23505") == 0)
+                                dup++;
+                        PQclear(r);
+                }
+                PQfinish(cs[i]);
+        }
+        return dup;
+}
+
 static void test_keys(void)
 {
         enum { N = 8 };
-        PGconn *c = db(), *cs[N];
-        int won = 0, dup = 0, other = 0;
+        PGconn *c = db();
+        char sqls[N][96];
+        const char *sqlp[N];
+        bool wrote[N];
+        int won = 0, dup, other = 0;
 
         CU_ASSERT_FATAL(c != NULL);
         CU_ASSERT_FATAL(ok(c, "CREATE TABLE kt (a int PRIMARY KEY, b text UNIQUE, c int, d int, "
@@ -2123,25 +2156,15 @@ static void test_keys(void)
                              "23505"));
         CU_ASSERT(rows_are(c, "SELECT a FROM kt", "2;3;4"));
         /* Concurrent writers: one group, units failing alone. */
+        for (int i = 0; i < N; i++) {
+                snprintf(sqls[i], sizeof(sqls[i]), "INSERT INTO kt VALUES (%d, 'c%d', 100, %d)",
+                         i % 2 ? 100 : 200 + i, i, i);
+                sqlp[i] = sqls[i];
+        }
+        dup = race(N, sqlp, wrote);
         for (int i = 0; i < N; i++)
-                CU_ASSERT_FATAL((cs[i] = db()) != NULL);
-        for (int i = 0; i < N; i++) {
-                char sql[96];
-                snprintf(sql, sizeof(sql), "INSERT INTO kt VALUES (%d, 'c%d', 100, %d)", i % 2 ? 100 : 200 + i, i, i);
-                CU_ASSERT(PQsendQuery(cs[i], sql) == 1);
-        }
-        for (int i = 0; i < N; i++) {
-                PGresult *r;
-                while ((r = PQgetResult(cs[i]))) {
-                        const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-                        if (PQresultStatus(r) == PGRES_COMMAND_OK)
-                                i % 2 ? won++ : other++;
-                        else if (st && strcmp(st, "23505") == 0)
-                                dup++;
-                        PQclear(r);
-                }
-                PQfinish(cs[i]);
-        }
+                if (wrote[i])
+                        i % 2 ? won++ : other++;
         CU_ASSERT_EQUAL(won, 1);
         CU_ASSERT_EQUAL(dup, N / 2 - 1);
         CU_ASSERT_EQUAL(other, N / 2);
@@ -2169,10 +2192,74 @@ static void test_keys(void)
         PQfinish(c);
 }
 
+/* INSERT ... SELECT: evaluated by the controller at the write timestamp over one table
+ * (or constants), coerced, defaulted and checked as VALUES are; refused with 0A000 where
+ * it would need a join or an aggregate, or read what is not a table. */
+static void test_insert_select(void)
+{
+        enum { N = 6 };
+        PGconn *c = db();
+        const char *sqlp[N];
+        bool wrote[N];
+        int won = 0, dup;
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE iss (a int, b text NOT NULL)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE isd (a int PRIMARY KEY, b varchar(3) NOT NULL DEFAULT 'dd', "
+                              "c bigint CHECK (c > 0))"));
+        CU_ASSERT(ok(c, "INSERT INTO iss VALUES (1, 'x'), (2, 'y'), (3, 'zzzz')"));
+        CU_ASSERT(tag_is(c, "INSERT INTO isd SELECT a, b, a * 10 FROM iss WHERE a < 3", "INSERT 0 2"));
+        CU_ASSERT(rows_are(c, "SELECT a, b, c FROM isd", "1|x|10;2|y|20"));
+        /* Omitted columns take their defaults; an untyped literal its column's type. */
+        CU_ASSERT(tag_is(c, "INSERT INTO isd (a) SELECT a + 10 FROM iss WHERE a = 1", "INSERT 0 1"));
+        CU_ASSERT(ok(c, "INSERT INTO isd SELECT '20', 'lit'"));
+        CU_ASSERT(rows_are(c, "SELECT a, b, c FROM isd WHERE a >= 11", "11|dd|NULL;20|lit|NULL"));
+        /* The table's own rows, read as of the write: doubles exactly. */
+        CU_ASSERT(tag_is(c, "INSERT INTO iss SELECT a + 100, b FROM iss", "INSERT 0 3"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM iss", "6"));
+        CU_ASSERT(tag_is(c, "INSERT INTO iss SELECT a, b FROM iss WHERE false", "INSERT 0 0"));
+        /* Each check of VALUES applies to every row; a failure writes nothing. */
+        CU_ASSERT(fails_detail(c, "INSERT INTO isd SELECT a, 'k' FROM iss", "23505", "Key (a)=(1) already exists."));
+        CU_ASSERT(fails_with(c, "INSERT INTO isd SELECT a + 1000, b FROM iss", "22001"));
+        CU_ASSERT(fails_with(c, "INSERT INTO isd SELECT a + 1000, NULL FROM iss", "23502"));
+        CU_ASSERT(fails_with(c, "INSERT INTO isd SELECT a + 1000, 'v', -a FROM iss", "23514"));
+        CU_ASSERT(fails_with(c, "INSERT INTO isd SELECT 'zz', 'v'", "22P02"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM isd", "4"));
+        /* PostgreSQL's errors, and what is refused. */
+        CU_ASSERT(fails_with(c, "INSERT INTO isd (a) SELECT a, b FROM iss", "42601"));
+        CU_ASSERT(fails_with(c, "INSERT INTO isd (a, b) SELECT a FROM iss", "42601"));
+        CU_ASSERT(fails_with(c, "INSERT INTO isd SELECT b FROM iss", "42804"));
+        CU_ASSERT(fails_with(c, "INSERT INTO isd SELECT count(*) FROM iss", "0A000"));
+        CU_ASSERT(fails_with(c, "INSERT INTO isd SELECT x.a FROM iss x, iss y", "0A000"));
+        CU_ASSERT(fails_with(c, "INSERT INTO isd SELECT a FROM iss LIMIT 1", "0A000"));
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW ismv AS SELECT a FROM iss"));
+        CU_ASSERT(fails_with(c, "INSERT INTO isd SELECT a + 500 FROM ismv", "0A000"));
+        CU_ASSERT(ok(c, "CREATE VIEW isv AS SELECT a + 500 AS a FROM iss WHERE a < 100"));
+        CU_ASSERT(tag_is(c, "INSERT INTO isd (a) SELECT a FROM isv", "INSERT 0 3"));
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT(fails_with(c, "INSERT INTO isd SELECT 99", "25001"));
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        /* Concurrent writers of the same key: one wins, the others see its row. */
+        for (int i = 0; i < N; i++)
+                sqlp[i] = "INSERT INTO isd (a) SELECT a + 900 FROM iss WHERE a = 1";
+        dup = race(N, sqlp, wrote);
+        for (int i = 0; i < N; i++)
+                won += wrote[i];
+        CU_ASSERT_EQUAL(won, 1);
+        CU_ASSERT_EQUAL(dup, N - 1);
+        CU_ASSERT(rows_are(c, "SELECT a FROM isd WHERE a > 500", "501;502;503;901"));
+        CU_ASSERT(ok(c, "DROP VIEW isv"));
+        CU_ASSERT(ok(c, "DROP MATERIALIZED VIEW ismv"));
+        CU_ASSERT(ok(c, "DROP TABLE iss"));
+        CU_ASSERT(ok(c, "DROP TABLE isd"));
+        PQfinish(c);
+}
+
 static const struct t_case cases[] = {
         { "up", test_up },
         { "column defaults and CHECK constraints", test_defaults },
         { "PRIMARY KEY and UNIQUE: 23505, blocks, concurrent writers, restarts", test_keys },
+        { "INSERT ... SELECT: one table or constants, checked, atomic; refusals", test_insert_select },
         { "create, insert, select, delete, drop, AS OF", test_round_trip },
         { "errors carry SQLSTATEs", test_errors },
         { "built-in relations", test_builtins },

@@ -901,7 +901,24 @@ static void test_insert(void)
         expect_error("INSERT INTO v VALUES (1)", "42809", "cannot insert into view \"v\"", 13);
         expect_error("INSERT INTO t (a) VALUES (mz_now())", "0A000", NULL, 27);
         expect_error("INSERT INTO t (a) VALUES (a)", "42703", "column \"a\" does not exist", 27);
-        expect_error("INSERT INTO t SELECT 1", "0A000", NULL, -1);
+        /* INSERT ... SELECT: a plan of the table's row, over one table or constants. */
+        s = analyze("INSERT INTO t (d, a) SELECT a + 1, a FROM t WHERE c");
+        CU_ASSERT_FATAL(s != NULL);
+        CU_ASSERT(s->insert.plan && s->insert.n_rows == 0 && s->insert.id == 10);
+        CU_ASSERT(s->n_physical_inputs == 1 && s->physical_inputs[0] == 10);
+        sql_stmt_free(s);
+        s = analyze("INSERT INTO t SELECT 1");
+        CU_ASSERT(s && s->insert.plan);
+        sql_stmt_free(s);
+        expect_error("INSERT INTO t SELECT count(*) FROM t", "0A000", NULL, -1);
+        expect_error("INSERT INTO t SELECT t.a FROM t, t AS u", "0A000", NULL, -1);
+        expect_error("INSERT INTO t SELECT a FROM t LIMIT 1", "0A000", NULL, -1);
+        expect_error("INSERT INTO t SELECT a FROM mv", "0A000", NULL, 29);
+        expect_error("INSERT INTO t SELECT 1, 'x', true, 1, 2", "42601",
+                     "INSERT has more expressions than target columns", -1);
+        expect_error("INSERT INTO t (a, b) SELECT 1", "42601",
+                     "INSERT has more target columns than expressions", 19);
+        expect_error("INSERT INTO t (c) SELECT a FROM t", "42804", NULL, 26);
         expect_error("INSERT INTO t (a) VALUES (1) RETURNING a", "0A000", NULL, -1);
 }
 
