@@ -25,8 +25,11 @@
  *     group count is > 0 (a global Reduce's one group may be 0); every min/max value
  *     count is > 0 and the group's cached extreme (`ext`) is the extreme of its list.
  *     Join rows have count != 0 (negative is allowed there: a Join is linear in each
- *     input, so Join(Negate(a), b) is well defined).  dataflow_check() asserts this in
- *     debug builds.
+ *     input, so Join(Negate(a), b) is well defined).  The operators' settling at the
+ *     end of each time keeps it: run_distinct(), run_reduce() (its two settle loops)
+ *     and join_settle() clear the dirty marks and remove the entries that reached 0,
+ *     and a count negative where none may be fails the time (corrupt(), XX000).  No
+ *     function asserts it as a whole (a TopK's part: topk_check(), (7)).
  *
  * (5) Errors poison: the state may be halfway through a time, so the first error is
  *     kept in df->error and every later call returns it.
