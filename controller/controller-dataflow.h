@@ -23,8 +23,8 @@
  *   Join              both sides arranged by key: out = dA |x| B_old + A_new |x| dB;
  *   TopK              count per input row and the window emitted last; at a time where
  *                     the input changed, the window is selected again from all input
- *                     rows (O(input)) and the difference emitted (controller-dataflow.c
- *                     note 7).
+ *                     rows (O(input)) and the difference emitted
+ *                     (controller-dataflow-ops.c note 7).
  *
  * mz_now() evaluates to the time being processed, for the updates at that time only: a
  * linear operator is applied to deltas, so a predicate over mz_now() is not re-evaluated
