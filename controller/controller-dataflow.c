@@ -1,4 +1,5 @@
-/* controller-dataflow.c -- incremental dataflows and arrangements (controller-dataflow.h).
+/* controller-dataflow.c -- incremental dataflows and arrangements (controller-dataflow.h):
+ * the engine's core.
  *
  * The engine's files:
  *   controller-dataflow.c            the hash maps' growth, the batch helpers, the
