@@ -9009,9 +9009,8 @@ static bool untyped_literal(const PgQuery__Node *n)
  * the CHECKs guarded as an UPDATE's new values are; Project keeps the table's row.  The
  * controller evaluates it at the write timestamp, after the group's earlier writes, and
  * inserts what it returns (TableWrite.insert_select): one atomic read-and-write, as a
- * DELETE.  So the plan must be what it evaluates there: Filter / Map / Project over one
- * table (checked here) or constant rows; a join, an aggregate, DISTINCT, a UNION or a
- * LIMIT is 0A000. */
+ * DELETE.  So it may read only tables (and views over them: a->insert_select,
+ * plan_range_var()), the collections complete at that timestamp. */
 static int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                                  const struct sql_relation *rel, const size_t *targets,
                                  size_t n_targets)
@@ -9021,12 +9020,12 @@ static int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *
         _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
         _cleanup_(scope_done) struct scope cols = { 0 };
         _cleanup_free_ Coord__Plan__Expr **vals = NULL;
-        const Coord__Plan__Relation *leaf;
         size_t n = rel->n_columns, n_out;
         int r;
 
-        if (sel->limit_count || sel->limit_offset)
-                return FAIL(a, "0A000", "INSERT ... SELECT with LIMIT or OFFSET is not supported");
+        if ((sel->limit_count || sel->limit_offset) && !sel->n_sort_clause)
+                return FAIL(a, "0A000", "INSERT ... SELECT with LIMIT or OFFSET needs ORDER BY: "
+                                        "which rows it inserts must not be left to chance");
         a->strict_fold = false;
         a->insert_select = true;
         r = plan_query(a, ins->select_stmt, NULL, &plan, &cols);
@@ -9081,25 +9080,6 @@ static int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *
         r = finish_plan(a, &plan);
         if (r < 0)
                 return r;
-        for (leaf = plan;;) {
-                if (leaf->kind_case == COORD__PLAN__RELATION__KIND_FILTER)
-                        leaf = leaf->filter->input;
-                else if (leaf->kind_case == COORD__PLAN__RELATION__KIND_MAP)
-                        leaf = leaf->map->input;
-                else if (leaf->kind_case == COORD__PLAN__RELATION__KIND_PROJECT)
-                        leaf = leaf->project->input;
-                else
-                        break;
-        }
-        if (leaf->kind_case != COORD__PLAN__RELATION__KIND_GET &&
-            leaf->kind_case != COORD__PLAN__RELATION__KIND_CONSTANT) {
-                r = FAIL(a, "0A000", "INSERT ... SELECT with a join, an aggregate, DISTINCT, "
-                                     "a set operation or a LIMIT is not supported");
-                row_error_hint(a->err, "The SELECT of an INSERT may filter and compute over "
-                                       "one table; SELECT the rows into the client first, or "
-                                       "INSERT from a materialized view's rows in two steps.");
-                return r;
-        }
         si->plan = TAKE_PTR(plan);
         return 0;
 }

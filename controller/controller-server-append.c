@@ -225,29 +225,6 @@ static int delete_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_f
 
 static const struct eval_source_ops delete_source = { .snapshot = delete_snapshot };
 
-/* The Get at the bottom of a chain of Filter / Map / Project, or NULL. */
-static const Coord__Plan__Get *plan_leaf_get(const Coord__Plan__Relation *rel)
-{
-        while (rel) {
-                switch (rel->kind_case) {
-                case COORD__PLAN__RELATION__KIND_GET:
-                        return rel->get;
-                case COORD__PLAN__RELATION__KIND_FILTER:
-                        rel = rel->filter ? rel->filter->input : NULL;
-                        break;
-                case COORD__PLAN__RELATION__KIND_MAP:
-                        rel = rel->map ? rel->map->input : NULL;
-                        break;
-                case COORD__PLAN__RELATION__KIND_PROJECT:
-                        rel = rel->project ? rel->project->input : NULL;
-                        break;
-                default:
-                        return NULL;
-                }
-        }
-        return NULL;
-}
-
 /* An UPDATE's output row: the old row's columns, then the new row's (TableWrite.update).
  * Splits it into the two rows (each no longer than the whole) and pushes the retraction
  * and the insertion at ts. */
@@ -320,7 +297,7 @@ static int select_source(struct append_ctx *ac, struct acol *t, uint64_t gid, st
                 return server_storage_failure(ac->s, &ac->err, r, "looking up collection %llu",
                                               (unsigned long long)gid);
         if (info.kind != STORAGE_KIND_TABLE)
-                return row_error_set(&ac->err, -EINVAL, "XX000", "invalid plan: an insert-select "
+                return row_error_set(&ac->err, -EINVAL, "XX000", "invalid plan: the write's plan "
                                      "reads collection %llu, a %s, not a table",
                                      (unsigned long long)gid, server_kind_name(info.kind));
         if (info.frontiers.upper > ac->ts)
@@ -346,70 +323,194 @@ static int push_selected(struct append_ctx *ac, struct acol *t, const struct eva
         return 0;
 }
 
+/* Whether rel is a chain of Filter / Map / Project over one Get or Constant: what
+ * eval_plan_new() takes. */
+static bool plan_is_chain(const Coord__Plan__Relation *rel)
+{
+        for (;;) {
+                switch (rel ? rel->kind_case : COORD__PLAN__RELATION__KIND__NOT_SET) {
+                case COORD__PLAN__RELATION__KIND_GET:
+                case COORD__PLAN__RELATION__KIND_CONSTANT:
+                        return true;
+                case COORD__PLAN__RELATION__KIND_FILTER:
+                        rel = rel->filter->input;
+                        break;
+                case COORD__PLAN__RELATION__KIND_MAP:
+                        rel = rel->map->input;
+                        break;
+                case COORD__PLAN__RELATION__KIND_PROJECT:
+                        rel = rel->project->input;
+                        break;
+                default:
+                        return false;
+                }
+        }
+}
+
+/* A Get of collection gid anywhere in rel, or NULL (malformed parts are the dataflow's
+ * to refuse). */
+static const Coord__Plan__Get *plan_find_get(const Coord__Plan__Relation *rel, uint64_t gid)
+{
+        const Coord__Plan__Get *g = NULL;
+
+        if (!rel)
+                return NULL;
+        switch (rel->kind_case) {
+        case COORD__PLAN__RELATION__KIND_GET:
+                return rel->get && rel->get->id == gid ? rel->get : NULL;
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                return rel->filter ? plan_find_get(rel->filter->input, gid) : NULL;
+        case COORD__PLAN__RELATION__KIND_MAP:
+                return rel->map ? plan_find_get(rel->map->input, gid) : NULL;
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                return rel->project ? plan_find_get(rel->project->input, gid) : NULL;
+        case COORD__PLAN__RELATION__KIND_JOIN:
+                if (!rel->join)
+                        return NULL;
+                g = plan_find_get(rel->join->left, gid);
+                return g ? g : plan_find_get(rel->join->right, gid);
+        case COORD__PLAN__RELATION__KIND_REDUCE:
+                return rel->reduce ? plan_find_get(rel->reduce->input, gid) : NULL;
+        case COORD__PLAN__RELATION__KIND_UNION:
+                for (size_t i = 0; rel->union_ && !g && i < rel->union_->n_inputs; i++)
+                        g = plan_find_get(rel->union_->inputs[i], gid);
+                return g;
+        case COORD__PLAN__RELATION__KIND_DISTINCT:
+                return rel->distinct ? plan_find_get(rel->distinct->input, gid) : NULL;
+        case COORD__PLAN__RELATION__KIND_TOP_K:
+                return rel->top_k ? plan_find_get(rel->top_k->input, gid) : NULL;
+        case COORD__PLAN__RELATION__KIND_NEGATE:
+                return rel->negate ? plan_find_get(rel->negate->input, gid) : NULL;
+        default:
+                return NULL;
+        }
+}
+
+/* The rows a write's chain plan returns at ts (eval_peek() over the one table it reads,
+ * with the group's earlier writes, or over its Constant). */
+static int write_chain(struct append_ctx *ac, struct acol *t, const Coord__TableWrite *w,
+                       struct eval_plan **ret_p, struct eval_batch *out)
+{
+        struct acol tmp = { .pend = EVAL_BATCH_INIT, .base = EVAL_BATCH_INIT }, *src = NULL;
+        uint64_t input;
+        int r = eval_plan_new(w->delete_filter, ret_p, &ac->err);
+
+        if (r < 0)
+                return r;
+        input = eval_plan_input(*ret_p);
+        if (!w->insert_select && input != w->gid)
+                return row_error_set(&ac->err, -EINVAL, "XX000", "invalid plan: the delete filter "
+                                     "of collection %llu reads collection %llu",
+                                     (unsigned long long)w->gid, (unsigned long long)input);
+        if (input)
+                r = select_source(ac, t, input, &tmp, &src);
+        if (r >= 0 && src)
+                r = acol_base(ac, src);
+        /* ts is also mz_now(): a DELETE's logical time is its write timestamp. */
+        if (r >= 0)
+                r = eval_peek(*ret_p, ac->ts, &delete_source, src ? src : t, out, &ac->err);
+        if (r == -ENOMEM)
+                row_error_oom(&ac->err);
+        eval_batch_done(&tmp.base);
+        return r;
+}
+
+/* The rows of a write's plan that is not a chain (a join, a reduction, a union: a
+ * subquery in a DELETE's WHERE, an INSERT's SELECT): a one-shot dataflow at ts, fed as
+ * a peek's is, with the contents of every table it reads as of this append
+ * (select_source(): the group's earlier writes included), its memory bounded as a
+ * peek's.  Every count of the result is positive. */
+static int write_dataflow(struct append_ctx *ac, struct acol *t, const Coord__TableWrite *w,
+                          struct dataflow **ret_df, struct eval_batch *out)
+{
+        struct acol *tmp = NULL;
+        size_t n = 0;
+        int r = dataflow_new(w->delete_filter, ac->ts, ret_df, &ac->err);
+
+        if (r < 0)
+                goto out;
+        dataflow_set_memory_limit(*ret_df, server_peek_memory_limit(ac->s));
+        n = dataflow_n_inputs(*ret_df);
+        tmp = calloc(n ? n : 1, sizeof(*tmp));
+        if (!tmp) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < n; i++)
+                tmp[i] = (struct acol){ .pend = EVAL_BATCH_INIT, .base = EVAL_BATCH_INIT };
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                struct acol *src;
+
+                r = select_source(ac, t, dataflow_input_id(*ret_df, i), &tmp[i], &src);
+                if (r >= 0)
+                        r = acol_base(ac, src);
+                if (r >= 0)
+                        r = dataflow_push(*ret_df, i, src->base.updates, src->base.n, &ac->err);
+                if (r >= 0)
+                        r = dataflow_push(*ret_df, i, src->pend.updates, src->pend.n, &ac->err);
+        }
+        if (r >= 0)
+                r = dataflow_step(*ret_df, ac->ts + 1, out, &ac->err);
+        for (size_t i = 0; r >= 0 && i < out->n; i++)
+                if (out->updates[i].diff < 0)
+                        r = row_error_set(&ac->err, -EUCLEAN, "XX000", "a row of the plan of the "
+                                          "write to collection %llu has a negative count",
+                                          (unsigned long long)w->gid);
+out:
+        if (r == -ENOMEM)
+                row_error_oom(&ac->err);
+        for (size_t i = 0; tmp && i < n; i++)
+                eval_batch_done(&tmp[i].base);
+        free(tmp);
+        return r;
+}
+
 /* A DELETE (retract what delete_filter returns), an UPDATE (TableWrite.update: retract
  * the first half of each output row, insert the second) or an INSERT ... SELECT
- * (TableWrite.insert_select: insert each output row, read from any table). */
+ * (TableWrite.insert_select: insert each output row).  A chain plan is evaluated as is
+ * (write_chain()), any other by a dataflow (write_dataflow()). */
 static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__TableWrite *w,
                          uint64_t *ret_count)
 {
         struct eval_batch out = EVAL_BATCH_INIT;
         struct eval_plan *p = NULL;
-        struct acol tmp = { .pend = EVAL_BATCH_INIT, .base = EVAL_BATCH_INIT }, *src = t;
-        const Coord__Plan__Get *get;
+        struct dataflow *df = NULL;
+        const Coord__Plan__Get *get = plan_find_get(w->delete_filter, w->gid);
         const enum row_type *types;
-        size_t halves = w->update ? 2 : 1;
+        size_t halves = w->update ? 2 : 1, arity;
         uint64_t count = 0;
+        bool whole;
         int r;
 
-        r = eval_plan_new(w->delete_filter, &p, &ac->err);
-        if (r < 0)
-                goto out;
-        get = plan_leaf_get(w->delete_filter);
-        types = eval_plan_types(p);
-        r = -EINVAL;
-        if ((!w->insert_select && (!get || eval_plan_input(p) != w->gid)) ||
-            (w->insert_select && !get && eval_plan_input(p))) {
-                row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
-                              "collection %llu reads collection %llu",
-                              (unsigned long long)w->gid, (unsigned long long)eval_plan_input(p));
-                goto out;
-        }
-        if (w->insert_select) {
-                /* The rows are the adapter's, as an INSERT's are: row_validate() only,
-                 * the controller does not know the table's columns.  A Constant leaf
-                 * (input 0) reads nothing. */
-                src = NULL;
-                if (eval_plan_input(p)) {
-                        r = select_source(ac, t, eval_plan_input(p), &tmp, &src);
-                        if (r < 0)
-                                goto out;
-                }
+        if (plan_is_chain(w->delete_filter)) {
+                r = write_chain(ac, t, w, &p, &out);
+                types = r >= 0 ? eval_plan_types(p) : NULL;
+                arity = r >= 0 ? eval_plan_arity(p) : 0;
         } else {
-                /* Retractions must be whole rows of the table, else they retract rows
-                 * that do not exist (caught below, but this names the real mistake); so
-                 * must an update's new rows be. */
-                if (eval_plan_arity(p) != halves * get->n_column_types) {
-                        row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
-                                      "collection %llu must return its rows unchanged",
-                                      (unsigned long long)w->gid);
-                        goto out;
-                }
-                for (size_t i = 0; i < halves * get->n_column_types; i++)
-                        if ((int)types[i] != (int)get->column_types[i % get->n_column_types]) {
-                                row_error_set(&ac->err, r, "XX000", "invalid plan: the delete "
-                                              "filter of collection %llu must return its rows "
-                                              "unchanged", (unsigned long long)w->gid);
-                                goto out;
-                        }
+                r = write_dataflow(ac, t, w, &df, &out);
+                types = r >= 0 ? dataflow_types(df) : NULL;
+                arity = r >= 0 ? dataflow_arity(df) : 0;
         }
-        r = src ? acol_base(ac, src) : 0;
         if (r < 0)
                 goto out;
-        /* ts is also mz_now(): a DELETE's logical time is its write timestamp. */
-        r = eval_peek(p, ac->ts, &delete_source, src ? src : t, &out, &ac->err);
-        if (r < 0) {
-                if (r == -ENOMEM)
-                        row_error_oom(&ac->err);
+        /* Retractions must be whole rows of the table, else they retract rows that do not
+         * exist (caught by check_nonnegative(), but this names the real mistake); so must
+         * an update's new rows be.  An insert-select's rows are the adapter's, as an
+         * INSERT's are: row_validate() only (push_selected()), the controller does not
+         * know the table's columns. */
+        r = -EINVAL;
+        if (!w->insert_select && !get) {
+                row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
+                              "collection %llu does not read it", (unsigned long long)w->gid);
+                goto out;
+        }
+        whole = w->insert_select || arity == halves * get->n_column_types;
+        for (size_t i = 0; whole && !w->insert_select && i < arity; i++)
+                whole = (int)types[i] == (int)get->column_types[i % get->n_column_types];
+        if (!whole) {
+                row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
+                              "collection %llu must return its rows unchanged",
+                              (unsigned long long)w->gid);
                 goto out;
         }
         for (size_t i = 0; i < out.n; i++) {
@@ -430,9 +531,9 @@ static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__Tab
         *ret_count = count;
         r = 0;
 out:
-        eval_batch_done(&tmp.base);
         eval_batch_done(&out);
         eval_plan_free(p);
+        dataflow_free(df);
         return r;
 }
 

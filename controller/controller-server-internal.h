@@ -511,6 +511,7 @@ int server_storage_unavailable(struct row_error *e);
 int64_t server_cm_count(const struct cmirror *m, const void *row, size_t len);
 /* count(row) += diff; a row whose count reaches 0 goes.  -ENOMEM leaves m unusable. */
 int server_cm_add(struct cmirror *m, const void *row, size_t len, int64_t diff);
+size_t server_peek_memory_limit(const struct cserver *s);
 void server_cm_clear(struct cmirror *m);
 void server_cm_drop(struct cserver *s, uint64_t gid);
 void server_cm_drop_all(struct cserver *s);

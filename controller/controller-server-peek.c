@@ -527,8 +527,9 @@ static int index_fallback_ready(struct cserver *s, struct dfent *de, struct peek
         return PEEK_DONE;
 }
 
-/* The bytes one peek's dataflow may hold (5): --peek-memory-limit-mb. */
-static size_t peek_memory_limit(const struct cserver *s)
+/* The bytes one peek's dataflow may hold (5): --peek-memory-limit-mb; also a write's
+ * (controller-server-append.c, write_dataflow()). */
+size_t server_peek_memory_limit(const struct cserver *s)
 {
         uint64_t mb = s->cfg.peek_memory_limit_mb ? s->cfg.peek_memory_limit_mb
                                                   : CSERVER_PEEK_MEMORY_LIMIT_DEFAULT_MB;
@@ -545,7 +546,7 @@ static int index_fallback_feed(struct cserver *s, struct dfent *de, uint64_t ts,
 
         r = dataflow_new(de->spec->plan, ts, &sub, fd->err);
         if (r >= 0)
-                dataflow_set_memory_limit(sub, peek_memory_limit(s));
+                dataflow_set_memory_limit(sub, server_peek_memory_limit(s));
         for (size_t i = 0; r >= 0 && i < dataflow_n_inputs(sub); i++) {
                 struct feed f2 = { .df = sub, .input = i, .err = fd->err, .time = ts };
 
@@ -1116,7 +1117,7 @@ void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelo
         pk->ts = pk->req->peek->timestamp;
         r = dataflow_new(pk->req->peek->plan, pk->ts, &pk->df, &e);
         if (r >= 0)
-                dataflow_set_memory_limit(pk->df, peek_memory_limit(s));
+                dataflow_set_memory_limit(pk->df, server_peek_memory_limit(s));
         if (r < 0) {
                 if (r == -ENOMEM)
                         row_error_oom(&e);
