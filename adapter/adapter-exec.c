@@ -167,7 +167,7 @@
  *     shorter than the block), the read fails with 40001 rather than read another
  *     time.  Other blocks read each statement at its own timestamp (READ COMMITTED).
  */
-#include "adapter-exec.h"
+#include "adapter-exec-internal.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -196,165 +196,14 @@
 #include "row.h"
 #include "util.h"
 
-struct exec;
-struct session;
-struct request;
-struct ddl;
-
-/* (7) Statements in one run at most: the session's run[] array. */
-#define EXEC_RUN_MAX 16
-/* (9) A stream fetches its next chunk only while a client has at most this much output
- * queued (the pgwire conn's PGWIRE_PAUSE_AT). */
-#define EXEC_STREAM_QUEUED_MAX (256u << 10)
-
-typedef void (*request_fn)(struct exec *ex, struct request *rq, const Coord__Envelope *reply);
-
-struct request {
-        uint64_t id;
-        Coord__MsgType type;
-        uint8_t *payload;
-        size_t len;
-        request_fn done;
-        void *ctx;
-        bool keep;              /* set by done(): more replies follow (a stream, note 9) */
-        bool streamed;          /* a PeekResult with more = true came: never resent */
-        struct request *prev, *next;
-};
-
-/* One statement's share of a group. */
-enum write_kind {
-        WRITE_INSERT,
-        WRITE_DELETE,
-        WRITE_OBJECTS,          /* a coord_objects row of a DDL */
-};
-
-struct write {
-        enum write_kind kind;
-        struct session *s;      /* NULL when nobody waits for it */
-        uint64_t gid;
-        char *table;            /* owned: a statement's table, named in its errors
-                                 * (it may be dropped meanwhile); NULL for built-ins */
-        uint8_t **rows;         /* owned */
-        size_t *row_lens;
-        int64_t *diffs;         /* NULL: +1 each */
-        size_t n_rows;
-        Coord__Plan__Relation *delete_filter;   /* borrowed from the session's stmt */
-        bool update;                            /* an UPDATE: TableWrite.update */
-        bool insert_select;                     /* TableWrite.insert_select */
-        bool commit;                            /* (10) the last write of a COMMIT */
-        uint32_t n_block;                       /* (10) a COMMIT's: the block's writes,
-                                                 * this one last (0: just this one) */
-        uint64_t result;
-};
-
-struct group {
-        struct write *writes;
-        size_t n, cap;
-        bool closed;            /* no more writes (a DELETE's group, or sent) */
-        uint64_t ts;            /* 0 until sent; the last send's when resent */
-        uint64_t mark;          /* (8) the seq of the mark it carries, 0 none */
-        struct request *rq;
-        struct group *next;
-};
-
-struct session {
-        struct exec *ex;
-        struct pgwire_conn *c;
-        struct sql_batch *batch;        /* simple query */
-        size_t next;                    /* next statement of the batch; SIZE_MAX: skip
-                                         * the rest.  Set by pg_query() only: stale
-                                         * while Executes run */
-        struct sql_stmt *stmt;          /* running */
-        bool extended;                  /* running an Execute: one statement */
-        bool waiting;                   /* parked on the controller */
-        bool gone;                      /* the client disconnected while parked */
-        struct ddl *run[EXEC_RUN_MAX];  /* (7) CREATEs committed together, in order */
-        size_t n_run;
-        bool run_touched;               /* (7) the analysis met a reserved or dropped name */
-        uint64_t enact_gid;             /* parked until this object is on the controller */
-        uint64_t enact_deadline_ms;
-        struct session *enact_next;     /* on ex->enact_waiters or ex->fence_waiters */
-        /* (9) A read whose result streams in: its request, while more chunks follow. */
-        struct request *stream;
-        bool pull_out;                  /* a PeekNext is out: a chunk will come */
-        uint64_t rows_out;              /* DataRows sent for the statement so far */
-        char tag[64];
-        /* current_user & co. (its strings are the connection's startup parameters) */
-        struct sql_session sql;
-        /* (10) An explicit transaction block, and the INSERTs it sends at COMMIT. */
-        enum { TXN_NONE, TXN_OPEN, TXN_FAILED } txn;
-        bool txn_read;                  /* it has read: no write may follow */
-        bool txn_read_only;             /* BEGIN READ ONLY, SET TRANSACTION READ ONLY */
-        bool txn_snapshot;              /* (14) REPEATABLE READ, SERIALIZABLE: one timestamp */
-        uint64_t txn_ts;                /* (14) its timestamp, once its first read chose it */
-        bool default_snapshot;          /* (14) SET default_transaction_isolation */
-        bool txn_implicit;              /* (13) a simple query of several statements */
-        struct write *txn_writes;       /* .s NULL until COMMIT (or the flush of 13) */
-        size_t n_txn_writes, cap_txn_writes;
-        /* (12) SET statement_timeout, ms (0: none), and its timer while a statement is
-         * parked; the startup's `-c statement_timeout=` sets the session's default. */
-        uint32_t statement_timeout_ms, statement_timeout_default_ms;
-        struct loop_timer *stmt_timer;
-};
-
 /* What prepare() keeps for execute(). */
 struct prepared {
         char *sql;
         unsigned nparams;
 };
 
-struct exec {
-        struct node *node;
-        struct catalog *store;
-        struct adapter_catalog *cat;
-        struct committer *committer;
-        struct oracle *oracle;
-        struct pgwire_server *pg;
-        struct exec_config cfg;
-        bool controller_up;
-        bool resyncing;                 /* waiting for the frontiers after a reconnect */
-        uint64_t next_request_id;
-        struct request pending;         /* list head of requests awaiting replies */
-        struct group *groups, **groups_tail;    /* FIFO; the head may be in flight */
-        struct loop_timer *tick;
-        struct loop_timer *hold;        /* a held group's retry (groups_kick()) */
-        bool hold_done;                 /* held for its millisecond: send it */
-        uint64_t last_group_ms;
-        uint64_t groups_sent, writes_acked;
-        uint64_t publications, publication_records;
-        struct session *enact_waiters;  /* statements waiting for their objects (13) */
-        bool hold_kick;                 /* adding the several writes of one statement:
-                                         * they go in one group, sent after the last */
-        int fatal;                      /* catalog failed: no more DDL */
-        /* (3) The last group holding built-in rows of an acknowledged DDL, until it is
-         * applied: a read takes a timestamp >= its ts, so it sees them. */
-        struct group *fence;
-        struct session *fence_waiters;  /* reads waiting for the fence to be sent */
-        /* (5) Reconciliation of the adapter's built-in relations with the catalog. */
-        bool reconcile_needed;
-        bool reconciling;               /* groups are held (groups_kick) meanwhile */
-        unsigned reconcile_waiting;     /* peeks not answered yet */
-        uint64_t reconcile_ts;
-        Coord__PeekResult *reconcile_res[3];
-        uint64_t mark_origin;           /* (8) log entry 1's commit_ms; 0: no marks */
-        uint64_t mark_acked;            /* (8) the last mark an Ok answered */
-        uint64_t builtin_reads;         /* (5) reconciliations that read the relations */
-        uint64_t ddl_after_publication; /* DDL commits ordered after a publication's */
-        uint64_t ddl_direct_replies;    /* DDL answered by their committer thread */
-        bool group_send_failing;        /* the last group_send() failed (logged once) */
-        uint64_t stream_chunks;         /* (9) PeekResults that came as chunks of a stream */
-        struct row_arena arena;         /* (9) what a read's PeekResult is unpacked into */
-        ProtobufCAllocator arena_pa;    /* over arena */
-        uint64_t stream_waits;          /* (9) pulls deferred until a client's output drained */
-};
-
-static void session_resume(struct session *s);
-static void groups_kick(struct exec *ex);
-static void fence_check(struct exec *ex);
-static void reconcile_maybe(struct exec *ex);
 static void enact_retry(struct session *s);
 static bool stmt_reads_builtin_rows(const struct sql_stmt *st);
-static void streams_lost(struct exec *ex);
 
 /* ---- errors ---- */
 
@@ -373,9 +222,7 @@ static void send_row_error(struct pgwire_conn *c, const struct row_error *e)
         (void)pgwire_send_error(c, &pe);
 }
 
-static void send_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-static void send_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ...)
+void send_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ...)
 {
         struct row_error e = { .position = 0 };
         va_list ap;
@@ -401,102 +248,6 @@ static const char *catalog_reason(struct exec *ex, int r)
         const char *msg = catalog_error(ex->store) < 0 ? catalog_last_error() : "";
 
         return msg[0] ? msg : strerror(-r);
-}
-
-/* ---- requests to the controller ---- */
-
-static int request_send(struct exec *ex, struct request *rq)
-{
-        if (!ex->controller_up)
-                return -ENOTCONN;
-        return node_send_raw(ex->node, COORD__ROLE__ROLE_CONTROLLER, rq->type, rq->id,
-                             rq->payload, rq->len);
-}
-
-static struct request *request_new(struct exec *ex, Coord__MsgType type,
-                                   const ProtobufCMessage *msg, request_fn done, void *ctx)
-{
-        struct request *rq = calloc(1, sizeof(*rq));
-
-        if (!rq)
-                return NULL;
-        rq->len = protobuf_c_message_get_packed_size(msg);
-        rq->payload = malloc(rq->len ? rq->len : 1);
-        if (!rq->payload) {
-                free(rq);
-                return NULL;
-        }
-        protobuf_c_message_pack(msg, rq->payload);
-        rq->id = ++ex->next_request_id;
-        rq->type = type;
-        rq->done = done;
-        rq->ctx = ctx;
-        rq->next = &ex->pending;
-        rq->prev = ex->pending.prev;
-        ex->pending.prev->next = rq;
-        ex->pending.prev = rq;
-        /* Not connected: it goes out at the next exec_controller_up(). */
-        (void)request_send(ex, rq);
-        return rq;
-}
-
-static void request_free(struct request *rq)
-{
-        rq->prev->next = rq->next;
-        rq->next->prev = rq->prev;
-        free(rq->payload);
-        free(rq);
-}
-
-/* Fire-and-forget requests (EnsureCollections, DropCollections): only logged. */
-static void request_logged(struct exec *ex, struct request *rq, const Coord__Envelope *reply)
-{
-        if (reply->type == COORD__MSG_TYPE__MSG_ERROR) {
-                Coord__Error *e = coord__error__unpack(NULL, reply->payload.len, reply->payload.data);
-                log_error("controller_request_failed", "type=%d sqlstate=%s message=\"%s\"",
-                          (int)rq->type, e ? e->sqlstate : "?", e ? e->message : "?");
-                if (e)
-                        coord__error__free_unpacked(e, NULL);
-        }
-}
-
-/* Tell the controller about the built-in relations, which the adapter writes.  User
- * objects are the lifecycle follower's to enact (lifecycle/lifecycle-enact.h): the
- * adapter only commits them to the catalog, and its statements wait until the frontier
- * ring shows an object before writing or reading it (exec_on_frontiers()). */
-static int ensure_builtins(struct exec *ex)
-{
-        const struct acat_item *const *items;
-        size_t n = acat_items(ex->cat, &items), k = 0;
-        Coord__EnsureCollections msg = COORD__ENSURE_COLLECTIONS__INIT;
-        Coord__CollectionSpec *specs, **specp;
-        struct request *rq;
-
-        specs = calloc(n, sizeof(*specs));
-        specp = calloc(n, sizeof(*specp));
-        if (!specs || !specp) {
-                free(specs);
-                free(specp);
-                return -ENOMEM;
-        }
-        for (size_t i = 0; i < n; i++) {
-                const struct acat_item *it = items[i];
-                if (!it->builtin || coord_gid_is_live(it->gid))
-                        continue;       /* a live status relation has no collection */
-                coord__collection_spec__init(&specs[k]);
-                specs[k].gid = it->gid;
-                specs[k].kind = COORD__COLLECTION_KIND__COLLECTION_BUILTIN;
-                /* A built-in is born at the first timestamp the oracle can hand out. */
-                specs[k].since = oracle_last_write_ts(ex->oracle);
-                specp[k] = &specs[k];
-                k++;
-        }
-        msg.n_collections = k;
-        msg.collections = specp;
-        rq = request_new(ex, COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS, &msg.base, request_logged, NULL);
-        free(specs);
-        free(specp);
-        return rq ? 0 : -ENOMEM;
 }
 
 /* ---- groups ---- */
@@ -642,7 +393,7 @@ static void write_keys_free(Coord__TableWrite *tw)
         tw->n_unique_keys = 0;
 }
 
-static int group_send(struct exec *ex, struct group *g)
+int group_send(struct exec *ex, struct group *g)
 {
         Coord__Append msg = COORD__APPEND__INIT;
         Coord__TableWrite *tw = NULL, **twp = NULL;
@@ -761,11 +512,8 @@ static bool group_writes_builtin_rows(const struct group *g)
         return false;
 }
 
-static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
-                           const Coord__Error *err);
-
 /* Send the head group when nothing is in flight.  A group nobody waits for is held (6). */
-static void groups_kick(struct exec *ex)
+void groups_kick(struct exec *ex)
 {
         struct group *g = ex->groups;
         int r;
@@ -858,8 +606,8 @@ static const Coord__Error *write_failure(const Coord__Ok *ok, size_t i)
         return NULL;
 }
 
-static void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
-                           const Coord__Error *err)
+void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
+                    const Coord__Error *err)
 {
         assert(ex->groups == g);
         ex->groups = g->next;
@@ -1083,7 +831,7 @@ static void protection_queue(struct exec *ex, const struct acat_txn *txn)
 
 /* Resume the reads that waited for the fence to be sent (or applied), in arrival
  * order. */
-static void fence_check(struct exec *ex)
+void fence_check(struct exec *ex)
 {
         struct session *ready = NULL;
 
@@ -1511,7 +1259,7 @@ static void reconcile_listed(struct exec *ex, struct request *rq, const Coord__E
 }
 
 /* Start (5) when it is needed and nothing is in flight. */
-static void reconcile_maybe(struct exec *ex)
+void reconcile_maybe(struct exec *ex)
 {
         Coord__ListCollections lc = COORD__LIST_COLLECTIONS__INIT;
         uint64_t gid = ACAT_GID_OBJECTS;        /* its frontiers and the mark (8) */
@@ -3864,7 +3612,7 @@ static void stmt_timer_disarm(struct session *s)
 
 /* Finish the running statement (its tag is ready) and run the next ones until one parks
  * or the request is done. */
-static void session_resume(struct session *s)
+void session_resume(struct session *s)
 {
         struct exec *ex = s->ex;
         struct row_error err;
@@ -4273,138 +4021,7 @@ static const struct pgwire_callbacks pg_callbacks = {
         .drained = pg_drained,
 };
 
-/* ---- controller link ---- */
-
-static void resync_done(struct exec *ex, struct request *rq, const Coord__Envelope *reply)
-{
-        Coord__CollectionList *list = NULL;
-        struct group *g = ex->groups;
-
-        ex->resyncing = false;
-        if (reply->type == COORD__MSG_TYPE__MSG_COLLECTION_LIST)
-                list = coord__collection_list__unpack(NULL, reply->payload.len, reply->payload.data);
-        if (g && g->ts && !g->rq) {
-                /* (4) the group was in flight when the controller went away. */
-                bool applied = false;
-                for (size_t i = 0; list && i < list->n_collections; i++)
-                        if (list->collections[i]->kind == COORD__COLLECTION_KIND__COLLECTION_BUILTIN &&
-                            list->collections[i]->upper > g->ts)
-                                applied = true;
-                if (applied) {
-                        log_info("append_recovered", "ts=%llu outcome=applied", (unsigned long long)g->ts);
-                        group_complete(ex, g, NULL, NULL);
-                } else {
-                        /* Not applied: send it again.  It takes a new timestamp, which is
-                         * as good -- nothing was acknowledged at the old one. */
-                        log_info("append_recovered", "ts=%llu outcome=resend", (unsigned long long)g->ts);
-                        if (group_send(ex, g) < 0)
-                                log_error("group_resend_failed", "ts=%llu", (unsigned long long)g->ts);
-                }
-        }
-        if (list)
-                coord__collection_list__free_unpacked(list, NULL);
-        reconcile_maybe(ex);
-        groups_kick(ex);
-        fence_check(ex);
-}
-
-void exec_controller_up(struct exec *ex)
-{
-        Coord__ListCollections lc = COORD__LIST_COLLECTIONS__INIT;
-        struct request *rq, *next;
-        struct group *g = ex->groups;
-
-        struct request *last_old;
-        bool more;
-
-        ex->controller_up = true;
-        streams_lost(ex);       /* a replaced connection may come without a down */
-        /* The Append in flight lost its reply with the old connection: find out. */
-        if (g && g->rq) {
-                request_free(g->rq);
-                g->rq = NULL;
-                ex->resyncing = true;
-        }
-        /* Requests still waiting get resent below, after the resync: every collection,
-         * then every dataflow (which reads them), go first (they are sent now). */
-        last_old = ex->pending.prev;    /* &ex->pending when none waits */
-        (void)ensure_builtins(ex);
-        /* Resend every request that was waiting (reads are idempotent; Ensure, Drop and
-         * CreateDataflows too).  The ones just made went out already, at the tail. */
-        more = last_old != &ex->pending;
-        for (rq = ex->pending.next; more && rq != &ex->pending; rq = next) {
-                next = rq->next;
-                more = rq != last_old;
-                (void)request_send(ex, rq);
-        }
-        if (ex->resyncing) {
-                if (!request_new(ex, COORD__MSG_TYPE__MSG_LIST_COLLECTIONS, &lc.base, resync_done, NULL))
-                        ex->resyncing = false;
-        }
-        reconcile_maybe(ex);
-        groups_kick(ex);
-}
-
-/* (9) The controller's connection went (or was replaced): a stream cannot be resent --
- * rows of it reached the client already -- so its statement fails with 58000 and the
- * session goes on.  A read not answered at all is resent at the reconnection. */
-static void streams_lost(struct exec *ex)
-{
-        struct request *rq, *next;
-
-        for (rq = ex->pending.next; rq != &ex->pending; rq = next) {
-                struct session *s = rq->ctx;
-
-                next = rq->next;
-                if (!rq->streamed)
-                        continue;
-                request_free(rq);
-                if (!s)
-                        continue;       /* cancelled already */
-                assert(s->stream == rq);
-                s->stream = NULL;
-                s->pull_out = false;
-                s->waiting = false;
-                log_info("read_stream_lost", "peer=%s rows_sent=%llu", pgwire_conn_peer(s->c),
-                         (unsigned long long)s->rows_out);
-                if (!s->gone)
-                        send_error(s->c, "58000", "the connection to the controller was lost "
-                                   "while the result was being sent (%" PRIu64 " rows sent)",
-                                   s->rows_out);
-                s->next = SIZE_MAX;
-                s->stmt = sql_stmt_free(s->stmt);
-                session_resume(s);
-        }
-}
-
-void exec_controller_down(struct exec *ex)
-{
-        ex->controller_up = false;
-        streams_lost(ex);
-}
-
-void exec_on_message(struct exec *ex, const Coord__Envelope *env)
-{
-        struct request *rq;
-
-        for (rq = ex->pending.next; rq != &ex->pending; rq = rq->next)
-                if (rq->id == env->request_id)
-                        break;
-        if (rq == &ex->pending) {
-                log_debug("reply_unmatched", "type=%d request_id=%llu", (int)env->type,
-                          (unsigned long long)env->request_id);
-                return;
-        }
-        rq->keep = false;
-        rq->done(ex, rq, env);
-        if (!rq->keep)
-                request_free(rq);
-}
-
-void exec_status(struct exec *ex, Coord__StatusReply *reply)
-{
-        reply->catalog_seq = catalog_last_seq(ex->store);
-}
+/* ---- the executor: its making, its end, its accessors ---- */
 
 /* The oracle's high-water mark, committed off the loop (adapter-oracle.c note 5). */
 struct hwm_commit {
