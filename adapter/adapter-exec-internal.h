@@ -17,6 +17,7 @@
 #include "adapter-exec.h"
 #include "adapter-pgwire.h"
 #include "adapter-sql.h"
+#include "loop.h"
 #include "row.h"
 
 struct exec;
@@ -29,6 +30,7 @@ struct ddl;
 /* (9) A stream fetches its next chunk only while a client has at most this much output
  * queued (the pgwire conn's PGWIRE_PAUSE_AT). */
 #define EXEC_STREAM_QUEUED_MAX (256u << 10)
+#define MARK_LEN 16     /* (8) be64 origin, be64 seq */
 
 typedef void (*request_fn)(struct exec *ex, struct request *rq, const Coord__Envelope *reply);
 
@@ -166,17 +168,37 @@ struct exec {
 
 
 /* adapter-exec.c */
+void send_row_error(struct pgwire_conn *c, const struct row_error *e);
 void send_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+const char *io_sqlstate(int r);
+const char *catalog_reason(struct exec *ex, int r);
 void session_resume(struct session *s);
-void groups_kick(struct exec *ex);
-void fence_check(struct exec *ex);
-int group_send(struct exec *ex, struct group *g);
-void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
-                    const Coord__Error *err);
+void enact_retry(struct session *s);
 void reconcile_maybe(struct exec *ex);
 
 /* adapter-exec-link.c */
 struct request *request_new(struct exec *ex, Coord__MsgType type,
                             const ProtobufCMessage *msg, request_fn done, void *ctx);
 void request_free(struct request *rq);
+
+/* adapter-exec-groups.c */
+extern const uint64_t reconcile_gids[3];
+struct group *group_open(struct exec *ex);
+struct group *group_last(struct exec *ex);
+int group_add(struct exec *ex, struct write *w);
+void write_done(struct write *w);
+void group_free(struct group *g);
+int group_send(struct exec *ex, struct group *g);
+void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
+                    const Coord__Error *err);
+void groups_kick(struct exec *ex);
+void hold_release(struct exec *ex);
+bool group_writes_builtin_rows(const struct group *g);
+void on_tick(struct loop *l, void *userdata);
+bool table_gone(const struct exec *ex, uint64_t gid);
+void send_table_gone(struct pgwire_conn *c, const char *table);
+int objects_write(struct exec *ex, struct session *s, const struct acat_item *it, int64_t diff);
+void rows_not_queued(struct exec *ex, int r, const char *what);
+void protection_queue(struct exec *ex, const struct acat_txn *txn);
+void fence_check(struct exec *ex);
