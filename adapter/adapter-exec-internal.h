@@ -175,7 +175,6 @@ const char *io_sqlstate(int r);
 const char *catalog_reason(struct exec *ex, int r);
 void session_resume(struct session *s);
 void enact_retry(struct session *s);
-void reconcile_maybe(struct exec *ex);
 
 /* adapter-exec-link.c */
 struct request *request_new(struct exec *ex, Coord__MsgType type,
@@ -202,3 +201,6 @@ int objects_write(struct exec *ex, struct session *s, const struct acat_item *it
 void rows_not_queued(struct exec *ex, int r, const char *what);
 void protection_queue(struct exec *ex, const struct acat_txn *txn);
 void fence_check(struct exec *ex);
+
+/* adapter-exec-reconcile.c */
+void reconcile_maybe(struct exec *ex);
