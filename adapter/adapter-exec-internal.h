@@ -32,6 +32,10 @@ struct ddl;
 #define EXEC_STREAM_QUEUED_MAX (256u << 10)
 #define MARK_LEN 16     /* (8) be64 origin, be64 seq */
 
+/* STMT_RUN: the statement joined the session's run (7); STMT_RETRY: it could not
+ * while the run is open -- nothing was sent, run it again after the run. */
+enum { STMT_DONE = 0, STMT_PARKED = 1, STMT_RUN = 2, STMT_RETRY = 3, STMT_FLUSH = 4 };
+
 typedef void (*request_fn)(struct exec *ex, struct request *rq, const Coord__Envelope *reply);
 
 struct request {
@@ -204,3 +208,20 @@ void fence_check(struct exec *ex);
 
 /* adapter-exec-reconcile.c */
 void reconcile_maybe(struct exec *ex);
+
+/* adapter-exec-run.c */
+extern const struct sql_catalog_ops session_sql_ops;
+void send_stmt_failed(struct session *s, int r);
+bool stmt_joins_run(const struct session *s, const struct sql_stmt *st);
+int run_flush(struct session *s);
+int exec_create_table(struct session *s, struct sql_stmt *st);
+int exec_create_view(struct session *s, struct sql_stmt *st);
+int exec_create_index(struct session *s, struct sql_stmt *st);
+int exec_create_source(struct session *s, struct sql_stmt *st);
+int exec_create_sink(struct session *s, struct sql_stmt *st);
+int exec_alter_retain(struct session *s, struct sql_stmt *st);
+int exec_alter_sink(struct session *s, struct sql_stmt *st);
+int exec_drop(struct session *s, struct sql_stmt *st);
+int insert_write(struct sql_insert *in, struct session *s, struct write *w);
+int exec_insert(struct session *s, struct sql_stmt *st);
+int exec_delete(struct session *s, struct sql_stmt *st);
