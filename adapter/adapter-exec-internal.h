@@ -179,6 +179,8 @@ const char *io_sqlstate(int r);
 const char *catalog_reason(struct exec *ex, int r);
 void session_resume(struct session *s);
 void enact_retry(struct session *s);
+bool stmt_reads_builtin_rows(const struct sql_stmt *st);
+void txn_notice(struct session *s, const char *sqlstate, const char *message);
 
 /* adapter-exec-link.c */
 struct request *request_new(struct exec *ex, Coord__MsgType type,
@@ -225,3 +227,12 @@ int exec_drop(struct session *s, struct sql_stmt *st);
 int insert_write(struct sql_insert *in, struct session *s, struct write *w);
 int exec_insert(struct session *s, struct sql_stmt *st);
 int exec_delete(struct session *s, struct sql_stmt *st);
+
+/* adapter-exec-read.c */
+bool stream_abandon(struct exec *ex, struct session *s, struct request *rq);
+void pg_drained(struct pgwire_conn *c, void *userdata);
+int exec_select(struct session *s, struct sql_stmt *st);
+int exec_show_objects(struct session *s, struct sql_stmt *st);
+int exec_set_variable(struct session *s, struct sql_stmt *st);
+void session_startup_options(struct session *s);
+int exec_show_variable(struct session *s, struct sql_stmt *st);
