@@ -180,7 +180,6 @@ const char *catalog_reason(struct exec *ex, int r);
 void session_resume(struct session *s);
 void enact_retry(struct session *s);
 bool stmt_reads_builtin_rows(const struct sql_stmt *st);
-void txn_notice(struct session *s, const char *sqlstate, const char *message);
 
 /* adapter-exec-link.c */
 struct request *request_new(struct exec *ex, Coord__MsgType type,
@@ -236,3 +235,10 @@ int exec_show_objects(struct session *s, struct sql_stmt *st);
 int exec_set_variable(struct session *s, struct sql_stmt *st);
 void session_startup_options(struct session *s);
 int exec_show_variable(struct session *s, struct sql_stmt *st);
+
+/* adapter-exec-txn.c */
+void txn_failed(struct pgwire_conn *c);
+void txn_notice(struct session *s, const char *sqlstate, const char *message);
+int txn_commit(struct session *s);
+int exec_transaction(struct session *s, const struct sql_stmt *st);
+int txn_stmt(struct session *s, struct sql_stmt *st);
