@@ -1,5 +1,20 @@
 /* adapter-exec.c -- the statement executor.  See adapter-exec.h.
  *
+ * This file is the core: a session and its statements one after the other (1), the
+ * pgwire callbacks, cancel and statement_timeout (12), waiting for objects to be
+ * enacted, the errors sent to clients, the executor's making and its accessors, with
+ * the notes below for every file of the executor.  The rest, sharing
+ * adapter-exec-internal.h (struct session, struct exec and what the files call of each
+ * other):
+ *   adapter-exec-link.c       requests to the controller and its coming and going (4)
+ *   adapter-exec-groups.c     append groups (2), held groups (6), the writer mark (8),
+ *                             the read fence (3)
+ *   adapter-exec-reconcile.c  reconciliation of the built-in relations (5), publications
+ *   adapter-exec-run.c        DDL and its catalog commit (3), runs (7), INSERT, DELETE,
+ *                             UPDATE
+ *   adapter-exec-read.c       SELECT, streamed (9) or over constants (11), SHOW, SET
+ *   adapter-exec-txn.c        transaction blocks (10), implicit transactions (13)
+ *
  * NOTES ON THE DESIGN
  * (1) A session runs the statements of one request (a simple query's string, or one
  *     Execute) one after the other.  A statement either finishes at once (SET, SHOW,
@@ -170,29 +185,22 @@
 #include "adapter-exec-internal.h"
 
 #include <assert.h>
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "adapter-catalog.h"
 #include "adapter-commit.h"
 #include "adapter-oracle.h"
 #include "adapter-pgwire.h"
 #include "adapter-sql.h"
-#include "builtins.h"
 #include "catalog.h"
 #include "fring.h"
 #include "log.h"
 #include "loop.h"
 #include "node.h"
-#include "row-expr.h"
 #include "row.h"
 #include "util.h"
 

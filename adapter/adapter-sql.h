@@ -267,7 +267,7 @@ enum sql_refresh_kind {
 /* A materialized view's refresh schedule as written (WITH (REFRESH ...), lifted on
  * tokens like RETAIN HISTORY).  Times are bigint expressions that may call mz_now(),
  * whose value is the creation's timestamp: the adapter evaluates them when it creates
- * the view (adapter-exec.c), and refuses a time before it. */
+ * the view (adapter-exec-run.c), and refuses a time before it. */
 struct sql_refresh {
         bool on;                        /* a schedule: REFRESH AT or EVERY was given */
         bool at_creation;               /* REFRESH AT CREATION */
@@ -331,7 +331,7 @@ struct sql_create_sink {
 };
 
 /* ALTER SINK name SET FROM relation: the sink writes the relation's updates from its
- * progress on (the adapter picks the cutover, adapter-exec.c).  The relation has the
+ * progress on (the adapter picks the cutover, adapter-exec-run.c).  The relation has the
  * sink's column types; plan, inputs and references as in sql_create_sink. */
 struct sql_alter_sink {
         char *name;
