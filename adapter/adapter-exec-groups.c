@@ -210,6 +210,7 @@ int group_send(struct exec *ex, struct group *g)
                 }
                 tw[i].delete_filter = w->delete_filter;
                 tw[i].update = w->update;
+                tw[i].insert_select = w->insert_select;
                 twp[i] = &tw[i];
         }
         msg.ts = g->ts;
@@ -413,6 +414,8 @@ void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
                         if (w->commit)
                                 snprintf(s->tag, sizeof(s->tag), "COMMIT");
                         else if (w->kind == WRITE_INSERT)
+                                snprintf(s->tag, sizeof(s->tag), "INSERT 0 %" PRIu64, w->result);
+                        else if (w->kind == WRITE_DELETE && w->insert_select)
                                 snprintf(s->tag, sizeof(s->tag), "INSERT 0 %" PRIu64, w->result);
                         else if (w->kind == WRITE_DELETE)
                                 snprintf(s->tag, sizeof(s->tag), "%s %" PRIu64,

@@ -902,7 +902,11 @@ int insert_write(struct sql_insert *in, struct session *s, struct write *w)
 int exec_insert(struct session *s, struct sql_stmt *st)
 {
         struct write w;
-        int r = insert_write(&st->insert, s, &w);
+        int r;
+
+        if (st->insert.plan)
+                return exec_delete(s, st);      /* INSERT ... SELECT */
+        r = insert_write(&st->insert, s, &w);
 
         if (r < 0)
                 return r;
@@ -915,24 +919,25 @@ int exec_insert(struct session *s, struct sql_stmt *st)
         return STMT_PARKED;
 }
 
-/* DELETE and UPDATE: the controller reads and writes the table in one step. */
+/* DELETE, UPDATE and INSERT ... SELECT: the controller reads and writes in one step. */
 int exec_delete(struct session *s, struct sql_stmt *st)
 {
-        bool update = st->kind == SQL_STMT_UPDATE;
+        bool update = st->kind == SQL_STMT_UPDATE, insert = st->kind == SQL_STMT_INSERT;
         const struct sql_delete *d = update ? &st->update : &st->delete_;
-        struct write w = { .kind = WRITE_DELETE, .s = s, .gid = d->id,
-                           .delete_filter = d->plan, .update = update };
+        Coord__Plan__Relation *plan = insert ? st->insert.plan : d->plan;
+        struct write w = { .kind = WRITE_DELETE, .s = s, .gid = insert ? st->insert.id : d->id,
+                           .delete_filter = plan, .update = update, .insert_select = insert };
         int r;
 
         /* The optimizer proved that no row matches (WHERE false): nothing to write, and
          * a plan that reads no table is not one the controller takes. */
-        if (d->plan->kind_case == COORD__PLAN__RELATION__KIND_CONSTANT &&
-            d->plan->constant->n_rows == 0) {
-                snprintf(s->tag, sizeof(s->tag), "%s 0", update ? "UPDATE" : "DELETE");
+        if (plan->kind_case == COORD__PLAN__RELATION__KIND_CONSTANT && plan->constant->n_rows == 0) {
+                snprintf(s->tag, sizeof(s->tag), "%s", insert ? "INSERT 0 0" : update ? "UPDATE 0"
+                                                                                     : "DELETE 0");
                 return 0;
         }
 
-        w.table = strdup(d->table);
+        w.table = strdup(insert ? st->insert.table : d->table);
         if (!w.table)
                 return -ENOMEM;
         r = group_add(s->ex, &w);

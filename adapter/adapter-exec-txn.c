@@ -166,6 +166,8 @@ static int txn_implicit_stmt(struct session *s, struct sql_stmt *st)
 {
         switch (st->kind) {
         case SQL_STMT_INSERT:
+                if (st->insert.plan)
+                        return s->n_txn_writes ? STMT_FLUSH : 1;        /* as a DELETE */
                 return txn_keep_insert(s, &st->insert);
         case SQL_STMT_SET_VARIABLE:
         case SQL_STMT_SHOW_VARIABLE:
@@ -218,6 +220,12 @@ int txn_stmt(struct session *s, struct sql_stmt *st)
         case SQL_STMT_INSERT:
                 if (s->txn_read_only) {
                         send_error(s->c, "25006", "cannot execute INSERT in a read-only transaction");
+                        return -ECANCELED;
+                }
+                if (in->plan) {
+                        /* The controller computes its rows as it writes them, as a DELETE's. */
+                        send_error(s->c, "25001", "INSERT ... SELECT cannot run inside a "
+                                                  "transaction block");
                         return -ECANCELED;
                 }
                 if (s->txn_read) {
