@@ -1608,7 +1608,7 @@ struct analyzer {
         bool materialize;               /* planning a materialized view or an index */
         bool in_view;                   /* planning a view (CREATE VIEW) */
         bool peek;                      /* planning a SELECT: objects may be read from indexes */
-        bool insert_select;             /* planning an INSERT's SELECT: tables only */
+        const char *write_reads;        /* planning what a write reads: tables only */
         bool no_limit;                  /* planning a subquery in an expression: no LIMIT */
         bool nondeterministic;          /* mz_now() somewhere, also through a view */
 
@@ -5300,11 +5300,13 @@ static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struc
         if (rel.kind == SQL_OBJECT_VIEW && !rel.plan)
                 return FAIL_AT(a, rv->location, "XX000", "view \"%s\" has no plan", name);
         /* The controller evaluates an INSERT's SELECT inside the append, where only
-         * tables are at the write timestamp (analyze_insert_select()). */
-        if (a->insert_select && rel.kind != SQL_OBJECT_TABLE && rel.kind != SQL_OBJECT_VIEW)
+         * tables are at the write timestamp (analyze_insert_select(),
+         * analyze_target_rows()). */
+        if (a->write_reads && rel.kind != SQL_OBJECT_TABLE && rel.kind != SQL_OBJECT_VIEW)
                 return FAIL_AT(a, rv->location, "0A000",
-                               "INSERT ... SELECT from a %s is not supported: it may read "
-                               "tables and views over tables", sql_object_kind_name(rel.kind));
+                               "%s reading a %s is not supported: it may read tables and "
+                               "views over tables", a->write_reads,
+                               sql_object_kind_name(rel.kind));
         qual = rv->alias && rv->alias->aliasname && rv->alias->aliasname[0] ? rv->alias->aliasname
                                                                             : rv->relname;
         r = scope_add_qual(a, sc, qual, rv->location);
@@ -8762,8 +8764,10 @@ static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
                                struct sql_delete *sd, struct sql_relation *rel,
                                struct scope *sc, Coord__Plan__Relation **ret_plan)
 {
-        Coord__Plan__Relation *plan;
+        _cleanup_(attach_done) struct attach wat = { 0 };
+        Coord__Plan__Relation *plan = NULL;
         Coord__Plan__Expr *pred = NULL;
+        size_t n_from;
         const char *qual;
         int r;
 
@@ -8783,19 +8787,38 @@ static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
                 r = add_input(a, rel->id);
         if (r < 0)
                 return r;
-        a->scope = sc;
-        a->no_agg = "WHERE";
-        r = analyze_where(a, where, &pred);
-        a->scope = NULL;
-        a->no_agg = NULL;
-        if (r < 0)
-                return r;
         plan = rel_get(rel);
-        if (plan && pred)
-                plan = rel_filter(plan, TAKE_PTR(pred));
-        expr_free(pred);
         if (!plan)
                 return oom(a);
+        /* The WHERE as a SELECT's (plan_select()): its subqueries attached as columns
+         * past the table's, dropped after the filter.  The controller evaluates the plan
+         * at the write timestamp, so a subquery reads tables only (a->write_reads). */
+        n_from = sc->n;
+        wat = (struct attach){ .scope = sc, .base_n = sc->n };
+        a->scope = sc;
+        a->no_agg = "WHERE";
+        a->write_reads = verb[0] == 'd' ? "DELETE" : "UPDATE";
+        r = truth_sublinks(a, where, &wat);
+        a->attach = &wat;
+        if (r >= 0)
+                r = analyze_where(a, where, &pred);
+        a->attach = NULL;
+        if (r >= 0)
+                r = plan_where(a, &plan, TAKE_PTR(pred), &wat, NULL, n_from);
+        a->scope = NULL;
+        a->no_agg = NULL;
+        a->write_reads = NULL;
+        if (r >= 0 && sc->n > n_from) {
+                plan = rel_project_range(TAKE_PTR(plan), 0, n_from);
+                sc->n = n_from;
+                if (!plan)
+                        r = oom(a);
+        }
+        expr_free(pred);
+        if (r < 0) {
+                rel_free(plan);
+                return r;
+        }
         *ret_plan = plan;
         return 0;
 }
@@ -9009,7 +9032,7 @@ static bool untyped_literal(const PgQuery__Node *n)
  * the CHECKs guarded as an UPDATE's new values are; Project keeps the table's row.  The
  * controller evaluates it at the write timestamp, after the group's earlier writes, and
  * inserts what it returns (TableWrite.insert_select): one atomic read-and-write, as a
- * DELETE.  So it may read only tables (and views over them: a->insert_select,
+ * DELETE.  So it may read only tables (and views over them: a->write_reads,
  * plan_range_var()), the collections complete at that timestamp. */
 static int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                                  const struct sql_relation *rel, const size_t *targets,
@@ -9027,9 +9050,9 @@ static int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *
                 return FAIL(a, "0A000", "INSERT ... SELECT with LIMIT or OFFSET needs ORDER BY: "
                                         "which rows it inserts must not be left to chance");
         a->strict_fold = false;
-        a->insert_select = true;
+        a->write_reads = "INSERT ... SELECT";
         r = plan_query(a, ins->select_stmt, NULL, &plan, &cols);
-        a->insert_select = false;
+        a->write_reads = NULL;
         if (r < 0)
                 return r;
         n_out = cols.n;

@@ -2589,7 +2589,21 @@ static void test_subqueries(void)
         CU_ASSERT(fails_with(c, "SELECT k FROM sq_t WHERE x > ALL (SELECT v FROM sq_s)", "0A000"));
         CU_ASSERT(fails_with(c, "SELECT k FROM sq_t WHERE EXISTS (SELECT 1 FROM sq_s WHERE sq_s.v > sq_t.x)",
                              "0A000"));
-        CU_ASSERT(fails_with(c, "DELETE FROM sq_t WHERE k IN (SELECT k FROM sq_s)", "0A000"));
+        {
+                /* A DELETE's and an UPDATE's WHERE take subqueries over tables, evaluated
+                 * by the controller at the write timestamp. */
+                uint64_t all = scalar_u64(c, "SELECT count(*) FROM sq_t");
+                uint64_t in = scalar_u64(c, "SELECT count(*) FROM sq_t WHERE k IN (SELECT k FROM sq_s)");
+                char tag[32];
+
+                CU_ASSERT(in > 0 && in < all);
+                CU_ASSERT(ok(c, "UPDATE sq_t SET x = -1 WHERE NOT EXISTS (SELECT 1 FROM sq_s WHERE sq_s.k = sq_t.k)"));
+                CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM sq_t WHERE x = -1"), all - in);
+                snprintf(tag, sizeof(tag), "DELETE %llu", (unsigned long long)in);
+                CU_ASSERT(tag_is(c, "DELETE FROM sq_t WHERE k IN (SELECT k FROM sq_s)", tag));
+                CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM sq_t"), all - in);
+                CU_ASSERT(fails_with(c, "DELETE FROM sq_t WHERE k IN (SELECT k FROM sq_one)", "0A000"));
+        }
         CU_ASSERT(fails_with(c, "SELECT k FROM sq_t WHERE k IN (SELECT k, v FROM sq_s)", "42601"));
         CU_ASSERT(ok(c, "DROP TABLE sq_t, sq_s CASCADE"));
         PQfinish(c);

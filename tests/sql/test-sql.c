@@ -2025,7 +2025,13 @@ static void test_sublink(void)
                      NULL, -1);
         /* Where subqueries are not planned yet. */
         expect_error("SELECT a FROM t ORDER BY (SELECT 1)", "0A000", NULL, -1);
-        expect_error("DELETE FROM t WHERE a IN (SELECT a FROM v)", "0A000", NULL, -1);
+        expect_error("DELETE FROM t WHERE a IN (SELECT a FROM mv)", "0A000", NULL, 41);
+        {
+                struct sql_stmt *d = analyze("DELETE FROM t WHERE d IN (SELECT x FROM u)");
+
+                CU_ASSERT(d && d->delete_.plan && d->n_physical_inputs == 2);
+                sql_stmt_free(d);
+        }
         expect_error("UPDATE t SET a = (SELECT 1)", "0A000", NULL, -1);
         expect_error("SELECT a FROM t JOIN u ON u.x IN (SELECT a FROM v)", "0A000", NULL, -1);
         expect_error("SELECT a FROM t WHERE EXISTS (SELECT nope FROM u)", "42703", NULL, -1);
