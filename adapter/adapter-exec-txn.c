@@ -233,9 +233,6 @@ int txn_stmt(struct session *s, struct sql_stmt *st)
                                                   "a transaction either reads or writes");
                         return -ECANCELED;
                 }
-                if (s->n_txn_writes == s->cap_txn_writes &&
-                    GROW_ARRAY(s->txn_writes, s->cap_txn_writes, s->n_txn_writes + 1) < 0)
-                        return -ENOMEM;
                 return txn_keep_insert(s, in);
         default:
                 send_error(s->c, "25001", "%s cannot run inside a transaction block",

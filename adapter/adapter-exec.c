@@ -237,8 +237,6 @@ void send_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ..
         send_row_error(c, &e);
 }
 
-/* Why the catalog failed, for a client: the store's message (the file system's
- * error, "catalog: sync log write failed: File too large"), else r's. */
 /* The SQLSTATE of a failed durable write: 53100 (disk full) for ENOSPC and EDQUOT,
  * 58030 (I/O error) for anything else the file system said. */
 const char *io_sqlstate(int r)
@@ -246,6 +244,8 @@ const char *io_sqlstate(int r)
         return r == -ENOSPC || r == -EDQUOT ? "53100" : "58030";
 }
 
+/* Why the catalog failed, for a client: the store's message (the file system's
+ * error, "catalog: sync log write failed: File too large"), else r's. */
 const char *catalog_reason(struct exec *ex, int r)
 {
         const char *msg = catalog_error(ex->store) < 0 ? catalog_last_error() : "";
