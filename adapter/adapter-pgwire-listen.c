@@ -23,6 +23,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "ipc.h"
 #include "loop.h"
 
 /* --- Accepting --------------------------------------------------------------------- */
@@ -292,45 +293,6 @@ next:
         return 0;
 }
 
-static int sockaddr_un_fill(const char *path, struct sockaddr_un *sa, socklen_t *ret_len)
-{
-        size_t n = strlen(path);
-
-        if (n == 0)
-                return -EINVAL;
-        if (n >= sizeof(sa->sun_path))
-                return -ENAMETOOLONG;
-        memset(sa, 0, sizeof(*sa));
-        sa->sun_family = AF_UNIX;
-        memcpy(sa->sun_path, path, n + 1);
-        *ret_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
-        return 0;
-}
-
-/* Make path free for bind(): remove a stale socket, refuse to touch anything else. */
-static int unlink_stale(const char *path, const struct sockaddr_un *sa, socklen_t salen)
-{
-        _cleanup_close_ int probe = -EBADF;
-        struct stat st;
-
-        if (lstat(path, &st) < 0)
-                return errno == ENOENT ? 0 : -errno;
-        if (!S_ISSOCK(st.st_mode))
-                return -EEXIST;
-        /* Stale only if nobody listens: replacing a live server's socket would cut it
-         * off from every future client. */
-        probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (probe < 0)
-                return -errno;
-        if (connect(probe, (const struct sockaddr *)sa, salen) == 0 || errno == EAGAIN)
-                return -EADDRINUSE;
-        if (errno != ECONNREFUSED && errno != ENOENT)
-                return -errno;
-        if (unlink(path) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
-}
-
 int pgw_listen_unix(struct pgwire_server *s)
 {
         _cleanup_close_ int fd = -EBADF;
@@ -339,13 +301,13 @@ int pgw_listen_unix(struct pgwire_server *s)
         socklen_t salen;
         int r;
 
-        r = sockaddr_un_fill(s->cfg.unix_path, &sa, &salen);
+        r = ipc_sockaddr_fill(s->cfg.unix_path, &sa, &salen);
         if (r < 0)
                 return r;
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        r = unlink_stale(s->cfg.unix_path, &sa, salen);
+        r = ipc_unlink_stale(s->cfg.unix_path, &sa, salen);
         if (r < 0)
                 return r;
         if (bind(fd, (struct sockaddr *)&sa, salen) < 0)

@@ -144,7 +144,7 @@ struct ipc_server {
 
 /* --- Helpers -------------------------------------------------------------------- */
 
-static int sockaddr_fill(const char *path, struct sockaddr_un *sa, socklen_t *ret_len)
+int ipc_sockaddr_fill(const char *path, struct sockaddr_un *sa, socklen_t *ret_len)
 {
         size_t n;
 
@@ -610,7 +610,7 @@ int ipc_connect(struct loop *l, const char *path, uint32_t max_frame,
         r = max_frame_check(max_frame, &max_frame);
         if (r < 0)
                 return r;
-        r = sockaddr_fill(path, &sa, &salen);
+        r = ipc_sockaddr_fill(path, &sa, &salen);
         if (r < 0)
                 return r;
 
@@ -756,8 +756,7 @@ static void server_accept_done(struct loop *l, struct loop_io *io, int res)
                 server_retry_later(s);
 }
 
-/* Make path free for bind(): remove a stale socket, refuse to touch anything else. */
-static int unlink_stale(const char *path, const struct sockaddr_un *sa, socklen_t salen)
+int ipc_unlink_stale(const char *path, const struct sockaddr_un *sa, socklen_t salen)
 {
         _cleanup_close_ int probe = -EBADF;
         struct stat st;
@@ -798,7 +797,7 @@ int ipc_listen(struct loop *l, const char *path, uint32_t max_frame,
         r = max_frame_check(max_frame, &max_frame);
         if (r < 0)
                 return r;
-        r = sockaddr_fill(path, &sa, &salen);
+        r = ipc_sockaddr_fill(path, &sa, &salen);
         if (r < 0)
                 return r;
 
@@ -822,7 +821,7 @@ int ipc_listen(struct loop *l, const char *path, uint32_t max_frame,
                 goto fail;
         }
 
-        r = unlink_stale(path, &sa, salen);
+        r = ipc_unlink_stale(path, &sa, salen);
         if (r < 0)
                 goto fail;
         if (bind(s->fd, (struct sockaddr *)&sa, salen) < 0) {
@@ -894,7 +893,7 @@ int ipc_sync_connect(const char *path)
         socklen_t salen;
         int r;
 
-        r = sockaddr_fill(path, &sa, &salen);
+        r = ipc_sockaddr_fill(path, &sa, &salen);
         if (r < 0)
                 return r;
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

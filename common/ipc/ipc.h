@@ -20,7 +20,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "coord.pb-c.h"
 
@@ -64,6 +66,14 @@ int ipc_frame_encode(const Coord__Envelope *env, uint32_t max_frame, uint8_t **r
                      size_t *ret_len);
 
 /* --- Asynchronous connections on a loop. --- */
+
+/* A Unix socket address for path: -EINVAL when empty, -ENAMETOOLONG when too long. */
+int ipc_sockaddr_fill(const char *path, struct sockaddr_un *sa, socklen_t *ret_len);
+
+/* Make path free for bind(): remove a stale socket (one nobody listens on: connect()
+ * refused), refuse to touch anything else (-EEXIST for a non-socket, -EADDRINUSE for
+ * a live one).  Also the pgwire server's (adapter-pgwire-listen.c). */
+int ipc_unlink_stale(const char *path, const struct sockaddr_un *sa, socklen_t salen);
 
 /* Listen on path (a stale socket file is replaced), mode 0600.  on_accept runs for each
  * accepted connection that passed the uid check; it must call ipc_conn_set_ops(). */
