@@ -427,16 +427,7 @@ static int req_put(struct acat_item *consumer, uint64_t input, uint64_t frontier
 
 static size_t items_lower_bound(const struct adapter_catalog *ac, uint64_t gid)
 {
-        size_t lo = 0, hi = ac->n_items;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (ac->items[mid]->gid < gid)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
+        return LOWER_BOUND(ac->n_items, m, ac->items[m]->gid, gid);
 }
 
 const struct acat_item *acat_by_gid(const struct adapter_catalog *ac, uint64_t gid)

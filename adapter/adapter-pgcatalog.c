@@ -138,16 +138,8 @@ static int64_t collation_of(enum row_type t)
 
 static const struct sql_object *object_by_id(const struct gen *g, uint64_t id)
 {
-        size_t lo = 0, hi = g->n_objs;
+        size_t lo = LOWER_BOUND(g->n_objs, m, g->objs[m].id, id);
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (g->objs[mid].id < id)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
         return lo < g->n_objs && g->objs[lo].id == id ? &g->objs[lo] : NULL;
 }
 

@@ -25,6 +25,20 @@
 #define TAKE_PTR(p) ({ __typeof__(p) _p_ = (p); (p) = NULL; _p_; })
 #define TAKE_FD(fd) ({ int _fd_ = (fd); (fd) = -EBADF; _fd_; })
 
+/* The one sorted-id binary search: the first index i in [0, n) whose KEY (an expression
+ * of the index variable named i) is >= key, or n -- for KEY ascending in i. */
+#define LOWER_BOUND(n, i, KEY, key) ({                                          \
+        size_t _lo_ = 0, _hi_ = (n);                                            \
+        while (_lo_ < _hi_) {                                                   \
+                size_t i = _lo_ + (_hi_ - _lo_) / 2;                            \
+                if ((KEY) < (key))                                              \
+                        _lo_ = i + 1;                                           \
+                else                                                            \
+                        _hi_ = i;                                               \
+        }                                                                       \
+        _lo_;                                                                   \
+})
+
 static inline void freep(void *p) { free(*(void **)p); }
 #define _cleanup_free_ _cleanup_(freep)
 

@@ -90,16 +90,7 @@ struct rlist {
 /* Where gid is or would go in s->dfs (ascending gids). */
 size_t server_dfent_pos(const struct cserver *s, uint64_t gid)
 {
-        size_t lo = 0, hi = s->n_dfs;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (s->df_gids[mid] < gid)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
+        return LOWER_BOUND(s->n_dfs, m, s->df_gids[m], gid);
 }
 
 struct dfent *server_dfent_find(const struct cserver *s, uint64_t gid)

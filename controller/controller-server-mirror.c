@@ -129,19 +129,9 @@ int server_list_some(struct cserver *s, const uint64_t *gids, size_t n)
 
 static const struct storage_info *cols_find(const struct storage_info *v, size_t n, uint64_t gid)
 {
-        size_t lo = 0, hi = n;
+        size_t lo = LOWER_BOUND(n, m, v[m].gid, gid);
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (v[mid].gid == gid)
-                        return &v[mid];
-                if (v[mid].gid < gid)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return NULL;
+        return lo < n && v[lo].gid == gid ? &v[lo] : NULL;
 }
 
 

@@ -168,16 +168,7 @@ uint64_t lc_enact_sent(const struct lc_enact *e)
 
 static size_t lower_bound(const struct lc_enact *e, uint64_t gid)
 {
-        size_t lo = 0, hi = e->n;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (e->items[mid]->gid < gid)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
+        return LOWER_BOUND(e->n, m, e->items[m]->gid, gid);
 }
 
 static struct lc_enact_item *item_find(const struct lc_enact *e, uint64_t gid)

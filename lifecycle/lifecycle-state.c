@@ -553,20 +553,12 @@ int lc_state_load_record(struct lc_state *s, const void *key, size_t key_len,
  * after the previous one's), else by binary search.  NULL when absent. */
 static struct lc_obj *load_seek(const struct lc_slot *seen, size_t n, size_t *pos, uint64_t gid)
 {
-        size_t i = *pos, lo = 0, hi = n;
+        size_t i = *pos;
 
         for (unsigned k = 0; k < 8 && i < n && seen[i].gid < gid; k++)
                 i++;
-        if (!(i < n && seen[i].gid >= gid && (i == 0 || seen[i - 1].gid < gid))) {
-                while (lo < hi) {
-                        size_t mid = lo + (hi - lo) / 2;
-                        if (seen[mid].gid < gid)
-                                lo = mid + 1;
-                        else
-                                hi = mid;
-                }
-                i = lo;
-        }
+        if (!(i < n && seen[i].gid >= gid && (i == 0 || seen[i - 1].gid < gid)))
+                i = LOWER_BOUND(n, m, seen[m].gid, gid);
         *pos = i;
         return i < n && seen[i].gid == gid ? seen[i].o : NULL;
 }
