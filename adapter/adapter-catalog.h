@@ -20,15 +20,17 @@
 #include <stdint.h>
 
 #include "adapter-sql.h"
+#include "builtins.h"
 
 struct catalog;
 struct adapter_catalog;         /* opaque */
 
-#define ACAT_GID_OBJECTS     1u         /* coord_objects (id, name, kind, create_sql) */
-#define ACAT_GID_FRONTIERS   2u         /* coord_frontiers (object_id, read_frontier, write_frontier) */
-#define ACAT_GID_BOUNDS      3u         /* coord_bounds (object_id, bound) */
-#define ACAT_GID_REQUIREMENTS 4u        /* coord_requirements (consumer_id, input_id, frontier) */
-#define ACAT_FIRST_USER_GID  1000u
+/* The built-ins' gids, defined once in common/builtins.h. */
+#define ACAT_GID_OBJECTS     COORD_GID_OBJECTS      /* coord_objects (id, name, kind, create_sql) */
+#define ACAT_GID_FRONTIERS   COORD_GID_FRONTIERS    /* coord_frontiers (object_id, read_frontier, write_frontier) */
+#define ACAT_GID_BOUNDS      COORD_GID_BOUNDS       /* coord_bounds (object_id, bound) */
+#define ACAT_GID_REQUIREMENTS COORD_GID_REQUIREMENTS /* coord_requirements (consumer_id, input_id, frontier) */
+#define ACAT_FIRST_USER_GID  COORD_FIRST_USER_GID
 
 struct acat_item {
         uint64_t gid;

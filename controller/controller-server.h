@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "builtins.h"
 #include "coord.pb-c.h"
 
 struct fring;
@@ -32,11 +33,10 @@ struct cserver;         /* opaque */
  * upper - 1.  The frontier ring shows stored uppers: a reader computes a table's upper
  * as max(its upper, the upper of this gid).  This collection cannot be dropped, and an
  * Append is refused while it does not exist. */
-#define CSERVER_GID_OBJECTS 1u
+#define CSERVER_GID_OBJECTS COORD_GID_OBJECTS
 
 /* The built-in relation the server maintains itself: coord_frontiers (object_id int8,
- * read_frontier int8, write_frontier int8).  Same number as the adapter's
- * ACAT_GID_FRONTIERS.  Rows:
+ * read_frontier int8, write_frontier int8), COORD_GID_FRONTIERS of common/builtins.h.  Rows:
  *   (gid, since, stored upper)  one per table, changed by an append only when the
  *                               table's stored frontiers changed: written, created or
  *                               dropped since the previous append;
@@ -44,14 +44,14 @@ struct cserver;         /* opaque */
  * A table's upper is max(its write_frontier, the write_frontier of object 0).  Creates
  * and drops show at the next append.  An append changes O(1) rows plus two per table
  * written, created or dropped, whatever the number of tables. */
-#define CSERVER_GID_FRONTIERS 2u
+#define CSERVER_GID_FRONTIERS COORD_GID_FRONTIERS
 #define CSERVER_FRONTIERS_SHARED_ID 0u
 
 /* The first GlobalId of a catalog item; below are built-ins (common/builtins.h).  Every
  * collection, built-ins included, and every index compacts only as far as
  * MSG_ALLOW_COMPACTION permits (controller-server-compact.c NOTE 14): an index keeps its whole
  * history until its first permission. */
-#define CSERVER_FIRST_USER_GID 1000u
+#define CSERVER_FIRST_USER_GID COORD_FIRST_USER_GID
 
 /* How often compaction runs, and how much work one run may do (updates read and
  * written), so that the loop never stalls on it. */

@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builtins.h"
 #include "catalog.h"
 #include "lifecycle-enact.h"
 #include "lifecycle-state.h"
@@ -56,7 +57,6 @@
 #define KEY_BOUND CATALOG_STATE_BOUND
 #define KEY_REQ   CATALOG_STATE_REQ
 #define META_NEXT_GID "next_gid"        /* the adapter's (adapter-catalog.c note 3) */
-#define FIRST_USER_GID 1000u
 
 /* What the scans (1) decode into: items of one range, or the bounds and the
  * requirements (two scans writing different arrays). */
@@ -169,7 +169,9 @@ static uint64_t middle_gid(struct catalog *c)
         if (catalog_meta_get(c, META_NEXT_GID, &v, &len) == 0 && len == 8)
                 next = be64_get(v);
         free(v);
-        return next > FIRST_USER_GID ? FIRST_USER_GID + (next - FIRST_USER_GID) / 2 : FIRST_USER_GID;
+        if (next <= COORD_FIRST_USER_GID)
+                return COORD_FIRST_USER_GID;
+        return COORD_FIRST_USER_GID + (next - COORD_FIRST_USER_GID) / 2;
 }
 
 /* The scans at once (1): items below the middle GlobalId (on this thread), items above

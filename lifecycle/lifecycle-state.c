@@ -60,7 +60,6 @@
 #include "util.h"
 
 #define GID_SHARED_FRONTIER 1u  /* coord_objects: its upper is the tables' T */
-#define FIRST_USER_GID 1000u    /* gids below are built-ins, not catalog items */
 
 struct lc_req {
         uint64_t input;
@@ -731,7 +730,7 @@ int lc_state_frontier(struct lc_state *s, uint64_t gid, uint64_t upper, uint64_t
         o->has_upper = true;
         if (gid == GID_SHARED_FRONTIER)
                 s->tables_moved = true;
-        if (gid < FIRST_USER_GID && !o->builtin)
+        if (gid < COORD_FIRST_USER_GID && !o->builtin)
                 return 0;
         /* (4): what reads it may have new contents to protect. */
         for (size_t i = 0; i < o->n_consumers; i++) {
