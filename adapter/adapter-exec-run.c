@@ -78,14 +78,17 @@ void send_stmt_failed(struct session *s, int r)
 static int ddl_created(struct exec *ex, struct acat_txn *txn, uint64_t seq)
 {
         size_t n = acat_txn_n_items(txn);
-        uint64_t gids[n ? n : 1];
+        /* On the heap: a statement may create any number of objects. */
+        _cleanup_free_ uint64_t *gids = malloc((n ? n : 1) * sizeof(*gids));
         int r = 0;
 
         assert(ex->hold_kick);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; gids && i < n; i++)
                 gids[i] = acat_txn_item(txn, i)->gid;
         protection_queue(ex, txn);
         acat_txn_finish(ex->cat, txn, 0);
+        if (!gids)
+                return -ENOMEM;
         for (size_t i = 0; i < n && r >= 0; i++) {
                 const struct acat_item *it = acat_by_gid(ex->cat, gids[i]);
 
@@ -125,13 +128,12 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                 ex->hold_kick = false;
                 groups_kick(ex);
         } else {
-                uint64_t gids[n ? n : 1];
+                uint64_t first = n ? acat_txn_item(d->txn, 0)->gid : 0;
 
                 ex->hold_kick = true;
                 protection_queue(ex, d->txn);
                 /* The coord_objects retractions need the items: before finish. */
                 for (size_t i = 0; i < n; i++) {
-                        gids[i] = acat_txn_item(d->txn, i)->gid;
                         r = objects_write(ex, NULL, acat_txn_item(d->txn, i), -1);
                         if (r < 0)
                                 break;
@@ -143,7 +145,7 @@ static void ddl_committed(void *ctx, int r, uint64_t seq)
                 ex->hold_kick = false;
                 groups_kick(ex);
                 log_debug("objects_dropped", "count=%zu first_gid=%llu seq=%llu", n,
-                         (unsigned long long)gids[0], (unsigned long long)seq);
+                         (unsigned long long)first, (unsigned long long)seq);
         }
         /* (3) answered now; the rows follow in their group. */
 resume:

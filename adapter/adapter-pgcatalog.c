@@ -525,8 +525,8 @@ int pgcat_rows(const struct pgcat_table *t, const struct sql_catalog_ops *ops, v
         };
         Coord__Plan__Relation *rel = malloc(sizeof(*rel));
         Coord__Plan__Constant *c = malloc(sizeof(*c));
-        Coord__Plan__Type *types = malloc(t->n_columns * sizeof(*types));
-        int r = rel && c && types ? 0 : -ENOMEM;
+        Coord__Plan__Type *ctypes = malloc(t->n_columns * sizeof(*ctypes));
+        int r = rel && c && ctypes ? 0 : -ENOMEM;
 
         if (r >= 0 && ops && ops->each)
                 r = ops->each(userdata, snapshot, &g);
@@ -539,15 +539,15 @@ int pgcat_rows(const struct pgcat_table *t, const struct sql_catalog_ops *ops, v
                 free(g.rows);
                 free(rel);
                 free(c);
-                free(types);
+                free(ctypes);
                 return r;
         }
         for (size_t i = 0; i < t->n_columns; i++)
-                types[i] = (Coord__Plan__Type)t->columns[i].type;
+                ctypes[i] = (Coord__Plan__Type)t->columns[i].type;
         coord__plan__relation__init(rel);
         coord__plan__constant__init(c);
         c->n_column_types = t->n_columns;
-        c->column_types = types;
+        c->column_types = ctypes;
         c->n_rows = g.n;
         c->rows = g.rows;
         rel->kind_case = COORD__PLAN__RELATION__KIND_CONSTANT;

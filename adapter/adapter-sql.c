@@ -10125,9 +10125,9 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
                 if (bs->as_of) {
                         /* A requested as-of (DESIGN section 4: "or the user's AS OF"):
                          * admission checks it against the inputs' committed bounds. */
-                        int r = analyze_as_of(a, bs->as_of, &s->create_view.as_of);
-                        if (r < 0)
-                                return r;
+                        int rc = analyze_as_of(a, bs->as_of, &s->create_view.as_of);
+                        if (rc < 0)
+                                return rc;
                         s->create_view.has_as_of = true;
                 }
                 return analyze_create_materialized_view(a, n->create_table_as_stmt, bs->lift);

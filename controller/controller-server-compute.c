@@ -766,12 +766,12 @@ int server_compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
         if (!st->u)
                 goto oom;
         for (size_t i = 0; i < st->n_v; i++) {
-                struct dfent *e = st->ve[i];
+                struct dfent *de = st->ve[i];
                 st->v[i].updates = &st->u[k];
-                for (size_t j = 0; j < e->out.n; j++)
-                        st->u[k++] = (struct storage_update){ .row = e->out.updates[j].row,
-                                .len = e->out.updates[j].len, .time = e->out.updates[j].time,
-                                .diff = e->out.updates[j].diff };
+                for (size_t j = 0; j < de->out.n; j++)
+                        st->u[k++] = (struct storage_update){ .row = de->out.updates[j].row,
+                                .len = de->out.updates[j].len, .time = de->out.updates[j].time,
+                                .diff = de->out.updates[j].diff };
         }
         return 0;
 oom:

@@ -879,9 +879,13 @@ static int peek_try_bg(struct cserver *s, struct peek *pk)
         uint64_t min = s->cfg.test_peek_bg_min_updates ? s->cfg.test_peek_bg_min_updates
                                                        : PEEK_BG_MIN_UPDATES;
         size_t n = dataflow_n_inputs(pk->df);
-        uint64_t cost = 0, at[n ? n : 1];
-        bool read[n ? n : 1];
+        _cleanup_free_ uint64_t *at = calloc(n ? n : 1, sizeof(*at));
+        _cleanup_free_ bool *read = calloc(n ? n : 1, sizeof(*read));
+        uint64_t cost = 0;
         struct bgpeek *j;
+
+        if (!at || !read)
+                return 0;
 
         for (size_t i = 0; i < n; i++) {
                 uint64_t gid = dataflow_input_id(pk->df, i), updates;

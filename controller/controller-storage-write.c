@@ -957,7 +957,7 @@ int storage_append_group(struct storage *s, struct storage_append *v, size_t n)
         if (!s || (n > 0 && !v))
                 return -EINVAL;
         if (s->err) {
-                for (size_t i = 0; i < n; i++)
+                for (i = 0; i < n; i++)
                         v[i].result = s->err;
                 return storage_sticky_error(s);
         }
