@@ -109,17 +109,22 @@ static const char *namespace_name(const struct sql_object *o)
         return o->builtin ? "pg_catalog" : "public";
 }
 
-/* pg_type's facts about our four types. */
+/* pg_type's facts about our four types and their arrays (sql_name: information_schema's
+ * data_type). */
 static const struct type_info {
         enum row_type type;
         const char *name, *sql_name, *category, *align;
-        int64_t len, array;
+        int64_t len, array, elem;
         bool byval, preferred;
 } types[] = {
-        { ROW_TYPE_BOOL, "bool", "boolean", "B", "c", 1, 1000, true, true },
-        { ROW_TYPE_INT8, "int8", "bigint", "N", "d", 8, 1016, true, false },
-        { ROW_TYPE_INT4, "int4", "integer", "N", "i", 4, 1007, true, false },
-        { ROW_TYPE_TEXT, "text", "text", "S", "i", -1, 1009, false, true },
+        { ROW_TYPE_BOOL, "bool", "boolean", "B", "c", 1, 1000, 0, true, true },
+        { ROW_TYPE_INT8, "int8", "bigint", "N", "d", 8, 1016, 0, true, false },
+        { ROW_TYPE_INT4, "int4", "integer", "N", "i", 4, 1007, 0, true, false },
+        { ROW_TYPE_TEXT, "text", "text", "S", "i", -1, 1009, 0, false, true },
+        { ROW_TYPE_BOOL_ARRAY, "_bool", "ARRAY", "A", "i", -1, 0, ROW_TYPE_BOOL, false, false },
+        { ROW_TYPE_INT8_ARRAY, "_int8", "ARRAY", "A", "d", -1, 0, ROW_TYPE_INT8, false, false },
+        { ROW_TYPE_INT4_ARRAY, "_int4", "ARRAY", "A", "i", -1, 0, ROW_TYPE_INT4, false, false },
+        { ROW_TYPE_TEXT_ARRAY, "_text", "ARRAY", "A", "i", -1, 0, ROW_TYPE_TEXT, false, false },
 };
 
 static const struct type_info *type_info(enum row_type t)
@@ -130,10 +135,10 @@ static const struct type_info *type_info(enum row_type t)
         return NULL;
 }
 
-/* A text column's collation is "default" (oid 100), others have none. */
+/* A text column's collation is "default" (oid 100), text[]'s too; others have none. */
 static int64_t collation_of(enum row_type t)
 {
-        return t == ROW_TYPE_TEXT ? 100 : 0;
+        return t == ROW_TYPE_TEXT || t == ROW_TYPE_TEXT_ARRAY ? 100 : 0;
 }
 
 static const struct sql_object *object_by_id(const struct gen *g, uint64_t id)
@@ -326,7 +331,7 @@ static int gen_pg_type(struct gen *g)
 
                 r = EMIT(g, I(t->type), T(t->name), I(PGCAT_NAMESPACE_PG_CATALOG),
                          I(PGCAT_ROLE_OID), I(t->len), B(t->byval), T("b"), T(t->category),
-                         B(t->preferred), B(true), T(","), I(0), I(0), I(t->array), T(t->align),
+                         B(t->preferred), B(true), T(","), I(0), I(t->elem), I(t->array), T(t->align),
                          T(t->len < 0 ? "x" : "p"), B(false), I(0), I(-1), I(0),
                          I(collation_of(t->type)));
         }
@@ -356,7 +361,7 @@ static const struct sql_column pg_database_cols[] = {
         COL("datallowconn", BOOL),      COL("datconnlimit", INT4),
         COL("dattablespace", INT8),     COL("datcollate", TEXT),
         COL("datctype", TEXT),          COLN("daticulocale", TEXT),
-        COLN("datcollversion", TEXT),
+        COLN("datcollversion", TEXT),   COLN("datacl", TEXT_ARRAY),
 };
 
 /* One database: every database name reaches the same objects. */
@@ -364,7 +369,7 @@ static int gen_pg_database(struct gen *g)
 {
         return EMIT(g, I(PGCAT_DATABASE_OID), T(g->database), I(PGCAT_ROLE_OID),
                     I(PGCAT_ENCODING_UTF8), T("c"), B(false), B(true), I(-1), I(1663), T("C"),
-                    T("C"), NUL, NUL);
+                    T("C"), NUL, NUL, NUL);
 }
 
 /* ---- pg_roles, pg_user ---- */

@@ -1916,6 +1916,7 @@ static int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum ro
                 { "regtype", "regtype" }, { "bit", "bit" }, { "varbit", "bit varying" },
         };
         const char *name, *schema = NULL;
+        bool array;
 
         *max_chars = 0;
         if (tn->n_names < 1 || tn->n_names > 2)
@@ -1928,12 +1929,22 @@ static int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum ro
         if (schema && strcmp(schema, "pg_catalog") != 0)
                 return FAIL_AT(a, tn->location, "42704", "type \"%s.%s\" does not exist", schema,
                                name);
-        if (tn->n_array_bounds)
-                return FAIL_AT(a, tn->location, "0A000", "array types are not supported");
         if (tn->setof || tn->pct_type)
                 return FAIL_AT(a, tn->location, "0A000", "this type syntax is not supported");
+        /* int[], int[3], int[][] and _int4 are all int4's array type, as in PostgreSQL
+         * (declared sizes and dimensions are not enforced there either). */
+        array = tn->n_array_bounds > 0;
+        if (name[0] == '_' && !array) {
+                array = true;
+                name++;
+        }
         if (strcmp(name, "varchar") == 0) {
                 *ret = ROW_TYPE_TEXT;
+                if (array && tn->n_typmods)
+                        return FAIL_AT(a, tn->location, "0A000",
+                                       "arrays of varchar(n) are not supported");
+                if (array)
+                        *ret = ROW_TYPE_TEXT_ARRAY;
                 return resolve_varchar(a, tn, max_chars);
         }
         for (size_t i = 0; i < ELEMENTSOF(ours); i++) {
@@ -1942,7 +1953,7 @@ static int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum ro
                 if (tn->n_typmods)
                         return FAIL_AT(a, tn->location, "42601",
                                        "type modifier is not allowed for type \"%s\"", name);
-                *ret = ours[i].type;
+                *ret = array ? row_type_array_of(ours[i].type) : ours[i].type;
                 return 0;
         }
         for (size_t i = 0; i < ELEMENTSOF(theirs); i++)
@@ -2055,13 +2066,19 @@ static int coerce_unknown(struct analyzer *a, struct typed *t, int type)
         }
         assert(lit->value_case == COORD__PLAN__DATUM__VALUE_TEXT_VALUE);
         /* For text too: a parameter's bytes come from the client unchecked (UTF-8). */
-        r = row_datum_parse((enum row_type)type, (const char *)lit->text_value.data,
-                            lit->text_value.len, &d, a->err);
+        if (row_type_is_array(type))
+                r = row_array_parse((enum row_type)type, (const char *)lit->text_value.data,
+                                    lit->text_value.len, &a->arena, &d, a->err);
+        else
+                r = row_datum_parse((enum row_type)type, (const char *)lit->text_value.data,
+                                    lit->text_value.len, &d, a->err);
         if (r < 0) {
+                row_arena_reset(&a->arena);
                 at(a, t->location);
                 return r;
         }
         e = expr_literal(type, &d);
+        row_arena_reset(&a->arena);
         if (!e)
                 return oom(a);
         expr_free(t->e);
@@ -2214,6 +2231,8 @@ static int binary(struct analyzer *a, const char *op, struct typed *l, struct ty
 static int analyze_in(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
                       struct typed *ret);
 static int analyze_between(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
+static int analyze_any_all(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
+                           struct typed *ret);
 static int analyze_distinct(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
 static int analyze_nullif(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
 static int analyze_like(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
@@ -2262,6 +2281,11 @@ static int analyze_a_expr(struct analyzer *a, const PgQuery__AExpr *x, struct ty
                 return analyze_distinct(a, x, ret);
         case PG_QUERY__A__EXPR__KIND__AEXPR_NULLIF:
                 return analyze_nullif(a, x, ret);
+        case PG_QUERY__A__EXPR__KIND__AEXPR_OP_ANY:
+        case PG_QUERY__A__EXPR__KIND__AEXPR_OP_ALL:
+                if (!op || !x->lexpr || !x->rexpr)
+                        break;
+                return analyze_any_all(a, x, op, ret);
         case PG_QUERY__A__EXPR__KIND__AEXPR_OP:
                 if (op && x->lexpr && (is_like_op(op) || is_regex_op(op)))
                         return analyze_like(a, x, op, ret);
@@ -2377,15 +2401,13 @@ static const char *const nondeterministic_functions[] = {
         "current_timestamp", "localtimestamp", "pg_postmaster_start_time",
 };
 
-/* Functions over types Coord does not have, that psql's describe commands call: refused
- * by name before their arguments are looked at (\l's array_to_string(d.datacl, ...),
- * \d NAME's format_type() and regtype casts). */
+/* Functions that psql's describe commands call and Coord does not have: refused by name
+ * before their arguments are looked at (\d NAME's format_type() and regtype casts). */
 static const struct {
         const char *name, *why;
 } unsupported_functions[] = {
-        { "array_to_string", "arrays are not supported" },
-        { "array_agg", "arrays are not supported" },
-        { "unnest", "arrays are not supported" },
+        { "array_agg", "array aggregates are not supported" },
+        { "unnest", "set-returning functions are not supported" },
         { "format_type", "type OIDs and modifiers are not supported" },
         { "pg_get_indexdef", "index definitions are not available" },
         { "pg_get_viewdef", "view definitions are not available" },
@@ -2461,6 +2483,10 @@ static int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, con
                 } else {
                         func = strcmp(name, "min") == 0 ? COORD__PLAN__AGG_FUNC__AGG_MIN
                                                          : COORD__PLAN__AGG_FUNC__AGG_MAX;
+                        /* Arrays: min/max compare datums by bytes (sort_key_add()). */
+                        if (row_type_is_array((int)arg.e->type))
+                                return FAIL_AT(a, f->location, "0A000",
+                                               "%s() of an array is not supported", name);
                         if ((int)arg.e->type == ROW_TYPE_BOOL)
                                 goto no_function;
                         type = (int)arg.e->type;
@@ -2515,6 +2541,8 @@ static int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, c
                                struct typed *ret);
 static int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                                 struct typed *ret);
+static int analyze_array_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                              struct typed *ret);
 
 /* A literal of `type` holding a copy of d, into ret; unknown: an untyped one (note 3). */
 static int typed_literal(struct analyzer *a, int type, const struct row_datum *d, bool unknown,
@@ -2614,6 +2642,8 @@ static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, str
         r = analyze_scalar_func(a, f, name, ret);
         if (r == 0)
                 r = analyze_catalog_func(a, f, name, ret);
+        if (r == 0)
+                r = analyze_array_func(a, f, name, ret);
         if (r != 0)
                 return r < 0 ? r : 0;
         /* Unknown: name the argument types the way PostgreSQL does. */
@@ -3744,6 +3774,203 @@ static int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, 
 
 static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
 
+/* ---- Arrays (common/row/row.h, "Arrays"). ---- */
+
+/* ARRAY[x, ...]: elements of their common type (int4 and int8 mix; untyped literals
+ * take it), or of cast_to's element type when the array is the operand of a cast to an
+ * array type (ARRAY[]::int[]); cast_type is ROW_TYPE_TEXT otherwise. */
+static int analyze_array_expr(struct analyzer *a, const PgQuery__AArrayExpr *x, int cast_type,
+                              struct typed *ret)
+{
+        size_t n = x->n_elements;
+        _cleanup_free_ struct typed *v = calloc(n ? n : 1, sizeof(*v));
+        _cleanup_free_ Coord__Plan__Expr **args = calloc(n ? n : 1, sizeof(*args));
+        int elem = row_type_is_array(cast_type) ? (int)row_type_element((enum row_type)cast_type) : -1;
+        int r = 0, type;
+        size_t k = 0;
+
+        if (!v || !args)
+                return oom(a);
+        if (n == 0 && elem < 0) {
+                r = FAIL_AT(a, x->location, "42P18", "cannot determine type of empty array");
+                row_error_hint(a->err, "Explicitly cast to the desired type, for example "
+                                       "ARRAY[]::integer[].");
+                return r;
+        }
+        for (; k < n && r >= 0; k++) {
+                v[k].location = -1;
+                if (x->elements[k] && x->elements[k]->node_case == PG_QUERY__NODE__NODE_A_ARRAY_EXPR)
+                        r = FAIL_AT(a, x->location, "0A000",
+                                    "multidimensional arrays are not supported");
+                else
+                        r = analyze_expr(a, x->elements[k], &v[k]);
+        }
+        if (r >= 0 && elem >= 0) {
+                /* Each element cast to the element type. */
+                for (size_t i = 0; r >= 0 && i < k; i++)
+                        r = cast_to(a, &v[i], elem, v[i].location >= 0 ? v[i].location : x->location);
+                type = elem;
+        } else if (r >= 0) {
+                r = common_type(a, v, k, "ARRAY", &type);
+                if (r >= 0 && !row_type_valid(row_type_array_of((enum row_type)type)))
+                        r = FAIL_AT(a, x->location, "0A000",
+                                    "multidimensional arrays are not supported");
+        }
+        if (r < 0) {
+                for (size_t i = 0; i < k; i++)
+                        typed_done(&v[i]);
+                return r;
+        }
+        for (size_t i = 0; i < n; i++)
+                args[i] = v[i].e;
+        return build(a, ret, row_type_array_of((enum row_type)type), COORD__PLAN__FUNC__FUNC_ARRAY,
+                     args, n, x->location);
+}
+
+/* array[i]: one subscript of one dimension; slices and field selection are refused. */
+static int analyze_subscript(struct analyzer *a, const PgQuery__AIndirection *x, struct typed *ret)
+{
+        _cleanup_(typed_done) struct typed arr = { .location = -1 }, i = { .location = -1 };
+        const PgQuery__Node *ind = x->n_indirection == 1 ? x->indirection[0] : NULL;
+        int r, elem;
+
+        if (!ind || ind->node_case != PG_QUERY__NODE__NODE_A_INDICES || ind->a_indices->is_slice ||
+            !ind->a_indices->uidx)
+                return FAIL(a, "0A000", "%s", !ind || ind->node_case != PG_QUERY__NODE__NODE_A_INDICES
+                                              ? "this indirection is not supported"
+                                              : "array slices and multidimensional subscripts "
+                                                "are not supported");
+        r = analyze_expr(a, x->arg, &arr);
+        if (r < 0)
+                return r;
+        if (arr.unknown || !row_type_is_array((int)arr.e->type))
+                return FAIL_AT(a, arr.location, "42804",
+                               "cannot subscript type %s because it does not support subscripting",
+                               typed_name(&arr));
+        r = analyze_expr(a, ind->a_indices->uidx, &i);
+        if (r >= 0)
+                r = coerce_unknown(a, &i, ROW_TYPE_INT4);
+        if (r < 0)
+                return r;
+        if (!is_int((int)i.e->type))
+                return FAIL_AT(a, i.location, "42804", "array subscript must have type integer");
+        elem = (int)row_type_element((enum row_type)arr.e->type);
+        return build(a, ret, elem, COORD__PLAN__FUNC__FUNC_SUBSCRIPT,
+                     (Coord__Plan__Expr *[]){ TAKE_PTR(arr.e), TAKE_PTR(i.e) }, 2, arr.location);
+}
+
+/* x op ANY (array) / x op ALL (array), op a comparison.  An untyped array takes x's array
+ * type; an untyped x the array's element type (both untyped: text, as PostgreSQL). */
+static int analyze_any_all(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
+                           struct typed *ret)
+{
+        _cleanup_(typed_done) struct typed l = { .location = -1 }, r = { .location = -1 };
+        bool any = x->kind == PG_QUERY__A__EXPR__KIND__AEXPR_OP_ANY;
+        Coord__Plan__Func func = COORD__PLAN__FUNC__FUNC_UNSPECIFIED;
+        struct row_datum d;
+        Coord__Plan__Expr *opl;
+        int rc, elem;
+
+        for (size_t i = 0; i < ELEMENTSOF(binary_ops); i++)
+                if (strcmp(op, binary_ops[i].name) == 0 && binary_ops[i].comparison)
+                        func = binary_ops[i].func;
+        if (func == COORD__PLAN__FUNC__FUNC_UNSPECIFIED)
+                return FAIL_AT(a, x->location, "0A000", "operator %s with %s is not supported", op,
+                               any ? "ANY" : "ALL");
+        rc = analyze_expr(a, x->lexpr, &l);
+        if (rc >= 0)
+                rc = analyze_expr(a, x->rexpr, &r);
+        if (rc >= 0 && l.unknown && r.unknown)
+                rc = coerce_unknown(a, &l, ROW_TYPE_TEXT);
+        if (rc >= 0 && r.unknown)
+                rc = row_type_valid(row_type_array_of((enum row_type)l.e->type))
+                             ? coerce_unknown(a, &r, row_type_array_of((enum row_type)l.e->type))
+                             : FAIL_AT(a, x->location, "0A000", "arrays of %s are not supported",
+                                       typed_name(&l));
+        if (rc < 0)
+                return rc;
+        if (!row_type_is_array((int)r.e->type))
+                return FAIL_AT(a, x->location, "42809", "op ANY/ALL (array) requires array on "
+                                                        "right side");
+        elem = (int)row_type_element((enum row_type)r.e->type);
+        rc = coerce_unknown(a, &l, elem);
+        if (rc < 0)
+                return rc;
+        if ((int)l.e->type != elem && !(is_int((int)l.e->type) && is_int(elem))) {
+                rc = FAIL_AT(a, x->location, "42883", "operator does not exist: %s %s %s",
+                             typed_name(&l), op, row_type_name((enum row_type)elem));
+                row_error_hint(a->err, "%s", HINT_OPERATOR);
+                return rc;
+        }
+        d = ROW_DATUM_INT((int64_t)func);
+        opl = expr_literal(ROW_TYPE_INT4, &d);
+        if (!opl)
+                return oom(a);
+        return build(a, ret, ROW_TYPE_BOOL,
+                     any ? COORD__PLAN__FUNC__FUNC_ANY : COORD__PLAN__FUNC__FUNC_ALL,
+                     (Coord__Plan__Expr *[]){ TAKE_PTR(l.e), TAKE_PTR(r.e), opl }, 3, x->location);
+}
+
+/* array_to_string, array_length/lower/upper, cardinality: 1 when planned into ret, 0
+ * when `name` with these arguments is none of them, or an error. */
+static int analyze_array_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                              struct typed *ret)
+{
+        static const struct {
+                const char *name;
+                Coord__Plan__Func func;
+                size_t min, max;
+        } funcs[] = {
+                { "array_to_string", COORD__PLAN__FUNC__FUNC_ARRAY_TO_STRING, 2, 3 },
+                { "array_length", COORD__PLAN__FUNC__FUNC_ARRAY_LENGTH, 2, 2 },
+                { "array_lower", COORD__PLAN__FUNC__FUNC_ARRAY_LOWER, 2, 2 },
+                { "array_upper", COORD__PLAN__FUNC__FUNC_ARRAY_UPPER, 2, 2 },
+                { "cardinality", COORD__PLAN__FUNC__FUNC_CARDINALITY, 1, 1 },
+        };
+        struct typed v[3] = { { .location = -1 }, { .location = -1 }, { .location = -1 } };
+        Coord__Plan__Expr *args[3];
+        size_t i, k = 0;
+        int r = 0;
+
+        for (i = 0; i < ELEMENTSOF(funcs); i++)
+                if (strcmp(name, funcs[i].name) == 0)
+                        break;
+        if (i == ELEMENTSOF(funcs) || f->n_args < funcs[i].min || f->n_args > funcs[i].max ||
+            f->agg_distinct || f->n_agg_order || f->agg_filter)
+                return 0;
+        for (; k < f->n_args && r >= 0; k++)
+                r = analyze_expr(a, f->args[k], &v[k]);
+        /* The array is typed (an untyped '{..}' would not say its element type); the rest
+         * are text (array_to_string) or int4. */
+        if (r >= 0 && (v[0].unknown || !row_type_is_array((int)v[0].e->type)))
+                r = 0;
+        else if (r >= 0) {
+                int want = funcs[i].func == COORD__PLAN__FUNC__FUNC_ARRAY_TO_STRING ? ROW_TYPE_TEXT
+                                                                                    : ROW_TYPE_INT4;
+
+                r = 1;
+                for (size_t j = 1; r > 0 && j < k; j++) {
+                        int rc = coerce_unknown(a, &v[j], want);
+
+                        if (rc < 0)
+                                r = rc;
+                        else if ((int)v[j].e->type != want)
+                                r = 0;
+                }
+        }
+        if (r > 0) {
+                for (size_t j = 0; j < k; j++)
+                        args[j] = TAKE_PTR(v[j].e);
+                r = build(a, ret, funcs[i].func == COORD__PLAN__FUNC__FUNC_ARRAY_TO_STRING
+                                          ? ROW_TYPE_TEXT : ROW_TYPE_INT4,
+                          funcs[i].func, args, k, f->location);
+                r = r < 0 ? r : 1;
+        }
+        for (size_t j = 0; j < k; j++)
+                typed_done(&v[j]);
+        return r;
+}
+
 static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed *ret)
 {
         struct typed t = { .location = -1 };
@@ -3794,9 +4021,17 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
                 r = analyze_func_call(a, n->func_call, ret);
                 break;
         case PG_QUERY__NODE__NODE_TYPE_CAST:
-                r = analyze_expr(a, n->type_cast->arg, &t);
-                if (r >= 0)
-                        r = resolve_type(a, n->type_cast->type_name, &type, &max_chars);
+                r = resolve_type(a, n->type_cast->type_name, &type, &max_chars);
+                if (r < 0)
+                        break;
+                /* ARRAY[]::int[] and ARRAY['1']::int[]: the cast gives the elements'
+                 * type, as in PostgreSQL. */
+                if (n->type_cast->arg &&
+                    n->type_cast->arg->node_case == PG_QUERY__NODE__NODE_A_ARRAY_EXPR &&
+                    row_type_is_array((int)type))
+                        r = analyze_array_expr(a, n->type_cast->arg->a_array_expr, (int)type, &t);
+                else
+                        r = analyze_expr(a, n->type_cast->arg, &t);
                 if (r >= 0)
                         r = cast_to(a, &t, type, n->type_cast->location);
                 if (r >= 0 && max_chars)
@@ -3826,6 +4061,12 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
                 break;
         case PG_QUERY__NODE__NODE_COLLATE_CLAUSE:
                 r = analyze_collate(a, n->collate_clause, ret);
+                break;
+        case PG_QUERY__NODE__NODE_A_ARRAY_EXPR:
+                r = analyze_array_expr(a, n->a_array_expr, ROW_TYPE_TEXT, ret);
+                break;
+        case PG_QUERY__NODE__NODE_A_INDIRECTION:
+                r = analyze_subscript(a, n->a_indirection, ret);
                 break;
         default:
                 r = FAIL(a, "0A000", "this kind of expression is not supported");
@@ -4603,12 +4844,32 @@ static int analyze_where(struct analyzer *a, const PgQuery__Node *where, Coord__
 #define MAX_TARGETS 1664u
 
 
+/* Does FigureColname() name n strongly (a column, function or ARRAY), so that a cast of
+ * n keeps n's name rather than the type's? */
+static bool strong_colname(const PgQuery__Node *n)
+{
+        switch (n ? n->node_case : PG_QUERY__NODE__NODE__NOT_SET) {
+        case PG_QUERY__NODE__NODE_COLUMN_REF:
+        case PG_QUERY__NODE__NODE_FUNC_CALL:
+        case PG_QUERY__NODE__NODE_A_ARRAY_EXPR:
+                return true;
+        case PG_QUERY__NODE__NODE_A_INDIRECTION:
+                return strong_colname(n->a_indirection->arg);
+        default:
+                return false;
+        }
+}
+
 /* The output column name PostgreSQL would pick (FigureColname). */
 static const char *figure_colname(const PgQuery__Node *n)
 {
         const char *s;
 
         switch (n->node_case) {
+        case PG_QUERY__NODE__NODE_A_ARRAY_EXPR:
+                return "array";
+        case PG_QUERY__NODE__NODE_A_INDIRECTION:
+                return n->a_indirection->arg ? figure_colname(n->a_indirection->arg) : "?column?";
         case PG_QUERY__NODE__NODE_COLUMN_REF:
                 s = n->column_ref->n_fields
                             ? node_string(n->column_ref->fields[n->column_ref->n_fields - 1])
@@ -4621,8 +4882,7 @@ static const char *figure_colname(const PgQuery__Node *n)
                 return s ? s : "?column?";
         case PG_QUERY__NODE__NODE_TYPE_CAST:
                 if (n->type_cast->arg &&
-                    (n->type_cast->arg->node_case == PG_QUERY__NODE__NODE_COLUMN_REF ||
-                     n->type_cast->arg->node_case == PG_QUERY__NODE__NODE_FUNC_CALL ||
+                    (strong_colname(n->type_cast->arg) ||
                      n->type_cast->arg->node_case == PG_QUERY__NODE__NODE_TYPE_CAST))
                         return figure_colname(n->type_cast->arg);
                 s = n->type_cast->type_name && n->type_cast->type_name->n_names
@@ -6067,13 +6327,18 @@ static int analyze_limit(struct analyzer *a, const PgQuery__Node *n, const char 
         return 0;
 }
 
-/* Append the sort key of ORDER BY item sb, on `column`, to keys[*n]. */
+/* Append the sort key of ORDER BY item sb, on `column` of `type`, to keys[*n].  Arrays
+ * are refused: sorts compare datums by row_datum_compare(), and an array's bytes do not
+ * order as the array does (common/row/row.h, "Arrays"). */
 static int sort_key_add(struct analyzer *a, Coord__Plan__SortKey ***keys, size_t *n, uint32_t column,
-                        const PgQuery__SortBy *sb)
+                        int type, const PgQuery__SortBy *sb)
 {
-        Coord__Plan__SortKey **v = realloc(*keys, (*n + 1) * sizeof(*v));
+        Coord__Plan__SortKey **v;
         Coord__Plan__SortKey *k;
 
+        if (row_type_is_array(type))
+                return FAIL_AT(a, sb->location, "0A000", "ORDER BY of an array is not supported");
+        v = realloc(*keys, (*n + 1) * sizeof(*v));
         if (!v)
                 return oom(a);
         *keys = v;
@@ -6092,10 +6357,10 @@ static int sort_key_add(struct analyzer *a, Coord__Plan__SortKey ***keys, size_t
         return 0;
 }
 
-static int peek_sort_key(struct analyzer *a, Coord__Plan__Peek *peek, uint32_t column,
+static int peek_sort_key(struct analyzer *a, Coord__Plan__Peek *peek, uint32_t column, int type,
                          const PgQuery__SortBy *sb)
 {
-        return sort_key_add(a, &peek->order_by, &peek->n_order_by, column, sb);
+        return sort_key_add(a, &peek->order_by, &peek->n_order_by, column, type, sb);
 }
 
 /* An ORDER BY item naming an output column by position or name: 1 with *ret, 0 when it
@@ -6201,7 +6466,7 @@ static int topk_order(struct analyzer *a, const PgQuery__SelectStmt *s, const st
 
                 r = union_sort_col(a, s->sort_clause[i], out, &sb, &col);
                 if (r >= 0)
-                        r = sort_key_add(a, &tk->order, &tk->n_order, col, sb);
+                        r = sort_key_add(a, &tk->order, &tk->n_order, col, out->cols[col].type, sb);
                 if (r < 0)
                         return r;
         }
@@ -6239,7 +6504,7 @@ static int peek_order_limit(struct analyzer *a, const PgQuery__SelectStmt *s, co
 
                 r = union_sort_col(a, s->sort_clause[i], out, &sb, &col);
                 if (r >= 0)
-                        r = peek_sort_key(a, peek, col, sb);
+                        r = peek_sort_key(a, peek, col, out->cols[col].type, sb);
                 if (r < 0)
                         return r;
         }
@@ -7738,7 +8003,7 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                 assert(!sq);    /* topk_limit() refuses LIMIT in subqueries in expressions */
                 for (size_t i = 0; i < n_sort; i++) {
                         r = sort_key_add(a, &tk->order, &tk->n_order, (uint32_t)sort_cols[i],
-                                         s->sort_clause[i]->sort_by);
+                                         (int)o.e[sort_cols[i]]->type, s->sort_clause[i]->sort_by);
                         if (r < 0)
                                 goto fail;
                 }
@@ -7752,7 +8017,8 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
         }
         if (peek) {
                 for (size_t i = 0; i < n_sort; i++) {
-                        r = peek_sort_key(a, peek, (uint32_t)sort_cols[i], s->sort_clause[i]->sort_by);
+                        r = peek_sort_key(a, peek, (uint32_t)sort_cols[i], (int)o.e[sort_cols[i]]->type,
+                                          s->sort_clause[i]->sort_by);
                         if (r < 0)
                                 goto fail;
                 }

@@ -6,6 +6,7 @@
  * Expr received from the wire may be anything protobuf-c accepts.
  */
 #include "row-expr.h"
+#include "row-expr-internal.h"
 
 #include <assert.h>
 #include <locale.h>
@@ -16,7 +17,7 @@
 #include <string.h>
 #include <wctype.h>
 
-static int invalid(struct row_error *err, const char *what)
+int rx_invalid(struct row_error *err, const char *what)
 {
         return row_error_set(err, -EINVAL, "XX000", "invalid plan: %s", what);
 }
@@ -27,7 +28,7 @@ static int too_deep(struct row_error *err)
                              ROW_EXPR_MAX_DEPTH);
 }
 
-static bool type_is_int(int t)
+bool rx_type_is_int(int t)
 {
         return t == ROW_TYPE_INT4 || t == ROW_TYPE_INT8;
 }
@@ -38,7 +39,7 @@ bool row_expr_cast_allowed(enum row_type from, enum row_type to)
                 return false;
         if (from == to || from == ROW_TYPE_TEXT || to == ROW_TYPE_TEXT)
                 return true;
-        if (type_is_int(from) && type_is_int(to))
+        if (rx_type_is_int(from) && rx_type_is_int(to))
                 return true;
         /* PostgreSQL casts boolean to and from integer, not bigint. */
         return (from == ROW_TYPE_BOOL && to == ROW_TYPE_INT4) ||
@@ -51,7 +52,7 @@ int row_expr_literal(const Coord__Plan__Datum *lit, enum row_type type, struct r
         struct row_datum d;
 
         if (!lit)
-                return invalid(err, "literal without a value");
+                return rx_invalid(err, "literal without a value");
         switch (lit->value_case) {
         case COORD__PLAN__DATUM__VALUE_NULL_VALUE:
                 *ret = ROW_DATUM_NULL;
@@ -64,15 +65,15 @@ int row_expr_literal(const Coord__Plan__Datum *lit, enum row_type type, struct r
                 break;
         case COORD__PLAN__DATUM__VALUE_TEXT_VALUE:
                 if (lit->text_value.len > UINT32_MAX)
-                        return invalid(err, "text literal too long");
+                        return rx_invalid(err, "text literal too long");
                 d = ROW_DATUM_TEXT(lit->text_value.len ? (const char *)lit->text_value.data : "",
                                    (uint32_t)lit->text_value.len);
                 break;
         default:
-                return invalid(err, "literal without a value");
+                return rx_invalid(err, "literal without a value");
         }
         if (!row_datum_fits(&d, type))
-                return invalid(err, "literal does not match its type");
+                return rx_invalid(err, "literal does not match its type");
         *ret = d;
         return 0;
 }
@@ -82,19 +83,19 @@ int row_expr_literal(const Coord__Plan__Datum *lit, enum row_type type, struct r
 static int check(const Coord__Plan__Expr *e, const enum row_type *input, size_t n_input,
                  unsigned depth, struct row_error *err);
 
-static int check_args(const Coord__Plan__Call *c, size_t min, size_t max, int type,
+int rx_check_args(const Coord__Plan__Call *c, size_t min, size_t max, int type,
                       const enum row_type *input, size_t n_input, unsigned depth,
                       struct row_error *err)
 {
         if (c->n_args < min || c->n_args > max)
-                return invalid(err, "wrong number of arguments");
+                return rx_invalid(err, "wrong number of arguments");
         for (size_t i = 0; i < c->n_args; i++) {
                 int r = check(c->args[i], input, n_input, depth + 1, err);
 
                 if (r < 0)
                         return r;
                 if (type >= 0 && (int)c->args[i]->type != type)
-                        return invalid(err, "argument of the wrong type");
+                        return rx_invalid(err, "argument of the wrong type");
         }
         return 0;
 }
@@ -106,20 +107,20 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
         int t = (int)e->type, r;
 
         if (!c)
-                return invalid(err, "call without a function");
+                return rx_invalid(err, "call without a function");
         switch (c->func) {
         case COORD__PLAN__FUNC__FUNC_NEG:
-                if (!type_is_int(t))
-                        return invalid(err, "arithmetic on a non-integer type");
-                return check_args(c, 1, 1, t, input, n_input, depth, err);
+                if (!rx_type_is_int(t))
+                        return rx_invalid(err, "arithmetic on a non-integer type");
+                return rx_check_args(c, 1, 1, t, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_ADD:
         case COORD__PLAN__FUNC__FUNC_SUB:
         case COORD__PLAN__FUNC__FUNC_MUL:
         case COORD__PLAN__FUNC__FUNC_DIV:
         case COORD__PLAN__FUNC__FUNC_MOD:
-                if (!type_is_int(t))
-                        return invalid(err, "arithmetic on a non-integer type");
-                return check_args(c, 2, 2, t, input, n_input, depth, err);
+                if (!rx_type_is_int(t))
+                        return rx_invalid(err, "arithmetic on a non-integer type");
+                return rx_check_args(c, 2, 2, t, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_EQ:
         case COORD__PLAN__FUNC__FUNC_NE:
         case COORD__PLAN__FUNC__FUNC_LT:
@@ -127,70 +128,70 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
         case COORD__PLAN__FUNC__FUNC_GT:
         case COORD__PLAN__FUNC__FUNC_GE:
                 if (t != ROW_TYPE_BOOL)
-                        return invalid(err, "comparison not of type boolean");
-                r = check_args(c, 2, 2, -1, input, n_input, depth, err);
+                        return rx_invalid(err, "comparison not of type boolean");
+                r = rx_check_args(c, 2, 2, -1, input, n_input, depth, err);
                 if (r < 0)
                         return r;
                 if (c->args[0]->type != c->args[1]->type)
-                        return invalid(err, "comparison of different types");
+                        return rx_invalid(err, "comparison of different types");
                 return 0;
         case COORD__PLAN__FUNC__FUNC_AND:
         case COORD__PLAN__FUNC__FUNC_OR:
                 if (t != ROW_TYPE_BOOL)
-                        return invalid(err, "AND/OR not of type boolean");
-                return check_args(c, 1, SIZE_MAX, ROW_TYPE_BOOL, input, n_input, depth, err);
+                        return rx_invalid(err, "AND/OR not of type boolean");
+                return rx_check_args(c, 1, SIZE_MAX, ROW_TYPE_BOOL, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_NOT:
                 if (t != ROW_TYPE_BOOL)
-                        return invalid(err, "NOT not of type boolean");
-                return check_args(c, 1, 1, ROW_TYPE_BOOL, input, n_input, depth, err);
+                        return rx_invalid(err, "NOT not of type boolean");
+                return rx_check_args(c, 1, 1, ROW_TYPE_BOOL, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_IS_NULL:
         case COORD__PLAN__FUNC__FUNC_IS_NOT_NULL:
                 if (t != ROW_TYPE_BOOL)
-                        return invalid(err, "IS NULL not of type boolean");
-                return check_args(c, 1, 1, -1, input, n_input, depth, err);
+                        return rx_invalid(err, "IS NULL not of type boolean");
+                return rx_check_args(c, 1, 1, -1, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_MZ_NOW:
                 if (t != ROW_TYPE_INT8)
-                        return invalid(err, "mz_now() not of type bigint");
-                return check_args(c, 0, 0, -1, input, n_input, depth, err);
+                        return rx_invalid(err, "mz_now() not of type bigint");
+                return rx_check_args(c, 0, 0, -1, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_CAST:
-                r = check_args(c, 1, 1, -1, input, n_input, depth, err);
+                r = rx_check_args(c, 1, 1, -1, input, n_input, depth, err);
                 if (r < 0)
                         return r;
                 if (!row_expr_cast_allowed((enum row_type)c->args[0]->type, (enum row_type)t))
-                        return invalid(err, "undefined cast");
+                        return rx_invalid(err, "undefined cast");
                 return 0;
         case COORD__PLAN__FUNC__FUNC_COALESCE:
                 /* Arguments of the result type; int4 and int8 mix (both are integers
                  * in a row, and the result type's range is checked). */
-                r = check_args(c, 1, SIZE_MAX, -1, input, n_input, depth, err);
+                r = rx_check_args(c, 1, SIZE_MAX, -1, input, n_input, depth, err);
                 if (r < 0)
                         return r;
                 for (size_t i = 0; i < c->n_args; i++)
                         if ((int)c->args[i]->type != t &&
-                            !(type_is_int(t) && type_is_int((int)c->args[i]->type)))
-                                return invalid(err, "argument of the wrong type");
+                            !(rx_type_is_int(t) && rx_type_is_int((int)c->args[i]->type)))
+                                return rx_invalid(err, "argument of the wrong type");
                 return 0;
         case COORD__PLAN__FUNC__FUNC_CASE:
-                r = check_args(c, 3, SIZE_MAX, -1, input, n_input, depth, err);
+                r = rx_check_args(c, 3, SIZE_MAX, -1, input, n_input, depth, err);
                 if (r < 0)
                         return r;
                 if (c->n_args % 2 == 0)
-                        return invalid(err, "CASE without its else");
+                        return rx_invalid(err, "CASE without its else");
                 for (size_t i = 0; i < c->n_args; i++) {
                         int at = (int)c->args[i]->type;
                         bool cond = i % 2 == 0 && i + 1 < c->n_args;
 
                         if (cond ? at != ROW_TYPE_BOOL
-                                 : at != t && !(type_is_int(t) && type_is_int(at)))
-                                return invalid(err, "argument of the wrong type");
+                                 : at != t && !(rx_type_is_int(t) && rx_type_is_int(at)))
+                                return rx_invalid(err, "argument of the wrong type");
                 }
                 return 0;
         case COORD__PLAN__FUNC__FUNC_CONCAT:
         case COORD__PLAN__FUNC__FUNC_LOWER:
         case COORD__PLAN__FUNC__FUNC_UPPER:
                 if (t != ROW_TYPE_TEXT)
-                        return invalid(err, "text function not of type text");
-                return check_args(c, c->func == COORD__PLAN__FUNC__FUNC_CONCAT ? 2 : 1,
+                        return rx_invalid(err, "text function not of type text");
+                return rx_check_args(c, c->func == COORD__PLAN__FUNC__FUNC_CONCAT ? 2 : 1,
                                   c->func == COORD__PLAN__FUNC__FUNC_CONCAT ? 2 : 1,
                                   ROW_TYPE_TEXT, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_LIKE:
@@ -198,32 +199,32 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
         case COORD__PLAN__FUNC__FUNC_REGEX_MATCH:
         case COORD__PLAN__FUNC__FUNC_REGEX_IMATCH:
                 if (t != ROW_TYPE_BOOL)
-                        return invalid(err, "LIKE not of type boolean");
-                return check_args(c, 2, 2, ROW_TYPE_TEXT, input, n_input, depth, err);
+                        return rx_invalid(err, "LIKE not of type boolean");
+                return rx_check_args(c, 2, 2, ROW_TYPE_TEXT, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_ABS:
-                if (!type_is_int(t))
-                        return invalid(err, "abs() of a non-integer type");
-                return check_args(c, 1, 1, t, input, n_input, depth, err);
+                if (!rx_type_is_int(t))
+                        return rx_invalid(err, "abs() of a non-integer type");
+                return rx_check_args(c, 1, 1, t, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_LENGTH:
                 if (t != ROW_TYPE_INT4)
-                        return invalid(err, "length() not of type integer");
-                return check_args(c, 1, 1, ROW_TYPE_TEXT, input, n_input, depth, err);
+                        return rx_invalid(err, "length() not of type integer");
+                return rx_check_args(c, 1, 1, ROW_TYPE_TEXT, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
-                return check_args(c, 0, 0, -1, input, n_input, depth, err);
+                return rx_check_args(c, 0, 0, -1, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT:
-                r = check_args(c, 4, 4, -1, input, n_input, depth, err);
+                r = rx_check_args(c, 4, 4, -1, input, n_input, depth, err);
                 if (r < 0)
                         return r;
                 if ((int)c->args[0]->type != t || (int)c->args[1]->type != ROW_TYPE_BOOL)
-                        return invalid(err, "argument of the wrong type");
+                        return rx_invalid(err, "argument of the wrong type");
                 for (size_t i = 2; i < 4; i++)
                         if (c->args[i]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
                             (int)c->args[i]->type != ROW_TYPE_TEXT ||
                             c->args[i]->literal->value_case != COORD__PLAN__DATUM__VALUE_TEXT_VALUE)
-                                return invalid(err, "a CHECK constraint without its names");
+                                return rx_invalid(err, "a CHECK constraint without its names");
                 return 0;
         case COORD__PLAN__FUNC__FUNC_VARCHAR:
-                r = check_args(c, 3, 3, -1, input, n_input, depth, err);
+                r = rx_check_args(c, 3, 3, -1, input, n_input, depth, err);
                 if (r < 0)
                         return r;
                 if (t != ROW_TYPE_TEXT || (int)c->args[0]->type != ROW_TYPE_TEXT ||
@@ -234,19 +235,21 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                     c->args[2]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
                     (int)c->args[2]->type != ROW_TYPE_BOOL ||
                     c->args[2]->literal->value_case != COORD__PLAN__DATUM__VALUE_BOOL_VALUE)
-                        return invalid(err, "varchar(n) without its length");
+                        return rx_invalid(err, "varchar(n) without its length");
                 return 0;
         case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL:
-                r = check_args(c, 3, 3, -1, input, n_input, depth, err);
+                r = rx_check_args(c, 3, 3, -1, input, n_input, depth, err);
                 if (r < 0)
                         return r;
                 if ((int)c->args[0]->type != t)
-                        return invalid(err, "argument of the wrong type");
+                        return rx_invalid(err, "argument of the wrong type");
                 for (size_t i = 1; i < 3; i++)
                         if (c->args[i]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
                             (int)c->args[i]->type != ROW_TYPE_TEXT)
-                                return invalid(err, "a NOT NULL check without its names");
+                                return rx_invalid(err, "a NOT NULL check without its names");
                 return 0;
+        ARRAY_FUNCS:
+                return rx_check_array_call(e, input, n_input, depth, err);
         default:
                 return row_error_set(err, -EINVAL, "0A000", "plan function %d is not supported",
                                      (int)c->func);
@@ -261,22 +264,22 @@ static int check(const Coord__Plan__Expr *e, const enum row_type *input, size_t 
         if (depth >= ROW_EXPR_MAX_DEPTH)
                 return too_deep(err);
         if (!e)
-                return invalid(err, "missing expression");
+                return rx_invalid(err, "missing expression");
         if (!row_type_valid((int)e->type))
-                return invalid(err, "expression without a type");
+                return rx_invalid(err, "expression without a type");
         switch (e->kind_case) {
         case COORD__PLAN__EXPR__KIND_COLUMN:
                 if (e->column >= n_input)
-                        return invalid(err, "column index out of range");
+                        return rx_invalid(err, "column index out of range");
                 if ((int)input[e->column] != (int)e->type)
-                        return invalid(err, "column of the wrong type");
+                        return rx_invalid(err, "column of the wrong type");
                 return 0;
         case COORD__PLAN__EXPR__KIND_LITERAL:
                 return row_expr_literal(e->literal, (enum row_type)e->type, &d, err);
         case COORD__PLAN__EXPR__KIND_CALL:
                 return check_call(e, input, n_input, depth, err);
         default:
-                return invalid(err, "expression without a kind");
+                return rx_invalid(err, "expression without a kind");
         }
 }
 
@@ -299,7 +302,7 @@ static int out_of_range(struct row_error *err, int type)
 }
 
 /* An integer result of the expression's type, or 22003. */
-static int int_result(int64_t v, bool overflow, int type, struct row_datum *ret,
+int rx_int_result(int64_t v, bool overflow, int type, struct row_datum *ret,
                       struct row_error *err)
 {
         if (overflow || (type == ROW_TYPE_INT4 && (v < INT32_MIN || v > INT32_MAX)))
@@ -309,12 +312,12 @@ static int int_result(int64_t v, bool overflow, int type, struct row_datum *ret,
 }
 
 /* Evaluate argument i of a call, checking that it exists. */
-static int eval_arg(const Coord__Plan__Call *c, size_t i, const struct row_datum *row,
+int rx_eval_arg(const Coord__Plan__Call *c, size_t i, const struct row_datum *row,
                     size_t n_row, const struct row_expr_ctx *ctx, unsigned depth,
                     struct row_datum *ret, struct row_error *err)
 {
         if (i >= c->n_args)
-                return invalid(err, "wrong number of arguments");
+                return rx_invalid(err, "wrong number of arguments");
         return eval(c->args[i], row, n_row, ctx, depth + 1, ret, err);
 }
 
@@ -327,10 +330,10 @@ static int eval_strict2(const Coord__Plan__Call *c, const struct row_datum *row,
         int r;
 
         if (c->n_args != 2)
-                return invalid(err, "wrong number of arguments");
-        r = eval_arg(c, 0, row, n_row, ctx, depth, x, err);
+                return rx_invalid(err, "wrong number of arguments");
+        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, x, err);
         if (r >= 0)
-                r = eval_arg(c, 1, row, n_row, ctx, depth, y, err);
+                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, y, err);
         if (r < 0)
                 return r;
         if (x->kind == ROW_KIND_NULL || y->kind == ROW_KIND_NULL) {
@@ -352,14 +355,14 @@ static int eval_arith(const Coord__Plan__Expr *e, const struct row_datum *row, s
         int r;
 
         if (c->n_args != (unary ? 1u : 2u))
-                return invalid(err, "wrong number of arguments");
-        if (!type_is_int((int)e->type))
-                return invalid(err, "arithmetic on a non-integer type");
-        r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+                return rx_invalid(err, "wrong number of arguments");
+        if (!rx_type_is_int((int)e->type))
+                return rx_invalid(err, "arithmetic on a non-integer type");
+        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
         if (r < 0)
                 return r;
         if (!unary) {
-                r = eval_arg(c, 1, row, n_row, ctx, depth, &b, err);
+                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &b, err);
                 if (r < 0)
                         return r;
         }
@@ -368,7 +371,7 @@ static int eval_arith(const Coord__Plan__Expr *e, const struct row_datum *row, s
                 return 0;
         }
         if (a.kind != ROW_KIND_INT || b.kind != ROW_KIND_INT)
-                return invalid(err, "arithmetic on a non-integer value");
+                return rx_invalid(err, "arithmetic on a non-integer value");
         switch (c->func) {
         case COORD__PLAN__FUNC__FUNC_NEG:
                 of = __builtin_sub_overflow((int64_t)0, a.i, &v);
@@ -397,9 +400,9 @@ static int eval_arith(const Coord__Plan__Expr *e, const struct row_datum *row, s
                 break;
         default:
                 assert(!"not an arithmetic function");
-                return invalid(err, "not an arithmetic function");
+                return rx_invalid(err, "not an arithmetic function");
         }
-        return int_result(v, of, (int)e->type, ret, err);
+        return rx_int_result(v, of, (int)e->type, ret, err);
 }
 
 static int eval_compare(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
@@ -408,16 +411,32 @@ static int eval_compare(const Coord__Plan__Expr *e, const struct row_datum *row,
 {
         const Coord__Plan__Call *c = e->call;
         struct row_datum a, b;
-        bool v;
         int r, cmp;
 
         r = eval_strict2(c, row, n_row, ctx, depth, &a, &b, ret, err);
         if (r != 0)
                 return r < 0 ? r : 0;
         if (a.kind != b.kind)
-                return invalid(err, "comparison of different kinds");
-        cmp = row_datum_compare(&a, &b);
-        switch (c->func) {
+                return rx_invalid(err, "comparison of different kinds");
+        if (row_type_is_array((int)c->args[0]->type)) {
+                /* Not by bytes: {10} > {9} (row.h, "Arrays"). */
+                if (!ctx || !ctx->arena)
+                        return rx_invalid(err, "no arena for an array");
+                r = row_array_compare((enum row_type)c->args[0]->type, &a, &b, ctx->arena, &cmp,
+                                      err);
+                if (r < 0)
+                        return r;
+        } else
+                cmp = row_datum_compare(&a, &b);
+        return rx_compare_result(c->func, cmp, ret, err);
+}
+
+/* *ret = (cmp op 0) for a comparison function op. */
+int rx_compare_result(int func, int cmp, struct row_datum *ret, struct row_error *err)
+{
+        bool v;
+
+        switch (func) {
         case COORD__PLAN__FUNC__FUNC_EQ:
                 v = cmp == 0;
                 break;
@@ -438,7 +457,7 @@ static int eval_compare(const Coord__Plan__Expr *e, const struct row_datum *row,
                 break;
         default:
                 assert(!"not a comparison");
-                return invalid(err, "not a comparison");
+                return rx_invalid(err, "not a comparison");
         }
         *ret = ROW_DATUM_BOOL(v);
         return 0;
@@ -454,10 +473,10 @@ static int eval_andor(const Coord__Plan__Expr *e, const struct row_datum *row, s
         bool saw_null = false;
 
         if (c->n_args < 1)
-                return invalid(err, "wrong number of arguments");
+                return rx_invalid(err, "wrong number of arguments");
         for (size_t i = 0; i < c->n_args; i++) {
                 struct row_datum a;
-                int r = eval_arg(c, i, row, n_row, ctx, depth, &a, err);
+                int r = rx_eval_arg(c, i, row, n_row, ctx, depth, &a, err);
 
                 if (r < 0)
                         return r;
@@ -466,7 +485,7 @@ static int eval_andor(const Coord__Plan__Expr *e, const struct row_datum *row, s
                         continue;
                 }
                 if (a.kind != ROW_KIND_BOOL)
-                        return invalid(err, "AND/OR of a non-boolean value");
+                        return rx_invalid(err, "AND/OR of a non-boolean value");
                 if (a.b == stop) {
                         *ret = ROW_DATUM_BOOL(stop);
                         return 0;
@@ -482,7 +501,7 @@ static int text_result(const struct row_expr_ctx *ctx, const char *s, size_t len
         char *p;
 
         if (!ctx || !ctx->arena)
-                return invalid(err, "no arena for a computed text");
+                return rx_invalid(err, "no arena for a computed text");
         p = row_arena_alloc(ctx->arena, len ? len : 1);
         if (!p)
                 return row_error_oom(err);
@@ -501,16 +520,28 @@ static int eval_cast(const Coord__Plan__Expr *e, const struct row_datum *row, si
         char buf[ROW_TEXT_SCRATCH];
 
         if (c->n_args != 1)
-                return invalid(err, "wrong number of arguments");
-        r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+                return rx_invalid(err, "wrong number of arguments");
+        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
         if (r < 0)
                 return r;
         if (a.kind == ROW_KIND_NULL) {
                 *ret = a;
                 return 0;
         }
-        if (a.kind == ROW_KIND_TEXT && to != ROW_TYPE_TEXT)
+        if (a.kind == ROW_KIND_TEXT && row_type_is_array(to) &&
+            !row_type_is_array((int)c->args[0]->type)) {
+                if (!ctx || !ctx->arena)
+                        return rx_invalid(err, "no arena for an array");
+                return row_array_parse((enum row_type)to, a.text.ptr, a.text.len, ctx->arena, ret,
+                                       err);
+        }
+        if (a.kind == ROW_KIND_TEXT && to != ROW_TYPE_TEXT && !row_type_is_array(to))
                 return row_datum_parse((enum row_type)to, a.text.ptr, a.text.len, ret, err);
+        if (row_type_is_array(to)) {
+                /* Identity: an array cast to its own type (row_expr_cast_allowed()). */
+                *ret = a;
+                return 0;
+        }
         switch (to) {
         case ROW_TYPE_TEXT:
                 if (a.kind == ROW_KIND_TEXT) {
@@ -532,10 +563,10 @@ static int eval_cast(const Coord__Plan__Expr *e, const struct row_datum *row, si
         case ROW_TYPE_INT4:
         case ROW_TYPE_INT8:
                 if (a.kind == ROW_KIND_BOOL)
-                        return int_result(a.b, false, to, ret, err);
-                return int_result(a.i, false, to, ret, err);
+                        return rx_int_result(a.b, false, to, ret, err);
+                return rx_int_result(a.i, false, to, ret, err);
         default:
-                return invalid(err, "cast to an unknown type");
+                return rx_invalid(err, "cast to an unknown type");
         }
 }
 
@@ -648,7 +679,7 @@ static int case_map(const struct row_expr_ctx *ctx, const char *s, size_t n, boo
         if (out > UINT32_MAX)
                 return row_error_set(err, -EINVAL, "54000", "string is too long");
         if (!ctx || !ctx->arena)
-                return invalid(err, "no arena for a computed text");
+                return rx_invalid(err, "no arena for a computed text");
         p = row_arena_alloc(ctx->arena, out ? out : 1);
         if (!p)
                 return row_error_oom(err);
@@ -728,7 +759,7 @@ static int eval_like(const Coord__Plan__Expr *e, const struct row_datum *row, si
         if (r != 0)
                 return r < 0 ? r : 0;
         if (a.kind != ROW_KIND_TEXT || b.kind != ROW_KIND_TEXT)
-                return invalid(err, "LIKE of a non-text value");
+                return rx_invalid(err, "LIKE of a non-text value");
         for (size_t j = 0; j < b.text.len; j++)
                 if (b.text.ptr[j] == '\\' && ++j == b.text.len)
                         return row_error_set(err, -EINVAL, "22025",
@@ -842,7 +873,7 @@ static int eval_regex(const Coord__Plan__Expr *e, const struct row_datum *row, s
         if (r != 0)
                 return r < 0 ? r : 0;
         if (a.kind != ROW_KIND_TEXT || b.kind != ROW_KIND_TEXT)
-                return invalid(err, "regular expression match of a non-text value");
+                return rx_invalid(err, "regular expression match of a non-text value");
         r = regex_check(b.text.ptr, b.text.len, err);
         if (r < 0)
                 return r;
@@ -903,10 +934,10 @@ static int eval_text(const Coord__Plan__Expr *e, const struct row_datum *row, si
         int r;
 
         if (c->n_args != (concat ? 2u : 1u))
-                return invalid(err, "wrong number of arguments");
-        r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+                return rx_invalid(err, "wrong number of arguments");
+        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
         if (r >= 0 && concat)
-                r = eval_arg(c, 1, row, n_row, ctx, depth, &b, err);
+                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &b, err);
         if (r < 0)
                 return r;
         if (a.kind == ROW_KIND_NULL || b.kind == ROW_KIND_NULL) {
@@ -914,12 +945,12 @@ static int eval_text(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 return 0;
         }
         if (a.kind != ROW_KIND_TEXT || b.kind != ROW_KIND_TEXT)
-                return invalid(err, "text function of a non-text value");
+                return rx_invalid(err, "text function of a non-text value");
         if (c->func == COORD__PLAN__FUNC__FUNC_LENGTH) {
                 for (size_t i = 0; i < a.text.len; i += utf8_len(a.text.ptr + i, a.text.len - i))
                         n++;
                 /* Texts are shorter than 2^31 characters: a row is at most 1 GiB. */
-                return int_result((int64_t)n, false, ROW_TYPE_INT4, ret, err);
+                return rx_int_result((int64_t)n, false, ROW_TYPE_INT4, ret, err);
         }
         if (!concat)
                 return case_map(ctx, a.text.ptr, a.text.len,
@@ -927,7 +958,7 @@ static int eval_text(const Coord__Plan__Expr *e, const struct row_datum *row, si
         if ((uint64_t)a.text.len + b.text.len > UINT32_MAX)
                 return row_error_set(err, -EINVAL, "54000", "string is too long");
         if (!ctx || !ctx->arena)
-                return invalid(err, "no arena for a computed text");
+                return rx_invalid(err, "no arena for a computed text");
         n = (size_t)a.text.len + b.text.len;
         p = row_arena_alloc(ctx->arena, n ? n : 1);
         if (!p)
@@ -952,12 +983,12 @@ static int eval_varchar(const Coord__Plan__Expr *e, const struct row_datum *row,
         int r;
 
         if (c->n_args != 3)
-                return invalid(err, "wrong number of arguments");
-        r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+                return rx_invalid(err, "wrong number of arguments");
+        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
         if (r >= 0)
-                r = eval_arg(c, 1, row, n_row, ctx, depth, &n, err);
+                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &n, err);
         if (r >= 0)
-                r = eval_arg(c, 2, row, n_row, ctx, depth, &x, err);
+                r = rx_eval_arg(c, 2, row, n_row, ctx, depth, &x, err);
         if (r < 0)
                 return r;
         if (a.kind == ROW_KIND_NULL) {
@@ -965,7 +996,7 @@ static int eval_varchar(const Coord__Plan__Expr *e, const struct row_datum *row,
                 return 0;
         }
         if (a.kind != ROW_KIND_TEXT || n.kind != ROW_KIND_INT || n.i < 1 || x.kind != ROW_KIND_BOOL)
-                return invalid(err, "varchar(n) without its length");
+                return rx_invalid(err, "varchar(n) without its length");
         while (off < a.text.len && k < n.i) {
                 off += utf8_len(a.text.ptr + off, a.text.len - off);
                 k++;
@@ -989,26 +1020,26 @@ static int eval_case(const Coord__Plan__Expr *e, const struct row_datum *row, si
         int r;
 
         if (c->n_args < 3 || c->n_args % 2 == 0)
-                return invalid(err, "wrong number of arguments");
+                return rx_invalid(err, "wrong number of arguments");
         for (pick = 0; pick + 1 < c->n_args; pick += 2) {
                 struct row_datum cond;
 
-                r = eval_arg(c, pick, row, n_row, ctx, depth, &cond, err);
+                r = rx_eval_arg(c, pick, row, n_row, ctx, depth, &cond, err);
                 if (r < 0)
                         return r;
                 if (cond.kind != ROW_KIND_NULL && cond.kind != ROW_KIND_BOOL)
-                        return invalid(err, "CASE condition of a non-boolean value");
+                        return rx_invalid(err, "CASE condition of a non-boolean value");
                 if (cond.kind == ROW_KIND_BOOL && cond.b) {
                         pick++;
                         break;
                 }
         }
-        r = eval_arg(c, pick, row, n_row, ctx, depth, ret, err);
+        r = rx_eval_arg(c, pick, row, n_row, ctx, depth, ret, err);
         if (r < 0)
                 return r;
         /* An int4 value under an int8 CASE is fine; the reverse is range checked. */
         if (ret->kind == ROW_KIND_INT)
-                return int_result(ret->i, false, (int)e->type, ret, err);
+                return rx_int_result(ret->i, false, (int)e->type, ret, err);
         return 0;
 }
 
@@ -1021,7 +1052,7 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
         int r;
 
         if (!c)
-                return invalid(err, "call without a function");
+                return rx_invalid(err, "call without a function");
         switch (c->func) {
         case COORD__PLAN__FUNC__FUNC_NEG:
         case COORD__PLAN__FUNC__FUNC_ADD:
@@ -1042,19 +1073,19 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 return eval_andor(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_NOT:
                 if (c->n_args != 1)
-                        return invalid(err, "wrong number of arguments");
-                r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+                        return rx_invalid(err, "wrong number of arguments");
+                r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
                 if (r < 0)
                         return r;
                 if (a.kind != ROW_KIND_NULL && a.kind != ROW_KIND_BOOL)
-                        return invalid(err, "NOT of a non-boolean value");
+                        return rx_invalid(err, "NOT of a non-boolean value");
                 *ret = a.kind == ROW_KIND_NULL ? a : ROW_DATUM_BOOL(!a.b);
                 return 0;
         case COORD__PLAN__FUNC__FUNC_IS_NULL:
         case COORD__PLAN__FUNC__FUNC_IS_NOT_NULL:
                 if (c->n_args != 1)
-                        return invalid(err, "wrong number of arguments");
-                r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+                        return rx_invalid(err, "wrong number of arguments");
+                r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
                 if (r < 0)
                         return r;
                 *ret = ROW_DATUM_BOOL((a.kind == ROW_KIND_NULL) ==
@@ -1066,49 +1097,49 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 struct row_datum cond, name, rel;
 
                 if (c->n_args != 4)
-                        return invalid(err, "wrong number of arguments");
-                r = eval_arg(c, 1, row, n_row, ctx, depth, &cond, err);
+                        return rx_invalid(err, "wrong number of arguments");
+                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &cond, err);
                 if (r < 0)
                         return r;
                 if (cond.kind != ROW_KIND_BOOL && cond.kind != ROW_KIND_NULL)
-                        return invalid(err, "a CHECK constraint that is not boolean");
+                        return rx_invalid(err, "a CHECK constraint that is not boolean");
                 if (cond.kind == ROW_KIND_NULL || cond.b)
-                        return eval_arg(c, 0, row, n_row, ctx, depth, ret, err);
-                r = eval_arg(c, 2, row, n_row, ctx, depth, &name, err);
+                        return rx_eval_arg(c, 0, row, n_row, ctx, depth, ret, err);
+                r = rx_eval_arg(c, 2, row, n_row, ctx, depth, &name, err);
                 if (r >= 0)
-                        r = eval_arg(c, 3, row, n_row, ctx, depth, &rel, err);
+                        r = rx_eval_arg(c, 3, row, n_row, ctx, depth, &rel, err);
                 if (r < 0)
                         return r;
                 if (name.kind != ROW_KIND_TEXT || rel.kind != ROW_KIND_TEXT)
-                        return invalid(err, "a CHECK constraint without its names");
+                        return rx_invalid(err, "a CHECK constraint without its names");
                 return row_error_set(err, -EINVAL, "23514", "new row for relation \"%.*s\" violates "
                                      "check constraint \"%.*s\"", (int)rel.text.len, rel.text.ptr,
                                      (int)name.text.len, name.text.ptr);
         }
         case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
                 if (c->n_args != 0)
-                        return invalid(err, "wrong number of arguments");
+                        return rx_invalid(err, "wrong number of arguments");
                 return row_error_set(err, -EINVAL, "21000", "more than one row returned by a "
                                      "subquery used as an expression");
         case COORD__PLAN__FUNC__FUNC_MZ_NOW:
                 if (c->n_args != 0)
-                        return invalid(err, "wrong number of arguments");
+                        return rx_invalid(err, "wrong number of arguments");
                 if (!ctx || !ctx->has_now)
                         return row_error_set(err, -EINVAL, "XX000",
                                              "mz_now() evaluated without a timestamp");
-                return int_result((int64_t)ctx->now, ctx->now > INT64_MAX, ROW_TYPE_INT8, ret,
+                return rx_int_result((int64_t)ctx->now, ctx->now > INT64_MAX, ROW_TYPE_INT8, ret,
                                   err);
         case COORD__PLAN__FUNC__FUNC_CAST:
                 return eval_cast(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_COALESCE:
                 /* The first argument that is not NULL; the rest are not evaluated. */
                 for (size_t i = 0; i < c->n_args; i++) {
-                        r = eval_arg(c, i, row, n_row, ctx, depth, &a, err);
+                        r = rx_eval_arg(c, i, row, n_row, ctx, depth, &a, err);
                         if (r < 0)
                                 return r;
                         if (a.kind != ROW_KIND_NULL) {
                                 if (a.kind == ROW_KIND_INT)
-                                        return int_result(a.i, false, (int)e->type, ret, err);
+                                        return rx_int_result(a.i, false, (int)e->type, ret, err);
                                 *ret = a;
                                 return 0;
                         }
@@ -1132,37 +1163,39 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 struct row_datum col, rel;
 
                 if (c->n_args != 3)
-                        return invalid(err, "wrong number of arguments");
-                r = eval_arg(c, 0, row, n_row, ctx, depth, ret, err);
+                        return rx_invalid(err, "wrong number of arguments");
+                r = rx_eval_arg(c, 0, row, n_row, ctx, depth, ret, err);
                 if (r < 0 || ret->kind != ROW_KIND_NULL)
                         return r;
-                r = eval_arg(c, 1, row, n_row, ctx, depth, &col, err);
+                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &col, err);
                 if (r >= 0)
-                        r = eval_arg(c, 2, row, n_row, ctx, depth, &rel, err);
+                        r = rx_eval_arg(c, 2, row, n_row, ctx, depth, &rel, err);
                 if (r < 0)
                         return r;
                 if (col.kind != ROW_KIND_TEXT || rel.kind != ROW_KIND_TEXT)
-                        return invalid(err, "a NOT NULL check without its names");
+                        return rx_invalid(err, "a NOT NULL check without its names");
                 return row_error_set(err, -EINVAL, "23502",
                                      "null value in column \"%.*s\" of relation \"%.*s\" "
                                      "violates not-null constraint",
                                      (int)col.text.len, col.text.ptr, (int)rel.text.len,
                                      rel.text.ptr);
         }
+        ARRAY_FUNCS:
+                return rx_eval_array(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_ABS:
                 if (c->n_args != 1)
-                        return invalid(err, "wrong number of arguments");
-                r = eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+                        return rx_invalid(err, "wrong number of arguments");
+                r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
                 if (r < 0 || a.kind == ROW_KIND_NULL) {
                         if (r >= 0)
                                 *ret = a;
                         return r;
                 }
                 if (a.kind != ROW_KIND_INT)
-                        return invalid(err, "abs() of a non-integer value");
+                        return rx_invalid(err, "abs() of a non-integer value");
                 if (a.i == INT64_MIN)           /* -a.i would overflow */
                         return out_of_range(err, (int)e->type);
-                return int_result(a.i < 0 ? -a.i : a.i, false, (int)e->type, ret, err);
+                return rx_int_result(a.i < 0 ? -a.i : a.i, false, (int)e->type, ret, err);
         default:
                 return row_error_set(err, -EINVAL, "0A000", "plan function %d is not supported",
                                      (int)c->func);
@@ -1176,13 +1209,13 @@ static int eval(const Coord__Plan__Expr *e, const struct row_datum *row, size_t 
         if (depth >= ROW_EXPR_MAX_DEPTH)
                 return too_deep(err);
         if (!e)
-                return invalid(err, "missing expression");
+                return rx_invalid(err, "missing expression");
         if (!row_type_valid((int)e->type))
-                return invalid(err, "expression without a type");
+                return rx_invalid(err, "expression without a type");
         switch (e->kind_case) {
         case COORD__PLAN__EXPR__KIND_COLUMN:
                 if (e->column >= n_row)
-                        return invalid(err, "column index out of range");
+                        return rx_invalid(err, "column index out of range");
                 *ret = row[e->column];
                 return 0;
         case COORD__PLAN__EXPR__KIND_LITERAL:
@@ -1190,7 +1223,7 @@ static int eval(const Coord__Plan__Expr *e, const struct row_datum *row, size_t 
         case COORD__PLAN__EXPR__KIND_CALL:
                 return eval_call(e, row, n_row, ctx, depth, ret, err);
         default:
-                return invalid(err, "expression without a kind");
+                return rx_invalid(err, "expression without a kind");
         }
 }
 
@@ -1210,7 +1243,7 @@ int row_expr_eval_predicate(const Coord__Plan__Expr *e, const struct row_datum *
         if (r < 0)
                 return r;
         if (d.kind != ROW_KIND_NULL && d.kind != ROW_KIND_BOOL)
-                return invalid(err, "predicate of a non-boolean value");
+                return rx_invalid(err, "predicate of a non-boolean value");
         *ret = d.kind == ROW_KIND_BOOL && d.b;
         return 0;
 }

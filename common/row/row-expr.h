@@ -12,7 +12,8 @@
  *     first FALSE (AND) or TRUE (OR), so `false AND 1/0 = 1` is FALSE;
  *   - int4 and int8 arithmetic fail with 22003 on overflow ("integer out of range" /
  *     "bigint out of range"), division and modulo by zero with 22012;
- *   - casts follow PostgreSQL's cast table for our four types (row_expr_cast_allowed());
+ *   - casts follow PostgreSQL's cast table for our four types, arrays to and from text
+ *     (row_expr_cast_allowed());
  *   - CASE and COALESCE evaluate only what they return, like AND/OR;
  *   - LIKE/ILIKE, ~/~*, ||, lower(), upper(), length() and abs() as plan.proto states them
  *     (characters are UTF-8 code points; case mapping is glibc's under C.UTF-8, as

@@ -86,6 +86,10 @@ bool row_type_valid(int type)
         case ROW_TYPE_INT8:
         case ROW_TYPE_INT4:
         case ROW_TYPE_TEXT:
+        case ROW_TYPE_BOOL_ARRAY:
+        case ROW_TYPE_INT4_ARRAY:
+        case ROW_TYPE_INT8_ARRAY:
+        case ROW_TYPE_TEXT_ARRAY:
                 return true;
         default:
                 return false;
@@ -103,6 +107,14 @@ const char *row_type_name(enum row_type type)
                 return "integer";
         case ROW_TYPE_TEXT:
                 return "text";
+        case ROW_TYPE_BOOL_ARRAY:
+                return "boolean[]";
+        case ROW_TYPE_INT4_ARRAY:
+                return "integer[]";
+        case ROW_TYPE_INT8_ARRAY:
+                return "bigint[]";
+        case ROW_TYPE_TEXT_ARRAY:
+                return "text[]";
         default:
                 return "unknown";
         }
@@ -118,6 +130,10 @@ bool row_datum_fits(const struct row_datum *d, enum row_type type)
         case ROW_TYPE_INT4:
                 return d->kind == ROW_KIND_INT && d->i >= INT32_MIN && d->i <= INT32_MAX;
         case ROW_TYPE_TEXT:
+        case ROW_TYPE_BOOL_ARRAY:
+        case ROW_TYPE_INT4_ARRAY:
+        case ROW_TYPE_INT8_ARRAY:
+        case ROW_TYPE_TEXT_ARRAY:
                 return d->kind == ROW_KIND_TEXT;
         default:
                 return false;
@@ -615,6 +631,7 @@ int row_datum_parse(enum row_type type, const char *text, size_t len, struct row
                 *ret = ROW_DATUM_TEXT(len ? text : "", (uint32_t)len);
                 return 0;
         default:
+                /* Arrays too: row_array_parse(). */
                 return row_error_set(err, -EINVAL, "XX000", "unknown type %d", (int)type);
         }
 }

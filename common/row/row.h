@@ -41,10 +41,14 @@ enum row_type {
         ROW_TYPE_INT8 = 20,
         ROW_TYPE_INT4 = 23,
         ROW_TYPE_TEXT = 25,
+        ROW_TYPE_BOOL_ARRAY = 1000,     /* arrays: see "Arrays" below */
+        ROW_TYPE_INT4_ARRAY = 1007,
+        ROW_TYPE_TEXT_ARRAY = 1009,
+        ROW_TYPE_INT8_ARRAY = 1016,
         _ROW_TYPE_INVALID = -EINVAL,
 };
 
-/* What a datum holds; int4 and int8 are both ROW_KIND_INT. */
+/* What a datum holds; int4 and int8 are both ROW_KIND_INT, arrays ROW_KIND_TEXT. */
 enum row_kind {
         ROW_KIND_NULL,
         ROW_KIND_BOOL,
@@ -100,7 +104,8 @@ int row_error_oom(struct row_error *err);
 /* ---- Types. ---- */
 
 bool row_type_valid(int type);
-/* The SQL name PostgreSQL uses in messages: "integer", "bigint", "text", "boolean". */
+/* The SQL name PostgreSQL uses in messages: "integer", "bigint", "text", "boolean",
+ * "integer[]". */
 const char *row_type_name(enum row_type type);
 /* Does a non-NULL datum of this kind belong to the type (int4 range included)? */
 bool row_datum_fits(const struct row_datum *d, enum row_type type);
@@ -147,11 +152,12 @@ int row_compare(const void *a, size_t alen, const void *b, size_t blen);
 int row_datum_format(const struct row_datum *d, char scratch[static ROW_TEXT_SCRATCH],
                      const char **ret, size_t *ret_len);
 
-/* Parse text input for a type as PostgreSQL's input functions do (surrounding
+/* Parse text input for a scalar type as PostgreSQL's input functions do (surrounding
  * whitespace allowed for bool and integers; bool accepts t/true/y/yes/on/1 and their
  * negations, case-insensitively, and unique prefixes).  22P02 for bad syntax, 22003
  * when out of range of the type, 22021 for text that is not valid UTF-8 or holds NUL.
- * A text result points into `text`. */
+ * A text result points into `text`.  An array type is XX000 here: its canonical text
+ * needs memory, row_array_parse() takes an arena. */
 int row_datum_parse(enum row_type type, const char *text, size_t len, struct row_datum *ret,
                     struct row_error *err);
 
@@ -160,6 +166,39 @@ int row_datum_parse(enum row_type type, const char *text, size_t len, struct row
 int row_to_string(const void *row, size_t len, char **ret);
 /* PostgreSQL's "Failing row contains (1, null, abc)." form, into buf (truncated). */
 void row_format_failing(const struct row_datum *datums, size_t n, char *buf, size_t size);
+
+/* ---- Arrays. ----
+ *
+ * One-dimensional, lower bound 1, of bool, int4, int8 or text.  A datum of an array type
+ * is a ROW_KIND_TEXT datum holding the array's canonical text, PostgreSQL's array_out()
+ * form ("{1,NULL,3}", "{\"a b\",c}").  Only row_array_build() writes it and every input
+ * goes through it, so equal arrays have equal bytes: storage consolidation, join keys,
+ * GROUP BY and DISTINCT compare arrays correctly by bytes, and the datum is its own text
+ * form.  Ordering is NOT by bytes ({10} > {9}): row_array_compare() orders as
+ * PostgreSQL does, and what sorts datums by row_datum_compare() (ORDER BY, min/max,
+ * top-k) must not be given arrays -- the planner refuses them (adapter-sql.c). */
+
+struct row_arena;
+
+/* The element type of an array type, or _ROW_TYPE_INVALID for a scalar type. */
+enum row_type row_type_element(enum row_type t);
+/* The array type of an element type, or _ROW_TYPE_INVALID. */
+enum row_type row_type_array_of(enum row_type elem);
+bool row_type_is_array(int t);
+/* PostgreSQL's array_in() of a one-dimensional array (22P02 "malformed array literal"
+ * with its DETAIL; element errors as the element type's input; 0A000 for dimension
+ * decorations and nested braces) into the canonical text in `arena`. */
+int row_array_parse(enum row_type type, const char *text, size_t len, struct row_arena *arena,
+                    struct row_datum *ret, struct row_error *err);
+/* The canonical text of elems[0..n) (each NULL or of the element type) in `arena`. */
+int row_array_build(enum row_type type, const struct row_datum *elems, size_t n,
+                    struct row_arena *arena, struct row_datum *ret, struct row_error *err);
+/* The elements of a non-NULL array datum, in `arena` (texts de-escaped there). */
+int row_array_elements(enum row_type type, const struct row_datum *d, struct row_arena *arena,
+                       struct row_datum **ret, size_t *ret_n, struct row_error *err);
+/* PostgreSQL's array order: element by element, NULL after values, shorter first. */
+int row_array_compare(enum row_type type, const struct row_datum *a, const struct row_datum *b,
+                      struct row_arena *arena, int *ret, struct row_error *err);
 
 /* ---- Arena: memory for datums computed while evaluating (row-expr.h), and for
  * protobuf-c messages unpacked through row_arena_allocator(). ---- */

@@ -2531,6 +2531,44 @@ static void test_planned_functions(void)
         PQfinish(c);
 }
 
+/* ==== Arrays through libpq ====
+ * Array columns stored and read back in PostgreSQL's text form, ANY/ALL and subscripts
+ * in WHERE, and materialized views over arrays maintained as rows come and go: a
+ * GROUP BY of an array groups equal arrays (their canonical texts are equal bytes,
+ * whatever the input's spacing or quoting), a filter by ANY follows inserts and deletes. */
+
+static void test_arrays(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE arr (k int, a int[], t text[])"));
+        CU_ASSERT(ok(c, "INSERT INTO arr VALUES (1, '{1,2}', '{x,\"y z\"}'), "
+                        "(2, ' { 1 , 2 } ', ARRAY['x', 'y z']), (3, ARRAY[3], NULL), (4, '{}', '{NULL}')"));
+        CU_ASSERT(rows_are(c, "SELECT k, a, t FROM arr WHERE k < 3",
+                           "1|{1,2}|{x,\"y z\"};2|{1,2}|{x,\"y z\"}"));
+        CU_ASSERT(rows_are(c, "SELECT k FROM arr WHERE 2 = ANY(a)", "1;2"));
+        CU_ASSERT(rows_are(c, "SELECT k FROM arr WHERE 3 > ALL(a)", "1;2;4"));
+        CU_ASSERT(rows_are(c, "SELECT k, a[2], array_to_string(t, '/', '-') FROM arr WHERE k IN (1, 4)",
+                           "1|2|x/y z;4|NULL|-"));
+        if (ok(c, "CREATE MATERIALIZED VIEW arr_g AS SELECT a, count(*) AS n FROM arr GROUP BY a")) {
+                CU_ASSERT(rows_are(c, "SELECT a::text, n FROM arr_g", "{1,2}|2;{3}|1;{}|1"));
+                CU_ASSERT(ok(c, "INSERT INTO arr VALUES (5, '{\"1\",+2}', NULL)"));
+                CU_ASSERT(rows_are(c, "SELECT a::text, n FROM arr_g", "{1,2}|3;{3}|1;{}|1"));
+                CU_ASSERT(ok(c, "DELETE FROM arr WHERE a = '{1,2}' AND k <> 5"));
+                CU_ASSERT(rows_are(c, "SELECT a::text, n FROM arr_g", "{1,2}|1;{3}|1;{}|1"));
+        }
+        if (ok(c, "CREATE MATERIALIZED VIEW arr_f AS SELECT k FROM arr WHERE 3 = ANY(a)")) {
+                CU_ASSERT(rows_are(c, "SELECT k FROM arr_f", "3"));
+                CU_ASSERT(ok(c, "INSERT INTO arr VALUES (6, ARRAY[9, 3], NULL)"));
+                CU_ASSERT(rows_are(c, "SELECT k FROM arr_f", "3;6"));
+        }
+        CU_ASSERT(fails_detail(c, "SELECT a FROM arr ORDER BY a", "0A000", NULL));
+        CU_ASSERT(fails_detail(c, "INSERT INTO arr VALUES (7, '{1,x}', NULL)", "22P02", NULL));
+        CU_ASSERT(ok(c, "DROP TABLE arr CASCADE"));
+        PQfinish(c);
+}
+
 /* ==== Subqueries through libpq ====
  * Three-valued IN and NOT IN with NULLs on either side, EXISTS and scalar subqueries
  * correlated or not (count over no rows is 0), in WHERE and in the list, in a view
@@ -3100,6 +3138,7 @@ static const struct t_case cases[] = {
         { "what the planner accepts, the engine evaluates", test_planned_functions },
         { "ORDER BY, LIMIT, OFFSET; SQLSTATEs", test_order_and_errors },
         { "subqueries: IN, EXISTS, scalar; maintained; 21000", test_subqueries },
+        { "arrays: stored, compared, grouped in maintained views", test_arrays },
         { "a resync install in slices: reads go on meanwhile", test_sliced_install },
         { "the follower killed during a resync install in slices: it converges",
           test_sliced_install_follower_killed },

@@ -1658,11 +1658,79 @@ static void test_select_fuzz(void)
         store_reset();
 }
 
+#define IA(s) lit(ROW_TYPE_INT4_ARRAY, ROW_DATUM_TEXT(s, (uint32_t)strlen(s)))
+#define TA(s) lit(ROW_TYPE_TEXT_ARRAY, ROW_DATUM_TEXT(s, (uint32_t)strlen(s)))
+#define TXTD(s) ROW_DATUM_TEXT(s, (uint32_t)strlen(s))
+
+/* x op ANY/ALL (a): FUNC_ANY/ALL with the comparison as an int4 literal. */
+static Coord__Plan__Expr *any_all(bool any, Coord__Plan__Func op, Coord__Plan__Expr *x,
+                                  Coord__Plan__Expr *a)
+{
+        return call(ROW_TYPE_BOOL, any ? F(ANY) : F(ALL), 3, x, a, I4((int64_t)op));
+}
+
+static void test_arrays(void)
+{
+        /* ARRAY[...]: canonical text; int8 elements range-checked into int4[]. */
+        expect_datum(call(ROW_TYPE_INT4_ARRAY, F(ARRAY), 3, I4(1), NUL(ROW_TYPE_INT4), I8(-3)),
+                     TXTD("{1,NULL,-3}"));
+        expect_datum(call(ROW_TYPE_TEXT_ARRAY, F(ARRAY), 2, TXT("a b"), TXT("")),
+                     TXTD("{\"a b\",\"\"}"));
+        expect_datum(call(ROW_TYPE_INT4_ARRAY, F(ARRAY), 0), TXTD("{}"));
+        expect_eval_error(call(ROW_TYPE_INT4_ARRAY, F(ARRAY), 1, I8(1LL << 40)), "22003", NULL);
+        /* Casts: text -> array parses into the canonical form, array -> text is it. */
+        expect_datum(call(ROW_TYPE_INT4_ARRAY, F(CAST), 1, TXT(" { 1 , 2 } ")), TXTD("{1,2}"));
+        expect_datum(call(ROW_TYPE_TEXT, F(CAST), 1, IA("{1,2}")), TXTD("{1,2}"));
+        expect_eval_error(call(ROW_TYPE_INT4_ARRAY, F(CAST), 1, TXT("{x}")), "22P02", NULL);
+        CU_ASSERT(row_expr_cast_allowed(ROW_TYPE_TEXT, ROW_TYPE_INT4_ARRAY));
+        CU_ASSERT(!row_expr_cast_allowed(ROW_TYPE_INT4, ROW_TYPE_INT4_ARRAY));
+        /* Comparisons order as arrays, not as bytes. */
+        expect_datum(call(ROW_TYPE_BOOL, F(LT), 2, IA("{9}"), IA("{10}")), T);
+        expect_datum(call(ROW_TYPE_BOOL, F(GT), 2, IA("{1,2}"), IA("{1}")), T);
+        expect_datum(call(ROW_TYPE_BOOL, F(EQ), 2, IA("{1,2}"), IA("{1,2}")), T);
+        /* ANY / ALL, three-valued. */
+        expect_datum(any_all(true, F(EQ), I4(2), IA("{1,2}")), T);
+        expect_datum(any_all(true, F(EQ), I4(3), IA("{1,2}")), FA);
+        expect_datum(any_all(true, F(EQ), I4(3), IA("{1,NULL}")), N);
+        expect_datum(any_all(true, F(EQ), I4(1), IA("{1,NULL}")), T);
+        expect_datum(any_all(true, F(EQ), NUL(ROW_TYPE_INT4), IA("{}")), FA);
+        expect_datum(any_all(true, F(EQ), I4(1), NUL(ROW_TYPE_INT4_ARRAY)), N);
+        expect_datum(any_all(false, F(NE), I4(1), IA("{2,3}")), T);
+        expect_datum(any_all(false, F(LT), I4(1), IA("{2,NULL}")), N);
+        expect_datum(any_all(false, F(LT), I4(5), IA("{2,NULL}")), FA);
+        expect_datum(any_all(false, F(EQ), NUL(ROW_TYPE_INT4), IA("{}")), T);
+        expect_datum(any_all(true, F(EQ), TXT("b c"), TA("{a,\"b c\"}")), T);
+        /* Subscripts, array_to_string, lengths. */
+        expect_datum(call(ROW_TYPE_INT4, F(SUBSCRIPT), 2, IA("{10,20}"), I4(2)), ROW_DATUM_INT(20));
+        expect_datum(call(ROW_TYPE_INT4, F(SUBSCRIPT), 2, IA("{10,20}"), I8(0)), N);
+        expect_datum(call(ROW_TYPE_INT4, F(SUBSCRIPT), 2, IA("{10,20}"), I4(3)), N);
+        expect_datum(call(ROW_TYPE_TEXT, F(SUBSCRIPT), 2, TA("{\"x\\\"y\"}"), I4(1)),
+                     TXTD("x\"y"));
+        expect_datum(call(ROW_TYPE_TEXT, F(ARRAY_TO_STRING), 2, TA("{a,NULL,b}"), TXT(", ")),
+                     TXTD("a, b"));
+        expect_datum(call(ROW_TYPE_TEXT, F(ARRAY_TO_STRING), 3, TA("{a,NULL,b}"), TXT(","),
+                          TXT("*")), TXTD("a,*,b"));
+        expect_datum(call(ROW_TYPE_TEXT, F(ARRAY_TO_STRING), 3, TA("{NULL}"), TXT(","),
+                          NUL(ROW_TYPE_TEXT)), TXTD(""));
+        expect_datum(call(ROW_TYPE_TEXT, F(ARRAY_TO_STRING), 2, NUL(ROW_TYPE_TEXT_ARRAY), TXT(",")), N);
+        expect_datum(call(ROW_TYPE_INT4, F(ARRAY_LENGTH), 2, IA("{1,2,3}"), I4(1)), ROW_DATUM_INT(3));
+        expect_datum(call(ROW_TYPE_INT4, F(ARRAY_LENGTH), 2, IA("{1,2,3}"), I4(2)), N);
+        expect_datum(call(ROW_TYPE_INT4, F(ARRAY_UPPER), 2, IA("{}"), I4(1)), N);
+        expect_datum(call(ROW_TYPE_INT4, F(ARRAY_LOWER), 2, IA("{5}"), I4(1)), ROW_DATUM_INT(1));
+        expect_datum(call(ROW_TYPE_INT4, F(CARDINALITY), 1, IA("{}")), ROW_DATUM_INT(0));
+        /* Malformed plans are refused by the check. */
+        expect_invalid(call(ROW_TYPE_BOOL, F(ANY), 3, I4(1), I4(1), I4(F(EQ))), "XX000");
+        expect_invalid(call(ROW_TYPE_BOOL, F(ANY), 3, I4(1), IA("{1}"), I4(F(AND))), "XX000");
+        expect_invalid(call(ROW_TYPE_TEXT, F(SUBSCRIPT), 2, IA("{1}"), I4(1)), "XX000");
+        expect_invalid(call(ROW_TYPE_INT4_ARRAY, F(ARRAY), 1, TXT("x")), "XX000");
+}
+
 static const struct t_case expr_cases[] = {
         { "three-valued logic", test_three_valued },
         { "comparisons", test_comparisons },
         { "arithmetic", test_arithmetic },
         { "casts", test_casts },
+        { "arrays", test_arrays },
         { "short circuit", test_short_circuit },
         { "mz_now and columns", test_mz_now_and_columns },
         { "like", test_like },

@@ -450,6 +450,96 @@ static void test_arena(void)
         CU_ASSERT(a.chunks == NULL);
 }
 
+/* Array text: the canonical form of an input, or its error. */
+static void expect_array(enum row_type type, const char *in, const char *want)
+{
+        struct row_arena arena = ROW_ARENA_INIT;
+        struct row_error err = { 0 };
+        struct row_datum d;
+        int r = row_array_parse(type, in, strlen(in), &arena, &d, &err);
+
+        CU_ASSERT_EQUAL(r, 0);
+        if (r == 0) {
+                CU_ASSERT_EQUAL(d.kind, ROW_KIND_TEXT);
+                CU_ASSERT(d.text.len == strlen(want) && memcmp(d.text.ptr, want, d.text.len) == 0);
+                if (d.text.len != strlen(want) || memcmp(d.text.ptr, want, d.text.len) != 0)
+                        fprintf(stderr, "\n    %s: got %.*s, want %s\n", in, (int)d.text.len,
+                                d.text.ptr, want);
+        } else
+                fprintf(stderr, "\n    %s: %s %s\n", in, err.sqlstate, err.message);
+        row_arena_done(&arena);
+}
+
+static void expect_array_error(enum row_type type, const char *in, const char *sqlstate,
+                               const char *detail)
+{
+        struct row_arena arena = ROW_ARENA_INIT;
+        struct row_error err = { 0 };
+        struct row_datum d;
+
+        CU_ASSERT_EQUAL(row_array_parse(type, in, strlen(in), &arena, &d, &err), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, sqlstate);
+        if (detail)
+                CU_ASSERT_STRING_EQUAL(err.detail, detail);
+        row_arena_done(&arena);
+}
+
+/* PostgreSQL 15's array_in()/array_out() on the same inputs gave these. */
+static void test_arrays(void)
+{
+        struct row_arena arena = ROW_ARENA_INIT;
+        struct row_datum a, b, *el;
+        size_t n;
+        int c;
+
+        expect_array(ROW_TYPE_INT4_ARRAY, "{1,2,3}", "{1,2,3}");
+        expect_array(ROW_TYPE_INT4_ARRAY, "  { 1 , +2 ,NULL, null }  ", "{1,2,NULL,NULL}");
+        expect_array(ROW_TYPE_INT4_ARRAY, "{}", "{}");
+        expect_array(ROW_TYPE_INT4_ARRAY, "{ }", "{}");
+        expect_array(ROW_TYPE_INT8_ARRAY, "{\"-9223372036854775808\"}", "{-9223372036854775808}");
+        expect_array(ROW_TYPE_BOOL_ARRAY, "{true,f,yes}", "{t,f,t}");
+        expect_array(ROW_TYPE_TEXT_ARRAY, "{a,\"b c\",NULL,\"NULL\",\"\"}",
+                     "{a,\"b c\",NULL,\"NULL\",\"\"}");
+        expect_array(ROW_TYPE_TEXT_ARRAY, "{ a b , c\\,d, \"x\\\"y\" }",
+                     "{\"a b\",\"c,d\",\"x\\\"y\"}");
+        expect_array(ROW_TYPE_TEXT_ARRAY, "{\\ }", "{\" \"}");     /* escaped space kept */
+        expect_array(ROW_TYPE_TEXT_ARRAY, "{nULl2}", "{nULl2}");
+        expect_array_error(ROW_TYPE_INT4_ARRAY, "1,2", "22P02",
+                           "Array value must start with \"{\" or dimension information.");
+        expect_array_error(ROW_TYPE_INT4_ARRAY, "{1,2", "22P02", "Unexpected end of input.");
+        expect_array_error(ROW_TYPE_INT4_ARRAY, "{1,}", "22P02", "Unexpected \"}\" character.");
+        expect_array_error(ROW_TYPE_INT4_ARRAY, "{,1}", "22P02", "Unexpected \",\" character.");
+        expect_array_error(ROW_TYPE_INT4_ARRAY, "{1} x", "22P02", "Junk after closing right brace.");
+        expect_array_error(ROW_TYPE_TEXT_ARRAY, "{a\"b}", "22P02", "Incorrectly quoted array element.");
+        expect_array_error(ROW_TYPE_INT4_ARRAY, "{a}", "22P02", NULL);
+        expect_array_error(ROW_TYPE_INT4_ARRAY, "{2147483648}", "22003", NULL);
+        expect_array_error(ROW_TYPE_INT4_ARRAY, "{{1},{2}}", "0A000", NULL);
+        expect_array_error(ROW_TYPE_INT4_ARRAY, "[1:2]={1,2}", "0A000", NULL);
+
+        /* Elements back, de-escaped; the order is PostgreSQL's, not the bytes'. */
+        CU_ASSERT_EQUAL_FATAL(row_array_parse(ROW_TYPE_TEXT_ARRAY, "{\"x\\\"y\",NULL}",
+                                              strlen("{\"x\\\"y\",NULL}"), &arena, &a, NULL), 0);
+        CU_ASSERT_EQUAL_FATAL(row_array_elements(ROW_TYPE_TEXT_ARRAY, &a, &arena, &el, &n, NULL), 0);
+        CU_ASSERT_EQUAL(n, 2);
+        CU_ASSERT(el[0].kind == ROW_KIND_TEXT && el[0].text.len == 3 &&
+                  memcmp(el[0].text.ptr, "x\"y", 3) == 0);
+        CU_ASSERT_EQUAL(el[1].kind, ROW_KIND_NULL);
+        CU_ASSERT_EQUAL_FATAL(row_array_parse(ROW_TYPE_INT4_ARRAY, "{9}", 3, &arena, &a, NULL), 0);
+        CU_ASSERT_EQUAL_FATAL(row_array_parse(ROW_TYPE_INT4_ARRAY, "{10}", 4, &arena, &b, NULL), 0);
+        CU_ASSERT(row_datum_compare(&a, &b) > 0);               /* bytes: "{9}" > "{10}" */
+        CU_ASSERT_EQUAL(row_array_compare(ROW_TYPE_INT4_ARRAY, &a, &b, &arena, &c, NULL), 0);
+        CU_ASSERT(c < 0);                                       /* arrays: {9} < {10} */
+        CU_ASSERT_EQUAL_FATAL(row_array_parse(ROW_TYPE_INT4_ARRAY, "{9,1}", 5, &arena, &b, NULL), 0);
+        CU_ASSERT_EQUAL(row_array_compare(ROW_TYPE_INT4_ARRAY, &a, &b, &arena, &c, NULL), 0);
+        CU_ASSERT(c < 0);                                       /* a prefix first */
+        CU_ASSERT(row_datum_fits(&a, ROW_TYPE_INT4_ARRAY));
+        CU_ASSERT_STRING_EQUAL(row_type_name(ROW_TYPE_TEXT_ARRAY), "text[]");
+        CU_ASSERT_EQUAL(row_type_element(ROW_TYPE_INT8_ARRAY), ROW_TYPE_INT8);
+        CU_ASSERT_EQUAL(row_type_array_of(ROW_TYPE_INT4_ARRAY), _ROW_TYPE_INVALID);
+        CU_ASSERT_EQUAL(row_datum_parse(ROW_TYPE_INT4_ARRAY, "{1}", 3, &a, NULL), -EINVAL);
+        row_arena_done(&arena);
+}
+
 static const struct t_case encoding_cases[] = {
         { "roundtrip", test_roundtrip },
         { "layout", test_layout },
@@ -464,6 +554,7 @@ static const struct t_case encoding_cases[] = {
 static const struct t_case text_cases[] = {
         { "format", test_format },
         { "parse", test_parse },
+        { "arrays", test_arrays },
         { "strings", test_strings },
         { NULL, NULL },
 };

@@ -169,6 +169,10 @@ static const char *type_short(int type)
                 return "text";
         case ROW_TYPE_BOOL:
                 return "bool";
+        case ROW_TYPE_INT4_ARRAY:
+                return "int4[]";
+        case ROW_TYPE_TEXT_ARRAY:
+                return "text[]";
         default:
                 return "?";
         }
@@ -206,6 +210,10 @@ static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
                 [COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL] = "ASSERT_NOT_NULL",
                 [COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS] = "TOO_MANY_ROWS",
                 [COORD__PLAN__FUNC__FUNC_VARCHAR] = "VARCHAR",
+                [COORD__PLAN__FUNC__FUNC_ARRAY] = "ARRAY", [COORD__PLAN__FUNC__FUNC_ANY] = "ANY",
+                [COORD__PLAN__FUNC__FUNC_ALL] = "ALL", [COORD__PLAN__FUNC__FUNC_SUBSCRIPT] = "SUBSCRIPT",
+                [COORD__PLAN__FUNC__FUNC_ARRAY_TO_STRING] = "array_to_string",
+                [COORD__PLAN__FUNC__FUNC_CARDINALITY] = "cardinality",
         };
         const Coord__Plan__Call *c;
 
@@ -263,6 +271,12 @@ static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
                 case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL:
                 case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
                 case COORD__PLAN__FUNC__FUNC_VARCHAR:
+                case COORD__PLAN__FUNC__FUNC_ARRAY:
+                case COORD__PLAN__FUNC__FUNC_ANY:
+                case COORD__PLAN__FUNC__FUNC_ALL:
+                case COORD__PLAN__FUNC__FUNC_SUBSCRIPT:
+                case COORD__PLAN__FUNC__FUNC_ARRAY_TO_STRING:
+                case COORD__PLAN__FUNC__FUNC_CARDINALITY:
                         fprintf(f, "%s(", named[c->func]);
                         explain_exprs_(f, c->args, c->n_args);
                         fputs(")", f);
@@ -738,7 +752,43 @@ static void test_create_table(void)
                      "type \"double precision\" is not supported", -1);
         expect_error("CREATE TABLE n (a numeric)", "0A000", "type \"numeric\" is not supported", -1);
         expect_error("CREATE TABLE n (a foo)", "42704", "type \"foo\" does not exist", 19);
-        expect_error("CREATE TABLE n (a int[])", "0A000", "array types are not supported", -1);
+        /* Arrays: int[], int[3][], _int4 are all int4[] (PostgreSQL enforces neither
+         * sizes nor dimensions of a column's type). */
+        s = analyze("CREATE TABLE n (a int[], b text[3][], c _int8, d boolean ARRAY, e varchar[])");
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_CREATE_TABLE);
+        CU_ASSERT_EQUAL_FATAL(s->create_table.n_columns, 5);
+        CU_ASSERT_EQUAL(s->create_table.columns[0].type, ROW_TYPE_INT4_ARRAY);
+        CU_ASSERT_EQUAL(s->create_table.columns[1].type, ROW_TYPE_TEXT_ARRAY);
+        CU_ASSERT_EQUAL(s->create_table.columns[2].type, ROW_TYPE_INT8_ARRAY);
+        CU_ASSERT_EQUAL(s->create_table.columns[3].type, ROW_TYPE_BOOL_ARRAY);
+        CU_ASSERT_EQUAL(s->create_table.columns[4].type, ROW_TYPE_TEXT_ARRAY);
+        sql_stmt_free(s);
+        expect_error("CREATE TABLE n (a varchar(3)[])", "0A000", "arrays of varchar(n) are not supported", -1);
+        expect_error("CREATE TABLE n (a numeric[])", "0A000", "type \"numeric\" is not supported", -1);
+        expect_error("CREATE TABLE n (a int[] DEFAULT '{1,x}')", "22P02", NULL, -1);
+        /* Array expressions fold, and what they cannot mean is refused. */
+        expect_select_plan("SELECT a = ANY('{1,2}') FROM t",
+                           "Project[4](Map[ANY(#0, '{1,2}', 10)](Get 10))");
+        expect_select_plan("SELECT a <> ALL(ARRAY[1, d]) FROM t",
+                           "Project[4](Map[ALL(#0, ARRAY(1::int8, #3), 11)](Get 10))");
+        expect_select_plan("SELECT ARRAY[1, NULL]::text, (ARRAY['x'])[1], "
+                           "array_to_string('{a}'::text[], ',') FROM t",
+                           "Project[4,5,6](Map['{1,NULL}', 'x', 'a'](Get 10))");
+        expect_error("SELECT ARRAY[]", "42P18", "cannot determine type of empty array", 8);
+        expect_select_plan("SELECT cardinality(ARRAY[]::int[]) FROM t", "Project[4](Map[0](Get 10))");
+        expect_error("SELECT ARRAY[ARRAY[1]]", "0A000", "multidimensional arrays are not supported", -1);
+        expect_error("SELECT ARRAY[1, 'x']", "22P02", NULL, -1);
+        expect_error("SELECT ARRAY[1, true]", "42804", NULL, -1);
+        expect_error("SELECT (ARRAY[1])[1:2]", "0A000", NULL, -1);
+        expect_error("SELECT a[1] FROM t", "42804",
+                     "cannot subscript type integer because it does not support subscripting", -1);
+        expect_error("SELECT 1 = ANY(2)", "42809", "op ANY/ALL (array) requires array on right side", -1);
+        expect_error("SELECT 'x'::text = ANY(ARRAY[1])", "42883", NULL, -1);
+        expect_error("SELECT 1 + ANY(ARRAY[1])", "0A000", NULL, -1);
+        expect_error("SELECT '{1,x}'::int[]", "22P02", "invalid input syntax for type integer: \"x\"", 8);
+        expect_error("SELECT x FROM (VALUES (ARRAY[2]), (ARRAY[10])) AS v(x) ORDER BY x", "0A000",
+                     "ORDER BY of an array is not supported", -1);
+        expect_error("SELECT max(x) FROM (VALUES (ARRAY[2])) AS v(x)", "0A000", NULL, -1);
         expect_error("CREATE TABLE n (a int4(5))", "42601", NULL, -1);
         /* Keys: PostgreSQL's names, a primary key's columns NOT NULL, one key per
          * column list (the primary key's or the given name wins). */
@@ -1190,9 +1240,16 @@ static void test_pg_catalog(void)
         expect_error("SELECT b COLLATE \"de_DE\" FROM t", "0A000", NULL, -1);
         expect_error("SELECT a COLLATE \"C\" FROM t", "42804", NULL, -1);
         expect_error("SELECT pg_get_userbyid('x'::text)", "42883", NULL, 8);
-        /* \l's array_to_string(d.datacl, ...): refused by name, not by its column. */
-        expect_error("SELECT array_to_string(datacl, ',') FROM pg_database", "0A000",
-                     "function array_to_string() is not supported: arrays are not supported", 8);
+        /* \l's array_to_string(d.datacl, E'\n'): datacl is a text[] (aclitem[] in
+         * PostgreSQL), always NULL. */
+        {
+                struct sql_stmt *st = analyze("SELECT array_to_string(datacl, ',') FROM pg_database");
+
+                CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+                CU_ASSERT_EQUAL(st->kind, SQL_STMT_SELECT);
+                sql_stmt_free(st);
+        }
+        expect_error("SELECT array_to_string(datacl) FROM pg_database", "42883", NULL, 8);
 }
 
 static void test_session(void)
