@@ -1693,6 +1693,7 @@ struct agg_ctx {
         Coord__Plan__AggFunc *funcs;
         Coord__Plan__Expr **args;       /* over the input; NULL for count(*) */
         int *types;
+        char **delims;                  /* string_agg's delimiter, NULL for the others */
         size_t n, cap;
 };
 
@@ -2406,7 +2407,6 @@ static const char *const nondeterministic_functions[] = {
 static const struct {
         const char *name, *why;
 } unsupported_functions[] = {
-        { "array_agg", "array aggregates are not supported" },
         { "unnest", "set-returning functions are not supported" },
         { "format_type", "type OIDs and modifiers are not supported" },
         { "pg_get_indexdef", "index definitions are not available" },
@@ -2422,7 +2422,8 @@ static const struct {
 
 static bool is_aggregate_name(const char *name)
 {
-        static const char *const aggregates[] = { "count", "sum", "min", "max", "avg" };
+        static const char *const aggregates[] = { "count", "sum", "min", "max", "avg",
+                                                  "array_agg", "string_agg" };
 
         for (size_t i = 0; i < ELEMENTSOF(aggregates); i++)
                 if (strcmp(name, aggregates[i]) == 0)
@@ -2430,15 +2431,113 @@ static bool is_aggregate_name(const char *name)
         return false;
 }
 
-/* count/sum/min/max: a placeholder column for the aggregate (struct agg_ctx). */
+/* 42883 for f, naming its argument types the way PostgreSQL does (an aggregate's
+ * arguments are analyzed as inside it). */
+static int no_function(struct analyzer *a, const PgQuery__FuncCall *f, const char *name)
+{
+        bool in_agg = a->in_agg;
+        char types[512] = "";
+        size_t used = 0;
+
+        a->in_agg = in_agg || is_aggregate_name(name);
+        for (size_t i = 0; i < f->n_args; i++) {
+                struct typed t = { .location = -1 };
+                int rc = analyze_expr(a, f->args[i], &t), w;
+
+                if (rc < 0) {
+                        a->in_agg = in_agg;
+                        return rc;
+                }
+                w = snprintf(types + used, sizeof(types) - used, "%s%s", i ? ", " : "",
+                             typed_name(&t));
+                typed_done(&t);
+                if (w > 0 && (size_t)w < sizeof(types) - used)
+                        used += (size_t)w;
+        }
+        a->in_agg = in_agg;
+        FAIL_AT(a, f->location, "42883", "function %s(%s) does not exist", name, types);
+        row_error_hint(a->err, "%s", HINT_FUNCTION);
+        return -EINVAL;
+}
+
+/* array_agg(x [ORDER BY x]) and string_agg(x, 'delimiter' [ORDER BY x]) into *arg,
+ * *func, *type and *delim (proto/plan.proto AGG_ARRAY_AGG): 0, or an error (42883 when
+ * no such function takes these arguments).  The engine gives the
+ * values in ascending order, so an ORDER BY other than the argument ascending (NULLS
+ * LAST) is refused rather than ignored; without one PostgreSQL's order is unspecified. */
+static int analyze_gather(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                          struct typed *arg, Coord__Plan__AggFunc *func, int *type, char **delim)
+{
+        bool string = strcmp(name, "string_agg") == 0, in_agg = a->in_agg;
+        _cleanup_(typed_done) struct typed d = { .location = -1 }, o = { .location = -1 };
+        const PgQuery__SortBy *sb;
+        int r;
+
+        if (f->n_args != (string ? 2u : 1u))
+                return no_function(a, f, name);
+        a->in_agg = true;
+        r = analyze_expr(a, f->args[0], arg);
+        if (r >= 0 && string)
+                r = analyze_expr(a, f->args[1], &d);
+        if (r >= 0 && f->n_agg_order == 1 && f->agg_order[0]->node_case == PG_QUERY__NODE__NODE_SORT_BY)
+                r = analyze_expr(a, f->agg_order[0]->sort_by->node, &o);
+        a->in_agg = in_agg;
+        if (r >= 0)
+                r = coerce_unknown(a, arg, ROW_TYPE_TEXT);
+        if (r < 0)
+                return r;
+        if (string) {
+                if ((int)arg->e->type != ROW_TYPE_TEXT ||
+                    (!d.unknown && (int)d.e->type != ROW_TYPE_TEXT))
+                        return no_function(a, f, name);
+                r = coerce_unknown(a, &d, ROW_TYPE_TEXT);
+                if (r < 0)
+                        return r;
+                if (!is_literal(d.e))
+                        return FAIL_AT(a, f->location, "0A000", "string_agg() with a delimiter "
+                                                                "that is not a constant is not supported");
+                /* NULL joins with nothing between, as PostgreSQL. */
+                *delim = d.e->literal->value_case == COORD__PLAN__DATUM__VALUE_TEXT_VALUE
+                                 ? strndup((const char *)d.e->literal->text_value.data,
+                                           d.e->literal->text_value.len)
+                                 : strdup("");
+                if (!*delim)
+                        return oom(a);
+                if (strlen(*delim) != (d.e->literal->value_case == COORD__PLAN__DATUM__VALUE_TEXT_VALUE
+                                               ? d.e->literal->text_value.len : 0))
+                        return FAIL_AT(a, f->location, "22021", "invalid byte sequence for encoding \"UTF8\"");
+                *func = COORD__PLAN__AGG_FUNC__AGG_STRING_AGG;
+                *type = ROW_TYPE_TEXT;
+        } else {
+                if (row_type_is_array((int)arg->e->type))
+                        return FAIL_AT(a, f->location, "0A000",
+                                       "array_agg() of arrays (multidimensional arrays) is not supported");
+                *func = COORD__PLAN__AGG_FUNC__AGG_ARRAY_AGG;
+                *type = (int)row_type_array_of((enum row_type)arg->e->type);
+        }
+        if (!f->n_agg_order)
+                return 0;
+        sb = f->agg_order[0]->node_case == PG_QUERY__NODE__NODE_SORT_BY ? f->agg_order[0]->sort_by : NULL;
+        if (f->n_agg_order != 1 || !sb || !o.e || !expr_equal(o.e, arg->e) ||
+            sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_DESC ||
+            sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_USING ||
+            sb->sortby_nulls == PG_QUERY__SORT_BY_NULLS__SORTBY_NULLS_FIRST)
+                return FAIL_AT(a, f->location, "0A000", "ORDER BY in %s() other than its argument "
+                                                        "ascending is not supported", name);
+        return 0;
+}
+
+/* count/sum/min/max, array_agg/string_agg: a placeholder column for the aggregate
+ * (struct agg_ctx). */
 static int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                              struct typed *ret)
 {
         struct agg_ctx *g = a->agg;
         _cleanup_(typed_done) struct typed arg = { .location = -1 };
-        Coord__Plan__AggFunc func;
+        Coord__Plan__AggFunc func = COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR;
         int type = ROW_TYPE_INT8, rc;
-        bool in_agg = a->in_agg;
+        bool in_agg = a->in_agg, gather;
+        _cleanup_free_ char *delim = NULL;
 
         if (!g) {
                 if (a->no_agg)
@@ -2448,13 +2547,18 @@ static int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, con
         }
         if (a->in_agg)
                 return FAIL_AT(a, f->location, "42803", "aggregate function calls cannot be nested");
-        if (f->agg_distinct || f->n_agg_order || f->agg_filter || f->agg_within_group)
+        gather = strcmp(name, "array_agg") == 0 || strcmp(name, "string_agg") == 0;
+        if (f->agg_distinct || (f->n_agg_order && !gather) || f->agg_filter || f->agg_within_group)
                 return FAIL_AT(a, f->location, "0A000",
                                "DISTINCT, ORDER BY, FILTER and WITHIN GROUP in aggregates are "
                                "not supported");
         if (strcmp(name, "avg") == 0)
                 return FAIL_AT(a, f->location, "0A000", "avg() is not supported yet");
-        if (f->agg_star) {
+        if (gather && !f->agg_star) {
+                rc = analyze_gather(a, f, name, &arg, &func, &type, &delim);
+                if (rc < 0)
+                        return rc;
+        } else if (f->agg_star) {
                 if (strcmp(name, "count") != 0)
                         return FAIL_AT(a, f->location, "42809",
                                        "%s(*) specified, but %s is not an aggregate function "
@@ -2483,10 +2587,6 @@ static int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, con
                 } else {
                         func = strcmp(name, "min") == 0 ? COORD__PLAN__AGG_FUNC__AGG_MIN
                                                          : COORD__PLAN__AGG_FUNC__AGG_MAX;
-                        /* Arrays: min/max compare datums by bytes (sort_key_add()). */
-                        if (row_type_is_array((int)arg.e->type))
-                                return FAIL_AT(a, f->location, "0A000",
-                                               "%s() of an array is not supported", name);
                         if ((int)arg.e->type == ROW_TYPE_BOOL)
                                 goto no_function;
                         type = (int)arg.e->type;
@@ -2496,7 +2596,8 @@ static int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, con
         for (size_t k = 0; k < g->n; k++)
                 if (g->funcs[k] == func &&
                     ((!g->args[k] && !arg.e) ||
-                     (g->args[k] && arg.e && expr_equal(g->args[k], arg.e)))) {
+                     (g->args[k] && arg.e && expr_equal(g->args[k], arg.e))) &&
+                    strcmp(g->delims[k] ?: "", delim ?: "") == 0) {
                         ret->e = expr_column(g->types[k], AGG_MARK | (uint32_t)k);
                         goto out;
                 }
@@ -2505,19 +2606,23 @@ static int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, con
                 Coord__Plan__AggFunc *fs = realloc(g->funcs, cap * sizeof(*fs));
                 Coord__Plan__Expr **as = fs ? realloc(g->args, cap * sizeof(*as)) : NULL;
                 int *ts = as ? realloc(g->types, cap * sizeof(*ts)) : NULL;
+                char **ds = ts ? realloc(g->delims, cap * sizeof(*ds)) : NULL;
 
                 if (fs)
                         g->funcs = fs;
                 if (as)
                         g->args = as;
-                if (!ts)
+                if (ts)
+                        g->types = ts;
+                if (!ds)
                         return oom(a);
-                g->types = ts;
+                g->delims = ds;
                 g->cap = cap;
         }
         g->funcs[g->n] = func;
         g->args[g->n] = TAKE_PTR(arg.e);
         g->types[g->n] = type;
+        g->delims[g->n] = TAKE_PTR(delim);
         ret->e = expr_column(type, AGG_MARK | (uint32_t)g->n);
         g->n++;
 out:
@@ -2588,8 +2693,6 @@ static int session_value(struct analyzer *a, const char *what, int location, str
 static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, struct typed *ret)
 {
         const char *name = f->n_funcname ? node_string(f->funcname[f->n_funcname - 1]) : NULL;
-        char types[256] = "";
-        size_t used = 0;
         int r;
 
         if (!name)
@@ -2646,22 +2749,7 @@ static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, str
                 r = analyze_array_func(a, f, name, ret);
         if (r != 0)
                 return r < 0 ? r : 0;
-        /* Unknown: name the argument types the way PostgreSQL does. */
-        for (size_t i = 0; i < f->n_args; i++) {
-                struct typed t = { .location = -1 };
-                int rc = analyze_expr(a, f->args[i], &t), w;
-
-                if (rc < 0)
-                        return rc;
-                w = snprintf(types + used, sizeof(types) - used, "%s%s", i ? ", " : "",
-                             typed_name(&t));
-                typed_done(&t);
-                if (w > 0 && (size_t)w < sizeof(types) - used)
-                        used += (size_t)w;
-        }
-        FAIL_AT(a, f->location, "42883", "function %s(%s) does not exist", name, types);
-        row_error_hint(a->err, "%s", HINT_FUNCTION);
-        return -EINVAL;
+        return no_function(a, f, name);
 }
 
 /* The SQL value functions' names, as PostgreSQL names their columns too. */
@@ -6563,8 +6651,11 @@ static int regroup(struct analyzer *a, Coord__Plan__Expr **pe, Coord__Plan__Expr
 
 static void agg_done(struct agg_ctx *g)
 {
-        for (size_t i = 0; i < g->n; i++)
+        for (size_t i = 0; i < g->n; i++) {
                 expr_free(g->args[i]);
+                free(g->delims[i]);
+        }
+        free(g->delims);
         free(g->args);
         free(g->funcs);
         free(g->types);
@@ -7272,6 +7363,75 @@ static Coord__Plan__Relation *keyed_counts(Coord__Plan__Relation *S, const struc
         return rel_reduce(rel_project(S, out, q->n + 1), q->n, f, c, t, 2);
 }
 
+/* ARRAY(subquery): S's rows grouped by the subquery's outer keys (q), array_agg of its
+ * one column, attached; an outer row without inner rows gets '{}' (PostgreSQL's empty
+ * array, not NULL).  The engine orders an array's elements ascending (proto/plan.proto
+ * AGG_ARRAY_AGG), so the subquery may order by its column ascending and nothing else.
+ * Consumes S. */
+static int array_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const struct subq *q,
+                         Coord__Plan__Relation *S, const struct scope *out, int vtype,
+                         struct typed *ret)
+{
+        const PgQuery__SelectStmt *ss = sl->subselect->node_case == PG_QUERY__NODE__NODE_SELECT_STMT
+                                                ? sl->subselect->select_stmt : NULL;
+        const Coord__Plan__AggFunc f = COORD__PLAN__AGG_FUNC__AGG_ARRAY_AGG;
+        const Coord__Plan__Type atype = (Coord__Plan__Type)row_type_array_of((enum row_type)vtype);
+        const struct row_datum empty = ROW_DATUM_TEXT("{}", 2);
+        uint32_t *cols = malloc((q->n + 1) * sizeof(*cols)), first, c = (uint32_t)q->n;
+        Coord__Plan__Relation *R;
+        int r;
+
+        if (!cols) {
+                rel_free(S);
+                return oom(a);
+        }
+        for (size_t i = 0; i < q->n; i++)
+                cols[i] = (uint32_t)(q->n_visible + i);
+        cols[q->n] = 0;
+        R = rel_reduce(rel_project(S, cols, q->n + 1), q->n, &f, &c, &atype, 1);
+        if (!R)
+                return oom(a);
+        if (!row_type_valid((int)atype))
+                r = FAIL_AT(a, sl->location, "0A000", "ARRAY(subquery) of arrays (multidimensional "
+                                                      "arrays) is not supported");
+        else if (q->n && q->global)
+                r = FAIL_AT(a, sl->location, "0A000", "a correlated ARRAY(subquery) with aggregates "
+                                                      "is not supported");
+        else if (ss && ss->n_sort_clause) {
+                const PgQuery__SortBy *sb = ss->n_sort_clause == 1 &&
+                                                            ss->sort_clause[0]->node_case == PG_QUERY__NODE__NODE_SORT_BY
+                                                    ? ss->sort_clause[0]->sort_by : NULL;
+                const PgQuery__Node *k = sb ? sb->node : NULL;
+                bool first_col = k && k->node_case == PG_QUERY__NODE__NODE_A_CONST &&
+                                 k->a_const->val_case == PG_QUERY__A__CONST__VAL_IVAL &&
+                                 k->a_const->ival->ival == 1;
+                bool named = k && k->node_case == PG_QUERY__NODE__NODE_COLUMN_REF &&
+                             k->column_ref->n_fields &&
+                             strcmp(node_string(k->column_ref->fields[k->column_ref->n_fields - 1]) ?: "",
+                                    out->cols[0].name) == 0;
+
+                r = 0;
+                if (!sb || !(first_col || named) ||
+                    sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_DESC ||
+                    sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_USING ||
+                    sb->sortby_nulls == PG_QUERY__SORT_BY_NULLS__SORTBY_NULLS_FIRST)
+                        r = FAIL_AT(a, sl->location, "0A000", "ARRAY(subquery) ordered other than "
+                                                              "by its column ascending is not supported");
+        } else
+                r = 0;
+        if (r < 0) {
+                rel_free(R);
+                return r;
+        }
+        r = attach_add(a, a->attach, R, outer_keys(q, NULL), q->n, &atype, 1, &first);
+        if (r < 0)
+                return r;
+        return attach_value(a, a->attach,
+                            call2((int)atype, COORD__PLAN__FUNC__FUNC_COALESCE, col_of((int)atype, first),
+                                  expr_literal((int)atype, &empty)),
+                            "array", ret);
+}
+
 static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret)
 {
         static const Coord__Plan__Type I8 = (Coord__Plan__Type)ROW_TYPE_INT8;
@@ -7303,7 +7463,7 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
                 negate = true;
                 break;
         case PG_QUERY__SUB_LINK_TYPE__ARRAY_SUBLINK:
-                return FAIL_AT(a, sl->location, "0A000", "ARRAY(subquery) is not supported");
+                break;
         default:
                 return FAIL_AT(a, sl->location, "0A000", "this kind of subquery is not supported");
         }
@@ -7339,6 +7499,9 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
         if (sl->sub_link_type != PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK && q.n_visible != 1)
                 return FAIL_AT(a, sl->location, "42601", sl->testexpr ? "subquery has too many columns"
                                : "subquery must return only one column");
+
+        if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ARRAY_SUBLINK)
+                return array_sublink(a, sl, &q, TAKE_PTR(S), &out, vtype, ret);
 
         if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK) {
                 const Coord__Plan__AggFunc f = COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR;
@@ -7862,6 +8025,8 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                         coord__plan__aggregate__init(ag);
                         ag->func = agg.funcs[k];
                         ag->type = (Coord__Plan__Type)agg.types[k];
+                        if (agg.delims[k])
+                                ag->delimiter = TAKE_PTR(agg.delims[k]);
                         if (!agg.args[k])
                                 ag->column = 0;
                         else if (agg.args[k]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN)

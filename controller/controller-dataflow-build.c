@@ -199,6 +199,20 @@ static int build_reduce(struct dataflow *df, const Coord__Plan__Relation *rel, u
                 case COORD__PLAN__AGG_FUNC__AGG_MAX:
                         want = ct[a->column];
                         break;
+                case COORD__PLAN__AGG_FUNC__AGG_ARRAY_AGG:
+                        want = row_type_array_of(ct[a->column]);
+                        if (!row_type_valid(want)) {
+                                free(t);
+                                return invalid(err, "array_agg of an array");
+                        }
+                        break;
+                case COORD__PLAN__AGG_FUNC__AGG_STRING_AGG:
+                        if (ct[a->column] != ROW_TYPE_TEXT) {
+                                free(t);
+                                return invalid(err, "string_agg over a column that is not text");
+                        }
+                        want = ROW_TYPE_TEXT;
+                        break;
                 default:
                         free(t);
                         return row_error_set(err, -EINVAL, "0A000",

@@ -401,6 +401,14 @@ static int value_datum(const struct node *n, uint32_t vid, struct row_datum *ret
         return row_decode(k + VKEY_PREFIX, len - VKEY_PREFIX, ret, 1) == 1 ? 0 : -EBADMSG;
 }
 
+/* Does aggregate `agg` keep an extreme (min/max) of its value list? */
+static bool is_extreme(const struct node *n, size_t agg)
+{
+        Coord__Plan__AggFunc f = n->reduce->aggregates[agg]->func;
+
+        return f == COORD__PLAN__AGG_FUNC__AGG_MIN || f == COORD__PLAN__AGG_FUNC__AGG_MAX;
+}
+
 /* Is value a better extreme than value b for aggregate `agg`? */
 static bool value_better(const struct node *n, size_t agg, uint32_t a, uint32_t b)
 {
@@ -411,8 +419,100 @@ static bool value_better(const struct node *n, size_t agg, uint32_t a, uint32_t 
                 return true;
         if (value_datum(n, a, &da) < 0 || value_datum(n, b, &db) < 0)
                 return false;
-        c = row_datum_compare(&da, &db);
+        if (row_type_is_array(n->reduce->aggregates[agg]->type)) {
+                /* Arrays order element-wise, not by their text (row.h "Arrays"). */
+                struct row_arena arena = { 0 };
+                int r = row_array_compare((enum row_type)n->reduce->aggregates[agg]->type, &da, &db,
+                                          &arena, &c, NULL);
+
+                row_arena_done(&arena);
+                if (r < 0)
+                        return false;
+        } else
+                c = row_datum_compare(&da, &db);
         return n->reduce->aggregates[agg]->func == COORD__PLAN__AGG_FUNC__AGG_MIN ? c < 0 : c > 0;
+}
+
+/* A distinct value of a group's list and its count (gather_output()). */
+struct counted {
+        struct row_datum d;
+        int64_t count;
+};
+
+static int counted_cmp(const void *x, const void *y)
+{
+        return row_datum_compare(&((const struct counted *)x)->d, &((const struct counted *)y)->d);
+}
+
+/* The most elements array_agg/string_agg put in one value. */
+#define GATHER_MAX (1u << 26)
+
+/* array_agg's or string_agg's value of aggregate `agg` of group g (proto/plan.proto
+ * AGG_ARRAY_AGG): the group's values (its value list, as min/max keep it) in ascending
+ * order, each as often as its count; array_agg's NULLs (the group's rows less the
+ * non-NULL ones) last.  Built in `arena` at every output of the group: O(k log k) for k
+ * distinct values. */
+static int gather_output(struct node *n, const struct group *g, size_t agg,
+                         struct row_arena *arena, struct row_datum *ret, struct row_error *err)
+{
+        const Coord__Plan__Aggregate *ag = n->reduce->aggregates[agg];
+        const struct agg_state *a = &g->aggs[agg];
+        bool array = ag->func == COORD__PLAN__AGG_FUNC__AGG_ARRAY_AGG;
+        uint64_t total = array ? (uint64_t)g->count : (uint64_t)a->nonnull;
+        size_t k = 0, at = 0, len = 0, dlen = strlen(ag->delimiter ? ag->delimiter : "");
+        struct counted *vals;
+        struct row_datum *all;
+        char *p;
+
+        if (total == 0) {
+                *ret = ROW_DATUM_NULL;
+                return 0;
+        }
+        if (total > GATHER_MAX)
+                return row_error_set(err, -EINVAL, "54000", "%s of more than %u values",
+                                     array ? "array_agg" : "string_agg", GATHER_MAX);
+        for (uint32_t v = a->head; v != NIL; v = ((struct vent *)bmap_val(&n->values, v))->next)
+                k++;
+        vals = row_arena_alloc(arena, (k ? k : 1) * sizeof(*vals));
+        all = row_arena_alloc(arena, (size_t)total * sizeof(*all));
+        if (!vals || !all)
+                return row_error_oom(err);
+        k = 0;
+        for (uint32_t v = a->head; v != NIL; v = ((struct vent *)bmap_val(&n->values, v))->next) {
+                if (value_datum(n, v, &vals[k].d) < 0)
+                        return row_error_set(err, -EINVAL, "XX000", "array_agg state lost its values");
+                vals[k++].count = ((struct vent *)bmap_val(&n->values, v))->count;
+        }
+        qsort(vals, k, sizeof(*vals), counted_cmp);
+        for (size_t i = 0; i < k; i++)
+                for (int64_t c = 0; c < vals[i].count && at < total; c++)
+                        all[at++] = vals[i].d;
+        if (at != (size_t)a->nonnull)
+                return corrupt(err, "the input of an aggregate");
+        if (array) {
+                while (at < total)
+                        all[at++] = ROW_DATUM_NULL;
+                return row_array_build((enum row_type)ag->type, all, at, arena, ret, err);
+        }
+        for (size_t i = 0; i < at; i++)
+                len += (i ? dlen : 0) + all[i].text.len;
+        if (len > UINT32_MAX)
+                return row_error_set(err, -EINVAL, "54000", "string_agg result too long");
+        p = row_arena_alloc(arena, len ? len : 1);
+        if (!p)
+                return row_error_oom(err);
+        len = 0;
+        for (size_t i = 0; i < at; i++) {
+                if (i && dlen) {
+                        memcpy(p + len, ag->delimiter, dlen);
+                        len += dlen;
+                }
+                if (all[i].text.len)
+                        memcpy(p + len, all[i].text.ptr, all[i].text.len);
+                len += all[i].text.len;
+        }
+        *ret = ROW_DATUM_TEXT(p, (uint32_t)len);
+        return 0;
 }
 
 /* The output row of a group (with the datums in n->datums), into the arena or the
@@ -454,6 +554,14 @@ static int group_output(struct node *n, uint32_t gid, bool global, struct row_ar
                         else
                                 *o = ROW_DATUM_INT((int64_t)a->sum);
                         break;
+                case COORD__PLAN__AGG_FUNC__AGG_ARRAY_AGG:
+                case COORD__PLAN__AGG_FUNC__AGG_STRING_AGG: {
+                        int r = gather_output(n, g, i, arena, o, err);
+
+                        if (r < 0)
+                                return r;
+                        break;
+                }
                 default:
                         if (a->nonnull == 0)
                                 *o = ROW_DATUM_NULL;
@@ -663,7 +771,8 @@ int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error
                         }
                         vlist_unlink(n, a, vid);
                         bmap_remove(&n->values, vid);
-                } else if (!a->stale && a->ext != vid && value_better(n, v->agg, vid, a->ext))
+                } else if (!a->stale && a->ext != vid && is_extreme(n, v->agg) &&
+                           value_better(n, v->agg, vid, a->ext))
                         a->ext = vid;
         }
         n->vdirty.n = 0;

@@ -175,8 +175,9 @@ void row_format_failing(const struct row_datum *datums, size_t n, char *buf, siz
  * goes through it, so equal arrays have equal bytes: storage consolidation, join keys,
  * GROUP BY and DISTINCT compare arrays correctly by bytes, and the datum is its own text
  * form.  Ordering is NOT by bytes ({10} > {9}): row_array_compare() orders as
- * PostgreSQL does, and what sorts datums by row_datum_compare() (ORDER BY, min/max,
- * top-k) must not be given arrays -- the planner refuses them (adapter-sql.c). */
+ * PostgreSQL does (the dataflow's min/max use it, value_better()), and what sorts datums
+ * by row_datum_compare() (ORDER BY, top-k) must not be given arrays -- the planner
+ * refuses them (adapter-sql.c sort_key_add()). */
 
 struct row_arena;
 

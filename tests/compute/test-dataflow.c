@@ -971,8 +971,56 @@ static void naive_join(const Coord__Plan__Join *j, uint64_t t, struct nrel *out)
         nrel_done(&r);
 }
 
+/* Order of min/max: arrays element-wise (PostgreSQL's), everything else as datums. */
+static int naive_cmp(int type, const struct row_datum *x, const struct row_datum *y)
+{
+        struct row_arena arena = ROW_ARENA_INIT;
+        int c = 0;
+
+        if (!row_type_is_array(type))
+                return row_datum_compare(x, y);
+        CU_ASSERT_FATAL(row_array_compare((enum row_type)type, x, y, &arena, &c, NULL) == 0);
+        row_arena_done(&arena);
+        return c;
+}
+
+static int datum_qcmp(const void *x, const void *y)
+{
+        return row_datum_compare(x, y);
+}
+
+/* array_agg / string_agg of vals[0..n) (non-NULL, with repeats) and `nulls` NULLs:
+ * sorted ascending, NULLs last (proto/plan.proto AGG_ARRAY_AGG), in `arena`. */
+static struct row_datum naive_gather(const Coord__Plan__Aggregate *ag, struct row_datum *vals,
+                                     size_t n, size_t nulls, struct row_arena *arena)
+{
+        struct row_datum r = ROW_DATUM_NULL;
+        size_t len = 0, dl = strlen(ag->delimiter);
+        char *p;
+
+        qsort(vals, n, sizeof(*vals), datum_qcmp);
+        if (ag->func == AGG(ARRAY_AGG)) {
+                if (n + nulls == 0)
+                        return r;
+                for (size_t i = 0; i < nulls; i++)
+                        vals[n + i] = ROW_DATUM_NULL;
+                CU_ASSERT_FATAL(row_array_build((enum row_type)ag->type, vals, n + nulls, arena,
+                                                &r, NULL) == 0);
+                return r;
+        }
+        if (n == 0)
+                return r;
+        p = row_arena_alloc(arena, 64 * (n + 1) * (dl + 1));
+        for (size_t i = 0; i < n; i++) {
+                len += (size_t)sprintf(p + len, "%s%.*s", i ? ag->delimiter : "",
+                                       (int)vals[i].text.len, vals[i].text.ptr);
+        }
+        return (struct row_datum)ROW_DATUM_TEXT(p, (uint32_t)len);
+}
+
 static void naive_reduce(const Coord__Plan__Reduce *rd, uint64_t t, struct nrel *out)
 {
+        struct row_arena arena = ROW_ARENA_INIT;
         struct nrel in = { 0 };
         bool *done;
 
@@ -1001,6 +1049,8 @@ static void naive_reduce(const Coord__Plan__Reduce *rd, uint64_t t, struct nrel 
                         __int128 sum = 0;
                         int64_t nonnull = 0;
                         struct row_datum best = ROW_DATUM_NULL;
+                        struct row_datum *vals = NULL;
+                        size_t n_vals = 0;
 
                         count = 0;
                         for (size_t m = 0; m < in.n; m++) {
@@ -1020,12 +1070,23 @@ static void naive_reduce(const Coord__Plan__Reduce *rd, uint64_t t, struct nrel 
                                         continue;
                                 nonnull += in.v[m].c;
                                 sum += (__int128)d[ag->column].i * in.v[m].c;
-                                if (best.kind == ROW_KIND_NULL ||
+                                if ((ag->func == AGG(MIN) || ag->func == AGG(MAX)) &&
+                                    (best.kind == ROW_KIND_NULL ||
                                     (ag->func == AGG(MIN) ?
-                                     row_datum_compare(&d[ag->column], &best) < 0 :
-                                     row_datum_compare(&d[ag->column], &best) > 0))
+                                     naive_cmp(ag->type, &d[ag->column], &best) < 0 :
+                                     naive_cmp(ag->type, &d[ag->column], &best) > 0)))
                                         best = d[ag->column];
+                                vals = realloc(vals, (n_vals + (size_t)in.v[m].c) * sizeof(*vals));
+                                for (int64_t c = 0; c < in.v[m].c; c++)
+                                        vals[n_vals++] = d[ag->column];
                         }
+                        if (ag->func == AGG(ARRAY_AGG) || ag->func == AGG(STRING_AGG)) {
+                                vals = realloc(vals, (n_vals + (size_t)(count - nonnull) + 1) *
+                                                     sizeof(*vals));
+                                best = naive_gather(ag, vals, n_vals, (size_t)(count - nonnull),
+                                                    &arena);
+                        }
+                        free(vals);
                         switch (ag->func) {
                         case AGG(COUNT_STAR):
                                 res[nres++] = ROW_DATUM_INT(count);
@@ -1057,6 +1118,7 @@ static void naive_reduce(const Coord__Plan__Reduce *rd, uint64_t t, struct nrel 
         }
         free(done);
         nrel_done(&in);
+        row_arena_done(&arena);
 }
 
 /* TopK, written independently of the engine: sort the consolidated input by the keys as
@@ -1352,7 +1414,17 @@ static Coord__Plan__Relation *G(uint64_t id)
         return get(id, 3, T3);
 }
 
-#define N_PLANS 22
+#define N_PLANS 24
+
+#define I8A ROW_TYPE_INT8_ARRAY
+#define TXA ROW_TYPE_TEXT_ARRAY
+
+/* A Reduce's aggregate i given string_agg's delimiter. */
+static Coord__Plan__Relation *delimit(Coord__Plan__Relation *r, size_t i, const char *delim)
+{
+        r->reduce->aggregates[i]->delimiter = strdup(delim);
+        return r;
+}
 
 static Coord__Plan__Relation *make_plan(int i, const char **name)
 {
@@ -1438,6 +1510,16 @@ static Coord__Plan__Relation *make_plan(int i, const char **name)
         case 21:
                 *name = "topk limit 0";
                 return union_of(2, topk(G(1), true, 0, 0, 1, 0, 0, 0), topk(G(1), true, 1, 0, 0));
+        case 22:
+                *name = "array_agg, string_agg by key and global";
+                return join(delimit(reduce(G(1), 1, 0, 3, AGG(ARRAY_AGG), 1, I8A,
+                                           AGG(STRING_AGG), 2, TX, AGG(ARRAY_AGG), 2, TXA), 1, "-"),
+                            delimit(reduce(G(2), 0, 2, AGG(STRING_AGG), 2, TX,
+                                           AGG(ARRAY_AGG), 0, ROW_TYPE_INT4_ARRAY), 0, ""), 0);
+        case 23:
+                *name = "min/max of arrays (element order) over array_agg";
+                return reduce(reduce(G(3), 1, 0, 1, AGG(ARRAY_AGG), 1, I8A), 0, 2,
+                              AGG(MIN), 1, I8A, AGG(MAX), 1, I8A);
         default:
                 *name = "self join + distinct reduce";
                 return distinct(project(reduce(join(G(2), G(2), 1, 0, 0), 1, 2, 1,

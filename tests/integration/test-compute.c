@@ -2565,6 +2565,35 @@ static void test_arrays(void)
         }
         CU_ASSERT(fails_detail(c, "SELECT a FROM arr ORDER BY a", "0A000", NULL));
         CU_ASSERT(fails_detail(c, "INSERT INTO arr VALUES (7, '{1,x}', NULL)", "22P02", NULL));
+        /* min/max order arrays element-wise ({10} > {9}), not by their text. */
+        CU_ASSERT(rows_are(c, "SELECT max(a), min(a) FROM arr", "{9,3}|{}"));
+        CU_ASSERT(ok(c, "INSERT INTO arr VALUES (8, '{10}', NULL)"));
+        CU_ASSERT(rows_are(c, "SELECT max(a) FROM arr", "{10}"));
+
+        /* array_agg, string_agg and ARRAY(subquery), read and maintained: values in
+         * ascending order, array_agg's NULLs last, no rows -> NULL (ARRAY() -> '{}'). */
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE ag (g int, v int, s text)"));
+        CU_ASSERT(ok(c, "INSERT INTO ag VALUES (1, 5, 'b'), (1, 3, 'a'), (1, NULL, NULL), (1, 3, 'a'), "
+                        "(2, 7, 'c'), (3, NULL, NULL)"));
+        CU_ASSERT(rows_are(c, "SELECT g, array_agg(v), string_agg(s, ', ' ORDER BY s) FROM ag GROUP BY g",
+                           "1|{3,3,5,NULL}|a, a, b;2|{7}|c;3|{NULL}|NULL"));
+        CU_ASSERT(rows_are(c, "SELECT array_agg(v), string_agg(s, '') FROM ag WHERE g > 9", "NULL|NULL"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE ag_k (k int)"));
+        CU_ASSERT(ok(c, "INSERT INTO ag_k VALUES (1), (2), (3), (4)"));
+        CU_ASSERT(rows_are(c, "SELECT k, ARRAY(SELECT v FROM ag WHERE ag.g = ag_k.k ORDER BY v) FROM ag_k",
+                           "1|{3,3,5,NULL};2|{7};3|{NULL};4|{}"));
+        if (ok(c, "CREATE MATERIALIZED VIEW ag_m AS SELECT g, array_agg(v) AS vs, "
+                  "string_agg(s, '-') AS ss, cardinality(array_agg(v)) AS n FROM ag GROUP BY g") &&
+            ok(c, "CREATE MATERIALIZED VIEW ag_a AS SELECT k, ARRAY(SELECT s FROM ag WHERE ag.g = ag_k.k) "
+                  "AS ss FROM ag_k")) {
+                CU_ASSERT(rows_are(c, "SELECT * FROM ag_m", "1|{3,3,5,NULL}|a-a-b|4;2|{7}|c|1;3|{NULL}|NULL|1"));
+                CU_ASSERT(rows_are(c, "SELECT * FROM ag_a", "1|{a,a,b,NULL};2|{c};3|{NULL};4|{}"));
+                CU_ASSERT(ok(c, "DELETE FROM ag WHERE v = 3 OR v IS NULL"));
+                CU_ASSERT(ok(c, "INSERT INTO ag VALUES (2, 1, 'z z'), (4, 0, '\"')"));
+                CU_ASSERT(rows_are(c, "SELECT * FROM ag_m", "1|{5}|b|1;2|{1,7}|c-z z|2;4|{0}|\"|1"));
+                CU_ASSERT(rows_are(c, "SELECT * FROM ag_a", "1|{b};2|{c,\"z z\"};3|{};4|{\"\\\"\"}"));
+        }
+        CU_ASSERT(ok(c, "DROP TABLE ag, ag_k CASCADE"));
         CU_ASSERT(ok(c, "DROP TABLE arr CASCADE"));
         PQfinish(c);
 }
