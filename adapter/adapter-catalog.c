@@ -31,7 +31,7 @@
  *     requirement fields, which it does not read).  catalog_loaded logs scan_us and
  *     link_us.
  */
-#include "adapter-catalog.h"
+#include "adapter-catalog-internal.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -47,33 +47,6 @@
 #include "probes.h"
 #include "refresh.h"
 #include "util.h"
-
-#define META_NEXT_GID "next_gid"
-#define KEY_ITEM  CATALOG_STATE_ITEM
-#define KEY_BOUND CATALOG_STATE_BOUND
-#define KEY_REQ   CATALOG_STATE_REQ
-
-#define TOMBSTONE ((struct acat_item *)(uintptr_t)1)
-
-/* A slot of the name index: it NULL empty, TOMBSTONE removed; hash is name_hash() of
- * its name, so that a probe compares names only on a full hash match (at 100,000
- * names every other comparison would be a cache miss on an item). */
-struct name_ent {
-        struct acat_item *it;
-        uint64_t hash;
-};
-
-struct adapter_catalog {
-        struct catalog *store;
-        struct acat_load_times load;    /* acat_open()'s */
-        struct acat_item **items;       /* sorted by gid */
-        size_t n_items, cap_items;
-        size_t n_builtin;
-        struct name_ent *names;         /* hash by name (note 2) */
-        size_t n_names_cap, n_names_used, n_tombstones;
-        uint64_t next_gid;
-        bool publishing;                /* a publication's commit is in flight */
-};
 
 /* ---- built-ins ---- */
 
@@ -1259,32 +1232,6 @@ const struct sql_catalog_ops acat_sql_ops = {
 };
 
 /* ---- DDL ---- */
-
-enum txn_kind { TXN_CREATE, TXN_DROP, TXN_PUBLISH, TXN_ALTER, TXN_ALTER_SINK };
-
-struct acat_txn {
-        enum txn_kind kind;
-        bool create;                    /* kind == TXN_CREATE */
-        struct acat_item **items;       /* create: the new items (a source: its progress,
-                                         * then it); drop: the dropped ones */
-        size_t n_items, cap_items;
-        struct catalog_op *ops;
-        size_t n_ops, cap_ops;
-        void **bufs;                    /* one allocation per op: key and value */
-        size_t cap_bufs;
-        struct acat_bound_change *bch;
-        size_t n_bch, cap_bch;
-        struct acat_req_change *rch;
-        size_t n_rch, cap_rch;
-        uint64_t alter_gid, alter_retain_ms;    /* TXN_ALTER */
-        struct acat_item *sink_def;     /* TXN_ALTER_SINK: the new definition (a scratch
-                                         * item: plan, inputs, refs, on_id, as_of) */
-        struct acat_req *sink_old;      /* TXN_ALTER_SINK: the reqs as they were */
-        size_t n_sink_old;
-        /* A drop of something a publication in flight moves: committed after it (its
-         * rows and ops assume the publication's values, acat_txn_after_publication()). */
-        bool after_publication;
-};
 
 static void txn_free(struct acat_txn *t)
 {

@@ -1,0 +1,71 @@
+/* adapter-catalog-internal.h -- what the files of the catalog writer's items share; not
+ * part of the adapter-catalog.h contract.
+ *
+ * The catalog writer is adapter-catalog.c (the built-ins, the name index, the items and
+ * their dependencies and requirements in memory, the analyzer's view) and the
+ * adapter-catalog-*.c files beside it.  Here: the handle, a DDL transaction, and the
+ * functions one of those files calls in another, grouped by the file that defines them.
+ * A bare "note N" in a file is that file's note; the notes of another are named with
+ * its file.  Single-threaded (the adapter's loop thread), except acat_open()'s loaders.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adapter-catalog.h"
+#include "catalog.h"
+
+#define META_NEXT_GID "next_gid"
+#define KEY_ITEM  CATALOG_STATE_ITEM
+#define KEY_BOUND CATALOG_STATE_BOUND
+#define KEY_REQ   CATALOG_STATE_REQ
+
+#define TOMBSTONE ((struct acat_item *)(uintptr_t)1)
+
+/* A slot of the name index: it NULL empty, TOMBSTONE removed; hash is name_hash() of
+ * its name, so that a probe compares names only on a full hash match (at 100,000
+ * names every other comparison would be a cache miss on an item). */
+struct name_ent {
+        struct acat_item *it;
+        uint64_t hash;
+};
+
+struct adapter_catalog {
+        struct catalog *store;
+        struct acat_load_times load;    /* acat_open()'s */
+        struct acat_item **items;       /* sorted by gid */
+        size_t n_items, cap_items;
+        size_t n_builtin;
+        struct name_ent *names;         /* hash by name (adapter-catalog.c note 2) */
+        size_t n_names_cap, n_names_used, n_tombstones;
+        uint64_t next_gid;
+        bool publishing;                /* a publication's commit is in flight */
+};
+
+enum txn_kind { TXN_CREATE, TXN_DROP, TXN_PUBLISH, TXN_ALTER, TXN_ALTER_SINK };
+
+struct acat_txn {
+        enum txn_kind kind;
+        bool create;                    /* kind == TXN_CREATE */
+        struct acat_item **items;       /* create: the new items (a source: its progress,
+                                         * then it); drop: the dropped ones */
+        size_t n_items, cap_items;
+        struct catalog_op *ops;
+        size_t n_ops, cap_ops;
+        void **bufs;                    /* one allocation per op: key and value */
+        size_t cap_bufs;
+        struct acat_bound_change *bch;
+        size_t n_bch, cap_bch;
+        struct acat_req_change *rch;
+        size_t n_rch, cap_rch;
+        uint64_t alter_gid, alter_retain_ms;    /* TXN_ALTER */
+        struct acat_item *sink_def;     /* TXN_ALTER_SINK: the new definition (a scratch
+                                         * item: plan, inputs, refs, on_id, as_of) */
+        struct acat_req *sink_old;      /* TXN_ALTER_SINK: the reqs as they were */
+        size_t n_sink_old;
+        /* A drop of something a publication in flight moves: committed after it (its
+         * rows and ops assume the publication's values, acat_txn_after_publication()). */
+        bool after_publication;
+};
