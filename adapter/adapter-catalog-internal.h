@@ -16,6 +16,7 @@
 
 #include "adapter-catalog.h"
 #include "catalog.h"
+#include "catalog.pb-c.h"
 
 #define META_NEXT_GID "next_gid"
 #define KEY_ITEM  CATALOG_STATE_ITEM
@@ -69,3 +70,11 @@ struct acat_txn {
          * rows and ops assume the publication's values, acat_txn_after_publication()). */
         bool after_publication;
 };
+
+/* adapter-catalog.c */
+void item_free(struct acat_item *it);
+
+/* adapter-catalog-codec.c */
+struct acat_item *item_from_proto(Coord__CatalogItem *p);
+int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len);
+void key_put(uint8_t key[9], char kind, uint64_t gid);
