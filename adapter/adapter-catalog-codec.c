@@ -58,7 +58,7 @@ static void *array_take(void *field, size_t n, size_t size)
 }
 
 /* An item from its record.  It takes the strings and arrays of p rather than copying
- * them (adapter-catalog.c note 4): at 200,000 items every allocation at load counts.  p is freed by the
+ * them (adapter-catalog-open.c note 4): at 200,000 items every allocation at load counts.  p is freed by the
  * caller as usual. */
 struct acat_item *item_from_proto(Coord__CatalogItem *p)
 {

@@ -72,9 +72,20 @@ struct acat_txn {
 };
 
 /* adapter-catalog.c */
+extern struct acat_item acat_builtins[6];    /* the built-in relations, by gid */
+uint64_t name_hash(const char *s);
+int names_rebuild(struct adapter_catalog *ac, size_t cap);
 void item_free(struct acat_item *it);
+int dependent_add(struct acat_item *it, uint64_t gid);
+int req_consumer_add(struct acat_item *input, struct acat_item *consumer);
+int req_put(struct acat_item *consumer, uint64_t input, uint64_t frontier);
+size_t items_lower_bound(const struct adapter_catalog *ac, uint64_t gid);
+int items_add(struct adapter_catalog *ac, struct acat_item *it);
+uint64_t oldest_index(const struct adapter_catalog *ac, const struct acat_item *target);
 
 /* adapter-catalog-codec.c */
 struct acat_item *item_from_proto(Coord__CatalogItem *p);
 int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len);
 void key_put(uint8_t key[9], char kind, uint64_t gid);
+
+

@@ -165,7 +165,7 @@ int acat_open(struct catalog *store, struct adapter_catalog **ret);
 
 /* Where acat_open()'s time went (microseconds), for its log line. */
 struct acat_load_times {
-        uint64_t scan_us;       /* the four scans, decoding (adapter-catalog.c NOTE 4) */
+        uint64_t scan_us;       /* the four scans, decoding (adapter-catalog-open.c NOTE 4) */
         uint64_t link_us;       /* the name index, dependencies and protection after them */
 };
 void acat_load_times(const struct adapter_catalog *ac, struct acat_load_times *ret);

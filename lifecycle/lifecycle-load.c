@@ -8,7 +8,7 @@
  *     the loop thread: every item was unpacked twice (once for each), and the state's
  *     map of objects was rehashed 13 times on the way to 200,000 objects, probing
  *     through pointers (1.2-1.4 s of a restart, issue 6).  Now, as the adapter's
- *     acat_open() does (adapter-catalog.c note 4):
+ *     acat_open() does (adapter-catalog-open.c note 4):
  *       - four scans at once (load_scan(), catalog_scan_state()): the items below
  *         the middle GlobalId (on this thread), the items above it, the bounds, the
  *         requirements (on threads of their own); each only decodes, into arrays of

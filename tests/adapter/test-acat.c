@@ -404,7 +404,7 @@ static void test_create_after(void)
         free(dir);
 }
 
-/* acat_open() (adapter-catalog.c note 4) at some size: every name found (and a
+/* acat_open() (adapter-catalog-open.c note 4) at some size: every name found (and a
  * reserved one free of clashes), dependents and each object's OLDEST index linked,
  * requirements indexed by input, and a view's plan unpacked only when it is first
  * read -- then the same plan that was created. */

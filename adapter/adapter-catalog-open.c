@@ -1,0 +1,412 @@
+/* adapter-catalog-open.c -- the catalog writer's items loaded from the store
+ * (acat_open()), and the handle freed (acat_free()).
+ *
+ * What the catalog writer's files share is adapter-catalog-internal.h; notes (1) to (3)
+ * are in adapter-catalog.c.
+ *
+ * NOTES ON THE DESIGN
+ * (4) Loading (acat_open()) is on the path of an adapter restart: at 100,000 objects
+ *     it reads 200,000 items and as many bounds and requirements.  So it does each
+ *     thing once, and on both vCPUs: four scans run at once (load_scan(),
+ *     catalog_scan_state() over catalog_scan_ranges(): the items below the middle
+ *     GlobalId, those above it, the
+ *     bounds, the requirements), each only decoding into arrays of its own; then
+ *     the items are appended in key (= GlobalId) order, the name index is built once at its final size, the bounds and
+ *     requirements (also in GlobalId order) find their items from where the previous
+ *     record's was, an object's oldest index is the first index met on it, an item
+ *     takes the strings and arrays of its unpacked record instead of copying them,
+ *     and a view's plan stays packed until a statement first reads the view
+ *     (acat_relation(); one that does not decode then makes the read fail, XX000,
+ *     instead of the open).  The threads touch nothing shared but the store
+ *     (catalog_scan() is thread-safe) and are joined before acat_open() returns.
+ *     Then the name index is built on a thread of its own while this one links the
+ *     dependencies and the protection (load_names() reads each item's name and
+ *     writes only the index; the others write items' dependents, index_id, bound and
+ *     requirement fields, which it does not read).  catalog_loaded logs scan_us and
+ *     link_us.
+ */
+#include "adapter-catalog-internal.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "catalog.pb-c.h"
+#include "coord.pb-c.h"
+#include "probes.h"
+#include "util.h"
+
+/* ---- open (note 4) ---- */
+
+/* What a scan of acat_open() decodes into, possibly on a thread of its own (items of
+ * one range, or the bounds and the requirements: two scans writing different arrays);
+ * the main thread links the results into the catalog. */
+struct load_part {
+        struct acat_item **items;       /* in gid order */
+        size_t n_items, cap_items;
+        struct load_bound *bounds;
+        size_t n_bounds, cap_bounds;
+        struct load_req *reqs;
+        size_t n_reqs, cap_reqs;
+};
+
+struct load_bound {
+        uint64_t gid, bound;
+};
+
+struct load_req {
+        uint64_t consumer, input, frontier;
+};
+
+/* Items arrive in gid order. */
+static int load_item(const void *key, size_t key_len, const void *value, size_t value_len,
+                     void *userdata)
+{
+        struct load_part *lp = userdata;
+        Coord__CatalogItem *p;
+        struct acat_item *item;
+
+        if (key_len != 9)
+                return -EBADMSG;
+        p = coord__catalog_item__unpack(NULL, value_len, value);
+        if (!p)
+                return -EBADMSG;
+        item = item_from_proto(p);
+        coord__catalog_item__free_unpacked(p, NULL);
+        if (!item)
+                return -ENOMEM;
+        if (item->gid != be64_get((const uint8_t *)key + 1) || item->gid < ACAT_FIRST_USER_GID ||
+            (lp->n_items && item->gid <= lp->items[lp->n_items - 1]->gid)) {
+                item_free(item);
+                return -EBADMSG;        /* the catalog contradicts itself */
+        }
+        if (GROW_ARRAY(lp->items, lp->cap_items, lp->n_items + 1) < 0) {
+                item_free(item);
+                return -ENOMEM;
+        }
+        lp->items[lp->n_items++] = item;
+        return 0;
+}
+
+static int load_bound(const void *key, size_t key_len, const void *value, size_t value_len,
+                      void *userdata)
+{
+        struct load_part *lp = userdata;
+        Coord__CatalogBound *b;
+        int r = 0;
+
+        if (key_len != 9)
+                return -EBADMSG;
+        b = coord__catalog_bound__unpack(NULL, value_len, value);
+        if (!b)
+                return -EBADMSG;
+        if (b->gid != be64_get((const uint8_t *)key + 1))
+                r = -EBADMSG;
+        else
+                r = GROW_ARRAY(lp->bounds, lp->cap_bounds, lp->n_bounds + 1);
+        if (r >= 0)
+                lp->bounds[lp->n_bounds++] = (struct load_bound){ b->gid, b->bound };
+        coord__catalog_bound__free_unpacked(b, NULL);
+        return r;
+}
+
+static int load_req(const void *key, size_t key_len, const void *value, size_t value_len,
+                    void *userdata)
+{
+        struct load_part *lp = userdata;
+        Coord__CatalogRequirement *q;
+        int r = 0;
+
+        if (key_len != 17)
+                return -EBADMSG;
+        q = coord__catalog_requirement__unpack(NULL, value_len, value);
+        if (!q)
+                return -EBADMSG;
+        if (q->consumer != be64_get((const uint8_t *)key + 1) ||
+            q->input != be64_get((const uint8_t *)key + 9))
+                r = -EBADMSG;
+        else
+                r = GROW_ARRAY(lp->reqs, lp->cap_reqs, lp->n_reqs + 1);
+        if (r >= 0)
+                lp->reqs[lp->n_reqs++] = (struct load_req){ q->consumer, q->input, q->frontier };
+        coord__catalog_requirement__free_unpacked(q, NULL);
+        return r;
+}
+
+static void load_part_done(struct load_part *lp)
+{
+        for (size_t i = 0; i < lp->n_items; i++)
+                item_free(lp->items[i]);
+        free(lp->items);
+        free(lp->bounds);
+        free(lp->reqs);
+}
+
+/* The scans at once (note 4, catalog_scan_ranges()): items below the middle GlobalId
+ * here, items above it, the bounds and the requirements on threads of their own.  Then
+ * the items in gid order into ac->items. */
+static int load_scan(struct adapter_catalog *ac, struct load_part parts[3])
+{
+        const struct catalog_state_scan sc = {
+                .item = load_item, .bound = load_bound, .req = load_req,
+                .items_lo = &parts[0], .items_hi = &parts[1], .bounds = &parts[2], .reqs = &parts[2],
+        };
+        size_t n;
+        int r;
+
+        for (int i = 0; i < 3; i++)
+                parts[i] = (struct load_part){ 0 };
+        r = catalog_scan_state(ac->store, ACAT_FIRST_USER_GID + (ac->next_gid - ACAT_FIRST_USER_GID) / 2, &sc);
+        if (r < 0)
+                return r;
+        n = ac->n_items + parts[0].n_items + parts[1].n_items;
+        if (n > ac->cap_items) {
+                struct acat_item **v = realloc(ac->items, n * sizeof(*v));
+
+                if (!v)
+                        return -ENOMEM;
+                ac->items = v;
+                ac->cap_items = n;
+        }
+        for (int i = 0; i < 2; i++) {
+                if (parts[i].n_items)   /* an empty part has no array */
+                        memcpy(ac->items + ac->n_items, parts[i].items,
+                               parts[i].n_items * sizeof(*ac->items));
+                ac->n_items += parts[i].n_items;
+                parts[i].n_items = 0;   /* ac's now */
+        }
+        return r;
+}
+
+/* The name index, sized once for every loaded item; a name twice is -EBADMSG.  One
+ * walk per name finds either its twin or its slot (a new table has no tombstones), and
+ * the slot of the name NAMES_AHEAD on is prefetched: at 100,000 objects the table is
+ * 8 MB, and each probe was a cache and TLB miss. */
+#define NAMES_AHEAD 8
+static int load_names(struct adapter_catalog *ac)
+{
+        uint64_t ahead[NAMES_AHEAD];
+        size_t cap = ac->n_names_cap, mask, first = ac->n_builtin;
+        int r;
+
+        while ((ac->n_items + 1) * 2 > cap)
+                cap *= 2;
+        r = names_rebuild(ac, cap);     /* the built-ins */
+        if (r < 0)
+                return r;
+        mask = ac->n_names_cap - 1;
+        for (size_t i = first; i < ac->n_items && i < first + NAMES_AHEAD; i++)
+                ahead[i % NAMES_AHEAD] = name_hash(ac->items[i]->name);
+        for (size_t i = first; i < ac->n_items; i++) {
+                const char *name = ac->items[i]->name;
+                uint64_t h = ahead[i % NAMES_AHEAD];
+                size_t k = h & mask;
+
+                if (i + NAMES_AHEAD < ac->n_items) {
+                        uint64_t next = name_hash(ac->items[i + NAMES_AHEAD]->name);
+
+                        ahead[i % NAMES_AHEAD] = next;
+                        __builtin_prefetch(&ac->names[next & mask], 1);
+                }
+                for (; ac->names[k].it; k = (k + 1) & mask) {
+                        assert(ac->names[k].it != TOMBSTONE);
+                        if (ac->names[k].hash == h && strcmp(ac->names[k].it->name, name) == 0)
+                                return -EBADMSG;
+                }
+                ac->names[k] = (struct name_ent){ ac->items[i], h };
+                ac->n_names_used++;
+        }
+        return 0;
+}
+
+static void *load_names_main(void *arg)
+{
+        struct adapter_catalog *ac = arg;
+
+        return (void *)(intptr_t)load_names(ac);
+}
+
+/* The item gid, looked up from *pos on (a few steps: records come in gid order, so
+ * it is usually at or just after the previous one's), else by binary search. */
+static struct acat_item *load_seek(const struct adapter_catalog *ac, size_t *pos, uint64_t gid)
+{
+        size_t i = *pos;
+
+        for (unsigned k = 0; k < 8 && i < ac->n_items && ac->items[i]->gid < gid; k++)
+                i++;
+        if (!(i < ac->n_items && ac->items[i]->gid >= gid && (i == 0 || ac->items[i - 1]->gid < gid)))
+                i = items_lower_bound(ac, gid);
+        *pos = i;
+        return i < ac->n_items && ac->items[i]->gid == gid ? ac->items[i] : NULL;
+}
+
+/* Bounds and requirements onto their items: a record of nothing is -EBADMSG. */
+static int load_protection(struct adapter_catalog *ac, const struct load_part *lp)
+{
+        struct acat_item *in = NULL;
+        size_t pos = 0;
+        int r;
+
+        for (size_t i = 0; i < lp->n_bounds; i++) {
+                struct acat_item *it = load_seek(ac, &pos, lp->bounds[i].gid);
+
+                if (!it)
+                        return -EBADMSG;        /* a bound of nothing: the catalog contradicts itself */
+                it->has_bound = true;
+                it->bound = lp->bounds[i].bound;
+        }
+        pos = 0;
+        for (size_t i = 0; i < lp->n_reqs; i++) {
+                const struct load_req *q = &lp->reqs[i];
+                struct acat_item *c = load_seek(ac, &pos, q->consumer);
+
+                if (!in || in->gid != q->input)         /* inputs repeat (one support view) */
+                        in = (struct acat_item *)acat_by_gid(ac, q->input);
+                if (!c || !in)
+                        return -EBADMSG;
+                r = req_put(c, q->input, q->frontier);
+                if (r >= 0)
+                        r = req_consumer_add(in, c);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Dependencies are kept in memory only: link every item to its refs, and each object
+ * to its oldest index.  Items are in GlobalId order, so the first index met on an
+ * object is its oldest (what oldest_index() finds). */
+static int load_deps(struct adapter_catalog *ac)
+{
+        for (size_t i = ac->n_builtin; i < ac->n_items; i++) {
+                struct acat_item *it = ac->items[i];
+
+                for (size_t k = 0; k < it->n_refs; k++) {
+                        /* Most often the item just before (a view's default index). */
+                        struct acat_item *ref = ac->items[i - 1]->gid == it->refs[k]
+                                                        ? ac->items[i - 1]
+                                                        : (struct acat_item *)acat_by_gid(ac, it->refs[k]);
+                        int r;
+
+                        if (!ref)
+                                return -EBADMSG;
+                        r = dependent_add(ref, it->gid);
+                        if (r < 0)
+                                return r;
+                        if (it->kind == SQL_OBJECT_INDEX && ref->gid == it->on_id && !ref->index_id)
+                                ref->index_id = it->gid;
+                }
+        }
+        return 0;
+}
+
+void acat_load_times(const struct adapter_catalog *ac, struct acat_load_times *ret)
+{
+        *ret = ac->load;
+}
+
+int acat_open(struct catalog *store, struct adapter_catalog **ret)
+{
+        struct load_part parts[3];
+        struct adapter_catalog *ac;
+        uint64_t start_ns;
+        void *v = NULL;
+        size_t len = 0;
+        int r;
+
+        ac = calloc(1, sizeof(*ac));
+        if (!ac)
+                return -ENOMEM;
+        ac->store = store;
+        ac->next_gid = ACAT_FIRST_USER_GID;
+        r = names_rebuild(ac, 128);
+        if (r < 0)
+                goto fail;
+        for (size_t i = 0; i < ELEMENTSOF(acat_builtins); i++) {
+                r = items_add(ac, &acat_builtins[i]);
+                if (r < 0)
+                        goto fail;
+        }
+        ac->n_builtin = ELEMENTSOF(acat_builtins);
+        r = catalog_meta_get(store, META_NEXT_GID, &v, &len);
+        if (r == 0) {
+                if (len != 8) {
+                        free(v);
+                        r = -EBADMSG;
+                        goto fail;
+                }
+                ac->next_gid = be64_get(v);
+                free(v);
+        } else if (r != -ENOENT)
+                goto fail;
+        start_ns = now_ns();
+        r = load_scan(ac, parts);
+        ac->load.scan_us = (now_ns() - start_ns) / 1000;
+        start_ns = now_ns();
+        if (r >= 0) {
+                /* The name index on a thread while this one links dependencies and
+                 * protection: they share only the items, which both only read here
+                 * (names) or write fields the other does not read (note 4). */
+                pthread_t t;
+                void *names_r = NULL;
+                bool threaded = thread_start(&t, "catalog-names", load_names_main, ac) == 0;
+
+                if (!threaded)
+                        names_r = (void *)(intptr_t)load_names(ac);
+                r = load_deps(ac);
+                if (r >= 0)
+                        r = load_protection(ac, &parts[2]);
+                if (threaded)
+                        pthread_join(t, &names_r);
+                if (r >= 0)
+                        r = (int)(intptr_t)names_r;
+        }
+        ac->load.link_us = (now_ns() - start_ns) / 1000;
+        for (int i = 0; i < 3; i++)
+                load_part_done(&parts[i]);
+        if (r < 0)
+                goto fail;
+        /* Concurrent DDL commits in any order within a group, so the meta record may
+         * lag the largest GlobalId taken: never hand one out twice (adapter-catalog.c note 3). */
+        if (ac->n_items > ac->n_builtin && ac->items[ac->n_items - 1]->gid >= ac->next_gid)
+                ac->next_gid = ac->items[ac->n_items - 1]->gid + 1;
+        *ret = ac;
+        return 0;
+fail:
+        acat_free(ac);
+        return r;
+}
+
+struct adapter_catalog *acat_free(struct adapter_catalog *ac)
+{
+        if (!ac)
+                return NULL;
+        /* Creations whose commit never finished live only in the name index: free them
+         * before the items, whose memory the other entries of the index point to. */
+        for (size_t i = 0; i < ac->n_names_cap; i++)
+                if (ac->names[i].it && ac->names[i].it != TOMBSTONE && ac->names[i].it->pending)
+                        item_free(ac->names[i].it);
+        for (size_t i = 0; i < ac->n_items; i++) {
+                if (ac->items[i]->builtin) {
+                        /* static storage: only the dependents array is ours */
+                        free(ac->items[i]->dependents);
+                        ac->items[i]->dependents = NULL;
+                        free(ac->items[i]->req_consumers);
+                        ac->items[i]->req_consumers = NULL;
+                        ac->items[i]->n_req_consumers = ac->items[i]->cap_req_consumers = 0;
+                        ac->items[i]->n_dependents = ac->items[i]->cap_dependents = 0;
+                        ac->items[i]->index_id = 0;
+                        ac->items[i]->has_bound = false;
+                        ac->items[i]->bound = ac->items[i]->pending_bound = 0;
+                }
+                item_free(ac->items[i]);
+        }
+        free(ac->items);
+        free(ac->names);
+        free(ac);
+        return NULL;
+}
