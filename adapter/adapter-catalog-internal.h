@@ -76,16 +76,29 @@ extern struct acat_item acat_builtins[6];    /* the built-in relations, by gid *
 uint64_t name_hash(const char *s);
 int names_rebuild(struct adapter_catalog *ac, size_t cap);
 void item_free(struct acat_item *it);
+int item_set_definition(struct acat_item *it, const uint8_t *plan, size_t plan_len,
+                        const uint64_t *li, size_t nli, const uint64_t *pi, size_t npi,
+                        const uint64_t *refs, size_t nrefs, const uint32_t *keys, size_t nkeys);
 int dependent_add(struct acat_item *it, uint64_t gid);
+void dependent_remove(struct acat_item *it, uint64_t gid);
 int req_consumer_add(struct acat_item *input, struct acat_item *consumer);
+void req_consumer_remove(struct acat_item *input, const struct acat_item *consumer);
+struct acat_req *req_find(const struct acat_item *consumer, uint64_t input);
 int req_put(struct acat_item *consumer, uint64_t input, uint64_t frontier);
 size_t items_lower_bound(const struct adapter_catalog *ac, uint64_t gid);
 int items_add(struct adapter_catalog *ac, struct acat_item *it);
 uint64_t oldest_index(const struct adapter_catalog *ac, const struct acat_item *target);
+void txn_free(struct acat_txn *t);
+int txn_op(struct acat_txn *t, enum catalog_op_kind kind, enum catalog_cf cf, const void *key,
+           size_t klen, const void *val, size_t vlen);
+void req_key(uint8_t key[17], uint64_t consumer, uint64_t input);
+int txn_put_req(struct acat_txn *t, uint64_t consumer, uint64_t input, uint64_t frontier);
+int txn_rch(struct acat_txn *t, const struct acat_req_change *c);
 
 /* adapter-catalog-codec.c */
 struct acat_item *item_from_proto(Coord__CatalogItem *p);
 int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len);
 void key_put(uint8_t key[9], char kind, uint64_t gid);
 
-
+/* adapter-catalog-sink.c */
+void alter_sink_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_result);
