@@ -74,8 +74,13 @@ struct acat_txn {
 /* adapter-catalog.c */
 extern struct acat_item acat_builtins[6];    /* the built-in relations, by gid */
 uint64_t name_hash(const char *s);
+int names_insert_raw(struct name_ent *tab, size_t cap, struct acat_item *it);
 int names_rebuild(struct adapter_catalog *ac, size_t cap);
+struct name_ent *names_slot(const struct adapter_catalog *ac, const char *name);
+int checks_dup(const struct sql_check *v, size_t n, struct sql_check **ret);
+int uniques_dup(const struct sql_unique *v, size_t n, struct sql_unique **ret);
 void item_free(struct acat_item *it);
+uint64_t *u64_dup(const uint64_t *v, size_t n);
 int item_set_definition(struct acat_item *it, const uint8_t *plan, size_t plan_len,
                         const uint64_t *li, size_t nli, const uint64_t *pi, size_t npi,
                         const uint64_t *refs, size_t nrefs, const uint32_t *keys, size_t nkeys);
@@ -88,17 +93,27 @@ int req_put(struct acat_item *consumer, uint64_t input, uint64_t frontier);
 size_t items_lower_bound(const struct adapter_catalog *ac, uint64_t gid);
 int items_add(struct adapter_catalog *ac, struct acat_item *it);
 uint64_t oldest_index(const struct adapter_catalog *ac, const struct acat_item *target);
+int deps_link(struct adapter_catalog *ac, struct acat_item *it,
+              struct acat_txn *const *before, size_t n_before);
+void deps_unlink(struct adapter_catalog *ac, struct acat_item *it);
+void items_remove(struct adapter_catalog *ac, uint64_t gid);
+
+/* adapter-catalog-codec.c */
+struct acat_item *item_from_proto(Coord__CatalogItem *p);
+int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len);
+void key_put(uint8_t key[9], char kind, uint64_t gid);
+
+/* adapter-catalog-ddl.c */
 void txn_free(struct acat_txn *t);
 int txn_op(struct acat_txn *t, enum catalog_op_kind kind, enum catalog_cf cf, const void *key,
            size_t klen, const void *val, size_t vlen);
 void req_key(uint8_t key[17], uint64_t consumer, uint64_t input);
 int txn_put_req(struct acat_txn *t, uint64_t consumer, uint64_t input, uint64_t frontier);
 int txn_rch(struct acat_txn *t, const struct acat_req_change *c);
-
-/* adapter-catalog-codec.c */
-struct acat_item *item_from_proto(Coord__CatalogItem *p);
-int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len);
-void key_put(uint8_t key[9], char kind, uint64_t gid);
+/* An item by gid, or one of the creations `before` (pending, committed in the same
+ * write before the one being built: acat_create_begin_after()). */
+struct acat_item *item_or_before(const struct adapter_catalog *ac, uint64_t gid,
+                                 struct acat_txn *const *before, size_t n_before);
 
 /* adapter-catalog-sink.c */
 void alter_sink_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_result);

@@ -371,7 +371,7 @@ int acat_open(struct catalog *store, struct adapter_catalog **ret)
         if (r < 0)
                 goto fail;
         /* Concurrent DDL commits in any order within a group, so the meta record may
-         * lag the largest GlobalId taken: never hand one out twice (adapter-catalog.c note 3). */
+         * lag the largest GlobalId taken: never hand one out twice (adapter-catalog-ddl.c note 3). */
         if (ac->n_items > ac->n_builtin && ac->items[ac->n_items - 1]->gid >= ac->next_gid)
                 ac->next_gid = ac->items[ac->n_items - 1]->gid + 1;
         *ret = ac;

@@ -56,7 +56,7 @@
 #define KEY_ITEM  CATALOG_STATE_ITEM
 #define KEY_BOUND CATALOG_STATE_BOUND
 #define KEY_REQ   CATALOG_STATE_REQ
-#define META_NEXT_GID "next_gid"        /* the adapter's (adapter-catalog.c note 3) */
+#define META_NEXT_GID "next_gid"        /* the adapter's (adapter-catalog-ddl.c note 3) */
 
 /* What the scans (1) decode into: items of one range, or the bounds and the
  * requirements (two scans writing different arrays). */

@@ -235,7 +235,7 @@ struct catalog_scan_job {
 int catalog_scan_ranges(struct catalog *c, struct catalog_scan_job *jobs, size_t n);
 
 /* The layout of the state column family that its writer (the adapter,
- * adapter-catalog.c note 3) and its bulk readers (the adapter's and the follower's
+ * adapter-catalog-ddl.c note 3) and its bulk readers (the adapter's and the follower's
  * loads) share: a prefix byte, then the big-endian GlobalId (a requirement: the
  * consumer's, then the input's). */
 #define CATALOG_STATE_ITEM  'i'

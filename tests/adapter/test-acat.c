@@ -579,7 +579,7 @@ static void test_drop_during_publication(void)
         CU_ASSERT_EQUAL(commit(tp), 0);
         CU_ASSERT_EQUAL(commit(td), 0);
         CU_ASSERT_PTR_NULL(acat_by_gid(cat, t1));
-        bkey[0] = 'b';                  /* KEY_BOUND, adapter-catalog.c */
+        bkey[0] = 'b';                  /* KEY_BOUND, adapter-catalog-internal.h */
         be64_put(bkey + 1, t1);
         CU_ASSERT_EQUAL(catalog_get(store, CATALOG_CF_STATE, bkey, sizeof(bkey), &val, &vlen), -ENOENT);
         free(val);

@@ -81,7 +81,7 @@ static void decode_plan(const uint8_t *data, size_t len)
                 coord__plan__relation__free_unpacked(p, NULL);
 }
 
-/* A state record, as the loaders (adapter-catalog.c, lifecycle-load.c) decode it. */
+/* A state record, as the loaders (adapter-catalog-open.c, lifecycle-load.c) decode it. */
 static void decode_state(const uint8_t *key, size_t klen, const uint8_t *v, size_t vlen)
 {
         if (klen == 9 && key[0] == CATALOG_STATE_ITEM) {
