@@ -144,3 +144,9 @@ struct catalog_log_iter {
 /* The last error message per thread (dlerror() style): RocksDB's text, or ours. */
 extern _Thread_local char catalog_thread_error[ROCKS_ERROR_MAX];
 #define set_thread_error(...) rocks_error_setf(catalog_thread_error, __VA_ARGS__)
+
+/* catalog.c */
+int rocks_error(char *err);
+int sticky_error(struct catalog *c);
+size_t cf_index(enum catalog_cf cf);
+int read_meta_last_seq(struct catalog *c, uint64_t *ret);
