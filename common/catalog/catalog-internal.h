@@ -146,7 +146,12 @@ extern _Thread_local char catalog_thread_error[ROCKS_ERROR_MAX];
 #define set_thread_error(...) rocks_error_setf(catalog_thread_error, __VA_ARGS__)
 
 /* catalog.c */
+int sticky_error_locked(struct catalog *c);
+void wal_write(struct catalog *c, const rocksdb_writeoptions_t *options, char **err);
 int rocks_error(char *err);
 int sticky_error(struct catalog *c);
 size_t cf_index(enum catalog_cf cf);
 int read_meta_last_seq(struct catalog *c, uint64_t *ret);
+
+/* catalog-write.c */
+bool catalog_check(const struct catalog *c);     /* unless NDEBUG */

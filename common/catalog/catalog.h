@@ -82,7 +82,7 @@ struct catalog_stats {
         uint64_t sync_max_ns;   /* the longest synced write (a group's, catalog.c NOTE 8) */
         uint64_t window_ns;     /* time leaders waited for their group to fill */
         uint64_t replayed;      /* transactions applied from the sync log at open */
-        /* Waits for a group's end (catalog.c, GROUP COMMIT): ended while the caller
+        /* Waits for a group's end (catalog-write.c, GROUP COMMIT): ended while the caller
          * yielded its vCPU, or by sleeping on the futex. */
         uint64_t waits_yielded;
         uint64_t waits_slept;
@@ -182,7 +182,7 @@ void catalog_get_stats(struct catalog *c, struct catalog_stats *ret);
 uint64_t catalog_take_sync_window_max_ns(struct catalog *c);
 
 /* A committer waiting for its group to be written yields its vCPU (sched_yield) for up
- * to max_ns before it sleeps (catalog.c, GROUP COMMIT: "Yielding before sleeping");
+ * to max_ns before it sleeps (catalog-write.c, GROUP COMMIT: "Yielding before sleeping");
  * 0: it sleeps at once.  Default CATALOG_WAIT_SPIN_DEFAULT_NS. */
 #define CATALOG_WAIT_SPIN_DEFAULT_NS (500u * 1000u)
 void catalog_set_wait_spin(struct catalog *c, uint64_t max_ns);

@@ -309,7 +309,7 @@ static int row_run(struct run *run, struct row *row, double seconds)
 {
         double per_s;
 
-        /* As the daemons run, or with waiters that sleep at once (catalog.c, GROUP
+        /* As the daemons run, or with waiters that sleep at once (catalog-write.c, GROUP
          * COMMIT, "Yielding before sleeping"). */
         catalog_set_wait_spin(run->c, row->sleep ? 0 : CATALOG_WAIT_SPIN_DEFAULT_NS);
         per_s = run_writers(run, row->n_threads, seconds, &row->lat, &row->delta,

@@ -1031,7 +1031,7 @@ static void hold_first_group_write(void *p)
 }
 
 /* A committer waiting for a group's end yields its vCPU first, for a bounded time,
- * then sleeps (catalog.c, GROUP COMMIT, "Yielding before sleeping"); with the spin
+ * then sleeps (catalog-write.c, GROUP COMMIT, "Yielding before sleeping"); with the spin
  * off it sleeps at once.  Every commit is answered either way.  Fails when waiters
  * never yield, yield without bound (then nobody sleeps through a held group write), or
  * yield with the spin off. */
