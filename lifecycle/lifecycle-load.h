@@ -1,5 +1,5 @@
 /* lifecycle-load.h -- building the maintained state and the enactment set from the
- * catalog in bulk (lifecycle.c note 1: at open, after an error, after a rejected
+ * catalog in bulk (lifecycle-follow.c note 1: at open, after an error, after a rejected
  * publication).
  *
  * lc_load() scans the state column family of a caught-up secondary: the items

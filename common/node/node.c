@@ -22,7 +22,7 @@
  *     the loop's.  Before, a watcher thread slept in fring_wait() with a reader of its
  *     own and woke the loop through an eventfd: two wake-ups per publish in every
  *     follower -- on every DDL (its collection's frontiers) and every table tick --
- *     each of which could wait for a CPU behind other work (lifecycle.c note 4 made
+ *     each of which could wait for a CPU behind other work (lifecycle-follow.c note 4 made
  *     the same change for the catalog log ring).  Where the kernel lacks the opcode, or
  *     refuses the wait (-EINVAL, -EOPNOTSUPP in the completion), or the daemon asks for
  *     it (node_follow_ring(n, true): --frontier-wait-thread), that watcher thread takes

@@ -1,5 +1,5 @@
 /* test-follow -- the lifecycle follows the catalog through the catalog log ring
- * (common/ring/lring.h, lifecycle/lifecycle.c note 1), with the three real daemons
+ * (common/ring/lring.h, lifecycle/lifecycle-follow.c note 1), with the three real daemons
  * started with tools/coord.
  *
  *   ring_path      DDL and INSERTs: the follower applies the transactions from the ring
@@ -13,7 +13,7 @@
  *                  on following through the ring; new DDL is enacted.
  *   kill9_lifecycle  kill -9 of the follower, then up: the new one reloads, attaches
  *                  to the ring, skips what it loaded and applies the rest from the ring.
- *   wait_modes     how the follower sleeps on the ring (lifecycle.c note 4): in its
+ *   wait_modes     how the follower sleeps on the ring (lifecycle-follow.c note 4): in its
  *                  event loop (catalog_wait=loop, woken through io_uring) where the
  *                  kernel has IORING_OP_FUTEX_WAIT; restarted with --catalog-wait-thread,
  *                  the fallback for kernels without it, in a watcher thread, and it
@@ -27,14 +27,14 @@
  *                  watcher thread that wakes the loop.  Either way the ring is read once
  *                  per round at least (frontier_reads), not only by the 1 s
  *                  safety-net tick that is all a lost wake-up path would leave.
- *   catchup_thread the periodic catch-up of the secondary runs on a thread (lifecycle.c
+ *   catchup_thread the periodic catch-up of the secondary runs on a thread (lifecycle-follow.c
  *                  note 6): restarted with --test-catchup-delay-ms 1500, every such
  *                  catch-up takes 1.5 s, yet the follower's loop never stalls for
  *                  anything near that (status max_stall_us), its status answers, the
  *                  ring path keeps applying DDL meanwhile, and the slow catch-ups are
  *                  counted (catalog_catchups, catalog_catchup_last_us).  With the
  *                  catch-up on the loop, the stall is the delay: the case fails.
- *   log_path_thread  the log path's catch-up runs on that thread too (lifecycle.c note
+ *   log_path_thread  the log path's catch-up runs on that thread too (lifecycle-follow.c note
  *                  6): with the same 1.5 s delay, a CREATE VIEW whose catalog entry is
  *                  over the ring's payload_max (the ring omits it) makes the follower
  *                  fall back to the log; it converges, the transaction is applied from

@@ -1,0 +1,122 @@
+/* lifecycle-internal.h -- the follower's handle, shared by the files of the daemon:
+ * lifecycle.c (main(), options, the node's callbacks), lifecycle-follow.c (following the
+ * catalog) and their unit tests (tests/lifecycle).  Not a contract: the daemon's own.
+ *
+ * "(n)" in a comment is the follower's note of that number, in the file that enforces
+ * it: (1) following, (4) waking up for a commit and (6) the catch-up thread in
+ * lifecycle-follow.c; (2) publication, (3) enactment and (5) restarts in lifecycle.c.
+ *
+ * Not thread-safe: the lifecycle's loop thread only (the catch-up and watcher threads
+ * touch only what lifecycle-follow.c notes 4 and 6 give them).
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "catalog.pb-c.h"
+#include "hist.h"
+#include "lifecycle-load.h"
+#include "lifecycle-state.h"
+#include "loop.h"
+
+#define NS_PER_MS 1000000ull
+/* Follower lag samples kept for status percentiles. */
+#define LAG_SAMPLES 4096u
+
+struct lifecycle {
+        struct node *node;
+        /* Reported by the node: publication (sent to its Ok) and follower lag. */
+        struct hist pub_hist, lag_hist;
+        uint64_t pub_sent_ns;
+        struct catalog *catalog;        /* secondary; NULL until the primary exists */
+        char *primary_path, *secondary_path;
+        struct loop_timer *open_retry, *tick_timer;
+        uint64_t interval_ms;
+        struct lc_state *state;
+        struct lc_enact *enact;         /* what the controller must hold (3) */
+        bool loaded;                    /* state built from the catalog */
+
+        /* The catalog log ring (1): the loop's reader, and the watcher thread that
+         * sleeps on the ring with a reader of its own and wakes the loop. */
+        char ring_name[128];
+        struct lring_reader *ring;      /* NULL until attached */
+        uint64_t ring_attach_ms;        /* the last attach attempt */
+        int ring_err;                   /* the last ring trouble logged (0: none since) */
+        struct loop_waker *notify_waker;
+        pthread_t notify_thread;
+        bool notify_started;
+        atomic_bool notify_stop;
+        /* The loop's own sleep on the ring (4). */
+        bool wait_thread;               /* the watcher thread instead (fallback, option) */
+        struct lring_reader *sleeper;   /* the loop's reader that only waits */
+        struct loop_io sleep_io;        /* the futex wait in flight */
+        bool sleeping;                  /* sleep_io in flight, counted as a sleeper */
+        bool sleep_stopping;            /* notify_stop() ran: do not re-arm */
+        struct loop_timer *sleep_timer; /* attach retry or back-off */
+        uint64_t loop_wakes;            /* completions of sleep_io */
+        /* The secondary's catch-up timer (1). */
+        struct loop_timer *catchup_timer;
+        bool ring_dirty;                /* the ring applied since the last catch-up */
+        uint64_t catchup_ms;            /* the last catch-up */
+        uint64_t ring_applied, ring_fallbacks, log_applied, catchups;
+        struct catchup_worker *catchup;  /* (6); NULL until first used */
+        bool catchup_in_flight;         /* posted, catchup_done() not run yet */
+        bool log_pending;               /* the log path waits for the thread's catch-up (6) */
+        bool follow_again;              /* a follow came meanwhile: follow after it */
+        uint64_t catchup_last_us, catchup_max_us;
+        uint64_t test_catchup_delay_ms; /* TEST ONLY: each catch-up but a reload's sleeps this long */
+
+        /* Publication (2). */
+        struct lc_publication pub;      /* the one in flight */
+        bool in_flight;
+        uint64_t pub_request_id, pub_sent_ms;
+        uint64_t next_request_id;
+        size_t pub_bytes;
+        uint64_t publications, pub_errors, records_total, bytes_total;
+        size_t last_records, last_bounds, last_reqs, last_bytes, last_touched;
+        uint64_t last_commit_seq;
+        uint64_t allow_sent;
+        uint64_t applied_txns, lag_last_us, lag_max_us;
+        uint64_t lag_seq;                       /* the commit last measured */
+        uint64_t lag[LAG_SAMPLES];              /* commit -> applied, us, a ring */
+        size_t n_lag;
+        uint64_t reloads;
+        uint64_t load_us;               /* the last reload's */
+        /* The restart's phases (5), for its one log line. */
+        uint64_t start_ns, open_ns, loaded_ns;
+        struct lc_load_stats first_load;
+        bool restart_logged;
+        char detail[1536];
+};
+
+/* lifecycle-follow.c: following the catalog (1, 4, 6). */
+
+/* Attach the ring's readers, start waiting on it (4) and the periodic catch-up (1, 6).
+ * -errno, logged. */
+int lifecycle_notify_start(struct lifecycle *lc, const char *instance);
+/* Stop all of it: the wait, the watcher and catch-up threads, the readers. */
+void lifecycle_notify_stop(struct lifecycle *lc);
+/* A loop timer's callback (userdata: lc): open the secondary and load the state, or
+ * retry in 100 ms while the adapter has not created the catalog. */
+void lifecycle_try_open(struct loop *l, void *userdata);
+/* Rebuild the state and the enactment set from the caught-up secondary (1).  -errno,
+ * logged (lc->loaded stays false: the next follow tries again). */
+int lifecycle_reload(struct lifecycle *lc);
+/* Bring the state up to the catalog: the ring, the log for what it cannot vouch for. */
+void lifecycle_follow(struct lifecycle *lc);
+/* The follower lag of the state having applied seq, published on the ring at `at` us. */
+void lifecycle_lag_measure(struct lifecycle *lc, uint64_t seq, uint64_t at);
+/* The 50th and 99th percentiles of the kept lag samples (0 without samples). */
+void lifecycle_lag_percentiles(const struct lifecycle *lc, uint64_t *ret_p50, uint64_t *ret_p99);
+/* One transaction into the state and the enactment set; *counter counts it if applied.
+ * < 0: the state can no longer be trusted. */
+int lifecycle_apply_txn(struct lifecycle *lc, const Coord__CatalogTxn *txn, uint64_t *counter);
+/* Apply the log after the state's seq, as far as the secondary was caught up. */
+int lifecycle_apply_log(struct lifecycle *lc);
+/* The ring path (1): 1 caught up to the ring's last seq, 0 the log must supply the rest
+ * (*ret_why), -errno from applying. */
+int lifecycle_follow_ring(struct lifecycle *lc, uint64_t *ret_last, uint64_t *ret_us, int *ret_why);
