@@ -1,10 +1,12 @@
 /* lifecycle-internal.h -- the follower's handle, shared by the files of the daemon:
  * lifecycle.c (main(), options, the node's callbacks), lifecycle-follow.c (following the
- * catalog) and their unit tests (tests/lifecycle).  Not a contract: the daemon's own.
+ * catalog), lifecycle-publish.c (publication) and their unit tests (tests/lifecycle).
+ * Not a contract: the daemon's own.
  *
  * "(n)" in a comment is the follower's note of that number, in the file that enforces
  * it: (1) following, (4) waking up for a commit and (6) the catch-up thread in
- * lifecycle-follow.c; (2) publication, (3) enactment and (5) restarts in lifecycle.c.
+ * lifecycle-follow.c; (2) publication in lifecycle-publish.c; (3) enactment and (5)
+ * restarts in lifecycle.c.
  *
  * Not thread-safe: the lifecycle's loop thread only (the catch-up and watcher threads
  * touch only what lifecycle-follow.c notes 4 and 6 give them).
@@ -18,6 +20,7 @@
 #include <stdint.h>
 
 #include "catalog.pb-c.h"
+#include "coord.pb-c.h"
 #include "hist.h"
 #include "lifecycle-load.h"
 #include "lifecycle-state.h"
@@ -120,3 +123,22 @@ int lifecycle_apply_log(struct lifecycle *lc);
 /* The ring path (1): 1 caught up to the ring's last seq, 0 the log must supply the rest
  * (*ret_why), -errno from applying. */
 int lifecycle_follow_ring(struct lifecycle *lc, uint64_t *ret_last, uint64_t *ret_us, int *ret_why);
+
+/* lifecycle-publish.c: publication (2). */
+
+/* Arm the publication timer: a tick every lc->interval_ms. */
+void lifecycle_tick_arm(struct lifecycle *lc);
+/* Tick and send the proposal, if any, as one PublishProtection to the adapter (in
+ * flight from then on).  0 (also when nothing changed), -errno (the proposal is
+ * abandoned). */
+int lifecycle_publish(struct lifecycle *lc);
+/* The adapter's answer to the publication in flight: Ok commits it and sends
+ * AllowCompaction; Error fails it. */
+void lifecycle_publish_reply(struct lifecycle *lc, const Coord__Envelope *env);
+/* The publication in flight failed: abandon it, rebuild the state from the catalog. */
+void lifecycle_publication_failed(struct lifecycle *lc, const char *why);
+/* AllowCompaction of p's bounds to the controller, in messages of at most ALLOW_CHUNK
+ * records.  0, -ENOMEM, or node_send()'s error (the messages before it went). */
+int lifecycle_send_allow(struct lifecycle *lc, const struct lc_publication *p);
+/* Every committed bound, after the controller (re)connected. */
+void lifecycle_send_allow_all(struct lifecycle *lc);
