@@ -34,13 +34,6 @@
 
 /* ---- publication (2) ---- */
 
-/* AllowCompaction goes in messages of at most ALLOW_CHUNK records: the controller
- * moves each since in its loop, and one message of a setup's publication at 100,000
- * objects (3,500-5,600 records) held it 15-32 ms; the resync after a controller restart
- * sends every bound.  Splitting is safe: each record stands alone (a since moves to a
- * committed bound or stays, I2), and the controller handles the messages in order. */
-#define ALLOW_CHUNK 1024u
-
 int lifecycle_send_allow(struct lifecycle *lc, const struct lc_publication *p)
 {
         Coord__AllowCompaction m = COORD__ALLOW_COMPACTION__INIT;

@@ -236,7 +236,7 @@ static void test_sparse(void)
                 printf("\n    settling publication: %" PRIu64 " records %" PRIu64 " bytes", rec, bytes);
         }
         /* The follower sends a big publication's permissions to the controller in
-         * messages of at most 1,024 records (lifecycle-publish.c ALLOW_CHUNK), so that none
+         * messages of at most 1,024 records (lifecycle-internal.h ALLOW_CHUNK), so that none
          * holds the controller's loop long.  The publications during the creation of
          * 10,000 indexed views carry thousands of bounds each: the largest message is
          * then exactly one chunk (more without the split, less if nothing was split). */
