@@ -115,8 +115,9 @@ void lc_state_committed(struct lc_state *s, const struct lc_publication *p);
 /* The proposal was not committed: forget it and mark every object dirty. */
 void lc_state_abandon(struct lc_state *s);
 
-/* Every committed bound of a collection or index (gid > 999), for a full
- * AllowCompaction after a controller (re)connects.  Appends to *out's bounds. */
+/* Every object's committed bound (those that have one), for a full AllowCompaction
+ * after a controller (re)connects (lifecycle_send_allow_all()).  Appends to *out's
+ * bounds. */
 int lc_state_all_bounds(const struct lc_state *s, struct lc_publication *out);
 
 /* Introspection (status, tests). */
