@@ -1596,6 +1596,8 @@ struct analyzer {
         struct outer *outer;
         struct subq *sub;
         uint32_t late_base;             /* regroup(): where LATE_MARK columns start */
+        /* WITH queries in scope, innermost first ("WITH queries"). */
+        const struct cte_level *ctes;
         /* Aggregates: collected here where they are allowed (a grouped SELECT's list,
          * HAVING, ORDER BY); otherwise no_agg names the place for the error. */
         struct agg_ctx *agg;
@@ -1611,6 +1613,7 @@ struct analyzer {
         const char *write_reads;        /* planning what a write reads: tables only */
         bool no_limit;                  /* planning a subquery in an expression: no LIMIT */
         bool nondeterministic;          /* mz_now() somewhere, also through a view */
+        unsigned ctes_planned;          /* WITH queries planned (CTE_MAX_PLANNED) */
 
         struct row_arena arena;         /* texts computed while folding */
         size_t cap_inputs;
@@ -1648,6 +1651,18 @@ struct outer {
         const struct outer *up;         /* further out: references to it are refused */
         bool collect;                   /* in the subquery's WHERE: references allowed */
         bool refuse;                    /* a grouped query's: no reference at all */
+        bool cte;                       /* a WITH query's: no reference at all */
+};
+
+/* One WITH clause in scope: its first n_visible queries may be referenced; a WITH
+ * query is planned where it is referenced, in the context the clause is in (outer,
+ * no_limit), so each reference is the query inlined as a subquery in FROM. */
+struct cte_level {
+        const PgQuery__WithClause *with;
+        size_t n_visible;
+        struct outer *outer;
+        bool no_limit;
+        const struct cte_level *up;
 };
 
 /* What plan_select() found of a subquery's correlation. */
@@ -2928,6 +2943,9 @@ static int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, s
                 if (level > 1)
                         return FAIL_AT(a, c->location, "0A000", "a reference to column \"%s\" of a "
                                        "query two or more levels out is not supported", name);
+                if (o->cte)
+                        return FAIL_AT(a, c->location, "0A000", "a WITH query may not refer to "
+                                       "column \"%s\" of an enclosing query: not supported", name);
                 if (o->refuse)
                         return FAIL_AT(a, c->location, "0A000", "a subquery in HAVING or in the list "
                                        "of a grouped SELECT may not refer to the query it is in "
@@ -4830,8 +4848,10 @@ static int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
         size_t n_targets;
         int r;
 
-        if (ins->with_clause || ins->on_conflict_clause || ins->n_returning_list)
-                return FAIL(a, "0A000", "WITH, ON CONFLICT and RETURNING are not supported");
+        if (ins->on_conflict_clause || ins->n_returning_list)
+                return FAIL(a, "0A000", "ON CONFLICT and RETURNING are not supported");
+        if (ins->with_clause && !ins->select_stmt)
+                return FAIL(a, "0A000", "WITH with INSERT ... DEFAULT VALUES is not supported");
         a->strict_fold = true;          /* INSERT values must fold, errors and all */
         r = target_table(a, ins->relation, "insert into", &rel, &si->table);
         if (r < 0)
@@ -4875,7 +4895,7 @@ static int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
                         return FAIL(a, "0A000", "this INSERT source is not supported");
                 sel = ins->select_stmt->select_stmt;
                 if (!sel->n_values_lists || sel->n_sort_clause || sel->limit_count ||
-                    sel->limit_offset || sel->with_clause)
+                    sel->limit_offset || sel->with_clause || ins->with_clause)
                         return analyze_insert_select(a, ins, &rel, targets, n_targets);
         }
         si->rows = calloc(sel ? sel->n_values_lists : 1, sizeof(*si->rows));
@@ -5624,21 +5644,189 @@ static int plan_catalog_relation(struct analyzer *a, const struct pgcat_table *c
         return apply_alias_columns(a, sc, 0, rv->alias, qual, rv->location);
 }
 
+/* ---- WITH queries (common table expressions).
+ *
+ * A non-recursive WITH query is inlined: each reference plans it again as a subquery in
+ * FROM (plan_cte()), in the context of its WITH clause -- its enclosing queries, and
+ * the clause's earlier queries (PostgreSQL's visibility) -- never in the context of the
+ * reference, so a name in it cannot bind to a column of the referencing query.  Every
+ * query of a clause is planned once where the clause is met (with_push()), so its
+ * errors are reported used or not.  Inlining gives PostgreSQL's meaning because a
+ * query's plan is a function of the data at the one timestamp a statement reads at.
+ * Refused (0A000): WITH RECURSIVE, data-modifying WITH queries, and a WITH query that
+ * refers to a column of an enclosing query. ---- */
+
+/* Inlining plans a query once per reference, and a query may refer to another twice:
+ * a chain of such queries would take exponential time and memory, so a statement plans
+ * at most this many WITH queries (54001). */
+#define CTE_MAX_PLANNED 16384u
+
+static const PgQuery__CommonTableExpr *cte_at(const struct cte_level *l, size_t i)
+{
+        const PgQuery__Node *n = l->with->ctes[i];
+
+        return n && n->node_case == PG_QUERY__NODE__NODE_COMMON_TABLE_EXPR ? n->common_table_expr
+                                                                          : NULL;
+}
+
+/* The WITH query `name` visible here: *ret_level and *ret_i; false for none. */
+static bool cte_find(const struct analyzer *a, const char *name, const struct cte_level **ret_level,
+                     size_t *ret_i)
+{
+        for (const struct cte_level *l = a->ctes; l; l = l->up)
+                for (size_t i = 0; i < l->n_visible; i++) {
+                        const PgQuery__CommonTableExpr *c = cte_at(l, i);
+
+                        if (c && c->ctename && strcmp(c->ctename, name) == 0) {
+                                *ret_level = l;
+                                *ret_i = i;
+                                return true;
+                        }
+                }
+        return false;
+}
+
+/* 42P01 for a relation that does not exist, with PostgreSQL's DETAIL and HINT when a
+ * WITH query of that name exists but is not visible here (itself, or a later one). */
+static int no_relation(struct analyzer *a, const char *name, int location)
+{
+        FAIL_AT(a, location, "42P01", "relation \"%s\" does not exist", name);
+        for (const struct cte_level *l = a->ctes; l; l = l->up)
+                for (size_t i = l->n_visible; i < l->with->n_ctes; i++) {
+                        const PgQuery__CommonTableExpr *c = cte_at(l, i);
+
+                        if (c && c->ctename && strcmp(c->ctename, name) == 0) {
+                                row_error_detail(a->err, "There is a WITH item named \"%s\", but it "
+                                                 "cannot be referenced from this part of the query.",
+                                                 name);
+                                row_error_hint(a->err, "Use WITH RECURSIVE, or re-order the WITH "
+                                               "items to remove forward references.");
+                                return -EINVAL;
+                        }
+                }
+        return -EINVAL;
+}
+
+/* Plan WITH query i of level l (seeing the queries before it) into *ret and out. */
+static int plan_cte_query(struct analyzer *a, const struct cte_level *l, size_t i,
+                          Coord__Plan__Relation **ret, struct scope *out)
+{
+        const PgQuery__CommonTableExpr *c = cte_at(l, i);
+        const struct cte_level here = { .with = l->with, .n_visible = i, .outer = l->outer,
+                                        .no_limit = l->no_limit, .up = l->up };
+        const struct cte_level *ctes = a->ctes;
+        struct outer wrap, *outer = a->outer;
+        struct attach *attach = a->attach;
+        struct subq *sub = a->sub;
+        bool no_limit = a->no_limit;
+        int r;
+
+        assert(c);
+        if (++a->ctes_planned > CTE_MAX_PLANNED)
+                return FAIL_AT(a, c->location, "54001", "statement too complex: its WITH queries "
+                               "are planned more than %u times", CTE_MAX_PLANNED);
+        if (l->outer) {
+                wrap = *l->outer;
+                wrap.cte = true;
+        }
+        a->outer = l->outer ? &wrap : NULL;
+        a->ctes = &here;
+        a->attach = NULL;
+        a->sub = NULL;
+        a->no_limit = l->no_limit;
+        r = plan_query(a, c->ctequery, NULL, ret, out);
+        a->outer = outer;
+        a->ctes = ctes;
+        a->attach = attach;
+        a->sub = sub;
+        a->no_limit = no_limit;
+        if (r >= 0 && c->n_aliascolnames > out->n)
+                r = FAIL_AT(a, c->location, "42P10", "WITH query \"%s\" has %zu columns available "
+                            "but %zu columns specified", c->ctename, out->n, c->n_aliascolnames);
+        return r;
+}
+
+/* A reference to WITH query i of level l in FROM: the query inlined, its columns named
+ * by the WITH's column list, then by the reference's alias. */
+static int plan_cte(struct analyzer *a, const PgQuery__RangeVar *rv, const struct cte_level *l,
+                    size_t i, struct scope *sc, Coord__Plan__Relation **ret)
+{
+        const PgQuery__CommonTableExpr *c = cte_at(l, i);
+        const char *qual = rv->alias && rv->alias->aliasname && rv->alias->aliasname[0]
+                                   ? rv->alias->aliasname
+                                   : rv->relname;
+        _cleanup_(scope_done) struct scope out = { 0 };
+        int r = plan_cte_query(a, l, i, ret, &out);
+
+        if (r >= 0)
+                r = scope_add_qual(a, sc, qual, rv->location);
+        for (size_t k = 0; r >= 0 && k < out.n; k++) {
+                const char *name = k < c->n_aliascolnames ? node_string(c->aliascolnames[k])
+                                                          : out.cols[k].name;
+
+                if (!name)
+                        return FAIL(a, "XX000", "malformed WITH column list");
+                r = scope_add_col(a, sc, qual, name, out.cols[k].type, out.cols[k].nullable, true);
+        }
+        if (r >= 0)
+                r = apply_alias_columns(a, sc, 0, rv->alias, qual, rv->location);
+        return r;
+}
+
+/* Met a WITH clause: check it, plan each query once for its errors, and make its
+ * queries visible (*level, pushed on a->ctes; the caller pops it). */
+static int with_push(struct analyzer *a, const PgQuery__WithClause *w, struct cte_level *level)
+{
+        if (w->recursive)
+                return FAIL_AT(a, w->location, "0A000", "WITH RECURSIVE is not supported");
+        *level = (struct cte_level){ .with = w, .n_visible = 0, .outer = a->outer,
+                                     .no_limit = a->no_limit, .up = a->ctes };
+        for (size_t i = 0; i < w->n_ctes; i++) {
+                const PgQuery__CommonTableExpr *c = cte_at(level, i);
+                _cleanup_(scope_done) struct scope out = { 0 };
+                _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
+                int r;
+
+                if (!c || !c->ctename || !c->ctequery)
+                        return FAIL(a, "XX000", "malformed WITH clause");
+                if (c->ctequery->node_case != PG_QUERY__NODE__NODE_SELECT_STMT)
+                        return FAIL_AT(a, c->location, "0A000", "data-modifying statements in WITH "
+                                       "are not supported");
+                for (size_t k = 0; k < i; k++)
+                        if (strcmp(cte_at(level, k)->ctename, c->ctename) == 0)
+                                return FAIL_AT(a, c->location, "42712", "WITH query name \"%s\" "
+                                               "specified more than once", c->ctename);
+                r = plan_cte_query(a, level, i, &plan, &out);
+                if (r < 0)
+                        return r;
+        }
+        level->n_visible = w->n_ctes;
+        a->ctes = level;
+        return 0;
+}
+
 static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struct scope *sc,
                           Coord__Plan__Relation **ret)
 {
         struct sql_relation rel;
         const struct pgcat_table *cat;
         const char *name = NULL, *qual;
-        int r = resolve_range_var(a, rv, &cat, &name);
+        const struct cte_level *l;
+        size_t cte;
+        int r;
 
+        /* A WITH query hides a relation of its name unless it is qualified. */
+        if (!(rv->schemaname && rv->schemaname[0]) && !(rv->catalogname && rv->catalogname[0]) &&
+            rv->relname && cte_find(a, rv->relname, &l, &cte))
+                return plan_cte(a, rv, l, cte, sc, ret);
+        r = resolve_range_var(a, rv, &cat, &name);
         if (r < 0)
                 return r;
         if (cat)
                 return plan_catalog_relation(a, cat, rv, sc, ret);
         r = lookup(a, name, &rel);
         if (r == -ENOENT)
-                return FAIL_AT(a, rv->location, "42P01", "relation \"%s\" does not exist", name);
+                return no_relation(a, name, rv->location);
         if (r < 0)
                 return r;
         if (rel.kind == SQL_OBJECT_INDEX || rel.kind == SQL_OBJECT_SINK)
@@ -8410,6 +8598,8 @@ static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__P
         const char *no_agg = a->no_agg;
         bool in_agg = a->in_agg;
         _cleanup_(topk_spec_done) struct topk_spec tk = { 0 };
+        const struct cte_level *ctes = a->ctes;
+        struct cte_level level;
         int r;
 
         if (!n || n->node_case != PG_QUERY__NODE__NODE_SELECT_STMT)
@@ -8417,8 +8607,6 @@ static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__P
         s = n->select_stmt;
         if (a->depth >= ANALYZE_MAX_DEPTH)
                 return FAIL(a, "54001", "query nesting exceeds %d levels", ANALYZE_MAX_DEPTH);
-        if (s->with_clause)
-                return FAIL(a, "0A000", "WITH is not supported yet");
         if (s->into_clause)
                 return FAIL(a, "0A000", "SELECT INTO is not supported");
         if (s->n_locking_clause)
@@ -8427,6 +8615,13 @@ static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__P
                 r = topk_limit(a, s, &tk);
                 if (r < 0)
                         return r;
+        }
+        if (s->with_clause) {
+                r = with_push(a, s->with_clause, &level);
+                if (r < 0) {
+                        a->ctes = ctes;
+                        return r;
+                }
         }
         a->depth++;
         a->agg = NULL;
@@ -8445,6 +8640,7 @@ static int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__P
                 r = plan_select(a, s, peek, tk.on ? &tk : NULL, ret_plan, ret_cols);
         }
         a->depth--;
+        a->ctes = ctes;
         a->scope = scope;
         a->attach = attach;
         a->sub = NULL;
@@ -9475,6 +9671,7 @@ static int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *
         _cleanup_(scope_done) struct scope cols = { 0 };
         _cleanup_free_ Coord__Plan__Expr **vals = NULL;
         size_t n = rel->n_columns, n_out;
+        struct cte_level level;
         int r;
 
         if ((sel->limit_count || sel->limit_offset) && !sel->n_sort_clause)
@@ -9482,8 +9679,11 @@ static int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *
                                         "which rows it inserts must not be left to chance");
         a->strict_fold = false;
         a->write_reads = "INSERT ... SELECT";
-        r = plan_query(a, ins->select_stmt, NULL, &plan, &cols);
+        r = ins->with_clause ? with_push(a, ins->with_clause, &level) : 0;
+        if (r >= 0)
+                r = plan_query(a, ins->select_stmt, NULL, &plan, &cols);
         a->write_reads = NULL;
+        a->ctes = NULL;
         if (r < 0)
                 return r;
         n_out = cols.n;

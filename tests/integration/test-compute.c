@@ -2598,6 +2598,43 @@ static void test_arrays(void)
         PQfinish(c);
 }
 
+/* ==== WITH queries through libpq ====
+ * Inlined where referenced: read, in a view, in a materialized view maintained as the
+ * table changes, and as an INSERT's source; refusals are 0A000. */
+
+static void test_with(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE w_t (x int, y text)"));
+        CU_ASSERT(ok(c, "INSERT INTO w_t VALUES (5, 'a'), (6, 'b'), (7, 'a')"));
+        CU_ASSERT(rows_are(c, "WITH g AS (SELECT y, count(*) AS n FROM w_t GROUP BY y), "
+                              "big AS (SELECT * FROM g WHERE n > 1) "
+                              "SELECT w_t.x, big.n FROM w_t JOIN big USING (y)", "5|2;7|2"));
+        CU_ASSERT(rows_are(c, "WITH w_t AS (SELECT 42 AS x) SELECT x FROM w_t", "42"));
+        CU_ASSERT(rows_are(c, "WITH s AS (SELECT x FROM w_t) SELECT count(*), (SELECT max(x) FROM s) "
+                              "FROM s", "3|7"));
+        if (ok(c, "CREATE MATERIALIZED VIEW w_m AS WITH g AS (SELECT y, sum(x) AS s FROM w_t "
+                  "GROUP BY y) SELECT y, s FROM g WHERE s > 6") &&
+            ok(c, "CREATE VIEW w_v AS WITH m AS (SELECT max(x) AS m FROM w_t) "
+                  "SELECT x FROM w_t, m WHERE x = m.m")) {
+                CU_ASSERT(rows_are(c, "SELECT * FROM w_m", "a|12"));
+                CU_ASSERT(rows_are(c, "SELECT * FROM w_v", "7"));
+                CU_ASSERT(ok(c, "INSERT INTO w_t VALUES (1, 'b'), (9, 'c')"));
+                CU_ASSERT(rows_are(c, "SELECT * FROM w_m", "a|12;b|7;c|9"));
+                CU_ASSERT(rows_are(c, "SELECT * FROM w_v", "9"));
+        }
+        CU_ASSERT(ok(c, "WITH s AS (SELECT x + 100 AS x, y FROM w_t WHERE x < 6) "
+                        "INSERT INTO w_t SELECT * FROM s"));
+        CU_ASSERT(rows_are(c, "SELECT x FROM w_t WHERE x > 100", "101;105"));
+        CU_ASSERT(fails_with(c, "WITH RECURSIVE r(n) AS (SELECT 1) SELECT * FROM r", "0A000"));
+        CU_ASSERT(fails_with(c, "WITH d AS (DELETE FROM w_t RETURNING *) SELECT * FROM d", "0A000"));
+        CU_ASSERT(fails_with(c, "WITH x AS (SELECT * FROM x) SELECT * FROM x", "42P01"));
+        CU_ASSERT(ok(c, "DROP TABLE w_t CASCADE"));
+        PQfinish(c);
+}
+
 /* ==== Subqueries through libpq ====
  * Three-valued IN and NOT IN with NULLs on either side, EXISTS and scalar subqueries
  * correlated or not (count over no rows is 0), in WHERE and in the list, in a view
@@ -3168,6 +3205,7 @@ static const struct t_case cases[] = {
         { "ORDER BY, LIMIT, OFFSET; SQLSTATEs", test_order_and_errors },
         { "subqueries: IN, EXISTS, scalar; maintained; 21000", test_subqueries },
         { "arrays: stored, compared, grouped in maintained views", test_arrays },
+        { "WITH queries: read, in views, maintained, as an INSERT's source", test_with },
         { "a resync install in slices: reads go on meanwhile", test_sliced_install },
         { "the follower killed during a resync install in slices: it converges",
           test_sliced_install_follower_killed },

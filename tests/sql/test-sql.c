@@ -2011,6 +2011,51 @@ static void test_distinct_union_values(void)
         expect_error("SELECT DISTINCT ON (a) a FROM t", "0A000", NULL, -1);
 }
 
+/* WITH queries are inlined where referenced, planned in their clause's context. */
+static void test_with(void)
+{
+        expect_select_plan("WITH c AS (SELECT a FROM t WHERE a > 1) SELECT c.a FROM c, c AS d "
+                           "WHERE c.a = d.a",
+                           "Project[0](Join[0=0](Project[0](Filter[(#0 > 1)](Get 10)), "
+                           "Project[0](Filter[(#0 > 1)](Get 10))))");
+        expect_select_plan("WITH c(k) AS (SELECT a, b FROM t), d AS (SELECT k FROM c) "
+                           "SELECT k, b FROM c JOIN d USING (k)",
+                           "Project[0,1](Join[0=0](Project[0,1](Get 10), Project[0](Get 10)))");
+        /* A WITH query hides a table of its name; a qualified name is the table. */
+        expect_select_plan("WITH t AS (SELECT 1 AS q) SELECT q FROM t", "Map[1](Constant(1))");
+        expect_select_plan("WITH t AS (SELECT 1 AS q) SELECT a FROM public.t", "Project[0](Get 10)");
+        expect_error("WITH x(a, b, c) AS (SELECT 1, 2) SELECT * FROM x", "42P10",
+                     "WITH query \"x\" has 2 columns available but 3 columns specified", 6);
+        expect_error("WITH x AS (SELECT 1), x AS (SELECT 2) SELECT * FROM x", "42712",
+                     "WITH query name \"x\" specified more than once", 23);
+        expect_error("WITH x AS (SELECT * FROM y), y AS (SELECT 1) SELECT * FROM x", "42P01",
+                     "relation \"y\" does not exist", 26);
+        expect_error("WITH x AS (SELECT * FROM x) SELECT * FROM x", "42P01", NULL, 26);
+        /* Its names bind in the clause's context, never the reference's. */
+        expect_error("WITH c AS (SELECT b) SELECT (SELECT * FROM c) FROM t", "42703",
+                     "column \"b\" does not exist", 19);
+        expect_error("SELECT (WITH c AS (SELECT t.a) SELECT * FROM c) FROM t", "0A000", NULL, -1);
+        /* Errors of an unused query are reported. */
+        expect_error("WITH u AS (SELECT nosuch FROM t) SELECT 1", "42703", NULL, -1);
+        expect_error("WITH RECURSIVE r(n) AS (SELECT 1) SELECT * FROM r", "0A000",
+                     "WITH RECURSIVE is not supported", 1);
+        expect_error("WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d", "0A000",
+                     "data-modifying statements in WITH are not supported", 6);
+        expect_error("WITH d AS (SELECT 1) DELETE FROM t", "0A000", NULL, -1);
+        /* Inlining is bounded: a query read twice by the next, 20 deep, would be planned
+         * 2^20 times. */
+        {
+                char q[4096];
+                int n = snprintf(q, sizeof(q), "WITH a1 AS (SELECT 1 AS x)");
+
+                for (int i = 2; i <= 20; i++)
+                        n += snprintf(q + n, sizeof(q) - (size_t)n,
+                                      ", a%d AS (SELECT p.x FROM a%d p, a%d q)", i, i - 1, i - 1);
+                snprintf(q + n, sizeof(q) - (size_t)n, " SELECT count(*) FROM a20");
+                expect_error(q, "54001", NULL, -1);
+        }
+}
+
 static void test_subquery(void)
 {
         struct sql_stmt *s = analyze("SELECT s.m FROM (SELECT a + 1 AS m FROM t) s WHERE s.m > 2");
@@ -2474,6 +2519,7 @@ static const struct t_case query_cases[] = {
         { "group by", test_group_by },
         { "distinct union values", test_distinct_union_values },
         { "subquery", test_subquery },
+        { "WITH queries", test_with },
         { "subqueries in expressions", test_sublink },
         { "order by limit", test_order_limit },
         { "top-k in views and subqueries", test_topk },
