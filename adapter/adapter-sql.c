@@ -9387,11 +9387,12 @@ static int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint6
 /* The table a DELETE or UPDATE writes, its columns in scope, and the rows its WHERE
  * keeps: Filter(Get) into *ret_plan. */
 static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
-                               const PgQuery__Node *where, const char *verb,
-                               struct sql_delete *sd, struct sql_relation *rel,
+                               const PgQuery__WithClause *with, const PgQuery__Node *where,
+                               const char *verb, struct sql_delete *sd, struct sql_relation *rel,
                                struct scope *sc, Coord__Plan__Relation **ret_plan)
 {
         _cleanup_(attach_done) struct attach wat = { 0 };
+        struct cte_level level;
         Coord__Plan__Relation *plan = NULL;
         Coord__Plan__Expr *pred = NULL;
         size_t n_from;
@@ -9425,7 +9426,10 @@ static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
         a->scope = sc;
         a->no_agg = "WHERE";
         a->write_reads = verb[0] == 'd' ? "DELETE" : "UPDATE";
-        r = truth_sublinks(a, where, &wat);
+        /* WITH queries are seen by the WHERE's subqueries; the target is the table. */
+        r = with ? with_push(a, with, &level) : 0;
+        if (r >= 0)
+                r = truth_sublinks(a, where, &wat);
         a->attach = &wat;
         if (r >= 0)
                 r = analyze_where(a, where, &pred);
@@ -9435,6 +9439,7 @@ static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
         a->scope = NULL;
         a->no_agg = NULL;
         a->write_reads = NULL;
+        a->ctes = NULL;
         if (r >= 0 && sc->n > n_from) {
                 plan = rel_project_range(TAKE_PTR(plan), 0, n_from);
                 sc->n = n_from;
@@ -9458,10 +9463,10 @@ static int analyze_delete(struct analyzer *a, const PgQuery__DeleteStmt *d)
         struct sql_relation rel;
         int r;
 
-        if (d->n_using_clause || d->n_returning_list || d->with_clause)
-                return FAIL(a, "0A000", "USING, RETURNING and WITH are not supported");
-        r = analyze_target_rows(a, d->relation, d->where_clause, "delete from", sd, &rel, &sc,
-                                &plan);
+        if (d->n_using_clause || d->n_returning_list)
+                return FAIL(a, "0A000", "USING and RETURNING are not supported");
+        r = analyze_target_rows(a, d->relation, d->with_clause, d->where_clause, "delete from", sd,
+                                &rel, &sc, &plan);
         if (r >= 0)
                 r = finish_plan(a, &plan);
         if (r < 0)
@@ -9560,9 +9565,10 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
         size_t n;
         int r;
 
-        if (u->n_from_clause || u->n_returning_list || u->with_clause)
-                return FAIL(a, "0A000", "FROM, RETURNING and WITH are not supported in UPDATE");
-        r = analyze_target_rows(a, u->relation, u->where_clause, "update", su, &rel, &sc, &plan);
+        if (u->n_from_clause || u->n_returning_list)
+                return FAIL(a, "0A000", "FROM and RETURNING are not supported in UPDATE");
+        r = analyze_target_rows(a, u->relation, u->with_clause, u->where_clause, "update", su, &rel,
+                                &sc, &plan);
         if (r < 0)
                 return r;
         n = rel.n_columns;

@@ -2628,6 +2628,10 @@ static void test_with(void)
         CU_ASSERT(ok(c, "WITH s AS (SELECT x + 100 AS x, y FROM w_t WHERE x < 6) "
                         "INSERT INTO w_t SELECT * FROM s"));
         CU_ASSERT(rows_are(c, "SELECT x FROM w_t WHERE x > 100", "101;105"));
+        CU_ASSERT(ok(c, "WITH w_t AS (SELECT 105 AS x) UPDATE w_t SET y = 'u' WHERE x IN (SELECT x FROM w_t)"));
+        CU_ASSERT(ok(c, "WITH s AS (SELECT x FROM w_t WHERE y = 'u') DELETE FROM w_t WHERE EXISTS "
+                        "(SELECT 1 FROM s WHERE s.x = w_t.x + 100)"));
+        CU_ASSERT(rows_are(c, "SELECT x, y FROM w_t WHERE x IN (5, 101, 105)", "101|b;105|u"));
         CU_ASSERT(fails_with(c, "WITH RECURSIVE r(n) AS (SELECT 1) SELECT * FROM r", "0A000"));
         CU_ASSERT(fails_with(c, "WITH d AS (DELETE FROM w_t RETURNING *) SELECT * FROM d", "0A000"));
         CU_ASSERT(fails_with(c, "WITH x AS (SELECT * FROM x) SELECT * FROM x", "42P01"));

@@ -2041,7 +2041,18 @@ static void test_with(void)
                      "WITH RECURSIVE is not supported", 1);
         expect_error("WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d", "0A000",
                      "data-modifying statements in WITH are not supported", 6);
-        expect_error("WITH d AS (SELECT 1) DELETE FROM t", "0A000", NULL, -1);
+        /* Before DELETE and UPDATE: seen by the WHERE's subqueries; the target is the
+         * table even when a WITH query has its name. */
+        {
+                struct sql_stmt *st = analyze("WITH t AS (SELECT 1 AS a) DELETE FROM t WHERE a IN "
+                                              "(SELECT a FROM t)");
+
+                CU_ASSERT_EQUAL_FATAL(st->kind, SQL_STMT_DELETE);
+                CU_ASSERT_EQUAL(st->delete_.id, 10);
+                sql_stmt_free(st);
+        }
+        expect_error("WITH m AS (SELECT a FROM mv) UPDATE t SET b = 'x' WHERE a IN (SELECT a FROM m)",
+                     "0A000", NULL, -1);
         /* Inlining is bounded: a query read twice by the next, 20 deep, would be planned
          * 2^20 times. */
         {
