@@ -9387,12 +9387,12 @@ static int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint6
 /* The table a DELETE or UPDATE writes, its columns in scope, and the rows its WHERE
  * keeps: Filter(Get) into *ret_plan. */
 static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
-                               const PgQuery__WithClause *with, const PgQuery__Node *where,
-                               const char *verb, struct sql_delete *sd, struct sql_relation *rel,
+                               const PgQuery__WithClause *with, struct cte_level *level,
+                               const PgQuery__Node *where, const char *verb,
+                               struct sql_delete *sd, struct sql_relation *rel,
                                struct scope *sc, Coord__Plan__Relation **ret_plan)
 {
         _cleanup_(attach_done) struct attach wat = { 0 };
-        struct cte_level level;
         Coord__Plan__Relation *plan = NULL;
         Coord__Plan__Expr *pred = NULL;
         size_t n_from;
@@ -9426,8 +9426,9 @@ static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
         a->scope = sc;
         a->no_agg = "WHERE";
         a->write_reads = verb[0] == 'd' ? "DELETE" : "UPDATE";
-        /* WITH queries are seen by the WHERE's subqueries; the target is the table. */
-        r = with ? with_push(a, with, &level) : 0;
+        /* WITH queries are seen by the subqueries (the caller pops *level); the target
+         * is the table. */
+        r = with ? with_push(a, with, level) : 0;
         if (r >= 0)
                 r = truth_sublinks(a, where, &wat);
         a->attach = &wat;
@@ -9439,7 +9440,6 @@ static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
         a->scope = NULL;
         a->no_agg = NULL;
         a->write_reads = NULL;
-        a->ctes = NULL;
         if (r >= 0 && sc->n > n_from) {
                 plan = rel_project_range(TAKE_PTR(plan), 0, n_from);
                 sc->n = n_from;
@@ -9461,12 +9461,14 @@ static int analyze_delete(struct analyzer *a, const PgQuery__DeleteStmt *d)
         _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
         _cleanup_(scope_done) struct scope sc = { 0 };
         struct sql_relation rel;
+        struct cte_level level;
         int r;
 
         if (d->n_using_clause || d->n_returning_list)
                 return FAIL(a, "0A000", "USING and RETURNING are not supported");
-        r = analyze_target_rows(a, d->relation, d->with_clause, d->where_clause, "delete from", sd,
-                                &rel, &sc, &plan);
+        r = analyze_target_rows(a, d->relation, d->with_clause, &level, d->where_clause,
+                                "delete from", sd, &rel, &sc, &plan);
+        a->ctes = NULL;
         if (r >= 0)
                 r = finish_plan(a, &plan);
         if (r < 0)
@@ -9561,20 +9563,30 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
         _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
         _cleanup_(scope_done) struct scope sc = { 0 };
         _cleanup_free_ Coord__Plan__Expr **vals = NULL;
+        _cleanup_(attach_done) struct attach sat = { 0 };
+        _cleanup_free_ uint32_t *keep = NULL;
         struct sql_relation rel;
-        size_t n;
+        struct cte_level level;
+        size_t n, width;
         int r;
 
         if (u->n_from_clause || u->n_returning_list)
                 return FAIL(a, "0A000", "FROM and RETURNING are not supported in UPDATE");
-        r = analyze_target_rows(a, u->relation, u->with_clause, u->where_clause, "update", su, &rel,
-                                &sc, &plan);
-        if (r < 0)
+        r = analyze_target_rows(a, u->relation, u->with_clause, &level, u->where_clause, "update",
+                                su, &rel, &sc, &plan);
+        if (r < 0) {
+                a->ctes = NULL;
                 return r;
+        }
         n = rel.n_columns;
         vals = calloc(n ? n : 1, sizeof(*vals));
         if (!vals)
                 return oom(a);
+        /* The values' subqueries attach as columns past the table's (as a SELECT
+         * list's, plan_select()), reading tables only (a->write_reads). */
+        sat = (struct attach){ .scope = &sc, .base_n = sc.n };
+        a->attach = &sat;
+        a->write_reads = "UPDATE";
         a->scope = &sc;
         a->no_agg = "UPDATE";
         for (size_t i = 0; r >= 0 && i < u->n_target_list; i++) {
@@ -9623,8 +9635,14 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
                         vals[c] = TAKE_PTR(v.e);
                 typed_done(&v);
         }
+        a->attach = NULL;
+        a->write_reads = NULL;
+        a->ctes = NULL;
         a->scope = NULL;
         a->no_agg = NULL;
+        width = sc.n;
+        if (r >= 0 && sat.n)
+                r = attach_apply(a, &sat, &plan);
         for (size_t c = 0; r >= 0 && c < n; c++)
                 if (!vals[c] && !(vals[c] = expr_column(rel.columns[c].type, (uint32_t)c)))
                         r = oom(a);
@@ -9638,6 +9656,17 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
                 return r;
         }
         plan = rel_map(TAKE_PTR(plan), TAKE_PTR(vals), n);
+        if (plan && width > n) {
+                /* The old row, then the new one: the attached columns go. */
+                keep = malloc(2 * n * sizeof(*keep));
+                if (!keep)
+                        return oom(a);
+                for (size_t c = 0; c < n; c++) {
+                        keep[c] = (uint32_t)c;
+                        keep[n + c] = (uint32_t)(width + c);
+                }
+                plan = rel_project(TAKE_PTR(plan), TAKE_PTR(keep), 2 * n);
+        }
         if (!plan)
                 return oom(a);
         r = finish_plan(a, &plan);

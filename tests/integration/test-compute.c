@@ -2712,6 +2712,26 @@ static void test_subqueries(void)
                 CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM sq_t"), all - in);
                 CU_ASSERT(fails_with(c, "DELETE FROM sq_t WHERE k IN (SELECT k FROM sq_one)", "0A000"));
         }
+        {
+                /* An UPDATE's values take subqueries (as a SELECT list's), correlated
+                 * or not; more than one row is 21000 and writes nothing. */
+                char *want;
+
+                CU_ASSERT(ok(c, "INSERT INTO sq_t VALUES (1, 0), (2, 0), (4, 0)"));
+                want = rows_of(c, "SELECT k, coalesce((SELECT sum(v) FROM sq_s WHERE sq_s.k = sq_t.k), -1) "
+                                  "+ (SELECT count(*) FROM sq_s) FROM sq_t");
+                CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+                CU_ASSERT(strchr(want, ';') != NULL);   /* more than one row */
+                CU_ASSERT(ok(c, "UPDATE sq_t SET x = coalesce((SELECT sum(v) FROM sq_s WHERE sq_s.k = sq_t.k), -1) "
+                                "+ (SELECT count(*) FROM sq_s)"));
+                CU_ASSERT(rows_are(c, "SELECT k, x FROM sq_t", want));
+                CU_ASSERT(ok(c, "INSERT INTO sq_s VALUES (4, 41)"));    /* k = 4: two rows */
+                CU_ASSERT(fails_with(c, "UPDATE sq_t SET x = (SELECT v FROM sq_s WHERE sq_s.k = sq_t.k)",
+                                     "21000"));
+                CU_ASSERT(rows_are(c, "SELECT k, x FROM sq_t", want));
+                CU_ASSERT(fails_with(c, "UPDATE sq_t SET x = (SELECT k FROM sq_one)", "0A000"));
+                free(want);
+        }
         CU_ASSERT(fails_with(c, "SELECT k FROM sq_t WHERE k IN (SELECT k, v FROM sq_s)", "42601"));
         CU_ASSERT(ok(c, "DROP TABLE sq_t, sq_s CASCADE"));
         PQfinish(c);

@@ -2185,7 +2185,25 @@ static void test_sublink(void)
                 CU_ASSERT(d && d->delete_.plan && d->n_physical_inputs == 2);
                 sql_stmt_free(d);
         }
-        expect_error("UPDATE t SET a = (SELECT 1)", "0A000", NULL, -1);
+        /* An UPDATE's values take subqueries as a SELECT list does: attached past the
+         * table's columns, which go again before the new row (old row, new row). */
+        {
+                struct sql_stmt *u = analyze("UPDATE t SET a = (SELECT count(*) FROM u WHERE u.x = t.d)::int");
+
+                CU_ASSERT_EQUAL_FATAL(u->kind, SQL_STMT_UPDATE);
+                expect_plan(u->update.plan,
+                            "Project[0,1,2,3,8,9,10,11](Map[ASSERT_NOT_NULL(CAST(#7 AS int4), 'a', 't'), "
+                            "#1, #2, #3](Map[CASE((#5 IS NULL), #4, (#5 > 1::int8), TOO_MANY_ROWS(), #6)]"
+                            "(Project[0,1,2,3,4,8,9](Join[5=3,6=4](Map[COALESCE(#3, 0::int8), (#3 IS NULL)]"
+                            "(Join[](Get 10, Reduce[; max(#0)::int8](Constant[int8](1)))), "
+                            "Map[COALESCE(#0, 0::int8), (#0 IS NULL)](Reduce[#0; max(#1)::int8 "
+                            "max(#2)::int8](Union(Map[NULL::int8, NULL::int8](Project[3](Get 10)), "
+                            "Project[0,2,3](Join[0=0](Project[3](Get 10), Reduce[#0; count(*)::int8 "
+                            "max(#1)::int8](Reduce[#0; count(*)::int8](Get 11))))))))))))");
+                CU_ASSERT(u->n_physical_inputs == 2);
+                sql_stmt_free(u);
+        }
+        expect_error("UPDATE t SET a = (SELECT a FROM mv)", "0A000", NULL, -1);
         expect_error("SELECT a FROM t JOIN u ON u.x IN (SELECT a FROM v)", "0A000", NULL, -1);
         expect_error("SELECT a FROM t WHERE EXISTS (SELECT nope FROM u)", "42703", NULL, -1);
         expect_error("SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.x = t.nope)", "42703", NULL, -1);
