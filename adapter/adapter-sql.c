@@ -4245,11 +4245,14 @@ static bool constraint_name_taken(const struct sql_create_table *ct, const char 
         return false;
 }
 
+static bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi);
+
 /* A CHECK constraint of new table ct (its columns all known): a boolean expression over
  * them, constant in everything else (no mz_now(), no session functions), packed into
  * the next of ct->checks, named `name` or PostgreSQL's default <table>[_<column>]_check
- * (with a number when taken). */
-static int table_check(struct analyzer *a, const PgQuery__Constraint *con, const char *column)
+ * (with a number when taken), where <column> is the one column the expression reads --
+ * none when it reads several or none, wherever the constraint was written. */
+static int table_check(struct analyzer *a, const PgQuery__Constraint *con)
 {
         struct sql_create_table *ct = &a->stmt->create_table;
         _cleanup_(scope_done) struct scope sc = { 0 };
@@ -4287,6 +4290,11 @@ static int table_check(struct analyzer *a, const PgQuery__Constraint *con, const
                         return FAIL(a, "42710", "constraint \"%s\" for relation \"%s\" already exists",
                                     name, ct->name);
         } else {
+                uint32_t lo = UINT32_MAX, hi = 0;
+                const char *column = expr_columns(t.e, &lo, &hi) && lo == hi && lo < ct->n_columns
+                                             ? ct->columns[lo].name
+                                             : NULL;
+
                 snprintf(base, sizeof(base), "%s%s%s_check", ct->name, column ? "_" : "", column ? column : "");
                 snprintf(name, sizeof(name), "%s", base);
                 for (unsigned k = 1; constraint_name_taken(ct, name); k++)
@@ -4432,7 +4440,7 @@ static int table_constraint(struct analyzer *a, const PgQuery__Constraint *con, 
                             int pass)
 {
         if (con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_CHECK)
-                return pass == 1 ? table_check(a, con, column) : 0;
+                return pass == 1 ? table_check(a, con) : 0;
         if (con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY ||
             con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE)
                 return pass == 0 ? table_unique(a, con, column) : 0;
@@ -5962,7 +5970,6 @@ static int conj_add(struct analyzer *a, Coord__Plan__Expr ***preds, size_t *n, C
  * match in ways this plan does not express: refused (0A000), never planned wrong. */
 
 static bool join_key(const Coord__Plan__Expr *e, uint32_t nl, uint32_t *lk, uint32_t *rk);
-static bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi);
 static void expr_shift(Coord__Plan__Expr *e, uint32_t by);
 static int rel_types(const Coord__Plan__Relation *r, Coord__Plan__Type **ret, size_t *ret_n);
 

@@ -2041,6 +2041,34 @@ static void test_defaults(void)
                 PQclear(r);
         }
         CU_ASSERT(rows_are(c, "SELECT coalesce(a, -1), coalesce(b, '-'), c FROM ck", "-1|-|5;3|x|5"));
+        {
+                /* A CHECK's default name takes the one column its expression reads, else
+                 * none, wherever it was written (PostgreSQL 15's names for this table). */
+                static const char *const rows[][2] = {
+                        { "1, 0, 1", "nm_b_check" }, { "1, 2, 0", "nm_c_check" },
+                        { "100, 200, 1", "nm_a_check" }, { "5, 2, 1", "nm_check" },
+                        { "1, 1000, 1", "nm_b_check1" },
+                };
+
+                CU_ASSERT_FATAL(ok(c, "CREATE TABLE nm (a int CHECK (b > 0), b int, c int CHECK (c > 0), "
+                                      "CHECK (a < 100), CHECK (a < b), CHECK (true), "
+                                      "CHECK (b > 1 AND b < 1000))"));
+                for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                        char q[64], want[96];
+                        PGresult *r;
+                        const char *m;
+
+                        snprintf(q, sizeof(q), "INSERT INTO nm VALUES (%s)", rows[i][0]);
+                        snprintf(want, sizeof(want), "violates check constraint \"%s\"", rows[i][1]);
+                        r = PQexec(c, q);
+                        m = PQresultErrorMessage(r);
+                        if (!m || !strstr(m, want))
+                                fprintf(stderr, "\n    %s: want %s, got %s", q, want, m ? m : "-");
+                        CU_ASSERT(m && strstr(m, want));
+                        PQclear(r);
+                }
+                CU_ASSERT(ok(c, "DROP TABLE nm"));
+        }
         CU_ASSERT(fails_with(c, "CREATE TABLE dx (a int REFERENCES ck (a))", "0A000"));
         CU_ASSERT(fails_with(c, "CREATE TABLE dx (a int CHECK (a))", "42804"));
         CU_ASSERT(fails_with(c, "CREATE TABLE dx (a bigint CHECK (a > mz_now()))", "0A000"));
