@@ -5833,6 +5833,9 @@ static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struc
         if (cat)
                 return plan_catalog_relation(a, cat, rv, sc, ret);
         r = lookup(a, name, &rel);
+        if (r == -ENOENT && rv->schemaname && rv->schemaname[0])
+                return FAIL_AT(a, rv->location, "42P01", "relation \"%s.%s\" does not exist",
+                               rv->schemaname, name);
         if (r == -ENOENT)
                 return no_relation(a, name, rv->location);
         if (r < 0)

@@ -2024,6 +2024,8 @@ static void test_with(void)
         /* A WITH query hides a table of its name; a qualified name is the table. */
         expect_select_plan("WITH t AS (SELECT 1 AS q) SELECT q FROM t", "Map[1](Constant(1))");
         expect_select_plan("WITH t AS (SELECT 1 AS q) SELECT a FROM public.t", "Project[0](Get 10)");
+        expect_error("WITH c AS (SELECT 1 AS q) SELECT * FROM public.c", "42P01",
+                     "relation \"public.c\" does not exist", 41);
         expect_error("WITH x(a, b, c) AS (SELECT 1, 2) SELECT * FROM x", "42P10",
                      "WITH query \"x\" has 2 columns available but 3 columns specified", 6);
         expect_error("WITH x AS (SELECT 1), x AS (SELECT 2) SELECT * FROM x", "42712",
