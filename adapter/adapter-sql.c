@@ -4847,6 +4847,45 @@ static int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *
                                  const struct sql_relation *rel, const size_t *targets,
                                  size_t n_targets);
 
+/* Does the parse tree under m hold a subquery (a SubLink)?  Walks every message field
+ * through the protobuf-c descriptors; past `depth` levels it answers yes, which only
+ * sends the statement down the general path. */
+static bool has_sublink_at(const ProtobufCMessage *m, unsigned depth)
+{
+        const ProtobufCMessageDescriptor *d = m->descriptor;
+
+        if (d == &pg_query__sub_link__descriptor || depth > 4096)
+                return true;
+        for (unsigned i = 0; i < d->n_fields; i++) {
+                const ProtobufCFieldDescriptor *f = &d->fields[i];
+                const char *field = (const char *)m + f->offset;
+
+                if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+                        continue;
+                if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+                        size_t n = *(const size_t *)((const char *)m + f->quantifier_offset);
+                        ProtobufCMessage *const *v = *(ProtobufCMessage *const *const *)field;
+
+                        for (size_t k = 0; k < n; k++)
+                                if (v[k] && has_sublink_at(v[k], depth + 1))
+                                        return true;
+                        continue;
+                }
+                if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+                    *(const uint32_t *)((const char *)m + f->quantifier_offset) != f->id)
+                        continue;
+                if (*(ProtobufCMessage *const *)field &&
+                    has_sublink_at(*(ProtobufCMessage *const *)field, depth + 1))
+                        return true;
+        }
+        return false;
+}
+
+static bool has_sublink(const ProtobufCMessage *m)
+{
+        return has_sublink_at(m, 0);
+}
+
 static int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
 {
         struct sql_insert *si = &a->stmt->insert;
@@ -4903,7 +4942,8 @@ static int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
                         return FAIL(a, "0A000", "this INSERT source is not supported");
                 sel = ins->select_stmt->select_stmt;
                 if (!sel->n_values_lists || sel->n_sort_clause || sel->limit_count ||
-                    sel->limit_offset || sel->with_clause || ins->with_clause)
+                    sel->limit_offset || sel->with_clause || ins->with_clause ||
+                    has_sublink(&sel->base))
                         return analyze_insert_select(a, ins, &rel, targets, n_targets);
         }
         si->rows = calloc(sel ? sel->n_values_lists : 1, sizeof(*si->rows));
@@ -8412,6 +8452,8 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
 {
         size_t n_rows = s->n_values_lists, n_cols = 0, done = 0;
         _cleanup_free_ struct typed *v = NULL;          /* column-major: v[c * n_rows + r] */
+        struct attach *rat = NULL;
+        struct scope *rs = NULL;
         _cleanup_free_ Coord__Plan__Type *types = NULL;
         bool all_literal = true;
         int r = 0;
@@ -8433,6 +8475,19 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
         types = calloc(n_cols + 1, sizeof(*types));
         if (!v || !types)
                 return oom(a);
+        /* A row's subqueries attach to its one row (as a SELECT list's to its rows):
+         * each row has its attachments and their hidden columns (rs[i]). */
+        if (has_sublink(&s->base)) {
+                rat = calloc(n_rows, sizeof(*rat));
+                rs = calloc(n_rows, sizeof(*rs));
+                if (!rat || !rs) {
+                        free(rat);
+                        free(rs);
+                        return oom(a);
+                }
+                for (size_t i = 0; i < n_rows; i++)
+                        rat[i] = (struct attach){ .scope = &rs[i], .base_n = 0 };
+        }
         a->scope = NULL;
         a->no_agg = "VALUES";
         for (size_t c = 0; c < n_cols && r >= 0; c++) {
@@ -8440,7 +8495,9 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
                         struct typed *t = &v[c * n_rows + i];
 
                         t->location = -1;
+                        a->attach = rat ? &rat[i] : NULL;
                         r = analyze_expr(a, s->values_lists[i]->list->items[c], t);
+                        a->attach = NULL;
                 }
                 if (r >= 0) {
                         int type;
@@ -8501,10 +8558,18 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
                 }
                 for (size_t i = 0; i < n_rows; i++) {
                         Coord__Plan__Expr **exprs = calloc(n_cols + 1, sizeof(*exprs));
+                        Coord__Plan__Relation *unit = rel_unit();
+                        size_t hidden = rat ? rs[i].n : 0;
 
+                        if (unit && rat && rat[i].n && attach_apply(a, &rat[i], &unit) < 0)
+                                unit = NULL;
                         for (size_t c = 0; exprs && c < n_cols; c++)
                                 exprs[c] = TAKE_PTR(v[c * n_rows + i].e);
-                        inputs[i] = exprs ? rel_map(rel_unit(), exprs, n_cols) : NULL;
+                        inputs[i] = exprs ? rel_map(unit, exprs, n_cols) : NULL;
+                        if (!exprs)
+                                rel_free(unit);
+                        if (inputs[i] && hidden)
+                                inputs[i] = rel_project_range(inputs[i], (uint32_t)hidden, n_cols);
                         if (!inputs[i]) {
                                 for (size_t k = 0; k < i; k++)
                                         rel_free(inputs[k]);
@@ -8522,6 +8587,12 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
 out:
         for (size_t i = 0; i < done; i++)
                 typed_done(&v[i]);
+        for (size_t i = 0; rat && i < n_rows; i++) {
+                attach_done(&rat[i]);
+                scope_done(&rs[i]);
+        }
+        free(rat);
+        free(rs);
         return r;
 }
 

@@ -2731,6 +2731,15 @@ static void test_subqueries(void)
                 CU_ASSERT(rows_are(c, "SELECT k, x FROM sq_t", want));
                 CU_ASSERT(fails_with(c, "UPDATE sq_t SET x = (SELECT k FROM sq_one)", "0A000"));
                 free(want);
+                /* And an INSERT's VALUES: each row's subqueries at the write timestamp. */
+                want = rows_of(c, "SELECT (SELECT max(v) FROM sq_s) + 1000, (SELECT count(*) FROM sq_t)::int");
+                CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+                CU_ASSERT(ok(c, "INSERT INTO sq_t VALUES ((SELECT max(v) FROM sq_s) + 1000, "
+                                "(SELECT count(*) FROM sq_t)::int), (-7, -7)"));
+                CU_ASSERT(rows_are(c, "SELECT k, x FROM sq_t WHERE k >= 1000", want));
+                CU_ASSERT(rows_are(c, "SELECT k, x FROM sq_t WHERE k = -7", "-7|-7"));
+                CU_ASSERT(fails_with(c, "INSERT INTO sq_t VALUES ((SELECT v FROM sq_s), 0)", "21000"));
+                free(want);
         }
         CU_ASSERT(fails_with(c, "SELECT k FROM sq_t WHERE k IN (SELECT k, v FROM sq_s)", "42601"));
         CU_ASSERT(ok(c, "DROP TABLE sq_t, sq_s CASCADE"));

@@ -1004,6 +1004,15 @@ static void test_insert(void)
         s = analyze("INSERT INTO t SELECT count(*) FROM t, u");
         CU_ASSERT(s && s->insert.plan && s->n_physical_inputs == 2);
         sql_stmt_free(s);
+        /* Subqueries in VALUES make it an INSERT ... SELECT, each row's attached to it. */
+        s = analyze("INSERT INTO t (a, d) VALUES ((SELECT count(*) FROM u)::int, 1), (2, (SELECT max(x) FROM u))");
+        CU_ASSERT_FATAL(s != NULL);
+        CU_ASSERT(s->insert.plan && s->insert.n_rows == 0 && s->n_physical_inputs == 1);
+        sql_stmt_free(s);
+        expect_select_plan("SELECT * FROM (VALUES ((SELECT max(x) FROM u), 1)) v",
+                           "Project[3,4](Map[#2, 1](Map[CASE((#0 > 1::int8), TOO_MANY_ROWS(), #1)](Join[](Constant(1), "
+                           "Reduce[; count(*)::int8 max(#0)::int8](Reduce[; max(#0)::int8](Get 11))))))");
+        expect_error("INSERT INTO t (a) VALUES ((SELECT a FROM mv))", "0A000", NULL, -1);
         expect_error("INSERT INTO t SELECT a FROM t LIMIT 1", "0A000", NULL, -1);
         expect_error("INSERT INTO t SELECT a FROM mv", "0A000", NULL, 29);
         expect_error("INSERT INTO t SELECT 1, 'x', true, 1, 2", "42601",
