@@ -11,6 +11,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,7 +225,7 @@ static const struct sql_column pg_class_cols[] = {
         COL("relhassubclass", BOOL),    COL("relrowsecurity", BOOL),
         COL("relforcerowsecurity", BOOL), COL("relispopulated", BOOL),
         COL("relreplident", TEXT),      COL("relispartition", BOOL),
-        COL("relrewrite", INT8),
+        COL("relrewrite", INT8),        COLN("relpartbound", TEXT),
 };
 
 static int class_row(struct gen *g, const struct sql_object *o)
@@ -232,11 +233,11 @@ static int class_row(struct gen *g, const struct sql_object *o)
         if (!is_relation(o))
                 return 0;
         return EMIT(g, I((int64_t)o->id), T(o->name), I(namespace_of(o)), I(0), I(0),
-                    I(PGCAT_ROLE_OID), I(0), I(0), I(0), I(0), I(0), I(0),
-                    B(o->index_id != 0), B(false), T("p"), T(relkind(o)),
+                    I(PGCAT_ROLE_OID), I(o->kind == SQL_OBJECT_INDEX ? PGCAT_AM_BTREE : 0), I(0),
+                    I(0), I(0), I(0), I(0), B(o->index_id != 0), B(false), T("p"), T(relkind(o)),
                     I((int64_t)(o->kind == SQL_OBJECT_INDEX ? o->n_keys : o->n_columns)),
                     I((int64_t)o->n_checks), B(false), B(false), B(false), B(false), B(false),
-                    B(true), T("d"), B(false), I(0));
+                    B(true), T("d"), B(false), I(0), NUL);
 }
 
 static int gen_pg_class(struct gen *g)
@@ -254,7 +255,8 @@ static const struct sql_column pg_index_cols[] = {
         COL("indimmediate", BOOL),      COL("indisclustered", BOOL),
         COL("indisvalid", BOOL),        COL("indcheckxmin", BOOL),
         COL("indisready", BOOL),        COL("indislive", BOOL),
-        COL("indisreplident", BOOL),
+        COL("indisreplident", BOOL),    COLN("indexprs", TEXT),
+        COLN("indpred", TEXT),
 };
 
 static int index_row(struct gen *g, const struct sql_object *o)
@@ -263,7 +265,7 @@ static int index_row(struct gen *g, const struct sql_object *o)
                 return 0;
         return EMIT(g, I((int64_t)o->id), I((int64_t)o->on_id), I((int64_t)o->n_keys),
                     I((int64_t)o->n_keys), B(false), B(false), B(false), B(false), B(true),
-                    B(false), B(true), B(false), B(true), B(true), B(false));
+                    B(false), B(true), B(false), B(true), B(true), B(false), NUL, NUL);
 }
 
 static int gen_pg_index(struct gen *g)
@@ -296,7 +298,7 @@ static int attribute_row(struct gen *g, const struct sql_object *o, size_t attnu
                 return 0;
         return EMIT(g, I((int64_t)o->id), T(c->name), I(c->type), I(-1), I(ti->len),
                     I((int64_t)attnum), I(0), I(-1), I(-1), B(ti->byval), T(ti->align),
-                    T(ti->len < 0 ? "x" : "p"), T(""), B(!c->nullable),
+                    T(ti->len < 0 ? "x" : "p"), T(""), B(relkind(o)[0] == 'r' && !c->nullable),
                     B(o->kind == SQL_OBJECT_TABLE && c->default_row != NULL), B(false), T(""),
                     T(""), B(false), B(true), I(0), I(collation_of(c->type)));
 }
@@ -344,12 +346,13 @@ static const struct sql_column pg_am_cols[] = {
         COL("oid", INT8), COL("amname", TEXT), COL("amtype", TEXT),
 };
 
-/* PostgreSQL's two: no object of ours names an access method (relam is 0). */
+/* PostgreSQL's two.  An index names btree (what CREATE INDEX without USING makes in
+ * PostgreSQL, and what pg_get_indexdef() says); other relations none (relam 0). */
 static int gen_pg_am(struct gen *g)
 {
         int r = EMIT(g, I(2), T("heap"), T("t"));
 
-        return r < 0 ? r : EMIT(g, I(403), T("btree"), T("i"));
+        return r < 0 ? r : EMIT(g, I(PGCAT_AM_BTREE), T("btree"), T("i"));
 }
 
 /* ---- pg_database ---- */
@@ -471,6 +474,192 @@ static int gen_is_columns(struct gen *g)
         return each_attribute(g, is_column_row);
 }
 
+/* ---- pg_attrdef ---- */
+
+/* adbin is PostgreSQL's pg_node_tree; here it is text holding what pg_get_expr() shows:
+ * Coord keeps a DEFAULT as its value (folded when the table was created), so the
+ * expression is that value as PostgreSQL prints a constant of the column's type. */
+static const struct sql_column pg_attrdef_cols[] = {
+        COL("adrelid", INT8), COL("adnum", INT4), COL("adbin", TEXT),
+};
+
+/* `'it''s'` into buf (size >= 2 * len + 3). */
+static void quote_literal(char *buf, const char *p, size_t len)
+{
+        size_t k = 0;
+
+        buf[k++] = '\'';
+        for (size_t i = 0; i < len; i++) {
+                if (p[i] == '\'')
+                        buf[k++] = '\'';
+                buf[k++] = p[i];
+        }
+        buf[k++] = '\'';
+        buf[k] = 0;
+}
+
+/* PostgreSQL's text of the literal that gives a DEFAULT's value (ruleutils.c
+ * get_const_expr(); an implicit cast to the column's type is not shown): true, false; an
+ * integer bare if it fits int4 and is not negative, else '-5'::integer or
+ * '5000000000'::bigint; 'text'::text, 'x'::character varying, '{1,2}'::integer[].
+ * Malloc'ed into *ret, NULL for a NULL value (PostgreSQL keeps no DEFAULT NULL either). */
+static int default_text(const struct sql_column *c, char **ret)
+{
+        struct row_datum d;
+        const struct type_info *ti = type_info(c->type);
+        const char *type = c->max_chars ? "character varying" : ti ? ti->sql_name : "text";
+        char *lit, *s;
+        int n;
+
+        *ret = NULL;
+        if (row_decode(c->default_row, c->default_len, &d, 1) < 0)
+                return -EBADMSG;
+        switch (d.kind) {
+        case ROW_KIND_NULL:
+                return 0;
+        case ROW_KIND_BOOL:
+                *ret = strdup(d.b ? "true" : "false");
+                return *ret ? 0 : -ENOMEM;
+        case ROW_KIND_INT:
+                /* As the literal that was written: int4 if it fits, else int8. */
+                if (d.i >= 0 && d.i <= INT32_MAX)
+                        n = asprintf(ret, "%lld", (long long)d.i);
+                else
+                        n = asprintf(ret, "'%lld'::%s", (long long)d.i,
+                                     d.i >= INT32_MIN ? "integer" : "bigint");
+                if (n < 0)
+                        *ret = NULL;
+                return n < 0 ? -ENOMEM : 0;
+        default:
+                break;
+        }
+        if (ti && ti->elem) {
+                /* integer[], text[], boolean[]: the element's name and []. */
+                const struct type_info *ei = type_info((enum row_type)ti->elem);
+
+                type = ei ? ei->sql_name : "text";
+        }
+        lit = malloc(2 * (size_t)d.text.len + 3);
+        if (!lit)
+                return -ENOMEM;
+        quote_literal(lit, d.text.ptr, d.text.len);
+        n = asprintf(&s, "%s::%s%s", lit, type, ti && ti->elem ? "[]" : "");
+        free(lit);
+        if (n < 0)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static int attrdef_row(struct gen *g, const struct sql_object *o, size_t attnum,
+                       const struct sql_column *c)
+{
+        char *text;
+        int r;
+
+        if (o->kind != SQL_OBJECT_TABLE || !c->default_row)
+                return 0;
+        r = default_text(c, &text);
+        if (r >= 0 && text)
+                r = EMIT(g, I((int64_t)o->id), I((int64_t)attnum), T(text));
+        free(text);
+        return r;
+}
+
+static int gen_pg_attrdef(struct gen *g)
+{
+        return each_attribute(g, attrdef_row);
+}
+
+/* ---- pg_collation ---- */
+
+static const struct sql_column pg_collation_cols[] = {
+        COL("oid", INT8),               COL("collname", TEXT),
+        COL("collnamespace", INT8),     COL("collowner", INT8),
+        COL("collprovider", TEXT),      COL("collisdeterministic", BOOL),
+        COL("collencoding", INT4),      COLN("collcollate", TEXT),
+        COLN("collctype", TEXT),
+};
+
+/* PostgreSQL's three built-in ones; text columns have "default" (100). */
+static int gen_pg_collation(struct gen *g)
+{
+        int r = EMIT(g, I(100), T("default"), I(PGCAT_NAMESPACE_PG_CATALOG), I(PGCAT_ROLE_OID),
+                     T("d"), B(true), I(-1), NUL, NUL);
+
+        if (r >= 0)
+                r = EMIT(g, I(950), T("C"), I(PGCAT_NAMESPACE_PG_CATALOG), I(PGCAT_ROLE_OID),
+                         T("c"), B(true), I(-1), T("C"), T("C"));
+        if (r >= 0)
+                r = EMIT(g, I(951), T("POSIX"), I(PGCAT_NAMESPACE_PG_CATALOG),
+                         I(PGCAT_ROLE_OID), T("c"), B(true), I(-1), T("POSIX"), T("POSIX"));
+        return r;
+}
+
+/* ---- Relations that are empty in Coord. ----
+ *
+ * Coord has no policies, extended statistics, publications or inheritance.  Its
+ * PRIMARY KEY, UNIQUE and CHECK constraints are enforced, but they are not objects with
+ * an oid, so pg_constraint lists none of them (docs/sql.md).  Expression columns
+ * (pg_node_tree in PostgreSQL) are text, as pg_attrdef.adbin; "char"[] and int2[]
+ * columns are text[] and int4[]. */
+
+static const struct sql_column pg_constraint_cols[] = {
+        COL("oid", INT8),               COL("conname", TEXT),
+        COL("connamespace", INT8),      COL("contype", TEXT),
+        COL("condeferrable", BOOL),     COL("condeferred", BOOL),
+        COL("convalidated", BOOL),      COL("conrelid", INT8),
+        COL("contypid", INT8),          COL("conindid", INT8),
+        COL("conparentid", INT8),       COL("confrelid", INT8),
+        COL("conislocal", BOOL),        COL("coninhcount", INT4),
+        COL("connoinherit", BOOL),      COLN("conkey", INT4_ARRAY),
+        COLN("confkey", INT4_ARRAY),    COLN("conbin", TEXT),
+};
+
+static const struct sql_column pg_policy_cols[] = {
+        COL("oid", INT8),               COL("polname", TEXT),
+        COL("polrelid", INT8),          COL("polcmd", TEXT),
+        COL("polpermissive", BOOL),     COL("polroles", INT8_ARRAY),
+        COLN("polqual", TEXT),          COLN("polwithcheck", TEXT),
+};
+
+static const struct sql_column pg_statistic_ext_cols[] = {
+        COL("oid", INT8),               COL("stxrelid", INT8),
+        COL("stxname", TEXT),           COL("stxnamespace", INT8),
+        COL("stxowner", INT8),          COL("stxstattarget", INT4),
+        COL("stxkeys", INT4_ARRAY),     COL("stxkind", TEXT_ARRAY),
+        COLN("stxexprs", TEXT),
+};
+
+static const struct sql_column pg_publication_cols[] = {
+        COL("oid", INT8),               COL("pubname", TEXT),
+        COL("pubowner", INT8),          COL("puballtables", BOOL),
+        COL("pubinsert", BOOL),         COL("pubupdate", BOOL),
+        COL("pubdelete", BOOL),         COL("pubtruncate", BOOL),
+        COL("pubviaroot", BOOL),
+};
+
+static const struct sql_column pg_publication_namespace_cols[] = {
+        COL("oid", INT8), COL("pnpubid", INT8), COL("pnnspid", INT8),
+};
+
+static const struct sql_column pg_publication_rel_cols[] = {
+        COL("oid", INT8),               COL("prpubid", INT8),
+        COL("prrelid", INT8),           COLN("prqual", TEXT),
+        COLN("prattrs", INT4_ARRAY),
+};
+
+static const struct sql_column pg_inherits_cols[] = {
+        COL("inhrelid", INT8),          COL("inhparent", INT8),
+        COL("inhseqno", INT4),          COL("inhdetachpending", BOOL),
+};
+
+static int gen_empty(struct gen *g)
+{
+        (void)g;
+        return 0;
+}
+
 /* ---- The table of relations. ---- */
 
 #define TABLE(schema, name, cols, gen) { schema, name, cols, ELEMENTSOF(cols), gen }
@@ -485,6 +674,15 @@ static const struct pgcat_table tables[] = {
         TABLE("pg_catalog", "pg_database", pg_database_cols, gen_pg_database),
         TABLE("pg_catalog", "pg_roles", pg_roles_cols, gen_pg_roles),
         TABLE("pg_catalog", "pg_user", pg_user_cols, gen_pg_user),
+        TABLE("pg_catalog", "pg_attrdef", pg_attrdef_cols, gen_pg_attrdef),
+        TABLE("pg_catalog", "pg_collation", pg_collation_cols, gen_pg_collation),
+        TABLE("pg_catalog", "pg_constraint", pg_constraint_cols, gen_empty),
+        TABLE("pg_catalog", "pg_policy", pg_policy_cols, gen_empty),
+        TABLE("pg_catalog", "pg_statistic_ext", pg_statistic_ext_cols, gen_empty),
+        TABLE("pg_catalog", "pg_publication", pg_publication_cols, gen_empty),
+        TABLE("pg_catalog", "pg_publication_namespace", pg_publication_namespace_cols, gen_empty),
+        TABLE("pg_catalog", "pg_publication_rel", pg_publication_rel_cols, gen_empty),
+        TABLE("pg_catalog", "pg_inherits", pg_inherits_cols, gen_empty),
         TABLE("information_schema", "tables", is_tables_cols, gen_is_tables),
         TABLE("information_schema", "columns", is_columns_cols, gen_is_columns),
 };
@@ -575,4 +773,186 @@ const char *pgcat_encoding_name(int64_t n)
         };
 
         return n >= 0 && (uint64_t)n < ELEMENTSOF(names) ? names[n] : "";
+}
+
+/* ---- Maps from oids to texts (reg* output, format_type(), pg_get_indexdef()). ---- */
+
+struct map {
+        int64_t *keys;
+        char **texts;
+        size_t n, cap;
+};
+
+static int map_add(struct map *m, int64_t key, char *text)
+{
+        if (!text)
+                return -ENOMEM;
+        if (m->n == m->cap) {
+                size_t cap = m->cap ? 2 * m->cap : 16;
+                int64_t *k = realloc(m->keys, cap * sizeof(*k));
+                char **t;
+
+                if (k)
+                        m->keys = k;
+                t = k ? realloc(m->texts, cap * sizeof(*t)) : NULL;
+                if (!t) {
+                        free(text);
+                        return -ENOMEM;
+                }
+                m->texts = t;
+                m->cap = cap;
+        }
+        m->keys[m->n] = key;
+        m->texts[m->n++] = text;
+        return 0;
+}
+
+/* PostgreSQL's quote_identifier() without its keyword list: a name of lower-case
+ * letters, digits and _ not starting with a digit stays bare. */
+static char *quote_ident(const char *name)
+{
+        bool bare = name[0] && !(name[0] >= '0' && name[0] <= '9');
+        size_t len = strlen(name), k = 0;
+        char *s;
+
+        for (size_t i = 0; bare && i < len; i++)
+                bare = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+                       name[i] == '_';
+        if (bare)
+                return strdup(name);
+        s = malloc(2 * len + 3);
+        if (!s)
+                return NULL;
+        s[k++] = '"';
+        for (size_t i = 0; i < len; i++) {
+                if (name[i] == '"')
+                        s[k++] = '"';
+                s[k++] = name[i];
+        }
+        s[k++] = '"';
+        s[k] = 0;
+        return s;
+}
+
+/* CREATE INDEX name ON [public.]on USING btree (k1, k2), as pg_get_indexdef(). */
+static char *index_def(const struct gen *g, const struct sql_object *o, bool pretty)
+{
+        const struct sql_object *on = object_by_id(g, o->on_id);
+        char *name = quote_ident(o->name), *onname = on ? quote_ident(on->name) : NULL;
+        char *s = NULL, *keys = strdup("");
+
+        for (size_t k = 0; keys && on && k < o->n_keys; k++) {
+                char *col = o->keys[k] < on->n_columns ? quote_ident(on->columns[o->keys[k]].name)
+                                                       : NULL;
+                char *next = NULL;
+
+                if (!col || asprintf(&next, "%s%s%s", keys, k ? ", " : "", col) < 0)
+                        next = NULL;
+                free(col);
+                free(keys);
+                keys = next;
+        }
+        if (name && onname && keys &&
+            asprintf(&s, "CREATE INDEX %s ON %s%s%s USING btree (%s)", name,
+                     pretty ? "" : namespace_name(on), pretty ? "" : ".", onname, keys) < 0)
+                s = NULL;
+        free(name);
+        free(onname);
+        free(keys);
+        return s;
+}
+
+static int map_object(struct gen *g, struct map *m, enum pgcat_map which,
+                      const struct sql_object *o)
+{
+        int r = 0;
+
+        switch (which) {
+        case PGCAT_MAP_REGCLASS:
+                return is_relation(o) ? map_add(m, (int64_t)o->id, quote_ident(o->name)) : 0;
+        case PGCAT_MAP_PUBLISHABLE:
+                /* PostgreSQL's is_publishable_class(): ordinary user tables. */
+                if (!is_relation(o))
+                        return 0;
+                return map_add(m, (int64_t)o->id,
+                               strdup(o->kind == SQL_OBJECT_TABLE && !o->builtin ? "t" : "f"));
+        case PGCAT_MAP_INDEXDEF:
+        case PGCAT_MAP_INDEXDEF_PRETTY:
+                if (o->kind != SQL_OBJECT_INDEX || !object_by_id(g, o->on_id))
+                        return 0;
+                return map_add(m, (int64_t)o->id,
+                               index_def(g, o, which == PGCAT_MAP_INDEXDEF_PRETTY));
+        case PGCAT_MAP_INDEX_COLUMN: {
+                const struct sql_object *on = object_by_id(g, o->on_id);
+
+                if (o->kind != SQL_OBJECT_INDEX || !on)
+                        return 0;
+                for (size_t k = 0; r >= 0 && k < o->n_keys && k < PGCAT_MAX_COLUMN; k++)
+                        if (o->keys[k] < on->n_columns)
+                                r = map_add(m, PGCAT_INDEX_COLUMN_KEY((int64_t)o->id, k + 1),
+                                            quote_ident(on->columns[o->keys[k]].name));
+                return r;
+        }
+        default:
+                return 0;
+        }
+}
+
+int pgcat_map(enum pgcat_map which, const struct sql_catalog_ops *ops, void *userdata,
+              struct pgcat_names *ret)
+{
+        struct gen g = { .ops = ops, .userdata = userdata };
+        struct map m = { 0 };
+        int r = 0;
+
+        switch (which) {
+        case PGCAT_MAP_REGTYPE:
+        case PGCAT_MAP_TYPE_ELEMENT:
+        case PGCAT_MAP_TYPE_ARRAY:
+                for (size_t i = 0; r >= 0 && i < ELEMENTSOF(types); i++) {
+                        const struct type_info *t = &types[i];
+                        const struct type_info *e = t->elem ? type_info((enum row_type)t->elem) : t;
+                        char *s = NULL;
+
+                        if (which == PGCAT_MAP_TYPE_ARRAY && !t->elem)
+                                continue;
+                        if (which == PGCAT_MAP_REGTYPE && t->elem)
+                                r = asprintf(&s, "%s[]", e->sql_name) < 0 ? -ENOMEM : 0;
+                        else
+                                s = strdup(which == PGCAT_MAP_TYPE_ARRAY ? "[]" : e->sql_name);
+                        if (r >= 0)
+                                r = map_add(&m, t->type, s);
+                }
+                break;
+        case PGCAT_MAP_REGNAMESPACE:
+                r = map_add(&m, PGCAT_NAMESPACE_PG_CATALOG, strdup("pg_catalog"));
+                if (r >= 0)
+                        r = map_add(&m, PGCAT_NAMESPACE_PUBLIC, strdup("public"));
+                if (r >= 0)
+                        r = map_add(&m, PGCAT_NAMESPACE_INFORMATION_SCHEMA,
+                                    strdup("information_schema"));
+                break;
+        default:
+                if (ops && ops->each)
+                        r = ops->each(userdata, snapshot, &g);
+                for (size_t i = 0; r >= 0 && i < g.n_objs; i++)
+                        r = map_object(&g, &m, which, &g.objs[i]);
+                break;
+        }
+        free(g.objs);
+        if (r < 0) {
+                pgcat_names_done(&(struct pgcat_names){ m.n, m.keys, m.texts });
+                return r;
+        }
+        *ret = (struct pgcat_names){ m.n, m.keys, m.texts };
+        return 0;
+}
+
+void pgcat_names_done(struct pgcat_names *n)
+{
+        for (size_t i = 0; i < n->n; i++)
+                free(n->texts[i]);
+        free(n->keys);
+        free(n->texts);
+        *n = (struct pgcat_names){ 0 };
 }

@@ -1614,6 +1614,9 @@ struct analyzer {
         bool no_limit;                  /* planning a subquery in an expression: no LIMIT */
         bool nondeterministic;          /* mz_now() somewhere, also through a view */
         unsigned ctes_planned;          /* WITH queries planned (CTE_MAX_PLANNED) */
+        /* The next expression analyzed is a reg* cast where its text is all that is used
+         * (analyze_reg_cast()); it clears the flag. */
+        bool reg_ok;
 
         struct row_arena arena;         /* texts computed while folding */
         size_t cap_inputs;
@@ -1698,6 +1701,9 @@ struct attach {
         size_t n;
         const PgQuery__SubLink **truth; /* conjuncts of a WHERE: NULL counts as FALSE */
         size_t n_truth;
+        /* The rows it attaches to are none, whatever the data (a FROM of an empty
+         * pg_catalog relation): its subqueries are never evaluated (moot_sublink()). */
+        bool empty;
 };
 
 /* Aggregates of a grouped SELECT.  An analyzed aggregate is a placeholder column
@@ -2418,15 +2424,12 @@ static const char *const nondeterministic_functions[] = {
 };
 
 /* Functions that psql's describe commands call and Coord does not have: refused by name
- * before their arguments are looked at (\d NAME's format_type() and regtype casts). */
+ * before their arguments are looked at (\d+ NAME's). */
 static const struct {
         const char *name, *why;
 } unsupported_functions[] = {
         { "unnest", "set-returning functions are not supported" },
-        { "format_type", "type OIDs and modifiers are not supported" },
-        { "pg_get_indexdef", "index definitions are not available" },
         { "pg_get_viewdef", "view definitions are not available" },
-        { "pg_get_expr", "expression trees are not available" },
         { "obj_description", "comments are not supported" },
         { "col_description", "comments are not supported" },
         { "pg_size_pretty", "sizes are not available" },
@@ -2661,6 +2664,10 @@ static int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, c
                                struct typed *ret);
 static int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                                 struct typed *ret);
+static int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                                 struct typed *ret);
+static int analyze_reg_cast(struct analyzer *a, const PgQuery__TypeCast *tc, struct typed *ret);
+static bool is_reg_cast(const PgQuery__Node *n);
 static int analyze_array_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                               struct typed *ret);
 
@@ -2760,6 +2767,8 @@ static int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, str
         r = analyze_scalar_func(a, f, name, ret);
         if (r == 0)
                 r = analyze_catalog_func(a, f, name, ret);
+        if (r == 0)
+                r = analyze_describe_func(a, f, name, ret);
         if (r == 0)
                 r = analyze_array_func(a, f, name, ret);
         if (r != 0)
@@ -3878,7 +3887,445 @@ static int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, 
         return r < 0 ? r : 1;
 }
 
+/* ---- psql's \d NAME: reg* casts and pg_catalog's describe functions. ----
+ *
+ * Each is planned as CASE over a map from oids to texts made now from the catalog the
+ * statement is analyzed against (adapter-pgcatalog.h, pgcat_map()), as the pg_catalog
+ * relations themselves are: so not in a view or a materialized view, whose stored plan
+ * would keep today's names. */
+
+static int describe_allowed(struct analyzer *a, int location, const char *what)
+{
+        if (a->materialize)
+                return cannot_materialize(a, location, what);
+        if (a->in_view)
+                return FAIL_AT(a, location, "0A000", "%s is not supported in views", what);
+        return 0;
+}
+
+/* CASE x WHEN key THEN text ... ELSE else_ over map `which` (consumes x and else_). */
+static int map_case(struct analyzer *a, enum pgcat_map which, Coord__Plan__Expr *x,
+                    Coord__Plan__Expr *else_, Coord__Plan__Expr **ret)
+{
+        struct pgcat_names m;
+        int r = x && else_ ? pgcat_map(which, a->ops, a->userdata, &m) : -ENOMEM;
+
+        if (r < 0) {
+                expr_free(x);
+                expr_free(else_);
+                return r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "catalog unavailable: %s",
+                                                    strerror(-r));
+        }
+        if (m.n) {
+                *ret = case_of(x, m.keys, (const char *const *)m.texts, m.n, ROW_TYPE_TEXT, else_);
+        } else {
+                expr_free(x);           /* a CASE has a WHEN */
+                *ret = else_;
+        }
+        pgcat_names_done(&m);
+        return *ret ? 0 : oom(a);
+}
+
+/* fold() bottom up: a tree made at once (CASE over a map) folds whole when its leaves
+ * are literals. */
+static int fold_tree(struct analyzer *a, Coord__Plan__Expr **e)
+{
+        struct typed t = { .location = -1 };
+        int r = 0;
+
+        if ((*e)->kind_case != COORD__PLAN__EXPR__KIND_CALL)
+                return 0;
+        for (size_t i = 0; r >= 0 && i < (*e)->call->n_args; i++)
+                r = fold_tree(a, &(*e)->call->args[i]);
+        if (r < 0)
+                return r;
+        t.e = *e;
+        r = fold(a, &t);
+        *e = t.e;
+        return r;
+}
+
+/* An oid argument: an integer, as int8. */
+static int oid_arg(struct analyzer *a, const PgQuery__Node *n, const char *fn, struct typed *t)
+{
+        int r = analyze_expr(a, n, t);
+
+        if (r >= 0)
+                r = coerce_unknown(a, t, ROW_TYPE_INT8);
+        if (r >= 0 && !is_int((int)t->e->type))
+                r = FAIL_AT(a, t->location, "42883", "function %s(%s) does not exist", fn,
+                            row_type_name((enum row_type)t->e->type));
+        return r < 0 ? r : promote(a, t, ROW_TYPE_INT8);
+}
+
+/* Which reg* type a cast names: its map, or -1. */
+static int reg_type(const PgQuery__TypeName *tn)
+{
+        const char *name = tn && tn->n_names >= 1 && tn->n_names <= 2
+                                   ? node_string(tn->names[tn->n_names - 1]) : NULL;
+        const char *schema = tn && tn->n_names == 2 ? node_string(tn->names[0]) : NULL;
+
+        if (!name || tn->n_array_bounds || (tn->n_names == 2 && (!schema ||
+                                                                 strcmp(schema, "pg_catalog"))))
+                return -1;
+        return strcmp(name, "regclass") == 0     ? PGCAT_MAP_REGCLASS
+               : strcmp(name, "regtype") == 0    ? PGCAT_MAP_REGTYPE
+               : strcmp(name, "regnamespace") == 0 ? PGCAT_MAP_REGNAMESPACE
+                                                 : -1;
+}
+
+static bool is_reg_cast(const PgQuery__Node *n)
+{
+        return n && n->node_case == PG_QUERY__NODE__NODE_TYPE_CAST &&
+               reg_type(n->type_cast->type_name) >= 0;
+}
+
+/* A literal's reg* value (PostgreSQL's regclassin() & co.): digits are the oid itself,
+ * otherwise a name (folded to lower case unless quoted) that must exist. */
+static int reg_literal(struct analyzer *a, enum pgcat_map which, const char *type,
+                       const struct typed *t, struct typed *ret)
+{
+        const Coord__Plan__Datum *lit = t->e->literal;
+        char name[256], num[32];
+        size_t len = lit->text_value.len;
+        const char *s = (const char *)lit->text_value.data, *text = NULL;
+        struct pgcat_names m;
+        struct row_datum d;
+        bool digits = len > 0;
+        int r;
+
+        for (size_t i = 0; i < len; i++)
+                digits = digits && s[i] >= '0' && s[i] <= '9';
+        if (len >= sizeof(name) - 1)
+                return FAIL_AT(a, t->location, "42602", "invalid name syntax");
+        for (size_t i = 0; i < len; i++)
+                name[i] = s[0] == '"' || s[i] < 'A' || s[i] > 'Z' ? s[i] : (char)(s[i] - 'A' + 'a');
+        name[len] = 0;
+        r = pgcat_map(which, a->ops, a->userdata, &m);
+        if (r < 0)
+                return r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "catalog unavailable");
+        for (size_t i = 0; i < m.n && !text; i++)
+                if (digits ? m.keys[i] == strtoll(name, NULL, 10) : strcmp(m.texts[i], name) == 0)
+                        text = m.texts[i];
+        if (digits && !text) {
+                /* An oid no object has: its number, 0 as "-" (PostgreSQL's output). */
+                snprintf(num, sizeof(num), "%lld", strtoll(name, NULL, 10));
+                text = strcmp(num, "0") == 0 ? "-" : num;
+        }
+        if (!text) {
+                pgcat_names_done(&m);
+                return FAIL_AT(a, t->location,
+                               which == PGCAT_MAP_REGCLASS ? "42P01" : "42704",
+                               "%s \"%s\" does not exist",
+                               which == PGCAT_MAP_REGCLASS ? "relation"
+                               : which == PGCAT_MAP_REGTYPE ? "type" : "schema", name);
+        }
+        d = (struct row_datum)ROW_DATUM_TEXT(text, (uint32_t)strlen(text));
+        r = typed_literal(a, ROW_TYPE_TEXT, &d, false, t->location, ret);
+        pgcat_names_done(&m);
+        (void)type;
+        return r;
+}
+
+/* x::regclass, x::regtype, x::regnamespace.  Coord has no such types: the value is
+ * planned as its text (the name, or the number for an oid no object has, "-" for 0),
+ * which is right only where the text is all that is used -- cast to text, or a SELECT
+ * list's output column (sent as text).  Elsewhere (comparisons, ORDER BY the oid) it
+ * would have another meaning, so it is 0A000 there (a->reg_ok says which). */
+static int analyze_reg_cast(struct analyzer *a, const PgQuery__TypeCast *tc, struct typed *ret)
+{
+        _cleanup_(typed_done) struct typed t = { .location = -1 };
+        enum pgcat_map which = (enum pgcat_map)reg_type(tc->type_name);
+        const char *type = which == PGCAT_MAP_REGCLASS ? "regclass"
+                           : which == PGCAT_MAP_REGTYPE ? "regtype" : "regnamespace";
+        bool ok = a->reg_ok;
+        Coord__Plan__Expr *x, *x0, *num, *e;
+        int r;
+
+        a->reg_ok = false;
+        if (!ok)
+                return FAIL_AT(a, tc->location, "0A000",
+                               "type \"%s\" is supported only cast to text or as an output "
+                               "column", type);
+        r = describe_allowed(a, tc->location, type);
+        if (r >= 0)
+                r = analyze_expr(a, tc->arg, &t);
+        if (r < 0)
+                return r;
+        if (t.unknown && t.e->literal->value_case == COORD__PLAN__DATUM__VALUE_TEXT_VALUE)
+                return reg_literal(a, which, type, &t, ret);
+        r = coerce_unknown(a, &t, ROW_TYPE_INT8);
+        if (r >= 0 && !is_int((int)t.e->type))
+                r = FAIL_AT(a, tc->location, "42846", "cannot cast type %s to %s",
+                            row_type_name((enum row_type)t.e->type), type);
+        if (r >= 0)
+                r = promote(a, &t, ROW_TYPE_INT8);
+        if (r < 0)
+                return r;
+        /* CASE x WHEN 0 THEN '-' WHEN oid THEN name ... ELSE x::text END */
+        x = expr_copy(t.e);
+        num = x ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &x, 1) : NULL;
+        x0 = expr_copy(t.e);
+        r = map_case(a, which, TAKE_PTR(t.e), num, &e);
+        if (r < 0) {
+                expr_free(x0);
+                return r;
+        }
+        ret->e = x0 ? case_of(x0, (const int64_t[]){ 0 }, (const char *const[]){ "-" }, 1,
+                              ROW_TYPE_TEXT, e)
+                    : (expr_free(e), NULL);
+        if (!ret->e)
+                return oom(a);
+        ret->unknown = false;
+        ret->location = tc->location;
+        return fold_tree(a, &ret->e);
+}
+
+/* psql's describe functions (1 when planned into ret, 0 when `name` is none of them):
+ *   format_type(oid, typmod)        the type's SQL name ("integer[]"), with (typmod) when
+ *                                   typmod >= 0; '???' for an unknown oid, NULL for NULL
+ *   pg_get_expr(expr, relid[, pretty])  expr: Coord's expression columns hold the text
+ *                                   already (pg_attrdef.adbin)
+ *   pg_get_indexdef(oid[, column, pretty])  CREATE INDEX ..., or key column `column`
+ *                                   ('' past the last); NULL for an oid no index has
+ *   pg_get_constraintdef(oid[, pretty]), pg_get_statisticsobjdef_columns(oid)
+ *                                   NULL: Coord lists no constraints (pg_constraint) and has
+ *                                   no statistics objects
+ *   pg_relation_is_publishable(oid) true for a user table, false for another relation,
+ *                                   NULL for an oid no relation has */
+/* pg_get_indexdef(x) and pg_get_indexdef(x, column, pretty); pretty must be a constant. */
+static int analyze_indexdef(struct analyzer *a, const PgQuery__FuncCall *f, struct typed *x,
+                            struct typed *pretty, struct typed *ret)
+{
+        _cleanup_(typed_done) struct typed col = { .location = -1 };
+        struct pgcat_names m = { 0 };
+        Coord__Plan__Expr *def, *cols = NULL, **args = NULL;
+        size_t n = 0, k = 0;
+        bool p = false;
+        int r;
+
+        if (f->n_args == 3) {
+                if (!is_literal(pretty->e))
+                        return FAIL_AT(a, pretty->location, "0A000",
+                                       "pg_get_indexdef()'s pretty that is not a constant is "
+                                       "not supported");
+                p = pretty->e->literal->value_case == COORD__PLAN__DATUM__VALUE_BOOL_VALUE &&
+                    pretty->e->literal->bool_value;
+                r = analyze_expr(a, f->args[1], &col);
+                if (r >= 0)
+                        r = coerce_unknown(a, &col, ROW_TYPE_INT4);
+                if (r >= 0 && !is_int((int)col.e->type))
+                        r = FAIL_AT(a, col.location, "42883",
+                                    "function pg_get_indexdef(bigint, %s, boolean) does not exist",
+                                    row_type_name((enum row_type)col.e->type));
+                if (r >= 0)
+                        r = promote(a, &col, ROW_TYPE_INT8);
+                if (r < 0)
+                        return r;
+        }
+        r = map_case(a, p ? PGCAT_MAP_INDEXDEF_PRETTY : PGCAT_MAP_INDEXDEF, expr_copy(x->e),
+                     expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL), &def);
+        if (r < 0 || f->n_args == 1) {
+                if (r >= 0) {
+                        ret->e = def;
+                        ret->unknown = false;
+                        ret->location = f->location;
+                        r = fold_tree(a, &ret->e);
+                }
+                return r < 0 ? r : 1;
+        }
+        /* CASE WHEN col = 0 THEN def WHEN x = index_1 THEN CASE col WHEN 1 THEN 'c' ...
+         * ELSE '' END ... ELSE NULL END (the map's keys ascend, an index's together). */
+        r = pgcat_map(PGCAT_MAP_INDEX_COLUMN, a->ops, a->userdata, &m);
+        if (r < 0) {
+                expr_free(def);
+                return r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "catalog unavailable");
+        }
+        args = calloc(2 * m.n + 3, sizeof(*args));
+        r = args ? 0 : -ENOMEM;
+        if (r >= 0) {
+                args[n++] = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(col.e),
+                                  expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(0)));
+                args[n++] = def;
+                def = NULL;
+        }
+        while (r >= 0 && k < m.n) {
+                int64_t index = m.keys[k] / PGCAT_MAX_COLUMN;
+                int64_t nums[PGCAT_MAX_COLUMN];
+                size_t j = 0;
+
+                for (; k + j < m.n && m.keys[k + j] / PGCAT_MAX_COLUMN == index; j++)
+                        nums[j] = m.keys[k + j] % PGCAT_MAX_COLUMN;
+                args[n++] = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x->e),
+                                  expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(index)));
+                args[n++] = case_of(expr_copy(col.e), nums, (const char *const *)&m.texts[k], j,
+                                    ROW_TYPE_TEXT,
+                                    expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_TEXT("", 0)));
+                k += j;
+        }
+        if (r >= 0)
+                args[n++] = expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                if (!args[i])
+                        r = -ENOMEM;
+        if (r >= 0)
+                cols = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE, args, n);
+        else
+                for (size_t i = 0; args && i < n; i++)
+                        expr_free(args[i]);
+        free(args);
+        expr_free(def);
+        pgcat_names_done(&m);
+        if (!cols)
+                return oom(a);
+        ret->e = cols;
+        ret->unknown = false;
+        ret->location = f->location;
+        r = fold_tree(a, &ret->e);
+        return r < 0 ? r : 1;
+}
+
+static int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                                 struct typed *ret)
+{
+        _cleanup_(typed_done) struct typed x = { .location = -1 }, y = { .location = -1 },
+                                           z = { .location = -1 };
+        static const struct {
+                const char *name;
+                size_t min, max;
+        } fns[] = {
+                { "format_type", 2, 2 },        { "pg_get_expr", 2, 3 },
+                { "pg_get_indexdef", 1, 3 },    { "pg_get_constraintdef", 1, 2 },
+                { "pg_get_statisticsobjdef_columns", 1, 1 },
+                { "pg_relation_is_publishable", 1, 1 },
+        };
+        char what[64];
+        size_t i;
+        Coord__Plan__Expr *e = NULL;
+        int r;
+
+        for (i = 0; i < ELEMENTSOF(fns); i++)
+                if (strcmp(name, fns[i].name) == 0)
+                        break;
+        if (i == ELEMENTSOF(fns) || f->agg_distinct || f->n_agg_order || f->agg_filter ||
+            f->n_args < fns[i].min || f->n_args > fns[i].max ||
+            (strcmp(name, "pg_get_indexdef") == 0 && f->n_args == 2))
+                return 0;
+        snprintf(what, sizeof(what), "%s()", name);
+        r = describe_allowed(a, f->location, what);
+        if (r < 0)
+                return r;
+        if (i == 1) {
+                /* pg_get_expr(): the text; the relation's oid is not needed for it. */
+                r = analyze_expr(a, f->args[0], &x);
+                if (r >= 0 && (x.unknown || (int)x.e->type != ROW_TYPE_TEXT))
+                        return FAIL_AT(a, f->location, "0A000",
+                                       "pg_get_expr() is supported only of the expression "
+                                       "columns of the pg_catalog relations");
+                if (r >= 0)
+                        r = oid_arg(a, f->args[1], name, &y);
+                if (r >= 0 && f->n_args == 3)
+                        r = analyze_expr(a, f->args[2], &z);
+                if (r >= 0 && f->n_args == 3)
+                        r = require_bool(a, &z, "pg_get_expr()");
+                if (r < 0)
+                        return r;
+                *ret = x;
+                x.e = NULL;
+                ret->location = f->location;
+                return 1;
+        }
+        r = oid_arg(a, f->args[0], name, &x);
+        if (r < 0)
+                return r;
+        if (i == 0) {
+                /* format_type(oid, typmod) */
+                Coord__Plan__Expr *base, *suffix, *plain, *tm;
+                static const struct row_datum open = ROW_DATUM_TEXT("(", 1),
+                                              close = ROW_DATUM_TEXT(")", 1);
+
+                r = analyze_expr(a, f->args[1], &y);
+                if (r >= 0)
+                        r = coerce_unknown(a, &y, ROW_TYPE_INT4);
+                if (r >= 0 && (int)y.e->type != ROW_TYPE_INT4)
+                        r = FAIL_AT(a, y.location, "42883",
+                                    "function format_type(bigint, %s) does not exist",
+                                    row_type_name((enum row_type)y.e->type));
+                if (r >= 0)
+                        r = map_case(a, PGCAT_MAP_TYPE_ELEMENT, expr_copy(x.e),
+                                     expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_TEXT("???", 3)), &base);
+                if (r >= 0)
+                        r = map_case(a, PGCAT_MAP_TYPE_ARRAY, expr_copy(x.e),
+                                     expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_TEXT("", 0)), &suffix);
+                if (r < 0)
+                        return r;
+                /* CASE WHEN x IS NULL THEN NULL WHEN typmod >= 0 THEN base || '(' ||
+                 * typmod::text || ')' || suffix ELSE base || suffix END */
+                plain = call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, expr_copy(base),
+                              expr_copy(suffix));
+                tm = expr_copy(y.e);
+                tm = tm ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &tm, 1) : NULL;
+                e = call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                          call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                                call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                                      call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, base,
+                                            expr_literal(ROW_TYPE_TEXT, &open)),
+                                      tm),
+                                expr_literal(ROW_TYPE_TEXT, &close)),
+                          suffix);
+                {
+                        Coord__Plan__Expr *args[5] = {
+                                expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL,
+                                          (Coord__Plan__Expr *[]){ TAKE_PTR(x.e) }, 1),
+                                expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL),
+                                call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GE, TAKE_PTR(y.e),
+                                      expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(0))),
+                                e, plain,
+                        };
+
+                        for (size_t k = 0; k < 5; k++)
+                                if (!args[k]) {
+                                        for (size_t j = 0; j < 5; j++)
+                                                expr_free(args[j]);
+                                        return oom(a);
+                                }
+                        r = build(a, ret, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE, args, 5,
+                                  f->location);
+                }
+                if (r >= 0)
+                        r = fold_tree(a, &ret->e);
+                return r < 0 ? r : 1;
+        }
+        if (f->n_args >= 2) {
+                r = analyze_expr(a, f->args[f->n_args - 1], &z);
+                if (r >= 0)
+                        r = require_bool(a, &z, what);
+                if (r < 0)
+                        return r;
+        }
+        if (i == 3 || i == 4) {
+                /* No constraints are listed, no statistics objects exist: NULL for all. */
+                r = typed_literal(a, ROW_TYPE_TEXT, &ROW_DATUM_NULL, false, f->location, ret);
+                return r < 0 ? r : 1;
+        }
+        if (i == 5) {
+                r = map_case(a, PGCAT_MAP_PUBLISHABLE, TAKE_PTR(x.e),
+                             expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL), &e);
+                if (r >= 0)
+                        r = build(a, ret, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ,
+                                  (Coord__Plan__Expr *[]){
+                                          e, expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_TEXT("t", 1)) },
+                                  2, f->location);
+                if (r >= 0)
+                        r = fold_tree(a, &ret->e);
+                return r < 0 ? r : 1;
+        }
+        return analyze_indexdef(a, f, &x, &z, ret);
+}
+
 static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
+static int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
+static bool rel_known_empty(const Coord__Plan__Relation *rel);
 
 /* ---- Arrays (common/row/row.h, "Arrays"). ---- */
 
@@ -4127,9 +4574,16 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
                 r = analyze_func_call(a, n->func_call, ret);
                 break;
         case PG_QUERY__NODE__NODE_TYPE_CAST:
+                if (is_reg_cast(n)) {
+                        r = analyze_reg_cast(a, n->type_cast, ret);
+                        break;
+                }
+                a->reg_ok = false;
                 r = resolve_type(a, n->type_cast->type_name, &type, &max_chars);
                 if (r < 0)
                         break;
+                /* x::regclass::text: the reg* value's text. */
+                a->reg_ok = type == ROW_TYPE_TEXT && !max_chars && is_reg_cast(n->type_cast->arg);
                 /* ARRAY[]::int[] and ARRAY['1']::int[]: the cast gives the elements'
                  * type, as in PostgreSQL. */
                 if (n->type_cast->arg &&
@@ -4151,7 +4605,7 @@ static int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed
                 r = FAIL(a, "42601", "DEFAULT is not allowed in this context");
                 break;
         case PG_QUERY__NODE__NODE_SUB_LINK:
-                r = analyze_sublink(a, n->sub_link, ret);
+                r = moot_sublink(a, n->sub_link, ret);
                 break;
         case PG_QUERY__NODE__NODE_CASE_EXPR:
                 r = analyze_case(a, n->case_expr, ret);
@@ -6904,6 +7358,10 @@ struct outputs {
         Coord__Plan__Expr **e;          /* over the source row: FROM's, or the Reduce's */
         const char **names;
         size_t n, cap;
+        /* The outputs that are a reg* value's text (analyze_reg_cast()): sorted by their
+         * text, where PostgreSQL sorts by the oid, so ORDER BY may not name them. */
+        size_t *reg;
+        size_t n_reg;
 };
 
 static void outputs_done(struct outputs *o)
@@ -6912,6 +7370,7 @@ static void outputs_done(struct outputs *o)
                 expr_free(o->e[i]);
         free(o->e);
         free(o->names);
+        free(o->reg);
 }
 
 static int outputs_add(struct analyzer *a, struct outputs *o, Coord__Plan__Expr *e, const char *name)
@@ -6939,8 +7398,10 @@ static int outputs_add(struct analyzer *a, struct outputs *o, Coord__Plan__Expr 
         return 0;
 }
 
-/* One entry of the SELECT list: `*`, `t.*` or an expression. */
-static int select_target(struct analyzer *a, struct outputs *o, const PgQuery__ResTarget *rt)
+/* One entry of the SELECT list: `*`, `t.*` or an expression; top: of the statement's
+ * own SELECT (not a subquery's, a UNION's or a view's), whose reg* outputs are sent. */
+static int select_target(struct analyzer *a, struct outputs *o, const PgQuery__ResTarget *rt,
+                         bool top)
 {
         const struct scope *sc = a->scope;
         _cleanup_(typed_done) struct typed t = { .location = -1 };
@@ -6983,6 +7444,15 @@ static int select_target(struct analyzer *a, struct outputs *o, const PgQuery__R
                                 return r;
                 }
                 return 0;
+        }
+        a->reg_ok = top && is_reg_cast(rt->val);  /* sent as its text */
+        if (a->reg_ok) {
+                size_t *v = realloc(o->reg, (o->n_reg + 1) * sizeof(*v));
+
+                if (!v)
+                        return oom(a);
+                o->reg = v;
+                o->reg[o->n_reg++] = o->n;
         }
         r = analyze_expr(a, rt->val, &t);
         if (r >= 0)
@@ -7670,6 +8140,65 @@ static int array_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const s
                             "array", ret);
 }
 
+/* Does rel have no rows whatever the data?  (A Constant without rows, and what is made
+ * of one without adding rows.) */
+static bool rel_known_empty(const Coord__Plan__Relation *rel)
+{
+        switch (rel ? rel->kind_case : COORD__PLAN__RELATION__KIND__NOT_SET) {
+        case COORD__PLAN__RELATION__KIND_CONSTANT:
+                return rel->constant->n_rows == 0;
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                return rel_known_empty(rel->filter->input);
+        case COORD__PLAN__RELATION__KIND_MAP:
+                return rel_known_empty(rel->map->input);
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                return rel_known_empty(rel->project->input);
+        case COORD__PLAN__RELATION__KIND_JOIN:
+                return rel_known_empty(rel->join->left) || rel_known_empty(rel->join->right);
+        case COORD__PLAN__RELATION__KIND_UNION:
+                for (size_t i = 0; i < rel->union_->n_inputs; i++)
+                        if (!rel_known_empty(rel->union_->inputs[i]))
+                                return false;
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* A subquery attached to rows that are known to be none (struct attach, empty) is never
+ * evaluated: when Coord cannot plan it (0A000: a correlation other than its keys, a
+ * function in its FROM), it stands as NULL -- the statement's result, no rows, is the
+ * same.  PostgreSQL's errors in it (42xxx & co.) are still reported. */
+static int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret)
+{
+        struct analyzer saved = *a;
+        bool moot = a->attach && a->attach->empty;
+        bool truth = sl->sub_link_type != PG_QUERY__SUB_LINK_TYPE__EXPR_SUBLINK &&
+                     sl->sub_link_type != PG_QUERY__SUB_LINK_TYPE__ARRAY_SUBLINK;
+        int r = analyze_sublink(a, sl, ret);
+
+        if (r >= 0 || !moot || !a->err || strcmp(a->err->sqlstate, "0A000") != 0)
+                return r;
+        a->scope = saved.scope;
+        a->attach = saved.attach;
+        a->outer = saved.outer;
+        a->sub = saved.sub;
+        a->agg = saved.agg;
+        a->no_agg = saved.no_agg;
+        a->in_agg = saved.in_agg;
+        a->no_limit = saved.no_limit;
+        a->depth = saved.depth;
+        a->late_base = saved.late_base;
+        memset(a->err, 0, sizeof(*a->err));
+        typed_done(ret);
+        /* Its type is unknown (text when it is an output: the result has no rows). */
+        if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ARRAY_SUBLINK)
+                return typed_literal(a, ROW_TYPE_TEXT_ARRAY, &ROW_DATUM_NULL, false, sl->location,
+                                     ret);
+        return typed_literal(a, truth ? ROW_TYPE_BOOL : ROW_TYPE_TEXT, &ROW_DATUM_NULL, !truth,
+                             sl->location, ret);
+}
+
 static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret)
 {
         static const Coord__Plan__Type I8 = (Coord__Plan__Type)ROW_TYPE_INT8;
@@ -7909,6 +8438,88 @@ refuse:
                     "(inner = outer) joined by AND in its WHERE");
 }
 
+/* Is c a key `inner = outer` that correlation() takes? */
+static bool is_key_equality(const Coord__Plan__Expr *c, size_t n_from)
+{
+        const Coord__Plan__Call *k = c->kind_case == COORD__PLAN__EXPR__KIND_CALL ? c->call : NULL;
+        bool i0 = false, i1 = false, o0, o1;
+        uint32_t lo = UINT32_MAX, hi = 0;
+        size_t side;
+
+        if (!k || k->func != COORD__PLAN__FUNC__FUNC_EQ || k->n_args != 2)
+                return false;
+        o0 = expr_outer(k->args[0], &i0);
+        o1 = expr_outer(k->args[1], &i1);
+        if (o0 && !i0 && !o1)
+                side = 0;
+        else if (o1 && !i1 && !o0)
+                side = 1;
+        else
+                return false;
+        return !(expr_columns(k->args[1 - side], &lo, &hi) && hi >= n_from);
+}
+
+/* e with each part equal to a key's outer side replaced by the key's inner side. */
+static int subst_keys(Coord__Plan__Expr **e, const struct subq *sq)
+{
+        bool inner = false;
+        Coord__Plan__Expr *c;
+
+        if (!expr_outer(*e, &inner))
+                return 0;
+        c = expr_copy(*e);
+        if (!c)
+                return -ENOMEM;
+        expr_unmark(c);
+        for (size_t k = 0; k < sq->n; k++)
+                if (expr_equal(c, sq->outer[k])) {
+                        expr_free(c);
+                        c = expr_copy(sq->inner[k]);
+                        if (!c)
+                                return -ENOMEM;
+                        expr_free(*e);
+                        *e = c;
+                        return 0;
+                }
+        expr_free(c);
+        if ((*e)->kind_case == COORD__PLAN__EXPR__KIND_CALL)
+                for (size_t i = 0; i < (*e)->call->n_args; i++) {
+                        int r = subst_keys(&(*e)->call->args[i], sq);
+
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+/* A conjunct of a correlated subquery's WHERE reading the enclosing query that is not a
+ * key.  Where the keys hold (a row of the subquery is for this outer row only if they
+ * do), a key's outer side equals its inner side, so it may stand in for it: if that
+ * leaves the conjunct reading only the subquery's rows, *c stays for the WHERE
+ * (`c.oid = a.attcollation AND a.attcollation <> t.typcollation`).  One reading only the
+ * enclosing query (`a.atthasdef`) becomes the key `true = it`: the outer rows where it is
+ * not true see no rows.  Anything else is refused by correlation(). */
+static int outer_conjunct(struct analyzer *a, Coord__Plan__Expr **c, struct subq *sq,
+                          size_t n_from)
+{
+        bool inner = false;
+        Coord__Plan__Expr *k;
+        int r;
+
+        (void)expr_outer(*c, &inner);
+        if (!inner) {
+                k = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, bool_literal(true), TAKE_PTR(*c));
+                return k ? correlation(a, k, sq, n_from) : oom(a);
+        }
+        r = subst_keys(c, sq);
+        if (r < 0)
+                return oom(a);
+        inner = false;
+        if (expr_outer(*c, &inner))
+                return correlation(a, TAKE_PTR(*c), sq, n_from);
+        return 0;
+}
+
 /* Filter *pr (n_from columns) by pred (consumed) with the WHERE's subqueries ac: the
  * conjuncts over the FROM first (the optimizer pushes them into its joins), then the
  * attachments, then the conjuncts reading them.  In a correlated subquery (sq) the
@@ -7937,12 +8548,25 @@ static int plan_where(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Pla
         post = calloc(n + 1, sizeof(*post));
         if (r >= 0 && (!pre || !post))
                 r = oom(a);
+        /* Keys first: the other conjuncts reading the enclosing query may use them. */
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                bool inner = false;
+
+                if (expr_outer(v[i], &inner) && is_key_equality(v[i], n_from))
+                        r = correlation(a, TAKE_PTR(v[i]), sq, n_from);
+        }
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                bool inner = false;
+
+                if (v[i] && expr_outer(v[i], &inner))
+                        r = outer_conjunct(a, &v[i], sq, n_from);
+        }
         for (size_t i = 0; i < n; i++) {
                 Coord__Plan__Expr *c = TAKE_PTR(v[i]);
                 uint32_t lo = UINT32_MAX, hi = 0;
                 bool inner = false;
 
-                if (r < 0) {
+                if (r < 0 || !c) {
                         expr_free(c);
                 } else if (expr_outer(c, &inner)) {
                         assert(sq);
@@ -8013,7 +8637,7 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
         a->scope = &from;
         a->no_agg = "WHERE";
         n_from = from.n;
-        wat = (struct attach){ .scope = &from, .base_n = from.n };
+        wat = (struct attach){ .scope = &from, .base_n = from.n, .empty = rel_known_empty(plan) };
         r = truth_sublinks(a, s->where_clause, &wat);
         a->attach = &wat;
         if (sq)
@@ -8118,7 +8742,7 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
         /* The list, HAVING and ORDER BY see aggregates when grouped. */
         a->agg = grouped ? &agg : NULL;
         a->no_agg = grouped ? NULL : "this context";
-        lat = (struct attach){ .scope = &from, .base_n = from.n };
+        lat = (struct attach){ .scope = &from, .base_n = from.n, .empty = rel_known_empty(plan) };
         gat = (struct attach){ .scope = &late, .late = true, .outer = &from };
         a->attach = grouped ? &gat : &lat;
         for (size_t i = 0; i < s->n_target_list; i++) {
@@ -8126,7 +8750,7 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                         r = FAIL(a, "XX000", "malformed target list");
                         goto fail;
                 }
-                r = select_target(a, &o, s->target_list[i]->res_target);
+                r = select_target(a, &o, s->target_list[i]->res_target, peek != NULL);
                 if (r < 0)
                         goto fail;
         }
@@ -8176,6 +8800,10 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                 shown.cols = cols;
                 shown.n = n_visible;
                 r = sort_output(a, sb, &shown, n_visible, &col);
+                for (size_t k = 0; r > 0 && k < o.n_reg; k++)
+                        if (o.reg[k] == col)
+                                r = FAIL(a, "0A000", "ORDER BY a regclass, regtype or "
+                                         "regnamespace output is not supported");
                 if (r < 0)
                         goto fail;
                 sort_cols[i] = r ? (long)col : -1;

@@ -1255,7 +1255,7 @@ static void test_pg_catalog(void)
         expect_select_plan("SELECT relname, relkind FROM pg_catalog.pg_class WHERE relkind = 'v'",
                            "Project[1,15](Filter[(#15 = 'v')](Constant[int8,text,int8,int8,int8,"
                            "int8,int8,int8,int8,int4,int4,int8,bool,bool,text,text,int4,int4,bool,"
-                           "bool,bool,bool,bool,bool,text,bool,int8](8)))");
+                           "bool,bool,bool,bool,bool,text,bool,int8,text](8)))");
         expect_select_plan("SELECT nspname FROM pg_namespace", "Project[1](Constant[int8,text,int8](3))");
         /* Tables and views, not materialized views or indexes: t u v w nd k. */
         expect_select_plan("SELECT table_name, table_type FROM information_schema.tables",
@@ -1272,10 +1272,10 @@ static void test_pg_catalog(void)
                            "Map['coord', 'unknown (OID=11)', 'UTF8', '', true, NULL::bool]"
                            "(Constant(1))");
         expect_select_plan("SELECT pg_get_userbyid(relowner) FROM pg_class",
-                           "Project[27](Map[CASE((#5 = 10::int8), 'coord', (('unknown (OID=' || "
+                           "Project[28](Map[CASE((#5 = 10::int8), 'coord', (('unknown (OID=' || "
                            "CAST(#5 AS text)) || ')'))](Constant[int8,text,int8,int8,int8,int8,int8,"
                            "int8,int8,int4,int4,int8,bool,bool,text,text,int4,int4,bool,bool,bool,"
-                           "bool,bool,bool,text,bool,int8](8)))");
+                           "bool,bool,bool,text,bool,int8,text](8)))");
         expect_select_plan("SELECT b COLLATE pg_catalog.default, b COLLATE \"C\" FROM t",
                            "Project[1,1](Get 10)");
         /* A user object keeps its name; pg_catalog.X always names the catalog's. */
@@ -1300,6 +1300,88 @@ static void test_pg_catalog(void)
                 sql_stmt_free(st);
         }
         expect_error("SELECT array_to_string(datacl) FROM pg_database", "42883", NULL, 8);
+}
+
+/* psql's \d NAME (adapter-sql.c "psql's \d NAME"): reg* casts as their text, the
+ * describe functions as CASE over the catalog now, subqueries over no rows. */
+static void test_pg_catalog_describe(void)
+{
+        /* Literals fold: a name or an oid; 0 is "-", an oid no object has its number. */
+        expect_select_plan("SELECT 't'::regclass, 'T'::pg_catalog.regclass::text, 10::regclass, "
+                           "0::regclass, 99999::regclass, 'integer'::regtype, 1007::regtype, "
+                           "2200::regnamespace",
+                           "Map['t', 't', 't', '-', '99999', 'integer', 'integer[]', 'public']"
+                           "(Constant(1))");
+        expect_error("SELECT 'nope'::regclass", "42P01", "relation \"nope\" does not exist", 8);
+        expect_error("SELECT 'nope'::regtype", "42704", "type \"nope\" does not exist", 8);
+        expect_error("SELECT 'nope'::regnamespace", "42704", "schema \"nope\" does not exist", 8);
+        /* Only its text is PostgreSQL's meaning: not compared, sorted, nor in a subquery,
+         * a UNION or a view. */
+        expect_error("SELECT 1 WHERE 't'::regclass = 't'", "0A000", NULL, 19);
+        expect_error("SELECT oid::regclass FROM pg_class ORDER BY 1", "0A000", NULL, -1);
+        expect_error("SELECT * FROM (SELECT oid::regclass FROM pg_class) s", "0A000", NULL, -1);
+        expect_error("SELECT 1::regclass UNION SELECT 2::regclass", "0A000", NULL, -1);
+        expect_error("CREATE VIEW vv AS SELECT 'public'::regnamespace::text", "0A000", NULL, -1);
+        expect_error("SELECT true::regclass", "42846", NULL, -1);
+        /* Of a column: CASE over the objects, the number for another oid. */
+        {
+                struct sql_stmt *st = analyze("SELECT reloftype::regtype::text, oid::regclass "
+                                              "FROM pg_class");
+
+                CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+                sql_stmt_free(st);
+        }
+        expect_select_plan("SELECT format_type(23, -1), format_type(1007, 7), format_type(9, NULL), "
+                           "format_type(NULL, 1)",
+                           "Map['integer', 'integer(7)[]', '\?\?\?', NULL::text](Constant(1))");
+        expect_select_plan("SELECT pg_get_constraintdef(1), pg_get_statisticsobjdef_columns(1)",
+                           "Map[NULL::text, NULL::text](Constant(1))");
+        expect_error("SELECT format_type('x'::text, 1)", "42883", NULL, -1);
+        expect_error("SELECT pg_get_expr('x', 10)", "0A000", NULL, -1);
+        expect_error("SELECT pg_get_indexdef(10, 1, a > 1) FROM t", "0A000", NULL, -1);
+        /* The fixture's index names no object (on_id 0): no definition. */
+        expect_select_plan("SELECT pg_get_indexdef(14), pg_get_indexdef(14, 0, true), "
+                           "pg_get_indexdef(14, 1, true), pg_get_indexdef(14, 9, true), "
+                           "pg_get_indexdef(10, 1, true), pg_relation_is_publishable(10), "
+                           "pg_relation_is_publishable(12), pg_relation_is_publishable(99)",
+                           "Map[NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, true, "
+                           "false, NULL::bool](Constant(1))");
+        /* pg_attrdef: t's DEFAULTs as PostgreSQL prints their literals. */
+        {
+                struct sql_stmt *st = analyze("SELECT pg_get_expr(adbin, adrelid, true) "
+                                              "FROM pg_attrdef WHERE adrelid = 10");
+
+                CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+                sql_stmt_free(st);
+        }
+        /* A correlated subquery's other conjuncts: one over the outer row only becomes a
+         * key, one using a key's outer side reads its inner side instead. */
+        {
+                struct sql_stmt *st = analyze(
+                        "SELECT a.attname, (SELECT d.adbin FROM pg_attrdef d WHERE "
+                        "d.adrelid = a.attrelid AND d.adnum = a.attnum AND a.atthasdef), "
+                        "(SELECT c.collname FROM pg_collation c, pg_type t WHERE "
+                        "c.oid = a.attcollation AND t.oid = a.atttypid AND "
+                        "a.attcollation <> t.typcollation) FROM pg_attribute a");
+
+                CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+                sql_stmt_free(st);
+        }
+        expect_error("SELECT (SELECT 1 FROM t x WHERE x.a < t.a) FROM t", "0A000", NULL, -1);
+        /* Over no rows (pg_policy is empty), a subquery Coord cannot plan is NULL... */
+        {
+                struct sql_stmt *st = analyze(
+                        "SELECT pg_catalog.array_to_string(array(SELECT rolname FROM pg_roles "
+                        "WHERE oid = ANY (pol.polroles) ORDER BY 1), ',') FROM pg_policy pol");
+
+                CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+                sql_stmt_free(st);
+        }
+        /* ... but not over rows, and PostgreSQL's errors in it are still errors. */
+        expect_error("SELECT array(SELECT r.rolname FROM pg_roles r WHERE r.oid < x.oid) "
+                     "FROM pg_roles x", "0A000", NULL, -1);
+        expect_error("SELECT (SELECT 1 FROM nope WHERE oid = ANY (polroles)) "
+                     "FROM pg_policy", "42P01", NULL, -1);
 }
 
 static void test_session(void)
@@ -2589,6 +2671,7 @@ static const struct t_case statement_cases[] = {
         { "update", test_update },
         { "session", test_session },
         { "pg_catalog", test_pg_catalog },
+        { "pg_catalog describe", test_pg_catalog_describe },
         { "catalog failure", test_catalog_failure },
         { NULL, NULL },
 };
