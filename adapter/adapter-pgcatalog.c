@@ -126,6 +126,9 @@ static const struct type_info {
         { ROW_TYPE_INT8_ARRAY, "_int8", "ARRAY", "A", "d", -1, 0, ROW_TYPE_INT8, false, false },
         { ROW_TYPE_INT4_ARRAY, "_int4", "ARRAY", "A", "i", -1, 0, ROW_TYPE_INT4, false, false },
         { ROW_TYPE_TEXT_ARRAY, "_text", "ARRAY", "A", "i", -1, 0, ROW_TYPE_TEXT, false, false },
+        /* varchar(n) columns: text with a length (adapter-sql.h, max_chars). */
+        { (enum row_type)PGCAT_TYPE_VARCHAR, "varchar", "character varying", "S", "i", -1, 1015,
+          0, false, false },
 };
 
 static const struct type_info *type_info(enum row_type t)
@@ -139,7 +142,8 @@ static const struct type_info *type_info(enum row_type t)
 /* A text column's collation is "default" (oid 100), text[]'s too; others have none. */
 static int64_t collation_of(enum row_type t)
 {
-        return t == ROW_TYPE_TEXT || t == ROW_TYPE_TEXT_ARRAY ? 100 : 0;
+        return t == ROW_TYPE_TEXT || t == ROW_TYPE_TEXT_ARRAY || (int)t == PGCAT_TYPE_VARCHAR ? 100
+                                                                                       : 0;
 }
 
 static const struct sql_object *object_by_id(const struct gen *g, uint64_t id)
@@ -296,8 +300,11 @@ static int attribute_row(struct gen *g, const struct sql_object *o, size_t attnu
 
         if (!ti)
                 return 0;
-        return EMIT(g, I((int64_t)o->id), T(c->name), I(c->type), I(-1), I(ti->len),
-                    I((int64_t)attnum), I(0), I(-1), I(-1), B(ti->byval), T(ti->align),
+        /* varchar(n): type varchar, typmod n + 4 (PostgreSQL's VARHDRSZ), as PostgreSQL. */
+        return EMIT(g, I((int64_t)o->id), T(c->name),
+                    I(c->max_chars ? PGCAT_TYPE_VARCHAR : c->type), I(-1), I(ti->len),
+                    I((int64_t)attnum), I(0), I(-1),
+                    I(c->max_chars ? (int64_t)c->max_chars + 4 : -1), B(ti->byval), T(ti->align),
                     T(ti->len < 0 ? "x" : "p"), T(""), B(relkind(o)[0] == 'r' && !c->nullable),
                     B(o->kind == SQL_OBJECT_TABLE && c->default_row != NULL), B(false), T(""),
                     T(""), B(false), B(true), I(0), I(collation_of(c->type)));
@@ -906,6 +913,10 @@ int pgcat_map(enum pgcat_map which, const struct sql_catalog_ops *ops, void *use
         int r = 0;
 
         switch (which) {
+        case PGCAT_MAP_TYPNAME:
+                for (size_t i = 0; r >= 0 && i < ELEMENTSOF(types); i++)
+                        r = map_add(&m, types[i].type, strdup(types[i].name));
+                break;
         case PGCAT_MAP_REGTYPE:
         case PGCAT_MAP_TYPE_ELEMENT:
         case PGCAT_MAP_TYPE_ARRAY:

@@ -41,6 +41,7 @@
 #define PGCAT_DATABASE_OID 16384
 #define PGCAT_ENCODING_UTF8 6
 #define PGCAT_AM_BTREE 403
+#define PGCAT_TYPE_VARCHAR 1043        /* a varchar(n) column's atttypid */
 
 struct pgcat_table;     /* opaque: one relation's definition */
 
@@ -66,6 +67,7 @@ enum pgcat_map {
         PGCAT_MAP_REGCLASS,             /* relation oid -> its name, quoted if needed */
         PGCAT_MAP_REGTYPE,              /* type oid -> format_type(oid, NULL) */
         PGCAT_MAP_REGNAMESPACE,         /* namespace oid -> its name */
+        PGCAT_MAP_TYPNAME,              /* type oid -> pg_type.typname ("int4", "_text") */
         PGCAT_MAP_TYPE_ELEMENT,         /* type oid -> its (element's) SQL name, no [] */
         PGCAT_MAP_TYPE_ARRAY,           /* array type oid -> "[]" */
         PGCAT_MAP_INDEXDEF,             /* index oid -> pg_get_indexdef(oid) */

@@ -4007,6 +4007,23 @@ static int reg_literal(struct analyzer *a, enum pgcat_map which, const char *typ
         for (size_t i = 0; i < m.n && !text; i++)
                 if (digits ? m.keys[i] == strtoll(name, NULL, 10) : strcmp(m.texts[i], name) == 0)
                         text = m.texts[i];
+        if (!text && !digits && which == PGCAT_MAP_REGTYPE) {
+                /* A type's other names: its typname ('int4', '_text'), 'int'. */
+                struct pgcat_names tn;
+
+                r = pgcat_map(PGCAT_MAP_TYPNAME, a->ops, a->userdata, &tn);
+                for (size_t i = 0; r >= 0 && i < tn.n && !text; i++)
+                        if (strcmp(tn.texts[i], strcmp(name, "int") ? name : "int4") == 0)
+                                for (size_t k = 0; k < m.n && !text; k++)
+                                        if (m.keys[k] == tn.keys[i])
+                                                text = m.texts[k];
+                if (r >= 0)
+                        pgcat_names_done(&tn);
+                if (r < 0) {
+                        pgcat_names_done(&m);
+                        return oom(a);
+                }
+        }
         if (digits && !text) {
                 /* An oid no object has: its number, 0 as "-" (PostgreSQL's output). */
                 snprintf(num, sizeof(num), "%lld", strtoll(name, NULL, 10));
@@ -4263,8 +4280,29 @@ static int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f,
                  * typmod::text || ')' || suffix ELSE base || suffix END */
                 plain = call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, expr_copy(base),
                               expr_copy(suffix));
+                /* varchar's typmod is its length + 4 (PostgreSQL's VARHDRSZ). */
                 tm = expr_copy(y.e);
                 tm = tm ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &tm, 1) : NULL;
+                {
+                        const int64_t varchar = PGCAT_TYPE_VARCHAR;
+                        Coord__Plan__Expr *v = call2(ROW_TYPE_INT4, COORD__PLAN__FUNC__FUNC_SUB,
+                                                     expr_copy(y.e),
+                                                     expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(4)));
+                        Coord__Plan__Expr *is_varchar =
+                                call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x.e),
+                                      expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(varchar)));
+
+                        v = v ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &v, 1) : NULL;
+                        if (tm && v && is_varchar) {
+                                tm = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE,
+                                               (Coord__Plan__Expr *[]){ is_varchar, v, tm }, 3);
+                        } else {
+                                expr_free(tm);
+                                expr_free(v);
+                                expr_free(is_varchar);
+                                tm = NULL;
+                        }
+                }
                 e = call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
                           call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
                                 call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,

@@ -123,16 +123,17 @@ static void test_describe(void)
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "CREATE TABLE described (a int PRIMARY KEY, b text NOT NULL DEFAULT 'x', "
-                        "c bigint DEFAULT -5, d boolean DEFAULT true)"));
+                        "c bigint DEFAULT -5, d boolean DEFAULT true, e varchar(5) DEFAULT 'hi')"));
         CU_ASSERT(ok(c, "CREATE INDEX described_c ON described (c)"));
         CU_ASSERT(psql_shows("\\d described",
-                             "                Table \"public.described\";"
-                             " Column |  Type   | Collation | Nullable |    Default    ;"
-                             "--------+---------+-----------+----------+---------------;"
-                             " a      | integer |           | not null | ;"
-                             " b      | text    |           | not null | 'x'::text;"
-                             " c      | bigint  |           |          | '-5'::integer;"
-                             " d      | boolean |           |          | true;"
+                             "                            Table \"public.described\";"
+                             " Column |         Type         | Collation | Nullable |         Default         ;"
+                             "--------+----------------------+-----------+----------+-------------------------;"
+                             " a      | integer              |           | not null | ;"
+                             " b      | text                 |           | not null | 'x'::text;"
+                             " c      | bigint               |           |          | '-5'::integer;"
+                             " d      | boolean              |           |          | true;"
+                             " e      | character varying(5) |           |          | 'hi'::character varying;"
                              "Indexes:;"
                              "    \"described_c\" btree (c)",
                              "ERROR;described_pkey"));
@@ -209,6 +210,20 @@ static void test_sql(void)
         CU_ASSERT(rows_are(c, "SELECT usename FROM pg_catalog.pg_user", "coord"));
         CU_ASSERT(ok(c, "DROP TABLE pg_user"));
         CU_ASSERT(fails_with(c, "CREATE VIEW pv AS SELECT relname FROM pg_class", "0A000"));
+        /* Correlated conjuncts other than keys (as PostgreSQL 15 answers). */
+        CU_ASSERT(ok(c, "CREATE TABLE cp (k int, flag boolean)"));
+        CU_ASSERT(ok(c, "CREATE TABLE cq (k int, v int)"));
+        CU_ASSERT(ok(c, "INSERT INTO cp VALUES (1, true), (1, false), (2, true), (3, NULL)"));
+        CU_ASSERT(ok(c, "INSERT INTO cq VALUES (1, 10), (2, 3), (2, 7)"));
+        CU_ASSERT(rows_are(c, "SELECT k, (SELECT count(*) FROM cq WHERE cq.k = cp.k AND cp.flag), "
+                              "EXISTS (SELECT 1 FROM cq WHERE cq.k = cp.k AND cp.k <> cq.v), "
+                              "coalesce((SELECT max(v) FROM cq WHERE cq.k = cp.k AND cq.v > cp.k), 0) "
+                              "FROM cp ORDER BY k, flag",
+                           "1|0|t|10;1|1|t|10;2|2|t|7;3|0|f|0"));
+        CU_ASSERT(fails_with(c, "SELECT (SELECT max(v) FROM cq WHERE cq.k = cp.k AND "
+                                "(cq.v > 5 OR cp.flag)) FROM cp", "0A000"));
+        CU_ASSERT(ok(c, "DROP TABLE cp"));
+        CU_ASSERT(ok(c, "DROP TABLE cq"));
         CU_ASSERT(fails_with(c, "SELECT 'a' ~ '\\d'", "0A000"));
         CU_ASSERT(fails_with(c, "SELECT 'a' ~ '('", "2201B"));
         PQfinish(c);
