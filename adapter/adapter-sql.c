@@ -3982,8 +3982,8 @@ static bool is_reg_cast(const PgQuery__Node *n)
 
 /* A literal's reg* value (PostgreSQL's regclassin() & co.): digits are the oid itself,
  * otherwise a name (folded to lower case unless quoted) that must exist. */
-static int reg_literal(struct analyzer *a, enum pgcat_map which, const char *type,
-                       const struct typed *t, struct typed *ret)
+static int reg_literal(struct analyzer *a, enum pgcat_map which, const struct typed *t,
+                       struct typed *ret)
 {
         const Coord__Plan__Datum *lit = t->e->literal;
         char name[256], num[32];
@@ -4001,6 +4001,9 @@ static int reg_literal(struct analyzer *a, enum pgcat_map which, const char *typ
         for (size_t i = 0; i < len; i++)
                 name[i] = s[0] == '"' || s[i] < 'A' || s[i] > 'Z' ? s[i] : (char)(s[i] - 'A' + 'a');
         name[len] = 0;
+        if (digits && (len > 10 || strtoll(name, NULL, 10) > UINT32_MAX))
+                return FAIL_AT(a, t->location, "22003",
+                               "value \"%s\" is out of range for type oid", name);
         r = pgcat_map(which, a->ops, a->userdata, &m);
         if (r < 0)
                 return r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "catalog unavailable");
@@ -4040,7 +4043,6 @@ static int reg_literal(struct analyzer *a, enum pgcat_map which, const char *typ
         d = (struct row_datum)ROW_DATUM_TEXT(text, (uint32_t)strlen(text));
         r = typed_literal(a, ROW_TYPE_TEXT, &d, false, t->location, ret);
         pgcat_names_done(&m);
-        (void)type;
         return r;
 }
 
@@ -4070,7 +4072,7 @@ static int analyze_reg_cast(struct analyzer *a, const PgQuery__TypeCast *tc, str
         if (r < 0)
                 return r;
         if (t.unknown && t.e->literal->value_case == COORD__PLAN__DATUM__VALUE_TEXT_VALUE)
-                return reg_literal(a, which, type, &t, ret);
+                return reg_literal(a, which, &t, ret);
         r = coerce_unknown(a, &t, ROW_TYPE_INT8);
         if (r >= 0 && !is_int((int)t.e->type))
                 r = FAIL_AT(a, tc->location, "42846", "cannot cast type %s to %s",
@@ -4098,18 +4100,6 @@ static int analyze_reg_cast(struct analyzer *a, const PgQuery__TypeCast *tc, str
         return fold_tree(a, &ret->e);
 }
 
-/* psql's describe functions (1 when planned into ret, 0 when `name` is none of them):
- *   format_type(oid, typmod)        the type's SQL name ("integer[]"), with (typmod) when
- *                                   typmod >= 0; '???' for an unknown oid, NULL for NULL
- *   pg_get_expr(expr, relid[, pretty])  expr: Coord's expression columns hold the text
- *                                   already (pg_attrdef.adbin)
- *   pg_get_indexdef(oid[, column, pretty])  CREATE INDEX ..., or key column `column`
- *                                   ('' past the last); NULL for an oid no index has
- *   pg_get_constraintdef(oid[, pretty]), pg_get_statisticsobjdef_columns(oid)
- *                                   NULL: Coord lists no constraints (pg_constraint) and has
- *                                   no statistics objects
- *   pg_relation_is_publishable(oid) true for a user table, false for another relation,
- *                                   NULL for an oid no relation has */
 /* pg_get_indexdef(x) and pg_get_indexdef(x, column, pretty); pretty must be a constant. */
 static int analyze_indexdef(struct analyzer *a, const PgQuery__FuncCall *f, struct typed *x,
                             struct typed *pretty, struct typed *ret)
@@ -4151,16 +4141,22 @@ static int analyze_indexdef(struct analyzer *a, const PgQuery__FuncCall *f, stru
                 }
                 return r < 0 ? r : 1;
         }
-        /* CASE WHEN col = 0 THEN def WHEN x = index_1 THEN CASE col WHEN 1 THEN 'c' ...
-         * ELSE '' END ... ELSE NULL END (the map's keys ascend, an index's together). */
+        /* CASE WHEN col IS NULL THEN NULL WHEN col = 0 THEN def WHEN x = index_1 THEN
+         * CASE col WHEN 1 THEN 'c' ... ELSE '' END ... ELSE NULL END (the map's keys
+         * ascend, an index's together). */
         r = pgcat_map(PGCAT_MAP_INDEX_COLUMN, a->ops, a->userdata, &m);
         if (r < 0) {
                 expr_free(def);
                 return r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "catalog unavailable");
         }
-        args = calloc(2 * m.n + 3, sizeof(*args));
+        args = calloc(2 * m.n + 5, sizeof(*args));
         r = args ? 0 : -ENOMEM;
         if (r >= 0) {
+                Coord__Plan__Expr *c = expr_copy(col.e);
+
+                args[n++] = c ? expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL, &c, 1)
+                              : NULL;
+                args[n++] = expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL);
                 args[n++] = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(col.e),
                                   expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(0)));
                 args[n++] = def;
@@ -4202,6 +4198,18 @@ static int analyze_indexdef(struct analyzer *a, const PgQuery__FuncCall *f, stru
         return r < 0 ? r : 1;
 }
 
+/* psql's describe functions (1 when planned into ret, 0 when `name` is none of them):
+ *   format_type(oid, typmod)        the type's SQL name ("integer[]"), with (typmod) when
+ *                                   typmod >= 0; '???' for an unknown oid, NULL for NULL
+ *   pg_get_expr(expr, relid[, pretty])  expr: Coord's expression columns hold the text
+ *                                   already (pg_attrdef.adbin)
+ *   pg_get_indexdef(oid[, column, pretty])  CREATE INDEX ..., or key column `column`
+ *                                   ('' past the last); NULL for an oid no index has
+ *   pg_get_constraintdef(oid[, pretty]), pg_get_statisticsobjdef_columns(oid)
+ *                                   NULL: Coord lists no constraints (pg_constraint) and has
+ *                                   no statistics objects
+ *   pg_relation_is_publishable(oid) true for a user table, false for another relation,
+ *                                   NULL for an oid no relation has */
 static int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                                  struct typed *ret)
 {

@@ -1315,6 +1315,7 @@ static void test_pg_catalog_describe(void)
         expect_error("SELECT 'nope'::regclass", "42P01", "relation \"nope\" does not exist", 8);
         expect_error("SELECT 'nope'::regtype", "42704", "type \"nope\" does not exist", 8);
         expect_error("SELECT 'nope'::regnamespace", "42704", "schema \"nope\" does not exist", 8);
+        expect_error("SELECT '4294967296'::regclass", "22003", NULL, 8);
         /* Only its text is PostgreSQL's meaning: not compared, sorted, nor in a subquery,
          * a UNION or a view. */
         expect_error("SELECT 1 WHERE 't'::regclass = 't'", "0A000", NULL, 19);
