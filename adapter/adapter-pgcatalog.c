@@ -877,6 +877,8 @@ static int map_object(struct gen *g, struct map *m, enum pgcat_map which,
         switch (which) {
         case PGCAT_MAP_REGCLASS:
                 return is_relation(o) ? map_add(m, (int64_t)o->id, quote_ident(o->name)) : 0;
+        case PGCAT_MAP_RELNAMESPACE:
+                return is_relation(o) ? map_add(m, (int64_t)o->id, strdup(namespace_name(o))) : 0;
         case PGCAT_MAP_PUBLISHABLE:
                 /* PostgreSQL's is_publishable_class(): ordinary user tables. */
                 if (!is_relation(o))

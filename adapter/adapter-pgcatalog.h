@@ -68,6 +68,7 @@ enum pgcat_map {
         PGCAT_MAP_REGTYPE,              /* type oid -> format_type(oid, NULL) */
         PGCAT_MAP_REGNAMESPACE,         /* namespace oid -> its name */
         PGCAT_MAP_TYPNAME,              /* type oid -> pg_type.typname ("int4", "_text") */
+        PGCAT_MAP_RELNAMESPACE,         /* relation oid -> its namespace's name */
         PGCAT_MAP_TYPE_ELEMENT,         /* type oid -> its (element's) SQL name, no [] */
         PGCAT_MAP_TYPE_ARRAY,           /* array type oid -> "[]" */
         PGCAT_MAP_INDEXDEF,             /* index oid -> pg_get_indexdef(oid) */

@@ -3981,7 +3981,8 @@ static bool is_reg_cast(const PgQuery__Node *n)
 }
 
 /* A literal's reg* value (PostgreSQL's regclassin() & co.): digits are the oid itself,
- * otherwise a name (folded to lower case unless quoted) that must exist. */
+ * otherwise a name (folded to lower case outside quotes; a relation's may be qualified
+ * by its namespace) that must exist. */
 static int reg_literal(struct analyzer *a, enum pgcat_map which, const struct typed *t,
                        struct typed *ret)
 {
@@ -3996,10 +3997,12 @@ static int reg_literal(struct analyzer *a, enum pgcat_map which, const struct ty
 
         for (size_t i = 0; i < len; i++)
                 digits = digits && s[i] >= '0' && s[i] <= '9';
-        if (len >= sizeof(name) - 1)
+        if (len == 0 || len >= sizeof(name) - 1)
                 return FAIL_AT(a, t->location, "42602", "invalid name syntax");
-        for (size_t i = 0; i < len; i++)
-                name[i] = s[0] == '"' || s[i] < 'A' || s[i] > 'Z' ? s[i] : (char)(s[i] - 'A' + 'a');
+        for (size_t i = 0, quoted = 0; i < len; i++) {
+                quoted ^= s[i] == '"';  /* "" inside quotes toggles twice */
+                name[i] = quoted || s[i] < 'A' || s[i] > 'Z' ? s[i] : (char)(s[i] - 'A' + 'a');
+        }
         name[len] = 0;
         if (digits && (len > 10 || strtoll(name, NULL, 10) > UINT32_MAX))
                 return FAIL_AT(a, t->location, "22003",
@@ -4010,6 +4013,25 @@ static int reg_literal(struct analyzer *a, enum pgcat_map which, const struct ty
         for (size_t i = 0; i < m.n && !text; i++)
                 if (digits ? m.keys[i] == strtoll(name, NULL, 10) : strcmp(m.texts[i], name) == 0)
                         text = m.texts[i];
+        if (!text && !digits && which == PGCAT_MAP_REGCLASS && strchr(name, '.')) {
+                /* schema.name: the relation of that name in that namespace. */
+                const char *rel = strchr(name, '.') + 1;
+                size_t nsp_len = (size_t)(rel - name - 1);
+                struct pgcat_names ns;
+
+                r = pgcat_map(PGCAT_MAP_RELNAMESPACE, a->ops, a->userdata, &ns);
+                for (size_t i = 0; r >= 0 && i < m.n && !text; i++)
+                        if (strcmp(m.texts[i], rel) == 0 && i < ns.n && ns.keys[i] == m.keys[i] &&
+                            strlen(ns.texts[i]) == nsp_len &&
+                            strncmp(ns.texts[i], name, nsp_len) == 0)
+                                text = m.texts[i];
+                if (r >= 0)
+                        pgcat_names_done(&ns);
+                if (r < 0) {
+                        pgcat_names_done(&m);
+                        return oom(a);
+                }
+        }
         if (!text && !digits && which == PGCAT_MAP_REGTYPE) {
                 /* A type's other names: its typname ('int4', '_text'), 'int'. */
                 struct pgcat_names tn;

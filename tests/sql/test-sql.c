@@ -1316,6 +1316,9 @@ static void test_pg_catalog_describe(void)
         expect_error("SELECT 'nope'::regtype", "42704", "type \"nope\" does not exist", 8);
         expect_error("SELECT 'nope'::regnamespace", "42704", "schema \"nope\" does not exist", 8);
         expect_error("SELECT '4294967296'::regclass", "22003", NULL, 8);
+        expect_error("SELECT ''::regclass", "42602", NULL, 8);
+        expect_error("SELECT 'pg_catalog.t'::regclass", "42P01", NULL, 8);
+        expect_select_plan("SELECT 'public.t'::regclass", "Map['t'](Constant(1))");
         /* Only its text is PostgreSQL's meaning: not compared, sorted, nor in a subquery,
          * a UNION or a view. */
         expect_error("SELECT 1 WHERE 't'::regclass = 't'", "0A000", NULL, 19);
