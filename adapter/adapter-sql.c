@@ -7752,12 +7752,14 @@ static Coord__Plan__Relation *rel_reduce(Coord__Plan__Relation *input, size_t nk
         return r;
 }
 
-/* A literal standing for NULL in a NULL-safe join key: any value of the type. */
+/* A literal standing for NULL in a NULL-safe join key: any value of the type (an
+ * array's: the empty array's canonical text). */
 static Coord__Plan__Expr *zero_of(int type)
 {
-        struct row_datum d = type == ROW_TYPE_TEXT   ? ROW_DATUM_TEXT("", 0)
-                             : type == ROW_TYPE_BOOL ? ROW_DATUM_BOOL(false)
-                                                     : ROW_DATUM_INT(0);
+        struct row_datum d = type == ROW_TYPE_TEXT    ? ROW_DATUM_TEXT("", 0)
+                             : row_type_is_array(type) ? ROW_DATUM_TEXT("{}", 2)
+                             : type == ROW_TYPE_BOOL  ? ROW_DATUM_BOOL(false)
+                                                      : ROW_DATUM_INT(0);
 
         return expr_literal(type, &d);
 }

@@ -2593,6 +2593,9 @@ static void test_arrays(void)
                 CU_ASSERT(rows_are(c, "SELECT * FROM ag_m", "1|{5}|b|1;2|{1,7}|c-z z|2;4|{0}|\"|1"));
                 CU_ASSERT(rows_are(c, "SELECT * FROM ag_a", "1|{b};2|{c,\"z z\"};3|{};4|{\"\\\"\"}"));
         }
+        /* A correlated subquery keyed on an array (a NULL-safe key of array type). */
+        CU_ASSERT(rows_are(c, "SELECT k, (SELECT count(*) FROM arr WHERE arr.a = ARRAY[ag_k.k]) FROM ag_k",
+                           "1|0;2|0;3|1;4|0"));
         CU_ASSERT(ok(c, "DROP TABLE ag, ag_k CASCADE"));
         CU_ASSERT(ok(c, "DROP TABLE arr CASCADE"));
         PQfinish(c);
