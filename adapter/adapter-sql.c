@@ -8465,26 +8465,35 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
         }
 }
 
-/* A WHERE conjunct reading the enclosing query: a key `inner = outer` of sq (consumed). */
-static int correlation(struct analyzer *a, Coord__Plan__Expr *c, struct subq *sq, size_t n_from)
+/* Is c an equality `inner = outer` (one side reads only the enclosing query, the other
+ * only the subquery's FROM)?  *side: the outer side's argument. */
+static bool key_equality(const Coord__Plan__Expr *c, size_t n_from, size_t *side)
 {
-        Coord__Plan__Call *k = c->kind_case == COORD__PLAN__EXPR__KIND_CALL ? c->call : NULL;
+        const Coord__Plan__Call *k = c->kind_case == COORD__PLAN__EXPR__KIND_CALL ? c->call : NULL;
         bool i0 = false, i1 = false, o0, o1;
         uint32_t lo = UINT32_MAX, hi = 0;
-        Coord__Plan__Expr **in, **out;
-        size_t side;
 
         if (!k || k->func != COORD__PLAN__FUNC__FUNC_EQ || k->n_args != 2)
-                goto refuse;
+                return false;
         o0 = expr_outer(k->args[0], &i0);
         o1 = expr_outer(k->args[1], &i1);
         if (o0 && !i0 && !o1)
-                side = 0;
+                *side = 0;
         else if (o1 && !i1 && !o0)
-                side = 1;
+                *side = 1;
         else
-                goto refuse;
-        if (expr_columns(k->args[1 - side], &lo, &hi) && hi >= n_from)
+                return false;
+        return !(expr_columns(k->args[1 - *side], &lo, &hi) && hi >= n_from);
+}
+
+/* A WHERE conjunct reading the enclosing query: a key `inner = outer` of sq (consumed). */
+static int correlation(struct analyzer *a, Coord__Plan__Expr *c, struct subq *sq, size_t n_from)
+{
+        Coord__Plan__Call *k = c->call;
+        Coord__Plan__Expr **in, **out;
+        size_t side;
+
+        if (!key_equality(c, n_from, &side))
                 goto refuse;
         in = realloc(sq->inner, (sq->n + 1) * sizeof(*in));
         if (in)
@@ -8506,27 +8515,6 @@ refuse:
         expr_free(c);
         return FAIL(a, "0A000", "a subquery may refer to the query it is in only in equalities "
                     "(inner = outer) joined by AND in its WHERE");
-}
-
-/* Is c a key `inner = outer` that correlation() takes? */
-static bool is_key_equality(const Coord__Plan__Expr *c, size_t n_from)
-{
-        const Coord__Plan__Call *k = c->kind_case == COORD__PLAN__EXPR__KIND_CALL ? c->call : NULL;
-        bool i0 = false, i1 = false, o0, o1;
-        uint32_t lo = UINT32_MAX, hi = 0;
-        size_t side;
-
-        if (!k || k->func != COORD__PLAN__FUNC__FUNC_EQ || k->n_args != 2)
-                return false;
-        o0 = expr_outer(k->args[0], &i0);
-        o1 = expr_outer(k->args[1], &i1);
-        if (o0 && !i0 && !o1)
-                side = 0;
-        else if (o1 && !i1 && !o0)
-                side = 1;
-        else
-                return false;
-        return !(expr_columns(k->args[1 - side], &lo, &hi) && hi >= n_from);
 }
 
 /* e with each part equal to a key's outer side replaced by the key's inner side. */
@@ -8621,8 +8609,9 @@ static int plan_where(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Pla
         /* Keys first: the other conjuncts reading the enclosing query may use them. */
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 bool inner = false;
+                size_t side;
 
-                if (expr_outer(v[i], &inner) && is_key_equality(v[i], n_from))
+                if (expr_outer(v[i], &inner) && key_equality(v[i], n_from, &side))
                         r = correlation(a, TAKE_PTR(v[i]), sq, n_from);
         }
         for (size_t i = 0; r >= 0 && i < n; i++) {
