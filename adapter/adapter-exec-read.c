@@ -42,6 +42,15 @@ static void stream_pull(struct exec *ex, struct request *rq, bool cancel)
                                (unsigned long long)rq->id, cancel);
 }
 
+/* (12) A peek not answered yet is wanted no more: the controller ends it, answering
+ * nothing -- it stops evaluating it if it has begun (controller-server-peek.c note 18) --
+ * and rq is freed.  A reply already on its way is unmatched and dropped. */
+void peek_cancel(struct exec *ex, struct request *rq)
+{
+        stream_pull(ex, rq, true);
+        request_free(rq);
+}
+
 /* (9) The session no longer wants rq's stream.  With a pull out, the chunk it brings
  * is dropped and the stream cancelled then (peek_done() with no session); else it is
  * cancelled now.  Returns whether rq must stay (true) or may be freed. */

@@ -156,9 +156,10 @@
  *     parks arms the session's timer (stmt_timer_arm()); whatever resumes the session
  *     disarms it (session_resume()).  When it fires, or when a CancelRequest comes, a
  *     statement that only waits -- a read for its reply, any statement for its object
- *     to be enacted or for the fence -- ends with 57014 (session_cancel()): its request,
- *     if the controller has it, is answered into the void, and one never sent is
- *     dropped.  A write still queued in a group never sent is taken out of it
+ *     to be enacted or for the fence -- ends with 57014 (session_cancel()): a read's
+ *     request is cancelled at the controller (peek_cancel(): a PeekNext with cancel,
+ *     which also stops an evaluation in progress in its peek thread) or, the
+ *     controller away, dropped.  A write still queued in a group never sent is taken out of it
  *     (write_unqueue()): it ends with 57014 and is not applied.  A write sent to the
  *     controller or a DDL's commit cannot be taken back, as in PostgreSQL a commit in
  *     progress cannot: it finishes (at most one group is in flight, note 2, so with
@@ -880,6 +881,8 @@ static bool session_cancel(struct session *s, const char *why)
                         request_free(rq);       /* (9) no chunk is coming for it */
                 else if (!s->stream && !ex->controller_up)
                         request_free(rq);       /* (4) it would be resent for nobody */
+                else if (!s->stream)
+                        peek_cancel(ex, rq);    /* the controller stops evaluating it */
                 else
                         rq->ctx = NULL;
         }

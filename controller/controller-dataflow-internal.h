@@ -273,6 +273,7 @@ struct dataflow {
         size_t n_inputs;
         struct eval_batch result;       /* the root's delta, consolidated */
         size_t mem_limit;               /* (6) bytes; 0: none, nothing counted */
+        const atomic_bool *cancel;      /* (6) set by another thread: stop at a check */
         size_t mem_inputs;              /* (6) buffered input */
         ptrdiff_t mem_state;            /* (6) operators' state (changes summed) */
         size_t mem_deltas;              /* (6) outputs of the time being processed */

@@ -267,8 +267,8 @@ static int topk_window(struct dataflow *df, struct node *n, uint64_t t, struct r
 
         hi = tk->has_limit ? lo + tk->limit : (unsigned __int128)-1;
         k = hi;         /* places that matter: [0, offset + limit) */
-        if (df->mem_limit && mem_check(df, scratch, err) < 0)
-                return -E2BIG;
+        if (df->mem_limit && (r = mem_check(df, scratch, err)) < 0)
+                return r;
         items = malloc(n->map.n ? n->map.n * sizeof(*items) : 1);
         keys = malloc(n->map.n && nk ? n->map.n * nk * sizeof(*keys) : 1);
         if (!items || !keys) {
@@ -857,9 +857,12 @@ static int join_emit(const struct dataflow *df, struct node *n, const uint8_t *l
         assert(ll >= 2 && rl >= 2);
         if (df->mem_limit) {
                 /* (6) One Join's output can outgrow everything else. */
+                int rc;
+
                 n->emitted += ll + rl + sizeof(struct eval_update);
-                if (mem_check(df, n->emitted, err) < 0)
-                        return -E2BIG;
+                rc = mem_check(df, n->emitted, err);
+                if (rc < 0)
+                        return rc;
         }
         p = batch_alloc(&n->out, ll + rl - 2, t, diff);
         if (!p)

@@ -46,7 +46,10 @@
  *     being processed (each node's output, freed only at the next time).  The count is
  *     checked after every node, and inside a Join at every emitted row, where one node
  *     can grow without bound; passing the limit is error 53200 and poisons the
- *     dataflow.  Without a limit (maintained dataflows) nothing is counted.
+ *     dataflow.  Without a limit (maintained dataflows) nothing is counted.  The same
+ *     checks stop a peek cancelled from the loop while the peek thread steps it
+ *     (dataflow_set_cancel(): 57014, poisoned), so a cancelled cross product gives
+ *     the thread back within one emitted row.
  */
 #include "controller-dataflow-internal.h"
 
@@ -222,11 +225,15 @@ int64_t buf_encode(struct buf *b, const struct row_datum *d, size_t n)
 
 /* ---- The handle: memory (6), freeing, accessors. ---- */
 
-/* (6) Is the dataflow, holding `extra` bytes more than counted, over its limit? */
+/* (6) Is the dataflow, holding `extra` bytes more than counted, over its limit, or
+ * cancelled? */
 int mem_check(const struct dataflow *df, size_t extra, struct row_error *err)
 {
         ptrdiff_t state = df->mem_state > 0 ? df->mem_state : 0;
 
+        if (df->cancel && atomic_load_explicit(df->cancel, memory_order_relaxed))
+                return row_error_set(err, -ECANCELED, "57014", "canceling statement due to "
+                                     "user request");
         if (!df->mem_limit || df->mem_inputs + (size_t)state + df->mem_deltas + extra <= df->mem_limit)
                 return 0;
         row_error_set(err, -E2BIG, "53200", "out of memory: the query needs more than its "
@@ -254,6 +261,11 @@ static size_t batch_bytes(const struct eval_batch *b)
         for (size_t i = 0; i < b->n; i++)
                 bytes += b->updates[i].len;
         return bytes;
+}
+
+void dataflow_set_cancel(struct dataflow *df, const atomic_bool *flag)
+{
+        df->cancel = flag;
 }
 
 void dataflow_set_memory_limit(struct dataflow *df, size_t bytes)
@@ -383,8 +395,10 @@ int dataflow_push(struct dataflow *df, size_t input, const struct eval_update *u
 
                 for (size_t i = 0; i < n; i++)
                         add += u[i].len + sizeof(*u);
-                if (mem_check(df, add, err) < 0)
-                        return -E2BIG;
+                int r = mem_check(df, add, err);
+
+                if (r < 0)
+                        return r;
                 df->mem_inputs += add;
         }
         first = in->pending.n;

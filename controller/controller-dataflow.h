@@ -39,6 +39,7 @@
  */
 #pragma once
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -88,6 +89,13 @@ int dataflow_step(struct dataflow *df, uint64_t frontier, struct eval_batch *out
  * or dataflow_step() (poisoned) with -E2BIG and err 53200 naming the limit in MB.
  * 0: no bound and nothing counted (the default). */
 void dataflow_set_memory_limit(struct dataflow *df, size_t bytes);
+
+/* Stop a bounded dataflow from another thread (a peek in the peek thread whose reader
+ * went; controller-dataflow.c note 6): once *flag is true, dataflow_step() fails where
+ * it checks the memory limit -- after every node, and in a Join at every emitted row --
+ * with -ECANCELED and err 57014, poisoned.  Only with a memory limit set; the flag
+ * must outlive the dataflow's steps.  NULL: never stopped (the default). */
+void dataflow_set_cancel(struct dataflow *df, const atomic_bool *flag);
 
 /* Memory accounting for status lines: bytes of state held (arrangements, groups,
  * buffered input). */

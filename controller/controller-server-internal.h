@@ -9,6 +9,7 @@
 #pragma once
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,7 +93,7 @@ struct peek {
         uint64_t pulled_ms;             /* when the last chunk went */
         struct loop_timer *idle;        /* set while streaming */
         struct bgpeek *bg;              /* in the peek thread (18): the thread's alone */
-        bool cancelled;                 /* its requester went while bg */
+        bool cancelled;                 /* its requester went or cancelled while bg */
 };
 
 /* A peek in the peek thread (18).  The loop fills everything but r, e and eval_us
@@ -103,6 +104,7 @@ struct bgpeek {
         int r;                          /* 0: pk's result is prepared; or -errno with e */
         struct row_error e;
         uint64_t eval_us;
+        atomic_bool stop;               /* set by the loop when pk is cancelled (18) */
         size_t n;
         struct storage_reader *rd[];    /* one per input; NULL: empty at ts (10) */
 };
@@ -535,6 +537,7 @@ void server_km_drop_all(struct cserver *s);
 
 /* controller-server-peek.c: peeks (5), (18). */
 void server_peek_free(struct peek *pk);
+void server_peek_cancel(struct peek *pk);
 uint64_t server_peeks_hold(const struct cserver *s, uint64_t gid);
 int server_storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
                             void *emit_userdata);

@@ -49,9 +49,16 @@
  *     and sorts the result (peek_prepare()), touching nothing but the job and its
  *     peek.  The loop, woken, sends the first chunk as (5) does, through the output
  *     gate (16) like any answer.  Meanwhile the peek stays on s->peeks -- an execution
- *     hold, as in (5) -- with no timer and not streaming, so server_peeks_wake() and PeekNext
- *     pass it by; when its requester goes it is marked cancelled and freed once its
- *     job is back.  One thread, jobs in arrival order.  The answer is what evaluating
+ *     hold, as in (5) -- with no timer and not streaming, so server_peeks_wake() passes
+ *     it by; when its requester goes or cancels it (a PeekNext with cancel: its
+ *     statement was cancelled or timed out), server_peek_cancel() marks it cancelled and
+ *     sets its job's stop flag, which the thread reads between inputs and the dataflow
+ *     where it checks its memory (controller-dataflow.c note 6), and it is freed
+ *     unanswered once its job is back.  A plan that joins counts the product of its
+ *     inputs' updates, not their sum (peek_try_bg()): a cross product of small tables
+ *     goes to the thread, not on the loop where it would hold every other client until
+ *     it ended (issue 36).  An index's input still keeps a peek on the loop.  One
+ *     thread, jobs in arrival order.  The answer is what evaluating
  *     on the loop when the peek was handed off would have given: the readers read
  *     that moment's state, and contents at ts no longer change once upper > ts.
  *
@@ -92,6 +99,8 @@
 #define PEEK_BG_MIN_UPDATES 4096u
 /* The peek thread's nice value (Linux: per thread). */
 #define PEEK_THREAD_NICE 19
+/* plan_joins() looks this deep, then assumes a join. */
+#define PEEK_PLAN_MAX_DEPTH 256u
 
 /* The peek thread (18): todo and done under lock, FIFO. */
 struct peek_worker {
@@ -139,6 +148,18 @@ void server_peek_free(struct peek *pk)
         if (pk->req)
                 coord__peek_request__free_unpacked(pk->req, NULL);
         free(pk);
+}
+
+/* End pk without an answer: now, or -- in the peek thread -- when its job is back, the
+ * thread told to stop at its next check (18). */
+void server_peek_cancel(struct peek *pk)
+{
+        if (pk->bg) {
+                pk->cancelled = true;
+                atomic_store_explicit(&pk->bg->stop, true, memory_order_relaxed);
+        } else {
+                server_peek_free(pk);
+        }
 }
 
 /* The lowest ts of a peek in flight on gid (an execution hold), or UINT64_MAX. */
@@ -458,14 +479,15 @@ static void peek_idle(struct loop *l, void *userdata)
         server_peek_free(pk);
 }
 
-/* MSG_PEEK_NEXT: the next chunk of a stream, or its end (cancel). */
+/* MSG_PEEK_NEXT: the next chunk of a stream, or its end (cancel); a cancel also ends a
+ * peek not answered yet -- parked, or evaluating in the peek thread (5). */
 void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         Coord__PeekNext *m;
         struct peek *pk;
 
         for (pk = s->peeks_head; pk; pk = pk->next)
-                if (pk->streaming && pk->from == from && pk->request_id == env->request_id)
+                if (pk->from == from && pk->request_id == env->request_id && !pk->cancelled)
                         break;
         if (!pk) {
                 log_debug("peek_next_unmatched", "role=%s request_id=%llu", node_role_name(from),
@@ -475,10 +497,18 @@ void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__E
         m = coord__peek_next__unpack(NULL, env->payload.len, env->payload.data);
         if (!m) {
                 server_reply_malformed(s, from, env);
-                server_peek_free(pk);
+                server_peek_cancel(pk);
                 return;
         }
-        if (m->cancel) {
+        if (m->cancel && !pk->streaming) {
+                log_info("peek_cancelled", "role=%s request_id=%llu state=%s",
+                         node_role_name(from), (unsigned long long)pk->request_id,
+                         pk->bg ? "evaluating" : "parked");
+                server_peek_cancel(pk);
+        } else if (!pk->streaming) {
+                log_debug("peek_next_unmatched", "role=%s request_id=%llu", node_role_name(from),
+                          (unsigned long long)env->request_id);
+        } else if (m->cancel) {
                 log_debug("peek_stream_cancelled", "role=%s request_id=%llu chunks=%u",
                           node_role_name(from), (unsigned long long)pk->request_id, pk->chunks);
                 server_peek_free(pk);
@@ -641,8 +671,9 @@ static int live_feed(struct cserver *s, uint64_t gid, struct feed *fd)
 static bool peek_read_error(int r, uint64_t gid, struct row_error *e)
 {
         assert(r < 0);
-        if (r == -EINVAL || r == -E2BIG)
-                return false;           /* e set by the dataflow (-E2BIG: its memory limit) */
+        if (r == -EINVAL || r == -E2BIG || r == -ECANCELED)
+                return false;           /* e set by the dataflow (-E2BIG: its memory limit,
+                                         * -ECANCELED: cancelled in the thread, 18) */
         if (r == -ENOMEM) {
                 row_error_oom(e);
                 return false;
@@ -689,6 +720,11 @@ static void bg_eval(struct bgpeek *j)
 
                 if (!j->rd[i])
                         continue;
+                if (atomic_load_explicit(&j->stop, memory_order_relaxed)) {
+                        r = row_error_set(&j->e, -ECANCELED, "57014", "canceling statement due "
+                                          "to user request");
+                        goto out;
+                }
                 r = storage_reader_run(j->rd[i], server_feed_row, &fd);
                 if (r >= 0)
                         r = server_feed_flush(&fd);
@@ -855,7 +891,7 @@ void server_peek_worker_stop(struct cserver *s)
                 return;
         for (struct peek *pk = s->peeks_head; pk; pk = pk->next)
                 if (pk->bg)
-                        pk->cancelled = true;   /* no answers while stopping */
+                        server_peek_cancel(pk); /* no answers while stopping */
         pthread_mutex_lock(&w->lock);
         w->stop = true;
         pthread_cond_signal(&w->cond);
@@ -870,10 +906,44 @@ void server_peek_worker_stop(struct cserver *s)
         s->pw = NULL;
 }
 
+/* Whether rel joins anything: its cost is then the product of its inputs' (18). */
+static bool plan_joins(const Coord__Plan__Relation *rel, unsigned depth)
+{
+        if (!rel || depth > PEEK_PLAN_MAX_DEPTH)
+                return rel != NULL;     /* too deep to tell: assume the worst */
+        switch (rel->kind_case) {
+        case COORD__PLAN__RELATION__KIND_JOIN:
+                return true;
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                return plan_joins(rel->filter->input, depth + 1);
+        case COORD__PLAN__RELATION__KIND_MAP:
+                return plan_joins(rel->map->input, depth + 1);
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                return plan_joins(rel->project->input, depth + 1);
+        case COORD__PLAN__RELATION__KIND_REDUCE:
+                return plan_joins(rel->reduce->input, depth + 1);
+        case COORD__PLAN__RELATION__KIND_DISTINCT:
+                return plan_joins(rel->distinct->input, depth + 1);
+        case COORD__PLAN__RELATION__KIND_TOP_K:
+                return plan_joins(rel->top_k->input, depth + 1);
+        case COORD__PLAN__RELATION__KIND_NEGATE:
+                return plan_joins(rel->negate->input, depth + 1);
+        case COORD__PLAN__RELATION__KIND_UNION:
+                for (size_t i = 0; i < rel->union_->n_inputs; i++)
+                        if (plan_joins(rel->union_->inputs[i], depth + 1))
+                                return true;
+                return false;
+        default:
+                return false;
+        }
+}
+
 /* (18): hand pk, readable at its ts (peek_try() checked), to the peek thread when it
- * reads enough and every input is a storage collection.  PEEK_BG when handed off,
- * else 0: evaluate it here -- also whenever anything fails, the loop's path reports
- * it. */
+ * may cost enough and every input is a storage collection.  Its cost is the stored
+ * updates it reads, or, when its plan joins, their product: a join of small tables
+ * can be a large cross product (issue 36), and on the loop it would hold every other
+ * client until it ended.  PEEK_BG when handed off, else 0: evaluate it here -- also
+ * whenever anything fails, the loop's path reports it. */
 static int peek_try_bg(struct cserver *s, struct peek *pk)
 {
         uint64_t min = s->cfg.test_peek_bg_min_updates ? s->cfg.test_peek_bg_min_updates
@@ -881,7 +951,8 @@ static int peek_try_bg(struct cserver *s, struct peek *pk)
         size_t n = dataflow_n_inputs(pk->df);
         _cleanup_free_ uint64_t *at = calloc(n ? n : 1, sizeof(*at));
         _cleanup_free_ bool *read = calloc(n ? n : 1, sizeof(*read));
-        uint64_t cost = 0;
+        bool joins = plan_joins(pk->req->peek->plan, 0);
+        uint64_t cost = joins ? 1 : 0;
         struct bgpeek *j;
 
         if (!at || !read)
@@ -901,7 +972,10 @@ static int peek_try_bg(struct cserver *s, struct peek *pk)
                 if (read[i]) {
                         if (storage_read_cost(s->st, gid, at[i], &updates) < 0)
                                 return 0;
-                        cost += updates;
+                        if (!joins)
+                                cost += updates;
+                        else if (__builtin_mul_overflow(cost, updates + 1, &cost))
+                                cost = UINT64_MAX;
                 }
         }
         if (cost < min || (!s->pw && peek_worker_start(s) < 0))
@@ -911,6 +985,8 @@ static int peek_try_bg(struct cserver *s, struct peek *pk)
                 return 0;
         j->pk = pk;
         j->n = n;
+        atomic_init(&j->stop, false);
+        dataflow_set_cancel(pk->df, &j->stop);
         for (size_t i = 0; i < n; i++)
                 if (read[i] && storage_reader_new(s->st, dataflow_input_id(pk->df, i), at[i], &j->rd[i]) < 0) {
                         for (size_t k = 0; k < i; k++)

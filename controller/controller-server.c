@@ -223,10 +223,7 @@ void cserver_on_peer_change(struct cserver *s, Coord__Role role)
                 next = pk->next;
                 if (pk->from != role)
                         continue;
-                if (pk->bg)
-                        pk->cancelled = true;   /* freed when its job is back (18) */
-                else
-                        server_peek_free(pk);
+                server_peek_cancel(pk);         /* in the thread: when its job is back (18) */
                 n++;
         }
         if (n)

@@ -6,8 +6,11 @@
  * against a naive accumulation, before and after compaction.
  */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "controller-dataflow.h"
 #include "row-expr.h"
@@ -1799,6 +1802,53 @@ static void test_memory_limit(void)
         coord__plan__relation__free_unpacked(keyed, NULL);
 }
 
+static void *cancel_later(void *arg)
+{
+        usleep(50 * 1000);
+        atomic_store((atomic_bool *)arg, true);
+        return NULL;
+}
+
+/* dataflow_set_cancel() (controller-dataflow.c note 6): a flag set before the step
+ * (pushes then fail too) fails it with 57014 and poisons it; one set by another thread while a Join emits a
+ * cross product of 10^9 rows stops it there (57014: neither the result nor 53200 of
+ * its 1 GB limit). */
+static void test_cancel(void)
+{
+        Coord__Plan__Relation *cross = join(join(get(1, 3, T3), get(2, 3, T3), 0), get(3, 3, T3), 0);
+        struct eval_batch out = EVAL_BATCH_INIT;
+        struct row_error err = { 0 };
+        atomic_bool stop;
+        struct dataflow *df;
+        pthread_t th;
+
+        for (int k = 0; k < 2; k++) {
+                atomic_init(&stop, false);
+                df = mkdf(cross, 0);
+                dataflow_set_memory_limit(df, 1u << 30);
+                dataflow_set_cancel(df, &stop);
+                for (size_t in = 0; in < 3; in++)
+                        for (int64_t i = 0; i < 1000; i++)
+                                PUSH(df, in, 0, 1, "iit", i, i, "row");
+                if (k == 0)
+                        atomic_store(&stop, true);
+                else
+                        CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, cancel_later, &stop), 0);
+                memset(&err, 0, sizeof(err));
+                CU_ASSERT_EQUAL(dataflow_step(df, 1, &out, &err), -ECANCELED);
+                CU_ASSERT_STRING_EQUAL(err.sqlstate, "57014");
+                if (k == 1)
+                        pthread_join(th, NULL);
+                memset(&err, 0, sizeof(err));
+                CU_ASSERT_EQUAL(dataflow_step(df, 2, &out, &err), -ECANCELED);  /* poisoned */
+                CU_ASSERT_EQUAL(out.n, 0);
+                eval_batch_done(&out);
+                out = EVAL_BATCH_INIT;
+                dataflow_free(df);
+        }
+        coord__plan__relation__free_unpacked(cross, NULL);
+}
+
 static const struct t_case operator_cases[] = {
         { "filter/map/project", test_linear },
         { "union, negate, distinct", test_union_negate_distinct },
@@ -1811,6 +1861,7 @@ static const struct t_case operator_cases[] = {
         { "topk: window, ties, multiplicities, retractions", test_topk },
         { "plan errors", test_plan_errors },
         { "a memory limit fails a cross product with 53200", test_memory_limit },
+        { "a cancelled dataflow stops with 57014, also inside a Join", test_cancel },
         { NULL, NULL },
 };
 

@@ -1984,6 +1984,79 @@ static void test_peek_thread(void)
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
+/* Issue 36, "no query blocks others": a plan that joins is costed by the product of its
+ * inputs, so a cross product of small tables goes to the peek thread (held there 1 s
+ * by the test hook) while the loop answers everyone; PQcancel ends it with 57014 and
+ * the controller stops its evaluation (a PeekNext with cancel; the thread is freed).
+ * A join of tiny tables still runs on the loop. */
+static void test_cross_product_thread(void)
+{
+        PGconn *c, *big;
+        PGresult *r;
+        uint64_t before, t0;
+        char q[4096];
+        size_t len;
+        pid_t controller;
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_CONTROLLER_ARGS='--test-peek-bg-delay-ms 1000 "
+                                   "--peek-memory-limit-mb 64' %s up >/dev/null", coord_cmd), 0);
+        c = db();
+        big = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+        for (int t = 1; t <= 5; t++) {
+                CU_ASSERT_FATAL(okf(c, "CREATE TABLE cx%d (a int)", t));
+                len = (size_t)snprintf(q, sizeof(q), "INSERT INTO cx%d VALUES ", t);
+                for (int i = 0; i < 60; i++)
+                        len += (size_t)snprintf(q + len, sizeof(q) - len, "%s(%d)", i ? ", " : "", i);
+                CU_ASSERT_FATAL(len < sizeof(q));
+                CU_ASSERT_FATAL(ok(c, q));
+        }
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE cy (a int)"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO cy VALUES (1), (2)"));
+        controller = pid_of(COORD__ROLE__ROLE_CONTROLLER);
+
+        /* Tiny: 2 x 2 rows, on the loop. */
+        before = ctl_stat("peeks_thread");
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM cy AS x, cy AS y", "4"));
+        CU_ASSERT_EQUAL(ctl_stat("peeks_thread"), before);
+
+        /* 60^5 rows: in the thread; the loop answers reads and writes meanwhile. */
+        CU_ASSERT_FATAL(PQsendQuery(big, "SELECT count(*) FROM cx1, cx2, cx3, cx4, cx5"));
+        CU_ASSERT_FATAL(ctl_stat_becomes("peeks_in_thread", 1, 2000));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM cx1", "60"));
+        CU_ASSERT(ok(c, "INSERT INTO cy VALUES (3)"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM cy", "3"));
+        CU_ASSERT_EQUAL(ctl_stat("peeks_in_thread"), 1);
+        CU_ASSERT(PQconsumeInput(big) && PQisBusy(big));
+
+        /* Cancelled: 57014 at once, and the controller drops the evaluation. */
+        t0 = now_ms();
+        CU_ASSERT(cancel_running(big));
+        CU_ASSERT(ctl_stat_becomes("peeks_in_thread", 0, 5000));
+        printf("\n    cross product cancelled in the peek thread: thread free %llu ms after "
+               "PQcancel\n", (unsigned long long)(now_ms() - t0));
+        CU_ASSERT_EQUAL(t_sh("grep -q 'peek_cancelled.*state=evaluating' %s/log/controller.log",
+                             home), 0);
+        CU_ASSERT_EQUAL(pid_of(COORD__ROLE__ROLE_CONTROLLER), controller);
+        CU_ASSERT(rows_are(big, "SELECT count(*) FROM cx1, cx2 WHERE cx1.a = cx2.a", "60"));
+
+        /* statement_timeout ends one too. */
+        CU_ASSERT(ok(big, "SET statement_timeout = 300"));
+        r = PQexec(big, "SELECT count(*) FROM cx1, cx2, cx3, cx4, cx5");
+        CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE) ?: "", "57014");
+        PQclear(r);
+        CU_ASSERT(ctl_stat_becomes("peeks_in_thread", 0, 5000));
+        for (int t = 1; t <= 5; t++)
+                CU_ASSERT(okf(c, "DROP TABLE cx%d", t));
+        CU_ASSERT(ok(c, "DROP TABLE cy"));
+        PQfinish(big);
+        PQfinish(c);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+}
+
 static void test_down(void)
 {
         CU_ASSERT_EQUAL(t_sh("%s down >/dev/null", coord_cmd), 0);
@@ -2325,6 +2398,8 @@ static const struct t_case cases[] = {
         { "a client that stops reading holds nobody else, and is freed when it goes", test_stream_slow_client },
         { "controller killed mid-stream: 58000, the connection goes on", test_stream_controller_killed },
         { "a big read in the controller's peek thread; the loop serves meanwhile", test_peek_thread },
+        { "a cross product goes to the peek thread; cancel and statement_timeout stop it",
+          test_cross_product_thread },
         { "psql script", test_psql_script },
         { "down", test_down },
         { NULL, NULL },
