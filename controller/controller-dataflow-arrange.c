@@ -97,6 +97,11 @@ size_t arrangement_rows(const struct arrangement *a)
         return a->base.n;
 }
 
+size_t arrangement_updates(const struct arrangement *a)
+{
+        return a->base.n + (a->n - a->head);
+}
+
 size_t arrangement_bytes(const struct arrangement *a)
 {
         return sizeof(*a) + bmap_bytes(&a->base) + a->cap * sizeof(struct alog) + a->seg_bytes;

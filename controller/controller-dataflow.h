@@ -126,4 +126,5 @@ int arrangement_compact(struct arrangement *a, uint64_t since);
  * come in no particular order.  An emit error stops the read and is returned. */
 int arrangement_read(const struct arrangement *a, uint64_t t, eval_emit_fn emit, void *ud);
 size_t arrangement_rows(const struct arrangement *a);   /* rows in the base */
+size_t arrangement_updates(const struct arrangement *a); /* base rows + logged updates */
 size_t arrangement_bytes(const struct arrangement *a);

@@ -39,34 +39,32 @@
  *
  * (18) Big peeks in a thread.  (5) evaluates a peek in one loop turn; at 100,000
  *     objects a poll of coord_frontiers (a row per collection) held the loop 35-56 ms,
- *     and every append and DDL waited behind it (issue 6: a polling observer raised
- *     the DDL pairs' p95 x1.53).  A peek whose inputs are all storage collections
- *     (tables, built-ins, materialized views -- not an index, whose arrangement lives
- *     on the loop) and which reads PEEK_BG_MIN_UPDATES stored updates or more goes to
- *     the peek thread (struct bgpeek): the loop makes a storage_reader per input
- *     (controller-storage-read.c NOTE 15: a copy of the descriptors and a RocksDB snapshot,
- *     O(batches)), and the thread reads them, feeds and steps the peek's own dataflow
- *     and sorts the result (peek_prepare()), touching nothing but the job and its
- *     peek.  The loop, woken, sends the first chunk as (5) does, through the output
- *     gate (16) like any answer.  Meanwhile the peek stays on s->peeks -- an execution
- *     hold, as in (5) -- with no timer and not streaming, so server_peeks_wake() passes
- *     it by; when its requester goes or cancels it (a PeekNext with cancel: its
- *     statement was cancelled or timed out), server_peek_cancel() marks it cancelled and
- *     sets its job's stop flag, which the thread reads between inputs and the dataflow
- *     where it checks its memory (controller-dataflow.c note 6), and it is freed
- *     unanswered once its job is back.  A plan that joins counts the product of its
- *     inputs' updates, not their sum (peek_try_bg()): a cross product of small tables
- *     goes to the thread, not on the loop where it would hold every other client until
- *     it ended (issue 36).  An index's input still keeps a peek on the loop.  One
- *     thread, jobs in arrival order.  The answer is what evaluating
- *     on the loop when the peek was handed off would have given: the readers read
+ *     and every append and DDL waited behind it (issue 6).  A peek that reads
+ *     PEEK_BG_MIN_UPDATES updates or more -- or, when its plan joins, whose inputs'
+ *     updates multiply to that (a cross product of small tables, issue 36) -- goes to
+ *     the peek thread (struct bgpeek, peek_try_bg()): the loop makes a storage_reader
+ *     per storage collection it reads (controller-storage-read.c NOTE 15: a copy of the
+ *     descriptors and a RocksDB snapshot, O(batches)) and copies into the peek's
+ *     dataflow what only the loop may read (an index's arrangement, a live relation's
+ *     state); the thread reads the readers, feeds and steps the dataflow and sorts the
+ *     result (peek_prepare()), touching nothing but the job and its peek.  An index
+ *     read below its since (its storage fallback) stays on the loop.  The loop, woken,
+ *     sends the first chunk as (5) does, through the output gate (16).  Meanwhile the
+ *     peek stays on s->peeks -- an execution hold, as in (5) -- with no timer and not
+ *     streaming, so server_peeks_wake() passes it by.  When its requester goes or
+ *     cancels it (a PeekNext with cancel: its statement was cancelled or timed out),
+ *     server_peek_cancel() marks it cancelled and sets its job's stop flag, which the
+ *     thread reads between inputs and the dataflow where it checks its memory
+ *     (controller-dataflow.c note 6); it is freed unanswered once its job is back.
+ *     One thread, jobs in arrival order.  The answer is what evaluating on the loop
+ *     when the peek was handed off would have given: the copies and the readers hold
  *     that moment's state, and contents at ts no longer change once upper > ts.
  *
  * (21) Live status relations (builtins.h): coord_sources (one row per source: its
  *     offset, its data upper, running | finished | error and why) and coord_refreshes
  *     (one row per refresh view: the last refresh its durable upper passed, and the
  *     next, the first at or after that upper).  No collection holds them: a peek that reads one gets the
- *     loop's state when it is evaluated (live_feed(), always on the loop), whatever its
+ *     loop's state when it is fed (live_feed(), always on the loop), whatever its
  *     timestamp; nothing maintained may read them (the adapter refuses, 0A000).
  */
 #include "controller-server.h"
@@ -99,7 +97,7 @@
 #define PEEK_BG_MIN_UPDATES 4096u
 /* The peek thread's nice value (Linux: per thread). */
 #define PEEK_THREAD_NICE 19
-/* plan_joins() looks this deep, then assumes a join. */
+/* plan_cost() looks this deep, then assumes the worst. */
 #define PEEK_PLAN_MAX_DEPTH 256u
 
 /* The peek thread (18): todo and done under lock, FIFO. */
@@ -906,79 +904,137 @@ void server_peek_worker_stop(struct cserver *s)
         s->pw = NULL;
 }
 
-/* Whether rel joins anything: its cost is then the product of its inputs' (18). */
-static bool plan_joins(const Coord__Plan__Relation *rel, unsigned depth)
+static uint64_t cost_add(uint64_t a, uint64_t b)
 {
-        if (!rel || depth > PEEK_PLAN_MAX_DEPTH)
-                return rel != NULL;     /* too deep to tell: assume the worst */
+        return a + b < a ? UINT64_MAX : a + b;
+}
+
+static uint64_t cost_mul(uint64_t a, uint64_t b)
+{
+        uint64_t r;
+
+        return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* (18) A peek's cost: the updates a Get reads (ups[i] for the dataflow's input i), the
+ * product of a Join's sides (a join of small tables can be a large cross product, issue
+ * 36), the sum of a Union's arms, the rows of a Constant, and an operator's input's
+ * otherwise.  An upper bound of the rows the plan may produce along the way. */
+static uint64_t plan_cost(const Coord__Plan__Relation *rel, const struct dataflow *df,
+                          const uint64_t *ups, unsigned depth)
+{
+        if (!rel)
+                return 0;
+        if (depth > PEEK_PLAN_MAX_DEPTH)
+                return UINT64_MAX;      /* too deep to tell: assume the worst */
         switch (rel->kind_case) {
+        case COORD__PLAN__RELATION__KIND_GET:
+                for (size_t i = 0; i < dataflow_n_inputs(df); i++)
+                        if (dataflow_input_id(df, i) == rel->get->id)
+                                return ups[i];
+                return 0;
+        case COORD__PLAN__RELATION__KIND_CONSTANT:
+                return rel->constant->n_rows;
         case COORD__PLAN__RELATION__KIND_JOIN:
-                return true;
-        case COORD__PLAN__RELATION__KIND_FILTER:
-                return plan_joins(rel->filter->input, depth + 1);
-        case COORD__PLAN__RELATION__KIND_MAP:
-                return plan_joins(rel->map->input, depth + 1);
-        case COORD__PLAN__RELATION__KIND_PROJECT:
-                return plan_joins(rel->project->input, depth + 1);
-        case COORD__PLAN__RELATION__KIND_REDUCE:
-                return plan_joins(rel->reduce->input, depth + 1);
-        case COORD__PLAN__RELATION__KIND_DISTINCT:
-                return plan_joins(rel->distinct->input, depth + 1);
-        case COORD__PLAN__RELATION__KIND_TOP_K:
-                return plan_joins(rel->top_k->input, depth + 1);
-        case COORD__PLAN__RELATION__KIND_NEGATE:
-                return plan_joins(rel->negate->input, depth + 1);
-        case COORD__PLAN__RELATION__KIND_UNION:
+                return cost_mul(cost_add(plan_cost(rel->join->left, df, ups, depth + 1), 1),
+                                cost_add(plan_cost(rel->join->right, df, ups, depth + 1), 1));
+        case COORD__PLAN__RELATION__KIND_UNION: {
+                uint64_t c = 0;
+
                 for (size_t i = 0; i < rel->union_->n_inputs; i++)
-                        if (plan_joins(rel->union_->inputs[i], depth + 1))
-                                return true;
-                return false;
+                        c = cost_add(c, plan_cost(rel->union_->inputs[i], df, ups, depth + 1));
+                return c;
+        }
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                return plan_cost(rel->filter->input, df, ups, depth + 1);
+        case COORD__PLAN__RELATION__KIND_MAP:
+                return plan_cost(rel->map->input, df, ups, depth + 1);
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                return plan_cost(rel->project->input, df, ups, depth + 1);
+        case COORD__PLAN__RELATION__KIND_REDUCE:
+                return plan_cost(rel->reduce->input, df, ups, depth + 1);
+        case COORD__PLAN__RELATION__KIND_DISTINCT:
+                return plan_cost(rel->distinct->input, df, ups, depth + 1);
+        case COORD__PLAN__RELATION__KIND_TOP_K:
+                return plan_cost(rel->top_k->input, df, ups, depth + 1);
+        case COORD__PLAN__RELATION__KIND_NEGATE:
+                return plan_cost(rel->negate->input, df, ups, depth + 1);
         default:
-                return false;
+                return UINT64_MAX;
         }
 }
 
+/* Feed input i of pk's dataflow with its contents at pk->ts, on the loop: a live
+ * relation's state (21), an index's arrangement (or, below its since, what it indexes),
+ * a storage collection's snapshot.  -errno with e. */
+static int peek_feed(struct cserver *s, struct peek *pk, size_t i, struct row_error *e)
+{
+        uint64_t gid = dataflow_input_id(pk->df, i);
+        struct dfent *de = server_dfent_find(s, gid);
+        struct feed fd = { .df = pk->df, .input = i, .err = e, .time = pk->ts };
+        int r;
+
+        if (coord_gid_is_live(gid))
+                r = live_feed(s, gid, &fd);
+        else if (de && de->index && pk->ts < arrangement_since(de->arr))
+                r = index_fallback_feed(s, de, pk->ts, &fd);
+        else if (de && de->index)
+                r = arrangement_read(de->arr, pk->ts, server_feed_emit, &fd);
+        else
+                r = server_storage_snapshot(s, gid, pk->ts, server_feed_emit, &fd);
+        if (r >= 0)
+                r = server_feed_flush(&fd);
+        row_arena_done(&fd.bytes);
+        if (r < 0 && peek_read_error(r, gid, e))
+                server_storage_recover(s);     /* (8): a sticky state? */
+        return r < 0 ? r : 0;
+}
+
 /* (18): hand pk, readable at its ts (peek_try() checked), to the peek thread when it
- * may cost enough and every input is a storage collection.  Its cost is the stored
- * updates it reads, or, when its plan joins, their product: a join of small tables
- * can be a large cross product (issue 36), and on the loop it would hold every other
- * client until it ended.  PEEK_BG when handed off, else 0: evaluate it here -- also
- * whenever anything fails, the loop's path reports it. */
-static int peek_try_bg(struct cserver *s, struct peek *pk)
+ * may cost enough (plan_cost()): on the loop a cross product would hold every other
+ * client until it ended.  The thread reads storage collections itself; an index's
+ * arrangement and a live relation's state are the loop's, so the loop copies them into
+ * pk's dataflow before the handoff (an index read below its since stays on the loop).  PEEK_BG when handed off; 0: evaluate it here,
+ * also whenever anything fails before the dataflow is fed -- the loop's path reports
+ * it; -errno with e when a copy into the dataflow failed (nothing may be fed twice). */
+static int peek_try_bg(struct cserver *s, struct peek *pk, struct row_error *e)
 {
         uint64_t min = s->cfg.test_peek_bg_min_updates ? s->cfg.test_peek_bg_min_updates
                                                        : PEEK_BG_MIN_UPDATES;
         size_t n = dataflow_n_inputs(pk->df);
         _cleanup_free_ uint64_t *at = calloc(n ? n : 1, sizeof(*at));
-        _cleanup_free_ bool *read = calloc(n ? n : 1, sizeof(*read));
-        bool joins = plan_joins(pk->req->peek->plan, 0);
-        uint64_t cost = joins ? 1 : 0;
+        _cleanup_free_ uint64_t *ups = calloc(n ? n : 1, sizeof(*ups));
+        _cleanup_free_ uint8_t *how = calloc(n ? n : 1, sizeof(*how));
         struct bgpeek *j;
+        enum { EMPTY, READ, COPY };
 
-        if (!at || !read)
+        if (!at || !ups || !how)
                 return 0;
 
         for (size_t i = 0; i < n; i++) {
-                uint64_t gid = dataflow_input_id(pk->df, i), updates;
+                uint64_t gid = dataflow_input_id(pk->df, i), updates = 0;
                 struct dfent *de = server_dfent_find(s, gid);
                 int r;
 
-                if ((de && de->index) || coord_gid_is_live(gid))
-                        return 0;               /* its arrangement, or state (21), is the loop's */
-                r = snapshot_at(s, gid, pk->ts, &at[i]);
-                if (r < 0)
-                        return 0;
-                read[i] = r > 0;
-                if (read[i]) {
-                        if (storage_read_cost(s->st, gid, at[i], &updates) < 0)
+                if (de && de->index) {
+                        if (!de->arr || pk->ts < arrangement_since(de->arr))
+                                return 0;       /* read from storage on the loop (13) */
+                        how[i] = COPY;
+                        updates = arrangement_updates(de->arr);
+                } else if (coord_gid_is_live(gid)) {
+                        how[i] = COPY;          /* a row per source or refresh view */
+                } else {
+                        r = snapshot_at(s, gid, pk->ts, &at[i]);
+                        if (r < 0)
                                 return 0;
-                        if (!joins)
-                                cost += updates;
-                        else if (__builtin_mul_overflow(cost, updates + 1, &cost))
-                                cost = UINT64_MAX;
+                        how[i] = r > 0 ? READ : EMPTY;
+                        if (how[i] == READ && storage_read_cost(s->st, gid, at[i], &updates) < 0)
+                                return 0;
                 }
+                ups[i] = updates;
         }
-        if (cost < min || (!s->pw && peek_worker_start(s) < 0))
+        if (plan_cost(pk->req->peek->plan, pk->df, ups, 0) < min ||
+            (!s->pw && peek_worker_start(s) < 0))
                 return 0;
         j = calloc(1, sizeof(*j) + n * sizeof(j->rd[0]));
         if (!j)
@@ -988,12 +1044,22 @@ static int peek_try_bg(struct cserver *s, struct peek *pk)
         atomic_init(&j->stop, false);
         dataflow_set_cancel(pk->df, &j->stop);
         for (size_t i = 0; i < n; i++)
-                if (read[i] && storage_reader_new(s->st, dataflow_input_id(pk->df, i), at[i], &j->rd[i]) < 0) {
+                if (how[i] == READ && storage_reader_new(s->st, dataflow_input_id(pk->df, i), at[i], &j->rd[i]) < 0) {
                         for (size_t k = 0; k < i; k++)
                                 j->rd[k] = storage_reader_free(j->rd[k]);
                         free(j);
                         return 0;
                 }
+        for (size_t i = 0; i < n; i++) {
+                int r = how[i] == COPY ? peek_feed(s, pk, i, e) : 0;
+
+                if (r < 0) {
+                        for (size_t k = 0; k < n; k++)
+                                j->rd[k] = storage_reader_free(j->rd[k]);
+                        free(j);
+                        return r;
+                }
+        }
         if (pk->timer) {
                 /* Parked until now (server_peeks_wake()): the thread has it now. */
                 loop_timer_cancel(s->loop, pk->timer);
@@ -1075,31 +1141,15 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                         return PEEK_WAIT;
                 }
         }
-        if (peek_try_bg(s, pk) == PEEK_BG)
+        r = peek_try_bg(s, pk, &e);
+        if (r == PEEK_BG)
                 return PEEK_BG;
+        if (r < 0)
+                goto fail;
         start_ns = now_ns();
-        for (size_t i = 0; i < dataflow_n_inputs(pk->df); i++) {
-                uint64_t gid = dataflow_input_id(pk->df, i);
-                struct dfent *de = server_dfent_find(s, gid);
-                struct feed fd = { .df = pk->df, .input = i, .err = &e, .time = pk->ts };
-
-                if (coord_gid_is_live(gid))
-                        r = live_feed(s, gid, &fd);
-                else if (de && de->index && pk->ts < arrangement_since(de->arr))
-                        r = index_fallback_feed(s, de, pk->ts, &fd);
-                else if (de && de->index)
-                        r = arrangement_read(de->arr, pk->ts, server_feed_emit, &fd);
-                else
-                        r = server_storage_snapshot(s, gid, pk->ts, server_feed_emit, &fd);
-                if (r >= 0)
-                        r = server_feed_flush(&fd);
-                row_arena_done(&fd.bytes);
-                if (r < 0) {
-                        if (peek_read_error(r, gid, &e))
-                                server_storage_recover(s);     /* (8): a sticky state? */
+        for (size_t i = 0; i < dataflow_n_inputs(pk->df); i++)
+                if (peek_feed(s, pk, i, &e) < 0)
                         goto fail;
-                }
-        }
         if (peek_step(pk, &out, &e) < 0)
                 goto fail;
         took_us = (now_ns() - start_ns) / 1000;

@@ -2048,6 +2048,30 @@ static void test_cross_product_thread(void)
         CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE) ?: "", "57014");
         PQclear(r);
         CU_ASSERT(ctl_stat_becomes("peeks_in_thread", 0, 5000));
+
+        /* A self-join of an indexed view: the loop copies the arrangement, the thread
+         * evaluates (and answers right when not cancelled). */
+        CU_ASSERT_FATAL(ok(c, "CREATE VIEW cxv AS SELECT a FROM cx1"));
+        CU_ASSERT_FATAL(ok(c, "CREATE DEFAULT INDEX ON cxv"));
+        CU_ASSERT(ok(big, "SET statement_timeout = 0"));
+        /* (A read at a time before the index's arrangement began reads storage, on
+         * the loop: the first one after the CREATE waits for its install.) */
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM cxv", "60"));
+        before = ctl_stat("peeks_thread");
+        CU_ASSERT_FATAL(PQsendQuery(big, "SELECT count(*) FROM cxv AS x, cxv AS y, cxv AS z "
+                                         "WHERE x.a <> y.a"));
+        CU_ASSERT_FATAL(ctl_stat_becomes("peeks_in_thread", 1, 5000));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM cxv", "60"));
+        CU_ASSERT(ok(c, "INSERT INTO cy VALUES (4)"));
+        r = PQgetResult(big);
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+        CU_ASSERT_STRING_EQUAL(PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "",
+                               "212400");
+        PQclear(r);
+        while ((r = PQgetResult(big)))
+                PQclear(r);
+        CU_ASSERT_EQUAL(ctl_stat("peeks_thread") - before, 1);
+        CU_ASSERT(ok(c, "DROP VIEW cxv"));
         for (int t = 1; t <= 5; t++)
                 CU_ASSERT(okf(c, "DROP TABLE cx%d", t));
         CU_ASSERT(ok(c, "DROP TABLE cy"));
