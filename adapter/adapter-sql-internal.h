@@ -1,0 +1,286 @@
+/* adapter-sql-internal.h -- what the files of the SQL analyzer share; not part of the
+ * adapter-sql.h contract.
+ *
+ * The analyzer is adapter-sql.c (names, positions, batches: parsing and lifting AS OF,
+ * and the NOTES ON THE DESIGN that hold for all of it) and the adapter-sql-*.c files
+ * beside it.  Here: the batch, the analyzer and its scopes, the macros they share, and
+ * the functions one of those files calls in another, grouped by the file that defines
+ * them.  A bare "note N" in a file is that file's note; the notes of another are named
+ * with its file.  Single-threaded: one sql_analyze() call at a time per batch.
+ */
+#pragma once
+
+#include <pg_query.h>
+#include <pg_query/pg_query.pb-c.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adapter-sql.h"
+#include "row-expr.h"
+
+struct as_of_clause {
+        size_t begin;                   /* byte offset of the AS token */
+        size_t expr_begin, expr_end;    /* the expression's bytes */
+        PgQuery__ParseResult *tree;     /* AS_OF_PREFIX + expression */
+};
+
+/* One REFRESH option of a CREATE MATERIALIZED VIEW's WITH (...). */
+struct lift_refresh {
+        enum sql_refresh_kind kind;
+        size_t location;                /* byte offset of the REFRESH token */
+        struct as_of_clause expr;       /* AT <expr>, EVERY ... ALIGNED TO <expr>: tree NULL
+                                         * when absent */
+        char *interval;                 /* EVERY '<interval>' */
+        size_t interval_location;
+};
+
+/* A Materialize clause lifted out of a statement on tokens (adapter-sql.h). */
+enum lift_kind {
+        LIFT_DEFAULT_INDEX,             /* the whole statement; PostgreSQL sees "SELECT" */
+        LIFT_SHOW_MATERIALIZED_VIEWS,   /* PostgreSQL sees "SHOW VIEWS" */
+        LIFT_MV_OPTIONS,                /* RETAIN HISTORY, REFRESH: PostgreSQL sees the
+                                         * WITH (...) without them */
+        LIFT_ALTER_RETAIN_HISTORY,      /* the whole statement; PostgreSQL sees "SELECT" */
+        LIFT_CREATE_SINK,               /* the whole statement; PostgreSQL sees "SELECT" */
+        LIFT_DROP_SINK,                 /* DROP SINK | SOURCE (alter_kind): the whole
+                                         * statement; PostgreSQL sees "SELECT" */
+        LIFT_CREATE_SOURCE,             /* the whole statement; PostgreSQL sees "SELECT" */
+        LIFT_ALTER_SINK,                /* ALTER SINK name SET FROM relation: the whole
+                                         * statement; PostgreSQL sees "SELECT" */
+};
+
+struct lift {
+        size_t begin;                   /* byte offset of the statement's first token */
+        enum lift_kind kind;
+        bool if_not_exists;             /* DEFAULT INDEX */
+        char *name;                     /* DEFAULT INDEX: its name, or NULL */
+        char *on;                       /* DEFAULT INDEX: the object's name */
+        char *on_schema;                /* DEFAULT INDEX: its schema, or NULL */
+        char *duration;                 /* RETAIN HISTORY FOR '<duration>'; NULL: RESET */
+        size_t location;                /* byte offset of the object / duration token */
+        enum sql_object_kind alter_kind;        /* ALTER <kind> name SET/RESET (...) */
+        struct lift_refresh *refresh;   /* MV options: the REFRESH options, in order */
+        size_t n_refresh;
+        char *path;                     /* CREATE SINK: INTO FILE '<path>' */
+        int snapshot;                   /* CREATE SINK: WITH (SNAPSHOT = ...): 1, 0, or -1
+                                         * when not given */
+        int source_type;                /* CREATE SOURCE: enum sql_source_type */
+        int format;                     /* CREATE SOURCE FILE: enum sql_source_format */
+        uint64_t up_to, n_cols;         /* CREATE SOURCE: UP TO, CSV WITH n COLUMNS */
+        char **names;                   /* DROP SINK: the names */
+        size_t n_names;
+        bool if_exists, cascade;        /* DROP SINK */
+};
+
+struct batch_stmt {
+        const PgQuery__RawStmt *raw;
+        size_t begin, end;              /* the statement's trimmed text */
+        const struct as_of_clause *as_of;
+        const struct lift *lift;
+};
+
+struct sql_batch {
+        char *query;
+        size_t len;
+        /* libpg_query's trees and tokens, unpacked into the arena (adapter-sql.c note 9) */
+        struct row_arena arena;
+        ProtobufCAllocator pa;
+        PgQuery__ParseResult *tree;
+        struct batch_stmt *stmts;
+        size_t n_stmts;
+        struct as_of_clause *clauses;
+        size_t n_clauses;
+        struct lift *lifts;
+        size_t n_lifts;
+};
+
+struct analyzer {
+        const struct sql_batch *b;
+        const struct sql_catalog_ops *ops;
+        void *userdata;
+        const struct sql_params *params;
+        struct row_error *err;
+        struct sql_stmt *stmt;
+
+        /* Added to a node location to get a byte offset in the query (adapter-sql.c note 2). */
+        long loc_base;
+        unsigned depth;
+        /* Non-NULL where mz_now() may not appear: names the place for the error. */
+        const char *no_mz_now;
+
+        /* The columns in scope (FROM); NULL outside of it. */
+        const struct scope *scope;
+        /* Subqueries ("Subqueries"): where their columns attach (NULL: refused here),
+         * the query a subquery is in, and the correlation of the subquery being planned. */
+        struct attach *attach;
+        struct outer *outer;
+        struct subq *sub;
+        uint32_t late_base;             /* regroup(): where LATE_MARK columns start */
+        /* WITH queries in scope, innermost first ("WITH queries"). */
+        const struct cte_level *ctes;
+        /* Aggregates: collected here where they are allowed (a grouped SELECT's list,
+         * HAVING, ORDER BY); otherwise no_agg names the place for the error. */
+        struct agg_ctx *agg;
+        const char *no_agg;
+        bool in_agg;                    /* inside an aggregate's argument */
+        /* Fold errors (1/0) are reported only where values must be constants (INSERT,
+         * AS OF, LIMIT); elsewhere the expression stays and fails at run time if a row
+         * reaches it. */
+        bool strict_fold;
+        bool materialize;               /* planning a materialized view or an index */
+        bool in_view;                   /* planning a view (CREATE VIEW) */
+        bool peek;                      /* planning a SELECT: objects may be read from indexes */
+        const char *write_reads;        /* planning what a write reads: tables only */
+        bool no_limit;                  /* planning a subquery in an expression: no LIMIT */
+        bool nondeterministic;          /* mz_now() somewhere, also through a view */
+        unsigned ctes_planned;          /* WITH queries planned (CTE_MAX_PLANNED) */
+        /* The next expression analyzed is a reg* cast where its text is all that is used
+         * (analyze_reg_cast()); it clears the flag. */
+        bool reg_ok;
+
+        struct row_arena arena;         /* texts computed while folding */
+        size_t cap_inputs;
+        char **strings;                 /* names kept for the analysis (keep()) */
+        size_t n_strings;
+};
+
+/* A column in scope.  Names are borrowed from the parse tree, the catalog's answer or
+ * keep(); all outlive the analysis. */
+struct scope_col {
+        const char *qual;               /* the range's name (alias), NULL for none */
+        const char *name;
+        int type;
+        bool nullable;
+        bool hidden;                    /* JOIN USING's right column: only qualified */
+};
+
+struct scope {
+        struct scope_col *cols;
+        size_t n;
+        uint32_t *star;                 /* what * expands to, in order */
+        size_t n_star;
+        const char **quals;             /* range names of the FROM clause */
+        size_t n_quals;
+};
+
+struct outer {
+        const struct scope *scope;      /* the enclosing query's columns */
+        const struct outer *up;         /* further out: references to it are refused */
+        bool collect;                   /* in the subquery's WHERE: references allowed */
+        bool refuse;                    /* a grouped query's: no reference at all */
+        bool cte;                       /* a WITH query's: no reference at all */
+};
+
+/* One WITH clause in scope: its first n_visible queries may be referenced; a WITH
+ * query is planned where it is referenced, in the context the clause is in (outer,
+ * no_limit), so each reference is the query inlined as a subquery in FROM. */
+struct cte_level {
+        const PgQuery__WithClause *with;
+        size_t n_visible;
+        struct outer *outer;
+        bool no_limit;
+        const struct cte_level *up;
+};
+
+/* What plan_select() found of a subquery's correlation. */
+struct subq {
+        bool empty;                     /* plan it over no rows, without keys */
+        Coord__Plan__Expr **inner;      /* key i over the subquery's FROM ... */
+        Coord__Plan__Expr **outer;      /* ... equals this over the enclosing scope */
+        size_t n;
+        size_t n_visible;               /* the subquery's own columns; its n keys follow */
+        bool global;                    /* aggregates without GROUP BY */
+        bool having;
+};
+
+/* A subquery's columns joined to the rows of its scope. */
+struct attachment {
+        Coord__Plan__Relation *t;       /* nk keys then np payload; nk = 0: one row */
+        Coord__Plan__Expr **keys;       /* nk, over the scope */
+        Coord__Plan__Type *ptypes;
+        size_t nk, np;
+        Coord__Plan__Expr *value;       /* over the scope and payload, or NULL */
+        uint32_t first;                 /* the payload's first column */
+};
+
+struct attach {
+        struct scope *scope;            /* gains hidden columns: payloads, values */
+        size_t base_n;                  /* its width before the first attachment */
+        /* A grouped SELECT's list and HAVING: uncorrelated subqueries only, joined to the
+         * Reduce's rows; their columns are LATE_MARK | index in scope (empty at first)
+         * until the Reduce's width is known (regroup()). */
+        bool late;
+        const struct scope *outer;      /* late: the FROM scope references are refused in */
+        struct attachment *v;
+        size_t n;
+        const PgQuery__SubLink **truth; /* conjuncts of a WHERE: NULL counts as FALSE */
+        size_t n_truth;
+        /* The rows it attaches to are none, whatever the data (a FROM of an empty
+         * pg_catalog relation): its subqueries are never evaluated (moot_sublink()). */
+        bool empty;
+};
+
+struct agg_ctx {
+        Coord__Plan__AggFunc *funcs;
+        Coord__Plan__Expr **args;       /* over the input; NULL for count(*) */
+        int *types;
+        char **delims;                  /* string_agg's delimiter, NULL for the others */
+        size_t n, cap;
+};
+
+#define FAIL(a, sqlstate, ...) row_error_set((a)->err, -EINVAL, sqlstate, __VA_ARGS__)
+
+/* TopK(input) with the window of tk; consumes input and the sort keys. */
+struct topk_spec {
+        bool on;                        /* a window to cut: LIMIT, or OFFSET > 0 */
+        bool has_limit;
+        uint64_t limit, offset;
+        Coord__Plan__SortKey **order;
+        size_t n_order;
+};
+
+/* adapter-sql.c */
+int oom(struct analyzer *a);
+bool has_limit(const PgQuery__SelectStmt *s);
+
+/* adapter-sql-build.c */
+void expr_free(Coord__Plan__Expr *e);
+void expr_freep(Coord__Plan__Expr **e);
+void rel_free(Coord__Plan__Relation *r);
+void rel_freep(Coord__Plan__Relation **r);
+Coord__Plan__Expr *expr_column(int type, uint32_t index);
+Coord__Plan__Expr *expr_literal(int type, const struct row_datum *d);
+Coord__Plan__Expr *expr_call(int type, Coord__Plan__Func func, Coord__Plan__Expr **args,
+                                    size_t n);
+Coord__Plan__Relation *rel_new(void);
+Coord__Plan__Relation *rel_get(const struct sql_relation *src);
+Coord__Plan__Relation *rel_unit(void);
+Coord__Plan__Relation *rel_filter(Coord__Plan__Relation *input, Coord__Plan__Expr *pred);
+Coord__Plan__Relation *rel_map(Coord__Plan__Relation *input, Coord__Plan__Expr **exprs,
+                                      size_t n);
+Coord__Plan__Relation *rel_project(Coord__Plan__Relation *input, uint32_t *outputs,
+                                          size_t n);
+int add_sorted(struct analyzer *a, uint64_t **arr, size_t *n, uint64_t id);
+int add_reference(struct analyzer *a, uint64_t id);
+int keep(struct analyzer *a, char *s, const char **ret);
+int keepf(struct analyzer *a, const char **ret, const char *fmt, ...);
+bool expr_equal(const Coord__Plan__Expr *x, const Coord__Plan__Expr *y);
+Coord__Plan__Relation *rel_copy(const Coord__Plan__Relation *r);
+Coord__Plan__Expr *expr_copy(const Coord__Plan__Expr *e);
+Coord__Plan__Relation *rel_get_id(uint64_t id, const struct sql_column *cols, size_t n);
+Coord__Plan__Relation *rel_filter_n(Coord__Plan__Relation *input, Coord__Plan__Expr **preds,
+                                           size_t n);
+Coord__Plan__Relation *rel_join(Coord__Plan__Relation *left, Coord__Plan__Relation *right);
+Coord__Plan__Relation *rel_union(Coord__Plan__Relation **inputs, size_t n);
+Coord__Plan__Relation *rel_distinct(Coord__Plan__Relation *input);
+void topk_spec_done(struct topk_spec *tk);
+Coord__Plan__Relation *rel_topk(Coord__Plan__Relation *input, struct topk_spec *tk);
+Coord__Plan__Relation *rel_constant(Coord__Plan__Type *types, size_t n_types,
+                                           Coord__Plan__Update **rows, size_t n_rows);
+Coord__Plan__Update *update_new(const struct row_datum *row, size_t n);
+int rel_types(const Coord__Plan__Relation *r, Coord__Plan__Type **ret, size_t *ret_n);
+bool rel_is_empty(const Coord__Plan__Relation *r);
+int rel_make_empty(struct analyzer *a, Coord__Plan__Relation **pr);
+int rel_cast_columns(struct analyzer *a, Coord__Plan__Relation **plan, const int *from,
+                            const int *to, size_t n);
