@@ -164,6 +164,11 @@ struct scope {
         size_t n_quals;
 };
 
+/* Subqueries (see "Subqueries" below).  In a correlated subquery's WHERE a column of the
+ * enclosing query is the placeholder column OUTER_MARK | its index there, until the
+ * WHERE's conjuncts are sorted into keys (plan_where()). */
+#define OUTER_MARK 0x20000000u
+
 struct outer {
         const struct scope *scope;      /* the enclosing query's columns */
         const struct outer *up;         /* further out: references to it are refused */
@@ -221,6 +226,10 @@ struct attach {
         bool empty;
 };
 
+/* Aggregates of a grouped SELECT.  An analyzed aggregate is a placeholder column
+ * AGG_MARK | k until regroup() rewrites it to the Reduce's output column. */
+#define AGG_MARK 0x40000000u
+
 struct agg_ctx {
         Coord__Plan__AggFunc *funcs;
         Coord__Plan__Expr **args;       /* over the input; NULL for count(*) */
@@ -228,6 +237,20 @@ struct agg_ctx {
         char **delims;                  /* string_agg's delimiter, NULL for the others */
         size_t n, cap;
 };
+
+/* An expression under analysis (adapter-sql-expr.c note 1). */
+struct typed {
+        Coord__Plan__Expr *e;
+        bool unknown;           /* an untyped literal: a TEXT or NULL literal, undecided */
+        int location;           /* in the parsed text, -1 if none */
+};
+
+#define FAIL_AT(a, location, sqlstate, ...)                                               \
+        ({                                                                                  \
+                int _r_ = row_error_set((a)->err, -EINVAL, sqlstate, __VA_ARGS__);          \
+                at(a, location);                                                            \
+                _r_;                                                                        \
+        })
 
 #define FAIL(a, sqlstate, ...) row_error_set((a)->err, -EINVAL, sqlstate, __VA_ARGS__)
 
@@ -241,7 +264,26 @@ struct topk_spec {
 };
 
 /* adapter-sql.c */
-int oom(struct analyzer *a);
+unsigned char_position(const char *s, size_t len, size_t off);
+int build(struct analyzer *a, struct typed *ret, int type, Coord__Plan__Func func,
+                 Coord__Plan__Expr **args, size_t n, int location);
+int analyze_in(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
+                      struct typed *ret);
+int analyze_between(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
+int analyze_distinct(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
+int analyze_nullif(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
+int analyze_like(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
+                        struct typed *ret);
+int concat_op(struct analyzer *a, struct typed *l, struct typed *r, int location);
+int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                               struct typed *ret);
+int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                                struct typed *ret);
+int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                                 struct typed *ret);
+int analyze_array_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                              struct typed *ret);
+int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed *ret);
 bool has_limit(const PgQuery__SelectStmt *s);
 
 /* adapter-sql-build.c */
@@ -284,3 +326,47 @@ bool rel_is_empty(const Coord__Plan__Relation *r);
 int rel_make_empty(struct analyzer *a, Coord__Plan__Relation **pr);
 int rel_cast_columns(struct analyzer *a, Coord__Plan__Relation **plan, const int *from,
                             const int *to, size_t n);
+
+/* adapter-sql-expr.c */
+void typed_done(struct typed *t);
+void at(struct analyzer *a, int location);
+int oom(struct analyzer *a);
+int add_input(struct analyzer *a, uint64_t id);
+int add_notice(struct analyzer *a, const char *sqlstate, const char *fmt, ...);
+int lookup(struct analyzer *a, const char *name, struct sql_relation *ret);
+const char *node_string(const PgQuery__Node *n);
+int range_var_name(struct analyzer *a, const PgQuery__RangeVar *rv, const char **ret);
+int list_name(struct analyzer *a, const PgQuery__Node *n, const char **ret);
+const char *typed_name(const struct typed *t);
+bool is_int(int type);
+bool is_literal(const Coord__Plan__Expr *e);
+int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type *ret,
+                        uint32_t *max_chars);
+int fold(struct analyzer *a, struct typed *t);
+int varchar_of(struct analyzer *a, struct typed *t, uint32_t n, bool explicit_);
+int wrap(struct analyzer *a, struct typed *t, Coord__Plan__Func func, int type);
+int coerce_unknown(struct analyzer *a, struct typed *t, int type);
+int promote(struct analyzer *a, struct typed *t, int type);
+int cast_to(struct analyzer *a, struct typed *t, int type, int location);
+int require_bool(struct analyzer *a, struct typed *t, const char *what);
+int no_operator(struct analyzer *a, const char *op, const struct typed *l,
+                       const struct typed *r, int location);
+int binary(struct analyzer *a, const char *op, struct typed *l, struct typed *r,
+                  int location);
+bool is_regex_op(const char *op);
+int analyze_a_expr(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
+int analyze_bool_expr(struct analyzer *a, const PgQuery__BoolExpr *x, struct typed *ret);
+bool is_aggregate_name(const char *name);
+int cannot_materialize(struct analyzer *a, int location, const char *what);
+int typed_literal(struct analyzer *a, int type, const struct row_datum *d, bool unknown,
+                         int location, struct typed *ret);
+int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, struct typed *ret);
+const char *sql_value_function_name(PgQuery__SQLValueFunctionOp op);
+int analyze_sql_value_function(struct analyzer *a, const PgQuery__SQLValueFunction *v,
+                                      struct typed *ret);
+int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what, int *ret);
+int analyze_coalesce(struct analyzer *a, const PgQuery__CoalesceExpr *c, struct typed *ret);
+bool scope_has_qual(const struct scope *sc, const char *q);
+int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, struct typed *ret);
+int analyze_const(struct analyzer *a, const PgQuery__AConst *c, struct typed *ret);
+int analyze_param(struct analyzer *a, const PgQuery__ParamRef *p, struct typed *ret);
