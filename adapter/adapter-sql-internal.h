@@ -19,6 +19,10 @@
 #include "adapter-sql.h"
 #include "row-expr.h"
 
+/* Analysis recursion bound: half of what the evaluator accepts, since promotion and
+ * casts may add levels to the plan. */
+#define ANALYZE_MAX_DEPTH (ROW_EXPR_MAX_DEPTH / 2)
+
 struct as_of_clause {
         size_t begin;                   /* byte offset of the AS token */
         size_t expr_begin, expr_end;    /* the expression's bytes */
@@ -265,26 +269,12 @@ struct topk_spec {
 
 /* adapter-sql.c */
 unsigned char_position(const char *s, size_t len, size_t off);
-int build(struct analyzer *a, struct typed *ret, int type, Coord__Plan__Func func,
-                 Coord__Plan__Expr **args, size_t n, int location);
-int analyze_in(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
-                      struct typed *ret);
-int analyze_between(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
-int analyze_distinct(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
-int analyze_nullif(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
-int analyze_like(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
-                        struct typed *ret);
-int concat_op(struct analyzer *a, struct typed *l, struct typed *r, int location);
-int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
-                               struct typed *ret);
-int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
-                                struct typed *ret);
+bool is_reg_cast(const PgQuery__Node *n);
+int analyze_reg_cast(struct analyzer *a, const PgQuery__TypeCast *tc, struct typed *ret);
 int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                                  struct typed *ret);
-int analyze_array_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
-                              struct typed *ret);
-int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed *ret);
 bool has_limit(const PgQuery__SelectStmt *s);
+int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
 
 /* adapter-sql-build.c */
 void expr_free(Coord__Plan__Expr *e);
@@ -370,3 +360,28 @@ bool scope_has_qual(const struct scope *sc, const char *q);
 int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, struct typed *ret);
 int analyze_const(struct analyzer *a, const PgQuery__AConst *c, struct typed *ret);
 int analyze_param(struct analyzer *a, const PgQuery__ParamRef *p, struct typed *ret);
+
+/* adapter-sql-func.c */
+int build(struct analyzer *a, struct typed *ret, int type, Coord__Plan__Func func,
+                 Coord__Plan__Expr **args, size_t n, int location);
+Coord__Plan__Expr *bool_literal(bool v);
+int unknown_null(struct analyzer *a, int location, struct typed *ret);
+int analyze_in(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
+                      struct typed *ret);
+int analyze_between(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
+int analyze_distinct(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
+int analyze_nullif(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
+int analyze_like(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
+                        struct typed *ret);
+int concat_op(struct analyzer *a, struct typed *l, struct typed *r, int location);
+int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                               struct typed *ret);
+Coord__Plan__Expr *call2(int type, Coord__Plan__Func func, Coord__Plan__Expr *x,
+                                Coord__Plan__Expr *y);
+Coord__Plan__Expr *case_of(Coord__Plan__Expr *x, const int64_t *v, const char *const *res,
+                                  size_t k, int type, Coord__Plan__Expr *else_);
+int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                                struct typed *ret);
+int analyze_array_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                              struct typed *ret);
+int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed *ret);
