@@ -269,10 +269,6 @@ struct topk_spec {
 
 /* adapter-sql.c */
 unsigned char_position(const char *s, size_t len, size_t off);
-bool is_reg_cast(const PgQuery__Node *n);
-int analyze_reg_cast(struct analyzer *a, const PgQuery__TypeCast *tc, struct typed *ret);
-int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
-                                 struct typed *ret);
 bool has_limit(const PgQuery__SelectStmt *s);
 int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
 
@@ -385,3 +381,9 @@ int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const c
 int analyze_array_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                               struct typed *ret);
 int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed *ret);
+
+/* adapter-sql-describe.c */
+bool is_reg_cast(const PgQuery__Node *n);
+int analyze_reg_cast(struct analyzer *a, const PgQuery__TypeCast *tc, struct typed *ret);
+int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                                 struct typed *ret);
