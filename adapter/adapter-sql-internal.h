@@ -269,8 +269,17 @@ struct topk_spec {
 
 /* adapter-sql.c */
 unsigned char_position(const char *s, size_t len, size_t off);
+void scope_done(struct scope *sc);
+int scope_add_col(struct analyzer *a, struct scope *sc, const char *qual, const char *name,
+                         int type, bool nullable, bool in_star);
 bool has_limit(const PgQuery__SelectStmt *s);
+int limit_offset(struct analyzer *a, const PgQuery__SelectStmt *s, bool *has_count,
+                        uint64_t *count, bool *has_offset, uint64_t *offset);
 int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
+bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi);
+int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
+                                 const struct sql_relation *rel, const size_t *targets,
+                                 size_t n_targets);
 
 /* adapter-sql-build.c */
 void expr_free(Coord__Plan__Expr *e);
@@ -387,3 +396,17 @@ bool is_reg_cast(const PgQuery__Node *n);
 int analyze_reg_cast(struct analyzer *a, const PgQuery__TypeCast *tc, struct typed *ret);
 int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                                  struct typed *ret);
+
+/* adapter-sql-stmt.c */
+int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c);
+int analyze_drop(struct analyzer *a, const PgQuery__DropStmt *d);
+int analyze_drop_sink(struct analyzer *a, const struct lift *l);
+int target_table(struct analyzer *a, const PgQuery__RangeVar *rv, const char *verb,
+                        struct sql_relation *ret, char **ret_name);
+int assign(struct analyzer *a, struct typed *t, const struct sql_column *col);
+int node_location(const PgQuery__Node *n);
+struct row_datum column_default(const struct sql_column *col);
+bool has_sublink(const ProtobufCMessage *m);
+int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins);
+int analyze_where(struct analyzer *a, const PgQuery__Node *where, Coord__Plan__Expr **ret);
+const char *figure_colname(const PgQuery__Node *n);

@@ -1,0 +1,868 @@
+/* adapter-sql-stmt.c -- statements: CREATE TABLE (columns, constraints, defaults), DROP,
+ * INSERT's rows, a WHERE, and the names of output columns (adapter-sql-internal.h). */
+#include "adapter-sql-internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* ---- Statements. ---- */
+
+/* DEFAULT expr of a new column: a constant of the column's type (assignment casts),
+ * evaluated now.  One that would depend on when or by whom a row is inserted (mz_now(),
+ * current_user, ...) would be evaluated at CREATE TABLE instead: refused (0A000). */
+static int column_default_of(struct analyzer *a, const PgQuery__Node *expr, struct sql_column *col)
+{
+        _cleanup_(typed_done) struct typed t = { .location = -1 };
+        const char *no_mz_now = a->no_mz_now;
+        bool materialize = a->materialize;
+        struct row_datum d;
+        int r;
+
+        if (!expr)
+                return FAIL(a, "XX000", "malformed DEFAULT");
+        a->no_mz_now = "column defaults";
+        a->materialize = true;
+        r = analyze_expr(a, expr, &t);
+        a->no_mz_now = no_mz_now;
+        a->materialize = materialize;
+        if (r >= 0) {
+                bool strict = a->strict_fold;
+
+                a->strict_fold = true;  /* a default too long for varchar(n): 22001 now */
+                r = assign(a, &t, col);
+                a->strict_fold = strict;
+        }
+        if (r < 0)
+                return r;
+        if (!is_literal(t.e))
+                return FAIL_AT(a, t.location, "0A000", "column defaults must be constant expressions");
+        r = row_expr_literal(t.e->literal, col->type, &d, a->err);
+        if (r < 0)
+                return r;
+        r = row_encode(&d, 1, &col->default_row, &col->default_len);
+        return r < 0 ? (r == -ENOMEM ? oom(a) : FAIL(a, "54000", "default value is too big")) : 0;
+}
+
+/* Whether name is taken by a constraint of new table ct. */
+static bool constraint_name_taken(const struct sql_create_table *ct, const char *name)
+{
+        for (size_t i = 0; i < ct->n_checks; i++)
+                if (strcmp(ct->checks[i].name, name) == 0)
+                        return true;
+        for (size_t i = 0; i < ct->n_uniques; i++)
+                if (ct->uniques[i].name && strcmp(ct->uniques[i].name, name) == 0)
+                        return true;    /* (the one being named has none yet) */
+        return false;
+}
+
+/* A CHECK constraint of new table ct (its columns all known): a boolean expression over
+ * them, constant in everything else (no mz_now(), no session functions), packed into
+ * the next of ct->checks, named `name` or PostgreSQL's default <table>[_<column>]_check
+ * (with a number when taken), where <column> is the one column the expression reads --
+ * none when it reads several or none, wherever the constraint was written. */
+static int table_check(struct analyzer *a, const PgQuery__Constraint *con)
+{
+        struct sql_create_table *ct = &a->stmt->create_table;
+        _cleanup_(scope_done) struct scope sc = { 0 };
+        _cleanup_(typed_done) struct typed t = { .location = -1 };
+        const struct scope *saved = a->scope;
+        const char *no_agg = a->no_agg, *no_mz_now = a->no_mz_now;
+        bool materialize = a->materialize;
+        struct sql_check *chk, *v;
+        char base[256], name[300];
+        int r = 0;
+
+        if (!con->raw_expr)
+                return FAIL(a, "XX000", "malformed CHECK constraint");
+        for (size_t i = 0; i < ct->n_columns && r >= 0; i++)
+                r = scope_add_col(a, &sc, NULL, ct->columns[i].name, ct->columns[i].type,
+                                  ct->columns[i].nullable, true);
+        if (r < 0)
+                return r;
+        a->scope = &sc;
+        a->no_agg = "check constraints";
+        a->no_mz_now = "check constraints";
+        a->materialize = true;
+        r = analyze_expr(a, con->raw_expr, &t);
+        if (r >= 0)
+                r = require_bool(a, &t, "CHECK");
+        a->scope = saved;
+        a->no_agg = no_agg;
+        a->no_mz_now = no_mz_now;
+        a->materialize = materialize;
+        if (r < 0)
+                return r;
+        if (con->conname && con->conname[0]) {
+                snprintf(name, sizeof(name), "%s", con->conname);
+                if (constraint_name_taken(ct, name))
+                        return FAIL(a, "42710", "constraint \"%s\" for relation \"%s\" already exists",
+                                    name, ct->name);
+        } else {
+                uint32_t lo = UINT32_MAX, hi = 0;
+                const char *column = expr_columns(t.e, &lo, &hi) && lo == hi && lo < ct->n_columns
+                                             ? ct->columns[lo].name
+                                             : NULL;
+
+                snprintf(base, sizeof(base), "%s%s%s_check", ct->name, column ? "_" : "", column ? column : "");
+                snprintf(name, sizeof(name), "%s", base);
+                for (unsigned k = 1; constraint_name_taken(ct, name); k++)
+                        snprintf(name, sizeof(name), "%s%u", base, k);
+        }
+        v = realloc(ct->checks, (ct->n_checks + 1) * sizeof(*v));
+        if (!v)
+                return oom(a);
+        ct->checks = v;
+        chk = &v[ct->n_checks];
+        *chk = (struct sql_check){ .name = strdup(name) };
+        chk->expr_len = coord__plan__expr__get_packed_size(t.e);
+        chk->expr = malloc(chk->expr_len ? chk->expr_len : 1);
+        if (!chk->name || !chk->expr) {
+                free(chk->name);
+                free(chk->expr);
+                return oom(a);
+        }
+        coord__plan__expr__pack(t.e, chk->expr);
+        ct->n_checks++;
+        return 0;
+}
+
+/* A PRIMARY KEY or UNIQUE constraint of new table ct (its columns all known), of the
+ * column `column` or of the table (con->keys): the next of ct->uniques, named as
+ * PostgreSQL names it (<table>_pkey, <table>_<columns>_key, a number added when taken).
+ * A primary key's columns become NOT NULL.  Enforced by the controller on every write
+ * (controller-server-unique.c), so nothing is accepted that PostgreSQL would refuse. */
+static int table_unique(struct analyzer *a, const PgQuery__Constraint *con, const char *column)
+{
+        struct sql_create_table *ct = &a->stmt->create_table;
+        bool primary = con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY;
+        const char *what = primary ? "primary key" : "unique";
+        size_t n = column ? 1 : con->n_keys;
+        struct sql_unique *v, *u;
+        char base[256], name[272];
+        size_t off;
+
+        if (con->deferrable || con->initdeferred)
+                return FAIL_AT(a, con->location, "0A000", "DEFERRABLE %s constraints are not "
+                               "supported", what);
+        if (con->n_including || con->n_options || con->nulls_not_distinct ||
+            (con->indexname && con->indexname[0]) || (con->indexspace && con->indexspace[0]))
+                return FAIL_AT(a, con->location, "0A000", "INCLUDE, WITH, USING INDEX and NULLS "
+                               "NOT DISTINCT of a %s constraint are not supported", what);
+        if (n == 0 || n > ROW_MAX_COLUMNS)
+                return FAIL_AT(a, con->location, "XX000", "malformed %s constraint", what);
+        for (size_t i = 0; primary && i < ct->n_uniques; i++)
+                if (ct->uniques[i].primary)
+                        return FAIL_AT(a, con->location, "42P16", "multiple primary keys for table "
+                                       "\"%s\" are not allowed", ct->name);
+        v = realloc(ct->uniques, (ct->n_uniques + 1) * sizeof(*v));
+        if (!v)
+                return oom(a);
+        ct->uniques = v;
+        u = &v[ct->n_uniques++];
+        *u = (struct sql_unique){ .primary = primary, .columns = calloc(n, sizeof(uint32_t)) };
+        if (!u->columns)
+                return oom(a);
+        off = (size_t)snprintf(base, sizeof(base), "%s", ct->name);
+        for (size_t i = 0; i < n; i++) {
+                const char *cn = column;
+                size_t k;
+
+                if (!cn) {
+                        if (con->keys[i]->node_case != PG_QUERY__NODE__NODE_STRING)
+                                return FAIL_AT(a, con->location, "XX000", "malformed %s constraint",
+                                               what);
+                        cn = con->keys[i]->string->sval;
+                }
+                for (k = 0; k < ct->n_columns && strcmp(ct->columns[k].name, cn) != 0; k++)
+                        ;
+                if (k == ct->n_columns)
+                        return FAIL_AT(a, con->location, "42703", "column \"%s\" named in key does "
+                                       "not exist", cn);
+                for (size_t j = 0; j < u->n_columns; j++)
+                        if (u->columns[j] == k)
+                                return FAIL_AT(a, con->location, "42701", "column \"%s\" appears "
+                                               "twice in %s constraint", cn, what);
+                u->columns[u->n_columns++] = (uint32_t)k;
+                if (primary)
+                        ct->columns[k].nullable = false;
+                if (!primary && off < sizeof(base))
+                        off += (size_t)snprintf(base + off, sizeof(base) - off, "_%s", cn);
+        }
+        /* As PostgreSQL: a key on the same columns as an earlier one is that one (a
+         * primary key if either is; the name given, else the primary key's default). */
+        for (size_t i = 0; i + 1 < ct->n_uniques; i++) {
+                struct sql_unique *p = &ct->uniques[i];
+                bool named = con->conname && con->conname[0] && !p->named;
+                char *nn = NULL;
+
+                if (p->n_columns != u->n_columns ||
+                    memcmp(p->columns, u->columns, u->n_columns * sizeof(uint32_t)) != 0)
+                        continue;
+                if (named) {
+                        if (constraint_name_taken(ct, con->conname))
+                                return FAIL(a, "42710", "constraint \"%s\" for relation \"%s\" "
+                                            "already exists", con->conname, ct->name);
+                        if (!(nn = strdup(con->conname)))
+                                return oom(a);
+                } else if (primary && !p->primary && !p->named &&
+                           asprintf(&nn, "%s_pkey", ct->name) < 0) {
+                        return oom(a);
+                }
+                if (nn) {
+                        free(p->name);
+                        p->name = nn;
+                        p->named = named;
+                }
+                p->primary |= primary;
+                free(u->columns);
+                ct->n_uniques--;
+                return 0;
+        }
+        if (con->conname && con->conname[0]) {
+                if (constraint_name_taken(ct, con->conname))
+                        return FAIL(a, "42710", "constraint \"%s\" for relation \"%s\" already exists",
+                                    con->conname, ct->name);
+                snprintf(name, sizeof(name), "%s", con->conname);
+                u->named = true;
+        } else {
+                /* PostgreSQL shortens the parts to fit 63 bytes; a longer name is kept
+                 * whole here. */
+                if (off < sizeof(base))
+                        snprintf(base + off, sizeof(base) - off, "%s", primary ? "_pkey" : "_key");
+                snprintf(name, sizeof(name), "%s", base);
+                for (unsigned k = 1; constraint_name_taken(ct, name); k++)
+                        snprintf(name, sizeof(name), "%s%u", base, k);
+        }
+        u->name = strdup(name);
+        return u->name ? 0 : oom(a);
+}
+
+static bool table_constraint_supported(PgQuery__ConstrType t)
+{
+        return t == PG_QUERY__CONSTR_TYPE__CONSTR_CHECK || t == PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY ||
+               t == PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE;
+}
+
+/* Pass 0: keys; pass 1: CHECK constraints.  Others were refused before. */
+static int table_constraint(struct analyzer *a, const PgQuery__Constraint *con, const char *column,
+                            int pass)
+{
+        if (con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_CHECK)
+                return pass == 1 ? table_check(a, con) : 0;
+        if (con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY ||
+            con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE)
+                return pass == 0 ? table_unique(a, con, column) : 0;
+        return 0;
+}
+
+int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
+{
+        struct sql_create_table *ct = &a->stmt->create_table;
+        struct sql_relation existing;
+        const char *name = NULL;
+        int r;
+
+        if (c->relation->relpersistence && c->relation->relpersistence[0] == 't')
+                return FAIL_AT(a, c->relation->location, "0A000",
+                               "temporary tables are not supported");
+        if (c->n_inh_relations || c->partbound || c->partspec || c->of_typename)
+                return FAIL(a, "0A000",
+                            "inheritance, partitions and typed tables are not supported");
+        for (size_t i = 0; i < c->n_constraints; i++)
+                if (c->constraints[i]->node_case != PG_QUERY__NODE__NODE_CONSTRAINT ||
+                    !table_constraint_supported(c->constraints[i]->constraint->contype))
+                        return FAIL(a, "0A000", "table constraints other than CHECK, PRIMARY KEY and "
+                                    "UNIQUE are not supported: Coord cannot enforce them yet");
+        if (c->n_options || (c->access_method && c->access_method[0]) ||
+            (c->tablespacename && c->tablespacename[0]))
+                return FAIL(a, "0A000", "table options are not supported");
+        r = range_var_name(a, c->relation, &name);
+        if (r < 0)
+                return r;
+        if (c->n_table_elts > ROW_MAX_COLUMNS)
+                return FAIL(a, "54011", "tables can have at most %u columns", ROW_MAX_COLUMNS);
+
+        ct->if_not_exists = c->if_not_exists;
+        ct->name = strdup(name);
+        ct->columns = calloc(c->n_table_elts ? c->n_table_elts : 1, sizeof(*ct->columns));
+        if (!ct->name || !ct->columns)
+                return oom(a);
+        for (size_t i = 0; i < c->n_table_elts; i++) {
+                const PgQuery__ColumnDef *cd;
+                struct sql_column *col = &ct->columns[ct->n_columns];
+                bool saw_null = false, saw_not_null = false;
+
+                if (c->table_elts[i]->node_case == PG_QUERY__NODE__NODE_CONSTRAINT &&
+                    table_constraint_supported(c->table_elts[i]->constraint->contype))
+                        continue;       /* after the columns */
+                if (c->table_elts[i]->node_case == PG_QUERY__NODE__NODE_CONSTRAINT)
+                        return FAIL_AT(a, c->table_elts[i]->constraint->location, "0A000",
+                                       "table constraints other than CHECK, PRIMARY KEY and UNIQUE "
+                                       "are not supported: Coord cannot enforce them yet");
+                if (c->table_elts[i]->node_case != PG_QUERY__NODE__NODE_COLUMN_DEF)
+                        return FAIL(a, "0A000", "LIKE is not supported");
+                cd = c->table_elts[i]->column_def;
+                for (size_t k = 0; k < ct->n_columns; k++)
+                        if (strcmp(ct->columns[k].name, cd->colname) == 0)
+                                return FAIL_AT(a, cd->location, "42701",
+                                               "column \"%s\" specified more than once",
+                                               cd->colname);
+                /* Named and counted now, so that sql_stmt_free() frees what a column
+                 * that fails further on holds (its DEFAULT). */
+                ct->n_columns++;
+                col->name = strdup(cd->colname);
+                if (!col->name)
+                        return oom(a);
+                if (!cd->type_name)
+                        return FAIL_AT(a, cd->location, "42601", "column \"%s\" has no type",
+                                       cd->colname);
+                r = resolve_type(a, cd->type_name, &col->type, &col->max_chars);
+                if (r < 0)
+                        return r;
+                if ((cd->identity && cd->identity[0]) || (cd->generated && cd->generated[0]) ||
+                    cd->coll_clause)
+                        return FAIL_AT(a, cd->location, "0A000",
+                                       "identity, generated columns and collations are not supported");
+                if (cd->raw_default) {
+                        r = column_default_of(a, cd->raw_default, col);
+                        if (r < 0)
+                                return r;
+                }
+                for (size_t k = 0; k < cd->n_constraints; k++) {
+                        const PgQuery__Constraint *con;
+
+                        if (cd->constraints[k]->node_case != PG_QUERY__NODE__NODE_CONSTRAINT)
+                                return FAIL(a, "XX000", "malformed column constraint");
+                        con = cd->constraints[k]->constraint;
+                        switch (con->contype) {
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_NULL:
+                                saw_null = true;
+                                break;
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_NOTNULL:
+                                saw_not_null = true;
+                                break;
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_DEFAULT:
+                                if (col->default_row)
+                                        return FAIL_AT(a, con->location, "42601",
+                                                       "multiple default values specified for column "
+                                                       "\"%s\" of table \"%s\"", cd->colname, name);
+                                r = column_default_of(a, con->raw_expr, col);
+                                if (r < 0)
+                                        return r;
+                                break;
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_CHECK:
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY:
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE:
+                                break;          /* after the columns */
+                        default:
+                                return FAIL_AT(a, con->location, "0A000",
+                                               "only NULL, NOT NULL, DEFAULT, CHECK, PRIMARY KEY and "
+                                               "UNIQUE column constraints are supported (Coord "
+                                               "cannot enforce the others yet)");
+                        }
+                        if (saw_null && saw_not_null)
+                                return FAIL_AT(a, con->location, "42601",
+                                               "conflicting NULL/NOT NULL declarations for column "
+                                               "\"%s\" of table \"%s\"",
+                                               cd->colname, name);
+                }
+                col->nullable = !saw_not_null && !cd->is_not_null;
+        }
+        /* Keys, then CHECK constraints (a primary key's columns are NOT NULL in them), in
+         * the order written: the columns' own, then the table's. */
+        for (int pass = 0; pass < 2; pass++) {
+                for (size_t i = 0; i < c->n_table_elts; i++) {
+                        const PgQuery__Node *el = c->table_elts[i];
+
+                        if (el->node_case == PG_QUERY__NODE__NODE_COLUMN_DEF) {
+                                for (size_t k = 0; k < el->column_def->n_constraints; k++) {
+                                        r = table_constraint(a, el->column_def->constraints[k]->constraint,
+                                                             el->column_def->colname, pass);
+                                        if (r < 0)
+                                                return r;
+                                }
+                        } else if ((r = table_constraint(a, el->constraint, NULL, pass)) < 0) {
+                                return r;
+                        }
+                }
+                for (size_t i = 0; i < c->n_constraints; i++) {
+                        r = table_constraint(a, c->constraints[i]->constraint, NULL, pass);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        r = lookup(a, name, &existing);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        if (!ct->if_not_exists)
+                return FAIL_AT(a, c->relation->location, "42P07", "relation \"%s\" already exists",
+                               name);
+        ct->exists = true;
+        return add_notice(a, "42P07", "relation \"%s\" already exists, skipping", name);
+}
+
+/* One name of a DROP: resolved into the next of drop.names/ids (0: missing, IF EXISTS). */
+static int drop_name(struct analyzer *a, const char *name)
+{
+        struct sql_drop *dr = &a->stmt->drop;
+        const char *kind = sql_object_kind_name(dr->kind);
+        size_t i = dr->n_objects;
+        struct sql_relation rel;
+        int r;
+
+        dr->names[i] = strdup(name);
+        if (!dr->names[i])
+                return oom(a);
+        dr->n_objects++;
+        r = lookup(a, name, &rel);
+        if (r == -ENOENT) {
+                if (!dr->if_exists)
+                        return FAIL(a, "42P01", "%s \"%s\" does not exist", kind, name);
+                return add_notice(a, "00000", "%s \"%s\" does not exist, skipping", kind, name);
+        }
+        if (r < 0)
+                return r;
+        if (rel.kind != dr->kind) {
+                r = FAIL(a, "42809", "\"%s\" is not a%s %s", name,
+                         dr->kind == SQL_OBJECT_INDEX ? "n" : "", kind);
+                row_error_hint(a->err, "Use DROP %s to remove a%s %s.",
+                               rel.kind == SQL_OBJECT_VIEW ? "VIEW"
+                               : rel.kind == SQL_OBJECT_MATERIALIZED_VIEW ? "MATERIALIZED VIEW"
+                               : rel.kind == SQL_OBJECT_INDEX  ? "INDEX"
+                               : rel.kind == SQL_OBJECT_SOURCE ? "SOURCE"
+                               : rel.kind == SQL_OBJECT_SINK   ? "SINK"
+                                                               : "TABLE",
+                               rel.kind == SQL_OBJECT_INDEX ? "n" : "",
+                               sql_object_kind_name(rel.kind));
+                return r;
+        }
+        dr->ids[i] = rel.id;
+        return 0;
+}
+
+int analyze_drop(struct analyzer *a, const PgQuery__DropStmt *d)
+{
+        struct sql_drop *dr = &a->stmt->drop;
+
+        switch (d->remove_type) {
+        case PG_QUERY__OBJECT_TYPE__OBJECT_TABLE:
+                dr->kind = SQL_OBJECT_TABLE;
+                break;
+        case PG_QUERY__OBJECT_TYPE__OBJECT_VIEW:
+                dr->kind = SQL_OBJECT_VIEW;
+                break;
+        case PG_QUERY__OBJECT_TYPE__OBJECT_MATVIEW:
+                dr->kind = SQL_OBJECT_MATERIALIZED_VIEW;
+                break;
+        case PG_QUERY__OBJECT_TYPE__OBJECT_INDEX:
+                dr->kind = SQL_OBJECT_INDEX;
+                break;
+        default:
+                return FAIL(a, "0A000", "this DROP is not supported");
+        }
+        if (d->concurrent)
+                return FAIL(a, "0A000", "DROP ... CONCURRENTLY is not supported");
+        dr->if_exists = d->missing_ok;
+        dr->cascade = d->behavior == PG_QUERY__DROP_BEHAVIOR__DROP_CASCADE;
+        dr->names = calloc(d->n_objects ? d->n_objects : 1, sizeof(*dr->names));
+        dr->ids = calloc(d->n_objects ? d->n_objects : 1, sizeof(*dr->ids));
+        if (!dr->names || !dr->ids)
+                return oom(a);
+        for (size_t i = 0; i < d->n_objects; i++) {
+                const char *name = NULL;
+                int r = list_name(a, d->objects[i], &name);
+
+                if (r >= 0)
+                        r = drop_name(a, name);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* DROP SINK and DROP SOURCE (lifted, adapter-sql.c note 1). */
+int analyze_drop_sink(struct analyzer *a, const struct lift *l)
+{
+        struct sql_drop *dr = &a->stmt->drop;
+
+        dr->kind = l->alter_kind;
+        dr->if_exists = l->if_exists;
+        dr->cascade = l->cascade;
+        dr->names = calloc(l->n_names ? l->n_names : 1, sizeof(*dr->names));
+        dr->ids = calloc(l->n_names ? l->n_names : 1, sizeof(*dr->ids));
+        if (!dr->names || !dr->ids)
+                return oom(a);
+        for (size_t i = 0; i < l->n_names; i++) {
+                int r = drop_name(a, l->names[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Resolve the relation written by INSERT or DELETE: a table. */
+int target_table(struct analyzer *a, const PgQuery__RangeVar *rv, const char *verb,
+                        struct sql_relation *ret, char **ret_name)
+{
+        const char *name = NULL;
+        int r = range_var_name(a, rv, &name);
+
+        if (r < 0)
+                return r;
+        r = lookup(a, name, ret);
+        if (r == -ENOENT)
+                return FAIL_AT(a, rv->location, "42P01", "relation \"%s\" does not exist", name);
+        if (r < 0)
+                return r;
+        if (ret->kind != SQL_OBJECT_TABLE)
+                return FAIL_AT(a, rv->location, "42809", "cannot %s %s \"%s\"", verb,
+                               sql_object_kind_name(ret->kind), name);
+        /* The process that owns the facts writes a built-in (DESIGN section 8). */
+        if (ret->builtin) {
+                r = FAIL_AT(a, rv->location, "42501", "permission denied for table %s", name);
+                row_error_detail(a->err, "%s is a built-in relation: Coord writes it, users "
+                                         "read it.", name);
+                return r;
+        }
+        *ret_name = strdup(name);
+        return *ret_name ? 0 : oom(a);
+}
+
+/* Assignment coercion of an INSERT value into its column (PostgreSQL's assignment
+ * casts: between integers, and anything to text). */
+int assign(struct analyzer *a, struct typed *t, const struct sql_column *col)
+{
+        int from, to = col->type, r;
+
+        if (t->unknown) {
+                r = coerce_unknown(a, t, to);
+                return r < 0 || !col->max_chars ? r : varchar_of(a, t, col->max_chars, false);
+        }
+        from = (int)t->e->type;
+        if (from == to)
+                return col->max_chars ? varchar_of(a, t, col->max_chars, false) : 0;
+        if ((is_int(from) && is_int(to)) || to == ROW_TYPE_TEXT) {
+                r = wrap(a, t, COORD__PLAN__FUNC__FUNC_CAST, to);
+                return r < 0 || !col->max_chars ? r : varchar_of(a, t, col->max_chars, false);
+        }
+        r = FAIL_AT(a, t->location, "42804",
+                    "column \"%s\" is of type %s but expression is of type %s", col->name,
+                    row_type_name((enum row_type)to), row_type_name((enum row_type)from));
+        row_error_hint(a->err, "You will need to rewrite or cast the expression.");
+        return r;
+}
+
+int node_location(const PgQuery__Node *n)
+{
+        switch (n->node_case) {
+        case PG_QUERY__NODE__NODE_A_CONST:
+                return n->a_const->location;
+        case PG_QUERY__NODE__NODE_COLUMN_REF:
+                return n->column_ref->location;
+        case PG_QUERY__NODE__NODE_A_EXPR:
+                return n->a_expr->location;
+        case PG_QUERY__NODE__NODE_FUNC_CALL:
+                return n->func_call->location;
+        case PG_QUERY__NODE__NODE_TYPE_CAST:
+                return n->type_cast->location;
+        case PG_QUERY__NODE__NODE_PARAM_REF:
+                return n->param_ref->location;
+        case PG_QUERY__NODE__NODE_BOOL_EXPR:
+                return n->bool_expr->location;
+        case PG_QUERY__NODE__NODE_RES_TARGET:
+                return n->res_target->location;
+        default:
+                return -1;
+        }
+}
+
+/* Column col's DEFAULT as a datum (pointing into the column's bytes), or NULL. */
+struct row_datum column_default(const struct sql_column *col)
+{
+        struct row_datum d = ROW_DATUM_NULL;
+
+        if (col->default_row && row_decode(col->default_row, col->default_len, &d, 1) != 1)
+                d = ROW_DATUM_NULL;     /* checked when the table was created */
+        return d;
+}
+
+/* One VALUES row into an encoded table row. */
+static int insert_row(struct analyzer *a, const struct sql_relation *rel, const size_t *targets,
+                      size_t n_targets, const PgQuery__List *values, struct sql_row *ret)
+{
+        _cleanup_free_ struct typed *vals = NULL;
+        _cleanup_free_ struct row_datum *row = NULL;
+        int r = 0;
+
+        if (values->n_items > n_targets)
+                return FAIL_AT(a, node_location(values->items[n_targets]), "42601",
+                               "INSERT has more expressions than target columns");
+        vals = calloc(n_targets ? n_targets : 1, sizeof(*vals));
+        row = calloc(rel->n_columns ? rel->n_columns : 1, sizeof(*row));
+        if (!vals || !row)
+                return oom(a);
+        /* A column not written, or written DEFAULT, takes its default. */
+        for (size_t i = 0; i < rel->n_columns; i++)
+                row[i] = column_default(&rel->columns[i]);
+        for (size_t i = 0; i < values->n_items; i++) {
+                const PgQuery__Node *n = values->items[i];
+                const struct sql_column *col = &rel->columns[targets[i]];
+
+                vals[i].location = -1;
+                if (n->node_case == PG_QUERY__NODE__NODE_SET_TO_DEFAULT)
+                        continue;       /* its default, set above */
+                r = analyze_expr(a, n, &vals[i]);
+                if (r >= 0)
+                        r = assign(a, &vals[i], col);
+                if (r < 0)
+                        goto out;
+                if (!is_literal(vals[i].e)) {
+                        r = FAIL_AT(a, vals[i].location, "0A000",
+                                    "INSERT values must be constant expressions");
+                        goto out;
+                }
+                r = row_expr_literal(vals[i].e->literal, col->type, &row[targets[i]], a->err);
+                if (r < 0)
+                        goto out;
+        }
+        for (size_t i = 0; i < rel->n_columns; i++) {
+                char failing[400];
+
+                if (rel->columns[i].nullable || row[i].kind != ROW_KIND_NULL)
+                        continue;
+                row_format_failing(row, rel->n_columns, failing, sizeof(failing));
+                r = FAIL(a, "23502",
+                         "null value in column \"%s\" of relation \"%s\" violates not-null "
+                         "constraint",
+                         rel->columns[i].name, a->stmt->insert.table);
+                row_error_detail(a->err, "Failing row contains (%s).", failing);
+                goto out;
+        }
+        r = row_encode(row, rel->n_columns, &ret->data, &ret->len);
+        if (r < 0)
+                r = r == -ENOMEM ? oom(a) : FAIL(a, "54000", "row is too big");
+out:
+        /* The datums point into the literals: free them only now. */
+        for (size_t i = 0; i < n_targets; i++)
+                typed_done(&vals[i]);
+        return r;
+}
+
+/* Does the parse tree under m hold a subquery (a SubLink)?  Walks every message field
+ * through the protobuf-c descriptors; past `depth` levels it answers yes, which only
+ * sends the statement down the general path. */
+static bool has_sublink_at(const ProtobufCMessage *m, unsigned depth)
+{
+        const ProtobufCMessageDescriptor *d = m->descriptor;
+
+        if (d == &pg_query__sub_link__descriptor || depth > 4096)
+                return true;
+        for (unsigned i = 0; i < d->n_fields; i++) {
+                const ProtobufCFieldDescriptor *f = &d->fields[i];
+                const char *field = (const char *)m + f->offset;
+
+                if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+                        continue;
+                if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+                        size_t n = *(const size_t *)((const char *)m + f->quantifier_offset);
+                        ProtobufCMessage *const *v = *(ProtobufCMessage *const *const *)field;
+
+                        for (size_t k = 0; k < n; k++)
+                                if (v[k] && has_sublink_at(v[k], depth + 1))
+                                        return true;
+                        continue;
+                }
+                if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+                    *(const uint32_t *)((const char *)m + f->quantifier_offset) != f->id)
+                        continue;
+                if (*(ProtobufCMessage *const *)field &&
+                    has_sublink_at(*(ProtobufCMessage *const *)field, depth + 1))
+                        return true;
+        }
+        return false;
+}
+
+bool has_sublink(const ProtobufCMessage *m)
+{
+        return has_sublink_at(m, 0);
+}
+
+int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
+{
+        struct sql_insert *si = &a->stmt->insert;
+        _cleanup_free_ size_t *targets = NULL;
+        const PgQuery__SelectStmt *sel = NULL;
+        struct sql_relation rel;
+        size_t n_targets;
+        int r;
+
+        if (ins->on_conflict_clause || ins->n_returning_list)
+                return FAIL(a, "0A000", "ON CONFLICT and RETURNING are not supported");
+        if (ins->with_clause && !ins->select_stmt)
+                return FAIL(a, "0A000", "WITH with INSERT ... DEFAULT VALUES is not supported");
+        a->strict_fold = true;          /* INSERT values must fold, errors and all */
+        r = target_table(a, ins->relation, "insert into", &rel, &si->table);
+        if (r < 0)
+                return r;
+        si->id = rel.id;
+
+        n_targets = ins->n_cols ? ins->n_cols : rel.n_columns;
+        targets = calloc(n_targets ? n_targets : 1, sizeof(*targets));
+        if (!targets)
+                return oom(a);
+        for (size_t i = 0; i < n_targets; i++) {
+                const PgQuery__ResTarget *rt;
+                size_t k;
+
+                if (!ins->n_cols) {
+                        targets[i] = i;
+                        continue;
+                }
+                if (ins->cols[i]->node_case != PG_QUERY__NODE__NODE_RES_TARGET)
+                        return FAIL(a, "XX000", "malformed INSERT column list");
+                rt = ins->cols[i]->res_target;
+                if (rt->n_indirection)
+                        return FAIL_AT(a, rt->location, "0A000",
+                                       "subscripts and fields in INSERT columns are not supported");
+                for (k = 0; k < rel.n_columns; k++)
+                        if (strcmp(rel.columns[k].name, rt->name) == 0)
+                                break;
+                if (k == rel.n_columns)
+                        return FAIL_AT(a, rt->location, "42703",
+                                       "column \"%s\" of relation \"%s\" does not exist", rt->name,
+                                       si->table);
+                for (size_t j = 0; j < i; j++)
+                        if (targets[j] == k)
+                                return FAIL_AT(a, rt->location, "42701",
+                                               "column \"%s\" specified more than once", rt->name);
+                targets[i] = k;
+        }
+
+        if (ins->select_stmt) {
+                if (ins->select_stmt->node_case != PG_QUERY__NODE__NODE_SELECT_STMT)
+                        return FAIL(a, "0A000", "this INSERT source is not supported");
+                sel = ins->select_stmt->select_stmt;
+                if (!sel->n_values_lists || sel->n_sort_clause || sel->limit_count ||
+                    sel->limit_offset || sel->with_clause || ins->with_clause ||
+                    has_sublink(&sel->base))
+                        return analyze_insert_select(a, ins, &rel, targets, n_targets);
+        }
+        si->rows = calloc(sel ? sel->n_values_lists : 1, sizeof(*si->rows));
+        if (!si->rows)
+                return oom(a);
+        if (!sel) {
+                /* INSERT ... DEFAULT VALUES: one row of defaults (NULL for now). */
+                static const PgQuery__List empty = PG_QUERY__LIST__INIT;
+
+                r = insert_row(a, &rel, targets, n_targets, &empty, &si->rows[0]);
+                if (r < 0)
+                        return r;
+                si->n_rows = 1;
+                return 0;
+        }
+        for (size_t i = 0; i < sel->n_values_lists; i++) {
+                const PgQuery__Node *v = sel->values_lists[i];
+
+                if (v->node_case != PG_QUERY__NODE__NODE_LIST)
+                        return FAIL(a, "XX000", "malformed VALUES list");
+                if (ins->n_cols && v->list->n_items < n_targets)
+                        return FAIL_AT(a, ins->cols[v->list->n_items]->res_target->location,
+                                       "42601", "INSERT has more target columns than expressions");
+                r = insert_row(a, &rel, targets, n_targets, v->list, &si->rows[i]);
+                if (r < 0)
+                        return r;
+                si->n_rows++;
+        }
+        return 0;
+}
+
+/* WHERE: a boolean predicate, folded; NULL when it is the constant TRUE. */
+int analyze_where(struct analyzer *a, const PgQuery__Node *where, Coord__Plan__Expr **ret)
+{
+        _cleanup_(typed_done) struct typed t = { .location = -1 };
+        int r;
+
+        *ret = NULL;
+        if (!where)
+                return 0;
+        r = analyze_expr(a, where, &t);
+        if (r >= 0)
+                r = require_bool(a, &t, "WHERE");
+        if (r < 0)
+                return r;
+        if (is_literal(t.e) && t.e->literal->value_case == COORD__PLAN__DATUM__VALUE_BOOL_VALUE &&
+            t.e->literal->bool_value)
+                return 0;
+        *ret = TAKE_PTR(t.e);
+        return 0;
+}
+
+/* Does FigureColname() name n strongly (a column, function or ARRAY), so that a cast of
+ * n keeps n's name rather than the type's? */
+static bool strong_colname(const PgQuery__Node *n)
+{
+        switch (n ? n->node_case : PG_QUERY__NODE__NODE__NOT_SET) {
+        case PG_QUERY__NODE__NODE_COLUMN_REF:
+        case PG_QUERY__NODE__NODE_FUNC_CALL:
+        case PG_QUERY__NODE__NODE_A_ARRAY_EXPR:
+                return true;
+        case PG_QUERY__NODE__NODE_A_INDIRECTION:
+                return strong_colname(n->a_indirection->arg);
+        default:
+                return false;
+        }
+}
+
+/* The output column name PostgreSQL would pick (FigureColname). */
+const char *figure_colname(const PgQuery__Node *n)
+{
+        const char *s;
+
+        switch (n->node_case) {
+        case PG_QUERY__NODE__NODE_A_ARRAY_EXPR:
+                return "array";
+        case PG_QUERY__NODE__NODE_A_INDIRECTION:
+                return n->a_indirection->arg ? figure_colname(n->a_indirection->arg) : "?column?";
+        case PG_QUERY__NODE__NODE_COLUMN_REF:
+                s = n->column_ref->n_fields
+                            ? node_string(n->column_ref->fields[n->column_ref->n_fields - 1])
+                            : NULL;
+                return s ? s : "?column?";
+        case PG_QUERY__NODE__NODE_FUNC_CALL:
+                s = n->func_call->n_funcname
+                            ? node_string(n->func_call->funcname[n->func_call->n_funcname - 1])
+                            : NULL;
+                return s ? s : "?column?";
+        case PG_QUERY__NODE__NODE_TYPE_CAST:
+                if (n->type_cast->arg &&
+                    (strong_colname(n->type_cast->arg) ||
+                     n->type_cast->arg->node_case == PG_QUERY__NODE__NODE_TYPE_CAST))
+                        return figure_colname(n->type_cast->arg);
+                s = n->type_cast->type_name && n->type_cast->type_name->n_names
+                            ? node_string(n->type_cast->type_name->names
+                                                  [n->type_cast->type_name->n_names - 1])
+                            : NULL;
+                return s ? s : "?column?";
+        case PG_QUERY__NODE__NODE_A_CONST:
+                return n->a_const->val_case == PG_QUERY__A__CONST__VAL_BOOLVAL ? "bool"
+                                                                                : "?column?";
+        case PG_QUERY__NODE__NODE_CASE_EXPR:
+                return "case";
+        case PG_QUERY__NODE__NODE_SQLVALUE_FUNCTION:
+                s = sql_value_function_name(n->sqlvalue_function->op);
+                return s ? s : "?column?";
+        case PG_QUERY__NODE__NODE_COALESCE_EXPR:
+                return "coalesce";
+        case PG_QUERY__NODE__NODE_A_EXPR:
+                return n->a_expr->kind == PG_QUERY__A__EXPR__KIND__AEXPR_NULLIF ? "nullif"
+                                                                                 : "?column?";
+        default:
+                return "?column?";
+        }
+}
