@@ -269,14 +269,15 @@ struct topk_spec {
 
 /* adapter-sql.c */
 unsigned char_position(const char *s, size_t len, size_t off);
-void scope_done(struct scope *sc);
-int scope_add_col(struct analyzer *a, struct scope *sc, const char *qual, const char *name,
-                         int type, bool nullable, bool in_star);
 bool has_limit(const PgQuery__SelectStmt *s);
 int limit_offset(struct analyzer *a, const PgQuery__SelectStmt *s, bool *has_count,
                         uint64_t *count, bool *has_offset, uint64_t *offset);
 int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
+int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *peek,
+                      Coord__Plan__Relation **ret_plan, struct scope *ret_cols);
 bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi);
+void expr_shift(Coord__Plan__Expr *e, uint32_t by);
+bool join_key(const Coord__Plan__Expr *e, uint32_t nl, uint32_t *lk, uint32_t *rk);
 int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                                  const struct sql_relation *rel, const size_t *targets,
                                  size_t n_targets);
@@ -410,3 +411,15 @@ bool has_sublink(const ProtobufCMessage *m);
 int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins);
 int analyze_where(struct analyzer *a, const PgQuery__Node *where, Coord__Plan__Expr **ret);
 const char *figure_colname(const PgQuery__Node *n);
+
+/* adapter-sql-from.c */
+void scope_done(struct scope *sc);
+int scope_add_col(struct analyzer *a, struct scope *sc, const char *qual, const char *name,
+                         int type, bool nullable, bool in_star);
+int scope_add_qual(struct analyzer *a, struct scope *sc, const char *q, int location);
+int nondeterministic_view(struct analyzer *a, const char *name, int location);
+int with_push(struct analyzer *a, const PgQuery__WithClause *w, struct cte_level *level);
+int conj_add(struct analyzer *a, Coord__Plan__Expr ***preds, size_t *n, Coord__Plan__Expr *pred);
+Coord__Plan__Relation *rel_project_range(Coord__Plan__Relation *input, uint32_t from, size_t n);
+int plan_from(struct analyzer *a, const PgQuery__SelectStmt *s, struct scope *sc,
+                     Coord__Plan__Relation **ret);
