@@ -173,6 +173,8 @@ struct scope {
  * WHERE's conjuncts are sorted into keys (plan_where()). */
 #define OUTER_MARK 0x20000000u
 
+#define LATE_MARK 0x10000000u
+
 struct outer {
         const struct scope *scope;      /* the enclosing query's columns */
         const struct outer *up;         /* further out: references to it are refused */
@@ -269,12 +271,14 @@ struct topk_spec {
 
 /* adapter-sql.c */
 unsigned char_position(const char *s, size_t len, size_t off);
-bool has_limit(const PgQuery__SelectStmt *s);
-int limit_offset(struct analyzer *a, const PgQuery__SelectStmt *s, bool *has_count,
-                        uint64_t *count, bool *has_offset, uint64_t *offset);
+void attach_done(struct attach *ac);
+void late_unmark(Coord__Plan__Expr *e, uint32_t base);
+int truth_sublinks(struct analyzer *a, const PgQuery__Node *n, struct attach *ac);
+int attach_apply(struct analyzer *a, struct attach *ac, Coord__Plan__Relation **pr);
+bool rel_known_empty(const Coord__Plan__Relation *rel);
 int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
-int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *peek,
-                      Coord__Plan__Relation **ret_plan, struct scope *ret_cols);
+int plan_where(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Plan__Expr *pred,
+                      struct attach *ac, struct subq *sq, size_t n_from);
 bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi);
 void expr_shift(Coord__Plan__Expr *e, uint32_t by);
 bool join_key(const Coord__Plan__Expr *e, uint32_t nl, uint32_t *lk, uint32_t *rk);
@@ -423,3 +427,10 @@ int conj_add(struct analyzer *a, Coord__Plan__Expr ***preds, size_t *n, Coord__P
 Coord__Plan__Relation *rel_project_range(Coord__Plan__Relation *input, uint32_t from, size_t n);
 int plan_from(struct analyzer *a, const PgQuery__SelectStmt *s, struct scope *sc,
                      Coord__Plan__Relation **ret);
+
+/* adapter-sql-query.c */
+bool has_limit(const PgQuery__SelectStmt *s);
+int limit_offset(struct analyzer *a, const PgQuery__SelectStmt *s, bool *has_count,
+                        uint64_t *count, bool *has_offset, uint64_t *offset);
+int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *peek,
+                      Coord__Plan__Relation **ret_plan, struct scope *ret_cols);

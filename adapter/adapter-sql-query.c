@@ -1,0 +1,1256 @@
+/* adapter-sql-query.c -- queries: a SELECT's ORDER BY and LIMIT, grouping (regroup()),
+ * plan_select(), VALUES, set operations and plan_query() (adapter-sql-internal.h;
+ * adapter-sql.c note 7). */
+#include "adapter-sql-internal.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* ---- Queries. ---- */
+
+/* PostgreSQL's limit on the entries of a target list (MaxTupleAttributeNumber). */
+#define MAX_TARGETS 1664u
+
+
+/* Does the expression hold an aggregate call (outside subqueries)? */
+static bool node_has_aggregate(const PgQuery__Node *n)
+{
+        if (!n)
+                return false;
+        switch (n->node_case) {
+        case PG_QUERY__NODE__NODE_FUNC_CALL: {
+                const PgQuery__FuncCall *f = n->func_call;
+                const char *name = f->n_funcname ? node_string(f->funcname[f->n_funcname - 1]) : NULL;
+
+                if (f->agg_star || (name && is_aggregate_name(name) && !f->over))
+                        return true;
+                for (size_t i = 0; i < f->n_args; i++)
+                        if (node_has_aggregate(f->args[i]))
+                                return true;
+                return false;
+        }
+        case PG_QUERY__NODE__NODE_A_EXPR:
+                return node_has_aggregate(n->a_expr->lexpr) || node_has_aggregate(n->a_expr->rexpr);
+        case PG_QUERY__NODE__NODE_BOOL_EXPR:
+                for (size_t i = 0; i < n->bool_expr->n_args; i++)
+                        if (node_has_aggregate(n->bool_expr->args[i]))
+                                return true;
+                return false;
+        case PG_QUERY__NODE__NODE_COALESCE_EXPR:
+                for (size_t i = 0; i < n->coalesce_expr->n_args; i++)
+                        if (node_has_aggregate(n->coalesce_expr->args[i]))
+                                return true;
+                return false;
+        case PG_QUERY__NODE__NODE_TYPE_CAST:
+                return node_has_aggregate(n->type_cast->arg);
+        case PG_QUERY__NODE__NODE_NULL_TEST:
+                return node_has_aggregate(n->null_test->arg);
+        case PG_QUERY__NODE__NODE_RES_TARGET:
+                return node_has_aggregate(n->res_target->val);
+        case PG_QUERY__NODE__NODE_SORT_BY:
+                return node_has_aggregate(n->sort_by->node);
+        default:
+                return false;
+        }
+}
+
+static bool is_null_const(const PgQuery__Node *n)
+{
+        return n && n->node_case == PG_QUERY__NODE__NODE_A_CONST && n->a_const->isnull;
+}
+
+bool has_limit(const PgQuery__SelectStmt *s)
+{
+        return (s->limit_count && !is_null_const(s->limit_count)) || s->limit_offset;
+}
+
+/* An integer constant node (ORDER BY 2, GROUP BY 1): its value, or -1. */
+static long node_position(const PgQuery__Node *n)
+{
+        if (n && n->node_case == PG_QUERY__NODE__NODE_A_CONST &&
+            n->a_const->val_case == PG_QUERY__A__CONST__VAL_IVAL)
+                return n->a_const->ival->ival;
+        return -1;
+}
+
+/* An unqualified column name node: the name, or NULL. */
+static const char *node_plain_name(const PgQuery__Node *n)
+{
+        if (n && n->node_case == PG_QUERY__NODE__NODE_COLUMN_REF && n->column_ref->n_fields == 1)
+                return node_string(n->column_ref->fields[0]);
+        return NULL;
+}
+
+/* LIMIT or OFFSET: a constant, non-negative bigint; NULL (and LIMIT ALL) is none. */
+static int analyze_limit(struct analyzer *a, const PgQuery__Node *n, const char *what,
+                         const char *sqlstate, bool *has, uint64_t *ret)
+{
+        _cleanup_(typed_done) struct typed t = { .location = -1 };
+        const struct scope *scope = a->scope;
+        bool strict = a->strict_fold;
+        int r;
+
+        *has = false;
+        if (!n)
+                return 0;
+        a->scope = NULL;
+        a->strict_fold = true;
+        a->no_mz_now = what;
+        r = analyze_expr(a, n, &t);
+        if (r >= 0)
+                r = coerce_unknown(a, &t, ROW_TYPE_INT8);
+        a->scope = scope;
+        a->strict_fold = strict;
+        a->no_mz_now = NULL;
+        if (r < 0)
+                return r;
+        if (!is_int((int)t.e->type))
+                return FAIL_AT(a, t.location, "42804", "argument of %s must be type bigint, not "
+                               "type %s", what, row_type_name((enum row_type)t.e->type));
+        if (!is_literal(t.e))
+                return FAIL_AT(a, t.location, "0A000", "%s must be a constant", what);
+        if (t.e->literal->value_case == COORD__PLAN__DATUM__VALUE_NULL_VALUE)
+                return 0;
+        if (t.e->literal->int_value < 0)
+                return FAIL_AT(a, t.location, sqlstate, "%s must not be negative", what);
+        *has = true;
+        *ret = (uint64_t)t.e->literal->int_value;
+        return 0;
+}
+
+/* Append the sort key of ORDER BY item sb, on `column` of `type`, to keys[*n].  Arrays
+ * are refused: sorts compare datums by row_datum_compare(), and an array's bytes do not
+ * order as the array does (common/row/row.h, "Arrays"). */
+static int sort_key_add(struct analyzer *a, Coord__Plan__SortKey ***keys, size_t *n, uint32_t column,
+                        int type, const PgQuery__SortBy *sb)
+{
+        Coord__Plan__SortKey **v;
+        Coord__Plan__SortKey *k;
+
+        if (row_type_is_array(type))
+                return FAIL_AT(a, sb->location, "0A000", "ORDER BY of an array is not supported");
+        v = realloc(*keys, (*n + 1) * sizeof(*v));
+        if (!v)
+                return oom(a);
+        *keys = v;
+        if (sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_USING || sb->n_use_op)
+                return FAIL_AT(a, sb->location, "0A000", "ORDER BY ... USING is not supported");
+        k = malloc(sizeof(*k));
+        if (!k)
+                return oom(a);
+        coord__plan__sort_key__init(k);
+        k->column = column;
+        k->descending = sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_DESC;
+        k->nulls_first = sb->sortby_nulls == PG_QUERY__SORT_BY_NULLS__SORTBY_NULLS_FIRST ||
+                         (sb->sortby_nulls != PG_QUERY__SORT_BY_NULLS__SORTBY_NULLS_LAST &&
+                          k->descending);
+        (*keys)[(*n)++] = k;
+        return 0;
+}
+
+static int peek_sort_key(struct analyzer *a, Coord__Plan__Peek *peek, uint32_t column, int type,
+                         const PgQuery__SortBy *sb)
+{
+        return sort_key_add(a, &peek->order_by, &peek->n_order_by, column, type, sb);
+}
+
+/* An ORDER BY item naming an output column by position or name: 1 with *ret, 0 when it
+ * is an expression, or an error. */
+static int sort_output(struct analyzer *a, const PgQuery__SortBy *sb, const struct scope *out,
+                       size_t n_visible, uint32_t *ret)
+{
+        long pos = node_position(sb->node);
+        const char *name = node_plain_name(sb->node);
+        size_t found = SIZE_MAX;
+
+        if (pos >= 0 || (sb->node && sb->node->node_case == PG_QUERY__NODE__NODE_A_CONST &&
+                         !sb->node->a_const->isnull &&
+                         sb->node->a_const->val_case == PG_QUERY__A__CONST__VAL_IVAL)) {
+                if (pos < 1 || (size_t)pos > n_visible)
+                        return FAIL_AT(a, sb->node->a_const->location, "42P10",
+                                       "ORDER BY position %ld is not in select list", pos);
+                *ret = (uint32_t)(pos - 1);
+                return 1;
+        }
+        if (!name)
+                return 0;
+        for (size_t i = 0; i < n_visible; i++) {
+                if (strcmp(out->cols[i].name, name) != 0)
+                        continue;
+                if (found != SIZE_MAX)
+                        return FAIL_AT(a, sb->node->column_ref->location, "42702",
+                                       "ORDER BY \"%s\" is ambiguous", name);
+                found = i;
+        }
+        if (found == SIZE_MAX)
+                return 0;
+        *ret = (uint32_t)found;
+        return 1;
+}
+
+/* ORDER BY and LIMIT of a top-level UNION or VALUES: output columns only. */
+static int peek_order_limit(struct analyzer *a, const PgQuery__SelectStmt *s, const struct scope *out,
+                            Coord__Plan__Peek *peek);
+
+/* LIMIT and OFFSET of s: constants (analyze_limit()). */
+int limit_offset(struct analyzer *a, const PgQuery__SelectStmt *s, bool *has_count,
+                        uint64_t *count, bool *has_offset, uint64_t *offset)
+{
+        int r;
+
+        if (s->limit_option == PG_QUERY__LIMIT_OPTION__LIMIT_OPTION_WITH_TIES)
+                return FAIL(a, "0A000", "FETCH ... WITH TIES is not supported");
+        r = analyze_limit(a, s->limit_count, "LIMIT", "2201W", has_count, count);
+        if (r >= 0)
+                r = analyze_limit(a, s->limit_offset, "OFFSET", "2201X", has_offset, offset);
+        return r;
+}
+
+/* LIMIT/OFFSET of a SELECT below the outermost one (plan_query()): the window of its
+ * TopK, if it cuts one.  Refused where the rows kept would be arbitrary (no ORDER BY)
+ * and in a subquery in an expression ("Subqueries": not decorrelated with a window). */
+static int topk_limit(struct analyzer *a, const PgQuery__SelectStmt *s, struct topk_spec *ret)
+{
+        bool has_offset;
+        int r;
+
+        *ret = (struct topk_spec){ 0 };
+        if (!has_limit(s))
+                return 0;
+        if (a->no_limit)
+                return FAIL(a, "0A000", "LIMIT and OFFSET are not supported in a subquery in an "
+                            "expression");
+        r = limit_offset(a, s, &ret->has_limit, &ret->limit, &has_offset, &ret->offset);
+        if (r < 0)
+                return r;
+        ret->on = ret->has_limit || ret->offset > 0;
+        if (ret->on && !s->n_sort_clause)
+                return FAIL(a, "0A000", "LIMIT without ORDER BY in a %s is not deterministic",
+                            a->peek ? "subquery" : "view");
+        return 0;
+}
+
+/* One ORDER BY item of a UNION or VALUES: an output column only (a TopK's or a peek's). */
+static int union_sort_col(struct analyzer *a, const PgQuery__Node *n, const struct scope *out,
+                          const PgQuery__SortBy **sbp, uint32_t *col)
+{
+        const PgQuery__SortBy *sb = n->node_case == PG_QUERY__NODE__NODE_SORT_BY ? n->sort_by : NULL;
+        int r;
+
+        if (!sb)
+                return FAIL(a, "XX000", "malformed ORDER BY");
+        *sbp = sb;
+        r = sort_output(a, sb, out, out->n, col);
+        if (r == 0)
+                r = FAIL_AT(a, sb->location, "0A000",
+                            "ORDER BY of a UNION or VALUES must name an output column");
+        return r;
+}
+
+static int topk_order(struct analyzer *a, const PgQuery__SelectStmt *s, const struct scope *out,
+                      struct topk_spec *tk)
+{
+        for (size_t i = 0; i < s->n_sort_clause; i++) {
+                const PgQuery__SortBy *sb;
+                uint32_t col;
+                int r;
+
+                r = union_sort_col(a, s->sort_clause[i], out, &sb, &col);
+                if (r >= 0)
+                        r = sort_key_add(a, &tk->order, &tk->n_order, col, out->cols[col].type, sb);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int peek_limit(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__Plan__Peek *peek)
+{
+        bool has_count, has_offset;
+        uint64_t count = 0, offset = 0;
+        int r;
+
+        r = limit_offset(a, s, &has_count, &count, &has_offset, &offset);
+        if (r < 0)
+                return r;
+        if (!has_count && !has_offset)
+                return 0;
+        peek->limit = malloc(sizeof(*peek->limit));
+        if (!peek->limit)
+                return oom(a);
+        coord__plan__limit__init(peek->limit);
+        /* OFFSET alone: every row after the offset. */
+        peek->limit->count = has_count ? count : UINT64_MAX;
+        peek->limit->offset = offset;
+        return 0;
+}
+
+static int peek_order_limit(struct analyzer *a, const PgQuery__SelectStmt *s, const struct scope *out,
+                            Coord__Plan__Peek *peek)
+{
+        for (size_t i = 0; i < s->n_sort_clause; i++) {
+                const PgQuery__SortBy *sb;
+                uint32_t col;
+                int r;
+
+                r = union_sort_col(a, s->sort_clause[i], out, &sb, &col);
+                if (r >= 0)
+                        r = peek_sort_key(a, peek, col, out->cols[col].type, sb);
+                if (r < 0)
+                        return r;
+        }
+        return peek_limit(a, s, peek);
+}
+
+/* Rewrite an expression of a grouped SELECT over the Reduce's output: group keys become
+ * key columns, aggregate placeholders the aggregate columns; any other column is 42803. */
+static int regroup(struct analyzer *a, Coord__Plan__Expr **pe, Coord__Plan__Expr **keys, size_t nk,
+                   const struct scope *from)
+{
+        Coord__Plan__Expr *e = *pe;
+
+        for (size_t k = 0; k < nk; k++)
+                if (expr_equal(e, keys[k])) {
+                        Coord__Plan__Expr *c = expr_column((int)e->type, (uint32_t)k);
+
+                        if (!c)
+                                return oom(a);
+                        expr_free(e);
+                        *pe = c;
+                        return 0;
+                }
+        switch (e->kind_case) {
+        case COORD__PLAN__EXPR__KIND_COLUMN: {
+                const struct scope_col *col;
+
+                if (e->column & AGG_MARK) {
+                        e->column = (uint32_t)nk + (e->column & ~AGG_MARK);
+                        return 0;
+                }
+                if (e->column & LATE_MARK) {
+                        e->column = a->late_base + (e->column & ~LATE_MARK);
+                        return 0;
+                }
+                col = &from->cols[e->column];
+                if (col->qual)
+                        return FAIL(a, "42803", "column \"%s.%s\" must appear in the GROUP BY "
+                                    "clause or be used in an aggregate function", col->qual,
+                                    col->name);
+                return FAIL(a, "42803", "column \"%s\" must appear in the GROUP BY clause or be "
+                            "used in an aggregate function", col->name);
+        }
+        case COORD__PLAN__EXPR__KIND_CALL:
+                for (size_t i = 0; i < e->call->n_args; i++) {
+                        int r = regroup(a, &e->call->args[i], keys, nk, from);
+
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        default:
+                return 0;
+        }
+}
+
+static void agg_done(struct agg_ctx *g)
+{
+        for (size_t i = 0; i < g->n; i++) {
+                expr_free(g->args[i]);
+                free(g->delims[i]);
+        }
+        free(g->delims);
+        free(g->args);
+        free(g->funcs);
+        free(g->types);
+}
+
+/* The SELECT list (and hidden ORDER BY columns) under construction. */
+struct outputs {
+        Coord__Plan__Expr **e;          /* over the source row: FROM's, or the Reduce's */
+        const char **names;
+        size_t n, cap;
+        /* The outputs that are a reg* value's text (analyze_reg_cast()): sorted by their
+         * text, where PostgreSQL sorts by the oid, so ORDER BY may not name them. */
+        size_t *reg;
+        size_t n_reg;
+};
+
+static void outputs_done(struct outputs *o)
+{
+        for (size_t i = 0; i < o->n; i++)
+                expr_free(o->e[i]);
+        free(o->e);
+        free(o->names);
+        free(o->reg);
+}
+
+static int outputs_add(struct analyzer *a, struct outputs *o, Coord__Plan__Expr *e, const char *name)
+{
+        if (!e)
+                return oom(a);
+        if (o->n == o->cap) {
+                size_t cap = o->cap ? 2 * o->cap : 8;
+                Coord__Plan__Expr **ne = realloc(o->e, cap * sizeof(*ne));
+                const char **nn = ne ? realloc(o->names, cap * sizeof(*nn)) : NULL;
+
+                if (ne)
+                        o->e = ne;
+                if (!nn) {
+                        expr_free(e);
+                        return oom(a);
+                }
+                o->names = nn;
+                o->cap = cap;
+        }
+        o->e[o->n] = e;
+        o->names[o->n++] = name;
+        if (o->n > MAX_TARGETS)
+                return FAIL(a, "54011", "target lists can have at most %u entries", MAX_TARGETS);
+        return 0;
+}
+
+/* One entry of the SELECT list: `*`, `t.*` or an expression; top: of the statement's
+ * own SELECT (not a subquery's, a UNION's or a view's), whose reg* outputs are sent. */
+static int select_target(struct analyzer *a, struct outputs *o, const PgQuery__ResTarget *rt,
+                         bool top)
+{
+        const struct scope *sc = a->scope;
+        _cleanup_(typed_done) struct typed t = { .location = -1 };
+        const PgQuery__ColumnRef *cr;
+        const char *name;
+        int r;
+
+        if (!rt->val)
+                return FAIL(a, "XX000", "malformed target list");
+        cr = rt->val->node_case == PG_QUERY__NODE__NODE_COLUMN_REF ? rt->val->column_ref : NULL;
+        if (cr && cr->n_fields &&
+            cr->fields[cr->n_fields - 1]->node_case == PG_QUERY__NODE__NODE_A_STAR) {
+                const char *qualifier = cr->n_fields == 2 ? node_string(cr->fields[0]) : NULL;
+
+                if (cr->n_fields > 2 || (cr->n_fields == 2 && !qualifier))
+                        return FAIL_AT(a, cr->location, "0A000", "this * is not supported");
+                if (!qualifier && (!sc || (!sc->n_quals && !sc->n)))
+                        return FAIL_AT(a, cr->location, "42601",
+                                       "SELECT * with no tables specified is not valid");
+                if (qualifier && !scope_has_qual(sc, qualifier))
+                        return FAIL_AT(a, cr->location, "42P01",
+                                       "missing FROM-clause entry for table \"%s\"", qualifier);
+                if (!qualifier) {
+                        for (size_t i = 0; i < sc->n_star; i++) {
+                                const struct scope_col *c = &sc->cols[sc->star[i]];
+
+                                r = outputs_add(a, o, expr_column(c->type, sc->star[i]), c->name);
+                                if (r < 0)
+                                        return r;
+                        }
+                        return 0;
+                }
+                for (size_t i = 0; i < sc->n; i++) {
+                        const struct scope_col *c = &sc->cols[i];
+
+                        if (!c->qual || strcmp(c->qual, qualifier) != 0)
+                                continue;
+                        r = outputs_add(a, o, expr_column(c->type, (uint32_t)i), c->name);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        a->reg_ok = top && is_reg_cast(rt->val);  /* sent as its text */
+        if (a->reg_ok) {
+                size_t *v = realloc(o->reg, (o->n_reg + 1) * sizeof(*v));
+
+                if (!v)
+                        return oom(a);
+                o->reg = v;
+                o->reg[o->n_reg++] = o->n;
+        }
+        r = analyze_expr(a, rt->val, &t);
+        if (r >= 0)
+                r = coerce_unknown(a, &t, ROW_TYPE_TEXT);   /* PostgreSQL outputs unknown as text */
+        if (r < 0)
+                return r;
+        if (rt->name && rt->name[0])
+                name = rt->name;
+        else if (t.e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN && (t.e->column & LATE_MARK) &&
+                 a->attach && a->attach->late)
+                name = a->attach->scope->cols[t.e->column & ~LATE_MARK].name;
+        else if (t.e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN && !(t.e->column & AGG_MARK))
+                name = sc->cols[t.e->column].name;
+        else
+                name = figure_colname(rt->val);
+        return outputs_add(a, o, TAKE_PTR(t.e), name);
+}
+
+/* Is a source column or expression possibly NULL? */
+static bool expr_nullable(const Coord__Plan__Expr *e, const struct scope *src)
+{
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN)
+                return src->cols[e->column].nullable;
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_LITERAL)
+                return e->literal->value_case == COORD__PLAN__DATUM__VALUE_NULL_VALUE;
+        return true;
+}
+
+/* A plain SELECT: FROM, WHERE, GROUP BY, HAVING, the list, DISTINCT; with a peek also
+ * ORDER BY and LIMIT, with tk (LIMIT below the outermost SELECT) a TopK over the list and
+ * the ORDER BY expressions that are not in it, which a Project then drops. */
+static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__Plan__Peek *peek,
+                       struct topk_spec *tk, Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
+{
+        _cleanup_(scope_done) struct scope from = { 0 }, reduced = { 0 };
+        _cleanup_(agg_done) struct agg_ctx agg = { 0 };
+        _cleanup_(outputs_done) struct outputs o = { 0 };
+        _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
+        _cleanup_(expr_freep) Coord__Plan__Expr *pred = NULL;
+        _cleanup_(expr_freep) Coord__Plan__Expr *having = NULL;
+        Coord__Plan__Expr **keys = NULL;
+        _cleanup_free_ long *sort_cols = NULL;         /* output column, or -1: sort_exprs */
+        _cleanup_free_ Coord__Plan__Expr **sort_exprs = NULL;
+        const struct scope *src = &from;
+        size_t nk = 0, n_visible, n_sort = peek || tk ? s->n_sort_clause : 0, width;
+        bool grouped, distinct = s->n_distinct_clause > 0;
+        struct subq *sq = a->sub;               /* this SELECT is a subquery: its keys */
+        _cleanup_(attach_done) struct attach wat = { 0 }, lat = { 0 }, gat = { 0 };
+        _cleanup_(scope_done) struct scope late = { 0 };   /* gat's columns */
+        size_t n_from;
+        int r;
+
+        a->sub = NULL;
+        a->attach = NULL;
+        if (s->n_window_clause)
+                return FAIL(a, "0A000", "window functions are not supported");
+        for (size_t i = 0; i < s->n_distinct_clause; i++)
+                if (s->distinct_clause[i] && s->distinct_clause[i]->node_case != 0)
+                        return FAIL(a, "0A000", "DISTINCT ON is not supported");
+
+        r = plan_from(a, s, &from, &plan);
+        if (r < 0)
+                return r;
+        a->scope = &from;
+        a->no_agg = "WHERE";
+        n_from = from.n;
+        wat = (struct attach){ .scope = &from, .base_n = from.n, .empty = rel_known_empty(plan) };
+        r = truth_sublinks(a, s->where_clause, &wat);
+        a->attach = &wat;
+        if (sq)
+                a->outer->collect = true;
+        if (r >= 0)
+                r = analyze_where(a, s->where_clause, &pred);
+        if (sq)
+                a->outer->collect = false;
+        a->attach = NULL;
+        if (r >= 0)
+                r = plan_where(a, &plan, TAKE_PTR(pred), &wat, sq, n_from);
+        if (r < 0)
+                return r;
+        if (from.n > n_from) {
+                /* The WHERE's subqueries' columns go: the rest counts FROM's columns. */
+                plan = rel_project_range(TAKE_PTR(plan), 0, n_from);
+                from.n = n_from;
+                if (!plan)
+                        return oom(a);
+        }
+
+        grouped = s->n_group_clause || s->having_clause || node_has_aggregate(s->having_clause);
+        for (size_t i = 0; !grouped && i < s->n_target_list; i++)
+                grouped = node_has_aggregate(s->target_list[i]);
+        for (size_t i = 0; !grouped && i < n_sort; i++)
+                grouped = node_has_aggregate(s->sort_clause[i]);
+        if (sq && !sq->empty) {
+                sq->global = grouped && !s->n_group_clause;
+                sq->having = s->having_clause != NULL;
+        }
+
+        sort_cols = calloc(n_sort ? n_sort : 1, sizeof(*sort_cols));
+        sort_exprs = calloc(n_sort ? n_sort : 1, sizeof(*sort_exprs));
+        keys = calloc(s->n_group_clause + (sq ? sq->n : 0) + 1, sizeof(*keys));
+        if (!sort_cols || !sort_exprs || !keys) {
+                free(keys);
+                return oom(a);
+        }
+
+        /* GROUP BY keys, over the FROM columns. */
+        a->no_agg = "GROUP BY";
+        for (size_t i = 0; i < s->n_group_clause; i++) {
+                _cleanup_(typed_done) struct typed t = { .location = -1 };
+                const PgQuery__Node *g = s->group_clause[i];
+                long pos = node_position(g);
+                const char *name = node_plain_name(g);
+                bool dup = false;
+
+                if (pos >= 0) {
+                        if (pos < 1 || (size_t)pos > s->n_target_list ||
+                            s->target_list[pos - 1]->node_case != PG_QUERY__NODE__NODE_RES_TARGET) {
+                                r = FAIL_AT(a, node_location(g), "42P10",
+                                            "GROUP BY position %ld is not in select list", pos);
+                                goto fail;
+                        }
+                        g = s->target_list[pos - 1]->res_target->val;
+                } else if (name) {
+                        /* An output name that is not a FROM column (PostgreSQL's rule). */
+                        bool is_column = false;
+
+                        for (size_t k = 0; k < from.n; k++)
+                                is_column = is_column || (!from.cols[k].hidden &&
+                                                          strcmp(from.cols[k].name, name) == 0);
+                        const PgQuery__Node *found = NULL;
+
+                        for (size_t k = 0; !is_column && k < s->n_target_list; k++) {
+                                const PgQuery__ResTarget *rt = s->target_list[k]->res_target;
+
+                                if (!rt->name || strcmp(rt->name, name) != 0)
+                                        continue;
+                                if (found) {
+                                        r = FAIL_AT(a, node_location(s->group_clause[i]), "42702",
+                                                    "GROUP BY \"%s\" is ambiguous", name);
+                                        goto fail;
+                                }
+                                found = rt->val;
+                        }
+                        if (found)
+                                g = found;
+                }
+                if (g->node_case == PG_QUERY__NODE__NODE_GROUPING_SET) {
+                        r = FAIL(a, "0A000", "GROUPING SETS, ROLLUP and CUBE are not supported");
+                        goto fail;
+                }
+                r = analyze_expr(a, g, &t);
+                if (r >= 0)
+                        r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
+                if (r < 0)
+                        goto fail;
+                for (size_t k = 0; k < nk; k++)
+                        dup = dup || expr_equal(keys[k], t.e);
+                if (!dup)
+                        keys[nk++] = TAKE_PTR(t.e);
+        }
+        /* A correlated subquery's keys group it too. */
+        for (size_t i = 0; grouped && sq && i < sq->n; i++)
+                if (!(keys[nk++] = expr_copy(sq->inner[i]))) {
+                        r = oom(a);
+                        goto fail;
+                }
+
+        /* The list, HAVING and ORDER BY see aggregates when grouped. */
+        a->agg = grouped ? &agg : NULL;
+        a->no_agg = grouped ? NULL : "this context";
+        lat = (struct attach){ .scope = &from, .base_n = from.n, .empty = rel_known_empty(plan) };
+        gat = (struct attach){ .scope = &late, .late = true, .outer = &from };
+        a->attach = grouped ? &gat : &lat;
+        for (size_t i = 0; i < s->n_target_list; i++) {
+                if (s->target_list[i]->node_case != PG_QUERY__NODE__NODE_RES_TARGET) {
+                        r = FAIL(a, "XX000", "malformed target list");
+                        goto fail;
+                }
+                r = select_target(a, &o, s->target_list[i]->res_target, peek != NULL);
+                if (r < 0)
+                        goto fail;
+        }
+        a->attach = NULL;
+        if (lat.n) {
+                r = attach_apply(a, &lat, &plan);
+                if (r < 0)
+                        goto fail;
+        }
+        n_visible = o.n;
+        /* A correlated subquery's keys follow its own columns. */
+        for (size_t i = 0; sq && i < sq->n; i++) {
+                r = outputs_add(a, &o, expr_copy(sq->inner[i]), "?column?");
+                if (r < 0)
+                        goto fail;
+        }
+        if (sq)
+                sq->n_visible = n_visible;
+        if (s->having_clause) {
+                _cleanup_(typed_done) struct typed t = { .location = -1 };
+
+                a->attach = &gat;
+                r = analyze_expr(a, s->having_clause, &t);
+                a->attach = NULL;
+                if (r >= 0)
+                        r = require_bool(a, &t, "HAVING");
+                if (r < 0)
+                        goto fail;
+                having = TAKE_PTR(t.e);
+        }
+        for (size_t i = 0; i < n_sort; i++) {
+                _cleanup_(typed_done) struct typed t = { .location = -1 };
+                const PgQuery__SortBy *sb = s->sort_clause[i]->node_case == PG_QUERY__NODE__NODE_SORT_BY
+                                                    ? s->sort_clause[i]->sort_by
+                                                    : NULL;
+                struct scope shown = { .cols = NULL };
+                _cleanup_free_ struct scope_col *cols = calloc(n_visible ? n_visible : 1,
+                                                               sizeof(*cols));
+                uint32_t col;
+
+                if (!sb || !cols) {
+                        r = sb ? oom(a) : FAIL(a, "XX000", "malformed ORDER BY");
+                        goto fail;
+                }
+                for (size_t k = 0; k < n_visible; k++)
+                        cols[k].name = o.names[k];
+                shown.cols = cols;
+                shown.n = n_visible;
+                r = sort_output(a, sb, &shown, n_visible, &col);
+                for (size_t k = 0; r > 0 && k < o.n_reg; k++)
+                        if (o.reg[k] == col)
+                                r = FAIL(a, "0A000", "ORDER BY a regclass, regtype or "
+                                         "regnamespace output is not supported");
+                if (r < 0)
+                        goto fail;
+                sort_cols[i] = r ? (long)col : -1;
+                if (r)
+                        continue;
+                r = analyze_expr(a, sb->node, &t);
+                if (r >= 0)
+                        r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
+                if (r < 0)
+                        goto fail;
+                sort_exprs[i] = TAKE_PTR(t.e);
+        }
+        a->agg = NULL;
+        a->no_agg = NULL;
+
+        if (grouped) {
+                /* Map (computed keys and arguments) -> Reduce -> Filter (HAVING). */
+                _cleanup_free_ Coord__Plan__Expr **pre = calloc(nk + agg.n + 1, sizeof(*pre));
+                _cleanup_free_ uint32_t *key_cols = calloc(nk + 1, sizeof(*key_cols));
+                Coord__Plan__Relation *red;
+                Coord__Plan__Reduce *rd;
+                size_t n_pre = 0;
+
+                if (!pre || !key_cols) {
+                        r = oom(a);
+                        goto fail;
+                }
+                a->late_base = (uint32_t)(nk + agg.n);
+                for (size_t i = 0; i < o.n; i++) {
+                        r = regroup(a, &o.e[i], keys, nk, &from);
+                        if (r < 0)
+                                goto fail;
+                }
+                for (size_t i = 0; i < n_sort; i++) {
+                        r = sort_exprs[i] ? regroup(a, &sort_exprs[i], keys, nk, &from) : 0;
+                        if (r < 0)
+                                goto fail;
+                }
+                if (having) {
+                        r = regroup(a, &having, keys, nk, &from);
+                        if (r < 0)
+                                goto fail;
+                }
+                for (size_t k = 0; k < nk; k++) {
+                        bool nullable = true;
+
+                        if (keys[k]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
+                                key_cols[k] = keys[k]->column;
+                                nullable = from.cols[keys[k]->column].nullable;
+                        } else {
+                                key_cols[k] = (uint32_t)(from.n + n_pre);
+                                pre[n_pre++] = TAKE_PTR(keys[k]);
+                        }
+                        r = scope_add_col(a, &reduced, NULL, "?column?",
+                                          keys[k] ? (int)keys[k]->type : (int)pre[n_pre - 1]->type,
+                                          nullable, true);
+                        if (r < 0)
+                                goto fail;
+                }
+                rd = malloc(sizeof(*rd));
+                red = rel_new();
+                if (!rd || !red) {
+                        free(rd);
+                        free(red);
+                        r = oom(a);
+                        goto fail;
+                }
+                coord__plan__reduce__init(rd);
+                red->kind_case = COORD__PLAN__RELATION__KIND_REDUCE;
+                red->reduce = rd;
+                rd->aggregates = calloc(agg.n + 1, sizeof(*rd->aggregates));
+                if (!rd->aggregates) {
+                        rel_free(red);
+                        r = oom(a);
+                        goto fail;
+                }
+                for (size_t k = 0; k < agg.n; k++) {
+                        Coord__Plan__Aggregate *ag = malloc(sizeof(*ag));
+
+                        if (!ag) {
+                                rel_free(red);
+                                r = oom(a);
+                                goto fail;
+                        }
+                        coord__plan__aggregate__init(ag);
+                        ag->func = agg.funcs[k];
+                        ag->type = (Coord__Plan__Type)agg.types[k];
+                        if (agg.delims[k])
+                                ag->delimiter = TAKE_PTR(agg.delims[k]);
+                        if (!agg.args[k])
+                                ag->column = 0;
+                        else if (agg.args[k]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN)
+                                ag->column = agg.args[k]->column;
+                        else {
+                                ag->column = (uint32_t)(from.n + n_pre);
+                                pre[n_pre++] = TAKE_PTR(agg.args[k]);
+                        }
+                        rd->aggregates[rd->n_aggregates++] = ag;
+                        r = scope_add_col(a, &reduced, NULL, "?column?", agg.types[k],
+                                          agg.funcs[k] != COORD__PLAN__AGG_FUNC__AGG_COUNT &&
+                                                  agg.funcs[k] != COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR,
+                                          true);
+                        if (r < 0) {
+                                rel_free(red);
+                                goto fail;
+                        }
+                }
+                if (n_pre) {
+                        plan = rel_map(TAKE_PTR(plan), TAKE_PTR(pre), n_pre);
+                        if (!plan) {
+                                rel_free(red);
+                                r = oom(a);
+                                goto fail;
+                        }
+                }
+                rd->input = TAKE_PTR(plan);
+                rd->group_keys = TAKE_PTR(key_cols);
+                rd->n_group_keys = nk;
+                plan = red;
+                if (gat.n) {
+                        /* The list's and HAVING's subqueries, after the groups. */
+                        assert(reduced.n == a->late_base);
+                        for (size_t i = 0; i < gat.n; i++) {
+                                gat.v[i].first = a->late_base + (gat.v[i].first & ~LATE_MARK);
+                                if (gat.v[i].value)
+                                        late_unmark(gat.v[i].value, a->late_base);
+                        }
+                        for (size_t i = 0; r >= 0 && i < late.n; i++) {
+                                r = scope_add_col(a, &reduced, NULL, late.cols[i].name, late.cols[i].type,
+                                                  true, false);
+                                if (r >= 0)
+                                        reduced.cols[reduced.n - 1].hidden = true;
+                        }
+                        gat.scope = &reduced;
+                        gat.base_n = a->late_base;
+                        if (r >= 0)
+                                r = attach_apply(a, &gat, &plan);
+                        if (r < 0)
+                                goto fail;
+                }
+                if (having) {
+                        plan = rel_filter(TAKE_PTR(plan), TAKE_PTR(having));
+                        if (!plan) {
+                                r = oom(a);
+                                goto fail;
+                        }
+                }
+                src = &reduced;
+        }
+
+        /* ORDER BY expressions: a shown column when equal to one, else a hidden one. */
+        for (size_t i = 0; i < n_sort; i++) {
+                if (!sort_exprs[i])
+                        continue;
+                for (size_t k = 0; k < n_visible && sort_cols[i] < 0; k++)
+                        if (expr_equal(sort_exprs[i], o.e[k]))
+                                sort_cols[i] = (long)k;
+                if (sort_cols[i] >= 0)
+                        continue;
+                if (distinct) {
+                        r = FAIL(a, "42P10", "for SELECT DISTINCT, ORDER BY expressions must "
+                                 "appear in select list");
+                        goto fail;
+                }
+                sort_cols[i] = (long)o.n;
+                r = outputs_add(a, &o, TAKE_PTR(sort_exprs[i]), "?column?");
+                if (r < 0)
+                        goto fail;
+        }
+
+        /* Map the computed outputs, then Project them into order. */
+        {
+                Coord__Plan__Type *types = NULL;
+                size_t n_types = 0, n_map = 0;
+                _cleanup_free_ Coord__Plan__Expr **map = calloc(o.n + 1, sizeof(*map));
+                _cleanup_free_ uint32_t *outputs = calloc(o.n + 1, sizeof(*outputs));
+                bool identity;
+
+                if (!map || !outputs) {
+                        r = oom(a);
+                        goto fail;
+                }
+                r = rel_types(plan, &types, &n_types);
+                if (r < 0) {
+                        r = r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "cannot type a plan");
+                        goto fail;
+                }
+                free(types);
+                width = n_types;
+                identity = o.n == width;
+                for (size_t i = 0; i < o.n; i++) {
+                        bool nullable = expr_nullable(o.e[i], src);
+
+                        /* A TopK's hidden sort columns go after it: not output. */
+                        r = tk && i >= n_visible ? 0
+                                                 : scope_add_col(a, ret_cols, NULL, o.names[i],
+                                                                 (int)o.e[i]->type, nullable, true);
+                        if (r < 0)
+                                goto fail;
+                        if (o.e[i]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
+                                outputs[i] = o.e[i]->column;
+                        } else {
+                                outputs[i] = (uint32_t)(width + n_map);
+                                map[n_map++] = expr_copy(o.e[i]);
+                                if (!map[n_map - 1]) {
+                                        for (size_t k = 0; k < n_map - 1; k++)
+                                                expr_free(map[k]);
+                                        r = oom(a);
+                                        goto fail;
+                                }
+                        }
+                        identity = identity && outputs[i] == i;
+                }
+                if (n_map) {
+                        plan = rel_map(TAKE_PTR(plan), TAKE_PTR(map), n_map);
+                        identity = false;
+                }
+                if (plan && !identity)
+                        plan = rel_project(TAKE_PTR(plan), TAKE_PTR(outputs), o.n);
+                if (plan && distinct)
+                        plan = rel_distinct(TAKE_PTR(plan));
+                if (!plan) {
+                        r = oom(a);
+                        goto fail;
+                }
+        }
+        if (tk) {
+                assert(!sq);    /* topk_limit() refuses LIMIT in subqueries in expressions */
+                for (size_t i = 0; i < n_sort; i++) {
+                        r = sort_key_add(a, &tk->order, &tk->n_order, (uint32_t)sort_cols[i],
+                                         (int)o.e[sort_cols[i]]->type, s->sort_clause[i]->sort_by);
+                        if (r < 0)
+                                goto fail;
+                }
+                plan = rel_topk(TAKE_PTR(plan), tk);
+                if (plan && o.n > n_visible)
+                        plan = rel_project_range(TAKE_PTR(plan), 0, n_visible);
+                if (!plan) {
+                        r = oom(a);
+                        goto fail;
+                }
+        }
+        if (peek) {
+                for (size_t i = 0; i < n_sort; i++) {
+                        r = peek_sort_key(a, peek, (uint32_t)sort_cols[i], (int)o.e[sort_cols[i]]->type,
+                                          s->sort_clause[i]->sort_by);
+                        if (r < 0)
+                                goto fail;
+                }
+                if (o.n > n_visible)
+                        peek->output_arity = (uint32_t)n_visible;
+                r = peek_limit(a, s, peek);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret_plan = TAKE_PTR(plan);
+        r = 0;
+fail:
+        for (size_t i = 0; i < nk; i++)
+                expr_free(keys[i]);
+        free(keys);
+        for (size_t i = 0; i < n_sort; i++)
+                expr_free(sort_exprs[i]);
+        a->agg = NULL;
+        a->no_agg = NULL;
+        a->attach = NULL;
+        return r;
+}
+
+/* VALUES (...), (...): a Constant when every value is a literal, else a Union of one
+ * Map per row. */
+static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
+                       Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
+{
+        size_t n_rows = s->n_values_lists, n_cols = 0, done = 0;
+        _cleanup_free_ struct typed *v = NULL;          /* column-major: v[c * n_rows + r] */
+        struct attach *rat = NULL;
+        struct scope *rs = NULL;
+        _cleanup_free_ Coord__Plan__Type *types = NULL;
+        bool all_literal = true;
+        int r = 0;
+
+        for (size_t i = 0; i < n_rows; i++) {
+                const PgQuery__Node *row = s->values_lists[i];
+
+                if (row->node_case != PG_QUERY__NODE__NODE_LIST)
+                        return FAIL(a, "XX000", "malformed VALUES list");
+                if (i == 0)
+                        n_cols = row->list->n_items;
+                else if (row->list->n_items != n_cols)
+                        return FAIL_AT(a, row->list->n_items ? node_location(row->list->items[0]) : -1,
+                                       "42601", "VALUES lists must all be the same length");
+        }
+        if (n_cols > ROW_MAX_COLUMNS)
+                return FAIL(a, "54011", "VALUES can have at most %u columns", ROW_MAX_COLUMNS);
+        v = calloc(n_rows * n_cols + 1, sizeof(*v));
+        types = calloc(n_cols + 1, sizeof(*types));
+        if (!v || !types)
+                return oom(a);
+        /* A row's subqueries attach to its one row (as a SELECT list's to its rows):
+         * each row has its attachments and their hidden columns (rs[i]). */
+        if (has_sublink(&s->base)) {
+                rat = calloc(n_rows, sizeof(*rat));
+                rs = calloc(n_rows, sizeof(*rs));
+                if (!rat || !rs) {
+                        free(rat);
+                        free(rs);
+                        return oom(a);
+                }
+                for (size_t i = 0; i < n_rows; i++)
+                        rat[i] = (struct attach){ .scope = &rs[i], .base_n = 0 };
+        }
+        a->scope = NULL;
+        a->no_agg = "VALUES";
+        for (size_t c = 0; c < n_cols && r >= 0; c++) {
+                for (size_t i = 0; i < n_rows && r >= 0; i++, done++) {
+                        struct typed *t = &v[c * n_rows + i];
+
+                        t->location = -1;
+                        a->attach = rat ? &rat[i] : NULL;
+                        r = analyze_expr(a, s->values_lists[i]->list->items[c], t);
+                        a->attach = NULL;
+                }
+                if (r >= 0) {
+                        int type;
+
+                        r = common_type(a, &v[c * n_rows], n_rows, "VALUES", &type);
+                        types[c] = (Coord__Plan__Type)type;
+                }
+        }
+        a->no_agg = NULL;
+        for (size_t c = 0; r >= 0 && c < n_cols; c++) {
+                const char *name;
+                bool nullable = false;
+
+                for (size_t i = 0; i < n_rows; i++) {
+                        const Coord__Plan__Expr *e = v[c * n_rows + i].e;
+
+                        all_literal = all_literal && is_literal(e);
+                        nullable = nullable || !is_literal(e) ||
+                                   e->literal->value_case == COORD__PLAN__DATUM__VALUE_NULL_VALUE;
+                }
+                r = keepf(a, &name, "column%zu", c + 1);
+                if (r >= 0)
+                        r = scope_add_col(a, ret_cols, NULL, name, (int)types[c], nullable, true);
+        }
+        if (r >= 0 && all_literal) {
+                _cleanup_free_ struct row_datum *row = calloc(n_cols + 1, sizeof(*row));
+                Coord__Plan__Update **rows = calloc(n_rows + 1, sizeof(*rows));
+                size_t k = 0;
+
+                if (!row || !rows) {
+                        free(rows);
+                        r = oom(a);
+                        goto out;
+                }
+                for (; k < n_rows && r >= 0; k++) {
+                        for (size_t c = 0; c < n_cols && r >= 0; c++)
+                                r = row_expr_literal(v[c * n_rows + k].e->literal, (int)types[c],
+                                                     &row[c], a->err);
+                        if (r >= 0 && !(rows[k] = update_new(row, n_cols)))
+                                r = oom(a);
+                }
+                if (r < 0) {
+                        for (size_t i = 0; i < k; i++)
+                                if (rows[i])
+                                        coord__plan__update__free_unpacked(rows[i], NULL);
+                        free(rows);
+                        goto out;
+                }
+                *ret_plan = rel_constant(TAKE_PTR(types), n_cols, rows, n_rows);
+                if (!*ret_plan)
+                        r = oom(a);
+        } else if (r >= 0) {
+                Coord__Plan__Relation **inputs = calloc(n_rows + 1, sizeof(*inputs));
+
+                if (!inputs) {
+                        r = oom(a);
+                        goto out;
+                }
+                for (size_t i = 0; i < n_rows; i++) {
+                        Coord__Plan__Expr **exprs = calloc(n_cols + 1, sizeof(*exprs));
+                        Coord__Plan__Relation *unit = rel_unit();
+                        size_t hidden = rat ? rs[i].n : 0;
+
+                        if (unit && rat && rat[i].n && attach_apply(a, &rat[i], &unit) < 0)
+                                unit = NULL;
+                        for (size_t c = 0; exprs && c < n_cols; c++)
+                                exprs[c] = TAKE_PTR(v[c * n_rows + i].e);
+                        inputs[i] = exprs ? rel_map(unit, exprs, n_cols) : NULL;
+                        if (!exprs)
+                                rel_free(unit);
+                        if (inputs[i] && hidden)
+                                inputs[i] = rel_project_range(inputs[i], (uint32_t)hidden, n_cols);
+                        if (!inputs[i]) {
+                                for (size_t k = 0; k < i; k++)
+                                        rel_free(inputs[k]);
+                                free(inputs);
+                                r = oom(a);
+                                goto out;
+                        }
+                }
+                *ret_plan = n_rows == 1 ? inputs[0] : rel_union(inputs, n_rows);
+                if (n_rows == 1)
+                        free(inputs);
+                if (!*ret_plan)
+                        r = oom(a);
+        }
+out:
+        for (size_t i = 0; i < done; i++)
+                typed_done(&v[i]);
+        for (size_t i = 0; rat && i < n_rows; i++) {
+                attach_done(&rat[i]);
+                scope_done(&rs[i]);
+        }
+        free(rat);
+        free(rs);
+        return r;
+}
+
+/* UNION [ALL]. */
+static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
+                      Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
+{
+        _cleanup_(scope_done) struct scope lc = { 0 }, rc = { 0 };
+        _cleanup_(rel_freep) Coord__Plan__Relation *lp = NULL, *rp = NULL;
+        _cleanup_free_ int *lt = NULL, *rt = NULL, *to = NULL;
+        Coord__Plan__Relation **inputs;
+        int r;
+
+        if (s->op != PG_QUERY__SET_OPERATION__SETOP_UNION)
+                return FAIL(a, "0A000", "%s is not supported yet",
+                            s->op == PG_QUERY__SET_OPERATION__SETOP_INTERSECT ? "INTERSECT"
+                                                                             : "EXCEPT");
+        if (!s->larg || !s->rarg)
+                return FAIL(a, "XX000", "malformed UNION");
+        {
+                PgQuery__Node l = PG_QUERY__NODE__INIT, rn = PG_QUERY__NODE__INIT;
+
+                l.node_case = rn.node_case = PG_QUERY__NODE__NODE_SELECT_STMT;
+                l.select_stmt = s->larg;
+                rn.select_stmt = s->rarg;
+                r = plan_query(a, &l, NULL, &lp, &lc);
+                if (r >= 0)
+                        r = plan_query(a, &rn, NULL, &rp, &rc);
+                if (r < 0)
+                        return r;
+        }
+        if (lc.n != rc.n)
+                return FAIL(a, "42601", "each UNION query must have the same number of columns");
+        lt = calloc(lc.n + 1, sizeof(*lt));
+        rt = calloc(lc.n + 1, sizeof(*rt));
+        to = calloc(lc.n + 1, sizeof(*to));
+        if (!lt || !rt || !to)
+                return oom(a);
+        for (size_t i = 0; i < lc.n; i++) {
+                lt[i] = lc.cols[i].type;
+                rt[i] = rc.cols[i].type;
+                if (lt[i] == rt[i])
+                        to[i] = lt[i];
+                else if (is_int(lt[i]) && is_int(rt[i]))
+                        to[i] = ROW_TYPE_INT8;
+                else
+                        return FAIL(a, "42804", "UNION types %s and %s cannot be matched",
+                                    row_type_name((enum row_type)lt[i]),
+                                    row_type_name((enum row_type)rt[i]));
+                r = scope_add_col(a, ret_cols, NULL, lc.cols[i].name, to[i],
+                                  lc.cols[i].nullable || rc.cols[i].nullable, true);
+                if (r < 0)
+                        return r;
+        }
+        r = rel_cast_columns(a, &lp, lt, to, lc.n);
+        if (r >= 0)
+                r = rel_cast_columns(a, &rp, rt, to, lc.n);
+        if (r < 0)
+                return r;
+        inputs = calloc(2, sizeof(*inputs));
+        if (!inputs)
+                return oom(a);
+        inputs[0] = TAKE_PTR(lp);
+        inputs[1] = TAKE_PTR(rp);
+        *ret_plan = rel_union(inputs, 2);
+        if (*ret_plan && !s->all)
+                *ret_plan = rel_distinct(*ret_plan);
+        return *ret_plan ? 0 : oom(a);
+}
+
+/* Any query expression: its plan and output columns (appended to ret_cols).  With a
+ * peek (a SELECT's outermost query) also ORDER BY and LIMIT, which the peek applies.
+ * Elsewhere (a view's query, a subquery in FROM, a UNION's arm) LIMIT/OFFSET with ORDER
+ * BY is a TopK at the top of the query's plan (LIMIT without ORDER BY and LIMIT in a
+ * subquery in an expression are refused: topk_limit()), and ORDER BY without them,
+ * which cannot change a collection, is ignored. */
+int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *peek,
+                      Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
+{
+        const PgQuery__SelectStmt *s;
+        const struct scope *scope = a->scope;
+        struct attach *attach = a->attach;
+        struct agg_ctx *agg = a->agg;
+        const char *no_agg = a->no_agg;
+        bool in_agg = a->in_agg;
+        _cleanup_(topk_spec_done) struct topk_spec tk = { 0 };
+        const struct cte_level *ctes = a->ctes;
+        struct cte_level level;
+        int r;
+
+        if (!n || n->node_case != PG_QUERY__NODE__NODE_SELECT_STMT)
+                return FAIL(a, "0A000", "this query is not supported");
+        s = n->select_stmt;
+        if (a->depth >= ANALYZE_MAX_DEPTH)
+                return FAIL(a, "54001", "query nesting exceeds %d levels", ANALYZE_MAX_DEPTH);
+        if (s->into_clause)
+                return FAIL(a, "0A000", "SELECT INTO is not supported");
+        if (s->n_locking_clause)
+                return FAIL(a, "0A000", "FOR UPDATE and FOR SHARE are not supported");
+        if (!peek) {
+                r = topk_limit(a, s, &tk);
+                if (r < 0)
+                        return r;
+        }
+        if (s->with_clause) {
+                r = with_push(a, s->with_clause, &level);
+                if (r < 0) {
+                        a->ctes = ctes;
+                        return r;
+                }
+        }
+        a->depth++;
+        a->agg = NULL;
+        a->in_agg = false;
+        a->no_agg = NULL;
+        if (s->op != PG_QUERY__SET_OPERATION__SETOP_NONE || s->n_values_lists) {
+                r = s->n_values_lists ? plan_values(a, s, ret_plan, ret_cols)
+                                      : plan_setop(a, s, ret_plan, ret_cols);
+                if (r >= 0 && peek)
+                        r = peek_order_limit(a, s, ret_cols, peek);
+                if (r >= 0 && tk.on)
+                        r = topk_order(a, s, ret_cols, &tk);
+                if (r >= 0 && tk.on && !(*ret_plan = rel_topk(*ret_plan, &tk)))
+                        r = oom(a);
+        } else {
+                r = plan_select(a, s, peek, tk.on ? &tk : NULL, ret_plan, ret_cols);
+        }
+        a->depth--;
+        a->ctes = ctes;
+        a->scope = scope;
+        a->attach = attach;
+        a->sub = NULL;
+        a->agg = agg;
+        a->no_agg = no_agg;
+        a->in_agg = in_agg;
+        return r;
+}
