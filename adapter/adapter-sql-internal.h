@@ -271,16 +271,9 @@ struct topk_spec {
 
 /* adapter-sql.c */
 unsigned char_position(const char *s, size_t len, size_t off);
-void attach_done(struct attach *ac);
-void late_unmark(Coord__Plan__Expr *e, uint32_t base);
-int truth_sublinks(struct analyzer *a, const PgQuery__Node *n, struct attach *ac);
-int attach_apply(struct analyzer *a, struct attach *ac, Coord__Plan__Relation **pr);
-bool rel_known_empty(const Coord__Plan__Relation *rel);
-int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
-int plan_where(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Plan__Expr *pred,
-                      struct attach *ac, struct subq *sq, size_t n_from);
 bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi);
 void expr_shift(Coord__Plan__Expr *e, uint32_t by);
+bool key_column(const Coord__Plan__Expr *e, uint32_t *ret);
 bool join_key(const Coord__Plan__Expr *e, uint32_t nl, uint32_t *lk, uint32_t *rk);
 int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                                  const struct sql_relation *rel, const size_t *targets,
@@ -434,3 +427,13 @@ int limit_offset(struct analyzer *a, const PgQuery__SelectStmt *s, bool *has_cou
                         uint64_t *count, bool *has_offset, uint64_t *offset);
 int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *peek,
                       Coord__Plan__Relation **ret_plan, struct scope *ret_cols);
+
+/* adapter-sql-subquery.c */
+void attach_done(struct attach *ac);
+void late_unmark(Coord__Plan__Expr *e, uint32_t base);
+int truth_sublinks(struct analyzer *a, const PgQuery__Node *n, struct attach *ac);
+int attach_apply(struct analyzer *a, struct attach *ac, Coord__Plan__Relation **pr);
+bool rel_known_empty(const Coord__Plan__Relation *rel);
+int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
+int plan_where(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Plan__Expr *pred,
+                      struct attach *ac, struct subq *sq, size_t n_from);
