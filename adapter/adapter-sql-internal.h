@@ -23,6 +23,8 @@
  * casts may add levels to the plan. */
 #define ANALYZE_MAX_DEPTH (ROW_EXPR_MAX_DEPTH / 2)
 
+#define AS_OF_PREFIX "SELECT "
+
 struct as_of_clause {
         size_t begin;                   /* byte offset of the AS token */
         size_t expr_begin, expr_end;    /* the expression's bytes */
@@ -271,10 +273,6 @@ struct topk_spec {
 
 /* adapter-sql.c */
 unsigned char_position(const char *s, size_t len, size_t off);
-bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi);
-void expr_shift(Coord__Plan__Expr *e, uint32_t by);
-bool key_column(const Coord__Plan__Expr *e, uint32_t *ret);
-bool join_key(const Coord__Plan__Expr *e, uint32_t nl, uint32_t *lk, uint32_t *rk);
 int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                                  const struct sql_relation *rel, const size_t *targets,
                                  size_t n_targets);
@@ -437,3 +435,11 @@ bool rel_known_empty(const Coord__Plan__Relation *rel);
 int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
 int plan_where(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Plan__Expr *pred,
                       struct attach *ac, struct subq *sq, size_t n_from);
+
+/* adapter-sql-optimize.c */
+bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi);
+void expr_shift(Coord__Plan__Expr *e, uint32_t by);
+bool key_column(const Coord__Plan__Expr *e, uint32_t *ret);
+bool join_key(const Coord__Plan__Expr *e, uint32_t nl, uint32_t *lk, uint32_t *rk);
+int finish_plan(struct analyzer *a, Coord__Plan__Relation **plan);
+int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint64_t *ret);
