@@ -273,9 +273,7 @@ struct topk_spec {
 
 /* adapter-sql.c */
 unsigned char_position(const char *s, size_t len, size_t off);
-int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
-                                 const struct sql_relation *rel, const size_t *targets,
-                                 size_t n_targets);
+void sql_batch_freep(struct sql_batch **b);
 
 /* adapter-sql-build.c */
 void expr_free(Coord__Plan__Expr *e);
@@ -443,3 +441,8 @@ bool key_column(const Coord__Plan__Expr *e, uint32_t *ret);
 bool join_key(const Coord__Plan__Expr *e, uint32_t nl, uint32_t *lk, uint32_t *rk);
 int finish_plan(struct analyzer *a, Coord__Plan__Relation **plan);
 int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint64_t *ret);
+
+/* adapter-sql-plan.c */
+int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
+                                 const struct sql_relation *rel, const size_t *targets,
+                                 size_t n_targets);
