@@ -446,3 +446,14 @@ int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint64_t *re
 int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                                  const struct sql_relation *rel, const size_t *targets,
                                  size_t n_targets);
+
+/* adapter-sql-create.c */
+int analyze_create_view(struct analyzer *a, const PgQuery__ViewStmt *v);
+int parse_duration(const char *s, uint64_t *ret);
+int analyze_create_materialized_view(struct analyzer *a, const PgQuery__CreateTableAsStmt *c,
+                                            const struct lift *lift);
+int analyze_create_index(struct analyzer *a, const PgQuery__IndexStmt *s);
+int analyze_create_source(struct analyzer *a, const struct lift *l);
+int analyze_create_sink(struct analyzer *a, const struct lift *l);
+int analyze_alter_sink(struct analyzer *a, const struct lift *l);
+int analyze_default_index(struct analyzer *a, const struct lift *l);

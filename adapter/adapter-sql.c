@@ -1,5 +1,9 @@
 /* adapter-sql.c -- parse, analyze and plan SQL for the adapter (adapter-sql.h).
  *
+ * The analysis and the planning are in the adapter-sql-*.c files beside this one
+ * (adapter-sql-internal.h); this file holds names, positions and batches (parsing,
+ * lifting AS OF).  The notes below hold for all of them.
+ *
  * NOTES ON THE DESIGN
  *
  * (1) PostgreSQL's parser does all of the syntax.  This file reads tokens only to lift
