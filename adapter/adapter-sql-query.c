@@ -495,85 +495,86 @@ static bool expr_nullable(const Coord__Plan__Expr *e, const struct scope *src)
         return true;
 }
 
-/* A plain SELECT: FROM, WHERE, GROUP BY, HAVING, the list, DISTINCT; with a peek also
- * ORDER BY and LIMIT, with tk (LIMIT below the outermost SELECT) a TopK over the list and
- * the ORDER BY expressions that are not in it, which a Project then drops. */
-static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__Plan__Peek *peek,
-                       struct topk_spec *tk, Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
+/* What the steps of plan_select() share. */
+struct select_plan {
+        struct scope from, reduced;
+        struct agg_ctx agg;
+        struct outputs o;
+        Coord__Plan__Relation *plan;
+        Coord__Plan__Expr *having;
+        Coord__Plan__Expr **keys;
+        size_t nk;
+        long *sort_cols;                /* output column, or -1: sort_exprs */
+        Coord__Plan__Expr **sort_exprs;
+        const struct scope *src;
+        size_t n_visible, n_sort;
+        bool grouped, distinct;
+        struct subq *sq;                /* this SELECT is a subquery: its keys */
+        struct attach wat, lat, gat;
+        struct scope late;              /* gat's columns */
+};
+
+/* Free what plan_select()'s locals held, in the order their cleanups ran; p->keys is
+ * plan_select()'s own to free. */
+static void select_plan_done(struct select_plan *p)
 {
-        _cleanup_(scope_done) struct scope from = { 0 }, reduced = { 0 };
-        _cleanup_(agg_done) struct agg_ctx agg = { 0 };
-        _cleanup_(outputs_done) struct outputs o = { 0 };
-        _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
+        scope_done(&p->late);
+        attach_done(&p->gat);
+        attach_done(&p->lat);
+        attach_done(&p->wat);
+        free(p->sort_exprs);
+        free(p->sort_cols);
+        expr_freep(&p->having);
+        rel_freep(&p->plan);
+        outputs_done(&p->o);
+        agg_done(&p->agg);
+        scope_done(&p->reduced);
+        scope_done(&p->from);
+}
+
+/* plan_select()'s FROM and WHERE: p->from and p->plan; the WHERE's subqueries attached
+ * through p->wat, a correlated subquery's keys collected. */
+static int select_from_where(struct analyzer *a, const PgQuery__SelectStmt *s, struct select_plan *p)
+{
         _cleanup_(expr_freep) Coord__Plan__Expr *pred = NULL;
-        _cleanup_(expr_freep) Coord__Plan__Expr *having = NULL;
-        Coord__Plan__Expr **keys = NULL;
-        _cleanup_free_ long *sort_cols = NULL;         /* output column, or -1: sort_exprs */
-        _cleanup_free_ Coord__Plan__Expr **sort_exprs = NULL;
-        const struct scope *src = &from;
-        size_t nk = 0, n_visible, n_sort = peek || tk ? s->n_sort_clause : 0, width;
-        bool grouped, distinct = s->n_distinct_clause > 0;
-        struct subq *sq = a->sub;               /* this SELECT is a subquery: its keys */
-        _cleanup_(attach_done) struct attach wat = { 0 }, lat = { 0 }, gat = { 0 };
-        _cleanup_(scope_done) struct scope late = { 0 };   /* gat's columns */
         size_t n_from;
         int r;
 
-        a->sub = NULL;
-        a->attach = NULL;
-        if (s->n_window_clause)
-                return FAIL(a, "0A000", "window functions are not supported");
-        for (size_t i = 0; i < s->n_distinct_clause; i++)
-                if (s->distinct_clause[i] && s->distinct_clause[i]->node_case != 0)
-                        return FAIL(a, "0A000", "DISTINCT ON is not supported");
-
-        r = plan_from(a, s, &from, &plan);
+        r = plan_from(a, s, &p->from, &p->plan);
         if (r < 0)
                 return r;
-        a->scope = &from;
+        a->scope = &p->from;
         a->no_agg = "WHERE";
-        n_from = from.n;
-        wat = (struct attach){ .scope = &from, .base_n = from.n, .empty = rel_known_empty(plan) };
-        r = truth_sublinks(a, s->where_clause, &wat);
-        a->attach = &wat;
-        if (sq)
+        n_from = p->from.n;
+        p->wat = (struct attach){ .scope = &p->from, .base_n = p->from.n, .empty = rel_known_empty(p->plan) };
+        r = truth_sublinks(a, s->where_clause, &p->wat);
+        a->attach = &p->wat;
+        if (p->sq)
                 a->outer->collect = true;
         if (r >= 0)
                 r = analyze_where(a, s->where_clause, &pred);
-        if (sq)
+        if (p->sq)
                 a->outer->collect = false;
         a->attach = NULL;
         if (r >= 0)
-                r = plan_where(a, &plan, TAKE_PTR(pred), &wat, sq, n_from);
+                r = plan_where(a, &p->plan, TAKE_PTR(pred), &p->wat, p->sq, n_from);
         if (r < 0)
                 return r;
-        if (from.n > n_from) {
+        if (p->from.n > n_from) {
                 /* The WHERE's subqueries' columns go: the rest counts FROM's columns. */
-                plan = rel_project_range(TAKE_PTR(plan), 0, n_from);
-                from.n = n_from;
-                if (!plan)
+                p->plan = rel_project_range(TAKE_PTR(p->plan), 0, n_from);
+                p->from.n = n_from;
+                if (!p->plan)
                         return oom(a);
         }
+        return 0;
+}
 
-        grouped = s->n_group_clause || s->having_clause || node_has_aggregate(s->having_clause);
-        for (size_t i = 0; !grouped && i < s->n_target_list; i++)
-                grouped = node_has_aggregate(s->target_list[i]);
-        for (size_t i = 0; !grouped && i < n_sort; i++)
-                grouped = node_has_aggregate(s->sort_clause[i]);
-        if (sq && !sq->empty) {
-                sq->global = grouped && !s->n_group_clause;
-                sq->having = s->having_clause != NULL;
-        }
+/* plan_select()'s GROUP BY keys, over the FROM columns, into p->keys (p->nk of them). */
+static int select_group_keys(struct analyzer *a, const PgQuery__SelectStmt *s, struct select_plan *p)
+{
+        int r;
 
-        sort_cols = calloc(n_sort ? n_sort : 1, sizeof(*sort_cols));
-        sort_exprs = calloc(n_sort ? n_sort : 1, sizeof(*sort_exprs));
-        keys = calloc(s->n_group_clause + (sq ? sq->n : 0) + 1, sizeof(*keys));
-        if (!sort_cols || !sort_exprs || !keys) {
-                free(keys);
-                return oom(a);
-        }
-
-        /* GROUP BY keys, over the FROM columns. */
         a->no_agg = "GROUP BY";
         for (size_t i = 0; i < s->n_group_clause; i++) {
                 _cleanup_(typed_done) struct typed t = { .location = -1 };
@@ -587,16 +588,16 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                             s->target_list[pos - 1]->node_case != PG_QUERY__NODE__NODE_RES_TARGET) {
                                 r = FAIL_AT(a, node_location(g), "42P10",
                                             "GROUP BY position %ld is not in select list", pos);
-                                goto fail;
+                                return r;
                         }
                         g = s->target_list[pos - 1]->res_target->val;
                 } else if (name) {
                         /* An output name that is not a FROM column (PostgreSQL's rule). */
                         bool is_column = false;
 
-                        for (size_t k = 0; k < from.n; k++)
-                                is_column = is_column || (!from.cols[k].hidden &&
-                                                          strcmp(from.cols[k].name, name) == 0);
+                        for (size_t k = 0; k < p->from.n; k++)
+                                is_column = is_column || (!p->from.cols[k].hidden &&
+                                                          strcmp(p->from.cols[k].name, name) == 0);
                         const PgQuery__Node *found = NULL;
 
                         for (size_t k = 0; !is_column && k < s->n_target_list; k++) {
@@ -607,7 +608,7 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                                 if (found) {
                                         r = FAIL_AT(a, node_location(s->group_clause[i]), "42702",
                                                     "GROUP BY \"%s\" is ambiguous", name);
-                                        goto fail;
+                                        return r;
                                 }
                                 found = rt->val;
                         }
@@ -616,353 +617,457 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                 }
                 if (g->node_case == PG_QUERY__NODE__NODE_GROUPING_SET) {
                         r = FAIL(a, "0A000", "GROUPING SETS, ROLLUP and CUBE are not supported");
-                        goto fail;
+                        return r;
                 }
                 r = analyze_expr(a, g, &t);
                 if (r >= 0)
                         r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
                 if (r < 0)
-                        goto fail;
-                for (size_t k = 0; k < nk; k++)
-                        dup = dup || expr_equal(keys[k], t.e);
+                        return r;
+                for (size_t k = 0; k < p->nk; k++)
+                        dup = dup || expr_equal(p->keys[k], t.e);
                 if (!dup)
-                        keys[nk++] = TAKE_PTR(t.e);
+                        p->keys[p->nk++] = TAKE_PTR(t.e);
         }
         /* A correlated subquery's keys group it too. */
-        for (size_t i = 0; grouped && sq && i < sq->n; i++)
-                if (!(keys[nk++] = expr_copy(sq->inner[i]))) {
+        for (size_t i = 0; p->grouped && p->sq && i < p->sq->n; i++)
+                if (!(p->keys[p->nk++] = expr_copy(p->sq->inner[i]))) {
                         r = oom(a);
-                        goto fail;
+                        return r;
                 }
+        return 0;
+}
+
+/* plan_select()'s list, HAVING and ORDER BY, analyzed over the FROM columns (aggregates
+ * as placeholders when grouped): p->o, p->having, p->sort_cols and p->sort_exprs. */
+static int select_list(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__Plan__Peek *peek,
+                       struct select_plan *p)
+{
+        int r;
 
         /* The list, HAVING and ORDER BY see aggregates when grouped. */
-        a->agg = grouped ? &agg : NULL;
-        a->no_agg = grouped ? NULL : "this context";
-        lat = (struct attach){ .scope = &from, .base_n = from.n, .empty = rel_known_empty(plan) };
-        gat = (struct attach){ .scope = &late, .late = true, .outer = &from };
-        a->attach = grouped ? &gat : &lat;
+        a->agg = p->grouped ? &p->agg : NULL;
+        a->no_agg = p->grouped ? NULL : "this context";
+        p->lat = (struct attach){ .scope = &p->from, .base_n = p->from.n, .empty = rel_known_empty(p->plan) };
+        p->gat = (struct attach){ .scope = &p->late, .late = true, .outer = &p->from };
+        a->attach = p->grouped ? &p->gat : &p->lat;
         for (size_t i = 0; i < s->n_target_list; i++) {
                 if (s->target_list[i]->node_case != PG_QUERY__NODE__NODE_RES_TARGET) {
                         r = FAIL(a, "XX000", "malformed target list");
-                        goto fail;
+                        return r;
                 }
-                r = select_target(a, &o, s->target_list[i]->res_target, peek != NULL);
+                r = select_target(a, &p->o, s->target_list[i]->res_target, peek != NULL);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
         a->attach = NULL;
-        if (lat.n) {
-                r = attach_apply(a, &lat, &plan);
+        if (p->lat.n) {
+                r = attach_apply(a, &p->lat, &p->plan);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
-        n_visible = o.n;
+        p->n_visible = p->o.n;
         /* A correlated subquery's keys follow its own columns. */
-        for (size_t i = 0; sq && i < sq->n; i++) {
-                r = outputs_add(a, &o, expr_copy(sq->inner[i]), "?column?");
+        for (size_t i = 0; p->sq && i < p->sq->n; i++) {
+                r = outputs_add(a, &p->o, expr_copy(p->sq->inner[i]), "?column?");
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
-        if (sq)
-                sq->n_visible = n_visible;
+        if (p->sq)
+                p->sq->n_visible = p->n_visible;
         if (s->having_clause) {
                 _cleanup_(typed_done) struct typed t = { .location = -1 };
 
-                a->attach = &gat;
+                a->attach = &p->gat;
                 r = analyze_expr(a, s->having_clause, &t);
                 a->attach = NULL;
                 if (r >= 0)
                         r = require_bool(a, &t, "HAVING");
                 if (r < 0)
-                        goto fail;
-                having = TAKE_PTR(t.e);
+                        return r;
+                p->having = TAKE_PTR(t.e);
         }
-        for (size_t i = 0; i < n_sort; i++) {
+        for (size_t i = 0; i < p->n_sort; i++) {
                 _cleanup_(typed_done) struct typed t = { .location = -1 };
                 const PgQuery__SortBy *sb = s->sort_clause[i]->node_case == PG_QUERY__NODE__NODE_SORT_BY
                                                     ? s->sort_clause[i]->sort_by
                                                     : NULL;
                 struct scope shown = { .cols = NULL };
-                _cleanup_free_ struct scope_col *cols = calloc(n_visible ? n_visible : 1,
+                _cleanup_free_ struct scope_col *cols = calloc(p->n_visible ? p->n_visible : 1,
                                                                sizeof(*cols));
                 uint32_t col;
 
                 if (!sb || !cols) {
                         r = sb ? oom(a) : FAIL(a, "XX000", "malformed ORDER BY");
-                        goto fail;
+                        return r;
                 }
-                for (size_t k = 0; k < n_visible; k++)
-                        cols[k].name = o.names[k];
+                for (size_t k = 0; k < p->n_visible; k++)
+                        cols[k].name = p->o.names[k];
                 shown.cols = cols;
-                shown.n = n_visible;
-                r = sort_output(a, sb, &shown, n_visible, &col);
-                for (size_t k = 0; r > 0 && k < o.n_reg; k++)
-                        if (o.reg[k] == col)
+                shown.n = p->n_visible;
+                r = sort_output(a, sb, &shown, p->n_visible, &col);
+                for (size_t k = 0; r > 0 && k < p->o.n_reg; k++)
+                        if (p->o.reg[k] == col)
                                 r = FAIL(a, "0A000", "ORDER BY a regclass, regtype or "
                                          "regnamespace output is not supported");
                 if (r < 0)
-                        goto fail;
-                sort_cols[i] = r ? (long)col : -1;
+                        return r;
+                p->sort_cols[i] = r ? (long)col : -1;
                 if (r)
                         continue;
                 r = analyze_expr(a, sb->node, &t);
                 if (r >= 0)
                         r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
                 if (r < 0)
-                        goto fail;
-                sort_exprs[i] = TAKE_PTR(t.e);
+                        return r;
+                p->sort_exprs[i] = TAKE_PTR(t.e);
         }
         a->agg = NULL;
         a->no_agg = NULL;
+        return 0;
+}
 
-        if (grouped) {
-                /* Map (computed keys and arguments) -> Reduce -> Filter (HAVING). */
-                _cleanup_free_ Coord__Plan__Expr **pre = calloc(nk + agg.n + 1, sizeof(*pre));
-                _cleanup_free_ uint32_t *key_cols = calloc(nk + 1, sizeof(*key_cols));
-                Coord__Plan__Relation *red;
-                Coord__Plan__Reduce *rd;
-                size_t n_pre = 0;
+/* plan_select()'s subqueries of the list and HAVING when grouped: attached after the
+ * groups, over p->reduced. */
+static int select_late_subqueries(struct analyzer *a, struct select_plan *p)
+{
+        int r = 0;
 
-                if (!pre || !key_cols) {
-                        r = oom(a);
-                        goto fail;
-                }
-                a->late_base = (uint32_t)(nk + agg.n);
-                for (size_t i = 0; i < o.n; i++) {
-                        r = regroup(a, &o.e[i], keys, nk, &from);
-                        if (r < 0)
-                                goto fail;
-                }
-                for (size_t i = 0; i < n_sort; i++) {
-                        r = sort_exprs[i] ? regroup(a, &sort_exprs[i], keys, nk, &from) : 0;
-                        if (r < 0)
-                                goto fail;
-                }
-                if (having) {
-                        r = regroup(a, &having, keys, nk, &from);
-                        if (r < 0)
-                                goto fail;
-                }
-                for (size_t k = 0; k < nk; k++) {
-                        bool nullable = true;
+        /* The list's and HAVING's subqueries, after the groups. */
+        assert(p->reduced.n == a->late_base);
+        for (size_t i = 0; i < p->gat.n; i++) {
+                p->gat.v[i].first = a->late_base + (p->gat.v[i].first & ~LATE_MARK);
+                if (p->gat.v[i].value)
+                        late_unmark(p->gat.v[i].value, a->late_base);
+        }
+        for (size_t i = 0; r >= 0 && i < p->late.n; i++) {
+                r = scope_add_col(a, &p->reduced, NULL, p->late.cols[i].name, p->late.cols[i].type,
+                                  true, false);
+                if (r >= 0)
+                        p->reduced.cols[p->reduced.n - 1].hidden = true;
+        }
+        p->gat.scope = &p->reduced;
+        p->gat.base_n = a->late_base;
+        if (r >= 0)
+                r = attach_apply(a, &p->gat, &p->plan);
+        return r;
+}
 
-                        if (keys[k]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
-                                key_cols[k] = keys[k]->column;
-                                nullable = from.cols[keys[k]->column].nullable;
-                        } else {
-                                key_cols[k] = (uint32_t)(from.n + n_pre);
-                                pre[n_pre++] = TAKE_PTR(keys[k]);
-                        }
-                        r = scope_add_col(a, &reduced, NULL, "?column?",
-                                          keys[k] ? (int)keys[k]->type : (int)pre[n_pre - 1]->type,
-                                          nullable, true);
-                        if (r < 0)
-                                goto fail;
+/* plan_select()'s grouping: Map (computed keys and arguments) -> Reduce -> Filter
+ * (HAVING); the list, HAVING and ORDER BY rewritten over the Reduce's output (regroup()). */
+static int select_reduce(struct analyzer *a, struct select_plan *p)
+{
+        _cleanup_free_ Coord__Plan__Expr **pre = calloc(p->nk + p->agg.n + 1, sizeof(*pre));
+        _cleanup_free_ uint32_t *key_cols = calloc(p->nk + 1, sizeof(*key_cols));
+        Coord__Plan__Relation *red;
+        Coord__Plan__Reduce *rd;
+        size_t n_pre = 0;
+        int r;
+
+        if (!pre || !key_cols) {
+                r = oom(a);
+                return r;
+        }
+        a->late_base = (uint32_t)(p->nk + p->agg.n);
+        for (size_t i = 0; i < p->o.n; i++) {
+                r = regroup(a, &p->o.e[i], p->keys, p->nk, &p->from);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < p->n_sort; i++) {
+                r = p->sort_exprs[i] ? regroup(a, &p->sort_exprs[i], p->keys, p->nk, &p->from) : 0;
+                if (r < 0)
+                        return r;
+        }
+        if (p->having) {
+                r = regroup(a, &p->having, p->keys, p->nk, &p->from);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t k = 0; k < p->nk; k++) {
+                bool nullable = true;
+
+                if (p->keys[k]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
+                        key_cols[k] = p->keys[k]->column;
+                        nullable = p->from.cols[p->keys[k]->column].nullable;
+                } else {
+                        key_cols[k] = (uint32_t)(p->from.n + n_pre);
+                        pre[n_pre++] = TAKE_PTR(p->keys[k]);
                 }
-                rd = malloc(sizeof(*rd));
-                red = rel_new();
-                if (!rd || !red) {
-                        free(rd);
-                        free(red);
-                        r = oom(a);
-                        goto fail;
-                }
-                coord__plan__reduce__init(rd);
-                red->kind_case = COORD__PLAN__RELATION__KIND_REDUCE;
-                red->reduce = rd;
-                rd->aggregates = calloc(agg.n + 1, sizeof(*rd->aggregates));
-                if (!rd->aggregates) {
+                r = scope_add_col(a, &p->reduced, NULL, "?column?",
+                                  p->keys[k] ? (int)p->keys[k]->type : (int)pre[n_pre - 1]->type,
+                                  nullable, true);
+                if (r < 0)
+                        return r;
+        }
+        rd = malloc(sizeof(*rd));
+        red = rel_new();
+        if (!rd || !red) {
+                free(rd);
+                free(red);
+                r = oom(a);
+                return r;
+        }
+        coord__plan__reduce__init(rd);
+        red->kind_case = COORD__PLAN__RELATION__KIND_REDUCE;
+        red->reduce = rd;
+        rd->aggregates = calloc(p->agg.n + 1, sizeof(*rd->aggregates));
+        if (!rd->aggregates) {
+                rel_free(red);
+                r = oom(a);
+                return r;
+        }
+        for (size_t k = 0; k < p->agg.n; k++) {
+                Coord__Plan__Aggregate *ag = malloc(sizeof(*ag));
+
+                if (!ag) {
                         rel_free(red);
                         r = oom(a);
-                        goto fail;
+                        return r;
                 }
-                for (size_t k = 0; k < agg.n; k++) {
-                        Coord__Plan__Aggregate *ag = malloc(sizeof(*ag));
-
-                        if (!ag) {
-                                rel_free(red);
-                                r = oom(a);
-                                goto fail;
-                        }
-                        coord__plan__aggregate__init(ag);
-                        ag->func = agg.funcs[k];
-                        ag->type = (Coord__Plan__Type)agg.types[k];
-                        if (agg.delims[k])
-                                ag->delimiter = TAKE_PTR(agg.delims[k]);
-                        if (!agg.args[k])
-                                ag->column = 0;
-                        else if (agg.args[k]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN)
-                                ag->column = agg.args[k]->column;
-                        else {
-                                ag->column = (uint32_t)(from.n + n_pre);
-                                pre[n_pre++] = TAKE_PTR(agg.args[k]);
-                        }
-                        rd->aggregates[rd->n_aggregates++] = ag;
-                        r = scope_add_col(a, &reduced, NULL, "?column?", agg.types[k],
-                                          agg.funcs[k] != COORD__PLAN__AGG_FUNC__AGG_COUNT &&
-                                                  agg.funcs[k] != COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR,
-                                          true);
-                        if (r < 0) {
-                                rel_free(red);
-                                goto fail;
-                        }
+                coord__plan__aggregate__init(ag);
+                ag->func = p->agg.funcs[k];
+                ag->type = (Coord__Plan__Type)p->agg.types[k];
+                if (p->agg.delims[k])
+                        ag->delimiter = TAKE_PTR(p->agg.delims[k]);
+                if (!p->agg.args[k])
+                        ag->column = 0;
+                else if (p->agg.args[k]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN)
+                        ag->column = p->agg.args[k]->column;
+                else {
+                        ag->column = (uint32_t)(p->from.n + n_pre);
+                        pre[n_pre++] = TAKE_PTR(p->agg.args[k]);
                 }
-                if (n_pre) {
-                        plan = rel_map(TAKE_PTR(plan), TAKE_PTR(pre), n_pre);
-                        if (!plan) {
-                                rel_free(red);
-                                r = oom(a);
-                                goto fail;
-                        }
+                rd->aggregates[rd->n_aggregates++] = ag;
+                r = scope_add_col(a, &p->reduced, NULL, "?column?", p->agg.types[k],
+                                  p->agg.funcs[k] != COORD__PLAN__AGG_FUNC__AGG_COUNT &&
+                                          p->agg.funcs[k] != COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR,
+                                  true);
+                if (r < 0) {
+                        rel_free(red);
+                        return r;
                 }
-                rd->input = TAKE_PTR(plan);
-                rd->group_keys = TAKE_PTR(key_cols);
-                rd->n_group_keys = nk;
-                plan = red;
-                if (gat.n) {
-                        /* The list's and HAVING's subqueries, after the groups. */
-                        assert(reduced.n == a->late_base);
-                        for (size_t i = 0; i < gat.n; i++) {
-                                gat.v[i].first = a->late_base + (gat.v[i].first & ~LATE_MARK);
-                                if (gat.v[i].value)
-                                        late_unmark(gat.v[i].value, a->late_base);
-                        }
-                        for (size_t i = 0; r >= 0 && i < late.n; i++) {
-                                r = scope_add_col(a, &reduced, NULL, late.cols[i].name, late.cols[i].type,
-                                                  true, false);
-                                if (r >= 0)
-                                        reduced.cols[reduced.n - 1].hidden = true;
-                        }
-                        gat.scope = &reduced;
-                        gat.base_n = a->late_base;
-                        if (r >= 0)
-                                r = attach_apply(a, &gat, &plan);
-                        if (r < 0)
-                                goto fail;
-                }
-                if (having) {
-                        plan = rel_filter(TAKE_PTR(plan), TAKE_PTR(having));
-                        if (!plan) {
-                                r = oom(a);
-                                goto fail;
-                        }
-                }
-                src = &reduced;
         }
+        if (n_pre) {
+                p->plan = rel_map(TAKE_PTR(p->plan), TAKE_PTR(pre), n_pre);
+                if (!p->plan) {
+                        rel_free(red);
+                        r = oom(a);
+                        return r;
+                }
+        }
+        rd->input = TAKE_PTR(p->plan);
+        rd->group_keys = TAKE_PTR(key_cols);
+        rd->n_group_keys = p->nk;
+        p->plan = red;
+        if (p->gat.n) {
+                r = select_late_subqueries(a, p);
+                if (r < 0)
+                        return r;
+        }
+        if (p->having) {
+                p->plan = rel_filter(TAKE_PTR(p->plan), TAKE_PTR(p->having));
+                if (!p->plan) {
+                        r = oom(a);
+                        return r;
+                }
+        }
+        p->src = &p->reduced;
+        return 0;
+}
 
-        /* ORDER BY expressions: a shown column when equal to one, else a hidden one. */
-        for (size_t i = 0; i < n_sort; i++) {
-                if (!sort_exprs[i])
+/* plan_select()'s ORDER BY expressions: a shown column when equal to one, else a hidden one. */
+static int select_sort_columns(struct analyzer *a, struct select_plan *p)
+{
+        int r;
+
+        for (size_t i = 0; i < p->n_sort; i++) {
+                if (!p->sort_exprs[i])
                         continue;
-                for (size_t k = 0; k < n_visible && sort_cols[i] < 0; k++)
-                        if (expr_equal(sort_exprs[i], o.e[k]))
-                                sort_cols[i] = (long)k;
-                if (sort_cols[i] >= 0)
+                for (size_t k = 0; k < p->n_visible && p->sort_cols[i] < 0; k++)
+                        if (expr_equal(p->sort_exprs[i], p->o.e[k]))
+                                p->sort_cols[i] = (long)k;
+                if (p->sort_cols[i] >= 0)
                         continue;
-                if (distinct) {
+                if (p->distinct) {
                         r = FAIL(a, "42P10", "for SELECT DISTINCT, ORDER BY expressions must "
                                  "appear in select list");
-                        goto fail;
+                        return r;
                 }
-                sort_cols[i] = (long)o.n;
-                r = outputs_add(a, &o, TAKE_PTR(sort_exprs[i]), "?column?");
+                p->sort_cols[i] = (long)p->o.n;
+                r = outputs_add(a, &p->o, TAKE_PTR(p->sort_exprs[i]), "?column?");
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
+        return 0;
+}
 
-        /* Map the computed outputs, then Project them into order. */
-        {
-                Coord__Plan__Type *types = NULL;
-                size_t n_types = 0, n_map = 0;
-                _cleanup_free_ Coord__Plan__Expr **map = calloc(o.n + 1, sizeof(*map));
-                _cleanup_free_ uint32_t *outputs = calloc(o.n + 1, sizeof(*outputs));
-                bool identity;
+/* plan_select()'s outputs: Map the computed ones, then Project them into order (DISTINCT
+ * after); their columns into ret_cols. */
+static int select_outputs(struct analyzer *a, struct topk_spec *tk, struct scope *ret_cols,
+                          struct select_plan *p)
+{
+        Coord__Plan__Type *types = NULL;
+        size_t n_types = 0, n_map = 0;
+        _cleanup_free_ Coord__Plan__Expr **map = calloc(p->o.n + 1, sizeof(*map));
+        _cleanup_free_ uint32_t *outputs = calloc(p->o.n + 1, sizeof(*outputs));
+        bool identity;
+        size_t width;
+        int r;
 
-                if (!map || !outputs) {
-                        r = oom(a);
-                        goto fail;
-                }
-                r = rel_types(plan, &types, &n_types);
-                if (r < 0) {
-                        r = r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "cannot type a plan");
-                        goto fail;
-                }
-                free(types);
-                width = n_types;
-                identity = o.n == width;
-                for (size_t i = 0; i < o.n; i++) {
-                        bool nullable = expr_nullable(o.e[i], src);
+        if (!map || !outputs) {
+                r = oom(a);
+                return r;
+        }
+        r = rel_types(p->plan, &types, &n_types);
+        if (r < 0) {
+                r = r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "cannot type a plan");
+                return r;
+        }
+        free(types);
+        width = n_types;
+        identity = p->o.n == width;
+        for (size_t i = 0; i < p->o.n; i++) {
+                bool nullable = expr_nullable(p->o.e[i], p->src);
 
-                        /* A TopK's hidden sort columns go after it: not output. */
-                        r = tk && i >= n_visible ? 0
-                                                 : scope_add_col(a, ret_cols, NULL, o.names[i],
-                                                                 (int)o.e[i]->type, nullable, true);
-                        if (r < 0)
-                                goto fail;
-                        if (o.e[i]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
-                                outputs[i] = o.e[i]->column;
-                        } else {
-                                outputs[i] = (uint32_t)(width + n_map);
-                                map[n_map++] = expr_copy(o.e[i]);
-                                if (!map[n_map - 1]) {
-                                        for (size_t k = 0; k < n_map - 1; k++)
-                                                expr_free(map[k]);
-                                        r = oom(a);
-                                        goto fail;
-                                }
+                /* A TopK's hidden sort columns go after it: not output. */
+                r = tk && i >= p->n_visible ? 0
+                                         : scope_add_col(a, ret_cols, NULL, p->o.names[i],
+                                                         (int)p->o.e[i]->type, nullable, true);
+                if (r < 0)
+                        return r;
+                if (p->o.e[i]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
+                        outputs[i] = p->o.e[i]->column;
+                } else {
+                        outputs[i] = (uint32_t)(width + n_map);
+                        map[n_map++] = expr_copy(p->o.e[i]);
+                        if (!map[n_map - 1]) {
+                                for (size_t k = 0; k < n_map - 1; k++)
+                                        expr_free(map[k]);
+                                r = oom(a);
+                                return r;
                         }
-                        identity = identity && outputs[i] == i;
                 }
-                if (n_map) {
-                        plan = rel_map(TAKE_PTR(plan), TAKE_PTR(map), n_map);
-                        identity = false;
-                }
-                if (plan && !identity)
-                        plan = rel_project(TAKE_PTR(plan), TAKE_PTR(outputs), o.n);
-                if (plan && distinct)
-                        plan = rel_distinct(TAKE_PTR(plan));
-                if (!plan) {
-                        r = oom(a);
-                        goto fail;
-                }
+                identity = identity && outputs[i] == i;
         }
+        if (n_map) {
+                p->plan = rel_map(TAKE_PTR(p->plan), TAKE_PTR(map), n_map);
+                identity = false;
+        }
+        if (p->plan && !identity)
+                p->plan = rel_project(TAKE_PTR(p->plan), TAKE_PTR(outputs), p->o.n);
+        if (p->plan && p->distinct)
+                p->plan = rel_distinct(TAKE_PTR(p->plan));
+        if (!p->plan) {
+                r = oom(a);
+                return r;
+        }
+        return 0;
+}
+
+/* plan_select()'s ORDER BY and LIMIT: a TopK for tk, the peek's order and limit. */
+static int select_order_limit(struct analyzer *a, const PgQuery__SelectStmt *s,
+                              Coord__Plan__Peek *peek, struct topk_spec *tk,
+                              struct select_plan *p)
+{
+        int r;
+
         if (tk) {
-                assert(!sq);    /* topk_limit() refuses LIMIT in subqueries in expressions */
-                for (size_t i = 0; i < n_sort; i++) {
-                        r = sort_key_add(a, &tk->order, &tk->n_order, (uint32_t)sort_cols[i],
-                                         (int)o.e[sort_cols[i]]->type, s->sort_clause[i]->sort_by);
+                assert(!p->sq);    /* topk_limit() refuses LIMIT in subqueries in expressions */
+                for (size_t i = 0; i < p->n_sort; i++) {
+                        r = sort_key_add(a, &tk->order, &tk->n_order, (uint32_t)p->sort_cols[i],
+                                         (int)p->o.e[p->sort_cols[i]]->type, s->sort_clause[i]->sort_by);
                         if (r < 0)
-                                goto fail;
+                                return r;
                 }
-                plan = rel_topk(TAKE_PTR(plan), tk);
-                if (plan && o.n > n_visible)
-                        plan = rel_project_range(TAKE_PTR(plan), 0, n_visible);
-                if (!plan) {
+                p->plan = rel_topk(TAKE_PTR(p->plan), tk);
+                if (p->plan && p->o.n > p->n_visible)
+                        p->plan = rel_project_range(TAKE_PTR(p->plan), 0, p->n_visible);
+                if (!p->plan) {
                         r = oom(a);
-                        goto fail;
+                        return r;
                 }
         }
         if (peek) {
-                for (size_t i = 0; i < n_sort; i++) {
-                        r = peek_sort_key(a, peek, (uint32_t)sort_cols[i], (int)o.e[sort_cols[i]]->type,
+                for (size_t i = 0; i < p->n_sort; i++) {
+                        r = peek_sort_key(a, peek, (uint32_t)p->sort_cols[i], (int)p->o.e[p->sort_cols[i]]->type,
                                           s->sort_clause[i]->sort_by);
                         if (r < 0)
-                                goto fail;
+                                return r;
                 }
-                if (o.n > n_visible)
-                        peek->output_arity = (uint32_t)n_visible;
+                if (p->o.n > p->n_visible)
+                        peek->output_arity = (uint32_t)p->n_visible;
                 r = peek_limit(a, s, peek);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
-        *ret_plan = TAKE_PTR(plan);
-        r = 0;
-fail:
-        for (size_t i = 0; i < nk; i++)
-                expr_free(keys[i]);
-        free(keys);
-        for (size_t i = 0; i < n_sort; i++)
-                expr_free(sort_exprs[i]);
+        return 0;
+}
+
+/* A plain SELECT: FROM, WHERE, GROUP BY, HAVING, the list, DISTINCT; with a peek also
+ * ORDER BY and LIMIT, with tk (LIMIT below the outermost SELECT) a TopK over the list and
+ * the ORDER BY expressions that are not in it, which a Project then drops. */
+static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__Plan__Peek *peek,
+                       struct topk_spec *tk, Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
+{
+        _cleanup_(select_plan_done) struct select_plan p = {
+                .n_sort = peek || tk ? s->n_sort_clause : 0,
+                .distinct = s->n_distinct_clause > 0,
+                .sq = a->sub,
+        };
+        int r;
+
+        p.src = &p.from;
+        a->sub = NULL;
+        a->attach = NULL;
+        if (s->n_window_clause)
+                return FAIL(a, "0A000", "window functions are not supported");
+        for (size_t i = 0; i < s->n_distinct_clause; i++)
+                if (s->distinct_clause[i] && s->distinct_clause[i]->node_case != 0)
+                        return FAIL(a, "0A000", "DISTINCT ON is not supported");
+
+        r = select_from_where(a, s, &p);
+        if (r < 0)
+                return r;
+
+        p.grouped = s->n_group_clause || s->having_clause || node_has_aggregate(s->having_clause);
+        for (size_t i = 0; !p.grouped && i < s->n_target_list; i++)
+                p.grouped = node_has_aggregate(s->target_list[i]);
+        for (size_t i = 0; !p.grouped && i < p.n_sort; i++)
+                p.grouped = node_has_aggregate(s->sort_clause[i]);
+        if (p.sq && !p.sq->empty) {
+                p.sq->global = p.grouped && !s->n_group_clause;
+                p.sq->having = s->having_clause != NULL;
+        }
+
+        p.sort_cols = calloc(p.n_sort ? p.n_sort : 1, sizeof(*p.sort_cols));
+        p.sort_exprs = calloc(p.n_sort ? p.n_sort : 1, sizeof(*p.sort_exprs));
+        p.keys = calloc(s->n_group_clause + (p.sq ? p.sq->n : 0) + 1, sizeof(*p.keys));
+        if (!p.sort_cols || !p.sort_exprs || !p.keys) {
+                free(p.keys);
+                return oom(a);
+        }
+
+        r = select_group_keys(a, s, &p);
+        if (r >= 0)
+                r = select_list(a, s, peek, &p);
+        if (r >= 0 && p.grouped)
+                r = select_reduce(a, &p);
+        if (r >= 0)
+                r = select_sort_columns(a, &p);
+        if (r >= 0)
+                r = select_outputs(a, tk, ret_cols, &p);
+        if (r >= 0)
+                r = select_order_limit(a, s, peek, tk, &p);
+        if (r >= 0) {
+                *ret_plan = TAKE_PTR(p.plan);
+                r = 0;
+        }
+        for (size_t i = 0; i < p.nk; i++)
+                expr_free(p.keys[i]);
+        free(p.keys);
+        for (size_t i = 0; i < p.n_sort; i++)
+                expr_free(p.sort_exprs[i]);
         a->agg = NULL;
         a->no_agg = NULL;
         a->attach = NULL;
