@@ -5,7 +5,7 @@
  * \d NAME also pg_attrdef, pg_collation and the relations Coord has nothing in
  * (pg_constraint, pg_policy, pg_statistic_ext, pg_publication*, pg_inherits).
  *
- * Who calls it: the analyzer (adapter-sql.c), when a FROM item names one of them.  The
+ * Who calls it: the analyzer (adapter-sql-from.c), when a FROM item names one of them.  The
  * rows are computed there and then from the catalog the statement is analyzed against
  * (sql_catalog_ops.each) and planned as a Constant relation: they are consistent with
  * every other name the statement resolved, and the controller needs no collection for

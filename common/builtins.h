@@ -13,7 +13,7 @@
 /* Live status relations: no collection, no history, no bound.  The controller answers
  * a read of one from its state at the moment it evaluates the read, whatever the read's
  * timestamp (controller-server-peek.c NOTE 21); the adapter refuses them as inputs of
- * maintained objects and under AS OF (adapter-sql.c, sql_analyze()). */
+ * maintained objects and under AS OF (adapter-sql-plan.c, sql_analyze()). */
 #define COORD_GID_SOURCES       5u      /* coord_sources */
 #define COORD_GID_REFRESHES     6u      /* coord_refreshes */
 

@@ -177,7 +177,7 @@ void row_format_failing(const struct row_datum *datums, size_t n, char *buf, siz
  * form.  Ordering is NOT by bytes ({10} > {9}): row_array_compare() orders as
  * PostgreSQL does (the dataflow's min/max use it, value_better()), and what sorts datums
  * by row_datum_compare() (ORDER BY, top-k) must not be given arrays -- the planner
- * refuses them (adapter-sql.c sort_key_add()). */
+ * refuses them (adapter-sql-query.c sort_key_add()). */
 
 struct row_arena;
 

@@ -1,4 +1,4 @@
-/* test-sql -- adapter/adapter-sql.c: parsing (batches, syntax errors and positions),
+/* test-sql -- adapter/adapter-sql*.c: parsing (batches, syntax errors and positions),
  * AS OF lifting, every statement kind, plans (checked through a compact EXPLAIN form),
  * and the SQLSTATE, message and position of every error the analyzer reports.
  *
@@ -1302,7 +1302,7 @@ static void test_pg_catalog(void)
         expect_error("SELECT array_to_string(datacl) FROM pg_database", "42883", NULL, 8);
 }
 
-/* psql's \d NAME (adapter-sql.c "psql's \d NAME"): reg* casts as their text, the
+/* psql's \d NAME (adapter-sql-describe.c "psql's \d NAME"): reg* casts as their text, the
  * describe functions as CASE over the catalog now, subqueries over no rows. */
 static void test_pg_catalog_describe(void)
 {
@@ -2195,7 +2195,7 @@ static void test_subquery(void)
         expect_select_plan("SELECT j.a FROM (t JOIN t AS t2 USING (a)) AS j", "Project[0](Join[0=0](Get 10, Get 10))");
 }
 
-/* Subqueries in expressions: attached columns (adapter-sql.c "Subqueries"). */
+/* Subqueries in expressions: attached columns (adapter-sql-subquery.c "Subqueries"). */
 static void test_sublink(void)
 {
         struct sql_stmt *s;
