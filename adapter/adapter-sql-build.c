@@ -281,7 +281,7 @@ int add_sorted(struct analyzer *a, uint64_t **arr, size_t *n, uint64_t id)
                 return 0;
         p = realloc(*arr, (*n + 1) * sizeof(*p));
         if (!p)
-                return oom(a);
+                return analyzer_oom(a);
         memmove(p + i + 1, p + i, (*n - i) * sizeof(*p));
         p[i] = id;
         *arr = p;
@@ -295,16 +295,16 @@ int add_reference(struct analyzer *a, uint64_t id)
 }
 
 /* Keep a malloc'ed string until the analysis ends (takes s, also on failure). */
-int keep(struct analyzer *a, char *s, const char **ret)
+int keep_string(struct analyzer *a, char *s, const char **ret)
 {
         char **p;
 
         if (!s)
-                return oom(a);
+                return analyzer_oom(a);
         p = realloc(a->strings, (a->n_strings + 1) * sizeof(*p));
         if (!p) {
                 free(s);
-                return oom(a);
+                return analyzer_oom(a);
         }
         a->strings = p;
         p[a->n_strings++] = s;
@@ -312,7 +312,7 @@ int keep(struct analyzer *a, char *s, const char **ret)
         return 0;
 }
 
-int keepf(struct analyzer *a, const char **ret, const char *fmt, ...)
+int keep_stringf(struct analyzer *a, const char **ret, const char *fmt, ...)
 {
         char *s = NULL;
         va_list ap;
@@ -321,7 +321,7 @@ int keepf(struct analyzer *a, const char **ret, const char *fmt, ...)
         va_start(ap, fmt);
         r = vasprintf(&s, fmt, ap);
         va_end(ap);
-        return keep(a, r < 0 ? NULL : s, ret);
+        return keep_string(a, r < 0 ? NULL : s, ret);
 }
 
 /* Structural equality: the protobuf encoding of a tree is a function of the tree. */
@@ -660,10 +660,10 @@ int rel_make_empty(struct analyzer *a, Coord__Plan__Relation **pr)
         int r = rel_types(*pr, &types, &n);
 
         if (r < 0)
-                return r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "cannot type a plan");
+                return r == -ENOMEM ? analyzer_oom(a) : FAIL(a, "XX000", "cannot type a plan");
         e = rel_constant(types, n, NULL, 0);
         if (!e)
-                return oom(a);
+                return analyzer_oom(a);
         rel_free(*pr);
         *pr = e;
         return 0;
@@ -680,7 +680,7 @@ int rel_cast_columns(struct analyzer *a, Coord__Plan__Relation **plan, const int
         exprs = calloc(n ? n : 1, sizeof(*exprs));
         outputs = calloc(n ? n : 1, sizeof(*outputs));
         if (!exprs || !outputs)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < n; i++) {
                 Coord__Plan__Expr *c;
 
@@ -692,7 +692,7 @@ int rel_cast_columns(struct analyzer *a, Coord__Plan__Relation **plan, const int
                 if (!exprs[m]) {
                         for (size_t k = 0; k < m; k++)
                                 expr_free(exprs[k]);
-                        return oom(a);
+                        return analyzer_oom(a);
                 }
                 outputs[i] = (uint32_t)(n + m++);
         }
@@ -701,5 +701,5 @@ int rel_cast_columns(struct analyzer *a, Coord__Plan__Relation **plan, const int
         *plan = rel_map(*plan, TAKE_PTR(exprs), m);
         if (*plan)
                 *plan = rel_project(*plan, TAKE_PTR(outputs), n);
-        return *plan ? 0 : oom(a);
+        return *plan ? 0 : analyzer_oom(a);
 }

@@ -17,7 +17,7 @@ static int new_name(struct analyzer *a, const char *name, bool if_not_exists, in
                     bool *exists)
 {
         struct sql_relation existing;
-        int r = lookup(a, name, &existing);
+        int r = lookup_relation(a, name, &existing);
 
         if (r == -ENOENT)
                 return 0;
@@ -38,7 +38,7 @@ static int copy_columns(struct analyzer *a, const struct scope *sc, PgQuery__Nod
                 return FAIL(a, "42601", "too many column names were specified");
         cols = calloc(sc->n ? sc->n : 1, sizeof(*cols));
         if (!cols)
-                return oom(a);
+                return analyzer_oom(a);
         *ret = cols;
         for (size_t i = 0; i < sc->n; i++) {
                 const char *name = i < n_aliases ? node_string(aliases[i]) : sc->cols[i].name;
@@ -51,7 +51,7 @@ static int copy_columns(struct analyzer *a, const struct scope *sc, PgQuery__Nod
                                             name);
                 cols[i].name = strdup(name);
                 if (!cols[i].name)
-                        return oom(a);
+                        return analyzer_oom(a);
                 cols[i].type = (enum row_type)sc->cols[i].type;
                 cols[i].nullable = sc->cols[i].nullable;
                 (*ret_n)++;
@@ -92,7 +92,7 @@ int analyze_create_view(struct analyzer *a, const PgQuery__ViewStmt *v)
                 return r;
         cv->name = strdup(name);
         if (!cv->name)
-                return oom(a);
+                return analyzer_oom(a);
         a->in_view = true;
         r = analyze_view_query(a, v->query, v->aliases, v->n_aliases, cv);
         a->in_view = false;
@@ -181,11 +181,11 @@ static int analyze_refresh_time(struct analyzer *a, const struct as_of_clause *c
         r = analyze_expr(a, val, &t);
         if (r >= 0)
                 r = coerce_unknown(a, &t, ROW_TYPE_INT8);
-        if (r >= 0 && !is_int((int)t.e->type))
+        if (r >= 0 && !type_is_int((int)t.e->type))
                 r = FAIL_AT(a, t.location, "42804", "REFRESH time must be of type bigint, not type %s",
                             row_type_name((enum row_type)t.e->type));
         if (r >= 0)
-                r = promote(a, &t, ROW_TYPE_INT8);
+                r = promote_to(a, &t, ROW_TYPE_INT8);
         if (r >= 0 && is_literal(t.e) &&
             (t.e->literal->value_case != COORD__PLAN__DATUM__VALUE_INT_VALUE || t.e->literal->int_value < 0))
                 r = FAIL_AT(a, t.location, "22023", "REFRESH time must be a non-negative timestamp");
@@ -218,7 +218,7 @@ static int analyze_refresh(struct analyzer *a, const struct lift *lift, struct s
                 case SQL_REFRESH_AT:
                         times = realloc(rf->at, (rf->n_at + 1) * sizeof(*times));
                         if (!times)
-                                return oom(a);
+                                return analyzer_oom(a);
                         rf->at = times;
                         r = analyze_refresh_time(a, &lr->expr, &rf->at[rf->n_at]);
                         if (r < 0)
@@ -287,7 +287,7 @@ int analyze_create_materialized_view(struct analyzer *a, const PgQuery__CreateTa
                 return r;
         cv->name = strdup(name);
         if (!cv->name)
-                return oom(a);
+                return analyzer_oom(a);
         cv->if_not_exists = c->if_not_exists;
         if (lift && lift->kind == LIFT_MV_OPTIONS && lift->n_refresh) {
                 r = analyze_refresh(a, lift, &cv->refresh);
@@ -351,7 +351,7 @@ static int analyze_index(struct analyzer *a, const char *index_name, const char 
 
         ci->is_default = is_default;
         ci->if_not_exists = if_not_exists;
-        r = lookup(a, on, &rel);
+        r = lookup_relation(a, on, &rel);
         if (r == -ENOENT)
                 return FAIL_AT(a, location, "42P01", "relation \"%s\" does not exist", on);
         if (r < 0)
@@ -369,14 +369,14 @@ static int analyze_index(struct analyzer *a, const char *index_name, const char 
         ci->columns = calloc(rel.n_columns ? rel.n_columns : 1, sizeof(*ci->columns));
         ci->keys = calloc((keys ? n_keys : rel.n_columns) + 1, sizeof(*ci->keys));
         if (!ci->on_name || !ci->columns || !ci->keys)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < rel.n_columns; i++) {
                 ci->columns[i] = rel.columns[i];
                 ci->columns[i].default_row = NULL;
                 ci->columns[i].default_len = 0;
                 ci->columns[i].name = strdup(rel.columns[i].name);
                 if (!ci->columns[i].name)
-                        return oom(a);
+                        return analyzer_oom(a);
                 ci->n_columns++;
         }
         if (!keys)
@@ -417,7 +417,7 @@ static int analyze_index(struct analyzer *a, const char *index_name, const char 
         if (r < 0)
                 return r;
         if (!ci->plan)
-                return oom(a);
+                return analyzer_oom(a);
         r = finish_plan(a, &ci->plan);
         if (r < 0)
                 return r;
@@ -425,11 +425,11 @@ static int analyze_index(struct analyzer *a, const char *index_name, const char 
         if (index_name && index_name[0]) {
                 ci->name = strdup(index_name);
                 if (!ci->name)
-                        return oom(a);
+                        return analyzer_oom(a);
         } else {
                 ci->name = default_index_name(on, is_default, &rel, ci->keys, ci->n_keys);
                 if (!ci->name)
-                        return oom(a);
+                        return analyzer_oom(a);
         }
         return new_name(a, ci->name, if_not_exists, -1, &ci->exists);
 }
@@ -474,7 +474,7 @@ int analyze_create_source(struct analyzer *a, const struct lift *l)
         cs->name = strdup(l->name);
         if (!cs->name || asprintf(&cs->progress_name, "%s_progress", l->name) < 0) {
                 cs->progress_name = NULL;
-                return oom(a);
+                return analyzer_oom(a);
         }
         if (l->duration) {
                 r = parse_duration(l->duration, &cs->tick_ms);
@@ -487,7 +487,7 @@ int analyze_create_source(struct analyzer *a, const struct lift *l)
         }
         if (cs->type == SQL_SOURCE_FILE) {
                 if (!(cs->path = strdup(l->path)))
-                        return oom(a);
+                        return analyzer_oom(a);
                 if (!cs->path[0])
                         return FAIL(a, "22023", "the file of a source must be a plain, non-empty string");
                 if (cs->format == SQL_FORMAT_CSV && (l->n_cols == 0 || l->n_cols > 1000))
@@ -497,7 +497,7 @@ int analyze_create_source(struct analyzer *a, const struct lift *l)
         n = cs->type == SQL_SOURCE_FILE && cs->format == SQL_FORMAT_CSV ? (size_t)l->n_cols : 1;
         cs->columns = calloc(n, sizeof(*cs->columns));
         if (!cs->columns)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < n; i++) {
                 struct sql_column *c = &cs->columns[i];
 
@@ -510,7 +510,7 @@ int analyze_create_source(struct analyzer *a, const struct lift *l)
                 else
                         *c = (struct sql_column){ .name = c->name, .type = ROW_TYPE_TEXT, .nullable = true };
                 if (!c->name)
-                        return oom(a);
+                        return analyzer_oom(a);
                 cs->n_columns++;
         }
         r = new_name(a, cs->name, cs->if_not_exists, (int)l->location, &cs->exists);
@@ -528,7 +528,7 @@ static int sink_relation(struct analyzer *a, const char *name, int location, str
         int r;
 
         a->materialize = true;
-        r = lookup(a, name, rel);
+        r = lookup_relation(a, name, rel);
         if (r == -ENOENT)
                 return FAIL_AT(a, location, "42P01", "relation \"%s\" does not exist", name);
         if (r < 0)
@@ -553,7 +553,7 @@ static int sink_relation(struct analyzer *a, const char *name, int location, str
         if (r < 0)
                 return r;
         if (!*plan)
-                return oom(a);
+                return analyzer_oom(a);
         return finish_plan(a, plan);
 }
 
@@ -570,7 +570,7 @@ int analyze_create_sink(struct analyzer *a, const struct lift *l)
         cs->from_name = strdup(l->on);
         cs->path = strdup(l->path);
         if (!cs->name || !cs->from_name || !cs->path)
-                return oom(a);
+                return analyzer_oom(a);
         if (!cs->path[0])
                 return FAIL(a, "22023", "the file of a sink must be a plain, non-empty string");
         r = sink_relation(a, l->on, (int)l->location, &rel, &cs->plan);
@@ -579,14 +579,14 @@ int analyze_create_sink(struct analyzer *a, const struct lift *l)
         cs->from_id = rel.id;
         cs->columns = calloc(rel.n_columns ? rel.n_columns : 1, sizeof(*cs->columns));
         if (!cs->columns)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < rel.n_columns; i++) {
                 cs->columns[i] = rel.columns[i];
                 cs->columns[i].default_row = NULL;
                 cs->columns[i].default_len = 0;
                 cs->columns[i].name = strdup(rel.columns[i].name);
                 if (!cs->columns[i].name)
-                        return oom(a);
+                        return analyzer_oom(a);
                 cs->n_columns++;
         }
         return new_name(a, l->name, cs->if_not_exists, -1, &cs->exists);
@@ -602,8 +602,8 @@ int analyze_alter_sink(struct analyzer *a, const struct lift *l)
         as->name = strdup(l->name);
         as->from_name = strdup(l->on);
         if (!as->name || !as->from_name)
-                return oom(a);
-        r = lookup(a, l->name, &sink);
+                return analyzer_oom(a);
+        r = lookup_relation(a, l->name, &sink);
         if (r == -ENOENT)
                 return FAIL(a, "42P01", "sink \"%s\" does not exist", l->name);
         if (r < 0)

@@ -35,7 +35,7 @@ static int map_case(struct analyzer *a, enum pgcat_map which, Coord__Plan__Expr 
         if (r < 0) {
                 expr_free(x);
                 expr_free(else_);
-                return r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "catalog unavailable: %s",
+                return r == -ENOMEM ? analyzer_oom(a) : FAIL(a, "XX000", "catalog unavailable: %s",
                                                     strerror(-r));
         }
         if (m.n) {
@@ -45,10 +45,10 @@ static int map_case(struct analyzer *a, enum pgcat_map which, Coord__Plan__Expr 
                 *ret = else_;
         }
         pgcat_names_done(&m);
-        return *ret ? 0 : oom(a);
+        return *ret ? 0 : analyzer_oom(a);
 }
 
-/* fold() bottom up: a tree made at once (CASE over a map) folds whole when its leaves
+/* fold_typed() bottom up: a tree made at once (CASE over a map) folds whole when its leaves
  * are literals. */
 static int fold_tree(struct analyzer *a, Coord__Plan__Expr **e)
 {
@@ -62,7 +62,7 @@ static int fold_tree(struct analyzer *a, Coord__Plan__Expr **e)
         if (r < 0)
                 return r;
         t.e = *e;
-        r = fold(a, &t);
+        r = fold_typed(a, &t);
         *e = t.e;
         return r;
 }
@@ -74,10 +74,10 @@ static int oid_arg(struct analyzer *a, const PgQuery__Node *n, const char *fn, s
 
         if (r >= 0)
                 r = coerce_unknown(a, t, ROW_TYPE_INT8);
-        if (r >= 0 && !is_int((int)t->e->type))
+        if (r >= 0 && !type_is_int((int)t->e->type))
                 r = FAIL_AT(a, t->location, "42883", "function %s(%s) does not exist", fn,
                             row_type_name((enum row_type)t->e->type));
-        return r < 0 ? r : promote(a, t, ROW_TYPE_INT8);
+        return r < 0 ? r : promote_to(a, t, ROW_TYPE_INT8);
 }
 
 /* Which reg* type a cast names: its map, or -1. */
@@ -131,7 +131,7 @@ static int reg_literal(struct analyzer *a, enum pgcat_map which, const struct ty
                                "value \"%s\" is out of range for type oid", name);
         r = pgcat_map(which, a->ops, a->userdata, &m);
         if (r < 0)
-                return r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "catalog unavailable");
+                return r == -ENOMEM ? analyzer_oom(a) : FAIL(a, "XX000", "catalog unavailable");
         for (size_t i = 0; i < m.n && !text; i++)
                 if (digits ? m.keys[i] == strtoll(name, NULL, 10) : strcmp(m.texts[i], name) == 0)
                         text = m.texts[i];
@@ -151,7 +151,7 @@ static int reg_literal(struct analyzer *a, enum pgcat_map which, const struct ty
                         pgcat_names_done(&ns);
                 if (r < 0) {
                         pgcat_names_done(&m);
-                        return oom(a);
+                        return analyzer_oom(a);
                 }
         }
         if (!text && !digits && which == PGCAT_MAP_REGTYPE) {
@@ -168,7 +168,7 @@ static int reg_literal(struct analyzer *a, enum pgcat_map which, const struct ty
                         pgcat_names_done(&tn);
                 if (r < 0) {
                         pgcat_names_done(&m);
-                        return oom(a);
+                        return analyzer_oom(a);
                 }
         }
         if (digits && !text) {
@@ -218,11 +218,11 @@ int analyze_reg_cast(struct analyzer *a, const PgQuery__TypeCast *tc, struct typ
         if (t.unknown && t.e->literal->value_case == COORD__PLAN__DATUM__VALUE_TEXT_VALUE)
                 return reg_literal(a, which, &t, ret);
         r = coerce_unknown(a, &t, ROW_TYPE_INT8);
-        if (r >= 0 && !is_int((int)t.e->type))
+        if (r >= 0 && !type_is_int((int)t.e->type))
                 r = FAIL_AT(a, tc->location, "42846", "cannot cast type %s to %s",
                             row_type_name((enum row_type)t.e->type), type);
         if (r >= 0)
-                r = promote(a, &t, ROW_TYPE_INT8);
+                r = promote_to(a, &t, ROW_TYPE_INT8);
         if (r < 0)
                 return r;
         /* CASE x WHEN 0 THEN '-' WHEN oid THEN name ... ELSE x::text END */
@@ -238,7 +238,7 @@ int analyze_reg_cast(struct analyzer *a, const PgQuery__TypeCast *tc, struct typ
                               ROW_TYPE_TEXT, e)
                     : (expr_free(e), NULL);
         if (!ret->e)
-                return oom(a);
+                return analyzer_oom(a);
         ret->unknown = false;
         ret->location = tc->location;
         return fold_tree(a, &ret->e);
@@ -265,12 +265,12 @@ static int analyze_indexdef(struct analyzer *a, const PgQuery__FuncCall *f, stru
                 r = analyze_expr(a, f->args[1], &col);
                 if (r >= 0)
                         r = coerce_unknown(a, &col, ROW_TYPE_INT4);
-                if (r >= 0 && !is_int((int)col.e->type))
+                if (r >= 0 && !type_is_int((int)col.e->type))
                         r = FAIL_AT(a, col.location, "42883",
                                     "function pg_get_indexdef(bigint, %s, boolean) does not exist",
                                     row_type_name((enum row_type)col.e->type));
                 if (r >= 0)
-                        r = promote(a, &col, ROW_TYPE_INT8);
+                        r = promote_to(a, &col, ROW_TYPE_INT8);
                 if (r < 0)
                         return r;
         }
@@ -291,7 +291,7 @@ static int analyze_indexdef(struct analyzer *a, const PgQuery__FuncCall *f, stru
         r = pgcat_map(PGCAT_MAP_INDEX_COLUMN, a->ops, a->userdata, &m);
         if (r < 0) {
                 expr_free(def);
-                return r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "catalog unavailable");
+                return r == -ENOMEM ? analyzer_oom(a) : FAIL(a, "XX000", "catalog unavailable");
         }
         args = calloc(2 * m.n + 5, sizeof(*args));
         r = args ? 0 : -ENOMEM;
@@ -301,7 +301,7 @@ static int analyze_indexdef(struct analyzer *a, const PgQuery__FuncCall *f, stru
                 args[n++] = c ? expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL, &c, 1)
                               : NULL;
                 args[n++] = expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL);
-                args[n++] = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(col.e),
+                args[n++] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(col.e),
                                   expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(0)));
                 args[n++] = def;
                 def = NULL;
@@ -313,7 +313,7 @@ static int analyze_indexdef(struct analyzer *a, const PgQuery__FuncCall *f, stru
 
                 for (; k + j < m.n && m.keys[k + j] / PGCAT_MAX_COLUMN == index; j++)
                         nums[j] = m.keys[k + j] % PGCAT_MAX_COLUMN;
-                args[n++] = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x->e),
+                args[n++] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x->e),
                                   expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(index)));
                 args[n++] = case_of(expr_copy(col.e), nums, (const char *const *)&m.texts[k], j,
                                     ROW_TYPE_TEXT,
@@ -334,7 +334,7 @@ static int analyze_indexdef(struct analyzer *a, const PgQuery__FuncCall *f, stru
         expr_free(def);
         pgcat_names_done(&m);
         if (!cols)
-                return oom(a);
+                return analyzer_oom(a);
         ret->e = cols;
         ret->unknown = false;
         ret->location = f->location;
@@ -430,18 +430,18 @@ int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const 
                         return r;
                 /* CASE WHEN x IS NULL THEN NULL WHEN typmod >= 0 THEN base || '(' ||
                  * typmod::text || ')' || suffix ELSE base || suffix END */
-                plain = call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, expr_copy(base),
+                plain = expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, expr_copy(base),
                               expr_copy(suffix));
                 /* varchar's typmod is its length + 4 (PostgreSQL's VARHDRSZ). */
                 tm = expr_copy(y.e);
                 tm = tm ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &tm, 1) : NULL;
                 {
                         const int64_t varchar = PGCAT_TYPE_VARCHAR;
-                        Coord__Plan__Expr *v = call2(ROW_TYPE_INT4, COORD__PLAN__FUNC__FUNC_SUB,
+                        Coord__Plan__Expr *v = expr_call2(ROW_TYPE_INT4, COORD__PLAN__FUNC__FUNC_SUB,
                                                      expr_copy(y.e),
                                                      expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(4)));
                         Coord__Plan__Expr *is_varchar =
-                                call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x.e),
+                                expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x.e),
                                       expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(varchar)));
 
                         v = v ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &v, 1) : NULL;
@@ -455,10 +455,10 @@ int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const 
                                 tm = NULL;
                         }
                 }
-                e = call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
-                          call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
-                                call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
-                                      call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, base,
+                e = expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                          expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                                expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                                      expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, base,
                                             expr_literal(ROW_TYPE_TEXT, &open)),
                                       tm),
                                 expr_literal(ROW_TYPE_TEXT, &close)),
@@ -468,7 +468,7 @@ int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const 
                                 expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL,
                                           (Coord__Plan__Expr *[]){ TAKE_PTR(x.e) }, 1),
                                 expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL),
-                                call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GE, TAKE_PTR(y.e),
+                                expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GE, TAKE_PTR(y.e),
                                       expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(0))),
                                 e, plain,
                         };
@@ -477,9 +477,9 @@ int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const 
                                 if (!args[k]) {
                                         for (size_t j = 0; j < 5; j++)
                                                 expr_free(args[j]);
-                                        return oom(a);
+                                        return analyzer_oom(a);
                                 }
-                        r = build(a, ret, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE, args, 5,
+                        r = build_call(a, ret, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE, args, 5,
                                   f->location);
                 }
                 if (r >= 0)
@@ -502,7 +502,7 @@ int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const 
                 r = map_case(a, PGCAT_MAP_PUBLISHABLE, TAKE_PTR(x.e),
                              expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL), &e);
                 if (r >= 0)
-                        r = build(a, ret, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ,
+                        r = build_call(a, ret, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ,
                                   (Coord__Plan__Expr *[]){
                                           e, expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_TEXT("t", 1)) },
                                   2, f->location);

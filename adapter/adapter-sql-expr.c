@@ -44,7 +44,7 @@ void typed_done(struct typed *t)
 }
 
 /* Set the error's position from a node location. */
-void at(struct analyzer *a, int location)
+void error_at(struct analyzer *a, int location)
 {
         long off = (long)location + a->loc_base;
 
@@ -52,7 +52,7 @@ void at(struct analyzer *a, int location)
                 a->err->position = char_position(a->b->query, a->b->len, (size_t)off);
 }
 
-int oom(struct analyzer *a)
+int analyzer_oom(struct analyzer *a)
 {
         return row_error_oom(a->err);
 }
@@ -71,7 +71,7 @@ int add_input(struct analyzer *a, uint64_t id)
                 uint64_t *p = realloc(s->inputs, cap * sizeof(*p));
 
                 if (!p)
-                        return oom(a);
+                        return analyzer_oom(a);
                 s->inputs = p;
                 a->cap_inputs = cap;
         }
@@ -88,7 +88,7 @@ int add_notice(struct analyzer *a, const char *sqlstate, const char *fmt, ...)
         va_list ap;
 
         if (!n)
-                return oom(a);
+                return analyzer_oom(a);
         s->notices = n;
         n = &s->notices[s->n_notices++];
         memset(n, 0, sizeof(*n));
@@ -101,7 +101,7 @@ int add_notice(struct analyzer *a, const char *sqlstate, const char *fmt, ...)
 }
 
 /* Look a name up in the catalog: 0, -ENOENT (err untouched), or an error. */
-int lookup(struct analyzer *a, const char *name, struct sql_relation *ret)
+int lookup_relation(struct analyzer *a, const char *name, struct sql_relation *ret)
 {
         struct sql_relation rel = { 0 };
         int r = a->ops && a->ops->lookup ? a->ops->lookup(a->userdata, name, &rel) : -ENOENT;
@@ -172,7 +172,7 @@ const char *typed_name(const struct typed *t)
         return t->unknown ? "unknown" : row_type_name((enum row_type)t->e->type);
 }
 
-bool is_int(int type)
+bool type_is_int(int type)
 {
         return type == ROW_TYPE_INT4 || type == ROW_TYPE_INT8;
 }
@@ -289,7 +289,7 @@ int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type 
 /* ---- Expressions. ---- */
 
 /* Note 2: evaluate a call whose arguments are all literals. */
-int fold(struct analyzer *a, struct typed *t)
+int fold_typed(struct analyzer *a, struct typed *t)
 {
         const Coord__Plan__Expr *e = t->e;
         struct row_expr_ctx ctx = { .arena = &a->arena };
@@ -324,7 +324,7 @@ int fold(struct analyzer *a, struct typed *t)
                         return 0;
         r = row_expr_eval(e, NULL, 0, &ctx, &d, a->strict_fold ? a->err : &scratch);
         if (r == -ENOMEM)
-                return oom(a);
+                return analyzer_oom(a);
         if (r < 0) {
                 row_arena_reset(&a->arena);
                 return a->strict_fold ? r : 0;
@@ -332,7 +332,7 @@ int fold(struct analyzer *a, struct typed *t)
         lit = expr_literal((int)e->type, &d);
         row_arena_reset(&a->arena);
         if (!lit)
-                return oom(a);
+                return analyzer_oom(a);
         expr_free(t->e);
         t->e = lit;
         return 0;
@@ -350,22 +350,22 @@ int varchar_of(struct analyzer *a, struct typed *t, uint32_t n, bool explicit_)
         if (!args[1] || !args[2]) {
                 for (size_t i = 0; i < 3; i++)
                         expr_free(args[i]);
-                return oom(a);
+                return analyzer_oom(a);
         }
         t->e = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_VARCHAR, args, 3);
-        return t->e ? fold(a, t) : oom(a);
+        return t->e ? fold_typed(a, t) : analyzer_oom(a);
 }
 
 /* Wrap t in a call of `func` with result type `type`, then fold. */
-int wrap(struct analyzer *a, struct typed *t, Coord__Plan__Func func, int type)
+int wrap_call(struct analyzer *a, struct typed *t, Coord__Plan__Func func, int type)
 {
         Coord__Plan__Expr *e = TAKE_PTR(t->e);
 
         t->e = expr_call(type, func, &e, 1);
         if (!t->e)
-                return oom(a);
+                return analyzer_oom(a);
         t->unknown = false;
-        return fold(a, t);
+        return fold_typed(a, t);
 }
 
 /* Decide the type of an untyped literal (note 1). */
@@ -395,20 +395,20 @@ int coerce_unknown(struct analyzer *a, struct typed *t, int type)
                                     lit->text_value.len, &d, a->err);
         if (r < 0) {
                 row_arena_reset(&a->arena);
-                at(a, t->location);
+                error_at(a, t->location);
                 return r;
         }
         e = expr_literal(type, &d);
         row_arena_reset(&a->arena);
         if (!e)
-                return oom(a);
+                return analyzer_oom(a);
         expr_free(t->e);
         t->e = e;
         return 0;
 }
 
 /* int4 -> int8 for mixed arithmetic and comparisons. */
-int promote(struct analyzer *a, struct typed *t, int type)
+int promote_to(struct analyzer *a, struct typed *t, int type)
 {
         if ((int)t->e->type == type)
                 return 0;
@@ -417,7 +417,7 @@ int promote(struct analyzer *a, struct typed *t, int type)
                 t->e->type = (Coord__Plan__Type)type;
                 return 0;
         }
-        return wrap(a, t, COORD__PLAN__FUNC__FUNC_CAST, type);
+        return wrap_call(a, t, COORD__PLAN__FUNC__FUNC_CAST, type);
 }
 
 /* An explicit cast (`x::type`, CAST(x AS type)). */
@@ -434,7 +434,7 @@ int cast_to(struct analyzer *a, struct typed *t, int type, int location)
                 return FAIL_AT(a, location, "42846", "cannot cast type %s to %s",
                                row_type_name((enum row_type)from),
                                row_type_name((enum row_type)type));
-        return wrap(a, t, COORD__PLAN__FUNC__FUNC_CAST, type);
+        return wrap_call(a, t, COORD__PLAN__FUNC__FUNC_CAST, type);
 }
 
 int require_bool(struct analyzer *a, struct typed *t, const char *what)
@@ -484,7 +484,7 @@ static const struct {
 };
 
 /* Resolve operand types for a binary operator, then build and fold the call into l. */
-int binary(struct analyzer *a, const char *op, struct typed *l, struct typed *r,
+int binary_op(struct analyzer *a, const char *op, struct typed *l, struct typed *r,
                   int location)
 {
         Coord__Plan__Expr *args[2];
@@ -516,9 +516,9 @@ int binary(struct analyzer *a, const char *op, struct typed *l, struct typed *r,
                         return rc;
         }
         /* An untyped operand takes the other's type, where the operator exists for it. */
-        if (l->unknown && (comparison || is_int((int)r->e->type)))
+        if (l->unknown && (comparison || type_is_int((int)r->e->type)))
                 rc = coerce_unknown(a, l, (int)r->e->type);
-        else if (r->unknown && (comparison || is_int((int)l->e->type)))
+        else if (r->unknown && (comparison || type_is_int((int)l->e->type)))
                 rc = coerce_unknown(a, r, (int)l->e->type);
         else
                 rc = 0;
@@ -527,13 +527,13 @@ int binary(struct analyzer *a, const char *op, struct typed *l, struct typed *r,
         if (l->unknown || r->unknown)
                 return no_operator(a, op, l, r, location);
 
-        if (is_int((int)l->e->type) && is_int((int)r->e->type)) {
+        if (type_is_int((int)l->e->type) && type_is_int((int)r->e->type)) {
                 bool wide = (int)l->e->type == ROW_TYPE_INT8 || (int)r->e->type == ROW_TYPE_INT8;
 
                 type = wide ? ROW_TYPE_INT8 : ROW_TYPE_INT4;
-                rc = promote(a, l, type);
+                rc = promote_to(a, l, type);
                 if (rc >= 0)
-                        rc = promote(a, r, type);
+                        rc = promote_to(a, r, type);
                 if (rc < 0)
                         return rc;
         } else if (!comparison || l->e->type != r->e->type) {
@@ -544,9 +544,9 @@ int binary(struct analyzer *a, const char *op, struct typed *l, struct typed *r,
         args[1] = TAKE_PTR(r->e);
         l->e = expr_call(comparison ? ROW_TYPE_BOOL : (int)args[0]->type, func, args, 2);
         if (!l->e)
-                return oom(a);
+                return analyzer_oom(a);
         l->location = location;
-        return fold(a, l);
+        return fold_typed(a, l);
 }
 
 static int analyze_any_all(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
@@ -633,10 +633,10 @@ int analyze_a_expr(struct analyzer *a, const PgQuery__AExpr *x, struct typed *re
                 return rc;
         if (!x->lexpr) {
                 /* Prefix operators: unary minus and plus. */
-                if (r.unknown || !is_int((int)r.e->type) || (strcmp(op, "-") && strcmp(op, "+")))
+                if (r.unknown || !type_is_int((int)r.e->type) || (strcmp(op, "-") && strcmp(op, "+")))
                         return no_operator(a, op, NULL, &r, x->location);
                 if (op[0] == '-') {
-                        rc = wrap(a, &r, COORD__PLAN__FUNC__FUNC_NEG, (int)r.e->type);
+                        rc = wrap_call(a, &r, COORD__PLAN__FUNC__FUNC_NEG, (int)r.e->type);
                         if (rc < 0)
                                 return rc;
                 }
@@ -649,7 +649,7 @@ int analyze_a_expr(struct analyzer *a, const PgQuery__AExpr *x, struct typed *re
         if (rc < 0)
                 return rc;
         rc = strcmp(op, "||") == 0 ? concat_op(a, &l, &r, x->location)
-                                   : binary(a, op, &l, &r, x->location);
+                                   : binary_op(a, op, &l, &r, x->location);
         if (rc < 0)
                 return rc;
         *ret = l;
@@ -676,7 +676,7 @@ int analyze_bool_expr(struct analyzer *a, const PgQuery__BoolExpr *x, struct typ
                 return FAIL_AT(a, x->location, "XX000", "malformed boolean expression");
         args = malloc(x->n_args * sizeof(*args));
         if (!args)
-                return oom(a);
+                return analyzer_oom(a);
         for (; n < x->n_args; n++) {
                 struct typed t = { .location = -1 };
 
@@ -692,10 +692,10 @@ int analyze_bool_expr(struct analyzer *a, const PgQuery__BoolExpr *x, struct typ
         ret->e = expr_call(ROW_TYPE_BOOL, ops[x->boolop].func, args, n);
         n = 0;
         if (!ret->e)
-                return oom(a);
+                return analyzer_oom(a);
         ret->unknown = false;
         ret->location = x->location;
-        return fold(a, ret);
+        return fold_typed(a, ret);
 fail:
         for (size_t i = 0; i < n; i++)
                 expr_free(args[i]);
@@ -807,7 +807,7 @@ static int analyze_gather(struct analyzer *a, const PgQuery__FuncCall *f, const 
                                            d.e->literal->text_value.len)
                                  : strdup("");
                 if (!*delim)
-                        return oom(a);
+                        return analyzer_oom(a);
                 if (strlen(*delim) != (d.e->literal->value_case == COORD__PLAN__DATUM__VALUE_TEXT_VALUE
                                                ? d.e->literal->text_value.len : 0))
                         return FAIL_AT(a, f->location, "22021", "invalid byte sequence for encoding \"UTF8\"");
@@ -887,7 +887,7 @@ static int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, con
                         func = COORD__PLAN__AGG_FUNC__AGG_COUNT;
                 } else if (strcmp(name, "sum") == 0) {
                         func = COORD__PLAN__AGG_FUNC__AGG_SUM;
-                        if (!is_int((int)arg.e->type))
+                        if (!type_is_int((int)arg.e->type))
                                 goto no_function;
                 } else {
                         func = strcmp(name, "min") == 0 ? COORD__PLAN__AGG_FUNC__AGG_MIN
@@ -920,7 +920,7 @@ static int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, con
                 if (ts)
                         g->types = ts;
                 if (!ds)
-                        return oom(a);
+                        return analyzer_oom(a);
                 g->delims = ds;
                 g->cap = cap;
         }
@@ -932,7 +932,7 @@ static int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, con
         g->n++;
 out:
         if (!ret->e)
-                return oom(a);
+                return analyzer_oom(a);
         ret->unknown = false;
         ret->location = f->location;
         return 0;
@@ -953,7 +953,7 @@ int typed_literal(struct analyzer *a, int type, const struct row_datum *d, bool 
 {
         ret->e = expr_literal(type, d);
         if (!ret->e)
-                return oom(a);
+                return analyzer_oom(a);
         ret->unknown = unknown;
         ret->location = location;
         return 0;
@@ -1035,7 +1035,7 @@ int analyze_func_call(struct analyzer *a, const PgQuery__FuncCall *f, struct typ
                 a->nondeterministic = true;
                 ret->e = expr_call(ROW_TYPE_INT8, COORD__PLAN__FUNC__FUNC_MZ_NOW, NULL, 0);
                 if (!ret->e)
-                        return oom(a);
+                        return analyzer_oom(a);
                 ret->unknown = false;
                 ret->location = f->location;
                 return 0;
@@ -1105,7 +1105,7 @@ int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what,
                 t = (int)v[i].e->type;
                 if (type < 0 || type == t)
                         type = t;
-                else if (is_int(type) && is_int(t))
+                else if (type_is_int(type) && type_is_int(t))
                         type = ROW_TYPE_INT8;
                 else
                         return FAIL_AT(a, v[i].location, "42804",
@@ -1116,7 +1116,7 @@ int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what,
         if (type < 0)
                 type = ROW_TYPE_TEXT;
         for (size_t i = 0; i < n; i++) {
-                int r = v[i].unknown ? coerce_unknown(a, &v[i], type) : promote(a, &v[i], type);
+                int r = v[i].unknown ? coerce_unknown(a, &v[i], type) : promote_to(a, &v[i], type);
 
                 if (r < 0)
                         return r;
@@ -1133,7 +1133,7 @@ int analyze_coalesce(struct analyzer *a, const PgQuery__CoalesceExpr *c, struct 
         size_t n = 0;
 
         if (!v || !args)
-                return oom(a);
+                return analyzer_oom(a);
         for (; n < c->n_args && r >= 0; n++) {
                 v[n].location = -1;
                 r = analyze_expr(a, c->args[n], &v[n]);
@@ -1149,10 +1149,10 @@ int analyze_coalesce(struct analyzer *a, const PgQuery__CoalesceExpr *c, struct 
                 args[i] = v[i].e;
         ret->e = expr_call(type, COORD__PLAN__FUNC__FUNC_COALESCE, args, n);
         if (!ret->e)
-                return oom(a);
+                return analyzer_oom(a);
         ret->unknown = false;
         ret->location = c->location;
-        return fold(a, ret);
+        return fold_typed(a, ret);
 }
 
 bool scope_has_qual(const struct scope *sc, const char *q)
@@ -1210,7 +1210,7 @@ int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, struct t
         if (r > 0) {
                 ret->e = expr_column(sc->cols[found].type, (uint32_t)found);
                 if (!ret->e)
-                        return oom(a);
+                        return analyzer_oom(a);
                 ret->unknown = false;
                 ret->location = c->location;
                 return 0;
@@ -1241,7 +1241,7 @@ int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, struct t
                                        "AND in its WHERE", name);
                 ret->e = expr_column(o->scope->cols[found].type, OUTER_MARK | (uint32_t)found);
                 if (!ret->e)
-                        return oom(a);
+                        return analyzer_oom(a);
                 ret->unknown = false;
                 ret->location = c->location;
                 return 0;
@@ -1275,7 +1275,7 @@ int analyze_const(struct analyzer *a, const PgQuery__AConst *c, struct typed *re
                 d = ROW_DATUM_NULL;
                 ret->e = expr_literal(ROW_TYPE_TEXT, &d);
                 if (!ret->e)
-                        return oom(a);
+                        return analyzer_oom(a);
                 ret->unknown = true;
                 return 0;
         }
@@ -1293,7 +1293,7 @@ int analyze_const(struct analyzer *a, const PgQuery__AConst *c, struct typed *re
                                        "type \"numeric\" is not supported");
                 r = row_datum_parse(ROW_TYPE_INT8, s, strlen(s), &d, a->err);
                 if (r < 0) {
-                        at(a, c->location);
+                        error_at(a, c->location);
                         return r;
                 }
                 /* As PostgreSQL's make_const(): int4 when it fits (-2147483648 does). */
@@ -1311,7 +1311,7 @@ int analyze_const(struct analyzer *a, const PgQuery__AConst *c, struct typed *re
         }
         ret->e = expr_literal(type, &d);
         if (!ret->e)
-                return oom(a);
+                return analyzer_oom(a);
         ret->unknown = false;
         return 0;
 }
@@ -1335,7 +1335,7 @@ int analyze_param(struct analyzer *a, const PgQuery__ParamRef *p, struct typed *
 
                 ret->e = expr_literal(oid ? (int)oid : ROW_TYPE_TEXT, &d);
                 if (!ret->e)
-                        return oom(a);
+                        return analyzer_oom(a);
                 ret->unknown = oid == 0;
                 ret->location = p->location;
                 return 0;
@@ -1383,7 +1383,7 @@ static int analyze_any_all(struct analyzer *a, const PgQuery__AExpr *x, const ch
         rc = coerce_unknown(a, &l, elem);
         if (rc < 0)
                 return rc;
-        if ((int)l.e->type != elem && !(is_int((int)l.e->type) && is_int(elem))) {
+        if ((int)l.e->type != elem && !(type_is_int((int)l.e->type) && type_is_int(elem))) {
                 rc = FAIL_AT(a, x->location, "42883", "operator does not exist: %s %s %s",
                              typed_name(&l), op, row_type_name((enum row_type)elem));
                 row_error_hint(a->err, "%s", HINT_OPERATOR);
@@ -1392,8 +1392,8 @@ static int analyze_any_all(struct analyzer *a, const PgQuery__AExpr *x, const ch
         d = ROW_DATUM_INT((int64_t)func);
         opl = expr_literal(ROW_TYPE_INT4, &d);
         if (!opl)
-                return oom(a);
-        return build(a, ret, ROW_TYPE_BOOL,
+                return analyzer_oom(a);
+        return build_call(a, ret, ROW_TYPE_BOOL,
                      any ? COORD__PLAN__FUNC__FUNC_ANY : COORD__PLAN__FUNC__FUNC_ALL,
                      (Coord__Plan__Expr *[]){ TAKE_PTR(l.e), TAKE_PTR(r.e), opl }, 3, x->location);
 }

@@ -26,11 +26,11 @@ int scope_add_col(struct analyzer *a, struct scope *sc, const char *qual, const 
         uint32_t *st;
 
         if (!c)
-                return oom(a);
+                return analyzer_oom(a);
         sc->cols = c;
         st = realloc(sc->star, (sc->n + 1) * sizeof(*st));
         if (!st)
-                return oom(a);
+                return analyzer_oom(a);
         sc->star = st;
         sc->cols[sc->n] = (struct scope_col){ .qual = qual, .name = name, .type = type,
                                               .nullable = nullable };
@@ -52,7 +52,7 @@ int scope_add_qual(struct analyzer *a, struct scope *sc, const char *q, int loca
                 return FAIL_AT(a, location, "42712", "table name \"%s\" specified more than once", q);
         p = realloc(sc->quals, (sc->n_quals + 1) * sizeof(*p));
         if (!p)
-                return oom(a);
+                return analyzer_oom(a);
         sc->quals = p;
         sc->quals[sc->n_quals++] = q;
         return 0;
@@ -130,7 +130,7 @@ static int resolve_range_var(struct analyzer *a, const PgQuery__RangeVar *rv,
                 *ret_cat = pgcat_find(schema, rv->relname);
                 if (*ret_cat)
                         return 0;
-                r = strcmp(schema, "pg_catalog") == 0 ? lookup(a, rv->relname, &rel) : -ENOENT;
+                r = strcmp(schema, "pg_catalog") == 0 ? lookup_relation(a, rv->relname, &rel) : -ENOENT;
                 if (r < 0 && r != -ENOENT)
                         return r;
                 if (r == 0 && rel.builtin) {
@@ -143,7 +143,7 @@ static int resolve_range_var(struct analyzer *a, const PgQuery__RangeVar *rv,
         r = range_var_name(a, rv, ret_name);
         if (r < 0 || schema)
                 return r;
-        r = lookup(a, *ret_name, &rel);
+        r = lookup_relation(a, *ret_name, &rel);
         if (r == -ENOENT)
                 *ret_cat = pgcat_find("pg_catalog", *ret_name);
         return r == -ENOENT ? 0 : r;
@@ -172,7 +172,7 @@ static int plan_catalog_relation(struct analyzer *a, const struct pgcat_table *c
                 return r;
         r = pgcat_rows(cat, a->ops, a->userdata, a->params ? a->params->session : NULL, ret);
         if (r == -ENOMEM)
-                return oom(a);
+                return analyzer_oom(a);
         if (r < 0)
                 return row_error_set(a->err, r, "XX000", "catalog listing failed: %s",
                                      strerrordesc_np(-r) ? strerrordesc_np(-r) : "?");
@@ -364,7 +364,7 @@ static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struc
                 return r;
         if (cat)
                 return plan_catalog_relation(a, cat, rv, sc, ret);
-        r = lookup(a, name, &rel);
+        r = lookup_relation(a, name, &rel);
         if (r == -ENOENT && rv->schemaname && rv->schemaname[0])
                 return FAIL_AT(a, rv->location, "42P01", "relation \"%s.%s\" does not exist",
                                rv->schemaname, name);
@@ -418,7 +418,7 @@ static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struc
         else
                 *ret = rel_get(&rel);
         if (!*ret)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < rel.n_columns; i++) {
                 r = scope_add_col(a, sc, qual, rel.columns[i].name, rel.columns[i].type,
                                   rel.columns[i].nullable, true);
@@ -481,7 +481,7 @@ int conj_add(struct analyzer *a, Coord__Plan__Expr ***preds, size_t *n, Coord__P
 
         if (!p) {
                 expr_free(pred);
-                return oom(a);
+                return analyzer_oom(a);
         }
         p[(*n)++] = pred;
         *preds = p;
@@ -721,7 +721,7 @@ static int plan_outer_join(struct analyzer *a, PgQuery__JoinType type, Coord__Pl
         keyp = calloc(n_preds + 1, sizeof(*keyp));
         if (!lk || !rk || !kt || !rpreds || !keyp || rel_types(lp, &lt, &n_lt) < 0 ||
             rel_types(rp, &rt, &n_rt) < 0) {
-                r = oom(a);
+                r = analyzer_oom(a);
                 goto out;
         }
         assert(n_lt == nl && n_rt == nr);
@@ -735,7 +735,7 @@ static int plan_outer_join(struct analyzer *a, PgQuery__JoinType type, Coord__Pl
                         continue;
                 grown = realloc(preds, (n_preds + c->n_args - 1 + 1) * sizeof(*preds));
                 if (!grown) {
-                        r = oom(a);
+                        r = analyzer_oom(a);
                         goto out;
                 }
                 preds = grown;
@@ -754,7 +754,7 @@ static int plan_outer_join(struct analyzer *a, PgQuery__JoinType type, Coord__Pl
         rpreds = calloc(n_preds + 1, sizeof(*rpreds));
         keyp = calloc(n_preds + 1, sizeof(*keyp));
         if (!lk || !rk || !kt || !rpreds || !keyp) {
-                r = oom(a);
+                r = analyzer_oom(a);
                 goto out;
         }
         for (size_t i = 0; i < n_preds; i++) {
@@ -780,7 +780,7 @@ static int plan_outer_join(struct analyzer *a, PgQuery__JoinType type, Coord__Pl
                 }
         }
         if (n_r && !(rp = rel_filter_n(rp, TAKE_PTR(rpreds), n_r))) {
-                r = oom(a);
+                r = analyzer_oom(a);
                 goto out;
         }
         J = rel_join(rel_copy(lp), rel_copy(rp));
@@ -792,7 +792,7 @@ static int plan_outer_join(struct analyzer *a, PgQuery__JoinType type, Coord__Pl
                 UR = unmatched(rel_copy(rp), nr, rel_copy(lp), lt, nl, rk, lk, m, kt, true);
         parts = calloc(3, sizeof(*parts));
         if (!J || (left && !UL) || (right && !UR) || !parts) {
-                r = oom(a);
+                r = analyzer_oom(a);
                 goto out;
         }
         parts[0] = TAKE_PTR(J);
@@ -803,7 +803,7 @@ static int plan_outer_join(struct analyzer *a, PgQuery__JoinType type, Coord__Pl
                 parts[n_r++] = TAKE_PTR(UR);
         *ret = rel_union(TAKE_PTR(parts), n_r);
         if (!*ret)
-                r = oom(a);
+                r = analyzer_oom(a);
 out:
         for (size_t i = 0; i < n_preds; i++)
                 expr_free(preds[i]);
@@ -845,7 +845,7 @@ static int join_alias(struct analyzer *a, struct scope *sc, const PgQuery__Alias
         }
         q = realloc(sc->quals, sizeof(*q));
         if (!q)
-                return oom(a);
+                return analyzer_oom(a);
         sc->quals = q;
         sc->quals[0] = alias->aliasname;
         sc->n_quals = 1;
@@ -903,7 +903,7 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
         using_left = calloc(sc->n ? sc->n : 1, sizeof(bool));
         using_right = calloc(sc->n ? sc->n : 1, sizeof(bool));
         if (!using_left || !using_right)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < j->n_using_clause; i++) {
                 _cleanup_(typed_done) struct typed l = { .location = -1 }, rt = { .location = -1 };
                 const char *name = node_string(j->using_clause[i]);
@@ -919,10 +919,10 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
                 l.e = expr_column(sc->cols[li].type, (uint32_t)li);
                 rt.e = expr_column(sc->cols[ri].type, (uint32_t)ri);
                 if (!l.e || !rt.e) {
-                        r = oom(a);
+                        r = analyzer_oom(a);
                         goto fail;
                 }
-                r = binary(a, "=", &l, &rt, -1);
+                r = binary_op(a, "=", &l, &rt, -1);
                 if (r >= 0)
                         r = conj_add(a, &preds, &n_preds, TAKE_PTR(l.e));
                 if (r < 0)
@@ -977,7 +977,7 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
                 *ret = rel_filter_n(*ret, TAKE_PTR(preds), n_preds);
         else
                 free(preds);
-        return *ret ? 0 : oom(a);
+        return *ret ? 0 : analyzer_oom(a);
 fail:
         for (size_t i = 0; i < n_preds; i++)
                 expr_free(preds[i]);
@@ -1023,12 +1023,12 @@ int plan_from(struct analyzer *a, const PgQuery__SelectStmt *s, struct scope *sc
                 }
                 plan = plan ? rel_join(plan, p) : p;
                 if (!plan)
-                        return oom(a);
+                        return analyzer_oom(a);
         }
         if (!plan)
                 plan = rel_unit();
         if (!plan)
-                return oom(a);
+                return analyzer_oom(a);
         *ret = plan;
         return 0;
 }

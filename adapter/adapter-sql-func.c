@@ -9,7 +9,7 @@
  *     FROM and NULLIF a CASE, IS [NOT] TRUE/FALSE a COALESCE, concat() CASTs, COALESCEs
  *     and ||.  An operand planned more than once is copied (expr_copy()); expressions
  *     are deterministic, so each copy yields the same value.  Each piece folds as it is
- *     built (build()), so a derived form over constants folds whole.  Types resolve as
+ *     built (build_call()), so a derived form over constants folds whole.  Types resolve as
  *     PostgreSQL resolves the form: IN's list and CASE's results meet in one type
  *     (common_type()), BETWEEN's comparisons are two operators, each resolved alone.
  */
@@ -26,16 +26,16 @@
 /* ---- Derived forms and more functions (note 1). ---- */
 
 /* A call consuming args[0..n), typed, located and folded into ret. */
-int build(struct analyzer *a, struct typed *ret, int type, Coord__Plan__Func func,
+int build_call(struct analyzer *a, struct typed *ret, int type, Coord__Plan__Func func,
                  Coord__Plan__Expr **args, size_t n, int location)
 {
         assert(!ret->e);
         ret->e = expr_call(type, func, args, n);
         if (!ret->e)
-                return oom(a);
+                return analyzer_oom(a);
         ret->unknown = false;
         ret->location = location;
-        return fold(a, ret);
+        return fold_typed(a, ret);
 }
 
 /* A second, independent copy of an analyzed operand (an expression planned twice, as
@@ -44,7 +44,7 @@ static int typed_copy(struct analyzer *a, const struct typed *t, struct typed *r
 {
         *ret = *t;
         ret->e = expr_copy(t->e);
-        return ret->e ? 0 : oom(a);
+        return ret->e ? 0 : analyzer_oom(a);
 }
 
 Coord__Plan__Expr *bool_literal(bool v)
@@ -106,7 +106,7 @@ int analyze_in(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
         v = calloc(n, sizeof(*v));
         cmp = calloc(n - 1, sizeof(*cmp));
         if (!v || !cmp)
-                return oom(a);
+                return analyzer_oom(a);
         r = analyze_expr(a, x->lexpr, &v[0]);
         if (r >= 0)
                 r = analyze_all(a, list->items, list->n_items, v + 1);
@@ -121,10 +121,10 @@ int analyze_in(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
 
                 if (!pair[0]) {
                         expr_free(pair[1]);
-                        r = oom(a);
+                        r = analyzer_oom(a);
                         break;
                 }
-                r = build(a, &c, ROW_TYPE_BOOL,
+                r = build_call(a, &c, ROW_TYPE_BOOL,
                           not_in ? COORD__PLAN__FUNC__FUNC_NE : COORD__PLAN__FUNC__FUNC_EQ, pair, 2,
                           x->location);
                 cmp[k] = TAKE_PTR(c.e);
@@ -141,7 +141,7 @@ int analyze_in(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
                 ret->location = x->location;
                 return 0;
         }
-        return build(a, ret, ROW_TYPE_BOOL,
+        return build_call(a, ret, ROW_TYPE_BOOL,
                      not_in ? COORD__PLAN__FUNC__FUNC_AND : COORD__PLAN__FUNC__FUNC_OR,
                      cmp, k, x->location);
 }
@@ -157,14 +157,14 @@ static int between(struct analyzer *a, struct typed *x, struct typed *lo, struct
 
         r = typed_copy(a, x, &x2);
         if (r >= 0)
-                r = binary(a, negate ? "<" : ">=", x, lo, location);
+                r = binary_op(a, negate ? "<" : ">=", x, lo, location);
         if (r >= 0)
-                r = binary(a, negate ? ">" : "<=", &x2, hi, location);
+                r = binary_op(a, negate ? ">" : "<=", &x2, hi, location);
         if (r < 0)
                 return r;
         both[0] = TAKE_PTR(x->e);
         both[1] = TAKE_PTR(x2.e);
-        return build(a, ret, ROW_TYPE_BOOL,
+        return build_call(a, ret, ROW_TYPE_BOOL,
                      negate ? COORD__PLAN__FUNC__FUNC_OR : COORD__PLAN__FUNC__FUNC_AND, both, 2,
                      location);
 }
@@ -211,7 +211,7 @@ int analyze_between(struct analyzer *a, const PgQuery__AExpr *x, struct typed *r
         }
         both[0] = TAKE_PTR(one.e);
         both[1] = TAKE_PTR(other.e);
-        return build(a, ret, ROW_TYPE_BOOL,
+        return build_call(a, ret, ROW_TYPE_BOOL,
                      negate ? COORD__PLAN__FUNC__FUNC_AND : COORD__PLAN__FUNC__FUNC_OR, both, 2,
                      x->location);
 }
@@ -225,7 +225,7 @@ static int meet(struct analyzer *a, const char *op, struct typed *l, struct type
         int type, rc;
 
         if (!l->unknown && !r->unknown && l->e->type != r->e->type &&
-            !(is_int((int)l->e->type) && is_int((int)r->e->type)))
+            !(type_is_int((int)l->e->type) && type_is_int((int)r->e->type)))
                 return no_operator(a, op, l, r, location);
         v[0] = *l;
         v[1] = *r;
@@ -268,10 +268,10 @@ int analyze_distinct(struct analyzer *a, const PgQuery__AExpr *x, struct typed *
                 if (!one[0] || (i == 2 && !one[1])) {
                         expr_free(one[0]);
                         expr_free(one[1]);
-                        r = oom(a);
+                        r = analyzer_oom(a);
                         break;
                 }
-                r = build(a, &t, ROW_TYPE_BOOL, tests[distinct][i], one, i == 2 ? 2 : 1,
+                r = build_call(a, &t, ROW_TYPE_BOOL, tests[distinct][i], one, i == 2 ? 2 : 1,
                           x->location);
                 args[at[i]] = TAKE_PTR(t.e);
         }
@@ -279,12 +279,12 @@ int analyze_distinct(struct analyzer *a, const PgQuery__AExpr *x, struct typed *
                 struct typed t = { .location = -1 };
 
                 one[0] = TAKE_PTR(v[0].e);
-                r = build(a, &t, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL, one, 1,
+                r = build_call(a, &t, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL, one, 1,
                           x->location);
                 args[0] = TAKE_PTR(t.e);
                 args[3] = bool_literal(distinct);
                 if (r >= 0 && !args[3])
-                        r = oom(a);
+                        r = analyzer_oom(a);
         }
         typed_done_all(v, 2);
         if (r < 0) {
@@ -292,7 +292,7 @@ int analyze_distinct(struct analyzer *a, const PgQuery__AExpr *x, struct typed *
                         expr_free(args[i]);
                 return r;
         }
-        return build(a, ret, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_CASE, args, 5, x->location);
+        return build_call(a, ret, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_CASE, args, 5, x->location);
 }
 
 /* NULLIF(a, b): CASE WHEN a = b THEN NULL ELSE a END, of a's type. */
@@ -317,7 +317,7 @@ int analyze_nullif(struct analyzer *a, const PgQuery__AExpr *x, struct typed *re
         if (r >= 0)
                 r = typed_copy(a, &v[0], &val);
         if (r >= 0)
-                r = binary(a, "=", &v[0], &v[1], x->location);
+                r = binary_op(a, "=", &v[0], &v[1], x->location);
         if (r < 0) {
                 typed_done_all(v, 2);
                 return r;
@@ -329,9 +329,9 @@ int analyze_nullif(struct analyzer *a, const PgQuery__AExpr *x, struct typed *re
         if (!args[1]) {
                 expr_free(args[0]);
                 expr_free(args[2]);
-                return oom(a);
+                return analyzer_oom(a);
         }
-        return build(a, ret, (int)args[2]->type, COORD__PLAN__FUNC__FUNC_CASE, args, 3,
+        return build_call(a, ret, (int)args[2]->type, COORD__PLAN__FUNC__FUNC_CASE, args, 3,
                      x->location);
 }
 
@@ -372,10 +372,10 @@ int analyze_like(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
                                  : COORD__PLAN__FUNC__FUNC_REGEX_MATCH;
         else
                 func = fold_case ? COORD__PLAN__FUNC__FUNC_ILIKE : COORD__PLAN__FUNC__FUNC_LIKE;
-        rc = build(a, ret, ROW_TYPE_BOOL, func, args, 2, x->location);
+        rc = build_call(a, ret, ROW_TYPE_BOOL, func, args, 2, x->location);
         if (rc < 0 || !negate)
                 return rc;
-        return wrap(a, ret, COORD__PLAN__FUNC__FUNC_NOT, ROW_TYPE_BOOL);
+        return wrap_call(a, ret, COORD__PLAN__FUNC__FUNC_NOT, ROW_TYPE_BOOL);
 }
 
 /* a || b: text concatenation; one operand that is not text is cast to text (PostgreSQL's
@@ -396,7 +396,7 @@ int concat_op(struct analyzer *a, struct typed *l, struct typed *r, int location
                 return rc;
         args[0] = TAKE_PTR(l->e);
         args[1] = TAKE_PTR(r->e);
-        return build(a, l, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, args, 2, location);
+        return build_call(a, l, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, args, 2, location);
 }
 
 /* One WHEN's condition: analyzed, `arg = x` for a simple CASE, boolean. */
@@ -414,7 +414,7 @@ static int analyze_when(struct analyzer *a, const PgQuery__CaseWhen *w, const st
                 if (r >= 0)
                         r = typed_copy(a, arg, ret);
                 if (r >= 0)
-                        r = binary(a, "=", ret, &x, w->location);
+                        r = binary_op(a, "=", ret, &x, w->location);
         }
         if (r >= 0)
                 r = require_bool(a, ret, "CASE/WHEN");
@@ -435,7 +435,7 @@ static int analyze_case(struct analyzer *a, const PgQuery__CaseExpr *c, struct t
         int type, r = 0;
 
         if (!conds || !vals || !args)
-                return oom(a);
+                return analyzer_oom(a);
         if (k == 0)
                 return FAIL_AT(a, c->location, "42601", "CASE without WHEN");
         if (c->arg) {
@@ -481,7 +481,7 @@ static int analyze_case(struct analyzer *a, const PgQuery__CaseExpr *c, struct t
                 args[2 * i + 1] = TAKE_PTR(vals[i].e);
         }
         args[n - 1] = TAKE_PTR(vals[k].e);
-        return build(a, ret, type, COORD__PLAN__FUNC__FUNC_CASE, args, n, c->location);
+        return build_call(a, ret, type, COORD__PLAN__FUNC__FUNC_CASE, args, n, c->location);
 }
 
 /* x IS [NOT] TRUE / FALSE / UNKNOWN: never NULL.
@@ -512,12 +512,12 @@ static int analyze_boolean_test(struct analyzer *a, const PgQuery__BooleanTest *
                 return r;
         ret->location = b->location;
         if (k == PG_QUERY__BOOL_TEST_TYPE__IS_UNKNOWN || k == PG_QUERY__BOOL_TEST_TYPE__IS_NOT_UNKNOWN)
-                return wrap(a, ret,
+                return wrap_call(a, ret,
                             k == PG_QUERY__BOOL_TEST_TYPE__IS_UNKNOWN ? COORD__PLAN__FUNC__FUNC_IS_NULL
                                                                       : COORD__PLAN__FUNC__FUNC_IS_NOT_NULL,
                             ROW_TYPE_BOOL);
         if (k == PG_QUERY__BOOL_TEST_TYPE__IS_FALSE) {
-                r = wrap(a, ret, COORD__PLAN__FUNC__FUNC_NOT, ROW_TYPE_BOOL);
+                r = wrap_call(a, ret, COORD__PLAN__FUNC__FUNC_NOT, ROW_TYPE_BOOL);
                 if (r < 0)
                         return r;
         }
@@ -525,12 +525,12 @@ static int analyze_boolean_test(struct analyzer *a, const PgQuery__BooleanTest *
         args[1] = bool_literal(k == PG_QUERY__BOOL_TEST_TYPE__IS_NOT_FALSE);
         if (!args[1]) {
                 expr_free(args[0]);
-                return oom(a);
+                return analyzer_oom(a);
         }
-        r = build(a, ret, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_COALESCE, args, 2, b->location);
+        r = build_call(a, ret, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_COALESCE, args, 2, b->location);
         if (r < 0 || k != PG_QUERY__BOOL_TEST_TYPE__IS_NOT_TRUE)
                 return r;
-        return wrap(a, ret, COORD__PLAN__FUNC__FUNC_NOT, ROW_TYPE_BOOL);
+        return wrap_call(a, ret, COORD__PLAN__FUNC__FUNC_NOT, ROW_TYPE_BOOL);
 }
 
 /* concat(a, ...): every argument as text, NULLs as '', never NULL.  A boolean argument
@@ -556,7 +556,7 @@ static int analyze_concat(struct analyzer *a, const PgQuery__FuncCall *f, struct
 
                         r = typed_copy(a, &t, &nx);
                         if (r >= 0)
-                                r = wrap(a, &nx, COORD__PLAN__FUNC__FUNC_NOT, ROW_TYPE_BOOL);
+                                r = wrap_call(a, &nx, COORD__PLAN__FUNC__FUNC_NOT, ROW_TYPE_BOOL);
                         if (r < 0) {
                                 typed_done(&nx);
                                 break;
@@ -578,15 +578,15 @@ static int analyze_concat(struct analyzer *a, const PgQuery__FuncCall *f, struct
                         if (!args[j]) {
                                 for (size_t m = 0; m < n; m++)
                                         expr_free(args[m]);
-                                return oom(a);
+                                return analyzer_oom(a);
                         }
-                r = build(a, &t, ROW_TYPE_TEXT,
+                r = build_call(a, &t, ROW_TYPE_TEXT,
                           n == 5 ? COORD__PLAN__FUNC__FUNC_CASE : COORD__PLAN__FUNC__FUNC_COALESCE,
                           args, n, f->location);
                 if (r >= 0 && ret->e) {
                         args[0] = TAKE_PTR(ret->e);
                         args[1] = TAKE_PTR(t.e);
-                        r = build(a, ret, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, args, 2,
+                        r = build_call(a, ret, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, args, 2,
                                   f->location);
                 } else if (r >= 0) {
                         *ret = t;
@@ -653,11 +653,11 @@ int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, const ch
                 r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
         if (r < 0)
                 return r;
-        if (t.unknown || (scalar_functions[i].arg < 0 ? !is_int((int)t.e->type)
+        if (t.unknown || (scalar_functions[i].arg < 0 ? !type_is_int((int)t.e->type)
                                                       : (int)t.e->type != scalar_functions[i].arg))
                 return 0;
         arg = TAKE_PTR(t.e);
-        r = build(a, ret, scalar_functions[i].result < 0 ? (int)arg->type : scalar_functions[i].result,
+        r = build_call(a, ret, scalar_functions[i].result < 0 ? (int)arg->type : scalar_functions[i].result,
                   scalar_functions[i].func, &arg, 1, f->location);
         return r < 0 ? r : 1;
 }
@@ -686,7 +686,7 @@ static int analyze_collate(struct analyzer *a, const PgQuery__CollateClause *c, 
 }
 
 /* A call of two arguments, consuming both; NULL when either is NULL (out of memory). */
-Coord__Plan__Expr *call2(int type, Coord__Plan__Func func, Coord__Plan__Expr *x,
+Coord__Plan__Expr *expr_call2(int type, Coord__Plan__Func func, Coord__Plan__Expr *x,
                                 Coord__Plan__Expr *y)
 {
         if (!x || !y) {
@@ -709,7 +709,7 @@ Coord__Plan__Expr *case_of(Coord__Plan__Expr *x, const int64_t *v, const char *c
                 struct row_datum dv = ROW_DATUM_INT(v[i]);
                 struct row_datum dr = ROW_DATUM_TEXT(res[i], (uint32_t)strlen(res[i]));
 
-                args[2 * i] = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x),
+                args[2 * i] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x),
                                     expr_literal((int)x->type, &dv));
                 args[2 * i + 1] = expr_literal(type, &dr);
                 ok = args[2 * i] && args[2 * i + 1];
@@ -753,15 +753,15 @@ int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const c
                 r = coerce_unknown(a, &t, encoding ? ROW_TYPE_INT4 : ROW_TYPE_INT8);
         if (r < 0)
                 return r;
-        if (encoding ? (int)t.e->type != ROW_TYPE_INT4 : !is_int((int)t.e->type))
+        if (encoding ? (int)t.e->type != ROW_TYPE_INT4 : !type_is_int((int)t.e->type))
                 return 0;
         if (!encoding) {
-                r = promote(a, &t, ROW_TYPE_INT8);
+                r = promote_to(a, &t, ROW_TYPE_INT8);
                 if (r < 0)
                         return r;
         }
         if (is_literal(t.e)) {
-                /* A constant argument: the value now (fold() stops at the CASE's calls). */
+                /* A constant argument: the value now (fold_typed() stops at the CASE's calls). */
                 bool null = t.e->literal->value_case == COORD__PLAN__DATUM__VALUE_NULL_VALUE;
                 int64_t v = null ? 0 : t.e->literal->int_value;
                 char unknown[48];
@@ -787,9 +787,9 @@ int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const c
                 if (!args[0] || !args[1] || !args[2]) {
                         for (size_t i = 0; i < 3; i++)
                                 expr_free(args[i]);
-                        return oom(a);
+                        return analyzer_oom(a);
                 }
-                r = build(a, ret, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_CASE, args, 3, f->location);
+                r = build_call(a, ret, ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_CASE, args, 3, f->location);
                 return r < 0 ? r : 1;
         }
         if (user) {
@@ -801,8 +801,8 @@ int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const c
                 Coord__Plan__Expr *x = expr_copy(t.e), *cast, *e;
 
                 cast = x ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &x, 1) : NULL;
-                e = call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
-                          call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                e = expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                          expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
                                 expr_literal(ROW_TYPE_TEXT, &pre), cast),
                           expr_literal(ROW_TYPE_TEXT, &post));
                 ret->e = case_of(TAKE_PTR(t.e), &role, &role_name, 1, ROW_TYPE_TEXT, e);
@@ -825,16 +825,16 @@ int analyze_catalog_func(struct analyzer *a, const PgQuery__FuncCall *f, const c
                         expr_free(body);
                         expr_free(is_null);
                         expr_free(null_text);
-                        return oom(a);
+                        return analyzer_oom(a);
                 }
                 ret->e = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE,
                                    (Coord__Plan__Expr *[]){ is_null, null_text, body }, 3);
         }
         if (!ret->e)
-                return oom(a);
+                return analyzer_oom(a);
         ret->unknown = false;
         ret->location = f->location;
-        r = fold(a, ret);
+        r = fold_typed(a, ret);
         return r < 0 ? r : 1;
 }
 
@@ -854,7 +854,7 @@ static int analyze_array_expr(struct analyzer *a, const PgQuery__AArrayExpr *x, 
         size_t k = 0;
 
         if (!v || !args)
-                return oom(a);
+                return analyzer_oom(a);
         if (n == 0 && elem < 0) {
                 r = FAIL_AT(a, x->location, "42P18", "cannot determine type of empty array");
                 row_error_hint(a->err, "Explicitly cast to the desired type, for example "
@@ -887,7 +887,7 @@ static int analyze_array_expr(struct analyzer *a, const PgQuery__AArrayExpr *x, 
         }
         for (size_t i = 0; i < n; i++)
                 args[i] = v[i].e;
-        return build(a, ret, row_type_array_of((enum row_type)type), COORD__PLAN__FUNC__FUNC_ARRAY,
+        return build_call(a, ret, row_type_array_of((enum row_type)type), COORD__PLAN__FUNC__FUNC_ARRAY,
                      args, n, x->location);
 }
 
@@ -916,10 +916,10 @@ static int analyze_subscript(struct analyzer *a, const PgQuery__AIndirection *x,
                 r = coerce_unknown(a, &i, ROW_TYPE_INT4);
         if (r < 0)
                 return r;
-        if (!is_int((int)i.e->type))
+        if (!type_is_int((int)i.e->type))
                 return FAIL_AT(a, i.location, "42804", "array subscript must have type integer");
         elem = (int)row_type_element((enum row_type)arr.e->type);
-        return build(a, ret, elem, COORD__PLAN__FUNC__FUNC_SUBSCRIPT,
+        return build_call(a, ret, elem, COORD__PLAN__FUNC__FUNC_SUBSCRIPT,
                      (Coord__Plan__Expr *[]){ TAKE_PTR(arr.e), TAKE_PTR(i.e) }, 2, arr.location);
 }
 
@@ -973,7 +973,7 @@ int analyze_array_func(struct analyzer *a, const PgQuery__FuncCall *f, const cha
         if (r > 0) {
                 for (size_t j = 0; j < k; j++)
                         args[j] = TAKE_PTR(v[j].e);
-                r = build(a, ret, funcs[i].func == COORD__PLAN__FUNC__FUNC_ARRAY_TO_STRING
+                r = build_call(a, ret, funcs[i].func == COORD__PLAN__FUNC__FUNC_ARRAY_TO_STRING
                                           ? ROW_TYPE_TEXT : ROW_TYPE_INT4,
                           funcs[i].func, args, k, f->location);
                 r = r < 0 ? r : 1;
@@ -1018,7 +1018,7 @@ int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed *ret)
                 if (r >= 0)
                         r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
                 if (r >= 0)
-                        r = wrap(a, &t,
+                        r = wrap_call(a, &t,
                                  n->null_test->nulltesttype == PG_QUERY__NULL_TEST_TYPE__IS_NULL
                                          ? COORD__PLAN__FUNC__FUNC_IS_NULL
                                          : COORD__PLAN__FUNC__FUNC_IS_NOT_NULL,

@@ -147,12 +147,12 @@ struct analyzer {
 
         struct row_arena arena;         /* texts computed while folding */
         size_t cap_inputs;
-        char **strings;                 /* names kept for the analysis (keep()) */
+        char **strings;                 /* names kept for the analysis (keep_string()) */
         size_t n_strings;
 };
 
 /* A column in scope.  Names are borrowed from the parse tree, the catalog's answer or
- * keep(); all outlive the analysis. */
+ * keep_string(); all outlive the analysis. */
 struct scope_col {
         const char *qual;               /* the range's name (alias), NULL for none */
         const char *name;
@@ -256,7 +256,7 @@ struct typed {
 #define FAIL_AT(a, location, sqlstate, ...)                                               \
         ({                                                                                  \
                 int _r_ = row_error_set((a)->err, -EINVAL, sqlstate, __VA_ARGS__);          \
-                at(a, location);                                                            \
+                error_at(a, location);                                                            \
                 _r_;                                                                        \
         })
 
@@ -294,8 +294,8 @@ Coord__Plan__Relation *rel_project(Coord__Plan__Relation *input, uint32_t *outpu
                                           size_t n);
 int add_sorted(struct analyzer *a, uint64_t **arr, size_t *n, uint64_t id);
 int add_reference(struct analyzer *a, uint64_t id);
-int keep(struct analyzer *a, char *s, const char **ret);
-int keepf(struct analyzer *a, const char **ret, const char *fmt, ...);
+int keep_string(struct analyzer *a, char *s, const char **ret);
+int keep_stringf(struct analyzer *a, const char **ret, const char *fmt, ...);
 bool expr_equal(const Coord__Plan__Expr *x, const Coord__Plan__Expr *y);
 Coord__Plan__Relation *rel_copy(const Coord__Plan__Relation *r);
 Coord__Plan__Expr *expr_copy(const Coord__Plan__Expr *e);
@@ -318,29 +318,29 @@ int rel_cast_columns(struct analyzer *a, Coord__Plan__Relation **plan, const int
 
 /* adapter-sql-expr.c */
 void typed_done(struct typed *t);
-void at(struct analyzer *a, int location);
-int oom(struct analyzer *a);
+void error_at(struct analyzer *a, int location);
+int analyzer_oom(struct analyzer *a);
 int add_input(struct analyzer *a, uint64_t id);
 int add_notice(struct analyzer *a, const char *sqlstate, const char *fmt, ...);
-int lookup(struct analyzer *a, const char *name, struct sql_relation *ret);
+int lookup_relation(struct analyzer *a, const char *name, struct sql_relation *ret);
 const char *node_string(const PgQuery__Node *n);
 int range_var_name(struct analyzer *a, const PgQuery__RangeVar *rv, const char **ret);
 int list_name(struct analyzer *a, const PgQuery__Node *n, const char **ret);
 const char *typed_name(const struct typed *t);
-bool is_int(int type);
+bool type_is_int(int type);
 bool is_literal(const Coord__Plan__Expr *e);
 int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type *ret,
                         uint32_t *max_chars);
-int fold(struct analyzer *a, struct typed *t);
+int fold_typed(struct analyzer *a, struct typed *t);
 int varchar_of(struct analyzer *a, struct typed *t, uint32_t n, bool explicit_);
-int wrap(struct analyzer *a, struct typed *t, Coord__Plan__Func func, int type);
+int wrap_call(struct analyzer *a, struct typed *t, Coord__Plan__Func func, int type);
 int coerce_unknown(struct analyzer *a, struct typed *t, int type);
-int promote(struct analyzer *a, struct typed *t, int type);
+int promote_to(struct analyzer *a, struct typed *t, int type);
 int cast_to(struct analyzer *a, struct typed *t, int type, int location);
 int require_bool(struct analyzer *a, struct typed *t, const char *what);
 int no_operator(struct analyzer *a, const char *op, const struct typed *l,
                        const struct typed *r, int location);
-int binary(struct analyzer *a, const char *op, struct typed *l, struct typed *r,
+int binary_op(struct analyzer *a, const char *op, struct typed *l, struct typed *r,
                   int location);
 bool is_regex_op(const char *op);
 int analyze_a_expr(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
@@ -361,7 +361,7 @@ int analyze_const(struct analyzer *a, const PgQuery__AConst *c, struct typed *re
 int analyze_param(struct analyzer *a, const PgQuery__ParamRef *p, struct typed *ret);
 
 /* adapter-sql-func.c */
-int build(struct analyzer *a, struct typed *ret, int type, Coord__Plan__Func func,
+int build_call(struct analyzer *a, struct typed *ret, int type, Coord__Plan__Func func,
                  Coord__Plan__Expr **args, size_t n, int location);
 Coord__Plan__Expr *bool_literal(bool v);
 int unknown_null(struct analyzer *a, int location, struct typed *ret);
@@ -375,7 +375,7 @@ int analyze_like(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
 int concat_op(struct analyzer *a, struct typed *l, struct typed *r, int location);
 int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                                struct typed *ret);
-Coord__Plan__Expr *call2(int type, Coord__Plan__Func func, Coord__Plan__Expr *x,
+Coord__Plan__Expr *expr_call2(int type, Coord__Plan__Func func, Coord__Plan__Expr *x,
                                 Coord__Plan__Expr *y);
 Coord__Plan__Expr *case_of(Coord__Plan__Expr *x, const int64_t *v, const char *const *res,
                                   size_t k, int type, Coord__Plan__Expr *else_);
@@ -397,7 +397,7 @@ int analyze_drop(struct analyzer *a, const PgQuery__DropStmt *d);
 int analyze_drop_sink(struct analyzer *a, const struct lift *l);
 int target_table(struct analyzer *a, const PgQuery__RangeVar *rv, const char *verb,
                         struct sql_relation *ret, char **ret_name);
-int assign(struct analyzer *a, struct typed *t, const struct sql_column *col);
+int assign_column(struct analyzer *a, struct typed *t, const struct sql_column *col);
 int node_location(const PgQuery__Node *n);
 struct row_datum column_default(const struct sql_column *col);
 bool has_sublink(const ProtobufCMessage *m);

@@ -81,7 +81,7 @@ static int simplify_bool(struct analyzer *a, Coord__Plan__Expr **pe)
                 *pe = expr_literal(ROW_TYPE_BOOL, &d);
                 expr_free(e);
                 if (!*pe)
-                        return oom(a);
+                        return analyzer_oom(a);
         }
         return 0;
 }
@@ -116,7 +116,7 @@ bool key_column(const Coord__Plan__Expr *e, uint32_t *ret)
 {
         if (e->kind_case == COORD__PLAN__EXPR__KIND_CALL &&
             e->call->func == COORD__PLAN__FUNC__FUNC_CAST && e->call->n_args == 1 &&
-            is_int((int)e->type) && is_int((int)e->call->args[0]->type))
+            type_is_int((int)e->type) && type_is_int((int)e->call->args[0]->type))
                 e = e->call->args[0];
         if (e->kind_case != COORD__PLAN__EXPR__KIND_COLUMN)
                 return false;
@@ -153,7 +153,7 @@ static int push_u32(struct analyzer *a, uint32_t **arr, size_t *n, uint32_t v)
         uint32_t *p = realloc(*arr, (*n + 1) * sizeof(*p));
 
         if (!p)
-                return oom(a);
+                return analyzer_oom(a);
         p[(*n)++] = v;
         *arr = p;
         return 0;
@@ -171,7 +171,7 @@ static int filter_side(struct analyzer *a, Coord__Plan__Relation **side, Coord__
         }
         *side = rel_filter_n(*side, preds, n);
         if (!*side)
-                return oom(a);
+                return analyzer_oom(a);
         return opt_filter(a, side);
 }
 
@@ -195,7 +195,7 @@ static int push_into_join(struct analyzer *a, Coord__Plan__Relation **pr, Coord_
                 free(left);
                 free(right);
                 free(rest);
-                return r == -EINVAL ? FAIL(a, "XX000", "cannot type a plan") : oom(a);
+                return r == -EINVAL ? FAIL(a, "XX000", "cannot type a plan") : analyzer_oom(a);
         }
         for (size_t i = 0; i < n; i++) {
                 Coord__Plan__Expr *p = preds[i];
@@ -249,7 +249,7 @@ static int push_into_join(struct analyzer *a, Coord__Plan__Relation **pr, Coord_
                 return 0;
         }
         *pr = rel_filter_n(*pr, rest, n_rest);
-        return *pr ? 0 : oom(a);
+        return *pr ? 0 : analyzer_oom(a);
 }
 
 /* ---- Join order.  A FROM list is planned as a left-deep cross Join of its items in
@@ -380,10 +380,10 @@ static int join_order(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Pla
         order = calloc(items, sizeof(*order));
         taken = calloc(items, sizeof(*taken));
         if (!ji.rel || !ji.first || !ji.arity || !order || !taken)
-                return oom(a);
+                return analyzer_oom(a);
         rc = join_collect(*pr, &ji, &cols);
         if (rc < 0)
-                return rc == -ENOMEM ? oom(a) : FAIL(a, "XX000", "cannot type a plan");
+                return rc == -ENOMEM ? analyzer_oom(a) : FAIL(a, "XX000", "cannot type a plan");
         for (size_t k = 0; k < items; k++) {
                 size_t pick = SIZE_MAX, first = SIZE_MAX;
 
@@ -406,7 +406,7 @@ static int join_order(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Pla
         outputs = malloc((cols ? cols : 1) * sizeof(*outputs));
         if (!to || !outputs) {
                 free(outputs);
-                return oom(a);
+                return analyzer_oom(a);
         }
         for (size_t k = 0; k < items; k++) {
                 size_t x = order[k];
@@ -424,14 +424,14 @@ static int join_order(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Pla
                                 rel_free(ji.rel[x]);
                         free(outputs);
                         *pr = NULL;
-                        return oom(a);
+                        return analyzer_oom(a);
                 }
         }
         for (size_t i = 0; i < n; i++)
                 expr_remap(preds[i], to);
         *pr = rel_project(tree, outputs, cols);
         if (!*pr)
-                return oom(a);
+                return analyzer_oom(a);
         *ret_join = &(*pr)->project->input;
         return 0;
 }
@@ -454,7 +454,7 @@ static int opt_filter(struct analyzer *a, Coord__Plan__Relation **pr)
                                                   (g->n_predicates + f->n_predicates + 1) * sizeof(*all));
 
                 if (!all)
-                        return oom(a);
+                        return analyzer_oom(a);
                 memcpy(all + g->n_predicates, f->predicates, f->n_predicates * sizeof(*all));
                 g->predicates = all;
                 g->n_predicates += f->n_predicates;
@@ -547,7 +547,7 @@ static int reduce_default_row(struct analyzer *a, Coord__Plan__Relation **pr)
         if (r < 0 || !row || !rows) {
                 free(types);
                 free(rows);
-                return oom(a);
+                return analyzer_oom(a);
         }
         for (size_t i = 0; i < rd->n_aggregates; i++)
                 row[i] = rd->aggregates[i]->func == COORD__PLAN__AGG_FUNC__AGG_COUNT ||
@@ -558,11 +558,11 @@ static int reduce_default_row(struct analyzer *a, Coord__Plan__Relation **pr)
         if (!rows[0]) {
                 free(types);
                 free(rows);
-                return oom(a);
+                return analyzer_oom(a);
         }
         c = rel_constant(types, n, rows, 1);
         if (!c)
-                return oom(a);
+                return analyzer_oom(a);
         rel_free(*pr);
         *pr = c;
         return 0;
@@ -604,7 +604,7 @@ static int optimize(struct analyzer *a, Coord__Plan__Relation **pr)
                 rc = rel_types(r->project->input, &types, &n);
                 free(types);
                 if (rc < 0)
-                        return oom(a);
+                        return analyzer_oom(a);
                 identity = n == r->project->n_outputs;
                 for (size_t i = 0; identity && i < n; i++)
                         identity = r->project->outputs[i] == i;
@@ -723,7 +723,7 @@ int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint64_t *re
         r = analyze_expr(a, val, &t);
         if (r >= 0)
                 r = coerce_unknown(a, &t, ROW_TYPE_INT8);
-        if (r >= 0 && !is_int((int)t.e->type))
+        if (r >= 0 && !type_is_int((int)t.e->type))
                 r = FAIL_AT(a, t.location, "42804", "AS OF must be of type bigint, not type %s",
                             row_type_name((enum row_type)t.e->type));
         if (r >= 0 && !is_literal(t.e))

@@ -48,7 +48,7 @@ static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
                 return r;
         plan = rel_get(rel);
         if (!plan)
-                return oom(a);
+                return analyzer_oom(a);
         /* The WHERE as a SELECT's (plan_select()): its subqueries attached as columns
          * past the table's, dropped after the filter.  The controller evaluates the plan
          * at the write timestamp, so a subquery reads tables only (a->write_reads). */
@@ -75,7 +75,7 @@ static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
                 plan = rel_project_range(TAKE_PTR(plan), 0, n_from);
                 sc->n = n_from;
                 if (!plan)
-                        r = oom(a);
+                        r = analyzer_oom(a);
         }
         expr_free(pred);
         if (r < 0) {
@@ -157,10 +157,10 @@ static int update_check(struct analyzer *a, const struct sql_check *chk, const c
         if (!args[1] || !args[2] || !args[3]) {
                 for (size_t i = 1; i < 4; i++)
                         expr_free(args[i]);
-                return oom(a);
+                return analyzer_oom(a);
         }
         vals[0] = expr_call(type, COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT, args, 4);
-        return vals[0] ? 0 : oom(a);
+        return vals[0] ? 0 : analyzer_oom(a);
 }
 
 /* *e checked by FUNC_ASSERT_NOT_NULL (23502 when NULL) where col is NOT NULL and *e may
@@ -182,10 +182,10 @@ static int assert_not_null(struct analyzer *a, Coord__Plan__Expr **e, const stru
         if (!args[1] || !args[2]) {
                 for (size_t k = 0; k < 3; k++)
                         expr_free(args[k]);
-                return oom(a);
+                return analyzer_oom(a);
         }
         *e = expr_call((int)args[0]->type, COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL, args, 3);
-        return *e ? 0 : oom(a);
+        return *e ? 0 : analyzer_oom(a);
 }
 
 static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
@@ -212,7 +212,7 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
         n = rel.n_columns;
         vals = calloc(n ? n : 1, sizeof(*vals));
         if (!vals)
-                return oom(a);
+                return analyzer_oom(a);
         /* The values' subqueries attach as columns past the table's (as a SELECT
          * list's, plan_select()), reading tables only (a->write_reads). */
         sat = (struct attach){ .scope = &sc, .base_n = sc.n };
@@ -259,7 +259,7 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
                 else
                         r = analyze_expr(a, t->val, &v);
                 if (r >= 0)
-                        r = assign(a, &v, &rel.columns[c]);
+                        r = assign_column(a, &v, &rel.columns[c]);
                 if (r >= 0)
                         r = assert_not_null(a, &v.e, &rel.columns[c], su->table);
                 if (r >= 0)
@@ -276,7 +276,7 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
                 r = attach_apply(a, &sat, &plan);
         for (size_t c = 0; r >= 0 && c < n; c++)
                 if (!vals[c] && !(vals[c] = expr_column(rel.columns[c].type, (uint32_t)c)))
-                        r = oom(a);
+                        r = analyzer_oom(a);
         /* The controller computes the new rows: each CHECK, over the new values, guards
          * the first of them (FUNC_CHECK_CONSTRAINT: 23514 when FALSE). */
         for (size_t k = 0; r >= 0 && n && k < rel.n_checks; k++)
@@ -291,7 +291,7 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
                 /* The old row, then the new one: the attached columns go. */
                 keep = malloc(2 * n * sizeof(*keep));
                 if (!keep)
-                        return oom(a);
+                        return analyzer_oom(a);
                 for (size_t c = 0; c < n; c++) {
                         keep[c] = (uint32_t)c;
                         keep[n + c] = (uint32_t)(width + c);
@@ -299,7 +299,7 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
                 plan = rel_project(TAKE_PTR(plan), TAKE_PTR(keep), 2 * n);
         }
         if (!plan)
-                return oom(a);
+                return analyzer_oom(a);
         r = finish_plan(a, &plan);
         if (r < 0)
                 return r;
@@ -321,7 +321,7 @@ static bool untyped_literal(const PgQuery__Node *n)
 }
 
 /* INSERT ... SELECT: the query's rows, each output column coerced into its target column
- * as an INSERT value is (assign()), the other columns their defaults, then NOT NULL and
+ * as an INSERT value is (assign_column()), the other columns their defaults, then NOT NULL and
  * the CHECKs guarded as an UPDATE's new values are; Project keeps the table's row.  The
  * controller evaluates it at the write timestamp, after the group's earlier writes, and
  * inserts what it returns (TableWrite.insert_select): one atomic read-and-write, as a
@@ -360,7 +360,7 @@ int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                                "INSERT has more target columns than expressions");
         vals = calloc(n ? n : 1, sizeof(*vals));
         if (!vals)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; r >= 0 && i < n_out; i++) {
                 const PgQuery__Node *tn = sel->n_target_list > i ? sel->target_list[i] : NULL;
                 struct typed v = { .location = tn ? node_location(tn) : -1 };
@@ -370,9 +370,9 @@ int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                  * by the type's input function (a cast, 22P02 when it does not parse). */
                 if (v.e && tn && untyped_literal(tn) && (int)v.e->type == ROW_TYPE_TEXT &&
                     rel->columns[targets[i]].type != ROW_TYPE_TEXT)
-                        r = wrap(a, &v, COORD__PLAN__FUNC__FUNC_CAST, rel->columns[targets[i]].type);
+                        r = wrap_call(a, &v, COORD__PLAN__FUNC__FUNC_CAST, rel->columns[targets[i]].type);
                 if (r >= 0)
-                        r = v.e ? assign(a, &v, &rel->columns[targets[i]]) : oom(a);
+                        r = v.e ? assign_column(a, &v, &rel->columns[targets[i]]) : analyzer_oom(a);
                 if (r >= 0)
                         vals[targets[i]] = TAKE_PTR(v.e);
                 typed_done(&v);
@@ -382,7 +382,7 @@ int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                         struct row_datum d = column_default(&rel->columns[c]);
 
                         if (!(vals[c] = expr_literal(rel->columns[c].type, &d)))
-                                r = oom(a);
+                                r = analyzer_oom(a);
                 }
                 if (r >= 0)
                         r = assert_not_null(a, &vals[c], &rel->columns[c], si->table);
@@ -396,7 +396,7 @@ int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
         }
         plan = rel_project_range(rel_map(TAKE_PTR(plan), TAKE_PTR(vals), n), (uint32_t)n_out, n);
         if (!plan)
-                return oom(a);
+                return analyzer_oom(a);
         r = finish_plan(a, &plan);
         if (r < 0)
                 return r;
@@ -414,7 +414,7 @@ static int analyze_select(struct analyzer *a, const PgQuery__Node *n,
 
         ss->peek = malloc(sizeof(*ss->peek));
         if (!ss->peek)
-                return oom(a);
+                return analyzer_oom(a);
         coord__plan__peek__init(ss->peek);
         a->peek = true;
         r = plan_query(a, n, ss->peek, &plan, &cols);
@@ -426,17 +426,17 @@ static int analyze_select(struct analyzer *a, const PgQuery__Node *n,
                 return r;
         ss->peek->columns = calloc(cols.n ? cols.n : 1, sizeof(*ss->peek->columns));
         if (!ss->peek->columns)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < cols.n; i++) {
                 Coord__Plan__Column *c = malloc(sizeof(*c));
 
                 if (!c)
-                        return oom(a);
+                        return analyzer_oom(a);
                 coord__plan__column__init(c);
                 ss->peek->columns[ss->peek->n_columns++] = c;
                 c->name = strdup(cols.cols[i].name);
                 if (!c->name)
-                        return oom(a);
+                        return analyzer_oom(a);
                 c->type = (Coord__Plan__Type)cols.cols[i].type;
                 c->nullable = cols.cols[i].nullable;
         }
@@ -489,7 +489,7 @@ static int analyze_show(struct analyzer *a, const PgQuery__VariableShowStmt *v,
                 }
         a->stmt->kind = SQL_STMT_SHOW_VARIABLE;
         a->stmt->show_variable.name = lowercase_dup(name);
-        return a->stmt->show_variable.name ? 0 : oom(a);
+        return a->stmt->show_variable.name ? 0 : analyzer_oom(a);
 }
 
 /* SET's value as text: the arguments joined with ", ", unquoted. */
@@ -500,7 +500,7 @@ static int set_value(struct analyzer *a, const PgQuery__VariableSetStmt *v, char
         FILE *f = open_memstream(&buf, &size);
 
         if (!f)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < v->n_args; i++) {
                 const PgQuery__AConst *c = v->args[i]->node_case == PG_QUERY__NODE__NODE_A_CONST
                                                    ? v->args[i]->a_const
@@ -529,7 +529,7 @@ static int set_value(struct analyzer *a, const PgQuery__VariableSetStmt *v, char
         }
         if (ferror(f) | fclose(f)) {
                 free(buf);
-                return oom(a);
+                return analyzer_oom(a);
         }
         *ret = buf;
         return 0;
@@ -546,7 +546,7 @@ static int analyze_set(struct analyzer *a, const PgQuery__VariableSetStmt *v)
         case PG_QUERY__VARIABLE_SET_KIND__VAR_SET_VALUE:
                 sv->name = lowercase_dup(v->name);
                 if (!sv->name)
-                        return oom(a);
+                        return analyzer_oom(a);
                 return set_value(a, v, &sv->value);
         case PG_QUERY__VARIABLE_SET_KIND__VAR_SET_MULTI:
                 if (v->name && strcasecmp(v->name, "transaction") == 0) {
@@ -572,7 +572,7 @@ static int analyze_set(struct analyzer *a, const PgQuery__VariableSetStmt *v)
         default:
                 return FAIL(a, "0A000", "SET ... FROM CURRENT is not supported");
         }
-        return sv->name ? 0 : oom(a);
+        return sv->name ? 0 : analyzer_oom(a);
 }
 
 /* An isolation level's name: 1 for one snapshot per block (REPEATABLE READ,
@@ -673,7 +673,7 @@ static int analyze_alter_retain(struct analyzer *a, const struct lift *l)
         struct sql_relation rel;
         int r;
 
-        r = lookup(a, l->name, &rel);
+        r = lookup_relation(a, l->name, &rel);
         if (r == -ENOENT)
                 return FAIL_AT(a, (int)l->location, "42P01", "%s \"%s\" does not exist",
                                sql_object_kind_name(l->alter_kind), l->name);
@@ -689,7 +689,7 @@ static int analyze_alter_retain(struct analyzer *a, const struct lift *l)
         ar->id = rel.id;
         ar->name = strdup(l->name);
         if (!ar->name)
-                return oom(a);
+                return analyzer_oom(a);
         if (!l->duration)
                 return 0;       /* RESET: the default window */
         r = parse_duration(l->duration, &ar->retain_history_ms);
@@ -710,14 +710,14 @@ static int insert_checks(struct analyzer *a)
         Coord__Plan__Expr **e = NULL;
         struct row_datum *row = NULL;
         struct sql_relation rel;
-        int r = lookup(a, si->table, &rel);
+        int r = lookup_relation(a, si->table, &rel);
 
         if (r < 0 || !rel.n_checks)
                 return r == -ENOENT ? 0 : r;
         e = calloc(rel.n_checks, sizeof(*e));
         row = calloc(rel.n_columns ? rel.n_columns : 1, sizeof(*row));
         if (!e || !row) {
-                r = oom(a);
+                r = analyzer_oom(a);
                 goto out;
         }
         for (size_t k = 0; k < rel.n_checks; k++)

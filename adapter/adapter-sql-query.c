@@ -107,7 +107,7 @@ static int analyze_limit(struct analyzer *a, const PgQuery__Node *n, const char 
         a->no_mz_now = NULL;
         if (r < 0)
                 return r;
-        if (!is_int((int)t.e->type))
+        if (!type_is_int((int)t.e->type))
                 return FAIL_AT(a, t.location, "42804", "argument of %s must be type bigint, not "
                                "type %s", what, row_type_name((enum row_type)t.e->type));
         if (!is_literal(t.e))
@@ -134,13 +134,13 @@ static int sort_key_add(struct analyzer *a, Coord__Plan__SortKey ***keys, size_t
                 return FAIL_AT(a, sb->location, "0A000", "ORDER BY of an array is not supported");
         v = realloc(*keys, (*n + 1) * sizeof(*v));
         if (!v)
-                return oom(a);
+                return analyzer_oom(a);
         *keys = v;
         if (sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_USING || sb->n_use_op)
                 return FAIL_AT(a, sb->location, "0A000", "ORDER BY ... USING is not supported");
         k = malloc(sizeof(*k));
         if (!k)
-                return oom(a);
+                return analyzer_oom(a);
         coord__plan__sort_key__init(k);
         k->column = column;
         k->descending = sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_DESC;
@@ -280,7 +280,7 @@ static int peek_limit(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__P
                 return 0;
         peek->limit = malloc(sizeof(*peek->limit));
         if (!peek->limit)
-                return oom(a);
+                return analyzer_oom(a);
         coord__plan__limit__init(peek->limit);
         /* OFFSET alone: every row after the offset. */
         peek->limit->count = has_count ? count : UINT64_MAX;
@@ -317,7 +317,7 @@ static int regroup(struct analyzer *a, Coord__Plan__Expr **pe, Coord__Plan__Expr
                         Coord__Plan__Expr *c = expr_column((int)e->type, (uint32_t)k);
 
                         if (!c)
-                                return oom(a);
+                                return analyzer_oom(a);
                         expr_free(e);
                         *pe = c;
                         return 0;
@@ -390,7 +390,7 @@ static void outputs_done(struct outputs *o)
 static int outputs_add(struct analyzer *a, struct outputs *o, Coord__Plan__Expr *e, const char *name)
 {
         if (!e)
-                return oom(a);
+                return analyzer_oom(a);
         if (o->n == o->cap) {
                 size_t cap = o->cap ? 2 * o->cap : 8;
                 Coord__Plan__Expr **ne = realloc(o->e, cap * sizeof(*ne));
@@ -400,7 +400,7 @@ static int outputs_add(struct analyzer *a, struct outputs *o, Coord__Plan__Expr 
                         o->e = ne;
                 if (!nn) {
                         expr_free(e);
-                        return oom(a);
+                        return analyzer_oom(a);
                 }
                 o->names = nn;
                 o->cap = cap;
@@ -464,7 +464,7 @@ static int select_target(struct analyzer *a, struct outputs *o, const PgQuery__R
                 size_t *v = realloc(o->reg, (o->n_reg + 1) * sizeof(*v));
 
                 if (!v)
-                        return oom(a);
+                        return analyzer_oom(a);
                 o->reg = v;
                 o->reg[o->n_reg++] = o->n;
         }
@@ -565,7 +565,7 @@ static int select_from_where(struct analyzer *a, const PgQuery__SelectStmt *s, s
                 p->plan = rel_project_range(TAKE_PTR(p->plan), 0, n_from);
                 p->from.n = n_from;
                 if (!p->plan)
-                        return oom(a);
+                        return analyzer_oom(a);
         }
         return 0;
 }
@@ -632,7 +632,7 @@ static int select_group_keys(struct analyzer *a, const PgQuery__SelectStmt *s, s
         /* A correlated subquery's keys group it too. */
         for (size_t i = 0; p->grouped && p->sq && i < p->sq->n; i++)
                 if (!(p->keys[p->nk++] = expr_copy(p->sq->inner[i]))) {
-                        r = oom(a);
+                        r = analyzer_oom(a);
                         return r;
                 }
         return 0;
@@ -698,7 +698,7 @@ static int select_list(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
                 uint32_t col;
 
                 if (!sb || !cols) {
-                        r = sb ? oom(a) : FAIL(a, "XX000", "malformed ORDER BY");
+                        r = sb ? analyzer_oom(a) : FAIL(a, "XX000", "malformed ORDER BY");
                         return r;
                 }
                 for (size_t k = 0; k < p->n_visible; k++)
@@ -765,7 +765,7 @@ static int select_reduce(struct analyzer *a, struct select_plan *p)
         int r;
 
         if (!pre || !key_cols) {
-                r = oom(a);
+                r = analyzer_oom(a);
                 return r;
         }
         a->late_base = (uint32_t)(p->nk + p->agg.n);
@@ -805,7 +805,7 @@ static int select_reduce(struct analyzer *a, struct select_plan *p)
         if (!rd || !red) {
                 free(rd);
                 free(red);
-                r = oom(a);
+                r = analyzer_oom(a);
                 return r;
         }
         coord__plan__reduce__init(rd);
@@ -814,7 +814,7 @@ static int select_reduce(struct analyzer *a, struct select_plan *p)
         rd->aggregates = calloc(p->agg.n + 1, sizeof(*rd->aggregates));
         if (!rd->aggregates) {
                 rel_free(red);
-                r = oom(a);
+                r = analyzer_oom(a);
                 return r;
         }
         for (size_t k = 0; k < p->agg.n; k++) {
@@ -822,7 +822,7 @@ static int select_reduce(struct analyzer *a, struct select_plan *p)
 
                 if (!ag) {
                         rel_free(red);
-                        r = oom(a);
+                        r = analyzer_oom(a);
                         return r;
                 }
                 coord__plan__aggregate__init(ag);
@@ -852,7 +852,7 @@ static int select_reduce(struct analyzer *a, struct select_plan *p)
                 p->plan = rel_map(TAKE_PTR(p->plan), TAKE_PTR(pre), n_pre);
                 if (!p->plan) {
                         rel_free(red);
-                        r = oom(a);
+                        r = analyzer_oom(a);
                         return r;
                 }
         }
@@ -868,7 +868,7 @@ static int select_reduce(struct analyzer *a, struct select_plan *p)
         if (p->having) {
                 p->plan = rel_filter(TAKE_PTR(p->plan), TAKE_PTR(p->having));
                 if (!p->plan) {
-                        r = oom(a);
+                        r = analyzer_oom(a);
                         return r;
                 }
         }
@@ -916,12 +916,12 @@ static int select_outputs(struct analyzer *a, struct topk_spec *tk, struct scope
         int r;
 
         if (!map || !outputs) {
-                r = oom(a);
+                r = analyzer_oom(a);
                 return r;
         }
         r = rel_types(p->plan, &types, &n_types);
         if (r < 0) {
-                r = r == -ENOMEM ? oom(a) : FAIL(a, "XX000", "cannot type a plan");
+                r = r == -ENOMEM ? analyzer_oom(a) : FAIL(a, "XX000", "cannot type a plan");
                 return r;
         }
         free(types);
@@ -944,7 +944,7 @@ static int select_outputs(struct analyzer *a, struct topk_spec *tk, struct scope
                         if (!map[n_map - 1]) {
                                 for (size_t k = 0; k < n_map - 1; k++)
                                         expr_free(map[k]);
-                                r = oom(a);
+                                r = analyzer_oom(a);
                                 return r;
                         }
                 }
@@ -959,7 +959,7 @@ static int select_outputs(struct analyzer *a, struct topk_spec *tk, struct scope
         if (p->plan && p->distinct)
                 p->plan = rel_distinct(TAKE_PTR(p->plan));
         if (!p->plan) {
-                r = oom(a);
+                r = analyzer_oom(a);
                 return r;
         }
         return 0;
@@ -984,7 +984,7 @@ static int select_order_limit(struct analyzer *a, const PgQuery__SelectStmt *s,
                 if (p->plan && p->o.n > p->n_visible)
                         p->plan = rel_project_range(TAKE_PTR(p->plan), 0, p->n_visible);
                 if (!p->plan) {
-                        r = oom(a);
+                        r = analyzer_oom(a);
                         return r;
                 }
         }
@@ -1045,7 +1045,7 @@ static int plan_select(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
         p.keys = calloc(s->n_group_clause + (p.sq ? p.sq->n : 0) + 1, sizeof(*p.keys));
         if (!p.sort_cols || !p.sort_exprs || !p.keys) {
                 free(p.keys);
-                return oom(a);
+                return analyzer_oom(a);
         }
 
         r = select_group_keys(a, s, &p);
@@ -1103,7 +1103,7 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
         v = calloc(n_rows * n_cols + 1, sizeof(*v));
         types = calloc(n_cols + 1, sizeof(*types));
         if (!v || !types)
-                return oom(a);
+                return analyzer_oom(a);
         /* A row's subqueries attach to its one row (as a SELECT list's to its rows):
          * each row has its attachments and their hidden columns (rs[i]). */
         if (has_sublink(&s->base)) {
@@ -1112,7 +1112,7 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
                 if (!rat || !rs) {
                         free(rat);
                         free(rs);
-                        return oom(a);
+                        return analyzer_oom(a);
                 }
                 for (size_t i = 0; i < n_rows; i++)
                         rat[i] = (struct attach){ .scope = &rs[i], .base_n = 0 };
@@ -1147,7 +1147,7 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
                         nullable = nullable || !is_literal(e) ||
                                    e->literal->value_case == COORD__PLAN__DATUM__VALUE_NULL_VALUE;
                 }
-                r = keepf(a, &name, "column%zu", c + 1);
+                r = keep_stringf(a, &name, "column%zu", c + 1);
                 if (r >= 0)
                         r = scope_add_col(a, ret_cols, NULL, name, (int)types[c], nullable, true);
         }
@@ -1158,7 +1158,7 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
 
                 if (!row || !rows) {
                         free(rows);
-                        r = oom(a);
+                        r = analyzer_oom(a);
                         goto out;
                 }
                 for (; k < n_rows && r >= 0; k++) {
@@ -1166,7 +1166,7 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
                                 r = row_expr_literal(v[c * n_rows + k].e->literal, (int)types[c],
                                                      &row[c], a->err);
                         if (r >= 0 && !(rows[k] = update_new(row, n_cols)))
-                                r = oom(a);
+                                r = analyzer_oom(a);
                 }
                 if (r < 0) {
                         for (size_t i = 0; i < k; i++)
@@ -1177,12 +1177,12 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
                 }
                 *ret_plan = rel_constant(TAKE_PTR(types), n_cols, rows, n_rows);
                 if (!*ret_plan)
-                        r = oom(a);
+                        r = analyzer_oom(a);
         } else if (r >= 0) {
                 Coord__Plan__Relation **inputs = calloc(n_rows + 1, sizeof(*inputs));
 
                 if (!inputs) {
-                        r = oom(a);
+                        r = analyzer_oom(a);
                         goto out;
                 }
                 for (size_t i = 0; i < n_rows; i++) {
@@ -1203,7 +1203,7 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
                                 for (size_t k = 0; k < i; k++)
                                         rel_free(inputs[k]);
                                 free(inputs);
-                                r = oom(a);
+                                r = analyzer_oom(a);
                                 goto out;
                         }
                 }
@@ -1211,7 +1211,7 @@ static int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
                 if (n_rows == 1)
                         free(inputs);
                 if (!*ret_plan)
-                        r = oom(a);
+                        r = analyzer_oom(a);
         }
 out:
         for (size_t i = 0; i < done; i++)
@@ -1259,13 +1259,13 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
         rt = calloc(lc.n + 1, sizeof(*rt));
         to = calloc(lc.n + 1, sizeof(*to));
         if (!lt || !rt || !to)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < lc.n; i++) {
                 lt[i] = lc.cols[i].type;
                 rt[i] = rc.cols[i].type;
                 if (lt[i] == rt[i])
                         to[i] = lt[i];
-                else if (is_int(lt[i]) && is_int(rt[i]))
+                else if (type_is_int(lt[i]) && type_is_int(rt[i]))
                         to[i] = ROW_TYPE_INT8;
                 else
                         return FAIL(a, "42804", "UNION types %s and %s cannot be matched",
@@ -1283,13 +1283,13 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
                 return r;
         inputs = calloc(2, sizeof(*inputs));
         if (!inputs)
-                return oom(a);
+                return analyzer_oom(a);
         inputs[0] = TAKE_PTR(lp);
         inputs[1] = TAKE_PTR(rp);
         *ret_plan = rel_union(inputs, 2);
         if (*ret_plan && !s->all)
                 *ret_plan = rel_distinct(*ret_plan);
-        return *ret_plan ? 0 : oom(a);
+        return *ret_plan ? 0 : analyzer_oom(a);
 }
 
 /* Any query expression: its plan and output columns (appended to ret_cols).  With a
@@ -1345,7 +1345,7 @@ int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *pe
                 if (r >= 0 && tk.on)
                         r = topk_order(a, s, ret_cols, &tk);
                 if (r >= 0 && tk.on && !(*ret_plan = rel_topk(*ret_plan, &tk)))
-                        r = oom(a);
+                        r = analyzer_oom(a);
         } else {
                 r = plan_select(a, s, peek, tk.on ? &tk : NULL, ret_plan, ret_cols);
         }

@@ -32,7 +32,7 @@ static int column_default_of(struct analyzer *a, const PgQuery__Node *expr, stru
                 bool strict = a->strict_fold;
 
                 a->strict_fold = true;  /* a default too long for varchar(n): 22001 now */
-                r = assign(a, &t, col);
+                r = assign_column(a, &t, col);
                 a->strict_fold = strict;
         }
         if (r < 0)
@@ -43,7 +43,7 @@ static int column_default_of(struct analyzer *a, const PgQuery__Node *expr, stru
         if (r < 0)
                 return r;
         r = row_encode(&d, 1, &col->default_row, &col->default_len);
-        return r < 0 ? (r == -ENOMEM ? oom(a) : FAIL(a, "54000", "default value is too big")) : 0;
+        return r < 0 ? (r == -ENOMEM ? analyzer_oom(a) : FAIL(a, "54000", "default value is too big")) : 0;
 }
 
 /* Whether name is taken by a constraint of new table ct. */
@@ -113,7 +113,7 @@ static int table_check(struct analyzer *a, const PgQuery__Constraint *con)
         }
         v = realloc(ct->checks, (ct->n_checks + 1) * sizeof(*v));
         if (!v)
-                return oom(a);
+                return analyzer_oom(a);
         ct->checks = v;
         chk = &v[ct->n_checks];
         *chk = (struct sql_check){ .name = strdup(name) };
@@ -122,7 +122,7 @@ static int table_check(struct analyzer *a, const PgQuery__Constraint *con)
         if (!chk->name || !chk->expr) {
                 free(chk->name);
                 free(chk->expr);
-                return oom(a);
+                return analyzer_oom(a);
         }
         coord__plan__expr__pack(t.e, chk->expr);
         ct->n_checks++;
@@ -159,12 +159,12 @@ static int table_unique(struct analyzer *a, const PgQuery__Constraint *con, cons
                                        "\"%s\" are not allowed", ct->name);
         v = realloc(ct->uniques, (ct->n_uniques + 1) * sizeof(*v));
         if (!v)
-                return oom(a);
+                return analyzer_oom(a);
         ct->uniques = v;
         u = &v[ct->n_uniques++];
         *u = (struct sql_unique){ .primary = primary, .columns = calloc(n, sizeof(uint32_t)) };
         if (!u->columns)
-                return oom(a);
+                return analyzer_oom(a);
         off = (size_t)snprintf(base, sizeof(base), "%s", ct->name);
         for (size_t i = 0; i < n; i++) {
                 const char *cn = column;
@@ -206,10 +206,10 @@ static int table_unique(struct analyzer *a, const PgQuery__Constraint *con, cons
                                 return FAIL(a, "42710", "constraint \"%s\" for relation \"%s\" "
                                             "already exists", con->conname, ct->name);
                         if (!(nn = strdup(con->conname)))
-                                return oom(a);
+                                return analyzer_oom(a);
                 } else if (primary && !p->primary && !p->named &&
                            asprintf(&nn, "%s_pkey", ct->name) < 0) {
-                        return oom(a);
+                        return analyzer_oom(a);
                 }
                 if (nn) {
                         free(p->name);
@@ -237,7 +237,7 @@ static int table_unique(struct analyzer *a, const PgQuery__Constraint *con, cons
                         snprintf(name, sizeof(name), "%s%u", base, k);
         }
         u->name = strdup(name);
-        return u->name ? 0 : oom(a);
+        return u->name ? 0 : analyzer_oom(a);
 }
 
 static bool table_constraint_supported(PgQuery__ConstrType t)
@@ -289,7 +289,7 @@ int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
         ct->name = strdup(name);
         ct->columns = calloc(c->n_table_elts ? c->n_table_elts : 1, sizeof(*ct->columns));
         if (!ct->name || !ct->columns)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < c->n_table_elts; i++) {
                 const PgQuery__ColumnDef *cd;
                 struct sql_column *col = &ct->columns[ct->n_columns];
@@ -315,7 +315,7 @@ int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
                 ct->n_columns++;
                 col->name = strdup(cd->colname);
                 if (!col->name)
-                        return oom(a);
+                        return analyzer_oom(a);
                 if (!cd->type_name)
                         return FAIL_AT(a, cd->location, "42601", "column \"%s\" has no type",
                                        cd->colname);
@@ -395,7 +395,7 @@ int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
                 }
         }
 
-        r = lookup(a, name, &existing);
+        r = lookup_relation(a, name, &existing);
         if (r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -418,9 +418,9 @@ static int drop_name(struct analyzer *a, const char *name)
 
         dr->names[i] = strdup(name);
         if (!dr->names[i])
-                return oom(a);
+                return analyzer_oom(a);
         dr->n_objects++;
-        r = lookup(a, name, &rel);
+        r = lookup_relation(a, name, &rel);
         if (r == -ENOENT) {
                 if (!dr->if_exists)
                         return FAIL(a, "42P01", "%s \"%s\" does not exist", kind, name);
@@ -473,7 +473,7 @@ int analyze_drop(struct analyzer *a, const PgQuery__DropStmt *d)
         dr->names = calloc(d->n_objects ? d->n_objects : 1, sizeof(*dr->names));
         dr->ids = calloc(d->n_objects ? d->n_objects : 1, sizeof(*dr->ids));
         if (!dr->names || !dr->ids)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < d->n_objects; i++) {
                 const char *name = NULL;
                 int r = list_name(a, d->objects[i], &name);
@@ -497,7 +497,7 @@ int analyze_drop_sink(struct analyzer *a, const struct lift *l)
         dr->names = calloc(l->n_names ? l->n_names : 1, sizeof(*dr->names));
         dr->ids = calloc(l->n_names ? l->n_names : 1, sizeof(*dr->ids));
         if (!dr->names || !dr->ids)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < l->n_names; i++) {
                 int r = drop_name(a, l->names[i]);
                 if (r < 0)
@@ -515,7 +515,7 @@ int target_table(struct analyzer *a, const PgQuery__RangeVar *rv, const char *ve
 
         if (r < 0)
                 return r;
-        r = lookup(a, name, ret);
+        r = lookup_relation(a, name, ret);
         if (r == -ENOENT)
                 return FAIL_AT(a, rv->location, "42P01", "relation \"%s\" does not exist", name);
         if (r < 0)
@@ -531,12 +531,12 @@ int target_table(struct analyzer *a, const PgQuery__RangeVar *rv, const char *ve
                 return r;
         }
         *ret_name = strdup(name);
-        return *ret_name ? 0 : oom(a);
+        return *ret_name ? 0 : analyzer_oom(a);
 }
 
 /* Assignment coercion of an INSERT value into its column (PostgreSQL's assignment
  * casts: between integers, and anything to text). */
-int assign(struct analyzer *a, struct typed *t, const struct sql_column *col)
+int assign_column(struct analyzer *a, struct typed *t, const struct sql_column *col)
 {
         int from, to = col->type, r;
 
@@ -547,8 +547,8 @@ int assign(struct analyzer *a, struct typed *t, const struct sql_column *col)
         from = (int)t->e->type;
         if (from == to)
                 return col->max_chars ? varchar_of(a, t, col->max_chars, false) : 0;
-        if ((is_int(from) && is_int(to)) || to == ROW_TYPE_TEXT) {
-                r = wrap(a, t, COORD__PLAN__FUNC__FUNC_CAST, to);
+        if ((type_is_int(from) && type_is_int(to)) || to == ROW_TYPE_TEXT) {
+                r = wrap_call(a, t, COORD__PLAN__FUNC__FUNC_CAST, to);
                 return r < 0 || !col->max_chars ? r : varchar_of(a, t, col->max_chars, false);
         }
         r = FAIL_AT(a, t->location, "42804",
@@ -606,7 +606,7 @@ static int insert_row(struct analyzer *a, const struct sql_relation *rel, const 
         vals = calloc(n_targets ? n_targets : 1, sizeof(*vals));
         row = calloc(rel->n_columns ? rel->n_columns : 1, sizeof(*row));
         if (!vals || !row)
-                return oom(a);
+                return analyzer_oom(a);
         /* A column not written, or written DEFAULT, takes its default. */
         for (size_t i = 0; i < rel->n_columns; i++)
                 row[i] = column_default(&rel->columns[i]);
@@ -619,7 +619,7 @@ static int insert_row(struct analyzer *a, const struct sql_relation *rel, const 
                         continue;       /* its default, set above */
                 r = analyze_expr(a, n, &vals[i]);
                 if (r >= 0)
-                        r = assign(a, &vals[i], col);
+                        r = assign_column(a, &vals[i], col);
                 if (r < 0)
                         goto out;
                 if (!is_literal(vals[i].e)) {
@@ -646,7 +646,7 @@ static int insert_row(struct analyzer *a, const struct sql_relation *rel, const 
         }
         r = row_encode(row, rel->n_columns, &ret->data, &ret->len);
         if (r < 0)
-                r = r == -ENOMEM ? oom(a) : FAIL(a, "54000", "row is too big");
+                r = r == -ENOMEM ? analyzer_oom(a) : FAIL(a, "54000", "row is too big");
 out:
         /* The datums point into the literals: free them only now. */
         for (size_t i = 0; i < n_targets; i++)
@@ -715,7 +715,7 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
         n_targets = ins->n_cols ? ins->n_cols : rel.n_columns;
         targets = calloc(n_targets ? n_targets : 1, sizeof(*targets));
         if (!targets)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < n_targets; i++) {
                 const PgQuery__ResTarget *rt;
                 size_t k;
@@ -755,7 +755,7 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
         }
         si->rows = calloc(sel ? sel->n_values_lists : 1, sizeof(*si->rows));
         if (!si->rows)
-                return oom(a);
+                return analyzer_oom(a);
         if (!sel) {
                 /* INSERT ... DEFAULT VALUES: one row of defaults (NULL for now). */
                 static const PgQuery__List empty = PG_QUERY__LIST__INIT;

@@ -144,7 +144,7 @@ int truth_sublinks(struct analyzer *a, const PgQuery__Node *n, struct attach *ac
                 return 0;
         v = realloc(ac->truth, (ac->n_truth + 1) * sizeof(*v));
         if (!v)
-                return oom(a);
+                return analyzer_oom(a);
         ac->truth = v;
         ac->truth[ac->n_truth++] = n->sub_link;
         return 0;
@@ -388,7 +388,7 @@ int attach_apply(struct analyzer *a, struct attach *ac, Coord__Plan__Relation **
         _cleanup_(rel_freep) Coord__Plan__Relation *base = rel_copy(*pr);
 
         if (!base)
-                return oom(a);
+                return analyzer_oom(a);
         for (size_t i = 0; i < ac->n; i++) {
                 struct attachment *x = &ac->v[i];
                 uint32_t lo = UINT32_MAX, hi = 0;
@@ -409,19 +409,19 @@ int attach_apply(struct analyzer *a, struct attach *ac, Coord__Plan__Relation **
                         *pr = A ? attach_join(ac->scope, *pr, x->first, x->keys, x->nk, A, x->np) : NULL;
                         if (!A) {
                                 rel_freep(pr);
-                                return oom(a);
+                                return analyzer_oom(a);
                         }
                 }
                 if (*pr && x->value) {
                         Coord__Plan__Expr **v = malloc(sizeof(*v));
 
                         if (!v)
-                                return oom(a);
+                                return analyzer_oom(a);
                         v[0] = TAKE_PTR(x->value);
                         *pr = rel_map(*pr, v, 1);
                 }
                 if (!*pr)
-                        return oom(a);
+                        return analyzer_oom(a);
         }
         return 0;
 }
@@ -442,7 +442,7 @@ static int attach_add(struct analyzer *a, struct attach *ac, Coord__Plan__Relati
                 for (size_t k = 0; k < nk; k++)
                         expr_free(keys[k]);
                 free(keys);
-                return oom(a);
+                return analyzer_oom(a);
         }
         x = &ac->v[ac->n++];
         assert(!ac->late || nk == 0);
@@ -450,7 +450,7 @@ static int attach_add(struct analyzer *a, struct attach *ac, Coord__Plan__Relati
                                   .first = (uint32_t)ac->scope->n | (ac->late ? LATE_MARK : 0) };
         x->ptypes = malloc((np ? np : 1) * sizeof(*x->ptypes));
         if (!x->ptypes)
-                return oom(a);
+                return analyzer_oom(a);
         memcpy(x->ptypes, pt, np * sizeof(*pt));
         for (size_t j = 0; j < np && r >= 0; j++) {
                 r = scope_add_col(a, ac->scope, NULL, "?column?", (int)pt[j], true, false);
@@ -469,7 +469,7 @@ static int attach_value(struct analyzer *a, struct attach *ac, Coord__Plan__Expr
         int r;
 
         if (!e)
-                return oom(a);
+                return analyzer_oom(a);
         assert(!x->value);
         x->value = e;
         r = scope_add_col(a, ac->scope, NULL, name, (int)e->type, true, false);
@@ -478,7 +478,7 @@ static int attach_value(struct analyzer *a, struct attach *ac, Coord__Plan__Expr
         ac->scope->cols[ac->scope->n - 1].hidden = true;
         ret->e = expr_column((int)e->type, (uint32_t)(ac->scope->n - 1) | (ac->late ? LATE_MARK : 0));
         ret->unknown = false;
-        return ret->e ? 0 : oom(a);
+        return ret->e ? 0 : analyzer_oom(a);
 }
 
 /* Plan a subquery in the scope of ac (correlation: q, when plain). */
@@ -517,7 +517,7 @@ static Coord__Plan__Expr *cmp_int8(Coord__Plan__Func f, uint32_t c, int64_t v)
 {
         struct row_datum d = ROW_DATUM_INT(v);
 
-        return call2(ROW_TYPE_BOOL, f, col_of(ROW_TYPE_INT8, c), expr_literal(ROW_TYPE_INT8, &d));
+        return expr_call2(ROW_TYPE_BOOL, f, col_of(ROW_TYPE_INT8, c), expr_literal(ROW_TYPE_INT8, &d));
 }
 
 static Coord__Plan__Expr *is_null_of(Coord__Plan__Func f, Coord__Plan__Expr *x)
@@ -620,14 +620,14 @@ static int array_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const s
 
         if (!cols) {
                 rel_free(S);
-                return oom(a);
+                return analyzer_oom(a);
         }
         for (size_t i = 0; i < q->n; i++)
                 cols[i] = (uint32_t)(q->n_visible + i);
         cols[q->n] = 0;
         R = rel_reduce(rel_project(S, cols, q->n + 1), q->n, &f, &c, &atype, 1);
         if (!R)
-                return oom(a);
+                return analyzer_oom(a);
         if (!row_type_valid((int)atype))
                 r = FAIL_AT(a, sl->location, "0A000", "ARRAY(subquery) of arrays (multidimensional "
                                                       "arrays) is not supported");
@@ -664,7 +664,7 @@ static int array_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const s
         if (r < 0)
                 return r;
         return attach_value(a, a->attach,
-                            call2((int)atype, COORD__PLAN__FUNC__FUNC_COALESCE, col_of((int)atype, first),
+                            expr_call2((int)atype, COORD__PLAN__FUNC__FUNC_COALESCE, col_of((int)atype, first),
                                   expr_literal((int)atype, &empty)),
                             "array", ret);
 }
@@ -868,10 +868,10 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
                         if (r < 0)
                                 return r;
                 }
-                if ((int)x.e->type != vtype && !(is_int((int)x.e->type) && is_int(vtype))) {
+                if ((int)x.e->type != vtype && !(type_is_int((int)x.e->type) && type_is_int(vtype))) {
                         struct typed y = { .e = col_of(vtype, 0), .location = -1 };
 
-                        r = y.e ? no_operator(a, "=", &x, &y, sl->location) : oom(a);
+                        r = y.e ? no_operator(a, "=", &x, &y, sl->location) : analyzer_oom(a);
                         typed_done(&y);
                         return r;
                 }
@@ -901,18 +901,18 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
                         /* CASE WHEN matched THEN TRUE WHEN coalesce(cnt, 0) = 0 THEN FALSE
                          *      WHEN x IS NULL OR cnt > cnn THEN NULL ELSE FALSE END */
                         const struct row_datum zero8 = ROW_DATUM_INT(0);
-                        Coord__Plan__Expr *co = call2(ROW_TYPE_INT8, COORD__PLAN__FUNC__FUNC_COALESCE,
+                        Coord__Plan__Expr *co = expr_call2(ROW_TYPE_INT8, COORD__PLAN__FUNC__FUNC_COALESCE,
                                                       col_of(ROW_TYPE_INT8, counts),
                                                       expr_literal(ROW_TYPE_INT8, &zero8));
 
                         v[0] = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NOT_NULL, col_of(ROW_TYPE_INT4, flag));
                         v[1] = expr_literal(ROW_TYPE_BOOL, &t);
-                        v[2] = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, co,
+                        v[2] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, co,
                                      expr_literal(ROW_TYPE_INT8, &zero8));
                         v[3] = expr_literal(ROW_TYPE_BOOL, &f);
-                        v[4] = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_OR,
+                        v[4] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_OR,
                                      is_null_of(COORD__PLAN__FUNC__FUNC_IS_NULL, expr_copy(x.e)),
-                                     call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GT,
+                                     expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GT,
                                            col_of(ROW_TYPE_INT8, counts), col_of(ROW_TYPE_INT8, counts + 1)));
                         v[5] = expr_literal(ROW_TYPE_BOOL, &ROW_DATUM_NULL);
                         v[6] = expr_literal(ROW_TYPE_BOOL, &f);
@@ -962,7 +962,7 @@ static int correlation(struct analyzer *a, Coord__Plan__Expr *c, struct subq *sq
                 sq->outer = out;
         if (!in || !out) {
                 expr_free(c);
-                return oom(a);
+                return analyzer_oom(a);
         }
         sq->inner[sq->n] = TAKE_PTR(k->args[1 - side]);
         sq->outer[sq->n] = TAKE_PTR(k->args[side]);
@@ -1025,12 +1025,12 @@ static int outer_conjunct(struct analyzer *a, Coord__Plan__Expr **c, struct subq
 
         (void)expr_outer(*c, &inner);
         if (!inner) {
-                k = call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, bool_literal(true), TAKE_PTR(*c));
-                return k ? correlation(a, k, sq, n_from) : oom(a);
+                k = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, bool_literal(true), TAKE_PTR(*c));
+                return k ? correlation(a, k, sq, n_from) : analyzer_oom(a);
         }
         r = subst_keys(c, sq);
         if (r < 0)
-                return oom(a);
+                return analyzer_oom(a);
         inner = false;
         if (expr_outer(*c, &inner))
                 return correlation(a, TAKE_PTR(*c), sq, n_from);
@@ -1050,21 +1050,21 @@ int plan_where(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Plan__Expr
 
         if (!ac->n && !sq) {
                 if (pred && !(*pr = rel_filter(*pr, pred)))
-                        return oom(a);
+                        return analyzer_oom(a);
                 return 0;
         }
         if (sq && sq->empty) {
                 /* The subquery over no rows. */
                 expr_free(pred);
                 *pr = rel_filter(*pr, bool_literal(false));
-                return *pr ? 0 : oom(a);
+                return *pr ? 0 : analyzer_oom(a);
         }
         if (pred)
                 r = conjuncts(a, pred, &v, &n);
         pre = calloc(n + 1, sizeof(*pre));
         post = calloc(n + 1, sizeof(*post));
         if (r >= 0 && (!pre || !post))
-                r = oom(a);
+                r = analyzer_oom(a);
         /* Keys first: the other conjuncts reading the enclosing query may use them. */
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 bool inner = false;
@@ -1099,14 +1099,14 @@ int plan_where(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Plan__Expr
         if (r >= 0 && n_pre) {
                 *pr = rel_filter_n(*pr, TAKE_PTR(pre), n_pre);
                 n_pre = 0;
-                r = *pr ? 0 : oom(a);
+                r = *pr ? 0 : analyzer_oom(a);
         }
         if (r >= 0)
                 r = attach_apply(a, ac, pr);
         if (r >= 0 && n_post) {
                 *pr = rel_filter_n(*pr, TAKE_PTR(post), n_post);
                 n_post = 0;
-                r = *pr ? 0 : oom(a);
+                r = *pr ? 0 : analyzer_oom(a);
         }
         for (size_t i = 0; i < n_pre; i++)
                 expr_free(pre[i]);
