@@ -701,6 +701,51 @@ fail:
         return NULL;
 }
 
+/* Keys of one side whose type is not the key's (int4 against int8): cast into columns
+ * appended to the side (a Map), which become the keys; *n and *types grow with them.  So
+ * every join on the keys below compares columns of one type.  How many were added. */
+static int widen_keys(struct analyzer *a, Coord__Plan__Relation **side, size_t *n,
+                      Coord__Plan__Type **types, uint32_t *keys, const Coord__Plan__Type *kt,
+                      size_t m)
+{
+        _cleanup_free_ Coord__Plan__Expr **exprs = calloc(m ? m : 1, sizeof(*exprs));
+        Coord__Plan__Type *t = reallocarray(*types, *n + m + 1, sizeof(*t));
+        size_t added = 0;
+        int r;
+
+        if (t)
+                *types = t;
+        if (!exprs || !t)
+                return analyzer_oom(a);
+        for (size_t i = 0; i < m; i++) {
+                struct typed v = { .location = -1 };
+
+                if ((*types)[keys[i]] == kt[i])
+                        continue;
+                v.e = expr_column((*types)[keys[i]], keys[i]);
+                r = v.e ? promote_to(a, &v, (int)kt[i]) : analyzer_oom(a);
+                if (r < 0) {
+                        typed_done(&v);
+                        goto fail;
+                }
+                exprs[added] = TAKE_PTR(v.e);
+                (*types)[*n + added] = kt[i];
+                keys[i] = (uint32_t)(*n + added);
+                added++;
+        }
+        if (!added)
+                return 0;
+        *side = rel_map(*side, TAKE_PTR(exprs), added);
+        if (!*side)
+                return analyzer_oom(a);
+        *n += added;
+        return (int)added;
+fail:
+        for (size_t i = 0; i < added; i++)
+                expr_free(exprs[i]);
+        return r;
+}
+
 /* Plan lp (nl columns) {LEFT | RIGHT | FULL} JOIN rp (nr) on the conjunction preds
  * (consumed, over lp's columns then rp's) into *ret.  See the note above. */
 static int plan_outer_join(struct analyzer *a, PgQuery__JoinType type, Coord__Plan__Relation *lp,
@@ -713,7 +758,7 @@ static int plan_outer_join(struct analyzer *a, PgQuery__JoinType type, Coord__Pl
         _cleanup_free_ Coord__Plan__Type *lt = NULL, *rt = NULL;
         Coord__Plan__Expr **rpreds = NULL, **keyp = NULL;
         Coord__Plan__Relation *J = NULL, *UL = NULL, *UR = NULL, **parts = NULL;
-        size_t m = 0, n_r = 0, n_lt = 0, n_rt = 0, k = 0;
+        size_t m = 0, n_r = 0, n_lt = 0, n_rt = 0, k = 0, al = 0, ar = 0;
         bool left = type != PG_QUERY__JOIN_TYPE__JOIN_RIGHT, right = type != PG_QUERY__JOIN_TYPE__JOIN_LEFT;
         int r = 0;
 
@@ -783,8 +828,17 @@ static int plan_outer_join(struct analyzer *a, PgQuery__JoinType type, Coord__Pl
                 r = analyzer_oom(a);
                 goto out;
         }
-        J = rel_join(rel_copy(lp), rel_copy(rp));
-        if (J && k)
+        r = widen_keys(a, &lp, &nl, &lt, lk, kt, m);
+        if (r >= 0)
+                al = (size_t)r;
+        if (r >= 0)
+                r = widen_keys(a, &rp, &nr, &rt, rk, kt, m);
+        if (r < 0)
+                goto out;
+        ar = (size_t)r;
+        if (al || ar)
+                J = rel_join_on(rel_copy(lp), rel_copy(rp), nl, lk, rk, kt, m);
+        else if ((J = rel_join(rel_copy(lp), rel_copy(rp))) && k)
                 J = rel_filter_n(J, TAKE_PTR(keyp), k);
         if (left)
                 UL = unmatched(rel_copy(lp), nl, rel_copy(rp), rt, nr, lk, rk, m, kt, false);
@@ -802,8 +856,18 @@ static int plan_outer_join(struct analyzer *a, PgQuery__JoinType type, Coord__Pl
         if (UR)
                 parts[n_r++] = TAKE_PTR(UR);
         *ret = rel_union(TAKE_PTR(parts), n_r);
-        if (!*ret)
-                r = analyzer_oom(a);
+        if (*ret && (al || ar)) {
+                /* Without the widened keys: left's columns, then right's. */
+                uint32_t *cols = malloc((nl - al + nr - ar) * sizeof(*cols) + 1);
+                size_t c = 0;
+
+                for (size_t i = 0; cols && i < nl - al; i++)
+                        cols[c++] = (uint32_t)i;
+                for (size_t i = 0; cols && i < nr - ar; i++)
+                        cols[c++] = (uint32_t)(nl + i);
+                *ret = cols ? rel_project(*ret, cols, c) : (rel_free(*ret), NULL);
+        }
+        r = *ret ? 0 : analyzer_oom(a);
 out:
         for (size_t i = 0; i < n_preds; i++)
                 expr_free(preds[i]);
@@ -852,6 +916,191 @@ static int join_alias(struct analyzer *a, struct scope *sc, const PgQuery__Alias
         return 0;
 }
 
+/* A column USING (or NATURAL) merges: its name, the left and right columns it equates,
+ * and the scope column that is the merged one. */
+struct merged_col {
+        const char *name;
+        size_t l, r;
+        size_t col;             /* sc->cols index: l, r, or a computed column after both */
+        Coord__Plan__Expr *e;   /* computed: its value over the join's columns; else NULL */
+};
+
+/* The names a USING clause lists, or, for NATURAL, the left's visible column names that
+ * the right also has, in the left's order (none: a cross join, as in PostgreSQL). */
+static int using_names(struct analyzer *a, const PgQuery__JoinExpr *j, const struct scope *left,
+                       const struct scope *right, const char ***ret, size_t *n_ret)
+{
+        size_t n = j->is_natural ? left->n_star : j->n_using_clause, k = 0;
+        const char **names = calloc(n ? n : 1, sizeof(*names));
+
+        if (!names)
+                return analyzer_oom(a);
+        for (size_t i = 0; i < n; i++) {
+                const char *name;
+
+                if (!j->is_natural) {
+                        name = node_string(j->using_clause[i]);
+                        if (!name) {
+                                free(names);
+                                return FAIL(a, "XX000", "malformed USING clause");
+                        }
+                        names[k++] = name;
+                        continue;
+                }
+                name = left->cols[left->star[i]].name;
+                for (size_t m = 0; m < right->n_star; m++)
+                        if (strcmp(right->cols[right->star[m]].name, name) == 0) {
+                                names[k++] = name;
+                                break;
+                        }
+        }
+        *ret = names;
+        *n_ret = k;
+        return 0;
+}
+
+/* PostgreSQL's merged USING column (buildMergedJoinVar()): the left column for an inner
+ * or LEFT JOIN, the right one for a RIGHT JOIN, COALESCE(left, right) for a FULL JOIN,
+ * each cast to the two columns' common type.  Where that is a column of one side as it
+ * stands, it is that column; otherwise -- FULL JOIN, differing types, or USING (...) AS
+ * alias, whose alias names the merged columns alone -- it is a scope column after the
+ * join's own, computed by a Map over the join (using_map()).  The other columns answer
+ * only to their table's name (hidden), and the merged ones lead the star, in USING's
+ * order. */
+static int using_merge(struct analyzer *a, const PgQuery__JoinExpr *j, struct scope *sc,
+                       struct merged_col *mc, size_t n)
+{
+        const char *alias = j->join_using_alias ? j->join_using_alias->aliasname : NULL;
+        bool full = j->jointype == PG_QUERY__JOIN_TYPE__JOIN_FULL;
+        bool right = j->jointype == PG_QUERY__JOIN_TYPE__JOIN_RIGHT;
+        int r;
+
+        if (j->join_using_alias && (!alias || !alias[0]))
+                return FAIL(a, "XX000", "malformed USING alias");
+        if (alias) {
+                r = scope_add_qual(a, sc, alias, -1);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct typed v[2] = { { .location = -1 }, { .location = -1 } };
+                const struct scope_col *l = &sc->cols[mc[i].l], *rc = &sc->cols[mc[i].r];
+                size_t side = right ? mc[i].r : mc[i].l;
+                bool nullable = full ? l->nullable || rc->nullable : sc->cols[side].nullable;
+                int type;
+
+                v[0].e = expr_column(l->type, (uint32_t)mc[i].l);
+                v[1].e = expr_column(rc->type, (uint32_t)mc[i].r);
+                r = v[0].e && v[1].e ? 0 : analyzer_oom(a);
+                if (r < 0)
+                        goto out;
+                r = common_type(a, v, 2, "JOIN/USING", &type);
+                if (r < 0)
+                        goto out;
+                if (!full && !alias && sc->cols[side].type == type) {
+                        mc[i].col = side;
+                        sc->cols[right ? mc[i].l : mc[i].r].hidden = true;
+                        sc->star[sc->n_star++] = (uint32_t)side;
+                        goto out;
+                }
+                if (full) {
+                        Coord__Plan__Expr **args = malloc(2 * sizeof(*args));
+
+                        if (!args) {
+                                r = analyzer_oom(a);
+                                goto out;
+                        }
+                        args[0] = TAKE_PTR(v[0].e);
+                        args[1] = TAKE_PTR(v[1].e);
+                        mc[i].e = expr_call(type, COORD__PLAN__FUNC__FUNC_COALESCE, args, 2);
+                        if (!mc[i].e) {
+                                r = analyzer_oom(a);
+                                goto out;
+                        }
+                } else {
+                        mc[i].e = TAKE_PTR(v[right ? 1 : 0].e);
+                }
+                sc->cols[mc[i].l].hidden = sc->cols[mc[i].r].hidden = true;
+                r = scope_add_col(a, sc, alias, mc[i].name, type, nullable, true);
+                if (r >= 0)
+                        mc[i].col = sc->n - 1;
+out:
+                typed_done(&v[0]);
+                typed_done(&v[1]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The computed merged columns (using_merge()): a Map of them over the join's plan, in
+ * the order of their scope columns. */
+static int using_map(struct analyzer *a, struct merged_col *mc, size_t n, Coord__Plan__Relation **ret)
+{
+        Coord__Plan__Expr **exprs;
+        size_t k = 0;
+
+        for (size_t i = 0; i < n; i++)
+                k += mc[i].e != NULL;
+        if (!k)
+                return 0;
+        exprs = calloc(k, sizeof(*exprs));
+        if (!exprs)
+                return analyzer_oom(a);
+        k = 0;
+        for (size_t i = 0; i < n; i++)
+                if (mc[i].e)
+                        exprs[k++] = TAKE_PTR(mc[i].e);
+        *ret = rel_map(*ret, exprs, k);
+        return *ret ? 0 : analyzer_oom(a);
+}
+
+/* (x JOIN y ...) AS j: j.* is the join's star, in its order, as in PostgreSQL; a
+ * qualified star lists a range's columns in column order, so the join's columns are
+ * projected into star order, the ones only reachable qualified after them. */
+static int join_star_order(struct analyzer *a, struct scope *sc, Coord__Plan__Relation **ret)
+{
+        _cleanup_free_ struct scope_col *cols = NULL;
+        _cleanup_free_ bool *in_star = NULL;
+        uint32_t *order;
+        size_t k = 0;
+        bool same = true;
+
+        for (size_t i = 0; i < sc->n_star; i++)
+                same = same && sc->star[i] == i;
+        if (same)
+                return 0;
+        cols = malloc(sc->n * sizeof(*cols));
+        in_star = calloc(sc->n, sizeof(*in_star));
+        order = malloc(sc->n * sizeof(*order));
+        if (!cols || !in_star || !order) {
+                free(order);
+                return analyzer_oom(a);
+        }
+        for (size_t i = 0; i < sc->n_star; i++) {
+                in_star[sc->star[i]] = true;
+                order[k++] = sc->star[i];
+        }
+        for (size_t i = 0; i < sc->n; i++)
+                if (!in_star[i])
+                        order[k++] = (uint32_t)i;
+        assert(k == sc->n);
+        for (size_t i = 0; i < sc->n; i++)
+                cols[i] = sc->cols[order[i]];
+        memcpy(sc->cols, cols, sc->n * sizeof(*cols));
+        for (size_t i = 0; i < sc->n_star; i++)
+                sc->star[i] = (uint32_t)i;
+        *ret = rel_project(*ret, order, sc->n);
+        return *ret ? 0 : analyzer_oom(a);
+}
+
+static void merged_free(struct merged_col *mc, size_t n)
+{
+        for (size_t i = 0; mc && i < n; i++)
+                expr_free(mc[i].e);
+        free(mc);
+}
+
 static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct scope *sc,
                           Coord__Plan__Relation **ret)
 {
@@ -865,8 +1114,10 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
         Coord__Plan__Expr **preds = NULL;
         _cleanup_free_ bool *using_right = NULL;
         _cleanup_free_ bool *using_left = NULL;
+        _cleanup_free_ const char **names = NULL;
+        struct merged_col *merged = NULL;
         const struct scope *saved = a->scope;
-        size_t n_preds = 0, nl;
+        size_t n_preds = 0, nl, n_cols, n_names = 0;
         int r;
 
         bool outer = j->jointype == PG_QUERY__JOIN_TYPE__JOIN_LEFT || j->jointype == PG_QUERY__JOIN_TYPE__JOIN_RIGHT ||
@@ -877,16 +1128,6 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
 
                 return FAIL(a, "0A000", "%s is not supported yet", k ? k : "this join");
         }
-        /* USING's merged column is the left one: right for RIGHT JOIN, COALESCE of both
-         * for FULL JOIN in PostgreSQL -- not built yet. */
-        if (j->n_using_clause && (j->jointype == PG_QUERY__JOIN_TYPE__JOIN_RIGHT ||
-                                  j->jointype == PG_QUERY__JOIN_TYPE__JOIN_FULL))
-                return FAIL(a, "0A000", "%s ... USING is not supported yet; write ON",
-                            kinds[j->jointype]);
-        if (j->is_natural)
-                return FAIL(a, "0A000", "NATURAL JOIN is not supported yet");
-        if (j->join_using_alias)
-                return FAIL(a, "0A000", "USING (...) AS alias is not supported");
         r = plan_from_item(a, j->larg, &left, &lp);
         if (r >= 0)
                 r = plan_from_item(a, j->rarg, &right, &rp);
@@ -896,24 +1137,27 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
         r = scope_concat(a, sc, &left, -1);
         if (r >= 0)
                 r = scope_concat(a, sc, &right, -1);
+        if (r >= 0)
+                r = using_names(a, j, &left, &right, &names, &n_names);
         if (r < 0)
                 return r;
+        n_cols = sc->n;
         /* The scope's star so far is left's then right's; USING reorders it. */
         sc->n_star = 0;
         using_left = calloc(sc->n ? sc->n : 1, sizeof(bool));
         using_right = calloc(sc->n ? sc->n : 1, sizeof(bool));
-        if (!using_left || !using_right)
-                return analyzer_oom(a);
-        for (size_t i = 0; i < j->n_using_clause; i++) {
+        merged = calloc(n_names ? n_names : 1, sizeof(*merged));
+        if (!using_left || !using_right || !merged) {
+                r = analyzer_oom(a);
+                goto fail;
+        }
+        for (size_t i = 0; i < n_names; i++) {
                 _cleanup_(typed_done) struct typed l = { .location = -1 }, rt = { .location = -1 };
-                const char *name = node_string(j->using_clause[i]);
                 size_t li, ri;
 
-                if (!name)
-                        return FAIL(a, "XX000", "malformed USING clause");
-                r = using_column(a, sc, 0, nl, name, "left", &li);
+                r = using_column(a, sc, 0, nl, names[i], "left", &li);
                 if (r >= 0)
-                        r = using_column(a, sc, nl, sc->n, name, "right", &ri);
+                        r = using_column(a, sc, nl, n_cols, names[i], "right", &ri);
                 if (r < 0)
                         goto fail;
                 l.e = expr_column(sc->cols[li].type, (uint32_t)li);
@@ -928,17 +1172,17 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
                 if (r < 0)
                         goto fail;
                 using_left[li] = using_right[ri] = true;
-                sc->star[sc->n_star++] = (uint32_t)li;
+                merged[i] = (struct merged_col){ .name = names[i], .l = li, .r = ri };
         }
+        r = using_merge(a, j, sc, merged, n_names);
+        if (r < 0)
+                goto fail;
         for (size_t i = 0; i < left.n_star; i++)
                 if (!using_left[left.star[i]])
                         sc->star[sc->n_star++] = left.star[i];
         for (size_t i = 0; i < right.n_star; i++)
                 if (!using_right[nl + right.star[i]])
                         sc->star[sc->n_star++] = (uint32_t)nl + right.star[i];
-        for (size_t i = nl; i < sc->n; i++)
-                if (using_right[i])
-                        sc->cols[i].hidden = true;
         if (j->quals) {
                 _cleanup_(typed_done) struct typed t = { .location = -1 };
                 const char *no_agg = a->no_agg;
@@ -964,24 +1208,36 @@ static int plan_join_expr(struct analyzer *a, const PgQuery__JoinExpr *j, struct
                         goto fail;
         }
         if (outer) {
-                /* The side that may be padded with NULLs: its columns are nullable. */
-                for (size_t i = 0; i < sc->n; i++)
+                /* The side that may be padded with NULLs: its columns are nullable (the
+                 * merged columns after them say for themselves, using_merge()). */
+                for (size_t i = 0; i < n_cols; i++)
                         if ((i < nl && j->jointype != PG_QUERY__JOIN_TYPE__JOIN_LEFT) ||
                             (i >= nl && j->jointype != PG_QUERY__JOIN_TYPE__JOIN_RIGHT))
                                 sc->cols[i].nullable = true;
-                return plan_outer_join(a, j->jointype, TAKE_PTR(lp), nl, TAKE_PTR(rp), sc->n - nl,
-                                       TAKE_PTR(preds), n_preds, ret);
+                r = plan_outer_join(a, j->jointype, TAKE_PTR(lp), nl, TAKE_PTR(rp), n_cols - nl,
+                                    TAKE_PTR(preds), n_preds, ret);
+                if (r >= 0)
+                        r = using_map(a, merged, n_names, ret);
+                if (r >= 0 && j->alias)
+                        r = join_star_order(a, sc, ret);
+                merged_free(merged, n_names);
+                return r;
         }
         *ret = rel_join(TAKE_PTR(lp), TAKE_PTR(rp));
         if (*ret && n_preds)
                 *ret = rel_filter_n(*ret, TAKE_PTR(preds), n_preds);
         else
                 free(preds);
-        return *ret ? 0 : analyzer_oom(a);
+        r = *ret ? using_map(a, merged, n_names, ret) : analyzer_oom(a);
+        if (r >= 0 && j->alias)
+                r = join_star_order(a, sc, ret);
+        merged_free(merged, n_names);
+        return r;
 fail:
         for (size_t i = 0; i < n_preds; i++)
                 expr_free(preds[i]);
         free(preds);
+        merged_free(merged, n_names);
         return r;
 }
 

@@ -597,6 +597,45 @@ static void ev_full(const struct state *s, struct rel *o)
         }
 }
 
+/* SELECT * FROM t1 FULL JOIN t2 USING (a): (COALESCE(t1.a, t2.a), b, c). */
+static void ev_full_using(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 3 };
+        EACH(i, T1(s)) {
+                bool hit = false;
+                EACH(j, T2(s))
+                        if (is_true(v_cmp(T1(s)->r[i][0], EQ, T2(s)->r[j][0]))) {
+                                rel_add(o, T1(s)->r[i][0], T1(s)->r[i][1], T2(s)->r[j][1]);
+                                hit = true;
+                        }
+                if (!hit)
+                        rel_add(o, T1(s)->r[i][0], T1(s)->r[i][1], VN);
+        }
+        EACH(j, T2(s)) {
+                bool hit = false;
+                EACH(i, T1(s))
+                        hit = hit || is_true(v_cmp(T1(s)->r[i][0], EQ, T2(s)->r[j][0]));
+                if (!hit)
+                        rel_add(o, T2(s)->r[j][0], VN, T2(s)->r[j][1]);
+        }
+}
+
+/* SELECT * FROM t3 NATURAL RIGHT JOIN t1: USING (b), the merged b t1's: (b, d, a). */
+static void ev_natural_right(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 3 };
+        EACH(i, T1(s)) {
+                bool hit = false;
+                EACH(k, T3(s))
+                        if (is_true(v_cmp(T3(s)->r[k][0], EQ, T1(s)->r[i][1]))) {
+                                rel_add(o, T1(s)->r[i][1], T3(s)->r[k][1], T1(s)->r[i][0]);
+                                hit = true;
+                        }
+                if (!hit)
+                        rel_add(o, T1(s)->r[i][1], VN, T1(s)->r[i][0]);
+        }
+}
+
 static void ev_right(const struct state *s, struct rel *o)
 {
         *o = (struct rel){ .nc = 3 };
@@ -1198,6 +1237,10 @@ static struct obj objs[] = {
         { K_MV, "mv_left", "SELECT t1.a, t1.b, t2.c FROM t1 LEFT JOIN t2 ON t1.a = t2.a AND t2.c > 2", ev_left },
         { K_MV, "mv_right", "SELECT t2.a, t2.c, t3.d FROM t3 RIGHT JOIN t2 ON t3.b = t2.c", ev_right },
         { K_MV, "mv_full", "SELECT t1.b, t2.a, t2.c FROM t1 FULL JOIN t2 ON t2.a = t1.b", ev_full },
+        { K_MV, "mv_full_using", "SELECT * FROM t1 FULL JOIN t2 USING (a)", ev_full_using },
+        { K_MV, "mv_left_int8", "SELECT t1.a, t1.b, s.c FROM t1 LEFT JOIN (SELECT a::bigint AS a, c "
+          "FROM t2 WHERE c > 2) AS s ON t1.a = s.a", ev_left },
+        { K_MV, "mv_natural_right", "SELECT * FROM t3 NATURAL RIGHT JOIN t1", ev_natural_right },
         { K_MV, "mv_exists",
           "SELECT a, b FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE t2.a = t1.a AND t2.c > 1)", ev_exists },
         { K_MV, "mv_not_exists", "SELECT a, b FROM t1 WHERE NOT EXISTS (SELECT * FROM t2 WHERE t1.a = t2.a)",

@@ -453,6 +453,24 @@ static void expect_plan(const Coord__Plan__Relation *r, const char *want)
         free(buf);
 }
 
+/* Whether r's plan, as explain_rel() prints it, starts with `prefix`. */
+static bool plan_starts(const Coord__Plan__Relation *r, const char *prefix)
+{
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        bool yes;
+
+        CU_ASSERT_FATAL(f != NULL);
+        explain_rel(f, r);
+        fclose(f);
+        yes = strncmp(buf, prefix, strlen(prefix)) == 0;
+        if (!yes)
+                fprintf(stderr, "\n  plan:     %s\n  expected: %s...\n", buf, prefix);
+        free(buf);
+        return yes;
+}
+
 static void expect_select_plan(const char *sql, const char *want)
 {
         struct sql_stmt *s = analyze(sql);
@@ -1125,8 +1143,9 @@ static void test_select_errors(void)
         expect_error("SELECT * FROM t LEFT JOIN u ON t.a = u.x AND t.a > 1", "0A000", NULL, -1);
         expect_error("SELECT * FROM t FULL JOIN u ON u.x = 1", "0A000", NULL, -1);
         expect_error("SELECT * FROM t RIGHT JOIN u ON t.a = u.x OR u.x = 2", "0A000", NULL, -1);
-        expect_error("SELECT * FROM t AS t1 FULL JOIN t AS t2 USING (a)", "0A000", NULL, -1);
-        expect_error("SELECT * FROM t AS t1 RIGHT JOIN t AS t2 USING (a)", "0A000", NULL, -1);
+        /* FULL and RIGHT JOIN ... USING plan (test-compute checks their rows). */
+        sql_stmt_free(analyze("SELECT * FROM t AS t1 FULL JOIN t AS t2 USING (a)"));
+        sql_stmt_free(analyze("SELECT * FROM t AS t1 RIGHT JOIN t AS t2 USING (a)"));
         expect_error("SELECT * FROM i", "42809", NULL, 15);
         expect_error("SELECT *", "42601", "SELECT * with no tables specified is not valid", 8);
         /* Errors while folding stay for run time (only a row reaching them fails). */
@@ -2007,7 +2026,21 @@ static void test_joins(void)
         expect_error("SELECT * FROM t JOIN u ON t.b = u.x", "42883", NULL, -1);
         expect_error("SELECT * FROM t JOIN u ON count(*) > 1", "42803",
                      "aggregate functions are not allowed in JOIN conditions", -1);
-        expect_error("SELECT * FROM t NATURAL JOIN v", "0A000", NULL, -1);
+        /* NATURAL: USING the common names; none in common: a cross join. */
+        expect_select_plan("SELECT * FROM t NATURAL JOIN v",
+                           "Project[0,1,2,3](Join[0=0](Get 10, Project[0](Filter[(#0 > 1)](Get 10))))");
+        expect_select_plan("SELECT * FROM u NATURAL JOIN k", "Join[](Get 11, Get 18)");
+        /* FULL JOIN ... USING: COALESCE of both sides, first in *. */
+        s = analyze("SELECT * FROM t FULL JOIN v USING (a)");
+        CU_ASSERT(plan_starts(s->select.peek->plan, "Project[5,1,2,3](Map[COALESCE(#0, #4)]("));
+        sql_stmt_free(s);
+        /* USING (...) AS j: j names the merged column alone. */
+        expect_select_plan("SELECT j.x, u.x FROM u JOIN w USING (x) AS j",
+                           "Project[3,0](Map[#0](Join[0=1](Get 11, Join[0=0](Project[0](Filter[(#0 > 1)]"
+                           "(Get 10)), Get 11))))");
+        expect_error("SELECT j.a FROM u JOIN w USING (x) AS j", "42703", NULL, -1);
+        expect_error("SELECT * FROM t JOIN v USING (a) AS t", "42712",
+                     "table name \"t\" specified more than once", -1);
         expect_error("SELECT q.a FROM t p", "42P01", "missing FROM-clause entry for table \"q\"", 8);
 }
 
