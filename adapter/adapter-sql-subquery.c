@@ -728,6 +728,121 @@ int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *r
                              sl->location, ret);
 }
 
+/* The operators x op ANY/ALL (subquery) is planned for by the subquery's extremes
+ * (any_all_sublink()); = ANY and <> ALL are IN and NOT IN. */
+static bool extreme_op(const char *op)
+{
+        static const char *const ops[] = { "<", "<=", ">", ">=", "=", "<>" };
+
+        for (size_t i = 0; i < ELEMENTSOF(ops); i++)
+                if (strcmp(op, ops[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* x op y for the typed x (copied) and the column y of type vtype, into *ret. */
+static int compare_col(struct analyzer *a, const char *op, const struct typed *x, int vtype,
+                       uint32_t col, int location, Coord__Plan__Expr **ret)
+{
+        struct typed l = { .e = expr_copy(x->e), .location = x->location },
+                     rt = { .e = col_of(vtype, col), .location = -1 };
+        int r = l.e && rt.e ? binary_op(a, op, &l, &rt, location) : analyzer_oom(a);
+
+        typed_done(&rt);
+        if (r < 0) {
+                typed_done(&l);
+                return r;
+        }
+        *ret = l.e;
+        return 0;
+}
+
+/* x op ANY (S) and x op ALL (S) for op <, <=, >, >= (and = ALL, <> ANY), per outer row
+ * of a correlated subquery: S's count(*), count(c), min(c) and max(c) by the subquery's
+ * keys (an outer row with no inner rows finds them NULL: count 0), attached, then, with
+ * PostgreSQL's three-valued answer (any S row's comparison true / all of them true):
+ *   ALL: CASE WHEN coalesce(cnt, 0) = 0 THEN TRUE WHEN NOT P THEN FALSE
+ *             WHEN cnt > cnn THEN NULL ELSE P END
+ *   ANY: CASE WHEN coalesce(cnt, 0) = 0 THEN FALSE WHEN P THEN TRUE
+ *             WHEN cnt > cnn THEN NULL ELSE P END
+ * where P compares x with the extreme that decides: ALL x > S is x > max, ANY x > S is
+ * x > min (and so on); = ALL is x = min AND x = max; <> ANY is x <> min OR x <> max.  P
+ * is NULL when x is, so is the answer then (unless S is empty), as in PostgreSQL.
+ * Consumes S. */
+static int any_all_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const char *op,
+                           struct typed *x, const struct subq *q, Coord__Plan__Relation *S,
+                           int vtype, struct typed *ret)
+{
+        const Coord__Plan__AggFunc f[4] = { COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR,
+                                            COORD__PLAN__AGG_FUNC__AGG_COUNT,
+                                            COORD__PLAN__AGG_FUNC__AGG_MIN,
+                                            COORD__PLAN__AGG_FUNC__AGG_MAX };
+        const Coord__Plan__Type pt[4] = { (Coord__Plan__Type)ROW_TYPE_INT8,
+                                          (Coord__Plan__Type)ROW_TYPE_INT8,
+                                          (Coord__Plan__Type)vtype, (Coord__Plan__Type)vtype };
+        const uint32_t c[4] = { (uint32_t)q->n, (uint32_t)q->n, (uint32_t)q->n, (uint32_t)q->n };
+        const struct row_datum zero8 = ROW_DATUM_INT(0);
+        bool all = sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ALL_SUBLINK;
+        bool lower = op[0] == '<' && op[1] != '>';         /* < or <= */
+        uint32_t *out = malloc((q->n + 1) * sizeof(*out)), first;
+        struct row_datum if_empty = ROW_DATUM_BOOL(all), decided = ROW_DATUM_BOOL(!all);
+        Coord__Plan__Expr *P = NULL, *v[7];
+        int r;
+
+        if (!out) {
+                rel_free(S);
+                return analyzer_oom(a);
+        }
+        if (x->unknown) {
+                r = coerce_unknown(a, x, vtype);
+                if (r < 0) {
+                        free(out);
+                        rel_free(S);
+                        return r;
+                }
+        }
+        /* [keys..., column 0] reduced by the keys (as keyed_counts()). */
+        for (size_t i = 0; i < q->n; i++)
+                out[i] = (uint32_t)(q->n_visible + i);
+        out[q->n] = 0;
+        r = attach_add(a, a->attach, rel_reduce(rel_project(S, out, q->n + 1), q->n, f, c, pt, 4),
+                       outer_keys(q, NULL), q->n, pt, 4, &first);
+        if (r < 0)
+                return r;
+        if (strcmp(op, "=") == 0 || strcmp(op, "<>") == 0) {
+                Coord__Plan__Expr *lo = NULL, *hi = NULL;
+
+                r = compare_col(a, op, x, vtype, first + 2, sl->location, &lo);
+                if (r >= 0)
+                        r = compare_col(a, op, x, vtype, first + 3, sl->location, &hi);
+                if (r < 0) {
+                        expr_free(lo);
+                        return r;
+                }
+                P = expr_call2(ROW_TYPE_BOOL, op[0] == '=' ? COORD__PLAN__FUNC__FUNC_AND
+                                                           : COORD__PLAN__FUNC__FUNC_OR, lo, hi);
+        } else {
+                /* ALL x < S: x < min; ANY x < S: x < max; and the mirror for >. */
+                r = compare_col(a, op, x, vtype, first + (lower == all ? 2 : 3), sl->location, &P);
+                if (r < 0)
+                        return r;
+        }
+        if (!P)
+                return analyzer_oom(a);
+        v[0] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ,
+                          expr_call2(ROW_TYPE_INT8, COORD__PLAN__FUNC__FUNC_COALESCE,
+                                     col_of(ROW_TYPE_INT8, first), expr_literal(ROW_TYPE_INT8, &zero8)),
+                          expr_literal(ROW_TYPE_INT8, &zero8));
+        v[1] = expr_literal(ROW_TYPE_BOOL, &if_empty);
+        v[2] = all ? is_null_of(COORD__PLAN__FUNC__FUNC_NOT, expr_copy(P)) : expr_copy(P);
+        v[3] = expr_literal(ROW_TYPE_BOOL, &decided);
+        v[4] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GT, col_of(ROW_TYPE_INT8, first),
+                          col_of(ROW_TYPE_INT8, first + 1));
+        v[5] = expr_literal(ROW_TYPE_BOOL, &ROW_DATUM_NULL);
+        v[6] = P;
+        return attach_value(a, a->attach, case3(ROW_TYPE_BOOL, v, 7), "?column?", ret);
+}
+
 static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret)
 {
         static const Coord__Plan__Type I8 = (Coord__Plan__Type)ROW_TYPE_INT8;
@@ -748,15 +863,15 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
         case PG_QUERY__SUB_LINK_TYPE__EXPR_SUBLINK:
                 break;
         case PG_QUERY__SUB_LINK_TYPE__ANY_SUBLINK:
-                if (!op || strcmp(op, "=") != 0)
+                if (!op || (strcmp(op, "=") != 0 && !extreme_op(op)))
                         return FAIL_AT(a, sl->location, "0A000", "%s ANY (subquery) is not supported: "
-                                       "only IN and = ANY", op ? op : "this operator");
+                                       "only =, <>, <, <=, > and >=", op ? op : "this operator");
                 break;
         case PG_QUERY__SUB_LINK_TYPE__ALL_SUBLINK:
-                if (!op || strcmp(op, "<>") != 0)
+                if (!op || (strcmp(op, "<>") != 0 && !extreme_op(op)))
                         return FAIL_AT(a, sl->location, "0A000", "%s ALL (subquery) is not supported: "
-                                       "only <> ALL", op ? op : "this operator");
-                negate = true;
+                                       "only =, <>, <, <=, > and >=", op ? op : "this operator");
+                negate = strcmp(op, "<>") == 0;
                 break;
         case PG_QUERY__SUB_LINK_TYPE__ARRAY_SUBLINK:
                 break;
@@ -854,6 +969,10 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
                 return attach_value(a, ac, case3(vtype, v, n), q.n_visible ? out.cols[0].name : "?column?",
                                     ret);
         }
+
+        if ((sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ANY_SUBLINK && strcmp(op, "=") != 0) ||
+            (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ALL_SUBLINK && strcmp(op, "<>") != 0))
+                return any_all_sublink(a, sl, op, &x, &q, TAKE_PTR(S), vtype, ret);
 
         /* x IN (subquery), x = ANY, NOT over x <> ALL. */
         {
