@@ -328,24 +328,14 @@ int acat_create_source_begin(struct adapter_catalog *ac, const struct acat_new_i
         return 0;
 }
 
-/* Add the creation of ni to t: its item (pending), birth bound, requirements.  On
- * failure t is as it was but for ops it may hold (the caller frees it). */
-static int create_into(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
-                       struct acat_txn *const *before, size_t n_before, struct acat_txn *t,
-                       struct row_error *err)
+/* Validate the creation of ni on the final state (pending creations hold their names
+ * too) and say when it requires its inputs: at its as-of, or a refresh view's first
+ * refresh. */
+static int create_check(struct adapter_catalog *ac, const struct acat_new_item *ni,
+                        struct acat_txn *const *before, size_t n_before, uint64_t *ret_req_at,
+                        struct row_error *err)
 {
-        struct acat_item *it = NULL;
-        uint8_t *ival = NULL;
-        Coord__CatalogBound bound = COORD__CATALOG_BOUND__INIT;
-        uint8_t *planbuf = NULL;
-        size_t ilen = 0, plen = 0;
-        bool has_bound = kind_has_bound(ni->kind), linked = false;
-        bool consumer = ni->kind == SQL_OBJECT_MATERIALIZED_VIEW || ni->kind == SQL_OBJECT_INDEX ||
-                        ni->kind == SQL_OBJECT_SINK || (ni->kind == SQL_OBJECT_SOURCE && ni->n_logical);
-        const uint64_t *req_inputs = NULL;
-        size_t n_req_inputs = 0;
         uint64_t req_at = ni->as_of;
-        int r;
 
         /* A refresh view reads its inputs first at its first refresh (DESIGN section 2):
          * that is its requirement on each, and where its own history starts. */
@@ -362,7 +352,6 @@ static int create_into(struct adapter_catalog *ac, const struct acat_new_item *n
                                              "no refresh time at or after its as-of %llu",
                                              ni->name, (unsigned long long)ni->as_of);
         }
-        /* Validate on the final state: pending creations hold their names too. */
         if (acat_by_name(ac, ni->name))
                 return row_error_set(err, -EINVAL, "42P07", "%s \"%s\" already exists",
                                      ni->kind == SQL_OBJECT_INDEX ? "relation" : "relation", ni->name);
@@ -377,55 +366,51 @@ static int create_into(struct adapter_catalog *ac, const struct acat_new_item *n
                         return row_error_set(err, -EINVAL, "55006",
                                              "\"%s\" is being dropped by another session", ref->name);
         }
-        /* I4, admission: a consumer (materialized view, index) reads every logical input
-         * from its as-of, so each one's committed bound -- and any bound a publication
-         * in flight is committing -- must be at or below it.  By committed permission,
-         * not by physical compaction, which may lag. */
-        if (consumer) {
-                req_inputs = ni->logical_inputs;
-                n_req_inputs = ni->n_logical;
-                for (size_t i = 0; i < n_req_inputs; i++) {
-                        const struct acat_item *in = acat_by_gid(ac, req_inputs[i]);
-                        uint64_t b;
+        *ret_req_at = req_at;
+        return 0;
+}
 
-                        /* a source's progress: created in the same transaction */
-                        if (!in && ni->kind == SQL_OBJECT_SOURCE)
-                                in = item_or_before(ac, req_inputs[i], before, n_before);
-                        if (!in || (in->pending && ni->kind != SQL_OBJECT_SOURCE))
-                                return row_error_set(err, -EINVAL, "42P01", "input %llu does not exist",
-                                                     (unsigned long long)req_inputs[i]);
-                        b = effective_bound(in);
-                        if (ni->as_of < b) {
-                                COORD_ADMISSION_REFUSE(ni->as_of, b);
-                                row_error_set(err, -EINVAL, "55000",
-                                              "cannot create %s \"%s\" as of %llu: input \"%s\" has bound %llu",
-                                              acat_kind_name(ni->kind), ni->name,
-                                              (unsigned long long)ni->as_of, in->name,
-                                              (unsigned long long)b);
-                                row_error_detail(err, "The history of \"%s\" before %llu may be compacted "
-                                                 "already; the as-of requested was %llu.", in->name,
-                                                 (unsigned long long)b, (unsigned long long)ni->as_of);
-                                row_error_hint(err, "Create it as of %llu or later.", (unsigned long long)b);
-                                return -EINVAL;
-                        }
+/* I4, admission: a consumer (materialized view, index) reads every logical input from
+ * its as-of, so each one's committed bound -- and any bound a publication in flight is
+ * committing -- must be at or below it.  By committed permission, not by physical
+ * compaction, which may lag. */
+static int create_admit(struct adapter_catalog *ac, const struct acat_new_item *ni,
+                        struct acat_txn *const *before, size_t n_before, struct row_error *err)
+{
+        for (size_t i = 0; i < ni->n_logical; i++) {
+                const struct acat_item *in = acat_by_gid(ac, ni->logical_inputs[i]);
+                uint64_t b;
+
+                /* a source's progress: created in the same transaction */
+                if (!in && ni->kind == SQL_OBJECT_SOURCE)
+                        in = item_or_before(ac, ni->logical_inputs[i], before, n_before);
+                if (!in || (in->pending && ni->kind != SQL_OBJECT_SOURCE))
+                        return row_error_set(err, -EINVAL, "42P01", "input %llu does not exist",
+                                             (unsigned long long)ni->logical_inputs[i]);
+                b = effective_bound(in);
+                if (ni->as_of < b) {
+                        COORD_ADMISSION_REFUSE(ni->as_of, b);
+                        row_error_set(err, -EINVAL, "55000",
+                                      "cannot create %s \"%s\" as of %llu: input \"%s\" has bound %llu",
+                                      acat_kind_name(ni->kind), ni->name,
+                                      (unsigned long long)ni->as_of, in->name,
+                                      (unsigned long long)b);
+                        row_error_detail(err, "The history of \"%s\" before %llu may be compacted "
+                                         "already; the as-of requested was %llu.", in->name,
+                                         (unsigned long long)b, (unsigned long long)ni->as_of);
+                        row_error_hint(err, "Create it as of %llu or later.", (unsigned long long)b);
+                        return -EINVAL;
                 }
         }
-        it = calloc(1, sizeof(*it));
-        if (!it) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        it->gid = ac->next_gid;
-        it->kind = ni->kind;
-        it->created_at = ts;
-        it->pending = true;
-        it->name = strdup(ni->name);
-        it->create_sql = strdup(ni->create_sql ? ni->create_sql : "");
+        return 0;
+}
+
+/* Copy ni's columns into it (which owns them, also on failure). */
+static int item_copy_columns(struct acat_item *it, const struct acat_new_item *ni)
+{
         it->columns = calloc(ni->n_columns ? ni->n_columns : 1, sizeof(*it->columns));
-        if (!it->name || !it->create_sql || !it->columns) {
-                r = -ENOMEM;
-                goto fail;
-        }
+        if (!it->columns)
+                return -ENOMEM;
         for (size_t i = 0; i < ni->n_columns; i++) {
                 it->columns[i] = ni->columns[i];
                 it->columns[i].name = strdup(ni->columns[i].name);
@@ -434,24 +419,56 @@ static int create_into(struct adapter_catalog *ac, const struct acat_new_item *n
                     (it->columns[i].default_row = malloc(ni->columns[i].default_len)))
                         memcpy(it->columns[i].default_row, ni->columns[i].default_row, ni->columns[i].default_len);
                 it->n_columns++;
-                if (!it->columns[i].name || (ni->columns[i].default_row && !it->columns[i].default_row)) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
+                if (!it->columns[i].name || (ni->columns[i].default_row && !it->columns[i].default_row))
+                        return -ENOMEM;
         }
-        if (ni->plan) {
-                plen = coord__plan__relation__get_packed_size(ni->plan);
+        return 0;
+}
+
+/* Set the item's definition: its plan (may be NULL), inputs, refs and keys. */
+static int item_set_plan(struct acat_item *it, const Coord__Plan__Relation *plan,
+                         const uint64_t *logical, size_t n_logical, const uint64_t *physical,
+                         size_t n_physical, const uint64_t *refs, size_t n_refs,
+                         const uint32_t *keys, size_t n_keys)
+{
+        _cleanup_free_ uint8_t *planbuf = NULL;
+        size_t plen = 0;
+
+        if (plan) {
+                plen = coord__plan__relation__get_packed_size(plan);
                 planbuf = malloc(plen ? plen : 1);
-                if (!planbuf) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                coord__plan__relation__pack(ni->plan, planbuf);
+                if (!planbuf)
+                        return -ENOMEM;
+                coord__plan__relation__pack(plan, planbuf);
         }
-        r = item_set_definition(it, planbuf, plen, ni->logical_inputs, ni->n_logical,
-                                ni->physical_inputs, ni->n_physical, ni->refs, ni->n_refs,
-                                ni->keys, ni->n_keys);
-        free(planbuf);
+        return item_set_definition(it, planbuf, plen, logical, n_logical, physical, n_physical,
+                                   refs, n_refs, keys, n_keys);
+}
+
+/* The item ni describes, as GlobalId gid, created at ts. */
+static int item_from_new(const struct acat_new_item *ni, uint64_t gid, uint64_t ts,
+                         struct acat_item **ret)
+{
+        struct acat_item *it = calloc(1, sizeof(*it));
+        int r;
+
+        if (!it)
+                return -ENOMEM;
+        it->gid = gid;
+        it->kind = ni->kind;
+        it->created_at = ts;
+        it->pending = true;
+        it->name = strdup(ni->name);
+        it->create_sql = strdup(ni->create_sql ? ni->create_sql : "");
+        if (!it->name || !it->create_sql) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = item_copy_columns(it, ni);
+        if (r < 0)
+                goto fail;
+        r = item_set_plan(it, ni->plan, ni->logical_inputs, ni->n_logical, ni->physical_inputs,
+                          ni->n_physical, ni->refs, ni->n_refs, ni->keys, ni->n_keys);
         if (r < 0)
                 goto fail;
         it->on_id = ni->on_id;
@@ -477,11 +494,8 @@ static int create_into(struct adapter_catalog *ac, const struct acat_new_item *n
         it->source_format = ni->source_format;
         it->source_tick_ms = ni->source_tick_ms;
         it->source_up_to = ni->source_up_to;
-        if (ni->source_path && !(it->source_path = strdup(ni->source_path))) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        if (ni->sink_path && !(it->sink_path = strdup(ni->sink_path))) {
+        if ((ni->source_path && !(it->source_path = strdup(ni->source_path))) ||
+            (ni->sink_path && !(it->sink_path = strdup(ni->sink_path)))) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -493,52 +507,84 @@ static int create_into(struct adapter_catalog *ac, const struct acat_new_item *n
                 }
                 it->n_refresh_at = ni->n_refresh_at;
         }
+        *ret = it;
+        return 0;
+fail:
+        item_free(it);
+        return r;
+}
+
+/* The ops that create it: the item, its birth bound (readable from its creation on, a
+ * materialized view from req_at, where its history starts), its requirements on the
+ * inputs, and next_gid past it. */
+static int create_ops(struct acat_txn *t, struct acat_item *it, const uint64_t *req_inputs,
+                      size_t n_req_inputs, uint64_t req_at, uint64_t ts)
+{
+        _cleanup_free_ uint8_t *ival = NULL;
+        size_t ilen = 0;
+        uint8_t ikey[9], next[8];
+        uint64_t bound = it->kind == SQL_OBJECT_MATERIALIZED_VIEW ? req_at : ts;
+        int r;
+
         r = item_encode(it, &ival, &ilen);
         if (r < 0)
-                goto fail;
-        /* birth bound: readable from its creation on (a materialized view from its
-         * as-of, where its history starts) */
-        bound.gid = it->gid;
-        bound.bound = it->kind == SQL_OBJECT_MATERIALIZED_VIEW ? req_at : ts;
+                return r;
+        key_put(ikey, KEY_ITEM, it->gid);
+        be64_put(next, it->gid + 1);
+        r = txn_op(t, CATALOG_OP_PUT, CATALOG_CF_STATE, ikey, 9, ival, ilen);
+        if (r >= 0 && kind_has_bound(it->kind)) {
+                r = txn_put_bound(t, it->gid, bound);
+                if (r >= 0)
+                        r = txn_bch(t, &(struct acat_bound_change){ .gid = it->gid,
+                                    .has_new = true, .new_ = bound });
+                it->has_bound = true;
+                it->bound = bound;
+        }
+        /* I4: the consumer's requirements, one per logical input, at its as-of (a refresh
+         * view's first refresh), in the same transaction as the item and its birth bound. */
+        for (size_t i = 0; r >= 0 && i < n_req_inputs; i++) {
+                r = req_put(it, req_inputs[i], req_at);
+                if (r >= 0)
+                        r = txn_put_req(t, it->gid, req_inputs[i], req_at);
+                if (r >= 0)
+                        r = txn_rch(t, &(struct acat_req_change){ .consumer = it->gid,
+                                    .input = req_inputs[i], .has_new = true, .new_ = req_at });
+        }
+        if (r >= 0)
+                r = txn_op(t, CATALOG_OP_PUT, CATALOG_CF_META, META_NEXT_GID,
+                           strlen(META_NEXT_GID), next, 8);
+        return r;
+}
+
+/* Add the creation of ni to t: its item (pending), birth bound, requirements.  On
+ * failure t is as it was but for ops it may hold (the caller frees it). */
+static int create_into(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
+                       struct acat_txn *const *before, size_t n_before, struct acat_txn *t,
+                       struct row_error *err)
+{
+        struct acat_item *it = NULL;
+        bool linked = false;
+        bool consumer = ni->kind == SQL_OBJECT_MATERIALIZED_VIEW || ni->kind == SQL_OBJECT_INDEX ||
+                        ni->kind == SQL_OBJECT_SINK || (ni->kind == SQL_OBJECT_SOURCE && ni->n_logical);
+        uint64_t req_at = ni->as_of;
+        int r;
+
+        r = create_check(ac, ni, before, n_before, &req_at, err);
+        if (r >= 0 && consumer)
+                r = create_admit(ac, ni, before, n_before, err);
+        if (r < 0)
+                return r;
+        r = item_from_new(ni, ac->next_gid, ts, &it);
+        if (r < 0)
+                return r;
         if (GROW_ARRAY(t->items, t->cap_items, t->n_items + 1) < 0) {
-                free(ival);
                 r = -ENOMEM;
                 goto fail;
         }
-        {
-                uint8_t ikey[9], next[8];
-
-                key_put(ikey, KEY_ITEM, it->gid);
-                be64_put(next, it->gid + 1);
-                r = txn_op(t, CATALOG_OP_PUT, CATALOG_CF_STATE, ikey, 9, ival, ilen);
-                if (r >= 0 && has_bound) {
-                        r = txn_put_bound(t, it->gid, bound.bound);
-                        if (r >= 0)
-                                r = txn_bch(t, &(struct acat_bound_change){ .gid = it->gid,
-                                            .has_new = true, .new_ = bound.bound });
-                        it->has_bound = true;
-                        it->bound = bound.bound;
-                }
-                /* I4: the consumer's requirements, one per logical input, at its as-of
-                 * (a refresh view's first refresh), in the same transaction as the item
-                 * and its birth bound. */
-                for (size_t i = 0; r >= 0 && i < n_req_inputs; i++) {
-                        r = req_put(it, req_inputs[i], req_at);
-                        if (r >= 0)
-                                r = txn_put_req(t, it->gid, req_inputs[i], req_at);
-                        if (r >= 0)
-                                r = txn_rch(t, &(struct acat_req_change){ .consumer = it->gid,
-                                            .input = req_inputs[i], .has_new = true, .new_ = req_at });
-                }
-                if (r >= 0)
-                        r = txn_op(t, CATALOG_OP_PUT, CATALOG_CF_META, META_NEXT_GID,
-                                   strlen(META_NEXT_GID), next, 8);
-                if (r < 0) {
-                        free(ival);
-                        goto fail;
-                }
-        }
-        free(ival);
+        r = create_ops(t, it, consumer ? ni->logical_inputs : NULL, consumer ? ni->n_logical : 0,
+                       req_at, ts);
+        if (r < 0)
+                goto fail;
         r = deps_link(ac, it, before, n_before);
         linked = true;
         for (size_t i = 0; r >= 0 && i < it->n_reqs; i++)
