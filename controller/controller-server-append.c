@@ -848,26 +848,15 @@ static int unit_end_check(struct append_ctx *ac, const Coord__Append *a, size_t 
         return 0;
 }
 
-/* Everything of (3) that can be checked before writing; fills ac or ac->err. */
-static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
+/* Every built-in moves to ts + 1: each joins the group; coord_objects carries T, the
+ * tables' shared frontier (10). */
+static int append_builtins(struct append_ctx *ac, uint64_t ts, uint64_t *ret_T)
 {
         struct cserver *s = ac->s;
-        _cleanup_free_ size_t *unit_end = NULL, *marks = NULL;
-        size_t n_marks = 0;
-        bool keyed = false;
-        struct acol *fcol;
         uint64_t T = 0;
         size_t k;
         int r;
 
-        if (a->ts == UINT64_MAX)
-                return row_error_set(&ac->err, -EINVAL, "XX000", "cannot append at %llu",
-                                     (unsigned long long)a->ts);
-        ac->counts = calloc(a->n_writes ? a->n_writes : 1, sizeof(*ac->counts));
-        if (!ac->counts)
-                return row_error_oom(&ac->err);
-
-        /* Every built-in moves to ts + 1; coord_objects carries T (10). */
         for (size_t i = 0; i < s->n_builtins; i++) {
                 struct storage_info info;
 
@@ -876,7 +865,7 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
                         return server_storage_failure(s, &ac->err, r, "looking up collection %llu",
                                                (unsigned long long)s->builtins[i]);
                 assert(info.kind == STORAGE_KIND_BUILTIN);
-                if (info.frontiers.upper > a->ts)
+                if (info.frontiers.upper > ts)
                         return append_stale(ac, info.gid, info.frontiers.upper);
                 if (info.gid == CSERVER_GID_OBJECTS)
                         T = info.frontiers.upper;
@@ -889,15 +878,86 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
                                      "collection %u (coord_objects), whose upper is the tables' "
                                      "shared frontier, does not exist", CSERVER_GID_OBJECTS);
         /* A table created above T since the last append; every other one is <= T. */
-        if (s->born_above > a->ts)
+        if (s->born_above > ts)
                 return append_stale(ac, s->born_above_gid, s->born_above);
+        *ret_T = T;
+        return 0;
+}
+
+/* The table of write w joins the group (at its first write in the append). */
+static int append_table_add(struct append_ctx *ac, const Coord__TableWrite *w, uint64_t ts,
+                            uint64_t T, struct acol **ret)
+{
+        struct cserver *s = ac->s;
+        struct storage_info info;
+        size_t k;
+        int r;
+
+        r = storage_get_info(s->st, w->gid, &info);
+        if (r == -ENOENT)
+                return row_error_set(&ac->err, -ENOENT, "42P01",
+                                     "collection %llu does not exist",
+                                     (unsigned long long)w->gid);
+        if (r < 0)
+                return server_storage_failure(s, &ac->err, r, "looking up collection %llu",
+                                       (unsigned long long)w->gid);
+        if (info.kind != STORAGE_KIND_TABLE)
+                return row_error_set(&ac->err, -EINVAL, "XX000", "collection %llu "
+                                     "is a %s, not a table",
+                                     (unsigned long long)w->gid, server_kind_name(info.kind));
+        /* (10): every table's stored upper is <= max(T, born_above). */
+        assert(info.frontiers.upper <= (T > s->born_above ? T : s->born_above));
+        if (info.frontiers.upper > ts)
+                return append_stale(ac, info.gid, info.frontiers.upper);
+        r = acol_add(ac, &info, &k);
+        if (r < 0)
+                return r;
+        *ret = &ac->c[k];
+        return 0;
+}
+
+/* A write that is not well formed, or that the adapter may not make. */
+static int append_write_check(struct append_ctx *ac, const Coord__TableWrite *w)
+{
+        if (w->gid == CSERVER_GID_FRONTIERS)
+                return row_error_set(&ac->err, -EPERM, "XX000", "collection %u "
+                                     "(coord_frontiers) is written by the controller only",
+                                     CSERVER_GID_FRONTIERS);
+        if (w->n_diffs && w->n_diffs != w->n_rows)
+                return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
+                                     "%llu has %zu rows but %zu diffs",
+                                     (unsigned long long)w->gid, w->n_rows, w->n_diffs);
+        if ((w->update || w->insert_select) && !w->delete_filter)
+                return row_error_set(&ac->err, -EINVAL, "XX000", "the %s of "
+                                     "collection %llu has no plan",
+                                     w->update ? "update" : "insert-select",
+                                     (unsigned long long)w->gid);
+        if (w->update && w->insert_select)
+                return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
+                                     "%llu is both an update and an insert-select",
+                                     (unsigned long long)w->gid);
+        if (w->delete_filter && w->n_rows)
+                return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
+                                     "%llu has both rows and a delete filter",
+                                     (unsigned long long)w->gid);
+        return 0;
+}
+
+/* Stage the writes of a, unit by unit: a keyed unit's rows leave the append when one of
+ * its keys is violated (22). */
+static int append_writes(struct append_ctx *ac, const Coord__Append *a, uint64_t T)
+{
+        struct cserver *s = ac->s;
+        _cleanup_free_ size_t *unit_end = NULL, *marks = NULL;
+        size_t n_marks = 0;
+        bool keyed = false;
+        int r;
 
         r = units_plan(ac, a, &unit_end);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < a->n_writes; i++) {
                 const Coord__TableWrite *w = a->writes[i];
-                struct storage_info info;
                 struct acol *t = acol_find(ac, w->gid);
                 size_t from;
 
@@ -910,48 +970,13 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
                 }
 
                 if (!t) {
-                        r = storage_get_info(s->st, w->gid, &info);
-                        if (r == -ENOENT)
-                                return row_error_set(&ac->err, -ENOENT, "42P01",
-                                                     "collection %llu does not exist",
-                                                     (unsigned long long)w->gid);
-                        if (r < 0)
-                                return server_storage_failure(s, &ac->err, r, "looking up collection %llu",
-                                                       (unsigned long long)w->gid);
-                        if (info.kind != STORAGE_KIND_TABLE)
-                                return row_error_set(&ac->err, -EINVAL, "XX000", "collection %llu "
-                                                     "is a %s, not a table",
-                                                     (unsigned long long)w->gid, server_kind_name(info.kind));
-                        /* (10): every table's stored upper is <= max(T, born_above). */
-                        assert(info.frontiers.upper <= (T > s->born_above ? T : s->born_above));
-                        if (info.frontiers.upper > a->ts)
-                                return append_stale(ac, info.gid, info.frontiers.upper);
-                        r = acol_add(ac, &info, &k);
+                        r = append_table_add(ac, w, a->ts, T, &t);
                         if (r < 0)
                                 return r;
-                        t = &ac->c[k];
                 }
-                if (w->gid == CSERVER_GID_FRONTIERS)
-                        return row_error_set(&ac->err, -EPERM, "XX000", "collection %u "
-                                             "(coord_frontiers) is written by the controller only",
-                                             CSERVER_GID_FRONTIERS);
-                if (w->n_diffs && w->n_diffs != w->n_rows)
-                        return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
-                                             "%llu has %zu rows but %zu diffs",
-                                             (unsigned long long)w->gid, w->n_rows, w->n_diffs);
-                if ((w->update || w->insert_select) && !w->delete_filter)
-                        return row_error_set(&ac->err, -EINVAL, "XX000", "the %s of "
-                                             "collection %llu has no plan",
-                                             w->update ? "update" : "insert-select",
-                                             (unsigned long long)w->gid);
-                if (w->update && w->insert_select)
-                        return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
-                                             "%llu is both an update and an insert-select",
-                                             (unsigned long long)w->gid);
-                if (w->delete_filter && w->n_rows)
-                        return row_error_set(&ac->err, -EINVAL, "XX000", "the write to collection "
-                                             "%llu has both rows and a delete filter",
-                                             (unsigned long long)w->gid);
+                r = append_write_check(ac, w);
+                if (r < 0)
+                        return r;
                 from = t->pend.n;
                 r = w->delete_filter ? append_delete(ac, t, w, &ac->counts[i])
                                      : append_insert(ac, t, w, &ac->counts[i]);
@@ -969,14 +994,13 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
                         keyed = false;
                 }
         }
+        return 0;
+}
 
-        fcol = acol_find(ac, CSERVER_GID_FRONTIERS);
-        if (fcol) {
-                ac->frontiers = true;
-                r = append_frontiers(ac, (size_t)(fcol - ac->c));
-                if (r < 0)
-                        return r;
-        }
+/* Consolidate each collection's updates; no count may go below zero. */
+static int append_consolidate(struct append_ctx *ac)
+{
+        int r;
 
         for (size_t i = 0; i < ac->n_c; i++) {
                 struct acol *t = &ac->c[i];
@@ -997,6 +1021,40 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
                                 return r;
                 }
         }
+        return 0;
+}
+
+/* Everything of (3) that can be checked before writing; fills ac or ac->err. */
+static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
+{
+        struct cserver *s = ac->s;
+        struct acol *fcol;
+        uint64_t T = 0;
+        int r;
+
+        if (a->ts == UINT64_MAX)
+                return row_error_set(&ac->err, -EINVAL, "XX000", "cannot append at %llu",
+                                     (unsigned long long)a->ts);
+        ac->counts = calloc(a->n_writes ? a->n_writes : 1, sizeof(*ac->counts));
+        if (!ac->counts)
+                return row_error_oom(&ac->err);
+        r = append_builtins(ac, a->ts, &T);
+        if (r < 0)
+                return r;
+        r = append_writes(ac, a, T);
+        if (r < 0)
+                return r;
+
+        fcol = acol_find(ac, CSERVER_GID_FRONTIERS);
+        if (fcol) {
+                ac->frontiers = true;
+                r = append_frontiers(ac, (size_t)(fcol - ac->c));
+                if (r < 0)
+                        return r;
+        }
+        r = append_consolidate(ac);
+        if (r < 0)
+                return r;
 
         /* Load the descriptors of every collection of the group now, so that the
          * group cannot fail for one collection and succeed for the others. */
