@@ -100,6 +100,84 @@ int rx_check_args(const Coord__Plan__Call *c, size_t min, size_t max, int type,
         return 0;
 }
 
+/* CASE: (condition, result) pairs and the else; the conditions boolean, the results of
+ * the result type (int4 and int8 mix, as in COALESCE). */
+static int check_case(const Coord__Plan__Call *c, int t, const enum row_type *input,
+                      size_t n_input, unsigned depth, struct row_error *err)
+{
+        int r = rx_check_args(c, 3, SIZE_MAX, -1, input, n_input, depth, err);
+
+        if (r < 0)
+                return r;
+        if (c->n_args % 2 == 0)
+                return rx_invalid(err, "CASE without its else");
+        for (size_t i = 0; i < c->n_args; i++) {
+                int at = (int)c->args[i]->type;
+                bool cond = i % 2 == 0 && i + 1 < c->n_args;
+
+                if (cond ? at != ROW_TYPE_BOOL
+                         : at != t && !(rx_type_is_int(t) && rx_type_is_int(at)))
+                        return rx_invalid(err, "argument of the wrong type");
+        }
+        return 0;
+}
+
+/* check_constraint(value, condition, constraint name, relation name): the names are
+ * text literals. */
+static int check_check_constraint(const Coord__Plan__Call *c, int t, const enum row_type *input,
+                                  size_t n_input, unsigned depth, struct row_error *err)
+{
+        int r = rx_check_args(c, 4, 4, -1, input, n_input, depth, err);
+
+        if (r < 0)
+                return r;
+        if ((int)c->args[0]->type != t || (int)c->args[1]->type != ROW_TYPE_BOOL)
+                return rx_invalid(err, "argument of the wrong type");
+        for (size_t i = 2; i < 4; i++)
+                if (c->args[i]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
+                    (int)c->args[i]->type != ROW_TYPE_TEXT ||
+                    c->args[i]->literal->value_case != COORD__PLAN__DATUM__VALUE_TEXT_VALUE)
+                        return rx_invalid(err, "a CHECK constraint without its names");
+        return 0;
+}
+
+/* varchar(value, n, explicit): n a positive int4 literal, explicit a boolean literal. */
+static int check_varchar(const Coord__Plan__Call *c, int t, const enum row_type *input,
+                         size_t n_input, unsigned depth, struct row_error *err)
+{
+        int r = rx_check_args(c, 3, 3, -1, input, n_input, depth, err);
+
+        if (r < 0)
+                return r;
+        if (t != ROW_TYPE_TEXT || (int)c->args[0]->type != ROW_TYPE_TEXT ||
+            c->args[1]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
+            (int)c->args[1]->type != ROW_TYPE_INT4 ||
+            c->args[1]->literal->value_case != COORD__PLAN__DATUM__VALUE_INT_VALUE ||
+            c->args[1]->literal->int_value < 1 ||
+            c->args[2]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
+            (int)c->args[2]->type != ROW_TYPE_BOOL ||
+            c->args[2]->literal->value_case != COORD__PLAN__DATUM__VALUE_BOOL_VALUE)
+                return rx_invalid(err, "varchar(n) without its length");
+        return 0;
+}
+
+/* assert_not_null(value, column name, relation name): the names are text literals. */
+static int check_assert_not_null(const Coord__Plan__Call *c, int t, const enum row_type *input,
+                                 size_t n_input, unsigned depth, struct row_error *err)
+{
+        int r = rx_check_args(c, 3, 3, -1, input, n_input, depth, err);
+
+        if (r < 0)
+                return r;
+        if ((int)c->args[0]->type != t)
+                return rx_invalid(err, "argument of the wrong type");
+        for (size_t i = 1; i < 3; i++)
+                if (c->args[i]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
+                    (int)c->args[i]->type != ROW_TYPE_TEXT)
+                        return rx_invalid(err, "a NOT NULL check without its names");
+        return 0;
+}
+
 static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, size_t n_input,
                       unsigned depth, struct row_error *err)
 {
@@ -172,20 +250,7 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                                 return rx_invalid(err, "argument of the wrong type");
                 return 0;
         case COORD__PLAN__FUNC__FUNC_CASE:
-                r = rx_check_args(c, 3, SIZE_MAX, -1, input, n_input, depth, err);
-                if (r < 0)
-                        return r;
-                if (c->n_args % 2 == 0)
-                        return rx_invalid(err, "CASE without its else");
-                for (size_t i = 0; i < c->n_args; i++) {
-                        int at = (int)c->args[i]->type;
-                        bool cond = i % 2 == 0 && i + 1 < c->n_args;
-
-                        if (cond ? at != ROW_TYPE_BOOL
-                                 : at != t && !(rx_type_is_int(t) && rx_type_is_int(at)))
-                                return rx_invalid(err, "argument of the wrong type");
-                }
-                return 0;
+                return check_case(c, t, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_CONCAT:
         case COORD__PLAN__FUNC__FUNC_LOWER:
         case COORD__PLAN__FUNC__FUNC_UPPER:
@@ -212,42 +277,11 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
         case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
                 return rx_check_args(c, 0, 0, -1, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT:
-                r = rx_check_args(c, 4, 4, -1, input, n_input, depth, err);
-                if (r < 0)
-                        return r;
-                if ((int)c->args[0]->type != t || (int)c->args[1]->type != ROW_TYPE_BOOL)
-                        return rx_invalid(err, "argument of the wrong type");
-                for (size_t i = 2; i < 4; i++)
-                        if (c->args[i]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
-                            (int)c->args[i]->type != ROW_TYPE_TEXT ||
-                            c->args[i]->literal->value_case != COORD__PLAN__DATUM__VALUE_TEXT_VALUE)
-                                return rx_invalid(err, "a CHECK constraint without its names");
-                return 0;
+                return check_check_constraint(c, t, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_VARCHAR:
-                r = rx_check_args(c, 3, 3, -1, input, n_input, depth, err);
-                if (r < 0)
-                        return r;
-                if (t != ROW_TYPE_TEXT || (int)c->args[0]->type != ROW_TYPE_TEXT ||
-                    c->args[1]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
-                    (int)c->args[1]->type != ROW_TYPE_INT4 ||
-                    c->args[1]->literal->value_case != COORD__PLAN__DATUM__VALUE_INT_VALUE ||
-                    c->args[1]->literal->int_value < 1 ||
-                    c->args[2]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
-                    (int)c->args[2]->type != ROW_TYPE_BOOL ||
-                    c->args[2]->literal->value_case != COORD__PLAN__DATUM__VALUE_BOOL_VALUE)
-                        return rx_invalid(err, "varchar(n) without its length");
-                return 0;
+                return check_varchar(c, t, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL:
-                r = rx_check_args(c, 3, 3, -1, input, n_input, depth, err);
-                if (r < 0)
-                        return r;
-                if ((int)c->args[0]->type != t)
-                        return rx_invalid(err, "argument of the wrong type");
-                for (size_t i = 1; i < 3; i++)
-                        if (c->args[i]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
-                            (int)c->args[i]->type != ROW_TYPE_TEXT)
-                                return rx_invalid(err, "a NOT NULL check without its names");
-                return 0;
+                return check_assert_not_null(c, t, input, n_input, depth, err);
         ARRAY_FUNCS:
                 return rx_check_array_call(e, input, n_input, depth, err);
         default:
@@ -1043,6 +1077,87 @@ static int eval_case(const Coord__Plan__Expr *e, const struct row_datum *row, si
         return 0;
 }
 
+/* check_constraint(value, condition, constraint name, relation name): the value, unless
+ * the condition is false. */
+static int eval_check_constraint(const Coord__Plan__Call *c, const struct row_datum *row,
+                                 size_t n_row, const struct row_expr_ctx *ctx, unsigned depth,
+                                 struct row_datum *ret, struct row_error *err)
+{
+        struct row_datum cond, name, rel;
+        int r;
+
+        if (c->n_args != 4)
+                return rx_invalid(err, "wrong number of arguments");
+        r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &cond, err);
+        if (r < 0)
+                return r;
+        if (cond.kind != ROW_KIND_BOOL && cond.kind != ROW_KIND_NULL)
+                return rx_invalid(err, "a CHECK constraint that is not boolean");
+        if (cond.kind == ROW_KIND_NULL || cond.b)
+                return rx_eval_arg(c, 0, row, n_row, ctx, depth, ret, err);
+        r = rx_eval_arg(c, 2, row, n_row, ctx, depth, &name, err);
+        if (r >= 0)
+                r = rx_eval_arg(c, 3, row, n_row, ctx, depth, &rel, err);
+        if (r < 0)
+                return r;
+        if (name.kind != ROW_KIND_TEXT || rel.kind != ROW_KIND_TEXT)
+                return rx_invalid(err, "a CHECK constraint without its names");
+        return row_error_set(err, -EINVAL, "23514", "new row for relation \"%.*s\" violates "
+                             "check constraint \"%.*s\"", (int)rel.text.len, rel.text.ptr,
+                             (int)name.text.len, name.text.ptr);
+}
+
+/* assert_not_null(value, column name, relation name): the value, unless it is NULL. */
+static int eval_assert_not_null(const Coord__Plan__Call *c, const struct row_datum *row,
+                                size_t n_row, const struct row_expr_ctx *ctx, unsigned depth,
+                                struct row_datum *ret, struct row_error *err)
+{
+        struct row_datum col, rel;
+        int r;
+
+        if (c->n_args != 3)
+                return rx_invalid(err, "wrong number of arguments");
+        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, ret, err);
+        if (r < 0 || ret->kind != ROW_KIND_NULL)
+                return r;
+        r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &col, err);
+        if (r >= 0)
+                r = rx_eval_arg(c, 2, row, n_row, ctx, depth, &rel, err);
+        if (r < 0)
+                return r;
+        if (col.kind != ROW_KIND_TEXT || rel.kind != ROW_KIND_TEXT)
+                return rx_invalid(err, "a NOT NULL check without its names");
+        return row_error_set(err, -EINVAL, "23502",
+                             "null value in column \"%.*s\" of relation \"%.*s\" "
+                             "violates not-null constraint",
+                             (int)col.text.len, col.text.ptr, (int)rel.text.len,
+                             rel.text.ptr);
+}
+
+/* COALESCE: the first argument that is not NULL; the rest are not evaluated. */
+static int eval_coalesce(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                         const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                         struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        struct row_datum a;
+        int r;
+
+        for (size_t i = 0; i < c->n_args; i++) {
+                r = rx_eval_arg(c, i, row, n_row, ctx, depth, &a, err);
+                if (r < 0)
+                        return r;
+                if (a.kind != ROW_KIND_NULL) {
+                        if (a.kind == ROW_KIND_INT)
+                                return rx_int_result(a.i, false, (int)e->type, ret, err);
+                        *ret = a;
+                        return 0;
+                }
+        }
+        *ret = ROW_DATUM_NULL;
+        return 0;
+}
+
 static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
                      const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
                      struct row_error *err)
@@ -1093,29 +1208,8 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 return 0;
         case COORD__PLAN__FUNC__FUNC_VARCHAR:
                 return eval_varchar(e, row, n_row, ctx, depth, ret, err);
-        case COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT: {
-                struct row_datum cond, name, rel;
-
-                if (c->n_args != 4)
-                        return rx_invalid(err, "wrong number of arguments");
-                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &cond, err);
-                if (r < 0)
-                        return r;
-                if (cond.kind != ROW_KIND_BOOL && cond.kind != ROW_KIND_NULL)
-                        return rx_invalid(err, "a CHECK constraint that is not boolean");
-                if (cond.kind == ROW_KIND_NULL || cond.b)
-                        return rx_eval_arg(c, 0, row, n_row, ctx, depth, ret, err);
-                r = rx_eval_arg(c, 2, row, n_row, ctx, depth, &name, err);
-                if (r >= 0)
-                        r = rx_eval_arg(c, 3, row, n_row, ctx, depth, &rel, err);
-                if (r < 0)
-                        return r;
-                if (name.kind != ROW_KIND_TEXT || rel.kind != ROW_KIND_TEXT)
-                        return rx_invalid(err, "a CHECK constraint without its names");
-                return row_error_set(err, -EINVAL, "23514", "new row for relation \"%.*s\" violates "
-                                     "check constraint \"%.*s\"", (int)rel.text.len, rel.text.ptr,
-                                     (int)name.text.len, name.text.ptr);
-        }
+        case COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT:
+                return eval_check_constraint(c, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
                 if (c->n_args != 0)
                         return rx_invalid(err, "wrong number of arguments");
@@ -1132,20 +1226,7 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
         case COORD__PLAN__FUNC__FUNC_CAST:
                 return eval_cast(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_COALESCE:
-                /* The first argument that is not NULL; the rest are not evaluated. */
-                for (size_t i = 0; i < c->n_args; i++) {
-                        r = rx_eval_arg(c, i, row, n_row, ctx, depth, &a, err);
-                        if (r < 0)
-                                return r;
-                        if (a.kind != ROW_KIND_NULL) {
-                                if (a.kind == ROW_KIND_INT)
-                                        return rx_int_result(a.i, false, (int)e->type, ret, err);
-                                *ret = a;
-                                return 0;
-                        }
-                }
-                *ret = ROW_DATUM_NULL;
-                return 0;
+                return eval_coalesce(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_CASE:
                 return eval_case(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_CONCAT:
@@ -1159,27 +1240,8 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
         case COORD__PLAN__FUNC__FUNC_REGEX_MATCH:
         case COORD__PLAN__FUNC__FUNC_REGEX_IMATCH:
                 return eval_regex(e, row, n_row, ctx, depth, ret, err);
-        case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL: {
-                struct row_datum col, rel;
-
-                if (c->n_args != 3)
-                        return rx_invalid(err, "wrong number of arguments");
-                r = rx_eval_arg(c, 0, row, n_row, ctx, depth, ret, err);
-                if (r < 0 || ret->kind != ROW_KIND_NULL)
-                        return r;
-                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &col, err);
-                if (r >= 0)
-                        r = rx_eval_arg(c, 2, row, n_row, ctx, depth, &rel, err);
-                if (r < 0)
-                        return r;
-                if (col.kind != ROW_KIND_TEXT || rel.kind != ROW_KIND_TEXT)
-                        return rx_invalid(err, "a NOT NULL check without its names");
-                return row_error_set(err, -EINVAL, "23502",
-                                     "null value in column \"%.*s\" of relation \"%.*s\" "
-                                     "violates not-null constraint",
-                                     (int)col.text.len, col.text.ptr, (int)rel.text.len,
-                                     rel.text.ptr);
-        }
+        case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL:
+                return eval_assert_not_null(c, row, n_row, ctx, depth, ret, err);
         ARRAY_FUNCS:
                 return rx_eval_array(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_ABS:
