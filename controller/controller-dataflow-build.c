@@ -337,141 +337,183 @@ static int build_topk(struct dataflow *df, const Coord__Plan__Relation *rel, uns
         return 0;
 }
 
-static int build(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned depth,
-                 size_t *ret, struct row_error *err)
+/* A chain of linear operators (Map, Filter, Project) over one input: one node that
+ * evaluates the chain. */
+static int build_linear(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned depth,
+                        size_t *ret, struct row_error *err)
 {
+        const Coord__Plan__Relation *in = rel;
+        struct eval_plan *p = NULL;
         size_t c, me;
         struct node *n;
         int r;
 
-        if (!rel)
-                return invalid(err, "missing input");
-        if (depth > MAX_PLAN_DEPTH)
-                return invalid(err, "plan nested too deeply");
-        if (is_linear(rel)) {
-                const Coord__Plan__Relation *in = rel;
-                struct eval_plan *p = NULL;
-
-                while (in && is_linear(in))
-                        in = linear_input(in);
-                r = build(df, in, depth + 1, &c, err);
-                if (r < 0)
-                        return r;
-                r = eval_chain_new(rel, df->nodes[c].types, df->nodes[c].arity, &p, err);
-                if (r < 0)
-                        return r;
-                r = node_add(df, NODE_LINEAR, rel, &me, err);
-                if (r < 0) {
-                        eval_plan_free(p);
-                        return r;
-                }
-                n = &df->nodes[me];
-                n->plan = p;
-                n->child[0] = c;
-                n->arity = eval_plan_arity(p);
-                r = types_copy(eval_plan_types(p), n->arity, &n->types, err);
-                if (r < 0)
-                        return r;
-                *ret = me;
-                return 0;
+        while (in && is_linear(in))
+                in = linear_input(in);
+        r = build(df, in, depth + 1, &c, err);
+        if (r < 0)
+                return r;
+        r = eval_chain_new(rel, df->nodes[c].types, df->nodes[c].arity, &p, err);
+        if (r < 0)
+                return r;
+        r = node_add(df, NODE_LINEAR, rel, &me, err);
+        if (r < 0) {
+                eval_plan_free(p);
+                return r;
         }
-        switch (rel->kind_case) {
-        case COORD__PLAN__RELATION__KIND_GET: {
-                size_t in = 0;
+        n = &df->nodes[me];
+        n->plan = p;
+        n->child[0] = c;
+        n->arity = eval_plan_arity(p);
+        r = types_copy(eval_plan_types(p), n->arity, &n->types, err);
+        if (r < 0)
+                return r;
+        *ret = me;
+        return 0;
+}
 
-                if (!rel->get || rel->get->id == 0)
-                        return invalid(err, "Get without a collection");
-                r = input_add(df, rel->get, &in, err);
-                if (r < 0)
-                        return r;
-                r = node_add(df, NODE_GET, rel, &me, err);
-                if (r < 0)
-                        return r;
-                n = &df->nodes[me];
-                n->input = in;
-                n->arity = df->inputs[in].n_types;
-                r = types_copy(df->inputs[in].rtypes, n->arity, &n->types, err);
-                if (r < 0)
-                        return r;
-                break;
-        }
-        case COORD__PLAN__RELATION__KIND_CONSTANT: {
-                const Coord__Plan__Constant *k = rel->constant;
+static int build_get(struct dataflow *df, const Coord__Plan__Relation *rel, size_t *ret,
+                     struct row_error *err)
+{
+        size_t in = 0, me;
+        struct node *n;
+        int r;
 
-                if (!k)
-                        return invalid(err, "empty Constant");
-                r = node_add(df, NODE_CONSTANT, rel, &me, err);
-                if (r < 0)
-                        return r;
-                n = &df->nodes[me];
-                n->arity = k->n_column_types;
-                r = types_from_plan(k->column_types, k->n_column_types, &n->types, err);
-                if (r < 0)
-                        return r;
-                for (size_t i = 0; i < k->n_rows; i++)
-                        if (!k->rows[i] || row_check(k->rows[i]->row.data, k->rows[i]->row.len,
-                                                     n->types, n->arity) < 0)
-                                return invalid(err, "constant row does not match its types");
-                break;
-        }
-        case COORD__PLAN__RELATION__KIND_UNION: {
-                const Coord__Plan__Union *u = rel->union_;
-                size_t *kids;
+        if (!rel->get || rel->get->id == 0)
+                return invalid(err, "Get without a collection");
+        r = input_add(df, rel->get, &in, err);
+        if (r < 0)
+                return r;
+        r = node_add(df, NODE_GET, rel, &me, err);
+        if (r < 0)
+                return r;
+        n = &df->nodes[me];
+        n->input = in;
+        n->arity = df->inputs[in].n_types;
+        r = types_copy(df->inputs[in].rtypes, n->arity, &n->types, err);
+        if (r < 0)
+                return r;
+        *ret = me;
+        return 0;
+}
 
-                if (!u || u->n_inputs == 0)
-                        return invalid(err, "Union without inputs");
-                kids = malloc(u->n_inputs * sizeof(*kids));
-                if (!kids)
-                        return row_error_oom(err);
-                for (size_t i = 0; i < u->n_inputs; i++) {
-                        r = build(df, u->inputs[i], depth + 1, &kids[i], err);
-                        if (r >= 0 && i > 0 &&
-                            (df->nodes[kids[i]].arity != df->nodes[kids[0]].arity ||
-                             (df->nodes[kids[0]].arity &&
-                              memcmp(df->nodes[kids[i]].types, df->nodes[kids[0]].types,
-                                     df->nodes[kids[0]].arity * sizeof(enum row_type)) != 0)))
-                                r = invalid(err, "Union of inputs with different columns");
-                        if (r < 0) {
-                                free(kids);
-                                return r;
-                        }
-                }
-                r = node_add(df, NODE_UNION, rel, &me, err);
+static int build_constant(struct dataflow *df, const Coord__Plan__Relation *rel, size_t *ret,
+                          struct row_error *err)
+{
+        const Coord__Plan__Constant *k = rel->constant;
+        size_t me;
+        struct node *n;
+        int r;
+
+        if (!k)
+                return invalid(err, "empty Constant");
+        r = node_add(df, NODE_CONSTANT, rel, &me, err);
+        if (r < 0)
+                return r;
+        n = &df->nodes[me];
+        n->arity = k->n_column_types;
+        r = types_from_plan(k->column_types, k->n_column_types, &n->types, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < k->n_rows; i++)
+                if (!k->rows[i] || row_check(k->rows[i]->row.data, k->rows[i]->row.len,
+                                             n->types, n->arity) < 0)
+                        return invalid(err, "constant row does not match its types");
+        *ret = me;
+        return 0;
+}
+
+/* Union: every input of the same columns. */
+static int build_union(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned depth,
+                       size_t *ret, struct row_error *err)
+{
+        const Coord__Plan__Union *u = rel->union_;
+        size_t *kids, me;
+        struct node *n;
+        int r;
+
+        if (!u || u->n_inputs == 0)
+                return invalid(err, "Union without inputs");
+        kids = malloc(u->n_inputs * sizeof(*kids));
+        if (!kids)
+                return row_error_oom(err);
+        for (size_t i = 0; i < u->n_inputs; i++) {
+                r = build(df, u->inputs[i], depth + 1, &kids[i], err);
+                if (r >= 0 && i > 0 &&
+                    (df->nodes[kids[i]].arity != df->nodes[kids[0]].arity ||
+                     (df->nodes[kids[0]].arity &&
+                      memcmp(df->nodes[kids[i]].types, df->nodes[kids[0]].types,
+                             df->nodes[kids[0]].arity * sizeof(enum row_type)) != 0)))
+                        r = invalid(err, "Union of inputs with different columns");
                 if (r < 0) {
                         free(kids);
                         return r;
                 }
-                n = &df->nodes[me];
-                n->children = kids;
-                n->n_children = u->n_inputs;
-                n->arity = df->nodes[kids[0]].arity;
-                r = types_copy(df->nodes[kids[0]].types, n->arity, &n->types, err);
-                if (r < 0)
-                        return r;
-                break;
         }
-        case COORD__PLAN__RELATION__KIND_NEGATE:
-        case COORD__PLAN__RELATION__KIND_DISTINCT: {
-                bool neg = rel->kind_case == COORD__PLAN__RELATION__KIND_NEGATE;
-                const Coord__Plan__Relation *in;
+        r = node_add(df, NODE_UNION, rel, &me, err);
+        if (r < 0) {
+                free(kids);
+                return r;
+        }
+        n = &df->nodes[me];
+        n->children = kids;
+        n->n_children = u->n_inputs;
+        n->arity = df->nodes[kids[0]].arity;
+        r = types_copy(df->nodes[kids[0]].types, n->arity, &n->types, err);
+        if (r < 0)
+                return r;
+        *ret = me;
+        return 0;
+}
 
-                if (neg ? !rel->negate : !rel->distinct)
-                        return invalid(err, "missing input");
-                in = neg ? rel->negate->input : rel->distinct->input;
-                r = build(df, in, depth + 1, &c, err);
-                if (r < 0)
-                        return r;
-                r = node_add(df, neg ? NODE_NEGATE : NODE_DISTINCT, rel, &me, err);
-                if (r < 0)
-                        return r;
-                n = &df->nodes[me];
-                n->child[0] = c;
-                n->arity = df->nodes[c].arity;
-                r = types_copy(df->nodes[c].types, n->arity, &n->types, err);
-                if (r < 0)
-                        return r;
-                break;
-        }
+/* Negate or Distinct: the columns of its input. */
+static int build_negate_distinct(struct dataflow *df, const Coord__Plan__Relation *rel,
+                                 unsigned depth, size_t *ret, struct row_error *err)
+{
+        bool neg = rel->kind_case == COORD__PLAN__RELATION__KIND_NEGATE;
+        const Coord__Plan__Relation *in;
+        size_t c, me;
+        struct node *n;
+        int r;
+
+        if (neg ? !rel->negate : !rel->distinct)
+                return invalid(err, "missing input");
+        in = neg ? rel->negate->input : rel->distinct->input;
+        r = build(df, in, depth + 1, &c, err);
+        if (r < 0)
+                return r;
+        r = node_add(df, neg ? NODE_NEGATE : NODE_DISTINCT, rel, &me, err);
+        if (r < 0)
+                return r;
+        n = &df->nodes[me];
+        n->child[0] = c;
+        n->arity = df->nodes[c].arity;
+        r = types_copy(df->nodes[c].types, n->arity, &n->types, err);
+        if (r < 0)
+                return r;
+        *ret = me;
+        return 0;
+}
+
+static int build(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned depth,
+                 size_t *ret, struct row_error *err)
+{
+        if (!rel)
+                return invalid(err, "missing input");
+        if (depth > MAX_PLAN_DEPTH)
+                return invalid(err, "plan nested too deeply");
+        if (is_linear(rel))
+                return build_linear(df, rel, depth, ret, err);
+        switch (rel->kind_case) {
+        case COORD__PLAN__RELATION__KIND_GET:
+                return build_get(df, rel, ret, err);
+        case COORD__PLAN__RELATION__KIND_CONSTANT:
+                return build_constant(df, rel, ret, err);
+        case COORD__PLAN__RELATION__KIND_UNION:
+                return build_union(df, rel, depth, ret, err);
+        case COORD__PLAN__RELATION__KIND_NEGATE:
+        case COORD__PLAN__RELATION__KIND_DISTINCT:
+                return build_negate_distinct(df, rel, depth, ret, err);
         case COORD__PLAN__RELATION__KIND_REDUCE:
                 if (!rel->reduce)
                         return invalid(err, "missing input");
@@ -490,8 +532,6 @@ static int build(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned
                 return row_error_set(err, -EINVAL, "0A000", "plan operator %d is not supported",
                                      (int)rel->kind_case);
         }
-        *ret = me;
-        return 0;
 }
 
 static void dataflow_freep(struct dataflow **df)
