@@ -1146,17 +1146,278 @@ struct opts {
 
 static double maxd(double a, double b) { return a > b ? a : b; }
 
+/* What the rounds add up to. */
+struct totals {
+        uint64_t seen_pubs, sum_touched, lag_missed, next_name;
+        uint64_t cpu_sum[N_DAEMONS], d_pubs, d_recs, d_bytes, d_commits, d_syncs, d_cat_wal,
+                 d_cat_all, d_st_wal, d_st_all, d_ins, polls, poll_rows, poll_errors;
+        double total_s;
+        struct vec lag, pairs;
+};
+
+/* The setup: o's collections created, then the wait until the follower applied the last
+ * commit, and the catalog's size before the load (its directory in cat_dir). */
+static bool run_setup(const struct opts *o, PGconn *c, struct row *r, char *cat_dir,
+                      size_t cat_dir_size)
+{
+        struct snap s, before;
+        uint64_t t0;
+
+        t0 = now_ns();
+        if (!setup(c, o->count, o->active, o->filler, o->batch, o->setup_conns, &t0))
+                return false;
+        r->setup_s = secs_since(t0);
+        /* ...until the follower applied the last commit.  The first status request after
+         * `up` covers the setup: its window stalls are the setup's. */
+        for (;;) {
+                s = snapshot(ALL_DAEMONS);
+                if (!s.ok) {
+                        fprintf(stderr, "bench-publication: status failed\n");
+                        return false;
+                }
+                r->stall_setup_adapter_us = maxd(r->stall_setup_adapter_us, (double)s.window_stall_us[ADAPTER]);
+                r->stall_setup_lifecycle_us = maxd(r->stall_setup_lifecycle_us, (double)s.window_stall_us[LIFECYCLE]);
+                r->stall_setup_controller_us = maxd(r->stall_setup_controller_us, (double)s.window_stall_us[CONTROLLER]);
+                if (s.lifecycle_seq >= s.adapter_seq || secs_since(t0) > 600)
+                        break;
+                sleep_ns(2000000);
+        }
+        r->setup_applied_s = secs_since(t0);
+        r->setup_lag_p50_us = (double)s.lag_p50_us;
+        r->setup_lag_p99_us = (double)s.lag_p99_us;
+        r->catalog_items = (double)(o->active + (o->count <= o->active ? 0
+                          : o->filler == FILLER_INDEXES ? 2 * (o->count - o->active) + 2
+                          : o->filler == FILLER_SOURCES ? 2 * (o->count - o->active)
+                          : o->filler == FILLER_TABLES ? o->count - o->active
+                                                       : o->count - o->active + 1));
+        printf("setup: %.0f catalog items in %.2f s (%.0f items/s, %.0f connection(s)); follower applied "
+               "the last commit at "
+               "%.2f s; its lag over the last %" PRIu64 " commits p50 %" PRIu64 " us p99 %" PRIu64 " us; "
+               "longest stall adapter %.1f ms lifecycle %.1f ms controller %.1f ms; CPU since start "
+               "adapter %.2f s lifecycle %.2f s controller %.2f s\n",
+               r->catalog_items, r->setup_s, r->catalog_items / r->setup_s, r->setup_connections, r->setup_applied_s,
+               s.lag_samples < 4096 ? s.lag_samples : 4096, s.lag_p50_us, s.lag_p99_us,
+               r->stall_setup_adapter_us / 1e3, r->stall_setup_lifecycle_us / 1e3,
+               r->stall_setup_controller_us / 1e3, (double)cpu_ms(s.pid[ADAPTER]) / 1e3,
+               (double)cpu_ms(s.pid[LIFECYCLE]) / 1e3, (double)cpu_ms(s.pid[CONTROLLER]) / 1e3);
+        before = snapshot(ALL_DAEMONS);
+        r->cat_state_bytes_before = (double)(before.cat_state_sst + before.cat_state_mem);
+        r->cat_state_keys_before = (double)before.cat_state_keys;
+        r->cat_log_bytes_before = (double)(before.cat_log_sst + before.cat_log_mem);
+        r->cat_log_keys_before = (double)before.cat_log_keys;
+        if (catalog_dir(before.pid[ADAPTER], cat_dir, cat_dir_size))
+                r->cat_disk_bytes_before = (double)dir_bytes(cat_dir);
+        return true;
+}
+
+/* One round of o->observe_s seconds under the load of w, the lifecycle sampled every
+ * sample_ns: its figures added to r and t, and printed.  False if something failed. */
+static bool run_round(const struct opts *o, uint64_t round, uint64_t sample_ns, struct writer *w,
+                      struct row *r, struct totals *t)
+{
+        struct ddl d = { .rate_hz = o->ddl_rate_hz, .next_name = &t->next_name };
+        struct observer ob = { 0 };
+        struct snap s, a, b, prev;
+        uint64_t cpu0[N_DAEMONS], ins0, offered = 0, lstall = 0, t0;
+        double window, bps;
+        bool failed = false;
+
+        if (o->poll && (!(ob.c = connect_db(false)) ||
+                        pthread_create(&ob.th, NULL, observer_main, &ob) != 0)) {
+                PQfinish(ob.c);
+                return false;
+        }
+        if (o->ddl_rate_hz > 0 && !(d.c = connect_db(false)))
+                failed = true;
+        a = prev = snapshot(ALL_DAEMONS);
+        for (int i = 0; i < N_DAEMONS; i++)
+                cpu0[i] = cpu_ms(a.pid[i]);
+        ins0 = atomic_load(&w->inserts);
+        uint64_t polls0 = atomic_load(&ob.polls), rows0 = atomic_load(&ob.rows);
+        t0 = now_ns();
+        d.t0 = t0;
+        d.end = t0 + o->observe_s * 1000000000ull;
+        if (d.c && pthread_create(&d.th, NULL, ddl_main, &d) != 0) {
+                PQfinish(d.c);
+                d.c = NULL;
+                failed = true;
+        }
+        while (now_ns() < d.end && !w->failed) {
+                sleep_ns(sample_ns);
+                s = snapshot(1u << LIFECYCLE);
+                if (!s.ok)
+                        continue;
+                if (s.window_stall_us[LIFECYCLE] > lstall)
+                        lstall = s.window_stall_us[LIFECYCLE];
+                if (s.lag_samples > prev.lag_samples) {
+                        t->lag_missed += s.lag_samples - prev.lag_samples - 1;
+                        if (!vec_push(&t->lag, s.lag_last_us))
+                                failed = true;
+                }
+                if (s.publications > prev.publications) {
+                        t->seen_pubs++;
+                        t->sum_touched += s.last_touched;
+                        r->touched_per_pub_max = maxd(r->touched_per_pub_max, (double)s.last_touched);
+                        r->records_per_pub_max = maxd(r->records_per_pub_max, (double)s.last_records);
+                        r->bytes_per_pub_max = maxd(r->bytes_per_pub_max, (double)s.last_bytes);
+                }
+                prev = s;
+        }
+        b = snapshot(ALL_DAEMONS);
+        window = secs_since(t0);
+        for (int i = 0; i < N_DAEMONS; i++)
+                t->cpu_sum[i] += cpu_ms(b.pid[i]) - cpu0[i];
+        t->d_ins += atomic_load(&w->inserts) - ins0;
+        if (d.c) {
+                pthread_join(d.th, NULL);
+                PQfinish(d.c);
+                offered = ddl_offered(d.rate_hz, d.t0, d.end);
+                failed |= d.failed;
+        }
+        if (ob.c) {
+                atomic_store(&ob.stop, true);
+                pthread_join(ob.th, NULL);
+                PQfinish(ob.c);
+                t->polls += atomic_load(&ob.polls) - polls0;
+                t->poll_rows += atomic_load(&ob.rows) - rows0;
+                t->poll_errors += atomic_load(&ob.errors);
+        }
+        if (!b.ok || !a.ok) {
+                fprintf(stderr, "bench-publication: a status request failed\n");
+                return false;
+        }
+        lstall = lstall > b.window_stall_us[LIFECYCLE] ? lstall : b.window_stall_us[LIFECYCLE];
+        t->total_s += window;
+        t->d_pubs += b.publications - a.publications;
+        t->d_recs += b.records_total - a.records_total;
+        t->d_bytes += b.bytes_total - a.bytes_total;
+        t->d_commits += b.commits - a.commits;
+        t->d_syncs += b.syncs - a.syncs;
+        t->d_cat_wal += b.cat_wal - a.cat_wal;
+        t->d_cat_all += (b.cat_wal + b.cat_flush + b.cat_compact) - (a.cat_wal + a.cat_flush + a.cat_compact);
+        t->d_st_wal += b.st_wal - a.st_wal;
+        t->d_st_all += (b.st_wal + b.st_flush + b.st_compact) - (a.st_wal + a.st_flush + a.st_compact);
+        bps = (double)(b.bytes_total - a.bytes_total) / window;
+        r->bytes_per_s_min = r->bytes_per_s_min < 0 || bps < r->bytes_per_s_min ? bps : r->bytes_per_s_min;
+        r->bytes_per_s_max = maxd(r->bytes_per_s_max, bps);
+        r->stall_adapter_us = maxd(r->stall_adapter_us, (double)b.window_stall_us[ADAPTER]);
+        r->stall_lifecycle_us = maxd(r->stall_lifecycle_us, (double)lstall);
+        r->stall_controller_us = maxd(r->stall_controller_us, (double)b.window_stall_us[CONTROLLER]);
+        r->sync_catalog_us = maxd(r->sync_catalog_us, (double)b.cat_sync_window_us);
+        r->sync_storage_us = maxd(r->sync_storage_us, (double)b.st_sync_window_us);
+        r->ddl_offered += (double)offered;
+        r->ddl_completed += (double)d.lat.n;
+        r->ddl_late += (double)d.late_started;
+        qsort(d.lat.v, d.lat.n, sizeof(*d.lat.v), cmp_u64);
+        qsort(d.svc.v, d.svc.n, sizeof(*d.svc.v), cmp_u64);
+        if (d.lat.n) {
+                double p95 = (double)pct(d.lat.v, d.lat.n, 95) / 1e3;
+                r->ddl_p95_min_us = r->ddl_p95_min_us < 0 || p95 < r->ddl_p95_min_us ? p95 : r->ddl_p95_min_us;
+                r->ddl_p95_max_us = maxd(r->ddl_p95_max_us, p95);
+        }
+        for (size_t i = 0; i < d.lat.n && !failed; i++)
+                failed = !vec_push(&t->pairs, d.lat.v[i]);
+        printf("round %" PRIu64 ": %.1f s, %" PRIu64 " publications, %" PRIu64 " records, %" PRIu64
+               " bytes (%.2f kB/s); catalog WAL %" PRIu64 " bytes, storage WAL %" PRIu64 " bytes; DDL "
+               "pairs %zu/%" PRIu64 " (started late %" PRIu64 ", finished after the window %" PRIu64
+               ") p50 %.0f us p95 %.0f us max %.0f us (service, from the CREATE's send: p50 %.0f "
+               "us p95 %.0f us); observer polls %" PRIu64 "; longest stall "
+               "adapter %.1f ms lifecycle %.1f ms controller %.1f ms; longest sync catalog %.1f "
+               "ms storage %.1f ms\n",
+               round + 1, window, b.publications - a.publications, b.records_total - a.records_total,
+               b.bytes_total - a.bytes_total, bps / 1e3, b.cat_wal - a.cat_wal, b.st_wal - a.st_wal,
+               d.lat.n, offered, d.late_started, d.straddled,
+               (double)pct(d.lat.v, d.lat.n, 50) / 1e3, (double)pct(d.lat.v, d.lat.n, 95) / 1e3,
+               d.lat.n ? (double)d.lat.v[d.lat.n - 1] / 1e3 : 0.0,
+               (double)pct(d.svc.v, d.svc.n, 50) / 1e3, (double)pct(d.svc.v, d.svc.n, 95) / 1e3,
+               ob.c ? atomic_load(&ob.polls) - polls0 : 0,
+               (double)b.window_stall_us[ADAPTER] / 1e3, (double)lstall / 1e3,
+               (double)b.window_stall_us[CONTROLLER] / 1e3, (double)b.cat_sync_window_us / 1e3,
+               (double)b.st_sync_window_us / 1e3);
+        free(d.lat.v);
+        free(d.svc.v);
+        return !failed;
+}
+
+/* Kill each daemon in turn; all three serve again before the next kill.  False if one
+ * did not. */
+static bool run_restarts(struct row *r)
+{
+        static const int order[N_DAEMONS] = { ADAPTER, CONTROLLER, LIFECYCLE };
+        double *ms[N_DAEMONS] = { &r->restart_adapter_ms, &r->restart_lifecycle_ms,
+                                  &r->restart_controller_ms };
+        bool failed = false;
+
+        for (int k = 0; k < N_DAEMONS; k++) {
+                int dmn = order[k];
+                *ms[dmn] = restart(dmn, 60);
+                printf("restart: %s serving %.1f ms after kill -9\n", daemon_name[dmn], *ms[dmn]);
+                if (*ms[dmn] < 0)
+                        failed = true;
+        }
+        return !failed;
+}
+
+/* r's figures from the totals of the rounds, and their line. */
+static void run_totals(const struct opts *o, struct row *r, struct totals *t,
+                       const struct snap *after)
+{
+        r->observe_s = t->total_s;
+        r->inserts_per_s = (double)t->d_ins / t->total_s;
+        r->table_write_interval_ms = r->inserts_per_s > 0 ? 1000.0 * (double)o->active / r->inserts_per_s : 0;
+        r->publications = (double)t->d_pubs;
+        r->pubs_per_s = (double)t->d_pubs / t->total_s;
+        r->records_per_pub = t->d_pubs ? (double)t->d_recs / (double)t->d_pubs : 0;
+        r->bytes_per_pub = t->d_pubs ? (double)t->d_bytes / (double)t->d_pubs : 0;
+        r->bytes_per_s = (double)t->d_bytes / t->total_s;
+        r->records_per_s = (double)t->d_recs / t->total_s;
+        r->touched_per_pub = t->seen_pubs ? (double)t->sum_touched / (double)t->seen_pubs : 0;
+        r->catalog_wal_bps = (double)t->d_cat_wal / t->total_s;
+        r->catalog_written_bps = (double)t->d_cat_all / t->total_s;
+        r->storage_wal_bps = (double)t->d_st_wal / t->total_s;
+        r->storage_written_bps = (double)t->d_st_all / t->total_s;
+        qsort(t->pairs.v, t->pairs.n, sizeof(*t->pairs.v), cmp_u64);
+        r->ddl_p50_us = (double)pct(t->pairs.v, t->pairs.n, 50) / 1e3;
+        r->ddl_p95_us = (double)pct(t->pairs.v, t->pairs.n, 95) / 1e3;
+        r->ddl_p99_us = (double)pct(t->pairs.v, t->pairs.n, 99) / 1e3;
+        r->ddl_max_us = t->pairs.n ? (double)t->pairs.v[t->pairs.n - 1] / 1e3 : 0;
+        if (r->ddl_p95_min_us < 0)
+                r->ddl_p95_min_us = 0;
+        if (r->bytes_per_s_min < 0)
+                r->bytes_per_s_min = 0;
+        r->observer_polls_per_s = (double)t->polls / t->total_s;
+        r->observer_rows_per_poll = t->polls ? (double)t->poll_rows / (double)t->polls : 0;
+        r->observer_errors = (double)t->poll_errors;
+        qsort(t->lag.v, t->lag.n, sizeof(*t->lag.v), cmp_u64);
+        r->lag_p50_us = (double)pct(t->lag.v, t->lag.n, 50);
+        r->lag_p99_us = (double)pct(t->lag.v, t->lag.n, 99);
+        r->lag_n = (double)t->lag.n;
+        r->commits_per_s = (double)t->d_commits / t->total_s;
+        r->syncs_per_s = (double)t->d_syncs / t->total_s;
+        r->cpu_adapter_pct = 100.0 * (double)t->cpu_sum[ADAPTER] / 1000.0 / t->total_s;
+        r->cpu_lifecycle_pct = 100.0 * (double)t->cpu_sum[LIFECYCLE] / 1000.0 / t->total_s;
+        r->cpu_controller_pct = 100.0 * (double)t->cpu_sum[CONTROLLER] / 1000.0 / t->total_s;
+        printf("all rounds, %.1f s: %" PRIu64 " INSERTs (%.0f/s; each table every %.0f ms), %" PRIu64
+               " publications, %" PRIu64 " records, %" PRIu64 " bytes; %" PRIu64 " commits, %" PRIu64
+               " syncs; catalog WAL %" PRIu64 " bytes (all writes %" PRIu64 "), storage WAL %" PRIu64
+               " bytes (all writes %" PRIu64 "); DDL pairs %.0f/%.0f; lag samples %zu (%" PRIu64
+               " not seen), max %" PRIu64 " us; observer %" PRIu64 " polls (%.0f rows each, %" PRIu64
+               " errors); CPU adapter %.1f%% lifecycle %.1f%% controller %.1f%%; publication errors %"
+               PRIu64 ", reloads %" PRIu64 "; load average %.2f\n",
+               t->total_s, t->d_ins, r->inserts_per_s, r->table_write_interval_ms, t->d_pubs, t->d_recs, t->d_bytes,
+               t->d_commits, t->d_syncs, t->d_cat_wal, t->d_cat_all, t->d_st_wal, t->d_st_all, r->ddl_completed,
+               r->ddl_offered, t->lag.n, t->lag_missed, t->lag.n ? t->lag.v[t->lag.n - 1] : 0, t->polls,
+               r->observer_rows_per_poll, t->poll_errors, r->cpu_adapter_pct, r->cpu_lifecycle_pct,
+               r->cpu_controller_pct, after->pub_errors, after->reloads, r->load1_end);
+}
+
 static int run_row(const struct opts *o)
 {
         struct row r = { 0 };
         struct writer w = { 0 };
-        struct vec lag = { 0 }, pairs = { 0 };
-        struct snap s, a, b, prev, before, after;
-        uint64_t t0, sample_ns, seen_pubs = 0, sum_touched = 0, lag_missed = 0, next_name = 0;
-        uint64_t cpu_sum[N_DAEMONS] = { 0 }, d_pubs = 0, d_recs = 0, d_bytes = 0, d_commits = 0,
-                 d_syncs = 0, d_cat_wal = 0, d_cat_all = 0, d_st_wal = 0, d_st_all = 0, d_ins = 0,
-                 polls = 0, poll_rows = 0, poll_errors = 0;
-        double total_s = 0;
+        struct totals t = { 0 };
+        struct snap after;
+        uint64_t sample_ns;
         char cat_dir[PATH_MAX] = "";
         bool failed = false;
         PGconn *c;
@@ -1180,53 +1441,10 @@ static int run_row(const struct opts *o)
                "%" PRIu64 " ms; %" PRIu64 " round(s) of %" PRIu64 " s; DDL %.2f pairs/s; observer %s; "
                "load average %.2f\n", o->count, o->active, r.filler, o->interval_ms, o->rounds,
                o->observe_s, o->ddl_rate_hz, r.observer, r.load1_start);
-        t0 = now_ns();
-        if (!setup(c, o->count, o->active, o->filler, o->batch, o->setup_conns, &t0)) {
+        if (!run_setup(o, c, &r, cat_dir, sizeof(cat_dir))) {
                 PQfinish(c);
                 return 1;
         }
-        r.setup_s = secs_since(t0);
-        /* ...until the follower applied the last commit.  The first status request after
-         * `up` covers the setup: its window stalls are the setup's. */
-        for (;;) {
-                s = snapshot(ALL_DAEMONS);
-                if (!s.ok) {
-                        fprintf(stderr, "bench-publication: status failed\n");
-                        PQfinish(c);
-                        return 1;
-                }
-                r.stall_setup_adapter_us = maxd(r.stall_setup_adapter_us, (double)s.window_stall_us[ADAPTER]);
-                r.stall_setup_lifecycle_us = maxd(r.stall_setup_lifecycle_us, (double)s.window_stall_us[LIFECYCLE]);
-                r.stall_setup_controller_us = maxd(r.stall_setup_controller_us, (double)s.window_stall_us[CONTROLLER]);
-                if (s.lifecycle_seq >= s.adapter_seq || secs_since(t0) > 600)
-                        break;
-                sleep_ns(2000000);
-        }
-        r.setup_applied_s = secs_since(t0);
-        r.setup_lag_p50_us = (double)s.lag_p50_us;
-        r.setup_lag_p99_us = (double)s.lag_p99_us;
-        r.catalog_items = (double)(o->active + (o->count <= o->active ? 0
-                          : o->filler == FILLER_INDEXES ? 2 * (o->count - o->active) + 2
-                          : o->filler == FILLER_SOURCES ? 2 * (o->count - o->active)
-                          : o->filler == FILLER_TABLES ? o->count - o->active
-                                                       : o->count - o->active + 1));
-        printf("setup: %.0f catalog items in %.2f s (%.0f items/s, %.0f connection(s)); follower applied "
-               "the last commit at "
-               "%.2f s; its lag over the last %" PRIu64 " commits p50 %" PRIu64 " us p99 %" PRIu64 " us; "
-               "longest stall adapter %.1f ms lifecycle %.1f ms controller %.1f ms; CPU since start "
-               "adapter %.2f s lifecycle %.2f s controller %.2f s\n",
-               r.catalog_items, r.setup_s, r.catalog_items / r.setup_s, r.setup_connections, r.setup_applied_s,
-               s.lag_samples < 4096 ? s.lag_samples : 4096, s.lag_p50_us, s.lag_p99_us,
-               r.stall_setup_adapter_us / 1e3, r.stall_setup_lifecycle_us / 1e3,
-               r.stall_setup_controller_us / 1e3, (double)cpu_ms(s.pid[ADAPTER]) / 1e3,
-               (double)cpu_ms(s.pid[LIFECYCLE]) / 1e3, (double)cpu_ms(s.pid[CONTROLLER]) / 1e3);
-        before = snapshot(ALL_DAEMONS);
-        r.cat_state_bytes_before = (double)(before.cat_state_sst + before.cat_state_mem);
-        r.cat_state_keys_before = (double)before.cat_state_keys;
-        r.cat_log_bytes_before = (double)(before.cat_log_sst + before.cat_log_mem);
-        r.cat_log_keys_before = (double)before.cat_log_keys;
-        if (catalog_dir(before.pid[ADAPTER], cat_dir, sizeof(cat_dir)))
-                r.cat_disk_bytes_before = (double)dir_bytes(cat_dir);
 
         /* The load, a warm-up (the indexes' first bounds), then the rounds. */
         w.tables = o->active;
@@ -1243,134 +1461,13 @@ static int run_row(const struct opts *o)
                 sample_ns = 100000000ull;
         r.bytes_per_s_min = -1;
         r.ddl_p95_min_us = -1;
-        for (uint64_t round = 0; round < o->rounds && !failed; round++) {
-                struct ddl d = { .rate_hz = o->ddl_rate_hz, .next_name = &next_name };
-                struct observer ob = { 0 };
-                uint64_t cpu0[N_DAEMONS], ins0, offered = 0, lstall = 0;
-                double window, bps;
-
-                if (o->poll && (!(ob.c = connect_db(false)) ||
-                                pthread_create(&ob.th, NULL, observer_main, &ob) != 0)) {
-                        failed = true;
-                        PQfinish(ob.c);
-                        break;
-                }
-                if (o->ddl_rate_hz > 0 && !(d.c = connect_db(false)))
-                        failed = true;
-                a = prev = snapshot(ALL_DAEMONS);
-                for (int i = 0; i < N_DAEMONS; i++)
-                        cpu0[i] = cpu_ms(a.pid[i]);
-                ins0 = atomic_load(&w.inserts);
-                uint64_t polls0 = atomic_load(&ob.polls), rows0 = atomic_load(&ob.rows);
-                t0 = now_ns();
-                d.t0 = t0;
-                d.end = t0 + o->observe_s * 1000000000ull;
-                if (d.c && pthread_create(&d.th, NULL, ddl_main, &d) != 0) {
-                        PQfinish(d.c);
-                        d.c = NULL;
-                        failed = true;
-                }
-                while (now_ns() < d.end && !w.failed) {
-                        sleep_ns(sample_ns);
-                        s = snapshot(1u << LIFECYCLE);
-                        if (!s.ok)
-                                continue;
-                        if (s.window_stall_us[LIFECYCLE] > lstall)
-                                lstall = s.window_stall_us[LIFECYCLE];
-                        if (s.lag_samples > prev.lag_samples) {
-                                lag_missed += s.lag_samples - prev.lag_samples - 1;
-                                if (!vec_push(&lag, s.lag_last_us))
-                                        failed = true;
-                        }
-                        if (s.publications > prev.publications) {
-                                seen_pubs++;
-                                sum_touched += s.last_touched;
-                                r.touched_per_pub_max = maxd(r.touched_per_pub_max, (double)s.last_touched);
-                                r.records_per_pub_max = maxd(r.records_per_pub_max, (double)s.last_records);
-                                r.bytes_per_pub_max = maxd(r.bytes_per_pub_max, (double)s.last_bytes);
-                        }
-                        prev = s;
-                }
-                b = snapshot(ALL_DAEMONS);
-                window = secs_since(t0);
-                for (int i = 0; i < N_DAEMONS; i++)
-                        cpu_sum[i] += cpu_ms(b.pid[i]) - cpu0[i];
-                d_ins += atomic_load(&w.inserts) - ins0;
-                if (d.c) {
-                        pthread_join(d.th, NULL);
-                        PQfinish(d.c);
-                        offered = ddl_offered(d.rate_hz, d.t0, d.end);
-                        failed |= d.failed;
-                }
-                if (ob.c) {
-                        atomic_store(&ob.stop, true);
-                        pthread_join(ob.th, NULL);
-                        PQfinish(ob.c);
-                        polls += atomic_load(&ob.polls) - polls0;
-                        poll_rows += atomic_load(&ob.rows) - rows0;
-                        poll_errors += atomic_load(&ob.errors);
-                }
-                if (!b.ok || !a.ok) {
-                        fprintf(stderr, "bench-publication: a status request failed\n");
-                        failed = true;
-                        break;
-                }
-                lstall = lstall > b.window_stall_us[LIFECYCLE] ? lstall : b.window_stall_us[LIFECYCLE];
-                total_s += window;
-                d_pubs += b.publications - a.publications;
-                d_recs += b.records_total - a.records_total;
-                d_bytes += b.bytes_total - a.bytes_total;
-                d_commits += b.commits - a.commits;
-                d_syncs += b.syncs - a.syncs;
-                d_cat_wal += b.cat_wal - a.cat_wal;
-                d_cat_all += (b.cat_wal + b.cat_flush + b.cat_compact) - (a.cat_wal + a.cat_flush + a.cat_compact);
-                d_st_wal += b.st_wal - a.st_wal;
-                d_st_all += (b.st_wal + b.st_flush + b.st_compact) - (a.st_wal + a.st_flush + a.st_compact);
-                bps = (double)(b.bytes_total - a.bytes_total) / window;
-                r.bytes_per_s_min = r.bytes_per_s_min < 0 || bps < r.bytes_per_s_min ? bps : r.bytes_per_s_min;
-                r.bytes_per_s_max = maxd(r.bytes_per_s_max, bps);
-                r.stall_adapter_us = maxd(r.stall_adapter_us, (double)b.window_stall_us[ADAPTER]);
-                r.stall_lifecycle_us = maxd(r.stall_lifecycle_us, (double)lstall);
-                r.stall_controller_us = maxd(r.stall_controller_us, (double)b.window_stall_us[CONTROLLER]);
-                r.sync_catalog_us = maxd(r.sync_catalog_us, (double)b.cat_sync_window_us);
-                r.sync_storage_us = maxd(r.sync_storage_us, (double)b.st_sync_window_us);
-                r.ddl_offered += (double)offered;
-                r.ddl_completed += (double)d.lat.n;
-                r.ddl_late += (double)d.late_started;
-                qsort(d.lat.v, d.lat.n, sizeof(*d.lat.v), cmp_u64);
-                qsort(d.svc.v, d.svc.n, sizeof(*d.svc.v), cmp_u64);
-                if (d.lat.n) {
-                        double p95 = (double)pct(d.lat.v, d.lat.n, 95) / 1e3;
-                        r.ddl_p95_min_us = r.ddl_p95_min_us < 0 || p95 < r.ddl_p95_min_us ? p95 : r.ddl_p95_min_us;
-                        r.ddl_p95_max_us = maxd(r.ddl_p95_max_us, p95);
-                }
-                for (size_t i = 0; i < d.lat.n && !failed; i++)
-                        failed = !vec_push(&pairs, d.lat.v[i]);
-                printf("round %" PRIu64 ": %.1f s, %" PRIu64 " publications, %" PRIu64 " records, %" PRIu64
-                       " bytes (%.2f kB/s); catalog WAL %" PRIu64 " bytes, storage WAL %" PRIu64 " bytes; DDL "
-                       "pairs %zu/%" PRIu64 " (started late %" PRIu64 ", finished after the window %" PRIu64
-                       ") p50 %.0f us p95 %.0f us max %.0f us (service, from the CREATE's send: p50 %.0f "
-                       "us p95 %.0f us); observer polls %" PRIu64 "; longest stall "
-                       "adapter %.1f ms lifecycle %.1f ms controller %.1f ms; longest sync catalog %.1f "
-                       "ms storage %.1f ms\n",
-                       round + 1, window, b.publications - a.publications, b.records_total - a.records_total,
-                       b.bytes_total - a.bytes_total, bps / 1e3, b.cat_wal - a.cat_wal, b.st_wal - a.st_wal,
-                       d.lat.n, offered, d.late_started, d.straddled,
-                       (double)pct(d.lat.v, d.lat.n, 50) / 1e3, (double)pct(d.lat.v, d.lat.n, 95) / 1e3,
-                       d.lat.n ? (double)d.lat.v[d.lat.n - 1] / 1e3 : 0.0,
-                       (double)pct(d.svc.v, d.svc.n, 50) / 1e3, (double)pct(d.svc.v, d.svc.n, 95) / 1e3,
-                       ob.c ? atomic_load(&ob.polls) - polls0 : 0,
-                       (double)b.window_stall_us[ADAPTER] / 1e3, (double)lstall / 1e3,
-                       (double)b.window_stall_us[CONTROLLER] / 1e3, (double)b.cat_sync_window_us / 1e3,
-                       (double)b.st_sync_window_us / 1e3);
-                free(d.lat.v);
-                free(d.svc.v);
-        }
+        for (uint64_t round = 0; round < o->rounds && !failed; round++)
+                failed = !run_round(o, round, sample_ns, &w, &r, &t);
         atomic_store(&w.stop, true);
         pthread_join(w.th, NULL);
         r.load1_end = load1();
         after = snapshot(ALL_DAEMONS);
-        if (failed || w.failed || !after.ok || total_s <= 0) {
+        if (failed || w.failed || !after.ok || t.total_s <= 0) {
                 fprintf(stderr, "bench-publication: the writer, DDL, observer or a status request failed\n");
                 goto out;
         }
@@ -1382,68 +1479,13 @@ static int run_row(const struct opts *o)
                 r.cat_disk_bytes_after = (double)dir_bytes(cat_dir);
         r.pub_errors = (double)after.pub_errors;
         if (o->restarts) {
-                /* Each in turn; all three serve again before the next kill. */
-                static const int order[N_DAEMONS] = { ADAPTER, CONTROLLER, LIFECYCLE };
-                double *ms[N_DAEMONS] = { &r.restart_adapter_ms, &r.restart_lifecycle_ms,
-                                          &r.restart_controller_ms };
                 PQfinish(c);
                 c = NULL;
-                for (int k = 0; k < N_DAEMONS; k++) {
-                        int dmn = order[k];
-                        *ms[dmn] = restart(dmn, 60);
-                        printf("restart: %s serving %.1f ms after kill -9\n", daemon_name[dmn], *ms[dmn]);
-                        if (*ms[dmn] < 0)
-                                failed = true;
-                }
+                if (!run_restarts(&r))
+                        failed = true;
         }
 
-        r.observe_s = total_s;
-        r.inserts_per_s = (double)d_ins / total_s;
-        r.table_write_interval_ms = r.inserts_per_s > 0 ? 1000.0 * (double)o->active / r.inserts_per_s : 0;
-        r.publications = (double)d_pubs;
-        r.pubs_per_s = (double)d_pubs / total_s;
-        r.records_per_pub = d_pubs ? (double)d_recs / (double)d_pubs : 0;
-        r.bytes_per_pub = d_pubs ? (double)d_bytes / (double)d_pubs : 0;
-        r.bytes_per_s = (double)d_bytes / total_s;
-        r.records_per_s = (double)d_recs / total_s;
-        r.touched_per_pub = seen_pubs ? (double)sum_touched / (double)seen_pubs : 0;
-        r.catalog_wal_bps = (double)d_cat_wal / total_s;
-        r.catalog_written_bps = (double)d_cat_all / total_s;
-        r.storage_wal_bps = (double)d_st_wal / total_s;
-        r.storage_written_bps = (double)d_st_all / total_s;
-        qsort(pairs.v, pairs.n, sizeof(*pairs.v), cmp_u64);
-        r.ddl_p50_us = (double)pct(pairs.v, pairs.n, 50) / 1e3;
-        r.ddl_p95_us = (double)pct(pairs.v, pairs.n, 95) / 1e3;
-        r.ddl_p99_us = (double)pct(pairs.v, pairs.n, 99) / 1e3;
-        r.ddl_max_us = pairs.n ? (double)pairs.v[pairs.n - 1] / 1e3 : 0;
-        if (r.ddl_p95_min_us < 0)
-                r.ddl_p95_min_us = 0;
-        if (r.bytes_per_s_min < 0)
-                r.bytes_per_s_min = 0;
-        r.observer_polls_per_s = (double)polls / total_s;
-        r.observer_rows_per_poll = polls ? (double)poll_rows / (double)polls : 0;
-        r.observer_errors = (double)poll_errors;
-        qsort(lag.v, lag.n, sizeof(*lag.v), cmp_u64);
-        r.lag_p50_us = (double)pct(lag.v, lag.n, 50);
-        r.lag_p99_us = (double)pct(lag.v, lag.n, 99);
-        r.lag_n = (double)lag.n;
-        r.commits_per_s = (double)d_commits / total_s;
-        r.syncs_per_s = (double)d_syncs / total_s;
-        r.cpu_adapter_pct = 100.0 * (double)cpu_sum[ADAPTER] / 1000.0 / total_s;
-        r.cpu_lifecycle_pct = 100.0 * (double)cpu_sum[LIFECYCLE] / 1000.0 / total_s;
-        r.cpu_controller_pct = 100.0 * (double)cpu_sum[CONTROLLER] / 1000.0 / total_s;
-        printf("all rounds, %.1f s: %" PRIu64 " INSERTs (%.0f/s; each table every %.0f ms), %" PRIu64
-               " publications, %" PRIu64 " records, %" PRIu64 " bytes; %" PRIu64 " commits, %" PRIu64
-               " syncs; catalog WAL %" PRIu64 " bytes (all writes %" PRIu64 "), storage WAL %" PRIu64
-               " bytes (all writes %" PRIu64 "); DDL pairs %.0f/%.0f; lag samples %zu (%" PRIu64
-               " not seen), max %" PRIu64 " us; observer %" PRIu64 " polls (%.0f rows each, %" PRIu64
-               " errors); CPU adapter %.1f%% lifecycle %.1f%% controller %.1f%%; publication errors %"
-               PRIu64 ", reloads %" PRIu64 "; load average %.2f\n",
-               total_s, d_ins, r.inserts_per_s, r.table_write_interval_ms, d_pubs, d_recs, d_bytes,
-               d_commits, d_syncs, d_cat_wal, d_cat_all, d_st_wal, d_st_all, r.ddl_completed,
-               r.ddl_offered, lag.n, lag_missed, lag.n ? lag.v[lag.n - 1] : 0, polls,
-               r.observer_rows_per_poll, poll_errors, r.cpu_adapter_pct, r.cpu_lifecycle_pct,
-               r.cpu_controller_pct, after.pub_errors, after.reloads, r.load1_end);
+        run_totals(o, &r, &t, &after);
         printf("\n");
         md_header();
         md_row(&r);
@@ -1458,10 +1500,10 @@ static int run_row(const struct opts *o)
                 fclose(f);
         }
 out:
-        free(lag.v);
-        free(pairs.v);
+        free(t.lag.v);
+        free(t.pairs.v);
         PQfinish(c);
-        return !failed && !w.failed && d_pubs ? 0 : 1;
+        return !failed && !w.failed && t.d_pubs ? 0 : 1;
 }
 
 int main(int argc, char **argv)
