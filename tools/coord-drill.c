@@ -1261,13 +1261,160 @@ static void usage(FILE *f, const struct conf_option *opts, size_t n)
         conf_usage(f, opts, n);
 }
 
+/* The run's connection string, tag, log and sink paths. */
+static int drill_names(struct drill *dr)
+{
+        _cleanup_free_ char *home = NULL;
+
+        snprintf(dr->conninfo, sizeof(dr->conninfo),
+                 "host=127.0.0.1 port=%" PRIu64 " user=coord dbname=coord connect_timeout=5", dr->pg_port);
+        /* Names of this run: drill_<tag>_..., so a drill on a used instance meets nothing. */
+        snprintf(dr->tag, sizeof(dr->tag), "%" PRIx64, (uint64_t)((wall_ms() ^ ((uint64_t)getpid() << 20)) & 0xffffffffffull));
+        /* tools/coord keeps <home>/run and <home>/log; the first `up` may create both */
+        home = strdup(dr->run_dir);
+        if (!home)
+                return -ENOMEM;
+        snprintf(dr->log_path, sizeof(dr->log_path), "%s/log", dirname(home));
+        snprintf(dr->sink_path, sizeof(dr->sink_path), "%s/drill_%s_k.out", home, dr->tag);
+        (void)mkdir(dr->log_path, 0755);
+        strncat(dr->log_path, "/drill.log", sizeof(dr->log_path) - strlen(dr->log_path) - 1);
+        return 0;
+}
+
+/* The sink and the source of the workload, as it asks. */
+static int create_others(struct drill *dr, PGconn *chk)
+{
+        char sql[PATH_MAX + 128];
+        PGresult *q;
+
+        if (dr->w_sink) {
+                snprintf(sql, sizeof(sql), "CREATE SINK drill_%s_k FROM drill_%s_t0 INTO FILE '%s'", dr->tag,
+                         dr->tag, dr->sink_path);
+                q = PQexec(chk, sql);
+                if (PQresultStatus(q) != PGRES_COMMAND_OK) {
+                        fprintf(stderr, "drill: %s: %s", sql, PQresultErrorMessage(q));
+                        PQclear(q);
+                        return -1;
+                }
+                PQclear(q);
+                if (add_other(dr, "drill_%s_k", dr->tag) < 0)
+                        return -1;
+        }
+        if (dr->w_source) {
+                snprintf(sql, sizeof(sql), "CREATE SOURCE drill_%s_c FROM LOAD GENERATOR COUNTER "
+                         "(TICK INTERVAL '20ms')", dr->tag);
+                q = PQexec(chk, sql);
+                if (PQresultStatus(q) != PGRES_COMMAND_OK) {
+                        fprintf(stderr, "drill: %s: %s", sql, PQresultErrorMessage(q));
+                        PQclear(q);
+                        return -1;
+                }
+                PQclear(q);
+                if (add_other(dr, "drill_%s_c", dr->tag) < 0 ||
+                    add_other(dr, "drill_%s_c_progress", dr->tag) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+/* The kills, at random gaps, each followed by a check; the violations found. */
+static uint64_t kill_loop(struct drill *dr, PGconn **chk, uint64_t *rng)
+{
+        uint64_t viol = 0;
+
+        for (uint64_t k = 1; k <= dr->kills; k++) {
+                uint64_t gap = dr->min_gap_ms + rnd(rng) % (dr->max_gap_ms - dr->min_gap_ms + 1), v;
+                int d, roles = 0, pick;
+                double ms, exited_ms = 0;
+                pid_t pid;
+
+                for (d = 0; d < N_DAEMONS; d++)
+                        roles += dr->kill_role[d];
+                pick = (int)(rnd(rng) % (uint64_t)roles);
+                for (d = 0; d < N_DAEMONS; d++)
+                        if (dr->kill_role[d] && pick-- == 0)
+                                break;
+                msleep(gap);
+                ms = kill_restart(dr, d, chk, &pid, &exited_ms);
+                if (ms < 0) {
+                        dr->restart_failures++;
+                        viol++;
+                        /* one more try to bring it back, so the drill can go on */
+                        if (run_coord(dr, "up", NULL, 0) != 0)
+                                return viol;
+                } else
+                        dr->restart_ms[d][dr->nrestart[d]++] = (uint64_t)(ms + 0.5);
+                v = check_all(dr, chk);
+                viol += v;
+                printf("drill: kill=%" PRIu64 "/%" PRIu64 " daemon=%s pid=%d after_ms=%" PRIu64 " exited_ms=%.1f "
+                       "serving_ms=%.1f rows_acked=%" PRIu64 " ddl_acked=%" PRIu64 " violations=%" PRIu64 "\n",
+                       k, dr->kills, daemon_name[d], (int)pid, gap, exited_ms, ms,
+                       (uint64_t)atomic_load(&dr->rows_acked), (uint64_t)atomic_load(&dr->ddl_acked), v);
+                fflush(stdout);
+                if (dr->test_expect_loss && k == 1)
+                        delete_acked_row(dr, chk);
+        }
+        return viol;
+}
+
+/* The drill's figures and verdict. */
+static int report(struct drill *dr, uint64_t t_start, uint64_t total_viol)
+{
+        _cleanup_free_ uint64_t *all = NULL;
+        size_t nall = 0, at = 0;
+
+        for (int d = 0; d < N_DAEMONS; d++)
+                nall += dr->nrestart[d];
+        all = calloc(nall + 1, sizeof(*all));
+        if (!all)
+                return -ENOMEM;
+        printf("\ndrill: kills %zu of %" PRIu64 " in %.0f s:", nall, dr->kills, ms_since(t_start) / 1e3);
+        for (int d = 0; d < N_DAEMONS; d++) {
+                uint64_t p50, p99;
+                if (!dr->nrestart[d])
+                        continue;
+                memcpy(all + at, dr->restart_ms[d], dr->nrestart[d] * sizeof(*all));
+                at += dr->nrestart[d];
+                pct(dr->restart_ms[d], dr->nrestart[d], &p50, &p99);
+                printf(" %s %zu (p50 %" PRIu64 " ms, p99 %" PRIu64 " ms)", daemon_name[d], dr->nrestart[d], p50, p99);
+        }
+        {
+                uint64_t p50, p99;
+                pct(all, nall, &p50, &p99);
+                printf("\ndrill: restart to serving (kill -9 to serving again): p50 %" PRIu64 " ms, p99 %" PRIu64
+                       " ms; restarts failed %" PRIu64 "\n", p50, p99, dr->restart_failures);
+        }
+        printf("drill: INSERTs acknowledged %" PRIu64 " (%" PRIu64 " rows), failed %" PRIu64 " (afterwards present %"
+               PRIu64 ", absent %" PRIu64 " rows); DDL acknowledged %" PRIu64 ", failed %" PRIu64 "; reconnects %"
+               PRIu64 "\n", (uint64_t)atomic_load(&dr->ins_acked), (uint64_t)atomic_load(&dr->rows_acked),
+               (uint64_t)atomic_load(&dr->ins_failed), dr->maybe_present, dr->maybe_absent,
+               (uint64_t)atomic_load(&dr->ddl_acked), (uint64_t)atomic_load(&dr->ddl_failed),
+               (uint64_t)atomic_load(&dr->reconnects));
+        printf("drill: acknowledged writes lost %" PRIu64 ", duplicates %" PRIu64 ", half statements %" PRIu64
+               ", phantoms %" PRIu64 ", read rows vanished %" PRIu64 ", absent rows reappeared %" PRIu64 "\n",
+               dr->lost, dr->dups, dr->half, dr->phantoms, dr->vanished, dr->reappeared);
+        printf("drill: DDL lost %" PRIu64 ", dropped objects back %" PRIu64 ", phantom objects %" PRIu64 "\n",
+               dr->ddl_lost, dr->ddl_reappeared, dr->ddl_phantoms);
+        printf("drill: checks %" PRIu64 ": I1 %" PRIu64 ", I2 %" PRIu64 ", I5 %" PRIu64 ", I6 %" PRIu64 ", I9 %" PRIu64
+               " (%" PRIu64 " views compared), I10 %" PRIu64 " (%" PRIu64 " matches), reads failed %" PRIu64 "\n",
+               dr->checks, dr->i1, dr->i2, dr->i5, dr->i6, dr->i9, dr->mv_compared, dr->i10, dr->check_matches,
+               dr->read_failures);
+        if (dr->w_sink || dr->w_source)
+                printf("drill: sink checks %" PRIu64 " (%" PRIu64 " lines read), violations %" PRIu64
+                       "; source checks %" PRIu64 " (%" PRIu64 " values), violations %" PRIu64 "\n", dr->sink_checks,
+                       dr->sink_lines, dr->sink_bad, dr->source_checks, dr->source_n, dr->source_bad);
+        printf("drill: verdict %s: lost %" PRIu64 ", violations %" PRIu64 " (seed %" PRIu64 ")\n",
+               total_viol ? "FAIL" : "PASS", dr->lost, total_viol, dr->seed);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         struct drill *dr = calloc(1, sizeof(*dr));
         struct client *cl = NULL;
         PGconn *chk = NULL;
-        uint64_t backoff = 10, rng, v0, total_viol = 0, *all = NULL, t_start = now_ns();
-        size_t nclients = 0, nall = 0, at = 0;
+        uint64_t backoff = 10, rng, v0, total_viol = 0, t_start = now_ns();
+        size_t nclients = 0;
         int ex = NODE_EXIT_FAILURE, r, nargs = 0;
         char *args[8], err[256] = "";
         char *default_daemons = strdup("adapter,lifecycle,controller"), *default_workload = strdup("insert,ddl,mv,index,sink,source");
@@ -1335,20 +1482,8 @@ int main(int argc, char **argv)
                         roles += dr->kill_role[d];
                 dr->kills = dr->long_run ? 2000 * roles : 30;
         }
-        snprintf(dr->conninfo, sizeof(dr->conninfo),
-                 "host=127.0.0.1 port=%" PRIu64 " user=coord dbname=coord connect_timeout=5", dr->pg_port);
-        /* Names of this run: drill_<tag>_..., so a drill on a used instance meets nothing. */
-        snprintf(dr->tag, sizeof(dr->tag), "%" PRIx64, (uint64_t)((wall_ms() ^ ((uint64_t)getpid() << 20)) & 0xffffffffffull));
-        /* tools/coord keeps <home>/run and <home>/log; the first `up` may create both */
-        {
-                _cleanup_free_ char *home = strdup(dr->run_dir);
-                if (!home)
-                        goto out;
-                snprintf(dr->log_path, sizeof(dr->log_path), "%s/log", dirname(home));
-                snprintf(dr->sink_path, sizeof(dr->sink_path), "%s/drill_%s_k.out", home, dr->tag);
-                (void)mkdir(dr->log_path, 0755);
-                strncat(dr->log_path, "/drill.log", sizeof(dr->log_path) - strlen(dr->log_path) - 1);
-        }
+        if (drill_names(dr) < 0)
+                goto out;
         pthread_mutex_init(&dr->wlock, NULL);
         pthread_mutex_init(&dr->dlock, NULL);
         for (int d = 0; d < N_DAEMONS; d++)
@@ -1369,38 +1504,8 @@ int main(int argc, char **argv)
         for (unsigned t = 0; t < dr->tables; t++)
                 if (add_base(dr, chk, K_TABLE, t) < 0 || (dr->w_mv && add_base(dr, chk, K_MV, t) < 0))
                         goto out;
-        {
-                char sql[PATH_MAX + 128];
-                PGresult *q;
-
-                if (dr->w_sink) {
-                        snprintf(sql, sizeof(sql), "CREATE SINK drill_%s_k FROM drill_%s_t0 INTO FILE '%s'", dr->tag,
-                                 dr->tag, dr->sink_path);
-                        q = PQexec(chk, sql);
-                        if (PQresultStatus(q) != PGRES_COMMAND_OK) {
-                                fprintf(stderr, "drill: %s: %s", sql, PQresultErrorMessage(q));
-                                PQclear(q);
-                                goto out;
-                        }
-                        PQclear(q);
-                        if (add_other(dr, "drill_%s_k", dr->tag) < 0)
-                                goto out;
-                }
-                if (dr->w_source) {
-                        snprintf(sql, sizeof(sql), "CREATE SOURCE drill_%s_c FROM LOAD GENERATOR COUNTER "
-                                 "(TICK INTERVAL '20ms')", dr->tag);
-                        q = PQexec(chk, sql);
-                        if (PQresultStatus(q) != PGRES_COMMAND_OK) {
-                                fprintf(stderr, "drill: %s: %s", sql, PQresultErrorMessage(q));
-                                PQclear(q);
-                                goto out;
-                        }
-                        PQclear(q);
-                        if (add_other(dr, "drill_%s_c", dr->tag) < 0 ||
-                            add_other(dr, "drill_%s_c_progress", dr->tag) < 0)
-                                goto out;
-                }
-        }
+        if (create_others(dr, chk) < 0)
+                goto out;
 
         rng = dr->seed;
         cl = calloc(dr->clients + 1, sizeof(*cl));
@@ -1421,38 +1526,7 @@ int main(int argc, char **argv)
         printf("drill: check before the first kill: violations=%" PRIu64 "\n", v0);
         fflush(stdout);
 
-        for (uint64_t k = 1; k <= dr->kills; k++) {
-                uint64_t gap = dr->min_gap_ms + rnd(&rng) % (dr->max_gap_ms - dr->min_gap_ms + 1), v;
-                int d, roles = 0, pick;
-                double ms, exited_ms = 0;
-                pid_t pid;
-
-                for (d = 0; d < N_DAEMONS; d++)
-                        roles += dr->kill_role[d];
-                pick = (int)(rnd(&rng) % (uint64_t)roles);
-                for (d = 0; d < N_DAEMONS; d++)
-                        if (dr->kill_role[d] && pick-- == 0)
-                                break;
-                msleep(gap);
-                ms = kill_restart(dr, d, &chk, &pid, &exited_ms);
-                if (ms < 0) {
-                        dr->restart_failures++;
-                        total_viol++;
-                        /* one more try to bring it back, so the drill can go on */
-                        if (run_coord(dr, "up", NULL, 0) != 0)
-                                break;
-                } else
-                        dr->restart_ms[d][dr->nrestart[d]++] = (uint64_t)(ms + 0.5);
-                v = check_all(dr, &chk);
-                total_viol += v;
-                printf("drill: kill=%" PRIu64 "/%" PRIu64 " daemon=%s pid=%d after_ms=%" PRIu64 " exited_ms=%.1f "
-                       "serving_ms=%.1f rows_acked=%" PRIu64 " ddl_acked=%" PRIu64 " violations=%" PRIu64 "\n",
-                       k, dr->kills, daemon_name[d], (int)pid, gap, exited_ms, ms,
-                       (uint64_t)atomic_load(&dr->rows_acked), (uint64_t)atomic_load(&dr->ddl_acked), v);
-                fflush(stdout);
-                if (dr->test_expect_loss && k == 1)
-                        delete_acked_row(dr, &chk);
-        }
+        total_viol += kill_loop(dr, &chk, &rng);
 stop:
         atomic_store(&dr->stop, true);
         for (size_t i = 0; i < nclients; i++)
@@ -1464,52 +1538,11 @@ stop:
         if (!dr->keep && chk && !total_viol)
                 drop_all(dr, chk);
 
-        for (int d = 0; d < N_DAEMONS; d++)
-                nall += dr->nrestart[d];
-        all = calloc(nall + 1, sizeof(*all));
-        if (!all)
+        if (report(dr, t_start, total_viol) < 0)
                 goto out;
-        printf("\ndrill: kills %zu of %" PRIu64 " in %.0f s:", nall, dr->kills, ms_since(t_start) / 1e3);
-        for (int d = 0; d < N_DAEMONS; d++) {
-                uint64_t p50, p99;
-                if (!dr->nrestart[d])
-                        continue;
-                memcpy(all + at, dr->restart_ms[d], dr->nrestart[d] * sizeof(*all));
-                at += dr->nrestart[d];
-                pct(dr->restart_ms[d], dr->nrestart[d], &p50, &p99);
-                printf(" %s %zu (p50 %" PRIu64 " ms, p99 %" PRIu64 " ms)", daemon_name[d], dr->nrestart[d], p50, p99);
-        }
-        {
-                uint64_t p50, p99;
-                pct(all, nall, &p50, &p99);
-                printf("\ndrill: restart to serving (kill -9 to serving again): p50 %" PRIu64 " ms, p99 %" PRIu64
-                       " ms; restarts failed %" PRIu64 "\n", p50, p99, dr->restart_failures);
-        }
-        printf("drill: INSERTs acknowledged %" PRIu64 " (%" PRIu64 " rows), failed %" PRIu64 " (afterwards present %"
-               PRIu64 ", absent %" PRIu64 " rows); DDL acknowledged %" PRIu64 ", failed %" PRIu64 "; reconnects %"
-               PRIu64 "\n", (uint64_t)atomic_load(&dr->ins_acked), (uint64_t)atomic_load(&dr->rows_acked),
-               (uint64_t)atomic_load(&dr->ins_failed), dr->maybe_present, dr->maybe_absent,
-               (uint64_t)atomic_load(&dr->ddl_acked), (uint64_t)atomic_load(&dr->ddl_failed),
-               (uint64_t)atomic_load(&dr->reconnects));
-        printf("drill: acknowledged writes lost %" PRIu64 ", duplicates %" PRIu64 ", half statements %" PRIu64
-               ", phantoms %" PRIu64 ", read rows vanished %" PRIu64 ", absent rows reappeared %" PRIu64 "\n",
-               dr->lost, dr->dups, dr->half, dr->phantoms, dr->vanished, dr->reappeared);
-        printf("drill: DDL lost %" PRIu64 ", dropped objects back %" PRIu64 ", phantom objects %" PRIu64 "\n",
-               dr->ddl_lost, dr->ddl_reappeared, dr->ddl_phantoms);
-        printf("drill: checks %" PRIu64 ": I1 %" PRIu64 ", I2 %" PRIu64 ", I5 %" PRIu64 ", I6 %" PRIu64 ", I9 %" PRIu64
-               " (%" PRIu64 " views compared), I10 %" PRIu64 " (%" PRIu64 " matches), reads failed %" PRIu64 "\n",
-               dr->checks, dr->i1, dr->i2, dr->i5, dr->i6, dr->i9, dr->mv_compared, dr->i10, dr->check_matches,
-               dr->read_failures);
-        if (dr->w_sink || dr->w_source)
-                printf("drill: sink checks %" PRIu64 " (%" PRIu64 " lines read), violations %" PRIu64
-                       "; source checks %" PRIu64 " (%" PRIu64 " values), violations %" PRIu64 "\n", dr->sink_checks,
-                       dr->sink_lines, dr->sink_bad, dr->source_checks, dr->source_n, dr->source_bad);
-        printf("drill: verdict %s: lost %" PRIu64 ", violations %" PRIu64 " (seed %" PRIu64 ")\n",
-               total_viol ? "FAIL" : "PASS", dr->lost, total_viol, dr->seed);
         ex = total_viol ? NODE_EXIT_FAILURE : 0;
 out:
         PQfinish(chk);
-        free(all);
         free(cl);
         if (dr) {
                 for (int d = 0; d < N_DAEMONS; d++)
