@@ -156,6 +156,147 @@ static void *insert_worker(void *arg)
         return NULL;
 }
 
+/* 1. INSERT latency, one client, one row per statement. */
+static bool insert_one(PGconn *c, uint64_t *lat, uint64_t inserts)
+{
+        uint64_t t0;
+        char q[128];
+
+        if (!run(c, "CREATE TABLE bench_one (a bigint, b text)"))
+                return false;
+        for (uint64_t i = 0; i < inserts; i++) {
+                snprintf(q, sizeof(q), "INSERT INTO bench_one VALUES (%" PRIu64 ", 'row')", i);
+                t0 = now_ns();
+                if (!run(c, q))
+                        return false;
+                lat[i] = now_ns() - t0;
+        }
+        qsort(lat, inserts, sizeof(*lat), cmp_u64);
+        printf("INSERT 1 client          p50=%8.1f us  p99=%8.1f us  (n=%" PRIu64 ")\n",
+               pct_us(lat, inserts, 0.50), pct_us(lat, inserts, 0.99), inserts);
+        return true;
+}
+
+/* 2. rows/s with many clients: group commit shares one append per group. */
+static bool insert_many(PGconn *c, uint64_t clients, uint64_t seconds)
+{
+        struct worker *w;
+        uint64_t t0;
+
+        if (!run(c, "CREATE TABLE bench_many (client int, k bigint)"))
+                return false;
+        w = calloc(clients, sizeof(*w));
+        t0 = now_ns();
+        for (uint64_t i = 0; i < clients; i++) {
+                w[i] = (struct worker){ .id = (int)i, .deadline_ns = t0 + seconds * 1000000000ull };
+                pthread_create(&w[i].th, NULL, insert_worker, &w[i]);
+        }
+        {
+                uint64_t rows = 0;
+                double secs;
+                for (uint64_t i = 0; i < clients; i++) {
+                        pthread_join(w[i].th, NULL);
+                        rows += w[i].rows;
+                }
+                secs = (double)(now_ns() - t0) / 1e9;
+                printf("INSERT %3" PRIu64 " clients      %8.0f rows/s  (%" PRIu64 " rows in %.1f s)\n",
+                       clients, (double)rows / secs, rows, secs);
+        }
+        free(w);
+        return true;
+}
+
+/* 3. CREATE TABLE + DROP TABLE pairs with `tables` tables existing; each pair's start and
+ * latency to raw, if given. */
+static bool ddl_pairs(PGconn *c, uint64_t *lat, uint64_t tables, uint64_t pairs, FILE *raw)
+{
+        uint64_t t0;
+        char q[128];
+
+        t0 = now_ns();
+        for (uint64_t i = 0; i < tables; i++) {
+                snprintf(q, sizeof(q), "CREATE TABLE filler_%" PRIu64 " (a bigint)", i);
+                if (!run(c, q))
+                        return false;
+        }
+        printf("setup %" PRIu64 " tables        %8.2f s\n", tables, (double)(now_ns() - t0) / 1e9);
+        for (uint64_t i = 0; i < pairs; i++) {
+                t0 = now_ns();
+                if (!run(c, "CREATE TABLE pair_t (a bigint)") || !run(c, "DROP TABLE pair_t"))
+                        return false;
+                lat[i] = now_ns() - t0;
+                if (raw && fprintf(raw, "%" PRIu64 " %" PRIu64 "\n", t0, lat[i]) < 0)
+                        return false;
+        }
+        if (raw && fclose(raw) != 0)
+                return false;
+        /* The run in quarters, each sorted in place before the whole: a p95 that moves
+         * between them is the machine drifting (or the system still busy from the
+         * setup), not the pairs. */
+        if (pairs >= 400) {
+                printf("DDL pair p50/p95 by quarter of the run:");
+                for (uint64_t q4 = 0; q4 < 4; q4++) {
+                        uint64_t *part = lat + q4 * (pairs / 4), n = pairs / 4;
+
+                        qsort(part, n, sizeof(*part), cmp_u64);
+                        printf(" %.0f/%.0f us", pct_us(part, n, 0.50), pct_us(part, n, 0.95));
+                }
+                printf("\n");
+        }
+        qsort(lat, pairs, sizeof(*lat), cmp_u64);
+        printf("DDL pair at %" PRIu64 " tables  p50=%8.1f us  p95=%8.1f us  p99=%8.1f us  (n=%" PRIu64 ")\n",
+               tables, pct_us(lat, pairs, 0.50), pct_us(lat, pairs, 0.95), pct_us(lat, pairs, 0.99), pairs);
+        return true;
+}
+
+/* Pairs after an idle gap of idle_ms each. */
+static bool ddl_pairs_idle(PGconn *c, uint64_t *lat, uint64_t idle_pairs, uint64_t idle_ms)
+{
+        uint64_t t0;
+
+        for (uint64_t i = 0; i < idle_pairs; i++) {
+                struct timespec ts = { .tv_sec = (time_t)(idle_ms / 1000),
+                                       .tv_nsec = (long)(idle_ms % 1000) * 1000000L };
+
+                while (nanosleep(&ts, &ts) < 0)
+                        ;
+                t0 = now_ns();
+                if (!run(c, "CREATE TABLE pair_t (a bigint)") || !run(c, "DROP TABLE pair_t"))
+                        return false;
+                lat[i] = now_ns() - t0;
+        }
+        if (idle_pairs) {
+                qsort(lat, idle_pairs, sizeof(*lat), cmp_u64);
+                printf("DDL pair after %" PRIu64 " ms idle  p50=%8.1f us  p95=%8.1f us  max=%8.1f us  (n=%" PRIu64 ")\n",
+                       idle_ms, pct_us(lat, idle_pairs, 0.50), pct_us(lat, idle_pairs, 0.95),
+                       pct_us(lat, idle_pairs, 1.0), idle_pairs);
+        }
+        return true;
+}
+
+/* 4. A SELECT of a table right after its CREATE. */
+static bool reads_after_create(PGconn *c, uint64_t *lat, uint64_t reads)
+{
+        uint64_t t0;
+
+        for (uint64_t i = 0; i < reads; i++) {
+                if (!run(c, "CREATE TABLE rac_t (a bigint)"))
+                        return false;
+                t0 = now_ns();
+                if (!run(c, "SELECT * FROM rac_t"))
+                        return false;
+                lat[i] = now_ns() - t0;
+                if (!run(c, "DROP TABLE rac_t"))
+                        return false;
+        }
+        if (reads) {
+                qsort(lat, reads, sizeof(*lat), cmp_u64);
+                printf("SELECT after CREATE TABLE  p50=%8.1f us  p95=%8.1f us  p99=%8.1f us  (n=%" PRIu64 ")\n",
+                       pct_us(lat, reads, 0.50), pct_us(lat, reads, 0.95), pct_us(lat, reads, 0.99), reads);
+        }
+        return true;
+}
+
 int main(int argc, char **argv)
 {
         uint64_t inserts = 2000, clients = 32, seconds = 5, tables = 1000, pairs = 2000,
@@ -177,10 +318,8 @@ int main(int argc, char **argv)
         };
         char *args[8], err[256];
         int nargs = 0, r;
-        uint64_t *lat, t0;
-        struct worker *w;
+        uint64_t *lat;
         PGconn *c;
-        char q[128];
 
         if (argc > 30 || (r = conf_parse(argc, argv, "bench", opts, ELEMENTSOF(opts), args, &nargs,
                                          err, sizeof(err))) < 0 || nargs || !conninfo) {
@@ -214,112 +353,14 @@ int main(int argc, char **argv)
         if (!lat)
                 return 1;
 
-        /* 1. INSERT latency, one client, one row per statement. */
-        if (!run(c, "CREATE TABLE bench_one (a bigint, b text)"))
+        if (!insert_one(c, lat, inserts) || !insert_many(c, clients, seconds) ||
+            !ddl_pairs(c, lat, tables, pairs, raw))
                 return 1;
-        for (uint64_t i = 0; i < inserts; i++) {
-                snprintf(q, sizeof(q), "INSERT INTO bench_one VALUES (%" PRIu64 ", 'row')", i);
-                t0 = now_ns();
-                if (!run(c, q))
-                        return 1;
-                lat[i] = now_ns() - t0;
-        }
-        qsort(lat, inserts, sizeof(*lat), cmp_u64);
-        printf("INSERT 1 client          p50=%8.1f us  p99=%8.1f us  (n=%" PRIu64 ")\n",
-               pct_us(lat, inserts, 0.50), pct_us(lat, inserts, 0.99), inserts);
-
-        /* 2. rows/s with many clients: group commit shares one append per group. */
-        if (!run(c, "CREATE TABLE bench_many (client int, k bigint)"))
-                return 1;
-        w = calloc(clients, sizeof(*w));
-        t0 = now_ns();
-        for (uint64_t i = 0; i < clients; i++) {
-                w[i] = (struct worker){ .id = (int)i, .deadline_ns = t0 + seconds * 1000000000ull };
-                pthread_create(&w[i].th, NULL, insert_worker, &w[i]);
-        }
-        {
-                uint64_t rows = 0;
-                double secs;
-                for (uint64_t i = 0; i < clients; i++) {
-                        pthread_join(w[i].th, NULL);
-                        rows += w[i].rows;
-                }
-                secs = (double)(now_ns() - t0) / 1e9;
-                printf("INSERT %3" PRIu64 " clients      %8.0f rows/s  (%" PRIu64 " rows in %.1f s)\n",
-                       clients, (double)rows / secs, rows, secs);
-        }
-        free(w);
-
-        /* 3. CREATE TABLE + DROP TABLE pairs with `tables` tables existing. */
-        t0 = now_ns();
-        for (uint64_t i = 0; i < tables; i++) {
-                snprintf(q, sizeof(q), "CREATE TABLE filler_%" PRIu64 " (a bigint)", i);
-                if (!run(c, q))
-                        return 1;
-        }
-        printf("setup %" PRIu64 " tables        %8.2f s\n", tables, (double)(now_ns() - t0) / 1e9);
-        for (uint64_t i = 0; i < pairs; i++) {
-                t0 = now_ns();
-                if (!run(c, "CREATE TABLE pair_t (a bigint)") || !run(c, "DROP TABLE pair_t"))
-                        return 1;
-                lat[i] = now_ns() - t0;
-                if (raw && fprintf(raw, "%" PRIu64 " %" PRIu64 "\n", t0, lat[i]) < 0)
-                        return 1;
-        }
-        if (raw && fclose(raw) != 0)
-                return 1;
-        /* The run in quarters, each sorted in place before the whole: a p95 that moves
-         * between them is the machine drifting (or the system still busy from the
-         * setup), not the pairs. */
-        if (pairs >= 400) {
-                printf("DDL pair p50/p95 by quarter of the run:");
-                for (uint64_t q4 = 0; q4 < 4; q4++) {
-                        uint64_t *part = lat + q4 * (pairs / 4), n = pairs / 4;
-
-                        qsort(part, n, sizeof(*part), cmp_u64);
-                        printf(" %.0f/%.0f us", pct_us(part, n, 0.50), pct_us(part, n, 0.95));
-                }
-                printf("\n");
-        }
-        qsort(lat, pairs, sizeof(*lat), cmp_u64);
-        printf("DDL pair at %" PRIu64 " tables  p50=%8.1f us  p95=%8.1f us  p99=%8.1f us  (n=%" PRIu64 ")\n",
-               tables, pct_us(lat, pairs, 0.50), pct_us(lat, pairs, 0.95), pct_us(lat, pairs, 0.99), pairs);
         /* The disk again: the pairs took a while, and its speed drifts. */
         if (sync_dir && pairs && (r = sync_floor(sync_dir, "right after the pairs")) < 0)
                 fprintf(stderr, "bench-tables: fdatasync floor on %s: %s\n", sync_dir, strerror(-r));
-        for (uint64_t i = 0; i < idle_pairs; i++) {
-                struct timespec ts = { .tv_sec = (time_t)(idle_ms / 1000),
-                                       .tv_nsec = (long)(idle_ms % 1000) * 1000000L };
-
-                while (nanosleep(&ts, &ts) < 0)
-                        ;
-                t0 = now_ns();
-                if (!run(c, "CREATE TABLE pair_t (a bigint)") || !run(c, "DROP TABLE pair_t"))
-                        return 1;
-                lat[i] = now_ns() - t0;
-        }
-        if (idle_pairs) {
-                qsort(lat, idle_pairs, sizeof(*lat), cmp_u64);
-                printf("DDL pair after %" PRIu64 " ms idle  p50=%8.1f us  p95=%8.1f us  max=%8.1f us  (n=%" PRIu64 ")\n",
-                       idle_ms, pct_us(lat, idle_pairs, 0.50), pct_us(lat, idle_pairs, 0.95),
-                       pct_us(lat, idle_pairs, 1.0), idle_pairs);
-        }
-        /* 4. A SELECT of a table right after its CREATE. */
-        for (uint64_t i = 0; i < reads; i++) {
-                if (!run(c, "CREATE TABLE rac_t (a bigint)"))
-                        return 1;
-                t0 = now_ns();
-                if (!run(c, "SELECT * FROM rac_t"))
-                        return 1;
-                lat[i] = now_ns() - t0;
-                if (!run(c, "DROP TABLE rac_t"))
-                        return 1;
-        }
-        if (reads) {
-                qsort(lat, reads, sizeof(*lat), cmp_u64);
-                printf("SELECT after CREATE TABLE  p50=%8.1f us  p95=%8.1f us  p99=%8.1f us  (n=%" PRIu64 ")\n",
-                       pct_us(lat, reads, 0.50), pct_us(lat, reads, 0.95), pct_us(lat, reads, 0.99), reads);
-        }
+        if (!ddl_pairs_idle(c, lat, idle_pairs, idle_ms) || !reads_after_create(c, lat, reads))
+                return 1;
         free(lat);
         PQfinish(c);
         conf_done(opts, ELEMENTSOF(opts));
