@@ -179,26 +179,6 @@ uint64_t acat_max_bound(const struct adapter_catalog *ac, const uint64_t *gids, 
         return m;
 }
 
-/* The item array (by gid) without the name index: for pending items at finish. */
-static int items_array_add(struct adapter_catalog *ac, struct acat_item *it)
-{
-        size_t pos;
-
-        if (ac->n_items == ac->cap_items) {
-                size_t cap = ac->cap_items ? ac->cap_items * 2 : 64;
-                struct acat_item **n = realloc(ac->items, cap * sizeof(*n));
-                if (!n)
-                        return -ENOMEM;
-                ac->items = n;
-                ac->cap_items = cap;
-        }
-        pos = items_lower_bound(ac, it->gid);
-        memmove(ac->items + pos + 1, ac->items + pos, (ac->n_items - pos) * sizeof(*ac->items));
-        ac->items[pos] = it;
-        ac->n_items++;
-        return 0;
-}
-
 static int name_reserve(struct adapter_catalog *ac, struct acat_item *it)
 {
         int r;

@@ -91,6 +91,7 @@ void req_consumer_remove(struct acat_item *input, const struct acat_item *consum
 struct acat_req *req_find(const struct acat_item *consumer, uint64_t input);
 int req_put(struct acat_item *consumer, uint64_t input, uint64_t frontier);
 size_t items_lower_bound(const struct adapter_catalog *ac, uint64_t gid);
+int items_array_add(struct adapter_catalog *ac, struct acat_item *it);
 int items_add(struct adapter_catalog *ac, struct acat_item *it);
 uint64_t oldest_index(const struct adapter_catalog *ac, const struct acat_item *target);
 int deps_link(struct adapter_catalog *ac, struct acat_item *it,

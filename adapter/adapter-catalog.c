@@ -400,11 +400,11 @@ size_t acat_count_user(const struct adapter_catalog *ac)
         return ac->n_items - ac->n_builtin;
 }
 
-/* Insert into memory (after the commit, or at load).  The gid is new and the name free. */
-int items_add(struct adapter_catalog *ac, struct acat_item *it)
+/* Insert into the item array (by gid) only, not the name index: for pending items at
+ * finish, whose names are reserved already.  The gid is new. */
+int items_array_add(struct adapter_catalog *ac, struct acat_item *it)
 {
         size_t pos;
-        int r;
 
         if (ac->n_items == ac->cap_items) {
                 size_t cap = ac->cap_items ? ac->cap_items * 2 : 64;
@@ -414,16 +414,27 @@ int items_add(struct adapter_catalog *ac, struct acat_item *it)
                 ac->items = n;
                 ac->cap_items = cap;
         }
-        if ((ac->n_names_used + ac->n_tombstones + 1) * 2 > ac->n_names_cap) {
-                r = names_rebuild(ac, ac->n_names_cap ? ac->n_names_cap * 2 : 128);
-                if (r < 0)
-                        return r;
-        }
         pos = items_lower_bound(ac, it->gid);
         assert(pos == ac->n_items || ac->items[pos]->gid != it->gid);
         memmove(ac->items + pos + 1, ac->items + pos, (ac->n_items - pos) * sizeof(*ac->items));
         ac->items[pos] = it;
         ac->n_items++;
+        return 0;
+}
+
+/* Insert into memory (after the commit, or at load).  The gid is new and the name free. */
+int items_add(struct adapter_catalog *ac, struct acat_item *it)
+{
+        int r;
+
+        if ((ac->n_names_used + ac->n_tombstones + 1) * 2 > ac->n_names_cap) {
+                r = names_rebuild(ac, ac->n_names_cap ? ac->n_names_cap * 2 : 128);
+                if (r < 0)
+                        return r;
+        }
+        r = items_array_add(ac, it);
+        if (r < 0)
+                return r;
         names_insert_raw(ac->names, ac->n_names_cap, it);
         ac->n_names_used++;
         return 0;
