@@ -565,7 +565,7 @@ static int create_into(struct adapter_catalog *ac, const struct acat_new_item *n
                        req_at, ts);
         if (r < 0)
                 goto fail;
-        r = deps_link(ac, it, before, n_before);
+        r = deps_link(ac, it, NULL, before, n_before);
         linked = true;
         for (size_t i = 0; r >= 0 && i < it->n_reqs; i++)
                 r = req_consumer_add(item_or_before(ac, it->reqs[i].input, before, n_before), it);

@@ -80,6 +80,7 @@ struct name_ent *names_slot(const struct adapter_catalog *ac, const char *name);
 int checks_dup(const struct sql_check *v, size_t n, struct sql_check **ret);
 int uniques_dup(const struct sql_unique *v, size_t n, struct sql_unique **ret);
 void item_free(struct acat_item *it);
+bool u64_has(const uint64_t *v, size_t n, uint64_t x);
 uint64_t *u64_dup(const uint64_t *v, size_t n);
 int item_set_definition(struct acat_item *it, const uint8_t *plan, size_t plan_len,
                         const uint64_t *li, size_t nli, const uint64_t *pi, size_t npi,
@@ -94,7 +95,7 @@ size_t items_lower_bound(const struct adapter_catalog *ac, uint64_t gid);
 int items_array_add(struct adapter_catalog *ac, struct acat_item *it);
 int items_add(struct adapter_catalog *ac, struct acat_item *it);
 uint64_t oldest_index(const struct adapter_catalog *ac, const struct acat_item *target);
-int deps_link(struct adapter_catalog *ac, struct acat_item *it,
+int deps_link(struct adapter_catalog *ac, struct acat_item *it, struct acat_item *near,
               struct acat_txn *const *before, size_t n_before);
 void deps_unlink(struct adapter_catalog *ac, struct acat_item *it);
 void items_remove(struct adapter_catalog *ac, uint64_t gid);

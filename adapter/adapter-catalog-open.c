@@ -283,23 +283,18 @@ static int load_protection(struct adapter_catalog *ac, const struct load_part *l
 static int load_deps(struct adapter_catalog *ac)
 {
         for (size_t i = ac->n_builtin; i < ac->n_items; i++) {
-                struct acat_item *it = ac->items[i];
+                struct acat_item *it = ac->items[i], *prev = ac->items[i - 1], *on;
+                /* A ref is most often the item just before (a view's default index). */
+                int r = deps_link(ac, it, prev, NULL, 0);
 
-                for (size_t k = 0; k < it->n_refs; k++) {
-                        /* Most often the item just before (a view's default index). */
-                        struct acat_item *ref = ac->items[i - 1]->gid == it->refs[k]
-                                                        ? ac->items[i - 1]
-                                                        : (struct acat_item *)acat_by_gid(ac, it->refs[k]);
-                        int r;
-
-                        if (!ref)
-                                return -EBADMSG;
-                        r = dependent_add(ref, it->gid);
-                        if (r < 0)
-                                return r;
-                        if (it->kind == SQL_OBJECT_INDEX && ref->gid == it->on_id && !ref->index_id)
-                                ref->index_id = it->gid;
-                }
+                if (r < 0)
+                        return r;
+                if (it->kind != SQL_OBJECT_INDEX || !u64_has(it->refs, it->n_refs, it->on_id))
+                        continue;
+                /* one of its refs, so deps_link() found it */
+                on = prev->gid == it->on_id ? prev : (struct acat_item *)acat_by_gid(ac, it->on_id);
+                if (!on->index_id)
+                        on->index_id = it->gid;
         }
         return 0;
 }

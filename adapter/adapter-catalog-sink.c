@@ -21,14 +21,6 @@
 
 #define SWAP(a, b) do { __typeof__(a) tmp_ = (a); (a) = (b); (b) = tmp_; } while (0)
 
-static bool u64_has(const uint64_t *v, size_t n, uint64_t x)
-{
-        for (size_t i = 0; i < n; i++)
-                if (v[i] == x)
-                        return true;
-        return false;
-}
-
 /* Undo what acat_alter_sink_begin() linked: the new refs' dependents, the new
  * requirements, the marks. */
 static void alter_sink_unlink(struct adapter_catalog *ac, struct acat_item *it, struct acat_txn *t)

@@ -255,6 +255,14 @@ void item_free(struct acat_item *it)
         free(it);
 }
 
+bool u64_has(const uint64_t *v, size_t n, uint64_t x)
+{
+        for (size_t i = 0; i < n; i++)
+                if (v[i] == x)
+                        return true;
+        return false;
+}
+
 uint64_t *u64_dup(const uint64_t *v, size_t n)
 {
         uint64_t *d = malloc((n ? n : 1) * sizeof(*d));
@@ -454,13 +462,17 @@ uint64_t oldest_index(const struct adapter_catalog *ac, const struct acat_item *
         return best;
 }
 
-/* Make `it` a dependent of each of its refs (at load, or when its create begins). */
-int deps_link(struct adapter_catalog *ac, struct acat_item *it,
-                     struct acat_txn *const *before, size_t n_before)
+/* Make `it` a dependent of each of its refs (at load, or when its create begins).  near,
+ * if not NULL, is a guess at a ref that saves looking it up (at load, the item before). */
+int deps_link(struct adapter_catalog *ac, struct acat_item *it, struct acat_item *near,
+              struct acat_txn *const *before, size_t n_before)
 {
         for (size_t i = 0; i < it->n_refs; i++) {
-                struct acat_item *ref = item_or_before(ac, it->refs[i], before, n_before);
+                struct acat_item *ref = near && near->gid == it->refs[i]
+                                                ? near
+                                                : item_or_before(ac, it->refs[i], before, n_before);
                 int r;
+
                 if (!ref)
                         return -EBADMSG;
                 r = dependent_add(ref, it->gid);
