@@ -405,26 +405,6 @@ static int item_copy_columns(struct acat_item *it, const struct acat_new_item *n
         return 0;
 }
 
-/* Set the item's definition: its plan (may be NULL), inputs, refs and keys. */
-static int item_set_plan(struct acat_item *it, const Coord__Plan__Relation *plan,
-                         const uint64_t *logical, size_t n_logical, const uint64_t *physical,
-                         size_t n_physical, const uint64_t *refs, size_t n_refs,
-                         const uint32_t *keys, size_t n_keys)
-{
-        _cleanup_free_ uint8_t *planbuf = NULL;
-        size_t plen = 0;
-
-        if (plan) {
-                plen = coord__plan__relation__get_packed_size(plan);
-                planbuf = malloc(plen ? plen : 1);
-                if (!planbuf)
-                        return -ENOMEM;
-                coord__plan__relation__pack(plan, planbuf);
-        }
-        return item_set_definition(it, planbuf, plen, logical, n_logical, physical, n_physical,
-                                   refs, n_refs, keys, n_keys);
-}
-
 /* The item ni describes, as GlobalId gid, created at ts. */
 static int item_from_new(const struct acat_new_item *ni, uint64_t gid, uint64_t ts,
                          struct acat_item **ret)

@@ -85,6 +85,10 @@ uint64_t *u64_dup(const uint64_t *v, size_t n);
 int item_set_definition(struct acat_item *it, const uint8_t *plan, size_t plan_len,
                         const uint64_t *li, size_t nli, const uint64_t *pi, size_t npi,
                         const uint64_t *refs, size_t nrefs, const uint32_t *keys, size_t nkeys);
+int item_set_plan(struct acat_item *it, const Coord__Plan__Relation *plan,
+                  const uint64_t *logical, size_t n_logical, const uint64_t *physical,
+                  size_t n_physical, const uint64_t *refs, size_t n_refs,
+                  const uint32_t *keys, size_t n_keys);
 int dependent_add(struct acat_item *it, uint64_t gid);
 void dependent_remove(struct acat_item *it, uint64_t gid);
 int req_consumer_add(struct acat_item *input, struct acat_item *consumer);

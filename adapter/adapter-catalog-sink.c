@@ -90,20 +90,10 @@ int acat_alter_sink_begin(struct adapter_catalog *ac, uint64_t gid, const struct
         def->kind = SQL_OBJECT_SINK;
         def->on_id = ni->on_id;
         def->as_of = at;
-        {
-                size_t plen = coord__plan__relation__get_packed_size(ni->plan);
-                _cleanup_free_ uint8_t *pb = malloc(plen ? plen : 1);
-
-                if (!pb) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                coord__plan__relation__pack(ni->plan, pb);
-                r = item_set_definition(def, pb, plen, ni->logical_inputs, ni->n_logical,
-                                        ni->physical_inputs, ni->n_physical, ni->refs, ni->n_refs, NULL, 0);
-                if (r < 0)
-                        goto fail;
-        }
+        r = item_set_plan(def, ni->plan, ni->logical_inputs, ni->n_logical, ni->physical_inputs,
+                          ni->n_physical, ni->refs, ni->n_refs, NULL, 0);
+        if (r < 0)
+                goto fail;
         /* The item as it will be: encoded with the new definition, the old put back. */
         {
                 struct acat_item tmp = *it;

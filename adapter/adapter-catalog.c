@@ -300,6 +300,26 @@ int item_set_definition(struct acat_item *it, const uint8_t *plan, size_t plan_l
         return 0;
 }
 
+/* item_set_definition() from a plan (may be NULL), packed here. */
+int item_set_plan(struct acat_item *it, const Coord__Plan__Relation *plan,
+                  const uint64_t *logical, size_t n_logical, const uint64_t *physical,
+                  size_t n_physical, const uint64_t *refs, size_t n_refs,
+                  const uint32_t *keys, size_t n_keys)
+{
+        _cleanup_free_ uint8_t *planbuf = NULL;
+        size_t plen = 0;
+
+        if (plan) {
+                plen = coord__plan__relation__get_packed_size(plan);
+                planbuf = malloc(plen ? plen : 1);
+                if (!planbuf)
+                        return -ENOMEM;
+                coord__plan__relation__pack(plan, planbuf);
+        }
+        return item_set_definition(it, planbuf, plen, logical, n_logical, physical, n_physical,
+                                   refs, n_refs, keys, n_keys);
+}
+
 /* ---- dependencies (in memory) ---- */
 
 int dependent_add(struct acat_item *it, uint64_t gid)
