@@ -1164,11 +1164,24 @@ static void delete_acked_row(struct drill *dr, PGconn **c)
 
 /* ---- setup, options, report ---------------------------------------------------------- */
 
+/* Run a statement of the drill's setup, which must succeed: -EIO, printed, if not. */
+static int exec_setup(PGconn *c, const char *sql)
+{
+        PGresult *r = PQexec(c, sql);
+
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+                fprintf(stderr, "drill: %s: %s", sql, PQresultErrorMessage(r));
+                PQclear(r);
+                return -EIO;
+        }
+        PQclear(r);
+        return 0;
+}
+
 static int add_base(struct drill *dr, PGconn *c, uint8_t kind, unsigned t)
 {
         struct dobj *o;
         char sql[384];
-        PGresult *r;
 
         if (GROW_ARRAY(dr->d, dr->capd, dr->nd + 1) < 0)
                 return -ENOMEM;
@@ -1180,13 +1193,8 @@ static int add_base(struct drill *dr, PGconn *c, uint8_t kind, unsigned t)
                 snprintf(sql, sizeof(sql), "CREATE MATERIALIZED VIEW %s AS %s", o->name, o->def);
         } else
                 snprintf(sql, sizeof(sql), "CREATE TABLE %s (id bigint NOT NULL, v bigint)", o->name);
-        r = PQexec(c, sql);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-                fprintf(stderr, "drill: %s: %s", sql, PQresultErrorMessage(r));
-                PQclear(r);
+        if (exec_setup(c, sql) < 0)
                 return -EIO;
-        }
-        PQclear(r);
         dr->nd++;
         return 0;
 }
@@ -1285,31 +1293,20 @@ static int drill_names(struct drill *dr)
 static int create_others(struct drill *dr, PGconn *chk)
 {
         char sql[PATH_MAX + 128];
-        PGresult *q;
 
         if (dr->w_sink) {
                 snprintf(sql, sizeof(sql), "CREATE SINK drill_%s_k FROM drill_%s_t0 INTO FILE '%s'", dr->tag,
                          dr->tag, dr->sink_path);
-                q = PQexec(chk, sql);
-                if (PQresultStatus(q) != PGRES_COMMAND_OK) {
-                        fprintf(stderr, "drill: %s: %s", sql, PQresultErrorMessage(q));
-                        PQclear(q);
+                if (exec_setup(chk, sql) < 0)
                         return -1;
-                }
-                PQclear(q);
                 if (add_other(dr, "drill_%s_k", dr->tag) < 0)
                         return -1;
         }
         if (dr->w_source) {
                 snprintf(sql, sizeof(sql), "CREATE SOURCE drill_%s_c FROM LOAD GENERATOR COUNTER "
                          "(TICK INTERVAL '20ms')", dr->tag);
-                q = PQexec(chk, sql);
-                if (PQresultStatus(q) != PGRES_COMMAND_OK) {
-                        fprintf(stderr, "drill: %s: %s", sql, PQresultErrorMessage(q));
-                        PQclear(q);
+                if (exec_setup(chk, sql) < 0)
                         return -1;
-                }
-                PQclear(q);
                 if (add_other(dr, "drill_%s_c", dr->tag) < 0 ||
                     add_other(dr, "drill_%s_c_progress", dr->tag) < 0)
                         return -1;
