@@ -3,8 +3,8 @@
  * HISTORY), a publication's protection, each validated and built as catalog ops, then
  * applied to memory when its commit is done (acat_txn_finish()); and acat_export().
  *
- * What the catalog writer's files share is adapter-catalog-internal.h; note (2) is in
- * adapter-catalog.c, note (4) in adapter-catalog-open.c.
+ * What the catalog writer's files share is adapter-catalog-internal.h; the other notes
+ * are adapter-catalog.c note 2 and adapter-catalog-open.c note 4.
  *
  * NOTES ON THE DESIGN
  * (1) Memory follows the disk: a DDL is validated on a copy of what would change,

@@ -1,8 +1,8 @@
 /* adapter-catalog-open.c -- the catalog writer's items loaded from the store
  * (acat_open()), and the handle freed (acat_free()).
  *
- * What the catalog writer's files share is adapter-catalog-internal.h; notes (1) to (3)
- * are in adapter-catalog.c.
+ * What the catalog writer's files share is adapter-catalog-internal.h; the other notes
+ * are adapter-catalog-ddl.c notes 1 and 3 and adapter-catalog.c note 2.
  *
  * NOTES ON THE DESIGN
  * (4) Loading (acat_open()) is on the path of an adapter restart: at 100,000 objects

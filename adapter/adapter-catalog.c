@@ -1,7 +1,7 @@
 /* adapter-catalog.c -- the catalog writer's items.  See adapter-catalog.h.
  *
  * NOTES ON THE DESIGN
- * (adapter-catalog-ddl.c has notes (1) and (3), adapter-catalog-open.c note (4).)
+ * (The others: adapter-catalog-ddl.c notes 1 and 3, adapter-catalog-open.c note 4.)
  * (2) items[] holds every item, sorted by GlobalId (built-ins first, user GlobalIds are
  *     handed out increasing); lookups by id are a binary search.  The name index is an
  *     open-addressing hash table of item pointers with their names' hashes (linear

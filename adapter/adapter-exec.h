@@ -80,7 +80,7 @@ uint64_t exec_builtin_mark(const struct exec *ex);
 uint64_t exec_builtin_reads(const struct exec *ex);
 /* DDL commits held until a publication in flight was committed (acat_txn_after_publication()). */
 uint64_t exec_ddl_after_publication(const struct exec *ex);
-/* DDL statements answered by their committer thread (adapter-pgwire.c note (7)). */
+/* DDL statements answered by their committer thread (adapter-pgwire.c note 7). */
 uint64_t exec_ddl_direct_replies(const struct exec *ex);
 /* (9) PeekResults that came as chunks of streams; pulls deferred until a client's
  * output drained (backpressure). */

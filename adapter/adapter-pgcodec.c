@@ -60,7 +60,7 @@ static void set_be32(uint8_t *p, uint32_t v)
         p[3] = (uint8_t)v;
 }
 
-/* --- Output buffer (note (2)) ------------------------------------------------------ */
+/* --- Output buffer (note 2) -------------------------------------------------------- */
 
 void pgcodec_buf_init(struct pgcodec_buf *b, size_t max)
 {
@@ -332,7 +332,7 @@ void pgcodec_put_empty(struct pgcodec_buf *b, uint8_t type)
         pgcodec_msg_end(b, pgcodec_msg_begin(b, type));
 }
 
-/* --- Framing (note (1)) ------------------------------------------------------------ */
+/* --- Framing (note 1) -------------------------------------------------------------- */
 
 /* Whether a frontend sends messages of this type, and under which limit. */
 static bool frontend_type(uint8_t type, bool *ret_small)
@@ -391,7 +391,7 @@ int pgcodec_frame_next(const uint8_t *buf, size_t len, bool startup, size_t max,
         return 1;
 }
 
-/* --- Body reader (note (1)) -------------------------------------------------------- */
+/* --- Body reader (note 1) ---------------------------------------------------------- */
 
 struct reader {
         const uint8_t *p;
@@ -668,7 +668,7 @@ int pgcodec_parse_empty(const struct pgcodec_frame *f)
         return f->len == 0 ? 0 : -EBADMSG;
 }
 
-/* --- Types and formats (note (3)) ------------------------------------------------- */
+/* --- Types and formats (note 3) --------------------------------------------------- */
 
 int16_t pgcodec_type_len(uint32_t type)
 {

@@ -17,7 +17,7 @@
 
 #include "loop.h"
 
-/* --- Output (adapter-pgwire.c note (4)) ------------------------------------------- */
+/* --- Output (adapter-pgwire.c note 4) --------------------------------------------- */
 
 int conn_send_arm(struct pgwire_conn *c)
 {
@@ -42,7 +42,7 @@ void conn_tx_done(struct pgwire_conn *c)
 
 /* Start sending what is queued, unless a send is in flight (its completion will): what
  * the socket takes now with one send(2), the rest through the loop
- * (adapter-pgwire.c note (4)). */
+ * (adapter-pgwire.c note 4). */
 void conn_flush(struct pgwire_conn *c)
 {
         struct pgcodec_buf t;
@@ -107,7 +107,7 @@ void conn_put_error(struct pgwire_conn *c, const char *severity, const char *sql
         va_end(ap);
 }
 
-/* --- Closing (adapter-pgwire.c note (1)) ------------------------------------------- */
+/* --- Closing (adapter-pgwire.c note 1) --------------------------------------------- */
 
 static void conn_cancel_io(struct pgwire_conn *c, struct loop_io *io)
 {
@@ -150,7 +150,7 @@ static void conn_close_timeout(struct loop *l, void *userdata)
 }
 
 /* To CLOSING: finish sending, then FIN and wait for the client's EOF
- * (adapter-pgwire.c note (1)). */
+ * (adapter-pgwire.c note 1). */
 void conn_close(struct pgwire_conn *c, int reason)
 {
         uint64_t ns = (uint64_t)c->srv->cfg.close_timeout_ms * 1000 * 1000;
@@ -185,7 +185,7 @@ void conn_protocol_violation(struct pgwire_conn *c, int reason, const char *mess
         conn_fatal(c, PGCODEC_SQLSTATE_PROTOCOL_VIOLATION, reason, message);
 }
 
-/* --- Input (adapter-pgwire.c note (2)) -------------------------------------------- */
+/* --- Input (adapter-pgwire.c note 2) ---------------------------------------------- */
 
 /* Make room for the rest of the message at in_start.  Nothing moves while a request
  * borrows the buffer or while a recv is in flight into it (the kernel writes at the

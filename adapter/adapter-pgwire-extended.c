@@ -4,7 +4,7 @@
  * Execute hands a portal to execute() or answers it from the portal's rows put aside).
  *
  * The numbered notes are in adapter-pgwire.c (NOTES ON THE DESIGN OF A CONNECTION),
- * this file's being adapter-pgwire.c note (5).  What the server's files share is
+ * this file's being adapter-pgwire.c note 5.  What the server's files share is
  * adapter-pgwire-internal.h.  Loop thread only; nothing logs.
  */
 #include "adapter-pgwire-internal.h"
@@ -17,7 +17,7 @@
 
 #include "probes.h"
 
-/* --- Statements and portals (adapter-pgwire.c note (5)) -------------------------- */
+/* --- Statements and portals (adapter-pgwire.c note 5) ---------------------------- */
 
 struct stmt *pgw_stmt_find(struct pgwire_conn *c, const char *name)
 {
@@ -183,7 +183,7 @@ int pgw_stmt_new(const char *name, const struct pgwire_statement_desc *d, struct
         return 0;
 }
 
-/* --- Extended protocol, answered by the server (adapter-pgwire.c note (5)) -------- */
+/* --- Extended protocol, answered by the server (adapter-pgwire.c note 5) ---------- */
 
 /* An error in an extended-protocol message: ErrorResponse, then skip until Sync. */
 void conn_ext_error(struct pgwire_conn *c, const char *sqlstate, const char *fmt, ...)

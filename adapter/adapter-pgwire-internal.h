@@ -3,8 +3,8 @@
  *
  * The server is adapter-pgwire.c (its core: the run queue, a conn's lifetime, dispatch,
  * the server API, the accessors, and the NOTES ON THE DESIGN OF A CONNECTION, numbered
- * (1) to (7)) and the adapter-pgwire-*.c files beside it.  "note (N)" in any of them
- * means adapter-pgwire.c note (N).  Everything here runs in the loop's thread.
+ * (1) to (7)) and the adapter-pgwire-*.c files beside it, which refer to them as
+ * "adapter-pgwire.c note N".  Everything here runs in the loop's thread.
  */
 #pragma once
 
@@ -50,7 +50,7 @@ enum conn_req {
         REQ_EXECUTE,
 };
 
-/* A prepared statement (note (5)). */
+/* A prepared statement (adapter-pgwire.c note 5). */
 struct stmt {
         struct stmt *next;              /* c->stmts while named/open, else c->dead */
         unsigned refs;                  /* the c->stmts entry + each portal */
@@ -87,7 +87,7 @@ struct portal {
 struct listener {
         struct pgwire_server *srv;
         struct loop_io io;
-        int fd;                         /* note (6) */
+        int fd;                         /* adapter-pgwire.c note 6 */
         bool armed;
 };
 
@@ -97,7 +97,8 @@ struct pgwire_conn {
         struct pgwire_conn *run_next;           /* srv->runq, while queued */
         bool queued;
 
-        int fd;                         /* closed in conn_free() only: note (6) */
+        /* Closed in conn_free() only: adapter-pgwire.c note 6. */
+        int fd;
         bool is_tcp;
         char peer[INET6_ADDRSTRLEN + 16];
         int32_t pid;
@@ -107,7 +108,8 @@ struct pgwire_conn {
         int reason;                     /* for disconnect(): set on leaving the open states */
         bool eof;                       /* the client shut its side */
         bool wr_shut;                   /* CLOSING: our FIN is out */
-        bool dispatching;               /* conn_run() is on the stack: note (3) */
+        /* conn_run() is on the stack: adapter-pgwire.c note 3. */
+        bool dispatching;
         bool accepted;                  /* connect() accepted: disconnect() is owed */
         bool disconnected;              /* disconnect() ran */
         bool released;                  /* pgwire_server_free() has dealt with it */
@@ -119,7 +121,7 @@ struct pgwire_conn {
         const char **param_names, **param_values;
         char *param_block;
 
-        /* Input: in[in_start, in_end) not yet processed; note (2). */
+        /* Input: in[in_start, in_end) not yet processed; adapter-pgwire.c note 2. */
         struct loop_io recv_io;
         bool recv_armed;
         uint8_t *in;
@@ -127,20 +129,21 @@ struct pgwire_conn {
         size_t in_need;                 /* size of the partial message at in_start, if known */
         size_t lingered;                /* CLOSING: bytes dropped */
 
-        /* Output: note (4). */
+        /* Output: adapter-pgwire.c note 4. */
         struct loop_io send_io;
         bool send_armed;
         struct pgcodec_buf out;
         struct pgcodec_buf tx;
         size_t tx_off;
-        bool drain_armed;               /* note (4): drained() once queued <= drain_below */
+        bool drain_armed;               /* drained() once queued <= drain_below */
         size_t drain_below;
-        bool direct;                    /* note (7): another thread may be sending */
-        bool direct_sent;               /* note (7): the request's reply is out or queued */
+        /* A reply sent by another thread: adapter-pgwire.c note 7. */
+        bool direct;                    /* another thread may be sending */
+        bool direct_sent;               /* the request's reply is out or queued */
 
         struct loop_timer *close_timer; /* armed in CLOSING */
 
-        /* The request in flight: note (2). */
+        /* The request in flight: adapter-pgwire.c note 2. */
         enum conn_req req;
         uint64_t req_start_ns;          /* for pgwire__request__done, when probed */
         bool req_failed;                /* an ErrorResponse was sent for it */
@@ -155,7 +158,8 @@ struct pgwire_conn {
         unsigned types_cap;
 
         struct stmt *stmts;             /* prepared statements */
-        struct stmt *dead;              /* unreferenced, stmt_free() pending: note (3) */
+        /* Unreferenced, stmt_free() pending: adapter-pgwire.c note 3. */
+        struct stmt *dead;
         struct portal *portals;
 };
 
@@ -174,7 +178,7 @@ struct pgwire_server {
         ino_t unix_ino;
         struct loop_timer *retry;       /* accept re-arm after a persistent error */
 
-        struct loop_waker *waker;       /* runs the run queue: note (3) */
+        struct loop_waker *waker;       /* runs the run queue: adapter-pgwire.c note 3 */
         struct loop_defer run_defer;    /* runs it too, from the loop thread (3) */
         struct pgwire_conn *runq, *runq_tail;
         bool running_queue;             /* server_run_queue() on the stack */
@@ -212,7 +216,7 @@ static inline bool conn_open(const struct pgwire_conn *c)
         return c->state == CONN_STARTUP || c->state == CONN_READY || c->state == CONN_SKIP;
 }
 
-/* Note (1): the invariants of every state (only called inside assert()). */
+/* adapter-pgwire.c note 1: the invariants of every state (only called inside assert()). */
 static inline bool conn_check(const struct pgwire_conn *c)
 {
         assert(c->in_start <= c->in_end && c->in_end <= c->in_cap);
@@ -223,20 +227,20 @@ static inline bool conn_check(const struct pgwire_conn *c)
         assert(c->state != CONN_CLOSED || !c->close_timer);
         assert(c->state == CONN_CLOSING || !c->wr_shut || c->state == CONN_CLOSED);
         assert(c->txn_status == 'I' || c->txn_status == 'T' || c->txn_status == 'E');
-        /* Note (7): only a query's reply goes out elsewhere, and never while tx holds
-         * bytes of ours (begin required it empty; conn_flush() waits). */
+        /* adapter-pgwire.c note 7: only a query's reply goes out elsewhere, and never
+         * while tx holds bytes of ours (begin required it empty; conn_flush() waits). */
         assert(!c->direct || (c->req == REQ_QUERY && !c->direct_sent));
         assert(!c->direct || !c->send_armed);
         return true;
 }
 
-/* Output waiting to leave: `out` and the unsent part of tx (note (4)). */
+/* Output waiting to leave: `out` and the unsent part of tx (adapter-pgwire.c note 4). */
 static inline size_t conn_queued(const struct pgwire_conn *c)
 {
         return c->out.len + (c->tx.len - c->tx_off);
 }
 
-/* --- adapter-pgwire.c: the run queue and the entry point (note (3)) ---------------- */
+/* --- adapter-pgwire.c: the run queue and the entry point (adapter-pgwire.c note 3) -- */
 
 /* Make sure conn_run(c) happens soon, from the loop. */
 void conn_schedule(struct pgwire_conn *c);
@@ -246,7 +250,7 @@ void conn_run(struct pgwire_conn *c);
 void conn_recv_done(struct loop *l, struct loop_io *io, int res);
 void conn_send_done(struct loop *l, struct loop_io *io, int res);
 
-/* --- adapter-pgwire-conn.c: output (note (4)), closing (note (1)), input (note (2)) - */
+/* --- adapter-pgwire-conn.c: output, closing, input (adapter-pgwire.c notes 4, 1, 2) - */
 
 int conn_send_arm(struct pgwire_conn *c);
 void conn_tx_done(struct pgwire_conn *c);
@@ -266,17 +270,18 @@ void conn_close(struct pgwire_conn *c, int reason);
 /* A FATAL error, then close. */
 void conn_fatal(struct pgwire_conn *c, const char *sqlstate, int reason, const char *message);
 void conn_protocol_violation(struct pgwire_conn *c, int reason, const char *message);
-/* Make room for the rest of the message at in_start (note (2)). */
+/* Make room for the rest of the message at in_start (adapter-pgwire.c note 2). */
 int conn_in_prepare(struct pgwire_conn *c);
 void conn_recv_arm(struct pgwire_conn *c);
 
-/* --- adapter-pgwire-startup.c: the startup phase (note (1): STARTUP) ---------------- */
+/* --- adapter-pgwire-startup.c: the startup phase (adapter-pgwire.c note 1: STARTUP) - */
 
 /* A message of the STARTUP state: StartupMessage, SSLRequest, GSSENCRequest,
  * CancelRequest. */
 void conn_handle_startup(struct pgwire_conn *c, const struct pgcodec_frame *f);
 
-/* --- adapter-pgwire-extended.c: statements, portals, extended protocol (note (5)) -- */
+/* --- adapter-pgwire-extended.c: statements, portals, the extended protocol
+ * (adapter-pgwire.c note 5) ----------------------------------------------------------- */
 
 struct stmt *pgw_stmt_find(struct pgwire_conn *c, const char *name);
 /* Drop a reference; the last one moves st to c->dead, released by conn_settle(). */
@@ -301,7 +306,8 @@ void conn_handle_describe(struct pgwire_conn *c, const struct pgcodec_frame *f);
 void conn_handle_close(struct pgwire_conn *c, const struct pgcodec_frame *f);
 void conn_handle_execute(struct pgwire_conn *c, const struct pgcodec_frame *f);
 
-/* --- adapter-pgwire-listen.c: listening, accepting, the server's end (note (6)) ---- */
+/* --- adapter-pgwire-listen.c: listening, accepting, the server's end
+ * (adapter-pgwire.c note 6) ----------------------------------------------------------- */
 
 uint32_t pgw_random_u32(void);
 int pgw_listener_arm(struct listener *ln);

@@ -4,7 +4,7 @@
  * errors), and the server's end (stop listening, shutdown done, destroy).
  *
  * The numbered notes are in adapter-pgwire.c (NOTES ON THE DESIGN OF A CONNECTION);
- * the listening fds follow adapter-pgwire.c note (6).  What the server's files share is
+ * the listening fds follow adapter-pgwire.c note 6.  What the server's files share is
  * adapter-pgwire-internal.h.  Loop thread only; nothing logs.
  */
 #include "adapter-pgwire-internal.h"
@@ -170,7 +170,7 @@ static void listener_accept_done(struct loop *l, struct loop_io *io, int res)
         if (s->shutting_down || s->freeing) {
                 if (res >= 0)
                         (void)close(res);
-                /* adapter-pgwire.c note (6): no accept is in flight now. */
+                /* adapter-pgwire.c note 6: no accept is in flight now. */
                 closep(&ln->fd);
                 if (s->freeing)
                         pgw_server_maybe_free(s);

@@ -74,7 +74,7 @@ int pgwire_send_row_description(struct pgwire_conn *c, unsigned n,
         if (n > INT16_MAX)
                 return conn_fail_request(c, "too many result columns (%u)", n);
         if (c->req == REQ_EXECUTE)
-                return 0;       /* Describe sent it (adapter-pgwire.c note (5)) */
+                return 0;       /* Describe sent it (adapter-pgwire.c note 5) */
         c->req_ncols = n;
         pgcodec_put_row_description(&c->out, n, cols, NULL);
         return conn_sent(c);
@@ -185,7 +185,7 @@ int pgwire_send_data_row(struct pgwire_conn *c, unsigned n, const char *const *v
                                                  n, st->returns_rows ? st->ncolumns : 0);
                 formats = p->formats;
                 /* Rows past Execute's limit wait in the portal (adapter-pgwire.c
-                 * note (5)). */
+                 * note 5). */
                 if (c->req_max_rows && c->req_rows >= c->req_max_rows)
                         b = &p->spill;
                 c->req_rows++;
@@ -226,7 +226,7 @@ int pgwire_send_command_complete(struct pgwire_conn *c, const char *tag)
         }
         c->req_ncols = PGWIRE_NCOLS_NONE;
         if (c->direct_sent)
-                return 0;       /* out with the direct reply: adapter-pgwire.c note (7) */
+                return 0;       /* out with the direct reply: adapter-pgwire.c note 7 */
         pgcodec_put_command_complete(&c->out, tag);
         return conn_sent(c);
 }
@@ -435,7 +435,7 @@ void pgwire_done(struct pgwire_conn *c)
         c->req_name = NULL;
         c->req_ncols = PGWIRE_NCOLS_NONE;
         assert(conn_check(c));
-        /* A no-op inside the conn's own callback (adapter-pgwire.c note (3)). */
+        /* A no-op inside the conn's own callback (adapter-pgwire.c note 3). */
         conn_schedule(c);
 }
 

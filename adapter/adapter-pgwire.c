@@ -133,7 +133,7 @@
 
 static bool conn_settle(struct pgwire_conn *c);
 
-/* --- Run queue (note (3)) ------------------------------------------------------- */
+/* --- Run queue (note 3) --------------------------------------------------------- */
 
 /* Make sure conn_run(c) happens soon, from the loop. */
 void conn_schedule(struct pgwire_conn *c)
@@ -388,7 +388,7 @@ static void conn_dispatch(struct pgwire_conn *c)
                         return;
                 }
                 if (conn_queued(c) >= PGWIRE_PAUSE_AT) {
-                        /* Note (4): resumed by conn_send_done(), unless the socket
+                        /* Note 4: resumed by conn_send_done(), unless the socket
                          * took it all at once. */
                         conn_flush(c);
                         if (c->state == CONN_CLOSED)
@@ -431,7 +431,7 @@ static void conn_dispatch(struct pgwire_conn *c)
         }
 }
 
-/* Keep the conn's I/O going after its state changed (note (1)). */
+/* Keep the conn's I/O going after its state changed (note 1). */
 static void conn_pump(struct pgwire_conn *c)
 {
         int r;
@@ -533,7 +533,7 @@ void conn_send_done(struct loop *l, struct loop_io *io, int res)
         if (r < 0)
                 conn_abort(c, r);
         if (c->drain_armed && conn_open(c) && conn_queued(c) <= c->drain_below) {
-                /* Note (4): an I/O completion, so the owner may be called; the conn is
+                /* Note 4: an I/O completion, so the owner may be called; the conn is
                  * marked as dispatching so that what it sends is queued, not recursed. */
                 c->drain_armed = false;
                 if (c->srv->cb.drained) {

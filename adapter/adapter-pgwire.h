@@ -213,7 +213,7 @@ int pgwire_describe_statement(struct pgwire_conn *c, const struct pgwire_stateme
 void pgwire_done(struct pgwire_conn *c);
 /* Push queued output now (responses outside a request are flushed anyway). */
 int pgwire_flush(struct pgwire_conn *c);
-/* Pacing a large result (note (4) of adapter-pgwire.c): 1 when at most `below` bytes
+/* Pacing a large result (adapter-pgwire.c note 4): 1 when at most `below` bytes
  * are queued (go on producing); else 0 -- the output is pushed and callbacks.drained
  * runs once when the queue is down to `below` (one arming at a time: a later call
  * moves the mark).  -ECONNRESET when the conn is closing: disconnect() comes instead. */
@@ -222,7 +222,7 @@ int pgwire_notify_drained(struct pgwire_conn *c, size_t below);
  * transaction block, 'E' failed transaction block.  At 'I' Sync drops the portals. */
 void pgwire_set_transaction_status(struct pgwire_conn *c, char status);
 
-/* --- A reply sent by another thread (note (7) of adapter-pgwire.c) --------------- */
+/* --- A reply sent by another thread (adapter-pgwire.c note 7) -------------------- */
 
 struct pgwire_direct {
         int fd;                         /* the conn's socket, open until pgwire_done() */

@@ -3,8 +3,8 @@
  * the handle's state and counters; and following the primary from a secondary
  * (catalog_catch_up(), the log iterator).
  *
- * What the store's files share is catalog-internal.h; notes (1) to (5), (7) and (8)
- * are in catalog.c.
+ * What the store's files share is catalog-internal.h; the other notes are catalog.c
+ * notes 1 to 5, 7 and 8.
  *
  * NOTES ON THE DESIGN
  * (6) A secondary never writes.  catalog_catch_up() replays the primary's new WAL

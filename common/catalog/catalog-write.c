@@ -3,7 +3,7 @@
  * the write path.
  *
  * What the store's files share is catalog-internal.h; the NOTES ON THE DESIGN are in
- * catalog.c (note (6) in catalog-read.c).
+ * catalog.c (and catalog-read.c note 6).
  *
  * GROUP COMMIT
  *

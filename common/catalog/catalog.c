@@ -46,7 +46,7 @@
  *     before anything is handed to RocksDB (bad arguments, out of memory while
  *     building the batch) are not sticky: nothing was written.
  *
- * (catalog-read.c has note (6).)
+ * (The other: catalog-read.c note 6.)
  *
  * (7) RocksDB options, and why:
  *       create_if_missing, create_missing_column_families   primary only

@@ -39,7 +39,7 @@
  *     buffers.  When a flush runs: a handler of the conn (busy) only queues, and
  *     conn_rearm() flushes when it returns, so the replies to a batch of requests
  *     leave in one send; a frame queued from anywhere else asks the loop for a
- *     deferred flush (loop.c note (11)), which runs once after the batch of callbacks,
+ *     deferred flush (loop.c note 11), which runs once after the batch of callbacks,
  *     before the loop sleeps (Redis's beforeSleep), so every frame queued for the conn
  *     in that batch leaves together.  Errors are left to the io_uring send, which
  *     reports them in order with the conn's other completions.  Why a direct send: an
@@ -110,24 +110,24 @@ struct ipc_conn {
 
         enum conn_state state;
         int reason;                     /* for on_close, set by conn_begin_close() */
-        unsigned busy;                  /* handlers of this conn on the stack: note (1) */
+        unsigned busy;                  /* handlers of this conn on the stack: note 1 */
 
         struct loop_io recv_io;
         bool recv_armed;
-        uint8_t *rbuf;                  /* note (3) */
+        uint8_t *rbuf;                  /* note 3 */
         size_t rlen, rcap;
 
         struct loop_io send_io;
         bool send_armed;
-        struct obuf out;                /* note (4): queued, not yet given to the kernel */
+        struct obuf out;                /* note 4: queued, not yet given to the kernel */
         struct obuf wire;               /* being sent: wire.data[woff, wire.len) */
         size_t woff;
-        struct loop_defer flush;        /* note (4): a flush queued for the loop */
+        struct loop_defer flush;        /* note 4: a flush queued for the loop */
 };
 
 struct ipc_server {
         struct loop *loop;
-        int fd;                         /* closed by server_destroy() only: note (5) */
+        int fd;                         /* closed by server_destroy() only: note 5 */
         char *path;                     /* NULL once unlinked */
         dev_t dev;                      /* the socket file we bound, so we never unlink */
         ino_t ino;                      /* a successor's */
@@ -207,7 +207,7 @@ static void obuf_trim(struct obuf *b)
         }
 }
 
-/* --- Connections: lifetime (note (1)) --------------------------------------------- */
+/* --- Connections: lifetime (note 1) ----------------------------------------------- */
 
 static void conn_free(struct ipc_conn *c)
 {
@@ -235,7 +235,7 @@ static bool conn_maybe_finish(struct ipc_conn *c)
 static void conn_cancel(struct ipc_conn *c, struct loop_io *io)
 {
         if (loop_cancel(c->loop, io) < 0)
-                (void)shutdown(c->fd, SHUT_RDWR);       /* note (2) */
+                (void)shutdown(c->fd, SHUT_RDWR);       /* note 2 */
 }
 
 static void conn_begin_close(struct ipc_conn *c, int reason)
@@ -289,7 +289,7 @@ static int conn_new(struct loop *l, int fd, uint32_t max_frame, pid_t peer_pid,
         return 0;
 }
 
-/* --- Connections: receive (note (3)) ---------------------------------------------- */
+/* --- Connections: receive (note 3) ------------------------------------------------ */
 
 /* Make room for the rest of the frame at the front of rbuf. */
 static int conn_rbuf_prepare(struct ipc_conn *c)
@@ -407,7 +407,7 @@ static void conn_recv_done(struct loop *l, struct loop_io *io, int res)
         (void)conn_maybe_finish(c);
 }
 
-/* --- Connections: send (note (4)) -------------------------------------------------- */
+/* --- Connections: send (note 4) ---------------------------------------------------- */
 
 static int conn_send_arm(struct ipc_conn *c)
 {
@@ -429,7 +429,7 @@ static void conn_wire_done(struct ipc_conn *c)
 }
 
 /* Send what is queued, unless a send is in flight (its completion will): what the
- * socket takes now with one send(2), the rest through the loop (note (4)). */
+ * socket takes now with one send(2), the rest through the loop (note 4). */
 static int conn_flush(struct ipc_conn *c)
 {
         struct obuf t;
@@ -520,7 +520,7 @@ int ipc_conn_send(struct ipc_conn *c, const Coord__Envelope *env)
         c->out.len += (size_t)size;
         COORD_IPC_FRAME_SEND(c->fd, (unsigned)env->type, (unsigned)size);
 
-        /* Note (4): a handler of the conn flushes when it returns, a send in flight
+        /* Note 4: a handler of the conn flushes when it returns, a send in flight
          * when it completes; else the loop, once, before it sleeps. */
         if (c->busy == 0 && !c->send_armed)
                 loop_defer(c->loop, &c->flush);
@@ -564,7 +564,7 @@ void ipc_conn_close(struct ipc_conn *c)
 {
         if (!c || c->state != CONN_OPEN)
                 return;
-        /* Note (2): some completion is coming that will finish the close. */
+        /* Note 2: some completion is coming that will finish the close. */
         assert(c->busy > 0 || c->recv_armed);
         conn_begin_close(c, 0);
 }
@@ -644,7 +644,7 @@ int ipc_connect(struct loop *l, const char *path, uint32_t max_frame,
         return 0;
 }
 
-/* --- Server (note (5)) ------------------------------------------------------------ */
+/* --- Server (note 5) -------------------------------------------------------------- */
 
 static void server_unlink(struct ipc_server *s)
 {

@@ -97,7 +97,7 @@
  *     loop runs the queue after each batch of callbacks, before it submits and waits,
  *     until it is empty (what a deferred fn queues runs in the same pass).  The use: a
  *     connection that queued output in several callbacks of one batch sends it with
- *     one send(2) right before the loop sleeps (common/ipc note (4)), instead of one
+ *     one send(2) right before the loop sleeps (ipc.c note 4), instead of one
  *     io_uring send per message whose completion costs the loop another trip through
  *     the kernel.  The queue is a doubly linked list (pprev), so loop_defer_cancel()
  *     is O(1) and safe from inside a deferred fn, for any entry.  The time deferred fns
@@ -140,7 +140,7 @@
 
 /* A busy stretch (note 9) longer than this fires COORD_LOOP_STALL. */
 #define LOOP_STALL_NS (10ull * 1000 * 1000)
-/* Note (9): one callback longer than this fires loop__callback__slow, while traced. */
+/* Note 9: one callback longer than this fires loop__callback__slow, while traced. */
 #define LOOP_CALLBACK_SLOW_NS (1000ull * 1000)
 
 /* loop_free() waits at most this long for cancelled operations to complete. */
@@ -148,7 +148,7 @@
 
 #define LOOP_ENTRIES_DEFAULT 256u
 
-/* Kernel ABI facts for note (10) that liburing 2.3's headers predate.  The opcode is
+/* Kernel ABI facts for note 10 that liburing 2.3's headers predate.  The opcode is
  * counted from the last one those headers know. */
 #define LOOP_OP_FUTEX_WAIT 51
 _Static_assert(IORING_OP_SENDMSG_ZC == 48, "io_uring opcode numbering");
@@ -195,7 +195,7 @@ struct loop {
         bool running;                   /* inside loop_run() */
         bool stop;                      /* loop_stop() was called */
         int error;                      /* sticky fatal error: loop_run() returns it */
-        bool futex_ok;                  /* loop_futex_wait() may be tried: note (10) */
+        bool futex_ok;                  /* loop_futex_wait() may be tried: note 10 */
         uint64_t now;                   /* loop_now_ns() */
         uint64_t max_stall;             /* loop_max_stall_ns(): since loop_new() */
         uint64_t window_stall;          /* loop_take_window_stall_ns(): since the last take */
@@ -203,7 +203,7 @@ struct loop {
         struct loop_timer *timers;      /* armed timers, for loop_free() */
         struct loop_waker *wakers;      /* live wakers and wakers waiting to be freed */
         struct loop_signals *signals;   /* NULL until loop_signal_add() */
-        struct loop_defer *deferred;    /* loop_defer(): note (11) */
+        struct loop_defer *deferred;    /* loop_defer(): note 11 */
 };
 
 /* --- Submission ---------------------------------------------------------------- */
@@ -217,7 +217,7 @@ static int loop_flush(struct loop *l)
         return r;
 }
 
-/* An SQE, submitting what is queued when the SQ is full (design note (2)). */
+/* An SQE, submitting what is queued when the SQ is full (design note 2). */
 static int loop_get_sqe(struct loop *l, struct io_uring_sqe **ret)
 {
         struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
@@ -275,7 +275,7 @@ static int loop_cancel_ud(struct loop *l, uint64_t target)
 
 static int loop_ring_init(struct loop *l, unsigned entries)
 {
-        /* Best first; each step drops flags an older kernel rejects (design note (8)). */
+        /* Best first; each step drops flags an older kernel rejects (design note 8). */
         static const unsigned flag_sets[] = {
                 IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
                 IORING_SETUP_SUBMIT_ALL,
@@ -305,7 +305,7 @@ static int loop_ring_init(struct loop *l, unsigned entries)
         return r;
 }
 
-/* Does the kernel list IORING_OP_FUTEX_WAIT (note (10))?  No probe (before 5.6): no. */
+/* Does the kernel list IORING_OP_FUTEX_WAIT (note 10)?  No probe (before 5.6): no. */
 static bool loop_probe_futex(struct loop *l)
 {
         struct io_uring_probe *p = io_uring_get_probe_ring(&l->ring);
@@ -368,7 +368,7 @@ static void loop_waker_unlink(struct loop *l, struct loop_waker *w)
         w->prev = w->next = NULL;
 }
 
-/* Design note (7): cancel everything and wait for the CQEs, without callbacks. */
+/* Design note 7: cancel everything and wait for the CQEs, without callbacks. */
 static void loop_drain(struct loop *l)
 {
         struct io_uring_sqe *sqe;
@@ -483,7 +483,7 @@ static unsigned loop_dispatch(struct loop *l)
         return n;
 }
 
-/* --- Deferred work (note (11)) ------------------------------------------------------ */
+/* --- Deferred work (note 11) -------------------------------------------------------- */
 
 void loop_defer(struct loop *l, struct loop_defer *d)
 {
@@ -524,7 +524,7 @@ static void loop_run_deferred(struct loop *l)
 
 int loop_run(struct loop *l)
 {
-        uint64_t busy_since = 0, stretch = 0;   /* note (9) */
+        uint64_t busy_since = 0, stretch = 0;   /* note 9 */
         int r = 0;
 
         assert(l);
@@ -697,7 +697,7 @@ int loop_cancel(struct loop *l, struct loop_io *io)
         return loop_cancel_ud(l, (uint64_t)(uintptr_t)io);
 }
 
-/* --- Futex waits (design note (10)) --------------------------------------------- */
+/* --- Futex waits (design note 10) ----------------------------------------------- */
 
 int loop_futex_wait(struct loop *l, struct loop_io *io, const uint32_t *word, uint32_t val,
                     bool shared)
@@ -714,7 +714,7 @@ int loop_futex_wait(struct loop *l, struct loop_io *io, const uint32_t *word, ui
         r = loop_prep(l, io, &sqe);
         if (r < 0)
                 return r;
-        /* Every field the kernel checks, from zero: note (10). */
+        /* Every field the kernel checks, from zero: note 10. */
         memset(sqe, 0, sizeof(*sqe));
         sqe->opcode = LOOP_OP_FUTEX_WAIT;
         sqe->fd = (int32_t)(LOOP_FUTEX2_SIZE_U32 | (shared ? 0u : LOOP_FUTEX2_PRIVATE));
@@ -737,7 +737,7 @@ void loop_futex_disable(struct loop *l)
         l->futex_ok = false;
 }
 
-/* --- Timers (design note (4)) -------------------------------------------------- */
+/* --- Timers (design note 4) ---------------------------------------------------- */
 
 static void loop_timer_complete(struct loop *l, struct loop_io *io, int res)
 {
@@ -810,7 +810,7 @@ void loop_timer_cancel(struct loop *l, struct loop_timer *t)
         io_uring_sqe_set_data64(sqe, LOOP_UD_NONE);
 }
 
-/* --- Wakers (design note (5)) --------------------------------------------------- */
+/* --- Wakers (design note 5) ----------------------------------------------------- */
 
 static int loop_waker_arm(struct loop *l, struct loop_waker *w)
 {
@@ -873,7 +873,7 @@ int loop_waker_new(struct loop *l, loop_waker_fn fn, void *userdata, struct loop
         w->io.complete = loop_waker_complete;
         w->fn = fn;
         w->userdata = userdata;
-        w->fd = eventfd(0, EFD_CLOEXEC);        /* blocking on purpose: design note (5) */
+        w->fd = eventfd(0, EFD_CLOEXEC);        /* blocking on purpose: design note 5 */
         if (w->fd < 0) {
                 r = -errno;
                 free(w);
@@ -933,7 +933,7 @@ struct loop_waker *loop_waker_free(struct loop *l, struct loop_waker *w)
         return NULL;
 }
 
-/* --- Signals (design note (6)) ------------------------------------------------- */
+/* --- Signals (design note 6) --------------------------------------------------- */
 
 static int loop_signals_arm(struct loop *l, struct loop_signals *s)
 {

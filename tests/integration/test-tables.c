@@ -1313,7 +1313,7 @@ static void test_ddl_timestamps(void)
         CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
-/* adapter-pgwire.c note (7): a DDL statement that ends a simple query is answered by
+/* adapter-pgwire.c note 7: a DDL statement that ends a simple query is answered by
  * its committer thread, before the loop has applied it.  Whatever a client does after
  * that answer, on any connection, must see the DDL (linearizability).  With
  * --test-direct-reply-wake-delay-ms the committer tells the loop only 1 s after its

@@ -6,7 +6,9 @@ enforces it (STYLE: notes state an invariant and where it is enforced).  Referen
 are "file.c note N" / "file.c NOTE N" anywhere in the sources, docs and protos (the
 file name may end a line and the word NOTE start the next), and a bare "note N" /
 "NOTE N" inside a .c or .h file, which names a note of that same file.  "note 3a"
-resolves to note (3).  Exit 1 and one line per reference that points at nothing.
+resolves to note (3).  The number may be written in parentheses, "file.c note (N)",
+"note (N)": it is checked the same, though the project writes "note N".  Exit 1 and
+one line per reference that points at nothing.
 """
 import os
 import re
@@ -42,8 +44,9 @@ for f in files:
     if re.search(r'\.(c|h|proto)$', f):
         by_name.setdefault(os.path.basename(f), []).append(f)
 
-cross = re.compile(r'([A-Za-z0-9_-]+\.(?:c|h|proto))\s*(?:\n\s*(?:\*|//)?)?\s+(?:note|NOTE|notes|NOTES)\s+(\d+[a-z]?)')
-own = re.compile(r'(?<![A-Za-z0-9_.-])(?:note|NOTE) (\d+[a-z]?)\b')
+cross = re.compile(r'([A-Za-z0-9_-]+\.(?:c|h|proto))\s*(?:\n\s*(?:\*|//)?)?\s+(?:note|NOTE|notes|NOTES)\s+'
+                   r'(?:(\d+[a-z]?)|\((\d+[a-z]?)\))')
+own = re.compile(r'(?<![A-Za-z0-9_.-])(?:note|NOTE) (?:(\d+[a-z]?)\b|\((\d+[a-z]?)\))')
 bad = n_cross = n_own = 0
 for f in files:
     if not re.search(r'\.(c|h|proto|md)$', f):
@@ -51,7 +54,7 @@ for f in files:
     t = text(f)
     for m in cross.finditer(t):
         n_cross += 1
-        name, num = m.group(1), m.group(2)
+        name, num = m.group(1), m.group(2) or m.group(3)
         if not any(defines(p, num) for p in by_name.get(name, [])):
             line = t.count('\n', 0, m.start()) + 1
             print(f"{f}:{line}: {name} has no note ({num})")
@@ -64,7 +67,7 @@ for f in files:
            re.search(r'(DESIGN|docs/\S+|issue|section|rule)\s*$', before):
             continue
         n_own += 1
-        if not defines(f, m.group(1)):
+        if not defines(f, m.group(1) or m.group(2)):
             line = t.count('\n', 0, m.start()) + 1
             print(f"{f}:{line}: '{m.group(0)}' names no note of this file: write the file's name")
             bad += 1

@@ -1821,7 +1821,7 @@ static void test_raw_pipelined_simple(void)
         raw_close(r);
 }
 
-/* The reply sent by another thread (adapter-pgwire.c note (7)): whether all of it, part
+/* The reply sent by another thread (adapter-pgwire.c note 7): whether all of it, part
  * of it or nothing went out that way, the client gets exactly one CommandComplete and
  * one ReadyForQuery, in order with what is pipelined behind; a refused begin answers
  * the ordinary way. */
