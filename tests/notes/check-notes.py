@@ -5,7 +5,7 @@ A note is a comment paragraph opening with "(N) Title" (N a number) in the file 
 enforces it (STYLE: notes state an invariant and where it is enforced).  References
 are "file.c note N" / "file.c NOTE N" anywhere in the sources, docs and protos (the
 file name may end a line and the word NOTE start the next), and a bare "note N" /
-"NOTE N" inside a .c or .h file, which names a note of that same file.  "note 3a"
+"Note N" / "NOTE N" inside a .c or .h file, which names a note of that same file.  "note 3a"
 resolves to note (3).  The number may be written in parentheses, "file.c note (N)",
 "note (N)": it is checked the same, though the project writes "note N".  Exit 1 and
 one line per reference that points at nothing.
@@ -46,7 +46,7 @@ for f in files:
 
 cross = re.compile(r'([A-Za-z0-9_-]+\.(?:c|h|proto))\s*(?:\n\s*(?:\*|//)?)?\s+(?:note|NOTE|notes|NOTES)\s+'
                    r'(?:(\d+[a-z]?)|\((\d+[a-z]?)\))')
-own = re.compile(r'(?<![A-Za-z0-9_.-])(?:note|NOTE) (?:(\d+[a-z]?)\b|\((\d+[a-z]?)\))')
+own = re.compile(r'(?<![A-Za-z0-9_.-])(?:note|Note|NOTE) (?:(\d+[a-z]?)\b|\((\d+[a-z]?)\))')
 bad = n_cross = n_own = 0
 for f in files:
     if not re.search(r'\.(c|h|proto|md)$', f):
