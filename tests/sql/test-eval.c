@@ -16,23 +16,13 @@
 
 #include "adapter-sql.h"
 #include "controller-eval.h"
+#include "plan-build.h"
 #include "row-expr.h"
 #include "row.h"
 #include "t.h"
 #include "util.h"
 
 /* ---- Building expressions by hand. ---- */
-
-static Coord__Plan__Expr *mk(int type)
-{
-        Coord__Plan__Expr *e = malloc(sizeof(*e));
-
-        if (!e)
-                abort();
-        coord__plan__expr__init(e);
-        e->type = (Coord__Plan__Type)type;
-        return e;
-}
 
 static Coord__Plan__Expr *lit(int type, struct row_datum d)
 {
@@ -75,37 +65,6 @@ static Coord__Plan__Expr *lit(int type, struct row_datum d)
 #define NUL(type) lit(type, ROW_DATUM_NULL)
 #define TXT(s) lit(ROW_TYPE_TEXT, ROW_DATUM_TEXT(s, (uint32_t)strlen(s)))
 
-static Coord__Plan__Expr *col(int type, uint32_t i)
-{
-        Coord__Plan__Expr *e = mk(type);
-
-        e->kind_case = COORD__PLAN__EXPR__KIND_COLUMN;
-        e->column = i;
-        return e;
-}
-
-static Coord__Plan__Expr *call(int type, Coord__Plan__Func f, size_t n, ...)
-{
-        Coord__Plan__Expr *e = mk(type);
-        Coord__Plan__Call *c = malloc(sizeof(*c));
-        va_list ap;
-
-        if (!c)
-                abort();
-        coord__plan__call__init(c);
-        c->func = f;
-        c->n_args = n;
-        c->args = n ? malloc(n * sizeof(*c->args)) : NULL;
-        va_start(ap, n);
-        for (size_t i = 0; i < n; i++)
-                c->args[i] = va_arg(ap, Coord__Plan__Expr *);
-        va_end(ap);
-        e->kind_case = COORD__PLAN__EXPR__KIND_CALL;
-        e->call = c;
-        return e;
-}
-
-#define F(name) COORD__PLAN__FUNC__FUNC_##name
 
 /* Evaluate (and free) e over row; return 0 and *ret, or the error. */
 static int run_expr(Coord__Plan__Expr *e, const struct row_datum *row, size_t n,
@@ -1049,57 +1008,6 @@ static void test_peek_errors(void)
 }
 
 /* ---- Plans built by hand: validation. ---- */
-
-static Coord__Plan__Relation *rel(void)
-{
-        Coord__Plan__Relation *r = malloc(sizeof(*r));
-
-        coord__plan__relation__init(r);
-        return r;
-}
-
-static Coord__Plan__Relation *get(uint64_t id, size_t n, const int *types)
-{
-        Coord__Plan__Relation *r = rel();
-
-        r->kind_case = COORD__PLAN__RELATION__KIND_GET;
-        r->get = malloc(sizeof(*r->get));
-        coord__plan__get__init(r->get);
-        r->get->id = id;
-        r->get->n_column_types = n;
-        r->get->column_types = malloc((n ? n : 1) * sizeof(*r->get->column_types));
-        for (size_t i = 0; i < n; i++)
-                r->get->column_types[i] = (Coord__Plan__Type)types[i];
-        return r;
-}
-
-static Coord__Plan__Relation *filter(Coord__Plan__Relation *in, Coord__Plan__Expr *pred)
-{
-        Coord__Plan__Relation *r = rel();
-
-        r->kind_case = COORD__PLAN__RELATION__KIND_FILTER;
-        r->filter = malloc(sizeof(*r->filter));
-        coord__plan__filter__init(r->filter);
-        r->filter->input = in;
-        r->filter->n_predicates = 1;
-        r->filter->predicates = malloc(sizeof(*r->filter->predicates));
-        r->filter->predicates[0] = pred;
-        return r;
-}
-
-static Coord__Plan__Relation *map1(Coord__Plan__Relation *in, Coord__Plan__Expr *e)
-{
-        Coord__Plan__Relation *r = rel();
-
-        r->kind_case = COORD__PLAN__RELATION__KIND_MAP;
-        r->map = malloc(sizeof(*r->map));
-        coord__plan__map__init(r->map);
-        r->map->input = in;
-        r->map->n_exprs = 1;
-        r->map->exprs = malloc(sizeof(*r->map->exprs));
-        r->map->exprs[0] = e;
-        return r;
-}
 
 static Coord__Plan__Relation *project(Coord__Plan__Relation *in, size_t n, const uint32_t *cols)
 {
