@@ -9,7 +9,9 @@
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,4 +121,36 @@ static inline int t_sh(const char *fmt, ...)
         r = system(cmd);
         free(cmd);
         return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
+}
+
+/* For qsort() of uint64_t. */
+static inline int t_cmp_u64(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* "dir/name", malloc'ed; NULL when out of memory. */
+static inline char *t_path_join(const char *dir, const char *name)
+{
+        char *p = NULL;
+
+        if (asprintf(&p, "%s/%s", dir, name) < 0)
+                return NULL;
+        return p;
+}
+
+/* Run this test binary again with argv (a helper mode of its main()), keep_fd (if >= 0)
+ * left open in it; the child's pid, or -1.  The child exits 99 if the exec fails. */
+static inline pid_t t_spawn_self(char *const argv[], int keep_fd)
+{
+        pid_t pid = fork();
+
+        if (pid != 0)
+                return pid;
+        if (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)
+                _exit(T_EXIT_ERROR);
+        execv("/proc/self/exe", argv);
+        _exit(T_EXIT_ERROR);
 }

@@ -30,13 +30,6 @@ static int parse(int argc, char **argv, char *err, size_t errlen, int *nargs, ch
         return conf_parse(argc, argv, "test", opts, ELEMENTSOF(opts), args, nargs, err, errlen);
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-        return x < y ? -1 : x > y;
-}
-
 static void test_nth(void)
 {
         static uint64_t v[4096], sorted[4096];
@@ -52,7 +45,7 @@ static void test_nth(void)
                                        shape == 2 ? i : shape == 3 ? n - i : 42;
                         }
                         memcpy(sorted, v, n * sizeof(*v));
-                        qsort(sorted, n, sizeof(*sorted), u64_cmp);
+                        qsort(sorted, n, sizeof(*sorted), t_cmp_u64);
                         for (size_t k = 0; k < n; k += n < 40 ? 1 : n / 7 + 1) {
                                 uint64_t w[4096];
 

@@ -99,13 +99,6 @@ static Coord__CatalogTxn *txn_unpacked(uint64_t seq, uint64_t gid)
         return coord__catalog_txn__unpack(NULL, len, (const uint8_t *)buf);
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-        return x < y ? -1 : x > y;
-}
-
 /* The k-th smallest of v[0..n), by a sort. */
 static uint64_t ref_nth(const uint64_t *v, size_t n, size_t k)
 {
@@ -113,7 +106,7 @@ static uint64_t ref_nth(const uint64_t *v, size_t n, size_t k)
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         memcpy(c, v, n * sizeof(*c));
-        qsort(c, n, sizeof(*c), u64_cmp);
+        qsort(c, n, sizeof(*c), t_cmp_u64);
         r = c[k];
         free(c);
         return r;

@@ -51,19 +51,12 @@
 #define RUN_CHURN 300u          /* and appends after them */
 #define OPEN_COLLECTIONS 10000u
 
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-        return x < y ? -1 : x > y;
-}
-
 /* p50 / p99 / max of ns[0..n) in microseconds; sorts ns. */
 static void report(const char *what, uint64_t *ns, size_t n, const char *extra)
 {
         if (n == 0)
                 return;
-        qsort(ns, n, sizeof(*ns), cmp_u64);
+        qsort(ns, n, sizeof(*ns), t_cmp_u64);
         printf("%-34s p50 %8.1f us  p99 %8.1f us  max %8.1f us  (n=%zu)%s\n", what,
                ns[n / 2] / 1e3, ns[n * 99 / 100] / 1e3, ns[n - 1] / 1e3, n, extra ? extra : "");
 }

@@ -39,15 +39,6 @@
         CU_ASSERT_FATAL(_r >= 0);                                                       \
 } while (0)
 
-static char *path_join(const char *dir, const char *name)
-{
-        char *p = NULL;
-
-        if (asprintf(&p, "%s/%s", dir, name) < 0)
-                return NULL;
-        return p;
-}
-
 static uint64_t rng_next(uint64_t *state)
 {
         return splitmix64(state);
@@ -446,7 +437,7 @@ static void test_round_trip(void)
         const struct storage_update u2[] = { upd("c", 110, 1), upd("b", 110, -1), upd("", 110, 1) };
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 7, STORAGE_KIND_TABLE, 100, 100));
         CHECK_OK(storage_create(s, 3, STORAGE_KIND_MV, 5, 5));
@@ -509,7 +500,7 @@ static void test_list(void)
         struct storage_stats st;
         struct rowset rs = { 0 };
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         for (size_t i = 0; i < ELEMENTSOF(gids); i++)
                 CHECK_OK(storage_create(s, gids[i], STORAGE_KIND_TABLE, i, i));
@@ -553,7 +544,7 @@ static void test_append_preconditions(void)
         uint64_t upper = 0;
         char one = 'x';
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 1, STORAGE_KIND_TABLE, 10, 10));
         CU_ASSERT_EQUAL(storage_create(s, 1, STORAGE_KIND_TABLE, 10, 10), -EEXIST);
@@ -639,7 +630,7 @@ static void test_read_sums_tail(void)
         uint64_t t = 10;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 9, STORAGE_KIND_TABLE, 10, 10));
         for (unsigned i = 0; i < 300; i++)
@@ -729,7 +720,7 @@ static void test_read_errors(void)
         struct storage *s = NULL;
         size_t n = 0;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
 
         /* A new collection: since == upper, nothing is readable yet. */
@@ -826,7 +817,7 @@ static void test_missing_chunk(void)
         struct storage *s = NULL;
         size_t n = 0;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 5, STORAGE_KIND_TABLE, 0, 0));
         for (uint64_t t = 0; t < 3; t++)
@@ -895,7 +886,7 @@ static void test_compaction(void)
         struct raw raw;
         unsigned rounds;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 42, STORAGE_KIND_TABLE, 1000, 1000));
         build_history(s, &m, &rng, 300);
@@ -993,7 +984,7 @@ static void test_compact_pending(void)
         uint64_t rng = 7;
         int left;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         for (int i = 0; i < 3; i++) {
                 m[i] = (struct model){ .gid = 100 + i, .exists = true };
@@ -1083,7 +1074,7 @@ static void test_background_merge(void)
         struct storage *s = NULL;
         int left;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         bg_history(s, &m);
         storage_get_stats(s, &st0);
@@ -1156,7 +1147,7 @@ static void test_since_monotone(void)
         struct storage_info info;
         struct storage *s = NULL;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 1, STORAGE_KIND_TABLE, 0, 0));
         CHECK_OK(storage_create(s, 2, STORAGE_KIND_TABLE, 5, 5));
@@ -1244,7 +1235,7 @@ static void test_reader(void)
         uint64_t rng = 15, t_old, t_now, updates, start;
         struct storage *s = NULL;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 42, STORAGE_KIND_TABLE, 1000, 1000));
         build_history(s, &m, &rng, 300);
@@ -1318,7 +1309,7 @@ static void test_drop(void)
         struct rowset rs;
         struct raw raw;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 11, STORAGE_KIND_TABLE, 0, 0));
         CHECK_OK(storage_create(s, 12, STORAGE_KIND_TABLE, 0, 0));
@@ -1378,7 +1369,7 @@ static void test_drop_by_key(void)
         uint64_t rng = 3;
         struct raw raw;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, keep.gid, STORAGE_KIND_TABLE, 0, 0));
         build_history(s, &keep, &rng, 20);
@@ -1441,7 +1432,7 @@ static void test_reopen(void)
         struct storage *s = NULL;
         uint64_t rng = 4;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         for (int i = 0; i < 4; i++) {
                 m[i] = (struct model){ .gid = 50 + i, .exists = true, .since = 10 * i, .upper = 10 * i };
@@ -1501,7 +1492,7 @@ static void test_mark(void)
         uint8_t big[STORAGE_MARK_MAX + 1] = { 0 };
         struct storage_append v[2];
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 1, STORAGE_KIND_BUILTIN, 10, 10));
         CHECK_OK(storage_create(s, 2, STORAGE_KIND_BUILTIN, 10, 10));
@@ -1562,7 +1553,7 @@ static void test_group(void)
         struct storage_stats before, after;
         struct storage *s = NULL;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 1, STORAGE_KIND_TABLE, 0, 0));
         CHECK_OK(storage_create(s, 2, STORAGE_KIND_TABLE, 0, 0));
@@ -1624,7 +1615,7 @@ static void test_deferred(void)
         struct rowset rs;
         struct raw raw;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 1, STORAGE_KIND_TABLE, 0, 0));
         CHECK_OK(storage_append(s, 1, 0, 1, b, 1, NULL));
@@ -1725,7 +1716,7 @@ static void test_sticky_injected(void)
         struct storage_append v = { .gid = 1, .expected_upper = 1, .new_upper = 2 };
         struct storage *s = NULL;
 
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 1, STORAGE_KIND_TABLE, 0, 0));
         CHECK_OK(storage_append(s, 1, 0, 1, (struct storage_update[]){ upd("z", 0, 1) }, 1, NULL));
@@ -1774,7 +1765,7 @@ static void test_sticky_injected(void)
 
 static int efbig_main(const char *dir)
 {
-        _cleanup_free_ char *path = path_join(dir, "db");
+        _cleanup_free_ char *path = t_path_join(dir, "db");
         static uint8_t big[32 * 1024];
         struct storage_update u = { .row = big, .len = sizeof(big), .diff = 1 };
         struct storage_info info;
@@ -1841,7 +1832,7 @@ static void no_notify(void *userdata)
  * writes fail, then let go. */
 static int efbig_syncer_main(const char *dir)
 {
-        _cleanup_free_ char *path = path_join(dir, "db"), *hold = path_join(dir, "hold");
+        _cleanup_free_ char *path = t_path_join(dir, "db"), *hold = t_path_join(dir, "hold");
         static uint8_t big[32 * 1024];
         struct storage_update u = { .row = big, .len = sizeof(big), .diff = 1 };
         struct storage *s = NULL;
@@ -1890,18 +1881,6 @@ static int efbig_syncer_main(const char *dir)
         return T_EXIT_PASS;
 }
 
-static pid_t spawn_self(char *const argv[], int keep_fd)
-{
-        pid_t pid = fork();
-
-        if (pid != 0)
-                return pid;
-        if (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)
-                _exit(99);
-        execv("/proc/self/exe", argv);
-        _exit(99);
-}
-
 static void efbig_child(const char *mode)
 {
         _cleanup_free_ char *dir = t_mkdtemp("storage-efbig");
@@ -1910,7 +1889,7 @@ static void efbig_child(const char *mode)
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
         fflush(stdout);
-        pid = spawn_self((char *[]){ "test-storage", (char *)mode, dir, NULL }, -1);
+        pid = t_spawn_self((char *[]){ "test-storage", (char *)mode, dir, NULL }, -1);
         CU_ASSERT_FATAL(pid > 0);
         CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
         CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == T_EXIT_PASS);
@@ -2162,7 +2141,7 @@ static void test_kill9(void)
         unsigned seed = (unsigned)now_ns();
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         srand(seed);
         for (size_t round = 0; round < ELEMENTSOF(delays_ms); round++) {
                 unsigned delay_us = delays_ms[round] * 1000 + (unsigned)rand() % 2000;
@@ -2174,7 +2153,7 @@ static void test_kill9(void)
                 CU_ASSERT_EQUAL_FATAL(pipe2(fds, O_CLOEXEC), 0);
                 snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
                 fflush(stdout);
-                pid = spawn_self((char *[]){ "test-storage", "--writer", path, fd_arg, NULL }, fds[1]);
+                pid = t_spawn_self((char *[]){ "test-storage", "--writer", path, fd_arg, NULL }, fds[1]);
                 CU_ASSERT_FATAL(pid > 0);
                 close(fds[1]);
 
@@ -2256,11 +2235,11 @@ static void test_kill9_deferred(void)
                 pid_t pid;
 
                 snprintf(name, sizeof(name), "db%zu", round);
-                path = path_join(dir, name);
+                path = t_path_join(dir, name);
                 CU_ASSERT_EQUAL_FATAL(pipe2(fds, O_CLOEXEC), 0);
                 snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
                 fflush(stdout);
-                pid = spawn_self((char *[]){ "test-storage", "--ddl-writer", path, fd_arg, NULL }, fds[1]);
+                pid = t_spawn_self((char *[]){ "test-storage", "--ddl-writer", path, fd_arg, NULL }, fds[1]);
                 CU_ASSERT_FATAL(pid > 0);
                 close(fds[1]);
                 read_acks(fds[0], READ_ONE, 0, acked, &n);
@@ -2357,7 +2336,7 @@ static void test_model(void)
         struct storage *s = NULL;
 
         printf("\n    seed %" PRIu64 " (STORAGE_TEST_SEED)", seed);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         for (int g = 0; g < M_GIDS; g++)
                 m[g] = (struct model){ .gid = 1000 + (uint64_t)g };
@@ -2525,9 +2504,9 @@ static void test_syncer(void)
         uint64_t seq;
         int fd;
 
-        path = path_join(dir, "db");
-        hold = path_join(dir, "hold");
-        fail = path_join(dir, "hold-fail");
+        path = t_path_join(dir, "db");
+        hold = t_path_join(dir, "hold");
+        fail = t_path_join(dir, "hold-fail");
         CHECK_OK(storage_open(path, &s));
         CHECK_OK(storage_create(s, 1, STORAGE_KIND_TABLE, 0, 0));
         CU_ASSERT(!storage_syncer_running(s));

@@ -62,13 +62,6 @@ static int samples_add(struct samples *s, uint64_t ns)
         return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-        return x < y ? -1 : x > y;
-}
-
 /* p in [0, 100]; sorts s. */
 static double percentile_us(struct samples *s, double p)
 {
@@ -76,7 +69,7 @@ static double percentile_us(struct samples *s, double p)
 
         if (s->n == 0)
                 return 0;
-        qsort(s->ns, s->n, sizeof(*s->ns), cmp_u64);
+        qsort(s->ns, s->n, sizeof(*s->ns), t_cmp_u64);
         i = (size_t)(p / 100.0 * (double)(s->n - 1) + 0.5);
         return (double)s->ns[i] / 1000.0;
 }

@@ -36,15 +36,6 @@ struct ack {
         uint64_t id;
 };
 
-static char *path_join(const char *dir, const char *name)
-{
-        char *p = NULL;
-
-        if (asprintf(&p, "%s/%s", dir, name) < 0)
-                return NULL;
-        return p;
-}
-
 static struct catalog_op op_put(enum catalog_cf cf, const char *key, const char *value)
 {
         return (struct catalog_op){
@@ -126,7 +117,7 @@ static void test_round_trip(void)
         const size_t want_n[] = { 2, 2, 1, 1 };
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
         CU_ASSERT_EQUAL(catalog_last_seq(c), 0);
         check_value(c, CATALOG_CF_STATE, "a", NULL);
@@ -302,18 +293,6 @@ static int writer_main(const char *dir, const char *fd_arg)
         return 0;
 }
 
-static pid_t spawn_self(char *const argv[], int keep_fd)
-{
-        pid_t pid = fork();
-
-        if (pid != 0)
-                return pid;
-        if (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)
-                _exit(99);
-        execv("/proc/self/exe", argv);
-        _exit(99);
-}
-
 /* Read whole ack records from fd: one (waiting at most 10 s), all until the
  * deadline, or all until EOF. */
 enum read_mode {
@@ -428,7 +407,7 @@ static void test_kill9(void)
         unsigned seed = (unsigned)now_ns();
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         srand(seed);
         for (size_t round = 0; round < ELEMENTSOF(delays_ms); round++) {
                 unsigned delay_us = delays_ms[round] * 1000 + (unsigned)rand() % 2000;
@@ -439,7 +418,7 @@ static void test_kill9(void)
 
                 CU_ASSERT_EQUAL_FATAL(pipe2(fds, O_CLOEXEC), 0);
                 snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
-                pid = spawn_self((char *[]){ "test-catalog", "--writer", path, fd_arg, NULL }, fds[1]);
+                pid = t_spawn_self((char *[]){ "test-catalog", "--writer", path, fd_arg, NULL }, fds[1]);
                 CU_ASSERT_FATAL(pid > 0);
                 close(fds[1]);
 
@@ -486,8 +465,8 @@ static void test_secondary(void)
         char key[32], value[1024];
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        ppath = path_join(dir, "primary");
-        spath = path_join(dir, "secondary");
+        ppath = t_path_join(dir, "primary");
+        spath = t_path_join(dir, "secondary");
 
         /* Before the primary exists the follower is told so (it retries). */
         CU_ASSERT_EQUAL(catalog_open_secondary(ppath, spath, &s), -ENOENT);
@@ -622,7 +601,7 @@ static void test_sticky_injected(void)
         uint64_t seq = 0;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
         CU_ASSERT_EQUAL(catalog_commit(c, ok, 1, &seq), 0);
         CU_ASSERT_EQUAL(seq, 1);
@@ -695,13 +674,6 @@ static void *sticky_thread(void *p)
         return NULL;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-        return x < y ? -1 : x > y;
-}
-
 static void test_sticky_concurrent(void)
 {
         _cleanup_free_ char *dir = t_mkdtemp("catalog-sticky"), *path = NULL;
@@ -713,7 +685,7 @@ static void test_sticky_concurrent(void)
         size_t total = 0;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
         for (unsigned t = 0; t < ELEMENTSOF(args); t++) {
                 args[t] = (struct sticky_arg){ .c = c, .thread = t, .failure_seen = &failure_seen };
@@ -746,7 +718,7 @@ static void test_sticky_concurrent(void)
                         check_value(c, CATALOG_CF_STATE, key, key);
                         all[total++] = args[t].seqs[i];
                 }
-        qsort(all, total, sizeof(*all), cmp_u64);
+        qsort(all, total, sizeof(*all), t_cmp_u64);
         for (size_t i = 0; i < total; i++)
                 CU_ASSERT_EQUAL(all[i], i + 1);
         c = catalog_close(c);
@@ -781,7 +753,7 @@ static int big_commit(struct catalog *c, uint64_t i, char *big, size_t big_len,
 
 static int efbig_main(const char *dir)
 {
-        _cleanup_free_ char *path = path_join(dir, "db");
+        _cleanup_free_ char *path = t_path_join(dir, "db");
         static char big[32 * 1024];
         struct rlimit lim;
         struct catalog *c = NULL;
@@ -860,7 +832,7 @@ static void test_sticky_efbig(void)
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
         fflush(stdout);
-        pid = spawn_self((char *[]){ "test-catalog", "--efbig", dir, NULL }, -1);
+        pid = t_spawn_self((char *[]){ "test-catalog", "--efbig", dir, NULL }, -1);
         CU_ASSERT_FATAL(pid > 0);
         CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
         CU_ASSERT_FATAL(WIFEXITED(status));
@@ -917,7 +889,7 @@ static void test_group_commit(void)
         unsigned owner_t = 0, owner_i = 0;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
         for (unsigned t = 0; t < GROUP_THREADS; t++) {
                 args[t] = (struct group_arg){ .c = c, .thread = t };
@@ -940,7 +912,7 @@ static void test_group_commit(void)
                 }
         }
         /* distinct and dense: exactly 1..total */
-        qsort(all, total, sizeof(all[0]), cmp_u64);
+        qsort(all, total, sizeof(all[0]), t_cmp_u64);
         for (size_t i = 0; i < total; i++)
                 CU_ASSERT_EQUAL(all[i], i + 1);
         CU_ASSERT_EQUAL(catalog_last_seq(c), total);
@@ -1048,7 +1020,7 @@ static void test_wait_yield(void)
         struct catalog *c = NULL;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
         /* Up to 2 x the average write, at most 50 ms: any disk yields, none for long. */
         catalog_set_wait_spin(c, 50ull * 1000 * 1000);
@@ -1133,7 +1105,7 @@ static void test_sync_window(void)
         uint64_t first, second;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CU_ASSERT_EQUAL(catalog_take_sync_window_max_ns(NULL), 0);
         CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
         (void)catalog_take_sync_window_max_ns(c);       /* whatever the open wrote */
@@ -1176,7 +1148,7 @@ static void test_commit_many(void)
         int r;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
         CU_ASSERT_EQUAL(catalog_commit(c, one, 1, &seq), 0);
         CU_ASSERT_EQUAL(seq, 1);
@@ -1313,7 +1285,7 @@ static void test_window_opener_woken(void)
         bool done = false;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
         g.c = c;
         /* A group of two leaves expect = 2, so the lone newcomer opens a window (of
@@ -1410,7 +1382,7 @@ static void test_commit_hook(void)
         int r;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
         CU_ASSERT_EQUAL_FATAL(catalog_commit(c, &op, 1, NULL), 0);
         CU_ASSERT_EQUAL_FATAL(catalog_commit(c, &op, 1, NULL), 0);
@@ -1509,7 +1481,7 @@ static void test_scan_ranges(void)
         };
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
         for (int i = 0; i < 300; i++) {
                 snprintf(keys[i], sizeof(keys[i]), "%c%05d", "abc"[i % 3], i);
@@ -1608,7 +1580,7 @@ static void lost_run(const char *path, size_t seg)
         pid_t pid;
 
         snprintf(seg_arg, sizeof(seg_arg), "%zu", seg);
-        pid = spawn_self((char *[]){ "test-catalog", "--lost", (char *)path, seg_arg, NULL }, -1);
+        pid = t_spawn_self((char *[]){ "test-catalog", "--lost", (char *)path, seg_arg, NULL }, -1);
         CU_ASSERT_FATAL(pid > 0);
         CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
         CU_ASSERT_FATAL(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -1654,8 +1626,8 @@ static void test_synclog_power_loss(void)
         struct catalog *c = NULL;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
-        off = path_join(dir, "off");
+        path = t_path_join(dir, "db");
+        off = t_path_join(dir, "off");
         lost_run(path, 2u << 20);
         CU_ASSERT(lose_unsynced_wal(path) > LOST_TXNS * 250);
         CU_ASSERT_EQUAL_FATAL(catalog_open(path, &c), 0);
@@ -1731,7 +1703,7 @@ static void test_synclog_reuse(void)
         struct catalog *c = NULL;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         for (unsigned round = 0; round < 3; round++) {
                 struct lost_arg args[LOST_THREADS];
                 pthread_t threads[LOST_THREADS];
@@ -1785,7 +1757,7 @@ static void test_synclog_too_big(void)
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
         CU_ASSERT_PTR_NOT_NULL_FATAL(big);
-        path = path_join(dir, "db");
+        path = t_path_join(dir, "db");
         memset(big, 'b', (100u << 10) - 1);
         big[(100u << 10) - 1] = 0;
         catalog_debug_synclog_segment_size(64u << 10);

@@ -59,12 +59,6 @@ static void pin_to(int cpu)
                 fprintf(stderr, "sched_setaffinity(%d): %s\n", cpu, strerror(errno));
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
 struct stats {
         double p50, p99, mean;
 };
@@ -74,7 +68,7 @@ static struct stats summarize(uint64_t *ns, size_t n)
         struct stats s = { 0 };
         double sum = 0;
 
-        qsort(ns, n, sizeof(ns[0]), cmp_u64);
+        qsort(ns, n, sizeof(ns[0]), t_cmp_u64);
         for (size_t i = 0; i < n; i++)
                 sum += (double)ns[i];
         s.p50 = (double)ns[n / 2] / 1000.0;
