@@ -20,21 +20,11 @@
 #include <sys/wait.h>
 
 #include "fring-layout.h"
+#include "t-ring.h"
 #include "t.h"
 #include "util.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
-
-/* Every name handed out, so that main() can unlink what a failed test left behind. */
-static char t_ring_names[32][64];
-static unsigned t_ring_counter;
-
-static void t_ring_name(char *buf, size_t size, const char *tag)
-{
-        assert(t_ring_counter < ELEMENTSOF(t_ring_names) && size <= sizeof t_ring_names[0]);
-        snprintf(buf, size, "/coord-test-%d-%s-%u", (int)getpid(), tag, t_ring_counter);
-        snprintf(t_ring_names[t_ring_counter++], sizeof t_ring_names[0], "%s", buf);
-}
 
 static void t_ring_cleanup(void)
 {
@@ -139,42 +129,6 @@ static bool model_equals(struct model *m, const struct fring_frontier *exp, size
         return true;
 }
 
-/* A child's failed check: say where, exit 1.  Children never touch CUnit. */
-#define C_ASSERT(cond)                                                                  \
-        do {                                                                            \
-                if (!(cond)) {                                                          \
-                        fprintf(stderr, "child %d: %s:%d: %s\n", (int)getpid(),         \
-                                __FILE__, __LINE__, #cond);                             \
-                        _exit(T_EXIT_FAIL);                                             \
-                }                                                                       \
-        } while (0)
-
-static pid_t t_fork(void)
-{
-        fflush(stdout);
-        fflush(stderr);
-        return fork();
-}
-
-static int t_wait_child(pid_t pid)
-{
-        int status;
-
-        if (waitpid(pid, &status, 0) < 0)
-                return -errno;
-        if (WIFEXITED(status))
-                return WEXITSTATUS(status);
-        return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-/* A MAP_SHARED anonymous page children write their results to. */
-static void *t_shared_page(size_t size)
-{
-        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-        return p == MAP_FAILED ? NULL : p;
-}
-
 static const struct fring_waitpage *t_map_waitpage(const char *name)
 {
         char wname[NAME_MAX + 2];
@@ -188,27 +142,6 @@ static const struct fring_waitpage *t_map_waitpage(const char *name)
         p = mmap(NULL, sizeof(struct fring_waitpage), PROT_READ, MAP_SHARED, fd, 0);
         close(fd);
         return p == MAP_FAILED ? NULL : p;
-}
-
-/* Whether pid is asleep (state S in /proc/PID/stat). */
-static bool t_proc_sleeping(pid_t pid)
-{
-        char path[64], buf[512];
-        const char *p;
-        ssize_t n;
-        int fd;
-
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        p = strrchr(buf, ')');
-        return p && p[1] == ' ' && p[2] == 'S';
 }
 
 /* Waits until `waiters` readers announced themselves in NAME.wait and each pid sleeps:
@@ -278,31 +211,6 @@ static bool t_fork_sleepers(const char *name, size_t n, t_sleeper_fn child, void
         ok = t_sync_recv(sync[0], (unsigned)n);
         close(sync[0]);
         return ok && t_wait_sleepers(name, pids, n);
-}
-
-struct t_region {
-        uint8_t *p;
-        size_t size;
-};
-
-static bool t_region_map(const char *name, struct t_region *ret)
-{
-        struct stat st;
-        void *p;
-        int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-
-        if (fd < 0)
-                return false;
-        if (fstat(fd, &st) < 0) {
-                close(fd);
-                return false;
-        }
-        p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        close(fd);
-        if (p == MAP_FAILED)
-                return false;
-        *ret = (struct t_region) { .p = p, .size = (size_t)st.st_size };
-        return true;
 }
 
 /* Bumps hdr_seq by 2 (stays even): attached readers must revalidate. */
@@ -1360,22 +1268,6 @@ static void test_torn(void)
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
-
-/* POSIX shm and shared futexes must work here, or we skip. */
-static bool t_ring_supported(void)
-{
-        char name[64];
-        uint32_t word = 0;
-        int fd;
-
-        t_ring_name(name, sizeof name, "probe");
-        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return false;
-        close(fd);
-        shm_unlink(name);
-        return syscall(SYS_futex, &word, FUTEX_WAKE, 1, NULL, NULL, 0) >= 0;
-}
 
 int main(void)
 {
