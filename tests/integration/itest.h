@@ -157,6 +157,25 @@ static __attribute__((unused)) bool rows_are(PGconn *c, const char *sql, const c
         return good;
 }
 
+/* Wait until sql's rows are `expected`, up to ms (what a view or a source catching up
+ * needs); then as rows_are(), which says what it got. */
+static __attribute__((unused)) bool rows_become(PGconn *c, const char *sql, const char *expected,
+                                                unsigned ms)
+{
+        uint64_t deadline = now_ms() + ms;
+
+        for (;;) {
+                char *got = rows_of(c, sql);
+                bool good = got && strcmp(got, expected) == 0;
+
+                free(got);
+                if (good || now_ms() >= deadline)
+                        break;
+                usleep(20 * 1000);
+        }
+        return rows_are(c, sql, expected);
+}
+
 static __attribute__((unused)) uint64_t scalar_u64(PGconn *c, const char *sql)
 {
         char *s = rows_of(c, sql);
