@@ -154,3 +154,24 @@ static inline pid_t t_spawn_self(char *const argv[], int keep_fd)
         execv("/proc/self/exe", argv);
         _exit(T_EXIT_ERROR);
 }
+
+/* PATH and its parent (a benchmark's default directory is two levels deep); those that
+ * exist are fine.  0 or -errno. */
+static inline int t_mkdir2(const char *path)
+{
+        char *parent = strdup(path), *slash;
+        int r = 0;
+
+        if (!parent)
+                return -ENOMEM;
+        slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+                *slash = 0;
+                if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+                        r = -errno;
+        }
+        free(parent);
+        if (r == 0 && mkdir(path, 0755) < 0 && errno != EEXIST)
+                r = -errno;
+        return r;
+}

@@ -201,6 +201,12 @@ static uint64_t q_u64(PGconn *c, const char *fmt, ...)
         free(q);
         return v;
 }
+
+/* The GlobalId of the object called name, or 0. */
+static __attribute__((unused)) uint64_t gid_of(PGconn *c, const char *name)
+{
+        return q_u64(c, "SELECT id FROM coord_objects WHERE name = '%s'", name);
+}
 #endif
 
 /* A path in the test's own COORD_HOME (malloc'ed; NULL without memory): the files of

@@ -41,11 +41,6 @@ static char *q_rows(PGconn *c, const char *fmt, ...)
         return r;
 }
 
-static uint64_t gid_of(PGconn *c, const char *name)
-{
-        return q_u64(c, "SELECT id FROM coord_objects WHERE name = '%s'", name);
-}
-
 static uint64_t bound_of(PGconn *c, uint64_t gid)
 {
         return q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, gid);

@@ -72,11 +72,6 @@ bad:
         return n;
 }
 
-static uint64_t gid_of(PGconn *c, const char *name)
-{
-        return q_u64(c, "SELECT id FROM coord_objects WHERE name = '%s'", name);
-}
-
 /* The sink's progress (coord_frontiers moves at appends: tick one). */
 static uint64_t progress_of(PGconn *c, uint64_t gid)
 {

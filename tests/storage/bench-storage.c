@@ -435,25 +435,6 @@ out:
         return r;
 }
 
-/* PATH and its parent (the default is two levels deep). */
-static int mkdir_p2(const char *path)
-{
-        _cleanup_free_ char *parent = strdup(path);
-        char *slash;
-
-        if (!parent)
-                return -ENOMEM;
-        slash = strrchr(parent, '/');
-        if (slash && slash != parent) {
-                *slash = 0;
-                if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-                        return -errno;
-        }
-        if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
-}
-
 int main(int argc, char **argv)
 {
         const char *base = "./var/bench";
@@ -475,7 +456,7 @@ int main(int argc, char **argv)
                         return 2;
                 }
         }
-        r = mkdir_p2(base);
+        r = t_mkdir2(base);
         if (r < 0) {
                 fprintf(stderr, "bench-storage: %s: %s\n", base, strerror(-r));
                 return 1;
