@@ -415,6 +415,12 @@ void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
                                 snprintf(s->tag, sizeof(s->tag), "COMMIT");
                         else if (w->kind == WRITE_INSERT)
                                 snprintf(s->tag, sizeof(s->tag), "INSERT 0 %" PRIu64, w->result);
+                        if (!w->commit && w->kind == WRITE_INSERT && s->stmt &&
+                            s->stmt->kind == SQL_STMT_INSERT && s->stmt->insert.returning &&
+                            !s->gone && exec_returning(s, s->stmt->insert.returning, true) < 0) {
+                                s->stmt = sql_stmt_free(s->stmt);       /* its error went */
+                                s->next = SIZE_MAX;
+                        }
                         else if (w->kind == WRITE_DELETE && w->insert_select)
                                 snprintf(s->tag, sizeof(s->tag), "INSERT 0 %" PRIu64, w->result);
                         else if (w->kind == WRITE_DELETE)

@@ -231,6 +231,7 @@ int exec_delete(struct session *s, struct sql_stmt *st);
 /* adapter-exec-read.c */
 bool stream_abandon(struct exec *ex, struct session *s, struct request *rq);
 void peek_cancel(struct exec *ex, struct request *rq);
+int exec_returning(struct session *s, const Coord__Plan__Peek *peek, bool send);
 void pg_drained(struct pgwire_conn *c, void *userdata);
 int exec_select(struct session *s, struct sql_stmt *st);
 int exec_show_objects(struct session *s, struct sql_stmt *st);

@@ -433,6 +433,34 @@ out:
         return r;
 }
 
+/* INSERT ... RETURNING (sql_insert.returning, a list over the inserted rows): evaluate
+ * it here, as a SELECT over constants; with send, answer its rows (the RowDescription
+ * first in a simple query).  The executor evaluates it before the write, so that an
+ * error in it (1/0) fails the INSERT before anything is written, and sends it once
+ * the write is acknowledged.  0, or -ECANCELED with the error sent. */
+int exec_returning(struct session *s, const Coord__Plan__Peek *peek, bool send)
+{
+        Coord__PeekResult res = COORD__PEEK_RESULT__INIT;
+        struct row_arena arena = ROW_ARENA_INIT;
+        struct row_error e = { .position = 0 };
+        int r = select_constant(peek, &arena, &res, &e);
+
+        if (r == -EOPNOTSUPP)
+                r = row_error_set(&e, -EINVAL, "XX000", "RETURNING could not be evaluated");
+        if (r < 0) {
+                send_row_error(s->c, &e);
+                r = -ECANCELED;
+        } else if (send && send_columns(s, peek) < 0) {
+                send_error(s->c, "53200", "out of memory");
+                r = -ECANCELED;
+        } else if (send) {
+                s->rows_out = 0;
+                r = peek_rows(s, peek, &res) < 0 ? -ECANCELED : 0;
+        }
+        row_arena_done(&arena);
+        return r;
+}
+
 /* Whether a read of st at ts reaches an input's upper (or an input the ring does not
  * show yet): the controller then waits for the next append. */
 static bool reads_at_upper(const struct sql_stmt *st, struct fring_reader *rd, uint64_t ts)

@@ -908,6 +908,11 @@ int exec_insert(struct session *s, struct sql_stmt *st)
 
         if (st->insert.plan)
                 return exec_delete(s, st);      /* INSERT ... SELECT */
+        if (st->insert.returning) {
+                r = exec_returning(s, st->insert.returning, false);     /* its errors first */
+                if (r < 0)
+                        return r;
+        }
         r = insert_write(&st->insert, s, &w);
 
         if (r < 0)

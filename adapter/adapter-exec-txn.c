@@ -149,12 +149,18 @@ int exec_transaction(struct session *s, const struct sql_stmt *st)
  * kept until COMMIT. */
 static int txn_keep_insert(struct session *s, struct sql_insert *in)
 {
+        if (in->returning && exec_returning(s, in->returning, false) < 0)
+                return -ECANCELED;
         if (s->n_txn_writes == s->cap_txn_writes &&
             GROW_ARRAY(s->txn_writes, s->cap_txn_writes, s->n_txn_writes + 1) < 0)
                 return -ENOMEM;
         if (insert_write(in, NULL, &s->txn_writes[s->n_txn_writes]) < 0)
                 return -ENOMEM;
         s->n_txn_writes++;
+        if (in->returning && exec_returning(s, in->returning, true) < 0) {
+                write_done(&s->txn_writes[--s->n_txn_writes]);
+                return -ECANCELED;
+        }
         snprintf(s->tag, sizeof(s->tag), "INSERT 0 %zu", in->n_rows);
         return STMT_DONE;
 }

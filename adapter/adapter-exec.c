@@ -699,7 +699,7 @@ static void pg_prepare(struct pgwire_conn *c, const char *sql, unsigned ntypes,
                 ptypes[i] = types[i];
         for (;;) {
                 params = (struct sql_params){ .n = nparams, .values = nulls, .types = ptypes,
-                                              .session = &s->sql };
+                                              .session = &s->sql, .describe = true };
                 memset(&err, 0, sizeof(err));
                 st = sql_stmt_free(st);
                 r = sql_analyze_one(sql, &acat_sql_ops, s->ex->cat, &params, &st, &err);
@@ -733,10 +733,12 @@ static void pg_prepare(struct pgwire_conn *c, const char *sql, unsigned ntypes,
         desc.param_types = ptypes;
         desc.stmt = p;
         if (r == 0 && (st->kind == SQL_STMT_SELECT || st->kind == SQL_STMT_SHOW_OBJECTS ||
-                       st->kind == SQL_STMT_SHOW_VARIABLE)) {
+                       st->kind == SQL_STMT_SHOW_VARIABLE ||
+                       (st->kind == SQL_STMT_INSERT && st->insert.returning))) {
                 desc.returns_rows = true;
-                if (st->kind == SQL_STMT_SELECT) {
-                        const Coord__Plan__Peek *peek = st->select.peek;
+                if (st->kind == SQL_STMT_SELECT || st->kind == SQL_STMT_INSERT) {
+                        const Coord__Plan__Peek *peek = st->kind == SQL_STMT_SELECT
+                                                                ? st->select.peek : st->insert.returning;
                         size_t nc = peek->output_arity && peek->output_arity < peek->n_columns
                                             ? peek->output_arity : peek->n_columns;
                         cols = calloc(nc ? nc : 1, sizeof(*cols));

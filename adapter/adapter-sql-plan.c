@@ -869,6 +869,8 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                 break;
         case SQL_STMT_INSERT:
                 rel_free(s->insert.plan);
+                if (s->insert.returning)
+                        coord__plan__peek__free_unpacked(s->insert.returning, NULL);
                 for (size_t i = 0; i < s->insert.n_rows; i++)
                         free(s->insert.rows[i].data);
                 free(s->insert.rows);

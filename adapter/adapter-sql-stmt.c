@@ -636,6 +636,8 @@ static int insert_row(struct analyzer *a, const struct sql_relation *rel, const 
 
                 if (rel->columns[i].nullable || row[i].kind != ROW_KIND_NULL)
                         continue;
+                if (a->params && a->params->describe)
+                        continue;       /* a placeholder NULL: checked when it is run */
                 row_format_failing(row, rel->n_columns, failing, sizeof(failing));
                 r = FAIL(a, "23502",
                          "null value in column \"%s\" of relation \"%s\" violates not-null "
@@ -693,6 +695,139 @@ bool has_sublink(const ProtobufCMessage *m)
         return has_sublink_at(m, 0);
 }
 
+/* Replace rel's Gets of the table `id` by `rows` (copied), under Maps, Filters and
+ * Projects only: what the executor evaluates by itself (exec_returning()). */
+static int returning_rows(struct analyzer *a, Coord__Plan__Relation *rel, uint64_t id,
+                          const struct sql_relation *t, const struct sql_row *rows, size_t n)
+{
+        Coord__Plan__Type *types;
+        Coord__Plan__Update **u;
+        Coord__Plan__Relation *c;
+
+        switch (rel->kind_case) {
+        case COORD__PLAN__RELATION__KIND_MAP:
+                return returning_rows(a, rel->map->input, id, t, rows, n);
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                return returning_rows(a, rel->filter->input, id, t, rows, n);
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                return returning_rows(a, rel->project->input, id, t, rows, n);
+        case COORD__PLAN__RELATION__KIND_GET:
+                if (rel->get->id == id)
+                        break;
+                /* fall through */
+        default:
+                if (rel->kind_case == COORD__PLAN__RELATION__KIND_REDUCE)
+                        return FAIL(a, "42803", "aggregate functions are not allowed in RETURNING");
+                return FAIL(a, "0A000", "this RETURNING list is not supported: only expressions "
+                            "over the inserted row");
+        }
+        types = calloc(t->n_columns ? t->n_columns : 1, sizeof(*types));
+        u = calloc(n ? n : 1, sizeof(*u));
+        for (size_t i = 0; types && i < t->n_columns; i++)
+                types[i] = (Coord__Plan__Type)t->columns[i].type;
+        for (size_t i = 0; u && i < n; i++) {
+                u[i] = malloc(sizeof(*u[i]));
+                if (!u[i])
+                        break;
+                coord__plan__update__init(u[i]);
+                u[i]->diff = 1;
+                u[i]->row.data = malloc(rows[i].len ? rows[i].len : 1);
+                if (!u[i]->row.data) {
+                        free(u[i]);
+                        u[i] = NULL;
+                        break;
+                }
+                memcpy(u[i]->row.data, rows[i].data, rows[i].len);
+                u[i]->row.len = rows[i].len;
+        }
+        for (size_t i = 0; u && i < n; i++)
+                if (!u[i]) {
+                        for (size_t k = 0; k < i; k++)
+                                coord__plan__update__free_unpacked(u[k], NULL);
+                        free(u);
+                        u = NULL;
+                }
+        if (!types || !u) {
+                free(types);
+                free(u);
+                return analyzer_oom(a);
+        }
+        c = rel_constant(types, t->n_columns, u, n);
+        if (!c)
+                return analyzer_oom(a);
+        coord__plan__get__free_unpacked(rel->get, NULL);
+        *rel = *c;
+        free(c);
+        return 0;
+}
+
+/* INSERT ... VALUES ... RETURNING list: planned as `SELECT list FROM table [AS alias]`
+ * whose Get then reads the rows being inserted (returning_rows()), so the list means
+ * what a SELECT list means, over the new rows in the table's column order.  mz_now(),
+ * aggregates and subqueries are refused in it, as what they would read is not the
+ * row.  The statement's inputs stay as they were: the INSERT reads nothing. */
+static int insert_returning(struct analyzer *a, const PgQuery__InsertStmt *ins,
+                            const struct sql_relation *rel)
+{
+        struct sql_insert *si = &a->stmt->insert;
+        PgQuery__SelectStmt sel = PG_QUERY__SELECT_STMT__INIT;
+        PgQuery__Node from = PG_QUERY__NODE__INIT, node = PG_QUERY__NODE__INIT, *fromp = &from;
+        _cleanup_(scope_done) struct scope cols = { 0 };
+        size_t n_inputs = a->stmt->n_inputs, n_refs = a->stmt->n_references;
+        const char *no_mz_now = a->no_mz_now, *no_agg = a->no_agg;
+        Coord__Plan__Peek *peek;
+        Coord__Plan__Relation *plan = NULL;
+        int r;
+
+        for (size_t i = 0; i < ins->n_returning_list; i++)
+                if (has_sublink(&ins->returning_list[i]->base))
+                        return FAIL(a, "0A000", "subqueries in RETURNING are not supported");
+        from.node_case = PG_QUERY__NODE__NODE_RANGE_VAR;
+        from.range_var = ins->relation;
+        sel.n_from_clause = 1;
+        sel.from_clause = &fromp;
+        sel.n_target_list = ins->n_returning_list;
+        sel.target_list = ins->returning_list;
+        sel.op = PG_QUERY__SET_OPERATION__SETOP_NONE;
+        sel.limit_option = PG_QUERY__LIMIT_OPTION__LIMIT_OPTION_DEFAULT;
+        node.node_case = PG_QUERY__NODE__NODE_SELECT_STMT;
+        node.select_stmt = &sel;
+
+        peek = si->returning = malloc(sizeof(*peek));
+        if (!peek)
+                return analyzer_oom(a);
+        coord__plan__peek__init(peek);
+        a->no_mz_now = "RETURNING";
+        a->no_agg = "RETURNING";
+        r = plan_query(a, &node, peek, &plan, &cols);
+        a->no_mz_now = no_mz_now;
+        a->no_agg = no_agg;
+        peek->plan = plan;
+        a->stmt->n_inputs = n_inputs;
+        a->stmt->n_references = n_refs;
+        if (r >= 0)
+                r = returning_rows(a, peek->plan, si->id, rel, si->rows, si->n_rows);
+        if (r < 0)
+                return r;
+        peek->columns = calloc(cols.n ? cols.n : 1, sizeof(*peek->columns));
+        if (!peek->columns)
+                return analyzer_oom(a);
+        for (size_t i = 0; i < cols.n; i++) {
+                Coord__Plan__Column *c = malloc(sizeof(*c));
+
+                if (!c)
+                        return analyzer_oom(a);
+                coord__plan__column__init(c);
+                peek->columns[peek->n_columns++] = c;
+                c->name = strdup(cols.cols[i].name);
+                if (!c->name)
+                        return analyzer_oom(a);
+                c->type = (Coord__Plan__Type)cols.cols[i].type;
+                c->nullable = cols.cols[i].nullable;
+        }
+        return 0;
+}
+
 int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
 {
         struct sql_insert *si = &a->stmt->insert;
@@ -702,8 +837,8 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
         size_t n_targets;
         int r;
 
-        if (ins->on_conflict_clause || ins->n_returning_list)
-                return FAIL(a, "0A000", "ON CONFLICT and RETURNING are not supported");
+        if (ins->on_conflict_clause)
+                return FAIL(a, "0A000", "ON CONFLICT is not supported");
         if (ins->with_clause && !ins->select_stmt)
                 return FAIL(a, "0A000", "WITH with INSERT ... DEFAULT VALUES is not supported");
         a->strict_fold = true;          /* INSERT values must fold, errors and all */
@@ -750,8 +885,12 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
                 sel = ins->select_stmt->select_stmt;
                 if (!sel->n_values_lists || sel->n_sort_clause || sel->limit_count ||
                     sel->limit_offset || sel->with_clause || ins->with_clause ||
-                    has_sublink(&sel->base))
+                    has_sublink(&sel->base)) {
+                        if (ins->n_returning_list)
+                                return FAIL(a, "0A000", "RETURNING is supported only for an "
+                                            "INSERT of VALUES");
                         return analyze_insert_select(a, ins, &rel, targets, n_targets);
+                }
         }
         si->rows = calloc(sel ? sel->n_values_lists : 1, sizeof(*si->rows));
         if (!si->rows)
@@ -764,7 +903,7 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
                 if (r < 0)
                         return r;
                 si->n_rows = 1;
-                return 0;
+                return ins->n_returning_list ? insert_returning(a, ins, &rel) : 0;
         }
         for (size_t i = 0; i < sel->n_values_lists; i++) {
                 const PgQuery__Node *v = sel->values_lists[i];
@@ -779,7 +918,7 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
                         return r;
                 si->n_rows++;
         }
-        return 0;
+        return ins->n_returning_list ? insert_returning(a, ins, &rel) : 0;
 }
 
 /* WHERE: a boolean predicate, folded; NULL when it is the constant TRUE. */

@@ -168,6 +168,10 @@ struct sql_params {
         const char *const *values;      /* NULL entry = SQL NULL */
         const uint32_t *types;          /* type OIDs, or NULL for all 0 */
         const struct sql_session *session;      /* NULL: session functions are 0A000 */
+        /* Parse (describe only): the values are placeholder NULLs and the statement is
+         * not run, so an INSERT's NOT NULL columns are not checked (its RETURNING list
+         * is described). */
+        bool describe;
 };
 
 /* ---- Analyzed statements. ---- */
@@ -229,6 +233,9 @@ struct sql_insert {
         /* INSERT ... SELECT (no rows): evaluate at the write timestamp and insert what it
          * returns, whole rows of the table (coord.proto TableWrite.insert_select). */
         Coord__Plan__Relation *plan;
+        /* INSERT ... VALUES ... RETURNING: the list over the rows inserted -- a Peek whose
+         * plan is Maps, Filters and Projects over a Constant of `rows` -- or NULL. */
+        Coord__Plan__Peek *returning;
 };
 
 struct sql_delete {

@@ -2081,6 +2081,51 @@ static void test_cross_product_thread(void)
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
+/* INSERT ... VALUES ... RETURNING: the list over the inserted rows, sent once the write
+ * is acknowledged; an error in it (1/0) fails the INSERT with nothing written; in a
+ * block at once; through the extended protocol, described at Parse. */
+static void test_returning(void)
+{
+        PGconn *c = db();
+        PGresult *r;
+        const char *v[2] = { "41", "ext" };
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE ret (a int NOT NULL, b text DEFAULT 'dflt', c bigint)"));
+        CU_ASSERT(rows_are(c, "INSERT INTO ret VALUES (1, 'x', 10) RETURNING *", "1|x|10"));
+        CU_ASSERT(rows_are(c, "INSERT INTO ret (a) VALUES (2), (3) RETURNING a, b, a * 10 AS ten",
+                           "2|dflt|20;3|dflt|30"));
+        CU_ASSERT(rows_are(c, "INSERT INTO ret AS r VALUES (4, 'y', 4) RETURNING r.a + r.c, upper(b)",
+                           "8|Y"));
+        CU_ASSERT(fails_with(c, "INSERT INTO ret VALUES (5, 'z', 0) RETURNING a / c", "22012"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM ret WHERE a = 5", "0"));
+        CU_ASSERT(fails_with(c, "INSERT INTO ret VALUES (6) RETURNING count(*)", "42803"));
+        CU_ASSERT(fails_with(c, "INSERT INTO ret VALUES (6) RETURNING (SELECT 1)", "0A000"));
+        CU_ASSERT(fails_with(c, "INSERT INTO ret SELECT 7, 'q', 7 RETURNING a", "0A000"));
+        CU_ASSERT(fails_with(c, "INSERT INTO ret VALUES (6) RETURNING nosuch", "42703"));
+        CU_ASSERT(fails_with(c, "INSERT INTO ret VALUES (6) RETURNING mz_now()", "0A000"));
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT(rows_are(c, "INSERT INTO ret VALUES (8, 'blk', 8) RETURNING a, b", "8|blk"));
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        r = PQexecParams(c, "INSERT INTO ret (a, b) VALUES ($1, $2) RETURNING a + 1 AS next, b", 2,
+                         NULL, v, NULL, NULL, 0);
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+        CU_ASSERT(PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "42") == 0 &&
+                  strcmp(PQgetvalue(r, 0, 1), "ext") == 0);
+        CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "INSERT 0 1");
+        PQclear(r);
+        r = PQprepare(c, "ret1", "INSERT INTO ret (a) VALUES ($1) RETURNING a * 2 AS dbl", 1, NULL);
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        r = PQdescribePrepared(c, "ret1");
+        CU_ASSERT(PQnfields(r) == 1 && strcmp(PQfname(r, 0), "dbl") == 0 && PQftype(r, 0) == 23);
+        PQclear(r);
+        CU_ASSERT(rows_are(c, "SELECT a, b, c FROM ret ORDER BY a",
+                           "1|x|10;2|dflt|NULL;3|dflt|NULL;41|ext|NULL;4|y|4"));
+        CU_ASSERT(ok(c, "DROP TABLE ret"));
+        PQfinish(c);
+}
+
 static void test_down(void)
 {
         CU_ASSERT_EQUAL(t_sh("%s down >/dev/null", coord_cmd), 0);
@@ -2422,6 +2467,7 @@ static const struct t_case cases[] = {
         { "a client that stops reading holds nobody else, and is freed when it goes", test_stream_slow_client },
         { "controller killed mid-stream: 58000, the connection goes on", test_stream_controller_killed },
         { "a big read in the controller's peek thread; the loop serves meanwhile", test_peek_thread },
+        { "INSERT ... RETURNING", test_returning },
         { "a cross product goes to the peek thread; cancel and statement_timeout stop it",
           test_cross_product_thread },
         { "psql script", test_psql_script },

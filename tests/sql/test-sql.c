@@ -1038,7 +1038,19 @@ static void test_insert(void)
         expect_error("INSERT INTO t (a, b) SELECT 1", "42601",
                      "INSERT has more target columns than expressions", 19);
         expect_error("INSERT INTO t (c) SELECT a FROM t", "42804", NULL, 26);
-        expect_error("INSERT INTO t (a) VALUES (1) RETURNING a", "0A000", NULL, -1);
+        {
+                /* RETURNING: a Peek over a Constant of the rows inserted. */
+                struct sql_stmt *r = analyze("INSERT INTO t (a) VALUES (1) RETURNING a, a + 1 AS b");
+
+                CU_ASSERT_PTR_NOT_NULL_FATAL(r->insert.returning);
+                CU_ASSERT_EQUAL(r->insert.returning->n_columns, 2);
+                CU_ASSERT_STRING_EQUAL(r->insert.returning->columns[1]->name, "b");
+                CU_ASSERT_EQUAL(r->n_inputs, 0);
+                sql_stmt_free(r);
+        }
+        expect_error("INSERT INTO t (a) SELECT 1 RETURNING a", "0A000", NULL, -1);
+        expect_error("INSERT INTO t (a) VALUES (1) RETURNING count(*)", "42803", NULL, -1);
+        expect_error("INSERT INTO t (a) VALUES (1) ON CONFLICT DO NOTHING", "0A000", NULL, -1);
 }
 
 static void test_insert_not_null_detail(void)
