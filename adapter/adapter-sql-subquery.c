@@ -843,10 +843,166 @@ static int any_all_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const
         return attach_value(a, a->attach, case3(ROW_TYPE_BOOL, v, 7), "?column?", ret);
 }
 
-static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret)
+/* EXISTS (subquery): uncorrelated, count(*) > 0; correlated, a flag per key of S
+ * (flagged_keys()), attached, and IS NOT NULL.  Consumes rel. */
+static int exists_sublink(struct analyzer *a, const struct subq *q, Coord__Plan__Relation *rel,
+                          struct typed *ret)
 {
         static const Coord__Plan__Type I8 = (Coord__Plan__Type)ROW_TYPE_INT8;
         static const Coord__Plan__Type I4 = (Coord__Plan__Type)ROW_TYPE_INT4;
+        _cleanup_(rel_freep) Coord__Plan__Relation *S = rel;
+        struct attach *ac = a->attach;
+        const Coord__Plan__AggFunc f = COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR;
+        const uint32_t c = 0;
+        uint32_t first;
+        int r;
+
+        if (!q->n) {    /* count(*) > 0 */
+                r = attach_add(a, ac, rel_reduce(TAKE_PTR(S), 0, &f, &c, &I8, 1), NULL, 0,
+                               &I8, 1, &first);
+                return r < 0 ? r : attach_value(a, ac, cmp_int8(COORD__PLAN__FUNC__FUNC_GT, first, 0),
+                                                "exists", ret);
+        }
+        r = attach_add(a, ac, flagged_keys(TAKE_PTR(S), q, NULL, 0), outer_keys(q, NULL),
+                       q->n, &I4, 1, &first);
+        return r < 0 ? r : attach_value(a, ac, is_null_of(COORD__PLAN__FUNC__FUNC_IS_NOT_NULL,
+                                                         col_of(ROW_TYPE_INT4, first)),
+                                        "exists", ret);
+}
+
+/* A scalar subquery: S's count(*) and max(value) per key (keyed_counts()), attached;
+ * more than one row is error 21000 when evaluated, and a correlated subquery with
+ * aggregates and no GROUP BY gets the value of the subquery planned over no rows for
+ * outer rows without inner rows.  out: the subquery's columns.  Consumes rel. */
+static int expr_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const struct subq *q,
+                        Coord__Plan__Relation *rel, const struct scope *out, int vtype,
+                        struct typed *ret)
+{
+        static const Coord__Plan__Type I8 = (Coord__Plan__Type)ROW_TYPE_INT8;
+        _cleanup_(rel_freep) Coord__Plan__Relation *S = rel;
+        struct attach *ac = a->attach;
+        const PgQuery__Node *sub = sl->subselect;
+        const Coord__Plan__Type pt[2] = { I8, (Coord__Plan__Type)vtype };
+        Coord__Plan__Expr *v[5];
+        uint32_t first, d_col = 0;
+        size_t n = 0;
+        int r;
+
+        if (q->n && q->global) {
+                /* The value for outer rows with no inner rows. */
+                _cleanup_(scope_done) struct scope out0 = { 0 };
+                _cleanup_(subq_done) struct subq q0 = { .empty = true };
+                Coord__Plan__Relation *S0 = NULL;
+                const Coord__Plan__AggFunc f = COORD__PLAN__AGG_FUNC__AGG_MAX;
+                const uint32_t c = 0;
+
+                if (q->having)
+                        return FAIL_AT(a, sl->location, "0A000", "HAVING in a correlated "
+                                       "scalar subquery without GROUP BY is not supported");
+                r = plan_subquery(a, sub, true, &q0, &S0, &out0);
+                if (r >= 0)
+                        r = attach_add(a, ac, rel_reduce(S0, 0, &f, &c, &pt[1], 1), NULL, 0,
+                                       &pt[1], 1, &d_col);
+                if (r < 0)
+                        return r;
+        }
+        r = attach_add(a, ac, keyed_counts(TAKE_PTR(S), q, COORD__PLAN__AGG_FUNC__AGG_MAX, vtype),
+                       outer_keys(q, NULL), q->n, pt, 2, &first);
+        if (r < 0)
+                return r;
+        /* CASE [WHEN cnt IS NULL THEN default] WHEN cnt > 1 THEN 21000 ELSE max END */
+        if (q->n && q->global) {
+                v[n++] = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NULL, col_of(ROW_TYPE_INT8, first));
+                v[n++] = col_of(vtype, d_col);
+        }
+        v[n++] = cmp_int8(COORD__PLAN__FUNC__FUNC_GT, first, 1);
+        v[n++] = expr_call(vtype, COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS, NULL, 0);
+        v[n++] = col_of(vtype, first + 1);
+        return attach_value(a, ac, case3(vtype, v, n), q->n_visible ? out->cols[0].name : "?column?",
+                            ret);
+}
+
+/* x IN (subquery), x = ANY, NOT over x <> ALL: a flag per (keys, x) of S (flagged_keys()),
+ * attached; where the answer is used as a truth (truth: a WHERE conjunct, not negated)
+ * the flag is the answer, otherwise S's count(*) and count(value) per key too, for
+ * PostgreSQL's three-valued answer.  Consumes rel. */
+static int in_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *x,
+                      const struct subq *q, Coord__Plan__Relation *rel, int vtype, bool truth,
+                      bool negate, struct typed *ret)
+{
+        static const Coord__Plan__Type I8 = (Coord__Plan__Type)ROW_TYPE_INT8;
+        static const Coord__Plan__Type I4 = (Coord__Plan__Type)ROW_TYPE_INT4;
+        _cleanup_(rel_freep) Coord__Plan__Relation *S = rel;
+        struct attach *ac = a->attach;
+        const Coord__Plan__Type pt[2] = { I8, I8 };
+        const uint32_t zero = 0;
+        Coord__Plan__Expr *v[7], *value;
+        uint32_t flag, counts = 0;
+        struct row_datum f = ROW_DATUM_BOOL(false), t = ROW_DATUM_BOOL(true);
+        int r;
+
+        if (x->unknown) {
+                r = coerce_unknown(a, x, vtype);
+                if (r < 0)
+                        return r;
+        }
+        if ((int)x->e->type != vtype && !(type_is_int((int)x->e->type) && type_is_int(vtype))) {
+                struct typed y = { .e = col_of(vtype, 0), .location = -1 };
+
+                r = y.e ? no_operator(a, "=", x, &y, sl->location) : analyzer_oom(a);
+                typed_done(&y);
+                return r;
+        }
+        if (!truth) {
+                if (!q->n) {
+                        const Coord__Plan__AggFunc fs[2] = { COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR,
+                                                             COORD__PLAN__AGG_FUNC__AGG_COUNT };
+                        const uint32_t cs[2] = { 0, 0 };
+
+                        r = attach_add(a, ac, rel_reduce(rel_copy(S), 0, fs, cs, pt, 2), NULL, 0, pt,
+                                       2, &counts);
+                } else {
+                        r = attach_add(a, ac, keyed_counts(rel_copy(S), q, COORD__PLAN__AGG_FUNC__AGG_COUNT,
+                                                           vtype),
+                                       outer_keys(q, NULL), q->n, pt, 2, &counts);
+                }
+                if (r < 0)
+                        return r;
+        }
+        r = attach_add(a, ac, flagged_keys(TAKE_PTR(S), q, &zero, 1), outer_keys(q, expr_copy(x->e)),
+                       q->n + 1, &I4, 1, &flag);
+        if (r < 0)
+                return r;
+        if (truth) {
+                value = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NOT_NULL, col_of(ROW_TYPE_INT4, flag));
+        } else {
+                /* CASE WHEN matched THEN TRUE WHEN coalesce(cnt, 0) = 0 THEN FALSE
+                 *      WHEN x IS NULL OR cnt > cnn THEN NULL ELSE FALSE END */
+                const struct row_datum zero8 = ROW_DATUM_INT(0);
+                Coord__Plan__Expr *co = expr_call2(ROW_TYPE_INT8, COORD__PLAN__FUNC__FUNC_COALESCE,
+                                                   col_of(ROW_TYPE_INT8, counts),
+                                                   expr_literal(ROW_TYPE_INT8, &zero8));
+
+                v[0] = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NOT_NULL, col_of(ROW_TYPE_INT4, flag));
+                v[1] = expr_literal(ROW_TYPE_BOOL, &t);
+                v[2] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, co,
+                                  expr_literal(ROW_TYPE_INT8, &zero8));
+                v[3] = expr_literal(ROW_TYPE_BOOL, &f);
+                v[4] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_OR,
+                                  is_null_of(COORD__PLAN__FUNC__FUNC_IS_NULL, expr_copy(x->e)),
+                                  expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GT,
+                                             col_of(ROW_TYPE_INT8, counts), col_of(ROW_TYPE_INT8, counts + 1)));
+                v[5] = expr_literal(ROW_TYPE_BOOL, &ROW_DATUM_NULL);
+                v[6] = expr_literal(ROW_TYPE_BOOL, &f);
+                value = case3(ROW_TYPE_BOOL, v, 7);
+        }
+        if (negate && value)
+                value = is_null_of(COORD__PLAN__FUNC__FUNC_NOT, value);
+        return attach_value(a, ac, value, "?column?", ret);
+}
+
+static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret)
+{
         struct attach *ac = a->attach;
         _cleanup_(typed_done) struct typed x = { .location = -1 };
         _cleanup_(scope_done) struct scope out = { 0 };
@@ -855,7 +1011,6 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
         const PgQuery__Node *sub = sl->subselect;
         const char *op = sl->n_oper_name ? node_string(sl->oper_name[sl->n_oper_name - 1]) : "=";
         bool plain, truth = false, negate = false;
-        uint32_t first, d_col = 0;
         int vtype, r;
 
         switch (sl->sub_link_type) {
@@ -914,133 +1069,17 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
         if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ARRAY_SUBLINK)
                 return array_sublink(a, sl, &q, TAKE_PTR(S), &out, vtype, ret);
 
-        if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK) {
-                const Coord__Plan__AggFunc f = COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR;
-                const uint32_t c = 0;
-
-                if (!q.n) {     /* count(*) > 0 */
-                        r = attach_add(a, ac, rel_reduce(TAKE_PTR(S), 0, &f, &c, &I8, 1), NULL, 0,
-                                       &I8, 1, &first);
-                        return r < 0 ? r : attach_value(a, ac, cmp_int8(COORD__PLAN__FUNC__FUNC_GT, first, 0),
-                                                        "exists", ret);
-                }
-                r = attach_add(a, ac, flagged_keys(TAKE_PTR(S), &q, NULL, 0), outer_keys(&q, NULL),
-                               q.n, &I4, 1, &first);
-                return r < 0 ? r : attach_value(a, ac, is_null_of(COORD__PLAN__FUNC__FUNC_IS_NOT_NULL,
-                                                                 col_of(ROW_TYPE_INT4, first)),
-                                                "exists", ret);
-        }
-
-        if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__EXPR_SUBLINK) {
-                const Coord__Plan__Type pt[2] = { I8, (Coord__Plan__Type)vtype };
-                Coord__Plan__Expr *v[5];
-                size_t n = 0;
-
-                if (q.n && q.global) {
-                        /* The value for outer rows with no inner rows. */
-                        _cleanup_(scope_done) struct scope out0 = { 0 };
-                        _cleanup_(subq_done) struct subq q0 = { .empty = true };
-                        Coord__Plan__Relation *S0 = NULL;
-                        const Coord__Plan__AggFunc f = COORD__PLAN__AGG_FUNC__AGG_MAX;
-                        const uint32_t c = 0;
-
-                        if (q.having)
-                                return FAIL_AT(a, sl->location, "0A000", "HAVING in a correlated "
-                                               "scalar subquery without GROUP BY is not supported");
-                        r = plan_subquery(a, sub, true, &q0, &S0, &out0);
-                        if (r >= 0)
-                                r = attach_add(a, ac, rel_reduce(S0, 0, &f, &c, &pt[1], 1), NULL, 0,
-                                               &pt[1], 1, &d_col);
-                        if (r < 0)
-                                return r;
-                }
-                r = attach_add(a, ac, keyed_counts(TAKE_PTR(S), &q, COORD__PLAN__AGG_FUNC__AGG_MAX, vtype),
-                               outer_keys(&q, NULL), q.n, pt, 2, &first);
-                if (r < 0)
-                        return r;
-                /* CASE [WHEN cnt IS NULL THEN default] WHEN cnt > 1 THEN 21000 ELSE max END */
-                if (q.n && q.global) {
-                        v[n++] = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NULL, col_of(ROW_TYPE_INT8, first));
-                        v[n++] = col_of(vtype, d_col);
-                }
-                v[n++] = cmp_int8(COORD__PLAN__FUNC__FUNC_GT, first, 1);
-                v[n++] = expr_call(vtype, COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS, NULL, 0);
-                v[n++] = col_of(vtype, first + 1);
-                return attach_value(a, ac, case3(vtype, v, n), q.n_visible ? out.cols[0].name : "?column?",
-                                    ret);
-        }
+        if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK)
+                return exists_sublink(a, &q, TAKE_PTR(S), ret);
+        if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__EXPR_SUBLINK)
+                return expr_sublink(a, sl, &q, TAKE_PTR(S), &out, vtype, ret);
 
         if ((sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ANY_SUBLINK && strcmp(op, "=") != 0) ||
             (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ALL_SUBLINK && strcmp(op, "<>") != 0))
                 return any_all_sublink(a, sl, op, &x, &q, TAKE_PTR(S), vtype, ret);
 
         /* x IN (subquery), x = ANY, NOT over x <> ALL. */
-        {
-                const Coord__Plan__Type pt[2] = { I8, I8 };
-                const uint32_t zero = 0;
-                Coord__Plan__Expr *v[7], *value;
-                uint32_t flag, counts = 0;
-                struct row_datum f = ROW_DATUM_BOOL(false), t = ROW_DATUM_BOOL(true);
-
-                if (x.unknown) {
-                        r = coerce_unknown(a, &x, vtype);
-                        if (r < 0)
-                                return r;
-                }
-                if ((int)x.e->type != vtype && !(type_is_int((int)x.e->type) && type_is_int(vtype))) {
-                        struct typed y = { .e = col_of(vtype, 0), .location = -1 };
-
-                        r = y.e ? no_operator(a, "=", &x, &y, sl->location) : analyzer_oom(a);
-                        typed_done(&y);
-                        return r;
-                }
-                if (!truth) {
-                        if (!q.n) {
-                                const Coord__Plan__AggFunc fs[2] = { COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR,
-                                                                     COORD__PLAN__AGG_FUNC__AGG_COUNT };
-                                const uint32_t cs[2] = { 0, 0 };
-
-                                r = attach_add(a, ac, rel_reduce(rel_copy(S), 0, fs, cs, pt, 2), NULL, 0, pt,
-                                               2, &counts);
-                        } else {
-                                r = attach_add(a, ac, keyed_counts(rel_copy(S), &q, COORD__PLAN__AGG_FUNC__AGG_COUNT,
-                                                                   vtype),
-                                               outer_keys(&q, NULL), q.n, pt, 2, &counts);
-                        }
-                        if (r < 0)
-                                return r;
-                }
-                r = attach_add(a, ac, flagged_keys(TAKE_PTR(S), &q, &zero, 1), outer_keys(&q, expr_copy(x.e)),
-                               q.n + 1, &I4, 1, &flag);
-                if (r < 0)
-                        return r;
-                if (truth) {
-                        value = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NOT_NULL, col_of(ROW_TYPE_INT4, flag));
-                } else {
-                        /* CASE WHEN matched THEN TRUE WHEN coalesce(cnt, 0) = 0 THEN FALSE
-                         *      WHEN x IS NULL OR cnt > cnn THEN NULL ELSE FALSE END */
-                        const struct row_datum zero8 = ROW_DATUM_INT(0);
-                        Coord__Plan__Expr *co = expr_call2(ROW_TYPE_INT8, COORD__PLAN__FUNC__FUNC_COALESCE,
-                                                      col_of(ROW_TYPE_INT8, counts),
-                                                      expr_literal(ROW_TYPE_INT8, &zero8));
-
-                        v[0] = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NOT_NULL, col_of(ROW_TYPE_INT4, flag));
-                        v[1] = expr_literal(ROW_TYPE_BOOL, &t);
-                        v[2] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, co,
-                                     expr_literal(ROW_TYPE_INT8, &zero8));
-                        v[3] = expr_literal(ROW_TYPE_BOOL, &f);
-                        v[4] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_OR,
-                                     is_null_of(COORD__PLAN__FUNC__FUNC_IS_NULL, expr_copy(x.e)),
-                                     expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GT,
-                                           col_of(ROW_TYPE_INT8, counts), col_of(ROW_TYPE_INT8, counts + 1)));
-                        v[5] = expr_literal(ROW_TYPE_BOOL, &ROW_DATUM_NULL);
-                        v[6] = expr_literal(ROW_TYPE_BOOL, &f);
-                        value = case3(ROW_TYPE_BOOL, v, 7);
-                }
-                if (negate && value)
-                        value = is_null_of(COORD__PLAN__FUNC__FUNC_NOT, value);
-                return attach_value(a, ac, value, "?column?", ret);
-        }
+        return in_sublink(a, sl, &x, &q, TAKE_PTR(S), vtype, truth, negate, ret);
 }
 
 /* Is c an equality `inner = outer` (one side reads only the enclosing query, the other
