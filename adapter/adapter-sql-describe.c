@@ -342,6 +342,118 @@ static int analyze_indexdef(struct analyzer *a, const PgQuery__FuncCall *f, stru
         return r < 0 ? r : 1;
 }
 
+/* pg_get_expr(expr, relid[, pretty]): the text; the relation's oid is not needed for it. */
+static int analyze_get_expr(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                            struct typed *ret)
+{
+        _cleanup_(typed_done) struct typed x = { .location = -1 }, y = { .location = -1 },
+                                           z = { .location = -1 };
+        int r;
+
+        r = analyze_expr(a, f->args[0], &x);
+        if (r >= 0 && (x.unknown || (int)x.e->type != ROW_TYPE_TEXT))
+                return FAIL_AT(a, f->location, "0A000",
+                               "pg_get_expr() is supported only of the expression "
+                               "columns of the pg_catalog relations");
+        if (r >= 0)
+                r = oid_arg(a, f->args[1], name, &y);
+        if (r >= 0 && f->n_args == 3)
+                r = analyze_expr(a, f->args[2], &z);
+        if (r >= 0 && f->n_args == 3)
+                r = require_bool(a, &z, "pg_get_expr()");
+        if (r < 0)
+                return r;
+        *ret = x;
+        x.e = NULL;
+        ret->location = f->location;
+        return 1;
+}
+
+/* format_type(oid, typmod); x: the oid, analyzed (its expression taken on success). */
+static int analyze_format_type(struct analyzer *a, const PgQuery__FuncCall *f, struct typed *x,
+                               struct typed *ret)
+{
+        _cleanup_(typed_done) struct typed y = { .location = -1 };
+        Coord__Plan__Expr *base, *suffix, *plain, *tm;
+        static const struct row_datum open = ROW_DATUM_TEXT("(", 1),
+                                      close = ROW_DATUM_TEXT(")", 1);
+        Coord__Plan__Expr *e = NULL;
+        int r;
+
+        r = analyze_expr(a, f->args[1], &y);
+        if (r >= 0)
+                r = coerce_unknown(a, &y, ROW_TYPE_INT4);
+        if (r >= 0 && (int)y.e->type != ROW_TYPE_INT4)
+                r = FAIL_AT(a, y.location, "42883",
+                            "function format_type(bigint, %s) does not exist",
+                            row_type_name((enum row_type)y.e->type));
+        if (r >= 0)
+                r = map_case(a, PGCAT_MAP_TYPE_ELEMENT, expr_copy(x->e),
+                             expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_TEXT("???", 3)), &base);
+        if (r >= 0)
+                r = map_case(a, PGCAT_MAP_TYPE_ARRAY, expr_copy(x->e),
+                             expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_TEXT("", 0)), &suffix);
+        if (r < 0)
+                return r;
+        /* CASE WHEN x IS NULL THEN NULL WHEN typmod >= 0 THEN base || '(' ||
+         * typmod::text || ')' || suffix ELSE base || suffix END */
+        plain = expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, expr_copy(base),
+                      expr_copy(suffix));
+        /* varchar's typmod is its length + 4 (PostgreSQL's VARHDRSZ). */
+        tm = expr_copy(y.e);
+        tm = tm ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &tm, 1) : NULL;
+        {
+                const int64_t varchar = PGCAT_TYPE_VARCHAR;
+                Coord__Plan__Expr *v = expr_call2(ROW_TYPE_INT4, COORD__PLAN__FUNC__FUNC_SUB,
+                                             expr_copy(y.e),
+                                             expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(4)));
+                Coord__Plan__Expr *is_varchar =
+                        expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x->e),
+                              expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(varchar)));
+
+                v = v ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &v, 1) : NULL;
+                if (tm && v && is_varchar) {
+                        tm = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE,
+                                       (Coord__Plan__Expr *[]){ is_varchar, v, tm }, 3);
+                } else {
+                        expr_free(tm);
+                        expr_free(v);
+                        expr_free(is_varchar);
+                        tm = NULL;
+                }
+        }
+        e = expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                  expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                        expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                              expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, base,
+                                    expr_literal(ROW_TYPE_TEXT, &open)),
+                              tm),
+                        expr_literal(ROW_TYPE_TEXT, &close)),
+                  suffix);
+        {
+                Coord__Plan__Expr *args[5] = {
+                        expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL,
+                                  (Coord__Plan__Expr *[]){ TAKE_PTR(x->e) }, 1),
+                        expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL),
+                        expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GE, TAKE_PTR(y.e),
+                              expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(0))),
+                        e, plain,
+                };
+
+                for (size_t k = 0; k < 5; k++)
+                        if (!args[k]) {
+                                for (size_t j = 0; j < 5; j++)
+                                        expr_free(args[j]);
+                                return analyzer_oom(a);
+                        }
+                r = build_call(a, ret, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE, args, 5,
+                          f->location);
+        }
+        if (r >= 0)
+                r = fold_tree(a, &ret->e);
+        return r < 0 ? r : 1;
+}
+
 /* psql's describe functions (1 when planned into ret, 0 when `name` is none of them):
  *   format_type(oid, typmod)        the type's SQL name ("integer[]"), with (typmod) when
  *                                   typmod >= 0; '???' for an unknown oid, NULL for NULL
@@ -357,8 +469,7 @@ static int analyze_indexdef(struct analyzer *a, const PgQuery__FuncCall *f, stru
 int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
                                  struct typed *ret)
 {
-        _cleanup_(typed_done) struct typed x = { .location = -1 }, y = { .location = -1 },
-                                           z = { .location = -1 };
+        _cleanup_(typed_done) struct typed x = { .location = -1 }, z = { .location = -1 };
         static const struct {
                 const char *name;
                 size_t min, max;
@@ -384,108 +495,13 @@ int analyze_describe_func(struct analyzer *a, const PgQuery__FuncCall *f, const 
         r = describe_allowed(a, f->location, what);
         if (r < 0)
                 return r;
-        if (i == 1) {
-                /* pg_get_expr(): the text; the relation's oid is not needed for it. */
-                r = analyze_expr(a, f->args[0], &x);
-                if (r >= 0 && (x.unknown || (int)x.e->type != ROW_TYPE_TEXT))
-                        return FAIL_AT(a, f->location, "0A000",
-                                       "pg_get_expr() is supported only of the expression "
-                                       "columns of the pg_catalog relations");
-                if (r >= 0)
-                        r = oid_arg(a, f->args[1], name, &y);
-                if (r >= 0 && f->n_args == 3)
-                        r = analyze_expr(a, f->args[2], &z);
-                if (r >= 0 && f->n_args == 3)
-                        r = require_bool(a, &z, "pg_get_expr()");
-                if (r < 0)
-                        return r;
-                *ret = x;
-                x.e = NULL;
-                ret->location = f->location;
-                return 1;
-        }
+        if (i == 1)
+                return analyze_get_expr(a, f, name, ret);
         r = oid_arg(a, f->args[0], name, &x);
         if (r < 0)
                 return r;
-        if (i == 0) {
-                /* format_type(oid, typmod) */
-                Coord__Plan__Expr *base, *suffix, *plain, *tm;
-                static const struct row_datum open = ROW_DATUM_TEXT("(", 1),
-                                              close = ROW_DATUM_TEXT(")", 1);
-
-                r = analyze_expr(a, f->args[1], &y);
-                if (r >= 0)
-                        r = coerce_unknown(a, &y, ROW_TYPE_INT4);
-                if (r >= 0 && (int)y.e->type != ROW_TYPE_INT4)
-                        r = FAIL_AT(a, y.location, "42883",
-                                    "function format_type(bigint, %s) does not exist",
-                                    row_type_name((enum row_type)y.e->type));
-                if (r >= 0)
-                        r = map_case(a, PGCAT_MAP_TYPE_ELEMENT, expr_copy(x.e),
-                                     expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_TEXT("???", 3)), &base);
-                if (r >= 0)
-                        r = map_case(a, PGCAT_MAP_TYPE_ARRAY, expr_copy(x.e),
-                                     expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_TEXT("", 0)), &suffix);
-                if (r < 0)
-                        return r;
-                /* CASE WHEN x IS NULL THEN NULL WHEN typmod >= 0 THEN base || '(' ||
-                 * typmod::text || ')' || suffix ELSE base || suffix END */
-                plain = expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, expr_copy(base),
-                              expr_copy(suffix));
-                /* varchar's typmod is its length + 4 (PostgreSQL's VARHDRSZ). */
-                tm = expr_copy(y.e);
-                tm = tm ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &tm, 1) : NULL;
-                {
-                        const int64_t varchar = PGCAT_TYPE_VARCHAR;
-                        Coord__Plan__Expr *v = expr_call2(ROW_TYPE_INT4, COORD__PLAN__FUNC__FUNC_SUB,
-                                                     expr_copy(y.e),
-                                                     expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(4)));
-                        Coord__Plan__Expr *is_varchar =
-                                expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x.e),
-                                      expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(varchar)));
-
-                        v = v ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &v, 1) : NULL;
-                        if (tm && v && is_varchar) {
-                                tm = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE,
-                                               (Coord__Plan__Expr *[]){ is_varchar, v, tm }, 3);
-                        } else {
-                                expr_free(tm);
-                                expr_free(v);
-                                expr_free(is_varchar);
-                                tm = NULL;
-                        }
-                }
-                e = expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
-                          expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
-                                expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
-                                      expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, base,
-                                            expr_literal(ROW_TYPE_TEXT, &open)),
-                                      tm),
-                                expr_literal(ROW_TYPE_TEXT, &close)),
-                          suffix);
-                {
-                        Coord__Plan__Expr *args[5] = {
-                                expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL,
-                                          (Coord__Plan__Expr *[]){ TAKE_PTR(x.e) }, 1),
-                                expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL),
-                                expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GE, TAKE_PTR(y.e),
-                                      expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(0))),
-                                e, plain,
-                        };
-
-                        for (size_t k = 0; k < 5; k++)
-                                if (!args[k]) {
-                                        for (size_t j = 0; j < 5; j++)
-                                                expr_free(args[j]);
-                                        return analyzer_oom(a);
-                                }
-                        r = build_call(a, ret, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE, args, 5,
-                                  f->location);
-                }
-                if (r >= 0)
-                        r = fold_tree(a, &ret->e);
-                return r < 0 ? r : 1;
-        }
+        if (i == 0)
+                return analyze_format_type(a, f, &x, ret);
         if (f->n_args >= 2) {
                 r = analyze_expr(a, f->args[f->n_args - 1], &z);
                 if (r >= 0)
