@@ -159,6 +159,8 @@ struct scope_col {
         int type;
         bool nullable;
         bool hidden;                    /* JOIN USING's right column: only qualified */
+        bool unknown;                   /* a SELECT's untyped literal, output as text: a
+                                         * UNION with a typed arm types it (plan_setop()) */
 };
 
 struct scope {

@@ -376,6 +376,7 @@ struct outputs {
          * text, where PostgreSQL sorts by the oid, so ORDER BY may not name them. */
         size_t *reg;
         size_t n_reg;
+        bool *unknown;                  /* per output: an untyped literal made text */
 };
 
 static void outputs_done(struct outputs *o)
@@ -385,6 +386,7 @@ static void outputs_done(struct outputs *o)
         free(o->e);
         free(o->names);
         free(o->reg);
+        free(o->unknown);
 }
 
 static int outputs_add(struct analyzer *a, struct outputs *o, Coord__Plan__Expr *e, const char *name)
@@ -395,17 +397,21 @@ static int outputs_add(struct analyzer *a, struct outputs *o, Coord__Plan__Expr 
                 size_t cap = o->cap ? 2 * o->cap : 8;
                 Coord__Plan__Expr **ne = realloc(o->e, cap * sizeof(*ne));
                 const char **nn = ne ? realloc(o->names, cap * sizeof(*nn)) : NULL;
+                bool *nu = nn ? realloc(o->unknown, cap * sizeof(*nu)) : NULL;
 
                 if (ne)
                         o->e = ne;
-                if (!nn) {
+                if (nn)
+                        o->names = nn;
+                if (!nu) {
                         expr_free(e);
                         return analyzer_oom(a);
                 }
-                o->names = nn;
+                o->unknown = nu;
                 o->cap = cap;
         }
         o->e[o->n] = e;
+        o->unknown[o->n] = false;
         o->names[o->n++] = name;
         if (o->n > MAX_TARGETS)
                 return FAIL(a, "54011", "target lists can have at most %u entries", MAX_TARGETS);
@@ -421,6 +427,7 @@ static int select_target(struct analyzer *a, struct outputs *o, const PgQuery__R
         _cleanup_(typed_done) struct typed t = { .location = -1 };
         const PgQuery__ColumnRef *cr;
         const char *name;
+        bool unknown;
         int r;
 
         if (!rt->val)
@@ -469,6 +476,7 @@ static int select_target(struct analyzer *a, struct outputs *o, const PgQuery__R
                 o->reg[o->n_reg++] = o->n;
         }
         r = analyze_expr(a, rt->val, &t);
+        unknown = r >= 0 && t.unknown;
         if (r >= 0)
                 r = coerce_unknown(a, &t, ROW_TYPE_TEXT);   /* PostgreSQL outputs unknown as text */
         if (r < 0)
@@ -482,7 +490,10 @@ static int select_target(struct analyzer *a, struct outputs *o, const PgQuery__R
                 name = sc->cols[t.e->column].name;
         else
                 name = figure_colname(rt->val);
-        return outputs_add(a, o, TAKE_PTR(t.e), name);
+        r = outputs_add(a, o, TAKE_PTR(t.e), name);
+        if (r >= 0)
+                o->unknown[o->n - 1] = unknown;
+        return r;
 }
 
 /* Is a source column or expression possibly NULL? */
@@ -936,6 +947,8 @@ static int select_outputs(struct analyzer *a, struct topk_spec *tk, struct scope
                                                          (int)p->o.e[i]->type, nullable, true);
                 if (r < 0)
                         return r;
+                if (!(tk && i >= p->n_visible))
+                        ret_cols->cols[ret_cols->n - 1].unknown = p->o.unknown[i];
                 if (p->o.e[i]->kind_case == COORD__PLAN__EXPR__KIND_COLUMN) {
                         outputs[i] = p->o.e[i]->column;
                 } else {
@@ -1264,6 +1277,10 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
                 lt[i] = lc.cols[i].type;
                 rt[i] = rc.cols[i].type;
                 if (lt[i] == rt[i])
+                        to[i] = lt[i];
+                else if (lc.cols[i].unknown && !rc.cols[i].unknown)
+                        to[i] = rt[i];          /* SELECT 3 UNION SELECT NULL: int4 */
+                else if (rc.cols[i].unknown && !lc.cols[i].unknown)
                         to[i] = lt[i];
                 else if (type_is_int(lt[i]) && type_is_int(rt[i]))
                         to[i] = ROW_TYPE_INT8;

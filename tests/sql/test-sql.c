@@ -2144,6 +2144,20 @@ static void test_distinct_union_values(void)
                      "each UNION query must have the same number of columns", -1);
         expect_error("SELECT a FROM t UNION SELECT b FROM t", "42804",
                      "UNION types integer and text cannot be matched", -1);
+        {
+                /* An arm's untyped literal takes the other arm's type, as in PostgreSQL. */
+                struct sql_stmt *u = analyze("SELECT a FROM t UNION ALL SELECT NULL");
+
+                CU_ASSERT_EQUAL(u->select.peek->columns[0]->type, ROW_TYPE_INT4);
+                sql_stmt_free(u);
+                u = analyze("SELECT '4' UNION SELECT d FROM t");
+                CU_ASSERT_EQUAL(u->select.peek->columns[0]->type, ROW_TYPE_INT8);
+                sql_stmt_free(u);
+        }
+        expect_error("SELECT a FROM t UNION SELECT 'x'::text", "42804",
+                     "UNION types integer and text cannot be matched", -1);
+        expect_error("SELECT NULL UNION SELECT NULL UNION SELECT a FROM t", "42804",
+                     "UNION types text and integer cannot be matched", -1);
         expect_error("VALUES (1), (1, 2)", "42601", "VALUES lists must all be the same length", -1);
         expect_error("VALUES (1), ('x')", "22P02", NULL, -1);
         expect_error("VALUES (1), (true)", "42804", "VALUES types integer and boolean cannot be matched",
