@@ -574,6 +574,8 @@ void acat_relation(const struct acat_item *it, struct sql_relation *ret)
         ret->n_columns = it->n_columns;
         ret->checks = it->checks;
         ret->n_checks = it->n_checks;
+        ret->uniques = it->uniques;
+        ret->n_uniques = it->n_uniques;
         ret->plan = it->kind == SQL_OBJECT_VIEW ? item_plan(it) : NULL;
         ret->inputs = it->logical_inputs;
         ret->n_inputs = it->n_logical;

@@ -90,6 +90,7 @@ void write_done(struct write *w)
         free(w->rows);
         free(w->row_lens);
         free(w->diffs);
+        free(w->conflict_key);
 }
 
 void group_free(struct group *g)
@@ -211,6 +212,9 @@ int group_send(struct exec *ex, struct group *g)
                 tw[i].delete_filter = w->delete_filter;
                 tw[i].update = w->update;
                 tw[i].insert_select = w->insert_select;
+                tw[i].on_conflict_skip = w->on_conflict_skip;
+                if (w->conflict_key)
+                        tw[i].conflict_key = w->conflict_key;
                 twp[i] = &tw[i];
         }
         msg.ts = g->ts;

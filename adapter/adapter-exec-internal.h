@@ -70,6 +70,8 @@ struct write {
         Coord__Plan__Relation *delete_filter;   /* borrowed from the session's stmt */
         bool update;                            /* an UPDATE: TableWrite.update */
         bool insert_select;                     /* TableWrite.insert_select */
+        bool on_conflict_skip;                  /* TableWrite.on_conflict_skip */
+        char *conflict_key;                     /* owned; TableWrite.conflict_key */
         bool commit;                            /* (10) the last write of a COMMIT */
         uint32_t n_block;                       /* (10) a COMMIT's: the block's writes,
                                                  * this one last (0: just this one) */

@@ -886,10 +886,13 @@ int exec_drop(struct session *s, struct sql_stmt *st)
 /* An INSERT's write, taking the rows from the statement (the write owns them now). */
 int insert_write(struct sql_insert *in, struct session *s, struct write *w)
 {
-        *w = (struct write){ .kind = WRITE_INSERT, .s = s, .gid = in->id, .n_rows = in->n_rows };
+        *w = (struct write){ .kind = WRITE_INSERT, .s = s, .gid = in->id, .n_rows = in->n_rows,
+                             .on_conflict_skip = in->on_conflict_skip };
         w->table = strdup(in->table);
         w->rows = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w->rows));
         w->row_lens = calloc(in->n_rows ? in->n_rows : 1, sizeof(*w->row_lens));
+        if (in->conflict_key && !(w->conflict_key = strdup(in->conflict_key)))
+                w->table = (free(w->table), NULL);
         if (!w->table || !w->rows || !w->row_lens) {
                 write_done(w);
                 return -ENOMEM;

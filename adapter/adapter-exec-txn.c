@@ -172,7 +172,7 @@ static int txn_implicit_stmt(struct session *s, struct sql_stmt *st)
 {
         switch (st->kind) {
         case SQL_STMT_INSERT:
-                if (st->insert.plan)
+                if (st->insert.plan || st->insert.on_conflict_skip)
                         return s->n_txn_writes ? STMT_FLUSH : 1;        /* as a DELETE */
                 return txn_keep_insert(s, &st->insert);
         case SQL_STMT_SET_VARIABLE:
@@ -232,6 +232,13 @@ int txn_stmt(struct session *s, struct sql_stmt *st)
                         /* The controller computes its rows as it writes them, as a DELETE's. */
                         send_error(s->c, "25001", "INSERT ... SELECT cannot run inside a "
                                                   "transaction block");
+                        return -ECANCELED;
+                }
+                if (in->on_conflict_skip) {
+                        /* Which rows it inserts is known when it is written, at COMMIT;
+                         * its count is answered now. */
+                        send_error(s->c, "25001", "INSERT ... ON CONFLICT cannot run inside "
+                                                  "a transaction block");
                         return -ECANCELED;
                 }
                 if (s->txn_read) {

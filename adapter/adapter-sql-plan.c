@@ -875,6 +875,7 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                         free(s->insert.rows[i].data);
                 free(s->insert.rows);
                 free(s->insert.table);
+                free(s->insert.conflict_key);
                 break;
         case SQL_STMT_DELETE:
                 rel_free(s->delete_.plan);

@@ -828,6 +828,71 @@ static int insert_returning(struct analyzer *a, const PgQuery__InsertStmt *ins,
         return 0;
 }
 
+/* ON CONFLICT [(cols) | ON CONSTRAINT name] DO NOTHING: the key it names (any key when
+ * it names none), as PostgreSQL infers it: the columns must be exactly a PRIMARY KEY's
+ * or UNIQUE constraint's (42P10 otherwise).  The controller skips the rows whose key
+ * is taken (controller-server-unique.c note 22). */
+static int on_conflict(struct analyzer *a, const PgQuery__OnConflictClause *oc,
+                       const struct sql_relation *rel)
+{
+        struct sql_insert *si = &a->stmt->insert;
+        const PgQuery__InferClause *inf = oc->infer;
+        const struct sql_unique *key = NULL;
+        _cleanup_free_ bool *in = NULL;
+        size_t n_in = 0;
+
+        si->on_conflict_skip = true;
+        if (!inf)
+                return 0;
+        if (inf->where_clause)
+                return FAIL_AT(a, inf->location, "0A000", "ON CONFLICT ... WHERE is not supported");
+        if (inf->conname && inf->conname[0]) {
+                for (size_t i = 0; i < rel->n_uniques && !key; i++)
+                        if (strcmp(rel->uniques[i].name, inf->conname) == 0)
+                                key = &rel->uniques[i];
+                if (!key)
+                        return FAIL(a, "42704", "constraint \"%s\" for table \"%s\" does not exist",
+                                    inf->conname, si->table);
+        } else {
+                in = calloc(rel->n_columns ? rel->n_columns : 1, sizeof(*in));
+                if (!in)
+                        return analyzer_oom(a);
+                for (size_t i = 0; i < inf->n_index_elems; i++) {
+                        const PgQuery__IndexElem *e = inf->index_elems[i]->node_case ==
+                                                                      PG_QUERY__NODE__NODE_INDEX_ELEM
+                                                              ? inf->index_elems[i]->index_elem : NULL;
+                        size_t k;
+
+                        if (!e || !e->name || !e->name[0])
+                                return FAIL_AT(a, inf->location, "0A000", "ON CONFLICT on "
+                                               "expressions is not supported: name columns");
+                        for (k = 0; k < rel->n_columns; k++)
+                                if (strcmp(rel->columns[k].name, e->name) == 0)
+                                        break;
+                        if (k == rel->n_columns)
+                                return FAIL_AT(a, inf->location, "42703", "column \"%s\" does "
+                                               "not exist", e->name);
+                        in[k] = true;
+                }
+                for (size_t k = 0; k < rel->n_columns; k++)
+                        n_in += in[k];
+                for (size_t i = 0; i < rel->n_uniques && !key; i++) {
+                        const struct sql_unique *u = &rel->uniques[i];
+                        bool all = u->n_columns == n_in;
+
+                        for (size_t k = 0; k < u->n_columns && all; k++)
+                                all = u->columns[k] < rel->n_columns && in[u->columns[k]];
+                        if (all)
+                                key = u;
+                }
+                if (!key)
+                        return FAIL_AT(a, inf->location, "42P10", "there is no unique or exclusion "
+                                       "constraint matching the ON CONFLICT specification");
+        }
+        si->conflict_key = strdup(key->name);
+        return si->conflict_key ? 0 : analyzer_oom(a);
+}
+
 int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
 {
         struct sql_insert *si = &a->stmt->insert;
@@ -837,8 +902,12 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
         size_t n_targets;
         int r;
 
-        if (ins->on_conflict_clause)
-                return FAIL(a, "0A000", "ON CONFLICT is not supported");
+        if (ins->on_conflict_clause && ins->on_conflict_clause->action !=
+                                               PG_QUERY__ON_CONFLICT_ACTION__ONCONFLICT_NOTHING)
+                return FAIL_AT(a, ins->on_conflict_clause->location, "0A000",
+                               "ON CONFLICT DO UPDATE is not supported: only DO NOTHING");
+        if (ins->on_conflict_clause && ins->n_returning_list)
+                return FAIL(a, "0A000", "RETURNING with ON CONFLICT is not supported");
         if (ins->with_clause && !ins->select_stmt)
                 return FAIL(a, "0A000", "WITH with INSERT ... DEFAULT VALUES is not supported");
         a->strict_fold = true;          /* INSERT values must fold, errors and all */
@@ -846,6 +915,11 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
         if (r < 0)
                 return r;
         si->id = rel.id;
+        if (ins->on_conflict_clause) {
+                r = on_conflict(a, ins->on_conflict_clause, &rel);
+                if (r < 0)
+                        return r;
+        }
 
         n_targets = ins->n_cols ? ins->n_cols : rel.n_columns;
         targets = calloc(n_targets ? n_targets : 1, sizeof(*targets));
@@ -886,6 +960,9 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
                 if (!sel->n_values_lists || sel->n_sort_clause || sel->limit_count ||
                     sel->limit_offset || sel->with_clause || ins->with_clause ||
                     has_sublink(&sel->base)) {
+                        if (ins->on_conflict_clause)
+                                return FAIL(a, "0A000", "ON CONFLICT is supported only for an "
+                                            "INSERT of VALUES");
                         if (ins->n_returning_list)
                                 return FAIL(a, "0A000", "RETURNING is supported only for an "
                                             "INSERT of VALUES");

@@ -120,6 +120,9 @@ struct sql_relation {
         /* A table's CHECK constraints (borrowed like columns). */
         const struct sql_check *checks;
         size_t n_checks;
+        /* A table's PRIMARY KEY and UNIQUE constraints (borrowed like columns). */
+        const struct sql_unique *uniques;
+        size_t n_uniques;
 };
 
 /* An object as the pg_catalog relations show it (adapter-pgcatalog.h).  Borrowed like
@@ -236,6 +239,10 @@ struct sql_insert {
         /* INSERT ... VALUES ... RETURNING: the list over the rows inserted -- a Peek whose
          * plan is Maps, Filters and Projects over a Constant of `rows` -- or NULL. */
         Coord__Plan__Peek *returning;
+        /* ON CONFLICT DO NOTHING: skip rows whose key is taken (coord.proto TableWrite.
+         * on_conflict_skip); conflict_key the targeted key's name, NULL: any key. */
+        bool on_conflict_skip;
+        char *conflict_key;
 };
 
 struct sql_delete {

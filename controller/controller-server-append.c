@@ -982,6 +982,12 @@ static int append_writes(struct append_ctx *ac, const Coord__Append *a, uint64_t
                                      : append_insert(ac, t, w, &ac->counts[i]);
                 if (r < 0)
                         return r;
+                if (keyed && w->n_unique_keys && w->on_conflict_skip && !w->delete_filter) {
+                        r = server_uniq_skip(s, ac->uq, &t->info, w, &t->pend, from, &ac->err);
+                        if (r < 0)
+                                return r;
+                        ac->counts[i] -= (uint64_t)r;
+                }
                 if (keyed && w->n_unique_keys) {
                         r = server_uniq_stage(s, ac->uq, &t->info, w, &t->pend, from, &ac->err);
                         if (r < 0)

@@ -530,6 +530,9 @@ int server_uniq_stage(struct cserver *s, struct uniq *u, const struct storage_in
                       const Coord__TableWrite *w, const struct eval_batch *pend, size_t from,
                       struct row_error *err);
 int server_uniq_commit(struct uniq *u, struct row_error *err);
+int server_uniq_skip(struct cserver *s, struct uniq *u, const struct storage_info *info,
+                     const Coord__TableWrite *w, struct eval_batch *pend, size_t from,
+                     struct row_error *err);
 void server_uniq_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
                        uint64_t new_upper);
 void server_km_drop(struct cserver *s, uint64_t gid);

@@ -275,6 +275,41 @@ void server_uniq_free(struct uniq *u)
 /* (22) Stages the key values of pend[from..) -- the rows write w put in its table's
  * pend -- into the unit, for each of w's keys.  -errno with err (XX000: a key that
  * names no column of the rows; a storage error). */
+/* The append's entry of (info->gid, key), made with its key mirror when new.  -errno
+ * with err. */
+static int ukey_get(struct cserver *s, struct uniq *u, const struct storage_info *info,
+                    const Coord__UniqueKey *key, struct ukey **ret, struct row_error *err)
+{
+        struct ukey *k = NULL;
+        int r;
+
+        if (!key->n_columns || key->n_columns > ROW_MAX_COLUMNS)
+                return row_error_set(err, -EINVAL, "XX000", "unique key \"%s\" of collection "
+                                     "%llu has %zu columns", key->name,
+                                     (unsigned long long)info->gid, key->n_columns);
+        for (size_t j = 0; j < u->n && !k; j++)
+                if (u->k[j].gid == info->gid &&
+                    cols_equal(u->k[j].key->columns, u->k[j].key->n_columns, key->columns,
+                               key->n_columns))
+                        k = &u->k[j];
+        if (!k) {
+                if (RESERVE(u->k, u->cap, u->n + 1) < 0)
+                        return row_error_oom(err);
+                k = &u->k[u->n++];
+                *k = (struct ukey){ .gid = info->gid, .key = key };
+                r = km_get(s, info, key->columns, key->n_columns, &k->base);
+                if (r == -ENOMEM)
+                        return row_error_oom(err);
+                if (r < 0) {
+                        u->n--;
+                        return server_storage_failure(s, err, r, "reading collection %llu",
+                                                      (unsigned long long)info->gid);
+                }
+        }
+        *ret = k;
+        return 0;
+}
+
 int server_uniq_stage(struct cserver *s, struct uniq *u, const struct storage_info *info,
                       const Coord__TableWrite *w, const struct eval_batch *pend, size_t from,
                       struct row_error *err)
@@ -283,31 +318,10 @@ int server_uniq_stage(struct cserver *s, struct uniq *u, const struct storage_in
                 const Coord__UniqueKey *key = w->unique_keys[i];
                 struct ukey *k = NULL;
                 struct key_load *kl;
-                int r = 0;
+                int r = ukey_get(s, u, info, key, &k, err);
 
-                if (!key->n_columns || key->n_columns > ROW_MAX_COLUMNS)
-                        return row_error_set(err, -EINVAL, "XX000", "unique key \"%s\" of collection "
-                                             "%llu has %zu columns", key->name,
-                                             (unsigned long long)info->gid, key->n_columns);
-                for (size_t j = 0; j < u->n && !k; j++)
-                        if (u->k[j].gid == info->gid &&
-                            cols_equal(u->k[j].key->columns, u->k[j].key->n_columns, key->columns,
-                                       key->n_columns))
-                                k = &u->k[j];
-                if (!k) {
-                        if (RESERVE(u->k, u->cap, u->n + 1) < 0)
-                                return row_error_oom(err);
-                        k = &u->k[u->n++];
-                        *k = (struct ukey){ .gid = info->gid, .key = key };
-                        r = km_get(s, info, key->columns, key->n_columns, &k->base);
-                        if (r == -ENOMEM)
-                                return row_error_oom(err);
-                        if (r < 0) {
-                                u->n--;
-                                return server_storage_failure(s, err, r, "reading collection %llu",
-                                                              (unsigned long long)info->gid);
-                        }
-                }
+                if (r < 0)
+                        return r;
                 kl = key_load_new(&k->unit, key->columns, key->n_columns);
                 if (!kl)
                         return row_error_oom(err);
@@ -322,6 +336,86 @@ int server_uniq_stage(struct cserver *s, struct uniq *u, const struct storage_in
                                              key->name, (unsigned long long)info->gid);
         }
         return 0;
+}
+
+/* (22) ON CONFLICT DO NOTHING (TableWrite.on_conflict_skip): drop from pend[from..) each
+ * row whose value of the conflict key (w->conflict_key; empty: each of w's keys) is
+ * taken -- in the table before the append, in the units accepted so far, in this unit
+ * (a block's earlier writes), or in an earlier row of this write -- keeping the first
+ * copy of a row inserted more than once.  Run before server_uniq_stage(), which then
+ * checks the other keys as for any write.  The rows dropped, or -errno with err. */
+int server_uniq_skip(struct cserver *s, struct uniq *u, const struct storage_info *info,
+                     const Coord__TableWrite *w, struct eval_batch *pend, size_t from,
+                     struct row_error *err)
+{
+        struct ukey *ks[64];
+        struct cmirror seen[64];
+        struct key_load *kl[64] = { NULL };
+        size_t n = 0, out = from, dropped = 0;
+        int r = 0;
+
+        memset(seen, 0, sizeof(seen));
+        for (size_t i = 0; i < w->n_unique_keys && r >= 0; i++) {
+                const Coord__UniqueKey *key = w->unique_keys[i];
+
+                if (w->conflict_key[0] && strcmp(key->name, w->conflict_key) != 0)
+                        continue;
+                if (n == ELEMENTSOF(ks)) {
+                        r = row_error_set(err, -E2BIG, "54000", "too many unique keys");
+                        break;
+                }
+                r = ukey_get(s, u, info, key, &ks[n], err);
+                if (r >= 0 && !(kl[n] = key_load_new(&seen[n], key->columns, key->n_columns)))
+                        r = row_error_oom(err);
+                if (r >= 0)
+                        n++;
+        }
+        for (size_t j = from; r >= 0 && j < pend->n; j++) {
+                struct eval_update *up = &pend->updates[j];
+                bool taken = false, keyed = false;
+
+                for (size_t i = 0; i < n && !taken && up->diff > 0; i++) {
+                        size_t klen = 0;
+                        int q = key_of(kl[i], up->row, up->len, &klen);
+
+                        if (q < 0) {
+                                r = row_error_set(err, q, "XX000", "unique key \"%s\" names a "
+                                                  "column that the rows of collection %llu do "
+                                                  "not have", ks[i]->key->name,
+                                                  (unsigned long long)info->gid);
+                                break;
+                        }
+                        if (q > 0)
+                                continue;       /* a NULL: conflicts with nothing */
+                        keyed = true;
+                        taken = server_cm_count(&ks[i]->base->m, kl[i]->buf, klen) +
+                                server_cm_count(&ks[i]->accepted, kl[i]->buf, klen) +
+                                server_cm_count(&ks[i]->unit, kl[i]->buf, klen) +
+                                server_cm_count(&seen[i], kl[i]->buf, klen) > 0;
+                }
+                if (r < 0)
+                        break;
+                if (taken) {
+                        dropped += (size_t)up->diff;
+                        continue;
+                }
+                if (keyed && up->diff > 1) {
+                        dropped += (size_t)up->diff - 1;        /* its copies conflict with it */
+                        up->diff = 1;
+                }
+                for (size_t i = 0; i < n && r >= 0 && up->diff > 0; i++)
+                        r = key_add(kl[i], up->row, up->len, up->diff);
+                if (r == -ENOMEM)
+                        r = row_error_oom(err);
+                pend->updates[out++] = *up;
+        }
+        if (r >= 0)
+                pend->n = out;
+        for (size_t i = 0; i < n; i++) {
+                key_load_free(kl[i]);
+                server_cm_clear(&seen[i]);
+        }
+        return r < 0 ? r : (int)dropped;
 }
 
 /* PostgreSQL's "Key (a, b)=(1, x) already exists." */

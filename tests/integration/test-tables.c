@@ -2126,6 +2126,55 @@ static void test_returning(void)
         PQfinish(c);
 }
 
+/* INSERT ... ON CONFLICT DO NOTHING: rows whose key is taken (in the table, earlier in
+ * the statement, or by a concurrent client's write in the same group) are skipped and
+ * not counted; a conflict target names a key (42P10 when none matches) and other keys
+ * still fail with 23505; refused in a block (25001). */
+static void test_on_conflict(void)
+{
+        PGconn *c = db(), *d = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE oc (a int PRIMARY KEY, b text UNIQUE, c int)"));
+        CU_ASSERT(ok(c, "INSERT INTO oc VALUES (1, 'x', 1), (2, 'y', 2)"));
+        CU_ASSERT(tag_is(c, "INSERT INTO oc VALUES (1, 'z', 3), (3, 'w', 3) ON CONFLICT DO NOTHING",
+                         "INSERT 0 1"));
+        CU_ASSERT(tag_is(c, "INSERT INTO oc VALUES (4, 'v', 4), (4, 'u', 4), (5, 'x', 5) "
+                            "ON CONFLICT DO NOTHING", "INSERT 0 1"));
+        CU_ASSERT(fails_with(c, "INSERT INTO oc VALUES (6, 'x', 6) ON CONFLICT (a) DO NOTHING", "23505"));
+        CU_ASSERT(tag_is(c, "INSERT INTO oc VALUES (2, 'q', 6) ON CONFLICT (a) DO NOTHING", "INSERT 0 0"));
+        CU_ASSERT(tag_is(c, "INSERT INTO oc VALUES (7, 'q', 7) ON CONFLICT ON CONSTRAINT oc_b_key "
+                            "DO NOTHING", "INSERT 0 1"));
+        CU_ASSERT(fails_with(c, "INSERT INTO oc VALUES (8, 'q', 8) ON CONFLICT (c) DO NOTHING", "42P10"));
+        CU_ASSERT(fails_with(c, "INSERT INTO oc VALUES (8, 'q', 8) ON CONFLICT (a) DO UPDATE SET c = 0",
+                             "0A000"));
+        CU_ASSERT(tag_is(c, "INSERT INTO oc VALUES (9, NULL, 9), (10, NULL, 10) ON CONFLICT (b) "
+                            "DO NOTHING", "INSERT 0 2"));
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT(fails_with(c, "INSERT INTO oc VALUES (11, 'n', 11) ON CONFLICT DO NOTHING", "25001"));
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        /* Two clients insert the same key at once: one row, whichever comes first. */
+        CU_ASSERT_FATAL(PQsendQuery(c, "INSERT INTO oc VALUES (20, 'c20', 1) ON CONFLICT DO NOTHING"));
+        CU_ASSERT_FATAL(PQsendQuery(d, "INSERT INTO oc VALUES (20, 'd20', 2) ON CONFLICT DO NOTHING"));
+        for (PGconn *x = c; x; x = x == c ? d : NULL) {
+                PGresult *r;
+
+                while ((r = PQgetResult(x))) {
+                        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_COMMAND_OK);
+                        PQclear(r);
+                }
+        }
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM oc WHERE a = 20", "1"));
+        CU_ASSERT(rows_are(c, "SELECT a, b, c FROM oc",
+                           "10|NULL|10;1|x|1;20|c20|1;2|y|2;3|w|3;4|v|4;7|q|7;9|NULL|9") ||
+                  rows_are(c, "SELECT a, b, c FROM oc",
+                           "10|NULL|10;1|x|1;20|d20|2;2|y|2;3|w|3;4|v|4;7|q|7;9|NULL|9"));
+        CU_ASSERT(ok(c, "DROP TABLE oc"));
+        PQfinish(d);
+        PQfinish(c);
+}
+
 static void test_down(void)
 {
         CU_ASSERT_EQUAL(t_sh("%s down >/dev/null", coord_cmd), 0);
@@ -2468,6 +2517,7 @@ static const struct t_case cases[] = {
         { "controller killed mid-stream: 58000, the connection goes on", test_stream_controller_killed },
         { "a big read in the controller's peek thread; the loop serves meanwhile", test_peek_thread },
         { "INSERT ... RETURNING", test_returning },
+        { "INSERT ... ON CONFLICT DO NOTHING", test_on_conflict },
         { "a cross product goes to the peek thread; cancel and statement_timeout stop it",
           test_cross_product_thread },
         { "psql script", test_psql_script },

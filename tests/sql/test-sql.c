@@ -1050,7 +1050,11 @@ static void test_insert(void)
         }
         expect_error("INSERT INTO t (a) SELECT 1 RETURNING a", "0A000", NULL, -1);
         expect_error("INSERT INTO t (a) VALUES (1) RETURNING count(*)", "42803", NULL, -1);
-        expect_error("INSERT INTO t (a) VALUES (1) ON CONFLICT DO NOTHING", "0A000", NULL, -1);
+        sql_stmt_free(analyze("INSERT INTO t (a) VALUES (1) ON CONFLICT DO NOTHING"));
+        expect_error("INSERT INTO t (a) VALUES (1) ON CONFLICT (a) DO NOTHING", "42P10", NULL, -1);
+        expect_error("INSERT INTO t (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET b = 'x'", "0A000",
+                     NULL, -1);
+        expect_error("INSERT INTO t (a) SELECT 1 ON CONFLICT DO NOTHING", "0A000", NULL, -1);
 }
 
 static void test_insert_not_null_detail(void)
