@@ -445,6 +445,7 @@ int finish_plan(struct analyzer *a, Coord__Plan__Relation **plan);
 int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint64_t *ret);
 
 /* adapter-sql-plan.c */
+int peek_columns(struct analyzer *a, Coord__Plan__Peek *peek, const struct scope *cols);
 int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                                  const struct sql_relation *rel, const size_t *targets,
                                  size_t n_targets);

@@ -344,7 +344,8 @@ int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                 return FAIL(a, "0A000", "INSERT ... SELECT with LIMIT or OFFSET needs ORDER BY: "
                                         "which rows it inserts must not be left to chance");
         a->strict_fold = false;
-        a->write_reads = "INSERT ... SELECT";
+        a->write_reads = sel->n_values_lists ? "INSERT ... VALUES with a subquery"
+                                             : "INSERT ... SELECT";
         r = ins->with_clause ? with_push(a, ins->with_clause, &level) : 0;
         if (r >= 0)
                 r = plan_query(a, ins->select_stmt, NULL, &plan, &cols);
@@ -404,6 +405,28 @@ int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
         return 0;
 }
 
+/* A Peek's output columns: cols's, copied. */
+int peek_columns(struct analyzer *a, Coord__Plan__Peek *peek, const struct scope *cols)
+{
+        peek->columns = calloc(cols->n ? cols->n : 1, sizeof(*peek->columns));
+        if (!peek->columns)
+                return analyzer_oom(a);
+        for (size_t i = 0; i < cols->n; i++) {
+                Coord__Plan__Column *c = malloc(sizeof(*c));
+
+                if (!c)
+                        return analyzer_oom(a);
+                coord__plan__column__init(c);
+                peek->columns[peek->n_columns++] = c;
+                c->name = strdup(cols->cols[i].name);
+                if (!c->name)
+                        return analyzer_oom(a);
+                c->type = (Coord__Plan__Type)cols->cols[i].type;
+                c->nullable = cols->cols[i].nullable;
+        }
+        return 0;
+}
+
 static int analyze_select(struct analyzer *a, const PgQuery__Node *n,
                           const struct as_of_clause *as_of)
 {
@@ -424,22 +447,9 @@ static int analyze_select(struct analyzer *a, const PgQuery__Node *n,
         r = finish_plan(a, &ss->peek->plan);
         if (r < 0)
                 return r;
-        ss->peek->columns = calloc(cols.n ? cols.n : 1, sizeof(*ss->peek->columns));
-        if (!ss->peek->columns)
-                return analyzer_oom(a);
-        for (size_t i = 0; i < cols.n; i++) {
-                Coord__Plan__Column *c = malloc(sizeof(*c));
-
-                if (!c)
-                        return analyzer_oom(a);
-                coord__plan__column__init(c);
-                ss->peek->columns[ss->peek->n_columns++] = c;
-                c->name = strdup(cols.cols[i].name);
-                if (!c->name)
-                        return analyzer_oom(a);
-                c->type = (Coord__Plan__Type)cols.cols[i].type;
-                c->nullable = cols.cols[i].nullable;
-        }
+        r = peek_columns(a, ss->peek, &cols);
+        if (r < 0)
+                return r;
         if (as_of) {
                 r = analyze_as_of(a, as_of, &ss->as_of);
                 if (r < 0)

@@ -809,23 +809,7 @@ static int insert_returning(struct analyzer *a, const PgQuery__InsertStmt *ins,
                 r = returning_rows(a, peek->plan, si->id, rel, si->rows, si->n_rows);
         if (r < 0)
                 return r;
-        peek->columns = calloc(cols.n ? cols.n : 1, sizeof(*peek->columns));
-        if (!peek->columns)
-                return analyzer_oom(a);
-        for (size_t i = 0; i < cols.n; i++) {
-                Coord__Plan__Column *c = malloc(sizeof(*c));
-
-                if (!c)
-                        return analyzer_oom(a);
-                coord__plan__column__init(c);
-                peek->columns[peek->n_columns++] = c;
-                c->name = strdup(cols.cols[i].name);
-                if (!c->name)
-                        return analyzer_oom(a);
-                c->type = (Coord__Plan__Type)cols.cols[i].type;
-                c->nullable = cols.cols[i].nullable;
-        }
-        return 0;
+        return peek_columns(a, peek, &cols);
 }
 
 /* ON CONFLICT [(cols) | ON CONSTRAINT name] DO NOTHING: the key it names (any key when

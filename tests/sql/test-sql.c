@@ -1055,6 +1055,9 @@ static void test_insert(void)
         expect_error("INSERT INTO t (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET b = 'x'", "0A000",
                      NULL, -1);
         expect_error("INSERT INTO t (a) SELECT 1 ON CONFLICT DO NOTHING", "0A000", NULL, -1);
+        expect_error("INSERT INTO t (a) VALUES ((SELECT a FROM mv))", "0A000",
+                     "INSERT ... VALUES with a subquery reading a materialized view is not "
+                     "supported: it may read tables and views over tables", -1);
 }
 
 static void test_insert_not_null_detail(void)
