@@ -427,6 +427,9 @@ int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *pe
                       Coord__Plan__Relation **ret_plan, struct scope *ret_cols);
 
 /* adapter-sql-subquery.c */
+Coord__Plan__Relation *rel_reduce(Coord__Plan__Relation *input, size_t nk,
+                                  const Coord__Plan__AggFunc *func, const uint32_t *col,
+                                  const Coord__Plan__Type *type, size_t na);
 void attach_done(struct attach *ac);
 void late_unmark(Coord__Plan__Expr *e, uint32_t base);
 int truth_sublinks(struct analyzer *a, const PgQuery__Node *n, struct attach *ac);

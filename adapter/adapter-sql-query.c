@@ -1239,6 +1239,59 @@ out:
 }
 
 /* UNION [ALL]. */
+/* INTERSECT and EXCEPT (without ALL): each side's distinct rows tagged 1 (left) or 2
+ * (right), grouped by every column -- NULLs equal, as set operations compare rows --
+ * and kept by their tags' min and max: INTERSECT a row both sides have (1 and 2), EXCEPT
+ * one only the left has (max 1).  Distinct, Map, Union, Reduce and Filter: maintained
+ * like any plan.  Consumes lp and rp (n columns each, of the same types). */
+static int setop_tagged(struct analyzer *a, bool intersect, Coord__Plan__Relation *lp,
+                        Coord__Plan__Relation *rp, size_t n, Coord__Plan__Relation **ret)
+{
+        static const Coord__Plan__AggFunc f[2] = { COORD__PLAN__AGG_FUNC__AGG_MIN,
+                                                   COORD__PLAN__AGG_FUNC__AGG_MAX };
+        static const Coord__Plan__Type t[2] = { (Coord__Plan__Type)ROW_TYPE_INT8,
+                                                (Coord__Plan__Type)ROW_TYPE_INT8 };
+        const uint32_t c[2] = { (uint32_t)n, (uint32_t)n };
+        const struct row_datum one = ROW_DATUM_INT(1), two = ROW_DATUM_INT(2);
+        Coord__Plan__Expr **tag1 = calloc(1, sizeof(*tag1)), **tag2 = calloc(1, sizeof(*tag2));
+        Coord__Plan__Expr **preds = calloc(2, sizeof(*preds));
+        Coord__Plan__Relation **inputs = calloc(2, sizeof(*inputs)), *g;
+
+        if (!tag1 || !tag2 || !preds || !inputs ||
+            !(tag1[0] = expr_literal(ROW_TYPE_INT8, &one)) ||
+            !(tag2[0] = expr_literal(ROW_TYPE_INT8, &two))) {
+                if (tag1)
+                        expr_free(tag1[0]);
+                free(tag1);
+                free(tag2);
+                free(preds);
+                free(inputs);
+                rel_free(lp);
+                rel_free(rp);
+                return analyzer_oom(a);
+        }
+        inputs[0] = rel_map(rel_distinct(lp), tag1, 1);
+        inputs[1] = rel_map(rel_distinct(rp), tag2, 1);
+        g = rel_reduce(rel_union(inputs, 2), n, f, c, t, 2);
+        /* Columns: the n of the row, then min(tag), max(tag). */
+        preds[0] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ,
+                              expr_column(ROW_TYPE_INT8, (uint32_t)n + 1),
+                              expr_literal(ROW_TYPE_INT8, intersect ? &two : &one));
+        if (intersect)
+                preds[1] = expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ,
+                                      expr_column(ROW_TYPE_INT8, (uint32_t)n),
+                                      expr_literal(ROW_TYPE_INT8, &one));
+        if (!g || !preds[0] || (intersect && !preds[1])) {
+                rel_free(g);
+                expr_free(preds[0]);
+                expr_free(preds[1]);
+                free(preds);
+                return analyzer_oom(a);
+        }
+        *ret = rel_project_range(rel_filter_n(g, preds, intersect ? 2 : 1), 0, n);
+        return *ret ? 0 : analyzer_oom(a);
+}
+
 static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
                       Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
 {
@@ -1246,14 +1299,15 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
         _cleanup_(rel_freep) Coord__Plan__Relation *lp = NULL, *rp = NULL;
         _cleanup_free_ int *lt = NULL, *rt = NULL, *to = NULL;
         Coord__Plan__Relation **inputs;
+        const char *op = s->op == PG_QUERY__SET_OPERATION__SETOP_INTERSECT ? "INTERSECT"
+                         : s->op == PG_QUERY__SET_OPERATION__SETOP_EXCEPT  ? "EXCEPT"
+                                                                            : "UNION";
         int r;
 
-        if (s->op != PG_QUERY__SET_OPERATION__SETOP_UNION)
-                return FAIL(a, "0A000", "%s is not supported yet",
-                            s->op == PG_QUERY__SET_OPERATION__SETOP_INTERSECT ? "INTERSECT"
-                                                                             : "EXCEPT");
+        if (s->op != PG_QUERY__SET_OPERATION__SETOP_UNION && s->all)
+                return FAIL(a, "0A000", "%s ALL is not supported: only %s", op, op);
         if (!s->larg || !s->rarg)
-                return FAIL(a, "XX000", "malformed UNION");
+                return FAIL(a, "XX000", "malformed %s", op);
         {
                 PgQuery__Node l = PG_QUERY__NODE__INIT, rn = PG_QUERY__NODE__INIT;
 
@@ -1267,7 +1321,7 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
                         return r;
         }
         if (lc.n != rc.n)
-                return FAIL(a, "42601", "each UNION query must have the same number of columns");
+                return FAIL(a, "42601", "each %s query must have the same number of columns", op);
         lt = calloc(lc.n + 1, sizeof(*lt));
         rt = calloc(lc.n + 1, sizeof(*rt));
         to = calloc(lc.n + 1, sizeof(*to));
@@ -1285,7 +1339,7 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
                 else if (type_is_int(lt[i]) && type_is_int(rt[i]))
                         to[i] = ROW_TYPE_INT8;
                 else
-                        return FAIL(a, "42804", "UNION types %s and %s cannot be matched",
+                        return FAIL(a, "42804", "%s types %s and %s cannot be matched", op,
                                     row_type_name((enum row_type)lt[i]),
                                     row_type_name((enum row_type)rt[i]));
                 r = scope_add_col(a, ret_cols, NULL, lc.cols[i].name, to[i],
@@ -1298,6 +1352,9 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
                 r = rel_cast_columns(a, &rp, rt, to, lc.n);
         if (r < 0)
                 return r;
+        if (s->op != PG_QUERY__SET_OPERATION__SETOP_UNION)
+                return setop_tagged(a, s->op == PG_QUERY__SET_OPERATION__SETOP_INTERSECT,
+                                    TAKE_PTR(lp), TAKE_PTR(rp), lc.n, ret_plan);
         inputs = calloc(2, sizeof(*inputs));
         if (!inputs)
                 return analyzer_oom(a);

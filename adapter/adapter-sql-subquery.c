@@ -171,9 +171,9 @@ static Coord__Plan__Relation *rel_join_keys(Coord__Plan__Relation *left, Coord__
 }
 
 /* Reduce(input, group keys [0, nk), aggregates func[i] of column col[i]); consumes input. */
-static Coord__Plan__Relation *rel_reduce(Coord__Plan__Relation *input, size_t nk,
-                                         const Coord__Plan__AggFunc *func, const uint32_t *col,
-                                         const Coord__Plan__Type *type, size_t na)
+Coord__Plan__Relation *rel_reduce(Coord__Plan__Relation *input, size_t nk,
+                                  const Coord__Plan__AggFunc *func, const uint32_t *col,
+                                  const Coord__Plan__Type *type, size_t na)
 {
         Coord__Plan__Relation *r = input ? rel_new() : NULL;
         Coord__Plan__Reduce *rd = r ? malloc(sizeof(*rd)) : NULL;

@@ -914,6 +914,33 @@ static void ev_self_distinct(const struct state *s, struct rel *o)
         rel_free(&j);
 }
 
+/* SELECT a FROM t1 {INTERSECT | EXCEPT} SELECT a FROM t2: distinct values, NULLs equal. */
+static void ev_setop(const struct state *s, struct rel *o, bool intersect)
+{
+        struct rel j = { .nc = 1 };
+
+        EACH(i, T1(s)) {
+                bool in2 = false;
+
+                EACH(k, T2(s))
+                        in2 = in2 || v_same(T1(s)->r[i][0], T2(s)->r[k][0]);
+                if (in2 == intersect)
+                        rel_add(&j, T1(s)->r[i][0]);
+        }
+        rel_distinct(&j, o);
+        rel_free(&j);
+}
+
+static void ev_intersect(const struct state *s, struct rel *o)
+{
+        ev_setop(s, o, true);
+}
+
+static void ev_except(const struct state *s, struct rel *o)
+{
+        ev_setop(s, o, false);
+}
+
 static void ev_group_expr(const struct state *s, struct rel *o)
 {
         struct rel t = { .nc = 2 };
@@ -1271,6 +1298,8 @@ static struct obj objs[] = {
         { K_MV, "mv_left_int8", "SELECT t1.a, t1.b, s.c FROM t1 LEFT JOIN (SELECT a::bigint AS a, c "
           "FROM t2 WHERE c > 2) AS s ON t1.a = s.a", ev_left },
         { K_MV, "mv_natural_right", "SELECT * FROM t3 NATURAL RIGHT JOIN t1", ev_natural_right },
+        { K_MV, "mv_intersect", "SELECT a FROM t1 INTERSECT SELECT a FROM t2", ev_intersect },
+        { K_MV, "mv_except", "SELECT a FROM t1 EXCEPT SELECT a FROM t2", ev_except },
         { K_MV, "mv_quantified",
           "SELECT a, b, b > ALL (SELECT c FROM t2 WHERE t2.a = t1.a) AS g, "
           "b <= ANY (SELECT c FROM t2 WHERE t2.a = t1.a) AS l FROM t1", ev_quantified },

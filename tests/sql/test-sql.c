@@ -1176,7 +1176,12 @@ static void test_select_errors(void)
         expect_error("SELECT true::bigint", "42846", "cannot cast type boolean to bigint", 12);
         expect_error("SELECT 1.5", "0A000", NULL, 8);
         expect_error("SELECT 99999999999999999999", "22003", NULL, 8);
-        expect_error("SELECT 1 INTERSECT SELECT 2", "0A000", NULL, -1);
+        sql_stmt_free(analyze("SELECT 1 INTERSECT SELECT 2"));
+        sql_stmt_free(analyze("SELECT a FROM t EXCEPT SELECT x FROM u"));
+        expect_error("SELECT 1 INTERSECT ALL SELECT 2", "0A000", NULL, -1);
+        expect_error("SELECT 1 EXCEPT ALL SELECT 2", "0A000", NULL, -1);
+        expect_error("SELECT a FROM t EXCEPT SELECT b FROM t", "42804",
+                     "EXCEPT types integer and text cannot be matched", -1);
         expect_error("SELECT $1", "42P02", NULL, 8);
         expect_error("CREATE OR REPLACE VIEW w AS SELECT 1", "0A000", NULL, -1);
         expect_error("SELECT other.t.a FROM t", "0A000", NULL, -1);
