@@ -1004,14 +1004,8 @@ static int using_merge(struct analyzer *a, const PgQuery__JoinExpr *j, struct sc
                         goto out;
                 }
                 if (full) {
-                        Coord__Plan__Expr **args = malloc(2 * sizeof(*args));
+                        Coord__Plan__Expr *args[2] = { TAKE_PTR(v[0].e), TAKE_PTR(v[1].e) };
 
-                        if (!args) {
-                                r = analyzer_oom(a);
-                                goto out;
-                        }
-                        args[0] = TAKE_PTR(v[0].e);
-                        args[1] = TAKE_PTR(v[1].e);
                         mc[i].e = expr_call(type, COORD__PLAN__FUNC__FUNC_COALESCE, args, 2);
                         if (!mc[i].e) {
                                 r = analyzer_oom(a);
