@@ -105,8 +105,17 @@ struct bgpeek {
         struct row_error e;
         uint64_t eval_us;
         atomic_bool stop;               /* set by the loop when pk is cancelled (18) */
+        struct bgsub **sub;             /* per input: an index read below its since, or NULL */
         size_t n;
         struct storage_reader *rd[];    /* one per input; NULL: empty at ts (10) */
+};
+
+/* An index's input read below its arrangement's since, in the peek thread (13, 18):
+ * the index's plan as a one-shot dataflow over readers of its storage collections. */
+struct bgsub {
+        struct dataflow *df;
+        size_t n;
+        struct storage_reader *rd[];    /* one per input of df; NULL: empty at ts */
 };
 
 /* An installed dataflow: a materialized view or an index (13). */
@@ -256,6 +265,7 @@ struct cserver {
         uint64_t stale_replies;
         size_t n_bg;                    /* peeks in it */
         uint64_t peeks_bg, peek_bg_max_us;
+        uint64_t peeks_bg_sub;          /* of them, with an index read below its since (18) */
         uint64_t out_held_msgs, out_held_ring, out_failed, out_max_held_ns;
         size_t out_max;                 /* most entries held at once */
 

@@ -48,7 +48,8 @@
  *     dataflow what only the loop may read (an index's arrangement, a live relation's
  *     state); the thread reads the readers, feeds and steps the dataflow and sorts the
  *     result (peek_prepare()), touching nothing but the job and its peek.  An index
- *     read below its since (its storage fallback) stays on the loop.  The loop, woken,
+ *     read below its since reads what the index arranges, its plan over readers of
+ *     its collections, in the thread too (struct bgsub).  The loop, woken,
  *     sends the first chunk as (5) does, through the output gate (16).  Meanwhile the
  *     peek stays on s->peeks -- an execution hold, as in (5) -- with no timer and not
  *     streaming, so server_peeks_wake() passes it by.  When its requester goes or
@@ -592,11 +593,6 @@ static int index_fallback_feed(struct cserver *s, struct dfent *de, uint64_t ts,
         return r;
 }
 
-/* Answer pk if it can be answered now: PEEK_DONE (answered, the caller frees it),
- * PEEK_STREAM (its first chunk went, more follow: it stays, streaming) or PEEK_WAIT
- * with *ret_upper the upper of an input that is not readable at ts yet (pk->input).  Every input must be readable at ts -- a storage collection (a table at
- * its effective upper, (10)) or an index's arrangement (13) -- and then the plan runs
- * as a one-shot dataflow at ts over their snapshots: the engine of (13), fed once. */
 /* ---- Live status relations (21) ----------------------------------------------------- */
 
 static int64_t int8_of(uint64_t v)
@@ -705,6 +701,69 @@ static int peek_step(struct peek *pk, struct eval_batch *out, struct row_error *
         return 0;
 }
 
+static struct bgsub *bgsub_free(struct bgsub *b)
+{
+        if (!b)
+                return NULL;
+        for (size_t k = 0; k < b->n; k++)
+                b->rd[k] = storage_reader_free(b->rd[k]);
+        dataflow_free(b->df);
+        free(b);
+        return NULL;
+}
+
+/* Free what j reads (its readers and index sub-reads); the job itself stays. */
+static void bg_release(struct bgpeek *j)
+{
+        for (size_t i = 0; i < j->n; i++) {
+                j->rd[i] = storage_reader_free(j->rd[i]);
+                if (j->sub)
+                        j->sub[i] = bgsub_free(j->sub[i]);
+        }
+        free(j->sub);
+        j->sub = NULL;
+}
+
+/* In the peek thread: evaluate b (an index below its since, 13) at pk's ts from its
+ * readers, and feed the result to pk's input i, as index_fallback_feed() does on the
+ * loop.  Checks j->stop between inputs; the dataflow checks it too (18). */
+static int bgsub_run(struct bgpeek *j, struct bgsub *b, size_t i)
+{
+        struct peek *pk = j->pk;
+        struct eval_batch out = EVAL_BATCH_INIT;
+        struct feed fd = { .df = pk->df, .input = i, .err = &j->e, .time = pk->ts };
+        int r = 0;
+
+        for (size_t k = 0; r >= 0 && k < b->n; k++) {
+                struct feed f2 = { .df = b->df, .input = k, .err = &j->e, .time = pk->ts };
+
+                if (!b->rd[k])
+                        continue;
+                if (atomic_load_explicit(&j->stop, memory_order_relaxed))
+                        return row_error_set(&j->e, -ECANCELED, "57014", "canceling statement "
+                                             "due to user request");
+                r = storage_reader_run(b->rd[k], server_feed_row, &f2);
+                if (r >= 0)
+                        r = server_feed_flush(&f2);
+                row_arena_done(&f2.bytes);
+                b->rd[k] = storage_reader_free(b->rd[k]);
+                if (r < 0)
+                        (void)peek_read_error(r, dataflow_input_id(b->df, k), &j->e);
+        }
+        if (r >= 0)
+                r = dataflow_step(b->df, pk->ts + 1, &out, &j->e);
+        if (r == -ENOMEM)
+                row_error_oom(&j->e);
+        for (size_t k = 0; r >= 0 && k < out.n; k++)
+                r = server_feed_add(&fd, out.updates[k].row, out.updates[k].len, pk->ts,
+                                    out.updates[k].diff);
+        if (r >= 0)
+                r = server_feed_flush(&fd);
+        row_arena_done(&fd.bytes);
+        eval_batch_done(&out);
+        return r;
+}
+
 static void bg_eval(struct bgpeek *j)
 {
         struct peek *pk = j->pk;
@@ -716,6 +775,13 @@ static void bg_eval(struct bgpeek *j)
                 uint64_t gid = dataflow_input_id(pk->df, i);
                 struct feed fd = { .df = pk->df, .input = i, .err = &j->e, .time = pk->ts };
 
+                if (j->sub && j->sub[i]) {
+                        r = bgsub_run(j, j->sub[i], i);
+                        j->sub[i] = bgsub_free(j->sub[i]);
+                        if (r < 0)
+                                goto out;
+                        continue;
+                }
                 if (!j->rd[i])
                         continue;
                 if (atomic_load_explicit(&j->stop, memory_order_relaxed)) {
@@ -738,8 +804,7 @@ static void bg_eval(struct bgpeek *j)
         if (r >= 0)
                 r = peek_prepare(pk, &out, &j->e);
 out:
-        for (size_t i = 0; i < j->n; i++)
-                j->rd[i] = storage_reader_free(j->rd[i]);
+        bg_release(j);
         eval_batch_done(&out);
         j->r = r < 0 ? r : 0;
         j->eval_us = (now_ns() - start_ns) / 1000;
@@ -766,8 +831,7 @@ static void *peek_worker_main(void *arg)
                         w->todo_tail = &w->todo;
                 pthread_mutex_unlock(&w->lock);
                 if (w->stop) {
-                        for (size_t i = 0; i < j->n; i++)
-                                j->rd[i] = storage_reader_free(j->rd[i]);
+                        bg_release(j);
                         j->r = row_error_set(&j->e, -ECANCELED, "57P01", "the controller is stopping");
                 } else {
                         if (w->delay_ms)
@@ -990,13 +1054,103 @@ static int peek_feed(struct cserver *s, struct peek *pk, size_t i, struct row_er
         return r < 0 ? r : 0;
 }
 
+/* (18) An index's input of pk read below its arrangement's since (13), for the peek
+ * thread: its plan over readers of its storage collections at pk->ts, in *ret with
+ * its cost.  0, or -errno: evaluate pk on the loop instead. */
+static int bgsub_new(struct cserver *s, struct dfent *de, struct bgpeek *j, uint64_t *ret_cost,
+                     struct bgsub **ret)
+{
+        struct peek *pk = j->pk;
+        struct dataflow *df = NULL;
+        struct bgsub *b = NULL;
+        struct row_error e;
+        uint64_t *ups = NULL;
+        size_t n;
+        int r;
+
+        r = dataflow_new(de->spec->plan, pk->ts, &df, &e);
+        if (r < 0)
+                return r;
+        dataflow_set_memory_limit(df, server_peek_memory_limit(s));
+        dataflow_set_cancel(df, &j->stop);
+        n = dataflow_n_inputs(df);
+        b = calloc(1, sizeof(*b) + n * sizeof(b->rd[0]));
+        ups = calloc(n ? n : 1, sizeof(*ups));
+        if (!b || !ups) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        b->df = df;
+        b->n = n;
+        df = NULL;
+        for (size_t k = 0; k < n; k++) {
+                uint64_t gid = dataflow_input_id(b->df, k), at;
+
+                r = snapshot_at(s, gid, pk->ts, &at);
+                if (r == 0)
+                        continue;               /* empty at ts */
+                if (r > 0)
+                        r = storage_read_cost(s->st, gid, at, &ups[k]);
+                if (r >= 0)
+                        r = storage_reader_new(s->st, gid, at, &b->rd[k]);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret_cost = plan_cost(de->spec->plan, b->df, ups, 0);
+        *ret = b;
+        free(ups);
+        return 0;
+fail:
+        dataflow_free(df);
+        bgsub_free(b);
+        free(ups);
+        return r;
+}
+
+/* Classify pk's input i for the thread: how[i], its cost in ups[i] (plan_cost()),
+ * at[i] the time to read a storage collection at.  0, or -errno: stay on the loop. */
+enum { BG_EMPTY, BG_READ, BG_COPY, BG_SUB };
+static int bg_plan_input(struct cserver *s, struct bgpeek *j, size_t i, uint8_t *how, uint64_t *ups,
+                         uint64_t *at)
+{
+        struct peek *pk = j->pk;
+        uint64_t gid = dataflow_input_id(pk->df, i);
+        struct dfent *de = server_dfent_find(s, gid);
+        int r;
+
+        ups[i] = 0;
+        if (de && de->index) {
+                if (!de->arr)
+                        return -ENOENT;
+                if (pk->ts >= arrangement_since(de->arr)) {
+                        how[i] = BG_COPY;
+                        ups[i] = arrangement_updates(de->arr);
+                        return 0;
+                }
+                if (!j->sub && !(j->sub = calloc(j->n, sizeof(*j->sub))))
+                        return -ENOMEM;
+                how[i] = BG_SUB;
+                return bgsub_new(s, de, j, &ups[i], &j->sub[i]);
+        }
+        if (coord_gid_is_live(gid)) {
+                how[i] = BG_COPY;               /* a row per source or refresh view */
+                return 0;
+        }
+        r = snapshot_at(s, gid, pk->ts, &at[i]);
+        if (r < 0)
+                return r;
+        how[i] = r > 0 ? BG_READ : BG_EMPTY;
+        return how[i] == BG_READ ? storage_read_cost(s->st, gid, at[i], &ups[i]) : 0;
+}
+
 /* (18): hand pk, readable at its ts (peek_try() checked), to the peek thread when it
  * may cost enough (plan_cost()): on the loop a cross product would hold every other
- * client until it ended.  The thread reads storage collections itself; an index's
- * arrangement and a live relation's state are the loop's, so the loop copies them into
- * pk's dataflow before the handoff (an index read below its since stays on the loop).  PEEK_BG when handed off; 0: evaluate it here,
- * also whenever anything fails before the dataflow is fed -- the loop's path reports
- * it; -errno with e when a copy into the dataflow failed (nothing may be fed twice). */
+ * client until it ended.  The thread reads storage collections itself, also for an
+ * index read below its since (bgsub_new()); an index's arrangement and a live
+ * relation's state are the loop's, so the loop copies them into pk's dataflow before
+ * the handoff.  PEEK_BG when handed off; 0: evaluate it here, also whenever anything
+ * fails before the dataflow is fed -- the loop's path reports it; -errno with e when
+ * a copy into the dataflow failed (nothing may be fed twice). */
 static int peek_try_bg(struct cserver *s, struct peek *pk, struct row_error *e)
 {
         uint64_t min = s->cfg.test_peek_bg_min_updates ? s->cfg.test_peek_bg_min_updates
@@ -1005,60 +1159,29 @@ static int peek_try_bg(struct cserver *s, struct peek *pk, struct row_error *e)
         _cleanup_free_ uint64_t *at = calloc(n ? n : 1, sizeof(*at));
         _cleanup_free_ uint64_t *ups = calloc(n ? n : 1, sizeof(*ups));
         _cleanup_free_ uint8_t *how = calloc(n ? n : 1, sizeof(*how));
-        struct bgpeek *j;
-        enum { EMPTY, READ, COPY };
+        struct bgpeek *j = calloc(1, sizeof(*j) + n * sizeof(j->rd[0]));
+        int r = 0;
 
-        if (!at || !ups || !how)
-                return 0;
-
-        for (size_t i = 0; i < n; i++) {
-                uint64_t gid = dataflow_input_id(pk->df, i), updates = 0;
-                struct dfent *de = server_dfent_find(s, gid);
-                int r;
-
-                if (de && de->index) {
-                        if (!de->arr || pk->ts < arrangement_since(de->arr))
-                                return 0;       /* read from storage on the loop (13) */
-                        how[i] = COPY;
-                        updates = arrangement_updates(de->arr);
-                } else if (coord_gid_is_live(gid)) {
-                        how[i] = COPY;          /* a row per source or refresh view */
-                } else {
-                        r = snapshot_at(s, gid, pk->ts, &at[i]);
-                        if (r < 0)
-                                return 0;
-                        how[i] = r > 0 ? READ : EMPTY;
-                        if (how[i] == READ && storage_read_cost(s->st, gid, at[i], &updates) < 0)
-                                return 0;
-                }
-                ups[i] = updates;
-        }
-        if (plan_cost(pk->req->peek->plan, pk->df, ups, 0) < min ||
-            (!s->pw && peek_worker_start(s) < 0))
-                return 0;
-        j = calloc(1, sizeof(*j) + n * sizeof(j->rd[0]));
-        if (!j)
-                return 0;
+        if (!at || !ups || !how || !j)
+                goto stay;
         j->pk = pk;
         j->n = n;
         atomic_init(&j->stop, false);
-        dataflow_set_cancel(pk->df, &j->stop);
         for (size_t i = 0; i < n; i++)
-                if (how[i] == READ && storage_reader_new(s->st, dataflow_input_id(pk->df, i), at[i], &j->rd[i]) < 0) {
-                        for (size_t k = 0; k < i; k++)
-                                j->rd[k] = storage_reader_free(j->rd[k]);
-                        free(j);
-                        return 0;
-                }
+                if (bg_plan_input(s, j, i, how, ups, at) < 0)
+                        goto stay;
+        if (plan_cost(pk->req->peek->plan, pk->df, ups, 0) < min ||
+            (!s->pw && peek_worker_start(s) < 0))
+                goto stay;
+        for (size_t i = 0; i < n; i++)
+                if (how[i] == BG_READ &&
+                    storage_reader_new(s->st, dataflow_input_id(pk->df, i), at[i], &j->rd[i]) < 0)
+                        goto stay;
+        dataflow_set_cancel(pk->df, &j->stop);
         for (size_t i = 0; i < n; i++) {
-                int r = how[i] == COPY ? peek_feed(s, pk, i, e) : 0;
-
-                if (r < 0) {
-                        for (size_t k = 0; k < n; k++)
-                                j->rd[k] = storage_reader_free(j->rd[k]);
-                        free(j);
-                        return r;
-                }
+                r = how[i] == BG_COPY ? peek_feed(s, pk, i, e) : 0;
+                if (r < 0)
+                        goto stay;
         }
         if (pk->timer) {
                 /* Parked until now (server_peeks_wake()): the thread has it now. */
@@ -1069,14 +1192,27 @@ static int peek_try_bg(struct cserver *s, struct peek *pk, struct row_error *e)
         pk->bg = j;
         s->n_bg++;
         s->peeks_bg++;
+        s->peeks_bg_sub += j->sub != NULL;
         pthread_mutex_lock(&s->pw->lock);
         *s->pw->todo_tail = j;
         s->pw->todo_tail = &j->next;
         pthread_cond_signal(&s->pw->cond);
         pthread_mutex_unlock(&s->pw->lock);
         return PEEK_BG;
+stay:
+        if (j)
+                bg_release(j);
+        free(j);
+        return r;
 }
 
+/* Answer pk if it can be answered now: PEEK_DONE (answered, the caller frees it),
+ * PEEK_STREAM (its first chunk went, more follow: it stays, streaming), PEEK_BG (the
+ * peek thread has it, 18) or PEEK_WAIT with *ret_upper the upper of an input that is
+ * not readable at ts yet (pk->input).  Every input must be readable at ts -- a storage
+ * collection (a table at its effective upper, (10)) or an index's arrangement (13) --
+ * and then the plan runs as a one-shot dataflow at ts over their snapshots: the engine
+ * of (13), fed once. */
 static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
 {
         struct eval_batch out = EVAL_BATCH_INIT;

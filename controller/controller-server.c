@@ -248,7 +248,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "held_max_us=%llu held_replies=%llu held_ring=%llu held_failed=%llu "
                  "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu installing=%zu "
                  "installs_sliced=%llu install_slices=%llu deferred=%zu peeks_thread=%llu "
-                 "peeks_in_thread=%zu peek_thread_max_us=%llu stale_replies=%llu "
+                 "peeks_in_thread=%zu peek_thread_max_us=%llu peeks_thread_index_storage=%llu "
+                 "stale_replies=%llu "
                  "drops_by_key=%llu drops_by_range=%llu sinks=%zu sink_flushes=%llu sink_bytes=%llu "
                  "sink_errors=%llu sources=%zu source_ticks=%llu source_rows=%llu source_errors=%llu "
                  "mvs=%zu storage=%s",
@@ -274,7 +275,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  s->install ? s->install->m->n_dataflows - s->install->next : (size_t)0,
                  (unsigned long long)s->installs_sliced, (unsigned long long)s->install_slices,
                  s->n_deferred, (unsigned long long)s->peeks_bg, s->n_bg,
-                 (unsigned long long)s->peek_bg_max_us, (unsigned long long)s->stale_replies,
+                 (unsigned long long)s->peek_bg_max_us, (unsigned long long)s->peeks_bg_sub,
+                 (unsigned long long)s->stale_replies,
                  (unsigned long long)st.drops_by_key, (unsigned long long)st.drops_by_range,
                  s->n_sinks, (unsigned long long)s->sink_flushes, (unsigned long long)s->sink_bytes,
                  (unsigned long long)s->sink_errors, s->n_srcs, (unsigned long long)s->source_ticks,

@@ -1993,7 +1993,7 @@ static void test_cross_product_thread(void)
 {
         PGconn *c, *big;
         PGresult *r;
-        uint64_t before, t0;
+        uint64_t before, t0, t_before;
         char q[4096];
         size_t len;
         pid_t controller;
@@ -2052,10 +2052,28 @@ static void test_cross_product_thread(void)
         /* A self-join of an indexed view: the loop copies the arrangement, the thread
          * evaluates (and answers right when not cancelled). */
         CU_ASSERT_FATAL(ok(c, "CREATE VIEW cxv AS SELECT a FROM cx1"));
-        CU_ASSERT_FATAL(ok(c, "CREATE DEFAULT INDEX ON cxv"));
         CU_ASSERT(ok(big, "SET statement_timeout = 0"));
-        /* (A read at a time before the index's arrangement began reads storage, on
-         * the loop: the first one after the CREATE waits for its install.) */
+        t_before = scalar_u64(c, "SELECT mz_now()");
+        CU_ASSERT_FATAL(ok(c, "CREATE DEFAULT INDEX ON cxv"));
+        /* Read at a time before the index's arrangement began: what it arranges, its
+         * plan over cx1, is evaluated in the thread too, while the loop serves others. */
+        before = ctl_stat("peeks_thread_index_storage");
+        snprintf(q, sizeof(q), "SELECT count(*) FROM cxv AS x, cxv AS y, cxv AS z "
+                 "WHERE x.a <> y.a AS OF %llu", (unsigned long long)t_before);
+        CU_ASSERT_FATAL(PQsendQuery(big, q));
+        CU_ASSERT_FATAL(ctl_stat_becomes("peeks_in_thread", 1, 5000));
+        CU_ASSERT(ok(c, "INSERT INTO cy VALUES (5)"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM cx1", "60"));
+        r = PQgetResult(big);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK)
+                fprintf(stderr, "\n    %s: %s", q, PQresultErrorMessage(r));
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+        CU_ASSERT_STRING_EQUAL(PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "",
+                               "212400");
+        PQclear(r);
+        while ((r = PQgetResult(big)))
+                PQclear(r);
+        CU_ASSERT_EQUAL(ctl_stat("peeks_thread_index_storage") - before, 1);
         CU_ASSERT(rows_are(c, "SELECT count(*) FROM cxv", "60"));
         before = ctl_stat("peeks_thread");
         CU_ASSERT_FATAL(PQsendQuery(big, "SELECT count(*) FROM cxv AS x, cxv AS y, cxv AS z "
