@@ -213,6 +213,7 @@ int group_send(struct exec *ex, struct group *g)
                 tw[i].update = w->update;
                 tw[i].insert_select = w->insert_select;
                 tw[i].on_conflict_skip = w->on_conflict_skip;
+                tw[i].eval_timeout_ms = w->eval_timeout_ms;
                 if (w->conflict_key)
                         tw[i].conflict_key = w->conflict_key;
                 twp[i] = &tw[i];

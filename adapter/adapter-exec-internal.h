@@ -72,6 +72,7 @@ struct write {
         bool insert_select;                     /* TableWrite.insert_select */
         bool on_conflict_skip;                  /* TableWrite.on_conflict_skip */
         char *conflict_key;                     /* owned; TableWrite.conflict_key */
+        uint32_t eval_timeout_ms;               /* TableWrite.eval_timeout_ms */
         bool commit;                            /* (10) the last write of a COMMIT */
         uint32_t n_block;                       /* (10) a COMMIT's: the block's writes,
                                                  * this one last (0: just this one) */

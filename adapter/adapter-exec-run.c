@@ -936,7 +936,8 @@ int exec_delete(struct session *s, struct sql_stmt *st)
         const struct sql_delete *d = update ? &st->update : &st->delete_;
         Coord__Plan__Relation *plan = insert ? st->insert.plan : d->plan;
         struct write w = { .kind = WRITE_DELETE, .s = s, .gid = insert ? st->insert.id : d->id,
-                           .delete_filter = plan, .update = update, .insert_select = insert };
+                           .delete_filter = plan, .update = update, .insert_select = insert,
+                           .eval_timeout_ms = s->statement_timeout_ms };
         int r;
 
         /* The optimizer proved that no row matches (WHERE false): nothing to write, and

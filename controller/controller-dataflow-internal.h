@@ -274,6 +274,7 @@ struct dataflow {
         struct eval_batch result;       /* the root's delta, consolidated */
         size_t mem_limit;               /* (6) bytes; 0: none, nothing counted */
         const atomic_bool *cancel;      /* (6) set by another thread: stop at a check */
+        struct df_deadline *deadline;   /* (6) owned; NULL: none */
         size_t mem_inputs;              /* (6) buffered input */
         ptrdiff_t mem_state;            /* (6) operators' state (changes summed) */
         size_t mem_deltas;              /* (6) outputs of the time being processed */
@@ -294,6 +295,12 @@ size_t bmap_bytes(const struct bmap *m);
 uint8_t *batch_alloc(struct eval_batch *b, size_t len, uint64_t time, int64_t diff);
 int buf_reserve(struct buf *b, size_t n);
 int64_t buf_encode(struct buf *b, const struct row_datum *d, size_t n);
+/* (6) A deadline and the checks made since the clock was last read: mutable through
+ * the const dataflow the operators see. */
+struct df_deadline {
+        uint64_t at_ns;
+        unsigned checks;
+};
 int mem_check(const struct dataflow *df, size_t extra, struct row_error *err);
 
 /* controller-dataflow-ops.c: one node's run at time t (run_node()) */

@@ -49,7 +49,8 @@
  *     dataflow.  Without a limit (maintained dataflows) nothing is counted.  The same
  *     checks stop a peek cancelled from the loop while the peek thread steps it
  *     (dataflow_set_cancel(): 57014, poisoned), so a cancelled cross product gives
- *     the thread back within one emitted row.
+ *     the thread back within one emitted row, and a write's evaluation past its
+ *     deadline (dataflow_set_deadline(): one check in 256 reads the clock).
  */
 #include "controller-dataflow-internal.h"
 
@@ -225,8 +226,8 @@ int64_t buf_encode(struct buf *b, const struct row_datum *d, size_t n)
 
 /* ---- The handle: memory (6), freeing, accessors. ---- */
 
-/* (6) Is the dataflow, holding `extra` bytes more than counted, over its limit, or
- * cancelled? */
+/* (6) Is the dataflow, holding `extra` bytes more than counted, over its limit,
+ * cancelled, or past its deadline? */
 int mem_check(const struct dataflow *df, size_t extra, struct row_error *err)
 {
         ptrdiff_t state = df->mem_state > 0 ? df->mem_state : 0;
@@ -234,6 +235,9 @@ int mem_check(const struct dataflow *df, size_t extra, struct row_error *err)
         if (df->cancel && atomic_load_explicit(df->cancel, memory_order_relaxed))
                 return row_error_set(err, -ECANCELED, "57014", "canceling statement due to "
                                      "user request");
+        if (df->deadline && (++df->deadline->checks & 255) == 0 && now_ns() > df->deadline->at_ns)
+                return row_error_set(err, -ECANCELED, "57014", "canceling statement due to "
+                                     "statement timeout");
         if (!df->mem_limit || df->mem_inputs + (size_t)state + df->mem_deltas + extra <= df->mem_limit)
                 return 0;
         row_error_set(err, -E2BIG, "53200", "out of memory: the query needs more than its "
@@ -266,6 +270,14 @@ static size_t batch_bytes(const struct eval_batch *b)
 void dataflow_set_cancel(struct dataflow *df, const atomic_bool *flag)
 {
         df->cancel = flag;
+}
+
+int dataflow_set_deadline(struct dataflow *df, uint64_t deadline_ns)
+{
+        if (!df->deadline && !(df->deadline = calloc(1, sizeof(*df->deadline))))
+                return -ENOMEM;
+        df->deadline->at_ns = deadline_ns;
+        return 0;
 }
 
 void dataflow_set_memory_limit(struct dataflow *df, size_t bytes)
@@ -313,6 +325,7 @@ struct dataflow *dataflow_free(struct dataflow *df)
                 eval_batch_done(&df->inputs[i].pending);
         }
         free(df->inputs);
+        free(df->deadline);
         eval_batch_done(&df->result);
         free(df->error_info);
         free(df);

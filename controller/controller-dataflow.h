@@ -96,6 +96,10 @@ void dataflow_set_memory_limit(struct dataflow *df, size_t bytes);
  * with -ECANCELED and err 57014, poisoned.  Only with a memory limit set; the flag
  * must outlive the dataflow's steps.  NULL: never stopped (the default). */
 void dataflow_set_cancel(struct dataflow *df, const atomic_bool *flag);
+/* Stop the same way (57014, "statement timeout") once now_ns() passes deadline_ns,
+ * read at one check in 256; a write's evaluation on the controller's loop, which no
+ * other thread can cancel (TableWrite.eval_timeout_ms).  Only with a memory limit set. */
+int dataflow_set_deadline(struct dataflow *df, uint64_t deadline_ns);     /* 0 or -ENOMEM */
 
 /* Memory accounting for status lines: bytes of state held (arrangements, groups,
  * buffered input). */

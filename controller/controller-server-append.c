@@ -430,6 +430,10 @@ static int write_dataflow(struct append_ctx *ac, struct acol *t, const Coord__Ta
         if (r < 0)
                 goto out;
         dataflow_set_memory_limit(*ret_df, server_peek_memory_limit(ac->s));
+        if (w->eval_timeout_ms)
+                r = dataflow_set_deadline(*ret_df, now_ns() + (uint64_t)w->eval_timeout_ms * 1000000u);
+        if (r < 0)
+                goto out;
         n = dataflow_n_inputs(*ret_df);
         tmp = calloc(n ? n : 1, sizeof(*tmp));
         if (!tmp) {

@@ -2099,6 +2099,50 @@ static void test_cross_product_thread(void)
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
+/* A write evaluated by a dataflow (INSERT ... SELECT of a join) runs on the
+ * controller's loop, where nothing can cancel it: its statement_timeout travels with
+ * it (TableWrite.eval_timeout_ms) and ends it with 57014, nothing written, well before
+ * its memory limit would (a 60^5-row cross product). */
+static void test_write_timeout(void)
+{
+        PGconn *c = db();
+        PGresult *r;
+        uint64_t t0, took;
+        char q[4096];
+        size_t len;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        for (int t = 1; t <= 5; t++) {
+                CU_ASSERT_FATAL(okf(c, "CREATE TABLE wx%d (a int)", t));
+                len = (size_t)snprintf(q, sizeof(q), "INSERT INTO wx%d VALUES ", t);
+                for (int i = 0; i < 60; i++)
+                        len += (size_t)snprintf(q + len, sizeof(q) - len, "%s(%d)", i ? ", " : "", i);
+                CU_ASSERT_FATAL(len < sizeof(q));
+                CU_ASSERT_FATAL(ok(c, q));
+        }
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE wsum (n bigint)"));
+        CU_ASSERT(ok(c, "SET statement_timeout = 300"));
+        t0 = now_ms();
+        r = PQexec(c, "INSERT INTO wsum SELECT count(*) FROM wx1, wx2, wx3, wx4, wx5");
+        took = now_ms() - t0;
+        CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE) ?: "", "57014");
+        if (PQresultStatus(r) != PGRES_FATAL_ERROR)
+                fprintf(stderr, "\n    INSERT ... SELECT of a cross product: %s", PQresStatus(PQresultStatus(r)));
+        else
+                printf("\n    INSERT ... SELECT of a cross product ended after %llu ms: %s",
+                       (unsigned long long)took, PQresultErrorMessage(r));
+        PQclear(r);
+        CU_ASSERT(took < 5000);
+        CU_ASSERT(ok(c, "SET statement_timeout = 0"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM wsum", "0"));
+        CU_ASSERT(ok(c, "INSERT INTO wsum SELECT count(*) FROM wx1, wx2 WHERE wx1.a = wx2.a"));
+        CU_ASSERT(rows_are(c, "SELECT n FROM wsum", "60"));
+        CU_ASSERT(ok(c, "DROP TABLE wsum"));
+        for (int t = 1; t <= 5; t++)
+                CU_ASSERT(okf(c, "DROP TABLE wx%d", t));
+        PQfinish(c);
+}
+
 /* INSERT ... VALUES ... RETURNING: the list over the inserted rows, sent once the write
  * is acknowledged; an error in it (1/0) fails the INSERT with nothing written; in a
  * block at once; through the extended protocol, described at Parse. */
@@ -2538,6 +2582,7 @@ static const struct t_case cases[] = {
         { "INSERT ... ON CONFLICT DO NOTHING", test_on_conflict },
         { "a cross product goes to the peek thread; cancel and statement_timeout stop it",
           test_cross_product_thread },
+        { "a write's evaluation ends at its statement_timeout", test_write_timeout },
         { "psql script", test_psql_script },
         { "down", test_down },
         { NULL, NULL },
