@@ -42,3 +42,21 @@ int rx_check_array_call(const Coord__Plan__Expr *e, const enum row_type *input, 
 int rx_eval_array(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
                const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
                struct row_error *err);
+
+/* Numeric (row-expr-numeric.c): the calls of a numeric result (arithmetic, abs, round,
+ * trunc, ceil, floor, numeric(p, s)), and casts to and from numeric. */
+#define NUMERIC_FUNCS                                                                        \
+        case COORD__PLAN__FUNC__FUNC_ROUND:                                                 \
+        case COORD__PLAN__FUNC__FUNC_TRUNC:                                                 \
+        case COORD__PLAN__FUNC__FUNC_CEIL:                                                  \
+        case COORD__PLAN__FUNC__FUNC_FLOOR:                                                 \
+        case COORD__PLAN__FUNC__FUNC_NUMERIC_TYPMOD
+
+int rx_check_numeric_call(const Coord__Plan__Expr *e, const enum row_type *input,
+                          size_t n_input, unsigned depth, struct row_error *err);
+int rx_eval_numeric(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                    const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                    struct row_error *err);
+/* The cast of a non-NULL datum a of type `from` to `to` where either is numeric. */
+int rx_cast_numeric(const struct row_datum *a, int from, int to, const struct row_expr_ctx *ctx,
+                    struct row_datum *ret, struct row_error *err);

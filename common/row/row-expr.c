@@ -41,6 +41,10 @@ bool row_expr_cast_allowed(enum row_type from, enum row_type to)
                 return true;
         if (rx_type_is_int(from) && rx_type_is_int(to))
                 return true;
+        /* numeric to and from integers (and text, above). */
+        if ((from == ROW_TYPE_NUMERIC && rx_type_is_int(to)) ||
+            (rx_type_is_int(from) && to == ROW_TYPE_NUMERIC))
+                return true;
         /* PostgreSQL casts boolean to and from integer, not bigint. */
         return (from == ROW_TYPE_BOOL && to == ROW_TYPE_INT4) ||
                (from == ROW_TYPE_INT4 && to == ROW_TYPE_BOOL);
@@ -68,6 +72,11 @@ int row_expr_literal(const Coord__Plan__Datum *lit, enum row_type type, struct r
                         return rx_invalid(err, "text literal too long");
                 d = ROW_DATUM_TEXT(lit->text_value.len ? (const char *)lit->text_value.data : "",
                                    (uint32_t)lit->text_value.len);
+                break;
+        case COORD__PLAN__DATUM__VALUE_NUMERIC_VALUE:
+                if (!lit->numeric_value ||
+                    row_numeric_parse(lit->numeric_value, strlen(lit->numeric_value), &d, NULL) < 0)
+                        return rx_invalid(err, "malformed numeric literal");
                 break;
         default:
                 return rx_invalid(err, "literal without a value");
@@ -186,6 +195,12 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
 
         if (!c)
                 return rx_invalid(err, "call without a function");
+        if (t == ROW_TYPE_NUMERIC &&
+            (c->func == COORD__PLAN__FUNC__FUNC_NEG || c->func == COORD__PLAN__FUNC__FUNC_ADD ||
+             c->func == COORD__PLAN__FUNC__FUNC_SUB || c->func == COORD__PLAN__FUNC__FUNC_MUL ||
+             c->func == COORD__PLAN__FUNC__FUNC_DIV || c->func == COORD__PLAN__FUNC__FUNC_MOD ||
+             c->func == COORD__PLAN__FUNC__FUNC_ABS))
+                return rx_check_numeric_call(e, input, n_input, depth, err);
         switch (c->func) {
         case COORD__PLAN__FUNC__FUNC_NEG:
                 if (!rx_type_is_int(t))
@@ -284,6 +299,8 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                 return check_assert_not_null(c, t, input, n_input, depth, err);
         ARRAY_FUNCS:
                 return rx_check_array_call(e, input, n_input, depth, err);
+        NUMERIC_FUNCS:
+                return rx_check_numeric_call(e, input, n_input, depth, err);
         default:
                 return row_error_set(err, -EINVAL, "0A000", "plan function %d is not supported",
                                      (int)c->func);
@@ -460,7 +477,9 @@ static int eval_compare(const Coord__Plan__Expr *e, const struct row_datum *row,
                                       err);
                 if (r < 0)
                         return r;
-        } else
+        } else if (a.kind == ROW_KIND_NUMERIC)
+                cmp = row_numeric_cmp(&a, &b);  /* by value: 1.5 = 1.50 */
+        else
                 cmp = row_datum_compare(&a, &b);
         return rx_compare_result(c->func, cmp, ret, err);
 }
@@ -569,6 +588,8 @@ static int eval_cast(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 return row_array_parse((enum row_type)to, a.text.ptr, a.text.len, ctx->arena, ret,
                                        err);
         }
+        if (to == ROW_TYPE_NUMERIC || (int)c->args[0]->type == ROW_TYPE_NUMERIC)
+                return rx_cast_numeric(&a, (int)c->args[0]->type, to, ctx, ret, err);
         if (a.kind == ROW_KIND_TEXT && to != ROW_TYPE_TEXT && !row_type_is_array(to))
                 return row_datum_parse((enum row_type)to, a.text.ptr, a.text.len, ret, err);
         if (row_type_is_array(to)) {
@@ -1168,6 +1189,12 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
 
         if (!c)
                 return rx_invalid(err, "call without a function");
+        if ((int)e->type == ROW_TYPE_NUMERIC &&
+            (c->func == COORD__PLAN__FUNC__FUNC_NEG || c->func == COORD__PLAN__FUNC__FUNC_ADD ||
+             c->func == COORD__PLAN__FUNC__FUNC_SUB || c->func == COORD__PLAN__FUNC__FUNC_MUL ||
+             c->func == COORD__PLAN__FUNC__FUNC_DIV || c->func == COORD__PLAN__FUNC__FUNC_MOD ||
+             c->func == COORD__PLAN__FUNC__FUNC_ABS))
+                return rx_eval_numeric(e, row, n_row, ctx, depth, ret, err);
         switch (c->func) {
         case COORD__PLAN__FUNC__FUNC_NEG:
         case COORD__PLAN__FUNC__FUNC_ADD:
@@ -1244,6 +1271,8 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 return eval_assert_not_null(c, row, n_row, ctx, depth, ret, err);
         ARRAY_FUNCS:
                 return rx_eval_array(e, row, n_row, ctx, depth, ret, err);
+        NUMERIC_FUNCS:
+                return rx_eval_numeric(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_ABS:
                 if (c->n_args != 1)
                         return rx_invalid(err, "wrong number of arguments");

@@ -20,7 +20,10 @@ enum {
         TAG_TRUE = 0x02,
         TAG_INT = 0x03,
         TAG_TEXT = 0x04,
+        TAG_NUMERIC = 0x05,
 };
+
+#define NUMERIC_BYTES 17        /* u8 scale, i128 coefficient */
 
 /* ---- Errors. ---- */
 
@@ -86,6 +89,7 @@ bool row_type_valid(int type)
         case ROW_TYPE_INT8:
         case ROW_TYPE_INT4:
         case ROW_TYPE_TEXT:
+        case ROW_TYPE_NUMERIC:
         case ROW_TYPE_BOOL_ARRAY:
         case ROW_TYPE_INT4_ARRAY:
         case ROW_TYPE_INT8_ARRAY:
@@ -107,6 +111,8 @@ const char *row_type_name(enum row_type type)
                 return "integer";
         case ROW_TYPE_TEXT:
                 return "text";
+        case ROW_TYPE_NUMERIC:
+                return "numeric";
         case ROW_TYPE_BOOL_ARRAY:
                 return "boolean[]";
         case ROW_TYPE_INT4_ARRAY:
@@ -129,6 +135,8 @@ bool row_datum_fits(const struct row_datum *d, enum row_type type)
                 return d->kind == ROW_KIND_INT;
         case ROW_TYPE_INT4:
                 return d->kind == ROW_KIND_INT && d->i >= INT32_MIN && d->i <= INT32_MAX;
+        case ROW_TYPE_NUMERIC:
+                return d->kind == ROW_KIND_NUMERIC;
         case ROW_TYPE_TEXT:
         case ROW_TYPE_BOOL_ARRAY:
         case ROW_TYPE_INT4_ARRAY:
@@ -198,6 +206,9 @@ int64_t row_encoded_size(const struct row_datum *datums, size_t n)
                 case ROW_KIND_TEXT:
                         size += 5 + (int64_t)datums[i].text.len;
                         break;
+                case ROW_KIND_NUMERIC:
+                        size += 1 + NUMERIC_BYTES;
+                        break;
                 default:
                         assert(!"bad datum kind");
                         return -EINVAL;
@@ -235,6 +246,13 @@ size_t row_encode_into(const struct row_datum *datums, size_t n, uint8_t *buf)
                         if (d->text.len)
                                 memcpy(p, d->text.ptr, d->text.len);
                         p += d->text.len;
+                        break;
+                case ROW_KIND_NUMERIC:
+                        *p++ = TAG_NUMERIC;
+                        *p++ = d->num.scale;
+                        le64_put(p, d->num.lo);
+                        le64_put(p + 8, (uint64_t)d->num.hi);
+                        p += 16;
                         break;
                 default:
                         assert(!"bad datum kind");
@@ -295,6 +313,22 @@ static int datum_read(const uint8_t *p, size_t len, size_t *pos, struct row_datu
                 *ret = ROW_DATUM_TEXT((const char *)p + at, n);
                 at += n;
                 break;
+        case TAG_NUMERIC: {
+                __int128 c;
+                const __int128 lim = (__int128)10000000000000000000ull * 10000000000000000000ull;
+
+                if (len - at < NUMERIC_BYTES || p[at] > ROW_NUMERIC_MAX_SCALE)
+                        return -EBADMSG;
+                *ret = row_numeric_make(0, p[at]);
+                ret->num.lo = le64_get(p + at + 1);
+                ret->num.hi = (int64_t)le64_get(p + at + 9);
+                /* Canonical: |coef| < 10^38 (lim), so every value has one encoding. */
+                c = row_numeric_coef(ret);
+                if (c >= lim || c <= -lim)
+                        return -EBADMSG;
+                at += NUMERIC_BYTES;
+                break;
+        }
         default:
                 return -EBADMSG;
         }
@@ -384,6 +418,10 @@ int row_datum_compare(const struct row_datum *a, const struct row_datum *b)
                 if (c)
                         return c < 0 ? -1 : 1;
                 return cmp_i64(a->text.len, b->text.len);
+        case ROW_KIND_NUMERIC:
+                /* By value, then by scale: equal bytes exactly when 0 (row.h). */
+                c = row_numeric_cmp(a, b);
+                return c ? c : cmp_i64(a->num.scale, b->num.scale);
         default:
                 assert(!"bad datum kind");
                 return 0;
@@ -474,6 +512,10 @@ int row_datum_format(const struct row_datum *d, char scratch[static ROW_TEXT_SCR
         case ROW_KIND_TEXT:
                 *ret = d->text.len ? d->text.ptr : "";
                 *ret_len = d->text.len;
+                return 0;
+        case ROW_KIND_NUMERIC:
+                *ret_len = row_numeric_format(d, scratch);
+                *ret = scratch;
                 return 0;
         default:
                 assert(!"bad datum kind");
@@ -624,6 +666,8 @@ int row_datum_parse(enum row_type type, const char *text, size_t len, struct row
         case ROW_TYPE_INT4:
         case ROW_TYPE_INT8:
                 return parse_int(type, text, len, ret, err);
+        case ROW_TYPE_NUMERIC:
+                return row_numeric_parse(text, len, ret, err);
         case ROW_TYPE_TEXT:
                 if (!utf8_valid(text, len))
                         return row_error_set(err, -EINVAL, "22021",

@@ -8,6 +8,8 @@
  *            | 0x01 | 0x02                  boolean false | true
  *            | 0x03 i64 (little endian)     int4 or int8 (the schema says which)
  *            | 0x04 u32 len  byte{len}      text
+ *            | 0x05 u8 scale  i128 coef (LE)  numeric: coef x 10^-scale, scale 0..38 and
+ *                                           |coef| < 10^38 (row-numeric.c, "Numeric")
  *
  * Every value has exactly one encoding and nothing may follow the last datum, so two rows
  * are equal as SQL rows if and only if their bytes are equal: storage and consolidation
@@ -41,6 +43,7 @@ enum row_type {
         ROW_TYPE_INT8 = 20,
         ROW_TYPE_INT4 = 23,
         ROW_TYPE_TEXT = 25,
+        ROW_TYPE_NUMERIC = 1700,        /* see "Numeric" below */
         ROW_TYPE_BOOL_ARRAY = 1000,     /* arrays: see "Arrays" below */
         ROW_TYPE_INT4_ARRAY = 1007,
         ROW_TYPE_TEXT_ARRAY = 1009,
@@ -54,6 +57,7 @@ enum row_kind {
         ROW_KIND_BOOL,
         ROW_KIND_INT,
         ROW_KIND_TEXT,
+        ROW_KIND_NUMERIC,
         _ROW_KIND_MAX,
         _ROW_KIND_INVALID = -EINVAL,
 };
@@ -67,6 +71,13 @@ struct row_datum {
                         const char *ptr;        /* borrowed, not NUL-terminated */
                         uint32_t len;
                 } text;
+                struct {
+                        /* coef = hi * 2^64 + lo (row_numeric_coef()): two halves, so the
+                         * datum stays 8-byte aligned in arenas */
+                        uint64_t lo;
+                        int64_t hi;
+                        uint8_t scale;
+                } num;
         };
 };
 
@@ -143,8 +154,8 @@ int row_compare(const void *a, size_t alen, const void *b, size_t blen);
 
 /* ---- PostgreSQL text format. ---- */
 
-/* Enough for the text of any bool or integer plus a NUL. */
-#define ROW_TEXT_SCRATCH 24
+/* Enough for the text of any bool, integer or numeric plus a NUL. */
+#define ROW_TEXT_SCRATCH 48     /* also a numeric: sign, 38 digits, "0." and a NUL */
 
 /* The text form of a datum, for DataRow.  Returns 0 with the bytes in
  * *ret and *ret_len (pointing into the datum's text or into `scratch`), or 1 for NULL (sent
@@ -225,3 +236,78 @@ void row_arena_done(struct row_arena *a);
  * free is a no-op).  Saves protobuf-c's malloc per field and walk of every field at
  * free time: libpg_query's trees (a Node message has hundreds of fields), PeekResults. */
 ProtobufCAllocator row_arena_allocator(struct row_arena *a);
+
+/* ---- Numeric. ----
+ *
+ * PostgreSQL's numeric with a bounded precision (as Materialize's): a value is a signed
+ * coefficient and a display scale 0..38, value = coef x 10^-scale, |coef| < 10^38 (at
+ * most 38 significant digits).  Anything a result would need beyond that is 22003
+ * "value overflows numeric format", never a rounded answer.  NaN and Infinity are not
+ * values (their input is 0A000).
+ *
+ * The scale is part of the value as in PostgreSQL (1.50 prints "1.50"), so 1.5 and 1.50
+ * are different bytes but equal numbers: row_datum_compare() orders numerics by value
+ * and then by scale (a total order consistent with the bytes), row_numeric_cmp() by
+ * value only (SQL comparison), and row_numeric_normalize() gives the one encoding of
+ * a number that keys which must match by value use (join keys, controller-dataflow). */
+
+#define ROW_NUMERIC_MAX_PRECISION 38
+#define ROW_NUMERIC_MAX_SCALE 38
+
+static inline __int128 row_numeric_coef(const struct row_datum *d)
+{
+        return (__int128)(((unsigned __int128)(uint64_t)d->num.hi << 64) | d->num.lo);
+}
+
+static inline struct row_datum row_numeric_make(__int128 coef, unsigned scale)
+{
+        struct row_datum d = { .kind = ROW_KIND_NUMERIC };
+
+        d.num.lo = (uint64_t)coef;
+        d.num.hi = (int64_t)(coef >> 64);
+        d.num.scale = (uint8_t)scale;
+        return d;
+}
+
+/* PostgreSQL's numeric_in(): whitespace, sign, digits with an optional point, optional
+ * exponent (1.5e-3); the scale is the digits after the point less the exponent (at
+ * least 0).  22P02 for bad syntax, 22003 past 38 digits or scale 38, 0A000 for NaN and
+ * Infinity. */
+int row_numeric_parse(const char *text, size_t len, struct row_datum *ret,
+                      struct row_error *err);
+/* numeric_out(): "-12.50", "0.5", "0" (never "-0").  buf holds ROW_TEXT_SCRATCH
+ * bytes; returns the length (NUL-terminated). */
+size_t row_numeric_format(const struct row_datum *d, char *buf);
+/* SQL comparison by value (1.5 = 1.50). */
+int row_numeric_cmp(const struct row_datum *a, const struct row_datum *b);
+/* The same number with no trailing fractional zeros (1.50 -> 1.5, 2.00 -> 2). */
+struct row_datum row_numeric_normalize(const struct row_datum *d);
+struct row_datum row_numeric_from_int(int64_t v);
+/* To int4/int8, rounding half away from zero; 22003 "integer/bigint out of range". */
+int row_numeric_to_int(const struct row_datum *d, enum row_type type, struct row_datum *ret,
+                       struct row_error *err);
+/* Arithmetic with PostgreSQL's result scales: + and - the larger scale, * the sum of
+ * the scales, / PostgreSQL's select_div_scale() (rounded half away from zero), % the
+ * larger scale with the dividend's sign.  22012 for / and % by zero, 22003 when the
+ * result does not fit. */
+int row_numeric_add(const struct row_datum *a, const struct row_datum *b, struct row_datum *ret,
+                    struct row_error *err);
+int row_numeric_sub(const struct row_datum *a, const struct row_datum *b, struct row_datum *ret,
+                    struct row_error *err);
+int row_numeric_mul(const struct row_datum *a, const struct row_datum *b, struct row_datum *ret,
+                    struct row_error *err);
+int row_numeric_div(const struct row_datum *a, const struct row_datum *b, struct row_datum *ret,
+                    struct row_error *err);
+int row_numeric_mod(const struct row_datum *a, const struct row_datum *b, struct row_datum *ret,
+                    struct row_error *err);
+/* round(x, n) (half away from zero) and trunc(x, n): n may be negative (round(1234, -2)
+ * = 1200); the result's scale is max(n, 0).  ceil/floor: scale 0. */
+int row_numeric_round(const struct row_datum *a, int64_t n, bool truncate,
+                      struct row_datum *ret, struct row_error *err);
+int row_numeric_ceil_floor(const struct row_datum *a, bool ceil_, struct row_datum *ret,
+                           struct row_error *err);
+/* Assignment to numeric(precision, scale): rounds to `scale`, then 22003 "numeric field
+ * overflow" (PostgreSQL's DETAIL) when the integer part has more than precision - scale
+ * digits.  1 <= precision <= 38, 0 <= scale <= precision. */
+int row_numeric_typmod(const struct row_datum *a, unsigned precision, unsigned scale,
+                       struct row_datum *ret, struct row_error *err);

@@ -237,6 +237,213 @@ static void test_casts(void)
         CU_ASSERT(!row_expr_cast_allowed(ROW_TYPE_BOOL, ROW_TYPE_INT8));
 }
 
+/* ---- Numeric. ---- */
+
+static Coord__Plan__Expr *NUMV(const char *text)
+{
+        Coord__Plan__Expr *e = mk(ROW_TYPE_NUMERIC);
+        Coord__Plan__Datum *v = malloc(sizeof(*v));
+
+        if (!v || !(e->literal = v))
+                abort();
+        coord__plan__datum__init(v);
+        v->value_case = COORD__PLAN__DATUM__VALUE_NUMERIC_VALUE;
+        v->numeric_value = strdup(text);
+        e->kind_case = COORD__PLAN__EXPR__KIND_LITERAL;
+        return e;
+}
+
+#define NUMT ROW_TYPE_NUMERIC
+
+/* Evaluate e (numeric) and compare its PostgreSQL text with want. */
+static void expect_num(Coord__Plan__Expr *e, const char *want)
+{
+        struct row_error err;
+        struct row_datum got;
+        char buf[ROW_TEXT_SCRATCH];
+
+        if (run_expr(e, NULL, 0, &got, &err, NULL, 0) < 0) {
+                fprintf(stderr, "\n  unexpected %s %s (want %s)\n", err.sqlstate, err.message, want);
+                CU_FAIL("evaluation failed");
+                return;
+        }
+        CU_ASSERT_EQUAL_FATAL(got.kind, ROW_KIND_NUMERIC);
+        row_numeric_format(&got, buf);
+        if (strcmp(buf, want) != 0)
+                fprintf(stderr, "\n  got %s, want %s\n", buf, want);
+        CU_ASSERT_STRING_EQUAL(buf, want);
+}
+
+static void test_numeric_io(void)
+{
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "1.50", "1.50" },     { ".5", "0.5" },        { "-0.00", "0.00" },
+                { " +7 ", "7" },        { "1e3", "1000" },      { "1.5e-3", "0.0015" },
+                { "1.50e1", "15.0" },   { "-12.345", "-12.345" }, { "0", "0" },
+                { "5.", "5" },          { "1E+2", "100" },      { "0.000", "0.000" },
+                { "99999999999999999999999999999999999999", "99999999999999999999999999999999999999" },
+                { "-0.00000000000000000000000000000000000001",
+                  "-0.00000000000000000000000000000000000001" },
+        };
+        static const struct {
+                const char *in, *sqlstate;
+        } bad[] = {
+                { "abc", "22P02" }, { "", "22P02" },    { "1.2.3", "22P02" }, { "1e", "22P02" },
+                { ".", "22P02" },   { "- 1", "22P02" }, { "NaN", "0A000" },   { "-Infinity", "0A000" },
+                { "100000000000000000000000000000000000000", "22003" },
+                { "0.000000000000000000000000000000000000001", "22003" },
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct row_datum d;
+                char buf[ROW_TEXT_SCRATCH];
+                const char *s;
+                size_t n;
+
+                CU_ASSERT_EQUAL_FATAL(row_datum_parse(ROW_TYPE_NUMERIC, cases[i].in,
+                                                      strlen(cases[i].in), &d, NULL), 0);
+                CU_ASSERT_EQUAL(row_datum_format(&d, buf, &s, &n), 0);
+                CU_ASSERT_EQUAL(n, strlen(cases[i].out));
+                CU_ASSERT_STRING_EQUAL(s, cases[i].out);
+        }
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                struct row_error err;
+                struct row_datum d;
+
+                CU_ASSERT_EQUAL(row_datum_parse(ROW_TYPE_NUMERIC, bad[i].in, strlen(bad[i].in),
+                                                &d, &err), -EINVAL);
+                CU_ASSERT_STRING_EQUAL(err.sqlstate, bad[i].sqlstate);
+        }
+        /* The encoding round-trips; 1.5 and 1.50 are different bytes, equal numbers. */
+        {
+                struct row_datum a, b, back[1];
+                uint8_t *ra, *rb;
+                size_t la, lb;
+
+                CU_ASSERT_EQUAL(row_datum_parse(NUMT, "-1.5", 4, &a, NULL), 0);
+                CU_ASSERT_EQUAL(row_datum_parse(NUMT, "-1.50", 5, &b, NULL), 0);
+                CU_ASSERT_EQUAL_FATAL(row_encode(&a, 1, &ra, &la), 0);
+                CU_ASSERT_EQUAL_FATAL(row_encode(&b, 1, &rb, &lb), 0);
+                CU_ASSERT(la != lb || memcmp(ra, rb, la) != 0);
+                CU_ASSERT_EQUAL(row_decode(ra, la, back, 1), 1);
+                CU_ASSERT_EQUAL(row_datum_compare(&back[0], &a), 0);
+                CU_ASSERT_EQUAL(row_numeric_cmp(&a, &b), 0);
+                CU_ASSERT(row_datum_compare(&a, &b) < 0);
+                CU_ASSERT_EQUAL(row_compare(ra, la, rb, lb), -1);
+                {
+                        struct row_datum n1 = row_numeric_normalize(&b);
+
+                        CU_ASSERT_EQUAL(row_datum_compare(&n1, &a), 0);
+                }
+                /* A coefficient of 10^38 is not canonical: -EBADMSG. */
+                ra[3] = 0;
+                memset(ra + 4, 0xff, 16);
+                ra[19] = 0x7f;
+                CU_ASSERT_EQUAL(row_validate(ra, la), -EBADMSG);
+                free(ra);
+                free(rb);
+        }
+}
+
+static void test_numeric_arith(void)
+{
+        expect_num(call(NUMT, F(ADD), 2, NUMV("1.5"), NUMV("2.25")), "3.75");
+        expect_num(call(NUMT, F(ADD), 2, NUMV("1.50"), NUMV("-1.5")), "0.00");
+        expect_num(call(NUMT, F(SUB), 2, NUMV("1"), NUMV("0.001")), "0.999");
+        expect_num(call(NUMT, F(MUL), 2, NUMV("1.5"), NUMV("-2.25")), "-3.375");
+        expect_num(call(NUMT, F(MUL), 2, NUMV("0.10"), NUMV("0")), "0.00");
+        expect_num(call(NUMT, F(NEG), 1, NUMV("1.50")), "-1.50");
+        expect_num(call(NUMT, F(NEG), 1, NUMV("0.0")), "0.0");
+        expect_num(call(NUMT, F(ABS), 1, NUMV("-3.10")), "3.10");
+        /* Division: PostgreSQL's select_div_scale(). */
+        expect_num(call(NUMT, F(DIV), 2, NUMV("1.0"), NUMV("3")), "0.33333333333333333333");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("10"), NUMV("4.0")), "2.5000000000000000");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("3"), NUMV("2")), "1.5000000000000000");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("2"), NUMV("3")), "0.66666666666666666667");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("-2"), NUMV("3")), "-0.66666666666666666667");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("100000"), NUMV("3")), "33333.333333333333");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("1"), NUMV("7.000000")), "0.14285714285714285714");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("0"), NUMV("7")), "0.00000000000000000000");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("12345678"), NUMV("0.001")),
+                   "12345678000.00000000");
+        /* The rest as PostgreSQL 15 prints them. */
+        expect_num(call(NUMT, F(DIV), 2, NUMV("1"), NUMV("3000000.0")),
+                   "0.000000333333333333333333");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("5"), NUMV("0.0003")), "16666.666666666667");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("0.0001"), NUMV("3")),
+                   "0.000033333333333333333333");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("9999"), NUMV("10000")), "0.99990000000000000000");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("10000"), NUMV("9999")), "1.0001000100010001");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("1"), NUMV("1")), "1.00000000000000000000");
+        expect_num(call(NUMT, F(DIV), 2, NUMV("123456789.123"), NUMV("0.7")), "176366841.60428571");
+        expect_eval_error(call(NUMT, F(DIV), 2, NUMV("1"), NUMV("0.00")), "22012",
+                          "division by zero");
+        expect_num(call(NUMT, F(MOD), 2, NUMV("-7.5"), NUMV("2")), "-1.5");
+        expect_num(call(NUMT, F(MOD), 2, NUMV("7"), NUMV("-2.00")), "1.00");
+        expect_eval_error(call(NUMT, F(MOD), 2, NUMV("1"), NUMV("0")), "22012", NULL);
+        /* Overflow past 38 digits or scale 38: 22003, never rounded. */
+        expect_eval_error(call(NUMT, F(ADD), 2, NUMV("99999999999999999999999999999999999999"),
+                               NUMV("1")), "22003", "value overflows numeric format");
+        expect_eval_error(call(NUMT, F(MUL), 2, NUMV("0.0000000000000000000001"),
+                               NUMV("0.0000000000000000000001")), "22003", NULL);
+        expect_eval_error(call(NUMT, F(MUL), 2, NUMV("10000000000000000000"),
+                               NUMV("10000000000000000000")), "22003", NULL);
+        expect_num(call(NUMT, F(ADD), 2, NUMV("99999999999999999999999999999999999998"),
+                        NUMV("1")), "99999999999999999999999999999999999999");
+        /* Comparisons by value. */
+        expect_datum(call(ROW_TYPE_BOOL, F(EQ), 2, NUMV("1.5"), NUMV("1.50")), T);
+        expect_datum(call(ROW_TYPE_BOOL, F(LT), 2, NUMV("-2"), NUMV("-1.99")), T);
+        expect_datum(call(ROW_TYPE_BOOL, F(GT), 2, NUMV("10"), NUMV("9.999")), T);
+        expect_datum(call(ROW_TYPE_BOOL, F(NE), 2, NUMV("0.0"), NUMV("-0")), FA);
+        expect_datum(call(ROW_TYPE_BOOL, F(EQ), 2, NUMV("1"), NUL(NUMT)), N);
+}
+
+static void test_numeric_round_cast(void)
+{
+        expect_num(call(NUMT, F(ROUND), 2, NUMV("2.5"), I4(0)), "3");
+        expect_num(call(NUMT, F(ROUND), 2, NUMV("-2.5"), I4(0)), "-3");
+        expect_num(call(NUMT, F(ROUND), 2, NUMV("42.4382"), I4(2)), "42.44");
+        expect_num(call(NUMT, F(ROUND), 2, NUMV("1.5"), I4(4)), "1.5000");
+        expect_num(call(NUMT, F(ROUND), 2, NUMV("1250"), I4(-2)), "1300");
+        expect_num(call(NUMT, F(ROUND), 2, NUMV("-1249.9"), I4(-2)), "-1200");
+        expect_num(call(NUMT, F(ROUND), 2, NUMV("0.4"), I4(0)), "0");
+        expect_num(call(NUMT, F(ROUND), 2, NUMV("5"), I4(-50)), "0");
+        expect_num(call(NUMT, F(TRUNC), 2, NUMV("-2.99"), I4(1)), "-2.9");
+        expect_num(call(NUMT, F(TRUNC), 2, NUMV("1299"), I4(-2)), "1200");
+        expect_num(call(NUMT, F(CEIL), 1, NUMV("-2.5")), "-2");
+        expect_num(call(NUMT, F(CEIL), 1, NUMV("2.01")), "3");
+        expect_num(call(NUMT, F(CEIL), 1, NUMV("-0.5")), "0");
+        expect_num(call(NUMT, F(FLOOR), 1, NUMV("-2.5")), "-3");
+        expect_num(call(NUMT, F(FLOOR), 1, NUMV("2.00")), "2");
+        /* numeric(p, s) */
+        expect_num(call(NUMT, F(NUMERIC_TYPMOD), 3, NUMV("1.005"), I4(5), I4(2)), "1.01");
+        expect_num(call(NUMT, F(NUMERIC_TYPMOD), 3, NUMV("-999.994"), I4(5), I4(2)), "-999.99");
+        expect_num(call(NUMT, F(NUMERIC_TYPMOD), 3, NUMV("7"), I4(5), I4(2)), "7.00");
+        expect_eval_error(call(NUMT, F(NUMERIC_TYPMOD), 3, NUMV("999.995"), I4(5), I4(2)),
+                          "22003", "numeric field overflow");
+        expect_eval_error(call(NUMT, F(NUMERIC_TYPMOD), 3, NUMV("1"), I4(2), I4(2)), "22003",
+                          "numeric field overflow");
+        /* Casts: to integers round half away from zero. */
+        expect_datum(call(ROW_TYPE_INT4, F(CAST), 1, NUMV("2.5")), ROW_DATUM_INT(3));
+        expect_datum(call(ROW_TYPE_INT4, F(CAST), 1, NUMV("-2.5")), ROW_DATUM_INT(-3));
+        expect_datum(call(ROW_TYPE_INT8, F(CAST), 1, NUMV("-9223372036854775808.4")),
+                     ROW_DATUM_INT(INT64_MIN));
+        expect_eval_error(call(ROW_TYPE_INT8, F(CAST), 1, NUMV("9223372036854775807.5")), "22003",
+                          "bigint out of range");
+        expect_eval_error(call(ROW_TYPE_INT4, F(CAST), 1, NUMV("2147483647.5")), "22003",
+                          "integer out of range");
+        expect_num(call(NUMT, F(CAST), 1, I8(INT64_MIN)), "-9223372036854775808");
+        expect_num(call(NUMT, F(CAST), 1, TXT(" 1.50 ")), "1.50");
+        expect_datum(call(ROW_TYPE_TEXT, F(CAST), 1, NUMV("-0.50")), ROW_DATUM_TEXT("-0.50", 5));
+        expect_eval_error(call(NUMT, F(CAST), 1, TXT("x")), "22P02",
+                          "invalid input syntax for type numeric: \"x\"");
+        CU_ASSERT(row_expr_cast_allowed(ROW_TYPE_NUMERIC, ROW_TYPE_INT4));
+        CU_ASSERT(row_expr_cast_allowed(ROW_TYPE_INT8, ROW_TYPE_NUMERIC));
+        CU_ASSERT(!row_expr_cast_allowed(ROW_TYPE_BOOL, ROW_TYPE_NUMERIC));
+}
+
 static void test_short_circuit(void)
 {
         /* 1/0 = 1 is never evaluated after a deciding value ... */
@@ -1037,7 +1244,7 @@ static void expect_plan_error(Coord__Plan__Relation *r, const char *sqlstate)
 static void test_plan_validation(void)
 {
         const int types[] = { ROW_TYPE_INT4, ROW_TYPE_TEXT };
-        const int bad_types[] = { ROW_TYPE_INT4, 1700 };
+        const int bad_types[] = { ROW_TYPE_INT4, 1790 };
         const uint32_t cols[] = { 1, 0, 1 }, far[] = { 2 };
         struct eval_plan *p = NULL;
         struct row_error err;
@@ -1638,6 +1845,9 @@ static const struct t_case expr_cases[] = {
         { "comparisons", test_comparisons },
         { "arithmetic", test_arithmetic },
         { "casts", test_casts },
+        { "numeric text and encoding", test_numeric_io },
+        { "numeric arithmetic", test_numeric_arith },
+        { "numeric round and casts", test_numeric_round_cast },
         { "arrays", test_arrays },
         { "short circuit", test_short_circuit },
         { "mz_now and columns", test_mz_now_and_columns },
