@@ -10,6 +10,7 @@
 #include "adapter-pgcatalog.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,10 +127,22 @@ static const struct type_info {
         { ROW_TYPE_INT8_ARRAY, "_int8", "ARRAY", "A", "d", -1, 0, ROW_TYPE_INT8, false, false },
         { ROW_TYPE_INT4_ARRAY, "_int4", "ARRAY", "A", "i", -1, 0, ROW_TYPE_INT4, false, false },
         { ROW_TYPE_TEXT_ARRAY, "_text", "ARRAY", "A", "i", -1, 0, ROW_TYPE_TEXT, false, false },
+        { ROW_TYPE_NUMERIC, "numeric", "numeric", "N", "i", -1, PGCAT_TYPE_NUMERIC_ARRAY, 0,
+          false, false },
+        /* numeric[]: listed for format_type() and psql; Coord has no numeric arrays. */
+        { (enum row_type)PGCAT_TYPE_NUMERIC_ARRAY, "_numeric", "ARRAY", "A", "i", -1, 0,
+          ROW_TYPE_NUMERIC, false, false },
         /* varchar(n) columns: text with a length (adapter-sql.h, max_chars). */
         { (enum row_type)PGCAT_TYPE_VARCHAR, "varchar", "character varying", "S", "i", -1, 1015,
           0, false, false },
 };
+
+/* A varchar(n) column: text with a length (max_chars is numeric's modifier for a
+ * numeric column, adapter-sql.h). */
+static bool is_varchar(const struct sql_column *c)
+{
+        return c->type == ROW_TYPE_TEXT && c->max_chars;
+}
 
 static const struct type_info *type_info(enum row_type t)
 {
@@ -300,9 +313,10 @@ static int attribute_row(struct gen *g, const struct sql_object *o, size_t attnu
 
         if (!ti)
                 return 0;
-        /* varchar(n): type varchar, typmod n + 4 (PostgreSQL's VARHDRSZ), as PostgreSQL. */
+        /* varchar(n): type varchar, typmod n + 4 (PostgreSQL's VARHDRSZ), as PostgreSQL;
+         * numeric(p, s): ((p << 16) | s) + 4, max_chars + 4 too. */
         return EMIT(g, I((int64_t)o->id), T(c->name),
-                    I(c->max_chars ? PGCAT_TYPE_VARCHAR : c->type), I(-1), I(ti->len),
+                    I(is_varchar(c) ? PGCAT_TYPE_VARCHAR : c->type), I(-1), I(ti->len),
                     I((int64_t)attnum), I(0), I(-1),
                     I(c->max_chars ? (int64_t)c->max_chars + 4 : -1), B(ti->byval), T(ti->align),
                     T(ti->len < 0 ? "x" : "p"), T(""), B(relkind(o)[0] == 'r' && !c->nullable),
@@ -462,17 +476,22 @@ static int is_column_row(struct gen *g, const struct sql_object *o, size_t attnu
 {
         const struct type_info *ti = type_info(c->type);
         bool num = c->type == ROW_TYPE_INT4 || c->type == ROW_TYPE_INT8;
+        bool dec = c->type == ROW_TYPE_NUMERIC, mod = dec && c->max_chars;
 
         if (!ti || !in_information_schema(o))
                 return 0;
-        /* varchar(n) is a text column with a length (adapter-sql.h, max_chars). */
+        /* varchar(n) is a text column with a length (adapter-sql.h, max_chars); numeric
+         * has radix 10, and its precision and scale when declared. */
         return EMIT(g, T(g->database), T(namespace_name(o)), T(o->name), T(c->name),
                     I((int64_t)attnum), T(c->nullable ? "YES" : "NO"),
-                    T(c->max_chars ? "character varying" : ti->sql_name),
-                    c->max_chars ? I((int64_t)c->max_chars) : NUL,
-                    num ? I(c->type == ROW_TYPE_INT4 ? 32 : 64) : NUL, num ? I(2) : NUL,
-                    num ? I(0) : NUL, T(g->database), T("pg_catalog"),
-                    T(c->max_chars ? "varchar" : ti->name),
+                    T(is_varchar(c) ? "character varying" : ti->sql_name),
+                    is_varchar(c) ? I((int64_t)c->max_chars) : NUL,
+                    num ? I(c->type == ROW_TYPE_INT4 ? 32 : 64)
+                        : mod ? I(SQL_NUMERIC_PRECISION(c->max_chars)) : NUL,
+                    num ? I(2) : dec ? I(10) : NUL,
+                    num ? I(0) : mod ? I(SQL_NUMERIC_SCALE(c->max_chars)) : NUL,
+                    T(g->database), T("pg_catalog"),
+                    T(is_varchar(c) ? "varchar" : ti->name),
                     T(o->kind == SQL_OBJECT_TABLE && !o->builtin ? "YES" : "NO"));
 }
 
@@ -514,7 +533,8 @@ static int default_text(const struct sql_column *c, char **ret)
 {
         struct row_datum d;
         const struct type_info *ti = type_info(c->type);
-        const char *type = c->max_chars ? "character varying" : ti ? ti->sql_name : "text";
+        const char *type = is_varchar(c) ? "character varying" : ti ? ti->sql_name : "text";
+        char num[ROW_TEXT_SCRATCH];
         char *lit, *s;
         int n;
 
@@ -534,6 +554,16 @@ static int default_text(const struct sql_column *c, char **ret)
                 else
                         n = asprintf(ret, "'%lld'::%s", (long long)d.i,
                                      d.i >= INT32_MIN ? "integer" : "bigint");
+                if (n < 0)
+                        *ret = NULL;
+                return n < 0 ? -ENOMEM : 0;
+        case ROW_KIND_NUMERIC:
+                /* ruleutils.c: bare when it starts with a digit and has a point. */
+                row_numeric_format(&d, num);
+                if (isdigit((unsigned char)num[0]) && strchr(num, '.'))
+                        n = asprintf(ret, "%s", num);
+                else
+                        n = asprintf(ret, "'%s'::numeric", num);
                 if (n < 0)
                         *ret = NULL;
                 return n < 0 ? -ENOMEM : 0;

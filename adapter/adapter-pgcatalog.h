@@ -42,6 +42,7 @@
 #define PGCAT_ENCODING_UTF8 6
 #define PGCAT_AM_BTREE 403
 #define PGCAT_TYPE_VARCHAR 1043        /* a varchar(n) column's atttypid */
+#define PGCAT_TYPE_NUMERIC_ARRAY 1231  /* numeric[]: only in pg_type (no such arrays) */
 
 struct pgcat_table;     /* opaque: one relation's definition */
 

@@ -728,6 +728,7 @@ bool pgcodec_type_has_binary(uint32_t type)
         case PGCODEC_OID_FLOAT4:
         case PGCODEC_OID_FLOAT8:
         case PGCODEC_OID_JSONB:
+        case PGCODEC_OID_NUMERIC:
                 return true;
         default:
                 return type_is_textual(type);
@@ -794,6 +795,109 @@ static int hexval(char c)
         if (c >= 'A' && c <= 'F')
                 return c - 'A' + 10;
         return -1;
+}
+
+/* PostgreSQL's numeric_send() of a numeric's text (as numeric_out() prints it, no
+ * exponent): int16 ndigits, int16 weight, uint16 sign (0x0000, 0x4000 negative),
+ * uint16 dscale, then ndigits base-10000 digits, leading and trailing zero digits left
+ * out (zero is no digits, weight 0). */
+static int numeric_text_to_binary(const char *text, size_t len, struct pgcodec_buf *b)
+{
+        char s[96], dig[160];
+        const char *p = s, *point;
+        size_t ni, nf, at = 0;
+        int16_t groups[40];
+        int ng = 0, lead = 0, weight;
+        bool neg;
+
+        if (text_token(text, len, s, sizeof(s)) < 0)
+                return -EINVAL;
+        neg = *p == '-';
+        p += neg || *p == '+';
+        point = strchr(p, '.');
+        ni = point ? (size_t)(point - p) : strlen(p);
+        nf = point ? strlen(point + 1) : 0;
+        if (ni == 0 || strspn(p, "0123456789") != ni ||
+            (point && strspn(point + 1, "0123456789") != nf) || nf > 0xffff)
+                return -EINVAL;
+        /* The digits, the integer part left-padded and the fraction right-padded to
+         * whole groups of 4. */
+        for (size_t k = 0; k < (4 - ni % 4) % 4; k++)
+                dig[at++] = '0';
+        memcpy(dig + at, p, ni);
+        at += ni;
+        weight = (int)(at / 4) - 1;
+        if (nf)
+                memcpy(dig + at, point + 1, nf);
+        at += nf;
+        while (at % 4)
+                dig[at++] = '0';
+        if (at / 4 > sizeof(groups) / sizeof(groups[0]))
+                return -EINVAL;
+        for (size_t g = 0; g < at / 4; g++)
+                groups[ng++] = (int16_t)((dig[4 * g] - '0') * 1000 + (dig[4 * g + 1] - '0') * 100 +
+                                         (dig[4 * g + 2] - '0') * 10 + (dig[4 * g + 3] - '0'));
+        while (lead < ng && groups[lead] == 0)
+                lead++, weight--;
+        while (ng > lead && groups[ng - 1] == 0)
+                ng--;
+        if (lead == ng)
+                weight = 0, neg = false;
+        pgcodec_put_i16(b, (int16_t)(ng - lead));
+        pgcodec_put_i16(b, (int16_t)weight);
+        pgcodec_put_i16(b, neg ? 0x4000 : 0);
+        pgcodec_put_i16(b, (int16_t)nf);
+        for (int g = lead; g < ng; g++)
+                pgcodec_put_i16(b, groups[g]);
+        return 0;
+}
+
+/* numeric_recv(): the binary form back to numeric_out()'s text. */
+static int numeric_binary_to_text(const uint8_t *data, size_t len, struct pgcodec_buf *b)
+{
+        int ndigits, weight, sign, dscale;
+        char s[192];    /* sign, 21 groups of 4, the point, 60 places */
+        size_t at = 0;
+
+        if (len < 8)
+                return -EINVAL;
+        ndigits = (int16_t)get_be16(data);
+        weight = (int16_t)get_be16(data + 2);
+        sign = get_be16(data + 4);
+        dscale = get_be16(data + 6);
+        if (ndigits < 0 || len != 8 + 2 * (size_t)ndigits || (sign != 0 && sign != 0x4000) ||
+            weight > 20 || weight < -20 || dscale > 60)
+                return -EINVAL;
+        for (int i = 0; i < ndigits; i++)
+                if (get_be16(data + 8 + 2 * i) > 9999)
+                        return -EINVAL;
+        if (sign)
+                s[at++] = '-';
+        if (weight < 0)
+                s[at++] = '0';
+        for (int w = weight; w >= 0; w--) {
+                int i = weight - w;
+                unsigned d = i < ndigits ? get_be16(data + 8 + 2 * i) : 0;
+
+                at += (size_t)snprintf(s + at, sizeof(s) - at, w == weight ? "%u" : "%04u", d);
+        }
+        if (dscale > 0) {
+                int left = dscale;
+
+                s[at++] = '.';
+                for (int w = -1; left > 0; w--) {
+                        int i = weight - w;
+                        unsigned d = i >= 0 && i < ndigits ? get_be16(data + 8 + 2 * i) : 0;
+                        char g[8];
+
+                        snprintf(g, sizeof(g), "%04u", d);
+                        for (int k = 0; k < 4 && left > 0; k++, left--)
+                                s[at++] = g[k];
+                }
+        }
+        pgcodec_put_bytes(b, s, at);
+        pgcodec_put_u8(b, 0);
+        return 0;
 }
 
 int pgcodec_text_to_binary(uint32_t type, const char *text, size_t len, struct pgcodec_buf *b)
@@ -885,6 +989,8 @@ int pgcodec_text_to_binary(uint32_t type, const char *text, size_t len, struct p
                 pgcodec_put_u8(b, 1);   /* jsonb binary format version */
                 pgcodec_put_bytes(b, text, len);
                 return 0;
+        case PGCODEC_OID_NUMERIC:
+                return numeric_text_to_binary(text, len, b);
         default:
                 return -EOPNOTSUPP;
         }
@@ -1004,6 +1110,8 @@ int pgcodec_binary_to_text(uint32_t type, const uint8_t *data, size_t len, struc
                 pgcodec_put_u8(b, 0);
                 return 0;
         }
+        case PGCODEC_OID_NUMERIC:
+                return numeric_binary_to_text(data, len, b);
         default:
                 return -EOPNOTSUPP;
         }

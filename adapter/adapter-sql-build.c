@@ -91,6 +91,16 @@ Coord__Plan__Expr *expr_literal(int type, const struct row_datum *d)
                         memcpy(lit->text_value.data, d->text.ptr, d->text.len);
                 lit->text_value.len = d->text.len;
                 break;
+        case ROW_KIND_NUMERIC: {
+                char buf[ROW_TEXT_SCRATCH];
+
+                row_numeric_format(d, buf);
+                lit->value_case = COORD__PLAN__DATUM__VALUE_NUMERIC_VALUE;
+                lit->numeric_value = strdup(buf);
+                if (!lit->numeric_value)
+                        goto fail;
+                break;
+        }
         default:
                 assert(!"bad datum kind");
                 goto fail;
@@ -451,11 +461,41 @@ Coord__Plan__Relation *rel_union(Coord__Plan__Relation **inputs, size_t n)
         return r;
 }
 
+/* Distinct compares whole rows by bytes; rows with a numeric column are grouped by
+ * value instead (1.5 = 1.50): a Reduce on every column without aggregates, which the
+ * engine keys by value (controller-dataflow-ops.c, struct group raw_head). */
+static bool has_numeric_column(const Coord__Plan__Relation *input)
+{
+        Coord__Plan__Type *t = NULL;
+        size_t n = 0;
+        bool num = false;
+
+        if (rel_types(input, &t, &n) < 0)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                num |= (int)t[i] == ROW_TYPE_NUMERIC;
+        free(t);
+        return num;
+}
+
 Coord__Plan__Relation *rel_distinct(Coord__Plan__Relation *input)
 {
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Distinct *d = malloc(sizeof(*d));
+        Coord__Plan__Relation *r;
+        Coord__Plan__Distinct *d;
 
+        if (input && has_numeric_column(input)) {
+                Coord__Plan__Type *t = NULL;
+                size_t n = 0;
+
+                if (rel_types(input, &t, &n) < 0) {
+                        rel_free(input);
+                        return NULL;
+                }
+                free(t);
+                return rel_reduce(input, n, NULL, NULL, NULL, 0);
+        }
+        r = rel_new();
+        d = malloc(sizeof(*d));
         if (!r || !d || !input) {
                 free(r);
                 free(d);

@@ -369,6 +369,28 @@ static int analyze_get_expr(struct analyzer *a, const PgQuery__FuncCall *f, cons
         return 1;
 }
 
+/* numeric's typmod y as format_type() shows it: "p,s" of ((p << 16) | s) + 4. */
+static Coord__Plan__Expr *numeric_typmod_text(const Coord__Plan__Expr *y)
+{
+        static const struct row_datum comma = ROW_DATUM_TEXT(",", 1);
+        Coord__Plan__Expr *m[2];
+
+        for (int i = 0; i < 2; i++) {
+                Coord__Plan__Expr *v = expr_call2(ROW_TYPE_INT4, COORD__PLAN__FUNC__FUNC_SUB,
+                                                  expr_copy(y),
+                                                  expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(4)));
+
+                v = expr_call2(ROW_TYPE_INT4, i ? COORD__PLAN__FUNC__FUNC_MOD
+                                                : COORD__PLAN__FUNC__FUNC_DIV,
+                               v, expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(65536)));
+                m[i] = v ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &v, 1) : NULL;
+        }
+        return expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT,
+                          expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, m[0],
+                                     expr_literal(ROW_TYPE_TEXT, &comma)),
+                          m[1]);
+}
+
 /* format_type(oid, typmod); x: the oid, analyzed (its expression taken on success). */
 static int analyze_format_type(struct analyzer *a, const PgQuery__FuncCall *f, struct typed *x,
                                struct typed *ret)
@@ -411,14 +433,22 @@ static int analyze_format_type(struct analyzer *a, const PgQuery__FuncCall *f, s
                         expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x->e),
                               expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(varchar)));
 
+                Coord__Plan__Expr *nv = numeric_typmod_text(y.e);
+                Coord__Plan__Expr *is_numeric =
+                        expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x->e),
+                              expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(ROW_TYPE_NUMERIC)));
+
                 v = v ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &v, 1) : NULL;
-                if (tm && v && is_varchar) {
+                if (tm && v && is_varchar && nv && is_numeric) {
                         tm = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE,
-                                       (Coord__Plan__Expr *[]){ is_varchar, v, tm }, 3);
+                                       (Coord__Plan__Expr *[]){ is_varchar, v, is_numeric, nv,
+                                                                tm }, 5);
                 } else {
                         expr_free(tm);
                         expr_free(v);
                         expr_free(is_varchar);
+                        expr_free(nv);
+                        expr_free(is_numeric);
                         tm = NULL;
                 }
         }

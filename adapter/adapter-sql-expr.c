@@ -177,6 +177,12 @@ bool type_is_int(int type)
         return type == ROW_TYPE_INT4 || type == ROW_TYPE_INT8;
 }
 
+/* int4, int8 or numeric: what arithmetic takes. */
+bool type_is_number(int type)
+{
+        return type_is_int(type) || type == ROW_TYPE_NUMERIC;
+}
+
 bool is_literal(const Coord__Plan__Expr *e)
 {
         return e->kind_case == COORD__PLAN__EXPR__KIND_LITERAL;
@@ -208,6 +214,45 @@ static int resolve_varchar(struct analyzer *a, const PgQuery__TypeName *tn, uint
         return 0;
 }
 
+/* An integer type modifier: 0 with *ret, or 42601. */
+static int typmod_int(struct analyzer *a, const PgQuery__TypeName *tn, const PgQuery__Node *m,
+                      int64_t *ret)
+{
+        if (!m || m->node_case != PG_QUERY__NODE__NODE_A_CONST ||
+            m->a_const->val_case != PG_QUERY__A__CONST__VAL_IVAL)
+                return FAIL_AT(a, tn->location, "42601", "invalid type modifier");
+        *ret = m->a_const->ival->ival;
+        return 0;
+}
+
+/* numeric [(p [, s])]: SQL_NUMERIC_TYPMOD(p, s) into *typmod, 0 without. */
+static int resolve_numeric(struct analyzer *a, const PgQuery__TypeName *tn, uint32_t *typmod)
+{
+        int64_t p = 0, s = 0;
+        int r;
+
+        *typmod = 0;
+        if (!tn->n_typmods)
+                return 0;
+        if (tn->n_typmods > 2)
+                return FAIL_AT(a, tn->location, "22023", "invalid NUMERIC type modifier");
+        r = typmod_int(a, tn, tn->typmods[0], &p);
+        if (r >= 0 && tn->n_typmods == 2)
+                r = typmod_int(a, tn, tn->typmods[1], &s);
+        if (r < 0)
+                return r;
+        if (p < 1 || p > ROW_NUMERIC_MAX_PRECISION)
+                return FAIL_AT(a, tn->location, "22023",
+                               "NUMERIC precision %lld must be between 1 and %d", (long long)p,
+                               ROW_NUMERIC_MAX_PRECISION);
+        if (s < 0 || s > p)
+                return FAIL_AT(a, tn->location, "0A000",
+                               "NUMERIC scale %lld outside 0 .. precision %lld is not supported",
+                               (long long)s, (long long)p);
+        *typmod = SQL_NUMERIC_TYPMOD(p, s);
+        return 0;
+}
+
 int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type *ret,
                         uint32_t *max_chars)
 {
@@ -227,7 +272,6 @@ int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type 
                 { "int2", "smallint" }, { "smallint", "smallint" },
                 { "float4", "real" }, { "real", "real" },
                 { "float8", "double precision" }, { "float", "double precision" },
-                { "numeric", "numeric" }, { "decimal", "numeric" },
                 { "bpchar", "character" },
                 { "char", "\"char\"" }, { "name", "name" },
                 { "timestamp", "timestamp without time zone" },
@@ -269,6 +313,13 @@ int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type 
                 if (array)
                         *ret = ROW_TYPE_TEXT_ARRAY;
                 return resolve_varchar(a, tn, max_chars);
+        }
+        if (strcmp(name, "numeric") == 0 || strcmp(name, "decimal") == 0) {
+                if (array)
+                        return FAIL_AT(a, tn->location, "0A000",
+                                       "arrays of numeric are not supported");
+                *ret = ROW_TYPE_NUMERIC;
+                return resolve_numeric(a, tn, max_chars);
         }
         for (size_t i = 0; i < ELEMENTSOF(ours); i++) {
                 if (strcmp(name, ours[i].name) != 0)
@@ -338,14 +389,37 @@ int fold_typed(struct analyzer *a, struct typed *t)
         return 0;
 }
 
+/* FUNC_NUMERIC_TYPMOD(t, p, s), folded: a cast to numeric(p, s) or an assignment to
+ * such a column (22003 when the value does not fit). */
+static int numeric_typmod_of(struct analyzer *a, struct typed *t, uint32_t typmod)
+{
+        const struct row_datum dp = ROW_DATUM_INT(SQL_NUMERIC_PRECISION(typmod)),
+                               ds = ROW_DATUM_INT(SQL_NUMERIC_SCALE(typmod));
+        Coord__Plan__Expr *args[3] = { TAKE_PTR(t->e), expr_literal(ROW_TYPE_INT4, &dp),
+                                       expr_literal(ROW_TYPE_INT4, &ds) };
+
+        if (!args[1] || !args[2]) {
+                for (size_t i = 0; i < 3; i++)
+                        expr_free(args[i]);
+                return analyzer_oom(a);
+        }
+        t->e = expr_call(ROW_TYPE_NUMERIC, COORD__PLAN__FUNC__FUNC_NUMERIC_TYPMOD, args, 3);
+        return t->e ? fold_typed(a, t) : analyzer_oom(a);
+}
+
 /* FUNC_VARCHAR(t, n, explicit) (proto/plan.proto), folded: a cast to varchar(n)
- * (explicit: cut) or an assignment to a varchar(n) column (22001 when too long). */
+ * (explicit: cut) or an assignment to a varchar(n) column (22001 when too long).
+ * A numeric t takes n as its numeric(p, s) modifier instead (sql_column.max_chars). */
 int varchar_of(struct analyzer *a, struct typed *t, uint32_t n, bool explicit_)
 {
         const struct row_datum dn = ROW_DATUM_INT((int64_t)n), dx = ROW_DATUM_BOOL(explicit_);
-        Coord__Plan__Expr *args[3] = { TAKE_PTR(t->e), expr_literal(ROW_TYPE_INT4, &dn),
-                                       expr_literal(ROW_TYPE_BOOL, &dx) };
+        Coord__Plan__Expr *args[3];
 
+        if ((int)t->e->type == ROW_TYPE_NUMERIC)
+                return numeric_typmod_of(a, t, n);
+        args[0] = TAKE_PTR(t->e);
+        args[1] = expr_literal(ROW_TYPE_INT4, &dn);
+        args[2] = expr_literal(ROW_TYPE_BOOL, &dx);
         assert(args[0] && (int)args[0]->type == ROW_TYPE_TEXT);
         if (!args[1] || !args[2]) {
                 for (size_t i = 0; i < 3; i++)
@@ -407,17 +481,29 @@ int coerce_unknown(struct analyzer *a, struct typed *t, int type)
         return 0;
 }
 
-/* int4 -> int8 for mixed arithmetic and comparisons. */
+/* int4 -> int8 (or an integer -> numeric) for mixed arithmetic and comparisons. */
 int promote_to(struct analyzer *a, struct typed *t, int type)
 {
         if ((int)t->e->type == type)
                 return 0;
+        if (type == ROW_TYPE_NUMERIC)
+                return numeric_promote(a, t);
         assert((int)t->e->type == ROW_TYPE_INT4 && type == ROW_TYPE_INT8);
         if (is_literal(t->e)) {
                 t->e->type = (Coord__Plan__Type)type;
                 return 0;
         }
         return wrap_call(a, t, COORD__PLAN__FUNC__FUNC_CAST, type);
+}
+
+/* An integer operand of numeric arithmetic or comparison: cast to numeric (folded for
+ * a literal). */
+int numeric_promote(struct analyzer *a, struct typed *t)
+{
+        if ((int)t->e->type == ROW_TYPE_NUMERIC)
+                return 0;
+        assert(type_is_int((int)t->e->type));
+        return wrap_call(a, t, COORD__PLAN__FUNC__FUNC_CAST, ROW_TYPE_NUMERIC);
 }
 
 /* An explicit cast (`x::type`, CAST(x AS type)). */
@@ -516,9 +602,9 @@ int binary_op(struct analyzer *a, const char *op, struct typed *l, struct typed 
                         return rc;
         }
         /* An untyped operand takes the other's type, where the operator exists for it. */
-        if (l->unknown && (comparison || type_is_int((int)r->e->type)))
+        if (l->unknown && (comparison || type_is_number((int)r->e->type)))
                 rc = coerce_unknown(a, l, (int)r->e->type);
-        else if (r->unknown && (comparison || type_is_int((int)l->e->type)))
+        else if (r->unknown && (comparison || type_is_number((int)l->e->type)))
                 rc = coerce_unknown(a, r, (int)l->e->type);
         else
                 rc = 0;
@@ -534,6 +620,14 @@ int binary_op(struct analyzer *a, const char *op, struct typed *l, struct typed 
                 rc = promote_to(a, l, type);
                 if (rc >= 0)
                         rc = promote_to(a, r, type);
+                if (rc < 0)
+                        return rc;
+        } else if (type_is_number((int)l->e->type) && type_is_number((int)r->e->type)) {
+                /* int op numeric: the integer is cast to numeric, as PostgreSQL's
+                 * implicit int -> numeric cast resolves it. */
+                rc = numeric_promote(a, l);
+                if (rc >= 0)
+                        rc = numeric_promote(a, r);
                 if (rc < 0)
                         return rc;
         } else if (!comparison || l->e->type != r->e->type) {
@@ -633,7 +727,8 @@ int analyze_a_expr(struct analyzer *a, const PgQuery__AExpr *x, struct typed *re
                 return rc;
         if (!x->lexpr) {
                 /* Prefix operators: unary minus and plus. */
-                if (r.unknown || !type_is_int((int)r.e->type) || (strcmp(op, "-") && strcmp(op, "+")))
+                if (r.unknown || !type_is_number((int)r.e->type) ||
+                    (strcmp(op, "-") && strcmp(op, "+")))
                         return no_operator(a, op, NULL, &r, x->location);
                 if (op[0] == '-') {
                         rc = wrap_call(a, &r, COORD__PLAN__FUNC__FUNC_NEG, (int)r.e->type);
@@ -738,7 +833,7 @@ bool is_aggregate_name(const char *name)
 
 /* 42883 for f, naming its argument types the way PostgreSQL does (an aggregate's
  * arguments are analyzed as inside it). */
-static int no_function(struct analyzer *a, const PgQuery__FuncCall *f, const char *name)
+int no_function(struct analyzer *a, const PgQuery__FuncCall *f, const char *name)
 {
         bool in_agg = a->in_agg;
         char types[512] = "";
@@ -761,183 +856,6 @@ static int no_function(struct analyzer *a, const PgQuery__FuncCall *f, const cha
         }
         a->in_agg = in_agg;
         FAIL_AT(a, f->location, "42883", "function %s(%s) does not exist", name, types);
-        row_error_hint(a->err, "%s", HINT_FUNCTION);
-        return -EINVAL;
-}
-
-/* array_agg(x [ORDER BY x]) and string_agg(x, 'delimiter' [ORDER BY x]) into *arg,
- * *func, *type and *delim (proto/plan.proto AGG_ARRAY_AGG): 0, or an error (42883 when
- * no such function takes these arguments).  The engine gives the
- * values in ascending order, so an ORDER BY other than the argument ascending (NULLS
- * LAST) is refused rather than ignored; without one PostgreSQL's order is unspecified. */
-static int analyze_gather(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
-                          struct typed *arg, Coord__Plan__AggFunc *func, int *type, char **delim)
-{
-        bool string = strcmp(name, "string_agg") == 0, in_agg = a->in_agg;
-        _cleanup_(typed_done) struct typed d = { .location = -1 }, o = { .location = -1 };
-        const PgQuery__SortBy *sb;
-        int r;
-
-        if (f->n_args != (string ? 2u : 1u))
-                return no_function(a, f, name);
-        a->in_agg = true;
-        r = analyze_expr(a, f->args[0], arg);
-        if (r >= 0 && string)
-                r = analyze_expr(a, f->args[1], &d);
-        if (r >= 0 && f->n_agg_order == 1 && f->agg_order[0]->node_case == PG_QUERY__NODE__NODE_SORT_BY)
-                r = analyze_expr(a, f->agg_order[0]->sort_by->node, &o);
-        a->in_agg = in_agg;
-        if (r >= 0)
-                r = coerce_unknown(a, arg, ROW_TYPE_TEXT);
-        if (r < 0)
-                return r;
-        if (string) {
-                if ((int)arg->e->type != ROW_TYPE_TEXT ||
-                    (!d.unknown && (int)d.e->type != ROW_TYPE_TEXT))
-                        return no_function(a, f, name);
-                r = coerce_unknown(a, &d, ROW_TYPE_TEXT);
-                if (r < 0)
-                        return r;
-                if (!is_literal(d.e))
-                        return FAIL_AT(a, f->location, "0A000", "string_agg() with a delimiter "
-                                                                "that is not a constant is not supported");
-                /* NULL joins with nothing between, as PostgreSQL. */
-                *delim = d.e->literal->value_case == COORD__PLAN__DATUM__VALUE_TEXT_VALUE
-                                 ? strndup((const char *)d.e->literal->text_value.data,
-                                           d.e->literal->text_value.len)
-                                 : strdup("");
-                if (!*delim)
-                        return analyzer_oom(a);
-                if (strlen(*delim) != (d.e->literal->value_case == COORD__PLAN__DATUM__VALUE_TEXT_VALUE
-                                               ? d.e->literal->text_value.len : 0))
-                        return FAIL_AT(a, f->location, "22021", "invalid byte sequence for encoding \"UTF8\"");
-                *func = COORD__PLAN__AGG_FUNC__AGG_STRING_AGG;
-                *type = ROW_TYPE_TEXT;
-        } else {
-                if (row_type_is_array((int)arg->e->type))
-                        return FAIL_AT(a, f->location, "0A000",
-                                       "array_agg() of arrays (multidimensional arrays) is not supported");
-                *func = COORD__PLAN__AGG_FUNC__AGG_ARRAY_AGG;
-                *type = (int)row_type_array_of((enum row_type)arg->e->type);
-        }
-        if (!f->n_agg_order)
-                return 0;
-        sb = f->agg_order[0]->node_case == PG_QUERY__NODE__NODE_SORT_BY ? f->agg_order[0]->sort_by : NULL;
-        if (f->n_agg_order != 1 || !sb || !o.e || !expr_equal(o.e, arg->e) ||
-            sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_DESC ||
-            sb->sortby_dir == PG_QUERY__SORT_BY_DIR__SORTBY_USING ||
-            sb->sortby_nulls == PG_QUERY__SORT_BY_NULLS__SORTBY_NULLS_FIRST)
-                return FAIL_AT(a, f->location, "0A000", "ORDER BY in %s() other than its argument "
-                                                        "ascending is not supported", name);
-        return 0;
-}
-
-/* count/sum/min/max, array_agg/string_agg: a placeholder column for the aggregate
- * (struct agg_ctx). */
-static int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
-                             struct typed *ret)
-{
-        struct agg_ctx *g = a->agg;
-        _cleanup_(typed_done) struct typed arg = { .location = -1 };
-        Coord__Plan__AggFunc func = COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR;
-        int type = ROW_TYPE_INT8, rc;
-        bool in_agg = a->in_agg, gather;
-        _cleanup_free_ char *delim = NULL;
-
-        if (!g) {
-                if (a->no_agg)
-                        return FAIL_AT(a, f->location, "42803",
-                                       "aggregate functions are not allowed in %s", a->no_agg);
-                return FAIL_AT(a, f->location, "42803", "aggregate functions are not allowed here");
-        }
-        if (a->in_agg)
-                return FAIL_AT(a, f->location, "42803", "aggregate function calls cannot be nested");
-        gather = strcmp(name, "array_agg") == 0 || strcmp(name, "string_agg") == 0;
-        if (f->agg_distinct || (f->n_agg_order && !gather) || f->agg_filter || f->agg_within_group)
-                return FAIL_AT(a, f->location, "0A000",
-                               "DISTINCT, ORDER BY, FILTER and WITHIN GROUP in aggregates are "
-                               "not supported");
-        if (strcmp(name, "avg") == 0)
-                return FAIL_AT(a, f->location, "0A000", "avg() is not supported yet");
-        if (gather && !f->agg_star) {
-                rc = analyze_gather(a, f, name, &arg, &func, &type, &delim);
-                if (rc < 0)
-                        return rc;
-        } else if (f->agg_star) {
-                if (strcmp(name, "count") != 0)
-                        return FAIL_AT(a, f->location, "42809",
-                                       "%s(*) specified, but %s is not an aggregate function "
-                                       "that takes *", name, name);
-                func = COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR;
-        } else {
-                if (f->n_args != 1) {
-                        FAIL_AT(a, f->location, "42883", "function %s with %zu arguments does not "
-                                "exist", name, f->n_args);
-                        row_error_hint(a->err, "%s", HINT_FUNCTION);
-                        return -EINVAL;
-                }
-                a->in_agg = true;
-                rc = analyze_expr(a, f->args[0], &arg);
-                a->in_agg = in_agg;
-                if (rc >= 0)
-                        rc = coerce_unknown(a, &arg, ROW_TYPE_TEXT);
-                if (rc < 0)
-                        return rc;
-                if (strcmp(name, "count") == 0) {
-                        func = COORD__PLAN__AGG_FUNC__AGG_COUNT;
-                } else if (strcmp(name, "sum") == 0) {
-                        func = COORD__PLAN__AGG_FUNC__AGG_SUM;
-                        if (!type_is_int((int)arg.e->type))
-                                goto no_function;
-                } else {
-                        func = strcmp(name, "min") == 0 ? COORD__PLAN__AGG_FUNC__AGG_MIN
-                                                         : COORD__PLAN__AGG_FUNC__AGG_MAX;
-                        if ((int)arg.e->type == ROW_TYPE_BOOL)
-                                goto no_function;
-                        type = (int)arg.e->type;
-                }
-        }
-        /* The same aggregate twice is computed once. */
-        for (size_t k = 0; k < g->n; k++)
-                if (g->funcs[k] == func &&
-                    ((!g->args[k] && !arg.e) ||
-                     (g->args[k] && arg.e && expr_equal(g->args[k], arg.e))) &&
-                    strcmp(g->delims[k] ?: "", delim ?: "") == 0) {
-                        ret->e = expr_column(g->types[k], AGG_MARK | (uint32_t)k);
-                        goto out;
-                }
-        if (g->n == g->cap) {
-                size_t cap = g->cap ? 2 * g->cap : 4;
-                Coord__Plan__AggFunc *fs = realloc(g->funcs, cap * sizeof(*fs));
-                Coord__Plan__Expr **as = fs ? realloc(g->args, cap * sizeof(*as)) : NULL;
-                int *ts = as ? realloc(g->types, cap * sizeof(*ts)) : NULL;
-                char **ds = ts ? realloc(g->delims, cap * sizeof(*ds)) : NULL;
-
-                if (fs)
-                        g->funcs = fs;
-                if (as)
-                        g->args = as;
-                if (ts)
-                        g->types = ts;
-                if (!ds)
-                        return analyzer_oom(a);
-                g->delims = ds;
-                g->cap = cap;
-        }
-        g->funcs[g->n] = func;
-        g->args[g->n] = TAKE_PTR(arg.e);
-        g->types[g->n] = type;
-        g->delims[g->n] = TAKE_PTR(delim);
-        ret->e = expr_column(type, AGG_MARK | (uint32_t)g->n);
-        g->n++;
-out:
-        if (!ret->e)
-                return analyzer_oom(a);
-        ret->unknown = false;
-        ret->location = f->location;
-        return 0;
-no_function:
-        FAIL_AT(a, f->location, "42883", "function %s(%s) does not exist", name, typed_name(&arg));
         row_error_hint(a->err, "%s", HINT_FUNCTION);
         return -EINVAL;
 }
@@ -1107,6 +1025,8 @@ int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what,
                         type = t;
                 else if (type_is_int(type) && type_is_int(t))
                         type = ROW_TYPE_INT8;
+                else if (type_is_number(type) && type_is_number(t))
+                        type = ROW_TYPE_NUMERIC;        /* integers and numeric: numeric */
                 else
                         return FAIL_AT(a, v[i].location, "42804",
                                        "%s types %s and %s cannot be matched", what,
@@ -1285,19 +1205,23 @@ int analyze_const(struct analyzer *a, const PgQuery__AConst *c, struct typed *re
                 type = ROW_TYPE_INT4;
                 break;
         case PG_QUERY__A__CONST__VAL_FVAL:
-                /* The parser leaves integers beyond int4 as "float" strings. */
-                s = c->fval->fval;
-                if (!s || !s[s[0] == '-'] || strspn(s + (s[0] == '-'), "0123456789") !=
-                                                     strlen(s + (s[0] == '-')))
-                        return FAIL_AT(a, c->location, "0A000",
-                                       "type \"numeric\" is not supported");
-                r = row_datum_parse(ROW_TYPE_INT8, s, strlen(s), &d, a->err);
+                /* The parser leaves integers beyond int4 as "float" strings, and
+                 * decimals (1.5, .5, 1e3) are floats too.  As PostgreSQL's make_const():
+                 * an integer is int4 when it fits (-2147483648 does), else int8, else
+                 * numeric; anything else is numeric. */
+                s = c->fval->fval ? c->fval->fval : "";
+                if (s[s[0] == '-'] && strspn(s + (s[0] == '-'), "0123456789") ==
+                                              strlen(s + (s[0] == '-')) &&
+                    row_datum_parse(ROW_TYPE_INT8, s, strlen(s), &d, NULL) == 0) {
+                        type = row_datum_fits(&d, ROW_TYPE_INT4) ? ROW_TYPE_INT4 : ROW_TYPE_INT8;
+                        break;
+                }
+                r = row_datum_parse(ROW_TYPE_NUMERIC, s, strlen(s), &d, a->err);
                 if (r < 0) {
                         error_at(a, c->location);
                         return r;
                 }
-                /* As PostgreSQL's make_const(): int4 when it fits (-2147483648 does). */
-                type = row_datum_fits(&d, ROW_TYPE_INT4) ? ROW_TYPE_INT4 : ROW_TYPE_INT8;
+                type = ROW_TYPE_NUMERIC;
                 break;
         case PG_QUERY__A__CONST__VAL_BOOLVAL:
                 d = ROW_DATUM_BOOL(c->boolval->boolval);

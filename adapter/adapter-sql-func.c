@@ -596,8 +596,66 @@ static int analyze_concat(struct analyzer *a, const PgQuery__FuncCall *f, struct
         return r;
 }
 
+/* round(numeric [, int]), trunc(numeric [, int]), ceil/ceiling/floor(numeric)
+ * (proto/plan.proto FUNC_ROUND ..): 1 when planned into ret, 0 when `name` is none of
+ * them, or an error.  An integer argument is cast to numeric where PostgreSQL picks the
+ * numeric function (round(5, 1)); with one integer argument PostgreSQL picks the double
+ * precision function, which Coord does not have (0A000). */
+static int analyze_numeric_func(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                                struct typed *ret)
+{
+        static const struct {
+                const char *name;
+                Coord__Plan__Func func;
+                bool places;            /* takes an optional second argument */
+        } funcs[] = {
+                { "round", COORD__PLAN__FUNC__FUNC_ROUND, true },
+                { "trunc", COORD__PLAN__FUNC__FUNC_TRUNC, true },
+                { "ceil", COORD__PLAN__FUNC__FUNC_CEIL, false },
+                { "ceiling", COORD__PLAN__FUNC__FUNC_CEIL, false },
+                { "floor", COORD__PLAN__FUNC__FUNC_FLOOR, false },
+        };
+        _cleanup_(typed_done) struct typed x = { .location = -1 }, n = { .location = -1 };
+        Coord__Plan__Expr *args[2];
+        size_t i, nargs;
+        int r;
+
+        for (i = 0; i < ELEMENTSOF(funcs); i++)
+                if (strcmp(name, funcs[i].name) == 0)
+                        break;
+        if (i == ELEMENTSOF(funcs) || f->n_args < 1 || f->n_args > (funcs[i].places ? 2u : 1u))
+                return 0;
+        nargs = f->n_args;
+        r = analyze_expr(a, f->args[0], &x);
+        if (r >= 0 && nargs == 2)
+                r = analyze_expr(a, f->args[1], &n);
+        if (r >= 0)
+                r = coerce_unknown(a, &x, ROW_TYPE_NUMERIC);
+        if (r >= 0 && nargs == 2)
+                r = coerce_unknown(a, &n, ROW_TYPE_INT4);
+        if (r < 0)
+                return r;
+        if (!type_is_number((int)x.e->type) || (nargs == 2 && (int)n.e->type != ROW_TYPE_INT4))
+                return 0;
+        if (nargs == 1 && (int)x.e->type != ROW_TYPE_NUMERIC)
+                return FAIL_AT(a, f->location, "0A000", "%s(%s) is of type double precision, "
+                               "which is not supported; cast its argument to numeric", name,
+                               typed_name(&x));
+        r = numeric_promote(a, &x);
+        if (r < 0)
+                return r;
+        args[0] = TAKE_PTR(x.e);
+        if (nargs == 2)
+                args[1] = TAKE_PTR(n.e);
+        else if (funcs[i].places)
+                args[1] = expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(0));
+        r = build_call(a, ret, ROW_TYPE_NUMERIC, funcs[i].func, args, funcs[i].places ? 2 : 1,
+                       f->location);
+        return r < 0 ? r : 1;
+}
+
 /* Scalar functions that are one plan function each.  arg: the argument's type, or -1 for
- * either integer type (the result then has the argument's type). */
+ * either integer type or numeric (the result then has the argument's type). */
 static const struct {
         const char *name;
         Coord__Plan__Func func;
@@ -621,6 +679,9 @@ int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, const ch
         size_t i;
         int r;
 
+        r = analyze_numeric_func(a, f, name, ret);
+        if (r != 0)
+                return r;
         for (i = 0; i < ELEMENTSOF(scalar_functions); i++)
                 if (strcmp(name, scalar_functions[i].name) == 0)
                         break;
@@ -653,7 +714,7 @@ int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, const ch
                 r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
         if (r < 0)
                 return r;
-        if (t.unknown || (scalar_functions[i].arg < 0 ? !type_is_int((int)t.e->type)
+        if (t.unknown || (scalar_functions[i].arg < 0 ? !type_is_number((int)t.e->type)
                                                       : (int)t.e->type != scalar_functions[i].arg))
                 return 0;
         arg = TAKE_PTR(t.e);

@@ -330,6 +330,9 @@ int range_var_name(struct analyzer *a, const PgQuery__RangeVar *rv, const char *
 int list_name(struct analyzer *a, const PgQuery__Node *n, const char **ret);
 const char *typed_name(const struct typed *t);
 bool type_is_int(int type);
+bool type_is_number(int type);
+int no_function(struct analyzer *a, const PgQuery__FuncCall *f, const char *name);
+int numeric_promote(struct analyzer *a, struct typed *t);
 bool is_literal(const Coord__Plan__Expr *e);
 int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type *ret,
                         uint32_t *max_chars);
@@ -348,6 +351,12 @@ bool is_regex_op(const char *op);
 int analyze_a_expr(struct analyzer *a, const PgQuery__AExpr *x, struct typed *ret);
 int analyze_bool_expr(struct analyzer *a, const PgQuery__BoolExpr *x, struct typed *ret);
 bool is_aggregate_name(const char *name);
+
+/* adapter-sql-agg.c */
+int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, const char *name,
+                      struct typed *ret);
+
+/* adapter-sql-expr.c, continued */
 int cannot_materialize(struct analyzer *a, int location, const char *what);
 int typed_literal(struct analyzer *a, int type, const struct row_datum *d, bool unknown,
                          int location, struct typed *ret);

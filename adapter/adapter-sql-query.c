@@ -1338,6 +1338,8 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
                         to[i] = lt[i];
                 else if (type_is_int(lt[i]) && type_is_int(rt[i]))
                         to[i] = ROW_TYPE_INT8;
+                else if (type_is_number(lt[i]) && type_is_number(rt[i]))
+                        to[i] = ROW_TYPE_NUMERIC;       /* an integer and numeric */
                 else
                         return FAIL(a, "42804", "%s types %s and %s cannot be matched", op,
                                     row_type_name((enum row_type)lt[i]),

@@ -258,6 +258,25 @@ static int table_constraint(struct analyzer *a, const PgQuery__Constraint *con, 
         return 0;
 }
 
+/* The controller compares key values by their bytes (controller-server-unique.c), and
+ * numerics of different scales are equal with different bytes (row.h "Numeric"): a
+ * numeric key column must have a scale, numeric(p, s), so every value is stored at s. */
+static int numeric_keys_fixed(struct analyzer *a, const struct sql_create_table *ct)
+{
+        for (size_t i = 0; i < ct->n_uniques; i++)
+                for (size_t k = 0; k < ct->uniques[i].n_columns; k++) {
+                        const struct sql_column *col = &ct->columns[ct->uniques[i].columns[k]];
+
+                        if (col->type == ROW_TYPE_NUMERIC && !col->max_chars)
+                                return FAIL(a, "0A000", "a %s constraint on numeric column \"%s\" "
+                                            "without a precision and scale is not supported; "
+                                            "declare it numeric(p, s)",
+                                            ct->uniques[i].primary ? "PRIMARY KEY" : "UNIQUE",
+                                            col->name);
+                }
+        return 0;
+}
+
 int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
 {
         struct sql_create_table *ct = &a->stmt->create_table;
@@ -394,6 +413,9 @@ int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
                                 return r;
                 }
         }
+        r = numeric_keys_fixed(a, ct);
+        if (r < 0)
+                return r;
 
         r = lookup_relation(a, name, &existing);
         if (r == -ENOENT)
@@ -535,7 +557,7 @@ int target_table(struct analyzer *a, const PgQuery__RangeVar *rv, const char *ve
 }
 
 /* Assignment coercion of an INSERT value into its column (PostgreSQL's assignment
- * casts: between integers, and anything to text). */
+ * casts: between integers and numeric, and anything to text). */
 int assign_column(struct analyzer *a, struct typed *t, const struct sql_column *col)
 {
         int from, to = col->type, r;
@@ -547,7 +569,9 @@ int assign_column(struct analyzer *a, struct typed *t, const struct sql_column *
         from = (int)t->e->type;
         if (from == to)
                 return col->max_chars ? varchar_of(a, t, col->max_chars, false) : 0;
-        if ((type_is_int(from) && type_is_int(to)) || to == ROW_TYPE_TEXT) {
+        if ((type_is_int(from) && type_is_int(to)) || to == ROW_TYPE_TEXT ||
+            (type_is_int(from) && to == ROW_TYPE_NUMERIC) ||
+            (from == ROW_TYPE_NUMERIC && type_is_int(to))) {
                 r = wrap_call(a, t, COORD__PLAN__FUNC__FUNC_CAST, to);
                 return r < 0 || !col->max_chars ? r : varchar_of(a, t, col->max_chars, false);
         }

@@ -218,6 +218,7 @@ static Coord__Plan__Expr *zero_of(int type)
         struct row_datum d = type == ROW_TYPE_TEXT    ? ROW_DATUM_TEXT("", 0)
                              : row_type_is_array(type) ? ROW_DATUM_TEXT("{}", 2)
                              : type == ROW_TYPE_BOOL  ? ROW_DATUM_BOOL(false)
+                             : type == ROW_TYPE_NUMERIC ? row_numeric_make(0, 0)
                                                       : ROW_DATUM_INT(0);
 
         return expr_literal(type, &d);

@@ -78,9 +78,18 @@ struct sql_column {
         uint8_t *default_row;
         size_t default_len;
         /* varchar(n): n, at most 10485760; 0 for no limit (text, varchar).  A table's
-         * INSERT and UPDATE values pass FUNC_VARCHAR (22001 when too long). */
+         * INSERT and UPDATE values pass FUNC_VARCHAR (22001 when too long).
+         * A numeric column's modifier (the same field, by type): numeric(p, s) is
+         * SQL_NUMERIC_TYPMOD(p, s), 0 for plain numeric; values pass
+         * FUNC_NUMERIC_TYPMOD (22003 "numeric field overflow"). */
         uint32_t max_chars;
 };
+
+/* numeric(p, s)'s modifier in sql_column.max_chars: PostgreSQL's atttypmod less 4
+ * (VARHDRSZ), never 0 since p >= 1. */
+#define SQL_NUMERIC_TYPMOD(p, s) ((uint32_t)(p) << 16 | (uint32_t)(s))
+#define SQL_NUMERIC_PRECISION(m) ((m) >> 16)
+#define SQL_NUMERIC_SCALE(m) ((m) & 0xffff)
 
 /* A table's CHECK constraint: a boolean coord.plan.Expr over its columns, packed. */
 struct sql_check {

@@ -189,9 +189,13 @@ static int build_reduce(struct dataflow *df, const Coord__Plan__Relation *rel, u
                         want = ROW_TYPE_INT8;
                         break;
                 case COORD__PLAN__AGG_FUNC__AGG_SUM:
+                        if (ct[a->column] == ROW_TYPE_NUMERIC) {
+                                want = ROW_TYPE_NUMERIC;
+                                break;
+                        }
                         if (!is_int(ct[a->column])) {
                                 free(t);
-                                return invalid(err, "sum over a column that is not an integer");
+                                return invalid(err, "sum over a column that is not a number");
                         }
                         want = ROW_TYPE_INT8;
                         break;

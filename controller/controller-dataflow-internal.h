@@ -173,9 +173,14 @@ struct agg_state {
 struct group {
         int64_t count;
         uint32_t dirty;         /* index in the dirty list + 1, 0 when clean */
-        uint32_t pad;
+        /* A key with numerics: the group is its value (numerics normalized) and this
+         * lists the keys its rows spelled (1.5, 1.50), value list entries with agg
+         * RAW_KEYS; the output spells the greatest (row_compare()). NIL otherwise. */
+        uint32_t raw_head;
         struct agg_state aggs[];
 };
+
+#define RAW_KEYS 0xffffu        /* struct vent.agg of a group's raw key */
 
 /* A min/max value: key = u32 group id, u16 aggregate index, 1-column row. */
 struct vent {

@@ -401,6 +401,16 @@ static int value_datum(const struct node *n, uint32_t vid, struct row_datum *ret
         return row_decode(k + VKEY_PREFIX, len - VKEY_PREFIX, ret, 1) == 1 ? 0 : -EBADMSG;
 }
 
+/* Does the group key have a numeric column (struct group, raw_head)?  The node's first
+ * types are the key's. */
+static bool has_numeric_key(const struct node *n)
+{
+        for (size_t k = 0; k < n->reduce->n_group_keys; k++)
+                if (n->types[k] == ROW_TYPE_NUMERIC)
+                        return true;
+        return false;
+}
+
 /* Does aggregate `agg` keep an extreme (min/max) of its value list? */
 static bool is_extreme(const struct node *n, size_t agg)
 {
@@ -515,6 +525,36 @@ static int gather_output(struct node *n, const struct group *g, size_t agg,
         return 0;
 }
 
+/* sum(numeric) of a group: its value list (kept as min/max keep theirs, value -> count)
+ * summed exactly, so a retraction leaves the sum and its scale (the largest of the
+ * values still present, PostgreSQL's) as if the value had never been there; NULL for
+ * none.  O(distinct values) per output. */
+static int numeric_sum(struct node *n, const struct agg_state *a, struct row_datum *ret,
+                       struct row_error *err)
+{
+        struct row_datum sum = row_numeric_make(0, 0);
+
+        if (a->nonnull == 0) {
+                *ret = ROW_DATUM_NULL;
+                return 0;
+        }
+        for (uint32_t v = a->head; v != NIL; v = ((struct vent *)bmap_val(&n->values, v))->next) {
+                struct row_datum d, cnt, term;
+                int r;
+
+                if (value_datum(n, v, &d) < 0 || d.kind != ROW_KIND_NUMERIC)
+                        return row_error_set(err, -EINVAL, "XX000", "sum state lost its values");
+                cnt = row_numeric_from_int(((struct vent *)bmap_val(&n->values, v))->count);
+                r = row_numeric_mul(&d, &cnt, &term, err);
+                if (r >= 0)
+                        r = row_numeric_add(&sum, &term, &sum, err);
+                if (r < 0)
+                        return r;
+        }
+        *ret = sum;
+        return 0;
+}
+
 /* The output row of a group (with the datums in n->datums), into the arena or the
  * output batch.  *ret_len = 0 and *ret = NULL when the group has no output row. */
 static int group_output(struct node *n, uint32_t gid, bool global, struct row_arena *arena,
@@ -532,6 +572,25 @@ static int group_output(struct node *n, uint32_t gid, bool global, struct row_ar
         *ret_len = 0;
         if (g->count == 0 && !global)
                 return 0;
+        if (g->raw_head != NIL) {
+                /* The greatest spelling of the key among the group's rows. */
+                size_t best_len = 0;
+                const uint8_t *best = NULL;
+
+                for (uint32_t v = g->raw_head; v != NIL;
+                     v = ((struct vent *)bmap_val(&n->values, v))->next) {
+                        size_t len;
+                        const uint8_t *k = bmap_key(&n->values, v, &len);
+
+                        if (!best || row_compare(k + VKEY_PREFIX, len - VKEY_PREFIX, best,
+                                                 best_len) > 0) {
+                                best = k + VKEY_PREFIX;
+                                best_len = len - VKEY_PREFIX;
+                        }
+                }
+                key = best;
+                klen = best_len;
+        }
         if (row_decode(key, klen, d, nk) != (int)nk)
                 return row_error_set(err, -EINVAL, "XX000", "malformed group key");
         for (size_t i = 0; i < rd->n_aggregates; i++) {
@@ -546,7 +605,12 @@ static int group_output(struct node *n, uint32_t gid, bool global, struct row_ar
                         *o = ROW_DATUM_INT(a->nonnull);
                         break;
                 case COORD__PLAN__AGG_FUNC__AGG_SUM:
-                        if (a->nonnull == 0)
+                        if (rd->aggregates[i]->type == COORD__PLAN__TYPE__TYPE_NUMERIC) {
+                                int r = numeric_sum(n, a, o, err);
+
+                                if (r < 0)
+                                        return r;
+                        } else if (a->nonnull == 0)
                                 *o = ROW_DATUM_NULL;
                         else if (a->sum > INT64_MAX || a->sum < INT64_MIN)
                                 return row_error_set(err, -EINVAL, "22003",
@@ -614,35 +678,43 @@ static int group_touch(struct node *n, uint32_t gid, bool existed, bool global,
         return 0;
 }
 
-static void vlist_unlink(struct node *n, struct agg_state *a, uint32_t vid)
+static void vlist_unlink(struct node *n, uint32_t *head, uint32_t vid)
 {
         struct vent *v = bmap_val(&n->values, vid);
 
         if (v->prev != NIL)
                 ((struct vent *)bmap_val(&n->values, v->prev))->next = v->next;
         else
-                a->head = v->next;
+                *head = v->next;
         if (v->next != NIL)
                 ((struct vent *)bmap_val(&n->values, v->next))->prev = v->prev;
 }
 
+/* The head of group gid's value list for aggregate agg (RAW_KEYS: its raw keys). */
+static uint32_t *vlist_head(struct node *n, uint32_t gid, size_t agg)
+{
+        struct group *g = group_at(n, gid);
+
+        return agg == RAW_KEYS ? &g->raw_head : &g->aggs[agg].head;
+}
+
+/* Count diff more of the nd-datum value d in group gid's list for aggregate agg. */
 static int reduce_value(struct node *n, uint32_t gid, size_t agg, const struct row_datum *d,
-                        int64_t diff, struct row_error *err)
+                        size_t nd, int64_t diff, struct row_error *err)
 {
         int64_t len;
         uint64_t h;
-        uint32_t vid;
+        uint32_t vid, *head;
         struct vent *v;
-        struct agg_state *a;
         int r;
 
-        len = row_encoded_size(d, 1);
+        len = row_encoded_size(d, nd);
         if (len < 0 || buf_reserve(&n->key, (size_t)len + VKEY_PREFIX) < 0)
                 return row_error_oom(err);
         memcpy(n->key.p, &gid, 4);
         n->key.p[4] = (uint8_t)agg;
         n->key.p[5] = (uint8_t)(agg >> 8);
-        row_encode_into(d, 1, n->key.p + VKEY_PREFIX);
+        row_encode_into(d, nd, n->key.p + VKEY_PREFIX);
         len += VKEY_PREFIX;
         h = hash_bytes(n->key.p, (size_t)len);
         vid = bmap_find(&n->values, h, n->key.p, (size_t)len);
@@ -650,13 +722,13 @@ static int reduce_value(struct node *n, uint32_t gid, size_t agg, const struct r
                 r = bmap_insert(&n->values, h, n->key.p, (size_t)len, &vid);
                 if (r < 0)
                         return row_error_oom(err);
-                a = &group_at(n, gid)->aggs[agg];
+                head = vlist_head(n, gid, agg);
                 v = bmap_val(&n->values, vid);
-                *v = (struct vent){ .prev = NIL, .next = a->head, .group = gid,
+                *v = (struct vent){ .prev = NIL, .next = *head, .group = gid,
                                     .agg = (uint16_t)agg };
-                if (a->head != NIL)
-                        ((struct vent *)bmap_val(&n->values, a->head))->prev = vid;
-                a->head = vid;
+                if (*head != NIL)
+                        ((struct vent *)bmap_val(&n->values, *head))->prev = vid;
+                *head = vid;
         }
         v = bmap_val(&n->values, vid);
         if (!v->dirty) {
@@ -674,7 +746,7 @@ int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error
         const Coord__Plan__Reduce *rd = n->reduce;
         const struct node *ch = &df->nodes[n->child[0]];
         size_t nk = rd->n_group_keys;
-        bool global = nk == 0;
+        bool global = nk == 0, raw = has_numeric_key(n);
         struct row_datum *d = n->datums;
         int r;
 
@@ -689,6 +761,7 @@ int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error
                 r = bmap_insert(&n->map, hash_bytes("\0\0", 2), "\0\0", 2, &gid);
                 if (r < 0)
                         return row_error_oom(err);
+                group_at(n, gid)->raw_head = NIL;
                 for (size_t i = 0; i < rd->n_aggregates; i++)
                         group_at(n, gid)->aggs[i].head = group_at(n, gid)->aggs[i].ext = NIL;
                 r = group_touch(n, gid, false, true, err);
@@ -707,8 +780,11 @@ int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error
                         return row_error_set(err, -EINVAL, "XX000", "malformed row in a reduce");
                 /* The key row: the group key columns, encoded (NULL = NULL bytewise),
                  * assembled in the scratch past the input's datums. */
-                for (size_t k = 0; k < nk; k++)
+                for (size_t k = 0; k < nk; k++) {
                         d[n->in_arity + k] = d[rd->group_keys[k]];
+                        if (d[n->in_arity + k].kind == ROW_KIND_NUMERIC)
+                                d[n->in_arity + k] = row_numeric_normalize(&d[n->in_arity + k]);
+                }
                 klen = buf_encode(&n->key, d + n->in_arity, nk);
                 if (klen < 0)
                         return row_error_oom(err);
@@ -718,6 +794,7 @@ int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error
                         r = bmap_insert(&n->map, h, n->key.p, (size_t)klen, &gid);
                         if (r < 0)
                                 return row_error_oom(err);
+                        group_at(n, gid)->raw_head = NIL;
                         for (size_t a = 0; a < rd->n_aggregates; a++)
                                 group_at(n, gid)->aggs[a].head =
                                         group_at(n, gid)->aggs[a].ext = NIL;
@@ -726,6 +803,14 @@ int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error
                 r = group_touch(n, gid, existed, global, err);
                 if (r < 0)
                         return r;
+                if (raw) {
+                        /* The key as this row spells it (struct group, raw_head). */
+                        for (size_t k = 0; k < nk; k++)
+                                d[n->in_arity + k] = d[rd->group_keys[k]];
+                        r = reduce_value(n, gid, RAW_KEYS, d + n->in_arity, nk, u->diff, err);
+                        if (r < 0)
+                                return r;
+                }
                 g = group_at(n, gid);
                 if (__builtin_add_overflow(g->count, u->diff, &g->count))
                         return row_error_set(err, -EINVAL, "22003", "row count out of range");
@@ -742,13 +827,14 @@ int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error
                         if (__builtin_add_overflow(as->nonnull, u->diff, &as->nonnull))
                                 return row_error_set(err, -EINVAL, "22003",
                                                      "row count out of range");
-                        if (ag->func == COORD__PLAN__AGG_FUNC__AGG_SUM) {
+                        if (ag->func == COORD__PLAN__AGG_FUNC__AGG_SUM &&
+                            ag->type != COORD__PLAN__TYPE__TYPE_NUMERIC) {
                                 if (__builtin_add_overflow(as->sum, (__int128)v->i * u->diff,
                                                            &as->sum))
                                         return row_error_set(err, -EINVAL, "22003",
                                                              "bigint out of range");
                         } else if (ag->func != COORD__PLAN__AGG_FUNC__AGG_COUNT) {
-                                r = reduce_value(n, gid, a, v, u->diff, err);
+                                r = reduce_value(n, gid, a, v, 1, u->diff, err);
                                 if (r < 0)
                                         return r;
                                 g = group_at(n, gid);   /* no map of groups grew, but be safe */
@@ -759,17 +845,25 @@ int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error
         for (size_t i = 0; i < n->vdirty.n; i++) {
                 uint32_t vid = n->vdirty.v[i];
                 struct vent *v = bmap_val(&n->values, vid);
-                struct agg_state *a = &group_at(n, v->group)->aggs[v->agg];
+                struct agg_state *a;
 
                 v->dirty = false;
                 if (v->count < 0)
                         return corrupt(err, "the input of min/max");
+                if (v->agg == RAW_KEYS) {
+                        if (v->count == 0) {
+                                vlist_unlink(n, &group_at(n, v->group)->raw_head, vid);
+                                bmap_remove(&n->values, vid);
+                        }
+                        continue;
+                }
+                a = &group_at(n, v->group)->aggs[v->agg];
                 if (v->count == 0) {
                         if (a->ext == vid) {
                                 a->ext = NIL;
                                 a->stale = true;
                         }
-                        vlist_unlink(n, a, vid);
+                        vlist_unlink(n, &a->head, vid);
                         bmap_remove(&n->values, vid);
                 } else if (!a->stale && a->ext != vid && is_extreme(n, v->agg) &&
                            value_better(n, v->agg, vid, a->ext))
@@ -814,6 +908,8 @@ int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error
                         for (size_t a = 0; a < rd->n_aggregates; a++)
                                 if (g->aggs[a].head != NIL)
                                         return corrupt(err, "the input of min/max");
+                        if (g->raw_head != NIL)
+                                return corrupt(err, "the keys of a reduce");
                         bmap_remove(&n->map, dr->group);
                 }
         }
@@ -839,6 +935,9 @@ static int join_key(struct node *n, const struct side *s, const struct row_datum
                 kd[k] = d[s->key_cols[k]];
                 if (kd[k].kind == ROW_KIND_NULL)
                         return 1;
+                /* Numerics match by value: 1.5 = 1.50 (row.h "Numeric"). */
+                if (kd[k].kind == ROW_KIND_NUMERIC)
+                        kd[k] = row_numeric_normalize(&kd[k]);
         }
         len = buf_encode(&n->key, kd, s->n_keys);
         if (len < 0)

@@ -181,7 +181,9 @@ static void test_check(void)
 
         CU_ASSERT(row_type_valid(ROW_TYPE_INT8));
         CU_ASSERT(!row_type_valid(0));
-        CU_ASSERT(!row_type_valid(1700));
+        CU_ASSERT(row_type_valid(ROW_TYPE_NUMERIC));
+        CU_ASSERT(!row_type_valid(1790));
+        CU_ASSERT_STRING_EQUAL(row_type_name(ROW_TYPE_NUMERIC), "numeric");
         CU_ASSERT_STRING_EQUAL(row_type_name(ROW_TYPE_INT4), "integer");
         CU_ASSERT_STRING_EQUAL(row_type_name(ROW_TYPE_INT8), "bigint");
         CU_ASSERT_STRING_EQUAL(row_type_name(ROW_TYPE_BOOL), "boolean");

@@ -50,6 +50,9 @@ static struct fake_object objects[] = {
         { "nd", 16, SQL_OBJECT_VIEW, { { "a", ROW_TYPE_INT4, false }, { "ts", ROW_TYPE_INT8, true } },
           2, false },
         { "k", 17, SQL_OBJECT_TABLE, { { "k", ROW_TYPE_INT4, true } }, 1, false, 18 },
+        { "nt", 21, SQL_OBJECT_TABLE,
+          { { "n", ROW_TYPE_NUMERIC, true },
+            { "m", ROW_TYPE_NUMERIC, true, .max_chars = SQL_NUMERIC_TYPMOD(10, 2) } }, 2, false },
 };
 
 static int fake_error;          /* when set, every lookup fails with it */
@@ -175,6 +178,8 @@ static const char *type_short(int type)
                 return "text[]";
         case ROW_TYPE_INT8_ARRAY:
                 return "int8[]";
+        case ROW_TYPE_NUMERIC:
+                return "numeric";
         default:
                 return "?";
         }
@@ -216,6 +221,9 @@ static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
                 [COORD__PLAN__FUNC__FUNC_ALL] = "ALL", [COORD__PLAN__FUNC__FUNC_SUBSCRIPT] = "SUBSCRIPT",
                 [COORD__PLAN__FUNC__FUNC_ARRAY_TO_STRING] = "array_to_string",
                 [COORD__PLAN__FUNC__FUNC_CARDINALITY] = "cardinality",
+                [COORD__PLAN__FUNC__FUNC_ROUND] = "round", [COORD__PLAN__FUNC__FUNC_TRUNC] = "trunc",
+                [COORD__PLAN__FUNC__FUNC_CEIL] = "ceil", [COORD__PLAN__FUNC__FUNC_FLOOR] = "floor",
+                [COORD__PLAN__FUNC__FUNC_NUMERIC_TYPMOD] = "NUMERIC",
         };
         const Coord__Plan__Call *c;
 
@@ -238,6 +246,9 @@ static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
                 case COORD__PLAN__DATUM__VALUE_TEXT_VALUE:
                         fprintf(f, "'%.*s'", (int)e->literal->text_value.len,
                                 (const char *)e->literal->text_value.data);
+                        return;
+                case COORD__PLAN__DATUM__VALUE_NUMERIC_VALUE:
+                        fprintf(f, "%s::numeric", e->literal->numeric_value);
                         return;
                 default:
                         fputs("<bad literal>", f);
@@ -279,6 +290,11 @@ static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
                 case COORD__PLAN__FUNC__FUNC_SUBSCRIPT:
                 case COORD__PLAN__FUNC__FUNC_ARRAY_TO_STRING:
                 case COORD__PLAN__FUNC__FUNC_CARDINALITY:
+                case COORD__PLAN__FUNC__FUNC_ROUND:
+                case COORD__PLAN__FUNC__FUNC_TRUNC:
+                case COORD__PLAN__FUNC__FUNC_CEIL:
+                case COORD__PLAN__FUNC__FUNC_FLOOR:
+                case COORD__PLAN__FUNC__FUNC_NUMERIC_TYPMOD:
                         fprintf(f, "%s(", named[c->func]);
                         explain_exprs_(f, c->args, c->n_args);
                         fputs(")", f);
@@ -774,7 +790,7 @@ static void test_create_table(void)
         expect_select_plan("SELECT b::varchar(2) FROM t", "Project[4](Map[VARCHAR(#1, 2, true)](Get 10))");
         expect_error("CREATE TABLE n (a double precision)", "0A000",
                      "type \"double precision\" is not supported", -1);
-        expect_error("CREATE TABLE n (a numeric)", "0A000", "type \"numeric\" is not supported", -1);
+        expect_error("CREATE TABLE n (a float8)", "0A000", "type \"double precision\" is not supported", -1);
         expect_error("CREATE TABLE n (a foo)", "42704", "type \"foo\" does not exist", 19);
         /* Arrays: int[], int[3][], _int4 are all int4[] (PostgreSQL enforces neither
          * sizes nor dimensions of a column's type). */
@@ -788,7 +804,7 @@ static void test_create_table(void)
         CU_ASSERT_EQUAL(s->create_table.columns[4].type, ROW_TYPE_TEXT_ARRAY);
         sql_stmt_free(s);
         expect_error("CREATE TABLE n (a varchar(3)[])", "0A000", "arrays of varchar(n) are not supported", -1);
-        expect_error("CREATE TABLE n (a numeric[])", "0A000", "type \"numeric\" is not supported", -1);
+        expect_error("CREATE TABLE n (a numeric[])", "0A000", "arrays of numeric are not supported", -1);
         expect_error("CREATE TABLE n (a int[] DEFAULT '{1,x}')", "22P02", NULL, -1);
         /* Array expressions fold, and what they cannot mean is refused. */
         expect_select_plan("SELECT a = ANY('{1,2}') FROM t",
@@ -1002,7 +1018,7 @@ static void test_insert(void)
         expect_error("INSERT INTO t (a) VALUES (2147483647 + 1)", "22003", "integer out of range",
                      -1);
         expect_error("INSERT INTO t (a) VALUES (1/0)", "22012", "division by zero", -1);
-        expect_error("INSERT INTO t (a) VALUES (1.5)", "0A000", NULL, 27);
+        expect_error("INSERT INTO t (c) VALUES (1.5)", "42804", NULL, 27);
         expect_error("INSERT INTO t (zz) VALUES (1)", "42703",
                      "column \"zz\" of relation \"t\" does not exist", 16);
         expect_error("INSERT INTO t (a, a) VALUES (1, 2)", "42701", NULL, 19);
@@ -1136,6 +1152,75 @@ static void test_select(void)
                            "Map[false, 7, 'x'](Constant(1))");
 }
 
+/* numeric (row.h "Numeric"): type names and modifiers, literals, promotion of integers,
+ * assignment to numeric(p, s), avg as sum / count, keys. */
+static void test_numeric(void)
+{
+        struct sql_stmt *s;
+
+        s = analyze("CREATE TABLE n (a numeric, b numeric(10,2), c decimal(5), d NUMERIC(38, 38))");
+        CU_ASSERT_EQUAL_FATAL(s->create_table.n_columns, 4);
+        CU_ASSERT_EQUAL(s->create_table.columns[0].type, ROW_TYPE_NUMERIC);
+        CU_ASSERT_EQUAL(s->create_table.columns[0].max_chars, 0);
+        CU_ASSERT_EQUAL(s->create_table.columns[1].max_chars, SQL_NUMERIC_TYPMOD(10, 2));
+        CU_ASSERT_EQUAL(s->create_table.columns[2].max_chars, SQL_NUMERIC_TYPMOD(5, 0));
+        CU_ASSERT_EQUAL(s->create_table.columns[3].max_chars, SQL_NUMERIC_TYPMOD(38, 38));
+        sql_stmt_free(s);
+        expect_error("CREATE TABLE n (a numeric(0))", "22023",
+                     "NUMERIC precision 0 must be between 1 and 38", 19);
+        expect_error("CREATE TABLE n (a numeric(39))", "22023", NULL, 19);
+        expect_error("CREATE TABLE n (a numeric(5,6))", "0A000", NULL, 19);
+        expect_error("CREATE TABLE n (a numeric(5,-1))", "0A000", NULL, 19);
+        expect_error("CREATE TABLE n (a numeric(1,2,3))", "22023", "invalid NUMERIC type modifier", 19);
+        expect_error("CREATE TABLE n (a numeric PRIMARY KEY)", "0A000", NULL, -1);
+        expect_error("CREATE TABLE n (a int, b numeric, UNIQUE (a, b))", "0A000", NULL, -1);
+        sql_stmt_free(analyze("CREATE TABLE n (a numeric(10,2) PRIMARY KEY)"));
+        expect_error("CREATE TABLE n (a numeric(5,2) DEFAULT 1000)", "22003", "numeric field overflow", -1);
+
+        /* Literals: decimals are numeric, integers past int8 too. */
+        expect_select_plan("SELECT 1.50, .5, 1e3, -2.5e-3, 99999999999999999999",
+                           "Map[1.50::numeric, 0.5::numeric, 1000::numeric, -0.0025::numeric, "
+                           "99999999999999999999::numeric](Constant(1))");
+        /* Integers meet numeric as numeric; constants fold with the engine's arithmetic. */
+        expect_select_plan("SELECT 1 + 1.5, 1.0 / 3, 10 / 4.0, 7 % 2.5, -1.5, 1.5 = 1.50",
+                           "Map[2.5::numeric, 0.33333333333333333333::numeric, "
+                           "2.5000000000000000::numeric, 2.0::numeric, -1.5::numeric, true]"
+                           "(Constant(1))");
+        expect_select_plan("SELECT n + a, m > 2 FROM nt, t",
+                           "Project[6,7](Map[(#0 + CAST(#2 AS numeric)), (#1 > 2::numeric)]"
+                           "(Join[](Get 21, Get 10)))");
+        expect_select_plan("SELECT round(n), round(m, 1), trunc(n, -1), ceil(m), floor(n), abs(n) FROM nt",
+                           "Project[2,3,4,5,6,7](Map[round(#0, 0), round(#1, 1), trunc(#0, -1), "
+                           "ceil(#1), floor(#0), abs(#0)](Get 21))");
+        expect_select_plan("SELECT '1.50'::numeric, 1::numeric(5,2), 2.5::int, 1.5::text",
+                           "Map[1.50::numeric, 1.00::numeric, 3, '1.5'](Constant(1))");
+        expect_error("SELECT 'x'::numeric", "22P02", "invalid input syntax for type numeric: \"x\"", 8);
+        expect_error("SELECT 'NaN'::numeric", "0A000", NULL, 8);
+        /* A constant that fails to fold fails at run time, if a row reaches it. */
+        expect_select_plan("SELECT 1::numeric(2,2)", "Map[NUMERIC(1::numeric, 2, 2)](Constant(1))");
+        expect_error("SELECT round(1)", "0A000", NULL, 8);
+        expect_error("SELECT sum(b) FROM t", "42883", "function sum(text) does not exist", 8);
+        expect_error("SELECT n + b FROM nt, t", "42883", "operator does not exist: numeric + text", 10);
+        expect_error("SELECT 1.5::boolean", "42846", "cannot cast type numeric to boolean", 11);
+        /* Assignment: integers to numeric, numeric to integers, numeric(p, s) rounding. */
+        s = analyze("INSERT INTO nt VALUES (1, 1.005), (2.50, -7)");
+        expect_rows(s, "(1,1.01) (2.50,-7.00)");
+        sql_stmt_free(s);
+        expect_error("INSERT INTO nt (m) VALUES (123456789.5)", "22003", "numeric field overflow", -1);
+        expect_error("INSERT INTO t (a) VALUES (2147483647.5)", "22003", "integer out of range", -1);
+        /* Aggregates: sum of numeric is numeric; avg is sum / count in numeric. */
+        expect_select_plan("SELECT sum(n), min(m), max(m) FROM nt",
+                           "Reduce[; sum(#0)::numeric min(#1)::numeric max(#1)::numeric](Get 21)");
+        expect_select_plan("SELECT avg(a) FROM t",
+                           "Project[2](Map[(CAST(#0 AS numeric) / CAST(#1 AS numeric))]"
+                           "(Reduce[; sum(#0)::int8 count(#0)::int8](Get 10)))");
+        expect_select_plan("SELECT avg(n), sum(n) FROM nt",
+                           "Project[2,0](Map[(#0 / CAST(#1 AS numeric))]"
+                           "(Reduce[; sum(#0)::numeric count(#0)::int8](Get 21)))");
+        /* DISTINCT of numeric rows groups by value: a Reduce without aggregates. */
+        expect_select_plan("SELECT DISTINCT n FROM nt", "Reduce[#0;](Project[0](Get 21))");
+}
+
 static void test_select_errors(void)
 {
         expect_error("SELECT * FROM zz", "42P01", "relation \"zz\" does not exist", 15);
@@ -1155,7 +1240,7 @@ static void test_select_errors(void)
         expect_error("SELECT 'a' + 'b'", "42725", NULL, 12);
         expect_error("SELECT foo(1, 'x')", "42883", "function foo(integer, unknown) does not exist", 8);
         expect_error("SELECT mz_now(1)", "42883", NULL, 8);
-        expect_error("SELECT avg(a) FROM t", "0A000", NULL, 8);
+        expect_error("SELECT avg(b) FROM t", "42883", "function avg(text) does not exist", 8);
         /* Outer joins: ON equalities of the two sides (and, for LEFT, conditions on the
          * right alone); other conditions would change the matching: refused. */
         expect_error("SELECT * FROM t LEFT JOIN u ON t.a < u.x", "0A000", NULL, -1);
@@ -1172,10 +1257,9 @@ static void test_select_errors(void)
         expect_select_plan("SELECT 2147483647 + 1", "Map[(2147483647 + 1)](Constant(1))");
         expect_select_plan("SELECT 1/0 FROM t WHERE false", "Constant[int4](0)");
         expect_error("SELECT 'abc'::int", "22P02", "invalid input syntax for type integer: \"abc\"", 8);
-        expect_error("SELECT 1::numeric", "0A000", "type \"numeric\" is not supported", -1);
+        expect_error("SELECT 1::real", "0A000", "type \"real\" is not supported", -1);
         expect_error("SELECT true::bigint", "42846", "cannot cast type boolean to bigint", 12);
-        expect_error("SELECT 1.5", "0A000", NULL, 8);
-        expect_error("SELECT 99999999999999999999", "22003", NULL, 8);
+        expect_error("SELECT 1e39", "22003", "value overflows numeric format", 8);
         sql_stmt_free(analyze("SELECT 1 INTERSECT SELECT 2"));
         sql_stmt_free(analyze("SELECT a FROM t EXCEPT SELECT x FROM u"));
         expect_error("SELECT 1 INTERSECT ALL SELECT 2", "0A000", NULL, -1);
@@ -1294,21 +1378,21 @@ static void test_update(void)
  * catalog as analyzed, the functions psql's list commands call, COLLATE. */
 static void test_pg_catalog(void)
 {
-        /* pg_class: the 8 visible objects, as a Constant (its 27 columns). */
+        /* pg_class: the 9 visible objects, as a Constant (its 27 columns). */
         expect_select_plan("SELECT relname, relkind FROM pg_catalog.pg_class WHERE relkind = 'v'",
                            "Project[1,15](Filter[(#15 = 'v')](Constant[int8,text,int8,int8,int8,"
                            "int8,int8,int8,int8,int4,int4,int8,bool,bool,text,text,int4,int4,bool,"
-                           "bool,bool,bool,bool,bool,text,bool,int8,text](8)))");
+                           "bool,bool,bool,bool,bool,text,bool,int8,text](9)))");
         expect_select_plan("SELECT nspname FROM pg_namespace", "Project[1](Constant[int8,text,int8](3))");
-        /* Tables and views, not materialized views or indexes: t u v w nd k. */
+        /* Tables and views, not materialized views or indexes: t u v w nd k nt. */
         expect_select_plan("SELECT table_name, table_type FROM information_schema.tables",
                            "Project[2,3](Constant[text,text,text,text,text,text,text,text,text,text,"
-                           "text,text](6))");
+                           "text,text](7))");
         /* Columns of the relations; the fake index names no object (on_id 0): none. */
         expect_select_plan("SELECT attname FROM pg_attribute WHERE attrelid = 10",
                            "Project[1](Filter[(#0 = 10::int8)](Constant[int8,text,int8,int4,int4,"
                            "int4,int4,int4,int4,bool,text,text,text,bool,bool,bool,text,text,bool,"
-                           "bool,int4,int8](12)))");
+                           "bool,int4,int8](14)))");
         expect_select_plan("SELECT pg_catalog.pg_get_userbyid(10), pg_get_userbyid(11), "
                            "pg_encoding_to_char(6), pg_encoding_to_char(99), "
                            "pg_table_is_visible(12), pg_table_is_visible(NULL)",
@@ -1318,7 +1402,7 @@ static void test_pg_catalog(void)
                            "Project[28](Map[CASE((#5 = 10::int8), 'coord', (('unknown (OID=' || "
                            "CAST(#5 AS text)) || ')'))](Constant[int8,text,int8,int8,int8,int8,int8,"
                            "int8,int8,int4,int4,int8,bool,bool,text,text,int4,int4,bool,bool,bool,"
-                           "bool,bool,bool,text,bool,int8,text](8)))");
+                           "bool,bool,bool,text,bool,int8,text](9)))");
         expect_select_plan("SELECT b COLLATE pg_catalog.default, b COLLATE \"C\" FROM t",
                            "Project[1,1](Get 10)");
         /* A user object keeps its name; pg_catalog.X always names the catalog's. */
@@ -2745,6 +2829,7 @@ static const struct t_case statement_cases[] = {
         { "insert not null detail", test_insert_not_null_detail },
         { "select", test_select },
         { "select errors", test_select_errors },
+        { "numeric", test_numeric },
         { "delete", test_delete },
         { "update", test_update },
         { "session", test_session },
