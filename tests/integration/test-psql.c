@@ -5,7 +5,8 @@
  * needs regtype and more: it must fail with 0A000 (psql prints the message), never with
  * a wrong answer.  The pg_catalog relations by SQL
  * too: a user object named like one keeps its name, pg_catalog.X still names the
- * catalog's.  Skipped (77) without psql on PATH.
+ * catalog's.  numeric: PostgreSQL 15's text and binary forms, numeric(p, s) columns, \d.
+ * Skipped (77) without psql on PATH.
  */
 #include <stdio.h>
 #include <string.h>
@@ -229,6 +230,104 @@ static void test_sql(void)
         PQfinish(c);
 }
 
+/* One value of `sql` in the binary format, as hex ("0002..."), or NULL. */
+static char *binary_hex(PGconn *c, const char *sql, int nparams, const Oid *types,
+                        const char *const *vals, const int *lens, const int *formats)
+{
+        PGresult *r = PQexecParams(c, sql, nparams, types, vals, lens, formats, 1);
+        char *hex = NULL;
+
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)) {
+                int n = PQgetlength(r, 0, 0);
+                const unsigned char *v = (const unsigned char *)PQgetvalue(r, 0, 0);
+
+                hex = calloc(1, 2 * (size_t)n + 1);
+                for (int i = 0; hex && i < n; i++)
+                        sprintf(hex + 2 * i, "%02x", v[i]);
+        } else
+                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
+        PQclear(r);
+        return hex;
+}
+
+static bool binary_is(PGconn *c, const char *sql, const char *want)
+{
+        char *got = binary_hex(c, sql, 0, NULL, NULL, NULL, NULL);
+        bool good = got && strcmp(got, want) == 0;
+
+        if (!good)
+                fprintf(stderr, "\n    %s: expected %s, got %s", sql, want, got ? got : "(error)");
+        free(got);
+        return good;
+}
+
+/* numeric (row.h "Numeric"): PostgreSQL 15's text and binary forms (numeric_send() bytes
+ * taken from PostgreSQL 15), numeric(p, s) columns, arithmetic scales, aggregates, \d. */
+static void test_numeric(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(rows_are(c, "SELECT 1.0/3, 10/4.0, 1.5e-3, .5, -0.00, 99999999999999999999",
+                           "0.33333333333333333333|2.5000000000000000|0.0015|0.5|0.00|"
+                           "99999999999999999999"));
+        CU_ASSERT(rows_are(c, "SELECT avg(x), sum(x) FROM (VALUES (1), (2)) v(x)",
+                           "1.5000000000000000|3"));
+        CU_ASSERT(rows_are(c, "SELECT round(2.5), round(-2.5), round(1234.5678, -2), trunc(-2.99, 1), "
+                              "ceil(-0.5), floor(-0.5), 2.5::int, (-2.5)::bigint, 7 % 2.5, abs(-1.50)",
+                           "3|-3|1200|-2.9|0|-1|3|-3|2.0|1.50"));
+        CU_ASSERT(fails_with(c, "SELECT 1/0.0", "22012"));
+        CU_ASSERT(fails_with(c, "SELECT 99999999999999999999999999999999999999 + 1", "22003"));
+        CU_ASSERT(fails_with(c, "SELECT 'x'::numeric", "22P02"));
+        CU_ASSERT(fails_with(c, "SELECT 'NaN'::numeric", "0A000"));
+        CU_ASSERT(fails_with(c, "SELECT 2147483647.5::int", "22003"));
+        CU_ASSERT(ok(c, "CREATE TABLE money (id int, price numeric(10,2) NOT NULL, qty numeric)"));
+        CU_ASSERT(ok(c, "INSERT INTO money VALUES (1, 9.999, 2), (2, 0.004, 3.5), (3, -1.5, 1.50)"));
+        CU_ASSERT(fails_detail(c, "INSERT INTO money VALUES (4, 123456789, 1)", "22003",
+                               "A field with precision 10, scale 2 must round to an absolute "
+                               "value less than 10^8."));
+        CU_ASSERT(ok(c, "UPDATE money SET qty = qty * 2 WHERE id = 3"));
+        CU_ASSERT(rows_are(c, "SELECT id, price, qty, price * qty, price + qty, price::text FROM money",
+                           "1|10.00|2|20.00|12.00|10.00;2|0.00|3.5|0.000|3.50|0.00;"
+                           "3|-1.50|3.00|-4.5000|1.50|-1.50"));
+        CU_ASSERT(rows_are(c, "SELECT sum(price), avg(price), min(qty), max(qty), count(qty) FROM money",
+                           "8.50|2.8333333333333333|2|3.5|3"));
+        CU_ASSERT(rows_are(c, "SELECT id FROM money WHERE qty > 2.5 AND price >= 0", "2"));
+        CU_ASSERT(rows_are(c, "SELECT column_name, data_type, numeric_precision, "
+                              "numeric_precision_radix, numeric_scale FROM information_schema.columns "
+                              "WHERE table_name = 'money' AND column_name <> 'id'",
+                           "price|numeric|10|10|2;qty|numeric|NULL|10|NULL"));
+        CU_ASSERT(rows_are(c, "SELECT format_type(1700, 655366), format_type(1700, -1), "
+                              "format_type(1231, -1)",
+                           "numeric(10,2)|numeric|numeric[]"));
+        CU_ASSERT(psql_shows("\\d money",
+                             " id     | integer       |           |          | ;"
+                             " price  | numeric(10,2) |           | not null | ;"
+                             " qty    | numeric       |           |          | ",
+                             "ERROR"));
+        /* The binary format: numeric_send()'s bytes, and numeric_recv() of them. */
+        CU_ASSERT(binary_is(c, "SELECT 13.50", "0002000000000002000d1388"));
+        CU_ASSERT(binary_is(c, "SELECT -0.0015", "0001ffff40000004000f"));
+        CU_ASSERT(binary_is(c, "SELECT 123456789.01", "0004000200000002000109291a850064"));
+        CU_ASSERT(binary_is(c, "SELECT 0.000", "0000000000000003"));
+        CU_ASSERT(binary_is(c, "SELECT 10000::numeric", "00010001000000000001"));
+        CU_ASSERT(binary_is(c, "SELECT 0.5", "0001ffff000000011388"));
+        {
+                static const char v[] = { 0, 2, 0, 0, 0, 0, 0, 2, 0, 0x0d, 0x13, (char)0x88 };
+                const char *vals[] = { v };
+                const int lens[] = { sizeof(v) }, formats[] = { 1 };
+                const Oid types[] = { 1700 };
+                PGresult *r = PQexecParams(c, "SELECT $1::numeric + 1", 1, types, vals, lens,
+                                           formats, 0);
+
+                CU_ASSERT(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                          strcmp(PQgetvalue(r, 0, 0), "14.50") == 0);
+                PQclear(r);
+        }
+        CU_ASSERT(ok(c, "DROP TABLE money"));
+        PQfinish(c);
+}
+
 int main(void)
 {
         static const struct t_case cases[] = {
@@ -238,6 +337,7 @@ int main(void)
                 { "describe", test_describe },
                 { "drop", test_drop },
                 { "sql", test_sql },
+                { "numeric", test_numeric },
                 { NULL, NULL },
         };
 
