@@ -71,6 +71,9 @@ static int analyze_gather(struct analyzer *a, const PgQuery__FuncCall *f, const 
                                        "array_agg() of arrays (multidimensional arrays) is not supported");
                 *func = COORD__PLAN__AGG_FUNC__AGG_ARRAY_AGG;
                 *type = (int)row_type_array_of((enum row_type)arg->e->type);
+                if (!row_type_valid(*type))
+                        return FAIL_AT(a, f->location, "0A000", "arrays of %s are not supported",
+                                       typed_name(arg));
         }
         if (!f->n_agg_order)
                 return 0;

@@ -938,8 +938,10 @@ static int analyze_array_expr(struct analyzer *a, const PgQuery__AArrayExpr *x, 
         } else if (r >= 0) {
                 r = common_type(a, v, k, "ARRAY", &type);
                 if (r >= 0 && !row_type_valid(row_type_array_of((enum row_type)type)))
-                        r = FAIL_AT(a, x->location, "0A000",
-                                    "multidimensional arrays are not supported");
+                        r = FAIL_AT(a, x->location, "0A000", row_type_is_array(type)
+                                    ? "multidimensional arrays are not supported"
+                                    : "arrays of %s are not supported",
+                                    row_type_name((enum row_type)type));
         }
         if (r < 0) {
                 for (size_t i = 0; i < k; i++)

@@ -1202,6 +1202,8 @@ static void test_numeric(void)
         expect_error("SELECT sum(b) FROM t", "42883", "function sum(text) does not exist", 8);
         expect_error("SELECT n + b FROM nt, t", "42883", "operator does not exist: numeric + text", 10);
         expect_error("SELECT 1.5::boolean", "42846", "cannot cast type numeric to boolean", 11);
+        expect_error("SELECT array_agg(n) FROM nt", "0A000", "arrays of numeric are not supported", 8);
+        expect_error("SELECT ARRAY[1.5, 2]", "0A000", "arrays of numeric are not supported", -1);
         /* Assignment: integers to numeric, numeric to integers, numeric(p, s) rounding. */
         s = analyze("INSERT INTO nt VALUES (1, 1.005), (2.50, -7)");
         expect_rows(s, "(1,1.01) (2.50,-7.00)");
