@@ -120,6 +120,13 @@ static int line(struct buf *b, const struct eval_update *u)
                         r = snprintf(num, sizeof(num), "%" PRId64, dp[c].i);
                         n = buf_put(b, num, (size_t)r);
                         break;
+                case ROW_KIND_NUMERIC: {
+                        char scratch[ROW_TEXT_SCRATCH];
+                        size_t len = row_numeric_format(&dp[c], scratch);
+
+                        n = buf_put(b, scratch, len);
+                        break;
+                }
                 default:
                         n = buf_text(b, dp[c].text.ptr, dp[c].text.len);
                         break;

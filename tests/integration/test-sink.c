@@ -13,6 +13,7 @@
  *   snapshot_false   SNAPSHOT = false starts at the input's committed bound: nothing at
  *                    or before it is written, every later change is.
  *   view             a sink of an aggregate view writes the view's changes.
+ *   numeric          numeric columns are written as PostgreSQL prints them.
  *   alter            ALTER SINK k SET FROM: refused forms with their SQLSTATEs; the file
  *                    holds the old relation's updates acknowledged before the ALTER and
  *                    the new one's after it (no snapshot), each once, through a switch to
@@ -373,6 +374,30 @@ static int count_rows(const struct line *v, int n, const char *row, int64_t diff
         return k;
 }
 
+/* A numeric column is written as PostgreSQL prints it (its scale kept). */
+static void test_numeric(void)
+{
+        static struct line lines[16];
+        char *p = home_file("n.out");
+        PGconn *c = db();
+        uint64_t k;
+        int n;
+
+        CU_ASSERT_FATAL(c && p);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE tn (x numeric(10,2), y numeric)"));
+        CU_ASSERT_FATAL(okf(c, "CREATE SINK kn FROM tn INTO FILE '%s'", p));
+        k = gid_of(c, "kn");
+        CU_ASSERT(ok(c, "INSERT INTO tn VALUES (1.5, -0.001), (NULL, 1e3)"));
+        CU_ASSERT_FATAL(progress_past(c, k, q_u64(c, "SELECT mz_now()")));
+        n = read_lines(p, lines, (int)ELEMENTSOF(lines));
+        CU_ASSERT_EQUAL_FATAL(n, 2);
+        CU_ASSERT(count_rows(lines, n, "1.50\t-0.001", 1) == 1);
+        CU_ASSERT(count_rows(lines, n, "\\N\t1000", 1) == 1);
+        CU_ASSERT(ok(c, "DROP TABLE tn CASCADE"));
+        free(p);
+        PQfinish(c);
+}
+
 static void test_alter(void)
 {
         static const Coord__Role roles[] = { COORD__ROLE__ROLE_CONTROLLER, COORD__ROLE__ROLE_LIFECYCLE,
@@ -539,6 +564,7 @@ int main(void)
                 { "exactly_once_kill9_each", test_exactly_once },
                 { "snapshot_false", test_snapshot_false },
                 { "view", test_view },
+                { "numeric", test_numeric },
                 { "alter_kill9_each", test_alter },
                 { "pending_kill9_each", test_pending },
                 { "check", test_check },
