@@ -960,8 +960,10 @@ static void test_convert_invalid(void)
                                                        strlen(bad_text[i].text), &b), -EINVAL);
                 CU_ASSERT_EQUAL(b.len, 0);      /* unchanged on a value error */
         }
-        CU_ASSERT_EQUAL(pgcodec_text_to_binary(PGCODEC_OID_NUMERIC, "1", 1, &b), -EOPNOTSUPP);
-        CU_ASSERT_FALSE(pgcodec_type_has_binary(PGCODEC_OID_NUMERIC));
+        CU_ASSERT_EQUAL(pgcodec_text_to_binary(PGCODEC_OID_DATE, "1", 1, &b), -EOPNOTSUPP);
+        CU_ASSERT_FALSE(pgcodec_type_has_binary(PGCODEC_OID_DATE));
+        CU_ASSERT_EQUAL(pgcodec_text_to_binary(PGCODEC_OID_NUMERIC, "1.2.3", 5, &b), -EINVAL);
+        CU_ASSERT_EQUAL(pgcodec_binary_to_text(PGCODEC_OID_NUMERIC, two, 2, &b), -EINVAL);
         CU_ASSERT_TRUE(pgcodec_type_has_binary(PGCODEC_OID_INT4));
 
         CU_ASSERT_EQUAL(pgcodec_binary_to_text(PGCODEC_OID_INT4, two, 2, &b), -EINVAL);
@@ -972,6 +974,39 @@ static void test_convert_invalid(void)
         CU_ASSERT_EQUAL(pgcodec_binary_to_text(PGCODEC_OID_DATE, two, 2, &b), -EOPNOTSUPP);
         CU_ASSERT_EQUAL(b.len, 0);
         pgcodec_buf_done(&b);
+}
+
+/* numeric: numeric_send()'s bytes as PostgreSQL 15 gives them, and back to the text. */
+static void test_numeric_binary(void)
+{
+        static const struct {
+                const char *text, *hex;
+        } cases[] = {
+                { "13.50", "0002000000000002000d1388" },
+                { "-0.0015", "0001ffff40000004000f" },
+                { "123456789.01", "0004000200000002000109291a850064" },
+                { "0.000", "0000000000000003" },
+                { "10000", "00010001000000000001" },
+                { "0.5", "0001ffff000000011388" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct pgcodec_buf b, t;
+                char hex[128] = "";
+
+                pgcodec_buf_init(&b, 0);
+                pgcodec_buf_init(&t, 0);
+                CU_ASSERT_EQUAL_FATAL(pgcodec_text_to_binary(PGCODEC_OID_NUMERIC, cases[i].text,
+                                                             strlen(cases[i].text), &b), 0);
+                for (size_t k = 0; k < b.len && 2 * k + 2 < sizeof(hex); k++)
+                        snprintf(hex + 2 * k, 3, "%02x", b.data[k]);
+                CU_ASSERT_STRING_EQUAL(hex, cases[i].hex);
+                CU_ASSERT_EQUAL_FATAL(pgcodec_binary_to_text(PGCODEC_OID_NUMERIC, b.data, b.len, &t), 0);
+                CU_ASSERT_STRING_EQUAL((const char *)t.data, cases[i].text);
+                pgcodec_buf_done(&b);
+                pgcodec_buf_done(&t);
+        }
+        CU_ASSERT_TRUE(pgcodec_type_has_binary(PGCODEC_OID_NUMERIC));
 }
 
 /* --- Fuzz --------------------------------------------------------------------------- */
@@ -1189,6 +1224,7 @@ int main(void)
                 { "roundtrip", test_convert_roundtrip },
                 { "binary_layout", test_convert_binary_layout },
                 { "invalid", test_convert_invalid },
+                { "numeric binary", test_numeric_binary },
                 { NULL, NULL },
         };
         static const struct t_case fuzz_cases[] = {

@@ -1700,7 +1700,7 @@ static void test_raw_extended_errors(void)
         /* An unknown result format code; binary for a type without one. */
         put_bind(&b, "", "a", 0, NULL, 7);
         put_sync(&b);
-        put_parse(&b, "", "SELECT $1", PGCODEC_OID_NUMERIC);
+        put_parse(&b, "", "SELECT $1", PGCODEC_OID_DATE);
         put_bind(&b, "", "", 1, one, 1);
         put_sync(&b);
         raw_send_buf(r, &b);
