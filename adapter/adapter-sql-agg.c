@@ -95,7 +95,7 @@ static int agg_slot(struct analyzer *a, Coord__Plan__AggFunc func, Coord__Plan__
         struct agg_ctx *g = a->agg;
 
         for (size_t k = 0; k < g->n; k++)
-                if (g->funcs[k] == func &&
+                if (g->funcs[k] == func && g->types[k] == type &&
                     ((!g->args[k] && !*arg) ||
                      (g->args[k] && *arg && expr_equal(g->args[k], *arg))) &&
                     strcmp(g->delims[k] ?: "", *delim ?: "") == 0) {
@@ -134,22 +134,21 @@ static int agg_slot(struct analyzer *a, Coord__Plan__AggFunc func, Coord__Plan__
 static int plan_avg(struct analyzer *a, struct typed *arg, int location, struct typed *ret)
 {
         Coord__Plan__Expr *copy = expr_copy(arg->e), *sum = NULL, *count = NULL;
-        int sum_type = (int)arg->e->type == ROW_TYPE_NUMERIC ? ROW_TYPE_NUMERIC : ROW_TYPE_INT8;
         char *no_delim = NULL;
         struct typed s = { .location = location }, c = { .location = location };
         int rc;
 
         if (!copy)
                 return analyzer_oom(a);
-        rc = agg_slot(a, COORD__PLAN__AGG_FUNC__AGG_SUM, &copy, sum_type, &no_delim, &sum);
+        /* The sum in numeric also of integers: exact to 38 digits, as PostgreSQL's
+         * avg(int8) sums in numeric (sum(int8) itself stays bigint). */
+        rc = agg_slot(a, COORD__PLAN__AGG_FUNC__AGG_SUM, &copy, ROW_TYPE_NUMERIC, &no_delim, &sum);
         expr_free(copy);
         if (rc >= 0)
                 rc = agg_slot(a, COORD__PLAN__AGG_FUNC__AGG_COUNT, &arg->e, ROW_TYPE_INT8,
                               &no_delim, &count);
         s.e = sum;
         c.e = count;
-        if (rc >= 0)
-                rc = numeric_promote(a, &s);
         if (rc >= 0)
                 rc = numeric_promote(a, &c);
         if (rc >= 0)

@@ -197,7 +197,8 @@ static int build_reduce(struct dataflow *df, const Coord__Plan__Relation *rel, u
                                 free(t);
                                 return invalid(err, "sum over a column that is not a number");
                         }
-                        want = ROW_TYPE_INT8;
+                        /* Integers sum to bigint, or to numeric when asked (avg). */
+                        want = (int)a->type == ROW_TYPE_NUMERIC ? ROW_TYPE_NUMERIC : ROW_TYPE_INT8;
                         break;
                 case COORD__PLAN__AGG_FUNC__AGG_MIN:
                 case COORD__PLAN__AGG_FUNC__AGG_MAX:

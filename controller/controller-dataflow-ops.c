@@ -525,19 +525,24 @@ static int gather_output(struct node *n, const struct group *g, size_t agg,
         return 0;
 }
 
-/* sum(numeric) of a group: its value list (kept as min/max keep theirs, value -> count)
- * summed exactly, so a retraction leaves the sum and its scale (the largest of the
- * values still present, PostgreSQL's) as if the value had never been there; NULL for
- * none.  O(distinct values) per output. */
+/* A numeric sum of a group: of a numeric column, its value list (kept as min/max keep
+ * theirs, value -> count) summed exactly, so a retraction leaves the sum and its scale
+ * (the largest of the values still present, PostgreSQL's) as if the value had never
+ * been there, O(distinct values) per output; of an integer column, its exact a->sum
+ * (the list is empty then).  NULL for no value. */
 static int numeric_sum(struct node *n, const struct agg_state *a, struct row_datum *ret,
                        struct row_error *err)
 {
-        struct row_datum sum = row_numeric_make(0, 0);
+        const __int128 lim = (__int128)10000000000000000000ull * 10000000000000000000ull;
+        struct row_datum sum;
 
         if (a->nonnull == 0) {
                 *ret = ROW_DATUM_NULL;
                 return 0;
         }
+        if (a->sum >= lim || a->sum <= -lim)
+                return row_error_set(err, -EINVAL, "22003", "value overflows numeric format");
+        sum = row_numeric_make(a->sum, 0);
         for (uint32_t v = a->head; v != NIL; v = ((struct vent *)bmap_val(&n->values, v))->next) {
                 struct row_datum d, cnt, term;
                 int r;
@@ -827,8 +832,7 @@ int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error
                         if (__builtin_add_overflow(as->nonnull, u->diff, &as->nonnull))
                                 return row_error_set(err, -EINVAL, "22003",
                                                      "row count out of range");
-                        if (ag->func == COORD__PLAN__AGG_FUNC__AGG_SUM &&
-                            ag->type != COORD__PLAN__TYPE__TYPE_NUMERIC) {
+                        if (ag->func == COORD__PLAN__AGG_FUNC__AGG_SUM && v->kind == ROW_KIND_INT) {
                                 if (__builtin_add_overflow(as->sum, (__int128)v->i * u->diff,
                                                            &as->sum))
                                         return row_error_set(err, -EINVAL, "22003",

@@ -1214,8 +1214,12 @@ static void test_numeric(void)
         expect_select_plan("SELECT sum(n), min(m), max(m) FROM nt",
                            "Reduce[; sum(#0)::numeric min(#1)::numeric max(#1)::numeric](Get 21)");
         expect_select_plan("SELECT avg(a) FROM t",
-                           "Project[2](Map[(CAST(#0 AS numeric) / CAST(#1 AS numeric))]"
-                           "(Reduce[; sum(#0)::int8 count(#0)::int8](Get 10)))");
+                           "Project[2](Map[(#0 / CAST(#1 AS numeric))]"
+                           "(Reduce[; sum(#0)::numeric count(#0)::int8](Get 10)))");
+        /* sum(int) stays bigint beside avg's numeric sum of the same column. */
+        expect_select_plan("SELECT sum(d), avg(d) FROM t",
+                           "Project[0,3](Map[(#1 / CAST(#2 AS numeric))]"
+                           "(Reduce[; sum(#3)::int8 sum(#3)::numeric count(#3)::int8](Get 10)))");
         expect_select_plan("SELECT avg(n), sum(n) FROM nt",
                            "Project[2,0](Map[(#0 / CAST(#1 AS numeric))]"
                            "(Reduce[; sum(#0)::numeric count(#0)::int8](Get 21)))");
