@@ -273,6 +273,8 @@ static void test_numeric(void)
                            "99999999999999999999"));
         CU_ASSERT(rows_are(c, "SELECT avg(x), sum(x) FROM (VALUES (1), (2)) v(x)",
                            "1.5000000000000000|3"));
+        CU_ASSERT(rows_are(c, "SELECT avg(x) FROM (VALUES (9223372036854775807::bigint), "
+                              "(9223372036854775807)) v(x)", "9223372036854775807"));
         CU_ASSERT(rows_are(c, "SELECT round(2.5), round(-2.5), round(1234.5678, -2), trunc(-2.99, 1), "
                               "ceil(-0.5), floor(-0.5), 2.5::int, (-2.5)::bigint, 7 % 2.5, abs(-1.50)",
                            "3|-3|1200|-2.9|0|-1|3|-3|2.0|1.50"));
