@@ -746,6 +746,42 @@ static int reduce_value(struct node *n, uint32_t gid, size_t agg, const struct r
         return 0;
 }
 
+/* The group of the decoded input row in n->datums (created when new), touched at this
+ * time.  The key row is the group key columns, numerics normalized (1.5 = 1.50),
+ * encoded (NULL = NULL bytewise), assembled in the scratch past the input's datums. */
+static int reduce_group(struct node *n, bool global, uint32_t *ret_gid, struct row_error *err)
+{
+        const Coord__Plan__Reduce *rd = n->reduce;
+        struct row_datum *d = n->datums, *kd = n->datums + n->in_arity;
+        bool existed = true;
+        int64_t klen;
+        uint64_t h;
+        uint32_t gid;
+        int r;
+
+        for (size_t k = 0; k < rd->n_group_keys; k++) {
+                kd[k] = d[rd->group_keys[k]];
+                if (kd[k].kind == ROW_KIND_NUMERIC)
+                        kd[k] = row_numeric_normalize(&kd[k]);
+        }
+        klen = buf_encode(&n->key, kd, rd->n_group_keys);
+        if (klen < 0)
+                return row_error_oom(err);
+        h = hash_bytes(n->key.p, (size_t)klen);
+        gid = bmap_find(&n->map, h, n->key.p, (size_t)klen);
+        if (gid == NIL) {
+                r = bmap_insert(&n->map, h, n->key.p, (size_t)klen, &gid);
+                if (r < 0)
+                        return row_error_oom(err);
+                group_at(n, gid)->raw_head = NIL;
+                for (size_t a = 0; a < rd->n_aggregates; a++)
+                        group_at(n, gid)->aggs[a].head = group_at(n, gid)->aggs[a].ext = NIL;
+                existed = false;
+        }
+        *ret_gid = gid;
+        return group_touch(n, gid, existed, global, err);
+}
+
 int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
 {
         const Coord__Plan__Reduce *rd = n->reduce;
@@ -775,37 +811,12 @@ int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error
         }
         for (size_t i = 0; i < ch->nd; i++) {
                 const struct eval_update *u = &ch->d[i];
-                int64_t klen;
-                uint64_t h;
-                uint32_t gid;
+                uint32_t gid = NIL;
                 struct group *g;
-                bool existed = true;
 
                 if (row_decode(u->row, u->len, d, n->in_arity) != (int)n->in_arity)
                         return row_error_set(err, -EINVAL, "XX000", "malformed row in a reduce");
-                /* The key row: the group key columns, encoded (NULL = NULL bytewise),
-                 * assembled in the scratch past the input's datums. */
-                for (size_t k = 0; k < nk; k++) {
-                        d[n->in_arity + k] = d[rd->group_keys[k]];
-                        if (d[n->in_arity + k].kind == ROW_KIND_NUMERIC)
-                                d[n->in_arity + k] = row_numeric_normalize(&d[n->in_arity + k]);
-                }
-                klen = buf_encode(&n->key, d + n->in_arity, nk);
-                if (klen < 0)
-                        return row_error_oom(err);
-                h = hash_bytes(n->key.p, (size_t)klen);
-                gid = bmap_find(&n->map, h, n->key.p, (size_t)klen);
-                if (gid == NIL) {
-                        r = bmap_insert(&n->map, h, n->key.p, (size_t)klen, &gid);
-                        if (r < 0)
-                                return row_error_oom(err);
-                        group_at(n, gid)->raw_head = NIL;
-                        for (size_t a = 0; a < rd->n_aggregates; a++)
-                                group_at(n, gid)->aggs[a].head =
-                                        group_at(n, gid)->aggs[a].ext = NIL;
-                        existed = false;
-                }
-                r = group_touch(n, gid, existed, global, err);
+                r = reduce_group(n, global, &gid, err);
                 if (r < 0)
                         return r;
                 if (raw) {
