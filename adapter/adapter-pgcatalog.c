@@ -135,6 +135,8 @@ static const struct type_info {
         /* varchar(n) columns: text with a length (adapter-sql.h, max_chars). */
         { (enum row_type)PGCAT_TYPE_VARCHAR, "varchar", "character varying", "S", "i", -1, 1015,
           0, false, false },
+        /* character(n) columns: max_chars is n (adapter-sql-bpchar.c). */
+        { ROW_TYPE_BPCHAR, "bpchar", "character", "S", "i", -1, 0, 0, false, false },
 };
 
 /* A varchar(n) column: text with a length (max_chars is numeric's modifier for a
@@ -155,8 +157,10 @@ static const struct type_info *type_info(enum row_type t)
 /* A text column's collation is "default" (oid 100), text[]'s too; others have none. */
 static int64_t collation_of(enum row_type t)
 {
-        return t == ROW_TYPE_TEXT || t == ROW_TYPE_TEXT_ARRAY || (int)t == PGCAT_TYPE_VARCHAR ? 100
-                                                                                       : 0;
+        return t == ROW_TYPE_TEXT || t == ROW_TYPE_TEXT_ARRAY || (int)t == PGCAT_TYPE_VARCHAR ||
+                               t == ROW_TYPE_BPCHAR
+                       ? 100
+                       : 0;
 }
 
 static const struct sql_object *object_by_id(const struct gen *g, uint64_t id)
@@ -314,7 +318,8 @@ static int attribute_row(struct gen *g, const struct sql_object *o, size_t attnu
         if (!ti)
                 return 0;
         /* varchar(n): type varchar, typmod n + 4 (PostgreSQL's VARHDRSZ), as PostgreSQL;
-         * numeric(p, s): ((p << 16) | s) + 4, max_chars + 4 too. */
+         * numeric(p, s): ((p << 16) | s) + 4, max_chars + 4 too; character(n): type
+         * bpchar, typmod n + 4. */
         return EMIT(g, I((int64_t)o->id), T(c->name),
                     I(is_varchar(c) ? PGCAT_TYPE_VARCHAR : c->type), I(-1), I(ti->len),
                     I((int64_t)attnum), I(0), I(-1),
@@ -485,7 +490,7 @@ static int is_column_row(struct gen *g, const struct sql_object *o, size_t attnu
         return EMIT(g, T(g->database), T(namespace_name(o)), T(o->name), T(c->name),
                     I((int64_t)attnum), T(c->nullable ? "YES" : "NO"),
                     T(is_varchar(c) ? "character varying" : ti->sql_name),
-                    is_varchar(c) ? I((int64_t)c->max_chars) : NUL,
+                    is_varchar(c) || c->type == ROW_TYPE_BPCHAR ? I((int64_t)c->max_chars) : NUL,
                     num ? I(c->type == ROW_TYPE_INT4 ? 32 : 64)
                         : mod ? I(SQL_NUMERIC_PRECISION(c->max_chars)) : NUL,
                     num ? I(2) : dec ? I(10) : NUL,
@@ -533,7 +538,10 @@ static int default_text(const struct sql_column *c, char **ret)
 {
         struct row_datum d;
         const struct type_info *ti = type_info(c->type);
-        const char *type = is_varchar(c) ? "character varying" : ti ? ti->sql_name : "text";
+        const char *type = c->type == ROW_TYPE_BPCHAR ? "bpchar"
+                           : is_varchar(c)             ? "character varying"
+                           : ti                        ? ti->sql_name
+                                                       : "text";
         char num[ROW_TEXT_SCRATCH];
         char *lit, *s;
         int n;

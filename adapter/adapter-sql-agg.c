@@ -41,6 +41,10 @@ static int analyze_gather(struct analyzer *a, const PgQuery__FuncCall *f, const 
         a->in_agg = in_agg;
         if (r >= 0)
                 r = coerce_unknown(a, arg, ROW_TYPE_TEXT);
+        if (r >= 0 && string)
+                r = bpchar_as_text(a, arg);
+        if (r >= 0 && typed_is_bpchar(arg))
+                r = bpchar_refuse(a, f->location, "array_agg()");
         if (r < 0)
                 return r;
         if (string) {
@@ -229,6 +233,8 @@ int analyze_aggregate(struct analyzer *a, const PgQuery__FuncCall *f, const char
                                                          : COORD__PLAN__AGG_FUNC__AGG_MAX;
                         if ((int)arg.e->type == ROW_TYPE_BOOL)
                                 goto no_function;
+                        if (typed_is_bpchar(&arg))
+                                return bpchar_refuse(a, f->location, name);
                         type = (int)arg.e->type;
                 }
         }

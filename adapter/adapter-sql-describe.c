@@ -421,7 +421,7 @@ static int analyze_format_type(struct analyzer *a, const PgQuery__FuncCall *f, s
          * typmod::text || ')' || suffix ELSE base || suffix END */
         plain = expr_call2(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CONCAT, expr_copy(base),
                       expr_copy(suffix));
-        /* varchar's typmod is its length + 4 (PostgreSQL's VARHDRSZ). */
+        /* varchar's and bpchar's typmod is the length + 4 (PostgreSQL's VARHDRSZ). */
         tm = expr_copy(y.e);
         tm = tm ? expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &tm, 1) : NULL;
         {
@@ -429,9 +429,13 @@ static int analyze_format_type(struct analyzer *a, const PgQuery__FuncCall *f, s
                 Coord__Plan__Expr *v = expr_call2(ROW_TYPE_INT4, COORD__PLAN__FUNC__FUNC_SUB,
                                              expr_copy(y.e),
                                              expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(4)));
-                Coord__Plan__Expr *is_varchar =
+                const int64_t bpchar = ROW_TYPE_BPCHAR;
+                Coord__Plan__Expr *is_varchar = expr_call2(
+                        ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_OR,
                         expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x->e),
-                              expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(varchar)));
+                                   expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(varchar))),
+                        expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x->e),
+                                   expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(bpchar))));
 
                 Coord__Plan__Expr *nv = numeric_typmod_text(y.e);
                 Coord__Plan__Expr *is_numeric =

@@ -20,6 +20,7 @@
  */
 #include "adapter-sql-internal.h"
 
+#include <ctype.h>
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -272,7 +273,6 @@ int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type 
                 { "int2", "smallint" }, { "smallint", "smallint" },
                 { "float4", "real" }, { "real", "real" },
                 { "float8", "double precision" }, { "float", "double precision" },
-                { "bpchar", "character" },
                 { "char", "\"char\"" }, { "name", "name" },
                 { "timestamp", "timestamp without time zone" },
                 { "timestamptz", "timestamp with time zone" },
@@ -320,6 +320,10 @@ int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type 
                                        "arrays of numeric are not supported");
                 *ret = ROW_TYPE_NUMERIC;
                 return resolve_numeric(a, tn, max_chars);
+        }
+        if (strcmp(name, "bpchar") == 0) {
+                *ret = ROW_TYPE_BPCHAR;
+                return resolve_bpchar(a, tn, array, max_chars);
         }
         for (size_t i = 0; i < ELEMENTSOF(ours); i++) {
                 if (strcmp(name, ours[i].name) != 0)
@@ -611,6 +615,11 @@ int binary_op(struct analyzer *a, const char *op, struct typed *l, struct typed 
         if (rc < 0)
                 return rc;
         if (l->unknown || r->unknown)
+                return no_operator(a, op, l, r, location);
+        rc = comparison ? bpchar_compare_operands(a, l, r) : 0;
+        if (rc < 0)
+                return rc;
+        if (rc == 2)
                 return no_operator(a, op, l, r, location);
 
         if (type_is_int((int)l->e->type) && type_is_int((int)r->e->type)) {
@@ -1009,10 +1018,15 @@ int analyze_sql_value_function(struct analyzer *a, const PgQuery__SQLValueFuncti
 }
 
 /* Common type of values that meet (COALESCE, VALUES, UNION): untyped literals take the
- * others' type (text if all are untyped), int4 and int8 meet as int8.  -1 with err when
- * two types cannot meet. */
+ * others' type (text if all are untyped), int4 and int8 meet as int8.  bpchar and text
+ * meet as the first of them (PostgreSQL's select_common_type(): each casts implicitly to
+ * the other), or as text where they are compared (IN: PostgreSQL resolves each `x = v`
+ * as an operator, bpchar = text being text = text).  Where they are values of one column,
+ * bpchar from more than one source is refused (adapter-sql-bpchar.c invariant 1).  -1 with err when two types cannot meet. */
 int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what, int *ret)
 {
+        bool compared = strcmp(what, "IN") == 0 || !isalpha((unsigned char)what[0]);
+        size_t sources = 0;
         int type = -1;
 
         for (size_t i = 0; i < n; i++) {
@@ -1027,6 +1041,10 @@ int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what,
                         type = ROW_TYPE_INT8;
                 else if (type_is_number(type) && type_is_number(t))
                         type = ROW_TYPE_NUMERIC;        /* integers and numeric: numeric */
+                else if (type == ROW_TYPE_TEXT && t == ROW_TYPE_BPCHAR)
+                        continue;
+                else if (type == ROW_TYPE_BPCHAR && t == ROW_TYPE_TEXT)
+                        type = compared ? ROW_TYPE_TEXT : type;   /* the first wins */
                 else
                         return FAIL_AT(a, v[i].location, "42804",
                                        "%s types %s and %s cannot be matched", what,
@@ -1035,13 +1053,24 @@ int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what,
         }
         if (type < 0)
                 type = ROW_TYPE_TEXT;
+        for (size_t i = 0; type == ROW_TYPE_BPCHAR && !compared && i < n; i++)
+                if (!(v[i].unknown && v[i].e->literal->value_case ==
+                                              COORD__PLAN__DATUM__VALUE_NULL_VALUE) &&
+                    ++sources > 1)
+                        return bpchar_refuse(a, v[i].location, what);
         for (size_t i = 0; i < n; i++) {
-                int r = v[i].unknown ? coerce_unknown(a, &v[i], type) : promote_to(a, &v[i], type);
+                int r = v[i].unknown ? coerce_unknown(a, &v[i], type) : 0;
+
+                if (r >= 0 && (compared || type == ROW_TYPE_TEXT))
+                        r = bpchar_as_text(a, &v[i]);
+                if (r >= 0)
+                        r = promote_to(a, &v[i], type == ROW_TYPE_BPCHAR && compared
+                                                         ? ROW_TYPE_TEXT : type);
 
                 if (r < 0)
                         return r;
         }
-        *ret = type;
+        *ret = type == ROW_TYPE_BPCHAR && compared ? ROW_TYPE_TEXT : type;
         return 0;
 }
 
@@ -1305,6 +1334,8 @@ static int analyze_any_all(struct analyzer *a, const PgQuery__AExpr *x, const ch
                                                         "right side");
         elem = (int)row_type_element((enum row_type)r.e->type);
         rc = coerce_unknown(a, &l, elem);
+        if (rc >= 0 && elem == ROW_TYPE_TEXT)
+                rc = bpchar_as_text(a, &l);
         if (rc < 0)
                 return rc;
         if ((int)l.e->type != elem && !(type_is_int((int)l.e->type) && type_is_int(elem))) {

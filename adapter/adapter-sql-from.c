@@ -994,7 +994,11 @@ static int using_merge(struct analyzer *a, const PgQuery__JoinExpr *j, struct sc
                 r = v[0].e && v[1].e ? 0 : analyzer_oom(a);
                 if (r < 0)
                         goto out;
-                r = common_type(a, v, 2, "JOIN/USING", &type);
+                /* Its equality compares the columns' bytes (adapter-sql-bpchar.c). */
+                if (l->type == ROW_TYPE_BPCHAR || rc->type == ROW_TYPE_BPCHAR)
+                        r = bpchar_refuse(a, -1, "JOIN/USING");
+                else
+                        r = common_type(a, v, 2, "JOIN/USING", &type);
                 if (r < 0)
                         goto out;
                 if (!full && !alias && sc->cols[side].type == type) {

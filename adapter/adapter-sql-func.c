@@ -361,9 +361,14 @@ int analyze_like(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
                 rc = coerce_unknown(a, &l, ROW_TYPE_TEXT);
         if (rc >= 0)
                 rc = coerce_unknown(a, &r, ROW_TYPE_TEXT);
+        /* A bpchar value matches with its padding (PostgreSQL's bpcharlike()); a bpchar
+         * pattern is text. */
+        if (rc >= 0)
+                rc = bpchar_as_text(a, &r);
         if (rc < 0)
                 return rc;
-        if ((int)l.e->type != ROW_TYPE_TEXT || (int)r.e->type != ROW_TYPE_TEXT)
+        if (((int)l.e->type != ROW_TYPE_TEXT && !typed_is_bpchar(&l)) ||
+            (int)r.e->type != ROW_TYPE_TEXT)
                 return no_operator(a, op, &l, &r, x->location);
         args[0] = TAKE_PTR(l.e);
         args[1] = TAKE_PTR(r.e);
@@ -383,8 +388,8 @@ int analyze_like(struct analyzer *a, const PgQuery__AExpr *x, const char *op,
 int concat_op(struct analyzer *a, struct typed *l, struct typed *r, int location)
 {
         Coord__Plan__Expr *args[2];
-        bool ltext = l->unknown || (int)l->e->type == ROW_TYPE_TEXT;
-        bool rtext = r->unknown || (int)r->e->type == ROW_TYPE_TEXT;
+        bool ltext = l->unknown || (int)l->e->type == ROW_TYPE_TEXT || typed_is_bpchar(l);
+        bool rtext = r->unknown || (int)r->e->type == ROW_TYPE_TEXT || typed_is_bpchar(r);
         int rc;
 
         if (!ltext && !rtext)
@@ -548,6 +553,9 @@ static int analyze_concat(struct analyzer *a, const PgQuery__FuncCall *f, struct
                 r = analyze_expr(a, f->args[i], &t);
                 if (r >= 0)
                         r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
+                /* PostgreSQL's concat() writes a bpchar with its padding. */
+                if (r >= 0 && typed_is_bpchar(&t))
+                        r = bpchar_refuse(a, t.location, "concat()");
                 if (r < 0)
                         break;
                 if ((int)t.e->type == ROW_TYPE_BOOL) {
@@ -712,6 +720,8 @@ int analyze_scalar_func(struct analyzer *a, const PgQuery__FuncCall *f, const ch
         r = analyze_expr(a, f->args[0], &t);
         if (r >= 0 && scalar_functions[i].arg == ROW_TYPE_TEXT)
                 r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
+        if (r >= 0 && scalar_functions[i].arg == ROW_TYPE_TEXT)
+                r = bpchar_as_text(a, &t);      /* length() then counts no trailing spaces */
         if (r < 0)
                 return r;
         if (t.unknown || (scalar_functions[i].arg < 0 ? !type_is_number((int)t.e->type)
@@ -937,7 +947,9 @@ static int analyze_array_expr(struct analyzer *a, const PgQuery__AArrayExpr *x, 
                 type = elem;
         } else if (r >= 0) {
                 r = common_type(a, v, k, "ARRAY", &type);
-                if (r >= 0 && !row_type_valid(row_type_array_of((enum row_type)type)))
+                if (r >= 0 && type == ROW_TYPE_BPCHAR)
+                        r = bpchar_refuse(a, x->location, "ARRAY[]");
+                else if (r >= 0 && !row_type_valid(row_type_array_of((enum row_type)type)))
                         r = FAIL_AT(a, x->location, "0A000", row_type_is_array(type)
                                     ? "multidimensional arrays are not supported"
                                     : "arrays of %s are not supported",
@@ -1114,9 +1126,14 @@ int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed *ret)
                         r = analyze_array_expr(a, n->type_cast->arg->a_array_expr, (int)type, &t);
                 else
                         r = analyze_expr(a, n->type_cast->arg, &t);
-                if (r >= 0)
+                /* character(n): bpchar_of() casts what is not text itself. */
+                if (r >= 0 && type == ROW_TYPE_BPCHAR)
+                        r = coerce_unknown(a, &t, ROW_TYPE_TEXT);
+                if (r >= 0 && type == ROW_TYPE_BPCHAR)
+                        r = bpchar_of(a, &t, max_chars, true);
+                else if (r >= 0)
                         r = cast_to(a, &t, type, n->type_cast->location);
-                if (r >= 0 && max_chars)
+                if (r >= 0 && max_chars && type != ROW_TYPE_BPCHAR)
                         r = varchar_of(a, &t, max_chars, true);
                 if (r >= 0) {
                         *ret = t;

@@ -338,6 +338,16 @@ int resolve_type(struct analyzer *a, const PgQuery__TypeName *tn, enum row_type 
                         uint32_t *max_chars);
 int fold_typed(struct analyzer *a, struct typed *t);
 int varchar_of(struct analyzer *a, struct typed *t, uint32_t n, bool explicit_);
+/* adapter-sql-bpchar.c */
+int resolve_bpchar(struct analyzer *a, const PgQuery__TypeName *tn, bool array,
+                   uint32_t *max_chars);
+int bpchar_of(struct analyzer *a, struct typed *t, uint32_t n, bool explicit_);
+bool typed_is_bpchar(const struct typed *t);
+int bpchar_as_text(struct analyzer *a, struct typed *t);
+int bpchar_refuse(struct analyzer *a, int location, const char *what);
+int bpchar_compare_operands(struct analyzer *a, struct typed *l, struct typed *r);
+int bpchar_in_sublink(struct analyzer *a, struct typed *x, Coord__Plan__Relation **rel,
+                      int *vtype);
 int wrap_call(struct analyzer *a, struct typed *t, Coord__Plan__Func func, int type);
 int coerce_unknown(struct analyzer *a, struct typed *t, int type);
 int promote_to(struct analyzer *a, struct typed *t, int type);

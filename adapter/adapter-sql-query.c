@@ -132,6 +132,8 @@ static int sort_key_add(struct analyzer *a, Coord__Plan__SortKey ***keys, size_t
 
         if (row_type_is_array(type))
                 return FAIL_AT(a, sb->location, "0A000", "ORDER BY of an array is not supported");
+        if (type == ROW_TYPE_BPCHAR)    /* adapter-sql-bpchar.c invariant 3 */
+                return bpchar_refuse(a, sb->location, "ORDER BY");
         v = realloc(*keys, (*n + 1) * sizeof(*v));
         if (!v)
                 return analyzer_oom(a);
@@ -887,20 +889,40 @@ static int select_reduce(struct analyzer *a, struct select_plan *p)
         return 0;
 }
 
-/* plan_select()'s ORDER BY expressions: a shown column when equal to one, else a hidden one. */
+/* plan_select()'s ORDER BY expressions: a shown column when equal to one, else a hidden one.
+ * A bpchar key sorts by its text, which drops trailing spaces (adapter-sql-bpchar.c
+ * invariant 3): a function of the shown value, so DISTINCT still holds. */
 static int select_sort_columns(struct analyzer *a, struct select_plan *p)
 {
         int r;
 
         for (size_t i = 0; i < p->n_sort; i++) {
+                bool derived = false;
+
+                if (!p->sort_exprs[i] && p->sort_cols[i] >= 0 &&
+                    (int)p->o.e[p->sort_cols[i]]->type == ROW_TYPE_BPCHAR) {
+                        p->sort_exprs[i] = expr_copy(p->o.e[p->sort_cols[i]]);
+                        if (!p->sort_exprs[i])
+                                return analyzer_oom(a);
+                        p->sort_cols[i] = -1;
+                }
                 if (!p->sort_exprs[i])
                         continue;
+                if ((int)p->sort_exprs[i]->type == ROW_TYPE_BPCHAR) {
+                        Coord__Plan__Expr *e = TAKE_PTR(p->sort_exprs[i]);
+
+                        for (size_t k = 0; k < p->n_visible && !derived; k++)
+                                derived = expr_equal(e, p->o.e[k]);
+                        p->sort_exprs[i] = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CAST, &e, 1);
+                        if (!p->sort_exprs[i])
+                                return analyzer_oom(a);
+                }
                 for (size_t k = 0; k < p->n_visible && p->sort_cols[i] < 0; k++)
                         if (expr_equal(p->sort_exprs[i], p->o.e[k]))
                                 p->sort_cols[i] = (long)k;
                 if (p->sort_cols[i] >= 0)
                         continue;
-                if (p->distinct) {
+                if (p->distinct && !derived) {
                         r = FAIL(a, "42P10", "for SELECT DISTINCT, ORDER BY expressions must "
                                  "appear in select list");
                         return r;
@@ -1330,7 +1352,14 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
         for (size_t i = 0; i < lc.n; i++) {
                 lt[i] = lc.cols[i].type;
                 rt[i] = rc.cols[i].type;
-                if (lt[i] == rt[i])
+                /* text then bpchar meet as text (the first, common_type()); bpchar
+                 * with anything else could mix paddings (adapter-sql-bpchar.c
+                 * invariant 1). */
+                if (rt[i] == ROW_TYPE_BPCHAR && lt[i] == ROW_TYPE_TEXT && !lc.cols[i].unknown)
+                        to[i] = ROW_TYPE_TEXT;
+                else if (lt[i] == ROW_TYPE_BPCHAR || rt[i] == ROW_TYPE_BPCHAR)
+                        return bpchar_refuse(a, -1, op);
+                else if (lt[i] == rt[i])
                         to[i] = lt[i];
                 else if (lc.cols[i].unknown && !rc.cols[i].unknown)
                         to[i] = rt[i];          /* SELECT 3 UNION SELECT NULL: int4 */

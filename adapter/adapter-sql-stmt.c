@@ -562,6 +562,11 @@ int assign_column(struct analyzer *a, struct typed *t, const struct sql_column *
 {
         int from, to = col->type, r;
 
+        if (to == ROW_TYPE_BPCHAR) {
+                /* Anything takes character(n) as it takes text (assignment casts). */
+                r = coerce_unknown(a, t, ROW_TYPE_TEXT);
+                return r < 0 ? r : bpchar_of(a, t, col->max_chars, false);
+        }
         if (t->unknown) {
                 r = coerce_unknown(a, t, to);
                 return r < 0 || !col->max_chars ? r : varchar_of(a, t, col->max_chars, false);

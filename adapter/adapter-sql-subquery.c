@@ -947,6 +947,9 @@ static int in_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typ
                 if (r < 0)
                         return r;
         }
+        r = bpchar_in_sublink(a, x, &S, &vtype);
+        if (r < 0)
+                return r;
         if ((int)x->e->type != vtype && !(type_is_int((int)x->e->type) && type_is_int(vtype))) {
                 struct typed y = { .e = col_of(vtype, 0), .location = -1 };
 
@@ -1063,6 +1066,13 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
         if (r < 0)
                 return r;
         vtype = q.n_visible ? out.cols[0].type : ROW_TYPE_BOOL;
+        /* An array of bpchar has no type; x op ALL/ANY other than IN keeps bpchar. */
+        if ((vtype == ROW_TYPE_BPCHAR || (x.e && typed_is_bpchar(&x))) &&
+            (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ARRAY_SUBLINK ||
+             ((sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ANY_SUBLINK ||
+               sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ALL_SUBLINK) &&
+              strcmp(op, sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ANY_SUBLINK ? "=" : "<>"))))
+                return bpchar_refuse(a, sl->location, "this subquery comparison");
         if (sl->sub_link_type != PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK && q.n_visible != 1)
                 return FAIL_AT(a, sl->location, "42601", sl->testexpr ? "subquery has too many columns"
                                : "subquery must return only one column");

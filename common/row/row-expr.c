@@ -37,7 +37,8 @@ bool row_expr_cast_allowed(enum row_type from, enum row_type to)
 {
         if (!row_type_valid(from) || !row_type_valid(to))
                 return false;
-        if (from == to || from == ROW_TYPE_TEXT || to == ROW_TYPE_TEXT)
+        if (from == to || from == ROW_TYPE_TEXT || to == ROW_TYPE_TEXT ||
+            from == ROW_TYPE_BPCHAR || to == ROW_TYPE_BPCHAR)
                 return true;
         if (rx_type_is_int(from) && rx_type_is_int(to))
                 return true;
@@ -150,15 +151,19 @@ static int check_check_constraint(const Coord__Plan__Call *c, int t, const enum 
         return 0;
 }
 
-/* varchar(value, n, explicit): n a positive int4 literal, explicit a boolean literal. */
+/* varchar(value, n, explicit), bpchar(value, n, explicit): n a positive int4 literal,
+ * explicit a boolean literal. */
 static int check_varchar(const Coord__Plan__Call *c, int t, const enum row_type *input,
                          size_t n_input, unsigned depth, struct row_error *err)
 {
-        int r = rx_check_args(c, 3, 3, -1, input, n_input, depth, err);
+        bool bp = c->func == COORD__PLAN__FUNC__FUNC_BPCHAR;
+        int r = rx_check_args(c, 3, 3, -1, input, n_input, depth, err), arg;
 
         if (r < 0)
                 return r;
-        if (t != ROW_TYPE_TEXT || (int)c->args[0]->type != ROW_TYPE_TEXT ||
+        arg = (int)c->args[0]->type;
+        if (t != (bp ? ROW_TYPE_BPCHAR : ROW_TYPE_TEXT) ||
+            !(arg == ROW_TYPE_TEXT || (bp && arg == ROW_TYPE_BPCHAR)) ||
             c->args[1]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
             (int)c->args[1]->type != ROW_TYPE_INT4 ||
             c->args[1]->literal->value_case != COORD__PLAN__DATUM__VALUE_INT_VALUE ||
@@ -280,7 +285,13 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
         case COORD__PLAN__FUNC__FUNC_REGEX_IMATCH:
                 if (t != ROW_TYPE_BOOL)
                         return rx_invalid(err, "LIKE not of type boolean");
-                return rx_check_args(c, 2, 2, ROW_TYPE_TEXT, input, n_input, depth, err);
+                /* A bpchar value matches with its padding, as PostgreSQL's bpcharlike(). */
+                r = rx_check_args(c, 2, 2, -1, input, n_input, depth, err);
+                if (r >= 0 && (((int)c->args[0]->type != ROW_TYPE_TEXT &&
+                                (int)c->args[0]->type != ROW_TYPE_BPCHAR) ||
+                               (int)c->args[1]->type != ROW_TYPE_TEXT))
+                        r = rx_invalid(err, "argument of the wrong type");
+                return r;
         case COORD__PLAN__FUNC__FUNC_ABS:
                 if (!rx_type_is_int(t))
                         return rx_invalid(err, "abs() of a non-integer type");
@@ -294,6 +305,8 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
         case COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT:
                 return check_check_constraint(c, t, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_VARCHAR:
+                return check_varchar(c, t, input, n_input, depth, err);
+        case COORD__PLAN__FUNC__FUNC_BPCHAR:
                 return check_varchar(c, t, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL:
                 return check_assert_not_null(c, t, input, n_input, depth, err);
@@ -590,7 +603,15 @@ static int eval_cast(const Coord__Plan__Expr *e, const struct row_datum *row, si
         }
         if (to == ROW_TYPE_NUMERIC || (int)c->args[0]->type == ROW_TYPE_NUMERIC)
                 return rx_cast_numeric(&a, (int)c->args[0]->type, to, ctx, ret, err);
-        if (a.kind == ROW_KIND_TEXT && to != ROW_TYPE_TEXT && !row_type_is_array(to))
+        if ((int)c->args[0]->type == ROW_TYPE_BPCHAR && to == ROW_TYPE_TEXT) {
+                /* bpchar to text drops trailing spaces (PostgreSQL's rtrim1()). */
+                while (a.text.len && a.text.ptr[a.text.len - 1] == ' ')
+                        a.text.len--;
+                *ret = a;
+                return 0;
+        }
+        if (a.kind == ROW_KIND_TEXT && to != ROW_TYPE_TEXT && to != ROW_TYPE_BPCHAR &&
+            !row_type_is_array(to))
                 return row_datum_parse((enum row_type)to, a.text.ptr, a.text.len, ret, err);
         if (row_type_is_array(to)) {
                 /* Identity: an array cast to its own type (row_expr_cast_allowed()). */
@@ -599,6 +620,7 @@ static int eval_cast(const Coord__Plan__Expr *e, const struct row_datum *row, si
         }
         switch (to) {
         case ROW_TYPE_TEXT:
+        case ROW_TYPE_BPCHAR:   /* unbounded bpchar: the text, unpadded */
                 if (a.kind == ROW_KIND_TEXT) {
                         *ret = a;
                         return 0;
@@ -1064,6 +1086,62 @@ static int eval_varchar(const Coord__Plan__Expr *e, const struct row_datum *row,
         return 0;
 }
 
+/* FUNC_BPCHAR (proto/plan.proto): the value padded with spaces to n characters, a
+ * prefix of it, or 22001. */
+static int eval_bpchar(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                       const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                       struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        struct row_datum a, n, x;
+        size_t off = 0, pad;
+        int64_t k = 0;
+        char *p;
+        int r;
+
+        if (c->n_args != 3)
+                return rx_invalid(err, "wrong number of arguments");
+        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+        if (r >= 0)
+                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &n, err);
+        if (r >= 0)
+                r = rx_eval_arg(c, 2, row, n_row, ctx, depth, &x, err);
+        if (r < 0)
+                return r;
+        if (a.kind == ROW_KIND_NULL) {
+                *ret = ROW_DATUM_NULL;
+                return 0;
+        }
+        if (a.kind != ROW_KIND_TEXT || n.kind != ROW_KIND_INT || n.i < 1 || x.kind != ROW_KIND_BOOL)
+                return rx_invalid(err, "character(n) without its length");
+        while (off < a.text.len && k < n.i) {
+                off += utf8_len(a.text.ptr + off, a.text.len - off);
+                k++;
+        }
+        for (size_t i = off; !x.b && i < a.text.len; i++)
+                if (a.text.ptr[i] != ' ')
+                        return row_error_set(err, -EINVAL, "22001",
+                                             "value too long for type character(%lld)",
+                                             (long long)n.i);
+        if (k == n.i) {
+                *ret = ROW_DATUM_TEXT(a.text.ptr, (uint32_t)off);
+                return 0;
+        }
+        pad = (size_t)(n.i - k);
+        if ((uint64_t)off + pad > UINT32_MAX)
+                return row_error_set(err, -EINVAL, "54000", "string too long");
+        if (!ctx || !ctx->arena)
+                return rx_invalid(err, "no arena for a computed text");
+        p = row_arena_alloc(ctx->arena, off + pad);
+        if (!p)
+                return row_error_oom(err);
+        if (off)
+                memcpy(p, a.text.ptr, off);
+        memset(p + off, ' ', pad);
+        *ret = ROW_DATUM_TEXT(p, (uint32_t)(off + pad));
+        return 0;
+}
+
 /* CASE: the value after the first TRUE condition, or the else; nothing else is
  * evaluated (as COALESCE and AND/OR, so `CASE WHEN x = 0 THEN 0 ELSE 1 / x END` is safe). */
 static int eval_case(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
@@ -1235,6 +1313,8 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 return 0;
         case COORD__PLAN__FUNC__FUNC_VARCHAR:
                 return eval_varchar(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_BPCHAR:
+                return eval_bpchar(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT:
                 return eval_check_constraint(c, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:

@@ -90,6 +90,7 @@ bool row_type_valid(int type)
         case ROW_TYPE_INT4:
         case ROW_TYPE_TEXT:
         case ROW_TYPE_NUMERIC:
+        case ROW_TYPE_BPCHAR:
         case ROW_TYPE_BOOL_ARRAY:
         case ROW_TYPE_INT4_ARRAY:
         case ROW_TYPE_INT8_ARRAY:
@@ -113,6 +114,8 @@ const char *row_type_name(enum row_type type)
                 return "text";
         case ROW_TYPE_NUMERIC:
                 return "numeric";
+        case ROW_TYPE_BPCHAR:
+                return "character";
         case ROW_TYPE_BOOL_ARRAY:
                 return "boolean[]";
         case ROW_TYPE_INT4_ARRAY:
@@ -138,6 +141,7 @@ bool row_datum_fits(const struct row_datum *d, enum row_type type)
         case ROW_TYPE_NUMERIC:
                 return d->kind == ROW_KIND_NUMERIC;
         case ROW_TYPE_TEXT:
+        case ROW_TYPE_BPCHAR:
         case ROW_TYPE_BOOL_ARRAY:
         case ROW_TYPE_INT4_ARRAY:
         case ROW_TYPE_INT8_ARRAY:
@@ -669,6 +673,7 @@ int row_datum_parse(enum row_type type, const char *text, size_t len, struct row
         case ROW_TYPE_NUMERIC:
                 return row_numeric_parse(text, len, ret, err);
         case ROW_TYPE_TEXT:
+        case ROW_TYPE_BPCHAR:   /* unbounded: as written, no padding */
                 if (!utf8_valid(text, len))
                         return row_error_set(err, -EINVAL, "22021",
                                              "invalid byte sequence for encoding \"UTF8\"");

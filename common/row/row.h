@@ -44,6 +44,7 @@ enum row_type {
         ROW_TYPE_INT4 = 23,
         ROW_TYPE_TEXT = 25,
         ROW_TYPE_NUMERIC = 1700,        /* see "Numeric" below */
+        ROW_TYPE_BPCHAR = 1042,         /* character(n): text, blank-padded; see "bpchar" */
         ROW_TYPE_BOOL_ARRAY = 1000,     /* arrays: see "Arrays" below */
         ROW_TYPE_INT4_ARRAY = 1007,
         ROW_TYPE_TEXT_ARRAY = 1009,
@@ -177,6 +178,16 @@ int row_datum_parse(enum row_type type, const char *text, size_t len, struct row
 int row_to_string(const void *row, size_t len, char **ret);
 /* PostgreSQL's "Failing row contains (1, null, abc)." form, into buf (truncated). */
 void row_format_failing(const struct row_datum *datums, size_t n, char *buf, size_t size);
+
+/* ---- bpchar. ----
+ *
+ * character(n) (ROW_TYPE_BPCHAR) is a ROW_KIND_TEXT datum holding the padded value, as
+ * PostgreSQL stores it: FUNC_BPCHAR pads to n (casts, INSERT, UPDATE).  Its comparisons
+ * ignore trailing spaces; the planner gets them by casting each bpchar operand to text
+ * (FUNC_CAST, which drops trailing spaces, as PostgreSQL's rtrim1()), so the evaluator
+ * compares text only.  Keys compare bytes, so values of one key column agree as bpchar
+ * only when they are padded alike: the planner keys only on bpchar of a known n
+ * (adapter-sql-bpchar.c). */
 
 /* ---- Arrays. ----
  *

@@ -690,6 +690,26 @@ static void test_case_and_text(void)
         expect_datum(call(ROW_TYPE_TEXT, F(VARCHAR), 3, NUL(ROW_TYPE_TEXT), I4(1), B(false)), ROW_DATUM_NULL);
         expect_eval_error(call(ROW_TYPE_TEXT, F(VARCHAR), 3, TXT("abc"), I4(2), B(false)), "22001",
                           "value too long for type character varying(2)");
+        /* character(n): padded to n characters, cut when explicit or past n is spaces. */
+        expect_datum(call(ROW_TYPE_BPCHAR, F(BPCHAR), 3, TXT("ab"), I4(4), B(false)), ROW_DATUM_TEXT("ab  ", 4));
+        expect_datum(call(ROW_TYPE_BPCHAR, F(BPCHAR), 3, TXT("abc"), I4(2), B(true)), ROW_DATUM_TEXT("ab", 2));
+        expect_datum(call(ROW_TYPE_BPCHAR, F(BPCHAR), 3, TXT("ab   "), I4(3), B(false)), ROW_DATUM_TEXT("ab ", 3));
+        expect_datum(call(ROW_TYPE_BPCHAR, F(BPCHAR), 3, TXT("\xc3\xa9"), I4(3), B(false)),
+                     ROW_DATUM_TEXT("\xc3\xa9  ", 4));
+        expect_datum(call(ROW_TYPE_BPCHAR, F(BPCHAR), 3, TXT(""), I4(2), B(false)), ROW_DATUM_TEXT("  ", 2));
+        expect_datum(call(ROW_TYPE_BPCHAR, F(BPCHAR), 3, NUL(ROW_TYPE_TEXT), I4(1), B(false)), ROW_DATUM_NULL);
+        expect_eval_error(call(ROW_TYPE_BPCHAR, F(BPCHAR), 3, TXT("abc"), I4(2), B(false)), "22001",
+                          "value too long for type character(2)");
+        /* bpchar to text drops trailing spaces (only spaces); to int parses the padded text. */
+        expect_datum(call(ROW_TYPE_TEXT, F(CAST), 1, lit(ROW_TYPE_BPCHAR, ROW_DATUM_TEXT("a b  ", 5))),
+                     ROW_DATUM_TEXT("a b", 3));
+        expect_datum(call(ROW_TYPE_TEXT, F(CAST), 1, lit(ROW_TYPE_BPCHAR, ROW_DATUM_TEXT("a\t", 2))),
+                     ROW_DATUM_TEXT("a\t", 2));
+        expect_datum(call(ROW_TYPE_INT4, F(CAST), 1, lit(ROW_TYPE_BPCHAR, ROW_DATUM_TEXT("5  ", 3))),
+                     ROW_DATUM_INT(5));
+        expect_datum(call(ROW_TYPE_BPCHAR, F(CAST), 1, I4(12)), ROW_DATUM_TEXT("12", 2));
+        expect_datum(call(ROW_TYPE_BOOL, F(LIKE), 2, lit(ROW_TYPE_BPCHAR, ROW_DATUM_TEXT("ab  ", 4)), TXT("ab")),
+                     FA);
         expect_datum(call(ROW_TYPE_INT4, F(CHECK_CONSTRAINT), 4, I4(7), B(true), TXT("k"), TXT("t")),
                      ROW_DATUM_INT(7));
         expect_datum(call(ROW_TYPE_INT4, F(CHECK_CONSTRAINT), 4, I4(7), NUL(ROW_TYPE_BOOL), TXT("k"), TXT("t")),
@@ -754,6 +774,11 @@ static void test_invalid_exprs(void)
                             TXT("t")), "XX000");
         expect_invalid(call(ROW_TYPE_TEXT, F(VARCHAR), 3, TXT("a"), col(ROW_TYPE_INT4, 0), B(true)), "XX000");
         expect_invalid(call(ROW_TYPE_INT4, F(VARCHAR), 3, TXT("a"), I4(1), B(true)), "XX000");
+        expect_invalid(call(ROW_TYPE_TEXT, F(BPCHAR), 3, TXT("a"), I4(1), B(true)), "XX000");
+        expect_invalid(call(ROW_TYPE_BPCHAR, F(BPCHAR), 3, I4(1), I4(1), B(true)), "XX000");
+        expect_invalid(call(ROW_TYPE_BPCHAR, F(BPCHAR), 3, TXT("a"), I4(0), B(true)), "XX000");
+        expect_invalid(call(ROW_TYPE_TEXT, F(VARCHAR), 3, lit(ROW_TYPE_BPCHAR, ROW_DATUM_TEXT("a", 1)), I4(1),
+                            B(true)), "XX000");
         expect_invalid(call(ROW_TYPE_INT4, F(ASSERT_NOT_NULL), 3, I4(1), col(ROW_TYPE_TEXT, 1),
                             TXT("t")), "XX000");        /* the names must be literals */
         expect_invalid(call(ROW_TYPE_INT8, F(ASSERT_NOT_NULL), 3, I4(1), TXT("a"), TXT("t")),
