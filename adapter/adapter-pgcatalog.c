@@ -584,6 +584,10 @@ static int default_text(const struct sql_column *c, char **ret)
 
                 type = ei ? ei->sql_name : "text";
         }
+        /* A character(n) DEFAULT is kept padded; PostgreSQL shows the constant written,
+         * which pads to the same value: shown without the padding. */
+        while (c->type == ROW_TYPE_BPCHAR && d.text.len && d.text.ptr[d.text.len - 1] == ' ')
+                d.text.len--;
         lit = malloc(2 * (size_t)d.text.len + 3);
         if (!lit)
                 return -ENOMEM;

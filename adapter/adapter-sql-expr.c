@@ -1053,6 +1053,12 @@ int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what,
         }
         if (type < 0)
                 type = ROW_TYPE_TEXT;
+        /* PostgreSQL compares x IN (v, w, ...) as the list's common type, bpchar when
+         * bpchar comes first (text values then lose their trailing spaces too), but
+         * x IN (v) and column values as operators: not made alike here. */
+        for (size_t i = 0; n > 2 && strcmp(what, "IN") == 0 && i < n; i++)
+                if (typed_is_bpchar(&v[i]) && type == ROW_TYPE_TEXT)
+                        return bpchar_refuse(a, v[i].location, "IN with text values");
         for (size_t i = 0; type == ROW_TYPE_BPCHAR && !compared && i < n; i++)
                 if (!(v[i].unknown && v[i].e->literal->value_case ==
                                               COORD__PLAN__DATUM__VALUE_NULL_VALUE) &&

@@ -124,7 +124,8 @@ static void test_describe(void)
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "CREATE TABLE described (a int PRIMARY KEY, b text NOT NULL DEFAULT 'x', "
-                        "c bigint DEFAULT -5, d boolean DEFAULT true, e varchar(5) DEFAULT 'hi')"));
+                        "c bigint DEFAULT -5, d boolean DEFAULT true, e varchar(5) DEFAULT 'hi', "
+                        "f char(4) DEFAULT 'ab', g character)"));
         CU_ASSERT(ok(c, "CREATE INDEX described_c ON described (c)"));
         CU_ASSERT(psql_shows("\\d described",
                              "                            Table \"public.described\";"
@@ -135,6 +136,8 @@ static void test_describe(void)
                              " c      | bigint               |           |          | '-5'::integer;"
                              " d      | boolean              |           |          | true;"
                              " e      | character varying(5) |           |          | 'hi'::character varying;"
+                             " f      | character(4)         |           |          | 'ab'::bpchar;"
+                             " g      | character(1)         |           |          | ;"
                              "Indexes:;"
                              "    \"described_c\" btree (c)",
                              "ERROR;described_pkey"));

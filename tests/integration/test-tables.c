@@ -2337,10 +2337,51 @@ static void test_defaults(void)
         CU_ASSERT(rows_are(c, "SELECT 'abcdef'::varchar(2), CAST(a AS varchar(1)) FROM vc WHERE a = 'abc'", "ab|a"));
         CU_ASSERT(fails_with(c, "CREATE TABLE dx (a varchar(0))", "22023"));
         CU_ASSERT(fails_with(c, "CREATE TABLE dx (a varchar(2) DEFAULT 'abc')", "22001"));
-        CU_ASSERT(fails_with(c, "CREATE TABLE dx (a char(3))", "0A000"));
+        /* character(n): padded to n on INSERT, UPDATE and DEFAULT (22001 past n unless
+         * spaces), compared, grouped and sorted without its trailing spaces (the
+         * answers are PostgreSQL 15's). */
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE bp (a char(4), b character(2) DEFAULT 'x', n int)"));
+        CU_ASSERT(ok(c, "INSERT INTO bp VALUES ('ab', 'c', 1), ('abcd', NULL, 2), ('ab  ', 'de', 3), "
+                        "(12, 'f ', 4)"));
+        CU_ASSERT(ok(c, "INSERT INTO bp (a, n) VALUES ('\xc3\xa9', 5)"));
+        CU_ASSERT(fails_with(c, "INSERT INTO bp (a) VALUES ('abcde')", "22001"));
+        CU_ASSERT(ok(c, "INSERT INTO bp (a) VALUES ('abcd   ')"));
+        CU_ASSERT(fails_with(c, "UPDATE bp SET b = 'xyz' WHERE n = 1", "22001"));
+        CU_ASSERT(ok(c, "UPDATE bp SET b = 'g   ' WHERE n = 1"));
+        CU_ASSERT(rows_are(c, "SELECT '[' || a || ']', a, b, length(a), n FROM bp",
+                           "[12]|12  |f |2|4;[ab]|ab  |de|2|3;[ab]|ab  |g |2|1;[abcd]|abcd|NULL|4|2;"
+                           "[abcd]|abcd|x |4|NULL;[\xc3\xa9]|\xc3\xa9   |x |1|5"));
+        CU_ASSERT(rows_are(c, "SELECT a, count(*) FROM bp GROUP BY a", "12  |1;ab  |2;abcd|2;\xc3\xa9   |1"));
+        CU_ASSERT(rows_are(c, "SELECT n FROM bp WHERE a = 'ab' OR b = 'de'::char(5) OR a LIKE '\xc3\xa9'",
+                           "1;3"));
+        CU_ASSERT(rows_are(c, "SELECT n FROM bp WHERE a LIKE '\xc3\xa9%' OR a IN ('12', 'zz')", "4;5"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM bp x JOIN bp y ON x.a = y.a::char(2)", "10"));
+        {
+                PGresult *r = PQexec(c, "SELECT a, n FROM bp WHERE n IS NOT NULL ORDER BY a DESC, n");
+                bool good = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 5 &&
+                            strcmp(PQgetvalue(r, 0, 1), "5") == 0 && strcmp(PQgetvalue(r, 1, 1), "2") == 0 &&
+                            strcmp(PQgetvalue(r, 2, 1), "1") == 0 && strcmp(PQgetvalue(r, 4, 1), "4") == 0 &&
+                            PQftype(r, 0) == 1042;
+                CU_ASSERT(good);
+                PQclear(r);
+        }
+        CU_ASSERT(fails_with(c, "CREATE TABLE dx (a char(0))", "22023"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE dx (a bpchar)", "0A000"));
+        CU_ASSERT(fails_with(c, "SELECT max(a) FROM bp", "0A000"));
+        CU_ASSERT(fails_with(c, "SELECT a FROM bp UNION SELECT b FROM bp", "0A000"));
         PQfinish(c);
         c = adapter_restart(NULL);
         CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT(fails_with(c, "INSERT INTO bp (a) VALUES ('abcde')", "22001"));
+        CU_ASSERT(ok(c, "INSERT INTO bp (a, n) VALUES ('z', 6)"));
+        CU_ASSERT(rows_are(c, "SELECT a, b FROM bp WHERE n = 6", "z   |x "));
+        CU_ASSERT(rows_are(c, "SELECT column_name, character_maximum_length FROM information_schema.columns "
+                              "WHERE table_name = 'bp' AND data_type = 'character'", "a|4;b|2"));
+        CU_ASSERT(rows_are(c, "SELECT attname, atttypid, atttypmod, format_type(atttypid, atttypmod) "
+                              "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                              "WHERE c.relname = 'bp' AND atttypid = 1042",
+                           "a|1042|8|character(4);b|1042|6|character(2)"));
+        CU_ASSERT(ok(c, "DROP TABLE bp"));
         CU_ASSERT(fails_with(c, "INSERT INTO vc (a) VALUES ('abcd')", "22001"));
         CU_ASSERT(fails_with(c, "INSERT INTO vc (c) VALUES ('abc')", "22001"));
         CU_ASSERT(rows_are(c, "SELECT character_maximum_length FROM information_schema.columns "

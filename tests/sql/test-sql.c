@@ -835,6 +835,8 @@ static void test_create_table(void)
                      "character(n) values in ARRAY[] are not supported", 8);
         expect_error("SELECT x FROM (VALUES ('a'::char(2)), ('b'::char(3))) v(x)", "0A000",
                      "character(n) values in VALUES are not supported", -1);
+        expect_error("SELECT 'a'::char(3) IN ('a '::text, 'b')", "0A000",
+                     "character(n) values in IN with text values are not supported", 8);
         expect_error("SELECT 'a'::bpchar", "0A000", "type bpchar without a length is not supported", 13);
         expect_error("SELECT 'a'::char(2) + 1", "42883", "operator does not exist: character + integer", -1);
         expect_error("SELECT 'a'::char(2) = 1", "42883", "operator does not exist: character = integer", -1);
