@@ -391,7 +391,7 @@ static Coord__Plan__Expr *numeric_typmod_text(const Coord__Plan__Expr *y)
                           m[1]);
 }
 
-/* format_type(oid, typmod); x: the oid, analyzed (its expression taken on success). */
+/* format_type(oid, typmod); x: the oid, analyzed (the caller keeps it). */
 static int analyze_format_type(struct analyzer *a, const PgQuery__FuncCall *f, struct typed *x,
                                struct typed *ret)
 {
@@ -465,22 +465,31 @@ static int analyze_format_type(struct analyzer *a, const PgQuery__FuncCall *f, s
                         expr_literal(ROW_TYPE_TEXT, &close)),
                   suffix);
         {
-                Coord__Plan__Expr *args[5] = {
+                Coord__Plan__Expr *args[7] = {
                         expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL,
-                                  (Coord__Plan__Expr *[]){ TAKE_PTR(x->e) }, 1),
+                                  (Coord__Plan__Expr *[]){ expr_copy(x->e) }, 1),
                         expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_NULL),
-                        expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GE, TAKE_PTR(y.e),
+                        expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_GE, expr_copy(y.e),
                               expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(0))),
-                        e, plain,
+                        e,
+                        /* bpchar without a typmod is "bpchar" (PostgreSQL's
+                         * format_type(), typmod -1; NULL gives "character"). */
+                        expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_AND,
+                                   expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_EQ, expr_copy(x->e),
+                                              expr_literal(ROW_TYPE_INT8, &ROW_DATUM_INT(ROW_TYPE_BPCHAR))),
+                                   expr_call2(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_LT, expr_copy(y.e),
+                                              expr_literal(ROW_TYPE_INT4, &ROW_DATUM_INT(0)))),
+                        expr_literal(ROW_TYPE_TEXT, &ROW_DATUM_TEXT("bpchar", 6)),
+                        plain,
                 };
 
-                for (size_t k = 0; k < 5; k++)
+                for (size_t k = 0; k < 7; k++)
                         if (!args[k]) {
-                                for (size_t j = 0; j < 5; j++)
+                                for (size_t j = 0; j < 7; j++)
                                         expr_free(args[j]);
                                 return analyzer_oom(a);
                         }
-                r = build_call(a, ret, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE, args, 5,
+                r = build_call(a, ret, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_CASE, args, 7,
                           f->location);
         }
         if (r >= 0)

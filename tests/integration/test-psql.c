@@ -196,6 +196,8 @@ static void test_sql(void)
                               "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
                               "JOIN pg_type t ON t.oid = a.atttypid WHERE c.relname = 'orders'",
                            "id|int8|1|t;item|text|2|f"));
+        CU_ASSERT(rows_are(c, "SELECT format_type(1042, -1), format_type(1042, NULL), format_type(1042, 8)",
+                           "bpchar|character|character(4)"));
         CU_ASSERT(rows_are(c, "SELECT table_name, table_type FROM information_schema.tables "
                               "WHERE table_schema = 'public'",
                            "big_orders|VIEW;orders|BASE TABLE"));
