@@ -212,6 +212,7 @@ int group_send(struct exec *ex, struct group *g)
                 tw[i].delete_filter = w->delete_filter;
                 tw[i].update = w->update;
                 tw[i].insert_select = w->insert_select;
+                tw[i].returning = w->returning;
                 tw[i].on_conflict_skip = w->on_conflict_skip;
                 tw[i].eval_timeout_ms = w->eval_timeout_ms;
                 if (w->conflict_key)
@@ -382,6 +383,23 @@ static const Coord__Error *write_failure(const Coord__Ok *ok, size_t i)
         return NULL;
 }
 
+/* DELETE / UPDATE ... RETURNING of an applied write i: its rows from the Ok.  Without
+ * the Ok (the group was found applied after the controller went away) they are lost:
+ * an error rather than no rows.  0, or -ECANCELED with the error sent. */
+static int group_returned(struct session *s, const Coord__Ok *ok, size_t i)
+{
+        const struct sql_stmt *st = s->stmt;
+
+        if (!ok) {
+                send_error(s->c, "40003", "the write was applied, but its RETURNING rows were "
+                           "lost with the controller's answer");
+                return -ECANCELED;
+        }
+        return exec_write_returned(s, st->kind == SQL_STMT_UPDATE ? st->update.returning
+                                                                  : st->delete_.returning,
+                                   ok, i);
+}
+
 void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
                     const Coord__Error *err)
 {
@@ -426,7 +444,12 @@ void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
                                 s->stmt = sql_stmt_free(s->stmt);       /* its error went */
                                 s->next = SIZE_MAX;
                         }
-                        else if (w->kind == WRITE_DELETE && w->insert_select)
+                        else if (w->kind == WRITE_DELETE && w->returning && s->stmt && !s->gone &&
+                                 group_returned(s, ok, i) < 0) {
+                                s->stmt = sql_stmt_free(s->stmt);       /* its error went */
+                                s->next = SIZE_MAX;
+                        }
+                        if (w->kind == WRITE_DELETE && w->insert_select)
                                 snprintf(s->tag, sizeof(s->tag), "INSERT 0 %" PRIu64, w->result);
                         else if (w->kind == WRITE_DELETE)
                                 snprintf(s->tag, sizeof(s->tag), "%s %" PRIu64,

@@ -70,6 +70,7 @@ struct write {
         Coord__Plan__Relation *delete_filter;   /* borrowed from the session's stmt */
         bool update;                            /* an UPDATE: TableWrite.update */
         bool insert_select;                     /* TableWrite.insert_select */
+        uint32_t returning;                     /* TableWrite.returning */
         bool on_conflict_skip;                  /* TableWrite.on_conflict_skip */
         char *conflict_key;                     /* owned; TableWrite.conflict_key */
         uint32_t eval_timeout_ms;               /* TableWrite.eval_timeout_ms */
@@ -235,6 +236,8 @@ int exec_delete(struct session *s, struct sql_stmt *st);
 bool stream_abandon(struct exec *ex, struct session *s, struct request *rq);
 void peek_cancel(struct exec *ex, struct request *rq);
 int exec_returning(struct session *s, const Coord__Plan__Peek *peek, bool send);
+int exec_write_returned(struct session *s, const Coord__Plan__Peek *peek, const Coord__Ok *ok,
+                        size_t write);
 void pg_drained(struct pgwire_conn *c, void *userdata);
 int exec_select(struct session *s, struct sql_stmt *st);
 int exec_show_objects(struct session *s, struct sql_stmt *st);

@@ -461,6 +461,34 @@ int exec_returning(struct session *s, const Coord__Plan__Peek *peek, bool send)
         return r;
 }
 
+/* DELETE / UPDATE ... RETURNING: answer the rows the controller returned for write
+ * `write` of its Ok (coord.proto TableWrite.returning; ok NULL: none, the write was
+ * empty), the RowDescription first in a simple query.  0, or -ECANCELED with an
+ * error sent. */
+int exec_write_returned(struct session *s, const Coord__Plan__Peek *peek, const Coord__Ok *ok,
+                        size_t write)
+{
+        Coord__PeekResult res = COORD__PEEK_RESULT__INIT;
+
+        for (size_t i = 0; ok && i < ok->n_returned; i++)
+                if (ok->returned[i]->write == write) {
+                        if (ok->returned[i]->n_rows != ok->returned[i]->n_counts) {
+                                send_error(s->c, "XX000", "malformed RETURNING rows");
+                                return -ECANCELED;
+                        }
+                        res.rows = ok->returned[i]->rows;
+                        res.n_rows = ok->returned[i]->n_rows;
+                        res.counts = ok->returned[i]->counts;
+                        res.n_counts = ok->returned[i]->n_counts;
+                }
+        if (send_columns(s, peek) < 0) {
+                send_error(s->c, "53200", "out of memory");
+                return -ECANCELED;
+        }
+        s->rows_out = 0;
+        return peek_rows(s, peek, &res) < 0 ? -ECANCELED : 0;
+}
+
 /* Whether a read of st at ts reaches an input's upper (or an input the ring does not
  * show yet): the controller then waits for the next append. */
 static bool reads_at_upper(const struct sql_stmt *st, struct fring_reader *rd, uint64_t ts)

@@ -938,6 +938,7 @@ int exec_delete(struct session *s, struct sql_stmt *st)
         struct write w = { .kind = WRITE_DELETE, .s = s, .gid = insert ? st->insert.id : d->id,
                            .delete_filter = plan, .update = update, .insert_select = insert,
                            .eval_timeout_ms = s->statement_timeout_ms };
+        const Coord__Plan__Peek *ret = insert ? NULL : d->returning;
         int r;
 
         /* The optimizer proved that no row matches (WHERE false): nothing to write, and
@@ -945,8 +946,9 @@ int exec_delete(struct session *s, struct sql_stmt *st)
         if (plan->kind_case == COORD__PLAN__RELATION__KIND_CONSTANT && plan->constant->n_rows == 0) {
                 snprintf(s->tag, sizeof(s->tag), "%s", insert ? "INSERT 0 0" : update ? "UPDATE 0"
                                                                                      : "DELETE 0");
-                return 0;
+                return ret ? exec_write_returned(s, ret, NULL, 0) : 0;
         }
+        w.returning = ret ? (uint32_t)ret->n_columns : 0;
 
         w.table = strdup(insert ? st->insert.table : d->table);
         if (!w.table)

@@ -732,13 +732,18 @@ static void pg_prepare(struct pgwire_conn *c, const char *sql, unsigned ntypes,
         desc.nparams = nparams;
         desc.param_types = ptypes;
         desc.stmt = p;
+        const Coord__Plan__Peek *rpeek = r != 0 || !st               ? NULL
+                                         : st->kind == SQL_STMT_INSERT ? st->insert.returning
+                                         : st->kind == SQL_STMT_DELETE ? st->delete_.returning
+                                         : st->kind == SQL_STMT_UPDATE ? st->update.returning
+                                                                       : NULL;
+
         if (r == 0 && (st->kind == SQL_STMT_SELECT || st->kind == SQL_STMT_SHOW_OBJECTS ||
-                       st->kind == SQL_STMT_SHOW_VARIABLE ||
-                       (st->kind == SQL_STMT_INSERT && st->insert.returning))) {
+                       st->kind == SQL_STMT_SHOW_VARIABLE || rpeek)) {
                 desc.returns_rows = true;
-                if (st->kind == SQL_STMT_SELECT || st->kind == SQL_STMT_INSERT) {
+                if (st->kind == SQL_STMT_SELECT || rpeek) {
                         const Coord__Plan__Peek *peek = st->kind == SQL_STMT_SELECT
-                                                                ? st->select.peek : st->insert.returning;
+                                                                ? st->select.peek : rpeek;
                         size_t nc = peek->output_arity && peek->output_arity < peek->n_columns
                                             ? peek->output_arity : peek->n_columns;
                         cols = calloc(nc ? nc : 1, sizeof(*cols));

@@ -422,6 +422,9 @@ int assign_column(struct analyzer *a, struct typed *t, const struct sql_column *
 int node_location(const PgQuery__Node *n);
 struct row_datum column_default(const struct sql_column *col);
 bool has_sublink(const ProtobufCMessage *m);
+int write_returning(struct analyzer *a, PgQuery__RangeVar *relation, PgQuery__Node **list,
+                    size_t n_list, uint64_t id, size_t width, Coord__Plan__Peek **ret_peek,
+                    Coord__Plan__Expr ***ret_exprs, size_t *ret_m);
 int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins);
 int analyze_where(struct analyzer *a, const PgQuery__Node *where, Coord__Plan__Expr **ret);
 const char *figure_colname(const PgQuery__Node *n);

@@ -86,6 +86,36 @@ static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
         return 0;
 }
 
+/* DELETE ... RETURNING: the list's values after each row to delete (coord.proto
+ * TableWrite.returning), so the controller evaluates them with the WHERE. */
+static int delete_returning(struct analyzer *a, const PgQuery__DeleteStmt *d, size_t n,
+                            Coord__Plan__Relation **plan)
+{
+        struct sql_delete *sd = &a->stmt->delete_;
+        _cleanup_free_ Coord__Plan__Type *types = NULL;
+        Coord__Plan__Expr **e = NULL;
+        uint32_t *keep;
+        size_t m = 0, width = 0;
+        int r = rel_types(*plan, &types, &width);
+
+        if (r < 0)
+                return r == -ENOMEM ? analyzer_oom(a) : FAIL(a, "XX000", "cannot type a plan");
+        r = write_returning(a, d->relation, d->returning_list, d->n_returning_list, sd->id, n,
+                            &sd->returning, &e, &m);
+        if (r < 0)
+                return r;
+        keep = malloc((n + m) * sizeof(*keep));
+        *plan = rel_map(*plan, e, m);
+        if (!*plan || !keep) {
+                free(keep);
+                return analyzer_oom(a);
+        }
+        for (size_t c = 0; c < n + m; c++)
+                keep[c] = (uint32_t)(c < n ? c : width + c - n);
+        *plan = rel_project(*plan, keep, n + m);
+        return *plan ? 0 : analyzer_oom(a);
+}
+
 static int analyze_delete(struct analyzer *a, const PgQuery__DeleteStmt *d)
 {
         struct sql_delete *sd = &a->stmt->delete_;
@@ -95,11 +125,13 @@ static int analyze_delete(struct analyzer *a, const PgQuery__DeleteStmt *d)
         struct cte_level level;
         int r;
 
-        if (d->n_using_clause || d->n_returning_list)
-                return FAIL(a, "0A000", "USING and RETURNING are not supported");
+        if (d->n_using_clause)
+                return FAIL(a, "0A000", "DELETE ... USING is not supported");
         r = analyze_target_rows(a, d->relation, d->with_clause, &level, d->where_clause,
                                 "delete from", sd, &rel, &sc, &plan);
         a->ctes = NULL;
+        if (r >= 0 && d->n_returning_list)
+                r = delete_returning(a, d, rel.n_columns, &plan);
         if (r >= 0)
                 r = finish_plan(a, &plan);
         if (r < 0)
@@ -188,6 +220,37 @@ static int assert_not_null(struct analyzer *a, Coord__Plan__Expr **e, const stru
         return *e ? 0 : analyzer_oom(a);
 }
 
+/* UPDATE ... RETURNING: *vals (the n new values) grows by the list's m values over the
+ * new row (expressions over the old one with each column replaced by its new value). */
+static int update_returning(struct analyzer *a, const PgQuery__UpdateStmt *u,
+                            Coord__Plan__Expr ***vals, size_t n, size_t *ret_m)
+{
+        struct sql_delete *su = &a->stmt->update;
+        Coord__Plan__Expr **e = NULL, **v;
+        size_t m = 0;
+        int r = write_returning(a, u->relation, u->returning_list, u->n_returning_list, su->id, n,
+                                &su->returning, &e, &m);
+
+        if (r < 0)
+                return r;
+        v = realloc(*vals, (n + m ? n + m : 1) * sizeof(*v));
+        if (v) {
+                *vals = v;
+                *ret_m = m;     /* the caller frees them all */
+                for (size_t k = 0; k < m; k++)
+                        v[n + k] = NULL;
+        }
+        for (size_t k = 0; v && k < m; k++) {
+                v[n + k] = expr_subst(e[k], v, n);
+                if (!v[n + k])
+                        v = NULL;
+        }
+        for (size_t k = 0; k < m; k++)
+                expr_free(e[k]);
+        free(e);
+        return v ? 0 : analyzer_oom(a);
+}
+
 static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
 {
         struct sql_delete *su = &a->stmt->update;
@@ -198,11 +261,11 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
         _cleanup_free_ uint32_t *keep = NULL;
         struct sql_relation rel;
         struct cte_level level;
-        size_t n, width;
+        size_t n, width, m = 0;
         int r;
 
-        if (u->n_from_clause || u->n_returning_list)
-                return FAIL(a, "0A000", "FROM and RETURNING are not supported in UPDATE");
+        if (u->n_from_clause)
+                return FAIL(a, "0A000", "UPDATE ... FROM is not supported");
         r = analyze_target_rows(a, u->relation, u->with_clause, &level, u->where_clause, "update",
                                 su, &rel, &sc, &plan);
         if (r < 0) {
@@ -281,22 +344,27 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
          * the first of them (FUNC_CHECK_CONSTRAINT: 23514 when FALSE). */
         for (size_t k = 0; r >= 0 && n && k < rel.n_checks; k++)
                 r = update_check(a, &rel.checks[k], su->table, vals, n);
+        /* RETURNING: the list over the new row, after it (TableWrite.returning). */
+        if (r >= 0 && u->n_returning_list)
+                r = update_returning(a, u, &vals, n, &m);
         if (r < 0) {
-                for (size_t c = 0; c < n; c++)
+                for (size_t c = 0; c < n + m; c++)
                         expr_free(vals[c]);
                 return r;
         }
-        plan = rel_map(TAKE_PTR(plan), TAKE_PTR(vals), n);
-        if (plan && width > n) {
-                /* The old row, then the new one: the attached columns go. */
-                keep = malloc(2 * n * sizeof(*keep));
+        plan = rel_map(TAKE_PTR(plan), TAKE_PTR(vals), n + m);
+        if (plan && (width > n || m)) {
+                /* The old row, then the new one (and RETURNING): the attached columns go. */
+                keep = malloc((2 * n + m) * sizeof(*keep));
                 if (!keep)
                         return analyzer_oom(a);
                 for (size_t c = 0; c < n; c++) {
                         keep[c] = (uint32_t)c;
                         keep[n + c] = (uint32_t)(width + c);
                 }
-                plan = rel_project(TAKE_PTR(plan), TAKE_PTR(keep), 2 * n);
+                for (size_t c = 0; c < m; c++)
+                        keep[2 * n + c] = (uint32_t)(width + n + c);
+                plan = rel_project(TAKE_PTR(plan), TAKE_PTR(keep), 2 * n + m);
         }
         if (!plan)
                 return analyzer_oom(a);
@@ -888,13 +956,15 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                 free(s->insert.conflict_key);
                 break;
         case SQL_STMT_DELETE:
-                rel_free(s->delete_.plan);
-                free(s->delete_.table);
+        case SQL_STMT_UPDATE: {
+                struct sql_delete *d = s->kind == SQL_STMT_DELETE ? &s->delete_ : &s->update;
+
+                rel_free(d->plan);
+                free(d->table);
+                if (d->returning)
+                        coord__plan__peek__free_unpacked(d->returning, NULL);
                 break;
-        case SQL_STMT_UPDATE:
-                rel_free(s->update.plan);
-                free(s->update.table);
-                break;
+        }
         case SQL_STMT_SELECT:
                 if (s->select.peek)
                         coord__plan__peek__free_unpacked(s->select.peek, NULL);

@@ -795,50 +795,150 @@ static int returning_rows(struct analyzer *a, Coord__Plan__Relation *rel, uint64
  * what a SELECT list means, over the new rows in the table's column order.  mz_now(),
  * aggregates and subqueries are refused in it, as what they would read is not the
  * row.  The statement's inputs stay as they were: the INSERT reads nothing. */
-static int insert_returning(struct analyzer *a, const PgQuery__InsertStmt *ins,
-                            const struct sql_relation *rel)
+static int plan_returning(struct analyzer *a, PgQuery__RangeVar *relation, PgQuery__Node **list,
+                          size_t n_list, Coord__Plan__Peek *peek, struct scope *cols)
 {
-        struct sql_insert *si = &a->stmt->insert;
         PgQuery__SelectStmt sel = PG_QUERY__SELECT_STMT__INIT;
         PgQuery__Node from = PG_QUERY__NODE__INIT, node = PG_QUERY__NODE__INIT, *fromp = &from;
-        _cleanup_(scope_done) struct scope cols = { 0 };
         size_t n_inputs = a->stmt->n_inputs, n_refs = a->stmt->n_references;
         const char *no_mz_now = a->no_mz_now, *no_agg = a->no_agg;
-        Coord__Plan__Peek *peek;
         Coord__Plan__Relation *plan = NULL;
         int r;
 
-        for (size_t i = 0; i < ins->n_returning_list; i++)
-                if (has_sublink(&ins->returning_list[i]->base))
+        for (size_t i = 0; i < n_list; i++)
+                if (has_sublink(&list[i]->base))
                         return FAIL(a, "0A000", "subqueries in RETURNING are not supported");
         from.node_case = PG_QUERY__NODE__NODE_RANGE_VAR;
-        from.range_var = ins->relation;
+        from.range_var = relation;
         sel.n_from_clause = 1;
         sel.from_clause = &fromp;
-        sel.n_target_list = ins->n_returning_list;
-        sel.target_list = ins->returning_list;
+        sel.n_target_list = n_list;
+        sel.target_list = list;
         sel.op = PG_QUERY__SET_OPERATION__SETOP_NONE;
         sel.limit_option = PG_QUERY__LIMIT_OPTION__LIMIT_OPTION_DEFAULT;
         node.node_case = PG_QUERY__NODE__NODE_SELECT_STMT;
         node.select_stmt = &sel;
-
-        peek = si->returning = malloc(sizeof(*peek));
-        if (!peek)
-                return analyzer_oom(a);
-        coord__plan__peek__init(peek);
         a->no_mz_now = "RETURNING";
         a->no_agg = "RETURNING";
-        r = plan_query(a, &node, peek, &plan, &cols);
+        r = plan_query(a, &node, peek, &plan, cols);
         a->no_mz_now = no_mz_now;
         a->no_agg = no_agg;
         peek->plan = plan;
         a->stmt->n_inputs = n_inputs;
         a->stmt->n_references = n_refs;
+        return r;
+}
+
+static int insert_returning(struct analyzer *a, const PgQuery__InsertStmt *ins,
+                            const struct sql_relation *rel)
+{
+        struct sql_insert *si = &a->stmt->insert;
+        _cleanup_(scope_done) struct scope cols = { 0 };
+        Coord__Plan__Peek *peek;
+        int r;
+
+        peek = si->returning = malloc(sizeof(*peek));
+        if (!peek)
+                return analyzer_oom(a);
+        coord__plan__peek__init(peek);
+        r = plan_returning(a, ins->relation, ins->returning_list, ins->n_returning_list, peek, &cols);
         if (r >= 0)
                 r = returning_rows(a, peek->plan, si->id, rel, si->rows, si->n_rows);
         if (r < 0)
                 return r;
         return peek_columns(a, peek, &cols);
+}
+
+/* Column k of a RETURNING plan as an expression over the table's row: the plan is what
+ * plan_select() makes of a list over one table (Project over Map over Get, or less);
+ * NULL for another shape (or out of memory). */
+static Coord__Plan__Expr *returning_expr(const Coord__Plan__Relation *rel, uint64_t id,
+                                         size_t width, uint32_t k, int type)
+{
+        switch (rel->kind_case) {
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                return k < rel->project->n_outputs
+                               ? returning_expr(rel->project->input, id, width,
+                                                rel->project->outputs[k], type)
+                               : NULL;
+        case COORD__PLAN__RELATION__KIND_MAP:
+                if (rel->map->input->kind_case != COORD__PLAN__RELATION__KIND_GET)
+                        return NULL;
+                if (k < width)
+                        return returning_expr(rel->map->input, id, width, k, type);
+                if (k - width >= rel->map->n_exprs)
+                        return NULL;
+                return expr_copy(rel->map->exprs[k - width]);
+        case COORD__PLAN__RELATION__KIND_GET:
+                return rel->get->id == id && k < width ? expr_column(type, k) : NULL;
+        default:
+                return NULL;
+        }
+}
+
+static bool rel_has_reduce(const Coord__Plan__Relation *rel)
+{
+        switch (rel->kind_case) {
+        case COORD__PLAN__RELATION__KIND_REDUCE:
+                return true;
+        case COORD__PLAN__RELATION__KIND_MAP:
+                return rel_has_reduce(rel->map->input);
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                return rel_has_reduce(rel->filter->input);
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                return rel_has_reduce(rel->project->input);
+        default:
+                return false;
+        }
+}
+
+/* DELETE / UPDATE ... RETURNING list: planned as INSERT's is (`SELECT list FROM table
+ * [AS alias]`), then taken apart into expressions over the table's row, *ret_exprs[m]
+ * (malloc'ed), which the controller evaluates with the write (coord.proto
+ * TableWrite.returning); *ret_peek describes them and has no plan. */
+int write_returning(struct analyzer *a, PgQuery__RangeVar *relation, PgQuery__Node **list,
+                    size_t n_list, uint64_t id, size_t width, Coord__Plan__Peek **ret_peek,
+                    Coord__Plan__Expr ***ret_exprs, size_t *ret_m)
+{
+        _cleanup_(scope_done) struct scope cols = { 0 };
+        Coord__Plan__Peek *peek = malloc(sizeof(*peek));
+        Coord__Plan__Expr **e = NULL;
+        size_t m = 0;
+        int r;
+
+        if (!peek)
+                return analyzer_oom(a);
+        coord__plan__peek__init(peek);
+        r = plan_returning(a, relation, list, n_list, peek, &cols);
+        if (r >= 0)
+                r = peek_columns(a, peek, &cols);
+        if (r >= 0) {
+                m = peek->n_columns;
+                e = calloc(m ? m : 1, sizeof(*e));
+                if (!e)
+                        r = analyzer_oom(a);
+        }
+        for (size_t k = 0; r >= 0 && k < m; k++) {
+                e[k] = returning_expr(peek->plan, id, width, (uint32_t)k, (int)peek->columns[k]->type);
+                if (!e[k] && rel_has_reduce(peek->plan))
+                        r = FAIL(a, "42803", "aggregate functions are not allowed in RETURNING");
+                else if (!e[k])
+                        r = FAIL(a, "0A000", "this RETURNING list is not supported: only "
+                                 "expressions over the row");
+        }
+        rel_free(peek->plan);
+        peek->plan = NULL;
+        if (r < 0) {
+                for (size_t k = 0; e && k < m; k++)
+                        expr_free(e[k]);
+                free(e);
+                coord__plan__peek__free_unpacked(peek, NULL);
+                return r;
+        }
+        *ret_peek = peek;
+        *ret_exprs = e;
+        *ret_m = m;
+        return 0;
 }
 
 /* ON CONFLICT [(cols) | ON CONSTRAINT name] DO NOTHING: the key it names (any key when

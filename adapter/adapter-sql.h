@@ -260,8 +260,11 @@ struct sql_delete {
         /* DELETE: the rows to retract: evaluate at the write timestamp, then append
          * every (row, -diff); its output columns are the table's.  UPDATE: each row to
          * change followed by its new values (twice the table's columns): the first
-         * half is retracted, the second inserted (coord.proto TableWrite.update). */
+         * half is retracted, the second inserted (coord.proto TableWrite.update).
+         * With RETURNING the rows carry its values last (TableWrite.returning). */
         Coord__Plan__Relation *plan;
+        /* RETURNING: its output columns (no plan); NULL without. */
+        Coord__Plan__Peek *returning;
 };
 
 struct sql_select {

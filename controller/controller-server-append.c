@@ -115,6 +115,8 @@ struct append_ctx {
         struct uniq *uq;                        /* (22) the keys the append writes */
         struct append_failure *fail;            /* (22) units that failed alone */
         size_t n_fail, cap_fail;
+        struct eval_batch *ret;                 /* one per write: RETURNING rows */
+        size_t n_ret;
         struct row_error err;
 };
 
@@ -130,6 +132,9 @@ static void append_ctx_done(struct append_ctx *ac)
         free(ac->fch);
         server_uniq_free(ac->uq);
         free(ac->fail);
+        for (size_t i = 0; i < ac->n_ret; i++)
+                eval_batch_done(&ac->ret[i]);
+        free(ac->ret);
 }
 
 /* The append's entry of info->gid, made if new.  Indexes stay valid; pointers into
@@ -473,8 +478,40 @@ out:
  * the first half of each output row, insert the second) or an INSERT ... SELECT
  * (TableWrite.insert_select: insert each output row).  A chain plan is evaluated as is
  * (write_chain()), any other by a dataflow (write_dataflow()). */
+/* A row of a write with RETURNING split into the row(s) it writes (head columns) and
+ * the RETURNING values, which go to `ret`; *u then holds the head, encoded in *buf. */
+static int split_returning(struct append_ctx *ac, const Coord__TableWrite *w, size_t head,
+                           struct eval_update *u, uint8_t **buf, struct eval_batch *ret)
+{
+        size_t n = head + w->returning, len;
+        struct row_datum *d = calloc(n, sizeof(*d));
+        int r = -ENOMEM;
+
+        free(*buf);
+        *buf = malloc(u->len ? u->len : 1);
+        if (!d || !*buf)
+                goto out;
+        r = row_decode(u->row, u->len, d, n);
+        if (r < 0) {
+                row_error_set(&ac->err, r, "XX000", "invalid RETURNING row for collection %llu",
+                              (unsigned long long)w->gid);
+                goto out;
+        }
+        len = row_encode_into(d + head, w->returning, *buf);
+        r = eval_batch_push(ret, *buf, len, ac->ts, u->diff);
+        if (r >= 0) {
+                u->len = row_encode_into(d, head, *buf);
+                u->row = *buf;
+        }
+out:
+        if (r == -ENOMEM)
+                row_error_oom(&ac->err);
+        free(d);
+        return r;
+}
+
 static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__TableWrite *w,
-                         uint64_t *ret_count)
+                         size_t index, uint64_t *ret_count)
 {
         struct eval_batch out = EVAL_BATCH_INIT;
         struct eval_plan *p = NULL;
@@ -483,6 +520,7 @@ static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__Tab
         const enum row_type *types;
         size_t halves = w->update ? 2 : 1, arity;
         uint64_t count = 0;
+        uint8_t *buf = NULL;
         bool whole;
         int r;
 
@@ -508,8 +546,9 @@ static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__Tab
                               "collection %llu does not read it", (unsigned long long)w->gid);
                 goto out;
         }
-        whole = w->insert_select || arity == halves * get->n_column_types;
-        for (size_t i = 0; whole && !w->insert_select && i < arity; i++)
+        whole = w->insert_select ? !w->returning
+                                 : arity == halves * get->n_column_types + w->returning;
+        for (size_t i = 0; whole && !w->insert_select && i < arity - w->returning; i++)
                 whole = (int)types[i] == (int)get->column_types[i % get->n_column_types];
         if (!whole) {
                 row_error_set(&ac->err, r, "XX000", "invalid plan: the delete filter of "
@@ -518,13 +557,19 @@ static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__Tab
                 goto out;
         }
         for (size_t i = 0; i < out.n; i++) {
+                struct eval_update u = out.updates[i];
+
+                r = w->returning ? split_returning(ac, w, arity - w->returning, &u, &buf,
+                                                   &ac->ret[index])
+                                 : 0;
+                if (r < 0)
+                        goto out;
                 if (w->insert_select) {
-                        r = push_selected(ac, t, &out.updates[i]);
+                        r = push_selected(ac, t, &u);
                 } else if (w->update) {
-                        r = push_update(ac, t, w->gid, &out.updates[i], get->n_column_types);
+                        r = push_update(ac, t, w->gid, &u, get->n_column_types);
                 } else {
-                        r = eval_batch_push(&t->pend, out.updates[i].row, out.updates[i].len,
-                                            ac->ts, -out.updates[i].diff);
+                        r = eval_batch_push(&t->pend, u.row, u.len, ac->ts, -u.diff);
                         if (r < 0)
                                 row_error_oom(&ac->err);
                 }
@@ -535,6 +580,7 @@ static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__Tab
         *ret_count = count;
         r = 0;
 out:
+        free(buf);
         eval_batch_done(&out);
         eval_plan_free(p);
         dataflow_free(df);
@@ -844,8 +890,11 @@ static int unit_end_check(struct append_ctx *ac, const Coord__Append *a, size_t 
         }
         for (size_t i = 0; i < ac->n_c; i++)
                 ac->c[i].pend.n = i < n_marks ? marks[i] : 0;
-        for (size_t i = first; i <= last; i++)
+        for (size_t i = first; i <= last; i++) {
                 ac->counts[i] = 0;
+                if (ac->ret)
+                        ac->ret[i].n = 0;       /* nothing of it returns either */
+        }
         if (RESERVE(ac->fail, ac->cap_fail, ac->n_fail + 1) < 0)
                 return row_error_oom(&ac->err);
         ac->fail[ac->n_fail++] = (struct append_failure){ .write = (uint32_t)last, .err = err };
@@ -982,7 +1031,7 @@ static int append_writes(struct append_ctx *ac, const Coord__Append *a, uint64_t
                 if (r < 0)
                         return r;
                 from = t->pend.n;
-                r = w->delete_filter ? append_delete(ac, t, w, &ac->counts[i])
+                r = w->delete_filter ? append_delete(ac, t, w, i, &ac->counts[i])
                                      : append_insert(ac, t, w, &ac->counts[i]);
                 if (r < 0)
                         return r;
@@ -1048,6 +1097,19 @@ static int append_prepare(struct append_ctx *ac, const Coord__Append *a)
         ac->counts = calloc(a->n_writes ? a->n_writes : 1, sizeof(*ac->counts));
         if (!ac->counts)
                 return row_error_oom(&ac->err);
+        for (size_t i = 0; i < a->n_writes; i++)
+                if (a->writes[i]->returning && !a->writes[i]->delete_filter)
+                        return row_error_set(&ac->err, -EINVAL, "XX000", "invalid append: "
+                                             "RETURNING of a write without a plan");
+        for (size_t i = 0; i < a->n_writes && !ac->ret; i++)
+                if (a->writes[i]->returning) {
+                        ac->ret = calloc(a->n_writes, sizeof(*ac->ret));
+                        if (!ac->ret)
+                                return row_error_oom(&ac->err);
+                        ac->n_ret = a->n_writes;
+                        for (size_t k = 0; k < a->n_writes; k++)
+                                ac->ret[k] = EVAL_BATCH_INIT;
+                }
         r = append_builtins(ac, a->ts, &T);
         if (r < 0)
                 return r;
@@ -1187,12 +1249,67 @@ static void append_apply(struct append_ctx *ac)
         s->appends++;
 }
 
-/* The Ok of an applied append: its counts, and the units that failed alone (22). */
+static void append_returned_free(Coord__WriteRows *wr, Coord__WriteRows **wrp, size_t n)
+{
+        for (size_t i = 0; wrp && i < n; i++) {
+                free(wrp[i]->rows);
+                free(wrp[i]->counts);
+        }
+        free(wr);
+        free(wrp);
+}
+
+/* Ok.returned: the RETURNING rows of each write that has some (they borrow from
+ * ac->ret).  0, or -ENOMEM with nothing allocated. */
+static int append_returned(struct append_ctx *ac, Coord__WriteRows **ret_wr,
+                           Coord__WriteRows ***ret_wrp, size_t *ret_n)
+{
+        size_t n = 0, k = 0;
+
+        *ret_wr = NULL;
+        *ret_wrp = NULL;
+        *ret_n = 0;
+        for (size_t i = 0; i < ac->n_ret; i++)
+                n += ac->ret[i].n > 0;
+        if (!n)
+                return 0;
+        *ret_wr = calloc(n, sizeof(**ret_wr));
+        *ret_wrp = calloc(n, sizeof(**ret_wrp));
+        for (size_t i = 0; *ret_wr && *ret_wrp && i < ac->n_ret; i++) {
+                Coord__WriteRows *w = &(*ret_wr)[k];
+                const struct eval_batch *b = &ac->ret[i];
+
+                if (!b->n)
+                        continue;
+                coord__write_rows__init(w);
+                w->write = (uint32_t)i;
+                w->rows = calloc(b->n, sizeof(*w->rows));
+                w->counts = calloc(b->n, sizeof(*w->counts));
+                (*ret_wrp)[k++] = w;
+                if (!w->rows || !w->counts)
+                        break;
+                w->n_rows = w->n_counts = b->n;
+                for (size_t j = 0; j < b->n; j++) {
+                        w->rows[j] = (ProtobufCBinaryData){ .data = (uint8_t *)b->updates[j].row,
+                                                            .len = b->updates[j].len };
+                        w->counts[j] = (uint64_t)b->updates[j].diff;
+                }
+        }
+        *ret_n = k;
+        if (*ret_wr && *ret_wrp && k == n && (!k || (*ret_wrp)[k - 1]->counts))
+                return 0;
+        append_returned_free(*ret_wr, *ret_wrp, k);
+        return -ENOMEM;
+}
+
+/* The Ok of an applied append: its counts, the units that failed alone (22) and the
+ * RETURNING rows of the others. */
 static void append_reply_ok(struct append_ctx *ac, Coord__Role from, uint64_t rid, const Coord__Append *a)
 {
         Coord__WriteFailure *wf = NULL, **wfp = NULL;
+        Coord__WriteRows *wr = NULL, **wrp = NULL;
         Coord__Error *e = NULL;
-        size_t n = ac->n_fail;
+        size_t n = ac->n_fail, n_wr = 0;
 
         if (n) {
                 wf = calloc(n, sizeof(*wf));
@@ -1214,7 +1331,11 @@ static void append_reply_ok(struct append_ctx *ac, Coord__Role from, uint64_t ri
                 wf[i].error = &e[i];
                 wfp[i] = &wf[i];
         }
-        server_reply_ok_failed(ac->s, from, rid, ac->counts, a->n_writes, a->ts + 1, wfp, n);
+        if (append_returned(ac, &wr, &wrp, &n_wr) < 0)
+                log_warn("append_returning_lost", "ts=%llu reason=oom", (unsigned long long)a->ts);
+        server_reply_ok_failed(ac->s, from, rid, ac->counts, a->n_writes, a->ts + 1, wfp, n, wrp,
+                               n_wr);
+        append_returned_free(wr, wrp, n_wr);
         free(wf);
         free(wfp);
         free(e);

@@ -494,10 +494,11 @@ void server_send_logged(struct cserver *s, Coord__Role to, Coord__MsgType type, 
 void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const struct row_error *e);
 void server_reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
                      uint64_t upper);
-/* An Append's Ok with the writes that failed alone (22). */
+/* An Append's Ok with the writes that failed alone (22) and the RETURNING rows of the
+ * others (coord.proto TableWrite.returning). */
 void server_reply_ok_failed(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts,
                             size_t n, uint64_t upper, Coord__WriteFailure **failures,
-                            size_t n_failures);
+                            size_t n_failures, Coord__WriteRows **returned, size_t n_returned);
 void server_reply_malformed(struct cserver *s, Coord__Role to, const Coord__Envelope *env);
 
 /* controller-server-mirror.c: listing, the tables' shared frontier (10), the ring (7) and

@@ -365,15 +365,17 @@ void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const s
 void server_reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
                      uint64_t upper)
 {
-        server_reply_ok_failed(s, to, rid, counts, n, upper, NULL, 0);
+        server_reply_ok_failed(s, to, rid, counts, n, upper, NULL, 0, NULL, 0);
 }
 
 void server_reply_ok_failed(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts,
                             size_t n, uint64_t upper, Coord__WriteFailure **failures,
-                            size_t n_failures)
+                            size_t n_failures, Coord__WriteRows **returned, size_t n_returned)
 {
         Coord__Ok m = COORD__OK__INIT;
 
+        m.returned = returned;
+        m.n_returned = n_returned;
         m.counts = counts;
         m.n_counts = n;
         m.upper = upper;

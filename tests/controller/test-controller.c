@@ -991,6 +991,50 @@ static void test_update(void)
         CU_ASSERT_EQUAL(after, upper);
         append_ok(g_fd, t3, 0, "", 0);
         expect_table(g_fd, 1002, t3, "(1,'a');(12,'b');(13,'c');(15,'e')");
+
+        /* RETURNING (TableWrite.returning): a third value after the old and new rows (the
+         * same: the table stays as the later tests expect it) is returned in Ok.returned,
+         * not written. */
+        {
+                Coord__Plan__Expr *rexprs[3] = { &c0, &c1, &add };
+                Coord__Envelope *env;
+                Coord__Ok *ok;
+                int64_t sum = 0;
+
+                map.exprs = rexprs;
+                map.n_exprs = 3;
+                w.delete_filter = &map_rel;
+                w.returning = 1;
+                m.ts = tick(10);
+                env = request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base);
+                CU_ASSERT_EQUAL_FATAL(env->type, COORD__MSG_TYPE__MSG_OK);
+                ok = coord__ok__unpack(NULL, env->payload.len, env->payload.data);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(ok);
+                CU_ASSERT_EQUAL(ok->counts[0], 3);
+                CU_ASSERT_EQUAL_FATAL(ok->n_returned, 1);
+                CU_ASSERT_EQUAL(ok->returned[0]->write, 0);
+                CU_ASSERT_EQUAL_FATAL(ok->returned[0]->n_rows, 3);
+                for (size_t i = 0; i < 3; i++) {
+                        struct row_datum d;
+
+                        CU_ASSERT_EQUAL(row_decode(ok->returned[0]->rows[i].data,
+                                                   ok->returned[0]->rows[i].len, &d, 1), 1);
+                        CU_ASSERT_EQUAL(ok->returned[0]->counts[i], 1);
+                        sum += d.i;
+                }
+                CU_ASSERT_EQUAL(sum, 22 + 23 + 25);
+                expect_table(g_fd, 1002, m.ts, "(1,'a');(12,'b');(13,'c');(15,'e')");
+                coord__ok__free_unpacked(ok, NULL);
+                coord__envelope__free_unpacked(env, NULL);
+                /* RETURNING of a write without a plan: nothing written. */
+                w.delete_filter = NULL;
+                w.update = false;
+                m.ts = tick(10);
+                expect_error(request(g_fd, COORD__MSG_TYPE__MSG_APPEND, &m.base), "XX000",
+                             "RETURNING of a write without a plan");
+                w.returning = 0;
+                append_ok(g_fd, m.ts, 0, "", 0);
+        }
 }
 
 /* An insert-select (TableWrite.insert_select): the plan reads another table, or the

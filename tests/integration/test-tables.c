@@ -2188,6 +2188,65 @@ static void test_returning(void)
         PQfinish(c);
 }
 
+/* DELETE / UPDATE ... RETURNING: the list over the deleted rows (old) or the updated
+ * ones (new), evaluated by the controller with the write, so an error in it (1/0) fails
+ * the statement with nothing written; duplicates each returned; through the extended
+ * protocol, described at Parse.  The answers are PostgreSQL 15's. */
+static void test_write_returning(void)
+{
+        PGconn *c = db();
+        PGresult *r;
+        const char *v[2] = { "100", "x" };
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE wr (a int, b text, c char(3))"));
+        CU_ASSERT(ok(c, "INSERT INTO wr VALUES (1, 'x', 'p'), (2, 'y', 'q'), (3, 'z', 'r'), "
+                        "(3, 'z', 'r'), (0, 'w', 's')"));
+        CU_ASSERT(rows_are(c, "DELETE FROM wr WHERE a = 2 RETURNING *", "2|y|q  "));
+        r = PQexec(c, "DELETE FROM wr WHERE a = 3 RETURNING a + 1 AS next, b || '!', c");
+        CU_ASSERT(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 2 && PQnfields(r) == 3 &&
+                  strcmp(PQfname(r, 0), "next") == 0 && strcmp(PQgetvalue(r, 1, 0), "4") == 0 &&
+                  strcmp(PQgetvalue(r, 1, 1), "z!") == 0 && strcmp(PQgetvalue(r, 1, 2), "r  ") == 0);
+        CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "DELETE 2");
+        PQclear(r);
+        r = PQexec(c, "DELETE FROM wr WHERE a = 42 RETURNING a");
+        CU_ASSERT(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 0 && PQnfields(r) == 1);
+        CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "DELETE 0");
+        PQclear(r);
+        CU_ASSERT(rows_are(c, "UPDATE wr SET a = a * 10, b = upper(b) WHERE a = 1 "
+                              "RETURNING a, b, c, length(c)", "10|X|p  |1"));
+        CU_ASSERT(fails_with(c, "UPDATE wr SET a = 5 WHERE a = 0 RETURNING 10 / (a - 5)", "22012"));
+        CU_ASSERT(fails_with(c, "DELETE FROM wr WHERE a = 0 RETURNING 1 / a", "22012"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM wr", "0|w|s  ;10|X|p  "));
+        CU_ASSERT(fails_with(c, "DELETE FROM wr RETURNING count(*)", "42803"));
+        CU_ASSERT(fails_with(c, "UPDATE wr SET a = 1 RETURNING (SELECT 1)", "0A000"));
+        CU_ASSERT(fails_with(c, "DELETE FROM wr RETURNING nosuch", "42703"));
+        CU_ASSERT(ok(c, "INSERT INTO wr VALUES (7, 'd', 'd'), (7, 'd', 'd')"));
+        CU_ASSERT(rows_are(c, "UPDATE wr AS t SET b = 'e' WHERE t.a = 7 RETURNING t.b, t.a", "e|7;e|7"));
+        r = PQexecParams(c, "UPDATE wr SET a = a + $1 WHERE b = upper($2) RETURNING a, c", 2, NULL, v,
+                         NULL, NULL, 0);
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+        CU_ASSERT(PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "110") == 0 &&
+                  strcmp(PQgetvalue(r, 0, 1), "p  ") == 0);
+        CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "UPDATE 1");
+        PQclear(r);
+        r = PQprepare(c, "wr1", "DELETE FROM wr WHERE a = $1 RETURNING a * 2 AS dbl, c", 1, NULL);
+        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        r = PQdescribePrepared(c, "wr1");
+        CU_ASSERT(PQnfields(r) == 2 && strcmp(PQfname(r, 0), "dbl") == 0 && PQftype(r, 0) == 23 &&
+                  PQftype(r, 1) == 1042);
+        PQclear(r);
+        r = PQexecPrepared(c, "wr1", 1, (const char *[]){ "7" }, NULL, NULL, 0);
+        CU_ASSERT(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 2 &&
+                  strcmp(PQgetvalue(r, 1, 0), "14") == 0);
+        CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "DELETE 2");
+        PQclear(r);
+        CU_ASSERT(rows_are(c, "SELECT * FROM wr", "0|w|s  ;110|X|p  "));
+        CU_ASSERT(ok(c, "DROP TABLE wr"));
+        PQfinish(c);
+}
+
 /* INSERT ... ON CONFLICT DO NOTHING: rows whose key is taken (in the table, earlier in
  * the statement, or by a concurrent client's write in the same group) are skipped and
  * not counted; a conflict target names a key (42P10 when none matches) and other keys
@@ -2620,6 +2679,7 @@ static const struct t_case cases[] = {
         { "controller killed mid-stream: 58000, the connection goes on", test_stream_controller_killed },
         { "a big read in the controller's peek thread; the loop serves meanwhile", test_peek_thread },
         { "INSERT ... RETURNING", test_returning },
+        { "DELETE and UPDATE ... RETURNING", test_write_returning },
         { "INSERT ... ON CONFLICT DO NOTHING", test_on_conflict },
         { "a cross product goes to the peek thread; cancel and statement_timeout stop it",
           test_cross_product_thread },

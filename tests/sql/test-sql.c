@@ -1353,7 +1353,19 @@ static void test_delete(void)
         expect_error("DELETE FROM v", "42809", "cannot delete from view \"v\"", 13);
         expect_error("DELETE FROM t WHERE q", "42703", NULL, 21);
         expect_error("DELETE FROM t WHERE a", "42804", NULL, 21);
-        expect_error("DELETE FROM t RETURNING a", "0A000", NULL, -1);
+        /* RETURNING: its values after the row, evaluated with the write. */
+        s = analyze("DELETE FROM t AS r WHERE a = 1 RETURNING r.a + 1 AS n, *");
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_DELETE);
+        expect_plan(s->delete_.plan, "Map[(#0 + 1), #0, #1, #2, #3](Filter[(#0 = 1)](Get 10))");
+        CU_ASSERT_EQUAL_FATAL(s->delete_.returning->n_columns, 5);
+        CU_ASSERT_STRING_EQUAL(s->delete_.returning->columns[0]->name, "n");
+        CU_ASSERT_STRING_EQUAL(s->delete_.returning->columns[4]->name, "d");
+        sql_stmt_free(s);
+        expect_error("DELETE FROM t RETURNING count(*)", "42803",
+                     "aggregate functions are not allowed in RETURNING", -1);
+        expect_error("DELETE FROM t RETURNING (SELECT 1)", "0A000", NULL, -1);
+        expect_error("DELETE FROM t RETURNING q", "42703", NULL, -1);
+        expect_error("DELETE FROM t USING u", "0A000", "DELETE ... USING is not supported", -1);
 }
 
 /* ---- Session statements. ---- */
@@ -1429,7 +1441,14 @@ static void test_update(void)
         expect_error("UPDATE zz SET a = 1", "42P01", NULL, 8);
         expect_error("UPDATE t SET (a, d) = (1, 2)", "0A000", NULL, -1);
         expect_error("UPDATE t SET a = 1 FROM u", "0A000", NULL, -1);
-        expect_error("UPDATE t SET a = 1 RETURNING a", "0A000", NULL, -1);
+        /* RETURNING: over the new row, after the old and new rows. */
+        s = analyze("UPDATE t SET a = a + 1 WHERE c RETURNING a, b");
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_UPDATE);
+        expect_plan(s->update.plan, "Map[ASSERT_NOT_NULL((#0 + 1), 'a', 't'), #1, #2, #3, "
+                                    "ASSERT_NOT_NULL((#0 + 1), 'a', 't'), #1](Filter[#2](Get 10))");
+        CU_ASSERT_EQUAL_FATAL(s->update.returning->n_columns, 2);
+        sql_stmt_free(s);
+        expect_error("UPDATE t SET a = 1 RETURNING sum(a)", "42803", NULL, -1);
         expect_error("UPDATE t SET a = 1 WHERE q = 1", "42703", NULL, 26);
 }
 
