@@ -10,8 +10,9 @@
  *   2. Comparisons cast each bpchar operand to text, which drops trailing spaces
  *      (binary_op(), common_type()), so the evaluator only ever compares text: joins,
  *      IN and correlated subqueries key on the trimmed text.
- *   3. Orderings (ORDER BY, min, max) are refused: bytes order ' ' after control
- *      characters, PostgreSQL orders the trimmed values; `ORDER BY c::text` is that.
+ *   3. Bytes order ' ' after control characters, PostgreSQL orders the trimmed values:
+ *      ORDER BY sorts by the text (a hidden column, select_sort_columns()); a sort key
+ *      that is an output column of a UNION or VALUES, min() and max() are refused.
  */
 #include "adapter-sql-internal.h"
 
