@@ -8,59 +8,26 @@
  * NOTES ON THE DESIGN
  *
  * (13) Compute (issue 4).  MSG_CREATE_DATAFLOWS installs materialized views and
- *     indexes (s->dfs, by GlobalId), each a struct dataflow (controller-dataflow.h)
- *     over storage collections.  Installing at as-of A (raised to every input's since;
- *     for a materialized view whose collection exists with upper U > since, to U - 1,
- *     emitting only times >= U, so the durable output never skips or repeats a time)
- *     reads each input's snapshot at A and its stored updates after A, then follows:
- *     every append, before its write, pushes what it writes to the dataflows that read
- *     it (server_compute_push(), through s->readers: gid -> the dataflows reading it) and
- *     after the append steps them to the meet of their inputs' uppers (server_compute_stage(),
- *     T_next = ts + 1; a table's effective upper (10)), in GlobalId order -- an input is
- *     older than its readers, so one pass carries a change down a chain of views.  A
- *     pass steps only the dataflows something was pushed into (dirty, queued on
- *     s->pending, and those just installed); its work is a min-heap by gid, which takes
- *     the dataflows a view's output dirties on the way.  A clean materialized view
- *     writes nothing: its durable upper stays, and readers inside the controller take
- *     its upper as the meet of its inputs' (server_mv_upper(); a read above the durable upper
- *     reads durable upper - 1); its ring slot keeps the durable frontiers, which the
- *     follower's quiet-objects rule expects (an upper moves when contents may have),
- *     and its since stays below its durable upper as a table's does (10).  Once a
- *     second server_mv_flush() writes the clean views' uppers up to where they are readable
- *     (the follower derives requirements from durable uppers).  Each materialized view's output
- *     [old upper, new upper) goes into the append's own WriteBatch (append_commit()),
- *     so a view is durable and current when the INSERT is acknowledged, at no extra
- *     fsync; a failed write reinstalls every dataflow from storage.  Installing runs a
- *     pass of its own (server_compute_run()).  An index's output goes into its arrangement (in
- *     memory), whose since moves only as the committed bound allows (14), held back by
- *     peeks in flight.  A clean index is not stepped at all: nothing is pending in it,
- *     so its contents cannot change and its upper is the meet of its inputs' uppers;
- *     whoever reads its frontiers (server_object_frontiers(): peeks, permissions) first
- *     brings it there (server_dfent_catch_up(), a step with no data).  So an index's ring slot
- *     and coord_frontiers row change only when its since does (server_dfent_publish()):
- *     readers take its upper as max(published, T), as for a table.
- *     A dataflow whose evaluation fails (a division by zero in some row) stops and
- *     answers reads of it with that error.
- *     Peeks run every plan as a one-shot dataflow at their ts over snapshots of their
- *     inputs, read from storage or from an index's arrangement (or, below the
- *     arrangement's since, from what the index arranges).  Costs to know (issue 6): an
- *     append costs O(the dataflows it feeds); hydration reads its inputs synchronously
- *     on the loop.
+ *     indexes (s->dfs, by GlobalId; struct dataflow, controller-dataflow.h).  A view
+ *     installed over an existing collection with upper U emits only times >= U, so its
+ *     durable output never skips or repeats a time; its output [old upper, new upper)
+ *     goes into the append's own WriteBatch (append_commit()), durable when the INSERT is
+ *     acknowledged; a failed write reinstalls every dataflow.  Appends push to readers
+ *     (server_compute_push(), s->readers); a pass steps only dirty dataflows, in GlobalId
+ *     order (server_compute_stage(), server_compute_run()).  A clean view writes nothing
+ *     (server_mv_upper(), server_mv_flush() below); a clean index is caught up when read
+ *     (server_dfent_catch_up()), published only when its since moves (server_dfent_publish()).
+ *     A failed evaluation stops the dataflow; reads of it get the error.  Detail:
+ *     docs/compute.md, "Installing and running", "Frontiers", "Costs to know".
  *
- * (13b) Refresh views (DataflowSpec.refresh).  A materialized view on a refresh schedule
- *     runs its dataflow like any other, but its collection changes only at refresh
- *     times: refresh_stage() moves each output update to the first refresh at or after
- *     its time, and the upper written is the first refresh at or after the dataflow's
- *     frontier -- so the durable upper IS the next refresh, which is what the follower
- *     requires of the inputs.  Output for the refresh not yet passed waits in
- *     e->correction (the view is not clean meanwhile, so readers take its durable
- *     upper) and the view is stepped at every pass until its inputs pass the refresh.
- *     After the last refresh the upper is empty (UINT64_MAX; coord_frontiers shows
- *     int8's max) and the dataflow is retired (e->complete).  Resuming at durable
- *     upper U (server_dfent_hydrate()): the inputs are protected from U, not U - 1, so the
- *     view reads them at max(U - 1, their sinces), whose snapshot rounds to U, and adds
- *     the negation of what the collection holds at U - 1 -- the refresh at U is written
- *     whole, nothing doubled (test-refresh `contents` kills the controller mid-run).
+ * (13b) Refresh views (DataflowSpec.refresh).  The collection changes only at refresh
+ *     times and its durable upper is the next refresh (what the follower requires of
+ *     the inputs): refresh_stage() moves each output update to the first refresh at or
+ *     after its time; output not yet due waits in e->correction (the view is not clean).
+ *     After the last refresh the upper is empty (UINT64_MAX) and the dataflow is retired
+ *     (e->complete).  Resuming at durable upper U (server_dfent_hydrate()) writes the
+ *     refresh at U whole, nothing doubled (test-refresh `contents`).  docs/compute.md
+ *     and docs/protection.md, "Refresh views".
  */
 #include "controller-server.h"
 #include "controller-server-internal.h"

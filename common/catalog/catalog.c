@@ -6,18 +6,14 @@
  *
  * NOTES ON THE DESIGN
  *
- * (1) A commit group (one or more transactions) is written as ONE RocksDB WriteBatch.
- *     For every transaction it holds the state and meta changes and the log entry
- *     under the transaction's sequence number; once per group it holds the meta
- *     record "last_seq" = the group's highest sequence number.  The batch is written
- *     as one record of the sync log (8), to RocksDB without a sync, and the sync log
- *     is fdatasynced; or -- sync log off, or a batch too big for a segment -- it is
- *     written to RocksDB with sync = true (RocksDB appends it to its WAL as one record
- *     and fdatasyncs).
- *     Either record is replayed whole or not at all (a torn or corrupt tail is
- *     dropped: crc checks in both, point-in-time recovery in RocksDB), so a group --
- *     and therefore each of its transactions -- is either wholly present after a
- *     crash or wholly absent.
+ * (1) A commit group (one or more transactions) is written as ONE RocksDB WriteBatch:
+ *     every transaction's state and meta changes and its log entry under its sequence
+ *     number, and once per group the meta record "last_seq" = the group's highest
+ *     sequence number.  The batch is one record of the sync log (8), written to RocksDB
+ *     without a sync; or (sync log off, or a batch too big for a segment) written to
+ *     RocksDB with sync = true.  Either record is replayed whole or not at all (crc
+ *     checks, point-in-time recovery), so after a crash a group -- and each of its
+ *     transactions -- is wholly present or wholly absent.
  *
  * (2) Nothing is acknowledged before it is durable: catalog_commit() returns 0 only
  *     after the sync log's fdatasync of its group (or the synced rocksdb_write()) and
@@ -37,69 +33,32 @@
  *
  * (5) Errors are sticky (SQLite's pager_error()).  When a group's write fails, its
  *     transactions get the error and the handle enters the ERROR state: every later
- *     call returns the same error until the catalog is closed and reopened.  The
- *     reason is that after a failed write or fsync we no longer know what the disk
- *     holds -- the WAL record may or may not have reached it -- so no later commit may
- *     be acknowledged on top of it, and reads of memory could show what the disk does
- *     not have.  Reopening replays the WAL and learns the truth, including whether
- *     the failed group made it (wholly or not at all, by (1)).  Failures that happen
- *     before anything is handed to RocksDB (bad arguments, out of memory while
- *     building the batch) are not sticky: nothing was written.
+ *     call returns the same error until the catalog is closed and reopened, since after
+ *     a failed write or fsync nothing acknowledged may rest on what the disk may or may
+ *     not hold.  Reopening replays the WAL and learns whether the group made it (1).
+ *     Failures before anything is handed to RocksDB (bad arguments, out of memory while
+ *     building the batch) are not sticky.  docs/catalog.md, section 7.
  *
  * (The other: catalog-read.c note 6.)
  *
- * (7) RocksDB options, and why:
- *       create_if_missing, create_missing_column_families   primary only
- *       WriteOptions.sync = 0 behind the sync log (8), else 1: fdatasync of the WAL
- *                                     per group (2); use_fsync = 0 because fdatasync
- *                                     is enough for an append-only WAL, and RocksDB
- *                                     fsyncs the directory itself when it creates one
- *       manual_wal_flush = 0          each write reaches the OS inside rocksdb_write();
- *                                     manual flushing only adds a second step
- *       wal_recovery_mode = point-in-time   a torn tail after a crash is dropped,
- *                                     never half applied; absolute consistency would
- *                                     refuse to open after an ordinary crash
- *       write_buffer_size = 4 MiB, max_total_wal_size = 16 MiB
- *                                     bound what an open after kill -9 must replay
- *                                     (about 1.7 s per 1M records, DESIGN section 11)
- *       max_open_files = -1           table files stay open (the catalog is small);
- *                                     required by secondaries
- *       keep_log_file_num = 4, max_log_file_size = 1 MiB   bound RocksDB's info LOG
- *     catalog_close() of a healthy primary flushes the memtables, so a normal restart
- *     opens table files (5-7 ms) instead of replaying the WAL.
+ * (7) RocksDB options (options_new()): create_if_missing on the primary only;
+ *     WriteOptions.sync = 0 behind the sync log (8), else 1 (2); wal_recovery_mode =
+ *     point-in-time (a torn tail is dropped, never half applied); write_buffer_size and
+ *     max_total_wal_size bound what an open after kill -9 replays; max_open_files = -1
+ *     (secondaries require it).  catalog_close() of a healthy primary flushes the
+ *     memtables, so a normal restart opens table files instead of replaying the WAL.
+ *     Each option and why: docs/catalog.md, section 6.
  *
- * (8) The sync log (synclog.h).  An fdatasync after an append to RocksDB's WAL also
- *     commits the file system's journal (new blocks, the size): half of what the sync
- *     costs on this project's disks.  So a primary keeps a second log, in zero-filled
- *     segments under <path>/synclog, where a group's durable write is a pwrite over
- *     blocks already on disk and an fdatasync with no metadata to write (4 segments
- *     of 2 MiB; bench-catalog prints both ways side by side).  Its records are the
- *     groups' WriteBatches, exactly the bytes RocksDB would log.  The order per group:
- *     synclog_write() (pwritev, write-back started) -> rocksdb_write(sync = 0), which
- *     runs while the device writes (12-30% off one writer's commit, measured) ->
- *     synclog_sync() (fdatasync) -> hook, members answered.  A group RocksDB has but
- *     the sync log does not (a crash between the two) was never acknowledged; the
- *     sync log holds every acknowledged group RocksDB may not have synced: a segment
- *     is overwritten only after rocksdb_flush_wal(sync) -- run on the sync log's
- *     thread when a segment is left, three segments ahead of its reuse, by which time
- *     every group in it has been through rocksdb_write() -- made everything written
- *     before it durable in RocksDB's own files.  catalog_open() lets RocksDB recover
- *     what it has, reads last_seq, then replays from the sync log every group past it,
- *     in order (synclog_replay_group(): the next group must start at last_seq + 1, or
- *     the open fails with -EBADMSG), syncs RocksDB's WAL and starts with every segment
- *     free.
- *     After kill -9 RocksDB's WAL, in the page cache, has everything and nothing is
- *     replayed; after a power loss the sync log restores what RocksDB's unsynced WAL
- *     lost (test-catalog: catalog-synclog).  A secondary reads RocksDB only, so a
- *     follower sees exactly what it saw before (6).
- *     The sync log's thread and a leader both call into RocksDB's WAL writer, and
- *     once that writer has failed (a write or a sync: EFBIG, ENOSPC, EIO) RocksDB
- *     must not be called on it again -- the Debian build asserts, and aborts the
- *     process, in WritableFileWriter (seen in test-catalog's EFBIG case under I/O
- *     load: the thread's rocksdb_flush_wal() after the leader's failed write).  So
- *     c->wal_lock serializes the two calls and c->wal_failed, set under it by
- *     whichever failed, stops both: the leader's rocksdb_write() takes it for a few
- *     µs, and waits for the thread's WAL sync only when one runs (once per segment).
+ * (8) The sync log (synclog.h).  A primary keeps a second log of zero-filled segments
+ *     under <path>/synclog whose records are the groups' WriteBatches, so a group's
+ *     durable write overwrites blocks already on disk.  Per group: synclog_write() ->
+ *     rocksdb_write(sync = 0) -> synclog_sync() -> hook, members answered; so a group
+ *     RocksDB has but the sync log does not was never acknowledged.  A segment is
+ *     overwritten only after a rocksdb_flush_wal(sync) made everything in it durable in
+ *     RocksDB's own files.  catalog_open() replays every group past last_seq, in order
+ *     (synclog_replay_group(): -EBADMSG on a gap).  c->wal_lock serializes the two
+ *     callers of RocksDB's WAL writer and c->wal_failed stops both once either failed
+ *     (RocksDB aborts on a failed writer reused).  docs/catalog.md, section 3a.
  *
  * GROUP COMMIT is described in catalog-write.c, which does it.
  *
