@@ -17,33 +17,18 @@
  * NOTES ON THE DESIGN OF A CONNECTION
  *
  * (1) States (conn_check() asserts the invariants):
- *
- *             accept
- *               |
- *               v
- *           STARTUP <--- SSLRequest / GSSENCRequest: 'N'
- *               |
- *               | StartupMessage 3.x, connect() accepts: AuthenticationOk,
- *               | ParameterStatus..., BackendKeyData, ReadyForQuery
- *               v
- *      +----> READY ---- 'Q' query(), 'P' prepare(), 'E' execute() ---+
- *      |        ^        (a request in flight: later messages queue)  |
- *      |        +---- pgwire_done() (ReadyForQuery after a query) ----+
- *      |        |
- *      | 'S'    | an error in an extended-protocol message
- *      |        v
- *      +------ SKIP (messages discarded until Sync)
- *
- *   STARTUP/READY/SKIP --'X', EOF, a protocol violation (FATAL 08P01), a FATAL from the
- *          owner, server shutdown (FATAL 57P01), a CancelRequest--> CLOSING
- *   CLOSING: no more messages are processed; the queued output is sent, then FIN
- *          (shutdown SHUT_WR), then the client's bytes are read and dropped until its
- *          EOF, so that the kernel does not answer unread input with an RST that would
- *          destroy our last message in flight.  At most close_timeout.  --> CLOSED
- *   any --an I/O error, output over max_output, the close timeout, server free--> CLOSED
- *   CLOSED: operations in flight are cancelled; the conn is freed by conn_settle() once
- *          no operation is in flight, no request is with the owner, disconnect() ran,
- *          and no handler of it is on the stack.
+ *   STARTUP: SSLRequest / GSSENCRequest answered 'N'; StartupMessage 3.x and connect()
+ *     accepting (AuthenticationOk, ParameterStatus..., BackendKeyData, ReadyForQuery) --> READY
+ *   READY: 'Q' query(), 'P' prepare(), 'E' execute(); with a request in flight later
+ *     messages queue; pgwire_done() ends it (ReadyForQuery after a query).  An error in an
+ *     extended-protocol message --> SKIP: messages discarded until 'S' (Sync) --> READY.
+ *   STARTUP/READY/SKIP --'X', EOF, a protocol violation (FATAL 08P01), a FATAL from the owner,
+ *     server shutdown (FATAL 57P01), a CancelRequest--> CLOSING: nothing more is processed;
+ *     queued output is sent, then FIN, then the client's bytes are dropped until its EOF (no
+ *     RST destroys our last message), at most close_timeout --> CLOSED.
+ *   any --an I/O error, output over max_output, the close timeout, server free--> CLOSED:
+ *     operations in flight are cancelled; conn_settle() frees the conn once none is in
+ *     flight, no request is with the owner, disconnect() ran and no handler is on the stack.
  *
  * (2) One request at a time.  c->req says which callback the owner is answering
  *     (REQ_QUERY, REQ_PREPARE, REQ_EXECUTE; REQ_CONNECT during connect()).  While it is
@@ -65,25 +50,16 @@
  *     so a synchronous owner costs no wake-up and no recursion.  stmt_free() is
  *     deferred the same way (c->dead).
  *
- * (4) Output.  Two buffers as in common/ipc: `out` collects messages, `tx` is what the
- *     kernel is sending, tx.data[tx_off, tx.len); when tx is done they swap, so
- *     everything queued meanwhile leaves in one send.  A push is one send(2,
- *     MSG_DONTWAIT) from the loop thread, as a PostgreSQL backend's; only what the
- *     socket does not take goes to an io_uring send, whose completion goes on (so
- *     code waiting for output to drain checks again right after a push: the socket
- *     may have taken it all, and then no completion comes).  Output is pushed at the points
- *     where PostgreSQL flushes -- ReadyForQuery, Flush, an ErrorResponse, the startup
- *     replies -- and whenever `out` passes PGWIRE_FLUSH_AT.  out + the unsent part of
- *     tx may not exceed max_output: past it the client is not reading, and the
- *     connection is cut (-ENOBUFS) instead of growing.  So that a client pipelining
- *     many queries without reading stalls (as with PostgreSQL's blocking send) rather
- *     than being cut, conn_dispatch() starts no new message while PGWIRE_PAUSE_AT bytes
- *     are queued; the send completion resumes it.  Only a single request producing
- *     more than max_output for a client that does not read hits the limit -- unless
- *     its owner paces itself: pgwire_notify_drained() pushes the output and calls the
- *     owner's drained() from the send completion that brings the queued output down
- *     to a mark, so a large result is produced as fast as the client reads it (the
- *     executor's streamed reads, issue 6) and memory per connection stays bounded.
+ * (4) Output.  `out` collects messages, `tx` is what the kernel is sending
+ *     (tx.data[tx_off, tx.len)); they swap when tx is done.  A push is one send(2,
+ *     MSG_DONTWAIT) from the loop thread; only the rest goes to an io_uring send (so code
+ *     waiting for output to drain checks again right after a push).  Pushes happen where
+ *     PostgreSQL flushes (ReadyForQuery, Flush, an ErrorResponse, the startup replies)
+ *     and when `out` passes PGWIRE_FLUSH_AT.  out + unsent tx never exceeds max_output
+ *     (past it the connection is cut, -ENOBUFS); conn_dispatch() starts no new message
+ *     while PGWIRE_PAUSE_AT bytes are queued, so a pipelining client stalls instead.  An
+ *     owner paces a large result with pgwire_notify_drained(): its drained() is called
+ *     from the send completion that brings the queued output down to a mark.
  *
  * (5) Extended protocol.  Prepared statements and portals are per connection, in small
  *     lists (the unnamed one is "").  A portal holds a reference on its statement; the
@@ -101,18 +77,14 @@
  *     submitted name a reused fd number.
  *
  * (7) A reply sent by another thread (pgwire_direct_begin()).  A simple query whose last
- *     statement waits for a catalog commit on a committer thread is answered by that
- *     thread: its CommandComplete and ReadyForQuery go out with one send(2) right after
- *     the commit returns, instead of after a hop back to the loop -- on a small VM the
- *     loop's wake-up is 10-130 us.  Only when nothing else is queued for the conn (the
- *     reply is then all the client is owed, in order) and the transaction status is
- *     'I'.  Between begin and end (c->direct) the loop writes nothing to the fd: output
- *     queued meanwhile waits in `out` (conn_flush()), so it follows the reply.  At
- *     pgwire_direct_end() the loop learns how much was sent: all of it, and the
- *     request's CommandComplete and ReadyForQuery are not queued again (c->direct_sent);
- *     part of it, and the rest is queued first; nothing, and the request ends the
- *     ordinary way.  The fd stays open throughout: the request is in flight, so the
- *     conn is not freed before pgwire_done() (LIFETIME), which comes after the end.
+ *     statement waits for a catalog commit is answered by the committer thread: its
+ *     CommandComplete and ReadyForQuery in one send(2) right after the commit, without a
+ *     hop back to the loop -- only when nothing else is queued for the conn and the
+ *     transaction status is 'I'.  Between begin and end (c->direct) the loop writes nothing
+ *     to the fd (output waits in `out`, conn_flush()).  pgwire_direct_end() tells the loop
+ *     what was sent: all (not queued again, c->direct_sent), part (the rest queued first)
+ *     or nothing (the request ends the ordinary way).  The conn is not freed before
+ *     pgwire_done() (LIFETIME), which comes after the end.
  *
  * Nothing here is thread-safe (pgwire_direct_begin()'s bytes and fd excepted), and
  * nothing logs.
