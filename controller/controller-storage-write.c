@@ -8,32 +8,15 @@
  *
  * NOTES ON THE DESIGN
  *
- * (1) Every change is ONE RocksDB WriteBatch written with sync = true: the records of
- *     the change (collection record, batch descriptors, chunks, deletes) go into
- *     s->wb, storage_write() writes it and fdatasyncs the WAL before returning --
- *     but for append groups once the syncer runs, which the syncer makes durable
- *     later (NOTE 14).
- *     RocksDB logs a WriteBatch as one WAL record and recovery drops a torn tail
- *     (point-in-time recovery), so after a crash a change is wholly there or wholly
- *     absent.  A function returns 0 only after that write returned OK (I7).
- *     Compactions are the exception: their WriteBatch is written WITHOUT a sync.  A
- *     compaction changes no contents at any readable time (reads at t >= since are
- *     the same before and after), so losing it in a machine crash loses nothing
- *     acknowledged -- the collection is back at its older batches and physical since,
- *     which are still correct -- and the next synced write makes it durable anyway
- *     (the WAL is synced in order).  A kill -9 loses nothing (the page cache keeps
- *     it).  This keeps a compaction run from holding the controller's loop for one
- *     fdatasync per collection compacted (issue 6: 9 compactions = 8-15 ms).
- *     A since move (storage_allow_compaction_group()) is written without a sync too,
- *     for the same reason: it changes no contents at any time >= the old since, the
- *     compactions it permits come after it in the WAL (so a machine crash loses it
- *     together with them, never them without it), the permission it enacts lives in
- *     the catalog (committed bounds, re-sent after every restart) or is the
- *     controller's own window (built-ins), and the next synced write makes it durable.
- *     Physical since stays <= since <= the committed bound in every state the disk
- *     can be left in (I2).  It took an fdatasync on the controller's loop every
- *     100 ms (the built-ins' window) and at every AllowCompaction: 3-80 ms on a busy
- *     disk (issue 6).
+ * (1) Every change is ONE RocksDB WriteBatch (s->wb) written with sync = true by
+ *     storage_write() -- append groups excepted once the syncer runs (NOTE 14) -- so
+ *     after a crash a change is wholly there or wholly absent, and a function returns 0
+ *     only after that write returned OK (I7).  Compactions and since moves
+ *     (storage_allow_compaction_group()) are written WITHOUT a sync: they change no
+ *     contents at any readable time, a since move precedes in the WAL the compactions it
+ *     permits, its permission lives in the catalog or the controller's own window, and
+ *     the next synced write makes both durable (the WAL is synced in order).  Physical
+ *     since <= since <= the committed bound in every state the disk can be left in (I2).
  *
  * (7) Appends.  An append with updates writes a new batch [expected_upper, new_upper)
  *     -- unless the newest batch is empty, in which case it fills that one (same
@@ -67,63 +50,32 @@
  *     matters, and one synced WriteBatch holds the caller's change and every deferred
  *     one: all or nothing.
  *
- * (14) Group commit (issue 6: at 100,000 objects every append's fdatasync was the
- *     controller loop's longest stall, 0.4-16 ms and up to 100 ms on a shared disk).
- *     Once storage_syncer_start() ran, storage_append_group() writes its WriteBatch
- *     with sync = 0 -- RocksDB appends it to the WAL file with write() and to the
- *     memtable, so reads and later groups see it at once and a kill -9 keeps it (page
- *     cache) -- and asks the syncer thread for a sync.  The syncer calls
- *     rocksdb_flush_wal(db, 1) = DB::SyncWAL(), which fdatasyncs every live WAL file:
- *     everything written before the call is durable when it returns.  Sequence
- *     numbers make this checkable (loop thread only, but for the syncer's copies):
- *       seq_written   every successful write of the loop thread takes the next one;
- *       seq_must      the last write that must become durable before anything that
- *                     depends on it is shown (an unsynced group);
- *       seq_durable   every write <= it is durable: a synced write sets it to its own
- *                     seq (the WAL is synced in order, so it covers those before);
- *                     storage_sync_poll() raises it to what a finished sync covered.
- *     Invariants: seq_durable <= seq_written; seq_must <= seq_written; the syncer
- *     syncs only targets <= seq_written as published to it after the write returned
- *     (y->want), so y->done <= seq_written; a sync's target is read before it starts,
- *     so every write it claims completed before SyncWAL() was called.  Group commit
- *     falls out: while a sync runs, new writes raise y->want and wait for the next.
- *     A failed sync is sticky like a failed write (9), and no later sync is tried
- *     (y->err): the writes after the last good sync may or may not be on disk, so the
- *     caller reopens and takes what recovery shows.  Deferred creates and drops
- *     (12) written by a write after seq_durable stay in s->def_unsynced (tagged with
- *     that write's seq) until a sync covers them, so that a failed sync or write can
- *     hand them to storage_deferred_lost() for the caller to make again.  Merges of
- *     controller-storage-compact.c NOTE 13 and compactions need no sync (1) and never raise seq_must.
- *     Nor is a sync tried after a failed write (y->writer_failed): RocksDB's WAL
- *     writer may hold the failure, and RocksDB (Debian's build) asserts -- aborting
- *     the controller -- when a failed WritableFileWriter is synced (the catalog hit it:
- *     common/catalog/catalog.c NOTE 8).  A sync the syncer had already begun when the
- *     write failed is not covered: closing that window would make the loop wait for
- *     the syncer's fdatasync, which this note exists to avoid.
+ * (14) Group commit.  Once storage_syncer_start() ran, storage_append_group() writes with
+ *     sync = 0 (visible at once, kept by a kill -9) and asks the syncer thread for
+ *     rocksdb_flush_wal(db, 1) = DB::SyncWAL(): everything written before the call is
+ *     durable when it returns.  Loop-thread sequence numbers: seq_written (every
+ *     successful write), seq_must (the last write that must be durable before anything
+ *     depending on it is shown), seq_durable (every write <= it is durable; raised by a
+ *     synced write or storage_sync_poll()).  Invariants: seq_durable, seq_must, y->done
+ *     <= seq_written; a sync's target (y->want) is read before it starts.  A failed sync
+ *     is sticky (9, y->err); deferred creates and drops (12) after seq_durable stay in
+ *     s->def_unsynced until covered, for storage_deferred_lost().  Merges
+ *     (controller-storage-compact.c NOTE 13) and compactions never raise seq_must.  No
+ *     sync after a failed write (y->writer_failed): RocksDB aborts on a failed WAL
+ *     writer synced (common/catalog/catalog.c NOTE 8).
+ *     A sync already begun when a write failed is not covered (closing that would make
+ *     the loop wait for the fdatasync).
  *
- * (16) Drops delete key by key when they can.  A range delete costs O(1) to write, but
- *     RocksDB 7.8 (Debian 12's) keeps the range tombstones of a memtable as a list
- *     that the first read after each new one fragments and sorts again: O(range deletes
- *     in the memtable), on the loop.  Every DROP TABLE put two there (batches,
- *     chunks), and they stay until the memtable is flushed (controller-storage.c NOTE 11: ~2 MiB or the
- *     WAL's 8 MiB), so a stream of CREATE + DROP pairs made that cost grow without
- *     bound: 20,000 pairs cost the controller's loop 256 such sorts of 1-4 ms (max 10
- *     ms; 543 ms in all, bpftrace on the constructor, 2026-12-03).  (RocksDB 8.9's
- *     memtable_max_range_deletions flushes for this; the C API here has no way to.)
+ * (16) Drops delete key by key when they can.  RocksDB 7.8 (Debian 12's) re-sorts a
+ *     memtable's range tombstones at the first read after each new one, so range deletes
+ *     piling up in the memtable cost the loop without bound; point tombstones do not.
  *     So a drop whose collection's keys are few and exactly known deletes them one by
- *     one -- point tombstones, which reads step over without sorting anything: the
- *     collection record, then each batch's descriptor gid|lower and its chunks
- *     gid|lower|0 .. parts-1.  Known exactly: descriptors loaded (8), no merge in the
- *     background (13: merge_wait_for() applied it, so memory lists the merged batch),
- *     and memory equal to the disk by (2) and (4) -- every change of the keys is one
- *     WriteBatch, applied to memory after it returned.  Few: at most
- *     STORAGE_DROP_KEY_BATCHES batches and DROP_KEYS_MAX keys; an empty table (one
- *     empty batch, no chunks) is two deletes beside its record.  Otherwise, or when
- *     not loaded, range deletes as before; they also cover keys memory does not know
- *     of.  A deferred drop (12) carries the batches' (lower, parts) in its record,
- *     since the collection is gone from memory when deferred_put() writes it.
- *     storage_check() counts every key of every family, so a key left behind by a
- *     drop fails it (tests/storage: "drop removes every key", the randomized model).
+ *     one (the record, each batch's descriptor gid|lower, its chunks gid|lower|0 ..
+ *     parts-1).  Known exactly: descriptors loaded (8), no merge in the background (13,
+ *     merge_wait_for()), memory equal to the disk by (2) and (4).  Few: at most
+ *     STORAGE_DROP_KEY_BATCHES batches and DROP_KEYS_MAX keys.  Otherwise range deletes.
+ *     A deferred drop (12) carries the batches' (lower, parts) in its record
+ *     (deferred_put()).  storage_check() counts every key, so a key left behind fails it.
  */
 #include "controller-storage.h"
 #include "controller-storage-internal.h"
