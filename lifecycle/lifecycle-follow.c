@@ -8,70 +8,37 @@
  *
  * NOTES ON THE DESIGN
  *
- * (1) Following.  The catalog is a RocksDB secondary.  At open (and after any error or
- *     a rejected publication) the state is rebuilt from the state column family at
- *     catalog_last_seq() (lc_load(): four scans at once, lifecycle-load.c).  From
- *     then on the state
- *     applies every committed transaction in seq order (lc_state_apply_txn()), from
- *     one of two sources:
- *       - the catalog log ring (lring.h), the usual one: the adapter's commit hook
- *         publishes each transaction's log entry after the group's synced write, so
- *         what the ring holds is durable and in seq order without gaps.  A record with
- *         seq <= the state's is skipped; seq == state + 1 is decoded and applied.  No
- *         RocksDB catch-up per commit (it was ~half of this daemon's CPU).
- *       - the log, read from the secondary after catalog_catch_up(): whenever the ring
- *         cannot vouch for being complete -- not attached yet, lapped, the adapter
- *         restarted (new generation), a gap, an omitted (too large) or undecodable
- *         payload, a damaged region, or the ring's last seq above what it delivered.
- *         This path is correct on its own; the ring only saves its cost.
- *     Both paths apply exactly the same bytes (the ring carries the log entry), so the
- *     state cannot tell them apart.  The secondary is still caught up about once a
- *     second while the ring is being used (RocksDB otherwise pins the WAL files the
- *     primary deleted), at least every CATCHUP_IDLE_MS anyway (a safety net should the
- *     ring ever go silent), always before the log path and before a reload; a catch-up
- *     that finds the log ahead of the state applies the difference.
+ * (1) Following.  The catalog is a RocksDB secondary.  At open (and after any error or a
+ *     rejected publication) the state is rebuilt at catalog_last_seq() (lc_load(),
+ *     lifecycle-load.c); then it applies every committed transaction in seq order
+ *     (lc_state_apply_txn()) from the catalog log ring (lring.h: durable, in seq order,
+ *     no gaps; seq <= the state's skipped, state + 1 applied) or, whenever the ring cannot
+ *     vouch for being complete (not attached, lapped, a new generation, a gap, an omitted
+ *     or undecodable payload, a damaged region, its last seq above what it delivered),
+ *     from the log after catalog_catch_up().  Both apply the same bytes.  The secondary is
+ *     still caught up about once a second, at least every CATCHUP_IDLE_MS, and always
+ *     before the log path and a reload.  docs/lifecycle.md, "Following the catalog".
  *
  * (4) Waking up for a commit.  The adapter's FUTEX_WAKE on the ring's notify word
  *     completes an io_uring futex wait of the loop itself (loop_futex_wait(), Linux
- *     6.7+): one wake-up per commit, the loop's.  Before, a watcher thread slept in
- *     futex(2) and woke the loop through an eventfd: two wake-ups in a row, each of
- *     which could wait for a CPU behind other work (on 2 vCPUs under load, the tail
- *     of the follower lag was mostly these run-queue waits).  The sleeper reader
- *     follows lring_wait()'s protocol in two halves: lring_sleep_begin() (counted as a
- *     sleeper, or "readable now"), the wait in the loop, lring_sleep_end() at its
- *     completion; then lring_skip() past what woke it *before* following, so a
- *     publish after the skip is seen by the next lring_sleep_begin() and none is lost.
- *     Where the kernel lacks the opcode, or refuses the wait (-EINVAL, -EOPNOTSUPP in
- *     the completion), or --catalog-wait-thread asks for it, the watcher thread of
- *     before takes over for the life of the process (status catalog_wait=thread).
- *     Nothing else differs: both only trigger lifecycle_follow(), which trusts the
- *     ring only as far as (1) says.
+ *     6.7+): one wake-up per commit.  The sleeper follows lring_wait()'s protocol in two
+ *     halves: lring_sleep_begin(), the wait in the loop, lring_sleep_end() at its
+ *     completion, then lring_skip() past what woke it *before* following, so no publish
+ *     is lost.  Where the kernel lacks the opcode or refuses the wait (-EINVAL,
+ *     -EOPNOTSUPP), or --catalog-wait-thread asks for it, a watcher thread (futex(2),
+ *     eventfd) takes over for the life of the process (status catalog_wait=thread).  Both
+ *     only trigger lifecycle_follow(), which trusts the ring only as far as (1) says.
  *
- * (6) The periodic catch-up runs off the loop.  catalog_catch_up() replays the
- *     primary's new WAL into the secondary's memtable; during a setup of 100,000 objects
- *     (~11,000 commits/s) one second of WAL took the loop 100-250 ms, the follower's
- *     longest stall by far (perf: RocksDB's RecoverLogFiles under catchup_tick()).  So
- *     catchup_tick() posts the catch-up to a thread of its own (struct catchup_worker,
- *     started on first use) and returns; the thread catches up and wakes the loop, and
- *     catchup_done() does what followed the catch-up before (drain the ring, apply the
- *     log the ring lacks).  At most one is in flight.  A reload's catch-up stays
- *     synchronous (and the log path's, below, without the thread):
- *     catalog_catch_up() is serialized by the catalog's lock
- *     and RocksDB reads may run beside it -- except a reload's four scans, which share
- *     no snapshot and assume the secondary's view does not move under them, so
- *     lifecycle_reload() first waits for an in-flight catch-up to end (both are posted
- *     and started on the loop, so none starts during a reload).  Where the thread
- *     cannot be started, the catch-up runs on the loop as before.
- *     The log path (1) goes the same way (follow_log_post()): when the ring cannot
- *     vouch, lifecycle_follow() posts a catch-up (or joins the one in flight) and
- *     returns, and catchup_done() applies the log after it.  Until then (log_pending)
- *     a follow only marks follow_again, and catchup_done() follows once more; the ring
- *     is left unread meanwhile, so what it holds after the gap is still there to follow
- *     from and no record read in the wait has to come from yet another catch-up.  Why:
- *     during a setup of 100,000 objects the ring omits the largest transactions (a
- *     publication of 100,000 bounds is over its payload_max), and each such fallback
- *     caught up on the loop -- 8 catch-ups of 32-256 ms there, the follower's longest
- *     stalls (bpftrace, 2026-12-03).
+ * (6) The periodic catch-up runs off the loop.  catchup_tick() posts catalog_catch_up()
+ *     (which replays the primary's new WAL into the secondary) to a thread of its own
+ *     (struct catchup_worker, started on first use); the thread wakes the loop and
+ *     catchup_done() drains the ring and applies the log the ring lacks.  At most one is
+ *     in flight.  A reload's catch-up stays synchronous, and lifecycle_reload() first
+ *     waits for one in flight: its four scans share no snapshot and assume the
+ *     secondary's view does not move under them.  Without the thread it runs on the loop.
+ *     The log path (1) goes the same way (follow_log_post()): until catchup_done() applies
+ *     the log (log_pending), a follow only marks follow_again and the ring is left
+ *     unread, so what it holds after the gap is still there to follow from.
  */
 #include <assert.h>
 #include <pthread.h>

@@ -58,7 +58,7 @@ struct lifecycle {
         struct lring_reader *sleeper;   /* the loop's reader that only waits */
         struct loop_io sleep_io;        /* the futex wait in flight */
         bool sleeping;                  /* sleep_io in flight, counted as a sleeper */
-        bool sleep_stopping;            /* notify_stop() ran: do not re-arm */
+        bool sleep_stopping;            /* lifecycle_notify_stop() ran: no re-arm */
         struct loop_timer *sleep_timer; /* attach retry or back-off */
         uint64_t loop_wakes;            /* completions of sleep_io */
         /* The secondary's catch-up timer (1). */
