@@ -31,32 +31,18 @@
  *     storage_compact_pending() runs the tiered policy on the collections whose since
  *     moved or that gained PENDING_NEW_BATCHES batches, in request order.
  *
- * (13) Big merges run in a thread of their own.  A tiered merge that reads
- *     MERGE_BG_UPDATES updates or more (coord_frontiers' oldest batch holds a row per
- *     collection: at 100,000 objects a merge that reaches it, or the first bound
- *     publication moving every index's row, held the loop 70-320 ms) is started by
- *     storage_compact_pending_fn() in a worker thread (merge_start()) and applied to
- *     memory by a later call (storage_merge_finish()); one at a time, others of that
- *     size wait queued.  The worker builds exactly compact_run()'s records but the
- *     collection record, through a handle of its own (storage_shadow_new(): s's db
- *     and column families, its own scratch and WriteBatch; RocksDB takes reads and
- *     writes from several threads), and writes them unsynced (1) in ONE WriteBatch,
- *     which RocksDB makes visible at once: a reader sees the run or the merged batch.
- *     It touches nothing else, so while it runs:
- *       - an append never extends or fills the run's newest batch (its descriptor is
- *         the merge's to delete): it starts a new batch after it (7); so the run's
- *         keys and its merged upper stay fixed, and the new batches lie above them;
- *       - a range read that would start inside the run starts at its first batch
- *         (the disk may hold the merged batch there already), and a read at t
- *         reads the run as one key range (read_batches(), (4));
- *       - the collection is not compacted again (merge_repend queues it for after);
- *       - a drop of it, storage_compact(), storage_check() and storage_close() wait
- *         for the worker (a drop's deletes must come after the merge's write).
- *     Applying moves the descriptors in memory, then writes the collection record
- *     with the new physical since (unsynced, (1)); until then the disk's physical
- *     since is the old, lower one, which (3) allows.  A crash at any point leaves the
- *     run or the merged batch (5).  A failed write of the worker is sticky (9) when it
- *     is applied; memory keeps the run, which reads the same as the merge.
+ * (13) Big merges run in a thread of their own.  A tiered merge reading MERGE_BG_UPDATES
+ *     updates or more is started by storage_compact_pending_fn() in a worker (merge_start(),
+ *     one at a time) and applied to memory later (storage_merge_finish()).  The worker
+ *     writes compact_run()'s records but the collection record, through its own handle
+ *     (storage_shadow_new()), unsynced (1) in ONE WriteBatch: a reader sees the run or the
+ *     merged batch.  While it runs: an append never extends or fills the run's newest
+ *     batch (7); a read starting inside the run starts at its first batch and reads the
+ *     run as one key range (read_batches(), (4)); the collection is not compacted again
+ *     (merge_repend); a drop, storage_compact(), storage_check() and storage_close() wait
+ *     for the worker.  Applying writes the collection record with the new physical since
+ *     (the old, lower one on disk until then is allowed by (3)); a crash leaves the run or
+ *     the merged batch (5).  A worker's failed write is sticky (9) when applied.
  */
 #include "controller-storage.h"
 #include "controller-storage-internal.h"
