@@ -23,27 +23,19 @@
  *     shows exactly what reached the disk, and the mirrors are rebuilt from it.  If the reopen fails, the server
  *     stops the node and the daemon exits non-zero.
  *
- * (10) The tables' shared frontier T (as in txn-wal).  An Append at ts advances only
- *     the built-ins (every one, O(1) of them) and the tables it writes to ts + 1; T is
- *     the stored upper of coord_objects (gid CSERVER_GID_OBJECTS), which every Append
- *     advances, so T is durable in the same WriteBatch as the rest of the append and
- *     comes back with it after a restart.  A table's EFFECTIVE upper is
- *     max(stored upper, T): no append can have written it in [stored upper, T)
- *     without moving its stored upper, so its contents at any t in [stored upper, T)
- *     equal those at stored upper - 1 -- or are empty when stored upper == since
- *     (never written since birth: no storage read at all).  Every answer about a
- *     table -- readability of a peek, what a peek and a DELETE read, the upper that
- *     MSG_LIST_COLLECTIONS reports -- uses the server_effective upper; only the ring and the
- *     rows of coord_frontiers show the stored one, with T next to it (gid 1's upper,
- *     row 0).  A table written at ts appends [stored upper, ts + 1) with its rows at
- *     ts: the gap is filled by that same append.  After an append every table's
- *     stored upper is <= T; only a table server_created with since > T has stored upper > T
- *     until the next append (s->born_above), and then its server_effective upper is its
- *     stored one.  coord_objects cannot be dropped (tables' uppers would regress,
- *     I1), and an Append is refused while it does not exist.
- *     Issue 5 (table compaction) must keep since <= stored upper - 1 for a table that
- *     was ever written, e.g. by appending an empty advance to T before allowing a
- *     since above the stored upper: storage refuses reads below since.
+ * (10) The tables' shared frontier T (as in txn-wal).  An Append at ts advances only the
+ *     built-ins and the tables it writes to ts + 1; T is the stored upper of coord_objects
+ *     (gid CSERVER_GID_OBJECTS), advanced by every Append in the same WriteBatch, so it is
+ *     durable with it.  A table's EFFECTIVE upper is max(stored upper, T): its contents at
+ *     t in [stored upper, T) equal those at stored upper - 1 (empty when never written).
+ *     Every answer about a table (a peek's readability and reads, a DELETE's read,
+ *     MSG_LIST_COLLECTIONS) uses the effective upper (server_effective()); the ring and
+ *     coord_frontiers show the stored one next to T (gid 1's upper, row 0).  After an
+ *     append every stored upper is <= T but a table created with since > T
+ *     (s->born_above).  coord_objects cannot be dropped (I1); an Append is refused while
+ *     it does not exist.  A table's compaction must keep since <= stored upper - 1 once
+ *     written (storage refuses reads below since).  docs/ARCHITECTURE.md, "Tables' shared
+ *     frontier".
  *
  * (11) Row counts of built-ins.  (3) checks that a retraction finds its row; for a
  *     table that costs a read of the table (a DELETE reads it anyway), but coord_objects

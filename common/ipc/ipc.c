@@ -30,27 +30,16 @@
  *     an oversized prefix is rejected before its body is read) and shrinks back after
  *     a large frame, so an idle conn holds IPC_RBUF_INIT bytes.
  *
- * (4) Send.  Two buffers: `out` collects encoded frames (ipc_frame_pack() writes in
- *     place, no per-frame allocation or copy), `wire` is what the kernel is sending,
- *     wire.data[woff, wire.len).  A flush swaps the two and writes wire with one
- *     send(2, MSG_DONTWAIT) from the loop thread; only what the socket did not take
- *     goes to an io_uring send (short sends resubmit the rest), and frames queued
- *     meanwhile wait in `out` for its completion: pipelining without a queue of small
- *     buffers.  When a flush runs: a handler of the conn (busy) only queues, and
- *     conn_rearm() flushes when it returns, so the replies to a batch of requests
- *     leave in one send; a frame queued from anywhere else asks the loop for a
- *     deferred flush (loop.c note 11), which runs once after the batch of callbacks,
- *     before the loop sleeps (Redis's beforeSleep), so every frame queued for the conn
- *     in that batch leaves together.  Errors are left to the io_uring send, which
- *     reports them in order with the conn's other completions.  Why a direct send: an
- *     io_uring send of a small frame completes inline anyway, and reaping its
- *     completion cost the loop a second io_uring_enter() per message (submit, reap
- *     the send, then sleep).  Measured 2026-12-02 (bench-wire --placement cross,
- *     alternating with the build before): io_uring_enter() calls per message 2.0 ->
- *     1.0, 64-byte round trips across vCPUs 1.94-1.98x -> 1.80-1.85x of plain sockets
- *     (same vCPU about 1.25x either way).  The bytes not yet sent are limited to
- *     sendq_limit (-ENOBUFS): a peer that stops reading cannot grow our memory
- *     without bound.
+ * (4) Send.  `out` collects encoded frames (ipc_frame_pack() writes in place), `wire` is
+ *     what the kernel is sending, wire.data[woff, wire.len).  A flush swaps the two and
+ *     writes wire with one send(2, MSG_DONTWAIT) from the loop thread; only the rest goes
+ *     to an io_uring send, and frames queued meanwhile wait in `out` for its completion.
+ *     A handler of the conn (busy) only queues and conn_rearm() flushes when it returns;
+ *     a frame queued from elsewhere asks for a deferred flush (loop.c note 11), run once
+ *     after the batch of callbacks, so a batch's frames leave in one send.  Errors are
+ *     left to the io_uring send (in order with the conn's other completions).  Unsent
+ *     bytes are limited to sendq_limit (-ENOBUFS): a peer that stops reading cannot grow
+ *     our memory without bound.
  *
  * (5) Server.  Accept is one loop_accept() re-armed after each completion.  A peer
  *     whose SO_PEERCRED uid differs from our euid is closed at once and counted, and
