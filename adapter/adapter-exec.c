@@ -46,96 +46,55 @@
  *     with its rows).
  * (5) Reconciliation.  coord_objects, coord_bounds and coord_requirements are functions
  *     of the committed catalog.  At start (and after a failed group that carried some of
- *     their rows) the adapter holds the groups that carry their rows, reads the three
- *     relations at the built-ins' upper - 1, and puts one group in front of every queued
- *     group with the difference between what the catalog says and what the relations
- *     plus the queued groups will hold.  Nothing else writes the built-ins meanwhile
- *     (only our appends do; the groups that go meanwhile, the upper tick and table
- *     writes, move their upper but not their contents), so that read is the state the
- *     queued groups start from.  Reads at "now" are served meanwhile.  It runs
- *     only with no catalog commit in flight (a committed transaction's rows are then
- *     all queued), else it is tried again at the next tick.  Cost: three reads,
- *     O(objects); reads of the three relations wait for it, other reads are served
- *     meanwhile, but the controller answers in order, so a read sent meanwhile waits
- *     behind those.  At start the writer mark (8) usually shows that nothing was
- *     lost, and then nothing is read at all.
+ *     their rows) the adapter holds the groups carrying their rows, reads the three at
+ *     the built-ins' upper - 1, and puts in front of every queued group one with the
+ *     difference between the catalog and the relations plus the queued groups.  Only our
+ *     appends change their contents, so that read is the state the queued groups start
+ *     from.  It runs only with no catalog commit in flight, else again at the next tick.
+ *     Reads of the three wait for it; reads at "now" are served meanwhile.  At start the
+ *     writer mark (8) usually shows nothing was lost, and nothing is read.
  * (6) Held groups.  A group nobody waits for -- built-in rows of answered DDL and of
  *     publications, the idle upper tick -- is held EXEC_HOLD_US before it is sent, and
- *     goes at once when a statement's write joins it or a read waits for the fence.
- *     Two reasons: every append is an fsync on the controller, and on this disk a
- *     second fsync in flight slows the catalog commit that a DDL's answer waits for
- *     (measured: 150-250 us alone, 450-600 us next to the controller's); and one
- *     timestamp per append would run the timestamps ahead of the clock at more than
- *     1,000 DDL/s (adapter-oracle.c note 4).  A DDL burst then costs one append per
- *     EXEC_HOLD_US, whatever its size.  A read at or past an input's upper also sends
- *     the held group (hold_release(), exec_select()): the controller answers it only
- *     after the next append.  16 ms, not 4 (2026-12-02, `bench tables --pairs 2000`,
- *     16 alternating pairs of runs): the DDL pair's p95 was lower in 12 of 16, median
- *     916 -> 739 us in the first 10: a quarter of the controller fsyncs next to the
- *     catalog's.  A SELECT of a table right after its CREATE waited out the hold
- *     before hold_release() (p50 4.6-4.7 ms; 0.68-0.71 ms after).
- * (7) Runs.  A simple query's consecutive CREATEs go to the catalog together: each is
- *     still its own catalog transaction with its own sequence number, but the run is
- *     ONE committer job and one synced write (catalog_commit_many(): all durable or
- *     none), instead of one fsync and two thread hand-offs per statement in series.
- *     A statement joins the open run, in place of being committed at once, when it is
- *     a CREATE without notices or IF NOT EXISTS and its analysis met no object being
- *     created or dropped by anyone else (session_lookup()).  The run's own creations
- *     it does see, as they will be once the run is durable, since they commit before
- *     it in the same write: CREATE DEFAULT INDEX ON the view just created joins the
- *     run (acat_create_begin_after() lets its refs name them; its logical inputs must
- *     be committed, else it waits for the run as below).  Anything else ends the run:
- *     the run is committed, and the statement analyzed again once the run is durable,
- *     against the catalog with it; so every statement sees exactly the catalog it
- *     would see one at a time.  Finishing goes in order (the view before its index),
- *     rolling back in reverse.  Errors keep their order: while a run is open, a CREATE
- *     that fails its validation sends nothing (STMT_RETRY) and runs again alone after
- *     the run.  Answers keep theirs: the run's CommandCompletes go out in statement
- *     order once it is durable; if it failed, the first statement of the run gets the
- *     error and nothing after it runs, as when a single statement's commit fails.  A
- *     run is built inside one session_resume() call and submitted before it returns,
- *     so no other session sees a run half built; EXEC_RUN_MAX bounds it (and the
- *     loop's busy stretch of building one).
- * (8) Writer mark.  An Append may carry a mark (origin, seq) that the controller keeps
- *     with coord_objects' upper, durable exactly with the append's rows (Append.
- *     writer_mark, controller-server-append.c note 15).  It claims: the three relations, as
- *     this append leaves them, are f(catalog state at seq) -- every transaction up to
- *     seq has its rows in this group or an earlier one, and no later one has any.
- *     group_send() makes the claim only when that holds by construction: the group is
- *     the last one queued, no commit is in flight (every committed transaction's rows
- *     are queued, in this group or before it: catalog_last_seq() is then covered), and
- *     no reconciliation is needed or running (a lost group, or rows that could not be
- *     queued, would make it false); any other group carries no mark and the controller
- *     keeps the last one, still true (groups apply in order, all or nothing).  An idle
- *     upper tick renews it, so it trails the catalog by about a tick.  origin is
- *     log entry 1's commit_ms, so that a mark written for another catalog (the
- *     directory deleted and made again) never matches.  At start (5) lists gid 1 only
- *     and reads the log after the mark: if no transaction there changes state, the
- *     relations already are f(catalog), nothing is read and nothing is written:
- *     reconciliation costs O(what was committed after the mark), not O(objects).
- *     Otherwise (no mark, another origin, a mark beyond the log, a state change after
- *     it) it reads and diffs as before.
- * (9) Streamed reads (issue 6).  A SELECT asks the controller for its result in chunks
- *     of cfg.peek_chunk_bytes (PeekRequest.chunk_bytes, proto/coord.proto; 0 = one
- *     message, as the reconciliation's reads of (5) keep).  A result that fits one
- *     chunk comes as one PeekResult, the fast path.  Otherwise each PeekResult says
- *     more = true, the request stays pending (request.keep, .streamed) and the session
- *     parked (s->stream), and the next chunk comes only when asked for with
- *     MSG_PEEK_NEXT: one chunk in flight per stream, so what a stream costs the adapter
- *     is one chunk plus the client's queued output.  A chunk is turned into DataRows
- *     and pushed to the client at once (peek_rows(): O(chunk) per loop turn, so other
- *     connections, DDL and the controller's other replies are served between chunks).
- *     The next pull goes out BEFORE the chunk is formatted when the client has at most
- *     EXEC_STREAM_QUEUED_MAX bytes queued (the controller encodes the next chunk
- *     meanwhile), else after the client drained to that mark (pgwire_notify_drained(),
- *     pg_drained()): a client that does not read stops its stream and nothing else.
- *     Ends: the last chunk (CommandComplete with the count of every chunk's rows); a
- *     MSG_ERROR (the rows sent stay, then the ErrorResponse); the client gone or
- *     cancelling (stream_abandon(): PeekNext cancel now, or -- a pull out -- when its
- *     chunk comes, which is dropped); the controller's connection lost or replaced
- *     (streams_lost(): a stream is never resent, its rows were delivered; 58000 and
- *     the session goes on).  The controller keeps the snapshot's execution hold until
- *     the stream ends (controller-server-peek.c note 5).
+ *     goes at once when a statement's write joins it or a read waits for the fence; a
+ *     read at or past an input's upper also sends it (hold_release(), exec_select()),
+ *     since the controller answers that read only after the next append.  Why: every
+ *     append is an fsync on the controller, which slows the catalog commit a DDL's
+ *     answer waits for, and one timestamp per append would run the timestamps ahead of
+ *     the clock (adapter-oracle.c note 4).  A DDL burst costs one append per
+ *     EXEC_HOLD_US, whatever its size.
+ * (7) Runs.  A simple query's consecutive CREATEs go to the catalog as ONE committer
+ *     job and one synced write (catalog_commit_many(): all durable or none), each still
+ *     its own transaction.  A statement joins the open run when it is a CREATE without
+ *     notices or IF NOT EXISTS whose analysis met no object being created or dropped by
+ *     anyone else (session_lookup()); it sees the run's own creations
+ *     (acat_create_begin_after()).  Anything else commits the run and is analyzed again
+ *     once it is durable: every statement sees exactly the catalog it would see one at a
+ *     time.  While a run is open a failing CREATE sends nothing (STMT_RETRY) and runs
+ *     again alone after it; CommandCompletes go out in order once durable; a failed run
+ *     errors its first statement.  A run is built and submitted inside one
+ *     session_resume() call; EXEC_RUN_MAX bounds it.
+ * (8) Writer mark.  An Append may carry a mark (origin, seq), kept with coord_objects'
+ *     upper and durable with the append's rows (Append.writer_mark,
+ *     controller-server-append.c note 15).  It claims: the three relations, as this
+ *     append leaves them, are f(catalog state at seq).  group_send() marks a group only
+ *     when that holds by construction: the last group queued, no commit in flight, no
+ *     reconciliation needed or running; other groups carry none (the controller keeps the
+ *     last, still true).  An idle upper tick renews it.  origin is log entry 1's
+ *     commit_ms (mark_origin_read()), so a mark of another catalog never matches.  At
+ *     start (5) reads the log after the mark and, if no transaction there changes state,
+ *     reads and writes nothing; otherwise it reads and diffs.
+ * (9) Streamed reads (issue 6).  A SELECT asks for its result in chunks of
+ *     cfg.peek_chunk_bytes (PeekRequest.chunk_bytes; 0 = one message, as (5)'s reads
+ *     keep).  With more = true the request stays pending (request.keep, .streamed), the
+ *     session parked (s->stream), and the next chunk comes only on MSG_PEEK_NEXT: one
+ *     chunk in flight per stream.  peek_rows() pushes a chunk's DataRows at once (O(chunk)
+ *     per loop turn).  The next pull goes out before formatting when the client has at
+ *     most EXEC_STREAM_QUEUED_MAX bytes queued, else once it drained to that mark
+ *     (pgwire_notify_drained(), pg_drained()).  Ends: the last chunk; a MSG_ERROR; the
+ *     client gone or cancelling (stream_abandon()); the controller's connection lost
+ *     (streams_lost(): never resent, 58000).  The controller keeps the snapshot's hold
+ *     until the stream ends (controller-server-peek.c note 5).  docs/wire.md, "Streamed
+ *     reads".
  * (10) Transaction blocks (BEGIN ... COMMIT / ROLLBACK), as Materialize has them: a block
  *     either writes or reads.  Its INSERTs are checked and answered at once but kept in
  *     the session (s->txn_writes); COMMIT sends them as ONE group -- one Append, one
