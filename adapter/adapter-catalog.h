@@ -256,7 +256,8 @@ int acat_alter_sink_begin(struct adapter_catalog *ac, uint64_t gid, const struct
 uint64_t acat_max_bound(const struct adapter_catalog *ac, const uint64_t *gids, size_t n);
 
 const struct catalog_op *acat_txn_ops(const struct acat_txn *t, size_t *ret_n);
-/* Whether t must commit after the publication in flight (committer_submit_after()): it
+/* Whether t must commit after the publication in flight (after_earlier,
+ * committer_submit_opts()): it
  * drops something that publication moves, and its ops and built-in rows assume the
  * publication's values (a DROP during a publication's commit; committed in the other
  * order, the publication would write the bound of a dropped object, and the built-in

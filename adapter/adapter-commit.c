@@ -5,8 +5,8 @@
  * frees it.  Both queues are guarded by cm->lock; workers wait on cm->cond.
  *
  * Order.  Workers take jobs in submission order, but commit them concurrently, so two
- * jobs may reach the store in either order.  A job submitted with
- * committer_submit_after() is held by its worker until every job submitted before it
+ * jobs may reach the store in either order.  A job submitted with after_earlier
+ * (committer_submit_opts()) is held by its worker until every job submitted before it
  * has returned from the store: every earlier job has been taken already (the queue is
  * FIFO), so the worker waits until none of the tickets in cm->working is below its
  * own.  Completions go back to the loop in the order the store returned them, so
@@ -40,7 +40,7 @@ struct job {
         int r;
         uint64_t seq;
         uint64_t ticket;                /* submission order, from 1 */
-        bool after;                     /* committer_submit_after() */
+        bool after;                     /* commit_opts.after_earlier */
         uint32_t test_delay_ms;         /* committer_submit_opts() */
         int reply_fd;                   /* commit_opts.reply: not owned */
         const void *reply;
