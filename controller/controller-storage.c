@@ -66,22 +66,13 @@
  *     range read, read at t, stats), not at open: opening costs one scan of the small
  *     "collections" family, whatever the number of batches.
  *
- * (11) RocksDB options, and why:
- *       WriteOptions.sync = 1, use_fsync = 0   fdatasync of the WAL per change (1);
- *                                              sync = 0 for append groups with the
- *                                              syncer, which calls FlushWAL(sync) (14)
- *       wal_recovery_mode = point-in-time      a torn tail is dropped, never half applied
- *       manual_wal_flush = 0                   the WAL reaches the OS inside the write
- *       write_buffer_size 2 MiB, max_total_wal_size 8 MiB    bound what an open after
- *                                              kill -9 must replay (DESIGN section 11):
- *                                              with 8 MiB / 32 MiB a minute of the
- *                                              publication bench's writes left a 10 MB
- *                                              WAL that took 635 ms to replay, most of
- *                                              the controller's restart (issue 6); at
- *                                              ~150 kB/s a memtable now fills in ~14 s
- *       keep_log_file_num 4, max_log_file_size 1 MiB         bound the info LOG
- *     storage_close() of a healthy handle flushes the memtables, so a normal restart
- *     opens table files instead of replaying the WAL.
+ * (11) RocksDB options: WriteOptions.sync = 1, use_fsync = 0 (fdatasync of the WAL per
+ *     change, (1); sync = 0 for append groups with the syncer, (14)); wal_recovery_mode
+ *     = point-in-time (a torn tail is dropped, never half applied); manual_wal_flush = 0;
+ *     write_buffer_size 2 MiB and max_total_wal_size 8 MiB bound what an open after
+ *     kill -9 must replay (DESIGN section 11); keep_log_file_num 4, max_log_file_size
+ *     1 MiB bound the info LOG.  storage_close() of a healthy handle flushes the
+ *     memtables, so a normal restart opens table files instead of replaying the WAL.
  *
  * Handle states: OPEN (s->err == 0) -> ERROR (s->err < 0) on a failed write or sync,
  * until storage_close().

@@ -2,26 +2,17 @@
  *
  * NOTES ON THE DESIGN
  *
- * (1) The load is on the path of every restart of the follower: at 100,000 objects
- *     it reads 200,000 items, 100,000 bounds and 100,000 requirements.  It used to
- *     hand each record of one scan to the state and to the enactment set in turn, on
- *     the loop thread: every item was unpacked twice (once for each), and the state's
- *     map of objects was rehashed 13 times on the way to 200,000 objects, probing
- *     through pointers (1.2-1.4 s of a restart, issue 6).  Now, as the adapter's
- *     acat_open() does (adapter-catalog-open.c note 4):
- *       - four scans at once (load_scan(), catalog_scan_state()): the items below
- *         the middle GlobalId (on this thread), the items above it, the bounds, the
- *         requirements (on threads of their own); each only decodes, into arrays of
- *         its own.  An item is decoded once: the state takes its kind, RETAIN
- *         HISTORY and as-of, the enactment set what it keeps of the item if it keeps
- *         that kind (4; lifecycle-enact.c note 1);
- *       - then, on this thread, the records go into the state in one
- *         lc_state_load_batch() (its map sized once for all of them, each bound and
- *         requirement finding its item from where the previous one's was,
- *         lifecycle-state.c note 1), and the kept items into the set in GlobalId
- *         order (appends).
- *     The middle GlobalId comes from the adapter's "next_gid" meta record; it only
- *     balances the two item scans, which cover every item key whatever it says.
+ * (1) The load is on the path of every restart of the follower (at 100,000 objects:
+ *     200,000 items, 100,000 bounds, 100,000 requirements).  As the adapter's acat_open()
+ *     does (adapter-catalog-open.c note 4):
+ *       - four scans at once (load_scan(), catalog_scan_state()): the items below and
+ *         above the middle GlobalId, the bounds, the requirements, each decoding into
+ *         arrays of its own; an item is decoded once, for the state and for the
+ *         enactment set (4; lifecycle-enact.c note 1);
+ *       - then, on this thread, one lc_state_load_batch() (lifecycle-state.c note 1)
+ *         and the kept items into the set in GlobalId order.
+ *     The middle GlobalId ("next_gid" meta record) only balances the two item scans,
+ *     which cover every item key whatever it says.
  * (2) The scans do not see each other, nor the catalog move: the secondary changes
  *     only in catalog_catch_up(), which only the loop thread calls, and the loop
  *     thread waits here until the scans are joined.  So the four scans read one
