@@ -5,25 +5,17 @@
  * are adapter-catalog-ddl.c notes 1 and 3 and adapter-catalog.c note 2.
  *
  * NOTES ON THE DESIGN
- * (4) Loading (acat_open()) is on the path of an adapter restart: at 100,000 objects
- *     it reads 200,000 items and as many bounds and requirements.  So it does each
- *     thing once, and on both vCPUs: four scans run at once (load_scan(),
- *     catalog_scan_state() over catalog_scan_ranges(): the items below the middle
- *     GlobalId, those above it, the
- *     bounds, the requirements), each only decoding into arrays of its own; then
- *     the items are appended in key (= GlobalId) order, the name index is built once at its final size, the bounds and
- *     requirements (also in GlobalId order) find their items from where the previous
- *     record's was, an object's oldest index is the first index met on it, an item
- *     takes the strings and arrays of its unpacked record instead of copying them,
- *     and a view's plan stays packed until a statement first reads the view
- *     (acat_relation(); one that does not decode then makes the read fail, XX000,
- *     instead of the open).  The threads touch nothing shared but the store
- *     (catalog_scan() is thread-safe) and are joined before acat_open() returns.
- *     Then the name index is built on a thread of its own while this one links the
- *     dependencies and the protection (load_names() reads each item's name and
- *     writes only the index; the others write items' dependents, index_id, bound and
- *     requirement fields, which it does not read).  catalog_loaded logs scan_us and
- *     link_us.
+ * (4) Loading (acat_open()) is on the path of an adapter restart, so it does each thing
+ *     once, on both vCPUs: four scans at once (load_scan(), catalog_scan_state() over
+ *     catalog_scan_ranges(): items below and above the middle GlobalId, bounds,
+ *     requirements), each decoding into arrays of its own, touching nothing shared but
+ *     the store (catalog_scan() is thread-safe), joined before acat_open() returns.  Then
+ *     items are appended in GlobalId order, bounds and requirements find their items from
+ *     the previous record's, and a view's plan stays packed until first read
+ *     (acat_relation(); a plan that does not decode fails that read, XX000).  The name
+ *     index is built on a thread of its own (load_names(): reads names, writes only the
+ *     index) while this one links dependencies and protection.  catalog_loaded logs
+ *     scan_us and link_us.
  */
 #include "adapter-catalog-internal.h"
 

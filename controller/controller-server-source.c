@@ -8,39 +8,25 @@
  * NOTES ON THE DESIGN
  *
  * (19) Sinks (DataflowSpec kind SINK, controller-sink.h).  A sink is a dataflow whose
- *     output goes to a file.  Its progress -- the time up to which the file is complete,
- *     and the file's length then -- is a storage collection of kind SINK with no
- *     updates: its upper and its mark (8 bytes, big endian).  So the progress is durable,
- *     in the frontier ring (the follower derives R(sink, I) = progress - 1 from it, as
- *     for a materialized view) and in coord_frontiers, with no machinery of its own.
- *     Compute passes step a sink like any dataflow and keep its output, times at or
- *     after its progress, in e->sink_out; every CSERVER_COMPACT_INTERVAL_MS server_sink_flush()
- *     appends those lines to the file and fdatasyncs it, then writes the new progress
- *     (upper = what it stepped to, mark = the new length) -- file first, progress after,
- *     so a crash in between only leaves lines past the recorded length.  Installing
- *     (server_sink_open()) cuts the file back to the recorded length and resumes the dataflow
- *     at progress - 1, writing from progress on: each update once, none skipped.  Lines
- *     leave only once the appends they derive from are durable (16, G1: e->sink_seq).
- *     A new sink starts at its as-of with its snapshot, or (SNAPSHOT = false) with
- *     progress = as-of + 1, so the snapshot is not written.  A failed write or
- *     fdatasync fails the sink (fail-stop; 58030); its progress, and so its inputs'
- *     history from there, stays until it is dropped or a restart resumes it.
+ *     output goes to a file.  Its progress (upper: the file is complete up to it; mark:
+ *     the file's length then, 8 bytes big endian) is a storage collection of kind SINK,
+ *     so it is durable, in the ring (R(sink, I) = progress - 1) and in coord_frontiers.
+ *     server_sink_flush() appends kept output (e->sink_out) to the file and fdatasyncs
+ *     it, then writes the progress: a crash in between leaves only lines past the
+ *     recorded length, which server_sink_open() cuts back before resuming at progress - 1
+ *     (each update once).  Lines leave only once their appends are durable (16, G1:
+ *     e->sink_seq).  A failed write or fdatasync fails the sink (58030); its progress
+ *     stays until it is dropped or a restart resumes it.  docs/compute.md, "Sinks".
  *
- * (20) Sources (DataflowSpec kind SOURCE, controller-source.h).  A source has two
- *     storage collections, its data (kind SOURCE, gid) and its remap (kind REMAP,
- *     progress_id: one row, the offset ingested up to each time).  Every
- *     CSERVER_COMPACT_INTERVAL_MS server_source_tick() polls each source at ts = max(now, its
- *     upper) and writes, for all of them in ONE storage write, the new rows at ts, the
- *     remap's row moved to the new offset at ts, and both uppers to ts + 1 -- even with
- *     nothing new, so a read at now waits at most a tick.  Rows and offset are durable
- *     together: after kill -9 the source resumes at the offset its remap holds at the
- *     meet of the two uppers - 1, so nothing is read twice or skipped (the follower keeps
- *     the remap readable there, R(source, progress)).  Then the rows go to the dataflows
- *     that read the source (server_compute_push(), server_compute_run()), as an append's do.  A source
- *     that cannot go on (its file vanished, shrank, a bad CSV line) keeps its offset,
- *     says why in the log (source_error, once per change) and status, and its uppers go
- *     on moving: its contents stay what was read.  Its frontiers and rows show through
- *     the output gate (16) like an append's.
+ * (20) Sources (DataflowSpec kind SOURCE, controller-source.h).  A source has two storage
+ *     collections: its data (kind SOURCE, gid) and its remap (kind REMAP, progress_id:
+ *     the offset ingested up to each time).  server_source_tick() polls every source at
+ *     ts = max(now, its upper) and writes, for all in ONE storage write, the new rows, the
+ *     remap's new offset and both uppers to ts + 1, even with nothing new.  Rows and offset
+ *     are durable together, so after kill -9 nothing is read twice or skipped.  Its
+ *     readers then step (server_compute_push(), server_compute_run()).  A source that
+ *     cannot go on keeps its offset, logs source_error, and its uppers go on moving.
+ *     Frontiers and rows show through the output gate (16).  docs/compute.md, "Sources".
  */
 #include "controller-server.h"
 #include "controller-server-internal.h"
