@@ -15,8 +15,9 @@
  *     it, then writes the progress: a crash in between leaves only lines past the
  *     recorded length, which server_sink_open() cuts back before resuming at progress - 1
  *     (each update once).  Lines leave only once their appends are durable (16, G1:
- *     e->sink_seq).  A failed write or fdatasync fails the sink (58030); its progress
- *     stays until it is dropped or a restart resumes it.  docs/compute.md, "Sinks".
+ *     e->sink_seq).  A new sink starts at its as-of with its snapshot, or (SNAPSHOT =
+ *     false) at progress = as-of + 1.  A failed write or fdatasync fails the sink (58030);
+ *     its progress stays until it is dropped or a restart resumes it.  docs/compute.md.
  *
  * (20) Sources (DataflowSpec kind SOURCE, controller-source.h).  A source has two storage
  *     collections: its data (kind SOURCE, gid) and its remap (kind REMAP, progress_id:
