@@ -8,38 +8,22 @@
  *
  * NOTES ON THE DESIGN
  *
- * (16) The output gate (group commit, issue 6).  An append's WriteBatch is visible to
- *     every read in this process as soon as it is written, but durable only when the
- *     syncer's next WAL sync is done.  Everything that leaves the process -- every
- *     reply (Ok, Error, PeekResult, CollectionList) and every ring publication or
- *     forget -- therefore goes through server_out_send() / server_ring_set() / server_ring_forget(), which
- *     send it at once only while nothing is waiting (no entry held and
- *     storage_pending_seq() == 0); otherwise it is held in s->out, tagged with the
- *     sequence number of the last unsynced append (never less than the tag before
- *     it), and server_out_release() sends the held entries, in order, whose tag is at or
- *     below storage_durable_seq().  So:
- *       G1 nothing computed from an unsynced append -- its Ok, an upper (a table's,
- *          T, a built-in's, a materialized view's or index's derived from it), a
- *          peek's rows, a listing, coord_frontiers' rows -- is shown before the sync
- *          that covers it; a restart after kill -9 shows every upper that was shown;
- *       G2 replies and ring records leave in exactly the order they were made, so
- *          (1) holds (Ensure, Drop, Append and List replies in request order) and a
- *          ring record never overtakes an Ok made before it;
- *       G3 everything made while nothing is unsynced or held leaves at once: a synced
- *          write (a create, a drop, a flush of deferred changes) makes every append
- *          before it durable too (storage moves durable_seq), and then releases.
- *     Held entries are cheap: a reply is packed once more, a ring record is 32 bytes.
- *     s->rc is what the ring WILL show (held records included), so that a change is
- *     held once.  Held replies to a peer whose connection is replaced or lost are
- *     dropped with it (their request ids mean nothing to the next connection).  A
- *     failed sync is a failed write (8): server_storage_recover() first answers every held
- *     reply with 58030 -- the adapter's failed-append path (it cannot know what the
- *     disk kept; the writer mark of (15) tells it after reconnection) -- and drops the
- *     held ring records, marking their gids unknown in s->rc so that the reopen's
- *     ring_sync_all() publishes what recovery shows.  Peeks are held like everything
- *     else: a peek of old, durable data waits for the appends written before it --
- *     the sync in flight and at most one more; the loop was blocked about that long
- *     before.  coordctl status is not gated: its detail may name an unsynced T.
+ * (16) The output gate (group commit, issue 6).  An append's WriteBatch is visible in
+ *     this process at once but durable only after the syncer's next WAL sync, so every
+ *     reply and ring publication or forget goes through server_out_send() /
+ *     server_ring_set() / server_ring_forget(): sent at once only while nothing is held
+ *     and storage_pending_seq() == 0, else held in s->out tagged with the last unsynced
+ *     append's seq (never less than the tag before it); server_out_release() sends, in
+ *     order, those tagged at or below storage_durable_seq().  So:
+ *       G1 nothing computed from an unsynced append (its Ok, an upper, a peek's rows, a
+ *          listing, coord_frontiers' rows) is shown before the sync that covers it;
+ *       G2 replies and ring records leave in the order they were made ((1) holds);
+ *       G3 what is made while nothing is unsynced or held leaves at once (a synced write
+ *          makes every append before it durable too, and then releases).
+ *     s->rc is what the ring WILL show.  Held replies to a lost peer are dropped.  A
+ *     failed sync is a failed write (8): server_storage_recover() answers held replies
+ *     58030 and drops held ring records (gids unknown in s->rc, for ring_sync_all()).
+ *     Peeks are held like everything else; coordctl status is not gated.
  */
 #include "controller-server.h"
 #include "controller-server-internal.h"
