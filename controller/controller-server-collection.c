@@ -7,23 +7,16 @@
  *
  * NOTES ON THE DESIGN
  *
- * (12) Deferred DDL.  A table server_created by a partial Ensure, and a table dropped by Drop,
- *     is not written at once: storage_create_deferred() / storage_drop_deferred()
- *     change storage's memory (so lookups, listings, peeks, the ring and the mirrors
- *     see it exactly as after a synced write) and put the change into the NEXT synced
- *     WriteBatch -- the next append (the adapter's next statement or upper tick) --
- *     which makes it durable atomically with that write (no fsync of its own).  The Ok
- *     of the Ensure or Drop is sent at once.  That is safe because the sender, the
- *     lifecycle follower (enactment, since issue 5), sends the complete set of tables
- *     (Ensure complete = true) after every (re)connection, which re-creates a lost
- *     create and re-drops a lost drop (tables only: so only tables are deferred), and
- *     because an append to a table is durable in the same WriteBatch as its deferred
- *     create.  kill -9 loses deferred changes only with the write they were waiting
- *     for; after a failed write, (8) reopens and makes the lost deferred changes again
- *     (the follower, still connected, would not resend them).  A refused append, and
- *     the compaction timer (every CSERVER_COMPACT_INTERVAL_MS), write leftover
- *     deferred changes alone.  Built-ins and a complete Ensure (a resync) keep synced
- *     creates and drops.
+ * (12) Deferred DDL.  A table created by a partial Ensure, or dropped by Drop, is not
+ *     written at once: storage_create_deferred() / storage_drop_deferred() change
+ *     storage's memory (everything sees it as after a synced write) and put the change
+ *     into the NEXT synced WriteBatch, durable atomically with it; the Ok is sent at once.
+ *     Safe because the lifecycle follower sends the complete set of tables after every
+ *     (re)connection (re-creating a lost create, re-dropping a lost drop: so only tables
+ *     are deferred), and an append to a table is durable with its deferred create.  After
+ *     a failed write, (8) reopens and makes the lost deferred changes again.  A refused
+ *     append and the compaction timer write leftovers alone.  Built-ins and a complete
+ *     Ensure keep synced creates and drops.
  */
 #include "controller-server.h"
 #include "controller-server-internal.h"

@@ -7,38 +7,27 @@
  *
  * NOTES ON THE DESIGN
  *
- * (6) Compaction.  Every collection, the built-in relations included (issue 29), and
- *     every index compacts only with committed permission (14).  Every
- *     CSERVER_COMPACT_INTERVAL_MS the server retries the permissions still held back and
- *     runs storage_compact_pending() with a small budget of updates and of time
- *     (CSERVER_COMPACT_BUDGET_US: at 100,000 objects a run over the ten tables and
- *     coord_frontiers took 5-12 ms, mostly RocksDB memtable seeks and inserts); while
- *     work remains it comes back COMPACT_AGAIN_MS later, so other requests are served
- *     in between.  The budget is soft: one small tiered merge is always done whole.  A
- *     merge that reads 4,096 updates or more -- one that reaches the oldest batch of
- *     coord_frontiers rewrites a row per collection, 100,000 at 100,000 objects, and
- *     the first bound publication of 100,000 indexes moves every row at once -- runs
- *     in storage's thread (controller-storage-compact.c NOTE 13: 215 ms on the loop before)
- *     and is applied by a later run, which logs it (compaction_ran at info, with
- *     background_us); a run that holds the loop COMPACT_SLOW_US or more is logged too.
+ * (6) Compaction.  Every collection, the built-ins included, and every index compacts
+ *     only with committed permission (14).  Every CSERVER_COMPACT_INTERVAL_MS the server
+ *     retries the permissions held back and runs storage_compact_pending() with a small
+ *     budget of updates and time (CSERVER_COMPACT_BUDGET_US, soft: one small tiered merge
+ *     is done whole); while work remains it comes back COMPACT_AGAIN_MS later, so other
+ *     requests are served between.  A merge reading 4,096 updates or more runs in
+ *     storage's thread (controller-storage-compact.c NOTE 13) and is applied, and logged
+ *     (compaction_ran, background_us), by a later run; a run holding the loop
+ *     COMPACT_SLOW_US or more is logged too.
  *
- * (14) Compaction permission (issue 5, I2).  Nothing but the built-ins compacts
- *     without a committed bound: MSG_ALLOW_COMPACTION (from the lifecycle follower,
- *     sent only after the catalog committed the bounds) records per gid the allowed
- *     since in s->allowed (max of what arrived: never backwards, I1).  A storage
- *     collection's since then moves to min(allowed, execution holds): peeks in flight
- *     (5), and for a table the rule of (10) -- since <= stored upper - 1 once it was
- *     written, never above its stored upper otherwise -- so the target is clamped and
- *     the rest waits in s->allow_pending, retried at every compaction run (6) and
- *     dropped once reached.  An index's arrangement compacts to min(allowed, peeks on
- *     it) at every compute pass and at once when permission arrives; without any
- *     permission it keeps its whole history (no CSERVER_INDEX_WINDOW_MS policy any
- *     more).  Permissions live in memory only: after a restart the follower sends all
- *     committed bounds again when it reconnects, and until then nothing compacts.
- *     Built-ins (gids < CSERVER_FIRST_USER_GID) are not catalog items but have
- *     committed bounds all the same: the follower publishes them by a table's rule
- *     (lifecycle-state.c note 6).  coord_frontiers shows the
- *     PHYSICAL since as read_frontier (4), so a compaction marks the rows it changed.
+ * (14) Compaction permission (issue 5, I2).  Nothing compacts without a committed bound:
+ *     MSG_ALLOW_COMPACTION (the lifecycle follower's, sent after the catalog committed
+ *     the bounds) records per gid the allowed since in s->allowed (max of what arrived,
+ *     never backwards, I1).  A collection's since moves to min(allowed, execution holds:
+ *     peeks in flight (5), a table's rule of (10)); the rest waits in s->allow_pending,
+ *     retried at every compaction run (6).  An index's arrangement compacts to
+ *     min(allowed, peeks on it) at every compute pass and when permission arrives; with
+ *     none it keeps its whole history.  Permissions live in memory only: after a restart
+ *     the follower resends all committed bounds, and until then nothing compacts.
+ *     Built-ins (gids < CSERVER_FIRST_USER_GID) get bounds by a table's rule
+ *     (lifecycle-state.c note 6).  coord_frontiers shows the PHYSICAL since (4).
  */
 #include "controller-server.h"
 #include "controller-server-internal.h"
