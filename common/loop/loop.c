@@ -58,50 +58,34 @@
  *     submissions would fail with -EEXIST.
  *
  * (9) The stall probe.  A busy stretch runs from the return of a wait in
- *     io_uring_submit_and_wait() to the next call of it: every callback, and every
- *     submission, of the batches run back to back while completions kept arriving in
- *     between (an iteration that finds completions ready does not wait).  Nothing else
- *     can run in the loop during a stretch, so its length is the worst delay a timer,
- *     request or wake-up arriving in it can see from the loop -- the loop-lag figure.
- *     The loop keeps the longest stretch since loop_new() and the longest since the
- *     last loop_take_window_stall_ns() (a daemon's status request takes it, so a
- *     sampler gets the maximum of each window between its requests).  The clock is read
- *     twice per iteration, at the start and the end of a batch, as loop_now_ns() already
- *     needed; a stretch still open is counted up to its last batch's end.
- *     A stretch says that the loop was busy, not what held it: many short callbacks
- *     under load, or one long one.  While loop__callback__slow is traced (and only
- *     then: its semaphore), each callback is timed on its own and one over
- *     LOOP_CALLBACK_SLOW_NS fires it with its function; loop__callback marks each
- *     start, so a tracer can tell the time a callback ran from the time its thread
- *     waited for a CPU (tools/trace/stalls.bt).
+ *     io_uring_submit_and_wait() to the next call of it (batches run back to back while
+ *     completions keep arriving); nothing else runs in the loop meanwhile, so its length
+ *     is the worst delay a timer, request or wake-up can see -- the loop-lag figure.  The
+ *     loop keeps the longest since loop_new() and the longest since the last
+ *     loop_take_window_stall_ns() (taken by a daemon's status request), from the clock
+ *     read at the start and end of each batch.  While loop__callback__slow is traced (its
+ *     semaphore) each callback is timed and one over LOOP_CALLBACK_SLOW_NS fires it with
+ *     its function; loop__callback marks each start (tools/trace/stalls.bt).
  *
- * (10) Futex waits.  IORING_OP_FUTEX_WAIT (Linux 6.7) queues a futex waiter whose wake-up
- *     posts a CQE, so a loop can sleep on a futex word -- a shared-memory ring's -- in
- *     its one io_uring_enter() instead of keeping a thread in futex(2) that then has to
- *     wake the loop through an eventfd: one wake-up per event instead of two.  liburing
- *     2.3 has no helper, so loop_futex_wait() fills the SQE itself from the kernel's ABI
- *     (include/uapi/linux/io_uring.h, io_uring/futex.c): opcode 51; addr = the word,
- *     addr2 = the value expected, addr3 = the bitset mask (must not be 0: match any),
- *     fd = the futex2 flags (FUTEX2_SIZE_U32, plus FUTEX2_PRIVATE unless the word is
- *     shared between processes), and len, the op flags, buf_index and file_index 0.
- *     Semantics are those of FUTEX_WAIT_BITSET: the kernel compares *word with the
- *     value under the futex bucket lock, -EAGAIN if it differs, else the request waits
- *     for a FUTEX_WAKE on the same word (for a shared word, from any process that maps
- *     the same object) and completes with 0.  It is an ordinary request otherwise:
- *     loop_cancel() and loop_free() cancel it by user_data.  loop_new() asks the
- *     kernel's opcode probe whether the opcode exists (l->futex_ok); a kernel that lists
- *     it and still refuses (no CONFIG_FUTEX) completes the request with -EOPNOTSUPP or
- *     -EINVAL, which callers treat as the same "not here".
+ * (10) Futex waits.  IORING_OP_FUTEX_WAIT (Linux 6.7) lets a loop sleep on a futex word
+ *     (a shared-memory ring's) in its one io_uring_enter(): one wake-up per event.
+ *     liburing 2.3 has no helper, so loop_futex_wait() fills the SQE from the kernel's ABI
+ *     (include/uapi/linux/io_uring.h, io_uring/futex.c): opcode 51; addr = the word, addr2
+ *     = the value expected, addr3 = the bitset mask (not 0), fd = the futex2 flags
+ *     (FUTEX2_SIZE_U32, plus FUTEX2_PRIVATE unless shared between processes); len, op
+ *     flags, buf_index, file_index 0.  Semantics of FUTEX_WAIT_BITSET: -EAGAIN if *word
+ *     differs, else it completes with 0 at a FUTEX_WAKE on the word.  loop_cancel() and
+ *     loop_free() cancel it by user_data.  loop_new() probes the opcode (l->futex_ok); a
+ *     kernel that lists it and still refuses completes with -EOPNOTSUPP or -EINVAL, which
+ *     callers treat as the same "not here".
  *
- * (11) Deferred work.  loop_defer() queues a struct loop_defer on l->deferred; the
- *     loop runs the queue after each batch of callbacks, before it submits and waits,
- *     until it is empty (what a deferred fn queues runs in the same pass).  The use: a
- *     connection that queued output in several callbacks of one batch sends it with
- *     one send(2) right before the loop sleeps (ipc.c note 4), instead of one
- *     io_uring send per message whose completion costs the loop another trip through
- *     the kernel.  The queue is a doubly linked list (pprev), so loop_defer_cancel()
- *     is O(1) and safe from inside a deferred fn, for any entry.  The time deferred fns
- *     take counts in the batch's busy stretch (9).
+ * (11) Deferred work.  loop_defer() queues a struct loop_defer on l->deferred; the loop
+ *     runs the queue after each batch of callbacks, before it submits and waits, until it
+ *     is empty (what a deferred fn queues runs in the same pass).  So a connection that
+ *     queued output in several callbacks of one batch sends it with one send(2) (ipc.c
+ *     note 4).  The list is doubly linked (pprev): loop_defer_cancel() is O(1) and safe
+ *     from inside a deferred fn, for any entry.  Deferred fns count in the batch's busy
+ *     stretch (9).
  *
  * Concurrency: everything runs in the loop thread except loop_waker_wake(), which only
  * write(2)s to an eventfd.
