@@ -15,21 +15,15 @@
  * (4) The incarnation is durable before the first frame is sent, so no two lives of a
  *     role ever share an incarnation (fencing depends on it).
  * (5) Following the frontier ring (adapter, lifecycle).  The loop thread sleeps on the
- *     ring's futex word itself, in its io_uring (loop_futex_wait(), Linux 6.7+), with
- *     its one reader: drain, fring_sleep_begin() (counted as a sleeper, or "readable
- *     now": drain again, a few rounds, then a timer of 0 so other work runs), the wait,
- *     fring_sleep_end() at its completion, drain, sleep again.  One wake-up per publish,
- *     the loop's.  Before, a watcher thread slept in fring_wait() with a reader of its
- *     own and woke the loop through an eventfd: two wake-ups per publish in every
- *     follower -- on every DDL (its collection's frontiers) and every table tick --
- *     each of which could wait for a CPU behind other work (lifecycle-follow.c note 4 made
- *     the same change for the catalog log ring).  Where the kernel lacks the opcode, or
- *     refuses the wait (-EINVAL, -EOPNOTSUPP in the completion), or the daemon asks for
- *     it (node_follow_ring(n, true): --frontier-wait-thread), that watcher thread takes
- *     over for the life of the process.  A tick every RING_TICK_MS drains in either
- *     mode, the safety net fring_wait()'s timeout was, and retries the attach while the
- *     ring does not exist yet.  Status: node_ring_wait_mode(), node_ring_loop_wakes(),
- *     node_ring_reads().
+ *     ring's futex word itself, in its io_uring (loop_futex_wait(), Linux 6.7+), with its
+ *     one reader: drain, fring_sleep_begin() (counted as a sleeper, or "readable now":
+ *     drain again, a few rounds, then a timer of 0 so other work runs), the wait,
+ *     fring_sleep_end() at its completion, drain, sleep again -- one wake-up per publish.
+ *     Where the kernel lacks the opcode or refuses the wait (-EINVAL, -EOPNOTSUPP), or the
+ *     daemon asks (node_follow_ring(n, true): --frontier-wait-thread), a watcher thread
+ *     in fring_wait() takes over for the life of the process.  A tick every RING_TICK_MS
+ *     drains in either mode and retries the attach while the ring does not exist.
+ *     Status: node_ring_wait_mode(), node_ring_loop_wakes(), node_ring_reads().
  */
 #include "node.h"
 

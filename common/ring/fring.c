@@ -68,18 +68,15 @@
  *     never unlinks: readers keep their mapping and see the restart.  An exclusive
  *     flock() on NAME keeps a second producer out (-EBUSY); it dies with the process.
  *
- * (7) Sleeping.  A reader sleeps with FUTEX_WAIT (shared, not FUTEX_PRIVATE_FLAG) on
- *     fring_header.notify, through its read-only mapping: FUTEX_WAIT only reads the
- *     word.  To spare the producer a syscall per publish, sleepers announce themselves
- *     in fring_waitpage.waiters, in the separate object NAME.wait that readers map
- *     read-write.  The producer only bumps notify and calls FUTEX_WAKE when waiters is
- *     nonzero.  The handshake is Dekker's: the reader increments waiters, fences,
- *     re-checks write_pos and hdr_seq; the producer stores write_pos (or hdr_seq),
- *     fences, reads waiters.  With seq_cst fences on both sides at least one of them
- *     sees the other (ring_sleep() and ring_wake() in ring-shm.c, which the catalog
- *     log ring uses too).  The producer never resets waiters of a valid NAME.wait
- *     (ring_waitpage_create()), since readers asleep across a restart own their
- *     increments.
+ * (7) Sleeping.  A reader sleeps with FUTEX_WAIT (shared) on fring_header.notify through
+ *     its read-only mapping (FUTEX_WAIT only reads the word), announcing itself in
+ *     fring_waitpage.waiters (the object NAME.wait, mapped read-write); the producer bumps
+ *     notify and calls FUTEX_WAKE only when waiters is nonzero.  Dekker's handshake: the
+ *     reader increments waiters, fences, re-checks write_pos and hdr_seq; the producer
+ *     stores write_pos (or hdr_seq), fences, reads waiters; with seq_cst fences on both
+ *     sides one sees the other (ring_sleep(), ring_wake() in ring-shm.c, shared with the
+ *     catalog log ring).  The producer never resets waiters of a valid NAME.wait
+ *     (ring_waitpage_create()): readers asleep across a restart own their increments.
  *
  * (8) Failures.  A producer killed in the middle of a slot write leaves that slot odd
  *     until the next producer reinitializes the region: lookups through it return
