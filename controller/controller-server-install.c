@@ -334,11 +334,10 @@ int server_spec_copy(const Coord__DataflowSpec *sp, Coord__DataflowSpec **ret)
         return *ret ? 0 : -ENOMEM;
 }
 
-/* (17) A bulk install in slices.  Installing 100,000 dataflows (the follower's resync
- * after a controller restart) took the loop 1.2-2.2 s in one turn, and every read
- * waited behind it -- the controller served again only then.  A CreateDataflows of
- * more than INSTALL_SLICED_MIN dataflows is installed INSTALL_SLICE_NS at a time, the
- * loop turning in between (a zero timer), so the adapter's appends and peeks go on:
+/* (17) A bulk install in slices (the follower's resync after a controller restart):
+ * a CreateDataflows of more than INSTALL_SLICED_MIN dataflows is installed
+ * INSTALL_SLICE_NS at a time, the loop turning in between (a zero timer), so the
+ * adapter's appends and peeks go on:
  *   - the follower's messages that arrive meanwhile (its AllowCompaction, a Drop, the
  *     next CreateDataflows) are deferred, copied, and handled in order once the install
  *     is done, exactly as if they had waited in the socket behind it;

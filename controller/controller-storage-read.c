@@ -7,20 +7,15 @@
  *
  * NOTES ON THE DESIGN
  *
- * (10) Reads at t consolidate in memory: every update with time <= t, summed per row
- *     in 128 bits, rows in byte order.  A negative or overflowing sum is -EUCLEAN and
- *     no row is emitted.  The long runs already in row order (batches that compaction
- *     or one append wrote) are merged as they are; the updates outside them are
- *     summed in a hash table first, so the many that cancel -- a frontier row
- *     retracted by the next tick -- are never sorted (upds_sum_by_row()).  A range
- *     read streams chunk by chunk in key order, which is time order (4), reporting
- *     times below since at since.
- *     The chunks of a read at t are fetched by key, not scanned: every batch descriptor
- *     knows its parts, so read_batches() asks RocksDB for exactly those keys,
- *     READ_GET_KEYS at a time (rocksdb_batched_multi_get_cf(), keys sorted).  An
- *     iterator per batch cost a third of a polled SELECT * FROM coord_frontiers at
- *     1,000 objects (making it, seeking it), and one iterator over the whole range
- *     steps over the tombstones that merges leave between batches.
+ * (10) Reads at t consolidate in memory: every update with time <= t, summed per row in
+ *     128 bits, rows in byte order; a negative or overflowing sum is -EUCLEAN and no row
+ *     is emitted.  Runs already in row order are merged as they are; the updates outside
+ *     them are summed in a hash table first, so those that cancel are never sorted
+ *     (upds_sum_by_row()).  A range read streams chunk by chunk in key order, which is
+ *     time order (4), reporting times below since at since.  The chunks of a read at t
+ *     are fetched by key (read_batches(): READ_GET_KEYS at a time,
+ *     rocksdb_batched_multi_get_cf(), keys sorted), never by an iterator stepping over
+ *     the tombstones merges leave between batches.
  *
  * (15) Reads off the loop (storage_reader_new()).  A read at t of a big collection
  *     (coord_frontiers at 100,000 objects: a row per collection, 35 ms) held the loop

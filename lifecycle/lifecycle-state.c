@@ -3,20 +3,15 @@
  *
  * NOTES ON THE DESIGN
  *
- * (1) Objects.  One struct lc_obj per GlobalId that the catalog or the ring mentions,
- *     in a hash map by gid: open addressing with linear probing, at most half full,
- *     backward-shift deletion (no tombstones); each slot keeps the gid beside the
- *     object's pointer, so a probe reads only the slots it passes and the object it
- *     finds (at 100,000 objects every other read was a cache miss).  A load in bulk
- *     (lc_state_load_batch()) sizes the map once for all its records, where growing
- *     by doubling rehashed it 13 times on the way to 200,000 objects, and finds the
- *     objects of bounds and requirements from where the previous record's was, in
- *     the items it just added (records come in gid order).  An object holds its item (if the catalog has one), its
- *     committed bound, its requirements as a consumer (R(this, input), small: one per
- *     logical input), and as an input the list of consumers that have a requirement on
- *     it: the index BY INPUT.  So the bound of an input is min over o->consumers,
- *     which costs O(its consumers), never a scan of all objects.  An object that
- *     nothing mentions any more is freed.
+ * (1) Objects.  One struct lc_obj per GlobalId that the catalog or the ring mentions, in
+ *     a hash map by gid (open addressing, linear probing, at most half full,
+ *     backward-shift deletion; each slot keeps the gid beside the object's pointer).  A
+ *     bulk load (lc_state_load_batch()) sizes the map once and finds the objects of
+ *     bounds and requirements from where the previous record's was (gid order).  An
+ *     object holds its item (if any), its committed bound, its requirements as a
+ *     consumer (R(this, input)), and as an input the consumers that have a requirement
+ *     on it: the index BY INPUT, so an input's bound is min over o->consumers in
+ *     O(its consumers).  An object that nothing mentions any more is freed.
  *
  * (2) Committed and proposed values.  bound and req.frontier are what the catalog
  *     committed (from the scan, the log, or lc_state_committed() when the adapter
