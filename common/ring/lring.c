@@ -21,7 +21,7 @@
  *     a power of two >= 4096, so every record is a whole number of aligned u64 words
  *     and a word never straddles the end of the area: a record that wraps simply
  *     continues at word 0, and both sides copy it word by word (data_put(),
- *     reader_copy()) with relaxed atomic accesses -- no torn word, no data race in the
+ *     data_get()) with relaxed atomic accesses -- no torn word, no data race in the
  *     C11 sense.  The price is one loop iteration per 8 bytes, nothing next to the
  *     payload's protobuf decoding.
  *
