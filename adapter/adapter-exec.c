@@ -26,19 +26,14 @@
  *     after its group's Ok: the rows are durable in storage and the oracle's read
  *     timestamp includes them (linearizable reads).
  * (3) DDL commits to the catalog first (the authority) and is answered right after the
- *     commit: the lifecycle follower enacts it on the controller.  A CREATE or DROP also
- *     writes its built-in rows (coord_objects, coord_bounds, coord_requirements) through
- *     a group, but the answer does not wait for that append (it would be a second fsync
- *     in series).  Two things keep that correct.  Linearizable reads: the group is the
- *     fence (ex->fence) until it is applied; a read of those three relations that
- *     chooses its own timestamp takes one >= the fence's ts (the controller waits for
- *     upper > ts), or waits until the fence is sent when it is still queued, so a read
- *     after the answer sees the rows.  A publication's Ok likewise (the follower lets
- *     the controller compact on it: a read of coord_bounds after a since moved sees
- *     the bound that allowed it).  Reads of anything else neither wait nor move:
- *     no row they could see travels in these groups (stmt_reads_builtin_rows()).
- *     Durability (I7): the catalog holds the truth; if the append is lost (the adapter
- *     killed before it, or its group failed), reconciliation (5) re-derives the rows.
+ *     commit; the lifecycle follower enacts it on the controller.  Its built-in rows
+ *     (coord_objects, coord_bounds, coord_requirements) go through a group the answer
+ *     does not wait for.  Linearizable reads: the group is the fence (ex->fence) until
+ *     applied; a read of those three relations choosing its own timestamp takes one >=
+ *     the fence's ts, or waits until the fence is sent (fence_check()), so a read after
+ *     the answer sees the rows; a publication's Ok likewise.  Reads of anything else
+ *     neither wait nor move (stmt_reads_builtin_rows()).  Durability (I7): if the append
+ *     is lost, reconciliation (5) re-derives the rows from the catalog.
  * (4) Every request to the controller carries a request id and keeps its encoded
  *     payload, so it can be resent after the controller restarts.  An Append is never
  *     resent blindly: the controller's frontiers say whether it was applied (an Append

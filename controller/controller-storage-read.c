@@ -17,18 +17,15 @@
  *     rocksdb_batched_multi_get_cf(), keys sorted), never by an iterator stepping over
  *     the tombstones merges leave between batches.
  *
- * (15) Reads off the loop (storage_reader_new()).  A read at t of a big collection
- *     (coord_frontiers at 100,000 objects: a row per collection, 35 ms) held the loop
- *     for all of it.  storage_reader_new() takes, on the loop thread, everything the
- *     read needs: a copy of the collection's descriptors with lower <= t (and of the
- *     merge run's bounds, controller-storage-compact.c NOTE 13) and a RocksDB snapshot.  storage_reader_run() then
- *     reads in any thread through a handle of its own (storage_shadow_new(): its own
- *     scratch; its iterators read the snapshot), exactly what storage_read() would
- *     have read at the moment the reader was made: later appends lie above t, and the
- *     snapshot keeps every chunk key the copied descriptors name though a compaction or
- *     a merge deletes it meanwhile -- a compaction changes no read at t >= since (5), and
- *     the caller's execution hold keeps since <= t.  The handle counts its readers;
- *     storage_close() waits until the last is freed, since each reads s's database.
+ * (15) Reads off the loop (storage_reader_new()).  storage_reader_new() takes, on the
+ *     loop thread, everything a read at t needs: a copy of the collection's descriptors
+ *     with lower <= t (and of the merge run's bounds, controller-storage-compact.c NOTE
+ *     13) and a RocksDB snapshot.  storage_reader_run() then reads in any thread through
+ *     a handle of its own (storage_shadow_new()) exactly what storage_read() would have
+ *     read when the reader was made: later appends lie above t, and the snapshot keeps
+ *     every chunk key the copied descriptors name though a compaction or merge deletes it
+ *     (a compaction changes no read at t >= since (5); the caller's execution hold keeps
+ *     since <= t).  storage_close() waits until the handle's last reader is freed.
  */
 #include "controller-storage.h"
 #include "controller-storage-internal.h"
