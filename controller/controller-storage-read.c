@@ -19,9 +19,10 @@
  *
  * (15) Reads off the loop (storage_reader_new()).  storage_reader_new() takes, on the
  *     loop thread, everything a read at t needs: a copy of the collection's descriptors
- *     with lower <= t (and of the merge run's bounds, controller-storage-compact.c NOTE
- *     13) and a RocksDB snapshot.  storage_reader_run() then reads in any thread through
- *     a handle of its own (storage_shadow_new()) exactly what storage_read() would have
+ *     with lower <= t (and of the merge run's bounds,
+ *     controller-storage-compact.c NOTE 13) and a RocksDB snapshot.
+ *     storage_reader_run() then reads in any thread through a handle of its own
+ *     (storage_shadow_new()) exactly what storage_read() would have
  *     read when the reader was made: later appends lie above t, and the snapshot keeps
  *     every chunk key the copied descriptors name though a compaction or merge deletes it
  *     (a compaction changes no read at t >= since (5); the caller's execution hold keeps
