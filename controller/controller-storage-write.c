@@ -18,18 +18,16 @@
  *     the next synced write makes both durable (the WAL is synced in order).  Physical
  *     since <= since <= the committed bound in every state the disk can be left in (I2).
  *
- * (7) Appends.  An append with updates writes a new batch [expected_upper, new_upper)
- *     -- unless the newest batch is empty, in which case it fills that one (same
- *     key, new upper).  An append without updates extends the newest batch's upper
- *     and creates a batch only when the collection has none.  So a table whose upper
- *     ticks behind the timestamp oracle writes two small records per tick and gains
- *     no batches; an empty batch exists only as the newest one or as the result of a
- *     compaction in which everything cancelled -- or after the newest batch of a run
- *     being merged in the background, which appends neither extend nor fill (13).  Appends sort and consolidate their
- *     updates, so equal (row, time) are summed and zero diffs dropped on the way in.
- *     A group stages each collection's new frontiers and descriptors in s->stages
- *     (new descriptors in c->batches past c->n_batches), so that later appends of
- *     the group see the earlier ones, and applies them after the write (2).
+ * (7) Appends.  An append with updates writes a new batch [expected_upper, new_upper),
+ *     or fills the newest batch if it is empty (same key, new upper); one without
+ *     updates extends the newest batch's upper, creating a batch only when there is
+ *     none.  So an empty batch exists only as the newest one, as a compaction in which
+ *     everything cancelled, or after the newest batch of a run being merged in the
+ *     background, which appends neither extend nor fill (13).  Appends sort and
+ *     consolidate their updates (equal (row, time) summed, zero diffs dropped).  A group
+ *     stages each collection's new frontiers and descriptors in s->stages (new
+ *     descriptors in c->batches past c->n_batches), so later appends of the group see
+ *     earlier ones, and applies them after the write (2).
  *
  * (9) Errors are sticky (SQLite's pager_error()).  When a write fails, the handle
  *     keeps the error: every later write returns it until the database is reopened,
