@@ -129,6 +129,17 @@ int arrangement_compact(struct arrangement *a, uint64_t since);
  * emit(row, len, count) for each row with positive count; negative -> -EUCLEAN.  Rows
  * come in no particular order.  An emit error stops the read and is returned. */
 int arrangement_read(const struct arrangement *a, uint64_t t, eval_emit_fn emit, void *ud);
+/* Keyed (before any insert): the base also links its rows per value of the columns
+ * cols of rows of `arity` columns, for arrangement_read_key().  -EINVAL when not empty
+ * or already keyed. */
+int arrangement_set_keys(struct arrangement *a, const uint32_t *cols, size_t n, size_t arity);
+bool arrangement_keyed(const struct arrangement *a, const uint32_t **ret_cols, size_t *ret_n);
+/* As arrangement_read(), only the rows whose key columns encode (row_encode()) to
+ * key: O(those rows in the base + the log).  -EINVAL when not keyed. */
+int arrangement_read_key(const struct arrangement *a, uint64_t t, const void *key, size_t klen,
+                         eval_emit_fn emit, void *ud);
+/* Every live base row on exactly its key's list: 0, else -EUCLEAN (tests). */
+int arrangement_check_keys(const struct arrangement *a);
 size_t arrangement_rows(const struct arrangement *a);   /* rows in the base */
 size_t arrangement_updates(const struct arrangement *a); /* base rows + logged updates */
 size_t arrangement_bytes(const struct arrangement *a);

@@ -221,6 +221,8 @@ int server_dfent_hydrate(struct cserver *s, struct dfent *e)
         }
         if (e->index) {
                 r = arrangement_new(as_of, &e->arr);
+                if (r >= 0)
+                        r = server_index_keys(e->arr, sp);     /* (23) */
                 if (r < 0) {
                         row_error_oom(&err);
                         goto fail;

@@ -266,6 +266,7 @@ struct cserver {
         size_t n_bg;                    /* peeks in it */
         uint64_t peeks_bg, peek_bg_max_us;
         uint64_t peeks_bg_sub;          /* of them, with an index read below its since (18) */
+        uint64_t peeks_keyed;           /* index inputs read by key (23) */
         uint64_t out_held_msgs, out_held_ring, out_failed, out_max_held_ns;
         size_t out_max;                 /* most entries held at once */
 
@@ -559,6 +560,14 @@ void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__E
 void server_peek_worker_stop(struct cserver *s);
 void server_peeks_wake(struct cserver *s);
 void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+
+/* controller-server-lookup.c: keyed index lookups (23). */
+/* Key arr (new, empty) by sp's keys when all are of a keyable type: 0 or -errno. */
+int server_index_keys(struct arrangement *arr, const Coord__DataflowSpec *sp);
+/* 1 with the key (malloc'ed, row-encoded) when plan may read index gid's keyed
+ * arrangement arr by key alone; 0 when it must read it all; -ENOMEM. */
+int server_lookup_key(const Coord__Plan__Relation *plan, uint64_t gid, const struct arrangement *arr,
+                      uint8_t **ret_key, size_t *ret_len);
 
 /* controller-server-compute.c: installed dataflows and compute passes (13). */
 size_t server_dfent_pos(const struct cserver *s, uint64_t gid);

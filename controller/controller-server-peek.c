@@ -1028,6 +1028,22 @@ static uint64_t plan_cost(const Coord__Plan__Relation *rel, const struct dataflo
         }
 }
 
+/* An index's arrangement at pk->ts into fd: the rows of one key when pk's plan fixes
+ * it (23), else all. */
+static int index_feed(struct cserver *s, struct peek *pk, struct dfent *de, struct feed *fd)
+{
+        _cleanup_free_ uint8_t *key = NULL;
+        size_t klen;
+        int r = server_lookup_key(pk->req->peek->plan, de->gid, de->arr, &key, &klen);
+
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return arrangement_read(de->arr, pk->ts, server_feed_emit, fd);
+        s->peeks_keyed++;
+        return arrangement_read_key(de->arr, pk->ts, key, klen, server_feed_emit, fd);
+}
+
 /* Feed input i of pk's dataflow with its contents at pk->ts, on the loop: a live
  * relation's state (21), an index's arrangement (or, below its since, what it indexes),
  * a storage collection's snapshot.  -errno with e. */
@@ -1043,7 +1059,7 @@ static int peek_feed(struct cserver *s, struct peek *pk, size_t i, struct row_er
         else if (de && de->index && pk->ts < arrangement_since(de->arr))
                 r = index_fallback_feed(s, de, pk->ts, &fd);
         else if (de && de->index)
-                r = arrangement_read(de->arr, pk->ts, server_feed_emit, &fd);
+                r = index_feed(s, pk, de, &fd);
         else
                 r = server_storage_snapshot(s, gid, pk->ts, server_feed_emit, &fd);
         if (r >= 0)
@@ -1123,8 +1139,15 @@ static int bg_plan_input(struct cserver *s, struct bgpeek *j, size_t i, uint8_t 
                 if (!de->arr)
                         return -ENOENT;
                 if (pk->ts >= arrangement_since(de->arr)) {
+                        _cleanup_free_ uint8_t *key = NULL;
+                        size_t klen;
+
+                        r = server_lookup_key(pk->req->peek->plan, gid, de->arr, &key, &klen);
+                        if (r < 0)
+                                return r;
                         how[i] = BG_COPY;
-                        ups[i] = arrangement_updates(de->arr);
+                        /* By key (23): a few rows, whatever the arrangement holds. */
+                        ups[i] = r ? 1 : arrangement_updates(de->arr);
                         return 0;
                 }
                 if (!j->sub && !(j->sub = calloc(j->n, sizeof(*j->sub))))

@@ -23,6 +23,7 @@
  *   controller-server-collection.c   collections: Ensure, Drop, List
  *   controller-server-compact.c      compaction permission and compaction
  *   controller-server-unique.c       PRIMARY KEY and UNIQUE: key mirrors, the check
+ *   controller-server-lookup.c       keyed index lookups
  *   controller-server-internal.h     what they share
  *
  * NOTES ON THE DESIGN
@@ -40,6 +41,7 @@
  *   controller-server-collection.c   12
  *   controller-server-compact.c      6, 14
  *   controller-server-unique.c       22
+ *   controller-server-lookup.c       23
  *
  * (1) Order.  Requests are handled to completion one after the other, in arrival
  *     order, with one exception: a peek that must wait for an upper is parked (5) and
@@ -249,7 +251,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu installing=%zu "
                  "installs_sliced=%llu install_slices=%llu deferred=%zu peeks_thread=%llu "
                  "peeks_in_thread=%zu peek_thread_max_us=%llu peeks_thread_index_storage=%llu "
-                 "stale_replies=%llu "
+                 "peeks_keyed=%llu stale_replies=%llu "
                  "drops_by_key=%llu drops_by_range=%llu sinks=%zu sink_flushes=%llu sink_bytes=%llu "
                  "sink_errors=%llu sources=%zu source_ticks=%llu source_rows=%llu source_errors=%llu "
                  "mvs=%zu storage=%s",
@@ -276,7 +278,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)s->installs_sliced, (unsigned long long)s->install_slices,
                  s->n_deferred, (unsigned long long)s->peeks_bg, s->n_bg,
                  (unsigned long long)s->peek_bg_max_us, (unsigned long long)s->peeks_bg_sub,
-                 (unsigned long long)s->stale_replies,
+                 (unsigned long long)s->peeks_keyed, (unsigned long long)s->stale_replies,
                  (unsigned long long)st.drops_by_key, (unsigned long long)st.drops_by_range,
                  s->n_sinks, (unsigned long long)s->sink_flushes, (unsigned long long)s->sink_bytes,
                  (unsigned long long)s->sink_errors, s->n_srcs, (unsigned long long)s->source_ticks,

@@ -1540,17 +1540,72 @@ static void test_arrangement_basic(void)
         CU_ASSERT(arrangement_free(NULL) == NULL);
 }
 
+/* Does row's column col encode (as a one-column row) to key? */
+static bool row_has_key(const uint8_t *row, size_t len, uint32_t col, const uint8_t *key, size_t klen)
+{
+        struct row_datum d[2];
+        uint8_t *k;
+        size_t kl;
+        bool same;
+
+        CU_ASSERT_FATAL(row_decode(row, len, d, 2) == 2);
+        CU_ASSERT_FATAL(row_encode(&d[col], 1, &k, &kl) == 0);
+        same = kl == klen && memcmp(k, key, klen) == 0;
+        free(k);
+        return same;
+}
+
+/* arrangement_read_key() at t for every key value the rows use, against the log. */
+static void check_read_keys(struct arrangement *a, uint32_t col, const struct nupd *log, size_t n,
+                            uint64_t t)
+{
+        for (unsigned v = 0; v < 30; v++) {
+                struct collect c = { .fail_after = -1 };
+                struct nrel want = { 0 };
+                uint8_t *key;
+                size_t klen;
+                bool same;
+
+                if (col == 1 && v >= 4)
+                        break;
+                key = col == 0 ? mkrow(&klen, "i", (int64_t)v) : mkrow(&klen, "t", texts[v]);
+                CU_ASSERT_EQUAL_FATAL(arrangement_read_key(a, t, key, klen, collect_emit, &c), 0);
+                for (size_t i = 0; i < n; i++)
+                        if (log[i].time <= t && row_has_key(log[i].row, log[i].len, col, key, klen))
+                                nrel_add(&want, log[i].row, log[i].len, log[i].diff);
+                nrel_consolidate(&want);
+                nrel_consolidate(&c.rel);
+                same = want.n == c.rel.n;
+                for (size_t i = 0; same && i < want.n; i++)
+                        same = want.v[i].c == c.rel.v[i].c && cmp_nrow(&want.v[i], &c.rel.v[i]) == 0;
+                CU_ASSERT(same);
+                nrel_done(&want);
+                nrel_done(&c.rel);
+                free(key);
+        }
+}
+
+/* Seeds 1-5 unkeyed; 6-10 keyed on the int column or the text column, each read by
+ * key too (arrangement_read_key()), the key lists checked after every compaction. */
 static void test_arrangement_random(void)
 {
-        for (unsigned seed = 1; seed <= 5; seed++) {
+        for (unsigned seed = 1; seed <= 10; seed++) {
                 struct arrangement *a = NULL;
                 struct nupd *log = NULL;
                 size_t n = 0, cap = 0;
                 struct nrel cur = { 0 };
                 uint64_t since = 3 + seed;
+                bool keyed = seed > 5;
+                uint32_t kcol = seed % 2;
 
                 rnd_state = 0x51ed270b27e5ull * seed;
                 CU_ASSERT_EQUAL_FATAL(arrangement_new(since, &a), 0);
+                if (keyed) {
+                        CU_ASSERT_EQUAL_FATAL(arrangement_set_keys(a, &kcol, 1, 2), 0);
+                        CU_ASSERT_EQUAL(arrangement_set_keys(a, &kcol, 1, 2), -EINVAL);
+                } else {
+                        CU_ASSERT_EQUAL(arrangement_read_key(a, since, "", 0, collect_emit, NULL), -EINVAL);
+                }
                 const uint64_t end = since + 300;
 
                 for (uint64_t upper = since; upper < end;) {
@@ -1599,6 +1654,7 @@ static void test_arrangement_random(void)
                                 uint64_t s = since + rn((unsigned)(upper - since + 1));
 
                                 CU_ASSERT_EQUAL_FATAL(arrangement_compact(a, s), 0);
+                                CU_ASSERT_EQUAL(arrangement_check_keys(a), 0);
                                 since = s;
                         }
                         CU_ASSERT_EQUAL(arrangement_since(a), since);
@@ -1624,6 +1680,8 @@ static void test_arrangement_random(void)
                                 CU_ASSERT(same);
                                 nrel_done(&want);
                                 nrel_done(&c.rel);
+                                if (keyed)
+                                        check_read_keys(a, kcol, log, n, t);
                         }
                 }
                 /* Fold everything: the base alone holds the contents. */
@@ -1637,6 +1695,9 @@ static void test_arrangement_random(void)
                                         nrel_add(&want, log[i].row, log[i].len, log[i].diff);
                         nrel_consolidate(&want);
                         CU_ASSERT_EQUAL(arrangement_rows(a), want.n);
+                        CU_ASSERT_EQUAL(arrangement_check_keys(a), 0);
+                        if (keyed && u > arrangement_since(a) - 1 && u < arrangement_upper(a))
+                                check_read_keys(a, kcol, log, n, u);
                         nrel_done(&want);
                 }
                 for (size_t i = 0; i < n; i++)
@@ -1775,7 +1836,7 @@ static const struct t_case property_cases[] = {
 
 static const struct t_case arrangement_cases[] = {
         { "arrangement basics", test_arrangement_basic },
-        { "arrangement vs naive", test_arrangement_random },
+        { "arrangement vs naive, also read by key", test_arrangement_random },
         { NULL, NULL },
 };
 
