@@ -1,6 +1,8 @@
 /* controller-dataflow-arrange.c -- arrangements (controller-dataflow.h): the updates
- * of a collection kept in memory to serve index reads.  The updates at times < since
- * are folded into a base (row -> count); the later ones are a log sorted by time,
+ * of a collection kept in memory to serve index reads.  The updates at times <= since
+ * are folded into a base (row -> count) -- at compaction, and at insert for those at
+ * since itself (a fresh index's hydration, which no later compaction may move past
+ * while its inputs are idle); the later ones are a log sorted by time,
  * whose rows live in one arena per insert, freed once compaction has folded all of
  * its entries into the base.  A read at t sums the base and the log up to t.
  *
@@ -62,8 +64,8 @@ struct kscratch {
 
 struct arrangement {
         uint64_t since, upper;
-        struct bmap base;               /* row -> count (or struct abase): times < since */
-        struct alog *log;               /* log[head..n): times >= since, sorted by time */
+        struct bmap base;               /* row -> count (or struct abase): times <= since */
+        struct alog *log;               /* log[head..n): times > since, sorted by time */
         size_t head, n, cap;
         struct aseg *segs;
         size_t seg_bytes;
@@ -285,6 +287,8 @@ static size_t log_upper_bound(const struct arrangement *a, uint64_t t)
         return lo;
 }
 
+static int fold(struct arrangement *a, uint64_t since);
+
 int arrangement_insert(struct arrangement *a, const struct eval_batch *updates)
 {
         struct aseg *s;
@@ -374,16 +378,17 @@ int arrangement_insert(struct arrangement *a, const struct eval_batch *updates)
         /* Keep the log sorted: re-sort from the first entry later than the new minimum. */
         if (!sorted || from < old_n)
                 qsort(a->log + from, a->n - from, sizeof(*a->log), cmp_alog);
+        /* Updates at since go to the base now.  A failure leaves them in the log, which
+         * reads sum as well: still right, only slower. */
+        (void)fold(a, a->since);
         return 0;
 }
 
-int arrangement_compact(struct arrangement *a, uint64_t since)
+/* Fold the log's entries at times <= since into the base.  On an error the prefix
+ * folded so far stays folded, the rest stays in the log: both are read. */
+static int fold(struct arrangement *a, uint64_t since)
 {
-        if (since <= a->since)
-                return 0;
-        if (since > a->upper)
-                return -EINVAL;
-        while (a->head < a->n && a->log[a->head].time < since) {
+        while (a->head < a->n && a->log[a->head].time <= since) {
                 const struct alog *l = &a->log[a->head];
                 uint64_t h = hash_bytes(l->row, l->len);
                 uint32_t id = bmap_find(&a->base, h, l->row, l->len);
@@ -419,6 +424,20 @@ int arrangement_compact(struct arrangement *a, uint64_t since)
                 a->n -= a->head;
                 a->head = 0;
         }
+        return 0;
+}
+
+int arrangement_compact(struct arrangement *a, uint64_t since)
+{
+        int r;
+
+        if (since <= a->since)
+                return 0;
+        if (since > a->upper)
+                return -EINVAL;
+        r = fold(a, since);
+        if (r < 0)
+                return r;
         a->since = since;
         return 0;
 }

@@ -107,8 +107,8 @@ size_t dataflow_state_bytes(const struct dataflow *df);
 
 /* ---- Arrangements: the in-memory, time-varying multiset behind an index. ----
  *
- * The base is a hash map row -> count holding the sum of every update at a time < since;
- * the log holds the updates at times >= since, sorted by time.  The contents at t are
+ * The base is a hash map row -> count holding the sum of every update at a time <= since;
+ * the log holds the updates at times > since, sorted by time.  The contents at t are
  * base + the log prefix at times <= t, so a read costs O(base + log), and compaction
  * folds a log prefix into the base, costing what it folds. */
 
@@ -116,13 +116,14 @@ struct arrangement;
 
 int arrangement_new(uint64_t since, struct arrangement **ret);
 struct arrangement *arrangement_free(struct arrangement *a);
-/* Add updates (any time >= since; times < since -> -EINVAL and nothing is added). */
+/* Add updates (any time >= since; times < since -> -EINVAL and nothing is added); those
+ * at since go to the base at once. */
 int arrangement_insert(struct arrangement *a, const struct eval_batch *updates);
 void arrangement_set_upper(struct arrangement *a, uint64_t upper);      /* only forward */
 uint64_t arrangement_since(const struct arrangement *a);
 uint64_t arrangement_upper(const struct arrangement *a);
 /* Advance since (only forward -- an earlier since is a no-op -- and at most upper, else
- * -EINVAL): fold every update at time < since into the base and consolidate.
+ * -EINVAL): fold every update at time <= since into the base and consolidate.
  * Amortized: cost proportional to what is folded, not to the whole base. */
 int arrangement_compact(struct arrangement *a, uint64_t since);
 /* Contents at t (since <= t < upper, else -EDOM below since / -EAGAIN at or above upper):

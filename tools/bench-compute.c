@@ -4,7 +4,8 @@
  *   bench-compute --conninfo 'host=127.0.0.1 port=6875 user=coord dbname=coord'
  *                 [--duration-s S] [--clients N] [--batch N] [--join-keys N]
  *                 [--hydrate-rows N] [--load-batch N] [--read-rows N] [--reads N]
- *                 [--poll-timeout-s S] [--only throughput,hydrate,reads] [--quick]
+ *                 [--lookup-rows N,N...] [--poll-timeout-s S]
+ *                 [--only throughput,hydrate,reads,lookups] [--quick]
  *
  * 1. Updates/s through a materialized view.  --clients clients send multi-row INSERTs of
  *    --batch rows for --duration-s seconds; then the bench polls the view at the current
@@ -26,6 +27,9 @@
  *    an index (reads the storage collection); a table with CREATE DEFAULT INDEX (reads the
  *    arrangement); a view over the first table with a default index; a materialized view
  *    of the same SQL; a table with an index on (k) alone.
+ * 4. Keyed lookups: for each --lookup-rows size, --reads reads of one random key of a
+ *    table of that many rows with an index on (k), 3 s after the index held every row
+ *    (section_lookups()).
  *
  * Prints raw lines as it goes, then a markdown table.  Asserts nothing about speed; exits
  * 1 when a statement failed or a poll timed out (that figure reads "failed").
@@ -642,12 +646,86 @@ static void section_reads(PGconn *c, uint64_t rows, uint64_t reads)
                         read_latency(c, targets[i].label, targets[i].obj, reads);
 }
 
+/* 4. Keyed lookups (controller-server-lookup.c note 23): for each size in sizes, a table
+ * lk of that many rows (k = 0..n-1) with CREATE INDEX ON lk (k), then `reads` reads of
+ * SELECT * FROM lk WHERE k = <a random key>, each answering its one row. */
+static void section_lookups(PGconn *c, const char *sizes, uint64_t clients, uint64_t load_batch,
+                            uint64_t reads)
+{
+        unsigned seed = 4242, polls;
+        const char *p = sizes;
+
+        printf("## keyed lookups: %s rows, %" PRIu64 " reads each, 1 client\n", sizes, reads);
+        while (*p) {
+                uint64_t rows = strtoull(p, NULL, 10), *lat, t0, t_load;
+                char label[96], q[128], v[160], d[200];
+                struct load_result lr;
+                bool good = true;
+
+                p += strcspn(p, ",");
+                p += *p == ',';
+                snprintf(label, sizeof(label), "lookup: INDEX ON (k), %" PRIu64 " rows", rows);
+                if (!rows || !run(c, "DROP TABLE IF EXISTS lk") ||
+                    !run(c, "CREATE TABLE lk (k int, v int)")) {
+                        failed_row(label, "bad size or CREATE TABLE failed");
+                        continue;
+                }
+                t_load = now_ns();
+                lr = load("lk", GEN_SEQ, clients, load_batch, 0, rows, 0);
+                if (lr.failed || !run(c, "CREATE INDEX lk_k ON lk (k)") ||
+                    poll_until(c, "SELECT count(*) FROM lk", (int64_t)(rows / clients * clients),
+                               now_ns(), &polls) < 0) {
+                        failed_row(label, "loading or indexing failed (see stderr)");
+                        continue;
+                }
+                printf("lookup: %" PRIu64 " rows loaded and indexed in %.1f s\n", rows,
+                       secs_since(t_load));
+                /* An arrangement folds updates into its keyed base only once its since
+                 * passes them (about a second, the default history); before that a
+                 * lookup scans the log, all of a fresh index's rows. */
+                usleep(3 * 1000 * 1000);
+                if (!(lat = calloc(reads, sizeof(*lat))))
+                        return;
+                for (uint64_t i = 0; good && i < reads + reads / 10 + 1; i++) {
+                        PGresult *r;
+
+                        snprintf(q, sizeof(q), "SELECT * FROM lk WHERE k = %u",
+                                 (unsigned)(rand_r(&seed) % (rows / clients * clients)));
+                        t0 = now_ns();
+                        r = query(c, q, poll_timeout_s * 1000);
+                        if (i >= reads / 10 + 1)
+                                lat[i - reads / 10 - 1] = now_ns() - t0;
+                        good = r && PQntuples(r) == 1;
+                        if (!good)
+                                fprintf(stderr, "bench-compute: %s: %d rows, want 1\n", q,
+                                        r ? PQntuples(r) : -1);
+                        PQclear(r);
+                }
+                if (good) {
+                        qsort(lat, reads, sizeof(*lat), cmp_u64);
+                        printf("%-46s p50 %8.1f us  p95 %8.1f us  p99 %8.1f us  max %8.1f us  (n=%" PRIu64 ")\n",
+                               label, pct_us(lat, reads, 0.50), pct_us(lat, reads, 0.95),
+                               pct_us(lat, reads, 0.99), (double)lat[reads - 1] / 1000, reads);
+                        snprintf(v, sizeof(v), "p50 %.0f µs, p95 %.0f µs, p99 %.0f µs",
+                                 pct_us(lat, reads, 0.50), pct_us(lat, reads, 0.95),
+                                 pct_us(lat, reads, 0.99));
+                        snprintf(d, sizeof(d), "`SELECT * FROM lk WHERE k = <random>`; max %.0f µs",
+                                 (double)lat[reads - 1] / 1000);
+                        add_row(label, v, d);
+                } else {
+                        failed_row(label, "a lookup failed (see stderr)");
+                }
+                free(lat);
+        }
+        (void)!run(c, "DROP TABLE IF EXISTS lk");
+}
+
 int main(int argc, char **argv)
 {
         uint64_t duration_s = 10, clients = 8, batch = 100, join_keys = 1000, hydrate_rows = 1000000,
                  load_batch = 2000, read_rows = 10000, reads = 2000;
         bool quick = false;
-        char *only = NULL;
+        char *only = NULL, *lookup_rows = NULL;
         const struct conf_option opts[] = {
                 { "conninfo", CONF_STR, &conninfo, 0, "libpq connection string" },
                 { "duration-s", CONF_U64, &duration_s, 3600, "seconds of load per updates/s figure (default 10)" },
@@ -659,7 +737,8 @@ int main(int argc, char **argv)
                 { "read-rows", CONF_U64, &read_rows, 100000000, "rows in each read-latency relation (default 10000)" },
                 { "reads", CONF_U64, &reads, 100000000, "timed reads per relation (default 2000)" },
                 { "poll-timeout-s", CONF_U64, &poll_timeout_s, 86400, "give up waiting for a view after this (default 600)" },
-                { "only", CONF_STR, &only, 0, "comma-separated sections: throughput,hydrate,reads (default all)" },
+                { "lookup-rows", CONF_STR, &lookup_rows, 0, "comma-separated table sizes for the keyed lookups (default 100000)" },
+                { "only", CONF_STR, &only, 0, "comma-separated sections: throughput,hydrate,reads,lookups (default all)" },
                 { "quick", CONF_BOOL, &quick, 0, "small sizes for a smoke run (explicit flags still win)" },
         };
         char *args[8], err[256];
@@ -677,7 +756,8 @@ int main(int argc, char **argv)
                                          err, sizeof(err))) < 0 || nargs || !conninfo) {
                 fprintf(stderr, "usage: bench-compute --conninfo STR [--duration-s S] [--clients N] "
                                 "[--batch N] [--join-keys N] [--hydrate-rows N] [--load-batch N] "
-                                "[--read-rows N] [--reads N] [--poll-timeout-s S] [--only LIST] [--quick]\n");
+                                "[--read-rows N] [--reads N] [--lookup-rows N,...] [--poll-timeout-s S] "
+                                "[--only LIST] [--quick]\n");
                 return 64;
         }
         if (r == 1) {
@@ -701,6 +781,9 @@ int main(int argc, char **argv)
                 section_hydrate(c, clients, hydrate_rows, load_batch);
         if (WANT("reads"))
                 section_reads(c, read_rows, reads);
+        if (WANT("lookups"))
+                section_lookups(c, lookup_rows ? lookup_rows : quick ? "1000" : "100000", clients,
+                                load_batch, reads);
 
         printf("\nParameters: --clients %" PRIu64 " --batch %" PRIu64 " --duration-s %" PRIu64
                " --join-keys %" PRIu64 " --hydrate-rows %" PRIu64 " --load-batch %" PRIu64
