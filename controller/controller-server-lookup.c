@@ -143,7 +143,8 @@ static int walk(struct lookup *l, const Coord__Plan__Relation *rel, const Coord_
         case COORD__PLAN__RELATION__KIND_FILTER:
                 if (n_filters == LOOKUP_MAX_FILTERS)
                         return walk(l, rel->filter->input, NULL, 0);
-                memcpy(chain, filters, n_filters * sizeof(*chain));
+                if (n_filters)          /* filters is NULL below a node that ends a chain */
+                        memcpy(chain, filters, n_filters * sizeof(*chain));
                 chain[n_filters] = rel->filter;
                 return walk(l, rel->filter->input, chain, n_filters + 1);
         case COORD__PLAN__RELATION__KIND_MAP:
