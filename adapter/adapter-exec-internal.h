@@ -235,6 +235,7 @@ int exec_delete(struct session *s, struct sql_stmt *st);
 /* adapter-exec-read.c */
 bool stream_abandon(struct exec *ex, struct session *s, struct request *rq);
 void peek_cancel(struct exec *ex, struct request *rq);
+void write_eval_cancel(struct exec *ex, struct request *rq);
 int exec_returning(struct session *s, const Coord__Plan__Peek *peek, bool send);
 int exec_write_returned(struct session *s, const Coord__Plan__Peek *peek, const Coord__Ok *ok,
                         size_t write);

@@ -51,6 +51,14 @@ void peek_cancel(struct exec *ex, struct request *rq)
         request_free(rq);
 }
 
+/* (12) An Append whose one write evaluates a plan: the controller stops the evaluation
+ * if it is still running (controller-server-bgwrite.c note 24) and answers the Append
+ * with 57014, else answers it as it would have; rq stays until then. */
+void write_eval_cancel(struct exec *ex, struct request *rq)
+{
+        stream_pull(ex, rq, true);
+}
+
 /* (9) The session no longer wants rq's stream.  With a pull out, the chunk it brings
  * is dropped and the stream cancelled then (peek_done() with no session); else it is
  * cancelled now.  Returns whether rq must stay (true) or may be freed. */

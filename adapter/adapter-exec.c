@@ -117,7 +117,9 @@
  *     (write_unqueue()): it ends with 57014 and is not applied.  A write sent to the
  *     controller or a DDL's commit cannot be taken back, as in PostgreSQL a commit in
  *     progress cannot: it finishes (at most one group is in flight, note 2, so with
- *     the controller stopped only that group's statements wait).
+ *     the controller stopped only that group's statements wait) -- except a write whose
+ *     plan the controller is still evaluating, alone in its group: asked to stop
+ *     (write_eval_cancel()), it ends with the controller's 57014, nothing written.
  * (13) Implicit transactions.  A simple query of several statements outside a block is
  *     one transaction, as in PostgreSQL (s->txn_implicit, set by pg_query()): its
  *     INSERTs are answered at once and kept as a block's are (10); the end of the
@@ -831,8 +833,18 @@ static bool session_cancel(struct session *s, const char *why)
                 return false;
         if (!waiters_unlink(&ex->enact_waiters, s) && !waiters_unlink(&ex->fence_waiters, s) &&
             !write_unqueue(ex, s)) {
-                if (s->stmt->kind != SQL_STMT_SELECT)
+                if (s->stmt->kind != SQL_STMT_SELECT) {
+                        /* Sent: only a plan being evaluated can still stop. */
+                        struct group *g = ex->groups;
+
+                        if (g && g->rq && g->n == 1 && g->writes[0].s == s &&
+                            g->writes[0].delete_filter && ex->controller_up) {
+                                write_eval_cancel(ex, g->rq);
+                                log_info("write_cancel_sent", "peer=%s reason=\"%s\"",
+                                         pgwire_conn_peer(s->c), why);
+                        }
                         return false;
+                }
                 for (rq = ex->pending.next; rq != &ex->pending; rq = rq->next)
                         if (rq->type == COORD__MSG_TYPE__MSG_PEEK && rq->ctx == s)
                                 break;

@@ -116,6 +116,7 @@ struct append_ctx {
         struct append_failure *fail;            /* (22) units that failed alone */
         size_t n_fail, cap_fail;
         struct eval_batch *ret;                 /* one per write: RETURNING rows */
+        struct bgwrite *pre;                    /* (24) one write's plan, evaluated */
         size_t n_ret;
         struct row_error err;
 };
@@ -330,7 +331,7 @@ static int push_selected(struct append_ctx *ac, struct acol *t, const struct eva
 
 /* Whether rel is a chain of Filter / Map / Project over one Get or Constant: what
  * eval_plan_new() takes. */
-static bool plan_is_chain(const Coord__Plan__Relation *rel)
+bool server_plan_is_chain(const Coord__Plan__Relation *rel)
 {
         for (;;) {
                 switch (rel ? rel->kind_case : COORD__PLAN__RELATION__KIND__NOT_SET) {
@@ -524,7 +525,19 @@ static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__Tab
         bool whole;
         int r;
 
-        if (plan_is_chain(w->delete_filter)) {
+        if (ac->pre && ac->pre->write == index) {
+                /* (24) evaluated in the peek thread, the Append parked meanwhile. */
+                r = ac->pre->r;
+                if (r < 0) {
+                        ac->err = ac->pre->e;
+                } else {
+                        df = TAKE_PTR(ac->pre->df);
+                        out = ac->pre->out;
+                        ac->pre->out = (struct eval_batch)EVAL_BATCH_INIT;
+                        types = dataflow_types(df);
+                        arity = dataflow_arity(df);
+                }
+        } else if (server_plan_is_chain(w->delete_filter)) {
                 r = write_chain(ac, t, w, &p, &out);
                 types = r >= 0 ? eval_plan_types(p) : NULL;
                 arity = r >= 0 ? eval_plan_arity(p) : 0;
@@ -1343,18 +1356,27 @@ static void append_reply_ok(struct append_ctx *ac, Coord__Role from, uint64_t ri
 
 void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
-        struct append_ctx ac = { .s = s };
-        struct stage st = { 0 };
-        bool pushed = false;
-        uint64_t t0 = now_ns();
-        Coord__Append *a;
-        int r;
+        Coord__Append *a = coord__append__unpack(NULL, env->payload.len, env->payload.data);
 
-        a = coord__append__unpack(NULL, env->payload.len, env->payload.data);
         if (!a) {
                 server_reply_malformed(s, from, env);
                 return;
         }
+        if (server_bgwrite_try(s, from, env->request_id, a) == 1)
+                return;                 /* (24) parked; the job has a */
+        server_append_run(s, from, env->request_id, a, NULL);
+        coord__append__free_unpacked(a, NULL);
+}
+
+void server_append_run(struct cserver *s, Coord__Role from, uint64_t request_id,
+                       const Coord__Append *a, struct bgwrite *w)
+{
+        struct append_ctx ac = { .s = s, .pre = w };
+        struct stage st = { 0 };
+        bool pushed = false;
+        uint64_t t0 = now_ns();
+        int r;
+
         ac.ts = a->ts;
         ac.mark = &a->writer_mark;
         if (!s->st) {
@@ -1392,7 +1414,7 @@ void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                 }
         }
         if (r < 0) {
-                server_reply_error(s, from, env->request_id, &ac.err);
+                server_reply_error(s, from, request_id, &ac.err);
         } else {
                 append_apply(&ac);
                 if (pushed)
@@ -1400,7 +1422,7 @@ void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                 log_debug("append", "ts=%llu writes=%zu collections=%zu frontier_rows=%zu",
                           (unsigned long long)a->ts, a->n_writes, ac.n_c, ac.frontier_rows);
                 s->append_t0_ns = t0;
-                append_reply_ok(&ac, from, env->request_id, a);
+                append_reply_ok(&ac, from, request_id, a);
                 if (s->append_t0_ns) {          /* sent at once, not held */
                         hist_record(&s->append_hist, (now_ns() - t0) / 1000);
                         s->append_t0_ns = 0;
@@ -1409,5 +1431,4 @@ void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
                 server_peeks_wake(s);
         }
         append_ctx_done(&ac);
-        coord__append__free_unpacked(a, NULL);
 }

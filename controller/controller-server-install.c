@@ -391,10 +391,11 @@ int server_defer_message(struct cserver *s, Coord__Role from, const Coord__Envel
         return 0;
 }
 
-/* Handle the deferred messages in order, until one starts another install. */
-static void deferred_run(struct cserver *s)
+/* Handle the deferred messages in order, until one starts another install or parks
+ * an Append (24). */
+void server_deferred_run(struct cserver *s)
 {
-        while (!s->install && s->deferred_head) {
+        while (!s->install && !s->bgwrite && s->deferred_head) {
                 struct deferred *d = s->deferred_head;
                 Coord__Envelope *env;
 
@@ -516,7 +517,7 @@ static void install_done(struct cserver *s, int r, struct row_error *e)
         s->install = NULL;
         server_install_free(in);
         server_compute_run(s);                 /* wakes the peeks that waited (17) */
-        deferred_run(s);
+        server_deferred_run(s);
 }
 
 static void install_continue(struct loop *l, void *userdata);

@@ -106,8 +106,25 @@ struct bgpeek {
         uint64_t eval_us;
         atomic_bool stop;               /* set by the loop when pk is cancelled (18) */
         struct bgsub **sub;             /* per input: an index read below its since, or NULL */
+        struct bgwrite *w;              /* a write's plan instead of a peek (24); pk NULL */
         size_t n;
         struct storage_reader *rd[];    /* one per input; NULL: empty at ts (10) */
+};
+
+/* (24) A write's plan evaluated in the peek thread while its Append is parked: the
+ * loop fills the first five before queueing, the thread df's result into out (or r
+ * with its job's e). */
+struct bgwrite {
+        Coord__Append *a;               /* owned: replayed when the result is back */
+        Coord__Role from;
+        uint64_t request_id, epoch;     /* epoch: of from's connection (18b) */
+        size_t write;                   /* a->writes[write] is the one evaluated */
+        struct bgpeek *job;
+        struct dataflow *df;            /* its plan, at a->ts, fed by job->rd[] */
+        struct eval_batch out;
+        int r;
+        struct row_error e;
+        uint64_t eval_us;
 };
 
 /* An index's input read below its arrangement's since, in the peek thread (13, 18):
@@ -267,6 +284,8 @@ struct cserver {
         uint64_t peeks_bg, peek_bg_max_us;
         uint64_t peeks_bg_sub;          /* of them, with an index read below its since (18) */
         uint64_t peeks_keyed;           /* index inputs read by key (23) */
+        struct bgwrite *bgwrite;        /* (24) the Append parked for its write's plan */
+        uint64_t writes_bg, write_bg_max_us;
         uint64_t out_held_msgs, out_held_ring, out_failed, out_max_held_ns;
         size_t out_max;                 /* most entries held at once */
 
@@ -560,6 +579,25 @@ void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__E
 void server_peek_worker_stop(struct cserver *s);
 void server_peeks_wake(struct cserver *s);
 void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+
+/* (18) the peek thread, shared with (24). */
+int server_peek_worker_start(struct cserver *s);
+void server_peek_worker_queue(struct cserver *s, struct bgpeek *j);
+uint64_t server_peek_bg_min(const struct cserver *s);
+uint64_t server_plan_cost(const Coord__Plan__Relation *rel, const struct dataflow *df,
+                          const uint64_t *ups, unsigned depth);
+
+/* controller-server-bgwrite.c: a write's plan in the peek thread (24). */
+/* 1 when a's expensive write went to the thread (a is the job's now, the Append
+ * parked); 0: handle a on the loop. */
+int server_bgwrite_try(struct cserver *s, Coord__Role from, uint64_t request_id, Coord__Append *a);
+void server_bgwrite_eval(struct bgpeek *j);                             /* the thread */
+void server_bgwrite_finish(struct cserver *s, struct bgpeek *j, bool stopping);
+bool server_plan_is_chain(const Coord__Plan__Relation *rel);
+/* controller-server-append.c: handle Append a, with w's result for one of its writes. */
+void server_append_run(struct cserver *s, Coord__Role from, uint64_t request_id,
+                       const Coord__Append *a, struct bgwrite *w);
+void server_deferred_run(struct cserver *s);
 
 /* controller-server-lookup.c: keyed index lookups (23). */
 /* Key arr (new, empty) by sp's keys when all are of a keyable type: 0 or -errno. */

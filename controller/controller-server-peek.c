@@ -98,7 +98,7 @@
 #define PEEK_BG_MIN_UPDATES 4096u
 /* The peek thread's nice value (Linux: per thread). */
 #define PEEK_THREAD_NICE 19
-/* plan_cost() looks this deep, then assumes the worst. */
+/* server_plan_cost() looks this deep, then assumes the worst. */
 #define PEEK_PLAN_MAX_DEPTH 256u
 
 /* The peek thread (18): todo and done under lock, FIFO. */
@@ -485,6 +485,18 @@ void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__E
         Coord__PeekNext *m;
         struct peek *pk;
 
+        if (s->bgwrite && s->bgwrite->from == from && s->bgwrite->request_id == env->request_id) {
+                /* (24) a PeekNext with cancel stops a parked Append's write too. */
+                m = coord__peek_next__unpack(NULL, env->payload.len, env->payload.data);
+                if (m && m->cancel) {
+                        atomic_store(&s->bgwrite->job->stop, true);
+                        log_info("write_cancelled", "role=%s request_id=%llu state=evaluating",
+                                 node_role_name(from), (unsigned long long)env->request_id);
+                }
+                if (m)
+                        coord__peek_next__free_unpacked(m, NULL);
+                return;
+        }
         for (pk = s->peeks_head; pk; pk = pk->next)
                 if (pk->from == from && pk->request_id == env->request_id && !pk->cancelled)
                         break;
@@ -771,6 +783,10 @@ static void bg_eval(struct bgpeek *j)
         uint64_t start_ns = now_ns();
         int r = 0;
 
+        if (j->w) {
+                server_bgwrite_eval(j);         /* a write's plan (24) */
+                return;
+        }
         for (size_t i = 0; i < j->n; i++) {
                 uint64_t gid = dataflow_input_id(pk->df, i);
                 struct feed fd = { .df = pk->df, .input = i, .err = &j->e, .time = pk->ts };
@@ -855,6 +871,10 @@ static void bg_finish(struct cserver *s, struct bgpeek *j)
         struct row_error e;
         int r;
 
+        if (j->w) {
+                server_bgwrite_finish(s, j, s->pw->stop);
+                return;
+        }
         assert(pk->bg == j);
         pk->bg = NULL;
         s->n_bg--;
@@ -910,7 +930,7 @@ static void on_peeks_done(struct loop *l, uint64_t count, void *userdata)
         bg_take_done(userdata);
 }
 
-static int peek_worker_start(struct cserver *s)
+int server_peek_worker_start(struct cserver *s)
 {
         struct peek_worker *w = calloc(1, sizeof(*w));
         int r;
@@ -954,6 +974,8 @@ void server_peek_worker_stop(struct cserver *s)
         for (struct peek *pk = s->peeks_head; pk; pk = pk->next)
                 if (pk->bg)
                         server_peek_cancel(pk); /* no answers while stopping */
+        if (s->bgwrite)
+                atomic_store(&s->bgwrite->job->stop, true);
         pthread_mutex_lock(&w->lock);
         w->stop = true;
         pthread_cond_signal(&w->cond);
@@ -966,6 +988,20 @@ void server_peek_worker_stop(struct cserver *s)
         pthread_mutex_destroy(&w->lock);
         free(w);
         s->pw = NULL;
+}
+
+void server_peek_worker_queue(struct cserver *s, struct bgpeek *j)
+{
+        pthread_mutex_lock(&s->pw->lock);
+        *s->pw->todo_tail = j;
+        s->pw->todo_tail = &j->next;
+        pthread_cond_signal(&s->pw->cond);
+        pthread_mutex_unlock(&s->pw->lock);
+}
+
+uint64_t server_peek_bg_min(const struct cserver *s)
+{
+        return s->cfg.test_peek_bg_min_updates ? s->cfg.test_peek_bg_min_updates : PEEK_BG_MIN_UPDATES;
 }
 
 static uint64_t cost_add(uint64_t a, uint64_t b)
@@ -984,7 +1020,7 @@ static uint64_t cost_mul(uint64_t a, uint64_t b)
  * product of a Join's sides (a join of small tables can be a large cross product, issue
  * 36), the sum of a Union's arms, the rows of a Constant, and an operator's input's
  * otherwise.  An upper bound of the rows the plan may produce along the way. */
-static uint64_t plan_cost(const Coord__Plan__Relation *rel, const struct dataflow *df,
+uint64_t server_plan_cost(const Coord__Plan__Relation *rel, const struct dataflow *df,
                           const uint64_t *ups, unsigned depth)
 {
         if (!rel)
@@ -1000,29 +1036,29 @@ static uint64_t plan_cost(const Coord__Plan__Relation *rel, const struct dataflo
         case COORD__PLAN__RELATION__KIND_CONSTANT:
                 return rel->constant->n_rows;
         case COORD__PLAN__RELATION__KIND_JOIN:
-                return cost_mul(cost_add(plan_cost(rel->join->left, df, ups, depth + 1), 1),
-                                cost_add(plan_cost(rel->join->right, df, ups, depth + 1), 1));
+                return cost_mul(cost_add(server_plan_cost(rel->join->left, df, ups, depth + 1), 1),
+                                cost_add(server_plan_cost(rel->join->right, df, ups, depth + 1), 1));
         case COORD__PLAN__RELATION__KIND_UNION: {
                 uint64_t c = 0;
 
                 for (size_t i = 0; i < rel->union_->n_inputs; i++)
-                        c = cost_add(c, plan_cost(rel->union_->inputs[i], df, ups, depth + 1));
+                        c = cost_add(c, server_plan_cost(rel->union_->inputs[i], df, ups, depth + 1));
                 return c;
         }
         case COORD__PLAN__RELATION__KIND_FILTER:
-                return plan_cost(rel->filter->input, df, ups, depth + 1);
+                return server_plan_cost(rel->filter->input, df, ups, depth + 1);
         case COORD__PLAN__RELATION__KIND_MAP:
-                return plan_cost(rel->map->input, df, ups, depth + 1);
+                return server_plan_cost(rel->map->input, df, ups, depth + 1);
         case COORD__PLAN__RELATION__KIND_PROJECT:
-                return plan_cost(rel->project->input, df, ups, depth + 1);
+                return server_plan_cost(rel->project->input, df, ups, depth + 1);
         case COORD__PLAN__RELATION__KIND_REDUCE:
-                return plan_cost(rel->reduce->input, df, ups, depth + 1);
+                return server_plan_cost(rel->reduce->input, df, ups, depth + 1);
         case COORD__PLAN__RELATION__KIND_DISTINCT:
-                return plan_cost(rel->distinct->input, df, ups, depth + 1);
+                return server_plan_cost(rel->distinct->input, df, ups, depth + 1);
         case COORD__PLAN__RELATION__KIND_TOP_K:
-                return plan_cost(rel->top_k->input, df, ups, depth + 1);
+                return server_plan_cost(rel->top_k->input, df, ups, depth + 1);
         case COORD__PLAN__RELATION__KIND_NEGATE:
-                return plan_cost(rel->negate->input, df, ups, depth + 1);
+                return server_plan_cost(rel->negate->input, df, ups, depth + 1);
         default:
                 return UINT64_MAX;
         }
@@ -1112,7 +1148,7 @@ static int bgsub_new(struct cserver *s, struct dfent *de, struct bgpeek *j, uint
                 if (r < 0)
                         goto fail;
         }
-        *ret_cost = plan_cost(de->spec->plan, b->df, ups, 0);
+        *ret_cost = server_plan_cost(de->spec->plan, b->df, ups, 0);
         *ret = b;
         free(ups);
         return 0;
@@ -1123,7 +1159,7 @@ fail:
         return r;
 }
 
-/* Classify pk's input i for the thread: how[i], its cost in ups[i] (plan_cost()),
+/* Classify pk's input i for the thread: how[i], its cost in ups[i] (server_plan_cost()),
  * at[i] the time to read a storage collection at.  0, or -errno: stay on the loop. */
 enum { BG_EMPTY, BG_READ, BG_COPY, BG_SUB };
 static int bg_plan_input(struct cserver *s, struct bgpeek *j, size_t i, uint8_t *how, uint64_t *ups,
@@ -1167,7 +1203,7 @@ static int bg_plan_input(struct cserver *s, struct bgpeek *j, size_t i, uint8_t 
 }
 
 /* (18): hand pk, readable at its ts (peek_try() checked), to the peek thread when it
- * may cost enough (plan_cost()): on the loop a cross product would hold every other
+ * may cost enough (server_plan_cost()): on the loop a cross product would hold every other
  * client until it ended.  The thread reads storage collections itself, also for an
  * index read below its since (bgsub_new()); an index's arrangement and a live
  * relation's state are the loop's, so the loop copies them into pk's dataflow before
@@ -1193,8 +1229,8 @@ static int peek_try_bg(struct cserver *s, struct peek *pk, struct row_error *e)
         for (size_t i = 0; i < n; i++)
                 if (bg_plan_input(s, j, i, how, ups, at) < 0)
                         goto stay;
-        if (plan_cost(pk->req->peek->plan, pk->df, ups, 0) < min ||
-            (!s->pw && peek_worker_start(s) < 0))
+        if (server_plan_cost(pk->req->peek->plan, pk->df, ups, 0) < min ||
+            (!s->pw && server_peek_worker_start(s) < 0))
                 goto stay;
         for (size_t i = 0; i < n; i++)
                 if (how[i] == BG_READ &&
@@ -1216,11 +1252,7 @@ static int peek_try_bg(struct cserver *s, struct peek *pk, struct row_error *e)
         s->n_bg++;
         s->peeks_bg++;
         s->peeks_bg_sub += j->sub != NULL;
-        pthread_mutex_lock(&s->pw->lock);
-        *s->pw->todo_tail = j;
-        s->pw->todo_tail = &j->next;
-        pthread_cond_signal(&s->pw->cond);
-        pthread_mutex_unlock(&s->pw->lock);
+        server_peek_worker_queue(s, j);
         return PEEK_BG;
 stay:
         if (j)

@@ -24,6 +24,7 @@
  *   controller-server-compact.c      compaction permission and compaction
  *   controller-server-unique.c       PRIMARY KEY and UNIQUE: key mirrors, the check
  *   controller-server-lookup.c       keyed index lookups
+ *   controller-server-bgwrite.c      a write's plan in the peek thread
  *   controller-server-internal.h     what they share
  *
  * NOTES ON THE DESIGN
@@ -42,11 +43,14 @@
  *   controller-server-compact.c      6, 14
  *   controller-server-unique.c       22
  *   controller-server-lookup.c       23
+ *   controller-server-bgwrite.c      24
  *
  * (1) Order.  Requests are handled to completion one after the other, in arrival
- *     order, with one exception: a peek that must wait for an upper is parked (5) and
- *     the requests after it are served meanwhile.  So Ensure, Drop, Append and List
- *     replies leave in request order; a peek's reply may come after the replies to
+ *     order, with two exceptions: a peek that must wait for an upper is parked (5) and
+ *     the requests after it are served meanwhile; an Append parked while the peek
+ *     thread evaluates its write's plan (24) lets reads pass, every other request
+ *     waiting behind it.  So Ensure, Drop, Append and List replies leave in request
+ *     order; a peek's reply may come after the replies to
  *     later requests.  The adapter matches replies by request_id.
  *
  * (9) Hostile input.  A payload that does not decode, a plan that does not validate,
@@ -145,12 +149,16 @@ const char *server_msg_name(int type)
 
 /* One wake-up of the ring's sleeping readers per message, however many frontiers it
  * publishes (fring_hold_wakes()).  While a bulk install is in slices, the follower's
- * messages wait behind it (17). */
+ * messages wait behind it (17); while an Append is parked for its write's plan, every
+ * message but reads does (24). */
 void cserver_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
         s->msg_epoch = server_peer_epoch(s, from);
         s->msg_from = from;
-        if (s->install && from == COORD__ROLE__ROLE_LIFECYCLE) {
+        if ((s->install && from == COORD__ROLE__ROLE_LIFECYCLE) ||
+            (s->bgwrite && env->type != COORD__MSG_TYPE__MSG_PEEK &&
+             env->type != COORD__MSG_TYPE__MSG_PEEK_NEXT &&
+             env->type != COORD__MSG_TYPE__MSG_LIST_COLLECTIONS)) {
                 if (server_defer_message(s, from, env) < 0) {
                         struct row_error e;
 
@@ -221,6 +229,8 @@ void cserver_on_peer_change(struct cserver *s, Coord__Role role)
 
         if ((unsigned)role < ELEMENTSOF(s->peer_epochs))
                 s->peer_epochs[role]++;         /* (18b) */
+        if (s->bgwrite && s->bgwrite->from == role)
+                atomic_store(&s->bgwrite->job->stop, true);     /* dropped when back (24) */
         for (pk = s->peeks_head; pk; pk = next) {
                 next = pk->next;
                 if (pk->from != role)
@@ -251,7 +261,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu installing=%zu "
                  "installs_sliced=%llu install_slices=%llu deferred=%zu peeks_thread=%llu "
                  "peeks_in_thread=%zu peek_thread_max_us=%llu peeks_thread_index_storage=%llu "
-                 "peeks_keyed=%llu stale_replies=%llu "
+                 "peeks_keyed=%llu writes_thread=%llu write_thread_max_us=%llu stale_replies=%llu "
                  "drops_by_key=%llu drops_by_range=%llu sinks=%zu sink_flushes=%llu sink_bytes=%llu "
                  "sink_errors=%llu sources=%zu source_ticks=%llu source_rows=%llu source_errors=%llu "
                  "mvs=%zu storage=%s",
@@ -278,7 +288,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)s->installs_sliced, (unsigned long long)s->install_slices,
                  s->n_deferred, (unsigned long long)s->peeks_bg, s->n_bg,
                  (unsigned long long)s->peek_bg_max_us, (unsigned long long)s->peeks_bg_sub,
-                 (unsigned long long)s->peeks_keyed, (unsigned long long)s->stale_replies,
+                 (unsigned long long)s->peeks_keyed, (unsigned long long)s->writes_bg,
+                 (unsigned long long)s->write_bg_max_us, (unsigned long long)s->stale_replies,
                  (unsigned long long)st.drops_by_key, (unsigned long long)st.drops_by_range,
                  s->n_sinks, (unsigned long long)s->sink_flushes, (unsigned long long)s->sink_bytes,
                  (unsigned long long)s->sink_errors, s->n_srcs, (unsigned long long)s->source_ticks,
