@@ -509,6 +509,44 @@ Coord__Plan__Relation *rel_distinct(Coord__Plan__Relation *input)
         return r;
 }
 
+/* Negate(input) or Threshold(input) (proto/plan.proto); consumes input. */
+static Coord__Plan__Relation *rel_unary(Coord__Plan__Relation *input, bool threshold)
+{
+        Coord__Plan__Relation *r = rel_new();
+        Coord__Plan__Negate *n = threshold ? NULL : malloc(sizeof(*n));
+        Coord__Plan__Threshold *t = threshold ? malloc(sizeof(*t)) : NULL;
+
+        if (!r || (!n && !t) || !input) {
+                free(r);
+                free(n);
+                free(t);
+                rel_free(input);
+                return NULL;
+        }
+        if (threshold) {
+                coord__plan__threshold__init(t);
+                t->input = input;
+                r->kind_case = COORD__PLAN__RELATION__KIND_THRESHOLD;
+                r->threshold = t;
+        } else {
+                coord__plan__negate__init(n);
+                n->input = input;
+                r->kind_case = COORD__PLAN__RELATION__KIND_NEGATE;
+                r->negate = n;
+        }
+        return r;
+}
+
+Coord__Plan__Relation *rel_negate(Coord__Plan__Relation *input)
+{
+        return rel_unary(input, false);
+}
+
+Coord__Plan__Relation *rel_threshold(Coord__Plan__Relation *input)
+{
+        return rel_unary(input, true);
+}
+
 void topk_spec_done(struct topk_spec *tk)
 {
         for (size_t i = 0; i < tk->n_order; i++)
@@ -617,6 +655,8 @@ int rel_types(const Coord__Plan__Relation *r, Coord__Plan__Type **ret, size_t *r
                 return rel_types(r->top_k->input, ret, ret_n);
         case COORD__PLAN__RELATION__KIND_NEGATE:
                 return rel_types(r->negate->input, ret, ret_n);
+        case COORD__PLAN__RELATION__KIND_THRESHOLD:
+                return rel_types(r->threshold->input, ret, ret_n);
         case COORD__PLAN__RELATION__KIND_UNION:
                 if (!r->union_->n_inputs)
                         return -EINVAL;

@@ -504,24 +504,6 @@ int conj_add(struct analyzer *a, Coord__Plan__Expr ***preds, size_t *n, Coord__P
  * (on L alone, or on both sides but not an equality of columns) change which rows
  * match in ways this plan does not express: refused (0A000), never planned wrong. */
 
-static Coord__Plan__Relation *rel_negate(Coord__Plan__Relation *input)
-{
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Negate *n = malloc(sizeof(*n));
-
-        if (!r || !n || !input) {
-                free(r);
-                free(n);
-                rel_free(input);
-                return NULL;
-        }
-        coord__plan__negate__init(n);
-        n->input = input;
-        r->kind_case = COORD__PLAN__RELATION__KIND_NEGATE;
-        r->negate = n;
-        return r;
-}
-
 /* Project(input, [from, from + n)); consumes input. */
 Coord__Plan__Relation *rel_project_range(Coord__Plan__Relation *input, uint32_t from, size_t n)
 {

@@ -307,6 +307,8 @@ Coord__Plan__Relation *rel_filter_n(Coord__Plan__Relation *input, Coord__Plan__E
 Coord__Plan__Relation *rel_join(Coord__Plan__Relation *left, Coord__Plan__Relation *right);
 Coord__Plan__Relation *rel_union(Coord__Plan__Relation **inputs, size_t n);
 Coord__Plan__Relation *rel_distinct(Coord__Plan__Relation *input);
+Coord__Plan__Relation *rel_negate(Coord__Plan__Relation *input);
+Coord__Plan__Relation *rel_threshold(Coord__Plan__Relation *input);
 void topk_spec_done(struct topk_spec *tk);
 Coord__Plan__Relation *rel_topk(Coord__Plan__Relation *input, struct topk_spec *tk);
 Coord__Plan__Relation *rel_constant(Coord__Plan__Type *types, size_t n_types,

@@ -654,6 +654,9 @@ static int optimize(struct analyzer *a, Coord__Plan__Relation **pr)
         case COORD__PLAN__RELATION__KIND_NEGATE:
                 rc = optimize(a, &r->negate->input);
                 return rc < 0 || !rel_is_empty(r->negate->input) ? rc : rel_make_empty(a, pr);
+        case COORD__PLAN__RELATION__KIND_THRESHOLD:
+                rc = optimize(a, &r->threshold->input);
+                return rc < 0 || !rel_is_empty(r->threshold->input) ? rc : rel_make_empty(a, pr);
         case COORD__PLAN__RELATION__KIND_TOP_K:
                 rc = optimize(a, &r->top_k->input);
                 return rc < 0 || !rel_is_empty(r->top_k->input) ? rc : rel_make_empty(a, pr);
@@ -689,6 +692,8 @@ static int collect_gets(struct analyzer *a, const Coord__Plan__Relation *r)
                 return collect_gets(a, r->distinct->input);
         case COORD__PLAN__RELATION__KIND_NEGATE:
                 return collect_gets(a, r->negate->input);
+        case COORD__PLAN__RELATION__KIND_THRESHOLD:
+                return collect_gets(a, r->threshold->input);
         case COORD__PLAN__RELATION__KIND_TOP_K:
                 return collect_gets(a, r->top_k->input);
         default:

@@ -1314,6 +1314,56 @@ static int setop_tagged(struct analyzer *a, bool intersect, Coord__Plan__Relatio
         return *ret ? 0 : analyzer_oom(a);
 }
 
+/* INTERSECT ALL and EXCEPT ALL, with PostgreSQL's multiplicities: a row a times on the
+ * left and b times on the right is max(0, a - b) times in EXCEPT ALL, the Threshold of
+ * a - b, and min(a, b) = a - max(0, a - b) times in INTERSECT ALL (so the left's plan
+ * twice).  Threshold, Negate and Union: maintained like any plan
+ * (controller-dataflow-ops.c note 8).  Threshold compares rows by bytes, so a numeric
+ * column (1.5 = 1.50) is refused, never answered by spelling.  Consumes lp and rp (n
+ * columns each, of the types to). */
+static int setop_all(struct analyzer *a, bool intersect, Coord__Plan__Relation *lp,
+                     Coord__Plan__Relation *rp, const int *to, size_t n,
+                     Coord__Plan__Relation **ret)
+{
+        Coord__Plan__Relation **in = NULL, *l2 = NULL, *th = NULL;
+
+        for (size_t i = 0; i < n; i++)
+                if (to[i] == ROW_TYPE_NUMERIC) {
+                        rel_free(lp);
+                        rel_free(rp);
+                        return FAIL(a, "0A000", "%s ALL over a numeric column is not supported",
+                                    intersect ? "INTERSECT" : "EXCEPT");
+                }
+        if (intersect && !(l2 = rel_copy(lp)))
+                goto oom;
+        rp = rel_negate(rp);
+        in = calloc(2, sizeof(*in));
+        if (!rp || !in)
+                goto oom;
+        in[0] = TAKE_PTR(lp);
+        in[1] = TAKE_PTR(rp);
+        th = rel_threshold(rel_union(TAKE_PTR(in), 2));
+        if (!th || !intersect) {
+                *ret = th;
+                return th ? 0 : analyzer_oom(a);
+        }
+        th = rel_negate(th);
+        in = calloc(2, sizeof(*in));
+        if (!th || !in)
+                goto oom;
+        in[0] = TAKE_PTR(l2);
+        in[1] = TAKE_PTR(th);
+        *ret = rel_union(in, 2);
+        return *ret ? 0 : analyzer_oom(a);
+oom:
+        free(in);
+        rel_free(th);
+        rel_free(l2);
+        rel_free(lp);
+        rel_free(rp);
+        return analyzer_oom(a);
+}
+
 static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
                       Coord__Plan__Relation **ret_plan, struct scope *ret_cols)
 {
@@ -1326,8 +1376,6 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
                                                                             : "UNION";
         int r;
 
-        if (s->op != PG_QUERY__SET_OPERATION__SETOP_UNION && s->all)
-                return FAIL(a, "0A000", "%s ALL is not supported: only %s", op, op);
         if (!s->larg || !s->rarg)
                 return FAIL(a, "XX000", "malformed %s", op);
         {
@@ -1383,6 +1431,9 @@ static int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
                 r = rel_cast_columns(a, &rp, rt, to, lc.n);
         if (r < 0)
                 return r;
+        if (s->op != PG_QUERY__SET_OPERATION__SETOP_UNION && s->all)
+                return setop_all(a, s->op == PG_QUERY__SET_OPERATION__SETOP_INTERSECT,
+                                 TAKE_PTR(lp), TAKE_PTR(rp), to, lc.n, ret_plan);
         if (s->op != PG_QUERY__SET_OPERATION__SETOP_UNION)
                 return setop_tagged(a, s->op == PG_QUERY__SET_OPERATION__SETOP_INTERSECT,
                                     TAKE_PTR(lp), TAKE_PTR(rp), lc.n, ret_plan);

@@ -471,23 +471,36 @@ static int build_union(struct dataflow *df, const Coord__Plan__Relation *rel, un
         return 0;
 }
 
-/* Negate or Distinct: the columns of its input. */
-static int build_negate_distinct(struct dataflow *df, const Coord__Plan__Relation *rel,
-                                 unsigned depth, size_t *ret, struct row_error *err)
+/* Negate, Distinct or Threshold: the columns of its input. */
+static int build_unary(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned depth,
+                       size_t *ret, struct row_error *err)
 {
-        bool neg = rel->kind_case == COORD__PLAN__RELATION__KIND_NEGATE;
         const Coord__Plan__Relation *in;
+        enum node_kind kind;
         size_t c, me;
         struct node *n;
         int r;
 
-        if (neg ? !rel->negate : !rel->distinct)
+        switch (rel->kind_case) {
+        case COORD__PLAN__RELATION__KIND_NEGATE:
+                kind = NODE_NEGATE;
+                in = rel->negate ? rel->negate->input : NULL;
+                break;
+        case COORD__PLAN__RELATION__KIND_DISTINCT:
+                kind = NODE_DISTINCT;
+                in = rel->distinct ? rel->distinct->input : NULL;
+                break;
+        default:
+                kind = NODE_THRESHOLD;
+                in = rel->threshold ? rel->threshold->input : NULL;
+                break;
+        }
+        if (!in)
                 return invalid(err, "missing input");
-        in = neg ? rel->negate->input : rel->distinct->input;
         r = build(df, in, depth + 1, &c, err);
         if (r < 0)
                 return r;
-        r = node_add(df, neg ? NODE_NEGATE : NODE_DISTINCT, rel, &me, err);
+        r = node_add(df, kind, rel, &me, err);
         if (r < 0)
                 return r;
         n = &df->nodes[me];
@@ -518,7 +531,8 @@ static int build(struct dataflow *df, const Coord__Plan__Relation *rel, unsigned
                 return build_union(df, rel, depth, ret, err);
         case COORD__PLAN__RELATION__KIND_NEGATE:
         case COORD__PLAN__RELATION__KIND_DISTINCT:
-                return build_negate_distinct(df, rel, depth, ret, err);
+        case COORD__PLAN__RELATION__KIND_THRESHOLD:
+                return build_unary(df, rel, depth, ret, err);
         case COORD__PLAN__RELATION__KIND_REDUCE:
                 if (!rel->reduce)
                         return invalid(err, "missing input");

@@ -146,9 +146,10 @@ enum node_kind {
         NODE_REDUCE,
         NODE_JOIN,
         NODE_TOPK,
+        NODE_THRESHOLD,
 };
 
-/* Distinct: row -> count. */
+/* Distinct, Threshold (8): row -> count. */
 struct dis_ent {
         int64_t count;
         int64_t old;            /* count before the current time, while dirty */
@@ -227,7 +228,8 @@ struct node {
         const Coord__Plan__Relation *rel;
         size_t arity;
         enum row_type *types;
-        size_t child[2];        /* Linear, Negate, Distinct, Reduce: [0]; Join: both */
+        size_t child[2];        /* Linear, Negate, Distinct, Threshold, Reduce: [0];
+                                 * Join: both */
         size_t *children;       /* Union */
         size_t n_children;
 
@@ -241,8 +243,8 @@ struct node {
         struct row_datum *datums;       /* decode scratch (input arity + extra) */
         struct buf key;                 /* key scratch */
         size_t emitted;                 /* (6) JOIN: bytes of output at this time */
-        struct bmap map;                /* DISTINCT rows; REDUCE groups */
-        struct idvec dirty;             /* DISTINCT, REDUCE */
+        struct bmap map;                /* DISTINCT, THRESHOLD rows; REDUCE groups */
+        struct idvec dirty;             /* DISTINCT, THRESHOLD, REDUCE */
         /* REDUCE */
         const Coord__Plan__Reduce *reduce;
         size_t in_arity;
@@ -310,7 +312,8 @@ int mem_check(const struct dataflow *df, size_t extra, struct row_error *err);
 
 /* controller-dataflow-ops.c: one node's run at time t (run_node()) */
 int run_union(struct dataflow *df, struct node *n, bool negate, struct row_error *err);
-int run_distinct(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err);
+int run_distinct(struct dataflow *df, struct node *n, uint64_t t, bool threshold,
+                 struct row_error *err);
 int run_topk(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err);
 int run_reduce(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err);
 int run_join(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err);

@@ -1,6 +1,6 @@
 /* controller-dataflow-ops.c -- the operators' runs at one time, which run_node()
- * calls: Union and Negate pass their inputs' deltas on; Distinct, TopK, Reduce and
- * Join fold them into their state, settle it (4) and emit what changed.
+ * calls: Union and Negate pass their inputs' deltas on; Distinct, Threshold, TopK,
+ * Reduce and Join fold them into their state, settle it (4) and emit what changed.
  *
  * Contract: controller-dataflow.h; what the engine's files share:
  * controller-dataflow-internal.h.  The notes are numbered across the engine
@@ -11,12 +11,13 @@
  * (4) Invariant between times: no dirty entry exists; every Distinct count and Reduce
  *     group count is > 0 (a global Reduce's one group may be 0); every min/max value
  *     count is > 0 and the group's cached extreme (`ext`) is the extreme of its list.
- *     Join rows have count != 0 (negative is allowed there: a Join is linear in each
- *     input, so Join(Negate(a), b) is well defined).  The operators' settling at the
- *     end of each time keeps it: run_distinct(), run_reduce() (its two settle loops)
- *     and join_settle() clear the dirty marks and remove the entries that reached 0,
- *     and a count negative where none may be fails the time (corrupt(), XX000).  No
- *     function asserts it as a whole (a TopK's part: topk_check(), (7)).
+ *     Join rows and Threshold rows have count != 0 (negative is allowed there: a Join
+ *     is linear in each input, so Join(Negate(a), b) is well defined; a Threshold's
+ *     input is a difference, (8)).  The operators' settling at the end of each time
+ *     keeps it: run_distinct(), run_reduce() (its two settle loops) and join_settle()
+ *     clear the dirty marks and remove the entries that reached 0, and a count
+ *     negative where none may be fails the time (corrupt(), XX000).  No function
+ *     asserts it as a whole (a TopK's part: topk_check(), (7)).
  *
  * (7) TopK (ORDER BY ... LIMIT/OFFSET in a view, proto/plan.proto) keeps its input
  *     multiset (`map`, row -> count, like Distinct) and the window it emitted last
@@ -31,6 +32,15 @@
  *     Between times every input count is > 0 (a negative one is XX000) and `values` is
  *     exactly the window of `map` (topk_check() asserts its size in debug builds).  The
  *     selection's scratch is counted against a peek's limit (6) before it is allocated.
+ *
+ * (8) Threshold (EXCEPT ALL, INTERSECT ALL; proto/plan.proto) keeps each input row's
+ *     count in `map` (struct dis_ent, as Distinct), of either sign: its input is a
+ *     difference, so a negative count is its purpose, not an error.  Between times
+ *     every entry's count is != 0 (a row that reaches 0 is removed) and the output
+ *     emitted so far sums, per row, to max(count, 0).  run_distinct() keeps it: at a
+ *     time where a row's count moved from old to count it emits max(count, 0) -
+ *     max(old, 0), which is 0 (nothing emitted) while the count stays <= 0, so the
+ *     output never holds a negative count and downstream operators need no check.
  */
 #include "controller-dataflow-internal.h"
 
@@ -43,7 +53,7 @@ static int corrupt(struct row_error *err, const char *what)
         return row_error_set(err, -EINVAL, "XX000", "negative multiplicity in %s", what);
 }
 
-/* -- Union, Negate, Distinct -- */
+/* -- Union, Negate, Distinct, Threshold -- */
 
 int run_union(struct dataflow *df, struct node *n, bool negate, struct row_error *err)
 {
@@ -92,7 +102,10 @@ static int fold_counts(struct node *n, const struct node *ch, struct row_error *
         return 0;
 }
 
-int run_distinct(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
+/* Distinct: each row whose count is positive, once; a negative count is corrupt (4).
+ * Threshold (8): each row's positive count, of a count of either sign. */
+int run_distinct(struct dataflow *df, struct node *n, uint64_t t, bool threshold,
+                 struct row_error *err)
 {
         const struct node *ch = &df->nodes[n->child[0]];
         int r;
@@ -103,15 +116,19 @@ int run_distinct(struct dataflow *df, struct node *n, uint64_t t, struct row_err
         for (size_t i = 0; i < n->dirty.n; i++) {
                 uint32_t id = n->dirty.v[i];
                 struct dis_ent *e = bmap_val(&n->map, id);
-                const uint8_t *row;
-                size_t len;
+                int64_t d;
 
                 e->dirty = false;
-                if (e->count < 0)
+                if (threshold)
+                        d = (e->count > 0 ? e->count : 0) - (e->old > 0 ? e->old : 0);
+                else if (e->count < 0)
                         return corrupt(err, "the input of a DISTINCT");
-                row = bmap_key(&n->map, id, &len);
-                if ((e->old > 0) != (e->count > 0)) {
-                        uint8_t *p = batch_alloc(&n->out, len, t, e->count > 0 ? 1 : -1);
+                else
+                        d = (e->count > 0) - (e->old > 0);
+                if (d != 0) {
+                        size_t len;
+                        const uint8_t *row = bmap_key(&n->map, id, &len);
+                        uint8_t *p = batch_alloc(&n->out, len, t, d);
 
                         if (!p)
                                 return row_error_oom(err);

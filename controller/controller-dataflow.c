@@ -15,7 +15,7 @@
  * The notes are numbered across the engine; each stands in the file that enforces
  * it, and "(n)" in any file of the engine names it:
  *   controller-dataflow.c            1, 2, 3, 5, 6 (below)
- *   controller-dataflow-ops.c        4, 7
+ *   controller-dataflow-ops.c        4, 7, 8
  *
  * (1) A dataflow is its plan tree flattened into `nodes` in post-order: every node's
  *     children come before it and the root is last, so running the nodes in array order
@@ -470,7 +470,10 @@ static int run_node(struct dataflow *df, struct node *n, uint64_t t, struct row_
                 r = run_union(df, n, true, err);
                 break;
         case NODE_DISTINCT:
-                r = run_distinct(df, n, t, err);
+                r = run_distinct(df, n, t, false, err);
+                break;
+        case NODE_THRESHOLD:
+                r = run_distinct(df, n, t, true, err);
                 break;
         case NODE_REDUCE:
                 r = run_reduce(df, n, t, err);

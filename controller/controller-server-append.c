@@ -387,6 +387,8 @@ static const Coord__Plan__Get *plan_find_get(const Coord__Plan__Relation *rel, u
                 return rel->top_k ? plan_find_get(rel->top_k->input, gid) : NULL;
         case COORD__PLAN__RELATION__KIND_NEGATE:
                 return rel->negate ? plan_find_get(rel->negate->input, gid) : NULL;
+        case COORD__PLAN__RELATION__KIND_THRESHOLD:
+                return rel->threshold ? plan_find_get(rel->threshold->input, gid) : NULL;
         default:
                 return NULL;
         }

@@ -166,6 +166,8 @@ static int walk(struct lookup *l, const Coord__Plan__Relation *rel, const Coord_
                 return walk(l, rel->top_k->input, NULL, 0);
         case COORD__PLAN__RELATION__KIND_NEGATE:
                 return walk(l, rel->negate->input, NULL, 0);
+        case COORD__PLAN__RELATION__KIND_THRESHOLD:
+                return walk(l, rel->threshold->input, NULL, 0);
         case COORD__PLAN__RELATION__KIND_CONSTANT:
                 return 0;
         default:

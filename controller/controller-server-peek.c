@@ -1059,6 +1059,8 @@ uint64_t server_plan_cost(const Coord__Plan__Relation *rel, const struct dataflo
                 return server_plan_cost(rel->top_k->input, df, ups, depth + 1);
         case COORD__PLAN__RELATION__KIND_NEGATE:
                 return server_plan_cost(rel->negate->input, df, ups, depth + 1);
+        case COORD__PLAN__RELATION__KIND_THRESHOLD:
+                return server_plan_cost(rel->threshold->input, df, ups, depth + 1);
         default:
                 return UINT64_MAX;
         }

@@ -155,6 +155,17 @@ static Coord__Plan__Relation *negate(Coord__Plan__Relation *in)
         return r;
 }
 
+static Coord__Plan__Relation *threshold(Coord__Plan__Relation *in)
+{
+        Coord__Plan__Relation *r = rel();
+
+        r->kind_case = COORD__PLAN__RELATION__KIND_THRESHOLD;
+        r->threshold = xmalloc(sizeof(*r->threshold));
+        coord__plan__threshold__init(r->threshold);
+        r->threshold->input = in;
+        return r;
+}
+
 /* topk(in, has_limit, limit, offset, nkeys, (column, descending, nulls_first)...) */
 static Coord__Plan__Relation *topk(Coord__Plan__Relation *in, bool has_limit, uint64_t limit,
                                    uint64_t offset, size_t nk, ...)
@@ -415,6 +426,36 @@ static void test_distinct_negative(void)
                 CU_ASSERT_STRING_EQUAL(err.sqlstate, "XX000");
                 free(row);
         }
+        dataflow_free(df);
+        coord__plan__relation__free_unpacked(p, NULL);
+}
+
+/* Threshold (EXCEPT ALL over column a): a row's positive count, while the input's count
+ * goes negative, back up, and to zero. */
+static void test_threshold(void)
+{
+        Coord__Plan__Relation *p =
+                threshold(union_of(2, project(get(1, 3, T3), 1, 0),
+                                   negate(project(get(2, 3, T3), 1, 0))));
+        struct dataflow *df = mkdf(p, 1);
+
+        PUSH(df, 0, 1, 3, "iit", (int64_t)1, (int64_t)0, "a");
+        PUSH(df, 1, 1, 1, "iit", (int64_t)1, (int64_t)9, "b");
+        PUSH(df, 1, 1, 2, "iit", (int64_t)2, (int64_t)9, "b");
+        PUSH(df, 1, 1, 1, "iit", NUL, (int64_t)9, "b");
+        PUSH(df, 0, 1, 1, "iit", NUL, (int64_t)0, "a");         /* NULLs equal: cancels */
+        expect_step(df, 2, "1:(1)+2");
+        PUSH(df, 0, 2, 3, "iit", (int64_t)2, (int64_t)0, "a");  /* 2: -2 -> 1 */
+        PUSH(df, 1, 2, 4, "iit", (int64_t)1, (int64_t)9, "b");  /* 1: 2 -> -2 */
+        expect_step(df, 3, "2:(1)-2 2:(2)+1");
+        PUSH(df, 1, 3, -2, "iit", (int64_t)2, (int64_t)9, "b"); /* 2: 1 -> 3 */
+        PUSH(df, 0, 3, -3, "iit", (int64_t)1, (int64_t)0, "a"); /* 1: -2 -> -5 */
+        expect_step(df, 4, "3:(2)+2");
+        PUSH(df, 1, 4, -5, "iit", (int64_t)1, (int64_t)9, "b"); /* 1: -5 -> 0 */
+        PUSH(df, 0, 4, 1, "iit", NUL, (int64_t)0, "a");         /* NULL: 0 -> 1 */
+        expect_step(df, 5, "4:(NULL)+1");
+        PUSH(df, 0, 5, -3, "iit", (int64_t)2, (int64_t)0, "a"); /* 2: 3 -> 0 */
+        expect_step(df, 6, "5:(2)-3");
         dataflow_free(df);
         coord__plan__relation__free_unpacked(p, NULL);
 }
@@ -1114,6 +1155,17 @@ static void naive(const Coord__Plan__Relation *p, uint64_t t, struct nrel *out)
         case COORD__PLAN__RELATION__KIND_TOP_K:
                 naive_topk(p->top_k, t, out);
                 break;
+        case COORD__PLAN__RELATION__KIND_THRESHOLD: {
+                struct nrel in = { 0 };
+
+                naive(p->threshold->input, t, &in);
+                nrel_consolidate(&in);
+                for (size_t i = 0; i < in.n; i++)
+                        if (in.v[i].c > 0)
+                                nrel_add(out, in.v[i].row, in.v[i].len, in.v[i].c);
+                nrel_done(&in);
+                break;
+        }
         case COORD__PLAN__RELATION__KIND_DISTINCT: {
                 struct nrel in = { 0 };
 
@@ -1320,7 +1372,7 @@ static Coord__Plan__Relation *G(uint64_t id)
         return get(id, 3, T3);
 }
 
-#define N_PLANS 24
+#define N_PLANS 28
 
 #define I8A ROW_TYPE_INT8_ARRAY
 #define TXA ROW_TYPE_TEXT_ARRAY
@@ -1426,6 +1478,29 @@ static Coord__Plan__Relation *make_plan(int i, const char **name)
                 *name = "min/max of arrays (element order) over array_agg";
                 return reduce(reduce(G(3), 1, 0, 1, AGG(ARRAY_AGG), 1, I8A), 0, 2,
                               AGG(MIN), 1, I8A, AGG(MAX), 1, I8A);
+        case 24:
+                *name = "threshold: except all over two columns";
+                return threshold(union_of(2, project(G(1), 2, 0, 2),
+                                          negate(project(G(2), 2, 0, 2))));
+        case 25:
+                *name = "threshold: intersect all (a - threshold(a - b))";
+                return union_of(2, project(G(1), 1, 1),
+                                negate(threshold(union_of(2, project(G(1), 1, 1),
+                                                          negate(project(G(3), 1, 1))))));
+        case 26:
+                *name = "reduce and join over a threshold of whole rows";
+                return join(reduce(threshold(union_of(2, G(2), negate(G(3)))), 1, 0, 2,
+                                   AGG(COUNT_STAR), 0, I8, AGG(SUM), 1, I8),
+                            threshold(negate(union_of(2, project(G(1), 1, 0),
+                                                      negate(project(G(2), 1, 0))))),
+                            1, 0, 0);
+        case 27:
+                *name = "distinct and topk over a threshold";
+                return union_of(2, distinct(threshold(union_of(2, project(G(3), 1, 2),
+                                                              negate(project(G(1), 1, 2))))),
+                                topk(threshold(union_of(2, project(G(2), 1, 2),
+                                                        negate(project(G(3), 1, 2)))),
+                                     true, 3, 1, 1, 0, 0, 0));
         default:
                 *name = "self join + distinct reduce";
                 return distinct(project(reduce(join(G(2), G(2), 1, 0, 0), 1, 2, 1,
@@ -1817,6 +1892,7 @@ static const struct t_case operator_cases[] = {
         { "filter/map/project", test_linear },
         { "union, negate, distinct", test_union_negate_distinct },
         { "distinct of a negative count", test_distinct_negative },
+        { "threshold: positive counts of a difference", test_threshold },
         { "reduce with keys", test_reduce_keys },
         { "global reduce", test_reduce_global },
         { "sum overflow", test_sum_overflow },

@@ -934,6 +934,79 @@ static void ev_setop(const struct state *s, struct rel *o, bool intersect)
         rel_free(&j);
 }
 
+/* l {INTERSECT | EXCEPT} ALL r: each distinct row of l (NULLs equal) min(a, b) or
+ * max(0, a - b) times, a and b its counts in l and r. */
+static void rel_setop_all(const struct rel *l, const struct rel *r, bool intersect, struct rel *o)
+{
+        *o = (struct rel){ .nc = l->nc };
+        EACH(i, l) {
+                size_t a = 0, b = 0, first = i, keep;
+
+                for (size_t k = 0; k < l->n; k++) {
+                        bool same = true;
+
+                        for (int c = 0; c < l->nc && same; c++)
+                                same = v_same(row_at(l, k)[c], row_at(l, i)[c]);
+                        if (same && k < first)
+                                first = k;
+                        a += same;
+                }
+                if (first != i)
+                        continue;       /* counted at its first copy */
+                EACH(k, r) {
+                        bool same = true;
+
+                        for (int c = 0; c < l->nc && same; c++)
+                                same = v_same(row_at(r, k)[c], row_at(l, i)[c]);
+                        b += same;
+                }
+                keep = intersect ? (a < b ? a : b) : (a > b ? a - b : 0);
+                for (size_t n = 0; n < keep; n++)
+                        rel_push(o, row_at(l, i));
+        }
+}
+
+/* SELECT a FROM t1 INTERSECT ALL SELECT a FROM t2 */
+static void ev_intersect_all(const struct state *s, struct rel *o)
+{
+        struct rel l = { .nc = 1 }, r = { .nc = 1 };
+
+        EACH(i, T1(s)) rel_add(&l, T1(s)->r[i][0]);
+        EACH(i, T2(s)) rel_add(&r, T2(s)->r[i][0]);
+        rel_setop_all(&l, &r, true, o);
+        rel_free(&l);
+        rel_free(&r);
+}
+
+/* SELECT a, b FROM t1 EXCEPT ALL SELECT a, c FROM t2 */
+static void ev_except_all(const struct state *s, struct rel *o)
+{
+        struct rel l = { .nc = 2 }, r = { .nc = 2 };
+
+        EACH(i, T1(s)) rel_add(&l, T1(s)->r[i][0], T1(s)->r[i][1]);
+        EACH(i, T2(s)) rel_add(&r, T2(s)->r[i][0], T2(s)->r[i][1]);
+        rel_setop_all(&l, &r, false, o);
+        rel_free(&l);
+        rel_free(&r);
+}
+
+/* SELECT b FROM t3 EXCEPT ALL SELECT b FROM t1 INTERSECT ALL SELECT c FROM t2
+ * (INTERSECT first, as in PostgreSQL) */
+static void ev_idx_setop_all(const struct state *s, struct rel *o)
+{
+        struct rel l = { .nc = 1 }, x = { .nc = 1 }, y = { .nc = 1 }, r;
+
+        EACH(i, T3(s)) rel_add(&l, T3(s)->r[i][0]);
+        EACH(i, T1(s)) rel_add(&x, T1(s)->r[i][1]);
+        EACH(i, T2(s)) rel_add(&y, T2(s)->r[i][1]);
+        rel_setop_all(&x, &y, true, &r);
+        rel_setop_all(&l, &r, false, o);
+        rel_free(&l);
+        rel_free(&x);
+        rel_free(&y);
+        rel_free(&r);
+}
+
 static void ev_intersect(const struct state *s, struct rel *o)
 {
         ev_setop(s, o, true);
@@ -1303,6 +1376,11 @@ static struct obj objs[] = {
         { K_MV, "mv_natural_right", "SELECT * FROM t3 NATURAL RIGHT JOIN t1", ev_natural_right },
         { K_MV, "mv_intersect", "SELECT a FROM t1 INTERSECT SELECT a FROM t2", ev_intersect },
         { K_MV, "mv_except", "SELECT a FROM t1 EXCEPT SELECT a FROM t2", ev_except },
+        { K_MV, "mv_intersect_all", "SELECT a FROM t1 INTERSECT ALL SELECT a FROM t2", ev_intersect_all },
+        { K_MV, "mv_except_all", "SELECT a, b FROM t1 EXCEPT ALL SELECT a, c FROM t2", ev_except_all },
+        { K_VIEW, "v_idx_setop_all",
+          "SELECT b FROM t3 EXCEPT ALL SELECT b FROM t1 INTERSECT ALL SELECT c FROM t2", ev_idx_setop_all },
+        { K_DDL, "i_setop_all", "CREATE INDEX i_setop_all ON v_idx_setop_all (b)", NULL },
         { K_MV, "mv_quantified",
           "SELECT a, b, b > ALL (SELECT c FROM t2 WHERE t2.a = t1.a) AS g, "
           "b <= ANY (SELECT c FROM t2 WHERE t2.a = t1.a) AS l FROM t1", ev_quantified },
@@ -1370,6 +1448,8 @@ static struct obj objs[] = {
         { K_DDL, "i_late", "CREATE DEFAULT INDEX i_late ON v_late", NULL, .late = true },
         { K_MV, "mv_topk_late", "SELECT a, c FROM t2 ORDER BY c NULLS FIRST, a DESC LIMIT 4 OFFSET 2",
           ev_topk_off, .late = true },
+        { K_MV, "mv_except_all_late", "SELECT a, b FROM t1 EXCEPT ALL SELECT a, c FROM t2", ev_except_all,
+          .late = true },
 };
 #define NOBJS (sizeof(objs) / sizeof(objs[0]))
 

@@ -406,6 +406,16 @@ static void explain_rel(FILE *f, const Coord__Plan__Relation *r)
                 explain_rel(f, r->distinct->input);
                 fputs(")", f);
                 return;
+        case COORD__PLAN__RELATION__KIND_NEGATE:
+                fputs("Negate(", f);
+                explain_rel(f, r->negate->input);
+                fputs(")", f);
+                return;
+        case COORD__PLAN__RELATION__KIND_THRESHOLD:
+                fputs("Threshold(", f);
+                explain_rel(f, r->threshold->input);
+                fputs(")", f);
+                return;
         case COORD__PLAN__RELATION__KIND_TOP_K: {
                 const Coord__Plan__TopK *k = r->top_k;
 
@@ -1321,8 +1331,18 @@ static void test_select_errors(void)
         expect_error("SELECT 1e39", "22003", "value overflows numeric format", 8);
         sql_stmt_free(analyze("SELECT 1 INTERSECT SELECT 2"));
         sql_stmt_free(analyze("SELECT a FROM t EXCEPT SELECT x FROM u"));
-        expect_error("SELECT 1 INTERSECT ALL SELECT 2", "0A000", NULL, -1);
-        expect_error("SELECT 1 EXCEPT ALL SELECT 2", "0A000", NULL, -1);
+        /* ALL: max(0, a - b) copies (EXCEPT), a - that (INTERSECT); numeric refused. */
+        expect_select_plan("SELECT a FROM t EXCEPT ALL SELECT x FROM u",
+                           "Threshold(Union(Project[1](Map[CAST(#0 AS int8)](Project[0](Get 10))), "
+                           "Negate(Get 11)))");
+        expect_select_plan("SELECT a FROM t INTERSECT ALL SELECT x FROM u",
+                           "Union(Project[1](Map[CAST(#0 AS int8)](Project[0](Get 10))), "
+                           "Negate(Threshold(Union(Project[1](Map[CAST(#0 AS int8)](Project[0](Get "
+                           "10))), Negate(Get 11)))))");
+        expect_error("SELECT 1 INTERSECT ALL SELECT 2.5", "0A000",
+                     "INTERSECT ALL over a numeric column is not supported", -1);
+        expect_error("SELECT a FROM t EXCEPT ALL SELECT b FROM t", "42804",
+                     "EXCEPT types integer and text cannot be matched", -1);
         expect_error("SELECT a FROM t EXCEPT SELECT b FROM t", "42804",
                      "EXCEPT types integer and text cannot be matched", -1);
         expect_error("SELECT $1", "42P02", NULL, 8);
