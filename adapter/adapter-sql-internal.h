@@ -477,6 +477,40 @@ int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                                  const struct sql_relation *rel, const size_t *targets,
                                  size_t n_targets);
 
+/* adapter-sql-using.c: DELETE ... USING, UPDATE ... FROM (its notes) */
+struct exists_node {            /* parse nodes of a subquery built there, on a caller's stack */
+        PgQuery__ResTarget rt;
+        PgQuery__AConst null;
+        PgQuery__Node rtn, nulln, *list[1];
+        PgQuery__SelectStmt sel;
+        PgQuery__SubLink sl;
+        PgQuery__Node seln, sln;
+};
+
+struct write_from {
+        const char *what;                       /* "DELETE ... USING", for messages */
+        const PgQuery__RangeVar *target;
+        const char *qual;                       /* the target's name in the statement */
+        PgQuery__Node **items;                  /* the FROM (USING) list, borrowed */
+        size_t n_items;
+        PgQuery__Node *cond;                    /* its WHERE, borrowed; NULL: none */
+        struct exists_node exists;              /* the WHERE the write is planned with */
+};
+
+/* Check the statement's names over one FROM list, then *ret_where = EXISTS (SELECT NULL
+ * FROM items WHERE where), valid while wf is.  set: an UPDATE's SET list. */
+int write_from_begin(struct analyzer *a, struct write_from *wf, const char *what, const char *verb,
+                     const PgQuery__RangeVar *target, PgQuery__Node **items, size_t n_items,
+                     PgQuery__Node *where, PgQuery__WithClause *with, PgQuery__Node **set,
+                     size_t n_set, PgQuery__Node **ret, size_t n_ret, PgQuery__Node **ret_where);
+/* r, or the refusal in the statement's terms of a correlation the EXISTS cannot plan. */
+int write_from_refusal(struct analyzer *a, const struct write_from *wf, int r);
+/* r, or 0A000 when the RETURNING list's analysis failed on an item's column. */
+int write_from_returning(struct analyzer *a, const struct write_from *wf, int r);
+/* An UPDATE's SET value with each item's column a scalar subquery: *ret owned. */
+int write_from_value(struct analyzer *a, const struct write_from *wf, const struct sql_relation *rel,
+                     const PgQuery__Node *val, PgQuery__Node **ret);
+
 /* adapter-sql-create.c */
 int analyze_create_view(struct analyzer *a, const PgQuery__ViewStmt *v);
 int parse_duration(const char *s, uint64_t *ret);

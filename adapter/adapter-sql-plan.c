@@ -116,22 +116,37 @@ static int delete_returning(struct analyzer *a, const PgQuery__DeleteStmt *d, si
         return *plan ? 0 : analyzer_oom(a);
 }
 
+/* DELETE FROM t [AS x] USING items WHERE cond: WHERE EXISTS (SELECT NULL FROM items
+ * WHERE cond), each row of t once however many item rows match (adapter-sql-using.c). */
 static int analyze_delete(struct analyzer *a, const PgQuery__DeleteStmt *d)
 {
         struct sql_delete *sd = &a->stmt->delete_;
         _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
         _cleanup_(scope_done) struct scope sc = { 0 };
+        PgQuery__Node *where = d->where_clause;
+        struct write_from wf;
         struct sql_relation rel;
         struct cte_level level;
         int r;
 
-        if (d->n_using_clause)
-                return FAIL(a, "0A000", "DELETE ... USING is not supported");
-        r = analyze_target_rows(a, d->relation, d->with_clause, &level, d->where_clause,
+        if (d->n_using_clause) {
+                r = write_from_begin(a, &wf, "DELETE ... USING", "DELETE", d->relation,
+                                     d->using_clause, d->n_using_clause, d->where_clause,
+                                     d->with_clause, NULL, 0, d->returning_list,
+                                     d->n_returning_list, &where);
+                if (r < 0)
+                        return r;
+        }
+        r = analyze_target_rows(a, d->relation, d->with_clause, &level, where,
                                 "delete from", sd, &rel, &sc, &plan);
         a->ctes = NULL;
-        if (r >= 0 && d->n_returning_list)
+        if (d->n_using_clause)
+                r = write_from_refusal(a, &wf, r);
+        if (r >= 0 && d->n_returning_list) {
                 r = delete_returning(a, d, rel.n_columns, &plan);
+                if (d->n_using_clause)
+                        r = write_from_returning(a, &wf, r);
+        }
         if (r >= 0)
                 r = finish_plan(a, &plan);
         if (r < 0)
@@ -251,6 +266,9 @@ static int update_returning(struct analyzer *a, const PgQuery__UpdateStmt *u,
         return v ? 0 : analyzer_oom(a);
 }
 
+/* UPDATE t SET ... FROM items WHERE cond: the rows of WHERE EXISTS (SELECT NULL FROM
+ * items WHERE cond), each item's column in a SET value the scalar subquery of the one
+ * matching row, 21000 when several match (adapter-sql-using.c note 3). */
 static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
 {
         struct sql_delete *su = &a->stmt->update;
@@ -259,15 +277,25 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
         _cleanup_free_ Coord__Plan__Expr **vals = NULL;
         _cleanup_(attach_done) struct attach sat = { 0 };
         _cleanup_free_ uint32_t *keep = NULL;
+        PgQuery__Node *where = u->where_clause;
+        struct write_from wf;
         struct sql_relation rel;
         struct cte_level level;
         size_t n, width, m = 0;
         int r;
 
-        if (u->n_from_clause)
-                return FAIL(a, "0A000", "UPDATE ... FROM is not supported");
-        r = analyze_target_rows(a, u->relation, u->with_clause, &level, u->where_clause, "update",
+        if (u->n_from_clause) {
+                r = write_from_begin(a, &wf, "UPDATE ... FROM", "UPDATE", u->relation,
+                                     u->from_clause, u->n_from_clause, u->where_clause,
+                                     u->with_clause, u->target_list, u->n_target_list,
+                                     u->returning_list, u->n_returning_list, &where);
+                if (r < 0)
+                        return r;
+        }
+        r = analyze_target_rows(a, u->relation, u->with_clause, &level, where, "update",
                                 su, &rel, &sc, &plan);
+        if (u->n_from_clause)
+                r = write_from_refusal(a, &wf, r);
         if (r < 0) {
                 a->ctes = NULL;
                 return r;
@@ -319,8 +347,17 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
                         r = typed_literal(a, rel.columns[c].type, &d, false, t->location, &v);
                 } else if (t->val->node_case == PG_QUERY__NODE__NODE_SET_TO_DEFAULT)
                         r = unknown_null(a, t->location, &v);
-                else
+                else if (!u->n_from_clause)
                         r = analyze_expr(a, t->val, &v);
+                else {
+                        PgQuery__Node *val = NULL;
+
+                        r = write_from_value(a, &wf, &rel, t->val, &val);
+                        if (r >= 0)
+                                r = write_from_refusal(a, &wf, analyze_expr(a, val, &v));
+                        if (val)
+                                pg_query__node__free_unpacked(val, NULL);
+                }
                 if (r >= 0)
                         r = assign_column(a, &v, &rel.columns[c]);
                 if (r >= 0)
@@ -345,8 +382,11 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
         for (size_t k = 0; r >= 0 && n && k < rel.n_checks; k++)
                 r = update_check(a, &rel.checks[k], su->table, vals, n);
         /* RETURNING: the list over the new row, after it (TableWrite.returning). */
-        if (r >= 0 && u->n_returning_list)
+        if (r >= 0 && u->n_returning_list) {
                 r = update_returning(a, u, &vals, n, &m);
+                if (u->n_from_clause)
+                        r = write_from_returning(a, &wf, r);
+        }
         if (r < 0) {
                 for (size_t c = 0; c < n + m; c++)
                         expr_free(vals[c]);

@@ -2247,6 +2247,55 @@ static void test_write_returning(void)
         PQfinish(c);
 }
 
+/* DELETE ... USING and UPDATE ... FROM: each row of the target once however many rows
+ * of the list match it (an EXISTS, not a join); RETURNING the target's row; an UPDATE
+ * value read from the list where two of its rows match a row is 21000, nothing
+ * written (adapter-sql-using.c note 3); what cannot be planned exactly is 0A000. */
+static void test_write_from(void)
+{
+        PGconn *c = db();
+        PGresult *r;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE wf (a int, b text)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE wk (k int, v text)"));
+        CU_ASSERT(ok(c, "INSERT INTO wf VALUES (1, 'x'), (1, 'x'), (2, 'y'), (3, 'z'), (5, 'f'), "
+                        "(NULL, 'n')"));
+        CU_ASSERT(ok(c, "INSERT INTO wk VALUES (1, 'one'), (1, 'uno'), (2, 'two'), (NULL, 'null'), "
+                        "(4, 'four'), (5, 'five')"));
+        r = PQexec(c, "DELETE FROM wf USING wk WHERE wf.a = wk.k AND wk.v NOT IN ('two', 'five') "
+                      "RETURNING wf.a, b");
+        CU_ASSERT(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 2 &&
+                  strcmp(PQgetvalue(r, 1, 1), "x") == 0);
+        CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "DELETE 2");
+        PQclear(r);
+        CU_ASSERT(rows_are(c, "SELECT * FROM wf", "2|y;3|z;5|f;NULL|n"));
+        CU_ASSERT(tag_is(c, "DELETE FROM wf AS t USING wk WHERE t.a = wk.k AND t.b = 'f'", "DELETE 1"));
+        CU_ASSERT(rows_are(c, "UPDATE wf SET b = wk.v || '!' FROM wk WHERE wf.a = wk.k RETURNING a, b",
+                           "2|two!"));
+        CU_ASSERT(ok(c, "INSERT INTO wk VALUES (3, 'three'), (3, 'drei')"));
+        CU_ASSERT(fails_with(c, "UPDATE wf SET b = wk.v FROM wk WHERE wf.a = wk.k", "21000"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM wf", "2|two!;3|z;NULL|n"));
+        CU_ASSERT(tag_is(c, "UPDATE wf SET b = upper(b) FROM wk WHERE wf.a = wk.k", "UPDATE 2"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM wf", "2|TWO!;3|Z;NULL|n"));
+        CU_ASSERT(fails_with(c, "UPDATE wf SET b = 'q' FROM wk WHERE wf.a = wk.k OR wk.k = 4", "0A000"));
+        CU_ASSERT(fails_with(c, "DELETE FROM wf USING wk WHERE wf.a = wk.k RETURNING *", "0A000"));
+        CU_ASSERT(fails_with(c, "DELETE FROM wf USING wk WHERE wf.a = wk.k RETURNING v", "0A000"));
+        CU_ASSERT(fails_with(c, "DELETE FROM wf USING wf WHERE true", "42712"));
+        CU_ASSERT(fails_with(c, "DELETE FROM wf USING wf AS w2 WHERE a = 1", "42702"));
+        r = PQexecParams(c, "DELETE FROM wf USING wk WHERE wf.a = wk.k AND wk.v = $1 RETURNING wf.b", 1,
+                         NULL, (const char *[]){ "drei" }, NULL, NULL, 0);
+        CU_ASSERT(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                  strcmp(PQgetvalue(r, 0, 0), "Z") == 0);
+        CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "DELETE 1");
+        PQclear(r);
+        CU_ASSERT(tag_is(c, "DELETE FROM wf USING wk", "DELETE 2"));
+        CU_ASSERT(rows_are(c, "SELECT * FROM wf", ""));
+        CU_ASSERT(ok(c, "DROP TABLE wf"));
+        CU_ASSERT(ok(c, "DROP TABLE wk"));
+        PQfinish(c);
+}
+
 /* INSERT ... ON CONFLICT DO NOTHING: rows whose key is taken (in the table, earlier in
  * the statement, or by a concurrent client's write in the same group) are skipped and
  * not counted; a conflict target names a key (42P10 when none matches) and other keys
@@ -2680,6 +2729,7 @@ static const struct t_case cases[] = {
         { "a big read in the controller's peek thread; the loop serves meanwhile", test_peek_thread },
         { "INSERT ... RETURNING", test_returning },
         { "DELETE and UPDATE ... RETURNING", test_write_returning },
+        { "DELETE ... USING, UPDATE ... FROM: each row once; 21000 for two matches", test_write_from },
         { "INSERT ... ON CONFLICT DO NOTHING", test_on_conflict },
         { "a cross product goes to the peek thread; cancel and statement_timeout stop it",
           test_cross_product_thread },

@@ -1385,7 +1385,30 @@ static void test_delete(void)
                      "aggregate functions are not allowed in RETURNING", -1);
         expect_error("DELETE FROM t RETURNING (SELECT 1)", "0A000", NULL, -1);
         expect_error("DELETE FROM t RETURNING q", "42703", NULL, -1);
-        expect_error("DELETE FROM t USING u", "0A000", "DELETE ... USING is not supported", -1);
+        /* USING: a semi-join, WHERE EXISTS (SELECT NULL FROM u WHERE ...), so each row of t
+         * at most once; names checked over one FROM list. */
+        s = analyze("DELETE FROM t USING u WHERE t.a = u.x AND u.x > 2 AND t.b = 'k' RETURNING t.a");
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_DELETE);
+        CU_ASSERT(s->n_inputs == 2 && s->inputs[0] == 10 && s->inputs[1] == 11);
+        /* t's rows with the EXISTS's flag (#4 IS NOT NULL), t's columns kept. */
+        CU_ASSERT(plan_starts(s->delete_.plan, "Map[#0](Project[0,1,2,3](Filter[#5](Map[(#4 IS NOT "
+                                               "NULL)](Project[0,1,2,3,8](Join[0=0,4=3,5=4](Map["));
+        sql_stmt_free(s);
+        sql_stmt_free(analyze("DELETE FROM t USING u"));
+        sql_stmt_free(analyze("DELETE FROM t AS r USING t AS r2, u WHERE r.a = r2.a AND r2.a = u.x "
+                              "RETURNING r.*"));
+        expect_error("DELETE FROM t USING t AS t2 WHERE a = 1", "42702",
+                     "column reference \"a\" is ambiguous", 35);
+        expect_error("DELETE FROM t USING t", "42712", NULL, -1);
+        expect_error("DELETE FROM t USING u WHERE t.q = u.x", "42703", NULL, -1);
+        expect_error("DELETE FROM t USING u WHERE t.a < u.x", "0A000",
+                     "DELETE ... USING is supported only when its WHERE relates the target to the "
+                     "other tables by equalities (target.column = other.column) joined by AND", -1);
+        expect_error("DELETE FROM t USING u WHERE t.a = u.x OR u.x = 1", "0A000", NULL, -1);
+        expect_error("DELETE FROM t USING u WHERE t.a = u.x RETURNING *", "0A000", NULL, 49);
+        expect_error("DELETE FROM t USING u WHERE t.a = u.x RETURNING x", "0A000",
+                     "RETURNING of DELETE ... USING may name only the target's columns", -1);
+        expect_error("DELETE FROM t USING u WHERE t.a = u.x RETURNING u.x", "0A000", NULL, -1);
 }
 
 /* ---- Session statements. ---- */
@@ -1460,7 +1483,26 @@ static void test_update(void)
         expect_error("UPDATE v SET a = 1", "42809", "cannot update view \"v\"", 8);
         expect_error("UPDATE zz SET a = 1", "42P01", NULL, 8);
         expect_error("UPDATE t SET (a, d) = (1, 2)", "0A000", NULL, -1);
-        expect_error("UPDATE t SET a = 1 FROM u", "0A000", NULL, -1);
+        /* FROM: the rows of an EXISTS, an item's column a scalar subquery (21000 when
+         * several rows match); names over one FROM list. */
+        s = analyze("UPDATE t SET d = u.x + a, b = 'k' FROM u WHERE t.a = u.x AND t.c RETURNING t.d");
+        CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_UPDATE);
+        CU_ASSERT(s->n_inputs == 2 && s->inputs[0] == 10 && s->inputs[1] == 11);
+        CU_ASSERT(plan_starts(s->update.plan, "Project[0,1,2,3,7,8,9,10,11](Map[#0, 'k', #2, "
+                                              "(#6 + CAST(#0 AS int8)), (#6 + CAST(#0 AS int8))]"
+                                              "(Map[CASE((#4 > 1::int8), TOO_MANY_ROWS(), #5)]"));
+        sql_stmt_free(s);
+        sql_stmt_free(analyze("UPDATE t SET a = 1 FROM u"));
+        sql_stmt_free(analyze("UPDATE t AS r SET b = r2.b FROM t AS r2 WHERE r.a = r2.a"));
+        expect_error("UPDATE t SET d = 1 FROM t AS t2 WHERE a = 1", "42702", NULL, 39);
+        expect_error("UPDATE t SET d = x FROM u WHERE t.a < u.x", "0A000",
+                     "UPDATE ... FROM is supported only when its WHERE relates the target to the "
+                     "other tables by equalities (target.column = other.column) joined by AND", -1);
+        expect_error("UPDATE t SET d = (SELECT x) FROM u WHERE t.a = u.x", "0A000", NULL, -1);
+        expect_error("UPDATE t SET d = q FROM u WHERE t.a = u.x", "42703", NULL, 18);
+        expect_error("UPDATE t SET d = 1 FROM u WHERE t.a = u.x RETURNING *", "0A000", NULL, -1);
+        expect_error("UPDATE t SET d = 1 FROM u WHERE t.a = u.x RETURNING x", "0A000",
+                     "RETURNING of UPDATE ... FROM may name only the target's columns", -1);
         /* RETURNING: over the new row, after the old and new rows. */
         s = analyze("UPDATE t SET a = a + 1 WHERE c RETURNING a, b");
         CU_ASSERT_EQUAL_FATAL(s->kind, SQL_STMT_UPDATE);
