@@ -653,6 +653,7 @@ void server_handle_create_dataflows(struct cserver *s, Coord__Role from, const C
 int server_sink_open(struct cserver *s, struct dfent *e, uint64_t *as_of, struct row_error *err);
 int server_sink_keep(struct cserver *s, struct dfent *e, uint64_t frontier);
 struct srcent *server_srcent_find(const struct cserver *s, uint64_t gid);
+void server_srcents_free(struct cserver *s);
 void server_srcent_remove(struct cserver *s, uint64_t gid);
 int server_source_install(struct cserver *s, const Coord__DataflowSpec *sp, struct row_error *err);
 void server_source_tick(struct cserver *s);

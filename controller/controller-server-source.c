@@ -69,6 +69,16 @@ static void srcent_free(struct srcent *e)
         free(e);
 }
 
+/* Free every source entry and the array (the server's end). */
+void server_srcents_free(struct cserver *s)
+{
+        for (size_t i = 0; i < s->n_srcs; i++)
+                srcent_free(s->srcs[i]);
+        free(s->srcs);
+        s->srcs = NULL;
+        s->n_srcs = s->cap_srcs = 0;
+}
+
 /* Forget source gid (its collections are the caller's to drop). */
 void server_srcent_remove(struct cserver *s, uint64_t gid)
 {

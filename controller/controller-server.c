@@ -399,6 +399,7 @@ struct cserver *cserver_free(struct cserver *s)
                 s->install = NULL;
         }
         server_deferred_free(s);
+        server_srcents_free(s);
         for (size_t i = 0; i < s->n_dfs; i++)
                 server_dfent_free(s->dfs[i]);
         free(s->dfs);
