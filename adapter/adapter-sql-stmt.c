@@ -353,7 +353,7 @@ static int fkey_ref_columns(struct analyzer *a, const PgQuery__Constraint *con,
 /* A FOREIGN KEY constraint of new table ct (its columns and keys all known), of the
  * column `column` or of the table (con->fk_attrs): the next of ct->fkeys, named as
  * PostgreSQL names it (<table>_<columns>_fkey, a number added when taken).  Only what
- * the controller enforces exactly (controller-server-unique.c note 24) is accepted:
+ * the controller enforces exactly (controller-server-unique.c note 25) is accepted:
  * MATCH SIMPLE, NO ACTION or RESTRICT, not deferrable, validated; the referenced table
  * another table (not this one); paired columns of equal types, so that equal values
  * have equal bytes.  The referenced table becomes one of the new table's refs

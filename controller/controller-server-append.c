@@ -874,7 +874,7 @@ static int unit_begin(struct append_ctx *ac, size_t **marks, size_t *n_marks)
         return 0;
 }
 
-/* (22), (24) The end of keyed unit [first, last]: its keys checked; if one is violated, the
+/* (22), (25) The end of keyed unit [first, last]: its keys checked; if one is violated, the
  * unit's rows leave the append, its counts are 0 and it is a failure of the Ok. */
 static int unit_end_check(struct append_ctx *ac, const Coord__Append *a, size_t last,
                           const size_t *marks, size_t n_marks)

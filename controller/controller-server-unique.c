@@ -28,7 +28,7 @@
  *     a table written since the controller started.  A restart or a dropped table
  *     loses the mirrors, never the truth: they are rebuilt from storage at first use.
  *
- * (24) Foreign keys (MATCH SIMPLE, NO ACTION).  The adapter attaches to every write of a
+ * (25) Foreign keys (MATCH SIMPLE, NO ACTION).  The adapter attaches to every write of a
  *     table each foreign key whose referencing or referenced table it is
  *     (TableWrite.foreign_keys), so a unit that writes either side carries the
  *     constraint.  Each side is a (table, columns) entry like a unique key's -- the same
@@ -73,7 +73,7 @@ struct kmirror {
 };
 
 /* One (table, columns) that the append's units write or check against: a unique key,
- * or a side of a foreign key (24), or both. */
+ * or a side of a foreign key (25), or both. */
 struct ukey {
         uint64_t gid;
         const uint32_t *cols;           /* borrowed from the Append */
@@ -85,7 +85,7 @@ struct ukey {
         struct cmirror unit;            /* the unit being staged */
 };
 
-/* (24) A foreign key that the append's writes carry: its two sides, as indexes in k. */
+/* (25) A foreign key that the append's writes carry: its two sides, as indexes in k. */
 struct ufk {
         const Coord__ForeignKey *fk;    /* borrowed from the Append */
         size_t child, parent;
@@ -368,7 +368,7 @@ static int ukey_get(struct cserver *s, struct uniq *u, const struct storage_info
         return r;
 }
 
-/* (24) Foreign key fk joins the append's (once per constraint), both sides' entries
+/* (25) Foreign key fk joins the append's (once per constraint), both sides' entries
  * made; info is the written table's.  -errno with err. */
 static int ufk_get(struct cserver *s, struct uniq *u, const struct storage_info *info,
                    const Coord__ForeignKey *fk, struct row_error *err)
@@ -406,7 +406,7 @@ static void index_add(size_t *v, size_t *n, size_t x)
         v[(*n)++] = x;
 }
 
-/* (22), (24) Stages the key values of pend[from..) -- the rows write w put in its
+/* (22), (25) Stages the key values of pend[from..) -- the rows write w put in its
  * table's pend -- into the unit, once for each (table, columns) of w's unique keys and
  * of the sides of its foreign keys that are this table.  -errno with err (XX000: a key
  * that names no column of the rows; a storage error). */
@@ -576,7 +576,7 @@ static void key_detail(char *const *names, size_t n_names, const uint8_t *kb, si
         row_error_detail(err, "%s", buf);
 }
 
-/* (24) Whether the staged unit keeps every foreign key of the append: 0, or -EEXIST
+/* (25) Whether the staged unit keeps every foreign key of the append: 0, or -EEXIST
  * with err (23503). */
 static int fk_check(struct uniq *u, struct row_error *err)
 {
@@ -621,7 +621,7 @@ static int fk_check(struct uniq *u, struct row_error *err)
         return 0;
 }
 
-/* (22), (24) Whether the staged unit keeps every key unique and every foreign key: 0,
+/* (22), (25) Whether the staged unit keeps every key unique and every foreign key: 0,
  * its counts now the append's; -EEXIST with err (23505, 23503), the unit forgotten;
  * -ENOMEM. */
 int server_uniq_commit(struct uniq *u, struct row_error *err)

@@ -41,7 +41,7 @@
  *   controller-server-append.c       2, 3, 4, 15
  *   controller-server-collection.c   12
  *   controller-server-compact.c      6, 14
- *   controller-server-unique.c       22, 24
+ *   controller-server-unique.c       22, 25
  *   controller-server-lookup.c       23
  *
  * (1) Order.  Requests are handled to completion one after the other, in arrival

@@ -1,5 +1,5 @@
 /* test-keys -- FOREIGN KEY constraints end to end: the three real daemons started with
- * tools/coord, libpq and psql as clients (controller-server-unique.c note 24).
+ * tools/coord, libpq and psql as clients (controller-server-unique.c note 25).
  *
  * Cases, in order, on one instance under a fresh COORD_HOME:
  *   CREATE TABLE's acceptance and refusals, each error's SQLSTATE, message and detail as
