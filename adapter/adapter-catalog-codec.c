@@ -136,6 +136,24 @@ struct acat_item *item_from_proto(Coord__CatalogItem *p)
                                 goto fail;
                 }
         }
+        if (p->n_foreign_keys) {
+                it->fkeys = calloc(p->n_foreign_keys, sizeof(*it->fkeys));
+                if (!it->fkeys)
+                        goto fail;
+                for (size_t i = 0; i < p->n_foreign_keys; i++, it->n_fkeys++) {
+                        Coord__CatalogForeignKey *f = p->foreign_keys[i];
+                        struct sql_foreign_key *fk = &it->fkeys[i];
+
+                        fk->name = str_take(&f->name);
+                        fk->columns = array_take(&f->columns, f->n_columns, sizeof(uint32_t));
+                        fk->ref_columns = array_take(&f->ref_columns, f->n_ref_columns, sizeof(uint32_t));
+                        fk->n_columns = f->n_columns;
+                        fk->ref_id = f->ref_gid;
+                        if (!fk->name || !fk->columns || !fk->ref_columns ||
+                            f->n_ref_columns != f->n_columns)
+                                goto fail;
+                }
+        }
         it->refresh = p->refresh;
         /* Most items have no schedule: no allocation for an empty one. */
         it->refresh_at = TAKE_PTR(p->refresh_at);
@@ -170,6 +188,7 @@ int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len)
         Coord__CatalogColumn *cols = NULL, **colp = NULL;
         Coord__CatalogCheck *chks = NULL, **chkp = NULL;
         Coord__CatalogUnique *unq = NULL, **unqp = NULL;
+        Coord__CatalogForeignKey *fks = NULL, **fkp = NULL;
         uint8_t *buf = NULL;
         size_t len = 0;
 
@@ -180,7 +199,9 @@ int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len)
         chkp = calloc(it->n_checks ? it->n_checks : 1, sizeof(*chkp));
         unq = calloc(it->n_uniques ? it->n_uniques : 1, sizeof(*unq));
         unqp = calloc(it->n_uniques ? it->n_uniques : 1, sizeof(*unqp));
-        if (!cols || !colp || !chks || !chkp || !unq || !unqp)
+        fks = calloc(it->n_fkeys ? it->n_fkeys : 1, sizeof(*fks));
+        fkp = calloc(it->n_fkeys ? it->n_fkeys : 1, sizeof(*fkp));
+        if (!cols || !colp || !chks || !chkp || !unq || !unqp || !fks || !fkp)
                 goto out;
         for (size_t i = 0; i < it->n_columns; i++) {
                 coord__catalog_column__init(&cols[i]);
@@ -236,6 +257,18 @@ int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len)
                 p.uniques = unqp;
                 p.n_uniques = it->n_uniques;
         }
+        for (size_t i = 0; i < it->n_fkeys; i++) {
+                coord__catalog_foreign_key__init(&fks[i]);
+                fks[i].name = it->fkeys[i].name;
+                fks[i].columns = it->fkeys[i].columns;
+                fks[i].n_columns = it->fkeys[i].n_columns;
+                fks[i].ref_gid = it->fkeys[i].ref_id;
+                fks[i].ref_columns = it->fkeys[i].ref_columns;
+                fks[i].n_ref_columns = it->fkeys[i].n_columns;
+                fkp[i] = &fks[i];
+        }
+        p.foreign_keys = it->n_fkeys ? fkp : NULL;
+        p.n_foreign_keys = it->n_fkeys;
         p.refresh = it->refresh;
         p.refresh_at = it->refresh_at;
         p.n_refresh_at = it->n_refresh_at;
@@ -258,6 +291,8 @@ int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len)
 out:
         free(unq);
         free(unqp);
+        free(fks);
+        free(fkp);
         free(chks);
         free(chkp);
         free(cols);

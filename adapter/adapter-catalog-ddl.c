@@ -445,6 +445,11 @@ static int item_from_new(const struct acat_new_item *ni, uint64_t gid, uint64_t 
                 goto fail;
         }
         it->n_uniques = ni->n_uniques;
+        if (fkeys_dup(ni->fkeys, ni->n_fkeys, &it->fkeys) < 0) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        it->n_fkeys = ni->n_fkeys;
         it->refresh = ni->refresh;
         it->refresh_every_ms = ni->refresh_every_ms;
         it->refresh_aligned_to = ni->refresh_aligned_to;
@@ -574,8 +579,22 @@ int acat_create_table_begin(struct adapter_catalog *ac, const struct sql_create_
                 .columns = ct->columns, .n_columns = ct->n_columns,
                 .checks = ct->checks, .n_checks = ct->n_checks,
                 .uniques = ct->uniques, .n_uniques = ct->n_uniques,
+                .fkeys = ct->fkeys, .n_fkeys = ct->n_fkeys,
         };
+        _cleanup_free_ uint64_t *refs = NULL;
 
+        /* The tables its foreign keys reference are its refs: create_check() finds them
+         * there and not being dropped, and DROP of one then needs this table gone
+         * first (walk_visit()). */
+        if (ct->n_fkeys) {
+                refs = calloc(ct->n_fkeys, sizeof(*refs));
+                if (!refs)
+                        return -ENOMEM;
+                for (size_t i = 0; i < ct->n_fkeys; i++)
+                        if (!u64_has(refs, ni.n_refs, ct->fkeys[i].ref_id))
+                                refs[ni.n_refs++] = ct->fkeys[i].ref_id;
+                ni.refs = refs;
+        }
         return acat_create_begin(ac, &ni, ts, ret, err);
 }
 
@@ -632,6 +651,36 @@ static int walk_visit(struct drop_walk *w, struct acat_item *it, unsigned depth)
                 }
                 if (walk_has(w, d->gid))
                         continue;
+                /* A table depends on the tables its foreign keys reference: PostgreSQL's
+                 * CASCADE drops the constraint, not the table, which Coord cannot do
+                 * (no ALTER TABLE); the table itself is dropped only when named. */
+                if (d->kind == SQL_OBJECT_TABLE && !walk_is_root(w, d->gid)) {
+                        const char *con = "?";
+
+                        for (size_t k = 0; k < d->n_fkeys; k++)
+                                if (d->fkeys[k].ref_id == it->gid) {
+                                        con = d->fkeys[k].name;
+                                        break;
+                                }
+                        if (w->cascade) {
+                                row_error_set(w->err, -EINVAL, "0A000", "DROP ... CASCADE of %s %s "
+                                              "would drop constraint %s on table %s, and dropping a "
+                                              "constraint is not supported", acat_kind_name(it->kind),
+                                              it->name, con, d->name);
+                                snprintf(w->err->hint, sizeof(w->err->hint),
+                                         "Drop table %s first, or drop both together.", d->name);
+                                return -EINVAL;
+                        }
+                        row_error_set(w->err, -EINVAL, "2BP01",
+                                      "cannot drop %s %s because other objects depend on it",
+                                      acat_kind_name(it->kind), it->name);
+                        snprintf(w->err->detail, sizeof(w->err->detail),
+                                 "constraint %s on table %s depends on %s %s", con, d->name,
+                                 acat_kind_name(it->kind), it->name);
+                        snprintf(w->err->hint, sizeof(w->err->hint),
+                                 "Use DROP ... CASCADE to drop the dependent objects too.");
+                        return -EINVAL;
+                }
                 if (!w->cascade && !walk_is_root(w, d->gid) &&
                     !(d->kind == SQL_OBJECT_INDEX && d->on_id == it->gid)) {
                         row_error_set(w->err, -EINVAL, "2BP01",

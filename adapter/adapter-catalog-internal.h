@@ -79,6 +79,7 @@ int names_rebuild(struct adapter_catalog *ac, size_t cap);
 struct name_ent *names_slot(const struct adapter_catalog *ac, const char *name);
 int checks_dup(const struct sql_check *v, size_t n, struct sql_check **ret);
 int uniques_dup(const struct sql_unique *v, size_t n, struct sql_unique **ret);
+int fkeys_dup(const struct sql_foreign_key *v, size_t n, struct sql_foreign_key **ret);
 void item_free(struct acat_item *it);
 bool u64_has(const uint64_t *v, size_t n, uint64_t x);
 uint64_t *u64_dup(const uint64_t *v, size_t n);

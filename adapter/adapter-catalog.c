@@ -188,6 +188,16 @@ static void uniques_free(struct sql_unique *v, size_t n)
         free(v);
 }
 
+static void fkeys_free(struct sql_foreign_key *v, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(v[i].name);
+                free(v[i].columns);
+                free(v[i].ref_columns);
+        }
+        free(v);
+}
+
 /* Deep copies of n checks, n keys into *ret (NULL when n is 0); -ENOMEM. */
 int checks_dup(const struct sql_check *v, size_t n, struct sql_check **ret)
 {
@@ -226,6 +236,29 @@ int uniques_dup(const struct sql_unique *v, size_t n, struct sql_unique **ret)
         return 0;
 }
 
+int fkeys_dup(const struct sql_foreign_key *v, size_t n, struct sql_foreign_key **ret)
+{
+        struct sql_foreign_key *d = n ? calloc(n, sizeof(*d)) : NULL;
+
+        *ret = NULL;
+        if (n && !d)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                size_t size = v[i].n_columns * sizeof(uint32_t);
+
+                d[i] = (struct sql_foreign_key){ .n_columns = v[i].n_columns, .ref_id = v[i].ref_id,
+                                                 .ref_columns = malloc(size ? size : 1) };
+                if (!d[i].ref_columns ||
+                    name_bytes_dup(v[i].name, v[i].columns, size, &d[i].name, (void **)&d[i].columns) < 0) {
+                        fkeys_free(d, i + 1);
+                        return -ENOMEM;
+                }
+                memcpy(d[i].ref_columns, v[i].ref_columns, size);
+        }
+        *ret = d;
+        return 0;
+}
+
 void item_free(struct acat_item *it)
 {
         if (!it || it->builtin)
@@ -237,6 +270,7 @@ void item_free(struct acat_item *it)
         free(it->columns);
         checks_free(it->checks, it->n_checks);
         uniques_free(it->uniques, it->n_uniques);
+        fkeys_free(it->fkeys, it->n_fkeys);
         free(it->name);
         free(it->create_sql);
         if (it->plan)
@@ -576,6 +610,8 @@ void acat_relation(const struct acat_item *it, struct sql_relation *ret)
         ret->n_checks = it->n_checks;
         ret->uniques = it->uniques;
         ret->n_uniques = it->n_uniques;
+        ret->fkeys = it->fkeys;
+        ret->n_fkeys = it->n_fkeys;
         ret->plan = it->kind == SQL_OBJECT_VIEW ? item_plan(it) : NULL;
         ret->inputs = it->logical_inputs;
         ret->n_inputs = it->n_logical;

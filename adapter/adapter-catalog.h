@@ -67,6 +67,8 @@ struct acat_item {
         size_t n_checks;
         struct sql_unique *uniques;     /* its PRIMARY KEY and UNIQUE constraints (29) */
         size_t n_uniques;
+        struct sql_foreign_key *fkeys;  /* its FOREIGN KEY constraints (30) */
+        size_t n_fkeys;
         /* A materialized view on a refresh schedule (CatalogItem fields 16-19). */
         bool refresh;
         uint64_t *refresh_at;           /* ascending */
@@ -144,6 +146,9 @@ struct acat_new_item {
         size_t n_checks;
         const struct sql_unique *uniques;       /* its PRIMARY KEY and UNIQUE constraints */
         size_t n_uniques;
+        const struct sql_foreign_key *fkeys;    /* its FOREIGN KEY constraints; each ref_id
+                                                 * is one of refs */
+        size_t n_fkeys;
         /* A materialized view's refresh schedule, its times evaluated (ascending): its
          * requirements and its birth bound are its first refresh at or after as_of. */
         bool refresh;

@@ -334,6 +334,8 @@ static void item_fields(const Coord__CatalogItem *m, const Coord__CatalogItem *l
         if (m->n_keys != l->n_keys ||
             (m->n_keys && memcmp(m->keys, l->keys, m->n_keys * sizeof(*m->keys)) != 0))
                 FIELD("keys");
+        if (m->n_foreign_keys != l->n_foreign_keys)
+                FIELD("foreign_keys memory=%zu log=%zu", m->n_foreign_keys, l->n_foreign_keys);
         if (m->n_columns != l->n_columns) {
                 FIELD("columns memory=%zu log=%zu", m->n_columns, l->n_columns);
         } else {

@@ -154,8 +154,99 @@ oom:
         return -ENOMEM;
 }
 
+/* The names of columns cols[0..n) of table t (borrowed), into a new array. */
+static char **column_names(const struct acat_item *t, const uint32_t *cols, size_t n)
+{
+        char **v = calloc(n ? n : 1, sizeof(*v));
+
+        for (size_t k = 0; v && k < n; k++)
+                v[k] = t && cols[k] < t->n_columns ? t->columns[cols[k]].name : "?";
+        return v;
+}
+
+/* Foreign key f of table c as the controller wants it, into *out (borrowing). */
+static int fkey_of(const struct acat_item *c, const struct acat_item *p,
+                   const struct sql_foreign_key *f, Coord__ForeignKey *out)
+{
+        coord__foreign_key__init(out);
+        out->name = f->name;
+        out->table = c->gid;
+        out->table_name = c->name;
+        out->columns = f->columns;
+        out->n_columns = f->n_columns;
+        out->ref_table = f->ref_id;
+        out->ref_table_name = p ? p->name : "?";
+        out->ref_columns = f->ref_columns;
+        out->n_ref_columns = f->n_columns;
+        out->column_names = column_names(c, f->columns, f->n_columns);
+        out->n_column_names = f->n_columns;
+        out->ref_column_names = column_names(p, f->ref_columns, f->n_columns);
+        out->n_ref_column_names = f->n_columns;
+        return out->column_names && out->ref_column_names ? 0 : -ENOMEM;
+}
+
+/* The FOREIGN KEY constraints of the table w writes and of the tables that reference it
+ * (its dependents that are tables: adapter-catalog-ddl.c acat_create_table_begin()),
+ * from the catalog, for the controller to enforce (coord.proto TableWrite.foreign_keys).
+ * Every write of either side carries them, as write_keys() does the unique keys.  A
+ * pending creation that references the table is not there yet: it has no rows. */
+static int write_fkeys(struct exec *ex, const struct write *w, Coord__TableWrite *tw)
+{
+        const struct acat_item *it = acat_by_gid(ex->cat, w->gid);
+        Coord__ForeignKey *fk, **fkp;
+        size_t n = 0, k = 0;
+
+        if (!it || it->kind != SQL_OBJECT_TABLE)
+                return 0;
+        n = it->n_fkeys;
+        for (size_t i = 0; i < it->n_dependents; i++) {
+                const struct acat_item *d = acat_by_gid(ex->cat, it->dependents[i]);
+
+                for (size_t j = 0; d && d->kind == SQL_OBJECT_TABLE && j < d->n_fkeys; j++)
+                        n += d->fkeys[j].ref_id == it->gid;
+        }
+        if (!n)
+                return 0;
+        fk = calloc(n, sizeof(*fk));
+        fkp = calloc(n, sizeof(*fkp));
+        if (!fk || !fkp) {
+                free(fk);
+                free(fkp);
+                return -ENOMEM;
+        }
+        tw->foreign_keys = fkp;
+        for (size_t j = 0; j < it->n_fkeys; j++) {
+                fkp[k] = &fk[k];
+                tw->n_foreign_keys = ++k;
+                if (fkey_of(it, acat_by_gid(ex->cat, it->fkeys[j].ref_id), &it->fkeys[j], &fk[k - 1]) < 0)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < it->n_dependents; i++) {
+                const struct acat_item *d = acat_by_gid(ex->cat, it->dependents[i]);
+
+                for (size_t j = 0; d && d->kind == SQL_OBJECT_TABLE && j < d->n_fkeys; j++) {
+                        if (d->fkeys[j].ref_id != it->gid)
+                                continue;
+                        fkp[k] = &fk[k];
+                        tw->n_foreign_keys = ++k;
+                        if (fkey_of(d, it, &d->fkeys[j], &fk[k - 1]) < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 static void write_keys_free(Coord__TableWrite *tw)
 {
+        for (size_t i = 0; i < tw->n_foreign_keys; i++) {
+                free(tw->foreign_keys[i]->column_names);
+                free(tw->foreign_keys[i]->ref_column_names);
+        }
+        if (tw->foreign_keys)
+                free(tw->foreign_keys[0]);      /* the array of foreign keys */
+        free(tw->foreign_keys);
+        tw->foreign_keys = NULL;
+        tw->n_foreign_keys = 0;
         for (size_t i = 0; i < tw->n_unique_keys; i++)
                 free(tw->unique_keys[i]->column_names);
         if (tw->n_unique_keys)
@@ -197,6 +288,8 @@ int group_send(struct exec *ex, struct group *g)
                 if (w->n_block > 1)
                         tw[i].block = w->n_block;
                 r = write_keys(ex, w, &tw[i]);
+                if (r >= 0)
+                        r = write_fkeys(ex, w, &tw[i]);
                 if (r < 0)
                         goto out;
                 tw[i].rows = rows + k;

@@ -976,6 +976,12 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                         free(s->create_table.uniques[i].columns);
                 }
                 free(s->create_table.uniques);
+                for (size_t i = 0; i < s->create_table.n_fkeys; i++) {
+                        free(s->create_table.fkeys[i].name);
+                        free(s->create_table.fkeys[i].columns);
+                        free(s->create_table.fkeys[i].ref_columns);
+                }
+                free(s->create_table.fkeys);
                 free(s->create_table.columns);
                 free(s->create_table.name);
                 break;

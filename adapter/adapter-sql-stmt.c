@@ -55,6 +55,9 @@ static bool constraint_name_taken(const struct sql_create_table *ct, const char 
         for (size_t i = 0; i < ct->n_uniques; i++)
                 if (ct->uniques[i].name && strcmp(ct->uniques[i].name, name) == 0)
                         return true;    /* (the one being named has none yet) */
+        for (size_t i = 0; i < ct->n_fkeys; i++)
+                if (ct->fkeys[i].name && strcmp(ct->fkeys[i].name, name) == 0)
+                        return true;
         return false;
 }
 
@@ -240,13 +243,232 @@ static int table_unique(struct analyzer *a, const PgQuery__Constraint *con, cons
         return u->name ? 0 : analyzer_oom(a);
 }
 
+/* The position of column `name` (NULL: not a name) of a foreign key in cols[0..n),
+ * into *ret; 42703 when there is none. */
+static int fkey_column(struct analyzer *a, const PgQuery__Constraint *con,
+                       const struct sql_column *cols, size_t n, const char *name, uint32_t *ret)
+{
+        if (!name)
+                return FAIL_AT(a, con->location, "XX000", "malformed foreign key constraint");
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(cols[i].name, name) == 0) {
+                        *ret = (uint32_t)i;
+                        return 0;
+                }
+        return FAIL_AT(a, con->location, "42703", "column \"%s\" referenced in foreign key "
+                       "constraint does not exist", name);
+}
+
+/* Whether PRIMARY KEY or UNIQUE u of the referenced table has exactly the columns
+ * cols[0..n) (in any order, as PostgreSQL matches them). */
+static bool unique_matches(const struct sql_unique *u, const uint32_t *cols, size_t n)
+{
+        if (u->n_columns != n)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                bool found = false;
+
+                for (size_t k = 0; k < n && !found; k++)
+                        found = u->columns[k] == cols[i];
+                if (!found)
+                        return false;
+        }
+        return true;
+}
+
+/* The referencing columns of a FOREIGN KEY (the column's own, or con->fk_attrs) into
+ * fk->columns, and the default name's part "_a_b" into base + off. */
+static int fkey_columns(struct analyzer *a, const PgQuery__Constraint *con, const char *column,
+                        struct sql_foreign_key *fk, char *base, size_t off, size_t size)
+{
+        const struct sql_create_table *ct = &a->stmt->create_table;
+        size_t n = column ? 1 : con->n_fk_attrs;
+
+        if (n == 0 || n > ROW_MAX_COLUMNS)
+                return FAIL_AT(a, con->location, "XX000", "malformed foreign key constraint");
+        fk->columns = calloc(n, sizeof(uint32_t));
+        if (!fk->columns)
+                return analyzer_oom(a);
+        for (size_t i = 0; i < n; i++) {
+                const char *cn = column ? column : node_string(con->fk_attrs[i]);
+                int r = fkey_column(a, con, ct->columns, ct->n_columns, cn, &fk->columns[i]);
+
+                if (r < 0)
+                        return r;
+                fk->n_columns++;        /* a column twice is allowed, as in PostgreSQL */
+                if (off < size)
+                        off += (size_t)snprintf(base + off, size - off, "_%s", cn);
+        }
+        return 0;
+}
+
+/* The referenced columns: con->pk_attrs, which must be a PRIMARY KEY or UNIQUE of p as
+ * a set, or p's primary key.  *ret_n: how many. */
+static int fkey_ref_columns(struct analyzer *a, const PgQuery__Constraint *con,
+                            const char *pname, const struct sql_relation *p,
+                            struct sql_foreign_key *fk, size_t *ret_n)
+{
+        size_t n = con->n_pk_attrs;
+
+        if (n == 0) {
+                for (size_t i = 0; i < p->n_uniques && !fk->ref_columns; i++)
+                        if (p->uniques[i].primary) {
+                                n = p->uniques[i].n_columns;
+                                fk->ref_columns = calloc(n, sizeof(uint32_t));
+                                if (!fk->ref_columns)
+                                        return analyzer_oom(a);
+                                memcpy(fk->ref_columns, p->uniques[i].columns, n * sizeof(uint32_t));
+                        }
+                if (!fk->ref_columns)
+                        return FAIL_AT(a, con->location, "42704", "there is no primary key for "
+                                       "referenced table \"%s\"", pname);
+                *ret_n = n;
+                return 0;
+        }
+        if (n > ROW_MAX_COLUMNS)
+                return FAIL_AT(a, con->location, "XX000", "malformed foreign key constraint");
+        fk->ref_columns = calloc(n, sizeof(uint32_t));
+        if (!fk->ref_columns)
+                return analyzer_oom(a);
+        for (size_t i = 0; i < n; i++) {
+                int r = fkey_column(a, con, p->columns, p->n_columns, node_string(con->pk_attrs[i]),
+                                    &fk->ref_columns[i]);
+
+                if (r < 0)
+                        return r;
+                for (size_t j = 0; j < i; j++)
+                        if (fk->ref_columns[j] == fk->ref_columns[i])
+                                return FAIL_AT(a, con->location, "42830", "foreign key "
+                                               "referenced-columns list must not contain duplicates");
+        }
+        for (size_t i = 0; i < p->n_uniques; i++)
+                if (unique_matches(&p->uniques[i], fk->ref_columns, n)) {
+                        *ret_n = n;
+                        return 0;
+                }
+        return FAIL_AT(a, con->location, "42830", "there is no unique constraint matching given "
+                       "keys for referenced table \"%s\"", pname);
+}
+
+/* A FOREIGN KEY constraint of new table ct (its columns and keys all known), of the
+ * column `column` or of the table (con->fk_attrs): the next of ct->fkeys, named as
+ * PostgreSQL names it (<table>_<columns>_fkey, a number added when taken).  Only what
+ * the controller enforces exactly (controller-server-unique.c note 25) is accepted:
+ * MATCH SIMPLE, NO ACTION or RESTRICT, not deferrable, validated; the referenced table
+ * another table (not this one); paired columns of equal types, so that equal values
+ * have equal bytes.  The referenced table becomes one of the new table's refs
+ * (adapter-exec-run.c), so it cannot be dropped while this one references it. */
+static int table_foreign_key(struct analyzer *a, const PgQuery__Constraint *con, const char *column)
+{
+        struct sql_create_table *ct = &a->stmt->create_table;
+        const char *pname = NULL;
+        const char *upd = con->fk_upd_action, *del = con->fk_del_action, *match = con->fk_matchtype;
+        struct sql_relation p;
+        struct sql_foreign_key *v, *fk;
+        char base[256], name[272];
+        size_t off, n_ref = 0;
+        int r;
+
+        if (con->deferrable || con->initdeferred)
+                return FAIL_AT(a, con->location, "0A000", "DEFERRABLE foreign key constraints are "
+                               "not supported");
+        if (match && (match[0] == 'f' || match[0] == 'p'))
+                return FAIL_AT(a, con->location, "0A000", "MATCH FULL and MATCH PARTIAL foreign "
+                               "keys are not supported: Coord enforces MATCH SIMPLE only");
+        if ((upd && upd[0] && upd[0] != 'a' && upd[0] != 'r') ||
+            (del && del[0] && del[0] != 'a' && del[0] != 'r') || con->n_fk_del_set_cols)
+                return FAIL_AT(a, con->location, "0A000", "foreign key actions ON DELETE and ON "
+                               "UPDATE other than NO ACTION and RESTRICT (CASCADE, SET NULL, SET "
+                               "DEFAULT) are not supported");
+        if (con->skip_validation)
+                return FAIL_AT(a, con->location, "0A000", "NOT VALID foreign key constraints are "
+                               "not supported");
+        if (!con->pktable)
+                return FAIL_AT(a, con->location, "XX000", "malformed foreign key constraint");
+        r = range_var_name(a, con->pktable, &pname);
+        if (r < 0)
+                return r;
+        if (strcmp(pname, ct->name) == 0)
+                return FAIL_AT(a, con->pktable->location, "0A000", "a foreign key that references "
+                               "its own table is not supported");
+        r = lookup_relation(a, pname, &p);
+        if (r == -ENOENT)
+                return FAIL_AT(a, con->pktable->location, "42P01", "relation \"%s\" does not exist",
+                               pname);
+        if (r < 0)
+                return r;
+        if (p.kind != SQL_OBJECT_TABLE || p.builtin)
+                return FAIL_AT(a, con->pktable->location, "42809", "referenced relation \"%s\" is "
+                               "not a table", pname);
+
+        v = realloc(ct->fkeys, (ct->n_fkeys + 1) * sizeof(*v));
+        if (!v)
+                return analyzer_oom(a);
+        ct->fkeys = v;
+        fk = &v[ct->n_fkeys++];
+        *fk = (struct sql_foreign_key){ .ref_id = p.id };
+        off = (size_t)snprintf(base, sizeof(base), "%s", ct->name);
+        r = fkey_columns(a, con, column, fk, base, off, sizeof(base));
+        if (r < 0)
+                return r;
+        r = fkey_ref_columns(a, con, pname, &p, fk, &n_ref);
+        if (r < 0)
+                return r;
+        if (n_ref != fk->n_columns)
+                return FAIL_AT(a, con->location, "42830", "number of referencing and referenced "
+                               "columns for foreign key disagree");
+        if (con->conname && con->conname[0]) {
+                if (constraint_name_taken(ct, con->conname))
+                        return FAIL(a, "42710", "constraint \"%s\" for relation \"%s\" already exists",
+                                    con->conname, ct->name);
+                snprintf(name, sizeof(name), "%s", con->conname);
+        } else {
+                off = strlen(base);
+                if (off < sizeof(base))
+                        snprintf(base + off, sizeof(base) - off, "_fkey");
+                snprintf(name, sizeof(name), "%s", base);
+                for (unsigned k = 1; constraint_name_taken(ct, name); k++)
+                        snprintf(name, sizeof(name), "%s%u", base, k);
+        }
+        fk->name = strdup(name);
+        if (!fk->name)
+                return analyzer_oom(a);
+        for (size_t i = 0; i < fk->n_columns; i++) {
+                const struct sql_column *c = &ct->columns[fk->columns[i]];
+                const struct sql_column *pc = &p.columns[fk->ref_columns[i]];
+                bool numbers = (c->type == ROW_TYPE_INT4 || c->type == ROW_TYPE_INT8 ||
+                                c->type == ROW_TYPE_NUMERIC) &&
+                               (pc->type == ROW_TYPE_INT4 || pc->type == ROW_TYPE_INT8 ||
+                                pc->type == ROW_TYPE_NUMERIC);
+
+                if (c->type == pc->type && c->max_chars == pc->max_chars)
+                        continue;
+                if (c->type == pc->type && c->type == ROW_TYPE_TEXT)
+                        continue;       /* varchar(n) and text: the same bytes */
+                if (c->type == pc->type || numbers)
+                        return FAIL_AT(a, con->location, "0A000", "foreign key \"%s\": column \"%s\" "
+                                       "(%s) and referenced column \"%s\" (%s) must have the same "
+                                       "type and modifier (Coord compares key values by their "
+                                       "bytes)", name, c->name, row_type_name(c->type), pc->name,
+                                       row_type_name(pc->type));
+                r = FAIL_AT(a, con->location, "42804", "foreign key constraint \"%s\" cannot be "
+                            "implemented", name);
+                row_error_detail(a->err, "Key columns \"%s\" and \"%s\" are of incompatible types: "
+                                 "%s and %s.", c->name, pc->name, row_type_name(c->type),
+                                 row_type_name(pc->type));
+                return r;
+        }
+        return 0;
+}
+
 static bool table_constraint_supported(PgQuery__ConstrType t)
 {
         return t == PG_QUERY__CONSTR_TYPE__CONSTR_CHECK || t == PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY ||
-               t == PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE;
+               t == PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE || t == PG_QUERY__CONSTR_TYPE__CONSTR_FOREIGN;
 }
 
-/* Pass 0: keys; pass 1: CHECK constraints.  Others were refused before. */
+/* Pass 0: keys; pass 1: CHECK constraints; pass 2: foreign keys (named last, as
+ * PostgreSQL names them).  Others were refused before. */
 static int table_constraint(struct analyzer *a, const PgQuery__Constraint *con, const char *column,
                             int pass)
 {
@@ -255,6 +477,8 @@ static int table_constraint(struct analyzer *a, const PgQuery__Constraint *con, 
         if (con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY ||
             con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE)
                 return pass == 0 ? table_unique(a, con, column) : 0;
+        if (con->contype == PG_QUERY__CONSTR_TYPE__CONSTR_FOREIGN)
+                return pass == 2 ? table_foreign_key(a, con, column) : 0;
         return 0;
 }
 
@@ -293,8 +517,9 @@ int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
         for (size_t i = 0; i < c->n_constraints; i++)
                 if (c->constraints[i]->node_case != PG_QUERY__NODE__NODE_CONSTRAINT ||
                     !table_constraint_supported(c->constraints[i]->constraint->contype))
-                        return FAIL(a, "0A000", "table constraints other than CHECK, PRIMARY KEY and "
-                                    "UNIQUE are not supported: Coord cannot enforce them yet");
+                        return FAIL(a, "0A000", "table constraints other than CHECK, PRIMARY KEY, "
+                                    "UNIQUE and FOREIGN KEY are not supported: Coord cannot "
+                                    "enforce them yet");
         if (c->n_options || (c->access_method && c->access_method[0]) ||
             (c->tablespacename && c->tablespacename[0]))
                 return FAIL(a, "0A000", "table options are not supported");
@@ -319,8 +544,8 @@ int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
                         continue;       /* after the columns */
                 if (c->table_elts[i]->node_case == PG_QUERY__NODE__NODE_CONSTRAINT)
                         return FAIL_AT(a, c->table_elts[i]->constraint->location, "0A000",
-                                       "table constraints other than CHECK, PRIMARY KEY and UNIQUE "
-                                       "are not supported: Coord cannot enforce them yet");
+                                       "table constraints other than CHECK, PRIMARY KEY, UNIQUE and "
+                                       "FOREIGN KEY are not supported: Coord cannot enforce them yet");
                 if (c->table_elts[i]->node_case != PG_QUERY__NODE__NODE_COLUMN_DEF)
                         return FAIL(a, "0A000", "LIKE is not supported");
                 cd = c->table_elts[i]->column_def;
@@ -375,12 +600,20 @@ int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
                         case PG_QUERY__CONSTR_TYPE__CONSTR_CHECK:
                         case PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY:
                         case PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE:
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_FOREIGN:
                                 break;          /* after the columns */
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_NOT_DEFERRABLE:
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_IMMEDIATE:
+                                break;          /* what every constraint is */
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_DEFERRABLE:
+                        case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_DEFERRED:
+                                return FAIL_AT(a, con->location, "0A000", "DEFERRABLE and "
+                                               "INITIALLY DEFERRED constraints are not supported");
                         default:
                                 return FAIL_AT(a, con->location, "0A000",
-                                               "only NULL, NOT NULL, DEFAULT, CHECK, PRIMARY KEY and "
-                                               "UNIQUE column constraints are supported (Coord "
-                                               "cannot enforce the others yet)");
+                                               "only NULL, NOT NULL, DEFAULT, CHECK, PRIMARY KEY, "
+                                               "UNIQUE and REFERENCES column constraints are "
+                                               "supported (Coord cannot enforce the others yet)");
                         }
                         if (saw_null && saw_not_null)
                                 return FAIL_AT(a, con->location, "42601",
@@ -390,9 +623,10 @@ int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
                 }
                 col->nullable = !saw_not_null && !cd->is_not_null;
         }
-        /* Keys, then CHECK constraints (a primary key's columns are NOT NULL in them), in
-         * the order written: the columns' own, then the table's. */
-        for (int pass = 0; pass < 2; pass++) {
+        /* Keys, then CHECK constraints (a primary key's columns are NOT NULL in them),
+         * then foreign keys, each in the order written: the columns' own, then the
+         * table's. */
+        for (int pass = 0; pass < 3; pass++) {
                 for (size_t i = 0; i < c->n_table_elts; i++) {
                         const PgQuery__Node *el = c->table_elts[i];
 

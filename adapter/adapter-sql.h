@@ -109,6 +109,19 @@ struct sql_unique {
         bool named;                     /* CREATE TABLE: CONSTRAINT name given (not stored) */
 };
 
+/* A table's FOREIGN KEY constraint (MATCH SIMPLE, NO ACTION): every row whose `columns`
+ * are all non-NULL has a row of table ref_id with those values in `ref_columns`.  The
+ * analyzer accepts only equal column types (the controller compares key values by their
+ * bytes) and ref_columns that are a PRIMARY KEY or UNIQUE of ref_id; the controller
+ * enforces it on every write of either table (coord.proto TableWrite.foreign_keys). */
+struct sql_foreign_key {
+        char *name;
+        uint32_t *columns;              /* positions in the table */
+        uint32_t *ref_columns;          /* positions in ref_id, paired with columns */
+        size_t n_columns;
+        uint64_t ref_id;
+};
+
 struct sql_relation {
         uint64_t id;                            /* GlobalId, never 0 */
         enum sql_object_kind kind;
@@ -132,6 +145,9 @@ struct sql_relation {
         /* A table's PRIMARY KEY and UNIQUE constraints (borrowed like columns). */
         const struct sql_unique *uniques;
         size_t n_uniques;
+        /* A table's FOREIGN KEY constraints (borrowed like columns). */
+        const struct sql_foreign_key *fkeys;
+        size_t n_fkeys;
 };
 
 /* An object as the pg_catalog relations show it (adapter-pgcatalog.h).  Borrowed like
@@ -224,6 +240,8 @@ struct sql_create_table {
         size_t n_checks;
         struct sql_unique *uniques;     /* at most one PRIMARY KEY */
         size_t n_uniques;
+        struct sql_foreign_key *fkeys;
+        size_t n_fkeys;
         bool if_not_exists;
         bool exists;            /* IF NOT EXISTS and the name was taken: a no-op (notice) */
 };

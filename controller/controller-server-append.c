@@ -838,7 +838,7 @@ static int units_plan(struct append_ctx *ac, const Coord__Append *a, size_t **re
 
         *ret = NULL;
         for (size_t i = 0; i < a->n_writes && !any; i++)
-                any = a->writes[i]->n_unique_keys > 0;
+                any = a->writes[i]->n_unique_keys || a->writes[i]->n_foreign_keys;
         if (!any)
                 return 0;
         end = calloc(a->n_writes, sizeof(*end));
@@ -867,7 +867,7 @@ static int units_plan(struct append_ctx *ac, const Coord__Append *a, size_t **re
 static bool unit_keyed(const Coord__Append *a, size_t first, size_t last)
 {
         for (size_t i = first; i <= last; i++)
-                if (a->writes[i]->n_unique_keys)
+                if (a->writes[i]->n_unique_keys || a->writes[i]->n_foreign_keys)
                         return true;
         return false;
 }
@@ -889,7 +889,7 @@ static int unit_begin(struct append_ctx *ac, size_t **marks, size_t *n_marks)
         return 0;
 }
 
-/* (22) The end of keyed unit [first, last]: its keys checked; if one is violated, the
+/* (22), (25) The end of keyed unit [first, last]: its keys checked; if one is violated, the
  * unit's rows leave the append, its counts are 0 and it is a failure of the Ok. */
 static int unit_end_check(struct append_ctx *ac, const Coord__Append *a, size_t last,
                           const size_t *marks, size_t n_marks)
@@ -1056,7 +1056,7 @@ static int append_writes(struct append_ctx *ac, const Coord__Append *a, uint64_t
                                 return r;
                         ac->counts[i] -= (uint64_t)r;
                 }
-                if (keyed && w->n_unique_keys) {
+                if (keyed && (w->n_unique_keys || w->n_foreign_keys)) {
                         r = server_uniq_stage(s, ac->uq, &t->info, w, &t->pend, from, &ac->err);
                         if (r < 0)
                                 return r;

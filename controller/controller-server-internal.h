@@ -552,7 +552,7 @@ int server_cm_get(struct cserver *s, const struct storage_info *info, struct cmi
 void server_cm_apply(struct cserver *s, const struct storage_info *info, const struct eval_batch *pend,
                      uint64_t new_upper);
 
-/* controller-server-unique.c: PRIMARY KEY and UNIQUE (22). */
+/* controller-server-unique.c: PRIMARY KEY, UNIQUE (22) and FOREIGN KEY (25). */
 struct kmirror;
 struct uniq;
 struct uniq *server_uniq_new(void);

@@ -1,7 +1,8 @@
-/* controller-server-unique.c -- PRIMARY KEY and UNIQUE constraints of tables: the key
- * mirrors and the check of each write.
+/* controller-server-unique.c -- PRIMARY KEY, UNIQUE and FOREIGN KEY constraints of
+ * tables: the key mirrors and the check of each write.
  *
- * Contract: proto/coord.proto (TableWrite.unique_keys, TableWrite.block, Ok.failures);
+ * Contract: proto/coord.proto (TableWrite.unique_keys, TableWrite.foreign_keys,
+ * TableWrite.block, Ok.failures);
  * what the server's files share: controller-server-internal.h.  The notes are numbered
  * across the server (controller-server.c lists where each stands).
  *
@@ -26,6 +27,30 @@
  *     write costs O(its rows), not O(the table); memory is O(distinct keys) per key of
  *     a table written since the controller started.  A restart or a dropped table
  *     loses the mirrors, never the truth: they are rebuilt from storage at first use.
+ *
+ * (25) Foreign keys (MATCH SIMPLE, NO ACTION).  The adapter attaches to every write of a
+ *     table each foreign key whose referencing or referenced table it is
+ *     (TableWrite.foreign_keys), so a unit that writes either side carries the
+ *     constraint.  Each side is a (table, columns) entry like a unique key's -- the same
+ *     entry when the referenced columns are a key of the write's table -- staged by
+ *     server_uniq_stage() from the first write of either table in the append on (every
+ *     write of either carries it), and read from its key mirror (22) when the append
+ *     does not write that table.  server_uniq_commit() then checks, after the unique
+ *     keys, against both tables as the contents before the append, the units accepted
+ *     so far and this unit leave them (fk_check()): every key value with no NULL column
+ *     whose count the unit raises in the referencing table is in the referenced one
+ *     (else 23503 "insert or update on table ..."), and every key value whose count the
+ *     unit lowers in the referenced table and that is gone from it is in no row of the
+ *     referencing one (else 23503 "update or delete on table ... on table ...").  The
+ *     unit then fails alone, as for a duplicate key.  Appends are applied one at a time
+ *     against stored contents, so a concurrent delete of a parent and insert of a child
+ *     cannot both pass.  The check is at the unit's end: a statement's, as PostgreSQL
+ *     checks NO ACTION; a transaction block's at its COMMIT, where PostgreSQL checks
+ *     each statement.  An update that leaves a referencing row's key as it was changes
+ *     no count, so it needs no parent (PostgreSQL skips that check too).
+ *     Cost: the key mirror of each side (memory O(distinct key values), built by one
+ *     read of the table when missing or stale, as in (22)); a write costs O(its rows)
+ *     per foreign key of its table, whichever side it is.
  */
 #include "controller-server.h"
 #include "controller-server-internal.h"
@@ -47,18 +72,30 @@ struct kmirror {
         size_t n_cols;
 };
 
-/* One (table, key) that the append's units write. */
+/* One (table, columns) that the append's units write or check against: a unique key,
+ * or a side of a foreign key (25), or both. */
 struct ukey {
         uint64_t gid;
-        const Coord__UniqueKey *key;    /* borrowed from the Append */
-        struct kmirror *base;           /* the contents before the append */
+        const uint32_t *cols;           /* borrowed from the Append */
+        size_t n_cols;
+        const Coord__UniqueKey *key;    /* the unique key on cols; NULL: none */
+        struct kmirror *base;           /* the contents before the append; NULL: the
+                                         * table has no collection (yet): empty */
         struct cmirror accepted;        /* the units accepted so far */
         struct cmirror unit;            /* the unit being staged */
 };
 
+/* (25) A foreign key that the append's writes carry: its two sides, as indexes in k. */
+struct ufk {
+        const Coord__ForeignKey *fk;    /* borrowed from the Append */
+        size_t child, parent;
+};
+
 struct uniq {
-        struct ukey *k;
+        struct ukey *k;                 /* moves as it grows: held by index */
         size_t n, cap;
+        struct ufk *fk;
+        size_t n_fk, cap_fk;
 };
 
 static bool cols_equal(const uint32_t *a, size_t na, const uint32_t *b, size_t nb)
@@ -269,60 +306,144 @@ void server_uniq_free(struct uniq *u)
                 server_cm_clear(&u->k[i].unit);
         }
         free(u->k);
+        free(u->fk);
         free(u);
 }
 
-/* (22) Stages the key values of pend[from..) -- the rows write w put in its table's
- * pend -- into the unit, for each of w's keys.  -errno with err (XX000: a key that
- * names no column of the rows; a storage error). */
-/* The append's entry of (info->gid, key), made with its key mirror when new.  -errno
- * with err. */
-static int ukey_get(struct cserver *s, struct uniq *u, const struct storage_info *info,
-                    const Coord__UniqueKey *key, struct ukey **ret, struct row_error *err)
+/* The append's entry of (gid, cols), made with its key mirror when new: its index in
+ * u->k.  info: the table's, or NULL to look it up (a table the append does not write;
+ * one with no collection yet is empty).  -errno with err. */
+static int entry_get(struct cserver *s, struct uniq *u, uint64_t gid, const struct storage_info *info,
+                     const uint32_t *cols, size_t n_cols, size_t *ret, struct row_error *err)
 {
-        struct ukey *k = NULL;
+        struct storage_info other;
+        struct ukey *k;
         int r;
 
-        if (!key->n_columns || key->n_columns > ROW_MAX_COLUMNS)
-                return row_error_set(err, -EINVAL, "XX000", "unique key \"%s\" of collection "
-                                     "%llu has %zu columns", key->name,
-                                     (unsigned long long)info->gid, key->n_columns);
-        for (size_t j = 0; j < u->n && !k; j++)
-                if (u->k[j].gid == info->gid &&
-                    cols_equal(u->k[j].key->columns, u->k[j].key->n_columns, key->columns,
-                               key->n_columns))
-                        k = &u->k[j];
-        if (!k) {
-                if (RESERVE(u->k, u->cap, u->n + 1) < 0)
-                        return row_error_oom(err);
-                k = &u->k[u->n++];
-                *k = (struct ukey){ .gid = info->gid, .key = key };
-                r = km_get(s, info, key->columns, key->n_columns, &k->base);
-                if (r == -ENOMEM)
-                        return row_error_oom(err);
-                if (r < 0) {
-                        u->n--;
-                        return server_storage_failure(s, err, r, "reading collection %llu",
-                                                      (unsigned long long)info->gid);
+        if (!n_cols || n_cols > ROW_MAX_COLUMNS)
+                return row_error_set(err, -EINVAL, "XX000", "a key of collection %llu has %zu "
+                                     "columns", (unsigned long long)gid, n_cols);
+        for (size_t j = 0; j < u->n; j++)
+                if (u->k[j].gid == gid && cols_equal(u->k[j].cols, u->k[j].n_cols, cols, n_cols)) {
+                        *ret = j;
+                        return 0;
                 }
+        if (RESERVE(u->k, u->cap, u->n + 1) < 0)
+                return row_error_oom(err);
+        k = &u->k[u->n];
+        *k = (struct ukey){ .gid = gid, .cols = cols, .n_cols = n_cols };
+        if (!info) {
+                r = storage_get_info(s->st, gid, &other);
+                if (r == -ENOENT) {
+                        *ret = u->n++;
+                        return 0;
+                }
+                if (r < 0)
+                        return server_storage_failure(s, err, r, "looking up collection %llu",
+                                                      (unsigned long long)gid);
+                if (other.kind != STORAGE_KIND_TABLE)
+                        return row_error_set(err, -EINVAL, "XX000", "collection %llu, referenced "
+                                             "by a foreign key, is a %s, not a table",
+                                             (unsigned long long)gid, server_kind_name(other.kind));
+                info = &other;
         }
-        *ret = k;
+        r = km_get(s, info, cols, n_cols, &k->base);
+        if (r == -ENOMEM)
+                return row_error_oom(err);
+        if (r < 0)
+                return server_storage_failure(s, err, r, "reading collection %llu",
+                                              (unsigned long long)gid);
+        *ret = u->n++;
         return 0;
 }
 
+/* The append's entry of unique key `key` of info->gid.  -errno with err. */
+static int ukey_get(struct cserver *s, struct uniq *u, const struct storage_info *info,
+                    const Coord__UniqueKey *key, size_t *ret, struct row_error *err)
+{
+        int r = entry_get(s, u, info->gid, info, key->columns, key->n_columns, ret, err);
+
+        if (r >= 0 && !u->k[*ret].key)
+                u->k[*ret].key = key;
+        return r;
+}
+
+/* (25) Foreign key fk joins the append's (once per constraint), both sides' entries
+ * made; info is the written table's.  -errno with err. */
+static int ufk_get(struct cserver *s, struct uniq *u, const struct storage_info *info,
+                   const Coord__ForeignKey *fk, struct row_error *err)
+{
+        struct ufk f = { .fk = fk };
+        int r;
+
+        for (size_t j = 0; j < u->n_fk; j++)
+                if (u->fk[j].fk->table == fk->table && strcmp(u->fk[j].fk->name, fk->name) == 0)
+                        return 0;
+        if (fk->n_columns != fk->n_ref_columns || fk->n_column_names != fk->n_columns ||
+            fk->n_ref_column_names != fk->n_columns || fk->table == fk->ref_table ||
+            (info->gid != fk->table && info->gid != fk->ref_table))
+                return row_error_set(err, -EINVAL, "XX000", "malformed foreign key \"%s\" in a "
+                                     "write of collection %llu", fk->name,
+                                     (unsigned long long)info->gid);
+        r = entry_get(s, u, fk->table, fk->table == info->gid ? info : NULL, fk->columns,
+                      fk->n_columns, &f.child, err);
+        if (r >= 0)
+                r = entry_get(s, u, fk->ref_table, fk->ref_table == info->gid ? info : NULL,
+                              fk->ref_columns, fk->n_ref_columns, &f.parent, err);
+        if (r < 0)
+                return r;
+        if (RESERVE(u->fk, u->cap_fk, u->n_fk + 1) < 0)
+                return row_error_oom(err);
+        u->fk[u->n_fk++] = f;
+        return 0;
+}
+
+static void index_add(size_t *v, size_t *n, size_t x)
+{
+        for (size_t i = 0; i < *n; i++)
+                if (v[i] == x)
+                        return;
+        v[(*n)++] = x;
+}
+
+/* (22), (25) Stages the key values of pend[from..) -- the rows write w put in its
+ * table's pend -- into the unit, once for each (table, columns) of w's unique keys and
+ * of the sides of its foreign keys that are this table.  -errno with err (XX000: a key
+ * that names no column of the rows; a storage error). */
 int server_uniq_stage(struct cserver *s, struct uniq *u, const struct storage_info *info,
                       const Coord__TableWrite *w, const struct eval_batch *pend, size_t from,
                       struct row_error *err)
 {
-        for (size_t i = 0; i < w->n_unique_keys; i++) {
-                const Coord__UniqueKey *key = w->unique_keys[i];
-                struct ukey *k = NULL;
-                struct key_load *kl;
-                int r = ukey_get(s, u, info, key, &k, err);
+        _cleanup_free_ size_t *idx = calloc(w->n_unique_keys + w->n_foreign_keys + 1, sizeof(*idx));
+        size_t n_idx = 0;
+        int r = idx ? 0 : row_error_oom(err);
 
-                if (r < 0)
-                        return r;
-                kl = key_load_new(&k->unit, key->columns, key->n_columns);
+        for (size_t i = 0; i < w->n_unique_keys && r >= 0; i++) {
+                size_t k = 0;
+
+                r = ukey_get(s, u, info, w->unique_keys[i], &k, err);
+                if (r >= 0)
+                        index_add(idx, &n_idx, k);
+        }
+        for (size_t i = 0; i < w->n_foreign_keys && r >= 0; i++) {
+                r = ufk_get(s, u, info, w->foreign_keys[i], err);
+                for (size_t j = 0; r >= 0 && j < u->n_fk; j++) {
+                        const struct ufk *f = &u->fk[j];
+
+                        if (f->fk != w->foreign_keys[i] &&
+                            !(f->fk->table == w->foreign_keys[i]->table &&
+                              strcmp(f->fk->name, w->foreign_keys[i]->name) == 0))
+                                continue;
+                        if (u->k[f->child].gid == info->gid)
+                                index_add(idx, &n_idx, f->child);
+                        if (u->k[f->parent].gid == info->gid)
+                                index_add(idx, &n_idx, f->parent);
+                }
+        }
+        for (size_t i = 0; i < n_idx && r >= 0; i++) {
+                struct ukey *k = &u->k[idx[i]];
+                struct key_load *kl = key_load_new(&k->unit, k->cols, k->n_cols);
+
                 if (!kl)
                         return row_error_oom(err);
                 for (size_t j = from; j < pend->n && r >= 0; j++)
@@ -331,11 +452,20 @@ int server_uniq_stage(struct cserver *s, struct uniq *u, const struct storage_in
                 if (r == -ENOMEM)
                         return row_error_oom(err);
                 if (r < 0)
-                        return row_error_set(err, r, "XX000", "unique key \"%s\" names a column "
-                                             "that the rows of collection %llu do not have",
-                                             key->name, (unsigned long long)info->gid);
+                        return row_error_set(err, r, "XX000", "key \"%s\" names a column that the "
+                                             "rows of collection %llu do not have",
+                                             k->key ? k->key->name : "(foreign)",
+                                             (unsigned long long)info->gid);
         }
-        return 0;
+        return r;
+}
+
+/* The count of key value kb in k's table as the append leaves it so far: before it,
+ * the units accepted, the unit staged. */
+static int64_t ukey_total(const struct ukey *k, const void *kb, size_t klen)
+{
+        return (k->base ? server_cm_count(&k->base->m, kb, klen) : 0) +
+               server_cm_count(&k->accepted, kb, klen) + server_cm_count(&k->unit, kb, klen);
 }
 
 /* (22) ON CONFLICT DO NOTHING (TableWrite.on_conflict_skip): drop from pend[from..) each
@@ -348,7 +478,7 @@ int server_uniq_skip(struct cserver *s, struct uniq *u, const struct storage_inf
                      const Coord__TableWrite *w, struct eval_batch *pend, size_t from,
                      struct row_error *err)
 {
-        struct ukey *ks[64];
+        size_t ks[64];
         struct cmirror seen[64];
         struct key_load *kl[64] = { NULL };
         size_t n = 0, out = from, dropped = 0;
@@ -381,16 +511,14 @@ int server_uniq_skip(struct cserver *s, struct uniq *u, const struct storage_inf
                         if (q < 0) {
                                 r = row_error_set(err, q, "XX000", "unique key \"%s\" names a "
                                                   "column that the rows of collection %llu do "
-                                                  "not have", ks[i]->key->name,
+                                                  "not have", u->k[ks[i]].key->name,
                                                   (unsigned long long)info->gid);
                                 break;
                         }
                         if (q > 0)
                                 continue;       /* a NULL: conflicts with nothing */
                         keyed = true;
-                        taken = server_cm_count(&ks[i]->base->m, kl[i]->buf, klen) +
-                                server_cm_count(&ks[i]->accepted, kl[i]->buf, klen) +
-                                server_cm_count(&ks[i]->unit, kl[i]->buf, klen) +
+                        taken = ukey_total(&u->k[ks[i]], kl[i]->buf, klen) +
                                 server_cm_count(&seen[i], kl[i]->buf, klen) > 0;
                 }
                 if (r < 0)
@@ -418,8 +546,10 @@ int server_uniq_skip(struct cserver *s, struct uniq *u, const struct storage_inf
         return r < 0 ? r : (int)dropped;
 }
 
-/* PostgreSQL's "Key (a, b)=(1, x) already exists." */
-static void key_detail(const struct ukey *k, const uint8_t *kb, size_t klen, struct row_error *err)
+/* PostgreSQL's "Key (a, b)=(1, x) already exists.": names, the key value kb, then what
+ * follows it. */
+static void key_detail(char *const *names, size_t n_names, const uint8_t *kb, size_t klen,
+                       const char *tail, struct row_error *err)
 {
         struct row_datum d[64];
         char scratch[ROW_TEXT_SCRATCH], buf[sizeof(err->detail)];
@@ -427,9 +557,9 @@ static void key_detail(const struct ukey *k, const uint8_t *kb, size_t klen, str
         int n = row_decode(kb, klen, d, 64);
 
         off += (size_t)snprintf(buf, sizeof(buf), "Key (");
-        for (size_t i = 0; i < k->key->n_column_names && off < sizeof(buf); i++)
+        for (size_t i = 0; i < n_names && off < sizeof(buf); i++)
                 off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s", i ? ", " : "",
-                                        k->key->column_names[i]);
+                                        names[i]);
         if (off < sizeof(buf))
                 off += (size_t)snprintf(buf + off, sizeof(buf) - off, ")=(");
         for (int i = 0; i < n && off < sizeof(buf); i++) {
@@ -442,12 +572,58 @@ static void key_detail(const struct ukey *k, const uint8_t *kb, size_t klen, str
                                         (int)tl, t);
         }
         if (off < sizeof(buf))
-                snprintf(buf + off, sizeof(buf) - off, ") already exists.");
+                snprintf(buf + off, sizeof(buf) - off, ")%s", tail);
         row_error_detail(err, "%s", buf);
 }
 
-/* (22) Whether the staged unit keeps every key unique: 0, its counts now the append's;
- * -EEXIST with err (23505), the unit forgotten; -ENOMEM. */
+/* (25) Whether the staged unit keeps every foreign key of the append: 0, or -EEXIST
+ * with err (23503). */
+static int fk_check(struct uniq *u, struct row_error *err)
+{
+        char tail[128];
+
+        for (size_t i = 0; i < u->n_fk; i++) {
+                const Coord__ForeignKey *fk = u->fk[i].fk;
+                const struct ukey *c = &u->k[u->fk[i].child], *p = &u->k[u->fk[i].parent];
+
+                /* A key value the unit adds to the referencing table needs a parent. */
+                for (size_t j = 0; c->unit.slots && j <= c->unit.mask; j++) {
+                        const struct rcent *e = &c->unit.slots[j];
+
+                        if (!e->row || e->count <= 0 || ukey_total(p, e->row, e->len) > 0)
+                                continue;
+                        row_error_set(err, -EEXIST, "23503", "insert or update on table \"%s\" "
+                                      "violates foreign key constraint \"%s\"", fk->table_name,
+                                      fk->name);
+                        snprintf(tail, sizeof(tail), " is not present in table \"%s\".",
+                                 fk->ref_table_name);
+                        key_detail(fk->column_names, fk->n_column_names, e->row, e->len, tail, err);
+                        return -EEXIST;
+                }
+                /* A key value the unit takes out of the referenced table, gone from it,
+                 * must be referenced no more. */
+                for (size_t j = 0; p->unit.slots && j <= p->unit.mask; j++) {
+                        const struct rcent *e = &p->unit.slots[j];
+
+                        if (!e->row || e->count >= 0 || ukey_total(p, e->row, e->len) > 0 ||
+                            ukey_total(c, e->row, e->len) <= 0)
+                                continue;
+                        row_error_set(err, -EEXIST, "23503", "update or delete on table \"%s\" "
+                                      "violates foreign key constraint \"%s\" on table \"%s\"",
+                                      fk->ref_table_name, fk->name, fk->table_name);
+                        snprintf(tail, sizeof(tail), " is still referenced from table \"%s\".",
+                                 fk->table_name);
+                        key_detail(fk->ref_column_names, fk->n_ref_column_names, e->row, e->len,
+                                   tail, err);
+                        return -EEXIST;
+                }
+        }
+        return 0;
+}
+
+/* (22), (25) Whether the staged unit keeps every key unique and every foreign key: 0,
+ * its counts now the append's; -EEXIST with err (23505, 23503), the unit forgotten;
+ * -ENOMEM. */
 int server_uniq_commit(struct uniq *u, struct row_error *err)
 {
         int r = 0;
@@ -455,22 +631,24 @@ int server_uniq_commit(struct uniq *u, struct row_error *err)
         for (size_t i = 0; i < u->n && r == 0; i++) {
                 struct ukey *k = &u->k[i];
 
-                for (size_t j = 0; k->unit.slots && j <= k->unit.mask; j++) {
+                for (size_t j = 0; k->key && k->unit.slots && j <= k->unit.mask; j++) {
                         const struct rcent *e = &k->unit.slots[j];
                         int64_t total;
 
                         if (!e->row || e->count <= 0)
                                 continue;
-                        total = server_cm_count(&k->base->m, e->row, e->len) +
-                                server_cm_count(&k->accepted, e->row, e->len) + e->count;
+                        total = ukey_total(k, e->row, e->len);
                         if (total <= 1)
                                 continue;
                         r = row_error_set(err, -EEXIST, "23505", "duplicate key value violates "
                                           "unique constraint \"%s\"", k->key->name);
-                        key_detail(k, e->row, e->len, err);
+                        key_detail(k->key->column_names, k->key->n_column_names, e->row, e->len,
+                                   " already exists.", err);
                         break;
                 }
         }
+        if (r == 0)
+                r = fk_check(u, err);
         for (size_t i = 0; i < u->n; i++) {
                 struct ukey *k = &u->k[i];
 

@@ -22,7 +22,8 @@
  *   controller-server-append.c       appends
  *   controller-server-collection.c   collections: Ensure, Drop, List
  *   controller-server-compact.c      compaction permission and compaction
- *   controller-server-unique.c       PRIMARY KEY and UNIQUE: key mirrors, the check
+ *   controller-server-unique.c       PRIMARY KEY, UNIQUE, FOREIGN KEY: key mirrors, the
+ *                                    checks
  *   controller-server-lookup.c       keyed index lookups
  *   controller-server-bgwrite.c      a write's plan in the peek thread
  *   controller-server-internal.h     what they share
@@ -41,7 +42,7 @@
  *   controller-server-append.c       2, 3, 4, 15
  *   controller-server-collection.c   12
  *   controller-server-compact.c      6, 14
- *   controller-server-unique.c       22
+ *   controller-server-unique.c       22, 25
  *   controller-server-lookup.c       23
  *   controller-server-bgwrite.c      24
  *
