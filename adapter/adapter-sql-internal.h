@@ -450,6 +450,12 @@ int limit_offset(struct analyzer *a, const PgQuery__SelectStmt *s, bool *has_cou
 int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *peek,
                       Coord__Plan__Relation **ret_plan, struct scope *ret_cols);
 
+/* adapter-sql-setop.c */
+int plan_values(struct analyzer *a, const PgQuery__SelectStmt *s,
+                Coord__Plan__Relation **ret_plan, struct scope *ret_cols);
+int plan_setop(struct analyzer *a, const PgQuery__SelectStmt *s,
+               Coord__Plan__Relation **ret_plan, struct scope *ret_cols);
+
 /* adapter-sql-subquery.c */
 Coord__Plan__Relation *rel_reduce(Coord__Plan__Relation *input, size_t nk,
                                   const Coord__Plan__AggFunc *func, const uint32_t *col,
