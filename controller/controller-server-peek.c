@@ -638,8 +638,8 @@ static int live_feed(struct cserver *s, uint64_t gid, struct feed *fd)
                                 ROW_DATUM_INT(int8_of(e->offset)),
                                 ROW_DATUM_INT(storage_get_info(s->st, e->gid, &info) == 0
                                                       ? int8_of(info.frontiers.upper) : 0),
-                                ROW_DATUM_TEXT(status, strlen(status)),
-                                e->err[0] ? ROW_DATUM_TEXT(e->err, strlen(e->err)) : ROW_DATUM_NULL,
+                                ROW_DATUM_TEXT(status, (uint32_t)strlen(status)),
+                                e->err[0] ? ROW_DATUM_TEXT(e->err, (uint32_t)strlen(e->err)) : ROW_DATUM_NULL,
                         };
                         r = live_row(fd, d, 6);
                 }

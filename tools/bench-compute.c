@@ -690,7 +690,7 @@ static void section_lookups(PGconn *c, const char *sizes, uint64_t clients, uint
                         PGresult *r;
 
                         snprintf(q, sizeof(q), "SELECT * FROM lk WHERE k = %u",
-                                 (unsigned)(rand_r(&seed) % (rows / clients * clients)));
+                                 (unsigned)((uint64_t)rand_r(&seed) % (rows / clients * clients)));
                         t0 = now_ns();
                         r = query(c, q, poll_timeout_s * 1000);
                         if (i >= reads / 10 + 1)

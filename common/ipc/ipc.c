@@ -1004,7 +1004,7 @@ int ipc_sync_recv(int fd, uint32_t max_frame, int timeout_ms, Coord__Envelope **
         assert(ret);
 
         if (timeout_ms >= 0)
-                deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+                deadline = now_ns() + (uint64_t)timeout_ms * UINT64_C(1000000);
         /* Prefix, then body: two reads, so nothing beyond this frame is consumed and the
          * caller needs no buffer between calls.  After an error the stream position is
          * unknown: close the fd. */

@@ -2262,7 +2262,7 @@ static void test_concurrent(void)
 
         CU_ASSERT_FATAL(C != NULL && st != NULL);
         for (int i = 0; i < WRITERS; i++) {
-                w[i] = (struct writer){ .id = i, .rng = (seed ^ (0x1234567ull * (uint64_t)(i + 1))) | 1,
+                w[i] = (struct writer){ .id = i, .rng = (seed ^ (UINT64_C(0x1234567) * (uint64_t)(i + 1))) | 1,
                                         .stop = &stop };
                 pthread_create(&th[i], NULL, writer_run, &w[i]);
         }
@@ -2322,7 +2322,7 @@ static void kill_under_load(Coord__Role role, const char *what)
 
         CU_ASSERT_FATAL(C != NULL && st != NULL);
         for (int i = 0; i < WRITERS; i++) {
-                w[i] = (struct writer){ .id = i, .rng = (seed ^ (0x7654321ull * (uint64_t)(i + 1)) ^ (uint64_t)role) | 1,
+                w[i] = (struct writer){ .id = i, .rng = (seed ^ (UINT64_C(0x7654321) * (uint64_t)(i + 1)) ^ (uint64_t)role) | 1,
                                         .stop = &stop };
                 pthread_create(&th[i], NULL, writer_run_retry, &w[i]);
         }
@@ -3681,8 +3681,8 @@ static void test_sliced_install_follower_killed(void)
         CU_ASSERT(rows_in_order(c, "SELECT b FROM rf_v319 ORDER BY b", "320;321;322"));
         bad += rf_check_bounds(c, &seen, "before");
         dfs0 = stat_of(COORD__ROLE__ROLE_CONTROLLER, "dataflows");
-        lost0 = rf_log_count("controller", "deferred_message_lost");
-        enact0 = rf_log_count("lifecycle", "enact_failed");
+        lost0 = (uint64_t)rf_log_count("controller", "deferred_message_lost");
+        enact0 = (uint64_t)rf_log_count("lifecycle", "enact_failed");
 
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
         CU_ASSERT_EQUAL_FATAL(t_sh("COORD_CONTROLLER_ARGS='--test-install-slice-ms 40' %s up >/dev/null",

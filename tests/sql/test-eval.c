@@ -833,15 +833,15 @@ static Coord__Plan__Expr *random_expr(unsigned *seed, int depth)
                 case 2:
                         return lit(type, ROW_DATUM_BOOL(rand_r(seed) % 2));
                 case 3:
-                        return lit(type, ROW_DATUM_INT(ints[rand_r(seed) % ELEMENTSOF(ints)]));
+                        return lit(type, ROW_DATUM_INT(ints[(size_t)rand_r(seed) % ELEMENTSOF(ints)]));
                 default: {
-                        const char *s = texts[rand_r(seed) % ELEMENTSOF(texts)];
+                        const char *s = texts[(size_t)rand_r(seed) % ELEMENTSOF(texts)];
 
                         return lit(type, ROW_DATUM_TEXT(s, (uint32_t)strlen(s)));
                 }
                 }
         }
-        e = call(type, funcs[rand_r(seed) % ELEMENTSOF(funcs)], 0);
+        e = call(type, funcs[(size_t)rand_r(seed) % ELEMENTSOF(funcs)], 0);
         e->call->n_args = (size_t)(rand_r(seed) % 4);
         e->call->args = e->call->n_args ? malloc(e->call->n_args * sizeof(*e->call->args)) : NULL;
         for (size_t i = 0; i < e->call->n_args; i++)
@@ -1482,14 +1482,14 @@ static void gen_leaf(struct gen *g, int type)
                 fputs(d.b ? "true" : "false", g->fold);
         } else if (type == ROW_TYPE_TEXT) {
                 snprintf(g->texts[k], sizeof(g->texts[k]), "%s",
-                         texts[rand_r(&g->seed) % ELEMENTSOF(texts)]);
+                         texts[(size_t)rand_r(&g->seed) % ELEMENTSOF(texts)]);
                 d = ROW_DATUM_TEXT(g->texts[k], (uint32_t)strlen(g->texts[k]));
                 fprintf(g->fold, "'%s'::text", g->texts[k]);
         } else {
                 int64_t v;
 
                 do
-                        v = ints[rand_r(&g->seed) % ELEMENTSOF(ints)];
+                        v = ints[(size_t)rand_r(&g->seed) % ELEMENTSOF(ints)];
                 while (type == ROW_TYPE_INT4 && (v < INT32_MIN || v > INT32_MAX));
                 d = ROW_DATUM_INT(v);
                 /* Always cast: the grammar folds a minus into a bare constant
@@ -1765,17 +1765,17 @@ static void test_select_fuzz(void)
                                 strcat(q, "NOT ");
                         for (int m = 0; m < terms; m++) {
                                 if (m)
-                                        strcat(q, ops[rand_r(&seed) % ELEMENTSOF(ops)]);
-                                strcat(q, atoms[rand_r(&seed) % ELEMENTSOF(atoms)]);
-                                strcat(q, postfix[rand_r(&seed) % ELEMENTSOF(postfix)]);
+                                        strcat(q, ops[(size_t)rand_r(&seed) % ELEMENTSOF(ops)]);
+                                strcat(q, atoms[(size_t)rand_r(&seed) % ELEMENTSOF(atoms)]);
+                                strcat(q, postfix[(size_t)rand_r(&seed) % ELEMENTSOF(postfix)]);
                         }
                 }
                 strcat(q, " FROM t");
                 if (rand_r(&seed) % 2) {
                         strcat(q, " WHERE ");
-                        strcat(q, atoms[rand_r(&seed) % ELEMENTSOF(atoms)]);
-                        strcat(q, ops[rand_r(&seed) % ELEMENTSOF(ops)]);
-                        strcat(q, atoms[rand_r(&seed) % ELEMENTSOF(atoms)]);
+                        strcat(q, atoms[(size_t)rand_r(&seed) % ELEMENTSOF(atoms)]);
+                        strcat(q, ops[(size_t)rand_r(&seed) % ELEMENTSOF(ops)]);
+                        strcat(q, atoms[(size_t)rand_r(&seed) % ELEMENTSOF(atoms)]);
                 }
                 if (rand_r(&seed) % 4 == 0)
                         strcat(q, " AS OF 2");

@@ -1814,9 +1814,9 @@ static void test_fuzz_tokens(void)
                 };
 
                 if (rand_r(&seed) % 4)
-                        strcpy(q, starts[rand_r(&seed) % ELEMENTSOF(starts)]);
+                        strcpy(q, starts[(size_t)rand_r(&seed) % ELEMENTSOF(starts)]);
                 for (int k = 0; k < n; k++) {
-                        strncat(q, words[rand_r(&seed) % ELEMENTSOF(words)], sizeof(q) - strlen(q) - 2);
+                        strncat(q, words[(size_t)rand_r(&seed) % ELEMENTSOF(words)], sizeof(q) - strlen(q) - 2);
                         strcat(q, " ");
                 }
                 memset(&err, 0, sizeof(err));

@@ -58,7 +58,8 @@ static void report(const char *what, uint64_t *ns, size_t n, const char *extra)
                 return;
         qsort(ns, n, sizeof(*ns), t_cmp_u64);
         printf("%-34s p50 %8.1f us  p99 %8.1f us  max %8.1f us  (n=%zu)%s\n", what,
-               ns[n / 2] / 1e3, ns[n * 99 / 100] / 1e3, ns[n - 1] / 1e3, n, extra ? extra : "");
+               (double)ns[n / 2] / 1e3, (double)ns[n * 99 / 100] / 1e3, (double)ns[n - 1] / 1e3, n,
+               extra ? extra : "");
 }
 
 static void make_row(char row[ROW_LEN], uint64_t i)
@@ -263,7 +264,7 @@ static int run(const char *dir, size_t count)
         if (r < 0)
                 goto out;
         total = now_ns() - total;
-        snprintf(extra, sizeof(extra), "  %.0f appends/s", (double)(count / 8 * 8) / (total / 1e9));
+        snprintf(extra, sizeof(extra), "  %.0f appends/s", (double)(count / 8 * 8) / ((double)total / 1e9));
         report("group of 8 appends", ns, count / 8, extra);
 
         /* Reads of a 1,000-row table of 1,000 batches, then compacted. */
@@ -275,12 +276,12 @@ static int run(const char *dir, size_t count)
         if (r >= 0) {
                 t0 = now_ns();
                 r = storage_compact(s, 2, 0, NULL);
-                printf("%-34s %8.1f ms\n", "tiered compaction, 1,000 batches", (now_ns() - t0) / 1e6);
+                printf("%-34s %8.1f ms\n", "tiered compaction, 1,000 batches", (double)(now_ns() - t0) / 1e6);
         }
         if (r >= 0) {
                 t0 = now_ns();
                 r = storage_compact(s, 3, STORAGE_COMPACT_FULL, NULL);
-                printf("%-34s %8.1f ms\n", "full compaction, 1,000 batches", (now_ns() - t0) / 1e6);
+                printf("%-34s %8.1f ms\n", "full compaction, 1,000 batches", (double)(now_ns() - t0) / 1e6);
         }
         if (r >= 0)
                 r = bench_reads(s, 2, READ_ROWS, READ_ROWS, "read 1,000 rows, compacted");
@@ -423,10 +424,10 @@ static int run_frontiers(const char *dir, uint64_t rows, size_t count)
                         printf("frontiers %" PRIu64 ": after the since move of every row: %zu runs in %.1f ms, "
                                "longest %.1f ms, %" PRIu64 " updates rewritten, %" PRIu64
                                " merge(s) in the background (%.1f ms there)\n",
-                               rows, runs, (now_ns() - start) / 1e6, longest / 1e6,
+                               rows, runs, (double)(now_ns() - start) / 1e6, (double)longest / 1e6,
                                st1.updates_rewritten - st0.updates_rewritten,
                                st1.background_merges - st0.background_merges,
-                               (st1.background_merge_ns - st0.background_merge_ns) / 1e6);
+                               (double)(st1.background_merge_ns - st0.background_merge_ns) / 1e6);
         }
 out:
         if (r < 0)

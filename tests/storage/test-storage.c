@@ -987,7 +987,7 @@ static void test_compact_pending(void)
         path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         for (int i = 0; i < 3; i++) {
-                m[i] = (struct model){ .gid = 100 + i, .exists = true };
+                m[i] = (struct model){ .gid = 100 + (uint64_t)i, .exists = true };
                 CHECK_OK(storage_create(s, m[i].gid, STORAGE_KIND_TABLE, 0, 0));
                 build_history(s, &m[i], &rng, 60);
         }
@@ -1435,9 +1435,10 @@ static void test_reopen(void)
         path = t_path_join(dir, "db");
         CHECK_OK(storage_open(path, &s));
         for (int i = 0; i < 4; i++) {
-                m[i] = (struct model){ .gid = 50 + i, .exists = true, .since = 10 * i, .upper = 10 * i };
+                m[i] = (struct model){ .gid = 50 + (uint64_t)i, .exists = true, .since = 10 * (uint64_t)i,
+                                       .upper = 10 * (uint64_t)i };
                 CHECK_OK(storage_create(s, m[i].gid, (enum storage_kind)i, m[i].since, m[i].upper));
-                build_history(s, &m[i], &rng, 40 + 20 * i);
+                build_history(s, &m[i], &rng, 40 + 20 * (unsigned)i);
         }
         m[1].since += 30;
         CU_ASSERT_EQUAL(storage_allow_compaction(s, m[1].gid, m[1].since), 1);

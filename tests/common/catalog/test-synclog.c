@@ -258,7 +258,7 @@ static void test_damage(void)
                 CU_ASSERT_FATAL(fd >= 0);
                 CU_ASSERT_EQUAL_FATAL(pread(fd, junk, len, at), (ssize_t)len);
                 for (size_t i = 0; i < len; i++)
-                        junk[i] = round % 2 ? junk[i] ^ (uint8_t)(1u << (rand() % 8)) : 0;
+                        junk[i] = (uint8_t)(round % 2 ? junk[i] ^ (1u << (rand() % 8)) : 0);
                 CU_ASSERT_EQUAL_FATAL(pwrite(fd, junk, len, at), (ssize_t)len);
                 l = open_replayed(dir, 3, &st, seen);   /* checks every payload */
                 for (size_t i = 1; i < seen->count; i++)

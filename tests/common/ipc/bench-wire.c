@@ -51,10 +51,10 @@ static void pin_to(int cpu)
 
         CPU_ZERO(&set);
         if (cpu >= 0)
-                CPU_SET(cpu, &set);
+                CPU_SET((size_t)cpu, &set);
         else
                 for (int i = 0; i < CPU_SETSIZE; i++)
-                        CPU_SET(i, &set);
+                        CPU_SET((size_t)i, &set);
         if (sched_setaffinity(0, sizeof(set), &set) < 0)
                 fprintf(stderr, "sched_setaffinity(%d): %s\n", cpu, strerror(errno));
 }

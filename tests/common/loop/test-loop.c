@@ -32,7 +32,7 @@
 #define RUNNING_ON_VALGRIND 0
 #endif
 
-#define MS (1000ull * 1000)
+#define MS (UINT64_C(1000) * 1000)
 #define WATCHDOG_NS (10000 * MS)
 
 static struct loop *L;

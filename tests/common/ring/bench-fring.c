@@ -208,8 +208,8 @@ static int run(enum mode mode, uint64_t n, const char *label)
                 qsort(ctl->lat_ns, n, sizeof(uint64_t), cmp_u64);
                 printf("%-11s p50=%8.2f us  p99=%8.2f us  max=%9.2f us   (n=%llu, reader "
                        "slept %.2f times per sample)\n", label,
-                       ctl->lat_ns[n / 2] / 1e3, ctl->lat_ns[n * 99 / 100] / 1e3,
-                       ctl->lat_ns[n - 1] / 1e3, (unsigned long long)n,
+                       (double)ctl->lat_ns[n / 2] / 1e3, (double)ctl->lat_ns[n * 99 / 100] / 1e3,
+                       (double)ctl->lat_ns[n - 1] / 1e3, (unsigned long long)n,
                        (double)ctl->sleeps / (double)n);
         }
         k = 0;
