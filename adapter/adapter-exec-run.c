@@ -401,22 +401,30 @@ static uint64_t choose_as_of(struct exec *ex, const uint64_t *inputs, size_t n, 
         return as_of > ts ? as_of : ts;
 }
 
-/* The creation of ni (with `progress`, a source's progress item: both), or its error
- * sent: 0 with *txn, STMT_RETRY, -ECANCELED, -errno. */
-static int create_begin_or_error(struct session *s, const struct acat_new_item *ni,
-                                 const struct acat_new_item *progress, uint64_t ts, struct acat_txn **txn)
+/* The fields of a new item that a CREATE or ALTER SINK takes from its analyzed statement. */
+#define STMT_INPUTS(st)                                                                        \
+        .logical_inputs = (st)->inputs, .n_logical = (st)->n_inputs,                          \
+        .physical_inputs = (st)->physical_inputs, .n_physical = (st)->n_physical_inputs,      \
+        .refs = (st)->references, .n_refs = (st)->n_references
+
+/* The creation of ni (with `progress`, a source's progress item: both) begun and handed
+ * to ddl_create(), or its error sent: what ddl_create() returns, STMT_RETRY, -ECANCELED,
+ * -errno. */
+static int create_item(struct session *s, const struct acat_new_item *ni,
+                       const struct acat_new_item *progress, uint64_t ts)
 {
         struct row_error err = { .position = 0 };
         struct acat_txn *before[EXEC_RUN_MAX];
+        struct acat_txn *txn;
         int r;
 
         /* (7) refs may name the run's creations: they commit first, in the same write */
         for (size_t i = 0; i < s->n_run; i++)
                 before[i] = s->run[i]->txn;
         if (progress)
-                r = acat_create_source_begin(s->ex->cat, ni, progress, ts, before, s->n_run, txn, &err);
+                r = acat_create_source_begin(s->ex->cat, ni, progress, ts, before, s->n_run, &txn, &err);
         else
-                r = acat_create_begin_after(s->ex->cat, ni, ts, before, s->n_run, txn, &err);
+                r = acat_create_begin_after(s->ex->cat, ni, ts, before, s->n_run, &txn, &err);
 
         if (r == -EINVAL && s->n_run)
                 return STMT_RETRY;      /* (7) after the run, alone */
@@ -424,7 +432,9 @@ static int create_begin_or_error(struct session *s, const struct acat_new_item *
                 send_row_error(s->c, &err);
                 return -ECANCELED;
         }
-        return r;
+        if (r != 0)
+                return r;
+        return ddl_create(s, txn);
 }
 
 /* One REFRESH time of a new view: its expression with mz_now() = ts (the creation's
@@ -512,13 +522,10 @@ int exec_create_view(struct session *s, struct sql_stmt *st)
         struct acat_new_item ni = {
                 .name = cv->name, .kind = mv ? SQL_OBJECT_MATERIALIZED_VIEW : SQL_OBJECT_VIEW,
                 .create_sql = st->sql, .columns = cv->columns, .n_columns = cv->n_columns,
-                .plan = cv->plan, .logical_inputs = st->inputs, .n_logical = st->n_inputs,
-                .physical_inputs = st->physical_inputs, .n_physical = st->n_physical_inputs,
-                .refs = st->references, .n_refs = st->n_references,
+                .plan = cv->plan, STMT_INPUTS(st),
                 .retain_history_ms = cv->retain_history_ms, .nondeterministic = !cv->deterministic,
         };
         _cleanup_free_ uint64_t *times = NULL;
-        struct acat_txn *txn;
         uint64_t ts;
         int r;
 
@@ -536,10 +543,7 @@ int exec_create_view(struct session *s, struct sql_stmt *st)
                 if (r < 0)
                         return r;
         }
-        r = create_begin_or_error(s, &ni, NULL, ts, &txn);
-        if (r != 0)
-                return r;
-        return ddl_create(s, txn);
+        return create_item(s, &ni, NULL, ts);
 }
 
 int exec_create_index(struct session *s, struct sql_stmt *st)
@@ -549,12 +553,9 @@ int exec_create_index(struct session *s, struct sql_stmt *st)
         struct acat_new_item ni = {
                 .name = ci->name, .kind = SQL_OBJECT_INDEX, .create_sql = st->sql,
                 .columns = ci->columns, .n_columns = ci->n_columns, .plan = ci->plan,
-                .logical_inputs = st->inputs, .n_logical = st->n_inputs,
-                .physical_inputs = st->physical_inputs, .n_physical = st->n_physical_inputs,
-                .refs = st->references, .n_refs = st->n_references,
+                STMT_INPUTS(st),
                 .on_id = ci->on_id, .keys = ci->keys, .n_keys = ci->n_keys,
         };
-        struct acat_txn *txn;
         uint64_t ts;
         int r;
 
@@ -566,10 +567,7 @@ int exec_create_index(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs, ts);
-        r = create_begin_or_error(s, &ni, NULL, ts, &txn);
-        if (r != 0)
-                return r;
-        return ddl_create(s, txn);
+        return create_item(s, &ni, NULL, ts);
 }
 
 /* A sink's file, before its CREATE commits: an absolute path, creatable by this user
@@ -635,7 +633,6 @@ int exec_create_source(struct session *s, struct sql_stmt *st)
                 .name = cs->progress_name, .kind = SQL_OBJECT_SOURCE, .create_sql = "",
                 .columns = progress_columns, .n_columns = ELEMENTSOF(progress_columns),
         };
-        struct acat_txn *txn;
         uint64_t ts;
         int r;
 
@@ -666,10 +663,7 @@ int exec_create_source(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         src.as_of = ts;
-        r = create_begin_or_error(s, &src, &progress, ts, &txn);
-        if (r != 0)
-                return r;
-        return ddl_create(s, txn);
+        return create_item(s, &src, &progress, ts);
 }
 
 /* CREATE SINK: one catalog transaction {item, requirements at its as-of} (I4); the
@@ -683,12 +677,9 @@ int exec_create_sink(struct session *s, struct sql_stmt *st)
         struct acat_new_item ni = {
                 .name = cs->name, .kind = SQL_OBJECT_SINK, .create_sql = st->sql,
                 .columns = cs->columns, .n_columns = cs->n_columns, .plan = cs->plan,
-                .logical_inputs = st->inputs, .n_logical = st->n_inputs,
-                .physical_inputs = st->physical_inputs, .n_physical = st->n_physical_inputs,
-                .refs = st->references, .n_refs = st->n_references, .on_id = cs->from_id,
+                STMT_INPUTS(st), .on_id = cs->from_id,
                 .sink_path = cs->path, .sink_snapshot = cs->snapshot,
         };
-        struct acat_txn *txn;
         uint64_t ts;
         int r;
 
@@ -704,10 +695,7 @@ int exec_create_sink(struct session *s, struct sql_stmt *st)
                 return r;
         ni.as_of = cs->snapshot ? choose_as_of(ex, st->inputs, st->n_inputs, ts)
                                 : acat_max_bound(ex->cat, st->inputs, st->n_inputs);
-        r = create_begin_or_error(s, &ni, NULL, ts, &txn);
-        if (r != 0)
-                return r;
-        return ddl_create(s, txn);
+        return create_item(s, &ni, NULL, ts);
 }
 
 static void alter_committed(void *ctx, int r, uint64_t seq)
@@ -796,9 +784,7 @@ int exec_alter_sink(struct session *s, struct sql_stmt *st)
         struct fring_reader *rd = node_ring(ex->node);
         struct acat_new_item ni = {
                 .kind = SQL_OBJECT_SINK, .plan = as->plan,
-                .logical_inputs = st->inputs, .n_logical = st->n_inputs,
-                .physical_inputs = st->physical_inputs, .n_physical = st->n_physical_inputs,
-                .refs = st->references, .n_refs = st->n_references, .on_id = as->from_id,
+                STMT_INPUTS(st), .on_id = as->from_id,
         };
         struct row_error err = { .position = 0 };
         struct fring_frontier f;

@@ -501,6 +501,64 @@ static int numeric_keys_fixed(struct analyzer *a, const struct sql_create_table 
         return 0;
 }
 
+/* Column cd's own constraints (of table `table`) into col: NULL / NOT NULL (col->nullable)
+ * and DEFAULT; CHECK, keys and references are the table's, planned after the columns. */
+static int column_constraints(struct analyzer *a, const PgQuery__ColumnDef *cd, const char *table,
+                              struct sql_column *col)
+{
+        bool saw_null = false, saw_not_null = false;
+        int r;
+
+        for (size_t k = 0; k < cd->n_constraints; k++) {
+                const PgQuery__Constraint *con;
+
+                if (cd->constraints[k]->node_case != PG_QUERY__NODE__NODE_CONSTRAINT)
+                        return FAIL(a, "XX000", "malformed column constraint");
+                con = cd->constraints[k]->constraint;
+                switch (con->contype) {
+                case PG_QUERY__CONSTR_TYPE__CONSTR_NULL:
+                        saw_null = true;
+                        break;
+                case PG_QUERY__CONSTR_TYPE__CONSTR_NOTNULL:
+                        saw_not_null = true;
+                        break;
+                case PG_QUERY__CONSTR_TYPE__CONSTR_DEFAULT:
+                        if (col->default_row)
+                                return FAIL_AT(a, con->location, "42601",
+                                               "multiple default values specified for column "
+                                               "\"%s\" of table \"%s\"", cd->colname, table);
+                        r = column_default_of(a, con->raw_expr, col);
+                        if (r < 0)
+                                return r;
+                        break;
+                case PG_QUERY__CONSTR_TYPE__CONSTR_CHECK:
+                case PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY:
+                case PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE:
+                case PG_QUERY__CONSTR_TYPE__CONSTR_FOREIGN:
+                        break;          /* after the columns */
+                case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_NOT_DEFERRABLE:
+                case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_IMMEDIATE:
+                        break;          /* what every constraint is */
+                case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_DEFERRABLE:
+                case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_DEFERRED:
+                        return FAIL_AT(a, con->location, "0A000", "DEFERRABLE and "
+                                       "INITIALLY DEFERRED constraints are not supported");
+                default:
+                        return FAIL_AT(a, con->location, "0A000",
+                                       "only NULL, NOT NULL, DEFAULT, CHECK, PRIMARY KEY, "
+                                       "UNIQUE and REFERENCES column constraints are "
+                                       "supported (Coord cannot enforce the others yet)");
+                }
+                if (saw_null && saw_not_null)
+                        return FAIL_AT(a, con->location, "42601",
+                                       "conflicting NULL/NOT NULL declarations for column "
+                                       "\"%s\" of table \"%s\"",
+                                       cd->colname, table);
+        }
+        col->nullable = !saw_not_null && !cd->is_not_null;
+        return 0;
+}
+
 int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
 {
         struct sql_create_table *ct = &a->stmt->create_table;
@@ -537,7 +595,6 @@ int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
         for (size_t i = 0; i < c->n_table_elts; i++) {
                 const PgQuery__ColumnDef *cd;
                 struct sql_column *col = &ct->columns[ct->n_columns];
-                bool saw_null = false, saw_not_null = false;
 
                 if (c->table_elts[i]->node_case == PG_QUERY__NODE__NODE_CONSTRAINT &&
                     table_constraint_supported(c->table_elts[i]->constraint->contype))
@@ -575,53 +632,9 @@ int analyze_create_table(struct analyzer *a, const PgQuery__CreateStmt *c)
                         if (r < 0)
                                 return r;
                 }
-                for (size_t k = 0; k < cd->n_constraints; k++) {
-                        const PgQuery__Constraint *con;
-
-                        if (cd->constraints[k]->node_case != PG_QUERY__NODE__NODE_CONSTRAINT)
-                                return FAIL(a, "XX000", "malformed column constraint");
-                        con = cd->constraints[k]->constraint;
-                        switch (con->contype) {
-                        case PG_QUERY__CONSTR_TYPE__CONSTR_NULL:
-                                saw_null = true;
-                                break;
-                        case PG_QUERY__CONSTR_TYPE__CONSTR_NOTNULL:
-                                saw_not_null = true;
-                                break;
-                        case PG_QUERY__CONSTR_TYPE__CONSTR_DEFAULT:
-                                if (col->default_row)
-                                        return FAIL_AT(a, con->location, "42601",
-                                                       "multiple default values specified for column "
-                                                       "\"%s\" of table \"%s\"", cd->colname, name);
-                                r = column_default_of(a, con->raw_expr, col);
-                                if (r < 0)
-                                        return r;
-                                break;
-                        case PG_QUERY__CONSTR_TYPE__CONSTR_CHECK:
-                        case PG_QUERY__CONSTR_TYPE__CONSTR_PRIMARY:
-                        case PG_QUERY__CONSTR_TYPE__CONSTR_UNIQUE:
-                        case PG_QUERY__CONSTR_TYPE__CONSTR_FOREIGN:
-                                break;          /* after the columns */
-                        case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_NOT_DEFERRABLE:
-                        case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_IMMEDIATE:
-                                break;          /* what every constraint is */
-                        case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_DEFERRABLE:
-                        case PG_QUERY__CONSTR_TYPE__CONSTR_ATTR_DEFERRED:
-                                return FAIL_AT(a, con->location, "0A000", "DEFERRABLE and "
-                                               "INITIALLY DEFERRED constraints are not supported");
-                        default:
-                                return FAIL_AT(a, con->location, "0A000",
-                                               "only NULL, NOT NULL, DEFAULT, CHECK, PRIMARY KEY, "
-                                               "UNIQUE and REFERENCES column constraints are "
-                                               "supported (Coord cannot enforce the others yet)");
-                        }
-                        if (saw_null && saw_not_null)
-                                return FAIL_AT(a, con->location, "42601",
-                                               "conflicting NULL/NOT NULL declarations for column "
-                                               "\"%s\" of table \"%s\"",
-                                               cd->colname, name);
-                }
-                col->nullable = !saw_not_null && !cd->is_not_null;
+                r = column_constraints(a, cd, name, col);
+                if (r < 0)
+                        return r;
         }
         /* Keys, then CHECK constraints (a primary key's columns are NOT NULL in them),
          * then foreign keys, each in the order written: the columns' own, then the

@@ -652,19 +652,34 @@ int storage_create_deferred(struct storage *s, uint64_t gid, enum storage_kind k
         return create(s, gid, kind, since, upper, true);
 }
 
+/* The collection gid to drop, its background merge finished: 0, -ENOENT, or the
+ * sticky error. */
+static int drop_find(struct storage *s, uint64_t gid, struct collection **ret)
+{
+        if (!s)
+                return -EINVAL;
+        if (s->err)
+                return storage_sticky_error(s);
+        *ret = storage_map_find(&s->map, gid);
+        if (!*ret)
+                return -ENOENT;
+        return merge_wait_for(s, *ret);
+}
+
+/* Forget dropped collection c in memory (its records' deletes are written or queued). */
+static void drop_forget(struct storage *s, struct collection *c)
+{
+        storage_pending_remove(s, c);
+        storage_map_remove(&s->map, c);
+        storage_collection_free(c);
+}
+
 int storage_drop_deferred(struct storage *s, uint64_t gid)
 {
         struct collection *c;
         int r;
 
-        if (!s)
-                return -EINVAL;
-        if (s->err)
-                return storage_sticky_error(s);
-        c = storage_map_find(&s->map, gid);
-        if (!c)
-                return -ENOENT;
-        r = merge_wait_for(s, c);
+        r = drop_find(s, gid, &c);
         if (r < 0)
                 return r;
         r = GROW_ARRAY(s->def, s->cap_def, s->n_def + 1);
@@ -674,9 +689,7 @@ int storage_drop_deferred(struct storage *s, uint64_t gid)
         s->def[s->n_def] = (struct storage_deferred){ .gid = gid, .drop = true };
         (void)drop_by_key(c, &s->def[s->n_def]);
         s->n_def++;
-        storage_pending_remove(s, c);
-        storage_map_remove(&s->map, c);
-        storage_collection_free(c);
+        drop_forget(s, c);
         return 0;
 }
 
@@ -686,14 +699,7 @@ int storage_drop(struct storage *s, uint64_t gid)
         struct collection *c;
         int r;
 
-        if (!s)
-                return -EINVAL;
-        if (s->err)
-                return storage_sticky_error(s);
-        c = storage_map_find(&s->map, gid);
-        if (!c)
-                return -ENOENT;
-        r = merge_wait_for(s, c);
+        r = drop_find(s, gid, &c);
         if (r < 0)
                 return r;
         /* A deferred create put after these deletes would bring the record back. */
@@ -706,9 +712,7 @@ int storage_drop(struct storage *s, uint64_t gid)
         r = storage_write(s);
         if (r < 0)
                 return r;
-        storage_pending_remove(s, c);
-        storage_map_remove(&s->map, c);
-        storage_collection_free(c);
+        drop_forget(s, c);
         return 0;
 }
 

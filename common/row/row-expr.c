@@ -1048,40 +1048,62 @@ static int eval_text(const Coord__Plan__Expr *e, const struct row_datum *row, si
         return 0;
 }
 
-/* FUNC_VARCHAR (proto/plan.proto): a prefix of the value, or 22001. */
-static int eval_varchar(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
-                        const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
-                        struct row_error *err)
+/* The common part of FUNC_VARCHAR and FUNC_BPCHAR (proto/plan.proto): evaluates (value,
+ * n, explicit) and finds the prefix of at most n characters; characters past it must be
+ * spaces unless the cast is explicit (22001 naming type).  Returns 1 when the value is
+ * NULL (*ret set), else 0 with *a the value, *n_chars n, *off the prefix's bytes and *k
+ * its characters. */
+static int eval_fit_length(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                           const struct row_expr_ctx *ctx, unsigned depth, const char *type,
+                           struct row_datum *a, int64_t *n_chars, size_t *off, int64_t *k,
+                           struct row_datum *ret, struct row_error *err)
 {
         const Coord__Plan__Call *c = e->call;
-        struct row_datum a, n, x;
-        size_t off = 0;
-        int64_t k = 0;
+        struct row_datum n, x;
         int r;
 
+        *off = 0;
+        *k = 0;
         if (c->n_args != 3)
                 return rx_invalid(err, "wrong number of arguments");
-        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
+        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, a, err);
         if (r >= 0)
                 r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &n, err);
         if (r >= 0)
                 r = rx_eval_arg(c, 2, row, n_row, ctx, depth, &x, err);
         if (r < 0)
                 return r;
-        if (a.kind == ROW_KIND_NULL) {
+        if (a->kind == ROW_KIND_NULL) {
                 *ret = ROW_DATUM_NULL;
-                return 0;
+                return 1;
         }
-        if (a.kind != ROW_KIND_TEXT || n.kind != ROW_KIND_INT || n.i < 1 || x.kind != ROW_KIND_BOOL)
-                return rx_invalid(err, "varchar(n) without its length");
-        while (off < a.text.len && k < n.i) {
-                off += utf8_len(a.text.ptr + off, a.text.len - off);
-                k++;
+        if (a->kind != ROW_KIND_TEXT || n.kind != ROW_KIND_INT || n.i < 1 || x.kind != ROW_KIND_BOOL)
+                return rx_invalid(err, "a length-limited text type without its length");
+        while (*off < a->text.len && *k < n.i) {
+                *off += utf8_len(a->text.ptr + *off, a->text.len - *off);
+                (*k)++;
         }
-        for (size_t i = off; !x.b && i < a.text.len; i++)
-                if (a.text.ptr[i] != ' ')
-                        return row_error_set(err, -EINVAL, "22001", "value too long for type character "
-                                             "varying(%lld)", (long long)n.i);
+        for (size_t i = *off; !x.b && i < a->text.len; i++)
+                if (a->text.ptr[i] != ' ')
+                        return row_error_set(err, -EINVAL, "22001", "value too long for type %s(%lld)",
+                                             type, (long long)n.i);
+        *n_chars = n.i;
+        return 0;
+}
+
+/* FUNC_VARCHAR (proto/plan.proto): a prefix of the value, or 22001. */
+static int eval_varchar(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                        const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                        struct row_error *err)
+{
+        struct row_datum a;
+        int64_t n, k;
+        size_t off;
+        int r;
+
+        r = eval_fit_length(e, row, n_row, ctx, depth, "character varying", &a, &n, &off, &k, ret, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
         *ret = ROW_DATUM_TEXT(a.text.ptr, (uint32_t)off);
         return 0;
 }
@@ -1092,42 +1114,20 @@ static int eval_bpchar(const Coord__Plan__Expr *e, const struct row_datum *row, 
                        const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
                        struct row_error *err)
 {
-        const Coord__Plan__Call *c = e->call;
-        struct row_datum a, n, x;
-        size_t off = 0, pad;
-        int64_t k = 0;
+        struct row_datum a;
+        int64_t n, k;
+        size_t off, pad;
         char *p;
         int r;
 
-        if (c->n_args != 3)
-                return rx_invalid(err, "wrong number of arguments");
-        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
-        if (r >= 0)
-                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &n, err);
-        if (r >= 0)
-                r = rx_eval_arg(c, 2, row, n_row, ctx, depth, &x, err);
-        if (r < 0)
-                return r;
-        if (a.kind == ROW_KIND_NULL) {
-                *ret = ROW_DATUM_NULL;
-                return 0;
-        }
-        if (a.kind != ROW_KIND_TEXT || n.kind != ROW_KIND_INT || n.i < 1 || x.kind != ROW_KIND_BOOL)
-                return rx_invalid(err, "character(n) without its length");
-        while (off < a.text.len && k < n.i) {
-                off += utf8_len(a.text.ptr + off, a.text.len - off);
-                k++;
-        }
-        for (size_t i = off; !x.b && i < a.text.len; i++)
-                if (a.text.ptr[i] != ' ')
-                        return row_error_set(err, -EINVAL, "22001",
-                                             "value too long for type character(%lld)",
-                                             (long long)n.i);
-        if (k == n.i) {
+        r = eval_fit_length(e, row, n_row, ctx, depth, "character", &a, &n, &off, &k, ret, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (k == n) {
                 *ret = ROW_DATUM_TEXT(a.text.ptr, (uint32_t)off);
                 return 0;
         }
-        pad = (size_t)(n.i - k);
+        pad = (size_t)(n - k);
         if ((uint64_t)off + pad > UINT32_MAX)
                 return row_error_set(err, -EINVAL, "54000", "string too long");
         if (!ctx || !ctx->arena)
