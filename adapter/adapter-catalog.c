@@ -644,7 +644,50 @@ static int acat_each(void *userdata, sql_object_fn fn, void *arg)
         return 0;
 }
 
+static int gid_cmp(const void *x, const void *y)
+{
+        uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+        return a < b ? -1 : a > b;
+}
+
+/* The committed indexes on object gid, oldest first (as oldest_index() finds them). */
+static int acat_indexes(void *userdata, uint64_t gid, sql_object_fn fn, void *arg)
+{
+        struct adapter_catalog *ac = userdata;
+        const struct acat_item *target = acat_by_gid(ac, gid);
+        _cleanup_free_ uint64_t *ids = NULL;
+        size_t n = 0;
+
+        if (!target || !target->n_dependents)
+                return target ? 0 : -ENOENT;
+        ids = malloc(target->n_dependents * sizeof(*ids));
+        if (!ids)
+                return -ENOMEM;
+        for (size_t i = 0; i < target->n_dependents; i++) {
+                const struct acat_item *d = acat_by_gid(ac, target->dependents[i]);
+
+                if (d && !d->pending && d->kind == SQL_OBJECT_INDEX && d->on_id == gid)
+                        ids[n++] = d->gid;
+        }
+        qsort(ids, n, sizeof(*ids), gid_cmp);
+        for (size_t i = 0; i < n; i++) {
+                const struct acat_item *it = acat_by_gid(ac, ids[i]);
+                struct sql_object o = {
+                        .id = it->gid, .name = it->name, .kind = it->kind,
+                        .columns = it->columns, .n_columns = it->n_columns,
+                        .on_id = it->on_id, .keys = it->keys, .n_keys = it->n_keys,
+                };
+                int r = fn(arg, &o);
+
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 const struct sql_catalog_ops acat_sql_ops = {
         .lookup = acat_lookup,
         .each = acat_each,
+        .indexes = acat_indexes,
 };

@@ -235,8 +235,16 @@ static int session_each(void *userdata, sql_object_fn fn, void *arg)
         return acat_sql_ops.each(s->ex->cat, fn, arg);
 }
 
+static int session_indexes(void *userdata, uint64_t gid, sql_object_fn fn, void *arg)
+{
+        struct session *s = userdata;
+
+        return acat_sql_ops.indexes(s->ex->cat, gid, fn, arg);
+}
+
 const struct sql_catalog_ops session_sql_ops = { .lookup = session_lookup,
-                                                 .each = session_each };
+                                                 .each = session_each,
+                                                 .indexes = session_indexes };
 
 /* May st join the open run (its analysis met nothing in flight)? */
 bool stmt_joins_run(const struct session *s, const struct sql_stmt *st)

@@ -411,8 +411,12 @@ static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struc
                 if (r < 0)
                         return r;
         }
-        if (a->peek && rel.index_id)
+        if (a->peek && rel.index_id) {
+                r = note_index_read(a, rel.id, rel.index_id);
+                if (r < 0)
+                        return r;
                 *ret = rel_get_id(rel.index_id, rel.columns, rel.n_columns);
+        }
         else if (rel.kind == SQL_OBJECT_VIEW)
                 *ret = rel_copy(rel.plan);
         else

@@ -137,6 +137,8 @@ struct analyzer {
         bool materialize;               /* planning a materialized view or an index */
         bool in_view;                   /* planning a view (CREATE VIEW) */
         bool peek;                      /* planning a SELECT: objects may be read from indexes */
+        uint64_t *indexed;              /* a SELECT's (object, index read) pairs: choose_indexes() */
+        size_t n_indexed;
         const char *write_reads;        /* planning what a write reads: tables only */
         bool no_limit;                  /* planning a subquery in an expression: no LIMIT */
         bool nondeterministic;          /* mz_now() somewhere, also through a view */
@@ -475,6 +477,7 @@ void expr_shift(Coord__Plan__Expr *e, uint32_t by);
 bool key_column(const Coord__Plan__Expr *e, uint32_t *ret);
 bool join_key(const Coord__Plan__Expr *e, uint32_t nl, uint32_t *lk, uint32_t *rk);
 int finish_plan(struct analyzer *a, Coord__Plan__Relation **plan);
+int note_index_read(struct analyzer *a, uint64_t object, uint64_t index);
 int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint64_t *ret);
 
 /* adapter-sql-plan.c */

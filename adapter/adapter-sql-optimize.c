@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "row-expr.h"
 #include "util.h"
 
 /* ---- The optimizer (run on every plan).
@@ -665,48 +666,130 @@ static int optimize(struct analyzer *a, Coord__Plan__Relation **pr)
         }
 }
 
-static int collect_gets(struct analyzer *a, const Coord__Plan__Relation *r)
+/* Call fn for every Get of plan r, left to right; stop at fn's first negative result. */
+static int each_get(Coord__Plan__Relation *r, int (*fn)(void *arg, Coord__Plan__Get *g), void *arg)
 {
-        struct sql_stmt *s = a->stmt;
         int rc = 0;
 
         switch (r->kind_case) {
         case COORD__PLAN__RELATION__KIND_GET:
-                return add_sorted(a, &s->physical_inputs, &s->n_physical_inputs, r->get->id);
+                return fn(arg, r->get);
         case COORD__PLAN__RELATION__KIND_FILTER:
-                return collect_gets(a, r->filter->input);
+                return each_get(r->filter->input, fn, arg);
         case COORD__PLAN__RELATION__KIND_MAP:
-                return collect_gets(a, r->map->input);
+                return each_get(r->map->input, fn, arg);
         case COORD__PLAN__RELATION__KIND_PROJECT:
-                return collect_gets(a, r->project->input);
+                return each_get(r->project->input, fn, arg);
         case COORD__PLAN__RELATION__KIND_JOIN:
-                rc = collect_gets(a, r->join->left);
-                return rc < 0 ? rc : collect_gets(a, r->join->right);
+                rc = each_get(r->join->left, fn, arg);
+                return rc < 0 ? rc : each_get(r->join->right, fn, arg);
         case COORD__PLAN__RELATION__KIND_REDUCE:
-                return collect_gets(a, r->reduce->input);
+                return each_get(r->reduce->input, fn, arg);
         case COORD__PLAN__RELATION__KIND_UNION:
                 for (size_t i = 0; i < r->union_->n_inputs && rc >= 0; i++)
-                        rc = collect_gets(a, r->union_->inputs[i]);
+                        rc = each_get(r->union_->inputs[i], fn, arg);
                 return rc;
         case COORD__PLAN__RELATION__KIND_DISTINCT:
-                return collect_gets(a, r->distinct->input);
+                return each_get(r->distinct->input, fn, arg);
         case COORD__PLAN__RELATION__KIND_NEGATE:
-                return collect_gets(a, r->negate->input);
+                return each_get(r->negate->input, fn, arg);
         case COORD__PLAN__RELATION__KIND_THRESHOLD:
-                return collect_gets(a, r->threshold->input);
+                return each_get(r->threshold->input, fn, arg);
         case COORD__PLAN__RELATION__KIND_TOP_K:
-                return collect_gets(a, r->top_k->input);
+                return each_get(r->top_k->input, fn, arg);
         default:
                 return 0;
         }
 }
 
-/* Optimize a statement's plan and record its physical inputs. */
+static int collect_get(void *arg, Coord__Plan__Get *g)
+{
+        struct analyzer *a = arg;
+
+        return add_sorted(a, &a->stmt->physical_inputs, &a->stmt->n_physical_inputs, g->id);
+}
+
+/* ---- Which index a SELECT reads ----
+ *
+ * FROM reads an object that has indexes from its oldest one (a->peek); every index of an
+ * object holds all its rows in the object's columns, so any of them gives the same
+ * answer.  Once the plan is final, choose_indexes() moves each such read to the index
+ * whose key the plan fixes (row_plan_key(): what the controller reads by key,
+ * controller-server-lookup.c NOTE 23), the oldest one still when it does or none does. */
+
+int note_index_read(struct analyzer *a, uint64_t object, uint64_t index)
+{
+        for (size_t i = 0; i < a->n_indexed; i++)
+                if (a->indexed[2 * i] == object)
+                        return 0;
+        if (!(a->n_indexed & (a->n_indexed - 1))) {     /* 0, 1, 2, 4 ...: grow */
+                uint64_t *v = realloc(a->indexed, 2 * sizeof(*v) * (a->n_indexed ? 2 * a->n_indexed : 1));
+
+                if (!v)
+                        return analyzer_oom(a);
+                a->indexed = v;
+        }
+        a->indexed[2 * a->n_indexed] = object;
+        a->indexed[2 * a->n_indexed + 1] = index;
+        a->n_indexed++;
+        return 0;
+}
+
+static int set_get_id(void *arg, Coord__Plan__Get *g)
+{
+        const uint64_t *from_to = arg;
+
+        if (g->id == from_to[0])
+                g->id = from_to[1];
+        return 0;
+}
+
+struct index_choice {
+        const Coord__Plan__Relation *plan;
+        uint64_t read;                  /* the index the plan's Gets read now */
+        uint64_t chosen;                /* 0 until one's key is fixed */
+};
+
+static int index_fixed(void *arg, const struct sql_object *o)
+{
+        struct index_choice *c = arg;
+        _cleanup_free_ uint8_t *key = NULL;
+        size_t len;
+        int r;
+
+        if (c->chosen || !o->n_keys)
+                return 0;
+        /* Gets of c->read, matched against o's key columns: the columns are the object's
+         * whichever index is read. */
+        r = row_plan_key(c->plan, c->read, o->keys, o->n_keys, &key, &len);
+        if (r > 0)
+                c->chosen = o->id;
+        return r < 0 ? r : 0;
+}
+
+static int choose_indexes(struct analyzer *a, Coord__Plan__Relation *plan)
+{
+        for (size_t i = 0; i < a->n_indexed; i++) {
+                struct index_choice c = { .plan = plan, .read = a->indexed[2 * i + 1] };
+                int r = a->ops->indexes(a->userdata, a->indexed[2 * i], index_fixed, &c);
+
+                if (r == -ENOMEM)
+                        return analyzer_oom(a);
+                if (r >= 0 && c.chosen && c.chosen != c.read)
+                        (void)each_get(plan, set_get_id, (uint64_t[2]){ c.read, c.chosen });
+        }
+        return 0;
+}
+
+/* Optimize a statement's plan, choose the indexes a SELECT reads, and record its
+ * physical inputs. */
 int finish_plan(struct analyzer *a, Coord__Plan__Relation **plan)
 {
         int r = optimize(a, plan);
 
-        return r < 0 ? r : collect_gets(a, *plan);
+        if (r >= 0 && a->peek && a->n_indexed && a->ops->indexes)
+                r = choose_indexes(a, *plan);
+        return r < 0 ? r : each_get(*plan, collect_get, a);
 }
 
 int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint64_t *ret)

@@ -1144,6 +1144,7 @@ int sql_analyze(const struct sql_batch *b, size_t i, const struct sql_catalog_op
         a.stmt = s;
         r = analyze_stmt(&a, bs);
         row_arena_done(&a.arena);
+        free(a.indexed);
         for (size_t k = 0; k < a.n_strings; k++)
                 free(a.strings[k]);
         free(a.strings);

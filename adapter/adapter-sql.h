@@ -178,6 +178,10 @@ struct sql_catalog_ops {
          * and return fn's first negative result.  NULL: there are none (the pg_catalog
          * relations then show no objects). */
         int (*each)(void *userdata, sql_object_fn fn, void *arg);
+        /* Call fn for every index on object id (its key columns in keys), in ascending
+         * id order, as each() would.  NULL: a SELECT reads an object from its oldest
+         * index whatever its WHERE. */
+        int (*indexes)(void *userdata, uint64_t id, sql_object_fn fn, void *arg);
 };
 
 /* Who runs the statement: current_user, current_database(), pg_backend_pid() in a SELECT

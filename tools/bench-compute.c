@@ -28,8 +28,8 @@
  *    arrangement); a view over the first table with a default index; a materialized view
  *    of the same SQL; a table with an index on (k) alone.
  * 4. Keyed lookups: for each --lookup-rows size, --reads reads of one random key of a
- *    table of that many rows with an index on (k), 3 s after the index held every row
- *    (section_lookups()).
+ *    table of that many rows with an index on (k), 3 s after the index held every row;
+ *    then with a DEFAULT INDEX created before the index on (k) (section_lookups()).
  *
  * Prints raw lines as it goes, then a markdown table.  Asserts nothing about speed; exits
  * 1 when a statement failed or a poll timed out (that figure reads "failed").
@@ -646,9 +646,54 @@ static void section_reads(PGconn *c, uint64_t rows, uint64_t reads)
                         read_latency(c, targets[i].label, targets[i].obj, reads);
 }
 
+/* `reads` timed reads of SELECT * FROM lk WHERE k = <a random key below n>, each
+ * answering its one row: a figure row under label. */
+static void lookup_reads(PGconn *c, const char *label, uint64_t n, uint64_t reads, unsigned *seed)
+{
+        uint64_t *lat, t0;
+        char q[128], v[160], d[200];
+        bool good = true;
+
+        /* An arrangement folds updates into its keyed base only once its since passes
+         * them (about a second, the default history); before that a lookup scans the
+         * log, all of a fresh index's rows. */
+        usleep(3 * 1000 * 1000);
+        if (!(lat = calloc(reads, sizeof(*lat))))
+                return;
+        for (uint64_t i = 0; good && i < reads + reads / 10 + 1; i++) {
+                PGresult *r;
+
+                snprintf(q, sizeof(q), "SELECT * FROM lk WHERE k = %u",
+                         (unsigned)((uint64_t)rand_r(seed) % n));
+                t0 = now_ns();
+                r = query(c, q, poll_timeout_s * 1000);
+                if (i >= reads / 10 + 1)
+                        lat[i - reads / 10 - 1] = now_ns() - t0;
+                good = r && PQntuples(r) == 1;
+                if (!good)
+                        fprintf(stderr, "bench-compute: %s: %d rows, want 1\n", q, r ? PQntuples(r) : -1);
+                PQclear(r);
+        }
+        if (good) {
+                qsort(lat, reads, sizeof(*lat), cmp_u64);
+                printf("%-56s p50 %8.1f us  p95 %8.1f us  p99 %8.1f us  max %8.1f us  (n=%" PRIu64 ")\n",
+                       label, pct_us(lat, reads, 0.50), pct_us(lat, reads, 0.95),
+                       pct_us(lat, reads, 0.99), (double)lat[reads - 1] / 1000, reads);
+                snprintf(v, sizeof(v), "p50 %.0f µs, p95 %.0f µs, p99 %.0f µs", pct_us(lat, reads, 0.50),
+                         pct_us(lat, reads, 0.95), pct_us(lat, reads, 0.99));
+                snprintf(d, sizeof(d), "`SELECT * FROM lk WHERE k = <random>`; max %.0f µs",
+                         (double)lat[reads - 1] / 1000);
+                add_row(label, v, d);
+        } else {
+                failed_row(label, "a lookup failed (see stderr)");
+        }
+        free(lat);
+}
+
 /* 4. Keyed lookups (controller-server-lookup.c note 23): for each size in sizes, a table
  * lk of that many rows (k = 0..n-1) with CREATE INDEX ON lk (k), then `reads` reads of
- * SELECT * FROM lk WHERE k = <a random key>, each answering its one row. */
+ * one random key; then the same with a DEFAULT INDEX created before the index on (k),
+ * which the read must not go through (adapter-sql-optimize.c, choose_indexes()). */
 static void section_lookups(PGconn *c, const char *sizes, uint64_t clients, uint64_t load_batch,
                             uint64_t reads)
 {
@@ -657,10 +702,9 @@ static void section_lookups(PGconn *c, const char *sizes, uint64_t clients, uint
 
         printf("## keyed lookups: %s rows, %" PRIu64 " reads each, 1 client\n", sizes, reads);
         while (*p) {
-                uint64_t rows = strtoull(p, NULL, 10), *lat, t0, t_load;
-                char label[96], q[128], v[160], d[200];
+                uint64_t rows = strtoull(p, NULL, 10), t_load;
+                char label[96];
                 struct load_result lr;
-                bool good = true;
 
                 p += strcspn(p, ",");
                 p += *p == ',';
@@ -680,42 +724,17 @@ static void section_lookups(PGconn *c, const char *sizes, uint64_t clients, uint
                 }
                 printf("lookup: %" PRIu64 " rows loaded and indexed in %.1f s\n", rows,
                        secs_since(t_load));
-                /* An arrangement folds updates into its keyed base only once its since
-                 * passes them (about a second, the default history); before that a
-                 * lookup scans the log, all of a fresh index's rows. */
-                usleep(3 * 1000 * 1000);
-                if (!(lat = calloc(reads, sizeof(*lat))))
-                        return;
-                for (uint64_t i = 0; good && i < reads + reads / 10 + 1; i++) {
-                        PGresult *r;
-
-                        snprintf(q, sizeof(q), "SELECT * FROM lk WHERE k = %u",
-                                 (unsigned)((uint64_t)rand_r(&seed) % (rows / clients * clients)));
-                        t0 = now_ns();
-                        r = query(c, q, poll_timeout_s * 1000);
-                        if (i >= reads / 10 + 1)
-                                lat[i - reads / 10 - 1] = now_ns() - t0;
-                        good = r && PQntuples(r) == 1;
-                        if (!good)
-                                fprintf(stderr, "bench-compute: %s: %d rows, want 1\n", q,
-                                        r ? PQntuples(r) : -1);
-                        PQclear(r);
+                lookup_reads(c, label, rows / clients * clients, reads, &seed);
+                snprintf(label, sizeof(label), "lookup: DEFAULT INDEX, then INDEX ON (k), %" PRIu64 " rows",
+                         rows);
+                if (!run(c, "DROP INDEX lk_k") || !run(c, "CREATE DEFAULT INDEX ON lk") ||
+                    !run(c, "CREATE INDEX lk_k ON lk (k)") ||
+                    poll_until(c, "SELECT count(*) FROM lk", (int64_t)(rows / clients * clients),
+                               now_ns(), &polls) < 0) {
+                        failed_row(label, "indexing failed (see stderr)");
+                        continue;
                 }
-                if (good) {
-                        qsort(lat, reads, sizeof(*lat), cmp_u64);
-                        printf("%-46s p50 %8.1f us  p95 %8.1f us  p99 %8.1f us  max %8.1f us  (n=%" PRIu64 ")\n",
-                               label, pct_us(lat, reads, 0.50), pct_us(lat, reads, 0.95),
-                               pct_us(lat, reads, 0.99), (double)lat[reads - 1] / 1000, reads);
-                        snprintf(v, sizeof(v), "p50 %.0f µs, p95 %.0f µs, p99 %.0f µs",
-                                 pct_us(lat, reads, 0.50), pct_us(lat, reads, 0.95),
-                                 pct_us(lat, reads, 0.99));
-                        snprintf(d, sizeof(d), "`SELECT * FROM lk WHERE k = <random>`; max %.0f µs",
-                                 (double)lat[reads - 1] / 1000);
-                        add_row(label, v, d);
-                } else {
-                        failed_row(label, "a lookup failed (see stderr)");
-                }
-                free(lat);
+                lookup_reads(c, label, rows / clients * clients, reads, &seed);
         }
         (void)!run(c, "DROP TABLE IF EXISTS lk");
 }

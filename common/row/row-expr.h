@@ -67,3 +67,14 @@ int row_expr_eval_predicate(const Coord__Plan__Expr *e, const struct row_datum *
 /* The datum of a plan literal, checked against its type; texts point into the plan. */
 int row_expr_literal(const Coord__Plan__Datum *lit, enum row_type type, struct row_datum *ret,
                      struct row_error *err);
+
+/* Can a column of type t be an index key that a lookup reads by (bool, int4, int8, text:
+ * equal encodings are equal values)? */
+bool row_key_type(int t);
+
+/* The key that plan fixes for the index read by `Get gid` whose key columns are cols[n]:
+ * every Get of gid sits under a chain of Filters whose conjuncts hold `column = literal`
+ * for each key column (one type throughout) and all fix the same values.  1 with the
+ * encoded key (malloc'ed, row_encode()), 0 when it fixes none, -ENOMEM. */
+int row_plan_key(const Coord__Plan__Relation *plan, uint64_t gid, const uint32_t *cols, size_t n,
+                 uint8_t **ret_key, size_t *ret_len);

@@ -10,6 +10,12 @@
  *   (OR, a range, an expression of the key, a prefix of the view's key, a self-join
  *   fixing two keys) answer the twin's rows and count none.  A lookup that read the
  *   wrong rows, or a whole-arrangement read behind a keyed answer, fails here.
+ *
+ *   a table with a DEFAULT INDEX (the oldest, keyed on every column) and indexes on (s)
+ *   and (k): a SELECT reads through the index whose key its WHERE fixes (the adapter's
+ *   choose_indexes()), so `k = c` and `s = c` are one keyed read each, all three
+ *   columns fixed read the default index by key, other forms none; after DROP INDEX
+ *   of (k), `k = c` is a full read again, with the same rows.
  */
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -144,6 +150,40 @@ static void test_lookups(void)
         PQfinish(c);
 }
 
+static void test_choice(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE kd (k bigint, s text, v int)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE kdr (k bigint, s text, v int)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE DEFAULT INDEX ON kd"));
+        CU_ASSERT_FATAL(ok(c, "CREATE INDEX kd_s ON kd (s)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE INDEX kd_k ON kd (k)"));
+        for (int t = 0; t < 2; t++) {
+                char vals[8192];
+                size_t len = (size_t)snprintf(vals, sizeof(vals), "INSERT INTO %s VALUES ",
+                                              t ? "kdr" : "kd");
+
+                for (int g = 1; g <= 200; g++)
+                        len += (size_t)snprintf(vals + len, sizeof(vals) - len, "%s(%d, 's%d', %d)",
+                                                g > 1 ? ", " : "", g % 10, g % 4, g);
+                CU_ASSERT_FATAL(ok(c, vals));
+        }
+        CU_ASSERT(same(c, "SELECT s, v FROM %s WHERE k = 3", "kd", "kdr", 1));
+        CU_ASSERT(same(c, "SELECT k, v FROM %s WHERE s = 's2'", "kd", "kdr", 1));
+        CU_ASSERT(same(c, "SELECT v FROM %s WHERE s = 's1' AND k = 5", "kd", "kdr", 1));
+        CU_ASSERT(same(c, "SELECT count(*) FROM %s WHERE k = 4 AND s = 's0' AND v = 24", "kd", "kdr", 1));
+        CU_ASSERT(same(c, "SELECT k, s FROM %s WHERE v = 17", "kd", "kdr", 0));
+        CU_ASSERT(same(c, "SELECT k, s, v FROM %s WHERE k = 3 OR s = 's1'", "kd", "kdr", 0));
+        CU_ASSERT(same(c, "SELECT count(*) FROM %1$s a JOIN %1$s b ON a.v = b.v WHERE a.k = 2 AND b.k = 2",
+                       "kd", "kdr", 1));
+        CU_ASSERT(ok(c, "DROP INDEX kd_k"));
+        CU_ASSERT(same(c, "SELECT s, v FROM %s WHERE k = 3", "kd", "kdr", 0));
+        CU_ASSERT(same(c, "SELECT k, v FROM %s WHERE s = 's3'", "kd", "kdr", 1));
+        PQfinish(c);
+}
+
 static void test_down(void)
 {
         CU_ASSERT_EQUAL(t_sh("%s down >/dev/null", coord_cmd), 0);
@@ -153,6 +193,7 @@ static const struct t_case cases[] = {
         { "up", test_up },
         { "reads that fix an index's key read that key only, and answer as a full read",
           test_lookups },
+        { "a SELECT reads through the index whose key its WHERE fixes", test_choice },
         { "down", test_down },
         { NULL, NULL },
 };
