@@ -1226,6 +1226,45 @@ static void test_insert_not_null_detail(void)
 
 /* ---- Queries. ---- */
 
+/* Output column names as PostgreSQL 15 names them (FigureColname), each checked
+ * against psql on PostgreSQL 15. */
+static void test_column_names(void)
+{
+        static const struct {
+                const char *sql, *name;
+        } cases[] = {
+                { "SELECT '5'::int::text", "text" },
+                { "SELECT '5'::text::int", "int4" },
+                { "SELECT a::text FROM t", "a" },
+                { "SELECT a::text::int FROM t", "a" },
+                { "SELECT (CASE WHEN true THEN 1 END)::text", "text" },
+                { "SELECT CASE WHEN c THEN 1 ELSE a END FROM t", "a" },
+                { "SELECT CASE WHEN c THEN 1 END FROM t", "case" },
+                { "SELECT coalesce(a, 2)::text FROM t", "coalesce" },
+                { "SELECT nullif(1, 2)::bigint", "nullif" },
+                { "SELECT (SELECT 1 AS x)", "x" },
+                { "SELECT (SELECT b FROM t WHERE a = 1)", "b" },
+                { "SELECT (SELECT 1)", "?column?" },
+                { "SELECT EXISTS (SELECT 1 FROM t)", "exists" },
+                { "SELECT true", "?column?" },
+                { "SELECT true::text", "text" },
+                { "SELECT -a FROM t", "?column?" },
+                { "SELECT length(b)::int8 FROM t", "length" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct sql_stmt *s = analyze(cases[i].sql);
+
+                CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+                CU_ASSERT_FATAL(s->kind == SQL_STMT_SELECT && s->select.peek->n_columns >= 1);
+                if (strcmp(s->select.peek->columns[0]->name, cases[i].name) != 0)
+                        fprintf(stderr, "\n    %s: named %s, want %s", cases[i].sql,
+                                s->select.peek->columns[0]->name, cases[i].name);
+                CU_ASSERT_STRING_EQUAL(s->select.peek->columns[0]->name, cases[i].name);
+                sql_stmt_free(s);
+        }
+}
+
 static void test_select(void)
 {
         static const struct {
@@ -1234,7 +1273,7 @@ static void test_select(void)
         } want[] = {
                 { "b", ROW_TYPE_TEXT },   { "next", ROW_TYPE_INT4 }, { "mz_now", ROW_TYPE_INT8 },
                 { "int8", ROW_TYPE_INT8 }, { "?column?", ROW_TYPE_INT4 },
-                { "bool", ROW_TYPE_BOOL }, { "?column?", ROW_TYPE_TEXT }, { "d", ROW_TYPE_INT8 },
+                { "?column?", ROW_TYPE_BOOL }, { "?column?", ROW_TYPE_TEXT }, { "d", ROW_TYPE_INT8 },
         };
         struct sql_stmt *s;
 
@@ -3041,6 +3080,7 @@ static const struct t_case statement_cases[] = {
         { "insert", test_insert },
         { "insert not null detail", test_insert_not_null_detail },
         { "select", test_select },
+        { "column names", test_column_names },
         { "select errors", test_select_errors },
         { "numeric", test_numeric },
         { "delete", test_delete },
