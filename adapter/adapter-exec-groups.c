@@ -82,6 +82,44 @@ int group_add(struct exec *ex, struct write *w)
         return 0;
 }
 
+/* Writes w[0..n), one unit (w[n - 1].n_block == n), in a group of their own: one of
+ * them reads the table (a plan write), so no other write may come before it in its
+ * group (group_add()).  Takes the writes, also on failure. */
+int group_add_unit(struct exec *ex, struct write *w, size_t n)
+{
+        struct group *last = ex->groups, *g;
+
+        assert(n > 0 && w[n - 1].n_block == n);
+        while (last && last->next)
+                last = last->next;
+        if (last && !last->closed && last->n > 0)
+                last->closed = true;
+        g = group_open(ex);
+        if (g && g->n + n > g->cap) {
+                size_t cap = g->cap ? g->cap * 2 : 8;
+                struct write *nw;
+
+                while (cap < g->n + n)
+                        cap *= 2;
+                nw = realloc(g->writes, cap * sizeof(*nw));
+                if (nw) {
+                        g->writes = nw;
+                        g->cap = cap;
+                }
+        }
+        if (!g || g->n + n > g->cap) {
+                for (size_t i = 0; i < n; i++)
+                        write_done(&w[i]);
+                return -ENOMEM;
+        }
+        memcpy(g->writes + g->n, w, n * sizeof(*w));
+        g->n += n;
+        g->closed = true;
+        if (!ex->hold_kick)
+                groups_kick(ex);
+        return 0;
+}
+
 void write_done(struct write *w)
 {
         free(w->table);
@@ -526,6 +564,8 @@ void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
                         s->next = SIZE_MAX;     /* skip the rest of the string */
                 } else {
                         w->result = ok && i < ok->n_counts ? ok->counts[i] : w->n_rows;
+                        if (w->add_prev_count && ok && i > 0 && i - 1 < ok->n_counts)
+                                w->result += ok->counts[i - 1];
                         ex->writes_acked++;
                         if (w->commit)
                                 snprintf(s->tag, sizeof(s->tag), "COMMIT");

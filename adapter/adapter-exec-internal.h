@@ -77,6 +77,8 @@ struct write {
         bool commit;                            /* (10) the last write of a COMMIT */
         uint32_t n_block;                       /* (10) a COMMIT's: the block's writes,
                                                  * this one last (0: just this one) */
+        bool add_prev_count;                    /* ON CONFLICT DO UPDATE's INSERT: its
+                                                 * count adds the UPDATE's before it */
         uint64_t result;
 };
 
@@ -196,6 +198,7 @@ extern const uint64_t reconcile_gids[3];
 struct group *group_open(struct exec *ex);
 struct group *group_last(struct exec *ex);
 int group_add(struct exec *ex, struct write *w);
+int group_add_unit(struct exec *ex, struct write *w, size_t n);
 void write_done(struct write *w);
 void group_free(struct group *g);
 int group_send(struct exec *ex, struct group *g);

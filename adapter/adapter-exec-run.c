@@ -898,6 +898,33 @@ int insert_write(struct sql_insert *in, struct session *s, struct write *w)
         return 0;
 }
 
+/* INSERT ... ON CONFLICT DO UPDATE: its UPDATE, then the INSERT that skips the rows
+ * whose key is taken, as one unit (adapter-sql-upsert.c note 1); the count is both's. */
+static int exec_upsert(struct session *s, struct sql_stmt *st)
+{
+        struct write w[2] = {
+                { .kind = WRITE_DELETE, .gid = st->insert.id, .delete_filter = st->insert.upsert,
+                  .update = true, .eval_timeout_ms = s->statement_timeout_ms },
+        };
+        int r;
+
+        w[0].table = strdup(st->insert.table);
+        if (!w[0].table)
+                return -ENOMEM;
+        r = insert_write(&st->insert, s, &w[1]);
+        if (r < 0) {
+                write_done(&w[0]);
+                return r;
+        }
+        w[1].n_block = 2;
+        w[1].add_prev_count = true;
+        r = group_add_unit(s->ex, w, 2);
+        if (r < 0)
+                return r;
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
 int exec_insert(struct session *s, struct sql_stmt *st)
 {
         struct write w;
@@ -905,6 +932,10 @@ int exec_insert(struct session *s, struct sql_stmt *st)
 
         if (st->insert.plan)
                 return exec_delete(s, st);      /* INSERT ... SELECT */
+        /* An UPDATE the optimizer proved empty (WHERE false): the INSERT alone. */
+        if (st->insert.upsert && !(st->insert.upsert->kind_case == COORD__PLAN__RELATION__KIND_CONSTANT &&
+                                   st->insert.upsert->constant->n_rows == 0))
+                return exec_upsert(s, st);
         if (st->insert.returning) {
                 r = exec_returning(s, st->insert.returning, false);     /* its errors first */
                 if (r < 0)

@@ -345,6 +345,26 @@ int with_push(struct analyzer *a, const PgQuery__WithClause *w, struct cte_level
         return 0;
 }
 
+/* ON CONFLICT DO UPDATE's `excluded` (a->preset_name): the proposed rows, in the
+ * table's columns (adapter-sql-upsert.c note 1). */
+static int plan_preset(struct analyzer *a, const PgQuery__RangeVar *rv, struct scope *sc,
+                       Coord__Plan__Relation **ret)
+{
+        const struct sql_relation *t = a->preset_rel;
+        const char *qual = rv->alias && rv->alias->aliasname && rv->alias->aliasname[0]
+                                   ? rv->alias->aliasname
+                                   : rv->relname;
+        int r = scope_add_qual(a, sc, qual, rv->location);
+
+        for (size_t i = 0; r >= 0 && i < t->n_columns; i++)
+                r = scope_add_col(a, sc, qual, t->columns[i].name, t->columns[i].type,
+                                  t->columns[i].nullable, true);
+        if (r < 0)
+                return r;
+        *ret = rel_copy(a->preset_plan);
+        return *ret ? 0 : analyzer_oom(a);
+}
+
 static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struct scope *sc,
                           Coord__Plan__Relation **ret)
 {
@@ -355,6 +375,9 @@ static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struc
         size_t cte;
         int r;
 
+        if (a->preset_name && !(rv->schemaname && rv->schemaname[0]) && rv->relname &&
+            strcmp(rv->relname, a->preset_name) == 0)
+                return plan_preset(a, rv, sc, ret);
         /* A WITH query hides a relation of its name unless it is qualified. */
         if (!(rv->schemaname && rv->schemaname[0]) && !(rv->catalogname && rv->catalogname[0]) &&
             rv->relname && cte_find(a, rv->relname, &l, &cte))

@@ -139,6 +139,11 @@ struct analyzer {
         bool peek;                      /* planning a SELECT: objects may be read from indexes */
         uint64_t *indexed;              /* a SELECT's (object, index read) pairs: choose_indexes() */
         size_t n_indexed;
+        /* ON CONFLICT DO UPDATE (adapter-sql-upsert.c): FROM `excluded` names this
+         * relation, the proposed rows in the columns of preset_rel. */
+        const char *preset_name;
+        const Coord__Plan__Relation *preset_plan;
+        const struct sql_relation *preset_rel;
         const char *write_reads;        /* planning what a write reads: tables only */
         bool no_limit;                  /* planning a subquery in an expression: no LIMIT */
         bool nondeterministic;          /* mz_now() somewhere, also through a view */
@@ -430,6 +435,10 @@ int write_returning(struct analyzer *a, PgQuery__RangeVar *relation, PgQuery__No
                     size_t n_list, uint64_t id, size_t width, Coord__Plan__Peek **ret_peek,
                     Coord__Plan__Expr ***ret_exprs, size_t *ret_m);
 int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins);
+int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u);
+Coord__Plan__Relation *rows_constant(const struct sql_relation *t, const struct sql_row *rows, size_t n);
+/* adapter-sql-upsert.c */
+int plan_upsert(struct analyzer *a, const PgQuery__InsertStmt *ins, const struct sql_relation *rel);
 int analyze_where(struct analyzer *a, const PgQuery__Node *where, Coord__Plan__Expr **ret);
 const char *figure_colname(const PgQuery__Node *n);
 

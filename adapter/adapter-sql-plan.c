@@ -269,7 +269,7 @@ static int update_returning(struct analyzer *a, const PgQuery__UpdateStmt *u,
 /* UPDATE t SET ... FROM items WHERE cond: the rows of WHERE EXISTS (SELECT NULL FROM
  * items WHERE cond), each item's column in a SET value the scalar subquery of the one
  * matching row, 21000 when several match (adapter-sql-using.c note 3). */
-static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
+int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
 {
         struct sql_delete *su = &a->stmt->update;
         _cleanup_(rel_freep) Coord__Plan__Relation *plan = NULL;
@@ -285,7 +285,8 @@ static int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u)
         int r;
 
         if (u->n_from_clause) {
-                r = write_from_begin(a, &wf, "UPDATE ... FROM", "UPDATE", u->relation,
+                r = write_from_begin(a, &wf, a->preset_name ? "ON CONFLICT DO UPDATE" : "UPDATE ... FROM",
+                                     "UPDATE", u->relation,
                                      u->from_clause, u->n_from_clause, u->where_clause,
                                      u->with_clause, u->target_list, u->n_target_list,
                                      u->returning_list, u->n_returning_list, &where);
@@ -993,6 +994,7 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                 break;
         case SQL_STMT_INSERT:
                 rel_free(s->insert.plan);
+                rel_free(s->insert.upsert);
                 if (s->insert.returning)
                         coord__plan__peek__free_unpacked(s->insert.returning, NULL);
                 for (size_t i = 0; i < s->insert.n_rows; i++)

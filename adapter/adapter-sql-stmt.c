@@ -971,32 +971,12 @@ bool has_sublink(const ProtobufCMessage *m)
         return has_sublink_at(m, 0);
 }
 
-/* Replace rel's Gets of the table `id` by `rows` (copied), under Maps, Filters and
- * Projects only: what the executor evaluates by itself (exec_returning()). */
-static int returning_rows(struct analyzer *a, Coord__Plan__Relation *rel, uint64_t id,
-                          const struct sql_relation *t, const struct sql_row *rows, size_t n)
+/* A Constant of rows[n], rows of table t (copied); NULL for memory. */
+Coord__Plan__Relation *rows_constant(const struct sql_relation *t, const struct sql_row *rows, size_t n)
 {
         Coord__Plan__Type *types;
         Coord__Plan__Update **u;
-        Coord__Plan__Relation *c;
 
-        switch (rel->kind_case) {
-        case COORD__PLAN__RELATION__KIND_MAP:
-                return returning_rows(a, rel->map->input, id, t, rows, n);
-        case COORD__PLAN__RELATION__KIND_FILTER:
-                return returning_rows(a, rel->filter->input, id, t, rows, n);
-        case COORD__PLAN__RELATION__KIND_PROJECT:
-                return returning_rows(a, rel->project->input, id, t, rows, n);
-        case COORD__PLAN__RELATION__KIND_GET:
-                if (rel->get->id == id)
-                        break;
-                /* fall through */
-        default:
-                if (rel->kind_case == COORD__PLAN__RELATION__KIND_REDUCE)
-                        return FAIL(a, "42803", "aggregate functions are not allowed in RETURNING");
-                return FAIL(a, "0A000", "this RETURNING list is not supported: only expressions "
-                            "over the inserted row");
-        }
         types = calloc(t->n_columns ? t->n_columns : 1, sizeof(*types));
         u = calloc(n ? n : 1, sizeof(*u));
         for (size_t i = 0; types && i < t->n_columns; i++)
@@ -1026,9 +1006,36 @@ static int returning_rows(struct analyzer *a, Coord__Plan__Relation *rel, uint64
         if (!types || !u) {
                 free(types);
                 free(u);
-                return analyzer_oom(a);
+                return NULL;
         }
-        c = rel_constant(types, t->n_columns, u, n);
+        return rel_constant(types, t->n_columns, u, n);
+}
+
+/* Replace rel's Gets of the table `id` by `rows` (copied), under Maps, Filters and
+ * Projects only: what the executor evaluates by itself (exec_returning()). */
+static int returning_rows(struct analyzer *a, Coord__Plan__Relation *rel, uint64_t id,
+                          const struct sql_relation *t, const struct sql_row *rows, size_t n)
+{
+        Coord__Plan__Relation *c;
+
+        switch (rel->kind_case) {
+        case COORD__PLAN__RELATION__KIND_MAP:
+                return returning_rows(a, rel->map->input, id, t, rows, n);
+        case COORD__PLAN__RELATION__KIND_FILTER:
+                return returning_rows(a, rel->filter->input, id, t, rows, n);
+        case COORD__PLAN__RELATION__KIND_PROJECT:
+                return returning_rows(a, rel->project->input, id, t, rows, n);
+        case COORD__PLAN__RELATION__KIND_GET:
+                if (rel->get->id == id)
+                        break;
+                /* fall through */
+        default:
+                if (rel->kind_case == COORD__PLAN__RELATION__KIND_REDUCE)
+                        return FAIL(a, "42803", "aggregate functions are not allowed in RETURNING");
+                return FAIL(a, "0A000", "this RETURNING list is not supported: only expressions "
+                            "over the inserted row");
+        }
+        c = rows_constant(t, rows, n);
         if (!c)
                 return analyzer_oom(a);
         coord__plan__get__free_unpacked(rel->get, NULL);
@@ -1188,10 +1195,11 @@ int write_returning(struct analyzer *a, PgQuery__RangeVar *relation, PgQuery__No
         return 0;
 }
 
-/* ON CONFLICT [(cols) | ON CONSTRAINT name] DO NOTHING: the key it names (any key when
- * it names none), as PostgreSQL infers it: the columns must be exactly a PRIMARY KEY's
- * or UNIQUE constraint's (42P10 otherwise).  The controller skips the rows whose key
- * is taken (controller-server-unique.c note 22). */
+/* ON CONFLICT [(cols) | ON CONSTRAINT name] DO NOTHING | DO UPDATE: the key it names
+ * (any key when it names none), as PostgreSQL infers it: the columns must be exactly a
+ * PRIMARY KEY's or UNIQUE constraint's (42P10 otherwise).  The controller skips the rows
+ * whose key is taken (controller-server-unique.c note 22); DO UPDATE first updates the
+ * rows holding them (adapter-sql-upsert.c). */
 static int on_conflict(struct analyzer *a, const PgQuery__OnConflictClause *oc,
                        const struct sql_relation *rel)
 {
@@ -1246,11 +1254,20 @@ static int on_conflict(struct analyzer *a, const PgQuery__OnConflictClause *oc,
                                 key = u;
                 }
                 if (!key)
-                        return FAIL_AT(a, inf->location, "42P10", "there is no unique or exclusion "
-                                       "constraint matching the ON CONFLICT specification");
+                        return FAIL(a, "42P10", "there is no unique or exclusion constraint "
+                                    "matching the ON CONFLICT specification");
         }
         si->conflict_key = strdup(key->name);
         return si->conflict_key ? 0 : analyzer_oom(a);
+}
+
+/* INSERT ... VALUES, its rows analyzed: RETURNING or ON CONFLICT DO UPDATE. */
+static int insert_done(struct analyzer *a, const PgQuery__InsertStmt *ins, const struct sql_relation *rel)
+{
+        if (ins->on_conflict_clause &&
+            ins->on_conflict_clause->action == PG_QUERY__ON_CONFLICT_ACTION__ONCONFLICT_UPDATE)
+                return plan_upsert(a, ins, rel);
+        return ins->n_returning_list ? insert_returning(a, ins, rel) : 0;
 }
 
 int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
@@ -1262,10 +1279,15 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
         size_t n_targets;
         int r;
 
-        if (ins->on_conflict_clause && ins->on_conflict_clause->action !=
-                                               PG_QUERY__ON_CONFLICT_ACTION__ONCONFLICT_NOTHING)
-                return FAIL_AT(a, ins->on_conflict_clause->location, "0A000",
-                               "ON CONFLICT DO UPDATE is not supported: only DO NOTHING");
+        if (ins->on_conflict_clause &&
+            ins->on_conflict_clause->action == PG_QUERY__ON_CONFLICT_ACTION__ONCONFLICT_UPDATE &&
+            !ins->on_conflict_clause->infer) {
+                r = FAIL_AT(a, ins->on_conflict_clause->location, "42601",
+                            "ON CONFLICT DO UPDATE requires inference specification or "
+                            "constraint name");
+                row_error_hint(a->err, "For example, ON CONFLICT (column_name).");
+                return r;
+        }
         if (ins->on_conflict_clause && ins->n_returning_list)
                 return FAIL(a, "0A000", "RETURNING with ON CONFLICT is not supported");
         if (ins->with_clause && !ins->select_stmt)
@@ -1340,7 +1362,7 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
                 if (r < 0)
                         return r;
                 si->n_rows = 1;
-                return ins->n_returning_list ? insert_returning(a, ins, &rel) : 0;
+                return insert_done(a, ins, &rel);
         }
         for (size_t i = 0; i < sel->n_values_lists; i++) {
                 const PgQuery__Node *v = sel->values_lists[i];
@@ -1355,7 +1377,7 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
                         return r;
                 si->n_rows++;
         }
-        return ins->n_returning_list ? insert_returning(a, ins, &rel) : 0;
+        return insert_done(a, ins, &rel);
 }
 
 /* WHERE: a boolean predicate, folded; NULL when it is the constant TRUE. */

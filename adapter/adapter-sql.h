@@ -274,6 +274,10 @@ struct sql_insert {
          * on_conflict_skip); conflict_key the targeted key's name, NULL: any key. */
         bool on_conflict_skip;
         char *conflict_key;
+        /* ON CONFLICT DO UPDATE: the UPDATE of the rows whose key a proposed row takes
+         * (as sql_delete.plan of an UPDATE), applied first and in one unit with the
+         * INSERT, whose on_conflict_skip then skips those rows (adapter-sql-upsert.c). */
+        Coord__Plan__Relation *upsert;
 };
 
 struct sql_delete {

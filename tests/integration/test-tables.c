@@ -2318,7 +2318,7 @@ static void test_on_conflict(void)
                             "DO NOTHING", "INSERT 0 1"));
         CU_ASSERT(fails_with(c, "INSERT INTO oc VALUES (8, 'q', 8) ON CONFLICT (c) DO NOTHING", "42P10"));
         CU_ASSERT(fails_with(c, "INSERT INTO oc VALUES (8, 'q', 8) ON CONFLICT (a) DO UPDATE SET c = 0",
-                             "0A000"));
+                             "23505"));
         CU_ASSERT(tag_is(c, "INSERT INTO oc VALUES (9, NULL, 9), (10, NULL, 10) ON CONFLICT (b) "
                             "DO NOTHING", "INSERT 0 2"));
         CU_ASSERT(ok(c, "BEGIN"));
@@ -2342,6 +2342,66 @@ static void test_on_conflict(void)
                            "10|NULL|10;1|x|1;20|d20|2;2|y|2;3|w|3;4|v|4;7|q|7;9|NULL|9"));
         CU_ASSERT(ok(c, "DROP TABLE oc"));
         PQfinish(d);
+        PQfinish(c);
+}
+
+/* INSERT ... ON CONFLICT (key) DO UPDATE (adapter-sql-upsert.c): each statement's
+ * tag, error and the table after it are PostgreSQL 15's for the same statements (the
+ * expected strings were taken from psql on PostgreSQL 15).  The UPDATE and the INSERT
+ * are one unit: when the UPDATE breaks another key (23505), the proposed row that did
+ * not conflict is not inserted either. */
+static void test_upsert(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE up (k int PRIMARY KEY, v text UNIQUE, n int DEFAULT 7 "
+                              "CHECK (n >= 0))"));
+        CU_ASSERT(ok(c, "INSERT INTO up VALUES (1, 'a', 1), (2, 'b', 2)"));
+        CU_ASSERT(tag_is(c, "INSERT INTO up VALUES (2, 'B', 20), (3, 'c', 3) ON CONFLICT (k) "
+                            "DO UPDATE SET v = excluded.v, n = up.n + excluded.n", "INSERT 0 2"));
+        CU_ASSERT(rows_are(c, "SELECT k, v, n FROM up", "1|a|1;2|B|22;3|c|3"));
+        CU_ASSERT(tag_is(c, "INSERT INTO up AS x VALUES (1, 'z') ON CONFLICT (k) DO UPDATE "
+                            "SET v = x.v || excluded.v || excluded.n::text WHERE x.n < 5", "INSERT 0 1"));
+        CU_ASSERT(tag_is(c, "INSERT INTO up VALUES (3, 'q') ON CONFLICT (k) DO UPDATE SET v = 'never' "
+                            "WHERE up.n > 100", "INSERT 0 0"));
+        CU_ASSERT(rows_are(c, "SELECT k, v, n FROM up", "1|az7|1;2|B|22;3|c|3"));
+        CU_ASSERT(fails_with(c, "INSERT INTO up VALUES (4, 'd'), (4, 'e') ON CONFLICT (k) "
+                                "DO UPDATE SET v = excluded.v", "21000"));
+        CU_ASSERT(fails_with(c, "INSERT INTO up VALUES (5, 'd') ON CONFLICT DO UPDATE SET v = excluded.v",
+                             "42601"));
+        CU_ASSERT(fails_with(c, "INSERT INTO up VALUES (2, 'x') ON CONFLICT (k) DO UPDATE SET n = n",
+                             "42702"));
+        CU_ASSERT(fails_with(c, "INSERT INTO up VALUES (7, 'x') ON CONFLICT (k) DO UPDATE SET n = 1 / 0",
+                             "22012"));
+        CU_ASSERT(tag_is(c, "INSERT INTO up VALUES (1, 'one'), (6, 'six') ON CONFLICT ON CONSTRAINT "
+                            "up_pkey DO UPDATE SET v = excluded.v, n = DEFAULT", "INSERT 0 2"));
+        CU_ASSERT(rows_are(c, "SELECT k, v, n FROM up", "1|one|7;2|B|22;3|c|3;6|six|7"));
+        /* One unit: the UPDATE's 23505 (v 'c' is row 3's) keeps row 8 out too, and the
+         * CHECK fails the whole statement. */
+        CU_ASSERT(fails_with(c, "INSERT INTO up VALUES (1, 'p'), (8, 'h') ON CONFLICT (k) "
+                                "DO UPDATE SET v = 'c'", "23505"));
+        CU_ASSERT(fails_with(c, "INSERT INTO up VALUES (1, 'p'), (8, 'h') ON CONFLICT (k) "
+                                "DO UPDATE SET n = -1", "23514"));
+        CU_ASSERT(rows_are(c, "SELECT k, v, n FROM up", "1|one|7;2|B|22;3|c|3;6|six|7"));
+        CU_ASSERT(fails_with(c, "INSERT INTO up VALUES (2, 'y') ON CONFLICT (k) DO UPDATE SET k = 9",
+                             "0A000"));
+        CU_ASSERT(fails_with(c, "INSERT INTO up VALUES (2, 'y') ON CONFLICT (k) DO UPDATE SET v = 'w' "
+                                "RETURNING *", "0A000"));
+        CU_ASSERT(ok(c, "CREATE TABLE up2 (a int, b text, c int, UNIQUE (a, b))"));
+        CU_ASSERT(ok(c, "INSERT INTO up2 VALUES (1, 'x', 1), (1, NULL, 2), (2, 'y', 3)"));
+        CU_ASSERT(tag_is(c, "INSERT INTO up2 VALUES (1, 'x', 10), (1, NULL, 20), (3, 'z', 30) "
+                            "ON CONFLICT (b, a) DO UPDATE SET c = up2.c + excluded.c", "INSERT 0 3"));
+        CU_ASSERT(tag_is(c, "INSERT INTO up2 (a, b) VALUES (2, 'y') ON CONFLICT (a, b) "
+                            "DO UPDATE SET c = excluded.c", "INSERT 0 1"));
+        CU_ASSERT(rows_are(c, "SELECT a, b, c FROM up2", "1|NULL|2;1|NULL|20;1|x|11;2|y|NULL;3|z|30"));
+        CU_ASSERT(tag_is(c, "INSERT INTO up2 VALUES (2, 'y', 5) ON CONFLICT (a, b) DO UPDATE "
+                            "SET c = excluded.c WHERE up2.c IS NULL", "INSERT 0 1"));
+        CU_ASSERT(rows_are(c, "SELECT a, b, c FROM up2", "1|NULL|2;1|NULL|20;1|x|11;2|y|5;3|z|30"));
+        CU_ASSERT(fails_with(c, "INSERT INTO up2 VALUES (2, 'y', 6) ON CONFLICT (a) DO UPDATE SET c = 1",
+                             "42P10"));
+        CU_ASSERT(ok(c, "DROP TABLE up2"));
+        CU_ASSERT(ok(c, "DROP TABLE up"));
         PQfinish(c);
 }
 
@@ -2732,6 +2792,7 @@ static const struct t_case cases[] = {
         { "DELETE and UPDATE ... RETURNING", test_write_returning },
         { "DELETE ... USING, UPDATE ... FROM: each row once; 21000 for two matches", test_write_from },
         { "INSERT ... ON CONFLICT DO NOTHING", test_on_conflict },
+        { "INSERT ... ON CONFLICT DO UPDATE", test_upsert },
         { "a cross product goes to the peek thread; cancel and statement_timeout stop it",
           test_cross_product_thread },
         { "a write's evaluation ends at its statement_timeout", test_write_timeout },

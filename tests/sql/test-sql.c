@@ -10,7 +10,7 @@
  *   w (15): a view over v and u (two levels of views);  nd (16): a view calling mz_now()
  *   k (17): k integer, with index 18
  *   pk (22): id integer PRIMARY KEY, u text, n numeric(10,2), q bigint, UNIQUE (u, q) --
- *     only while the foreign key cases run
+ *     only while the foreign key and ON CONFLICT DO UPDATE cases run
  * The views' stored plans are planned by the analyzer itself in main() (CREATE VIEW).
  */
 #include <stdarg.h>
@@ -1204,8 +1204,30 @@ static void test_insert(void)
         expect_error("INSERT INTO t (a) VALUES (1) RETURNING count(*)", "42803", NULL, -1);
         sql_stmt_free(analyze("INSERT INTO t (a) VALUES (1) ON CONFLICT DO NOTHING"));
         expect_error("INSERT INTO t (a) VALUES (1) ON CONFLICT (a) DO NOTHING", "42P10", NULL, -1);
-        expect_error("INSERT INTO t (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET b = 'x'", "0A000",
+        expect_error("INSERT INTO t (a) VALUES (1) ON CONFLICT (a) DO UPDATE SET b = 'x'", "42P10",
                      NULL, -1);
+        /* ON CONFLICT DO UPDATE (adapter-sql-upsert.c): an UPDATE plan beside the rows. */
+        objects[ELEMENTSOF(objects) - 1].hidden = false;        /* pk */
+        {
+                struct sql_stmt *r = analyze("INSERT INTO pk VALUES (1, 'x', 1.5, 2), (2, NULL, 0, 3) "
+                                             "ON CONFLICT (id) DO UPDATE SET u = excluded.u || pk.u");
+
+                CU_ASSERT_PTR_NOT_NULL(r->insert.upsert);
+                CU_ASSERT(r->insert.on_conflict_skip && r->insert.n_rows == 2);
+                CU_ASSERT(r->insert.conflict_key && strcmp(r->insert.conflict_key, "pk_pkey") == 0);
+                CU_ASSERT(r->n_inputs == 1 && r->inputs[0] == 22);
+                sql_stmt_free(r);
+        }
+        expect_error("INSERT INTO pk VALUES (1) ON CONFLICT DO UPDATE SET u = 'x'", "42601",
+                     "ON CONFLICT DO UPDATE requires inference specification or constraint name", -1);
+        expect_error("INSERT INTO pk VALUES (1), (1) ON CONFLICT (id) DO UPDATE SET u = 'x'", "21000",
+                     "ON CONFLICT DO UPDATE command cannot affect row a second time", -1);
+        expect_error("INSERT INTO pk VALUES (1) ON CONFLICT (id) DO UPDATE SET u = u", "42702", NULL, -1);
+        expect_error("INSERT INTO pk VALUES (1) ON CONFLICT (id) DO UPDATE SET id = 2", "0A000", NULL, -1);
+        expect_error("INSERT INTO pk VALUES (1) ON CONFLICT (id) DO UPDATE SET u = 'x' RETURNING id",
+                     "0A000", NULL, -1);
+        expect_error("INSERT INTO pk SELECT 1 ON CONFLICT (id) DO UPDATE SET u = 'x'", "0A000", NULL, -1);
+        objects[ELEMENTSOF(objects) - 1].hidden = true;
         expect_error("INSERT INTO t (a) SELECT 1 ON CONFLICT DO NOTHING", "0A000", NULL, -1);
         expect_error("INSERT INTO t (a) VALUES ((SELECT a FROM mv))", "0A000",
                      "INSERT ... VALUES with a subquery reading a materialized view is not "
