@@ -76,10 +76,13 @@ int run_union(struct dataflow *df, struct node *n, bool negate, struct row_error
         return 0;
 }
 
-/* Adds the child's changes at this time to the counts of whole rows in n->map; each row
- * whose count moved is in n->dirty once, with its count before in e->old (DISTINCT, TopK). */
-static int fold_counts(struct node *n, const struct node *ch, struct row_error *err)
+/* Adds the changes at this time of n's child to the counts of whole rows in n->map;
+ * each row whose count moved is in n->dirty once, with its count before in e->old and
+ * e->dirty set, which the caller clears as it visits it (DISTINCT, TopK). */
+static int fold_counts(const struct dataflow *df, struct node *n, struct row_error *err)
 {
+        const struct node *ch = &df->nodes[n->child[0]];
+
         n->dirty.n = 0;
         for (size_t i = 0; i < ch->nd; i++) {
                 const struct eval_update *u = &ch->d[i];
@@ -107,10 +110,9 @@ static int fold_counts(struct node *n, const struct node *ch, struct row_error *
 int run_distinct(struct dataflow *df, struct node *n, uint64_t t, bool threshold,
                  struct row_error *err)
 {
-        const struct node *ch = &df->nodes[n->child[0]];
         int r;
 
-        r = fold_counts(n, ch, err);
+        r = fold_counts(df, n, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n->dirty.n; i++) {
@@ -374,11 +376,10 @@ out:
 
 int run_topk(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
 {
-        const struct node *ch = &df->nodes[n->child[0]];
         bool changed = false;
         int r;
 
-        r = fold_counts(n, ch, err);
+        r = fold_counts(df, n, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n->dirty.n; i++) {

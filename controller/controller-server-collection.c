@@ -235,10 +235,7 @@ void server_handle_ensure(struct cserver *s, Coord__Role from, const Coord__Enve
                 return;
         }
         r = s->st ? ensure(s, m, &e) : server_storage_unavailable(&e);
-        if (r < 0)
-                server_reply_error(s, from, env->request_id, &e);
-        else
-                server_reply_ok(s, from, env->request_id, NULL, 0, 0);
+        server_reply_result(s, from, env->request_id, r, &e);
         coord__ensure_collections__free_unpacked(m, NULL);
         /* A collection dropped by `complete` fails the peeks parked on it. */
         server_peeks_wake(s);
@@ -261,10 +258,7 @@ void server_handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelo
                 r = drop_refused(m->gids[i], &e);       /* before dropping any */
         for (size_t i = 0; i < m->n_gids && r >= 0; i++)
                 r = server_drop_one(s, m->gids[i], true, &e);
-        if (r < 0)
-                server_reply_error(s, from, env->request_id, &e);
-        else
-                server_reply_ok(s, from, env->request_id, NULL, 0, 0);
+        server_reply_result(s, from, env->request_id, r, &e);
         coord__drop_collections__free_unpacked(m, NULL);
         server_peeks_wake(s);
 }

@@ -220,10 +220,7 @@ void server_handle_allow_compaction(struct cserver *s, Coord__Role from, const C
         if (r < 0)
                 r = server_storage_failure(s, &e, r, "allowing compaction");
 out:
-        if (r < 0)
-                server_reply_error(s, from, env->request_id, &e);
-        else
-                server_reply_ok(s, from, env->request_id, NULL, 0, 0);
+        server_reply_result(s, from, env->request_id, r, &e);
         coord__allow_compaction__free_unpacked(m, NULL);
 }
 

@@ -520,6 +520,10 @@ void server_reply_ok_failed(struct cserver *s, Coord__Role to, uint64_t rid, uin
                             size_t n, uint64_t upper, Coord__WriteFailure **failures,
                             size_t n_failures, Coord__WriteRows **returned, size_t n_returned);
 void server_reply_malformed(struct cserver *s, Coord__Role to, const Coord__Envelope *env);
+/* The reply to a request whose only result is r: the error e when r < 0, else an Ok
+ * without counts. */
+void server_reply_result(struct cserver *s, Coord__Role to, uint64_t rid, int r,
+                         const struct row_error *e);
 
 /* controller-server-mirror.c: listing, the tables' shared frontier (10), the ring (7) and
  * frontiers (4) mirrors, recovery (8), row counts of built-ins (11). */

@@ -346,6 +346,15 @@ void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const s
         server_send_logged(s, to, COORD__MSG_TYPE__MSG_ERROR, rid, &m.base);
 }
 
+void server_reply_result(struct cserver *s, Coord__Role to, uint64_t rid, int r,
+                         const struct row_error *e)
+{
+        if (r < 0)
+                server_reply_error(s, to, rid, e);
+        else
+                server_reply_ok(s, to, rid, NULL, 0, 0);
+}
+
 void server_reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
                      uint64_t upper)
 {

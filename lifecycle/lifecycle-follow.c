@@ -209,6 +209,20 @@ static int catchup_post(struct lifecycle *lc)
         return 0;
 }
 
+/* The secondary's catalog_catch_up() on the loop thread, with its accounting.  A failure
+ * is logged and leaves the view as it was. */
+static int catch_up_now(struct lifecycle *lc)
+{
+        int r = catalog_catch_up(lc->catalog);
+
+        if (r < 0)
+                return log_warn_errno(r, "catalog_catch_up_failed", "why=\"%s\"", catalog_last_error());
+        lc->catchups++;
+        lc->catchup_ms = now_ms();
+        lc->ring_dirty = false;
+        return 0;
+}
+
 int lifecycle_reload(struct lifecycle *lc)
 {
         uint64_t start = (now_ns() / 1000), seq;
@@ -220,12 +234,9 @@ int lifecycle_reload(struct lifecycle *lc)
         lc->loaded = false;
         lc_state_reset_catalog(lc->state);
         lc_enact_reset(lc->enact);
-        r = catalog_catch_up(lc->catalog);
+        r = catch_up_now(lc);
         if (r < 0)
-                return log_warn_errno(r, "catalog_catch_up_failed", "why=\"%s\"", catalog_last_error());
-        lc->catchups++;
-        lc->catchup_ms = now_ms();
-        lc->ring_dirty = false;
+                return r;
         seq = catalog_last_seq(lc->catalog);
         r = lc_load(lc->catalog, lc->state, lc->enact, &st);
         if (r < 0)
@@ -302,21 +313,13 @@ int lifecycle_apply_txn(struct lifecycle *lc, const Coord__CatalogTxn *txn, uint
         return r;
 }
 
-/* The secondary's catch-up.  A failure is logged and leaves the view as it was. */
+/* The secondary's catch-up on the loop thread, after the test delay a reload's does not
+ * take (catch_up_now()). */
 static int catch_up(struct lifecycle *lc)
 {
-        int r;
-
         if (lc->test_catchup_delay_ms)
                 usleep((useconds_t)(lc->test_catchup_delay_ms * 1000));
-        r = catalog_catch_up(lc->catalog);
-
-        if (r < 0)
-                return log_warn_errno(r, "catalog_catch_up_failed", "why=\"%s\"", catalog_last_error());
-        lc->catchups++;
-        lc->catchup_ms = now_ms();
-        lc->ring_dirty = false;
-        return 0;
+        return catch_up_now(lc);
 }
 
 /* Apply the log after the state's seq, as far as the secondary was caught up.  -errno
@@ -471,6 +474,21 @@ int lifecycle_follow_ring(struct lifecycle *lc, uint64_t *ret_last, uint64_t *re
         return 1;
 }
 
+/* The end of a follow: the enactments of what it applied go out; then a failed follow
+ * (r < 0) reloads the state from the catalog, a good one measures the lag of the ring's
+ * last seq (last, published at us; 0: none read). */
+static void follow_finish(struct lifecycle *lc, int r, uint64_t last, uint64_t us)
+{
+        lc_enact_flush(lc->enact);
+        if (r < 0) {
+                log_warn_errno(r, "catalog_follow_failed", "seq=%llu action=reload",
+                               (unsigned long long)lc_state_seq(lc->state));
+                (void)lifecycle_reload(lc);
+                return;
+        }
+        lifecycle_lag_measure(lc, last, us);
+}
+
 /* Bring the state up to the catalog: the ring first, the log for whatever the ring
  * cannot vouch for (1). */
 void lifecycle_follow(struct lifecycle *lc)
@@ -498,14 +516,7 @@ void lifecycle_follow(struct lifecycle *lc)
                 }
                 r = follow_log(lc);
         }
-        lc_enact_flush(lc->enact);
-        if (r < 0) {
-                log_warn_errno(r, "catalog_follow_failed", "seq=%llu action=reload",
-                               (unsigned long long)lc_state_seq(lc->state));
-                (void)lifecycle_reload(lc);
-                return;
-        }
-        lifecycle_lag_measure(lc, last, us);
+        follow_finish(lc, r, last, us);
 }
 
 /* The secondary's catch-up (1), every CATCHUP_RING_MS: catches up if the ring applied
@@ -522,13 +533,7 @@ static void catchup_follow(struct lifecycle *lc)
                 r = lifecycle_follow_ring(lc, &last, &us, &why);
                 if (r >= 0 && catalog_last_seq(lc->catalog) > lc_state_seq(lc->state))
                         r = lifecycle_apply_log(lc);
-                lc_enact_flush(lc->enact);
-                if (r < 0) {
-                        log_warn_errno(r, "catalog_follow_failed", "seq=%llu action=reload",
-                                       (unsigned long long)lc_state_seq(lc->state));
-                        (void)lifecycle_reload(lc);
-                } else
-                        lifecycle_lag_measure(lc, last, us);
+                follow_finish(lc, r, last, us);
         }
 }
 

@@ -583,14 +583,45 @@ pid_t ipc_conn_peer_pid(const struct ipc_conn *c)
 
 /* --- Client ---------------------------------------------------------------------- */
 
+/* Connects a Unix stream socket (SOCK_CLOEXEC | flags) to the server at path and keeps it
+ * only if that server runs as our uid (-EPERM: not our server, DESIGN.md section 6, same
+ * uid both ways).  The descriptor, the server's pid in *ret_pid, or -errno. */
+static int connect_same_uid(const char *path, int flags, pid_t *ret_pid)
+{
+        _cleanup_close_ int fd = -EBADF;
+        struct sockaddr_un sa;
+        struct ucred cr;
+        socklen_t salen;
+        int r;
+
+        r = ipc_sockaddr_fill(path, &sa, &salen);
+        if (r < 0)
+                return r;
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+        if (fd < 0)
+                return -errno;
+        /* With SOCK_NONBLOCK a Unix stream connect completes at once: 0, or -ENOENT /
+         * -ECONNREFUSED when nobody listens, or -EAGAIN when the listener's backlog is
+         * full (retry as for -ECONNREFUSED).  Never blocking, so a server on the
+         * caller's own loop cannot deadlock it.  Without, it waits for room in a full
+         * backlog. */
+        if (connect(fd, (struct sockaddr *)&sa, salen) < 0)
+                return -errno;
+        r = peer_cred(fd, &cr);
+        if (r < 0)
+                return r;
+        if (cr.uid != geteuid())
+                return -EPERM;
+        *ret_pid = cr.pid;
+        return TAKE_FD(fd);
+}
+
 int ipc_connect(struct loop *l, const char *path, uint32_t max_frame,
                 const struct ipc_conn_ops *ops, void *userdata, struct ipc_conn **ret)
 {
         _cleanup_close_ int fd = -EBADF;
-        struct sockaddr_un sa;
         struct ipc_conn *c;
-        struct ucred cr;
-        socklen_t salen;
+        pid_t pid;
         int r;
 
         assert(l);
@@ -599,26 +630,11 @@ int ipc_connect(struct loop *l, const char *path, uint32_t max_frame,
         r = max_frame_check(max_frame, &max_frame);
         if (r < 0)
                 return r;
-        r = ipc_sockaddr_fill(path, &sa, &salen);
-        if (r < 0)
-                return r;
-
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        fd = connect_same_uid(path, SOCK_NONBLOCK, &pid);
         if (fd < 0)
-                return -errno;
-        /* A Unix stream connect completes at once: 0, or -ENOENT / -ECONNREFUSED when
-         * nobody listens, or -EAGAIN when the listener's backlog is full (retry as for
-         * -ECONNREFUSED).  Never blocking, so a server on this same loop cannot
-         * deadlock us. */
-        if (connect(fd, (struct sockaddr *)&sa, salen) < 0)
-                return -errno;
-        r = peer_cred(fd, &cr);
-        if (r < 0)
-                return r;
-        if (cr.uid != geteuid())
-                return -EPERM;  /* not our server: DESIGN.md section 6, same uid both ways */
+                return fd;
 
-        r = conn_new(l, fd, max_frame, cr.pid, &c);
+        r = conn_new(l, fd, max_frame, pid, &c);
         if (r < 0)
                 return r;
         ipc_conn_set_ops(c, ops, userdata);
@@ -876,26 +892,9 @@ uint64_t ipc_server_rejected(const struct ipc_server *s)
 
 int ipc_sync_connect(const char *path)
 {
-        _cleanup_close_ int fd = -EBADF;
-        struct sockaddr_un sa;
-        struct ucred cr;
-        socklen_t salen;
-        int r;
+        pid_t pid;
 
-        r = ipc_sockaddr_fill(path, &sa, &salen);
-        if (r < 0)
-                return r;
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        if (connect(fd, (struct sockaddr *)&sa, salen) < 0)
-                return -errno;
-        r = peer_cred(fd, &cr);
-        if (r < 0)
-                return r;
-        if (cr.uid != geteuid())
-                return -EPERM;
-        return TAKE_FD(fd);
+        return connect_same_uid(path, 0, &pid);
 }
 
 /* Wait for fd to become ready for events until deadline_ns (0 = forever). */

@@ -64,7 +64,7 @@
  *     grows it if the new layout is bigger, maps it and reinitializes it under the
  *     header seqlock with the new generation.  It never shrinks the object, because a
  *     reader's mapping past the new end would raise SIGBUS; a reader whose mapping is
- *     too small for the new layout remaps it from its descriptor (reader_remap()).  It
+ *     too small for the new layout remaps it from its descriptor (ring_shm_cover()).  It
  *     never unlinks: readers keep their mapping and see the restart.  An exclusive
  *     flock() on NAME keeps a second producer out (-EBUSY); it dies with the process.
  *
@@ -100,14 +100,9 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "fring-layout.h"
 #include "probes.h"
@@ -129,17 +124,12 @@ _Static_assert(FRING_RECORD_FLAGS_ALL == FRING_FRONTIER_FORGOTTEN, "flag values"
 #define READ_ATTEMPTS           8u      /* header changes tolerated by one fring_read() */
 #define LOOKUP_ATTEMPTS         64u     /* ... by one fring_lookup() */
 
-/* Reader-internal: the producer is (re)initializing the region (hdr_seq odd or 0). */
-#define E_INITIALIZING          EINPROGRESS
-
 struct fring {
-        int fd;                         /* NAME, O_RDWR; holds the producer flock */
-        int wait_fd;                    /* NAME.wait, O_RDWR */
-        struct fring_header *hdr;       /* mapping of map_size bytes of NAME */
-        size_t map_size;
+        struct ring_shm shm;            /* NAME read-write (holding the producer flock),
+                                         * NAME.wait */
+        struct fring_header *hdr;       /* == shm.map */
         struct fring_slot *slots;       /* inside that mapping */
         struct fring_record *ring;
-        struct ring_waitpage *wait;    /* mapping of NAME.wait */
         uint32_t slot_mask;             /* slot_count - 1 */
         uint32_t ring_mask;             /* ring_records - 1 */
         uint32_t slot_limit;            /* slot_capacity */
@@ -164,17 +154,11 @@ struct reader_pos {
 };
 
 struct fring_reader {
-        int fd;                         /* NAME, O_RDONLY; kept to remap a grown layout */
-        int wait_fd;                    /* NAME.wait, O_RDWR */
-        const struct fring_header *hdr; /* PROT_READ mapping of map_size bytes of NAME */
-        size_t map_size;
-        struct ring_waitpage *wait;    /* read-write mapping of NAME.wait */
+        struct ring_shm shm;            /* NAME read-only, NAME.wait */
+        const struct fring_header *hdr; /* == shm.map */
 
-        /* The layout as validated under header seqlock value hdr_seq (even, nonzero;
-         * 0 before the first validation).  Never re-read from shared memory. */
-        uint32_t hdr_seq;
-        uint32_t rejected_seq;          /* last hdr_seq found damaged: not news for
-                                         * fring_wait() until the producer moves it */
+        /* The layout as validated under the header seqlock value view.seq. */
+        struct ring_hdr_view view;
         uint64_t generation;
         const struct fring_slot *slots;
         const struct fring_record *ring;
@@ -291,7 +275,7 @@ static void producer_wake(struct fring *r, bool always)
                 return;
         }
         /* note 7: after our store of write_pos or hdr_seq */
-        n = ring_wake(&r->hdr->notify, r->wait, always);
+        n = ring_wake(&r->hdr->notify, r->shm.wait, always);
 
         if (n >= 0)
                 COORD_RING_WAKE((unsigned)n);
@@ -381,14 +365,6 @@ static void producer_rebuild(struct fring *r)
 
 /* ---- producer: public ---------------------------------------------------------------- */
 
-/* Opens (creating if needed) NAME.wait.  A page that is new or of another layout is
- * initialized; a valid one is kept as is, waiters included (note 7). */
-static int producer_open_wait(struct fring *r, const char *name)
-{
-        return ring_waitpage_create(name, FRING_WAIT_MAGIC, FRING_LAYOUT_VERSION, &r->wait_fd,
-                                    &r->wait);
-}
-
 /* (Re)initializes the mapped region under the header seqlock (note 6): empty, or
  * holding the n frontiers in keep (a grown table, note 10) before readers can look. */
 static void producer_init(struct fring *r, const struct fring_frontier *keep, uint32_t n)
@@ -439,14 +415,21 @@ static void producer_init(struct fring *r, const struct fring_frontier *keep, ui
         producer_wake(r, true);
 }
 
+/* Points hdr, slots and ring into the mapping of a layout of slot_count slots. */
+static void producer_map(struct fring *r, uint32_t slot_count)
+{
+        r->hdr = r->shm.map;
+        r->slots = (struct fring_slot *)((uint8_t *)r->shm.map + sizeof(struct fring_header));
+        r->ring = (struct fring_record *)((uint8_t *)r->slots +
+                                          (size_t)slot_count * sizeof(struct fring_slot));
+}
+
 int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records,
                  uint64_t generation, struct fring **ret)
 {
         _cleanup_(fring_freep) struct fring *r = NULL;
         uint32_t slot_count, records;
         uint64_t size;
-        struct stat st;
-        void *m;
         int k;
 
         if (!ret)
@@ -468,7 +451,7 @@ int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records
         r = calloc(1, sizeof *r);
         if (!r)
                 return -ENOMEM;
-        r->fd = r->wait_fd = -EBADF;
+        ring_shm_init(&r->shm);
         r->slot_mask = slot_count - 1;
         r->ring_mask = records - 1;
         r->slot_limit = slot_capacity;
@@ -477,31 +460,11 @@ int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records
         if (!r->scratch)
                 return -ENOMEM;
 
-        r->fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (r->fd < 0)
-                return -errno;
-        k = ring_shm_secure(r->fd);
+        /* One producer at a time (note 6), NAME.wait, then NAME mapped. */
+        k = ring_shm_create(&r->shm, name, size, FRING_WAIT_MAGIC, FRING_LAYOUT_VERSION);
         if (k < 0)
                 return k;
-        /* One producer at a time (note 6), checked before we touch anything. */
-        if (flock(r->fd, LOCK_EX | LOCK_NB) < 0)
-                return errno == EWOULDBLOCK ? -EBUSY : -errno;
-        /* NAME.wait first: a reader that finds NAME valid then finds NAME.wait too. */
-        k = producer_open_wait(r, name);
-        if (k < 0)
-                return k;
-        if (fstat(r->fd, &st) < 0)
-                return -errno;
-        if ((uint64_t)st.st_size < size && ftruncate(r->fd, (off_t)size) < 0)
-                return -errno;
-        m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        r->hdr = m;
-        r->map_size = size;
-        r->slots = (struct fring_slot *)((uint8_t *)m + sizeof(struct fring_header));
-        r->ring = (struct fring_record *)((uint8_t *)r->slots +
-                                          (size_t)slot_count * sizeof(struct fring_slot));
+        producer_map(r, slot_count);
 
         producer_init(r, NULL, 0);
         assert(fring_check(r));
@@ -517,9 +480,8 @@ static int producer_grow(struct fring *r)
 {
         uint32_t cap, slot_count, n = 0;
         struct fring_frontier *keep;
-        struct stat st;
         uint64_t size;
-        void *m;
+        int k;
 
         if (r->slot_limit >= FRING_SLOT_CAPACITY_MAX)
                 return -ENOSPC;
@@ -538,20 +500,12 @@ static int producer_grow(struct fring *r)
                                                              .physical_since = sl->physical_since };
         }
         assert(n == r->used);
-        if (fstat(r->fd, &st) < 0 ||
-            ((uint64_t)st.st_size < size && ftruncate(r->fd, (off_t)size) < 0) ||
-            (m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0)) == MAP_FAILED) {
-                int k = -errno;
-
+        k = ring_shm_map_rw(&r->shm, size);
+        if (k < 0) {
                 free(keep);
                 return k;       /* the old table is untouched and still full */
         }
-        munmap(r->hdr, r->map_size);
-        r->hdr = m;
-        r->map_size = size;
-        r->slots = (struct fring_slot *)((uint8_t *)m + sizeof(struct fring_header));
-        r->ring = (struct fring_record *)((uint8_t *)r->slots +
-                                          (size_t)slot_count * sizeof(struct fring_slot));
+        producer_map(r, slot_count);
         r->slot_mask = slot_count - 1;
         r->slot_limit = cap;
         free(r->scratch);
@@ -656,9 +610,10 @@ bool fring_check(const struct fring *r)
         assert(h->header_size == sizeof *h && h->slots_offset == sizeof *h);
         assert(h->ring_offset == sizeof *h + (uint64_t)slot_count * sizeof(struct fring_slot));
         assert(h->total_size == fring_layout_size(slot_count, ring_records));
-        assert(h->total_size <= r->map_size);
+        assert(h->total_size <= r->shm.map_size);
         assert(h->write_pos == r->write_pos);
-        assert(r->wait->magic == FRING_WAIT_MAGIC && r->wait->version == FRING_LAYOUT_VERSION);
+        assert(r->shm.wait->magic == FRING_WAIT_MAGIC &&
+               r->shm.wait->version == FRING_LAYOUT_VERSION);
 
         for (uint32_t i = 0; i < slot_count; i++) {
                 const struct fring_slot *s = &r->slots[i];
@@ -706,11 +661,7 @@ struct fring *fring_free(struct fring *r)
 {
         if (!r)
                 return NULL;
-        if (r->hdr)
-                munmap(r->hdr, r->map_size);
-        ring_waitpage_unmap(r->wait);
-        closep(&r->wait_fd);
-        closep(&r->fd);         /* releases the producer flock */
+        ring_shm_done(&r->shm);         /* releases the producer flock */
         free(r->scratch);
         free(r);
         return NULL;
@@ -718,18 +669,7 @@ struct fring *fring_free(struct fring *r)
 
 int fring_unlink(const char *name)
 {
-        char wname[NAME_MAX + 2];
-        int k, q = 0;
-
-        k = ring_shm_name_check(name);
-        if (k < 0)
-                return k;
-        ring_shm_wait_name(name, wname);
-        if (shm_unlink(name) < 0)
-                q = -errno;
-        if (shm_unlink(wname) < 0 && errno != ENOENT && q == 0)
-                q = -errno;
-        return q;
+        return ring_shm_unlink(name);
 }
 
 /* ---- reader: validation -------------------------------------------------------------- */
@@ -760,26 +700,6 @@ static int header_validate(const struct fring_header *c)
         return 0;
 }
 
-/* The header now describes a bigger layout than we mapped (a producer restarted with
- * bigger sizes, note 6): map the whole object again. */
-static int reader_remap(struct fring_reader *rd, uint64_t need)
-{
-        struct stat st;
-        void *m;
-
-        if (fstat(rd->fd, &st) < 0)
-                return -errno;
-        if ((uint64_t)st.st_size < need)
-                return -EBADMSG;        /* the header promises more than the object holds */
-        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, rd->fd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        munmap((void *)rd->hdr, rd->map_size);
-        rd->hdr = m;
-        rd->map_size = (size_t)st.st_size;
-        return 0;
-}
-
 /* Starts a snapshot at the current write position (note 5). */
 static void reader_begin_resync(struct fring_reader *rd, struct reader_pos *p, bool lapped)
 {
@@ -801,8 +721,9 @@ static void reader_begin_resync(struct fring_reader *rd, struct reader_pos *p, b
 /* Validates the header as of seqlock value h (read by the caller, even and nonzero) and
  * adopts it: remaps if needed and starts a snapshot.  -EAGAIN if the producer touched
  * the header meanwhile, -EBADMSG/-EPROTO if it is damaged. */
-static int reader_revalidate(struct fring_reader *rd, uint32_t h)
+static int reader_revalidate(void *reader, uint32_t h)
 {
+        struct fring_reader *rd = reader;
         const struct fring_header *hdr = rd->hdr;
         struct fring_header c = {
                 .magic = load_relaxed(&hdr->magic),
@@ -820,50 +741,28 @@ static int reader_revalidate(struct fring_reader *rd, uint32_t h)
         };
         int k;
 
-        /* Trust the copy only if no (re)initialization overlapped it.  Pairs with the
-         * release fence in hdr_write_begin(). */
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (load_relaxed(&hdr->hdr_seq) != h)
-                return -EAGAIN;
-        k = header_validate(&c);
+        /* A producer restarted with bigger sizes is mapped anew (note 6). */
+        k = ring_reader_adopt(&rd->shm, &hdr->hdr_seq, h, header_validate(&c), c.total_size);
         if (k < 0)
                 return k;
-        if (c.total_size > rd->map_size) {
-                k = reader_remap(rd, c.total_size);
-                if (k < 0)
-                        return k;
-        }
+        rd->hdr = rd->shm.map;
         rd->generation = c.generation;
         rd->slots = (const struct fring_slot *)((const uint8_t *)rd->hdr + c.slots_offset);
         rd->ring = (const struct fring_record *)((const uint8_t *)rd->hdr + c.ring_offset);
         rd->slot_mask = c.slot_count - 1;
         rd->ring_mask = c.ring_records - 1;
-        rd->hdr_seq = h;
+        rd->view.seq = h;
         reader_begin_resync(rd, &rd->pos, false);
         return 0;
 }
 
-/* Brings the reader's layout up to date with the header.  On success *ret_h is the
- * even seqlock value the caller must re-check (acquire fence, then compare) after
- * reading the region.  -E_INITIALIZING while the producer (re)initializes. */
+/* Brings the reader's layout up to date with the header (reader_revalidate()).  On
+ * success *ret_h is the even seqlock value the caller must re-check
+ * (reader_header_moved()) after reading the region.  -RING_E_INITIALIZING while the
+ * producer (re)initializes. */
 static int reader_sync(struct fring_reader *rd, uint32_t *ret_h)
 {
-        /* Pairs with the release store in hdr_write_end(): the region as initialized is
-         * visible to us if we see its hdr_seq. */
-        uint32_t h = load_acquire(&rd->hdr->hdr_seq);
-        int k;
-
-        if (h == 0 || (h & 1))
-                return -E_INITIALIZING;
-        if (h != rd->hdr_seq) {
-                k = reader_revalidate(rd, h);
-                if (k == -EBADMSG || k == -EPROTO)
-                        rd->rejected_seq = h;
-                if (k < 0)
-                        return k;
-        }
-        *ret_h = h;
-        return 0;
+        return ring_reader_sync(&rd->hdr->hdr_seq, &rd->view, reader_revalidate, rd, ret_h);
 }
 
 /* True if the region may have changed under what the caller read since reader_sync()
@@ -1013,53 +912,31 @@ static int read_stream(struct fring_reader *rd, struct reader_pos *p,
 
 /* ---- reader: public ------------------------------------------------------------------ */
 
-static int reader_open_wait(struct fring_reader *rd, const char *name)
-{
-        return ring_waitpage_attach(name, FRING_WAIT_MAGIC, FRING_LAYOUT_VERSION, &rd->wait_fd,
-                                    &rd->wait);
-}
-
 int fring_attach(const char *name, struct fring_reader **ret)
 {
         _cleanup_(fring_reader_freep) struct fring_reader *rd = NULL;
-        struct stat st;
         uint32_t h;
-        void *m;
         int k;
 
         if (!ret)
                 return -EINVAL;
-        k = ring_shm_name_check(name);
-        if (k < 0)
-                return k;
         rd = calloc(1, sizeof *rd);
         if (!rd)
                 return -ENOMEM;
-        rd->fd = rd->wait_fd = -EBADF;
-
-        rd->fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
-        if (rd->fd < 0)
-                return -errno;
-        if (fstat(rd->fd, &st) < 0)
-                return -errno;
-        if (st.st_size == 0)
-                return -EAGAIN;         /* created, not sized yet: the producer is busy */
-        if ((uint64_t)st.st_size < sizeof(struct fring_header))
-                return -EBADMSG;
-        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, rd->fd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        rd->hdr = m;
-        rd->map_size = (size_t)st.st_size;
+        ring_shm_init(&rd->shm);
+        k = ring_shm_attach(&rd->shm, name, sizeof(struct fring_header));
+        if (k < 0)
+                return k;
+        rd->hdr = rd->shm.map;
 
         k = -EAGAIN;
         for (unsigned attempt = 0; attempt < READ_ATTEMPTS && k == -EAGAIN; attempt++)
                 k = reader_sync(rd, &h);
-        if (k == -E_INITIALIZING)
+        if (k == -RING_E_INITIALIZING)
                 return -EAGAIN;
         if (k < 0)
                 return k;
-        k = reader_open_wait(rd, name);
+        k = ring_shm_attach_wait(&rd->shm, name, FRING_WAIT_MAGIC, FRING_LAYOUT_VERSION);
         if (k < 0)
                 return k;
         *ret = TAKE_PTR(rd);
@@ -1080,7 +957,7 @@ int fring_read(struct fring_reader *rd, struct fring_frontier *out, size_t n,
                 int k;
 
                 k = reader_sync(rd, &h);
-                if (k == -E_INITIALIZING)
+                if (k == -RING_E_INITIALIZING)
                         break;
                 if (k == -EAGAIN)
                         continue;
@@ -1146,7 +1023,7 @@ int fring_lookup(struct fring_reader *rd, uint64_t id, struct fring_frontier *re
                 int k;
 
                 k = reader_sync(rd, &h);
-                if (k == -E_INITIALIZING || k == -EAGAIN) {
+                if (k == -RING_E_INITIALIZING || k == -EAGAIN) {
                         ring_cpu_relax();
                         continue;
                 }
@@ -1169,13 +1046,11 @@ int fring_lookup(struct fring_reader *rd, uint64_t id, struct fring_frontier *re
  * wakes us), instead of spinning a caller through fring_read() errors. */
 static bool reader_has_data(const struct fring_reader *rd)
 {
-        uint32_t h = load_acquire(&rd->hdr->hdr_seq);
+        int news = ring_hdr_news(&rd->hdr->hdr_seq, &rd->view);
         uint64_t w;
 
-        if (h == 0 || (h & 1))
-                return false;
-        if (h != rd->hdr_seq)
-                return h != rd->rejected_seq;
+        if (news != 0)
+                return news > 0;
         if (rd->pos.resyncing && !rd->pos.stalled)
                 return true;
         w = load_acquire(&rd->hdr->write_pos);
@@ -1192,26 +1067,22 @@ int fring_wait(struct fring_reader *rd, int timeout_ms)
         if (!rd)
                 return -EINVAL;
         /* note 7: the futex word, then the look, then waiters and the look again */
-        return ring_sleep(&rd->hdr->notify, rd->wait, reader_has_data_cb, rd, timeout_ms);
+        return ring_sleep(&rd->hdr->notify, rd->shm.wait, reader_has_data_cb, rd, timeout_ms);
 }
 
 int fring_sleep_begin(struct fring_reader *rd, const uint32_t **ret_word, uint32_t *ret_val)
 {
-        int k;
-
         if (!rd || !ret_word || !ret_val)
                 return -EINVAL;
         /* note 7, as fring_wait(), with the sleep itself left to the caller */
-        k = ring_sleep_begin(&rd->hdr->notify, rd->wait, reader_has_data_cb, rd, ret_val);
-        if (k == 0)
-                *ret_word = &rd->hdr->notify;
-        return k;
+        return ring_sleep_begin(&rd->hdr->notify, rd->shm.wait, reader_has_data_cb, rd,
+                                ret_word, ret_val);
 }
 
 void fring_sleep_end(struct fring_reader *rd)
 {
         assert(rd);
-        ring_sleep_end(rd->wait);
+        ring_sleep_end(rd->shm.wait);
 }
 
 uint64_t fring_reader_generation(const struct fring_reader *rd)
@@ -1223,11 +1094,7 @@ struct fring_reader *fring_reader_free(struct fring_reader *rd)
 {
         if (!rd)
                 return NULL;
-        if (rd->hdr)
-                munmap((void *)rd->hdr, rd->map_size);
-        ring_waitpage_unmap(rd->wait);
-        closep(&rd->wait_fd);
-        closep(&rd->fd);
+        ring_shm_done(&rd->shm);
         free(rd);
         return NULL;
 }

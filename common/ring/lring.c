@@ -55,7 +55,7 @@
  *     grows it if needed, maps it and reinitializes it under the header seqlock with the
  *     new generation and the catalog's last seq; positions restart at 0.  It never
  *     shrinks the object (a reader's mapping past the new end would raise SIGBUS) and a
- *     reader whose mapping is too small for the new layout remaps it (reader_remap()).
+ *     reader whose mapping is too small for the new layout remaps it (ring_shm_cover()).
  *     Readers see the hdr_seq change and get -EPIPE once, their cursor at the new
  *     ring's tail.  An exclusive flock() on NAME keeps a second producer out (-EBUSY).
  *     A restart loses nothing the caller cannot recover: the records of the old ring
@@ -86,14 +86,8 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "lring-layout.h"
 #include "probes.h"
@@ -108,9 +102,6 @@
 #define READ_ATTEMPTS   8u      /* header changes tolerated by one reader call */
 #define LAST_SPINS      1024u   /* spins on an odd last_lock before giving up for now */
 
-/* Reader-internal: the producer is (re)initializing the region (hdr_seq odd or 0). */
-#define E_INITIALIZING  EINPROGRESS
-
 #define REC_WORDS       (sizeof(struct lring_record) / sizeof(uint64_t))
 
 _Static_assert(LRING_RECORD_OMITTED == LRING_ENTRY_OMITTED, "flag values");
@@ -118,12 +109,10 @@ _Static_assert(LRING_CAPACITY_MIN >= LRING_LAYOUT_CAPACITY_MIN &&
                LRING_CAPACITY_MAX <= LRING_LAYOUT_CAPACITY_MAX, "what we create, readers accept");
 
 struct lring {
-        int fd;                         /* NAME, O_RDWR; holds the producer flock */
-        int wait_fd;                    /* NAME.wait, O_RDWR */
-        struct lring_header *hdr;       /* mapping of map_size bytes of NAME */
-        size_t map_size;
+        struct ring_shm shm;            /* NAME read-write (holding the producer flock),
+                                         * NAME.wait */
+        struct lring_header *hdr;       /* == shm.map */
         uint64_t *data;                 /* the data area, inside that mapping */
-        struct ring_waitpage *wait;    /* mapping of NAME.wait */
         uint64_t capacity;
         uint32_t payload_max;
         /* The producer's own copies (== the header's between publishes). */
@@ -134,17 +123,11 @@ struct lring {
 };
 
 struct lring_reader {
-        int fd;                         /* NAME, O_RDONLY; kept to remap a grown layout */
-        int wait_fd;                    /* NAME.wait, O_RDWR */
-        const struct lring_header *hdr; /* PROT_READ mapping of map_size bytes of NAME */
-        size_t map_size;
-        struct ring_waitpage *wait;    /* read-write mapping of NAME.wait */
+        struct ring_shm shm;            /* NAME read-only, NAME.wait */
+        const struct lring_header *hdr; /* == shm.map */
 
-        /* The layout as validated under header seqlock value hdr_seq (even, nonzero;
-         * 0 before the first validation).  Never re-read from shared memory. */
-        uint32_t hdr_seq;
-        uint32_t rejected_seq;          /* last hdr_seq found damaged: not news for
-                                         * lring_wait() until the producer moves it */
+        /* The layout as validated under the header seqlock value view.seq. */
+        struct ring_hdr_view view;
         bool restart_pending;           /* hdr_seq changed: lring_read() says -EPIPE */
         uint64_t generation;
         const uint64_t *data;
@@ -250,7 +233,7 @@ ring_waitpage_check_layout(struct lring_waitpage);
 static void producer_wake(struct lring *r, bool always)
 {
         /* note 7: after our stores of head/last_lock (or hdr_seq) */
-        int n = ring_wake(&r->hdr->notify, r->wait, always);
+        int n = ring_wake(&r->hdr->notify, r->shm.wait, always);
 
         if (n < 0)
                 return;         /* nobody sleeps */
@@ -339,14 +322,6 @@ static void producer_set_last(struct lring *r, uint64_t seq, uint64_t us)
         r->last_seq = seq;
 }
 
-/* Opens (creating if needed) NAME.wait.  A page that is new or of another layout is
- * initialized; a valid one is kept as is, waiters included (fring.c note 7). */
-static int producer_open_wait(struct lring *r, const char *name)
-{
-        return ring_waitpage_create(name, LRING_WAIT_MAGIC, LRING_LAYOUT_VERSION, &r->wait_fd,
-                                    &r->wait);
-}
-
 /* (Re)initializes the mapped region empty, under the header seqlock (note 6). */
 static void producer_init(struct lring *r, uint64_t last_seq)
 {
@@ -391,8 +366,6 @@ int lring_create(const char *name, uint64_t capacity, uint64_t generation, uint6
 {
         _cleanup_(lring_freep) struct lring *r = NULL;
         uint64_t size;
-        struct stat st;
-        void *m;
         int k;
 
         if (!ret)
@@ -408,34 +381,17 @@ int lring_create(const char *name, uint64_t capacity, uint64_t generation, uint6
         r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
-        r->fd = r->wait_fd = -EBADF;
+        ring_shm_init(&r->shm);
         r->capacity = capacity;
         r->payload_max = (uint32_t)(capacity / 4);
         r->generation = generation;
 
-        r->fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (r->fd < 0)
-                return -errno;
-        k = ring_shm_secure(r->fd);
+        /* One producer at a time (note 6), NAME.wait, then NAME mapped. */
+        k = ring_shm_create(&r->shm, name, size, LRING_WAIT_MAGIC, LRING_LAYOUT_VERSION);
         if (k < 0)
                 return k;
-        /* One producer at a time (note 6), checked before we touch anything. */
-        if (flock(r->fd, LOCK_EX | LOCK_NB) < 0)
-                return errno == EWOULDBLOCK ? -EBUSY : -errno;
-        /* NAME.wait first: a reader that finds NAME valid then finds NAME.wait too. */
-        k = producer_open_wait(r, name);
-        if (k < 0)
-                return k;
-        if (fstat(r->fd, &st) < 0)
-                return -errno;
-        if ((uint64_t)st.st_size < size && ftruncate(r->fd, (off_t)size) < 0)
-                return -errno;
-        m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        r->hdr = m;
-        r->map_size = size;
-        r->data = (uint64_t *)((uint8_t *)m + sizeof(struct lring_header));
+        r->hdr = r->shm.map;
+        r->data = (uint64_t *)((uint8_t *)r->shm.map + sizeof(struct lring_header));
 
         producer_init(r, last_seq);
         assert(lring_check(r));
@@ -490,12 +446,13 @@ bool lring_check(const struct lring *r)
         assert(h->payload_max == r->payload_max && r->payload_max <= r->capacity / 4);
         assert(h->header_size == sizeof(*h) && h->data_offset == sizeof(*h));
         assert(h->record_size == sizeof(struct lring_record));
-        assert(h->total_size == sizeof(*h) + r->capacity && h->total_size <= r->map_size);
+        assert(h->total_size == sizeof(*h) + r->capacity && h->total_size <= r->shm.map_size);
         assert(h->head == r->head && h->reserve == r->head && h->tail == r->tail);
         assert(r->tail <= r->head && r->head - r->tail <= r->capacity);
         assert(r->head % LRING_ALIGN == 0 && r->tail % LRING_ALIGN == 0);
         assert(h->last_lock == r->last_lock && h->last_seq == r->last_seq);
-        assert(r->wait->magic == LRING_WAIT_MAGIC && r->wait->version == LRING_LAYOUT_VERSION);
+        assert(r->shm.wait->magic == LRING_WAIT_MAGIC &&
+               r->shm.wait->version == LRING_LAYOUT_VERSION);
 
         /* Every record from tail to head: valid, increasing seqs, ending exactly at head;
          * the newest one carries last_seq (note 1). */
@@ -518,29 +475,14 @@ struct lring *lring_free(struct lring *r)
 {
         if (!r)
                 return NULL;
-        if (r->hdr)
-                munmap(r->hdr, r->map_size);
-        ring_waitpage_unmap(r->wait);
-        closep(&r->wait_fd);
-        closep(&r->fd);         /* releases the producer flock */
+        ring_shm_done(&r->shm);         /* releases the producer flock */
         free(r);
         return NULL;
 }
 
 int lring_unlink(const char *name)
 {
-        char wname[NAME_MAX + 2];
-        int k, q = 0;
-
-        k = ring_shm_name_check(name);
-        if (k < 0)
-                return k;
-        ring_shm_wait_name(name, wname);
-        if (shm_unlink(name) < 0)
-                q = -errno;
-        if (shm_unlink(wname) < 0 && errno != ENOENT && q == 0)
-                q = -errno;
-        return q;
+        return ring_shm_unlink(name);
 }
 
 /* ---- reader: validation -------------------------------------------------------------- */
@@ -562,26 +504,6 @@ static int header_validate(const struct lring_header *c)
                 return -EBADMSG;
         if (c->payload_max == 0 || c->payload_max > c->capacity / 4)
                 return -EBADMSG;
-        return 0;
-}
-
-/* The header now describes a bigger layout than we mapped (a producer restarted with a
- * bigger capacity, note 6): map the whole object again. */
-static int reader_remap(struct lring_reader *rd, uint64_t need)
-{
-        struct stat st;
-        void *m;
-
-        if (fstat(rd->fd, &st) < 0)
-                return -errno;
-        if ((uint64_t)st.st_size < need)
-                return -EBADMSG;        /* the header promises more than the object holds */
-        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, rd->fd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        munmap((void *)rd->hdr, rd->map_size);
-        rd->hdr = m;
-        rd->map_size = (size_t)st.st_size;
         return 0;
 }
 
@@ -617,8 +539,9 @@ static int reader_seek_tail(struct lring_reader *rd, uint64_t *ret_pos)
 /* Validates the header as of seqlock value h (read by the caller, even and nonzero) and
  * adopts it: remaps if needed and moves the cursor to the new ring's tail.  -EAGAIN if
  * the producer touched the header meanwhile, -EBADMSG/-EPROTO if it is damaged. */
-static int reader_revalidate(struct lring_reader *rd, uint32_t h)
+static int reader_revalidate(void *reader, uint32_t h)
 {
+        struct lring_reader *rd = reader;
         const struct lring_header *hdr = rd->hdr;
         struct lring_header c = {
                 .magic = load_relaxed(&hdr->magic),
@@ -634,19 +557,11 @@ static int reader_revalidate(struct lring_reader *rd, uint32_t h)
         uint64_t pos;
         int k;
 
-        /* Trust the copy only if no (re)initialization overlapped it.  Pairs with the
-         * release fence in hdr_write_begin(). */
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (load_relaxed(&hdr->hdr_seq) != h)
-                return -EAGAIN;
-        k = header_validate(&c);
+        /* A producer restarted with a bigger capacity is mapped anew (note 6). */
+        k = ring_reader_adopt(&rd->shm, &hdr->hdr_seq, h, header_validate(&c), c.total_size);
         if (k < 0)
                 return k;
-        if (c.total_size > rd->map_size) {
-                k = reader_remap(rd, c.total_size);
-                if (k < 0)
-                        return k;
-        }
+        rd->hdr = rd->shm.map;
         rd->data = (const uint64_t *)((const uint8_t *)rd->hdr + c.data_offset);
         rd->capacity = c.capacity;
         rd->payload_max = c.payload_max;
@@ -654,8 +569,8 @@ static int reader_revalidate(struct lring_reader *rd, uint32_t h)
         if (k < 0)
                 return k;
         rd->generation = c.generation;
-        rd->restart_pending = rd->hdr_seq != 0;
-        rd->hdr_seq = h;
+        rd->restart_pending = rd->view.seq != 0;
+        rd->view.seq = h;
         rd->pos = pos;
         rd->prev_seq = 0;
         if (rd->restart_pending)
@@ -663,27 +578,13 @@ static int reader_revalidate(struct lring_reader *rd, uint32_t h)
         return 0;
 }
 
-/* Brings the reader's layout up to date with the header.  On success *ret_h is the even
- * seqlock value the caller must re-check (reader_header_moved()) after reading the
- * region.  -E_INITIALIZING while the producer (re)initializes. */
+/* Brings the reader's layout up to date with the header (reader_revalidate()).  On
+ * success *ret_h is the even seqlock value the caller must re-check
+ * (reader_header_moved()) after reading the region.  -RING_E_INITIALIZING while the
+ * producer (re)initializes. */
 static int reader_sync(struct lring_reader *rd, uint32_t *ret_h)
 {
-        /* Pairs with the release store in hdr_write_end(): the region as initialized is
-         * visible to us if we see its hdr_seq. */
-        uint32_t h = load_acquire(&rd->hdr->hdr_seq);
-        int k;
-
-        if (h == 0 || (h & 1))
-                return -E_INITIALIZING;
-        if (h != rd->hdr_seq) {
-                k = reader_revalidate(rd, h);
-                if (k == -EBADMSG || k == -EPROTO)
-                        rd->rejected_seq = h;
-                if (k < 0)
-                        return k;
-        }
-        *ret_h = h;
-        return 0;
+        return ring_reader_sync(&rd->hdr->hdr_seq, &rd->view, reader_revalidate, rd, ret_h);
 }
 
 /* True if the region may have changed under what the caller read since reader_sync()
@@ -778,58 +679,36 @@ static int read_next(struct lring_reader *rd, uint64_t *io_pos, uint64_t *io_pre
 
 /* ---- reader: public ------------------------------------------------------------------ */
 
-static int reader_open_wait(struct lring_reader *rd, const char *name)
-{
-        return ring_waitpage_attach(name, LRING_WAIT_MAGIC, LRING_LAYOUT_VERSION, &rd->wait_fd,
-                                    &rd->wait);
-}
-
 int lring_attach(const char *name, struct lring_reader **ret)
 {
         _cleanup_(lring_reader_freep) struct lring_reader *rd = NULL;
-        struct stat st;
         uint32_t h;
-        void *m;
         int k;
 
         if (!ret)
                 return -EINVAL;
-        k = ring_shm_name_check(name);
-        if (k < 0)
-                return k;
         rd = calloc(1, sizeof(*rd));
         if (!rd)
                 return -ENOMEM;
-        rd->fd = rd->wait_fd = -EBADF;
-
-        rd->fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
-        if (rd->fd < 0)
-                return -errno;
-        if (fstat(rd->fd, &st) < 0)
-                return -errno;
-        if (st.st_size == 0)
-                return -EAGAIN;         /* created, not sized yet: the producer is busy */
-        if ((uint64_t)st.st_size < sizeof(struct lring_header))
-                return -EBADMSG;
-        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, rd->fd, 0);
-        if (m == MAP_FAILED)
-                return -errno;
-        rd->hdr = m;
-        rd->map_size = (size_t)st.st_size;
+        ring_shm_init(&rd->shm);
+        k = ring_shm_attach(&rd->shm, name, sizeof(struct lring_header));
+        if (k < 0)
+                return k;
+        rd->hdr = rd->shm.map;
 
         k = -EAGAIN;
         for (unsigned attempt = 0; attempt < READ_ATTEMPTS && k == -EAGAIN; attempt++) {
                 k = reader_sync(rd, &h);
                 if (k == 0 && reader_header_moved(rd, h)) {
-                        rd->hdr_seq = 0;        /* adopted a layout that changed: again */
+                        rd->view.seq = 0;       /* adopted a layout that changed: again */
                         k = -EAGAIN;
                 }
         }
-        if (k == -E_INITIALIZING)
+        if (k == -RING_E_INITIALIZING)
                 return -EAGAIN;
         if (k < 0)
                 return k;
-        k = reader_open_wait(rd, name);
+        k = ring_shm_attach_wait(&rd->shm, name, LRING_WAIT_MAGIC, LRING_LAYOUT_VERSION);
         if (k < 0)
                 return k;
         *ret = TAKE_PTR(rd);
@@ -848,7 +727,7 @@ int lring_read(struct lring_reader *rd, uint64_t after_seq, struct lring_entry *
                 int k;
 
                 k = reader_sync(rd, &h);
-                if (k == -E_INITIALIZING)
+                if (k == -RING_E_INITIALIZING)
                         return 0;       /* lring_wait() sleeps until it is done */
                 if (k == -EAGAIN)
                         continue;
@@ -934,7 +813,7 @@ int lring_last(struct lring_reader *rd, uint64_t *ret_seq, uint64_t *ret_us)
                 int k;
 
                 k = reader_sync(rd, &h);
-                if (k == -E_INITIALIZING)
+                if (k == -RING_E_INITIALIZING)
                         return -EAGAIN;
                 if (k == -EAGAIN)
                         continue;
@@ -963,7 +842,7 @@ int lring_skip(struct lring_reader *rd)
                 int k;
 
                 k = reader_sync(rd, &h);
-                if (k == -E_INITIALIZING)
+                if (k == -RING_E_INITIALIZING)
                         return 0;
                 if (k == -EAGAIN)
                         continue;
@@ -985,12 +864,10 @@ int lring_skip(struct lring_reader *rd)
  * wakes us), instead of spinning a caller through lring_read() errors. */
 static bool reader_has_data(const struct lring_reader *rd)
 {
-        uint32_t h = load_acquire(&rd->hdr->hdr_seq);
+        int news = ring_hdr_news(&rd->hdr->hdr_seq, &rd->view);
 
-        if (h == 0 || (h & 1))
-                return false;
-        if (h != rd->hdr_seq)
-                return h != rd->rejected_seq;
+        if (news != 0)
+                return news > 0;
         if (rd->restart_pending)
                 return true;
         return load_acquire(&rd->hdr->head) != rd->pos;
@@ -1006,26 +883,22 @@ int lring_wait(struct lring_reader *rd, int timeout_ms)
         if (!rd)
                 return -EINVAL;
         /* note 7: the futex word, then the look, then waiters and the look again */
-        return ring_sleep(&rd->hdr->notify, rd->wait, reader_has_data_cb, rd, timeout_ms);
+        return ring_sleep(&rd->hdr->notify, rd->shm.wait, reader_has_data_cb, rd, timeout_ms);
 }
 
 int lring_sleep_begin(struct lring_reader *rd, const uint32_t **ret_word, uint32_t *ret_val)
 {
-        int k;
-
         if (!rd)
                 return -EINVAL;
         /* note 7, as lring_wait(), with the sleep itself left to the caller */
-        k = ring_sleep_begin(&rd->hdr->notify, rd->wait, reader_has_data_cb, rd, ret_val);
-        if (k == 0)
-                *ret_word = &rd->hdr->notify;
-        return k;
+        return ring_sleep_begin(&rd->hdr->notify, rd->shm.wait, reader_has_data_cb, rd,
+                                ret_word, ret_val);
 }
 
 void lring_sleep_end(struct lring_reader *rd)
 {
         assert(rd);
-        ring_sleep_end(rd->wait);
+        ring_sleep_end(rd->shm.wait);
 }
 
 uint64_t lring_reader_generation(const struct lring_reader *rd)
@@ -1037,11 +910,7 @@ struct lring_reader *lring_reader_free(struct lring_reader *rd)
 {
         if (!rd)
                 return NULL;
-        if (rd->hdr)
-                munmap((void *)rd->hdr, rd->map_size);
-        ring_waitpage_unmap(rd->wait);
-        closep(&rd->wait_fd);
-        closep(&rd->fd);
+        ring_shm_done(&rd->shm);
         free(rd->buf);
         free(rd);
         return NULL;

@@ -1,4 +1,4 @@
-/* ring-shm.c -- names, ownership and futexes shared by the rings (ring-shm.h). */
+/* ring-shm.c -- names, objects, ownership and futexes shared by the rings (ring-shm.h). */
 #include "ring-shm.h"
 
 #include <assert.h>
@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "util.h"
 
 int ring_shm_name_check(const char *name)
 {
@@ -91,41 +94,70 @@ unsigned ring_futex_wake(uint32_t *word)
         return n > 0 ? (unsigned)n : 0u;
 }
 
-/* ---- the wait page (NAME.wait) ---------------------------------------------------- */
+/* ---- opening and mapping ------------------------------------------------------------ */
 
-static int waitpage_map(int fd, struct ring_waitpage **ret_page)
+/* Producer: opens name read-write, creating it 0600 if needed, and keeps it only if it
+ * is ours (ring_shm_secure()).  *ret_fd is set once open: the caller closes it, on
+ * failure too. */
+static int shm_open_own(const char *name, int *ret_fd)
 {
-        void *m = mmap(NULL, sizeof(struct ring_waitpage), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-
-        if (m == MAP_FAILED)
+        *ret_fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (*ret_fd < 0)
                 return -errno;
-        *ret_page = m;
+        return ring_shm_secure(*ret_fd);
+}
+
+/* Reader: opens an existing name with oflag (O_RDONLY or O_RDWR) and returns its size in
+ * *ret_size.  *ret_fd as for shm_open_own(). */
+static int shm_open_existing(const char *name, int oflag, int *ret_fd, uint64_t *ret_size)
+{
+        struct stat st;
+
+        *ret_fd = shm_open(name, oflag | O_CLOEXEC, 0);
+        if (*ret_fd < 0)
+                return -errno;
+        if (fstat(*ret_fd, &st) < 0)
+                return -errno;
+        *ret_size = (uint64_t)st.st_size;
         return 0;
 }
+
+/* Producer: maps size bytes of fd read-write, first growing the object to size if it is
+ * smaller (never shrinking it). */
+static int shm_map_rw(int fd, uint64_t size, void **ret_map)
+{
+        struct stat st;
+        void *m;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if ((uint64_t)st.st_size < size && ftruncate(fd, (off_t)size) < 0)
+                return -errno;
+        m = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        *ret_map = m;
+        return 0;
+}
+
+/* ---- the wait page (NAME.wait) ---------------------------------------------------- */
 
 int ring_waitpage_create(const char *name, uint64_t magic, uint32_t version, int *ret_fd,
                          struct ring_waitpage **ret_page)
 {
         char wname[NAME_MAX + 2];
-        struct ring_waitpage *w = NULL;
-        struct stat st;
+        struct ring_waitpage *w;
+        void *m;
         int k;
 
         ring_shm_wait_name(name, wname);
-        *ret_fd = shm_open(wname, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (*ret_fd < 0)
-                return -errno;
-        k = ring_shm_secure(*ret_fd);
+        k = shm_open_own(wname, ret_fd);
         if (k < 0)
                 return k;
-        if (fstat(*ret_fd, &st) < 0)
-                return -errno;
-        if ((uint64_t)st.st_size < sizeof(struct ring_waitpage) &&
-            ftruncate(*ret_fd, sizeof(struct ring_waitpage)) < 0)
-                return -errno;
-        k = waitpage_map(*ret_fd, &w);
+        k = shm_map_rw(*ret_fd, sizeof(struct ring_waitpage), &m);
         if (k < 0)
                 return k;
+        w = m;
         if (__atomic_load_n(&w->magic, __ATOMIC_RELAXED) != magic ||
             __atomic_load_n(&w->version, __ATOMIC_RELAXED) != version) {
                 __atomic_store_n(&w->waiters, 0, __ATOMIC_RELAXED);
@@ -142,21 +174,21 @@ int ring_waitpage_attach(const char *name, uint64_t magic, uint32_t version, int
                          struct ring_waitpage **ret_page)
 {
         char wname[NAME_MAX + 2];
-        struct ring_waitpage *w = NULL;
-        struct stat st;
+        struct ring_waitpage *w;
+        uint64_t size;
+        void *m;
         int k;
 
         ring_shm_wait_name(name, wname);
-        *ret_fd = shm_open(wname, O_RDWR | O_CLOEXEC, 0);
-        if (*ret_fd < 0)
-                return -errno;
-        if (fstat(*ret_fd, &st) < 0)
-                return -errno;
-        if ((uint64_t)st.st_size < sizeof(struct ring_waitpage))
-                return -EBADMSG;
-        k = waitpage_map(*ret_fd, &w);
+        k = shm_open_existing(wname, O_RDWR, ret_fd, &size);
         if (k < 0)
                 return k;
+        if (size < sizeof(struct ring_waitpage))
+                return -EBADMSG;
+        m = mmap(NULL, sizeof(struct ring_waitpage), PROT_READ | PROT_WRITE, MAP_SHARED, *ret_fd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        w = m;
         *ret_page = w;          /* mapped: the caller unmaps it, valid or not */
         /* Pairs with the release store of magic in ring_waitpage_create(). */
         if (__atomic_load_n(&w->magic, __ATOMIC_ACQUIRE) != magic)
@@ -170,6 +202,132 @@ void ring_waitpage_unmap(struct ring_waitpage *w)
 {
         if (w)
                 munmap(w, sizeof(*w));
+}
+
+/* ---- the two objects of one ring ---------------------------------------------------- */
+
+void ring_shm_init(struct ring_shm *s)
+{
+        *s = (struct ring_shm){ .fd = -EBADF, .wait_fd = -EBADF };
+}
+
+void ring_shm_done(struct ring_shm *s)
+{
+        if (s->map)
+                munmap(s->map, s->map_size);
+        ring_waitpage_unmap(s->wait);
+        closep(&s->wait_fd);
+        closep(&s->fd);         /* the producer's releases its flock */
+        *s = (struct ring_shm){ .fd = -EBADF, .wait_fd = -EBADF };
+}
+
+int ring_shm_create(struct ring_shm *s, const char *name, uint64_t size, uint64_t wait_magic,
+                    uint32_t version)
+{
+        int k;
+
+        k = shm_open_own(name, &s->fd);
+        if (k < 0)
+                return k;
+        /* One producer at a time, checked before we touch anything. */
+        if (flock(s->fd, LOCK_EX | LOCK_NB) < 0)
+                return errno == EWOULDBLOCK ? -EBUSY : -errno;
+        k = ring_waitpage_create(name, wait_magic, version, &s->wait_fd, &s->wait);
+        if (k < 0)
+                return k;
+        return ring_shm_map_rw(s, size);
+}
+
+int ring_shm_map_rw(struct ring_shm *s, uint64_t size)
+{
+        void *m;
+        int k;
+
+        k = shm_map_rw(s->fd, size, &m);
+        if (k < 0)
+                return k;
+        if (s->map)
+                munmap(s->map, s->map_size);
+        s->map = m;
+        s->map_size = (size_t)size;
+        return 0;
+}
+
+int ring_shm_attach(struct ring_shm *s, const char *name, size_t min_size)
+{
+        uint64_t size;
+        void *m;
+        int k;
+
+        k = ring_shm_name_check(name);
+        if (k < 0)
+                return k;
+        k = shm_open_existing(name, O_RDONLY, &s->fd, &size);
+        if (k < 0)
+                return k;
+        if (size == 0)
+                return -EAGAIN;         /* created, not sized yet: the producer is busy */
+        if (size < min_size)
+                return -EBADMSG;
+        m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, s->fd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        s->map = m;
+        s->map_size = (size_t)size;
+        return 0;
+}
+
+int ring_shm_attach_wait(struct ring_shm *s, const char *name, uint64_t wait_magic,
+                         uint32_t version)
+{
+        return ring_waitpage_attach(name, wait_magic, version, &s->wait_fd, &s->wait);
+}
+
+int ring_shm_cover(struct ring_shm *s, uint64_t need)
+{
+        struct stat st;
+        void *m;
+
+        if (need <= s->map_size)
+                return 0;
+        if (fstat(s->fd, &st) < 0)
+                return -errno;
+        if ((uint64_t)st.st_size < need)
+                return -EBADMSG;        /* the header promises more than the object holds */
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, s->fd, 0);
+        if (m == MAP_FAILED)
+                return -errno;
+        munmap(s->map, s->map_size);
+        s->map = m;
+        s->map_size = (size_t)st.st_size;
+        return 0;
+}
+
+int ring_reader_adopt(struct ring_shm *s, const uint32_t *hdr_seq, uint32_t h, int valid,
+                      uint64_t total_size)
+{
+        /* Trust the copy only if no (re)initialization overlapped it. */
+        if (ring_hdr_moved(hdr_seq, h))
+                return -EAGAIN;
+        if (valid < 0)
+                return valid;
+        return ring_shm_cover(s, total_size);
+}
+
+int ring_shm_unlink(const char *name)
+{
+        char wname[NAME_MAX + 2];
+        int k, q = 0;
+
+        k = ring_shm_name_check(name);
+        if (k < 0)
+                return k;
+        ring_shm_wait_name(name, wname);
+        if (shm_unlink(name) < 0)
+                q = -errno;
+        if (shm_unlink(wname) < 0 && errno != ENOENT && q == 0)
+                q = -errno;
+        return q;
 }
 
 /* ---- sleeping and waking (fring.c note 7) ----------------------------------------- */
@@ -192,7 +350,8 @@ int ring_wake(uint32_t *notify, const struct ring_waitpage *w, bool always)
 }
 
 int ring_sleep_begin(const uint32_t *notify, struct ring_waitpage *w,
-                     bool (*has_data)(const void *ctx), const void *ctx, uint32_t *ret_val)
+                     bool (*has_data)(const void *ctx), const void *ctx,
+                     const uint32_t **ret_word, uint32_t *ret_val)
 {
         uint32_t v;
 
@@ -210,6 +369,7 @@ int ring_sleep_begin(const uint32_t *notify, struct ring_waitpage *w,
                 ring_sleep_end(w);
                 return 1;
         }
+        *ret_word = notify;
         *ret_val = v;
         return 0;
 }
@@ -222,15 +382,16 @@ void ring_sleep_end(struct ring_waitpage *w)
 int ring_sleep(const uint32_t *notify, struct ring_waitpage *w, bool (*has_data)(const void *ctx),
                const void *ctx, int timeout_ms)
 {
+        const uint32_t *word;
         uint32_t v;
         int k;
 
         if (timeout_ms == 0)
                 return has_data(ctx) ? 0 : -ETIMEDOUT;
-        k = ring_sleep_begin(notify, w, has_data, ctx, &v);
+        k = ring_sleep_begin(notify, w, has_data, ctx, &word, &v);
         if (k > 0)
                 return 0;
-        k = ring_futex_wait(notify, v, timeout_ms);
+        k = ring_futex_wait(word, v, timeout_ms);
         ring_sleep_end(w);
         return k;
 }

@@ -2,12 +2,15 @@
  *
  * Used by fring.c (the frontier ring) and lring.c (the catalog log ring) only: POSIX
  * shared-memory names derived from the instance id, the ownership check a producer makes
- * before it takes an object over, the wait page (NAME.wait) and the sleep/wake
- * handshake over it (fring.c note 7).  Nothing here
- * keeps state or logs; errors are -errno.
+ * before it takes an object over, opening and mapping a ring's two objects from either
+ * side (struct ring_shm), the wait page (NAME.wait) and the sleep/wake handshake over it
+ * (fring.c note 7), and the header seqlock as both sides use it.  Each ring keeps its
+ * own layout and semantics.  Nothing here keeps state beyond what the caller's handle
+ * owns, or logs; errors are -errno.
  */
 #pragma once
 
+#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,6 +61,53 @@ struct ring_waitpage {
                        offsetof(T, waiters) == offsetof(struct ring_waitpage, waiters), \
                        "wait page layout")
 
+/* ---- the two objects of one ring, as one side holds them --------------------------- */
+
+/* NAME and NAME.wait, open and mapped by the producer's or a reader's handle, which owns
+ * them.  map is map_size bytes of NAME: read-write for the producer, PROT_READ for a
+ * reader.  ring_shm_init() first; ring_shm_done() releases whatever is set, so it also
+ * undoes a failed ring_shm_create() or ring_shm_attach(). */
+struct ring_shm {
+        int fd;                         /* NAME: the producer's (O_RDWR) holds its flock,
+                                         * a reader's (O_RDONLY) is kept to remap a grown
+                                         * layout */
+        int wait_fd;                    /* NAME.wait, O_RDWR */
+        void *map;
+        size_t map_size;
+        struct ring_waitpage *wait;     /* read-write mapping of NAME.wait */
+};
+
+void ring_shm_init(struct ring_shm *s);
+void ring_shm_done(struct ring_shm *s);
+
+/* Producer: opens NAME (creating it if needed, 0600, own uid only: ring_shm_secure()),
+ * takes the exclusive producer flock (-EBUSY while another producer holds it), opens
+ * NAME.wait (ring_waitpage_create(): before NAME is sized, so that a reader that finds
+ * NAME valid finds NAME.wait too) and maps size bytes of NAME (ring_shm_map_rw()).
+ * name passed ring_shm_name_check(). */
+int ring_shm_create(struct ring_shm *s, const char *name, uint64_t size, uint64_t wait_magic,
+                    uint32_t version);
+/* Producer: maps size bytes of NAME read-write in place of the current mapping (if any),
+ * growing the object to size first if it is smaller.  It never shrinks it: a reader's
+ * mapping past a new end would raise SIGBUS.  On failure the current mapping stays. */
+int ring_shm_map_rw(struct ring_shm *s, uint64_t size);
+
+/* Reader: opens NAME read-only and maps all of it PROT_READ.  -EINVAL/-ENAMETOOLONG for
+ * a bad name (ring_shm_name_check()), -EAGAIN if the object is empty (created, not sized
+ * yet: the producer is busy), -EBADMSG if it is smaller than min_size. */
+int ring_shm_attach(struct ring_shm *s, const char *name, size_t min_size);
+/* Reader: NAME.wait, mapped read-write (ring_waitpage_attach()). */
+int ring_shm_attach_wait(struct ring_shm *s, const char *name, uint64_t wait_magic,
+                         uint32_t version);
+/* Reader: a header promising need bytes was validated.  If that is more than is mapped
+ * (a producer restarted with a bigger layout), maps the whole object again in place of
+ * the current mapping; -EBADMSG if the object is smaller than need. */
+int ring_shm_cover(struct ring_shm *s, uint64_t need);
+
+/* Unlinks NAME and NAME.wait.  -EINVAL/-ENAMETOOLONG for a bad name, else the first
+ * error (a missing NAME.wait is none). */
+int ring_shm_unlink(const char *name);
+
 /* Producer: opens (creating if needed) NAME.wait, mode 0600, own uid only.  A page that
  * is new or of another magic or version is initialized (waiters 0, the magic stored
  * last with release); a valid one is kept as is, waiters included.  On success *ret_fd
@@ -83,11 +133,12 @@ int ring_sleep(const uint32_t *notify, struct ring_waitpage *w, bool (*has_data)
 /* ring_sleep() in two halves, for a reader whose sleep is asynchronous (an event loop's
  * io_uring futex wait): begin returns 1 at once if has_data(ctx); else it counts the
  * reader in waiters, re-checks (1 after taking the count back if has_data() turned
- * true) and returns 0 with *ret_val, the value of *notify to FUTEX_WAIT on (shared).
- * After each 0 the reader sleeps however it likes and then calls ring_sleep_end()
- * exactly once, whatever the sleep's outcome. */
+ * true) and returns 0 with *ret_word = notify and *ret_val, the value of *notify to
+ * FUTEX_WAIT on (shared).  After each 0 the reader sleeps however it likes and then
+ * calls ring_sleep_end() exactly once, whatever the sleep's outcome. */
 int ring_sleep_begin(const uint32_t *notify, struct ring_waitpage *w,
-                     bool (*has_data)(const void *ctx), const void *ctx, uint32_t *ret_val);
+                     bool (*has_data)(const void *ctx), const void *ctx,
+                     const uint32_t **ret_word, uint32_t *ret_val);
 void ring_sleep_end(struct ring_waitpage *w);
 
 /* The header seqlock (fring.c note 4): hdr_seq is 0 never initialized, odd while the
@@ -97,6 +148,68 @@ void ring_sleep_end(struct ring_waitpage *w);
 uint32_t ring_hdr_write_begin(uint32_t *hdr_seq);
 void ring_hdr_write_end(uint32_t *hdr_seq, uint32_t seq);
 bool ring_hdr_moved(const uint32_t *hdr_seq, uint32_t h);
+
+/* A reader's side of the header seqlock: the value its private copy of the layout was
+ * validated under (even, nonzero; 0 before the first validation, never re-read from
+ * shared memory) and the last value it found damaged (not news for its wait until the
+ * producer moves hdr_seq again). */
+struct ring_hdr_view {
+        uint32_t seq;
+        uint32_t rejected;
+};
+
+/* Reader: adopts a private copy of the header made under seqlock value h and already
+ * checked by the ring (valid: 0 or the ring's -EBADMSG/-EPROTO).  -EAGAIN if hdr_seq
+ * moved since h (the copy may be torn, whatever valid says; this re-check is the
+ * seqlock's, after the copy's loads), else valid's error, else makes sure the
+ * total_size bytes it describes are mapped (ring_shm_cover()). */
+int ring_reader_adopt(struct ring_shm *s, const uint32_t *hdr_seq, uint32_t h, int valid,
+                      uint64_t total_size);
+
+/* Reader-internal error: the producer is (re)initializing the region (hdr_seq 0 or odd). */
+#define RING_E_INITIALIZING     EINPROGRESS
+
+/* Reader: brings its layout up to date with *hdr_seq before it reads the region.  If
+ * hdr_seq is a new even value, revalidate(rd, h) validates and adopts the layout (and
+ * sets v->seq = h); its -EBADMSG or -EPROTO marks h rejected.  On success *ret_h is the
+ * value to re-check with ring_hdr_moved() after reading.  -RING_E_INITIALIZING while
+ * hdr_seq is 0 or odd, else revalidate()'s errors.  Inline: every read starts here. */
+static inline int ring_reader_sync(const uint32_t *hdr_seq, struct ring_hdr_view *v,
+                                   int (*revalidate)(void *rd, uint32_t h), void *rd,
+                                   uint32_t *ret_h)
+{
+        /* Pairs with the release store in ring_hdr_write_end(): the region as
+         * initialized is visible to us if we see its hdr_seq. */
+        uint32_t h = __atomic_load_n(hdr_seq, __ATOMIC_ACQUIRE);
+        int k;
+
+        if (h == 0 || (h & 1))
+                return -RING_E_INITIALIZING;
+        if (h != v->seq) {
+                k = revalidate(rd, h);
+                if (k == -EBADMSG || k == -EPROTO)
+                        v->rejected = h;
+                if (k < 0)
+                        return k;
+        }
+        *ret_h = h;
+        return 0;
+}
+
+/* Reader, for its has_data() of ring_sleep(): what *hdr_seq says before the reader
+ * looks at its data.  -1: nothing to read (the producer is (re)initializing, or the value
+ * is the one found damaged: sleep until the producer moves it); 1: a new layout, which
+ * the reader's next call adopts; 0: the layout it has, look at the data. */
+static inline int ring_hdr_news(const uint32_t *hdr_seq, const struct ring_hdr_view *v)
+{
+        uint32_t h = __atomic_load_n(hdr_seq, __ATOMIC_ACQUIRE);
+
+        if (h == 0 || (h & 1))
+                return -1;
+        if (h != v->seq)
+                return h != v->rejected ? 1 : -1;
+        return 0;
+}
 
 static inline void ring_cpu_relax(void)
 {

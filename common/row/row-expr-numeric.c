@@ -12,10 +12,28 @@ static bool is_int_literal(const Coord__Plan__Expr *e)
                e->literal && e->literal->value_case == COORD__PLAN__DATUM__VALUE_INT_VALUE;
 }
 
+/* How many arguments numeric function func takes: 1 for NEG, ABS, CEIL and FLOOR, 3 for
+ * NUMERIC_TYPMOD, 2 for the others (rx_check_numeric_call() rejects what is not one). */
+static size_t numeric_arity(int func)
+{
+        switch (func) {
+        case COORD__PLAN__FUNC__FUNC_NEG:
+        case COORD__PLAN__FUNC__FUNC_ABS:
+        case COORD__PLAN__FUNC__FUNC_CEIL:
+        case COORD__PLAN__FUNC__FUNC_FLOOR:
+                return 1;
+        case COORD__PLAN__FUNC__FUNC_NUMERIC_TYPMOD:
+                return 3;
+        default:
+                return 2;
+        }
+}
+
 int rx_check_numeric_call(const Coord__Plan__Expr *e, const enum row_type *input,
                           size_t n_input, unsigned depth, struct row_error *err)
 {
         const Coord__Plan__Call *c = e->call;
+        size_t n;
         int r;
 
         if ((int)e->type != ROW_TYPE_NUMERIC)
@@ -25,13 +43,13 @@ int rx_check_numeric_call(const Coord__Plan__Expr *e, const enum row_type *input
         case COORD__PLAN__FUNC__FUNC_ABS:
         case COORD__PLAN__FUNC__FUNC_CEIL:
         case COORD__PLAN__FUNC__FUNC_FLOOR:
-                return rx_check_args(c, 1, 1, ROW_TYPE_NUMERIC, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_ADD:
         case COORD__PLAN__FUNC__FUNC_SUB:
         case COORD__PLAN__FUNC__FUNC_MUL:
         case COORD__PLAN__FUNC__FUNC_DIV:
         case COORD__PLAN__FUNC__FUNC_MOD:
-                return rx_check_args(c, 2, 2, ROW_TYPE_NUMERIC, input, n_input, depth, err);
+                n = numeric_arity((int)c->func);
+                return rx_check_args(c, n, n, ROW_TYPE_NUMERIC, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_ROUND:
         case COORD__PLAN__FUNC__FUNC_TRUNC:
                 r = rx_check_args(c, 2, 2, -1, input, n_input, depth, err);
@@ -94,26 +112,11 @@ int rx_eval_numeric(const Coord__Plan__Expr *e, const struct row_datum *row, siz
 {
         const Coord__Plan__Call *c = e->call;
         struct row_datum a[3];
-        size_t n;
         int r;
 
         if ((int)e->type != ROW_TYPE_NUMERIC)
                 return rx_invalid(err, "numeric function not of type numeric");
-        switch (c->func) {
-        case COORD__PLAN__FUNC__FUNC_NEG:
-        case COORD__PLAN__FUNC__FUNC_ABS:
-        case COORD__PLAN__FUNC__FUNC_CEIL:
-        case COORD__PLAN__FUNC__FUNC_FLOOR:
-                n = 1;
-                break;
-        case COORD__PLAN__FUNC__FUNC_NUMERIC_TYPMOD:
-                n = 3;
-                break;
-        default:
-                n = 2;
-                break;
-        }
-        r = eval_args(c, n, row, n_row, ctx, depth, a, ret, err);
+        r = eval_args(c, numeric_arity((int)c->func), row, n_row, ctx, depth, a, ret, err);
         if (r != 0)
                 return r < 0 ? r : 0;
         switch (c->func) {

@@ -110,6 +110,12 @@ int rx_check_args(const Coord__Plan__Call *c, size_t min, size_t max, int type,
         return 0;
 }
 
+/* Whether argument e is a literal of the given type (its value may still be NULL). */
+static bool is_literal_of(const Coord__Plan__Expr *e, int type)
+{
+        return e->kind_case == COORD__PLAN__EXPR__KIND_LITERAL && (int)e->type == type;
+}
+
 /* CASE: (condition, result) pairs and the else; the conditions boolean, the results of
  * the result type (int4 and int8 mix, as in COALESCE). */
 static int check_case(const Coord__Plan__Call *c, int t, const enum row_type *input,
@@ -144,8 +150,7 @@ static int check_check_constraint(const Coord__Plan__Call *c, int t, const enum 
         if ((int)c->args[0]->type != t || (int)c->args[1]->type != ROW_TYPE_BOOL)
                 return rx_invalid(err, "argument of the wrong type");
         for (size_t i = 2; i < 4; i++)
-                if (c->args[i]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
-                    (int)c->args[i]->type != ROW_TYPE_TEXT ||
+                if (!is_literal_of(c->args[i], ROW_TYPE_TEXT) ||
                     c->args[i]->literal->value_case != COORD__PLAN__DATUM__VALUE_TEXT_VALUE)
                         return rx_invalid(err, "a CHECK constraint without its names");
         return 0;
@@ -164,12 +169,10 @@ static int check_varchar(const Coord__Plan__Call *c, int t, const enum row_type 
         arg = (int)c->args[0]->type;
         if (t != (bp ? ROW_TYPE_BPCHAR : ROW_TYPE_TEXT) ||
             !(arg == ROW_TYPE_TEXT || (bp && arg == ROW_TYPE_BPCHAR)) ||
-            c->args[1]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
-            (int)c->args[1]->type != ROW_TYPE_INT4 ||
+            !is_literal_of(c->args[1], ROW_TYPE_INT4) ||
             c->args[1]->literal->value_case != COORD__PLAN__DATUM__VALUE_INT_VALUE ||
             c->args[1]->literal->int_value < 1 ||
-            c->args[2]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
-            (int)c->args[2]->type != ROW_TYPE_BOOL ||
+            !is_literal_of(c->args[2], ROW_TYPE_BOOL) ||
             c->args[2]->literal->value_case != COORD__PLAN__DATUM__VALUE_BOOL_VALUE)
                 return rx_invalid(err, "varchar(n) without its length");
         return 0;
@@ -186,9 +189,34 @@ static int check_assert_not_null(const Coord__Plan__Call *c, int t, const enum r
         if ((int)c->args[0]->type != t)
                 return rx_invalid(err, "argument of the wrong type");
         for (size_t i = 1; i < 3; i++)
-                if (c->args[i]->kind_case != COORD__PLAN__EXPR__KIND_LITERAL ||
-                    (int)c->args[i]->type != ROW_TYPE_TEXT)
+                if (!is_literal_of(c->args[i], ROW_TYPE_TEXT))
                         return rx_invalid(err, "a NOT NULL check without its names");
+        return 0;
+}
+
+/* Whether call e (e->call set) is arithmetic on numeric values, which row-expr-numeric.c
+ * checks and evaluates. */
+static bool is_numeric_call(const Coord__Plan__Expr *e)
+{
+        const int f = (int)e->call->func;
+
+        return (int)e->type == ROW_TYPE_NUMERIC &&
+               (f == COORD__PLAN__FUNC__FUNC_NEG || f == COORD__PLAN__FUNC__FUNC_ADD ||
+                f == COORD__PLAN__FUNC__FUNC_SUB || f == COORD__PLAN__FUNC__FUNC_MUL ||
+                f == COORD__PLAN__FUNC__FUNC_DIV || f == COORD__PLAN__FUNC__FUNC_MOD ||
+                f == COORD__PLAN__FUNC__FUNC_ABS);
+}
+
+/* What check() and eval() require of every node before they look at its kind: a depth
+ * within ROW_EXPR_MAX_DEPTH (54001), a node, a valid type. */
+static int node_valid(const Coord__Plan__Expr *e, unsigned depth, struct row_error *err)
+{
+        if (depth >= ROW_EXPR_MAX_DEPTH)
+                return too_deep(err);
+        if (!e)
+                return rx_invalid(err, "missing expression");
+        if (!row_type_valid((int)e->type))
+                return rx_invalid(err, "expression without a type");
         return 0;
 }
 
@@ -200,11 +228,7 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
 
         if (!c)
                 return rx_invalid(err, "call without a function");
-        if (t == ROW_TYPE_NUMERIC &&
-            (c->func == COORD__PLAN__FUNC__FUNC_NEG || c->func == COORD__PLAN__FUNC__FUNC_ADD ||
-             c->func == COORD__PLAN__FUNC__FUNC_SUB || c->func == COORD__PLAN__FUNC__FUNC_MUL ||
-             c->func == COORD__PLAN__FUNC__FUNC_DIV || c->func == COORD__PLAN__FUNC__FUNC_MOD ||
-             c->func == COORD__PLAN__FUNC__FUNC_ABS))
+        if (is_numeric_call(e))
                 return rx_check_numeric_call(e, input, n_input, depth, err);
         switch (c->func) {
         case COORD__PLAN__FUNC__FUNC_NEG:
@@ -324,13 +348,11 @@ static int check(const Coord__Plan__Expr *e, const enum row_type *input, size_t 
                  unsigned depth, struct row_error *err)
 {
         struct row_datum d;
+        int r;
 
-        if (depth >= ROW_EXPR_MAX_DEPTH)
-                return too_deep(err);
-        if (!e)
-                return rx_invalid(err, "missing expression");
-        if (!row_type_valid((int)e->type))
-                return rx_invalid(err, "expression without a type");
+        r = node_valid(e, depth, err);
+        if (r < 0)
+                return r;
         switch (e->kind_case) {
         case COORD__PLAN__EXPR__KIND_COLUMN:
                 if (e->column >= n_input)
@@ -385,26 +407,38 @@ int rx_eval_arg(const Coord__Plan__Call *c, size_t i, const struct row_datum *ro
         return eval(c->args[i], row, n_row, ctx, depth + 1, ret, err);
 }
 
-/* The two arguments of a function that is NULL when either is: 1 with *ret NULL when
- * one is, 0 with both in *x and *y, or an error. */
-static int eval_strict2(const Coord__Plan__Call *c, const struct row_datum *row, size_t n_row,
-                        const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *x,
-                        struct row_datum *y, struct row_datum *ret, struct row_error *err)
+/* The first n (1 or 2) arguments of a function that is NULL when one of them is, the
+ * caller having checked n_args: 1 with *ret NULL when one is, 0 with them in *x and *y
+ * (*y untouched when n is 1), or an error. */
+static int eval_args_strict(const Coord__Plan__Call *c, size_t n, const struct row_datum *row,
+                            size_t n_row, const struct row_expr_ctx *ctx, unsigned depth,
+                            struct row_datum *x, struct row_datum *y, struct row_datum *ret,
+                            struct row_error *err)
 {
         int r;
 
-        if (c->n_args != 2)
-                return rx_invalid(err, "wrong number of arguments");
+        assert(n == 1 || n == 2);
         r = rx_eval_arg(c, 0, row, n_row, ctx, depth, x, err);
-        if (r >= 0)
+        if (r >= 0 && n == 2)
                 r = rx_eval_arg(c, 1, row, n_row, ctx, depth, y, err);
         if (r < 0)
                 return r;
-        if (x->kind == ROW_KIND_NULL || y->kind == ROW_KIND_NULL) {
+        if (x->kind == ROW_KIND_NULL || (n == 2 && y->kind == ROW_KIND_NULL)) {
                 *ret = ROW_DATUM_NULL;
                 return 1;
         }
         return 0;
+}
+
+/* The two arguments of a function that is NULL when either is: eval_args_strict() after
+ * checking that there are two. */
+static int eval_strict2(const Coord__Plan__Call *c, const struct row_datum *row, size_t n_row,
+                        const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *x,
+                        struct row_datum *y, struct row_datum *ret, struct row_error *err)
+{
+        if (c->n_args != 2)
+                return rx_invalid(err, "wrong number of arguments");
+        return eval_args_strict(c, 2, row, n_row, ctx, depth, x, y, ret, err);
 }
 
 static int eval_arith(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
@@ -422,18 +456,9 @@ static int eval_arith(const Coord__Plan__Expr *e, const struct row_datum *row, s
                 return rx_invalid(err, "wrong number of arguments");
         if (!rx_type_is_int((int)e->type))
                 return rx_invalid(err, "arithmetic on a non-integer type");
-        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
-        if (r < 0)
-                return r;
-        if (!unary) {
-                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &b, err);
-                if (r < 0)
-                        return r;
-        }
-        if (a.kind == ROW_KIND_NULL || b.kind == ROW_KIND_NULL) {
-                *ret = ROW_DATUM_NULL;
-                return 0;
-        }
+        r = eval_args_strict(c, c->n_args, row, n_row, ctx, depth, &a, &b, ret, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
         if (a.kind != ROW_KIND_INT || b.kind != ROW_KIND_INT)
                 return rx_invalid(err, "arithmetic on a non-integer value");
         switch (c->func) {
@@ -1012,15 +1037,9 @@ static int eval_text(const Coord__Plan__Expr *e, const struct row_datum *row, si
 
         if (c->n_args != (concat ? 2u : 1u))
                 return rx_invalid(err, "wrong number of arguments");
-        r = rx_eval_arg(c, 0, row, n_row, ctx, depth, &a, err);
-        if (r >= 0 && concat)
-                r = rx_eval_arg(c, 1, row, n_row, ctx, depth, &b, err);
-        if (r < 0)
-                return r;
-        if (a.kind == ROW_KIND_NULL || b.kind == ROW_KIND_NULL) {
-                *ret = ROW_DATUM_NULL;
-                return 0;
-        }
+        r = eval_args_strict(c, c->n_args, row, n_row, ctx, depth, &a, &b, ret, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
         if (a.kind != ROW_KIND_TEXT || b.kind != ROW_KIND_TEXT)
                 return rx_invalid(err, "text function of a non-text value");
         if (c->func == COORD__PLAN__FUNC__FUNC_LENGTH) {
@@ -1267,11 +1286,7 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
 
         if (!c)
                 return rx_invalid(err, "call without a function");
-        if ((int)e->type == ROW_TYPE_NUMERIC &&
-            (c->func == COORD__PLAN__FUNC__FUNC_NEG || c->func == COORD__PLAN__FUNC__FUNC_ADD ||
-             c->func == COORD__PLAN__FUNC__FUNC_SUB || c->func == COORD__PLAN__FUNC__FUNC_MUL ||
-             c->func == COORD__PLAN__FUNC__FUNC_DIV || c->func == COORD__PLAN__FUNC__FUNC_MOD ||
-             c->func == COORD__PLAN__FUNC__FUNC_ABS))
+        if (is_numeric_call(e))
                 return rx_eval_numeric(e, row, n_row, ctx, depth, ret, err);
         switch (c->func) {
         case COORD__PLAN__FUNC__FUNC_NEG:
@@ -1377,12 +1392,11 @@ static int eval(const Coord__Plan__Expr *e, const struct row_datum *row, size_t 
                 const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
                 struct row_error *err)
 {
-        if (depth >= ROW_EXPR_MAX_DEPTH)
-                return too_deep(err);
-        if (!e)
-                return rx_invalid(err, "missing expression");
-        if (!row_type_valid((int)e->type))
-                return rx_invalid(err, "expression without a type");
+        int r;
+
+        r = node_valid(e, depth, err);
+        if (r < 0)
+                return r;
         switch (e->kind_case) {
         case COORD__PLAN__EXPR__KIND_COLUMN:
                 if (e->column >= n_row)
