@@ -556,10 +556,16 @@ static int select_from_where(struct analyzer *a, const PgQuery__SelectStmt *s, s
         r = plan_from(a, s, &p->from, &p->plan);
         if (r < 0)
                 return r;
+        if (p->sq && a->outer->dom && a->outer->dom->on) {
+                r = domain_join(a, a->outer, p->sq, &p->from, &p->plan);
+                if (r < 0)
+                        return r;
+        }
         a->scope = &p->from;
         a->no_agg = "WHERE";
         n_from = p->from.n;
-        p->wat = (struct attach){ .scope = &p->from, .base_n = p->from.n, .empty = rel_known_empty(p->plan) };
+        p->wat = (struct attach){ .scope = &p->from, .base_n = p->from.n, .rows = p->plan,
+                                  .empty = rel_known_empty(p->plan) };
         r = truth_sublinks(a, s->where_clause, &p->wat);
         a->attach = &p->wat;
         if (p->sq)
@@ -661,7 +667,8 @@ static int select_list(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
         /* The list, HAVING and ORDER BY see aggregates when grouped. */
         a->agg = p->grouped ? &p->agg : NULL;
         a->no_agg = p->grouped ? NULL : "this context";
-        p->lat = (struct attach){ .scope = &p->from, .base_n = p->from.n, .empty = rel_known_empty(p->plan) };
+        p->lat = (struct attach){ .scope = &p->from, .base_n = p->from.n, .rows = p->plan,
+                                  .empty = rel_known_empty(p->plan) };
         p->gat = (struct attach){ .scope = &p->late, .late = true, .outer = &p->from };
         a->attach = p->grouped ? &p->gat : &p->lat;
         for (size_t i = 0; i < s->n_target_list; i++) {
