@@ -25,8 +25,10 @@
  * (3) the equality path is tried first and the domain path only where it refused a
  *     reference (domain.wanted): the equality path has no product;
  * (4) an aggregate without GROUP BY still gets its value over no rows for outer rows
- *     without inner rows (expr_sublink()), which is planned without keys: a list
- *     reading D outside its aggregates is refused there (0A000), not planned wrong.
+ *     without inner rows (expr_sublink()): its list with each aggregate replaced by its
+ *     value over no rows and each D column by the outer column it stands for
+ *     (domain_default(), from select_reduce()); a list reading anything else there (a
+ *     subquery's column) is refused (0A000), not planned wrong.
  *
  * plan_correlated() plans again while references to columns outside D are met (at most
  * once per column of the enclosing scope).  Only the columns the rows hold before their
@@ -130,6 +132,61 @@ int domain_join(struct analyzer *a, const struct outer *o, struct subq *sq, stru
         return 0;
 }
 
+/* Replace, in *pe, key column i (< nk) by a copy of outer[i] and aggregate column nk + k
+ * by agg k's value over no rows (count: 0, the others NULL).  -ENOENT: another column. */
+static int default_subst(Coord__Plan__Expr **pe, size_t nk, const struct agg_ctx *agg,
+                         Coord__Plan__Expr *const *outer)
+{
+        Coord__Plan__Expr *e = *pe, *n;
+        size_t c;
+
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_CALL) {
+                for (size_t i = 0; i < e->call->n_args; i++) {
+                        int r = default_subst(&e->call->args[i], nk, agg, outer);
+
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        if (e->kind_case != COORD__PLAN__EXPR__KIND_COLUMN)
+                return 0;
+        c = e->column;
+        if (c < nk) {
+                n = expr_copy(outer[c]);
+        } else if (c - nk < agg->n) {
+                Coord__Plan__AggFunc f = agg->funcs[c - nk];
+                bool count = f == COORD__PLAN__AGG_FUNC__AGG_COUNT ||
+                             f == COORD__PLAN__AGG_FUNC__AGG_COUNT_STAR;
+
+                n = expr_literal(agg->types[c - nk], count ? &ROW_DATUM_INT(0) : &ROW_DATUM_NULL);
+        } else {
+                return -ENOENT;
+        }
+        if (!n)
+                return -ENOMEM;
+        expr_free(e);
+        *pe = n;
+        return 0;
+}
+
+/* The value over no rows of e, an output of a global Reduce (nk keys, D's, then agg's
+ * aggregates), for the outer row whose D values are outer[0..nk): note 4.  *ret NULL:
+ * e reads another column. */
+int domain_default(const Coord__Plan__Expr *e, size_t nk, const struct agg_ctx *agg,
+                   Coord__Plan__Expr *const *outer, Coord__Plan__Expr **ret)
+{
+        Coord__Plan__Expr *d = expr_copy(e);
+        int r = d ? default_subst(&d, nk, agg, outer) : -ENOMEM;
+
+        if (r < 0) {
+                expr_free(d);
+                d = NULL;
+        }
+        *ret = d;
+        return r == -ENOENT ? 0 : r;
+}
+
 /* Plan a subquery in the scope of a->attach: by the equality path, else (when that
  * refused a reference and the rows allow it) over its domain q->dom.  Note 3. */
 int plan_correlated(struct analyzer *a, const PgQuery__Node *sub, bool plain, struct subq *q,
@@ -154,6 +211,7 @@ int plan_correlated(struct analyzer *a, const PgQuery__Node *sub, bool plain, st
                 }
                 free(q->inner);
                 free(q->outer);
+                expr_free(q->dflt);
                 *q = (struct subq){ .dom = d };
                 scope_done(out);
                 *out = (struct scope){ 0 };

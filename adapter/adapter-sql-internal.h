@@ -224,6 +224,9 @@ struct subq {
         bool global;                    /* aggregates without GROUP BY */
         bool having;
         struct domain *dom;             /* the domain path's, when dom->on: keys are D's */
+        /* Over the domain, global: its value over no rows, over the enclosing scope
+         * (domain_default()); NULL where that cannot be had. */
+        Coord__Plan__Expr *dflt;
 };
 
 /* A subquery's columns joined to the rows of its scope. */
@@ -500,6 +503,8 @@ int domain_join(struct analyzer *a, const struct outer *o, struct subq *sq, stru
                 Coord__Plan__Relation **plan);
 int plan_correlated(struct analyzer *a, const PgQuery__Node *sub, bool plain, struct subq *q,
                     Coord__Plan__Relation **ret, struct scope *out);
+int domain_default(const Coord__Plan__Expr *e, size_t nk, const struct agg_ctx *agg,
+                   Coord__Plan__Expr *const *outer, Coord__Plan__Expr **ret);
 
 /* adapter-sql-optimize.c */
 bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi);

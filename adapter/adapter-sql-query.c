@@ -794,6 +794,13 @@ static int select_reduce(struct analyzer *a, struct select_plan *p)
                 if (r < 0)
                         return r;
         }
+        /* Over its domain, a global subquery's value over no rows (adapter-sql-correlate.c
+         * note 4). */
+        if (p->sq && p->sq->global && p->sq->dom && p->sq->dom->on && p->o.n) {
+                r = domain_default(p->o.e[0], p->nk, &p->agg, p->sq->outer, &p->sq->dflt);
+                if (r < 0)
+                        return analyzer_oom(a);
+        }
         for (size_t i = 0; i < p->n_sort; i++) {
                 r = p->sort_exprs[i] ? regroup(a, &p->sort_exprs[i], p->keys, p->nk, &p->from) : 0;
                 if (r < 0)

@@ -52,6 +52,7 @@ static void subq_done(struct subq *q)
         }
         free(q->inner);
         free(q->outer);
+        expr_free(q->dflt);
         *q = (struct subq){ 0 };
 }
 
@@ -942,7 +943,16 @@ static int expr_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const st
         size_t n = 0;
         int r;
 
-        if (q->n && q->global) {
+        if (q->n && q->global && q->having)
+                return FAIL_AT(a, sl->location, "0A000", "HAVING in a correlated "
+                               "scalar subquery without GROUP BY is not supported");
+        if (q->n && q->global && q->dom && q->dom->on) {
+                /* Over the domain: the value over no rows, per outer row (domain_default()). */
+                if (!q->dflt)
+                        return FAIL_AT(a, sl->location, "0A000", "a correlated subquery with "
+                                       "aggregates and without GROUP BY whose list reads a "
+                                       "subquery's column is not supported");
+        } else if (q->n && q->global) {
                 /* The value for outer rows with no inner rows. */
                 _cleanup_(scope_done) struct scope out0 = { 0 };
                 _cleanup_(subq_done) struct subq q0 = { .empty = true, .dom = q->dom };
@@ -950,18 +960,7 @@ static int expr_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const st
                 const Coord__Plan__AggFunc f = COORD__PLAN__AGG_FUNC__AGG_MAX;
                 const uint32_t c = 0;
 
-                if (q->having)
-                        return FAIL_AT(a, sl->location, "0A000", "HAVING in a correlated "
-                                       "scalar subquery without GROUP BY is not supported");
                 r = plan_subquery(a, sub, true, &q0, &S0, &out0);
-                if (r < 0 && q->dom && q->dom->on && a->err) {
-                        /* Its list read D's columns, which are no keys over no rows. */
-                        memset(a->err, 0, sizeof(*a->err));
-                        return FAIL_AT(a, sl->location, "0A000", "a correlated subquery with "
-                                       "aggregates and without GROUP BY may refer to the query it "
-                                       "is in outside its aggregates only when correlated by "
-                                       "equalities (inner = outer) alone: not supported");
-                }
                 if (r >= 0)
                         r = attach_add(a, ac, rel_reduce(S0, 0, &f, &c, &pt[1], 1), NULL, 0,
                                        &pt[1], 1, &d_col);
@@ -975,7 +974,7 @@ static int expr_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const st
         /* CASE [WHEN cnt IS NULL THEN default] WHEN cnt > 1 THEN 21000 ELSE max END */
         if (q->n && q->global) {
                 v[n++] = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NULL, col_of(ROW_TYPE_INT8, first));
-                v[n++] = col_of(vtype, d_col);
+                v[n++] = q->dom && q->dom->on ? expr_copy(q->dflt) : col_of(vtype, d_col);
         }
         v[n++] = cmp_int8(COORD__PLAN__FUNC__FUNC_GT, first, 1);
         v[n++] = expr_call(vtype, COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS, NULL, 0);
@@ -1066,6 +1065,38 @@ static int in_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typ
         return attach_value(a, ac, value, "?column?", ret);
 }
 
+/* EXISTS, IN, x op ANY/ALL over a correlated aggregate without GROUP BY (q->global),
+ * which has one row for every outer row, its value over no rows where nothing correlates:
+ * EXISTS is true, and x op ANY/ALL (IN: =) is x op that value, the scalar subquery
+ * (expr_sublink()).  With HAVING it may have none: refused.  Consumes S. */
+static int one_row_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const char *op,
+                           struct typed *x, const struct subq *q, Coord__Plan__Relation *S,
+                           const struct scope *out, int vtype, struct typed *ret)
+{
+        _cleanup_(typed_done) struct typed v = { .location = -1 };
+        int r;
+
+        if (q->having || sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK) {
+                rel_free(S);
+                if (q->having)
+                        return FAIL_AT(a, sl->location, "0A000", "HAVING in a correlated subquery "
+                                       "with aggregates and without GROUP BY is not supported");
+                return typed_literal(a, ROW_TYPE_BOOL, &ROW_DATUM_BOOL(true), false, sl->location,
+                                     ret);
+        }
+        r = expr_sublink(a, sl, q, S, out, vtype, &v);
+        if (r >= 0 && x->unknown)
+                r = coerce_unknown(a, x, vtype);
+        if (r < 0)
+                return r;
+        *ret = *x;
+        *x = (struct typed){ .location = -1 };
+        r = binary_op(a, op, ret, &v, sl->location);
+        if (r < 0)
+                typed_done(ret);
+        return r;
+}
+
 static int sublink_planned(struct analyzer *a, const PgQuery__SubLink *sl, struct domain *dom,
                            struct typed *ret)
 {
@@ -1141,6 +1172,8 @@ static int sublink_planned(struct analyzer *a, const PgQuery__SubLink *sl, struc
 
         if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ARRAY_SUBLINK)
                 return array_sublink(a, sl, &q, TAKE_PTR(S), &out, vtype, ret);
+        if (q.n && q.global && sl->sub_link_type != PG_QUERY__SUB_LINK_TYPE__EXPR_SUBLINK)
+                return one_row_sublink(a, sl, op, &x, &q, TAKE_PTR(S), &out, vtype, ret);
 
         if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK)
                 return exists_sublink(a, &q, TAKE_PTR(S), ret);

@@ -1103,6 +1103,27 @@ static void ev_exists_range(const struct state *s, struct rel *o)
         }
 }
 
+/* An aggregate without GROUP BY has one row per outer row, its value over no rows where
+ * nothing correlates: SELECT a, b, (SELECT coalesce(max(c), t1.a) ... WHERE t2.c < t1.b),
+ * EXISTS (SELECT count(*) ... WHERE t2.a = t1.a), 0 IN (the same). */
+static void ev_one_row(const struct state *s, struct rel *o)
+{
+        *o = (struct rel){ .nc = 5 };
+        EACH(i, T1(s)) {
+                struct v a = T1(s)->r[i][0], b = T1(s)->r[i][1], m = VN;
+                int64_t n = 0;
+
+                EACH(j, T2(s)) {
+                        struct v c = T2(s)->r[j][1];
+
+                        if (is_true(v_cmp(c, LT, b)) && (isnul(m) || c.i > m.i))
+                                m = c;
+                        n += is_true(v_cmp(T2(s)->r[j][0], EQ, a));
+                }
+                rel_add(o, a, b, isnul(m) ? a : m, vb(true), vb(n == 0));
+        }
+}
+
 /* SELECT a, b, count(*) of t2 with c > b, max(c) of t2 with a = t1.a AND c < b, and the
  * one value b + 1 of (SELECT DISTINCT t1.b + 1 ... WHERE t2.a = t1.a) (NULL for none). */
 static void ev_scalar_range(const struct state *s, struct rel *o)
@@ -1459,6 +1480,10 @@ static struct obj objs[] = {
         { K_MV, "mv_quantified_ne",
           "SELECT a, b, b > ALL (SELECT c FROM t2 WHERE t2.a <> t1.a) AS g, "
           "b <= ANY (SELECT c FROM t2 WHERE t2.a < t1.a) AS l FROM t1", ev_quantified_ne },
+        { K_MV, "mv_one_row",
+          "SELECT a, b, (SELECT coalesce(max(c), t1.a) FROM t2 WHERE t2.c < t1.b) AS m, "
+          "EXISTS (SELECT count(*) FROM t2 WHERE t2.a = t1.a) AS e, "
+          "0 IN (SELECT count(*) FROM t2 WHERE t2.a = t1.a) AS z FROM t1", ev_one_row },
         { K_MV, "mv_scalar",
           "SELECT b, d, (SELECT count(*) FROM t1 WHERE t1.b = t3.b) AS n, "
           "(SELECT max(c) FROM t2 WHERE t2.a = t3.b) AS mc, (SELECT min(a) FROM t1) AS g FROM t3", ev_scalar },
@@ -3084,51 +3109,150 @@ static const struct {
         const char *want[4];
 } dq_cases[] = {
         { "SELECT k, x FROM dq_t WHERE EXISTS (SELECT 1 FROM dq_s WHERE dq_s.v > dq_t.x)",
-          { "1|10;1|11;2|20;4|5", "1|10;1|11;2|20;4|5", "1|10;4|5", "4|5" } },
+          { "1|10;1|11;2|20;4|5",
+            "1|10;1|11;2|20;4|5",
+            "1|10;4|5",
+            "4|5" } },
         { "SELECT k, x FROM dq_t WHERE NOT EXISTS (SELECT 1 FROM dq_s WHERE dq_s.v > dq_t.x)",
-          { "3|NULL;NULL|40", "3|NULL;NULL|40", "1|11;2|20;3|NULL;NULL|40", "2|20;2|30;3|NULL;NULL|40;NULL|NULL" } },
-        { "SELECT k, x FROM dq_t WHERE EXISTS (SELECT 1 FROM dq_s WHERE dq_s.v < dq_t.x AND dq_s.k = dq_t.k)",
-          { "1|11", "1|10;1|11", "1|10;1|11", "" } },
+          { "3|NULL;NULL|40",
+            "3|NULL;NULL|40",
+            "1|11;2|20;3|NULL;NULL|40",
+            "2|20;2|30;3|NULL;NULL|40;NULL|NULL" } },
+        { "SELECT k, x FROM dq_t WHERE EXISTS (SELECT 1 FROM dq_s WHERE dq_s.v < dq_t.x AND dq_s.k = "
+          "dq_t.k)",
+          { "1|11",
+            "1|10;1|11",
+            "1|10;1|11",
+            "" } },
         { "SELECT k, x FROM dq_t WHERE NOT EXISTS (SELECT 1 FROM dq_s WHERE dq_s.k <> dq_t.k)",
-          { "NULL|40", "NULL|40", "NULL|40", "NULL|40;NULL|NULL" } },
-        { "SELECT k, x FROM dq_t WHERE EXISTS (SELECT 1 FROM dq_s WHERE dq_s.k = dq_t.k OR dq_s.v = dq_t.x)",
-          { "1|10;1|11;2|20;4|5;NULL|40", "1|10;1|11;2|20;3|NULL;4|5;NULL|40", "1|10;1|11;3|NULL;4|5", "3|NULL;4|5" } },
+          { "NULL|40",
+            "NULL|40",
+            "NULL|40",
+            "NULL|40;NULL|NULL" } },
+        { "SELECT k, x FROM dq_t WHERE EXISTS (SELECT 1 FROM dq_s WHERE dq_s.k = dq_t.k OR dq_s.v = "
+          "dq_t.x)",
+          { "1|10;1|11;2|20;4|5;NULL|40",
+            "1|10;1|11;2|20;3|NULL;4|5;NULL|40",
+            "1|10;1|11;3|NULL;4|5",
+            "3|NULL;4|5" } },
         { "SELECT k, x, EXISTS (SELECT 1 FROM dq_s WHERE dq_s.v > dq_t.x OR dq_s.w = 5) FROM dq_t",
-          { "1|10|t;1|11|t;2|20|t;3|NULL|t;4|5|t;NULL|40|t", "1|10|t;1|11|t;2|20|t;3|NULL|t;4|5|t;NULL|40|t", "1|10|t;1|11|t;2|20|t;3|NULL|t;4|5|t;NULL|40|t", "2|20|t;2|30|t;3|NULL|t;4|5|t;NULL|40|t;NULL|NULL|t" } },
-        { "SELECT k, x, (SELECT max(dq_s.v) FROM dq_s WHERE dq_s.k = dq_t.k AND dq_s.v < dq_t.lim) FROM dq_t",
-          { "1|10|11;1|11|NULL;2|20|25;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "1|10|11;1|11|9;2|20|25;3|NULL|4;4|5|NULL;NULL|40|NULL", "1|10|11;1|11|9;2|20|NULL;3|NULL|4;4|5|NULL;NULL|40|NULL", "2|20|NULL;2|30|NULL;3|NULL|4;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
+          { "1|10|t;1|11|t;2|20|t;3|NULL|t;4|5|t;NULL|40|t",
+            "1|10|t;1|11|t;2|20|t;3|NULL|t;4|5|t;NULL|40|t",
+            "1|10|t;1|11|t;2|20|t;3|NULL|t;4|5|t;NULL|40|t",
+            "2|20|t;2|30|t;3|NULL|t;4|5|t;NULL|40|t;NULL|NULL|t" } },
+        { "SELECT k, x, (SELECT max(dq_s.v) FROM dq_s WHERE dq_s.k = dq_t.k AND dq_s.v < dq_t.lim) "
+          "FROM dq_t",
+          { "1|10|11;1|11|NULL;2|20|25;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "1|10|11;1|11|9;2|20|25;3|NULL|4;4|5|NULL;NULL|40|NULL",
+            "1|10|11;1|11|9;2|20|NULL;3|NULL|4;4|5|NULL;NULL|40|NULL",
+            "2|20|NULL;2|30|NULL;3|NULL|4;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
         { "SELECT k, x, (SELECT count(*) FROM dq_s WHERE dq_s.v >= dq_t.x) FROM dq_t",
-          { "1|10|4;1|11|3;2|20|2;3|NULL|0;4|5|5;NULL|40|1", "1|10|4;1|11|3;2|20|2;3|NULL|0;4|5|6;NULL|40|1", "1|10|2;1|11|1;2|20|0;3|NULL|0;4|5|4;NULL|40|0", "2|20|0;2|30|0;3|NULL|0;4|5|4;NULL|40|0;NULL|NULL|0" } },
-        { "SELECT k, x, (SELECT sum(dq_s.v) FROM dq_s WHERE dq_s.v BETWEEN dq_t.x AND dq_t.lim) FROM dq_t",
-          { "1|10|21;1|11|NULL;2|20|65;3|NULL|NULL;4|5|NULL;NULL|40|40", "1|10|21;1|11|NULL;2|20|65;3|NULL|NULL;4|5|NULL;NULL|40|40", "1|10|21;1|11|NULL;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "2|20|NULL;2|30|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
-        { "SELECT k, x, (SELECT dq_s.v + dq_t.x FROM dq_s WHERE dq_s.k = dq_t.k AND dq_s.w = 1) FROM dq_t",
-          { "1|10|20;1|11|21;2|20|45;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "1|10|20;1|11|21;2|20|45;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "1|10|20;1|11|21;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "2|20|NULL;2|30|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
+          { "1|10|4;1|11|3;2|20|2;3|NULL|0;4|5|5;NULL|40|1",
+            "1|10|4;1|11|3;2|20|2;3|NULL|0;4|5|6;NULL|40|1",
+            "1|10|2;1|11|1;2|20|0;3|NULL|0;4|5|4;NULL|40|0",
+            "2|20|0;2|30|0;3|NULL|0;4|5|4;NULL|40|0;NULL|NULL|0" } },
+        { "SELECT k, x, (SELECT sum(dq_s.v) FROM dq_s WHERE dq_s.v BETWEEN dq_t.x AND dq_t.lim) FROM "
+          "dq_t",
+          { "1|10|21;1|11|NULL;2|20|65;3|NULL|NULL;4|5|NULL;NULL|40|40",
+            "1|10|21;1|11|NULL;2|20|65;3|NULL|NULL;4|5|NULL;NULL|40|40",
+            "1|10|21;1|11|NULL;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "2|20|NULL;2|30|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
+        { "SELECT k, x, (SELECT dq_s.v + dq_t.x FROM dq_s WHERE dq_s.k = dq_t.k AND dq_s.w = 1) FROM "
+          "dq_t",
+          { "1|10|20;1|11|21;2|20|45;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "1|10|20;1|11|21;2|20|45;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "1|10|20;1|11|21;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "2|20|NULL;2|30|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
         { "SELECT k, x, (SELECT dq_s.w * 100 + dq_t.lim FROM dq_s WHERE dq_s.v = dq_t.x) FROM dq_t",
-          { "1|10|112;1|11|210;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "1|10|112;1|11|210;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "1|10|112;1|11|210;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "2|20|NULL;2|30|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
+          { "1|10|112;1|11|210;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "1|10|112;1|11|210;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "1|10|112;1|11|210;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "2|20|NULL;2|30|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
         { "SELECT k, x, x > ALL (SELECT dq_s.v FROM dq_s WHERE dq_s.k <> dq_t.k) FROM dq_t",
-          { "1|10|f;1|11|f;2|20|f;3|NULL|NULL;4|5|f;NULL|40|t", "1|10|f;1|11|f;2|20|f;3|NULL|NULL;4|5|f;NULL|40|t", "1|10|t;1|11|t;2|20|t;3|NULL|NULL;4|5|f;NULL|40|t", "2|20|t;2|30|t;3|NULL|NULL;4|5|f;NULL|40|t;NULL|NULL|t" } },
+          { "1|10|f;1|11|f;2|20|f;3|NULL|NULL;4|5|f;NULL|40|t",
+            "1|10|f;1|11|f;2|20|f;3|NULL|NULL;4|5|f;NULL|40|t",
+            "1|10|t;1|11|t;2|20|t;3|NULL|NULL;4|5|f;NULL|40|t",
+            "2|20|t;2|30|t;3|NULL|NULL;4|5|f;NULL|40|t;NULL|NULL|t" } },
         { "SELECT k, x, x < ANY (SELECT dq_s.v FROM dq_s WHERE dq_s.w < dq_t.k) FROM dq_t",
-          { "1|10|f;1|11|f;2|20|t;3|NULL|NULL;4|5|t;NULL|40|f", "1|10|f;1|11|f;2|20|t;3|NULL|NULL;4|5|t;NULL|40|f", "1|10|f;1|11|f;2|20|f;3|NULL|NULL;4|5|t;NULL|40|f", "2|20|f;2|30|f;3|NULL|NULL;4|5|t;NULL|40|f;NULL|NULL|f" } },
+          { "1|10|f;1|11|f;2|20|t;3|NULL|NULL;4|5|t;NULL|40|f",
+            "1|10|f;1|11|f;2|20|t;3|NULL|NULL;4|5|t;NULL|40|f",
+            "1|10|f;1|11|f;2|20|f;3|NULL|NULL;4|5|t;NULL|40|f",
+            "2|20|f;2|30|f;3|NULL|NULL;4|5|t;NULL|40|f;NULL|NULL|f" } },
         { "SELECT k, x, x IN (SELECT dq_s.v FROM dq_s WHERE dq_s.k >= dq_t.k) FROM dq_t",
-          { "1|10|t;1|11|t;2|20|NULL;3|NULL|NULL;4|5|f;NULL|40|f", "1|10|t;1|11|t;2|20|NULL;3|NULL|NULL;4|5|f;NULL|40|f", "1|10|t;1|11|t;2|20|f;3|NULL|NULL;4|5|f;NULL|40|f", "2|20|f;2|30|f;3|NULL|NULL;4|5|f;NULL|40|f;NULL|NULL|f" } },
+          { "1|10|t;1|11|t;2|20|NULL;3|NULL|NULL;4|5|f;NULL|40|f",
+            "1|10|t;1|11|t;2|20|NULL;3|NULL|NULL;4|5|f;NULL|40|f",
+            "1|10|t;1|11|t;2|20|f;3|NULL|NULL;4|5|f;NULL|40|f",
+            "2|20|f;2|30|f;3|NULL|NULL;4|5|f;NULL|40|f;NULL|NULL|f" } },
         { "SELECT k, x, x NOT IN (SELECT dq_s.v FROM dq_s WHERE dq_s.k > dq_t.k) FROM dq_t",
-          { "1|10|NULL;1|11|NULL;2|20|t;3|NULL|NULL;4|5|t;NULL|40|t", "1|10|NULL;1|11|NULL;2|20|t;3|NULL|NULL;4|5|t;NULL|40|t", "1|10|t;1|11|t;2|20|t;3|NULL|t;4|5|t;NULL|40|t", "2|20|t;2|30|t;3|NULL|t;4|5|t;NULL|40|t;NULL|NULL|t" } },
+          { "1|10|NULL;1|11|NULL;2|20|t;3|NULL|NULL;4|5|t;NULL|40|t",
+            "1|10|NULL;1|11|NULL;2|20|t;3|NULL|NULL;4|5|t;NULL|40|t",
+            "1|10|t;1|11|t;2|20|t;3|NULL|t;4|5|t;NULL|40|t",
+            "2|20|t;2|30|t;3|NULL|t;4|5|t;NULL|40|t;NULL|NULL|t" } },
         { "SELECT k, x FROM dq_t WHERE x IN (SELECT dq_s.v FROM dq_s WHERE dq_s.k <= dq_t.k)",
-          { "1|10;1|11", "1|10;1|11", "1|10;1|11", "" } },
+          { "1|10;1|11",
+            "1|10;1|11",
+            "1|10;1|11",
+            "" } },
         { "SELECT k, x, (SELECT count(*) FROM dq_s WHERE dq_s.v IS NOT DISTINCT FROM dq_t.x) FROM dq_t",
-          { "1|10|1;1|11|1;2|20|0;3|NULL|1;4|5|1;NULL|40|1", "1|10|1;1|11|1;2|20|0;3|NULL|2;4|5|1;NULL|40|1", "1|10|1;1|11|1;2|20|0;3|NULL|1;4|5|1;NULL|40|0", "2|20|0;2|30|0;3|NULL|1;4|5|1;NULL|40|0;NULL|NULL|1" } },
+          { "1|10|1;1|11|1;2|20|0;3|NULL|1;4|5|1;NULL|40|1",
+            "1|10|1;1|11|1;2|20|0;3|NULL|2;4|5|1;NULL|40|1",
+            "1|10|1;1|11|1;2|20|0;3|NULL|1;4|5|1;NULL|40|0",
+            "2|20|0;2|30|0;3|NULL|1;4|5|1;NULL|40|0;NULL|NULL|1" } },
         { "SELECT k, x, (SELECT min(dq_s.v * dq_t.x) FROM dq_s WHERE dq_s.k = dq_t.k) FROM dq_t",
-          { "1|10|100;1|11|110;2|20|500;3|NULL|NULL;4|5|200;NULL|40|NULL", "1|10|90;1|11|99;2|20|500;3|NULL|NULL;4|5|200;NULL|40|NULL", "1|10|90;1|11|99;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "2|20|NULL;2|30|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
+          { "1|10|100;1|11|110;2|20|500;3|NULL|NULL;4|5|200;NULL|40|NULL",
+            "1|10|90;1|11|99;2|20|500;3|NULL|NULL;4|5|200;NULL|40|NULL",
+            "1|10|90;1|11|99;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "2|20|NULL;2|30|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
         { "SELECT k, x FROM dq_t WHERE (SELECT count(*) FROM dq_s WHERE dq_s.v < dq_t.x) >= 2",
-          { "1|11;2|20;NULL|40", "1|10;1|11;2|20;NULL|40", "1|10;1|11;2|20;NULL|40", "2|20;2|30;NULL|40" } },
+          { "1|11;2|20;NULL|40",
+            "1|10;1|11;2|20;NULL|40",
+            "1|10;1|11;2|20;NULL|40",
+            "2|20;2|30;NULL|40" } },
         { "SELECT k, x, (SELECT dq_s.v FROM dq_s WHERE dq_s.v > dq_t.lim) FROM dq_t",
-          { "!21000", "!21000", "!21000", "!21000" } },
-        { "SELECT k, x, (SELECT max(dq_s.k) FROM dq_s WHERE dq_s.v > dq_t.x GROUP BY dq_s.w HAVING count(*) > 5) FROM dq_t",
-          { "1|10|NULL;1|11|NULL;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "1|10|NULL;1|11|NULL;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "1|10|NULL;1|11|NULL;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL", "2|20|NULL;2|30|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
-        { "SELECT k, x, x = ALL (SELECT dq_s.v FROM dq_s WHERE dq_s.k = dq_t.k OR dq_t.k IS NULL) FROM dq_t",
-          { "1|10|f;1|11|f;2|20|f;3|NULL|t;4|5|f;NULL|40|f", "1|10|f;1|11|f;2|20|f;3|NULL|NULL;4|5|f;NULL|40|f", "1|10|f;1|11|f;2|20|t;3|NULL|NULL;4|5|t;NULL|40|f", "2|20|t;2|30|t;3|NULL|NULL;4|5|t;NULL|40|f;NULL|NULL|NULL" } },
-        { "SELECT k, x, (SELECT count(dq_s.k) FROM dq_s WHERE dq_s.v > dq_t.x OR dq_t.x IS NULL) FROM dq_t",
-          { "1|10|3;1|11|2;2|20|2;3|NULL|5;4|5|4;NULL|40|0", "1|10|3;1|11|2;2|20|2;3|NULL|7;4|5|5;NULL|40|0", "1|10|1;1|11|0;2|20|0;3|NULL|4;4|5|3;NULL|40|0", "2|20|0;2|30|0;3|NULL|4;4|5|3;NULL|40|0;NULL|NULL|4" } },
+          { "!21000",
+            "!21000",
+            "!21000",
+            "!21000" } },
+        { "SELECT k, x, (SELECT max(dq_s.k) FROM dq_s WHERE dq_s.v > dq_t.x GROUP BY dq_s.w HAVING "
+          "count(*) > 5) FROM dq_t",
+          { "1|10|NULL;1|11|NULL;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "1|10|NULL;1|11|NULL;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "1|10|NULL;1|11|NULL;2|20|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL",
+            "2|20|NULL;2|30|NULL;3|NULL|NULL;4|5|NULL;NULL|40|NULL;NULL|NULL|NULL" } },
+        { "SELECT k, x, x = ALL (SELECT dq_s.v FROM dq_s WHERE dq_s.k = dq_t.k OR dq_t.k IS NULL) FROM "
+          "dq_t",
+          { "1|10|f;1|11|f;2|20|f;3|NULL|t;4|5|f;NULL|40|f",
+            "1|10|f;1|11|f;2|20|f;3|NULL|NULL;4|5|f;NULL|40|f",
+            "1|10|f;1|11|f;2|20|t;3|NULL|NULL;4|5|t;NULL|40|f",
+            "2|20|t;2|30|t;3|NULL|NULL;4|5|t;NULL|40|f;NULL|NULL|NULL" } },
+        { "SELECT k, x, (SELECT count(dq_s.k) FROM dq_s WHERE dq_s.v > dq_t.x OR dq_t.x IS NULL) FROM "
+          "dq_t",
+          { "1|10|3;1|11|2;2|20|2;3|NULL|5;4|5|4;NULL|40|0",
+            "1|10|3;1|11|2;2|20|2;3|NULL|7;4|5|5;NULL|40|0",
+            "1|10|1;1|11|0;2|20|0;3|NULL|4;4|5|3;NULL|40|0",
+            "2|20|0;2|30|0;3|NULL|4;4|5|3;NULL|40|0;NULL|NULL|4" } },
+        { "SELECT k, x, (SELECT count(*) + dq_t.x FROM dq_s WHERE dq_s.v > dq_t.x) FROM dq_t",
+          { "1|10|13;1|11|13;2|20|22;3|NULL|NULL;4|5|9;NULL|40|40",
+            "1|10|13;1|11|13;2|20|22;3|NULL|NULL;4|5|10;NULL|40|40",
+            "1|10|11;1|11|11;2|20|20;3|NULL|NULL;4|5|8;NULL|40|40",
+            "2|20|20;2|30|30;3|NULL|NULL;4|5|8;NULL|40|40;NULL|NULL|NULL" } },
+        { "SELECT k, x, (SELECT coalesce(max(dq_s.v), dq_t.lim) FROM dq_s WHERE dq_s.v < dq_t.x) FROM "
+          "dq_t",
+          { "1|10|5;1|11|10;2|20|11;3|NULL|5;4|5|NULL;NULL|40|25",
+            "1|10|9;1|11|10;2|20|11;3|NULL|5;4|5|4;NULL|40|25",
+            "1|10|9;1|11|10;2|20|11;3|NULL|5;4|5|4;NULL|40|11",
+            "2|20|11;2|30|11;3|NULL|5;4|5|4;NULL|40|11;NULL|NULL|NULL" } },
+        { "SELECT k, x, EXISTS (SELECT count(*) FROM dq_s WHERE dq_s.v > dq_t.x) AS e, 0 IN (SELECT "
+          "count(*) FROM dq_s WHERE dq_s.k = dq_t.k) AS z FROM dq_t",
+          { "1|10|t|f;1|11|t|f;2|20|t|f;3|NULL|t|t;4|5|t|f;NULL|40|t|t",
+            "1|10|t|f;1|11|t|f;2|20|t|f;3|NULL|t|f;4|5|t|f;NULL|40|t|t",
+            "1|10|t|f;1|11|t|f;2|20|t|t;3|NULL|t|f;4|5|t|t;NULL|40|t|t",
+            "2|20|t|t;2|30|t|t;3|NULL|t|f;4|5|t|t;NULL|40|t|t;NULL|NULL|t|t" } },
+        { "SELECT k, x, x > ALL (SELECT max(dq_s.v) FROM dq_s WHERE dq_s.v < dq_t.lim) FROM dq_t",
+          { "1|10|f;1|11|t;2|20|f;3|NULL|NULL;4|5|NULL;NULL|40|f",
+            "1|10|f;1|11|t;2|20|f;3|NULL|NULL;4|5|NULL;NULL|40|f",
+            "1|10|f;1|11|t;2|20|t;3|NULL|NULL;4|5|NULL;NULL|40|t",
+            "2|20|t;2|30|t;3|NULL|NULL;4|5|NULL;NULL|40|t;NULL|NULL|NULL" } },
 };
 
 static bool dq_check(PGconn *c, const char *sql, const char *want)
@@ -3169,11 +3293,12 @@ static void test_subqueries_domain(void)
                                 CU_ASSERT(dq_check(c, dq_cases[i].sql, dq_cases[i].want[w]));
                 }
         }
-        /* Still refused: two levels out, LATERAL in effect, a DELETE's WHERE. */
+        /* Still refused: two levels out, a global aggregate's list reading a subquery's
+         * column, a DELETE's WHERE. */
         CU_ASSERT(fails_with(c, "SELECT k FROM dq_t WHERE EXISTS (SELECT 1 FROM dq_s WHERE EXISTS "
                                 "(SELECT 1 FROM dq_s s2 WHERE s2.v > dq_t.x))", "0A000"));
-        CU_ASSERT(fails_with(c, "SELECT k, (SELECT count(*) + dq_t.x FROM dq_s WHERE dq_s.v > dq_t.x) "
-                                "FROM dq_t", "0A000"));
+        CU_ASSERT(fails_with(c, "SELECT k, (SELECT count(*) + (SELECT max(v) FROM dq_s) FROM dq_s "
+                                "WHERE dq_s.v > dq_t.x) FROM dq_t", "0A000"));
         CU_ASSERT(fails_with(c, "DELETE FROM dq_t WHERE EXISTS (SELECT 1 FROM dq_s WHERE dq_s.v > dq_t.x)",
                              "0A000"));
         CU_ASSERT(ok(c, "DROP TABLE dq_t, dq_s CASCADE"));
