@@ -1190,6 +1190,13 @@ int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, struct t
                         return FAIL_AT(a, c->location, "0A000", "a subquery in HAVING or in the list "
                                        "of a grouped SELECT may not refer to the query it is in "
                                        "(column \"%s\"): not supported yet", name);
+                if (!o->dom)    /* plan_subquery(): a UNION's or VALUES' */
+                        return FAIL_AT(a, c->location, "0A000", "a subquery with UNION, INTERSECT, "
+                                       "EXCEPT or VALUES may not refer to column \"%s\" of the "
+                                       "query it is in: not supported", name);
+                r = domain_ref(a, o, found, name, c->location, ret);
+                if (r != 0)
+                        return r < 0 ? r : 0;
                 if (!o->collect)
                         return FAIL_AT(a, c->location, "0A000", "a subquery may refer to column "
                                        "\"%s\" of the query it is in only in equalities joined by "

@@ -186,8 +186,24 @@ struct scope {
 
 #define LATE_MARK 0x10000000u
 
+/* A correlated subquery planned over its domain ("Subqueries", the domain path): D, the
+ * distinct values of the enclosing query's columns it reads over the rows it is attached
+ * to, is joined to its FROM, and each reference reads D's column there. */
+struct domain {
+        uint32_t *cols;                 /* the enclosing scope's columns read, in order */
+        size_t n;
+        bool on;                        /* planning over D: references read its columns */
+        bool wanted;                    /* the equality path refused a reference */
+        bool grew;                      /* a reference outside cols met: plan again */
+        const struct scope *scope;      /* the subquery's FROM, once D is joined to it */
+        uint32_t base;                  /* D's first column there */
+};
+
 struct outer {
         const struct scope *scope;      /* the enclosing query's columns */
+        const Coord__Plan__Relation *rows; /* its rows (rows_n wide), NULL: no domain path */
+        size_t rows_n;
+        struct domain *dom;             /* the subquery's domain, NULL: none */
         const struct outer *up;         /* further out: references to it are refused */
         bool collect;                   /* in the subquery's WHERE: references allowed */
         bool refuse;                    /* a grouped query's: no reference at all */
@@ -214,6 +230,10 @@ struct subq {
         size_t n_visible;               /* the subquery's own columns; its n keys follow */
         bool global;                    /* aggregates without GROUP BY */
         bool having;
+        struct domain *dom;             /* the domain path's, when dom->on: keys are D's */
+        /* Over the domain, global: its value over no rows, over the enclosing scope
+         * (domain_default()); NULL where that cannot be had. */
+        Coord__Plan__Expr *dflt;
 };
 
 /* A subquery's columns joined to the rows of its scope. */
@@ -222,6 +242,7 @@ struct attachment {
         Coord__Plan__Expr **keys;       /* nk, over the scope */
         Coord__Plan__Type *ptypes;
         size_t nk, np;
+        size_t n_safe;                  /* the first n_safe keys match NULL to NULL in T */
         Coord__Plan__Expr *value;       /* over the scope and payload, or NULL */
         uint32_t first;                 /* the payload's first column */
 };
@@ -229,6 +250,9 @@ struct attachment {
 struct attach {
         struct scope *scope;            /* gains hidden columns: payloads, values */
         size_t base_n;                  /* its width before the first attachment */
+        /* Those rows (base_n wide), where a subquery may take its domain from them;
+         * borrowed, valid while its expressions are analyzed.  NULL: no domain path. */
+        const Coord__Plan__Relation *rows;
         /* A grouped SELECT's list and HAVING: uncorrelated subqueries only, joined to the
          * Reduce's rows; their columns are LATE_MARK | index in scope (empty at first)
          * until the Reduce's width is known (regroup()). */
@@ -479,6 +503,19 @@ bool rel_known_empty(const Coord__Plan__Relation *rel);
 int moot_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
 int plan_where(struct analyzer *a, Coord__Plan__Relation **pr, Coord__Plan__Expr *pred,
                       struct attach *ac, struct subq *sq, size_t n_from);
+int plan_subquery(struct analyzer *a, const PgQuery__Node *sub, bool plain, struct subq *q,
+                  Coord__Plan__Relation **ret, struct scope *out);
+
+/* adapter-sql-correlate.c */
+void domain_done(struct domain *d);
+int domain_ref(struct analyzer *a, const struct outer *o, size_t col, const char *name,
+               int location, struct typed *ret);
+int domain_join(struct analyzer *a, const struct outer *o, struct subq *sq, struct scope *from,
+                Coord__Plan__Relation **plan);
+int plan_correlated(struct analyzer *a, const PgQuery__Node *sub, bool plain, struct subq *q,
+                    Coord__Plan__Relation **ret, struct scope *out);
+int domain_default(const Coord__Plan__Expr *e, size_t nk, const struct agg_ctx *agg,
+                   Coord__Plan__Expr *const *outer, Coord__Plan__Expr **ret);
 
 /* adapter-sql-optimize.c */
 bool expr_columns(const Coord__Plan__Expr *e, uint32_t *lo, uint32_t *hi);

@@ -556,10 +556,16 @@ static int select_from_where(struct analyzer *a, const PgQuery__SelectStmt *s, s
         r = plan_from(a, s, &p->from, &p->plan);
         if (r < 0)
                 return r;
+        if (p->sq && a->outer->dom && a->outer->dom->on) {
+                r = domain_join(a, a->outer, p->sq, &p->from, &p->plan);
+                if (r < 0)
+                        return r;
+        }
         a->scope = &p->from;
         a->no_agg = "WHERE";
         n_from = p->from.n;
-        p->wat = (struct attach){ .scope = &p->from, .base_n = p->from.n, .empty = rel_known_empty(p->plan) };
+        p->wat = (struct attach){ .scope = &p->from, .base_n = p->from.n, .rows = p->plan,
+                                  .empty = rel_known_empty(p->plan) };
         r = truth_sublinks(a, s->where_clause, &p->wat);
         a->attach = &p->wat;
         if (p->sq)
@@ -661,7 +667,8 @@ static int select_list(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__
         /* The list, HAVING and ORDER BY see aggregates when grouped. */
         a->agg = p->grouped ? &p->agg : NULL;
         a->no_agg = p->grouped ? NULL : "this context";
-        p->lat = (struct attach){ .scope = &p->from, .base_n = p->from.n, .empty = rel_known_empty(p->plan) };
+        p->lat = (struct attach){ .scope = &p->from, .base_n = p->from.n, .rows = p->plan,
+                                  .empty = rel_known_empty(p->plan) };
         p->gat = (struct attach){ .scope = &p->late, .late = true, .outer = &p->from };
         a->attach = p->grouped ? &p->gat : &p->lat;
         for (size_t i = 0; i < s->n_target_list; i++) {
@@ -786,6 +793,13 @@ static int select_reduce(struct analyzer *a, struct select_plan *p)
                 r = regroup(a, &p->o.e[i], p->keys, p->nk, &p->from);
                 if (r < 0)
                         return r;
+        }
+        /* Over its domain, a global subquery's value over no rows (adapter-sql-correlate.c
+         * note 4). */
+        if (p->sq && p->sq->global && p->sq->dom && p->sq->dom->on && p->o.n) {
+                r = domain_default(p->o.e[0], p->nk, &p->agg, p->sq->outer, &p->sq->dflt);
+                if (r < 0)
+                        return analyzer_oom(a);
         }
         for (size_t i = 0; i < p->n_sort; i++) {
                 r = p->sort_exprs[i] ? regroup(a, &p->sort_exprs[i], p->keys, p->nk, &p->from) : 0;

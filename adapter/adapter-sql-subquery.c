@@ -28,9 +28,12 @@
  * attachment (for its keys), never the copies of copies of a chain of left joins.
  * Without keys A is a Reduce without keys: one row, always.
  *
- * A correlated subquery may refer to the query it is in only in equalities `inner =
- * outer` that are conjuncts of its WHERE (they are the keys); anything else, and a
- * reference two levels out, is refused (0A000), never planned wrong.  An aggregate
+ * The keys of a correlated subquery are its equalities `inner = outer` that are
+ * conjuncts of its WHERE (the equality path).  Where it refers to the query it is in
+ * otherwise (`s.v > t.x`, an OR, its list), plan_correlated() plans it again over its
+ * domain (adapter-sql-correlate.c): D's columns are then the keys, matched NULL to NULL
+ * in T (attachment n_safe).  A reference two levels out, from a subquery in its FROM, or
+ * where the rows give no domain is refused (0A000), never planned wrong.  An aggregate
  * without GROUP BY (`SELECT count(*) ... WHERE s.k = t.k`) has a row also for outer
  * rows with no inner rows: the subquery planned over no rows gives that value (attached
  * without keys); HAVING in such a subquery is refused, as that row would be wrong for
@@ -49,6 +52,7 @@ static void subq_done(struct subq *q)
         }
         free(q->inner);
         free(q->outer);
+        expr_free(q->dflt);
         *q = (struct subq){ 0 };
 }
 
@@ -256,12 +260,44 @@ static Coord__Plan__Relation *rel_keys(Coord__Plan__Relation *input, size_t w,
         return input ? rel_project(input, TAKE_PTR(out), nk) : NULL;
 }
 
-/* A: for every key of dom (width dw), T's payload or NULLs.  Consumes dom and t. */
+/* rel with coalesce(c, zero) and c IS NULL for its columns [0, ns) of the types
+ * of keys appended: equal in two rows iff the columns are equal or both NULL. */
+static Coord__Plan__Relation *null_safe_cols(Coord__Plan__Relation *rel,
+                                             Coord__Plan__Expr *const *keys, size_t ns)
+{
+        Coord__Plan__Expr **m = calloc(2 * ns, sizeof(*m));
+
+        for (size_t i = 0; m && i < ns; i++) {
+                int type = (int)keys[i]->type;
+                Coord__Plan__Expr *c = expr_column(type, (uint32_t)i);
+
+                m[2 * i] = expr_call2(type, COORD__PLAN__FUNC__FUNC_COALESCE,
+                                      expr_column(type, (uint32_t)i), zero_of(type));
+                m[2 * i + 1] = c ? expr_call(ROW_TYPE_BOOL, COORD__PLAN__FUNC__FUNC_IS_NULL, &c, 1)
+                                 : NULL;
+                if (!m[2 * i] || !m[2 * i + 1]) {
+                        for (size_t k = 0; k <= 2 * i + 1; k++)
+                                expr_free(m[k]);
+                        free(TAKE_PTR(m));
+                }
+        }
+        if (!m) {
+                rel_free(rel);
+                return NULL;
+        }
+        return rel_map(rel, m, 2 * ns);
+}
+
+/* A: for every key of dom (width dw), T's payload or NULLs; T matches the first ns keys
+ * NULL-safely (null_safe_cols()).  Consumes dom and t. */
 static Coord__Plan__Relation *attach_total(Coord__Plan__Relation *dom, size_t dw,
-                                           Coord__Plan__Expr *const *keys, size_t nk,
+                                           Coord__Plan__Expr *const *keys, size_t nk, size_t ns,
                                            Coord__Plan__Relation *t, const Coord__Plan__Type *pt,
                                            size_t np)
 {
+        _cleanup_free_ uint32_t *lk = malloc((nk + 2 * ns + 1) * sizeof(*lk));
+        _cleanup_free_ uint32_t *rk = malloc((nk + 2 * ns + 1) * sizeof(*rk));
+        size_t m = 0;
         _cleanup_free_ uint32_t *seq = malloc((nk ? nk : 1) * sizeof(*seq));
         _cleanup_free_ uint32_t *out = malloc((nk + np) * sizeof(*out));
         _cleanup_free_ uint32_t *cols = malloc((np ? np : 1) * sizeof(*cols));
@@ -269,18 +305,32 @@ static Coord__Plan__Relation *attach_total(Coord__Plan__Relation *dom, size_t dw
         Coord__Plan__Relation *K = rel_keys(dom, dw, keys, nk), *M = NULL, *N = NULL, **parts = NULL;
         Coord__Plan__Expr **nulls = calloc(np ? np : 1, sizeof(*nulls));
 
-        if (!seq || !out || !cols || !funcs || !K || !nulls)
+        if (!seq || !out || !cols || !funcs || !K || !nulls || !lk || !rk)
                 goto fail;
-        for (size_t i = 0; i < nk; i++)
+        for (size_t i = 0; i < nk; i++) {
                 seq[i] = out[i] = (uint32_t)i;
+                if (i >= ns) {
+                        lk[m] = rk[m] = (uint32_t)i;
+                        m++;
+                        continue;
+                }
+                lk[m] = (uint32_t)(nk + 2 * i);
+                rk[m++] = (uint32_t)(nk + np + 2 * i);
+                lk[m] = (uint32_t)(nk + 2 * i + 1);
+                rk[m++] = (uint32_t)(nk + np + 2 * i + 1);
+        }
         for (size_t j = 0; j < np; j++) {
-                out[nk + j] = (uint32_t)(2 * nk + j);
+                out[nk + j] = (uint32_t)(2 * nk + 2 * ns + j);
                 cols[j] = (uint32_t)(nk + j);
                 funcs[j] = COORD__PLAN__AGG_FUNC__AGG_MAX;
                 if (!(nulls[j] = expr_literal(pt[j], &ROW_DATUM_NULL)))
                         goto fail;
         }
-        M = rel_join_keys(rel_copy(K), TAKE_PTR(t), seq, seq, nk);
+        if (ns)
+                M = rel_join_keys(null_safe_cols(rel_copy(K), keys, ns),
+                                  null_safe_cols(TAKE_PTR(t), keys, ns), lk, rk, m);
+        else
+                M = rel_join_keys(rel_copy(K), TAKE_PTR(t), seq, seq, nk);
         M = M ? rel_project(M, TAKE_PTR(out), nk + np) : NULL;
         N = rel_map(TAKE_PTR(K), TAKE_PTR(nulls), np);
         parts = calloc(2, sizeof(*parts));
@@ -406,7 +456,8 @@ int attach_apply(struct analyzer *a, struct attach *ac, Coord__Plan__Relation **
                                         from_base = false;
                         dom = rel_copy(from_base ? base : *pr);
                         dw = from_base ? ac->base_n : x->first;
-                        A = attach_total(dom, dw, x->keys, x->nk, TAKE_PTR(x->t), x->ptypes, x->np);
+                        A = attach_total(dom, dw, x->keys, x->nk, x->n_safe, TAKE_PTR(x->t),
+                                         x->ptypes, x->np);
                         *pr = A ? attach_join(ac->scope, *pr, x->first, x->keys, x->nk, A, x->np) : NULL;
                         if (!A) {
                                 rel_freep(pr);
@@ -482,11 +533,14 @@ static int attach_value(struct analyzer *a, struct attach *ac, Coord__Plan__Expr
         return ret->e ? 0 : analyzer_oom(a);
 }
 
-/* Plan a subquery in the scope of ac (correlation: q, when plain). */
-static int plan_subquery(struct analyzer *a, const PgQuery__Node *sub, bool plain, struct subq *q,
-                         Coord__Plan__Relation **ret, struct scope *out)
+/* Plan a subquery in the scope of ac (correlation: q, when plain; over its domain when
+ * q->dom->on, adapter-sql-correlate.c). */
+int plan_subquery(struct analyzer *a, const PgQuery__Node *sub, bool plain, struct subq *q,
+                  Coord__Plan__Relation **ret, struct scope *out)
 {
         struct outer o = { .scope = a->attach->late ? a->attach->outer : a->attach->scope,
+                           .rows = a->attach->late ? NULL : a->attach->rows,
+                           .rows_n = a->attach->base_n, .dom = plain ? q->dom : NULL,
                            .up = a->outer, .refuse = a->attach->late };
         struct outer *outer = a->outer;
         struct attach *attach = a->attach;
@@ -889,17 +943,23 @@ static int expr_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const st
         size_t n = 0;
         int r;
 
-        if (q->n && q->global) {
+        if (q->n && q->global && q->having)
+                return FAIL_AT(a, sl->location, "0A000", "HAVING in a correlated "
+                               "scalar subquery without GROUP BY is not supported");
+        if (q->n && q->global && q->dom && q->dom->on) {
+                /* Over the domain: the value over no rows, per outer row (domain_default()). */
+                if (!q->dflt)
+                        return FAIL_AT(a, sl->location, "0A000", "a correlated subquery with "
+                                       "aggregates and without GROUP BY whose list reads a "
+                                       "subquery's column is not supported");
+        } else if (q->n && q->global) {
                 /* The value for outer rows with no inner rows. */
                 _cleanup_(scope_done) struct scope out0 = { 0 };
-                _cleanup_(subq_done) struct subq q0 = { .empty = true };
+                _cleanup_(subq_done) struct subq q0 = { .empty = true, .dom = q->dom };
                 Coord__Plan__Relation *S0 = NULL;
                 const Coord__Plan__AggFunc f = COORD__PLAN__AGG_FUNC__AGG_MAX;
                 const uint32_t c = 0;
 
-                if (q->having)
-                        return FAIL_AT(a, sl->location, "0A000", "HAVING in a correlated "
-                                       "scalar subquery without GROUP BY is not supported");
                 r = plan_subquery(a, sub, true, &q0, &S0, &out0);
                 if (r >= 0)
                         r = attach_add(a, ac, rel_reduce(S0, 0, &f, &c, &pt[1], 1), NULL, 0,
@@ -914,7 +974,7 @@ static int expr_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const st
         /* CASE [WHEN cnt IS NULL THEN default] WHEN cnt > 1 THEN 21000 ELSE max END */
         if (q->n && q->global) {
                 v[n++] = is_null_of(COORD__PLAN__FUNC__FUNC_IS_NULL, col_of(ROW_TYPE_INT8, first));
-                v[n++] = col_of(vtype, d_col);
+                v[n++] = q->dom && q->dom->on ? expr_copy(q->dflt) : col_of(vtype, d_col);
         }
         v[n++] = cmp_int8(COORD__PLAN__FUNC__FUNC_GT, first, 1);
         v[n++] = expr_call(vtype, COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS, NULL, 0);
@@ -1005,12 +1065,45 @@ static int in_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typ
         return attach_value(a, ac, value, "?column?", ret);
 }
 
-static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret)
+/* EXISTS, IN, x op ANY/ALL over a correlated aggregate without GROUP BY (q->global),
+ * which has one row for every outer row, its value over no rows where nothing correlates:
+ * EXISTS is true, and x op ANY/ALL (IN: =) is x op that value, the scalar subquery
+ * (expr_sublink()).  With HAVING it may have none: refused.  Consumes S. */
+static int one_row_sublink(struct analyzer *a, const PgQuery__SubLink *sl, const char *op,
+                           struct typed *x, const struct subq *q, Coord__Plan__Relation *S,
+                           const struct scope *out, int vtype, struct typed *ret)
+{
+        _cleanup_(typed_done) struct typed v = { .location = -1 };
+        int r;
+
+        if (q->having || sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK) {
+                rel_free(S);
+                if (q->having)
+                        return FAIL_AT(a, sl->location, "0A000", "HAVING in a correlated subquery "
+                                       "with aggregates and without GROUP BY is not supported");
+                return typed_literal(a, ROW_TYPE_BOOL, &ROW_DATUM_BOOL(true), false, sl->location,
+                                     ret);
+        }
+        r = expr_sublink(a, sl, q, S, out, vtype, &v);
+        if (r >= 0 && x->unknown)
+                r = coerce_unknown(a, x, vtype);
+        if (r < 0)
+                return r;
+        *ret = *x;
+        *x = (struct typed){ .location = -1 };
+        r = binary_op(a, op, ret, &v, sl->location);
+        if (r < 0)
+                typed_done(ret);
+        return r;
+}
+
+static int sublink_planned(struct analyzer *a, const PgQuery__SubLink *sl, struct domain *dom,
+                           struct typed *ret)
 {
         struct attach *ac = a->attach;
         _cleanup_(typed_done) struct typed x = { .location = -1 };
         _cleanup_(scope_done) struct scope out = { 0 };
-        _cleanup_(subq_done) struct subq q = { 0 };
+        _cleanup_(subq_done) struct subq q = { .dom = dom };
         _cleanup_(rel_freep) Coord__Plan__Relation *S = NULL;
         const PgQuery__Node *sub = sl->subselect;
         const char *op = sl->n_oper_name ? node_string(sl->oper_name[sl->n_oper_name - 1]) : "=";
@@ -1062,7 +1155,7 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
         plain = sub->node_case == PG_QUERY__NODE__NODE_SELECT_STMT &&
                 sub->select_stmt->op == PG_QUERY__SET_OPERATION__SETOP_NONE &&
                 !sub->select_stmt->n_values_lists;
-        r = plan_subquery(a, sub, plain, &q, &S, &out);
+        r = plan_correlated(a, sub, plain, &q, &S, &out);
         if (r < 0)
                 return r;
         vtype = q.n_visible ? out.cols[0].type : ROW_TYPE_BOOL;
@@ -1079,6 +1172,8 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
 
         if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__ARRAY_SUBLINK)
                 return array_sublink(a, sl, &q, TAKE_PTR(S), &out, vtype, ret);
+        if (q.n && q.global && sl->sub_link_type != PG_QUERY__SUB_LINK_TYPE__EXPR_SUBLINK)
+                return one_row_sublink(a, sl, op, &x, &q, TAKE_PTR(S), &out, vtype, ret);
 
         if (sl->sub_link_type == PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK)
                 return exists_sublink(a, &q, TAKE_PTR(S), ret);
@@ -1091,6 +1186,19 @@ static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struc
 
         /* x IN (subquery), x = ANY, NOT over x <> ALL. */
         return in_sublink(a, sl, &x, &q, TAKE_PTR(S), vtype, truth, negate, ret);
+}
+
+static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret)
+{
+        _cleanup_(domain_done) struct domain dom = { 0 };
+        size_t n0 = a->attach ? a->attach->n : 0;
+        int r = sublink_planned(a, sl, &dom, ret);
+
+        /* Over the domain a NULL in D is a key like any other (adapter-sql-correlate.c
+         * note 2); an IN's own value after D's columns is not. */
+        for (size_t i = n0; r >= 0 && dom.on && i < a->attach->n; i++)
+                a->attach->v[i].n_safe = a->attach->v[i].nk ? dom.n : 0;
+        return r;
 }
 
 /* Is c an equality `inner = outer` (one side reads only the enclosing query, the other
@@ -1141,6 +1249,8 @@ static int correlation(struct analyzer *a, Coord__Plan__Expr *c, struct subq *sq
         return 0;
 refuse:
         expr_free(c);
+        if (a->outer && a->outer->dom)
+                a->outer->dom->wanted = true;   /* the domain path may take it */
         return FAIL(a, "0A000", "a subquery may refer to the query it is in only in equalities "
                     "(inner = outer) joined by AND in its WHERE");
 }
