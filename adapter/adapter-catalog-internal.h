@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "adapter-catalog.h"
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "catalog.pb-c.h"
 
 #define META_NEXT_GID "next_gid"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "catalog.pb-c.h"
 #include "coord.pb-c.h"
 #include "util.h"

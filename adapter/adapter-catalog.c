@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "builtins.h"
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "catalog.pb-c.h"
 #include "coord.pb-c.h"
 #include "util.h"

@@ -40,11 +40,11 @@
 
 #include "adapter-catalog.h"
 #include "adapter-exec.h"
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "catalog.pb-c.h"
 #include "log.h"
-#include "loop.h"
-#include "node.h"
+#include "loop/loop.h"
+#include "node/node.h"
 #include "util.h"
 
 #define META_NEXT_GID "next_gid"

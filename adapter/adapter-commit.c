@@ -24,9 +24,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "killpoint.h"
-#include "loop.h"
+#include "loop/loop.h"
 #include "util.h"
 
 struct job {

@@ -17,10 +17,10 @@
 
 #include "adapter-commit.h"
 #include "adapter-oracle.h"
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "log.h"
-#include "loop.h"
-#include "node.h"
+#include "loop/loop.h"
+#include "node/node.h"
 #include "util.h"
 
 /* ---- groups ---- */

@@ -17,8 +17,8 @@
 #include "adapter-exec.h"
 #include "adapter-pgwire.h"
 #include "adapter-sql.h"
-#include "loop.h"
-#include "row.h"
+#include "loop/loop.h"
+#include "row/row.h"
 
 struct exec;
 struct session;

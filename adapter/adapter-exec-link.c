@@ -15,9 +15,9 @@
 
 #include "adapter-oracle.h"
 #include "builtins.h"
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "log.h"
-#include "node.h"
+#include "node/node.h"
 
 static void streams_lost(struct exec *ex);
 

@@ -18,10 +18,10 @@
 
 #include "adapter-oracle.h"
 #include "builtins.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "log.h"
-#include "node.h"
-#include "row-expr.h"
+#include "node/node.h"
+#include "row/row-expr.h"
 #include "util.h"
 
 /* ---- reads, SHOW and SET ---- */

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "adapter-commit.h"
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "log.h"
-#include "node.h"
+#include "node/node.h"
 #include "util.h"
 
 /* ---- (5) reconciliation of the built-in relations with the catalog ---- */

@@ -19,11 +19,11 @@
 
 #include "adapter-commit.h"
 #include "adapter-oracle.h"
-#include "catalog.h"
-#include "fring.h"
+#include "catalog/catalog.h"
+#include "ring/fring.h"
 #include "log.h"
-#include "node.h"
-#include "row-expr.h"
+#include "node/node.h"
+#include "row/row-expr.h"
 #include "util.h"
 
 /* ---- statements ---- */

@@ -153,12 +153,12 @@
 #include "adapter-oracle.h"
 #include "adapter-pgwire.h"
 #include "adapter-sql.h"
-#include "catalog.h"
-#include "fring.h"
+#include "catalog/catalog.h"
+#include "ring/fring.h"
 #include "log.h"
-#include "loop.h"
-#include "node.h"
-#include "row.h"
+#include "loop/loop.h"
+#include "node/node.h"
+#include "row/row.h"
 #include "util.h"
 
 /* What prepare() keeps for execute(). */

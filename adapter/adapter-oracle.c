@@ -53,7 +53,7 @@
 #include <assert.h>
 #include <stdlib.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "util.h"
 
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 struct gen {

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "loop.h"
+#include "loop/loop.h"
 
 /* --- Output (adapter-pgwire.c note 4) --------------------------------------------- */
 

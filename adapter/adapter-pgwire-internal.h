@@ -18,7 +18,7 @@
 #include <sys/types.h>
 
 #include "adapter-pgwire.h"
-#include "loop.h"
+#include "loop/loop.h"
 #include "util.h"
 
 #define PGWIRE_IN_INIT          (8u << 10)      /* input buffer of an idle conn */

@@ -23,8 +23,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ipc.h"
-#include "loop.h"
+#include "ipc/ipc.h"
+#include "loop/loop.h"
 
 /* --- Accepting --------------------------------------------------------------------- */
 

@@ -100,7 +100,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "loop.h"
+#include "loop/loop.h"
 #include "util.h"
 
 static bool conn_settle(struct pgwire_conn *c);

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "adapter-sql.h"
-#include "row-expr.h"
+#include "row/row-expr.h"
 
 /* Analysis recursion bound: half of what the evaluator accepts, since promotion and
  * casts may add levels to the plan. */

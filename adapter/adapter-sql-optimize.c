@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "row-expr.h"
+#include "row/row-expr.h"
 #include "util.h"
 
 /* ---- The optimizer (run on every plan).

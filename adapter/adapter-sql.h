@@ -46,7 +46,7 @@
 #include <stdint.h>
 
 #include "plan.pb-c.h"
-#include "row.h"
+#include "row/row.h"
 
 /* The PostgreSQL version Coord speaks, as version() reports it ("PostgreSQL " + this);
  * the server_version parameter defaults to the same (PGWIRE_SERVER_VERSION_DEFAULT). */

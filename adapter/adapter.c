@@ -14,13 +14,13 @@
 
 #include "adapter-check.h"
 #include "adapter-exec.h"
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "conf.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "hist.h"
 #include "log.h"
-#include "lring.h"
-#include "node.h"
+#include "ring/lring.h"
+#include "node/node.h"
 #include "util.h"
 
 struct adapter {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "controller-dataflow.h"
-#include "row-expr.h"
+#include "row/row-expr.h"
 #include "util.h"
 
 #define NIL UINT32_MAX

@@ -58,7 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "row-expr.h"
+#include "row/row-expr.h"
 #include "util.h"
 
 /* ---- Byte-string hash maps with stable ids. ---- */

@@ -45,7 +45,7 @@
 
 #include "controller-eval.h"
 #include "plan.pb-c.h"
-#include "row.h"
+#include "row/row.h"
 
 /* ---- Dataflows. ---- */
 

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "row-expr.h"
+#include "row/row-expr.h"
 #include "util.h"
 
 /* ---- Batches. ---- */

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "plan.pb-c.h"
-#include "row.h"
+#include "row/row.h"
 
 /* ---- Batches of updates. ---- */
 

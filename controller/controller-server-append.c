@@ -70,11 +70,11 @@
 #include "controller-dataflow.h"
 #include "controller-eval.h"
 #include "controller-storage.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "hist.h"
 #include "killpoint.h"
 #include "log.h"
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 /* ---- Appends (2), (3), (4), (10) ---------------------------------------------------- */

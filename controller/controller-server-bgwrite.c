@@ -35,7 +35,7 @@
 #include "controller-dataflow.h"
 #include "controller-storage.h"
 #include "log.h"
-#include "node.h"
+#include "node/node.h"
 #include "util.h"
 
 /* Does any of a->writes[0..i) write gid? */

@@ -25,9 +25,9 @@
 #include <string.h>
 
 #include "controller-storage.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "log.h"
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 /* ---- Collections -------------------------------------------------------------------- */

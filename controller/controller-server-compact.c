@@ -39,8 +39,8 @@
 #include "controller-dataflow.h"
 #include "controller-storage.h"
 #include "log.h"
-#include "loop.h"
-#include "row.h"
+#include "loop/loop.h"
+#include "row/row.h"
 #include "util.h"
 
 /* While compaction work is queued, run again this soon. */

@@ -39,11 +39,11 @@
 #include "controller-dataflow.h"
 #include "controller-eval.h"
 #include "controller-storage.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "killpoint.h"
 #include "log.h"
 #include "refresh.h"
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 /* The dataflows reading one gid (s->readers, (13)). */

@@ -24,12 +24,12 @@
 #include "controller-eval.h"
 #include "controller-sink.h"
 #include "controller-storage.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "log.h"
-#include "loop.h"
-#include "node.h"
+#include "loop/loop.h"
+#include "node/node.h"
 #include "refresh.h"
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 /* ---- Installing dataflows (13), (17) ------------------------------------------------ */

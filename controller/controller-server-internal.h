@@ -19,10 +19,10 @@
 #include "controller-server.h"
 #include "controller-eval.h"
 #include "controller-storage.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "hist.h"
 #include "refresh.h"
-#include "row.h"
+#include "row/row.h"
 
 #define NS_PER_MS 1000000ull
 

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "controller-dataflow.h"
-#include "row-expr.h"
+#include "row/row-expr.h"
 #include "util.h"
 
 int server_index_keys(struct arrangement *arr, const Coord__DataflowSpec *sp)

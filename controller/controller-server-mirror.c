@@ -59,10 +59,10 @@
 
 #include "controller-eval.h"
 #include "controller-storage.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "log.h"
-#include "node.h"
-#include "row.h"
+#include "node/node.h"
+#include "row/row.h"
 #include "util.h"
 
 /* ---- Storage (re)opening and listing ------------------------------------------------ */

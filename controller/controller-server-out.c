@@ -34,14 +34,14 @@
 #include <string.h>
 
 #include "controller-storage.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "hist.h"
 #include "killpoint.h"
 #include "log.h"
-#include "loop.h"
-#include "node.h"
+#include "loop/loop.h"
+#include "node/node.h"
 #include "probes.h"
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 /* ---- The output gate (16) ------------------------------------------------------------ */

@@ -82,12 +82,12 @@
 #include "controller-dataflow.h"
 #include "controller-eval.h"
 #include "controller-storage.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "log.h"
-#include "loop.h"
-#include "node.h"
+#include "loop/loop.h"
+#include "node/node.h"
 #include "refresh.h"
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 /* A peek whose evaluation holds the loop this long is logged (peek_slow, (5)). */

@@ -41,10 +41,10 @@
 #include "controller-sink.h"
 #include "controller-source.h"
 #include "controller-storage.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "killpoint.h"
 #include "log.h"
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 /* ---- Sources (20) ------------------------------------------------------------------- */

@@ -61,7 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 /* (22) The count of every key value of one key of a table, at `m.upper` (the table's

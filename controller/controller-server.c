@@ -76,12 +76,12 @@
 #include <string.h>
 
 #include "controller-storage.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "hist.h"
 #include "log.h"
-#include "loop.h"
-#include "node.h"
-#include "row.h"
+#include "loop/loop.h"
+#include "node/node.h"
+#include "row/row.h"
 #include "util.h"
 
 #define MALFORMED_LOG_PER_S 10u

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 struct sink_file {

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 #define SRC_COUNTER 1u

@@ -17,9 +17,9 @@
 #include "conf.h"
 #include "controller-server.h"
 #include "controller-storage.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "log.h"
-#include "node.h"
+#include "node/node.h"
 #include "util.h"
 
 struct controller {

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "node.h"
+#include "node/node.h"
 #include "plan.pb-c.h"
 #include "util.h"
 

@@ -48,16 +48,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "hist.h"
 #include "lifecycle-enact.h"
 #include "lifecycle-internal.h"
 #include "lifecycle-load.h"
 #include "lifecycle-state.h"
 #include "log.h"
-#include "loop.h"
-#include "lring.h"
-#include "node.h"
+#include "loop/loop.h"
+#include "ring/lring.h"
+#include "node/node.h"
 #include "probes.h"
 #include "util.h"
 

@@ -24,7 +24,7 @@
 #include "hist.h"
 #include "lifecycle-load.h"
 #include "lifecycle-state.h"
-#include "loop.h"
+#include "loop/loop.h"
 
 #define NS_PER_MS 1000000ull
 /* Follower lag samples kept for status percentiles. */

@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "builtins.h"
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "lifecycle-enact.h"
 #include "lifecycle-state.h"
 #include "util.h"

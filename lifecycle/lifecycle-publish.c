@@ -24,8 +24,8 @@
 #include "lifecycle-internal.h"
 #include "lifecycle-state.h"
 #include "log.h"
-#include "loop.h"
-#include "node.h"
+#include "loop/loop.h"
+#include "node/node.h"
 #include "probes.h"
 #include "util.h"
 

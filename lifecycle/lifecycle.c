@@ -38,18 +38,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "conf.h"
-#include "fring.h"
+#include "ring/fring.h"
 #include "hist.h"
 #include "lifecycle-enact.h"
 #include "lifecycle-internal.h"
 #include "lifecycle-load.h"
 #include "lifecycle-state.h"
 #include "log.h"
-#include "loop.h"
-#include "lring.h"
-#include "node.h"
+#include "loop/loop.h"
+#include "ring/lring.h"
+#include "node/node.h"
 #include "util.h"
 
 /* ---- node callbacks ---- */

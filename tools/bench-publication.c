@@ -104,7 +104,7 @@
 
 #include "bench-publication.h"
 #include "conf.h"
-#include "node.h"
+#include "node/node.h"
 #include "util.h"
 
 static char *conninfo, *run_dir;

@@ -21,7 +21,7 @@
 
 #include "conf.h"
 #include "coord-drill.h"
-#include "node.h"
+#include "node/node.h"
 #include "util.h"
 
 static const char *const daemon_name[N_DAEMONS] = { "adapter", "lifecycle", "controller" };

@@ -89,7 +89,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "node.h"
+#include "node/node.h"
 
 enum { ADAPTER, LIFECYCLE, CONTROLLER, N_DAEMONS };
 

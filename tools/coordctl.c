@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #include "conf.h"
-#include "metrics.h"
-#include "node.h"
+#include "node/metrics.h"
+#include "node/node.h"
 #include "util.h"
 
 static const Coord__Role daemons[] = {

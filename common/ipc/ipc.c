@@ -64,7 +64,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loop/loop.h"
 #include "probes.h"
 #include "util.h"
 

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loop/loop.h"
 #include "util.h"
 
 #define HTTP_MAX_CONNS          8

@@ -39,11 +39,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fring.h"
+#include "ring/fring.h"
 #include "hist.h"
-#include "ipc.h"
+#include "ipc/ipc.h"
 #include "log.h"
-#include "loop.h"
+#include "loop/loop.h"
 #include "metrics.h"
 #include "node-http.h"
 #include "probes.h"

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "adapter-catalog.h"
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "coord.pb-c.h"
 #include "t.h"
 #include "util.h"

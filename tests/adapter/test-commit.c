@@ -17,8 +17,8 @@
 #include <inttypes.h>
 
 #include "adapter-commit.h"
-#include "catalog.h"
-#include "loop.h"
+#include "catalog/catalog.h"
+#include "loop/loop.h"
 #include "t.h"
 #include "util.h"
 

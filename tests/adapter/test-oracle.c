@@ -14,7 +14,7 @@
 #include <inttypes.h>
 
 #include "adapter-oracle.h"
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "t.h"
 #include "util.h"
 

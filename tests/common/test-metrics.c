@@ -12,7 +12,7 @@
 #include <sys/un.h>
 
 #include "hist.h"
-#include "metrics.h"
+#include "node/metrics.h"
 #include "sdnotify.h"
 #include "t.h"
 #include "util.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "controller-dataflow.h"
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 static Coord__Plan__Relation *get2(uint64_t id)

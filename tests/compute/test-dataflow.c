@@ -14,8 +14,8 @@
 
 #include "controller-dataflow.h"
 #include "plan-build.h"
-#include "row-expr.h"
-#include "row.h"
+#include "row/row-expr.h"
+#include "row/row.h"
 #include "t.h"
 #include "util.h"
 

@@ -48,10 +48,10 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include "fring.h"
-#include "ipc.h"
-#include "node.h"
-#include "row.h"
+#include "ring/fring.h"
+#include "ipc/ipc.h"
+#include "node/node.h"
+#include "row/row.h"
 #include "t.h"
 #include "util.h"
 

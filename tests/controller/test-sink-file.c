@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 
 #include "controller-sink.h"
-#include "row.h"
+#include "row/row.h"
 #include "t.h"
 
 static char *read_all(const char *path)

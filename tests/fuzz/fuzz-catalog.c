@@ -27,10 +27,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "fuzz.h"
 #include "plan.pb-c.h"
-#include "synclog.h"
+#include "catalog/synclog.h"
 #include "util.h"
 
 #define SEG_SIZE        (64u << 10)

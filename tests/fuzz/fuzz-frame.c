@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "ipc.h"
-#include "loop.h"
+#include "ipc/ipc.h"
+#include "loop/loop.h"
 #include "util.h"
 
 #define MAX_FRAME       (64u << 10)     /* small, so the fuzzer reaches -EMSGSIZE */

@@ -34,7 +34,7 @@
 
 #include "adapter-pgwire.h"
 #include "fuzz.h"
-#include "loop.h"
+#include "loop/loop.h"
 #include "util.h"
 
 #define MAX_INPUT       (128u << 10)    /* what a socket buffer takes without a reader */

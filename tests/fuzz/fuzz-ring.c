@@ -31,9 +31,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fring.h"
+#include "ring/fring.h"
 #include "fuzz.h"
-#include "lring.h"
+#include "ring/lring.h"
 
 enum { RING_F, RING_L, _RING_MAX };
 

@@ -18,9 +18,9 @@
 
 #include "adapter-pgcodec.h"
 #include "adapter-sql.h"
-#include "catalog.h"
-#include "ipc.h"
-#include "row.h"
+#include "catalog/catalog.h"
+#include "ipc/ipc.h"
+#include "row/row.h"
 #include "util.h"
 
 static const char *out_dir;

@@ -23,7 +23,7 @@
 #include "adapter-pgcodec.h"
 #include "adapter-sql.h"
 #include "fuzz.h"
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 #define MAX_QUERY       (256u << 10)

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "node.h"
+#include "node/node.h"
 #include "t.h"
 #include "util.h"
 

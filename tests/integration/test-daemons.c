@@ -22,8 +22,8 @@
 #include <sys/wait.h>
 #include <poll.h>
 
-#include "ipc.h"
-#include "node.h"
+#include "ipc/ipc.h"
+#include "node/node.h"
 #include "t.h"
 #include "util.h"
 

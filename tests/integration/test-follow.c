@@ -45,7 +45,7 @@
 #include <pthread.h>
 
 #include "itest.h"
-#include "loop.h"
+#include "loop/loop.h"
 
 /* Whether the status detail of role contains s. */
 static bool detail_has(Coord__Role role, const char *s)

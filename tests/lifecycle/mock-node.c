@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "mock-node.h"
-#include "node.h"
+#include "node/node.h"
 
 struct node *mock_node_new(void)
 {

@@ -9,13 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "coord.pb-c.h"
 #include "lifecycle-enact.h"
 #include "lifecycle-internal.h"
 #include "lifecycle-state.h"
-#include "loop.h"
-#include "lring.h"
+#include "loop/loop.h"
+#include "ring/lring.h"
 #include "mock-node.h"
 #include "t.h"
 #include "util.h"

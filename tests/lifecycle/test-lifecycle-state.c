@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "lifecycle-bounds.h"
 #include "lifecycle-enact.h"
 #include "lifecycle-load.h"

@@ -48,7 +48,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loop/loop.h"
 #include "t.h"
 #include "util.h"
 

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "adapter-sql.h"
-#include "row.h"
+#include "row/row.h"
 #include "util.h"
 
 #define MAX_SAMPLES (1u << 20)

@@ -17,8 +17,8 @@
 #include "adapter-sql.h"
 #include "controller-eval.h"
 #include "plan-build.h"
-#include "row-expr.h"
-#include "row.h"
+#include "row/row-expr.h"
+#include "row/row.h"
 #include "t.h"
 #include "util.h"
 

@@ -4,7 +4,7 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "row.h"
+#include "row/row.h"
 #include "t.h"
 #include "util.h"
 

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "adapter-sql.h"
-#include "row.h"
+#include "row/row.h"
 #include "t.h"
 #include "util.h"
 

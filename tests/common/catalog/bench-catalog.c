@@ -37,7 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "t.h"
 #include "util.h"
 

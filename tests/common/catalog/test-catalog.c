@@ -21,7 +21,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "t.h"
 #include "util.h"
 

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "synclog.h"
+#include "catalog/synclog.h"
 #include "t.h"
 #include "util.h"
 

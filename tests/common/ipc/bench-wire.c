@@ -19,7 +19,7 @@
  * DESIGN.md section 11), "free" lets the scheduler choose (bimodal, hence not the
  * default).  Default: both.  The goal (issue): the ipc round trip within 1.5x of plain.
  */
-#include "ipc.h"
+#include "ipc/ipc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loop/loop.h"
 #include "t.h"
 #include "util.h"
 

@@ -6,7 +6,7 @@
  * -EMSGSIZE.  Run under ASan/valgrind to make "never crashes" mean "never reads out of
  * bounds".
  */
-#include "ipc.h"
+#include "ipc/ipc.h"
 
 #include <errno.h>
 #include <stdint.h>

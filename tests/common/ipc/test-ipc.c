@@ -8,7 +8,7 @@
  * the send-queue limit, socket mode and path handling, the blocking helpers, and (as
  * root) the SO_PEERCRED uid check.  Exits 77 without io_uring.
  */
-#include "ipc.h"
+#include "ipc/ipc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loop/loop.h"
 #include "t.h"
 #include "util.h"
 

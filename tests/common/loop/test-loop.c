@@ -7,7 +7,7 @@
  * stall probe.  Every wait is on an event; a watchdog timer turns a hang into a failure.
  * Exits 77 when io_uring is unavailable (ENOSYS, or EPERM under a seccomp policy).
  */
-#include "loop.h"
+#include "loop/loop.h"
 
 #include <errno.h>
 #include <pthread.h>

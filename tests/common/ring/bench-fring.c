@@ -14,7 +14,7 @@
  * (default 20000 spin, 2000 futex); the throughput run carries 100 * N records
  * (default 2000000).
  */
-#include "fring.h"
+#include "ring/fring.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fring-layout.h"
+#include "ring/fring-layout.h"
 #include "util.h"
 
 enum mode { MODE_SPIN, MODE_FUTEX, MODE_TPUT };

@@ -7,7 +7,7 @@
  *
  * Exits 77 when POSIX shared memory or futexes are unavailable.
  */
-#include "fring.h"
+#include "ring/fring.h"
 
 #include <assert.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "fring-layout.h"
+#include "ring/fring-layout.h"
 #include "t-ring.h"
 #include "t.h"
 #include "util.h"

@@ -10,7 +10,7 @@
  *
  * Exits 77 when POSIX shared memory or futexes are unavailable.
  */
-#include "lring.h"
+#include "ring/lring.h"
 
 #include <assert.h>
 #include <fcntl.h>
@@ -22,7 +22,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "lring-layout.h"
+#include "ring/lring-layout.h"
 #include "t-ring.h"
 #include "t.h"
 #include "util.h"
