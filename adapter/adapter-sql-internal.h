@@ -459,12 +459,11 @@ int write_returning(struct analyzer *a, PgQuery__RangeVar *relation, PgQuery__No
                     size_t n_list, uint64_t id, size_t width, Coord__Plan__Peek **ret_peek,
                     Coord__Plan__Expr ***ret_exprs, size_t *ret_m);
 int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins);
-int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u);
 Coord__Plan__Relation *rows_constant(const struct sql_relation *t, const struct sql_row *rows, size_t n);
+int analyze_where(struct analyzer *a, const PgQuery__Node *where, Coord__Plan__Expr **ret);
+
 /* adapter-sql-upsert.c */
 int plan_upsert(struct analyzer *a, const PgQuery__InsertStmt *ins, const struct sql_relation *rel);
-int analyze_where(struct analyzer *a, const PgQuery__Node *where, Coord__Plan__Expr **ret);
-const char *figure_colname(const PgQuery__Node *n);
 
 /* adapter-sql-from.c */
 void scope_done(struct scope *sc);
@@ -479,6 +478,7 @@ int plan_from(struct analyzer *a, const PgQuery__SelectStmt *s, struct scope *sc
                      Coord__Plan__Relation **ret);
 
 /* adapter-sql-query.c */
+const char *figure_colname(const PgQuery__Node *n);
 bool has_limit(const PgQuery__SelectStmt *s);
 int limit_offset(struct analyzer *a, const PgQuery__SelectStmt *s, bool *has_count,
                         uint64_t *count, bool *has_offset, uint64_t *offset);
@@ -528,6 +528,7 @@ int analyze_as_of(struct analyzer *a, const struct as_of_clause *c, uint64_t *re
 
 /* adapter-sql-plan.c */
 int peek_columns(struct analyzer *a, Coord__Plan__Peek *peek, const struct scope *cols);
+int analyze_update(struct analyzer *a, const PgQuery__UpdateStmt *u);
 int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
                                  const struct sql_relation *rel, const size_t *targets,
                                  size_t n_targets);

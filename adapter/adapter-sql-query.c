@@ -15,6 +15,116 @@
 #define MAX_TARGETS 1664u
 
 
+/* PostgreSQL 15's FigureColnameInternal(): *name for n and its strength -- 2 for a
+ * name taken from the expression itself (a column, a function, COALESCE, ...), 1 for a
+ * cast's type name or "case", 0 for none -- so that a cast keeps its argument's strong
+ * name and nested casts take the outermost type's (`'5'::int::text` is "text"). */
+static int colname_strength(const PgQuery__Node *n, const char **name)
+{
+        const char *s = NULL;
+        int k;
+
+        switch (n ? n->node_case : PG_QUERY__NODE__NODE__NOT_SET) {
+        case PG_QUERY__NODE__NODE_COLUMN_REF:
+                if (n->column_ref->n_fields)
+                        s = node_string(n->column_ref->fields[n->column_ref->n_fields - 1]);
+                break;
+        case PG_QUERY__NODE__NODE_A_INDIRECTION:
+                for (size_t i = 0; i < n->a_indirection->n_indirection; i++)
+                        if (node_string(n->a_indirection->indirection[i]))
+                                s = node_string(n->a_indirection->indirection[i]);
+                if (!s)
+                        return colname_strength(n->a_indirection->arg, name);
+                break;
+        case PG_QUERY__NODE__NODE_FUNC_CALL:
+                if (n->func_call->n_funcname)
+                        s = node_string(n->func_call->funcname[n->func_call->n_funcname - 1]);
+                break;
+        case PG_QUERY__NODE__NODE_A_EXPR:
+                if (n->a_expr->kind == PG_QUERY__A__EXPR__KIND__AEXPR_NULLIF)
+                        s = "nullif";
+                break;
+        case PG_QUERY__NODE__NODE_TYPE_CAST:
+                k = colname_strength(n->type_cast->arg, name);
+                if (k <= 1 && n->type_cast->type_name && n->type_cast->type_name->n_names) {
+                        *name = node_string(n->type_cast->type_name->names
+                                                    [n->type_cast->type_name->n_names - 1]);
+                        return 1;
+                }
+                return k;
+        case PG_QUERY__NODE__NODE_COLLATE_CLAUSE:
+                return colname_strength(n->collate_clause->arg, name);
+        case PG_QUERY__NODE__NODE_SUB_LINK:
+                switch (n->sub_link->sub_link_type) {
+                case PG_QUERY__SUB_LINK_TYPE__EXISTS_SUBLINK:
+                        s = "exists";
+                        break;
+                case PG_QUERY__SUB_LINK_TYPE__ARRAY_SUBLINK:
+                        s = "array";
+                        break;
+                case PG_QUERY__SUB_LINK_TYPE__EXPR_SUBLINK: {
+                        /* the subquery's one column's name (its leftmost arm's) */
+                        const PgQuery__SelectStmt *sel;
+
+                        sel = n->sub_link->subselect &&
+                                              n->sub_link->subselect->node_case == PG_QUERY__NODE__NODE_SELECT_STMT
+                                      ? n->sub_link->subselect->select_stmt
+                                      : NULL;
+                        while (sel && sel->larg)
+                                sel = sel->larg;
+                        if (sel && sel->n_target_list &&
+                            sel->target_list[0]->node_case == PG_QUERY__NODE__NODE_RES_TARGET) {
+                                const PgQuery__ResTarget *rt = sel->target_list[0]->res_target;
+
+                                s = rt->name && rt->name[0] ? rt->name
+                                    : rt->val               ? figure_colname(rt->val)
+                                                            : NULL;
+                        }
+                        break;
+                }
+                default:
+                        break;
+                }
+                break;
+        case PG_QUERY__NODE__NODE_CASE_EXPR:
+                k = colname_strength(n->case_expr->defresult, name);
+                if (k <= 1) {
+                        *name = "case";
+                        return 1;
+                }
+                return k;
+        case PG_QUERY__NODE__NODE_A_ARRAY_EXPR:
+                s = "array";
+                break;
+        case PG_QUERY__NODE__NODE_ROW_EXPR:
+                s = "row";
+                break;
+        case PG_QUERY__NODE__NODE_COALESCE_EXPR:
+                s = "coalesce";
+                break;
+        case PG_QUERY__NODE__NODE_MIN_MAX_EXPR:
+                s = n->min_max_expr->op == PG_QUERY__MIN_MAX_OP__IS_GREATEST ? "greatest" : "least";
+                break;
+        case PG_QUERY__NODE__NODE_SQLVALUE_FUNCTION:
+                s = sql_value_function_name(n->sqlvalue_function->op);
+                break;
+        default:
+                break;
+        }
+        if (!s)
+                return 0;
+        *name = s;
+        return 2;
+}
+
+/* The output column name PostgreSQL would pick (FigureColname). */
+const char *figure_colname(const PgQuery__Node *n)
+{
+        const char *name = NULL;
+
+        return colname_strength(n, &name) > 0 && name ? name : "?column?";
+}
+
 /* Does the expression hold an aggregate call (outside subqueries)? */
 static bool node_has_aggregate(const PgQuery__Node *n)
 {
