@@ -1080,6 +1080,43 @@ int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what,
         return 0;
 }
 
+/* GREATEST(...) and LEAST(...): the arguments' common type, as COALESCE's; character(n)
+ * is refused (its comparisons drop trailing spaces, its values keep them). */
+int analyze_minmax(struct analyzer *a, const PgQuery__MinMaxExpr *m, struct typed *ret)
+{
+        bool greatest = m->op == PG_QUERY__MIN_MAX_OP__IS_GREATEST;
+        const char *what = greatest ? "GREATEST" : "LEAST";
+        _cleanup_free_ struct typed *v = calloc(m->n_args ? m->n_args : 1, sizeof(*v));
+        _cleanup_free_ Coord__Plan__Expr **args = calloc(m->n_args ? m->n_args : 1, sizeof(*args));
+        int r = 0, type;
+        size_t n = 0;
+
+        if (!v || !args)
+                return analyzer_oom(a);
+        for (; n < m->n_args && r >= 0; n++) {
+                v[n].location = -1;
+                r = analyze_expr(a, m->args[n], &v[n]);
+        }
+        if (r >= 0)
+                r = common_type(a, v, n, what, &type);
+        if (r >= 0 && type == ROW_TYPE_BPCHAR)
+                r = bpchar_refuse(a, m->location, what);
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        typed_done(&v[i]);
+                return r;
+        }
+        for (size_t i = 0; i < n; i++)
+                args[i] = v[i].e;
+        ret->e = expr_call(type, greatest ? COORD__PLAN__FUNC__FUNC_GREATEST : COORD__PLAN__FUNC__FUNC_LEAST,
+                           args, n);
+        if (!ret->e)
+                return analyzer_oom(a);
+        ret->unknown = false;
+        ret->location = m->location;
+        return fold_typed(a, ret);
+}
+
 int analyze_coalesce(struct analyzer *a, const PgQuery__CoalesceExpr *c, struct typed *ret)
 {
         _cleanup_free_ struct typed *v = calloc(c->n_args ? c->n_args : 1, sizeof(*v));

@@ -1152,6 +1152,9 @@ int analyze_expr(struct analyzer *a, const PgQuery__Node *n, struct typed *ret)
         case PG_QUERY__NODE__NODE_COALESCE_EXPR:
                 r = analyze_coalesce(a, n->coalesce_expr, ret);
                 break;
+        case PG_QUERY__NODE__NODE_MIN_MAX_EXPR:
+                r = analyze_minmax(a, n->min_max_expr, ret);
+                break;
         case PG_QUERY__NODE__NODE_SQLVALUE_FUNCTION:
                 r = analyze_sql_value_function(a, n->sqlvalue_function, ret);
                 break;

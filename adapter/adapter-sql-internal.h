@@ -409,6 +409,7 @@ int analyze_sql_value_function(struct analyzer *a, const PgQuery__SQLValueFuncti
                                       struct typed *ret);
 int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what, int *ret);
 int analyze_coalesce(struct analyzer *a, const PgQuery__CoalesceExpr *c, struct typed *ret);
+int analyze_minmax(struct analyzer *a, const PgQuery__MinMaxExpr *m, struct typed *ret);
 bool scope_has_qual(const struct scope *sc, const char *q);
 int analyze_column_ref(struct analyzer *a, const PgQuery__ColumnRef *c, struct typed *ret);
 int analyze_const(struct analyzer *a, const PgQuery__AConst *c, struct typed *ret);

@@ -283,6 +283,8 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                         return rx_invalid(err, "undefined cast");
                 return 0;
         case COORD__PLAN__FUNC__FUNC_COALESCE:
+        case COORD__PLAN__FUNC__FUNC_GREATEST:
+        case COORD__PLAN__FUNC__FUNC_LEAST:
                 /* Arguments of the result type; int4 and int8 mix (both are integers
                  * in a row, and the result type's range is checked). */
                 r = rx_check_args(c, 1, SIZE_MAX, -1, input, n_input, depth, err);
@@ -1276,6 +1278,49 @@ static int eval_coalesce(const Coord__Plan__Expr *e, const struct row_datum *row
         return 0;
 }
 
+/* FUNC_GREATEST, FUNC_LEAST (proto/plan.proto): every argument evaluated, NULLs
+ * skipped, the others compared as eval_compare() compares. */
+static int eval_minmax(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                       const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
+                       struct row_error *err)
+{
+        const Coord__Plan__Call *c = e->call;
+        bool greatest = c->func == COORD__PLAN__FUNC__FUNC_GREATEST;
+        struct row_datum best = ROW_DATUM_NULL, a;
+        int r, cmp;
+
+        for (size_t i = 0; i < c->n_args; i++) {
+                r = rx_eval_arg(c, i, row, n_row, ctx, depth, &a, err);
+                if (r < 0)
+                        return r;
+                if (a.kind == ROW_KIND_NULL)
+                        continue;
+                if (best.kind == ROW_KIND_NULL) {
+                        best = a;
+                        continue;
+                }
+                if (a.kind != best.kind)
+                        return rx_invalid(err, "GREATEST/LEAST of different kinds");
+                if (row_type_is_array((int)e->type)) {
+                        if (!ctx || !ctx->arena)
+                                return rx_invalid(err, "no arena for an array");
+                        r = row_array_compare((enum row_type)e->type, &a, &best, ctx->arena, &cmp, err);
+                        if (r < 0)
+                                return r;
+                } else if (a.kind == ROW_KIND_NUMERIC) {
+                        cmp = row_numeric_cmp(&a, &best);
+                } else {
+                        cmp = row_datum_compare(&a, &best);
+                }
+                if (greatest ? cmp > 0 : cmp < 0)
+                        best = a;
+        }
+        if (best.kind == ROW_KIND_INT)
+                return rx_int_result(best.i, false, (int)e->type, ret, err);
+        *ret = best;
+        return 0;
+}
+
 static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
                      const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
                      struct row_error *err)
@@ -1349,6 +1394,9 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 return eval_cast(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_COALESCE:
                 return eval_coalesce(e, row, n_row, ctx, depth, ret, err);
+        case COORD__PLAN__FUNC__FUNC_GREATEST:
+        case COORD__PLAN__FUNC__FUNC_LEAST:
+                return eval_minmax(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_CASE:
                 return eval_case(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_CONCAT:

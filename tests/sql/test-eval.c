@@ -170,6 +170,21 @@ static void test_comparisons(void)
         expect_datum(call(ROW_TYPE_BOOL, F(EQ), 2, NUL(ROW_TYPE_TEXT), NUL(ROW_TYPE_TEXT)), N);
 }
 
+/* GREATEST / LEAST: NULLs skipped, NULL when all are, int4 and int8 mix by value, texts
+ * by bytes, an error in any argument is the call's (every argument is evaluated). */
+static void test_greatest_least(void)
+{
+        expect_datum(call(ROW_TYPE_INT8, F(GREATEST), 3, I8(1), NUL(ROW_TYPE_INT8), I8(3)), ROW_DATUM_INT(3));
+        expect_datum(call(ROW_TYPE_INT8, F(LEAST), 3, I8(4), NUL(ROW_TYPE_INT8), I8(3)), ROW_DATUM_INT(3));
+        expect_datum(call(ROW_TYPE_INT8, F(GREATEST), 2, NUL(ROW_TYPE_INT8), NUL(ROW_TYPE_INT8)), N);
+        expect_datum(call(ROW_TYPE_INT8, F(GREATEST), 1, I8(-7)), ROW_DATUM_INT(-7));
+        expect_datum(call(ROW_TYPE_TEXT, F(GREATEST), 3, TXT("a"), TXT("b"), TXT("B")), ROW_DATUM_TEXT("b", 1));
+        expect_datum(call(ROW_TYPE_TEXT, F(LEAST), 3, TXT("a"), TXT("b"), TXT("B")), ROW_DATUM_TEXT("B", 1));
+        expect_datum(call(ROW_TYPE_BOOL, F(LEAST), 2, B(true), B(false)), FA);
+        expect_eval_error(call(ROW_TYPE_INT8, F(GREATEST), 2,
+                               call(ROW_TYPE_INT8, F(DIV), 2, I8(1), I8(0)), I8(2)), "22012", NULL);
+}
+
 static void test_arithmetic(void)
 {
         expect_datum(call(ROW_TYPE_INT4, F(ADD), 2, I4(2), I4(3)), ROW_DATUM_INT(5));
@@ -1868,6 +1883,7 @@ static void test_arrays(void)
 static const struct t_case expr_cases[] = {
         { "three-valued logic", test_three_valued },
         { "comparisons", test_comparisons },
+        { "greatest and least", test_greatest_least },
         { "arithmetic", test_arithmetic },
         { "casts", test_casts },
         { "numeric text and encoding", test_numeric_io },

@@ -230,6 +230,7 @@ static void explain_expr(FILE *f, const Coord__Plan__Expr *e)
         };
         static const char *const named[] = {
                 [COORD__PLAN__FUNC__FUNC_COALESCE] = "COALESCE", [COORD__PLAN__FUNC__FUNC_CASE] = "CASE",
+                [COORD__PLAN__FUNC__FUNC_GREATEST] = "GREATEST", [COORD__PLAN__FUNC__FUNC_LEAST] = "LEAST",
                 [COORD__PLAN__FUNC__FUNC_ABS] = "abs", [COORD__PLAN__FUNC__FUNC_LENGTH] = "length",
                 [COORD__PLAN__FUNC__FUNC_LOWER] = "lower", [COORD__PLAN__FUNC__FUNC_UPPER] = "upper",
                 [COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL] = "ASSERT_NOT_NULL",
@@ -1272,6 +1273,8 @@ static void test_column_names(void)
                 { "SELECT true::text", "text" },
                 { "SELECT -a FROM t", "?column?" },
                 { "SELECT length(b)::int8 FROM t", "length" },
+                { "SELECT greatest(1, 2)", "greatest" },
+                { "SELECT least(a, 2)::text FROM t", "least" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
