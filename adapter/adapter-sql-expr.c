@@ -393,45 +393,37 @@ int fold_typed(struct analyzer *a, struct typed *t)
         return 0;
 }
 
-/* FUNC_NUMERIC_TYPMOD(t, p, s), folded: a cast to numeric(p, s) or an assignment to
- * such a column (22003 when the value does not fit). */
-static int numeric_typmod_of(struct analyzer *a, struct typed *t, uint32_t typmod)
+/* t becomes func(t, x, y) of result type `type`, with literals x and y, folded. */
+static int call3_fold(struct analyzer *a, struct typed *t, int type, Coord__Plan__Func func,
+                      int tx, const struct row_datum *x, int ty, const struct row_datum *y)
 {
-        const struct row_datum dp = ROW_DATUM_INT(SQL_NUMERIC_PRECISION(typmod)),
-                               ds = ROW_DATUM_INT(SQL_NUMERIC_SCALE(typmod));
-        Coord__Plan__Expr *args[3] = { TAKE_PTR(t->e), expr_literal(ROW_TYPE_INT4, &dp),
-                                       expr_literal(ROW_TYPE_INT4, &ds) };
+        Coord__Plan__Expr *args[3] = { TAKE_PTR(t->e), expr_literal(tx, x), expr_literal(ty, y) };
 
         if (!args[1] || !args[2]) {
                 for (size_t i = 0; i < 3; i++)
                         expr_free(args[i]);
                 return analyzer_oom(a);
         }
-        t->e = expr_call(ROW_TYPE_NUMERIC, COORD__PLAN__FUNC__FUNC_NUMERIC_TYPMOD, args, 3);
+        t->e = expr_call(type, func, args, 3);
         return t->e ? fold_typed(a, t) : analyzer_oom(a);
 }
 
 /* FUNC_VARCHAR(t, n, explicit) (proto/plan.proto), folded: a cast to varchar(n)
  * (explicit: cut) or an assignment to a varchar(n) column (22001 when too long).
- * A numeric t takes n as its numeric(p, s) modifier instead (sql_column.max_chars). */
+ * A numeric t takes n as its numeric(p, s) modifier instead (sql_column.max_chars):
+ * FUNC_NUMERIC_TYPMOD(t, p, s), 22003 when the value does not fit. */
 int varchar_of(struct analyzer *a, struct typed *t, uint32_t n, bool explicit_)
 {
-        const struct row_datum dn = ROW_DATUM_INT((int64_t)n), dx = ROW_DATUM_BOOL(explicit_);
-        Coord__Plan__Expr *args[3];
+        const struct row_datum dn = ROW_DATUM_INT((int64_t)n), dx = ROW_DATUM_BOOL(explicit_),
+                               dp = ROW_DATUM_INT(SQL_NUMERIC_PRECISION(n)),
+                               ds = ROW_DATUM_INT(SQL_NUMERIC_SCALE(n));
 
         if ((int)t->e->type == ROW_TYPE_NUMERIC)
-                return numeric_typmod_of(a, t, n);
-        args[0] = TAKE_PTR(t->e);
-        args[1] = expr_literal(ROW_TYPE_INT4, &dn);
-        args[2] = expr_literal(ROW_TYPE_BOOL, &dx);
-        assert(args[0] && (int)args[0]->type == ROW_TYPE_TEXT);
-        if (!args[1] || !args[2]) {
-                for (size_t i = 0; i < 3; i++)
-                        expr_free(args[i]);
-                return analyzer_oom(a);
-        }
-        t->e = expr_call(ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_VARCHAR, args, 3);
-        return t->e ? fold_typed(a, t) : analyzer_oom(a);
+                return call3_fold(a, t, ROW_TYPE_NUMERIC, COORD__PLAN__FUNC__FUNC_NUMERIC_TYPMOD,
+                                  ROW_TYPE_INT4, &dp, ROW_TYPE_INT4, &ds);
+        assert((int)t->e->type == ROW_TYPE_TEXT);
+        return call3_fold(a, t, ROW_TYPE_TEXT, COORD__PLAN__FUNC__FUNC_VARCHAR, ROW_TYPE_INT4, &dn,
+                          ROW_TYPE_BOOL, &dx);
 }
 
 /* Wrap t in a call of `func` with result type `type`, then fold. */
