@@ -526,8 +526,9 @@ static int group_returned(struct session *s, const Coord__Ok *ok, size_t i)
                            "lost with the controller's answer");
                 return -ECANCELED;
         }
-        return exec_write_returned(s, st->kind == SQL_STMT_UPDATE ? st->update.returning
-                                                                  : st->delete_.returning,
+        return exec_write_returned(s, st->kind == SQL_STMT_UPDATE   ? st->update.returning
+                                      : st->kind == SQL_STMT_INSERT ? st->insert.select_returning
+                                                                    : st->delete_.returning,
                                    ok, i);
 }
 

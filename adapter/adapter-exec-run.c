@@ -963,7 +963,7 @@ int exec_delete(struct session *s, struct sql_stmt *st)
         struct write w = { .kind = WRITE_DELETE, .s = s, .gid = insert ? st->insert.id : d->id,
                            .delete_filter = plan, .update = update, .insert_select = insert,
                            .eval_timeout_ms = s->statement_timeout_ms };
-        const Coord__Plan__Peek *ret = insert ? NULL : d->returning;
+        const Coord__Plan__Peek *ret = insert ? st->insert.select_returning : d->returning;
         int r;
 
         /* The optimizer proved that no row matches (WHERE false): nothing to write, and

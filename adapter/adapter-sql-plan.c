@@ -86,12 +86,13 @@ static int analyze_target_rows(struct analyzer *a, const PgQuery__RangeVar *rv,
         return 0;
 }
 
-/* DELETE ... RETURNING: the list's values after each row to delete (coord.proto
- * TableWrite.returning), so the controller evaluates them with the WHERE. */
-static int delete_returning(struct analyzer *a, const PgQuery__DeleteStmt *d, size_t n,
-                            Coord__Plan__Relation **plan)
+/* DELETE ... RETURNING, INSERT ... SELECT ... RETURNING: the list's values over the
+ * table's row (the plan's first n columns) after it (coord.proto TableWrite.returning),
+ * so the controller evaluates them with the write; *ret_peek gets their columns. */
+static int returning_after(struct analyzer *a, PgQuery__RangeVar *relation, PgQuery__Node **list,
+                           size_t n_list, uint64_t id, size_t n, Coord__Plan__Peek **ret_peek,
+                           Coord__Plan__Relation **plan)
 {
-        struct sql_delete *sd = &a->stmt->delete_;
         _cleanup_free_ Coord__Plan__Type *types = NULL;
         Coord__Plan__Expr **e = NULL;
         uint32_t *keep;
@@ -100,8 +101,7 @@ static int delete_returning(struct analyzer *a, const PgQuery__DeleteStmt *d, si
 
         if (r < 0)
                 return r == -ENOMEM ? analyzer_oom(a) : FAIL(a, "XX000", "cannot type a plan");
-        r = write_returning(a, d->relation, d->returning_list, d->n_returning_list, sd->id, n,
-                            &sd->returning, &e, &m);
+        r = write_returning(a, relation, list, n_list, id, n, ret_peek, &e, &m);
         if (r < 0)
                 return r;
         keep = malloc((n + m) * sizeof(*keep));
@@ -143,7 +143,8 @@ static int analyze_delete(struct analyzer *a, const PgQuery__DeleteStmt *d)
         if (d->n_using_clause)
                 r = write_from_refusal(a, &wf, r);
         if (r >= 0 && d->n_returning_list) {
-                r = delete_returning(a, d, rel.n_columns, &plan);
+                r = returning_after(a, d->relation, d->returning_list, d->n_returning_list, sd->id,
+                                    rel.n_columns, &sd->returning, &plan);
                 if (d->n_using_clause)
                         r = write_from_returning(a, &wf, r);
         }
@@ -507,6 +508,12 @@ int analyze_insert_select(struct analyzer *a, const PgQuery__InsertStmt *ins,
         plan = rel_project_range(rel_map(TAKE_PTR(plan), TAKE_PTR(vals), n), (uint32_t)n_out, n);
         if (!plan)
                 return analyzer_oom(a);
+        if (ins->n_returning_list) {
+                r = returning_after(a, ins->relation, ins->returning_list, ins->n_returning_list,
+                                    si->id, n, &si->select_returning, &plan);
+                if (r < 0)
+                        return r;
+        }
         r = finish_plan(a, &plan);
         if (r < 0)
                 return r;
@@ -995,6 +1002,8 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
         case SQL_STMT_INSERT:
                 rel_free(s->insert.plan);
                 rel_free(s->insert.upsert);
+                if (s->insert.select_returning)
+                        coord__plan__peek__free_unpacked(s->insert.select_returning, NULL);
                 if (s->insert.returning)
                         coord__plan__peek__free_unpacked(s->insert.returning, NULL);
                 for (size_t i = 0; i < s->insert.n_rows; i++)

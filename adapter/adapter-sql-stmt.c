@@ -1345,9 +1345,6 @@ int analyze_insert(struct analyzer *a, const PgQuery__InsertStmt *ins)
                         if (ins->on_conflict_clause)
                                 return FAIL(a, "0A000", "ON CONFLICT is supported only for an "
                                             "INSERT of VALUES");
-                        if (ins->n_returning_list)
-                                return FAIL(a, "0A000", "RETURNING is supported only for an "
-                                            "INSERT of VALUES");
                         return analyze_insert_select(a, ins, &rel, targets, n_targets);
                 }
         }

@@ -267,6 +267,9 @@ struct sql_insert {
         /* INSERT ... SELECT (no rows): evaluate at the write timestamp and insert what it
          * returns, whole rows of the table (coord.proto TableWrite.insert_select). */
         Coord__Plan__Relation *plan;
+        /* INSERT ... SELECT ... RETURNING: its output columns (no plan); plan's rows carry
+         * its values after the table's columns (TableWrite.returning).  NULL without. */
+        Coord__Plan__Peek *select_returning;
         /* INSERT ... VALUES ... RETURNING: the list over the rows inserted -- a Peek whose
          * plan is Maps, Filters and Projects over a Constant of `rows` -- or NULL. */
         Coord__Plan__Peek *returning;

@@ -561,7 +561,7 @@ static int append_delete(struct append_ctx *ac, struct acol *t, const Coord__Tab
                               "collection %llu does not read it", (unsigned long long)w->gid);
                 goto out;
         }
-        whole = w->insert_select ? !w->returning
+        whole = w->insert_select ? arity > w->returning
                                  : arity == halves * get->n_column_types + w->returning;
         for (size_t i = 0; whole && !w->insert_select && i < arity - w->returning; i++)
                 whole = (int)types[i] == (int)get->column_types[i % get->n_column_types];

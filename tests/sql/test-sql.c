@@ -1201,7 +1201,16 @@ static void test_insert(void)
                 CU_ASSERT_EQUAL(r->n_inputs, 0);
                 sql_stmt_free(r);
         }
-        expect_error("INSERT INTO t (a) SELECT 1 RETURNING a", "0A000", NULL, -1);
+        {
+                /* INSERT ... SELECT ... RETURNING: its values after the row (returning). */
+                struct sql_stmt *r = analyze("INSERT INTO t (a) SELECT 1 RETURNING a, a + 1 AS b");
+
+                CU_ASSERT_PTR_NOT_NULL_FATAL(r->insert.plan);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(r->insert.select_returning);
+                CU_ASSERT_EQUAL(r->insert.select_returning->n_columns, 2);
+                CU_ASSERT_STRING_EQUAL(r->insert.select_returning->columns[1]->name, "b");
+                sql_stmt_free(r);
+        }
         expect_error("INSERT INTO t (a) VALUES (1) RETURNING count(*)", "42803", NULL, -1);
         sql_stmt_free(analyze("INSERT INTO t (a) VALUES (1) ON CONFLICT DO NOTHING"));
         expect_error("INSERT INTO t (a) VALUES (1) ON CONFLICT (a) DO NOTHING", "42P10", NULL, -1);
