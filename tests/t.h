@@ -155,6 +155,30 @@ static inline pid_t t_spawn_self(char *const argv[], int keep_fd)
         _exit(T_EXIT_ERROR);
 }
 
+/* Run this test binary again as "argv0 mode path FD", FD the write end of a new pipe
+ * whose read end is *ret_fd (the caller closes it): a writer child that reports on the
+ * pipe, for a test to kill -9 mid-stream.  The child's pid, or -1. */
+static inline pid_t t_spawn_writer(const char *argv0, const char *mode, const char *path,
+                                   int *ret_fd)
+{
+        char fd_arg[16];
+        int fds[2];
+        pid_t pid;
+
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -1;
+        snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
+        fflush(stdout);
+        pid = t_spawn_self((char *[]){ (char *)argv0, (char *)mode, (char *)path, fd_arg, NULL }, fds[1]);
+        close(fds[1]);
+        if (pid < 0) {
+                close(fds[0]);
+                return -1;
+        }
+        *ret_fd = fds[0];
+        return pid;
+}
+
 /* PATH and its parent (a benchmark's default directory is two levels deep); those that
  * exist are fine.  0 or -errno. */
 static inline int t_mkdir2(const char *path)
