@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -177,6 +178,16 @@ static inline pid_t t_spawn_writer(const char *argv0, const char *mode, const ch
         }
         *ret_fd = fds[0];
         return pid;
+}
+
+/* kill -9 the child pid and reap it: it must have died of that signal. */
+static inline void t_kill9_reap(pid_t pid)
+{
+        int status = 0;
+
+        kill(pid, SIGKILL);
+        CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+        CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
 /* PATH and its parent (a benchmark's default directory is two levels deep); those that

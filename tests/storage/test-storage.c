@@ -2147,7 +2147,7 @@ static void test_kill9(void)
         for (size_t round = 0; round < ELEMENTSOF(delays_ms); round++) {
                 unsigned delay_us = delays_ms[round] * 1000 + (unsigned)rand() % 2000;
                 size_t n = 0, first;
-                int fd = -1, status;
+                int fd = -1;
                 pid_t pid = t_spawn_writer("test-storage", "--writer", path, &fd);
 
                 CU_ASSERT_FATAL(pid > 0);
@@ -2157,9 +2157,7 @@ static void test_kill9(void)
                 CU_ASSERT_EQUAL_FATAL(n, 1);
                 first = n;
                 read_acks(fd, READ_UNTIL, now_ns() + (uint64_t)delay_us * 1000, acked, &n);
-                kill(pid, SIGKILL);
-                CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
-                CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+                t_kill9_reap(pid);
                 read_acks(fd, READ_EOF, 0, acked, &n);
                 close(fd);
                 printf("\n    round %zu: seed %u kill after %u us, %zu acknowledged (%zu before the "
@@ -2225,7 +2223,7 @@ static void test_kill9_deferred(void)
                 struct storage *s = NULL;
                 char name[16];
                 struct rowset rs;
-                int fd = -1, status;
+                int fd = -1;
                 size_t n = 0;
                 pid_t pid;
 
@@ -2237,9 +2235,7 @@ static void test_kill9_deferred(void)
                 CU_ASSERT_EQUAL_FATAL(n, 1);
                 read_acks(fd, READ_UNTIL, now_ns() + (uint64_t)delays_ms[round] * 1000000 +
                           (uint64_t)(rand() % 2000) * 1000, acked, &n);
-                kill(pid, SIGKILL);
-                CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
-                CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+                t_kill9_reap(pid);
                 read_acks(fd, READ_EOF, 0, acked, &n);
                 close(fd);
 

@@ -412,7 +412,7 @@ static void test_kill9(void)
         for (size_t round = 0; round < ELEMENTSOF(delays_ms); round++) {
                 unsigned delay_us = delays_ms[round] * 1000 + (unsigned)rand() % 2000;
                 size_t n = 0, first;
-                int fd = -1, status;
+                int fd = -1;
                 pid_t pid = t_spawn_writer("test-catalog", "--writer", path, &fd);
 
                 CU_ASSERT_FATAL(pid > 0);
@@ -434,9 +434,7 @@ static void test_kill9(void)
                         CU_ASSERT_PTR_NULL(c);
                 }
                 read_acks(fd, READ_UNTIL, now_ns() + (uint64_t)delay_us * 1000, &acks, &n, &cap);
-                kill(pid, SIGKILL);
-                CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
-                CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+                t_kill9_reap(pid);
                 read_acks(fd, READ_EOF, 0, &acks, &n, &cap);
                 close(fd);
                 printf("\n    round %zu: seed %u kill after %u us, %zu acknowledged (%zu before the delay)",
