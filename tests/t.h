@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -153,6 +154,40 @@ static inline pid_t t_spawn_self(char *const argv[], int keep_fd)
                 _exit(T_EXIT_ERROR);
         execv("/proc/self/exe", argv);
         _exit(T_EXIT_ERROR);
+}
+
+/* Run this test binary again as "argv0 mode path FD", FD the write end of a new pipe
+ * whose read end is *ret_fd (the caller closes it): a writer child that reports on the
+ * pipe, for a test to kill -9 mid-stream.  The child's pid, or -1. */
+static inline pid_t t_spawn_writer(const char *argv0, const char *mode, const char *path,
+                                   int *ret_fd)
+{
+        char fd_arg[16];
+        int fds[2];
+        pid_t pid;
+
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -1;
+        snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
+        fflush(stdout);
+        pid = t_spawn_self((char *[]){ (char *)argv0, (char *)mode, (char *)path, fd_arg, NULL }, fds[1]);
+        close(fds[1]);
+        if (pid < 0) {
+                close(fds[0]);
+                return -1;
+        }
+        *ret_fd = fds[0];
+        return pid;
+}
+
+/* kill -9 the child pid and reap it: it must have died of that signal. */
+static inline void t_kill9_reap(pid_t pid)
+{
+        int status = 0;
+
+        kill(pid, SIGKILL);
+        CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+        CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
 /* PATH and its parent (a benchmark's default directory is two levels deep); those that

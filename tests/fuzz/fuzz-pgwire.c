@@ -35,6 +35,7 @@
 #include "adapter-pgwire.h"
 #include "fuzz.h"
 #include "loop/loop.h"
+#include "pgwire-fake.h"
 #include "util.h"
 
 #define MAX_INPUT       (128u << 10)    /* what a socket buffer takes without a reader */
@@ -54,31 +55,11 @@ static struct {
 } T;
 
 static const struct pgcodec_column col_int4 = { .name = "n", .type = PGCODEC_OID_INT4, .typmod = -1 };
-static const struct pgcodec_column cols_types[] = {
-        { .name = "a", .type = PGCODEC_OID_INT2, .typmod = -1 },
-        { .name = "b", .type = PGCODEC_OID_INT4, .typmod = -1 },
-        { .name = "c", .type = PGCODEC_OID_INT8, .typmod = -1 },
-        { .name = "d", .type = PGCODEC_OID_BOOL, .typmod = -1 },
-        { .name = "e", .type = PGCODEC_OID_FLOAT8, .typmod = -1 },
-        { .name = "f", .type = PGCODEC_OID_TEXT, .typmod = -1 },
-        { .name = "g", .type = PGCODEC_OID_BYTEA, .typmod = -1 },
-        { .name = "h", .type = PGCODEC_OID_INT4, .typmod = -1 },
-};
-static const char *const vals_types[] = {
-        "-7", "123456", "-9000000000", "t", "2.5", "h\xc3\xa9llo", "\\x0102", NULL,
-};
 
 static void maybe_stop(void)
 {
         if (T.client_eof && T.connects == T.disconnects)
                 loop_stop(L);
-}
-
-static bool word_is(const char *stmt, const char *word)
-{
-        size_t n = strlen(word);
-
-        return strncasecmp(stmt, word, n) == 0 && (stmt[n] == '\0' || isspace((unsigned char)stmt[n]));
 }
 
 /* The highest $n in sql (0..99; more is an error). */
@@ -107,17 +88,7 @@ static int run_statement(struct pgwire_conn *c, const char *stmt, unsigned npara
         if (word_is(stmt, "SELECT") && stmt[6] && isdigit((unsigned char)stmt[7])) {
                 long n = strtol(stmt + 7, NULL, 10) % 101;
 
-                (void)pgwire_send_row_description(c, 1, &col_int4);
-                for (long k = 1; k <= n; k++) {
-                        char v[24];
-                        const char *vp[1] = { v };
-
-                        snprintf(v, sizeof(v), "%ld", k);
-                        if (pgwire_send_data_row(c, 1, vp, NULL) < 0)
-                                return -1;
-                }
-                snprintf(tag, sizeof(tag), "SELECT %ld", n);
-                return pgwire_send_command_complete(c, tag) < 0 ? -1 : 0;
+                return fake_send_count(c, &col_int4, n);
         }
         if (word_is(stmt, "SELECT") && params) {
                 struct pgcodec_column cols[16];
@@ -137,12 +108,8 @@ static int run_statement(struct pgwire_conn *c, const char *stmt, unsigned npara
                         return -1;
                 return pgwire_send_command_complete(c, "SELECT 1") < 0 ? -1 : 0;
         }
-        if (word_is(stmt, "TYPES")) {
-                (void)pgwire_send_row_description(c, ELEMENTSOF(cols_types), cols_types);
-                if (pgwire_send_data_row(c, ELEMENTSOF(cols_types), vals_types, NULL) < 0)
-                        return -1;
-                return pgwire_send_command_complete(c, "SELECT 1") < 0 ? -1 : 0;
-        }
+        if (word_is(stmt, "TYPES"))
+                return fake_send_types(c);
         if (word_is(stmt, "ERR") || word_is(stmt, "FATAL")) {
                 (void)pgwire_send_error(c, &(struct pgcodec_error){
                         .severity = word_is(stmt, "FATAL") ? "FATAL" : NULL,

@@ -209,6 +209,46 @@ static __attribute__((unused)) uint64_t gid_of(PGconn *c, const char *name)
 }
 #endif
 
+/* The one int column of sql against a workload's INSERTs of the values 0..n-1, ins[v]
+ * each one's answer (1 acknowledged, else not): every acknowledged value is there
+ * once, no other value twice, none that was not tried.  The number of those that are
+ * not, each said on stderr after tag; unacked names a value not acknowledged. */
+static __attribute__((unused)) int values_once(PGconn *c, const char *sql, const int *ins, int n,
+                                               const char *tag, const char *unacked)
+{
+        int *count = calloc((size_t)n + 1, sizeof(*count));
+        PGresult *r;
+        int bad = 0;
+
+        CU_ASSERT_FATAL(count != NULL);
+        r = PQexec(c, sql);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                fprintf(stderr, "\n    %s -> %s", sql, PQresultErrorMessage(r));
+                free(count);
+                PQclear(r);
+                CU_FAIL_FATAL("the query failed");
+        }
+        for (int i = 0; i < PQntuples(r); i++) {
+                int a = atoi(PQgetvalue(r, i, 0));
+
+                if (a < 0 || a >= n || ins[a] == 0) {
+                        fprintf(stderr, "\n    %s: phantom value %d", tag, a);
+                        bad++;
+                } else {
+                        count[a]++;
+                }
+        }
+        PQclear(r);
+        for (int a = 0; a < n; a++)
+                if (count[a] > 1 || (ins[a] == 1 && count[a] != 1)) {
+                        fprintf(stderr, "\n    %s: value %d (%s) present %d times", tag, a,
+                                ins[a] == 1 ? "acknowledged" : unacked, count[a]);
+                        bad++;
+                }
+        free(count);
+        return bad;
+}
+
 /* A path in the test's own COORD_HOME (malloc'ed; NULL without memory): the files of
  * sinks and sources. */
 static __attribute__((unused)) char *home_file(const char *name)
@@ -299,6 +339,23 @@ static __attribute__((unused)) bool kill9(Coord__Role role)
         return true;
 }
 
+/* kill -9 the daemon and bring it up again (tools/coord up); after the adapter's, *c is
+ * a new connection.  Any of it failing ends the case. */
+static __attribute__((unused)) void kill9_restart(Coord__Role role, PGconn **c)
+{
+        CU_ASSERT_FATAL(kill9(role));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        if (role == COORD__ROLE__ROLE_ADAPTER)
+                CU_ASSERT_FATAL((*c = reconnect(*c)) != NULL);
+}
+
+/* A test's last case: the catalog in memory equals its log's replay (tools/coord
+ * check). */
+static __attribute__((unused)) void itest_check(void)
+{
+        CU_ASSERT_EQUAL(t_sh("%s check >/dev/null", coord_cmd), 0);
+}
+
 /* Set up an instance named <prefix><pid> under a fresh COORD_HOME (tag names the
  * directory), run the suite, stop the daemons; the logs stay when something failed. */
 static int itest_main(const char *tag, const char *prefix, const struct t_suite *suites)
@@ -328,5 +385,28 @@ static int itest_main(const char *tag, const char *prefix, const struct t_suite 
         free(coord_cmd);
         free(conninfo);
         free(home);
+        return r;
+}
+
+/* itest_main() of one suite: the cases whose names contain the value of the
+ * environment variable env (all when it is not set), and case 0, the setup, always. */
+static __attribute__((unused)) int itest_main_only(const char *tag, const char *prefix,
+                                                   const struct t_case *cases, const char *env)
+{
+        const char *only = getenv(env);
+        size_t n = 0, k = 0;
+        struct t_case *run;
+        int r;
+
+        while (cases[n].name)
+                n++;
+        run = calloc(n + 1, sizeof(*run));
+        if (!run)
+                return T_EXIT_ERROR;
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || !only || strstr(cases[i].name, only))
+                        run[k++] = cases[i];
+        r = itest_main(tag, prefix, (const struct t_suite[]){ { tag, run }, { NULL, NULL } });
+        free(run);
         return r;
 }

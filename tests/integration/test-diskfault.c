@@ -185,29 +185,7 @@ static int insert_timed(PGconn *c, unsigned ms, char *buf, size_t size)
  * agrees; check matches. */
 static void check_consistent(PGconn *c)
 {
-        static int count[NV];
-        PGresult *r = PQexec(c, "SELECT a FROM df");
-        int bad = 0;
-
-        CU_ASSERT_FATAL(PQresultStatus(r) == PGRES_TUPLES_OK);
-        memset(count, 0, sizeof(count));
-        for (int i = 0; i < PQntuples(r); i++) {
-                int a = atoi(PQgetvalue(r, i, 0));
-                if (a < 0 || a >= next_v) {
-                        fprintf(stderr, "\n    df: phantom %d", a);
-                        bad++;
-                } else {
-                        count[a]++;
-                }
-        }
-        PQclear(r);
-        for (int a = 0; a < next_v; a++)
-                if (count[a] > 1 || (ins[a] == 1 && count[a] != 1)) {
-                        fprintf(stderr, "\n    df: %d (%s) present %d times", a,
-                                ins[a] == 1 ? "acknowledged" : "failed", count[a]);
-                        bad++;
-                }
-        CU_ASSERT_EQUAL(bad, 0);
+        CU_ASSERT_EQUAL(values_once(c, "SELECT a FROM df", ins, next_v, "df", "failed"), 0);
         CU_ASSERT_EQUAL(q_u64(c, "SELECT n FROM df_n"), q_u64(c, "SELECT count(*) FROM df"));
         CU_ASSERT_EQUAL(t_sh("%s check >%s/check.out 2>&1", coord_cmd, home), 0);
 }
@@ -552,14 +530,6 @@ static const struct t_case cases[] = {
 /* DISKFAULT_ONLY=text runs the setup and the cases whose names contain text. */
 int main(void)
 {
-        const char *only = getenv("DISKFAULT_ONLY");
-        struct t_case run[ELEMENTSOF(cases)];
-        size_t n = 0;
-
-        for (size_t i = 0; cases[i].name; i++)
-                if (i == 0 || !only || strstr(cases[i].name, only))
-                        run[n++] = cases[i];
-        run[n] = (struct t_case){ NULL, NULL };
         spawn_set_prefix("df");
-        return itest_main("diskfault", "df", (const struct t_suite[]){ { "diskfault", run }, { NULL, NULL } });
+        return itest_main_only("diskfault", "df", cases, "DISKFAULT_ONLY");
 }

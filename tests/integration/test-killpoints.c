@@ -188,32 +188,11 @@ static int check_source(PGconn *c)
 static void check_recovery(const struct workload *w)
 {
         PGconn *c = NULL;
-        PGresult *r;
-        static int count[NV];
-        int bad = 0, src;
+        int src;
 
         c = reconnect(c);
         CU_ASSERT_FATAL(c != NULL);
-        memset(count, 0, sizeof(count));
-        r = PQexec(c, "SELECT a FROM kp");
-        CU_ASSERT_FATAL(PQresultStatus(r) == PGRES_TUPLES_OK);
-        for (int i = 0; i < PQntuples(r); i++) {
-                int a = atoi(PQgetvalue(r, i, 0));
-                if (a < 0 || a >= NV || ins[a] == 0) {
-                        fprintf(stderr, "\n    kp: phantom value %d", a);
-                        bad++;
-                } else {
-                        count[a]++;
-                }
-        }
-        PQclear(r);
-        for (int a = 0; a < next_v; a++)
-                if (count[a] > 1 || (ins[a] == 1 && count[a] != 1)) {
-                        fprintf(stderr, "\n    kp: value %d (%s) present %d times", a,
-                                ins[a] == 1 ? "acknowledged" : "unanswered", count[a]);
-                        bad++;
-                }
-        CU_ASSERT_EQUAL(bad, 0);
+        CU_ASSERT_EQUAL(values_once(c, "SELECT a FROM kp", ins, next_v, "kp", "unanswered"), 0);
         for (int i = 0; i < w->n_ddl; i++)
                 CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_objects WHERE name = 'kp_d%d'",
                                       w->ddl_acked[i]), 1);
@@ -333,14 +312,6 @@ static const struct t_case cases[] = {
 /* KILLPOINTS_ONLY=text runs the setup and the points whose names contain text. */
 int main(void)
 {
-        const char *only = getenv("KILLPOINTS_ONLY");
-        struct t_case run[ELEMENTSOF(cases)];
-        size_t n = 0;
-
-        for (size_t i = 0; cases[i].name; i++)
-                if (i == 0 || !only || strstr(cases[i].name, only))
-                        run[n++] = cases[i];
-        run[n] = (struct t_case){ NULL, NULL };
         spawn_set_prefix("kp");
-        return itest_main("killpoints", "kp", (const struct t_suite[]){ { "killpoints", run }, { NULL, NULL } });
+        return itest_main_only("killpoints", "kp", cases, "KILLPOINTS_ONLY");
 }

@@ -473,10 +473,7 @@ static void test_builtin_protected(void)
         CU_ASSERT_FATAL(r0 > 0 && n0 > 0);
         CU_ASSERT(q_u64(c, "SELECT count(*) FROM coord_bounds WHERE object_id = 1") == 1);
         for (size_t i = 0; i < ELEMENTSOF(roles); i++) {
-                CU_ASSERT_FATAL(kill9(roles[i]));
-                CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-                if (roles[i] == COORD__ROLE__ROLE_ADAPTER)
-                        CU_ASSERT_FATAL((c = reconnect(c)) != NULL);
+                kill9_restart(roles[i], &c);
                 for (int j = 0; j < 4; j++, k++) {
                         CU_ASSERT(okf(c, "CREATE TABLE bz_%d (a int)", k));
                         CU_ASSERT(okf(c, "DROP TABLE bz_%d", k));

@@ -276,10 +276,7 @@ static void test_pending(void)
         n1 = q_u64(c, "SELECT count(*) FROM tp AS OF %" PRIu64, r1);
         CU_ASSERT_FATAL(n1 >= 3);
         for (size_t i = 0; i < ELEMENTSOF(roles); i++) {
-                CU_ASSERT_FATAL(kill9(roles[i]));
-                CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-                if (roles[i] == COORD__ROLE__ROLE_ADAPTER)
-                        CU_ASSERT_FATAL((c = reconnect(c)) != NULL);
+                kill9_restart(roles[i], &c);
                 for (int j = 0; j < 25; j++, k++) {
                         CU_ASSERT(okf(c, "INSERT INTO tp VALUES (%d)", 10 + k));
                         sleep_ms(100);
@@ -342,12 +339,6 @@ static void test_controller_down(void)
         PQfinish(c);
 }
 
-static void test_check(void)
-{
-        /* The catalog in memory equals its log's replay, refresh items included (I10). */
-        CU_ASSERT_EQUAL(t_sh("%s check >/dev/null", coord_cmd), 0);
-}
-
 int main(void)
 {
         static const struct t_case cases[] = {
@@ -357,7 +348,7 @@ int main(void)
                 { "contents", test_contents },
                 { "pending_kill9_each", test_pending },
                 { "controller_down", test_controller_down },
-                { "check", test_check },
+                { "check", itest_check },       /* refresh items included (I10) */
                 { NULL, NULL },
         };
 

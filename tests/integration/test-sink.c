@@ -205,10 +205,7 @@ static void test_exactly_once(void)
                 if (PQstatus(c) != CONNECTION_OK)
                         CU_ASSERT_FATAL((c = reconnect(c)) != NULL);
                 if (round % 150 == 75 && r_i < (int)ELEMENTSOF(roles)) {
-                        CU_ASSERT_FATAL(kill9(roles[r_i]));
-                        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-                        if (roles[r_i] == COORD__ROLE__ROLE_ADAPTER)
-                                CU_ASSERT_FATAL((c = reconnect(c)) != NULL);
+                        kill9_restart(roles[r_i], &c);
                         r_i++;
                 }
                 if (v % 50 == 0)
@@ -455,10 +452,7 @@ static void test_alter(void)
         CU_ASSERT(ok(c, "INSERT INTO tb VALUES (3, 'mb-1')"));
         for (size_t i = 0; i < ELEMENTSOF(roles); i++) {
                 CU_ASSERT(okf(c, "INSERT INTO tb VALUES (%zu, 'mb-kill-before')", 10 + i));
-                CU_ASSERT_FATAL(kill9(roles[i]));
-                CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-                if (roles[i] == COORD__ROLE__ROLE_ADAPTER)
-                        CU_ASSERT_FATAL((c = reconnect(c)) != NULL);
+                kill9_restart(roles[i], &c);
                 CU_ASSERT(okf(c, "INSERT INTO tb VALUES (%zu, 'mb-kill-after')", 20 + i));
         }
         CU_ASSERT_FATAL(progress_past(c, k, q_u64(c, "SELECT mz_now()")));
@@ -524,10 +518,7 @@ static void test_pending(void)
         n0 = q_u64(c, "SELECT count(*) FROM tp AS OF %" PRIu64, r0);
         CU_ASSERT_FATAL(r0 > 0 && n0 >= 2);
         for (size_t i = 0; i < ELEMENTSOF(roles); i++) {
-                CU_ASSERT_FATAL(kill9(roles[i]));
-                CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-                if (roles[i] == COORD__ROLE__ROLE_ADAPTER)
-                        CU_ASSERT_FATAL((c = reconnect(c)) != NULL);
+                kill9_restart(roles[i], &c);
                 for (int w = 0; w < 25; w++, j++) {
                         CU_ASSERT(okf(c, "INSERT INTO tp VALUES (%d)", 10 + j));
                         sleep_ms(100);
@@ -551,11 +542,6 @@ static void test_pending(void)
         PQfinish(c);
 }
 
-static void test_check(void)
-{
-        CU_ASSERT_EQUAL(t_sh("%s check >/dev/null", coord_cmd), 0);
-}
-
 int main(void)
 {
         static const struct t_case cases[] = {
@@ -567,7 +553,7 @@ int main(void)
                 { "numeric", test_numeric },
                 { "alter_kill9_each", test_alter },
                 { "pending_kill9_each", test_pending },
-                { "check", test_check },
+                { "check", itest_check },
                 { NULL, NULL },
         };
         return itest_main("sink", "s", (const struct t_suite[]){ { "sink", cases }, { NULL, NULL } });

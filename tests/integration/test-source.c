@@ -204,10 +204,7 @@ static void test_file_kill9(void)
         CU_ASSERT_FATAL(pthread_create(&th, NULL, writer_main, &w) == 0);
         for (size_t i = 0; i < ELEMENTSOF(kills); i++) {
                 sleep_ms(700);
-                CU_ASSERT_FATAL(kill9(kills[i]));
-                CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-                if (kills[i] == COORD__ROLE__ROLE_ADAPTER)
-                        CU_ASSERT_FATAL((c = reconnect(c)) != NULL);
+                kill9_restart(kills[i], &c);
                 sleep_ms(1500);         /* a publication or two */
                 bad += check_remap_protected(c, src, prog);
         }

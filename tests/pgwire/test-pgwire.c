@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "loop/loop.h"
+#include "pgwire-fake.h"
 #include "t.h"
 #include "util.h"
 
@@ -116,25 +117,6 @@ struct fconn {
 
 static const struct pgcodec_column col_int4 = { .name = "?column?", .type = PGCODEC_OID_INT4, .typmod = -1 };
 static const struct pgcodec_column col_big = { .name = "x", .type = PGCODEC_OID_TEXT, .typmod = -1 };
-static const struct pgcodec_column cols_types[] = {
-        { .name = "a", .type = PGCODEC_OID_INT2, .typmod = -1 },
-        { .name = "b", .type = PGCODEC_OID_INT4, .typmod = -1 },
-        { .name = "c", .type = PGCODEC_OID_INT8, .typmod = -1 },
-        { .name = "d", .type = PGCODEC_OID_BOOL, .typmod = -1 },
-        { .name = "e", .type = PGCODEC_OID_FLOAT8, .typmod = -1 },
-        { .name = "f", .type = PGCODEC_OID_TEXT, .typmod = -1 },
-        { .name = "g", .type = PGCODEC_OID_BYTEA, .typmod = -1 },
-        { .name = "h", .type = PGCODEC_OID_INT4, .typmod = -1 },
-};
-static const char *const vals_types[] = {
-        "-7", "123456", "-9000000000", "t", "2.5", "h\xc3\xa9llo", "\\x0102", NULL,
-};
-
-static bool word_is(const char *stmt, const char *word)
-{
-        size_t n = strlen(word);
-        return strncasecmp(stmt, word, n) == 0 && (stmt[n] == '\0' || isspace((unsigned char)stmt[n]));
-}
 
 /* "SELECT <digits>": the number, else -1. */
 static long select_count(const char *stmt)
@@ -281,17 +263,7 @@ static int fake_statement(struct fconn *f, const char *stmt)
 
         f->ran = true;
         if ((n = select_count(stmt)) >= 0) {
-                (void)pgwire_send_row_description(c, 1, &col_int4);
-                for (long i = 1; i <= n; i++) {
-                        char v[24];
-                        const char *vp[1] = { v };
-
-                        snprintf(v, sizeof(v), "%ld", i);
-                        if (pgwire_send_data_row(c, 1, vp, NULL) < 0)
-                                return -1;
-                }
-                snprintf(tag, sizeof(tag), "SELECT %ld", n);
-                return pgwire_send_command_complete(c, tag) < 0 ? -1 : 0;
+                return fake_send_count(c, &col_int4, n);
         }
         if (word_is(stmt, "SELECT") && strchr(stmt, '$')) {
                 unsigned k = count_params(stmt);
@@ -318,12 +290,8 @@ static int fake_statement(struct fconn *f, const char *stmt)
                         return -1;
                 return pgwire_send_command_complete(c, "SELECT 1") < 0 ? -1 : 0;
         }
-        if (word_is(stmt, "TYPES")) {
-                (void)pgwire_send_row_description(c, ELEMENTSOF(cols_types), cols_types);
-                if (pgwire_send_data_row(c, ELEMENTSOF(cols_types), vals_types, NULL) < 0)
-                        return -1;
-                return pgwire_send_command_complete(c, "SELECT 1") < 0 ? -1 : 0;
-        }
+        if (word_is(stmt, "TYPES"))
+                return fake_send_types(c);
         if (word_is(stmt, "ERR")) {
                 fake_error(f, PGCODEC_SQLSTATE_SYNTAX_ERROR, "syntax error at or near \"ERR\"", 1);
                 return -1;

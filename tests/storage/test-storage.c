@@ -2146,28 +2146,20 @@ static void test_kill9(void)
         srand(seed);
         for (size_t round = 0; round < ELEMENTSOF(delays_ms); round++) {
                 unsigned delay_us = delays_ms[round] * 1000 + (unsigned)rand() % 2000;
-                char fd_arg[16];
                 size_t n = 0, first;
-                int fds[2], status;
-                pid_t pid;
+                int fd = -1;
+                pid_t pid = t_spawn_writer("test-storage", "--writer", path, &fd);
 
-                CU_ASSERT_EQUAL_FATAL(pipe2(fds, O_CLOEXEC), 0);
-                snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
-                fflush(stdout);
-                pid = t_spawn_self((char *[]){ "test-storage", "--writer", path, fd_arg, NULL }, fds[1]);
                 CU_ASSERT_FATAL(pid > 0);
-                close(fds[1]);
 
                 /* Kill mid-stream: after the first acknowledgement, plus the delay. */
-                read_acks(fds[0], READ_ONE, 0, acked, &n);
+                read_acks(fd, READ_ONE, 0, acked, &n);
                 CU_ASSERT_EQUAL_FATAL(n, 1);
                 first = n;
-                read_acks(fds[0], READ_UNTIL, now_ns() + (uint64_t)delay_us * 1000, acked, &n);
-                kill(pid, SIGKILL);
-                CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
-                CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-                read_acks(fds[0], READ_EOF, 0, acked, &n);
-                close(fds[0]);
+                read_acks(fd, READ_UNTIL, now_ns() + (uint64_t)delay_us * 1000, acked, &n);
+                t_kill9_reap(pid);
+                read_acks(fd, READ_EOF, 0, acked, &n);
+                close(fd);
                 printf("\n    round %zu: seed %u kill after %u us, %zu acknowledged (%zu before the "
                        "delay), uppers %" PRIu64 " %" PRIu64 " %" PRIu64, round, seed, delay_us, n,
                        first, acked[0], acked[1], acked[2]);
@@ -2229,29 +2221,23 @@ static void test_kill9_deferred(void)
                 uint64_t acked[KILL_GIDS] = { 0 };
                 struct storage_info v[5] = { 0 };      /* v[0].gid: how many */
                 struct storage *s = NULL;
-                char fd_arg[16], name[16];
+                char name[16];
                 struct rowset rs;
-                int fds[2], status;
+                int fd = -1;
                 size_t n = 0;
                 pid_t pid;
 
                 snprintf(name, sizeof(name), "db%zu", round);
                 path = t_path_join(dir, name);
-                CU_ASSERT_EQUAL_FATAL(pipe2(fds, O_CLOEXEC), 0);
-                snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
-                fflush(stdout);
-                pid = t_spawn_self((char *[]){ "test-storage", "--ddl-writer", path, fd_arg, NULL }, fds[1]);
+                pid = t_spawn_writer("test-storage", "--ddl-writer", path, &fd);
                 CU_ASSERT_FATAL(pid > 0);
-                close(fds[1]);
-                read_acks(fds[0], READ_ONE, 0, acked, &n);
+                read_acks(fd, READ_ONE, 0, acked, &n);
                 CU_ASSERT_EQUAL_FATAL(n, 1);
-                read_acks(fds[0], READ_UNTIL, now_ns() + (uint64_t)delays_ms[round] * 1000000 +
+                read_acks(fd, READ_UNTIL, now_ns() + (uint64_t)delays_ms[round] * 1000000 +
                           (uint64_t)(rand() % 2000) * 1000, acked, &n);
-                kill(pid, SIGKILL);
-                CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
-                CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-                read_acks(fds[0], READ_EOF, 0, acked, &n);
-                close(fds[0]);
+                t_kill9_reap(pid);
+                read_acks(fd, READ_EOF, 0, acked, &n);
+                close(fd);
 
                 /* Exactly one table: the last acknowledged step's, or the next one's if
                  * its write reached the disk; created, appended to, its predecessor

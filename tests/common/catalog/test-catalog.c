@@ -411,23 +411,18 @@ static void test_kill9(void)
         srand(seed);
         for (size_t round = 0; round < ELEMENTSOF(delays_ms); round++) {
                 unsigned delay_us = delays_ms[round] * 1000 + (unsigned)rand() % 2000;
-                char fd_arg[16];
                 size_t n = 0, first;
-                int fds[2], status;
-                pid_t pid;
+                int fd = -1;
+                pid_t pid = t_spawn_writer("test-catalog", "--writer", path, &fd);
 
-                CU_ASSERT_EQUAL_FATAL(pipe2(fds, O_CLOEXEC), 0);
-                snprintf(fd_arg, sizeof(fd_arg), "%d", fds[1]);
-                pid = t_spawn_self((char *[]){ "test-catalog", "--writer", path, fd_arg, NULL }, fds[1]);
                 CU_ASSERT_FATAL(pid > 0);
-                close(fds[1]);
 
                 /* Kill mid-stream: after the first acknowledgement, plus the delay. */
-                read_acks(fds[0], READ_ONE, 0, &acks, &n, &cap);
+                read_acks(fd, READ_ONE, 0, &acks, &n, &cap);
                 if (n != 1) {
                         kill(pid, SIGKILL);
                         waitpid(pid, NULL, 0);
-                        close(fds[0]);
+                        close(fd);
                         CU_FAIL_FATAL("the writer acknowledged nothing within 10 s");
                 }
                 first = n;
@@ -438,12 +433,10 @@ static void test_kill9(void)
                         CU_ASSERT_EQUAL(catalog_open(path, &c), -EBUSY);
                         CU_ASSERT_PTR_NULL(c);
                 }
-                read_acks(fds[0], READ_UNTIL, now_ns() + (uint64_t)delay_us * 1000, &acks, &n, &cap);
-                kill(pid, SIGKILL);
-                CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
-                CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-                read_acks(fds[0], READ_EOF, 0, &acks, &n, &cap);
-                close(fds[0]);
+                read_acks(fd, READ_UNTIL, now_ns() + (uint64_t)delay_us * 1000, &acks, &n, &cap);
+                t_kill9_reap(pid);
+                read_acks(fd, READ_EOF, 0, &acks, &n, &cap);
+                close(fd);
                 printf("\n    round %zu: seed %u kill after %u us, %zu acknowledged (%zu before the delay)",
                        round, seed, delay_us, n, first);
 

@@ -25,11 +25,11 @@
 #include <unistd.h>
 
 #include "loop/loop.h"
+#include "t-loop.h"
 #include "t.h"
 #include "util.h"
 
 #define MS (1000ull * 1000)
-#define WATCHDOG_NS (10000 * MS)
 #define NOBODY 65534
 
 static struct loop *L;
@@ -37,27 +37,6 @@ static char *dir;
 static char path[256];
 
 /* --- Helpers -------------------------------------------------------------------- */
-
-static void watchdog_fire(struct loop *l, void *userdata)
-{
-        *(bool *)userdata = true;
-        loop_stop(l);
-}
-
-/* Run until pred() holds; every callback below calls loop_stop() when something
- * happened.  False when the watchdog fired first. */
-static bool run_until(bool (*pred)(void *), void *arg)
-{
-        struct loop_timer *wd;
-        bool expired = false;
-
-        CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, WATCHDOG_NS, watchdog_fire, &expired, &wd), 0);
-        while (!pred(arg) && !expired)
-                CU_ASSERT_EQUAL_FATAL(loop_run(L), 0);
-        if (!expired)
-                loop_timer_cancel(L, wd);
-        return !expired;
-}
 
 static void flag_fire(struct loop *l, void *userdata)
 {
@@ -77,7 +56,7 @@ static void settle(void)
         bool fired = false;
 
         CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, MS, flag_fire, &fired, NULL), 0);
-        CU_ASSERT(run_until(flag_set, &fired));
+        CU_ASSERT(t_run_until(L, flag_set, &fired));
 }
 
 static uint8_t pattern(uint64_t req, size_t i)
@@ -267,13 +246,13 @@ static bool srv_closed(void *arg)
 static void wait_accepted(struct srv *srv, int n)
 {
         struct srv_wait w = { srv, n };
-        CU_ASSERT_FATAL(run_until(srv_accepted, &w));
+        CU_ASSERT_FATAL(t_run_until(L, srv_accepted, &w));
 }
 
 static void wait_srv_closed(struct srv *srv, int n)
 {
         struct srv_wait w = { srv, n };
-        CU_ASSERT_FATAL(run_until(srv_closed, &w));
+        CU_ASSERT_FATAL(t_run_until(L, srv_closed, &w));
 }
 
 /* --- Clients --------------------------------------------------------------------- */
@@ -352,7 +331,7 @@ static void cli_ping(struct cli *cl, size_t len)
 
         CU_ASSERT_EQUAL_FATAL(send_ping(cl->c, COORD__MSG_TYPE__MSG_PING, cl->next, len), 0);
         cl->want = cl->next + 1;
-        CU_ASSERT_FATAL(run_until(clis_done, one));
+        CU_ASSERT_FATAL(t_run_until(L, clis_done, one));
         CU_ASSERT_FALSE(cl->bad);
         CU_ASSERT_EQUAL(cl->next, cl->want);
 }
@@ -363,7 +342,7 @@ static void cli_close(struct cli *cl)
 
         if (cl->c)
                 ipc_conn_close(cl->c);
-        CU_ASSERT(run_until(clis_closed, one));
+        CU_ASSERT(t_run_until(L, clis_closed, one));
         CU_ASSERT_EQUAL(cl->closed, 1);
 }
 
@@ -385,7 +364,7 @@ static void test_echo_pipelined(void)
                         CU_ASSERT_EQUAL_FATAL(send_ping(cl[i].c, COORD__MSG_TYPE__MSG_PING, r,
                                                         (size_t)(r * 13 % 300)), 0);
         }
-        CU_ASSERT_FATAL(run_until(clis_done, all));
+        CU_ASSERT_FATAL(t_run_until(L, clis_done, all));
         for (int i = 0; i < 4; i++) {
                 CU_ASSERT_FALSE(cl[i].bad);
                 CU_ASSERT_EQUAL(cl[i].next, 500);
@@ -432,7 +411,7 @@ static void test_large_frame(void)
         CU_ASSERT_EQUAL(send_ping(cl.c, COORD__MSG_TYPE__MSG_PING, 3, len + 1), -EMSGSIZE);
         CU_ASSERT_EQUAL(send_ping(cl.c, COORD__MSG_TYPE__MSG_PING, 3, 5), 0);
         cl.want = 4;
-        CU_ASSERT_FATAL(run_until(clis_done, one));
+        CU_ASSERT_FATAL(t_run_until(L, clis_done, one));
         CU_ASSERT_FALSE(cl.bad);
         CU_ASSERT_EQUAL(cl.next, 4);
         CU_ASSERT_EQUAL(srv.conns[0].frames, 4);
@@ -527,7 +506,7 @@ static void test_close_in_on_frame(void)
          * deliver the seven already in its buffer. */
         for (uint64_t r = 0; r < 10; r++)
                 CU_ASSERT_EQUAL_FATAL(send_ping(cl.c, COORD__MSG_TYPE__MSG_PING, r, 16), 0);
-        CU_ASSERT_FATAL(run_until(clis_closed, one));
+        CU_ASSERT_FATAL(t_run_until(L, clis_closed, one));
         wait_srv_closed(&srv, 1);
         CU_ASSERT_EQUAL(srv.conns[0].frames, 3);
         CU_ASSERT_EQUAL(srv.conns[0].closed, 1);
@@ -553,7 +532,7 @@ static void test_close_outside_loop(void)
         CU_ASSERT_EQUAL(send_ping(cl.c, COORD__MSG_TYPE__MSG_PING, 9, 8), -EPIPE);
         ipc_conn_close(cl.c);
         CU_ASSERT_EQUAL(cl.closed, 0);
-        CU_ASSERT_FATAL(run_until(clis_closed, one));
+        CU_ASSERT_FATAL(t_run_until(L, clis_closed, one));
         CU_ASSERT_EQUAL(cl.closed, 1);
         CU_ASSERT_EQUAL(cl.reason, 0);
         wait_srv_closed(&srv, 1);
@@ -572,7 +551,7 @@ static void test_close_in_on_accept(void)
         wait_srv_closed(&srv, 1);
         CU_ASSERT_EQUAL(srv.conns[0].closed, 1);
         CU_ASSERT_EQUAL(srv.conns[0].reason, 0);
-        CU_ASSERT_FATAL(run_until(clis_closed, one));
+        CU_ASSERT_FATAL(t_run_until(L, clis_closed, one));
         /* "Close now": the HELLO queued in on_accept is dropped by the close. */
         CU_ASSERT_EQUAL(cl.hellos, 0);
         CU_ASSERT_EQUAL(cl.reason, 0);
@@ -819,7 +798,7 @@ static void test_peer_uid(void)
         CU_ASSERT_FATAL(pid >= 0);
         if (pid == 0)
                 _exit(other_uid_child());
-        CU_ASSERT(run_until(child_gone, NULL));
+        CU_ASSERT(t_run_until(L, child_gone, NULL));
         CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
         CU_ASSERT(WIFEXITED(status));
         if (WEXITSTATUS(status) != 0)
@@ -872,13 +851,9 @@ int main(void)
 {
         int r;
 
-        r = loop_new(256, &L);
-        if (r == -ENOSYS || r == -EPERM) {
-                fprintf(stderr, "io_uring unavailable (%s): skipped\n", strerror(-r));
-                return T_EXIT_SKIP;
-        }
-        if (r < 0)
-                return T_EXIT_ERROR;
+        r = t_loop_new(256, &L);
+        if (r)
+                return r;
         dir = t_mkdtemp("ipc");
         if (!dir)
                 return T_EXIT_ERROR;

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "t-loop.h"
 #include "t.h"
 #include "util.h"
 
@@ -33,32 +34,10 @@
 #endif
 
 #define MS (UINT64_C(1000) * 1000)
-#define WATCHDOG_NS (10000 * MS)
 
 static struct loop *L;
 
 /* --- Helpers -------------------------------------------------------------------- */
-
-static void watchdog_fire(struct loop *l, void *userdata)
-{
-        *(bool *)userdata = true;
-        loop_stop(l);
-}
-
-/* Run until pred() holds; callbacks call loop_stop() whenever something happened.
- * False when the watchdog fired first. */
-static bool run_until(bool (*pred)(void *), void *arg)
-{
-        struct loop_timer *wd;
-        bool expired = false;
-
-        CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, WATCHDOG_NS, watchdog_fire, &expired, &wd), 0);
-        while (!pred(arg) && !expired)
-                CU_ASSERT_EQUAL_FATAL(loop_run(L), 0);
-        if (!expired)
-                loop_timer_cancel(L, wd);
-        return !expired;
-}
 
 static bool counter_reached(void *arg)
 {
@@ -116,7 +95,7 @@ static void test_timer_order(void)
         tc[2].victim = t[4];
 
         /* 30 ms fires last, so once it did, a 15 or 25 ms callback would be logged. */
-        CU_ASSERT_FATAL(run_until(log_complete, &log));
+        CU_ASSERT_FATAL(t_run_until(L, log_complete, &log));
         CU_ASSERT_EQUAL(log.n, 4);
         CU_ASSERT_EQUAL(log.order[0], 5);
         CU_ASSERT_EQUAL(log.order[1], 10);
@@ -142,7 +121,7 @@ static void test_timer_sq_full(void)
         for (int i = 0; i < count[1]; i++)
                 CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, (uint64_t)(i % 7) * MS, count_fire,
                                                      count, NULL), 0);
-        CU_ASSERT(run_until(counter_reached, count));
+        CU_ASSERT(t_run_until(L, counter_reached, count));
         CU_ASSERT_EQUAL(count[0], count[1]);
         L = loop_free(small);
         L = big;
@@ -157,7 +136,7 @@ static void test_timer_zero_and_restart(void)
         CU_ASSERT_EQUAL(loop_run(L), 0);
         /* A zero delay fires on the next iteration. */
         CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, 0, count_fire, count, NULL), 0);
-        CU_ASSERT(run_until(counter_reached, count));
+        CU_ASSERT(t_run_until(L, counter_reached, count));
         CU_ASSERT_EQUAL(count[0], 1);
         /* Cancelling NULL is allowed. */
         loop_timer_cancel(L, NULL);
@@ -177,7 +156,7 @@ static void test_stall(void)
         int count[2] = { 0, 1 };
 
         CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, 0, stall_fire, count, NULL), 0);
-        CU_ASSERT(run_until(counter_reached, count));
+        CU_ASSERT(t_run_until(L, counter_reached, count));
         CU_ASSERT(loop_max_stall_ns(L) >= 15 * MS);
 }
 
@@ -188,12 +167,12 @@ static void test_stall_window(void)
         int count[2] = { 0, 1 };
 
         CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, 0, stall_fire, count, NULL), 0);
-        CU_ASSERT(run_until(counter_reached, count));
+        CU_ASSERT(t_run_until(L, counter_reached, count));
         CU_ASSERT(loop_take_window_stall_ns(L) >= 15 * MS);
         CU_ASSERT_EQUAL(loop_take_window_stall_ns(L), 0);
         count[0] = 0;
         CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, 0, count_fire, count, NULL), 0);
-        CU_ASSERT(run_until(counter_reached, count));
+        CU_ASSERT(t_run_until(L, counter_reached, count));
         CU_ASSERT(loop_take_window_stall_ns(L) < 15 * MS);
         CU_ASSERT(loop_max_stall_ns(L) >= 15 * MS);
 }
@@ -250,7 +229,7 @@ static void test_waker_thread(void)
         CU_ASSERT_EQUAL_FATAL(loop_waker_new(L, wake_fn, &ws, &w), 0);
         CU_ASSERT(loop_waker_fd(w) >= 0);
         CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, wake_thread, w), 0);
-        CU_ASSERT(run_until(wake_done, &ws));
+        CU_ASSERT(t_run_until(L, wake_done, &ws));
         pthread_join(th, NULL);
         /* Every wake counted exactly once, coalesced into fewer callbacks. */
         CU_ASSERT_EQUAL(ws.total, 1000);
@@ -273,7 +252,7 @@ static void test_waker_process(void)
                 uint64_t v = 5;
                 _exit(write(loop_waker_fd(w), &v, sizeof(v)) == sizeof(v) ? 0 : 1);
         }
-        CU_ASSERT(run_until(wake_done, &ws));
+        CU_ASSERT(t_run_until(L, wake_done, &ws));
         CU_ASSERT_EQUAL(ws.total, 5);
         CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
         CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -304,10 +283,10 @@ static void test_waker_free(void)
         /* Freed from its own callback. */
         CU_ASSERT_EQUAL_FATAL(loop_waker_new(L, free_self, &w2, &w2), 0);
         loop_waker_wake(w2);
-        CU_ASSERT(run_until(ptr_null, &w2));
+        CU_ASSERT(t_run_until(L, ptr_null, &w2));
         /* One more iteration for w1's completion; valgrind/ASan check the rest. */
         CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, MS, count_fire, count, NULL), 0);
-        CU_ASSERT(run_until(counter_reached, count));
+        CU_ASSERT(t_run_until(L, counter_reached, count));
         CU_ASSERT_PTR_NULL(loop_waker_free(L, NULL));
 }
 
@@ -388,7 +367,7 @@ static void test_futex_thread(void)
         futex_word = 0;
         CU_ASSERT_EQUAL_FATAL(loop_futex_wait(L, &fs.io, &futex_word, 0, false), 0);
         CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, futex_wake_thread, NULL), 0);
-        CU_ASSERT(run_until(op_completed, &fs));
+        CU_ASSERT(t_run_until(L, op_completed, &fs));
         CU_ASSERT_EQUAL(pthread_join(th, &ret), 0);
         CU_ASSERT_EQUAL((intptr_t)ret, 0);
         CU_ASSERT_EQUAL(fs.res, 0);
@@ -412,7 +391,7 @@ static void test_futex_process(void)
         CU_ASSERT_FATAL(pid >= 0);
         if (pid == 0)
                 _exit(wake_until_woken(word, true) == 0 ? 0 : 1);
-        CU_ASSERT(run_until(op_completed, &fs));
+        CU_ASSERT(t_run_until(L, op_completed, &fs));
         CU_ASSERT_EQUAL(fs.res, 0);
         CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
         CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -429,13 +408,13 @@ static void test_futex_value_and_cancel(void)
         /* The word no longer holds the value: at once, -EAGAIN. */
         futex_word = 1;
         CU_ASSERT_EQUAL_FATAL(loop_futex_wait(L, &fs.io, &futex_word, 0, false), 0);
-        CU_ASSERT(run_until(op_completed, &fs));
+        CU_ASSERT(t_run_until(L, op_completed, &fs));
         CU_ASSERT_EQUAL(fs.res, -EAGAIN);
         /* A wait nobody wakes: cancelled. */
         fs.done = false;
         CU_ASSERT_EQUAL_FATAL(loop_futex_wait(L, &fs.io, &futex_word, 1, false), 0);
         CU_ASSERT_EQUAL(loop_cancel(L, &fs.io), 0);
-        CU_ASSERT(run_until(op_completed, &fs));
+        CU_ASSERT(t_run_until(L, op_completed, &fs));
         CU_ASSERT_EQUAL(fs.res, -ECANCELED);
         /* Misaligned: refused before it reaches the kernel. */
         CU_ASSERT_EQUAL(loop_futex_wait(L, &fs.io, (const uint32_t *)((char *)&futex_word + 1), 0,
@@ -504,7 +483,7 @@ static void test_signals(void)
         CU_ASSERT_EQUAL(raise(SIGUSR1), 0);
         /* Raised from inside the loop. */
         CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, MS, raise_fire, NULL, NULL), 0);
-        CU_ASSERT(run_until(sig_two, &ss));
+        CU_ASSERT(t_run_until(L, sig_two, &ss));
         CU_ASSERT_EQUAL(ss.n, 2);
         CU_ASSERT_EQUAL(ss.got[0], SIGUSR1);
         CU_ASSERT_EQUAL(ss.got[1], SIGUSR2);
@@ -524,7 +503,7 @@ static void test_socketpair(void)
         /* recv first, so it has to wait for the data. */
         CU_ASSERT_EQUAL_FATAL(loop_recv(L, &rx.io, sv[1], in, sizeof(in)), 0);
         CU_ASSERT_EQUAL_FATAL(loop_send(L, &tx.io, sv[0], "hello", 5), 0);
-        CU_ASSERT(run_until(ops_done, both));
+        CU_ASSERT(t_run_until(L, ops_done, both));
         CU_ASSERT_EQUAL(tx.res, 5);
         CU_ASSERT_EQUAL(rx.res, 5);
         CU_ASSERT(memcmp(in, "hello", 5) == 0);
@@ -533,7 +512,7 @@ static void test_socketpair(void)
         rx.done = false;
         CU_ASSERT_EQUAL_FATAL(loop_recv(L, &rx.io, sv[1], in, sizeof(in)), 0);
         CU_ASSERT_EQUAL(loop_cancel(L, &rx.io), 0);
-        CU_ASSERT(run_until(ops_done, one));
+        CU_ASSERT(t_run_until(L, ops_done, one));
         CU_ASSERT_EQUAL(rx.res, -ECANCELED);
         /* Nothing in flight any more: nothing to cancel. */
         CU_ASSERT_EQUAL(loop_cancel(L, &rx.io), -ENOENT);
@@ -542,13 +521,13 @@ static void test_socketpair(void)
         rx.done = false;
         CU_ASSERT_EQUAL_FATAL(loop_recv(L, &rx.io, sv[1], in, sizeof(in)), 0);
         close(sv[0]);
-        CU_ASSERT(run_until(ops_done, one));
+        CU_ASSERT(t_run_until(L, ops_done, one));
         CU_ASSERT_EQUAL(rx.res, 0);
 
         /* Sending to a closed peer: -EPIPE, and no SIGPIPE kills us. */
         tx.done = false;
         CU_ASSERT_EQUAL_FATAL(loop_send(L, &tx.io, sv[1], "x", 1), 0);
-        CU_ASSERT(run_until(ops_done, both + 1));
+        CU_ASSERT(t_run_until(L, ops_done, both + 1));
         CU_ASSERT_EQUAL(tx.res, -EPIPE);
         close(sv[1]);
 }
@@ -606,7 +585,7 @@ static void test_defer(void)
         CU_ASSERT_FALSE(loop_defer_queued(&b.d));
         a.victim = &c.d;                        /* a runs first: it was queued last */
         CU_ASSERT_EQUAL_FATAL(loop_timer_add(L, 0, count_fire, count, NULL), 0);
-        CU_ASSERT(run_until(counter_reached, count));
+        CU_ASSERT(t_run_until(L, counter_reached, count));
         CU_ASSERT_EQUAL(a.runs, 2);
         CU_ASSERT_EQUAL(b.runs, 0);
         CU_ASSERT_EQUAL(c.runs, 0);
@@ -684,15 +663,9 @@ int main(void)
 {
         int r;
 
-        r = loop_new(64, &L);
-        if (r == -ENOSYS || r == -EPERM) {
-                fprintf(stderr, "io_uring unavailable (%s): skipped\n", strerror(-r));
-                return T_EXIT_SKIP;
-        }
-        if (r < 0) {
-                fprintf(stderr, "loop_new: %s\n", strerror(-r));
-                return T_EXIT_ERROR;
-        }
+        r = t_loop_new(64, &L);
+        if (r)
+                return r;
         r = t_run(suites);
         L = loop_free(L);
         return r;

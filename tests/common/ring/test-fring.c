@@ -26,12 +26,6 @@
 
 /* ---- helpers ------------------------------------------------------------------------- */
 
-static void t_ring_cleanup(void)
-{
-        for (unsigned i = 0; i < t_ring_counter; i++)
-                (void)fring_unlink(t_ring_names[i]);
-}
-
 /* The values published for update number j of collection id: distinct fields, related
  * so that a record mixing two updates is detectable. */
 static struct fring_frontier t_val(uint64_t id, uint64_t j)
@@ -923,8 +917,7 @@ static void test_bad_attach(void)
         struct fring_frontier f;
         struct fring *r = NULL;
         struct t_region g;
-        char name[64], other[64], wname[NAME_MAX + 2];
-        int fd;
+        char name[64];
 
         t_ring_name(name, sizeof name, "bad");
         CU_ASSERT_EQUAL(t_attach_result(name), -ENOENT);
@@ -978,30 +971,7 @@ static void test_bad_attach(void)
         *h = saved;
         CU_ASSERT_EQUAL(t_attach_result(name), 0);
 
-        /* NAME.wait damaged or missing. */
-        snprintf(wname, sizeof wname, "%s%s", name, FRING_WAIT_SUFFIX);
-        {
-                struct t_region w;
-
-                CU_ASSERT_TRUE_FATAL(t_region_map(wname, &w));
-                ((struct fring_waitpage *)w.p)->version = 7;
-                CU_ASSERT_EQUAL(t_attach_result(name), -EPROTO);
-                ((struct fring_waitpage *)w.p)->magic = 7;
-                CU_ASSERT_EQUAL(t_attach_result(name), -EBADMSG);
-                munmap(w.p, w.size);
-        }
-        CU_ASSERT_EQUAL(shm_unlink(wname), 0);
-        CU_ASSERT_EQUAL(t_attach_result(name), -ENOENT);
-
-        /* Objects too small to hold a header. */
-        t_ring_name(other, sizeof other, "small");
-        fd = shm_open(other, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        CU_ASSERT_FATAL(fd >= 0);
-        CU_ASSERT_EQUAL(t_attach_result(other), -EAGAIN);       /* being created */
-        CU_ASSERT_EQUAL(ftruncate(fd, 10), 0);
-        CU_ASSERT_EQUAL(t_attach_result(other), -EBADMSG);
-        close(fd);
-        CU_ASSERT_EQUAL(shm_unlink(other), 0);
+        t_bad_wait_and_small(name, FRING_WAIT_SUFFIX, t_attach_result);
 
         munmap(g.p, g.size);
         CU_ASSERT_EQUAL(fring_unlink(name), 0);
@@ -1297,13 +1267,5 @@ int main(void)
                 { "fring damage", damage },
                 { NULL, NULL },
         };
-        int k;
-
-        if (!t_ring_supported()) {
-                fprintf(stderr, "POSIX shared memory or futexes unavailable: skipping\n");
-                return T_EXIT_SKIP;
-        }
-        k = t_run(suites);
-        t_ring_cleanup();
-        return k;
+        return t_ring_main(suites, fring_unlink);
 }

@@ -29,12 +29,6 @@
 
 /* ---- helpers ------------------------------------------------------------------------- */
 
-static void t_ring_cleanup(void)
-{
-        for (unsigned i = 0; i < t_ring_counter; i++)
-                (void)lring_unlink(t_ring_names[i]);
-}
-
 /* The payload of seq: len_mod picks the lengths (1..len_mod bytes), the bytes are a
  * function of seq and position. */
 static size_t t_len(uint64_t seq, size_t len_mod)
@@ -677,8 +671,7 @@ static void test_bad_attach(void)
         struct lring_header *h, saved;
         struct lring *r = NULL;
         struct t_region g;
-        char name[64], other[64], wname[NAME_MAX + 2];
-        int fd;
+        char name[64];
 
         t_ring_name(name, sizeof name, "bad");
         CU_ASSERT_EQUAL(t_attach_result(name), -ENOENT);
@@ -720,30 +713,7 @@ static void test_bad_attach(void)
 #undef BAD_HEADER
         *h = saved;
 
-        /* NAME.wait damaged or missing. */
-        snprintf(wname, sizeof wname, "%s%s", name, LRING_WAIT_SUFFIX);
-        {
-                struct t_region w;
-
-                CU_ASSERT_TRUE_FATAL(t_region_map(wname, &w));
-                ((struct lring_waitpage *)w.p)->version = 7;
-                CU_ASSERT_EQUAL(t_attach_result(name), -EPROTO);
-                ((struct lring_waitpage *)w.p)->magic = 7;
-                CU_ASSERT_EQUAL(t_attach_result(name), -EBADMSG);
-                munmap(w.p, w.size);
-        }
-        CU_ASSERT_EQUAL(shm_unlink(wname), 0);
-        CU_ASSERT_EQUAL(t_attach_result(name), -ENOENT);
-
-        /* Objects too small to hold a header. */
-        t_ring_name(other, sizeof other, "small");
-        fd = shm_open(other, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        CU_ASSERT_FATAL(fd >= 0);
-        CU_ASSERT_EQUAL(t_attach_result(other), -EAGAIN);       /* being created */
-        CU_ASSERT_EQUAL(ftruncate(fd, 10), 0);
-        CU_ASSERT_EQUAL(t_attach_result(other), -EBADMSG);
-        close(fd);
-        CU_ASSERT_EQUAL(shm_unlink(other), 0);
+        t_bad_wait_and_small(name, LRING_WAIT_SUFFIX, t_attach_result);
 
         munmap(g.p, g.size);
         CU_ASSERT_EQUAL(lring_unlink(name), 0);
@@ -953,13 +923,5 @@ int main(void)
                 { "lring damage", damage },
                 { NULL, NULL },
         };
-        int k;
-
-        if (!t_ring_supported()) {
-                fprintf(stderr, "POSIX shared memory or futexes unavailable: skipping\n");
-                return T_EXIT_SKIP;
-        }
-        k = t_run(suites);
-        t_ring_cleanup();
-        return k;
+        return t_ring_main(suites, lring_unlink);
 }
