@@ -205,14 +205,8 @@ int plan_correlated(struct analyzer *a, const PgQuery__Node *sub, bool plain, st
                               : d->wanted && a->attach->rows && !a->attach->late;
                 if (!again || strcmp(a->err->sqlstate, "0A000") != 0)
                         return r;
-                for (size_t i = 0; i < q->n; i++) {
-                        expr_free(q->inner[i]);
-                        expr_free(q->outer[i]);
-                }
-                free(q->inner);
-                free(q->outer);
-                expr_free(q->dflt);
-                *q = (struct subq){ .dom = d };
+                subq_done(q);
+                q->dom = d;
                 scope_done(out);
                 *out = (struct scope){ 0 };
                 rel_freep(ret);

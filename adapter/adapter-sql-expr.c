@@ -1072,27 +1072,27 @@ int common_type(struct analyzer *a, struct typed *v, size_t n, const char *what,
         return 0;
 }
 
-/* GREATEST(...) and LEAST(...): the arguments' common type, as COALESCE's; character(n)
- * is refused (its comparisons drop trailing spaces, its values keep them). */
-int analyze_minmax(struct analyzer *a, const PgQuery__MinMaxExpr *m, struct typed *ret)
+/* COALESCE, GREATEST, LEAST: func(args) of the arguments' common type, folded.
+ * character(n) is refused in GREATEST and LEAST (its comparisons drop trailing spaces,
+ * its values keep them). */
+static int analyze_variadic(struct analyzer *a, PgQuery__Node **in, size_t n_in, const char *what,
+                            Coord__Plan__Func func, int location, struct typed *ret)
 {
-        bool greatest = m->op == PG_QUERY__MIN_MAX_OP__IS_GREATEST;
-        const char *what = greatest ? "GREATEST" : "LEAST";
-        _cleanup_free_ struct typed *v = calloc(m->n_args ? m->n_args : 1, sizeof(*v));
-        _cleanup_free_ Coord__Plan__Expr **args = calloc(m->n_args ? m->n_args : 1, sizeof(*args));
+        _cleanup_free_ struct typed *v = calloc(n_in ? n_in : 1, sizeof(*v));
+        _cleanup_free_ Coord__Plan__Expr **args = calloc(n_in ? n_in : 1, sizeof(*args));
         int r = 0, type;
         size_t n = 0;
 
         if (!v || !args)
                 return analyzer_oom(a);
-        for (; n < m->n_args && r >= 0; n++) {
+        for (; n < n_in && r >= 0; n++) {
                 v[n].location = -1;
-                r = analyze_expr(a, m->args[n], &v[n]);
+                r = analyze_expr(a, in[n], &v[n]);
         }
         if (r >= 0)
                 r = common_type(a, v, n, what, &type);
-        if (r >= 0 && type == ROW_TYPE_BPCHAR)
-                r = bpchar_refuse(a, m->location, what);
+        if (r >= 0 && type == ROW_TYPE_BPCHAR && func != COORD__PLAN__FUNC__FUNC_COALESCE)
+                r = bpchar_refuse(a, location, what);
         if (r < 0) {
                 for (size_t i = 0; i < n; i++)
                         typed_done(&v[i]);
@@ -1100,43 +1100,27 @@ int analyze_minmax(struct analyzer *a, const PgQuery__MinMaxExpr *m, struct type
         }
         for (size_t i = 0; i < n; i++)
                 args[i] = v[i].e;
-        ret->e = expr_call(type, greatest ? COORD__PLAN__FUNC__FUNC_GREATEST : COORD__PLAN__FUNC__FUNC_LEAST,
-                           args, n);
+        ret->e = expr_call(type, func, args, n);
         if (!ret->e)
                 return analyzer_oom(a);
         ret->unknown = false;
-        ret->location = m->location;
+        ret->location = location;
         return fold_typed(a, ret);
+}
+
+int analyze_minmax(struct analyzer *a, const PgQuery__MinMaxExpr *m, struct typed *ret)
+{
+        bool greatest = m->op == PG_QUERY__MIN_MAX_OP__IS_GREATEST;
+
+        return analyze_variadic(a, m->args, m->n_args, greatest ? "GREATEST" : "LEAST",
+                                greatest ? COORD__PLAN__FUNC__FUNC_GREATEST : COORD__PLAN__FUNC__FUNC_LEAST,
+                                m->location, ret);
 }
 
 int analyze_coalesce(struct analyzer *a, const PgQuery__CoalesceExpr *c, struct typed *ret)
 {
-        _cleanup_free_ struct typed *v = calloc(c->n_args ? c->n_args : 1, sizeof(*v));
-        _cleanup_free_ Coord__Plan__Expr **args = calloc(c->n_args ? c->n_args : 1, sizeof(*args));
-        int r = 0, type;
-        size_t n = 0;
-
-        if (!v || !args)
-                return analyzer_oom(a);
-        for (; n < c->n_args && r >= 0; n++) {
-                v[n].location = -1;
-                r = analyze_expr(a, c->args[n], &v[n]);
-        }
-        if (r >= 0)
-                r = common_type(a, v, n, "COALESCE", &type);
-        if (r < 0) {
-                for (size_t i = 0; i < n; i++)
-                        typed_done(&v[i]);
-                return r;
-        }
-        for (size_t i = 0; i < n; i++)
-                args[i] = v[i].e;
-        ret->e = expr_call(type, COORD__PLAN__FUNC__FUNC_COALESCE, args, n);
-        if (!ret->e)
-                return analyzer_oom(a);
-        ret->unknown = false;
-        ret->location = c->location;
-        return fold_typed(a, ret);
+        return analyze_variadic(a, c->args, c->n_args, "COALESCE", COORD__PLAN__FUNC__FUNC_COALESCE,
+                                c->location, ret);
 }
 
 bool scope_has_qual(const struct scope *sc, const char *q)

@@ -235,6 +235,7 @@ struct subq {
          * (domain_default()); NULL where that cannot be had. */
         Coord__Plan__Expr *dflt;
 };
+void subq_done(struct subq *q);
 
 /* A subquery's columns joined to the rows of its scope. */
 struct attachment {

@@ -44,7 +44,7 @@
 
 static int analyze_sublink(struct analyzer *a, const PgQuery__SubLink *sl, struct typed *ret);
 
-static void subq_done(struct subq *q)
+void subq_done(struct subq *q)
 {
         for (size_t i = 0; i < q->n; i++) {
                 expr_free(q->inner[i]);
