@@ -1065,7 +1065,7 @@ void acat_txn_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_
                                 if (it->kind == SQL_OBJECT_INDEX) {
                                         struct acat_item *on = (struct acat_item *)acat_by_gid(ac, it->on_id);
                                         if (on)
-                                                on->index_id = oldest_index(ac, on);
+                                                index_refresh(ac, on);
                                 }
                         } else {
                                 /* Not committed (or no memory to show it: the caller

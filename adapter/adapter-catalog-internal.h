@@ -99,7 +99,7 @@ int req_put(struct acat_item *consumer, uint64_t input, uint64_t frontier);
 size_t items_lower_bound(const struct adapter_catalog *ac, uint64_t gid);
 int items_array_add(struct adapter_catalog *ac, struct acat_item *it);
 int items_add(struct adapter_catalog *ac, struct acat_item *it);
-uint64_t oldest_index(const struct adapter_catalog *ac, const struct acat_item *target);
+void index_refresh(const struct adapter_catalog *ac, struct acat_item *target);
 int deps_link(struct adapter_catalog *ac, struct acat_item *it, struct acat_item *near,
               struct acat_txn *const *before, size_t n_before);
 void deps_unlink(struct adapter_catalog *ac, struct acat_item *it);

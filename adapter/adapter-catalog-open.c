@@ -270,8 +270,8 @@ static int load_protection(struct adapter_catalog *ac, const struct load_part *l
 }
 
 /* Dependencies are kept in memory only: link every item to its refs, and each object
- * to its oldest index.  Items are in GlobalId order, so the first index met on an
- * object is its oldest (what oldest_index() finds). */
+ * to its oldest index and its count.  Items are in GlobalId order, so the first index
+ * met on an object is its oldest (what index_refresh() finds). */
 static int load_deps(struct adapter_catalog *ac)
 {
         for (size_t i = ac->n_builtin; i < ac->n_items; i++) {
@@ -287,6 +287,7 @@ static int load_deps(struct adapter_catalog *ac)
                 on = prev->gid == it->on_id ? prev : (struct acat_item *)acat_by_gid(ac, it->on_id);
                 if (!on->index_id)
                         on->index_id = it->gid;
+                on->n_indexes++;
         }
         return 0;
 }
@@ -387,6 +388,7 @@ struct adapter_catalog *acat_free(struct adapter_catalog *ac)
                         ac->items[i]->n_req_consumers = ac->items[i]->cap_req_consumers = 0;
                         ac->items[i]->n_dependents = ac->items[i]->cap_dependents = 0;
                         ac->items[i]->index_id = 0;
+                        ac->items[i]->n_indexes = 0;
                         ac->items[i]->has_bound = false;
                         ac->items[i]->bound = ac->items[i]->pending_bound = 0;
                 }

@@ -503,17 +503,23 @@ int items_add(struct adapter_catalog *ac, struct acat_item *it)
 }
 
 /* The oldest live index on `target`, or 0. */
-uint64_t oldest_index(const struct adapter_catalog *ac, const struct acat_item *target)
+/* target's index_id (its oldest committed index) and n_indexes, from its dependents:
+ * at a CREATE INDEX's commit and a DROP (load_deps() counts them at load). */
+void index_refresh(const struct adapter_catalog *ac, struct acat_item *target)
 {
         uint64_t best = 0;
+        uint32_t n = 0;
 
         for (size_t i = 0; i < target->n_dependents; i++) {
                 const struct acat_item *d = acat_by_gid(ac, target->dependents[i]);
-                if (d && !d->pending && d->kind == SQL_OBJECT_INDEX && d->on_id == target->gid &&
-                    (!best || d->gid < best))
-                        best = d->gid;
+                if (d && !d->pending && d->kind == SQL_OBJECT_INDEX && d->on_id == target->gid) {
+                        n++;
+                        if (!best || d->gid < best)
+                                best = d->gid;
+                }
         }
-        return best;
+        target->index_id = best;
+        target->n_indexes = n;
 }
 
 /* Make `it` a dependent of each of its refs (at load, or when its create begins).  near,
@@ -549,7 +555,7 @@ void deps_unlink(struct adapter_catalog *ac, struct acat_item *it)
                         continue;
                 dependent_remove(ref, it->gid);
                 if (it->kind == SQL_OBJECT_INDEX && ref->gid == it->on_id)
-                        ref->index_id = oldest_index(ac, ref);
+                        index_refresh(ac, ref);
         }
 }
 
@@ -617,6 +623,7 @@ void acat_relation(const struct acat_item *it, struct sql_relation *ret)
         ret->n_inputs = it->n_logical;
         ret->deterministic = !it->nondeterministic;
         ret->index_id = it->index_id;
+        ret->n_indexes = it->n_indexes;
         ret->builtin = it->builtin;
 }
 
@@ -651,7 +658,7 @@ static int gid_cmp(const void *x, const void *y)
         return a < b ? -1 : a > b;
 }
 
-/* The committed indexes on object gid, oldest first (as oldest_index() finds them). */
+/* The committed indexes on object gid, oldest first (as index_refresh() counts them). */
 static int acat_indexes(void *userdata, uint64_t gid, sql_object_fn fn, void *arg)
 {
         struct adapter_catalog *ac = userdata;

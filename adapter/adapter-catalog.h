@@ -95,6 +95,7 @@ struct acat_item {
                                                  * requirement on this one */
         size_t n_req_consumers, cap_req_consumers;
         uint64_t index_id;              /* the oldest index on this object, 0 if none */
+        uint32_t n_indexes;             /* its committed indexes (index_refresh()) */
         uint64_t *dependents;           /* items (pending ones too) whose refs name it */
         size_t n_dependents, cap_dependents;
 };

@@ -435,7 +435,7 @@ static int plan_range_var(struct analyzer *a, const PgQuery__RangeVar *rv, struc
                         return r;
         }
         if (a->peek && rel.index_id) {
-                r = note_index_read(a, rel.id, rel.index_id);
+                r = rel.n_indexes > 1 ? note_index_read(a, rel.id, rel.index_id) : 0;
                 if (r < 0)
                         return r;
                 *ret = rel_get_id(rel.index_id, rel.columns, rel.n_columns);

@@ -713,7 +713,8 @@ static int collect_get(void *arg, Coord__Plan__Get *g)
  *
  * FROM reads an object that has indexes from its oldest one (a->peek); every index of an
  * object holds all its rows in the object's columns, so any of them gives the same
- * answer.  Once the plan is final, choose_indexes() moves each such read to the index
+ * answer.  Once the plan is final, choose_indexes() moves each such read of an object
+ * with more than one index (sql_relation.n_indexes, kept by the catalog) to the index
  * whose key the plan fixes (row_plan_key(): what the controller reads by key,
  * controller-server-lookup.c NOTE 23), the oldest one still when it does or none does. */
 

@@ -135,8 +135,9 @@ struct sql_relation {
         size_t n_inputs;
         bool deterministic;
         /* Non-zero when an index exists on the object: a SELECT then reads it from
-         * the index, Get{index_id, the object's column types}. */
+         * the index, Get{index_id, the object's column types}; n_indexes of them. */
         uint64_t index_id;
+        uint32_t n_indexes;
         /* A built-in relation (coord_objects & co.): readable, written by Coord only. */
         bool builtin;
         /* A table's CHECK constraints (borrowed like columns). */

@@ -15,7 +15,8 @@
  *   and (k): a SELECT reads through the index whose key its WHERE fixes (the adapter's
  *   choose_indexes()), so `k = c` and `s = c` are one keyed read each, all three
  *   columns fixed read the default index by key, other forms none; after DROP INDEX
- *   of (k), `k = c` is a full read again, with the same rows.
+ *   of (k), `k = c` is a full read again, with the same rows; and so after the
+ *   adapter's kill -9 and restart (the index count comes from the catalog's load).
  */
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -181,6 +182,11 @@ static void test_choice(void)
         CU_ASSERT(ok(c, "DROP INDEX kd_k"));
         CU_ASSERT(same(c, "SELECT s, v FROM %s WHERE k = 3", "kd", "kdr", 0));
         CU_ASSERT(same(c, "SELECT k, v FROM %s WHERE s = 's3'", "kd", "kdr", 1));
+        /* The adapter counts an object's indexes again when it loads the catalog. */
+        kill9_restart(COORD__ROLE__ROLE_ADAPTER, &c);
+        CU_ASSERT(rows_become(c, "SELECT count(*) FROM kd", "200", 10000));
+        CU_ASSERT(same(c, "SELECT k, v FROM %s WHERE s = 's0'", "kd", "kdr", 1));
+        CU_ASSERT(same(c, "SELECT s, v FROM %s WHERE k = 3", "kd", "kdr", 0));
         PQfinish(c);
 }
 
