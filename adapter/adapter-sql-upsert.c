@@ -25,7 +25,8 @@
  * (3) Refused (0A000), never planned with another meaning: SET of a column of the
  *     conflict key (the INSERT would then insert the proposed row beside the updated
  *     one), RETURNING, a WHERE relating the target to excluded other than by the key's
- *     equalities (adapter-sql-using.c note 1), subqueries in SET, INSERT ... SELECT.
+ *     equalities (adapter-sql-using.c note 1), subqueries in SET, INSERT ... SELECT, a
+ *     target table named excluded.
  */
 #include "adapter-sql-internal.h"
 
@@ -265,6 +266,10 @@ int plan_upsert(struct analyzer *a, const PgQuery__InsertStmt *ins, const struct
                 return FAIL(a, "XX000", "ON CONFLICT DO UPDATE without its key");
         if (ins->n_returning_list)
                 return FAIL(a, "0A000", "RETURNING with ON CONFLICT DO UPDATE is not supported");
+        /* FROM excluded would name the target itself (plan_preset()). */
+        if (strcmp(ins->relation->relname, "excluded") == 0)
+                return FAIL_AT(a, ins->relation->location, "0A000", "ON CONFLICT DO UPDATE into a "
+                               "table named \"excluded\" is not supported");
         /* (3) */
         for (size_t i = 0; i < oc->n_target_list; i++) {
                 const PgQuery__ResTarget *t = oc->target_list[i]->node_case ==
