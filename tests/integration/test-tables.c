@@ -2425,6 +2425,29 @@ static void test_upsert(void)
         CU_ASSERT(fails_with(c, "INSERT INTO up2 VALUES (2, 'y', 6) ON CONFLICT (a) DO UPDATE SET c = 1",
                              "42P10"));
         CU_ASSERT(ok(c, "DROP TABLE up2"));
+        /* Two clients upsert the same new key at once: one inserts it, the other then
+         * updates it (each statement reads what the other wrote, as in PostgreSQL). */
+        {
+                PGconn *d = db();
+
+                CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+                CU_ASSERT_FATAL(PQsendQuery(c, "INSERT INTO up VALUES (50, 'c50', 1) ON CONFLICT (k) "
+                                               "DO UPDATE SET n = up.n + excluded.n"));
+                CU_ASSERT_FATAL(PQsendQuery(d, "INSERT INTO up VALUES (50, 'd50', 2) ON CONFLICT (k) "
+                                               "DO UPDATE SET n = up.n + excluded.n"));
+                for (PGconn *x = c; x; x = x == c ? d : NULL) {
+                        PGresult *r;
+
+                        while ((r = PQgetResult(x))) {
+                                CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_COMMAND_OK);
+                                CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "INSERT 0 1");
+                                PQclear(r);
+                        }
+                }
+                CU_ASSERT(rows_are(c, "SELECT n FROM up WHERE k = 50", "3"));
+                CU_ASSERT(rows_are(c, "SELECT count(*) FROM up WHERE v IN ('c50', 'd50')", "1"));
+                PQfinish(d);
+        }
         CU_ASSERT(ok(c, "DROP TABLE up"));
         PQfinish(c);
 }
