@@ -2314,6 +2314,23 @@ static void test_write_from(void)
         PQfinish(c);
 }
 
+/* qc on c and qd on d sent at once, both succeeding (with tag, when not NULL). */
+static void at_once(PGconn *c, const char *qc, PGconn *d, const char *qd, const char *tag)
+{
+        CU_ASSERT_FATAL(PQsendQuery(c, qc));
+        CU_ASSERT_FATAL(PQsendQuery(d, qd));
+        for (PGconn *x = c; x; x = x == c ? d : NULL) {
+                PGresult *r;
+
+                while ((r = PQgetResult(x))) {
+                        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_COMMAND_OK);
+                        if (tag)
+                                CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), tag);
+                        PQclear(r);
+                }
+        }
+}
+
 /* INSERT ... ON CONFLICT DO NOTHING: rows whose key is taken (in the table, earlier in
  * the statement, or by a concurrent client's write in the same group) are skipped and
  * not counted; a conflict target names a key (42P10 when none matches) and other keys
@@ -2343,16 +2360,8 @@ static void test_on_conflict(void)
         CU_ASSERT(fails_with(c, "INSERT INTO oc VALUES (11, 'n', 11) ON CONFLICT DO NOTHING", "25001"));
         CU_ASSERT(ok(c, "ROLLBACK"));
         /* Two clients insert the same key at once: one row, whichever comes first. */
-        CU_ASSERT_FATAL(PQsendQuery(c, "INSERT INTO oc VALUES (20, 'c20', 1) ON CONFLICT DO NOTHING"));
-        CU_ASSERT_FATAL(PQsendQuery(d, "INSERT INTO oc VALUES (20, 'd20', 2) ON CONFLICT DO NOTHING"));
-        for (PGconn *x = c; x; x = x == c ? d : NULL) {
-                PGresult *r;
-
-                while ((r = PQgetResult(x))) {
-                        CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_COMMAND_OK);
-                        PQclear(r);
-                }
-        }
+        at_once(c, "INSERT INTO oc VALUES (20, 'c20', 1) ON CONFLICT DO NOTHING",
+                d, "INSERT INTO oc VALUES (20, 'd20', 2) ON CONFLICT DO NOTHING", NULL);
         CU_ASSERT(rows_are(c, "SELECT count(*) FROM oc WHERE a = 20", "1"));
         {
                 /* Either client's row 20, whichever came first. */
@@ -2431,19 +2440,10 @@ static void test_upsert(void)
                 PGconn *d = db();
 
                 CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-                CU_ASSERT_FATAL(PQsendQuery(c, "INSERT INTO up VALUES (50, 'c50', 1) ON CONFLICT (k) "
-                                               "DO UPDATE SET n = up.n + excluded.n"));
-                CU_ASSERT_FATAL(PQsendQuery(d, "INSERT INTO up VALUES (50, 'd50', 2) ON CONFLICT (k) "
-                                               "DO UPDATE SET n = up.n + excluded.n"));
-                for (PGconn *x = c; x; x = x == c ? d : NULL) {
-                        PGresult *r;
-
-                        while ((r = PQgetResult(x))) {
-                                CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_COMMAND_OK);
-                                CU_ASSERT_STRING_EQUAL(PQcmdStatus(r), "INSERT 0 1");
-                                PQclear(r);
-                        }
-                }
+                at_once(c, "INSERT INTO up VALUES (50, 'c50', 1) ON CONFLICT (k) "
+                           "DO UPDATE SET n = up.n + excluded.n",
+                        d, "INSERT INTO up VALUES (50, 'd50', 2) ON CONFLICT (k) "
+                           "DO UPDATE SET n = up.n + excluded.n", "INSERT 0 1");
                 CU_ASSERT(rows_are(c, "SELECT n FROM up WHERE k = 50", "3"));
                 CU_ASSERT(rows_are(c, "SELECT count(*) FROM up WHERE v IN ('c50', 'd50')", "1"));
                 PQfinish(d);
