@@ -253,5 +253,5 @@ int exec_show_variable(struct session *s, struct sql_stmt *st);
 void txn_failed(struct pgwire_conn *c);
 void txn_notice(struct session *s, const char *sqlstate, const char *message);
 int txn_commit(struct session *s);
-int exec_transaction(struct session *s, const struct sql_stmt *st);
+int exec_transaction(struct session *s, struct sql_stmt *st);
 int txn_stmt(struct session *s, struct sql_stmt *st);

@@ -111,7 +111,7 @@ int txn_commit(struct session *s)
         return STMT_PARKED;
 }
 
-int exec_transaction(struct session *s, const struct sql_stmt *st)
+int exec_transaction(struct session *s, struct sql_stmt *st)
 {
         switch (st->transaction) {
         case SQL_TXN_BEGIN:

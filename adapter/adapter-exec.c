@@ -357,6 +357,27 @@ static void session_free(struct session *s)
 
 /* Run one analyzed statement: STMT_DONE (tag in s->tag), STMT_PARKED, -ECANCELED (an
  * error was sent), or another -errno (reported as an internal error). */
+/* The statements' executors, by kind (adapter-exec-run.c, -read.c, -txn.c). */
+static int (*const exec_fns[_SQL_STMT_KIND_MAX])(struct session *s, struct sql_stmt *st) = {
+        [SQL_STMT_CREATE_TABLE] = exec_create_table,
+        [SQL_STMT_DROP] = exec_drop,
+        [SQL_STMT_INSERT] = exec_insert,
+        [SQL_STMT_DELETE] = exec_delete,
+        [SQL_STMT_UPDATE] = exec_delete,
+        [SQL_STMT_SELECT] = exec_select,
+        [SQL_STMT_CREATE_VIEW] = exec_create_view,
+        [SQL_STMT_CREATE_MATERIALIZED_VIEW] = exec_create_view,
+        [SQL_STMT_CREATE_INDEX] = exec_create_index,
+        [SQL_STMT_CREATE_SINK] = exec_create_sink,
+        [SQL_STMT_CREATE_SOURCE] = exec_create_source,
+        [SQL_STMT_ALTER_RETAIN_HISTORY] = exec_alter_retain,
+        [SQL_STMT_ALTER_SINK] = exec_alter_sink,
+        [SQL_STMT_SHOW_OBJECTS] = exec_show_objects,
+        [SQL_STMT_SHOW_VARIABLE] = exec_show_variable,
+        [SQL_STMT_SET_VARIABLE] = exec_set_variable,
+        [SQL_STMT_TRANSACTION] = exec_transaction,
+};
+
 static int exec_stmt(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
@@ -397,43 +418,11 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
         r = txn_stmt(s, st);
         if (r != 1)
                 return r;
-        switch (st->kind) {
-        case SQL_STMT_CREATE_TABLE:
-                return exec_create_table(s, st);
-        case SQL_STMT_DROP:
-                return exec_drop(s, st);
-        case SQL_STMT_INSERT:
-                return exec_insert(s, st);
-        case SQL_STMT_DELETE:
-        case SQL_STMT_UPDATE:
-                return exec_delete(s, st);
-        case SQL_STMT_SELECT:
-                return exec_select(s, st);
-        case SQL_STMT_CREATE_VIEW:
-        case SQL_STMT_CREATE_MATERIALIZED_VIEW:
-                return exec_create_view(s, st);
-        case SQL_STMT_CREATE_INDEX:
-                return exec_create_index(s, st);
-        case SQL_STMT_CREATE_SINK:
-                return exec_create_sink(s, st);
-        case SQL_STMT_CREATE_SOURCE:
-                return exec_create_source(s, st);
-        case SQL_STMT_ALTER_RETAIN_HISTORY:
-                return exec_alter_retain(s, st);
-        case SQL_STMT_ALTER_SINK:
-                return exec_alter_sink(s, st);
-        case SQL_STMT_SHOW_OBJECTS:
-                return exec_show_objects(s, st);
-        case SQL_STMT_SHOW_VARIABLE:
-                return exec_show_variable(s, st);
-        case SQL_STMT_SET_VARIABLE:
-                return exec_set_variable(s, st);
-        case SQL_STMT_TRANSACTION:
-                return exec_transaction(s, st);
-        default:
+        if ((unsigned)st->kind >= ELEMENTSOF(exec_fns) || !exec_fns[st->kind]) {
                 send_error(s->c, "0A000", "statement not supported");
                 return -ECANCELED;
         }
+        return exec_fns[st->kind](s, st);
 }
 
 static bool session_cancel(struct session *s, const char *why);
