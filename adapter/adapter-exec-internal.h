@@ -223,6 +223,7 @@ extern const struct sql_catalog_ops session_sql_ops;
 void send_stmt_failed(struct session *s, int r);
 bool stmt_joins_run(const struct session *s, const struct sql_stmt *st);
 int run_flush(struct session *s);
+int run_rollback(struct session *s);
 int exec_create_table(struct session *s, struct sql_stmt *st);
 int exec_create_view(struct session *s, struct sql_stmt *st);
 int exec_create_index(struct session *s, struct sql_stmt *st);

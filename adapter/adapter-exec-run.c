@@ -299,6 +299,21 @@ static void run_abandon(struct session *s, int r)
         }
 }
 
+/* (7) A statement of the string failed while its run is open: the string is one
+ * implicit transaction (13), so the run rolls back with it.  Its statements are answered
+ * first, as PostgreSQL answers the statements before an error in a string; the caller
+ * sends the error.  Not when the failure may come from another session's object in
+ * flight (s->run_touched): then STMT_RETRY, the run first and the statement alone. */
+int run_rollback(struct session *s)
+{
+        if (s->run_touched)
+                return STMT_RETRY;
+        for (size_t i = 0; !s->gone && i < s->n_run; i++)
+                (void)pgwire_send_command_complete(s->c, s->run[i]->tag);
+        run_abandon(s, -ECANCELED);
+        return -ECANCELED;
+}
+
 static void run_committed(void *ctx, int r, uint64_t first_seq)
 {
         struct session *s = ctx;
@@ -377,7 +392,7 @@ int exec_create_table(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         r = acat_create_table_begin(ex->cat, ct, st->sql, ts, &txn, &err);
-        if (r == -EINVAL && s->n_run)
+        if (r == -EINVAL && s->n_run && run_rollback(s) == STMT_RETRY)
                 return STMT_RETRY;      /* (7) after the run, alone */
         if (r == -EINVAL) {
                 send_row_error(s->c, &err);
@@ -434,9 +449,10 @@ static int create_item(struct session *s, const struct acat_new_item *ni,
         else
                 r = acat_create_begin_after(s->ex->cat, ni, ts, before, s->n_run, &txn, &err);
 
-        if (r == -EINVAL && s->n_run)
+        if ((r == -EAGAIN && s->n_run) ||
+            (r == -EINVAL && s->n_run && run_rollback(s) == STMT_RETRY))
                 return STMT_RETRY;      /* (7) after the run, alone */
-        if (r == -EINVAL) {
+        if (r == -EINVAL || r == -EAGAIN) {
                 send_row_error(s->c, &err);
                 return -ECANCELED;
         }

@@ -64,10 +64,15 @@
  *     anyone else (session_lookup()); it sees the run's own creations
  *     (acat_create_begin_after()).  Anything else commits the run and is analyzed again
  *     once it is durable: every statement sees exactly the catalog it would see one at a
- *     time.  While a run is open a failing CREATE sends nothing (STMT_RETRY) and runs
- *     again alone after it; CommandCompletes go out in order once durable; a failed run
- *     errors its first statement.  A run is built and submitted inside one
- *     session_resume() call; EXEC_RUN_MAX bounds it.
+ *     time.  A statement that fails (at analysis, or a CREATE) while a run is open
+ *     rolls the run back with it, the string being one implicit transaction (13):
+ *     run_rollback() answers the run's statements, then the error, and nothing of
+ *     them is written -- unless its analysis met another session's object in flight,
+ *     or it consumes an object of the run (acat -EAGAIN): STMT_RETRY, the run first,
+ *     the statement again alone.  CommandCompletes go
+ *     out in order once durable; a failed commit errors the run's first statement.
+ *     A run is built and submitted inside one session_resume() call; EXEC_RUN_MAX
+ *     bounds it.
  * (8) Writer mark.  An Append may carry a mark (origin, seq), kept with coord_objects'
  *     upper and durable with the append's rows (Append.writer_mark,
  *     controller-server-append.c note 15).  It claims: the three relations, as this
@@ -483,8 +488,8 @@ void session_resume(struct session *s)
                         r = exec_stmt(s, s->stmt);
                 else if (r >= 0 && s->n_run)
                         r = STMT_RETRY;
-                else if (r < 0 && s->n_run)
-                        r = STMT_RETRY;         /* maybe an object of the run: see after it */
+                else if (r < 0 && s->n_run && run_rollback(s) == STMT_RETRY)
+                        ;                       /* another's object in flight: after the run */
                 else if (r < 0) {
                         send_row_error(s->c, &err);
                         break;
