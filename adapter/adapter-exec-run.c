@@ -274,8 +274,9 @@ static int ddl_create(struct session *s, struct acat_txn *txn)
 {
         struct ddl *d;
 
-        assert(s->n_run < EXEC_RUN_MAX);        /* stmt_joins_run() */
-        if (s->extended || !s->batch || (s->n_run == 0 && s->next >= sql_batch_size(s->batch)))
+        assert(s->n_run < EXEC_BLOCK_CREATES);  /* stmt_joins_run(), txn_stmt() */
+        if (s->txn != TXN_OPEN &&
+            (s->extended || !s->batch || (s->n_run == 0 && s->next >= sql_batch_size(s->batch))))
                 return ddl_submit(s, txn, true);
         d = calloc(1, sizeof(*d));
         if (!d) {
@@ -283,13 +284,15 @@ static int ddl_create(struct session *s, struct acat_txn *txn)
                 return -ENOMEM;
         }
         *d = (struct ddl){ .s = s, .txn = txn, .create = true };
-        snprintf(d->tag, sizeof(d->tag), "%s", s->tag);
         s->run[s->n_run++] = d;
+        if (txn_holds_run(s))
+                return STMT_DONE;       /* (10) answered now, committed by COMMIT */
+        snprintf(d->tag, sizeof(d->tag), "%s", s->tag);
         return STMT_RUN;
 }
 
 /* Roll the run's reservations back, last first. */
-static void run_abandon(struct session *s, int r)
+void run_abandon(struct session *s, int r)
 {
         while (s->n_run) {
                 struct ddl *d = s->run[--s->n_run];
@@ -306,6 +309,10 @@ static void run_abandon(struct session *s, int r)
  * flight (s->run_touched): then STMT_RETRY, the run first and the statement alone. */
 int run_rollback(struct session *s)
 {
+        if (txn_holds_run(s)) {
+                run_abandon(s, -ECANCELED);     /* (10) the block fails with it */
+                return -ECANCELED;
+        }
         if (s->run_touched)
                 return STMT_RETRY;
         for (size_t i = 0; !s->gone && i < s->n_run; i++)
@@ -335,7 +342,7 @@ static void run_committed(void *ctx, int r, uint64_t first_seq)
                         r = ddl_created(ex, d->txn, first_seq + i);
                         if (r < 0)
                                 rows_not_queued(ex, r, "objects");
-                        if (!s->gone)
+                        if (!s->gone && d->tag[0])  /* a block's were answered */
                                 (void)pgwire_send_command_complete(s->c, d->tag);
                         free(d);
                 }
@@ -351,10 +358,10 @@ static void run_committed(void *ctx, int r, uint64_t first_seq)
  * and the run rolled back. */
 int run_flush(struct session *s)
 {
-        struct catalog_txn_ops txns[EXEC_RUN_MAX];
+        struct catalog_txn_ops txns[EXEC_BLOCK_CREATES];
         int r;
 
-        assert(s->n_run > 0 && s->n_run <= EXEC_RUN_MAX);
+        assert(s->n_run > 0 && s->n_run <= EXEC_BLOCK_CREATES);
         struct commit_opts o = { .after_earlier = false };
 
         for (size_t i = 0; i < s->n_run; i++) {
@@ -437,7 +444,7 @@ static int create_item(struct session *s, const struct acat_new_item *ni,
                        const struct acat_new_item *progress, uint64_t ts)
 {
         struct row_error err = { .position = 0 };
-        struct acat_txn *before[EXEC_RUN_MAX];
+        struct acat_txn *before[EXEC_BLOCK_CREATES];
         struct acat_txn *txn;
         int r;
 
@@ -449,6 +456,11 @@ static int create_item(struct session *s, const struct acat_new_item *ni,
         else
                 r = acat_create_begin_after(s->ex->cat, ni, ts, before, s->n_run, &txn, &err);
 
+        if (r == -EAGAIN && txn_holds_run(s)) {
+                send_error(s->c, "0A000", "%s over an object created in the same transaction "
+                           "block is not supported: create it after COMMIT", s->tag);
+                return -ECANCELED;
+        }
         if ((r == -EAGAIN && s->n_run) ||
             (r == -EINVAL && s->n_run && run_rollback(s) == STMT_RETRY))
                 return STMT_RETRY;      /* (7) after the run, alone */

@@ -102,7 +102,11 @@
  *     applied; ROLLBACK, a failed statement or the client leaving drops them, and
  *     nothing was written.  A read after a write (it could not see it) and a write
  *     after a read are 25000; DELETE, UPDATE and DDL, which write when they run, are
- *     25001 inside a block.  Any error fails the block (txn_failed(), from the one
+ *     25001 inside a block -- but CREATEs: a block may hold them instead (simple query
+ *     protocol only) in the session's run (7), answered at once, seen by its later
+ *     CREATEs, committed by COMMIT as one run (txn_holds_run(), run_flush()),
+ *     abandoned by ROLLBACK, an error (txn_discard()) or the client leaving
+ *     (session_free()); such a block neither reads nor writes.  Any error fails the block (txn_failed(), from the one
  *     place errors are sent): 25P02 for everything but COMMIT/ROLLBACK, which end it.
  *     ReadyForQuery carries 'I', 'T' or 'E' (pgwire_set_transaction_status()).
  * (11) Without the controller.  What needs no collection is answered by the adapter
@@ -354,6 +358,7 @@ static void session_free(struct session *s)
 {
         if (s->stmt_timer)      /* (12) */
                 loop_timer_cancel(node_loop(s->ex->node), s->stmt_timer);
+        run_abandon(s, -ECANCELED);     /* (10) a block's CREATEs */
         for (size_t i = 0; i < s->n_txn_writes; i++)
                 write_done(&s->txn_writes[i]);
         free(s->txn_writes);
@@ -484,7 +489,7 @@ void session_resume(struct session *s)
                 r = sql_analyze(s->batch, s->next++, s->n_run ? &session_sql_ops : &acat_sql_ops,
                                 s->n_run ? (void *)s : (void *)ex->cat,
                                 &(struct sql_params){ .session = &s->sql }, &s->stmt, &err);
-                if (r >= 0 && s->n_run && stmt_joins_run(s, s->stmt))
+                if (r >= 0 && s->n_run && (txn_holds_run(s) || stmt_joins_run(s, s->stmt)))
                         r = exec_stmt(s, s->stmt);
                 else if (r >= 0 && s->n_run)
                         r = STMT_RETRY;
@@ -499,7 +504,7 @@ void session_resume(struct session *s)
                         s->stmt = sql_stmt_free(s->stmt);
                         continue;
                 }
-                if (r == STMT_RETRY || (r < 0 && s->n_run)) {
+                if ((r == STMT_RETRY || (r < 0 && s->n_run)) && !txn_holds_run(s)) {
                         /* (7) the run first; this statement again once it is durable.
                          * Nothing was sent for it: its errors are quiet while a run is
                          * open (STMT_RETRY), so -ECANCELED cannot come with a run. */
@@ -510,7 +515,7 @@ void session_resume(struct session *s)
                                 return;
                         break;
                 }
-                assert(s->n_run == 0);
+                assert(s->n_run == 0 || txn_holds_run(s) || r == STMT_PARKED);  /* (10) COMMIT */
                 if (r == STMT_FLUSH) {
                         /* (13) the string's INSERTs first; this statement again after. */
                         s->stmt = sql_stmt_free(s->stmt);
@@ -535,7 +540,7 @@ void session_resume(struct session *s)
                 (void)pgwire_send_command_complete(s->c, s->tag);
                 s->stmt = sql_stmt_free(s->stmt);
         }
-        if (s->n_run && run_flush(s) == STMT_PARKED)
+        if (s->n_run && !txn_holds_run(s) && run_flush(s) == STMT_PARKED)
                 return;         /* the last statements were a run: done when durable */
         if (!s->gone && s->txn == TXN_NONE && s->n_txn_writes) {
                 /* (13) the end of the string commits its INSERTs */
