@@ -382,7 +382,7 @@ void lease_table_on_request(struct lease_table *t, Coord__Role from, uint64_t ct
                 t->errors++;
                 lease_error(t, from, ctl_id, env->request_id, "22023",
                             "malformed lease request: key 1-256 bytes, holder 1-128, commit_id "
-                            "1-128, ttl_ms 1-3600000");
+                            "1-128 (printable ASCII, no spaces), ttl_ms 1-3600000");
                 goto out;
         }
         at = lease_find(t, q.key, &found);

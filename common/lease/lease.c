@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <string.h>
 
+/* 1..max bytes of printable ASCII without spaces: keys, holders and commit ids go into
+ * key=value log lines and text columns as they are. */
 static bool str_ok(const char *s, size_t max)
 {
         size_t n;
@@ -26,7 +28,12 @@ static bool str_ok(const char *s, size_t max)
         if (!s)
                 return false;
         n = strnlen(s, max + 1);
-        return n >= 1 && n <= max;
+        if (n < 1 || n > max)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+                        return false;
+        return true;
 }
 
 int lease_init(struct lease *l, const char *key)

@@ -42,8 +42,10 @@ struct lease {
         uint64_t expires_ns;                    /* the owner's monotonic clock; held only */
 };
 
-/* A key that was never claimed: epoch 0, version 0.  -EINVAL for a key that is empty
- * or too long. */
+/* Keys, holders and commit ids are printable ASCII without spaces (0x21-0x7e). */
+
+/* A key that was never claimed: epoch 0, version 0.  -EINVAL for a key that is empty,
+ * too long or not printable ASCII. */
 int lease_init(struct lease *l, const char *key);
 
 /* Held and not lapsed at now_ns: now_ns < expires_ns. */

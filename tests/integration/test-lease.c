@@ -14,7 +14,8 @@
  *   restart     a held lease survives kill -9 of the adapter: coord_leases shows it
  *               live, another claimer is BUSY, its holder renews and releases it, and
  *               the next claim gets the next epoch.
- *   bad_input   malformed requests (22023), coord_leases refused in a view (0A000).
+ *   bad_input   malformed requests (22023: a ttl of 0, an empty key, a space in a key,
+ *               an empty commit id), coord_leases refused in a view (0A000).
  *   check       coordctl check matches with lease records in the log.
  */
 #include <pthread.h>
@@ -338,6 +339,10 @@ static void test_bad_input(void)
         CU_ASSERT_STRING_EQUAL(state, "22023");
         m.ttl_ms = 100;
         m.key = (char *)"";
+        state[0] = '\0';
+        CU_ASSERT_EQUAL(lease_call(COORD__MSG_TYPE__MSG_LEASE_CLAIM, &m.base, &rep, state), -1);
+        CU_ASSERT_STRING_EQUAL(state, "22023");
+        m.key = (char *)"two words";
         state[0] = '\0';
         CU_ASSERT_EQUAL(lease_call(COORD__MSG_TYPE__MSG_LEASE_CLAIM, &m.base, &rep, state), -1);
         CU_ASSERT_STRING_EQUAL(state, "22023");

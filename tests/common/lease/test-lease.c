@@ -186,6 +186,9 @@ static void test_args(void)
         CU_ASSERT_EQUAL(lease_check_args("a", NULL, LEASE_TTL_MAX_MS + 1), -EINVAL);
         CU_ASSERT_EQUAL(lease_check_args("a", "", UINT32_MAX), -EINVAL);
         CU_ASSERT_EQUAL(lease_check_args("a", "c", UINT32_MAX), 0);
+        CU_ASSERT_EQUAL(lease_check_args("a b", NULL, 1), -EINVAL);         /* a space */
+        CU_ASSERT_EQUAL(lease_check_args("a", "c\n", UINT32_MAX), -EINVAL);
+        CU_ASSERT_EQUAL(lease_init(&l, "v\xc3\xa9"), -EINVAL);             /* not ASCII */
 }
 
 int main(int argc, char **argv)
