@@ -43,6 +43,8 @@ struct adapter_catalog {
         size_t n_names_cap, n_names_used, n_tombstones;
         uint64_t next_gid;
         bool publishing;                /* a publication's commit is in flight */
+        int (*leases_each)(void *src, sql_lease_fn fn, void *arg);     /* acat_set_leases() */
+        void *leases_src;
 };
 
 enum txn_kind { TXN_CREATE, TXN_DROP, TXN_PUBLISH, TXN_ALTER, TXN_ALTER_SINK };

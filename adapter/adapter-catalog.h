@@ -188,6 +188,10 @@ size_t acat_count_user(const struct adapter_catalog *ac);
 
 /* The sql_catalog_ops for sql_analyze(); userdata is the adapter_catalog. */
 extern const struct sql_catalog_ops acat_sql_ops;
+/* Where its leases op reads coord_leases (adapter-lease.c's lease_table_each() and the
+ * table); unset: no leases. */
+void acat_set_leases(struct adapter_catalog *ac, int (*each)(void *src, sql_lease_fn fn, void *arg),
+                     void *src);
 /* What the analyzer learns of an item (what acat_sql_ops' lookup returns for a
  * committed one); borrowed from it. */
 void acat_relation(const struct acat_item *it, struct sql_relation *ret);

@@ -242,9 +242,17 @@ static int session_indexes(void *userdata, uint64_t gid, sql_object_fn fn, void 
         return acat_sql_ops.indexes(s->ex->cat, gid, fn, arg);
 }
 
+static int session_leases(void *userdata, sql_lease_fn fn, void *arg)
+{
+        struct session *s = userdata;
+
+        return acat_sql_ops.leases(s->ex->cat, fn, arg);
+}
+
 const struct sql_catalog_ops session_sql_ops = { .lookup = session_lookup,
                                                  .each = session_each,
-                                                 .indexes = session_indexes };
+                                                 .indexes = session_indexes,
+                                                 .leases = session_leases };
 
 /* May st join the open run (its analysis met nothing in flight)? */
 bool stmt_joins_run(const struct session *s, const struct sql_stmt *st)
