@@ -28,7 +28,7 @@ struct ddl;
 /* (7) Statements in one string's run at most; (10) CREATEs in one block at most, the
  * size of the session's run[] array. */
 #define EXEC_RUN_MAX 16
-#define EXEC_BLOCK_CREATES 64
+#define EXEC_BLOCK_CREATES 256     /* catalog_commit_many()'s most */
 /* (9) A stream fetches its next chunk only while a client has at most this much output
  * queued (the pgwire conn's PGWIRE_PAUSE_AT). */
 #define EXEC_STREAM_QUEUED_MAX (256u << 10)

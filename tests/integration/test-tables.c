@@ -1239,7 +1239,7 @@ static void test_ddl_blocks(void)
 {
         PGconn *c = db(), *o = db();
         uint64_t c0 = 0, s0 = 0, c1 = 0, s1 = 0;
-        char q[64 * 70] = "BEGIN;";
+        char q[32 * 260] = "BEGIN;";
         size_t len = strlen(q);
         PGresult *r;
 
@@ -1317,7 +1317,7 @@ static void test_ddl_blocks(void)
                   strcmp(PQresultErrorField(r, PG_DIAG_SQLSTATE), "25001") == 0);
         PQclear(r);
         CU_ASSERT(ok(c, "ROLLBACK"));
-        for (int i = 0; i < 65; i++)
+        for (int i = 0; i < 257; i++)
                 len += (size_t)snprintf(q + len, sizeof(q) - len, "CREATE TABLE bz_%d (a int);", i);
         CU_ASSERT(fails_with(c, q, "54000"));
         CU_ASSERT(ok(c, "ROLLBACK"));
