@@ -219,14 +219,13 @@ static struct acat_item *txn_created(const struct acat_txn *t, uint64_t gid)
         return NULL;
 }
 
-/* -EAGAIN when one of `before` (the creator's run) creates gid: it is there once they
- * commit (adapter-exec.c note 7); else -EINVAL. */
-static int created_before(uint64_t gid, struct acat_txn *const *before, size_t n_before)
+/* Whether one of `before` creates gid. */
+static bool created_before(uint64_t gid, struct acat_txn *const *before, size_t n_before)
 {
         for (size_t i = 0; i < n_before; i++)
                 if (txn_created(before[i], gid))
-                        return -EAGAIN;
-        return -EINVAL;
+                        return true;
+        return false;
 }
 
 struct acat_item *item_or_before(const struct adapter_catalog *ac, uint64_t gid,
@@ -368,15 +367,15 @@ static int create_admit(struct adapter_catalog *ac, const struct acat_new_item *
                         struct acat_txn *const *before, size_t n_before, struct row_error *err)
 {
         for (size_t i = 0; i < ni->n_logical; i++) {
-                const struct acat_item *in = acat_by_gid(ac, ni->logical_inputs[i]);
+                /* An input created by `before` (a source's progress in the same
+                 * transaction; a run's or a block's earlier CREATE, adapter-exec.c notes 7
+                 * and 10) commits first, in the same write: its bound is its birth, and
+                 * the follower enacts it before this (in catalog order). */
+                const struct acat_item *in = item_or_before(ac, ni->logical_inputs[i], before, n_before);
                 uint64_t b;
 
-                /* a source's progress: created in the same transaction */
-                if (!in && ni->kind == SQL_OBJECT_SOURCE)
-                        in = item_or_before(ac, ni->logical_inputs[i], before, n_before);
-                if (!in || (in->pending && ni->kind != SQL_OBJECT_SOURCE))
-                        return row_error_set(err, created_before(ni->logical_inputs[i], before, n_before),
-                                             "42P01", "input %llu does not exist",
+                if (!in || (in->pending && !created_before(ni->logical_inputs[i], before, n_before)))
+                        return row_error_set(err, -EINVAL, "42P01", "input %llu does not exist",
                                              (unsigned long long)ni->logical_inputs[i]);
                 b = effective_bound(in);
                 if (ni->as_of < b) {
@@ -1083,10 +1082,13 @@ void acat_txn_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_
                                  * stops writing on any error here).  Give the name
                                  * back. */
                                 deps_unlink(ac, it);
-                                for (size_t k = 0; k < it->n_reqs; k++)
-                                        req_consumer_remove((struct acat_item *)item_or_before(
-                                                                    ac, it->reqs[k].input, &t, 1),
-                                                            it);
+                                for (size_t k = 0; k < it->n_reqs; k++) {
+                                        /* NULL: an input of an earlier transaction of the
+                                         * same write, finished (freed) after this one */
+                                        struct acat_item *in = item_or_before(ac, it->reqs[k].input, &t, 1);
+                                        if (in)
+                                                req_consumer_remove(in, it);
+                                }
                                 name_release(ac, it);
                                 item_free(it);
                         }

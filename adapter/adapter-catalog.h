@@ -218,8 +218,7 @@ int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni
 /* The same, where refs may also name the items of the creations `before` (begun, not
  * finished), because the caller commits this transaction in the same write as those
  * and after them (catalog_commit_many()), and finishes them first -- or, on failure,
- * this one first.  Logical inputs must still be committed items: one of `before`'s
- * fails with -EAGAIN (again once they are committed), anything else with -EINVAL. */
+ * this one first.  Logical inputs are committed items or items of `before`. */
 int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
                             struct acat_txn *const *before, size_t n_before,
                             struct acat_txn **ret, struct row_error *err);

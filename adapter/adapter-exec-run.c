@@ -464,15 +464,9 @@ static int create_item(struct session *s, const struct acat_new_item *ni,
         else
                 r = acat_create_begin_after(s->ex->cat, ni, ts, before, s->n_run, &txn, &err);
 
-        if (r == -EAGAIN && txn_holds_run(s)) {
-                send_error(s->c, "0A000", "%s over an object created in the same transaction "
-                           "block is not supported: create it after COMMIT", s->tag);
-                return -ECANCELED;
-        }
-        if ((r == -EAGAIN && s->n_run) ||
-            (r == -EINVAL && s->n_run && run_rollback(s) == STMT_RETRY))
+        if (r == -EINVAL && s->n_run && run_rollback(s) == STMT_RETRY)
                 return STMT_RETRY;      /* (7) after the run, alone */
-        if (r == -EINVAL || r == -EAGAIN) {
+        if (r == -EINVAL) {
                 send_row_error(s->c, &err);
                 return -ECANCELED;
         }

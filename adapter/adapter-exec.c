@@ -67,9 +67,8 @@
  *     time.  A statement that fails (at analysis, or a CREATE) while a run is open
  *     rolls the run back with it, the string being one implicit transaction (13):
  *     run_rollback() answers the run's statements, then the error, and nothing of
- *     them is written -- unless its analysis met another session's object in flight,
- *     or it consumes an object of the run (acat -EAGAIN): STMT_RETRY, the run first,
- *     the statement again alone.  CommandCompletes go
+ *     them is written -- unless its analysis met another session's object in flight
+ *     (STMT_RETRY: the run first, the statement again alone).  CommandCompletes go
  *     out in order once durable; a failed commit errors the run's first statement.
  *     A run is built and submitted inside one session_resume() call; EXEC_RUN_MAX
  *     bounds it.
