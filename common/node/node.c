@@ -79,6 +79,7 @@ struct conn_state {
         Coord__Role role;               /* ROLE_UNKNOWN until its Hello */
         uint64_t incarnation;
         bool outgoing;
+        bool stale_logged;              /* a stale message on it was logged (one line each) */
         /* CTL connections only: linked in node->ctls from their Hello to on_close, so
          * that an answer given later (node_ctl_send) finds the connection or learns it
          * is gone.  ctl_id is never reused. */
@@ -581,11 +582,13 @@ static void conn_on_frame(struct ipc_conn *c, const Coord__Envelope *env, void *
                         n->stale_rejected++;
                         COORD_IPC_PEER_STALE((int)cs->role, (unsigned long long)env->incarnation,
                                              (unsigned long long)p->max_incarnation);
-                        log_warn("stale_message_ignored",
-                                 "role=%s type=%d incarnation=%llu seen=%llu",
-                                 node_role_name(cs->role), (int)env->type,
-                                 (unsigned long long)env->incarnation,
-                                 (unsigned long long)p->max_incarnation);
+                        if (!cs->stale_logged)
+                                log_warn("stale_message_ignored",
+                                         "role=%s type=%d incarnation=%llu seen=%llu",
+                                         node_role_name(cs->role), (int)env->type,
+                                         (unsigned long long)env->incarnation,
+                                         (unsigned long long)p->max_incarnation);
+                        cs->stale_logged = true;
                         return;
                 }
         }

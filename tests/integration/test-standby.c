@@ -15,6 +15,8 @@
  *                      within TAKEOVER_MAX_MS.
  *   old_epoch_refused  a Hello to the controller as an adapter of the previous epoch is
  *                      refused (closed, stale_rejected + 1) while the primary serves on.
+ *   stale_messages     frames of the previous epoch on a connection: each refused and
+ *                      counted, logged once for the connection; the primary serves on.
  *   two_standbys       two standbys, the primary killed: one takes over, the other waits on.
  *   no_primary         a standby started with no adapter running becomes the primary; a
  *                      standby ended with SIGTERM while waiting removes its socket.
@@ -339,6 +341,66 @@ static void test_old_epoch_refused(void)
         PQfinish(c);
 }
 
+/* Frames of an older incarnation on a connection that said Hello at the current one:
+ * each refused and counted, one log line for the connection; the real adapter, whose
+ * connection that Hello replaced (node.c note 2), redials and serves on. */
+static void test_stale_messages(void)
+{
+        Coord__Hello hello = COORD__HELLO__INIT;
+        Coord__Envelope env = COORD__ENVELOPE__INIT;
+        char *sock = node_socket_path(run_dir, COORD__ROLE__ROLE_CONTROLLER);
+        uint64_t inc = adapter_incarnation(), stale0 = 0;
+        Coord__StatusReply *s = NULL;
+        uint8_t buf[128];
+        PGconn *c;
+        int fd, lines0;
+
+        CU_ASSERT_FATAL(sock != NULL && inc >= 2);
+        CU_ASSERT_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 1000, &s) == 0);
+        stale0 = s->stale_rejected;
+        coord__status_reply__free_unpacked(s, NULL);
+        lines0 = t_sh("exit $(grep -c event=stale_message_ignored %s/log/controller.log)", home);
+        fd = ipc_sync_connect(sock);
+        free(sock);
+        CU_ASSERT_FATAL(fd >= 0);
+        hello.role = COORD__ROLE__ROLE_ADAPTER;
+        hello.incarnation = inc;
+        hello.pid = getpid();
+        hello.instance = (char *)"old-epoch";
+        env.type = COORD__MSG_TYPE__MSG_HELLO;
+        env.sender = COORD__ROLE__ROLE_ADAPTER;
+        env.incarnation = inc;
+        env.payload.len = coord__hello__pack(&hello, buf);
+        env.payload.data = buf;
+        CU_ASSERT_EQUAL(ipc_sync_send(fd, &env, IPC_MAX_FRAME_DEFAULT), 0);
+        env.type = COORD__MSG_TYPE__MSG_PING;
+        env.incarnation = inc - 1;
+        env.payload.len = 0;
+        for (int i = 0; i < 3; i++)
+                CU_ASSERT_EQUAL(ipc_sync_send(fd, &env, IPC_MAX_FRAME_DEFAULT), 0);
+        for (int w = 0; w < 200; w++) {
+                CU_ASSERT_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 1000, &s) == 0);
+                uint64_t v = s->stale_rejected;
+                coord__status_reply__free_unpacked(s, NULL);
+                if (v >= stale0 + 3)
+                        break;
+                sleep_ms(10);
+        }
+        close(fd);
+        CU_ASSERT_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 1000, &s) == 0);
+        CU_ASSERT_EQUAL(s->stale_rejected, stale0 + 3);
+        coord__status_reply__free_unpacked(s, NULL);
+        CU_ASSERT_EQUAL(t_sh("exit $(grep -c event=stale_message_ignored %s/log/controller.log)", home),
+                        lines0 + 1);
+        c = db();
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT(ok(c, "SET statement_timeout = 10000"));
+        CU_ASSERT(ok(c, "INSERT INTO sb VALUES (-2)"));
+        CU_ASSERT(rows_are(c, "SELECT v FROM sb WHERE v < 0", "-2"));
+        CU_ASSERT(ok(c, "DELETE FROM sb WHERE v < 0"));
+        PQfinish(c);
+}
+
 static void test_two_standbys(void)
 {
         pid_t before[8], after[8], primary = pid_of(COORD__ROLE__ROLE_ADAPTER), now;
@@ -417,6 +479,7 @@ int main(void)
                 { "standby_waits", test_standby_waits },
                 { "takeovers", test_takeovers },
                 { "old_epoch_refused", test_old_epoch_refused },
+                { "stale_messages", test_stale_messages },
                 { "two_standbys", test_two_standbys },
                 { "no_primary", test_no_primary },
                 { "epoch_floor", test_epoch_floor },
