@@ -99,7 +99,7 @@ static void serve_one(int fd, const struct node_standby_info *info)
         socklen_t clen = sizeof(cred);
         bool hello = false;
 
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != getuid())
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != geteuid())
                 return;
         while (ipc_sync_recv(fd, IPC_MAX_FRAME_DEFAULT, STANDBY_CLIENT_MS, &env) == 0) {
                 Coord__MsgType type = env->type;
@@ -155,6 +155,8 @@ static int wait_loop(int lfd, int efd, int sfd, const struct node_standby_info *
                         /* Taken, so that it does not strike again when unblocked. */
                         if (read(sfd, &si, sizeof(si)) < 0)
                                 return -errno;
+                        log_info("standby_stopped", "role=%s signal=%d", node_role_name(info->role),
+                                 (int)si.ssi_signo);
                         return -ECANCELED;
                 }
                 if (p[2].revents) {

@@ -438,6 +438,8 @@ static void test_no_primary(void)
                 CU_ASSERT(kill(sp[i], 0) < 0);
         }
         CU_ASSERT_EQUAL(standby_pids(sp, 8), 0);
+        CU_ASSERT_EQUAL(t_sh("grep -q 'event=standby_stopped role=adapter signal=15' %s/log/adapter.log",
+                             home), 0);
         CU_ASSERT_EQUAL(pid_of(COORD__ROLE__ROLE_ADAPTER), primary);
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
         CU_ASSERT_EQUAL_FATAL(t_sh("setsid %s/adapter/coord-adapter --standby --data-dir %s/data --run-dir %s "
