@@ -196,9 +196,13 @@ int node_standby_wait(int lock_fd, const struct node_standby_info *info)
         sigaddset(&mask, SIGINT);
         pthread_sigmask(SIG_BLOCK, &mask, &old);
         sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+        if (sfd < 0) {
+                r = -errno;
+                goto fail;
+        }
         lfd = listen_unix(path);
-        if (sfd < 0 || lfd < 0) {
-                r = sfd < 0 ? -errno : lfd;
+        if (lfd < 0) {
+                r = lfd;
                 goto fail;
         }
         r = -pthread_create(&t, NULL, lock_thread, s);
@@ -207,9 +211,9 @@ int node_standby_wait(int lock_fd, const struct node_standby_info *info)
         pthread_detach(t);
         log_info("standby_waiting", "role=%s socket=%s", node_role_name(info->role), path);
         r = wait_loop(lfd, s->efd, sfd, info);
-        if (r == 0 && s->err)
-                r = -s->err;
         if (r == 0) {
+                /* The thread is done with s. */
+                r = s->err ? -s->err : 0;
                 close(s->efd);
                 free(s);
         }
