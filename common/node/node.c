@@ -79,7 +79,7 @@ struct conn_state {
         Coord__Role role;               /* ROLE_UNKNOWN until its Hello */
         uint64_t incarnation;
         bool outgoing;
-        bool stale_logged;              /* a stale message on it was logged (one line each) */
+        bool stale_logged;              /* its first stale message was logged: one line per connection */
         /* CTL connections only: linked in node->ctls from their Hello to on_close, so
          * that an answer given later (node_ctl_send) finds the connection or learns it
          * is gone.  ctl_id is never reused. */

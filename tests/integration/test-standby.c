@@ -22,6 +22,8 @@
  *                      standby ended with SIGTERM while waiting removes its socket.
  *   epoch_floor        an incarnation file set back to 1: the next adapter's epoch is
  *                      still above the catalog's writer_epoch (adapter.c note 1).
+ *   down_stops_standbys  tools/coord down stops a waiting standby first: it takes
+ *                      nothing over.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -475,6 +477,22 @@ static void test_epoch_floor(void)
         itest_check();
 }
 
+/* tools/coord down stops a waiting standby before the primary, so it takes nothing
+ * over on the way. */
+static void test_down_stops_standbys(void)
+{
+        pid_t sp[8];
+
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up --standby >/dev/null", coord_cmd), 0);
+        CU_ASSERT_FATAL(standby_pids(sp, 8) == 1);
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s down >/dev/null", coord_cmd), 0);
+        CU_ASSERT_EQUAL(t_sh("grep -q 'pid=%d event=standby_stopped' %s/log/adapter.log", (int)sp[0], home), 0);
+        CU_ASSERT_NOT_EQUAL(t_sh("grep -q 'pid=%d event=standby_lock_taken' %s/log/adapter.log", (int)sp[0],
+                                 home), 0);
+        CU_ASSERT_EQUAL(standby_pids(sp, 8), 0);
+        CU_ASSERT(pid_of(COORD__ROLE__ROLE_ADAPTER) < 0);
+}
+
 int main(void)
 {
         static const struct t_case cases[] = {
@@ -485,6 +503,7 @@ int main(void)
                 { "two_standbys", test_two_standbys },
                 { "no_primary", test_no_primary },
                 { "epoch_floor", test_epoch_floor },
+                { "down_stops_standbys", test_down_stops_standbys },
                 { NULL, NULL },
         };
         int r;
