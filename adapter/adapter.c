@@ -5,6 +5,17 @@
  * (this incarnation) committed at start; the SQL executor (adapter-exec.c) serving the
  * PostgreSQL wire protocol; the frontier ring followed read-only; every committed
  * catalog transaction published on the catalog log ring for the lifecycle follower.
+ *
+ * NOTES
+ * (1) The writer epoch is the adapter's incarnation, strictly above every epoch before
+ *     it: the incarnation grows under the role's lock (node.c note 4), one adapter
+ *     holding it at a time (a standby waits for it, node-standby.c note 1), and here it
+ *     is raised above the catalog's last writer_epoch should the incarnation file not
+ *     know of it (a data directory restored from another copy).  Committed durably as
+ *     this life's first catalog transaction, before any SQL is served or any message
+ *     sent (adapter_commit_epoch(); node_run() comes later); the peers fence older
+ *     incarnations of the role (node.c note 1), so the controller and the lifecycle
+ *     refuse an older epoch's messages.
  */
 #include <assert.h>
 #include <stdatomic.h>
@@ -236,8 +247,28 @@ static const struct node_handler adapter_handler = {
         .on_peer_down = adapter_peer_down,
 };
 
+/* Raise the incarnation above the catalog's last writer_epoch (note 1). */
+static int adapter_epoch_floor(struct adapter *ad)
+{
+        _cleanup_free_ void *v = NULL;
+        size_t len = 0;
+        int r;
+
+        r = catalog_meta_get(ad->catalog, "writer_epoch", &v, &len);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0 || len != 8)
+                return log_error_errno(r < 0 ? r : -EBADMSG, "writer_epoch_read_failed", "len=%zu", len);
+        r = node_raise_incarnation(ad->node, be64_get(v));
+        if (r < 0)
+                return log_error_errno(r, "incarnation_raise_failed", "epoch=%llu",
+                                       (unsigned long long)be64_get(v));
+        return 0;
+}
+
 /* The writer epoch: the incarnation of the adapter that writes the catalog now.  Made
- * durable before the adapter reports ready, through the same commit path as DDL. */
+ * durable before the adapter reports ready, through the same commit path as DDL (note
+ * 1). */
 static int adapter_commit_epoch(struct adapter *ad)
 {
         uint8_t v[8];
@@ -265,7 +296,7 @@ int main(int argc, char **argv)
         uint64_t pg_port = 6875, tick_ms = 100, peek_timeout_ms = 10000;
         uint64_t peek_chunk_bytes = EXEC_PEEK_CHUNK_BYTES_DEFAULT;
         bool test_check_corrupt = false, test_hold_builtin_rows = false, direct_reply = true;
-        bool frontier_wait_thread = false;
+        bool frontier_wait_thread = false, standby = false;
         uint64_t test_publication_delay_ms = 0, test_reply_wake_delay_ms = 0;
         uint64_t catalog_wait_spin_us = CATALOG_WAIT_SPIN_DEFAULT_NS / 1000;
         const struct conf_option extra[] = {
@@ -276,6 +307,7 @@ int main(int argc, char **argv)
                 { "peek-chunk-bytes", CONF_U64, &peek_chunk_bytes, 16u << 20, "a read's result comes from the controller in chunks of about this many bytes, each sent to the client before the next is fetched (default 65536; 0: in one piece)" },
                 { "direct-reply", CONF_BOOL, &direct_reply, 0, "a DDL statement that ends a simple query is answered by its committer thread right after the catalog commit, not by the loop one wake-up later (default true)" },
                 { "catalog-wait-spin-us", CONF_U64, &catalog_wait_spin_us, 100000, "a catalog committer that waits for its group to be written yields its vCPU this long at most before it sleeps (default 500; 0: sleeps at once; docs/catalog.md)" },
+                { "standby", CONF_BOOL, &standby, 0, "when another adapter holds this data directory, wait (status: ready=no, detail standby) and take over when it exits, with a new writer epoch (docs/operations.md)" },
                 { "frontier-wait-thread", CONF_BOOL, &frontier_wait_thread, 0, "sleep on the controller's frontier ring in a watcher thread, not in the event loop (what happens anyway where the kernel lacks IORING_OP_FUTEX_WAIT)" },
                 { "test-clock-offset-ms", CONF_STR, &clock_offset, 0, "TEST ONLY: shift the oracle's wall clock by this many ms (may be negative)" },
                 { "test-check-corrupt", CONF_BOOL, &test_check_corrupt, 0, "TEST ONLY: coordctl check sees one altered record (to show that it fails)" },
@@ -315,11 +347,11 @@ int main(int argc, char **argv)
         cfg = (struct node_config){
                 .role = COORD__ROLE__ROLE_ADAPTER, .instance = a.instance,
                 .data_dir = a.data_dir, .run_dir = a.run_dir, .max_frame = (uint32_t)a.max_frame,
-                .metrics_port = (uint16_t)a.metrics_port,
+                .metrics_port = (uint16_t)a.metrics_port, .standby = standby,
         };
         r = node_new(&cfg, &adapter_handler, &ad, &ad.node);
         if (r < 0) {
-                ex = r == -EBUSY ? NODE_EXIT_RUNNING : NODE_EXIT_FAILURE;
+                ex = r == -EBUSY ? NODE_EXIT_RUNNING : r == -ECANCELED ? 0 : NODE_EXIT_FAILURE;
                 goto out;
         }
         /* NODE_HISTS_MAX is far above these two. */
@@ -341,6 +373,9 @@ int main(int argc, char **argv)
         catalog_set_wait_spin(ad.catalog, catalog_wait_spin_us * 1000);
         log_info("catalog_opened", "path=%s last_seq=%llu", cat_path,
                  (unsigned long long)catalog_last_seq(ad.catalog));
+        r = adapter_epoch_floor(&ad);
+        if (r < 0)
+                goto out;
         r = adapter_notify_setup(&ad, a.instance);
         if (r < 0)
                 goto out;

@@ -11,7 +11,9 @@
  * appends/s, errors); rates are taken over --rate-ms (two status samples; 0: the average
  * since the daemon started).  --verbose adds every counter and histogram; --json prints
  * all of it as one JSON object.  Exit status 0 when all three daemons answer and are
- * ready, 1 when any is down or not ready, 64 on a usage error.
+ * ready, 1 when any is down or not ready, 64 on a usage error.  Standby adapters
+ * (coord-adapter --standby) waiting for the primary to exit are listed below the table
+ * (JSON: "standbys"); they do not change the exit status.
  *
  * metrics: every counter of every daemon in the Prometheus text format
  * (common/node/metrics.h); a daemon that does not answer shows coord_<role>_up 0.  Exit
@@ -23,6 +25,7 @@
  * the adapter is down or does not answer, or when the check could not run; 64 on a
  * usage error.
  */
+#include <dirent.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -353,6 +356,48 @@ static void print_verbose(const Coord__StatusReply *s)
         }
 }
 
+/* The standbys waiting in run_dir (node-standby.c note 2): one line each, or JSON
+ * objects; those that do not answer are left out (one that has just taken over). */
+static void print_standbys(const char *run_dir, int timeout_ms, bool json)
+{
+        DIR *d = opendir(run_dir);
+        struct dirent *e;
+        size_t k = 0;
+
+        if (json)
+                printf(",\"standbys\":[");
+        while (d && (e = readdir(d))) {
+                Coord__StatusReply *s = NULL;
+                char *path = NULL;
+                size_t len = strlen(e->d_name);
+
+                if (!strstr(e->d_name, ".standby.") || len < 5 || strcmp(e->d_name + len - 5, ".sock"))
+                        continue;
+                if (asprintf(&path, "%s/%s", run_dir, e->d_name) < 0)
+                        break;
+                if (node_query_status_path(path, timeout_ms, &s) == 0) {
+                        char up[32];
+
+                        fmt_uptime(up, sizeof(up), s->uptime_ms);
+                        if (json)
+                                printf("%s{\"role\":\"%s\",\"pid\":%d,\"uptime_ms\":%llu,"
+                                       "\"ready\":false,\"detail\":\"%s\"}", k ? "," : "",
+                                       node_role_name(s->role), s->pid,
+                                       (unsigned long long)s->uptime_ms, s->detail);
+                        else
+                                printf("%-10s %-8d %-4s %-8s %-5s %s\n", node_role_name(s->role),
+                                       s->pid, "-", up, "no", s->detail);
+                        k++;
+                        coord__status_reply__free_unpacked(s, NULL);
+                }
+                free(path);
+        }
+        if (json)
+                printf("]");
+        if (d)
+                closedir(d);
+}
+
 static int cmd_status(const char *run_dir, int timeout_ms, bool json, bool verbose, uint64_t rate_ms)
 {
         Coord__StatusReply *first[ELEMENTSOF(daemons)] = { NULL }, *st[ELEMENTSOF(daemons)] = { NULL };
@@ -391,7 +436,9 @@ static int cmd_status(const char *run_dir, int timeout_ms, bool json, bool verbo
                         printf("%s", i ? "," : "");
                         print_json_daemon(daemons[i], err[i], st[i], &fig[i], rate_ms);
                 }
-                printf("]}\n");
+                printf("]");
+                print_standbys(run_dir, timeout_ms, true);
+                printf("}\n");
         } else {
                 printf("%-10s %-8s %-4s %-8s %-5s %-28s %-34s %s\n", "ROLE", "PID", "INC", "UPTIME",
                        "READY", "PEERS", rate_ms ? "FIGURES" : "FIGURES (since start)", "ERRORS");
@@ -415,6 +462,7 @@ static int cmd_status(const char *run_dir, int timeout_ms, bool json, bool verbo
                                node_role_name(daemons[i]), s->pid, (unsigned long long)s->incarnation,
                                up, s->ready ? "yes" : "no", peers, figs, fig[i].errors);
                 }
+                print_standbys(run_dir, timeout_ms, false);
                 if (verbose)
                         for (size_t i = 0; i < ELEMENTSOF(daemons); i++)
                                 if (st[i])

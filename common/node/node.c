@@ -46,6 +46,7 @@
 #include "loop/loop.h"
 #include "metrics.h"
 #include "node-http.h"
+#include "node-standby.h"
 #include "probes.h"
 #include "sdnotify.h"
 #include "util.h"
@@ -78,6 +79,7 @@ struct conn_state {
         Coord__Role role;               /* ROLE_UNKNOWN until its Hello */
         uint64_t incarnation;
         bool outgoing;
+        bool stale_logged;              /* its first stale message was logged: one line per connection */
         /* CTL connections only: linked in node->ctls from their Hello to on_close, so
          * that an answer given later (node_ctl_send) finds the connection or learns it
          * is gone.  ctl_id is never reused. */
@@ -580,11 +582,13 @@ static void conn_on_frame(struct ipc_conn *c, const Coord__Envelope *env, void *
                         n->stale_rejected++;
                         COORD_IPC_PEER_STALE((int)cs->role, (unsigned long long)env->incarnation,
                                              (unsigned long long)p->max_incarnation);
-                        log_warn("stale_message_ignored",
-                                 "role=%s type=%d incarnation=%llu seen=%llu",
-                                 node_role_name(cs->role), (int)env->type,
-                                 (unsigned long long)env->incarnation,
-                                 (unsigned long long)p->max_incarnation);
+                        if (!cs->stale_logged)
+                                log_warn("stale_message_ignored",
+                                         "role=%s type=%d incarnation=%llu seen=%llu",
+                                         node_role_name(cs->role), (int)env->type,
+                                         (unsigned long long)env->incarnation,
+                                         (unsigned long long)p->max_incarnation);
+                        cs->stale_logged = true;
                         return;
                 }
         }
@@ -760,10 +764,21 @@ int node_new(const struct node_config *cfg, const struct node_handler *h, void *
         }
         if (flock(n->lock_fd, LOCK_EX | LOCK_NB) < 0) {
                 r = errno == EWOULDBLOCK ? -EBUSY : -errno;
-                log_error_errno(r, "already_running", "role=%s lock=%s",
-                                node_role_name(cfg->role), lock_path);
-                goto fail;
+                if (r == -EBUSY && cfg->standby)
+                        r = node_standby_wait(n->lock_fd, &(struct node_standby_info){
+                                .role = cfg->role, .run_dir = n->run_dir,
+                                .instance = n->instance, .start_ms = n->start_mono_ms });
+                if (r == -ECANCELED)
+                        goto fail;
+                if (r < 0) {
+                        log_error_errno(r, "already_running", "role=%s lock=%s",
+                                        node_role_name(cfg->role), lock_path);
+                        goto fail;
+                }
         }
+        if (cfg->standby)
+                log_info("standby_lock_taken", "role=%s waited_ms=%llu", node_role_name(cfg->role),
+                         (unsigned long long)(now_ms() - n->start_mono_ms));
         /* (4) durable before we talk to anyone. */
         r = incarnation_bump(n->dir, &n->incarnation);
         if (r < 0) {
@@ -933,6 +948,25 @@ void node_set_ready(struct node *n, bool ready)
 
 struct loop *node_loop(struct node *n) { return n->loop; }
 uint64_t node_incarnation(const struct node *n) { return n->incarnation; }
+
+int node_raise_incarnation(struct node *n, uint64_t above)
+{
+        char out[32];
+        int r;
+
+        if (n->incarnation > above)
+                return 0;
+        if (above >= UINT64_MAX - 1)
+                return -EOVERFLOW;
+        snprintf(out, sizeof(out), "%llu\n", (unsigned long long)(above + 1));
+        r = write_file_durable(n->dir, "incarnation", out);
+        if (r < 0)
+                return r;
+        log_warn("incarnation_raised", "role=%s from=%llu to=%llu", node_role_name(n->cfg.role),
+                 (unsigned long long)n->incarnation, (unsigned long long)(above + 1));
+        n->incarnation = above + 1;
+        return 0;
+}
 Coord__Role node_role(const struct node *n) { return n->cfg.role; }
 const char *node_dir(const struct node *n) { return n->dir; }
 
@@ -1337,10 +1371,9 @@ struct fring_reader *node_ring(struct node *n)
 
 /* ---- client side ---- */
 
-int node_ctl_call(const char *run_dir, Coord__Role role, Coord__MsgType type,
-                  const ProtobufCMessage *payload, int timeout_ms, Coord__Envelope **ret)
+static int ctl_call_path(const char *path, Coord__MsgType type, const ProtobufCMessage *payload,
+                         int timeout_ms, Coord__Envelope **ret)
 {
-        _cleanup_free_ char *path = node_socket_path(run_dir, role);
         _cleanup_free_ uint8_t *pbuf = NULL;
         _cleanup_close_ int fd = -EBADF;
         Coord__Hello hello = COORD__HELLO__INIT;
@@ -1394,8 +1427,16 @@ int node_ctl_call(const char *run_dir, Coord__Role role, Coord__MsgType type,
         }
 }
 
-static int query_status(const char *run_dir, Coord__Role role, int timeout_ms, bool scrape,
-                        Coord__StatusReply **ret)
+int node_ctl_call(const char *run_dir, Coord__Role role, Coord__MsgType type,
+                  const ProtobufCMessage *payload, int timeout_ms, Coord__Envelope **ret)
+{
+        _cleanup_free_ char *path = node_socket_path(run_dir, role);
+
+        return ctl_call_path(path, type, payload, timeout_ms, ret);
+}
+
+static int query_status_path(const char *path, int timeout_ms, bool scrape,
+                             Coord__StatusReply **ret)
 {
         Coord__StatusRequest req = COORD__STATUS_REQUEST__INIT;
         Coord__Envelope *reply = NULL;
@@ -1403,8 +1444,7 @@ static int query_status(const char *run_dir, Coord__Role role, int timeout_ms, b
         int r;
 
         req.scrape = scrape;
-        r = node_ctl_call(run_dir, role, COORD__MSG_TYPE__MSG_STATUS_REQUEST, &req.base,
-                          timeout_ms, &reply);
+        r = ctl_call_path(path, COORD__MSG_TYPE__MSG_STATUS_REQUEST, &req.base, timeout_ms, &reply);
         if (r < 0)
                 return r;
         if (reply->type != COORD__MSG_TYPE__MSG_STATUS_REPLY) {
@@ -1419,10 +1459,23 @@ static int query_status(const char *run_dir, Coord__Role role, int timeout_ms, b
         return 0;
 }
 
+static int query_status(const char *run_dir, Coord__Role role, int timeout_ms, bool scrape,
+                        Coord__StatusReply **ret)
+{
+        _cleanup_free_ char *path = node_socket_path(run_dir, role);
+
+        return query_status_path(path, timeout_ms, scrape, ret);
+}
+
 int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
                       Coord__StatusReply **ret)
 {
         return query_status(run_dir, role, timeout_ms, false, ret);
+}
+
+int node_query_status_path(const char *sock_path, int timeout_ms, Coord__StatusReply **ret)
+{
+        return query_status_path(sock_path, timeout_ms, false, ret);
 }
 
 int node_query_status_scrape(const char *run_dir, Coord__Role role, int timeout_ms,

@@ -35,6 +35,7 @@ struct node_config {
         const char *run_dir;    /* sockets and pid files, created mode 0700 */
         uint32_t max_frame;
         uint16_t metrics_port;  /* GET /metrics on 127.0.0.1:port from the loop; 0: none */
+        bool standby;           /* wait for the role's lock instead of -EBUSY (node-standby.c) */
 };
 
 struct node_handler {
@@ -66,7 +67,8 @@ Coord__Role node_role_from_name(const char *name);
 
 /* Takes the role lock, bumps the incarnation, creates the loop, listens, writes the pid
  * file and starts dialing the peers this role dials.  Returns -EBUSY when another
- * daemon of this role holds the lock. */
+ * daemon of this role holds the lock; with cfg->standby it waits for the lock instead
+ * (node-standby.c), and returns -ECANCELED when SIGTERM/SIGINT ends that wait. */
 int node_new(const struct node_config *cfg, const struct node_handler *h, void *userdata,
              struct node **ret);
 /* Closes everything, removes the socket and the pid file.  Accepts NULL. */
@@ -78,6 +80,10 @@ void node_set_ready(struct node *n, bool ready);
 
 struct loop *node_loop(struct node *n);
 uint64_t node_incarnation(const struct node *n);
+/* Make the incarnation at least above + 1, durably (the incarnation file), when it is
+ * not above `above` yet: a writer epoch found in the catalog that an incarnation file
+ * does not know of.  Before node_run() only: no Hello has gone out yet. */
+int node_raise_incarnation(struct node *n, uint64_t above);
 Coord__Role node_role(const struct node *n);
 /* <data-dir>/<role>, created. */
 const char *node_dir(const struct node *n);
@@ -100,6 +106,9 @@ int node_ctl_send(struct node *n, uint64_t ctl_id, Coord__MsgType type, uint64_t
 /* Paths every tool agrees on.  Return malloc'ed strings or NULL. */
 char *node_socket_path(const char *run_dir, Coord__Role role);
 char *node_pid_path(const char *run_dir, Coord__Role role);
+/* A standby's status socket while it waits for the lock (node-standby.c note 2):
+ * <run-dir>/<role>.standby.<pid>.sock. */
+char *node_standby_socket_path(const char *run_dir, Coord__Role role, int pid);
 
 /* ---- Metrics and the service manager (docs/operations.md). ----
  *
@@ -171,6 +180,8 @@ struct fring_reader *node_ring(struct node *n);
  * -ECONNREFUSED when it is down, -ETIMEDOUT when it does not answer. */
 int node_query_status(const char *run_dir, Coord__Role role, int timeout_ms,
                       Coord__StatusReply **ret);
+/* The same from the socket at sock_path (a standby's, node_standby_socket_path()). */
+int node_query_status_path(const char *sock_path, int timeout_ms, Coord__StatusReply **ret);
 /* The same as a metrics scrape: the daemon starts no new window (node_status_is_scrape()). */
 int node_query_status_scrape(const char *run_dir, Coord__Role role, int timeout_ms,
                              Coord__StatusReply **ret);
