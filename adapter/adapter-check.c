@@ -443,6 +443,8 @@ static int replay(struct job *j, struct map *m, uint64_t *ret_meta_next_gid)
                                 r = -EBADMSG;
                                 break;
                         }
+                        if (op->key.data[0] == 'h')
+                                continue;       /* clients' holds: session state (adapter-hold.c) */
                         r = map_find(m, op->key.data, op->key.len, &s);
                         if (r < 0)
                                 break;

@@ -583,6 +583,8 @@ void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__E
 void server_peek_worker_stop(struct cserver *s);
 void server_peeks_wake(struct cserver *s);
 void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+/* controller-server-subscribe.c (26) */
+void server_handle_subscribe_read(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 
 /* (18) the peek thread, shared with (24). */
 int server_peek_worker_start(struct cserver *s);

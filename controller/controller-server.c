@@ -15,6 +15,7 @@
  *                                    frontier, the ring, frontiers and row-count mirrors
  *   controller-server-peek.c         peeks: answering, streaming, live status relations, the
  *                                    peek thread
+ *   controller-server-subscribe.c    SUBSCRIBE's reads of updates (26)
  *   controller-server-compute.c      compute: installed dataflows, readers, compute passes
  *   controller-server-install.c      installing dataflows, bulk installs in slices, deferred
  *                                    messages
@@ -193,6 +194,9 @@ void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelop
         case COORD__MSG_TYPE__MSG_PEEK_NEXT:
                 server_handle_peek_next(s, from, env);
                 return;
+        case COORD__MSG_TYPE__MSG_SUBSCRIBE_READ:
+                server_handle_subscribe_read(s, from, env);
+                return;
         case COORD__MSG_TYPE__MSG_LIST_COLLECTIONS:
                 server_handle_list(s, from, env);
                 return;
@@ -205,6 +209,7 @@ void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelop
         case COORD__MSG_TYPE__MSG_OK:
         case COORD__MSG_TYPE__MSG_ERROR:
         case COORD__MSG_TYPE__MSG_PEEK_RESULT:
+        case COORD__MSG_TYPE__MSG_SUBSCRIBE_BATCH:
         case COORD__MSG_TYPE__MSG_COLLECTION_LIST:
         case COORD__MSG_TYPE__MSG_PONG:
                 /* Replies are never answered (no error ping-pong between daemons). */
