@@ -159,14 +159,13 @@ static void sub_end(struct subscription *sub, const char *sqlstate, const char *
         if (s) {
                 s->sub = NULL;
                 if (sqlstate && !s->gone) {
-                        struct row_error e = { .position = 0 };
+                        char msg[256];
                         va_list ap;
 
-                        snprintf(e.sqlstate, sizeof(e.sqlstate), "%s", sqlstate);
                         va_start(ap, fmt);
-                        vsnprintf(e.message, sizeof(e.message), fmt, ap);
+                        vsnprintf(msg, sizeof(msg), fmt, ap);
                         va_end(ap);
-                        send_row_error(s->c, &e);
+                        send_error(s->c, sqlstate, "%s", msg);
                 }
                 s->waiting = false;
                 s->next = SIZE_MAX;
