@@ -315,6 +315,55 @@ static void test_copy_psql(void)
         PQfinish(c);
 }
 
+/* A materialized view and a source are subscribed to like a table. */
+static void test_mv_and_source(void)
+{
+        PGconn *c = db();
+        struct sub s;
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE mb (k int)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE MATERIALIZED VIEW mvs AS SELECT k * 10 AS k10 FROM mb WHERE k > 1"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO mb VALUES (1), (2)"));
+        CU_ASSERT(rows_become(c, "SELECT k10 FROM mvs", "20", 5000));
+        CU_ASSERT_FATAL(sub_start(&s, "SUBSCRIBE TO mvs"));
+        sub_poll(&s, 300);
+        CU_ASSERT(ok(c, "INSERT INTO mb VALUES (3)"));
+        CU_ASSERT(ok(c, "DELETE FROM mb WHERE k = 2"));
+        for (int w = 0; w < 100 && s.n < 3; w++)
+                sub_poll(&s, 50);
+        CU_ASSERT_EQUAL_FATAL(s.n, 3);
+        CU_ASSERT(strcmp(s.row[0], "20") == 0 && s.diff[0] == 1);
+        CU_ASSERT(strcmp(s.row[1], "30") == 0 && s.diff[1] == 1);
+        CU_ASSERT(strcmp(s.row[2], "20") == 0 && s.diff[2] == -1);
+        CU_ASSERT(s.ts[2] > s.ts[1] && s.ts[1] > s.ts[0]);
+        CU_ASSERT(sub_cancel(&s));
+        sub_done(&s);
+
+        CU_ASSERT_FATAL(ok(c, "CREATE SOURCE cnt FROM LOAD GENERATOR COUNTER (TICK INTERVAL '100ms', UP TO 3)"));
+        CU_ASSERT_FATAL(sub_start(&s, "SUBSCRIBE cnt"));
+        for (int w = 0; w < 100; w++) {
+                char *st;
+                bool three;
+
+                sub_poll(&s, 50);
+                st = sub_state(&s, s.n);
+                three = strcmp(st, "1;2;3") == 0;
+                free(st);
+                if (three)
+                        break;
+        }
+        {
+                char *st = sub_state(&s, s.n);
+                CU_ASSERT_STRING_EQUAL(st, "1;2;3");
+                free(st);
+        }
+        CU_ASSERT(sub_cancel(&s));
+        CU_ASSERT(holds_become(0));
+        sub_done(&s);
+        PQfinish(c);
+}
+
 /* The client closes its connection: the hold goes; the relation is dropped: 42P01. */
 static void test_close_and_drop(void)
 {
@@ -519,6 +568,7 @@ int main(void)
                 { "bad_input", test_bad_input },
                 { "model", test_model },
                 { "copy_psql", test_copy_psql },
+                { "mv_and_source", test_mv_and_source },
                 { "close_and_drop", test_close_and_drop },
                 { "hold_keeps_bound", test_hold_keeps_bound },
                 { "kill9", test_kill9 },
