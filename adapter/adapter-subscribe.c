@@ -563,3 +563,8 @@ int exec_subscribe(struct session *s, struct sql_stmt *st)
         s->waiting = true;
         return STMT_PARKED;
 }
+
+size_t exec_holds(const struct exec *ex)
+{
+        return acat_n_holds(ex->cat);
+}

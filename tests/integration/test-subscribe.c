@@ -182,18 +182,21 @@ static size_t sub_matches_model(PGconn *c, const struct sub *s, const char *sele
         return times;
 }
 
-/* Wait until the lifecycle follows `n` holds (up to 5 s). */
+/* Wait until the adapter has `n` holds and the lifecycle follows `n` in the catalog
+ * (up to 5 s). */
 static bool holds_become(uint64_t n)
 {
-        uint64_t got = 0;
+        uint64_t got = 0, adapter = 0;
 
         for (int w = 0; w < 100; w++) {
                 got = lc_stat("holds");
-                if (got == n)
+                adapter = stat_of(COORD__ROLE__ROLE_ADAPTER, "holds");
+                if (got == n && adapter == n)
                         return true;
                 sleep_ms(50);
         }
-        fprintf(stderr, "\n    holds: %" PRIu64 ", not %" PRIu64, got, n);
+        fprintf(stderr, "\n    holds: lifecycle %" PRIu64 ", adapter %" PRIu64 ", not %" PRIu64, got,
+                adapter, n);
         return false;
 }
 
