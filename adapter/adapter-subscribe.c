@@ -14,7 +14,9 @@
  *     more than EXEC_STREAM_QUEUED_MAX bytes queued (backpressure: the next read goes
  *     when the client drained, subscribe_drained()).  The first asks for the snapshot
  *     at the as-of (every row at the as-of, diff = its count); each answer carries
- *     whole times below `upto`, which is where the next read starts.  An answer
+ *     whole times below `upto`, which is where the next read starts -- or, when one
+ *     time's rows are more than a batch (`partial`), the first rows of time `upto`,
+ *     and the next read resumes after the last of them.  An answer
  *     without progress (nothing final after the cursor yet) re-reads after
  *     SUB_POLL_MS.  A read outlives a controller restart: the request is resent when
  *     the controller is back (adapter-exec.c note 4), as it changes nothing.
@@ -61,6 +63,9 @@ struct subscription {
         uint64_t as_of;
         uint64_t cursor;                /* (2) the next read's lo */
         bool snapshot_done;
+        uint8_t *resume_row;            /* (2) time cursor was sent up to this row */
+        size_t resume_len;
+        bool resume;
         uint64_t hold_id;
         bool hold_durable;              /* its record was committed */
         bool hold_deleted;              /* its delete was submitted */
@@ -92,6 +97,7 @@ static void sub_free(struct subscription *sub)
         if (sub->batch)
                 coord__subscribe_batch__free_unpacked(sub->batch, NULL);
         acat_hold_rec_done(&sub->rec);
+        free(sub->resume_row);
         free(sub->name);
         free(sub);
 }
@@ -415,10 +421,33 @@ static void read_done(struct exec *ex, struct request *rq, const Coord__Envelope
                 sub_end(sub, "42P01", "relation \"%s\" was dropped", sub->name);
                 return;
         }
+        if (b->partial && (!b->n_rows || b->times[b->n_rows - 1] != b->upto)) {
+                coord__subscribe_batch__free_unpacked(b, NULL);
+                sub_end(sub, "XX000", "malformed subscription batch from the controller");
+                return;
+        }
         sub->batch = b;
         sub->batch_i = 0;
-        sub->batch_progress = b->upto > sub->cursor;
-        if (sub->batch_progress) {
+        sub->batch_progress = b->upto > sub->cursor || b->partial;
+        free(sub->resume_row);
+        sub->resume_row = NULL;
+        sub->resume_len = 0;
+        sub->resume = b->partial;
+        if (b->partial) {
+                /* The time upto goes on in the next batch, after this one's last row. */
+                const ProtobufCBinaryData *last = &b->rows[b->n_rows - 1];
+
+                sub->resume_row = malloc(last->len ? last->len : 1);
+                if (!sub->resume_row) {
+                        coord__subscribe_batch__free_unpacked(b, NULL);
+                        sub->batch = NULL;
+                        sub_end(sub, "53200", "out of memory");
+                        return;
+                }
+                memcpy(sub->resume_row, last->data, last->len);
+                sub->resume_len = last->len;
+                sub->cursor = b->upto;
+        } else if (b->upto > sub->cursor) {
                 sub->snapshot_done = true;
                 sub->cursor = b->upto;
         }
@@ -448,6 +477,8 @@ static void sub_read(struct subscription *sub)
         m.gid = sub->gid;
         m.lo = sub->cursor;
         m.snapshot = !sub->snapshot_done;
+        m.resume = sub->resume;
+        m.after_row = (ProtobufCBinaryData){ .len = sub->resume_len, .data = sub->resume_row };
         m.max_bytes = sub->ex->cfg.peek_chunk_bytes ? sub->ex->cfg.peek_chunk_bytes : EXEC_STREAM_QUEUED_MAX;
         sub->rq = request_new(sub->ex, COORD__MSG_TYPE__MSG_SUBSCRIBE_READ, &m.base, read_done, sub);
         if (!sub->rq)

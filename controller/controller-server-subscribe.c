@@ -11,6 +11,10 @@
  *      (catalog.proto CatalogHold) keeps its bound, so its since, at or below lo, and a
  *      read with lo below the since is refused (55000) rather than answered with
  *      collapsed history.  Replies go through the output gate (16) like a peek's.
+ *      A time whose rows pass max_bytes (a snapshot) is split at a row (`partial`),
+ *      and the next read resumes after that row (sub_window()): the message and the
+ *      adapter's memory stay about max_bytes, while the read itself still collects
+ *      that whole time here, once per batch.
  */
 #include "controller-server-internal.h"
 
@@ -118,12 +122,44 @@ static size_t sub_consolidate(struct sub_collect *c)
         return k;
 }
 
+/* (26) The rows of c to send: from after the resume point (time lo, row after) on, until
+ * they reach max_bytes -- inside a time too (*partial): [*first, *end). */
+static void sub_window(const struct sub_collect *c, const Coord__SubscribeRead *m, size_t *first,
+                       size_t *end, uint64_t *upto, bool *partial)
+{
+        size_t i = 0, bytes = 0;
+
+        if (m->resume)
+                while (i < c->n && (c->v[i].time < m->lo ||
+                                    (c->v[i].time == m->lo &&
+                                     row_bytes_cmp(c->v[i].row, c->v[i].len, m->after_row.data,
+                                                   m->after_row.len) <= 0)))
+                        i++;
+        *first = i;
+        for (; i < c->n && bytes < c->max_bytes; i++)
+                bytes += c->v[i].len + 16;
+        *end = i;
+        *partial = false;
+        if (i < c->n && i > *first) {
+                if (c->v[i].time == c->v[i - 1].time) {
+                        *partial = true;
+                        *upto = c->v[i - 1].time;
+                } else {
+                        *upto = c->v[i].time;
+                }
+        }
+}
+
 static int sub_reply(struct cserver *s, Coord__Role from, uint64_t rid, struct sub_collect *c,
-                     uint64_t upto, uint64_t since)
+                     const Coord__SubscribeRead *m, uint64_t upto, uint64_t since)
 {
         Coord__SubscribeBatch b = COORD__SUBSCRIBE_BATCH__INIT;
-        size_t n = c->n;
+        size_t first = 0, end = 0, n;
+        bool partial = false;
         int r;
+
+        sub_window(c, m, &first, &end, &upto, &partial);
+        n = end - first;
 
         b.rows = calloc(n ? n : 1, sizeof(*b.rows));
         b.times = calloc(n ? n : 1, sizeof(*b.times));
@@ -133,13 +169,16 @@ static int sub_reply(struct cserver *s, Coord__Role from, uint64_t rid, struct s
                 goto out;
         }
         for (size_t i = 0; i < n; i++) {
-                b.rows[i] = (ProtobufCBinaryData){ .len = c->v[i].len, .data = c->v[i].row };
-                b.times[i] = c->v[i].time;
-                b.diffs[i] = c->v[i].diff;
+                const struct sub_upd *u = &c->v[first + i];
+
+                b.rows[i] = (ProtobufCBinaryData){ .len = u->len, .data = u->row };
+                b.times[i] = u->time;
+                b.diffs[i] = u->diff;
         }
         b.n_rows = b.n_times = b.n_diffs = n;
         b.upto = upto;
         b.since = since;
+        b.partial = partial;
         r = server_out_send(s, from, COORD__MSG_TYPE__MSG_SUBSCRIBE_BATCH, rid, &b.base);
 out:
         free(b.rows);
@@ -189,7 +228,7 @@ void server_handle_subscribe_read(struct cserver *s, Coord__Role from, const Coo
         upto = info.frontiers.upper;
         if (m->lo >= upto) {
                 /* Nothing final from lo on yet (a snapshot at lo is not final either). */
-                r = sub_reply(s, from, env->request_id, &c, m->lo, info.frontiers.since);
+                r = sub_reply(s, from, env->request_id, &c, m, m->lo, info.frontiers.since);
                 goto out;
         }
         c.lo = m->lo;
@@ -210,7 +249,7 @@ void server_handle_subscribe_read(struct cserver *s, Coord__Role from, const Coo
                 }
         }
         sub_consolidate(&c);
-        r = sub_reply(s, from, env->request_id, &c, upto, info.frontiers.since);
+        r = sub_reply(s, from, env->request_id, &c, m, upto, info.frontiers.since);
         goto out;
 fail:
         server_reply_error(s, from, env->request_id, &e);
