@@ -444,7 +444,8 @@ static void read_done(struct exec *ex, struct request *rq, const Coord__Envelope
                         sub_end(sub, "53200", "out of memory");
                         return;
                 }
-                memcpy(sub->resume_row, last->data, last->len);
+                if (last->len)
+                        memcpy(sub->resume_row, last->data, last->len);
                 sub->resume_len = last->len;
                 sub->cursor = b->upto;
         } else if (b->upto > sub->cursor) {

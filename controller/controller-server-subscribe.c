@@ -68,7 +68,8 @@ static int sub_add(const void *row, size_t len, uint64_t time, int64_t diff, voi
         u->row = malloc(len ? len : 1);
         if (!u->row)
                 return -ENOMEM;
-        memcpy(u->row, row, len);
+        if (len)
+                memcpy(u->row, row, len);
         u->len = len;
         u->time = time;
         u->diff = diff;
@@ -100,7 +101,8 @@ static size_t sub_consolidate(struct sub_collect *c)
 {
         size_t k = 0;
 
-        qsort(c->v, c->n, sizeof(*c->v), sub_cmp);
+        if (c->n)
+                qsort(c->v, c->n, sizeof(*c->v), sub_cmp);
         for (size_t i = 0; i < c->n; i++) {
                 if (k && c->v[k - 1].time == c->v[i].time &&
                     row_bytes_cmp(c->v[k - 1].row, c->v[k - 1].len, c->v[i].row, c->v[i].len) == 0) {
