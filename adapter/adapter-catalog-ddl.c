@@ -219,6 +219,16 @@ static struct acat_item *txn_created(const struct acat_txn *t, uint64_t gid)
         return NULL;
 }
 
+/* -EAGAIN when one of `before` (the creator's run) creates gid: it is there once they
+ * commit (adapter-exec.c note 7); else -EINVAL. */
+static int created_before(uint64_t gid, struct acat_txn *const *before, size_t n_before)
+{
+        for (size_t i = 0; i < n_before; i++)
+                if (txn_created(before[i], gid))
+                        return -EAGAIN;
+        return -EINVAL;
+}
+
 struct acat_item *item_or_before(const struct adapter_catalog *ac, uint64_t gid,
                                         struct acat_txn *const *before, size_t n_before)
 {
@@ -365,7 +375,8 @@ static int create_admit(struct adapter_catalog *ac, const struct acat_new_item *
                 if (!in && ni->kind == SQL_OBJECT_SOURCE)
                         in = item_or_before(ac, ni->logical_inputs[i], before, n_before);
                 if (!in || (in->pending && ni->kind != SQL_OBJECT_SOURCE))
-                        return row_error_set(err, -EINVAL, "42P01", "input %llu does not exist",
+                        return row_error_set(err, created_before(ni->logical_inputs[i], before, n_before),
+                                             "42P01", "input %llu does not exist",
                                              (unsigned long long)ni->logical_inputs[i]);
                 b = effective_bound(in);
                 if (ni->as_of < b) {

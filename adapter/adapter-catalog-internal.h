@@ -46,6 +46,8 @@ struct adapter_catalog {
         struct acat_hold *holds;        /* clients' holds (adapter-hold.c) */
         size_t n_holds, cap_holds;
         uint64_t next_hold;
+        int (*leases_each)(void *src, sql_lease_fn fn, void *arg);     /* acat_set_leases() */
+        void *leases_src;
 };
 
 enum txn_kind { TXN_CREATE, TXN_DROP, TXN_PUBLISH, TXN_ALTER, TXN_ALTER_SINK };

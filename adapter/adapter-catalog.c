@@ -693,8 +693,23 @@ static int acat_indexes(void *userdata, uint64_t gid, sql_object_fn fn, void *ar
         return 0;
 }
 
+void acat_set_leases(struct adapter_catalog *ac, int (*each)(void *src, sql_lease_fn fn, void *arg),
+                     void *src)
+{
+        ac->leases_each = each;
+        ac->leases_src = src;
+}
+
+static int acat_leases(void *userdata, sql_lease_fn fn, void *arg)
+{
+        struct adapter_catalog *ac = userdata;
+
+        return ac->leases_each ? ac->leases_each(ac->leases_src, fn, arg) : 0;
+}
+
 const struct sql_catalog_ops acat_sql_ops = {
         .lookup = acat_lookup,
         .each = acat_each,
         .indexes = acat_indexes,
+        .leases = acat_leases,
 };

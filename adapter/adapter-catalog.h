@@ -188,6 +188,10 @@ size_t acat_count_user(const struct adapter_catalog *ac);
 
 /* The sql_catalog_ops for sql_analyze(); userdata is the adapter_catalog. */
 extern const struct sql_catalog_ops acat_sql_ops;
+/* Where its leases op reads coord_leases (adapter-lease.c's lease_table_each() and the
+ * table); unset: no leases. */
+void acat_set_leases(struct adapter_catalog *ac, int (*each)(void *src, sql_lease_fn fn, void *arg),
+                     void *src);
 /* What the analyzer learns of an item (what acat_sql_ops' lookup returns for a
  * committed one); borrowed from it. */
 void acat_relation(const struct acat_item *it, struct sql_relation *ret);
@@ -214,7 +218,8 @@ int acat_create_begin(struct adapter_catalog *ac, const struct acat_new_item *ni
 /* The same, where refs may also name the items of the creations `before` (begun, not
  * finished), because the caller commits this transaction in the same write as those
  * and after them (catalog_commit_many()), and finishes them first -- or, on failure,
- * this one first.  Logical inputs must still be committed items. */
+ * this one first.  Logical inputs must still be committed items: one of `before`'s
+ * fails with -EAGAIN (again once they are committed), anything else with -EINVAL. */
 int acat_create_begin_after(struct adapter_catalog *ac, const struct acat_new_item *ni, uint64_t ts,
                             struct acat_txn *const *before, size_t n_before,
                             struct acat_txn **ret, struct row_error *err);

@@ -25,8 +25,10 @@ struct session;
 struct request;
 struct ddl;
 
-/* (7) Statements in one run at most: the session's run[] array. */
+/* (7) Statements in one string's run at most; (10) CREATEs in one block at most, the
+ * size of the session's run[] array. */
 #define EXEC_RUN_MAX 16
+#define EXEC_BLOCK_CREATES 256     /* catalog_commit_many()'s most */
 /* (9) A stream fetches its next chunk only while a client has at most this much output
  * queued (the pgwire conn's PGWIRE_PAUSE_AT). */
 #define EXEC_STREAM_QUEUED_MAX (256u << 10)
@@ -103,7 +105,7 @@ struct session {
         bool extended;                  /* running an Execute: one statement */
         bool waiting;                   /* parked on the controller */
         bool gone;                      /* the client disconnected while parked */
-        struct ddl *run[EXEC_RUN_MAX];  /* (7) CREATEs committed together, in order */
+        struct ddl *run[EXEC_BLOCK_CREATES]; /* (7, 10) CREATEs committed together, in order */
         size_t n_run;
         bool run_touched;               /* (7) the analysis met a reserved or dropped name */
         uint64_t enact_gid;             /* parked until this object is on the controller */
@@ -224,6 +226,9 @@ extern const struct sql_catalog_ops session_sql_ops;
 void send_stmt_failed(struct session *s, int r);
 bool stmt_joins_run(const struct session *s, const struct sql_stmt *st);
 int run_flush(struct session *s);
+int run_rollback(struct session *s);
+void run_abandon(struct session *s, int r);
+bool txn_holds_run(const struct session *s);
 int exec_create_table(struct session *s, struct sql_stmt *st);
 int exec_create_view(struct session *s, struct sql_stmt *st);
 int exec_create_index(struct session *s, struct sql_stmt *st);
@@ -260,5 +265,5 @@ void subscribe_drained(struct session *s);
 void txn_failed(struct pgwire_conn *c);
 void txn_notice(struct session *s, const char *sqlstate, const char *message);
 int txn_commit(struct session *s);
-int exec_transaction(struct session *s, const struct sql_stmt *st);
+int exec_transaction(struct session *s, struct sql_stmt *st);
 int txn_stmt(struct session *s, struct sql_stmt *st);

@@ -242,9 +242,17 @@ static int session_indexes(void *userdata, uint64_t gid, sql_object_fn fn, void 
         return acat_sql_ops.indexes(s->ex->cat, gid, fn, arg);
 }
 
+static int session_leases(void *userdata, sql_lease_fn fn, void *arg)
+{
+        struct session *s = userdata;
+
+        return acat_sql_ops.leases(s->ex->cat, fn, arg);
+}
+
 const struct sql_catalog_ops session_sql_ops = { .lookup = session_lookup,
                                                  .each = session_each,
-                                                 .indexes = session_indexes };
+                                                 .indexes = session_indexes,
+                                                 .leases = session_leases };
 
 /* May st join the open run (its analysis met nothing in flight)? */
 bool stmt_joins_run(const struct session *s, const struct sql_stmt *st)
@@ -274,8 +282,9 @@ static int ddl_create(struct session *s, struct acat_txn *txn)
 {
         struct ddl *d;
 
-        assert(s->n_run < EXEC_RUN_MAX);        /* stmt_joins_run() */
-        if (s->extended || !s->batch || (s->n_run == 0 && s->next >= sql_batch_size(s->batch)))
+        assert(s->n_run < EXEC_BLOCK_CREATES);  /* stmt_joins_run(), txn_stmt() */
+        if (s->txn != TXN_OPEN &&
+            (s->extended || !s->batch || (s->n_run == 0 && s->next >= sql_batch_size(s->batch))))
                 return ddl_submit(s, txn, true);
         d = calloc(1, sizeof(*d));
         if (!d) {
@@ -283,13 +292,15 @@ static int ddl_create(struct session *s, struct acat_txn *txn)
                 return -ENOMEM;
         }
         *d = (struct ddl){ .s = s, .txn = txn, .create = true };
-        snprintf(d->tag, sizeof(d->tag), "%s", s->tag);
         s->run[s->n_run++] = d;
+        if (txn_holds_run(s))
+                return STMT_DONE;       /* (10) answered now, committed by COMMIT */
+        snprintf(d->tag, sizeof(d->tag), "%s", s->tag);
         return STMT_RUN;
 }
 
 /* Roll the run's reservations back, last first. */
-static void run_abandon(struct session *s, int r)
+void run_abandon(struct session *s, int r)
 {
         while (s->n_run) {
                 struct ddl *d = s->run[--s->n_run];
@@ -297,6 +308,25 @@ static void run_abandon(struct session *s, int r)
                 acat_txn_finish(s->ex->cat, d->txn, r);
                 free(d);
         }
+}
+
+/* (7) A statement of the string failed while its run is open: the string is one
+ * implicit transaction (13), so the run rolls back with it.  Its statements are answered
+ * first, as PostgreSQL answers the statements before an error in a string; the caller
+ * sends the error.  Not when the failure may come from another session's object in
+ * flight (s->run_touched): then STMT_RETRY, the run first and the statement alone. */
+int run_rollback(struct session *s)
+{
+        if (txn_holds_run(s)) {
+                run_abandon(s, -ECANCELED);     /* (10) the block fails with it */
+                return -ECANCELED;
+        }
+        if (s->run_touched)
+                return STMT_RETRY;
+        for (size_t i = 0; !s->gone && i < s->n_run; i++)
+                (void)pgwire_send_command_complete(s->c, s->run[i]->tag);
+        run_abandon(s, -ECANCELED);
+        return -ECANCELED;
 }
 
 static void run_committed(void *ctx, int r, uint64_t first_seq)
@@ -320,7 +350,7 @@ static void run_committed(void *ctx, int r, uint64_t first_seq)
                         r = ddl_created(ex, d->txn, first_seq + i);
                         if (r < 0)
                                 rows_not_queued(ex, r, "objects");
-                        if (!s->gone)
+                        if (!s->gone && d->tag[0])  /* a block's were answered */
                                 (void)pgwire_send_command_complete(s->c, d->tag);
                         free(d);
                 }
@@ -336,10 +366,10 @@ static void run_committed(void *ctx, int r, uint64_t first_seq)
  * and the run rolled back. */
 int run_flush(struct session *s)
 {
-        struct catalog_txn_ops txns[EXEC_RUN_MAX];
+        struct catalog_txn_ops txns[EXEC_BLOCK_CREATES];
         int r;
 
-        assert(s->n_run > 0 && s->n_run <= EXEC_RUN_MAX);
+        assert(s->n_run > 0 && s->n_run <= EXEC_BLOCK_CREATES);
         struct commit_opts o = { .after_earlier = false };
 
         for (size_t i = 0; i < s->n_run; i++) {
@@ -377,7 +407,7 @@ int exec_create_table(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         r = acat_create_table_begin(ex->cat, ct, st->sql, ts, &txn, &err);
-        if (r == -EINVAL && s->n_run)
+        if (r == -EINVAL && s->n_run && run_rollback(s) == STMT_RETRY)
                 return STMT_RETRY;      /* (7) after the run, alone */
         if (r == -EINVAL) {
                 send_row_error(s->c, &err);
@@ -422,7 +452,7 @@ static int create_item(struct session *s, const struct acat_new_item *ni,
                        const struct acat_new_item *progress, uint64_t ts)
 {
         struct row_error err = { .position = 0 };
-        struct acat_txn *before[EXEC_RUN_MAX];
+        struct acat_txn *before[EXEC_BLOCK_CREATES];
         struct acat_txn *txn;
         int r;
 
@@ -434,9 +464,15 @@ static int create_item(struct session *s, const struct acat_new_item *ni,
         else
                 r = acat_create_begin_after(s->ex->cat, ni, ts, before, s->n_run, &txn, &err);
 
-        if (r == -EINVAL && s->n_run)
+        if (r == -EAGAIN && txn_holds_run(s)) {
+                send_error(s->c, "0A000", "%s over an object created in the same transaction "
+                           "block is not supported: create it after COMMIT", s->tag);
+                return -ECANCELED;
+        }
+        if ((r == -EAGAIN && s->n_run) ||
+            (r == -EINVAL && s->n_run && run_rollback(s) == STMT_RETRY))
                 return STMT_RETRY;      /* (7) after the run, alone */
-        if (r == -EINVAL) {
+        if (r == -EINVAL || r == -EAGAIN) {
                 send_row_error(s->c, &err);
                 return -ECANCELED;
         }

@@ -33,6 +33,15 @@ static void txn_discard(struct session *s)
                 write_done(&s->txn_writes[i]);
         s->n_txn_writes = 0;
         s->txn_read = false;
+        if (txn_holds_run(s))
+                run_abandon(s, -ECANCELED);     /* a block's CREATEs */
+}
+
+/* (10) An open block holding CREATEs in the session's run, which its COMMIT commits
+ * (run_flush()); a string's run (7) is never open across a block's statements. */
+bool txn_holds_run(const struct session *s)
+{
+        return s->txn == TXN_OPEN && s->n_run > 0;
 }
 
 /* Every error sent to a client: inside a block, the block fails (PostgreSQL's aborted
@@ -111,7 +120,7 @@ int txn_commit(struct session *s)
         return STMT_PARKED;
 }
 
-int exec_transaction(struct session *s, const struct sql_stmt *st)
+int exec_transaction(struct session *s, struct sql_stmt *st)
 {
         switch (st->transaction) {
         case SQL_TXN_BEGIN:
@@ -134,6 +143,11 @@ int exec_transaction(struct session *s, const struct sql_stmt *st)
                         txn_set(s, TXN_NONE);
                         snprintf(s->tag, sizeof(s->tag), "ROLLBACK");
                         return STMT_DONE;
+                }
+                if (txn_holds_run(s)) {
+                        /* its CREATEs in one write, answered when durable */
+                        txn_set(s, TXN_NONE);
+                        return run_flush(s) == STMT_PARKED ? STMT_PARKED : -ECANCELED;
                 }
                 return txn_commit(s);
         default:
@@ -194,6 +208,43 @@ static int txn_implicit_stmt(struct session *s, struct sql_stmt *st)
         }
 }
 
+/* (10) A CREATE that a block may hold (in the simple query protocol: an Execute's DDL
+ * is answered from its committer). */
+static bool txn_block_create(const struct session *s, const struct sql_stmt *st)
+{
+        switch (st->kind) {
+        case SQL_STMT_CREATE_TABLE:
+        case SQL_STMT_CREATE_VIEW:
+        case SQL_STMT_CREATE_MATERIALIZED_VIEW:
+        case SQL_STMT_CREATE_INDEX:
+        case SQL_STMT_CREATE_SINK:
+        case SQL_STMT_CREATE_SOURCE:
+                return !s->extended;
+        default:
+                return false;
+        }
+}
+
+/* 1 when the block may hold one more CREATE, or the error sent. */
+static int txn_block_create_check(struct session *s)
+{
+        if (s->txn_read_only) {
+                send_error(s->c, "25006", "cannot execute %s in a read-only transaction", s->tag);
+                return -ECANCELED;
+        }
+        if (s->txn_read || s->n_txn_writes) {
+                send_error(s->c, "25000", "a transaction block that has %s cannot create objects",
+                           s->txn_read ? "read" : "written");
+                return -ECANCELED;
+        }
+        if (s->n_run >= EXEC_BLOCK_CREATES) {
+                send_error(s->c, "54000", "a transaction block creates at most %d objects",
+                           EXEC_BLOCK_CREATES);
+                return -ECANCELED;
+        }
+        return 1;
+}
+
 /* A statement inside a block: 1 to run it as usual, or its result.  A block either
  * reads or writes (Materialize's rule): its INSERTs wait for COMMIT, so a read after one
  * would not see it, and writes after a read would not commit at the read's time. */
@@ -216,6 +267,11 @@ int txn_stmt(struct session *s, struct sql_stmt *st)
         case SQL_STMT_SHOW_OBJECTS:     /* the catalog in memory, no timestamp */
                 return 1;
         case SQL_STMT_SELECT:
+                if (s->n_run) {
+                        send_error(s->c, "25000", "a transaction block that creates objects "
+                                                  "cannot read: its objects exist at COMMIT");
+                        return -ECANCELED;
+                }
                 if (s->n_txn_writes) {
                         send_error(s->c, "25000", "a transaction that has written cannot read: "
                                                   "its writes become visible at COMMIT");
@@ -241,13 +297,24 @@ int txn_stmt(struct session *s, struct sql_stmt *st)
                                                   "a transaction block");
                         return -ECANCELED;
                 }
-                if (s->txn_read) {
-                        send_error(s->c, "25000", "a transaction that has read cannot write: "
-                                                  "a transaction either reads or writes");
+                if (s->txn_read || s->n_run) {
+                        send_error(s->c, "25000", s->n_run
+                                   ? "a transaction block that creates objects cannot write: "
+                                     "its objects exist at COMMIT"
+                                   : "a transaction that has read cannot write: "
+                                     "a transaction either reads or writes");
                         return -ECANCELED;
                 }
                 return txn_keep_insert(s, in);
         default:
+                if (txn_block_create(s, st))
+                        return txn_block_create_check(s);
+                if (s->n_run) {
+                        send_error(s->c, "25000", "a transaction block that creates objects can "
+                                                  "only create more of them: %s after COMMIT",
+                                   sql_stmt_tag(st));
+                        return -ECANCELED;
+                }
                 send_error(s->c, "25001", "%s cannot run inside a transaction block",
                            sql_stmt_tag(st));
                 return -ECANCELED;

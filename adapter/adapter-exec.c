@@ -64,10 +64,15 @@
  *     anyone else (session_lookup()); it sees the run's own creations
  *     (acat_create_begin_after()).  Anything else commits the run and is analyzed again
  *     once it is durable: every statement sees exactly the catalog it would see one at a
- *     time.  While a run is open a failing CREATE sends nothing (STMT_RETRY) and runs
- *     again alone after it; CommandCompletes go out in order once durable; a failed run
- *     errors its first statement.  A run is built and submitted inside one
- *     session_resume() call; EXEC_RUN_MAX bounds it.
+ *     time.  A statement that fails (at analysis, or a CREATE) while a run is open
+ *     rolls the run back with it, the string being one implicit transaction (13):
+ *     run_rollback() answers the run's statements, then the error, and nothing of
+ *     them is written -- unless its analysis met another session's object in flight,
+ *     or it consumes an object of the run (acat -EAGAIN): STMT_RETRY, the run first,
+ *     the statement again alone.  CommandCompletes go
+ *     out in order once durable; a failed commit errors the run's first statement.
+ *     A run is built and submitted inside one session_resume() call; EXEC_RUN_MAX
+ *     bounds it.
  * (8) Writer mark.  An Append may carry a mark (origin, seq), kept with coord_objects'
  *     upper and durable with the append's rows (Append.writer_mark,
  *     controller-server-append.c note 15).  It claims: the three relations, as this
@@ -97,7 +102,11 @@
  *     applied; ROLLBACK, a failed statement or the client leaving drops them, and
  *     nothing was written.  A read after a write (it could not see it) and a write
  *     after a read are 25000; DELETE, UPDATE and DDL, which write when they run, are
- *     25001 inside a block.  Any error fails the block (txn_failed(), from the one
+ *     25001 inside a block -- but CREATEs: a block may hold them instead (simple query
+ *     protocol only) in the session's run (7), answered at once, seen by its later
+ *     CREATEs, committed by COMMIT as one run (txn_holds_run(), run_flush()),
+ *     abandoned by ROLLBACK, an error (txn_discard()) or the client leaving
+ *     (session_free()); such a block neither reads nor writes.  Any error fails the block (txn_failed(), from the one
  *     place errors are sent): 25P02 for everything but COMMIT/ROLLBACK, which end it.
  *     ReadyForQuery carries 'I', 'T' or 'E' (pgwire_set_transaction_status()).
  * (11) Without the controller.  What needs no collection is answered by the adapter
@@ -351,6 +360,7 @@ static void session_free(struct session *s)
 {
         if (s->stmt_timer)      /* (12) */
                 loop_timer_cancel(node_loop(s->ex->node), s->stmt_timer);
+        run_abandon(s, -ECANCELED);     /* (10) a block's CREATEs */
         for (size_t i = 0; i < s->n_txn_writes; i++)
                 write_done(&s->txn_writes[i]);
         free(s->txn_writes);
@@ -359,6 +369,28 @@ static void session_free(struct session *s)
 
 /* Run one analyzed statement: STMT_DONE (tag in s->tag), STMT_PARKED, -ECANCELED (an
  * error was sent), or another -errno (reported as an internal error). */
+/* The statements' executors, by kind (adapter-exec-run.c, -read.c, -txn.c). */
+static int (*const exec_fns[_SQL_STMT_KIND_MAX])(struct session *s, struct sql_stmt *st) = {
+        [SQL_STMT_CREATE_TABLE] = exec_create_table,
+        [SQL_STMT_DROP] = exec_drop,
+        [SQL_STMT_INSERT] = exec_insert,
+        [SQL_STMT_DELETE] = exec_delete,
+        [SQL_STMT_UPDATE] = exec_delete,
+        [SQL_STMT_SELECT] = exec_select,
+        [SQL_STMT_CREATE_VIEW] = exec_create_view,
+        [SQL_STMT_CREATE_MATERIALIZED_VIEW] = exec_create_view,
+        [SQL_STMT_CREATE_INDEX] = exec_create_index,
+        [SQL_STMT_CREATE_SINK] = exec_create_sink,
+        [SQL_STMT_CREATE_SOURCE] = exec_create_source,
+        [SQL_STMT_ALTER_RETAIN_HISTORY] = exec_alter_retain,
+        [SQL_STMT_ALTER_SINK] = exec_alter_sink,
+        [SQL_STMT_SUBSCRIBE] = exec_subscribe,
+        [SQL_STMT_SHOW_OBJECTS] = exec_show_objects,
+        [SQL_STMT_SHOW_VARIABLE] = exec_show_variable,
+        [SQL_STMT_SET_VARIABLE] = exec_set_variable,
+        [SQL_STMT_TRANSACTION] = exec_transaction,
+};
+
 static int exec_stmt(struct session *s, struct sql_stmt *st)
 {
         struct exec *ex = s->ex;
@@ -399,45 +431,11 @@ static int exec_stmt(struct session *s, struct sql_stmt *st)
         r = txn_stmt(s, st);
         if (r != 1)
                 return r;
-        switch (st->kind) {
-        case SQL_STMT_CREATE_TABLE:
-                return exec_create_table(s, st);
-        case SQL_STMT_DROP:
-                return exec_drop(s, st);
-        case SQL_STMT_INSERT:
-                return exec_insert(s, st);
-        case SQL_STMT_DELETE:
-        case SQL_STMT_UPDATE:
-                return exec_delete(s, st);
-        case SQL_STMT_SELECT:
-                return exec_select(s, st);
-        case SQL_STMT_CREATE_VIEW:
-        case SQL_STMT_CREATE_MATERIALIZED_VIEW:
-                return exec_create_view(s, st);
-        case SQL_STMT_CREATE_INDEX:
-                return exec_create_index(s, st);
-        case SQL_STMT_CREATE_SINK:
-                return exec_create_sink(s, st);
-        case SQL_STMT_CREATE_SOURCE:
-                return exec_create_source(s, st);
-        case SQL_STMT_ALTER_RETAIN_HISTORY:
-                return exec_alter_retain(s, st);
-        case SQL_STMT_ALTER_SINK:
-                return exec_alter_sink(s, st);
-        case SQL_STMT_SUBSCRIBE:
-                return exec_subscribe(s, st);
-        case SQL_STMT_SHOW_OBJECTS:
-                return exec_show_objects(s, st);
-        case SQL_STMT_SHOW_VARIABLE:
-                return exec_show_variable(s, st);
-        case SQL_STMT_SET_VARIABLE:
-                return exec_set_variable(s, st);
-        case SQL_STMT_TRANSACTION:
-                return exec_transaction(s, st);
-        default:
+        if ((unsigned)st->kind >= ELEMENTSOF(exec_fns) || !exec_fns[st->kind]) {
                 send_error(s->c, "0A000", "statement not supported");
                 return -ECANCELED;
         }
+        return exec_fns[st->kind](s, st);
 }
 
 static bool session_cancel(struct session *s, const char *why);
@@ -494,12 +492,12 @@ void session_resume(struct session *s)
                 r = sql_analyze(s->batch, s->next++, s->n_run ? &session_sql_ops : &acat_sql_ops,
                                 s->n_run ? (void *)s : (void *)ex->cat,
                                 &(struct sql_params){ .session = &s->sql }, &s->stmt, &err);
-                if (r >= 0 && s->n_run && stmt_joins_run(s, s->stmt))
+                if (r >= 0 && s->n_run && (txn_holds_run(s) || stmt_joins_run(s, s->stmt)))
                         r = exec_stmt(s, s->stmt);
                 else if (r >= 0 && s->n_run)
                         r = STMT_RETRY;
-                else if (r < 0 && s->n_run)
-                        r = STMT_RETRY;         /* maybe an object of the run: see after it */
+                else if (r < 0 && s->n_run && run_rollback(s) == STMT_RETRY)
+                        ;                       /* another's object in flight: after the run */
                 else if (r < 0) {
                         send_row_error(s->c, &err);
                         break;
@@ -509,7 +507,7 @@ void session_resume(struct session *s)
                         s->stmt = sql_stmt_free(s->stmt);
                         continue;
                 }
-                if (r == STMT_RETRY || (r < 0 && s->n_run)) {
+                if ((r == STMT_RETRY || (r < 0 && s->n_run)) && !txn_holds_run(s)) {
                         /* (7) the run first; this statement again once it is durable.
                          * Nothing was sent for it: its errors are quiet while a run is
                          * open (STMT_RETRY), so -ECANCELED cannot come with a run. */
@@ -520,7 +518,7 @@ void session_resume(struct session *s)
                                 return;
                         break;
                 }
-                assert(s->n_run == 0);
+                assert(s->n_run == 0 || txn_holds_run(s) || r == STMT_PARKED);  /* (10) COMMIT */
                 if (r == STMT_FLUSH) {
                         /* (13) the string's INSERTs first; this statement again after. */
                         s->stmt = sql_stmt_free(s->stmt);
@@ -545,7 +543,7 @@ void session_resume(struct session *s)
                 (void)pgwire_send_command_complete(s->c, s->tag);
                 s->stmt = sql_stmt_free(s->stmt);
         }
-        if (s->n_run && run_flush(s) == STMT_PARKED)
+        if (s->n_run && !txn_holds_run(s) && run_flush(s) == STMT_PARKED)
                 return;         /* the last statements were a run: done when durable */
         if (!s->gone && s->txn == TXN_NONE && s->n_txn_writes) {
                 /* (13) the end of the string commits its INSERTs */

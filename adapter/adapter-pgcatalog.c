@@ -703,6 +703,28 @@ static const struct sql_column pg_inherits_cols[] = {
         COL("inhseqno", INT4),          COL("inhdetachpending", BOOL),
 };
 
+/* ---- coord_leases (issue 33): the adapter's leases, as its clock judges them now. ---- */
+
+static const struct sql_column coord_leases_cols[] = {
+        COL("key", TEXT),               COLN("holder", TEXT),
+        COL("epoch", INT8),             COL("version", INT8),
+        COLN("expires_in_ms", INT8),    COL("live", BOOL),
+};
+
+static int emit_lease(void *arg, const struct sql_lease *l)
+{
+        struct gen *g = arg;
+
+        return EMIT(g, T(l->key), l->holder[0] ? T(l->holder) : NUL, I((int64_t)l->epoch),
+                    I((int64_t)l->version), l->live ? I((int64_t)l->expires_in_ms) : NUL,
+                    B(l->live));
+}
+
+static int gen_coord_leases(struct gen *g)
+{
+        return g->ops && g->ops->leases ? g->ops->leases(g->userdata, emit_lease, g) : 0;
+}
+
 static int gen_empty(struct gen *g)
 {
         (void)g;
@@ -732,6 +754,7 @@ static const struct pgcat_table tables[] = {
         TABLE("pg_catalog", "pg_publication_namespace", pg_publication_namespace_cols, gen_empty),
         TABLE("pg_catalog", "pg_publication_rel", pg_publication_rel_cols, gen_empty),
         TABLE("pg_catalog", "pg_inherits", pg_inherits_cols, gen_empty),
+        TABLE("pg_catalog", "coord_leases", coord_leases_cols, gen_coord_leases),
         TABLE("information_schema", "tables", is_tables_cols, gen_is_tables),
         TABLE("information_schema", "columns", is_columns_cols, gen_is_columns),
 };

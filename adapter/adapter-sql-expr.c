@@ -1093,19 +1093,7 @@ static int analyze_variadic(struct analyzer *a, PgQuery__Node **in, size_t n_in,
                 r = common_type(a, v, n, what, &type);
         if (r >= 0 && type == ROW_TYPE_BPCHAR && func != COORD__PLAN__FUNC__FUNC_COALESCE)
                 r = bpchar_refuse(a, location, what);
-        if (r < 0) {
-                for (size_t i = 0; i < n; i++)
-                        typed_done(&v[i]);
-                return r;
-        }
-        for (size_t i = 0; i < n; i++)
-                args[i] = v[i].e;
-        ret->e = expr_call(type, func, args, n);
-        if (!ret->e)
-                return analyzer_oom(a);
-        ret->unknown = false;
-        ret->location = location;
-        return fold_typed(a, ret);
+        return build_call_typed(a, r, v, args, n, ret, r < 0 ? 0 : type, func, location);
 }
 
 int analyze_minmax(struct analyzer *a, const PgQuery__MinMaxExpr *m, struct typed *ret)

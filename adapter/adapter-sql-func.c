@@ -38,6 +38,21 @@ int build_call(struct analyzer *a, struct typed *ret, int type, Coord__Plan__Fun
         return fold_typed(a, ret);
 }
 
+/* build_call() of v[0..n)'s expressions (moved into args); when r < 0, v[0..n) freed
+ * and r returned instead. */
+int build_call_typed(struct analyzer *a, int r, struct typed *v, Coord__Plan__Expr **args, size_t n,
+                     struct typed *ret, int type, Coord__Plan__Func func, int location)
+{
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        typed_done(&v[i]);
+                return r;
+        }
+        for (size_t i = 0; i < n; i++)
+                args[i] = v[i].e;
+        return build_call(a, ret, type, func, args, n, location);
+}
+
 /* A second, independent copy of an analyzed operand (an expression planned twice, as
  * IN's left side; expressions are deterministic, so it yields the same value). */
 static int typed_copy(struct analyzer *a, const struct typed *t, struct typed *ret)
@@ -955,15 +970,8 @@ static int analyze_array_expr(struct analyzer *a, const PgQuery__AArrayExpr *x, 
                                     : "arrays of %s are not supported",
                                     row_type_name((enum row_type)type));
         }
-        if (r < 0) {
-                for (size_t i = 0; i < k; i++)
-                        typed_done(&v[i]);
-                return r;
-        }
-        for (size_t i = 0; i < n; i++)
-                args[i] = v[i].e;
-        return build_call(a, ret, row_type_array_of((enum row_type)type), COORD__PLAN__FUNC__FUNC_ARRAY,
-                     args, n, x->location);
+        return build_call_typed(a, r, v, args, k, ret, r < 0 ? 0 : row_type_array_of((enum row_type)type),
+                                COORD__PLAN__FUNC__FUNC_ARRAY, x->location);
 }
 
 /* array[i]: one subscript of one dimension; slices and field selection are refused. */

@@ -426,6 +426,8 @@ int analyze_param(struct analyzer *a, const PgQuery__ParamRef *p, struct typed *
 /* adapter-sql-func.c */
 int build_call(struct analyzer *a, struct typed *ret, int type, Coord__Plan__Func func,
                  Coord__Plan__Expr **args, size_t n, int location);
+int build_call_typed(struct analyzer *a, int r, struct typed *v, Coord__Plan__Expr **args, size_t n,
+                     struct typed *ret, int type, Coord__Plan__Func func, int location);
 Coord__Plan__Expr *bool_literal(bool v);
 int unknown_null(struct analyzer *a, int location, struct typed *ret);
 int analyze_in(struct analyzer *a, const PgQuery__AExpr *x, const char *op,

@@ -169,6 +169,14 @@ struct sql_object {
 
 typedef int (*sql_object_fn)(void *arg, const struct sql_object *o);
 
+/* A lease as coord_leases shows it (adapter-lease.c, issue 33). */
+struct sql_lease {
+        const char *key, *holder;       /* holder "" when not held */
+        uint64_t epoch, version, expires_in_ms;
+        bool live;
+};
+typedef int (*sql_lease_fn)(void *arg, const struct sql_lease *l);
+
 struct sql_catalog_ops {
         /* Look an object up by name.  0 with *ret filled, -ENOENT when no object has
          * that name, another -errno when the catalog cannot answer (reported as XX000).
@@ -183,6 +191,9 @@ struct sql_catalog_ops {
          * id order, as each() would.  NULL: a SELECT reads an object from its oldest
          * index whatever its WHERE. */
         int (*indexes)(void *userdata, uint64_t id, sql_object_fn fn, void *arg);
+        /* Call fn for every lease (coord_leases), in key order, as the adapter's clock
+         * judges it now; stop at fn's first negative result.  NULL: there are none. */
+        int (*leases)(void *userdata, sql_lease_fn fn, void *arg);
 };
 
 /* Who runs the statement: current_user, current_database(), pg_backend_pid() in a SELECT

@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter-catalog.h"
 #include "adapter-check.h"
 #include "adapter-exec.h"
+#include "adapter-lease.h"
 #include "catalog/catalog.h"
 #include "conf.h"
 #include "ring/fring.h"
@@ -32,7 +34,9 @@ struct adapter {
          * status handler in the loop thread. */
         atomic_uint_least64_t ring_records, ring_omitted, ring_wakes, ring_errors;
         struct check *check;
+        struct lease_table *leases;
         char detail[2048];
+        char lease_detail[512];
         struct hist statement_hist, commit_hist;        /* reported by the node */
 };
 
@@ -104,6 +108,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         struct adapter *ad = userdata;
         struct fring_reader *rd = node_ring(n);
 
+        if (ad->leases)
+                lease_table_status(ad->leases, ad->lease_detail, sizeof(ad->lease_detail));
         reply->catalog_seq = ad->catalog ? catalog_last_seq(ad->catalog) : 0;
         reply->ring_generation = rd ? fring_reader_generation(rd) : 0;
         struct catalog_stats cs = { 0 };
@@ -141,7 +147,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  "builtin_mark=%llu builtin_reads=%llu stream_chunks=%llu stream_waits=%llu holds=%zu "
                  "ddl_after_publication=%llu catalog_sync_max_us=%llu catalog_sync_window_max_us=%llu "
                  "ddl_direct_replies=%llu frontier_wait=%s frontier_loop_wakes=%llu "
-                 "frontier_reads=%llu catalog_waits_yielded=%llu catalog_waits_slept=%llu",
+                 "frontier_reads=%llu catalog_waits_yielded=%llu catalog_waits_slept=%llu %s",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
                  (unsigned long long)io.synclog_bytes, (unsigned long long)io.synclog_store_syncs,
@@ -160,7 +166,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  (unsigned long long)direct, node_ring_wait_mode(n),
                  (unsigned long long)node_ring_loop_wakes(n),
                  (unsigned long long)node_ring_reads(n),
-                 (unsigned long long)cs.waits_yielded, (unsigned long long)cs.waits_slept);
+                 (unsigned long long)cs.waits_yielded, (unsigned long long)cs.waits_slept,
+                 ad->lease_detail);
         reply->detail = ad->detail;
 }
 
@@ -176,6 +183,8 @@ static void adapter_message(struct node *n, Coord__Role from, const Coord__Envel
         else if (from == COORD__ROLE__ROLE_LIFECYCLE &&
                  env->type == COORD__MSG_TYPE__MSG_PUBLISH_PROTECTION)
                 exec_on_publication(ad->exec, from, env);
+        else if (from == COORD__ROLE__ROLE_LIFECYCLE && lease_table_handles((int)env->type) && ad->leases)
+                lease_table_on_request(ad->leases, from, 0, env);
         else
                 log_debug("unexpected_message", "role=%s type=%d", node_role_name(from), (int)env->type);
 }
@@ -189,6 +198,8 @@ static void adapter_ctl_message(struct node *n, uint64_t ctl_id, const Coord__En
 
         if (env->type == COORD__MSG_TYPE__MSG_CHECK_CATALOG && ad->check)
                 check_on_request(ad->check, ctl_id, env);
+        else if (lease_table_handles((int)env->type) && ad->leases)
+                lease_table_on_request(ad->leases, COORD__ROLE__ROLE_CTL, ctl_id, env);
         else
                 log_debug("unexpected_ctl_message", "type=%d", (int)env->type);
 }
@@ -343,6 +354,12 @@ int main(int argc, char **argv)
         r = exec_new(ad.node, ad.catalog, &ec, &ad.exec);
         if (r < 0)
                 goto out;
+        r = lease_table_new(ad.node, ad.catalog, &ad.leases);
+        if (r < 0) {
+                log_error_errno(r, "leases_load_failed", "");
+                goto out;
+        }
+        acat_set_leases(exec_catalog(ad.exec), lease_table_each, ad.leases);
         r = check_new(ad.node, ad.catalog, ad.exec, test_check_corrupt, &ad.check);
         if (r < 0) {
                 log_error_errno(r, "check_failed", "");
@@ -363,6 +380,7 @@ out:
         /* Before the catalog closes: a replay in progress holds a log cursor. */
         ad.check = check_free(ad.check);
         ad.exec = exec_free(ad.exec);
+        ad.leases = lease_table_free(ad.leases);
         ad.node = node_free(ad.node);
         if (ad.catalog)
                 catalog_set_commit_hook(ad.catalog, NULL, NULL);

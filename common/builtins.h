@@ -17,6 +17,11 @@
 #define COORD_GID_SOURCES       5u      /* coord_sources */
 #define COORD_GID_REFRESHES     6u      /* coord_refreshes */
 
+/* coord_leases (issue 33): not a collection either, and not the controller's: the
+ * adapter, which owns the leases, lists them when it analyzes the read, as it does the
+ * pg_catalog relations (adapter-pgcatalog.c, adapter-lease.c).  The id is reserved. */
+#define COORD_GID_LEASES        7u
+
 static inline int coord_gid_is_live(unsigned long long gid)
 {
         return gid == COORD_GID_SOURCES || gid == COORD_GID_REFRESHES;

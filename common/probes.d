@@ -60,6 +60,10 @@ provider coord {
         probe lifecycle__applied(unsigned long long, unsigned long long); /* catalog seq applied, us since its commit */
         probe lifecycle__fallback(unsigned long long, int);     /* state seq, why the catalog log ring could not vouch (-errno) */
 
+        /* leases in the catalog (issue 33, adapter-lease.c) */
+        probe lease__claim(const char *, const char *, unsigned long long); /* key, holder, new epoch (durable) */
+        probe lease__fenced(const char *, const char *, unsigned long long, int); /* key, holder, epoch asked, MsgType */
+
         /* daemons */
         probe daemon__start(int, unsigned long long);  /* role, incarnation */
         probe daemon__ready(int);

@@ -7,59 +7,33 @@
  *
  * NOTES ON THE DESIGN
  *
- * (5) Peeks.  Every peek in flight is a struct peek on s->peeks, and each one is an
- *     execution hold: compaction (6) never advances the since of a peek's input past
- *     the peek's ts.  A peek whose input is not readable yet (ts >= its effective
- *     upper, (10)) is parked with a timer; after every append (and every drop) the
- *     parked peeks are retried in arrival order, and the timer answers 57014 if the
- *     upper never passes ts.  A peek reads the input at its ts through storage_read()
- *     (for a table at min(ts, stored upper - 1), (10)) and evaluates the plan over it
- *     (eval_peek()) synchronously, in one loop turn: ORDER BY and LIMIT need the whole
- *     result, and storage_read() consolidates every batch at once, so evaluation is
- *     not bounded per turn -- its cost is one sort-free pass when the input is already
- *     consolidated (eval_batch_consolidate(), storage_read()); at 100,000 rows of
- *     coord_frontiers it took 35 ms (p50, 41 ms p90), and an evaluation of PEEK_SLOW_US
- *     or more is logged (peek_slow, rate-limited).  Answering is: a
- *     PeekRequest with chunk_bytes > 0 (issue 6, proto/coord.proto) gets a first
- *     PeekResult of about that many bytes of rows; when rows remain it says more =
- *     true and the peek STREAMS -- it keeps the evaluated result (pk->out, sorted
- *     order, OFFSET/LIMIT progress) and stays on s->peeks, so its execution hold on
- *     every input stays until the last chunk went: the rows come from one snapshot at
- *     ts, and compaction cannot move a since past ts meanwhile.  Each MSG_PEEK_NEXT
- *     sends the next chunk (peek_send_chunk(): O(chunk) per loop turn); the loop serves
- *     everything else between pulls, and the requester paces them (backpressure of
- *     its own client).  A stream ends at its last chunk, at a PeekNext with cancel,
- *     when the peer's connection goes, or -- not pulled for CSERVER_STREAM_IDLE_MS --
- *     with 57014.  A result that fits one chunk is one PeekResult, more = false, as
- *     with chunk_bytes = 0.  When a peer's connection is replaced or lost, its parked
- *     and streaming peeks are dropped without an answer.  A peek's dataflow (and the
- *     one an index fallback runs for it) holds at most --peek-memory-limit-mb
- *     (controller-dataflow.c note 6): past it the peek fails with 53200 and its memory
- *     goes with it, the daemon serving on (issue 36: a cross product grew to 4.2 GB).
+ * (5) Peeks.  Every peek in flight is a struct peek on s->peeks and an execution hold:
+ *     compaction (6) never moves an input's since past a peek's ts.  A peek whose input
+ *     is not readable yet (ts >= its effective upper, (10)) is parked; the parked peeks
+ *     are retried after every append and drop in arrival order, and a parked peek's
+ *     timer answers 57014 if the upper never passes ts.  A peek reads its inputs at ts
+ *     (storage_read(); a table at min(ts, stored upper - 1), (10)) and evaluates its plan
+ *     (eval_peek()) in one loop turn, unless (18) hands it to the thread.  With
+ *     chunk_bytes > 0 the answer STREAMS: the evaluated result stays on the peek (pk->out)
+ *     and so does its hold, until the last chunk; each MSG_PEEK_NEXT sends the next one
+ *     (peek_send_chunk(), O(chunk) a turn).  A stream ends at its last chunk, a PeekNext
+ *     with cancel, its peer's connection going (parked and streaming peeks are dropped
+ *     unanswered), or with 57014 when not pulled for CSERVER_STREAM_IDLE_MS.  A peek's
+ *     dataflow holds at most --peek-memory-limit-mb (controller-dataflow.c note 6); past
+ *     it the peek fails with 53200.  docs/wire.md, "Streamed reads".
  *
- * (18) Big peeks in a thread.  (5) evaluates a peek in one loop turn; at 100,000
- *     objects a poll of coord_frontiers (a row per collection) held the loop 35-56 ms,
- *     and every append and DDL waited behind it (issue 6).  A peek that reads
- *     PEEK_BG_MIN_UPDATES updates or more -- or, when its plan joins, whose inputs'
- *     updates multiply to that (a cross product of small tables, issue 36) -- goes to
- *     the peek thread (struct bgpeek, peek_try_bg()): the loop makes a storage_reader
- *     per storage collection it reads (controller-storage-read.c NOTE 15: a copy of the
- *     descriptors and a RocksDB snapshot, O(batches)) and copies into the peek's
- *     dataflow what only the loop may read (an index's arrangement, a live relation's
- *     state); the thread reads the readers, feeds and steps the dataflow and sorts the
- *     result (peek_prepare()), touching nothing but the job and its peek.  An index
- *     read below its since reads what the index arranges, its plan over readers of
- *     its collections, in the thread too (struct bgsub).  The loop, woken,
- *     sends the first chunk as (5) does, through the output gate (16).  Meanwhile the
- *     peek stays on s->peeks -- an execution hold, as in (5) -- with no timer and not
- *     streaming, so server_peeks_wake() passes it by.  When its requester goes or
- *     cancels it (a PeekNext with cancel: its statement was cancelled or timed out),
- *     server_peek_cancel() marks it cancelled and sets its job's stop flag, which the
- *     thread reads between inputs and the dataflow where it checks its memory
- *     (controller-dataflow.c note 6); it is freed unanswered once its job is back.
- *     One thread, jobs in arrival order.  The answer is what evaluating on the loop
- *     when the peek was handed off would have given: the copies and the readers hold
- *     that moment's state, and contents at ts no longer change once upper > ts.
+ * (18) Big peeks in a thread.  A peek that reads PEEK_BG_MIN_UPDATES updates or more, or
+ *     whose joined inputs' updates multiply to that, runs in the peek thread (struct
+ *     bgpeek, peek_try_bg()): the loop makes a storage_reader per collection it reads
+ *     (controller-storage-read.c NOTE 15) and copies what only the loop may read (an
+ *     index's arrangement, a live relation's state; an index read below its since reads
+ *     its plan over readers of its collections, struct bgsub); the thread feeds and steps
+ *     the dataflow and sorts the result (peek_prepare()), touching only its job.  The
+ *     peek stays on s->peeks as an execution hold (5), with no timer, so
+ *     server_peeks_wake() passes it by; server_peek_cancel() sets its job's stop flag,
+ *     which the thread reads between inputs.  One thread, jobs in arrival order.  The
+ *     answer is the loop's at the hand-off: the readers and copies hold that moment's
+ *     state, and contents at ts do not change once upper > ts.
  *
  * (21) Live status relations (builtins.h): coord_sources (one row per source: its
  *     offset, its data upper, running | finished | error and why) and coord_refreshes

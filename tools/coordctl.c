@@ -3,6 +3,8 @@
  *   coordctl [--run-dir DIR] [--timeout-ms N] status [--json] [--verbose] [--rate-ms N]
  *   coordctl [--run-dir DIR] [--timeout-ms N] metrics
  *   coordctl [--run-dir DIR] [--timeout-ms N] check [--json]
+ *   coordctl [--run-dir DIR] [--timeout-ms N] lease claim|renew|commit|release KEY ...
+ *                                                      (coordctl-lease.c)
  *
  * status: a short table per daemon -- pid, incarnation, uptime, readiness, peers, and the
  * figures an operator watches (catalog commits/s, publications and follower lag,
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "coordctl-lease.h"
 #include "node/metrics.h"
 #include "node/node.h"
 #include "util.h"
@@ -42,6 +45,9 @@ static void usage(FILE *f)
         fprintf(f, "Usage: coordctl [--run-dir DIR] [--timeout-ms N] status [--json] [--verbose] [--rate-ms N]\n"
                    "       coordctl [--run-dir DIR] [--timeout-ms N] metrics\n"
                    "       coordctl [--run-dir DIR] [--timeout-ms N] check [--json]\n"
+                   "       coordctl [--run-dir DIR] [--timeout-ms N] lease claim KEY HOLDER TTL_MS\n"
+                   "       coordctl ... lease renew|release KEY HOLDER EPOCH\n"
+                   "       coordctl ... lease commit KEY HOLDER EPOCH COMMIT_ID VERSION\n"
                    "\n"
                    "  status            each daemon's pid, incarnation, uptime, readiness, peers and\n"
                    "                    figures (commits/s, publications and follower lag, appends/s,\n"
@@ -49,6 +55,8 @@ static void usage(FILE *f)
                    "  metrics           every counter of every daemon, Prometheus text format\n"
                    "  check             the adapter rebuilds the catalog from its durable log and\n"
                    "                    compares it with its memory at one sequence number (I10)\n"
+                   "  lease ...         claim, renew, commit or release a lease in the catalog\n"
+                   "                    (issue 33); prints status=ok|fenced|busy key=value ...\n"
                    "  --run-dir DIR     the instance's run directory (default $COORD_RUN_DIR or ./var/run)\n"
                    "  --timeout-ms N    how long to wait for each daemon (default 2000; check: 30000)\n"
                    "  --json            one JSON object instead of the table (all counters)\n"
@@ -58,7 +66,8 @@ static void usage(FILE *f)
                    "\n"
                    "Exit status: status: 0 all three daemons up and ready, 1 otherwise;\n"
                    "metrics: 0 all three answered, 1 otherwise;\n"
-                   "check: 0 match, 1 mismatch, adapter down or check failed; 64 usage error.\n");
+                   "check: 0 match, 1 mismatch, adapter down or check failed; 64 usage error;\n"
+                   "lease: 0 ok, 2 fenced, 3 busy, 1 adapter down or error.\n");
 }
 
 static const char *err_word(int r)
@@ -535,6 +544,15 @@ int main(int argc, char **argv)
         if (r == 1) {
                 usage(stdout);
                 ex = 0;
+                goto out;
+        }
+        if (r == 0 && nargs >= 1 && strcmp(args[0], "lease") == 0) {
+                if (!run_dir) {
+                        const char *e = getenv("COORD_RUN_DIR");
+                        run_dir = strdup(e && *e ? e : "./var/run");
+                }
+                ex = run_dir ? coordctl_lease(run_dir, timeout_ms ? (int)timeout_ms : 2000, args, nargs)
+                             : NODE_EXIT_FAILURE;
                 goto out;
         }
         if (r < 0 || nargs != 1 || (strcmp(args[0], "status") != 0 && strcmp(args[0], "check") != 0 &&

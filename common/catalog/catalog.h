@@ -241,6 +241,7 @@ int catalog_scan_ranges(struct catalog *c, struct catalog_scan_job *jobs, size_t
 #define CATALOG_STATE_ITEM  'i'
 #define CATALOG_STATE_BOUND 'b'
 #define CATALOG_STATE_REQ   'r'
+#define CATALOG_STATE_LEASE 'l'     /* + the lease key's bytes (adapter-lease.c, issue 33) */
 
 /* A whole load of the state in four scans at once (catalog_scan_ranges()): the items
  * with GlobalId < mid_gid to item(items_lo) on the calling thread, the other items to

@@ -53,6 +53,11 @@ const ProtobufCMessageDescriptor *ipc_payload_descriptor(int type)
         case COORD__MSG_TYPE__MSG_CHECK_CATALOG:      return &coord__check_catalog__descriptor;
         case COORD__MSG_TYPE__MSG_CHECK_RESULT:       return &coord__check_result__descriptor;
         case COORD__MSG_TYPE__MSG_PEEK_NEXT:          return &coord__peek_next__descriptor;
+        case COORD__MSG_TYPE__MSG_LEASE_CLAIM:        return &coord__lease_claim__descriptor;
+        case COORD__MSG_TYPE__MSG_LEASE_RENEW:        return &coord__lease_renew__descriptor;
+        case COORD__MSG_TYPE__MSG_LEASE_COMMIT:       return &coord__lease_commit__descriptor;
+        case COORD__MSG_TYPE__MSG_LEASE_RELEASE:      return &coord__lease_release__descriptor;
+        case COORD__MSG_TYPE__MSG_LEASE_REPLY:        return &coord__lease_reply__descriptor;
         default:                                      return NULL;
         }
 }

@@ -138,21 +138,24 @@ static int check_case(const Coord__Plan__Call *c, int t, const enum row_type *in
         return 0;
 }
 
-/* check_constraint(value, condition, constraint name, relation name): the names are
- * text literals. */
-static int check_check_constraint(const Coord__Plan__Call *c, int t, const enum row_type *input,
-                                  size_t n_input, unsigned depth, struct row_error *err)
+/* check_constraint(value, condition, constraint name, relation name) when cond, else
+ * assert_not_null(value, column name, relation name): the value of the result type, the
+ * condition boolean, the two names non-null text literals. */
+static int check_named_assert(const Coord__Plan__Call *c, int t, bool cond, const enum row_type *input,
+                              size_t n_input, unsigned depth, struct row_error *err)
 {
-        int r = rx_check_args(c, 4, 4, -1, input, n_input, depth, err);
+        size_t names = cond ? 2 : 1;
+        int r = rx_check_args(c, names + 2, names + 2, -1, input, n_input, depth, err);
 
         if (r < 0)
                 return r;
-        if ((int)c->args[0]->type != t || (int)c->args[1]->type != ROW_TYPE_BOOL)
+        if ((int)c->args[0]->type != t || (cond && (int)c->args[1]->type != ROW_TYPE_BOOL))
                 return rx_invalid(err, "argument of the wrong type");
-        for (size_t i = 2; i < 4; i++)
+        for (size_t i = names; i < names + 2; i++)
                 if (!is_literal_of(c->args[i], ROW_TYPE_TEXT) ||
                     c->args[i]->literal->value_case != COORD__PLAN__DATUM__VALUE_TEXT_VALUE)
-                        return rx_invalid(err, "a CHECK constraint without its names");
+                        return rx_invalid(err, cond ? "a CHECK constraint without its names"
+                                                    : "a NOT NULL check without its names");
         return 0;
 }
 
@@ -175,22 +178,6 @@ static int check_varchar(const Coord__Plan__Call *c, int t, const enum row_type 
             !is_literal_of(c->args[2], ROW_TYPE_BOOL) ||
             c->args[2]->literal->value_case != COORD__PLAN__DATUM__VALUE_BOOL_VALUE)
                 return rx_invalid(err, "varchar(n) without its length");
-        return 0;
-}
-
-/* assert_not_null(value, column name, relation name): the names are text literals. */
-static int check_assert_not_null(const Coord__Plan__Call *c, int t, const enum row_type *input,
-                                 size_t n_input, unsigned depth, struct row_error *err)
-{
-        int r = rx_check_args(c, 3, 3, -1, input, n_input, depth, err);
-
-        if (r < 0)
-                return r;
-        if ((int)c->args[0]->type != t)
-                return rx_invalid(err, "argument of the wrong type");
-        for (size_t i = 1; i < 3; i++)
-                if (!is_literal_of(c->args[i], ROW_TYPE_TEXT))
-                        return rx_invalid(err, "a NOT NULL check without its names");
         return 0;
 }
 
@@ -329,13 +316,13 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
         case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:
                 return rx_check_args(c, 0, 0, -1, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT:
-                return check_check_constraint(c, t, input, n_input, depth, err);
+                return check_named_assert(c, t, true, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_VARCHAR:
                 return check_varchar(c, t, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_BPCHAR:
                 return check_varchar(c, t, input, n_input, depth, err);
         case COORD__PLAN__FUNC__FUNC_ASSERT_NOT_NULL:
-                return check_assert_not_null(c, t, input, n_input, depth, err);
+                return check_named_assert(c, t, false, input, n_input, depth, err);
         ARRAY_FUNCS:
                 return rx_check_array_call(e, input, n_input, depth, err);
         NUMERIC_FUNCS:

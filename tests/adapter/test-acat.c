@@ -341,7 +341,8 @@ static void test_create_after(void)
         CU_ASSERT(idx > v);
         CU_ASSERT_PTR_NULL(acat_by_gid(cat, v));        /* nothing shows before the commit */
         {
-                /* a consumer reading an uncommitted table: refused, even after it */
+                /* a consumer reading an uncommitted table: refused, even after it; -EAGAIN
+                 * says the table is one of `before` (again once they commit) */
                 struct acat_new_item nt = { .name = "t2", .kind = SQL_OBJECT_TABLE, .create_sql = "-",
                                             .columns = cols, .n_columns = 1 };
                 struct acat_new_item nx;
@@ -352,7 +353,9 @@ static void test_create_after(void)
                                              .columns = cols, .n_columns = 1, .logical_inputs = &t2,
                                              .n_logical = 1, .refs = &t2, .n_refs = 1, .on_id = t2,
                                              .as_of = 202 };
-                CU_ASSERT_EQUAL(acat_create_begin_after(cat, &nx, 203, &tt, 1, &tx, &err), -EINVAL);
+                CU_ASSERT_EQUAL(acat_create_begin_after(cat, &nx, 203, &tt, 1, &tx, &err), -EAGAIN);
+                CU_ASSERT_STRING_EQUAL(err.sqlstate, "42P01");
+                CU_ASSERT_EQUAL(acat_create_begin(cat, &nx, 203, &tx, &err), -EINVAL);
                 CU_ASSERT_STRING_EQUAL(err.sqlstate, "42P01");
                 acat_txn_finish(cat, tt, -EIO);         /* as if its commit failed */
                 CU_ASSERT_PTR_NULL(acat_by_name(cat, "t2"));

@@ -300,6 +300,21 @@ static __attribute__((unused)) uint64_t lc_stat(const char *key)
         return stat_of(COORD__ROLE__ROLE_LIFECYCLE, key);
 }
 
+/* Wait until the follower has had n more publications committed (up to timeout_ms): what
+ * publications derive (bounds, requirements, compaction) then reflects the statements
+ * before the call.  false if they did not come. */
+static __attribute__((unused)) bool publications_pass(uint64_t n, unsigned timeout_ms)
+{
+        uint64_t want = lc_stat("publications") + n;
+
+        for (unsigned w = 0; w < timeout_ms / 10; w++) {
+                if (lc_stat("publications") >= want)
+                        return true;
+                sleep_ms(10);
+        }
+        return false;
+}
+
 /* The status catalog_seq: the adapter's last committed seq, the lifecycle's state seq;
  * 0 if the daemon does not answer. */
 static __attribute__((unused)) uint64_t seq_of(Coord__Role role)

@@ -96,8 +96,8 @@ static void test_churn(void)
         CU_ASSERT(ok(c, "INSERT INTO t0 VALUES (7, 'z')"));
         CU_ASSERT(ok(c, "SELECT * FROM mv0"));
         PQfinish(c);
-        /* Let a publication or two of the follower commit bounds and requirements. */
-        usleep(1500 * 1000);
+        /* A publication or two of the follower commit bounds and requirements. */
+        (void)publications_pass(2, 5000);
         CU_ASSERT(check_matches("after DDL churn"));
 }
 
@@ -106,7 +106,7 @@ static void test_after_kill9(void)
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         CU_ASSERT(check_matches("after kill -9 of the adapter and coord up"));
-        usleep(1200 * 1000);
+        (void)publications_pass(2, 5000);
         CU_ASSERT(check_matches(NULL));
 }
 
@@ -245,7 +245,7 @@ static void test_thousand(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         objects = scalar_u64(c, "SELECT count(*) FROM coord_objects WHERE id >= 1000");
         PQfinish(c);
-        usleep(1200 * 1000);
+        (void)publications_pass(2, 5000);
         for (int i = 0; i < 3; i++) {
                 st = check(NULL, out, sizeof(out));
                 printf("\n    %" PRIu64 " objects: exit %d: %s", objects, st, out);

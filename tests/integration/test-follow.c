@@ -43,6 +43,7 @@
  *                  the loop, the stall is the delay: the case fails.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "itest.h"
 #include "loop/loop.h"
@@ -137,7 +138,8 @@ static void test_ring_path(void)
 }
 
 struct ddl_arg {
-        int done, failed_at;
+        atomic_int done;
+        int failed_at;
 };
 
 /* DDL until the adapter dies under it. */
@@ -177,7 +179,9 @@ static void test_kill9_adapter(void)
         gen0 = lc_stat("catalog_generation");
         fallbacks0 = lc_stat("ring_fallbacks");
         CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, ddl_thread, &a), 0);
-        usleep(400 * 1000);
+        /* the kill lands among acknowledged DDL */
+        for (int w = 0; w < 500 && atomic_load(&a.done) < 5; w++)
+                usleep(10 * 1000);
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
         pthread_join(t, NULL);
         printf("\n    %d DDL statements acknowledged before the kill", a.done);

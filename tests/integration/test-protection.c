@@ -467,7 +467,7 @@ static void test_builtin_protected(void)
         mb = q_u64(c, "SELECT id FROM coord_objects WHERE name = 'mb'");
         CU_ASSERT_FATAL(mb == bx + 1);
         CU_ASSERT_FATAL(ok(c, "CREATE TABLE by2 (a int)"));      /* gid bx + 2: mb fails */
-        sleep_ms(2500);
+        (void)publications_pass(2, 5000);
         r0 = q_u64(c, "SELECT frontier FROM coord_requirements WHERE consumer_id = %" PRIu64 " AND input_id = 1", mb);
         n0 = q_u64(c, "SELECT count(*) FROM coord_objects AS OF %" PRIu64, r0);
         CU_ASSERT_FATAL(r0 > 0 && n0 > 0);

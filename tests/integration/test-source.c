@@ -205,7 +205,7 @@ static void test_file_kill9(void)
         for (size_t i = 0; i < ELEMENTSOF(kills); i++) {
                 sleep_ms(700);
                 kill9_restart(kills[i], &c);
-                sleep_ms(1500);         /* a publication or two */
+                (void)publications_pass(2, 5000);
                 bad += check_remap_protected(c, src, prog);
         }
         sleep_ms(500);
@@ -279,7 +279,8 @@ static void test_csv(void)
         CU_ASSERT_FATAL(f != NULL);
         fputs("4,b,c\n5,only-two\n6,d,e\n", f);
         fclose(f);
-        sleep_ms(800);
+        for (int w = 0; w < 500 && stat_of(COORD__ROLE__ROLE_CONTROLLER, "source_errors") == 0; w++)
+                sleep_ms(10);
         CU_ASSERT(rows_are(c, "SELECT column1 FROM cs", "1;2;3;4"));
         CU_ASSERT(stat_of(COORD__ROLE__ROLE_CONTROLLER, "source_errors") > 0);
         CU_ASSERT(ok(c, "DROP SOURCE cs"));

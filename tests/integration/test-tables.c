@@ -343,7 +343,8 @@ static void test_transactions(void)
                 CU_ASSERT(ok(c, "DELETE FROM txt WHERE a = 5"));
         }
 
-        /* A block reads or writes; DELETE, UPDATE and DDL do not run in one. */
+        /* A block reads or writes (or creates: test_ddl_blocks); DELETE, UPDATE and other
+         * DDL do not run in one. */
         CU_ASSERT(ok(c, "BEGIN"));
         CU_ASSERT(rows_are(c, "SELECT count(*) FROM txt", "4"));
         CU_ASSERT_STRING_EQUAL(tag_of(c, "INSERT INTO txt VALUES (12)", tag, sizeof(tag)), "25000");
@@ -356,7 +357,8 @@ static void test_transactions(void)
         CU_ASSERT(ok(c, "ROLLBACK; BEGIN"));
         CU_ASSERT_STRING_EQUAL(tag_of(c, "UPDATE txt SET a = 0", tag, sizeof(tag)), "25001");
         CU_ASSERT(ok(c, "ROLLBACK; BEGIN"));
-        CU_ASSERT_STRING_EQUAL(tag_of(c, "CREATE TABLE txt2 (a int)", tag, sizeof(tag)), "25001");
+        CU_ASSERT_STRING_EQUAL(tag_of(c, "DROP TABLE txt", tag, sizeof(tag)), "25001");
+        CU_ASSERT(ok(c, "ROLLBACK; BEGIN; CREATE TABLE txt2 (a int)"));
         CU_ASSERT(ok(c, "ROLLBACK"));
         CU_ASSERT(fails_with(c, "SELECT * FROM txt2", "42P01"));
         /* Issue 35 item 6: READ ONLY blocks refuse writes (25006); SET TRANSACTION
@@ -1159,14 +1161,25 @@ static void test_ddl_runs(void)
                 free(all);
         }
 
-        /* An error in the middle: the statements before it are answered and durable,
-         * then its error, and nothing after it runs. */
+        /* An error in the middle: the statements before it are answered, then its
+         * error, nothing after it runs, and none of them is there: the string is one
+         * implicit transaction (adapter-exec-run.c run_rollback()), as in PostgreSQL 15. */
         CU_ASSERT(results_are(c, "CREATE TABLE rx (a int); CREATE TABLE ry (a int); "
                                  "CREATE TABLE rx (b int); CREATE TABLE rz (a int)",
                               "CREATE TABLE,CREATE TABLE,!42P07"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM rx", "42P01"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM ry", "42P01"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM rz", "42P01"));
+        /* ... whether the error comes from a CREATE or from any statement's analysis */
+        CU_ASSERT(results_are(c, "CREATE TABLE rx (a int); CREATE VIEW rxv AS SELECT a FROM rx; "
+                                 "SELECT nope FROM rx; CREATE TABLE rz (a int)",
+                              "CREATE TABLE,CREATE VIEW,!42703"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM rxv", "42P01"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM rx", "42P01"));
+        CU_ASSERT(results_are(c, "CREATE TABLE rx (a int); CREATE TABLE ry (a int)",
+                              "CREATE TABLE,CREATE TABLE"));     /* the names are free again */
         CU_ASSERT(ok(c, "INSERT INTO rx VALUES (1)"));
         CU_ASSERT(ok(c, "INSERT INTO ry VALUES (1)"));
-        CU_ASSERT(fails_with(c, "SELECT * FROM rz", "42P01"));
 
         /* Statements that name what the ones before them create, drop or skip. */
         CU_ASSERT(results_are(c, "CREATE TABLE rp (a int); CREATE VIEW rpv AS SELECT a FROM rp; "
@@ -1209,12 +1222,107 @@ static void test_ddl_runs(void)
         CU_ASSERT(rows_are(c, "SELECT a FROM rtw", "3"));
         CU_ASSERT(rows_are(c, "SELECT a FROM rt", "3"));
         CU_ASSERT(rows_are(c, "SELECT a FROM rtm", "3"));
-        /* A failed statement after the run's view: the view is there, the rest is not. */
+        /* A failed statement after the run's view: neither is there, nor the rest. */
         CU_ASSERT(results_are(c, "CREATE VIEW rfv AS SELECT a FROM rt; CREATE VIEW rfw AS SELECT nope FROM rfv; "
                                  "CREATE DEFAULT INDEX ON rfv",
                               "CREATE VIEW,!42703"));
-        CU_ASSERT(rows_are(c, "SELECT a FROM rfv", "3"));
-        CU_ASSERT(rows_are(c, "SELECT count(*) FROM coord_objects WHERE name = 'rfv_primary_idx'", "0"));
+        CU_ASSERT(fails_with(c, "SELECT a FROM rfv", "42P01"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM coord_objects WHERE name LIKE 'rf%'", "0"));
+        PQfinish(c);
+}
+
+/* adapter-exec.c note 10: a block of CREATEs (the simple query protocol) is one
+ * catalog transaction at COMMIT: answered one by one, seen by the block's own later
+ * CREATEs, by no one else before COMMIT, all there after it in one sync, none after
+ * ROLLBACK, an error, the client leaving or the adapter's kill -9. */
+static void test_ddl_blocks(void)
+{
+        PGconn *c = db(), *o = db();
+        uint64_t c0 = 0, s0 = 0, c1 = 0, s1 = 0;
+        char q[32 * 260] = "BEGIN;";
+        size_t len = strlen(q);
+        PGresult *r;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT(tag_is(c, "CREATE TABLE bk (a int)", "CREATE TABLE"));
+        CU_ASSERT(tag_is(c, "CREATE VIEW bkv AS SELECT a * 2 AS b FROM bk", "CREATE VIEW"));
+        CU_ASSERT(fails_with(c, "CREATE MATERIALIZED VIEW bkm AS SELECT count(*) AS n FROM bk_base",
+                             "42P01"));  /* the block fails */
+        CU_ASSERT(fails_with(c, "CREATE TABLE bk2 (a int)", "25P02"));
+        CU_ASSERT(tag_is(c, "COMMIT", "ROLLBACK"));
+        CU_ASSERT(fails_with(o, "SELECT * FROM bk", "42P01"));
+        CU_ASSERT(fails_with(o, "SELECT * FROM bkv", "42P01"));
+
+        CU_ASSERT(ok(c, "CREATE TABLE bk_base (a int)"));
+        CU_ASSERT(ok(c, "INSERT INTO bk_base VALUES (1), (2)"));
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT(ok(c, "CREATE TABLE bk (a int)"));
+        CU_ASSERT(ok(c, "CREATE VIEW bkv AS SELECT a * 2 AS b FROM bk"));
+        CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW bkm AS SELECT count(*) AS n FROM bk_base"));
+        CU_ASSERT(ok(c, "CREATE DEFAULT INDEX ON bk_base"));
+        CU_ASSERT(fails_with(o, "SELECT * FROM bk", "42P01"));  /* not before COMMIT */
+        CU_ASSERT(fails_with(o, "SELECT * FROM bkm", "42P01"));
+        CU_ASSERT_FATAL(catalog_counts(&c0, &s0, NULL, NULL));
+        CU_ASSERT(tag_is(c, "COMMIT", "COMMIT"));
+        CU_ASSERT_FATAL(catalog_counts(&c1, &s1, NULL, NULL));
+        printf("\n    a block of 4 CREATEs: %llu catalog commits in %llu syncs\n",
+               (unsigned long long)(c1 - c0), (unsigned long long)(s1 - s0));
+        CU_ASSERT(c1 - c0 >= 4);
+        CU_ASSERT(s1 - s0 <= 3);        /* one, and maybe a publication's or the oracle's */
+        CU_ASSERT(ok(o, "INSERT INTO bk VALUES (5)"));
+        CU_ASSERT(rows_are(o, "SELECT b FROM bkv", "10"));
+        CU_ASSERT(rows_are(o, "SELECT n FROM bkm", "2"));
+
+        /* ROLLBACK, an error, the client leaving, kill -9: nothing, and the names free */
+        CU_ASSERT(ok(c, "BEGIN; CREATE TABLE bx1 (a int); CREATE VIEW bxv AS SELECT a FROM bx1"));
+        CU_ASSERT(tag_is(c, "ROLLBACK", "ROLLBACK"));
+        CU_ASSERT(ok(c, "BEGIN; CREATE TABLE bx1 (a int)"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE bx1 (a int)", "42P07"));
+        CU_ASSERT(tag_is(c, "COMMIT", "ROLLBACK"));
+        CU_ASSERT(ok(c, "BEGIN; CREATE TABLE bx1 (a int)"));
+        CU_ASSERT(fails_with(c, "SELECT nope FROM bx1", "42703"));
+        CU_ASSERT(tag_is(c, "COMMIT", "ROLLBACK"));
+        CU_ASSERT(ok(c, "BEGIN; CREATE TABLE bx1 (a int); CREATE TABLE bx2 (a int)"));
+        PQfinish(c);
+        c = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(ok(c, "BEGIN; CREATE TABLE bx3 (a int)"));
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        PQfinish(c);
+        PQfinish(o);
+        c = db();
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM coord_objects WHERE name LIKE 'bx%'", "0"));
+        CU_ASSERT(ok(c, "CREATE TABLE bx1 (a int); CREATE TABLE bx2 (a int); CREATE TABLE bx3 (a int)"));
+
+        /* what a block of CREATEs refuses; each fails the block */
+        CU_ASSERT(ok(c, "BEGIN; CREATE TABLE by1 (a int)"));
+        CU_ASSERT(fails_with(c, "CREATE DEFAULT INDEX ON by1", "0A000"));  /* over its own */
+        CU_ASSERT(ok(c, "ROLLBACK; BEGIN; CREATE TABLE by1 (a int)"));
+        CU_ASSERT(fails_with(c, "SELECT * FROM bk", "25000"));
+        CU_ASSERT(ok(c, "ROLLBACK; BEGIN; CREATE TABLE by1 (a int)"));
+        CU_ASSERT(fails_with(c, "INSERT INTO bk VALUES (1)", "25000"));
+        CU_ASSERT(ok(c, "ROLLBACK; BEGIN; CREATE TABLE by1 (a int)"));
+        CU_ASSERT(fails_with(c, "DROP TABLE bx1", "25000"));
+        CU_ASSERT(ok(c, "ROLLBACK; BEGIN; INSERT INTO bk VALUES (1)"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE by1 (a int)", "25000"));
+        CU_ASSERT(ok(c, "ROLLBACK; BEGIN READ ONLY"));
+        CU_ASSERT(fails_with(c, "CREATE TABLE by1 (a int)", "25006"));
+        CU_ASSERT(ok(c, "ROLLBACK; BEGIN"));
+        r = PQexecParams(c, "CREATE TABLE by1 (a int)", 0, NULL, NULL, NULL, NULL, 0);
+        CU_ASSERT(r && PQresultStatus(r) == PGRES_FATAL_ERROR &&
+                  strcmp(PQresultErrorField(r, PG_DIAG_SQLSTATE), "25001") == 0);
+        PQclear(r);
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        for (int i = 0; i < 257; i++)
+                len += (size_t)snprintf(q + len, sizeof(q) - len, "CREATE TABLE bz_%d (a int);", i);
+        CU_ASSERT(fails_with(c, q, "54000"));
+        CU_ASSERT(ok(c, "ROLLBACK"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM coord_objects WHERE name LIKE 'bz%' OR "
+                              "name LIKE 'by%'", "0"));
         PQfinish(c);
 }
 
@@ -2825,6 +2933,7 @@ static const struct t_case cases[] = {
         { "100 clients, kill -9 controller then adapter: acknowledged rows survive", test_kill9_under_load },
         { "concurrent DDL shares catalog syncs", test_ddl_group_commit },
         { "a query string's CREATEs commit together, answered in order", test_ddl_runs },
+        { "a block of CREATEs commits at COMMIT, whole or not at all", test_ddl_blocks },
         { "oracle monotone with the clock set back", test_oracle_monotone },
         { "a DDL costs one timestamp", test_ddl_timestamps },
         { "a DDL answered by its committer is seen by every next statement", test_direct_reply },
