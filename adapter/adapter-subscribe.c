@@ -224,9 +224,12 @@ static void hold_committed(void *ctx, int r, uint64_t seq)
         sub->commit_out = false;
         if (r < 0) {
                 log_warn_errno(r, "subscribe_hold_commit_failed", "hold=%" PRIu64, sub->hold_id);
-                if (!sub->hold_durable && !sub->hold_deleted)
+                if (!sub->hold_durable && !sub->hold_deleted && !sub->ended) {
+                        /* Its first put: the statement fails (and sub is released). */
                         sub_end(sub, io_sqlstate(r), "could not record the subscription's hold: %s",
                                 strerror(-r));
+                        return;
+                }
                 sub_release(sub);
                 return;
         }
