@@ -18,7 +18,8 @@
  *     time's rows are more than a batch (`partial`), the first rows of time `upto`,
  *     and the next read resumes after the last of them.  An answer
  *     without progress (nothing final after the cursor yet) re-reads after
- *     SUB_POLL_MS.  A read outlives a controller restart: the request is resent when
+ *     SUB_POLL_MS, and so does a read the frontier ring says would find nothing new
+ *     (sub_nothing_new()).  A read outlives a controller restart: the request is resent when
  *     the controller is back (adapter-exec.c note 4), as it changes nothing.
  * (3) The hold follows what was sent: once rows of times up to T went to the client,
  *     the hold may move to T (not further: a client that stops there can SUBSCRIBE
@@ -458,6 +459,24 @@ static void read_done(struct exec *ex, struct request *rq, const Coord__Envelope
         sub_flush(sub);
 }
 
+/* (2) Whether the frontier ring shows nothing final at or after the cursor yet (a
+ * table's upper is max(its own, the tables' frontier, gid 1)): then the read waits
+ * for the next poll instead of asking the controller.  Unknown: ask. */
+static bool sub_nothing_new(struct subscription *sub)
+{
+        struct fring_reader *rd = node_ring(sub->ex->node);
+        const struct acat_item *it = acat_by_gid(sub->ex->cat, sub->gid);
+        struct fring_frontier f, t;
+        uint64_t upper;
+
+        if (!rd || !it || fring_lookup(rd, sub->gid, &f) < 0)
+                return false;
+        upper = f.upper;
+        if (it->kind == SQL_OBJECT_TABLE && fring_lookup(rd, ACAT_GID_OBJECTS, &t) == 0 && t.upper > upper)
+                upper = t.upper;
+        return upper <= sub->cursor;
+}
+
 static void sub_read(struct subscription *sub)
 {
         Coord__SubscribeRead m = COORD__SUBSCRIBE_READ__INIT;
@@ -478,6 +497,12 @@ static void sub_read(struct subscription *sub)
         }
         if (r < 0)
                 return;         /* closing: pg_disconnect() ends it */
+        if (sub->snapshot_done && !sub->resume && sub_nothing_new(sub)) {
+                if (loop_timer_add(sub_loop(sub), SUB_POLL_MS * 1000000ull, on_sub_timer, sub,
+                                   &sub->timer) < 0)
+                        sub->timer = NULL;
+                return;
+        }
         m.gid = sub->gid;
         m.lo = sub->cursor;
         m.snapshot = !sub->snapshot_done;
