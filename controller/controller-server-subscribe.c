@@ -204,6 +204,7 @@ void server_handle_subscribe_read(struct cserver *s, Coord__Role from, const Coo
                 server_reply_malformed(s, from, env);
                 return;
         }
+        s->subscribe_reads++;
         if (!s->st) {
                 r = server_storage_unavailable(&e);
                 goto fail;

@@ -270,7 +270,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "peeks_keyed=%llu writes_thread=%llu write_thread_max_us=%llu stale_replies=%llu "
                  "drops_by_key=%llu drops_by_range=%llu sinks=%zu sink_flushes=%llu sink_bytes=%llu "
                  "sink_errors=%llu sources=%zu source_ticks=%llu source_rows=%llu source_errors=%llu "
-                 "mvs=%zu storage=%s",
+                 "mvs=%zu subscribe_reads=%llu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)server_tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -300,7 +300,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  s->n_sinks, (unsigned long long)s->sink_flushes, (unsigned long long)s->sink_bytes,
                  (unsigned long long)s->sink_errors, s->n_srcs, (unsigned long long)s->source_ticks,
                  (unsigned long long)s->source_rows, (unsigned long long)s->source_errors,
-                 s->n_mvs, s->st ? "ok" : "failed");
+                 s->n_mvs, (unsigned long long)s->subscribe_reads, s->st ? "ok" : "failed");
 }
 
 struct storage *cserver_storage(struct cserver *s)

@@ -275,6 +275,17 @@ static void test_model(void)
         times = sub_matches_model(c, &s, "SELECT k, v FROM m");
         CU_ASSERT(times >= 20);
         CU_ASSERT(!s.done);
+        /* Idle, it follows the frontier ring, and asks the controller only when the
+         * ring shows something new: far fewer reads than its 10 ms polls. */
+        {
+                uint64_t reads = stat_of(COORD__ROLE__ROLE_CONTROLLER, "subscribe_reads");
+
+                sub_poll(&s, 1000);
+                reads = stat_of(COORD__ROLE__ROLE_CONTROLLER, "subscribe_reads") - reads;
+                CU_ASSERT(reads < 30);
+                if (reads >= 30)
+                        fprintf(stderr, "\n    %" PRIu64 " reads in an idle second", reads);
+        }
         CU_ASSERT(sub_cancel(&s));
         CU_ASSERT(holds_become(0));
         CU_ASSERT(ok(s.c, "SELECT 1"));         /* the connection goes on */
