@@ -570,11 +570,6 @@ static void test_adapter_restart(void)
         PQfinish(c);
 }
 
-static void test_check(void)
-{
-        itest_check();
-}
-
 int main(void)
 {
         static const struct t_case cases[] = {
@@ -587,7 +582,7 @@ int main(void)
                 { "hold_keeps_bound", test_hold_keeps_bound },
                 { "kill9", test_kill9 },
                 { "adapter_restart", test_adapter_restart },
-                { "check", test_check },
+                { "check", itest_check },
                 { NULL, NULL },
         };
         return itest_main_only("subscribe", "u", cases, "SUBSCRIBE_ONLY");
