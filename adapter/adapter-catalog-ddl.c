@@ -958,6 +958,19 @@ int acat_publish_begin(struct adapter_catalog *ac, const struct Coord__PublishPr
                         }
                 }
         }
+        /* A client's hold counts as a requirement (adapter-hold.c note 1). */
+        for (size_t i = 0; i < t->n_bch; i++) {
+                const struct acat_item *x = acat_by_gid(ac, t->bch[i].gid);
+                uint64_t h = acat_hold_min(ac, t->bch[i].gid);
+
+                if (x && t->bch[i].new_ > h) {
+                        row_error_set(err, -EINVAL, "55000", "publication rejected: the bound %llu of %s "
+                                      "\"%s\" would pass a client's hold at %llu",
+                                      (unsigned long long)t->bch[i].new_, acat_kind_name(x->kind), x->name,
+                                      (unsigned long long)h);
+                        return publish_error(ac, t, err);
+                }
+        }
         for (size_t i = 0; i < t->n_rch; i++) {
                 const struct acat_item *x = acat_by_gid(ac, t->rch[i].input);
                 uint64_t b;

@@ -43,6 +43,9 @@ struct adapter_catalog {
         size_t n_names_cap, n_names_used, n_tombstones;
         uint64_t next_gid;
         bool publishing;                /* a publication's commit is in flight */
+        struct acat_hold *holds;        /* clients' holds (adapter-hold.c) */
+        size_t n_holds, cap_holds;
+        uint64_t next_hold;
         int (*leases_each)(void *src, sql_lease_fn fn, void *arg);     /* acat_set_leases() */
         void *leases_src;
 };

@@ -373,6 +373,7 @@ struct adapter_catalog *acat_free(struct adapter_catalog *ac)
 {
         if (!ac)
                 return NULL;
+        free(ac->holds);
         /* Creations whose commit never finished live only in the name index: free them
          * before the items, whose memory the other entries of the index point to. */
         for (size_t i = 0; i < ac->n_names_cap; i++)

@@ -265,6 +265,34 @@ int acat_alter_sink_begin(struct adapter_catalog *ac, uint64_t gid, const struct
  * consumer (DESIGN section 4); 0 if none has a bound. */
 uint64_t acat_max_bound(const struct adapter_catalog *ac, const uint64_t *gids, size_t n);
 
+/* Clients' holds (adapter-hold.c, catalog.proto CatalogHold): a running SUBSCRIBE keeps
+ * its input readable from the hold's frontier on.  The in-memory table holds what is
+ * committed (and a hold being created, from acat_hold_add() on); a publication whose
+ * bound would pass one is refused.  acat_hold_add(): frontier must be at or above the
+ * input's bound, committed or being published (else -EDOM with err, 55000).  ops:
+ * the record to commit (put), valid until the next call on ac's holds. */
+struct acat_hold_rec {
+        uint8_t key[9];
+        uint8_t *value;         /* owned: acat_hold_rec_done() */
+        size_t value_len;
+};
+int acat_hold_add(struct adapter_catalog *ac, uint64_t input, uint64_t frontier,
+                  uint64_t incarnation, uint64_t *ret_id, struct acat_hold_rec *ret_rec,
+                  struct row_error *err);
+/* Move hold id to frontier (forward only) once that is committed; the record to commit. */
+int acat_hold_record(const struct adapter_catalog *ac, uint64_t id, uint64_t frontier,
+                     struct acat_hold_rec *ret_rec);
+int acat_hold_set(struct adapter_catalog *ac, uint64_t id, uint64_t frontier);
+/* Forget hold id (the client left): its record is the caller's to delete. */
+void acat_hold_remove(struct adapter_catalog *ac, uint64_t id);
+void acat_hold_rec_done(struct acat_hold_rec *rec);
+/* The lowest frontier of the holds on gid; UINT64_MAX when none. */
+uint64_t acat_hold_min(const struct adapter_catalog *ac, uint64_t gid);
+size_t acat_n_holds(const struct adapter_catalog *ac);
+/* At start: delete every hold record in the catalog (all are of earlier adapter
+ * incarnations, whose clients are gone).  How many, or -errno. */
+int acat_holds_drop_stale(struct adapter_catalog *ac);
+
 const struct catalog_op *acat_txn_ops(const struct acat_txn *t, size_t *ret_n);
 /* Whether t must commit after the publication in flight (after_earlier,
  * committer_submit_opts()): it

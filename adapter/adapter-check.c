@@ -443,6 +443,8 @@ static int replay(struct job *j, struct map *m, uint64_t *ret_meta_next_gid)
                                 r = -EBADMSG;
                                 break;
                         }
+                        if (op->key.data[0] == 'h')
+                                continue;       /* clients' holds: session state (adapter-hold.c) */
                         /* Leases (adapter-lease.c) are not the catalog's items: memory
                          * (acat_export()) has none, so the replay leaves them out. */
                         if (op->key.data[0] == CATALOG_STATE_LEASE)

@@ -132,6 +132,7 @@ struct session {
          * parked; the startup's `-c statement_timeout=` sets the session's default. */
         uint32_t statement_timeout_ms, statement_timeout_default_ms;
         struct loop_timer *stmt_timer;
+        struct subscription *sub;       /* a running SUBSCRIBE (adapter-subscribe.c) */
 };
 
 struct exec {
@@ -253,6 +254,12 @@ int exec_show_objects(struct session *s, struct sql_stmt *st);
 int exec_set_variable(struct session *s, struct sql_stmt *st);
 void session_startup_options(struct session *s);
 int exec_show_variable(struct session *s, struct sql_stmt *st);
+
+/* adapter-subscribe.c */
+int exec_subscribe(struct session *s, struct sql_stmt *st);
+bool subscribe_cancel(struct session *s, const char *why);
+void subscribe_gone(struct session *s);
+void subscribe_drained(struct session *s);
 
 /* adapter-exec-txn.c */
 void txn_failed(struct pgwire_conn *c);

@@ -98,6 +98,8 @@ void pg_drained(struct pgwire_conn *c, void *userdata)
         struct exec *ex = userdata;
         struct session *s = pgwire_conn_userdata(c);
 
+        if (s && s->sub)
+                subscribe_drained(s);
         if (s && s->stream && !s->pull_out && !s->gone) {
                 s->pull_out = true;
                 stream_pull(ex, s->stream, false);

@@ -249,6 +249,8 @@ static uint64_t stmt_unenacted(struct exec *ex, const struct sql_stmt *st)
                 return enacted(ex, st->delete_.id) ? 0 : st->delete_.id;
         case SQL_STMT_UPDATE:
                 return enacted(ex, st->update.id) ? 0 : st->update.id;
+        case SQL_STMT_SUBSCRIBE:
+                return enacted(ex, st->subscribe.id) ? 0 : st->subscribe.id;
         case SQL_STMT_SELECT:
                 for (size_t i = 0; i < st->n_physical_inputs; i++)
                         if (!enacted(ex, st->physical_inputs[i]))
@@ -381,6 +383,7 @@ static int (*const exec_fns[_SQL_STMT_KIND_MAX])(struct session *s, struct sql_s
         [SQL_STMT_CREATE_SOURCE] = exec_create_source,
         [SQL_STMT_ALTER_RETAIN_HISTORY] = exec_alter_retain,
         [SQL_STMT_ALTER_SINK] = exec_alter_sink,
+        [SQL_STMT_SUBSCRIBE] = exec_subscribe,
         [SQL_STMT_SHOW_OBJECTS] = exec_show_objects,
         [SQL_STMT_SHOW_VARIABLE] = exec_show_variable,
         [SQL_STMT_SET_VARIABLE] = exec_set_variable,
@@ -584,6 +587,10 @@ static void pg_disconnect(struct pgwire_conn *c, int reason, void *userdata)
                 return;
         if (reason < 0)
                 log_info("sql_client_dropped", "peer=%s reason=%d", pgwire_conn_peer(c), reason);
+        if (s->sub) {
+                subscribe_gone(s);      /* frees s (adapter-subscribe.c note 4) */
+                return;
+        }
         if (s->stream && !s->pull_out) {
                 /* (9) Waiting for this client to read: no chunk is coming to end the
                  * request, so it ends here -- pgwire_done() (the conn waits for it,
@@ -827,6 +834,8 @@ static bool session_cancel(struct session *s, const char *why)
         struct exec *ex = s->ex;
         struct request *rq;
 
+        if (s->sub)
+                return subscribe_cancel(s, why);
         if (!s->waiting || !s->stmt)
                 return false;
         if (!waiters_unlink(&ex->enact_waiters, s) && !waiters_unlink(&ex->fence_waiters, s) &&
@@ -997,6 +1006,13 @@ int exec_new(struct node *n, struct catalog *store, const struct exec_config *cf
                 log_error_errno(r, "catalog_load_failed", "");
                 goto fail;
         }
+        r = acat_holds_drop_stale(ex->cat);     /* adapter-hold.c note 2 */
+        if (r < 0) {
+                log_error_errno(r, "catalog_holds_drop_failed", "");
+                goto fail;
+        }
+        if (r > 0)
+                log_info("catalog_holds_dropped", "holds=%d reason=earlier_incarnation", r);
         r = oracle_open(store, &ex->oracle);
         if (r < 0) {
                 log_error_errno(r, "oracle_open_failed", "");

@@ -76,6 +76,8 @@ int exec_catalog_error(const struct exec *ex);
 void exec_oracle_persists(const struct exec *ex, uint64_t *ret_sync, uint64_t *ret_async);
 /* (adapter-exec.c note 8) The seq of the last writer mark the controller acknowledged
  * (0: none yet in this life), and how many reconciliations read the built-ins. */
+/* Clients' holds of running SUBSCRIBEs (adapter-subscribe.c). */
+size_t exec_holds(const struct exec *ex);
 uint64_t exec_builtin_mark(const struct exec *ex);
 uint64_t exec_builtin_reads(const struct exec *ex);
 /* DDL commits held until a publication in flight was committed (acat_txn_after_publication()). */

@@ -206,6 +206,37 @@ int pgwire_send_data_row(struct pgwire_conn *c, unsigned n, const char *const *v
         return conn_sent(c);
 }
 
+int pgwire_send_copy_out(struct pgwire_conn *c, unsigned n)
+{
+        int r = conn_can_send(c, true);
+        size_t m;
+
+        if (r < 0)
+                return r;
+        if (c->req == REQ_EXECUTE || n > INT16_MAX)
+                return conn_fail_request(c, "COPY TO STDOUT is only sent in a simple query");
+        m = pgcodec_msg_begin(&c->out, 'H');
+        pgcodec_put_u8(&c->out, 0);                     /* text */
+        pgcodec_put_i16(&c->out, (int16_t)n);
+        for (unsigned i = 0; i < n; i++)
+                pgcodec_put_i16(&c->out, 0);
+        pgcodec_msg_end(&c->out, m);
+        return conn_sent(c);
+}
+
+int pgwire_send_copy_data(struct pgwire_conn *c, const void *data, size_t len)
+{
+        int r = conn_can_send(c, true);
+        size_t m;
+
+        if (r < 0)
+                return r;
+        m = pgcodec_msg_begin(&c->out, 'd');
+        pgcodec_put_bytes(&c->out, data, len);
+        pgcodec_msg_end(&c->out, m);
+        return conn_sent(c);
+}
+
 int pgwire_send_command_complete(struct pgwire_conn *c, const char *tag)
 {
         int r = conn_can_send(c, true);

@@ -194,6 +194,10 @@ int pgwire_send_row_description(struct pgwire_conn *c, unsigned n,
 /* One row: values[i] NULL is SQL NULL; lengths NULL means strlen() of each value. */
 int pgwire_send_data_row(struct pgwire_conn *c, unsigned n, const char *const *values,
                          const size_t *lengths);
+/* COPY ... TO STDOUT in a simple query: CopyOutResponse (n text columns), then CopyData
+ * messages (each one row's text line); an error or a CopyDone plus the tag ends it. */
+int pgwire_send_copy_out(struct pgwire_conn *c, unsigned n);
+int pgwire_send_copy_data(struct pgwire_conn *c, const void *data, size_t len);
 /* The statement's tag: "SELECT 2", "INSERT 0 3", "CREATE TABLE", "DELETE 1", "SET"... */
 int pgwire_send_command_complete(struct pgwire_conn *c, const char *tag);
 /* The statement was empty (an empty string, or only ';'). */

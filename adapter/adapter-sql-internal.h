@@ -54,6 +54,8 @@ enum lift_kind {
         LIFT_CREATE_SOURCE,             /* the whole statement; PostgreSQL sees "SELECT" */
         LIFT_ALTER_SINK,                /* ALTER SINK name SET FROM relation: the whole
                                          * statement; PostgreSQL sees "SELECT" */
+        LIFT_SUBSCRIBE,                 /* [COPY (] SUBSCRIBE ...: the whole statement;
+                                         * PostgreSQL sees "SELECT" */
 };
 
 struct lift {
@@ -77,6 +79,11 @@ struct lift {
         char **names;                   /* DROP SINK: the names */
         size_t n_names;
         bool if_exists, cascade;        /* DROP SINK */
+        bool copy;                      /* SUBSCRIBE: inside COPY (...) TO STDOUT */
+        size_t unsupported;             /* SUBSCRIBE: 1 + offset of a clause we refuse
+                                         * (0A000); 0: none */
+        struct as_of_clause sub_as_of;  /* SUBSCRIBE inside COPY: its AS OF (tree NULL:
+                                         * none); outside, the statement's as_of */
 };
 
 struct batch_stmt {
@@ -580,4 +587,5 @@ int analyze_create_index(struct analyzer *a, const PgQuery__IndexStmt *s);
 int analyze_create_source(struct analyzer *a, const struct lift *l);
 int analyze_create_sink(struct analyzer *a, const struct lift *l);
 int analyze_alter_sink(struct analyzer *a, const struct lift *l);
+int analyze_subscribe(struct analyzer *a, const struct lift *l, const struct as_of_clause *as_of);
 int analyze_default_index(struct analyzer *a, const struct lift *l);

@@ -898,6 +898,10 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
                 s->kind = SQL_STMT_CREATE_SOURCE;
                 return analyze_create_source(a, bs->lift);
         }
+        if (bs->lift && bs->lift->kind == LIFT_SUBSCRIBE) {
+                s->kind = SQL_STMT_SUBSCRIBE;
+                return analyze_subscribe(a, bs->lift, bs->lift->copy ? &bs->lift->sub_as_of : bs->as_of);
+        }
         if (bs->lift && bs->lift->kind == LIFT_ALTER_SINK) {
                 s->kind = SQL_STMT_ALTER_SINK;
                 return analyze_alter_sink(a, bs->lift);
@@ -1054,6 +1058,9 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                         free(s->create_sink.columns[i].name);
                 free(s->create_sink.columns);
                 rel_free(s->create_sink.plan);
+                break;
+        case SQL_STMT_SUBSCRIBE:
+                free(s->subscribe.name);
                 break;
         case SQL_STMT_ALTER_SINK:
                 free(s->alter_sink.name);

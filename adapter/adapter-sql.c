@@ -107,6 +107,8 @@ const char *sql_stmt_tag(const struct sql_stmt *s)
                 return "CREATE INDEX";
         case SQL_STMT_CREATE_SINK:
                 return "CREATE SINK";
+        case SQL_STMT_SUBSCRIBE:
+                return s->subscribe.copy ? "COPY" : "SUBSCRIBE";
         case SQL_STMT_CREATE_SOURCE:
                 return "CREATE SOURCE";
         case SQL_STMT_ALTER_SINK:
@@ -928,6 +930,95 @@ static int lift_create_source(struct sql_batch *b, char *cleaned, PgQuery__ScanT
         return 0;
 }
 
+/* What SUBSCRIBE's tokens t[i, end) hold after [TO] relation: nothing, AS OF (lifted by
+ * lift_segment() at depth 0, or taken here inside COPY (...), `copy`), or a clause we do
+ * not implement (l->unsupported: 0A000 at analysis). */
+static int lift_subscribe_tail(struct sql_batch *b, struct lift *l, PgQuery__ScanToken **t,
+                               size_t i, size_t end, bool copy, struct row_error *err)
+{
+        if (i >= end)
+                return 0;
+        if (i + 2 < end && t[i]->token == PG_QUERY__TOKEN__AS && t[i + 1]->token == PG_QUERY__TOKEN__OF) {
+                PgQuery__ParseResult *tree = NULL;
+                size_t begin = (size_t)t[i + 2]->start, stop = (size_t)t[end - 1]->end;
+                int r;
+
+                if (!copy)
+                        return 0;       /* lifted already: the batch statement's as_of */
+                r = parse_expression(b, begin, stop, &tree);
+                if (r < 0)
+                        return row_error_oom(err);
+                if (r == 0)
+                        return lift_syntax_error(b, t[i + 2], err);
+                l->sub_as_of = (struct as_of_clause){ .begin = (size_t)t[i]->start, .expr_begin = begin,
+                                                      .expr_end = stop, .tree = tree };
+                return 0;
+        }
+        if (i + 1 == end && t[i]->token == PG_QUERY__TOKEN__AS)
+                return lift_syntax_error(b, t[i], err);
+        l->unsupported = (size_t)t[i]->start + 1;
+        return 0;
+}
+
+/* SUBSCRIBE [TO] [public.]relation [AS OF t] and COPY (SUBSCRIBE ...) TO STDOUT: parsed
+ * here, PostgreSQL sees "SELECT".  SUBSCRIBE of a query, WITH options, ENVELOPE and the
+ * like are lifted too, as l->unsupported (0A000 at analysis), not syntax errors. */
+static int lift_subscribe(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
+                          struct row_error *err)
+{
+        bool copy = t[0]->token == PG_QUERY__TOKEN__COPY;
+        size_t i = copy ? 3 : 1, end = n, name;
+        struct lift *l;
+        int r;
+
+        if (copy) {
+                int depth = 0;
+
+                for (end = 1; end < n; end++) {
+                        if (t[end]->token == PG_QUERY__TOKEN__ASCII_40)
+                                depth++;
+                        else if (t[end]->token == PG_QUERY__TOKEN__ASCII_41 && --depth == 0)
+                                break;
+                }
+                if (end >= n)
+                        return lift_syntax_error(b, t[n - 1], err);
+        }
+        l = lift_new(b, (size_t)t[0]->start, LIFT_SUBSCRIBE);
+        if (!l)
+                return row_error_oom(err);
+        l->copy = copy;
+        if (i < end && t[i]->token == PG_QUERY__TOKEN__TO)
+                i++;
+        if (i < end && t[i]->token == PG_QUERY__TOKEN__ASCII_40) {
+                l->unsupported = (size_t)t[i]->start + 1;       /* SUBSCRIBE (query) */
+                goto done;
+        }
+        if (i + 2 < end && token_is_word(b, t[i], "public") && t[i + 1]->token == PG_QUERY__TOKEN__ASCII_46)
+                i += 2;
+        if (i >= end || !token_is_name(t[i]))
+                return lift_syntax_error(b, t[i < n ? i : n - 1], err);
+        name = i++;
+        l->on = token_ident(b, t[name]);
+        if (!l->on)
+                return row_error_oom(err);
+        l->location = (size_t)t[name]->start;
+        r = lift_subscribe_tail(b, l, t, i, end, copy, err);
+        if (r < 0)
+                return r;
+        if (copy && !l->unsupported) {
+                /* ) TO STDOUT, and nothing else (COPY's options: 0A000). */
+                if (end + 2 >= n || t[end + 1]->token != PG_QUERY__TOKEN__TO ||
+                    !token_is_word(b, t[end + 2], "stdout"))
+                        l->unsupported = (size_t)t[end + 1 < n ? end + 1 : end]->start + 1;
+                else if (end + 3 < n)
+                        l->unsupported = (size_t)t[end + 3]->start + 1;
+        }
+done:
+        blank(cleaned, t[0], t[n - 1]);
+        memcpy(cleaned + t[0]->start, "SELECT", 6);
+        return 0;
+}
+
 /* Lift the Materialize-only forms a statement's tokens begin with. */
 static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken **t, size_t n,
                           struct row_error *err)
@@ -950,6 +1041,11 @@ static int lift_statement(struct sql_batch *b, char *cleaned, PgQuery__ScanToken
                 return lift_create_source(b, cleaned, t, n, err);
         if (n >= 2 && t[0]->token == PG_QUERY__TOKEN__DROP && token_is_word(b, t[1], "source"))
                 return lift_drop_sink(b, cleaned, t, n, SQL_OBJECT_SOURCE, err);
+        if (n >= 2 && token_is_word(b, t[0], "subscribe"))
+                return lift_subscribe(b, cleaned, t, n, err);
+        if (n >= 4 && t[0]->token == PG_QUERY__TOKEN__COPY && t[1]->token == PG_QUERY__TOKEN__ASCII_40 &&
+            token_is_word(b, t[2], "subscribe"))
+                return lift_subscribe(b, cleaned, t, n, err);
         if (n == 3 && t[0]->token == PG_QUERY__TOKEN__SHOW &&
             t[1]->token == PG_QUERY__TOKEN__MATERIALIZED && token_is_word(b, t[2], "views")) {
                 if (!lift_new(b, (size_t)t[0]->start, LIFT_SHOW_MATERIALIZED_VIEWS))

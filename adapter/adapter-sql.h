@@ -238,6 +238,7 @@ enum sql_stmt_kind {
         SQL_STMT_CREATE_SINK,           /* create_sink */
         SQL_STMT_CREATE_SOURCE,         /* create_source */
         SQL_STMT_ALTER_SINK,            /* ALTER SINK ... SET FROM: alter_sink */
+        SQL_STMT_SUBSCRIBE,             /* [COPY (] SUBSCRIBE [TO] rel [AS OF t]: subscribe */
         _SQL_STMT_KIND_MAX,
         _SQL_STMT_KIND_INVALID = -EINVAL,
 };
@@ -410,6 +411,18 @@ struct sql_alter_sink {
         uint64_t cutover_min;           /* the executor's: the read timestamp then + 1 */
 };
 
+/* SUBSCRIBE [TO] relation [AS OF t], or inside COPY (...) TO STDOUT: the relation's
+ * contents at the as-of, then its changes (adapter-subscribe.c).  A storage collection
+ * only (table, materialized view, source).  columns borrowed from the catalog item. */
+struct sql_subscribe {
+        char *name;
+        uint64_t id;
+        enum sql_object_kind kind;
+        bool has_as_of;
+        uint64_t as_of;
+        bool copy;
+};
+
 enum sql_source_type {
         SQL_SOURCE_COUNTER = 1,         /* LOAD GENERATOR COUNTER: (counter bigint) 1, 2, ... */
         SQL_SOURCE_FILE = 2,            /* FILE: an append-only file's lines */
@@ -507,6 +520,7 @@ struct sql_stmt {
                 struct sql_create_sink create_sink;
                 struct sql_create_source create_source;
                 struct sql_alter_sink alter_sink;
+                struct sql_subscribe subscribe;
                 struct sql_alter_retain alter_retain;
                 struct sql_show_objects show_objects;
                 struct sql_show_variable show_variable;

@@ -293,6 +293,7 @@ struct cserver {
         uint64_t appends, peeks_answered, errors_sent;
         uint64_t peek_chunks;           /* PeekResults sent, chunks of streams included */
         uint64_t peek_streams;          /* peeks answered in more than one chunk */
+        uint64_t subscribe_reads;       /* SubscribeReads answered (26) */
         size_t n_streaming;             /* streams waiting for a PeekNext now (5) */
         size_t last_append_collections;  /* collections the last append wrote (status) */
         size_t last_append_frontier_rows;       /* coord_frontiers updates it wrote */
@@ -583,6 +584,8 @@ void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__E
 void server_peek_worker_stop(struct cserver *s);
 void server_peeks_wake(struct cserver *s);
 void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+/* controller-server-subscribe.c (26) */
+void server_handle_subscribe_read(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
 
 /* (18) the peek thread, shared with (24). */
 int server_peek_worker_start(struct cserver *s);

@@ -15,6 +15,7 @@
  *                                    frontier, the ring, frontiers and row-count mirrors
  *   controller-server-peek.c         peeks: answering, streaming, live status relations, the
  *                                    peek thread
+ *   controller-server-subscribe.c    SUBSCRIBE's reads of updates (26)
  *   controller-server-compute.c      compute: installed dataflows, readers, compute passes
  *   controller-server-install.c      installing dataflows, bulk installs in slices, deferred
  *                                    messages
@@ -193,6 +194,9 @@ void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelop
         case COORD__MSG_TYPE__MSG_PEEK_NEXT:
                 server_handle_peek_next(s, from, env);
                 return;
+        case COORD__MSG_TYPE__MSG_SUBSCRIBE_READ:
+                server_handle_subscribe_read(s, from, env);
+                return;
         case COORD__MSG_TYPE__MSG_LIST_COLLECTIONS:
                 server_handle_list(s, from, env);
                 return;
@@ -205,6 +209,7 @@ void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelop
         case COORD__MSG_TYPE__MSG_OK:
         case COORD__MSG_TYPE__MSG_ERROR:
         case COORD__MSG_TYPE__MSG_PEEK_RESULT:
+        case COORD__MSG_TYPE__MSG_SUBSCRIBE_BATCH:
         case COORD__MSG_TYPE__MSG_COLLECTION_LIST:
         case COORD__MSG_TYPE__MSG_PONG:
                 /* Replies are never answered (no error ping-pong between daemons). */
@@ -265,7 +270,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "peeks_keyed=%llu writes_thread=%llu write_thread_max_us=%llu stale_replies=%llu "
                  "drops_by_key=%llu drops_by_range=%llu sinks=%zu sink_flushes=%llu sink_bytes=%llu "
                  "sink_errors=%llu sources=%zu source_ticks=%llu source_rows=%llu source_errors=%llu "
-                 "mvs=%zu storage=%s",
+                 "mvs=%zu subscribe_reads=%llu storage=%s",
                  (unsigned long long)st.collections, (unsigned long long)s->appends,
                  (unsigned long long)server_tables_frontier(s), s->last_append_collections,
                  s->last_append_frontier_rows, s->n_parked,
@@ -295,7 +300,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  s->n_sinks, (unsigned long long)s->sink_flushes, (unsigned long long)s->sink_bytes,
                  (unsigned long long)s->sink_errors, s->n_srcs, (unsigned long long)s->source_ticks,
                  (unsigned long long)s->source_rows, (unsigned long long)s->source_errors,
-                 s->n_mvs, s->st ? "ok" : "failed");
+                 s->n_mvs, (unsigned long long)s->subscribe_reads, s->st ? "ok" : "failed");
 }
 
 struct storage *cserver_storage(struct cserver *s)

@@ -165,6 +165,12 @@ static uint64_t middle_gid(struct catalog *c)
         return COORD_FIRST_USER_GID + (next - COORD_FIRST_USER_GID) / 2;
 }
 
+static int load_hold(const void *key, size_t key_len, const void *value, size_t value_len,
+                     void *userdata)
+{
+        return lc_state_load_record(userdata, key, key_len, value, value_len);
+}
+
 /* The scans at once (1): items below the middle GlobalId (on this thread), items above
  * it, bounds, requirements (each on a thread of its own). */
 static int load_scan(struct catalog *c, struct load_part parts[3])
@@ -220,6 +226,10 @@ int lc_load(struct catalog *c, struct lc_state *s, struct lc_enact *e, struct lc
         t1 = now_ns();
         if (r >= 0)
                 r = load_link(s, e, parts);
+        /* Clients' holds (lifecycle-state.c note 7): few, read after the scans; the log
+         * after the load's cursor puts and deletes them again, put with max. */
+        if (r >= 0)
+                r = catalog_scan(c, CATALOG_CF_STATE, "h", 1, load_hold, s);
         st.items = parts[0].n_items + parts[1].n_items;
         st.bounds = parts[2].n_bounds;
         st.requirements = parts[2].n_reqs;

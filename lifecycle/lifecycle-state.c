@@ -39,6 +39,15 @@
  *     an item of kind table from the start (builtins_add()), not counted among the
  *     catalog's items, kept through reloads; their bounds follow a table's rule.
  *
+ * (7) Clients' holds (catalog.proto CatalogHold, adapter-hold.c): a hold on X at f is a
+ *     requirement without a consumer item: tick_input() takes min(its consumers'
+ *     requirements, every hold on X) as the bound rule's requirement, so a proposal
+ *     never passes a hold the follower has seen (the adapter refuses one that passes
+ *     a hold it has not seen yet, and the next tick proposes again).  They are few (one
+ *     per running SUBSCRIBE): a flat array, scanned per touched input (hold_min()).  A
+ *     hold's put or delete makes its input dirty.  They come from the log and from the
+ *     load (lifecycle-load.c), like every record.
+ *
  * (5) Forward only (I1).  Every value is combined with max: a log entry or an Ok
  *     never lowers what is known, and lifecycle-bounds.h never proposes less than the
  *     old value.
@@ -92,7 +101,13 @@ struct lc_slot {
         struct lc_obj *o;
 };
 
+struct lc_hold {
+        uint64_t id, input, frontier;
+};
+
 struct lc_state {
+        struct lc_hold *holds;  /* (7) */
+        size_t n_holds, cap_holds;
         struct lc_slot *slots;  /* open addressing, at most half full */
         size_t mask, n;
         size_t rehashes;        /* the map's sizes so far (tests) */
@@ -330,6 +345,7 @@ struct lc_state *lc_state_free(struct lc_state *s)
         free(s->dirty);
         free(s->tables);
         free(s->touched);
+        free(s->holds);
         free(s);
         return NULL;
 }
@@ -347,6 +363,7 @@ void lc_state_reset_catalog(struct lc_state *s)
                 o->min_valid = false;
         }
         s->n_items = s->n_reqs = 0;
+        s->n_holds = 0;         /* (7) the reload brings them again */
         s->seq = 0;
         s->n_tables = 0;
         /* Objects with an upper stay (and are made dirty by the reload); the rest go. */
@@ -504,6 +521,65 @@ static void req_delete(struct lc_state *s, uint64_t consumer, uint64_t input)
         obj_maybe_free(s, c);
 }
 
+/* (7) */
+static uint64_t hold_min(const struct lc_state *s, uint64_t gid)
+{
+        uint64_t m = UINT64_MAX;
+
+        for (size_t i = 0; i < s->n_holds; i++)
+                if (s->holds[i].input == gid && s->holds[i].frontier < m)
+                        m = s->holds[i].frontier;
+        return m;
+}
+
+/* (7) A hold put (its frontier combined with max, (5)) or deleted; its input dirty. */
+static int hold_apply(struct lc_state *s, bool put, uint64_t id, const void *value, size_t vlen)
+{
+        struct lc_hold *h = NULL;
+        uint64_t input;
+
+        for (size_t i = 0; i < s->n_holds && !h; i++)
+                if (s->holds[i].id == id)
+                        h = &s->holds[i];
+        if (!put) {
+                if (!h)
+                        return 0;
+                input = h->input;
+                *h = s->holds[--s->n_holds];
+        } else {
+                Coord__CatalogHold *m = coord__catalog_hold__unpack(NULL, vlen, value);
+
+                if (!m)
+                        return -EBADMSG;
+                if (!h) {
+                        if (s->n_holds == s->cap_holds) {
+                                size_t cap = s->cap_holds ? s->cap_holds * 2 : 8;
+                                struct lc_hold *v = realloc(s->holds, cap * sizeof(*v));
+
+                                if (!v) {
+                                        coord__catalog_hold__free_unpacked(m, NULL);
+                                        return -ENOMEM;
+                                }
+                                s->holds = v;
+                                s->cap_holds = cap;
+                        }
+                        h = &s->holds[s->n_holds++];
+                        *h = (struct lc_hold){ .id = id, .input = m->input, .frontier = m->frontier };
+                } else if (m->frontier > h->frontier) {
+                        h->frontier = m->frontier;
+                }
+                input = h->input;
+                coord__catalog_hold__free_unpacked(m, NULL);
+        }
+        {
+                struct lc_obj *x = obj_find(s, input);
+
+                if (x)
+                        (void)dirty_add(s, x);
+        }
+        return 0;
+}
+
 static int op_apply(struct lc_state *s, bool put, const uint8_t *k, size_t klen,
                     const void *value, size_t vlen)
 {
@@ -519,6 +595,8 @@ static int op_apply(struct lc_state *s, bool put, const uint8_t *k, size_t klen,
                 bound_delete(s, get_be64(k + 1));
                 return 0;
         }
+        if (klen == 9 && k[0] == 'h')
+                return hold_apply(s, put, get_be64(k + 1), value, vlen);
         if (klen == 17 && k[0] == 'r') {
                 if (put) {
                         Coord__CatalogRequirement *q =
@@ -872,6 +950,8 @@ static int tick_input(struct lc_state *s, struct lc_obj *x, struct lc_publicatio
                 x->min_req = min_req;
                 x->min_valid = true;
         }
+        if (s->n_holds)
+                min_req = lc_min(min_req, hold_min(s, x->gid));    /* (7) */
         old = x->has_bound ? x->bound : 0;
         nb = lc_bound(old, upper, lc_window(x->retain_ms), min_req, content_last(s, x));
         if (nb == old)
@@ -1004,6 +1084,11 @@ size_t lc_state_n_items(const struct lc_state *s)
 size_t lc_state_n_requirements(const struct lc_state *s)
 {
         return s->n_reqs;
+}
+
+size_t lc_state_n_holds(const struct lc_state *s)
+{
+        return s->n_holds;
 }
 
 size_t lc_state_n_objects(const struct lc_state *s)

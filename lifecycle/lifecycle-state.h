@@ -123,6 +123,8 @@ int lc_state_all_bounds(const struct lc_state *s, struct lc_publication *out);
 /* Introspection (status, tests). */
 size_t lc_state_n_items(const struct lc_state *s);
 size_t lc_state_n_requirements(const struct lc_state *s);
+/* Clients' holds the state follows (lifecycle-state.c note 7). */
+size_t lc_state_n_holds(const struct lc_state *s);
 /* Objects in the map, the map's slots, how often it was sized (the first time
  * included), and whether it is consistent (every slot's gid is its object's and
  * findable, the count right, at most half full). */

@@ -126,7 +126,7 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
         reply->catalog_seq = lc->loaded ? lc_state_seq(lc->state) : 0;
         reply->ring_generation = rd ? fring_reader_generation(rd) : 0;
         snprintf(lc->detail, sizeof(lc->detail),
-                 "catalog=%s ring=%s items=%zu requirements=%zu publications=%llu "
+                 "catalog=%s ring=%s items=%zu requirements=%zu holds=%zu publications=%llu "
                  "publication_errors=%llu last_records=%zu last_bounds=%zu last_requirements=%zu "
                  "last_bytes=%zu last_touched=%zu records_total=%llu bytes_total=%llu "
                  "last_commit_seq=%llu allow_sent=%llu applied=%llu lag_last_us=%llu "
@@ -138,7 +138,7 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  "frontier_wait=%s frontier_loop_wakes=%llu frontier_reads=%llu",
                  lc->catalog ? "secondary" : "waiting", rd ? "attached" : "waiting",
                  lc_state_n_items(lc->state), lc_state_n_requirements(lc->state),
-                 (unsigned long long)lc->publications, (unsigned long long)lc->pub_errors,
+                 lc_state_n_holds(lc->state), (unsigned long long)lc->publications, (unsigned long long)lc->pub_errors,
                  lc->last_records, lc->last_bounds, lc->last_reqs, lc->last_bytes, lc->last_touched,
                  (unsigned long long)lc->records_total, (unsigned long long)lc->bytes_total,
                  (unsigned long long)lc->last_commit_seq, (unsigned long long)lc->allow_sent,

@@ -594,6 +594,58 @@ static void test_drop_during_publication(void)
         free(dir);
 }
 
+/* Clients' holds (adapter-hold.c note 1): admitted at or above the bound, a publication
+ * passing one is refused, the bound may move up to it and, once it is gone, past it;
+ * acat_holds_drop_stale() deletes the records at start (adapter-hold.c note 2). */
+static void test_holds(void)
+{
+        struct row_error err = { .position = 0 };
+        struct acat_hold_rec rec = { .value = NULL };
+        struct catalog_op op;
+        uint64_t t, id = 0, id2 = 0;
+
+        dir = t_mkdtemp("acat");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        open_all();
+        t = create("t", SQL_OBJECT_TABLE, NULL, 0, NULL, 0, 0, 100, NULL);
+        CU_ASSERT_EQUAL(publish(t, 200, 0, 0, 0, &err, true), 0);
+        CU_ASSERT_EQUAL(acat_hold_add(cat, t, 150, 1, &id, &rec, &err), -EDOM);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "55000");
+        CU_ASSERT_EQUAL(acat_n_holds(cat), 0);
+        CU_ASSERT_EQUAL_FATAL(acat_hold_add(cat, t, 300, 1, &id, &rec, &err), 0);
+        op = (struct catalog_op){ .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_STATE, .key = rec.key,
+                                  .key_len = 9, .value = rec.value, .value_len = rec.value_len };
+        CU_ASSERT_EQUAL(catalog_commit(store, &op, 1, NULL), 0);
+        acat_hold_rec_done(&rec);
+        CU_ASSERT_EQUAL(acat_hold_min(cat, t), 300);
+        CU_ASSERT_EQUAL(publish(t, 301, 0, 0, 0, &err, true), -EINVAL);
+        CU_ASSERT_STRING_EQUAL(err.sqlstate, "55000");
+        CU_ASSERT_EQUAL(acat_by_gid(cat, t)->bound, 200);
+        CU_ASSERT_EQUAL(publish(t, 300, 0, 0, 0, &err, true), 0);
+        /* Moved (once committed): the bound may follow. */
+        CU_ASSERT_EQUAL(acat_hold_set(cat, id, 400), 0);
+        CU_ASSERT_EQUAL(acat_hold_set(cat, id, 350), 0);        /* forward only */
+        CU_ASSERT_EQUAL(acat_hold_min(cat, t), 400);
+        CU_ASSERT_EQUAL(publish(t, 450, 0, 0, 0, &err, true), -EINVAL);
+        /* A second hold lower: the lowest counts; both gone: the bound is free. */
+        CU_ASSERT_EQUAL_FATAL(acat_hold_add(cat, t, 300, 1, &id2, &rec, &err), 0);
+        acat_hold_rec_done(&rec);
+        CU_ASSERT(id2 != id);
+        CU_ASSERT_EQUAL(acat_hold_min(cat, t), 300);
+        acat_hold_remove(cat, id2);
+        acat_hold_remove(cat, id);
+        CU_ASSERT_EQUAL(acat_n_holds(cat), 0);
+        CU_ASSERT_EQUAL(publish(t, 450, 0, 0, 0, &err, true), 0);
+        /* The next start deletes the record left in the catalog. */
+        close_all();
+        open_all();
+        CU_ASSERT_EQUAL(acat_holds_drop_stale(cat), 1);
+        CU_ASSERT_EQUAL(acat_holds_drop_stale(cat), 0);
+        close_all();
+        t_rmrf(dir);
+        free(dir);
+}
+
 int main(void)
 {
         static const struct t_case cases[] = {
@@ -601,6 +653,7 @@ int main(void)
                 { "a creation after others of the same write (runs)", test_create_after },
                 { "load: names, dependents, oldest index, plans on first use", test_load },
                 { "a DROP during a publication's commit follows it", test_drop_during_publication },
+                { "clients' holds", test_holds },
                 { NULL, NULL },
         };
         static const struct t_suite suites[] = { { "catalog writer", cases }, { NULL, NULL } };

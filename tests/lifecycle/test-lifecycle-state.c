@@ -318,6 +318,61 @@ static void test_drop_advances(void)
         lc_state_free(s);
 }
 
+/* A hold's record (catalog.proto CatalogHold) through a log entry: put or delete. */
+static void txn_hold(struct lc_state *s, uint64_t seq, uint64_t id, uint64_t input, uint64_t f, bool put)
+{
+        Coord__CatalogTxn txn = COORD__CATALOG_TXN__INIT;
+        Coord__CatalogOp op = COORD__CATALOG_OP__INIT, *ops[1] = { &op };
+        Coord__CatalogHold h = COORD__CATALOG_HOLD__INIT;
+        uint8_t k[9], v[64];
+
+        h.hold_id = id;
+        h.input = input;
+        h.frontier = f;
+        key9(k, 'h', id);
+        op.kind = put ? COORD__CATALOG_OP__KIND__PUT : COORD__CATALOG_OP__KIND__DELETE;
+        op.key.data = k;
+        op.key.len = 9;
+        if (put) {
+                op.value.data = v;
+                op.value.len = coord__catalog_hold__pack(&h, v);
+        }
+        txn.seq = seq;
+        txn.ops = ops;
+        txn.n_ops = 1;
+        CU_ASSERT_EQUAL(lc_state_apply_txn(s, &txn), 0);
+}
+
+/* A client's hold is a requirement without an item (lifecycle-state.c note 7): the bound
+ * stops at it, follows it forward only, and is free again once it is deleted. */
+static void test_holds(void)
+{
+        struct lc_state *s = chain();
+        struct lc_publication p = { 0 };
+
+        CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 10000, 0, false), 0);
+        CU_ASSERT_EQUAL(lc_state_frontier(s, T2, 10000, 0, false), 0);
+        txn_hold(s, 8, 77, T2, 3000, true);
+        CU_ASSERT_EQUAL(lc_state_n_holds(s), 1);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(find_bound(&p, T2));
+        CU_ASSERT_EQUAL(find_bound(&p, T2)->bound, 3000);       /* not 9000 */
+        lc_state_committed(s, &p);
+        txn_hold(s, 9, 77, T2, 5000, true);
+        txn_hold(s, 10, 77, T2, 4000, true);    /* a replayed older put: kept at 5000 */
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(find_bound(&p, T2));
+        CU_ASSERT_EQUAL(find_bound(&p, T2)->bound, 5000);
+        lc_state_committed(s, &p);
+        txn_hold(s, 11, 77, T2, 0, false);
+        CU_ASSERT_EQUAL(lc_state_n_holds(s), 0);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(find_bound(&p, T2));
+        CU_ASSERT_EQUAL(find_bound(&p, T2)->bound, 9000);
+        lc_publication_done(&p);
+        lc_state_free(s);
+}
+
 /* 10 advancing tables among 1,000 unchanged indexes: after the indexes' first
  * publication, a tick carries only the tables' records. */
 static void test_sparse(void)
@@ -965,6 +1020,7 @@ int main(void)
                 { "tick_chain", test_tick_chain },
                 { "builtins", test_builtins },
                 { "drop_advances", test_drop_advances },
+                { "holds", test_holds },
                 { "sparse", test_sparse },
                 { "many_consumers", test_many_consumers },
                 { "index_since_floor", test_index_since_floor },
