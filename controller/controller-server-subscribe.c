@@ -14,7 +14,9 @@
  *      A time whose rows pass max_bytes (a snapshot) is split at a row (`partial`),
  *      and the next read resumes after that row (sub_window()): the message and the
  *      adapter's memory stay about max_bytes, while the read itself still collects
- *      that whole time here, once per batch.
+ *      that whole time here, once per batch -- so a snapshot larger than
+ *      --subscribe-snapshot-max-mb fails with 54000 (sub_snapshot_max()) rather than
+ *      hold the loop for a whole snapshot's read per batch.
  */
 #include "controller-server-internal.h"
 
@@ -189,6 +191,15 @@ out:
         return r;
 }
 
+/* (26) The most bytes a snapshot may collect. */
+static size_t sub_snapshot_max(const struct cserver *s)
+{
+        uint64_t mb = s->cfg.subscribe_snapshot_max_mb ? s->cfg.subscribe_snapshot_max_mb
+                                                       : CSERVER_SUBSCRIBE_SNAPSHOT_DEFAULT_MB;
+
+        return (size_t)(mb << 20);
+}
+
 /* (26) */
 void server_handle_subscribe_read(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
 {
@@ -250,6 +261,13 @@ void server_handle_subscribe_read(struct cserver *s, Coord__Role from, const Coo
                         r = server_storage_failure(s, &e, r, "reading a collection's updates");
                         goto fail;
                 }
+        }
+        if (c.snapshot && c.bytes > sub_snapshot_max(s)) {
+                r = row_error_set(&e, -E2BIG, "54000", "the snapshot of collection %llu is over "
+                                  "%llu MB, more than a SUBSCRIBE reads (coord-controller "
+                                  "--subscribe-snapshot-max-mb)", (unsigned long long)m->gid,
+                                  (unsigned long long)(sub_snapshot_max(s) >> 20));
+                goto fail;
         }
         sub_consolidate(&c);
         r = sub_reply(s, from, env->request_id, &c, m, upto, info.frontiers.since);

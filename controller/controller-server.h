@@ -63,6 +63,7 @@ struct cserver;         /* opaque */
 #define CSERVER_PEEK_TIMEOUT_DEFAULT_MS 10000u
 /* What one peek's evaluation may hold (controller-dataflow.c note 6), by default. */
 #define CSERVER_PEEK_MEMORY_LIMIT_DEFAULT_MB 1024u
+#define CSERVER_SUBSCRIBE_SNAPSHOT_DEFAULT_MB 16
 
 /* How appends become durable (controller-server-append.c NOTE 2,
  * controller-server-out.c NOTE 16). */
@@ -78,6 +79,9 @@ struct cserver_config {
         enum cserver_append_sync append_sync;
         /* MB one peek's evaluation may hold, then 53200; 0: the default. */
         uint64_t peek_memory_limit_mb;
+        /* MB a SUBSCRIBE's snapshot may be, then 54000 (controller-server-subscribe.c
+         * note 26); 0: the default. */
+        uint64_t subscribe_snapshot_max_mb;
         /* TEST ONLY: the syncer holds every sync while this file exists
          * (storage_debug_sync_hold_file()); NULL: never. */
         const char *test_sync_hold_file;

@@ -97,10 +97,12 @@ int main(int argc, char **argv)
         char *append_sync = NULL, *test_sync_hold_file = NULL;
         uint64_t test_install_slice_ms = 0, test_peek_bg_min_updates = 0, test_peek_bg_delay_ms = 0;
         uint64_t peek_memory_limit_mb = CSERVER_PEEK_MEMORY_LIMIT_DEFAULT_MB;
+        uint64_t subscribe_snapshot_max_mb = CSERVER_SUBSCRIBE_SNAPSHOT_DEFAULT_MB;
         const struct conf_option extra[] = {
                 { "ring-slots", CONF_U64, &c.ring_slots, 1u << 24, "frontier ring slot table capacity (collections)" },
                 { "ring-records", CONF_U64, &c.ring_records, 1u << 24, "frontier ring change records" },
                 { "peek-memory-limit-mb", CONF_U64, &peek_memory_limit_mb, 1u << 20, "what one query's evaluation may hold, in MB, then it fails with 53200 (default 1024)" },
+                { "subscribe-snapshot-max-mb", CONF_U64, &subscribe_snapshot_max_mb, 1u << 20, "a SUBSCRIBE whose snapshot is larger, in MB, fails with 54000 (default 16): each of its batches reads the whole snapshot on the loop" },
                 { "append-sync", CONF_STR, &append_sync, 0, "thread (default): appends are synced by a syncer thread, group commit, replies held until; loop: one synced write per append on the event loop" },
                 { "test-sync-hold-file", CONF_STR, &test_sync_hold_file, 0, "TEST ONLY: the syncer holds every WAL sync while this file exists (replies and ring records of appends wait)" },
                 { "test-install-slice-ms", CONF_U64, &test_install_slice_ms, 10000, "TEST ONLY: a bulk install of dataflows goes 8 per slice, this many ms apart" },
@@ -132,6 +134,7 @@ int main(int argc, char **argv)
                 goto out;
         }
         scfg.peek_memory_limit_mb = peek_memory_limit_mb;
+        scfg.subscribe_snapshot_max_mb = subscribe_snapshot_max_mb;
         scfg.test_sync_hold_file = test_sync_hold_file;
         scfg.test_install_slice_ms = (uint32_t)test_install_slice_ms;
         scfg.test_peek_bg_min_updates = test_peek_bg_min_updates;

@@ -570,6 +570,52 @@ static void test_adapter_restart(void)
         PQfinish(c);
 }
 
+/* controller-server-subscribe.c note 26: a snapshot over --subscribe-snapshot-max-mb
+ * fails with 54000 (each batch would read it whole on the controller's loop), and the
+ * hold goes with it; a smaller one is served. */
+static void test_snapshot_max(void)
+{
+        PGconn *c;
+        char pad[1001] = "", *q = NULL;
+        size_t ql = 0;
+        FILE *f;
+
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_CONTROLLER_ARGS='--subscribe-snapshot-max-mb 1' %s up >/dev/null",
+                                   coord_cmd), 0);
+        c = db();
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE sm (k int, pad text)"));
+        memset(pad, 'p', sizeof(pad) - 1);
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO sm VALUES (0, 'small')"));
+        {
+                struct sub small;
+
+                CU_ASSERT_FATAL(sub_start(&small, "SUBSCRIBE sm"));
+                for (int w = 0; w < 100 && small.n == 0; w++)
+                        sub_poll(&small, 20);
+                CU_ASSERT_EQUAL(small.n, 1);    /* served under the limit */
+                sub_done(&small);
+        }
+        for (int b = 0; b < 3; b++) {
+                f = open_memstream(&q, &ql);
+                fprintf(f, "INSERT INTO sm VALUES ");
+                for (int i = 0; i < 500; i++)
+                        fprintf(f, "%s(%d, '%s')", i ? ", " : "", 1 + b * 500 + i, pad);
+                fclose(f);
+                CU_ASSERT_FATAL(ok(c, q));
+                free(q);
+                q = NULL;
+        }
+        CU_ASSERT(ok(c, "SET statement_timeout = '5s'"));      /* without the limit: 57014 */
+        CU_ASSERT(fails_with(c, "SUBSCRIBE sm", "54000"));
+        CU_ASSERT(holds_become(0));
+        CU_ASSERT(ok(c, "DROP TABLE sm"));
+        PQfinish(c);
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+}
+
 int main(void)
 {
         static const struct t_case cases[] = {
@@ -582,6 +628,7 @@ int main(void)
                 { "hold_keeps_bound", test_hold_keeps_bound },
                 { "kill9", test_kill9 },
                 { "adapter_restart", test_adapter_restart },
+                { "snapshot_max", test_snapshot_max },
                 { "check", itest_check },
                 { NULL, NULL },
         };
