@@ -341,27 +341,6 @@ static pid_t pid_of(Coord__Role role)
         return pid;
 }
 
-/* Whether pid has exited: gone, or a zombie its parent (init, for the daemons) has not
- * reaped yet -- its files and sockets are closed either way. */
-static bool pid_exited(pid_t pid)
-{
-        char path[64], buf[256];
-        const char *p;
-        FILE *f;
-        bool zombie = false;
-
-        if (kill(pid, 0) != 0)
-                return true;
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        f = fopen(path, "r");
-        if (!f)
-                return true;
-        if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
-                zombie = p[1] == ' ' && p[2] == 'Z';
-        fclose(f);
-        return zombie;
-}
-
 /* kill -9 the daemon and wait until it is gone; false if it was not running. */
 static __attribute__((unused)) bool kill9(Coord__Role role)
 {
@@ -370,7 +349,7 @@ static __attribute__((unused)) bool kill9(Coord__Role role)
         if (pid <= 0)
                 return false;
         kill(pid, SIGKILL);
-        while (!pid_exited(pid))
+        while (kill(pid, 0) == 0)
                 usleep(1000);
         return true;
 }
