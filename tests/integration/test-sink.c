@@ -135,9 +135,10 @@ static void test_bad_input(void)
                 CU_ASSERT(fails_with(c, q, "42601"));
                 snprintf(q, sizeof(q), "CREATE SINK k FROM tb INTO FILE '%s' WITH (PARTITIONS = 2)", p);
                 CU_ASSERT(fails_with(c, q, "42601"));
+                /* a block may hold it (adapter-exec.c note 10); ROLLBACK leaves nothing */
                 CU_ASSERT(ok(c, "BEGIN"));
                 snprintf(q, sizeof(q), "CREATE SINK k FROM tb INTO FILE '%s'", p);
-                CU_ASSERT(fails_with(c, q, "25001"));
+                CU_ASSERT(ok(c, q));
                 CU_ASSERT(ok(c, "ROLLBACK"));
                 CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_objects"), objects);
                 /* one that works, then what depends on it */

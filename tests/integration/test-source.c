@@ -83,8 +83,9 @@ static void test_bad_input(void)
         CU_ASSERT(fails_with(c, q, "42P07"));
         snprintf(q, sizeof(q), "CREATE SOURCE taken FROM FILE '%s' (FORMAT TEXT)", p);
         CU_ASSERT(fails_with(c, q, "42P07"));
+        /* a block may hold it (adapter-exec.c note 10); ROLLBACK leaves nothing */
         CU_ASSERT(ok(c, "BEGIN"));
-        CU_ASSERT(fails_with(c, "CREATE SOURCE s FROM LOAD GENERATOR COUNTER", "25001"));
+        CU_ASSERT(ok(c, "CREATE SOURCE s FROM LOAD GENERATOR COUNTER"));
         CU_ASSERT(ok(c, "ROLLBACK"));
         CU_ASSERT(fails_with(c, "DROP SOURCE nope", "42P01"));
         CU_ASSERT(ok(c, "DROP SOURCE IF EXISTS nope"));

@@ -1119,6 +1119,16 @@ static char *results_of(PGconn *c, const char *sql)
         return out;
 }
 
+/* results_of(c, sql) is expected, said nowhere when it is not (a probe). */
+static bool results_are_quiet(PGconn *c, const char *sql, const char *expected)
+{
+        char *got = results_of(c, sql);
+        bool good = got && strcmp(got, expected) == 0;
+
+        free(got);
+        return good;
+}
+
 static bool results_are(PGconn *c, const char *sql, const char *expected)
 {
         char *got = results_of(c, sql);
@@ -1503,6 +1513,7 @@ static void test_catalog_write_failure(void)
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "CREATE TABLE wf_ok (x int)"));
+        CU_ASSERT(ok(c, "CREATE TABLE wf_probe (x int)"));
         CU_ASSERT(ok(c, "INSERT INTO wf_ok VALUES (1)"));
         CU_ASSERT_EQUAL_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_ADAPTER, 1000, &st), 0);
         pid = st->pid;
@@ -1529,7 +1540,16 @@ static void test_catalog_write_failure(void)
         CU_ASSERT(rows_are(c, "SELECT x FROM wf_ok ORDER BY x", "1;2"));
         /* Write timestamps must stay below a mark durable in the catalog (the oracle,
          * about a second ahead): once it is used up, INSERTs get 58030 too. */
-        usleep(2500 * 1000);
+        {
+                bool used_up = false;
+
+                for (int w = 0; w < 100 && !used_up; w++) {
+                        used_up = results_are_quiet(c, "INSERT INTO wf_probe VALUES (1)", "!58030");
+                        if (!used_up)
+                                usleep(100 * 1000);
+                }
+                CU_ASSERT(used_up);
+        }
         CU_ASSERT(results_are(c, "INSERT INTO wf_ok VALUES (3)", "!58030"));
         CU_ASSERT(rows_are(c, "SELECT x FROM wf_ok ORDER BY x", "1;2"));
         CU_ASSERT(kill(pid, 0) == 0);           /* SIGXFSZ did not kill it */
