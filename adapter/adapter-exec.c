@@ -105,8 +105,9 @@
  *     protocol only) in the session's run (7), answered at once, seen by its later
  *     CREATEs, committed by COMMIT as one run (txn_holds_run(), run_flush()),
  *     abandoned by ROLLBACK, an error (txn_discard()) or the client leaving
- *     (session_free()); such a block neither reads nor writes.  Any error fails the block (txn_failed(), from the one
- *     place errors are sent): 25P02 for everything but COMMIT/ROLLBACK, which end it.
+ *     (session_free()); such a block neither reads nor writes.  Any error fails the
+ *     block (txn_failed(), from the one place errors are sent): 25P02 for everything
+ *     but COMMIT/ROLLBACK, which end it.
  *     ReadyForQuery carries 'I', 'T' or 'E' (pgwire_set_transaction_status()).
  * (11) Without the controller.  What needs no collection is answered by the adapter
  *     alone, so also while the controller is down or stopped: SET, SHOW, SHOW OBJECTS,
