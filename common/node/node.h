@@ -162,7 +162,7 @@ struct fring_reader;
  * has created it) and deliver its records to on_frontiers in the loop.  The loop thread
  * sleeps on the ring's futex in its io_uring; where the kernel cannot (before Linux
  * 6.7), or with wait_thread, a watcher thread sleeps on it with a reader of its own and
- * wakes the loop through an eventfd (node.c note 5).  Nothing polls.  The mapping
+ * wakes the loop through an eventfd (node-ring.c note 5).  Nothing polls.  The mapping
  * survives controller restarts (the generation changes and the reader resyncs). */
 int node_follow_ring(struct node *n, bool wait_thread);
 /* "loop" or "thread"; the loop's wake-ups by the ring so far (0 in thread mode); the

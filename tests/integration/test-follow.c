@@ -19,7 +19,7 @@
  *                  the fallback for kernels without it, in a watcher thread, and it
  *                  follows through the ring all the same.
  *   frontier_wait_modes  how the adapter and the follower sleep on the controller's
- *                  frontier ring (common/node/node.c note 5): in their event loops
+ *                  frontier ring (common/node/node-ring.c note 5): in their event loops
  *                  (frontier_wait=loop, woken through io_uring: the adapter's
  *                  frontier_loop_wakes grows by one at least with every CREATE TABLE +
  *                  INSERT round, each of which publishes) where the kernel has
