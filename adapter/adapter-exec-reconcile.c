@@ -446,13 +446,13 @@ void reconcile_maybe(struct exec *ex)
 
 struct publication {
         struct exec *ex;
-        Coord__Role from;
+        node_peer_t from;
         uint64_t request_id;
         struct acat_txn *txn;
         size_t records;
 };
 
-static void publication_reply_error(struct exec *ex, Coord__Role from, uint64_t rid,
+static void publication_reply_error(struct exec *ex, node_peer_t from, uint64_t rid,
                                     const struct row_error *e)
 {
         Coord__Error m = COORD__ERROR__INIT;
@@ -464,7 +464,7 @@ static void publication_reply_error(struct exec *ex, Coord__Role from, uint64_t 
         (void)node_send(ex->node, from, COORD__MSG_TYPE__MSG_ERROR, rid, &m.base);
 }
 
-static void publication_reply_ok(struct exec *ex, Coord__Role from, uint64_t rid, uint64_t seq,
+static void publication_reply_ok(struct exec *ex, node_peer_t from, uint64_t rid, uint64_t seq,
                                  uint64_t records)
 {
         Coord__Ok m = COORD__OK__INIT;
@@ -507,7 +507,7 @@ static void publication_committed(void *ctx, int r, uint64_t seq)
         free(pb);
 }
 
-void exec_on_publication(struct exec *ex, Coord__Role from, const Coord__Envelope *env)
+void exec_on_publication(struct exec *ex, node_peer_t from, const Coord__Envelope *env)
 {
         Coord__PublishProtection *p;
         struct publication *pb = NULL;

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "coord.pb-c.h"
+#include "node/node.h"
 
 struct node;
 struct catalog;
@@ -60,7 +61,7 @@ void exec_on_message(struct exec *ex, const Coord__Envelope *env);
  * may go on (or time out). */
 void exec_on_frontiers(struct exec *ex);
 /* MSG_PUBLISH_PROTECTION from the lifecycle follower: validate, commit, answer (issue 5). */
-void exec_on_publication(struct exec *ex, Coord__Role from, const Coord__Envelope *env);
+void exec_on_publication(struct exec *ex, node_peer_t from, const Coord__Envelope *env);
 void exec_status(struct exec *ex, Coord__StatusReply *reply);
 
 /* For the diagnostic reconstruction (adapter-check.c). */

@@ -206,7 +206,7 @@ static int lease_apply(struct lease_table *t, size_t at, bool found, const struc
         return lease_insert(t, at, next);       /* reserved above: cannot fail */
 }
 
-static void lease_reply(struct lease_table *t, Coord__Role from, uint64_t ctl_id,
+static void lease_reply(struct lease_table *t, node_peer_t from, uint64_t ctl_id,
                         uint64_t request_id, int type, const ProtobufCMessage *msg)
 {
         int r;
@@ -216,10 +216,10 @@ static void lease_reply(struct lease_table *t, Coord__Role from, uint64_t ctl_id
         else
                 r = node_send(t->node, from, type, request_id, msg);
         if (r < 0)
-                log_debug("lease_reply_lost", "role=%s error=%d", node_role_name(from), r);
+                log_debug("lease_reply_lost", "role=%s error=%d", node_role_name(node_peer_role(from)), r);
 }
 
-static void lease_error(struct lease_table *t, Coord__Role from, uint64_t ctl_id,
+static void lease_error(struct lease_table *t, node_peer_t from, uint64_t ctl_id,
                         uint64_t request_id, const char *sqlstate, const char *message)
 {
         Coord__Error e = COORD__ERROR__INIT;
@@ -362,7 +362,7 @@ static void lease_log(struct lease_table *t, const struct lease_req *q, enum lea
         }
 }
 
-void lease_table_on_request(struct lease_table *t, Coord__Role from, uint64_t ctl_id,
+void lease_table_on_request(struct lease_table *t, node_peer_t from, uint64_t ctl_id,
                             const Coord__Envelope *env)
 {
         Coord__LeaseReply reply = COORD__LEASE_REPLY__INIT;

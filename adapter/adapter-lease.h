@@ -17,6 +17,7 @@
 
 #include "adapter-sql.h"
 #include "coord.pb-c.h"
+#include "node/node.h"
 
 struct node;
 struct catalog;
@@ -33,7 +34,7 @@ bool lease_table_handles(int type);
 
 /* A lease request from a peer of role `from` (CTL: answered on ctl_id, else on the
  * peer's connection). */
-void lease_table_on_request(struct lease_table *t, Coord__Role from, uint64_t ctl_id,
+void lease_table_on_request(struct lease_table *t, node_peer_t from, uint64_t ctl_id,
                             const Coord__Envelope *env);
 
 /* coord_leases: fn for every lease, in key order, judged at the adapter's clock now

@@ -182,7 +182,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         reply->detail = ad->detail;
 }
 
-static void adapter_message(struct node *n, Coord__Role from, const Coord__Envelope *env,
+static void adapter_message(struct node *n, node_peer_t from, const Coord__Envelope *env,
                             void *userdata)
 {
         struct adapter *ad = userdata;
@@ -191,13 +191,14 @@ static void adapter_message(struct node *n, Coord__Role from, const Coord__Envel
                 return;
         if (from == COORD__ROLE__ROLE_CONTROLLER)
                 exec_on_message(ad->exec, env);
-        else if (from == COORD__ROLE__ROLE_LIFECYCLE &&
+        else if (node_peer_role(from) == COORD__ROLE__ROLE_LIFECYCLE &&
                  env->type == COORD__MSG_TYPE__MSG_PUBLISH_PROTECTION)
                 exec_on_publication(ad->exec, from, env);
-        else if (from == COORD__ROLE__ROLE_LIFECYCLE && lease_table_handles((int)env->type) && ad->leases)
+        else if (node_peer_role(from) == COORD__ROLE__ROLE_LIFECYCLE && lease_table_handles((int)env->type) &&
+                 ad->leases)
                 lease_table_on_request(ad->leases, from, 0, env);
         else
-                log_debug("unexpected_message", "role=%s type=%d", node_role_name(from), (int)env->type);
+                log_debug("unexpected_message", "role=%s type=%d", node_role_name(node_peer_role(from)), (int)env->type);
 }
 
 /* From coordctl (role CTL): the node serves status and ping itself and hands the rest
@@ -215,19 +216,19 @@ static void adapter_ctl_message(struct node *n, uint64_t ctl_id, const Coord__En
                 log_debug("unexpected_ctl_message", "type=%d", (int)env->type);
 }
 
-static void adapter_peer_up(struct node *n, Coord__Role role, uint64_t incarnation, void *userdata)
+static void adapter_peer_up(struct node *n, node_peer_t peer, uint64_t incarnation, void *userdata)
 {
         struct adapter *ad = userdata;
 
-        if (role == COORD__ROLE__ROLE_CONTROLLER && ad->exec)
+        if (peer == COORD__ROLE__ROLE_CONTROLLER && ad->exec)
                 exec_controller_up(ad->exec);
 }
 
-static void adapter_peer_down(struct node *n, Coord__Role role, void *userdata)
+static void adapter_peer_down(struct node *n, node_peer_t peer, void *userdata)
 {
         struct adapter *ad = userdata;
 
-        if (role == COORD__ROLE__ROLE_CONTROLLER && ad->exec)
+        if (peer == COORD__ROLE__ROLE_CONTROLLER && ad->exec)
                 exec_controller_down(ad->exec);
 }
 

@@ -1319,7 +1319,7 @@ static int append_returned(struct append_ctx *ac, Coord__WriteRows **ret_wr,
 
 /* The Ok of an applied append: its counts, the units that failed alone (22) and the
  * RETURNING rows of the others. */
-static void append_reply_ok(struct append_ctx *ac, Coord__Role from, uint64_t rid, const Coord__Append *a)
+static void append_reply_ok(struct append_ctx *ac, node_peer_t from, uint64_t rid, const Coord__Append *a)
 {
         Coord__WriteFailure *wf = NULL, **wfp = NULL;
         Coord__WriteRows *wr = NULL, **wrp = NULL;
@@ -1356,7 +1356,7 @@ static void append_reply_ok(struct append_ctx *ac, Coord__Role from, uint64_t ri
         free(e);
 }
 
-void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_append(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         Coord__Append *a = coord__append__unpack(NULL, env->payload.len, env->payload.data);
 
@@ -1370,7 +1370,7 @@ void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Enve
         coord__append__free_unpacked(a, NULL);
 }
 
-void server_append_run(struct cserver *s, Coord__Role from, uint64_t request_id,
+void server_append_run(struct cserver *s, node_peer_t from, uint64_t request_id,
                        const Coord__Append *a, struct bgwrite *w)
 {
         struct append_ctx ac = { .s = s, .pre = w };

@@ -88,7 +88,7 @@ static int plan_inputs(struct cserver *s, const Coord__Append *a, size_t i, stru
         return 0;
 }
 
-int server_bgwrite_try(struct cserver *s, Coord__Role from, uint64_t request_id, Coord__Append *a)
+int server_bgwrite_try(struct cserver *s, node_peer_t from, uint64_t request_id, Coord__Append *a)
 {
         _cleanup_free_ uint64_t *ups = NULL, *at = NULL;
         _cleanup_free_ bool *empty = NULL;
@@ -207,7 +207,7 @@ void server_bgwrite_finish(struct cserver *s, struct bgpeek *j, bool stopping)
                 s->write_bg_max_us = w->eval_us;
         if (stopping || gone) {
                 log_info("write_dropped", "role=%s request_id=%llu reason=%s",
-                         node_role_name(w->from), (unsigned long long)w->request_id,
+                         node_role_name(node_peer_role(w->from)), (unsigned long long)w->request_id,
                          stopping ? "stopping" : "connection_gone");
         } else {
                 s->msg_epoch = w->epoch;

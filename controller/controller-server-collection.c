@@ -223,7 +223,7 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
         return 0;
 }
 
-void server_handle_ensure(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_ensure(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         Coord__EnsureCollections *m;
         struct row_error e;
@@ -241,7 +241,7 @@ void server_handle_ensure(struct cserver *s, Coord__Role from, const Coord__Enve
         server_peeks_wake(s);
 }
 
-void server_handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_drop(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         Coord__DropCollections *m;
         struct row_error e;
@@ -263,7 +263,7 @@ void server_handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelo
         server_peeks_wake(s);
 }
 
-void server_handle_list(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_list(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         Coord__CollectionList m = COORD__COLLECTION_LIST__INIT;
         Coord__CollectionFrontiers *items = NULL, **ptrs = NULL;

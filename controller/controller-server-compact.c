@@ -178,7 +178,7 @@ static void allow_retry_pending(struct cserver *s)
                                storage_last_error());
 }
 
-void server_handle_allow_compaction(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_allow_compaction(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         Coord__AllowCompaction *m;
         _cleanup_free_ uint64_t *gids = NULL;

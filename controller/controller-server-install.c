@@ -355,7 +355,7 @@ int server_spec_copy(const Coord__DataflowSpec *sp, Coord__DataflowSpec **ret)
 
 struct deferred {
         struct deferred *next;
-        Coord__Role from;
+        node_peer_t from;
         uint64_t epoch;                 /* of from's connection that sent it */
         size_t len;
         uint8_t buf[];                  /* the packed Envelope */
@@ -372,7 +372,7 @@ bool server_install_pending(const struct cserver *s, uint64_t gid)
         return e && e->a >= s->install->next;
 }
 
-int server_defer_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+int server_defer_message(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         size_t len = coord__envelope__get_packed_size(env);
         struct deferred *d = malloc(sizeof(*d) + (len ? len : 1));
@@ -509,7 +509,7 @@ static void install_done(struct cserver *s, int r, struct row_error *e)
                 /* Its connection is gone (18b): the new one resyncs on its own. */
                 s->stale_replies++;
                 log_info("install_reply_dropped", "role=%s request_id=%llu why=connection_replaced",
-                         node_role_name(in->from), (unsigned long long)in->request_id);
+                         node_role_name(node_peer_role(in->from)), (unsigned long long)in->request_id);
         } else if (r < 0)
                 server_reply_error(s, in->from, in->request_id, e);
         else
@@ -572,7 +572,7 @@ static void install_continue(struct loop *l, void *userdata)
         fring_release_wakes(s->ring);
 }
 
-void server_handle_create_dataflows(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_create_dataflows(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         Coord__CreateDataflows *m;
         struct install *in;

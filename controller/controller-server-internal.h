@@ -69,7 +69,7 @@ struct cserver;
 struct peek {
         struct peek *prev, *next;       /* on s->peeks: every peek in flight (5) */
         struct cserver *srv;
-        Coord__Role from;
+        node_peer_t from;
         uint64_t request_id;
         Coord__PeekRequest *req;        /* owned */
         struct dataflow *df;            /* the plan, as of ts; borrows req */
@@ -116,7 +116,7 @@ struct bgpeek {
  * with its job's e). */
 struct bgwrite {
         Coord__Append *a;               /* owned: replayed when the result is back */
-        Coord__Role from;
+        node_peer_t from;
         uint64_t request_id, epoch;     /* epoch: of from's connection (18b) */
         size_t write;                   /* a->writes[write] is the one evaluated */
         struct bgpeek *job;
@@ -176,7 +176,7 @@ enum out_kind { OUT_MSG, OUT_RING_SET, OUT_RING_FORGET };
 struct out_ent {
         uint64_t seq;                   /* release once storage_durable_seq() >= seq */
         enum out_kind kind;
-        Coord__Role to;                 /* OUT_MSG */
+        node_peer_t to;                 /* OUT_MSG */
         Coord__MsgType type;
         uint64_t rid;
         uint8_t *buf;                   /* the packed payload, owned */
@@ -275,9 +275,9 @@ struct cserver {
         struct loop_waker *sync_waker;  /* storage's syncer: a sync finished */
         struct peek_worker *pw;         /* (18), started at the first big peek */
         /* (18b): each peer's connection epoch, and the message being handled. */
-        uint64_t peer_epochs[COORD__ROLE__ROLE_CTL + 1];
+        uint64_t peer_epochs[NODE_PEERS];     /* by node_peer_t */
         uint64_t msg_epoch;
-        Coord__Role msg_from;
+        node_peer_t msg_from;
         bool msg_stale;                 /* its connection is gone: replies dropped */
         uint64_t stale_replies;
         size_t n_bg;                    /* peeks in it */
@@ -473,7 +473,7 @@ struct install {
         uint64_t *counts;
         size_t next;                    /* m->dataflows[next..] not installed yet */
         struct gmap pending;            /* gid -> a = its index in m->dataflows */
-        Coord__Role from;
+        node_peer_t from;
         uint64_t epoch;                 /* of from's connection that sent it */
         uint64_t request_id, start_ns;
         struct loop_timer *timer;
@@ -495,7 +495,7 @@ size_t server_u64_sort_unique(uint64_t *v, size_t n);
 const char *server_kind_name(enum storage_kind k);
 bool server_kind_appendable(enum storage_kind k);
 const char *server_msg_name(int type);
-void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_on_message(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 
 /* controller-server-out.c: the output gate (16), replies. */
 uint64_t server_out_tag(const struct cserver *s);
@@ -503,27 +503,27 @@ bool server_out_holding(const struct cserver *s);
 void server_out_ent_done(struct out_ent *o);
 int server_out_push(struct cserver *s, const struct out_ent *o);
 void server_out_release(struct cserver *s);
-uint64_t server_peer_epoch(const struct cserver *s, Coord__Role role);
-int server_out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
+uint64_t server_peer_epoch(const struct cserver *s, node_peer_t peer);
+int server_out_send(struct cserver *s, node_peer_t to, Coord__MsgType type, uint64_t rid,
                     const ProtobufCMessage *payload);
 void server_out_fail(struct cserver *s, int err);
-void server_out_drop_role(struct cserver *s, Coord__Role role);
+void server_out_drop_role(struct cserver *s, node_peer_t peer);
 void server_on_synced(struct loop *l, uint64_t count, void *userdata);
 int server_storage_attach(struct cserver *s);
-void server_send_logged(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
+void server_send_logged(struct cserver *s, node_peer_t to, Coord__MsgType type, uint64_t rid,
                         const ProtobufCMessage *payload);
-void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const struct row_error *e);
-void server_reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
+void server_reply_error(struct cserver *s, node_peer_t to, uint64_t rid, const struct row_error *e);
+void server_reply_ok(struct cserver *s, node_peer_t to, uint64_t rid, uint64_t *counts, size_t n,
                      uint64_t upper);
 /* An Append's Ok with the writes that failed alone (22) and the RETURNING rows of the
  * others (coord.proto TableWrite.returning). */
-void server_reply_ok_failed(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts,
+void server_reply_ok_failed(struct cserver *s, node_peer_t to, uint64_t rid, uint64_t *counts,
                             size_t n, uint64_t upper, Coord__WriteFailure **failures,
                             size_t n_failures, Coord__WriteRows **returned, size_t n_returned);
-void server_reply_malformed(struct cserver *s, Coord__Role to, const Coord__Envelope *env);
+void server_reply_malformed(struct cserver *s, node_peer_t to, const Coord__Envelope *env);
 /* The reply to a request whose only result is r: the error e when r < 0, else an Ok
  * without counts. */
-void server_reply_result(struct cserver *s, Coord__Role to, uint64_t rid, int r,
+void server_reply_result(struct cserver *s, node_peer_t to, uint64_t rid, int r,
                          const struct row_error *e);
 
 /* controller-server-mirror.c: listing, the tables' shared frontier (10), the ring (7) and
@@ -580,12 +580,12 @@ void server_peek_cancel(struct peek *pk);
 uint64_t server_peeks_hold(const struct cserver *s, uint64_t gid);
 int server_storage_snapshot(void *userdata, uint64_t id, uint64_t ts, eval_emit_fn emit,
                             void *emit_userdata);
-void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_peek_next(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 void server_peek_worker_stop(struct cserver *s);
 void server_peeks_wake(struct cserver *s);
-void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_peek(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 /* controller-server-subscribe.c (26) */
-void server_handle_subscribe_read(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_subscribe_read(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 
 /* (18) the peek thread, shared with (24). */
 int server_peek_worker_start(struct cserver *s);
@@ -597,12 +597,12 @@ uint64_t server_plan_cost(const Coord__Plan__Relation *rel, const struct dataflo
 /* controller-server-bgwrite.c: a write's plan in the peek thread (24). */
 /* 1 when a's expensive write went to the thread (a is the job's now, the Append
  * parked); 0: handle a on the loop. */
-int server_bgwrite_try(struct cserver *s, Coord__Role from, uint64_t request_id, Coord__Append *a);
+int server_bgwrite_try(struct cserver *s, node_peer_t from, uint64_t request_id, Coord__Append *a);
 void server_bgwrite_eval(struct bgpeek *j);                             /* the thread */
 void server_bgwrite_finish(struct cserver *s, struct bgpeek *j, bool stopping);
 bool server_plan_is_chain(const Coord__Plan__Relation *rel);
 /* controller-server-append.c: handle Append a, with w's result for one of its writes. */
-void server_append_run(struct cserver *s, Coord__Role from, uint64_t request_id,
+void server_append_run(struct cserver *s, node_peer_t from, uint64_t request_id,
                        const Coord__Append *a, struct bgwrite *w);
 void server_deferred_run(struct cserver *s);
 
@@ -651,10 +651,10 @@ void server_dfent_free(struct dfent *e);
 void server_dfent_remove(struct cserver *s, uint64_t gid);
 int server_spec_copy(const Coord__DataflowSpec *sp, Coord__DataflowSpec **ret);
 bool server_install_pending(const struct cserver *s, uint64_t gid);
-int server_defer_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+int server_defer_message(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 void server_deferred_free(struct cserver *s);
 void server_install_free(struct install *in);
-void server_handle_create_dataflows(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_create_dataflows(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 
 /* controller-server-source.c: sources (20) and sinks (19). */
 int server_sink_open(struct cserver *s, struct dfent *e, uint64_t *as_of, struct row_error *err);
@@ -669,17 +669,17 @@ int server_sink_switch(struct cserver *s, struct dfent *e, const Coord__Dataflow
 void server_sink_flush(struct cserver *s);
 
 /* controller-server-append.c: appends (2), (3), (4), (15). */
-void server_handle_append(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_append(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 
 /* controller-server-collection.c: collections (12). */
 int server_drop_one(struct cserver *s, uint64_t gid, bool defer, struct row_error *e);
 int server_created(struct cserver *s, const struct storage_info *info, struct row_error *e);
-void server_handle_ensure(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
-void server_handle_drop(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
-void server_handle_list(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_ensure(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
+void server_handle_drop(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
+void server_handle_list(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 
 /* controller-server-compact.c: compaction permission (14) and compaction (6). */
 void server_allowed_forget(struct cserver *s, uint64_t gid);
 uint64_t server_index_allowed_target(struct cserver *s, struct dfent *e);
-void server_handle_allow_compaction(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void server_handle_allow_compaction(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 void server_compact_arm(struct cserver *s, uint64_t ms);

@@ -98,16 +98,16 @@ int server_out_push(struct cserver *s, const struct out_ent *o)
 
 /* -ENOTCONN: the peer went away; its next life resyncs.  Anything else (a peer that
  * stopped reading) is worth a line, rate-limited. */
-static void send_failed(struct cserver *s, int r, Coord__Role to, int type, uint64_t rid)
+static void send_failed(struct cserver *s, int r, node_peer_t to, int type, uint64_t rid)
 {
         if (r < 0 && r != -ENOTCONN && server_ratelimit_ok(&s->rl_input, now_ms()))
                 log_warn_errno(r, "reply_failed", "role=%s type=%d request_id=%llu",
-                               node_role_name(to), type, (unsigned long long)rid);
+                               node_role_name(node_peer_role(to)), type, (unsigned long long)rid);
 }
 
 /* An error reply straight to the peer: only from the gate itself, which keeps the
  * order (the entry it replaces is the head). */
-static void send_error_now(struct cserver *s, Coord__Role to, uint64_t rid, const char *sqlstate,
+static void send_error_now(struct cserver *s, node_peer_t to, uint64_t rid, const char *sqlstate,
                            const char *message)
 {
         Coord__Error m = COORD__ERROR__INIT;
@@ -195,12 +195,12 @@ void server_out_release(struct cserver *s)
  * larger than a frame) only when sent at once; a held one that is too large is
  * answered with 54000 when released. */
 /* The epoch of role's connection: counts its changes (18b). */
-uint64_t server_peer_epoch(const struct cserver *s, Coord__Role role)
+uint64_t server_peer_epoch(const struct cserver *s, node_peer_t peer)
 {
-        return (unsigned)role < ELEMENTSOF(s->peer_epochs) ? s->peer_epochs[role] : 0;
+        return peer < ELEMENTSOF(s->peer_epochs) ? s->peer_epochs[peer] : 0;
 }
 
-int server_out_send(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
+int server_out_send(struct cserver *s, node_peer_t to, Coord__MsgType type, uint64_t rid,
                     const ProtobufCMessage *payload)
 {
         struct out_ent o = { .kind = OUT_MSG, .to = to, .type = type, .rid = rid };
@@ -265,13 +265,13 @@ void server_out_fail(struct cserver *s, int err)
                 log_error("held_output_failed", "replies=%zu ring_records=%zu", n_msgs, n_ring);
 }
 
-/* The connection to role is gone: its held replies go with it (16). */
-void server_out_drop_role(struct cserver *s, Coord__Role role)
+/* The connection to peer is gone: its held replies go with it (16). */
+void server_out_drop_role(struct cserver *s, node_peer_t peer)
 {
         size_t k = s->out_head;
 
         for (size_t i = s->out_head; i < s->n_out; i++) {
-                if (s->out[i].kind == OUT_MSG && s->out[i].to == role) {
+                if (s->out[i].kind == OUT_MSG && s->out[i].to == peer) {
                         server_out_ent_done(&s->out[i]);
                         continue;
                 }
@@ -326,13 +326,13 @@ int server_storage_attach(struct cserver *s)
 
 /* ---- Replies ------------------------------------------------------------------------ */
 
-void server_send_logged(struct cserver *s, Coord__Role to, Coord__MsgType type, uint64_t rid,
+void server_send_logged(struct cserver *s, node_peer_t to, Coord__MsgType type, uint64_t rid,
                         const ProtobufCMessage *payload)
 {
         send_failed(s, server_out_send(s, to, type, rid, payload), to, type, rid);
 }
 
-void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const struct row_error *e)
+void server_reply_error(struct cserver *s, node_peer_t to, uint64_t rid, const struct row_error *e)
 {
         Coord__Error m = COORD__ERROR__INIT;
 
@@ -342,11 +342,11 @@ void server_reply_error(struct cserver *s, Coord__Role to, uint64_t rid, const s
         m.hint = (char *)e->hint;
         s->errors_sent++;
         log_debug("request_failed", "role=%s request_id=%llu sqlstate=%s message=\"%s\"",
-                  node_role_name(to), (unsigned long long)rid, m.sqlstate, m.message);
+                  node_role_name(node_peer_role(to)), (unsigned long long)rid, m.sqlstate, m.message);
         server_send_logged(s, to, COORD__MSG_TYPE__MSG_ERROR, rid, &m.base);
 }
 
-void server_reply_result(struct cserver *s, Coord__Role to, uint64_t rid, int r,
+void server_reply_result(struct cserver *s, node_peer_t to, uint64_t rid, int r,
                          const struct row_error *e)
 {
         if (r < 0)
@@ -355,13 +355,13 @@ void server_reply_result(struct cserver *s, Coord__Role to, uint64_t rid, int r,
                 server_reply_ok(s, to, rid, NULL, 0, 0);
 }
 
-void server_reply_ok(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts, size_t n,
+void server_reply_ok(struct cserver *s, node_peer_t to, uint64_t rid, uint64_t *counts, size_t n,
                      uint64_t upper)
 {
         server_reply_ok_failed(s, to, rid, counts, n, upper, NULL, 0, NULL, 0);
 }
 
-void server_reply_ok_failed(struct cserver *s, Coord__Role to, uint64_t rid, uint64_t *counts,
+void server_reply_ok_failed(struct cserver *s, node_peer_t to, uint64_t rid, uint64_t *counts,
                             size_t n, uint64_t upper, Coord__WriteFailure **failures,
                             size_t n_failures, Coord__WriteRows **returned, size_t n_returned)
 {
@@ -377,13 +377,13 @@ void server_reply_ok_failed(struct cserver *s, Coord__Role to, uint64_t rid, uin
         server_send_logged(s, to, COORD__MSG_TYPE__MSG_OK, rid, &m.base);
 }
 
-void server_reply_malformed(struct cserver *s, Coord__Role to, const Coord__Envelope *env)
+void server_reply_malformed(struct cserver *s, node_peer_t to, const Coord__Envelope *env)
 {
         struct row_error e;
 
         if (server_ratelimit_ok(&s->rl_input, now_ms()))
                 log_warn("malformed_payload", "role=%s type=%d request_id=%llu bytes=%zu suppressed=%u",
-                         node_role_name(to), (int)env->type, (unsigned long long)env->request_id,
+                         node_role_name(node_peer_role(to)), (int)env->type, (unsigned long long)env->request_id,
                          env->payload.len, s->rl_input.suppressed);
         row_error_set(&e, -EBADMSG, "XX000", "malformed %s payload (%zu bytes)",
                       server_msg_name(env->type), env->payload.len);

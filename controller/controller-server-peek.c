@@ -311,7 +311,7 @@ static int peek_send_chunk(struct cserver *s, struct peek *pk)
         if (r < 0) {
                 if (r != -ENOTCONN && server_ratelimit_ok(&s->rl_input, now_ms()))
                         log_warn_errno(r, "reply_failed", "role=%s type=peek_result request_id=%llu chunk=%u",
-                                       node_role_name(pk->from), (unsigned long long)pk->request_id,
+                                       node_role_name(node_peer_role(pk->from)), (unsigned long long)pk->request_id,
                                        pk->chunks);
                 goto out;
         }
@@ -421,7 +421,7 @@ static int peek_stream(struct cserver *s, struct peek *pk)
         pk->streaming = true;
         pk->pulled_ms = now_ms();
         s->n_streaming++;
-        log_debug("peek_streaming", "role=%s request_id=%llu rows=%zu", node_role_name(pk->from),
+        log_debug("peek_streaming", "role=%s request_id=%llu rows=%zu", node_role_name(node_peer_role(pk->from)),
                   (unsigned long long)pk->request_id, pk->out.n);
         return 0;
 }
@@ -444,7 +444,7 @@ static void peek_idle(struct loop *l, void *userdata)
                 pk->idle = NULL;
         }
         log_info("peek_stream_idle", "role=%s request_id=%llu chunks=%u idle_ms=%llu",
-                 node_role_name(pk->from), (unsigned long long)pk->request_id, pk->chunks,
+                 node_role_name(node_peer_role(pk->from)), (unsigned long long)pk->request_id, pk->chunks,
                  (unsigned long long)idle);
         row_error_set(&e, -ETIMEDOUT, "57014", "the result was not fetched for %llu ms: the "
                       "read was ended after %u chunks", (unsigned long long)idle, pk->chunks);
@@ -454,7 +454,7 @@ static void peek_idle(struct loop *l, void *userdata)
 
 /* MSG_PEEK_NEXT: the next chunk of a stream, or its end (cancel); a cancel also ends a
  * peek not answered yet -- parked, or evaluating in the peek thread (5). */
-void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_peek_next(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         Coord__PeekNext *m;
         struct peek *pk;
@@ -465,7 +465,7 @@ void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__E
                 if (m && m->cancel) {
                         atomic_store(&s->bgwrite->job->stop, true);
                         log_info("write_cancelled", "role=%s request_id=%llu state=evaluating",
-                                 node_role_name(from), (unsigned long long)env->request_id);
+                                 node_role_name(node_peer_role(from)), (unsigned long long)env->request_id);
                 }
                 if (m)
                         coord__peek_next__free_unpacked(m, NULL);
@@ -475,7 +475,7 @@ void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__E
                 if (pk->from == from && pk->request_id == env->request_id && !pk->cancelled)
                         break;
         if (!pk) {
-                log_debug("peek_next_unmatched", "role=%s request_id=%llu", node_role_name(from),
+                log_debug("peek_next_unmatched", "role=%s request_id=%llu", node_role_name(node_peer_role(from)),
                           (unsigned long long)env->request_id);
                 return;
         }
@@ -487,15 +487,15 @@ void server_handle_peek_next(struct cserver *s, Coord__Role from, const Coord__E
         }
         if (m->cancel && !pk->streaming) {
                 log_info("peek_cancelled", "role=%s request_id=%llu state=%s",
-                         node_role_name(from), (unsigned long long)pk->request_id,
+                         node_role_name(node_peer_role(from)), (unsigned long long)pk->request_id,
                          pk->bg ? "evaluating" : "parked");
                 server_peek_cancel(pk);
         } else if (!pk->streaming) {
-                log_debug("peek_next_unmatched", "role=%s request_id=%llu", node_role_name(from),
+                log_debug("peek_next_unmatched", "role=%s request_id=%llu", node_role_name(node_peer_role(from)),
                           (unsigned long long)env->request_id);
         } else if (m->cancel) {
                 log_debug("peek_stream_cancelled", "role=%s request_id=%llu chunks=%u",
-                          node_role_name(from), (unsigned long long)pk->request_id, pk->chunks);
+                          node_role_name(node_peer_role(from)), (unsigned long long)pk->request_id, pk->chunks);
                 server_peek_free(pk);
         } else {
                 pk->pulled_ms = now_ms();
@@ -862,7 +862,7 @@ static void bg_finish(struct cserver *s, struct bgpeek *j)
         }
         if (j->eval_us >= PEEK_SLOW_US && server_ratelimit_ok(&s->rl_input, now_ms()))
                 log_info("peek_slow", "role=%s request_id=%llu rows=%zu eval_us=%llu thread=peek",
-                         node_role_name(pk->from), (unsigned long long)pk->request_id, pk->out.n,
+                         node_role_name(node_peer_role(pk->from)), (unsigned long long)pk->request_id, pk->out.n,
                          (unsigned long long)j->eval_us);
         r = peek_send_chunk(s, pk);
         if (r == PEEK_STREAM) {
@@ -1321,7 +1321,7 @@ static int peek_try(struct cserver *s, struct peek *pk, uint64_t *ret_upper)
                 goto fail;
         took_us = (now_ns() - start_ns) / 1000;
         if (took_us >= PEEK_SLOW_US && server_ratelimit_ok(&s->rl_input, now_ms()))
-                log_info("peek_slow", "role=%s request_id=%llu rows=%zu eval_us=%llu", node_role_name(pk->from),
+                log_info("peek_slow", "role=%s request_id=%llu rows=%zu eval_us=%llu", node_role_name(node_peer_role(pk->from)),
                          (unsigned long long)pk->request_id, out.n, (unsigned long long)took_us);
         r = peek_answer(s, pk, &out);
         eval_batch_done(&out);
@@ -1379,7 +1379,7 @@ void server_peeks_wake(struct cserver *s)
         }
 }
 
-void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_peek(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         struct peek *pk;
         struct row_error e;
@@ -1420,7 +1420,7 @@ void server_handle_peek(struct cserver *s, Coord__Role from, const Coord__Envelo
                         row_error_oom(&e);
                 if (server_ratelimit_ok(&s->rl_input, now_ms()))
                         log_info("peek_plan_rejected", "role=%s request_id=%llu sqlstate=%s message=\"%s\"",
-                                 node_role_name(from), (unsigned long long)env->request_id,
+                                 node_role_name(node_peer_role(from)), (unsigned long long)env->request_id,
                                  e.sqlstate, e.message);
                 goto fail;
         }

@@ -154,7 +154,7 @@ static void sub_window(const struct sub_collect *c, const Coord__SubscribeRead *
         }
 }
 
-static int sub_reply(struct cserver *s, Coord__Role from, uint64_t rid, struct sub_collect *c,
+static int sub_reply(struct cserver *s, node_peer_t from, uint64_t rid, struct sub_collect *c,
                      const Coord__SubscribeRead *m, uint64_t upto, uint64_t since)
 {
         Coord__SubscribeBatch b = COORD__SUBSCRIBE_BATCH__INIT;
@@ -201,7 +201,7 @@ static size_t sub_snapshot_max(const struct cserver *s)
 }
 
 /* (26) */
-void server_handle_subscribe_read(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_handle_subscribe_read(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         Coord__SubscribeRead *m;
         struct sub_collect c = { .max_bytes = 256u << 10 };

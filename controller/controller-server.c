@@ -153,11 +153,11 @@ const char *server_msg_name(int type)
  * publishes (fring_hold_wakes()).  While a bulk install is in slices, the follower's
  * messages wait behind it (17); while an Append is parked for its write's plan, every
  * message but reads does (24). */
-void cserver_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void cserver_on_message(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         s->msg_epoch = server_peer_epoch(s, from);
         s->msg_from = from;
-        if ((s->install && from == COORD__ROLE__ROLE_LIFECYCLE) ||
+        if ((s->install && node_peer_role(from) == COORD__ROLE__ROLE_LIFECYCLE) ||
             (s->bgwrite && env->type != COORD__MSG_TYPE__MSG_PEEK &&
              env->type != COORD__MSG_TYPE__MSG_PEEK_NEXT &&
              env->type != COORD__MSG_TYPE__MSG_LIST_COLLECTIONS)) {
@@ -174,7 +174,7 @@ void cserver_on_message(struct cserver *s, Coord__Role from, const Coord__Envelo
         fring_release_wakes(s->ring);
 }
 
-void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env)
+void server_on_message(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         struct row_error e;
 
@@ -214,12 +214,12 @@ void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelop
         case COORD__MSG_TYPE__MSG_PONG:
                 /* Replies are never answered (no error ping-pong between daemons). */
                 if (server_ratelimit_ok(&s->rl_input, now_ms()))
-                        log_warn("unexpected_reply", "role=%s type=%d", node_role_name(from),
+                        log_warn("unexpected_reply", "role=%s type=%d", node_role_name(node_peer_role(from)),
                                  (int)env->type);
                 return;
         default:
                 if (server_ratelimit_ok(&s->rl_input, now_ms()))
-                        log_warn("unsupported_message", "role=%s type=%d", node_role_name(from),
+                        log_warn("unsupported_message", "role=%s type=%d", node_role_name(node_peer_role(from)),
                                  (int)env->type);
                 row_error_set(&e, -EOPNOTSUPP, "XX000",
                               "message type %d is not served by the controller", (int)env->type);
@@ -228,26 +228,26 @@ void server_on_message(struct cserver *s, Coord__Role from, const Coord__Envelop
         }
 }
 
-void cserver_on_peer_change(struct cserver *s, Coord__Role role)
+void cserver_on_peer_change(struct cserver *s, node_peer_t peer)
 {
         struct peek *pk, *next;
         size_t n = 0;
 
-        if ((unsigned)role < ELEMENTSOF(s->peer_epochs))
-                s->peer_epochs[role]++;         /* (18b) */
-        if (s->bgwrite && s->bgwrite->from == role)
+        if (peer < ELEMENTSOF(s->peer_epochs))
+                s->peer_epochs[peer]++;         /* (18b) */
+        if (s->bgwrite && s->bgwrite->from == peer)
                 atomic_store(&s->bgwrite->job->stop, true);     /* dropped when back (24) */
         for (pk = s->peeks_head; pk; pk = next) {
                 next = pk->next;
-                if (pk->from != role)
+                if (pk->from != peer)
                         continue;
                 server_peek_cancel(pk);         /* in the thread: when its job is back (18) */
                 n++;
         }
         if (n)
-                log_info("peeks_dropped", "role=%s count=%zu reason=connection_replaced",
-                         node_role_name(role), n);
-        server_out_drop_role(s, role);
+                log_info("peeks_dropped", "role=%s id=%u count=%zu reason=connection_replaced",
+                         node_role_name(node_peer_role(peer)), node_peer_id(peer), n);
+        server_out_drop_role(s, peer);
 }
 
 void cserver_describe(struct cserver *s, char *buf, size_t size)

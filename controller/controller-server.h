@@ -20,6 +20,7 @@
 
 #include "builtins.h"
 #include "coord.pb-c.h"
+#include "node/node.h"
 
 struct fring;
 struct node;
@@ -117,11 +118,11 @@ struct cserver *cserver_free(struct cserver *s);
 
 /* node_handler.on_message: serve one request.  Never fails: errors are answered with
  * MSG_ERROR carrying the request's request_id. */
-void cserver_on_message(struct cserver *s, Coord__Role from, const Coord__Envelope *env);
+void cserver_on_message(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 
 /* node_handler.on_peer_up / on_peer_down: the peer's previous connection is gone, so
  * its parked peeks are dropped (their request ids mean nothing to a new connection). */
-void cserver_on_peer_change(struct cserver *s, Coord__Role role);
+void cserver_on_peer_change(struct cserver *s, node_peer_t peer);
 
 /* One human line for StatusReply.detail, e.g. "collections=12 appends=40
  * tables_frontier=T last_append_collections=3 last_append_frontier_rows=4

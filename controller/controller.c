@@ -58,7 +58,7 @@ static void controller_status(struct node *n, Coord__StatusReply *reply, void *u
         reply->detail = c->detail;      /* valid until the next status request */
 }
 
-static void controller_message(struct node *n, Coord__Role from, const Coord__Envelope *env,
+static void controller_message(struct node *n, node_peer_t from, const Coord__Envelope *env,
                                void *userdata)
 {
         struct controller *c = userdata;
@@ -67,21 +67,21 @@ static void controller_message(struct node *n, Coord__Role from, const Coord__En
                 cserver_on_message(c->server, from, env);
 }
 
-static void controller_peer_up(struct node *n, Coord__Role role, uint64_t incarnation,
+static void controller_peer_up(struct node *n, node_peer_t peer, uint64_t incarnation,
                                void *userdata)
 {
         struct controller *c = userdata;
 
         if (c->server)
-                cserver_on_peer_change(c->server, role);
+                cserver_on_peer_change(c->server, peer);
 }
 
-static void controller_peer_down(struct node *n, Coord__Role role, void *userdata)
+static void controller_peer_down(struct node *n, node_peer_t peer, void *userdata)
 {
         struct controller *c = userdata;
 
         if (c->server)
-                cserver_on_peer_change(c->server, role);
+                cserver_on_peer_change(c->server, peer);
 }
 
 static const struct node_handler controller_handler = {

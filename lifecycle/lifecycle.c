@@ -54,7 +54,7 @@
 
 /* ---- node callbacks ---- */
 
-static void lifecycle_message(struct node *n, Coord__Role from, const Coord__Envelope *env,
+static void lifecycle_message(struct node *n, node_peer_t from, const Coord__Envelope *env,
                               void *userdata)
 {
         struct lifecycle *lc = userdata;
@@ -66,13 +66,13 @@ static void lifecycle_message(struct node *n, Coord__Role from, const Coord__Env
         /* The controller's Oks to AllowCompaction need nothing. */
 }
 
-static void lifecycle_peer_up(struct node *n, Coord__Role role, uint64_t incarnation, void *userdata)
+static void lifecycle_peer_up(struct node *n, node_peer_t peer, uint64_t incarnation, void *userdata)
 {
         struct lifecycle *lc = userdata;
 
-        if (role == COORD__ROLE__ROLE_ADAPTER)
+        if (peer == COORD__ROLE__ROLE_ADAPTER)
                 lifecycle_follow(lc);
-        if (role == COORD__ROLE__ROLE_CONTROLLER) {
+        if (peer == COORD__ROLE__ROLE_CONTROLLER) {
                 uint64_t t = now_ns();
 
                 lc_enact_resync(lc->enact);     /* before permissions: they name these */
@@ -93,11 +93,11 @@ static void lifecycle_peer_up(struct node *n, Coord__Role role, uint64_t incarna
         }
 }
 
-static void lifecycle_peer_down(struct node *n, Coord__Role role, void *userdata)
+static void lifecycle_peer_down(struct node *n, node_peer_t peer, void *userdata)
 {
         struct lifecycle *lc = userdata;
 
-        if (role == COORD__ROLE__ROLE_ADAPTER && lc->in_flight)
+        if (peer == COORD__ROLE__ROLE_ADAPTER && lc->in_flight)
                 lifecycle_publication_failed(lc, "adapter disconnected");
 }
 

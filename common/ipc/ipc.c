@@ -516,21 +516,14 @@ int ipc_conn_send(struct ipc_conn *c, const Coord__Envelope *env)
         return 0;
 }
 
-int ipc_conn_send_msg(struct ipc_conn *c, Coord__MsgType type, Coord__Role sender,
-                      uint64_t incarnation, uint64_t request_id, const ProtobufCMessage *payload)
+int ipc_conn_send_payload(struct ipc_conn *c, Coord__Envelope *env, const ProtobufCMessage *payload)
 {
-        Coord__Envelope env = COORD__ENVELOPE__INIT;
         _cleanup_free_ uint8_t *heap = NULL;
         uint8_t small[256];
 
         assert(c);
         if (c->state != CONN_OPEN)
                 return -EPIPE;
-
-        env.type = type;
-        env.sender = sender;
-        env.incarnation = incarnation;
-        env.request_id = request_id;
         if (payload) {
                 size_t n = protobuf_c_message_get_packed_size(payload);
                 uint8_t *p = small;
@@ -543,10 +536,22 @@ int ipc_conn_send_msg(struct ipc_conn *c, Coord__MsgType type, Coord__Role sende
                                 return -ENOMEM;
                 }
                 protobuf_c_message_pack(payload, p);
-                env.payload.data = p;
-                env.payload.len = n;
+                env->payload.data = p;
+                env->payload.len = n;
         }
-        return ipc_conn_send(c, &env);
+        return ipc_conn_send(c, env);
+}
+
+int ipc_conn_send_msg(struct ipc_conn *c, Coord__MsgType type, Coord__Role sender,
+                      uint64_t incarnation, uint64_t request_id, const ProtobufCMessage *payload)
+{
+        Coord__Envelope env = COORD__ENVELOPE__INIT;
+
+        env.type = type;
+        env.sender = sender;
+        env.incarnation = incarnation;
+        env.request_id = request_id;
+        return ipc_conn_send_payload(c, &env, payload);
 }
 
 void ipc_conn_close(struct ipc_conn *c)

@@ -12,6 +12,7 @@
 #include "node.h"
 
 #define N_ROLES          (COORD__ROLE__ROLE_CTL + 1)
+_Static_assert(N_ROLES == NODE_ROLES, "node_peer_t packs a role in NODE_ROLES");
 
 struct hist;
 struct ipc_conn;
@@ -20,7 +21,8 @@ struct node_http;
 
 struct peer {
         struct node *node;
-        Coord__Role role;
+        Coord__Role role;               /* 0: a slot no peer has used */
+        uint32_t id;                    /* instance id (lifecycle fleet) */
         bool dial;                      /* we connect to it (else it connects to us) */
         struct ipc_conn *conn;          /* current connection, after its Hello */
         struct ipc_conn *dialing;       /* our outgoing connection before its Hello */
@@ -35,6 +37,7 @@ struct peer {
 struct conn_state {
         struct node *node;
         Coord__Role role;               /* ROLE_UNKNOWN until its Hello */
+        node_peer_t peer;               /* its address, from its Hello */
         uint64_t incarnation;
         bool outgoing;
         bool stale_logged;              /* its first stale message was logged: one line per connection */
@@ -57,7 +60,8 @@ struct node {
         bool ready;
         struct loop *loop;
         struct ipc_server *server;
-        struct peer peers[N_ROLES];
+        struct peer peers[NODE_PEERS];  /* by node_peer_t */
+        uint64_t fence;                 /* Envelope.fence of what we send (node_set_fence) */
         uint64_t frames_rejected, stale_rejected;
         struct conn_state *ctls;        /* CTL connections after their Hello */
         uint64_t next_ctl_id;

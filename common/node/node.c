@@ -85,16 +85,34 @@ static bool role_dials(Coord__Role self, Coord__Role other)
         return self == COORD__ROLE__ROLE_LIFECYCLE && other == COORD__ROLE__ROLE_ADAPTER;
 }
 
-char *node_socket_path(const char *run_dir, Coord__Role role)
+/* The name of a member's files: its role, and -K for a lifecycle follower K > 0. */
+static char *member_path(const char *dir, Coord__Role role, uint32_t id, const char *ext)
 {
         char *p;
-        return asprintf(&p, "%s/%s.sock", run_dir, node_role_name(role)) < 0 ? NULL : p;
+
+        if (id)
+                return asprintf(&p, "%s/%s-%u%s", dir, node_role_name(role), id, ext) < 0 ? NULL : p;
+        return asprintf(&p, "%s/%s%s", dir, node_role_name(role), ext) < 0 ? NULL : p;
+}
+
+char *node_socket_path_id(const char *run_dir, Coord__Role role, uint32_t id)
+{
+        return member_path(run_dir, role, id, ".sock");
+}
+
+char *node_pid_path_id(const char *run_dir, Coord__Role role, uint32_t id)
+{
+        return member_path(run_dir, role, id, ".pid");
+}
+
+char *node_socket_path(const char *run_dir, Coord__Role role)
+{
+        return node_socket_path_id(run_dir, role, 0);
 }
 
 char *node_pid_path(const char *run_dir, Coord__Role role)
 {
-        char *p;
-        return asprintf(&p, "%s/%s.pid", run_dir, node_role_name(role)) < 0 ? NULL : p;
+        return node_pid_path_id(run_dir, role, 0);
 }
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -193,6 +211,7 @@ static int send_hello(struct node *n, struct ipc_conn *c)
         hello.pid = (int32_t)getpid();
         hello.instance = n->instance;
         hello.start_ms = n->start_wall_ms;
+        hello.instance_id = n->cfg.instance_id;
         return ipc_conn_send_msg(c, COORD__MSG_TYPE__MSG_HELLO, n->cfg.role, n->incarnation, 0,
                                  &hello.base);
 }
@@ -256,6 +275,7 @@ static void handle_hello(struct node *n, struct ipc_conn *c, struct conn_state *
                          const Coord__Envelope *env)
 {
         Coord__Hello *hello;
+        node_peer_t addr;
         struct peer *p;
 
         hello = coord__hello__unpack(NULL, env->payload.len, env->payload.data);
@@ -282,7 +302,21 @@ static void handle_hello(struct node *n, struct ipc_conn *c, struct conn_state *
                 node_reject(n, c, "hello_rejected", "bad role or incarnation");
                 goto done;
         }
-        p = &n->peers[hello->role];
+        if (hello->instance_id >= NODE_FLEET_MAX ||
+            (hello->instance_id && hello->role != COORD__ROLE__ROLE_LIFECYCLE)) {
+                node_reject(n, c, "hello_rejected", "bad instance id");
+                goto done;
+        }
+        addr = node_peer(hello->role, hello->instance_id);
+        p = &n->peers[addr];
+        if (!p->role) {
+                /* A follower of the fleet this node has not met yet (node_new() sets up
+                 * instance 0 of every role). */
+                p->node = n;
+                p->role = hello->role;
+                p->id = hello->instance_id;
+                p->backoff_ns = BACKOFF_MIN_NS;
+        }
         if (cs->outgoing != p->dial) {
                 node_reject(n, c, "hello_rejected", "peer on the wrong side of the connection");
                 goto done;
@@ -292,8 +326,9 @@ static void handle_hello(struct node *n, struct ipc_conn *c, struct conn_state *
                 n->stale_rejected++;
                 COORD_IPC_PEER_STALE((int)hello->role, (unsigned long long)hello->incarnation,
                                      (unsigned long long)p->max_incarnation);
-                log_warn("stale_peer_ignored", "role=%s incarnation=%llu seen=%llu pid=%d",
-                         node_role_name(hello->role), (unsigned long long)hello->incarnation,
+                log_warn("stale_peer_ignored", "role=%s id=%u incarnation=%llu seen=%llu pid=%d",
+                         node_role_name(hello->role), hello->instance_id,
+                         (unsigned long long)hello->incarnation,
                          (unsigned long long)p->max_incarnation, hello->pid);
                 ipc_conn_close(c);
                 goto done;
@@ -308,6 +343,7 @@ static void handle_hello(struct node *n, struct ipc_conn *c, struct conn_state *
         if (c == p->dialing)
                 p->dialing = NULL;
         cs->role = hello->role;
+        cs->peer = addr;
         cs->incarnation = hello->incarnation;
         p->max_incarnation = hello->incarnation;
         p->conn = c;
@@ -319,10 +355,11 @@ static void handle_hello(struct node *n, struct ipc_conn *c, struct conn_state *
                 goto done;
         }
         COORD_IPC_PEER_CONNECT((int)hello->role, (unsigned long long)hello->incarnation);
-        log_info("peer_connected", "role=%s incarnation=%llu pid=%d",
-                 node_role_name(hello->role), (unsigned long long)hello->incarnation, hello->pid);
+        log_info("peer_connected", "role=%s id=%u incarnation=%llu pid=%d",
+                 node_role_name(hello->role), hello->instance_id,
+                 (unsigned long long)hello->incarnation, hello->pid);
         if (n->h.on_peer_up)
-                n->h.on_peer_up(n, hello->role, hello->incarnation, n->userdata);
+                n->h.on_peer_up(n, addr, hello->incarnation, n->userdata);
 done:
         coord__hello__free_unpacked(hello, NULL);
 }
@@ -331,7 +368,7 @@ done:
  * daemon's detail buffer is reused). */
 struct status_buf {
         Coord__StatusReply reply;
-        Coord__PeerStatus ps[N_ROLES], *psp[N_ROLES];
+        Coord__PeerStatus ps[NODE_PEERS], *psp[NODE_PEERS];
         Coord__Histogram hs[NODE_HISTS_MAX], *hsp[NODE_HISTS_MAX];
         uint64_t counts[NODE_HISTS_MAX][HIST_BUCKETS];
 };
@@ -354,12 +391,13 @@ static void status_build(struct node *n, bool scrape, struct status_buf *b)
         /* A scrape starts no new window (node_status_is_scrape()). */
         reply->window_stall_us = scrape ? 0 : loop_take_window_stall_ns(n->loop) / 1000;
         reply->detail = (char *)"";
-        for (unsigned r = 1; r < N_ROLES; r++) {
-                struct peer *p = &n->peers[r];
-                if (!role_is_daemon((Coord__Role)r) || r == (unsigned)n->cfg.role)
+        for (unsigned i = 0; i < NODE_PEERS; i++) {
+                struct peer *p = &n->peers[i];
+                if (!role_is_daemon(p->role) || p->role == n->cfg.role)
                         continue;
                 coord__peer_status__init(&b->ps[k]);
-                b->ps[k].role = (Coord__Role)r;
+                b->ps[k].role = p->role;
+                b->ps[k].instance_id = p->id;
                 b->ps[k].connected = p->conn != NULL;
                 b->ps[k].incarnation = p->max_incarnation;
                 b->ps[k].since_ms = p->since_ms;
@@ -498,7 +536,7 @@ static void conn_on_frame(struct ipc_conn *c, const Coord__Envelope *env, void *
                 return;
         }
         if (cs->role != COORD__ROLE__ROLE_CTL) {
-                struct peer *p = &n->peers[cs->role];
+                struct peer *p = &n->peers[cs->peer];
                 /* Fencing of messages: an older incarnation than one already seen. */
                 if (env->sender != cs->role || env->incarnation < p->max_incarnation) {
                         n->stale_rejected++;
@@ -537,13 +575,13 @@ static void conn_on_frame(struct ipc_conn *c, const Coord__Envelope *env, void *
                 return;
         }
         if (n->h.on_message)
-                n->h.on_message(n, cs->role, env, n->userdata);
+                n->h.on_message(n, cs->peer, env, n->userdata);
 }
 
 static bool peer_conns_open(const struct node *n)
 {
-        for (unsigned r = 1; r < N_ROLES; r++)
-                if (n->peers[r].conn || n->peers[r].dialing)
+        for (unsigned i = 0; i < NODE_PEERS; i++)
+                if (n->peers[i].conn || n->peers[i].dialing)
                         return true;
         return false;
 }
@@ -579,28 +617,28 @@ static void conn_on_close(struct ipc_conn *c, int reason, void *userdata)
                         cs->ctl_next->ctl_prev = cs->ctl_prev;
         }
         if (role_is_daemon(cs->role))
-                p = &n->peers[cs->role];
+                p = &n->peers[cs->peer];
         if (p && p->conn == c) {
                 p->conn = NULL;
                 p->since_ms = wall_ms();
                 COORD_IPC_PEER_DISCONNECT((int)cs->role, (unsigned long long)cs->incarnation);
-                log_info("peer_disconnected", "role=%s incarnation=%llu reason=%d",
-                         node_role_name(cs->role), (unsigned long long)cs->incarnation, reason);
+                log_info("peer_disconnected", "role=%s id=%u incarnation=%llu reason=%d",
+                         node_role_name(cs->role), p->id, (unsigned long long)cs->incarnation, reason);
                 if (n->h.on_peer_down)
-                        n->h.on_peer_down(n, cs->role, n->userdata);
+                        n->h.on_peer_down(n, cs->peer, n->userdata);
         }
-        for (unsigned r = 1; r < N_ROLES; r++)
-                if (n->peers[r].dialing == c)
-                        n->peers[r].dialing = NULL;
+        for (unsigned i = 0; i < NODE_PEERS; i++)
+                if (n->peers[i].dialing == c)
+                        n->peers[i].dialing = NULL;
         free(cs);
         if (n->draining) {
                 if (!peer_conns_open(n))
                         loop_stop(n->loop);
                 return;
         }
-        for (unsigned r = 1; r < N_ROLES; r++)
-                if (n->peers[r].dial && !n->peers[r].conn && !n->peers[r].dialing && n->loop)
-                        peer_schedule_redial(&n->peers[r]);
+        for (unsigned i = 1; i < N_ROLES; i++)        /* only instance 0 is dialed */
+                if (n->peers[i].dial && !n->peers[i].conn && !n->peers[i].dialing && n->loop)
+                        peer_schedule_redial(&n->peers[i]);
 }
 
 static void on_accept(struct ipc_server *s, struct ipc_conn *c, void *userdata)
@@ -635,9 +673,10 @@ static int write_pid_file(struct node *n)
         _cleanup_free_ char *name = NULL;
 
         snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-        if (asprintf(&name, "%s.pid", node_role_name(n->cfg.role)) < 0)
+        name = member_path("", n->cfg.role, n->cfg.instance_id, ".pid");
+        if (!name)
                 return -ENOMEM;
-        return write_file_durable(n->run_dir, name, buf);
+        return write_file_durable(n->run_dir, name + 1, buf);  /* past the "/" */
 }
 
 int node_new(const struct node_config *cfg, const struct node_handler *h, void *userdata,
@@ -648,6 +687,8 @@ int node_new(const struct node_config *cfg, const struct node_handler *h, void *
         int r;
 
         assert(role_is_daemon(cfg->role));
+        assert(cfg->instance_id < NODE_FLEET_MAX &&
+               (cfg->instance_id == 0 || cfg->role == COORD__ROLE__ROLE_LIFECYCLE));
         n = calloc(1, sizeof(*n));
         if (!n)
                 return -ENOMEM;
@@ -660,8 +701,8 @@ int node_new(const struct node_config *cfg, const struct node_handler *h, void *
         n->start_wall_ms = wall_ms();
         n->instance = strdup(cfg->instance);
         n->run_dir = strdup(cfg->run_dir);
-        if (!n->instance || !n->run_dir ||
-            asprintf(&n->dir, "%s/%s", cfg->data_dir, node_role_name(cfg->role)) < 0) {
+        n->dir = member_path(cfg->data_dir, cfg->role, cfg->instance_id, "");
+        if (!n->instance || !n->run_dir || !n->dir) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -712,8 +753,8 @@ int node_new(const struct node_config *cfg, const struct node_handler *h, void *
                 log_error_errno(r, "loop_failed", "");
                 goto fail;
         }
-        n->sock_path = node_socket_path(n->run_dir, cfg->role);
-        n->pid_path = node_pid_path(n->run_dir, cfg->role);
+        n->sock_path = node_socket_path_id(n->run_dir, cfg->role, cfg->instance_id);
+        n->pid_path = node_pid_path_id(n->run_dir, cfg->role, cfg->instance_id);
         if (!n->sock_path || !n->pid_path) {
                 r = -ENOMEM;
                 goto fail;
@@ -781,8 +822,8 @@ int node_new(const struct node_config *cfg, const struct node_handler *h, void *
                 }
         }
         COORD_DAEMON_START((int)cfg->role, (unsigned long long)n->incarnation);
-        log_info("daemon_started", "role=%s incarnation=%llu instance=%s data_dir=%s run_dir=%s",
-                 node_role_name(cfg->role), (unsigned long long)n->incarnation, n->instance,
+        log_info("daemon_started", "role=%s id=%u incarnation=%llu instance=%s data_dir=%s run_dir=%s",
+                 node_role_name(cfg->role), cfg->instance_id, (unsigned long long)n->incarnation, n->instance,
                  cfg->data_dir, n->run_dir);
         *ret = n;
         return 0;
@@ -804,7 +845,7 @@ struct node *node_free(struct node *n)
          * so that nothing of them is left behind at exit. */
         if (n->loop && peer_conns_open(n)) {
                 n->draining = true;
-                for (unsigned i = 1; i < N_ROLES; i++) {
+                for (unsigned i = 0; i < NODE_PEERS; i++) {
                         ipc_conn_close(n->peers[i].conn);
                         ipc_conn_close(n->peers[i].dialing);
                 }
@@ -891,34 +932,54 @@ int node_raise_incarnation(struct node *n, uint64_t above)
 Coord__Role node_role(const struct node *n) { return n->cfg.role; }
 const char *node_dir(const struct node *n) { return n->dir; }
 
-bool node_peer_connected(const struct node *n, Coord__Role role)
+uint32_t node_instance_id(const struct node *n) { return n->cfg.instance_id; }
+void node_set_fence(struct node *n, uint64_t epoch) { n->fence = epoch; }
+
+static struct ipc_conn *peer_conn(const struct node *n, node_peer_t peer)
 {
-        return role_is_daemon(role) && n->peers[role].conn != NULL;
+        return peer < NODE_PEERS && role_is_daemon(n->peers[peer].role) ? n->peers[peer].conn : NULL;
 }
 
-int node_send(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t request_id,
+bool node_peer_connected(const struct node *n, node_peer_t peer)
+{
+        return peer_conn(n, peer) != NULL;
+}
+
+static void envelope_init(const struct node *n, Coord__Envelope *env, Coord__MsgType type,
+                          uint64_t request_id)
+{
+        coord__envelope__init(env);
+        env->type = type;
+        env->sender = n->cfg.role;
+        env->incarnation = n->incarnation;
+        env->request_id = request_id;
+        env->fence = n->fence;
+}
+
+int node_send(struct node *n, node_peer_t to, Coord__MsgType type, uint64_t request_id,
               const ProtobufCMessage *payload)
 {
-        if (!role_is_daemon(to) || !n->peers[to].conn)
+        struct ipc_conn *c = peer_conn(n, to);
+        Coord__Envelope env;
+
+        if (!c)
                 return -ENOTCONN;
-        return ipc_conn_send_msg(n->peers[to].conn, type, n->cfg.role, n->incarnation,
-                                 request_id, payload);
+        envelope_init(n, &env, type, request_id);
+        return ipc_conn_send_payload(c, &env, payload);
 }
 
-int node_send_raw(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t request_id,
+int node_send_raw(struct node *n, node_peer_t to, Coord__MsgType type, uint64_t request_id,
                   const uint8_t *payload, size_t len)
 {
-        Coord__Envelope env = COORD__ENVELOPE__INIT;
+        struct ipc_conn *c = peer_conn(n, to);
+        Coord__Envelope env;
 
-        if (!role_is_daemon(to) || !n->peers[to].conn)
+        if (!c)
                 return -ENOTCONN;
-        env.type = type;
-        env.sender = n->cfg.role;
-        env.incarnation = n->incarnation;
-        env.request_id = request_id;
+        envelope_init(n, &env, type, request_id);
         env.payload.data = (uint8_t *)payload;
         env.payload.len = len;
-        return ipc_conn_send(n->peers[to].conn, &env);
+        return ipc_conn_send(c, &env);
 }
 
 /* ---- flags ---- */

@@ -28,6 +28,31 @@ struct loop;
 struct node;            /* opaque */
 struct fring_frontier;
 
+/* A peer's address: its role and, for a lifecycle follower, its instance id
+ * (--instance-id, 0 to NODE_FLEET_MAX - 1): a fleet of followers shares one adapter and
+ * one controller (docs/lifecycle.md, "A fleet of followers").  Instance 0's address is
+ * its role, so code that knows one follower reads as before; compare roles with
+ * node_peer_role().  Only the lifecycle role has instances above 0. */
+typedef uint32_t node_peer_t;
+#define NODE_ROLES      5u      /* COORD__ROLE__ROLE_CTL + 1 */
+#define NODE_FLEET_MAX  16u
+#define NODE_PEERS      (NODE_ROLES * NODE_FLEET_MAX)
+
+static inline node_peer_t node_peer(Coord__Role role, uint32_t id)
+{
+        return (node_peer_t)role + NODE_ROLES * id;
+}
+
+static inline Coord__Role node_peer_role(node_peer_t p)
+{
+        return (Coord__Role)(p % NODE_ROLES);
+}
+
+static inline uint32_t node_peer_id(node_peer_t p)
+{
+        return p / NODE_ROLES;
+}
+
 struct node_config {
         Coord__Role role;
         const char *instance;   /* names shared-memory regions */
@@ -36,15 +61,17 @@ struct node_config {
         uint32_t max_frame;
         uint16_t metrics_port;  /* GET /metrics on 127.0.0.1:port from the loop; 0: none */
         bool standby;           /* wait for the role's lock instead of -EBUSY (node-standby.c) */
+        uint32_t instance_id;   /* lifecycle only: its files are <data-dir>/lifecycle-K/,
+                                 * <run-dir>/lifecycle-K.{sock,pid} for K > 0 */
 };
 
 struct node_handler {
         /* A message from a current peer (Hello, status and ping are handled by the node). */
-        void (*on_message)(struct node *n, Coord__Role from, const Coord__Envelope *env,
+        void (*on_message)(struct node *n, node_peer_t from, const Coord__Envelope *env,
                            void *userdata);
         /* A peer completed its Hello / lost its connection. */
-        void (*on_peer_up)(struct node *n, Coord__Role role, uint64_t incarnation, void *userdata);
-        void (*on_peer_down)(struct node *n, Coord__Role role, void *userdata);
+        void (*on_peer_up)(struct node *n, node_peer_t peer, uint64_t incarnation, void *userdata);
+        void (*on_peer_down)(struct node *n, node_peer_t peer, void *userdata);
         /* Fill daemon-specific status fields (ring_generation, catalog_seq, detail). */
         void (*on_status)(struct node *n, Coord__StatusReply *reply, void *userdata);
         /* SIGTERM/SIGINT: default is node_stop(). */
@@ -87,15 +114,20 @@ int node_raise_incarnation(struct node *n, uint64_t above);
 Coord__Role node_role(const struct node *n);
 /* <data-dir>/<role>, created. */
 const char *node_dir(const struct node *n);
-bool node_peer_connected(const struct node *n, Coord__Role role);
+bool node_peer_connected(const struct node *n, node_peer_t peer);
+/* This daemon's --instance-id (0 but for a lifecycle follower of a fleet). */
+uint32_t node_instance_id(const struct node *n);
+/* From now on every message to a peer carries fence = epoch (Envelope.fence): the
+ * epoch of the lease the sender's work is fenced by; 0: none. */
+void node_set_fence(struct node *n, uint64_t epoch);
 
 /* Send to the current connection of a peer; -ENOTCONN when it is down. */
-int node_send(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t request_id,
+int node_send(struct node *n, node_peer_t to, Coord__MsgType type, uint64_t request_id,
               const ProtobufCMessage *payload);
 
 /* The same with an already encoded payload (kept by the caller, e.g. to resend after a
  * reconnect). */
-int node_send_raw(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t request_id,
+int node_send_raw(struct node *n, node_peer_t to, Coord__MsgType type, uint64_t request_id,
                   const uint8_t *payload, size_t len);
 
 /* Answer a coordctl connection (see on_ctl_message); -ENOTCONN when it has gone away
@@ -106,6 +138,9 @@ int node_ctl_send(struct node *n, uint64_t ctl_id, Coord__MsgType type, uint64_t
 /* Paths every tool agrees on.  Return malloc'ed strings or NULL. */
 char *node_socket_path(const char *run_dir, Coord__Role role);
 char *node_pid_path(const char *run_dir, Coord__Role role);
+/* The same for instance id of role (lifecycle-K.sock for K > 0). */
+char *node_socket_path_id(const char *run_dir, Coord__Role role, uint32_t id);
+char *node_pid_path_id(const char *run_dir, Coord__Role role, uint32_t id);
 /* A standby's status socket while it waits for the lock (node-standby.c note 2):
  * <run-dir>/<role>.standby.<pid>.sock. */
 char *node_standby_socket_path(const char *run_dir, Coord__Role role, int pid);
