@@ -48,6 +48,7 @@ struct lease_req {
         const char *key, *holder, *commit_id;
         uint64_t epoch, version;
         uint32_t ttl_ms;
+        bool supersede;                 /* claim: lease.c note 4 */
 };
 
 bool lease_table_handles(int type)
@@ -164,7 +165,8 @@ struct lease_table *lease_table_free(struct lease_table *t)
 }
 
 /* Note 2: make next durable, then it replaces the table's record. */
-static int lease_apply(struct lease_table *t, size_t at, bool found, const struct lease *next)
+static int lease_apply(struct lease_table *t, size_t at, bool found, const struct lease *next,
+                       uint64_t *ret_seq)
 {
         Coord__CatalogLease m = COORD__CATALOG_LEASE__INIT;
         size_t klen = strlen(next->key), vlen;
@@ -199,6 +201,7 @@ static int lease_apply(struct lease_table *t, size_t at, bool found, const struc
         if (r < 0)
                 return r;
         KILLPOINT("lease.write.after_commit");          /* durable, not answered */
+        *ret_seq = seq;
         if (found) {
                 t->leases[at] = *next;
                 return 0;
@@ -244,7 +247,7 @@ static int lease_req_parse(const Coord__Envelope *env, ProtobufCMessage **ret_ms
                         return -EINVAL;
                 *ret_msg = &m->base;
                 *q = (struct lease_req){ .type = q->type, .key = m->key, .holder = m->holder,
-                                         .ttl_ms = m->ttl_ms };
+                                         .ttl_ms = m->ttl_ms, .supersede = m->supersede };
                 return lease_check_args(q->holder, NULL, q->ttl_ms);
         }
         case COORD__MSG_TYPE__MSG_LEASE_RENEW: {
@@ -289,7 +292,7 @@ static enum lease_status lease_decide(const struct lease_req *q, const struct le
         *retried = false;
         switch (q->type) {
         case COORD__MSG_TYPE__MSG_LEASE_CLAIM:
-                return lease_claim(cur, q->holder, q->ttl_ms, now, next, write);
+                return lease_claim(cur, q->holder, q->ttl_ms, q->supersede, now, next, write);
         case COORD__MSG_TYPE__MSG_LEASE_RENEW:
                 return lease_renew(cur, q->holder, q->epoch, now, next, write);
         case COORD__MSG_TYPE__MSG_LEASE_COMMIT:
@@ -391,7 +394,7 @@ void lease_table_on_request(struct lease_table *t, node_peer_t from, uint64_t ct
         now = now_ns();
         st = lease_decide(&q, &cur, now, &next, &write, &retried);
         if (write) {
-                r = lease_apply(t, at, found, &next);   /* note 2 */
+                r = lease_apply(t, at, found, &next, &reply.seq);       /* note 2 */
                 if (r < 0) {
                         t->errors++;
                         log_error_errno(r, "lease_write_failed", "op=%s key=%s holder=%s",
@@ -414,6 +417,14 @@ void lease_table_on_request(struct lease_table *t, node_peer_t from, uint64_t ct
 out:
         if (msg)
                 protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+bool lease_table_fence_ok(struct lease_table *t, const char *key, uint64_t epoch)
+{
+        bool found;
+        size_t at = lease_find(t, key, &found);
+
+        return found && epoch && t->leases[at].epoch == epoch && lease_live(&t->leases[at], now_ns());
 }
 
 int lease_table_each(void *userdata, sql_lease_fn fn, void *arg)

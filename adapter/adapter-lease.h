@@ -31,6 +31,8 @@ struct lease_table *lease_table_free(struct lease_table *t);
 
 /* Is type one of the lease requests (MSG_LEASE_CLAIM .. MSG_LEASE_RELEASE)? */
 bool lease_table_handles(int type);
+/* key's lease is live and of this epoch now (a fenced request's Envelope.fence). */
+bool lease_table_fence_ok(struct lease_table *t, const char *key, uint64_t epoch);
 
 /* A lease request from a peer of role `from` (CTL: answered on ctl_id, else on the
  * peer's connection). */

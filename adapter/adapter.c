@@ -27,6 +27,7 @@
 #include "adapter-check.h"
 #include "adapter-exec.h"
 #include "adapter-lease.h"
+#include "lease/lease.h"
 #include "catalog/catalog.h"
 #include "conf.h"
 #include "ring/fring.h"
@@ -46,6 +47,7 @@ struct adapter {
         atomic_uint_least64_t ring_records, ring_omitted, ring_wakes, ring_errors;
         struct check *check;
         struct lease_table *leases;
+        uint64_t publications_fenced;   /* adapter_publication() */
         char detail[2048];
         char lease_detail[512];
         struct hist statement_hist, commit_hist;        /* reported by the node */
@@ -119,8 +121,14 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         struct adapter *ad = userdata;
         struct fring_reader *rd = node_ring(n);
 
-        if (ad->leases)
+        if (ad->leases) {
+                size_t k;
+
                 lease_table_status(ad->leases, ad->lease_detail, sizeof(ad->lease_detail));
+                k = strlen(ad->lease_detail);
+                snprintf(ad->lease_detail + k, sizeof(ad->lease_detail) - k, " publications_fenced=%llu",
+                         (unsigned long long)ad->publications_fenced);
+        }
         reply->catalog_seq = ad->catalog ? catalog_last_seq(ad->catalog) : 0;
         reply->ring_generation = rd ? fring_reader_generation(rd) : 0;
         struct catalog_stats cs = { 0 };
@@ -182,6 +190,22 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         reply->detail = ad->detail;
 }
 
+/* Only the live holder of the followers' duty lease publishes (lifecycle.md, "A fleet
+ * of followers"): a publication of another epoch is refused with 55000, unread. */
+static void adapter_publication(struct adapter *ad, node_peer_t from, const Coord__Envelope *env)
+{
+        Coord__Error e = COORD__ERROR__INIT;
+
+        if (ad->leases && lease_table_fence_ok(ad->leases, LEASE_KEY_LIFECYCLE_DUTY, env->fence)) {
+                exec_on_publication(ad->exec, from, env);
+                return;
+        }
+        ad->publications_fenced++;
+        e.sqlstate = (char *)"55000";
+        e.message = (char *)"fenced: the publication's duty epoch is not the live one";
+        (void)node_send(ad->node, from, COORD__MSG_TYPE__MSG_ERROR, env->request_id, &e.base);
+}
+
 static void adapter_message(struct node *n, node_peer_t from, const Coord__Envelope *env,
                             void *userdata)
 {
@@ -193,7 +217,7 @@ static void adapter_message(struct node *n, node_peer_t from, const Coord__Envel
                 exec_on_message(ad->exec, env);
         else if (node_peer_role(from) == COORD__ROLE__ROLE_LIFECYCLE &&
                  env->type == COORD__MSG_TYPE__MSG_PUBLISH_PROTECTION)
-                exec_on_publication(ad->exec, from, env);
+                adapter_publication(ad, from, env);
         else if (node_peer_role(from) == COORD__ROLE__ROLE_LIFECYCLE && lease_table_handles((int)env->type) &&
                  ad->leases)
                 lease_table_on_request(ad->leases, from, 0, env);

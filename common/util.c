@@ -7,7 +7,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 uint64_t kv_u64(const char *list, const char *key)
 {
@@ -170,5 +172,30 @@ int thread_start(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
                 return -r;
         if (name)
                 (void)pthread_setname_np(*t, name);
+        return 0;
+}
+
+int write_file_durable(const char *dir, const char *name, const char *content)
+{
+        _cleanup_free_ char *path = NULL, *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF, dfd = -EBADF;
+        size_t len = strlen(content);
+
+        if (asprintf(&path, "%s/%s", dir, name) < 0 || asprintf(&tmp, "%s/.%s.tmp", dir, name) < 0)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, content, len) != (ssize_t)len)
+                return errno ? -errno : -EIO;
+        if (fsync(fd) < 0)
+                return -errno;
+        if (rename(tmp, path) < 0)
+                return -errno;
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        if (fsync(dfd) < 0)
+                return -errno;
         return 0;
 }

@@ -188,3 +188,7 @@ int pb_varints(const void *msg, size_t len, uint32_t want, uint64_t *vals);
  * `top -H`, `ps -L`, perf and gdb tell a daemon's threads apart).  0 or -errno; a name
  * the kernel refuses leaves the thread unnamed, nothing worse. */
 int thread_start(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
+
+/* Write a small file dir/name durably: a temporary file, fsync, rename over name, fsync
+ * the directory.  0 or -errno (then name is the old file or none). */
+int write_file_durable(const char *dir, const char *name, const char *content);

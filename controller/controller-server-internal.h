@@ -280,6 +280,8 @@ struct cserver {
         node_peer_t msg_from;
         bool msg_stale;                 /* its connection is gone: replies dropped */
         uint64_t stale_replies;
+        /* The duty fence (controller-server-fence.c note 1). */
+        uint64_t duty_fence, duty_fenced, duty_fenced_logged, duty_fenced_last;
         size_t n_bg;                    /* peeks in it */
         uint64_t peeks_bg, peek_bg_max_us;
         uint64_t peeks_bg_sub;          /* of them, with an index read below its since (18) */
@@ -503,6 +505,9 @@ bool server_out_holding(const struct cserver *s);
 void server_out_ent_done(struct out_ent *o);
 int server_out_push(struct cserver *s, const struct out_ent *o);
 void server_out_release(struct cserver *s);
+/* controller-server-fence.c note 1. */
+int server_fence_load(struct cserver *s);
+bool server_fence_refuses(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 uint64_t server_peer_epoch(const struct cserver *s, node_peer_t peer);
 int server_out_send(struct cserver *s, node_peer_t to, Coord__MsgType type, uint64_t rid,
                     const ProtobufCMessage *payload);

@@ -178,6 +178,8 @@ void server_on_message(struct cserver *s, node_peer_t from, const Coord__Envelop
 {
         struct row_error e;
 
+        if (server_fence_refuses(s, from, env))
+                return;
         switch (env->type) {
         case COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS:
                 server_handle_ensure(s, from, env);
@@ -267,7 +269,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu installing=%zu "
                  "installs_sliced=%llu install_slices=%llu deferred=%zu peeks_thread=%llu "
                  "peeks_in_thread=%zu peek_thread_max_us=%llu peeks_thread_index_storage=%llu "
-                 "peeks_keyed=%llu writes_thread=%llu write_thread_max_us=%llu stale_replies=%llu "
+                 "peeks_keyed=%llu writes_thread=%llu write_thread_max_us=%llu stale_replies=%llu duty_fence=%llu duty_fenced=%llu "
                  "drops_by_key=%llu drops_by_range=%llu sinks=%zu sink_flushes=%llu sink_bytes=%llu "
                  "sink_errors=%llu sources=%zu source_ticks=%llu source_rows=%llu source_errors=%llu "
                  "mvs=%zu subscribe_reads=%llu storage=%s",
@@ -296,6 +298,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)s->peek_bg_max_us, (unsigned long long)s->peeks_bg_sub,
                  (unsigned long long)s->peeks_keyed, (unsigned long long)s->writes_bg,
                  (unsigned long long)s->write_bg_max_us, (unsigned long long)s->stale_replies,
+                 (unsigned long long)s->duty_fence, (unsigned long long)s->duty_fenced,
                  (unsigned long long)st.drops_by_key, (unsigned long long)st.drops_by_range,
                  s->n_sinks, (unsigned long long)s->sink_flushes, (unsigned long long)s->sink_bytes,
                  (unsigned long long)s->sink_errors, s->n_srcs, (unsigned long long)s->source_ticks,
@@ -357,6 +360,11 @@ int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
         if (s->cfg.append_sync < 0 || s->cfg.append_sync >= _CSERVER_APPEND_SYNC_MAX) {
                 r = log_error_errno(-EINVAL, "server_new_failed", "append_sync=%d",
                                     (int)s->cfg.append_sync);
+                goto fail;
+        }
+        r = server_fence_load(s);
+        if (r < 0) {
+                log_error_errno(r, "server_new_failed", "what=duty_fence");
                 goto fail;
         }
         r = loop_waker_new(s->loop, server_on_synced, s, &s->sync_waker);

@@ -55,6 +55,8 @@ struct lc_enact {
         uint64_t *creates, *drops;      /* queued gids (2) */
         size_t n_creates, cap_creates, n_drops, cap_drops;
         uint64_t next_request_id, sent, errors;
+        bool (*gate)(void *arg);        /* lc_enact_set_gate() */
+        void *gate_arg;
 };
 
 int lc_enact_new(struct node *n, struct lc_enact **ret)
@@ -282,7 +284,14 @@ int lc_enact_apply_txn(struct lc_enact *e, const Coord__CatalogTxn *txn)
 
 static bool controller_up(const struct lc_enact *e)
 {
-        return node_peer_connected(e->node, COORD__ROLE__ROLE_CONTROLLER);
+        return node_peer_connected(e->node, COORD__ROLE__ROLE_CONTROLLER) &&
+               (!e->gate || e->gate(e->gate_arg));
+}
+
+void lc_enact_set_gate(struct lc_enact *e, bool (*gate)(void *arg), void *arg)
+{
+        e->gate = gate;
+        e->gate_arg = arg;
 }
 
 static void send(struct lc_enact *e, Coord__MsgType type, const ProtobufCMessage *m, size_t n)
@@ -412,8 +421,11 @@ out:
 
 void lc_enact_flush(struct lc_enact *e)
 {
-        if (!controller_up(e))
-                return;         /* the resync at (re)connection sends everything */
+        if (!controller_up(e)) {
+                /* The resync at (re)connection or when the gate opens sends everything. */
+                e->n_creates = e->n_drops = 0;
+                return;
+        }
         if (e->n_creates) {
                 struct lc_enact_item **v = calloc(e->n_creates, sizeof(*v));
                 size_t k = 0;

@@ -53,6 +53,10 @@ int lc_enact_load_item(struct lc_enact *e, struct lc_enact_item *it);
 int lc_enact_apply_txn(struct lc_enact *e, const Coord__CatalogTxn *txn);
 /* Send what is queued (if the controller is connected; else the resync does it). */
 void lc_enact_flush(struct lc_enact *e);
+/* Send only while gate(arg) says so (the duty lease, lifecycle-duty.c note 7); without a
+ * gate, whenever the controller is connected.  What is not sent is not kept: the
+ * resync when the gate opens sends the complete set. */
+void lc_enact_set_gate(struct lc_enact *e, bool (*gate)(void *arg), void *arg);
 /* Send the complete set (controller (re)connected, or state reloaded). */
 void lc_enact_resync(struct lc_enact *e);
 /* A reply from the controller to one of ours: errors are logged. */

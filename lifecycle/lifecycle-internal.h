@@ -93,7 +93,20 @@ struct lifecycle {
         uint64_t start_ns, open_ns, loaded_ns;
         struct lc_load_stats first_load;
         bool restart_logged;
-        char detail[1536];
+        /* The duty lease (7, lifecycle-duty.c). */
+        char duty_holder[32];           /* "lifecycle-<instance id>" */
+        char duty_seen_holder[64];      /* the holder a BUSY claim named */
+        uint64_t duty_ttl_ms;
+        uint64_t duty_epoch;            /* held: claimed and not lost; 0: not held */
+        uint64_t duty_claim_seq;        /* the claim's catalog seq: act once the state has it */
+        uint64_t duty_deadline_ns;      /* count it lost from then, by our clock */
+        bool duty_active;               /* enacting and publishing */
+        uint64_t duty_request_id;       /* the claim or renew in flight; 0: none */
+        uint64_t duty_sent_ns, duty_requests;
+        int duty_request_type;
+        struct loop_timer *duty_timer;
+        uint64_t duty_claims, duty_takeovers, duty_lost, duty_busy, duty_fenced;
+        char detail[2048];
 };
 
 /* lifecycle-follow.c: following the catalog (1, 4, 6). */
@@ -149,3 +162,18 @@ void lifecycle_publication_failed(struct lifecycle *lc, const char *why);
 int lifecycle_send_allow(struct lifecycle *lc, const struct lc_publication *p);
 /* Every committed bound, after the controller (re)connected. */
 void lifecycle_send_allow_all(struct lifecycle *lc);
+
+/* lifecycle-duty.c: the duty lease (7). */
+
+/* The holder's name from instance_id; gates enactment on lifecycle_duty_active(). */
+void lifecycle_duty_init(struct lifecycle *lc, uint32_t instance_id, uint64_t ttl_ms);
+/* Claim or renew in ms, and then every ttl / 4. */
+void lifecycle_duty_arm(struct lifecycle *lc, uint64_t ms);
+void lifecycle_duty_stop(struct lifecycle *lc);
+/* Held, acting, and not expired by our clock (expiry loses it here).  Checked before
+ * every send of enactment, publication or AllowCompaction (note 7). */
+bool lifecycle_duty_active(struct lifecycle *lc);
+/* Give it up: no more sends until the next claim succeeds. */
+void lifecycle_duty_lose(struct lifecycle *lc, const char *why);
+/* An answer from the adapter: true when it was the duty's (consumed). */
+bool lifecycle_duty_reply(struct lifecycle *lc, const Coord__Envelope *env);

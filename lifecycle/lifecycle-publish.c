@@ -41,8 +41,8 @@ int lifecycle_send_allow(struct lifecycle *lc, const struct lc_publication *p)
         size_t cap = p->n_bounds < ALLOW_CHUNK ? p->n_bounds : ALLOW_CHUNK;
         int r = 0;
 
-        if (!p->n_bounds)
-                return 0;
+        if (!p->n_bounds || !lifecycle_duty_active(lc))
+                return 0;       /* the holder's (lifecycle-duty.c note 7) */
         recs = calloc(cap, sizeof(*recs));
         ptrs = calloc(cap, sizeof(*ptrs));
         if (!recs || !ptrs) {
@@ -109,6 +109,8 @@ int lifecycle_publish(struct lifecycle *lc)
         struct lc_publication *p = &lc->pub;
         int r;
 
+        if (!lifecycle_duty_active(lc))
+                return 0;       /* the holder's (lifecycle-duty.c note 7) */
         r = lc_state_tick(lc->state, p);
         if (r < 0)
                 return r;

@@ -59,6 +59,8 @@ static void lifecycle_message(struct node *n, node_peer_t from, const Coord__Env
 {
         struct lifecycle *lc = userdata;
 
+        if (from == COORD__ROLE__ROLE_ADAPTER && lifecycle_duty_reply(lc, env))
+                return;
         if (from == COORD__ROLE__ROLE_ADAPTER && lc->in_flight && env->request_id == lc->pub_request_id)
                 lifecycle_publish_reply(lc, env);
         if (from == COORD__ROLE__ROLE_CONTROLLER)
@@ -135,7 +137,9 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  "ring_applied=%llu ring_fallbacks=%llu log_applied=%llu catalog_catchups=%llu "
                  "catalog_wait=%s catalog_loop_wakes=%llu catalog_catchup=%s "
                  "catalog_catchup_last_us=%llu catalog_catchup_max_us=%llu "
-                 "frontier_wait=%s frontier_loop_wakes=%llu frontier_reads=%llu",
+                 "frontier_wait=%s frontier_loop_wakes=%llu frontier_reads=%llu "
+                 "instance_id=%u duty=%s duty_epoch=%llu duty_claims=%llu duty_takeovers=%llu "
+                 "duty_lost=%llu duty_busy=%llu duty_fenced=%llu duty_holder_seen=%s",
                  lc->catalog ? "secondary" : "waiting", rd ? "attached" : "waiting",
                  lc_state_n_items(lc->state), lc_state_n_requirements(lc->state),
                  lc_state_n_holds(lc->state), (unsigned long long)lc->publications, (unsigned long long)lc->pub_errors,
@@ -152,7 +156,12 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  (unsigned long long)lc->loop_wakes, lc->catchup ? "thread" : "loop",
                  (unsigned long long)lc->catchup_last_us, (unsigned long long)lc->catchup_max_us,
                  node_ring_wait_mode(n), (unsigned long long)node_ring_loop_wakes(n),
-                 (unsigned long long)node_ring_reads(n));
+                 (unsigned long long)node_ring_reads(n), node_instance_id(n),
+                 lc->duty_active ? "active" : lc->duty_epoch ? "claimed" : "standby",
+                 (unsigned long long)lc->duty_epoch, (unsigned long long)lc->duty_claims,
+                 (unsigned long long)lc->duty_takeovers, (unsigned long long)lc->duty_lost,
+                 (unsigned long long)lc->duty_busy, (unsigned long long)lc->duty_fenced,
+                 lc->duty_seen_holder[0] ? lc->duty_seen_holder : "-");
         reply->detail = lc->detail;
 }
 
@@ -167,6 +176,7 @@ static const struct node_handler lifecycle_handler = {
 int main(int argc, char **argv)
 {
         struct lifecycle lc = { .interval_ms = 1000, .start_ns = now_ns() };
+        uint64_t instance_id = 0, duty_ttl_ms = 3000;
         bool frontier_wait_thread = false;
         const struct conf_option extra[] = {
                 { "publication-interval-ms", CONF_U64, &lc.interval_ms, 3600000,
@@ -177,6 +187,12 @@ int main(int argc, char **argv)
                 { "frontier-wait-thread", CONF_BOOL, &frontier_wait_thread, 0,
                   "sleep on the controller's frontier ring in a watcher thread, not in the "
                   "event loop (what happens anyway where the kernel lacks IORING_OP_FUTEX_WAIT)" },
+                { "instance-id", CONF_U64, &instance_id, NODE_FLEET_MAX - 1,
+                  "this follower's id in a fleet on one catalog, 0-15 (default 0); its files are "
+                  "<data-dir>/lifecycle-K/ and <run-dir>/lifecycle-K.{sock,pid} for K > 0" },
+                { "duty-ttl-ms", CONF_U64, &duty_ttl_ms, 600000,
+                  "the ttl of the fleet's duty lease (enactment and publication) this follower "
+                  "claims (default 3000; another follower takes over within it after a death)" },
                 { "test-catchup-delay-ms", CONF_U64, &lc.test_catchup_delay_ms, 60000,
                   "TEST ONLY: every catch-up of the secondary but a reload's (the timer's and the log path's, on their thread, or on the loop without one) first sleeps this long" },
         };
@@ -195,7 +211,7 @@ int main(int argc, char **argv)
         cfg = (struct node_config){
                 .role = COORD__ROLE__ROLE_LIFECYCLE, .instance = a.instance,
                 .data_dir = a.data_dir, .run_dir = a.run_dir, .max_frame = (uint32_t)a.max_frame,
-                .metrics_port = (uint16_t)a.metrics_port,
+                .metrics_port = (uint16_t)a.metrics_port, .instance_id = (uint32_t)instance_id,
         };
         r = node_new(&cfg, &lifecycle_handler, &lc, &lc.node);
         if (r < 0) {
@@ -212,6 +228,13 @@ int main(int argc, char **argv)
                 log_error("out_of_memory", "");
                 goto out;
         }
+        if (duty_ttl_ms < 100) {
+                log_error("bad_option", "option=duty-ttl-ms value=%llu why=\"at least 100\"",
+                          (unsigned long long)duty_ttl_ms);
+                ex = NODE_EXIT_USAGE;
+                goto out;
+        }
+        lifecycle_duty_init(&lc, (uint32_t)instance_id, duty_ttl_ms);
         if (asprintf(&lc.primary_path, "%s/adapter/catalog", a.data_dir) < 0 ||
             asprintf(&lc.secondary_path, "%s/catalog-secondary", node_dir(lc.node)) < 0) {
                 log_error("out_of_memory", "");
@@ -225,6 +248,7 @@ int main(int argc, char **argv)
         if (r < 0)
                 goto out;
         lifecycle_tick_arm(&lc);
+        lifecycle_duty_arm(&lc, 0);
         log_info("publication_configured", "interval_ms=%llu", (unsigned long long)lc.interval_ms);
         r = node_run(lc.node);
         if (r < 0) {
@@ -238,6 +262,7 @@ out:
                 lifecycle_notify_stop(&lc);
                 loop_timer_cancel(node_loop(lc.node), lc.open_retry);
                 loop_timer_cancel(node_loop(lc.node), lc.tick_timer);
+                lifecycle_duty_stop(&lc);
         }
         lc.node = node_free(lc.node);
         lc.catalog = catalog_close(lc.catalog);

@@ -311,9 +311,9 @@ static void print_json_daemon(Coord__Role role, int err, const Coord__StatusRepl
         printf("},\"peers\":[");
         for (size_t k = 0; k < s->n_peers; k++) {
                 Coord__PeerStatus *p = s->peers[k];
-                printf("%s{\"role\":\"%s\",\"connected\":%s,\"incarnation\":%llu,"
+                printf("%s{\"role\":\"%s\",\"instance_id\":%u,\"connected\":%s,\"incarnation\":%llu,"
                        "\"since_ms\":%llu,\"connects\":%u}",
-                       k ? "," : "", node_role_name(p->role), p->connected ? "true" : "false",
+                       k ? "," : "", node_role_name(p->role), p->instance_id, p->connected ? "true" : "false",
                        (unsigned long long)p->incarnation, (unsigned long long)p->since_ms,
                        p->reconnects);
         }
@@ -444,7 +444,7 @@ static int cmd_status(const char *run_dir, int timeout_ms, bool json, bool verbo
                        "READY", "PEERS", rate_ms ? "FIGURES" : "FIGURES (since start)", "ERRORS");
                 for (size_t i = 0; i < ELEMENTSOF(daemons); i++) {
                         Coord__StatusReply *s = st[i];
-                        char up[32], peers[64] = "", figs[128];
+                        char up[32], peers[256] = "", figs[128];
                         size_t off = 0;
 
                         if (err[i] < 0) {
@@ -453,10 +453,15 @@ static int cmd_status(const char *run_dir, int timeout_ms, bool json, bool verbo
                                 continue;
                         }
                         fmt_uptime(up, sizeof(up), s->uptime_ms);
-                        for (size_t k = 0; k < s->n_peers && off < sizeof(peers); k++)
-                                off += (size_t)snprintf(peers + off, sizeof(peers) - off, "%s%s=%s",
-                                                        k ? " " : "", node_role_name(s->peers[k]->role),
+                        for (size_t k = 0; k < s->n_peers && off < sizeof(peers); k++) {
+                                char id[16] = "";
+
+                                if (s->peers[k]->instance_id)   /* a follower of a fleet */
+                                        snprintf(id, sizeof(id), "-%u", s->peers[k]->instance_id);
+                                off += (size_t)snprintf(peers + off, sizeof(peers) - off, "%s%s%s=%s",
+                                                        k ? " " : "", node_role_name(s->peers[k]->role), id,
                                                         s->peers[k]->connected ? "up" : "DOWN");
+                        }
                         fmt_figures(figs, sizeof(figs), daemons[i], &fig[i]);
                         printf("%-10s %-8d %-4llu %-8s %-5s %-28s %-34s %.0f\n",
                                node_role_name(daemons[i]), s->pid, (unsigned long long)s->incarnation,

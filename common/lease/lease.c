@@ -13,6 +13,11 @@
  * (3) Repeated commits.  A commit records (commit id, epoch).  The same pair again --
  *     a holder that lost the answer -- is answered LEASE_OK with nothing written, as
  *     long as no later commit on the key replaced the record.
+ * (4) Superseding.  A claim with supersede by the holder of a live lease takes it again
+ *     at epoch + 1: the claimer vouches that no earlier life of it still works (a
+ *     lifecycle follower holds its instance's lock, which dies with the process), and
+ *     the new epoch fences whatever that life sent.  Another holder's live lease is
+ *     BUSY as always (note 1 holds: one holder per epoch, epochs increase).
  */
 #include "lease/lease.h"
 
@@ -76,12 +81,13 @@ static bool lease_held(const struct lease *cur, const char *holder, uint64_t epo
 }
 
 enum lease_status lease_claim(const struct lease *cur, const char *holder, uint32_t ttl_ms,
-                              uint64_t now_ns, struct lease *next, bool *ret_write)
+                              bool supersede, uint64_t now_ns, struct lease *next,
+                              bool *ret_write)
 {
         *next = *cur;
         *ret_write = false;
-        if (lease_live(cur, now_ns))
-                return LEASE_BUSY;
+        if (lease_live(cur, now_ns) && !(supersede && strcmp(cur->holder, holder) == 0))
+                return LEASE_BUSY;      /* note 4 */
         /* Note 1. */
         next->epoch = cur->epoch + 1;
         strncpy(next->holder, holder, LEASE_HOLDER_MAX);

@@ -25,6 +25,10 @@
 #define LEASE_COMMIT_ID_MAX     128     /* bytes of a commit id */
 #define LEASE_TTL_MAX_MS        3600000u
 
+/* The lifecycle followers' duty lease: its holder enacts and publishes (lifecycle.md, "A
+ * fleet of followers"); holders are "lifecycle-<instance id>". */
+#define LEASE_KEY_LIFECYCLE_DUTY "lifecycle/duty"
+
 enum lease_status {
         LEASE_OK = 0,
         LEASE_FENCED = 1,       /* not the current epoch, lapsed, or another version */
@@ -58,10 +62,13 @@ uint64_t lease_expires_in_ms(const struct lease *l, uint64_t now_ns);
  * 0 or -EINVAL. */
 int lease_check_args(const char *holder, const char *commit_id, uint32_t ttl_ms);
 
-/* Claim: LEASE_BUSY when a live lease exists (whoever holds it); else the epoch goes
- * up by one and holder holds it until now + ttl (write). */
+/* Claim: LEASE_BUSY when a live lease exists (whoever holds it; with supersede, held
+ * by another holder than this one); else the epoch goes up by one and holder holds it
+ * until now + ttl (write).  supersede is for a holder that knows its earlier life is
+ * over (lease.c note 4). */
 enum lease_status lease_claim(const struct lease *cur, const char *holder, uint32_t ttl_ms,
-                              uint64_t now_ns, struct lease *next, bool *ret_write);
+                              bool supersede, uint64_t now_ns, struct lease *next,
+                              bool *ret_write);
 
 /* Renew: LEASE_FENCED unless holder holds the live lease of this epoch; else it lapses
  * ttl from now (no write: see lease_restarted()). */

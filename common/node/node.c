@@ -136,32 +136,6 @@ static int mkdir_p(const char *path, mode_t mode)
         return 0;
 }
 
-/* Write a small file durably: tmp, fsync, rename, fsync the directory. */
-static int write_file_durable(const char *dir, const char *name, const char *content)
-{
-        _cleanup_free_ char *path = NULL, *tmp = NULL;
-        _cleanup_close_ int fd = -EBADF, dfd = -EBADF;
-        size_t len = strlen(content);
-
-        if (asprintf(&path, "%s/%s", dir, name) < 0 || asprintf(&tmp, "%s/.%s.tmp", dir, name) < 0)
-                return -ENOMEM;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        if (write(fd, content, len) != (ssize_t)len)
-                return errno ? -errno : -EIO;
-        if (fsync(fd) < 0)
-                return -errno;
-        if (rename(tmp, path) < 0)
-                return -errno;
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        if (fsync(dfd) < 0)
-                return -errno;
-        return 0;
-}
-
 static int incarnation_bump(const char *dir, uint64_t *ret)
 {
         _cleanup_free_ char *path = NULL;

@@ -39,7 +39,7 @@ size_t mock_node_count(const struct node *n, Coord__Role to, Coord__MsgType type
         return k;
 }
 
-bool node_peer_connected(const struct node *n, Coord__Role role)
+bool node_peer_connected(const struct node *n, node_peer_t role)
 {
         if (!n)
                 return false;
@@ -50,7 +50,7 @@ bool node_peer_connected(const struct node *n, Coord__Role role)
         return false;
 }
 
-int node_send(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t request_id,
+int node_send(struct node *n, node_peer_t to, Coord__MsgType type, uint64_t request_id,
               const ProtobufCMessage *msg)
 {
         struct mock_sent *s;
@@ -79,6 +79,16 @@ int node_send(struct node *n, Coord__Role to, Coord__MsgType type, uint64_t requ
                 return -ENOMEM;
         protobuf_c_message_pack(msg, s->bytes);
         n->n_sent++;
+        return 0;
+}
+
+void node_set_fence(struct node *n, uint64_t epoch)
+{
+        n->fence = epoch;
+}
+
+uint32_t node_instance_id(const struct node *n)
+{
         return 0;
 }
 

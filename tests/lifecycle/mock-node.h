@@ -27,6 +27,7 @@ struct mock_sent {
 struct node {
         bool adapter_up, controller_up; /* node_peer_connected() */
         bool ready;                     /* node_set_ready() */
+        uint64_t fence;                 /* node_set_fence() */
         struct loop *loop;              /* node_loop(); NULL unless the test made one */
         /* node_send(): send_err (0: success) from the fail_at-th call on (1-based; 0:
          * never); a failed send is not recorded. */

@@ -36,6 +36,10 @@ static struct lifecycle *lc_make(struct node *n)
         CU_ASSERT_EQUAL_FATAL(lc_state_load_batch(lc->state, &b), 0);
         lc_state_set_seq(lc->state, SEQ);
         lc->loaded = true;
+        /* This follower holds the duty lease (lifecycle-duty.c note 7) for the test. */
+        lc->duty_epoch = 1;
+        lc->duty_active = true;
+        lc->duty_deadline_ns = UINT64_MAX;
         return lc;
 }
 

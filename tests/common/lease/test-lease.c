@@ -21,7 +21,7 @@ static void claim_ok(struct lease *cur, const char *holder, uint32_t ttl, uint64
         struct lease next;
         bool w;
 
-        CU_ASSERT_EQUAL_FATAL(lease_claim(cur, holder, ttl, now, &next, &w), LEASE_OK);
+        CU_ASSERT_EQUAL_FATAL(lease_claim(cur, holder, ttl, false, now, &next, &w), LEASE_OK);
         CU_ASSERT_TRUE(w);
         *cur = next;
 }
@@ -40,14 +40,33 @@ static void test_claim(void)
         CU_ASSERT_FALSE(lease_live(&l, 1100 * MS));
         CU_ASSERT_EQUAL(lease_expires_in_ms(&l, 1050 * MS), 50);
         /* Live: another claimer, and the holder itself, are refused; nothing to write. */
-        CU_ASSERT_EQUAL(lease_claim(&l, "b", 100, 1050 * MS, &next, &w), LEASE_BUSY);
+        CU_ASSERT_EQUAL(lease_claim(&l, "b", 100, false, 1050 * MS, &next, &w), LEASE_BUSY);
         CU_ASSERT_FALSE(w);
         CU_ASSERT_EQUAL(next.epoch, 1);
-        CU_ASSERT_EQUAL(lease_claim(&l, "a", 100, 1099 * MS, &next, &w), LEASE_BUSY);
+        CU_ASSERT_EQUAL(lease_claim(&l, "a", 100, false, 1099 * MS, &next, &w), LEASE_BUSY);
         /* Lapsed: the next claim gets epoch 2. */
         claim_ok(&l, "b", 100, 1100 * MS);
         CU_ASSERT_EQUAL(l.epoch, 2);
         CU_ASSERT_STRING_EQUAL(l.holder, "b");
+}
+
+/* Note 4: a holder's supersede takes its own live lease at epoch + 1 and fences the
+ * earlier epoch; another holder's supersede is BUSY. */
+static void test_supersede(void)
+{
+        struct lease l = fresh(), next;
+        bool w;
+
+        claim_ok(&l, "a", 100, 1000 * MS);
+        CU_ASSERT_EQUAL(lease_claim(&l, "b", 100, true, 1010 * MS, &next, &w), LEASE_BUSY);
+        CU_ASSERT_FALSE(w);
+        CU_ASSERT_EQUAL_FATAL(lease_claim(&l, "a", 100, true, 1020 * MS, &next, &w), LEASE_OK);
+        CU_ASSERT_TRUE(w);
+        CU_ASSERT_EQUAL(next.epoch, 2);
+        CU_ASSERT_EQUAL(next.expires_ns, 1120 * MS);
+        l = next;
+        CU_ASSERT_EQUAL(lease_renew(&l, "a", 1, 1030 * MS, &next, &w), LEASE_FENCED);
+        CU_ASSERT_EQUAL(lease_renew(&l, "a", 2, 1030 * MS, &next, &w), LEASE_OK);
 }
 
 static void test_renew(void)
@@ -195,6 +214,7 @@ int main(int argc, char **argv)
 {
         static const struct t_case rules[] = {
                 { "claim", test_claim },
+                { "supersede", test_supersede },
                 { "renew", test_renew },
                 { "commit", test_commit },
                 { "fence", test_fence },

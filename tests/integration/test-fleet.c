@@ -1,0 +1,455 @@
+/* test-fleet -- a fleet of lifecycle followers on one catalog (issue 33 items 1 and 5):
+ * tools/coord up --followers 3, the duty lease (lifecycle-duty.c note 7), its fences in
+ * the controller (controller-server-fence.c note 1) and the adapter.
+ *
+ *   up                 three followers: exactly one holds the duty lease and is active,
+ *                      the two others are standbys (they were told BUSY).
+ *   works              DDL, INSERT and a materialized view through the holder; its
+ *                      publications move the table's bound.
+ *   sigstop_holder     COORD_FLEET_ROUNDS times (default 2): the holder SIGSTOPped, DDL
+ *                      and INSERTs meanwhile; another follower claims the lapsed lease
+ *                      (epoch + 1) and enacts them; the stopped one, resumed, counts the
+ *                      lease lost by its own clock, becomes a standby and changes nothing:
+ *                      still one active follower, the lease's epoch unchanged.
+ *   fenced_messages    a follower of an older epoch, on raw connections: the controller
+ *                      refuses its DropCollections and AllowCompaction (55000) and the
+ *                      table keeps its rows; the adapter refuses its publication (55000).
+ *   kill9_holder       kill -9 of the holder: another takes over, DDL goes on; the killed
+ *                      one, restarted, is a standby.
+ *   restart_supersedes the holder killed and restarted at once takes the duty back
+ *                      (epoch + 1) before its old lease could have lapsed.
+ *   check              coordctl check matches (I10).
+ */
+#include <inttypes.h>
+#include <signal.h>
+#include <time.h>
+
+#include "ipc/ipc.h"
+#include "itest.h"
+
+#define FOLLOWERS       3u
+#define TTL_MS          4000u           /* --duty-ttl-ms */
+#define RENEW_MS        (TTL_MS / 4)    /* lifecycle-duty.c */
+#define TAKEOVER_MAX_MS (2 * TTL_MS + 3000)
+
+static int fleet_up(void)
+{
+        return t_sh("COORD_LIFECYCLE_ARGS='--duty-ttl-ms %u' %s up --followers %u >/dev/null", TTL_MS,
+                    coord_cmd, FOLLOWERS);
+}
+
+static uint64_t mono_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static Coord__StatusReply *follower_status(unsigned k)
+{
+        char *path = node_socket_path_id(run_dir, COORD__ROLE__ROLE_LIFECYCLE, k);
+        Coord__StatusReply *s = NULL;
+
+        if (!path || node_query_status_path(path, 2000, &s) < 0)
+                s = NULL;
+        free(path);
+        return s;
+}
+
+/* A word of follower k's status detail ("duty=active"): its value, or "" */
+static bool follower_says(unsigned k, const char *key, const char *value)
+{
+        Coord__StatusReply *s = follower_status(k);
+        char pat[96];
+        bool yes;
+
+        if (!s)
+                return false;
+        snprintf(pat, sizeof(pat), " %s=%s ", key, value);
+        yes = s->detail && strstr(s->detail, pat);
+        coord__status_reply__free_unpacked(s, NULL);
+        return yes;
+}
+
+static uint64_t follower_stat(unsigned k, const char *key)
+{
+        Coord__StatusReply *s = follower_status(k);
+        uint64_t v = 0;
+        char pat[64];
+        const char *p;
+
+        if (!s)
+                return 0;
+        snprintf(pat, sizeof(pat), " %s=", key);
+        p = s->detail ? strstr(s->detail, pat) : NULL;
+        if (p)
+                v = strtoull(p + strlen(pat), NULL, 10);
+        coord__status_reply__free_unpacked(s, NULL);
+        return v;
+}
+
+static pid_t follower_pid(unsigned k)
+{
+        Coord__StatusReply *s = follower_status(k);
+        pid_t pid = -1;
+
+        if (s) {
+                pid = s->pid;
+                coord__status_reply__free_unpacked(s, NULL);
+        }
+        return pid;
+}
+
+static unsigned active_count(void)
+{
+        unsigned n = 0;
+
+        for (unsigned k = 0; k < FOLLOWERS; k++)
+                n += follower_says(k, "duty", "active");
+        return n;
+}
+
+/* The live holder of the duty lease (its instance id) and its epoch; -1 when none. */
+static int holder(PGconn *c, uint64_t *epoch)
+{
+        PGresult *r = PQexec(c, "SELECT holder, epoch FROM coord_leases WHERE key = 'lifecycle/duty' AND live");
+        int k = -1;
+
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+            sscanf(PQgetvalue(r, 0, 0), "lifecycle-%d", &k) == 1)
+                *epoch = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
+        else
+                k = -1;
+        PQclear(r);
+        return k;
+}
+
+/* Wait until a follower of an epoch above `above` is active; its id, or -1. */
+static int wait_active_above(PGconn *c, uint64_t above, unsigned timeout_ms, uint64_t *epoch)
+{
+        for (uint64_t end = mono_ms() + timeout_ms; mono_ms() < end; sleep_ms(20)) {
+                int k = holder(c, epoch);
+
+                if (k >= 0 && *epoch > above && follower_says((unsigned)k, "duty", "active"))
+                        return k;
+        }
+        return -1;
+}
+
+static void test_up(void)
+{
+        PGconn *c;
+        uint64_t e = 0;
+        int h;
+
+        CU_ASSERT_EQUAL_FATAL(fleet_up(), 0);
+        c = db();
+        CU_ASSERT_FATAL(c != NULL);
+        h = wait_active_above(c, 0, 10000, &e);
+        CU_ASSERT_FATAL(h >= 0);
+        CU_ASSERT_EQUAL(active_count(), 1);
+        for (unsigned k = 0; k < FOLLOWERS; k++) {
+                if ((int)k == h)
+                        continue;
+                /* A standby asked and was told BUSY, naming the holder. */
+                for (int w = 0; w < 200 && follower_stat(k, "duty_busy") == 0; w++)
+                        sleep_ms(10);
+                CU_ASSERT(follower_says(k, "duty", "standby"));
+                CU_ASSERT(follower_stat(k, "duty_busy") > 0);
+        }
+        PQfinish(c);
+}
+
+/* Publications of follower k pass n more times (up to timeout_ms). */
+static bool k_publications_pass(unsigned k, uint64_t n, unsigned timeout_ms)
+{
+        uint64_t want = follower_stat(k, "publications") + n;
+
+        for (unsigned w = 0; w < timeout_ms / 10; w++, sleep_ms(10))
+                if (follower_stat(k, "publications") >= want)
+                        return true;
+        return false;
+}
+
+static void test_works(void)
+{
+        PGconn *c = db();
+        uint64_t e = 0, b0, b1;
+        int h;
+
+        CU_ASSERT_FATAL(c != NULL);
+        h = holder(c, &e);
+        CU_ASSERT_FATAL(h >= 0);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE ft (v int)"));
+        CU_ASSERT(ok(c, "INSERT INTO ft VALUES (1), (2), (3)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE MATERIALIZED VIEW fm AS SELECT count(*) AS n, sum(v) AS s FROM ft"));
+        CU_ASSERT(rows_become(c, "SELECT n, s FROM fm", "3|6", 10000));
+        CU_ASSERT(k_publications_pass((unsigned)h, 1, 10000));
+        b0 = q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, gid_of(c, "ft"));
+        CU_ASSERT(ok(c, "INSERT INTO ft VALUES (4)"));
+        CU_ASSERT(k_publications_pass((unsigned)h, 2, 10000));
+        b1 = q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, gid_of(c, "ft"));
+        CU_ASSERT(b1 > b0);
+        PQfinish(c);
+}
+
+static void test_sigstop_holder(void)
+{
+        const char *env = getenv("COORD_FLEET_ROUNDS");
+        int rounds = env ? atoi(env) : 2;
+        PGconn *c = db();
+
+        CU_ASSERT_FATAL(c != NULL);
+        for (int i = 0; i < rounds; i++) {
+                uint64_t e = 0, e2 = 0, e3 = 0, t0;
+                int h = holder(c, &e), h2;
+                pid_t pid;
+
+                CU_ASSERT_FATAL(h >= 0);
+                pid = follower_pid((unsigned)h);
+                CU_ASSERT_FATAL(pid > 0);
+                CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
+                t0 = mono_ms();
+                /* DDL while the holder is stopped: enacted by whoever takes over. */
+                CU_ASSERT(okf(c, "CREATE TABLE fs%d (v int)", i));
+                CU_ASSERT(okf(c, "INSERT INTO fs%d VALUES (%d)", i, i));
+                h2 = wait_active_above(c, e, TAKEOVER_MAX_MS, &e2);
+                printf("\n    round %d: holder %d stopped, %d took over at epoch %" PRIu64 " after %" PRIu64 " ms",
+                       i, h, h2, e2, mono_ms() - t0);
+                CU_ASSERT(h2 >= 0 && h2 != h);
+                CU_ASSERT_EQUAL(e2, e + 1);
+                {
+                        char *q, want[16];
+
+                        CU_ASSERT(asprintf(&q, "SELECT v FROM fs%d", i) > 0);
+                        snprintf(want, sizeof(want), "%d", i);
+                        CU_ASSERT(rows_become(c, q, want, 10000));
+                        free(q);
+                }
+                CU_ASSERT(k_publications_pass((unsigned)h2, 1, 10000));
+                CU_ASSERT_FATAL(kill(pid, SIGCONT) == 0);
+                /* The resumed one finds its lease lost by its own clock: a standby. */
+                for (int w = 0; w < 300 && !follower_says((unsigned)h, "duty", "standby"); w++)
+                        sleep_ms(10);
+                CU_ASSERT(follower_says((unsigned)h, "duty", "standby"));
+                CU_ASSERT(follower_stat((unsigned)h, "duty_lost") >= 1);
+                /* By its own clock (lifecycle_duty_active()), before any renewal could
+                 * be answered FENCED: nothing it built after its deadline went out. */
+                CU_ASSERT_EQUAL(follower_stat((unsigned)h, "duty_fenced"), 0);
+                sleep_ms(RENEW_MS + 200);       /* its next claim has been answered */
+                CU_ASSERT_EQUAL(holder(c, &e3), h2);
+                CU_ASSERT_EQUAL(e3, e2);
+                CU_ASSERT_EQUAL(active_count(), 1);
+                CU_ASSERT(okf(c, "INSERT INTO fs%d VALUES (%d)", i, i + 100));
+        }
+        PQfinish(c);
+}
+
+/* A raw connection to role's socket as lifecycle follower `id` (incarnation 1), after
+ * the Hello exchange; -1 on failure. */
+static int raw_follower(Coord__Role to, unsigned id)
+{
+        Coord__Hello hello = COORD__HELLO__INIT;
+        Coord__Envelope env = COORD__ENVELOPE__INIT, *e = NULL;
+        char *sock = node_socket_path(run_dir, to);
+        uint8_t buf[128];
+        int fd = sock ? ipc_sync_connect(sock) : -1;
+
+        free(sock);
+        if (fd < 0)
+                return -1;
+        hello.role = COORD__ROLE__ROLE_LIFECYCLE;
+        hello.incarnation = 1;
+        hello.pid = getpid();
+        hello.instance = (char *)"fleet-test";
+        hello.instance_id = id;
+        env.type = COORD__MSG_TYPE__MSG_HELLO;
+        env.sender = COORD__ROLE__ROLE_LIFECYCLE;
+        env.incarnation = 1;
+        env.payload.len = coord__hello__pack(&hello, buf);
+        env.payload.data = buf;
+        if (ipc_sync_send(fd, &env, IPC_MAX_FRAME_DEFAULT) < 0 ||
+            ipc_sync_recv(fd, IPC_MAX_FRAME_DEFAULT, 5000, &e) < 0 || e->type != COORD__MSG_TYPE__MSG_HELLO) {
+                if (e)
+                        coord__envelope__free_unpacked(e, NULL);
+                close(fd);
+                return -1;
+        }
+        coord__envelope__free_unpacked(e, NULL);
+        return fd;
+}
+
+/* Send payload with the fence; the answer's SQLSTATE ("" for an Ok). */
+static void raw_call(int fd, Coord__MsgType type, uint64_t fence, const ProtobufCMessage *m, char *state,
+                     size_t size)
+{
+        Coord__Envelope env = COORD__ENVELOPE__INIT, *e = NULL;
+        uint8_t *buf = malloc(protobuf_c_message_get_packed_size(m) + 1);
+
+        snprintf(state, size, "none");
+        env.type = type;
+        env.sender = COORD__ROLE__ROLE_LIFECYCLE;
+        env.incarnation = 1;
+        env.request_id = 77;
+        env.fence = fence;
+        env.payload.len = protobuf_c_message_pack(m, buf);
+        env.payload.data = buf;
+        if (ipc_sync_send(fd, &env, IPC_MAX_FRAME_DEFAULT) == 0 &&
+            ipc_sync_recv(fd, IPC_MAX_FRAME_DEFAULT, 5000, &e) == 0) {
+                if (e->type == COORD__MSG_TYPE__MSG_ERROR) {
+                        Coord__Error *err = coord__error__unpack(NULL, e->payload.len, e->payload.data);
+                        snprintf(state, size, "%s", err && err->sqlstate ? err->sqlstate : "?");
+                        if (err)
+                                coord__error__free_unpacked(err, NULL);
+                } else {
+                        snprintf(state, size, "%s", "");
+                }
+                coord__envelope__free_unpacked(e, NULL);
+        }
+        free(buf);
+}
+
+static void test_fenced_messages(void)
+{
+        PGconn *c = db();
+        uint64_t e = 0, gid, fenced0;
+        char state[16];
+        int fd;
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(holder(c, &e) >= 0 && e >= 2);
+        gid = gid_of(c, "ft");
+        CU_ASSERT_FATAL(gid > 0);
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "duty_fence"), e);
+        fenced0 = stat_of(COORD__ROLE__ROLE_CONTROLLER, "duty_fenced");
+        fd = raw_follower(COORD__ROLE__ROLE_CONTROLLER, 9);
+        CU_ASSERT_FATAL(fd >= 0);
+        {
+                Coord__DropCollections m = COORD__DROP_COLLECTIONS__INIT;
+
+                m.gids = &gid;
+                m.n_gids = 1;
+                raw_call(fd, COORD__MSG_TYPE__MSG_DROP_COLLECTIONS, e - 1, &m.base, state, sizeof(state));
+                CU_ASSERT_STRING_EQUAL(state, "55000");
+                raw_call(fd, COORD__MSG_TYPE__MSG_DROP_COLLECTIONS, 0, &m.base, state, sizeof(state));
+                CU_ASSERT_STRING_EQUAL(state, "55000");
+        }
+        {
+                Coord__AllowCompaction m = COORD__ALLOW_COMPACTION__INIT;
+                Coord__CatalogBoundRecord b = COORD__CATALOG_BOUND_RECORD__INIT, *bp = &b;
+
+                b.gid = gid;
+                b.bound = UINT64_MAX - 1;
+                m.sinces = &bp;
+                m.n_sinces = 1;
+                raw_call(fd, COORD__MSG_TYPE__MSG_ALLOW_COMPACTION, e - 1, &m.base, state, sizeof(state));
+                CU_ASSERT_STRING_EQUAL(state, "55000");
+        }
+        close(fd);
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "duty_fenced"), fenced0 + 3);
+        CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_CONTROLLER, "duty_fence"), e);
+        /* The table and its history are intact. */
+        CU_ASSERT(rows_are(c, "SELECT v FROM ft", "1;2;3;4"));
+        CU_ASSERT(ok(c, "INSERT INTO ft VALUES (5)"));
+        CU_ASSERT(rows_are(c, "SELECT v FROM ft", "1;2;3;4;5"));
+        /* The adapter: a publication of another epoch than the live one. */
+        fd = raw_follower(COORD__ROLE__ROLE_ADAPTER, 9);
+        CU_ASSERT_FATAL(fd >= 0);
+        {
+                Coord__PublishProtection m = COORD__PUBLISH_PROTECTION__INIT;
+                Coord__CatalogBoundRecord b = COORD__CATALOG_BOUND_RECORD__INIT, *bp = &b;
+                uint64_t pf0 = stat_of(COORD__ROLE__ROLE_ADAPTER, "publications_fenced");
+
+                b.gid = gid;
+                b.bound = q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, gid) + 1;
+                m.bounds = &bp;
+                m.n_bounds = 1;
+                raw_call(fd, COORD__MSG_TYPE__MSG_PUBLISH_PROTECTION, e - 1, &m.base, state, sizeof(state));
+                CU_ASSERT_STRING_EQUAL(state, "55000");
+                raw_call(fd, COORD__MSG_TYPE__MSG_PUBLISH_PROTECTION, e + 1, &m.base, state, sizeof(state));
+                CU_ASSERT_STRING_EQUAL(state, "55000");
+                CU_ASSERT_EQUAL(stat_of(COORD__ROLE__ROLE_ADAPTER, "publications_fenced"), pf0 + 2);
+        }
+        close(fd);
+        PQfinish(c);
+}
+
+static void test_kill9_holder(void)
+{
+        PGconn *c = db();
+        uint64_t e = 0, e2 = 0, t0;
+        pid_t pid;
+        int h, h2;
+
+        CU_ASSERT_FATAL(c != NULL);
+        h = holder(c, &e);
+        CU_ASSERT_FATAL(h >= 0);
+        pid = follower_pid((unsigned)h);
+        CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGKILL) == 0);
+        t0 = mono_ms();
+        CU_ASSERT(ok(c, "CREATE TABLE fk (v int)"));
+        CU_ASSERT(ok(c, "INSERT INTO fk VALUES (7)"));
+        h2 = wait_active_above(c, e, TAKEOVER_MAX_MS, &e2);
+        printf("\n    holder %d killed, %d took over at epoch %" PRIu64 " after %" PRIu64 " ms", h, h2, e2,
+               mono_ms() - t0);
+        CU_ASSERT(h2 >= 0 && h2 != h);
+        CU_ASSERT(rows_become(c, "SELECT v FROM fk", "7", 10000));
+        while (kill(pid, 0) == 0)
+                sleep_ms(1);
+        CU_ASSERT_EQUAL_FATAL(fleet_up(), 0);
+        for (int w = 0; w < 300 && follower_stat((unsigned)h, "duty_busy") == 0; w++)
+                sleep_ms(10);
+        CU_ASSERT(follower_says((unsigned)h, "duty", "standby"));
+        CU_ASSERT_EQUAL(active_count(), 1);
+        PQfinish(c);
+}
+
+/* Without supersede (lease.c note 4) the restarted holder would wait for its old lease to
+ * lapse: at least TTL_MS - RENEW_MS after the kill. */
+static void test_restart_supersedes(void)
+{
+        PGconn *c = db();
+        uint64_t e = 0, e2 = 0, t0, took;
+        pid_t pid;
+        int h, h2;
+
+        CU_ASSERT_FATAL(c != NULL);
+        h = holder(c, &e);
+        CU_ASSERT_FATAL(h >= 0);
+        pid = follower_pid((unsigned)h);
+        CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGKILL) == 0);
+        t0 = mono_ms();
+        while (kill(pid, 0) == 0)
+                sleep_ms(1);
+        CU_ASSERT_EQUAL_FATAL(fleet_up(), 0);
+        h2 = wait_active_above(c, e, TAKEOVER_MAX_MS, &e2);
+        took = mono_ms() - t0;
+        printf("\n    holder %d killed and restarted: %d active at epoch %" PRIu64 " after %" PRIu64 " ms", h,
+               h2, e2, took);
+        CU_ASSERT_EQUAL(h2, h);
+        CU_ASSERT_EQUAL(e2, e + 1);
+        CU_ASSERT(took < TTL_MS - RENEW_MS);
+        CU_ASSERT(ok(c, "CREATE TABLE fr (v int)"));
+        CU_ASSERT(ok(c, "INSERT INTO fr VALUES (8)"));
+        CU_ASSERT(rows_become(c, "SELECT v FROM fr", "8", 10000));
+        CU_ASSERT_EQUAL(active_count(), 1);
+        PQfinish(c);
+}
+
+int main(void)
+{
+        static const struct t_case cases[] = {
+                { "up", test_up },
+                { "works", test_works },
+                { "sigstop_holder", test_sigstop_holder },
+                { "fenced_messages", test_fenced_messages },
+                { "kill9_holder", test_kill9_holder },
+                { "restart_supersedes", test_restart_supersedes },
+                { "check", itest_check },
+                { NULL, NULL },
+        };
+        static const struct t_suite suites[] = { { "fleet", cases }, { NULL, NULL } };
+
+        return itest_main("coord-fleet", "fl", suites);
+}
