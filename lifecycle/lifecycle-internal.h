@@ -6,7 +6,7 @@
  * "(n)" in a comment is the follower's note of that number, in the file that enforces
  * it: (1) following, (4) waking up for a commit and (6) the catch-up thread in
  * lifecycle-follow.c; (2) publication in lifecycle-publish.c; (3) enactment and (5)
- * restarts in lifecycle.c.
+ * restarts in lifecycle.c; (7) the fleet's duty lease in lifecycle-duty.c.
  *
  * Not thread-safe: the lifecycle's loop thread only (the catch-up and watcher threads
  * touch only what lifecycle-follow.c notes 4 and 6 give them).
@@ -171,7 +171,7 @@ void lifecycle_duty_init(struct lifecycle *lc, uint32_t instance_id, uint64_t tt
 void lifecycle_duty_arm(struct lifecycle *lc, uint64_t ms);
 void lifecycle_duty_stop(struct lifecycle *lc);
 /* Held, acting, and not expired by our clock (expiry loses it here).  Checked before
- * every send of enactment, publication or AllowCompaction (note 7). */
+ * every send of enactment, publication or AllowCompaction (lifecycle-duty.c note 7). */
 bool lifecycle_duty_active(struct lifecycle *lc);
 /* Give it up: no more sends until the next claim succeeds. */
 void lifecycle_duty_lose(struct lifecycle *lc, const char *why);

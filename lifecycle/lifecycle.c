@@ -17,7 +17,8 @@
  * NOTES ON THE DESIGN
  *
  * (1), (4) and (6), following the catalog, are lifecycle-follow.c's; (2), publication,
- * is lifecycle-publish.c's (they keep their numbers).
+ * is lifecycle-publish.c's; (7), the fleet's duty lease (--instance-id, --duty-ttl-ms),
+ * is lifecycle-duty.c's (they keep their numbers).
  *
  * (3) Enactment (creating collections, installing dataflows) is this daemon's:
  *     lifecycle-enact.c follows the same transactions and sends EnsureCollections,

@@ -50,7 +50,7 @@ static void test_claim(void)
         CU_ASSERT_STRING_EQUAL(l.holder, "b");
 }
 
-/* Note 4: a holder's supersede takes its own live lease at epoch + 1 and fences the
+/* lease.c note 4: a holder's supersede takes its own live lease at epoch + 1 and fences the
  * earlier epoch; another holder's supersede is BUSY. */
 static void test_supersede(void)
 {
