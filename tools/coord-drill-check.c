@@ -449,7 +449,14 @@ int run_coord(struct drill *dr, const char *arg, char *out, size_t size)
                 }
                 if (in >= 0)
                         dup2(in, 0);
-                execl(dr->coord, dr->coord, arg, (char *)NULL);
+                if (strcmp(arg, "up") == 0 && dr->followers > 1) {
+                        char n[24];
+
+                        snprintf(n, sizeof(n), "%" PRIu64, dr->followers);
+                        execl(dr->coord, dr->coord, arg, "--followers", n, (char *)NULL);
+                } else {
+                        execl(dr->coord, dr->coord, arg, (char *)NULL);
+                }
                 _exit(127);
         }
         if (out) {

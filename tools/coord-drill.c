@@ -252,7 +252,34 @@ static void *ddl_client(void *arg)
 
 /* ---- kills and restarts -------------------------------------------------------------- */
 
-/* The daemon's pid from its status, else from its pid file; -1 when neither. */
+/* Follower k of the fleet is the active holder of the duty lease (lifecycle-duty.c
+ * note 7): its pid and state seq. */
+static bool follower_active(struct drill *dr, unsigned k, pid_t *pid, uint64_t *seq)
+{
+        _cleanup_free_ char *path = node_socket_path_id(dr->run_dir, COORD__ROLE__ROLE_LIFECYCLE, k);
+        Coord__StatusReply *s = NULL;
+        bool yes;
+
+        if (!path || node_query_status_path(path, 1000, &s) < 0)
+                return false;
+        yes = s->ready && s->detail && strstr(s->detail, " duty=active ");
+        *pid = s->pid;
+        *seq = s->catalog_seq;
+        coord__status_reply__free_unpacked(s, NULL);
+        return yes;
+}
+
+/* The active follower of the fleet (the one to kill), or -1. */
+static int fleet_holder(struct drill *dr, pid_t *pid, uint64_t *seq)
+{
+        for (unsigned k = 0; k < (dr->followers ? dr->followers : 1); k++)
+                if (follower_active(dr, k, pid, seq))
+                        return (int)k;
+        return -1;
+}
+
+/* The daemon's pid from its status, else from its pid file; -1 when neither.  The
+ * lifecycle's of a fleet: the active follower's. */
 static pid_t daemon_pid(struct drill *dr, int d)
 {
         Coord__StatusReply *s = NULL;
@@ -260,6 +287,11 @@ static pid_t daemon_pid(struct drill *dr, int d)
         pid_t pid = -1;
         FILE *f;
 
+        if (d == LIFECYCLE && dr->followers > 1) {
+                uint64_t seq;
+
+                return fleet_holder(dr, &pid, &seq) >= 0 ? pid : -1;
+        }
         if (node_query_status(dr->run_dir, daemon_role[d], 1000, &s) == 0) {
                 pid = s->pid;
                 coord__status_reply__free_unpacked(s, NULL);
@@ -289,16 +321,18 @@ static uint64_t daemon_seq(struct drill *dr, int d)
 }
 
 /* Serving again: the adapter answers a new connection's SELECT 1; the controller
- * serves a read of a table; the lifecycle is ready and has applied the adapter's last
- * commit. */
+ * serves a read of a table; a lifecycle follower holds the duty (enacts) and has
+ * applied the adapter's last commit. */
 static bool serving(struct drill *dr, int d, PGconn **c)
 {
         char sql[128];
         PGresult *r;
 
         if (d == LIFECYCLE) {
-                uint64_t a = daemon_seq(dr, ADAPTER), l = daemon_seq(dr, LIFECYCLE);
-                return a && l >= a;
+                uint64_t a = daemon_seq(dr, ADAPTER), l = 0;
+                pid_t pid;
+
+                return a && fleet_holder(dr, &pid, &l) >= 0 && l >= a;
         }
         if (!*c) {
                 *c = PQconnectdb(dr->conninfo);
@@ -664,6 +698,9 @@ int main(int argc, char **argv)
                 { "restart-timeout-s", CONF_U64, &dr->restart_timeout_s, 3600, "kill to serving, at most (default 60)" },
                 { "max-rows", CONF_U64, &dr->max_rows, 0,
                   "trim the tables above this many rows (default 100000; 0: never)" },
+                { "followers", CONF_U64, &dr->followers, 16,
+                  "lifecycle followers (tools/coord up --followers N; default 1): a lifecycle kill "
+                  "kills the one holding the duty lease" },
                 { "keep", CONF_BOOL, &dr->keep, 0, "keep the drill's tables and views at the end" },
                 { "test-expect-loss", CONF_BOOL, &dr->test_expect_loss, 0,
                   "TEST ONLY: delete one acknowledged row after the first restart; the drill must fail" },
@@ -711,9 +748,9 @@ int main(int argc, char **argv)
                         goto out;
 
         printf("drill: seed=%" PRIu64 " kills=%" PRIu64 " daemons=%s workload=%s clients=%" PRIu64 " tables=%" PRIu64
-               " gap_ms=%" PRIu64 "-%" PRIu64 " run_dir=%s port=%" PRIu64 " tag=%s\n", dr->seed, dr->kills,
-               dr->daemons, dr->workload, dr->clients, dr->tables, dr->min_gap_ms, dr->max_gap_ms, dr->run_dir,
-               dr->pg_port, dr->tag);
+               " gap_ms=%" PRIu64 "-%" PRIu64 " run_dir=%s port=%" PRIu64 " tag=%s followers=%" PRIu64 "\n", dr->seed,
+               dr->kills, dr->daemons, dr->workload, dr->clients, dr->tables, dr->min_gap_ms, dr->max_gap_ms,
+               dr->run_dir, dr->pg_port, dr->tag, dr->followers ? dr->followers : 1);
         fflush(stdout);
         if (run_coord(dr, "up", NULL, 0) != 0) {
                 fprintf(stderr, "drill: tools/coord up failed (see %s)\n", dr->log_path);

@@ -132,7 +132,8 @@ struct drill {
         /* options */
         char *run_dir, *coord, *daemons, *workload;
         uint64_t pg_port, kills, seed, clients, tables, min_gap_ms, max_gap_ms,
-                 insert_pause_ms, ddl_pause_ms, restart_timeout_s, max_rows;
+                 insert_pause_ms, ddl_pause_ms, restart_timeout_s, max_rows,
+                 followers;     /* lifecycle followers (tools/coord up --followers) */
         bool long_run, keep, test_expect_loss;
 
         bool kill_role[N_DAEMONS], w_insert, w_ddl, w_mv, w_index, w_sink, w_source;

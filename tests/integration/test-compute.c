@@ -4034,8 +4034,15 @@ static void test_sliced_install_follower_killed(void)
         CU_ASSERT(rows_are(c, "SELECT count(*) FROM rf_t", "5"));
 
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        inst_up = stat_of(COORD__ROLE__ROLE_CONTROLLER, "installing");
-        def_up = stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred");
+        /* The new follower sends its resync once it holds the duty lease
+         * (lifecycle-duty.c note 7): a claim's commit after its start. */
+        for (int i = 0; i < 300; i++) {
+                inst_up = stat_of(COORD__ROLE__ROLE_CONTROLLER, "installing");
+                def_up = stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred");
+                if (def_up > def_kill || inst_up == 0)
+                        break;
+                usleep(10 * 1000);
+        }
         /* Until both installs are done and nothing waits any more. */
         start_ms = now_ms();
         for (;;) {

@@ -368,6 +368,47 @@ static void test_send_allow_all(void)
         mock_node_free(n);
 }
 
+/* lifecycle-duty.c note 7: without the duty, or with it expired by the follower's own
+ * clock, nothing goes out -- no publication, no AllowCompaction, no enactment -- and an
+ * expired duty is lost on the spot. */
+static void test_duty_gate(void)
+{
+        struct node *n = mock_node_new();
+        struct lifecycle *lc;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+        lc = lc_make(n);
+        lifecycle_duty_init(lc, 0, 1000);
+        lc->duty_epoch = 0;
+        lc->duty_active = false;
+        move_frontiers(lc);
+        CU_ASSERT_EQUAL(lifecycle_publish(lc), 0);
+        lifecycle_send_allow_all(lc);
+        lc_enact_resync(lc->enact);
+        CU_ASSERT_EQUAL(n->n_sent, 0);
+        CU_ASSERT_FALSE(lc->in_flight);
+        /* Held, but its deadline passed: lost, nothing sent, the fence cleared. */
+        lc->duty_epoch = 3;
+        lc->duty_active = true;
+        lc->duty_deadline_ns = 1;
+        n->fence = 3;
+        CU_ASSERT_EQUAL(lifecycle_publish(lc), 0);
+        CU_ASSERT_EQUAL(n->n_sent, 0);
+        CU_ASSERT_FALSE(lc->duty_active);
+        CU_ASSERT_EQUAL(lc->duty_epoch, 0);
+        CU_ASSERT_EQUAL(lc->duty_lost, 1);
+        CU_ASSERT_EQUAL(n->fence, 0);
+        /* Held and live: the publication goes. */
+        lc->duty_epoch = 4;
+        lc->duty_active = true;
+        lc->duty_deadline_ns = UINT64_MAX;
+        CU_ASSERT_EQUAL(lifecycle_publish(lc), 0);
+        CU_ASSERT_EQUAL(n->n_sent, 1);
+        CU_ASSERT_TRUE(lc->in_flight);
+        lc_drop(lc);
+        mock_node_free(n);
+}
+
 int main(void)
 {
         static const struct t_case allow[] = {
@@ -380,6 +421,7 @@ int main(void)
                 { "commit", test_publish_commit },
                 { "error", test_publish_error },
                 { "send_fails", test_publish_send_fails },
+                { "duty_gate", test_duty_gate },
                 { NULL, NULL },
         };
         static const struct t_suite suites[] = {

@@ -20,11 +20,15 @@ done
 cp "$src/tools/systemd/coord.conf" "$tmp/etc/coord/coord.conf"
 
 render() {
-  sed -e "s|@BINDIR@|$tmp/bin|g" -e "s|@SYSCONFDIR@|$tmp/etc|g" "$1" > "$2"
+  sed -e "s|@BINDIR@|$tmp/bin|g" -e "s|@SYSCONFDIR@|$tmp/etc|g" -e "s|@INSTANCE_UNIT@||g" \
+      -e "s|@INSTANCE_DESC@|${3:-}|g" -e "s|@INSTANCE_ARGS@|${4:-}|g" "$1" > "$2"
 }
 for role in adapter lifecycle controller; do
   render "$src/tools/systemd/coord-$role.service.in" "$tmp/units/coord-$role.service"
 done
+# The template of the fleet's followers (tools/systemd/meson.build).
+render "$src/tools/systemd/coord-lifecycle.service.in" "$tmp/units/coord-lifecycle@.service" \
+  ", fleet follower %i" " --instance-id %i"
 cp "$src/tools/systemd/coord.target" "$tmp/units/coord.target"
 if grep -n '@[A-Z]*@' "$tmp"/units/*; then
   echo "FAIL: a placeholder was left in a rendered unit"; exit 1
@@ -46,12 +50,12 @@ if ! (cd "$tmp/units" && "$analyze" verify --man=no probe.service >/dev/null 2>&
 fi
 rm -f "$tmp/units/probe.service"
 
-complaints=$(verify coord-adapter.service coord-lifecycle.service coord-controller.service coord.target)
+complaints=$(verify coord-adapter.service coord-lifecycle.service coord-lifecycle@1.service coord-controller.service coord.target)
 rc=$?
 if [ $rc -ne 0 ] || [ -n "$complaints" ]; then
   echo "FAIL: systemd-analyze verify (exit $rc):"; printf '%s\n' "$complaints"; exit 1
 fi
-echo "ok: systemd-analyze verify: 3 services and coord.target, no complaint"
+echo "ok: systemd-analyze verify: 3 services, a fleet follower (coord-lifecycle@1) and coord.target, no complaint"
 
 # Each daemon accepts the shipped configuration file (its [coord] and own section):
 # --help returns only after the file was read, exit 64 on a bad key or value.
