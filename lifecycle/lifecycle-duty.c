@@ -33,7 +33,7 @@
 #include "util.h"
 
 #define DUTY_REQUEST_BASE (1ull << 61)  /* apart from publication's and enactment's ids */
-#define DUTY_PENDING_MS   20u           /* re-check while a claim waits for the state */
+#define DUTY_PENDING_MS   20u           /* re-check while a claim waits to be sent or acted on */
 
 static uint64_t ttl_ns(const struct lifecycle *lc)
 {
@@ -123,6 +123,8 @@ static void duty_tick(struct loop *l, void *userdata)
         if (lc->loaded && !lc->duty_request_id && node_peer_connected(lc->node, COORD__ROLE__ROLE_ADAPTER))
                 duty_send(lc, lc->duty_epoch ? COORD__MSG_TYPE__MSG_LEASE_RENEW
                                              : COORD__MSG_TYPE__MSG_LEASE_CLAIM);
+        else if (!lc->duty_epoch && !lc->duty_request_id)
+                next_ms = DUTY_PENDING_MS;      /* claim as soon as loaded and connected */
         if (lc->duty_epoch && !lc->duty_active) {
                 if (lc_state_seq(lc->state) >= lc->duty_claim_seq && now_ns() < lc->duty_deadline_ns)
                         duty_activate(lc);
