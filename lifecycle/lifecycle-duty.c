@@ -120,11 +120,14 @@ static void duty_tick(struct loop *l, void *userdata)
         (void)lifecycle_duty_active(lc);                /* expiry by our clock */
         if (lc->duty_request_id && now_ns() - lc->duty_sent_ns > ttl_ns(lc))
                 lc->duty_request_id = 0;                /* its answer is lost */
-        if (lc->loaded && !lc->duty_request_id && node_peer_connected(lc->node, COORD__ROLE__ROLE_ADAPTER))
-                duty_send(lc, lc->duty_epoch ? COORD__MSG_TYPE__MSG_LEASE_RENEW
-                                             : COORD__MSG_TYPE__MSG_LEASE_CLAIM);
-        else if (!lc->duty_epoch && !lc->duty_request_id)
-                next_ms = DUTY_PENDING_MS;      /* claim as soon as loaded and connected */
+        if (lc->duty_epoch && !lc->duty_request_id && now_ns() - lc->duty_sent_ns >= ttl_ns(lc) / 4)
+                duty_send(lc, COORD__MSG_TYPE__MSG_LEASE_RENEW);        /* no-op when not connected */
+        else if (!lc->duty_epoch && !lc->duty_request_id) {
+                if (lc->loaded && node_peer_connected(lc->node, COORD__ROLE__ROLE_ADAPTER))
+                        duty_send(lc, COORD__MSG_TYPE__MSG_LEASE_CLAIM);
+                else
+                        next_ms = DUTY_PENDING_MS;      /* claim as soon as loaded and connected */
+        }
         if (lc->duty_epoch && !lc->duty_active) {
                 if (lc_state_seq(lc->state) >= lc->duty_claim_seq && now_ns() < lc->duty_deadline_ns)
                         duty_activate(lc);
