@@ -276,21 +276,32 @@ static __attribute__((unused)) PGconn *reconnect(PGconn *c)
         return n;
 }
 
-/* A key=value of a daemon's status detail; 0 if absent or the daemon does not answer. */
-static __attribute__((unused)) uint64_t stat_of(Coord__Role role, const char *key)
+/* A key=value of the status detail of the daemon listening on sock_path; 0 if absent or
+ * the daemon does not answer. */
+static __attribute__((unused)) uint64_t stat_at(const char *sock_path, const char *key)
 {
         Coord__StatusReply *s = NULL;
         uint64_t v = 0;
         char pat[64];
         const char *p;
 
-        if (node_query_status(run_dir, role, 2000, &s) < 0)
+        if (node_query_status_path(sock_path, 2000, &s) < 0)
                 return 0;
         snprintf(pat, sizeof(pat), " %s=", key);
         p = s->detail ? strstr(s->detail, pat) : NULL;
         if (p)
                 v = strtoull(p + strlen(pat), NULL, 10);
         coord__status_reply__free_unpacked(s, NULL);
+        return v;
+}
+
+/* The same of a daemon's (of a fleet, instance 0). */
+static __attribute__((unused)) uint64_t stat_of(Coord__Role role, const char *key)
+{
+        char *path = node_socket_path(run_dir, role);
+        uint64_t v = path ? stat_at(path, key) : 0;
+
+        free(path);
         return v;
 }
 

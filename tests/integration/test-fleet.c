@@ -74,18 +74,10 @@ static bool follower_says(unsigned k, const char *key, const char *value)
 
 static uint64_t follower_stat(unsigned k, const char *key)
 {
-        Coord__StatusReply *s = follower_status(k);
-        uint64_t v = 0;
-        char pat[64];
-        const char *p;
+        char *path = node_socket_path_id(run_dir, COORD__ROLE__ROLE_LIFECYCLE, k);
+        uint64_t v = path ? stat_at(path, key) : 0;
 
-        if (!s)
-                return 0;
-        snprintf(pat, sizeof(pat), " %s=", key);
-        p = s->detail ? strstr(s->detail, pat) : NULL;
-        if (p)
-                v = strtoull(p + strlen(pat), NULL, 10);
-        coord__status_reply__free_unpacked(s, NULL);
+        free(path);
         return v;
 }
 
@@ -135,6 +127,20 @@ static int wait_active_above(PGconn *c, uint64_t above, unsigned timeout_ms, uin
                         return k;
         }
         return -1;
+}
+
+/* Send sig to the holder of the duty: its id (the case ends if there is none), its
+ * epoch and pid; after SIGKILL, once the process is gone. */
+static int signal_holder(PGconn *c, int sig, uint64_t *epoch, pid_t *pid)
+{
+        int h = holder(c, epoch);
+
+        CU_ASSERT_FATAL(h >= 0);
+        *pid = follower_pid((unsigned)h);
+        CU_ASSERT_FATAL(*pid > 0 && kill(*pid, sig) == 0);
+        while (sig == SIGKILL && kill(*pid, 0) == 0)
+                sleep_ms(1);
+        return h;
 }
 
 static void test_up(void)
@@ -202,15 +208,10 @@ static void test_sigstop_holder(void)
 
         CU_ASSERT_FATAL(c != NULL);
         for (int i = 0; i < rounds; i++) {
-                uint64_t e = 0, e2 = 0, e3 = 0, t0;
-                int h = holder(c, &e), h2;
+                uint64_t e = 0, e2 = 0, e3 = 0, t0 = mono_ms();
                 pid_t pid;
+                int h = signal_holder(c, SIGSTOP, &e, &pid), h2;
 
-                CU_ASSERT_FATAL(h >= 0);
-                pid = follower_pid((unsigned)h);
-                CU_ASSERT_FATAL(pid > 0);
-                CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
-                t0 = mono_ms();
                 /* DDL while the holder is stopped: enacted by whoever takes over. */
                 CU_ASSERT(okf(c, "CREATE TABLE fs%d (v int)", i));
                 CU_ASSERT(okf(c, "INSERT INTO fs%d VALUES (%d)", i, i));
@@ -383,11 +384,8 @@ static void test_kill9_holder(void)
         int h, h2;
 
         CU_ASSERT_FATAL(c != NULL);
-        h = holder(c, &e);
-        CU_ASSERT_FATAL(h >= 0);
-        pid = follower_pid((unsigned)h);
-        CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGKILL) == 0);
         t0 = mono_ms();
+        h = signal_holder(c, SIGKILL, &e, &pid);
         CU_ASSERT(ok(c, "CREATE TABLE fk (v int)"));
         CU_ASSERT(ok(c, "INSERT INTO fk VALUES (7)"));
         h2 = wait_active_above(c, e, TAKEOVER_MAX_MS, &e2);
@@ -395,8 +393,6 @@ static void test_kill9_holder(void)
                mono_ms() - t0);
         CU_ASSERT(h2 >= 0 && h2 != h);
         CU_ASSERT(rows_become(c, "SELECT v FROM fk", "7", 10000));
-        while (kill(pid, 0) == 0)
-                sleep_ms(1);
         CU_ASSERT_EQUAL_FATAL(fleet_up(), 0);
         for (int w = 0; w < 300 && follower_stat((unsigned)h, "duty_busy") == 0; w++)
                 sleep_ms(10);
@@ -415,13 +411,8 @@ static void test_restart_supersedes(void)
         int h, h2;
 
         CU_ASSERT_FATAL(c != NULL);
-        h = holder(c, &e);
-        CU_ASSERT_FATAL(h >= 0);
-        pid = follower_pid((unsigned)h);
-        CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGKILL) == 0);
         t0 = mono_ms();
-        while (kill(pid, 0) == 0)
-                sleep_ms(1);
+        h = signal_holder(c, SIGKILL, &e, &pid);
         CU_ASSERT_EQUAL_FATAL(fleet_up(), 0);
         h2 = wait_active_above(c, e, TAKEOVER_MAX_MS, &e2);
         took = mono_ms() - t0;
