@@ -937,17 +937,10 @@ static int select_reduce(struct analyzer *a, struct select_plan *p)
                 if (r < 0)
                         return r;
         }
-        rd = malloc(sizeof(*rd));
-        red = rel_new();
-        if (!rd || !red) {
-                free(rd);
-                free(red);
-                r = analyzer_oom(a);
-                return r;
-        }
-        coord__plan__reduce__init(rd);
-        red->kind_case = COORD__PLAN__RELATION__KIND_REDUCE;
-        red->reduce = rd;
+        red = rel_of(COORD__PLAN__RELATION__KIND_REDUCE);
+        if (!red)
+                return analyzer_oom(a);
+        rd = red->reduce;
         rd->aggregates = calloc(p->agg.n + 1, sizeof(*rd->aggregates));
         if (!rd->aggregates) {
                 rel_free(red);
