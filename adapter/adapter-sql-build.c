@@ -336,33 +336,29 @@ bool expr_equal(const Coord__Plan__Expr *x, const Coord__Plan__Expr *y)
         return eq;
 }
 
-/* A deep copy (a view's stored plan, inlined). */
-Coord__Plan__Relation *rel_copy(const Coord__Plan__Relation *r)
+/* A deep copy of a plan tree through its encoding (a view's stored plan, inlined). */
+static void *plan_copy(const ProtobufCMessage *m)
 {
-        size_t len = coord__plan__relation__get_packed_size(r);
+        size_t len = protobuf_c_message_get_packed_size(m);
         uint8_t *buf = malloc(len ? len : 1);
-        Coord__Plan__Relation *c;
+        ProtobufCMessage *c;
 
         if (!buf)
                 return NULL;
-        coord__plan__relation__pack(r, buf);
-        c = coord__plan__relation__unpack(NULL, len, buf);
+        protobuf_c_message_pack(m, buf);
+        c = protobuf_c_message_unpack(m->descriptor, NULL, len, buf);
         free(buf);
         return c;
 }
 
+Coord__Plan__Relation *rel_copy(const Coord__Plan__Relation *r)
+{
+        return plan_copy(&r->base);
+}
+
 Coord__Plan__Expr *expr_copy(const Coord__Plan__Expr *e)
 {
-        size_t len = coord__plan__expr__get_packed_size(e);
-        uint8_t *buf = malloc(len ? len : 1);
-        Coord__Plan__Expr *c;
-
-        if (!buf)
-                return NULL;
-        coord__plan__expr__pack(e, buf);
-        c = coord__plan__expr__unpack(NULL, len, buf);
-        free(buf);
-        return c;
+        return plan_copy(&e->base);
 }
 
 /* ---- More plan builders. ---- */
