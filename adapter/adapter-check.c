@@ -354,54 +354,52 @@ static void item_fields(const Coord__CatalogItem *m, const Coord__CatalogItem *l
 #undef FIELD
 }
 
+/* The message a catalog key kind holds (common/catalog/catalog.h), NULL for another key. */
+static const ProtobufCMessageDescriptor *value_descriptor(const struct rec *m)
+{
+        switch (m->key[0]) {
+        case 'i':
+                return m->key_len == 9 ? &coord__catalog_item__descriptor : NULL;
+        case 'b':
+                return m->key_len == 9 ? &coord__catalog_bound__descriptor : NULL;
+        case 'r':
+                return m->key_len == 17 ? &coord__catalog_requirement__descriptor : NULL;
+        default:
+                return NULL;
+        }
+}
+
 static void describe_value_diff(struct job *j, const struct rec *m, const struct rec *l)
 {
         char name[96], what[512];
-        const uint8_t k = m->key[0];
+        const ProtobufCMessageDescriptor *d = value_descriptor(m);
+        ProtobufCMessage *a = NULL, *b = NULL;
 
         key_name(m, l, name, sizeof(name));
-        if (k == 'i' && m->key_len == 9) {
-                Coord__CatalogItem *a = coord__catalog_item__unpack(NULL, m->val_len, m->val);
-                Coord__CatalogItem *b = coord__catalog_item__unpack(NULL, l->val_len, l->val);
-
-                if (a && b)
-                        item_fields(a, b, what, sizeof(what));
-                else
-                        snprintf(what, sizeof(what), "a value does not decode");
-                if (a)
-                        coord__catalog_item__free_unpacked(a, NULL);
-                if (b)
-                        coord__catalog_item__free_unpacked(b, NULL);
-        } else if (k == 'b' && m->key_len == 9) {
-                Coord__CatalogBound *a = coord__catalog_bound__unpack(NULL, m->val_len, m->val);
-                Coord__CatalogBound *b = coord__catalog_bound__unpack(NULL, l->val_len, l->val);
-
-                if (a && b)
-                        snprintf(what, sizeof(what), "bound memory=%" PRIu64 " log=%" PRIu64,
-                                 a->bound, b->bound);
-                else
-                        snprintf(what, sizeof(what), "a value does not decode");
-                if (a)
-                        coord__catalog_bound__free_unpacked(a, NULL);
-                if (b)
-                        coord__catalog_bound__free_unpacked(b, NULL);
-        } else if (k == 'r' && m->key_len == 17) {
-                Coord__CatalogRequirement *a = coord__catalog_requirement__unpack(NULL, m->val_len, m->val);
-                Coord__CatalogRequirement *b = coord__catalog_requirement__unpack(NULL, l->val_len, l->val);
-
-                if (a && b)
-                        snprintf(what, sizeof(what), "frontier memory=%" PRIu64 " log=%" PRIu64,
-                                 a->frontier, b->frontier);
-                else
-                        snprintf(what, sizeof(what), "a value does not decode");
-                if (a)
-                        coord__catalog_requirement__free_unpacked(a, NULL);
-                if (b)
-                        coord__catalog_requirement__free_unpacked(b, NULL);
-        } else {
+        if (d) {
+                a = protobuf_c_message_unpack(d, NULL, m->val_len, m->val);
+                b = protobuf_c_message_unpack(d, NULL, l->val_len, l->val);
+        }
+        if (!d)
                 snprintf(what, sizeof(what), "value memory=%zu bytes log=%zu bytes", m->val_len,
                          l->val_len);
-        }
+        else if (!a || !b)
+                snprintf(what, sizeof(what), "a value does not decode");
+        else if (d == &coord__catalog_item__descriptor)
+                item_fields((const Coord__CatalogItem *)a, (const Coord__CatalogItem *)b, what,
+                            sizeof(what));
+        else if (d == &coord__catalog_bound__descriptor)
+                snprintf(what, sizeof(what), "bound memory=%" PRIu64 " log=%" PRIu64,
+                         ((const Coord__CatalogBound *)a)->bound,
+                         ((const Coord__CatalogBound *)b)->bound);
+        else
+                snprintf(what, sizeof(what), "frontier memory=%" PRIu64 " log=%" PRIu64,
+                         ((const Coord__CatalogRequirement *)a)->frontier,
+                         ((const Coord__CatalogRequirement *)b)->frontier);
+        if (a)
+                protobuf_c_message_free_unpacked(a, NULL);
+        if (b)
+                protobuf_c_message_free_unpacked(b, NULL);
         diff_add(j, "%s differs: %s", name, what);
 }
 

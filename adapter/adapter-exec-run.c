@@ -62,6 +62,24 @@ static int catalog_not_writable(struct session *s)
         return -ECANCELED;
 }
 
+/* A catalog write's begin failed with r: a statement the catalog refused (-EINVAL) is
+ * answered with its error and -ECANCELED; any other r is returned as it is. */
+static int begin_failed(struct session *s, int r, const struct row_error *err)
+{
+        if (r != -EINVAL)
+                return r;
+        send_row_error(s->c, err);
+        return -ECANCELED;
+}
+
+/* The birth timestamp of a new object, once the catalog is known to be writable. */
+static int ddl_birth_ts(struct session *s, uint64_t *ret)
+{
+        if (s->ex->fatal)
+                return catalog_not_writable(s);
+        return oracle_birth_ts(s->ex->oracle, ret);
+}
+
 /* A statement failed with r and nothing was sent for it: 58030 when the catalog has
  * failed (a DDL, or a write whose timestamp needs the oracle's mark in the catalog,
  * adapter-oracle.c), else an internal error. */
@@ -401,20 +419,14 @@ int exec_create_table(struct session *s, struct sql_stmt *st)
                 snprintf(s->tag, sizeof(s->tag), "CREATE TABLE");
                 return STMT_DONE;       /* the notice went out with the statement's notices */
         }
-        if (ex->fatal)
-                return catalog_not_writable(s);
-        r = oracle_birth_ts(ex->oracle, &ts);
+        r = ddl_birth_ts(s, &ts);
         if (r < 0)
                 return r;
         r = acat_create_table_begin(ex->cat, ct, st->sql, ts, &txn, &err);
         if (r == -EINVAL && s->n_run && run_rollback(s) == STMT_RETRY)
                 return STMT_RETRY;      /* (7) after the run, alone */
-        if (r == -EINVAL) {
-                send_row_error(s->c, &err);
-                return -ECANCELED;
-        }
         if (r < 0)
-                return r;
+                return begin_failed(s, r, &err);
         snprintf(s->tag, sizeof(s->tag), "CREATE TABLE");
         return ddl_create(s, txn);
 }
@@ -466,12 +478,8 @@ static int create_item(struct session *s, const struct acat_new_item *ni,
 
         if (r == -EINVAL && s->n_run && run_rollback(s) == STMT_RETRY)
                 return STMT_RETRY;      /* (7) after the run, alone */
-        if (r == -EINVAL) {
-                send_row_error(s->c, &err);
-                return -ECANCELED;
-        }
         if (r != 0)
-                return r;
+                return begin_failed(s, r, &err);
         return ddl_create(s, txn);
 }
 
@@ -569,9 +577,7 @@ int exec_create_view(struct session *s, struct sql_stmt *st)
 
         if (cv->exists)
                 return STMT_DONE;       /* IF NOT EXISTS: the notice went out */
-        if (ex->fatal)
-                return catalog_not_writable(s);
-        r = oracle_birth_ts(ex->oracle, &ts);
+        r = ddl_birth_ts(s, &ts);
         if (r < 0)
                 return r;
         if (mv)
@@ -599,9 +605,7 @@ int exec_create_index(struct session *s, struct sql_stmt *st)
 
         if (ci->exists)
                 return STMT_DONE;
-        if (ex->fatal)
-                return catalog_not_writable(s);
-        r = oracle_birth_ts(ex->oracle, &ts);
+        r = ddl_birth_ts(s, &ts);
         if (r < 0)
                 return r;
         ni.as_of = choose_as_of(ex, st->inputs, st->n_inputs, ts);
@@ -771,12 +775,8 @@ int exec_alter_retain(struct session *s, struct sql_stmt *st)
                 return catalog_not_writable(s);
         r = acat_alter_retain_begin(ex->cat, st->alter_retain.id, st->alter_retain.retain_history_ms,
                                     &txn, &err);
-        if (r == -EINVAL) {
-                send_row_error(s->c, &err);
-                return -ECANCELED;
-        }
         if (r < 0)
-                return r;
+                return begin_failed(s, r, &err);
         return ddl_submit_fn(s, txn, false, false, alter_committed);
 }
 
@@ -845,12 +845,8 @@ int exec_alter_sink(struct session *s, struct sql_stmt *st)
                 r = acat_alter_sink_begin(ex->cat, as->id, &ni, f.upper, &txn, &err);
                 if (r == 0)
                         return ddl_submit_fn(s, txn, false, false, alter_sink_committed);
-                if (r == -EINVAL) {
-                        send_row_error(s->c, &err);
-                        return -ECANCELED;
-                }
                 if (r != -EAGAIN)
-                        return r;
+                        return begin_failed(s, r, &err);
         }
         if (now_ms() >= as->wait_deadline_ms) {
                 send_error(s->c, "57014", "timed out after %llu ms waiting for sink \"%s\" to reach the "
@@ -898,12 +894,8 @@ int exec_drop(struct session *s, struct sql_stmt *st)
         }
         r = acat_drop_begin(ex->cat, gids, n, d->cascade, &txn, &err);
         free(gids);
-        if (r == -EINVAL) {
-                send_row_error(s->c, &err);
-                return -ECANCELED;
-        }
         if (r < 0)
-                return r;
+                return begin_failed(s, r, &err);
         return ddl_submit(s, txn, false);
 }
 

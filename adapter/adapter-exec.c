@@ -264,6 +264,14 @@ static uint64_t stmt_unenacted(struct exec *ex, const struct sql_stmt *st)
 
 static int exec_stmt(struct session *s, struct sql_stmt *st);
 
+/* The statement failed with r: answers it unless that was done (-ECANCELED), frees it. */
+static void stmt_failed(struct session *s, int r)
+{
+        if (r != -ECANCELED)
+                send_stmt_failed(s, r);
+        s->stmt = sql_stmt_free(s->stmt);
+}
+
 /* Run a statement that waited for its objects again, and the session on from there. */
 void enact_retry(struct session *s)
 {
@@ -279,9 +287,7 @@ void enact_retry(struct session *s)
         if (r == STMT_PARKED)
                 return;
         if (r < 0) {
-                if (r != -ECANCELED)
-                        send_stmt_failed(s, r);
-                s->stmt = sql_stmt_free(s->stmt);
+                stmt_failed(s, r);
                 s->next = SIZE_MAX;
         }
         session_resume(s);
@@ -535,9 +541,7 @@ void session_resume(struct session *s)
                         return;
                 }
                 if (r < 0) {
-                        if (r != -ECANCELED)
-                                send_stmt_failed(s, r);
-                        s->stmt = sql_stmt_free(s->stmt);
+                        stmt_failed(s, r);
                         break;
                 }
                 (void)pgwire_send_command_complete(s->c, s->tag);
@@ -778,11 +782,8 @@ static void pg_execute(struct pgwire_conn *c, void *stmt, unsigned nparams,
                 stmt_timer_arm(s);
                 return;
         }
-        if (r < 0) {
-                if (r != -ECANCELED)
-                        send_stmt_failed(s, r);
-                s->stmt = sql_stmt_free(s->stmt);
-        }
+        if (r < 0)
+                stmt_failed(s, r);
         session_resume(s);
 }
 

@@ -151,106 +151,93 @@ Coord__Plan__Relation *rel_new(void)
         return r;
 }
 
+/* A Relation of oneof kind `kind` holding a fresh empty node of that kind, or NULL. A kind's
+ * value is its member's field number (protobuf-c), so the Relation descriptor names the
+ * member's offset and message type: one allocation path for every node kind. */
+Coord__Plan__Relation *rel_of(Coord__Plan__Relation__KindCase kind)
+{
+        const ProtobufCFieldDescriptor *f =
+                protobuf_c_message_descriptor_get_field(&coord__plan__relation__descriptor,
+                                                        (unsigned)kind);
+        const ProtobufCMessageDescriptor *d = f ? f->descriptor : NULL;
+        Coord__Plan__Relation *r;
+        void *node;
+
+        assert(d && f->type == PROTOBUF_C_TYPE_MESSAGE);
+        r = rel_new();
+        node = r ? malloc(d->sizeof_message) : NULL;
+        if (!node) {
+                free(r);
+                return NULL;
+        }
+        protobuf_c_message_init(d, node);
+        memcpy((char *)r + f->offset, &node, sizeof(node));
+        r->kind_case = kind;
+        return r;
+}
+
 Coord__Plan__Relation *rel_get(const struct sql_relation *src)
 {
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Get *g = malloc(sizeof(*g));
         Coord__Plan__Type *types = malloc((src->n_columns ? src->n_columns : 1) * sizeof(*types));
+        Coord__Plan__Relation *r = types ? rel_of(COORD__PLAN__RELATION__KIND_GET) : NULL;
 
-        if (!r || !g || !types) {
-                free(r);
-                free(g);
+        if (!r) {
                 free(types);
                 return NULL;
         }
-        coord__plan__get__init(g);
-        g->id = src->id;
-        g->n_column_types = src->n_columns;
-        g->column_types = types;
+        r->get->id = src->id;
+        r->get->n_column_types = src->n_columns;
+        r->get->column_types = types;
         for (size_t i = 0; i < src->n_columns; i++)
                 types[i] = (Coord__Plan__Type)src->columns[i].type;
-        r->kind_case = COORD__PLAN__RELATION__KIND_GET;
-        r->get = g;
         return r;
 }
 
 /* One row with no columns: the input of a SELECT without FROM. */
 Coord__Plan__Relation *rel_unit(void)
 {
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Constant *c = malloc(sizeof(*c));
         Coord__Plan__Update **rows = malloc(sizeof(*rows));
-        Coord__Plan__Update *u = malloc(sizeof(*u));
-        uint8_t *bytes = NULL;
-        size_t len = 0;
 
-        if (!r || !c || !rows || !u || row_encode(NULL, 0, &bytes, &len) < 0) {
-                free(r);
-                free(c);
+        if (!rows)
+                return NULL;
+        rows[0] = update_new(NULL, 0);
+        if (!rows[0]) {
                 free(rows);
-                free(u);
                 return NULL;
         }
-        coord__plan__constant__init(c);
-        coord__plan__update__init(u);
-        u->row.data = bytes;
-        u->row.len = len;
-        u->diff = 1;
-        rows[0] = u;
-        c->n_rows = 1;
-        c->rows = rows;
-        r->kind_case = COORD__PLAN__RELATION__KIND_CONSTANT;
-        r->constant = c;
-        return r;
+        return rel_constant(NULL, 0, rows, 1);
 }
 
 /* Filter(input, [pred]); consumes both. */
 Coord__Plan__Relation *rel_filter(Coord__Plan__Relation *input, Coord__Plan__Expr *pred)
 {
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Filter *f = malloc(sizeof(*f));
         Coord__Plan__Expr **preds = malloc(sizeof(*preds));
 
-        if (!r || !f || !preds) {
-                free(r);
-                free(f);
-                free(preds);
+        if (!preds) {
                 rel_free(input);
                 expr_free(pred);
                 return NULL;
         }
-        coord__plan__filter__init(f);
-        f->input = input;
         preds[0] = pred;
-        f->n_predicates = 1;
-        f->predicates = preds;
-        r->kind_case = COORD__PLAN__RELATION__KIND_FILTER;
-        r->filter = f;
-        return r;
+        return rel_filter_n(input, preds, 1);
 }
 
 /* Map(input, exprs); consumes input and the exprs array with its contents. */
 Coord__Plan__Relation *rel_map(Coord__Plan__Relation *input, Coord__Plan__Expr **exprs,
                                       size_t n)
 {
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Map *m = malloc(sizeof(*m));
+        Coord__Plan__Relation *r = rel_of(COORD__PLAN__RELATION__KIND_MAP);
 
-        if (!r || !m) {
-                free(r);
-                free(m);
+        if (!r) {
                 rel_free(input);
                 for (size_t i = 0; i < n; i++)
                         expr_free(exprs[i]);
                 free(exprs);
                 return NULL;
         }
-        coord__plan__map__init(m);
-        m->input = input;
-        m->n_exprs = n;
-        m->exprs = exprs;
-        r->kind_case = COORD__PLAN__RELATION__KIND_MAP;
-        r->map = m;
+        r->map->input = input;
+        r->map->n_exprs = n;
+        r->map->exprs = exprs;
         return r;
 }
 
@@ -258,22 +245,16 @@ Coord__Plan__Relation *rel_map(Coord__Plan__Relation *input, Coord__Plan__Expr *
 Coord__Plan__Relation *rel_project(Coord__Plan__Relation *input, uint32_t *outputs,
                                           size_t n)
 {
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Project *p = malloc(sizeof(*p));
+        Coord__Plan__Relation *r = rel_of(COORD__PLAN__RELATION__KIND_PROJECT);
 
-        if (!r || !p) {
-                free(r);
-                free(p);
+        if (!r) {
                 rel_free(input);
                 free(outputs);
                 return NULL;
         }
-        coord__plan__project__init(p);
-        p->input = input;
-        p->n_outputs = n;
-        p->outputs = outputs;
-        r->kind_case = COORD__PLAN__RELATION__KIND_PROJECT;
-        r->project = p;
+        r->project->input = input;
+        r->project->n_outputs = n;
+        r->project->outputs = outputs;
         return r;
 }
 
@@ -355,33 +336,29 @@ bool expr_equal(const Coord__Plan__Expr *x, const Coord__Plan__Expr *y)
         return eq;
 }
 
-/* A deep copy (a view's stored plan, inlined). */
-Coord__Plan__Relation *rel_copy(const Coord__Plan__Relation *r)
+/* A deep copy of a plan tree through its encoding (a view's stored plan, inlined). */
+static void *plan_copy(const ProtobufCMessage *m)
 {
-        size_t len = coord__plan__relation__get_packed_size(r);
+        size_t len = protobuf_c_message_get_packed_size(m);
         uint8_t *buf = malloc(len ? len : 1);
-        Coord__Plan__Relation *c;
+        ProtobufCMessage *c;
 
         if (!buf)
                 return NULL;
-        coord__plan__relation__pack(r, buf);
-        c = coord__plan__relation__unpack(NULL, len, buf);
+        protobuf_c_message_pack(m, buf);
+        c = protobuf_c_message_unpack(m->descriptor, NULL, len, buf);
         free(buf);
         return c;
 }
 
+Coord__Plan__Relation *rel_copy(const Coord__Plan__Relation *r)
+{
+        return plan_copy(&r->base);
+}
+
 Coord__Plan__Expr *expr_copy(const Coord__Plan__Expr *e)
 {
-        size_t len = coord__plan__expr__get_packed_size(e);
-        uint8_t *buf = malloc(len ? len : 1);
-        Coord__Plan__Expr *c;
-
-        if (!buf)
-                return NULL;
-        coord__plan__expr__pack(e, buf);
-        c = coord__plan__expr__unpack(NULL, len, buf);
-        free(buf);
-        return c;
+        return plan_copy(&e->base);
 }
 
 /* ---- More plan builders. ---- */
@@ -397,67 +374,49 @@ Coord__Plan__Relation *rel_get_id(uint64_t id, const struct sql_column *cols, si
 Coord__Plan__Relation *rel_filter_n(Coord__Plan__Relation *input, Coord__Plan__Expr **preds,
                                            size_t n)
 {
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Filter *f = malloc(sizeof(*f));
+        Coord__Plan__Relation *r = rel_of(COORD__PLAN__RELATION__KIND_FILTER);
 
-        if (!r || !f) {
-                free(r);
-                free(f);
+        if (!r) {
                 rel_free(input);
                 for (size_t i = 0; i < n; i++)
                         expr_free(preds[i]);
                 free(preds);
                 return NULL;
         }
-        coord__plan__filter__init(f);
-        f->input = input;
-        f->n_predicates = n;
-        f->predicates = preds;
-        r->kind_case = COORD__PLAN__RELATION__KIND_FILTER;
-        r->filter = f;
+        r->filter->input = input;
+        r->filter->n_predicates = n;
+        r->filter->predicates = preds;
         return r;
 }
 
 /* Join(left, right) without keys; consumes both. */
 Coord__Plan__Relation *rel_join(Coord__Plan__Relation *left, Coord__Plan__Relation *right)
 {
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Join *j = malloc(sizeof(*j));
+        Coord__Plan__Relation *r = left && right ? rel_of(COORD__PLAN__RELATION__KIND_JOIN) : NULL;
 
-        if (!r || !j || !left || !right) {
-                free(r);
-                free(j);
+        if (!r) {
                 rel_free(left);
                 rel_free(right);
                 return NULL;
         }
-        coord__plan__join__init(j);
-        j->left = left;
-        j->right = right;
-        r->kind_case = COORD__PLAN__RELATION__KIND_JOIN;
-        r->join = j;
+        r->join->left = left;
+        r->join->right = right;
         return r;
 }
 
 /* Union(inputs[0..n)); consumes the array and its contents. */
 Coord__Plan__Relation *rel_union(Coord__Plan__Relation **inputs, size_t n)
 {
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Union *u = malloc(sizeof(*u));
+        Coord__Plan__Relation *r = rel_of(COORD__PLAN__RELATION__KIND_UNION);
 
-        if (!r || !u) {
-                free(r);
-                free(u);
+        if (!r) {
                 for (size_t i = 0; i < n; i++)
                         rel_free(inputs[i]);
                 free(inputs);
                 return NULL;
         }
-        coord__plan__union__init(u);
-        u->n_inputs = n;
-        u->inputs = inputs;
-        r->kind_case = COORD__PLAN__RELATION__KIND_UNION;
-        r->union_ = u;
+        r->union_->n_inputs = n;
+        r->union_->inputs = inputs;
         return r;
 }
 
@@ -478,11 +437,27 @@ static bool has_numeric_column(const Coord__Plan__Relation *input)
         return num;
 }
 
+/* Distinct(input), Negate(input) or Threshold(input) (proto/plan.proto); consumes input. */
+static Coord__Plan__Relation *rel_unary(Coord__Plan__Relation *input,
+                                        Coord__Plan__Relation__KindCase kind)
+{
+        Coord__Plan__Relation *r = input ? rel_of(kind) : NULL;
+
+        if (!r) {
+                rel_free(input);
+                return NULL;
+        }
+        if (kind == COORD__PLAN__RELATION__KIND_DISTINCT)
+                r->distinct->input = input;
+        else if (kind == COORD__PLAN__RELATION__KIND_NEGATE)
+                r->negate->input = input;
+        else
+                r->threshold->input = input;
+        return r;
+}
+
 Coord__Plan__Relation *rel_distinct(Coord__Plan__Relation *input)
 {
-        Coord__Plan__Relation *r;
-        Coord__Plan__Distinct *d;
-
         if (input && has_numeric_column(input)) {
                 Coord__Plan__Type *t = NULL;
                 size_t n = 0;
@@ -494,57 +469,17 @@ Coord__Plan__Relation *rel_distinct(Coord__Plan__Relation *input)
                 free(t);
                 return rel_reduce(input, n, NULL, NULL, NULL, 0);
         }
-        r = rel_new();
-        d = malloc(sizeof(*d));
-        if (!r || !d || !input) {
-                free(r);
-                free(d);
-                rel_free(input);
-                return NULL;
-        }
-        coord__plan__distinct__init(d);
-        d->input = input;
-        r->kind_case = COORD__PLAN__RELATION__KIND_DISTINCT;
-        r->distinct = d;
-        return r;
-}
-
-/* Negate(input) or Threshold(input) (proto/plan.proto); consumes input. */
-static Coord__Plan__Relation *rel_unary(Coord__Plan__Relation *input, bool threshold)
-{
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Negate *n = threshold ? NULL : malloc(sizeof(*n));
-        Coord__Plan__Threshold *t = threshold ? malloc(sizeof(*t)) : NULL;
-
-        if (!r || (!n && !t) || !input) {
-                free(r);
-                free(n);
-                free(t);
-                rel_free(input);
-                return NULL;
-        }
-        if (threshold) {
-                coord__plan__threshold__init(t);
-                t->input = input;
-                r->kind_case = COORD__PLAN__RELATION__KIND_THRESHOLD;
-                r->threshold = t;
-        } else {
-                coord__plan__negate__init(n);
-                n->input = input;
-                r->kind_case = COORD__PLAN__RELATION__KIND_NEGATE;
-                r->negate = n;
-        }
-        return r;
+        return rel_unary(input, COORD__PLAN__RELATION__KIND_DISTINCT);
 }
 
 Coord__Plan__Relation *rel_negate(Coord__Plan__Relation *input)
 {
-        return rel_unary(input, false);
+        return rel_unary(input, COORD__PLAN__RELATION__KIND_NEGATE);
 }
 
 Coord__Plan__Relation *rel_threshold(Coord__Plan__Relation *input)
 {
-        return rel_unary(input, true);
+        return rel_unary(input, COORD__PLAN__RELATION__KIND_THRESHOLD);
 }
 
 void topk_spec_done(struct topk_spec *tk)
@@ -558,17 +493,15 @@ void topk_spec_done(struct topk_spec *tk)
 
 Coord__Plan__Relation *rel_topk(Coord__Plan__Relation *input, struct topk_spec *tk)
 {
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__TopK *k = malloc(sizeof(*k));
+        Coord__Plan__Relation *r = input ? rel_of(COORD__PLAN__RELATION__KIND_TOP_K) : NULL;
+        Coord__Plan__TopK *k;
 
-        if (!r || !k || !input) {
-                free(r);
-                free(k);
+        if (!r) {
                 rel_free(input);
                 topk_spec_done(tk);
                 return NULL;
         }
-        coord__plan__top_k__init(k);
+        k = r->top_k;
         k->input = input;
         k->order = TAKE_PTR(tk->order);
         k->n_order = tk->n_order;
@@ -576,8 +509,6 @@ Coord__Plan__Relation *rel_topk(Coord__Plan__Relation *input, struct topk_spec *
         k->has_limit = tk->has_limit;
         k->limit = tk->has_limit ? tk->limit : 0;
         k->offset = tk->offset;
-        r->kind_case = COORD__PLAN__RELATION__KIND_TOP_K;
-        r->top_k = k;
         return r;
 }
 
@@ -585,25 +516,19 @@ Coord__Plan__Relation *rel_topk(Coord__Plan__Relation *input, struct topk_spec *
 Coord__Plan__Relation *rel_constant(Coord__Plan__Type *types, size_t n_types,
                                            Coord__Plan__Update **rows, size_t n_rows)
 {
-        Coord__Plan__Relation *r = rel_new();
-        Coord__Plan__Constant *c = malloc(sizeof(*c));
+        Coord__Plan__Relation *r = rel_of(COORD__PLAN__RELATION__KIND_CONSTANT);
 
-        if (!r || !c) {
-                free(r);
-                free(c);
+        if (!r) {
                 free(types);
                 for (size_t i = 0; i < n_rows; i++)
                         coord__plan__update__free_unpacked(rows[i], NULL);
                 free(rows);
                 return NULL;
         }
-        coord__plan__constant__init(c);
-        c->n_column_types = n_types;
-        c->column_types = types;
-        c->n_rows = n_rows;
-        c->rows = rows;
-        r->kind_case = COORD__PLAN__RELATION__KIND_CONSTANT;
-        r->constant = c;
+        r->constant->n_column_types = n_types;
+        r->constant->column_types = types;
+        r->constant->n_rows = n_rows;
+        r->constant->rows = rows;
         return r;
 }
 

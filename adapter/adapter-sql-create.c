@@ -59,6 +59,28 @@ static int copy_columns(struct analyzer *a, const struct scope *sc, PgQuery__Nod
         return 0;
 }
 
+/* A relation's columns, named as there, without their DEFAULTs (an index's or a sink's
+ * output columns); *ret_n counts those copied, so sql_stmt_free() frees them on failure. */
+static int relation_columns(struct analyzer *a, const struct sql_relation *rel,
+                            struct sql_column **ret, size_t *ret_n)
+{
+        *ret = calloc(rel->n_columns ? rel->n_columns : 1, sizeof(**ret));
+        if (!*ret)
+                return analyzer_oom(a);
+        for (size_t i = 0; i < rel->n_columns; i++) {
+                struct sql_column *c = &(*ret)[i];
+
+                *c = rel->columns[i];
+                c->default_row = NULL;
+                c->default_len = 0;
+                c->name = strdup(rel->columns[i].name);
+                if (!c->name)
+                        return analyzer_oom(a);
+                (*ret_n)++;
+        }
+        return 0;
+}
+
 /* The body of CREATE VIEW and CREATE MATERIALIZED VIEW. */
 static int analyze_view_query(struct analyzer *a, const PgQuery__Node *query, PgQuery__Node **aliases,
                               size_t n_aliases, struct sql_create_view *cv)
@@ -366,19 +388,12 @@ static int analyze_index(struct analyzer *a, const char *index_name, const char 
         ci->on_name = strdup(on);
         ci->on_id = rel.id;
         ci->on_kind = rel.kind;
-        ci->columns = calloc(rel.n_columns ? rel.n_columns : 1, sizeof(*ci->columns));
         ci->keys = calloc((keys ? n_keys : rel.n_columns) + 1, sizeof(*ci->keys));
-        if (!ci->on_name || !ci->columns || !ci->keys)
+        if (!ci->on_name || !ci->keys)
                 return analyzer_oom(a);
-        for (size_t i = 0; i < rel.n_columns; i++) {
-                ci->columns[i] = rel.columns[i];
-                ci->columns[i].default_row = NULL;
-                ci->columns[i].default_len = 0;
-                ci->columns[i].name = strdup(rel.columns[i].name);
-                if (!ci->columns[i].name)
-                        return analyzer_oom(a);
-                ci->n_columns++;
-        }
+        r = relation_columns(a, &rel, &ci->columns, &ci->n_columns);
+        if (r < 0)
+                return r;
         if (!keys)
                 for (size_t i = 0; i < rel.n_columns; i++)
                         ci->keys[ci->n_keys++] = (uint32_t)i;
@@ -577,18 +592,9 @@ int analyze_create_sink(struct analyzer *a, const struct lift *l)
         if (r < 0)
                 return r;
         cs->from_id = rel.id;
-        cs->columns = calloc(rel.n_columns ? rel.n_columns : 1, sizeof(*cs->columns));
-        if (!cs->columns)
-                return analyzer_oom(a);
-        for (size_t i = 0; i < rel.n_columns; i++) {
-                cs->columns[i] = rel.columns[i];
-                cs->columns[i].default_row = NULL;
-                cs->columns[i].default_len = 0;
-                cs->columns[i].name = strdup(rel.columns[i].name);
-                if (!cs->columns[i].name)
-                        return analyzer_oom(a);
-                cs->n_columns++;
-        }
+        r = relation_columns(a, &rel, &cs->columns, &cs->n_columns);
+        if (r < 0)
+                return r;
         return new_name(a, l->name, cs->if_not_exists, -1, &cs->exists);
 }
 

@@ -326,6 +326,7 @@ Coord__Plan__Expr *expr_literal(int type, const struct row_datum *d);
 Coord__Plan__Expr *expr_call(int type, Coord__Plan__Func func, Coord__Plan__Expr **args,
                                     size_t n);
 Coord__Plan__Relation *rel_new(void);
+Coord__Plan__Relation *rel_of(Coord__Plan__Relation__KindCase kind);
 Coord__Plan__Relation *rel_get(const struct sql_relation *src);
 Coord__Plan__Relation *rel_unit(void);
 Coord__Plan__Relation *rel_filter(Coord__Plan__Relation *input, Coord__Plan__Expr *pred);

@@ -968,6 +968,14 @@ static int analyze_stmt(struct analyzer *a, const struct batch_stmt *bs)
         }
 }
 
+/* An owned array of output columns with their names. */
+static void columns_free(struct sql_column *cols, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(cols[i].name);
+        free(cols);
+}
+
 struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
 {
         if (!s)
@@ -1037,26 +1045,20 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                 free(s->create_view.refresh.at);
                 expr_free(s->create_view.refresh.aligned_to);
                 free(s->create_view.name);
-                for (size_t i = 0; i < s->create_view.n_columns; i++)
-                        free(s->create_view.columns[i].name);
-                free(s->create_view.columns);
+                columns_free(s->create_view.columns, s->create_view.n_columns);
                 rel_free(s->create_view.plan);
                 break;
         case SQL_STMT_CREATE_SOURCE:
                 free(s->create_source.name);
                 free(s->create_source.progress_name);
                 free(s->create_source.path);
-                for (size_t i = 0; i < s->create_source.n_columns; i++)
-                        free(s->create_source.columns[i].name);
-                free(s->create_source.columns);
+                columns_free(s->create_source.columns, s->create_source.n_columns);
                 break;
         case SQL_STMT_CREATE_SINK:
                 free(s->create_sink.name);
                 free(s->create_sink.from_name);
                 free(s->create_sink.path);
-                for (size_t i = 0; i < s->create_sink.n_columns; i++)
-                        free(s->create_sink.columns[i].name);
-                free(s->create_sink.columns);
+                columns_free(s->create_sink.columns, s->create_sink.n_columns);
                 rel_free(s->create_sink.plan);
                 break;
         case SQL_STMT_SUBSCRIBE:
@@ -1071,9 +1073,7 @@ struct sql_stmt *sql_stmt_free(struct sql_stmt *s)
                 free(s->create_index.name);
                 free(s->create_index.on_name);
                 free(s->create_index.keys);
-                for (size_t i = 0; i < s->create_index.n_columns; i++)
-                        free(s->create_index.columns[i].name);
-                free(s->create_index.columns);
+                columns_free(s->create_index.columns, s->create_index.n_columns);
                 rel_free(s->create_index.plan);
                 break;
         case SQL_STMT_ALTER_RETAIN_HISTORY:

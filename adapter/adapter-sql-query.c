@@ -362,17 +362,18 @@ static int union_sort_col(struct analyzer *a, const PgQuery__Node *n, const stru
         return r;
 }
 
-static int topk_order(struct analyzer *a, const PgQuery__SelectStmt *s, const struct scope *out,
-                      struct topk_spec *tk)
+/* ORDER BY of a top-level UNION or VALUES into keys[0..*n): output columns only. */
+static int union_order(struct analyzer *a, const PgQuery__SelectStmt *s, const struct scope *out,
+                       Coord__Plan__SortKey ***keys, size_t *n)
 {
         for (size_t i = 0; i < s->n_sort_clause; i++) {
-                const PgQuery__SortBy *sb;
-                uint32_t col;
+                const PgQuery__SortBy *sb = NULL;
+                uint32_t col = 0;
                 int r;
 
                 r = union_sort_col(a, s->sort_clause[i], out, &sb, &col);
                 if (r >= 0)
-                        r = sort_key_add(a, &tk->order, &tk->n_order, col, out->cols[col].type, sb);
+                        r = sort_key_add(a, keys, n, col, out->cols[col].type, sb);
                 if (r < 0)
                         return r;
         }
@@ -403,18 +404,9 @@ static int peek_limit(struct analyzer *a, const PgQuery__SelectStmt *s, Coord__P
 static int peek_order_limit(struct analyzer *a, const PgQuery__SelectStmt *s, const struct scope *out,
                             Coord__Plan__Peek *peek)
 {
-        for (size_t i = 0; i < s->n_sort_clause; i++) {
-                const PgQuery__SortBy *sb;
-                uint32_t col;
-                int r;
+        int r = union_order(a, s, out, &peek->order_by, &peek->n_order_by);
 
-                r = union_sort_col(a, s->sort_clause[i], out, &sb, &col);
-                if (r >= 0)
-                        r = peek_sort_key(a, peek, col, out->cols[col].type, sb);
-                if (r < 0)
-                        return r;
-        }
-        return peek_limit(a, s, peek);
+        return r < 0 ? r : peek_limit(a, s, peek);
 }
 
 /* Rewrite an expression of a grouped SELECT over the Reduce's output: group keys become
@@ -937,17 +929,10 @@ static int select_reduce(struct analyzer *a, struct select_plan *p)
                 if (r < 0)
                         return r;
         }
-        rd = malloc(sizeof(*rd));
-        red = rel_new();
-        if (!rd || !red) {
-                free(rd);
-                free(red);
-                r = analyzer_oom(a);
-                return r;
-        }
-        coord__plan__reduce__init(rd);
-        red->kind_case = COORD__PLAN__RELATION__KIND_REDUCE;
-        red->reduce = rd;
+        red = rel_of(COORD__PLAN__RELATION__KIND_REDUCE);
+        if (!red)
+                return analyzer_oom(a);
+        rd = red->reduce;
         rd->aggregates = calloc(p->agg.n + 1, sizeof(*rd->aggregates));
         if (!rd->aggregates) {
                 rel_free(red);
@@ -1284,7 +1269,7 @@ int plan_query(struct analyzer *a, const PgQuery__Node *n, Coord__Plan__Peek *pe
                 if (r >= 0 && peek)
                         r = peek_order_limit(a, s, ret_cols, peek);
                 if (r >= 0 && tk.on)
-                        r = topk_order(a, s, ret_cols, &tk);
+                        r = union_order(a, s, ret_cols, &tk.order, &tk.n_order);
                 if (r >= 0 && tk.on && !(*ret_plan = rel_topk(*ret_plan, &tk)))
                         r = analyzer_oom(a);
         } else {

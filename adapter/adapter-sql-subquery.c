@@ -179,17 +179,14 @@ Coord__Plan__Relation *rel_reduce(Coord__Plan__Relation *input, size_t nk,
                                   const Coord__Plan__AggFunc *func, const uint32_t *col,
                                   const Coord__Plan__Type *type, size_t na)
 {
-        Coord__Plan__Relation *r = input ? rel_new() : NULL;
-        Coord__Plan__Reduce *rd = r ? malloc(sizeof(*rd)) : NULL;
+        Coord__Plan__Relation *r = input ? rel_of(COORD__PLAN__RELATION__KIND_REDUCE) : NULL;
+        Coord__Plan__Reduce *rd;
 
-        if (!rd) {
-                free(r);
+        if (!r) {
                 rel_free(input);
                 return NULL;
         }
-        coord__plan__reduce__init(rd);
-        r->kind_case = COORD__PLAN__RELATION__KIND_REDUCE;
-        r->reduce = rd;
+        rd = r->reduce;
         rd->input = input;
         rd->group_keys = malloc((nk ? nk : 1) * sizeof(*rd->group_keys));
         rd->aggregates = calloc(na ? na : 1, sizeof(*rd->aggregates));

@@ -21,6 +21,7 @@
 #include "controller-storage.h"
 #include "ring/fring.h"
 #include "hist.h"
+#include "oamap.h"
 #include "refresh.h"
 #include "row/row.h"
 
@@ -342,21 +343,11 @@ static inline int u64_cmp(const void *x, const void *y)
 
 /* ---- gid maps ----------------------------------------------------------------------- */
 
-static inline size_t gid_hash(uint64_t x)
-{
-        x ^= x >> 33;
-        x *= 0xff51afd7ed558ccdull;
-        x ^= x >> 33;
-        x *= 0xc4ceb9fe1a85ec53ull;
-        x ^= x >> 33;
-        return (size_t)x;
-}
-
 static inline struct gent *gmap_find(const struct gmap *m, uint64_t key)
 {
         if (!m->slots || key == 0)
                 return NULL;
-        for (size_t i = gid_hash(key) & m->mask; m->slots[i].key; i = (i + 1) & m->mask)
+        for (size_t i = oa_hash_id(key) & m->mask; m->slots[i].key; i = (i + 1) & m->mask)
                 if (m->slots[i].key == key)
                         return &m->slots[i];
         return NULL;
@@ -364,7 +355,7 @@ static inline struct gent *gmap_find(const struct gmap *m, uint64_t key)
 
 static inline struct gent *gmap_slot(struct gmap *m, uint64_t key)
 {
-        size_t i = gid_hash(key) & m->mask;
+        size_t i = oa_hash_id(key) & m->mask;
 
         while (m->slots[i].key && m->slots[i].key != key)
                 i = (i + 1) & m->mask;
@@ -372,27 +363,27 @@ static inline struct gent *gmap_slot(struct gmap *m, uint64_t key)
 }
 
 /* Room for `more` new keys, so that gmap_put() cannot fail afterwards. */
+static inline bool gent_used(const void *e)
+{
+        return ((const struct gent *)e)->key != 0;
+}
+
+static inline uint64_t gent_hash(const void *e)
+{
+        return oa_hash_id(((const struct gent *)e)->key);
+}
+
 static inline int gmap_reserve(struct gmap *m, size_t more)
 {
-        size_t cap = m->slots ? m->mask + 1 : 0, ncap;
-        struct gent *old = m->slots;
+        static const struct oa_kind kind = {
+                .entry_size = sizeof(struct gent), .min_slots = GMAP_MIN_SLOTS,
+                .used = gent_used, .hash = gent_hash,
+        };
+        void *slots = m->slots;
+        int r = oa_reserve(&kind, &slots, &m->mask, m->n + more);
 
-        if ((m->n + more) * 2 <= cap)
-                return 0;
-        ncap = cap ? cap : GMAP_MIN_SLOTS;
-        while ((m->n + more) * 2 > ncap)
-                ncap *= 2;
-        m->slots = calloc(ncap, sizeof(*m->slots));
-        if (!m->slots) {
-                m->slots = old;
-                return -ENOMEM;
-        }
-        m->mask = ncap - 1;
-        for (size_t i = 0; i < cap; i++)
-                if (old[i].key)
-                        *gmap_slot(m, old[i].key) = old[i];
-        free(old);
-        return 0;
+        m->slots = slots;
+        return r < 0 ? r : 0;
 }
 
 /* The entry of key, made (values 0) if new.  Only after gmap_reserve(). */
@@ -420,7 +411,7 @@ static inline void gmap_remove(struct gmap *m, uint64_t key)
         i = (size_t)(e - m->slots);
         m->slots[i].key = 0;
         for (j = (i + 1) & m->mask; m->slots[j].key; j = (j + 1) & m->mask) {
-                size_t home = gid_hash(m->slots[j].key) & m->mask;
+                size_t home = oa_hash_id(m->slots[j].key) & m->mask;
 
                 /* Move the entry at j into the hole at i unless its home lies
                  * cyclically in (i, j]: then a lookup would never probe past the hole. */

@@ -541,7 +541,7 @@ static uint64_t row_hash(const void *row, size_t len)
 
         for (size_t i = 0; i < len; i++)
                 h = (h ^ b[i]) * 0x100000001b3ull;
-        return (uint64_t)gid_hash(h);
+        return (uint64_t)oa_hash_id(h);
 }
 
 static struct rcent *cm_slot(const struct cmirror *m, uint64_t hash, const void *row, size_t len)
@@ -565,24 +565,28 @@ int64_t server_cm_count(const struct cmirror *m, const void *row, size_t len)
         return e->row ? e->count : 0;
 }
 
+static bool rcent_used(const void *e)
+{
+        return ((const struct rcent *)e)->row != NULL;
+}
+
+static uint64_t rcent_hash(const void *e)
+{
+        return ((const struct rcent *)e)->hash;
+}
+
+/* Room for one more row (oamap.h). */
 static int cm_grow(struct cmirror *m)
 {
-        size_t cap = m->slots ? m->mask + 1 : 0, ncap = cap ? cap * 2 : GMAP_MIN_SLOTS;
-        struct rcent *old = m->slots;
+        static const struct oa_kind kind = {
+                .entry_size = sizeof(struct rcent), .min_slots = GMAP_MIN_SLOTS,
+                .used = rcent_used, .hash = rcent_hash,
+        };
+        void *slots = m->slots;
+        int r = oa_reserve(&kind, &slots, &m->mask, m->n + 1);
 
-        if ((m->n + 1) * 2 <= cap)
-                return 0;
-        m->slots = calloc(ncap, sizeof(*m->slots));
-        if (!m->slots) {
-                m->slots = old;
-                return -ENOMEM;
-        }
-        m->mask = ncap - 1;
-        for (size_t i = 0; i < cap; i++)
-                if (old[i].row)
-                        *cm_slot(m, old[i].hash, old[i].row, old[i].len) = old[i];
-        free(old);
-        return 0;
+        m->slots = slots;
+        return r < 0 ? r : 0;
 }
 
 /* count(row) += diff; a row whose count reaches 0 is removed.  -ENOMEM leaves the

@@ -157,6 +157,21 @@ static int merge_build(struct storage *w, uint64_t gid, const struct batch_desc 
         return 0;
 }
 
+/* A compaction's write: c's record with physical since phys, with what the batch holds
+ * already, between the two kill points of test-killpoints. */
+static int compaction_write(struct storage *s, struct collection *c, uint64_t phys)
+{
+        int r;
+
+        storage_put_collection(s, c, c->since, c->upper, phys);
+        KILLPOINT("compaction.before_write");
+        r = storage_write_opts(s, false);       /* (1): a compaction needs no sync */
+        if (r < 0)
+                return r;
+        KILLPOINT("compaction.after_write");
+        return 0;
+}
+
 static int compact_run(struct storage *s, struct collection *c, size_t j, uint64_t target,
                        struct storage_compact_result *res)
 {
@@ -176,12 +191,9 @@ static int compact_run(struct storage *s, struct collection *c, size_t j, uint64
         res->batches_merged = m - j + 1;
         phys = physical_since_after(c, j, &merged);
         assert(phys >= c->physical_since);
-        storage_put_collection(s, c, c->since, c->upper, phys);
-        KILLPOINT("compaction.before_write");
-        r = storage_write_opts(s, false);       /* (1): a compaction needs no sync */
+        r = compaction_write(s, c, phys);
         if (r < 0)
                 goto out;
-        KILLPOINT("compaction.after_write");
 
         c->batches[j] = merged;
         c->n_batches = j + 1;
@@ -393,12 +405,9 @@ static int collection_compact(struct storage *s, struct collection *c, unsigned 
         phys = physical_since_after(c, c->n_batches, NULL);
         if (phys <= c->physical_since)
                 return 0;
-        storage_put_collection(s, c, c->since, c->upper, phys);
-        KILLPOINT("compaction.before_write");
-        r = storage_write_opts(s, false);       /* (1): a compaction needs no sync */
+        r = compaction_write(s, c, phys);
         if (r < 0)
                 return r;
-        KILLPOINT("compaction.after_write");
         c->physical_since = phys;
         assert(!storage_collection_invalid(c));
         return 0;

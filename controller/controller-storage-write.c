@@ -818,6 +818,14 @@ static void group_apply(struct storage *s)
         s->n_stages = 0;
 }
 
+/* A group that failed: nothing of it was written or applied (the caller marks which of
+ * its entries get the error). */
+static void group_abort(struct storage *s)
+{
+        rocksdb_writebatch_clear(s->wb);
+        s->n_stages = 0;
+}
+
 /* ---- Appends ---------------------------------------------------------------------- */
 
 static int append_validate(const struct storage_append *a, uint64_t upper)
@@ -972,8 +980,7 @@ int storage_append_group(struct storage *s, struct storage_append *v, size_t n)
 fail:
         /* i is where the group broke off (n after a failed write): the appends from
          * there on were not looked at, the staged ones before it shared the group. */
-        rocksdb_writebatch_clear(s->wb);
-        s->n_stages = 0;
+        group_abort(s);
         for (size_t k = 0; k < n; k++)
                 if (k >= i || v[k].result == 1)
                         v[k].result = r;
@@ -1042,8 +1049,7 @@ int storage_allow_compaction_group(struct storage *s, struct storage_since *v, s
         group_apply(s);
         return (int)min_u64(moved, INT32_MAX);
 fail:
-        rocksdb_writebatch_clear(s->wb);
-        s->n_stages = 0;
+        group_abort(s);
         for (size_t k = 0; k < n; k++)
                 if (k >= i || v[k].result == 1)
                         v[k].result = r;

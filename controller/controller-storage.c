@@ -90,6 +90,7 @@
 #include <unistd.h>
 
 #include "storage.pb-c.h"
+#include "oamap.h"
 #include "rocks.h"
 #include "util.h"
 
@@ -232,21 +233,11 @@ const char *storage_collection_invalid(const struct collection *c)
 
 /* ---- gid map ---------------------------------------------------------------------- */
 
-static size_t gid_hash(uint64_t x)
-{
-        x ^= x >> 33;
-        x *= 0xff51afd7ed558ccdull;
-        x ^= x >> 33;
-        x *= 0xc4ceb9fe1a85ec53ull;
-        x ^= x >> 33;
-        return (size_t)x;
-}
-
 struct collection *storage_map_find(const struct gid_map *m, uint64_t gid)
 {
         if (!m->slots)
                 return NULL;
-        for (size_t i = gid_hash(gid) & m->mask; m->slots[i]; i = (i + 1) & m->mask)
+        for (size_t i = oa_hash_id(gid) & m->mask; m->slots[i]; i = (i + 1) & m->mask)
                 if (m->slots[i]->gid == gid)
                         return m->slots[i];
         return NULL;
@@ -254,7 +245,7 @@ struct collection *storage_map_find(const struct gid_map *m, uint64_t gid)
 
 static void map_put(struct gid_map *m, struct collection *c)
 {
-        size_t i = gid_hash(c->gid) & m->mask;
+        size_t i = oa_hash_id(c->gid) & m->mask;
 
         while (m->slots[i])
                 i = (i + 1) & m->mask;
@@ -262,25 +253,27 @@ static void map_put(struct gid_map *m, struct collection *c)
 }
 
 /* Room for one more entry, so that storage_map_insert() cannot fail (NOTE 2). */
+static bool map_used(const void *e)
+{
+        return *(struct collection *const *)e != NULL;
+}
+
+static uint64_t map_hash(const void *e)
+{
+        return oa_hash_id((*(struct collection *const *)e)->gid);
+}
+
 int storage_map_reserve(struct gid_map *m)
 {
-        size_t cap = m->slots ? m->mask + 1 : 0, ncap;
-        struct collection **old = m->slots;
+        static const struct oa_kind kind = {
+                .entry_size = sizeof(struct collection *), .min_slots = MAP_MIN_SLOTS,
+                .used = map_used, .hash = map_hash,
+        };
+        void *slots = m->slots;
+        int r = oa_reserve(&kind, &slots, &m->mask, m->n + 1);
 
-        if ((m->n + 1) * 2 <= cap)
-                return 0;
-        ncap = cap ? cap * 2 : MAP_MIN_SLOTS;
-        m->slots = calloc(ncap, sizeof(*m->slots));
-        if (!m->slots) {
-                m->slots = old;
-                return -ENOMEM;
-        }
-        m->mask = ncap - 1;
-        for (size_t i = 0; i < cap; i++)
-                if (old[i])
-                        map_put(m, old[i]);
-        free(old);
-        return 0;
+        m->slots = slots;
+        return r < 0 ? r : 0;
 }
 
 void storage_map_insert(struct gid_map *m, struct collection *c)
@@ -294,7 +287,7 @@ void storage_map_insert(struct gid_map *m, struct collection *c)
 /* Backward-shift deletion: no tombstones. */
 void storage_map_remove(struct gid_map *m, const struct collection *c)
 {
-        size_t i = gid_hash(c->gid) & m->mask, j;
+        size_t i = oa_hash_id(c->gid) & m->mask, j;
 
         while (m->slots[i] != c) {
                 assert(m->slots[i]);
@@ -302,7 +295,7 @@ void storage_map_remove(struct gid_map *m, const struct collection *c)
         }
         m->slots[i] = NULL;
         for (j = (i + 1) & m->mask; m->slots[j]; j = (j + 1) & m->mask) {
-                size_t home = gid_hash(m->slots[j]->gid) & m->mask;
+                size_t home = oa_hash_id(m->slots[j]->gid) & m->mask;
 
                 /* Move the entry at j into the hole at i unless its home lies
                  * cyclically in (i, j]: then a lookup would never probe past the hole. */

@@ -61,6 +61,7 @@
 
 #include "builtins.h"
 #include "lifecycle-bounds.h"
+#include "oamap.h"
 #include "util.h"
 
 #define GID_SHARED_FRONTIER 1u  /* coord_objects: its upper is the tables' T */
@@ -164,39 +165,31 @@ static struct lc_obj *obj_find(const struct lc_state *s, uint64_t gid)
         }
 }
 
-/* Move the map into nslots slots (a power of two > 2 * s->n). */
-static int map_rehash(struct lc_state *s, size_t nslots)
+static bool slot_used(const void *e)
 {
-        struct lc_slot *v = calloc(nslots, sizeof(*v));
-
-        if (!v)
-                return -ENOMEM;
-        assert(nslots && !(nslots & (nslots - 1)) && nslots >= 2 * s->n);
-        for (size_t i = 0; s->slots && i <= s->mask; i++) {
-                size_t j;
-                if (!s->slots[i].o)
-                        continue;
-                for (j = hash64(s->slots[i].gid) & (nslots - 1); v[j].o; j = (j + 1) & (nslots - 1))
-                        ;
-                v[j] = s->slots[i];
-        }
-        free(s->slots);
-        s->slots = v;
-        s->mask = nslots - 1;
-        s->rehashes++;
-        return 0;
+        return ((const struct lc_slot *)e)->o != NULL;
 }
 
-/* Room for n objects in all without a rehash: slots for at least 2n (half full). */
+static uint64_t slot_hash(const void *e)
+{
+        return hash64(((const struct lc_slot *)e)->gid);
+}
+
+/* Room for n objects in all without a rehash: slots for at least 2n (half full), 64 at
+ * least (oamap.h). */
 static int map_reserve(struct lc_state *s, size_t n)
 {
-        size_t nslots = s->slots ? s->mask + 1 : 0, want = 64;
+        static const struct oa_kind kind = {
+                .entry_size = sizeof(struct lc_slot), .min_slots = 64,
+                .used = slot_used, .hash = slot_hash,
+        };
+        void *slots = s->slots;
+        int r = oa_reserve(&kind, &slots, &s->mask, n ? n : 1);
 
-        if (n > SIZE_MAX / 4)
-                return -ENOMEM;
-        while (want < 2 * n)
-                want *= 2;
-        return want > nslots ? map_rehash(s, want) : 0;
+        s->slots = slots;
+        if (r > 0)
+                s->rehashes++;
+        return r < 0 ? r : 0;
 }
 
 static int dirty_add(struct lc_state *s, struct lc_obj *o)
@@ -217,8 +210,7 @@ static struct lc_obj *obj_get(struct lc_state *s, uint64_t gid)
 
         if (o)
                 return o;
-        if ((s->n + 1) * 2 > (s->slots ? s->mask + 1 : 0) &&
-            map_rehash(s, s->slots ? (s->mask + 1) * 2 : 64) < 0)
+        if (map_reserve(s, s->n + 1) < 0)
                 return NULL;
         o = calloc(1, sizeof(*o));
         if (!o)

@@ -912,10 +912,19 @@ static int read_stream(struct fring_reader *rd, struct reader_pos *p,
 
 /* ---- reader: public ------------------------------------------------------------------ */
 
+/* ring_reader_attach()'s sync: the header just mapped (or remapped), brought up to date. */
+static int attach_sync(void *reader)
+{
+        struct fring_reader *rd = reader;
+        uint32_t h;
+
+        rd->hdr = rd->shm.map;
+        return reader_sync(rd, &h);
+}
+
 int fring_attach(const char *name, struct fring_reader **ret)
 {
         _cleanup_(fring_reader_freep) struct fring_reader *rd = NULL;
-        uint32_t h;
         int k;
 
         if (!ret)
@@ -924,19 +933,8 @@ int fring_attach(const char *name, struct fring_reader **ret)
         if (!rd)
                 return -ENOMEM;
         ring_shm_init(&rd->shm);
-        k = ring_shm_attach(&rd->shm, name, sizeof(struct fring_header));
-        if (k < 0)
-                return k;
-        rd->hdr = rd->shm.map;
-
-        k = -EAGAIN;
-        for (unsigned attempt = 0; attempt < READ_ATTEMPTS && k == -EAGAIN; attempt++)
-                k = reader_sync(rd, &h);
-        if (k == -RING_E_INITIALIZING)
-                return -EAGAIN;
-        if (k < 0)
-                return k;
-        k = ring_shm_attach_wait(&rd->shm, name, FRING_WAIT_MAGIC, FRING_LAYOUT_VERSION);
+        k = ring_reader_attach(&rd->shm, name, sizeof(struct fring_header), FRING_WAIT_MAGIC,
+                               FRING_LAYOUT_VERSION, attach_sync, rd);
         if (k < 0)
                 return k;
         *ret = TAKE_PTR(rd);

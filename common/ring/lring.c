@@ -679,10 +679,26 @@ static int read_next(struct lring_reader *rd, uint64_t *io_pos, uint64_t *io_pre
 
 /* ---- reader: public ------------------------------------------------------------------ */
 
+/* ring_reader_attach()'s sync: the header just mapped (or remapped), brought up to date;
+ * a layout that changed while it was adopted is adopted again. */
+static int attach_sync(void *reader)
+{
+        struct lring_reader *rd = reader;
+        uint32_t h;
+        int k;
+
+        rd->hdr = rd->shm.map;
+        k = reader_sync(rd, &h);
+        if (k == 0 && reader_header_moved(rd, h)) {
+                rd->view.seq = 0;       /* adopted a layout that changed: again */
+                k = -EAGAIN;
+        }
+        return k;
+}
+
 int lring_attach(const char *name, struct lring_reader **ret)
 {
         _cleanup_(lring_reader_freep) struct lring_reader *rd = NULL;
-        uint32_t h;
         int k;
 
         if (!ret)
@@ -691,24 +707,8 @@ int lring_attach(const char *name, struct lring_reader **ret)
         if (!rd)
                 return -ENOMEM;
         ring_shm_init(&rd->shm);
-        k = ring_shm_attach(&rd->shm, name, sizeof(struct lring_header));
-        if (k < 0)
-                return k;
-        rd->hdr = rd->shm.map;
-
-        k = -EAGAIN;
-        for (unsigned attempt = 0; attempt < READ_ATTEMPTS && k == -EAGAIN; attempt++) {
-                k = reader_sync(rd, &h);
-                if (k == 0 && reader_header_moved(rd, h)) {
-                        rd->view.seq = 0;       /* adopted a layout that changed: again */
-                        k = -EAGAIN;
-                }
-        }
-        if (k == -RING_E_INITIALIZING)
-                return -EAGAIN;
-        if (k < 0)
-                return k;
-        k = ring_shm_attach_wait(&rd->shm, name, LRING_WAIT_MAGIC, LRING_LAYOUT_VERSION);
+        k = ring_reader_attach(&rd->shm, name, sizeof(struct lring_header), LRING_WAIT_MAGIC,
+                               LRING_LAYOUT_VERSION, attach_sync, rd);
         if (k < 0)
                 return k;
         *ret = TAKE_PTR(rd);

@@ -283,6 +283,23 @@ int ring_shm_attach_wait(struct ring_shm *s, const char *name, uint64_t wait_mag
         return ring_waitpage_attach(name, wait_magic, version, &s->wait_fd, &s->wait);
 }
 
+int ring_reader_attach(struct ring_shm *s, const char *name, size_t header_size,
+                       uint64_t wait_magic, uint32_t version, int (*sync)(void *rd), void *rd)
+{
+        int k = ring_shm_attach(s, name, header_size);
+
+        if (k < 0)
+                return k;
+        k = -EAGAIN;
+        for (unsigned attempt = 0; attempt < RING_ATTACH_ATTEMPTS && k == -EAGAIN; attempt++)
+                k = sync(rd);
+        if (k == -RING_E_INITIALIZING)
+                return -EAGAIN;
+        if (k < 0)
+                return k;
+        return ring_shm_attach_wait(s, name, wait_magic, version);
+}
+
 int ring_shm_cover(struct ring_shm *s, uint64_t need)
 {
         struct stat st;

@@ -169,6 +169,15 @@ int ring_reader_adopt(struct ring_shm *s, const uint32_t *hdr_seq, uint32_t h, i
 /* Reader-internal error: the producer is (re)initializing the region (hdr_seq 0 or odd). */
 #define RING_E_INITIALIZING     EINPROGRESS
 
+/* Reader: attaches s to NAME (at least header_size bytes), brings the reader's layout up
+ * to date with sync(rd) -- which reads its header from s->map -- retrying up to
+ * RING_ATTACH_ATTEMPTS times while it returns -EAGAIN, then maps NAME.wait.  -EAGAIN
+ * while the producer (re)initializes, else sync()'s or the mapping's errors.  The
+ * one attach of both rings (fring_attach(), lring_attach()). */
+#define RING_ATTACH_ATTEMPTS    8u
+int ring_reader_attach(struct ring_shm *s, const char *name, size_t header_size,
+                       uint64_t wait_magic, uint32_t version, int (*sync)(void *rd), void *rd);
+
 /* Reader: brings its layout up to date with *hdr_seq before it reads the region.  If
  * hdr_seq is a new even value, revalidate(rd, h) validates and adopts the layout (and
  * sets v->seq = h); its -EBADMSG or -EPROTO marks h rejected.  On success *ret_h is the

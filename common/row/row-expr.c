@@ -1099,39 +1099,23 @@ static int eval_fit_length(const Coord__Plan__Expr *e, const struct row_datum *r
         return 0;
 }
 
-/* FUNC_VARCHAR (proto/plan.proto): a prefix of the value, or 22001. */
-static int eval_varchar(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
-                        const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
-                        struct row_error *err)
+/* FUNC_VARCHAR and FUNC_BPCHAR (proto/plan.proto): a prefix of the value, or 22001; a
+ * bpchar (pad) is also padded with spaces to n characters. */
+static int eval_fit_text(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
+                         const struct row_expr_ctx *ctx, unsigned depth, bool pad_to_n,
+                         struct row_datum *ret, struct row_error *err)
 {
         struct row_datum a;
-        int64_t n, k;
-        size_t off;
-        int r;
-
-        r = eval_fit_length(e, row, n_row, ctx, depth, "character varying", &a, &n, &off, &k, ret, err);
-        if (r != 0)
-                return r < 0 ? r : 0;
-        *ret = ROW_DATUM_TEXT(a.text.ptr, (uint32_t)off);
-        return 0;
-}
-
-/* FUNC_BPCHAR (proto/plan.proto): the value padded with spaces to n characters, a
- * prefix of it, or 22001. */
-static int eval_bpchar(const Coord__Plan__Expr *e, const struct row_datum *row, size_t n_row,
-                       const struct row_expr_ctx *ctx, unsigned depth, struct row_datum *ret,
-                       struct row_error *err)
-{
-        struct row_datum a;
-        int64_t n, k;
+        int64_t n = 0, k = 0;
         size_t off, pad;
         char *p;
         int r;
 
-        r = eval_fit_length(e, row, n_row, ctx, depth, "character", &a, &n, &off, &k, ret, err);
+        r = eval_fit_length(e, row, n_row, ctx, depth, pad_to_n ? "character" : "character varying",
+                            &a, &n, &off, &k, ret, err);
         if (r != 0)
                 return r < 0 ? r : 0;
-        if (k == n) {
+        if (!pad_to_n || k == n) {
                 *ret = ROW_DATUM_TEXT(a.text.ptr, (uint32_t)off);
                 return 0;
         }
@@ -1359,9 +1343,9 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                                       (c->func == COORD__PLAN__FUNC__FUNC_IS_NULL));
                 return 0;
         case COORD__PLAN__FUNC__FUNC_VARCHAR:
-                return eval_varchar(e, row, n_row, ctx, depth, ret, err);
+                return eval_fit_text(e, row, n_row, ctx, depth, false, ret, err);
         case COORD__PLAN__FUNC__FUNC_BPCHAR:
-                return eval_bpchar(e, row, n_row, ctx, depth, ret, err);
+                return eval_fit_text(e, row, n_row, ctx, depth, true, ret, err);
         case COORD__PLAN__FUNC__FUNC_CHECK_CONSTRAINT:
                 return eval_check_constraint(c, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_SUBQUERY_TOO_MANY_ROWS:

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "conf.h"
+#include "oamap.h"
 #include "refresh.h"
 #include "t.h"
 #include "util.h"
@@ -125,6 +126,62 @@ static void test_grow(void)
         CU_ASSERT_PTR_EQUAL(v, was);
         CU_ASSERT_EQUAL(cap, 1024);
         free(v);
+}
+
+/* An id -> value table grown with oa_reserve() (oamap.h), its probe here. */
+struct t_oa {
+        uint64_t id, v;
+};
+
+static bool t_oa_used(const void *e)
+{
+        return ((const struct t_oa *)e)->id != 0;
+}
+
+static uint64_t t_oa_hash(const void *e)
+{
+        return oa_hash_id(((const struct t_oa *)e)->id);
+}
+
+static struct t_oa *t_oa_slot(struct t_oa *slots, size_t mask, uint64_t id)
+{
+        size_t i = oa_hash_id(id) & mask;
+
+        while (slots[i].id && slots[i].id != id)
+                i = (i + 1) & mask;
+        return &slots[i];
+}
+
+static void test_oamap(void)
+{
+        static const struct oa_kind kind = {
+                .entry_size = sizeof(struct t_oa), .min_slots = 8,
+                .used = t_oa_used, .hash = t_oa_hash,
+        };
+        void *slots = NULL;
+        size_t mask = 0, grows = 0;
+
+        CU_ASSERT_EQUAL(oa_reserve(&kind, &slots, &mask, 0), 0);        /* none: no array */
+        CU_ASSERT_PTR_NULL(slots);
+        for (uint64_t id = 1; id <= 1000; id++) {
+                int r = oa_reserve(&kind, &slots, &mask, (size_t)id);
+
+                CU_ASSERT_FATAL(r == 0 || r == 1);
+                grows += (size_t)r;
+                CU_ASSERT_FATAL(2 * id <= mask + 1);            /* at most half full */
+                *t_oa_slot(slots, mask, id) = (struct t_oa){ id, id * 3 };
+        }
+        CU_ASSERT_EQUAL(mask + 1, 2048);
+        CU_ASSERT_EQUAL(grows, 9);                                      /* 8, 16, ... 2048 */
+        for (uint64_t id = 1; id <= 1000; id++)
+                CU_ASSERT_EQUAL(t_oa_slot(slots, mask, id)->v, id * 3); /* moved, findable */
+        CU_ASSERT_EQUAL(oa_reserve(&kind, &slots, &mask, 1000), 0);     /* room already */
+        /* An impossible size fails and leaves the table as it was. */
+        void *was = slots;
+        CU_ASSERT_EQUAL(oa_reserve(&kind, &slots, &mask, SIZE_MAX / 2), -ENOMEM);
+        CU_ASSERT_PTR_EQUAL(slots, was);
+        CU_ASSERT_EQUAL(mask + 1, 2048);
+        free(slots);
 }
 
 /* pb_varints() against hand-encoded messages (protobuf's wire format). */
@@ -307,6 +364,7 @@ int main(void)
                 { "kv_u64: key=N lists", test_kv },
                 { "u64_nth against qsort", test_nth },
                 { "GROW_ARRAY", test_grow },
+                { "oa_reserve: open-addressing grow", test_oamap },
                 { "pb_varints", test_pb_varints },
                 { "refresh schedules", test_refresh },
                 { NULL, NULL },

@@ -1,0 +1,50 @@
+/* oamap.h -- growing the open-addressing tables the daemons keep by id or by row: linear
+ * probing over a power of two of slots, kept at most half full, an all-zero slot free.
+ *
+ * Each table keeps its own entry type, probe and deletion; the one thing they share is the
+ * grow, here: the controller's gmap and row mirror (controller-server-internal.h,
+ * controller-server-mirror.c), its storage map (controller-storage.c) and lifecycle's
+ * object map (lifecycle-state.c).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The home slot hash of an id (murmur3's 64-bit finalizer: sequential ids spread). */
+static inline size_t oa_hash_id(uint64_t x)
+{
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        x *= 0xc4ceb9fe1a85ec53ull;
+        x ^= x >> 33;
+        return (size_t)x;
+}
+
+/* What the grow needs to know of a table's entries. */
+struct oa_kind {
+        size_t entry_size;
+        size_t min_slots;                       /* power of two >= 2: the first array */
+        bool (*used)(const void *entry);        /* false for the all-zero entry */
+        uint64_t (*hash)(const void *entry);    /* the home slot is hash & mask */
+};
+
+/* Out of line: makes room for want entries at most half full.  The new size is min_slots
+ * when there are none yet, else the old size doubled until 2 * want fit; every used entry
+ * moves to the first free slot from its home.  1 if it grew, -ENOMEM (the table as it
+ * was) if the allocation failed. */
+int oa_grow(const struct oa_kind *k, void **slots, size_t *mask, size_t want);
+
+/* Room for want entries in all (the table's count plus the new ones), so that inserting
+ * them cannot fail: 0 if there is room already, else oa_grow(). *slots is NULL (and *mask
+ * meaningless) for a table without an array yet. */
+static inline int oa_reserve(const struct oa_kind *k, void **slots, size_t *mask, size_t want)
+{
+        size_t cap = *slots ? *mask + 1 : 0;
+
+        if (want <= cap / 2)
+                return 0;
+        return oa_grow(k, slots, mask, want);
+}
