@@ -413,6 +413,7 @@ void lease_table_on_request(struct lease_table *t, node_peer_t from, uint64_t ct
         reply.holder = next.holder;
         reply.expires_in_ms = lease_expires_in_ms(&next, now);
         reply.retried = retried;
+        reply.last_commit_id = next.last_commit_id;
         lease_reply(t, from, ctl_id, env->request_id, COORD__MSG_TYPE__MSG_LEASE_REPLY, &reply.base);
 out:
         if (msg)

@@ -434,12 +434,18 @@ bool server_dfent_schedule(const struct dfent *e, struct refresh_schedule *rs)
 }
 
 /* A view's upper once its dataflow reached `frontier`: a refresh view's is the first
- * refresh at or after it (13b), REFRESH_NONE past the last one. */
+ * refresh at or after it (13b), REFRESH_NONE past the last one; a leased one's at most
+ * what has been released allows. */
 static uint64_t dfent_round(const struct dfent *e, uint64_t frontier)
 {
         struct refresh_schedule rs;
+        uint64_t up, limit;
 
-        return server_dfent_schedule(e, &rs) ? refresh_next(&rs, frontier) : frontier;
+        if (!server_dfent_schedule(e, &rs))
+                return frontier;
+        up = refresh_next(&rs, frontier);
+        limit = server_refresh_limit(e, &rs);   /* controller-server-refresh.c note 1 */
+        return up < limit ? up : limit;
 }
 
 /* (13b) A refresh view's output for a write: each update of e->out moves to the first
@@ -458,6 +464,8 @@ static int refresh_stage(struct dfent *e, uint64_t frontier, uint64_t *upper)
                 return 0;
         }
         *upper = refresh_next(&rs, frontier);
+        if (*upper > server_refresh_limit(e, &rs))
+                *upper = server_refresh_limit(e, &rs);  /* controller-server-refresh.c note 1 */
         for (size_t j = 0; j < e->out.n; j++) {
                 struct eval_update u = e->out.updates[j];
 

@@ -156,6 +156,9 @@ struct dfent {
         bool failed;
         bool complete;                  /* a refresh view past its last refresh (13b): its
                                          * upper is empty and it has no dataflow */
+        uint64_t released;              /* leased refresh view: the last refresh released
+                                         * (controller-server-refresh.c note 1); 0: none */
+        uint64_t refresh_fence;         /* the highest refresh lease epoch seen for it */
         bool sink;                      /* (19) */
         struct sink_file *file;         /* sink: open while installed */
         uint64_t sink_frontier;         /* sink: stepped to; sink_out holds times below */
@@ -283,6 +286,7 @@ struct cserver {
         uint64_t stale_replies;
         /* The duty fence (controller-server-fence.c note 1). */
         uint64_t duty_fence, duty_fenced, duty_fenced_logged, duty_fenced_last;
+        uint64_t refresh_releases, refresh_fenced;      /* controller-server-refresh.c */
         size_t n_bg;                    /* peeks in it */
         uint64_t peeks_bg, peek_bg_max_us;
         uint64_t peeks_bg_sub;          /* of them, with an index read below its since (18) */
@@ -496,6 +500,10 @@ bool server_out_holding(const struct cserver *s);
 void server_out_ent_done(struct out_ent *o);
 int server_out_push(struct cserver *s, const struct out_ent *o);
 void server_out_release(struct cserver *s);
+/* controller-server-refresh.c note 1: the highest upper a refresh view (schedule rs)
+ * may have now; REFRESH_NONE when its refreshes are not leased. */
+uint64_t server_refresh_limit(const struct dfent *e, const struct refresh_schedule *rs);
+void server_handle_release_refresh(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 /* controller-server-fence.c note 1. */
 int server_fence_load(struct cserver *s);
 bool server_fence_refuses(struct cserver *s, node_peer_t from, const Coord__Envelope *env);

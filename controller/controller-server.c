@@ -205,6 +205,9 @@ void server_on_message(struct cserver *s, node_peer_t from, const Coord__Envelop
         case COORD__MSG_TYPE__MSG_CREATE_DATAFLOWS:
                 server_handle_create_dataflows(s, from, env);
                 return;
+        case COORD__MSG_TYPE__MSG_RELEASE_REFRESH:
+                server_handle_release_refresh(s, from, env);
+                return;
         case COORD__MSG_TYPE__MSG_ALLOW_COMPACTION:
                 server_handle_allow_compaction(s, from, env);
                 return;
@@ -269,7 +272,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "peek_chunks=%llu peek_streams=%llu peeks_streaming=%zu installing=%zu "
                  "installs_sliced=%llu install_slices=%llu deferred=%zu peeks_thread=%llu "
                  "peeks_in_thread=%zu peek_thread_max_us=%llu peeks_thread_index_storage=%llu "
-                 "peeks_keyed=%llu writes_thread=%llu write_thread_max_us=%llu stale_replies=%llu duty_fence=%llu duty_fenced=%llu "
+                 "peeks_keyed=%llu writes_thread=%llu write_thread_max_us=%llu stale_replies=%llu duty_fence=%llu duty_fenced=%llu refresh_releases=%llu refresh_fenced=%llu "
                  "drops_by_key=%llu drops_by_range=%llu sinks=%zu sink_flushes=%llu sink_bytes=%llu "
                  "sink_errors=%llu sources=%zu source_ticks=%llu source_rows=%llu source_errors=%llu "
                  "mvs=%zu subscribe_reads=%llu storage=%s",
@@ -299,6 +302,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)s->peeks_keyed, (unsigned long long)s->writes_bg,
                  (unsigned long long)s->write_bg_max_us, (unsigned long long)s->stale_replies,
                  (unsigned long long)s->duty_fence, (unsigned long long)s->duty_fenced,
+                 (unsigned long long)s->refresh_releases, (unsigned long long)s->refresh_fenced,
                  (unsigned long long)st.drops_by_key, (unsigned long long)st.drops_by_range,
                  s->n_sinks, (unsigned long long)s->sink_flushes, (unsigned long long)s->sink_bytes,
                  (unsigned long long)s->sink_errors, s->n_srcs, (unsigned long long)s->source_ticks,

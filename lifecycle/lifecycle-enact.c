@@ -25,6 +25,7 @@
 #include "log.h"
 #include "node/node.h"
 #include "plan.pb-c.h"
+#include "refresh.h"
 #include "util.h"
 
 #define KEY_ITEM 'i'
@@ -288,6 +289,24 @@ static bool controller_up(const struct lc_enact *e)
                (!e->gate || e->gate(e->gate_arg));
 }
 
+int lc_enact_next_refresh(const struct lc_enact *e, uint64_t after, uint64_t *ret_gid,
+                          uint64_t *ret_as_of, struct refresh_schedule *ret_rs)
+{
+        for (size_t i = 0; i < e->n; i++) {
+                const struct lc_enact_item *it = e->items[i];
+
+                if (it->gid <= after || !it->refresh)
+                        continue;
+                *ret_gid = it->gid;
+                *ret_as_of = it->as_of;
+                *ret_rs = (struct refresh_schedule){ .at = it->refresh_at, .n_at = it->n_refresh_at,
+                                                     .every_ms = it->refresh_every_ms,
+                                                     .aligned_to = it->refresh_aligned_to };
+                return 0;
+        }
+        return -ENOENT;
+}
+
 void lc_enact_set_gate(struct lc_enact *e, bool (*gate)(void *arg), void *arg)
 {
         e->gate = gate;
@@ -373,6 +392,7 @@ static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n,
                         d->keys = it->keys;
                         d->n_keys = it->n_keys;
                         d->refresh = it->refresh;
+                        d->refresh_leased = it->refresh;        /* lifecycle-refresh.c note 8 */
                         d->refresh_at = it->refresh_at;
                         d->n_refresh_at = it->n_refresh_at;
                         d->refresh_every_ms = it->refresh_every_ms;

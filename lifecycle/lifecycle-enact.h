@@ -57,6 +57,12 @@ void lc_enact_flush(struct lc_enact *e);
  * gate, whenever the controller is connected.  What is not sent is not kept: the
  * resync when the gate opens sends the complete set. */
 void lc_enact_set_gate(struct lc_enact *e, bool (*gate)(void *arg), void *arg);
+struct refresh_schedule;
+/* The kept materialized views on a refresh schedule, in GlobalId order: the first
+ * whose gid is above `after` (0: the first of all), its as-of and schedule (pointing
+ * into the item: valid until the next change of the set).  -ENOENT when none is left. */
+int lc_enact_next_refresh(const struct lc_enact *e, uint64_t after, uint64_t *ret_gid,
+                          uint64_t *ret_as_of, struct refresh_schedule *ret_rs);
 /* Send the complete set (controller (re)connected, or state reloaded). */
 void lc_enact_resync(struct lc_enact *e);
 /* A reply from the controller to one of ours: errors are logged. */

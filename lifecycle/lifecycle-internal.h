@@ -6,7 +6,8 @@
  * "(n)" in a comment is the follower's note of that number, in the file that enforces
  * it: (1) following, (4) waking up for a commit and (6) the catch-up thread in
  * lifecycle-follow.c; (2) publication in lifecycle-publish.c; (3) enactment and (5)
- * restarts in lifecycle.c; (7) the fleet's duty lease in lifecycle-duty.c.
+ * restarts in lifecycle.c; (7) the fleet's duty lease in lifecycle-duty.c; (8) refresh
+ * leases in lifecycle-refresh.c.
  *
  * Not thread-safe: the lifecycle's loop thread only (the catch-up and watcher threads
  * touch only what lifecycle-follow.c notes 4 and 6 give them).
@@ -106,7 +107,19 @@ struct lifecycle {
         int duty_request_type;
         struct loop_timer *duty_timer;
         uint64_t duty_claims, duty_takeovers, duty_lost, duty_busy, duty_fenced;
-        char detail[2048];
+        /* Refresh leases (8, lifecycle-refresh.c): one job at a time. */
+        struct lc_refresh_job {
+                int phase;
+                uint64_t gid, at, epoch, version;
+                uint64_t request_id, sent_ns, hold_until_ns;
+                char commit_id[24];
+        } rjob;
+        struct { uint64_t gid, until_ms; } rskip[16];   /* BUSY views, skipped until then */
+        uint64_t rlast, rrequests;
+        uint64_t rclaims, rbusy, rreleases, rcommitted, rreconciled, rfenced, rretries;
+        uint64_t test_refresh_hold_ms;  /* TEST ONLY: wait this long between claim and release */
+        struct loop_timer *refresh_timer;
+        char detail[2560];
 };
 
 /* lifecycle-follow.c: following the catalog (1, 4, 6). */
@@ -177,3 +190,13 @@ bool lifecycle_duty_active(struct lifecycle *lc);
 void lifecycle_duty_lose(struct lifecycle *lc, const char *why);
 /* An answer from the adapter: true when it was the duty's (consumed). */
 bool lifecycle_duty_reply(struct lifecycle *lc, const Coord__Envelope *env);
+
+/* lifecycle-refresh.c: refresh leases (8). */
+
+/* Work on due refreshes every REFRESH_TICK_MS. */
+void lifecycle_refresh_arm(struct lifecycle *lc);
+void lifecycle_refresh_stop(struct lifecycle *lc);
+/* An answer from the adapter or the controller: true when it was a refresh job's. */
+bool lifecycle_refresh_reply(struct lifecycle *lc, const Coord__Envelope *env);
+/* The job's phase, for status. */
+const char *lifecycle_refresh_phase(const struct lifecycle *lc);

@@ -1115,6 +1115,16 @@ bool lc_state_map_ok(const struct lc_state *s)
         return used == s->n && (!s->slots || 2 * s->n <= s->mask + 1);
 }
 
+int lc_state_upper(const struct lc_state *s, uint64_t gid, uint64_t *ret)
+{
+        const struct lc_obj *o = obj_find(s, gid);
+
+        if (!o || !o->has_upper)
+                return -ENOENT;
+        *ret = o->upper;
+        return 0;
+}
+
 int lc_state_bound(const struct lc_state *s, uint64_t gid, uint64_t *ret)
 {
         const struct lc_obj *o = obj_find(s, gid);

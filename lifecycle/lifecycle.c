@@ -18,7 +18,8 @@
  *
  * (1), (4) and (6), following the catalog, are lifecycle-follow.c's; (2), publication,
  * is lifecycle-publish.c's; (7), the fleet's duty lease (--instance-id, --duty-ttl-ms),
- * is lifecycle-duty.c's (they keep their numbers).
+ * is lifecycle-duty.c's; (8), refresh leases, lifecycle-refresh.c's (they keep their
+ * numbers).
  *
  * (3) Enactment (creating collections, installing dataflows) is this daemon's:
  *     lifecycle-enact.c follows the same transactions and sends EnsureCollections,
@@ -61,6 +62,9 @@ static void lifecycle_message(struct node *n, node_peer_t from, const Coord__Env
         struct lifecycle *lc = userdata;
 
         if (from == COORD__ROLE__ROLE_ADAPTER && lifecycle_duty_reply(lc, env))
+                return;
+        if ((from == COORD__ROLE__ROLE_ADAPTER || from == COORD__ROLE__ROLE_CONTROLLER) &&
+            lifecycle_refresh_reply(lc, env))
                 return;
         if (from == COORD__ROLE__ROLE_ADAPTER && lc->in_flight && env->request_id == lc->pub_request_id)
                 lifecycle_publish_reply(lc, env);
@@ -140,7 +144,9 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  "catalog_catchup_last_us=%llu catalog_catchup_max_us=%llu "
                  "frontier_wait=%s frontier_loop_wakes=%llu frontier_reads=%llu "
                  "instance_id=%u duty=%s duty_epoch=%llu duty_claims=%llu duty_takeovers=%llu "
-                 "duty_lost=%llu duty_busy=%llu duty_fenced=%llu duty_holder_seen=%s",
+                 "duty_lost=%llu duty_busy=%llu duty_fenced=%llu duty_holder_seen=%s "
+                 "refresh_job=%s refresh_claims=%llu refresh_busy=%llu refresh_releases=%llu "
+                 "refresh_committed=%llu refresh_reconciled=%llu refresh_fenced=%llu refresh_retries=%llu",
                  lc->catalog ? "secondary" : "waiting", rd ? "attached" : "waiting",
                  lc_state_n_items(lc->state), lc_state_n_requirements(lc->state),
                  lc_state_n_holds(lc->state), (unsigned long long)lc->publications, (unsigned long long)lc->pub_errors,
@@ -162,7 +168,11 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  (unsigned long long)lc->duty_epoch, (unsigned long long)lc->duty_claims,
                  (unsigned long long)lc->duty_takeovers, (unsigned long long)lc->duty_lost,
                  (unsigned long long)lc->duty_busy, (unsigned long long)lc->duty_fenced,
-                 lc->duty_seen_holder[0] ? lc->duty_seen_holder : "-");
+                 lc->duty_seen_holder[0] ? lc->duty_seen_holder : "-", lifecycle_refresh_phase(lc),
+                 (unsigned long long)lc->rclaims, (unsigned long long)lc->rbusy,
+                 (unsigned long long)lc->rreleases, (unsigned long long)lc->rcommitted,
+                 (unsigned long long)lc->rreconciled, (unsigned long long)lc->rfenced,
+                 (unsigned long long)lc->rretries);
         reply->detail = lc->detail;
 }
 
@@ -194,6 +204,8 @@ int main(int argc, char **argv)
                 { "duty-ttl-ms", CONF_U64, &duty_ttl_ms, 600000,
                   "the ttl of the fleet's duty lease (enactment and publication) this follower "
                   "claims (default 3000; another follower takes over within it after a death)" },
+                { "test-refresh-hold-ms", CONF_U64, &lc.test_refresh_hold_ms, 600000,
+                  "TEST ONLY: hold each refresh lease this long between its claim and the release" },
                 { "test-catchup-delay-ms", CONF_U64, &lc.test_catchup_delay_ms, 60000,
                   "TEST ONLY: every catch-up of the secondary but a reload's (the timer's and the log path's, on their thread, or on the loop without one) first sleeps this long" },
         };
@@ -250,6 +262,7 @@ int main(int argc, char **argv)
                 goto out;
         lifecycle_tick_arm(&lc);
         lifecycle_duty_arm(&lc, 0);
+        lifecycle_refresh_arm(&lc);
         log_info("publication_configured", "interval_ms=%llu", (unsigned long long)lc.interval_ms);
         r = node_run(lc.node);
         if (r < 0) {
@@ -264,6 +277,7 @@ out:
                 loop_timer_cancel(node_loop(lc.node), lc.open_retry);
                 loop_timer_cancel(node_loop(lc.node), lc.tick_timer);
                 lifecycle_duty_stop(&lc);
+                lifecycle_refresh_stop(&lc);
         }
         lc.node = node_free(lc.node);
         lc.catalog = catalog_close(lc.catalog);
