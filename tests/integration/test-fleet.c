@@ -525,8 +525,8 @@ static void test_refresh_sigstop(void)
         CU_ASSERT_FATAL(h >= 0);
         pid = follower_pid((unsigned)h);
         CU_ASSERT_FATAL(pid > 0 && kill(pid, SIGSTOP) == 0);
-        /* Due, claimed, not released: not done, whatever the inputs (note 1 of
-         * controller-server-refresh.c). */
+        /* Due, claimed, not released: not done, whatever the inputs
+         * (controller-server-refresh.c note 1). */
         sleep_ms(HOLD_MS);
         {
                 char *q;
