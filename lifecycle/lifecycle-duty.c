@@ -137,23 +137,29 @@ static void duty_tick(struct loop *l, void *userdata)
         lifecycle_duty_arm(lc, next_ms);
 }
 
-void lifecycle_duty_arm(struct lifecycle *lc, uint64_t ms)
+void lifecycle_timer_arm(struct lifecycle *lc, struct loop_timer **t, uint64_t ms, loop_timer_fn fn,
+                         const char *what)
 {
         int r;
 
-        if (lc->duty_timer)
+        if (*t)
                 return;
-        r = loop_timer_add(node_loop(lc->node), ms * NS_PER_MS, duty_tick, lc, &lc->duty_timer);
+        r = loop_timer_add(node_loop(lc->node), ms * NS_PER_MS, fn, lc, t);
         if (r < 0) {
-                lc->duty_timer = NULL;
-                log_error_errno(r, "timer_failed", "what=duty");
+                *t = NULL;
+                log_error_errno(r, "timer_failed", "what=%s", what);
         }
 }
 
-void lifecycle_duty_stop(struct lifecycle *lc)
+void lifecycle_timer_stop(struct lifecycle *lc, struct loop_timer **t)
 {
-        loop_timer_cancel(node_loop(lc->node), lc->duty_timer);
-        lc->duty_timer = NULL;
+        loop_timer_cancel(node_loop(lc->node), *t);
+        *t = NULL;
+}
+
+void lifecycle_duty_arm(struct lifecycle *lc, uint64_t ms)
+{
+        lifecycle_timer_arm(lc, &lc->duty_timer, ms, duty_tick, "duty");
 }
 
 bool lifecycle_duty_reply(struct lifecycle *lc, const Coord__Envelope *env)
@@ -183,7 +189,7 @@ bool lifecycle_duty_reply(struct lifecycle *lc, const Coord__Envelope *env)
                         lc->duty_deadline_ns = lc->duty_sent_ns + ttl_ns(lc) - ttl_ns(lc) / 4;
                         log_info("duty_claimed", "holder=%s epoch=%" PRIu64 " seq=%" PRIu64,
                                  lc->duty_holder, r->epoch, r->seq);
-                        lifecycle_duty_stop(lc);
+                        lifecycle_timer_stop(lc, &lc->duty_timer);
                         lifecycle_duty_arm(lc, 0);      /* activate as soon as the state can */
                 } else {
                         lc->duty_busy++;

@@ -180,9 +180,13 @@ void lifecycle_send_allow_all(struct lifecycle *lc);
 
 /* The holder's name from instance_id; gates enactment on lifecycle_duty_active(). */
 void lifecycle_duty_init(struct lifecycle *lc, uint32_t instance_id, uint64_t ttl_ms);
+/* A one-shot timer of the follower's loop in *t (nothing if one is armed); a failure
+ * is logged (timer_failed what=...) and leaves *t NULL. */
+void lifecycle_timer_arm(struct lifecycle *lc, struct loop_timer **t, uint64_t ms, loop_timer_fn fn,
+                         const char *what);
+void lifecycle_timer_stop(struct lifecycle *lc, struct loop_timer **t);
 /* Claim or renew in ms, and then every ttl / 4. */
 void lifecycle_duty_arm(struct lifecycle *lc, uint64_t ms);
-void lifecycle_duty_stop(struct lifecycle *lc);
 /* Held, acting, and not expired by our clock (expiry loses it here).  Checked before
  * every send of enactment, publication or AllowCompaction (lifecycle-duty.c note 7). */
 bool lifecycle_duty_active(struct lifecycle *lc);
@@ -195,7 +199,6 @@ bool lifecycle_duty_reply(struct lifecycle *lc, const Coord__Envelope *env);
 
 /* Work on due refreshes every REFRESH_TICK_MS. */
 void lifecycle_refresh_arm(struct lifecycle *lc);
-void lifecycle_refresh_stop(struct lifecycle *lc);
 /* An answer from the adapter or the controller: true when it was a refresh job's. */
 bool lifecycle_refresh_reply(struct lifecycle *lc, const Coord__Envelope *env);
 /* The job's phase, for status. */

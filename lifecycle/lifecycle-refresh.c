@@ -207,21 +207,7 @@ static void refresh_tick(struct loop *l, void *userdata)
 
 void lifecycle_refresh_arm(struct lifecycle *lc)
 {
-        int r;
-
-        if (lc->refresh_timer)
-                return;
-        r = loop_timer_add(node_loop(lc->node), REFRESH_TICK_MS * NS_PER_MS, refresh_tick, lc, &lc->refresh_timer);
-        if (r < 0) {
-                lc->refresh_timer = NULL;
-                log_error_errno(r, "timer_failed", "what=refresh");
-        }
-}
-
-void lifecycle_refresh_stop(struct lifecycle *lc)
-{
-        loop_timer_cancel(node_loop(lc->node), lc->refresh_timer);
-        lc->refresh_timer = NULL;
+        lifecycle_timer_arm(lc, &lc->refresh_timer, REFRESH_TICK_MS, refresh_tick, "refresh");
 }
 
 /* Note 8: the claim's answer. */

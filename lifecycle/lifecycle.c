@@ -276,8 +276,8 @@ out:
                 lifecycle_notify_stop(&lc);
                 loop_timer_cancel(node_loop(lc.node), lc.open_retry);
                 loop_timer_cancel(node_loop(lc.node), lc.tick_timer);
-                lifecycle_duty_stop(&lc);
-                lifecycle_refresh_stop(&lc);
+                lifecycle_timer_stop(&lc, &lc.duty_timer);
+                lifecycle_timer_stop(&lc, &lc.refresh_timer);
         }
         lc.node = node_free(lc.node);
         lc.catalog = catalog_close(lc.catalog);
