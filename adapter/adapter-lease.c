@@ -403,6 +403,8 @@ void lease_table_on_request(struct lease_table *t, node_peer_t from, uint64_t ct
                                     "the lease could not be written to the catalog");
                         goto out;
                 }
+                if (q.type == COORD__MSG_TYPE__MSG_LEASE_COMMIT)
+                        KILLPOINT("lease.commit.after_write");  /* a commit durable, not answered */
         } else if (st == LEASE_OK && found) {
                 t->leases[at] = next;                   /* a renewal: memory only */
         }

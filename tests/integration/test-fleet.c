@@ -27,6 +27,10 @@
  *                      the stopped one, resumed, releases with its old epoch and is
  *                      refused (controller refresh_fenced, its own refresh_fenced); the
  *                      view's two refreshes are committed once each.
+ *   refresh_kill_commit the adapter killed by its killpoint right after a refresh's
+ *                      commit is durable, before its answer: the follower sends the same
+ *                      commit again to the restarted adapter (P5, retried) and the
+ *                      refresh is committed exactly once (version 1).
  *   check              coordctl check matches (I10).
  */
 #include <inttypes.h>
@@ -35,6 +39,7 @@
 
 #include "ipc/ipc.h"
 #include "itest.h"
+#include "itest-spawn.h"
 
 #define FOLLOWERS       3u
 #define TTL_MS          4000u           /* --duty-ttl-ms */
@@ -554,6 +559,42 @@ static void test_refresh_sigstop(void)
         PQfinish(c);
 }
 
+static void test_refresh_kill_commit(void)
+{
+        /* The first lease commit from here: the refresh's (r2 and r3 are done). */
+        const char *envs[] = { "COORD_KILLPOINT=lease.commit.after_write:1", NULL };
+        uint64_t gid, version = 0, epoch = 0, retries0 = fleet_sum("refresh_retries");
+        PGconn *c = db();
+        pid_t pid;
+        int status = 0, h;
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(stop_role(COORD__ROLE__ROLE_ADAPTER));
+        pid = spawn_role(COORD__ROLE__ROLE_ADAPTER, envs);
+        CU_ASSERT_FATAL(pid > 0);
+        CU_ASSERT_FATAL(spawn_wait_serving(COORD__ROLE__ROLE_ADAPTER, pid, 20000, &status) > 0);
+        CU_ASSERT_FATAL((c = reconnect(c)) != NULL);
+        CU_ASSERT_FATAL(ok(c, "CREATE MATERIALIZED VIEW rk WITH (REFRESH AT mz_now() + 1000) AS "
+                              "SELECT count(*) AS n FROM rt"));
+        gid = gid_of(c, "rk");
+        CU_ASSERT_FATAL(spawn_wait_exit(pid, 20000, &status));
+        CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        CU_ASSERT(log_has(COORD__ROLE__ROLE_ADAPTER, "event=killpoint name=lease.commit.after_write"));
+        CU_ASSERT_EQUAL_FATAL(fleet_up(), 0);
+        CU_ASSERT_FATAL((c = reconnect(c)) != NULL);
+        CU_ASSERT(refreshes_reach(c, gid, 1, 3 * TTL_MS));
+        for (int w = 0; w < 300 && fleet_sum("refresh_retries") == retries0; w++)
+                sleep_ms(10);
+        sleep_ms(TTL_MS);
+        CU_ASSERT(refresh_lease(c, gid, &version, &epoch, &h));
+        printf("\n    adapter killed after the commit: version %" PRIu64 ", commits sent again %" PRIu64, version,
+               fleet_sum("refresh_retries") - retries0);
+        CU_ASSERT_EQUAL(version, 1);
+        CU_ASSERT(fleet_sum("refresh_retries") > retries0);
+        CU_ASSERT(rows_become(c, "SELECT n FROM rk", "2", 10000));
+        PQfinish(c);
+}
+
 int main(void)
 {
         static const struct t_case cases[] = {
@@ -565,10 +606,12 @@ int main(void)
                 { "restart_supersedes", test_restart_supersedes },
                 { "refresh_once", test_refresh_once },
                 { "refresh_sigstop", test_refresh_sigstop },
+                { "refresh_kill_commit", test_refresh_kill_commit },
                 { "check", itest_check },
                 { NULL, NULL },
         };
         static const struct t_suite suites[] = { { "fleet", cases }, { NULL, NULL } };
 
+        spawn_set_prefix("fl");
         return itest_main("coord-fleet", "fl", suites);
 }
