@@ -21,7 +21,7 @@
  *   refresh_once       a view with three REFRESH AT times: the followers race for each
  *                      refresh's lease (BUSY for the losers); the lease's version ends at 3
  *                      -- each refresh committed once, none skipped -- and stays there.
- *   refresh_sigstop    the follower holding a refresh's lease (held between claim and
+ *   refresh_sigstop    per round, a new view: the follower holding a refresh's lease (held between claim and
  *                      release by --test-refresh-hold-ms) SIGSTOPped: another claims the
  *                      lapsed lease at a higher epoch, releases and commits the refresh;
  *                      the stopped one, resumed, releases with its old epoch and is
@@ -32,6 +32,9 @@
  *                      commit again to the restarted adapter (P5, retried) and the
  *                      refresh is committed exactly once (version 1).
  *   check              coordctl check matches (I10).
+ *
+ * COORD_FLEET_FOLLOWERS (default 3, 2-16), COORD_FLEET_ROUNDS (sigstop_holder, default 2)
+ * and COORD_FLEET_REFRESH_ROUNDS (refresh_sigstop, default 1) make the long runs.
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -41,7 +44,7 @@
 #include "itest.h"
 #include "itest-spawn.h"
 
-#define FOLLOWERS       3u
+static unsigned followers = 3;  /* COORD_FLEET_FOLLOWERS (2-16) */
 #define TTL_MS          4000u           /* --duty-ttl-ms */
 #define RENEW_MS        (TTL_MS / 4)    /* lifecycle-duty.c */
 #define TAKEOVER_MAX_MS (2 * TTL_MS + 3000)
@@ -51,7 +54,7 @@
 static int fleet_up(void)
 {
         return t_sh("COORD_LIFECYCLE_ARGS='--duty-ttl-ms %u --test-refresh-hold-ms %u' %s up --followers %u "
-                    ">/dev/null", TTL_MS, HOLD_MS, coord_cmd, FOLLOWERS);
+                    ">/dev/null", TTL_MS, HOLD_MS, coord_cmd, followers);
 }
 
 static uint64_t mono_ms(void)
@@ -113,7 +116,7 @@ static unsigned active_count(void)
 {
         unsigned n = 0;
 
-        for (unsigned k = 0; k < FOLLOWERS; k++)
+        for (unsigned k = 0; k < followers; k++)
                 n += follower_says(k, "duty", "active");
         return n;
 }
@@ -171,7 +174,7 @@ static void test_up(void)
         h = wait_active_above(c, 0, 10000, &e);
         CU_ASSERT_FATAL(h >= 0);
         CU_ASSERT_EQUAL(active_count(), 1);
-        for (unsigned k = 0; k < FOLLOWERS; k++) {
+        for (unsigned k = 0; k < followers; k++) {
                 if ((int)k == h)
                         continue;
                 /* A standby asked and was told BUSY, naming the holder. */
@@ -483,7 +486,7 @@ static uint64_t fleet_sum(const char *key)
 {
         uint64_t n = 0;
 
-        for (unsigned k = 0; k < FOLLOWERS; k++)
+        for (unsigned k = 0; k < followers; k++)
                 n += follower_stat(k, key);
         return n;
 }
@@ -512,17 +515,19 @@ static void test_refresh_once(void)
         PQfinish(c);
 }
 
-static void test_refresh_sigstop(void)
+/* One round of refresh_sigstop, on a new view. */
+static void refresh_sigstop_round(PGconn *c, int i)
 {
-        PGconn *c = db();
         uint64_t gid, version = 0, epoch = 0, e2 = 0, cf0 = stat_of(COORD__ROLE__ROLE_CONTROLLER, "refresh_fenced");
+        char *q;
         pid_t pid;
         int h = -1, h2;
 
-        CU_ASSERT_FATAL(c != NULL);
-        CU_ASSERT_FATAL(ok(c, "CREATE MATERIALIZED VIEW r2 WITH (REFRESH AT mz_now() + 500, "
-                              "REFRESH AT mz_now() + 9000) AS SELECT sum(v) AS s FROM rt"));
-        gid = gid_of(c, "r2");
+        CU_ASSERT_FATAL(okf(c, "CREATE MATERIALIZED VIEW r2_%d WITH (REFRESH AT mz_now() + 500, "
+                               "REFRESH AT mz_now() + 9000) AS SELECT sum(v) AS s FROM rt", i));
+        CU_ASSERT_FATAL(asprintf(&q, "r2_%d", i) > 0);
+        gid = gid_of(c, q);
+        free(q);
         /* The first refresh's holder, in its hold between claim and release. */
         for (uint64_t end = mono_ms() + 15000; mono_ms() < end && h < 0; sleep_ms(5))
                 if (!refresh_lease(c, gid, &version, &epoch, &h) || version != 0)
@@ -533,29 +538,39 @@ static void test_refresh_sigstop(void)
         /* Due, claimed, not released: not done, whatever the inputs
          * (controller-server-refresh.c note 1). */
         sleep_ms(HOLD_MS);
-        {
-                char *q;
-
-                CU_ASSERT(asprintf(&q, "SELECT last_refresh IS NULL FROM coord_refreshes WHERE object_id = %" PRIu64,
-                                   gid) > 0);
-                CU_ASSERT(rows_are(c, q, "t"));
-                free(q);
-        }
+        CU_ASSERT(asprintf(&q, "SELECT last_refresh IS NULL FROM coord_refreshes WHERE object_id = %" PRIu64,
+                           gid) > 0);
+        CU_ASSERT(rows_are(c, q, "t"));
+        free(q);
         CU_ASSERT(refreshes_reach(c, gid, 1, TAKEOVER_MAX_MS + 5000));
         CU_ASSERT(refresh_lease(c, gid, &version, &e2, &h2));
-        printf("\n    refresh holder %d (epoch %" PRIu64 ") stopped: refreshed at epoch %" PRIu64, h, epoch, e2);
+        printf("\n    round %d: refresh holder %d (epoch %" PRIu64 ") stopped: refreshed at epoch %" PRIu64, i, h,
+               epoch, e2);
         CU_ASSERT(e2 > epoch);
         CU_ASSERT_FATAL(kill(pid, SIGCONT) == 0);
         /* Resumed, it releases with its old epoch: refused. */
-        for (int w = 0; w < 500 && follower_stat((unsigned)h, "refresh_fenced") == 0; w++)
+        for (int w = 0; w < 500 && stat_of(COORD__ROLE__ROLE_CONTROLLER, "refresh_fenced") == cf0; w++)
                 sleep_ms(10);
-        CU_ASSERT(follower_stat((unsigned)h, "refresh_fenced") >= 1);
         CU_ASSERT(stat_of(COORD__ROLE__ROLE_CONTROLLER, "refresh_fenced") > cf0);
+        CU_ASSERT(follower_stat((unsigned)h, "refresh_fenced") >= 1);
         CU_ASSERT(refreshes_reach(c, gid, 2, 30000));
-        CU_ASSERT(rows_become(c, "SELECT s FROM r2", "3", 10000));
+        CU_ASSERT(asprintf(&q, "SELECT s FROM r2_%d", i) > 0);
+        CU_ASSERT(rows_become(c, q, "3", 10000));
+        free(q);
         sleep_ms(2 * HOLD_MS);
         CU_ASSERT(refresh_lease(c, gid, &version, &e2, &h2));
         CU_ASSERT_EQUAL(version, 2);
+}
+
+static void test_refresh_sigstop(void)
+{
+        const char *env = getenv("COORD_FLEET_REFRESH_ROUNDS");
+        int rounds = env ? atoi(env) : 1;
+        PGconn *c = db();
+
+        CU_ASSERT_FATAL(c != NULL);
+        for (int i = 0; i < rounds; i++)
+                refresh_sigstop_round(c, i);
         PQfinish(c);
 }
 
@@ -612,6 +627,10 @@ int main(void)
         };
         static const struct t_suite suites[] = { { "fleet", cases }, { NULL, NULL } };
 
+        const char *n = getenv("COORD_FLEET_FOLLOWERS");
+
+        if (n && atoi(n) >= 2 && atoi(n) <= 16)
+                followers = (unsigned)atoi(n);
         spawn_set_prefix("fl");
         return itest_main("coord-fleet", "fl", suites);
 }
