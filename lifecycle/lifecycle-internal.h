@@ -116,7 +116,7 @@ struct lifecycle {
         } rjob;
         struct { uint64_t gid, until_ms; } rskip[16];   /* BUSY views, skipped until then */
         uint64_t rlast, rrequests;
-        uint64_t rclaims, rbusy, rreleases, rcommitted, rreconciled, rfenced, rretries;
+        uint64_t rclaims, rbusy, rreleases, rcommitted, rreconciled, rfenced, rretries, rerrors;
         uint64_t test_refresh_hold_ms;  /* TEST ONLY: wait this long between claim and release */
         struct loop_timer *refresh_timer;
         char detail[2560];

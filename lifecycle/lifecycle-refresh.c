@@ -274,9 +274,21 @@ bool lifecycle_refresh_reply(struct lifecycle *lc, const Coord__Envelope *env)
                         j->phase = JOB_WAIT;
                         j->sent_ns = now_ns();
                 } else {
-                        lc->rfenced++;  /* 55000: a later epoch released it */
-                        log_info("refresh_fenced", "gid=%" PRIu64 " at=%" PRIu64 " epoch=%" PRIu64 " what=release",
-                                 j->gid, j->at, j->epoch);
+                        Coord__Error *e = coord__error__unpack(NULL, env->payload.len, env->payload.data);
+                        bool fenced = e && e->sqlstate && strcmp(e->sqlstate, "55000") == 0;
+
+                        /* Fenced: a later epoch has it.  Else (the view not installed or
+                         * failed): not before its lease could lapse, not at every tick. */
+                        if (fenced)
+                                lc->rfenced++;
+                        else
+                                lc->rerrors++;
+                        log_info(fenced ? "refresh_fenced" : "refresh_release_failed",
+                                 "gid=%" PRIu64 " at=%" PRIu64 " epoch=%" PRIu64 " sqlstate=%s", j->gid, j->at,
+                                 j->epoch, e && e->sqlstate ? e->sqlstate : "?");
+                        if (e)
+                                coord__error__free_unpacked(e, NULL);
+                        skip(lc, j->gid, wall_ms() + lc->duty_ttl_ms);
                         job_done(lc);
                 }
                 return true;

@@ -146,7 +146,8 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  "instance_id=%u duty=%s duty_epoch=%llu duty_claims=%llu duty_takeovers=%llu "
                  "duty_lost=%llu duty_busy=%llu duty_fenced=%llu duty_holder_seen=%s "
                  "refresh_job=%s refresh_claims=%llu refresh_busy=%llu refresh_releases=%llu "
-                 "refresh_committed=%llu refresh_reconciled=%llu refresh_fenced=%llu refresh_retries=%llu",
+                 "refresh_committed=%llu refresh_reconciled=%llu refresh_fenced=%llu refresh_retries=%llu "
+                 "refresh_errors=%llu",
                  lc->catalog ? "secondary" : "waiting", rd ? "attached" : "waiting",
                  lc_state_n_items(lc->state), lc_state_n_requirements(lc->state),
                  lc_state_n_holds(lc->state), (unsigned long long)lc->publications, (unsigned long long)lc->pub_errors,
@@ -172,7 +173,7 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  (unsigned long long)lc->rclaims, (unsigned long long)lc->rbusy,
                  (unsigned long long)lc->rreleases, (unsigned long long)lc->rcommitted,
                  (unsigned long long)lc->rreconciled, (unsigned long long)lc->rfenced,
-                 (unsigned long long)lc->rretries);
+                 (unsigned long long)lc->rretries, (unsigned long long)lc->rerrors);
         reply->detail = lc->detail;
 }
 
