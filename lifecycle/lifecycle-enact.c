@@ -15,9 +15,14 @@
  *     one DropCollections (in the order the log deleted them: dependents first).  A gid
  *     created and dropped in the same flush is created then dropped; the controller's
  *     answers are idempotent, so this is only a little wasted work.
+ * (3) The gids of the items with a refresh schedule are kept apart, sorted
+ *     (refresh_note()/refresh_forget() wherever an item is kept, replaced or deleted),
+ *     so lc_enact_next_refresh(), called for every refresh view at each 100 ms tick of
+ *     every follower, is a binary search and not a scan of all items.
  */
 #include "lifecycle-enact.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +58,8 @@ struct lc_enact {
         struct node *node;
         struct lc_enact_item **items;   /* sorted by gid (1) */
         size_t n, cap;
+        uint64_t *refresh;              /* gids of the items with a schedule, sorted (3) */
+        size_t n_refresh, cap_refresh;
         uint64_t *creates, *drops;      /* queued gids (2) */
         size_t n_creates, cap_creates, n_drops, cap_drops;
         uint64_t next_request_id, sent, errors;
@@ -139,7 +146,7 @@ void lc_enact_reset(struct lc_enact *e)
         for (size_t i = 0; i < e->n; i++)
                 lc_enact_item_free(e->items[i]);
         e->n = 0;
-        e->n_creates = e->n_drops = 0;
+        e->n_refresh = e->n_creates = e->n_drops = 0;
 }
 
 struct lc_enact *lc_enact_free(struct lc_enact *e)
@@ -148,6 +155,7 @@ struct lc_enact *lc_enact_free(struct lc_enact *e)
                 return NULL;
         lc_enact_reset(e);
         free(e->items);
+        free(e->refresh);
         free(e->creates);
         free(e->drops);
         free(e);
@@ -181,21 +189,63 @@ static struct lc_enact_item *item_find(const struct lc_enact *e, uint64_t gid)
         return i < e->n && e->items[i]->gid == gid ? e->items[i] : NULL;
 }
 
+static size_t refresh_lower_bound(const struct lc_enact *e, uint64_t gid)
+{
+        return LOWER_BOUND(e->n_refresh, m, e->refresh[m], gid);
+}
+
+/* Note 3: e->refresh holds exactly the gids of the items with it->refresh, so the
+ * refresh worker's tick costs O(refresh views), not O(items). */
+static void refresh_forget(struct lc_enact *e, uint64_t gid)
+{
+        size_t pos = refresh_lower_bound(e, gid);
+
+        if (pos < e->n_refresh && e->refresh[pos] == gid) {
+                memmove(&e->refresh[pos], &e->refresh[pos + 1], (e->n_refresh - pos - 1) * sizeof(*e->refresh));
+                e->n_refresh--;
+        }
+}
+
+static int refresh_note(struct lc_enact *e, uint64_t gid)
+{
+        size_t pos = refresh_lower_bound(e, gid);
+        int r;
+
+        if (pos < e->n_refresh && e->refresh[pos] == gid)
+                return 0;
+        r = GROW_ARRAY(e->refresh, e->cap_refresh, e->n_refresh + 1);
+        if (r < 0)
+                return r;
+        memmove(&e->refresh[pos + 1], &e->refresh[pos], (e->n_refresh - pos) * sizeof(*e->refresh));
+        e->refresh[pos] = gid;
+        e->n_refresh++;
+        return 0;
+}
+
 /* Keep it, which is ours now (replacing one with the same gid). */
 static int item_keep(struct lc_enact *e, struct lc_enact_item *it)
 {
         size_t pos;
         int r;
 
+        r = it->refresh ? refresh_note(e, it->gid) : 0;
+        if (r < 0) {
+                lc_enact_item_free(it);
+                return r;
+        }
         /* Items come in gid order at a load, and new ones with new gids: an append. */
         pos = e->n && e->items[e->n - 1]->gid < it->gid ? e->n : lower_bound(e, it->gid);
         if (pos < e->n && e->items[pos]->gid == it->gid) {
+                if (!it->refresh)
+                        refresh_forget(e, it->gid);
                 lc_enact_item_free(e->items[pos]);
                 e->items[pos] = it;
                 return 0;
         }
         r = GROW_ARRAY(e->items, e->cap, e->n + 1);
         if (r < 0) {
+                if (it->refresh)
+                        refresh_forget(e, it->gid);
                 lc_enact_item_free(it);
                 return r;
         }
@@ -229,6 +279,8 @@ static int item_delete(struct lc_enact *e, uint64_t gid)
 
         if (pos >= e->n || e->items[pos]->gid != gid)
                 return 0;
+        if (e->items[pos]->refresh)
+                refresh_forget(e, gid);
         lc_enact_item_free(e->items[pos]);
         memmove(&e->items[pos], &e->items[pos + 1], (e->n - pos - 1) * sizeof(*e->items));
         e->n--;
@@ -292,11 +344,12 @@ static bool controller_up(const struct lc_enact *e)
 int lc_enact_next_refresh(const struct lc_enact *e, uint64_t after, uint64_t *ret_gid,
                           uint64_t *ret_as_of, struct refresh_schedule *ret_rs)
 {
-        for (size_t i = 0; i < e->n; i++) {
-                const struct lc_enact_item *it = e->items[i];
+        size_t i = after == UINT64_MAX ? e->n_refresh : refresh_lower_bound(e, after + 1);
 
-                if (it->gid <= after || !it->refresh)
-                        continue;
+        if (i < e->n_refresh) {
+                const struct lc_enact_item *it = item_find(e, e->refresh[i]);
+
+                assert(it && it->refresh);      /* note 3 */
                 *ret_gid = it->gid;
                 *ret_as_of = it->as_of;
                 *ret_rs = (struct refresh_schedule){ .at = it->refresh_at, .n_at = it->n_refresh_at,

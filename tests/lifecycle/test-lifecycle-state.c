@@ -1,6 +1,7 @@
 /* test-lifecycle-state -- the bound rules (lifecycle-bounds.h), the follower's
  * maintained state and publication tick (lifecycle-state.h), and its load in bulk
  * from a catalog (lifecycle-load.h), without daemons. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "lifecycle-enact.h"
 #include "lifecycle-load.h"
 #include "lifecycle-state.h"
+#include "refresh.h"
 #include "t.h"
 #include "util.h"
 
@@ -1010,6 +1012,70 @@ static void test_load_catalog(void)
         free(dir);
 }
 
+/* One CatalogTxn op on an item: a put of a materialized view (with a refresh
+ * schedule or without) or a delete. */
+static void enact_op(struct lc_enact *e, uint64_t gid, int what)
+{
+        Coord__CatalogItem it = COORD__CATALOG_ITEM__INIT;
+        Coord__CatalogOp op = COORD__CATALOG_OP__INIT, *ops[1] = { &op };
+        Coord__CatalogTxn txn = COORD__CATALOG_TXN__INIT;
+        uint8_t k[9], v[256];
+
+        it.gid = gid;
+        it.kind = COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW;
+        it.refresh = what == 1;
+        it.refresh_every_ms = what == 1 ? 1000 + gid : 0;
+        key9(k, 'i', gid);
+        op.cf = COORD__CATALOG_OP__CF__STATE;
+        op.kind = what < 0 ? COORD__CATALOG_OP__KIND__DELETE : COORD__CATALOG_OP__KIND__PUT;
+        op.key = (ProtobufCBinaryData){ 9, k };
+        if (what >= 0)
+                op.value = (ProtobufCBinaryData){ coord__catalog_item__pack(&it, v), v };
+        txn.ops = ops;
+        txn.n_ops = 1;
+        CU_ASSERT_EQUAL(lc_enact_apply_txn(e, &txn), 0);
+}
+
+/* lc_enact_next_refresh() (lifecycle-enact.c note 3) walks exactly the items with a
+ * refresh schedule, in gid order, from any point, through puts, replacements that
+ * add or remove the schedule, and deletes: checked against a model after every op. */
+static void test_next_refresh(void)
+{
+        enum { N = 400 };
+        int model[N + 1] = { 0 };       /* 0 none, 1 refresh, 2 plain */
+        struct lc_enact *e = NULL;
+        uint64_t seed = 7;
+
+        CU_ASSERT_EQUAL_FATAL(lc_enact_new(NULL, &e), 0);
+        for (int step = 0; step < 3000; step++) {
+                uint64_t gid, as_of, after, want;
+                struct refresh_schedule rs;
+                int what;
+
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                gid = 1 + (seed >> 33) % N;
+                what = (int)((seed >> 20) % 3) - 1;     /* -1 delete, 0 plain, 1 refresh */
+                enact_op(e, gid, what);
+                model[gid] = what < 0 ? 0 : what == 1 ? 1 : 2;
+                after = (seed >> 40) % (N + 2);
+                for (want = after + 1; want <= N && model[want] != 1; want++)
+                        ;
+                if (want > N) {
+                        CU_ASSERT_EQUAL(lc_enact_next_refresh(e, after, &gid, &as_of, &rs), -ENOENT);
+                } else {
+                        CU_ASSERT_EQUAL_FATAL(lc_enact_next_refresh(e, after, &gid, &as_of, &rs), 0);
+                        CU_ASSERT_EQUAL(gid, want);
+                        CU_ASSERT_EQUAL(rs.every_ms, 1000 + want);
+                }
+        }
+        CU_ASSERT_EQUAL(lc_enact_next_refresh(e, UINT64_MAX, &(uint64_t){ 0 }, &(uint64_t){ 0 },
+                                              &(struct refresh_schedule){ 0 }), -ENOENT);
+        lc_enact_reset(e);
+        CU_ASSERT_EQUAL(lc_enact_next_refresh(e, 0, &(uint64_t){ 0 }, &(uint64_t){ 0 },
+                                              &(struct refresh_schedule){ 0 }), -ENOENT);
+        lc_enact_free(e);
+}
+
 int main(void)
 {
         static const struct t_case rules[] = {
@@ -1031,6 +1097,7 @@ int main(void)
         };
         static const struct t_case load[] = {
                 { "load_catalog", test_load_catalog },
+                { "next_refresh", test_next_refresh },
                 { NULL, NULL },
         };
         static const struct t_suite suites[] = {
