@@ -175,6 +175,24 @@ int thread_start(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
         return 0;
 }
 
+int read_u64_file(const char *dir, const char *name, uint64_t max, uint64_t *ret)
+{
+        _cleanup_free_ char *path = NULL;
+        char buf[32] = "";
+        FILE *f;
+
+        if (asprintf(&path, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        if (!fgets(buf, sizeof(buf), f))
+                buf[0] = '\0';
+        fclose(f);
+        buf[strcspn(buf, "\n")] = '\0';
+        return parse_u64(buf, max, ret) < 0 ? -EBADMSG : 0;
+}
+
 int write_file_durable(const char *dir, const char *name, const char *content)
 {
         _cleanup_free_ char *path = NULL, *tmp = NULL;

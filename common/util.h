@@ -192,3 +192,8 @@ int thread_start(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
 /* Write a small file dir/name durably: a temporary file, fsync, rename over name, fsync
  * the directory.  0 or -errno (then name is the old file or none). */
 int write_file_durable(const char *dir, const char *name, const char *content);
+
+/* Read dir/name, a decimal u64 on its first line (as write_file_durable() writes it),
+ * into *ret: 0, -ENOENT (no file, *ret untouched), -EBADMSG (not a number <= max: a
+ * corrupt file must not read as a fresh start), -errno. */
+int read_u64_file(const char *dir, const char *name, uint64_t max, uint64_t *ret);

@@ -28,24 +28,11 @@
 
 int server_fence_load(struct cserver *s)
 {
-        _cleanup_free_ char *path = NULL;
-        char buf[32] = "";
-        FILE *f;
-        int r;
+        int r = read_u64_file(node_dir(s->node), FENCE_FILE, UINT64_MAX, &s->duty_fence);
 
-        if (asprintf(&path, "%s/%s", node_dir(s->node), FENCE_FILE) < 0)
-                return -ENOMEM;
-        f = fopen(path, "re");
-        if (!f)
-                return errno == ENOENT ? 0 : -errno;
-        if (!fgets(buf, sizeof(buf), f))
-                buf[0] = '\0';
-        fclose(f);
-        buf[strcspn(buf, "\n")] = '\0';
-        r = parse_u64(buf, UINT64_MAX, &s->duty_fence);
-        if (r < 0)
-                return log_error_errno(-EBADMSG, "duty_fence_corrupt", "path=%s", path);
-        return 0;
+        if (r == -EBADMSG)
+                return log_error_errno(r, "duty_fence_corrupt", "dir=%s file=%s", node_dir(s->node), FENCE_FILE);
+        return r == -ENOENT ? 0 : r;
 }
 
 static bool fenced_type(Coord__MsgType t)

@@ -138,25 +138,13 @@ static int mkdir_p(const char *path, mode_t mode)
 
 static int incarnation_bump(const char *dir, uint64_t *ret)
 {
-        _cleanup_free_ char *path = NULL;
-        char buf[32] = "", out[32];
+        char out[32];
         uint64_t last = 0;
-        FILE *f;
         int r;
 
-        if (asprintf(&path, "%s/incarnation", dir) < 0)
-                return -ENOMEM;
-        f = fopen(path, "re");
-        if (f) {
-                if (!fgets(buf, sizeof(buf), f))
-                        buf[0] = '\0';
-                fclose(f);
-                buf[strcspn(buf, "\n")] = '\0';
-                r = parse_u64(buf, UINT64_MAX - 1, &last);
-                if (r < 0)
-                        return -EBADMSG;        /* a corrupt file must not restart at 1 */
-        } else if (errno != ENOENT)
-                return -errno;
+        r = read_u64_file(dir, "incarnation", UINT64_MAX - 1, &last);
+        if (r < 0 && r != -ENOENT)
+                return r;       /* a corrupt file (-EBADMSG) must not restart at 1 */
         snprintf(out, sizeof(out), "%llu\n", (unsigned long long)(last + 1));
         r = write_file_durable(dir, "incarnation", out);
         if (r < 0)

@@ -77,6 +77,31 @@ static void test_parse_u64(void)
         CU_ASSERT_EQUAL(v, UINT64_MAX);         /* untouched on failure */
 }
 
+/* write_file_durable() then read_u64_file(): the round trip, a missing file, a
+ * corrupt or out-of-range one (-EBADMSG, never a fresh 0). */
+static void test_u64_file(void)
+{
+        char *dir = t_mkdtemp("u64file");
+        uint64_t v = 7;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        CU_ASSERT_EQUAL(read_u64_file(dir, "n", UINT64_MAX, &v), -ENOENT);
+        CU_ASSERT_EQUAL(v, 7);
+        CU_ASSERT_EQUAL(write_file_durable(dir, "n", "18446744073709551615\n"), 0);
+        CU_ASSERT_EQUAL(read_u64_file(dir, "n", UINT64_MAX, &v), 0);
+        CU_ASSERT_EQUAL(v, UINT64_MAX);
+        CU_ASSERT_EQUAL(read_u64_file(dir, "n", UINT64_MAX - 1, &v), -EBADMSG);
+        CU_ASSERT_EQUAL(write_file_durable(dir, "n", "12x\n"), 0);
+        CU_ASSERT_EQUAL(read_u64_file(dir, "n", UINT64_MAX, &v), -EBADMSG);
+        CU_ASSERT_EQUAL(write_file_durable(dir, "n", ""), 0);
+        CU_ASSERT_EQUAL(read_u64_file(dir, "n", UINT64_MAX, &v), -EBADMSG);
+        CU_ASSERT_EQUAL(write_file_durable(dir, "n", "42"), 0);
+        CU_ASSERT_EQUAL(read_u64_file(dir, "n", UINT64_MAX, &v), 0);
+        CU_ASSERT_EQUAL(v, 42);
+        t_rmrf(dir);
+        free(dir);
+}
+
 static void test_kv(void)
 {
         const char *d = "catalog=primary catalog_commits=12 commits=7 x_commits=9 empty= last=42";
@@ -360,6 +385,7 @@ int main(void)
 {
         static const struct t_case util_cases[] = {
                 { "parse_u64", test_parse_u64 },
+                { "u64_file", test_u64_file },
                 { "byte order", test_bytes },
                 { "kv_u64: key=N lists", test_kv },
                 { "u64_nth against qsort", test_nth },
