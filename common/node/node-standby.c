@@ -16,6 +16,10 @@
  *     STANDBY_CLIENT_MS, so a slow client delays a takeover by that much at most.
  * (3) SIGTERM or SIGINT while waiting: -ECANCELED, nothing else done.  The lock thread
  *     is left blocked in flock() (detached, with its state) until the process exits.
+ * (4) Under a service manager (Type=notify) a standby is started once it waits:
+ *     READY=1 with STATUS=standby, and WATCHDOG=1 every half interval from wait_loop(),
+ *     so neither TimeoutStartSec= nor WatchdogSec= ends a long wait.  The takeover
+ *     says STATUS=primary; node_set_ready() then says READY=1 once it serves.
  */
 #include "node-standby.h"
 #include "node.h"
@@ -36,6 +40,7 @@
 
 #include "ipc/ipc.h"
 #include "log.h"
+#include "sdnotify.h"
 #include "util.h"
 
 #define STANDBY_CLIENT_MS 200
@@ -141,15 +146,28 @@ static int wait_loop(int lfd, int efd, int sfd, const struct node_standby_info *
                 { .fd = sfd, .events = POLLIN },
                 { .fd = lfd, .events = POLLIN },
         };
+        uint64_t usec = 0;
+        int timeout = -1, n;
 
+        /* Note 4. */
+        if (sdnotify_watchdog_usec(&usec) > 0)
+                timeout = usec >= 2000 ? (int)(usec / 2000) : 1;
+        (void)sdnotify_send("READY=1\nSTATUS=standby: waiting for the lock of the primary");
         for (;;) {
-                if (poll(p, 3, -1) < 0) {
+                n = poll(p, 3, timeout);
+                if (n < 0) {
                         if (errno == EINTR)
                                 continue;
                         return -errno;
                 }
-                if (p[0].revents)
+                if (timeout >= 0)
+                        (void)sdnotify_send("WATCHDOG=1");
+                if (n == 0)
+                        continue;
+                if (p[0].revents) {
+                        (void)sdnotify_send("STATUS=primary: took over the lock");
                         return 0;
+                }
                 if (p[1].revents) {
                         struct signalfd_siginfo si;
                         /* Taken, so that it does not strike again when unblocked. */

@@ -20,6 +20,11 @@
  *   two_standbys       two standbys, the primary killed: one takes over, the other waits on.
  *   no_primary         a standby started with no adapter running becomes the primary; a
  *                      standby ended with SIGTERM while waiting removes its socket.
+ *   standby_notify     a standby under a service manager (NOTIFY_SOCKET, WATCHDOG_USEC):
+ *                      READY=1 with STATUS=standby while it waits, WATCHDOG=1 at half the
+ *                      interval, STATUS=primary at the takeover, then READY=1 once it
+ *                      serves (node-standby.c note 4), so TimeoutStartSec= and
+ *                      WatchdogSec= of coord-adapter.service never end a waiting standby.
  *   epoch_floor        an incarnation file set back to 1: the next adapter's epoch is
  *                      still above the catalog's writer_epoch (adapter.c note 1).
  *   down_stops_standbys  tools/coord down stops a waiting standby first: it takes
@@ -32,6 +37,7 @@
 
 #include "ipc/ipc.h"
 #include "itest.h"
+#include "itest-notify.h"
 
 #define MAX_VALUES      (1 << 20)
 #define TAKEOVER_MAX_MS 1000    /* issue 33 item 5 */
@@ -457,6 +463,39 @@ static void test_no_primary(void)
                              home), 0);
 }
 
+static void test_standby_notify(void)
+{
+        pid_t sp[8], primary = pid_of(COORD__ROLE__ROLE_ADAPTER);
+        char addr[64];
+        PGconn *c;
+        int fd;
+
+        snprintf(addr, sizeof(addr), "@coord-sb-notify-%d", (int)getpid());
+        fd = notify_bind(addr);
+        CU_ASSERT_FATAL(fd >= 0 && primary > 0);
+        CU_ASSERT_EQUAL_FATAL(standby_pids(sp, 8), 0);
+        CU_ASSERT_EQUAL_FATAL(t_sh("env -u WATCHDOG_PID NOTIFY_SOCKET=%s WATCHDOG_USEC=200000 setsid "
+                                   "%s/adapter/coord-adapter --standby --data-dir %s/data --run-dir %s "
+                                   "--instance sb%d --pg-port %d </dev/null >>%s/log/adapter.log 2>&1 &",
+                                   addr, build_dir, home, run_dir, (int)getpid(), pg_port, home), 0);
+        CU_ASSERT_FATAL(wait_standbys(1));
+        CU_ASSERT_FATAL(standby_pids(sp, 8) == 1);
+        CU_ASSERT(notify_wait(fd, "READY=1\nSTATUS=standby: waiting for the lock of the primary", sp[0], 5000));
+        /* WATCHDOG_USEC=200000: a ping every 100 ms while it waits. */
+        CU_ASSERT(notify_wait(fd, "WATCHDOG=1", sp[0], 2000));
+        CU_ASSERT(notify_wait(fd, "WATCHDOG=1", sp[0], 2000));
+        CU_ASSERT_FATAL(kill_and_time(primary) >= 0);
+        CU_ASSERT(notify_wait(fd, "STATUS=primary: took over the lock", sp[0], 5000));
+        CU_ASSERT(notify_wait(fd, "READY=1", sp[0], 20000));
+        CU_ASSERT(notify_wait(fd, "WATCHDOG=1", sp[0], 2000));        /* now from its loop */
+        CU_ASSERT_EQUAL(pid_of(COORD__ROLE__ROLE_ADAPTER), sp[0]);
+        c = reconnect(NULL);
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT(ok(c, "SELECT count(*) FROM sb"));
+        PQfinish(c);
+        close(fd);
+}
+
 static void test_epoch_floor(void)
 {
         uint64_t inc = adapter_incarnation();
@@ -502,6 +541,7 @@ int main(void)
                 { "stale_messages", test_stale_messages },
                 { "two_standbys", test_two_standbys },
                 { "no_primary", test_no_primary },
+                { "standby_notify", test_standby_notify },
                 { "epoch_floor", test_epoch_floor },
                 { "down_stops_standbys", test_down_stops_standbys },
                 { NULL, NULL },

@@ -29,6 +29,8 @@ done
 # The template of the fleet's followers (tools/systemd/meson.build).
 render "$src/tools/systemd/coord-lifecycle.service.in" "$tmp/units/coord-lifecycle@.service" \
   ", fleet follower %i" " --instance-id %i"
+# The standby adapter's template.
+render "$src/tools/systemd/coord-adapter.service.in" "$tmp/units/coord-adapter@.service" ", %i"
 cp "$src/tools/systemd/coord.target" "$tmp/units/coord.target"
 if grep -n '@[A-Z]*@' "$tmp"/units/*; then
   echo "FAIL: a placeholder was left in a rendered unit"; exit 1
@@ -50,12 +52,12 @@ if ! (cd "$tmp/units" && "$analyze" verify --man=no probe.service >/dev/null 2>&
 fi
 rm -f "$tmp/units/probe.service"
 
-complaints=$(verify coord-adapter.service coord-lifecycle.service coord-lifecycle@1.service coord-controller.service coord.target)
+complaints=$(verify coord-adapter.service coord-adapter@standby.service coord-lifecycle.service coord-lifecycle@1.service coord-controller.service coord.target)
 rc=$?
 if [ $rc -ne 0 ] || [ -n "$complaints" ]; then
   echo "FAIL: systemd-analyze verify (exit $rc):"; printf '%s\n' "$complaints"; exit 1
 fi
-echo "ok: systemd-analyze verify: 3 services, a fleet follower (coord-lifecycle@1) and coord.target, no complaint"
+echo "ok: systemd-analyze verify: 3 services, a standby adapter (coord-adapter@standby), a fleet follower (coord-lifecycle@1) and coord.target, no complaint"
 
 # Each daemon accepts the shipped configuration file (its [coord] and own section):
 # --help returns only after the file was read, exit 64 on a bad key or value.
@@ -68,10 +70,15 @@ echo "ok: coord.conf accepted by the three daemons"
 
 # Every ExecStart names a daemon of this build and reads the one config file.
 for role in adapter lifecycle controller; do
-  grep -qx "ExecStart=$tmp/bin/coord-$role --config $tmp/etc/coord/coord.conf" "$tmp/units/coord-$role.service" \
+  extra=; [ $role = adapter ] && extra=" --standby"       # node-standby.c note 4
+  grep -qx "ExecStart=$tmp/bin/coord-$role --config $tmp/etc/coord/coord.conf$extra" "$tmp/units/coord-$role.service" \
     || { echo "FAIL: coord-$role.service: unexpected ExecStart"; exit 1; }
   grep -qx 'Type=notify' "$tmp/units/coord-$role.service" || { echo "FAIL: coord-$role.service is not Type=notify"; exit 1; }
 done
+
+# The standby's unit runs the same daemon with the same flags: either may be primary.
+grep -qx "ExecStart=$tmp/bin/coord-adapter --config $tmp/etc/coord/coord.conf --standby" "$tmp/units/coord-adapter@.service" \
+  || { echo "FAIL: coord-adapter@.service: unexpected ExecStart"; exit 1; }
 
 # The check can fail: a unit with a misspelt key is reported.
 sed 's/^Restart=on-failure/Restrat=on-failure/' "$tmp/units/coord-adapter.service" > "$tmp/units/coord-broken.service"
