@@ -46,7 +46,9 @@ static const struct column COLUMNS[] = {
         N(cat_disk_bytes_after, 0), N(restart_adapter_ms, 1),
         N(restart_lifecycle_ms, 1), N(restart_controller_ms, 1), N(pub_errors, 0),
         N(load1_start, 2), N(load1_end, 2), N(nproc, 0), N(setup_connections, 0),
-        N(sync_catalog_us, 0), N(sync_storage_us, 0),
+        N(sync_catalog_us, 0), N(sync_storage_us, 0), N(rss_adapter_kb, 0), N(rss_lifecycle_kb, 0),
+        N(rss_controller_kb, 0), N(rss_adapter_end_kb, 0), N(rss_lifecycle_end_kb, 0),
+        N(rss_controller_end_kb, 0),
 };
 #undef S
 #undef N
@@ -80,8 +82,8 @@ void md_header(void)
                "adapter / lifecycle / controller, rounds (setup) | longest sync catalog / storage, "
                "rounds | catalog state / log (disk), after "
                "setup → after rounds | restart adapter / lifecycle / controller | CPU adapter / lifecycle / "
-               "controller | load avg |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+               "controller | load avg | RSS adapter / lifecycle / controller after setup (bytes per catalog item) |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 }
 
 void md_row(const struct row *r)
@@ -98,7 +100,8 @@ void md_row(const struct row *r)
                "%.0f / %.0f | %.2f / %.2f / %.2f ms (%.2f–%.2f) | %.0f / %.0f µs (%.0f) | %.1f | "
                "%.1f / %.1f / %.1f ms (%.1f / %.1f / %.1f) | %.1f / %.1f ms | "
                "%.0f / %.0f keys, %.1f / %.1f kB (%.1f kB) "
-               "→ %.0f / %.0f keys, %.1f / %.1f kB (%.1f kB) | %s | %.1f%% / %.1f%% / %.1f%% | %.2f–%.2f |\n",
+               "→ %.0f / %.0f keys, %.1f / %.1f kB (%.1f kB) | %s | %.1f%% / %.1f%% / %.1f%% | %.2f–%.2f | "
+               "%.0f / %.0f / %.0f MB (%.0f) |\n",
                r->shape, r->active, r->filler, r->interval_ms, r->ddl_rate_hz, r->observer,
                r->collections, r->setup_s, r->setup_applied_s, r->bytes_per_s / 1e3,
                r->bytes_per_s_min / 1e3, r->bytes_per_s_max / 1e3, r->records_per_s,
@@ -114,7 +117,11 @@ void md_row(const struct row *r)
                r->cat_disk_bytes_before / 1e3, r->cat_state_keys_after, r->cat_log_keys_after,
                r->cat_state_bytes_after / 1e3, r->cat_log_bytes_after / 1e3,
                r->cat_disk_bytes_after / 1e3, restarts, r->cpu_adapter_pct, r->cpu_lifecycle_pct,
-               r->cpu_controller_pct, r->load1_start, r->load1_end);
+               r->cpu_controller_pct, r->load1_start, r->load1_end, r->rss_adapter_kb / 1024,
+               r->rss_lifecycle_kb / 1024, r->rss_controller_kb / 1024,
+               r->catalog_items > 0 ? (r->rss_adapter_kb + r->rss_lifecycle_kb + r->rss_controller_kb) * 1024 /
+                                              r->catalog_items
+                                    : 0.0);
 }
 
 

@@ -60,7 +60,8 @@
  *     (storage_sync_window_max_us: a synced write or the syncer's WAL sync), so that a
  *     slow pair can be told from a slow disk without a tracer.
  *   - /proc/PID/stat of each daemon: CPU time used in the window.
- * Around the rounds: the catalog footprint (adapter status: SST + memtable bytes and
+ * Around the rounds: each daemon's VmRSS (/proc/PID/status; after setup also per
+ * catalog item) and the catalog footprint (adapter status: SST + memtable bytes and
  * keys of the state column families and of the log) after setup and after the last
  * round; the longest stall of each daemon during setup.
  * After the rounds (--restarts, default on): each daemon in turn is killed with
@@ -178,6 +179,23 @@ static uint64_t cpu_ms(int pid)
         if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
                 return 0;
         return (ut + st) * 1000ull / (unsigned long long)sysconf(_SC_CLK_TCK);
+}
+
+/* VmRSS of pid, in kB; 0 when unreadable. */
+static uint64_t rss_kb(int pid)
+{
+        char path[64], line[256];
+        unsigned long long kb = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", pid);
+        if (!(f = fopen(path, "r")))
+                return 0;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
+                        break;
+        fclose(f);
+        return kb;
 }
 
 static PGconn *connect_db(bool quiet)
@@ -914,6 +932,15 @@ static bool run_setup(const struct opts *o, PGconn *c, struct row *r, char *cat_
                r->stall_setup_controller_us / 1e3, (double)cpu_ms(s.pid[ADAPTER]) / 1e3,
                (double)cpu_ms(s.pid[LIFECYCLE]) / 1e3, (double)cpu_ms(s.pid[CONTROLLER]) / 1e3);
         before = snapshot(ALL_DAEMONS);
+        r->rss_adapter_kb = (double)rss_kb(before.pid[ADAPTER]);
+        r->rss_lifecycle_kb = (double)rss_kb(before.pid[LIFECYCLE]);
+        r->rss_controller_kb = (double)rss_kb(before.pid[CONTROLLER]);
+        printf("memory after setup (VmRSS): adapter %.1f MB lifecycle %.1f MB controller %.1f MB; %.0f bytes "
+               "per catalog item (adapter %.0f, lifecycle %.0f, controller %.0f)\n",
+               r->rss_adapter_kb / 1024, r->rss_lifecycle_kb / 1024, r->rss_controller_kb / 1024,
+               (r->rss_adapter_kb + r->rss_lifecycle_kb + r->rss_controller_kb) * 1024 / r->catalog_items,
+               r->rss_adapter_kb * 1024 / r->catalog_items, r->rss_lifecycle_kb * 1024 / r->catalog_items,
+               r->rss_controller_kb * 1024 / r->catalog_items);
         r->cat_state_bytes_before = (double)(before.cat_state_sst + before.cat_state_mem);
         r->cat_state_keys_before = (double)before.cat_state_keys;
         r->cat_log_bytes_before = (double)(before.cat_log_sst + before.cat_log_mem);
@@ -1191,6 +1218,11 @@ static int run_row(const struct opts *o)
         if (cat_dir[0])
                 r.cat_disk_bytes_after = (double)dir_bytes(cat_dir);
         r.pub_errors = (double)after.pub_errors;
+        r.rss_adapter_end_kb = (double)rss_kb(after.pid[ADAPTER]);
+        r.rss_lifecycle_end_kb = (double)rss_kb(after.pid[LIFECYCLE]);
+        r.rss_controller_end_kb = (double)rss_kb(after.pid[CONTROLLER]);
+        printf("memory after the rounds (VmRSS): adapter %.1f MB lifecycle %.1f MB controller %.1f MB\n",
+               r.rss_adapter_end_kb / 1024, r.rss_lifecycle_end_kb / 1024, r.rss_controller_end_kb / 1024);
         if (o->restarts) {
                 PQfinish(c);
                 c = NULL;

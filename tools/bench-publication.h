@@ -28,6 +28,8 @@ struct row {
         double restart_adapter_ms, restart_lifecycle_ms, restart_controller_ms;
         double pub_errors, load1_start, load1_end, nproc;
         double setup_connections;
+        double rss_adapter_kb, rss_lifecycle_kb, rss_controller_kb;     /* after setup */
+        double rss_adapter_end_kb, rss_lifecycle_end_kb, rss_controller_end_kb; /* after rounds */
 };
 
 /* bench-publication-report.c */
