@@ -13,7 +13,8 @@
  * all of it as one JSON object.  Exit status 0 when all three daemons answer and are
  * ready, 1 when any is down or not ready, 64 on a usage error.  Standby adapters
  * (coord-adapter --standby) waiting for the primary to exit are listed below the table
- * (JSON: "standbys"); they do not change the exit status.
+ * (JSON: "standbys"), and the fleet's other followers (coord-lifecycle --instance-id K)
+ * have rows of their own (JSON: "followers"); neither changes the exit status.
  *
  * metrics: every counter of every daemon in the Prometheus text format
  * (common/node/metrics.h); a daemon that does not answer shows coord_<role>_up 0.  Exit
@@ -118,6 +119,19 @@ static bool kv_num(const Coord__StatusReply *s, const char *key, double *ret)
         return false;
 }
 
+/* A word of a daemon's detail line into buf ("" when absent). */
+static void kv_word(const Coord__StatusReply *s, const char *key, char *buf, size_t n)
+{
+        size_t k = strlen(key);
+
+        buf[0] = '\0';
+        for (const char *p = s && s->detail ? s->detail : ""; (p = strstr(p, key)); p += k)
+                if ((p == s->detail || p[-1] == ' ') && p[k] == '=') {
+                        snprintf(buf, n, "%.*s", (int)strcspn(p + k + 1, " "), p + k + 1);
+                        return;
+                }
+}
+
 static double kv_or0(const Coord__StatusReply *s, const char *key)
 {
         double v = 0;
@@ -130,6 +144,7 @@ struct figures {
         double publications;    /* lifecycle */
         double lag_us, lag_p99_us;
         double errors;
+        char duty[16];          /* lifecycle of a fleet: "active", "standby"; else "" */
 };
 
 /* The counter a rate is taken of, per role. */
@@ -167,6 +182,7 @@ static void figures_of(const Coord__StatusReply *first, const Coord__StatusReply
                         f->rate = now * 1000.0 / (double)s->uptime_ms;
         }
         f->publications = kv_or0(s, "publications");
+        kv_word(s, "duty", f->duty, sizeof(f->duty));
         f->lag_us = kv_or0(s, "lag_last_us");
         f->lag_p99_us = kv_or0(s, "lag_p99_us");
 }
@@ -208,7 +224,8 @@ static void fmt_figures(char *buf, size_t n, Coord__Role role, const struct figu
         default:
                 fmt_us(a, sizeof(a), f->lag_us);
                 fmt_us(b, sizeof(b), f->lag_p99_us);
-                snprintf(buf, n, "pubs %.0f lag %s (p99 %s)", f->publications, a, b);
+                snprintf(buf, n, "pubs %.0f lag %s (p99 %s)%s%s", f->publications, a, b,
+                         f->duty[0] ? " duty " : "", f->duty);
                 break;
         }
 }
@@ -356,6 +373,73 @@ static void print_verbose(const Coord__StatusReply *s)
         }
 }
 
+/* One daemon's row of the table; err < 0: it did not answer. */
+static void print_row(const char *name, Coord__Role role, int err, const Coord__StatusReply *s,
+                      const struct figures *f)
+{
+        char up[32], peers[256] = "", figs[128];
+        size_t off = 0;
+
+        if (err < 0) {
+                printf("%-11s %-8s %-4s %-8s %-5s %s\n", name, "-", "-", "-", "no", err_word(err));
+                return;
+        }
+        fmt_uptime(up, sizeof(up), s->uptime_ms);
+        for (size_t k = 0; k < s->n_peers && off < sizeof(peers); k++) {
+                char id[16] = "";
+
+                if (s->peers[k]->instance_id)   /* a follower of a fleet */
+                        snprintf(id, sizeof(id), "-%u", s->peers[k]->instance_id);
+                off += (size_t)snprintf(peers + off, sizeof(peers) - off, "%s%s%s=%s", k ? " " : "",
+                                        node_role_name(s->peers[k]->role), id,
+                                        s->peers[k]->connected ? "up" : "DOWN");
+        }
+        fmt_figures(figs, sizeof(figs), role, f);
+        printf("%-11s %-8d %-4llu %-8s %-5s %-28s %-34s %.0f\n", name, s->pid,
+               (unsigned long long)s->incarnation, up, s->ready ? "yes" : "no", peers, figs, f->errors);
+}
+
+/* The fleet's other followers (coord-lifecycle --instance-id K, K >= 1: the table's
+ * lifecycle row is instance 0): a row each, or JSON objects with "instance_id", for
+ * each socket in run_dir; one whose socket does not answer shows as down.  They do not
+ * change the exit status: a fleet serves while any follower holds the duty
+ * (docs/lifecycle.md, "A fleet of followers"). */
+static void print_followers(const char *run_dir, int timeout_ms, bool json)
+{
+        size_t n = 0;
+
+        if (json)
+                printf(",\"followers\":[");
+        for (uint32_t k = 1; k < NODE_FLEET_MAX; k++) {
+                Coord__StatusReply *s = NULL;
+                struct figures f = { 0 };
+                char *path = node_socket_path_id(run_dir, COORD__ROLE__ROLE_LIFECYCLE, k), name[32];
+                int err;
+
+                if (!path || access(path, F_OK) < 0) {
+                        free(path);
+                        continue;
+                }
+                err = node_query_status_path(path, timeout_ms, &s);
+                free(path);
+                if (err == 0)
+                        figures_of(NULL, s, &f);
+                if (json) {
+                        printf("%s{\"instance_id\":%u,\"daemon\":", n ? "," : "", k);
+                        print_json_daemon(COORD__ROLE__ROLE_LIFECYCLE, err, s, &f, 0);
+                        printf("}");
+                } else {
+                        snprintf(name, sizeof(name), "lifecycle-%u", k);
+                        print_row(name, COORD__ROLE__ROLE_LIFECYCLE, err, s, &f);
+                }
+                n++;
+                if (s)
+                        coord__status_reply__free_unpacked(s, NULL);
+        }
+        if (json)
+                printf("]");
+}
+
 /* The standbys waiting in run_dir (node-standby.c note 2): one line each, or JSON
  * objects; those that do not answer are left out (one that has just taken over). */
 static void print_standbys(const char *run_dir, int timeout_ms, bool json)
@@ -385,7 +469,7 @@ static void print_standbys(const char *run_dir, int timeout_ms, bool json)
                                        node_role_name(s->role), s->pid,
                                        (unsigned long long)s->uptime_ms, s->detail);
                         else
-                                printf("%-10s %-8d %-4s %-8s %-5s %s\n", node_role_name(s->role),
+                                printf("%-11s %-8d %-4s %-8s %-5s %s\n", node_role_name(s->role),
                                        s->pid, "-", up, "no", s->detail);
                         k++;
                         coord__status_reply__free_unpacked(s, NULL);
@@ -437,36 +521,15 @@ static int cmd_status(const char *run_dir, int timeout_ms, bool json, bool verbo
                         print_json_daemon(daemons[i], err[i], st[i], &fig[i], rate_ms);
                 }
                 printf("]");
+                print_followers(run_dir, timeout_ms, true);
                 print_standbys(run_dir, timeout_ms, true);
                 printf("}\n");
         } else {
-                printf("%-10s %-8s %-4s %-8s %-5s %-28s %-34s %s\n", "ROLE", "PID", "INC", "UPTIME",
+                printf("%-11s %-8s %-4s %-8s %-5s %-28s %-34s %s\n", "ROLE", "PID", "INC", "UPTIME",
                        "READY", "PEERS", rate_ms ? "FIGURES" : "FIGURES (since start)", "ERRORS");
-                for (size_t i = 0; i < ELEMENTSOF(daemons); i++) {
-                        Coord__StatusReply *s = st[i];
-                        char up[32], peers[256] = "", figs[128];
-                        size_t off = 0;
-
-                        if (err[i] < 0) {
-                                printf("%-10s %-8s %-4s %-8s %-5s %s\n", node_role_name(daemons[i]),
-                                       "-", "-", "-", "no", err_word(err[i]));
-                                continue;
-                        }
-                        fmt_uptime(up, sizeof(up), s->uptime_ms);
-                        for (size_t k = 0; k < s->n_peers && off < sizeof(peers); k++) {
-                                char id[16] = "";
-
-                                if (s->peers[k]->instance_id)   /* a follower of a fleet */
-                                        snprintf(id, sizeof(id), "-%u", s->peers[k]->instance_id);
-                                off += (size_t)snprintf(peers + off, sizeof(peers) - off, "%s%s%s=%s",
-                                                        k ? " " : "", node_role_name(s->peers[k]->role), id,
-                                                        s->peers[k]->connected ? "up" : "DOWN");
-                        }
-                        fmt_figures(figs, sizeof(figs), daemons[i], &fig[i]);
-                        printf("%-10s %-8d %-4llu %-8s %-5s %-28s %-34s %.0f\n",
-                               node_role_name(daemons[i]), s->pid, (unsigned long long)s->incarnation,
-                               up, s->ready ? "yes" : "no", peers, figs, fig[i].errors);
-                }
+                for (size_t i = 0; i < ELEMENTSOF(daemons); i++)
+                        print_row(node_role_name(daemons[i]), daemons[i], err[i], st[i], &fig[i]);
+                print_followers(run_dir, timeout_ms, false);
                 print_standbys(run_dir, timeout_ms, false);
                 if (verbose)
                         for (size_t i = 0; i < ELEMENTSOF(daemons); i++)

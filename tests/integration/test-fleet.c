@@ -6,6 +6,7 @@
  *                      the two others are standbys (they were told BUSY).
  *   works              DDL, INSERT and a materialized view through the holder; its
  *                      publications move the table's bound.
+ *                      coordctl status: a row per follower with its duty (JSON "followers").
  *   sigstop_holder     COORD_FLEET_ROUNDS times (default 2): the holder SIGSTOPped, DDL
  *                      and INSERTs meanwhile; another follower claims the lapsed lease
  *                      (epoch + 1) and enacts them; the stopped one, resumed, counts the
@@ -219,6 +220,15 @@ static void test_works(void)
         CU_ASSERT(k_publications_pass((unsigned)h, 2, 10000));
         b1 = q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, gid_of(c, "ft"));
         CU_ASSERT(b1 > b0);
+        /* coordctl status: a row per follower, the holder's "duty active", the others'
+         * "duty standby"; JSON "followers" with their instance ids. */
+        CU_ASSERT_EQUAL(t_sh("%s status --rate-ms 0 | grep -c '^lifecycle.* duty active ' | grep -qx 1", coord_cmd), 0);
+        CU_ASSERT_EQUAL(t_sh("%s status --rate-ms 0 | grep -c '^lifecycle.* duty standby ' | grep -qx %u", coord_cmd,
+                             followers - 1), 0);
+        CU_ASSERT_EQUAL(t_sh("%s status --rate-ms 0 | grep -q '^lifecycle-%u '", coord_cmd, followers - 1), 0);
+        CU_ASSERT_EQUAL(t_sh("%s status --rate-ms 0 --json | python3 -c 'import json,sys; "
+                             "d=json.load(sys.stdin); sys.exit(sorted(f[\"instance_id\"] for f in d[\"followers\"]) "
+                             "!= list(range(1, %u)))'", coord_cmd, followers), 0);
         PQfinish(c);
 }
 
