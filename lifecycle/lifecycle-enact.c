@@ -19,6 +19,12 @@
  *     (refresh_note()/refresh_forget() wherever an item is kept, replaced or deleted),
  *     so lc_enact_next_refresh(), called for every refresh view at each 100 ms tick of
  *     every follower, is a binary search and not a scan of all items.
+ * (4) Of the refresh leases (`'l' + "refresh/<gid>"`, adapter-lease.c) the set keeps
+ *     each view's last commit id, the refresh time committed last
+ *     (lc_enact_refresh_committed(); from a load and from the log, as the items), so a
+ *     follower can tell a refresh written but never committed without claiming its
+ *     lease (lifecycle-refresh.c note 8).  Kept only for a kept refresh view, and
+ *     dropped with its item.
  */
 #include "lifecycle-enact.h"
 
@@ -27,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.pb-c.h"
+#include "catalog/catalog.h"
 #include "log.h"
 #include "node/node.h"
 #include "plan.pb-c.h"
@@ -60,6 +68,8 @@ struct lc_enact {
         size_t n, cap;
         uint64_t *refresh;              /* gids of the items with a schedule, sorted (3) */
         size_t n_refresh, cap_refresh;
+        struct rcommit { uint64_t gid, last; } *rcommits;       /* sorted by gid (4) */
+        size_t n_rcommits, cap_rcommits;
         uint64_t *creates, *drops;      /* queued gids (2) */
         size_t n_creates, cap_creates, n_drops, cap_drops;
         uint64_t next_request_id, sent, errors;
@@ -146,7 +156,7 @@ void lc_enact_reset(struct lc_enact *e)
         for (size_t i = 0; i < e->n; i++)
                 lc_enact_item_free(e->items[i]);
         e->n = 0;
-        e->n_refresh = e->n_creates = e->n_drops = 0;
+        e->n_refresh = e->n_rcommits = e->n_creates = e->n_drops = 0;
 }
 
 struct lc_enact *lc_enact_free(struct lc_enact *e)
@@ -156,6 +166,7 @@ struct lc_enact *lc_enact_free(struct lc_enact *e)
         lc_enact_reset(e);
         free(e->items);
         free(e->refresh);
+        free(e->rcommits);
         free(e->creates);
         free(e->drops);
         free(e);
@@ -222,6 +233,74 @@ static int refresh_note(struct lc_enact *e, uint64_t gid)
         return 0;
 }
 
+static size_t rcommit_lower_bound(const struct lc_enact *e, uint64_t gid)
+{
+        return LOWER_BOUND(e->n_rcommits, m, e->rcommits[m].gid, gid);
+}
+
+static void rcommit_forget(struct lc_enact *e, uint64_t gid)
+{
+        size_t pos = rcommit_lower_bound(e, gid);
+
+        if (pos < e->n_rcommits && e->rcommits[pos].gid == gid) {
+                memmove(&e->rcommits[pos], &e->rcommits[pos + 1],
+                        (e->n_rcommits - pos - 1) * sizeof(*e->rcommits));
+                e->n_rcommits--;
+        }
+}
+
+/* Note 4: a lease record; 0 (not a refresh lease, or kept), -EBADMSG, -ENOMEM. */
+static int rcommit_put(struct lc_enact *e, const uint8_t *key, size_t key_len, const void *value,
+                       size_t value_len)
+{
+        static const char prefix[] = "refresh/";
+        const struct lc_enact_item *it;
+        Coord__CatalogLease *m;
+        uint64_t gid, last = 0;
+        char buf[32];
+        size_t pos, n = key_len - 1 - (sizeof(prefix) - 1);
+        int r;
+
+        if (key_len < 1 + sizeof(prefix) || key_len - 1 - (sizeof(prefix) - 1) >= sizeof(buf) ||
+            key[0] != CATALOG_STATE_LEASE || memcmp(key + 1, prefix, sizeof(prefix) - 1) != 0)
+                return 0;
+        memcpy(buf, key + sizeof(prefix), n);
+        buf[n] = '\0';
+        if (parse_u64(buf, UINT64_MAX, &gid) < 0)
+                return 0;
+        it = item_find(e, gid);
+        if (!it || !it->refresh)
+                return 0;       /* a dropped view's lease stays in the catalog */
+        m = coord__catalog_lease__unpack(NULL, value_len, value);
+        if (!m)
+                return -EBADMSG;
+        if (m->last_commit_id && m->last_commit_id[0])
+                (void)parse_u64(m->last_commit_id, UINT64_MAX, &last);
+        coord__catalog_lease__free_unpacked(m, NULL);
+        pos = rcommit_lower_bound(e, gid);
+        if (pos < e->n_rcommits && e->rcommits[pos].gid == gid) {
+                e->rcommits[pos].last = last;
+                return 0;
+        }
+        r = GROW_ARRAY(e->rcommits, e->cap_rcommits, e->n_rcommits + 1);
+        if (r < 0)
+                return r;
+        memmove(&e->rcommits[pos + 1], &e->rcommits[pos], (e->n_rcommits - pos) * sizeof(*e->rcommits));
+        e->rcommits[pos] = (struct rcommit){ gid, last };
+        e->n_rcommits++;
+        return 0;
+}
+
+int lc_enact_refresh_committed(const struct lc_enact *e, uint64_t gid, uint64_t *ret_last)
+{
+        size_t pos = rcommit_lower_bound(e, gid);
+
+        if (pos >= e->n_rcommits || e->rcommits[pos].gid != gid)
+                return -ENOENT;
+        *ret_last = e->rcommits[pos].last;
+        return 0;
+}
+
 /* Keep it, which is ours now (replacing one with the same gid). */
 static int item_keep(struct lc_enact *e, struct lc_enact_item *it)
 {
@@ -236,8 +315,10 @@ static int item_keep(struct lc_enact *e, struct lc_enact_item *it)
         /* Items come in gid order at a load, and new ones with new gids: an append. */
         pos = e->n && e->items[e->n - 1]->gid < it->gid ? e->n : lower_bound(e, it->gid);
         if (pos < e->n && e->items[pos]->gid == it->gid) {
-                if (!it->refresh)
+                if (!it->refresh) {
                         refresh_forget(e, it->gid);
+                        rcommit_forget(e, it->gid);
+                }
                 lc_enact_item_free(e->items[pos]);
                 e->items[pos] = it;
                 return 0;
@@ -279,8 +360,10 @@ static int item_delete(struct lc_enact *e, uint64_t gid)
 
         if (pos >= e->n || e->items[pos]->gid != gid)
                 return 0;
-        if (e->items[pos]->refresh)
+        if (e->items[pos]->refresh) {
                 refresh_forget(e, gid);
+                rcommit_forget(e, gid);
+        }
         lc_enact_item_free(e->items[pos]);
         memmove(&e->items[pos], &e->items[pos + 1], (e->n - pos - 1) * sizeof(*e->items));
         e->n--;
@@ -290,6 +373,8 @@ static int item_delete(struct lc_enact *e, uint64_t gid)
 int lc_enact_load_record(struct lc_enact *e, const void *key, size_t key_len, const void *value,
                          size_t value_len)
 {
+        if (key_len && ((const uint8_t *)key)[0] == CATALOG_STATE_LEASE)
+                return rcommit_put(e, key, key_len, value, value_len);
         if (key_len != 9 || ((const uint8_t *)key)[0] != KEY_ITEM)
                 return 0;
         return item_put(e, value, value_len) < 0 ? -EBADMSG : 0;
@@ -307,6 +392,13 @@ int lc_enact_apply_txn(struct lc_enact *e, const Coord__CatalogTxn *txn)
                 uint64_t gid;
                 int r;
 
+                if (op->cf == COORD__CATALOG_OP__CF__STATE && op->key.len &&
+                    op->key.data[0] == CATALOG_STATE_LEASE && op->kind == COORD__CATALOG_OP__KIND__PUT) {
+                        r = rcommit_put(e, op->key.data, op->key.len, op->value.data, op->value.len);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 if (op->cf != COORD__CATALOG_OP__CF__STATE || op->key.len != 9 ||
                     op->key.data[0] != KEY_ITEM)
                         continue;

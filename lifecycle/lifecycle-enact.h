@@ -63,6 +63,9 @@ struct refresh_schedule;
  * into the item: valid until the next change of the set).  -ENOENT when none is left. */
 int lc_enact_next_refresh(const struct lc_enact *e, uint64_t after, uint64_t *ret_gid,
                           uint64_t *ret_as_of, struct refresh_schedule *ret_rs);
+/* The refresh time the lease refresh/<gid> committed last (lifecycle-enact.c note 4;
+ * 0 when none yet): 0, or -ENOENT when the view has no lease record. */
+int lc_enact_refresh_committed(const struct lc_enact *e, uint64_t gid, uint64_t *ret_last);
 /* Send the complete set (controller (re)connected, or state reloaded). */
 void lc_enact_resync(struct lc_enact *e);
 /* A reply from the controller to one of ours: errors are logged. */

@@ -171,6 +171,12 @@ static int load_hold(const void *key, size_t key_len, const void *value, size_t 
         return lc_state_load_record(userdata, key, key_len, value, value_len);
 }
 
+static int load_lease(const void *key, size_t key_len, const void *value, size_t value_len,
+                      void *userdata)
+{
+        return lc_enact_load_record(userdata, key, key_len, value, value_len);
+}
+
 /* The scans at once (1): items below the middle GlobalId (on this thread), items above
  * it, bounds, requirements (each on a thread of its own). */
 static int load_scan(struct catalog *c, struct load_part parts[3])
@@ -230,6 +236,10 @@ int lc_load(struct catalog *c, struct lc_state *s, struct lc_enact *e, struct lc
          * after the load's cursor puts and deletes them again, put with max. */
         if (r >= 0)
                 r = catalog_scan(c, CATALOG_CF_STATE, "h", 1, load_hold, s);
+        /* The refresh leases' last commits (lifecycle-enact.c note 4): one per refresh
+         * view at most, after the items (a lease of a dropped view is not kept). */
+        if (r >= 0)
+                r = catalog_scan(c, CATALOG_CF_STATE, "lrefresh/", 9, load_lease, e);
         st.items = parts[0].n_items + parts[1].n_items;
         st.bounds = parts[2].n_bounds;
         st.requirements = parts[2].n_reqs;

@@ -22,9 +22,13 @@
  *       controller refuses a release of an epoch below one it saw (55000); this
  *       follower drops the job.  A commit whose answer is lost is sent again with the
  *       same id (P5).
+ *     - A view with nothing due whose refresh P (the last its upper passed) is above
+ *       the lease's last commit id as the catalog shows it (lifecycle-enact.c note 4),
+ *       2 ttl after P's time, is claimed too, to commit P: so the last refresh of a
+ *       schedule is reconciled as well (unreconciled()).
  *     So each refresh time is committed once, in schedule order, the lease's version
- *     counting them; a refresh written but not yet committed is committed by the next
- *     claim of the view (at its next refresh at the latest).
+ *     counting them.  A tick looks at PICK_BUDGET views at most, round robin, so a
+ *     refresh starts up to (views / PICK_BUDGET) ticks after its time.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -35,6 +39,7 @@
 #include "lease/lease.h"
 #include "lifecycle-enact.h"
 #include "lifecycle-internal.h"
+#include "killpoint.h"
 #include "log.h"
 #include "node/node.h"
 #include "refresh.h"
@@ -42,6 +47,7 @@
 
 #define REFRESH_REQUEST_BASE (1ull << 60)       /* below the duty's (1 << 61) */
 #define REFRESH_TICK_MS      100u
+#define PICK_BUDGET          4096u      /* views looked at per tick (note 8) */
 
 enum { JOB_NONE, JOB_CLAIM, JOB_HOLD, JOB_RELEASE, JOB_WAIT, JOB_COMMIT, JOB_GIVE_BACK };
 
@@ -153,21 +159,40 @@ static void commit(struct lifecycle *lc, uint64_t at)
                 job_done(lc);
 }
 
-/* A due view to claim: the first after the last one tried, round robin. */
+/* Note 8: nothing due, but the refresh P the view's upper passed last was written and
+ * never committed (its holder died between the two), 2 ttl after P's time: by then its
+ * holder committed P or its lease lapsed. */
+static bool unreconciled(struct lifecycle *lc, uint64_t gid, uint64_t as_of, const struct refresh_schedule *rs,
+                         uint64_t upper, uint64_t now, uint64_t *ret_prev)
+{
+        uint64_t last, first = refresh_next(rs, as_of), prev = refresh_prev(rs, upper);
+
+        if (prev == REFRESH_NONE || first == REFRESH_NONE || prev < first ||
+            lc_enact_refresh_committed(lc->enact, gid, &last) < 0 || prev <= last ||
+            now < prev + 2 * lc->duty_ttl_ms)
+                return false;
+        *ret_prev = prev;
+        return true;
+}
+
+/* A view to claim -- due, or unreconciled -- the first after the last one looked at,
+ * round robin, at most PICK_BUDGET views a tick. */
 static void pick(struct lifecycle *lc)
 {
         uint64_t now = wall_ms(), gid = 0, as_of, upper, due, after = lc->rlast;
         struct refresh_schedule rs;
+        size_t seen = 0;
 
-        for (int pass = 0; pass < 2; pass++, after = 0) {
-                while (lc_enact_next_refresh(lc->enact, after, &gid, &as_of, &rs) == 0) {
-                        after = gid;
-                        if (lc_state_upper(lc->state, gid, &upper) < 0 || upper == REFRESH_NONE)
+        for (int pass = 0; pass < 2 && seen < PICK_BUDGET; pass++, after = 0) {
+                while (seen < PICK_BUDGET && lc_enact_next_refresh(lc->enact, after, &gid, &as_of, &rs) == 0) {
+                        seen++;
+                        after = lc->rlast = gid;
+                        if (lc_state_upper(lc->state, gid, &upper) < 0 || skipped(lc, gid, now))
                                 continue;
-                        due = refresh_next(&rs, upper);         /* the pending refresh */
-                        if (due == REFRESH_NONE || due > now || skipped(lc, gid, now))
+                        due = upper == REFRESH_NONE ? REFRESH_NONE : refresh_next(&rs, upper);  /* pending */
+                        if ((due == REFRESH_NONE || due > now) &&
+                            !unreconciled(lc, gid, as_of, &rs, upper, now, &due))
                                 continue;
-                        lc->rlast = gid;
                         lc->rjob = (struct lc_refresh_job){ .phase = JOB_CLAIM, .gid = gid, .at = due };
                         lc->rclaims++;
                         if (send_lease(lc, COORD__MSG_TYPE__MSG_LEASE_CLAIM) < 0)
@@ -188,8 +213,10 @@ static void refresh_tick(struct loop *l, void *userdata)
                 if (send_release(lc) < 0)
                         job_done(lc);
         } else if (j->phase == JOB_WAIT) {
-                if (lc_state_upper(lc->state, j->gid, &upper) == 0 && upper > j->at)
+                if (lc_state_upper(lc->state, j->gid, &upper) == 0 && upper > j->at) {
+                        KILLPOINT("refresh.before_commit");     /* written, not committed */
                         commit(lc, j->at);
+                }
                 else if (now - j->sent_ns > ttl_ns(lc) - ttl_ns(lc) / 4)
                         job_done(lc);   /* our lease may lapse: the next claim goes on */
         } else if (j->phase != JOB_NONE && j->phase != JOB_HOLD && now - j->sent_ns > ttl_ns(lc)) {

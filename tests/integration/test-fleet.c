@@ -32,6 +32,9 @@
  *                      commit is durable, before its answer: the follower sends the same
  *                      commit again to the restarted adapter (P5, retried) and the
  *                      refresh is committed exactly once (version 1).
+ *   refresh_last_reconciled  the holder of a schedule's last refresh killed (kill point
+ *                      refresh.before_commit) after the controller wrote it, before
+ *                      its commit: another follower commits it (version 1).
  *   check              coordctl check matches (I10).
  *
  * COORD_FLEET_FOLLOWERS (default 3, 2-16), COORD_FLEET_ROUNDS (sigstop_holder, default 2)
@@ -629,6 +632,67 @@ static void test_refresh_kill_commit(void)
         PQfinish(c);
 }
 
+/* kill -9 every follower and wait until each is gone (not only silent: tools/coord up
+ * starts only the followers whose process is gone). */
+static void kill_fleet(void)
+{
+        pid_t pids[NODE_FLEET_MAX];
+
+        for (unsigned k = 0; k < followers; k++) {
+                pids[k] = follower_pid(k);
+                if (pids[k] > 0)
+                        CU_ASSERT(kill(pids[k], SIGKILL) == 0);
+        }
+        for (unsigned k = 0; k < followers; k++)
+                for (int w = 0; w < 500 && pids[k] > 0 && kill(pids[k], 0) == 0; w++)
+                        sleep_ms(10);
+}
+
+/* Every follower armed with the kill point refresh.before_commit: the holder of a
+ * one-time view's only refresh -- the last of its schedule -- dies after the controller
+ * wrote it and before committing it.  Another follower, seeing the lease's last commit
+ * behind the view's upper 2 ttl after the refresh time, claims the lapsed lease and
+ * commits it (lifecycle-refresh.c note 8): the version is 1, not 0. */
+static void test_refresh_last_reconciled(void)
+{
+        uint64_t gid, version = 0, epoch = 0, rec0;
+        PGconn *c = db();
+        unsigned alive;
+        int h;
+
+        CU_ASSERT_FATAL(c != NULL);
+        kill_fleet();
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_KILLPOINT=refresh.before_commit:1 COORD_LIFECYCLE_ARGS='--duty-ttl-ms %u' "
+                                   "%s up --followers %u >/dev/null", TTL_MS, coord_cmd, followers), 0);
+        rec0 = fleet_sum("refresh_reconciled");
+        CU_ASSERT_FATAL(ok(c, "CREATE MATERIALIZED VIEW rl WITH (REFRESH AT mz_now() + 1000) AS "
+                              "SELECT count(*) AS n FROM rt"));
+        gid = gid_of(c, "rl");
+        /* The holder dies; its refresh is in the view. */
+        for (int w = 0; w < 1500; w++, sleep_ms(10)) {
+                alive = 0;
+                for (unsigned k = 0; k < followers; k++)
+                        alive += follower_pid(k) > 0;
+                if (alive < followers)
+                        break;
+        }
+        CU_ASSERT_FATAL(alive == followers - 1);
+        CU_ASSERT(rows_become(c, "SELECT n FROM rl", "2", 10000));
+        CU_ASSERT(refresh_lease(c, gid, &version, &epoch, &h));
+        CU_ASSERT_EQUAL(version, 0);            /* written, not committed */
+        CU_ASSERT(refreshes_reach(c, gid, 1, 4 * TTL_MS + 5000));
+        sleep_ms(TTL_MS);
+        CU_ASSERT(refresh_lease(c, gid, &version, &epoch, &h));
+        printf("\n    the last refresh's holder killed before its commit: version %" PRIu64 " at epoch %" PRIu64
+               ", reconciled by another follower", version, epoch);
+        CU_ASSERT_EQUAL(version, 1);
+        CU_ASSERT(fleet_sum("refresh_reconciled") > rec0);
+        /* The survivors are armed still: the fleet again without the kill point. */
+        kill_fleet();
+        CU_ASSERT_EQUAL(fleet_up(), 0);
+        PQfinish(c);
+}
+
 int main(void)
 {
         static const struct t_case cases[] = {
@@ -641,6 +705,7 @@ int main(void)
                 { "refresh_once", test_refresh_once },
                 { "refresh_sigstop", test_refresh_sigstop },
                 { "refresh_kill_commit", test_refresh_kill_commit },
+                { "refresh_last_reconciled", test_refresh_last_reconciled },
                 { "check", itest_check },
                 { NULL, NULL },
         };

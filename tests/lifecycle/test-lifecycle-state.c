@@ -2,6 +2,7 @@
  * maintained state and publication tick (lifecycle-state.h), and its load in bulk
  * from a catalog (lifecycle-load.h), without daemons. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1036,9 +1037,35 @@ static void enact_op(struct lc_enact *e, uint64_t gid, int what)
         CU_ASSERT_EQUAL(lc_enact_apply_txn(e, &txn), 0);
 }
 
+/* A put of the lease refresh/<gid> with last commit id `last`. */
+static void enact_lease(struct lc_enact *e, uint64_t gid, uint64_t last)
+{
+        Coord__CatalogLease l = COORD__CATALOG_LEASE__INIT;
+        Coord__CatalogOp op = COORD__CATALOG_OP__INIT, *ops[1] = { &op };
+        Coord__CatalogTxn txn = COORD__CATALOG_TXN__INIT;
+        char key[64], id[32];
+        uint8_t v[256];
+        int n = snprintf(key, sizeof(key), "lrefresh/%" PRIu64, gid);
+
+        snprintf(id, sizeof(id), "%" PRIu64, last);
+        l.key = key + 1;
+        l.holder = (char *)"lifecycle-1";
+        l.epoch = 3;
+        l.version = 2;
+        l.last_commit_id = id;
+        op.cf = COORD__CATALOG_OP__CF__STATE;
+        op.kind = COORD__CATALOG_OP__KIND__PUT;
+        op.key = (ProtobufCBinaryData){ (size_t)n, (uint8_t *)key };
+        op.value = (ProtobufCBinaryData){ coord__catalog_lease__pack(&l, v), v };
+        txn.ops = ops;
+        txn.n_ops = 1;
+        CU_ASSERT_EQUAL(lc_enact_apply_txn(e, &txn), 0);
+}
+
 /* lc_enact_next_refresh() (lifecycle-enact.c note 3) walks exactly the items with a
  * refresh schedule, in gid order, from any point, through puts, replacements that
- * add or remove the schedule, and deletes: checked against a model after every op. */
+ * add or remove the schedule, and deletes: checked against a model after every op.
+ * Then lc_enact_refresh_committed() (note 4) against the same model. */
 static void test_next_refresh(void)
 {
         enum { N = 400 };
@@ -1070,6 +1097,24 @@ static void test_next_refresh(void)
         }
         CU_ASSERT_EQUAL(lc_enact_next_refresh(e, UINT64_MAX, &(uint64_t){ 0 }, &(uint64_t){ 0 },
                                               &(struct refresh_schedule){ 0 }), -ENOENT);
+        /* Note 4: the refresh leases' last commits, of kept refresh views only. */
+        for (uint64_t gid = 1; gid <= N; gid++) {
+                uint64_t last = 7;
+
+                enact_lease(e, gid, gid * 10);
+                CU_ASSERT_EQUAL(lc_enact_refresh_committed(e, gid, &last), model[gid] == 1 ? 0 : -ENOENT);
+                CU_ASSERT_EQUAL(last, model[gid] == 1 ? gid * 10 : 7);
+                if (model[gid] == 1) {
+                        enact_op(e, gid, 0);            /* the schedule gone: so is its lease */
+                        CU_ASSERT_EQUAL(lc_enact_refresh_committed(e, gid, &last), -ENOENT);
+                        enact_op(e, gid, 1);
+                        enact_lease(e, gid, gid * 20);
+                        CU_ASSERT_EQUAL(lc_enact_refresh_committed(e, gid, &last), 0);
+                        CU_ASSERT_EQUAL(last, gid * 20);
+                        enact_op(e, gid, -1);           /* dropped */
+                        CU_ASSERT_EQUAL(lc_enact_refresh_committed(e, gid, &last), -ENOENT);
+                }
+        }
         lc_enact_reset(e);
         CU_ASSERT_EQUAL(lc_enact_next_refresh(e, 0, &(uint64_t){ 0 }, &(uint64_t){ 0 },
                                               &(struct refresh_schedule){ 0 }), -ENOENT);
