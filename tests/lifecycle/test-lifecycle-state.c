@@ -1065,7 +1065,7 @@ static void enact_lease(struct lc_enact *e, uint64_t gid, uint64_t last)
 /* lc_enact_next_refresh() (lifecycle-enact.c note 3) walks exactly the items with a
  * refresh schedule, in gid order, from any point, through puts, replacements that
  * add or remove the schedule, and deletes: checked against a model after every op.
- * Then lc_enact_refresh_committed() (note 4) against the same model. */
+ * Then lc_enact_refresh_committed() (lifecycle-enact.c note 4) against the same model. */
 static void test_next_refresh(void)
 {
         enum { N = 400 };
@@ -1097,7 +1097,7 @@ static void test_next_refresh(void)
         }
         CU_ASSERT_EQUAL(lc_enact_next_refresh(e, UINT64_MAX, &(uint64_t){ 0 }, &(uint64_t){ 0 },
                                               &(struct refresh_schedule){ 0 }), -ENOENT);
-        /* Note 4: the refresh leases' last commits, of kept refresh views only. */
+        /* lifecycle-enact.c note 4: the refresh leases' last commits, of kept refresh views only. */
         for (uint64_t gid = 1; gid <= N; gid++) {
                 uint64_t last = 7;
 
