@@ -2,15 +2,15 @@
  * adapter-lease.h; the rules are common/lease/lease.c.
  *
  * NOTES ON THE DESIGN
- * (1) One owner, one clock.  The table lives on the adapter's loop thread and every
- *     request is decided, written and answered there in one callback
- *     (lease_table_on_request()), so a claim's "no live lease exists" and its write
- *     are one atomic step: no other request on the key runs between them.  Expiry is
- *     the adapter's CLOCK_MONOTONIC (now_ns()) only; a holder's clock never counts.
+ * (1) One owner, one clock.  The table lives on the adapter's loop thread, where every
+ *     request is decided (lease_request()); a request on a key whose write is in
+ *     flight waits for it (note 4), so a claim's "no live lease exists" and its write
+ *     are one atomic step: no other request on the key is decided between them.  Expiry
+ *     is the adapter's CLOCK_MONOTONIC (now_ns()) only; a holder's clock never counts.
  * (2) Durable before answered.  A request whose rule says write (claim, commit,
- *     release) commits the new record with catalog_commit() -- fsynced in the catalog's
- *     group commit -- and only then replaces the table's record and answers
- *     (lease_apply()).  A failed commit answers 58030 and changes nothing.  So an epoch
+ *     release) commits the new record -- fsynced in the catalog's group commit -- and
+ *     only then replaces the table's record and answers (lease_write(),
+ *     lease_written()).  A failed commit answers 58030 and changes nothing.  So an epoch
  *     or a version a peer has seen is in the catalog, and a restart cannot hand it out
  *     again.  Renewals write nothing: the expiry is not stored (note 3).
  * (3) Restart.  lease_table_new() reads every record; a held lease counts as live for
@@ -18,6 +18,14 @@
  *     before the restart was at most ttl after its last claim or renewal, which came
  *     before the restart: so the restart never shortens a lease, it may lengthen it by
  *     up to one ttl.
+ * (4) The write off the loop.  A decision that writes is committed by a committer
+ *     thread of the table's own (adapter-commit.h), so the loop does not wait for the
+ *     fsync; the decision takes effect -- the table's record replaced, the answer sent --
+ *     in lease_written(), on the loop, once it is durable (note 2 holds).  Meanwhile the
+ *     key has a write in flight (struct lease_write) and every later request on that
+ *     key waits behind it, in arrival order, and is decided against the record it
+ *     leaves: so note 1's atomic claim still holds per key.  lease_table_fence_ok() says
+ *     no for a key with a write in flight (a claim may be replacing its epoch).
  */
 #include "adapter-lease.h"
 
@@ -26,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter-commit.h"
 #include "catalog/catalog.h"
 #include "catalog.pb-c.h"
 #include "killpoint.h"
@@ -35,20 +44,47 @@
 #include "probes.h"
 #include "util.h"
 
-struct lease_table {
-        struct node *node;
-        struct catalog *store;
-        struct lease *leases;           /* sorted by key (bytewise, as the catalog) */
-        size_t n, cap;
-        uint64_t claims, busy, fenced, commits, retried, releases, renewals, errors;
-};
-
 struct lease_req {
         int type;
         const char *key, *holder, *commit_id;
         uint64_t epoch, version;
         uint32_t ttl_ms;
         bool supersede;                 /* claim: lease.c note 4 */
+};
+
+/* A request that came while its key had a write in flight (note 4): a copy. */
+struct lease_wait {
+        struct lease_wait *next;
+        node_peer_t from;
+        uint64_t ctl_id, request_id;
+        int type;
+        size_t len;
+        uint8_t payload[];
+};
+
+/* A decision being made durable (note 4). */
+struct lease_write {
+        struct lease_write *next;
+        struct lease_table *t;
+        ProtobufCMessage *msg;          /* q's strings point into it */
+        struct lease_req q;
+        struct lease cur, next_lease;
+        enum lease_status st;
+        bool found, retried;
+        node_peer_t from;
+        uint64_t ctl_id, request_id;
+        struct lease_wait *waiters, **tail;
+};
+
+struct lease_table {
+        struct node *node;
+        struct catalog *store;
+        struct committer *cm;           /* note 4; NULL: writes on the loop */
+        struct lease *leases;           /* sorted by key (bytewise, as the catalog) */
+        size_t n, cap, inserts;         /* inserts: writes in flight of new keys */
+        struct lease_write *writes;     /* in flight */
+        uint32_t test_delay_ms;
+        uint64_t claims, busy, fenced, commits, retried, releases, renewals, errors;
 };
 
 bool lease_table_handles(int type)
@@ -78,10 +114,11 @@ static size_t lease_find(const struct lease_table *t, const char *key, bool *fou
         return lo;
 }
 
-/* Room for one more record, so that an insert after a durable write cannot fail. */
+/* Room for one more record besides the inserts in flight, so that an insert after a
+ * durable write cannot fail. */
 static int lease_reserve(struct lease_table *t)
 {
-        if (t->n == t->cap) {
+        if (t->n + t->inserts >= t->cap) {
                 size_t cap = t->cap ? 2 * t->cap : 16;
                 struct lease *p = realloc(t->leases, cap * sizeof(*p));
 
@@ -144,6 +181,8 @@ int lease_table_new(struct node *n, struct catalog *store, struct lease_table **
         t->node = n;
         t->store = store;
         r = catalog_scan(store, CATALOG_CF_STATE, &prefix, 1, lease_load_one, t);
+        if (r >= 0 && n)
+                r = committer_new(node_loop(n), store, 1, &t->cm);     /* note 4 */
         if (r < 0) {
                 lease_table_free(t);
                 return r;
@@ -155,58 +194,79 @@ int lease_table_new(struct node *n, struct catalog *store, struct lease_table **
         return 0;
 }
 
+void lease_table_set_test_delay(struct lease_table *t, uint32_t ms)
+{
+        t->test_delay_ms = ms;
+}
+
+static void lease_write_free(struct lease_write *w)
+{
+        while (w->waiters) {
+                struct lease_wait *x = w->waiters;
+
+                w->waiters = x->next;
+                free(x);
+        }
+        if (w->msg)
+                protobuf_c_message_free_unpacked(w->msg, NULL);
+        free(w);
+}
+
 struct lease_table *lease_table_free(struct lease_table *t)
 {
         if (t) {
+                t->cm = committer_free(t->cm);  /* waits; its callbacks do not run */
+                while (t->writes) {
+                        struct lease_write *w = t->writes;
+
+                        t->writes = w->next;
+                        lease_write_free(w);
+                }
                 free(t->leases);
                 free(t);
         }
         return NULL;
 }
 
-/* Note 2: make next durable, then it replaces the table's record. */
-static int lease_apply(struct lease_table *t, size_t at, bool found, const struct lease *next,
-                       uint64_t *ret_seq)
+/* The catalog record of l: key into key (1 + LEASE_KEY_MAX bytes), the value
+ * allocated into *ret_val. */
+static int lease_record_op(const struct lease *l, uint8_t *key, uint8_t **ret_val, struct catalog_op *op)
 {
         Coord__CatalogLease m = COORD__CATALOG_LEASE__INIT;
-        size_t klen = strlen(next->key), vlen;
-        uint8_t key[1 + LEASE_KEY_MAX], *val;
-        struct catalog_op op;
-        uint64_t seq = 0;
-        int r;
+        size_t klen = strlen(l->key), vlen;
+        uint8_t *val;
 
-        if (!found) {
-                r = lease_reserve(t);
-                if (r < 0)
-                        return r;
-        }
-        m.key = (char *)next->key;
-        m.holder = (char *)next->holder;
-        m.epoch = next->epoch;
-        m.version = next->version;
-        m.ttl_ms = next->ttl_ms;
-        m.last_commit_id = (char *)next->last_commit_id;
-        m.last_commit_epoch = next->last_commit_epoch;
+        m.key = (char *)l->key;
+        m.holder = (char *)l->holder;
+        m.epoch = l->epoch;
+        m.version = l->version;
+        m.ttl_ms = l->ttl_ms;
+        m.last_commit_id = (char *)l->last_commit_id;
+        m.last_commit_epoch = l->last_commit_epoch;
         vlen = coord__catalog_lease__get_packed_size(&m);
         val = malloc(vlen ? vlen : 1);
         if (!val)
                 return -ENOMEM;
         coord__catalog_lease__pack(&m, val);
         key[0] = CATALOG_STATE_LEASE;
-        memcpy(key + 1, next->key, klen);
-        op = (struct catalog_op){ .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_STATE,
-                                  .key = key, .key_len = 1 + klen, .value = val, .value_len = vlen };
-        r = catalog_commit(t->store, &op, 1, &seq);
-        free(val);
-        if (r < 0)
-                return r;
-        KILLPOINT("lease.write.after_commit");          /* durable, not answered */
-        *ret_seq = seq;
-        if (found) {
+        memcpy(key + 1, l->key, klen);
+        *op = (struct catalog_op){ .kind = CATALOG_OP_PUT, .cf = CATALOG_CF_STATE,
+                                   .key = key, .key_len = 1 + klen, .value = val, .value_len = vlen };
+        *ret_val = val;
+        return 0;
+}
+
+/* next, durable, replaces the table's record of its key (or is inserted: room was
+ * reserved, lease_reserve()). */
+static void lease_take(struct lease_table *t, const struct lease *next)
+{
+        bool found;
+        size_t at = lease_find(t, next->key, &found);
+
+        if (found)
                 t->leases[at] = *next;
-                return 0;
-        }
-        return lease_insert(t, at, next);       /* reserved above: cannot fail */
+        else
+                (void)lease_insert(t, at, next);        /* reserved: cannot fail */
 }
 
 static void lease_reply(struct lease_table *t, node_peer_t from, uint64_t ctl_id,
@@ -365,61 +425,175 @@ static void lease_log(struct lease_table *t, const struct lease_req *q, enum lea
         }
 }
 
-void lease_table_on_request(struct lease_table *t, node_peer_t from, uint64_t ctl_id,
-                            const Coord__Envelope *env)
+static struct lease_write *write_in_flight(const struct lease_table *t, const char *key)
+{
+        for (struct lease_write *w = t->writes; w; w = w->next)
+                if (strcmp(w->q.key, key) == 0)
+                        return w;
+        return NULL;
+}
+
+/* The decision's answer, after its write if it had one. */
+static void lease_answer(struct lease_table *t, node_peer_t from, uint64_t ctl_id, uint64_t request_id,
+                         enum lease_status st, const struct lease *next, bool retried, uint64_t seq)
 {
         Coord__LeaseReply reply = COORD__LEASE_REPLY__INIT;
+
+        reply.status = (Coord__LeaseReply__Status)st;
+        reply.epoch = next->epoch;
+        reply.version = next->version;
+        reply.holder = (char *)next->holder;
+        reply.expires_in_ms = lease_expires_in_ms(next, now_ns());
+        reply.retried = retried;
+        reply.last_commit_id = (char *)next->last_commit_id;
+        reply.seq = seq;
+        lease_reply(t, from, ctl_id, request_id, COORD__MSG_TYPE__MSG_LEASE_REPLY, &reply.base);
+}
+
+static void lease_request(struct lease_table *t, node_peer_t from, uint64_t ctl_id, uint64_t request_id,
+                          int type, const uint8_t *payload, size_t len);
+
+/* Note 4: a write durable (r = 0) or failed; then the requests that waited for it. */
+static void lease_written(void *ctx, int r, uint64_t seq)
+{
+        struct lease_write *w = ctx, **pp;
+        struct lease_table *t = w->t;
+        struct lease_wait *x;
+
+        for (pp = &t->writes; *pp != w; pp = &(*pp)->next)
+                ;
+        *pp = w->next;
+        if (!w->found)
+                t->inserts--;
+        if (r < 0) {
+                t->errors++;
+                log_error_errno(r, "lease_write_failed", "op=%s key=%s holder=%s", lease_op_name(w->q.type),
+                                w->q.key, w->q.holder);
+                lease_error(t, w->from, w->ctl_id, w->request_id, "58030",
+                            "the lease could not be written to the catalog");
+        } else {
+                KILLPOINT("lease.write.after_commit");          /* durable, not answered */
+                lease_take(t, &w->next_lease);
+                if (w->q.type == COORD__MSG_TYPE__MSG_LEASE_COMMIT)
+                        KILLPOINT("lease.commit.after_write");  /* a commit durable, not answered */
+                lease_log(t, &w->q, w->st, &w->cur, &w->next_lease, w->retried);
+                lease_answer(t, w->from, w->ctl_id, w->request_id, w->st, &w->next_lease, w->retried, seq);
+        }
+        /* In arrival order; one that writes makes the rest wait behind it. */
+        while ((x = w->waiters)) {
+                w->waiters = x->next;
+                lease_request(t, x->from, x->ctl_id, x->request_id, x->type, x->payload, x->len);
+                free(x);
+        }
+        lease_write_free(w);
+}
+
+/* Note 2 (and 4 when t has a committer): make next durable, then take it and answer. */
+static void lease_write(struct lease_table *t, struct lease_write *w)
+{
+        uint8_t key[1 + LEASE_KEY_MAX], *val = NULL;
+        struct catalog_op op;
+        uint64_t seq = 0;
+        int r;
+
+        r = w->found ? 0 : lease_reserve(t);
+        if (r >= 0)
+                r = lease_record_op(&w->next_lease, key, &val, &op);
+        if (r >= 0 && t->cm) {
+                r = committer_submit_opts(t->cm, &(struct catalog_txn_ops){ .ops = &op, .n_ops = 1 }, 1,
+                                          &(struct commit_opts){ .test_delay_ms = t->test_delay_ms },
+                                          lease_written, w);    /* copies the op */
+                free(val);
+                if (r >= 0) {
+                        w->next = t->writes;
+                        t->writes = w;
+                        t->inserts += !w->found;
+                        w->tail = &w->waiters;
+                        return;
+                }
+        } else if (r >= 0) {
+                r = catalog_commit(t->store, &op, 1, &seq);
+                free(val);
+        }
+        t->inserts += !w->found;        /* lease_written() takes it back */
+        w->next = t->writes;
+        t->writes = w;
+        lease_written(w, r, seq);
+}
+
+static void lease_request(struct lease_table *t, node_peer_t from, uint64_t ctl_id, uint64_t request_id,
+                          int type, const uint8_t *payload, size_t len)
+{
+        const Coord__Envelope env = { .type = (Coord__MsgType)type, .request_id = request_id,
+                                      .payload = { len, (uint8_t *)payload } };
         ProtobufCMessage *msg = NULL;
         struct lease cur, next;
+        struct lease_write *w;
         struct lease_req q;
         bool found, write, retried;
         enum lease_status st;
-        uint64_t now;
-        size_t at = 0;
+        size_t at;
         int r;
 
-        r = lease_req_parse(env, &msg, &q);
+        r = lease_req_parse(&env, &msg, &q);
         if (r >= 0)
                 r = lease_init(&cur, q.key);
         if (r < 0) {
                 t->errors++;
-                lease_error(t, from, ctl_id, env->request_id, "22023",
+                lease_error(t, from, ctl_id, request_id, "22023",
                             "malformed lease request: key 1-256 bytes, holder 1-128, commit_id "
                             "1-128 (printable ASCII, no spaces), ttl_ms 1-3600000");
+                goto out;
+        }
+        w = write_in_flight(t, q.key);
+        if (w) {
+                /* Note 4: after the write in flight, in arrival order. */
+                struct lease_wait *x = malloc(sizeof(*x) + len);
+
+                if (!x) {
+                        t->errors++;
+                        lease_error(t, from, ctl_id, request_id, "53200", "out of memory");
+                        goto out;
+                }
+                *x = (struct lease_wait){ .from = from, .ctl_id = ctl_id, .request_id = request_id,
+                                          .type = type, .len = len };
+                if (len)
+                        memcpy(x->payload, payload, len);
+                *w->tail = x;
+                w->tail = &x->next;
                 goto out;
         }
         at = lease_find(t, q.key, &found);
         if (found)
                 cur = t->leases[at];
-        now = now_ns();
-        st = lease_decide(&q, &cur, now, &next, &write, &retried);
+        st = lease_decide(&q, &cur, now_ns(), &next, &write, &retried);
         if (write) {
-                r = lease_apply(t, at, found, &next, &reply.seq);       /* note 2 */
-                if (r < 0) {
+                w = calloc(1, sizeof(*w));
+                if (!w) {
                         t->errors++;
-                        log_error_errno(r, "lease_write_failed", "op=%s key=%s holder=%s",
-                                        lease_op_name(q.type), q.key, q.holder);
-                        lease_error(t, from, ctl_id, env->request_id, "58030",
-                                    "the lease could not be written to the catalog");
+                        lease_error(t, from, ctl_id, request_id, "53200", "out of memory");
                         goto out;
                 }
-                if (q.type == COORD__MSG_TYPE__MSG_LEASE_COMMIT)
-                        KILLPOINT("lease.commit.after_write");  /* a commit durable, not answered */
-        } else if (st == LEASE_OK && found) {
-                t->leases[at] = next;                   /* a renewal: memory only */
+                *w = (struct lease_write){ .t = t, .msg = TAKE_PTR(msg), .q = q, .cur = cur, .next_lease = next,
+                                           .st = st, .found = found, .retried = retried, .from = from,
+                                           .ctl_id = ctl_id, .request_id = request_id };
+                w->tail = &w->waiters;
+                lease_write(t, w);
+                goto out;
         }
+        if (st == LEASE_OK && found)
+                t->leases[at] = next;                   /* a renewal: memory only */
         lease_log(t, &q, st, &cur, &next, retried);
-        reply.status = (Coord__LeaseReply__Status)st;
-        reply.epoch = next.epoch;
-        reply.version = next.version;
-        reply.holder = next.holder;
-        reply.expires_in_ms = lease_expires_in_ms(&next, now);
-        reply.retried = retried;
-        reply.last_commit_id = next.last_commit_id;
-        lease_reply(t, from, ctl_id, env->request_id, COORD__MSG_TYPE__MSG_LEASE_REPLY, &reply.base);
+        lease_answer(t, from, ctl_id, request_id, st, &next, retried, 0);
 out:
         if (msg)
                 protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+void lease_table_on_request(struct lease_table *t, node_peer_t from, uint64_t ctl_id,
+                            const Coord__Envelope *env)
+{
+        lease_request(t, from, ctl_id, env->request_id, (int)env->type, env->payload.data, env->payload.len);
 }
 
 bool lease_table_fence_ok(struct lease_table *t, const char *key, uint64_t epoch)
@@ -427,7 +601,8 @@ bool lease_table_fence_ok(struct lease_table *t, const char *key, uint64_t epoch
         bool found;
         size_t at = lease_find(t, key, &found);
 
-        return found && epoch && t->leases[at].epoch == epoch && lease_live(&t->leases[at], now_ns());
+        return found && epoch && t->leases[at].epoch == epoch && lease_live(&t->leases[at], now_ns()) &&
+               !write_in_flight(t, key);        /* note 4 */
 }
 
 int lease_table_each(void *userdata, sql_lease_fn fn, void *arg)

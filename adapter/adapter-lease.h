@@ -8,7 +8,8 @@
  * nothing changed.  The promises are in docs/lifecycle.md "Leases".
  *
  * Single-threaded: the adapter's loop thread owns the table; the catalog commits of
- * leases run on that thread too (synchronously, one group commit each).
+ * leases run on a committer thread of the table's own and take effect back on the loop
+ * (adapter-lease.c note 4), so a lease's fsync never holds the loop.
  */
 #pragma once
 
@@ -28,6 +29,9 @@ struct lease_table;
  * scan's error. */
 int lease_table_new(struct node *n, struct catalog *store, struct lease_table **ret);
 struct lease_table *lease_table_free(struct lease_table *t);
+/* TEST ONLY (--test-lease-commit-delay-ms): each lease write waits ms on its committer
+ * thread before the commit. */
+void lease_table_set_test_delay(struct lease_table *t, uint32_t ms);
 
 /* Is type one of the lease requests (MSG_LEASE_CLAIM .. MSG_LEASE_RELEASE)? */
 bool lease_table_handles(int type);

@@ -324,7 +324,7 @@ int main(int argc, char **argv)
         uint64_t peek_chunk_bytes = EXEC_PEEK_CHUNK_BYTES_DEFAULT;
         bool test_check_corrupt = false, test_hold_builtin_rows = false, direct_reply = true;
         bool frontier_wait_thread = false, standby = false;
-        uint64_t test_publication_delay_ms = 0, test_reply_wake_delay_ms = 0;
+        uint64_t test_publication_delay_ms = 0, test_reply_wake_delay_ms = 0, test_lease_delay_ms = 0;
         uint64_t catalog_wait_spin_us = CATALOG_WAIT_SPIN_DEFAULT_NS / 1000;
         const struct conf_option extra[] = {
                 { "pg-host", CONF_STR, &pg_host, 0, "SQL (PostgreSQL wire) address; empty: Unix socket only (default 127.0.0.1)" },
@@ -340,6 +340,7 @@ int main(int argc, char **argv)
                 { "test-check-corrupt", CONF_BOOL, &test_check_corrupt, 0, "TEST ONLY: coordctl check sees one altered record (to show that it fails)" },
                 { "test-hold-builtin-rows", CONF_BOOL, &test_hold_builtin_rows, 0, "TEST ONLY: never send the built-in rows of DDL and publications (so a kill -9 loses them)" },
                 { "test-direct-reply-wake-delay-ms", CONF_U64, &test_reply_wake_delay_ms, 60000, "TEST ONLY: after a committer thread has answered a DDL itself, it waits this long before it tells the loop" },
+                { "test-lease-commit-delay-ms", CONF_U64, &test_lease_delay_ms, 60000, "TEST ONLY: a lease's catalog commit waits this long on its committer thread first (adapter-lease.c note 4)" },
                 { "test-publication-commit-delay-ms", CONF_U64, &test_publication_delay_ms, 60000, "TEST ONLY: a publication's catalog commit waits this long on its committer thread first (its values stay pending meanwhile)" },
         };
         struct exec_config ec;
@@ -419,6 +420,7 @@ int main(int argc, char **argv)
                 log_error_errno(r, "leases_load_failed", "");
                 goto out;
         }
+        lease_table_set_test_delay(ad.leases, (uint32_t)test_lease_delay_ms);
         acat_set_leases(exec_catalog(ad.exec), lease_table_each, ad.leases);
         r = check_new(ad.node, ad.catalog, ad.exec, test_check_corrupt, &ad.check);
         if (r < 0) {

@@ -14,6 +14,11 @@
  *   restart     a held lease survives kill -9 of the adapter: coord_leases shows it
  *               live, another claimer is BUSY, its holder renews and releases it, and
  *               the next claim gets the next epoch.
+ *   off_loop    the adapter started with --test-lease-commit-delay-ms 1000: while a
+ *               claim's write waits on its committer thread, SELECT 1 and a claim of a
+ *               held key (BUSY, nothing to write) are answered at once, and a second
+ *               claim of the key being written waits for it and is BUSY, naming the
+ *               first (adapter-lease.c note 4).
  *   bad_input   malformed requests (22023: a ttl of 0, an empty key, a space in a key,
  *               an empty commit id), coord_leases refused in a view (0A000).
  *   check       coordctl check matches with lease records in the log.
@@ -322,6 +327,70 @@ static void test_restart(void)
         PQfinish(c);
 }
 
+/* ---- off_loop ---- */
+
+struct timed_claim {
+        const char *key, *holder;
+        int status;
+        uint64_t ms;
+        char busy_holder[32];
+};
+
+static void *timed_claim_main(void *arg)
+{
+        struct timed_claim *c = arg;
+        Coord__LeaseReply *rep = NULL;
+        uint64_t t0 = now_ms();
+
+        c->status = claim(c->key, c->holder, 60000, &rep);
+        c->ms = now_ms() - t0;
+        if (rep && rep->holder)
+                snprintf(c->busy_holder, sizeof(c->busy_holder), "%s", rep->holder);
+        reply_free(&rep);
+        return NULL;
+}
+
+static void test_off_loop(void)
+{
+        struct timed_claim first = { .key = "slow", .holder = "first" }, second = { .key = "slow", .holder = "second" };
+        Coord__LeaseReply *rep = NULL;
+        pthread_t a, b;
+        PGconn *c;
+        uint64_t t0, select_ms, busy_ms;
+
+        CU_ASSERT_FATAL(stop_role(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_ADAPTER_ARGS='--test-lease-commit-delay-ms 1000' %s up >/dev/null",
+                                   coord_cmd), 0);
+        c = db();
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_EQUAL_FATAL(claim("held", "owner", 60000, &rep), COORD__LEASE_REPLY__STATUS__OK);
+        reply_free(&rep);
+        CU_ASSERT_FATAL(pthread_create(&a, NULL, timed_claim_main, &first) == 0);
+        sleep_ms(200);                  /* its write is in flight */
+        CU_ASSERT_FATAL(pthread_create(&b, NULL, timed_claim_main, &second) == 0);
+        t0 = now_ms();
+        CU_ASSERT(ok(c, "SELECT 1"));
+        select_ms = now_ms() - t0;
+        t0 = now_ms();
+        CU_ASSERT_EQUAL(claim("held", "intruder", 1000, &rep), COORD__LEASE_REPLY__STATUS__BUSY);
+        busy_ms = now_ms() - t0;
+        reply_free(&rep);
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        printf("\n    a claim written in %" PRIu64 " ms; meanwhile SELECT 1 %" PRIu64 " ms, a BUSY claim %" PRIu64
+               " ms; the same key's second claim %" PRIu64 " ms", first.ms, select_ms, busy_ms, second.ms);
+        CU_ASSERT_EQUAL(first.status, COORD__LEASE_REPLY__STATUS__OK);
+        CU_ASSERT(first.ms >= 1000);
+        CU_ASSERT(select_ms < 500);
+        CU_ASSERT(busy_ms < 500);
+        CU_ASSERT_EQUAL(second.status, COORD__LEASE_REPLY__STATUS__BUSY);
+        CU_ASSERT_STRING_EQUAL(second.busy_holder, "first");
+        CU_ASSERT(second.ms >= 600);    /* it waited for the first's write */
+        PQfinish(c);
+        CU_ASSERT_FATAL(stop_role(COORD__ROLE__ROLE_ADAPTER));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+}
+
 /* ---- bad_input ---- */
 
 static void test_bad_input(void)
@@ -369,6 +438,7 @@ int main(void)
                 { "lapse", test_lapse },
                 { "kill_commit", test_kill_commit },
                 { "restart", test_restart },
+                { "off_loop", test_off_loop },
                 { "bad_input", test_bad_input },
                 { "check", test_check },
                 { NULL, NULL },
