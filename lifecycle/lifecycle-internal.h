@@ -31,6 +31,8 @@
 /* Follower lag samples kept for status percentiles. */
 #define LAG_SAMPLES 4096u
 
+#define LC_REFRESH_JOBS 16      /* refresh jobs in flight per follower (lifecycle-refresh.c note 8) */
+
 struct lifecycle {
         struct node *node;
         /* Reported by the node: publication (sent to its Ok) and follower lag. */
@@ -107,14 +109,14 @@ struct lifecycle {
         int duty_request_type;
         struct loop_timer *duty_timer;
         uint64_t duty_claims, duty_takeovers, duty_lost, duty_busy, duty_fenced;
-        /* Refresh leases (8, lifecycle-refresh.c): one job at a time. */
+        /* Refresh leases (8, lifecycle-refresh.c): LC_REFRESH_JOBS jobs at once, one per view. */
         struct lc_refresh_job {
                 int phase;
                 uint64_t gid, at, epoch, version;
                 uint64_t request_id, sent_ns, hold_until_ns;
                 char commit_id[24];
-        } rjob;
-        struct { uint64_t gid, until_ms; } rskip[16];   /* BUSY views, skipped until then */
+        } rjobs[LC_REFRESH_JOBS];
+        struct { uint64_t gid, until_ms; } rskip[64];   /* BUSY views, skipped until then */
         uint64_t rlast, rrequests;
         uint64_t rclaims, rbusy, rreleases, rcommitted, rreconciled, rfenced, rretries, rerrors;
         uint64_t test_refresh_hold_ms;  /* TEST ONLY: wait this long between claim and release */
@@ -202,4 +204,5 @@ void lifecycle_refresh_arm(struct lifecycle *lc);
 /* An answer from the adapter or the controller: true when it was a refresh job's. */
 bool lifecycle_refresh_reply(struct lifecycle *lc, const Coord__Envelope *env);
 /* The job's phase, for status. */
-const char *lifecycle_refresh_phase(const struct lifecycle *lc);
+/* The jobs in flight by phase ("claim:2,wait:1"), or "none". */
+void lifecycle_refresh_jobs(const struct lifecycle *lc, char *buf, size_t size);

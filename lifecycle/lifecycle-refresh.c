@@ -1,11 +1,12 @@
 /* lifecycle-refresh.c -- refresh leases: every follower of a fleet may do a REFRESH
- * view's refresh, one at a time under a lease of its own (issue 33 item 2).
+ * view's refresh, each under a lease of its own (issue 33 item 2).
  *
  * NOTES
  * (8) A refresh view is installed with refresh_leased (lifecycle-enact.c): the
  *     controller writes its pending refresh U (its durable upper) only when a follower
  *     releases it (controller-server-refresh.c note 1).  Any follower, holder of the
- *     duty or not, works one refresh at a time, at every REFRESH_TICK_MS:
+ *     duty or not, works LC_REFRESH_JOBS refreshes at once (one job per view, each job
+ *     its own lease and requests), at every REFRESH_TICK_MS:
  *     - a view whose upper U is due (U <= the wall clock) is claimed: lease
  *       refresh/<gid>, holder "lifecycle-<id>", the duty's ttl, with supersede (a
  *       restarted follower's own lease; lease.c note 4).  BUSY: another follower has
@@ -53,9 +54,29 @@ enum { JOB_NONE, JOB_CLAIM, JOB_HOLD, JOB_RELEASE, JOB_WAIT, JOB_COMMIT, JOB_GIV
 
 static const char *const phase_names[] = { "none", "claim", "hold", "release", "wait", "commit", "give_back" };
 
-const char *lifecycle_refresh_phase(const struct lifecycle *lc)
+/* "claim:2,wait:1" -- the phases of the jobs in flight, counted; "none" when idle. */
+void lifecycle_refresh_jobs(const struct lifecycle *lc, char *buf, size_t size)
 {
-        return phase_names[lc->rjob.phase];
+        size_t off = 0, n[ELEMENTSOF(phase_names)] = { 0 };
+
+        for (size_t i = 0; i < LC_REFRESH_JOBS; i++)
+                n[lc->rjobs[i].phase]++;
+        buf[0] = '\0';
+        for (size_t p = JOB_CLAIM; p < ELEMENTSOF(phase_names) && off < size; p++)
+                if (n[p])
+                        off += (size_t)snprintf(buf + off, size - off, "%s%s:%zu", off ? "," : "", phase_names[p],
+                                                n[p]);
+        if (!buf[0])
+                snprintf(buf, size, "none");
+}
+
+/* The job in flight for gid, or NULL. */
+static struct lc_refresh_job *job_of(struct lifecycle *lc, uint64_t gid)
+{
+        for (size_t i = 0; i < LC_REFRESH_JOBS; i++)
+                if (lc->rjobs[i].phase != JOB_NONE && lc->rjobs[i].gid == gid)
+                        return &lc->rjobs[i];
+        return NULL;
 }
 
 static uint64_t ttl_ns(const struct lifecycle *lc)
@@ -92,9 +113,8 @@ static void skip(struct lifecycle *lc, uint64_t gid, uint64_t until_ms)
         lc->rskip[at].until_ms = until_ms;
 }
 
-static int send_lease(struct lifecycle *lc, Coord__MsgType type)
+static int send_lease(struct lifecycle *lc, struct lc_refresh_job *j, Coord__MsgType type)
 {
-        struct lc_refresh_job *j = &lc->rjob;
         Coord__LeaseClaim c = COORD__LEASE_CLAIM__INIT;
         Coord__LeaseCommit cm = COORD__LEASE_COMMIT__INIT;
         Coord__LeaseRelease rl = COORD__LEASE_RELEASE__INIT;
@@ -128,9 +148,8 @@ static int send_lease(struct lifecycle *lc, Coord__MsgType type)
         return r;
 }
 
-static int send_release(struct lifecycle *lc)
+static int send_release(struct lifecycle *lc, struct lc_refresh_job *j)
 {
-        struct lc_refresh_job *j = &lc->rjob;
         Coord__ReleaseRefresh m = COORD__RELEASE_REFRESH__INIT;
 
         m.gid = j->gid;
@@ -143,20 +162,18 @@ static int send_release(struct lifecycle *lc)
                          j->request_id, &m.base);
 }
 
-static void job_done(struct lifecycle *lc)
+static void job_done(struct lc_refresh_job *j)
 {
-        lc->rjob = (struct lc_refresh_job){ .phase = JOB_NONE };
+        *j = (struct lc_refresh_job){ .phase = JOB_NONE };
 }
 
-static void commit(struct lifecycle *lc, uint64_t at)
+static void commit(struct lifecycle *lc, struct lc_refresh_job *j, uint64_t at)
 {
-        struct lc_refresh_job *j = &lc->rjob;
-
         j->at = at;
         snprintf(j->commit_id, sizeof(j->commit_id), "%" PRIu64, at);
         j->phase = JOB_COMMIT;
-        if (send_lease(lc, COORD__MSG_TYPE__MSG_LEASE_COMMIT) < 0)
-                job_done(lc);
+        if (send_lease(lc, j, COORD__MSG_TYPE__MSG_LEASE_COMMIT) < 0)
+                job_done(j);
 }
 
 /* Note 8: nothing due, but the refresh P the view's upper passed last was written and
@@ -175,58 +192,78 @@ static bool unreconciled(struct lifecycle *lc, uint64_t gid, uint64_t as_of, con
         return true;
 }
 
-/* A view to claim -- due, or unreconciled -- the first after the last one looked at,
- * round robin, at most PICK_BUDGET views a tick. */
+static struct lc_refresh_job *free_slot(struct lifecycle *lc)
+{
+        for (size_t i = 0; i < LC_REFRESH_JOBS; i++)
+                if (lc->rjobs[i].phase == JOB_NONE)
+                        return &lc->rjobs[i];
+        return NULL;
+}
+
+/* Views to claim -- due, or unreconciled -- into the free job slots, the first after
+ * the last one looked at, round robin, at most PICK_BUDGET views a tick. */
 static void pick(struct lifecycle *lc)
 {
         uint64_t now = wall_ms(), gid = 0, as_of, upper, due, after = lc->rlast;
+        struct lc_refresh_job *free_job = free_slot(lc);
         struct refresh_schedule rs;
         size_t seen = 0;
 
-        for (int pass = 0; pass < 2 && seen < PICK_BUDGET; pass++, after = 0) {
-                while (seen < PICK_BUDGET && lc_enact_next_refresh(lc->enact, after, &gid, &as_of, &rs) == 0) {
+        for (int pass = 0; pass < 2 && free_job && seen < PICK_BUDGET; pass++, after = 0) {
+                while (free_job && seen < PICK_BUDGET &&
+                       lc_enact_next_refresh(lc->enact, after, &gid, &as_of, &rs) == 0) {
                         seen++;
                         after = lc->rlast = gid;
-                        if (lc_state_upper(lc->state, gid, &upper) < 0 || skipped(lc, gid, now))
+                        if (lc_state_upper(lc->state, gid, &upper) < 0)
                                 continue;
                         due = upper == REFRESH_NONE ? REFRESH_NONE : refresh_next(&rs, upper);  /* pending */
                         if ((due == REFRESH_NONE || due > now) &&
                             !unreconciled(lc, gid, as_of, &rs, upper, now, &due))
                                 continue;
-                        lc->rjob = (struct lc_refresh_job){ .phase = JOB_CLAIM, .gid = gid, .at = due };
+                        if (skipped(lc, gid, now) || job_of(lc, gid))
+                                continue;
+                        *free_job = (struct lc_refresh_job){ .phase = JOB_CLAIM, .gid = gid, .at = due };
                         lc->rclaims++;
-                        if (send_lease(lc, COORD__MSG_TYPE__MSG_LEASE_CLAIM) < 0)
-                                job_done(lc);
-                        return;
+                        if (send_lease(lc, free_job, COORD__MSG_TYPE__MSG_LEASE_CLAIM) < 0)
+                                job_done(free_job);
+                        free_job = free_slot(lc);
                 }
+        }
+}
+
+/* One job's timers: its hold, its wait for the ring, an answer that does not come. */
+static void job_tick(struct lifecycle *lc, struct lc_refresh_job *j, uint64_t now)
+{
+        uint64_t upper;
+
+        if (j->phase == JOB_HOLD && now >= j->hold_until_ns) {
+                if (send_release(lc, j) < 0)
+                        job_done(j);
+        } else if (j->phase == JOB_WAIT) {
+                if (lc_state_upper(lc->state, j->gid, &upper) == 0 && upper > j->at) {
+                        KILLPOINT("refresh.before_commit");     /* written, not committed */
+                        commit(lc, j, j->at);
+                } else if (now - j->sent_ns > ttl_ns(lc) - ttl_ns(lc) / 4) {
+                        job_done(j);    /* our lease may lapse: the next claim goes on */
+                }
+        } else if (j->phase != JOB_NONE && j->phase != JOB_HOLD && now - j->sent_ns > ttl_ns(lc)) {
+                /* No answer: a commit is sent again with its id (P5), the rest dropped. */
+                if (j->phase == JOB_COMMIT && send_lease(lc, j, COORD__MSG_TYPE__MSG_LEASE_COMMIT) == 0)
+                        lc->rretries++;
+                else
+                        job_done(j);
         }
 }
 
 static void refresh_tick(struct loop *l, void *userdata)
 {
         struct lifecycle *lc = userdata;
-        struct lc_refresh_job *j = &lc->rjob;
-        uint64_t upper, now = now_ns();
+        uint64_t now = now_ns();
 
         lc->refresh_timer = NULL;
-        if (j->phase == JOB_HOLD && now >= j->hold_until_ns) {
-                if (send_release(lc) < 0)
-                        job_done(lc);
-        } else if (j->phase == JOB_WAIT) {
-                if (lc_state_upper(lc->state, j->gid, &upper) == 0 && upper > j->at) {
-                        KILLPOINT("refresh.before_commit");     /* written, not committed */
-                        commit(lc, j->at);
-                }
-                else if (now - j->sent_ns > ttl_ns(lc) - ttl_ns(lc) / 4)
-                        job_done(lc);   /* our lease may lapse: the next claim goes on */
-        } else if (j->phase != JOB_NONE && j->phase != JOB_HOLD && now - j->sent_ns > ttl_ns(lc)) {
-                /* No answer: a commit is sent again with its id (P5), the rest dropped. */
-                if (j->phase == JOB_COMMIT && send_lease(lc, COORD__MSG_TYPE__MSG_LEASE_COMMIT) == 0)
-                        lc->rretries++;
-                else
-                        job_done(lc);
-        }
-        if (j->phase == JOB_NONE && lc->loaded && node_peer_connected(lc->node, COORD__ROLE__ROLE_ADAPTER) &&
+        for (size_t i = 0; i < LC_REFRESH_JOBS; i++)
+                job_tick(lc, &lc->rjobs[i], now);
+        if (lc->loaded && node_peer_connected(lc->node, COORD__ROLE__ROLE_ADAPTER) &&
             node_peer_connected(lc->node, COORD__ROLE__ROLE_CONTROLLER))
                 pick(lc);
         lifecycle_refresh_arm(lc);
@@ -238,22 +275,21 @@ void lifecycle_refresh_arm(struct lifecycle *lc)
 }
 
 /* Note 8: the claim's answer. */
-static void claimed(struct lifecycle *lc, const Coord__LeaseReply *r)
+static void claimed(struct lifecycle *lc, struct lc_refresh_job *j, const Coord__LeaseReply *r)
 {
-        struct lc_refresh_job *j = &lc->rjob;
         struct refresh_schedule rs;
         uint64_t gid, as_of, first, prev, last = 0, upper, due;
 
         if (r->status == COORD__LEASE_REPLY__STATUS__BUSY) {
                 lc->rbusy++;
                 skip(lc, j->gid, wall_ms() + r->expires_in_ms);
-                job_done(lc);
+                job_done(j);
                 return;
         }
         if (r->status != COORD__LEASE_REPLY__STATUS__OK ||
             lc_enact_next_refresh(lc->enact, j->gid - 1, &gid, &as_of, &rs) < 0 || gid != j->gid ||
             lc_state_upper(lc->state, j->gid, &upper) < 0) {
-                job_done(lc);
+                job_done(j);
                 return;
         }
         j->epoch = r->epoch;
@@ -266,14 +302,14 @@ static void claimed(struct lifecycle *lc, const Coord__LeaseReply *r)
                 lc->rreconciled++;
                 log_info("refresh_reconcile", "gid=%" PRIu64 " at=%" PRIu64 " last_commit=%" PRIu64 " epoch=%" PRIu64,
                          j->gid, prev, last, j->epoch);
-                commit(lc, prev);
+                commit(lc, j, prev);
                 return;
         }
         due = upper == REFRESH_NONE ? REFRESH_NONE : refresh_next(&rs, upper);
         if (due == REFRESH_NONE || due > wall_ms() || due <= last) {
                 j->phase = JOB_GIVE_BACK;               /* nothing due: give it back */
-                if (send_lease(lc, COORD__MSG_TYPE__MSG_LEASE_RELEASE) < 0)
-                        job_done(lc);
+                if (send_lease(lc, j, COORD__MSG_TYPE__MSG_LEASE_RELEASE) < 0)
+                        job_done(j);
                 return;
         }
         j->at = due;
@@ -282,18 +318,21 @@ static void claimed(struct lifecycle *lc, const Coord__LeaseReply *r)
                 j->hold_until_ns = now_ns() + lc->test_refresh_hold_ms * NS_PER_MS;
                 return;
         }
-        if (send_release(lc) < 0)
-                job_done(lc);
+        if (send_release(lc, j) < 0)
+                job_done(j);
 }
 
 bool lifecycle_refresh_reply(struct lifecycle *lc, const Coord__Envelope *env)
 {
-        struct lc_refresh_job *j = &lc->rjob;
+        struct lc_refresh_job *j = NULL;
         Coord__LeaseReply *r = NULL;
 
         if (env->request_id < REFRESH_REQUEST_BASE || env->request_id >= (1ull << 61))
                 return false;
-        if (j->phase == JOB_NONE || env->request_id != j->request_id)
+        for (size_t i = 0; i < LC_REFRESH_JOBS && !j; i++)
+                if (lc->rjobs[i].phase != JOB_NONE && lc->rjobs[i].request_id == env->request_id)
+                        j = &lc->rjobs[i];
+        if (!j)
                 return true;            /* a late answer to a job given up */
         if (j->phase == JOB_RELEASE) {
                 if (env->type == COORD__MSG_TYPE__MSG_OK) {
@@ -316,18 +355,18 @@ bool lifecycle_refresh_reply(struct lifecycle *lc, const Coord__Envelope *env)
                         if (e)
                                 coord__error__free_unpacked(e, NULL);
                         skip(lc, j->gid, wall_ms() + lc->duty_ttl_ms);
-                        job_done(lc);
+                        job_done(j);
                 }
                 return true;
         }
         if (env->type == COORD__MSG_TYPE__MSG_LEASE_REPLY)
                 r = coord__lease_reply__unpack(NULL, env->payload.len, env->payload.data);
         if (!r) {
-                job_done(lc);
+                job_done(j);
                 return true;
         }
         if (j->phase == JOB_CLAIM) {
-                claimed(lc, r);
+                claimed(lc, j, r);
         } else if (j->phase == JOB_COMMIT) {
                 if (r->status == COORD__LEASE_REPLY__STATUS__OK) {
                         lc->rcommitted++;
@@ -339,9 +378,9 @@ bool lifecycle_refresh_reply(struct lifecycle *lc, const Coord__Envelope *env)
                         log_info("refresh_fenced", "gid=%" PRIu64 " at=%" PRIu64 " epoch=%" PRIu64 " what=commit",
                                  j->gid, j->at, j->epoch);
                 }
-                job_done(lc);
+                job_done(j);
         } else {
-                job_done(lc);
+                job_done(j);
         }
         coord__lease_reply__free_unpacked(r, NULL);
         return true;

@@ -127,9 +127,11 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
         struct lifecycle *lc = userdata;
         struct fring_reader *rd = node_ring(n);
         uint64_t p50, p99;
+        char jobs[128];
 
         lifecycle_follow(lc);
         lifecycle_lag_percentiles(lc, &p50, &p99);
+        lifecycle_refresh_jobs(lc, jobs, sizeof(jobs));
         reply->catalog_seq = lc->loaded ? lc_state_seq(lc->state) : 0;
         reply->ring_generation = rd ? fring_reader_generation(rd) : 0;
         snprintf(lc->detail, sizeof(lc->detail),
@@ -145,7 +147,7 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  "frontier_wait=%s frontier_loop_wakes=%llu frontier_reads=%llu "
                  "instance_id=%u duty=%s duty_epoch=%llu duty_claims=%llu duty_takeovers=%llu "
                  "duty_lost=%llu duty_busy=%llu duty_fenced=%llu duty_holder_seen=%s "
-                 "refresh_job=%s refresh_claims=%llu refresh_busy=%llu refresh_releases=%llu "
+                 "refresh_jobs=%s refresh_claims=%llu refresh_busy=%llu refresh_releases=%llu "
                  "refresh_committed=%llu refresh_reconciled=%llu refresh_fenced=%llu refresh_retries=%llu "
                  "refresh_errors=%llu",
                  lc->catalog ? "secondary" : "waiting", rd ? "attached" : "waiting",
@@ -169,7 +171,7 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  (unsigned long long)lc->duty_epoch, (unsigned long long)lc->duty_claims,
                  (unsigned long long)lc->duty_takeovers, (unsigned long long)lc->duty_lost,
                  (unsigned long long)lc->duty_busy, (unsigned long long)lc->duty_fenced,
-                 lc->duty_seen_holder[0] ? lc->duty_seen_holder : "-", lifecycle_refresh_phase(lc),
+                 lc->duty_seen_holder[0] ? lc->duty_seen_holder : "-", jobs,
                  (unsigned long long)lc->rclaims, (unsigned long long)lc->rbusy,
                  (unsigned long long)lc->rreleases, (unsigned long long)lc->rcommitted,
                  (unsigned long long)lc->rreconciled, (unsigned long long)lc->rfenced,
