@@ -899,6 +899,20 @@ int exec_drop(struct session *s, struct sql_stmt *st)
         return ddl_submit(s, txn, false);
 }
 
+/* Hands w to a write group (group_add()): STMT_PARKED until the group answers the
+ * session, or r < 0 with w released.  The end of exec_insert() and exec_delete(). */
+static int write_park(struct session *s, struct write *w)
+{
+        int r = group_add(s->ex, w);
+
+        if (r < 0) {
+                write_done(w);
+                return r;
+        }
+        s->waiting = true;
+        return STMT_PARKED;
+}
+
 /* An INSERT's write, taking the rows from the statement (the write owns them now). */
 int insert_write(struct sql_insert *in, struct session *s, struct write *w)
 {
@@ -967,13 +981,7 @@ int exec_insert(struct session *s, struct sql_stmt *st)
 
         if (r < 0)
                 return r;
-        r = group_add(s->ex, &w);
-        if (r < 0) {
-                write_done(&w);
-                return r;
-        }
-        s->waiting = true;
-        return STMT_PARKED;
+        return write_park(s, &w);
 }
 
 /* DELETE, UPDATE and INSERT ... SELECT: the controller reads and writes in one step. */
@@ -986,7 +994,6 @@ int exec_delete(struct session *s, struct sql_stmt *st)
                            .delete_filter = plan, .update = update, .insert_select = insert,
                            .eval_timeout_ms = s->statement_timeout_ms };
         const Coord__Plan__Peek *ret = insert ? st->insert.select_returning : d->returning;
-        int r;
 
         /* The optimizer proved that no row matches (WHERE false): nothing to write, and
          * a plan that reads no table is not one the controller takes. */
@@ -1000,11 +1007,5 @@ int exec_delete(struct session *s, struct sql_stmt *st)
         w.table = strdup(insert ? st->insert.table : d->table);
         if (!w.table)
                 return -ENOMEM;
-        r = group_add(s->ex, &w);
-        if (r < 0) {
-                write_done(&w);
-                return r;
-        }
-        s->waiting = true;
-        return STMT_PARKED;
+        return write_park(s, &w);
 }

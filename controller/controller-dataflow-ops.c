@@ -14,10 +14,10 @@
  *     Join rows and Threshold rows have count != 0 (negative is allowed there: a Join
  *     is linear in each input, so Join(Negate(a), b) is well defined; a Threshold's
  *     input is a difference, (8)).  The operators' settling at the end of each time
- *     keeps it: run_distinct(), run_reduce() (its two settle loops) and join_settle()
- *     clear the dirty marks and remove the entries that reached 0, and a count
- *     negative where none may be fails the time (corrupt(), XX000).  No function
- *     asserts it as a whole (a TopK's part: topk_check(), (7)).
+ *     keeps it: fold_settle() (Distinct, Threshold, TopK), run_reduce() (its two settle
+ *     loops) and join_settle() clear the dirty marks and remove the entries that
+ *     reached 0, and a count negative where none may be fails the time (corrupt(),
+ *     XX000).  No function asserts it as a whole (a TopK's part: topk_check(), (7)).
  *
  * (7) TopK (ORDER BY ... LIMIT/OFFSET in a view, proto/plan.proto) keeps its input
  *     multiset (`map`, row -> count, like Distinct) and the window it emitted last
@@ -78,7 +78,7 @@ int run_union(struct dataflow *df, struct node *n, bool negate, struct row_error
 
 /* Adds the changes at this time of n's child to the counts of whole rows in n->map;
  * each row whose count moved is in n->dirty once, with its count before in e->old and
- * e->dirty set, which the caller clears as it visits it (DISTINCT, TopK). */
+ * e->dirty set, which fold_settle() clears as it visits it (DISTINCT, TopK). */
 static int fold_counts(const struct dataflow *df, struct node *n, struct row_error *err)
 {
         const struct node *ch = &df->nodes[n->child[0]];
@@ -105,42 +105,75 @@ static int fold_counts(const struct dataflow *df, struct node *n, struct row_err
         return 0;
 }
 
-/* Distinct: each row whose count is positive, once; a negative count is corrupt (4).
- * Threshold (8): each row's positive count, of a count of either sign. */
-int run_distinct(struct dataflow *df, struct node *n, uint64_t t, bool threshold,
-                 struct row_error *err)
-{
-        int r;
+/* What a Distinct or a TopK does with one row whose count moved at this time (e, its
+ * dirty mark cleared): 0, or an error that fails the time. */
+typedef int (*settle_fn)(struct node *n, const struct dis_ent *e, uint32_t id, void *ctx,
+                         struct row_error *err);
 
-        r = fold_counts(df, n, err);
+/* The time of a Distinct or a TopK, up to its own output: fold_counts(), then for each
+ * row whose count moved, its dirty mark cleared, visit(); a row whose count reached 0 is
+ * removed after it (4).  Stops at the first error, of either. */
+static int fold_settle(const struct dataflow *df, struct node *n, settle_fn visit, void *ctx,
+                       struct row_error *err)
+{
+        int r = fold_counts(df, n, err);
+
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n->dirty.n; i++) {
                 uint32_t id = n->dirty.v[i];
                 struct dis_ent *e = bmap_val(&n->map, id);
-                int64_t d;
 
                 e->dirty = false;
-                if (threshold)
-                        d = (e->count > 0 ? e->count : 0) - (e->old > 0 ? e->old : 0);
-                else if (e->count < 0)
-                        return corrupt(err, "the input of a DISTINCT");
-                else
-                        d = (e->count > 0) - (e->old > 0);
-                if (d != 0) {
-                        size_t len;
-                        const uint8_t *row = bmap_key(&n->map, id, &len);
-                        uint8_t *p = batch_alloc(&n->out, len, t, d);
-
-                        if (!p)
-                                return row_error_oom(err);
-                        memcpy(p, row, len);
-                }
+                r = visit(n, e, id, ctx, err);
+                if (r < 0)
+                        return r;
                 if (e->count == 0)
                         bmap_remove(&n->map, id);
         }
         n->dirty.n = 0;
         return 0;
+}
+
+struct distinct_ctx {
+        uint64_t t;
+        bool threshold;
+};
+
+/* A Distinct's or a Threshold's row (fold_settle()): emits at time t how much its count
+ * in the output moved. */
+static int distinct_row(struct node *n, const struct dis_ent *e, uint32_t id, void *ctx,
+                        struct row_error *err)
+{
+        const struct distinct_ctx *x = ctx;
+        int64_t d;
+
+        if (x->threshold)
+                d = (e->count > 0 ? e->count : 0) - (e->old > 0 ? e->old : 0);
+        else if (e->count < 0)
+                return corrupt(err, "the input of a DISTINCT");
+        else
+                d = (e->count > 0) - (e->old > 0);
+        if (d != 0) {
+                size_t len;
+                const uint8_t *row = bmap_key(&n->map, id, &len);
+                uint8_t *p = batch_alloc(&n->out, len, x->t, d);
+
+                if (!p)
+                        return row_error_oom(err);
+                memcpy(p, row, len);
+        }
+        return 0;
+}
+
+/* Distinct: each row whose count is positive, once; a negative count is corrupt (4).
+ * Threshold (8): each row's positive count, of a count of either sign. */
+int run_distinct(struct dataflow *df, struct node *n, uint64_t t, bool threshold,
+                 struct row_error *err)
+{
+        struct distinct_ctx x = { .t = t, .threshold = threshold };
+
+        return fold_settle(df, n, distinct_row, &x, err);
 }
 
 /* -- TopK (7) -- */
@@ -374,26 +407,26 @@ out:
         return r;
 }
 
+/* A TopK's input row (fold_settle()): *ctx, a bool, becomes true if its count changed. */
+static int topk_row(struct node *n, const struct dis_ent *e, uint32_t id, void *ctx,
+                    struct row_error *err)
+{
+        bool *changed = ctx;
+
+        if (e->count < 0)
+                return corrupt(err, "the input of a TopK");
+        *changed = *changed || e->count != e->old;
+        return 0;
+}
+
 int run_topk(struct dataflow *df, struct node *n, uint64_t t, struct row_error *err)
 {
         bool changed = false;
         int r;
 
-        r = fold_counts(df, n, err);
+        r = fold_settle(df, n, topk_row, &changed, err);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n->dirty.n; i++) {
-                uint32_t id = n->dirty.v[i];
-                struct dis_ent *e = bmap_val(&n->map, id);
-
-                e->dirty = false;
-                if (e->count < 0)
-                        return corrupt(err, "the input of a TopK");
-                changed = changed || e->count != e->old;
-                if (e->count == 0)
-                        bmap_remove(&n->map, id);
-        }
-        n->dirty.n = 0;
         if (!changed)
                 return 0;
         r = topk_window(df, n, t, err);

@@ -826,6 +826,55 @@ static void group_abort(struct storage *s)
         s->n_stages = 0;
 }
 
+/* The entries v[0..n) of a group call (storage_append_group(): struct storage_append,
+ * storage_allow_compaction_group(): struct storage_since), as their int result fields:
+ * entry k's lies at (char *)first + k * stride. */
+struct group_results {
+        int *first;
+        size_t stride;
+        size_t n;
+};
+#define GROUP_RESULTS(v, n)                                                                  \
+        ((struct group_results){ .first = (n) && (v) ? &(v)->result : NULL,                 \
+                                 .stride = sizeof(*(v)), .n = (n) })
+
+/* Sets to r the results from entry `from` on and the staged ones (result 1) before it:
+ * all of them with from 0. */
+static void group_results_set(struct group_results g, size_t from, int r)
+{
+        for (size_t k = 0; k < g.n; k++) {
+                int *res = (int *)(void *)((char *)g.first + k * g.stride);
+
+                if (k >= from || *res == 1)
+                        *res = r;
+        }
+}
+
+/* The start of a group call: -EINVAL without a storage or without the entries; with a
+ * sticky error, every entry's result and the return value are it
+ * (storage_sticky_error()); else 0 and a new group (group_begin()). */
+static int group_start(struct storage *s, struct group_results g)
+{
+        if (!s || (g.n > 0 && !g.first))
+                return -EINVAL;
+        if (s->err) {
+                group_results_set(g, 0, s->err);
+                return storage_sticky_error(s);
+        }
+        group_begin(s);
+        return 0;
+}
+
+/* The end of a group call that broke off at entry i with r (i == n after a failed
+ * write): the entries from i on were not looked at, the staged ones before it shared the
+ * group; all of them fail with r, which is returned. */
+static int group_fail(struct storage *s, struct group_results g, size_t i, int r)
+{
+        group_abort(s);
+        group_results_set(g, i, r);
+        return r;
+}
+
 /* ---- Appends ---------------------------------------------------------------------- */
 
 static int append_validate(const struct storage_append *a, uint64_t upper)
@@ -914,16 +963,11 @@ static int append_stage(struct storage *s, struct stage *st, const struct storag
 int storage_append_group(struct storage *s, struct storage_append *v, size_t n)
 {
         size_t staged = 0, i;
-        int r = 0;
+        int r;
 
-        if (!s || (n > 0 && !v))
-                return -EINVAL;
-        if (s->err) {
-                for (i = 0; i < n; i++)
-                        v[i].result = s->err;
-                return storage_sticky_error(s);
-        }
-        group_begin(s);
+        r = group_start(s, GROUP_RESULTS(v, n));
+        if (r != 0)
+                return r;
         for (i = 0; i < n; i++) {
                 struct storage_append *a = &v[i];
                 struct collection *c = storage_map_find(&s->map, a->gid);
@@ -978,13 +1022,7 @@ int storage_append_group(struct storage *s, struct storage_append *v, size_t n)
         s->stats.appends += staged;
         return (int)min_u64(staged, INT32_MAX);
 fail:
-        /* i is where the group broke off (n after a failed write): the appends from
-         * there on were not looked at, the staged ones before it shared the group. */
-        group_abort(s);
-        for (size_t k = 0; k < n; k++)
-                if (k >= i || v[k].result == 1)
-                        v[k].result = r;
-        return r;
+        return group_fail(s, GROUP_RESULTS(v, n), i, r);
 }
 
 int storage_append(struct storage *s, uint64_t gid, uint64_t expected_upper, uint64_t new_upper,
@@ -1011,14 +1049,9 @@ int storage_allow_compaction_group(struct storage *s, struct storage_since *v, s
         size_t moved = 0, i;
         int r;
 
-        if (!s || (n > 0 && !v))
-                return -EINVAL;
-        if (s->err) {
-                for (i = 0; i < n; i++)
-                        v[i].result = s->err;
-                return storage_sticky_error(s);
-        }
-        group_begin(s);
+        r = group_start(s, GROUP_RESULTS(v, n));
+        if (r != 0)
+                return r;
         for (i = 0; i < n; i++) {
                 struct collection *c = storage_map_find(&s->map, v[i].gid);
                 struct stage *st;
@@ -1049,11 +1082,7 @@ int storage_allow_compaction_group(struct storage *s, struct storage_since *v, s
         group_apply(s);
         return (int)min_u64(moved, INT32_MAX);
 fail:
-        group_abort(s);
-        for (size_t k = 0; k < n; k++)
-                if (k >= i || v[k].result == 1)
-                        v[k].result = r;
-        return r;
+        return group_fail(s, GROUP_RESULTS(v, n), i, r);
 }
 
 int storage_allow_compaction(struct storage *s, uint64_t gid, uint64_t since)

@@ -233,16 +233,22 @@ int catalog_meta_get(struct catalog *c, const char *key, void **ret_value, size_
         return catalog_get(c, CATALOG_CF_META, key, key ? strlen(key) : 0, ret_value, ret_len);
 }
 
+/* *v, a field of c guarded by c->lock, read under it; with take, left 0. */
+static uint64_t locked_u64(struct catalog *c, uint64_t *v, bool take)
+{
+        uint64_t x;
+
+        pthread_mutex_lock(&c->lock);
+        x = *v;
+        if (take)
+                *v = 0;
+        pthread_mutex_unlock(&c->lock);
+        return x;
+}
+
 uint64_t catalog_last_seq(struct catalog *c)
 {
-        uint64_t seq;
-
-        if (!c)
-                return 0;
-        pthread_mutex_lock(&c->lock);
-        seq = c->last_seq;
-        pthread_mutex_unlock(&c->lock);
-        return seq;
+        return c ? locked_u64(c, &c->last_seq, false) : 0;
 }
 
 int catalog_error(struct catalog *c)
@@ -298,15 +304,7 @@ void catalog_set_wait_spin(struct catalog *c, uint64_t max_ns)
 
 uint64_t catalog_take_sync_window_max_ns(struct catalog *c)
 {
-        uint64_t ns;
-
-        if (!c)
-                return 0;
-        pthread_mutex_lock(&c->lock);
-        ns = c->sync_window_max_ns;
-        c->sync_window_max_ns = 0;
-        pthread_mutex_unlock(&c->lock);
-        return ns;
+        return c ? locked_u64(c, &c->sync_window_max_ns, true) : 0;
 }
 
 void catalog_get_io_stats(struct catalog *c, struct catalog_io_stats *ret)

@@ -1060,13 +1060,8 @@ static bool reader_has_data_cb(const void *rd)
         return reader_has_data(rd);
 }
 
-int fring_wait(struct fring_reader *rd, int timeout_ms)
-{
-        if (!rd)
-                return -EINVAL;
-        /* note 7: the futex word, then the look, then waiters and the look again */
-        return ring_sleep(&rd->hdr->notify, rd->shm.wait, reader_has_data_cb, rd, timeout_ms);
-}
+/* fring_wait(), fring_sleep_end() and fring_reader_generation(), as ring-shm.h spells them. */
+RING_READER_DEFINE_WAIT(fring, struct fring_reader, reader_has_data_cb)
 
 int fring_sleep_begin(struct fring_reader *rd, const uint32_t **ret_word, uint32_t *ret_val)
 {
@@ -1075,17 +1070,6 @@ int fring_sleep_begin(struct fring_reader *rd, const uint32_t **ret_word, uint32
         /* note 7, as fring_wait(), with the sleep itself left to the caller */
         return ring_sleep_begin(&rd->hdr->notify, rd->shm.wait, reader_has_data_cb, rd,
                                 ret_word, ret_val);
-}
-
-void fring_sleep_end(struct fring_reader *rd)
-{
-        assert(rd);
-        ring_sleep_end(rd->shm.wait);
-}
-
-uint64_t fring_reader_generation(const struct fring_reader *rd)
-{
-        return rd ? rd->generation : 0;
 }
 
 struct fring_reader *fring_reader_free(struct fring_reader *rd)

@@ -878,13 +878,8 @@ static bool reader_has_data_cb(const void *rd)
         return reader_has_data(rd);
 }
 
-int lring_wait(struct lring_reader *rd, int timeout_ms)
-{
-        if (!rd)
-                return -EINVAL;
-        /* note 7: the futex word, then the look, then waiters and the look again */
-        return ring_sleep(&rd->hdr->notify, rd->shm.wait, reader_has_data_cb, rd, timeout_ms);
-}
+/* lring_wait(), lring_sleep_end() and lring_reader_generation(), as ring-shm.h spells them. */
+RING_READER_DEFINE_WAIT(lring, struct lring_reader, reader_has_data_cb)
 
 int lring_sleep_begin(struct lring_reader *rd, const uint32_t **ret_word, uint32_t *ret_val)
 {
@@ -893,17 +888,6 @@ int lring_sleep_begin(struct lring_reader *rd, const uint32_t **ret_word, uint32
         /* note 7, as lring_wait(), with the sleep itself left to the caller */
         return ring_sleep_begin(&rd->hdr->notify, rd->shm.wait, reader_has_data_cb, rd,
                                 ret_word, ret_val);
-}
-
-void lring_sleep_end(struct lring_reader *rd)
-{
-        assert(rd);
-        ring_sleep_end(rd->shm.wait);
-}
-
-uint64_t lring_reader_generation(const struct lring_reader *rd)
-{
-        return rd ? rd->generation : 0;
 }
 
 struct lring_reader *lring_reader_free(struct lring_reader *rd)

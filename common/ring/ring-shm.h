@@ -141,6 +141,35 @@ int ring_sleep_begin(const uint32_t *notify, struct ring_waitpage *w,
                      const uint32_t **ret_word, uint32_t *ret_val);
 void ring_sleep_end(struct ring_waitpage *w);
 
+/* The reader calls that both rings (fring.h, lring.h) spell the same way over their own
+ * public handle type T, defined in the ring's .c file: PREFIX_wait() (ring_sleep() on the
+ * header's notify word, fring.c note 7), PREFIX_sleep_end() and PREFIX_reader_generation(),
+ * documented in the ring's header.  T has the members hdr (its mapped header, with the
+ * futex word notify), shm and generation; has_data is the ring's has_data() for
+ * ring_sleep().  A macro because the handles are distinct types; PREFIX_sleep_begin()
+ * stays with each ring, which checks its arguments its own way. */
+#define RING_READER_DEFINE_WAIT(prefix, T, has_data)                                    \
+        int prefix##_wait(T *rd, int timeout_ms)                                        \
+        {                                                                               \
+                if (!rd)                                                                \
+                        return -EINVAL;                                                 \
+                /* fring.c note 7: the futex word, then the look, then waiters and the  \
+                 * look again */                                                        \
+                return ring_sleep(&rd->hdr->notify, rd->shm.wait, has_data, rd,         \
+                                  timeout_ms);                                          \
+        }                                                                               \
+                                                                                        \
+        void prefix##_sleep_end(T *rd)                                                  \
+        {                                                                               \
+                assert(rd);                                                             \
+                ring_sleep_end(rd->shm.wait);                                           \
+        }                                                                               \
+                                                                                        \
+        uint64_t prefix##_reader_generation(const T *rd)                                \
+        {                                                                               \
+                return rd ? rd->generation : 0;                                         \
+        }
+
 /* The header seqlock (fring.c note 4): hdr_seq is 0 never initialized, odd while the
  * producer (re)writes the region, even and new after.  begin returns the odd value that
  * end publishes as even; a reader that copied something after it loaded an even h

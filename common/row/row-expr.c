@@ -17,6 +17,23 @@
 #include <string.h>
 #include <wctype.h>
 
+/* The case labels check_call() and eval_call() share, as ARRAY_FUNCS and NUMERIC_FUNCS
+ * (row-expr-internal.h): the binary integer arithmetic (FUNC_NEG is unary and checked
+ * apart) and the comparisons (rx_compare_result()). */
+#define ARITH2_FUNCS                                                                         \
+        case COORD__PLAN__FUNC__FUNC_ADD:                                                   \
+        case COORD__PLAN__FUNC__FUNC_SUB:                                                   \
+        case COORD__PLAN__FUNC__FUNC_MUL:                                                   \
+        case COORD__PLAN__FUNC__FUNC_DIV:                                                   \
+        case COORD__PLAN__FUNC__FUNC_MOD
+#define COMPARE_FUNCS                                                                        \
+        case COORD__PLAN__FUNC__FUNC_EQ:                                                    \
+        case COORD__PLAN__FUNC__FUNC_NE:                                                    \
+        case COORD__PLAN__FUNC__FUNC_LT:                                                    \
+        case COORD__PLAN__FUNC__FUNC_LE:                                                    \
+        case COORD__PLAN__FUNC__FUNC_GT:                                                    \
+        case COORD__PLAN__FUNC__FUNC_GE
+
 int rx_invalid(struct row_error *err, const char *what)
 {
         return row_error_set(err, -EINVAL, "XX000", "invalid plan: %s", what);
@@ -195,8 +212,10 @@ static bool is_numeric_call(const Coord__Plan__Expr *e)
 }
 
 /* What check() and eval() require of every node before they look at its kind: a depth
- * within ROW_EXPR_MAX_DEPTH (54001), a node, a valid type. */
-static int node_valid(const Coord__Plan__Expr *e, unsigned depth, struct row_error *err)
+ * within ROW_EXPR_MAX_DEPTH (54001), a node, a valid type, and of a column node an index
+ * below n_columns (the input's or the row's). */
+static int node_valid(const Coord__Plan__Expr *e, size_t n_columns, unsigned depth,
+                      struct row_error *err)
 {
         if (depth >= ROW_EXPR_MAX_DEPTH)
                 return too_deep(err);
@@ -204,6 +223,8 @@ static int node_valid(const Coord__Plan__Expr *e, unsigned depth, struct row_err
                 return rx_invalid(err, "missing expression");
         if (!row_type_valid((int)e->type))
                 return rx_invalid(err, "expression without a type");
+        if (e->kind_case == COORD__PLAN__EXPR__KIND_COLUMN && e->column >= n_columns)
+                return rx_invalid(err, "column index out of range");
         return 0;
 }
 
@@ -222,20 +243,11 @@ static int check_call(const Coord__Plan__Expr *e, const enum row_type *input, si
                 if (!rx_type_is_int(t))
                         return rx_invalid(err, "arithmetic on a non-integer type");
                 return rx_check_args(c, 1, 1, t, input, n_input, depth, err);
-        case COORD__PLAN__FUNC__FUNC_ADD:
-        case COORD__PLAN__FUNC__FUNC_SUB:
-        case COORD__PLAN__FUNC__FUNC_MUL:
-        case COORD__PLAN__FUNC__FUNC_DIV:
-        case COORD__PLAN__FUNC__FUNC_MOD:
+        ARITH2_FUNCS:
                 if (!rx_type_is_int(t))
                         return rx_invalid(err, "arithmetic on a non-integer type");
                 return rx_check_args(c, 2, 2, t, input, n_input, depth, err);
-        case COORD__PLAN__FUNC__FUNC_EQ:
-        case COORD__PLAN__FUNC__FUNC_NE:
-        case COORD__PLAN__FUNC__FUNC_LT:
-        case COORD__PLAN__FUNC__FUNC_LE:
-        case COORD__PLAN__FUNC__FUNC_GT:
-        case COORD__PLAN__FUNC__FUNC_GE:
+        COMPARE_FUNCS:
                 if (t != ROW_TYPE_BOOL)
                         return rx_invalid(err, "comparison not of type boolean");
                 r = rx_check_args(c, 2, 2, -1, input, n_input, depth, err);
@@ -339,13 +351,11 @@ static int check(const Coord__Plan__Expr *e, const enum row_type *input, size_t 
         struct row_datum d;
         int r;
 
-        r = node_valid(e, depth, err);
+        r = node_valid(e, n_input, depth, err);
         if (r < 0)
                 return r;
         switch (e->kind_case) {
         case COORD__PLAN__EXPR__KIND_COLUMN:
-                if (e->column >= n_input)
-                        return rx_invalid(err, "column index out of range");
                 if ((int)input[e->column] != (int)e->type)
                         return rx_invalid(err, "column of the wrong type");
                 return 0;
@@ -1306,18 +1316,9 @@ static int eval_call(const Coord__Plan__Expr *e, const struct row_datum *row, si
                 return rx_eval_numeric(e, row, n_row, ctx, depth, ret, err);
         switch (c->func) {
         case COORD__PLAN__FUNC__FUNC_NEG:
-        case COORD__PLAN__FUNC__FUNC_ADD:
-        case COORD__PLAN__FUNC__FUNC_SUB:
-        case COORD__PLAN__FUNC__FUNC_MUL:
-        case COORD__PLAN__FUNC__FUNC_DIV:
-        case COORD__PLAN__FUNC__FUNC_MOD:
+        ARITH2_FUNCS:
                 return eval_arith(e, row, n_row, ctx, depth, ret, err);
-        case COORD__PLAN__FUNC__FUNC_EQ:
-        case COORD__PLAN__FUNC__FUNC_NE:
-        case COORD__PLAN__FUNC__FUNC_LT:
-        case COORD__PLAN__FUNC__FUNC_LE:
-        case COORD__PLAN__FUNC__FUNC_GT:
-        case COORD__PLAN__FUNC__FUNC_GE:
+        COMPARE_FUNCS:
                 return eval_compare(e, row, n_row, ctx, depth, ret, err);
         case COORD__PLAN__FUNC__FUNC_AND:
         case COORD__PLAN__FUNC__FUNC_OR:
@@ -1413,13 +1414,11 @@ static int eval(const Coord__Plan__Expr *e, const struct row_datum *row, size_t 
 {
         int r;
 
-        r = node_valid(e, depth, err);
+        r = node_valid(e, n_row, depth, err);
         if (r < 0)
                 return r;
         switch (e->kind_case) {
         case COORD__PLAN__EXPR__KIND_COLUMN:
-                if (e->column >= n_row)
-                        return rx_invalid(err, "column index out of range");
                 *ret = row[e->column];
                 return 0;
         case COORD__PLAN__EXPR__KIND_LITERAL:

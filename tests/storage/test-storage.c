@@ -1897,6 +1897,47 @@ static void efbig_child(const char *mode)
         t_rmrf(dir);
 }
 
+/* The results of a group call that fails (group_start(), group_fail() in
+ * controller-storage-write.c): a failed write fails the staged entries and leaves the
+ * others' own errors; a sticky error answers every entry; bad arguments are -EINVAL. */
+static void test_group_results(void)
+{
+        _cleanup_free_ char *dir = t_mkdtemp("storage"), *path = NULL;
+        const struct storage_update u[] = { upd("a", 1, 1) };
+        struct storage_append v[3] = {
+                { .gid = 1, .expected_upper = 1, .new_upper = 2, .updates = u, .n_updates = 1 },
+                { .gid = 7, .expected_upper = 1, .new_upper = 2 },      /* no such gid */
+                { .gid = 2, .expected_upper = 1, .new_upper = 2 },
+        };
+        struct storage_since c[2] = { { .gid = 1, .since = 1 }, { .gid = 2, .since = 1 } };
+        struct storage *s = NULL;
+
+        path = t_path_join(dir, "db");
+        CHECK_OK(storage_open(path, &s));
+        CU_ASSERT_EQUAL(storage_append_group(NULL, v, 1), -EINVAL);
+        CU_ASSERT_EQUAL(storage_append_group(s, NULL, 1), -EINVAL);
+        CU_ASSERT_EQUAL(storage_allow_compaction_group(s, NULL, 1), -EINVAL);
+        CHECK_OK(storage_create(s, 1, STORAGE_KIND_TABLE, 0, 1));
+        CHECK_OK(storage_create(s, 2, STORAGE_KIND_TABLE, 0, 1));
+
+        storage_debug_fail_next_write(s);
+        CU_ASSERT_EQUAL(storage_append_group(s, v, ELEMENTSOF(v)), -EIO);
+        CU_ASSERT_EQUAL(v[0].result, -EIO);
+        CU_ASSERT_EQUAL(v[1].result, -ENOENT);
+        CU_ASSERT_EQUAL(v[2].result, -EIO);
+
+        /* Sticky now: every entry gets the error, looked at or not. */
+        c[1].result = 5;
+        CU_ASSERT_EQUAL(storage_allow_compaction_group(s, c, ELEMENTSOF(c)), -EIO);
+        CU_ASSERT(c[0].result == -EIO && c[1].result == -EIO);
+        v[1].result = 5;
+        CU_ASSERT_EQUAL(storage_append_group(s, v, ELEMENTSOF(v)), -EIO);
+        CU_ASSERT(v[0].result == -EIO && v[1].result == -EIO && v[2].result == -EIO);
+        CU_ASSERT_EQUAL(storage_append_group(s, NULL, 0), -EIO);
+        s = storage_close(s);
+        t_rmrf(dir);
+}
+
 static void test_sticky_efbig(void)
 {
         efbig_child("--efbig");
@@ -2597,6 +2638,7 @@ static const struct t_case cases[] = {
         { "deferred creates and drops", test_deferred },
         { "group commit in the syncer thread", test_syncer },
         { "sticky error (injected)", test_sticky_injected },
+        { "a failed group's results", test_group_results },
         { "sticky error (EFBIG)", test_sticky_efbig },
         { "a sync held past a failed write (EFBIG) is refused, not run", test_efbig_held_sync },
         { "kill -9 mid-stream (I7)", test_kill9 },

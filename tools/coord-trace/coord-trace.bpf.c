@@ -102,6 +102,25 @@ static __always_inline char upper(char c)
         return c >= 'a' && c <= 'z' ? c - ('a' - 'A') : c;
 }
 
+/* The programs that only count their probe's firings in counts[c] -- and with
+ * COUNT_HIST_PROBE(), add v, an expression of the probe's arguments, to hists[h].  The
+ * arguments after those are the probe's (common/probes.d), as BPF_USDT() takes them. */
+#define COUNT_PROBE(name, c, ...)                                                       \
+        SEC("usdt")                                                                     \
+        int BPF_USDT(name, __VA_ARGS__)                                                 \
+        {                                                                               \
+                count_add(c, 1);                                                        \
+                return 0;                                                               \
+        }
+#define COUNT_HIST_PROBE(name, c, h, v, ...)                                            \
+        SEC("usdt")                                                                     \
+        int BPF_USDT(name, __VA_ARGS__)                                                 \
+        {                                                                               \
+                count_add(c, 1);                                                        \
+                hist_add(h, v);                                                         \
+                return 0;                                                               \
+        }
+
 #define PACK4(a, b, c, d) (((__u64)(a) << 24) | ((__u64)(b) << 16) | ((__u64)(c) << 8) | (__u64)(d))
 
 /* Does the statement text start (after blanks) with CREATE, DROP or ALTER?  A string of
@@ -174,12 +193,7 @@ int BPF_USDT(on_request_done, int conn, int kind, int failed, __u64 ns)
         return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(on_admission_refuse, __u64 as_of, __u64 bound)
-{
-        count_add(CT_C_ADMISSION_REFUSED, 1);
-        return 0;
-}
+COUNT_PROBE(on_admission_refuse, CT_C_ADMISSION_REFUSED, __u64 as_of, __u64 bound)
 
 /* ---- catalog commits (adapter) ---- */
 
@@ -219,19 +233,8 @@ int BPF_USDT(on_lring_publish, __u64 seq, unsigned int bytes, unsigned int flags
         return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(on_sync_fail, int err)
-{
-        count_add(CT_C_SYNC_FAILED, 1);
-        return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(on_synclog_switch, __u64 segno, __u64 waited_us)
-{
-        count_add(CT_C_SYNCLOG_SWITCH, 1);
-        return 0;
-}
+COUNT_PROBE(on_sync_fail, CT_C_SYNC_FAILED, int err)
+COUNT_PROBE(on_synclog_switch, CT_C_SYNCLOG_SWITCH, __u64 segno, __u64 waited_us)
 
 SEC("usdt")
 int BPF_USDT(on_synclog_replay, __u64 seq, unsigned int txns)
@@ -240,12 +243,7 @@ int BPF_USDT(on_synclog_replay, __u64 seq, unsigned int txns)
         return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(on_catchup, __u64 seq)
-{
-        count_add(CT_C_CATCHUP, 1);
-        return 0;
-}
+COUNT_PROBE(on_catchup, CT_C_CATCHUP, __u64 seq)
 
 /* ---- publications and the follower (lifecycle) ---- */
 
@@ -266,52 +264,16 @@ int BPF_USDT(on_publish, __u64 based_on, unsigned int bounds, unsigned int reqs,
         return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(on_applied, __u64 seq, __u64 us)
-{
-        count_add(CT_C_APPLIED, 1);
-        hist_add(CT_H_LAG_US, us);
-        return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(on_fallback, __u64 seq, int why)
-{
-        count_add(CT_C_FALLBACK, 1);
-        return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(on_lring_resync, __u64 generation, int why)
-{
-        count_add(CT_C_LRING_RESYNC, 1);
-        return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(on_frontier, __u64 id, __u64 upper, __u64 since)
-{
-        count_add(CT_C_FRONTIER, 1);
-        return 0;
-}
+COUNT_HIST_PROBE(on_applied, CT_C_APPLIED, CT_H_LAG_US, us, __u64 seq, __u64 us)
+COUNT_PROBE(on_fallback, CT_C_FALLBACK, __u64 seq, int why)
+COUNT_PROBE(on_lring_resync, CT_C_LRING_RESYNC, __u64 generation, int why)
+COUNT_PROBE(on_frontier, CT_C_FRONTIER, __u64 id, __u64 upper, __u64 since)
 
 /* ---- event loops (every daemon) ---- */
 
-SEC("usdt")
-int BPF_USDT(on_stall, __u64 ns)
-{
-        count_add(CT_C_STALLS, 1);
-        hist_add(CT_H_STALL_US, ns / 1000);
-        return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(on_callback_slow, void *fn, __u64 ns)
-{
-        count_add(CT_C_CALLBACKS_SLOW, 1);
-        hist_add(CT_H_CALLBACK_US, ns / 1000);
-        return 0;
-}
+COUNT_HIST_PROBE(on_stall, CT_C_STALLS, CT_H_STALL_US, ns / 1000, __u64 ns)
+COUNT_HIST_PROBE(on_callback_slow, CT_C_CALLBACKS_SLOW, CT_H_CALLBACK_US, ns / 1000,
+                 void *fn, __u64 ns)
 
 /* ---- appends (controller) ---- */
 
@@ -335,46 +297,12 @@ int BPF_USDT(on_release, __u64 durable, unsigned int msgs, unsigned int records)
         return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(on_compact, __u64 gid, __u64 read, __u64 written)
-{
-        count_add(CT_C_COMPACTIONS, 1);
-        return 0;
-}
+COUNT_PROBE(on_compact, CT_C_COMPACTIONS, __u64 gid, __u64 read, __u64 written)
 
 /* ---- peers and restarts (every daemon, every subcommand) ---- */
 
-SEC("usdt")
-int BPF_USDT(on_peer_up, int role, __u64 incarnation)
-{
-        count_add(CT_C_PEER_UP, 1);
-        return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(on_peer_down, int role, __u64 incarnation)
-{
-        count_add(CT_C_PEER_DOWN, 1);
-        return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(on_peer_stale, int role, __u64 got, __u64 seen)
-{
-        count_add(CT_C_PEER_STALE, 1);
-        return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(on_daemon_start, int role, __u64 incarnation)
-{
-        count_add(CT_C_DAEMON_START, 1);
-        return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(on_daemon_ready, int role)
-{
-        count_add(CT_C_DAEMON_READY, 1);
-        return 0;
-}
+COUNT_PROBE(on_peer_up, CT_C_PEER_UP, int role, __u64 incarnation)
+COUNT_PROBE(on_peer_down, CT_C_PEER_DOWN, int role, __u64 incarnation)
+COUNT_PROBE(on_peer_stale, CT_C_PEER_STALE, int role, __u64 got, __u64 seen)
+COUNT_PROBE(on_daemon_start, CT_C_DAEMON_START, int role, __u64 incarnation)
+COUNT_PROBE(on_daemon_ready, CT_C_DAEMON_READY, int role)
