@@ -28,6 +28,18 @@
  *     (e->complete).  Resuming at durable upper U (server_dfent_hydrate()) writes the
  *     refresh at U whole, nothing doubled (test-refresh `contents`).  docs/compute.md
  *     and docs/protection.md, "Refresh views".
+ *
+ * (13c) Parked dataflows.  A dirty dataflow that cannot step because its inputs' uppers
+ *     have not passed its frontier F, all of them tables, can step only once the tables'
+ *     frontier passes F (a table's upper is at least that frontier, server_effective(),
+ *     and rows written into one dirty their readers anyway): it is parked on s->fwait, a
+ *     min-heap by F, and parked_release() puts it back on pending at the first pass whose
+ *     tables' frontier (or T_next) passes F.  Before, every pass took every such dataflow
+ *     again: a setup creating indexes faster than the tables' frontier moved made each
+ *     pass revisit all of them (at 1,000,000 objects passes of seconds).  An entry is
+ *     stale when e->fwait is false or its need changed; server_work_forget() takes a
+ *     leaving dfent out.  A waiting one counts as dirty wherever dirty is asked (no
+ *     catch-up on read, no upper beyond the durable one), as a deferred one was.
  */
 #include "controller-server.h"
 #include "controller-server-internal.h"
@@ -245,12 +257,106 @@ static int work_take_pending(struct cserver *s)
         return 0;
 }
 
-/* e leaves: off s->pending (it may be there twice, see server_dfent_catch_up()). */
+/* ---- (13c) parked dataflows ---- */
+
+static void parked_up(struct fwait *h, size_t i)
+{
+        while (i) {
+                size_t p = (i - 1) / 2;
+                struct fwait t;
+                if (h[p].need <= h[i].need)
+                        break;
+                t = h[p], h[p] = h[i], h[i] = t;
+                i = p;
+        }
+}
+
+static void parked_down(struct fwait *h, size_t n, size_t i)
+{
+        for (;;) {
+                size_t l = 2 * i + 1, m = i;
+                struct fwait t;
+                if (l < n && h[l].need < h[m].need)
+                        m = l;
+                if (l + 1 < n && h[l + 1].need < h[m].need)
+                        m = l + 1;
+                if (m == i)
+                        return;
+                t = h[m], h[m] = h[i], h[i] = t;
+                i = m;
+        }
+}
+
+static void parked_remove_at(struct cserver *s, size_t i)
+{
+        s->fwait[i] = s->fwait[--s->n_fwait];
+        if (i < s->n_fwait) {
+                parked_down(s->fwait, s->n_fwait, i);
+                parked_up(s->fwait, i);
+        }
+}
+
+/* Can e step only once the tables' frontier passes its own?  All its inputs tables,
+ * whose upper is at least that frontier (server_effective()). */
+static bool parkable(struct cserver *s, struct dfent *e)
+{
+        for (size_t q = 0; q < dataflow_n_inputs(e->df); q++) {
+                uint64_t gid = dataflow_input_id(e->df, q);
+                struct storage_frontiers f;
+                enum storage_kind kind;
+
+                if (server_dfent_find(s, gid) ||
+                    server_object_frontiers(s, gid, &f, &kind, NULL) < 0 ||
+                    kind != STORAGE_KIND_TABLE)
+                        return false;
+        }
+        return dataflow_n_inputs(e->df) > 0;
+}
+
+/* Park e at need (13c); false when there is no room (it is deferred as before). */
+static bool park(struct cserver *s, struct dfent *e, uint64_t need)
+{
+        if (RESERVE(s->fwait, s->cap_fwait, s->n_fwait + 1) < 0)
+                return false;
+        s->fwait[s->n_fwait] = (struct fwait){ need, e };
+        parked_up(s->fwait, s->n_fwait++);
+        e->fwait = true;
+        e->fwait_need = need;
+        s->fwait_total++;
+        return true;
+}
+
+/* Back on pending: every parked dataflow whose frontier the tables' frontier (or T_next,
+ * an append's) has passed. */
+static void parked_release(struct cserver *s, uint64_t T_next)
+{
+        uint64_t bound = server_tables_frontier(s);
+
+        if (T_next > bound)
+                bound = T_next;
+        while (s->n_fwait && s->fwait[0].need < bound) {
+                struct fwait top = s->fwait[0];
+
+                parked_remove_at(s, 0);
+                if (!top.e->fwait || top.e->fwait_need != top.need)
+                        continue;       /* stale: stepped or parked again since */
+                top.e->fwait = false;
+                s->fwait_released++;
+                server_dfent_dirty(s, top.e);
+        }
+}
+
+/* e leaves: off s->pending (it may be there twice, see server_dfent_catch_up()) and off
+ * s->fwait. */
 void server_work_forget(struct cserver *s, const struct dfent *e)
 {
         for (size_t i = s->n_pending; i-- > 0;)
                 if (s->pending[i] == e)
                         s->pending[i] = s->pending[--s->n_pending];
+        if (e->fwait)
+                for (size_t i = s->n_fwait; i-- > 0;)
+                        if (s->fwait[i].e == e)
+                                parked_remove_at(s, i);
 }
 
 /* Push an output or an append's updates of gid into every dataflow reading it that
@@ -594,7 +700,7 @@ void server_dfent_catch_up(struct cserver *s, struct dfent *e)
         uint64_t frontier;
         int r;
 
-        if (e->failed || !e->df || !s->st || e->dirty || e->pending_upper || (e->index && !e->arr))
+        if (e->failed || !e->df || !s->st || e->dirty || e->fwait || e->pending_upper || (e->index && !e->arr))
                 return;
         frontier = server_dfent_target(s, e, 0);
         if (frontier <= dataflow_frontier(e->df))
@@ -634,8 +740,8 @@ uint64_t server_mv_upper(struct cserver *s, uint64_t gid, uint64_t stored)
         if (!e || e->index)
                 return stored;
         server_dfent_catch_up(s, e);
-        if (e->failed || !e->df || e->dirty || e->pending_upper || e->correction.n)
-                return stored;
+        if (e->failed || !e->df || e->dirty || e->fwait || e->pending_upper || e->correction.n)
+                return stored;  /* a waiting one (13c) counts as dirty, as when deferred */
         f = dfent_round(e, dataflow_frontier(e->df));
         return f > stored ? f : stored;
 }
@@ -662,6 +768,7 @@ int server_compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
         if (!st->v || !st->ve)
                 goto oom;
         s->n_work = 0;
+        parked_release(s, T_next);
         if (work_take_pending(s) < 0)
                 goto oom;
         while ((e = work_pop(s))) {
@@ -673,6 +780,7 @@ int server_compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                 if (e->failed || !e->df)
                         continue;
                 eval_batch_clear(&e->out);
+                e->fwait = false;      /* a parked entry of it is stale now */
                 frontier = server_dfent_target(s, e, T_next);
                 if (frontier > dataflow_frontier(e->df)) {
                         r = server_dfent_step(s, e, frontier);
@@ -686,7 +794,12 @@ int server_compute_stage(struct cserver *s, uint64_t T_next, struct stage *st)
                 } else {
                         /* Its inputs have not moved past it yet: whatever was pushed
                          * (or, just installed, its first output) waits for the next
-                         * pass, which the tables' ticks bring. */
+                         * pass, which the tables' ticks bring -- parked when only the
+                         * tables' frontier can bring it (13c). */
+                        if (parkable(s, e) && park(s, e, dataflow_frontier(e->df))) {
+                                e->dirty = false;
+                                continue;
+                        }
                         if (RESERVE(s->defer, s->cap_defer, s->n_defer + 1) == 0)
                                 s->defer[s->n_defer++] = e;
                         else
@@ -855,7 +968,7 @@ void server_mv_flush(struct cserver *s)
                 struct storage_info info;
                 uint64_t up;
 
-                if (e->index || e->sink || e->failed || !e->df || e->dirty || e->pending_upper ||
+                if (e->index || e->sink || e->failed || !e->df || e->dirty || e->fwait || e->pending_upper ||
                     e->correction.n)
                         continue;
                 if (storage_get_info(s->st, e->gid, &info) < 0)

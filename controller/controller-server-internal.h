@@ -153,6 +153,8 @@ struct dfent {
         uint64_t *reads;                /* the distinct gids it is registered as a reader of */
         size_t n_reads;
         bool dirty;                     /* on s->pending or a pass's work (13) */
+        bool fwait;                     /* on s->fwait at fwait_need (13c) */
+        uint64_t fwait_need;
         bool failed;
         bool complete;                  /* a refresh view past its last refresh (13b): its
                                          * upper is empty and it has no dataflow */
@@ -267,6 +269,9 @@ struct cserver {
         size_t n_work, cap_work;
         struct dfent **defer;           /* a pass's dirty ones that could not step yet */
         size_t n_defer, cap_defer;
+        struct fwait { uint64_t need; struct dfent *e; } *fwait;       /* (13c) min-heap by need */
+        size_t n_fwait, cap_fwait;
+        uint64_t fwait_total, fwait_released;
         uint64_t index_catchups;        /* clean dataflows stepped when read (13) */
         uint64_t mv_flush_ms, mv_flushes;       /* server_mv_flush() */
         uint64_t compute_writes;

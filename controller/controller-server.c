@@ -273,6 +273,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "installs_sliced=%llu install_slices=%llu deferred=%zu peeks_thread=%llu "
                  "peeks_in_thread=%zu peek_thread_max_us=%llu peeks_thread_index_storage=%llu "
                  "peeks_keyed=%llu writes_thread=%llu write_thread_max_us=%llu stale_replies=%llu duty_fence=%llu duty_fenced=%llu refresh_releases=%llu refresh_fenced=%llu "
+                 "fwait=%zu fwait_total=%llu fwait_released=%llu "
                  "drops_by_key=%llu drops_by_range=%llu sinks=%zu sink_flushes=%llu sink_bytes=%llu "
                  "sink_errors=%llu sources=%zu source_ticks=%llu source_rows=%llu source_errors=%llu "
                  "mvs=%zu subscribe_reads=%llu storage=%s",
@@ -303,6 +304,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)s->write_bg_max_us, (unsigned long long)s->stale_replies,
                  (unsigned long long)s->duty_fence, (unsigned long long)s->duty_fenced,
                  (unsigned long long)s->refresh_releases, (unsigned long long)s->refresh_fenced,
+                 s->n_fwait, (unsigned long long)s->fwait_total, (unsigned long long)s->fwait_released,
                  (unsigned long long)st.drops_by_key, (unsigned long long)st.drops_by_range,
                  s->n_sinks, (unsigned long long)s->sink_flushes, (unsigned long long)s->sink_bytes,
                  (unsigned long long)s->sink_errors, s->n_srcs, (unsigned long long)s->source_ticks,
@@ -444,6 +446,7 @@ struct cserver *cserver_free(struct cserver *s)
         free(s->pending);
         free(s->work);
         free(s->defer);
+        free(s->fwait);
         server_cm_drop_all(s);
         server_km_drop_all(s);
         free(s->cm);
