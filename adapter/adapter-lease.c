@@ -508,7 +508,6 @@ static void lease_write(struct lease_table *t, struct lease_write *w)
                         w->next = t->writes;
                         t->writes = w;
                         t->inserts += !w->found;
-                        w->tail = &w->waiters;
                         return;
                 }
         } else if (r >= 0) {
