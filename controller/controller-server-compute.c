@@ -353,10 +353,15 @@ void server_work_forget(struct cserver *s, const struct dfent *e)
         for (size_t i = s->n_pending; i-- > 0;)
                 if (s->pending[i] == e)
                         s->pending[i] = s->pending[--s->n_pending];
-        if (e->fwait)
-                for (size_t i = s->n_fwait; i-- > 0;)
-                        if (s->fwait[i].e == e)
-                                parked_remove_at(s, i);
+        /* Stale entries too: e goes away.  A removal re-sifts the heap, so look again. */
+        for (size_t i = 0; i < s->n_fwait;) {
+                if (s->fwait[i].e == e) {
+                        parked_remove_at(s, i);
+                        i = 0;
+                } else {
+                        i++;
+                }
+        }
 }
 
 /* Push an output or an append's updates of gid into every dataflow reading it that
