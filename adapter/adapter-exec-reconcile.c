@@ -360,8 +360,12 @@ static bool reconcile_by_mark(struct exec *ex, const ProtobufCBinaryData *mark, 
                         return false;
         r = catalog_log_iter_new(ex->store, seq, &it);
         while (r >= 0 && !changed && (r = catalog_log_next(it, &txn)) == 1) {
+                /* A lease record derives no built-in row (coord_leases is the lease
+                 * table's memory), as the check (I10) leaves it out too: a follower's
+                 * duty claim after our restart changes nothing here. */
                 for (size_t i = 0; i < txn->n_ops; i++)
-                        if (txn->ops[i]->cf == COORD__CATALOG_OP__CF__STATE)
+                        if (txn->ops[i]->cf == COORD__CATALOG_OP__CF__STATE &&
+                            !(txn->ops[i]->key.len && txn->ops[i]->key.data[0] == CATALOG_STATE_LEASE))
                                 changed = true;
                 coord__catalog_txn__free_unpacked(txn, NULL);
                 (*ret_entries)++;
