@@ -80,8 +80,9 @@
  *     reconciliation needed or running; other groups carry none (the controller keeps the
  *     last, still true).  An idle upper tick renews it.  origin is log entry 1's
  *     commit_ms (mark_origin_read()), so a mark of another catalog never matches.  At
- *     start (5) reads the log after the mark and, if no transaction there changes state,
- *     reads and writes nothing; otherwise it reads and diffs.
+ *     start (5) reads the log after the mark and, if no transaction there changes state
+ *     (a lease record aside: no built-in row derives from it), reads and writes nothing;
+ *     otherwise it reads and diffs.
  * (9) Streamed reads (issue 6).  A SELECT asks for its result in chunks of
  *     cfg.peek_chunk_bytes (PeekRequest.chunk_bytes; 0 = one message, as (5)'s reads
  *     keep).  With more = true the request stays pending (request.keep, .streamed), the
