@@ -133,6 +133,11 @@ struct session {
         uint32_t statement_timeout_ms, statement_timeout_default_ms;
         struct loop_timer *stmt_timer;
         struct subscription *sub;       /* a running SUBSCRIBE (adapter-subscribe.c) */
+        /* Clients' holds of a read (adapter-readhold.c): the block's snapshot at txn_ts
+         * (14), and a long streamed read's (9) with its timer. */
+        struct read_hold *txn_hold;
+        struct read_hold *stream_hold;
+        struct loop_timer *stream_hold_timer;
 };
 
 struct exec {
@@ -178,8 +183,17 @@ struct exec {
         struct row_arena arena;         /* (9) what a read's PeekResult is unpacked into */
         ProtobufCAllocator arena_pa;    /* over arena */
         uint64_t stream_waits;          /* (9) pulls deferred until a client's output drained */
+        struct read_hold *read_holds;   /* every live one (adapter-readhold.c note 4) */
+        uint64_t read_holds_taken;      /* inputs held by reads, in all */
 };
 
+
+/* adapter-readhold.c: hold st's inputs at ts in *rhp (made when NULL; ts is its
+ * timestamp); release them all (*rhp becomes NULL); free every read_hold left at exit. */
+struct read_hold;
+int read_hold_take(struct exec *ex, struct read_hold **rhp, uint64_t ts, const struct sql_stmt *st);
+void read_hold_release(struct read_hold **rhp);
+void read_holds_free_all(struct exec *ex);
 
 /* adapter-exec.c */
 void send_row_error(struct pgwire_conn *c, const struct row_error *e);

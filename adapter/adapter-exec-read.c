@@ -26,6 +26,36 @@
 
 /* ---- reads, SHOW and SET ---- */
 
+/* (9) A read still streaming after this long holds its inputs in the catalog
+ * (adapter-readhold.c). */
+#define READ_HOLD_STREAM_MS 1000u
+
+/* (9) The stream of s's read has ended (or was abandoned): its holds go. */
+static void stream_hold_end(struct exec *ex, struct session *s)
+{
+        loop_timer_cancel(node_loop(ex->node), s->stream_hold_timer);
+        s->stream_hold_timer = NULL;
+        read_hold_release(&s->stream_hold);
+}
+
+static void on_stream_hold(struct loop *l, void *userdata)
+{
+        struct session *s = userdata;
+        const Coord__Plan__Peek *peek;
+        int r;
+
+        (void)l;
+        s->stream_hold_timer = NULL;
+        if (!s->stream || s->gone || !s->stmt || s->stmt->kind != SQL_STMT_SELECT)
+                return;
+        peek = s->stmt->select.peek;
+        if (s->txn_hold && s->txn_ts == peek->timestamp)
+                return;         /* the block holds them at that time already */
+        r = read_hold_take(s->ex, &s->stream_hold, peek->timestamp, s->stmt);
+        if (r < 0)
+                log_warn_errno(r, "read_hold_failed", "ts=%" PRIu64, peek->timestamp);
+}
+
 /* (9) Ask the controller for the next chunk of rq's stream, or to end it. */
 static void stream_pull(struct exec *ex, struct request *rq, bool cancel)
 {
@@ -69,6 +99,7 @@ bool stream_abandon(struct exec *ex, struct session *s, struct request *rq)
         assert(s->stream == rq);
         s->stream = NULL;
         s->pull_out = false;
+        stream_hold_end(ex, s);
         rq->ctx = NULL;
         if (pull_out)
                 return true;
@@ -190,6 +221,10 @@ static void peek_done(struct exec *ex, struct request *rq, const Coord__Envelope
                 goto failed;
         }
         if (more) {
+                if (!s->stream && !s->stream_hold && !s->stream_hold_timer &&
+                    loop_timer_add(node_loop(ex->node), READ_HOLD_STREAM_MS * 1000000ull,
+                                   on_stream_hold, s, &s->stream_hold_timer) < 0)
+                        s->stream_hold_timer = NULL;    /* the controller's hold alone */
                 s->stream = rq;
                 rq->keep = true;
                 /* Fetch the next chunk while this one is formatted, when the client's
@@ -220,6 +255,7 @@ failed:
         s->next = SIZE_MAX;
         s->stmt = sql_stmt_free(s->stmt);
 resume:
+        stream_hold_end(ex, s);
         /* s->stmt alone says whether the read succeeded: s->next belongs to a simple
          * query's batch, and an Execute finds it as an earlier failed request left it. */
         session_resume(s);
@@ -595,6 +631,14 @@ int exec_select(struct session *s, struct sql_stmt *st)
                         s->txn_ts = ts;         /* (14) */
         }
         peek->timestamp = ts;
+        /* (14) The block's snapshot holds each input it reads from its first read on
+         * (adapter-readhold.c note 1), until the block ends (txn_set()). */
+        if (!st->select.has_as_of && s->txn == TXN_OPEN && s->txn_snapshot &&
+            (st->n_inputs || st->n_physical_inputs)) {
+                r = read_hold_take(ex, &s->txn_hold, ts, st);
+                if (r < 0)
+                        return r;
+        }
         if (!st->n_inputs && !st->n_physical_inputs) {
                 r = exec_select_constant(s, peek);      /* (11) */
                 if (r != -EOPNOTSUPP)

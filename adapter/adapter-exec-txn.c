@@ -19,6 +19,8 @@
 static void txn_set(struct session *s, int state)
 {
         s->txn = state;
+        if (state != TXN_OPEN)
+                read_hold_release(&s->txn_hold);        /* (14) the snapshot is read no more */
         if (state == TXN_NONE) {
                 s->txn_read_only = false;
                 s->txn_snapshot = false;

@@ -14,6 +14,7 @@
  *                             UPDATE
  *   adapter-exec-read.c       SELECT, streamed (9) or over constants (11), SHOW, SET
  *   adapter-exec-txn.c        transaction blocks (10), implicit transactions (13)
+ *   adapter-readhold.c        clients' holds of snapshot blocks (14) and long reads (9)
  *
  * NOTES ON THE DESIGN
  * (1) A session runs the statements of one request (a simple query's string, or one
@@ -93,7 +94,9 @@
  *     (pgwire_notify_drained(), pg_drained()).  Ends: the last chunk; a MSG_ERROR; the
  *     client gone or cancelling (stream_abandon()); the controller's connection lost
  *     (streams_lost(): never resent, 58000).  The controller keeps the snapshot's hold
- *     until the stream ends (controller-server-peek.c note 5).  docs/wire.md, "Streamed
+ *     until the stream ends (controller-server-peek.c note 5); a stream still running
+ *     after READ_HOLD_STREAM_MS holds its inputs in the catalog too (s->stream_hold,
+ *     adapter-readhold.c), released in stream_hold_end().  docs/wire.md, "Streamed
  *     reads".
  * (10) Transaction blocks (BEGIN ... COMMIT / ROLLBACK), as Materialize has them: a block
  *     either writes or reads.  Its INSERTs are checked and answered at once but kept in
@@ -144,10 +147,11 @@
  *     SET TRANSACTION, SET transaction_isolation, or SET default_transaction_isolation
  *     before BEGIN) reads every SELECT without AS OF at the timestamp its first one
  *     chose (s->txn_ts, exec_select()): one snapshot, as PostgreSQL's REPEATABLE READ
- *     and Materialize's serializable reads.  Nothing holds that timestamp: when an
- *     input's since or bound has passed it (its history window, 1 s by default, is
- *     shorter than the block), the read fails with 40001 rather than read another
- *     time.  Other blocks read each statement at its own timestamp (READ COMMITTED).
+ *     and Materialize's serializable reads.  The block holds that timestamp for each
+ *     input it reads, from that read until the block ends (s->txn_hold,
+ *     adapter-readhold.c; released in txn_set()); an input whose since or bound had
+ *     passed it before the block read it fails the read with 40001 rather than read
+ *     another time.  Other blocks read each statement at its own timestamp (READ COMMITTED).
  */
 #include "adapter-exec-internal.h"
 
@@ -367,6 +371,9 @@ static void session_free(struct session *s)
 {
         if (s->stmt_timer)      /* (12) */
                 loop_timer_cancel(node_loop(s->ex->node), s->stmt_timer);
+        loop_timer_cancel(node_loop(s->ex->node), s->stream_hold_timer);
+        read_hold_release(&s->stream_hold);
+        read_hold_release(&s->txn_hold);
         run_abandon(s, -ECANCELED);     /* (10) a block's CREATEs */
         for (size_t i = 0; i < s->n_txn_writes; i++)
                 write_done(&s->txn_writes[i]);
@@ -1078,6 +1085,7 @@ struct exec *exec_free(struct exec *ex)
                 loop_timer_cancel(node_loop(ex->node), ex->hold);
         ex->pg = pgwire_server_free(ex->pg);
         ex->committer = committer_free(ex->committer);
+        read_holds_free_all(ex);
         while (ex->pending.next != &ex->pending)
                 request_free(ex->pending.next);
         while (ex->groups) {

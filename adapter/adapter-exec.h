@@ -79,6 +79,8 @@ void exec_oracle_persists(const struct exec *ex, uint64_t *ret_sync, uint64_t *r
  * (0: none yet in this life), and how many reconciliations read the built-ins. */
 /* Clients' holds of running SUBSCRIBEs (adapter-subscribe.c). */
 size_t exec_holds(const struct exec *ex);
+/* Inputs held by reads (blocks' snapshots, long reads) since start (adapter-readhold.c). */
+uint64_t exec_read_holds_taken(const struct exec *ex);
 uint64_t exec_builtin_mark(const struct exec *ex);
 uint64_t exec_builtin_reads(const struct exec *ex);
 /* DDL commits held until a publication in flight was committed (acat_txn_after_publication()). */

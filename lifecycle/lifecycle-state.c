@@ -44,7 +44,8 @@
  *     requirements, every hold on X) as the bound rule's requirement, so a proposal
  *     never passes a hold the follower has seen (the adapter refuses one that passes
  *     a hold it has not seen yet, and the next tick proposes again).  They are few (one
- *     per running SUBSCRIBE): a flat array, scanned per touched input (hold_min()).  A
+ *     per running SUBSCRIBE, per input of an open snapshot block or a long read,
+ *     adapter-readhold.c): a flat array, scanned per touched input (hold_min()).  A
  *     hold's put or delete makes its input dirty.  They come from the log and from the
  *     load (lifecycle-load.c), like every record.
  *

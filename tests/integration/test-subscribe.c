@@ -1,7 +1,8 @@
 /* test-subscribe -- SUBSCRIBE and clients' durable holds (issue 33 item 3), end to end on
  * the three real daemons: snapshot and changes against the table AS OF each time, COPY
  * through psql, cancel and close release the hold, a hold keeps the bound, kill -9 of
- * the lifecycle and the controller during a subscription, bad input.
+ * the lifecycle and the controller during a subscription, bad input; the holds of a
+ * REPEATABLE READ block's snapshot and of a long read (adapter-readhold.c).
  */
 #include <sys/stat.h>
 
@@ -416,6 +417,33 @@ static void test_close_and_drop(void)
  * own proposals (no publication refused, also after its restart: it loads the hold from
  * the catalog), a new SUBSCRIBE AS OF the as-of works, and once the client reads again
  * everything comes, whole. */
+/* 16,000 rows (k, 500 bytes of pad) into table: about 8 MB, more than the socket
+ * buffers and the adapter's output mark together, so a client that reads nothing stalls
+ * the statement. */
+static bool fill_8mb(PGconn *c, const char *table)
+{
+        char pad[501] = "";
+        char *q = NULL;
+        size_t ql = 0;
+        bool good = true;
+        FILE *f;
+
+        memset(pad, 'p', sizeof(pad) - 1);
+        for (int b = 0; b < 32 && good; b++) {
+                f = open_memstream(&q, &ql);
+                if (!f)
+                        return false;
+                fprintf(f, "INSERT INTO %s VALUES ", table);
+                for (int i = 0; i < 500; i++)
+                        fprintf(f, "%s(%d, '%s')", i ? ", " : "", b * 500 + i, pad);
+                fclose(f);
+                good = ok(c, q);
+                free(q);
+                q = NULL;
+        }
+        return good;
+}
+
 static void test_hold_keeps_bound(void)
 {
         PGconn *c = db();
@@ -426,23 +454,11 @@ static void test_hold_keeps_bound(void)
         FILE *f;
         int64_t total = 0;
         int writes = 0;
-        char pad[501] = "";
 
         CU_ASSERT_FATAL(c != NULL);
         CU_ASSERT_FATAL(ok(c, "CREATE TABLE hk (k int, pad text)"));
         gid = gid_of(c, "hk");
-        /* About 8 MB: more than the socket buffers and the adapter's mark together. */
-        memset(pad, 'p', sizeof(pad) - 1);
-        for (int b = 0; b < 32; b++) {
-                f = open_memstream(&q, &ql);
-                fprintf(f, "INSERT INTO hk VALUES ");
-                for (int i = 0; i < 500; i++)
-                        fprintf(f, "%s(%d, '%s')", i ? ", " : "", b * 500 + i, pad);
-                fclose(f);
-                CU_ASSERT_FATAL(ok(c, q));
-                free(q);
-                q = NULL;
-        }
+        CU_ASSERT_FATAL(fill_8mb(c, "hk"));
         waits = stat_of(COORD__ROLE__ROLE_ADAPTER, "stream_waits");
         CU_ASSERT_FATAL(sub_start(&s, "SUBSCRIBE hk"));
         for (int w = 0; w < 100 && s.n == 0; w++)
@@ -493,6 +509,104 @@ static void test_hold_keeps_bound(void)
         CU_ASSERT(holds_become(0));
         sub_done(&s);
         PQfinish(c);
+}
+
+/* The bound of gid, once publications have moved the unheld ctrl's past t (writes to
+ * both every 100 ms, up to 30 s): what it would be without a hold is past t then. */
+static uint64_t bound_when_passed(PGconn *c, uint64_t gid, uint64_t ctrl, const char *tab,
+                                  const char *ctrl_tab, uint64_t t)
+{
+        uint64_t b = 0, until = now_ms() + 30000;
+
+        while (b <= t && now_ms() < until) {
+                CU_ASSERT(okf(c, "INSERT INTO %s VALUES (1)", tab));
+                CU_ASSERT(okf(c, "INSERT INTO %s VALUES (1)", ctrl_tab));
+                sleep_ms(100);  /* pace the writes: bounds follow time */
+                b = q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, ctrl);
+        }
+        CU_ASSERT(b > t);
+        return q_u64(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, gid);
+}
+
+/* adapter-readhold.c: a SERIALIZABLE block's snapshot is a client's hold on each input
+ * it has read: the committed bound stays at or below the block's timestamp while an
+ * unread table's passes it, across a lifecycle kill -9, with no publication refused;
+ * it goes at COMMIT, and when the client of another block leaves. */
+static void test_block_holds(void)
+{
+        PGconn *c = db(), *o = db();
+        uint64_t t, gid, gid2, b;
+
+        CU_ASSERT_FATAL(c != NULL && o != NULL);
+        CU_ASSERT_FATAL(ok(o, "CREATE TABLE bh (a int)"));
+        CU_ASSERT_FATAL(ok(o, "CREATE TABLE bh2 (a int)"));
+        CU_ASSERT_FATAL(ok(o, "INSERT INTO bh VALUES (1)"));
+        gid = gid_of(o, "bh");
+        gid2 = gid_of(o, "bh2");
+        CU_ASSERT(holds_become(0));
+        CU_ASSERT(ok(c, "BEGIN ISOLATION LEVEL SERIALIZABLE"));
+        t = scalar_u64(c, "SELECT mz_now()");
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM bh"), 1);
+        CU_ASSERT(holds_become(1));
+        kill9_restart(COORD__ROLE__ROLE_LIFECYCLE, &o);
+        b = bound_when_passed(o, gid, gid2, "bh", "bh2", t);
+        CU_ASSERT(b <= t);
+        if (b > t)
+                fprintf(stderr, "\n    bound %" PRIu64 " passed the block's snapshot at %" PRIu64, b, t);
+        CU_ASSERT_EQUAL(lc_stat("publication_errors"), 0);
+        CU_ASSERT_EQUAL(scalar_u64(c, "SELECT count(*) FROM bh"), 1);
+        CU_ASSERT(ok(c, "COMMIT"));
+        CU_ASSERT(holds_become(0));
+        b = bound_when_passed(o, gid2, gid, "bh2", "bh", t);    /* bh's bound moves on */
+
+        /* Two inputs held; the client leaves without COMMIT. */
+        CU_ASSERT(ok(c, "BEGIN ISOLATION LEVEL REPEATABLE READ"));
+        CU_ASSERT(scalar_u64(c, "SELECT count(*) FROM bh, bh2") > 0);
+        CU_ASSERT(holds_become(2));
+        PQfinish(c);
+        CU_ASSERT(holds_become(0));
+        CU_ASSERT(stat_of(COORD__ROLE__ROLE_ADAPTER, "read_holds") >= 3);
+        CU_ASSERT(ok(o, "DROP TABLE bh"));
+        CU_ASSERT(ok(o, "DROP TABLE bh2"));
+        PQfinish(o);
+}
+
+/* adapter-readhold.c: a SELECT whose client stops reading its streamed result holds its
+ * input in the catalog after a second: the bound stays at or below the read's time
+ * while an unheld table's passes it; every row arrives; the hold goes at the end. */
+static void test_long_read_holds(void)
+{
+        PGconn *c = db(), *o = db();
+        uint64_t t, gid, gid2, b, rows = 0;
+        PGresult *r;
+
+        CU_ASSERT_FATAL(c != NULL && o != NULL);
+        CU_ASSERT_FATAL(ok(o, "CREATE TABLE lr (k int, pad text)"));
+        CU_ASSERT_FATAL(ok(o, "CREATE TABLE lr2 (a int)"));
+        gid = gid_of(o, "lr");
+        gid2 = gid_of(o, "lr2");
+        CU_ASSERT_FATAL(fill_8mb(o, "lr"));
+        CU_ASSERT(holds_become(0));
+        CU_ASSERT_FATAL(PQsendQuery(c, "SELECT k, pad FROM lr"));
+        CU_ASSERT(holds_become(1));     /* the client reads nothing meanwhile */
+        t = scalar_u64(o, "SELECT mz_now()");   /* at or after the read's time */
+        b = bound_when_passed(o, gid, gid2, "lr", "lr2", t);
+        CU_ASSERT(b <= t);
+        if (b > t)
+                fprintf(stderr, "\n    bound %" PRIu64 " passed the long read at or before %" PRIu64, b, t);
+        while ((r = PQgetResult(c))) {
+                if (PQresultStatus(r) == PGRES_TUPLES_OK)
+                        rows += (uint64_t)PQntuples(r);
+                else
+                        fprintf(stderr, "\n    long read: %s", PQresultErrorMessage(r));
+                PQclear(r);
+        }
+        CU_ASSERT_EQUAL(rows, 16000);
+        CU_ASSERT(holds_become(0));
+        CU_ASSERT(ok(o, "DROP TABLE lr"));
+        CU_ASSERT(ok(o, "DROP TABLE lr2"));
+        PQfinish(c);
+        PQfinish(o);
 }
 
 /* kill -9 of the lifecycle, then of the controller, while a subscription runs: it goes
@@ -626,6 +740,8 @@ int main(void)
                 { "mv_and_source", test_mv_and_source },
                 { "close_and_drop", test_close_and_drop },
                 { "hold_keeps_bound", test_hold_keeps_bound },
+                { "block_holds", test_block_holds },
+                { "long_read_holds", test_long_read_holds },
                 { "kill9", test_kill9 },
                 { "adapter_restart", test_adapter_restart },
                 { "snapshot_max", test_snapshot_max },
