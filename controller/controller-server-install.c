@@ -12,6 +12,12 @@
  *     a peek of a dataflow not installed yet waits for it.  Details at struct install.
  *     And one FUTEX_WAKE of the ring's sleepers per message handled or per release of
  *     held output, not per record (fring_hold_wakes()).
+ * (17a) A complete set in parts (CreateDataflows.more/part: a million dataflows are more
+ *     than a frame): resync_part() collects the gids of parts 0, 1, ... in
+ *     s->resync_listed; the last part removes what none named -- unless a part was
+ *     missed (a part number out of order), when it removes nothing (log
+ *     resync_incomplete) and the follower's next resync converges.  Each part installs
+ *     as a message of its own, the next waiting behind it (17).
  */
 #include "controller-server.h"
 #include "controller-server-internal.h"
@@ -572,6 +578,28 @@ static void install_continue(struct loop *l, void *userdata)
         fring_release_wakes(s->ring);
 }
 
+/* (17a) A complete set's part: part 0 starts it; a part out of order breaks it (its
+ * last part then removes nothing).  Adds the part's gids (and sources' remaps, 20). */
+static int resync_part(struct cserver *s, const Coord__CreateDataflows *m)
+{
+        if (m->part == 0) {
+                gmap_done(&s->resync_listed);
+                s->resync_broken = false;
+        } else if (m->part != s->resync_part_next) {
+                s->resync_broken = true;
+        }
+        s->resync_part_next = m->part + 1;
+        if (gmap_reserve(&s->resync_listed, 2 * m->n_dataflows) < 0)
+                return -ENOMEM;
+        for (size_t j = 0; j < m->n_dataflows; j++) {
+                gmap_put(&s->resync_listed, m->dataflows[j]->gid);
+                if (m->dataflows[j]->kind == COORD__DATAFLOW_KIND__DATAFLOW_SOURCE &&
+                    m->dataflows[j]->progress_id)
+                        gmap_put(&s->resync_listed, m->dataflows[j]->progress_id);
+        }
+        return 0;
+}
+
 void server_handle_create_dataflows(struct cserver *s, node_peer_t from, const Coord__Envelope *env)
 {
         Coord__CreateDataflows *m;
@@ -611,20 +639,18 @@ void server_handle_create_dataflows(struct cserver *s, node_peer_t from, const C
                         goto fail_in;
                 }
         }
-        if (m->complete) {
-                /* A resync: remove what the follower no longer has. */
-                struct gmap listed = { 0 };
+        if (m->complete && resync_part(s, m) < 0) {
+                r = row_error_oom(&e);
+                goto fail_in;
+        }
+        if (m->complete && !m->more && s->resync_broken) {
+                log_warn("resync_incomplete", "parts=%u action=keep", m->part + 1);
+                gmap_done(&s->resync_listed);
+        } else if (m->complete && !m->more) {
+                /* (17a) The resync's last part: remove what the follower no longer has. */
+                struct gmap listed = s->resync_listed;
 
-                if (gmap_reserve(&listed, 2 * m->n_dataflows) < 0) {
-                        r = row_error_oom(&e);
-                        goto fail_in;
-                }
-                for (size_t j = 0; j < m->n_dataflows; j++) {
-                        gmap_put(&listed, m->dataflows[j]->gid);
-                        if (m->dataflows[j]->kind == COORD__DATAFLOW_KIND__DATAFLOW_SOURCE &&
-                            m->dataflows[j]->progress_id)
-                                gmap_put(&listed, m->dataflows[j]->progress_id);   /* (20) its remap */
-                }
+                s->resync_listed = (struct gmap){ 0 };
                 for (size_t i = s->n_dfs; i-- > 0;) {
                         uint64_t gid = s->dfs[i]->gid;
                         bool mv = !s->dfs[i]->index;

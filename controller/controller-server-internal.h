@@ -213,6 +213,11 @@ struct cserver {
         struct install *install;
         struct deferred *deferred_head, **deferred_tail;
         size_t n_deferred;
+        /* A complete CreateDataflows in parts (17a): the gids its parts named so far,
+         * the part expected next, and whether one was missed. */
+        struct gmap resync_listed;
+        uint32_t resync_part_next;
+        bool resync_broken;
         uint64_t installs_sliced, install_slices;
 
         /* coord_frontiers at its upper - 1 (4): table rows by gid (a = since, b = upper,

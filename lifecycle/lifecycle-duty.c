@@ -81,8 +81,7 @@ static void duty_activate(struct lifecycle *lc)
         node_set_fence(lc->node, lc->duty_epoch);
         log_info("duty_taken", "holder=%s epoch=%" PRIu64 " claim_seq=%" PRIu64 " state_seq=%" PRIu64,
                  lc->duty_holder, lc->duty_epoch, lc->duty_claim_seq, lc_state_seq(lc->state));
-        lc_enact_resync(lc->enact);
-        lifecycle_send_allow_all(lc);
+        lc_enact_resync(lc->enact);     /* in parts; the permissions after the last */
 }
 
 static void duty_send(struct lifecycle *lc, Coord__MsgType type)

@@ -25,6 +25,19 @@
  *     follower can tell a refresh written but never committed without claiming its
  *     lease (lifecycle-refresh.c note 8).  Kept only for a kept refresh view, and
  *     dropped with its item.
+ * (5) A resync sends the complete set in parts (CreateDataflows.part/more,
+ *     controller-server-install.c note 17a), one part per loop turn: a million
+ *     dataflows are more than a frame, and building them all in one turn blocked the
+ *     loop past the duty lease's deadline, so the follower lost the duty at every
+ *     takeover and resynced again.  Part 0 also sends every table (Ensure, complete).
+ *     Parts go by GlobalId (e->resync_next: items added or deleted between turns move
+ *     no index), sinks in parts after all the others (a sink may read a later
+ *     GlobalId); each part is checked against the gate, and a lost gate or controller
+ *     abandons the resync (the next one starts over).  A part waits while more than
+ *     RESYNC_QUEUED_MAX is queued to the controller (the connection refuses a frame
+ *     past its send queue's limit, -ENOBUFS).  Flushes wait for its end
+ *     (lc_enact_flush()), then the resync's done callback runs (the permissions, which
+ *     name these dataflows).
  */
 #include "lifecycle-enact.h"
 
@@ -36,6 +49,7 @@
 #include "catalog.pb-c.h"
 #include "catalog/catalog.h"
 #include "log.h"
+#include "loop/loop.h"
 #include "node/node.h"
 #include "plan.pb-c.h"
 #include "refresh.h"
@@ -75,6 +89,17 @@ struct lc_enact {
         uint64_t next_request_id, sent, errors;
         bool (*gate)(void *arg);        /* lc_enact_set_gate() */
         void *gate_arg;
+        /* (5) a resync in parts */
+        bool resync;
+        bool resync_sinks;              /* past the others: the sinks' parts */
+        uint64_t resync_next;           /* the next part starts at this gid */
+        uint32_t resync_part;
+        uint64_t resync_start_ns;
+        size_t resync_sent;
+        struct loop_timer *resync_timer;
+        size_t part_items;              /* (5) at most this many dataflows a part */
+        void (*resync_done)(void *arg);
+        void *resync_done_arg;
 };
 
 int lc_enact_new(struct node *n, struct lc_enact **ret)
@@ -85,6 +110,7 @@ int lc_enact_new(struct node *n, struct lc_enact **ret)
                 return -ENOMEM;
         e->node = n;
         e->next_request_id = 1ull << 62;        /* apart from the publication's ids */
+        e->part_items = LC_ENACT_PART_ITEMS;
         *ret = e;
         return 0;
 }
@@ -159,6 +185,7 @@ void lc_enact_reset(struct lc_enact *e)
         e->n_refresh = e->n_rcommits = e->n_creates = e->n_drops = 0;
 }
 
+/* After node_free(): its loop freed resync_timer. */
 struct lc_enact *lc_enact_free(struct lc_enact *e)
 {
         if (!e)
@@ -468,9 +495,16 @@ static void send(struct lc_enact *e, Coord__MsgType type, const ProtobufCMessage
                 e->sent++;
 }
 
+/* What send_creates() sends: the tables, the dataflows, or both; complete: these
+ * are all (of the part's kind), in parts (part, more) for the dataflows (5). */
+struct send_what {
+        bool tables, dataflows, complete, more;
+        uint32_t part;
+};
+
 /* Send tables (EnsureCollections) and views/indexes (CreateDataflows) for the given
- * items; complete: these are all. */
-static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n, bool complete)
+ * items. */
+static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n, struct send_what w)
 {
         Coord__EnsureCollections ens = COORD__ENSURE_COLLECTIONS__INIT;
         Coord__CreateDataflows cdf = COORD__CREATE_DATAFLOWS__INIT;
@@ -488,6 +522,8 @@ static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n,
         for (size_t i = 0; i < n; i++) {
                 const struct lc_enact_item *it = v[i];
 
+                if ((it->kind == COORD__ITEM_KIND__ITEM_TABLE) ? !w.tables : !w.dataflows)
+                        continue;
                 if (it->kind == COORD__ITEM_KIND__ITEM_TABLE) {
                         Coord__CollectionSpec *c = &cs[ens.n_collections];
                         coord__collection_spec__init(c);
@@ -549,9 +585,9 @@ static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n,
                 }
         }
         /* Collections first: dataflows read them. */
-        if (ens.n_collections || complete) {
+        if (w.tables && (ens.n_collections || w.complete)) {
                 ens.collections = csp;
-                ens.complete = complete;
+                ens.complete = w.complete;
                 send(e, COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS, &ens.base, ens.n_collections);
         }
         /* Sinks last, in order: an altered sink (ALTER SINK ... SET FROM) may read a
@@ -567,9 +603,11 @@ static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n,
                 }
                 memcpy(&dsp[k], sinks, m * sizeof(*sinks));
         }
-        if (cdf.n_dataflows || complete) {
+        if (w.dataflows && (cdf.n_dataflows || w.complete)) {
                 cdf.dataflows = dsp;
-                cdf.complete = complete;
+                cdf.complete = w.complete;
+                cdf.more = w.more;
+                cdf.part = w.part;
                 send(e, COORD__MSG_TYPE__MSG_CREATE_DATAFLOWS, &cdf.base, cdf.n_dataflows);
         }
 out:
@@ -586,6 +624,8 @@ out:
 
 void lc_enact_flush(struct lc_enact *e)
 {
+        if (e->resync)
+                return;         /* (5) after its last part */
         if (!controller_up(e)) {
                 /* The resync at (re)connection or when the gate opens sends everything. */
                 e->n_creates = e->n_drops = 0;
@@ -604,7 +644,7 @@ void lc_enact_flush(struct lc_enact *e)
                         if (it)
                                 v[k++] = it;    /* dropped again since: nothing to create */
                 }
-                send_creates(e, v, k, false);
+                send_creates(e, v, k, (struct send_what){ .tables = true, .dataflows = true });
                 free(v);
                 e->n_creates = 0;
         }
@@ -619,16 +659,159 @@ void lc_enact_flush(struct lc_enact *e)
         }
 }
 
+#define RESYNC_PART_BYTES (4u << 20)    /* (5) about this much of specs a part */
+#define RESYNC_QUEUED_MAX (8u << 20)    /* (5) the next part waits while more is queued */
+#define RESYNC_WAIT_NS    (2u * 1000000u)
+
+/* (5) What an item's spec takes in a message, about. */
+static size_t spec_bytes(const struct lc_enact_item *it)
+{
+        return 64 + it->plan_len + 4 * (it->n_types + it->n_keys) + 8 * it->n_refresh_at +
+               (it->sink_path ? strlen(it->sink_path) : 0);
+}
+
+static void resync_end(struct lc_enact *e, bool done)
+{
+        e->resync = false;
+        if (!done) {
+                log_info("enact_resync_abandoned", "parts=%u objects=%zu", e->resync_part, e->resync_sent);
+                e->n_creates = e->n_drops = 0;  /* the next resync sends them */
+                return;
+        }
+        log_info("enact_resync", "objects=%zu parts=%u took_us=%llu", e->resync_sent, e->resync_part,
+                 (unsigned long long)((now_ns() - e->resync_start_ns) / 1000));
+        lc_enact_flush(e);      /* what came meanwhile */
+        if (e->resync_done)
+                e->resync_done(e->resync_done_arg);
+}
+
+static void resync_step(struct lc_enact *e);
+
+static void on_resync_timer(struct loop *l, void *userdata)
+{
+        struct lc_enact *e = userdata;
+
+        (void)l;
+        e->resync_timer = NULL;
+        resync_step(e);
+}
+
+/* (5) Send the next part; arm the turn after it, or end. */
+static void resync_step(struct lc_enact *e)
+{
+        struct lc_enact_item **v;
+        size_t i, k = 0, bytes = 0;
+        uint64_t wait_ns = 1000;
+        bool more = true;
+
+        if (!controller_up(e)) {
+                resync_end(e, false);
+                return;
+        }
+        if (node_peer_pending(e->node, COORD__ROLE__ROLE_CONTROLLER) > RESYNC_QUEUED_MAX) {
+                wait_ns = RESYNC_WAIT_NS;       /* the controller reads what is queued first */
+                goto next;
+        }
+        v = calloc(e->part_items, sizeof(*v));
+        if (!v) {
+                log_error("out_of_memory", "what=enact_resync");
+                resync_end(e, false);
+                return;
+        }
+        if (e->resync_part == 0) {
+                size_t nt = 0;
+
+                for (i = 0; i < e->n; i++)
+                        nt += e->items[i]->kind == COORD__ITEM_KIND__ITEM_TABLE;
+                {
+                        struct lc_enact_item **t = calloc(nt ? nt : 1, sizeof(*t));
+
+                        if (!t) {
+                                free(v);
+                                log_error("out_of_memory", "what=enact_resync");
+                                resync_end(e, false);
+                                return;
+                        }
+                        nt = 0;
+                        for (i = 0; i < e->n; i++)
+                                if (e->items[i]->kind == COORD__ITEM_KIND__ITEM_TABLE)
+                                        t[nt++] = e->items[i];
+                        send_creates(e, t, nt, (struct send_what){ .tables = true, .complete = true });
+                        free(t);
+                }
+        }
+        i = lower_bound(e, e->resync_next);
+        while (k < e->part_items && bytes < RESYNC_PART_BYTES) {
+                struct lc_enact_item *it;
+
+                if (i >= e->n) {
+                        if (e->resync_sinks) {
+                                more = false;
+                                break;
+                        }
+                        e->resync_sinks = true;
+                        e->resync_next = 0;
+                        i = 0;
+                        continue;
+                }
+                it = e->items[i++];
+                e->resync_next = it->gid + 1;
+                if (it->kind == COORD__ITEM_KIND__ITEM_TABLE ||
+                    (it->kind == COORD__ITEM_KIND__ITEM_SINK) != e->resync_sinks)
+                        continue;
+                v[k++] = it;
+                bytes += spec_bytes(it);
+        }
+        if (more && e->resync_sinks && i >= e->n)
+                more = false;
+        send_creates(e, v, k, (struct send_what){ .dataflows = true, .complete = true, .more = more,
+                                                  .part = e->resync_part });
+        free(v);
+        e->resync_part++;
+        e->resync_sent += k;
+        if (!more) {
+                resync_end(e, true);
+                return;
+        }
+next:
+        if (loop_timer_add(node_loop(e->node), wait_ns, on_resync_timer, e, &e->resync_timer) < 0) {
+                e->resync_timer = NULL;
+                resync_end(e, false);
+        }
+}
+
 void lc_enact_resync(struct lc_enact *e)
 {
-        uint64_t start = now_ns();
-
         if (!controller_up(e))
                 return;
+        if (e->resync_timer) {
+                loop_timer_cancel(node_loop(e->node), e->resync_timer);
+                e->resync_timer = NULL;
+        }
         e->n_creates = e->n_drops = 0;
-        send_creates(e, e->items, e->n, true);
-        log_info("enact_resync", "objects=%zu took_us=%llu", e->n,
-                 (unsigned long long)((now_ns() - start) / 1000));
+        e->resync = true;
+        e->resync_sinks = false;
+        e->resync_next = 0;
+        e->resync_part = 0;
+        e->resync_sent = 0;
+        e->resync_start_ns = now_ns();
+        resync_step(e);
+}
+
+void lc_enact_set_resync_done(struct lc_enact *e, void (*done)(void *arg), void *arg)
+{
+        e->resync_done = done;
+        e->resync_done_arg = arg;
+}
+
+void lc_enact_set_part_items(struct lc_enact *e, size_t n)
+{
+        e->part_items = n ? n : 1;
+}
+
+bool lc_enact_resyncing(const struct lc_enact *e)
+{
+        return e->resync;
 }
 
 bool lc_enact_reply(struct lc_enact *e, const Coord__Envelope *env)

@@ -66,8 +66,16 @@ int lc_enact_next_refresh(const struct lc_enact *e, uint64_t after, uint64_t *re
 /* The refresh time the lease refresh/<gid> committed last (lifecycle-enact.c note 4;
  * 0 when none yet): 0, or -ENOENT when the view has no lease record. */
 int lc_enact_refresh_committed(const struct lc_enact *e, uint64_t gid, uint64_t *ret_last);
-/* Send the complete set (controller (re)connected, or state reloaded). */
+/* Send the complete set (controller (re)connected, or state reloaded), in parts over
+ * loop turns (lifecycle-enact.c note 5); a resync in progress starts over.  done(arg)
+ * runs after the last part of each resync that ended (not one abandoned: the gate
+ * closed or the controller left). */
 void lc_enact_resync(struct lc_enact *e);
+void lc_enact_set_resync_done(struct lc_enact *e, void (*done)(void *arg), void *arg);
+/* At most n dataflows a part (default LC_ENACT_PART_ITEMS; --resync-part-items). */
+#define LC_ENACT_PART_ITEMS 20000u
+void lc_enact_set_part_items(struct lc_enact *e, size_t n);
+bool lc_enact_resyncing(const struct lc_enact *e);
 /* A reply from the controller to one of ours: errors are logged. */
 bool lc_enact_reply(struct lc_enact *e, const Coord__Envelope *env);
 

@@ -96,6 +96,7 @@ struct lifecycle {
         uint64_t start_ns, open_ns, loaded_ns;
         struct lc_load_stats first_load;
         bool restart_logged;
+        uint64_t resync_t0_ns;          /* the controller's connection: restart_timings' resync */
         /* The duty lease (7, lifecycle-duty.c). */
         char duty_holder[32];           /* "lifecycle-<instance id>" */
         char duty_seen_holder[64];      /* the holder a BUSY claim named */

@@ -24,8 +24,10 @@
  * (3) Enactment (creating collections, installing dataflows) is this daemon's:
  *     lifecycle-enact.c follows the same transactions and sends EnsureCollections,
  *     CreateDataflows and DropCollections to the controller; a controller that
- *     (re)connects gets the complete set (a resync, installed in slices there:
- *     controller-server-install.c note 17).
+ *     (re)connects gets the complete set (a resync, sent in parts over loop turns,
+ *     lifecycle-enact.c note 5, and installed in slices there:
+ *     controller-server-install.c note 17); the permissions follow its last part
+ *     (lifecycle_resync_done()).
  *
  * (5) A restart (issue 6: serving within 1 s of a kill -9 at 100,000 objects): main()
  *     opens the secondary and loads the state before the loop runs, and reports ready
@@ -33,8 +35,8 @@
  *     complete enactment set and every committed bound (lifecycle_peer_up()).  One log
  *     line, restart_timings, gives the phases once the controller has them: open_us
  *     (main() to the secondary opened: its WAL replay, mostly), load_us (scan_us on
- *     threads, link_us into the state), resync_us (building and sending both
- *     resyncs), total_us (main() to then).
+ *     threads, link_us into the state), resync_us (the controller's connection to the
+ *     permissions sent after the resync's last part), total_us (main() to then).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +75,28 @@ static void lifecycle_message(struct node *n, node_peer_t from, const Coord__Env
         /* The controller's Oks to AllowCompaction need nothing. */
 }
 
+/* The end of every resync (lifecycle-enact.c note 5): the permissions, which name
+ * its dataflows, and the restart's timings once. */
+static void lifecycle_resync_done(void *arg)
+{
+        struct lifecycle *lc = arg;
+
+        lifecycle_send_allow_all(lc);
+        if (lc->loaded && !lc->restart_logged && lc->resync_t0_ns) {
+                /* (5): from main() to the controller holding what the catalog says. */
+                lc->restart_logged = true;
+                log_info("restart_timings", "open_us=%llu load_us=%llu scan_us=%llu link_us=%llu "
+                         "resync_us=%llu total_us=%llu objects=%zu",
+                         (unsigned long long)((lc->open_ns - lc->start_ns) / 1000),
+                         (unsigned long long)((lc->loaded_ns - lc->open_ns) / 1000),
+                         (unsigned long long)lc->first_load.scan_us,
+                         (unsigned long long)lc->first_load.link_us,
+                         (unsigned long long)((now_ns() - lc->resync_t0_ns) / 1000),
+                         (unsigned long long)((now_ns() - lc->start_ns) / 1000),
+                         lc_state_n_objects(lc->state));
+        }
+}
+
 static void lifecycle_peer_up(struct node *n, node_peer_t peer, uint64_t incarnation, void *userdata)
 {
         struct lifecycle *lc = userdata;
@@ -80,23 +104,8 @@ static void lifecycle_peer_up(struct node *n, node_peer_t peer, uint64_t incarna
         if (peer == COORD__ROLE__ROLE_ADAPTER)
                 lifecycle_follow(lc);
         if (peer == COORD__ROLE__ROLE_CONTROLLER) {
-                uint64_t t = now_ns();
-
-                lc_enact_resync(lc->enact);     /* before permissions: they name these */
-                lifecycle_send_allow_all(lc);
-                if (lc->loaded && !lc->restart_logged) {
-                        /* (5): from main() to the controller holding what the catalog says. */
-                        lc->restart_logged = true;
-                        log_info("restart_timings", "open_us=%llu load_us=%llu scan_us=%llu link_us=%llu "
-                                 "resync_us=%llu total_us=%llu objects=%zu",
-                                 (unsigned long long)((lc->open_ns - lc->start_ns) / 1000),
-                                 (unsigned long long)((lc->loaded_ns - lc->open_ns) / 1000),
-                                 (unsigned long long)lc->first_load.scan_us,
-                                 (unsigned long long)lc->first_load.link_us,
-                                 (unsigned long long)((now_ns() - t) / 1000),
-                                 (unsigned long long)((now_ns() - lc->start_ns) / 1000),
-                                 lc_state_n_objects(lc->state));
-                }
+                lc->resync_t0_ns = now_ns();
+                lc_enact_resync(lc->enact);     /* then lifecycle_resync_done() */
         }
 }
 
@@ -190,7 +199,7 @@ static const struct node_handler lifecycle_handler = {
 int main(int argc, char **argv)
 {
         struct lifecycle lc = { .interval_ms = 1000, .start_ns = now_ns() };
-        uint64_t instance_id = 0, duty_ttl_ms = 3000;
+        uint64_t instance_id = 0, duty_ttl_ms = 3000, part_items = LC_ENACT_PART_ITEMS;
         bool frontier_wait_thread = false;
         const struct conf_option extra[] = {
                 { "publication-interval-ms", CONF_U64, &lc.interval_ms, 3600000,
@@ -207,6 +216,9 @@ int main(int argc, char **argv)
                 { "duty-ttl-ms", CONF_U64, &duty_ttl_ms, 600000,
                   "the ttl of the fleet's duty lease (enactment and publication) this follower "
                   "claims (default 3000; another follower takes over within it after a death)" },
+                { "resync-part-items", CONF_U64, &part_items, 1000000,
+                  "a resync sends the complete set of dataflows to the controller in parts of at "
+                  "most this many (and about 4 MB), one part per loop turn (default 20000)" },
                 { "test-refresh-hold-ms", CONF_U64, &lc.test_refresh_hold_ms, 600000,
                   "TEST ONLY: hold each refresh lease this long between its claim and the release" },
                 { "test-catchup-delay-ms", CONF_U64, &lc.test_catchup_delay_ms, 60000,
@@ -251,6 +263,8 @@ int main(int argc, char **argv)
                 goto out;
         }
         lifecycle_duty_init(&lc, (uint32_t)instance_id, duty_ttl_ms);
+        lc_enact_set_resync_done(lc.enact, lifecycle_resync_done, &lc);
+        lc_enact_set_part_items(lc.enact, (size_t)part_items);
         if (asprintf(&lc.primary_path, "%s/adapter/catalog", a.data_dir) < 0 ||
             asprintf(&lc.secondary_path, "%s/catalog-secondary", node_dir(lc.node)) < 0) {
                 log_error("out_of_memory", "");

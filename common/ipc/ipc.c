@@ -485,6 +485,11 @@ static void conn_send_done(struct loop *l, struct loop_io *io, int res)
         (void)conn_maybe_finish(c);
 }
 
+size_t ipc_conn_pending(const struct ipc_conn *c)
+{
+        return c->out.len + (c->wire.len - c->woff);
+}
+
 int ipc_conn_send(struct ipc_conn *c, const Coord__Envelope *env)
 {
         size_t pending;
@@ -499,7 +504,7 @@ int ipc_conn_send(struct ipc_conn *c, const Coord__Envelope *env)
         size = ipc_frame_size(env, c->max_frame);
         if (size < 0)
                 return (int)size;
-        pending = c->out.len + (c->wire.len - c->woff);
+        pending = ipc_conn_pending(c);
         if (pending + (size_t)size > c->sendq_limit)
                 return -ENOBUFS;
         r = obuf_reserve(&c->out, (size_t)size);

@@ -96,6 +96,9 @@ pid_t ipc_conn_peer_pid(const struct ipc_conn *c);
  * is too big, -ENOBUFS when more than the send-queue limit is pending (a peer that does
  * not read), -EPIPE after close. */
 int ipc_conn_send(struct ipc_conn *c, const Coord__Envelope *env);
+/* Bytes queued and not yet written (what ipc_conn_send() measures against its limit):
+ * a sender of many frames waits for it to fall before queueing more. */
+size_t ipc_conn_pending(const struct ipc_conn *c);
 /* Pack payload (may be NULL) into env (its other fields set by the caller) and send. */
 int ipc_conn_send_payload(struct ipc_conn *c, Coord__Envelope *env, const ProtobufCMessage *payload);
 /* Convenience: wrap payload (may be NULL) in an Envelope and send it. */

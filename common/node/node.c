@@ -907,6 +907,13 @@ bool node_peer_connected(const struct node *n, node_peer_t peer)
         return peer_conn(n, peer) != NULL;
 }
 
+size_t node_peer_pending(const struct node *n, node_peer_t peer)
+{
+        const struct ipc_conn *c = peer_conn(n, peer);
+
+        return c ? ipc_conn_pending(c) : 0;
+}
+
 static void envelope_init(const struct node *n, Coord__Envelope *env, Coord__MsgType type,
                           uint64_t request_id)
 {

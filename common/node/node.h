@@ -115,6 +115,8 @@ Coord__Role node_role(const struct node *n);
 /* <data-dir>/<role>, created. */
 const char *node_dir(const struct node *n);
 bool node_peer_connected(const struct node *n, node_peer_t peer);
+/* Bytes queued to peer and not yet written (ipc_conn_pending()); 0 when not connected. */
+size_t node_peer_pending(const struct node *n, node_peer_t peer);
 /* This daemon's --instance-id (0 but for a lifecycle follower of a fleet). */
 uint32_t node_instance_id(const struct node *n);
 /* From now on every message to a peer carries fence = epoch (Envelope.fence): the
