@@ -17,6 +17,10 @@
  *     a failed write, (8) reopens and makes the lost deferred changes again.  A refused
  *     append and the compaction timer write leftovers alone.  Built-ins and a complete
  *     Ensure keep synced creates and drops.
+ * (12a) A complete Ensure in parts (EnsureCollections.more/part, as CreateDataflows'
+ *     note 17a): s->ensure_listed gathers the tables of parts 0, 1, ...; the last part
+ *     drops the tables none listed, and none when a part number was skipped (log
+ *     resync_incomplete; the follower's next resync converges).
  */
 #include "controller-server.h"
 #include "controller-server-internal.h"
@@ -140,7 +144,7 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
 {
         _cleanup_free_ uint64_t *listed = NULL;
         struct storage_info info;
-        size_t n_dropped = 0;
+        size_t n_dropped = 0, n_listed;
         int r;
 
         /* Validate everything before changing anything. */
@@ -196,12 +200,28 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
         }
         if (!m->complete)
                 return 0;
-        listed = calloc(m->n_collections ? m->n_collections : 1, sizeof(*listed));
-        if (!listed)
+        /* (12a) */
+        if (m->part == 0) {
+                s->n_ensure_listed = 0;
+                s->ensure_broken = false;
+        } else if (m->part != s->ensure_part_next) {
+                s->ensure_broken = true;
+        }
+        s->ensure_part_next = m->part + 1;
+        if (GROW_ARRAY(s->ensure_listed, s->cap_ensure_listed, s->n_ensure_listed + m->n_collections) < 0)
                 return row_error_oom(e);
         for (size_t i = 0; i < m->n_collections; i++)
-                listed[i] = m->collections[i]->gid;
-        qsort(listed, m->n_collections, sizeof(*listed), u64_cmp);
+                s->ensure_listed[s->n_ensure_listed++] = m->collections[i]->gid;
+        if (m->more)
+                return 0;
+        n_listed = s->n_ensure_listed;
+        listed = TAKE_PTR(s->ensure_listed);
+        s->n_ensure_listed = s->cap_ensure_listed = 0;
+        if (s->ensure_broken) {
+                log_warn("resync_incomplete", "what=tables parts=%u action=keep", m->part + 1);
+                return 0;
+        }
+        qsort(listed, n_listed, sizeof(*listed), u64_cmp);
         r = server_list_all(s);
         if (r < 0)
                 return server_storage_failure(s, e, r, "listing collections");
@@ -210,7 +230,7 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
                 uint64_t gid = s->cols[i].gid;
 
                 if (s->cols[i].kind != STORAGE_KIND_TABLE ||
-                    bsearch(&gid, listed, m->n_collections, sizeof(*listed), u64_cmp))
+                    bsearch(&gid, listed, n_listed, sizeof(*listed), u64_cmp))
                         continue;
                 r = server_drop_one(s, gid, false, e);
                 if (r < 0)
@@ -218,8 +238,7 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
                 n_dropped++;
         }
         if (n_dropped)
-                log_info("collections_reconciled", "listed=%zu dropped=%zu", m->n_collections,
-                         n_dropped);
+                log_info("collections_reconciled", "listed=%zu dropped=%zu", n_listed, n_dropped);
         return 0;
 }
 

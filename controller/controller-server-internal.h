@@ -218,6 +218,11 @@ struct cserver {
         struct gmap resync_listed;
         uint32_t resync_part_next;
         bool resync_broken;
+        /* The same for a complete EnsureCollections (12a): the tables listed so far. */
+        uint64_t *ensure_listed;
+        size_t n_ensure_listed, cap_ensure_listed;
+        uint32_t ensure_part_next;
+        bool ensure_broken;
         uint64_t installs_sliced, install_slices;
 
         /* coord_frontiers at its upper - 1 (4): table rows by gid (a = since, b = upper,

@@ -443,6 +443,7 @@ struct cserver *cserver_free(struct cserver *s)
         gmap_done(&s->allowed);
         gmap_done(&s->allow_pending);
         gmap_done(&s->resync_listed);
+        free(s->ensure_listed);
         server_readers_done(s);
         free(s->pending);
         free(s->work);

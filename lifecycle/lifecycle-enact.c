@@ -29,7 +29,8 @@
  *     controller-server-install.c note 17a), one part per loop turn: a million
  *     dataflows are more than a frame, and building them all in one turn blocked the
  *     loop past the duty lease's deadline, so the follower lost the duty at every
- *     takeover and resynced again.  Part 0 also sends every table (Ensure, complete).
+ *     takeover and resynced again.  Part 0 also sends every table (Ensure, complete,
+ *     in parts of its own: controller-server-collection.c note 12a).
  *     Parts go by GlobalId (e->resync_next: items added or deleted between turns move
  *     no index), sinks in parts after all the others (a sink may read a later
  *     GlobalId); each part is checked against the gate, and a lost gate or controller
@@ -588,6 +589,8 @@ static void send_creates(struct lc_enact *e, struct lc_enact_item **v, size_t n,
         if (w.tables && (ens.n_collections || w.complete)) {
                 ens.collections = csp;
                 ens.complete = w.complete;
+                ens.more = w.more;
+                ens.part = w.part;
                 send(e, COORD__MSG_TYPE__MSG_ENSURE_COLLECTIONS, &ens.base, ens.n_collections);
         }
         /* Sinks last, in order: an altered sink (ALTER SINK ... SET FROM) may read a
@@ -661,6 +664,8 @@ void lc_enact_flush(struct lc_enact *e)
 
 #define RESYNC_PART_BYTES (4u << 20)    /* (5) about this much of specs a part */
 #define RESYNC_QUEUED_MAX (8u << 20)    /* (5) the next part waits while more is queued */
+#define RESYNC_TABLES_PER_ITEM 5u        /* (5) tables a part of the Ensure: 5 x part_items
+                                         * (100,000 by default, ~16 bytes each) */
 #define RESYNC_WAIT_NS    (2u * 1000000u)
 
 /* (5) What an item's spec takes in a message, about. */
@@ -736,7 +741,16 @@ static void resync_step(struct lc_enact *e)
                         for (i = 0; i < e->n; i++)
                                 if (e->items[i]->kind == COORD__ITEM_KIND__ITEM_TABLE)
                                         t[nt++] = e->items[i];
-                        send_creates(e, t, nt, (struct send_what){ .tables = true, .complete = true });
+                        /* Every table now, in parts (~2 MB by default). */
+                        size_t per = RESYNC_TABLES_PER_ITEM * e->part_items;
+
+                        for (size_t j = 0, p = 0; j == 0 || j < nt; j += per, p++) {
+                                size_t m = nt - j < per ? nt - j : per;
+
+                                send_creates(e, t + j, m, (struct send_what){
+                                        .tables = true, .complete = true, .part = (uint32_t)p,
+                                        .more = j + m < nt });
+                        }
                         free(t);
                 }
         }

@@ -1,8 +1,8 @@
 /* test-resync -- the follower's resync in parts (lifecycle-enact.c note 5,
  * controller-server-install.c note 17a), end to end on the three real daemons with
  * --resync-part-items 3: after a controller kill -9 every view and index is back and
- * maintained, the resync went in several parts, and a materialized view dropped while
- * the controller was down loses its collection at the last part.
+ * maintained, the resync went in several parts, and a materialized view or a table
+ * dropped while the controller was down loses its collection at the last part.
  */
 #include "itest.h"
 
@@ -85,6 +85,21 @@ static void test_parts(void)
         CU_ASSERT(ctl_stat_becomes("dataflows", dfs - 2));
         CU_ASSERT(ctl_stat_becomes("collections", cols - 1));
         CU_ASSERT_EQUAL(q_u64(c, "SELECT n FROM rs_mv5"), 4);
+
+        /* Tables go in parts too (15 a part here): one dropped while the controller is
+         * down goes at the last part, the others stay. */
+        for (int i = 0; i < 40; i++)
+                CU_ASSERT_FATAL(okf(c, "CREATE TABLE rs_t%d (a int)", i));
+        CU_ASSERT(ctl_stat_becomes("collections", cols - 1 + 40));
+        /* An append makes the tables' creates durable (controller-server-collection.c
+         * note 12): without it the restart would simply not have rs_t3. */
+        CU_ASSERT(ok(c, "INSERT INTO rs_t3 VALUES (1)"));
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
+        CU_ASSERT(ok(c, "DROP TABLE rs_t3"));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        CU_ASSERT(ctl_stat_becomes("collections", cols - 1 + 39));
+        CU_ASSERT(ok(c, "INSERT INTO rs_t39 VALUES (1)"));
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM rs_t39"), 1);
         free(sink);
         PQfinish(c);
 }
