@@ -17,10 +17,10 @@
  *     a failed write, (8) reopens and makes the lost deferred changes again.  A refused
  *     append and the compaction timer write leftovers alone.  Built-ins and a complete
  *     Ensure keep synced creates and drops.
- * (12a) A complete Ensure in parts (EnsureCollections.more/part, as CreateDataflows'
- *     note 17a): s->ensure_listed gathers the tables of parts 0, 1, ...; the last part
- *     drops the tables none listed, and none when a part number was skipped (log
- *     resync_incomplete; the follower's next resync converges).
+ * (12a) A complete Ensure in parts (EnsureCollections.more/part, as CreateDataflows':
+ *     controller-server-install.c note 17a): s->ensure_listed gathers the tables of
+ *     parts 0, 1, ...; the last part drops the tables none listed, and none when a part
+ *     number was skipped (log resync_incomplete; the follower's next resync converges).
  */
 #include "controller-server.h"
 #include "controller-server-internal.h"
