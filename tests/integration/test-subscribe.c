@@ -572,7 +572,7 @@ static void test_block_holds(void)
 }
 
 /* adapter-readhold.c: a SELECT whose client stops reading its streamed result holds its
- * input in the catalog after a second: the bound stays at or below the read's time
+ * input in the catalog after 100 ms: the bound stays at or below the read's time
  * while an unheld table's passes it; every row arrives; the hold goes at the end. */
 static void test_long_read_holds(void)
 {
