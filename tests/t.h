@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -64,6 +66,61 @@ error:
         CU_cleanup_registry();
         return T_EXIT_ERROR;
 }
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline uint64_t t_now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Sleep ms milliseconds, signals or not. */
+static inline void t_sleep_ms(unsigned ms)
+{
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+#define T_WAIT_STEP_MS 10
+
+/* Wait for something to happen: ask pred(ctx) every T_WAIT_STEP_MS until it holds or
+ * timeout_ms have passed; whether it held.  The last ask comes after the deadline, so
+ * a slow poll is not a failure. */
+static inline bool t_wait_until(bool (*pred)(void *ctx), void *ctx, unsigned timeout_ms)
+{
+        uint64_t deadline = t_now_ms() + timeout_ms;
+
+        for (;;) {
+                bool past = t_now_ms() >= deadline;
+
+                if (pred(ctx))
+                        return true;
+                if (past)
+                        return false;
+                t_sleep_ms(T_WAIT_STEP_MS);
+        }
+}
+
+/* t_wait_until() of an expression, evaluated again every step_ms: whether cond held
+ * within timeout_ms.  t_wait_for() polls every T_WAIT_STEP_MS. */
+#define t_wait_for_every(cond, timeout_ms, step_ms) ({                                  \
+        uint64_t t_wait_end_ = t_now_ms() + (timeout_ms);                               \
+        bool t_wait_ok_;                                                                \
+                                                                                        \
+        for (;;) {                                                                      \
+                bool t_wait_past_ = t_now_ms() >= t_wait_end_;                          \
+                                                                                        \
+                if ((t_wait_ok_ = (cond)) || t_wait_past_)                              \
+                        break;                                                          \
+                t_sleep_ms(step_ms);                                                    \
+        }                                                                               \
+        t_wait_ok_;                                                                     \
+})
+#define t_wait_for(cond, timeout_ms) t_wait_for_every(cond, timeout_ms, T_WAIT_STEP_MS)
 
 /* A fresh directory under $TMPDIR (or /tmp); the caller removes it with t_rmrf(). */
 static inline char *t_mkdtemp(const char *tag)
