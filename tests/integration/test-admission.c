@@ -167,7 +167,7 @@ static void test_alter_retain(void)
         born_b = now_bound(c, "ret_b");
         for (int i = 0; i < 250; i++) {
                 okf(c, "INSERT INTO ret_a VALUES (%d); INSERT INTO ret_b VALUES (%d)", i, i);
-                usleep(10 * 1000);
+                usleep(10 * 1000);              /* pace: time passes */
         }
         a1 = now_bound(c, "ret_a");
         b1 = now_bound(c, "ret_b");
@@ -178,7 +178,7 @@ static void test_alter_retain(void)
         CU_ASSERT(ok(c, "ALTER TABLE ret_a RESET (RETAIN HISTORY)"));
         for (int i = 0; i < 250; i++) {
                 okf(c, "INSERT INTO ret_a VALUES (%d)", i);
-                usleep(10 * 1000);
+                usleep(10 * 1000);              /* pace: time passes */
         }
         a2 = now_bound(c, "ret_a");
         CU_ASSERT(a2 > born_a + 500);

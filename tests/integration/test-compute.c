@@ -2290,7 +2290,7 @@ static void *writer_run_retry(void *arg)
                 long before = w->done + w->failed;
                 writer_run(w);
                 if (w->done + w->failed == before)
-                        usleep(50 * 1000);
+                        usleep(50 * 1000);      /* idle: nothing to do */
         }
         return NULL;
 }
@@ -2424,7 +2424,7 @@ static void kill_under_load(Coord__Role role, const char *what)
                         uint64_t t = scalar_u64(C, "SELECT mz_now()");
                         if (t)
                                 times[nt++] = t;
-                        usleep(30 * 1000);
+                        usleep(30 * 1000);      /* sampling pace */
                 }
                 if (phase == 0) {
                         CU_ASSERT_FATAL(kill9(role));
@@ -2730,7 +2730,7 @@ static void test_retain_history(void)
         snprintf(q, sizeof(q), "SELECT read_frontier FROM coord_frontiers WHERE object_id = %s", id);
         since0 = scalar_u64(c, q);
         for (int i = 0; i < 8; i++) {
-                usleep(500 * 1000);
+                usleep(500 * 1000);             /* time passes: the window moves */
                 CU_ASSERT(okf(c, "INSERT INTO rh VALUES (%d)", i + 2));
         }
         /* compaction to the 1 s window moves the since past t_old */
@@ -2770,7 +2770,7 @@ static void test_index_keeps_history(void)
         t0 = scalar_u64(c, "SELECT mz_now()");
         CU_ASSERT(ok(c, "CREATE DEFAULT INDEX ON ih"));
         CU_ASSERT(ok(c, "CREATE INDEX ih_mi ON ih_m (b)"));
-        usleep(2500 * 1000);
+        usleep(2500 * 1000);                    /* past the 1 s window */
         CU_ASSERT(ok(c, "INSERT INTO ih VALUES (2)"));
         CU_ASSERT(rows_are(c, "SELECT a FROM ih", "1;2"));
         CU_ASSERT(rows_are(c, "SELECT b FROM ih_m", "10;20"));
@@ -4010,7 +4010,7 @@ static void test_sliced_install_follower_killed(void)
         seq_a = seq_of(COORD__ROLE__ROLE_ADAPTER);
         for (int i = 0; i < 200 && seq_of(COORD__ROLE__ROLE_LIFECYCLE) < seq_a; i++)
                 usleep(10 * 1000);
-        usleep(50 * 1000);
+        usleep(50 * 1000);                      /* no condition to watch: let its messages land */
         def_old = stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred");
         bad += rf_check_bounds(c, &seen, "installing, old follower");
 

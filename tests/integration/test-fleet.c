@@ -530,7 +530,7 @@ static void test_refresh_once(void)
         gid = gid_of(c, "r3");
         CU_ASSERT(refreshes_reach(c, gid, 3, 30000));
         CU_ASSERT(rows_become(c, "SELECT n FROM r3", "2", 10000));
-        sleep_ms(2 * HOLD_MS);
+        sleep_ms(2 * HOLD_MS);                  /* time for a stray 4th refresh */
         CU_ASSERT(refresh_lease(c, gid, &version, &epoch, &h));
         printf("\n    3 refreshes: version %" PRIu64 ", epoch %" PRIu64 ", claims answered BUSY %" PRIu64, version,
                epoch, fleet_sum("refresh_busy") - busy0);
@@ -581,7 +581,7 @@ static void refresh_sigstop_round(PGconn *c, int i)
         CU_ASSERT(asprintf(&q, "SELECT s FROM r2_%d", i) > 0);
         CU_ASSERT(rows_become(c, q, "3", 10000));
         free(q);
-        sleep_ms(2 * HOLD_MS);
+        sleep_ms(2 * HOLD_MS);                  /* time for a stray 3rd refresh */
         CU_ASSERT(refresh_lease(c, gid, &version, &e2, &h2));
         CU_ASSERT_EQUAL(version, 2);
 }
@@ -624,7 +624,7 @@ static void test_refresh_kill_commit(void)
         CU_ASSERT(refreshes_reach(c, gid, 1, 3 * TTL_MS));
         for (int w = 0; w < 300 && fleet_sum("refresh_retries") == retries0; w++)
                 sleep_ms(10);
-        sleep_ms(TTL_MS);
+        sleep_ms(TTL_MS);                       /* past the ttl: no retry left */
         CU_ASSERT(refresh_lease(c, gid, &version, &epoch, &h));
         printf("\n    adapter killed after the commit: version %" PRIu64 ", commits sent again %" PRIu64, version,
                fleet_sum("refresh_retries") - retries0);
@@ -652,7 +652,7 @@ static void test_refresh_many(void)
                 snprintf(name, sizeof(name), "rm_%d", i);
                 gids[i] = gid_of(c, name);
         }
-        sleep_ms(6000);
+        sleep_ms(6000);                         /* each view due 6 times */
         for (int i = 0; i < VIEWS; i++) {
                 uint64_t version = 0, epoch = 0;
                 int h;
@@ -718,7 +718,7 @@ static void test_refresh_last_reconciled(void)
         CU_ASSERT(refresh_lease(c, gid, &version, &epoch, &h));
         CU_ASSERT_EQUAL(version, 0);            /* written, not committed */
         CU_ASSERT(refreshes_reach(c, gid, 1, 4 * TTL_MS + 5000));
-        sleep_ms(TTL_MS);
+        sleep_ms(TTL_MS);                       /* past the ttl: no retry left */
         CU_ASSERT(refresh_lease(c, gid, &version, &epoch, &h));
         printf("\n    the last refresh's holder killed before its commit: version %" PRIu64 " at epoch %" PRIu64
                ", reconciled by another follower", version, epoch);

@@ -393,7 +393,7 @@ static void test_catchup_thread(void)
                 CU_ASSERT_FATAL(ddl_round(c, prefix, 2));
                 last = lc_stat("catalog_catchup_last_us");
                 slow_seen |= last >= delay_us;
-                usleep(100 * 1000);
+                usleep(100 * 1000);             /* pace */
         }
         CU_ASSERT(converged());
         stall = lc_max_stall_us();

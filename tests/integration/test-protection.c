@@ -364,7 +364,7 @@ static void kill_restart_check(Coord__Role role)
                 bad1 += check_bounds_forward(c, &sn);
                 bad2 += check_physical_below_bound(c);
                 bad6 += check_index_history(c, t6, r0, n0);
-                usleep(100 * 1000);
+                usleep(100 * 1000);             /* pace: publications meanwhile */
         }
         CU_ASSERT(next_publication(&pubs, &rec, &bytes));
         bad6 += check_index_history(c, t6, r0, n0);
@@ -417,7 +417,7 @@ static void test_drop_during_publication(void)
                 gids[n] = scalar_u64(c, sql);
                 for (int k = 0; k < 20 + 3 * n; k++) {
                         failed += !okf(c, "INSERT INTO pd_%d VALUES (%d)", n, k);
-                        usleep(50 * 1000);
+                        usleep(50 * 1000);      /* pace: publications meanwhile */
                 }
                 failed += !okf(c, "DROP TABLE pd_%d", n);
                 failed += !okf(c, "INSERT INTO pd_w VALUES (%d)", n);
@@ -477,7 +477,7 @@ static void test_builtin_protected(void)
                 for (int j = 0; j < 4; j++, k++) {
                         CU_ASSERT(okf(c, "CREATE TABLE bz_%d (a int)", k));
                         CU_ASSERT(okf(c, "DROP TABLE bz_%d", k));
-                        sleep_ms(400);
+                        sleep_ms(400);          /* pace: publications meanwhile */
                 }
                 printf("\n    after kill -9 of the %s: R(mb, coord_objects) %" PRIu64 " (was %" PRIu64
                        "), bound(coord_objects) %" PRIu64, node_role_name(roles[i]),

@@ -419,7 +419,7 @@ static void test_two_standbys(void)
         CU_ASSERT_FATAL(kill_and_time(primary) >= 0);
         now = pid_of(COORD__ROLE__ROLE_ADAPTER);
         CU_ASSERT(now == before[0] || now == before[1]);
-        sleep_ms(500);
+        sleep_ms(500);                          /* time for a wrong takeover to show */
         n = standby_pids(after, 8);
         CU_ASSERT_EQUAL(n, 1);
         if (n == 1) {

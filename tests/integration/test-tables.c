@@ -661,7 +661,7 @@ static void cancel_waiting(PGconn *w, const char *sql)
         uint64_t t0;
 
         CU_ASSERT_FATAL(PQsendQuery(w, sql) == 1);
-        usleep(300 * 1000);
+        usleep(300 * 1000);                     /* time it would take to answer */
         CU_ASSERT(PQconsumeInput(w) && PQisBusy(w));    /* no answer yet */
         t0 = now_ms();
         CU_ASSERT(cancel_running(w));
@@ -971,15 +971,15 @@ static void test_kill9_under_load(void)
                 cl[i] = (struct client){ .id = i, .stop = &stop };
                 pthread_create(&th[i], NULL, client_run, &cl[i]);
         }
-        usleep(700 * 1000);
+        usleep(700 * 1000);                     /* clients run */
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
-        usleep(200 * 1000);
+        usleep(200 * 1000);                     /* clients see it down */
         CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        usleep(700 * 1000);
+        usleep(700 * 1000);                     /* clients run */
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
-        usleep(200 * 1000);
+        usleep(200 * 1000);                     /* clients see it down */
         CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        usleep(700 * 1000);
+        usleep(700 * 1000);                     /* clients run */
         stop = true;
         for (int i = 0; i < CLIENTS; i++)
                 pthread_join(th[i], NULL);
@@ -1982,7 +1982,7 @@ static void test_stream_slow_client(void)
 
                 while ((t = raw_msg(fd, buf, sizeof(buf), &n)) && t != 'Z') {
                         if (t == 'D' && ++rows % 50000 == 0)
-                                usleep(100 * 1000);
+                                usleep(100 * 1000); /* slow reader */
                         if (t == 'C')
                                 CU_ASSERT_STRING_EQUAL(buf, "SELECT 490000");
                         CU_ASSERT(t != 'E');

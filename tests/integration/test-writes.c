@@ -179,7 +179,7 @@ static void test_cancel(void)
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT_FATAL(PQsendQuery(w, BIG));
         CU_ASSERT_FATAL(in_thread_becomes(before + 1, 2000));
-        usleep(200 * 1000);
+        usleep(200 * 1000);                     /* still running after a while */
         CU_ASSERT(busy(w));
         cn = PQgetCancel(w);
         CU_ASSERT_FATAL(cn != NULL);
