@@ -401,7 +401,7 @@ static int itest_main(const char *tag, const char *prefix, const struct t_suite 
                      home, prefix, (int)getpid(), pg_port, top_dir) < 0 ||
             asprintf(&conninfo, "host=127.0.0.1 port=%d user=coord dbname=coord connect_timeout=5", pg_port) < 0)
                 return T_EXIT_ERROR;
-        r = t_run(suites);
+        r = t_run_opts(suites, T_RUN_FIXTURES);
         (void)!t_sh("%s down >/dev/null 2>&1", coord_cmd);
         if (r == T_EXIT_PASS)
                 t_rmrf(home);
