@@ -152,8 +152,7 @@ static void test_concurrent_ddl(void)
         atomic_store(&ddl_stop, false);
         for (long i = 0; i < DDL_CLIENTS; i++)
                 pthread_create(&th[i], NULL, ddl_client, (void *)i);
-        while (atomic_load(&ddl_done) < DDL_CLIENTS)
-                usleep(1000);
+        CU_ASSERT(t_wait_for_every(atomic_load(&ddl_done) >= DDL_CLIENTS, 30000, 1));
         before = atomic_load(&ddl_done);
         for (int i = 0; i < 20; i++) {
                 int st = check(NULL, out, sizeof(out));

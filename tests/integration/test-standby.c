@@ -141,11 +141,11 @@ static void *writer(void *arg)
 static void writer_hold(bool hold)
 {
         atomic_store(&pause_writer, hold);
-        if (hold)
-                while (!atomic_load(&writer_paused))
-                        usleep(1000);
-        else
+        if (hold) {
+                CU_ASSERT_FATAL(t_wait_for_every(atomic_load(&writer_paused), 10000, 1));
+        } else {
                 atomic_store(&writer_paused, false);
+        }
 }
 
 /* Kill -9 the primary; the ms until a new connection's SELECT 1 is answered (at most
