@@ -333,7 +333,7 @@ static void test_drop(void)
         CU_ASSERT(fails_with(c, "DROP SOURCE ds", "2BP01"));
         CU_ASSERT(ok(c, "DROP SOURCE ds CASCADE"));
         CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_objects WHERE name LIKE 'd%%'"), 0);
-        sleep_ms(300);
+        CU_ASSERT(publications_pass(1, 5000));  /* one after the drop */
         CU_ASSERT_EQUAL(t_sh("%s check >/dev/null", coord_cmd), 0);
         PQfinish(c);
 }

@@ -506,14 +506,16 @@ static void test_cancel(void)
 {
         PGconn *c = db();
         char q[128];
-        uint64_t now, t0;
+        uint64_t now, t0, parked;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "CREATE TABLE wait_t (x int)"));
         now = scalar_u64(c, "SELECT mz_now()");
         snprintf(q, sizeof(q), "SELECT x FROM wait_t AS OF %" PRIu64, now + 3600 * 1000);
+        parked = stat_of(COORD__ROLE__ROLE_CONTROLLER, "peeks_parked");
         CU_ASSERT_FATAL(PQsendQuery(c, q) == 1);
-        usleep(200 * 1000);
+        /* it waits in the controller for its time */
+        CU_ASSERT(t_wait_for(stat_of(COORD__ROLE__ROLE_CONTROLLER, "peeks_parked") > parked, 5000));
         t0 = now_ms();
         CU_ASSERT(cancel_running(c));
         printf("\n    cancelled after %llu ms\n", (unsigned long long)(now_ms() - t0));
