@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -39,20 +41,102 @@ struct t_suite {
         const struct t_case *cases;     /* terminated by {NULL, NULL} */
 };
 
-/* Register the suites (terminated by {NULL, NULL}), run them, return the exit code. */
-static inline int t_run(const struct t_suite *suites)
+/* Whether the comma-separated list names the case: by its name, or as "#i", i its
+ * place in the binary (from 0, across suites, as T_LIST prints it). */
+static inline bool t_listed(const char *list, const char *name, unsigned i)
 {
-        unsigned failed;
+        char num[16];
 
+        snprintf(num, sizeof(num), "#%u", i);
+        for (const char *p = list; p; ) {
+                const char *e = strchr(p, ',');
+                size_t len = e ? (size_t)(e - p) : strlen(p);
+
+                if ((len == strlen(name) && strncmp(p, name, len) == 0) ||
+                    (len == strlen(num) && strncmp(p, num, len) == 0))
+                        return true;
+                p = e ? e + 1 : NULL;
+        }
+        return false;
+}
+
+/* Each entry of list names some case of suites; else say which does not. */
+static inline bool t_list_known(const char *list, const struct t_suite *suites)
+{
+        bool good = true;
+
+        for (const char *p = list; p; ) {
+                const char *e = strchr(p, ',');
+                size_t len = e ? (size_t)(e - p) : strlen(p);
+                char *one = strndup(p, len);
+                bool found = false;
+                unsigned i = 0;
+
+                for (const struct t_suite *s = suites; one && s->name && !found; s++)
+                        for (const struct t_case *c = s->cases; c->name && !found; c++, i++)
+                                found = t_listed(one, c->name, i);
+                if (!found) {
+                        fprintf(stderr, "T_CASES: no case %.*s\n", (int)len, p);
+                        good = false;
+                }
+                free(one);
+                p = e ? e + 1 : NULL;
+        }
+        return good;
+}
+
+/* t_run_opts() flags. */
+enum {
+        /* A suite's first case sets up (daemons up) and its last one ends: T_CASES
+         * keeps the first always, T_REVERSE leaves both where they are. */
+        T_RUN_FIXTURES = 1 << 0,
+};
+
+/* Register the suites (terminated by {NULL, NULL}), run them, return the exit code.
+ * The environment chooses what runs (docs/operations.md, "Running the tests"):
+ * T_LIST=1 prints the cases ("#i suite: name") and runs none; T_CASES=a,b,... (names,
+ * or "#i") registers those cases only; T_REVERSE=1 registers each suite's cases in
+ * reverse order. */
+static inline int t_run_opts(const struct t_suite *suites, unsigned flags)
+{
+        const char *only = getenv("T_CASES"), *rev = getenv("T_REVERSE"), *list = getenv("T_LIST");
+        bool reverse = rev && strcmp(rev, "1") == 0;
+        unsigned failed, i = 0;
+
+        if (list && strcmp(list, "1") == 0) {
+                for (const struct t_suite *s = suites; s->name; s++)
+                        for (const struct t_case *c = s->cases; c->name; c++)
+                                printf("#%u %s: %s\n", i++, s->name, c->name);
+                return T_EXIT_PASS;
+        }
+        if (only && !*only)
+                only = NULL;
+        if (only && !t_list_known(only, suites))
+                return T_EXIT_ERROR;
         if (CU_initialize_registry() != CUE_SUCCESS)
                 return T_EXIT_ERROR;
         for (const struct t_suite *s = suites; s->name; s++) {
                 CU_pSuite su = CU_add_suite(s->name, NULL, NULL);
+                size_t n = 0, lo, hi;
+
                 if (!su)
                         goto error;
-                for (const struct t_case *c = s->cases; c->name; c++)
+                while (s->cases[n].name)
+                        n++;
+                /* [lo, hi) may be reordered */
+                lo = (flags & T_RUN_FIXTURES) && n > 0 ? 1 : 0;
+                hi = (flags & T_RUN_FIXTURES) && n > 1 ? n - 1 : n;
+                for (size_t k = 0; k < n; k++) {
+                        size_t j = reverse && k >= lo && k < hi ? lo + hi - 1 - k : k;
+                        const struct t_case *c = &s->cases[j];
+
+                        if (only && !((flags & T_RUN_FIXTURES) && j == 0) &&
+                            !t_listed(only, c->name, i + (unsigned)j))
+                                continue;
                         if (!CU_add_test(su, c->name, c->fn))
                                 goto error;
+                }
+                i += (unsigned)n;
         }
         CU_basic_set_mode(CU_BRM_VERBOSE);
         if (CU_basic_run_tests() != CUE_SUCCESS)
@@ -64,6 +148,66 @@ error:
         CU_cleanup_registry();
         return T_EXIT_ERROR;
 }
+
+static inline int t_run(const struct t_suite *suites)
+{
+        return t_run_opts(suites, 0);
+}
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline uint64_t t_now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Sleep ms milliseconds, signals or not. */
+static inline void t_sleep_ms(unsigned ms)
+{
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+#define T_WAIT_STEP_MS 10
+
+/* Wait for something to happen: ask pred(ctx) every T_WAIT_STEP_MS until it holds or
+ * timeout_ms have passed; whether it held.  The last ask comes after the deadline, so
+ * a slow poll is not a failure. */
+static inline bool t_wait_until(bool (*pred)(void *ctx), void *ctx, unsigned timeout_ms)
+{
+        uint64_t deadline = t_now_ms() + timeout_ms;
+
+        for (;;) {
+                bool past = t_now_ms() >= deadline;
+
+                if (pred(ctx))
+                        return true;
+                if (past)
+                        return false;
+                t_sleep_ms(T_WAIT_STEP_MS);
+        }
+}
+
+/* t_wait_until() of an expression, evaluated again every step_ms: whether cond held
+ * within timeout_ms.  t_wait_for() polls every T_WAIT_STEP_MS. */
+#define t_wait_for_every(cond, timeout_ms, step_ms) ({                                  \
+        uint64_t t_wait_end_ = t_now_ms() + (timeout_ms);                               \
+        bool t_wait_ok_;                                                                \
+                                                                                        \
+        for (;;) {                                                                      \
+                bool t_wait_past_ = t_now_ms() >= t_wait_end_;                          \
+                                                                                        \
+                if ((t_wait_ok_ = (cond)) || t_wait_past_)                              \
+                        break;                                                          \
+                t_sleep_ms(step_ms);                                                    \
+        }                                                                               \
+        t_wait_ok_;                                                                     \
+})
+#define t_wait_for(cond, timeout_ms) t_wait_for_every(cond, timeout_ms, T_WAIT_STEP_MS)
 
 /* A fresh directory under $TMPDIR (or /tmp); the caller removes it with t_rmrf(). */
 static inline char *t_mkdtemp(const char *tag)

@@ -1843,7 +1843,7 @@ static void test_memory_limit(void)
 
 static void *cancel_later(void *arg)
 {
-        usleep(50 * 1000);
+        usleep(50 * 1000);                      /* cancelled while the step runs */
         atomic_store((atomic_bool *)arg, true);
         return NULL;
 }

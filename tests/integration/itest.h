@@ -352,7 +352,8 @@ static pid_t pid_of(Coord__Role role)
         return pid;
 }
 
-/* kill -9 the daemon and wait until it is gone; false if it was not running. */
+/* kill -9 the daemon and wait until it is gone (up to 10 s); false if it was not
+ * running, or is still there. */
 static __attribute__((unused)) bool kill9(Coord__Role role)
 {
         pid_t pid = pid_of(role);
@@ -360,9 +361,7 @@ static __attribute__((unused)) bool kill9(Coord__Role role)
         if (pid <= 0)
                 return false;
         kill(pid, SIGKILL);
-        while (kill(pid, 0) == 0)
-                usleep(1000);
-        return true;
+        return t_wait_for_every(kill(pid, 0) != 0, 10000, 1);
 }
 
 /* kill -9 the daemon and bring it up again (tools/coord up); after the adapter's, *c is
@@ -401,7 +400,7 @@ static int itest_main(const char *tag, const char *prefix, const struct t_suite 
                      home, prefix, (int)getpid(), pg_port, top_dir) < 0 ||
             asprintf(&conninfo, "host=127.0.0.1 port=%d user=coord dbname=coord connect_timeout=5", pg_port) < 0)
                 return T_EXIT_ERROR;
-        r = t_run(suites);
+        r = t_run_opts(suites, T_RUN_FIXTURES);
         (void)!t_sh("%s down >/dev/null 2>&1", coord_cmd);
         if (r == T_EXIT_PASS)
                 t_rmrf(home);

@@ -45,7 +45,8 @@
  *   AllowCompaction waits (deferred >= 1), and a read of an index not installed yet
  *   waits for it and is right; afterwards every indexed view answers.
  *   the follower killed during such an install: 320 more indexed views, the controller
- *   restarted with --test-install-slice-ms 40; while it installs (installing > 0,
+ *   restarted with --test-install-slice-ms 40 to 200 (the install lasting ~5 s, however
+ *   many dataflows the instance holds); while it installs (installing > 0,
  *   deferred > 0), DDL the old follower follows (its messages deferred too), kill -9 of
  *   coord-lifecycle, more DDL while it is down, tools/coord up; the new incarnation's
  *   resync queues behind the old one's deferred messages.  Then: both installs done,
@@ -2126,12 +2127,16 @@ static void print_counts(const char *when, uint64_t t0)
         fflush(stdout);
 }
 
-static void test_property(void)
+/* The model the property cases go on from: t1, t2 and t3, the objects over them (objs)
+ * and the history of N_TX transactions (hist).  Made once, by whichever of them runs
+ * first, so that each also runs alone (T_CASES, tools/test-alone). */
+static void model_ready(void)
 {
-        uint64_t t0 = now_ms(), sweep_start;
+        uint64_t t0 = now_ms();
         const char *env = getenv("COORD_TEST_SEED");
-        size_t *order, n_order = 0, swept = 0;
 
+        if (hist)
+                return;
         seed = env ? strtoull(env, NULL, 0) : (now_ns() ^ ((uint64_t)getpid() << 32));
         rng = seed;
         sample_rng = seed ^ 0xc0ffeeull;
@@ -2154,6 +2159,14 @@ static void test_property(void)
         checkpoint(&hist[0]);
         run_txns(N_TX, true);
         print_counts("workload done", t0);
+}
+
+static void test_property(void)
+{
+        uint64_t t0 = now_ms(), sweep_start;
+        size_t *order, n_order = 0, swept = 0;
+
+        model_ready();
         if (pg_ref)
                 return;
 
@@ -2196,6 +2209,7 @@ static void test_property(void)
 static void test_index_vs_mv(void)
 {
         CU_ASSERT_FATAL(C != NULL);
+        model_ready();
         CU_ASSERT_FATAL(obj_named("mv_same")->created && obj_named("v_same")->created);
         for (int i = 0; i < 3; i++) {
                 long before = mismatches;
@@ -2290,7 +2304,7 @@ static void *writer_run_retry(void *arg)
                 long before = w->done + w->failed;
                 writer_run(w);
                 if (w->done + w->failed == before)
-                        usleep(50 * 1000);
+                        usleep(50 * 1000);      /* idle: nothing to do */
         }
         return NULL;
 }
@@ -2353,6 +2367,7 @@ static void test_concurrent(void)
         struct state *st = calloc(1, sizeof(*st));
 
         CU_ASSERT_FATAL(C != NULL && st != NULL);
+        model_ready();
         for (int i = 0; i < WRITERS; i++) {
                 w[i] = (struct writer){ .id = i, .rng = (seed ^ (UINT64_C(0x1234567) * (uint64_t)(i + 1))) | 1,
                                         .stop = &stop };
@@ -2413,6 +2428,7 @@ static void kill_under_load(Coord__Role role, const char *what)
         struct state *st = calloc(1, sizeof(*st));
 
         CU_ASSERT_FATAL(C != NULL && st != NULL);
+        model_ready();
         for (int i = 0; i < WRITERS; i++) {
                 w[i] = (struct writer){ .id = i, .rng = (seed ^ (UINT64_C(0x7654321) * (uint64_t)(i + 1)) ^ (uint64_t)role) | 1,
                                         .stop = &stop };
@@ -2424,7 +2440,7 @@ static void kill_under_load(Coord__Role role, const char *what)
                         uint64_t t = scalar_u64(C, "SELECT mz_now()");
                         if (t)
                                 times[nt++] = t;
-                        usleep(30 * 1000);
+                        usleep(30 * 1000);      /* sampling pace */
                 }
                 if (phase == 0) {
                         CU_ASSERT_FATAL(kill9(role));
@@ -2490,6 +2506,7 @@ static void after_restart(const char *what)
 
 static void restart(Coord__Role role, const char *what)
 {
+        model_ready();
         CU_ASSERT_FATAL(kill9(role));
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         PQfinish(C);
@@ -2730,7 +2747,7 @@ static void test_retain_history(void)
         snprintf(q, sizeof(q), "SELECT read_frontier FROM coord_frontiers WHERE object_id = %s", id);
         since0 = scalar_u64(c, q);
         for (int i = 0; i < 8; i++) {
-                usleep(500 * 1000);
+                usleep(500 * 1000);             /* time passes: the window moves */
                 CU_ASSERT(okf(c, "INSERT INTO rh VALUES (%d)", i + 2));
         }
         /* compaction to the 1 s window moves the since past t_old */
@@ -2770,7 +2787,7 @@ static void test_index_keeps_history(void)
         t0 = scalar_u64(c, "SELECT mz_now()");
         CU_ASSERT(ok(c, "CREATE DEFAULT INDEX ON ih"));
         CU_ASSERT(ok(c, "CREATE INDEX ih_mi ON ih_m (b)"));
-        usleep(2500 * 1000);
+        usleep(2500 * 1000);                    /* past the 1 s window */
         CU_ASSERT(ok(c, "INSERT INTO ih VALUES (2)"));
         CU_ASSERT(rows_are(c, "SELECT a FROM ih", "1;2"));
         CU_ASSERT(rows_are(c, "SELECT b FROM ih_m", "10;20"));
@@ -3959,6 +3976,7 @@ static void test_sliced_install_follower_killed(void)
                  def_max = 0, seq_a, waited_ms, start_ms, lost0, enact0, pubs;
         struct rf_bounds seen = { 0 };
         int leaks0;
+        unsigned slice_ms;
         pid_t pid;
         PGconn *c = db();
         char *sql = NULL, q[256], exp[128];
@@ -3988,9 +4006,13 @@ static void test_sliced_install_follower_killed(void)
         lost0 = (uint64_t)rf_log_count("controller", "deferred_message_lost");
         enact0 = (uint64_t)rf_log_count("lifecycle", "enact_failed");
 
+        /* 8 dataflows a slice, slice_ms apart: the install lasts some 5 s whatever else the
+         * instance holds (what the cases before made), the time this case needs. */
+        slice_ms = dfs0 ? (unsigned)(5000 * 8 / dfs0) : 200;
+        slice_ms = slice_ms < 40 ? 40 : slice_ms > 200 ? 200 : slice_ms;
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
-        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_CONTROLLER_ARGS='--test-install-slice-ms 40' %s up >/dev/null",
-                                   coord_cmd), 0);
+        CU_ASSERT_EQUAL_FATAL(t_sh("COORD_CONTROLLER_ARGS='--test-install-slice-ms %u' %s up >/dev/null",
+                                   slice_ms, coord_cmd), 0);
         /* The follower's resync is being installed, its AllowCompaction waits behind it. */
         for (int i = 0; i < 500 && !(inst0 > 0 && def0 > 0); i++) {
                 inst0 = stat_of(COORD__ROLE__ROLE_CONTROLLER, "installing");
@@ -4010,7 +4032,7 @@ static void test_sliced_install_follower_killed(void)
         seq_a = seq_of(COORD__ROLE__ROLE_ADAPTER);
         for (int i = 0; i < 200 && seq_of(COORD__ROLE__ROLE_LIFECYCLE) < seq_a; i++)
                 usleep(10 * 1000);
-        usleep(50 * 1000);
+        usleep(50 * 1000);                      /* no condition to watch: let its messages land */
         def_old = stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred");
         bad += rf_check_bounds(c, &seen, "installing, old follower");
 
@@ -4137,8 +4159,7 @@ static void test_sliced_install_follower_killed(void)
         if (kill(pid, 0) == 0) {
                 CU_FAIL("the controller did not stop on SIGTERM within 10 s");
                 kill(pid, SIGKILL);
-                while (kill(pid, 0) == 0)
-                        usleep(1000);
+                CU_ASSERT(t_wait_for_every(kill(pid, 0) != 0, 10000, 1));
         }
         if (rf_log_count("controller", "ERROR: LeakSanitizer") > leaks0)
                 printf("\n    note: the controller reported leaks at its exit");

@@ -440,7 +440,7 @@ static void test_tmpfs_full(void)
         printf("\n    storage: %" PRIu64 " INSERTs acknowledged of %" PRIu64 "; full %d, waiting %d",
                acked, tried, full, waiting);
         CU_ASSERT(full || waiting);
-        sleep_ms(500);
+        sleep_ms(500);                          /* time for the controller to stop, if it does */
         if (pid > 0 && kill(pid, 0) != 0)
                 printf("\n    the controller stopped (its storage could not reopen)");
         /* the operator makes room and restarts the controller */

@@ -1,7 +1,8 @@
 /* test-keys -- FOREIGN KEY constraints end to end: the three real daemons started with
  * tools/coord, libpq and psql as clients (controller-server-unique.c note 25).
  *
- * Cases, in order, on one instance under a fresh COORD_HOME:
+ * Cases on one instance under a fresh COORD_HOME, each on tables of its own making
+ * (keys_tables(): it runs alone too, tools/test-alone):
  *   CREATE TABLE's acceptance and refusals, each error's SQLSTATE, message and detail as
  *   PostgreSQL 15 prints them (0A000 for what Coord cannot enforce exactly);
  *   the child side (23503 "insert or update ... is not present"), NULL key columns
@@ -74,6 +75,28 @@ static bool fails_parent(PGconn *c, const char *sql, const char *table, const ch
         return fails_exactly(c, sql, "23503", msg, detail);
 }
 
+/* Drop p, c and c2 if there (what another case left). */
+static bool keys_dropped(PGconn *c)
+{
+        return ok(c, "DROP TABLE IF EXISTS c, c2, p");
+}
+
+/* test_create()'s tables afresh, so that a case does not depend on the ones before it;
+ * with rows, test_child()'s: p's keys 1 and 2, referenced from c and c2. */
+static void keys_tables(PGconn *c, bool rows)
+{
+        CU_ASSERT_FATAL(keys_dropped(c));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE p (id int PRIMARY KEY, u int UNIQUE, t text, b bigint UNIQUE)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE c (a int REFERENCES p, b int)"));
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE c2 (a int, b int, FOREIGN KEY (a) REFERENCES p (u), "
+                              "CONSTRAINT named FOREIGN KEY (b) REFERENCES p ON DELETE RESTRICT)"));
+        if (!rows)
+                return;
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO p VALUES (1, 10, 'one', 100), (2, 20, 'two', 200)"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO c VALUES (1, 1), (NULL, 2), (2, 4)"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO c2 VALUES (10, 1), (20, NULL), (NULL, NULL)"));
+}
+
 /* The messages below are PostgreSQL 15's for the same statements (checked against a
  * PostgreSQL 15 server), but for the 0A000 refusals, which are Coord's. */
 static void test_create(void)
@@ -81,6 +104,7 @@ static void test_create(void)
         PGconn *c = db();
 
         CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(keys_dropped(c));
         CU_ASSERT_FATAL(ok(c, "CREATE TABLE p (id int PRIMARY KEY, u int UNIQUE, t text, b bigint UNIQUE)"));
         CU_ASSERT_FATAL(ok(c, "CREATE TABLE c (a int REFERENCES p, b int)"));
         CU_ASSERT(ok(c, "CREATE TABLE c2 (a int, b int, FOREIGN KEY (a) REFERENCES p (u), "
@@ -132,6 +156,7 @@ static void test_child(void)
         PGconn *c = db();
 
         CU_ASSERT_FATAL(c != NULL);
+        keys_tables(c, false);
         CU_ASSERT(fails_child(c, "INSERT INTO c VALUES (5, 1)", "c", "c_a_fkey",
                               "Key (a)=(5) is not present in table \"p\"."));
         CU_ASSERT(ok(c, "INSERT INTO p VALUES (1, 10, 'one', 100), (2, 20, 'two', 200)"));
@@ -167,6 +192,7 @@ static void test_parent(void)
         PGconn *c = db();
 
         CU_ASSERT_FATAL(c != NULL);
+        keys_tables(c, true);
         CU_ASSERT(fails_parent(c, "DELETE FROM p WHERE id = 1", "p", "c_a_fkey", "c",
                               "Key (id)=(1) is still referenced from table \"c\"."));
         CU_ASSERT(fails_parent(c, "UPDATE p SET id = 3 WHERE id = 1", "p", "c_a_fkey", "c",
@@ -190,6 +216,7 @@ static void test_blocks(void)
         PGconn *c = db();
 
         CU_ASSERT_FATAL(c != NULL);
+        keys_tables(c, true);
         /* parent then child in one block: the block is checked at COMMIT, as a whole */
         CU_ASSERT(ok(c, "BEGIN"));
         CU_ASSERT(ok(c, "INSERT INTO p VALUES (7, 70, 'seven', 700)"));
@@ -219,6 +246,7 @@ static void test_race(void)
         char qd[128], qi[128];
 
         CU_ASSERT_FATAL(c && del && ins);
+        keys_tables(c, true);
         for (int k = 100; k < 100 + ROUNDS; k++) {
                 PGresult *r;
                 bool del_ok = false, ins_ok = false;
@@ -274,6 +302,11 @@ static void still_enforced(const char *when)
 
 static void test_restarts(void)
 {
+        PGconn *c = db();
+
+        CU_ASSERT_FATAL(c != NULL);
+        keys_tables(c, true);
+        PQfinish(c);
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         still_enforced("adapter killed and restarted");
@@ -285,6 +318,11 @@ static void test_restarts(void)
 
 static void test_psql_describe(void)
 {
+        PGconn *c = db();
+
+        CU_ASSERT_FATAL(c != NULL);
+        keys_tables(c, false);
+        PQfinish(c);
         CU_ASSERT_EQUAL(t_sh("psql -X -h 127.0.0.1 -p %d -U coord -d coord -c '\\d c' 2>&1 | "
                              "grep -q 'Table \"public.c\"'", pg_port), 0);
         CU_ASSERT_EQUAL(t_sh("psql -X -h 127.0.0.1 -p %d -U coord -d coord -c '\\d p' 2>&1 | "
@@ -296,6 +334,7 @@ static void test_drop(void)
         PGconn *c = db();
 
         CU_ASSERT_FATAL(c != NULL);
+        keys_tables(c, true);
         CU_ASSERT(fails_exactly(c, "DROP TABLE p", "2BP01",
                                 "cannot drop table p because other objects depend on it",
                                 "constraint c_a_fkey on table c depends on table p"));

@@ -67,7 +67,7 @@ static void *workload_main(void *arg)
                         w->errors++;
                 PQclear(r);
                 if (ins[v] == 2)
-                        sleep_ms(20);
+                        sleep_ms(20);           /* back off while it is down */
         }
         PQfinish(c);
         return NULL;

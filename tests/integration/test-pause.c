@@ -118,7 +118,7 @@ static void test_controller(void)
         /* An INSERT meanwhile waits for the controller, then is applied once. */
         w.value = next_value + 1;
         CU_ASSERT_FATAL(pthread_create(&th, NULL, writer_main, &w) == 0);
-        sleep_ms(500);
+        sleep_ms(500);                          /* no condition to watch: its INSERT is sent */
         /* Writes queued behind it (their group not sent) end with 57014 after
          * statement_timeout and are not applied: an INSERT, and a block's COMMIT whole. */
         CU_ASSERT(ok(c, "SET statement_timeout = '1s'"));
@@ -132,7 +132,7 @@ static void test_controller(void)
         CU_ASSERT(ok(c, "INSERT INTO pz VALUES (-3)"));
         CU_ASSERT(fails_with(c, "COMMIT", "57014"));
         CU_ASSERT(ok(c, "SET statement_timeout = 0"));
-        sleep_ms(PAUSE_MS - 4000);
+        sleep_ms(PAUSE_MS - 4000);              /* the pause lasts */
         CU_ASSERT(!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE));
         CU_ASSERT(kill(pid, SIGCONT) == 0);
         pthread_join(th, NULL);
@@ -156,17 +156,17 @@ static void test_lifecycle(void)
         CU_ASSERT_FATAL(c && pid > 0);
         for (int i = 0; i < 10; i++)
                 CU_ASSERT(insert_next(c));
-        sleep_ms(1500);                 /* a publication */
+        CU_ASSERT(publications_pass(1, 5000));  /* one that saw the rows */
         CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
         b0 = bound_of(c, "pz");
         /* Reads and writes of what exists go on; DDL commits. */
         for (int i = 0; i < 20; i++) {
                 CU_ASSERT(insert_next(c));
-                sleep_ms(100);
+                sleep_ms(100);                  /* pace */
         }
         CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM pz"), (uint64_t)next_value);
         CU_ASSERT(ok(c, "CREATE TABLE pz_new (a int)"));
-        sleep_ms(PAUSE_MS - 2000);
+        sleep_ms(PAUSE_MS - 2000);              /* the pause lasts */
         b1 = bound_of(c, "pz");
         printf("\n    lifecycle stopped: bound(pz) %" PRIu64 " -> %" PRIu64 " while %d rows went in", b0, b1, 20);
         CU_ASSERT_EQUAL(b0, b1);        /* nobody publishes */
@@ -193,13 +193,13 @@ static void test_adapter(void)
         CU_ASSERT_FATAL(c && pid > 0);
         CU_ASSERT(insert_next(c));
         CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
-        sleep_ms(PAUSE_MS / 2);
+        sleep_ms(PAUSE_MS / 2);                 /* the pause lasts */
         cp = pid_of(COORD__ROLE__ROLE_CONTROLLER);
         lp = pid_of(COORD__ROLE__ROLE_LIFECYCLE);
         printf("\n    adapter stopped: controller pid %d, lifecycle pid %d answer their status", (int)cp,
                (int)lp);
         CU_ASSERT(cp > 0 && lp > 0);
-        sleep_ms(PAUSE_MS / 2);
+        sleep_ms(PAUSE_MS / 2);                 /* the pause lasts */
         CU_ASSERT(kill(pid, SIGCONT) == 0);
         /* The same connection goes on. */
         for (int i = 0; i < 10; i++)

@@ -10,10 +10,11 @@
  *   sparse           10 advancing tables among 10,000 unchanged indexed views: a
  *                    publication carries only the changed records (counted by the
  *                    follower's status); prints records and bytes per tick.
- *   kill9_*          kill -9 of each daemon under writes and publication: bounds never
- *                    go back (I1), no physical since passes its bound (I2), and (I6)
- *                    an index created just before the kill, its bound not yet
- *                    published, keeps its input readable from its as-of: t6 AS OF the
+ *   kill9_*          kill -9 of each daemon under writes and publication (of tables of
+ *                    the case's own): bounds never go back (I1), no physical since
+ *                    passes its bound (I2), and (I6) an index created just before the
+ *                    kill, its bound not yet published, keeps its input readable from
+ *                    its as-of: t6_<daemon> AS OF the
  *                    index's requirement still reads what it held then, after the
  *                    restart and further publications.
  *   drop_during_publication  DROP TABLE of a table a publication in flight moves (the
@@ -271,25 +272,15 @@ static void test_sparse(void)
         PQfinish(c);
 }
 
-static void test_index_history_setup(void)
-{
-        PGconn *c = db();
-
-        CU_ASSERT_FATAL(c != NULL);
-        CU_ASSERT_FATAL(ok(c, "CREATE TABLE t6 (a int)"));
-        CU_ASSERT_FATAL(ok(c, "INSERT INTO t6 VALUES (1), (2), (3)"));
-        PQfinish(c);
-}
-
-/* I6: t6 is still readable at r0 with what it held then (n0 rows), its committed bound
- * and physical since are at or below r0.  Violations, counted. */
-static int check_index_history(PGconn *c, uint64_t t6, uint64_t r0, uint64_t n0)
+/* I6: table t6n (gid t6) is still readable at r0 with what it held then (n0 rows), its
+ * committed bound and physical since are at or below r0.  Violations, counted. */
+static int check_index_history(PGconn *c, const char *t6n, uint64_t t6, uint64_t r0, uint64_t n0)
 {
         char q[256];
         PGresult *r;
         int bad = 0;
 
-        snprintf(q, sizeof(q), "SELECT count(*) FROM t6 AS OF %" PRIu64, r0);
+        snprintf(q, sizeof(q), "SELECT count(*) FROM %s AS OF %" PRIu64, t6n, r0);
         r = PQexec(c, q);
         if (PQresultStatus(r) != PGRES_TUPLES_OK || strtoull(PQgetvalue(r, 0, 0), NULL, 10) != n0) {
                 fprintf(stderr, "\n    I6: %s -> %s", q, PQresultStatus(r) == PGRES_TUPLES_OK
@@ -299,15 +290,15 @@ static int check_index_history(PGconn *c, uint64_t t6, uint64_t r0, uint64_t n0)
         PQclear(r);
         if (by_gid(c, "SELECT bound FROM coord_bounds WHERE object_id = %" PRIu64, t6) > r0 ||
             by_gid(c, "SELECT read_frontier FROM coord_frontiers WHERE object_id = %" PRIu64, t6) > r0) {
-                fprintf(stderr, "\n    I6: t6's bound or since passed %" PRIu64, r0);
+                fprintf(stderr, "\n    I6: %s's bound or since passed %" PRIu64, t6n, r0);
                 bad++;
         }
         return bad;
 }
 
-/* kill -9 of the follower while tables are written: the restarted one rebuilds from
- * the catalog and publishes again; bounds never went back (I1) nor physical sinces past
- * them (I2) meanwhile. */
+/* kill -9 of the daemon while tables are written (t1_<role> and t6_<role>, its own):
+ * the restarted one rebuilds from the catalog and publishes again; bounds never went
+ * back (I1) nor physical sinces past them (I2) meanwhile. */
 static void kill_restart_check(Coord__Role role)
 {
         PGconn *c = db();
@@ -315,9 +306,15 @@ static void kill_restart_check(Coord__Role role)
         uint64_t pubs = 0, rec, bytes, items, pubs_at_create, r0, n0, i6, t6;
         const char *name = node_role_name(role);
         int bad1 = 0, bad2 = 0, bad6 = 0;
+        char t1n[32], t6n[32];
 
         CU_ASSERT_FATAL(c != NULL);
         CU_ASSERT_FATAL(pid_of(role) > 0);
+        snprintf(t1n, sizeof(t1n), "t1_%s", name);
+        snprintf(t6n, sizeof(t6n), "t6_%s", name);
+        CU_ASSERT_FATAL(okf(c, "CREATE TABLE %s (a int)", t1n));
+        CU_ASSERT_FATAL(okf(c, "CREATE TABLE %s (a int)", t6n));
+        CU_ASSERT_FATAL(okf(c, "INSERT INTO %s VALUES (1), (2), (3)", t6n));
         bad1 += check_bounds_forward(c, &sn);
         items = lc_stat("items");
         /* I6: an index whose bound is not published yet when the daemon dies.  Its
@@ -325,9 +322,9 @@ static void kill_restart_check(Coord__Role role)
          * its as-of on; t6 is written all along, so its own policy (1 s) would let
          * its bound pass r0 within a second. */
         pubs_at_create = lc_stat("publications");
-        CU_ASSERT_FATAL(okf(c, "CREATE INDEX i6_%s ON t6 (a)", name));
+        CU_ASSERT_FATAL(okf(c, "CREATE INDEX i6_%s ON %s (a)", name, t6n));
         CU_ASSERT_FATAL(okf(c, "ALTER INDEX i6_%s SET (RETAIN HISTORY = FOR '1h')", name));
-        t6 = scalar_u64(c, "SELECT id FROM coord_objects WHERE name = 't6'");
+        t6 = q_u64(c, "SELECT id FROM coord_objects WHERE name = '%s'", t6n);
         {
                 char q[256];
                 snprintf(q, sizeof(q), "SELECT id FROM coord_objects WHERE name = 'i6_%s'", name);
@@ -335,19 +332,19 @@ static void kill_restart_check(Coord__Role role)
                 snprintf(q, sizeof(q), "SELECT frontier FROM coord_requirements WHERE consumer_id = %"
                          PRIu64 " AND input_id = %" PRIu64, i6, t6);
                 r0 = scalar_u64(c, q);
-                snprintf(q, sizeof(q), "SELECT count(*) FROM t6 AS OF %" PRIu64, r0);
+                snprintf(q, sizeof(q), "SELECT count(*) FROM %s AS OF %" PRIu64, t6n, r0);
                 n0 = scalar_u64(c, q);
         }
         CU_ASSERT_FATAL(t6 > 0 && i6 > 0 && r0 > 0 && n0 > 0);
         CU_ASSERT_FATAL(kill9(role));
-        printf("\n    i6_%s (gid %" PRIu64 ") requires t6 from %" PRIu64 " (%" PRIu64 " rows then); "
-               "%s publication between its creation and the kill", name, i6, r0, n0,
+        printf("\n    i6_%s (gid %" PRIu64 ") requires %s from %" PRIu64 " (%" PRIu64 " rows then); "
+               "%s publication between its creation and the kill", name, i6, t6n, r0, n0,
                lc_stat("publications") > pubs_at_create ? "a" : "no");
         /* Writes go on while the follower is down (with the controller down an INSERT
          * would wait for it). */
         for (int k = 0; role == COORD__ROLE__ROLE_LIFECYCLE && k < 10; k++) {
-                CU_ASSERT(okf(c, "INSERT INTO t1 VALUES (%d)", 1000 + k));
-                CU_ASSERT(okf(c, "INSERT INTO t6 VALUES (%d)", 1000 + k));
+                CU_ASSERT(okf(c, "INSERT INTO %s VALUES (%d)", t1n, 1000 + k));
+                CU_ASSERT(okf(c, "INSERT INTO %s VALUES (%d)", t6n, 1000 + k));
                 usleep(50 * 1000);
         }
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
@@ -359,20 +356,20 @@ static void kill_restart_check(Coord__Role role)
         }
         pubs = lc_stat("publications");
         for (int k = 0; k < 30; k++) {
-                CU_ASSERT(okf(c, "INSERT INTO t1 VALUES (%d)", 2000 + k));
-                CU_ASSERT(okf(c, "INSERT INTO t6 VALUES (%d)", 2000 + k));
+                CU_ASSERT(okf(c, "INSERT INTO %s VALUES (%d)", t1n, 2000 + k));
+                CU_ASSERT(okf(c, "INSERT INTO %s VALUES (%d)", t6n, 2000 + k));
                 bad1 += check_bounds_forward(c, &sn);
                 bad2 += check_physical_below_bound(c);
-                bad6 += check_index_history(c, t6, r0, n0);
-                usleep(100 * 1000);
+                bad6 += check_index_history(c, t6n, t6, r0, n0);
+                usleep(100 * 1000);             /* pace: publications meanwhile */
         }
         CU_ASSERT(next_publication(&pubs, &rec, &bytes));
-        bad6 += check_index_history(c, t6, r0, n0);
+        bad6 += check_index_history(c, t6n, t6, r0, n0);
         /* The index is back and serves reads at its as-of (through its arrangement or,
          * below its since, what it arranges). */
         {
                 char q[256];
-                snprintf(q, sizeof(q), "SELECT count(*) FROM t6 AS OF %" PRIu64, r0);
+                snprintf(q, sizeof(q), "SELECT count(*) FROM %s AS OF %" PRIu64, t6n, r0);
                 CU_ASSERT_EQUAL(scalar_u64(c, q), n0);
                 snprintf(q, sizeof(q), "SELECT count(*) FROM coord_frontiers WHERE object_id = %" PRIu64, i6);
                 CU_ASSERT_EQUAL(scalar_u64(c, q), 1);
@@ -417,7 +414,7 @@ static void test_drop_during_publication(void)
                 gids[n] = scalar_u64(c, sql);
                 for (int k = 0; k < 20 + 3 * n; k++) {
                         failed += !okf(c, "INSERT INTO pd_%d VALUES (%d)", n, k);
-                        usleep(50 * 1000);
+                        usleep(50 * 1000);      /* pace: publications meanwhile */
                 }
                 failed += !okf(c, "DROP TABLE pd_%d", n);
                 failed += !okf(c, "INSERT INTO pd_w VALUES (%d)", n);
@@ -477,7 +474,7 @@ static void test_builtin_protected(void)
                 for (int j = 0; j < 4; j++, k++) {
                         CU_ASSERT(okf(c, "CREATE TABLE bz_%d (a int)", k));
                         CU_ASSERT(okf(c, "DROP TABLE bz_%d", k));
-                        sleep_ms(400);
+                        sleep_ms(400);          /* pace: publications meanwhile */
                 }
                 printf("\n    after kill -9 of the %s: R(mb, coord_objects) %" PRIu64 " (was %" PRIu64
                        "), bound(coord_objects) %" PRIu64, node_role_name(roles[i]),
@@ -520,7 +517,6 @@ static void test_builtin_protected(void)
 static const struct t_case cases[] = {
         { "up", test_up },
         { "bounds_advance", test_bounds_advance },
-        { "index_history_setup", test_index_history_setup },
         { "kill9_lifecycle", test_kill9_lifecycle },
         { "kill9_controller", test_kill9_controller },
         { "kill9_adapter", test_kill9_adapter },

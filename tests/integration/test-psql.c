@@ -76,22 +76,34 @@ static void test_up(void)
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
-static void test_objects(void)
+/* The relations the listings show, afresh (whatever the case before left): orders,
+ * big_orders, order_count, and scratch and orders_by_item unless test_drop() dropped
+ * them.  So that each case runs alone and in any order. */
+static void psql_objects(bool dropped)
 {
         PGconn *c = db();
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "DROP TABLE IF EXISTS orders, scratch CASCADE"));
         CU_ASSERT(ok(c, "CREATE TABLE orders (id bigint NOT NULL, item text)"));
-        CU_ASSERT(ok(c, "CREATE TABLE scratch (x int)"));
+        if (!dropped)
+                CU_ASSERT(ok(c, "CREATE TABLE scratch (x int)"));
         CU_ASSERT(ok(c, "CREATE VIEW big_orders AS SELECT id FROM orders WHERE id > 10"));
         CU_ASSERT(ok(c, "CREATE MATERIALIZED VIEW order_count AS SELECT count(*) AS n FROM orders"));
-        CU_ASSERT(ok(c, "CREATE INDEX orders_by_item ON orders (item)"));
+        if (!dropped)
+                CU_ASSERT(ok(c, "CREATE INDEX orders_by_item ON orders (item)"));
         PQfinish(c);
+}
+
+static void test_objects(void)
+{
+        psql_objects(false);
 }
 
 /* psql's header line, a row, another row: "| name | type |" cells as psql aligns them. */
 static void test_list_commands(void)
 {
+        psql_objects(false);
         CU_ASSERT(psql_shows("\\dt", "List of relations; public | orders  | table | coord;"
                                      " public | scratch | table | coord;(2 rows)",
                              "big_orders;order_count;orders_by_item;coord_objects"));
@@ -120,8 +132,10 @@ static void test_list_commands(void)
  * the PRIMARY KEY has no index in Coord, so no "described_pkey" line. */
 static void test_describe(void)
 {
-        PGconn *c = db();
+        PGconn *c;
 
+        psql_objects(false);
+        c = db();
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "CREATE TABLE described (a int PRIMARY KEY, b text NOT NULL DEFAULT 'x', "
                         "c bigint DEFAULT -5, d boolean DEFAULT true, e varchar(5) DEFAULT 'hi', "
@@ -171,8 +185,10 @@ static void test_describe(void)
 
 static void test_drop(void)
 {
-        PGconn *c = db();
+        PGconn *c;
 
+        psql_objects(false);
+        c = db();
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "DROP TABLE scratch"));
         CU_ASSERT(ok(c, "DROP INDEX orders_by_item"));
@@ -185,8 +201,10 @@ static void test_drop(void)
 /* The same relations through SQL, as drivers read them. */
 static void test_sql(void)
 {
-        PGconn *c = db();
+        PGconn *c;
 
+        psql_objects(true);
+        c = db();
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(rows_are(c, "SELECT c.relname, c.relkind, n.nspname FROM pg_catalog.pg_class c "
                               "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "

@@ -229,7 +229,7 @@ static void test_contents(void)
                         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
                         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
                 }
-                sleep_ms(40);
+                sleep_ms(40);                   /* pace */
         }
         last_insert = q_u64(c, "SELECT mz_now()");
         /* until a refresh after the last write is durable */
@@ -271,7 +271,7 @@ static void test_pending(void)
         CU_ASSERT_EQUAL(bound_of(c, v), r1);
         for (int i = 0; i < 20; i++, k++) {
                 CU_ASSERT(okf(c, "INSERT INTO tp VALUES (%d)", 10 + k));
-                sleep_ms(100);
+                sleep_ms(100);                  /* pace: time passes */
         }
         n1 = q_u64(c, "SELECT count(*) FROM tp AS OF %" PRIu64, r1);
         CU_ASSERT_FATAL(n1 >= 3);
@@ -279,7 +279,7 @@ static void test_pending(void)
                 kill9_restart(roles[i], &c);
                 for (int j = 0; j < 25; j++, k++) {
                         CU_ASSERT(okf(c, "INSERT INTO tp VALUES (%d)", 10 + k));
-                        sleep_ms(100);
+                        sleep_ms(100);          /* pace: time passes */
                 }
                 printf("\n    after kill -9 of the %s: R(mp, tp) %" PRIu64 " (refresh %" PRIu64 "), bound(tp) %"
                        PRIu64 ", now %" PRIu64, node_role_name(roles[i]), req_of(c, v, t), r1, bound_of(c, t),
@@ -322,7 +322,7 @@ static void test_controller_down(void)
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
         for (int k = 0; k < 10; k++) {
                 CU_ASSERT(okf(c, "INSERT INTO td VALUES (%d)", 3 + k));
-                sleep_ms(100);
+                sleep_ms(100);                  /* pace: time passes */
         }
         for (int w = 0; w < 50; w++) {
                 upper = q_u64(c, "SELECT write_frontier FROM coord_frontiers WHERE object_id = %" PRIu64, v);

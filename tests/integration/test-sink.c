@@ -210,7 +210,7 @@ static void test_exactly_once(void)
                         r_i++;
                 }
                 if (v % 50 == 0)
-                        sleep_ms(20);
+                        sleep_ms(20);           /* pace */
         }
         CU_ASSERT_EQUAL(r_i, 3);
         last = q_u64(c, "SELECT mz_now()");
@@ -513,7 +513,7 @@ static void test_pending(void)
         CU_ASSERT_FATAL(ok(c, "INSERT INTO tp VALUES (0)"));
         for (int i = 0; i < 25; i++, j++) {
                 CU_ASSERT(okf(c, "INSERT INTO tp VALUES (%d)", 10 + j));
-                sleep_ms(100);
+                sleep_ms(100);                  /* pace: time passes */
         }
         r0 = q_u64(c, "SELECT frontier FROM coord_requirements WHERE consumer_id = %" PRIu64, k);
         n0 = q_u64(c, "SELECT count(*) FROM tp AS OF %" PRIu64, r0);
@@ -522,7 +522,7 @@ static void test_pending(void)
                 kill9_restart(roles[i], &c);
                 for (int w = 0; w < 25; w++, j++) {
                         CU_ASSERT(okf(c, "INSERT INTO tp VALUES (%d)", 10 + j));
-                        sleep_ms(100);
+                        sleep_ms(100);          /* pace: time passes */
                 }
                 printf("\n    after kill -9 of the %s: R(kp, tp) %" PRIu64 " (%" PRIu64 " before), bound(tp) %" PRIu64,
                        node_role_name(roles[i]),

@@ -151,12 +151,12 @@ static void *writer_main(void *arg)
 
                 if (n % 7 == 3) {
                         fprintf(f, "w%d-", n);
-                        usleep(3000);
+                        usleep(3000);           /* a torn line for a while */
                         fprintf(f, "%.*s\n", n % 40, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
                 } else {
                         fprintf(f, "w%d-%.*s\n", n, n % 40, "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy");
                 }
-                usleep(2000);
+                usleep(2000);                   /* pace */
         }
         fclose(f);
         return NULL;
@@ -204,12 +204,12 @@ static void test_file_kill9(void)
         w.path = p;
         CU_ASSERT_FATAL(pthread_create(&th, NULL, writer_main, &w) == 0);
         for (size_t i = 0; i < ELEMENTSOF(kills); i++) {
-                sleep_ms(700);
+                sleep_ms(700);                  /* the writer runs */
                 kill9_restart(kills[i], &c);
                 (void)publications_pass(2, 5000);
                 bad += check_remap_protected(c, src, prog);
         }
-        sleep_ms(500);
+        sleep_ms(500);                          /* writes after the last restart */
         w.stop = true;
         pthread_join(th, NULL);
         size = file_size(p);
@@ -315,7 +315,7 @@ static void test_shrink(void)
         CU_ASSERT(rows_are(c, "SELECT text FROM ss", "one;three;two"));
         CU_ASSERT(rows_are(c, "SELECT * FROM ss_progress", "14"));
         CU_ASSERT(unlink(p) == 0);
-        sleep_ms(300);
+        sleep_ms(300);                          /* time for a wrong read to show */
         CU_ASSERT(rows_are(c, "SELECT text FROM ss", "one;three;two"));
         CU_ASSERT(ok(c, "DROP SOURCE ss"));
         free(p);
@@ -333,7 +333,7 @@ static void test_drop(void)
         CU_ASSERT(fails_with(c, "DROP SOURCE ds", "2BP01"));
         CU_ASSERT(ok(c, "DROP SOURCE ds CASCADE"));
         CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM coord_objects WHERE name LIKE 'd%%'"), 0);
-        sleep_ms(300);
+        CU_ASSERT(publications_pass(1, 5000));  /* one after the drop */
         CU_ASSERT_EQUAL(t_sh("%s check >/dev/null", coord_cmd), 0);
         PQfinish(c);
 }

@@ -141,11 +141,11 @@ static void *writer(void *arg)
 static void writer_hold(bool hold)
 {
         atomic_store(&pause_writer, hold);
-        if (hold)
-                while (!atomic_load(&writer_paused))
-                        usleep(1000);
-        else
+        if (hold) {
+                CU_ASSERT_FATAL(t_wait_for_every(atomic_load(&writer_paused), 10000, 1));
+        } else {
                 atomic_store(&writer_paused, false);
+        }
 }
 
 /* Kill -9 the primary; the ms until a new connection's SELECT 1 is answered (at most
@@ -184,6 +184,46 @@ static bool wait_standbys(int n)
         }
         fprintf(stderr, "\n    expected %d standbys, found %d", n, standby_pids(p, 8));
         return false;
+}
+
+/* What the cases below need of those before them, made here when those did not run
+ * (T_CASES, T_REVERSE, tools/test-alone): table sb of test_standby_waits(); an adapter
+ * past its first incarnation (a takeover, or a restart); n standbys waiting. */
+static void sb_ready(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_FATAL(c != NULL);
+        if (q_u64(c, "SELECT count(*) FROM coord_objects WHERE name = 'sb'") == 0)
+                CU_ASSERT_FATAL(ok(c, "CREATE TABLE sb (v int)"));
+        PQfinish(c);
+}
+
+static void taken_over(void)
+{
+        pid_t sp[8];
+
+        if (adapter_incarnation() >= 2)
+                return;
+        if (standby_pids(sp, 8) > 0) {
+                CU_ASSERT_FATAL(kill_and_time(pid_of(COORD__ROLE__ROLE_ADAPTER)) >= 0);
+        } else {
+                CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+                CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        }
+        CU_ASSERT_FATAL(adapter_incarnation() >= 2);
+}
+
+static void standbys_exactly(int want)
+{
+        pid_t sp[8];
+        int n = standby_pids(sp, 8);
+
+        for (int i = want; i < n; i++)
+                (void)kill(sp[i], SIGTERM);
+        for (int i = n; i < want; i++)
+                CU_ASSERT_EQUAL_FATAL(t_sh("%s up --standby >/dev/null", coord_cmd), 0);
+        CU_ASSERT_FATAL(wait_standbys(want));
 }
 
 static void test_standby_waits(void)
@@ -303,11 +343,14 @@ static void test_old_epoch_refused(void)
         Coord__Hello hello = COORD__HELLO__INIT;
         Coord__Envelope env = COORD__ENVELOPE__INIT, *e = NULL;
         char *sock = node_socket_path(run_dir, COORD__ROLE__ROLE_CONTROLLER);
-        uint64_t inc = adapter_incarnation(), stale0 = 0;
+        uint64_t inc, stale0 = 0;
         uint8_t buf[128];
         PGconn *c;
         int fd;
 
+        sb_ready();
+        taken_over();
+        inc = adapter_incarnation();
         CU_ASSERT_FATAL(sock != NULL && inc >= 2);
         {
                 Coord__StatusReply *s = NULL;
@@ -357,12 +400,15 @@ static void test_stale_messages(void)
         Coord__Hello hello = COORD__HELLO__INIT;
         Coord__Envelope env = COORD__ENVELOPE__INIT;
         char *sock = node_socket_path(run_dir, COORD__ROLE__ROLE_CONTROLLER);
-        uint64_t inc = adapter_incarnation(), stale0 = 0;
+        uint64_t inc, stale0 = 0;
         Coord__StatusReply *s = NULL;
         uint8_t buf[128];
         PGconn *c;
         int fd, lines0;
 
+        sb_ready();
+        taken_over();
+        inc = adapter_incarnation();
         CU_ASSERT_FATAL(sock != NULL && inc >= 2);
         CU_ASSERT_FATAL(node_query_status(run_dir, COORD__ROLE__ROLE_CONTROLLER, 1000, &s) == 0);
         stale0 = s->stale_rejected;
@@ -411,15 +457,17 @@ static void test_stale_messages(void)
 
 static void test_two_standbys(void)
 {
-        pid_t before[8], after[8], primary = pid_of(COORD__ROLE__ROLE_ADAPTER), now;
+        pid_t before[8], after[8], primary, now;
         int n;
 
+        standbys_exactly(1);
+        primary = pid_of(COORD__ROLE__ROLE_ADAPTER);
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up --standby >/dev/null", coord_cmd), 0);
         CU_ASSERT_FATAL(standby_pids(before, 8) == 2);
         CU_ASSERT_FATAL(kill_and_time(primary) >= 0);
         now = pid_of(COORD__ROLE__ROLE_ADAPTER);
         CU_ASSERT(now == before[0] || now == before[1]);
-        sleep_ms(500);
+        sleep_ms(500);                          /* time for a wrong takeover to show */
         n = standby_pids(after, 8);
         CU_ASSERT_EQUAL(n, 1);
         if (n == 1) {
@@ -434,9 +482,14 @@ static void test_two_standbys(void)
 
 static void test_no_primary(void)
 {
-        pid_t sp[8], primary = pid_of(COORD__ROLE__ROLE_ADAPTER);
-        int n = standby_pids(sp, 8);
+        pid_t sp[8], primary;
+        int n;
         PGconn *c;
+
+        if (standby_pids(sp, 8) == 0)
+                standbys_exactly(1);    /* one to stop, at least */
+        primary = pid_of(COORD__ROLE__ROLE_ADAPTER);
+        n = standby_pids(sp, 8);
 
         /* SIGTERM ends a waiting standby: its socket goes, it takes nothing over. */
         for (int i = 0; i < n; i++) {
@@ -465,11 +518,14 @@ static void test_no_primary(void)
 
 static void test_standby_notify(void)
 {
-        pid_t sp[8], primary = pid_of(COORD__ROLE__ROLE_ADAPTER);
+        pid_t sp[8], primary;
         char addr[64];
         PGconn *c;
         int fd;
 
+        sb_ready();
+        standbys_exactly(0);
+        primary = pid_of(COORD__ROLE__ROLE_ADAPTER);
         snprintf(addr, sizeof(addr), "@coord-sb-notify-%d", (int)getpid());
         fd = notify_bind(addr);
         CU_ASSERT_FATAL(fd >= 0 && primary > 0);
@@ -498,9 +554,12 @@ static void test_standby_notify(void)
 
 static void test_epoch_floor(void)
 {
-        uint64_t inc = adapter_incarnation();
+        uint64_t inc;
         PGconn *c;
 
+        sb_ready();
+        taken_over();
+        inc = adapter_incarnation();
         CU_ASSERT_FATAL(inc >= 2);
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
         CU_ASSERT_EQUAL_FATAL(t_sh("echo 1 > %s/data/adapter/incarnation", home), 0);
@@ -522,6 +581,7 @@ static void test_down_stops_standbys(void)
 {
         pid_t sp[8];
 
+        standbys_exactly(0);
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up --standby >/dev/null", coord_cmd), 0);
         CU_ASSERT_FATAL(standby_pids(sp, 8) == 1);
         CU_ASSERT_EQUAL_FATAL(t_sh("%s down >/dev/null", coord_cmd), 0);

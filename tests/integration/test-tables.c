@@ -51,12 +51,46 @@ static void test_up(void)
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
 }
 
+/* rows (of rows_of()) with line added, in rows_of()'s order; malloc'ed. */
+static char *rows_plus(const char *rows, const char *line)
+{
+        char *all = NULL, *save = NULL, **v, *out;
+        size_t n = 0, len = strlen(line) + 1;
+
+        if (asprintf(&all, "%s", rows ? rows : "") < 0)
+                return NULL;
+        v = calloc(strlen(all) + 2, sizeof(*v));
+        for (char *p = strtok_r(all, ";", &save); v && p; p = strtok_r(NULL, ";", &save)) {
+                v[n++] = p;
+                len += strlen(p) + 1;
+        }
+        out = v ? calloc(1, len) : NULL;
+        if (out) {
+                v[n++] = (char *)line;
+                qsort(v, n, sizeof(*v), itest_cmp_str);
+                for (size_t i = 0; i < n; i++) {
+                        if (i)
+                                strcat(out, ";");
+                        strcat(out, v[i]);
+                }
+        }
+        free(v);
+        free(all);
+        return out;
+}
+
 static void test_round_trip(void)
 {
         PGconn *c = db();
         uint64_t t1, t2, t3;
+        char *before, *tables;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        /* SHOW TABLES: those there now (what other cases made) and t */
+        before = rows_of(c, "SHOW TABLES");
+        tables = rows_plus(before, "t|table");
+        free(before);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(tables);
         CU_ASSERT(ok(c, "CREATE TABLE t (a bigint NOT NULL, b text, c boolean, d integer)"));
         CU_ASSERT(rows_are(c, "SELECT * FROM t", ""));
         CU_ASSERT(ok(c, "INSERT INTO t VALUES (1, 'one', true, 10), (2, 'two', false, 20), (3, NULL, NULL, NULL)"));
@@ -111,7 +145,8 @@ static void test_round_trip(void)
                 PQclear(r);
                 CU_ASSERT(rows_are(c, "SELECT a, d FROM t WHERE a >= 5", "5|10;6|12;7|14"));
         }
-        CU_ASSERT(rows_are(c, "SHOW TABLES", "t|table"));
+        CU_ASSERT(rows_are(c, "SHOW TABLES", tables));
+        free(tables);
         /* The session's values are the connection's own (libpq's view of it). */
         {
                 char want[256];
@@ -515,14 +550,16 @@ static void test_cancel(void)
 {
         PGconn *c = db();
         char q[128];
-        uint64_t now, t0;
+        uint64_t now, t0, parked;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         CU_ASSERT(ok(c, "CREATE TABLE wait_t (x int)"));
         now = scalar_u64(c, "SELECT mz_now()");
         snprintf(q, sizeof(q), "SELECT x FROM wait_t AS OF %" PRIu64, now + 3600 * 1000);
+        parked = stat_of(COORD__ROLE__ROLE_CONTROLLER, "peeks_parked");
         CU_ASSERT_FATAL(PQsendQuery(c, q) == 1);
-        usleep(200 * 1000);
+        /* it waits in the controller for its time */
+        CU_ASSERT(t_wait_for(stat_of(COORD__ROLE__ROLE_CONTROLLER, "peeks_parked") > parked, 5000));
         t0 = now_ms();
         CU_ASSERT(cancel_running(c));
         printf("\n    cancelled after %llu ms\n", (unsigned long long)(now_ms() - t0));
@@ -670,7 +707,7 @@ static void cancel_waiting(PGconn *w, const char *sql)
         uint64_t t0;
 
         CU_ASSERT_FATAL(PQsendQuery(w, sql) == 1);
-        usleep(300 * 1000);
+        usleep(300 * 1000);                     /* time it would take to answer */
         CU_ASSERT(PQconsumeInput(w) && PQisBusy(w));    /* no answer yet */
         t0 = now_ms();
         CU_ASSERT(cancel_running(w));
@@ -980,15 +1017,15 @@ static void test_kill9_under_load(void)
                 cl[i] = (struct client){ .id = i, .stop = &stop };
                 pthread_create(&th[i], NULL, client_run, &cl[i]);
         }
-        usleep(700 * 1000);
+        usleep(700 * 1000);                     /* clients run */
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
-        usleep(200 * 1000);
+        usleep(200 * 1000);                     /* clients see it down */
         CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        usleep(700 * 1000);
+        usleep(700 * 1000);                     /* clients run */
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
-        usleep(200 * 1000);
+        usleep(200 * 1000);                     /* clients see it down */
         CU_ASSERT_EQUAL(t_sh("%s up >/dev/null", coord_cmd), 0);
-        usleep(700 * 1000);
+        usleep(700 * 1000);                     /* clients run */
         stop = true;
         for (int i = 0; i < CLIENTS; i++)
                 pthread_join(th[i], NULL);
@@ -1091,8 +1128,9 @@ static void test_ddl_group_commit(void)
         {
                 char *all = rows_of(c, "SHOW TABLES");
                 size_t n = 0;
+                /* ddl_<client>_<k>, not another case's ddl_ts */
                 for (const char *p = all; p && (p = strstr(p, "ddl_")); p++)
-                        n++;
+                        n += p[4] >= '0' && p[4] <= '9';
                 CU_ASSERT_EQUAL(n, DDL_CLIENTS * 10);
                 free(all);
         }
@@ -1923,19 +1961,44 @@ static bool raw_query(int fd, const char *sql)
         return write(fd, h, 5) == 5 && write(fd, sql, n) == (ssize_t)n;
 }
 
-static const char *jk_query = "SELECT x.v, y.v FROM jk x JOIN jk y ON x.k = y.k";
+/* The self-join of table jk (made by make_jk()): ~10 MB. */
+static const char *jk_query(const char *jk)
+{
+        static char q[128];
 
-/* A client that sent a ~10 MB query and reads nothing: once the kernel's buffers and
- * the adapter's queue are full, the adapter stops pulling (stream_waits), the stream
- * waits on the controller. */
-static int stalled_client(void)
+        snprintf(q, sizeof(q), "SELECT x.v, y.v FROM %s x JOIN %s y ON x.k = y.k", jk, jk);
+        return q;
+}
+
+/* Table jk of JK_ROWS rows of one key. */
+static void make_jk(PGconn *c, const char *jk)
+{
+        char *q = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        CU_ASSERT_FATAL(okf(c, "CREATE TABLE %s (k int NOT NULL, v bigint NOT NULL)", jk));
+        f = open_memstream(&q, &len);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        fprintf(f, "INSERT INTO %s VALUES ", jk);
+        for (int i = 0; i < JK_ROWS; i++)
+                fprintf(f, "%s(1, %d)", i ? ", " : "", i);
+        fclose(f);
+        CU_ASSERT_FATAL(ok(c, q));
+        free(q);
+}
+
+/* A client that sent a ~10 MB query (jk's self-join) and reads nothing: once the
+ * kernel's buffers and the adapter's queue are full, the adapter stops pulling
+ * (stream_waits), the stream waits on the controller. */
+static int stalled_client(const char *jk)
 {
         uint64_t waits = stat_of(COORD__ROLE__ROLE_ADAPTER, "stream_waits");
         int fd = raw_connect(), i;
 
         CU_ASSERT_FATAL(fd >= 0);
         CU_ASSERT_FATAL(raw_ready(fd));
-        CU_ASSERT_FATAL(raw_query(fd, jk_query));
+        CU_ASSERT_FATAL(raw_query(fd, jk_query(jk)));
         for (i = 0; i < 1000 && stat_of(COORD__ROLE__ROLE_ADAPTER, "stream_waits") == waits; i++)
                 usleep(20 * 1000);
         CU_ASSERT_FATAL(i < 1000);
@@ -1948,22 +2011,11 @@ static void test_stream_slow_client(void)
         /* Chunks of the default size (64 KiB): ~10 MB fill the buffers quickly. */
         PGconn *c = adapter_restart(NULL);
         uint64_t t0, chunks;
-        char *q = NULL;
-        size_t len = 0;
-        FILE *f;
         int fd;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-        CU_ASSERT_FATAL(ok(c, "CREATE TABLE jk (k int NOT NULL, v bigint NOT NULL)"));
-        f = open_memstream(&q, &len);
-        fprintf(f, "INSERT INTO jk VALUES ");
-        for (int i = 0; i < JK_ROWS; i++)
-                fprintf(f, "%s(1, %d)", i ? ", " : "", i);
-        fclose(f);
-        CU_ASSERT_FATAL(ok(c, q));
-        free(q);
-
-        fd = stalled_client();
+        make_jk(c, "jk");
+        fd = stalled_client("jk");
         /* It stays stalled: a few chunks more at most, while everyone else is served. */
         usleep(300 * 1000);
         chunks = ctl_stat("peek_chunks");
@@ -1984,14 +2036,14 @@ static void test_stream_slow_client(void)
         fd = raw_connect();
         CU_ASSERT_FATAL(fd >= 0);
         CU_ASSERT_FATAL(raw_ready(fd));
-        CU_ASSERT_FATAL(raw_query(fd, jk_query));
+        CU_ASSERT_FATAL(raw_query(fd, jk_query("jk")));
         {
                 char buf[256], t;
                 size_t n, rows = 0;
 
                 while ((t = raw_msg(fd, buf, sizeof(buf), &n)) && t != 'Z') {
                         if (t == 'D' && ++rows % 50000 == 0)
-                                usleep(100 * 1000);
+                                usleep(100 * 1000); /* slow reader */
                         if (t == 'C')
                                 CU_ASSERT_STRING_EQUAL(buf, "SELECT 490000");
                         CU_ASSERT(t != 'E');
@@ -2008,10 +2060,17 @@ static void test_stream_slow_client(void)
  * sent so far, then 58000, then ReadyForQuery, and its connection goes on working. */
 static void test_stream_controller_killed(void)
 {
+        /* Chunks of the default size, as test_stream_slow_client(); a table of its own. */
+        PGconn *c = adapter_restart(NULL);
         char buf[256], t;
         size_t n, rows = 0;
         bool error = false;
-        int fd = stalled_client();
+        int fd;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        make_jk(c, "jk_killed");
+        PQfinish(c);
+        fd = stalled_client("jk_killed");
 
         CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_CONTROLLER));
         CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
@@ -2030,7 +2089,7 @@ static void test_stream_controller_killed(void)
         CU_ASSERT(error);
         CU_ASSERT(rows < (size_t)JK_ROWS * JK_ROWS);
         printf("\n    %zu rows, then 58000\n", rows);
-        CU_ASSERT_FATAL(raw_query(fd, "SELECT count(*) FROM jk"));
+        CU_ASSERT_FATAL(raw_query(fd, "SELECT count(*) FROM jk_killed"));
         {
                 bool got = false;
 

@@ -1,7 +1,8 @@
 /* test-writes -- a write's expensive plan is evaluated in the controller's peek thread
  * (controller-server-bgwrite.c note 24): the three real daemons, libpq clients.
  *
- * Cases, in order, on one instance under a fresh COORD_HOME:
+ * Cases on one instance under a fresh COORD_HOME, each on tables it makes afresh
+ * (writes_tables(): it runs alone too, tools/test-alone):
  *   writes whose plans cost a cross product (INSERT ... SELECT, DELETE and UPDATE with
  *   subqueries over three 60-row tables) go to the thread (writes_thread counts them)
  *   and write exactly what the same statements write when evaluated on the loop (their
@@ -59,16 +60,24 @@ static bool make_wx(PGconn *c, int t)
         return ok(c, q);
 }
 
-static void test_setup(void)
+/* The tables every case reads and writes, afresh (whatever another case left): a case
+ * runs alone or in any order. */
+static void writes_tables(PGconn *c)
 {
-        PGconn *c = db();
-
-        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_FATAL(ok(c, "DROP TABLE IF EXISTS wx1, wx2, wx3, wx4, wx5, wsum, side"));
         for (int t = 1; t <= 5; t++)
                 CU_ASSERT_FATAL(make_wx(c, t));
         CU_ASSERT_FATAL(ok(c, "CREATE TABLE wsum (n bigint)"));
         CU_ASSERT_FATAL(ok(c, "CREATE TABLE side (a int)"));
         CU_ASSERT_FATAL(ok(c, "INSERT INTO side VALUES (1), (2), (3), (70)"));
+}
+
+static void test_setup(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        writes_tables(c);
         PQfinish(c);
 }
 
@@ -77,9 +86,11 @@ static void test_setup(void)
 static void test_same_answer(void)
 {
         PGconn *c = db();
-        uint64_t before = in_thread();
+        uint64_t before;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        writes_tables(c);
+        before = in_thread();
         CU_ASSERT(ok(c, "INSERT INTO wsum SELECT count(*) FROM wx1, wx2, wx3"));
         CU_ASSERT_EQUAL(in_thread(), before + 1);
         CU_ASSERT(ok(c, "INSERT INTO wsum SELECT count(*) FROM wx1, wx2"));
@@ -129,13 +140,15 @@ static const char *result_state(PGconn *c)
 static void test_others_served(void)
 {
         PGconn *w = db(), *rd = db(), *ins = db(), *ddl = db();
-        uint64_t before = in_thread();
+        uint64_t before;
         int answered = 0;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(w);
         CU_ASSERT_PTR_NOT_NULL_FATAL(rd);
         CU_ASSERT_PTR_NOT_NULL_FATAL(ins);
         CU_ASSERT_PTR_NOT_NULL_FATAL(ddl);
+        writes_tables(rd);
+        before = in_thread();
         CU_ASSERT(ok(w, "SET statement_timeout = 3000"));
         CU_ASSERT_FATAL(PQsendQuery(w, BIG));
         CU_ASSERT_FATAL(in_thread_becomes(before + 1, 2000));
@@ -171,15 +184,17 @@ static void test_others_served(void)
 static void test_cancel(void)
 {
         PGconn *w = db(), *c = db();
-        uint64_t before = in_thread();
+        uint64_t before;
         char err[256];
         PGcancel *cn;
 
         CU_ASSERT_PTR_NOT_NULL_FATAL(w);
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        writes_tables(c);
+        before = in_thread();
         CU_ASSERT_FATAL(PQsendQuery(w, BIG));
         CU_ASSERT_FATAL(in_thread_becomes(before + 1, 2000));
-        usleep(200 * 1000);
+        usleep(200 * 1000);                     /* still running after a while */
         CU_ASSERT(busy(w));
         cn = PQgetCancel(w);
         CU_ASSERT_FATAL(cn != NULL);

@@ -82,6 +82,7 @@ struct fake_stats {
         int live_conns, max_live_conns, live_stmts;
         int connects, disconnects, cancels_seen;
         int disconnect_proto;           /* disconnects for a protocol violation */
+        int sleeps_started;             /* SLEEP statements begun */
         uint16_t second_port;
         bool shut_down;
 };
@@ -308,6 +309,7 @@ static int fake_statement(struct fconn *f, const char *stmt)
         if (word_is(stmt, "SLEEP")) {
                 unsigned ms = (unsigned)strtoul(stmt + 5, NULL, 10);
 
+                fs.sleeps_started++;
                 CU_ASSERT_EQUAL(loop_timer_add(L, (uint64_t)ms * 1000 * 1000, fake_sleep_fire, f,
                                                &f->timer), 0);
                 return 1;
@@ -663,6 +665,13 @@ static struct fake_stats ctl_wait(bool (*pred)(const struct fake_stats *))
         }
         CU_FAIL("condition not reached in 10 s");
         return st;
+}
+
+/* Wait (bounded) until the fake executor has begun a SLEEP more than `before`
+ * (ctl_call(CTL_STATS).sleeps_started before sending it): the query runs. */
+static bool sleep_running(int before)
+{
+        return t_wait_for(ctl_call(CTL_STATS).sleeps_started > before, 10000);
 }
 
 static void *loop_main(void *arg)
@@ -1110,7 +1119,7 @@ static void test_abrupt_free(void)
         CU_ASSERT_EQUAL(PQresultStatus(res), PGRES_COMMAND_OK);
         PQclear(res);
         CU_ASSERT_EQUAL_FATAL(PQsendQuery(busy, "SLEEP 300"), 1);
-        usleep(30 * 1000);
+        CU_ASSERT_FATAL(sleep_running(before.sleeps_started));
 
         /* disconnect() and stmt_free() have run by the time free returns. */
         st = ctl_call(CTL_SECOND_FREE);
@@ -1977,10 +1986,12 @@ static void test_cancel(void)
         PGcancel *cancel;
         PGresult *res;
         uint64_t t0;
+        int sleeps;
 
         CU_ASSERT_EQUAL_FATAL(PQstatus(conn), CONNECTION_OK);
+        sleeps = ctl_call(CTL_STATS).sleeps_started;
         CU_ASSERT_EQUAL_FATAL(PQsendQuery(conn, "SLEEP 30000"), 1);
-        usleep(50 * 1000);
+        CU_ASSERT_FATAL(sleep_running(sleeps));
         t0 = now_ms();
         cancel = PQgetCancel(conn);
         CU_ASSERT_EQUAL(PQcancel(cancel, err, sizeof(err)), 1);
@@ -2026,8 +2037,9 @@ static void test_cancel(void)
 
         /* A client that goes away in the middle of a query: the query runs to its end
          * (as in PostgreSQL), then the connection is closed. */
+        sleeps = ctl_call(CTL_STATS).sleeps_started;
         CU_ASSERT_EQUAL_FATAL(PQsendQuery(conn, "SLEEP 300"), 1);
-        usleep(20 * 1000);
+        CU_ASSERT(sleep_running(sleeps));
         PQfinish(conn);
         bystander_check();
 }
@@ -2060,7 +2072,8 @@ static void test_backpressure(void)
                 put_query(&b, "BIGSYNC 5000");
                 raw_send_buf(r, &b);
                 pgcodec_buf_done(&b);
-                usleep(100 * 1000);
+                /* Unread, it is cut at max_output. */
+                CU_ASSERT(t_wait_for(ctl_call(CTL_STATS).srv.overflows > before.srv.overflows, 10000));
                 /* Reading now: some rows, then the end without ReadyForQuery. */
                 while ((k = raw_read(r, &m)) > 0)
                         CU_ASSERT(k == 'T' || k == 'D');
@@ -2082,7 +2095,7 @@ static void test_backpressure(void)
                         put_query(&b, "SELECT 100");
                 raw_send_buf(r, &b);
                 pgcodec_buf_done(&b);
-                usleep(200 * 1000);
+                usleep(200 * 1000);             /* unread: its output backs up */
                 bystander_check();              /* the others are served meanwhile */
                 while (ready < 2000 && (k = raw_read(r, &m)) > 0)
                         ready += k == 'Z';
@@ -2270,14 +2283,14 @@ static void test_psql(void)
 static void test_shutdown(void)
 {
         PGconn *idle = t_connect(NULL), *busy = t_connect(NULL);
-        struct fake_stats st;
+        struct fake_stats st = ctl_call(CTL_STATS);
         PGresult *res;
         void *rv;
 
         CU_ASSERT_EQUAL_FATAL(PQstatus(idle), CONNECTION_OK);
         CU_ASSERT_EQUAL_FATAL(PQstatus(busy), CONNECTION_OK);
         CU_ASSERT_EQUAL_FATAL(PQsendQuery(busy, "SLEEP 100"), 1);
-        usleep(20 * 1000);
+        CU_ASSERT(sleep_running(st.sleeps_started));
 
         st = ctl_call(CTL_SHUTDOWN);
         CU_ASSERT(st.shut_down);

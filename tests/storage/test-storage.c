@@ -1208,7 +1208,7 @@ static void *reader_main(void *arg)
         if (j->run)
                 j->r = storage_reader_run(j->rd, rowset_add, &j->got);
         else
-                usleep(j->sleep_ms * 1000u);
+                usleep(j->sleep_ms * 1000u);    /* storage_close() waits that long */
         j->rd = storage_reader_free(j->rd);
         return NULL;
 }
@@ -2553,7 +2553,7 @@ static void test_syncer(void)
         CU_ASSERT(check_model(s, &m));
         seq = storage_pending_seq(s);
         CU_ASSERT(seq > storage_durable_seq(s));
-        usleep(50000);
+        usleep(50000);                          /* time for a wrong sync to show */
         CU_ASSERT_EQUAL(storage_sync_poll(s), 0);
         CU_ASSERT_EQUAL(atomic_load(&notified), 0);
         CU_ASSERT_EQUAL(storage_pending_seq(s), seq);

@@ -259,7 +259,7 @@ static double run_writers(struct run *run, unsigned n_threads, double seconds,
         pthread_barrier_wait(&run->start);
         usage_now(&cpu0, &csw0);
         t0 = now_ns();
-        nanosleep(&ts, NULL);
+        nanosleep(&ts, NULL);                   /* the measured interval */
         __atomic_store_n(&run->stop, true, __ATOMIC_RELAXED);
         for (unsigned i = 0; i < n_threads; i++)
                 pthread_join(threads[i], NULL);

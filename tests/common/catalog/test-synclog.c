@@ -31,7 +31,7 @@ static int store_sync(void *userdata)
         int r;
 
         if (s->delay_ms)
-                usleep(s->delay_ms * 1000u);
+                usleep(s->delay_ms * 1000u);    /* a slow store */
         pthread_mutex_lock(&s->lock);
         s->syncs++;
         r = s->fail;

@@ -176,7 +176,7 @@ static int run(enum mode mode, uint64_t n, const char *label)
                         /* The reader is done with the last sample and asleep again. */
                         while (__atomic_load_n(&wp->waiters, __ATOMIC_ACQUIRE) == 0)
                                 cpu_relax();
-                        usleep(50);
+                        usleep(50);             /* well asleep: a futex wake, not a spin */
                         break;
                 case MODE_TPUT:
                         /* Keep within half a ring of the reader: it keeps up by design. */

@@ -671,7 +671,7 @@ static void test_wake_held(void)
                 CU_ASSERT_EQUAL(fring_publish(r, &f), 0);
         }
         fring_release_wakes(r);         /* inner: still held */
-        nanosleep(&pause, NULL);
+        nanosleep(&pause, NULL);                /* time for a wrong wake to show */
         CU_ASSERT_EQUAL(waitpid(pid, &status, WNOHANG), 0);     /* still asleep */
         CU_ASSERT_EQUAL(res->woke_ns, 0);
         res->publish_ns = now_ns();
