@@ -129,6 +129,8 @@ struct ipc_server {
         bool busy;                      /* inside on_accept */
         bool freeing;                   /* ipc_server_free() ran */
         uint64_t rejected;
+        void (*on_destroyed)(void *arg);
+        void *destroyed_arg;
 };
 
 /* --- Helpers -------------------------------------------------------------------- */
@@ -676,11 +678,23 @@ static void server_unlink(struct ipc_server *s)
 
 static void server_destroy(struct ipc_server *s)
 {
+        void (*fn)(void *arg) = s->on_destroyed;
+        void *arg = s->destroyed_arg;
+
         assert(!s->accept_armed);
         loop_timer_cancel(s->loop, s->retry);
         server_unlink(s);
         closep(&s->fd);
         free(s);
+        if (fn)
+                fn(arg);
+}
+
+void ipc_server_on_destroyed(struct ipc_server *s, void (*fn)(void *arg), void *arg)
+{
+        assert(s && !s->freeing);
+        s->on_destroyed = fn;
+        s->destroyed_arg = arg;
 }
 
 static int server_arm(struct ipc_server *s)

@@ -81,6 +81,10 @@ int ipc_listen(struct loop *l, const char *path, uint32_t max_frame,
                void (*on_accept)(struct ipc_server *s, struct ipc_conn *c, void *userdata),
                void *userdata, struct ipc_server **ret);
 struct ipc_server *ipc_server_free(struct ipc_server *s);  /* closes, unlinks the path */
+/* Called when s is destroyed: within ipc_server_free(), or later from the loop when an
+ * armed accept's completion had to come first.  A caller about to free the loop runs
+ * it until then (loop_free() runs no completion, and s would be lost). */
+void ipc_server_on_destroyed(struct ipc_server *s, void (*fn)(void *arg), void *arg);
 /* Connections rejected at accept (uid mismatch) since start. */
 uint64_t ipc_server_rejected(const struct ipc_server *s);
 

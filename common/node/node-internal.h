@@ -80,6 +80,7 @@ struct node {
         uint64_t ring_loop_wakes;       /* completions of ring_io */
         uint64_t ring_reads;            /* ring_read_all() calls that delivered records */
         bool draining;                  /* node_free(): closing, no redials */
+        bool server_closing;            /* node_free(): the server's accept not ended yet */
         /* Metrics and the service manager (node.h): */
         struct { const char *name, *help; const struct hist *h; } hists[NODE_HISTS_MAX];
         size_t n_hists;

@@ -594,7 +594,7 @@ static void conn_on_close(struct ipc_conn *c, int reason, void *userdata)
                         n->peers[i].dialing = NULL;
         free(cs);
         if (n->draining) {
-                if (!peer_conns_open(n))
+                if (!peer_conns_open(n) && !n->server_closing)
                         loop_stop(n->loop);
                 return;
         }
@@ -795,6 +795,15 @@ fail:
 }
 
 
+static void server_closed(void *arg)
+{
+        struct node *n = arg;
+
+        n->server_closing = false;
+        if (n->draining && !peer_conns_open(n))
+                loop_stop(n->loop);
+}
+
 struct node *node_free(struct node *n)
 {
         if (!n)
@@ -803,23 +812,26 @@ struct node *node_free(struct node *n)
                 loop_timer_cancel(n->loop, n->peers[i].redial);
                 n->peers[i].redial = NULL;
         }
+        /* Freeing the server closes the listening socket and unlinks its path; the pid
+         * file goes only if it is ours (a failed second start must not remove it).  An
+         * armed accept ends from the loop (server_closed()), in the drain below. */
+        if (n->server) {
+                n->server_closing = true;
+                ipc_server_on_destroyed(n->server, server_closed, n);
+                n->server = ipc_server_free(n->server);
+                if (n->pid_path)
+                        unlink(n->pid_path);
+        }
         /* Close the peer connections and let the loop finish the closes (a short drain),
          * so that nothing of them is left behind at exit. */
-        if (n->loop && peer_conns_open(n)) {
+        if (n->loop && (peer_conns_open(n) || n->server_closing)) {
                 n->draining = true;
                 for (unsigned i = 0; i < NODE_PEERS; i++) {
                         ipc_conn_close(n->peers[i].conn);
                         ipc_conn_close(n->peers[i].dialing);
                 }
-                if (peer_conns_open(n))
+                if (peer_conns_open(n) || n->server_closing)
                         (void)loop_run_for(n->loop, NODE_DRAIN_NS);
-        }
-        /* Freeing the server closes the listening socket and unlinks its path; the pid
-         * file goes only if it is ours (a failed second start must not remove it). */
-        if (n->server) {
-                n->server = ipc_server_free(n->server);
-                if (n->pid_path)
-                        unlink(n->pid_path);
         }
         node_ring_stop(n);
         if (n->ring_waker)

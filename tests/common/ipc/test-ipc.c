@@ -606,6 +606,29 @@ static void test_send_queue_limit(void)
 
 /* --- Paths and modes -------------------------------------------------------------------- */
 
+static void destroyed(void *arg)
+{
+        (*(int *)arg)++;
+        loop_stop(L);
+}
+
+/* ipc_server_on_destroyed(): a server freed with its accept armed is destroyed from
+ * the loop, when the cancel completes (what node_free() drains for: loop_free() runs
+ * no completion, and the server was lost, 112 bytes at every daemon's exit); one
+ * freed while idle, within ipc_server_free(). */
+static void test_server_destroyed(void)
+{
+        struct srv srv;
+        int n = 0;
+
+        srv_start(&srv, 0);
+        ipc_server_on_destroyed(srv.s, destroyed, &n);
+        srv.s = ipc_server_free(srv.s);
+        CU_ASSERT_EQUAL(n, 0);          /* the accept is armed: not yet */
+        (void)loop_run_for(L, 2000ull * 1000000ull);
+        CU_ASSERT_EQUAL(n, 1);
+}
+
 static void test_paths(void)
 {
         struct sockaddr_un sa;
@@ -826,6 +849,7 @@ static const struct t_case bad_cases[] = {
 static const struct t_case close_cases[] = {
         { "close from on_frame", test_close_in_on_frame },
         { "close outside the loop", test_close_outside_loop },
+        { "a server freed with its accept armed is destroyed from the loop", test_server_destroyed },
         { "close from on_accept", test_close_in_on_accept },
         { "send right after accept", test_send_in_on_accept },
         { "send queue limit", test_send_queue_limit },
