@@ -221,7 +221,8 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
                 log_warn("resync_incomplete", "what=tables parts=%u action=keep", m->part + 1);
                 return 0;
         }
-        qsort(listed, n_listed, sizeof(*listed), u64_cmp);
+        if (n_listed)           /* none: listed is NULL, which qsort() and bsearch() refuse */
+                qsort(listed, n_listed, sizeof(*listed), u64_cmp);
         r = server_list_all(s);
         if (r < 0)
                 return server_storage_failure(s, e, r, "listing collections");
@@ -230,7 +231,7 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
                 uint64_t gid = s->cols[i].gid;
 
                 if (s->cols[i].kind != STORAGE_KIND_TABLE ||
-                    bsearch(&gid, listed, n_listed, sizeof(*listed), u64_cmp))
+                    (n_listed && bsearch(&gid, listed, n_listed, sizeof(*listed), u64_cmp)))
                         continue;
                 r = server_drop_one(s, gid, false, e);
                 if (r < 0)
