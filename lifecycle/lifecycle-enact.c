@@ -29,8 +29,10 @@
  *     controller-server-install.c note 17a), one part per loop turn: a million
  *     dataflows are more than a frame, and building them all in one turn blocked the
  *     loop past the duty lease's deadline, so the follower lost the duty at every
- *     takeover and resynced again.  Part 0 also sends every table (Ensure, complete,
- *     in parts of its own: controller-server-collection.c note 12a).
+ *     takeover and resynced again.  Its first turn sends every table (Ensure, complete,
+ *     in parts of its own: controller-server-collection.c note 12a), before the
+ *     queue check, so that the tables' total must stay under the send queue's limit
+ *     (32 MB: about 1,800,000 tables).
  *     Parts go by GlobalId (e->resync_next: items added or deleted between turns move
  *     no index), sinks in parts after all the others (a sink may read a later
  *     GlobalId); each part is checked against the gate, and a lost gate or controller
@@ -93,6 +95,7 @@ struct lc_enact {
         /* (5) a resync in parts */
         bool resync;
         bool resync_sinks;              /* past the others: the sinks' parts */
+        bool resync_tables_sent;        /* the Ensure's parts went (the first turn) */
         uint64_t resync_next;           /* the next part starts at this gid */
         uint32_t resync_part;
         uint64_t resync_start_ns;
@@ -662,10 +665,10 @@ void lc_enact_flush(struct lc_enact *e)
         }
 }
 
-#define RESYNC_PART_BYTES (4u << 20)    /* (5) about this much of specs a part */
+#define RESYNC_PART_BYTES (12u << 20)   /* (5) about this much of specs a part (a frame: 16 MB) */
 #define RESYNC_QUEUED_MAX (8u << 20)    /* (5) the next part waits while more is queued */
-#define RESYNC_TABLES_PER_ITEM 5u        /* (5) tables a part of the Ensure: 5 x part_items
-                                         * (100,000 by default, ~16 bytes each) */
+#define RESYNC_TABLES_PER_ITEM 2u        /* (5) tables a part of the Ensure: 2 x part_items
+                                         * (200,000 by default, ~18 bytes each) */
 #define RESYNC_WAIT_NS    (2u * 1000000u)
 
 /* (5) What an item's spec takes in a message, about. */
@@ -701,6 +704,32 @@ static void on_resync_timer(struct loop *l, void *userdata)
         resync_step(e);
 }
 
+/* (5) Every table, in parts of RESYNC_TABLES_PER_ITEM x part_items (Ensure, complete),
+ * in the resync's first turn. */
+static int resync_tables(struct lc_enact *e)
+{
+        size_t nt = 0, per = RESYNC_TABLES_PER_ITEM * e->part_items;
+        struct lc_enact_item **t;
+
+        for (size_t i = 0; i < e->n; i++)
+                nt += e->items[i]->kind == COORD__ITEM_KIND__ITEM_TABLE;
+        t = calloc(nt ? nt : 1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        nt = 0;
+        for (size_t i = 0; i < e->n; i++)
+                if (e->items[i]->kind == COORD__ITEM_KIND__ITEM_TABLE)
+                        t[nt++] = e->items[i];
+        for (size_t j = 0, p = 0; j == 0 || j < nt; j += per, p++) {
+                size_t m = nt - j < per ? nt - j : per;
+
+                send_creates(e, t + j, m, (struct send_what){ .tables = true, .complete = true,
+                                                              .part = (uint32_t)p, .more = j + m < nt });
+        }
+        free(t);
+        return 0;
+}
+
 /* (5) Send the next part; arm the turn after it, or end. */
 static void resync_step(struct lc_enact *e)
 {
@@ -713,6 +742,14 @@ static void resync_step(struct lc_enact *e)
                 resync_end(e, false);
                 return;
         }
+        if (!e->resync_tables_sent) {
+                if (resync_tables(e) < 0) {
+                        log_error("out_of_memory", "what=enact_resync");
+                        resync_end(e, false);
+                        return;
+                }
+                e->resync_tables_sent = true;
+        }
         if (node_peer_pending(e->node, COORD__ROLE__ROLE_CONTROLLER) > RESYNC_QUEUED_MAX) {
                 wait_ns = RESYNC_WAIT_NS;       /* the controller reads what is queued first */
                 goto next;
@@ -722,37 +759,6 @@ static void resync_step(struct lc_enact *e)
                 log_error("out_of_memory", "what=enact_resync");
                 resync_end(e, false);
                 return;
-        }
-        if (e->resync_part == 0) {
-                size_t nt = 0;
-
-                for (i = 0; i < e->n; i++)
-                        nt += e->items[i]->kind == COORD__ITEM_KIND__ITEM_TABLE;
-                {
-                        struct lc_enact_item **t = calloc(nt ? nt : 1, sizeof(*t));
-
-                        if (!t) {
-                                free(v);
-                                log_error("out_of_memory", "what=enact_resync");
-                                resync_end(e, false);
-                                return;
-                        }
-                        nt = 0;
-                        for (i = 0; i < e->n; i++)
-                                if (e->items[i]->kind == COORD__ITEM_KIND__ITEM_TABLE)
-                                        t[nt++] = e->items[i];
-                        /* Every table now, in parts (~2 MB by default). */
-                        size_t per = RESYNC_TABLES_PER_ITEM * e->part_items;
-
-                        for (size_t j = 0, p = 0; j == 0 || j < nt; j += per, p++) {
-                                size_t m = nt - j < per ? nt - j : per;
-
-                                send_creates(e, t + j, m, (struct send_what){
-                                        .tables = true, .complete = true, .part = (uint32_t)p,
-                                        .more = j + m < nt });
-                        }
-                        free(t);
-                }
         }
         i = lower_bound(e, e->resync_next);
         while (k < e->part_items && bytes < RESYNC_PART_BYTES) {
@@ -807,6 +813,7 @@ void lc_enact_resync(struct lc_enact *e)
         e->resync_sinks = false;
         e->resync_next = 0;
         e->resync_part = 0;
+        e->resync_tables_sent = false;
         e->resync_sent = 0;
         e->resync_start_ns = now_ns();
         resync_step(e);

@@ -73,7 +73,7 @@ int lc_enact_refresh_committed(const struct lc_enact *e, uint64_t gid, uint64_t 
 void lc_enact_resync(struct lc_enact *e);
 void lc_enact_set_resync_done(struct lc_enact *e, void (*done)(void *arg), void *arg);
 /* At most n dataflows a part (default LC_ENACT_PART_ITEMS; --resync-part-items). */
-#define LC_ENACT_PART_ITEMS 20000u
+#define LC_ENACT_PART_ITEMS 100000u
 void lc_enact_set_part_items(struct lc_enact *e, size_t n);
 bool lc_enact_resyncing(const struct lc_enact *e);
 /* A reply from the controller to one of ours: errors are logged. */

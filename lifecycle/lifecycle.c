@@ -218,7 +218,7 @@ int main(int argc, char **argv)
                   "claims (default 3000; another follower takes over within it after a death)" },
                 { "resync-part-items", CONF_U64, &part_items, 1000000,
                   "a resync sends the complete set of dataflows to the controller in parts of at "
-                  "most this many (and about 4 MB), one part per loop turn (default 20000)" },
+                  "most this many (and about 12 MB), one part per loop turn (default 100000)" },
                 { "test-refresh-hold-ms", CONF_U64, &lc.test_refresh_hold_ms, 600000,
                   "TEST ONLY: hold each refresh lease this long between its claim and the release" },
                 { "test-catchup-delay-ms", CONF_U64, &lc.test_catchup_delay_ms, 60000,

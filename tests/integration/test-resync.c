@@ -86,7 +86,7 @@ static void test_parts(void)
         CU_ASSERT(ctl_stat_becomes("collections", cols - 1));
         CU_ASSERT_EQUAL(q_u64(c, "SELECT n FROM rs_mv5"), 4);
 
-        /* Tables go in parts too (15 a part here): one dropped while the controller is
+        /* Tables go in parts too (6 a part here): one dropped while the controller is
          * down goes at the last part, the others stay. */
         for (int i = 0; i < 40; i++)
                 CU_ASSERT_FATAL(okf(c, "CREATE TABLE rs_t%d (a int)", i));
