@@ -2151,7 +2151,7 @@ int main(void)
         sock_path = node_socket_path(run_dir, COORD__ROLE__ROLE_CONTROLLER);
         if (!sock_path)
                 return T_EXIT_ERROR;
-        r = t_run((const struct t_suite[]){ { "controller", cases }, { NULL, NULL } });
+        r = t_run_opts((const struct t_suite[]){ { "controller", cases }, { NULL, NULL } }, T_RUN_FIXTURES);
         if (ctl_pid > 0)
                 controller_stop(SIGKILL);
         (void)fring_unlink(ring_name);
