@@ -211,15 +211,8 @@ static int rh_add(struct read_hold *rh, uint64_t gid)
 
         if (coord_gid_is_live(gid) || rh_holds(rh, gid))
                 return 0;
-        if (rh->n == rh->cap) {
-                size_t cap = rh->cap ? rh->cap * 2 : 4;
-                struct rh_entry *v = realloc(rh->v, cap * sizeof(*v));
-
-                if (!v)
-                        return -ENOMEM;
-                rh->v = v;
-                rh->cap = cap;
-        }
+        if (GROW_ARRAY(rh->v, rh->cap, rh->n + 1) < 0)
+                return -ENOMEM;
         r = acat_hold_add(ex->cat, gid, rh->ts, node_incarnation(ex->node), &id, &rec, &err);
         acat_hold_rec_done(&rec);       /* rh_submit() encodes the record it sends */
         if (r == -ENOMEM)
