@@ -201,13 +201,8 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
         if (!m->complete)
                 return 0;
         /* (12a) */
-        if (m->part == 0) {
+        if (parts_next(&s->ensure_parts, m->part))
                 s->n_ensure_listed = 0;
-                s->ensure_broken = false;
-        } else if (m->part != s->ensure_part_next) {
-                s->ensure_broken = true;
-        }
-        s->ensure_part_next = m->part + 1;
         if (GROW_ARRAY(s->ensure_listed, s->cap_ensure_listed, s->n_ensure_listed + m->n_collections) < 0)
                 return row_error_oom(e);
         for (size_t i = 0; i < m->n_collections; i++)
@@ -217,7 +212,7 @@ static int ensure(struct cserver *s, const Coord__EnsureCollections *m, struct r
         n_listed = s->n_ensure_listed;
         listed = TAKE_PTR(s->ensure_listed);
         s->n_ensure_listed = s->cap_ensure_listed = 0;
-        if (s->ensure_broken) {
+        if (s->ensure_parts.broken) {
                 log_warn("resync_incomplete", "what=tables parts=%u action=keep", m->part + 1);
                 return 0;
         }

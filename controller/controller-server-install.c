@@ -582,13 +582,8 @@ static void install_continue(struct loop *l, void *userdata)
  * last part then removes nothing).  Adds the part's gids (and sources' remaps, 20). */
 static int resync_part(struct cserver *s, const Coord__CreateDataflows *m)
 {
-        if (m->part == 0) {
+        if (parts_next(&s->resync_parts, m->part))
                 gmap_done(&s->resync_listed);
-                s->resync_broken = false;
-        } else if (m->part != s->resync_part_next) {
-                s->resync_broken = true;
-        }
-        s->resync_part_next = m->part + 1;
         if (gmap_reserve(&s->resync_listed, 2 * m->n_dataflows) < 0)
                 return -ENOMEM;
         for (size_t j = 0; j < m->n_dataflows; j++) {
@@ -643,7 +638,7 @@ void server_handle_create_dataflows(struct cserver *s, node_peer_t from, const C
                 r = row_error_oom(&e);
                 goto fail_in;
         }
-        if (m->complete && !m->more && s->resync_broken) {
+        if (m->complete && !m->more && s->resync_parts.broken) {
                 log_warn("resync_incomplete", "parts=%u action=keep", m->part + 1);
                 gmap_done(&s->resync_listed);
         } else if (m->complete && !m->more) {

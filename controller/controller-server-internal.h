@@ -192,6 +192,27 @@ struct out_ent {
         uint64_t append_t0_ns;          /* an Append's Ok: when the Append arrived; else 0 */
 };
 
+/* A complete set in parts (17a, 12a): the part expected next, and whether one was
+ * missed (parts_next()). */
+struct parts {
+        uint32_t next;
+        bool broken;
+};
+
+/* Take part number `part`: true when it starts a new set (part 0); a number out of
+ * order breaks the set, whose last part then removes nothing. */
+static inline bool parts_next(struct parts *p, uint32_t part)
+{
+        bool first = part == 0;
+
+        if (first)
+                p->broken = false;
+        else if (part != p->next)
+                p->broken = true;
+        p->next = part + 1;
+        return first;
+}
+
 struct cserver {
         struct node *node;
         struct loop *loop;
@@ -216,13 +237,11 @@ struct cserver {
         /* A complete CreateDataflows in parts (17a): the gids its parts named so far,
          * the part expected next, and whether one was missed. */
         struct gmap resync_listed;
-        uint32_t resync_part_next;
-        bool resync_broken;
+        struct parts resync_parts;
         /* The same for a complete EnsureCollections (12a): the tables listed so far. */
         uint64_t *ensure_listed;
         size_t n_ensure_listed, cap_ensure_listed;
-        uint32_t ensure_part_next;
-        bool ensure_broken;
+        struct parts ensure_parts;
         uint64_t installs_sliced, install_slices;
 
         /* coord_frontiers at its upper - 1 (4): table rows by gid (a = since, b = upper,
