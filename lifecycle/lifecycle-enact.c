@@ -830,11 +830,6 @@ void lc_enact_set_part_items(struct lc_enact *e, size_t n)
         e->part_items = n ? n : 1;
 }
 
-bool lc_enact_resyncing(const struct lc_enact *e)
-{
-        return e->resync;
-}
-
 bool lc_enact_reply(struct lc_enact *e, const Coord__Envelope *env)
 {
         if (env->request_id < (1ull << 62))

@@ -75,7 +75,6 @@ void lc_enact_set_resync_done(struct lc_enact *e, void (*done)(void *arg), void 
 /* At most n dataflows a part (default LC_ENACT_PART_ITEMS; --resync-part-items). */
 #define LC_ENACT_PART_ITEMS 100000u
 void lc_enact_set_part_items(struct lc_enact *e, size_t n);
-bool lc_enact_resyncing(const struct lc_enact *e);
 /* A reply from the controller to one of ours: errors are logged. */
 bool lc_enact_reply(struct lc_enact *e, const Coord__Envelope *env);
 
