@@ -5,6 +5,8 @@
  */
 #include "adapter-catalog-internal.h"
 
+#include <assert.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,125 +41,160 @@ static Coord__ItemKind kind_to_item(enum sql_object_kind k)
         }
 }
 
-/* Take a string of an unpacked message (protobuf-c's malloc()ed memory), leaving NULL;
- * an absent one is protobuf-c's static empty string, copied. */
-static char *str_take(char **s)
+/* One allocation per loaded item (adapter-catalog-open.c note 4): the struct, then its
+ * columns and arrays, then its bytes and strings, laid out by item_place() twice -- once
+ * measuring (base NULL), once copying.  item_free() frees only what lies outside the
+ * block (item_in_block()).  Constraints are rare: deep copies of their own. */
+struct pack {
+        char *base;             /* NULL: measuring */
+        size_t off;
+};
+
+static void *pack_reserve(struct pack *pk, size_t len, size_t align)
 {
-        if (!*s || *s == protobuf_c_empty_string)
-                return strdup("");
-        return TAKE_PTR(*s);
+        void *dst;
+
+        pk->off = (pk->off + align - 1) & ~(align - 1);
+        dst = pk->base ? pk->base + pk->off : NULL;
+        pk->off += len;
+        return dst;
 }
 
-/* Take a repeated field of n elements of size `size`, leaving NULL; an empty one
- * becomes an allocation of one element, as u64_dup() makes. */
-static void *array_take(void *field, size_t n, size_t size)
+static void *pack_put(struct pack *pk, const void *src, size_t len, size_t align)
 {
-        void **v = field;
+        void *dst = pack_reserve(pk, len, align);
 
-        return n ? TAKE_PTR(*v) : malloc(size);
+        if (dst && len)
+                memcpy(dst, src, len);
+        return dst;
 }
 
-/* An item from its record.  It takes the strings and arrays of p rather than copying
- * them (adapter-catalog-open.c note 4): at 200,000 items every allocation at load counts.  p is freed by the
- * caller as usual. */
-struct acat_item *item_from_proto(Coord__CatalogItem *p)
+/* An absent string is protobuf-c's empty string: "" either way. */
+static char *pack_str(struct pack *pk, const char *s)
 {
-        struct acat_item *it = calloc(1, sizeof(*it));
+        s = s ? s : "";
+        return pack_put(pk, s, strlen(s) + 1, 1);
+}
 
+/* Every pointer field of `it` the block holds, into pk (it NULL while measuring).
+ * Zero-length arrays point into the block too (the strings come after them), so that
+ * an item's arrays are never NULL, as item_set_definition() makes them. */
+static void item_place(struct acat_item *it, const Coord__CatalogItem *p, struct pack *pk)
+{
+        struct sql_column *cols;
+
+        cols = pack_reserve(pk, p->n_columns * sizeof(*cols), 8);
+        it->logical_inputs = pack_put(pk, p->logical_inputs, p->n_logical_inputs * sizeof(uint64_t), 8);
+        it->physical_inputs = pack_put(pk, p->physical_inputs, p->n_physical_inputs * sizeof(uint64_t), 8);
+        it->refs = pack_put(pk, p->refs, p->n_refs * sizeof(uint64_t), 8);
+        if (p->n_refresh_at)    /* most items have no schedule: NULL */
+                it->refresh_at = pack_put(pk, p->refresh_at, p->n_refresh_at * sizeof(uint64_t), 8);
+        it->keys = pack_put(pk, p->keys, p->n_keys * sizeof(uint32_t), 4);
+        if (p->plan.len)        /* unpacked on first use (acat_relation()) */
+                it->plan_bytes = pack_put(pk, p->plan.data, p->plan.len, 8);
+        for (size_t i = 0; i < p->n_columns; i++) {
+                const Coord__CatalogColumn *c = p->columns[i];
+                uint8_t *def = c->default_value.len ?
+                        pack_put(pk, c->default_value.data, c->default_value.len, 8) : NULL;
+
+                if (cols)
+                        cols[i] = (struct sql_column){
+                                .type = (enum row_type)c->type, .nullable = c->nullable,
+                                .max_chars = c->varchar_length, .default_row = def,
+                                .default_len = def ? c->default_value.len : 0,
+                        };
+        }
+        for (size_t i = 0; i < p->n_columns; i++) {
+                char *name = pack_str(pk, p->columns[i]->name);
+
+                if (cols)
+                        cols[i].name = name;
+        }
+        it->columns = cols;
+        it->name = pack_str(pk, p->name);
+        it->create_sql = pack_str(pk, p->create_sql);
+        if (it->kind == SQL_OBJECT_SOURCE && p->source_type)
+                it->source_path = pack_str(pk, p->source_path);
+        if (it->kind == SQL_OBJECT_SINK)
+                it->sink_path = pack_str(pk, p->sink_path);
+}
+
+/* A table's constraints, deep-copied from p (their records are read only here). */
+static int item_constraints(struct acat_item *it, const Coord__CatalogItem *p)
+{
+        struct sql_check *ck = calloc(p->n_checks + 1, sizeof(*ck));
+        struct sql_unique *uq = calloc(p->n_uniques + 1, sizeof(*uq));
+        struct sql_foreign_key *fk = calloc(p->n_foreign_keys + 1, sizeof(*fk));
+        int r = -ENOMEM;
+
+        if (!ck || !uq || !fk)
+                goto out;
+        for (size_t i = 0; i < p->n_checks; i++)
+                ck[i] = (struct sql_check){ p->checks[i]->name, p->checks[i]->expr.data,
+                                            p->checks[i]->expr.len };
+        for (size_t i = 0; i < p->n_uniques; i++)
+                uq[i] = (struct sql_unique){ .name = p->uniques[i]->name, .columns = p->uniques[i]->columns,
+                                             .n_columns = p->uniques[i]->n_columns,
+                                             .primary = p->uniques[i]->primary };
+        r = 0;
+        for (size_t i = 0; i < p->n_foreign_keys; i++) {
+                const Coord__CatalogForeignKey *f = p->foreign_keys[i];
+
+                if (f->n_ref_columns != f->n_columns)
+                        r = -EBADMSG;
+                fk[i] = (struct sql_foreign_key){ .name = f->name, .columns = f->columns,
+                                                  .ref_columns = f->ref_columns,
+                                                  .n_columns = f->n_columns, .ref_id = f->ref_gid };
+        }
+        if (r >= 0)
+                r = checks_dup(ck, p->n_checks, &it->checks);
+        if (r >= 0)
+                it->n_checks = p->n_checks;
+        if (r >= 0)
+                r = uniques_dup(uq, p->n_uniques, &it->uniques);
+        if (r >= 0)
+                it->n_uniques = p->n_uniques;
+        if (r >= 0)
+                r = fkeys_dup(fk, p->n_foreign_keys, &it->fkeys);
+        if (r >= 0)
+                it->n_fkeys = p->n_foreign_keys;
+out:
+        free(ck);
+        free(uq);
+        free(fk);
+        return r;
+}
+
+/* An item from its record, in one allocation (above); p is left as it was, so it may
+ * live in an arena (adapter-catalog-open.c note 4). */
+struct acat_item *item_from_proto(const Coord__CatalogItem *p)
+{
+        struct acat_item probe = { .kind = kind_from_item(p->kind) }, *it;
+        struct pack pk = { NULL, sizeof(struct acat_item) };
+
+        item_place(&probe, p, &pk);
+        it = calloc(1, pk.off);
         if (!it)
                 return NULL;
+        it->block_len = pk.off;
         it->gid = p->gid;
-        it->kind = kind_from_item(p->kind);
+        it->kind = probe.kind;
         it->created_at = p->created_at;
-        it->name = str_take(&p->name);
-        it->create_sql = str_take(&p->create_sql);
-        it->columns = calloc(p->n_columns ? p->n_columns : 1, sizeof(*it->columns));
-        if (!it->name || !it->create_sql || !it->columns)
-                goto fail;
-        for (size_t i = 0; i < p->n_columns; i++) {
-                it->columns[i].name = str_take(&p->columns[i]->name);
-                it->columns[i].type = (enum row_type)p->columns[i]->type;
-                it->columns[i].nullable = p->columns[i]->nullable;
-                it->columns[i].max_chars = p->columns[i]->varchar_length;
-                if (p->columns[i]->default_value.len) {
-                        it->columns[i].default_row = TAKE_PTR(p->columns[i]->default_value.data);
-                        it->columns[i].default_len = p->columns[i]->default_value.len;
-                        p->columns[i]->default_value.len = 0;
-                }
-                it->n_columns++;
-                if (!it->columns[i].name)
-                        goto fail;
-        }
-        /* The definition, as item_set_definition() sets it (plan unpacked on use). */
-        if (p->plan.len) {
-                it->plan_bytes = TAKE_PTR(p->plan.data);
-                it->plan_len = p->plan.len;
-        }
-        it->logical_inputs = array_take(&p->logical_inputs, p->n_logical_inputs, sizeof(uint64_t));
-        it->physical_inputs = array_take(&p->physical_inputs, p->n_physical_inputs, sizeof(uint64_t));
-        it->refs = array_take(&p->refs, p->n_refs, sizeof(uint64_t));
-        it->keys = array_take(&p->keys, p->n_keys, sizeof(uint32_t));
+        pk = (struct pack){ (char *)it, sizeof(struct acat_item) };
+        item_place(it, p, &pk);
+        assert(pk.off == it->block_len);
+        it->n_columns = p->n_columns;
+        it->plan_len = p->plan.len;
         it->n_logical = p->n_logical_inputs;
         it->n_physical = p->n_physical_inputs;
         it->n_refs = p->n_refs;
         it->n_keys = p->n_keys;
-        if (!it->logical_inputs || !it->physical_inputs || !it->refs || !it->keys)
-                goto fail;
+        it->n_refresh_at = p->n_refresh_at;
         it->on_id = p->on_id;
         it->as_of = p->as_of;
         it->retain_history_ms = p->retain_history_ms;
         it->nondeterministic = p->nondeterministic;
-        if (p->n_checks) {
-                it->checks = calloc(p->n_checks, sizeof(*it->checks));
-                if (!it->checks)
-                        goto fail;
-                for (size_t i = 0; i < p->n_checks; i++, it->n_checks++) {
-                        it->checks[i].name = str_take(&p->checks[i]->name);
-                        it->checks[i].expr = TAKE_PTR(p->checks[i]->expr.data);
-                        it->checks[i].expr_len = p->checks[i]->expr.len;
-                        p->checks[i]->expr.len = 0;
-                        if (!it->checks[i].name || !it->checks[i].expr)
-                                goto fail;
-                }
-        }
-        if (p->n_uniques) {
-                it->uniques = calloc(p->n_uniques, sizeof(*it->uniques));
-                if (!it->uniques)
-                        goto fail;
-                for (size_t i = 0; i < p->n_uniques; i++, it->n_uniques++) {
-                        const Coord__CatalogUnique *u = p->uniques[i];
-
-                        it->uniques[i].name = str_take(&p->uniques[i]->name);
-                        it->uniques[i].columns = array_take(&p->uniques[i]->columns, u->n_columns,
-                                                            sizeof(uint32_t));
-                        it->uniques[i].n_columns = u->n_columns;
-                        it->uniques[i].primary = u->primary;
-                        if (!it->uniques[i].name || !it->uniques[i].columns)
-                                goto fail;
-                }
-        }
-        if (p->n_foreign_keys) {
-                it->fkeys = calloc(p->n_foreign_keys, sizeof(*it->fkeys));
-                if (!it->fkeys)
-                        goto fail;
-                for (size_t i = 0; i < p->n_foreign_keys; i++, it->n_fkeys++) {
-                        Coord__CatalogForeignKey *f = p->foreign_keys[i];
-                        struct sql_foreign_key *fk = &it->fkeys[i];
-
-                        fk->name = str_take(&f->name);
-                        fk->columns = array_take(&f->columns, f->n_columns, sizeof(uint32_t));
-                        fk->ref_columns = array_take(&f->ref_columns, f->n_ref_columns, sizeof(uint32_t));
-                        fk->n_columns = f->n_columns;
-                        fk->ref_id = f->ref_gid;
-                        if (!fk->name || !fk->columns || !fk->ref_columns ||
-                            f->n_ref_columns != f->n_columns)
-                                goto fail;
-                }
-        }
         it->refresh = p->refresh;
-        /* Most items have no schedule: no allocation for an empty one. */
-        it->refresh_at = TAKE_PTR(p->refresh_at);
-        it->n_refresh_at = p->n_refresh_at;
         it->refresh_every_ms = p->refresh_every_ms;
         it->refresh_aligned_to = p->refresh_aligned_to;
         it->progress_of = p->progress_of;
@@ -165,21 +202,12 @@ struct acat_item *item_from_proto(Coord__CatalogItem *p)
         it->source_format = p->source_format;
         it->source_tick_ms = p->source_tick_ms;
         it->source_up_to = p->source_up_to;
-        if (it->kind == SQL_OBJECT_SOURCE && p->source_type) {
-                it->source_path = str_take(&p->source_path);
-                if (!it->source_path)
-                        goto fail;
-        }
-        if (it->kind == SQL_OBJECT_SINK) {
-                it->sink_path = str_take(&p->sink_path);
-                it->sink_snapshot = p->sink_snapshot;
-                if (!it->sink_path)
-                        goto fail;
+        it->sink_snapshot = it->kind == SQL_OBJECT_SINK && p->sink_snapshot;
+        if ((p->n_checks || p->n_uniques || p->n_foreign_keys) && item_constraints(it, p) < 0) {
+                item_free(it);
+                return NULL;
         }
         return it;
-fail:
-        item_free(it);
-        return NULL;
 }
 
 int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len)

@@ -86,6 +86,8 @@ int checks_dup(const struct sql_check *v, size_t n, struct sql_check **ret);
 int uniques_dup(const struct sql_unique *v, size_t n, struct sql_unique **ret);
 int fkeys_dup(const struct sql_foreign_key *v, size_t n, struct sql_foreign_key **ret);
 void item_free(struct acat_item *it);
+/* Clear the pointers of `other` into owner's block (item_from_proto()): they go with owner. */
+void item_disown(const struct acat_item *owner, struct acat_item *other);
 bool u64_has(const uint64_t *v, size_t n, uint64_t x);
 uint64_t *u64_dup(const uint64_t *v, size_t n);
 int item_set_definition(struct acat_item *it, const uint8_t *plan, size_t plan_len,
@@ -111,7 +113,7 @@ void deps_unlink(struct adapter_catalog *ac, struct acat_item *it);
 void items_remove(struct adapter_catalog *ac, uint64_t gid);
 
 /* adapter-catalog-codec.c */
-struct acat_item *item_from_proto(Coord__CatalogItem *p);
+struct acat_item *item_from_proto(const Coord__CatalogItem *p);
 int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len);
 void key_put(uint8_t key[9], char kind, uint64_t gid);
 

@@ -12,7 +12,10 @@
  *     the store (catalog_scan() is thread-safe), joined before acat_open() returns.  Then
  *     items are appended in GlobalId order, bounds and requirements find their items from
  *     the previous record's, and a view's plan stays packed until first read
- *     (acat_relation(); a plan that does not decode fails that read, XX000).  The name
+ *     (acat_relation(); a plan that does not decode fails that read, XX000).  Each scan
+ *     unpacks its records into an arena of its own (reset per record), and an item is
+ *     one allocation (item_from_proto(); item_free() frees only what lies outside it,
+ *     item_disown() clears what an ALTER SINK swaps out).  The name
  *     index is built on a thread of its own (load_names(): reads names, writes only the
  *     index) while this one links dependencies and protection.  catalog_loaded logs
  *     scan_us and link_us.
@@ -30,6 +33,7 @@
 #include "catalog.pb-c.h"
 #include "coord.pb-c.h"
 #include "probes.h"
+#include "row/row.h"
 #include "util.h"
 
 /* ---- open (note 4) ---- */
@@ -38,6 +42,8 @@
  * one range, or the bounds and the requirements: two scans writing different arrays);
  * the main thread links the results into the catalog. */
 struct load_part {
+        struct row_arena arena;         /* records unpacked here, reset per record */
+        ProtobufCAllocator pa;          /* over arena */
         struct acat_item **items;       /* in gid order */
         size_t n_items, cap_items;
         struct load_bound *bounds;
@@ -64,11 +70,11 @@ static int load_item(const void *key, size_t key_len, const void *value, size_t 
 
         if (key_len != 9)
                 return -EBADMSG;
-        p = coord__catalog_item__unpack(NULL, value_len, value);
+        p = coord__catalog_item__unpack(&lp->pa, value_len, value);
         if (!p)
                 return -EBADMSG;
         item = item_from_proto(p);
-        coord__catalog_item__free_unpacked(p, NULL);
+        row_arena_reset(&lp->arena);
         if (!item)
                 return -ENOMEM;
         if (item->gid != be64_get((const uint8_t *)key + 1) || item->gid < ACAT_FIRST_USER_GID ||
@@ -93,7 +99,7 @@ static int load_bound(const void *key, size_t key_len, const void *value, size_t
 
         if (key_len != 9)
                 return -EBADMSG;
-        b = coord__catalog_bound__unpack(NULL, value_len, value);
+        b = coord__catalog_bound__unpack(&lp->pa, value_len, value);
         if (!b)
                 return -EBADMSG;
         if (b->gid != be64_get((const uint8_t *)key + 1))
@@ -102,7 +108,7 @@ static int load_bound(const void *key, size_t key_len, const void *value, size_t
                 r = GROW_ARRAY(lp->bounds, lp->cap_bounds, lp->n_bounds + 1);
         if (r >= 0)
                 lp->bounds[lp->n_bounds++] = (struct load_bound){ b->gid, b->bound };
-        coord__catalog_bound__free_unpacked(b, NULL);
+        row_arena_reset(&lp->arena);
         return r;
 }
 
@@ -115,7 +121,7 @@ static int load_req(const void *key, size_t key_len, const void *value, size_t v
 
         if (key_len != 17)
                 return -EBADMSG;
-        q = coord__catalog_requirement__unpack(NULL, value_len, value);
+        q = coord__catalog_requirement__unpack(&lp->pa, value_len, value);
         if (!q)
                 return -EBADMSG;
         if (q->consumer != be64_get((const uint8_t *)key + 1) ||
@@ -125,7 +131,7 @@ static int load_req(const void *key, size_t key_len, const void *value, size_t v
                 r = GROW_ARRAY(lp->reqs, lp->cap_reqs, lp->n_reqs + 1);
         if (r >= 0)
                 lp->reqs[lp->n_reqs++] = (struct load_req){ q->consumer, q->input, q->frontier };
-        coord__catalog_requirement__free_unpacked(q, NULL);
+        row_arena_reset(&lp->arena);
         return r;
 }
 
@@ -136,22 +142,25 @@ static void load_part_done(struct load_part *lp)
         free(lp->items);
         free(lp->bounds);
         free(lp->reqs);
+        row_arena_done(&lp->arena);
 }
 
 /* The scans at once (note 4, catalog_scan_ranges()): items below the middle GlobalId
  * here, items above it, the bounds and the requirements on threads of their own.  Then
  * the items in gid order into ac->items. */
-static int load_scan(struct adapter_catalog *ac, struct load_part parts[3])
+static int load_scan(struct adapter_catalog *ac, struct load_part parts[4])
 {
         const struct catalog_state_scan sc = {
                 .item = load_item, .bound = load_bound, .req = load_req,
-                .items_lo = &parts[0], .items_hi = &parts[1], .bounds = &parts[2], .reqs = &parts[2],
+                .items_lo = &parts[0], .items_hi = &parts[1], .bounds = &parts[2], .reqs = &parts[3],
         };
         size_t n;
         int r;
 
-        for (int i = 0; i < 3; i++)
-                parts[i] = (struct load_part){ 0 };
+        for (int i = 0; i < 4; i++) {
+                parts[i] = (struct load_part){ .arena = ROW_ARENA_INIT };
+                parts[i].pa = row_arena_allocator(&parts[i].arena);
+        }
         r = catalog_scan_state(ac->store, ACAT_FIRST_USER_GID + (ac->next_gid - ACAT_FIRST_USER_GID) / 2, &sc);
         if (r < 0)
                 return r;
@@ -237,19 +246,20 @@ static struct acat_item *load_seek(const struct adapter_catalog *ac, size_t *pos
 }
 
 /* Bounds and requirements onto their items: a record of nothing is -EBADMSG. */
-static int load_protection(struct adapter_catalog *ac, const struct load_part *lp)
+static int load_protection(struct adapter_catalog *ac, const struct load_part *lb,
+                           const struct load_part *lp)
 {
         struct acat_item *in = NULL;
         size_t pos = 0;
         int r;
 
-        for (size_t i = 0; i < lp->n_bounds; i++) {
-                struct acat_item *it = load_seek(ac, &pos, lp->bounds[i].gid);
+        for (size_t i = 0; i < lb->n_bounds; i++) {
+                struct acat_item *it = load_seek(ac, &pos, lb->bounds[i].gid);
 
                 if (!it)
                         return -EBADMSG;        /* a bound of nothing: the catalog contradicts itself */
                 it->has_bound = true;
-                it->bound = lp->bounds[i].bound;
+                it->bound = lb->bounds[i].bound;
         }
         pos = 0;
         for (size_t i = 0; i < lp->n_reqs; i++) {
@@ -299,7 +309,7 @@ void acat_load_times(const struct adapter_catalog *ac, struct acat_load_times *r
 
 int acat_open(struct catalog *store, struct adapter_catalog **ret)
 {
-        struct load_part parts[3];
+        struct load_part parts[4];
         struct adapter_catalog *ac;
         uint64_t start_ns;
         void *v = NULL;
@@ -347,14 +357,14 @@ int acat_open(struct catalog *store, struct adapter_catalog **ret)
                         names_r = (void *)(intptr_t)load_names(ac);
                 r = load_deps(ac);
                 if (r >= 0)
-                        r = load_protection(ac, &parts[2]);
+                        r = load_protection(ac, &parts[2], &parts[3]);
                 if (threaded)
                         pthread_join(t, &names_r);
                 if (r >= 0)
                         r = (int)(intptr_t)names_r;
         }
         ac->load.link_us = (now_ns() - start_ns) / 1000;
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
                 load_part_done(&parts[i]);
         if (r < 0)
                 goto fail;

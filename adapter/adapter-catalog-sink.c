@@ -220,6 +220,7 @@ void alter_sink_finish(struct adapter_catalog *ac, struct acat_txn *t, int commi
         SWAP(it->n_physical, def->n_physical);
         SWAP(it->refs, def->refs);
         SWAP(it->n_refs, def->n_refs);
+        item_disown(it, def);   /* a loaded item's old definition goes with its block */
         it->on_id = def->on_id;
         it->as_of = def->as_of;
         it->sink_snapshot = false;

@@ -259,34 +259,58 @@ int fkeys_dup(const struct sql_foreign_key *v, size_t n, struct sql_foreign_key 
         return 0;
 }
 
+/* Whether p lies in it's own allocation (a loaded item's block), not one of its own. */
+static bool item_in_block(const struct acat_item *it, const void *p)
+{
+        return (const char *)p >= (const char *)it && (const char *)p < (const char *)it + it->block_len;
+}
+
+static void item_field_free(const struct acat_item *it, void *p)
+{
+        if (!item_in_block(it, p))
+                free(p);
+}
+
 void item_free(struct acat_item *it)
 {
         if (!it || it->builtin)
                 return;
         for (size_t i = 0; i < it->n_columns; i++) {
-                free(it->columns[i].name);
-                free(it->columns[i].default_row);
+                item_field_free(it, it->columns[i].name);
+                item_field_free(it, it->columns[i].default_row);
         }
-        free(it->columns);
+        item_field_free(it, it->columns);
         checks_free(it->checks, it->n_checks);
         uniques_free(it->uniques, it->n_uniques);
         fkeys_free(it->fkeys, it->n_fkeys);
-        free(it->name);
-        free(it->create_sql);
+        item_field_free(it, it->name);
+        item_field_free(it, it->create_sql);
         if (it->plan)
                 coord__plan__relation__free_unpacked(it->plan, NULL);
-        free(it->plan_bytes);
-        free(it->logical_inputs);
-        free(it->physical_inputs);
-        free(it->refs);
-        free(it->keys);
-        free(it->refresh_at);
-        free(it->sink_path);
-        free(it->source_path);
+        item_field_free(it, it->plan_bytes);
+        item_field_free(it, it->logical_inputs);
+        item_field_free(it, it->physical_inputs);
+        item_field_free(it, it->refs);
+        item_field_free(it, it->keys);
+        item_field_free(it, it->refresh_at);
+        item_field_free(it, it->sink_path);
+        item_field_free(it, it->source_path);
         free(it->dependents);
         free(it->reqs);
         free(it->req_consumers);
         free(it);
+}
+
+void item_disown(const struct acat_item *owner, struct acat_item *other)
+{
+        if (item_in_block(owner, other->plan_bytes))
+                other->plan_bytes = NULL;
+        if (item_in_block(owner, other->logical_inputs))
+                other->logical_inputs = NULL;
+        if (item_in_block(owner, other->physical_inputs))
+                other->physical_inputs = NULL;
+        if (item_in_block(owner, other->refs))
+                other->refs = NULL;
 }
 
 bool u64_has(const uint64_t *v, size_t n, uint64_t x)

@@ -45,6 +45,8 @@ struct acat_item {
                                          * invisible to statements */
         bool dropping;                  /* dropped, commit in progress */
         bool altering;                  /* ALTER SINK ... SET FROM, commit in progress */
+        size_t block_len;               /* loaded: the struct's allocation holds its strings
+                                         * and arrays too (item_from_proto()); 0: each its own */
 
         /* Views, materialized views and indexes (CatalogItem fields 7-15). */
         Coord__Plan__Relation *plan;    /* a view's, unpacked from plan_bytes at its first

@@ -12,7 +12,8 @@
  *   reload: what memory shows equals what a fresh open reads back (acat_export());
  *   runs: a creation may name the items of creations committed before it in the same
  *          write (acat_create_begin_after()), and only those;
- *   load: acat_open() links what it used to, and unpacks a view's plan only on use.
+ *   load: acat_open() links what it used to, and unpacks a view's plan only on use;
+ *          a loaded item reads back every field, and its ALTER frees nothing of its block.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -170,6 +171,17 @@ static void export_sorted(struct recs *rs)
         qsort(rs->v, rs->n, sizeof(rs->v[0]), rec_cmp);
 }
 
+static void recs_same(const struct recs *before, const struct recs *after)
+{
+        CU_ASSERT_EQUAL(before->n, after->n);
+        for (size_t i = 0; i < before->n && i < after->n; i++) {
+                CU_ASSERT_EQUAL(before->v[i].klen, after->v[i].klen);
+                CU_ASSERT(memcmp(before->v[i].key, after->v[i].key, before->v[i].klen) == 0);
+                CU_ASSERT(before->v[i].vlen == after->v[i].vlen &&
+                          memcmp(before->v[i].val, after->v[i].val, before->v[i].vlen) == 0);
+        }
+}
+
 static void test_protection(void)
 {
         struct row_error err = { .position = 0 };
@@ -246,13 +258,7 @@ static void test_protection(void)
         close_all();
         open_all();
         export_sorted(&after);
-        CU_ASSERT_EQUAL(before.n, after.n);
-        for (size_t i = 0; i < before.n && i < after.n; i++) {
-                CU_ASSERT_EQUAL(before.v[i].klen, after.v[i].klen);
-                CU_ASSERT(memcmp(before.v[i].key, after.v[i].key, before.v[i].klen) == 0);
-                CU_ASSERT(before.v[i].vlen == after.v[i].vlen &&
-                          memcmp(before.v[i].val, after.v[i].val, before.v[i].vlen) == 0);
-        }
+        recs_same(&before, &after);
         CU_ASSERT_EQUAL(req_of(mv, t2)->frontier, 300);
         CU_ASSERT_EQUAL(acat_by_gid(cat, t1)->n_req_consumers, 2);
 
@@ -527,6 +533,124 @@ static void test_load(void)
         free(dir);
 }
 
+/* An item with every kind of field a record holds, created through ni; its gid. */
+static uint64_t create_ni(const struct acat_new_item *ni, uint64_t ts)
+{
+        struct row_error err = { .position = 0 };
+        struct acat_txn *t = NULL;
+        uint64_t gid;
+        int r = acat_create_begin(cat, ni, ts, &t, &err);
+
+        if (r < 0)
+                fprintf(stderr, "\n  create %s: %d %s %s\n", ni->name, r, err.sqlstate, err.message);
+        CU_ASSERT_EQUAL_FATAL(r, 0);
+        gid = acat_txn_item(t, 0)->gid;
+        CU_ASSERT_EQUAL(commit(t), 0);
+        return gid;
+}
+
+/* A loaded item is one allocation (item_from_proto(), adapter-catalog-open.c note 4):
+ * every field of every kind reads back as it was written -- columns with defaults and
+ * lengths, constraints, a refresh schedule, a sink's path -- and a loaded sink's ALTER
+ * (its old definition swapped out and freed, item_disown()) leaves a catalog that reads
+ * back alike too.  Run under ASan, a field freed out of the block fails it. */
+static void test_reload_fields(void)
+{
+        static const uint8_t dflt[] = { 1, 2, 3, 4, 5 }, expr[] = { 9, 8, 7 };
+        static const uint32_t col0[] = { 0 }, keys[] = { 1, 0 };
+        static const uint64_t at[] = { 500, 600 };
+        const struct sql_column tcols[] = {
+                { .name = (char *)"a", .type = ROW_TYPE_INT4, .nullable = false,
+                  .default_row = (uint8_t *)dflt, .default_len = sizeof(dflt) },
+                { .name = (char *)"b", .type = ROW_TYPE_TEXT, .nullable = true, .max_chars = 10 },
+        };
+        const struct sql_check ck = { (char *)"ck", (uint8_t *)expr, sizeof(expr) };
+        const struct sql_unique uq = { .name = (char *)"pk", .columns = (uint32_t *)col0, .n_columns = 1,
+                                       .primary = true };
+        Coord__Plan__Get get = COORD__PLAN__GET__INIT;
+        Coord__Plan__Relation plan = COORD__PLAN__RELATION__INIT;
+        Coord__Plan__Type ty[2] = { COORD__PLAN__TYPE__TYPE_INT4, COORD__PLAN__TYPE__TYPE_TEXT };
+        struct row_error err = { .position = 0 };
+        struct recs before, after;
+        struct acat_txn *t = NULL;
+        const struct acat_item *it;
+        uint64_t ft, ch, sk;
+
+        dir = t_mkdtemp("acat-fields");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        open_all();
+        ft = create_ni(&(struct acat_new_item){ .name = "ft", .kind = SQL_OBJECT_TABLE, .create_sql = "CREATE ft",
+                                                .columns = tcols, .n_columns = 2, .checks = &ck, .n_checks = 1,
+                                                .uniques = &uq, .n_uniques = 1 }, 100);
+        {
+                const struct sql_foreign_key fk = { .name = (char *)"fk", .columns = (uint32_t *)col0,
+                                                    .ref_columns = (uint32_t *)col0, .n_columns = 1,
+                                                    .ref_id = ft };
+
+                ch = create_ni(&(struct acat_new_item){ .name = "ch", .kind = SQL_OBJECT_TABLE,
+                                                        .create_sql = "CREATE ch", .columns = tcols,
+                                                        .n_columns = 1, .refs = &ft, .n_refs = 1,
+                                                        .fkeys = &fk, .n_fkeys = 1 }, 110);
+        }
+        get.id = ft;
+        get.column_types = ty;
+        get.n_column_types = 2;
+        plan.kind_case = COORD__PLAN__RELATION__KIND_GET;
+        plan.get = &get;
+        create_ni(&(struct acat_new_item){ .name = "rm", .kind = SQL_OBJECT_MATERIALIZED_VIEW,
+                                           .create_sql = "CREATE rm", .columns = tcols, .n_columns = 2,
+                                           .plan = &plan, .logical_inputs = &ft, .n_logical = 1,
+                                           .physical_inputs = &ft, .n_physical = 1, .refs = &ft, .n_refs = 1,
+                                           .keys = keys, .n_keys = 2, .as_of = 500, .retain_history_ms = 7000,
+                                           .refresh = true, .refresh_at = at, .n_refresh_at = 2,
+                                           .refresh_every_ms = 100, .refresh_aligned_to = 7 }, 120);
+        sk = create_ni(&(struct acat_new_item){ .name = "sk", .kind = SQL_OBJECT_SINK, .create_sql = "CREATE sk",
+                                                .columns = tcols, .n_columns = 2, .plan = &plan,
+                                                .logical_inputs = &ft, .n_logical = 1, .refs = &ft, .n_refs = 1,
+                                                .on_id = ft, .as_of = 500, .sink_path = "/nowhere/sk.out",
+                                                .sink_snapshot = true }, 130);
+        export_sorted(&before);
+        close_all();
+        open_all();
+        export_sorted(&after);
+        recs_same(&before, &after);
+        it = acat_by_name(cat, "ft");
+        CU_ASSERT_FATAL(it && it->n_columns == 2 && it->n_checks == 1 && it->n_uniques == 1);
+        CU_ASSERT(it->columns[0].default_len == sizeof(dflt) &&
+                  memcmp(it->columns[0].default_row, dflt, sizeof(dflt)) == 0);
+        CU_ASSERT(it->columns[1].max_chars == 10 && it->columns[1].nullable && !it->columns[1].default_row);
+        CU_ASSERT_STRING_EQUAL(it->columns[1].name, "b");
+        CU_ASSERT(it->checks[0].expr_len == sizeof(expr) && memcmp(it->checks[0].expr, expr, sizeof(expr)) == 0);
+        CU_ASSERT(it->uniques[0].primary && it->uniques[0].columns[0] == 0);
+        it = acat_by_gid(cat, ch);
+        CU_ASSERT_FATAL(it && it->n_fkeys == 1 && it->fkeys[0].ref_id == ft);
+        it = acat_by_name(cat, "rm");
+        CU_ASSERT_FATAL(it && it->refresh && it->n_refresh_at == 2 && it->refresh_at[1] == 600);
+        CU_ASSERT(it->n_keys == 2 && it->keys[0] == 1 && it->retain_history_ms == 7000);
+        it = acat_by_gid(cat, sk);
+        CU_ASSERT_FATAL(it && it->sink_snapshot && it->plan_len > 0);
+        CU_ASSERT_STRING_EQUAL(it->sink_path, "/nowhere/sk.out");
+        /* The loaded sink now reads ch: its old plan, inputs and refs leave its block. */
+        get.id = ch;
+        get.n_column_types = 1;
+        CU_ASSERT_EQUAL_FATAL(acat_alter_sink_begin(cat, sk, &(struct acat_new_item){
+                                      .name = "sk", .kind = SQL_OBJECT_SINK, .plan = &plan,
+                                      .logical_inputs = &ch, .n_logical = 1, .refs = &ch, .n_refs = 1,
+                                      .on_id = ch }, 1000, &t, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(commit(t), 0);
+        it = acat_by_gid(cat, sk);
+        CU_ASSERT(it->n_refs == 1 && it->refs[0] == ch && it->logical_inputs[0] == ch);
+        export_sorted(&before);
+        close_all();
+        open_all();
+        export_sorted(&after);
+        recs_same(&before, &after);
+        CU_ASSERT(acat_by_gid(cat, sk)->refs[0] == ch);
+        close_all();
+        t_rmrf(dir);
+        free(dir);
+}
+
 /* The bound change of gid in t (NULL: none). */
 static const struct acat_bound_change *bch_of(const struct acat_txn *t, uint64_t gid)
 {
@@ -652,6 +776,7 @@ int main(void)
                 { "bounds, requirements, admission, publication, retirement", test_protection },
                 { "a creation after others of the same write (runs)", test_create_after },
                 { "load: names, dependents, oldest index, plans on first use", test_load },
+                { "reload: every field of a loaded item; a loaded sink altered", test_reload_fields },
                 { "a DROP during a publication's commit follows it", test_drop_during_publication },
                 { "clients' holds", test_holds },
                 { NULL, NULL },
