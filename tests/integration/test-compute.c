@@ -4032,7 +4032,8 @@ static void test_sliced_install_follower_killed(void)
         seq_a = seq_of(COORD__ROLE__ROLE_ADAPTER);
         for (int i = 0; i < 200 && seq_of(COORD__ROLE__ROLE_LIFECYCLE) < seq_a; i++)
                 usleep(10 * 1000);
-        usleep(50 * 1000);                      /* no condition to watch: let its messages land */
+        /* Its messages (the drop, the creates) land deferred behind the install. */
+        (void)t_wait_for(stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred") >= def0 + 2, 2000);
         def_old = stat_of(COORD__ROLE__ROLE_CONTROLLER, "deferred");
         bad += rf_check_bounds(c, &seen, "installing, old follower");
 

@@ -10,7 +10,8 @@
  *               commit writes nothing (the version stays); coordctl's exit codes.
  *   kill_commit the adapter is killed (killpoint lease.write.after_commit) after a
  *               commit is durable and before its answer: the retried commit with the
- *               same id succeeds (retried=1), the version advanced exactly once.
+ *               same id succeeds (retried=1), the version advanced exactly once.  The
+ *               follower is down meanwhile: its duty claims cross the point too.
  *   restart     a held lease survives kill -9 of the adapter, as every other lease
  *               record (coord_leases the same before and after): it shows it
  *               live, another claimer is BUSY, its holder renews and releases it, and
@@ -265,6 +266,12 @@ static void test_kill_commit(void)
         pid_t pid;
         PGconn *c;
 
+        /* The follower down meanwhile: its duty claim crosses the same point, and it
+         * claims as soon as it reconnects when a renew failed or went unanswered over
+         * the adapter's restart -- before this claim (which the kill then answers) or
+         * between it and the commit (killed there, the commit is first written by the
+         * retry, not retried).  `up` below starts it again. */
+        CU_ASSERT_FATAL(stop_role(COORD__ROLE__ROLE_LIFECYCLE));
         CU_ASSERT_FATAL(stop_role(COORD__ROLE__ROLE_ADAPTER));
         pid = spawn_role(COORD__ROLE__ROLE_ADAPTER, envs);
         CU_ASSERT_FATAL(pid > 0);
@@ -380,7 +387,8 @@ static void test_off_loop(void)
         CU_ASSERT_EQUAL_FATAL(claim("held", "owner", 60000, &rep), COORD__LEASE_REPLY__STATUS__OK);
         reply_free(&rep);
         CU_ASSERT_FATAL(pthread_create(&a, NULL, timed_claim_main, &first) == 0);
-        sleep_ms(200);                  /* its write is in flight */
+        sleep_ms(200);                  /* its write is in flight: no condition to watch
+                                         * (no status counter or log line shows it) */
         CU_ASSERT_FATAL(pthread_create(&b, NULL, timed_claim_main, &second) == 0);
         t0 = now_ms();
         CU_ASSERT(ok(c, "SELECT 1"));

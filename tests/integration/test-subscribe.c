@@ -295,24 +295,55 @@ static void test_model(void)
         PQfinish(c);
 }
 
+/* Whether the file at path holds text (it may be growing). */
+static bool file_has(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "r");
+        char *txt = NULL;
+        size_t len = 0;
+        bool has;
+
+        if (!f)
+                return false;
+        has = getdelim(&txt, &len, '\0', f) > 0 && strstr(txt, text);
+        free(txt);
+        fclose(f);
+        return has;
+}
+
 /* psql's way: COPY (SUBSCRIBE ...) TO STDOUT prints the rows as they come; SIGINT
  * cancels it. */
 static void test_copy_psql(void)
 {
         PGconn *c = db();
-        char *out = home_file("copy.out");
+        char *out = home_file("copy.out"), *pid_path = home_file("copy.pid");
         char *txt = NULL;
         size_t len = 0;
         FILE *f;
+        int pid = 0;
 
-        CU_ASSERT_FATAL(c != NULL && out != NULL);
+        CU_ASSERT_FATAL(c != NULL && out != NULL && pid_path != NULL);
         CU_ASSERT_FATAL(ok(c, "CREATE TABLE cp (a int, b text)"));
         CU_ASSERT_FATAL(ok(c, "INSERT INTO cp VALUES (1, 'tab\there'), (2, NULL)"));
-        CU_ASSERT_FATAL(t_sh("timeout -s INT 4 psql -X -q -h 127.0.0.1 -p %d -U coord coord "
-                             "-c 'COPY (SUBSCRIBE TO cp) TO STDOUT' >%s 2>&1 &", pg_port, out) == 0);
-        sleep_ms(1500);
+        /* timeout passes our SIGINT on to psql; its own (60 s) only if the case fails
+         * before sending it.  stdbuf: psql writes each row to the file as it comes (a
+         * file's stdout is fully buffered), so the test can wait for it. */
+        CU_ASSERT_FATAL(t_sh("timeout -s INT 60 stdbuf -oL psql -X -q -h 127.0.0.1 -p %d -U coord coord "
+                             "-c 'COPY (SUBSCRIBE TO cp) TO STDOUT' >%s 2>&1 & echo $! >%s",
+                             pg_port, out, pid_path) == 0);
+        f = fopen(pid_path, "r");
+        CU_ASSERT_FATAL(f != NULL);
+        CU_ASSERT(fscanf(f, "%d", &pid) == 1 && pid > 0);
+        fclose(f);
+        /* The snapshot printed (its as-of chosen) before the DELETE, then the DELETE's
+         * retraction, then the cancel. */
+        CU_ASSERT(t_wait_for(file_has(out, "\t1\t1\ttab\\there\n") && file_has(out, "\t1\t2\t\\N\n"),
+                             10000));
         CU_ASSERT(ok(c, "DELETE FROM cp WHERE a = 1"));
-        sleep_ms(3500);
+        CU_ASSERT(t_wait_for(file_has(out, "\t-1\t1\ttab\\there\n"), 10000));
+        if (pid > 0)
+                CU_ASSERT(kill(pid, SIGINT) == 0);
+        CU_ASSERT(t_wait_for(file_has(out, "canceling statement due to user request"), 10000));
         f = fopen(out, "r");
         CU_ASSERT_FATAL(f != NULL);
         CU_ASSERT(getdelim(&txt, &len, '\0', f) > 0);
@@ -326,6 +357,7 @@ static void test_copy_psql(void)
                 fprintf(stderr, "\n    psql printed [%s]", txt);
         CU_ASSERT(holds_become(0));
         free(txt);
+        free(pid_path);
         free(out);
         PQfinish(c);
 }
