@@ -27,7 +27,8 @@
  *     and RETAIN HISTORY; pb_varints() reads them off the wire without allocating
  *     (protobuf-c's unpack and the malloc()/free() of every message were a quarter of
  *     the scans).  Only the items the enactment set keeps (tables, materialized views,
- *     indexes) are unpacked whole; a view is not, so a view record whose nested fields
+ *     indexes) are unpacked whole, into the scan's arena (no malloc() per field), and
+ *     copied into one allocation (lc_enact_item_new()); a view is not, so a view record whose nested fields
  *     were damaged loads where lc_state_load_record() would refuse it -- nothing of
  *     them is used here, and the adapter, which reads them, refuses to open.
  */
@@ -42,6 +43,7 @@
 #include "catalog/catalog.h"
 #include "lifecycle-enact.h"
 #include "lifecycle-state.h"
+#include "row/row.h"
 #include "util.h"
 
 #define KEY_ITEM  CATALOG_STATE_ITEM
@@ -52,6 +54,8 @@
 /* What the scans (1) decode into: items of one range, or the bounds and the
  * requirements (two scans writing different arrays). */
 struct load_part {
+        struct row_arena arena;         /* an item scan's records unpacked here (4) */
+        ProtobufCAllocator pa;          /* over arena */
         struct lc_item_rec *items;
         struct lc_enact_item **keep;    /* items[i]'s for the enactment set, or NULL */
         size_t n_items, cap_items, cap_keep;
@@ -83,15 +87,15 @@ static int load_item(const void *key, size_t key_len, const void *value, size_t 
                        1u << ITEM_KIND | 1u << ITEM_AS_OF | 1u << ITEM_RETAIN | 1u << ITEM_REFRESH, f) < 0)
                 return -EBADMSG;
         if (lc_enact_wants((Coord__ItemKind)f[ITEM_KIND])) {
-                /* Unpacked, made into what the set keeps, freed: here, on the scan's
-                 * thread (the next unpack reuses the memory). */
-                Coord__CatalogItem *p = coord__catalog_item__unpack(NULL, value_len, value);
+                /* Unpacked into the scan's arena, copied into what the set keeps
+                 * (one allocation), the arena reset. */
+                Coord__CatalogItem *p = coord__catalog_item__unpack(&lp->pa, value_len, value);
                 int r;
 
                 if (!p)
                         return -EBADMSG;
                 r = lc_enact_item_new(p, &it);
-                coord__catalog_item__free_unpacked(p, NULL);
+                row_arena_reset(&lp->arena);
                 if (r < 0)
                         return r;
         }
@@ -148,6 +152,7 @@ static void load_part_done(struct load_part *lp)
         free(lp->keep);
         free(lp->bounds);
         free(lp->reqs);
+        row_arena_done(&lp->arena);
 }
 
 /* The middle GlobalId (1): between the first user gid and the adapter's next one. */
@@ -186,8 +191,10 @@ static int load_scan(struct catalog *c, struct load_part parts[3])
                 .items_lo = &parts[0], .items_hi = &parts[1], .bounds = &parts[2], .reqs = &parts[2],
         };
 
-        for (int i = 0; i < 3; i++)
-                parts[i] = (struct load_part){ 0 };
+        for (int i = 0; i < 3; i++) {
+                parts[i] = (struct load_part){ .arena = ROW_ARENA_INIT };
+                parts[i].pa = row_arena_allocator(&parts[i].arena);
+        }
         return catalog_scan_state(c, middle_gid(c), &sc);
 }
 
