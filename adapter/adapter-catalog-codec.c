@@ -165,17 +165,19 @@ out:
         return r;
 }
 
-/* An item from its record, in one allocation (above); p is left as it was, so it may
- * live in an arena (adapter-catalog-open.c note 4). */
-struct acat_item *item_from_proto(const Coord__CatalogItem *p)
+/* An item from its record, in one block (above); p is left as it was, so it may live
+ * in an arena (adapter-catalog-open.c note 4). */
+struct acat_item *item_from_proto(const Coord__CatalogItem *p, struct item_chunk **chunk)
 {
         struct acat_item probe = { .kind = kind_from_item(p->kind) }, *it;
         struct pack pk = { NULL, sizeof(struct acat_item) };
+        bool chunked;
 
         item_place(&probe, p, &pk);
-        it = calloc(1, pk.off);
+        it = item_chunk_alloc(chunk, pk.off, &chunked);
         if (!it)
                 return NULL;
+        it->chunked = chunked;
         it->block_len = pk.off;
         it->gid = p->gid;
         it->kind = probe.kind;

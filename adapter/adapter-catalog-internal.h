@@ -113,7 +113,19 @@ void deps_unlink(struct adapter_catalog *ac, struct acat_item *it);
 void items_remove(struct adapter_catalog *ac, uint64_t gid);
 
 /* adapter-catalog-codec.c */
-struct acat_item *item_from_proto(const Coord__CatalogItem *p);
+struct item_chunk;
+/* An item from its record, in one block from *chunk (item_chunk_alloc()); p is not
+ * kept.  NULL when out of memory. */
+struct acat_item *item_from_proto(const Coord__CatalogItem *p, struct item_chunk **chunk);
+/* Load chunks (adapter-catalog-open.c note 4a): size zeroed bytes, 16-aligned, from
+ * *cur, or a new chunk that becomes *cur; a block larger than a chunk is calloc()ed
+ * (*ret_chunked false).  item_chunk_put() drops a block's (or a filler's) reference;
+ * the last one unmaps the chunk.  Not thread-safe: a chunk is filled by one thread
+ * and put only after that thread let it go. */
+void *item_chunk_alloc(struct item_chunk **cur, size_t size, bool *ret_chunked);
+void item_chunk_put(const void *block);
+/* The filler's reference on *cur, once it carves no more; *cur = NULL. */
+void item_chunk_release(struct item_chunk **cur);
 int item_encode(const struct acat_item *it, uint8_t **ret, size_t *ret_len);
 void key_put(uint8_t key[9], char kind, uint64_t gid);
 

@@ -19,15 +19,26 @@
  *     index is built on a thread of its own (load_names(): reads names, writes only the
  *     index) while this one links dependencies and protection.  catalog_loaded logs
  *     scan_us and link_us.
+ * (4a) Load chunks.  An item scan carves its items' blocks in order out of chunks of
+ *     ITEM_CHUNK bytes, mapped aligned to their size and advised into huge pages: no
+ *     malloc() per item, and one page fault per 2 MB instead of one per 4 KB (at
+ *     1,000,000 objects the faults were a third of the restart's CPU).  A chunk's
+ *     header counts its live blocks plus one while a scan fills it; item_free() of
+ *     the last block unmaps it (item_chunk_put(), which finds the chunk by masking
+ *     the block's address), so memory of dropped items comes back by whole chunks
+ *     and never exceeds what the load mapped.
  */
 #include "adapter-catalog-internal.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "catalog/catalog.h"
 #include "catalog.pb-c.h"
@@ -35,6 +46,79 @@
 #include "probes.h"
 #include "row/row.h"
 #include "util.h"
+
+/* ---- load chunks (note 4a) ---- */
+
+#define ITEM_CHUNK ((size_t)2 << 20)
+
+struct item_chunk {
+        size_t used;            /* bytes carved, this header included */
+        size_t live;            /* blocks not freed, + 1 while a scan fills it */
+        _Alignas(16) char data[];
+};
+
+static void chunk_unref(struct item_chunk *c)
+{
+        assert(c->live > 0);
+        if (--c->live == 0)
+                munmap(c, ITEM_CHUNK);
+}
+
+/* A chunk mapped aligned to its size: twice its size mapped, the ends cut off. */
+static struct item_chunk *chunk_new(void)
+{
+        char *m = mmap(NULL, 2 * ITEM_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uintptr_t a;
+        struct item_chunk *c;
+
+        if (m == MAP_FAILED)
+                return NULL;
+        a = ((uintptr_t)m + ITEM_CHUNK - 1) & ~(ITEM_CHUNK - 1);
+        if (a > (uintptr_t)m)
+                munmap(m, a - (uintptr_t)m);
+        munmap((char *)a + ITEM_CHUNK, (uintptr_t)m + 2 * ITEM_CHUNK - (a + ITEM_CHUNK));
+        c = (struct item_chunk *)a;
+        (void)madvise(c, ITEM_CHUNK, MADV_HUGEPAGE);    /* a hint: 4 KB pages still work */
+        c->used = offsetof(struct item_chunk, data);
+        c->live = 1;
+        return c;
+}
+
+void *item_chunk_alloc(struct item_chunk **cur, size_t size, bool *ret_chunked)
+{
+        struct item_chunk *c = *cur;
+        void *p;
+
+        size = (size + 15) & ~(size_t)15;
+        if (size > ITEM_CHUNK - offsetof(struct item_chunk, data)) {
+                *ret_chunked = false;
+                return calloc(1, size);
+        }
+        if (!c || c->used + size > ITEM_CHUNK) {
+                c = chunk_new();
+                if (!c)
+                        return NULL;
+                if (*cur)
+                        chunk_unref(*cur);      /* the filler's reference */
+                *cur = c;
+        }
+        p = (char *)c + c->used;
+        c->used += size;
+        c->live++;
+        *ret_chunked = true;
+        return p;
+}
+
+void item_chunk_put(const void *block)
+{
+        chunk_unref((struct item_chunk *)((uintptr_t)block & ~(ITEM_CHUNK - 1)));
+}
+
+void item_chunk_release(struct item_chunk **cur)
+{
+        if (*cur)
+                chunk_unref(TAKE_PTR(*cur));
+}
 
 /* ---- open (note 4) ---- */
 
@@ -46,6 +130,7 @@ struct load_part {
         ProtobufCAllocator pa;          /* over arena */
         struct acat_item **items;       /* in gid order */
         size_t n_items, cap_items;
+        struct item_chunk *chunk;       /* the one its items are carved from (4a) */
         struct load_bound *bounds;
         size_t n_bounds, cap_bounds;
         struct load_req *reqs;
@@ -73,7 +158,7 @@ static int load_item(const void *key, size_t key_len, const void *value, size_t 
         p = coord__catalog_item__unpack(&lp->pa, value_len, value);
         if (!p)
                 return -EBADMSG;
-        item = item_from_proto(p);
+        item = item_from_proto(p, &lp->chunk);
         row_arena_reset(&lp->arena);
         if (!item)
                 return -ENOMEM;
@@ -137,6 +222,7 @@ static int load_req(const void *key, size_t key_len, const void *value, size_t v
 
 static void load_part_done(struct load_part *lp)
 {
+        item_chunk_release(&lp->chunk);
         for (size_t i = 0; i < lp->n_items; i++)
                 item_free(lp->items[i]);
         free(lp->items);
@@ -162,6 +248,8 @@ static int load_scan(struct adapter_catalog *ac, struct load_part parts[4])
                 parts[i].pa = row_arena_allocator(&parts[i].arena);
         }
         r = catalog_scan_state(ac->store, ACAT_FIRST_USER_GID + (ac->next_gid - ACAT_FIRST_USER_GID) / 2, &sc);
+        for (int i = 0; i < 2; i++)
+                item_chunk_release(&parts[i].chunk);    /* the scans are joined (4a) */
         if (r < 0)
                 return r;
         n = ac->n_items + parts[0].n_items + parts[1].n_items;

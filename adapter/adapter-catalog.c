@@ -298,7 +298,10 @@ void item_free(struct acat_item *it)
         free(it->dependents);
         free(it->reqs);
         free(it->req_consumers);
-        free(it);
+        if (it->chunked)
+                item_chunk_put(it);
+        else
+                free(it);
 }
 
 void item_disown(const struct acat_item *owner, struct acat_item *other)

@@ -45,6 +45,7 @@ struct acat_item {
                                          * invisible to statements */
         bool dropping;                  /* dropped, commit in progress */
         bool altering;                  /* ALTER SINK ... SET FROM, commit in progress */
+        bool chunked;                   /* loaded into a load chunk (item_chunk_alloc()) */
         size_t block_len;               /* loaded: the struct's allocation holds its strings
                                          * and arrays too (item_from_proto()); 0: each its own */
 

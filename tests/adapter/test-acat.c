@@ -18,8 +18,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "adapter-catalog.h"
+#include "adapter-catalog-internal.h"
 #include "catalog/catalog.h"
 #include "coord.pb-c.h"
 #include "t.h"
@@ -533,6 +535,57 @@ static void test_load(void)
         free(dir);
 }
 
+static bool mapped(const void *p)
+{
+        return msync((void *)((uintptr_t)p & ~(uintptr_t)4095), 4096, MS_ASYNC) == 0;
+}
+
+/* Load chunks (adapter-catalog-open.c note 4a): blocks carved in order, zeroed and
+ * 16-aligned; a chunk stays mapped while a block in it lives or its filler holds it,
+ * and is unmapped when the last goes; a block larger than a chunk is its own. */
+static void test_load_chunks(void)
+{
+        enum { N = 8192 };
+        static void *b[N];
+        struct item_chunk *cur = NULL;
+        const char *first;
+        size_t k = 0, in_first = 0;
+        bool chunked = false;
+        void *big;
+
+        for (; k < N; k++) {
+                b[k] = item_chunk_alloc(&cur, 500, &chunked);
+                CU_ASSERT_FATAL(b[k] && chunked && ((uintptr_t)b[k] & 15) == 0);
+                CU_ASSERT(((const char *)b[k])[0] == 0 && ((const char *)b[k])[499] == 0);
+                memset(b[k], 0xab, 500);
+                if (k && (uintptr_t)b[k] - (uintptr_t)b[0] > ((size_t)2 << 20))
+                        break;          /* past the first chunk */
+        }
+        CU_ASSERT_FATAL(k < N);
+        first = b[0];
+        for (size_t i = 0; i < k; i++)
+                if (((uintptr_t)b[i] ^ (uintptr_t)first) < ((uintptr_t)2 << 20))
+                        in_first++;
+        CU_ASSERT(in_first > 1000);     /* ~2 MB of 512-byte blocks */
+        /* The first chunk, left by its filler, goes with its last block. */
+        for (size_t i = 0; i + 1 < in_first; i++)
+                item_chunk_put(b[i]);
+        CU_ASSERT(mapped(first));
+        item_chunk_put(b[in_first - 1]);
+        CU_ASSERT(!mapped(first));
+        /* The current one stays while its filler holds it. */
+        for (size_t i = in_first; i <= k; i++)
+                item_chunk_put(b[i]);
+        CU_ASSERT(mapped(b[k]));
+        item_chunk_release(&cur);
+        CU_ASSERT_PTR_NULL(cur);
+        CU_ASSERT(!mapped(b[k]));
+        big = item_chunk_alloc(&cur, (size_t)3 << 20, &chunked);
+        CU_ASSERT_FATAL(big != NULL);
+        CU_ASSERT(!chunked && cur == NULL);
+        free(big);
+}
+
 /* An item with every kind of field a record holds, created through ni; its gid. */
 static uint64_t create_ni(const struct acat_new_item *ni, uint64_t ts)
 {
@@ -777,6 +830,7 @@ int main(void)
                 { "a creation after others of the same write (runs)", test_create_after },
                 { "load: names, dependents, oldest index, plans on first use", test_load },
                 { "reload: every field of a loaded item; a loaded sink altered", test_reload_fields },
+                { "load chunks: carved, kept while used, unmapped with the last block", test_load_chunks },
                 { "a DROP during a publication's commit follows it", test_drop_during_publication },
                 { "clients' holds", test_holds },
                 { NULL, NULL },
