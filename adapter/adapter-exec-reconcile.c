@@ -16,6 +16,7 @@
 
 #include "adapter-commit.h"
 #include "catalog/catalog.h"
+#include "killpoint.h"
 #include "log.h"
 #include "node/node.h"
 #include "util.h"
@@ -507,6 +508,7 @@ static void publication_committed(void *ctx, int r, uint64_t seq)
         ex->publication_records += pb->records;
         log_debug("publication_committed", "seq=%llu records=%zu", (unsigned long long)seq,
                   pb->records);
+        KILLPOINT("publication.committed.before_reply");        /* durable, not answered */
         publication_reply_ok(ex, pb->from, pb->request_id, seq, pb->records);
         free(pb);
 }

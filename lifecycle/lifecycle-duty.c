@@ -63,7 +63,7 @@ void lifecycle_duty_lose(struct lifecycle *lc, const char *why)
         lc->duty_lost++;
         node_set_fence(lc->node, 0);
         if (lc->in_flight)
-                lifecycle_publication_failed(lc, "the duty lease was lost");
+                lifecycle_publication_failed(lc, "the duty lease was lost", false);
 }
 
 bool lifecycle_duty_active(struct lifecycle *lc)

@@ -171,8 +171,9 @@ int lifecycle_publish(struct lifecycle *lc);
 /* The adapter's answer to the publication in flight: Ok commits it and sends
  * AllowCompaction; Error fails it. */
 void lifecycle_publish_reply(struct lifecycle *lc, const Coord__Envelope *env);
-/* The publication in flight failed: abandon it, rebuild the state from the catalog. */
-void lifecycle_publication_failed(struct lifecycle *lc, const char *why);
+/* The publication in flight failed: abandon it; on the adapter's refusal (reload) also
+ * rebuild the state from the catalog (lifecycle-publish.c note 2). */
+void lifecycle_publication_failed(struct lifecycle *lc, const char *why, bool reload);
 /* AllowCompaction of p's bounds to the controller, in messages of at most ALLOW_CHUNK
  * records.  0, -ENOMEM, or node_send()'s error (the messages before it went). */
 int lifecycle_send_allow(struct lifecycle *lc, const struct lc_publication *p);

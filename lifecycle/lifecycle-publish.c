@@ -10,9 +10,15 @@
  *     (lifecycle-state.h), send ONE PublishProtection to the adapter; on its Ok
  *     (Ok.upper = the commit's seq) the values become committed and AllowCompaction
  *     with the changed bounds goes to the controller -- never before (I2).  On an
- *     Error, a timeout or the adapter's disconnection, the proposal is abandoned and
- *     the state rebuilt from the catalog.  A controller that (re)connects gets every
- *     committed bound once (it keeps permissions in memory only).
+ *     Error, a timeout, the adapter's disconnection or the duty lease's loss the
+ *     proposal is abandoned (lc_state_abandon(): the proposed values back to the
+ *     committed ones).  Only the adapter's refusal (Error) also rebuilds the state from
+ *     the catalog: it says the state and the catalog disagree.  After the others the
+ *     outcome is unknown, and the log decides it: a publication that did commit comes
+ *     back as its log entry, applied with max (lifecycle-state.c note 2), and until
+ *     then the follower proposes no less than what it knows committed (I1, I3 checked
+ *     by the adapter again).  A controller that (re)connects gets every committed
+ *     bound once (it keeps permissions in memory only).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,14 +96,14 @@ void lifecycle_send_allow_all(struct lifecycle *lc)
         lc_publication_done(&all);
 }
 
-void lifecycle_publication_failed(struct lifecycle *lc, const char *why)
+void lifecycle_publication_failed(struct lifecycle *lc, const char *why, bool reload)
 {
         lc->in_flight = false;
         lc->pub_errors++;
         lc_state_abandon(lc->state);
-        log_warn("publication_failed", "why=\"%s\" records=%zu action=reload", why,
-                 lc->pub.n_bounds + lc->pub.n_reqs);
-        if (lc->catalog)
+        log_warn("publication_failed", "why=\"%s\" records=%zu action=%s", why,
+                 lc->pub.n_bounds + lc->pub.n_reqs, reload ? "reload" : "abandon");
+        if (reload && lc->catalog)
                 (void)lifecycle_reload(lc);
 }
 
@@ -176,7 +182,7 @@ static void tick(struct loop *l, void *userdata)
 
         lc->tick_timer = NULL;
         if (lc->in_flight && now_ms() - lc->pub_sent_ms > PUBLISH_TIMEOUT_MS)
-                lifecycle_publication_failed(lc, "no answer from the adapter");
+                lifecycle_publication_failed(lc, "no answer from the adapter", false);
         if (!lc->in_flight && lc->loaded && node_peer_connected(lc->node, COORD__ROLE__ROLE_ADAPTER)) {
                 lifecycle_follow(lc);   /* cheap when nothing is new; a safety net */
                 r = lifecycle_publish(lc);
@@ -227,6 +233,6 @@ void lifecycle_publish_reply(struct lifecycle *lc, const Coord__Envelope *env)
                          e && e->message ? e->message : "undecodable error");
                 if (e)
                         coord__error__free_unpacked(e, NULL);
-                lifecycle_publication_failed(lc, why);
+                lifecycle_publication_failed(lc, why, true);
         }
 }

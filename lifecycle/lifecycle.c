@@ -114,7 +114,7 @@ static void lifecycle_peer_down(struct node *n, node_peer_t peer, void *userdata
         struct lifecycle *lc = userdata;
 
         if (peer == COORD__ROLE__ROLE_ADAPTER && lc->in_flight)
-                lifecycle_publication_failed(lc, "adapter disconnected");
+                lifecycle_publication_failed(lc, "adapter disconnected", false);
 }
 
 static void lifecycle_frontiers(struct node *n, const struct fring_frontier *f, size_t count,

@@ -13,6 +13,8 @@
  *                  on following through the ring; new DDL is enacted.
  *   kill9_lifecycle  kill -9 of the follower, then up: the new one reloads, attaches
  *                  to the ring, skips what it loaded and applies the rest from the ring.
+ *   publication_unanswered  the adapter dies with a publication durable, unanswered: the
+ *                  follower abandons it without a reload and learns it from the log.
  *   wait_modes     how the follower sleeps on the ring (lifecycle-follow.c note 4): in its
  *                  event loop (catalog_wait=loop, woken through io_uring) where the
  *                  kernel has IORING_OP_FUTEX_WAIT; restarted with --catalog-wait-thread,
@@ -248,6 +250,44 @@ static void test_kill9_lifecycle(void)
         PQfinish(c);
 }
 
+/* An adapter killed with a publication durable but unanswered (kill point
+ * publication.committed.before_reply): the follower abandons it (publication_errors
+ * grows) without reloading its state (reloads stays: lifecycle-publish.c note 2), takes
+ * the publication's outcome from the log (it converges on the catalog), publishes again,
+ * and the catalog still replays to what the adapter holds (I10).  With the reload back
+ * in place for that case, reloads grows and the case fails. */
+static void test_publication_unanswered(void)
+{
+        uint64_t reloads0, errors0;
+        PGconn *c = db();
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE pu (a int)"));
+        CU_ASSERT_FATAL(ok(c, "INSERT INTO pu VALUES (1)"));
+        PQfinish(c);
+        CU_ASSERT_FATAL(converged());
+        CU_ASSERT_FATAL(publications_pass(1, 10000));
+        reloads0 = lc_stat("reloads");
+        errors0 = lc_stat("publication_errors");
+        CU_ASSERT_FATAL(kill9(COORD__ROLE__ROLE_ADAPTER));
+        /* It dies at its first publication's commit: up may see it serve or not. */
+        (void)t_sh("COORD_KILLPOINT=publication.committed.before_reply:1 %s up >/dev/null 2>&1", coord_cmd);
+        CU_ASSERT_FATAL(t_wait_for(lc_stat("publication_errors") > errors0, 20000));
+        CU_ASSERT_FATAL(t_wait_for(pid_of(COORD__ROLE__ROLE_ADAPTER) <= 0, 10000));
+        CU_ASSERT_EQUAL_FATAL(t_sh("%s up >/dev/null", coord_cmd), 0);
+        c = db();
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT(ok(c, "INSERT INTO pu VALUES (2)"));
+        CU_ASSERT(converged());
+        CU_ASSERT(publications_pass(2, 10000));
+        printf("\n    publication_errors %" PRIu64 " -> %" PRIu64 ", reloads %" PRIu64 " -> %" PRIu64,
+               errors0, lc_stat("publication_errors"), reloads0, lc_stat("reloads"));
+        CU_ASSERT_EQUAL(lc_stat("reloads"), reloads0);
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM pu", "2"));
+        PQfinish(c);
+        itest_check();
+}
+
 /* The follower killed and started again with args in COORD_LIFECYCLE_ARGS ("" for
  * none); its state then reaches the catalog's. */
 static void lc_restart(const char *args)
@@ -456,6 +496,7 @@ static const struct t_case cases[] = {
         { "ring_path", test_ring_path },
         { "kill9_adapter", test_kill9_adapter },
         { "kill9_lifecycle", test_kill9_lifecycle },
+        { "publication_unanswered", test_publication_unanswered },
         { "wait_modes", test_wait_modes },
         { "frontier_wait_modes", test_frontier_wait_modes },
         { "catchup_thread", test_catchup_thread },

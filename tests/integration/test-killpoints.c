@@ -277,6 +277,7 @@ static void crash_at(Coord__Role role, const char *spec)
 
 static void test_commit_before(void) { crash_at(A, "catalog.commit.before_write:3"); }
 static void test_commit_after(void) { crash_at(A, "catalog.commit.after_write:3"); }
+static void test_pub_unanswered(void) { crash_at(A, "publication.committed.before_reply:2"); }
 static void test_pub_before(void) { crash_at(L, "publication.before_send:2"); }
 static void test_pub_after(void) { crash_at(L, "publication.after_commit:2"); }
 static void test_compact_before(void) { crash_at(C, "compaction.before_write:3"); }
@@ -294,6 +295,7 @@ static const struct t_case cases[] = {
         { "setup", test_setup },
         { "catalog.commit.before_write", test_commit_before },
         { "catalog.commit.after_write", test_commit_after },
+        { "publication.committed.before_reply", test_pub_unanswered },
         { "publication.before_send", test_pub_before },
         { "publication.after_commit", test_pub_after },
         { "compaction.before_write", test_compact_before },
