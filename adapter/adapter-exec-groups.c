@@ -120,6 +120,16 @@ int group_add_unit(struct exec *ex, struct write *w, size_t n)
         return 0;
 }
 
+size_t exec_client_writes_pending(const struct exec *ex)
+{
+        size_t n = 0;
+
+        for (const struct group *g = ex->groups; g; g = g->next)
+                for (size_t i = 0; i < g->n; i++)
+                        n += g->writes[i].s != NULL;
+        return n;
+}
+
 void write_done(struct write *w)
 {
         free(w->table);

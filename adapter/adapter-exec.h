@@ -79,6 +79,9 @@ void exec_oracle_persists(const struct exec *ex, uint64_t *ret_sync, uint64_t *r
  * (0: none yet in this life), and how many reconciliations read the built-ins. */
 /* Clients' holds of running SUBSCRIBEs (adapter-subscribe.c). */
 size_t exec_holds(const struct exec *ex);
+/* Clients' writes in the append groups, sent or queued, not yet answered
+ * (adapter-exec-groups.c). */
+size_t exec_client_writes_pending(const struct exec *ex);
 /* Inputs held by reads (blocks' snapshots, long reads) since start (adapter-readhold.c). */
 uint64_t exec_read_holds_taken(const struct exec *ex);
 uint64_t exec_builtin_mark(const struct exec *ex);

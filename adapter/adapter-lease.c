@@ -626,11 +626,15 @@ int lease_table_each(void *userdata, sql_lease_fn fn, void *arg)
 
 void lease_table_status(const struct lease_table *t, char *buf, size_t size)
 {
+        size_t writes = 0;
+
+        for (const struct lease_write *w = t->writes; w; w = w->next)
+                writes++;
         snprintf(buf, size, "leases=%zu lease_claims=%llu lease_busy=%llu lease_fenced=%llu "
                  "lease_commits=%llu lease_commits_repeated=%llu lease_releases=%llu "
-                 "lease_renewals=%llu lease_errors=%llu", t->n,
+                 "lease_renewals=%llu lease_errors=%llu lease_writes=%zu", t->n,
                  (unsigned long long)t->claims, (unsigned long long)t->busy,
                  (unsigned long long)t->fenced, (unsigned long long)t->commits,
                  (unsigned long long)t->retried, (unsigned long long)t->releases,
-                 (unsigned long long)t->renewals, (unsigned long long)t->errors);
+                 (unsigned long long)t->renewals, (unsigned long long)t->errors, writes);
 }

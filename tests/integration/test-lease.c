@@ -387,8 +387,8 @@ static void test_off_loop(void)
         CU_ASSERT_EQUAL_FATAL(claim("held", "owner", 60000, &rep), COORD__LEASE_REPLY__STATUS__OK);
         reply_free(&rep);
         CU_ASSERT_FATAL(pthread_create(&a, NULL, timed_claim_main, &first) == 0);
-        sleep_ms(200);                  /* its write is in flight: no condition to watch
-                                         * (no status counter or log line shows it) */
+        /* Its write is in flight. */
+        CU_ASSERT_FATAL(t_wait_for(stat_of(COORD__ROLE__ROLE_ADAPTER, "lease_writes") >= 1, 5000));
         CU_ASSERT_FATAL(pthread_create(&b, NULL, timed_claim_main, &second) == 0);
         t0 = now_ms();
         CU_ASSERT(ok(c, "SELECT 1"));

@@ -118,7 +118,8 @@ static void test_controller(void)
         /* An INSERT meanwhile waits for the controller, then is applied once. */
         w.value = next_value + 1;
         CU_ASSERT_FATAL(pthread_create(&th, NULL, writer_main, &w) == 0);
-        sleep_ms(500);                          /* no condition to watch: its INSERT is sent */
+        /* Its INSERT reached the adapter's append groups (sent or queued). */
+        CU_ASSERT_FATAL(t_wait_for(stat_of(COORD__ROLE__ROLE_ADAPTER, "client_writes_pending") >= 1, 5000));
         /* Writes queued behind it (their group not sent) end with 57014 after
          * statement_timeout and are not applied: an INSERT, and a block's COMMIT whole. */
         CU_ASSERT(ok(c, "SET statement_timeout = '1s'"));
