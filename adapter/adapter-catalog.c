@@ -63,19 +63,17 @@ static struct sql_column refreshes_cols[] = {
         { (char *)"next_refresh", ROW_TYPE_INT8, true },
 };
 
+#define BUILTIN(id, nm, cols)                                                           \
+        { .gid = (id), .name = (char *)(nm), .kind = SQL_OBJECT_TABLE, .columns = (cols),     \
+          .n_columns = ELEMENTSOF(cols), .builtin = true }
+
 struct acat_item acat_builtins[] = {
-        { ACAT_GID_OBJECTS, (char *)"coord_objects", SQL_OBJECT_TABLE, NULL,
-          objects_cols, ELEMENTSOF(objects_cols), 0, true },
-        { ACAT_GID_FRONTIERS, (char *)"coord_frontiers", SQL_OBJECT_TABLE, NULL,
-          frontiers_cols, ELEMENTSOF(frontiers_cols), 0, true },
-        { ACAT_GID_BOUNDS, (char *)"coord_bounds", SQL_OBJECT_TABLE, NULL,
-          bounds_cols, ELEMENTSOF(bounds_cols), 0, true },
-        { ACAT_GID_REQUIREMENTS, (char *)"coord_requirements", SQL_OBJECT_TABLE, NULL,
-          requirements_cols, ELEMENTSOF(requirements_cols), 0, true },
-        { COORD_GID_SOURCES, (char *)"coord_sources", SQL_OBJECT_TABLE, NULL,
-          sources_cols, ELEMENTSOF(sources_cols), 0, true },
-        { COORD_GID_REFRESHES, (char *)"coord_refreshes", SQL_OBJECT_TABLE, NULL,
-          refreshes_cols, ELEMENTSOF(refreshes_cols), 0, true },
+        BUILTIN(ACAT_GID_OBJECTS, "coord_objects", objects_cols),
+        BUILTIN(ACAT_GID_FRONTIERS, "coord_frontiers", frontiers_cols),
+        BUILTIN(ACAT_GID_BOUNDS, "coord_bounds", bounds_cols),
+        BUILTIN(ACAT_GID_REQUIREMENTS, "coord_requirements", requirements_cols),
+        BUILTIN(COORD_GID_SOURCES, "coord_sources", sources_cols),
+        BUILTIN(COORD_GID_REFRESHES, "coord_refreshes", refreshes_cols),
 };
 
 const char *acat_kind_name(enum sql_object_kind kind)

@@ -36,6 +36,7 @@ struct acat_item {
         uint64_t gid;
         char *name;
         enum sql_object_kind kind;
+        uint32_t n_indexes;             /* its committed indexes (index_refresh()) */
         char *create_sql;
         struct sql_column *columns;
         size_t n_columns;
@@ -46,6 +47,12 @@ struct acat_item {
         bool dropping;                  /* dropped, commit in progress */
         bool altering;                  /* ALTER SINK ... SET FROM, commit in progress */
         bool chunked;                   /* loaded into a load chunk (item_chunk_alloc()) */
+        /* The other flags here too, not in their sections: 2,000,000 items at 1,000,000
+         * objects, and each lone bool cost 8 bytes. */
+        bool nondeterministic;
+        bool refresh;                   /* a materialized view on a refresh schedule */
+        bool sink_snapshot;
+        bool has_bound;                 /* bound below is committed */
         size_t block_len;               /* loaded: the struct's allocation holds its strings
                                          * and arrays too (item_from_proto()); 0: each its own */
 
@@ -65,29 +72,27 @@ struct acat_item {
         size_t n_keys;
         uint64_t as_of;                 /* materialized view, index */
         uint64_t retain_history_ms;
-        bool nondeterministic;
         struct sql_check *checks;       /* a table's CHECK constraints (field 28) */
         size_t n_checks;
         struct sql_unique *uniques;     /* its PRIMARY KEY and UNIQUE constraints (29) */
         size_t n_uniques;
         struct sql_foreign_key *fkeys;  /* its FOREIGN KEY constraints (30) */
         size_t n_fkeys;
-        /* A materialized view on a refresh schedule (CatalogItem fields 16-19). */
-        bool refresh;
+        /* A materialized view on a refresh schedule (CatalogItem fields 16-19; refresh
+         * with the flags). */
         uint64_t *refresh_at;           /* ascending */
         size_t n_refresh_at;
         uint64_t refresh_every_ms, refresh_aligned_to;
-        /* A sink (CatalogItem fields 20-21). */
+        /* A sink (CatalogItem fields 20-21; sink_snapshot with the flags). */
         char *sink_path;
-        bool sink_snapshot;
         /* A source (fields 22-27); progress_of: this is that source's progress. */
         uint64_t progress_of;
         uint32_t source_type, source_format;
         char *source_path;
         uint64_t source_tick_ms, source_up_to;
 
-        /* Read protection (issue 5), mirrored from the 'b' and 'r' records: */
-        bool has_bound;
+        /* Read protection (issue 5), mirrored from the 'b' and 'r' records (has_bound with
+         * the flags): */
         uint64_t bound;                 /* committed compaction bound */
         struct acat_req *reqs;          /* this consumer's requirements, by input */
         size_t n_reqs;
@@ -98,7 +103,6 @@ struct acat_item {
                                                  * requirement on this one */
         size_t n_req_consumers, cap_req_consumers;
         uint64_t index_id;              /* the oldest index on this object, 0 if none */
-        uint32_t n_indexes;             /* its committed indexes (index_refresh()) */
         uint64_t *dependents;           /* items (pending ones too) whose refs name it */
         size_t n_dependents, cap_dependents;
 };
