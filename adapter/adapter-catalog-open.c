@@ -21,8 +21,7 @@
  *     scan_us and link_us.
  * (4a) Load chunks.  An item scan carves its items' blocks in order out of chunks of
  *     ITEM_CHUNK bytes, mapped aligned to their size and advised into huge pages: no
- *     malloc() per item, and one page fault per 2 MB instead of one per 4 KB (at
- *     1,000,000 objects the faults were a third of the restart's CPU).  A chunk's
+ *     malloc() per item, and one page fault per 2 MB instead of one per 4 KB.  A chunk's
  *     header counts its live blocks plus one while a scan fills it; item_free() of
  *     the last block unmaps it (item_chunk_put(), which finds the chunk by masking
  *     the block's address), so memory of dropped items comes back by whole chunks
