@@ -28,9 +28,10 @@
  *     (protobuf-c's unpack and the malloc()/free() of every message were a quarter of
  *     the scans).  Only the items the enactment set keeps (tables, materialized views,
  *     indexes) are unpacked whole, into the scan's arena (no malloc() per field), and
- *     copied into one allocation (lc_enact_item_new()); a view is not, so a view record whose nested fields
- *     were damaged loads where lc_state_load_record() would refuse it -- nothing of
- *     them is used here, and the adapter, which reads them, refuses to open.
+ *     copied into one allocation (lc_enact_item_new()); a view is not, so a view
+ *     record whose nested fields were damaged loads where lc_state_load_record() would
+ *     refuse it -- nothing of them is used here, and the adapter, which reads them,
+ *     refuses to open.
  */
 #include "lifecycle-load.h"
 
