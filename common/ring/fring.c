@@ -676,10 +676,10 @@ int fring_unlink(const char *name)
 
 static int header_validate(const struct fring_header *c)
 {
-        if (c->magic != FRING_MAGIC)
-                return -EBADMSG;
-        if (c->version != FRING_LAYOUT_VERSION)
-                return -EPROTO;
+        int k = ring_header_check_ident(c->magic, FRING_MAGIC, c->version, FRING_LAYOUT_VERSION);
+
+        if (k < 0)
+                return k;
         if (c->header_size != sizeof(struct fring_header) ||
             c->slot_size != sizeof(struct fring_slot) ||
             c->record_size != sizeof(struct fring_record))

@@ -489,10 +489,10 @@ int lring_unlink(const char *name)
 
 static int header_validate(const struct lring_header *c)
 {
-        if (c->magic != LRING_MAGIC)
-                return -EBADMSG;
-        if (c->version != LRING_LAYOUT_VERSION)
-                return -EPROTO;
+        int k = ring_header_check_ident(c->magic, LRING_MAGIC, c->version, LRING_LAYOUT_VERSION);
+
+        if (k < 0)
+                return k;
         if (c->header_size != sizeof(struct lring_header) ||
             c->record_size != sizeof(struct lring_record))
                 return -EBADMSG;

@@ -320,6 +320,16 @@ int ring_shm_cover(struct ring_shm *s, uint64_t need)
         return 0;
 }
 
+int ring_header_check_ident(uint64_t magic, uint64_t want_magic, uint32_t version,
+                            uint32_t want_version)
+{
+        if (magic != want_magic)
+                return -EBADMSG;
+        if (version != want_version)
+                return -EPROTO;
+        return 0;
+}
+
 int ring_reader_adopt(struct ring_shm *s, const uint32_t *hdr_seq, uint32_t h, int valid,
                       uint64_t total_size)
 {

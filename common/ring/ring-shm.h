@@ -195,6 +195,12 @@ struct ring_hdr_view {
 int ring_reader_adopt(struct ring_shm *s, const uint32_t *hdr_seq, uint32_t h, int valid,
                       uint64_t total_size);
 
+/* Reader: the identity at the top of a header copy, checked before anything else in it:
+ * -EBADMSG if magic is not want_magic (not this ring's region, or damaged), else -EPROTO
+ * if version is not want_version (another layout), else 0. */
+int ring_header_check_ident(uint64_t magic, uint64_t want_magic, uint32_t version,
+                            uint32_t want_version);
+
 /* Reader-internal error: the producer is (re)initializing the region (hdr_seq 0 or odd). */
 #define RING_E_INITIALIZING     EINPROGRESS
 
