@@ -38,13 +38,15 @@
  *         (ring_append, ring_read_record): a reader that was lapped while copying a
  *         record sees the number change;
  *       - fring_header.hdr_seq guards the whole region against (re)initialization and
- *         slot-table rebuilds (hdr_write_begin/end).  Every reader operation reads
- *         hdr_seq before and re-checks it after touching the region, and discards its
- *         results if it moved.  Readers therefore never act on a torn layout.
+ *         slot-table rebuilds (ring_hdr_write_begin/end).  Every reader operation
+ *         reads hdr_seq before and re-checks it after touching the region, and
+ *         discards its results if it moved.  Readers therefore never act on a torn
+ *         layout.
  *     Readers never write the main object and never block the producer; the producer
  *     never waits for readers.  All data fields are accessed with __atomic builtins
  *     (relaxed unless a comment says otherwise), except the producer's own reads of its
- *     region (nobody else writes it) and the bulk zeroing inside hdr_write_begin/end.
+ *     region (nobody else writes it) and the bulk zeroing inside
+ *     ring_hdr_write_begin/end.
  *
  * (5) Readers.  Each fring_reader has a private cursor: the number of the last record
  *     it consumed.  It falls back to a *snapshot* when
@@ -188,18 +190,6 @@ int fring_name(const char *instance, char *buf, size_t size)
 
 /* ---- producer: seqlock writers ------------------------------------------------------- */
 
-/* Makes hdr_seq odd and returns it: from here to hdr_write_end() readers trust nothing
- * in the region.  The even value that follows is never 0 ("never initialized"). */
-static uint32_t hdr_write_begin(struct fring_header *h)
-{
-        return ring_hdr_write_begin(&h->hdr_seq);
-}
-
-static void hdr_write_end(struct fring_header *h, uint32_t seq)
-{
-        ring_hdr_write_end(&h->hdr_seq, seq);
-}
-
 static void slot_write_begin(struct fring_slot *s)
 {
         uint32_t seq = s->seq;
@@ -334,7 +324,7 @@ static void producer_rebuild(struct fring *r)
 {
         uint32_t n = 0, seq;
 
-        seq = hdr_write_begin(r->hdr);
+        seq = ring_hdr_write_begin(&r->hdr->hdr_seq);
         for (uint32_t i = 0; i <= r->slot_mask; i++) {
                 struct fring_slot *s = &r->slots[i];
 
@@ -360,7 +350,7 @@ static void producer_rebuild(struct fring *r)
                            f->physical_since);
         }
         r->tombstones = 0;
-        hdr_write_end(r->hdr, seq);
+        ring_hdr_write_end(&r->hdr->hdr_seq, seq);
 }
 
 /* ---- producer: public ---------------------------------------------------------------- */
@@ -373,7 +363,7 @@ static void producer_init(struct fring *r, const struct fring_frontier *keep, ui
         const uint32_t slot_count = r->slot_mask + 1, ring_records = r->ring_mask + 1;
         uint32_t seq;
 
-        seq = hdr_write_begin(h);
+        seq = ring_hdr_write_begin(&h->hdr_seq);
         /* Plain stores from here: readers ignore the region while hdr_seq is odd and
          * discard whatever they read across the change (note 4).  notify is kept: its
          * values must not repeat (fring-layout.h). */
@@ -409,7 +399,7 @@ static void producer_init(struct fring *r, const struct fring_frontier *keep, ui
                            keep[k].since, keep[k].physical_since);
                 r->used++;
         }
-        hdr_write_end(h, seq);
+        ring_hdr_write_end(&h->hdr_seq, seq);
 
         /* Readers asleep through the restart must look at the new header. */
         producer_wake(r, true);
@@ -766,7 +756,7 @@ static int reader_sync(struct fring_reader *rd, uint32_t *ret_h)
 }
 
 /* True if the region may have changed under what the caller read since reader_sync()
- * returned h.  Pairs with the release fence in hdr_write_begin(). */
+ * returned h.  Pairs with the release fence in ring_hdr_write_begin(). */
 static bool reader_header_moved(const struct fring_reader *rd, uint32_t h)
 {
         return ring_hdr_moved(&rd->hdr->hdr_seq, h);

@@ -215,18 +215,6 @@ static bool record_valid(const struct lring_record *rec, uint32_t payload_max, u
 
 /* ---- producer ------------------------------------------------------------------------ */
 
-/* Makes hdr_seq odd and returns it: from here to hdr_write_end() readers trust nothing
- * in the region.  The even value that follows is never 0 ("never initialized"). */
-static uint32_t hdr_write_begin(struct lring_header *h)
-{
-        return ring_hdr_write_begin(&h->hdr_seq);
-}
-
-static void hdr_write_end(struct lring_header *h, uint32_t seq)
-{
-        ring_hdr_write_end(&h->hdr_seq, seq);
-}
-
 ring_waitpage_check_layout(struct lring_waitpage);
 
 /* Wakes sleeping readers after a publish (if any sleep) or an initialization (always). */
@@ -328,7 +316,7 @@ static void producer_init(struct lring *r, uint64_t last_seq)
         struct lring_header *h = r->hdr;
         uint32_t seq;
 
-        seq = hdr_write_begin(h);
+        seq = ring_hdr_write_begin(&h->hdr_seq);
         /* Plain stores from here: readers ignore the region while hdr_seq is odd and
          * discard whatever they read across the change.  notify is kept: its values must
          * not repeat (lring-layout.h). */
@@ -353,7 +341,7 @@ static void producer_init(struct lring *r, uint64_t last_seq)
         /* Even again if a producer died inside producer_set_last(). */
         r->last_lock = (h->last_lock + 1) & ~UINT32_C(1);
         store_relaxed(&h->last_lock, r->last_lock);
-        hdr_write_end(h, seq);
+        ring_hdr_write_end(&h->hdr_seq, seq);
 
         r->head = r->tail = 0;
         r->last_seq = last_seq;
@@ -588,7 +576,7 @@ static int reader_sync(struct lring_reader *rd, uint32_t *ret_h)
 }
 
 /* True if the region may have changed under what the caller read since reader_sync()
- * returned h.  Pairs with the release fence in hdr_write_begin(). */
+ * returned h.  Pairs with the release fence in ring_hdr_write_begin(). */
 static bool reader_header_moved(const struct lring_reader *rd, uint32_t h)
 {
         return ring_hdr_moved(&rd->hdr->hdr_seq, h);

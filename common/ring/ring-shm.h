@@ -171,9 +171,10 @@ void ring_sleep_end(struct ring_waitpage *w);
         }
 
 /* The header seqlock (fring.c note 4): hdr_seq is 0 never initialized, odd while the
- * producer (re)writes the region, even and new after.  begin returns the odd value that
- * end publishes as even; a reader that copied something after it loaded an even h
- * re-checks with ring_hdr_moved(). */
+ * producer (re)writes the region, even and new after.  begin makes it odd and returns
+ * it: from there to end readers trust nothing in the region.  end publishes it as the
+ * next even value, never 0 ("never initialized").  A reader that copied something after
+ * it loaded an even h re-checks with ring_hdr_moved(). */
 uint32_t ring_hdr_write_begin(uint32_t *hdr_seq);
 void ring_hdr_write_end(uint32_t *hdr_seq, uint32_t seq);
 bool ring_hdr_moved(const uint32_t *hdr_seq, uint32_t h);
