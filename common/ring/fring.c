@@ -647,19 +647,15 @@ bool fring_check(const struct fring *r)
 #endif
 }
 
-struct fring *fring_free(struct fring *r)
-{
-        if (!r)
-                return NULL;
-        ring_shm_done(&r->shm);         /* releases the producer flock */
-        free(r->scratch);
-        free(r);
-        return NULL;
-}
-
 int fring_unlink(const char *name)
 {
         return ring_shm_unlink(name);
+}
+
+struct fring *fring_free(struct fring *r)
+{
+        /* ring_shm_done() releases the producer flock */
+        return r ? ring_handle_free(&r->shm, r->scratch, r) : NULL;
 }
 
 /* ---- reader: validation -------------------------------------------------------------- */
@@ -1064,9 +1060,5 @@ int fring_sleep_begin(struct fring_reader *rd, const uint32_t **ret_word, uint32
 
 struct fring_reader *fring_reader_free(struct fring_reader *rd)
 {
-        if (!rd)
-                return NULL;
-        ring_shm_done(&rd->shm);
-        free(rd);
-        return NULL;
+        return rd ? ring_handle_free(&rd->shm, NULL, rd) : NULL;
 }

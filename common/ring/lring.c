@@ -459,18 +459,15 @@ bool lring_check(const struct lring *r)
 #endif
 }
 
-struct lring *lring_free(struct lring *r)
-{
-        if (!r)
-                return NULL;
-        ring_shm_done(&r->shm);         /* releases the producer flock */
-        free(r);
-        return NULL;
-}
-
 int lring_unlink(const char *name)
 {
         return ring_shm_unlink(name);
+}
+
+struct lring *lring_free(struct lring *r)
+{
+        /* ring_shm_done() releases the producer flock */
+        return r ? ring_handle_free(&r->shm, NULL, r) : NULL;
 }
 
 /* ---- reader: validation -------------------------------------------------------------- */
@@ -880,10 +877,5 @@ int lring_sleep_begin(struct lring_reader *rd, const uint32_t **ret_word, uint32
 
 struct lring_reader *lring_reader_free(struct lring_reader *rd)
 {
-        if (!rd)
-                return NULL;
-        ring_shm_done(&rd->shm);
-        free(rd->buf);
-        free(rd);
-        return NULL;
+        return rd ? ring_handle_free(&rd->shm, rd->buf, rd) : NULL;
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -219,6 +220,14 @@ void ring_shm_done(struct ring_shm *s)
         closep(&s->wait_fd);
         closep(&s->fd);         /* the producer's releases its flock */
         *s = (struct ring_shm){ .fd = -EBADF, .wait_fd = -EBADF };
+}
+
+void *ring_handle_free(struct ring_shm *s, void *owned, void *handle)
+{
+        ring_shm_done(s);
+        free(owned);
+        free(handle);
+        return NULL;
 }
 
 int ring_shm_create(struct ring_shm *s, const char *name, uint64_t size, uint64_t wait_magic,

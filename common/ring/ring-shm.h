@@ -79,6 +79,10 @@ struct ring_shm {
 
 void ring_shm_init(struct ring_shm *s);
 void ring_shm_done(struct ring_shm *s);
+/* The *_free() of a ring's handle, whose member s is: ring_shm_done(s) (a producer's
+ * flock goes with its descriptor), then frees owned (the one buffer the handle owns, or
+ * NULL) and handle.  Returns NULL, as the *_free() calls do. */
+void *ring_handle_free(struct ring_shm *s, void *owned, void *handle);
 
 /* Producer: opens NAME (creating it if needed, 0600, own uid only: ring_shm_secure()),
  * takes the exclusive producer flock (-EBUSY while another producer holds it), opens
