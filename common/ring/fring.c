@@ -742,22 +742,6 @@ static int reader_revalidate(void *reader, uint32_t h)
         return 0;
 }
 
-/* Brings the reader's layout up to date with the header (reader_revalidate()).  On
- * success *ret_h is the even seqlock value the caller must re-check
- * (reader_header_moved()) after reading the region.  -RING_E_INITIALIZING while the
- * producer (re)initializes. */
-static int reader_sync(struct fring_reader *rd, uint32_t *ret_h)
-{
-        return ring_reader_sync(&rd->hdr->hdr_seq, &rd->view, reader_revalidate, rd, ret_h);
-}
-
-/* True if the region may have changed under what the caller read since reader_sync()
- * returned h.  Pairs with the release fence in ring_hdr_write_begin(). */
-static bool reader_header_moved(const struct fring_reader *rd, uint32_t h)
-{
-        return ring_hdr_moved(&rd->hdr->hdr_seq, h);
-}
-
 /* ---- reader: slots and records ------------------------------------------------------- */
 
 struct slot_copy {
@@ -898,6 +882,12 @@ static int read_stream(struct fring_reader *rd, struct reader_pos *p,
 
 /* ---- reader: public ------------------------------------------------------------------ */
 
+/* fring_attach(), fring_wait(), fring_sleep_begin(), fring_sleep_end() and
+ * fring_reader_generation(), with the helpers of the calls below, reader_sync() and
+ * reader_header_moved(), as ring-shm.h spells them. */
+RING_READER_DEFINE(fring, struct fring_reader, struct fring_header, FRING_WAIT_MAGIC,
+                   FRING_LAYOUT_VERSION, reader_revalidate, attach_sync, reader_has_data)
+
 /* ring_reader_attach()'s sync: the header just mapped (or remapped), brought up to date. */
 static int attach_sync(void *reader)
 {
@@ -906,25 +896,6 @@ static int attach_sync(void *reader)
 
         rd->hdr = rd->shm.map;
         return reader_sync(rd, &h);
-}
-
-int fring_attach(const char *name, struct fring_reader **ret)
-{
-        _cleanup_(fring_reader_freep) struct fring_reader *rd = NULL;
-        int k;
-
-        if (!ret)
-                return -EINVAL;
-        rd = calloc(1, sizeof *rd);
-        if (!rd)
-                return -ENOMEM;
-        ring_shm_init(&rd->shm);
-        k = ring_reader_attach(&rd->shm, name, sizeof(struct fring_header), FRING_WAIT_MAGIC,
-                               FRING_LAYOUT_VERSION, attach_sync, rd);
-        if (k < 0)
-                return k;
-        *ret = TAKE_PTR(rd);
-        return 0;
 }
 
 int fring_read(struct fring_reader *rd, struct fring_frontier *out, size_t n,
@@ -1028,8 +999,9 @@ int fring_lookup(struct fring_reader *rd, uint64_t id, struct fring_frontier *re
 /* Whether fring_read() may return something now.  A header being (re)initialized, or
  * one we found damaged, is not "something": we sleep until the producer finishes (and
  * wakes us), instead of spinning a caller through fring_read() errors. */
-static bool reader_has_data(const struct fring_reader *rd)
+static bool reader_has_data(const void *reader)
 {
+        const struct fring_reader *rd = reader;
         int news = ring_hdr_news(&rd->hdr->hdr_seq, &rd->view);
         uint64_t w;
 
@@ -1039,23 +1011,6 @@ static bool reader_has_data(const struct fring_reader *rd)
                 return true;
         w = load_acquire(&rd->hdr->write_pos);
         return w != rd->pos.cursor;
-}
-
-static bool reader_has_data_cb(const void *rd)
-{
-        return reader_has_data(rd);
-}
-
-/* fring_wait(), fring_sleep_end() and fring_reader_generation(), as ring-shm.h spells them. */
-RING_READER_DEFINE_WAIT(fring, struct fring_reader, reader_has_data_cb)
-
-int fring_sleep_begin(struct fring_reader *rd, const uint32_t **ret_word, uint32_t *ret_val)
-{
-        if (!rd || !ret_word || !ret_val)
-                return -EINVAL;
-        /* note 7, as fring_wait(), with the sleep itself left to the caller */
-        return ring_sleep_begin(&rd->hdr->notify, rd->shm.wait, reader_has_data_cb, rd,
-                                ret_word, ret_val);
 }
 
 struct fring_reader *fring_reader_free(struct fring_reader *rd)

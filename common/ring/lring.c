@@ -563,22 +563,6 @@ static int reader_revalidate(void *reader, uint32_t h)
         return 0;
 }
 
-/* Brings the reader's layout up to date with the header (reader_revalidate()).  On
- * success *ret_h is the even seqlock value the caller must re-check
- * (reader_header_moved()) after reading the region.  -RING_E_INITIALIZING while the
- * producer (re)initializes. */
-static int reader_sync(struct lring_reader *rd, uint32_t *ret_h)
-{
-        return ring_reader_sync(&rd->hdr->hdr_seq, &rd->view, reader_revalidate, rd, ret_h);
-}
-
-/* True if the region may have changed under what the caller read since reader_sync()
- * returned h.  Pairs with the release fence in ring_hdr_write_begin(). */
-static bool reader_header_moved(const struct lring_reader *rd, uint32_t h)
-{
-        return ring_hdr_moved(&rd->hdr->hdr_seq, h);
-}
-
 /* ---- reader: records ----------------------------------------------------------------- */
 
 /* After copying bytes from stream position pos on: were they all still the ones written
@@ -664,6 +648,12 @@ static int read_next(struct lring_reader *rd, uint64_t *io_pos, uint64_t *io_pre
 
 /* ---- reader: public ------------------------------------------------------------------ */
 
+/* lring_attach(), lring_wait(), lring_sleep_begin(), lring_sleep_end() and
+ * lring_reader_generation(), with the helpers of the calls below, reader_sync() and
+ * reader_header_moved(), as ring-shm.h spells them. */
+RING_READER_DEFINE(lring, struct lring_reader, struct lring_header, LRING_WAIT_MAGIC,
+                   LRING_LAYOUT_VERSION, reader_revalidate, attach_sync, reader_has_data)
+
 /* ring_reader_attach()'s sync: the header just mapped (or remapped), brought up to date;
  * a layout that changed while it was adopted is adopted again. */
 static int attach_sync(void *reader)
@@ -679,25 +669,6 @@ static int attach_sync(void *reader)
                 k = -EAGAIN;
         }
         return k;
-}
-
-int lring_attach(const char *name, struct lring_reader **ret)
-{
-        _cleanup_(lring_reader_freep) struct lring_reader *rd = NULL;
-        int k;
-
-        if (!ret)
-                return -EINVAL;
-        rd = calloc(1, sizeof(*rd));
-        if (!rd)
-                return -ENOMEM;
-        ring_shm_init(&rd->shm);
-        k = ring_reader_attach(&rd->shm, name, sizeof(struct lring_header), LRING_WAIT_MAGIC,
-                               LRING_LAYOUT_VERSION, attach_sync, rd);
-        if (k < 0)
-                return k;
-        *ret = TAKE_PTR(rd);
-        return 0;
 }
 
 int lring_read(struct lring_reader *rd, uint64_t after_seq, struct lring_entry *ret)
@@ -847,8 +818,9 @@ int lring_skip(struct lring_reader *rd)
 /* Whether lring_read() may return something now.  A header being (re)initialized, or
  * one we found damaged, is not "something": we sleep until the producer finishes (and
  * wakes us), instead of spinning a caller through lring_read() errors. */
-static bool reader_has_data(const struct lring_reader *rd)
+static bool reader_has_data(const void *reader)
 {
+        const struct lring_reader *rd = reader;
         int news = ring_hdr_news(&rd->hdr->hdr_seq, &rd->view);
 
         if (news != 0)
@@ -856,23 +828,6 @@ static bool reader_has_data(const struct lring_reader *rd)
         if (rd->restart_pending)
                 return true;
         return load_acquire(&rd->hdr->head) != rd->pos;
-}
-
-static bool reader_has_data_cb(const void *rd)
-{
-        return reader_has_data(rd);
-}
-
-/* lring_wait(), lring_sleep_end() and lring_reader_generation(), as ring-shm.h spells them. */
-RING_READER_DEFINE_WAIT(lring, struct lring_reader, reader_has_data_cb)
-
-int lring_sleep_begin(struct lring_reader *rd, const uint32_t **ret_word, uint32_t *ret_val)
-{
-        if (!rd)
-                return -EINVAL;
-        /* note 7, as lring_wait(), with the sleep itself left to the caller */
-        return ring_sleep_begin(&rd->hdr->notify, rd->shm.wait, reader_has_data_cb, rd,
-                                ret_word, ret_val);
 }
 
 struct lring_reader *lring_reader_free(struct lring_reader *rd)

@@ -4,9 +4,10 @@
  * shared-memory names derived from the instance id, the ownership check a producer makes
  * before it takes an object over, opening and mapping a ring's two objects from either
  * side (struct ring_shm), the wait page (NAME.wait) and the sleep/wake handshake over it
- * (fring.c note 7), and the header seqlock as both sides use it.  Each ring keeps its
- * own layout and semantics.  Nothing here keeps state beyond what the caller's handle
- * owns, or logs; errors are -errno.
+ * (fring.c note 7), the header seqlock as both sides use it, and the reader calls both
+ * rings spell alike (RING_READER_DEFINE()).  Each ring keeps its own layout and
+ * semantics.  Nothing here keeps state beyond what the caller's handle owns, or logs;
+ * errors are -errno.
  */
 #pragma once
 
@@ -145,35 +146,6 @@ int ring_sleep_begin(const uint32_t *notify, struct ring_waitpage *w,
                      const uint32_t **ret_word, uint32_t *ret_val);
 void ring_sleep_end(struct ring_waitpage *w);
 
-/* The reader calls that both rings (fring.h, lring.h) spell the same way over their own
- * public handle type T, defined in the ring's .c file: PREFIX_wait() (ring_sleep() on the
- * header's notify word, fring.c note 7), PREFIX_sleep_end() and PREFIX_reader_generation(),
- * documented in the ring's header.  T has the members hdr (its mapped header, with the
- * futex word notify), shm and generation; has_data is the ring's has_data() for
- * ring_sleep().  A macro because the handles are distinct types; PREFIX_sleep_begin()
- * stays with each ring, which checks its arguments its own way. */
-#define RING_READER_DEFINE_WAIT(prefix, T, has_data)                                    \
-        int prefix##_wait(T *rd, int timeout_ms)                                        \
-        {                                                                               \
-                if (!rd)                                                                \
-                        return -EINVAL;                                                 \
-                /* fring.c note 7: the futex word, then the look, then waiters and the  \
-                 * look again */                                                        \
-                return ring_sleep(&rd->hdr->notify, rd->shm.wait, has_data, rd,         \
-                                  timeout_ms);                                          \
-        }                                                                               \
-                                                                                        \
-        void prefix##_sleep_end(T *rd)                                                  \
-        {                                                                               \
-                assert(rd);                                                             \
-                ring_sleep_end(rd->shm.wait);                                           \
-        }                                                                               \
-                                                                                        \
-        uint64_t prefix##_reader_generation(const T *rd)                                \
-        {                                                                               \
-                return rd ? rd->generation : 0;                                         \
-        }
-
 /* The header seqlock (fring.c note 4): hdr_seq is 0 never initialized, odd while the
  * producer (re)writes the region, even and new after.  begin makes it odd and returns
  * it: from there to end readers trust nothing in the region.  end publishes it as the
@@ -259,6 +231,99 @@ static inline int ring_hdr_news(const uint32_t *hdr_seq, const struct ring_hdr_v
                 return h != v->rejected ? 1 : -1;
         return 0;
 }
+
+/* The reader calls that both rings (fring.h, lring.h) spell the same way over their own
+ * public handle type T, defined in the ring's .c file: PREFIX_attach(), PREFIX_wait(),
+ * PREFIX_sleep_begin(), PREFIX_sleep_end() and PREFIX_reader_generation(), documented in
+ * the ring's header, and the static helpers every other reader call starts and ends
+ * with, reader_sync() and reader_header_moved().  A macro because the handles are
+ * distinct types.  T has the members
+ *   shm         struct ring_shm, NAME and NAME.wait;
+ *   hdr         const header_T *, == shm.map once attached: the ring's mapped header,
+ *               with the members hdr_seq and notify (the futex word, fring.c note 7);
+ *   view        struct ring_hdr_view;
+ *   generation  uint64_t, of the layout last validated.
+ * The ring's file includes assert.h, stdlib.h and util.h, declares PREFIX_reader_freep()
+ * (its header does) and defines, before or after the macro (which declares them):
+ *   static int revalidate(void *rd, uint32_t h)     for ring_reader_sync();
+ *   static int attach_sync(void *rd)                for ring_reader_attach(): points hdr
+ *                                                   at shm.map and calls reader_sync();
+ *   static bool has_data(const void *rd)            for ring_sleep() and
+ *                                                   ring_sleep_begin().
+ * wait_magic and version are the ring's NAME.wait magic and layout version. */
+#define RING_READER_DEFINE(prefix, T, header_T, wait_magic, version, revalidate, attach_sync, \
+                           has_data)                                                    \
+        static int revalidate(void *, uint32_t);                                        \
+        static int attach_sync(void *);                                                 \
+        static bool has_data(const void *);                                             \
+                                                                                        \
+        /* Brings the reader's layout up to date with the header (revalidate()).  On    \
+         * success *ret_h is the even seqlock value the caller must re-check            \
+         * (reader_header_moved()) after reading the region.  -RING_E_INITIALIZING      \
+         * while the producer (re)initializes. */                                       \
+        static int reader_sync(T *rd, uint32_t *ret_h)                                  \
+        {                                                                               \
+                return ring_reader_sync(&rd->hdr->hdr_seq, &rd->view, revalidate, rd,   \
+                                        ret_h);                                         \
+        }                                                                               \
+                                                                                        \
+        /* True if the region may have changed under what the caller read since         \
+         * reader_sync() returned h.  Pairs with the release fence in                   \
+         * ring_hdr_write_begin(). */                                                   \
+        static bool reader_header_moved(const T *rd, uint32_t h)                        \
+        {                                                                               \
+                return ring_hdr_moved(&rd->hdr->hdr_seq, h);                            \
+        }                                                                               \
+                                                                                        \
+        int prefix##_attach(const char *name, T **ret)                                  \
+        {                                                                               \
+                _cleanup_(prefix##_reader_freep) T *rd = NULL;                          \
+                int k;                                                                  \
+                                                                                        \
+                if (!ret)                                                               \
+                        return -EINVAL;                                                 \
+                rd = calloc(1, sizeof(*rd));                                            \
+                if (!rd)                                                                \
+                        return -ENOMEM;                                                 \
+                ring_shm_init(&rd->shm);                                                \
+                k = ring_reader_attach(&rd->shm, name, sizeof(header_T), wait_magic,    \
+                                       version, attach_sync, rd);                       \
+                if (k < 0)                                                              \
+                        return k;                                                       \
+                *ret = TAKE_PTR(rd);                                                    \
+                return 0;                                                               \
+        }                                                                               \
+                                                                                        \
+        int prefix##_wait(T *rd, int timeout_ms)                                        \
+        {                                                                               \
+                if (!rd)                                                                \
+                        return -EINVAL;                                                 \
+                /* fring.c note 7: the futex word, then the look, then waiters and the  \
+                 * look again */                                                        \
+                return ring_sleep(&rd->hdr->notify, rd->shm.wait, has_data, rd,         \
+                                  timeout_ms);                                          \
+        }                                                                               \
+                                                                                        \
+        int prefix##_sleep_begin(T *rd, const uint32_t **ret_word, uint32_t *ret_val)   \
+        {                                                                               \
+                if (!rd || !ret_word || !ret_val)                                       \
+                        return -EINVAL;                                                 \
+                /* fring.c note 7, as PREFIX_wait(), with the sleep itself left to the  \
+                 * caller */                                                            \
+                return ring_sleep_begin(&rd->hdr->notify, rd->shm.wait, has_data, rd,   \
+                                        ret_word, ret_val);                             \
+        }                                                                               \
+                                                                                        \
+        void prefix##_sleep_end(T *rd)                                                  \
+        {                                                                               \
+                assert(rd);                                                             \
+                ring_sleep_end(rd->shm.wait);                                           \
+        }                                                                               \
+                                                                                        \
+        uint64_t prefix##_reader_generation(const T *rd)                                \
+        {                                                                               \
+                return rd ? rd->generation : 0;                                         \
+        }
 
 static inline void ring_cpu_relax(void)
 {
