@@ -51,8 +51,8 @@
 
 struct fring_header {
         /* --- cache lines 0-1: static while hdr_seq is even ----------------------------
-         * Written by the producer only, and only between hdr_write_begin() and
-         * hdr_write_end() (fring.c): at fring_create() and when it rebuilds the slot
+         * Written by the producer only, and only between ring_hdr_write_begin() and
+         * ring_hdr_write_end() (ring-shm.c): at fring_create() and when it rebuilds the slot
          * table.  Readers copy these fields and trust the copy only if hdr_seq was the
          * same even, nonzero value before and after the copy. */
         uint64_t magic;                 /* FRING_MAGIC */

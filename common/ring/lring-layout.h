@@ -65,8 +65,8 @@
 
 struct lring_header {
         /* --- cache lines 0-1: static while hdr_seq is even ----------------------------
-         * Written by the producer only, between hdr_write_begin() and hdr_write_end()
-         * (lring.c), i.e. at lring_create().  Readers copy these fields and trust the
+         * Written by the producer only, between ring_hdr_write_begin() and ring_hdr_write_end()
+         * (ring-shm.c), i.e. at lring_create().  Readers copy these fields and trust the
          * copy only if hdr_seq was the same even, nonzero value before and after. */
         uint64_t magic;                 /* LRING_MAGIC */
         uint32_t version;               /* LRING_LAYOUT_VERSION */

@@ -163,7 +163,7 @@ int lring_wait(struct lring_reader *rd, int timeout_ms);
  * kernel keys a shared futex by the object, so a wait queued on the old address is
  * still woken).  After every 0, call lring_sleep_end() exactly once when the sleep is
  * over, whatever its result -- a reader left counted costs the producer a FUTEX_WAKE
- * per publish.  -EINVAL without a reader. */
+ * per publish.  -EINVAL without a reader or either out-pointer. */
 int lring_sleep_begin(struct lring_reader *rd, const uint32_t **ret_word, uint32_t *ret_val);
 void lring_sleep_end(struct lring_reader *rd);
 
