@@ -712,11 +712,6 @@ static int reader_revalidate(void *reader, uint32_t h)
         struct fring_reader *rd = reader;
         const struct fring_header *hdr = rd->hdr;
         struct fring_header c = {
-                .magic = load_relaxed(&hdr->magic),
-                .version = load_relaxed(&hdr->version),
-                .generation = load_relaxed(&hdr->generation),
-                .total_size = load_relaxed(&hdr->total_size),
-                .header_size = load_relaxed(&hdr->header_size),
                 .slot_size = load_relaxed(&hdr->slot_size),
                 .record_size = load_relaxed(&hdr->record_size),
                 .slot_count = load_relaxed(&hdr->slot_count),
@@ -727,6 +722,7 @@ static int reader_revalidate(void *reader, uint32_t h)
         };
         int k;
 
+        RING_HDR_COPY_IDENT(c, hdr);
         /* A producer restarted with bigger sizes is mapped anew (note 6). */
         k = ring_reader_adopt(&rd->shm, &hdr->hdr_seq, h, header_validate(&c), c.total_size);
         if (k < 0)

@@ -529,11 +529,6 @@ static int reader_revalidate(void *reader, uint32_t h)
         struct lring_reader *rd = reader;
         const struct lring_header *hdr = rd->hdr;
         struct lring_header c = {
-                .magic = load_relaxed(&hdr->magic),
-                .version = load_relaxed(&hdr->version),
-                .generation = load_relaxed(&hdr->generation),
-                .total_size = load_relaxed(&hdr->total_size),
-                .header_size = load_relaxed(&hdr->header_size),
                 .record_size = load_relaxed(&hdr->record_size),
                 .capacity = load_relaxed(&hdr->capacity),
                 .data_offset = load_relaxed(&hdr->data_offset),
@@ -542,6 +537,7 @@ static int reader_revalidate(void *reader, uint32_t h)
         uint64_t pos;
         int k;
 
+        RING_HDR_COPY_IDENT(c, hdr);
         /* A producer restarted with a bigger capacity is mapped anew (note 6). */
         k = ring_reader_adopt(&rd->shm, &hdr->hdr_seq, h, header_validate(&c), c.total_size);
         if (k < 0)

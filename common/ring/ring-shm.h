@@ -178,6 +178,18 @@ int ring_reader_adopt(struct ring_shm *s, const uint32_t *hdr_seq, uint32_t h, i
 int ring_header_check_ident(uint64_t magic, uint64_t want_magic, uint32_t version,
                             uint32_t want_version);
 
+/* Reader: the fields every ring's header opens its checked part with, copied (relaxed
+ * loads: the seqlock re-check in ring_reader_adopt() decides whether the copy holds) from
+ * the mapped header hdr into the private copy c, a struct of the same type. */
+#define RING_HDR_COPY_IDENT(c, hdr)                                                     \
+        do {                                                                            \
+                (c).magic = __atomic_load_n(&(hdr)->magic, __ATOMIC_RELAXED);           \
+                (c).version = __atomic_load_n(&(hdr)->version, __ATOMIC_RELAXED);       \
+                (c).generation = __atomic_load_n(&(hdr)->generation, __ATOMIC_RELAXED); \
+                (c).total_size = __atomic_load_n(&(hdr)->total_size, __ATOMIC_RELAXED); \
+                (c).header_size = __atomic_load_n(&(hdr)->header_size, __ATOMIC_RELAXED); \
+        } while (0)
+
 /* Reader-internal error: the producer is (re)initializing the region (hdr_seq 0 or odd). */
 #define RING_E_INITIALIZING     EINPROGRESS
 
