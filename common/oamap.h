@@ -4,7 +4,8 @@
  * Each table keeps its own entry type, probe and deletion; the one thing they share is the
  * grow, here: the controller's gmap and row mirror (controller-server-internal.h,
  * controller-server-mirror.c), its storage map (controller-storage.c) and lifecycle's
- * object map (lifecycle-state.c).
+ * object map (lifecycle-state.c).  The controller's two grow in steps (oamap.c note 1),
+ * so that a table of a million entries never doubles in one loop turn.
  */
 #pragma once
 
@@ -48,3 +49,36 @@ static inline int oa_reserve(const struct oa_kind *k, void **slots, size_t *mask
                 return 0;
         return oa_grow(k, slots, mask, want);
 }
+
+/* A table growing in steps (oamap.c note 1): the array it had, holding the entries not
+ * moved yet.  slots == NULL: not growing.  n counts the entries left in it; cursor is the
+ * next slot the steps look at, always an empty slot or the first of a cluster (a run of
+ * used slots between two empty ones). */
+struct oa_old {
+        void *slots;
+        size_t mask, n, cursor;
+};
+
+/* Below this many slots a table still grows in one go (a few microseconds). */
+#define OA_STEP_MIN_SLOTS 4096u
+
+/* Slots a step looks at per call (plus whole clusters), and per entry asked for: a table
+ * at most half full needs 2 per insert to finish a grow before the next one is due. */
+#define OA_STEP_SLOTS 8u
+
+/* oa_reserve() for a table that grows in steps, holding n entries in all (both arrays):
+ * first moves some of old's clusters (OA_STEP_SLOTS + 2 * more slots' worth), then makes
+ * room for n + more entries at most half full in *slots alone.  A table of at least
+ * OA_STEP_MIN_SLOTS slots that must grow gets a new, empty array and its present one
+ * becomes old (a grow still under way is finished first).  0, 1 if it grew, -ENOMEM (the
+ * table as it was).  Entries in old stay where they are until a later call moves them:
+ * a pointer to an entry lasts until the table's next reserve or deletion, as before. */
+int oa_reserve_stepped(const struct oa_kind *k, void **slots, size_t *mask, struct oa_old *old,
+                       size_t n, size_t more);
+
+/* Moves old's clusters into slots until at least budget slots were looked at or none is
+ * left (SIZE_MAX: all); frees old's array when it is empty. */
+void oa_step(const struct oa_kind *k, void *slots, size_t mask, struct oa_old *old, size_t budget);
+
+/* Forgets a growth (the caller frees what old's entries own first). */
+void oa_old_free(struct oa_old *old);

@@ -693,9 +693,10 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
                 for (size_t i = 0; i < s->n_cols; i++)
                         if (s->cols[i].kind == STORAGE_KIND_TABLE)
                                 cand[n_cand++] = s->cols[i].gid;
-                for (size_t i = 0; s->fr.slots && i <= s->fr.mask; i++)
-                        if (s->fr.slots[i].key)
-                                cand[n_cand++] = s->fr.slots[i].key;
+                const struct gent *e;
+
+                for (size_t i = 0; (e = gmap_each(&s->fr, &i)); )
+                        cand[n_cand++] = e->key;
         }
         n_cand = server_u64_sort_unique(cand, n_cand);
 

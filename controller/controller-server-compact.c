@@ -161,6 +161,7 @@ static int allow_apply(struct cserver *s, const uint64_t *gids, size_t n)
 static void allow_retry_pending(struct cserver *s)
 {
         _cleanup_free_ uint64_t *gids = NULL;
+        const struct gent *e;
         size_t n = 0;
         int r;
 
@@ -169,9 +170,8 @@ static void allow_retry_pending(struct cserver *s)
         gids = calloc(s->allow_pending.n, sizeof(*gids));
         if (!gids)
                 return;
-        for (size_t i = 0; i <= s->allow_pending.mask; i++)
-                if (s->allow_pending.slots[i].key)
-                        gids[n++] = s->allow_pending.slots[i].key;
+        for (size_t i = 0; (e = gmap_each(&s->allow_pending, &i)); )
+                gids[n++] = e->key;
         r = allow_apply(s, gids, n);
         if (r < 0 && server_ratelimit_ok(&s->rl_storage, now_ms()))
                 log_warn_errno(r, "allow_compaction_failed", "what=pending why=\"%s\"",

@@ -173,9 +173,10 @@ int server_dfent_track(struct cserver *s, struct dfent *e)
 
 void server_readers_done(struct cserver *s)
 {
-        for (size_t i = 0; i <= s->readers.mask && s->readers.slots; i++)
-                if (s->readers.slots[i].key)
-                        free((void *)(uintptr_t)s->readers.slots[i].a);
+        const struct gent *e;
+
+        for (size_t i = 0; (e = gmap_each(&s->readers, &i)); )
+                free((void *)(uintptr_t)e->a);
         gmap_done(&s->readers);
 }
 

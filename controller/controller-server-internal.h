@@ -38,10 +38,13 @@ struct gent {
 };
 
 /* gid -> (a, b, c), open addressing with linear probing, at most half full, key 0 =
- * empty slot; backward-shift deletion (no tombstones). */
+ * empty slot; backward-shift deletion (no tombstones).  It grows in steps (oamap.c note
+ * 1): while old.slots is set, an entry is either in slots or in old; n counts both.  Walk
+ * it with gmap_each(). */
 struct gmap {
         struct gent *slots;
         size_t mask, n;
+        struct oa_old old;
 };
 
 /* A row and its count in a struct cmirror (11); row == NULL: empty slot. */
@@ -56,7 +59,8 @@ struct rcent {
 struct cmirror {
         uint64_t gid, upper;
         struct rcent *slots;            /* open addressing, at most half full */
-        size_t mask, n;
+        size_t mask, n;                 /* n: rows in slots and old */
+        struct oa_old old;              /* a grow under way (oamap.c note 1) */
 };
 
 /* A row of coord_frontiers, as stored. */
@@ -381,26 +385,27 @@ static inline int u64_cmp(const void *x, const void *y)
 
 /* ---- gid maps ----------------------------------------------------------------------- */
 
-static inline struct gent *gmap_find(const struct gmap *m, uint64_t key)
+static inline struct gent *gent_probe(struct gent *slots, size_t mask, uint64_t key)
 {
-        if (!m->slots || key == 0)
-                return NULL;
-        for (size_t i = oa_hash_id(key) & m->mask; m->slots[i].key; i = (i + 1) & m->mask)
-                if (m->slots[i].key == key)
-                        return &m->slots[i];
+        for (size_t i = oa_hash_id(key) & mask; slots[i].key; i = (i + 1) & mask)
+                if (slots[i].key == key)
+                        return &slots[i];
         return NULL;
 }
 
-static inline struct gent *gmap_slot(struct gmap *m, uint64_t key)
+/* Where key is, in the new array or in old (oamap.c note 1); NULL if in neither. */
+static inline struct gent *gmap_find(const struct gmap *m, uint64_t key)
 {
-        size_t i = oa_hash_id(key) & m->mask;
+        struct gent *e;
 
-        while (m->slots[i].key && m->slots[i].key != key)
-                i = (i + 1) & m->mask;
-        return &m->slots[i];
+        if (!m->slots || key == 0)
+                return NULL;
+        e = gent_probe(m->slots, m->mask, key);
+        if (!e && m->old.slots)
+                e = gent_probe(m->old.slots, m->old.mask, key);
+        return e;
 }
 
-/* Room for `more` new keys, so that gmap_put() cannot fail afterwards. */
 static inline bool gent_used(const void *e)
 {
         return ((const struct gent *)e)->key != 0;
@@ -411,6 +416,8 @@ static inline uint64_t gent_hash(const void *e)
         return oa_hash_id(((const struct gent *)e)->key);
 }
 
+/* Room for `more` new keys, so that gmap_put() cannot fail afterwards; moves a step of a
+ * grow under way. */
 static inline int gmap_reserve(struct gmap *m, size_t more)
 {
         static const struct oa_kind kind = {
@@ -418,60 +425,95 @@ static inline int gmap_reserve(struct gmap *m, size_t more)
                 .used = gent_used, .hash = gent_hash,
         };
         void *slots = m->slots;
-        int r = oa_reserve(&kind, &slots, &m->mask, m->n + more);
+        int r = oa_reserve_stepped(&kind, &slots, &m->mask, &m->old, m->n, more);
 
         m->slots = slots;
         return r < 0 ? r : 0;
 }
 
-/* The entry of key, made (values 0) if new.  Only after gmap_reserve(). */
+/* The entry of key, made (values 0) if new -- in the new array; one still in old stays
+ * there.  Only after gmap_reserve(). */
 static inline struct gent *gmap_put(struct gmap *m, uint64_t key)
 {
         struct gent *e;
+        size_t i;
 
         assert(key != 0 && m->slots);
-        e = gmap_slot(m, key);
-        if (!e->key) {
-                assert((m->n + 1) * 2 <= m->mask + 1);
-                *e = (struct gent){ .key = key };
-                m->n++;
+        e = gmap_find(m, key);
+        if (e)
+                return e;
+        assert((m->n + 1) * 2 <= m->mask + 1);
+        for (i = oa_hash_id(key) & m->mask; m->slots[i].key; i = (i + 1) & m->mask)
+                ;
+        m->slots[i] = (struct gent){ .key = key };
+        m->n++;
+        return &m->slots[i];
+}
+
+/* Backward-shift deletion of slot i of one array (either: note 1 of oamap.c). */
+static inline void gent_delete_at(struct gent *slots, size_t mask, size_t i)
+{
+        slots[i].key = 0;
+        for (size_t j = (i + 1) & mask; slots[j].key; j = (j + 1) & mask) {
+                size_t home = oa_hash_id(slots[j].key) & mask;
+
+                /* Move the entry at j into the hole at i unless its home lies
+                 * cyclically in (i, j]: then a lookup would never probe past the hole. */
+                if (((j - home) & mask) >= ((j - i) & mask)) {
+                        slots[i] = slots[j];
+                        slots[j].key = 0;
+                        i = j;
+                }
         }
-        return e;
 }
 
 static inline void gmap_remove(struct gmap *m, uint64_t key)
 {
-        struct gent *e = gmap_find(m, key);
-        size_t i, j;
+        struct gent *e;
 
-        if (!e)
+        if (!m->slots || key == 0)
                 return;
-        i = (size_t)(e - m->slots);
-        m->slots[i].key = 0;
-        for (j = (i + 1) & m->mask; m->slots[j].key; j = (j + 1) & m->mask) {
-                size_t home = oa_hash_id(m->slots[j].key) & m->mask;
+        if ((e = gent_probe(m->slots, m->mask, key)))
+                gent_delete_at(m->slots, m->mask, (size_t)(e - m->slots));
+        else if (m->old.slots && (e = gent_probe(m->old.slots, m->old.mask, key))) {
+                struct gent *o = m->old.slots;
 
-                /* Move the entry at j into the hole at i unless its home lies
-                 * cyclically in (i, j]: then a lookup would never probe past the hole. */
-                if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
-                        m->slots[i] = m->slots[j];
-                        m->slots[j].key = 0;
-                        i = j;
-                }
-        }
+                gent_delete_at(o, m->old.mask, (size_t)(e - o));
+                m->old.n--;
+        } else
+                return;
         m->n--;
+}
+
+/* Every entry once, in no order: for (size_t i = 0; (e = gmap_each(m, &i)); ).  No
+ * reserve, put or remove meanwhile. */
+static inline struct gent *gmap_each(const struct gmap *m, size_t *i)
+{
+        size_t cap = m->slots ? m->mask + 1 : 0, ocap = m->old.slots ? m->old.mask + 1 : 0;
+
+        while (*i < cap + ocap) {
+                struct gent *e = *i < cap ? &m->slots[*i]
+                                          : &((struct gent *)m->old.slots)[*i - cap];
+
+                (*i)++;
+                if (e->key)
+                        return e;
+        }
+        return NULL;
 }
 
 static inline void gmap_clear(struct gmap *m)
 {
         if (m->slots)
                 memset(m->slots, 0, (m->mask + 1) * sizeof(*m->slots));
+        oa_old_free(&m->old);
         m->n = 0;
 }
 
 static inline void gmap_done(struct gmap *m)
 {
         free(m->slots);
+        oa_old_free(&m->old);
         *m = (struct gmap){ 0 };
 }
 
@@ -587,6 +629,9 @@ int server_storage_unavailable(struct row_error *e);
 int64_t server_cm_count(const struct cmirror *m, const void *row, size_t len);
 /* count(row) += diff; a row whose count reaches 0 goes.  -ENOMEM leaves m unusable. */
 int server_cm_add(struct cmirror *m, const void *row, size_t len, int64_t diff);
+/* Every row once, in no order: for (size_t i = 0; (e = server_cm_each(m, &i)); ).  No
+ * server_cm_add() meanwhile. */
+struct rcent *server_cm_each(const struct cmirror *m, size_t *i);
 size_t server_peek_memory_limit(const struct cserver *s);
 void server_cm_clear(struct cmirror *m);
 void server_cm_drop(struct cserver *s, uint64_t gid);

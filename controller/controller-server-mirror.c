@@ -232,6 +232,7 @@ static void ring_sync_all(struct cserver *s)
 {
         _cleanup_free_ uint64_t *gone = NULL;
         size_t n_gone = 0, cap_gone = 0;
+        const struct gent *ge;
         int r;
 
         if (!s->ring || !s->st)
@@ -241,8 +242,8 @@ static void ring_sync_all(struct cserver *s)
                 log_warn_errno(r, "ring_sync_failed", "");
                 return;
         }
-        for (size_t i = 0; s->rc.slots && i <= s->rc.mask; i++) {
-                uint64_t gid = s->rc.slots[i].key;
+        for (size_t i = 0; (ge = gmap_each(&s->rc, &i)); ) {
+                uint64_t gid = ge->key;
 
                 if (!gid || cols_find(s->cols, s->n_cols, gid) || server_dfent_find(s, gid))
                         continue;
@@ -420,9 +421,11 @@ int server_mirrors_rebuild(struct cserver *s)
                             e->c != 1)
                                 server_frontiers_dirty(s, c->gid);
                 }
-                for (size_t i = 0; s->fr.slots && i <= s->fr.mask; i++) {
+                const struct gent *fe;
+
+                for (size_t i = 0; (fe = gmap_each(&s->fr, &i)); ) {
                         const struct storage_info *c;
-                        uint64_t gid = s->fr.slots[i].key;
+                        uint64_t gid = fe->key;
 
                         if (!gid)
                                 continue;
@@ -544,25 +547,53 @@ static uint64_t row_hash(const void *row, size_t len)
         return (uint64_t)oa_hash_id(h);
 }
 
-static struct rcent *cm_slot(const struct cmirror *m, uint64_t hash, const void *row, size_t len)
+/* The slot of row in one array: its entry, or the empty slot ending its probe. */
+static struct rcent *cm_probe(struct rcent *slots, size_t mask, uint64_t hash, const void *row,
+                              size_t len)
 {
-        size_t i = hash & m->mask;
+        size_t i = hash & mask;
 
-        for (; m->slots[i].row; i = (i + 1) & m->mask)
-                if (m->slots[i].hash == hash && m->slots[i].len == len &&
-                    (len == 0 || memcmp(m->slots[i].row, row, len) == 0))
+        for (; slots[i].row; i = (i + 1) & mask)
+                if (slots[i].hash == hash && slots[i].len == len &&
+                    (len == 0 || memcmp(slots[i].row, row, len) == 0))
                         break;
-        return &m->slots[i];
+        return &slots[i];
+}
+
+/* The entry of row, in the new array or in old (oamap.c note 1); NULL if in neither. */
+static struct rcent *cm_find_row(const struct cmirror *m, uint64_t hash, const void *row,
+                                 size_t len)
+{
+        struct rcent *e;
+
+        if (!m->slots)
+                return NULL;
+        e = cm_probe(m->slots, m->mask, hash, row, len);
+        if (!e->row && m->old.slots)
+                e = cm_probe(m->old.slots, m->old.mask, hash, row, len);
+        return e->row ? e : NULL;
 }
 
 int64_t server_cm_count(const struct cmirror *m, const void *row, size_t len)
 {
-        const struct rcent *e;
+        const struct rcent *e = cm_find_row(m, row_hash(row, len), row, len);
 
-        if (!m->slots)
-                return 0;
-        e = cm_slot(m, row_hash(row, len), row, len);
-        return e->row ? e->count : 0;
+        return e ? e->count : 0;
+}
+
+struct rcent *server_cm_each(const struct cmirror *m, size_t *i)
+{
+        size_t cap = m->slots ? m->mask + 1 : 0, ocap = m->old.slots ? m->old.mask + 1 : 0;
+
+        while (*i < cap + ocap) {
+                struct rcent *e = *i < cap ? &m->slots[*i]
+                                           : &((struct rcent *)m->old.slots)[*i - cap];
+
+                (*i)++;
+                if (e->row)
+                        return e;
+        }
+        return NULL;
 }
 
 static bool rcent_used(const void *e)
@@ -575,7 +606,7 @@ static uint64_t rcent_hash(const void *e)
         return ((const struct rcent *)e)->hash;
 }
 
-/* Room for one more row (oamap.h). */
+/* Room for one more row (oamap.h), and a step of a grow under way. */
 static int cm_grow(struct cmirror *m)
 {
         static const struct oa_kind kind = {
@@ -583,25 +614,55 @@ static int cm_grow(struct cmirror *m)
                 .used = rcent_used, .hash = rcent_hash,
         };
         void *slots = m->slots;
-        int r = oa_reserve(&kind, &slots, &m->mask, m->n + 1);
+        int r = oa_reserve_stepped(&kind, &slots, &m->mask, &m->old, m->n, 1);
 
         m->slots = slots;
         return r < 0 ? r : 0;
 }
 
-/* count(row) += diff; a row whose count reaches 0 is removed.  -ENOMEM leaves the
- * mirror unusable: the caller discards it. */
+/* Backward-shift deletion of slot i of one array, as gmap_remove(). */
+static void cm_delete_at(struct rcent *slots, size_t mask, size_t i)
+{
+        free(slots[i].row);
+        slots[i].row = NULL;
+        for (size_t j = (i + 1) & mask; slots[j].row; j = (j + 1) & mask) {
+                size_t home = slots[j].hash & mask;
+
+                if (((j - home) & mask) >= ((j - i) & mask)) {
+                        slots[i] = slots[j];
+                        slots[j].row = NULL;
+                        i = j;
+                }
+        }
+}
+
+/* count(row) += diff; a row whose count reaches 0 is removed.  A row still in old
+ * (oamap.c note 1) is counted there.  -ENOMEM leaves the mirror unusable: the caller
+ * discards it. */
 int server_cm_add(struct cmirror *m, const void *row, size_t len, int64_t diff)
 {
         uint64_t hash = row_hash(row, len);
         struct rcent *e;
-        size_t i, j;
         int r;
 
         r = cm_grow(m);
         if (r < 0)
                 return r;
-        e = cm_slot(m, hash, row, len);
+        e = cm_probe(m->slots, m->mask, hash, row, len);
+        if (!e->row && m->old.slots) {
+                struct rcent *o = cm_probe(m->old.slots, m->old.mask, hash, row, len);
+
+                if (o->row) {
+                        o->count += diff;
+                        if (o->count == 0) {
+                                cm_delete_at(m->old.slots, m->old.mask,
+                                             (size_t)(o - (struct rcent *)m->old.slots));
+                                m->old.n--;
+                                m->n--;
+                        }
+                        return 0;
+                }
+        }
         if (!e->row) {
                 if (diff == 0)
                         return 0;
@@ -618,28 +679,19 @@ int server_cm_add(struct cmirror *m, const void *row, size_t len, int64_t diff)
         e->count += diff;
         if (e->count != 0)
                 return 0;
-        /* Backward-shift deletion, as gmap_remove(). */
-        free(e->row);
-        e->row = NULL;
+        cm_delete_at(m->slots, m->mask, (size_t)(e - m->slots));
         m->n--;
-        i = (size_t)(e - m->slots);
-        for (j = (i + 1) & m->mask; m->slots[j].row; j = (j + 1) & m->mask) {
-                size_t home = m->slots[j].hash & m->mask;
-
-                if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
-                        m->slots[i] = m->slots[j];
-                        m->slots[j].row = NULL;
-                        i = j;
-                }
-        }
         return 0;
 }
 
 void server_cm_clear(struct cmirror *m)
 {
-        for (size_t i = 0; m->slots && i <= m->mask; i++)
-                free(m->slots[i].row);
+        struct rcent *e;
+
+        for (size_t i = 0; (e = server_cm_each(m, &i)); )
+                free(e->row);
         free(m->slots);
+        oa_old_free(&m->old);
         m->slots = NULL;
         m->mask = m->n = 0;
 }

@@ -587,10 +587,10 @@ static int fk_check(struct uniq *u, struct row_error *err)
                 const struct ukey *c = &u->k[u->fk[i].child], *p = &u->k[u->fk[i].parent];
 
                 /* A key value the unit adds to the referencing table needs a parent. */
-                for (size_t j = 0; c->unit.slots && j <= c->unit.mask; j++) {
-                        const struct rcent *e = &c->unit.slots[j];
+                const struct rcent *e;
 
-                        if (!e->row || e->count <= 0 || ukey_total(p, e->row, e->len) > 0)
+                for (size_t j = 0; (e = server_cm_each(&c->unit, &j)); ) {
+                        if (e->count <= 0 || ukey_total(p, e->row, e->len) > 0)
                                 continue;
                         row_error_set(err, -EEXIST, "23503", "insert or update on table \"%s\" "
                                       "violates foreign key constraint \"%s\"", fk->table_name,
@@ -602,10 +602,8 @@ static int fk_check(struct uniq *u, struct row_error *err)
                 }
                 /* A key value the unit takes out of the referenced table, gone from it,
                  * must be referenced no more. */
-                for (size_t j = 0; p->unit.slots && j <= p->unit.mask; j++) {
-                        const struct rcent *e = &p->unit.slots[j];
-
-                        if (!e->row || e->count >= 0 || ukey_total(p, e->row, e->len) > 0 ||
+                for (size_t j = 0; (e = server_cm_each(&p->unit, &j)); ) {
+                        if (e->count >= 0 || ukey_total(p, e->row, e->len) > 0 ||
                             ukey_total(c, e->row, e->len) <= 0)
                                 continue;
                         row_error_set(err, -EEXIST, "23503", "update or delete on table \"%s\" "
@@ -631,11 +629,12 @@ int server_uniq_commit(struct uniq *u, struct row_error *err)
         for (size_t i = 0; i < u->n && r == 0; i++) {
                 struct ukey *k = &u->k[i];
 
-                for (size_t j = 0; k->key && k->unit.slots && j <= k->unit.mask; j++) {
-                        const struct rcent *e = &k->unit.slots[j];
+                const struct rcent *e;
+
+                for (size_t j = 0; k->key && (e = server_cm_each(&k->unit, &j)); ) {
                         int64_t total;
 
-                        if (!e->row || e->count <= 0)
+                        if (e->count <= 0)
                                 continue;
                         total = ukey_total(k, e->row, e->len);
                         if (total <= 1)
@@ -652,10 +651,10 @@ int server_uniq_commit(struct uniq *u, struct row_error *err)
         for (size_t i = 0; i < u->n; i++) {
                 struct ukey *k = &u->k[i];
 
-                for (size_t j = 0; r == 0 && k->unit.slots && j <= k->unit.mask; j++) {
-                        const struct rcent *e = &k->unit.slots[j];
+                const struct rcent *e;
 
-                        if (e->row && server_cm_add(&k->accepted, e->row, e->len, e->count) < 0)
+                for (size_t j = 0; r == 0 && (e = server_cm_each(&k->unit, &j)); ) {
+                        if (server_cm_add(&k->accepted, e->row, e->len, e->count) < 0)
                                 r = row_error_oom(err);
                 }
                 server_cm_clear(&k->unit);

@@ -209,6 +209,141 @@ static void test_oamap(void)
         free(slots);
 }
 
+/* A table grown in steps (oamap.c note 1), its find, insert and backward-shift deletion
+ * over both arrays as the controller's gmap does them. */
+struct t_st {
+        struct t_oa *slots;
+        size_t mask, n;
+        struct oa_old old;
+};
+
+static struct t_oa *t_st_probe(struct t_oa *slots, size_t mask, uint64_t id)
+{
+        for (size_t i = oa_hash_id(id) & mask; slots[i].id; i = (i + 1) & mask)
+                if (slots[i].id == id)
+                        return &slots[i];
+        return NULL;
+}
+
+static struct t_oa *t_st_find(const struct t_st *t, uint64_t id)
+{
+        struct t_oa *e = t->slots ? t_st_probe(t->slots, t->mask, id) : NULL;
+
+        if (!e && t->old.slots)
+                e = t_st_probe(t->old.slots, t->old.mask, id);
+        return e;
+}
+
+static void t_st_delete_at(struct t_oa *slots, size_t mask, size_t i)
+{
+        slots[i].id = 0;
+        for (size_t j = (i + 1) & mask; slots[j].id; j = (j + 1) & mask) {
+                size_t home = oa_hash_id(slots[j].id) & mask;
+
+                if (((j - home) & mask) >= ((j - i) & mask)) {
+                        slots[i] = slots[j];
+                        slots[j].id = 0;
+                        i = j;
+                }
+        }
+}
+
+static void test_oamap_stepped(void)
+{
+        static const struct oa_kind kind = {
+                .entry_size = sizeof(struct t_oa), .min_slots = 8,
+                .used = t_oa_used, .hash = t_oa_hash,
+        };
+        enum { KEYS = 60000 };
+        static uint64_t ref[KEYS + 1];          /* id -> value, 0: absent */
+        struct t_st t = { 0 };
+        uint64_t rng = 88172645463325252ull;
+        size_t stepped = 0, n_ref = 0, max_old = 0;
+
+        for (size_t op = 0; op < 600000; op++) {
+                uint64_t id, x;
+
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                /* Mostly inserts at first, then as many deletions: the table grows
+                 * through several steps and shrinks while a grow is under way. */
+                id = 1 + (rng >> 20) % KEYS;
+                x = (rng >> 8) & 0xff;
+                if (x < (op < 300000 ? 200u : 90u)) {
+                        void *slots = t.slots;
+                        struct t_oa *e;
+                        int r = oa_reserve_stepped(&kind, &slots, &t.mask, &t.old, t.n, 1);
+
+                        CU_ASSERT_FATAL(r == 0 || r == 1);
+                        t.slots = slots;
+                        stepped += t.old.slots != NULL;
+                        /* The cluster at the cursor is whole: each of its entries is
+                         * found from its home (note 1's invariant). */
+                        for (size_t i = t.old.cursor; t.old.slots &&
+                             ((struct t_oa *)t.old.slots)[i].id; i = (i + 1) & t.old.mask) {
+                                struct t_oa *o = &((struct t_oa *)t.old.slots)[i];
+
+                                CU_ASSERT_FATAL(t_st_probe(t.old.slots, t.old.mask, o->id) == o);
+                        }
+                        CU_ASSERT_FATAL(2 * (t.n + 1) <= t.mask + 1);
+                        e = t_st_find(&t, id);
+                        if (!e) {
+                                size_t i = oa_hash_id(id) & t.mask;
+
+                                while (t.slots[i].id)
+                                        i = (i + 1) & t.mask;
+                                e = &t.slots[i];
+                                e->id = id;
+                                t.n++;
+                                n_ref++;
+                        }
+                        e->v = op;
+                        ref[id] = op;
+                } else if (x < 220u) {
+                        struct t_oa *e;
+
+                        if (t.slots && (e = t_st_probe(t.slots, t.mask, id)))
+                                t_st_delete_at(t.slots, t.mask, (size_t)(e - t.slots));
+                        else if (t.old.slots && (e = t_st_probe(t.old.slots, t.old.mask, id))) {
+                                t_st_delete_at(t.old.slots, t.old.mask,
+                                               (size_t)(e - (struct t_oa *)t.old.slots));
+                                t.old.n--;
+                        } else {
+                                CU_ASSERT_FATAL(ref[id] == 0 && id != 1);
+                                continue;
+                        }
+                        t.n--;
+                        n_ref--;
+                        ref[id] = 0;
+                } else {
+                        const struct t_oa *e = t_st_find(&t, id);
+
+                        CU_ASSERT_FATAL(ref[id] ? e && e->v == ref[id] : !e);
+                }
+                if (t.old.n > max_old)
+                        max_old = t.old.n;
+        }
+        /* Every key the reference holds is found, and nothing else is there. */
+        size_t found = 0;
+
+        for (uint64_t id = 1; id <= KEYS; id++) {
+                const struct t_oa *e = t_st_find(&t, id);
+
+                CU_ASSERT_FATAL(ref[id] ? e && e->v == ref[id] : !e);
+                found += e != NULL;
+        }
+        CU_ASSERT_EQUAL(found, n_ref);
+        CU_ASSERT_EQUAL(t.n, n_ref);
+        CU_ASSERT(stepped > 0);                 /* grows did go in steps */
+        CU_ASSERT(max_old >= OA_STEP_MIN_SLOTS / 4);
+        /* Finishing a grow leaves every entry in the new array. */
+        oa_step(&kind, t.slots, t.mask, &t.old, SIZE_MAX);
+        CU_ASSERT_PTR_NULL(t.old.slots);
+        for (uint64_t id = 1; id <= KEYS; id++)
+                if (ref[id])
+                        CU_ASSERT_FATAL(t_st_probe(t.slots, t.mask, id) != NULL);
+        free(t.slots);
+}
+
 /* pb_varints() against hand-encoded messages (protobuf's wire format). */
 static void test_pb_varints(void)
 {
@@ -391,6 +526,7 @@ int main(void)
                 { "u64_nth against qsort", test_nth },
                 { "GROW_ARRAY", test_grow },
                 { "oa_reserve: open-addressing grow", test_oamap },
+                { "oa_reserve_stepped: a grow in steps", test_oamap_stepped },
                 { "pb_varints", test_pb_varints },
                 { "refresh schedules", test_refresh },
                 { NULL, NULL },
