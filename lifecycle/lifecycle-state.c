@@ -111,7 +111,8 @@ struct lc_state {
         struct lc_hold *holds;  /* (7) */
         size_t n_holds, cap_holds;
         struct lc_slot *slots;  /* open addressing, at most half full */
-        size_t mask, n;
+        size_t mask, n;         /* n: objects in slots and old */
+        struct oa_old old;      /* a grow under way (oamap.c note 1): obj_each() */
         size_t rehashes;        /* the map's sizes so far (tests) */
         uint64_t seq;
         size_t n_items, n_reqs;
@@ -153,17 +154,46 @@ static void min_stale(struct lc_obj *x)
                 x->min_valid = false;
 }
 
-static struct lc_obj *obj_find(const struct lc_state *s, uint64_t gid)
+/* The slot of gid in one array, or NULL. */
+static struct lc_slot *slot_probe(struct lc_slot *slots, size_t mask, uint64_t gid)
 {
-        if (!s->slots)
-                return NULL;
-        for (size_t i = hash64(gid) & s->mask;; i = (i + 1) & s->mask) {
-                const struct lc_slot *e = &s->slots[i];
+        for (size_t i = hash64(gid) & mask;; i = (i + 1) & mask) {
+                struct lc_slot *e = &slots[i];
                 if (!e->o)
                         return NULL;
                 if (e->gid == gid)
+                        return e;
+        }
+}
+
+/* In the new array, then in old while the map grows (oamap.c note 1). */
+static struct lc_obj *obj_find(const struct lc_state *s, uint64_t gid)
+{
+        const struct lc_slot *e;
+
+        if (!s->slots)
+                return NULL;
+        e = slot_probe(s->slots, s->mask, gid);
+        if (!e && s->old.slots)
+                e = slot_probe(s->old.slots, s->old.mask, gid);
+        return e ? e->o : NULL;
+}
+
+/* Every object once, in no order: for (size_t i = 0; (o = obj_each(s, &i)); ).  No
+ * object added or freed meanwhile. */
+static struct lc_obj *obj_each(const struct lc_state *s, size_t *i)
+{
+        size_t cap = s->slots ? s->mask + 1 : 0, ocap = s->old.slots ? s->old.mask + 1 : 0;
+
+        while (*i < cap + ocap) {
+                const struct lc_slot *e = *i < cap ? &s->slots[*i]
+                                                   : &((struct lc_slot *)s->old.slots)[*i - cap];
+
+                (*i)++;
+                if (e->o)
                         return e->o;
         }
+        return NULL;
 }
 
 static bool slot_used(const void *e)
@@ -176,16 +206,18 @@ static uint64_t slot_hash(const void *e)
         return hash64(((const struct lc_slot *)e)->gid);
 }
 
+static const struct oa_kind map_kind = {
+        .entry_size = sizeof(struct lc_slot), .min_slots = 64,
+        .used = slot_used, .hash = slot_hash,
+};
+
 /* Room for n objects in all without a rehash: slots for at least 2n (half full), 64 at
- * least (oamap.h). */
+ * least, grown in steps (oamap.h); and a step of a grow under way. */
 static int map_reserve(struct lc_state *s, size_t n)
 {
-        static const struct oa_kind kind = {
-                .entry_size = sizeof(struct lc_slot), .min_slots = 64,
-                .used = slot_used, .hash = slot_hash,
-        };
         void *slots = s->slots;
-        int r = oa_reserve(&kind, &slots, &s->mask, n ? n : 1);
+        int r = oa_reserve_stepped(&map_kind, &slots, &s->mask, &s->old, s->n,
+                                   n > s->n ? n - s->n : !s->slots);
 
         s->slots = slots;
         if (r > 0)
@@ -241,15 +273,25 @@ static void obj_maybe_free(struct lc_state *s, struct lc_obj *o)
 
         if (o->has_item || o->has_bound || o->n_reqs || o->n_consumers || o->has_upper || o->dirty)
                 return;
-        for (i = hash64(o->gid) & s->mask; s->slots[i].o != o; i = (i + 1) & s->mask)
-                ;
-        s->slots[i] = (struct lc_slot){ 0 };
-        for (j = (i + 1) & s->mask; s->slots[j].o; j = (j + 1) & s->mask) {
-                size_t home = hash64(s->slots[j].gid) & s->mask;
+        struct lc_slot *slots = s->slots, *e;
+        size_t mask = s->mask;
+
+        if (!(e = slot_probe(slots, mask, o->gid))) {
+                /* Not moved yet (oamap.c note 1): deleted from old, within its cluster. */
+                slots = s->old.slots;
+                mask = s->old.mask;
+                e = slot_probe(slots, mask, o->gid);
+                assert(e && e->o == o);
+                s->old.n--;
+        }
+        i = (size_t)(e - slots);
+        slots[i] = (struct lc_slot){ 0 };
+        for (j = (i + 1) & mask; slots[j].o; j = (j + 1) & mask) {
+                size_t home = hash64(slots[j].gid) & mask;
                 /* Move j back into the hole at i unless its home lies in (i, j]. */
                 if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-                        s->slots[i] = s->slots[j];
-                        s->slots[j] = (struct lc_slot){ 0 };
+                        slots[i] = slots[j];
+                        slots[j] = (struct lc_slot){ 0 };
                         i = j;
                 }
         }
@@ -332,9 +374,12 @@ struct lc_state *lc_state_free(struct lc_state *s)
 {
         if (!s)
                 return NULL;
-        for (size_t i = 0; s->slots && i <= s->mask; i++)
-                obj_free(s->slots[i].o);
+        struct lc_obj *o;
+
+        for (size_t i = 0; (o = obj_each(s, &i)); )
+                obj_free(o);
         free(s->slots);
+        oa_old_free(&s->old);
         free(s->dirty);
         free(s->tables);
         free(s->touched);
@@ -345,10 +390,12 @@ struct lc_state *lc_state_free(struct lc_state *s)
 
 void lc_state_reset_catalog(struct lc_state *s)
 {
-        for (size_t i = 0; s->slots && i <= s->mask; i++) {
-                struct lc_obj *o = s->slots[i].o;
-                if (!o)
-                        continue;
+        struct lc_obj *o;
+
+        /* A grow under way ends here: the walk below frees objects as it goes. */
+        if (s->old.slots)
+                oa_step(&map_kind, s->slots, s->mask, &s->old, SIZE_MAX);
+        for (size_t i = 0; (o = obj_each(s, &i)); ) {
                 o->has_item = o->builtin;       /* (6) */
                 o->has_bound = o->next_has = false;
                 o->bound = o->next_bound = 0;
@@ -361,16 +408,15 @@ void lc_state_reset_catalog(struct lc_state *s)
         s->n_tables = 0;
         /* Objects with an upper stay (and are made dirty by the reload); the rest go. */
         for (size_t i = 0; s->slots && i <= s->mask;) {
-                struct lc_obj *o = s->slots[i].o;
+                o = s->slots[i].o;
                 if (o && !o->has_upper && !o->dirty) {
                         obj_maybe_free(s, o);
                         continue;       /* slot i may hold a shifted object now */
                 }
                 i++;
         }
-        for (size_t i = 0; s->slots && i <= s->mask; i++)
-                if (s->slots[i].o)
-                        (void)dirty_add(s, s->slots[i].o);
+        for (size_t i = 0; (o = obj_each(s, &i)); )
+                (void)dirty_add(s, o);
 }
 
 /* ---- public: catalog ---- */
@@ -1045,10 +1091,9 @@ void lc_state_committed(struct lc_state *s, const struct lc_publication *p)
 
 void lc_state_abandon(struct lc_state *s)
 {
-        for (size_t i = 0; s->slots && i <= s->mask; i++) {
-                struct lc_obj *o = s->slots[i].o;
-                if (!o)
-                        continue;
+        struct lc_obj *o;
+
+        for (size_t i = 0; (o = obj_each(s, &i)); ) {
                 o->next_bound = o->bound;
                 o->next_has = false;
                 o->min_valid = false;   /* every requirement below moves */
@@ -1061,11 +1106,11 @@ void lc_state_abandon(struct lc_state *s)
 
 int lc_state_all_bounds(const struct lc_state *s, struct lc_publication *out)
 {
-        for (size_t i = 0; s->slots && i <= s->mask; i++) {
-                const struct lc_obj *o = s->slots[i].o;
-                if (o && o->has_bound && pub_bound(out, o->gid, o->bound) < 0)
+        const struct lc_obj *o;
+
+        for (size_t i = 0; (o = obj_each(s, &i)); )
+                if (o->has_bound && pub_bound(out, o->gid, o->bound) < 0)
                         return -ENOMEM;
-        }
         return 0;
 }
 
@@ -1099,21 +1144,30 @@ size_t lc_state_map_rehashes(const struct lc_state *s)
         return s->rehashes;
 }
 
+size_t lc_state_map_unmoved(const struct lc_state *s)
+{
+        return s->old.n;
+}
+
 bool lc_state_map_ok(const struct lc_state *s)
 {
         size_t used = 0;
 
-        for (size_t i = 0; s->slots && i <= s->mask; i++) {
-                const struct lc_slot *e = &s->slots[i];
+        size_t cap = s->slots ? s->mask + 1 : 0, ocap = s->old.slots ? s->old.mask + 1 : 0;
+
+        for (size_t i = 0; i < cap + ocap; i++) {
+                const struct lc_slot *e = i < cap ? &s->slots[i]
+                                                  : &((struct lc_slot *)s->old.slots)[i - cap];
                 if (!e->o)
                         continue;
                 used++;
                 /* The gid beside the pointer is the object's, and a probe from its
-                 * home finds it (no empty slot in between). */
+                 * home finds it (no empty slot in between), in either array. */
                 if (e->gid != e->o->gid || obj_find(s, e->gid) != e->o)
                         return false;
         }
-        return used == s->n && (!s->slots || 2 * s->n <= s->mask + 1);
+        return used == s->n && (!s->slots || 2 * s->n <= s->mask + 1) &&
+               (!s->old.slots || s->old.n <= s->n);
 }
 
 int lc_state_upper(const struct lc_state *s, uint64_t gid, uint64_t *ret)

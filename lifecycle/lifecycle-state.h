@@ -131,6 +131,8 @@ size_t lc_state_n_holds(const struct lc_state *s);
 size_t lc_state_n_objects(const struct lc_state *s);
 size_t lc_state_map_slots(const struct lc_state *s);
 size_t lc_state_map_rehashes(const struct lc_state *s);
+/* Objects a grow in steps has not moved yet (oamap.c note 1); 0 when none is under way. */
+size_t lc_state_map_unmoved(const struct lc_state *s);
 bool lc_state_map_ok(const struct lc_state *s);
 /* gid's stored upper as the frontier ring last said; -ENOENT when not known. */
 int lc_state_upper(const struct lc_state *s, uint64_t gid, uint64_t *ret);

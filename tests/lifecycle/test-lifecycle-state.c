@@ -829,6 +829,63 @@ static void test_map_removals(void)
 }
 
 
+/* Removals while the map grows in steps (oamap.c note 1): objects not moved yet are
+ * deleted from the old array, the rest from the new; every living one is still found,
+ * before and after the grow finishes. */
+static void test_map_stepped(void)
+{
+        struct lc_state *s;
+        struct lc_publication p = { 0 };
+        enum { N = 2100 };      /* past 2048: a 4096-slot map grows in steps */
+        static uint64_t gone[N];
+        static bool alive[2 * N];
+        size_t n_gone = 0, live = 0, unmoved;
+
+        CU_ASSERT_FATAL(lc_state_new(&s) == 0);
+        for (size_t i = 0; i < N; i++, live++) {
+                put_item(s, 1000 + i * 4099, COORD__ITEM_KIND__ITEM_VIEW, NULL, 0, 0, 0);
+                put_bound(s, 1000 + i * 4099, i);
+                alive[i] = true;
+        }
+        unmoved = lc_state_map_unmoved(s);
+        CU_ASSERT_FATAL(unmoved > 1000);                /* the grow is under way */
+        CU_ASSERT_TRUE(lc_state_map_ok(s));
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);       /* nothing dirty: removals free */
+        for (size_t i = 0; i < N; i += 2, live--) {
+                gone[n_gone++] = 1000 + i * 4099;
+                alive[i] = false;
+        }
+        delete_items(s, gone, n_gone);
+        CU_ASSERT_EQUAL(lc_state_tick(s, &p), 0);
+        CU_ASSERT(lc_state_map_unmoved(s) > 0);
+        CU_ASSERT(lc_state_map_unmoved(s) < unmoved / 2 + 100);  /* half went from old */
+        CU_ASSERT_TRUE(lc_state_map_ok(s));
+        for (int round = 0; round < 2; round++) {
+                size_t n = round == 0 ? N : 2 * N;
+
+                for (size_t i = 0; i < n; i++) {
+                        uint64_t v = UINT64_MAX;
+                        int r = lc_state_bound(s, 1000 + i * 4099, &v);
+
+                        CU_ASSERT_EQUAL(r == 0, alive[i]);
+                        CU_ASSERT(!alive[i] || v == i);
+                }
+                CU_ASSERT_EQUAL(lc_state_n_objects(s), live);
+                if (round == 1)
+                        break;
+                /* More objects: their steps move the rest of old. */
+                for (size_t i = N; i < 2 * N; i++, live++) {
+                        put_item(s, 1000 + i * 4099, COORD__ITEM_KIND__ITEM_VIEW, NULL, 0, 0, 0);
+                        put_bound(s, 1000 + i * 4099, i);
+                        alive[i] = true;
+                }
+                CU_ASSERT_EQUAL(lc_state_map_unmoved(s), 0);
+                CU_ASSERT_TRUE(lc_state_map_ok(s));
+        }
+        lc_publication_done(&p);
+        lc_state_free(s);
+}
+
 /* ---- the load in bulk from a catalog (lifecycle-load.h) ---- */
 
 /* g committed to a new catalog at dir/catalog, in transactions of a few hundred
@@ -1138,6 +1195,7 @@ int main(void)
                 { "load_batch", test_load_batch },
                 { "load_batch_reload", test_load_batch_reload },
                 { "map_removals", test_map_removals },
+                { "map_stepped", test_map_stepped },
                 { NULL, NULL },
         };
         static const struct t_case load[] = {
