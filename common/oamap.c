@@ -3,8 +3,8 @@
  * NOTES
  *
  * (1) Growing in steps.  Doubling a table rehashes every entry into a new array in one
- *     call: at 100,000 objects one such grow of the controller's tables held its loop for
- *     50-190 ms, at 1,000,000 ten times that.  oa_reserve_stepped() instead allocates the
+ *     call, which holds a loop for as long as the table is large (docs/benchmarks.md,
+ *     "Loop stalls at 100,000").  oa_reserve_stepped() instead allocates the
  *     new array and keeps the present one as `old`; each later call moves a few of old's
  *     clusters (oa_step()) and the table's own lookups look in the new array, then in
  *     old.  Invariants:

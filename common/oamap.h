@@ -4,7 +4,7 @@
  * Each table keeps its own entry type, probe and deletion; the one thing they share is the
  * grow, here: the controller's gmap and row mirror (controller-server-internal.h,
  * controller-server-mirror.c), its storage map (controller-storage.c) and lifecycle's
- * object map (lifecycle-state.c).  The controller's two grow in steps (oamap.c note 1),
+ * object map (lifecycle-state.c).  All but the storage map grow in steps (oamap.c note 1),
  * so that a table of a million entries never doubles in one loop turn.
  */
 #pragma once

@@ -450,7 +450,7 @@ static inline struct gent *gmap_put(struct gmap *m, uint64_t key)
         return &m->slots[i];
 }
 
-/* Backward-shift deletion of slot i of one array (either: note 1 of oamap.c). */
+/* Backward-shift deletion of slot i of one array (either one: oamap.c note 1). */
 static inline void gent_delete_at(struct gent *slots, size_t mask, size_t i)
 {
         slots[i].key = 0;

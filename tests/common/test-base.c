@@ -277,7 +277,7 @@ static void test_oamap_stepped(void)
                         t.slots = slots;
                         stepped += t.old.slots != NULL;
                         /* The cluster at the cursor is whole: each of its entries is
-                         * found from its home (note 1's invariant). */
+                         * found from its home (oamap.c note 1). */
                         for (size_t i = t.old.cursor; t.old.slots &&
                              ((struct t_oa *)t.old.slots)[i].id; i = (i + 1) & t.old.mask) {
                                 struct t_oa *o = &((struct t_oa *)t.old.slots)[i];
