@@ -92,6 +92,22 @@ void oa_step(const struct oa_kind *k, void *slots, size_t mask, struct oa_old *o
                 oa_old_free(old);
 }
 
+void *oa_each(const struct oa_kind *k, void *slots, size_t mask, const struct oa_old *old,
+              size_t *i)
+{
+        size_t cap = slots ? mask + 1 : 0, ocap = old->slots ? old->mask + 1 : 0;
+
+        while (*i < cap + ocap) {
+                char *e = *i < cap ? (char *)slots + *i * k->entry_size
+                                   : (char *)old->slots + (*i - cap) * k->entry_size;
+
+                (*i)++;
+                if (k->used(e))
+                        return e;
+        }
+        return NULL;
+}
+
 void oa_old_free(struct oa_old *old)
 {
         free(old->slots);

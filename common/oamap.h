@@ -82,3 +82,9 @@ void oa_step(const struct oa_kind *k, void *slots, size_t mask, struct oa_old *o
 
 /* Forgets a growth (the caller frees what old's entries own first). */
 void oa_old_free(struct oa_old *old);
+
+/* The next used entry of a table growing in steps, from position *i on (0 first),
+ * through its array then old's: every entry once, in no order.  NULL at the end.  No
+ * insert or deletion meanwhile. */
+void *oa_each(const struct oa_kind *k, void *slots, size_t mask, const struct oa_old *old,
+              size_t *i);

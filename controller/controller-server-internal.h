@@ -416,16 +416,17 @@ static inline uint64_t gent_hash(const void *e)
         return oa_hash_id(((const struct gent *)e)->key);
 }
 
+static const struct oa_kind gmap_kind = {
+        .entry_size = sizeof(struct gent), .min_slots = GMAP_MIN_SLOTS,
+        .used = gent_used, .hash = gent_hash,
+};
+
 /* Room for `more` new keys, so that gmap_put() cannot fail afterwards; moves a step of a
  * grow under way. */
 static inline int gmap_reserve(struct gmap *m, size_t more)
 {
-        static const struct oa_kind kind = {
-                .entry_size = sizeof(struct gent), .min_slots = GMAP_MIN_SLOTS,
-                .used = gent_used, .hash = gent_hash,
-        };
         void *slots = m->slots;
-        int r = oa_reserve_stepped(&kind, &slots, &m->mask, &m->old, m->n, more);
+        int r = oa_reserve_stepped(&gmap_kind, &slots, &m->mask, &m->old, m->n, more);
 
         m->slots = slots;
         return r < 0 ? r : 0;
@@ -489,17 +490,7 @@ static inline void gmap_remove(struct gmap *m, uint64_t key)
  * reserve, put or remove meanwhile. */
 static inline struct gent *gmap_each(const struct gmap *m, size_t *i)
 {
-        size_t cap = m->slots ? m->mask + 1 : 0, ocap = m->old.slots ? m->old.mask + 1 : 0;
-
-        while (*i < cap + ocap) {
-                struct gent *e = *i < cap ? &m->slots[*i]
-                                          : &((struct gent *)m->old.slots)[*i - cap];
-
-                (*i)++;
-                if (e->key)
-                        return e;
-        }
-        return NULL;
+        return oa_each(&gmap_kind, m->slots, m->mask, &m->old, i);
 }
 
 static inline void gmap_clear(struct gmap *m)

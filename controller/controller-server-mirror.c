@@ -581,21 +581,6 @@ int64_t server_cm_count(const struct cmirror *m, const void *row, size_t len)
         return e ? e->count : 0;
 }
 
-struct rcent *server_cm_each(const struct cmirror *m, size_t *i)
-{
-        size_t cap = m->slots ? m->mask + 1 : 0, ocap = m->old.slots ? m->old.mask + 1 : 0;
-
-        while (*i < cap + ocap) {
-                struct rcent *e = *i < cap ? &m->slots[*i]
-                                           : &((struct rcent *)m->old.slots)[*i - cap];
-
-                (*i)++;
-                if (e->row)
-                        return e;
-        }
-        return NULL;
-}
-
 static bool rcent_used(const void *e)
 {
         return ((const struct rcent *)e)->row != NULL;
@@ -606,15 +591,21 @@ static uint64_t rcent_hash(const void *e)
         return ((const struct rcent *)e)->hash;
 }
 
+static const struct oa_kind cm_kind = {
+        .entry_size = sizeof(struct rcent), .min_slots = GMAP_MIN_SLOTS,
+        .used = rcent_used, .hash = rcent_hash,
+};
+
+struct rcent *server_cm_each(const struct cmirror *m, size_t *i)
+{
+        return oa_each(&cm_kind, m->slots, m->mask, &m->old, i);
+}
+
 /* Room for one more row (oamap.h), and a step of a grow under way. */
 static int cm_grow(struct cmirror *m)
 {
-        static const struct oa_kind kind = {
-                .entry_size = sizeof(struct rcent), .min_slots = GMAP_MIN_SLOTS,
-                .used = rcent_used, .hash = rcent_hash,
-        };
         void *slots = m->slots;
-        int r = oa_reserve_stepped(&kind, &slots, &m->mask, &m->old, m->n, 1);
+        int r = oa_reserve_stepped(&cm_kind, &slots, &m->mask, &m->old, m->n, 1);
 
         m->slots = slots;
         return r < 0 ? r : 0;

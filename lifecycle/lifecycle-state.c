@@ -179,23 +179,6 @@ static struct lc_obj *obj_find(const struct lc_state *s, uint64_t gid)
         return e ? e->o : NULL;
 }
 
-/* Every object once, in no order: for (size_t i = 0; (o = obj_each(s, &i)); ).  No
- * object added or freed meanwhile. */
-static struct lc_obj *obj_each(const struct lc_state *s, size_t *i)
-{
-        size_t cap = s->slots ? s->mask + 1 : 0, ocap = s->old.slots ? s->old.mask + 1 : 0;
-
-        while (*i < cap + ocap) {
-                const struct lc_slot *e = *i < cap ? &s->slots[*i]
-                                                   : &((struct lc_slot *)s->old.slots)[*i - cap];
-
-                (*i)++;
-                if (e->o)
-                        return e->o;
-        }
-        return NULL;
-}
-
 static bool slot_used(const void *e)
 {
         return ((const struct lc_slot *)e)->o != NULL;
@@ -210,6 +193,15 @@ static const struct oa_kind map_kind = {
         .entry_size = sizeof(struct lc_slot), .min_slots = 64,
         .used = slot_used, .hash = slot_hash,
 };
+
+/* Every object once, in no order: for (size_t i = 0; (o = obj_each(s, &i)); ).  No
+ * object added or freed meanwhile. */
+static struct lc_obj *obj_each(const struct lc_state *s, size_t *i)
+{
+        const struct lc_slot *e = oa_each(&map_kind, s->slots, s->mask, &s->old, i);
+
+        return e ? e->o : NULL;
+}
 
 /* Room for n objects in all without a rehash: slots for at least 2n (half full), 64 at
  * least, grown in steps (oamap.h); and a step of a grow under way. */
