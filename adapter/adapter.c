@@ -170,7 +170,8 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  "client_writes_pending=%zu "
                  "ddl_after_publication=%llu catalog_sync_max_us=%llu catalog_sync_window_max_us=%llu "
                  "ddl_direct_replies=%llu frontier_wait=%s frontier_loop_wakes=%llu "
-                 "frontier_reads=%llu catalog_waits_yielded=%llu catalog_waits_slept=%llu %s",
+                 "frontier_reads=%llu frontier_read_yields=%llu catalog_waits_yielded=%llu "
+                 "catalog_waits_slept=%llu %s",
                  (unsigned long long)cs.commits, (unsigned long long)cs.groups,
                  rd ? "attached" : "waiting", (unsigned long long)io.wal_bytes,
                  (unsigned long long)io.synclog_bytes, (unsigned long long)io.synclog_store_syncs,
@@ -191,6 +192,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  (unsigned long long)direct, node_ring_wait_mode(n),
                  (unsigned long long)node_ring_loop_wakes(n),
                  (unsigned long long)node_ring_reads(n),
+                 (unsigned long long)node_ring_yields(n),
                  (unsigned long long)cs.waits_yielded, (unsigned long long)cs.waits_slept,
                  ad->lease_detail);
         reply->detail = ad->detail;
@@ -331,7 +333,7 @@ int main(int argc, char **argv)
         bool test_check_corrupt = false, test_hold_builtin_rows = false, direct_reply = true;
         bool frontier_wait_thread = false, standby = false;
         uint64_t test_publication_delay_ms = 0, test_reply_wake_delay_ms = 0, test_lease_delay_ms = 0;
-        uint64_t catalog_wait_spin_us = CATALOG_WAIT_SPIN_DEFAULT_NS / 1000;
+        uint64_t catalog_wait_spin_us = CATALOG_WAIT_SPIN_DEFAULT_NS / 1000, frontier_budget = 0;
         const struct conf_option extra[] = {
                 { "pg-host", CONF_STR, &pg_host, 0, "SQL (PostgreSQL wire) address; empty: Unix socket only (default 127.0.0.1)" },
                 { "pg-port", CONF_U64, &pg_port, 65535, "SQL port (default 6875; 0 picks a free one); the Unix socket is <run-dir>/.s.PGSQL.<port>" },
@@ -342,6 +344,7 @@ int main(int argc, char **argv)
                 { "catalog-wait-spin-us", CONF_U64, &catalog_wait_spin_us, 100000, "a catalog committer that waits for its group to be written yields its vCPU this long at most before it sleeps (default 500; 0: sleeps at once; docs/catalog.md)" },
                 { "standby", CONF_BOOL, &standby, 0, "when another adapter holds this data directory, wait (status: ready=no, detail standby) and take over when it exits, with a new writer epoch (docs/operations.md)" },
                 { "frontier-wait-thread", CONF_BOOL, &frontier_wait_thread, 0, "sleep on the controller's frontier ring in a watcher thread, not in the event loop (what happens anyway where the kernel lacks IORING_OP_FUTEX_WAIT)" },
+                { "frontier-read-budget", CONF_U64, &frontier_budget, 1u << 24, "frontier ring records one turn of the event loop reads before it yields to other work, as in a snapshot of every collection (default 0: 16384)" },
                 { "test-clock-offset-ms", CONF_STR, &clock_offset, 0, "TEST ONLY: shift the oracle's wall clock by this many ms (may be negative)" },
                 { "test-check-corrupt", CONF_BOOL, &test_check_corrupt, 0, "TEST ONLY: coordctl check sees one altered record (to show that it fails)" },
                 { "test-hold-builtin-rows", CONF_BOOL, &test_hold_builtin_rows, 0, "TEST ONLY: never send the built-in rows of DDL and publications (so a kill -9 loses them)" },
@@ -433,6 +436,7 @@ int main(int argc, char **argv)
                 log_error_errno(r, "check_failed", "");
                 goto out;
         }
+        node_ring_set_read_budget(ad.node, (size_t)frontier_budget);
         r = node_follow_ring(ad.node, frontier_wait_thread);
         if (r < 0)
                 goto out;

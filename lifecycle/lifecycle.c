@@ -154,7 +154,7 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  "catalog_wait=%s catalog_loop_wakes=%llu catalog_catchup=%s "
                  "catalog_catchup_last_us=%llu catalog_catchup_max_us=%llu "
                  "frontier_wait=%s frontier_loop_wakes=%llu frontier_reads=%llu "
-                 "instance_id=%u duty=%s duty_epoch=%llu duty_claims=%llu duty_takeovers=%llu "
+                 "frontier_read_yields=%llu instance_id=%u duty=%s duty_epoch=%llu duty_claims=%llu duty_takeovers=%llu "
                  "duty_lost=%llu duty_busy=%llu duty_fenced=%llu duty_holder_seen=%s "
                  "refresh_jobs=%s refresh_claims=%llu refresh_busy=%llu refresh_releases=%llu "
                  "refresh_committed=%llu refresh_reconciled=%llu refresh_fenced=%llu refresh_retries=%llu "
@@ -175,7 +175,8 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  (unsigned long long)lc->loop_wakes, lc->catchup ? "thread" : "loop",
                  (unsigned long long)lc->catchup_last_us, (unsigned long long)lc->catchup_max_us,
                  node_ring_wait_mode(n), (unsigned long long)node_ring_loop_wakes(n),
-                 (unsigned long long)node_ring_reads(n), node_instance_id(n),
+                 (unsigned long long)node_ring_reads(n),
+                 (unsigned long long)node_ring_yields(n), node_instance_id(n),
                  lc->duty_active ? "active" : lc->duty_epoch ? "claimed" : "standby",
                  (unsigned long long)lc->duty_epoch, (unsigned long long)lc->duty_claims,
                  (unsigned long long)lc->duty_takeovers, (unsigned long long)lc->duty_lost,
@@ -200,6 +201,7 @@ int main(int argc, char **argv)
 {
         struct lifecycle lc = { .interval_ms = 1000, .start_ns = now_ns() };
         uint64_t instance_id = 0, duty_ttl_ms = 3000, part_items = LC_ENACT_PART_ITEMS;
+        uint64_t frontier_budget = 0;
         bool frontier_wait_thread = false;
         const struct conf_option extra[] = {
                 { "publication-interval-ms", CONF_U64, &lc.interval_ms, 3600000,
@@ -210,6 +212,9 @@ int main(int argc, char **argv)
                 { "frontier-wait-thread", CONF_BOOL, &frontier_wait_thread, 0,
                   "sleep on the controller's frontier ring in a watcher thread, not in the "
                   "event loop (what happens anyway where the kernel lacks IORING_OP_FUTEX_WAIT)" },
+                { "frontier-read-budget", CONF_U64, &frontier_budget, 1u << 24,
+                  "frontier ring records one turn of the event loop reads before it yields to "
+                  "other work, as in a snapshot of every collection (default 0: 16384)" },
                 { "instance-id", CONF_U64, &instance_id, NODE_FLEET_MAX - 1,
                   "this follower's id in a fleet on one catalog, 0-15 (default 0); its files are "
                   "<data-dir>/lifecycle-K/ and <run-dir>/lifecycle-K.{sock,pid} for K > 0" },
@@ -274,6 +279,7 @@ int main(int argc, char **argv)
         r = lifecycle_notify_start(&lc, a.instance);
         if (r < 0)
                 goto out;
+        node_ring_set_read_budget(lc.node, (size_t)frontier_budget);
         r = node_follow_ring(lc.node, frontier_wait_thread);
         if (r < 0)
                 goto out;

@@ -11,6 +11,14 @@
  *     in fring_wait() takes over for the life of the process.  A tick every RING_TICK_MS
  *     drains in either mode and retries the attach while the ring does not exist.
  *     Status: node_ring_wait_mode(), node_ring_loop_wakes(), node_ring_reads().
+ * (5a) A turn of the loop's sleep delivers at most RING_READ_BUDGET records, then
+ *     yields (a timer of 0) and goes on at the next turn: the snapshot after a producer's
+ *     restart or grow holds every live collection, up to a million, too many for one
+ *     callback (docs/benchmarks.md, "Loop stalls at 100,000").  Both consumers take a
+ *     snapshot in parts: the follower's uppers only grow (lc_state_frontiers_reset()),
+ *     the adapter only re-checks its waiters (exec_on_frontiers()).  The watcher
+ *     thread's mode and the tick still drain everything (rare, and the thread's own
+ *     reader would not wake the loop again for what is left).
  */
 #include "node-internal.h"
 
@@ -25,6 +33,7 @@
 #include "util.h"
 
 #define RING_TICK_MS     1000u          /* note 5: drain (or attach) at least this often */
+#define RING_READ_BUDGET 16384u         /* note 5a: records one turn of ring_arm() delivers */
 #define NS_PER_MS        1000000ull
 
 /* The watcher thread (the fallback): its own reader (a reader is not shared between
@@ -60,12 +69,14 @@ static void *ring_watch(void *userdata)
         return NULL;
 }
 
-/* Attach if not yet, then read everything there is into on_frontiers: 0, or -ENOENT /
- * -EAGAIN while there is no ring to attach to, or another error of fring_read(). */
-static int ring_read_all(struct node *n)
+/* Attach if not yet, then read what there is into on_frontiers, at most about budget
+ * records (note 5a): 0 when all was read, 1 when some is left, or -ENOENT / -EAGAIN
+ * while there is no ring to attach to, or another error of fring_read(). */
+static int ring_read_some(struct node *n, size_t budget)
 {
         struct fring_frontier buf[256];
         bool resynced, delivered = false;
+        size_t read = 0;
         int r;
 
         if (!n->ring) {
@@ -96,8 +107,18 @@ static int ring_read_all(struct node *n)
                         n->h.on_frontiers(n, buf, (size_t)r, resynced, n->userdata);
                 if (r == 0)
                         break;
+                read += (size_t)r;
+                if (read >= budget)
+                        return 1;
         }
         return 0;
+}
+
+static int ring_read_all(struct node *n)
+{
+        int r = ring_read_some(n, SIZE_MAX);
+
+        return r < 0 ? r : 0;
 }
 
 static void ring_drain(struct loop *l, uint64_t count, void *userdata)
@@ -149,7 +170,12 @@ static void ring_arm(struct node *n)
                 return;
         /* A few rounds while records keep coming; then yield to the rest of the loop. */
         for (int round = 0; round < 4; round++) {
-                r = ring_read_all(n);
+                r = ring_read_some(n, n->ring_budget ? n->ring_budget : RING_READ_BUDGET);
+                if (r == 1) {
+                        n->ring_yields++;
+                        ring_later(n, 0);               /* note 5a: the rest next turn */
+                        return;
+                }
                 if (r == -ENOENT || r == -EAGAIN) {
                         ring_later(n, 100);             /* no ring (yet) */
                         return;
@@ -295,6 +321,16 @@ uint64_t node_ring_loop_wakes(const struct node *n)
 uint64_t node_ring_reads(const struct node *n)
 {
         return n->ring_reads;
+}
+
+void node_ring_set_read_budget(struct node *n, size_t budget)
+{
+        n->ring_budget = budget;
+}
+
+uint64_t node_ring_yields(const struct node *n)
+{
+        return n->ring_yields;
 }
 
 struct fring_reader *node_ring(struct node *n)

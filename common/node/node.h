@@ -207,6 +207,10 @@ int node_follow_ring(struct node *n, bool wait_thread);
 const char *node_ring_wait_mode(const struct node *n);
 uint64_t node_ring_loop_wakes(const struct node *n);
 uint64_t node_ring_reads(const struct node *n);
+/* Records one turn of the loop delivers before it yields (node-ring.c note 5a; 0: the
+ * built-in 16384), set before node_follow_ring(); the turns that yielded so far. */
+void node_ring_set_read_budget(struct node *n, size_t budget);
+uint64_t node_ring_yields(const struct node *n);
 /* The attached reader, or NULL while not attached yet. */
 struct fring_reader *node_ring(struct node *n);
 

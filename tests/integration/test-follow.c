@@ -404,6 +404,33 @@ static void test_frontier_wait_modes(void)
         frontier_restart("");
 }
 
+/* node-ring.c note 5a: with a budget of 4 records a turn, the snapshot each reader takes
+ * at its attach (every live collection, more than 4 here) comes in several turns, the
+ * rest of the loop served between them; what follows the snapshot is read as usual. */
+static void test_frontier_parts(void)
+{
+        PGconn *c = db();
+
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT(ddl_round(c, "fp", 12));              /* 6 tables left, and the built-ins */
+        PQfinish(c);
+        frontier_restart("--frontier-read-budget 4");
+        c = db();
+        CU_ASSERT_FATAL(c != NULL);
+        CU_ASSERT(t_wait_for(stat_of(COORD__ROLE__ROLE_ADAPTER, "frontier_read_yields") > 0 &&
+                             lc_stat("frontier_read_yields") > 0, 5000));
+        printf("\n    yields: adapter %" PRIu64 ", follower %" PRIu64,
+               stat_of(COORD__ROLE__ROLE_ADAPTER, "frontier_read_yields"),
+               lc_stat("frontier_read_yields"));
+        CU_ASSERT(ddl_round(c, "fq", 6));               /* each INSERT waits for its table */
+        CU_ASSERT(converged());
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM fp11", "1"));
+        CU_ASSERT(rows_are(c, "SELECT count(*) FROM fq5", "1"));
+        PQfinish(c);
+        frontier_restart("");
+        itest_check();
+}
+
 /* The loop's longest callback batch since the daemon started, microseconds. */
 static uint64_t lc_max_stall_us(void)
 {
@@ -499,6 +526,7 @@ static const struct t_case cases[] = {
         { "publication_unanswered", test_publication_unanswered },
         { "wait_modes", test_wait_modes },
         { "frontier_wait_modes", test_frontier_wait_modes },
+        { "frontier_parts", test_frontier_parts },
         { "catchup_thread", test_catchup_thread },
         { "log_path_thread", test_log_path_thread },
         { NULL, NULL },
