@@ -79,7 +79,8 @@ struct node {
         struct loop_timer *ring_tick;   /* the safety net */
         uint64_t ring_loop_wakes;       /* completions of ring_io */
         uint64_t ring_reads;            /* ring_read_some() calls that delivered records */
-        uint64_t ring_yields;           /* turns that left records for the next (node-ring.c note 5a) */
+        uint64_t ring_yields;           /* turns that left records for the next
+                                         * (node-ring.c note 5a) */
         size_t ring_budget;             /* records per turn; 0: RING_READ_BUDGET */
         bool draining;                  /* node_free(): closing, no redials */
         bool server_closing;            /* node_free(): the server's accept not ended yet */
