@@ -440,12 +440,13 @@ static inline struct gent *gmap_put(struct gmap *m, uint64_t key)
         size_t i;
 
         assert(key != 0 && m->slots);
-        e = gmap_find(m, key);
-        if (e)
+        /* One probe of the new array: the key, or the empty slot where it goes. */
+        for (i = oa_hash_id(key) & m->mask; m->slots[i].key; i = (i + 1) & m->mask)
+                if (m->slots[i].key == key)
+                        return &m->slots[i];
+        if (m->old.slots && (e = gent_probe(m->old.slots, m->old.mask, key)))
                 return e;
         assert((m->n + 1) * 2 <= m->mask + 1);
-        for (i = oa_hash_id(key) & m->mask; m->slots[i].key; i = (i + 1) & m->mask)
-                ;
         m->slots[i] = (struct gent){ .key = key };
         m->n++;
         return &m->slots[i];
