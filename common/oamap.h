@@ -1,17 +1,19 @@
 /* oamap.h -- growing the open-addressing tables the daemons keep by id or by row: linear
  * probing over a power of two of slots, kept at most half full, an all-zero slot free.
  *
- * Each table keeps its own entry type, probe and deletion; the one thing they share is the
- * grow, here: the controller's gmap and row mirror (controller-server-internal.h,
- * controller-server-mirror.c), its storage map (controller-storage.c) and lifecycle's
- * object map (lifecycle-state.c).  All but the storage map grow in steps (oamap.c note 1),
- * so that a table of a million entries never doubles in one loop turn.
+ * Each table keeps its own entry type and probe; what they share is here, the grow and
+ * the deletion: the controller's gmap and row mirror (controller-server-internal.h,
+ * controller-server-mirror.c), its storage map (controller-storage.c), lifecycle's object
+ * map (lifecycle-state.c) and the adapter's name index (adapter-catalog.c).  All but the
+ * storage map grow in steps (oamap.c note 1), so that a table of a million entries never
+ * doubles in one loop turn.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The home slot hash of an id (murmur3's 64-bit finalizer: sequential ids spread). */
 static inline size_t oa_hash_id(uint64_t x)
@@ -88,3 +90,26 @@ void oa_old_free(struct oa_old *old);
  * insert or deletion meanwhile. */
 void *oa_each(const struct oa_kind *k, void *slots, size_t mask, const struct oa_old *old,
               size_t *i);
+
+/* Backward-shift deletion: empties slot i (the caller freed what its entry owns) and moves
+ * each later entry of its cluster whose home does not lie cyclically in (hole, entry]
+ * back into the hole, so that probing from its home still finds every entry left and no
+ * tombstone is needed.  Entries move only within their cluster: on either array of a
+ * table growing in steps (oamap.c note 1).  Inline, so that a table's constant kind
+ * lets the compiler call its used() and hash() directly. */
+static inline void oa_delete_at(const struct oa_kind *k, void *slots, size_t mask, size_t i)
+{
+        char *s = slots;
+        const size_t es = k->entry_size;
+
+        memset(s + i * es, 0, es);
+        for (size_t j = (i + 1) & mask; k->used(s + j * es); j = (j + 1) & mask) {
+                size_t home = k->hash(s + j * es) & mask;
+
+                if (((j - home) & mask) >= ((j - i) & mask)) {
+                        memcpy(s + i * es, s + j * es, es);
+                        memset(s + j * es, 0, es);
+                        i = j;
+                }
+        }
+}

@@ -452,23 +452,6 @@ static inline struct gent *gmap_put(struct gmap *m, uint64_t key)
         return &m->slots[i];
 }
 
-/* Backward-shift deletion of slot i of one array (either one: oamap.c note 1). */
-static inline void gent_delete_at(struct gent *slots, size_t mask, size_t i)
-{
-        slots[i].key = 0;
-        for (size_t j = (i + 1) & mask; slots[j].key; j = (j + 1) & mask) {
-                size_t home = oa_hash_id(slots[j].key) & mask;
-
-                /* Move the entry at j into the hole at i unless its home lies
-                 * cyclically in (i, j]: then a lookup would never probe past the hole. */
-                if (((j - home) & mask) >= ((j - i) & mask)) {
-                        slots[i] = slots[j];
-                        slots[j].key = 0;
-                        i = j;
-                }
-        }
-}
-
 static inline void gmap_remove(struct gmap *m, uint64_t key)
 {
         struct gent *e;
@@ -476,11 +459,11 @@ static inline void gmap_remove(struct gmap *m, uint64_t key)
         if (!m->slots || key == 0)
                 return;
         if ((e = gent_probe(m->slots, m->mask, key)))
-                gent_delete_at(m->slots, m->mask, (size_t)(e - m->slots));
+                oa_delete_at(&gmap_kind, m->slots, m->mask, (size_t)(e - m->slots));
         else if (m->old.slots && (e = gent_probe(m->old.slots, m->old.mask, key))) {
                 struct gent *o = m->old.slots;
 
-                gent_delete_at(o, m->old.mask, (size_t)(e - o));
+                oa_delete_at(&gmap_kind, o, m->old.mask, (size_t)(e - o));
                 m->old.n--;
         } else
                 return;

@@ -611,20 +611,11 @@ static int cm_grow(struct cmirror *m)
         return r < 0 ? r : 0;
 }
 
-/* Backward-shift deletion of slot i of one array, as gmap_remove(). */
+/* Frees slot i's row and deletes it from one array (either one: oamap.c note 1). */
 static void cm_delete_at(struct rcent *slots, size_t mask, size_t i)
 {
         free(slots[i].row);
-        slots[i].row = NULL;
-        for (size_t j = (i + 1) & mask; slots[j].row; j = (j + 1) & mask) {
-                size_t home = slots[j].hash & mask;
-
-                if (((j - home) & mask) >= ((j - i) & mask)) {
-                        slots[i] = slots[j];
-                        slots[j].row = NULL;
-                        i = j;
-                }
-        }
+        oa_delete_at(&cm_kind, slots, mask, i);
 }
 
 /* count(row) += diff; a row whose count reaches 0 is removed.  A row still in old

@@ -261,8 +261,6 @@ static void obj_free(struct lc_obj *o)
  * A dirty object stays: the dirty list names it. */
 static void obj_maybe_free(struct lc_state *s, struct lc_obj *o)
 {
-        size_t i, j;
-
         if (o->has_item || o->has_bound || o->n_reqs || o->n_consumers || o->has_upper || o->dirty)
                 return;
         struct lc_slot *slots = s->slots, *e;
@@ -276,17 +274,7 @@ static void obj_maybe_free(struct lc_state *s, struct lc_obj *o)
                 assert(e && e->o == o);
                 s->old.n--;
         }
-        i = (size_t)(e - slots);
-        slots[i] = (struct lc_slot){ 0 };
-        for (j = (i + 1) & mask; slots[j].o; j = (j + 1) & mask) {
-                size_t home = hash64(slots[j].gid) & mask;
-                /* Move j back into the hole at i unless its home lies in (i, j]. */
-                if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-                        slots[i] = slots[j];
-                        slots[j] = (struct lc_slot){ 0 };
-                        i = j;
-                }
-        }
+        oa_delete_at(&map_kind, slots, mask, (size_t)(e - slots));
         s->n--;
         obj_free(o);
 }

@@ -234,20 +234,6 @@ static struct t_oa *t_st_find(const struct t_st *t, uint64_t id)
         return e;
 }
 
-static void t_st_delete_at(struct t_oa *slots, size_t mask, size_t i)
-{
-        slots[i].id = 0;
-        for (size_t j = (i + 1) & mask; slots[j].id; j = (j + 1) & mask) {
-                size_t home = oa_hash_id(slots[j].id) & mask;
-
-                if (((j - home) & mask) >= ((j - i) & mask)) {
-                        slots[i] = slots[j];
-                        slots[j].id = 0;
-                        i = j;
-                }
-        }
-}
-
 static void test_oamap_stepped(void)
 {
         static const struct oa_kind kind = {
@@ -302,10 +288,10 @@ static void test_oamap_stepped(void)
                         struct t_oa *e;
 
                         if (t.slots && (e = t_st_probe(t.slots, t.mask, id)))
-                                t_st_delete_at(t.slots, t.mask, (size_t)(e - t.slots));
+                                oa_delete_at(&kind, t.slots, t.mask, (size_t)(e - t.slots));
                         else if (t.old.slots && (e = t_st_probe(t.old.slots, t.old.mask, id))) {
-                                t_st_delete_at(t.old.slots, t.old.mask,
-                                               (size_t)(e - (struct t_oa *)t.old.slots));
+                                oa_delete_at(&kind, t.old.slots, t.old.mask,
+                                             (size_t)(e - (struct t_oa *)t.old.slots));
                                 t.old.n--;
                         } else {
                                 CU_ASSERT_FATAL(ref[id] == 0 && id != 1);
