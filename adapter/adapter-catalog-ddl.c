@@ -179,30 +179,6 @@ uint64_t acat_max_bound(const struct adapter_catalog *ac, const uint64_t *gids, 
         return m;
 }
 
-static int name_reserve(struct adapter_catalog *ac, struct acat_item *it)
-{
-        int r;
-
-        if ((ac->n_names_used + ac->n_tombstones + 1) * 2 > ac->n_names_cap) {
-                r = names_rebuild(ac, ac->n_names_cap * 2);
-                if (r < 0)
-                        return r;
-        }
-        names_insert_raw(ac->names, ac->n_names_cap, it);
-        ac->n_names_used++;
-        return 0;
-}
-
-static void name_release(struct adapter_catalog *ac, struct acat_item *it)
-{
-        struct name_ent *slot = names_slot(ac, it->name);
-
-        assert(slot && slot->it == it);
-        slot->it = TOMBSTONE;
-        ac->n_tombstones++;
-        ac->n_names_used--;
-}
-
 static bool kind_has_bound(enum sql_object_kind k)
 {
         /* Storage collections get a birth bound; a view has no data, and an index's bound
@@ -566,7 +542,7 @@ static int create_into(struct adapter_catalog *ac, const struct acat_new_item *n
                 r = req_consumer_add(item_or_before(ac, it->reqs[i].input, before, n_before), it);
         if (r < 0)
                 goto fail;
-        r = name_reserve(ac, it);
+        r = names_add(ac, it);
         if (r < 0)
                 goto fail;
         /* (3) the GlobalId is taken now, whatever happens to the commit. */
@@ -1102,7 +1078,7 @@ void acat_txn_finish(struct adapter_catalog *ac, struct acat_txn *t, int commit_
                                         if (in)
                                                 req_consumer_remove(in, it);
                                 }
-                                name_release(ac, it);
+                                names_remove(ac, it);
                                 item_free(it);
                         }
                 }

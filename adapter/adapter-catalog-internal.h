@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "adapter-catalog.h"
+#include "oamap.h"
 #include "catalog/catalog.h"
 #include "catalog.pb-c.h"
 
@@ -23,14 +24,27 @@
 #define KEY_BOUND CATALOG_STATE_BOUND
 #define KEY_REQ   CATALOG_STATE_REQ
 
-#define TOMBSTONE ((struct acat_item *)(uintptr_t)1)
-
-/* A slot of the name index: it NULL empty, TOMBSTONE removed; hash is name_hash() of
- * its name, so that a probe compares names only on a full hash match (at 100,000
+/* A slot of the name index (adapter-catalog.c note 2): it NULL empty; hash is name_hash()
+ * of its name, so that a probe compares names only on a full hash match (at 100,000
  * names every other comparison would be a cache miss on an item). */
 struct name_ent {
         struct acat_item *it;
         uint64_t hash;
+};
+
+static inline bool name_ent_used(const void *e)
+{
+        return ((const struct name_ent *)e)->it != NULL;
+}
+
+static inline uint64_t name_ent_hash(const void *e)
+{
+        return ((const struct name_ent *)e)->hash;
+}
+
+static const struct oa_kind names_kind = {
+        .entry_size = sizeof(struct name_ent), .min_slots = 128,
+        .used = name_ent_used, .hash = name_ent_hash,
 };
 
 struct adapter_catalog {
@@ -40,7 +54,8 @@ struct adapter_catalog {
         size_t n_items, cap_items;
         size_t n_builtin;
         struct name_ent *names;         /* hash by name (adapter-catalog.c note 2) */
-        size_t n_names_cap, n_names_used, n_tombstones;
+        size_t names_mask, n_names;     /* n_names: entries in names and names_old */
+        struct oa_old names_old;        /* a grow under way (oamap.c note 1) */
         uint64_t next_gid;
         bool publishing;                /* a publication's commit is in flight */
         struct acat_hold *holds;        /* clients' holds (adapter-hold.c) */
@@ -79,8 +94,10 @@ struct acat_txn {
 /* adapter-catalog.c */
 extern struct acat_item acat_builtins[6];    /* the built-in relations, by gid */
 uint64_t name_hash(const char *s);
-int names_insert_raw(struct name_ent *tab, size_t cap, struct acat_item *it);
-int names_rebuild(struct adapter_catalog *ac, size_t cap);
+/* The name index: it's name, free in neither array, is added (-ENOMEM: not added);
+ * it, present, is removed; a name's slot, or NULL. */
+int names_add(struct adapter_catalog *ac, struct acat_item *it);
+void names_remove(struct adapter_catalog *ac, const struct acat_item *it);
 struct name_ent *names_slot(const struct adapter_catalog *ac, const char *name);
 int checks_dup(const struct sql_check *v, size_t n, struct sql_check **ret);
 int uniques_dup(const struct sql_unique *v, size_t n, struct sql_unique **ret);

@@ -270,23 +270,22 @@ static int load_scan(struct adapter_catalog *ac, struct load_part parts[4])
         return r;
 }
 
-/* The name index, sized once for every loaded item; a name twice is -EBADMSG.  One
- * walk per name finds either its twin or its slot (a new table has no tombstones), and
- * the slot of the name NAMES_AHEAD on is prefetched: at 100,000 objects the table is
- * 8 MB, and each probe was a cache and TLB miss. */
+/* The name index, sized once for every loaded item (no grow under way: it holds the
+ * built-ins only); a name twice is -EBADMSG.  One walk per name finds either its twin
+ * or its slot, and the slot of the name NAMES_AHEAD on is prefetched: at 100,000
+ * objects the table is 8 MB, and each probe was a cache and TLB miss. */
 #define NAMES_AHEAD 8
 static int load_names(struct adapter_catalog *ac)
 {
         uint64_t ahead[NAMES_AHEAD];
-        size_t cap = ac->n_names_cap, mask, first = ac->n_builtin;
+        size_t mask, first = ac->n_builtin;
         int r;
 
-        while ((ac->n_items + 1) * 2 > cap)
-                cap *= 2;
-        r = names_rebuild(ac, cap);     /* the built-ins */
+        assert(!ac->names_old.slots && ac->n_names == first);
+        r = oa_reserve(&names_kind, (void **)&ac->names, &ac->names_mask, ac->n_items + 1);
         if (r < 0)
                 return r;
-        mask = ac->n_names_cap - 1;
+        mask = ac->names_mask;
         for (size_t i = first; i < ac->n_items && i < first + NAMES_AHEAD; i++)
                 ahead[i % NAMES_AHEAD] = name_hash(ac->items[i]->name);
         for (size_t i = first; i < ac->n_items; i++) {
@@ -301,12 +300,11 @@ static int load_names(struct adapter_catalog *ac)
                         __builtin_prefetch(&ac->names[next & mask], 1);
                 }
                 for (; ac->names[k].it; k = (k + 1) & mask) {
-                        assert(ac->names[k].it != TOMBSTONE);
                         if (ac->names[k].hash == h && strcmp(ac->names[k].it->name, name) == 0)
                                 return -EBADMSG;
                 }
                 ac->names[k] = (struct name_ent){ ac->items[i], h };
-                ac->n_names_used++;
+                ac->n_names++;
         }
         return 0;
 }
@@ -408,9 +406,6 @@ int acat_open(struct catalog *store, struct adapter_catalog **ret)
                 return -ENOMEM;
         ac->store = store;
         ac->next_gid = ACAT_FIRST_USER_GID;
-        r = names_rebuild(ac, 128);
-        if (r < 0)
-                goto fail;
         for (size_t i = 0; i < ELEMENTSOF(acat_builtins); i++) {
                 r = items_add(ac, &acat_builtins[i]);
                 if (r < 0)
@@ -473,9 +468,12 @@ struct adapter_catalog *acat_free(struct adapter_catalog *ac)
         free(ac->holds);
         /* Creations whose commit never finished live only in the name index: free them
          * before the items, whose memory the other entries of the index point to. */
-        for (size_t i = 0; i < ac->n_names_cap; i++)
-                if (ac->names[i].it && ac->names[i].it != TOMBSTONE && ac->names[i].it->pending)
-                        item_free(ac->names[i].it);
+        struct name_ent *e;
+
+        for (size_t i = 0;
+             (e = oa_each(&names_kind, ac->names, ac->names_mask, &ac->names_old, &i)); )
+                if (e->it->pending)
+                        item_free(e->it);
         for (size_t i = 0; i < ac->n_items; i++) {
                 if (ac->items[i]->builtin) {
                         /* static storage: only the dependents array is ours */
@@ -494,6 +492,7 @@ struct adapter_catalog *acat_free(struct adapter_catalog *ac)
         }
         free(ac->items);
         free(ac->names);
+        oa_old_free(&ac->names_old);
         free(ac);
         return NULL;
 }

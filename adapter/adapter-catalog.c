@@ -5,9 +5,11 @@
  * (2) items[] holds every item, sorted by GlobalId (built-ins first, user GlobalIds are
  *     handed out increasing); lookups by id are a binary search.  The name index is an
  *     open-addressing hash table of item pointers with their names' hashes (linear
- *     probing, tombstones, rebuilt when a quarter of it is tombstones; a probe reads an
- *     item only on a full hash match).  Both are O(1)/O(log n) so statements cost the
- *     same with 100,000 objects as with 10.
+ *     probing, backward-shift deletion by oa_delete_at(); a probe reads an item only on
+ *     a full hash match).  It grows in steps (oamap.c note 1): names_add() moves a few
+ *     clusters of the old array per name added and lookups look in both, so no CREATE
+ *     holds the loop for a rehash of every name.  Both are O(1)/O(log n) so statements
+ *     cost the same with 100,000 objects as with 10.
  */
 #include "adapter-catalog-internal.h"
 
@@ -98,60 +100,69 @@ uint64_t name_hash(const char *s)
         return h;
 }
 
-static void names_insert_hashed(struct name_ent *tab, size_t cap, struct acat_item *it, uint64_t h)
+/* The slot of name (hash h) in one array, or NULL. */
+static struct name_ent *names_probe(struct name_ent *tab, size_t mask, const char *name,
+                                    uint64_t h)
 {
-        size_t mask = cap - 1, i = h & mask;
-
-        while (tab[i].it && tab[i].it != TOMBSTONE)
-                i = (i + 1) & mask;
-        tab[i] = (struct name_ent){ it, h };
-}
-
-int names_insert_raw(struct name_ent *tab, size_t cap, struct acat_item *it)
-{
-        names_insert_hashed(tab, cap, it, name_hash(it->name));
-        return 0;
-}
-
-/* Rehash the live entries (items and pending creations) into a table of cap slots. */
-int names_rebuild(struct adapter_catalog *ac, size_t cap)
-{
-        struct name_ent *tab = calloc(cap, sizeof(*tab));
-        size_t used = 0;
-
-        if (!tab)
-                return -ENOMEM;
-        for (size_t i = 0; i < ac->n_names_cap; i++)
-                if (ac->names[i].it && ac->names[i].it != TOMBSTONE) {
-                        names_insert_hashed(tab, cap, ac->names[i].it, ac->names[i].hash);
-                        used++;
-                }
-        free(ac->names);
-        ac->names = tab;
-        ac->n_names_cap = cap;
-        ac->n_names_used = used;
-        ac->n_tombstones = 0;
-        return 0;
-}
-
-static struct name_ent *names_slot_hashed(const struct adapter_catalog *ac, const char *name,
-                                          uint64_t h)
-{
-        size_t mask = ac->n_names_cap - 1, i = h & mask;
-
-        for (size_t probes = 0; probes < ac->n_names_cap; probes++, i = (i + 1) & mask) {
-                struct acat_item *it = ac->names[i].it;
-                if (!it)
-                        return NULL;
-                if (it != TOMBSTONE && ac->names[i].hash == h && strcmp(it->name, name) == 0)
-                        return &ac->names[i];
-        }
+        for (size_t i = h & mask; tab[i].it; i = (i + 1) & mask)
+                if (tab[i].hash == h && strcmp(tab[i].it->name, name) == 0)
+                        return &tab[i];
         return NULL;
+}
+
+/* In the new array, then in old while the index grows (oamap.c note 1). */
+static struct name_ent *names_find(const struct adapter_catalog *ac, const char *name,
+                                   uint64_t h)
+{
+        struct name_ent *e = ac->names ? names_probe(ac->names, ac->names_mask, name, h) : NULL;
+
+        if (!e && ac->names_old.slots)
+                e = names_probe(ac->names_old.slots, ac->names_old.mask, name, h);
+        return e;
+}
+
+int names_add(struct adapter_catalog *ac, struct acat_item *it)
+{
+        uint64_t h = name_hash(it->name);
+        size_t i;
+        int r;
+
+        r = oa_reserve_stepped(&names_kind, (void **)&ac->names, &ac->names_mask,
+                               &ac->names_old, ac->n_names, 1);
+        if (r < 0)
+                return r;
+        assert(!names_find(ac, it->name, h));
+        for (i = h & ac->names_mask; ac->names[i].it; i = (i + 1) & ac->names_mask)
+                ;
+        ac->names[i] = (struct name_ent){ it, h };
+        ac->n_names++;
+        return 0;
+}
+
+void names_remove(struct adapter_catalog *ac, const struct acat_item *it)
+{
+        uint64_t h = name_hash(it->name);
+        struct name_ent *e;
+
+        if (ac->names && (e = names_probe(ac->names, ac->names_mask, it->name, h))) {
+                assert(e->it == it);
+                oa_delete_at(&names_kind, ac->names, ac->names_mask, (size_t)(e - ac->names));
+        } else {
+                struct name_ent *o = ac->names_old.slots;
+
+                e = o ? names_probe(o, ac->names_old.mask, it->name, h) : NULL;
+                assert(e && e->it == it);
+                if (!e)
+                        return;
+                oa_delete_at(&names_kind, o, ac->names_old.mask, (size_t)(e - o));
+                ac->names_old.n--;
+        }
+        ac->n_names--;
 }
 
 struct name_ent *names_slot(const struct adapter_catalog *ac, const char *name)
 {
-        return names_slot_hashed(ac, name, name_hash(name));
+        return names_find(ac, name, name_hash(name));
 }
 
 /* ---- items ---- */
@@ -514,17 +525,13 @@ int items_add(struct adapter_catalog *ac, struct acat_item *it)
 {
         int r;
 
-        if ((ac->n_names_used + ac->n_tombstones + 1) * 2 > ac->n_names_cap) {
-                r = names_rebuild(ac, ac->n_names_cap ? ac->n_names_cap * 2 : 128);
-                if (r < 0)
-                        return r;
-        }
-        r = items_array_add(ac, it);
+        r = names_add(ac, it);
         if (r < 0)
                 return r;
-        names_insert_raw(ac->names, ac->n_names_cap, it);
-        ac->n_names_used++;
-        return 0;
+        r = items_array_add(ac, it);
+        if (r < 0)
+                names_remove(ac, it);
+        return r;
 }
 
 /* The oldest live index on `target`, or 0. */
@@ -588,23 +595,16 @@ void items_remove(struct adapter_catalog *ac, uint64_t gid)
 {
         size_t pos = items_lower_bound(ac, gid);
         struct acat_item *it;
-        struct name_ent *slot;
 
         if (pos >= ac->n_items || ac->items[pos]->gid != gid)
                 return;
         it = ac->items[pos];
         assert(!it->builtin);
         deps_unlink(ac, it);
-        slot = names_slot(ac, it->name);
-        assert(slot && slot->it == it);
-        slot->it = TOMBSTONE;
-        ac->n_tombstones++;
-        ac->n_names_used--;
+        names_remove(ac, it);
         memmove(ac->items + pos, ac->items + pos + 1, (ac->n_items - pos - 1) * sizeof(*ac->items));
         ac->n_items--;
         item_free(it);
-        if (ac->n_tombstones * 4 > ac->n_names_cap)
-                (void)names_rebuild(ac, ac->n_names_cap);       /* best effort: same size */
 }
 
 /* ---- the analyzer's view ---- */

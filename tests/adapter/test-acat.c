@@ -13,7 +13,8 @@
  *   runs: a creation may name the items of creations committed before it in the same
  *          write (acat_create_begin_after()), and only those;
  *   load: acat_open() links what it used to, and unpacks a view's plan only on use;
- *          a loaded item reads back every field, and its ALTER frees nothing of its block.
+ *          a loaded item reads back every field, and its ALTER frees nothing of its block;
+ *   names: the name index finds, drops and refuses names while it grows in steps.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -771,6 +772,82 @@ static void test_drop_during_publication(void)
         free(dir);
 }
 
+/* The name index grows in steps (adapter-catalog.c note 2, oamap.c note 1): while a
+ * grow is under way every name is found, in whichever array holds it; a name dropped
+ * from the old array is gone and free again; a name taken is refused from either. */
+static bool name_in_old(const char *name)
+{
+        const struct name_ent *e = names_slot(cat, name), *o = cat->names_old.slots;
+
+        return e && o && e >= o && e <= o + cat->names_old.mask;
+}
+
+static void drop_name(const char *name)
+{
+        struct row_error err = { .position = 0 };
+        const struct acat_item *it = acat_by_name(cat, name);
+        struct acat_txn *tx = NULL;
+        uint64_t gid;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+        gid = it->gid;
+        CU_ASSERT_EQUAL_FATAL(acat_drop_begin(cat, &gid, 1, false, &tx, &err), 0);
+        CU_ASSERT_EQUAL(commit(tx), 0);
+}
+
+static void test_names_stepped(void)
+{
+        enum { N = 3000 };
+        char name[32];
+        int n = 0, grown_at = -1, dropped = 0;
+
+        dir = t_mkdtemp("acat-names");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+        open_all();
+        /* Past OA_STEP_MIN_SLOTS / 2 names: the index grows in steps. */
+        for (; n < N && grown_at < 0; n++) {
+                snprintf(name, sizeof(name), "n_%d", n);
+                create(name, SQL_OBJECT_TABLE, NULL, 0, NULL, 0, 0, 100, NULL);
+                if (cat->names_old.slots)
+                        grown_at = n;
+        }
+        CU_ASSERT_FATAL(grown_at > 0 && cat->names_old.n > 0);
+        /* Every name so far is found; some still in old are dropped, then refused. */
+        for (int i = 0; i < n; i++) {
+                snprintf(name, sizeof(name), "n_%d", i);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(acat_by_name(cat, name));
+                if (dropped < 20 && i % 7 == 0 && name_in_old(name)) {
+                        create(name, SQL_OBJECT_TABLE, NULL, 0, NULL, 0, 0, 100, "42P07");
+                        drop_name(name);
+                        CU_ASSERT_PTR_NULL(acat_by_name(cat, name));
+                        dropped++;
+                }
+        }
+        CU_ASSERT_EQUAL(dropped, 20);
+        CU_ASSERT_PTR_NOT_NULL(cat->names_old.slots);   /* the drops came during the grow */
+        /* The rest, until the grow is done; the dropped names are taken again. */
+        for (; n < N; n++) {
+                snprintf(name, sizeof(name), "n_%d", n);
+                create(name, SQL_OBJECT_TABLE, NULL, 0, NULL, 0, 0, 100, NULL);
+        }
+        CU_ASSERT_PTR_NULL(cat->names_old.slots);
+        for (int i = 0, k = 0; i < N; i++) {
+                snprintf(name, sizeof(name), "n_%d", i);
+                if (acat_by_name(cat, name))
+                        continue;
+                CU_ASSERT(i <= grown_at && i % 7 == 0);
+                create(name, SQL_OBJECT_TABLE, NULL, 0, NULL, 0, 0, 100, NULL);
+                k++;
+                if (i == N - 1)
+                        CU_ASSERT_EQUAL(k, 20);
+        }
+        CU_ASSERT_EQUAL(acat_count_user(cat), N);
+        CU_ASSERT_EQUAL(cat->n_names, N + cat->n_builtin);
+        close_all();
+        t_rmrf(dir);
+        free(dir);
+}
+
 /* Clients' holds (adapter-hold.c note 1): admitted at or above the bound, a publication
  * passing one is refused, the bound may move up to it and, once it is gone, past it;
  * acat_holds_drop_stale() deletes the records at start (adapter-hold.c note 2). */
@@ -833,6 +910,7 @@ int main(void)
                 { "load chunks: carved, kept while used, unmapped with the last block", test_load_chunks },
                 { "a DROP during a publication's commit follows it", test_drop_during_publication },
                 { "clients' holds", test_holds },
+                { "the name index grows in steps: lookups, drops and creates meanwhile", test_names_stepped },
                 { NULL, NULL },
         };
         static const struct t_suite suites[] = { { "catalog writer", cases }, { NULL, NULL } };
