@@ -120,6 +120,11 @@ int group_add_unit(struct exec *ex, struct write *w, size_t n)
         return 0;
 }
 
+uint64_t exec_appends_split(const struct exec *ex)
+{
+        return ex->appends_split;
+}
+
 size_t exec_client_writes_pending(const struct exec *ex)
 {
         size_t n = 0;
@@ -304,7 +309,82 @@ static void write_keys_free(Coord__TableWrite *tw)
         tw->n_unique_keys = 0;
 }
 
-int group_send(struct exec *ex, struct group *g)
+size_t exec_frame_budget(const struct exec *ex)
+{
+        uint32_t m = node_max_frame(ex->node);
+
+        return m > 2 * EXEC_FRAME_SLACK ? m - EXEC_FRAME_SLACK : m / 2;
+}
+
+/* Moves g's writes from at on into a new group right after it; g is closed. */
+static int group_split(struct exec *ex, struct group *g, size_t at)
+{
+        struct group *h = calloc(1, sizeof(*h));
+
+        assert(at > 0 && at < g->n && !g->rq);
+        if (!h || !(h->writes = malloc((g->n - at) * sizeof(*h->writes)))) {
+                free(h);
+                return -ENOMEM;
+        }
+        memcpy(h->writes, g->writes + at, (g->n - at) * sizeof(*h->writes));
+        h->n = h->cap = g->n - at;
+        g->n = at;
+        h->closed = g->closed;
+        g->closed = true;
+        h->next = g->next;
+        g->next = h;
+        if (ex->groups_tail == &g->next)
+                ex->groups_tail = &h->next;
+        if (ex->fence == g)
+                ex->fence = h;          /* (3) later, so still a fence for every row */
+        return 0;
+}
+
+/* (2a) g's Append, whose writes are twp[0..g->n), would pass the budget.  g keeps the
+ * longest run of whole units that fits -- a unit is a block's writes (the last one's
+ * n_block counts them), else one write -- and the rest goes to a group after it:
+ * -E2BIG, send g again.  When its first unit alone passes, g keeps just that one, its
+ * size in g->oversize: -EMSGSIZE. */
+static int group_fit(struct exec *ex, struct group *g, Coord__TableWrite *const *twp)
+{
+        _cleanup_free_ size_t *unit_end = malloc(g->n * sizeof(*unit_end));
+        size_t budget = exec_frame_budget(ex), used = 64 + MARK_LEN, i = 0, ub = 0, at;
+        int r;
+
+        if (!unit_end)
+                return -ENOMEM;
+        for (size_t j = g->n; j > 0;) {
+                size_t nb = g->writes[j - 1].n_block > 1 ? g->writes[j - 1].n_block : 1;
+
+                assert(nb <= j);
+                unit_end[j - nb] = j - 1;
+                j -= nb;
+        }
+        while (i < g->n) {
+                ub = 0;
+                for (size_t k = i; k <= unit_end[i]; k++)
+                        ub += coord__table_write__get_packed_size(twp[k]) + 8;
+                if (used + ub > budget)
+                        break;
+                used += ub;
+                i = unit_end[i] + 1;
+        }
+        assert(i < g->n);
+        at = i ? i : unit_end[0] + 1;
+        if (at < g->n) {
+                r = group_split(ex, g, at);
+                if (r < 0)
+                        return r;
+        }
+        if (i) {
+                ex->appends_split++;
+                return -E2BIG;
+        }
+        g->oversize = ub;
+        return -EMSGSIZE;
+}
+
+static int group_send_once(struct exec *ex, struct group *g)
 {
         Coord__Append msg = COORD__APPEND__INIT;
         Coord__TableWrite *tw = NULL, **twp = NULL;
@@ -363,6 +443,10 @@ int group_send(struct exec *ex, struct group *g)
         msg.ts = g->ts;
         msg.n_writes = g->n;
         msg.writes = twp;
+        if (coord__append__get_packed_size(&msg) + MARK_LEN > exec_frame_budget(ex)) {
+                r = group_fit(ex, g, twp);
+                goto out;
+        }
         g->mark = 0;
         if (group_mark(ex, g, mark)) {
                 msg.writer_mark.data = mark;
@@ -381,6 +465,17 @@ out:
         free(tw);
         free(twp);
         free(rows);
+        return r;
+}
+
+/* Sends g, first split to fit (2a): <0 when nothing was sent, -EMSGSIZE when g holds
+ * one unit too large to send. */
+int group_send(struct exec *ex, struct group *g)
+{
+        int r;
+
+        while ((r = group_send_once(ex, g)) == -E2BIG)
+                ;
         return r;
 }
 
@@ -469,9 +564,15 @@ void groups_kick(struct exec *ex)
                 if (cat)
                         snprintf(msg, sizeof(msg), "the catalog is not writable since a write failed "
                                  "(%s); restart coord-adapter to recover", catalog_reason(ex, r));
+                else if (r == -EMSGSIZE)
+                        snprintf(msg, sizeof(msg), "the write is %zu bytes encoded, over the %zu "
+                                 "bytes one append to the controller may hold (--max-frame-bytes "
+                                 "less %u): write it in smaller statements or transactions",
+                                 g->oversize, exec_frame_budget(ex), EXEC_FRAME_SLACK);
                 else
                         snprintf(msg, sizeof(msg), "the write could not be sent: %s", strerror(-r));
-                err.sqlstate = (char *)(cat ? io_sqlstate(catalog_error(ex->store)) : "XX000");
+                err.sqlstate = (char *)(cat ? io_sqlstate(catalog_error(ex->store))
+                                            : r == -EMSGSIZE ? "54000" : "XX000");
                 err.message = msg;
                 group_complete(ex, g, NULL, &err);      /* kicks the next group */
                 return;

@@ -33,6 +33,8 @@ struct ddl;
  * queued (the pgwire conn's PGWIRE_PAUSE_AT). */
 #define EXEC_STREAM_QUEUED_MAX (256u << 10)
 #define MARK_LEN 16     /* (8) be64 origin, be64 seq */
+/* (2a) What an Append or a read's request may hold: the link's frame limit less this. */
+#define EXEC_FRAME_SLACK (64u << 10)
 
 /* STMT_RUN: the statement joined the session's run (7); STMT_RETRY: it could not
  * while the run is open -- nothing was sent, run it again after the run. */
@@ -91,6 +93,7 @@ struct group {
         uint64_t ts;            /* 0 until sent; the last send's when resent */
         uint64_t mark;          /* (8) the seq of the mark it carries, 0 none */
         struct request *rq;
+        size_t oversize;        /* (2a) its one unit's encoding, when over the budget */
         struct group *next;
 };
 
@@ -158,6 +161,7 @@ struct exec {
         bool hold_done;                 /* held for its millisecond: send it */
         uint64_t last_group_ms;
         uint64_t groups_sent, writes_acked;
+        uint64_t appends_split;         /* (2a) */
         uint64_t publications, publication_records;
         struct session *enact_waiters;  /* statements waiting for their objects (13) */
         bool hold_kick;                 /* adding the several writes of one statement:
@@ -219,6 +223,8 @@ int group_add_unit(struct exec *ex, struct write *w, size_t n);
 void write_done(struct write *w);
 void group_free(struct group *g);
 int group_send(struct exec *ex, struct group *g);
+/* (2a) What one request to the controller may hold, in bytes. */
+size_t exec_frame_budget(const struct exec *ex);
 void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,
                     const Coord__Error *err);
 void groups_kick(struct exec *ex);

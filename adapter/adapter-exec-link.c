@@ -39,6 +39,13 @@ struct request *request_new(struct exec *ex, Coord__MsgType type,
         if (!rq)
                 return NULL;
         rq->len = protobuf_c_message_get_packed_size(msg);
+        if (rq->len + 64 > (size_t)node_max_frame(ex->node)) {      /* 64: the envelope */
+                /* (2a) Never sendable: kept, it would wait forever.  Its callers check
+                 * the size first; this is the last guard. */
+                log_error("request_too_large", "type=%d bytes=%zu", (int)type, rq->len);
+                free(rq);
+                return NULL;
+        }
         rq->payload = malloc(rq->len ? rq->len : 1);
         if (!rq->payload) {
                 free(rq);

@@ -557,6 +557,7 @@ int exec_select(struct session *s, struct sql_stmt *st)
         struct exec *ex = s->ex;
         Coord__Plan__Peek *peek = st->select.peek;
         Coord__PeekRequest msg = COORD__PEEK_REQUEST__INIT;
+        size_t len;
         int r;
 
         struct fring_reader *rd = node_ring(ex->node);
@@ -645,12 +646,20 @@ int exec_select(struct session *s, struct sql_stmt *st)
                 if (r != -EOPNOTSUPP)
                         return r;
         }
-        r = send_columns(s, peek);
-        if (r < 0)
-                return r;
         msg.peek = peek;
         msg.timeout_ms = ex->cfg.peek_timeout_ms;
         msg.chunk_bytes = ex->cfg.peek_chunk_bytes;
+        len = coord__peek_request__get_packed_size(&msg);
+        if (len > exec_frame_budget(ex)) {
+                /* (2a) It could never be sent. */
+                send_error(s->c, "54000", "the query's plan is %zu bytes encoded, over the %zu "
+                           "bytes one request to the controller may hold (--max-frame-bytes "
+                           "less %u)", len, exec_frame_budget(ex), EXEC_FRAME_SLACK);
+                return -ECANCELED;
+        }
+        r = send_columns(s, peek);
+        if (r < 0)
+                return r;
         s->rows_out = 0;
         if (!request_new(ex, COORD__MSG_TYPE__MSG_PEEK, &msg.base, peek_done, s))
                 return -ENOMEM;

@@ -26,6 +26,13 @@
  *     timestamp is above every table's upper.  A statement's write is acknowledged only
  *     after its group's Ok: the rows are durable in storage and the oracle's read
  *     timestamp includes them (linearizable reads).
+ * (2a) Every request to the controller is one frame of at most --max-frame-bytes, less
+ *     EXEC_FRAME_SLACK (exec_frame_budget()).  A group whose Append would pass it is
+ *     split before it is sent (group_fit(): after the last whole unit that fits -- a
+ *     block's or an implicit transaction's writes are one unit, one Append, I7); a
+ *     unit that alone passes it fails with 54000, and the groups behind it go on.  A
+ *     read whose plan passes it fails with 54000 before it is sent (exec_select()).
+ *     Queued, either could never be sent, and every write behind it would wait.
  * (3) DDL commits to the catalog first (the authority) and is answered right after the
  *     commit; the lifecycle follower enacts it on the controller.  Its built-in rows
  *     (coord_objects, coord_bounds, coord_requirements) go through a group the answer

@@ -82,6 +82,8 @@ size_t exec_holds(const struct exec *ex);
 /* Clients' writes in the append groups, sent or queued, not yet answered
  * (adapter-exec-groups.c). */
 size_t exec_client_writes_pending(const struct exec *ex);
+/* (adapter-exec.c note 2a) Groups split because their Append would not fit one frame. */
+uint64_t exec_appends_split(const struct exec *ex);
 /* Inputs held by reads (blocks' snapshots, long reads) since start (adapter-readhold.c). */
 uint64_t exec_read_holds_taken(const struct exec *ex);
 uint64_t exec_builtin_mark(const struct exec *ex);

@@ -883,6 +883,11 @@ void node_set_ready(struct node *n, bool ready)
 }
 
 struct loop *node_loop(struct node *n) { return n->loop; }
+
+uint32_t node_max_frame(const struct node *n)
+{
+        return n->cfg.max_frame ? n->cfg.max_frame : IPC_MAX_FRAME_DEFAULT;
+}
 uint64_t node_incarnation(const struct node *n) { return n->incarnation; }
 
 int node_raise_incarnation(struct node *n, uint64_t above)

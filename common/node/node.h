@@ -106,6 +106,8 @@ void node_stop(struct node *n);
 void node_set_ready(struct node *n, bool ready);
 
 struct loop *node_loop(struct node *n);
+/* The largest frame this node sends or accepts on its links (--max-frame-bytes). */
+uint32_t node_max_frame(const struct node *n);
 uint64_t node_incarnation(const struct node *n);
 /* Make the incarnation at least above + 1, durably (the incarnation file), when it is
  * not above `above` yet: a writer epoch found in the catalog that an incarnation file

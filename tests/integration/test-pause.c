@@ -12,6 +12,13 @@
  *                back; the bounds do not move meanwhile, and move again after.
  *   adapter      while it is stopped, the controller and the follower answer their
  *                status; after SIGCONT the same client connection goes on.
+ *   big writes   (adapter-exec.c note 2a; the adapter runs with --max-frame-bytes
+ *                FRAME) an INSERT, and a block, too large for one Append fail with
+ *                54000 and write nothing, and the writes after them go on; two writes
+ *                that fit one frame each but not together, queued behind a write in
+ *                flight while the controller is stopped, are split into two Appends
+ *                and both applied -- without the split the group could never be sent
+ *                and every write would wait.
  * After each: every acknowledged row is there exactly once, `coordctl check` matches.
  */
 #include <pthread.h>
@@ -20,6 +27,7 @@
 #include "itest.h"
 
 #define PAUSE_MS 5000
+#define FRAME (2u << 20)                /* the adapter's --max-frame-bytes here */
 
 static int next_value;          /* the rows of table pz: 1 .. next_value - 1, once each */
 
@@ -210,6 +218,94 @@ static void test_adapter(void)
         PQfinish(c);
 }
 
+/* INSERT INTO pb of rows (first .. first + n) with 1,000-byte texts: about n KB. */
+static char *big_insert(int first, int n)
+{
+        size_t cap = (size_t)n * 1024 + 64, len;
+        char *sql = malloc(cap);
+
+        if (!sql)
+                return NULL;
+        len = (size_t)snprintf(sql, cap, "INSERT INTO pb VALUES ");
+        for (int i = 0; i < n; i++) {
+                len += (size_t)snprintf(sql + len, cap - len, "%s(%d, '", i ? "," : "", first + i);
+                memset(sql + len, 'x', 1000);
+                len += 1000;
+                len += (size_t)snprintf(sql + len, cap - len, "')");
+        }
+        return sql;
+}
+
+struct big_writer {
+        char *sql;
+        bool done, ok;
+};
+
+static void *big_writer_main(void *arg)
+{
+        struct big_writer *w = arg;
+        PGconn *c = PQconnectdb(conninfo);
+
+        if (PQstatus(c) == CONNECTION_OK)
+                w->ok = ok(c, w->sql);
+        PQfinish(c);
+        __atomic_store_n(&w->done, true, __ATOMIC_RELEASE);
+        return NULL;
+}
+
+static void test_big_writes(void)
+{
+        pid_t pid = pid_of(COORD__ROLE__ROLE_CONTROLLER);
+        char *big = big_insert(1, 2200), *half1 = big_insert(10001, 1100);
+        char *half2 = big_insert(20001, 1100);
+        struct big_writer w[3] = { { .sql = (char *)"INSERT INTO pb VALUES (1000, 'in flight')" },
+                                   { .sql = half1 }, { .sql = half2 } };
+        uint64_t split0;
+        pthread_t th[3];
+        PGconn *c = db();
+
+        CU_ASSERT_FATAL(c && pid > 0 && big && half1 && half2);
+        CU_ASSERT_FATAL(ok(c, "CREATE TABLE pb (v int, t text)"));
+        /* One INSERT over the frame: 54000, nothing written, the next write goes. */
+        CU_ASSERT(fails_with(c, big, "54000"));
+        CU_ASSERT(ok(c, "INSERT INTO pb VALUES (1, 'small')"));
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM pb"), 1);
+        /* A block is one Append: two INSERTs that fit alone fail its COMMIT together. */
+        CU_ASSERT(ok(c, "BEGIN"));
+        CU_ASSERT(ok(c, half1));
+        CU_ASSERT(ok(c, half2));
+        CU_ASSERT(fails_with(c, "COMMIT", "54000"));
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM pb"), 1);
+        /* Two that fit alone, queued in one group behind a write in flight: split. */
+        split0 = stat_of(COORD__ROLE__ROLE_ADAPTER, "appends_split");
+        CU_ASSERT_FATAL(kill(pid, SIGSTOP) == 0);
+        CU_ASSERT_FATAL(pthread_create(&th[0], NULL, big_writer_main, &w[0]) == 0);
+        CU_ASSERT(t_wait_for(stat_of(COORD__ROLE__ROLE_ADAPTER, "client_writes_pending") >= 1,
+                             5000));
+        for (int i = 1; i < 3; i++)
+                CU_ASSERT_FATAL(pthread_create(&th[i], NULL, big_writer_main, &w[i]) == 0);
+        CU_ASSERT(t_wait_for(stat_of(COORD__ROLE__ROLE_ADAPTER, "client_writes_pending") >= 3,
+                             10000));
+        CU_ASSERT(kill(pid, SIGCONT) == 0);
+        /* Never sent, they would wait for ever. */
+        CU_ASSERT_FATAL(t_wait_for(__atomic_load_n(&w[1].done, __ATOMIC_ACQUIRE) &&
+                                   __atomic_load_n(&w[2].done, __ATOMIC_ACQUIRE), 20000));
+        for (int i = 0; i < 3; i++) {
+                pthread_join(th[i], NULL);
+                CU_ASSERT(w[i].ok);
+        }
+        CU_ASSERT(stat_of(COORD__ROLE__ROLE_ADAPTER, "appends_split") > split0);
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM pb"), 2 + 2 * 1100);
+        CU_ASSERT_EQUAL(q_u64(c, "SELECT count(*) FROM pb WHERE v > 10000"), 2 * 1100);
+        CU_ASSERT_EQUAL(t_sh("%s check >/dev/null", coord_cmd), 0);
+        printf("\n    a %zu-byte INSERT and a block of two refused (54000); two of %zu bytes "
+               "split into two Appends (--max-frame-bytes %u)", strlen(big), strlen(half1), FRAME);
+        free(big);
+        free(half1);
+        free(half2);
+        PQfinish(c);
+}
+
 int main(void)
 {
         static const struct t_case cases[] = {
@@ -217,8 +313,13 @@ int main(void)
                 { "controller_stopped", test_controller },
                 { "lifecycle_stopped", test_lifecycle },
                 { "adapter_stopped", test_adapter },
+                { "big_writes", test_big_writes },
                 { NULL, NULL },
         };
+        char frame[64];
+
+        snprintf(frame, sizeof(frame), "--max-frame-bytes %u", FRAME);
+        setenv("COORD_ADAPTER_ARGS", frame, 1);
         signal(SIGPIPE, SIG_IGN);
         return itest_main("pause", "pz", (const struct t_suite[]){ { "pause", cases }, { NULL, NULL } });
 }
