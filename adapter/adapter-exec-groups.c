@@ -125,6 +125,11 @@ uint64_t exec_appends_split(const struct exec *ex)
         return ex->appends_split;
 }
 
+uint64_t exec_requests_deferred(const struct exec *ex)
+{
+        return ex->requests_deferred;
+}
+
 size_t exec_client_writes_pending(const struct exec *ex)
 {
         size_t n = 0;
@@ -742,6 +747,8 @@ void on_tick(struct loop *l, void *userdata)
         if (ex->enact_waiters)
                 exec_on_frontiers(ex);          /* deadlines */
         reconcile_maybe(ex);
+        if (ex->controller_up && ex->n_unsent)
+                requests_retry(ex);
         if (ex->controller_up && !ex->groups && now_ms() - ex->last_group_ms >= ex->cfg.tick_ms) {
                 struct group *g = group_open(ex);
                 if (g)

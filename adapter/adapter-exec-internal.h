@@ -51,6 +51,7 @@ struct request {
         void *ctx;
         bool keep;              /* set by done(): more replies follow (a stream, adapter-exec.c note 9) */
         bool streamed;          /* a PeekResult with more = true came: never resent */
+        bool unsent;            /* (4) the link's send queue was full: on_tick() retries */
         struct request *prev, *next;
 };
 
@@ -162,6 +163,8 @@ struct exec {
         uint64_t last_group_ms;
         uint64_t groups_sent, writes_acked;
         uint64_t appends_split;         /* (2a) */
+        size_t n_unsent;                /* (4) requests left unsent, at most */
+        uint64_t requests_deferred;     /* (4) sends the full queue refused, in all */
         uint64_t publications, publication_records;
         struct session *enact_waiters;  /* statements waiting for their objects (13) */
         bool hold_kick;                 /* adding the several writes of one statement:
@@ -223,6 +226,9 @@ int group_add_unit(struct exec *ex, struct write *w, size_t n);
 void write_done(struct write *w);
 void group_free(struct group *g);
 int group_send(struct exec *ex, struct group *g);
+/* (4) Sends the requests the link's full send queue refused, in order, until it refuses
+ * again. */
+void requests_retry(struct exec *ex);
 /* (2a) What one request to the controller may hold, in bytes. */
 size_t exec_frame_budget(const struct exec *ex);
 void group_complete(struct exec *ex, struct group *g, const Coord__Ok *ok,

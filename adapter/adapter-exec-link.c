@@ -25,10 +25,33 @@ static void streams_lost(struct exec *ex);
 
 static int request_send(struct exec *ex, struct request *rq)
 {
+        int r;
+
         if (!ex->controller_up)
                 return -ENOTCONN;
-        return node_send_raw(ex->node, COORD__ROLE__ROLE_CONTROLLER, rq->type, rq->id,
-                             rq->payload, rq->len);
+        r = node_send_raw(ex->node, COORD__ROLE__ROLE_CONTROLLER, rq->type, rq->id,
+                          rq->payload, rq->len);
+        /* (4) A full send queue (the controller stopped or slow): not lost, the tick
+         * sends it again.  Not connected: exec_controller_up() resends everything. */
+        if (r == -ENOBUFS && !rq->unsent) {
+                rq->unsent = true;
+                ex->n_unsent++;
+                ex->requests_deferred++;
+        } else if (r == 0 && rq->unsent) {
+                rq->unsent = false;
+                ex->n_unsent -= ex->n_unsent > 0;
+        }
+        return r;
+}
+
+void requests_retry(struct exec *ex)
+{
+        size_t left = 0;
+
+        for (struct request *rq = ex->pending.next; rq != &ex->pending; rq = rq->next)
+                if (rq->unsent && (left || request_send(ex, rq) < 0))
+                        left++;
+        ex->n_unsent = left;
 }
 
 struct request *request_new(struct exec *ex, Coord__MsgType type,

@@ -43,7 +43,9 @@
  *     neither wait nor move (stmt_reads_builtin_rows()).  Durability (I7): if the append
  *     is lost, reconciliation (5) re-derives the rows from the catalog.
  * (4) Every request to the controller carries a request id and keeps its encoded
- *     payload, so it can be resent after the controller restarts.  An Append is never
+ *     payload, so it can be resent after the controller restarts -- or when the link's
+ *     send queue was full (the controller stopped or slow: -ENOBUFS), by the next tick
+ *     (requests_retry()), in order.  An Append is never
  *     resent blindly: the controller's frontiers say whether it was applied (an Append
  *     moves the built-ins' upper -- the tables' shared frontier -- to ts + 1 atomically
  *     with its rows).

@@ -84,6 +84,8 @@ size_t exec_holds(const struct exec *ex);
 size_t exec_client_writes_pending(const struct exec *ex);
 /* (adapter-exec.c note 2a) Groups split because their Append would not fit one frame. */
 uint64_t exec_appends_split(const struct exec *ex);
+/* (adapter-exec.c note 4) Requests the link's full send queue refused, sent later. */
+uint64_t exec_requests_deferred(const struct exec *ex);
 /* Inputs held by reads (blocks' snapshots, long reads) since start (adapter-readhold.c). */
 uint64_t exec_read_holds_taken(const struct exec *ex);
 uint64_t exec_builtin_mark(const struct exec *ex);

@@ -135,7 +135,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
         struct catalog_io_stats io = { 0 };
         uint64_t hwm_sync = 0, hwm_async = 0, mark = 0, reads = 0, chunks = 0, waits = 0, after = 0;
         size_t holds = 0, client_writes = 0;
-        uint64_t read_holds = 0, split = 0;
+        uint64_t read_holds = 0, split = 0, deferred = 0;
         uint64_t direct = 0;
         uint64_t sync_window_ns = 0;
 
@@ -157,6 +157,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                 holds = exec_holds(ad->exec);
                 client_writes = exec_client_writes_pending(ad->exec);
                 split = exec_appends_split(ad->exec);
+                deferred = exec_requests_deferred(ad->exec);
                 read_holds = exec_read_holds_taken(ad->exec);
         }
         snprintf(ad->detail, sizeof(ad->detail),
@@ -168,7 +169,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  "catalog_log_keys=%llu oracle_hwm_sync=%llu oracle_hwm_async=%llu "
                  "catalog_ring_records=%llu catalog_ring_omitted=%llu catalog_ring_wakes=%llu "
                  "builtin_mark=%llu builtin_reads=%llu stream_chunks=%llu stream_waits=%llu holds=%zu read_holds=%llu "
-                 "client_writes_pending=%zu appends_split=%llu "
+                 "client_writes_pending=%zu appends_split=%llu requests_deferred=%llu "
                  "ddl_after_publication=%llu catalog_sync_max_us=%llu catalog_sync_window_max_us=%llu "
                  "ddl_direct_replies=%llu frontier_wait=%s frontier_loop_wakes=%llu "
                  "frontier_reads=%llu frontier_read_yields=%llu catalog_waits_yielded=%llu "
@@ -187,7 +188,7 @@ static void adapter_status(struct node *n, Coord__StatusReply *reply, void *user
                  (unsigned long long)atomic_load_explicit(&ad->ring_wakes, memory_order_relaxed),
                  (unsigned long long)mark, (unsigned long long)reads,
                  (unsigned long long)chunks, (unsigned long long)waits, holds, (unsigned long long)read_holds,
-                 client_writes, (unsigned long long)split,
+                 client_writes, (unsigned long long)split, (unsigned long long)deferred,
                  (unsigned long long)after,
                  (unsigned long long)(cs.sync_max_ns / 1000), (unsigned long long)(sync_window_ns / 1000),
                  (unsigned long long)direct, node_ring_wait_mode(n),
