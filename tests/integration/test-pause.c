@@ -220,22 +220,28 @@ static void test_adapter(void)
         PQfinish(c);
 }
 
-/* INSERT INTO pb of rows (first .. first + n) with 1,000-byte texts: about n KB. */
-static char *big_insert(int first, int n)
+/* head, then rows (first, '1,000 c's) .. (first + n - 1, ...), then tail: about n KB. */
+static char *rows_sql(const char *head, int first, int n, char c, const char *tail)
 {
-        size_t cap = (size_t)n * 1024 + 64, len;
+        size_t cap = (size_t)n * 1024 + strlen(head) + strlen(tail) + 1, len;
         char *sql = malloc(cap);
 
         if (!sql)
                 return NULL;
-        len = (size_t)snprintf(sql, cap, "INSERT INTO pb VALUES ");
+        len = (size_t)snprintf(sql, cap, "%s", head);
         for (int i = 0; i < n; i++) {
                 len += (size_t)snprintf(sql + len, cap - len, "%s(%d, '", i ? "," : "", first + i);
-                memset(sql + len, 'x', 1000);
+                memset(sql + len, c, 1000);
                 len += 1000;
                 len += (size_t)snprintf(sql + len, cap - len, "')");
         }
+        snprintf(sql + len, cap - len, "%s", tail);
         return sql;
+}
+
+static char *big_insert(int first, int n)
+{
+        return rows_sql("INSERT INTO pb VALUES ", first, n, 'x', "");
 }
 
 struct big_writer {
@@ -318,20 +324,7 @@ static void test_big_writes(void)
 /* A read of pb whose plan carries n KB of constants. */
 static char *big_read(int n)
 {
-        size_t cap = (size_t)n * 1024 + 128, len;
-        char *sql = malloc(cap);
-
-        if (!sql)
-                return NULL;
-        len = (size_t)snprintf(sql, cap, "SELECT count(*) FROM (VALUES ");
-        for (int i = 0; i < n; i++) {
-                len += (size_t)snprintf(sql + len, cap - len, "%s(%d, '", i ? "," : "", i);
-                memset(sql + len, 'r', 1000);
-                len += 1000;
-                len += (size_t)snprintf(sql + len, cap - len, "')");
-        }
-        snprintf(sql + len, cap - len, ") v(a, b) JOIN pb ON pb.v = v.a");
-        return sql;
+        return rows_sql("SELECT count(*) FROM (VALUES ", 0, n, 'r', ") v(a, b) JOIN pb ON pb.v = v.a");
 }
 
 enum { READERS = 10 };
