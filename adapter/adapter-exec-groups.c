@@ -395,7 +395,7 @@ static int group_send_once(struct exec *ex, struct group *g)
         Coord__TableWrite *tw = NULL, **twp = NULL;
         ProtobufCBinaryData *rows = NULL;
         uint8_t mark[MARK_LEN];
-        size_t n_rows = 0, k = 0, n_tw = 0;
+        size_t n_rows = 0, k = 0, n_tw = 0, len;
         int r;
 
         assert(!g->rq);
@@ -448,18 +448,20 @@ static int group_send_once(struct exec *ex, struct group *g)
         msg.ts = g->ts;
         msg.n_writes = g->n;
         msg.writes = twp;
-        if (coord__append__get_packed_size(&msg) + MARK_LEN > exec_frame_budget(ex)) {
-                r = group_fit(ex, g, twp);
-                goto out;
-        }
         g->mark = 0;
         if (group_mark(ex, g, mark)) {
                 msg.writer_mark.data = mark;
                 msg.writer_mark.len = MARK_LEN;
                 g->mark = be64_get(mark + 8);
         }
+        len = coord__append__get_packed_size(&msg);
+        if (len > exec_frame_budget(ex)) {
+                g->mark = 0;            /* not sent */
+                r = group_fit(ex, g, twp);
+                goto out;
+        }
         g->closed = true;
-        g->rq = request_new(ex, COORD__MSG_TYPE__MSG_APPEND, &msg.base, group_acked, g);
+        g->rq = request_new_sized(ex, COORD__MSG_TYPE__MSG_APPEND, &msg.base, len, group_acked, g);
         if (!g->rq)
                 r = -ENOMEM;
         ex->groups_sent++;

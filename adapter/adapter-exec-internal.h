@@ -215,6 +215,10 @@ bool stmt_reads_builtin_rows(const struct sql_stmt *st);
 /* adapter-exec-link.c */
 struct request *request_new(struct exec *ex, Coord__MsgType type,
                             const ProtobufCMessage *msg, request_fn done, void *ctx);
+/* request_new() of a msg whose packed size the caller has: len. */
+struct request *request_new_sized(struct exec *ex, Coord__MsgType type,
+                                  const ProtobufCMessage *msg, size_t len, request_fn done,
+                                  void *ctx);
 void request_free(struct request *rq);
 
 /* adapter-exec-groups.c */

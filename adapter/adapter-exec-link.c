@@ -57,11 +57,19 @@ void requests_retry(struct exec *ex)
 struct request *request_new(struct exec *ex, Coord__MsgType type,
                             const ProtobufCMessage *msg, request_fn done, void *ctx)
 {
+        return request_new_sized(ex, type, msg, protobuf_c_message_get_packed_size(msg), done,
+                                 ctx);
+}
+
+struct request *request_new_sized(struct exec *ex, Coord__MsgType type,
+                                  const ProtobufCMessage *msg, size_t len, request_fn done,
+                                  void *ctx)
+{
         struct request *rq = calloc(1, sizeof(*rq));
 
         if (!rq)
                 return NULL;
-        rq->len = protobuf_c_message_get_packed_size(msg);
+        rq->len = len;
         if (rq->len + 64 > (size_t)node_max_frame(ex->node)) {      /* 64: the envelope */
                 /* (2a) Never sendable: kept, it would wait forever.  Its callers check
                  * the size first; this is the last guard. */
