@@ -661,7 +661,7 @@ int exec_select(struct session *s, struct sql_stmt *st)
         if (r < 0)
                 return r;
         s->rows_out = 0;
-        if (!request_new(ex, COORD__MSG_TYPE__MSG_PEEK, &msg.base, peek_done, s))
+        if (!request_new_sized(ex, COORD__MSG_TYPE__MSG_PEEK, &msg.base, len, peek_done, s))
                 return -ENOMEM;
         s->waiting = true;
         return STMT_PARKED;
