@@ -25,6 +25,7 @@ provider coord {
         probe ring__push(unsigned long long, unsigned long long, unsigned long long); /* id, upper, since */
         probe ring__resync(unsigned long long, unsigned long long); /* generation, records lapped */
         probe ring__wake(unsigned int);
+        probe ring__grow(unsigned int, unsigned int, int); /* slots from, slots to, 0 begun / 1 flipped */
 
         /* shared-memory catalog log ring (lring.c) */
         probe lring__publish(unsigned long long, unsigned int, unsigned int); /* seq, payload bytes, flags (1: omitted) */

@@ -1,4 +1,4 @@
-/* fring-layout.h -- the shared-memory layout of the frontier ring, version 1.
+/* fring-layout.h -- the shared-memory layout of the frontier ring, version 2.
  *
  * This header is the wire format between the producer (the controller) and the readers
  * (adapter, lifecycle, coordctl): both sides are compiled from it, and a reader refuses a
@@ -15,6 +15,8 @@
  *       ring_offset           struct fring_record[ring_records]   (the change ring)
  *       total_size            end of the layout; the object may be larger (it never
  *                             shrinks, see fring.c note 6)
+ *   A table grown in steps is built past total_size and becomes the layout at once
+ *   (fring.c note 10): between the header and slots_offset lie retired layouts, freed.
  *
  *   NAME.wait   struct fring_waitpage, 0600, mapped read-write by everybody: the one
  *               word readers write (the count of sleeping readers).
@@ -37,7 +39,7 @@
 
 #define FRING_MAGIC             UINT64_C(0x31474e4952464443)    /* "CDFRING1" */
 #define FRING_WAIT_MAGIC        UINT64_C(0x3154494157464443)    /* "CDFWAIT1" */
-#define FRING_LAYOUT_VERSION    1u
+#define FRING_LAYOUT_VERSION    2u     /* 2: the table may sit past the header */
 #define FRING_WAIT_SUFFIX       ".wait"         /* == RING_SHM_WAIT_SUFFIX (ring-shm.h) */
 #define FRING_CACHELINE         64
 
@@ -48,13 +50,15 @@
 #define FRING_LAYOUT_SLOTS_MAX          (UINT32_C(1) << 21)
 #define FRING_LAYOUT_RECORDS_MIN        UINT32_C(2)
 #define FRING_LAYOUT_RECORDS_MAX        (UINT32_C(1) << 22)
+#define FRING_LAYOUT_OFFSET_MAX         (UINT64_C(1) << 34)     /* most slots_offset */
 
 struct fring_header {
         /* --- cache lines 0-1: static while hdr_seq is even ----------------------------
          * Written by the producer only, and only between ring_hdr_write_begin() and
-         * ring_hdr_write_end() (ring-shm.c): at fring_create() and when it rebuilds the slot
-         * table.  Readers copy these fields and trust the copy only if hdr_seq was the
-         * same even, nonzero value before and after the copy. */
+         * ring_hdr_write_end() (ring-shm.c): at fring_create(), when it rebuilds the slot
+         * table and when a grown table takes over.  Readers copy these fields and trust
+         * the copy only if hdr_seq was the same even, nonzero value before and after the
+         * copy. */
         uint64_t magic;                 /* FRING_MAGIC */
         uint32_t version;               /* FRING_LAYOUT_VERSION */
         uint32_t hdr_seq;               /* header seqlock: 0 never initialized, odd while
@@ -62,14 +66,16 @@ struct fring_header {
                                          * makes readers resync */
         uint64_t generation;            /* producer incarnation (informational: readers
                                          * resync on any hdr_seq change anyway) */
-        uint64_t total_size;            /* bytes of the layout, == fring_layout_size() */
+        uint64_t total_size;            /* end of the layout, == fring_layout_end() */
         uint32_t header_size;           /* sizeof(struct fring_header) */
         uint32_t slot_size;             /* sizeof(struct fring_slot) */
         uint32_t record_size;           /* sizeof(struct fring_record) */
         uint32_t slot_count;            /* table entries, power of two */
         uint32_t slot_limit;            /* most USED slots, <= slot_count / 2 */
         uint32_t ring_records;          /* ring entries, power of two */
-        uint64_t slots_offset;          /* == header_size */
+        uint64_t slots_offset;          /* >= header_size, a multiple of 64: the
+                                         * header's size, or further in for a table
+                                         * grown in steps (fring.c note 10) */
         uint64_t ring_offset;           /* == slots_offset + slot_count * slot_size */
         uint8_t _reserved0[2 * FRING_CACHELINE - 72];
 
@@ -138,11 +144,17 @@ _Static_assert(sizeof(struct fring_record) == 48, "record layout");
 _Static_assert(sizeof(struct fring_waitpage) == 16, "waitpage layout");
 
 /* Bytes of a layout with these (already validated) counts. */
+static inline uint64_t fring_layout_end(uint64_t slots_offset, uint32_t slot_count,
+                                        uint32_t ring_records)
+{
+        return slots_offset + (uint64_t)slot_count * sizeof(struct fring_slot) +
+               (uint64_t)ring_records * sizeof(struct fring_record);
+}
+
+/* The size of a layout whose table follows the header, as fring_create() makes it. */
 static inline uint64_t fring_layout_size(uint32_t slot_count, uint32_t ring_records)
 {
-        return (uint64_t)sizeof(struct fring_header) +
-               (uint64_t)slot_count * sizeof(struct fring_slot) +
-               (uint64_t)ring_records * sizeof(struct fring_record);
+        return fring_layout_end(sizeof(struct fring_header), slot_count, ring_records);
 }
 
 /* Home slot of an id: the first index its probe sequence visits (linear probing).  Part

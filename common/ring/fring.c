@@ -89,22 +89,30 @@
  *     (header_validate(), slot states, record numbers), and every array index a reader
  *     computes is masked with its own validated copy of the table sizes.
  *
- * (10) Growth.  slot_capacity is where the table starts, not a ceiling: a publish of a
- *     new collection into a full table doubles it (producer_grow(), up to
- *     FRING_SLOT_CAPACITY_MAX) and reinitializes the grown region, every live frontier
- *     in it, under one header seqlock write.  Readers see a new layout, remap
- *     (note 6) and take a snapshot, as after a restart.  Before this, a controller
- *     with more than 65,536 collections left the rest out of the ring: the follower
- *     never saw them (no bounds: 65,532 of 100,002 at 100,000 objects) and statements
- *     on them waited for an enactment the ring never showed.
+ * (10) Growth in steps.  slot_capacity is where the table starts, not a ceiling.  Past
+ *     three quarters of its limit, the producer places a table of twice the limit after
+ *     the current layout, where the object is zero (fring_create() frees what lies past
+ *     its own), and copies the old table into it GROW_STEP slots per later publish or
+ *     forget (grow_begin(), grow_copy()); readers see nothing of it.  Invariant
+ *     (fring_check()): while growing, the new table holds exactly the ids USED in the
+ *     old one below the copy position and those published since, with the old table's
+ *     frontiers: publish and forget apply to both tables, and the copy is an upsert.
+ *     No rebuild runs meanwhile (it would move slots across the copy position;
+ *     producer_tidy() ends the grow instead).  grow_flip() then points the header at
+ *     the new table and an empty ring after it under one header seqlock write, O(1):
+ *     readers remap (note 6) and take a snapshot, as after a restart.  The retired
+ *     layout is punched out PUNCH_STEP bytes per call.  A table full before its copy
+ *     ends (only after a failed start) ends it at once (grow_finish()).
  */
 #include "fring.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fring-layout.h"
 #include "probes.h"
@@ -126,20 +134,43 @@ _Static_assert(FRING_RECORD_FLAGS_ALL == FRING_FRONTIER_FORGOTTEN, "flag values"
 #define READ_ATTEMPTS           8u      /* header changes tolerated by one fring_read() */
 #define LOOKUP_ATTEMPTS         64u     /* ... by one fring_lookup() */
 
+/* A grow in steps (note 10): how many of the old table's slots each publish or forget
+ * copies, and how many bytes of a retired layout it frees.  A grow starts past three
+ * quarters of the table's limit and should end before the last quarter fills: copying
+ * its 2 * limit slots at GROW_STEP per call takes limit / 8 calls, half the limit / 4
+ * inserts left. */
+#define GROW_STEP               16u
+#define PUNCH_STEP              (UINT64_C(1) << 20)
+#define LAYOUT_ALIGN            UINT64_C(4096)  /* where a grown layout starts: a page */
+
+/* One slot table of the producer: the one readers see (fring.cur), or the one a grow
+ * builds beside it (fring.next, note 10).  Plain reads: the producer is the only writer
+ * of its region. */
+struct ftable {
+        struct fring_slot *slots;       /* inside the mapping, at offset */
+        uint64_t offset;                /* slots_offset of its layout */
+        uint32_t mask;                  /* slot_count - 1 */
+        uint32_t limit;                 /* slot_capacity: most USED slots (note 2) */
+        uint32_t used;                  /* USED slots, == the count in the table */
+        uint32_t tombstones;            /* TOMBSTONE slots, == the count in the table */
+};
+
 struct fring {
         struct ring_shm shm;            /* NAME read-write (holding the producer flock),
                                          * NAME.wait */
         struct fring_header *hdr;       /* == shm.map */
-        struct fring_slot *slots;       /* inside that mapping */
-        struct fring_record *ring;
-        uint32_t slot_mask;             /* slot_count - 1 */
+        struct fring_record *ring;      /* the change ring of cur's layout */
+        struct ftable cur;              /* the table the header describes */
+        struct ftable next;             /* while growing: the table being filled */
+        bool growing;                   /* note 10: cur's slots below scan are in next */
+        bool grow_deferred;             /* a grow could not start: retry when full */
+        uint32_t scan;
+        uint64_t punch_from, punch_to;  /* bytes of a retired layout still to free */
         uint32_t ring_mask;             /* ring_records - 1 */
-        uint32_t slot_limit;            /* slot_capacity */
-        uint32_t used;                  /* USED slots, == the count in the table */
-        uint32_t tombstones;            /* TOMBSTONE slots, == the count in the table */
         uint64_t write_pos;             /* == hdr->write_pos: the producer's own copy */
         uint64_t generation;
-        struct fring_frontier *scratch; /* slot_limit entries, for producer_rebuild() */
+        struct fring_frontier *scratch; /* cur.limit entries, for producer_rebuild() */
+        struct fring_frontier *next_scratch; /* next.limit entries, scratch after the flip */
         unsigned hold_wakes;            /* fring_hold_wakes() nesting */
         bool wake_due;                  /* a publish while held: wake at the release */
 };
@@ -271,17 +302,17 @@ static void producer_wake(struct fring *r, bool always)
                 COORD_RING_WAKE((unsigned)n);
 }
 
-/* ---- producer: slot table ------------------------------------------------------------ */
+/* ---- producer: slot tables ----------------------------------------------------------- */
 
-/* Where id lives, or where it would go: sets *ret_found and returns the index of its
- * USED slot, else the first TOMBSTONE of its probe sequence, else the EMPTY slot that
- * ends it.  Plain reads: the producer is the only writer of its region. */
-static uint32_t producer_probe(const struct fring *r, uint64_t id, bool *ret_found)
+/* Where id lives in t, or where it would go: sets *ret_found and returns the index of
+ * its USED slot, else the first TOMBSTONE of its probe sequence, else the EMPTY slot
+ * that ends it. */
+static uint32_t table_probe(const struct ftable *t, uint64_t id, bool *ret_found)
 {
-        uint32_t i = fring_slot_home(id, r->slot_mask + 1), reuse = UINT32_MAX;
+        uint32_t i = fring_slot_home(id, t->mask + 1), reuse = UINT32_MAX;
 
-        for (uint32_t n = 0; n <= r->slot_mask; n++, i = (i + 1) & r->slot_mask) {
-                const struct fring_slot *s = &r->slots[i];
+        for (uint32_t n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
+                const struct fring_slot *s = &t->slots[i];
 
                 if (s->state == FRING_SLOT_EMPTY) {
                         *ret_found = false;
@@ -301,35 +332,82 @@ static uint32_t producer_probe(const struct fring *r, uint64_t id, bool *ret_fou
         return reuse;
 }
 
+/* Sets id's frontiers in slot i of t, as table_probe() found it; a new id needs room
+ * (used < limit). */
+static void table_store_at(struct ftable *t, uint32_t i, bool found, uint64_t id,
+                           uint64_t upper, uint64_t since, uint64_t physical_since)
+{
+        if (!found) {
+                assert(t->used < t->limit);
+                if (t->slots[i].state == FRING_SLOT_TOMBSTONE)
+                        t->tombstones--;
+                t->used++;
+        }
+        slot_store(&t->slots[i], FRING_SLOT_USED, id, upper, since, physical_since);
+}
+
+static void table_put(struct ftable *t, uint64_t id, uint64_t upper, uint64_t since,
+                      uint64_t physical_since)
+{
+        bool found;
+        uint32_t i = table_probe(t, id, &found);
+
+        table_store_at(t, i, found, id, upper, since, physical_since);
+}
+
 /* Tombstone i was just made.  If the slot after it is EMPTY, no probe sequence goes on
  * past i, so i and the tombstones right before it serve nobody: make them EMPTY.  Safe
  * under concurrent lookups because no USED slot moves (note 3). */
-static void producer_trim_tombstones(struct fring *r, uint32_t i)
+static void table_trim_tombstones(struct ftable *t, uint32_t i)
 {
-        const uint32_t mask = r->slot_mask;
+        const uint32_t mask = t->mask;
 
-        if (r->slots[(i + 1) & mask].state != FRING_SLOT_EMPTY)
+        if (t->slots[(i + 1) & mask].state != FRING_SLOT_EMPTY)
                 return;
-        for (uint32_t n = 0; n <= mask && r->slots[i].state == FRING_SLOT_TOMBSTONE;
+        for (uint32_t n = 0; n <= mask && t->slots[i].state == FRING_SLOT_TOMBSTONE;
              n++, i = (i - 1) & mask) {
-                slot_store(&r->slots[i], FRING_SLOT_EMPTY, 0, 0, 0, 0);
-                assert(r->tombstones > 0);
-                r->tombstones--;
+                slot_store(&t->slots[i], FRING_SLOT_EMPTY, 0, 0, 0, 0);
+                assert(t->tombstones > 0);
+                t->tombstones--;
         }
 }
 
-/* Rehashes the live slots without tombstones.  USED slots move, so this runs under the
- * header seqlock and makes every reader resync once (note 5). */
+/* Forgets id in t (a TOMBSTONE, note 2).  False if it is not there; else its last
+ * frontiers in *ret (if not NULL). */
+static bool table_forget(struct ftable *t, uint64_t id, struct fring_frontier *ret)
+{
+        struct fring_slot *s;
+        bool found;
+        uint32_t i = table_probe(t, id, &found);
+
+        if (!found)
+                return false;
+        s = &t->slots[i];
+        if (ret)
+                *ret = (struct fring_frontier){ .id = id, .upper = s->upper, .since = s->since,
+                                                .physical_since = s->physical_since };
+        slot_store(s, FRING_SLOT_TOMBSTONE, id, s->upper, s->since, s->physical_since);
+        t->used--;
+        t->tombstones++;
+        table_trim_tombstones(t, i);
+        return true;
+}
+
+/* Rehashes cur's live slots without tombstones.  USED slots move, so this runs under the
+ * header seqlock and makes every reader resync once (note 5).  Never while growing:
+ * the copy's position in cur would no longer mean anything (grow_tidy()). */
 static void producer_rebuild(struct fring *r)
 {
+        struct ftable *t = &r->cur;
         uint32_t n = 0, seq;
 
+        assert(!r->growing);
         seq = ring_hdr_write_begin(&r->hdr->hdr_seq);
-        for (uint32_t i = 0; i <= r->slot_mask; i++) {
-                struct fring_slot *s = &r->slots[i];
+        for (uint32_t i = 0; i <= t->mask; i++) {
+                struct fring_slot *s = &t->slots[i];
 
                 if (s->state == FRING_SLOT_USED) {
-                        assert(n < r->slot_limit);
+                        assert(n < t->limit);
                         r->scratch[n++] = (struct fring_frontier) {
                                 .id = s->id, .upper = s->upper, .since = s->since,
                                 .physical_since = s->physical_since,
@@ -338,29 +416,78 @@ static void producer_rebuild(struct fring *r)
                 if (s->state != FRING_SLOT_EMPTY)
                         slot_store(s, FRING_SLOT_EMPTY, 0, 0, 0, 0);
         }
-        assert(n == r->used);
+        assert(n == t->used);
+        t->used = t->tombstones = 0;
         for (uint32_t k = 0; k < n; k++) {
                 const struct fring_frontier *f = &r->scratch[k];
-                bool found;
-                uint32_t i = producer_probe(r, f->id, &found);
 
-                assert(!found);
-                (void)found;
-                slot_store(&r->slots[i], FRING_SLOT_USED, f->id, f->upper, f->since,
-                           f->physical_since);
+                table_put(t, f->id, f->upper, f->since, f->physical_since);
         }
-        r->tombstones = 0;
         ring_hdr_write_end(&r->hdr->hdr_seq, seq);
 }
 
-/* ---- producer: public ---------------------------------------------------------------- */
+/* ---- producer: layouts --------------------------------------------------------------- */
 
-/* (Re)initializes the mapped region under the header seqlock (note 6): empty, or
- * holding the n frontiers in keep (a grown table, note 10) before readers can look. */
-static void producer_init(struct fring *r, const struct fring_frontier *keep, uint32_t n)
+static uint64_t align_up(uint64_t x, uint64_t a)
+{
+        return (x + a - 1) & ~(a - 1);
+}
+
+static uint64_t table_end(const struct fring *r, const struct ftable *t)
+{
+        return fring_layout_end(t->offset, t->mask + 1, r->ring_mask + 1);
+}
+
+/* Points hdr, the tables and the ring into the current mapping. */
+static void producer_map(struct fring *r)
+{
+        uint8_t *base = r->shm.map;
+
+        r->hdr = r->shm.map;
+        r->cur.slots = (struct fring_slot *)(base + r->cur.offset);
+        r->ring = (struct fring_record *)(base + r->cur.offset +
+                                          (uint64_t)(r->cur.mask + 1) * sizeof(struct fring_slot));
+        if (r->growing)
+                r->next.slots = (struct fring_slot *)(base + r->next.offset);
+}
+
+/* The header's description of cur's layout, and an empty ring.  Inside a header seqlock
+ * write only. */
+static void header_store_layout(struct fring *r)
 {
         struct fring_header *h = r->hdr;
-        const uint32_t slot_count = r->slot_mask + 1, ring_records = r->ring_mask + 1;
+        const uint32_t slot_count = r->cur.mask + 1;
+
+        store_relaxed(&h->total_size, table_end(r, &r->cur));
+        store_relaxed(&h->slot_count, slot_count);
+        store_relaxed(&h->slot_limit, r->cur.limit);
+        store_relaxed(&h->ring_records, r->ring_mask + 1);
+        store_relaxed(&h->slots_offset, r->cur.offset);
+        store_relaxed(&h->ring_offset,
+                      r->cur.offset + (uint64_t)slot_count * sizeof(struct fring_slot));
+        store_relaxed(&h->write_pos, 0);
+        r->write_pos = 0;
+}
+
+/* Frees up to `bytes` more of a retired layout (note 10).  Nobody reads it but a reader
+ * that will discard what it read (the header moved since), and it reads zeros; a failure
+ * costs memory only. */
+static void punch_step(struct fring *r, uint64_t bytes)
+{
+        uint64_t n;
+
+        if (r->punch_from >= r->punch_to)
+                return;
+        n = r->punch_to - r->punch_from < bytes ? r->punch_to - r->punch_from : bytes;
+        (void)fallocate(r->shm.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                        (off_t)r->punch_from, (off_t)n);
+        r->punch_from += n;
+}
+
+/* (Re)initializes the mapped region, empty, under the header seqlock (note 6). */
+static void producer_init(struct fring *r)
+{
+        struct fring_header *h = r->hdr;
         uint32_t seq;
 
         seq = ring_hdr_write_begin(&h->hdr_seq);
@@ -369,50 +496,147 @@ static void producer_init(struct fring *r, const struct fring_frontier *keep, ui
          * values must not repeat (fring-layout.h). */
         memset(h->_reserved0, 0, sizeof h->_reserved0);
         memset(h->_reserved2, 0, sizeof h->_reserved2);
-        memset(r->slots, 0, (size_t)slot_count * sizeof *r->slots);
-        memset(r->ring, 0, (size_t)ring_records * sizeof *r->ring);
+        memset(r->cur.slots, 0, (size_t)(r->cur.mask + 1) * sizeof(struct fring_slot));
+        memset(r->ring, 0, (size_t)(r->ring_mask + 1) * sizeof *r->ring);
         store_relaxed(&h->magic, FRING_MAGIC);
         store_relaxed(&h->version, FRING_LAYOUT_VERSION);
         store_relaxed(&h->generation, r->generation);
-        store_relaxed(&h->total_size, fring_layout_size(slot_count, ring_records));
         store_relaxed(&h->header_size, (uint32_t)sizeof(struct fring_header));
         store_relaxed(&h->slot_size, (uint32_t)sizeof(struct fring_slot));
         store_relaxed(&h->record_size, (uint32_t)sizeof(struct fring_record));
-        store_relaxed(&h->slot_count, slot_count);
-        store_relaxed(&h->slot_limit, r->slot_limit);
-        store_relaxed(&h->ring_records, ring_records);
-        store_relaxed(&h->slots_offset, (uint64_t)sizeof(struct fring_header));
-        store_relaxed(&h->ring_offset, (uint64_t)sizeof(struct fring_header) +
-                                       (uint64_t)slot_count * sizeof(struct fring_slot));
-        store_relaxed(&h->write_pos, 0);
         store_relaxed(&h->_reserved1, 0);
-        r->write_pos = 0;
-        r->used = r->tombstones = 0;
-        assert(n <= r->slot_limit);
-        for (uint32_t k = 0; k < n; k++) {
-                bool found;
-                uint32_t i = producer_probe(r, keep[k].id, &found);
-
-                assert(!found);
-                (void)found;
-                slot_store(&r->slots[i], FRING_SLOT_USED, keep[k].id, keep[k].upper,
-                           keep[k].since, keep[k].physical_since);
-                r->used++;
-        }
+        header_store_layout(r);
+        r->cur.used = r->cur.tombstones = 0;
         ring_hdr_write_end(&h->hdr_seq, seq);
 
         /* Readers asleep through the restart must look at the new header. */
         producer_wake(r, true);
 }
 
-/* Points hdr, slots and ring into the mapping of a layout of slot_count slots. */
-static void producer_map(struct fring *r, uint32_t slot_count)
+/* ---- producer: growing in steps (note 10) -------------------------------------------- */
+
+/* Places a table of twice cur's limit past the end of cur's layout, where the object is
+ * zero, and starts copying cur into it.  Nothing changes for readers yet. */
+static int grow_begin(struct fring *r)
 {
-        r->hdr = r->shm.map;
-        r->slots = (struct fring_slot *)((uint8_t *)r->shm.map + sizeof(struct fring_header));
-        r->ring = (struct fring_record *)((uint8_t *)r->slots +
-                                          (size_t)slot_count * sizeof(struct fring_slot));
+        uint32_t cap, slot_count;
+        uint64_t offset;
+        struct fring_frontier *scratch;
+        int k;
+
+        assert(!r->growing);
+        if (r->cur.limit >= FRING_SLOT_CAPACITY_MAX)
+                return -ENOSPC;
+        cap = r->cur.limit > FRING_SLOT_CAPACITY_MAX / 2 ? FRING_SLOT_CAPACITY_MAX
+                                                          : r->cur.limit * 2;
+        slot_count = pow2_roundup(2 * cap);     /* note 2 */
+        offset = align_up(table_end(r, &r->cur), LAYOUT_ALIGN);
+        /* The rebuild buffer of the grown table, taken now so that the flip cannot fail. */
+        scratch = calloc(cap, sizeof(*scratch));
+        if (!scratch)
+                return -ENOMEM;
+        k = ring_shm_map_rw(&r->shm, fring_layout_end(offset, slot_count, r->ring_mask + 1));
+        if (k < 0) {
+                free(scratch);
+                return k;
+        }
+        r->next = (struct ftable){ .offset = offset, .mask = slot_count - 1, .limit = cap };
+        r->next_scratch = scratch;
+        r->growing = true;
+        r->scan = 0;
+        producer_map(r);
+        COORD_RING_GROW(r->cur.mask + 1, slot_count, 0);
+        return 0;
 }
+
+/* Copies up to n more of cur's slots into next. */
+static void grow_copy(struct fring *r, uint32_t n)
+{
+        assert(r->growing);
+        for (; n > 0 && r->scan <= r->cur.mask; n--, r->scan++) {
+                const struct fring_slot *s = &r->cur.slots[r->scan];
+
+                if (s->state == FRING_SLOT_USED)
+                        table_put(&r->next, s->id, s->upper, s->since, s->physical_since);
+        }
+}
+
+/* Every live frontier is in next: make it the table of the header, with an empty ring
+ * after it, under one header seqlock write.  Readers see a new layout and resync, as
+ * after a restart (note 6), but nothing is rewritten here: the flip is O(1), and the
+ * retired layout is freed a step at a time. */
+static void grow_flip(struct fring *r)
+{
+        struct ftable old = r->cur;
+        uint32_t seq;
+
+        assert(r->growing && r->scan > r->cur.mask && r->next.used == r->cur.used);
+        punch_step(r, UINT64_MAX);      /* an earlier retired layout, if any is left */
+        seq = ring_hdr_write_begin(&r->hdr->hdr_seq);
+        r->cur = r->next;
+        r->growing = false;
+        r->next = (struct ftable){ 0 };
+        producer_map(r);
+        header_store_layout(r);
+        ring_hdr_write_end(&r->hdr->hdr_seq, seq);
+
+        free(r->scratch);
+        r->scratch = TAKE_PTR(r->next_scratch);
+        r->grow_deferred = false;
+        r->punch_from = align_up(old.offset, LAYOUT_ALIGN);
+        r->punch_to = table_end(r, &old) & ~(LAYOUT_ALIGN - 1);
+        COORD_RING_GROW(old.mask + 1, r->cur.mask + 1, 1);
+        producer_wake(r, true);
+        /* next took cur's forgets as tombstones too; rarely, enough of them to rebuild. */
+        if (r->cur.tombstones > (r->cur.mask + 1) / 4)
+                producer_rebuild(r);
+}
+
+/* The table is full: end the grow now (its steps did not keep up, or it could not start
+ * earlier). */
+static int grow_finish(struct fring *r)
+{
+        int k;
+
+        if (!r->growing) {
+                k = grow_begin(r);
+                if (k < 0)
+                        return k;
+        }
+        grow_copy(r, r->cur.mask + 1 - r->scan);
+        grow_flip(r);
+        return 0;
+}
+
+/* After each publish or forget: a step of a grow (starting one past three quarters of
+ * the limit), or of freeing a retired layout. */
+static void producer_step(struct fring *r)
+{
+        if (!r->growing && !r->grow_deferred && r->cur.used > r->cur.limit - r->cur.limit / 4 &&
+            r->cur.limit < FRING_SLOT_CAPACITY_MAX && grow_begin(r) < 0)
+                r->grow_deferred = true;        /* grow_finish() tries again, and fails */
+        if (r->growing) {
+                grow_copy(r, GROW_STEP);
+                if (r->scan > r->cur.mask)
+                        grow_flip(r);
+        } else
+                punch_step(r, PUNCH_STEP);
+}
+
+/* cur has too many tombstones: rebuild it, or, while growing, end the grow (next is
+ * then the table, with fewer tombstones for its size). */
+static void producer_tidy(struct fring *r)
+{
+        if (r->cur.tombstones <= (r->cur.mask + 1) / 4)
+                return;
+        if (r->growing) {
+                grow_copy(r, r->cur.mask + 1 - r->scan);
+                grow_flip(r);
+        } else
+                producer_rebuild(r);
+}
+
+/* ---- producer: public ---------------------------------------------------------------- */
 
 int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records,
                  uint64_t generation, struct fring **ret)
@@ -420,6 +644,7 @@ int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records
         _cleanup_(fring_freep) struct fring *r = NULL;
         uint32_t slot_count, records;
         uint64_t size;
+        struct stat st;
         int k;
 
         if (!ret)
@@ -442,9 +667,9 @@ int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records
         if (!r)
                 return -ENOMEM;
         ring_shm_init(&r->shm);
-        r->slot_mask = slot_count - 1;
+        r->cur = (struct ftable){ .offset = sizeof(struct fring_header),
+                                  .mask = slot_count - 1, .limit = slot_capacity };
         r->ring_mask = records - 1;
-        r->slot_limit = slot_capacity;
         r->generation = generation;
         r->scratch = calloc(slot_capacity, sizeof *r->scratch);
         if (!r->scratch)
@@ -454,54 +679,17 @@ int fring_create(const char *name, uint32_t slot_capacity, uint32_t ring_records
         k = ring_shm_create(&r->shm, name, size, FRING_WAIT_MAGIC, FRING_LAYOUT_VERSION);
         if (k < 0)
                 return k;
-        producer_map(r, slot_count);
-
-        producer_init(r, NULL, 0);
+        producer_map(r);
+        producer_init(r);
+        /* Past our layout the object is zero (note 10): free what an earlier producer's
+         * grown layouts left there. */
+        if (fstat(r->shm.fd, &st) == 0 && (uint64_t)st.st_size > align_up(size, LAYOUT_ALIGN)) {
+                r->punch_from = align_up(size, LAYOUT_ALIGN);
+                r->punch_to = (uint64_t)st.st_size;
+                punch_step(r, UINT64_MAX);
+        }
         assert(fring_check(r));
         *ret = TAKE_PTR(r);
-        return 0;
-}
-
-/* Note 10: the table is full; double it (up to FRING_SLOT_CAPACITY_MAX) in place.  The
- * object only grows (note 6), the new mapping replaces ours, and the region is
- * reinitialized with every live frontier under one header seqlock write: readers
- * remap and resync as after a restart, and never see the table without them. */
-static int producer_grow(struct fring *r)
-{
-        uint32_t cap, slot_count, n = 0;
-        struct fring_frontier *keep;
-        uint64_t size;
-        int k;
-
-        if (r->slot_limit >= FRING_SLOT_CAPACITY_MAX)
-                return -ENOSPC;
-        cap = r->slot_limit * 2 > FRING_SLOT_CAPACITY_MAX ? FRING_SLOT_CAPACITY_MAX : r->slot_limit * 2;
-        slot_count = pow2_roundup(2 * cap);
-        size = fring_layout_size(slot_count, r->ring_mask + 1);
-        keep = calloc(cap, sizeof(*keep));
-        if (!keep)
-                return -ENOMEM;
-        for (uint32_t i = 0; i <= r->slot_mask; i++) {
-                const struct fring_slot *sl = &r->slots[i];
-
-                if (sl->state == FRING_SLOT_USED)
-                        keep[n++] = (struct fring_frontier){ .id = sl->id, .upper = sl->upper,
-                                                             .since = sl->since,
-                                                             .physical_since = sl->physical_since };
-        }
-        assert(n == r->used);
-        k = ring_shm_map_rw(&r->shm, size);
-        if (k < 0) {
-                free(keep);
-                return k;       /* the old table is untouched and still full */
-        }
-        producer_map(r, slot_count);
-        r->slot_mask = slot_count - 1;
-        r->slot_limit = cap;
-        free(r->scratch);
-        r->scratch = keep;      /* slot_limit entries, as producer_rebuild() wants */
-        producer_init(r, keep, n);
-        assert(fring_check(r));
         return 0;
 }
 
@@ -513,23 +701,20 @@ int fring_publish(struct fring *r, const struct fring_frontier *f)
 
         if (!r || !f || f->flags != 0)
                 return -EINVAL;
-        i = producer_probe(r, f->id, &found);
-        if (!found && r->used >= r->slot_limit) {
-                k = producer_grow(r);
+        i = table_probe(&r->cur, f->id, &found);
+        if (!found && r->cur.used >= r->cur.limit) {
+                k = grow_finish(r);
                 if (k < 0)
                         return k == -ENOMEM ? k : -ENOSPC;
-                i = producer_probe(r, f->id, &found);
+                i = table_probe(&r->cur, f->id, &found);
         }
-        if (!found) {
-                if (r->slots[i].state == FRING_SLOT_TOMBSTONE)
-                        r->tombstones--;
-                r->used++;
-        }
-        /* Slot first, record second (note 1). */
-        slot_store(&r->slots[i], FRING_SLOT_USED, f->id, f->upper, f->since,
-                   f->physical_since);
+        /* Slot first, record second (note 1); the table being grown too (note 10). */
+        table_store_at(&r->cur, i, found, f->id, f->upper, f->since, f->physical_since);
+        if (r->growing)
+                table_put(&r->next, f->id, f->upper, f->since, f->physical_since);
         ring_append(r, f->id, f->upper, f->since, f->physical_since, 0);
         COORD_RING_PUSH(f->id, f->upper, f->since);
+        producer_step(r);
         producer_wake(r, false);
         return 0;
 }
@@ -553,60 +738,28 @@ void fring_release_wakes(struct fring *r)
 
 int fring_forget(struct fring *r, uint64_t id)
 {
-        struct fring_slot *s;
-        uint64_t upper, since, physical_since;
-        uint32_t i;
-        bool found;
+        struct fring_frontier f;
 
         if (!r)
                 return -EINVAL;
-        i = producer_probe(r, id, &found);
-        if (!found)
+        if (!table_forget(&r->cur, id, &f))
                 return -ENOENT;
-        s = &r->slots[i];
-        upper = s->upper;
-        since = s->since;
-        physical_since = s->physical_since;
-        slot_store(s, FRING_SLOT_TOMBSTONE, id, upper, since, physical_since);
-        r->used--;
-        r->tombstones++;
-        producer_trim_tombstones(r, i);
-        ring_append(r, id, upper, since, physical_since, FRING_RECORD_FORGOTTEN);
-        if (r->tombstones > (r->slot_mask + 1) / 4)
-                producer_rebuild(r);
+        if (r->growing)
+                (void)table_forget(&r->next, id, NULL);   /* not there if not copied yet */
+        ring_append(r, id, f.upper, f.since, f.physical_since, FRING_RECORD_FORGOTTEN);
+        producer_tidy(r);
+        producer_step(r);
         producer_wake(r, false);
         return 0;
 }
 
-bool fring_check(const struct fring *r)
+#ifndef NDEBUG
+static void table_check(const struct ftable *t)
 {
-#ifdef NDEBUG
-        return true;
-#else
-        const struct fring_header *h;
-        uint32_t slot_count, ring_records, used = 0, tombstones = 0, empty = 0;
-        uint64_t first;
+        uint32_t used = 0, tombstones = 0, empty = 0;
 
-        assert(r);
-        h = r->hdr;
-        slot_count = r->slot_mask + 1;
-        ring_records = r->ring_mask + 1;
-        assert(h->magic == FRING_MAGIC && h->version == FRING_LAYOUT_VERSION);
-        assert(h->hdr_seq != 0 && !(h->hdr_seq & 1));
-        assert(h->generation == r->generation);
-        assert(h->slot_count == slot_count && is_pow2(slot_count));
-        assert(h->ring_records == ring_records && is_pow2(ring_records));
-        assert(h->slot_limit == r->slot_limit && 2 * r->slot_limit <= slot_count);
-        assert(h->header_size == sizeof *h && h->slots_offset == sizeof *h);
-        assert(h->ring_offset == sizeof *h + (uint64_t)slot_count * sizeof(struct fring_slot));
-        assert(h->total_size == fring_layout_size(slot_count, ring_records));
-        assert(h->total_size <= r->shm.map_size);
-        assert(h->write_pos == r->write_pos);
-        assert(r->shm.wait->magic == FRING_WAIT_MAGIC &&
-               r->shm.wait->version == FRING_LAYOUT_VERSION);
-
-        for (uint32_t i = 0; i < slot_count; i++) {
-                const struct fring_slot *s = &r->slots[i];
+        for (uint32_t i = 0; i <= t->mask; i++) {
+                const struct fring_slot *s = &t->slots[i];
                 bool found;
 
                 assert(!(s->seq & 1));
@@ -621,15 +774,77 @@ bool fring_check(const struct fring *r)
                         used++;
                         /* Reachable from its home without crossing an EMPTY slot, and the
                          * only slot of its id. */
-                        assert(producer_probe(r, s->id, &found) == i && found);
+                        assert(table_probe(t, s->id, &found) == i && found);
                         break;
                 default:
                         assert(!"bad slot state");
                 }
         }
-        assert(used == r->used && used <= r->slot_limit);
-        assert(tombstones == r->tombstones && tombstones <= slot_count / 4);
-        assert(empty >= slot_count / 4);
+        assert(used == t->used && used <= t->limit && 2 * t->limit <= t->mask + 1);
+        assert(tombstones == t->tombstones);
+        assert(empty >= (t->mask + 1) / 4);
+}
+#endif
+
+bool fring_check(const struct fring *r)
+{
+#ifdef NDEBUG
+        return true;
+#else
+        const struct fring_header *h;
+        uint32_t slot_count, ring_records;
+        uint64_t first;
+
+        assert(r);
+        h = r->hdr;
+        slot_count = r->cur.mask + 1;
+        ring_records = r->ring_mask + 1;
+        assert(h->magic == FRING_MAGIC && h->version == FRING_LAYOUT_VERSION);
+        assert(h->hdr_seq != 0 && !(h->hdr_seq & 1));
+        assert(h->generation == r->generation);
+        assert(h->slot_count == slot_count && is_pow2(slot_count));
+        assert(h->ring_records == ring_records && is_pow2(ring_records));
+        assert(h->slot_limit == r->cur.limit);
+        assert(h->header_size == sizeof *h && h->slots_offset == r->cur.offset);
+        assert(h->slots_offset >= sizeof *h && h->slots_offset % FRING_CACHELINE == 0);
+        assert(h->ring_offset == h->slots_offset + (uint64_t)slot_count * sizeof(struct fring_slot));
+        assert(h->total_size == table_end(r, &r->cur));
+        assert(h->total_size <= r->shm.map_size);
+        assert(h->write_pos == r->write_pos);
+        assert(r->shm.wait->magic == FRING_WAIT_MAGIC &&
+               r->shm.wait->version == FRING_LAYOUT_VERSION);
+        table_check(&r->cur);
+        assert(r->cur.tombstones <= slot_count / 4);
+
+        /* Note 10: while growing, next holds exactly cur's live ids below scan and those
+         * published or forgotten since the grow began, with cur's frontiers. */
+        if (r->growing) {
+                table_check(&r->next);
+                assert(r->next.offset >= table_end(r, &r->cur));
+                assert(table_end(r, &r->next) <= r->shm.map_size);
+                for (uint32_t i = 0; i <= r->next.mask; i++) {
+                        const struct fring_slot *s = &r->next.slots[i];
+                        bool found;
+                        uint32_t j;
+
+                        if (s->state != FRING_SLOT_USED)
+                                continue;
+                        j = table_probe(&r->cur, s->id, &found);
+                        assert(found);
+                        assert(r->cur.slots[j].upper == s->upper &&
+                               r->cur.slots[j].since == s->since &&
+                               r->cur.slots[j].physical_since == s->physical_since);
+                }
+                for (uint32_t i = 0; i < r->scan && i <= r->cur.mask; i++) {
+                        const struct fring_slot *s = &r->cur.slots[i];
+                        bool found;
+
+                        if (s->state != FRING_SLOT_USED)
+                                continue;
+                        (void)table_probe(&r->next, s->id, &found);
+                        assert(found);
+                }
+        }
 
         /* The last ring_records records are complete and in place; the rest never
          * written. */
@@ -654,8 +869,11 @@ int fring_unlink(const char *name)
 
 struct fring *fring_free(struct fring *r)
 {
+        if (!r)
+                return NULL;
+        free(r->next_scratch);
         /* ring_shm_done() releases the producer flock */
-        return r ? ring_handle_free(&r->shm, r->scratch, r) : NULL;
+        return ring_handle_free(&r->shm, r->scratch, r);
 }
 
 /* ---- reader: validation -------------------------------------------------------------- */
@@ -678,10 +896,12 @@ static int header_validate(const struct fring_header *c)
         if (!is_pow2(c->ring_records) || c->ring_records < FRING_LAYOUT_RECORDS_MIN ||
             c->ring_records > FRING_LAYOUT_RECORDS_MAX)
                 return -EBADMSG;
-        /* The counts are bounded above, so none of this overflows. */
-        if (c->slots_offset != c->header_size ||
+        /* The counts and the offset are bounded above, so none of this overflows.  A
+         * grown table sits further in (note 10), but never over the header. */
+        if (c->slots_offset < c->header_size || c->slots_offset % FRING_CACHELINE != 0 ||
+            c->slots_offset > FRING_LAYOUT_OFFSET_MAX ||
             c->ring_offset != c->slots_offset + (uint64_t)c->slot_count * c->slot_size ||
-            c->total_size != fring_layout_size(c->slot_count, c->ring_records))
+            c->total_size != fring_layout_end(c->slots_offset, c->slot_count, c->ring_records))
                 return -EBADMSG;
         return 0;
 }

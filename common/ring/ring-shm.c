@@ -249,14 +249,25 @@ int ring_shm_create(struct ring_shm *s, const char *name, uint64_t size, uint64_
 
 int ring_shm_map_rw(struct ring_shm *s, uint64_t size)
 {
+        struct stat st;
         void *m;
         int k;
 
-        k = shm_map_rw(s->fd, size, &m);
-        if (k < 0)
-                return k;
-        if (s->map)
-                munmap(s->map, s->map_size);
+        if (!s->map) {
+                k = shm_map_rw(s->fd, size, &m);
+                if (k < 0)
+                        return k;
+        } else {
+                /* A grown region: mremap() keeps the pages already mapped, where a new
+                 * mapping would fault each one in again. */
+                if (fstat(s->fd, &st) < 0)
+                        return -errno;
+                if ((uint64_t)st.st_size < size && ftruncate(s->fd, (off_t)size) < 0)
+                        return -errno;
+                m = mremap(s->map, s->map_size, (size_t)size, MREMAP_MAYMOVE);
+                if (m == MAP_FAILED)
+                        return -errno;
+        }
         s->map = m;
         s->map_size = (size_t)size;
         return 0;

@@ -908,7 +908,7 @@ static void test_restart(void)
 static void t_header_derive(struct fring_header *h)
 {
         h->ring_offset = h->slots_offset + (uint64_t)h->slot_count * sizeof(struct fring_slot);
-        h->total_size = fring_layout_size(h->slot_count, h->ring_records);
+        h->total_size = fring_layout_end(h->slots_offset, h->slot_count, h->ring_records);
 }
 
 static void test_bad_attach(void)
@@ -959,6 +959,10 @@ static void test_bad_attach(void)
         BAD_HEADER(h->ring_records = 1u << 23, true, -EBADMSG);
         BAD_HEADER(h->ring_offset += 64, false, -EBADMSG);
         BAD_HEADER(h->slots_offset = 0, false, -EBADMSG);
+        BAD_HEADER(h->slots_offset = 64, true, -EBADMSG);       /* over the header */
+        BAD_HEADER(h->slots_offset += 100, true, -EBADMSG);     /* not a slot's alignment */
+        BAD_HEADER(h->slots_offset = FRING_LAYOUT_OFFSET_MAX + 64, true, -EBADMSG);
+        BAD_HEADER(h->slots_offset += 1u << 20, true, -EBADMSG);        /* past the object */
         BAD_HEADER(h->total_size += 4096, false, -EBADMSG);
         BAD_HEADER(h->total_size = UINT64_MAX, false, -EBADMSG);
         /* Consistent, but bigger than the object: the reader must not map past its end. */
@@ -1237,6 +1241,218 @@ static void test_torn(void)
         munmap(ctl, sizeof *ctl);
 }
 
+/* ---- 6. growth in steps (fring.c note 10) -------------------------------------------- */
+
+/* The object's size and the bytes it holds (punched holes hold none). */
+static bool t_object_usage(const char *name, uint64_t *ret_size, uint64_t *ret_held)
+{
+        struct stat st;
+        int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+
+        if (fd < 0)
+                return false;
+        if (fstat(fd, &st) < 0) {
+                close(fd);
+                return false;
+        }
+        close(fd);
+        *ret_size = (uint64_t)st.st_size;
+        *ret_held = (uint64_t)st.st_blocks * 512;
+        return true;
+}
+
+/* Publishes, updates and forgets through many doublings of a small table, checked at
+ * every step against a model: fring_check() (the copy's invariant), lookups of the
+ * last id and of a random live one, and a reader draining as it goes.  The header moves
+ * once per doubling; the retired layouts are freed; a restart frees what grown layouts
+ * left past its own. */
+static void test_grow_steps(void)
+{
+        enum { CAP = 32, N = 1800 };
+        static struct model m;
+        static struct fring_frontier live[N + 1];       /* by id; id 0 unused */
+        static bool is_live[N + 1];
+        struct fring_frontier f, exp[N];
+        struct fring_reader *rd = NULL;
+        struct fring *r = NULL;
+        struct t_region g;
+        uint64_t size, held, seed = 7, resyncs_before;
+        size_t n_live = 0, n_exp = 0;
+        char name[64];
+
+        memset(&m, 0, sizeof m);
+        t_ring_name(name, sizeof name, "grow");
+        CU_ASSERT_EQUAL_FATAL(fring_create(name, CAP, 256, 1, &r), 0);
+        CU_ASSERT_EQUAL_FATAL(fring_attach(name, &rd), 0);
+        CU_ASSERT_EQUAL(model_drain(rd, &m, 64), 0);
+        resyncs_before = m.resyncs;
+
+        for (uint64_t j = 1; j <= N; j++) {
+                uint64_t id = j, other;
+
+                f = t_val(id, j);
+                CU_ASSERT_EQUAL_FATAL(fring_publish(r, &f), 0);
+                live[id] = f;
+                is_live[id] = true;
+                n_live++;
+                /* Churn: forget one id in three, update another (tombstones, both
+                 * tables written while a grow copies). */
+                seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+                other = 1 + (seed >> 33) % j;
+                if (j % 3 == 0 && is_live[other]) {
+                        CU_ASSERT_EQUAL_FATAL(fring_forget(r, other), 0);
+                        is_live[other] = false;
+                        n_live--;
+                } else if (is_live[other]) {
+                        f = t_val(other, j + N);
+                        CU_ASSERT_EQUAL_FATAL(fring_publish(r, &f), 0);
+                        live[other] = f;
+                }
+                CU_ASSERT_FATAL(fring_check(r));
+                if (is_live[id]) {
+                        CU_ASSERT_EQUAL_FATAL(fring_lookup(rd, id, &f), 0);
+                        CU_ASSERT_TRUE(t_frontier_eq(&f, &live[id]));
+                }
+                if (is_live[other]) {
+                        CU_ASSERT_EQUAL_FATAL(fring_lookup(rd, other, &f), 0);
+                        CU_ASSERT_TRUE(t_frontier_eq(&f, &live[other]));
+                } else
+                        CU_ASSERT_EQUAL(fring_lookup(rd, other, &f), -ENOENT);
+                if (j % 16 == 0)
+                        CU_ASSERT_EQUAL_FATAL(model_drain(rd, &m, 64), 0);
+        }
+        CU_ASSERT_EQUAL_FATAL(model_drain(rd, &m, 64), 0);
+        for (uint64_t id = 1; id <= N; id++)
+                if (is_live[id])
+                        exp[n_exp++] = live[id];
+        CU_ASSERT_EQUAL(n_exp, n_live);
+        CU_ASSERT_TRUE(model_equals(&m, exp, n_exp));
+        /* From 32 to 2,048 live at most: the header moved for each of the doublings
+         * (and for rebuilds, if any), not for every publish. */
+        printf("\n    %zu live, %llu resyncs", n_live,
+               (unsigned long long)(m.resyncs - resyncs_before));
+        CU_ASSERT(m.resyncs - resyncs_before >= 5);
+        CU_ASSERT(m.resyncs - resyncs_before <= 40);
+
+        /* The layout moved away from the header; what it left behind holds nothing. */
+        CU_ASSERT_TRUE_FATAL(t_region_map(name, &g));
+        {
+                const struct fring_header *h = (const struct fring_header *)g.p;
+
+                CU_ASSERT(h->slots_offset > sizeof *h);
+                CU_ASSERT_TRUE_FATAL(t_object_usage(name, &size, &held));
+                printf(", object %llu bytes, %llu held, layout %llu..%llu\n    ",
+                       (unsigned long long)size, (unsigned long long)held,
+                       (unsigned long long)h->slots_offset, (unsigned long long)h->total_size);
+                CU_ASSERT(size >= h->total_size);
+                CU_ASSERT(held <= h->total_size - h->slots_offset + 2 * 4096);
+        }
+        munmap(g.p, g.size);
+
+        /* A restart starts over at the header and frees the rest. */
+        r = fring_free(r);
+        CU_ASSERT_EQUAL_FATAL(fring_create(name, CAP, 256, 2, &r), 0);
+        CU_ASSERT_TRUE_FATAL(t_object_usage(name, &size, &held));
+        CU_ASSERT(held <= fring_layout_size(2 * CAP, 256) + 4096);
+        CU_ASSERT_EQUAL(model_drain(rd, &m, 64), 0);
+        CU_ASSERT_EQUAL(m.n, 0);
+        CU_ASSERT_EQUAL(fring_lookup(rd, N, &f), -ENOENT);
+        CU_ASSERT(fring_check(r));
+
+        fring_reader_free(rd);
+        fring_free(r);
+        CU_ASSERT_EQUAL(fring_unlink(name), 0);
+}
+
+/* A reader process looks up ids published before it started, over and over, while the
+ * producer grows the table from 128 to 262,144 live collections: every lookup finds
+ * its id (a grow never hides a live collection), with values that never go back. */
+#define GROW_K 100
+struct grow_ctl {
+        uint32_t stop;
+        uint64_t lookups, busy, missing, bad, went_back;
+};
+
+static _Noreturn void grow_reader(const char *name, int ready_fd, struct grow_ctl *ctl)
+{
+        struct fring_reader *rd = NULL;
+        uint64_t last[GROW_K + 1] = { 0 };
+
+        C_ASSERT(fring_attach(name, &rd) == 0);
+        t_sync_send(ready_fd);
+        while (!__atomic_load_n(&ctl->stop, __ATOMIC_RELAXED))
+                for (uint64_t id = 1; id <= GROW_K; id++) {
+                        struct fring_frontier f;
+                        int k = fring_lookup(rd, id, &f);
+
+                        if (k == -EAGAIN) {
+                                ctl->busy++;
+                                continue;
+                        }
+                        ctl->lookups++;
+                        if (k == -ENOENT)
+                                ctl->missing++;
+                        else if (k != 0 || f.id != id || !t_val_ok(&f))
+                                ctl->bad++;
+                        else if (f.since < last[id])
+                                ctl->went_back++;
+                        else
+                                last[id] = f.since;
+                }
+        fring_reader_free(rd);
+        _exit(T_EXIT_PASS);
+}
+
+static void test_grow_concurrent(void)
+{
+        enum { ADD = 200000 };
+        struct grow_ctl *ctl = t_shared_page(sizeof *ctl);
+        struct fring *r = NULL;
+        struct fring_frontier f;
+        char name[64];
+        int sync[2];
+        pid_t pid;
+
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ctl);
+        CU_ASSERT_EQUAL_FATAL(pipe2(sync, O_CLOEXEC), 0);
+        t_ring_name(name, sizeof name, "growc");
+        CU_ASSERT_EQUAL_FATAL(fring_create(name, 128, 1024, 1, &r), 0);
+        for (uint64_t id = 1; id <= GROW_K; id++) {
+                f = t_val(id, 1);
+                CU_ASSERT_EQUAL_FATAL(fring_publish(r, &f), 0);
+        }
+        pid = t_fork();
+        CU_ASSERT_FATAL(pid >= 0);
+        if (pid == 0) {
+                close(sync[0]);
+                grow_reader(name, sync[1], ctl);
+        }
+        close(sync[1]);
+        CU_ASSERT_TRUE_FATAL(t_sync_recv(sync[0], 1));
+        close(sync[0]);
+        for (uint64_t j = 0; j < ADD; j++) {
+                f = t_val(1000 + j, j);
+                CU_ASSERT_EQUAL_FATAL(fring_publish(r, &f), 0);
+                f = t_val(1 + j % GROW_K, 2 + j);       /* the reader's ids move on */
+                CU_ASSERT_EQUAL_FATAL(fring_publish(r, &f), 0);
+        }
+        CU_ASSERT(fring_check(r));
+        __atomic_store_n(&ctl->stop, 1, __ATOMIC_RELAXED);
+        CU_ASSERT_EQUAL(t_wait_child(pid), 0);
+        printf("\n    %llu lookups (%llu busy), %llu missing, %llu bad, %llu went back\n    ",
+               (unsigned long long)ctl->lookups, (unsigned long long)ctl->busy,
+               (unsigned long long)ctl->missing, (unsigned long long)ctl->bad,
+               (unsigned long long)ctl->went_back);
+        CU_ASSERT(ctl->lookups > 1000);
+        CU_ASSERT_EQUAL(ctl->missing, 0);
+        CU_ASSERT_EQUAL(ctl->bad, 0);
+        CU_ASSERT_EQUAL(ctl->went_back, 0);
+
+        fring_free(r);
+        CU_ASSERT_EQUAL(fring_unlink(name), 0);
+        munmap(ctl, sizeof *ctl);
+}
+
 /* ---- main ------------------------------------------------------------------------------------ */
 
 int main(void)
@@ -1244,6 +1460,7 @@ int main(void)
         static const struct t_case same_process[] = {
                 { "publish, read in order, lookup, forget, full", test_basic },
                 { "tombstones and rebuilds against a model", test_churn },
+                { "the table grows in steps, freeing what it leaves", test_grow_steps },
                 { "lapped reader resyncs to the latest values", test_lapped },
                 { NULL, NULL },
         };
@@ -1253,6 +1470,7 @@ int main(void)
                 { "held wake-ups: one, at the release", test_wake_held },
                 { "producer restart: generation, remap, wake-up", test_restart },
                 { "no torn slot or record under a hammering producer", test_torn },
+                { "a grow never hides a live collection from a reader", test_grow_concurrent },
                 { NULL, NULL },
         };
         static const struct t_case damage[] = {
