@@ -28,13 +28,25 @@
  *     the follower resends all committed bounds, and until then nothing compacts.
  *     Built-ins (gids < CSERVER_FIRST_USER_GID) get bounds by a table's rule
  *     (lifecycle-state.c note 6).  coord_frontiers shows the PHYSICAL since (4).
+ *
+ * (14a) A permission of many collections (the follower's first publication after a
+ *     start, every committed bound) is recorded at once in s->allowed, and applied
+ *     from s->allow_q CSERVER_ALLOW_SLICE gids per loop turn (allow_queue_step()): applying one
+ *     costs storage reads and a write, and all of them in the message's callback held
+ *     the loop.  The Ok answers the recording; a since moves later or waits anyway
+ *     (14), and moving later only protects more (I2).  While the queue is not empty,
+ *     every permission joins it, so none is applied before one that arrived earlier.
+ *     A gid dropped meanwhile has no s->allowed entry and is skipped; after a storage
+ *     failure, what is left goes to s->allow_pending.
  */
 #include "controller-server.h"
 #include "controller-server-internal.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "controller-dataflow.h"
 #include "controller-storage.h"
@@ -157,6 +169,92 @@ static int allow_apply(struct cserver *s, const uint64_t *gids, size_t n)
         return 0;
 }
 
+/* (14a) What is left of the queue, after a storage failure: retried with the pending. */
+static void allow_queue_to_pending(struct cserver *s)
+{
+        for (size_t i = s->allow_q_head; i < s->n_allow_q; i++)
+                if (!gmap_find(&s->allow_pending, s->allow_q[i]) &&
+                    gmap_reserve(&s->allow_pending, 1) == 0)
+                        gmap_put(&s->allow_pending, s->allow_q[i]);
+        s->allow_q_head = s->n_allow_q = 0;
+}
+
+static void allow_continue(struct loop *l, void *userdata);
+
+/* (14a) Applies the next slice of the queue; a timer brings the rest. */
+static void allow_queue_step(struct cserver *s)
+{
+        size_t n = s->n_allow_q - s->allow_q_head;
+        struct row_error e = { 0 };
+        int r;
+
+        if (n > s->allow_slice)
+                n = s->allow_slice;
+        r = s->st ? allow_apply(s, s->allow_q + s->allow_q_head, n) : -EIO;
+        if (r < 0) {
+                if (s->st)
+                        (void)server_storage_failure(s, &e, r, "allowing compaction");
+                if (server_ratelimit_ok(&s->rl_storage, now_ms()))
+                        log_warn_errno(r, "allow_compaction_failed", "what=queued left=%zu",
+                                       s->n_allow_q - s->allow_q_head);
+                allow_queue_to_pending(s);
+                return;
+        }
+        s->allow_q_head += n;
+        s->allow_slices++;
+        if (s->allow_q_head == s->n_allow_q) {
+                s->allow_q_head = s->n_allow_q = 0;
+                return;
+        }
+        if (loop_timer_add(s->loop, 0, allow_continue, s, &s->allow_timer) < 0) {
+                s->allow_timer = NULL;
+                allow_queue_to_pending(s);      /* the next compaction run has them */
+        }
+}
+
+static void allow_continue(struct loop *l, void *userdata)
+{
+        struct cserver *s = userdata;
+
+        (void)l;
+        s->allow_timer = NULL;
+        fring_hold_wakes(s->ring);
+        allow_queue_step(s);
+        fring_release_wakes(s->ring);
+}
+
+/* (14a) Queues gids[0..n) behind what is queued; the first slice goes now. */
+static int allow_enqueue(struct cserver *s, const uint64_t *gids, size_t n)
+{
+        bool idle = s->n_allow_q == s->allow_q_head;
+        int r;
+
+        if (s->allow_q_head > 0) {
+                memmove(s->allow_q, s->allow_q + s->allow_q_head,
+                        (s->n_allow_q - s->allow_q_head) * sizeof(*s->allow_q));
+                s->n_allow_q -= s->allow_q_head;
+                s->allow_q_head = 0;
+        }
+        r = RESERVE(s->allow_q, s->cap_allow_q, s->n_allow_q + n);
+        if (r < 0)
+                return r;
+        memcpy(s->allow_q + s->n_allow_q, gids, n * sizeof(*gids));
+        s->n_allow_q += n;
+        if (idle && !s->allow_timer)
+                allow_queue_step(s);
+        return 0;
+}
+
+void server_allow_queue_done(struct cserver *s)
+{
+        if (s->allow_timer)
+                loop_timer_cancel(s->loop, s->allow_timer);
+        s->allow_timer = NULL;
+        free(s->allow_q);
+        s->allow_q = NULL;
+        s->allow_q_head = s->n_allow_q = s->cap_allow_q = 0;
+}
+
 /* From compaction runs (6): permissions that holds or (10) kept back. */
 static void allow_retry_pending(struct cserver *s)
 {
@@ -216,9 +314,15 @@ void server_handle_allow_compaction(struct cserver *s, node_peer_t from, const C
                         a->a = b->bound;        /* never backwards (I1) */
                 gids[n++] = b->gid;
         }
-        r = allow_apply(s, gids, n);
-        if (r < 0)
-                r = server_storage_failure(s, &e, r, "allowing compaction");
+        if (n > s->allow_slice || s->n_allow_q > s->allow_q_head) {
+                r = allow_enqueue(s, gids, n);  /* (14a) */
+                if (r < 0)
+                        r = row_error_oom(&e);
+        } else {
+                r = allow_apply(s, gids, n);
+                if (r < 0)
+                        r = server_storage_failure(s, &e, r, "allowing compaction");
+        }
 out:
         server_reply_result(s, from, env->request_id, r, &e);
         coord__allow_compaction__free_unpacked(m, NULL);

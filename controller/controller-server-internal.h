@@ -270,6 +270,11 @@ struct cserver {
         struct gmap allow_pending;      /* (14): gids whose since is still below it */
         uint64_t allow_msgs, allow_moved;
         size_t allow_max;               /* most records in one AllowCompaction */
+        uint64_t *allow_q;              /* (14a): gids permitted, not applied yet */
+        size_t allow_q_head, n_allow_q, cap_allow_q;
+        struct loop_timer *allow_timer; /* set while the queue waits for its next turn */
+        uint64_t allow_slices;
+        size_t allow_slice;             /* CSERVER_ALLOW_SLICE, or the test's */
         uint64_t mirror_reads;                  /* (11) mirrors built by a read */
         struct gmap rc;                 /* what the ring shows (7): a = upper, b = since,
                                          * c = physical_since */
@@ -738,6 +743,9 @@ void server_handle_list(struct cserver *s, node_peer_t from, const Coord__Envelo
 
 /* controller-server-compact.c: compaction permission (14) and compaction (6). */
 void server_allowed_forget(struct cserver *s, uint64_t gid);
+/* (14a) Most permissions applied in one loop turn. */
+#define CSERVER_ALLOW_SLICE 4096u
+void server_allow_queue_done(struct cserver *s);
 uint64_t server_index_allowed_target(struct cserver *s, struct dfent *e);
 void server_handle_allow_compaction(struct cserver *s, node_peer_t from, const Coord__Envelope *env);
 void server_compact_arm(struct cserver *s, uint64_t ms);

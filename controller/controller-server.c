@@ -264,7 +264,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
         snprintf(buf, size, "collections=%llu appends=%llu tables_frontier=%llu "
                  "last_append_collections=%zu last_append_frontier_rows=%zu peeks_parked=%zu "
                  "peeks_answered=%llu errors=%llu compactions=%llu dataflows=%zu compute_writes=%llu "
-                 "allow_msgs=%llu allow_max=%zu allow_moved=%llu allowed=%zu allow_pending=%zu catchups=%llu mv_flushes=%llu "
+                 "allow_msgs=%llu allow_max=%zu allow_moved=%llu allowed=%zu allow_pending=%zu "
+                 "allow_queued=%zu allow_slices=%llu catchups=%llu mv_flushes=%llu "
                  "mirror_reads=%llu append_sync=%s syncs=%llu unsynced_appends=%llu "
                  "appends_per_sync=%.2f sync_max_us=%llu sync_write_max_us=%llu "
                  "unsynced_write_max_us=%llu held=%zu held_max=%zu "
@@ -283,7 +284,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)s->peeks_answered, (unsigned long long)s->errors_sent,
                  (unsigned long long)st.compactions, s->n_dfs, (unsigned long long)s->compute_writes,
                  (unsigned long long)s->allow_msgs, s->allow_max, (unsigned long long)s->allow_moved,
-                 s->allowed.n, s->allow_pending.n, (unsigned long long)s->index_catchups,
+                 s->allowed.n, s->allow_pending.n, s->n_allow_q - s->allow_q_head,
+                 (unsigned long long)s->allow_slices, (unsigned long long)s->index_catchups,
                  (unsigned long long)s->mv_flushes, (unsigned long long)s->mirror_reads,
                  cserver_append_sync_name(s->cfg.append_sync), (unsigned long long)st.syncs,
                  (unsigned long long)st.unsynced_appends,
@@ -356,6 +358,7 @@ int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
         s->ring = ring;
         if (cfg)
                 s->cfg = *cfg;
+        s->allow_slice = s->cfg.test_allow_slice ? s->cfg.test_allow_slice : CSERVER_ALLOW_SLICE;
         s->cfg.test_sync_hold_file = NULL;
         s->path = strdup(storage_path);
         if (!s->path || (cfg && cfg->test_sync_hold_file &&
@@ -426,6 +429,7 @@ struct cserver *cserver_free(struct cserver *s)
         free(s->df_gids);
         if (s->compact_timer)
                 loop_timer_cancel(s->loop, s->compact_timer);
+        server_allow_queue_done(s);
         /* Held output is dropped: the peers resync with our next life (16).  Storage
          * joins its syncer, which may still wake s->sync_waker: free that after. */
         for (size_t i = s->out_head; i < s->n_out; i++)

@@ -89,6 +89,9 @@ struct cserver_config {
         /* TEST ONLY: a bulk install goes 8 dataflows per slice, this many ms apart
          * (controller-server-install.c note 17); 0: slices of 5 ms, back to back. */
         uint32_t test_install_slice_ms;
+        /* TEST ONLY: a permission of more collections than this is applied this many per
+         * loop turn (controller-server-compact.c note 14a); 0: CSERVER_ALLOW_SLICE. */
+        uint32_t test_allow_slice;
         /* TEST ONLY: a peek goes to the peek thread when it reads at least this many
          * stored updates (controller-server-peek.c note 18); 0: PEEK_BG_MIN_UPDATES. */
         uint64_t test_peek_bg_min_updates;

@@ -106,7 +106,8 @@ static int controller_start(void)
                         dup2(fd, STDERR_FILENO);
                 execl(bin, bin, "--data-dir", data_dir, "--run-dir", run_dir, "--instance", instance,
                       "--log-level", "debug", "--append-sync", g_append_sync,
-                      "--test-sync-hold-file", hold_path, (char *)NULL);
+                      "--test-sync-hold-file", hold_path, "--test-allow-slice", "2",
+                      (char *)NULL);
                 _exit(127);
         }
         free(bin);
@@ -2168,6 +2169,47 @@ static void test_sync_loop_mode(void)
         restart_with("thread");
 }
 
+/* Note 14a: a permission of many collections is applied a slice per loop turn (2 in
+ * this test's controller): every since gets where it is allowed, in many turns, and
+ * the queue empties. */
+static void test_allow_slices(void)
+{
+        enum { N = 40 };
+        Coord__AllowCompaction m = COORD__ALLOW_COMPACTION__INIT;
+        Coord__CatalogBoundRecord b[N], *bp[N];
+        uint64_t written[N], slices0, since = 0, start;
+        size_t done = 0;
+
+        for (size_t i = 0; i < N; i++)
+                ensure_tables(g_fd, g_ts, 1, (uint64_t)(1200 + i));
+        for (size_t i = 0; i < N; i++) {
+                written[i] = tick(10);
+                append_ok(g_fd, written[i], 1200 + i, "1:x", 1);
+        }
+        append_ok(g_fd, tick(1000), 0, "", 0);
+        slices0 = status_value("allow_slices");
+        for (size_t i = 0; i < N; i++) {
+                b[i] = (Coord__CatalogBoundRecord)COORD__CATALOG_BOUND_RECORD__INIT;
+                b[i].gid = 1200 + i;
+                b[i].bound = written[i];        /* a written table's since stops there */
+                bp[i] = &b[i];
+        }
+        m.sinces = bp;
+        m.n_sinces = N;
+        expect_ok(request(g_fd, COORD__MSG_TYPE__MSG_ALLOW_COMPACTION, &m.base));
+        start = now_ms();
+        while (done < N && now_ms() - start < 5000) {
+                for (done = 0; done < N; done++)
+                        if (!frontiers_of(g_fd, 1200 + done, &since, NULL) || since != written[done])
+                                break;
+                if (done < N)
+                        usleep(10000);
+        }
+        CU_ASSERT_EQUAL(done, N);
+        CU_ASSERT(status_value("allow_slices") - slices0 >= N / 2);
+        CU_ASSERT_EQUAL(status_value("allow_queued"), 0);
+}
+
 static void test_stop(void)
 {
         Coord__StatusReply *s = NULL;
@@ -2206,6 +2248,7 @@ static const struct t_case cases[] = {
         { "group commit: a failed sync answers the held Ok with 58030", test_sync_failure },
         { "--append-sync=loop: synced on the loop, nothing held", test_sync_loop_mode },
         { "a streamed peek holds its input's since at its ts until it ends", test_peek_holds },
+        { "a permission of many collections is applied in slices", test_allow_slices },
         { "status and clean stop", test_stop },
         { NULL, NULL },
 };
