@@ -22,10 +22,11 @@
  *     holds a consistent final state (I5: every R(C, X) >= bound(X)).
  *
  * (3) Dirty objects.  An object becomes dirty when its upper moves in the ring, when a
- *     requirement on it changes (as an input), or when its item or bound changes; the
- *     tables all become dirty when the tables' shared frontier T (the upper of gid 1)
- *     moves, because each table's upper is max(its stored upper, T).  A tick visits
- *     the dirty objects only, and the inputs their new requirements touch.
+ *     requirement on it changes (as an input), or when its item or bound changes; when
+ *     the tables' shared frontier T (the upper of gid 1) moves, the tables not at rest
+ *     (8) are looked at too, because each table's upper is max(its stored upper, T).  A
+ *     tick visits the dirty objects only, those tables, and the inputs their new
+ *     requirements touch.
  *
  * (4) Quiet objects (lifecycle-bounds.h).  content_last() is the last time an
  *     object's contents can have changed: a table's (or source's, or built-in's)
@@ -52,6 +53,30 @@
  * (5) Forward only (I1).  Every value is combined with max: a log entry or an Ok
  *     never lowers what is known, and lifecycle-bounds.h never proposes less than the
  *     old value.
+ *
+ * (8) Tables at rest.  A move of T moves only a table's policy term: its last (stored
+ *     upper - 1), its requirements and its holds do not depend on T.  A table whose
+ *     COMMITTED bound is >= min(requirements and holds, last) is at rest: lc_bound() gives
+ *     that bound back whatever T is, so it proposes nothing until one of those moves.
+ *     s->tables lists the tables not known to be at rest ("moving", o->moving, each once),
+ *     and a tick where T moved walks those only: O(tables written within their window),
+ *     not O(tables).  tick_input() judges every table it computes (o->rest) and puts one
+ *     not at rest back in the list; the next walk drops those at rest.  Skipping one is
+ *     safe because whatever can take it out of rest reaches tick_input() or the list:
+ *     its stored upper moves (lc_state_frontier() dirties it), a requirement on it moves
+ *     (tick_consumer() touches it; a record's put or delete dirties it), a hold is put or
+ *     deleted, its item is put, a bound is loaded (dirty), its bound is deleted or an Ok
+ *     raises a requirement past the tick's proposal (back in the list), an abandon or a
+ *     reload (every object dirty).  Rest is judged on the committed bound, not the
+ *     proposal: a table that a proposal brings to rest stays listed until a tick after
+ *     the Ok finds it there, so the judgement holds whether the proposal is committed,
+ *     abandoned or left unanswered.  A table with no upper proposes nothing and counts as
+ *     at rest (its first upper dirties it); one whose upper does not dirty it (a gid below
+ *     COORD_FIRST_USER_GID, not a built-in) never does.  Built-ins are never listed: they
+ *     are dirty when their own uppers move (6), as they always were.  An entry outlives an
+ *     object freed meanwhile: the walk drops one whose gid finds no object, or an object
+ *     not flagged (a gid re-used while its old entry is listed, which the catalog never
+ *     does, may be listed twice until it rests).
  */
 #include "lifecycle-state.h"
 
@@ -78,6 +103,11 @@ struct lc_obj {
         Coord__ItemKind kind;
         /* The flags together (the state holds 200,000 of these at 100,000 objects). */
         bool has_item, has_bound, dirty, mark, next_has, has_upper, min_valid;
+        /* (8) moving: a table in s->tables.  rest: the last tick_input() found its
+         * committed bound where no move of T takes it.  Stale only while the table is
+         * dirty or touched (tick_input() judges it again in the same tick); moving_add()
+         * clears it. */
+        bool moving, rest;
         bool refresh;           /* a materialized view on a refresh schedule */
         bool builtin;           /* a built-in relation: no catalog item, a bound (6) */
         uint64_t retain_ms, as_of;
@@ -118,7 +148,7 @@ struct lc_state {
         size_t n_items, n_reqs;
         uint64_t *dirty;
         size_t n_dirty, cap_dirty;
-        uint64_t *tables;       /* gids that were tables when added; checked at use */
+        uint64_t *tables;       /* (8) tables not at rest; checked at use */
         size_t n_tables, cap_tables;
         bool tables_moved;
         uint64_t stamp;         /* of the current tick, for content_last() */
@@ -225,6 +255,26 @@ static int dirty_add(struct lc_state *s, struct lc_obj *o)
                 return -ENOMEM;
         s->dirty[s->n_dirty++] = o->gid;
         o->dirty = true;
+        return 0;
+}
+
+/* Whether lc_state_frontier() dirties o when its upper moves: a catalog item's gid or a
+ * built-in (8: only then may a table rest). */
+static bool upper_dirties(const struct lc_obj *o)
+{
+        return o->gid >= COORD_FIRST_USER_GID || o->builtin;
+}
+
+/* (8) o is not known to be at rest: a table (not a built-in) goes in s->tables, once. */
+static int moving_add(struct lc_state *s, struct lc_obj *o)
+{
+        o->rest = false;
+        if (o->moving || o->builtin || !o->has_item || o->kind != COORD__ITEM_KIND__ITEM_TABLE)
+                return 0;
+        if (GROW_ARRAY(s->tables, s->cap_tables, s->n_tables + 1) < 0)
+                return -ENOMEM;
+        s->tables[s->n_tables++] = o->gid;
+        o->moving = true;
         return 0;
 }
 
@@ -381,6 +431,7 @@ void lc_state_reset_catalog(struct lc_state *s)
                 o->bound = o->next_bound = 0;
                 o->n_reqs = o->n_consumers = 0;
                 o->min_valid = false;
+                o->moving = o->rest = false;    /* (8) the list is emptied below */
         }
         s->n_items = s->n_reqs = 0;
         s->n_holds = 0;         /* (7) the reload brings them again */
@@ -414,12 +465,8 @@ static int item_set_obj(struct lc_state *s, struct lc_obj *o, const struct lc_it
         o->retain_ms = it->retain_ms;   /* ALTER ... SET (RETAIN HISTORY) puts it again */
         o->as_of = it->as_of;
         o->refresh = it->refresh;
-        if (!had && o->kind == COORD__ITEM_KIND__ITEM_TABLE) {
-                r = GROW_ARRAY(s->tables, s->cap_tables, s->n_tables + 1);
-                if (r < 0)
-                        return r;
-                s->tables[s->n_tables++] = o->gid;
-        }
+        if (!had && (r = moving_add(s, o)) < 0)     /* (8) a table starts moving */
+                return r;
         return dirty_add(s, o);
 }
 
@@ -478,15 +525,20 @@ static int bound_put(struct lc_state *s, const void *value, size_t len)
         return r;
 }
 
-static void bound_delete(struct lc_state *s, uint64_t gid)
+static int bound_delete(struct lc_state *s, uint64_t gid)
 {
         struct lc_obj *o = obj_find(s, gid);
+        int r;
 
         if (!o)
-                return;
+                return 0;
         o->has_bound = o->next_has = false;
         o->bound = o->next_bound = 0;
+        /* (8) Its bound is 0 now: no longer at rest.  Listed, not dirty: the next move of
+         * T looks at it, as before. */
+        r = moving_add(s, o);
         obj_maybe_free(s, o);
+        return r;
 }
 
 /* R(c, x) = frontier (combined with max if known); x is what c requires. */
@@ -611,8 +663,7 @@ static int op_apply(struct lc_state *s, bool put, const uint8_t *k, size_t klen,
         if (klen == 9 && k[0] == 'b') {
                 if (put)
                         return bound_put(s, value, vlen);
-                bound_delete(s, get_be64(k + 1));
-                return 0;
+                return bound_delete(s, get_be64(k + 1));
         }
         if (klen == 9 && k[0] == 'h')
                 return hold_apply(s, put, get_be64(k + 1), value, vlen);
@@ -822,7 +873,7 @@ int lc_state_frontier(struct lc_state *s, uint64_t gid, uint64_t upper, uint64_t
         o->has_upper = true;
         if (gid == GID_SHARED_FRONTIER)
                 s->tables_moved = true;
-        if (gid < COORD_FIRST_USER_GID && !o->builtin)
+        if (!upper_dirties(o))
                 return 0;
         /* (4): what reads it may have new contents to protect. */
         for (size_t i = 0; i < o->n_consumers; i++) {
@@ -946,14 +997,36 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
         return 0;
 }
 
+/* (8) Judge table x at rest or not (rest: its committed bound is where no move of T
+ * takes it, or it has no upper) and list it if not.  Only a table's judgement is kept:
+ * the list holds tables only. */
+static int table_judge(struct lc_state *s, struct lc_obj *x, bool rest)
+{
+        int r;
+
+        if (x->kind != COORD__ITEM_KIND__ITEM_TABLE)
+                return 0;
+        if (rest && upper_dirties(x)) {
+                x->rest = true;
+                return 0;
+        }
+        r = moving_add(s, x);
+        assert(r < 0 || x->moving || x->builtin);       /* not at rest: listed */
+        return r;
+}
+
 /* Phase 2: an input touched gets the bound rule over its consumers' requirements. */
 static int tick_input(struct lc_state *s, struct lc_obj *x, struct lc_publication *out)
 {
         const struct lc_obj *shared = obj_find(s, GID_SHARED_FRONTIER);
-        uint64_t upper, min_req = UINT64_MAX, old, nb;
+        uint64_t upper, min_req = UINT64_MAX, old, last, nb;
+        bool rest;
+        int r;
 
-        if (!is_collection(x) || !x->has_upper)
+        if (!is_collection(x))
                 return 0;
+        if (!x->has_upper)
+                return table_judge(s, x, true);     /* nothing to propose (8) */
         upper = x->upper;
         if (x->kind == COORD__ITEM_KIND__ITEM_TABLE && shared && shared->has_upper)
                 upper = lc_table_upper(upper, shared->upper);
@@ -972,9 +1045,15 @@ static int tick_input(struct lc_state *s, struct lc_obj *x, struct lc_publicatio
         if (s->n_holds)
                 min_req = lc_min(min_req, hold_min(s, x->gid));    /* (7) */
         old = x->has_bound ? x->bound : 0;
-        nb = lc_bound(old, upper, lc_window(x->retain_ms), min_req, content_last(s, x));
-        if (nb == old)
-                return 0;
+        last = content_last(s, x);
+        nb = lc_bound(old, upper, lc_window(x->retain_ms), min_req, last);
+        /* (8) At rest: lc_bound() returns old for every upper.  Judged on old, the
+         * committed bound, never on nb: a proposal is not the bound until its Ok. */
+        rest = old >= lc_min(min_req, last);
+        assert(!rest || nb == old);
+        r = table_judge(s, x, rest);
+        if (r < 0 || nb == old)
+                return r;
         x->next_bound = nb;
         x->next_has = true;
         return pub_bound(out, x->gid, nb);
@@ -1005,17 +1084,23 @@ int lc_state_tick(struct lc_state *s, struct lc_publication *out)
                         }
         }
         n_dirty = s->n_dirty;
+        /* (8) T moved: the tables not at rest.  The list is compacted to the end even
+         * after an error (then nothing more is touched, and everything becomes dirty). */
         if (r == 0 && s->tables_moved) {
                 size_t keep = 0;
-                for (size_t i = 0; i < s->n_tables && r == 0; i++) {
+                for (size_t i = 0; i < s->n_tables; i++) {
                         struct lc_obj *o = obj_find(s, s->tables[i]);
-                        if (!o || !o->has_item || o->kind != COORD__ITEM_KIND__ITEM_TABLE)
-                                continue;       /* dropped: leaves the list */
+                        if (!o || !o->moving)
+                                continue;       /* its object was freed meanwhile */
+                        if (!o->has_item || o->kind != COORD__ITEM_KIND__ITEM_TABLE || o->rest) {
+                                o->moving = false;      /* dropped, or at rest: leaves */
+                                continue;
+                        }
                         s->tables[keep++] = s->tables[i];
-                        r = touch(s, o);
+                        if (r == 0)
+                                r = touch(s, o);
                 }
-                if (r == 0)
-                        s->n_tables = keep;
+                s->n_tables = keep;
         }
         for (size_t i = 0; i < s->n_touched && r == 0; i++) {
                 struct lc_obj *x = obj_find(s, s->touched[i]);
@@ -1063,9 +1148,16 @@ void lc_state_committed(struct lc_state *s, const struct lc_publication *p)
                 struct lc_req *q = c ? req_find(c, p->reqs[i].input) : NULL;
                 if (!q)
                         continue;
+                struct lc_obj *x = obj_find(s, p->reqs[i].input);
+
                 q->frontier = lc_max(q->frontier, p->reqs[i].frontier);
+                /* (8) An Ok raising a requirement above its q->next (p is not the last
+                 * proposal, or the requirement was reset since: abandoned, reloaded, put
+                 * again): its input may leave rest without a tick seeing it. */
+                if (q->next < q->frontier && x)
+                        (void)moving_add(s, x);
                 q->next = lc_max(q->next, q->frontier);
-                min_stale(obj_find(s, p->reqs[i].input));
+                min_stale(x);
         }
 }
 
