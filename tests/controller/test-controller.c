@@ -2169,9 +2169,9 @@ static void test_sync_loop_mode(void)
         restart_with("thread");
 }
 
-/* Note 14a: a permission of many collections is applied a slice per loop turn (2 in
- * this test's controller): every since gets where it is allowed, in many turns, and
- * the queue empties. */
+/* controller-server-compact.c note 14a: a permission of many collections is applied a
+ * slice per loop turn (2 in this test's controller): every since gets where it is
+ * allowed, in many turns, and the queue empties. */
 static void test_allow_slices(void)
 {
         enum { N = 40 };
