@@ -51,6 +51,14 @@
  *     append left off), s->fr0 the row of object 0.  Only the server writes the
  *     relation: a TableWrite naming it is refused.
  *
+ * (4a) An append takes at most s->frontier_rows gids of s->dirty, the oldest first; the
+ *     rest wait for the next appends.  A wave of moved sinces (the follower's first
+ *     permission after a start compacts every collection) dirties every row at once, and
+ *     rewriting a million rows held the loop for a second in one append.  A row that
+ *     waits shows an older since (or a create or drop later): lower, never higher, so
+ *     no read_frontier passes its bound (I2) and none goes back (I1).  The tables an
+ *     append writes are not capped: their uppers move with it.
+ *
  * (15) Writer mark.  An Append may carry writer_mark, a few opaque bytes; it goes into
  *     coord_objects' collection record (storage_append.mark) in the append's own
  *     WriteBatch, so it is durable exactly when the rows it came with are, and stays
@@ -110,6 +118,7 @@ struct append_ctx {
         struct fchange *fch;
         size_t n_fch, cap_fch;
         size_t frontier_rows;                   /* updates of coord_frontiers */
+        size_t n_dirty_taken;                   /* (4a) s->dirty[0..n) in this append */
         bool frontiers;                         /* coord_frontiers is appended to */
         const ProtobufCBinaryData *mark;        /* Append.writer_mark, for gid 1 (15) */
         struct uniq *uq;                        /* (22) the keys the append writes */
@@ -674,12 +683,13 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
 
         /* Candidates: dirty gids, tables written, and with fr_rebuild every table and
          * every row.  Sorted and unique, so each is looked at once. */
-        r = RESERVE(cand, cap_cand, s->n_dirty + ac->n_c);
+        ac->n_dirty_taken = s->n_dirty < s->frontier_rows ? s->n_dirty : s->frontier_rows;
+        r = RESERVE(cand, cap_cand, ac->n_dirty_taken + ac->n_c);
         if (r < 0)
                 return row_error_oom(&ac->err);
-        if (s->n_dirty)
-                memcpy(cand, s->dirty, s->n_dirty * sizeof(*cand));
-        n_cand = s->n_dirty;
+        if (ac->n_dirty_taken)          /* (4a) */
+                memcpy(cand, s->dirty, ac->n_dirty_taken * sizeof(*cand));
+        n_cand = ac->n_dirty_taken;
         for (size_t i = 0; i < ac->n_c; i++)
                 if (ac->c[i].info.kind == STORAGE_KIND_TABLE)
                         cand[n_cand++] = ac->c[i].info.gid;
@@ -1245,7 +1255,11 @@ static void append_apply(struct append_ctx *ac)
                 }
                 s->fr0 = ac->ts + 1;
                 s->n_stray = 0;
-                s->n_dirty = 0;
+                /* (4a) What this append did not take waits for the next. */
+                assert(ac->n_dirty_taken <= s->n_dirty);
+                memmove(s->dirty, s->dirty + ac->n_dirty_taken,
+                        (s->n_dirty - ac->n_dirty_taken) * sizeof(*s->dirty));
+                s->n_dirty -= ac->n_dirty_taken;
                 s->fr_rebuild = false;
         }
         /* T is ts + 1 now, at or above every table's stored upper. */

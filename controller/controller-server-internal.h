@@ -275,6 +275,7 @@ struct cserver {
         struct loop_timer *allow_timer; /* set while the queue waits for its next turn */
         uint64_t allow_slices;
         size_t allow_slice;             /* CSERVER_ALLOW_SLICE, or the test's */
+        size_t frontier_rows;           /* CSERVER_FRONTIER_ROWS, or the test's (4a) */
         uint64_t mirror_reads;                  /* (11) mirrors built by a read */
         struct gmap rc;                 /* what the ring shows (7): a = upper, b = since,
                                          * c = physical_since */
@@ -745,6 +746,8 @@ void server_handle_list(struct cserver *s, node_peer_t from, const Coord__Envelo
 void server_allowed_forget(struct cserver *s, uint64_t gid);
 /* (14a) Most permissions applied in one loop turn. */
 #define CSERVER_ALLOW_SLICE 4096u
+/* (4a) Most rows of s->dirty one append rewrites in coord_frontiers. */
+#define CSERVER_FRONTIER_ROWS 4096u
 void server_allow_queue_done(struct cserver *s);
 uint64_t server_index_allowed_target(struct cserver *s, struct dfent *e);
 void server_handle_allow_compaction(struct cserver *s, node_peer_t from, const Coord__Envelope *env);

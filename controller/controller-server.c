@@ -359,6 +359,8 @@ int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
         if (cfg)
                 s->cfg = *cfg;
         s->allow_slice = s->cfg.test_allow_slice ? s->cfg.test_allow_slice : CSERVER_ALLOW_SLICE;
+        s->frontier_rows = s->cfg.test_frontier_rows ? s->cfg.test_frontier_rows
+                                                     : CSERVER_FRONTIER_ROWS;
         s->cfg.test_sync_hold_file = NULL;
         s->path = strdup(storage_path);
         if (!s->path || (cfg && cfg->test_sync_hold_file &&

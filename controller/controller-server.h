@@ -92,6 +92,9 @@ struct cserver_config {
         /* TEST ONLY: a permission of more collections than this is applied this many per
          * loop turn (controller-server-compact.c note 14a); 0: CSERVER_ALLOW_SLICE. */
         uint32_t test_allow_slice;
+        /* TEST ONLY: an append rewrites at most this many waiting rows of coord_frontiers
+         * (controller-server-append.c note 4a); 0: CSERVER_FRONTIER_ROWS. */
+        uint32_t test_frontier_rows;
         /* TEST ONLY: a peek goes to the peek thread when it reads at least this many
          * stored updates (controller-server-peek.c note 18); 0: PEEK_BG_MIN_UPDATES. */
         uint64_t test_peek_bg_min_updates;

@@ -96,7 +96,7 @@ int main(int argc, char **argv)
         struct controller c = { .ring_slots = 65536, .ring_records = 65536 };
         char *append_sync = NULL, *test_sync_hold_file = NULL;
         uint64_t test_install_slice_ms = 0, test_peek_bg_min_updates = 0, test_peek_bg_delay_ms = 0;
-        uint64_t test_allow_slice = 0;
+        uint64_t test_allow_slice = 0, test_frontier_rows = 0;
         uint64_t peek_memory_limit_mb = CSERVER_PEEK_MEMORY_LIMIT_DEFAULT_MB;
         uint64_t subscribe_snapshot_max_mb = CSERVER_SUBSCRIBE_SNAPSHOT_DEFAULT_MB;
         const struct conf_option extra[] = {
@@ -108,6 +108,7 @@ int main(int argc, char **argv)
                 { "test-sync-hold-file", CONF_STR, &test_sync_hold_file, 0, "TEST ONLY: the syncer holds every WAL sync while this file exists (replies and ring records of appends wait)" },
                 { "test-install-slice-ms", CONF_U64, &test_install_slice_ms, 10000, "TEST ONLY: a bulk install of dataflows goes 8 per slice, this many ms apart" },
                 { "test-allow-slice", CONF_U64, &test_allow_slice, UINT32_MAX, "TEST ONLY: an AllowCompaction of more collections is applied this many per loop turn (default 4096)" },
+                { "test-frontier-rows", CONF_U64, &test_frontier_rows, UINT32_MAX, "TEST ONLY: an append rewrites at most this many waiting rows of coord_frontiers (default 4096)" },
                 { "test-peek-bg-min-updates", CONF_U64, &test_peek_bg_min_updates, UINT32_MAX, "TEST ONLY: a peek reading at least this many stored updates is evaluated in the peek thread (default 4096)" },
                 { "test-peek-bg-delay-ms", CONF_U64, &test_peek_bg_delay_ms, 10000, "TEST ONLY: the peek thread sleeps this long before each evaluation" },
         };
@@ -140,6 +141,7 @@ int main(int argc, char **argv)
         scfg.test_sync_hold_file = test_sync_hold_file;
         scfg.test_install_slice_ms = (uint32_t)test_install_slice_ms;
         scfg.test_allow_slice = (uint32_t)test_allow_slice;
+        scfg.test_frontier_rows = (uint32_t)test_frontier_rows;
         scfg.test_peek_bg_min_updates = test_peek_bg_min_updates;
         scfg.test_peek_bg_delay_ms = (uint32_t)test_peek_bg_delay_ms;
         if (c.ring_slots < 16 || c.ring_records < 16) {

@@ -107,7 +107,7 @@ static int controller_start(void)
                 execl(bin, bin, "--data-dir", data_dir, "--run-dir", run_dir, "--instance", instance,
                       "--log-level", "debug", "--append-sync", g_append_sync,
                       "--test-sync-hold-file", hold_path, "--test-allow-slice", "2",
-                      (char *)NULL);
+                      "--test-frontier-rows", "256", (char *)NULL);
                 _exit(127);
         }
         free(bin);
@@ -2169,29 +2169,67 @@ static void test_sync_loop_mode(void)
         restart_with("thread");
 }
 
-/* controller-server-compact.c note 14a: a permission of many collections is applied a
- * slice per loop turn (2 in this test's controller): every since gets where it is
- * allowed, in many turns, and the queue empties. */
+/* gid's read_frontier in coord_frontiers at ts; UINT64_MAX without a row. */
+static uint64_t fr_read_frontier(uint64_t gid, uint64_t ts)
+{
+        Coord__PeekResult *res;
+        Coord__Envelope *env;
+        uint64_t v = UINT64_MAX;
+        struct plan p;
+
+        env = recv_for(g_fd, peek_send(g_fd, plan_build(&p, GID_FRONTIERS, 3, COORD__PLAN__FUNC__FUNC_EQ,
+                                                        (int64_t)gid, false), ts, 1000), TIMEOUT_MS);
+        CU_ASSERT_FATAL(env && env->type == COORD__MSG_TYPE__MSG_PEEK_RESULT);
+        res = coord__peek_result__unpack(NULL, env->payload.len, env->payload.data);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(res);
+        if (res->n_rows == 1) {
+                struct row_datum d[3];
+
+                CU_ASSERT_EQUAL_FATAL(row_decode(res->rows[0].data, res->rows[0].len, d, 3), 3);
+                v = (uint64_t)d[1].i;
+        }
+        coord__peek_result__free_unpacked(res, NULL);
+        coord__envelope__free_unpacked(env, NULL);
+        return v;
+}
+
+/* controller-server-append.c note 4a: 300 tables created (their rows of coord_frontiers
+ * wait for the next append), then two appends: the first inserts 256 of the rows (this
+ * test's controller), the second the other 44.  controller-server-compact.c note 14a:
+ * a permission for them all is applied a slice per loop turn (2 here): every since gets
+ * where it is allowed, in many turns, and the queue empties. */
 static void test_allow_slices(void)
 {
-        enum { N = 40 };
+        enum { N = 300, ROWS = 256 };
         Coord__AllowCompaction m = COORD__ALLOW_COMPACTION__INIT;
-        Coord__CatalogBoundRecord b[N], *bp[N];
-        uint64_t written[N], slices0, since = 0, start;
-        size_t done = 0;
+        static Coord__CatalogBoundRecord b[N], *bp[N];
+        static uint64_t gids[N];
+        int kinds[16];
+        uint64_t born = g_ts, written, slices0, since = 0, start;
+        size_t done = 0, shown = 0;
 
         for (size_t i = 0; i < N; i++)
-                ensure_tables(g_fd, g_ts, 1, (uint64_t)(1200 + i));
-        for (size_t i = 0; i < N; i++) {
-                written[i] = tick(10);
-                append_ok(g_fd, written[i], 1200 + i, "1:x", 1);
-        }
+                gids[i] = 3000 + i;
+        for (size_t i = 0; i < 16; i++)
+                kinds[i] = COORD__COLLECTION_KIND__COLLECTION_TABLE;
+        for (size_t i = 0; i < N; i += 16)
+                ensure(g_fd, &gids[i], kinds, i + 16 <= N ? 16 : N - i, born, false);
+        append_ok(g_fd, tick(10), 0, "", 0);
+        CU_ASSERT_EQUAL(status_value("last_append_frontier_rows"), ROWS + 2);
+        append_ok(g_fd, tick(10), 0, "", 0);
+        CU_ASSERT_EQUAL(status_value("last_append_frontier_rows"), N - ROWS + 2);
+        for (size_t i = 0; i < N; i++)
+                shown += fr_read_frontier(gids[i], g_ts) == born;
+        CU_ASSERT_EQUAL(shown, N);
+
+        written = tick(10);
+        append_touch(g_fd, written, gids, N);   /* written: their rows not capped */
         append_ok(g_fd, tick(1000), 0, "", 0);
         slices0 = status_value("allow_slices");
         for (size_t i = 0; i < N; i++) {
                 b[i] = (Coord__CatalogBoundRecord)COORD__CATALOG_BOUND_RECORD__INIT;
-                b[i].gid = 1200 + i;
-                b[i].bound = written[i];        /* a written table's since stops there */
+                b[i].gid = gids[i];
+                b[i].bound = written;           /* a written table's since stops there */
                 bp[i] = &b[i];
         }
         m.sinces = bp;
@@ -2200,7 +2238,7 @@ static void test_allow_slices(void)
         start = now_ms();
         while (done < N && now_ms() - start < 5000) {
                 for (done = 0; done < N; done++)
-                        if (!frontiers_of(g_fd, 1200 + done, &since, NULL) || since != written[done])
+                        if (!frontiers_of(g_fd, gids[done], &since, NULL) || since != written)
                                 break;
                 if (done < N)
                         usleep(10000);
