@@ -745,7 +745,7 @@ void server_handle_list(struct cserver *s, node_peer_t from, const Coord__Envelo
 /* controller-server-compact.c: compaction permission (14) and compaction (6). */
 void server_allowed_forget(struct cserver *s, uint64_t gid);
 /* (14a) Most permissions applied in one loop turn. */
-#define CSERVER_ALLOW_SLICE 4096u
+#define CSERVER_ALLOW_SLICE 256u
 /* (4a) Most rows of s->dirty one append rewrites in coord_frontiers. */
 #define CSERVER_FRONTIER_ROWS 4096u
 void server_allow_queue_done(struct cserver *s);

@@ -265,7 +265,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  "last_append_collections=%zu last_append_frontier_rows=%zu peeks_parked=%zu "
                  "peeks_answered=%llu errors=%llu compactions=%llu dataflows=%zu compute_writes=%llu "
                  "allow_msgs=%llu allow_max=%zu allow_moved=%llu allowed=%zu allow_pending=%zu "
-                 "allow_queued=%zu allow_slices=%llu catchups=%llu mv_flushes=%llu "
+                 "allow_queued=%zu allow_slices=%llu frontier_rows_waiting=%zu catchups=%llu "
+                 "mv_flushes=%llu "
                  "mirror_reads=%llu append_sync=%s syncs=%llu unsynced_appends=%llu "
                  "appends_per_sync=%.2f sync_max_us=%llu sync_write_max_us=%llu "
                  "unsynced_write_max_us=%llu held=%zu held_max=%zu "
@@ -285,7 +286,8 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)st.compactions, s->n_dfs, (unsigned long long)s->compute_writes,
                  (unsigned long long)s->allow_msgs, s->allow_max, (unsigned long long)s->allow_moved,
                  s->allowed.n, s->allow_pending.n, s->n_allow_q - s->allow_q_head,
-                 (unsigned long long)s->allow_slices, (unsigned long long)s->index_catchups,
+                 (unsigned long long)s->allow_slices, s->n_dirty,
+                 (unsigned long long)s->index_catchups,
                  (unsigned long long)s->mv_flushes, (unsigned long long)s->mirror_reads,
                  cserver_append_sync_name(s->cfg.append_sync), (unsigned long long)st.syncs,
                  (unsigned long long)st.unsynced_appends,

@@ -107,7 +107,7 @@ int main(int argc, char **argv)
                 { "append-sync", CONF_STR, &append_sync, 0, "thread (default): appends are synced by a syncer thread, group commit, replies held until; loop: one synced write per append on the event loop" },
                 { "test-sync-hold-file", CONF_STR, &test_sync_hold_file, 0, "TEST ONLY: the syncer holds every WAL sync while this file exists (replies and ring records of appends wait)" },
                 { "test-install-slice-ms", CONF_U64, &test_install_slice_ms, 10000, "TEST ONLY: a bulk install of dataflows goes 8 per slice, this many ms apart" },
-                { "test-allow-slice", CONF_U64, &test_allow_slice, UINT32_MAX, "TEST ONLY: an AllowCompaction of more collections is applied this many per loop turn (default 4096)" },
+                { "test-allow-slice", CONF_U64, &test_allow_slice, UINT32_MAX, "TEST ONLY: an AllowCompaction of more collections is applied this many per loop turn (default 256)" },
                 { "test-frontier-rows", CONF_U64, &test_frontier_rows, UINT32_MAX, "TEST ONLY: an append rewrites at most this many waiting rows of coord_frontiers (default 4096)" },
                 { "test-peek-bg-min-updates", CONF_U64, &test_peek_bg_min_updates, UINT32_MAX, "TEST ONLY: a peek reading at least this many stored updates is evaluated in the peek thread (default 4096)" },
                 { "test-peek-bg-delay-ms", CONF_U64, &test_peek_bg_delay_ms, 10000, "TEST ONLY: the peek thread sleeps this long before each evaluation" },
