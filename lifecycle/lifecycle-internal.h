@@ -41,6 +41,8 @@ struct lifecycle {
         struct catalog *catalog;        /* secondary; NULL until the primary exists */
         char *primary_path, *secondary_path;
         struct loop_timer *open_retry, *tick_timer;
+        size_t tick_left;               /* dirty objects the last tick left (TICK_LIMIT) */
+        uint64_t ticks_soon;            /* ticks brought forward for them */
         uint64_t interval_ms;
         struct lc_state *state;
         struct lc_enact *enact;         /* what the controller must hold (3) */
@@ -161,6 +163,11 @@ int lifecycle_follow_ring(struct lifecycle *lc, uint64_t *ret_last, uint64_t *re
  * sends every bound.  Splitting is safe: each record stands alone (a since moves to a
  * committed bound or stays, I2), and the controller handles the messages in order. */
 #define ALLOW_CHUNK 1024u
+
+/* Dirty objects one tick looks at (lifecycle-state.c note 9); with more left, the next
+ * tick comes TICK_AGAIN_MS after the publication's Ok, not an interval later. */
+#define TICK_LIMIT 2048u
+#define TICK_AGAIN_MS 1u
 
 /* Arm the publication timer: a tick every lc->interval_ms. */
 void lifecycle_tick_arm(struct lifecycle *lc);

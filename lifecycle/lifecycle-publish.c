@@ -18,7 +18,10 @@
  *     back as its log entry, applied with max (lifecycle-state.c note 2), and until
  *     then the follower proposes no less than what it knows committed (I1, I3 checked
  *     by the adapter again).  A controller that (re)connects gets every committed
- *     bound once (it keeps permissions in memory only).
+ *     bound once (it keeps permissions in memory only).  A tick looks at TICK_LIMIT
+ *     dirty objects at most (lifecycle-state.c note 9); while it leaves some, the next
+ *     tick comes TICK_AGAIN_MS after the Ok (tick_soon()), so a setup's or a reload's
+ *     objects go in publications of a bounded size, one after the other.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +123,7 @@ int lifecycle_publish(struct lifecycle *lc)
         r = lc_state_tick(lc->state, p);
         if (r < 0)
                 return r;
+        lc->tick_left = p->left;
         if (!p->n_bounds && !p->n_reqs)
                 return 0;
         b = calloc(p->n_bounds + 1, sizeof(*b));
@@ -175,12 +179,32 @@ out:
         return r;
 }
 
+static void tick(struct loop *l, void *userdata);
+
+/* (2) The last tick left dirty objects (TICK_LIMIT): the next one now, not an interval
+ * later.  Only while nothing is in flight: the Ok brings it otherwise. */
+static void tick_soon(struct lifecycle *lc)
+{
+        if (!lc->tick_left || lc->in_flight)
+                return;
+        loop_timer_cancel(node_loop(lc->node), lc->tick_timer);
+        lc->tick_timer = NULL;
+        if (loop_timer_add(node_loop(lc->node), TICK_AGAIN_MS * NS_PER_MS, tick, lc,
+                           &lc->tick_timer) < 0) {
+                lc->tick_timer = NULL;
+                lifecycle_tick_arm(lc);
+                return;
+        }
+        lc->ticks_soon++;
+}
+
 static void tick(struct loop *l, void *userdata)
 {
         struct lifecycle *lc = userdata;
         int r;
 
         lc->tick_timer = NULL;
+        lc->tick_left = 0;      /* set again by a tick that runs now */
         if (lc->in_flight && now_ms() - lc->pub_sent_ms > PUBLISH_TIMEOUT_MS)
                 lifecycle_publication_failed(lc, "no answer from the adapter", false);
         if (!lc->in_flight && lc->loaded && node_peer_connected(lc->node, COORD__ROLE__ROLE_ADAPTER)) {
@@ -190,6 +214,7 @@ static void tick(struct loop *l, void *userdata)
                         log_warn_errno(r, "publication_failed", "what=send");
         }
         lifecycle_tick_arm(lc);
+        tick_soon(lc);          /* nothing in flight, yet dirty objects left */
 }
 
 void lifecycle_tick_arm(struct lifecycle *lc)
@@ -223,6 +248,7 @@ void lifecycle_publish_reply(struct lifecycle *lc, const Coord__Envelope *env)
                 /* Only now may the controller compact (I2). */
                 if (lifecycle_send_allow(lc, &lc->pub) < 0)
                         log_debug("allow_compaction_deferred", "reason=controller_down");
+                tick_soon(lc);
                 return;
         }
         if (env->type == COORD__MSG_TYPE__MSG_ERROR) {

@@ -77,6 +77,15 @@
  *     object freed meanwhile: the walk drops one whose gid finds no object, or an object
  *     not flagged (a gid re-used while its old entry is listed, which the catalog never
  *     does, may be listed twice until it rests).
+ *
+ * (9) A tick looks at most s->tick_limit dirty objects (the oldest first, the views a
+ *     dirty view dirties included); the rest stay dirty, and out->left tells the caller
+ *     to tick again soon.  A setup or a reload makes every object dirty at once, and a
+ *     tick over all of them held the follower's loop (and the adapter's, committing the
+ *     publication, and the controller's, applying its permissions) in proportion.  An
+ *     object left dirty keeps its committed bound and requirements until its turn:
+ *     lower, so it protects more (I1 holds, and I5 because an input's bound is computed
+ *     from its consumers' requirements as they are).
  */
 #include "lifecycle-state.h"
 
@@ -148,6 +157,7 @@ struct lc_state {
         size_t n_items, n_reqs;
         uint64_t *dirty;
         size_t n_dirty, cap_dirty;
+        size_t tick_limit;      /* (9) dirty objects per tick, 0: all */
         uint64_t *tables;       /* (8) tables not at rest; checked at use */
         size_t n_tables, cap_tables;
         bool tables_moved;
@@ -1068,8 +1078,11 @@ int lc_state_tick(struct lc_state *s, struct lc_publication *out)
         s->n_touched = 0;
         s->stamp++;
         /* The list may grow while we walk it: a dirty materialized view makes what
-         * reads it dirty (its contents may have moved, (4)), down a chain of views. */
-        for (size_t i = 0; i < s->n_dirty && r == 0; i++) {
+         * reads it dirty (its contents may have moved, (4)), down a chain of views.  At
+         * most tick_limit of it (9). */
+        for (n_dirty = 0; n_dirty < s->n_dirty && r == 0 &&
+                          (!s->tick_limit || n_dirty < s->tick_limit); n_dirty++) {
+                size_t i = n_dirty;
                 struct lc_obj *o = obj_find(s, s->dirty[i]);
                 if (!o)
                         continue;
@@ -1083,7 +1096,6 @@ int lc_state_tick(struct lc_state *s, struct lc_publication *out)
                                         r = dirty_add(s, c);
                         }
         }
-        n_dirty = s->n_dirty;
         /* (8) T moved: the tables not at rest.  The list is compacted to the end even
          * after an error (then nothing more is touched, and everything becomes dirty). */
         if (r == 0 && s->tables_moved) {
@@ -1097,6 +1109,8 @@ int lc_state_tick(struct lc_state *s, struct lc_publication *out)
                                 continue;
                         }
                         s->tables[keep++] = s->tables[i];
+                        if (o->dirty)
+                                continue;       /* (9) touched above, or left for later */
                         if (r == 0)
                                 r = touch(s, o);
                 }
@@ -1128,8 +1142,14 @@ int lc_state_tick(struct lc_state *s, struct lc_publication *out)
         if (s->n_dirty > n_dirty)
                 memmove(s->dirty, s->dirty + n_dirty, (s->n_dirty - n_dirty) * sizeof(*s->dirty));
         s->n_dirty -= n_dirty;
+        out->left = s->n_dirty;
         s->tables_moved = false;
         return 0;
+}
+
+void lc_state_set_tick_limit(struct lc_state *s, size_t n)
+{
+        s->tick_limit = n;
 }
 
 void lc_state_committed(struct lc_state *s, const struct lc_publication *p)

@@ -43,6 +43,7 @@ struct lc_publication {
         struct lc_req_rec *reqs;
         size_t n_reqs, cap_reqs;
         size_t touched;         /* objects examined by the tick (work done) */
+        size_t left;            /* dirty objects left for the next tick (the limit) */
 };
 
 void lc_publication_clear(struct lc_publication *p);
@@ -110,6 +111,9 @@ void lc_state_frontiers_reset(struct lc_state *s);
  * dirty marks are kept).  The proposal's values become the basis of the next tick
  * only after lc_state_committed(). */
 int lc_state_tick(struct lc_state *s, struct lc_publication *out);
+/* At most n dirty objects per tick (lifecycle-state.c note 9); 0: every one (the
+ * default).  The rest stay dirty for the next tick, out->left says how many. */
+void lc_state_set_tick_limit(struct lc_state *s, size_t n);
 /* The adapter committed p (lc_state_tick()'s last proposal). */
 void lc_state_committed(struct lc_state *s, const struct lc_publication *p);
 /* The proposal was not committed: forget it and mark every object dirty. */

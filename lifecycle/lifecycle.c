@@ -146,7 +146,8 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
         snprintf(lc->detail, sizeof(lc->detail),
                  "catalog=%s ring=%s items=%zu requirements=%zu holds=%zu publications=%llu "
                  "publication_errors=%llu last_records=%zu last_bounds=%zu last_requirements=%zu "
-                 "last_bytes=%zu last_touched=%zu records_total=%llu bytes_total=%llu "
+                 "last_bytes=%zu last_touched=%zu tick_left=%zu ticks_soon=%llu "
+                 "records_total=%llu bytes_total=%llu "
                  "last_commit_seq=%llu allow_sent=%llu applied=%llu lag_last_us=%llu "
                  "lag_p50_us=%llu lag_p99_us=%llu lag_samples=%zu "
                  "lag_max_us=%llu reloads=%llu catalog_generation=%llu catalog_ring=%s "
@@ -164,6 +165,7 @@ static void lifecycle_status(struct node *n, Coord__StatusReply *reply, void *us
                  lc_state_n_items(lc->state), lc_state_n_requirements(lc->state),
                  lc_state_n_holds(lc->state), (unsigned long long)lc->publications, (unsigned long long)lc->pub_errors,
                  lc->last_records, lc->last_bounds, lc->last_reqs, lc->last_bytes, lc->last_touched,
+                 lc->tick_left, (unsigned long long)lc->ticks_soon,
                  (unsigned long long)lc->records_total, (unsigned long long)lc->bytes_total,
                  (unsigned long long)lc->last_commit_seq, (unsigned long long)lc->allow_sent,
                  (unsigned long long)lc->applied_txns, (unsigned long long)lc->lag_last_us,
@@ -238,7 +240,9 @@ int main(int argc, char **argv)
                 return ex;
         if (!lc.interval_ms)
                 lc.interval_ms = 1;
-        if (lc_state_new(&lc.state) < 0 || lc_state_protect_builtins(lc.state) < 0) {
+        if (lc_state_new(&lc.state) == 0)
+                lc_state_set_tick_limit(lc.state, TICK_LIMIT);
+        if (!lc.state || lc_state_protect_builtins(lc.state) < 0) {
                 log_error("out_of_memory", "");
                 goto out;
         }

@@ -952,6 +952,61 @@ static void test_rest_work(void)
         lc_state_free(s);
 }
 
+/* lifecycle-state.c note 9: 3,000 new tables, a tick limit of 256: each tick looks at
+ * a few hundred objects, out->left counts down, and ticked (and committed) until none
+ * is left, the state has the bounds one tick without a limit proposes. */
+static void test_tick_limit(void)
+{
+        enum { N = 3000, LIMIT = 256 };
+        struct lc_state *a, *b;
+        struct lc_publication p = { 0 }, all_a = { 0 }, all_b = { 0 };
+        size_t ticks = 0, bounds = 0, most = 0, left = N;
+
+        CU_ASSERT_FATAL(lc_state_new(&a) == 0 && lc_state_new(&b) == 0);
+        lc_state_set_tick_limit(a, LIMIT);
+        for (int k = 0; k < 2; k++) {
+                struct lc_state *s = k ? b : a;
+
+                for (uint64_t g = 1000; g < 1000 + N; g++) {
+                        put_item(s, g, COORD__ITEM_KIND__ITEM_TABLE, NULL, 0, 0, 0);
+                        CU_ASSERT_EQUAL(lc_state_frontier(s, g, 5000 + g % 3000, 0, false), 0);
+                }
+                CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 10000, 0, false), 0);
+        }
+        (void)tick_ok(b, &p);
+        CU_ASSERT_EQUAL(p.n_bounds, N);
+        CU_ASSERT_EQUAL(p.left, 0);
+        while (left > 0 && ticks < 100) {
+                size_t touched = tick_ok(a, &p);
+
+                ticks++;
+                bounds += p.n_bounds;
+                most = lc_max(most, touched);
+                CU_ASSERT(p.left < left);       /* it goes down */
+                left = p.left;
+        }
+        CU_ASSERT_EQUAL(left, 0);
+        CU_ASSERT(ticks >= N / LIMIT);
+        CU_ASSERT(most <= 3 * LIMIT);
+        CU_ASSERT_EQUAL(bounds, N);
+        CU_ASSERT_EQUAL(lc_state_all_bounds(a, &all_a), 0);
+        CU_ASSERT_EQUAL(lc_state_all_bounds(b, &all_b), 0);
+        CU_ASSERT_EQUAL(all_a.n_bounds, all_b.n_bounds);
+        for (size_t i = 0; i < all_b.n_bounds; i++) {
+                bool same = false;
+
+                for (size_t j = 0; j < all_a.n_bounds && !same; j++)
+                        same = all_a.bounds[j].gid == all_b.bounds[i].gid &&
+                               all_a.bounds[j].bound == all_b.bounds[i].bound;
+                CU_ASSERT(same);
+        }
+        lc_publication_done(&p);
+        lc_publication_done(&all_a);
+        lc_publication_done(&all_b);
+        lc_state_free(a);
+        lc_state_free(b);
+}
+
 /* One log entry deleting gid's bound ('b'). */
 static void txn_delete_bound(struct lc_state *s, uint64_t gid)
 {
@@ -1900,6 +1955,7 @@ int main(void)
                 { "map_removals", test_map_removals },
                 { "map_stepped", test_map_stepped },
                 { "rest_work", test_rest_work },
+                { "tick_limit", test_tick_limit },
                 { "rest_wake", test_rest_wake },
                 { "rest_stale_ok", test_rest_stale_ok },
                 { "rest_model", test_rest_model },
