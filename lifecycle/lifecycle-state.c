@@ -129,10 +129,13 @@ struct lc_obj {
         uint64_t *consumers;    /* as an input: consumers with R(c, this) (1) */
         size_t n_consumers, cap_consumers;
         /* As an input: min over its consumers' proposed requirements on it, valid while
-         * min_valid.  Every change of such a requirement (or of the consumers) clears
-         * min_valid (min_stale()), so tick_input() need not walk 100,000 consumers of
-         * one support table at every tick to find the same minimum. */
+         * min_valid, and how many of them are at it.  A requirement that moves, comes or
+         * goes updates both (min_moved(), min_gone()); only the last one to leave the
+         * minimum, or a move down (abandon, reload), clears min_valid.  So tick_input()
+         * need not walk the million consumers of one support table at every tick where
+         * one of them moved. */
         uint64_t min_req;
+        size_t min_cnt;
 };
 
 /* A slot of the object map (1): o NULL empty; gid is o->gid, kept beside the pointer
@@ -158,6 +161,7 @@ struct lc_state {
         uint64_t *dirty;
         size_t n_dirty, cap_dirty;
         size_t tick_limit;      /* (9) dirty objects per tick, 0: all */
+        uint64_t min_walks;     /* tick_input()'s walks of an input's consumers */
         uint64_t *tables;       /* (8) tables not at rest; checked at use */
         size_t n_tables, cap_tables;
         bool tables_moved;
@@ -188,9 +192,35 @@ static uint64_t get_be64(const uint8_t *p)
 
 /* ---- the object map (1) ---- */
 
-static void min_stale(struct lc_obj *x)
+/* A requirement on x (proposed, q->next) moves from old up to new, or (fresh) comes at
+ * new.  Keeps min_req and min_cnt, or makes tick_input() walk the consumers again when
+ * the minimum's last holder left it. */
+static void min_moved(struct lc_obj *x, bool fresh, uint64_t old, uint64_t new)
 {
-        if (x)
+        if (!x || !x->min_valid || (!fresh && old == new))
+                return;
+        assert(fresh || (new > old && old >= x->min_req));
+        if (!fresh && old == x->min_req) {
+                assert(x->min_cnt > 0);
+                if (--x->min_cnt == 0) {
+                        x->min_valid = false;
+                        return;
+                }
+        }
+        if (new < x->min_req) {
+                x->min_req = new;
+                x->min_cnt = 1;
+        } else if (new == x->min_req)
+                x->min_cnt++;
+}
+
+/* A requirement on x at value v is gone. */
+static void min_gone(struct lc_obj *x, uint64_t v)
+{
+        if (!x || !x->min_valid || v != x->min_req)
+                return;
+        assert(x->min_cnt > 0);
+        if (--x->min_cnt == 0)
                 x->min_valid = false;
 }
 
@@ -564,11 +594,14 @@ static int req_set_objs(struct lc_state *s, struct lc_obj *c, struct lc_obj *x, 
                 q = &c->reqs[c->n_reqs++];
                 *q = (struct lc_req){ .input = x->gid, .frontier = frontier, .next = frontier };
                 s->n_reqs++;
+                min_moved(x, true, 0, frontier);
         } else {
+                uint64_t old = q->next;
+
                 q->frontier = lc_max(q->frontier, frontier);
                 q->next = lc_max(q->next, q->frontier);
+                min_moved(x, false, old, q->next);
         }
-        min_stale(x);
         return dirty_add(s, x);
 }
 
@@ -587,10 +620,10 @@ static void req_delete(struct lc_state *s, uint64_t consumer, uint64_t input)
 
         if (!q)
                 return;
+        min_gone(x, q->next);
         *q = c->reqs[--c->n_reqs];
         s->n_reqs--;
         if (x) {
-                min_stale(x);
                 for (size_t i = 0; i < x->n_consumers; i++)
                         if (x->consumers[i] == consumer) {
                                 x->consumers[i] = x->consumers[--x->n_consumers];
@@ -996,8 +1029,8 @@ static int tick_consumer(struct lc_state *s, struct lc_obj *c, struct lc_publica
 
                 if (nr == q->next)
                         continue;
+                min_moved(x, false, q->next, nr);
                 q->next = nr;
-                min_stale(x);
                 r = pub_req(out, c->gid, q->input, nr);
                 if (r < 0)
                         return r;
@@ -1043,13 +1076,20 @@ static int tick_input(struct lc_state *s, struct lc_obj *x, struct lc_publicatio
         if (x->min_valid)
                 min_req = x->min_req;
         else {
+                size_t cnt = 0;
+
+                s->min_walks++;
                 for (size_t i = 0; i < x->n_consumers; i++) {
                         const struct lc_obj *c = obj_find(s, x->consumers[i]);
                         const struct lc_req *q = c ? req_find(c, x->gid) : NULL;
-                        if (q)
-                                min_req = lc_min(min_req, q->next);
+
+                        if (!q || q->next > min_req)
+                                continue;
+                        cnt = q->next == min_req ? cnt + 1 : 1;
+                        min_req = q->next;
                 }
                 x->min_req = min_req;
+                x->min_cnt = cnt;
                 x->min_valid = true;
         }
         if (s->n_holds)
@@ -1152,6 +1192,11 @@ void lc_state_set_tick_limit(struct lc_state *s, size_t n)
         s->tick_limit = n;
 }
 
+uint64_t lc_state_min_walks(const struct lc_state *s)
+{
+        return s->min_walks;
+}
+
 void lc_state_committed(struct lc_state *s, const struct lc_publication *p)
 {
         for (size_t i = 0; i < p->n_bounds; i++) {
@@ -1176,8 +1221,8 @@ void lc_state_committed(struct lc_state *s, const struct lc_publication *p)
                  * again): its input may leave rest without a tick seeing it. */
                 if (q->next < q->frontier && x)
                         (void)moving_add(s, x);
+                min_moved(x, false, q->next, lc_max(q->next, q->frontier));
                 q->next = lc_max(q->next, q->frontier);
-                min_stale(x);
         }
 }
 

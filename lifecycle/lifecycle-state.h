@@ -114,6 +114,8 @@ int lc_state_tick(struct lc_state *s, struct lc_publication *out);
 /* At most n dirty objects per tick (lifecycle-state.c note 9); 0: every one (the
  * default).  The rest stay dirty for the next tick, out->left says how many. */
 void lc_state_set_tick_limit(struct lc_state *s, size_t n);
+/* How many times a tick walked an input's consumers for their minimum requirement. */
+uint64_t lc_state_min_walks(const struct lc_state *s);
 /* The adapter committed p (lc_state_tick()'s last proposal). */
 void lc_state_committed(struct lc_state *s, const struct lc_publication *p);
 /* The proposal was not committed: forget it and mark every object dirty. */
