@@ -53,8 +53,8 @@
  *
  * (4a) An append takes at most s->frontier_rows gids of s->dirty, the oldest first; the
  *     rest wait for the next appends.  A wave of moved sinces (the follower's first
- *     permission after a start compacts every collection) dirties every row at once, and
- *     rewriting a million rows held the loop for a second in one append.  A row that
+ *     permissions after a setup compact every collection) dirties every row at once, and
+ *     one append would rewrite them all, two rows each, in one callback.  A row that
  *     waits shows an older since (or a create or drop later): lower, never higher, so
  *     no read_frontier passes its bound (I2) and none goes back (I1).  The tables an
  *     append writes are not capped: their uppers move with it.
