@@ -118,7 +118,7 @@ struct append_ctx {
         struct fchange *fch;
         size_t n_fch, cap_fch;
         size_t frontier_rows;                   /* updates of coord_frontiers */
-        size_t n_dirty_taken;                   /* (4a) s->dirty[0..n) in this append */
+        size_t n_dirty_taken;                   /* (4a) from s->dirty_head on */
         bool frontiers;                         /* coord_frontiers is appended to */
         const ProtobufCBinaryData *mark;        /* Append.writer_mark, for gid 1 (15) */
         struct uniq *uq;                        /* (22) the keys the append writes */
@@ -683,12 +683,14 @@ static int append_frontiers(struct append_ctx *ac, size_t fidx)
 
         /* Candidates: dirty gids, tables written, and with fr_rebuild every table and
          * every row.  Sorted and unique, so each is looked at once. */
-        ac->n_dirty_taken = s->n_dirty < s->frontier_rows ? s->n_dirty : s->frontier_rows;
+        ac->n_dirty_taken = s->n_dirty - s->dirty_head;
+        if (ac->n_dirty_taken > s->frontier_rows)
+                ac->n_dirty_taken = s->frontier_rows;
         r = RESERVE(cand, cap_cand, ac->n_dirty_taken + ac->n_c);
         if (r < 0)
                 return row_error_oom(&ac->err);
         if (ac->n_dirty_taken)          /* (4a) */
-                memcpy(cand, s->dirty, ac->n_dirty_taken * sizeof(*cand));
+                memcpy(cand, s->dirty + s->dirty_head, ac->n_dirty_taken * sizeof(*cand));
         n_cand = ac->n_dirty_taken;
         for (size_t i = 0; i < ac->n_c; i++)
                 if (ac->c[i].info.kind == STORAGE_KIND_TABLE)
@@ -1255,11 +1257,18 @@ static void append_apply(struct append_ctx *ac)
                 }
                 s->fr0 = ac->ts + 1;
                 s->n_stray = 0;
-                /* (4a) What this append did not take waits for the next. */
-                assert(ac->n_dirty_taken <= s->n_dirty);
-                memmove(s->dirty, s->dirty + ac->n_dirty_taken,
-                        (s->n_dirty - ac->n_dirty_taken) * sizeof(*s->dirty));
-                s->n_dirty -= ac->n_dirty_taken;
+                /* (4a) What this append did not take waits for the next; the array
+                 * is moved down only when that costs no more than what was taken. */
+                assert(s->dirty_head + ac->n_dirty_taken <= s->n_dirty);
+                s->dirty_head += ac->n_dirty_taken;
+                if (s->dirty_head == s->n_dirty)
+                        s->dirty_head = s->n_dirty = 0;
+                else if (s->dirty_head >= s->n_dirty - s->dirty_head) {
+                        memmove(s->dirty, s->dirty + s->dirty_head,
+                                (s->n_dirty - s->dirty_head) * sizeof(*s->dirty));
+                        s->n_dirty -= s->dirty_head;
+                        s->dirty_head = 0;
+                }
                 s->fr_rebuild = false;
         }
         /* T is ts + 1 now, at or above every table's stored upper. */

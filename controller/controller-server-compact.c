@@ -231,7 +231,8 @@ static int allow_enqueue(struct cserver *s, const uint64_t *gids, size_t n)
         bool idle = s->n_allow_q == s->allow_q_head;
         int r;
 
-        if (s->allow_q_head > 0) {
+        /* Moved down only when that costs no more than what was applied. */
+        if (s->allow_q_head > 0 && s->allow_q_head >= s->n_allow_q - s->allow_q_head) {
                 memmove(s->allow_q, s->allow_q + s->allow_q_head,
                         (s->n_allow_q - s->allow_q_head) * sizeof(*s->allow_q));
                 s->n_allow_q -= s->allow_q_head;

@@ -259,7 +259,7 @@ struct cserver {
         struct frow *stray;
         size_t n_stray, cap_stray;
         uint64_t *dirty;
-        size_t n_dirty, cap_dirty;
+        size_t n_dirty, cap_dirty, dirty_head; /* (4a): dirty[dirty_head..n_dirty) wait */
         bool fr_rebuild;
 
         uint64_t *builtins;             /* gids of the built-ins, ascending (6), (10) */

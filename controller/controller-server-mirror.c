@@ -314,7 +314,7 @@ void server_frontiers_clear(struct cserver *s)
         gmap_clear(&s->fr);
         s->fr0 = 0;
         s->n_stray = 0;
-        s->n_dirty = 0;
+        s->n_dirty = s->dirty_head = 0;
         s->fr_rebuild = false;
 }
 

@@ -286,7 +286,7 @@ void cserver_describe(struct cserver *s, char *buf, size_t size)
                  (unsigned long long)st.compactions, s->n_dfs, (unsigned long long)s->compute_writes,
                  (unsigned long long)s->allow_msgs, s->allow_max, (unsigned long long)s->allow_moved,
                  s->allowed.n, s->allow_pending.n, s->n_allow_q - s->allow_q_head,
-                 (unsigned long long)s->allow_slices, s->n_dirty,
+                 (unsigned long long)s->allow_slices, s->n_dirty - s->dirty_head,
                  (unsigned long long)s->index_catchups,
                  (unsigned long long)s->mv_flushes, (unsigned long long)s->mirror_reads,
                  cserver_append_sync_name(s->cfg.append_sync), (unsigned long long)st.syncs,
@@ -404,7 +404,8 @@ int cserver_new(struct node *n, struct fring *ring, const char *storage_path,
         log_info("storage_opened", "path=%s collections=%llu tables_frontier=%llu "
                  "frontier_rows=%zu frontier_rows_stale=%zu append_sync=%s%s", s->path,
                  (unsigned long long)st.collections, (unsigned long long)server_tables_frontier(s),
-                 s->fr.n + (s->fr0 != 0), s->n_dirty, cserver_append_sync_name(s->cfg.append_sync),
+                 s->fr.n + (s->fr0 != 0), s->n_dirty - s->dirty_head,
+                 cserver_append_sync_name(s->cfg.append_sync),
                  s->cfg.test_sync_hold_file ? " test_sync_hold_file=set" : "");
         *ret = s;
         return 0;

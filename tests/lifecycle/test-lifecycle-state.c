@@ -409,6 +409,25 @@ static void test_sparse(void)
         lc_state_free(s);
 }
 
+/* A state with table tb, bound 100, and n materialized views mv0.. reading it, each with
+ * its bound and its requirement on tb at 100; seq 1. */
+static struct lc_state *views_on_table(uint64_t tb, uint64_t mv0, uint64_t n)
+{
+        const uint64_t in[1] = { tb };
+        struct lc_state *s;
+
+        CU_ASSERT_FATAL(lc_state_new(&s) == 0);
+        put_item(s, tb, COORD__ITEM_KIND__ITEM_TABLE, NULL, 0, 0, 0);
+        put_bound(s, tb, 100);
+        for (uint64_t i = 0; i < n; i++) {
+                put_item(s, mv0 + i, COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW, in, 1, 0, 100);
+                put_bound(s, mv0 + i, 100);
+                put_req(s, mv0 + i, tb, 100);
+        }
+        lc_state_set_seq(s, 1);
+        return s;
+}
+
 /* One table read by 50 materialized views (tick_input() keeps the minimum requirement
  * over an input's consumers instead of walking them at every tick): the table's bound
  * follows that minimum when the holding consumer is dropped, when a consumer's
@@ -418,18 +437,9 @@ static void test_many_consumers(void)
         enum { TB = 1000, MV0 = 3000, N = 50 };
         struct lc_state *s;
         struct lc_publication p = { 0 };
-        const uint64_t in[1] = { TB };
         uint64_t seq = 2;
 
-        CU_ASSERT_FATAL(lc_state_new(&s) == 0);
-        put_item(s, TB, COORD__ITEM_KIND__ITEM_TABLE, NULL, 0, 0, 0);
-        put_bound(s, TB, 100);
-        for (uint64_t i = 0; i < N; i++) {
-                put_item(s, MV0 + i, COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW, in, 1, 0, 100);
-                put_bound(s, MV0 + i, 100);
-                put_req(s, MV0 + i, TB, 100);
-        }
-        lc_state_set_seq(s, 1);
+        s = views_on_table(TB, MV0, N);
         CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 20000, 0, false), 0);    /* T */
         CU_ASSERT_EQUAL(lc_state_frontier(s, TB, 20000, 0, false), 0);   /* written at 19999 */
         /* MV i has caught up to 6000 + 10 i: R(MV i, TB) = its upper - 1. */
@@ -963,18 +973,9 @@ static void test_min_incremental(void)
         static bool gone[N];
         struct lc_state *s;
         struct lc_publication p = { 0 };
-        const uint64_t in[1] = { TB };
         uint64_t seq = 2, rnd = 99, bound = 0, walks0, holder_left = 0;
 
-        CU_ASSERT_FATAL(lc_state_new(&s) == 0);
-        put_item(s, TB, COORD__ITEM_KIND__ITEM_TABLE, NULL, 0, 0, 0);
-        put_bound(s, TB, 100);
-        for (uint64_t i = 0; i < N; i++) {
-                put_item(s, MV0 + i, COORD__ITEM_KIND__ITEM_MATERIALIZED_VIEW, in, 1, 0, 100);
-                put_bound(s, MV0 + i, 100);
-                put_req(s, MV0 + i, TB, 100);
-        }
-        lc_state_set_seq(s, 1);
+        s = views_on_table(TB, MV0, N);
         CU_ASSERT_EQUAL(lc_state_frontier(s, 1, 90000, 0, false), 0);    /* T */
         CU_ASSERT_EQUAL(lc_state_frontier(s, TB, 90000, 0, false), 0);
         /* Views 0-4 share the minimum; the others above it, distinct. */
