@@ -16,7 +16,7 @@
  *     keyed by GlobalId (fring_slot_home() is part of the layout).  slot_count is twice
  *     slot_capacity rounded up to a power of two, so at most half the slots are USED.
  *     fring_forget() leaves a TOMBSTONE, which inserts reuse; tombstones followed by an
- *     EMPTY slot are turned back into EMPTY at once (producer_trim_tombstones()), and
+ *     EMPTY slot are turned back into EMPTY at once (table_trim_tombstones()), and
  *     when more than a quarter of the table is tombstones anyway, the producer rebuilds
  *     the table (producer_rebuild()).  Hence at least a quarter of the slots are always
  *     EMPTY and every probe sequence is short and ends.  A dense array scanned linearly
